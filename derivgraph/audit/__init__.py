@@ -1,0 +1,1 @@
+"""Audits: find derived tensors that no spec declares, at run time and in source code."""

@@ -1,0 +1,13 @@
+"""``derivgraph audit``: runtime and static audits from the command line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["add_audit_parser"]
+
+
+def add_audit_parser(sub: Any) -> None:
+    """Add the ``audit`` command and its ``runtime``/``static`` subcommands."""
+    p = sub.add_parser("audit", help="find derived tensors no spec declares")
+    p.add_subparsers(dest="audit_command", required=True)

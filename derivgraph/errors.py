@@ -1,0 +1,99 @@
+"""Errors that say where, which rule, and how to fix it.
+
+Every problem derivgraph finds in a spec or while compiling a plan is a :class:`SpecIssue`:
+the spec file and line, the node, the rule broken (a stable code), and the fix. Validation
+collects every issue before raising one :class:`SpecValidationError`, so a user sees all of
+them at once and no tensor has been touched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = [
+    "AdoptionError",
+    "DerivgraphError",
+    "Rule",
+    "SourceLocation",
+    "SpecIssue",
+    "SpecValidationError",
+    "StrictReloadError",
+]
+
+
+class Rule:
+    """Stable rule codes used in error messages (and in tests)."""
+
+    SCHEMA = "DG001 schema"
+    SYNTAX = "DG002 formula-syntax"
+    UNKNOWN_NAME = "DG003 unknown-name"
+    UNKNOWN_OP = "DG004 unknown-op"
+    ARITY = "DG005 arity"
+    CYCLE = "DG006 cycle"
+    MISSING_SOURCE = "DG007 missing-source"
+    MISMATCH = "DG008 declared-vs-inferred"
+    DUPLICATE = "DG009 duplicate-name"
+    ALIAS = "DG010 alias-conflict"
+    ADOPTION = "DG011 adoption-mismatch"
+    OWNER = "DG012 owner-kind"
+    INFERENCE = "DG013 inference-failed"
+    NO_MATCH = "DG014 target-not-found"
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """Where a spec element was written: a file and a 1-based line (0 when unknown)."""
+
+    file: str = "<python>"
+    line: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+
+@dataclass
+class SpecIssue:
+    """One broken rule: where, what, and the fix."""
+
+    rule: str
+    message: str
+    fix: str
+    location: SourceLocation = field(default_factory=SourceLocation)
+    node: str = ""
+
+    def __str__(self) -> str:
+        node = f" [{self.node}]" if self.node else ""
+        return f"{self.location}: {self.rule}{node}: {self.message}\n    fix: {self.fix}"
+
+
+class DerivgraphError(Exception):
+    """Base class of every error derivgraph raises on purpose."""
+
+
+class SpecValidationError(DerivgraphError):
+    """One or more spec issues; raised before any tensor is touched."""
+
+    def __init__(self, issues: list[SpecIssue]):
+        self.issues = list(issues)
+        head = f"{len(self.issues)} spec problem(s):"
+        super().__init__("\n".join([head, *(str(i) for i in self.issues)]))
+
+
+class AdoptionError(DerivgraphError):
+    """A tensor the engine made differs from what its spec computes.
+
+    Either the spec's formula or the engine is wrong; derivgraph refuses to guess which.
+    """
+
+    def __init__(self, issues: list[SpecIssue]):
+        self.issues = list(issues)
+        super().__init__("\n".join(["adoption failed:", *(str(i) for i in self.issues)]))
+
+
+class StrictReloadError(DerivgraphError):
+    """A reload left graph-visible tensors moved or undeclared derived tensors behind."""
+
+    def __init__(self, message: str, paths: list[str]):
+        self.paths = list(paths)
+        listing = "\n".join(f"  - {p}" for p in self.paths)
+        super().__init__(f"{message}\n{listing}" if listing else message)

@@ -1,0 +1,228 @@
+"""Formula parsing: ``ast`` in, a small expression tree out. Nothing is ever evaluated here.
+
+Supported: numbers, strings, lists/tuples, names and dotted attribute paths
+(``self_attn.qkv_proj.weight``), ``x.shape``/``x.dtype``, indexing and slicing, ``+ - * / // **``
+and unary ``-``, calls of registered ops (``reciprocal(x)``, ``full([E], K, dtype=int64)``),
+method-style calls of registered ops (``x.contiguous()``), and one-generator list
+comprehensions over ``each("pattern")`` (``[w[q:q + 2*kv] for w in each("layers.*.w")]``).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Any
+
+from .ops import OPS
+
+__all__ = [
+    "Attr", "Call", "Comp", "Const", "Expr", "FormulaError", "Index", "ListExpr", "Name",
+    "Slice", "parse_formula",
+]
+
+
+class FormulaError(ValueError):
+    """A formula that cannot be parsed or names an unknown op; ``rule`` is the error code."""
+
+    def __init__(self, rule: str, message: str, fix: str):
+        super().__init__(message)
+        self.rule, self.message, self.fix = rule, message, fix
+
+
+class Expr:
+    """Base of the expression tree (frozen dataclasses, hashable, comparable)."""
+
+
+@dataclass(frozen=True)
+class Const(Expr):
+    value: Any
+
+
+@dataclass(frozen=True)
+class Name(Expr):
+    id: str
+
+
+@dataclass(frozen=True)
+class Attr(Expr):
+    base: Expr
+    attr: str
+
+
+@dataclass(frozen=True)
+class Slice(Expr):
+    lower: Expr | None
+    upper: Expr | None
+    step: Expr | None
+
+
+@dataclass(frozen=True)
+class Index(Expr):
+    base: Expr
+    index: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class ListExpr(Expr):
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class Call(Expr):
+    op: str
+    args: tuple[Expr, ...]
+    kwargs: tuple[tuple[str, Expr], ...] = ()
+
+
+@dataclass(frozen=True)
+class Comp(Expr):
+    """``[element for var in each(pattern)]``."""
+
+    element: Expr
+    var: str
+    pattern: str
+
+
+_BINOPS = {
+    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
+    ast.Pow: "pow",
+}
+
+# Names a formula may use besides ops; resolved by the binder.
+EACH = "each"
+
+
+def _fail(rule: str, message: str, fix: str) -> FormulaError:
+    return FormulaError(rule, message, fix)
+
+
+class _Converter:
+    def __init__(self, text: str):
+        self.text = text
+
+    def convert(self, node: ast.AST) -> Expr:
+        method = getattr(self, f"_{type(node).__name__}", None)
+        if method is None:
+            seg = ast.get_source_segment(self.text, node) or type(node).__name__
+            raise _fail(
+                "DG002 formula-syntax", f"unsupported syntax {seg!r} ({type(node).__name__})",
+                "formulas allow arithmetic, indexing/slicing, attribute paths, op calls and "
+                "[x for v in each('pattern')]; move other logic into a registered op",
+            )
+        return method(node)
+
+    def _Constant(self, node: ast.Constant) -> Expr:
+        if not isinstance(node.value, (int, float, str, bool, type(None))):
+            raise _fail("DG002 formula-syntax", f"unsupported constant {node.value!r}",
+                        "use numbers, strings, True/False or None")
+        return Const(node.value)
+
+    def _Name(self, node: ast.Name) -> Expr:
+        return Name(node.id)
+
+    def _Attribute(self, node: ast.Attribute) -> Expr:
+        return Attr(self.convert(node.value), node.attr)
+
+    def _Subscript(self, node: ast.Subscript) -> Expr:
+        sl = node.slice
+        items = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+        return Index(self.convert(node.value), tuple(self.convert(i) for i in items))
+
+    def _Slice(self, node: ast.Slice) -> Expr:
+        def opt(n: ast.AST | None) -> Expr | None:
+            return None if n is None else self.convert(n)
+
+        return Slice(opt(node.lower), opt(node.upper), opt(node.step))
+
+    def _List(self, node: ast.List) -> Expr:
+        return ListExpr(tuple(self.convert(e) for e in node.elts))
+
+    _Tuple = _List
+
+    def _BinOp(self, node: ast.BinOp) -> Expr:
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise _fail("DG002 formula-syntax", f"operator {type(node.op).__name__} is not supported",
+                        "use + - * / // ** or an op such as maximum(a, b)")
+        return Call(op, (self.convert(node.left), self.convert(node.right)))
+
+    def _UnaryOp(self, node: ast.UnaryOp) -> Expr:
+        if isinstance(node.op, ast.USub):
+            inner = self.convert(node.operand)
+            if isinstance(inner, Const) and isinstance(inner.value, (int, float)):
+                return Const(-inner.value)
+            return Call("neg", (inner,))
+        if isinstance(node.op, ast.UAdd):
+            return self.convert(node.operand)
+        raise _fail("DG002 formula-syntax", f"unary {type(node.op).__name__} is not supported",
+                    "only unary minus is allowed")
+
+    def _Call(self, node: ast.Call) -> Expr:
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+            k.arg is None for k in node.keywords
+        ):
+            raise _fail("DG002 formula-syntax", "*args and **kwargs are not supported",
+                        "pass arguments explicitly")
+        args = [self.convert(a) for a in node.args]
+        kwargs = tuple((k.arg, self.convert(k.value)) for k in node.keywords if k.arg)
+        func = node.func
+        if isinstance(func, ast.Name):
+            name = func.id
+        elif isinstance(func, ast.Attribute):
+            name = func.attr
+            args.insert(0, self.convert(func.value))
+        else:
+            raise _fail("DG002 formula-syntax", "only named ops can be called",
+                        "call a registered op by name, e.g. reciprocal(x)")
+        if name == EACH:
+            raise _fail("DG002 formula-syntax", "each(...) may only appear as the iterable of a "
+                        "list comprehension", "write [x for x in each('layers.*.weight')]")
+        _check_op(name, len(args), [k for k, _ in kwargs])
+        return Call(name, tuple(args), kwargs)
+
+    def _ListComp(self, node: ast.ListComp) -> Expr:
+        if len(node.generators) != 1:
+            raise _fail("DG002 formula-syntax", "only one `for` per comprehension",
+                        "nest a second comprehension in an op call instead")
+        gen = node.generators[0]
+        if gen.ifs or gen.is_async or not isinstance(gen.target, ast.Name):
+            raise _fail("DG002 formula-syntax", "comprehensions take one name and no `if`",
+                        "write [f(x) for x in each('pattern')]")
+        it = gen.iter
+        ok = (
+            isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == EACH
+            and len(it.args) == 1 and not it.keywords and isinstance(it.args[0], ast.Constant)
+            and isinstance(it.args[0].value, str)
+        )
+        if not ok:
+            raise _fail("DG002 formula-syntax", "a comprehension must iterate over each('pattern')",
+                        "write [x for x in each('layers.*.self_attn.qkv_proj.weight')]")
+        return Comp(self.convert(node.elt), gen.target.id, it.args[0].value)
+
+
+def _check_op(name: str, nargs: int, keywords: list[str]) -> None:
+    op = OPS.get(name)
+    if op is None:
+        close = sorted(n for n in OPS if n[:3] == name[:3])
+        hint = f" (similar: {', '.join(close)})" if close else ""
+        raise _fail("DG004 unknown-op", f"unknown function {name!r}{hint}",
+                    "use a built-in op (`derivgraph ops` lists them) or register one with "
+                    "derivgraph.register_op")
+    if nargs < op.min_args or (op.max_args is not None and nargs > op.max_args):
+        want = f"{op.min_args}" if op.max_args == op.min_args else f"{op.min_args}..{op.max_args}"
+        raise _fail("DG005 arity", f"{name} takes {want} positional argument(s), got {nargs}",
+                    f"call it as {op.signature()}")
+    bad = [k for k in keywords if k not in op.keywords or k == "device"]
+    if bad:
+        raise _fail("DG005 arity", f"{name} has no keyword(s) {', '.join(bad)}",
+                    f"call it as {op.signature()}")
+
+
+def parse_formula(text: str) -> Expr:
+    """Parse a formula into an :class:`Expr`; raise :class:`FormulaError` on anything else."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise _fail("DG002 formula-syntax", f"invalid formula {text!r}: {exc.msg}",
+                    "write a Python-style expression, e.g. 'reciprocal(a1_scale)'") from None
+    return _Converter(text).convert(tree.body)

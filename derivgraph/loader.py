@@ -1,0 +1,178 @@
+"""Load specs from YAML (with file and line on every element and error), Python and plugins.
+
+Sources of specs, merged by :func:`default_specs`:
+
+* the built-in library (``specs/*.yaml``, shipped in the wheel as ``derivgraph.builtin_specs``);
+* the ``derivgraph.specs`` entry-point group: each entry point names a YAML file or folder, a
+  ``Spec``/``SpecFile``/list of them, or a zero-argument callable returning one of those.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import logging
+from collections.abc import Iterable
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from .errors import Rule, SourceLocation, SpecIssue, SpecValidationError
+from .spec import Spec, SpecFile
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "builtin_specs",
+    "default_specs",
+    "load_spec_file",
+    "load_spec_text",
+    "load_specs",
+]
+
+logger = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "derivgraph.specs"
+
+_Lines = dict[tuple[Any, ...], int]
+
+
+def _plain(node: yaml.Node, path: tuple[Any, ...], lines: _Lines, file: str) -> Any:
+    """Turn a composed YAML node into Python data, recording the line of every element."""
+    lines[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = _plain(key_node, (*path, "<key>"), lines, file)
+            if key in out:
+                raise SpecValidationError([SpecIssue(
+                    Rule.DUPLICATE, f"key {key!r} appears twice in one mapping",
+                    "remove one of the two entries", SourceLocation(file, key_node.start_mark.line + 1),
+                )])
+            out[key] = _plain(value_node, (*path, key), lines, file)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_plain(v, (*path, i), lines, file) for i, v in enumerate(node.value)]
+    return yaml.SafeLoader("").construct_object(node, deep=True)
+
+
+def _line_for(loc: tuple[Any, ...], lines: _Lines) -> int:
+    for cut in range(len(loc), -1, -1):
+        if loc[:cut] in lines:
+            return lines[loc[:cut]]
+    return 0
+
+
+def load_spec_text(text: str, file: str = "<string>") -> list[Spec]:
+    """Parse one YAML document of specs; every error carries ``file:line``."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark else 0
+        raise SpecValidationError([SpecIssue(
+            Rule.SCHEMA, f"not valid YAML: {getattr(exc, 'problem', exc)}",
+            "fix the YAML syntax (indentation, quoting of ':' and '#' inside formulas)",
+            SourceLocation(file, line),
+        )]) from None
+    if root is None:
+        raise SpecValidationError([SpecIssue(
+            Rule.SCHEMA, "the file is empty", "write `version: 1` and a `specs:` list",
+            SourceLocation(file, 1),
+        )])
+    lines: _Lines = {}
+    data = _plain(root, (), lines, file)
+    try:
+        parsed = SpecFile.model_validate(data)
+    except ValidationError as exc:
+        issues = []
+        for err in exc.errors():
+            loc = tuple(err["loc"])
+            where = ".".join(str(p) for p in loc) or "<document>"
+            issues.append(SpecIssue(
+                Rule.SCHEMA, f"{where}: {err['msg']}",
+                _schema_fix(err), SourceLocation(file, _line_for(loc, lines)),
+            ))
+        raise SpecValidationError(issues) from None
+    for i, spec in enumerate(parsed.specs):
+        spec._location = SourceLocation(file, lines.get(("specs", i), 0))
+        spec.target._location = SourceLocation(file, lines.get(("specs", i, "target"), 0))
+        for j, derived in enumerate(spec.derived):
+            derived._location = SourceLocation(file, lines.get(("specs", i, "derived", j), 0))
+    return parsed.specs
+
+
+def _schema_fix(err: dict[str, Any]) -> str:
+    kind = err.get("type", "")
+    if kind == "extra_forbidden":
+        return "remove the unknown key (run `derivgraph schema` for the allowed keys)"
+    if kind == "missing":
+        return "add the missing key"
+    if kind == "literal_error":
+        return "use one of the allowed values listed above"
+    return "correct the value as the message says (see `derivgraph schema`)"
+
+
+def load_spec_file(path: str | Path) -> list[Spec]:
+    """Load one YAML spec file."""
+    path = Path(path)
+    return load_spec_text(path.read_text(encoding="utf-8"), str(path))
+
+
+def load_specs(paths: Iterable[str | Path]) -> list[Spec]:
+    """Load YAML files and folders (``*.yaml``/``*.yml``, sorted), collecting every error."""
+    specs: list[Spec] = []
+    issues: list[SpecIssue] = []
+    for entry in paths:
+        entry = Path(entry)
+        files = sorted([*entry.glob("*.yaml"), *entry.glob("*.yml")]) if entry.is_dir() else [entry]
+        for file in files:
+            try:
+                specs.extend(load_spec_file(file))
+            except SpecValidationError as exc:
+                issues.extend(exc.issues)
+    if issues:
+        raise SpecValidationError(issues)
+    return specs
+
+
+def builtin_specs() -> list[Spec]:
+    """The spec library shipped with derivgraph."""
+    root = importlib.resources.files("derivgraph.builtin_specs")
+    specs: list[Spec] = []
+    for item in sorted(root.iterdir(), key=lambda p: p.name):
+        if item.name.endswith((".yaml", ".yml")):
+            specs.extend(load_spec_text(item.read_text(encoding="utf-8"), f"specs/{item.name}"))
+    return specs
+
+
+def _coerce(value: Any, origin: str) -> list[Spec]:
+    if callable(value) and not isinstance(value, (Spec, SpecFile)):
+        value = value()
+    if isinstance(value, (str, Path)):
+        return load_specs([value])
+    if isinstance(value, Spec):
+        return [value]
+    if isinstance(value, SpecFile):
+        return list(value.specs)
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _coerce(v, origin)]
+    raise TypeError(
+        f"entry point {origin} gave {type(value).__name__}; it must give a YAML path, a Spec, a "
+        "SpecFile, a list of those, or a callable returning one"
+    )
+
+
+def plugin_specs() -> list[Spec]:
+    """Specs contributed by installed packages through the ``derivgraph.specs`` group."""
+    specs: list[Spec] = []
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        logger.debug("loading specs from entry point %s = %s", ep.name, ep.value)
+        specs.extend(_coerce(ep.load(), f"{ep.name} = {ep.value}"))
+    return specs
+
+
+def default_specs() -> list[Spec]:
+    """Built-in specs plus every installed plugin's specs."""
+    return [*builtin_specs(), *plugin_specs()]

@@ -1,0 +1,115 @@
+"""Attribute paths: read and bind objects at dotted paths from a module.
+
+A path is ``a.b.0.c``: attribute names, and integers that index lists, tuples,
+``ModuleList``s and dicts. Binding a tensor respects the slot it belongs in: a registered
+parameter, a registered buffer, or a plain attribute (also on frozen dataclasses, such as
+quant-config descriptors).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+__all__ = ["MISSING", "class_names", "get_path", "join", "matches_class", "set_slot", "slot_of"]
+
+MISSING: Any = object()
+
+
+def join(*parts: str) -> str:
+    """Join path pieces, skipping empty ones."""
+    return ".".join(p for p in parts if p)
+
+
+def _step(obj: Any, part: str) -> Any:
+    if part.isdigit():
+        if isinstance(obj, Mapping):
+            return obj.get(part, obj.get(int(part), MISSING))
+        if isinstance(obj, (Sequence, nn.ModuleList, nn.Sequential)) and not isinstance(obj, str):
+            idx = int(part)
+            return obj[idx] if idx < len(obj) else MISSING
+        if isinstance(obj, nn.Module):
+            return obj._modules.get(part, MISSING)
+        return MISSING
+    if isinstance(obj, Mapping) and part in obj:
+        return obj[part]
+    return getattr(obj, part, MISSING)
+
+
+def get_path(root: Any, path: str) -> Any:
+    """The object at ``path`` from ``root``, or :data:`MISSING`."""
+    obj = root
+    for part in path.split(".") if path else ():
+        obj = _step(obj, part)
+        if obj is MISSING:
+            return MISSING
+    return obj
+
+
+def class_names(obj: Any) -> set[str]:
+    """Short and qualified names of every class in ``type(obj)``'s MRO."""
+    names: set[str] = set()
+    for cls in type(obj).__mro__:
+        names.add(cls.__name__)
+        names.add(f"{cls.__module__}.{cls.__qualname__}")
+    return names
+
+
+def matches_class(obj: Any, wanted: Sequence[str]) -> bool:
+    """True if any class in ``obj``'s MRO is named (short or qualified) in ``wanted``."""
+    return bool(class_names(obj) & set(wanted))
+
+
+def slot_of(owner: Any, name: str) -> str:
+    """Where ``owner.name`` lives: 'parameter', 'buffer', 'attribute' or 'missing'."""
+    if isinstance(owner, nn.Module):
+        if name in owner._parameters:
+            return "parameter"
+        if name in owner._buffers:
+            return "buffer"
+    if isinstance(owner, Mapping):
+        return "attribute" if name in owner else "missing"
+    return "attribute" if hasattr(owner, name) else "missing"
+
+
+def set_slot(owner: Any, name: str, value: Any, slot: str, persistent: bool = False) -> None:
+    """Bind ``owner.name = value`` in ``slot`` (parameter, buffer or attribute).
+
+    Removes ``name`` from the other slots first, so a module never holds it twice. Works on
+    frozen dataclasses and ``__slots__`` objects through ``object.__setattr__``.
+    """
+    if isinstance(owner, nn.Module):
+        owner._parameters.pop(name, None)
+        owner._buffers.pop(name, None)
+        owner._non_persistent_buffers_set.discard(name)
+        owner.__dict__.pop(name, None)
+        if slot == "parameter":
+            if not isinstance(value, nn.Parameter):
+                raise TypeError(f"{name}: a parameter slot needs an nn.Parameter")
+            owner._parameters[name] = value
+        elif slot == "buffer":
+            owner._buffers[name] = value
+            if not persistent:
+                owner._non_persistent_buffers_set.add(name)
+        else:
+            owner.__dict__[name] = value
+        return
+    if slot in ("parameter", "buffer"):
+        raise TypeError(f"{type(owner).__name__} is not an nn.Module; it cannot hold a {slot}")
+    if isinstance(owner, dict):
+        owner[name] = value
+    elif dataclasses.is_dataclass(owner) or hasattr(type(owner), "__slots__"):
+        object.__setattr__(owner, name, value)
+    else:
+        try:
+            setattr(owner, name, value)
+        except AttributeError:
+            object.__setattr__(owner, name, value)
+
+
+def is_tensor(value: Any) -> bool:
+    return isinstance(value, torch.Tensor)

@@ -1,0 +1,41 @@
+"""What one run of the reload pass did."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["RunReport"]
+
+
+@dataclass
+class RunReport:
+    """Steps run, tensors and bytes written, holders re-bound, time, and what needs attention.
+
+    ``recapture_required`` lists derived Python scalars whose value changed: a captured graph
+    baked the old number, so only a recapture makes it current. ``moved`` is filled when the
+    run was asked to verify: bound tensors or sources whose object or address changed.
+    """
+
+    mode: str = "recompute"
+    steps: int = 0
+    written: int = 0
+    bytes: int = 0
+    rebinds: int = 0
+    taken_from_engine: int = 0
+    seconds: float = 0.0
+    recapture_required: list[str] = field(default_factory=list)
+    missing_owners: list[str] = field(default_factory=list)
+    moved: list[str] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        text = (f"{self.mode}: {self.steps} steps, {self.written} tensors / {self.bytes} bytes "
+                f"written, {self.rebinds} holders re-bound, {self.seconds * 1e3:.2f} ms")
+        if self.moved is not None:
+            text += f", moved {len(self.moved)}"
+        if self.recapture_required:
+            text += f", recapture required for {len(self.recapture_required)} scalar(s)"
+        return text

@@ -1,0 +1,1 @@
+"""Examples and reference modules (shipped as derivgraph.examples)."""

@@ -1,0 +1,1 @@
+"""Built-in derived-tensor specs, shipped in the wheel as derivgraph.builtin_specs."""

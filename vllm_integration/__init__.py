@@ -1,0 +1,1 @@
+"""derivgraph inside vLLM 0.33.0 reload paths."""
