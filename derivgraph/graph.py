@@ -160,13 +160,31 @@ class DerivedGraph:
     def sources(self) -> list[str]:
         return [n for n, d in self.g.nodes(data=True) if d["kind"] == "source"]
 
+    def _version(self) -> tuple[int, int]:
+        return (self.g.number_of_nodes(), self.g.number_of_edges())
+
     def ordered(self) -> list[str]:
-        """Node ids in a deterministic topological order."""
-        return list(nx.lexicographical_topological_sort(self.g, key=_natural_key))
+        """Node ids in a deterministic topological order (cached until the graph changes)."""
+        if getattr(self, "_order_version", None) != self._version():
+            self._order = list(nx.lexicographical_topological_sort(self.g, key=_natural_key))
+            self._order_version = self._version()
+        return self._order
+
+    def source_deps(self) -> dict[str, frozenset[str]]:
+        """Node id -> the source nodes it depends on (computed in one topological sweep)."""
+        if getattr(self, "_deps_version", None) != self._version():
+            deps: dict[str, frozenset[str]] = {}
+            for n in self.ordered():
+                if self.g.nodes[n]["kind"] == "source":
+                    deps[n] = frozenset((n,))
+                else:
+                    deps[n] = frozenset().union(*(deps[p] for p in self.g.predecessors(n)))
+            self._deps, self._deps_version = deps, self._version()
+        return self._deps
 
     def constant(self, node_id: str) -> bool:
         """True if no source tensor feeds ``node_id`` (its value never changes)."""
-        return not any(self.g.nodes[a]["kind"] == "source" for a in nx.ancestors(self.g, node_id))
+        return not self.source_deps()[node_id]
 
     def raise_if_issues(self) -> None:
         if self.issues:
@@ -254,7 +272,8 @@ class _Resolver:
         return self._module_path(parts)
 
     def _derived_ref(self, name: str) -> NodeRef | None:
-        candidates = [d for d in self.bound.spec.derived if d.name == name]
+        me = self.node.decl if self.node is not None else None
+        candidates = [d for d in self.bound.spec.derived if d.name == name and d is not me]
         if not candidates:
             return None
         primary = [d for d in candidates if d.kind != "alias"] or candidates
@@ -502,6 +521,8 @@ def _check_cycles(graph: DerivedGraph) -> None:
         sub = graph.g.subgraph(component)
         cycle = [u for u, _ in nx.find_cycle(sub)]
         named = [c for c in cycle if c in graph.derived] or cycle
+        start = min(range(len(named)), key=lambda i: _natural_key(named[i]))
+        named = named[start:] + named[:start]
         shown = " -> ".join([*named, named[0]])
         graph.issue(Rule.CYCLE, f"derived tensors depend on each other in a cycle: {shown}",
                     "break the cycle: a derived tensor may not depend on itself, directly or "
@@ -579,8 +600,7 @@ def _check_declared(graph: DerivedGraph, node: DerivedNode, value: torch.Tensor)
     if decl.kind == "alias" and node.input in graph.g and graph.g.nodes[node.input]["kind"] == "source":
         src_device = graph.g.nodes[node.input]["device"]
         node.device = src_device
-    src_devices = {graph.g.nodes[a]["device"] for a in nx.ancestors(graph.g, node.id)
-                   if graph.g.nodes[a]["kind"] == "source"}
+    src_devices = {graph.g.nodes[a]["device"] for a in graph.source_deps()[node.id]}
     if decl.device and src_devices and node.device not in src_devices and decl.kind != "alias":
         graph.issue(Rule.MISMATCH, f"declared device {node.device} but the sources are on "
                     f"{', '.join(sorted(map(str, src_devices)))}",

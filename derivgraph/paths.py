@@ -26,6 +26,13 @@ def join(*parts: str) -> str:
 
 
 def _step(obj: Any, part: str) -> Any:
+    if isinstance(obj, nn.Module):
+        d = obj.__dict__
+        for registry in ("_modules", "_parameters", "_buffers"):
+            if part in d[registry]:
+                return d[registry][part]
+        if part in d:
+            return d[part]
     if part.isdigit():
         if isinstance(obj, Mapping):
             return obj.get(part, obj.get(int(part), MISSING))

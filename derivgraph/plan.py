@@ -165,14 +165,16 @@ class Plan:
         if updated is None:
             return None
         names = list(updated)
-        sources = self.graph.sources()
         hit = {
-            s for s in sources for n in names
+            s for s in self.source_ptrs for n in names
             if s == n or s.startswith(n + ".") or fnmatch.fnmatchcase(s, n)
         }
-        dirty: set[str] = set()
-        for s in hit:
-            dirty |= nx.descendants(self.graph.g, s)
+        if not hit:
+            return set()
+        deps = self.graph.source_deps()
+        # a step runs when any source it depends on was updated; intermediates it reads that
+        # depend only on other sources are recomputed too (they are not cached between runs)
+        dirty = {n for n, d in deps.items() if d & hit}
         needed = set(dirty)
         for node_id in dirty:
             needed |= {a for a in nx.ancestors(self.graph.g, node_id)
@@ -264,8 +266,11 @@ class Plan:
     def rebind(self, report: RunReport | None = None) -> int:
         """Point every holder back at the startup object; returns how many were re-bound."""
         count = 0
+        owners: dict[str, Any] = {}
         for entry in self.entries.values():
-            owner = get_path(self.model, entry.node.owner_path)
+            path = entry.node.owner_path
+            owner = owners[path] if path in owners else owners.setdefault(
+                path, get_path(self.model, path))
             if owner is MISSING or owner is None:
                 if report is not None:
                     report.missing_owners.append(entry.id)

@@ -118,6 +118,9 @@ def validate_specs(specs: Iterable[Spec]) -> list[SpecIssue]:
             if len(cycle) == 1 and any(d.kind == "alias" for d in spec.derived
                                        if d.name == cycle[0]):
                 continue
+            order = [d.name for d in spec.derived]
+            start = min(range(len(cycle)), key=lambda i: order.index(cycle[i]))
+            cycle = cycle[start:] + cycle[:start]
             first = next(d for d in spec.derived if d.name == cycle[0])
             issues.append(SpecIssue(Rule.CYCLE, "derived tensors depend on each other in a "
                                     f"cycle: {' -> '.join([*cycle, cycle[0]])}",
