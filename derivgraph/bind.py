@@ -35,7 +35,8 @@ def _where_holds(module: nn.Module, where: dict[str, Any]) -> bool:
         value = get_path(module, path)
         if value is MISSING:
             return False
-        value = getattr(value, "value", value) if not isinstance(value, (int, float, str)) else value
+        if not isinstance(value, (int, float, str)):
+            value = getattr(value, "value", value)
         allowed = wanted if isinstance(wanted, list) else [wanted]
         if value not in allowed and str(value) not in [str(a) for a in allowed]:
             return False

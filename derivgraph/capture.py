@@ -151,6 +151,8 @@ class CapturedGraph:
         return self.static_output
 
 
-def capture(fn: Callable[[torch.Tensor], torch.Tensor], static_input: torch.Tensor) -> CapturedGraph:
+def capture(
+    fn: Callable[[torch.Tensor], torch.Tensor], static_input: torch.Tensor
+) -> CapturedGraph:
     """Capture ``fn(static_input)``: a CUDA graph on CUDA, a :class:`CpuGraph` on CPU."""
     return CapturedGraph(fn, static_input)

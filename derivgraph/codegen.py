@@ -54,7 +54,8 @@ def _render_value(value: Any, names: _Names) -> str:
 def _call(op: str, args: Any, kwargs: dict[str, Any], names: _Names, out: str = "") -> str:
     if op == "getitem":
         index = args[1] if isinstance(args[1], tuple) else (args[1],)
-        return f"{_render_value(args[0], names)}[{', '.join(_render_value(i, names) for i in index)}]"
+        inner = ", ".join(_render_value(i, names) for i in index)
+        return f"{_render_value(args[0], names)}[{inner}]"
     parts = [_render_value(a, names) for a in args]
     parts += [f"{k}={_render_value(v, names)}" for k, v in kwargs.items()]
     if out:

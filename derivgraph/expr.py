@@ -142,7 +142,8 @@ class _Converter:
     def _BinOp(self, node: ast.BinOp) -> Expr:
         op = _BINOPS.get(type(node.op))
         if op is None:
-            raise _fail("DG002 formula-syntax", f"operator {type(node.op).__name__} is not supported",
+            raise _fail("DG002 formula-syntax",
+                        f"operator {type(node.op).__name__} is not supported",
                         "use + - * / // ** or an op such as maximum(a, b)")
         return Call(op, (self.convert(node.left), self.convert(node.right)))
 

@@ -27,8 +27,19 @@ from torch import nn
 
 from .bind import BoundSpec
 from .errors import Rule, SourceLocation, SpecIssue, SpecValidationError
-from .expr import Attr, Call, Comp, Const, Expr, FormulaError, Index, ListExpr, Name, Slice
-from .expr import parse_formula
+from .expr import (
+    Attr,
+    Call,
+    Comp,
+    Const,
+    Expr,
+    FormulaError,
+    Index,
+    ListExpr,
+    Name,
+    Slice,
+    parse_formula,
+)
 from .ops import DTYPES, OPS
 from .paths import MISSING, get_path, join
 from .spec import DerivedTensor
@@ -370,7 +381,8 @@ class _Resolver:
             try:
                 return op.fn(*args, **kwargs)
             except (TypeError, ZeroDivisionError, ValueError) as exc:
-                raise self.fail(Rule.INFERENCE, f"{e.op}{args}: {exc}", "fix the constants") from None
+                raise self.fail(Rule.INFERENCE, f"{e.op}{args}: {exc}",
+                                "fix the constants") from None
         if op.kind == "create":
             kwargs["device"] = self.device
         return self.graph.op(e.op, args, kwargs)
@@ -597,7 +609,7 @@ def _check_declared(graph: DerivedGraph, node: DerivedNode, value: torch.Tensor)
     if decl.kind == "scalar" and value.numel() != 1:
         graph.issue(Rule.MISMATCH, f"a scalar needs one element, the formula gives "
                     f"{list(value.shape)}", "reduce the formula, e.g. amax(x)", node)
-    if decl.kind == "alias" and node.input in graph.g and graph.g.nodes[node.input]["kind"] == "source":
+    if decl.kind == "alias" and graph.g.nodes.get(node.input, {}).get("kind") == "source":
         src_device = graph.g.nodes[node.input]["device"]
         node.device = src_device
     src_devices = {graph.g.nodes[a]["device"] for a in graph.source_deps()[node.id]}

@@ -48,7 +48,8 @@ def _plain(node: yaml.Node, path: tuple[Any, ...], lines: _Lines, file: str) -> 
             if key in out:
                 raise SpecValidationError([SpecIssue(
                     Rule.DUPLICATE, f"key {key!r} appears twice in one mapping",
-                    "remove one of the two entries", SourceLocation(file, key_node.start_mark.line + 1),
+                    "remove one of the two entries",
+                    SourceLocation(file, key_node.start_mark.line + 1),
                 )])
             out[key] = _plain(value_node, (*path, key), lines, file)
         return out

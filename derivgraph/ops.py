@@ -63,7 +63,16 @@ class OpDef:
             self.doc = (inspect.getdoc(self.fn) or "").split("\n")[0]
 
     def signature(self) -> str:
-        return f"{self.name}{inspect.signature(self.fn)}"
+        """``name(arg, arg=default, ...)`` without annotations (``device`` is filled in)."""
+        parts = []
+        for p in inspect.signature(self.fn).parameters.values():
+            if p.name == "device":
+                continue
+            text = f"*{p.name}" if p.kind == p.VAR_POSITIONAL else p.name
+            if p.default is not p.empty:
+                text += f"={p.default!r}"
+            parts.append(text)
+        return f"{self.name}({', '.join(parts)})"
 
 
 OPS: dict[str, OpDef] = {}

@@ -233,7 +233,8 @@ class Plan:
                  take_engine: bool) -> None:
         if step.action == "compute":
             op = OPS[step.op]
-            env[step.node] = op.fn(*substitute(step.args, lookup), **substitute(step.kwargs, lookup))
+            args = substitute(step.args, lookup)
+            env[step.node] = op.fn(*args, **substitute(step.kwargs, lookup))
             report.steps += 1
             return
         entry = self.entries[step.node]

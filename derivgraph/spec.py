@@ -20,15 +20,29 @@ Example (YAML)::
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from .errors import SourceLocation
 
 __all__ = ["DerivedTensor", "Kind", "Spec", "SpecFile", "Target"]
 
 Kind = Literal["parameter", "buffer", "attribute", "alias", "view", "scalar"]
+
+# One class name or a list of them (normalized to a list).
+ClassNames = Annotated[
+    list[str],
+    WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}),
+]
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PATH = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*|\d+)(\.([A-Za-z_][A-Za-z0-9_]*|\d+))*$")
@@ -56,11 +70,11 @@ def _check_path(value: str, what: str) -> str:
 class Target(_Strict):
     """What a spec applies to in a live model. Classes are matched by name, never imported."""
 
-    module_class: list[str] = Field(
+    module_class: ClassNames = Field(
         default_factory=list,
         description="Module classes (short or qualified names, any class in the MRO) to match.",
     )
-    quant_method_class: list[str] = Field(
+    quant_method_class: ClassNames = Field(
         default_factory=list,
         description="Classes of the module's `quant_method` attribute to match (MRO, by name).",
     )
@@ -69,7 +83,7 @@ class Target(_Strict):
         description="Attribute path from the module to an object that must exist for a match, "
         "e.g. 'quant_method.moe_kernel.fused_experts'. It may be rebuilt on every reload.",
     )
-    object_class: list[str] = Field(
+    object_class: ClassNames = Field(
         default_factory=list,
         description="Classes the object at `object` must have (MRO, by name).",
     )
@@ -163,7 +177,9 @@ class DerivedTensor(_Strict):
     def _kind_rules(self) -> DerivedTensor:
         if self.kind == "alias":
             if not self.of:
-                raise ValueError("kind 'alias' needs `of`: the tensor this one is the same object as")
+                raise ValueError(
+                    "kind 'alias' needs `of`: the tensor this one is the same object as"
+                )
             if self.formula:
                 raise ValueError("an alias has no formula; drop `formula` or use kind 'view'")
         else:

@@ -111,7 +111,8 @@ def validate_specs(specs: Iterable[Spec]) -> list[SpecIssue]:
                             d.location, node))
             if d.dtype and d.dtype not in DTYPES:
                 issues.append(SpecIssue(Rule.SCHEMA, f"unknown dtype {d.dtype!r}",
-                                        f"use one of {', '.join(sorted(DTYPES))}", d.location, node))
+                                        f"use one of {', '.join(sorted(DTYPES))}",
+                                        d.location, node))
         g = spec_graph(spec)
         derived_only = g.subgraph([n for n, k in g.nodes(data="kind") if k == "derived"])
         for cycle in nx.simple_cycles(derived_only):

@@ -267,7 +267,8 @@ def test_plugin_entry_point_specs(monkeypatch, tmp_path):
 
     path = tmp_path / "plugin.yaml"
     path.write_text("version: 1\nspecs:\n  - name: from-plugin\n    target: {module_class: Toy}\n"
-                    "    derived:\n      - {name: inv, kind: attribute, formula: reciprocal(scale)}\n")
+                    "    derived:\n"
+                    "      - {name: inv, kind: attribute, formula: reciprocal(scale)}\n")
 
     class EP:
         name, value = "toy", "toy_pkg:specs"

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-from derivgraph import compile_plan, load_specs
-from derivgraph.capture import capture
-from derivgraph.demo import run_demo
 from derivgraph.examples.reference_models import (
     RefConfig,
     build_reference_model,
     make_weights,
     reference_spec_path,
 )
+
+from derivgraph import compile_plan, load_specs
+from derivgraph.capture import capture
+from derivgraph.demo import run_demo
 
 CFG = RefConfig()
 X = torch.randn(5, CFG.hidden, generator=torch.Generator().manual_seed(123))
@@ -80,7 +80,19 @@ def test_demo_result_shape():
     result = run_demo("cpu")
     data = result.as_json()
     assert set(data) == {"naive", "derivgraph"}
-    assert data["naive"]["moved"] == 19 and data["naive"]["max_abs_err"] > 0.1
+    assert data["naive"]["max_abs_err"] > 0.1
+    assert data["naive"]["moved"] == len(result.naive.moved_paths)
+    expected = {"drafter._fused_kv_weight"}
+    for i in (0, 1):
+        expected.add(f"layers.{i}.attn._q_scale_inv")
+        for d in ("_a1", "_a2", "_w1", "_w2"):
+            expected.add(f"layers.{i}.moe.quant_method.moe_quant_config.{d}.alpha_or_gscale")
+        for s in ("ab_strides1", "ab_strides2", "c_strides1", "c_strides2"):
+            expected.add(f"layers.{i}.moe.quant_method.moe_kernel.fused_experts.{s}")
+    assert len(expected) == 19 and expected <= set(result.naive.moved_paths)
+    # nothing but derived tensors moved: weights were copied into their kept parameters
+    assert all(("quant_config" in p or "strides" in p or p.endswith("_inv")
+                or p.endswith("_fused_kv_weight")) for p in result.naive.moved_paths)
     assert data["derivgraph"] == {"moved": 0, "max_abs_err": 0.0}
     assert result.back_to_a.moved == 0 and result.back_to_a.max_abs_err == 0.0
     assert result.ok()

