@@ -191,3 +191,16 @@ def test_all_errors_collected_at_once(fixtures):
         derivgraph.load_specs([fixtures / "specs" / "bad_schema.yaml",
                                fixtures / "specs" / "not_yaml.yaml"])
     assert len(info.value.issues) == 2
+
+
+def test_declared_device_must_match_sources():
+    spec = derivgraph.Spec(
+        name="dev", target=derivgraph.Target(module_class=["Toy"]),
+        derived=[derivgraph.DerivedTensor(name="inv", kind="attribute",
+                                          formula="reciprocal(scale)", device="meta")],
+    )
+    with pytest.raises(SpecValidationError) as info:
+        compile_plan(Toy(), [spec])
+    (issue,) = info.value.issues
+    assert issue.rule == Rule.MISMATCH and "declared device meta but the sources are on cpu" in \
+        issue.message

@@ -1,0 +1,30 @@
+"""The wheel ships the spec library, the reference examples and the entry points."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_wheel_contents(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
+         "-q", "-w", str(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (wheel,) = tmp_path.glob("derivgraph-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        entry_points = next(zf.read(n).decode() for n in names if n.endswith("entry_points.txt"))
+    for spec in sorted((ROOT / "specs").glob("*.yaml")):
+        assert f"derivgraph/builtin_specs/{spec.name}" in names
+    assert "derivgraph/examples/specs/reference.yaml" in names
+    assert "derivgraph/schema/spec.schema.json" in names
+    assert "vllm_integration/plugin.py" in names
+    assert "derivgraph = derivgraph.cli:main" in entry_points
+    assert "derivgraph = vllm_integration.plugin:register" in entry_points
