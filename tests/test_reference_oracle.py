@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 import torch
+
+from derivgraph import compile_plan, load_specs
+from derivgraph.capture import capture
+from derivgraph.demo import run_demo
 from derivgraph.examples.reference_models import (
     RefConfig,
     build_reference_model,
     make_weights,
     reference_spec_path,
 )
-
-from derivgraph import compile_plan, load_specs
-from derivgraph.capture import capture
-from derivgraph.demo import run_demo
 
 CFG = RefConfig()
 X = torch.randn(5, CFG.hidden, generator=torch.Generator().manual_seed(123))
