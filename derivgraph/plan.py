@@ -62,6 +62,7 @@ class Entry:
     slot: str
     adopted: bool
     startup_ptr: int = 0
+    startup_data: Any = None  # a detached alias of the startup storage (restores `.data` rebinds)
 
     @property
     def id(self) -> str:
@@ -197,6 +198,7 @@ class Plan:
         env: dict[str, Any] = {}
         lookup = self._lookup(env)
         with torch.no_grad():
+            report.restored = self._restore_storage()
             for step in self.steps:
                 if needed is not None and step.node not in needed:
                     continue
@@ -210,6 +212,20 @@ class Plan:
         if verify:
             report.moved = self.moved()
         return report
+
+    def _restore_storage(self) -> list[str]:
+        """Put startup storage back under tensors the engine re-pointed (``t.data = new``).
+
+        The object is still ours, but a captured graph reads the startup address; the steps
+        that follow write the current values into it.
+        """
+        restored = []
+        for key, entry in self.entries.items():
+            if entry.startup_data is None or _ptr(entry.storage) == entry.startup_ptr:
+                continue
+            entry.storage.data = entry.startup_data
+            restored.append(key)
+        return restored
 
     def refill(self, *, verify: bool = False) -> RunReport:
         """After an engine reran its post-load step: keep its values, restore our storage."""
@@ -509,6 +525,8 @@ def compile_plan(model: nn.Module, specs: Iterable[Spec] | None = None, *,
     plan.rebind()
     for entry in plan.entries.values():
         entry.startup_ptr = _ptr(entry.storage)
+        if entry.node.kind in _TENSOR_KINDS:
+            entry.startup_data = entry.storage.detach()
     for src in graph.sources():
         tensor = get_path(model, src)
         plan.source_ptrs[src] = (id(tensor), _ptr(tensor))

@@ -13,7 +13,8 @@ class RunReport:
     """Steps run, tensors and bytes written, holders re-bound, time, and what needs attention.
 
     ``recapture_required`` lists derived Python scalars whose value changed: a captured graph
-    baked the old number, so only a recapture makes it current. ``moved`` is filled when the
+    baked the old number, so only a recapture makes it current. ``restored`` lists tensors the
+    engine had re-pointed at new storage (``t.data = new``) that were put back. ``moved`` is filled when the
     run was asked to verify: bound tensors or sources whose object or address changed.
     """
 
@@ -26,6 +27,7 @@ class RunReport:
     seconds: float = 0.0
     recapture_required: list[str] = field(default_factory=list)
     missing_owners: list[str] = field(default_factory=list)
+    restored: list[str] = field(default_factory=list)
     moved: list[str] | None = None
 
     def as_dict(self) -> dict[str, Any]:

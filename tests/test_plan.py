@@ -297,3 +297,17 @@ def test_rebuilt_kernel_missing_owner_is_reported():
     model.kernel = Kernel(model.weight, model.scale)
     report = plan.run(verify=True)
     assert report.moved == [] and model.kernel.strides is plan.entries["kernel.strides"].storage
+
+
+def test_data_rebind_is_restored_to_startup_storage():
+    model = Toy()
+    plan = compile_plan(model, [_spec(_d("inv", "reciprocal(scale)", "parameter"))])
+    param, ptr = model.inv, model.inv.data_ptr()
+    model.load(seed=4)
+    with torch.no_grad():
+        model.inv.data = torch.reciprocal(model.scale).clone()  # an engine's `.data =` rebind
+    assert model.inv is param and model.inv.data_ptr() != ptr
+    report = plan.refill(verify=True)
+    assert report.restored == ["inv"] and report.moved == []
+    assert model.inv is param and param.data_ptr() == ptr
+    assert torch.equal(param, torch.reciprocal(model.scale))

@@ -1,0 +1,197 @@
+"""Benchmark the runtime-audit census on a synthetic 61-layer MoE-shaped model.
+
+Every layer looks like a vLLM decoder layer after its post-load step: attention with an impl
+object (a Python float scale, a decode-path tensor, a ``functools.partial`` holding a
+workspace, a back-reference to its module), an MoE layer whose quant method holds a quant
+config (a dataclass of frozen descriptors aliasing the scales) and a kernel whose experts
+object holds CUTLASS-style stride constants (one aliased), a list of workspaces, a dict of
+constants and a closure; one quant-config object is shared by every layer.
+
+Times ``take_census`` walk-only (``fingerprints=False``, what an address check needs), with
+fingerprints (every byte hashed, what a stale check needs), and ``diff_censuses`` of two
+fingerprinted censuses. Medians of ``--repeat`` runs (default 3).
+
+    python3 benchmarks/bench_census.py --layers 61
+    python3 benchmarks/bench_census.py --layers 61 --device cuda
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from derivgraph.audit.census import take_census
+from derivgraph.audit.diff import diff_censuses
+
+
+@dataclass(frozen=True)
+class Desc:
+    scale: torch.Tensor
+    alpha_or_gscale: torch.Tensor
+
+
+@dataclass
+class MoEQuantConfig:
+    a1: Desc
+    a2: Desc
+    w1: Desc
+    w2: Desc
+
+
+class SharedQuantConfig:
+    """One object referenced by every layer, like vLLM's QuantizationConfig."""
+
+    def __init__(self) -> None:
+        self.activation_scheme = "static"
+        self.weight_block_size = None
+        self.ignored_layers: list[str] = []
+
+
+class Experts:
+    def __init__(self, e: int, h: int, n: int, qc: MoEQuantConfig, device: str):
+        self.quant_config = qc
+        self.ab_strides1 = torch.full((e,), h, dtype=torch.int64, device=device)
+        self.ab_strides2 = torch.full((e,), n, dtype=torch.int64, device=device)
+        self.c_strides1 = torch.full((e,), 2 * n, dtype=torch.int64, device=device)
+        self.c_strides2 = self.ab_strides1
+        self.workspaces = [torch.empty(64, h, device=device) for _ in range(2)]
+        self.consts = {"gemm1_alpha": torch.full((e,), 1.702, device=device),
+                       "gemm1_beta": torch.ones(e, device=device)}
+        limit = torch.full((e,), 7.0, device=device)
+        self.clamp = lambda x: x.clamp(max=limit)  # a closure cell
+
+
+class MoEKernel:
+    def __init__(self, experts: Experts):
+        self.fused_experts = experts
+
+
+class QuantMethod:
+    def __init__(self, layer: nn.Module, shared: SharedQuantConfig, device: str):
+        self.quant_config = shared
+        w1, w2 = layer.w13_weight_scale, layer.w2_weight_scale
+        a1, a2 = layer.w13_input_scale, layer.w2_input_scale
+        self.moe_quant_config = MoEQuantConfig(Desc(a1, 1 / a1), Desc(a2, 1 / a2),
+                                               Desc(w1, w1 * a1), Desc(w2, w2 * a2))
+        e, n, h = layer.w13_weight.shape[0], layer.w2_weight.shape[2], layer.w2_weight.shape[1]
+        self.moe_kernel = MoEKernel(Experts(e, h, n, self.moe_quant_config, device))
+
+
+class FusedMoE(nn.Module):
+    def __init__(self, e: int, h: int, n: int, shared: SharedQuantConfig, device: str,
+                 dtype: torch.dtype):
+        super().__init__()
+
+        def param(*shape: int, dt: torch.dtype = torch.float32) -> nn.Parameter:
+            return nn.Parameter(torch.randn(shape, device=device).to(dt), requires_grad=False)
+
+        self.gate = nn.Linear(h, e, bias=False, device=device)
+        self.w13_weight = param(e, 2 * n, h, dt=dtype)
+        self.w2_weight = param(e, h, n, dt=dtype)
+        self.w13_weight_scale = param(e)
+        self.w2_weight_scale = param(e)
+        self.w13_input_scale = param()
+        self.w2_input_scale = param()
+        self.quant_method = QuantMethod(self, shared, device)
+
+
+def _kernel(x: torch.Tensor, workspace: torch.Tensor, scale: float) -> torch.Tensor:
+    return x * scale
+
+
+class AttentionImpl:
+    def __init__(self, layer: nn.Module, h: int, device: str):
+        self.layer = layer  # a back-reference, as attention layers and impls keep
+        self._k_scale_float = float(layer.k_scale)
+        self.W_UK_T = torch.randn(h, h // 4, device=device)
+        self.run = functools.partial(_kernel, workspace=torch.empty(128, device=device),
+                                     scale=self._k_scale_float)
+
+
+class Attention(nn.Module):
+    def __init__(self, h: int, device: str, dtype: torch.dtype):
+        super().__init__()
+        self.qkv_proj = nn.Linear(h, 2 * h, bias=False, device=device, dtype=dtype)
+        self.o_proj = nn.Linear(h, h, bias=False, device=device, dtype=dtype)
+        self.k_scale = nn.Parameter(torch.tensor(0.5, device=device), requires_grad=False)
+        self.v_scale = nn.Parameter(torch.tensor(0.5, device=device), requires_grad=False)
+        self.register_buffer("_q_scale_inv", torch.ones(1, device=device), persistent=False)
+        self.impl = AttentionImpl(self, h, device)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, e: int, h: int, n: int, shared: SharedQuantConfig, device: str,
+                 dtype: torch.dtype):
+        super().__init__()
+        self.input_layernorm = nn.RMSNorm(h, device=device)
+        self.self_attn = Attention(h, device, dtype)
+        self.post_attention_layernorm = nn.RMSNorm(h, device=device)
+        self.mlp = FusedMoE(e, h, n, shared, device, dtype)
+
+
+class Model(nn.Module):
+    def __init__(self, layers: int, e: int, h: int, n: int, device: str, dtype: torch.dtype):
+        super().__init__()
+        shared = SharedQuantConfig()
+        self.embed_tokens = nn.Embedding(1024, h, device=device)
+        self.layers = nn.ModuleList(DecoderLayer(e, h, n, shared, device, dtype)
+                                    for _ in range(layers))
+        self.norm = nn.RMSNorm(h, device=device)
+
+
+def _median(fn, repeat: int, device: str) -> tuple[float, object]:
+    times, result = [], None
+    for _ in range(repeat):
+        if device == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        result = fn()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--layers", type=int, default=61)
+    parser.add_argument("--experts", type=int, default=16)
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    dtype = getattr(torch, args.dtype)
+    with torch.no_grad():
+        model = Model(args.layers, args.experts, args.hidden, args.hidden // 2, args.device, dtype)
+
+    take_census(model)  # warm-up: first-touch costs are not the census's
+    walk_s, walk = _median(lambda: take_census(model, fingerprints=False), args.repeat,
+                           args.device)
+    full_s, full = _median(lambda: take_census(model), args.repeat, args.device)
+    other = take_census(model)
+    diff_s, diff = _median(lambda: diff_censuses(full, other, other), args.repeat, args.device)
+    tensors = full.tensors()
+    result = {
+        "layers": args.layers, "device": args.device, "dtype": args.dtype,
+        "torch": torch.__version__, "objects": full.objects, "tensors": len(tensors),
+        "alias_paths": sum(len(e.aliases) for e in tensors.values()),
+        "scalars": len(full.scalars()), "bytes": full.nbytes(),
+        "census_walk_s": round(walk_s, 4), "census_fingerprint_s": round(full_s, 4),
+        "diff_s": round(diff_s, 4), "findings": len(diff.findings), "repeat": args.repeat,
+    }
+    assert walk.tensors().keys() == tensors.keys()
+    print(json.dumps(result))  # noqa: T201 - a script's output
+
+
+if __name__ == "__main__":
+    main()
