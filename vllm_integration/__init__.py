@@ -1,1 +1,30 @@
-"""derivgraph inside vLLM 0.33.0 reload paths."""
+"""derivgraph inside vLLM 0.33.0's load and reload paths.
+
+* :mod:`~vllm_integration.plugin` — the vLLM general plugin (``register``), installing
+  :mod:`~vllm_integration.hooks`;
+* :mod:`~vllm_integration.oracle` — per-model plans, reload sessions, the reload oracle
+  (``attach``, ``plan_for``);
+* :mod:`~vllm_integration.worker_extension` — ``DerivgraphWorkerExtension`` RPCs;
+* :mod:`~vllm_integration.helpers` — ``refill_derived``, ``keep_constants``,
+  ``replace_parameter`` for hand-written post-load code.
+
+Importing this package imports nothing from vLLM (and not torch until a submodule needs it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["attach", "plan_for", "register"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "register":
+        from .plugin import register
+
+        return register
+    if name in ("attach", "plan_for"):
+        from . import oracle
+
+        return getattr(oracle, name)
+    raise AttributeError(f"module 'vllm_integration' has no attribute {name!r}")

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from .runtime_cli import add_runtime_parser
+from .static_cli import add_static_parser
+
 __all__ = ["add_audit_parser"]
 
 
 def add_audit_parser(sub: Any) -> None:
     """Add the ``audit`` command and its ``runtime``/``static`` subcommands."""
     p = sub.add_parser("audit", help="find derived tensors no spec declares")
-    p.add_subparsers(dest="audit_command", required=True)
+    audit_sub = p.add_subparsers(dest="audit_command", required=True)
+    add_runtime_parser(audit_sub)
+    add_static_parser(audit_sub)

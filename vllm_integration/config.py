@@ -1,0 +1,98 @@
+"""The plugin's switches (environment variables) and its spec library.
+
+* ``DERIVGRAPH_VLLM_MODE`` — ``off`` | ``refill`` (default) | ``recompute`` | ``strict``;
+  read on every hook call, so a process can change it between reloads.
+* ``DERIVGRAPH_SPECS`` — extra spec files or folders, separated by ``os.pathsep`` (``:`` on
+  Linux), loaded on top of :func:`derivgraph.default_specs` (built-in + entry points).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from derivgraph import Spec
+
+__all__ = ["MODES", "MODE_ENV", "SPECS_ENV", "current_mode", "spec_library", "specs_for"]
+
+MODE_ENV = "DERIVGRAPH_VLLM_MODE"
+SPECS_ENV = "DERIVGRAPH_SPECS"
+MODES = ("off", "refill", "recompute", "strict")
+DEFAULT_MODE = "refill"
+
+_library_cache: dict[str, list[Any]] = {}
+
+
+def current_mode() -> str:
+    """The mode from ``DERIVGRAPH_VLLM_MODE``; raises ``ValueError`` on an unknown value."""
+    mode = os.environ.get(MODE_ENV, "").strip().lower() or DEFAULT_MODE
+    if mode not in MODES:
+        raise ValueError(
+            f"{MODE_ENV}={mode!r} is not a derivgraph mode; set it to one of {', '.join(MODES)} "
+            f"(default {DEFAULT_MODE})"
+        )
+    return mode
+
+
+def extra_spec_paths() -> list[str]:
+    """Paths named in ``DERIVGRAPH_SPECS``."""
+    return [p for p in os.environ.get(SPECS_ENV, "").split(os.pathsep) if p.strip()]
+
+
+def spec_library() -> list[Spec]:
+    """Built-in and entry-point specs plus ``DERIVGRAPH_SPECS``; cached per env value."""
+    from derivgraph import (
+        Rule,
+        SourceLocation,
+        SpecIssue,
+        SpecValidationError,
+        default_specs,
+        load_specs,
+    )
+
+    key = os.environ.get(SPECS_ENV, "")
+    if key not in _library_cache:
+        paths = extra_spec_paths()
+        missing = [p for p in paths if not os.path.exists(p)]
+        if missing:
+            raise SpecValidationError([SpecIssue(
+                Rule.SCHEMA, f"{SPECS_ENV} names {p}, which does not exist",
+                f"fix the path or remove it from {SPECS_ENV} (paths are separated by "
+                f"{os.pathsep!r})", SourceLocation(p)) for p in missing])
+        _library_cache.clear()
+        _library_cache[key] = [*default_specs(), *load_specs(paths)]
+    return list(_library_cache[key])
+
+
+def specs_for(model: nn.Module, specs: list[Spec]) -> list[Spec]:
+    """Drop specs whose target classes occur nowhere in ``model`` (a cheap pre-filter).
+
+    Binding checks every spec against every module; a model with thousands of modules and a
+    large library would pay for that on every load even when nothing matches.
+    """
+    from derivgraph.paths import class_names
+
+    modules: set[str] = set()
+    methods: set[str] = set()
+    seen_modules: set[type] = set()
+    seen_methods: set[type] = set()
+    for module in model.modules():
+        if type(module) not in seen_modules:
+            seen_modules.add(type(module))
+            modules |= class_names(module)
+        qm = getattr(module, "quant_method", None)
+        if qm is not None and type(qm) not in seen_methods:
+            seen_methods.add(type(qm))
+            methods |= class_names(qm)
+    keep = []
+    for spec in specs:
+        target = spec.target
+        if target.module_class and not set(target.module_class) & modules:
+            continue
+        if target.quant_method_class and not set(target.quant_method_class) & methods:
+            continue
+        keep.append(spec)
+    return keep

@@ -1,0 +1,335 @@
+"""Per-model derivgraph state inside vLLM: the plan, reload sessions, and the reload oracle.
+
+vLLM's hooks (see :mod:`vllm_integration.hooks`) report three things here:
+
+* :func:`on_post_load` — the initial post-load step finished: compile the plan, adopting the
+  tensors vLLM made (a model no spec matches gets an empty plan and costs nothing);
+* :func:`begin` / :func:`end` — a reload scope opened or closed (``reload_weights``, a
+  weight-transfer session, a layerwise initialize/finalize pair, a patch call). Scopes nest;
+  when the outermost one closes the session completes: after a layerwise reload the plan
+  *refills* (engine values into the startup storage, holders re-bound; ``recompute`` mode
+  recomputes from the formulas instead), after an in-place update (kernel-format reload,
+  sparse patches) it *recomputes* what depends on the names that were loaded;
+* :func:`note_names` — names a loader reported.
+
+``strict`` mode takes a census before the reload and after the refill, and raises
+:class:`derivgraph.StrictReloadError` if any graph-visible tensor moved or an undeclared
+derived tensor appeared.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import types
+import weakref
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .audit import AuditResult, Snapshot, compare, snapshot
+from .config import current_mode, spec_library, specs_for
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from derivgraph import Plan, RunReport, Spec
+
+__all__ = [
+    "Counters", "ModelState", "abort", "attach", "audit", "begin", "detach", "end", "note_names",
+    "on_post_load", "plan_for", "planned_models", "state_for",
+]
+
+logger = logging.getLogger(__name__)
+
+_ATTR = "_derivgraph_state"
+_MODELS: weakref.WeakSet[Any] = weakref.WeakSet()
+_LOCK = threading.RLock()
+
+
+@dataclass
+class Counters:
+    """What the reload oracle saw for one model since its plan was compiled."""
+
+    reloads: int = 0
+    layerwise: int = 0
+    in_place: int = 0
+    refills: int = 0
+    recomputes: int = 0
+    tensors_written: int = 0
+    bytes_written: int = 0
+    rebinds: int = 0
+    moved_last: int = 0
+    undeclared_last: int = 0
+    strict_failures: int = 0
+    seconds_last: float = 0.0
+    last: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Session:
+    """One reload in progress: nested scopes, what happened, what was loaded."""
+
+    kind: str
+    depth: int = 0
+    layerwise: bool = False
+    layerwise_open: bool = False
+    names: set[str] = field(default_factory=set)
+    runtime_names: set[str] = field(default_factory=set)
+    before: Snapshot | None = None
+
+
+@dataclass
+class ModelState:
+    """The compiled plan of one model and the oracle's record of its reloads."""
+
+    plan: Plan
+    counters: Counters = field(default_factory=Counters)
+    session: Session | None = None
+    baseline: Snapshot | None = None
+    tensor_paths: frozenset[str] | None = None
+
+    def loadable(self, model: nn.Module) -> frozenset[str]:
+        if self.tensor_paths is None:
+            names = {n for n, _ in model.named_parameters(remove_duplicate=False)}
+            names |= {n for n, _ in model.named_buffers(remove_duplicate=False)}
+            self.tensor_paths = frozenset(names)
+        return self.tensor_paths
+
+
+# ---- plans ------------------------------------------------------------------------------------
+
+def state_for(model: Any) -> ModelState | None:
+    """The derivgraph state of ``model``, or None if it has no plan."""
+    holder = getattr(model, "__dict__", {}).get(_ATTR)
+    return getattr(holder, "state", None)
+
+
+def _store(model: Any, state: ModelState | None) -> None:
+    # The state lives on the model, so it dies with it (a global dict of model -> state would
+    # keep every model alive through state.plan.model). It sits in a module-type namespace:
+    # censuses never walk into modules, so derivgraph's bookkeeping is not graph-visible.
+    if state is None:
+        model.__dict__.pop(_ATTR, None)
+        _MODELS.discard(model)
+        return
+    holder = types.ModuleType("derivgraph.vllm_state")
+    holder.state = state
+    model.__dict__[_ATTR] = holder
+    _MODELS.add(model)
+
+
+def plan_for(model: Any) -> Plan | None:
+    """The plan compiled for ``model``, or None."""
+    state = state_for(model)
+    return state.plan if state is not None else None
+
+
+def planned_models() -> list[Any]:
+    """Every live model in this process that has a plan."""
+    with _LOCK:
+        return list(_MODELS)
+
+
+def attach(model: nn.Module, specs: Iterable[Spec] | None = None) -> Plan:
+    """Compile ``model``'s plan (default: the plugin's spec library) and track its reloads.
+
+    The hooks do this after vLLM's initial post-load step; call it by hand for a model loaded
+    before the plugin was installed. Returns the existing plan if there is one.
+    """
+    from derivgraph import compile_plan
+
+    with _LOCK:
+        state = state_for(model)
+        if state is not None:
+            return state.plan
+        library = spec_library() if specs is None else list(specs)
+        start = time.perf_counter()
+        plan = compile_plan(model, specs_for(model, library))
+        _store(model, ModelState(plan))
+    logger.info("derivgraph: %s plan compiled in %.3f s: %d derived tensors from %d specs",
+                type(model).__name__, time.perf_counter() - start, len(plan),
+                len({e.node.bound.spec.name for e in plan.entries.values()}))
+    return plan
+
+
+def detach(model: nn.Module) -> None:
+    """Forget ``model``'s plan; its reloads are no longer tracked."""
+    with _LOCK:
+        _store(model, None)
+
+
+def on_post_load(model: nn.Module) -> None:
+    """vLLM's post-load step finished on ``model``: compile its plan, or refill an existing one.
+
+    A spec problem fails the load in ``strict`` mode; otherwise it is logged and the model runs
+    without derivgraph (exactly vLLM's own behavior).
+    """
+    from derivgraph import DerivgraphError
+
+    mode = current_mode()
+    if mode == "off":
+        return
+    state = state_for(model)
+    if state is not None:  # the post-load step reran on a planned model: keep our storage
+        with _LOCK:
+            _complete(model, state, Session("post-load", layerwise=True), mode)
+        return
+    try:
+        attach(model)
+    except DerivgraphError as exc:
+        if mode == "strict":
+            raise
+        logger.error("derivgraph: no plan for %s, its derived tensors are not kept across "
+                     "reloads:\n%s", type(model).__name__, exc)
+
+
+# ---- reload sessions --------------------------------------------------------------------------
+
+def begin(model: Any, kind: str, *, layerwise: bool = False, restart: bool = False) -> None:
+    """Open a reload scope on ``model`` (no-op for models without a plan).
+
+    ``layerwise``: this scope is vLLM's initialize_layerwise_reload (closed by finalize).
+    ``restart``: drop a session left open by a failed update (a weight-transfer start).
+    """
+    state = state_for(model)
+    if state is None:
+        return
+    mode = current_mode()
+    with _LOCK:
+        session = state.session
+        if session is not None and (restart or (layerwise and session.layerwise_open)):
+            logger.warning("derivgraph: %s: dropping an unfinished %s reload session",
+                           type(model).__name__, session.kind)
+            session = state.session = None
+        if session is None:
+            session = state.session = Session(kind)
+            watch = mode == "strict" or len(state.plan) > 0
+            if mode == "strict":
+                session.before = snapshot(model)
+            if state.baseline is None and watch:
+                state.baseline = session.before or snapshot(model)
+        session.depth += 1
+        if layerwise:
+            session.layerwise = session.layerwise_open = True
+
+
+def note_names(model: Any, names: Iterable[str], *, runtime: bool) -> None:
+    """Record loaded names: runtime (model) paths, or checkpoint names (maybe fused later)."""
+    state = state_for(model)
+    if state is None or state.session is None:
+        return
+    with _LOCK:
+        (state.session.runtime_names if runtime else state.session.names).update(names)
+
+
+def abort(model: Any) -> None:
+    """A reload failed: drop its session without touching any tensor."""
+    state = state_for(model)
+    if state is not None:
+        with _LOCK:
+            state.session = None
+
+
+def end(model: Any, *, layerwise: bool = False) -> RunReport | None:
+    """Close a reload scope; when the outermost closes, refill or recompute (see module doc)."""
+    state = state_for(model)
+    if state is None or state.session is None:
+        return None
+    with _LOCK:
+        session = state.session
+        if layerwise:
+            if not session.layerwise_open:
+                return None  # a finalize without our initialize: not a reload we saw begin
+            session.layerwise_open = False
+        session.depth -= 1
+        if session.depth > 0:
+            return None
+        state.session = None
+        return _complete(model, state, session, current_mode())
+
+
+def _updated(state: ModelState, model: Any, session: Session) -> list[str] | None:
+    """The dirty sources for an in-place update, or None for "recompute everything"."""
+    names = session.runtime_names or session.names
+    if not names:
+        return None
+    known = state.loadable(model)
+    if any(n not in known for n in names):  # checkpoint names vLLM fuses or renames
+        return None
+    return sorted(names)
+
+
+def _complete(model: Any, state: ModelState, session: Session, mode: str) -> RunReport | None:
+    from derivgraph import StrictReloadError
+
+    if mode == "off":
+        return None
+    plan, counters = state.plan, state.counters
+    report = None
+    start = time.perf_counter()
+    if len(plan):
+        if session.layerwise:
+            report = plan.refill(verify=True) if mode != "recompute" else plan.run(verify=True)
+        else:
+            report = plan.run(_updated(state, model, session), verify=True)
+        if report.mode == "refill":
+            counters.refills += 1
+        else:
+            counters.recomputes += 1
+        counters.tensors_written += report.written
+        counters.bytes_written += report.bytes
+        counters.rebinds += report.rebinds
+    counters.reloads += 1
+    if session.layerwise:
+        counters.layerwise += 1
+    else:
+        counters.in_place += 1
+    result = AuditResult(list(report.moved or []) if report else [])
+    if session.before is not None:
+        found = compare(session.before, model, plan.declared().values())
+        result.moved = sorted(set(result.moved) | set(found.moved))
+        result.undeclared, result.tensors = found.undeclared, found.tensors
+    counters.moved_last, counters.undeclared_last = len(result.moved), len(result.undeclared)
+    counters.seconds_last = time.perf_counter() - start
+    counters.last = {"session": session.kind, "mode": mode, "layerwise": session.layerwise,
+                     "loaded_names": len(session.runtime_names or session.names),
+                     "report": report.as_dict() if report else None}
+    if report is not None:
+        logger.info("derivgraph: %s %s reload: %s", type(model).__name__, session.kind, report)
+    if mode == "strict" and (result.moved or result.undeclared):
+        counters.strict_failures += 1
+        paths = [*(f"moved: {p}" for p in result.moved),
+                 *(f"undeclared: {p}" for p in result.undeclared)]
+        raise StrictReloadError(
+            f"derivgraph strict mode: the {session.kind} reload of {type(model).__name__} left "
+            f"{len(result.moved)} graph-visible tensor path(s) moved and "
+            f"{len(result.undeclared)} undeclared derived tensor(s); a captured graph would "
+            "read stale or freed memory. Declare them in a spec (DERIVGRAPH_SPECS) or fix the "
+            "post-load step.", paths)
+    if result.moved:
+        logger.warning("derivgraph: %s: %d tensor path(s) moved in the %s reload: %s",
+                       type(model).__name__, len(result.moved), session.kind,
+                       ", ".join(result.moved[:8]))
+    return report
+
+
+# ---- runtime audit ----------------------------------------------------------------------------
+
+def audit(model: Any, *, rebaseline: bool = False) -> tuple[AuditResult, bool]:
+    """Census ``model`` against its baseline (taken before its first reload, or now).
+
+    Returns the result and whether the baseline was (re)taken by this call.
+    """
+    state = state_for(model)
+    if state is None:
+        return AuditResult(), False
+    with _LOCK:
+        if rebaseline or state.baseline is None:
+            state.baseline = snapshot(model)
+            return AuditResult(tensors=len(state.baseline)), True
+        return compare(state.baseline, model, state.plan.declared().values()), False

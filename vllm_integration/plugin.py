@@ -1,0 +1,28 @@
+"""The vLLM general plugin: ``vllm.general_plugins: derivgraph = vllm_integration.plugin:register``.
+
+vLLM calls :func:`register` in every process it starts (API server, engine core, each worker).
+It is cheap — it imports no vLLM module, only installs a post-import hook and patches modules
+already imported — and idempotent. ``DERIVGRAPH_VLLM_MODE=off`` skips installation entirely.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from .config import current_mode
+
+__all__ = ["register"]
+
+logger = logging.getLogger(__name__)
+
+
+def register() -> None:
+    """Install derivgraph's hooks into vLLM's load and reload paths (once per process)."""
+    mode = current_mode()  # an unknown mode raises here, at startup, not mid-reload
+    if mode == "off":
+        logger.debug("derivgraph: DERIVGRAPH_VLLM_MODE=off, vLLM hooks not installed")
+        return
+    from .hooks import install
+
+    if install():
+        logger.info("derivgraph: vLLM hooks installed (mode %s)", mode)
