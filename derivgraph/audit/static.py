@@ -1,0 +1,384 @@
+"""The static audit: find derived tensors that post-load code stores and no spec declares.
+
+It reads Python source with :mod:`ast` and never imports the scanned code. Post-load code is
+``process_weights_after_loading``, ``load_weights``, ``post_load_weights``, constructors of
+objects that post-load code rebuilds (experts, kernels, quant configs, ...) and every function
+they call in the same file (:mod:`.static_scope`). In it, the rules of :mod:`.static_rules` find
+the statements that store derived state on objects; each site is then matched against the spec
+library (:mod:`.static_match`).
+
+Example::
+
+    from derivgraph.audit.static import scan
+    report = scan(package="vllm")
+    for f in report.undeclared():
+        print(f.location, f.attr, f.category, f.reason)
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import importlib.machinery
+import importlib.util
+import logging
+import multiprocessing
+import os
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..spec import Spec
+from .static_match import SpecIndex, suggest_spec
+from .static_module import ModuleContext, audit_source
+from .static_scope import (
+    ROOT_DEF_RE,
+    ancestors_index,
+    is_rebuilt_lineage,
+    regex_classes,
+)
+from .static_sites import CATEGORIES, RawSite
+
+__all__ = [
+    "PackageNotFound",
+    "Progress",
+    "SourceFile",
+    "StaticFinding",
+    "StaticReport",
+    "collect_files",
+    "locate_package",
+    "scan",
+    "scan_files",
+]
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[[int, int, str], None]
+"""Progress callback: (files done, files to audit, the file just done)."""
+
+_DEF_RE = re.compile(r"def[ \t]+(\w+)[ \t]*\(")  # a literal start; column 0 is checked in code
+_HEADER_END_RE = re.compile(r"\)[ \t]*(?:->([^:\n]*))?:[ \t]*(?:#[^\n]*)?$", re.M)
+_TENSOR_WORD_RE = re.compile(r"Tensor|Parameter|Buffer")
+
+
+class PackageNotFound(LookupError):
+    """``--package NAME`` names nothing importable from this interpreter."""
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file to scan: where it is, how to show it, and its module name."""
+
+    path: Path
+    display: str
+    module: str
+    is_package: bool
+    root: str = "SRCROOT"  # what display is relative to: SRCROOT (cwd), PKGROOT, "" (absolute)
+
+
+@dataclass(frozen=True)
+class StaticFinding:
+    """One site of derived state in post-load code, declared by a spec or not."""
+
+    file: str
+    line: int
+    col: int
+    attr: str
+    category: str
+    reason: str
+    cls: str | None
+    function: str
+    owner: str
+    expr: str
+    kind: str
+    via: tuple[str, ...]
+    declared: bool
+    spec: str | None
+    suggestion: str | None
+    root: str = "SRCROOT"
+
+    @property
+    def location(self) -> str:
+        """``file:line``."""
+        return f"{self.file}:{self.line}"
+
+    @property
+    def rule_id(self) -> str:
+        """The stable rule id of the category (``DGS001``...)."""
+        return CATEGORIES[self.category].rule_id
+
+    @property
+    def risk(self) -> str:
+        """Why sites of this category are risky."""
+        return CATEGORIES[self.category].risk
+
+    def as_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (``file``, ``line``, ``attr``, ``reason``, ``category``, ...)."""
+        out = asdict(self)
+        out["via"] = list(self.via)
+        out["rule_id"] = self.rule_id
+        out["risk"] = self.risk
+        return out
+
+
+@dataclass
+class StaticReport:
+    """All sites found, plus what was scanned."""
+
+    findings: list[StaticFinding] = field(default_factory=list)
+    files_scanned: int = 0
+    files_audited: int = 0
+    errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    specs: int = 0
+    roots: dict[str, str] = field(default_factory=dict)  # SARIF uriBaseId -> directory
+
+    def undeclared(self) -> list[StaticFinding]:
+        """Sites no spec declares: the findings ``--strict`` fails on."""
+        return [f for f in self.findings if not f.declared]
+
+    def declared(self) -> list[StaticFinding]:
+        """Sites a spec declares."""
+        return [f for f in self.findings if f.declared]
+
+    def by_category(self, declared: bool | None = False) -> Counter[str]:
+        """Counts per category (undeclared only by default; ``None`` for all)."""
+        return Counter(f.category for f in self.findings
+                       if declared is None or f.declared == declared)
+
+    def by_file(self, declared: bool | None = False) -> Counter[str]:
+        """Counts per file (undeclared only by default; ``None`` for all)."""
+        return Counter(f.file for f in self.findings
+                       if declared is None or f.declared == declared)
+
+
+# ---- files --------------------------------------------------------------------------------------
+
+def locate_package(name: str) -> Path:
+    """The directory (or file) of an installed package, found without importing it."""
+    head, *rest = name.split(".")
+    spec = importlib.machinery.PathFinder.find_spec(head) or importlib.util.find_spec(head)
+    if spec is None:
+        raise PackageNotFound(f"no package named {name!r} is installed for this interpreter")
+    if spec.submodule_search_locations:
+        base = Path(next(iter(spec.submodule_search_locations)))
+    elif spec.origin:
+        base = Path(spec.origin)
+    else:
+        raise PackageNotFound(f"package {name!r} has no source location (namespace or builtin)")
+    for part in rest:
+        if (base / part).is_dir():
+            base = base / part
+        elif (base / f"{part}.py").is_file():
+            base = base / f"{part}.py"
+        else:
+            raise PackageNotFound(f"{name!r}: no module {part!r} under {base}")
+    return base
+
+
+def _display(path: Path, root: Path | None) -> str:
+    if root is not None:
+        return path.relative_to(root).as_posix()
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _module_name(rel: Path) -> tuple[str, bool]:
+    parts = list(rel.with_suffix("").parts)
+    is_package = parts[-1] == "__init__"
+    if is_package:
+        parts = parts[:-1]
+    return ".".join(parts), is_package
+
+
+def _walk_py(root: Path) -> Iterator[Path]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith("."))
+        for name in sorted(filenames):
+            if name.endswith(".py"):
+                yield Path(dirpath, name)
+
+
+def collect_files(paths: Iterable[str | Path] = (), package: str | None = None) -> list[SourceFile]:
+    """The ``.py`` files under ``paths`` and the ``package``, sorted, each once.
+
+    Files under ``paths`` are shown relative to the working directory (root ``SRCROOT``) when
+    they are under it, else absolute; package files relative to the folder holding the package
+    (root ``PKGROOT``), e.g. ``vllm/model_executor/...``.
+    """
+    out: dict[str, SourceFile] = {}
+    entries: list[tuple[Path, bool]] = [(Path(p), False) for p in paths]
+    if package:
+        entries.append((locate_package(package), True))
+    for entry, is_pkg in entries:
+        if not entry.exists():
+            raise FileNotFoundError(f"{entry}: no such file or directory")
+        files = [entry] if entry.is_file() else list(_walk_py(entry))
+        real = os.path.realpath(entry)
+        for file in files:
+            rel = Path(entry.name, file.relative_to(entry)) if file != entry else Path(entry.name)
+            module, pkg = _module_name(rel) if file != entry else _module_name(Path(file.name))
+            if is_pkg:
+                display, root = rel.as_posix(), "PKGROOT"
+            else:
+                display = _display(file, None)
+                root = "" if Path(display).is_absolute() else "SRCROOT"
+            key = real if file == entry else os.path.join(real, file.relative_to(entry))
+            out.setdefault(key, SourceFile(file, display, module, pkg, root))
+    return sorted(out.values(), key=lambda f: f.display)
+
+
+# ---- the tree-wide context -----------------------------------------------------------------------
+
+def _tensor_functions(text: str) -> Iterator[tuple[str, str]]:
+    """(name, return annotation) of module-level functions whose annotation names a tensor type
+    (a text scan, no parse; :func:`.static_infer.annotation_shape` reads the annotation later)."""
+    if "Tensor" not in text and "Parameter" not in text:
+        return
+    for m in _DEF_RE.finditer(text):
+        start = m.start()
+        if start and text[start - 1] != "\n" and not (
+                start >= 6 and text[start - 6:start] == "async " and
+                (start == 6 or text[start - 7] == "\n")):
+            continue  # not a module-level function
+        end = _HEADER_END_RE.search(text, m.end())
+        if end and end.group(1) and _TENSOR_WORD_RE.search(end.group(1)):
+            yield m.group(1), end.group(1)
+
+
+def _context(texts: Sequence[tuple[SourceFile, str]]) -> ModuleContext:
+    bases: dict[str, set[str]] = {}
+    tensor_functions: dict[str, str] = {}
+    for src, text in texts:
+        for cls, cls_bases in regex_classes(text):
+            bases.setdefault(cls, set()).update(cls_bases)
+        for name, annotation in _tensor_functions(text):
+            tensor_functions[f"{src.module}.{name}" if src.module else name] = annotation
+    return ModuleContext(ancestors_index(bases), tensor_functions)
+
+
+def _is_candidate(text: str, context: ModuleContext) -> bool:
+    """Whether a file can hold post-load code (cheap text test before parsing)."""
+    if ROOT_DEF_RE.search(text):
+        return True
+    if "def __init__" not in text:
+        return False
+    for cls, _ in regex_classes(text):
+        lineage = context.ancestors.get(cls, frozenset({cls}))
+        if is_rebuilt_lineage(lineage):
+            return True
+    return False
+
+
+# ---- auditing ------------------------------------------------------------------------------------
+
+_Result = tuple[list[RawSite], str | None]
+_WORKER_STATE: tuple[ModuleContext, list[tuple[SourceFile, str]]] | None = None
+
+
+def _audit_one(src: SourceFile, text: str, context: ModuleContext) -> _Result:
+    try:
+        return audit_source(text, src.display, src.module, src.is_package, context), None
+    except SyntaxError as exc:
+        return [], f"{src.display}:{exc.lineno or 0}: not parsed ({exc.msg}); skipped"
+    except RecursionError:
+        return [], f"{src.display}: too deeply nested to audit; skipped"
+
+
+def _audit_chunk(indices: list[int]) -> list[tuple[int, _Result]]:
+    """Worker side: the state was inherited through fork, so only indices travel."""
+    assert _WORKER_STATE is not None, "worker forked without state"
+    context, candidates = _WORKER_STATE
+    return [(i, _audit_one(*candidates[i], context)) for i in indices]
+
+
+def _read(src: SourceFile) -> str | None:
+    try:
+        return src.path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        logger.warning("%s: cannot read (%s); skipped", src.display, exc)
+        return None
+
+
+def scan_files(files: Sequence[SourceFile], specs: Sequence[Spec] = (),
+               jobs: int | None = None, progress: Progress | None = None) -> StaticReport:
+    """Audit the given files and match every site against ``specs``."""
+    start = time.perf_counter()
+    texts = [(src, text) for src in files if (text := _read(src)) is not None]
+    context = _context(texts)
+    candidates = [(src, text) for src, text in texts if _is_candidate(text, context)]
+    logger.info("static audit: %d files, %d with post-load code", len(texts), len(candidates))
+    results = _run(candidates, context, jobs, progress)
+    index = SpecIndex(specs, context.ancestors)
+    report = StaticReport(files_scanned=len(texts), files_audited=len(candidates),
+                          specs=len(specs))
+    for src, (sites, error) in zip((s for s, _ in candidates), results):
+        if error:
+            logger.warning("%s", error)
+            report.errors.append(error)
+        for site in sites:
+            report.findings.append(_finding(src, site, index))
+    report.findings.sort(key=lambda f: (f.file, f.line, f.col, f.attr))
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _run(candidates: list[tuple[SourceFile, str]], context: ModuleContext, jobs: int | None,
+         progress: Progress | None) -> list[_Result]:
+    global _WORKER_STATE
+    total = len(candidates)
+    jobs = min(jobs or os.cpu_count() or 1, max(total // 16, 1))
+    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        out = []
+        for i, (src, text) in enumerate(candidates, 1):
+            out.append(_audit_one(src, text, context))
+            if progress:
+                progress(i, total, src.display)
+        return out
+    results: list[_Result] = [([], None)] * total
+    chunks = [list(range(i, min(i + 8, total))) for i in range(0, total, 8)]
+    _WORKER_STATE = (context, candidates)
+    done = 0
+    try:
+        with cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            for fut in cf.as_completed([pool.submit(_audit_chunk, c) for c in chunks]):
+                for i, result in fut.result():
+                    results[i] = result
+                    done += 1
+                    if progress:
+                        progress(done, total, candidates[i][0].display)
+    finally:
+        _WORKER_STATE = None
+    return results
+
+
+def _finding(src: SourceFile, site: RawSite, index: SpecIndex) -> StaticFinding:
+    spec = index.match(site)
+    return StaticFinding(
+        file=src.display, line=site.line, col=site.col, attr=site.attr, category=site.category,
+        reason=site.reason, cls=site.cls, function=site.function, owner=site.owner,
+        expr=site.expr, kind=site.kind, via=site.via, declared=spec is not None, spec=spec,
+        suggestion=None if spec else suggest_spec(site, src.display), root=src.root,
+    )
+
+
+def scan(paths: Iterable[str | Path] = (), package: str | None = None,
+         specs: Sequence[Spec] | None = None, jobs: int | None = None,
+         progress: Progress | None = None) -> StaticReport:
+    """Scan files, folders and/or an installed package; ``specs`` default to the library."""
+    if specs is None:
+        from ..loader import default_specs
+
+        specs = default_specs()
+    files = collect_files(paths, package)
+    report = scan_files(files, specs, jobs=jobs, progress=progress)
+    if any(f.root == "SRCROOT" for f in files):
+        report.roots["SRCROOT"] = str(Path.cwd())
+    if package:
+        report.roots["PKGROOT"] = str(locate_package(package).parent)
+    return report

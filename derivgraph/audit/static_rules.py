@@ -1,0 +1,412 @@
+"""The static audit's rules: which statements in post-load code store derived state.
+
+Each rule is a *category*. A site is one statement that matches a rule; :mod:`.static` decides
+whether a spec declares it. In-place writes into existing storage (``x.copy_(y)``,
+``torch.mul(a, b, out=x)``, ``x.fill_(v)``, ``x[...] = y``, ``x *= y``) and assignments to locals
+are never sites: they keep every address a captured graph holds.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .static_ast import (
+    Draft,
+    const_str,
+    copy_expr,
+    free_names,
+    is_getattr,
+    literal_chains,
+    literal_strings,
+    owner_attr,
+    owner_base,
+    short,
+    walk_no_lambda,
+)
+from .static_calls import CallRules
+from .static_infer import TensorInference, TensorInfo, attr_chain, call_name
+from .static_scope import ModuleScope, Reached
+from .static_sites import RawSite
+from .static_vocab import (
+    SCALAR_BUILTINS,
+    SCALAR_METHODS,
+    Returned,
+    ReturnsTensor,
+    annotation_is_tensor,
+    looks_like_tensor_attr,
+)
+
+__all__ = ["FunctionAudit", "audit_function", "returns_tensor"]
+
+
+def audit_function(reached: Reached, imports: dict[str, str],
+                   returns_tensor: ReturnsTensor, scope: ModuleScope) -> list[RawSite]:
+    """Every site in one reached function (and the functions nested in it)."""
+    return FunctionAudit(reached, imports, returns_tensor, scope).run()
+
+
+def returns_tensor(reached: Reached, imports: dict[str, str], module_returns: ReturnsTensor,
+                   scope: ModuleScope) -> bool:
+    """Whether a function without a return annotation returns a tensor (by its ``return``s)."""
+    audit = FunctionAudit(reached, imports, module_returns, scope)
+    audit.run()
+    return audit.returns_tensor
+
+
+class FunctionAudit(CallRules):
+    """Walks one function in order, tracking what its locals hold, and emits its sites."""
+
+    def __init__(self, reached: Reached, imports: dict[str, str], returns_tensor: ReturnsTensor,
+                 scope: ModuleScope) -> None:
+        self.reached = reached
+        self.index = scope.function_index(reached.func)
+        self.imports = imports
+        self.module_returns_tensor = returns_tensor
+        self.inf = TensorInference(imports, self._returns_tensor, scope.method_names())
+        self.tensor_nested: set[str] = set()  # nested functions that return tensors
+        self.returns_tensor = False  # whether a `return` of this function gives a tensor
+        classes = set(reached.root_classes)
+        if reached.cls:
+            classes |= scope.lineage(reached.cls)
+        self.classes = tuple(sorted(classes))
+        self.sites: list[RawSite] = []
+        self.defs: dict[str, ast.expr] = {}  # last single-target definition of each local
+        self.loop_strings: dict[str, list[str]] = {}
+        self.holders: dict[str, list[str]] = {}  # local -> the attributes it may be (x = layer.w)
+        self.stored_locals: dict[str, str] = {}  # fresh local -> the first attribute storing it
+        self.closures: dict[str, list[str]] = {}  # nested function -> captured tensor locals
+        self.params: set[str] = set()
+        self.shadowed: set[str] = set()  # constant parameters rebound or shadowed here
+
+    # ---- driver --------------------------------------------------------------------------------
+
+    def run(self) -> list[RawSite]:
+        func = self.reached.func
+        self._bind_params(func.args)
+        self._block(func.body)
+        return self.sites
+
+    def _returns_tensor(self, call: ast.Call) -> Returned:
+        if isinstance(call.func, ast.Name) and call.func.id in self.tensor_nested:
+            return True
+        return self.module_returns_tensor(call)
+
+    def _bind_params(self, args: ast.arguments) -> None:
+        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+            self.params.add(arg.arg)
+            self.inf.locals.pop(arg.arg, None)
+            self.holders.pop(arg.arg, None)
+            self.defs.pop(arg.arg, None)
+            if annotation_is_tensor(arg.annotation):
+                self.inf.locals[arg.arg] = TensorInfo(why=f"tensor argument {arg.arg}",
+                                                      fresh=False, param=True)
+
+    def _block(self, body: list[ast.stmt]) -> None:
+        for stmt in body:
+            self._stmt(stmt)
+
+    def _stmt(self, stmt: ast.stmt) -> None:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self._nested_function(stmt)
+            return
+        if isinstance(stmt, ast.ClassDef):
+            return
+        self._calls(stmt)
+        if isinstance(stmt, ast.Return) and self.inf.infer(stmt.value) is not None:
+            self.returns_tensor = True
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                self._assign(target, stmt.value, stmt)
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            self._assign(stmt.target, stmt.value, stmt)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self._for(stmt)
+        elif isinstance(stmt, ast.If):
+            live = self._decide(stmt.test)
+            if live is not None:  # a guard on a parameter every caller binds to a constant
+                self._block(stmt.body if live else stmt.orelse)
+                return
+        for part in ("body", "orelse", "finalbody"):
+            block = getattr(stmt, part, None)
+            if isinstance(block, list) and not isinstance(stmt, (ast.For, ast.AsyncFor)):
+                self._block(block)
+        for handler in getattr(stmt, "handlers", []) or []:
+            self._block(handler.body)
+        for case in getattr(stmt, "cases", []) or []:
+            self._block(case.body)
+
+    def _decide(self, test: ast.expr) -> bool | None:
+        """The value of ``if p:``, ``if not p:`` or ``if p is None:`` for a constant parameter."""
+        consts = {k: v for k, v in self.reached.consts.items() if k not in self.shadowed}
+        negate = False
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, negate = test.operand, True
+        if isinstance(test, ast.Name) and test.id in consts:
+            return bool(consts[test.id]) != negate
+        if (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+                and test.left.id in consts and len(test.ops) == 1
+                and isinstance(test.comparators[0], ast.Constant)
+                and test.comparators[0].value is None):
+            is_none = consts[test.left.id] is None
+            if isinstance(test.ops[0], ast.Is):
+                return is_none != negate
+            if isinstance(test.ops[0], ast.IsNot):
+                return (not is_none) != negate
+        return None
+
+    def _for(self, stmt: ast.For | ast.AsyncFor) -> None:
+        names = [stmt.target.id] if isinstance(stmt.target, ast.Name) else []
+        strings = literal_strings(stmt.iter)
+        if names and strings:
+            self.loop_strings[names[0]] = strings
+        chains = literal_chains(stmt.iter)
+        if names and chains:
+            self.holders[names[0]] = chains
+        it = self.inf.infer(stmt.iter)
+        if it is not None and isinstance(stmt.target, ast.Name):
+            self.inf.locals[stmt.target.id] = TensorInfo(why="element of a tensor container",
+                                                         fresh=it.fresh)
+        self._block(stmt.body)
+        self._block(stmt.orelse)
+        for name in names:
+            self.loop_strings.pop(name, None)
+            self.holders.pop(name, None)
+
+    def _nested_function(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        captured = sorted(n for n in free_names(func) if self._captures_tensor(n))
+        if captured:
+            self.closures[func.name] = captured
+        saved = (self.inf, dict(self.defs), dict(self.holders), self.returns_tensor,
+                 set(self.shadowed))
+        self.returns_tensor = False
+        self.inf = self.inf.fork()
+        self._bind_params(func.args)
+        args = func.args
+        self.shadowed |= {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+        self._block(func.body)
+        if self.returns_tensor or annotation_is_tensor(func.returns):
+            self.tensor_nested.add(func.name)
+        self.inf, self.defs, self.holders, self.returns_tensor, self.shadowed = saved
+
+    def _captures_tensor(self, name: str) -> bool:
+        info = self.inf.locals.get(name)
+        return info is not None and not info.param
+
+    # ---- assignments ---------------------------------------------------------------------------
+
+    def _assign(self, target: ast.expr, value: ast.expr, stmt: ast.stmt) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+                for t, v in zip(target.elts, value.elts):
+                    self._assign(t, v, stmt)
+                return
+            info = self.inf.infer(value)
+            shape = self._returns_tensor(value) if isinstance(value, ast.Call) else False
+            for i, t in enumerate(target.elts):
+                part = info
+                if isinstance(shape, tuple) and len(shape) == len(target.elts) and not shape[i]:
+                    part = None  # the annotation says this element is not a tensor
+                t = t.value if isinstance(t, ast.Starred) else t
+                self._assign_unpacked(t, value, part, stmt)
+            return
+        if isinstance(target, ast.Name):
+            self._assign_local(target.id, value)
+        elif isinstance(target, ast.Attribute):
+            self._store(target, value, stmt)
+
+    def _assign_unpacked(self, target: ast.expr, value: ast.expr, info: TensorInfo | None,
+                         stmt: ast.stmt) -> None:
+        part = TensorInfo(why=f"unpacked from {info.why}", fresh=info.fresh) if info else None
+        if isinstance(target, ast.Name):
+            if part:
+                self.inf.locals[target.id] = part
+            else:
+                self.inf.locals.pop(target.id, None)
+            self.defs.pop(target.id, None)
+        elif isinstance(target, ast.Attribute) and part:
+            self._emit_store(target, value, part, stmt, unpacked=True)
+
+    def _assign_local(self, name: str, value: ast.expr) -> None:
+        self.shadowed.add(name)
+        holders = self._holders_of(value)
+        if holders:
+            self.holders[name] = holders
+        else:
+            self.holders.pop(name, None)
+        info = self.inf.infer(value)
+        if isinstance(value, ast.Call) and is_getattr(value):
+            info = info or self._getattr_info(value)
+        self.stored_locals.pop(name, None)
+        if info is not None:
+            self.inf.locals[name] = info
+            self.defs[name] = value
+        elif not (isinstance(value, ast.Constant) and value.value is None):
+            self.inf.locals.pop(name, None)
+            self.defs.pop(name, None)
+
+    def _holders_of(self, value: ast.expr) -> list[str]:
+        """The attributes a local is bound to: ``layer.w`` or ``getattr(layer, name)``."""
+        if isinstance(value, ast.Attribute) and value.attr != "data":
+            chain = attr_chain(value)
+            return [chain] if chain else []
+        if isinstance(value, ast.Call) and is_getattr(value) and len(value.args) >= 2:
+            owner = attr_chain(value.args[0])
+            return [f"{owner}.{n}" for n in self._names(value.args[1])] if owner else []
+        return []
+
+    def _targets(self, chain: str) -> list[tuple[str, str]]:
+        """(owner, attr) pairs a dotted receiver stands for; locals resolve to what they hold."""
+        chain = chain.removesuffix(".data")
+        if "." in chain:
+            return [(owner_base(chain), owner_attr(chain))]
+        held = self.holders.get(chain)
+        if held:
+            return [(owner_base(c), owner_attr(c)) for c in held]
+        return [("<local>", chain)]
+
+    def _getattr_info(self, call: ast.Call) -> TensorInfo | None:
+        name = const_str(call.args[1]) if len(call.args) >= 2 else None
+        owner = attr_chain(call.args[0]) if call.args else None
+        if name and owner and looks_like_tensor_attr(name):
+            return TensorInfo(why=f"reference to {owner}.{name}", fresh=False,
+                              source=f"{owner}.{name}")
+        return None
+
+    def _store(self, target: ast.Attribute, value: ast.expr, stmt: ast.stmt) -> None:
+        owner = attr_chain(target.value)
+        if owner is None or owner.split(".")[0] in self.imports:
+            return
+        if target.attr == "data":
+            if _dtype_view_of(value, owner, self.imports):
+                return  # x.data = x.data.view(torch.<dtype>): the same storage, reinterpreted
+            for base, attr in self._targets(owner):
+                self._emit(stmt, attr, base, "data-rebind",
+                           f"`{owner}.data` is rebound to {short(value)}", value, "parameter")
+            return
+        self._classify_store(target, owner, target.attr, value, stmt)
+
+    def _classify_store(self, target: ast.expr | None, owner: str, attr: str, value: ast.expr,
+                        stmt: ast.stmt) -> None:
+        if isinstance(value, ast.Constant):
+            return
+        scalar = self._scalar_reason(value)
+        if scalar:
+            self._emit(stmt, attr, owner, "host-scalar", scalar, value, "scalar")
+            return
+        captured = self._captured_reason(value)
+        if captured:
+            self._emit(stmt, attr, owner, "captured-tensor", captured, value, "attribute")
+            return
+        info = self.inf.infer(value)
+        if info is None and isinstance(value, ast.Call) and is_getattr(value):
+            info = self._getattr_info(value)
+        if info is None:
+            return
+        self._emit_store(target, value, info, stmt, owner=owner, attr=attr)
+
+    def _emit_store(self, target: ast.expr | None, value: ast.expr, info: TensorInfo,
+                    stmt: ast.stmt, unpacked: bool = False, owner: str | None = None,
+                    attr: str | None = None) -> None:
+        if owner is None and isinstance(target, ast.Attribute):
+            owner = attr_chain(target.value)
+        if owner is None or attr is None and not isinstance(target, ast.Attribute):
+            return
+        attr = attr or target.attr  # type: ignore[union-attr]
+        path = f"{owner}.{attr}"
+        self.inf.stored.add(path)
+        if info.param:
+            return  # a tensor handed in by the caller: the caller's allocation is the site
+        if not info.fresh:
+            source = info.source or self._source_of(value)
+            if source is None or source == path:
+                return
+            if owner_base(source) == owner and source not in self.inf.stored:
+                return  # a second name for a tensor the object already holds: nothing new
+            self._emit(stmt, attr, owner, "alias", f"stores a reference to `{source}`", value,
+                       "alias", alias_of=source)
+            return
+        if isinstance(value, ast.Name) and value.id in self.stored_locals:
+            first = self.stored_locals[value.id]
+            self._emit(stmt, attr, owner, "alias",
+                       f"the same tensor object as `{first}` (both hold local {value.id})", value,
+                       "alias", alias_of=first)
+            return
+        if isinstance(value, ast.Name):
+            self.stored_locals[value.id] = path
+        kind = "parameter" if info.parameter else ("view" if info.view else "attribute")
+        what = "a new Parameter" if info.parameter else ("a view" if info.view else "a new tensor")
+        why = f"stores {what}: {info.why}"
+        if unpacked:
+            why += f", unpacked into {path}"
+        if info.parameter:
+            why += "; replaces the registered Parameter object (and drops its weight_loader)"
+        self._emit(stmt, attr, owner, "tensor-attr", why, value, kind)
+
+    def _source_of(self, value: ast.expr) -> str | None:
+        if isinstance(value, ast.Name):
+            info = self.inf.locals.get(value.id)
+            return info.source if info else None
+        return attr_chain(value)
+
+    # ---- value shapes --------------------------------------------------------------------------
+
+    def _scalar_reason(self, value: ast.expr) -> str | None:
+        for node in walk_no_lambda(value):
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            if isinstance(f, ast.Attribute) and f.attr in SCALAR_METHODS and not node.args:
+                return f"a Python scalar from `{short(node)}`"
+            if (isinstance(f, ast.Name) and f.id in SCALAR_BUILTINS and len(node.args) == 1
+                    and self.inf.infer(node.args[0]) is not None):
+                return f"a Python scalar from `{short(node)}` of a tensor"
+        return None
+
+    def _captured_reason(self, value: ast.expr) -> str | None:
+        if isinstance(value, ast.Call):
+            name = call_name(value.func, self.imports)
+            if name in ("functools.partial", "partial"):
+                captured = [a for a in [*value.args[1:], *(k.value for k in value.keywords)]
+                            if self.inf.infer(a) is not None]
+                if captured:
+                    names = ", ".join(short(a, 30) for a in captured)
+                    return f"functools.partial captures tensor(s) {names}"
+            return None
+        if isinstance(value, ast.Lambda):
+            captured = sorted(n for n in free_names(value) if self._captures_tensor(n))
+            if captured:
+                return f"a lambda captures tensor local(s) {', '.join(captured)}"
+        if isinstance(value, ast.Name) and value.id in self.closures:
+            return (f"nested function {value.id}() captures tensor local(s) "
+                    f"{', '.join(self.closures[value.id])}")
+        return None
+
+    # ---- output --------------------------------------------------------------------------------
+
+    def _emit(self, stmt: ast.stmt, attr: str, owner: str, category: str, reason: str,
+              value: ast.expr, kind: str, alias_of: str | None = None,
+              line: int | None = None, col: int | None = None) -> None:
+        self.sites.append(RawSite(
+            line=line or stmt.lineno, col=col if col is not None else stmt.col_offset,
+            cls=self.reached.cls, function=self.reached.qualname, attr=attr, owner=owner,
+            category=category, reason=reason, expr=short(value, 120), kind=kind,
+            via=self.reached.via, classes=self.classes, formula=self._formula(value, owner),
+            alias_of=alias_of,
+        ))
+
+    def _formula(self, value: ast.expr, owner: str) -> str | None:
+        """The stored expression with locals inlined once and receivers dropped: a draft."""
+        receivers = {owner.split(".")[0], "layer", "self"}
+        tree = Draft(self.defs, receivers, self.imports).visit(copy_expr(value))
+        text = " ".join(ast.unparse(tree).split())
+        return text if len(text) <= 160 else None
+
+
+def _dtype_view_of(value: ast.expr, chain: str, imports: dict[str, str]) -> bool:
+    """``<chain>[.data].view(torch.<dtype>)``: a reinterpretation that keeps the storage."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+            and value.func.attr == "view" and len(value.args) == 1 and not value.keywords):
+        return False
+    receiver = attr_chain(value.func.value)
+    dtype = call_name(value.args[0], imports) or ""
+    return receiver in (chain, f"{chain}.data") and dtype.startswith("torch.")

@@ -1,0 +1,364 @@
+"""Which code of a module runs after weights load: the static audit's scope rule.
+
+**Roots** (post-load code):
+
+* every function or method named ``process_weights_after_loading``, ``load_weights`` or
+  ``post_load_weights``;
+* ``__init__`` of *rebuilt-object classes*: classes whose own name or any ancestor's name
+  contains one of :data:`REBUILT_CLASS_TOKENS` (``Experts``, ``Kernel``, ``MoE``,
+  ``QuantConfig``, ``QuantDesc``, ``PrepareAndFinalize``, ``Prepared``), unless the lineage has
+  an ``nn.Module`` (:data:`MODULE_CLASS_NAMES`) or a name ending in ``Method``, ``Impl`` or
+  ``Config`` (:data:`ONCE_BUILT_SUFFIXES`). Post-load code rebuilds experts, kernels,
+  prepare/finalize objects and MoE quant configs (``make_*_moe_kernel`` builds new ones on every
+  reload), so their constructors run again; modules, quant methods, attention impls and
+  quantization configs are built once with the model, so their constructors are out of scope;
+* ``__init__`` of any class of the same file that reached post-load code instantiates by name.
+
+A call whose every caller binds a parameter to the same constant records it in
+:attr:`Reached.consts`, so the rules can read ``if register_buffer:`` as decided.
+
+**Reach**: from each root, calls resolved *within the same file* are followed transitively:
+``self.m(...)``/``cls.m(...)`` to ``m`` of the enclosing class, its same-file ancestors and
+same-file subclasses (overrides), ``super().m(...)`` to same-file ancestors, ``C.m(...)`` to a
+same-file class ``C``, and ``f(...)`` to a module-level function. Nested functions are read with
+the function that defines them.
+
+Class ancestry is by short name (``mk.FusedMoEExpertsModular`` -> ``FusedMoEExpertsModular``),
+transitively through every class of the scanned tree, so a spec written for a base class matches
+its subclasses.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+
+__all__ = [
+    "MODULE_CLASS_NAMES",
+    "ONCE_BUILT_SUFFIXES",
+    "REBUILT_CLASS_TOKENS",
+    "ROOT_DEF_RE",
+    "ROOT_FUNCTIONS",
+    "FunctionIndex",
+    "ModuleScope",
+    "Reached",
+    "ancestors_index",
+    "base_short_name",
+    "is_rebuilt_lineage",
+    "regex_classes",
+]
+
+ROOT_FUNCTIONS = frozenset({"process_weights_after_loading", "load_weights", "post_load_weights"})
+REBUILT_CLASS_TOKENS = ("Experts", "Kernel", "MoE", "QuantConfig", "QuantDesc",
+                        "PrepareAndFinalize", "Prepared")
+ONCE_BUILT_SUFFIXES = ("Method", "MethodBase", "Impl", "ImplBase", "Config")
+MODULE_CLASS_NAMES = frozenset({"Module", "CustomOp", "PluggableLayer", "ModuleList",
+                                "ModuleDict", "Sequential"})
+
+ROOT_DEF_RE = re.compile(r"def\s+(?:" + "|".join(sorted(ROOT_FUNCTIONS)) + r")\b")
+"""Text test for a root definition (used before parsing)."""
+# Starts with a literal so the regex engine can skip ahead; the line start is checked in code.
+_CLASS_RE = re.compile(r"class[ \t]+(\w+)[ \t]*(?:\(((?:[^()]|\([^()]*\))*)\))?[ \t]*:")
+_TOKEN_RE = re.compile("|".join(REBUILT_CLASS_TOKENS))
+
+FuncNode = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def base_short_name(node: ast.expr) -> str | None:
+    """``mk.FusedMoEExperts`` -> ``FusedMoEExperts``; ``Generic[T]`` -> ``Generic``."""
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return None
+
+
+def regex_classes(text: str) -> Iterator[tuple[str, list[str]]]:
+    """(class name, base short names) for every class statement, without parsing the file."""
+    for m in _CLASS_RE.finditer(text):
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if text[line_start:m.start()].strip(" \t"):
+            continue  # "class" inside a line: not a class statement
+        bases = []
+        for raw in (m.group(2) or "").split(","):
+            raw = raw.strip()
+            if not raw or "=" in raw or raw.startswith("*"):
+                continue
+            raw = raw.split("[", 1)[0].strip()
+            bases.append(raw.rsplit(".", 1)[-1])
+        yield m.group(1), bases
+
+
+def ancestors_index(bases: Mapping[str, set[str]]) -> dict[str, frozenset[str]]:
+    """Class short name -> itself and every ancestor short name, transitively."""
+    out: dict[str, frozenset[str]] = {}
+
+    def walk(name: str, stack: set[str]) -> frozenset[str]:
+        if name in out:
+            return out[name]
+        seen = {name}
+        for base in bases.get(name, ()):
+            if base not in stack:
+                seen |= walk(base, stack | {base})
+        result = frozenset(seen)
+        out[name] = result
+        return result
+
+    for name in bases:
+        walk(name, {name})
+    return out
+
+
+def is_rebuilt_lineage(lineage: frozenset[str]) -> bool:
+    """Whether a class with this lineage is a rebuilt object: a token matches, and it is neither
+    a module nor a once-built quant method, attention impl or quantization config."""
+    if lineage & MODULE_CLASS_NAMES:
+        return False
+    if any(name.endswith(ONCE_BUILT_SUFFIXES) and "QuantConfig" not in name for name in lineage):
+        return False
+    return any(_TOKEN_RE.search(name) for name in lineage)
+
+
+@dataclass(frozen=True)
+class Reached:
+    """A function in scope: where it is, which class holds it, and how it was reached."""
+
+    func: FuncNode
+    cls: str | None
+    qualname: str
+    via: tuple[str, ...]  # root first, then each call on the way
+    root_classes: frozenset[str]
+    consts: Mapping[str, object] = field(default_factory=dict)
+    """Parameters every reaching call binds to the same constant (``register_buffer=False``),
+    so ``if register_buffer:`` reads as dead code. Empty for roots."""
+
+
+_SITE_ATTRS = frozenset({"register_buffer", "register_parameter", "set_", "replace_parameter"})
+_SITE_NAMES = frozenset({"setattr", "replace_parameter"})
+
+
+@dataclass
+class FunctionIndex:
+    """The calls in one function, gathered by one walk.
+
+    ``calls``: every call (for reach); ``site_calls``: calls that can be sites (``setattr``,
+    ``register_*``, ``replace_parameter``, ``set_``), outside lambdas, keyed by ``id`` of the
+    innermost statement that holds them, in source order.
+    """
+
+    calls: list[ast.Call]
+    site_calls: dict[int, list[ast.Call]]
+
+    @classmethod
+    def of(cls, func: FuncNode) -> FunctionIndex:
+        calls: list[ast.Call] = []
+        sites: dict[int, list[ast.Call]] = {}
+        stack: list[tuple[ast.AST, ast.AST, bool]] = [(func, func, False)]
+        while stack:
+            node, stmt, in_lambda = stack.pop()
+            if isinstance(node, ast.stmt):
+                stmt = node
+            elif isinstance(node, ast.Lambda):
+                in_lambda = True
+            elif isinstance(node, ast.Call):
+                calls.append(node)
+                f = node.func
+                if not in_lambda and ((isinstance(f, ast.Attribute) and f.attr in _SITE_ATTRS)
+                                      or (isinstance(f, ast.Name) and f.id in _SITE_NAMES)):
+                    sites.setdefault(id(stmt), []).append(node)
+            for child in ast.iter_child_nodes(node):
+                stack.append((child, stmt, in_lambda))
+        for found in sites.values():
+            found.sort(key=lambda c: (c.lineno, c.col_offset))
+        return cls(calls, sites)
+
+
+@dataclass
+class _ClassInfo:
+    node: ast.ClassDef
+    bases: list[str]
+    methods: dict[str, FuncNode] = field(default_factory=dict)
+
+
+class ModuleScope:
+    """The classes and functions of one parsed module and the post-load functions in it."""
+
+    def __init__(self, tree: ast.Module, ancestors: Mapping[str, frozenset[str]],
+                 cache: dict[FuncNode, FunctionIndex] | None = None) -> None:
+        self.tree = tree
+        self.ancestors = ancestors
+        self._index = cache if cache is not None else {}
+        self._methods: frozenset[str] | None = None
+        self.classes: dict[str, _ClassInfo] = {}
+        self.functions: dict[str, FuncNode] = {}
+        self._collect(tree.body)
+
+    def _collect(self, body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.functions.setdefault(node.name, node)
+            elif isinstance(node, ast.ClassDef):
+                bases = [b for b in (base_short_name(x) for x in node.bases) if b]
+                info = _ClassInfo(node, bases)
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        info.methods[item.name] = item
+                self.classes.setdefault(node.name, info)
+            elif isinstance(node, (ast.If, ast.Try, ast.With)):
+                for part in ("body", "orelse", "finalbody", "handlers"):
+                    block = getattr(node, part, None) or []
+                    for sub in block:
+                        self._collect(sub.body if isinstance(sub, ast.ExceptHandler) else [sub])
+
+    def method_names(self) -> frozenset[str]:
+        """Names of every method of every class in the module."""
+        if self._methods is None:
+            self._methods = frozenset(m for info in self.classes.values() for m in info.methods)
+        return self._methods
+
+    def function_index(self, func: FuncNode) -> FunctionIndex:
+        """The calls of a function (computed once per function node)."""
+        found = self._index.get(func)  # keyed by the node: ids of freed nodes get reused
+        if found is None:
+            found = self._index[func] = FunctionIndex.of(func)
+        return found
+
+    # ---- class relations -----------------------------------------------------------------------
+
+    def lineage(self, cls: str) -> frozenset[str]:
+        """The class and its ancestors (short names, from the whole scanned tree)."""
+        own = self.classes.get(cls)
+        names = set(self.ancestors.get(cls, frozenset({cls})))
+        if own:
+            for base in own.bases:
+                names |= self.ancestors.get(base, frozenset({base}))
+        return frozenset(names)
+
+    def is_rebuilt_class(self, cls: str) -> bool:
+        """The ``__init__`` rule: a non-module class whose lineage names a rebuilt object."""
+        return is_rebuilt_lineage(self.lineage(cls))
+
+    def _same_file_family(self, cls: str) -> list[str]:
+        """The class, its same-file ancestors (nearest first), then same-file subclasses."""
+        out = [cls]
+        for name in self.lineage(cls):
+            if name != cls and name in self.classes:
+                out.append(name)
+        for name in self.classes:
+            if name not in out and cls in self.lineage(name):
+                out.append(name)
+        return out
+
+    # ---- reach ---------------------------------------------------------------------------------
+
+    def roots(self) -> list[tuple[FuncNode, str | None]]:
+        """Post-load entry points of this module, in source order."""
+        found: list[tuple[FuncNode, str | None]] = []
+        for name, func in self.functions.items():
+            if name in ROOT_FUNCTIONS:
+                found.append((func, None))
+        for cls, info in self.classes.items():
+            for name, func in info.methods.items():
+                if name in ROOT_FUNCTIONS or (name == "__init__" and self.is_rebuilt_class(cls)):
+                    found.append((func, cls))
+        return sorted(found, key=lambda fc: fc[0].lineno)
+
+    def reached(self) -> list[Reached]:
+        """Every function post-load code reaches in this module, each once, in visit order."""
+        out: dict[int, Reached] = {}
+        bindings: dict[int, list[dict[str, object]]] = {}
+        queue: list[Reached] = []
+        roots = self.roots()
+        for func, cls in roots:
+            q = f"{cls}.{func.name}" if cls else func.name
+            queue.append(Reached(func, cls, q, (q,), self.lineage(cls) if cls else frozenset()))
+        while queue:
+            item = queue.pop(0)
+            if id(item.func) in out:
+                continue
+            out[id(item.func)] = item
+            for callee, cls, call, method in self._callees(item.func, item.cls):
+                bindings.setdefault(id(callee), []).append(_constants(callee, call, method))
+                if id(callee) in out:
+                    continue
+                q = f"{cls}.{callee.name}" if cls else callee.name
+                queue.append(Reached(callee, cls, q, (*item.via, q), item.root_classes))
+        root_ids = {id(func) for func, _ in roots}
+        result = []
+        for key, item in out.items():
+            if key not in root_ids and bindings.get(key):
+                item = replace(item, consts=_agreed(bindings[key]))
+            result.append(item)
+        return result
+
+    def _callees(self, func: FuncNode,
+                 cls: str | None) -> Iterator[tuple[FuncNode, str | None, ast.Call, bool]]:
+        """(callee, its class, the call, whether the call binds ``self`` implicitly)."""
+        for node in self.function_index(func).calls:
+            f = node.func
+            if isinstance(f, ast.Name):
+                if f.id in self.functions:
+                    yield self.functions[f.id], None, node, False
+                elif f.id in self.classes:
+                    init = self.classes[f.id].methods.get("__init__")
+                    if init is not None:
+                        yield init, f.id, node, True
+            elif isinstance(f, ast.Attribute):
+                for callee, owner in self._attr_callees(f, cls):
+                    yield callee, owner, node, True
+
+    def _attr_callees(self, f: ast.Attribute, cls: str | None) -> Iterator[tuple[FuncNode, str]]:
+        recv = f.value
+        if isinstance(recv, ast.Name) and recv.id in ("self", "cls") and cls:
+            family = self._same_file_family(cls)
+        elif (isinstance(recv, ast.Call) and isinstance(recv.func, ast.Name)
+              and recv.func.id == "super" and cls):
+            family = [c for c in self._same_file_family(cls)[1:] if c in self.lineage(cls)]
+        elif isinstance(recv, ast.Name) and recv.id in self.classes:
+            family = self._same_file_family(recv.id)
+        else:
+            return
+        for name in family:
+            info = self.classes.get(name)
+            if info and f.attr in info.methods:
+                yield info.methods[f.attr], name
+
+
+_UNKNOWN = object()
+
+
+def _const(node: ast.expr | None) -> object:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (bool, int, str, type(None))):
+        return node.value
+    return _UNKNOWN
+
+
+def _constants(func: FuncNode, call: ast.Call, method: bool) -> dict[str, object]:
+    """Parameters of ``func`` that ``call`` binds to constants (defaults included)."""
+    args = func.args
+    params = [a.arg for a in [*args.posonlyargs, *args.args]]
+    if method and params and params[0] in ("self", "cls"):
+        params = params[1:]
+    values: dict[str, object] = {}
+    for name, default in zip(params[len(params) - len(args.defaults):], args.defaults):
+        values[name] = _const(default)
+    for arg, default in zip(args.kwonlyargs, args.kw_defaults):
+        values[arg.arg] = _const(default)
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+            k.arg is None for k in call.keywords):
+        return {}
+    for name, value in zip(params, call.args):
+        values[name] = _const(value)
+    for kw in call.keywords:
+        values[str(kw.arg)] = _const(kw.value)
+    return {k: v for k, v in values.items() if v is not _UNKNOWN}
+
+
+def _agreed(bindings: list[dict[str, object]]) -> dict[str, object]:
+    first, *rest = bindings
+    return {k: v for k, v in first.items()
+            if all(k in b and b[k] == v and type(b[k]) is type(v) for b in rest)}

@@ -1,0 +1,71 @@
+"""What the static audit reports: the rule categories and one site before spec matching."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["CATEGORIES", "Category", "RawSite"]
+
+
+@dataclass(frozen=True)
+class Category:
+    """A rule of the static audit: a stable id, a title and why such a site is risky."""
+
+    id: str
+    rule_id: str
+    title: str
+    risk: str
+
+
+CATEGORIES: dict[str, Category] = {c.id: c for c in (
+    Category("tensor-attr", "DGS001", "fresh tensor stored on an object",
+             "post-load code stores a newly allocated tensor on an object; every reload allocates "
+             "it again at a new address, so captured CUDA graphs and kernels keep reading the old, "
+             "stale or freed storage"),
+    Category("alias", "DGS002", "reference to another tensor stored on an object",
+             "post-load code stores a reference to a tensor it does not own; when a layerwise "
+             "reload restores the kept parameters (or the owner is rebuilt), this holder keeps "
+             "pointing at the reload temporary or the freed old tensor"),
+    Category("register", "DGS003", "buffer or parameter registered after loading",
+             "register_buffer/register_parameter in post-load code replaces the registered "
+             "object on every rerun instead of refilling it, so its address changes under "
+             "captured graphs"),
+    Category("replace-layout", "DGS004", "replace_parameter with a layout change",
+             "in vLLM 0.33 replace_parameter copies in place only when shape, stride, dtype and "
+             "device all match; a transposed, permuted, padded, shuffled, reshaped or cast value "
+             "rebinds `.data`, so the parameter's data_ptr changes on every reload"),
+    Category("data-rebind", "DGS005", "`.data` rebound",
+             "assigning `.data` keeps the Parameter object but moves it to new storage; captured "
+             "graphs keep the old address"),
+    Category("set-storage", "DGS006", "`.set_()` storage swap",
+             "`.set_()` points a tensor at other storage; a later direct reload writes through the "
+             "old view (or the new one) and the other copy goes stale"),
+    Category("host-scalar", "DGS007", "Python scalar read from a tensor",
+             "a Python number taken from a tensor (`.item()`, `float(t)`, `.tolist()`) is baked "
+             "into kernels and captured graphs; no in-place refill can update it, so a reload "
+             "with new weights needs a graph recapture"),
+    Category("captured-tensor", "DGS008", "tensor captured in a partial or closure",
+             "a tensor captured by functools.partial, a lambda or a nested function is hidden "
+             "from every parameter/buffer walk; reloads rebuild the callable around a new tensor "
+             "while captured graphs read the old one"),
+)}
+
+
+@dataclass(frozen=True)
+class RawSite:
+    """One statement that stores derived state, before matching against specs."""
+
+    line: int
+    col: int
+    cls: str | None
+    function: str
+    attr: str
+    owner: str  # the receiver as written: "self", "layer", "self.moe_quant_config._w1"
+    category: str
+    reason: str
+    expr: str  # the stored value as written (shortened)
+    kind: str  # guessed spec kind
+    via: tuple[str, ...]
+    classes: tuple[str, ...]  # class names (with ancestors) used to match spec targets
+    formula: str | None = None
+    alias_of: str | None = None

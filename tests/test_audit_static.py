@@ -1,0 +1,489 @@
+"""The static audit: exact findings on a hand-written corpus, spec matching, outputs and CLI.
+
+Expected findings are written out by hand below (file, line, attribute, category); the corpus
+files also mark each site with ``# expect: CATEGORY`` and a test checks both agree.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from derivgraph.audit.static import collect_files, locate_package, scan
+from derivgraph.audit.static_module import ModuleContext, audit_source
+from derivgraph.audit.static_sites import CATEGORIES
+from derivgraph.cli import main
+from derivgraph.loader import load_spec_text, load_specs
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CORPUS = FIXTURES / "static_corpus"
+SPECS = FIXTURES / "static_specs"
+SARIF_SCHEMA = FIXTURES / "sarif" / "sarif-schema-2.1.0.json"
+
+# (line, attribute, category) per corpus file, written by hand from the corpus sources.
+EXPECTED: dict[str, set[tuple[int, str, str]]] = {
+    "experts_init.py": {
+        (23, "ab_strides1", "tensor-attr"),
+        (24, "ab_strides2", "tensor-attr"),
+        (25, "c_strides2", "alias"),
+        (31, "s_strides1", "tensor-attr"),
+        (39, "_g1_alphas", "tensor-attr"),
+        (40, "_g1_scale_c", "tensor-attr"),
+        (41, "_g1_alphas_alias", "alias"),
+        (43, "per_token_global_scale", "tensor-attr"),
+    },
+    "quant_method.py": {
+        (21, "w13_weight", "replace-layout"),
+        (24, "w13_weight_scale", "replace-layout"),
+        (25, "a1_gscale", "register"),
+        (27, "w2_weight", "data-rebind"),
+        (28, "w13_bias", "set-storage"),
+        (30, "g1_alphas", "tensor-attr"),
+        (31, "input_scale_float", "host-scalar"),
+        (32, "a2_scale_float", "host-scalar"),
+        (34, "fn", "captured-tensor"),
+        (37, "lam", "captured-tensor"),
+        (43, "scaled_fn", "captured-tensor"),
+        (67, "v_scale_buf", "register"),  # line 60 is dead: every caller passes False
+        (74, "w13_weight", "replace-layout"),  # padded: a new tensor with an explicit shape
+        (77, "w2_scale", "replace-layout"),  # a bounded slice; line 76's gather keeps the shape
+    },
+    "transitive.py": {
+        (10, "consts", "tensor-attr"),
+        (29, "w_t", "tensor-attr"),
+        (39, "alpha", "tensor-attr"),
+        (40, "inv", "tensor-attr"),
+        (41, "kernel_scale", "tensor-attr"),
+    },
+    "model_load.py": {
+        (24, "_fused_kv_weight", "tensor-attr"),
+        (26, "_k_norm_weights", "tensor-attr"),
+        (27, "_hidden_norm_weight", "alias"),
+    },
+    "setattr_cases.py": {
+        (11, "w_packed", "tensor-attr"),
+        (13, "w13_weight_scale", "tensor-attr"),
+        (13, "w2_weight_scale", "tensor-attr"),
+        (17, "w13_weight", "data-rebind"),
+        (17, "w2_weight", "data-rebind"),
+        (19, "weight", "set-storage"),
+        (21, "w13_scale", "register"),  # an f-string over a loop of literal names
+        (21, "w2_scale", "register"),
+        (25, "w_view", "alias"),  # .detach() shares the storage: a reference, not a new tensor
+    },
+    "aliases_imports.py": {
+        (17, "g1_scale_c", "alias"),
+        (18, "w_cat", "tensor-attr"),
+        (19, "w_pad", "tensor-attr"),
+        (20, "ones", "tensor-attr"),
+        (23, "padded", "tensor-attr"),
+        (28, "w1_weight_t", "tensor-attr"),
+    },
+    "declared.py": {
+        (15, "gemm1_alpha", "tensor-attr"),
+        (16, "gemm1_beta", "tensor-attr"),
+        (17, "undeclared_const", "tensor-attr"),
+        (27, "input_scale_inv", "register"),
+        (28, "other_inv", "tensor-attr"),
+        (32, "consts", "tensor-attr"),
+        (36, "fused", "tensor-attr"),
+    },
+    "canary.py": {
+        (8, "canary_strides", "tensor-attr"),
+    },
+}
+
+# Sites of declared.py that static_specs/declared.yaml declares: (line, attr) -> spec name.
+DECLARED = {
+    (15, "gemm1_alpha"): "corpus-experts-subclass",  # through a subclass of the site's class
+    (16, "gemm1_beta"): "corpus-experts-base",  # through a base class, qualified name in YAML
+    (27, "input_scale_inv"): "corpus-linear-method",
+    (32, "consts"): "corpus-linear-method",  # a same-file helper, matched by its root's class
+    (36, "fused"): "corpus-free-load-weights",  # a free function: by name and empty owner
+}
+
+
+def _by_file(report) -> dict[str, set[tuple[int, str, str]]]:
+    out: dict[str, set[tuple[int, str, str]]] = {}
+    for f in report.findings:
+        out.setdefault(Path(f.file).name, set()).add((f.line, f.attr, f.category))
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpus_report():
+    return scan([CORPUS], specs=[], jobs=1)
+
+
+# ---- the corpus ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_corpus_findings_are_exactly_the_expected_ones(corpus_report, name):
+    assert _by_file(corpus_report).get(name, set()) == EXPECTED[name]
+
+
+def test_corpus_has_no_other_files_with_findings(corpus_report):
+    assert set(_by_file(corpus_report)) == set(EXPECTED)
+    assert corpus_report.errors == []
+
+
+def test_every_category_is_exercised():
+    seen = {cat for sites in EXPECTED.values() for _, _, cat in sites}
+    assert seen == set(CATEGORIES)
+
+
+def test_expectations_agree_with_the_corpus_markers():
+    marker = re.compile(r"# expect: ([a-z-]+)(?: declared)?(?: x(\d))?$")
+    for name, expected in EXPECTED.items():
+        counts: dict[tuple[int, str], int] = {}
+        for line, _, cat in expected:
+            counts[(line, cat)] = counts.get((line, cat), 0) + 1
+        marked = {}
+        for i, text in enumerate((CORPUS / name).read_text().splitlines(), 1):
+            m = marker.search(text)
+            if m:
+                marked[(i, m.group(1))] = int(m.group(2) or 1)
+        assert marked == counts, name
+
+
+def test_in_place_writes_and_locals_are_not_sites(corpus_report):
+    lines = {f.line for f in corpus_report.findings if f.file.endswith("quant_method.py")}
+    text = (CORPUS / "quant_method.py").read_text().splitlines()
+    in_place = [i for i, t in enumerate(text, 1)
+                if any(op in t for op in (".copy_(", "out=", ".fill_(", ".mul_(", "*= 0.5",
+                                          "[0] = 1.0", "local_copy ="))]
+    assert len(in_place) == 8
+    assert not lines & set(in_place)
+
+
+def test_findings_carry_class_function_and_reach(corpus_report):
+    f = next(f for f in corpus_report.findings if f.attr == "consts" and
+             f.file.endswith("transitive.py"))
+    assert f.cls is None and f.function == "_make_consts"
+    assert f.via == ("W8A8StyleLinearMethod.process_weights_after_loading",
+                     "W8A8StyleLinearMethod._setup", "_make_consts")
+    f = next(f for f in corpus_report.findings if f.attr == "ab_strides1")
+    assert (f.cls, f.function, f.owner, f.kind) == (
+        "CutlassStyleExperts", "CutlassStyleExperts.__init__", "self", "attribute")
+    assert "torch.full" in f.reason
+    alias = next(f for f in corpus_report.findings if f.attr == "c_strides2")
+    assert "self.ab_strides1" in alias.reason and alias.kind == "alias"
+
+
+# ---- matching against specs ---------------------------------------------------------------------
+
+def test_declared_sites_match_specs_by_class_base_subclass_root_and_name():
+    report = scan([CORPUS / "declared.py"], specs=load_specs([SPECS / "declared.yaml"]), jobs=1)
+    got = {(f.line, f.attr): f.spec for f in report.declared()}
+    assert got == DECLARED
+    assert {(f.line, f.attr) for f in report.undeclared()} == {
+        (17, "undeclared_const"), (28, "other_inv")}
+    assert all(f.suggestion is None for f in report.declared())
+    assert all(f.suggestion for f in report.undeclared())
+
+
+def test_a_spec_for_another_class_does_not_declare():
+    text = """version: 1
+specs:
+  - name: other-class
+    target: {quant_method_class: SomeOtherMethod}
+    derived:
+      - {name: other_inv, kind: attribute, formula: reciprocal(input_scale)}
+"""
+    report = scan([CORPUS / "declared.py"], specs=load_spec_text(text), jobs=1)
+    assert not report.declared()
+
+
+def test_suggestions_are_loadable_spec_skeletons(corpus_report):
+    und = corpus_report.undeclared()
+    text = "version: 1\nspecs:\n" + "\n".join(
+        "\n".join("  " + line for line in f.suggestion.splitlines()) for f in und)
+    specs = load_spec_text(text)
+    assert len(specs) == len(und)
+    canary = next(s for s, f in zip(specs, und) if f.attr == "canary_strides")
+    assert canary.target.object_class == ["CanaryExperts"]
+    assert canary.target.object == "quant_method.moe_kernel.fused_experts"
+    d = canary.derived[0]
+    assert (d.name, d.owner, d.kind, d.formula) == (
+        "canary_strides", "quant_method.moe_kernel.fused_experts", "attribute",
+        "full((e,), 7, dtype=int64)")
+    alias = next(s for s, f in zip(specs, und) if f.attr == "c_strides2")
+    assert (alias.derived[0].kind, alias.derived[0].of) == ("alias", "ab_strides1")
+    helper = next(s for s, f in zip(specs, und) if f.attr == "consts"
+                  and f.file.endswith("transitive.py"))
+    assert helper.target.quant_method_class == ["W8A8StyleLinearMethod"]
+
+
+# ---- scanning without importing ------------------------------------------------------------------
+
+_BOOM = """raise SystemExit("the static audit imported scanned code")
+
+import torch
+
+
+class BoomExperts:
+    def __init__(self, e):
+        self.consts = torch.ones(e)
+"""
+
+
+def test_scanned_code_is_never_imported(tmp_path, monkeypatch):
+    pkg = tmp_path / "boompkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(_BOOM)
+    (pkg / "experts.py").write_text(_BOOM)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert locate_package("boompkg") == pkg
+    assert locate_package("boompkg.experts") == pkg / "experts.py"
+    report = scan(package="boompkg", specs=[], jobs=1)
+    assert {(f.file, f.line, f.attr) for f in report.findings} == {
+        ("boompkg/__init__.py", 8, "consts"), ("boompkg/experts.py", 8, "consts")}
+    assert "boompkg" not in sys.modules and "boompkg.experts" not in sys.modules
+    assert report.roots["PKGROOT"] == str(tmp_path)
+
+
+def test_missing_package_and_path_are_errors(capsys):
+    assert main(["audit", "static", "--package", "no_such_package_xyz"]) == 2
+    assert "no package named" in capsys.readouterr().err
+    assert main(["audit", "static", "does/not/exist.py"]) == 2
+    assert main(["audit", "static"]) == 2
+
+
+def test_unparsable_file_is_reported_and_skipped(tmp_path):
+    (tmp_path / "bad.py").write_text("def process_weights_after_loading(self, layer:\n")
+    shutil.copy(CORPUS / "canary.py", tmp_path / "canary.py")
+    report = scan([tmp_path], specs=[], jobs=1)
+    assert [f.attr for f in report.findings] == ["canary_strides"]
+    assert len(report.errors) == 1 and "bad.py:" in report.errors[0]
+
+
+def test_partial_parse_equals_whole_file_parse():
+    files = collect_files([CORPUS])
+    context = ModuleContext({}, {})
+    for src in files:
+        text = src.path.read_text()
+        assert audit_source(text, src.display, src.module, False, context, segmented=True) == \
+            audit_source(text, src.display, src.module, False, context, segmented=False)
+
+
+_METHODS = '''import functools
+
+import torch
+
+
+class BaseMethod:
+    def _inner(self, layer):
+        layer.inner = torch.zeros(4)
+
+
+@functools.total_ordering
+class LinearThingMethod(
+    BaseMethod,
+):
+    table = {
+        "a": 1,
+    }
+
+    @property
+    def n(self):
+        return 1
+
+    @n.setter
+    def n(self, value):
+        self._n = value
+
+    def process_weights_after_loading(
+        self,
+        layer,
+    ):
+        self._helper(layer)
+
+    def _helper(self, layer):
+        layer.helped = layer.weight.t()
+        self._inner(layer)
+
+    def forward(self, x):
+        self.cache = torch.empty_like(x)
+        return x
+'''
+
+
+def test_partial_parse_keeps_only_reached_methods_and_finds_the_same_sites(tmp_path):
+    from derivgraph.audit.static_segments import _ClassText
+
+    path = tmp_path / "methods.py"
+    path.write_text(_METHODS)
+    context = ModuleContext({"LinearThingMethod": frozenset({"LinearThingMethod", "BaseMethod"}),
+                             "BaseMethod": frozenset({"BaseMethod"})}, {})
+    seg = audit_source(_METHODS, "methods.py", "methods", False, context, segmented=True)
+    full = audit_source(_METHODS, "methods.py", "methods", False, context, segmented=False)
+    assert seg == full
+    assert [(s.line, s.attr, s.function) for s in seg] == [
+        (8, "inner", "BaseMethod._inner"), (34, "helped", "LinearThingMethod._helper")]
+    start = _METHODS.index("@functools.total_ordering")
+    shape = _ClassText.of(_METHODS[start:])
+    assert set(shape.methods) == {"n", "process_weights_after_loading", "_helper", "forward"}
+    assert len(shape.methods["n"]) == 2  # the property and its setter
+    rendered = shape.render({"process_weights_after_loading"})
+    assert "forward" not in rendered and rendered.count("\n") == shape.render(set()).count("\n")
+
+
+def test_partial_parse_falls_back_when_a_cut_lands_in_a_string(tmp_path):
+    text = (CORPUS / "canary.py").read_text() + (
+        '\n\ndef helper():\n    """Docs with a column-0 line:\nclass NotAClass:\n"""\n'
+        "    return 1\n")
+    path = tmp_path / "tricky.py"
+    path.write_text(text)
+    report = scan([path], specs=[], jobs=1)
+    assert [(f.line, f.attr) for f in report.findings] == [(8, "canary_strides")]
+    assert report.errors == []
+
+
+def test_worker_processes_give_the_same_report(tmp_path):
+    for i in range(40):
+        shutil.copy(CORPUS / "quant_method.py", tmp_path / f"m{i:02d}.py")
+    one = scan([tmp_path], specs=[], jobs=1)
+    two = scan([tmp_path], specs=[], jobs=2)
+    assert len(one.findings) == 40 * len(EXPECTED["quant_method.py"])
+    assert one.findings == two.findings
+
+
+# ---- command line -------------------------------------------------------------------------------
+
+def test_cli_json(capsys):
+    assert main(["audit", "static", str(CORPUS), "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == sum(len(v) for v in EXPECTED.values())
+    keys = {"file", "line", "attr", "reason", "category", "cls", "function", "declared",
+            "suggestion"}
+    assert all(keys <= row.keys() for row in rows)
+    row = next(r for r in rows if r["attr"] == "a1_gscale")
+    assert (Path(row["file"]).name, row["line"], row["category"], row["declared"]) == (
+        "quant_method.py", 25, "register", False)
+    assert row["cls"] == "Fp8StyleLinearMethod"
+    assert row["function"] == "Fp8StyleLinearMethod.process_weights_after_loading"
+    assert row["suggestion"].startswith("- name: fp8-style-linear-method-a1-gscale")
+
+
+def test_cli_sarif_validates_against_the_official_schema(capsys):
+    code = main(["audit", "static", str(CORPUS / "declared.py"), str(CORPUS / "canary.py"),
+                 "--specs", str(SPECS / "declared.yaml"), "--format", "sarif"])
+    assert code == 0
+    log = json.loads(capsys.readouterr().out)
+    schema = json.loads(SARIF_SCHEMA.read_text())
+    validator = jsonschema.Draft4Validator(schema,
+                                           format_checker=jsonschema.Draft4Validator.FORMAT_CHECKER)
+    errors = sorted(validator.iter_errors(log), key=lambda e: list(e.path))
+    assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors[:5])
+    run = log["runs"][0]
+    assert log["version"] == "2.1.0"
+    assert [r["id"] for r in run["tool"]["driver"]["rules"]] == [
+        c.rule_id for c in CATEGORIES.values()]
+    results = run["results"]
+    assert len(results) == len(EXPECTED["declared.py"]) + 1
+    fails = [r for r in results if r["kind"] == "fail"]
+    passes = [r for r in results if r["kind"] == "pass"]
+    assert len(passes) == len(DECLARED) and all(r["level"] == "none" for r in passes)
+    assert {r["properties"]["attr"] for r in fails} == {
+        "undeclared_const", "other_inv", "canary_strides"}
+    loc = fails[0]["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"]["uriBaseId"] == "SRCROOT"
+    assert loc["region"]["startLine"] >= 1
+    assert run["originalUriBaseIds"]["SRCROOT"]["uri"].endswith("/")
+    assert all(r["ruleId"] == run["tool"]["driver"]["rules"][r["ruleIndex"]]["id"]
+               for r in results)
+
+
+def test_cli_text_with_rich(capsys):
+    pytest.importorskip("rich")
+    assert main(["audit", "static", str(CORPUS / "canary.py"), "--show-declared"]) == 0
+    out = capsys.readouterr().out
+    assert "undeclared derived state (1)" in out
+    assert "┃" in out or "│" in out  # a rich table
+    assert "canary_strides" in out and "tensor-attr" in out
+    assert "1 undeclared, 0 declared" in out
+
+
+def test_cli_text_without_rich(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "rich", None)  # `import rich` now raises ImportError
+    assert main(["audit", "static", str(CORPUS / "quant_method.py"), "--suggest"]) == 0
+    out = capsys.readouterr().out
+    assert "┃" not in out and "│" not in out
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("location"))
+    assert lines[header].split() == ["location", "class.function", "attribute", "category", "why"]
+    assert set(lines[header + 1].replace(" ", "")) == {"-"}
+    body = lines[header + 2: header + 2 + len(EXPECTED["quant_method.py"])]
+    assert [line.split()[0].rsplit(":", 1)[1] for line in body] == [
+        str(n) for n in sorted(line for line, _, _ in EXPECTED["quant_method.py"])]
+    assert "suggested specs" in out and "- name: fp8-style-linear-method-w13-weight" in out
+
+
+def test_render_text_can_require_rich(monkeypatch):
+    from derivgraph.audit.static_report import render_text
+
+    monkeypatch.setitem(sys.modules, "rich", None)
+    with pytest.raises(ImportError, match="rich is not installed"):
+        render_text(scan([CORPUS / "canary.py"], specs=[], jobs=1), use_rich=True)
+
+
+def test_canary_strict_fails_then_passes_once_declared(capsys):
+    canary = str(CORPUS / "canary.py")
+    assert main(["audit", "static", canary, "--strict"]) == 1
+    assert "canary_strides" in capsys.readouterr().out
+    assert main(["audit", "static", canary, "--strict", "--specs", str(SPECS / "canary.yaml")]) == 0
+    assert "0 undeclared, 1 declared" in capsys.readouterr().out
+
+
+def test_cli_output_file(tmp_path, capsys):
+    out = tmp_path / "report.json"
+    assert main(["audit", "static", str(CORPUS / "canary.py"), "--format", "json",
+                 "--output", str(out)]) == 0
+    assert "wrote json report of 1 sites (1 undeclared)" in capsys.readouterr().out
+    assert json.loads(out.read_text())[0]["attr"] == "canary_strides"
+
+
+def test_progress_logs_without_a_tty(caplog, monkeypatch):
+    from derivgraph.audit import static_cli
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
+    with caplog.at_level(logging.INFO, logger="derivgraph.audit.static_cli"):
+        with static_cli._progress() as progress:
+            for i in range(1, 21):
+                progress(i, 20, f"f{i}.py")
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines[-1] == "static audit: 20/20 files (f20.py)"
+    assert 2 <= len(lines) <= 20
+
+
+# ---- the installed vLLM -------------------------------------------------------------------------
+
+@pytest.mark.vllm
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed")
+def test_vllm_known_sites_are_found():
+    report = scan(package="vllm", specs=[])
+    sites = {(f.file.rsplit("vllm/", 1)[-1], f.attr, f.category) for f in report.findings}
+    experts = "model_executor/layers/fused_moe/experts/"
+    for site in [
+        (experts + "cutlass_moe.py", "ab_strides1", "tensor-attr"),  # CUTLASS FP8 strides
+        (experts + "cutlass_moe.py", "c_strides2", "alias"),  # ... and their alias
+        (experts + "cutlass_moe.py", "s_strides1", "tensor-attr"),  # CUTLASS W4A8
+        (experts + "trtllm_fp8_moe.py", "_g1_alphas", "tensor-attr"),
+        (experts + "trtllm_nvfp4_moe.py", "g1_scale_c", "register"),
+        (experts + "trtllm_nvfp4_moe.py", "g1_scale_c", "alias"),  # E keeps the temporary
+        (experts + "flashinfer_cutlass_moe.py", "fake_input_scale", "tensor-attr"),
+        (experts + "flashinfer_cutedsl_moe.py", "per_token_global_scale", "tensor-attr"),
+        ("models/kimi_k3/nvidia/mla.py", "_q_scale_inv", "register"),
+        ("model_executor/layers/quantization/kv_cache.py", "_k_scale_float", "host-scalar"),
+    ]:
+        assert site in sites, site
+    assert not report.errors
