@@ -15,14 +15,14 @@ import statistics
 import time
 
 import torch
+
+from derivgraph import compile_plan, load_specs
 from derivgraph.examples.reference_models import (
     RefConfig,
     build_reference_model,
     make_weights,
     reference_spec_path,
 )
-
-from derivgraph import compile_plan, load_specs
 
 
 def _sync(device: str) -> None:

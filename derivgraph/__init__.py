@@ -10,6 +10,9 @@ Typical use::
     assert report.moved == []
 """
 
+from importlib import import_module
+from typing import Any
+
 from .errors import (
     AdoptionError,
     DerivgraphError,
@@ -20,10 +23,26 @@ from .errors import (
     StrictReloadError,
 )
 from .loader import builtin_specs, default_specs, load_spec_file, load_spec_text, load_specs
-from .ops import register_op, unregister_op
-from .plan import Plan, compile_plan
-from .report import RunReport
 from .spec import DerivedTensor, Spec, SpecFile, Target
+
+# Names that need torch load on first use, so spec tooling and the static audit stay light.
+_LAZY = {
+    "Plan": "plan",
+    "compile_plan": "plan",
+    "RunReport": "report",
+    "register_op": "ops",
+    "unregister_op": "ops",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'derivgraph' has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AdoptionError",

@@ -14,8 +14,9 @@ class RunReport:
 
     ``recapture_required`` lists derived Python scalars whose value changed: a captured graph
     baked the old number, so only a recapture makes it current. ``restored`` lists tensors the
-    engine had re-pointed at new storage (``t.data = new``) that were put back. ``moved`` is filled when the
-    run was asked to verify: bound tensors or sources whose object or address changed.
+    engine had re-pointed at new storage (``t.data = new``) that were put back. ``moved`` is
+    filled when the run was asked to verify: bound tensors or sources whose object or address
+    changed.
     """
 
     mode: str = "recompute"
