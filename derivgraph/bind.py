@@ -30,15 +30,23 @@ class BoundSpec:
         return join(self.module_path, path)
 
 
+def _is_one_of(value: Any, options: Any) -> bool:
+    options = options if isinstance(options, list) else [options]
+    if not isinstance(value, (int, float, str)) and value is not None:
+        value = getattr(value, "value", value)  # enums compare by value
+    return value in options or str(value) in [str(o) for o in options]
+
+
 def _where_holds(module: nn.Module, where: dict[str, Any]) -> bool:
+    """Every predicate holds: ``path: value``, ``path: [values]`` or ``path: {not: values}``."""
     for path, wanted in where.items():
         value = get_path(module, path)
         if value is MISSING:
             return False
-        if not isinstance(value, (int, float, str)):
-            value = getattr(value, "value", value)
-        allowed = wanted if isinstance(wanted, list) else [wanted]
-        if value not in allowed and str(value) not in [str(a) for a in allowed]:
+        if isinstance(wanted, dict) and set(wanted) == {"not"}:
+            if _is_one_of(value, wanted["not"]):
+                return False
+        elif not _is_one_of(value, wanted):
             return False
     return True
 

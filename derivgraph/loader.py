@@ -2,7 +2,7 @@
 
 Sources of specs, merged by :func:`default_specs`:
 
-* the built-in library (``specs/*.yaml``, shipped in the wheel as ``derivgraph.builtin_specs``);
+* the built-in library (``specs/*.yaml``, shipped in the wheel as ``derivgraph.spec_library``);
 * the ``derivgraph.specs`` entry-point group: each entry point names a YAML file or folder, a
   ``Spec``/``SpecFile``/list of them, or a zero-argument callable returning one of those.
 """
@@ -140,7 +140,7 @@ def load_specs(paths: Iterable[str | Path]) -> list[Spec]:
 
 def builtin_specs() -> list[Spec]:
     """The spec library shipped with derivgraph."""
-    root = importlib.resources.files("derivgraph.builtin_specs")
+    root = importlib.resources.files("derivgraph.spec_library")
     specs: list[Spec] = []
     for item in sorted(root.iterdir(), key=lambda p: p.name):
         if item.name.endswith((".yaml", ".yml")):

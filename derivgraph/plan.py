@@ -378,8 +378,16 @@ def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, 
             issues.append(SpecIssue(rule, msg, fix, loc, node.id))
 
         if node.kind == "scalar":
-            planned.append((Entry(node, float(value.item()) if value.dtype.is_floating_point
-                                  else value.item(), "attribute", False), None))
+            number = float(value.item()) if value.dtype.is_floating_point else value.item()
+            held = isinstance(current, (int, float)) and not isinstance(current, bool)
+            if held and abs(current - number) > node.decl.tolerance and not (
+                    current != current and number != number):
+                issue(Rule.ADOPTION, f"the engine's {name} = {current!r} differs from the "
+                      f"formula {node.decl.formula!r} = {number!r}",
+                      "the spec or the engine is wrong: fix the formula to match the engine, "
+                      "or set `tolerance` if the difference is rounding")
+                continue
+            planned.append((Entry(node, number, "attribute", held), None))
             continue
         if node.kind == "alias":
             target_entry = next((e for e, _ in planned if e.id == node.input), None)
@@ -462,7 +470,8 @@ def _build_steps(plan: Plan) -> list[Step]:
         if (data["kind"] == "op" and consumers[node.input] == [node_id]
                 and OPS[data["op"]].out is not None and refs_in(data["args"][:1])
                 and entry.storage.is_contiguous() and node.meta is not None
-                and node.meta.dtype == entry.storage.dtype):
+                and node.meta.dtype == entry.storage.dtype
+                and not _reads_storage_of(plan, node.input, entry.storage)):
             fused.add(node.input)
             steps.append(Step(node_id, "out", data["op"], data["args"], data["kwargs"]))
         else:
@@ -476,6 +485,35 @@ def _build_steps(plan: Plan) -> list[Step]:
         elif node_id in by_node:
             ordered.append(by_node[node_id])
     return ordered
+
+
+def _reads_storage_of(plan: Plan, node_id: str, out: torch.Tensor) -> bool:
+    """True if an argument of op ``node_id`` is (a view of) ``out``'s storage.
+
+    Writing ``out=`` into a tensor the op also reads is undefined (torch refuses overlapping
+    memory), so such a step computes into a temporary and copies instead.
+    """
+    target = out.untyped_storage().data_ptr()
+    graph = plan.graph
+
+    def leaf(ref: str) -> Any:
+        data = graph.g.nodes[ref]
+        if data["kind"] == "source":
+            return get_path(plan.model, ref)
+        if data["kind"] == "derived":
+            entry = plan.entries.get(ref)
+            return entry.storage if entry is not None else None
+        if OPS[data["op"]].kind == "view":
+            inner = refs_in(data["args"])
+            return leaf(inner[0]) if inner else None
+        return None  # a computed intermediate has storage of its own
+
+    for ref in refs_in(graph.g.nodes[node_id]["args"]):
+        tensor = leaf(ref)
+        if isinstance(tensor, torch.Tensor) and tensor.device.type != "meta" and \
+                tensor.untyped_storage().data_ptr() == target:
+            return True
+    return False
 
 
 def _only_feeds_views(graph: DerivedGraph, node_id: str) -> bool:

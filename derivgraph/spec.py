@@ -89,8 +89,9 @@ class Target(_Strict):
     )
     where: dict[str, Any] = Field(
         default_factory=dict,
-        description="Predicates: attribute path from the module -> required value, or a list of "
-        "allowed values. Missing attributes do not match.",
+        description="Predicates: attribute path from the module -> required value, a list of "
+        "allowed values, or {not: value-or-list} for excluded values ({not: null}: set). "
+        "Missing attributes do not match.",
     )
 
     @field_validator("module_class", "quant_method_class", "object_class", mode="before")

@@ -1,1 +1,1 @@
-"""Built-in derived-tensor specs, shipped in the wheel as derivgraph.builtin_specs."""
+"""Built-in derived-tensor specs, shipped in the wheel as derivgraph.spec_library."""

@@ -62,7 +62,7 @@ def test_each_file_loads_with_metadata(path: Path) -> None:
 
 
 def test_builtin_specs_are_the_spec_folder() -> None:
-    """The package resource derivgraph.builtin_specs resolves to these files, names are unique."""
+    """The package resource derivgraph.spec_library resolves to these files, names are unique."""
     from_files = [s.name for f in SPEC_FILES for s in load_spec_file(f)]
     shipped = [s.name for s in builtin_specs()]
     assert sorted(shipped) == sorted(from_files)

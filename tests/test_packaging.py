@@ -22,7 +22,7 @@ def test_wheel_contents(tmp_path):
         names = set(zf.namelist())
         entry_points = next(zf.read(n).decode() for n in names if n.endswith("entry_points.txt"))
     for spec in sorted((ROOT / "specs").glob("*.yaml")):
-        assert f"derivgraph/builtin_specs/{spec.name}" in names
+        assert f"derivgraph/spec_library/{spec.name}" in names
     assert "derivgraph/examples/specs/reference.yaml" in names
     assert "derivgraph/schema/spec.schema.json" in names
     assert "vllm_integration/plugin.py" in names

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
@@ -311,3 +312,47 @@ def test_data_rebind_is_restored_to_startup_storage():
     assert report.restored == ["inv"] and report.moved == []
     assert model.inv is param and param.data_ptr() == ptr
     assert torch.equal(param, torch.reciprocal(model.scale))
+
+
+def test_builtin_specs_stays_callable():
+    """The spec-library package must never shadow the ``builtin_specs`` function."""
+    first, second = derivgraph.builtin_specs(), derivgraph.builtin_specs()
+    assert [s.name for s in first] == [s.name for s in second] and first
+
+
+def test_where_not_predicate():
+    model = ToyStack(3)
+    model.layers[0].quant = None
+    model.layers[1].quant = "fp8"
+    spec = _spec(_d("inv", "reciprocal(scale)"),
+                 target=Target(module_class=["Toy"], where={"quant": {"not": None}}))
+    plan = compile_plan(model, [spec])
+    assert list(plan.entries) == ["layers.1.inv"]  # layers.2 has no `quant` at all
+
+
+def test_scalar_adoption_checks_the_engine_number():
+    model = Toy()
+    model.scale_max = float(model.scale.max())
+    spec = _spec(_d("scale_max", "amax(scale)", "scalar"))
+    plan = compile_plan(model, [spec])
+    assert plan.entries["scale_max"].adopted
+    model.scale_max = 2.0 * float(model.scale.max())  # the engine computes something else
+    with pytest.raises(derivgraph.AdoptionError, match="differs from the formula"):
+        compile_plan(model, [spec])
+    assert model.scale_max == 2.0 * float(model.scale.max())  # untouched
+
+
+def test_out_variant_is_not_used_when_inputs_alias_the_output():
+    """A fused buffer whose parts are views of it: `cat(out=)` would overlap its inputs."""
+    model = Toy()
+    fused = torch.cat([model.weight.detach(), model.weight.detach() * 2.0], 0)
+    model.register_buffer("fused", fused, persistent=False)
+    model.main = fused[0:4]
+    model.extra = fused[4:8]
+    spec = _spec(_d("fused", "cat([main, extra], 0)", "buffer"))
+    plan = compile_plan(model, [spec])
+    assert [s.action for s in plan.steps if s.node == "fused"] == ["copy"]
+    with torch.no_grad():
+        model.main.mul_(3.0)
+    plan.run(verify=True)
+    assert torch.equal(model.fused[0:4], model.main)

@@ -43,6 +43,8 @@ def test_the_plan_adopts_the_tensors_vllm_made(results):
     assert "_fused_kv" in plan["rows"]
     assert "model.layers.1.self_attn._kv_weight_t" in plan["rows"]
     assert plan["adopted"] >= 3  # the fused stack and both per-layer copies were vLLM's
+    # the built-in spec vllm-attention-host-kv-scales binds on vLLM's real Attention layers
+    assert "model.layers.0.self_attn.attn._k_scale_cpu" in plan["rows"]
 
 
 @pytest.mark.parametrize("step", ["A->B strict", "B->A", "A->B kernel format", "B->A again"])

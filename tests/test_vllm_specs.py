@@ -603,6 +603,10 @@ def qc_fp8_scales() -> dict[str, Callable[[Ck], Any]]:
     }
 
 
+# CUTLASS FP8 keeps the layer's scales in the quant config (found by strict mode, see
+# specs/vllm_moe_cutlass.yaml); after a layerwise reload they alias reload temporaries.
+CUTLASS_QC = "vllm-cutlass-fp8-quant-config-scales"
+
 FP8_QC_SCALE_ALIASES = {
     f"{QC}._w1.scale": "w13_weight_scale", f"{QC}._w2.scale": "w2_weight_scale",
     f"{QC}._a1.scale": "w13_input_scale", f"{QC}._a2.scale": "w2_input_scale",
@@ -707,19 +711,23 @@ CASES = [
     ),
     MoECase(
         "fp8-cutlass", Fp8MoEMethod, Fp8MoeBackend.VLLM_CUTLASS, CutlassExpertsFp8,
-        fp8_per_tensor_ckpt, {"vllm-cutlass-fp8-strides"}, strides(FE, H, N),
-        aliases={f"{FE}.c_strides2": f"{FE}.ab_strides1"}, weight_valued=False,
+        fp8_per_tensor_ckpt, {"vllm-cutlass-fp8-strides", CUTLASS_QC},
+        {**strides(FE, H, N), **qc_fp8_scales()},
+        aliases={f"{FE}.c_strides2": f"{FE}.ab_strides1", **FP8_QC_SCALE_ALIASES},
     ),
     MoECase(
         "fp8-cutlass-batched", Fp8MoEMethod, Fp8MoeBackend.BATCHED_VLLM_CUTLASS,
-        CutlassBatchedExpertsFp8, fp8_per_tensor_ckpt, {"vllm-cutlass-fp8-strides"},
-        strides(FE, H, N), aliases={f"{FE}.c_strides2": f"{FE}.ab_strides1"},
-        options={"batched": True}, weight_valued=False,
+        CutlassBatchedExpertsFp8, fp8_per_tensor_ckpt, {"vllm-cutlass-fp8-strides", CUTLASS_QC},
+        {**strides(FE, H, N), **qc_fp8_scales()},
+        aliases={f"{FE}.c_strides2": f"{FE}.ab_strides1", **FP8_QC_SCALE_ALIASES},
+        options={"batched": True},
     ),
     MoECase(
         "fp8-triton-or-cutlass", Fp8MoEMethod, Fp8MoeBackend.VLLM_CUTLASS, TritonOrCutlassExperts,
-        fp8_per_tensor_ckpt, {"vllm-cutlass-fp8-strides-fallback"}, strides(f"{FE}.experts", H, N),
-        aliases={f"{FE}.experts.c_strides2": f"{FE}.experts.ab_strides1"}, weight_valued=False,
+        fp8_per_tensor_ckpt, {"vllm-cutlass-fp8-strides-fallback", CUTLASS_QC},
+        {**strides(f"{FE}.experts", H, N), **qc_fp8_scales()},
+        aliases={f"{FE}.experts.c_strides2": f"{FE}.experts.ab_strides1",
+                 **FP8_QC_SCALE_ALIASES},
     ),
     MoECase(
         "nvfp4-trtllm-swiglu", ModelOptNvFp4FusedMoE, NvFp4MoeBackend.FLASHINFER_TRTLLM,
@@ -1319,5 +1327,7 @@ def test_every_builtin_vllm_spec_is_exercised() -> None:
     """Each built-in vLLM spec is bound (and so proven against vLLM) by at least one case."""
     exercised = set().union(*(c.specs for c in CASES), *(d[3] for d in DRAFTERS.values()))
     exercised |= {"vllm-kimi-k3-mla-inverse-scales", "vllm-attention-kv-scale-floats"}
+    # bound on a real LlamaForCausalLM's Attention layers by tests/test_vllm_integration_llama.py
+    exercised |= {"vllm-attention-host-kv-scales"}
     names = {s.name for s in SPECS if s.name.startswith("vllm-")}
     assert names == exercised, sorted(names ^ exercised)
