@@ -74,6 +74,15 @@ def _arg(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str) -
     return args[index] if len(args) > index else kwargs.get(name)
 
 
+def _aborting_on_error(model: Any, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call ``fn``; if it raises, abort the model's reload session and re-raise."""
+    try:
+        return fn(*args, **kwargs)
+    except BaseException:
+        _oracle().abort(model)
+        raise
+
+
 # ---- wrappers ---------------------------------------------------------------------------------
 
 def _wrap_post_load(orig: Callable[..., Any]) -> Callable[..., Any]:
@@ -93,11 +102,7 @@ def _wrap_initialize(orig: Callable[..., Any]) -> Callable[..., Any]:
         model = _arg(args, kwargs, 0, "model")
         if _active():
             _oracle().begin(model, "layerwise", layerwise=True)
-        try:
-            return orig(*args, **kwargs)
-        except BaseException:
-            _oracle().abort(model)
-            raise
+        return _aborting_on_error(model, orig, *args, **kwargs)
 
     return initialize_layerwise_reload
 
@@ -106,11 +111,7 @@ def _wrap_finalize(orig: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(orig)
     def finalize_layerwise_reload(*args: Any, **kwargs: Any) -> Any:
         model = _arg(args, kwargs, 0, "model")
-        try:
-            result = orig(*args, **kwargs)
-        except BaseException:
-            _oracle().abort(model)
-            raise
+        result = _aborting_on_error(model, orig, *args, **kwargs)
         if _active():  # every layer is placed back: refill the startup storage
             _oracle().end(model, layerwise=True)
         return result
@@ -140,11 +141,7 @@ def _wrap_reload_weights(orig: Callable[..., Any]) -> Callable[..., Any]:
                                                              names)
         oracle = _oracle()
         oracle.begin(model, "kernel-format" if kernel_format else "checkpoint-format")
-        try:
-            result = orig(*bound.args, **bound.kwargs)
-        except BaseException:
-            oracle.abort(model)
-            raise
+        result = _aborting_on_error(model, orig, *bound.args, **bound.kwargs)
         # kernel format: the names are runtime names (vLLM copies into get_parameter(name))
         oracle.note_names(model, names, runtime=kernel_format)
         oracle.end(model)
@@ -161,11 +158,7 @@ def _wrap_patches(orig: Callable[..., Any]) -> Callable[..., Any]:
         model = _arg(args, kwargs, 0, "model")
         oracle = _oracle()
         oracle.begin(model, "patch")
-        try:
-            loaded = orig(*args, **kwargs)
-        except BaseException:
-            oracle.abort(model)
-            raise
+        loaded = _aborting_on_error(model, orig, *args, **kwargs)
         oracle.note_names(model, loaded or (), runtime=True)  # what model.load_weights reported
         oracle.end(model)
         return loaded
@@ -185,20 +178,12 @@ def _instrument_engine(engine: Any) -> None:
         model = engine.model
         if _active():
             _oracle().begin(model, "weight-transfer", restart=True)
-        try:
-            return start(*args, **kwargs)
-        except BaseException:
-            _oracle().abort(model)
-            raise
+        return _aborting_on_error(model, start, *args, **kwargs)
 
     @functools.wraps(update)
     def update_weights(update_info: Any, *args: Any, **kwargs: Any) -> Any:
         model = engine.model
-        try:
-            result = update(update_info, *args, **kwargs)
-        except BaseException:
-            _oracle().abort(model)
-            raise
+        result = _aborting_on_error(model, update, update_info, *args, **kwargs)
         names = update_info.get("names") if isinstance(update_info, dict) else None
         if _active() and names:
             _oracle().note_names(model, [str(n) for n in names], runtime=False)
@@ -207,11 +192,7 @@ def _instrument_engine(engine: Any) -> None:
     @functools.wraps(finish)
     def finish_weight_update(*args: Any, **kwargs: Any) -> Any:
         model = engine.model  # read before: the worker re-targets the engine afterwards
-        try:
-            result = finish(*args, **kwargs)
-        except BaseException:
-            _oracle().abort(model)
-            raise
+        result = _aborting_on_error(model, finish, *args, **kwargs)
         if _active():
             _oracle().end(model)
         return result
