@@ -63,8 +63,22 @@ class Finding:
         return f"{self.category:<9} {cls:<10} {self.path}{more}{where}: {self.reason}"
 
 
+class ByCategory:
+    """``moved``, ``stale``, ``gone``, ``new``, ``recapture``: path lists from ``paths()``."""
+
+    def paths(self, category: str) -> list[str]:
+        raise NotImplementedError
+
+    moved = property(lambda self: self.paths("moved"), doc="Paths of moved findings.")
+    stale = property(lambda self: self.paths("stale"), doc="Paths of stale findings.")
+    gone = property(lambda self: self.paths("gone"), doc="Paths of gone findings.")
+    new = property(lambda self: self.paths("new"), doc="Paths of new findings.")
+    recapture = property(lambda self: self.paths("recapture"),
+                         doc="Paths of Python floats that changed (graphs baked the old one).")
+
+
 @dataclass
-class CensusDiff:
+class CensusDiff(ByCategory):
     """All findings of one comparison, with the counts an oracle reports."""
 
     findings: list[Finding] = field(default_factory=list)
@@ -78,26 +92,6 @@ class CensusDiff:
 
     def paths(self, category: str) -> list[str]:
         return [f.path for f in self.by(category)]
-
-    @property
-    def moved(self) -> list[str]:
-        return self.paths("moved")
-
-    @property
-    def stale(self) -> list[str]:
-        return self.paths("stale")
-
-    @property
-    def gone(self) -> list[str]:
-        return self.paths("gone")
-
-    @property
-    def new(self) -> list[str]:
-        return self.paths("new")
-
-    @property
-    def recapture(self) -> list[str]:
-        return self.paths("recapture")
 
     def undeclared(self) -> list[str]:
         """Paths of findings (other than ``new``) that no spec declares, deduplicated."""

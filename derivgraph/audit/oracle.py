@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from ..report import RunReport
 from .census import Census, take_census
 from .declared import DeclaredSet
-from .diff import CATEGORIES, FAILING, CensusDiff, diff_censuses
+from .diff import CATEGORIES, FAILING, ByCategory, CensusDiff, diff_censuses
 
 __all__ = ["OracleReport", "ReloadCheck", "audit_reload", "check_reload", "reload_oracle"]
 
@@ -44,7 +44,7 @@ class ReloadCheck:
 
 
 @dataclass
-class OracleReport:
+class OracleReport(ByCategory):
     """Every reload check of one oracle run; ``ok()`` when none found anything."""
 
     checks: list[ReloadCheck] = field(default_factory=list)
@@ -53,31 +53,12 @@ class OracleReport:
     refilled: bool = False
     census_seconds: float = 0.0
 
-    def _union(self, category: str) -> list[str]:
+    def paths(self, category: str) -> list[str]:
+        """Paths with a ``category`` finding in any check (deduplicated, in order)."""
         out: list[str] = []
         for check in self.checks:
             out += [p for p in check.diff.paths(category) if p not in out]
         return out
-
-    @property
-    def moved(self) -> list[str]:
-        return self._union("moved")
-
-    @property
-    def stale(self) -> list[str]:
-        return self._union("stale")
-
-    @property
-    def gone(self) -> list[str]:
-        return self._union("gone")
-
-    @property
-    def new(self) -> list[str]:
-        return self._union("new")
-
-    @property
-    def recapture(self) -> list[str]:
-        return self._union("recapture")
 
     @property
     def stale_checked(self) -> bool:
@@ -104,7 +85,7 @@ class OracleReport:
         """One JSON object: the union over checks up front, then each check in detail."""
         return {
             "ok": self.ok(),
-            **{c: self._union(c) for c in CATEGORIES},
+            **{c: self.paths(c) for c in CATEGORIES},
             "undeclared": self.undeclared(),
             "declared": self.declared,
             "plan": self.plan,
@@ -135,7 +116,7 @@ class OracleReport:
             if check.run is not None and check.run.recapture_required:
                 lines.append(f"  plan: recapture required for {len(check.run.recapture_required)}"
                              " declared Python scalar(s)")
-        bad = {c: len(self._union(c)) for c in FAILING}
+        bad = {c: len(self.paths(c)) for c in FAILING}
         verdict = "PASS" if self.ok() else "FAIL"
         lines.append(f"{verdict}: moved {bad['moved']}, stale {bad['stale']}, gone {bad['gone']}, "
                      f"undeclared {len(self.undeclared())}"
