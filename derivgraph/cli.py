@@ -187,6 +187,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     total = sum(r["bytes"] for r in rows)
     _out(f"\n{len(rows)} derived tensors, {total} bytes, {len(plan.steps)} steps, "
          f"{plan.graph.cse_hits} shared subexpressions")
+    for name in plan.not_refillable():
+        _out(f"not refillable: graph recapture required: {name} (a Python scalar)")
     return 0
 
 

@@ -125,3 +125,13 @@ def test_spec_error_exit_code(capsys, fixtures):
                  "tests.toy:Toy"])
     err = capsys.readouterr().err
     assert code == 1 and "DG006 cycle" in err
+
+
+def test_plan_lists_scalars_as_not_refillable(capsys, tmp_path):
+    (tmp_path / "scalar.yaml").write_text(
+        "version: 1\nspecs:\n  - name: toy-scalar\n    target: {module_class: Toy}\n"
+        "    derived:\n      - {name: scale_max, kind: scalar, formula: amax(scale)}\n")
+    code, out = _run(capsys, "plan", "--model", "tests.toy:Toy", "--specs",
+                     str(tmp_path / "scalar.yaml"))
+    assert code == 0
+    assert "not refillable: graph recapture required: scale_max (a Python scalar)" in out
