@@ -166,10 +166,6 @@ class DerivedGraph:
             self._deps, self._deps_version = deps, self._version()
         return self._deps
 
-    def constant(self, node_id: str) -> bool:
-        """True if no source tensor feeds ``node_id`` (its value never changes)."""
-        return not self.source_deps()[node_id]
-
     def raise_if_issues(self) -> None:
         if self.issues:
             raise SpecValidationError(self.issues)

@@ -17,16 +17,15 @@ import networkx as nx
 from torch import nn
 
 from .bind import BoundSpec
-from .dag import DerivedGraph, DerivedNode, NodeRef, natural_key, refs_in, substitute
+from .dag import DerivedGraph, DerivedNode, NodeRef, natural_key, refs_in
 from .errors import Rule
 from .expr import FormulaError, parse_formula
-from .infer import infer_shapes, meta_value
+from .infer import infer_shapes
 from .ops import OPS
 from .paths import MISSING, get_path, join
 from .resolve import Resolver, Unresolved, device_of, resolve_params
 
-__all__ = ["DerivedGraph", "DerivedNode", "NodeRef", "build_graph", "meta_value", "refs_in",
-           "substitute"]
+__all__ = ["DerivedGraph", "DerivedNode", "NodeRef", "build_graph"]
 
 
 def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGraph:

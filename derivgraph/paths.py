@@ -12,7 +12,6 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import torch
 from torch import nn
 
 __all__ = ["MISSING", "class_names", "get_path", "join", "matches_class", "set_slot", "slot_of"]
@@ -117,6 +116,3 @@ def set_slot(owner: Any, name: str, value: Any, slot: str, persistent: bool = Fa
         except AttributeError:
             object.__setattr__(owner, name, value)
 
-
-def is_tensor(value: Any) -> bool:
-    return isinstance(value, torch.Tensor)
