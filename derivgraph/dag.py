@@ -1,11 +1,9 @@
-"""The DAG of derived tensors: node kinds, references, and the graph container.
+"""The DAG of derived tensors: references, derived-tensor records, and the graph container.
 
-Nodes (attribute ``kind``):
-
-* ``source`` — a tensor the engine owns (a weight, a scale), read at its path each run;
-* ``op`` — an intermediate: a registered op over other nodes and Python constants. Identical
-  subexpressions share one node across specs and layers (common-subexpression elimination);
-* ``derived`` — a declared derived tensor, bound to an owner; its one input edge is its value.
+Node kinds are :class:`derivgraph.ir.NodeKind`: ``SOURCE`` (a tensor the engine owns, read at its
+path), ``OP`` (a registered op over other nodes and Python constants; identical subexpressions
+share one node across specs and layers) and ``DERIVED`` (a declared derived tensor bound to an
+owner; its one input is its value).
 
 This module holds data structures and queries only; :mod:`derivgraph.graph` builds the graph.
 """
@@ -16,12 +14,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import networkx as nx
 import torch
 from torch import nn
 
 from .bind import BoundSpec
 from .errors import SourceLocation, SpecIssue, SpecValidationError
+from .ir import Graph, Node, NodeKind, TensorKind
 from .spec import DerivedTensor
 
 __all__ = ["DerivedGraph", "DerivedNode", "NodeRef", "freeze", "natural_key", "refs_in",
@@ -47,10 +45,14 @@ class DerivedNode:
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
     params: dict[str, Any] = field(default_factory=dict)
     meta: torch.Tensor | None = None  # inferred value on the meta device
+    _kind: TensorKind = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._kind = TensorKind(self.decl.kind)
 
     @property
-    def kind(self) -> str:
-        return self.decl.kind
+    def kind(self) -> TensorKind:
+        return self._kind
 
     @property
     def where(self) -> str:
@@ -102,68 +104,90 @@ def substitute(value: Any, lookup: Any) -> Any:
 
 
 class DerivedGraph:
-    """The model's DAG plus the issues found while building it."""
+    """The model's IR graph (:class:`~derivgraph.ir.Graph`) plus the issues found building it."""
 
     def __init__(self, model: nn.Module):
         self.model = model
-        self.g = nx.DiGraph()
+        self.ir = Graph()
         self.derived: dict[str, DerivedNode] = {}
         self.issues: list[SpecIssue] = []
         self._cse: dict[Any, str] = {}
         self._op_count = 0
         self.cse_hits = 0
+        self._deps: dict[str, frozenset[str]] = {}
+        self._deps_version = -1
+        self.meta_env: dict[str, Any] = {}  # node id -> meta value (set by shape inference)
+
+    @property
+    def nodes(self) -> dict[str, Node]:
+        return self.ir.nodes
+
+    @property
+    def g(self) -> Any:
+        """The graph as networkx (node attribute ``kind``, ``op``, ...), for algorithms/pictures."""
+        return self.ir.nx()
 
     # ---- node creation ------------------------------------------------------------------
     def source(self, path: str, tensor: torch.Tensor) -> NodeRef:
         if path in self.derived:
             return NodeRef(path)
-        if path not in self.g:
-            self.g.add_node(path, kind="source", path=path, shape=tuple(tensor.shape),
-                            stride=tuple(tensor.stride()), dtype=tensor.dtype,
-                            device=tensor.device)
+        if path not in self.ir.nodes:
+            self.ir.add(Node(path, NodeKind.SOURCE, shape=tuple(tensor.shape),
+                             stride=tuple(tensor.stride()), dtype=tensor.dtype,
+                             device=tensor.device))
         return NodeRef(path)
 
     def op(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> NodeRef:
         key = (name, freeze(args), freeze(kwargs))
-        if key in self._cse:
+        hit = self._cse.get(key)
+        if hit is not None:
             self.cse_hits += 1
-            return NodeRef(self._cse[key])
+            return NodeRef(hit)
         self._op_count += 1
         node_id = f"%{self._op_count}:{name}"
-        self.g.add_node(node_id, kind="op", op=name, args=args, kwargs=kwargs)
-        for ref in refs_in(args) + refs_in(kwargs):
-            self.g.add_edge(ref, node_id)
+        inputs = tuple(dict.fromkeys(refs_in(args) + refs_in(kwargs)))
+        self.ir.add(Node(node_id, NodeKind.OP, op=name, args=args, kwargs=kwargs, inputs=inputs))
         self._cse[key] = node_id
         return NodeRef(node_id)
+
+    def add_derived(self, node: DerivedNode) -> None:
+        self.derived[node.id] = node
+        self.ir.add(Node(node.id, NodeKind.DERIVED))
+
+    def set_input(self, node: DerivedNode, value_id: str) -> None:
+        node.input = value_id
+        self.ir.set_inputs(node.id, (value_id,))
 
     def issue(self, rule: str, message: str, fix: str, node: DerivedNode | None) -> None:
         loc = node.decl.location if node else SourceLocation()
         self.issues.append(SpecIssue(rule, message, fix, loc, node.id if node else ""))
 
     # ---- queries ------------------------------------------------------------------------
-    def sources(self) -> list[str]:
-        return [n for n, d in self.g.nodes(data=True) if d["kind"] == "source"]
+    def kind(self, node_id: str) -> NodeKind:
+        return self.ir.nodes[node_id].kind
 
-    def _version(self) -> tuple[int, int]:
-        return (self.g.number_of_nodes(), self.g.number_of_edges())
+    def sources(self) -> list[str]:
+        return [n for n, d in self.ir.nodes.items() if d.kind is NodeKind.SOURCE]
 
     def ordered(self) -> list[str]:
         """Node ids in a deterministic topological order (cached until the graph changes)."""
-        if getattr(self, "_order_version", None) != self._version():
-            self._order = list(nx.lexicographical_topological_sort(self.g, key=natural_key))
-            self._order_version = self._version()
-        return self._order
+        return self.ir.order()
 
     def source_deps(self) -> dict[str, frozenset[str]]:
-        """Node id -> the source nodes it depends on (computed in one topological sweep)."""
-        if getattr(self, "_deps_version", None) != self._version():
+        """Node id -> the source nodes it depends on (one topological sweep, cached)."""
+        if self._deps_version != self.ir.version:
             deps: dict[str, frozenset[str]] = {}
+            empty: frozenset[str] = frozenset()
+            nodes = self.ir.nodes
             for n in self.ordered():
-                if self.g.nodes[n]["kind"] == "source":
+                node = nodes[n]
+                if node.kind is NodeKind.SOURCE:
                     deps[n] = frozenset((n,))
+                elif len(node.inputs) == 1:
+                    deps[n] = deps[node.inputs[0]]
                 else:
-                    deps[n] = frozenset().union(*(deps[p] for p in self.g.predecessors(n)))
-            self._deps, self._deps_version = deps, self._version()
+                    deps[n] = empty.union(*(deps[p] for p in node.inputs))
+            self._deps, self._deps_version = deps, self.ir.version
         return self._deps
 
     def raise_if_issues(self) -> None:

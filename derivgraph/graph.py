@@ -13,17 +13,17 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-import networkx as nx
 from torch import nn
 
 from .bind import BoundSpec
 from .dag import DerivedGraph, DerivedNode, NodeRef, natural_key, refs_in
 from .errors import Rule
-from .expr import FormulaError, parse_formula
+from .expr import FormulaError
 from .infer import infer_shapes
+from .ir import NodeKind, OpKind, TensorKind
 from .ops import OPS
 from .paths import MISSING, get_path, join
-from .resolve import Resolver, Unresolved, device_of, resolve_params
+from .resolve import Resolver, Unresolved, device_of, parse_cached, resolve_params
 
 __all__ = ["DerivedGraph", "DerivedNode", "NodeRef", "build_graph"]
 
@@ -54,13 +54,13 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
                             "fix `owner`, or narrow the target (object/where) so the spec only "
                             "matches modules that have it", node)
                 continue
-            if decl.kind in ("parameter", "buffer") and not isinstance(owner, nn.Module):
+            if node.kind in (TensorKind.PARAMETER, TensorKind.BUFFER) \
+                    and not isinstance(owner, nn.Module):
                 graph.issue(Rule.OWNER, f"kind {decl.kind!r} needs an nn.Module owner, but "
                             f"{decl.owner or '<module>'} is a {type(owner).__name__}",
                             "use kind 'attribute' for tensors on plain objects", node)
                 continue
-            graph.derived[node.id] = node
-            graph.g.add_node(node.id, kind="derived")
+            graph.add_derived(node)
             nodes.append((node, params))
     for node, params in nodes:
         _resolve_derived(graph, node, params)
@@ -74,9 +74,9 @@ def _resolve_derived(graph: DerivedGraph, node: DerivedNode, params: dict[str, A
     resolver = Resolver(graph, node.bound, node, params, node.device)
     decl = node.decl
     try:
-        if decl.kind == "alias":
+        if node.kind is TensorKind.ALIAS:
             assert decl.of is not None
-            value = resolver.resolve(parse_formula(decl.of))
+            value = resolver.resolve(parse_cached(decl.of))
             if not isinstance(value, NodeRef) or not _is_plain_path(decl.of):
                 raise Unresolved(Rule.ALIAS, f"alias target {decl.of!r} is not a tensor path",
                                   "`of` names a derived tensor of this spec or a source path")
@@ -85,7 +85,7 @@ def _resolve_derived(graph: DerivedGraph, node: DerivedNode, params: dict[str, A
                                   "point `of` at another tensor")
         else:
             assert decl.formula is not None
-            value = resolver.resolve(parse_formula(decl.formula))
+            value = resolver.resolve(parse_cached(decl.formula))
     except FormulaError as exc:
         graph.issue(exc.rule, f"{decl.formula or decl.of!r}: {exc.message}", exc.fix, node)
         return
@@ -96,14 +96,13 @@ def _resolve_derived(graph: DerivedGraph, node: DerivedNode, params: dict[str, A
         graph.issue(Rule.INFERENCE, f"formula {decl.formula!r} is the constant {value!r}, not a "
                     "tensor", "wrap constants in full([shape], value, dtype=...)", node)
         return
-    if decl.kind == "view" and not _is_view_chain(graph, value.id):
+    if node.kind is TensorKind.VIEW and not _is_view_chain(graph, value.id):
         graph.issue(Rule.ALIAS, f"view formula {decl.formula!r} uses ops that copy",
                     "a view may only use view ops (slicing, view, reshape, transpose, squeeze, "
                     "...) over one tensor; use kind 'attribute' or 'buffer' for computed values",
                     node)
         return
-    node.input = value.id
-    graph.g.add_edge(value.id, node.id)
+    graph.set_input(node, value.id)
 
 
 def _is_plain_path(text: str) -> bool:
@@ -111,16 +110,22 @@ def _is_plain_path(text: str) -> bool:
 
 
 def _is_view_chain(graph: DerivedGraph, node_id: str) -> bool:
-    data = graph.g.nodes[node_id]
-    if data["kind"] in ("source", "derived"):
-        return True
-    if data["kind"] != "op" or OPS[data["op"]].kind != "view":
-        return False
-    refs = refs_in(data["args"])
-    return len(refs) == 1 and _is_view_chain(graph, refs[0])
+    node = graph.nodes[node_id]
+    while node.kind is NodeKind.OP:
+        if OPS[node.op].kind is not OpKind.VIEW or len(refs_in(node.args)) != 1:
+            return False
+        node = graph.nodes[node.inputs[0]]
+    return True
 
 
 def _check_cycles(graph: DerivedGraph) -> None:
+    try:
+        graph.ordered()  # linear; raises only if there is a cycle
+        return
+    except ValueError:
+        pass
+    import networkx as nx
+
     for component in nx.strongly_connected_components(graph.g):
         if len(component) < 2:
             continue

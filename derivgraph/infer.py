@@ -1,7 +1,7 @@
 """Shape, dtype and device inference on ``meta`` tensors, and declared-vs-inferred checks.
 
-Every op runs on meta tensors, so a spec's shapes and dtypes are checked without touching
-real data.
+Every op runs on meta tensors (:class:`~derivgraph.interpret.MetaInterpreter`, memoized per op
+and input layout), so a spec's shapes and dtypes are checked without touching real data.
 """
 
 from __future__ import annotations
@@ -10,61 +10,70 @@ from typing import Any
 
 import torch
 
-from .dag import DerivedGraph, DerivedNode, substitute
+from .dag import DerivedGraph, DerivedNode
 from .errors import Rule
-from .ops import DTYPES, OPS
+from .interpret import Failed, MetaInterpreter
+from .ir import NodeKind, TensorKind
+from .ops import DTYPES
 
 __all__ = ["infer_shapes", "meta_value"]
 
 
 def meta_value(graph: DerivedGraph, node_id: str, cache: dict[str, Any]) -> Any:
-    """The node's value on the meta device (shapes and dtypes only)."""
-    if node_id in cache:
-        return cache[node_id]
-    data = graph.g.nodes[node_id]
-    if data["kind"] == "source":
-        value = torch.empty_strided(data["shape"], data["stride"], dtype=data["dtype"],
-                                    device="meta")
-    elif data["kind"] == "derived":
-        node = graph.derived[node_id]
-        value = meta_value(graph, node.input, cache) if node.input else None
-    else:
-        op = OPS[data["op"]]
-        args = substitute(data["args"], lambda r: meta_value(graph, r, cache))
-        kwargs = substitute(data["kwargs"], lambda r: meta_value(graph, r, cache))
-        if "device" in kwargs:
-            kwargs["device"] = "meta"
-        fn = op.infer or op.fn
-        value = fn(*args, **kwargs)
-    cache[node_id] = value
-    return value
+    """The node's value on the meta device (shapes and dtypes only); ``cache`` is the env."""
+    interp = MetaInterpreter(graph)
+    interp.env = cache
+    order = graph.ordered()
+    interp.run(order[: order.index(node_id) + 1])
+    return cache[node_id]
 
 
 def infer_shapes(graph: DerivedGraph) -> None:
-    cache: dict[str, Any] = {}
-    for node_id in graph.ordered():
-        if node_id not in graph.derived:
-            continue
-        node = graph.derived[node_id]
+    """Infer every derived tensor's meta value and check it against its declaration.
+
+    A derived tensor whose formula reads another that did not resolve is skipped: the issue
+    already reported for that one is the real problem.
+    """
+    env = MetaInterpreter(graph).run()
+    graph.meta_env = env
+    devices = _source_devices(graph)
+    for node_id, node in graph.derived.items():
         if node.input is None:
             continue
-        try:
-            value = meta_value(graph, node_id, cache)
-        except (RuntimeError, TypeError, ValueError, IndexError) as exc:
-            first = str(exc).strip().split("\n")[0]
-            graph.issue(Rule.INFERENCE, f"formula {node.decl.formula or node.decl.of!r} fails on "
-                        f"shapes/dtypes: {first}",
-                        "check the shapes and dtypes the formula combines", node)
+        value = env[node_id]
+        if isinstance(value, Failed):
+            if value.error is not None:
+                first = str(value.error).strip().split("\n")[0]
+                graph.issue(Rule.INFERENCE, f"formula {node.decl.formula or node.decl.of!r} fails "
+                            f"on shapes/dtypes: {first}",
+                            "check the shapes and dtypes the formula combines", node)
             continue
         if not isinstance(value, torch.Tensor):
             graph.issue(Rule.INFERENCE, f"formula gives a {type(value).__name__}, not a tensor",
                         "make the formula produce a tensor", node)
             continue
         node.meta = value
-        _check_declared(graph, node, value)
+        _check_declared(graph, node, value, devices[node_id])
 
 
-def _check_declared(graph: DerivedGraph, node: DerivedNode, value: torch.Tensor) -> None:
+def _source_devices(graph: DerivedGraph) -> dict[str, frozenset[Any]]:
+    """Node id -> devices of the sources it reads (one sweep)."""
+    out: dict[str, frozenset[Any]] = {}
+    empty: frozenset[Any] = frozenset()
+    nodes = graph.nodes
+    for n in graph.ordered():
+        node = nodes[n]
+        if node.kind is NodeKind.SOURCE:
+            out[n] = frozenset((node.device,))
+        elif len(node.inputs) == 1:
+            out[n] = out[node.inputs[0]]
+        else:
+            out[n] = empty.union(*(out[p] for p in node.inputs))
+    return out
+
+
+def _check_declared(graph: DerivedGraph, node: DerivedNode, value: torch.Tensor,
+                    src_devices: frozenset[Any]) -> None:
     decl = node.decl
     params = node.params
     if decl.dtype is not None:
@@ -82,14 +91,15 @@ def _check_declared(graph: DerivedGraph, node: DerivedNode, value: torch.Tensor)
             graph.issue(Rule.MISMATCH, f"declared shape {decl.shape} = {want_shape} but the "
                         f"formula gives {list(value.shape)}",
                         "fix `shape`, or reshape in the formula (copies never broadcast)", node)
-    if decl.kind == "scalar" and value.numel() != 1:
+    kind = node.kind
+    if kind is TensorKind.SCALAR and value.numel() != 1:
         graph.issue(Rule.MISMATCH, f"a scalar needs one element, the formula gives "
                     f"{list(value.shape)}", "reduce the formula, e.g. amax(x)", node)
-    if decl.kind == "alias" and graph.g.nodes.get(node.input, {}).get("kind") == "source":
-        src_device = graph.g.nodes[node.input]["device"]
-        node.device = src_device
-    src_devices = {graph.g.nodes[a]["device"] for a in graph.source_deps()[node.id]}
-    if decl.device and src_devices and node.device not in src_devices and decl.kind != "alias":
+    target = graph.nodes.get(node.input) if node.input else None
+    if kind is TensorKind.ALIAS and target is not None and target.kind is NodeKind.SOURCE:
+        node.device = target.device
+    if decl.device and src_devices and node.device not in src_devices \
+            and kind is not TensorKind.ALIAS:
         graph.issue(Rule.MISMATCH, f"declared device {node.device} but the sources are on "
                     f"{', '.join(sorted(map(str, src_devices)))}",
                     "drop `device` or point it at the right tensor", node)

@@ -14,13 +14,13 @@ import inspect
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import torch
 
-__all__ = ["OPS", "OpDef", "DTYPES", "get_op", "register_op", "unregister_op"]
+from .ir import OpKind
 
-OpKind = Literal["compute", "view", "create"]
+__all__ = ["OPS", "OpDef", "OpKind", "DTYPES", "get_op", "register_op", "unregister_op"]
 
 DTYPES: dict[str, torch.dtype] = {
     name: getattr(torch, name)
@@ -43,7 +43,7 @@ class OpDef:
     name: str
     fn: Callable[..., Any]
     out: Callable[..., Any] | None = None
-    kind: OpKind = "compute"
+    kind: OpKind = OpKind.COMPUTE
     infer: Callable[..., Any] | None = None
     doc: str = ""
     min_args: int = field(init=False)
@@ -51,6 +51,7 @@ class OpDef:
     keywords: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
+        self.kind = OpKind(self.kind)
         params = list(inspect.signature(self.fn).parameters.values())
         positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         self.min_args = sum(1 for p in positional if p.default is p.empty)
@@ -83,7 +84,7 @@ def register_op(
     fn: Callable[..., Any] | None = None,
     *,
     out: Callable[..., Any] | None = None,
-    kind: OpKind = "compute",
+    kind: OpKind | str = OpKind.COMPUTE,
     infer: Callable[..., Any] | None = None,
     replace: bool = False,
 ) -> Any:

@@ -2,8 +2,10 @@
 
 :func:`compile_plan` binds specs to a live model, builds and validates the DAG, checks every
 tensor the engine already made against its formula, and only then allocates what is missing
-and binds every tensor to its owner. The result is a :class:`~derivgraph.runtime.Plan`, whose
-``run`` / ``refill`` is the reload pass.
+and binds every tensor to its owner. It lowers the pass (:mod:`derivgraph.lower`), runs it once
+and checks it bit for bit against eager per-op evaluation (demoting grouped instructions if a
+device ever disagrees). The result is a :class:`~derivgraph.runtime.Plan`, whose ``run`` /
+``refill`` is the reload pass.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ import torch
 from torch import nn
 
 from .bind import match_specs
-from .dag import DerivedGraph, DerivedNode, refs_in, substitute
+from .dag import DerivedGraph, DerivedNode
 from .errors import AdoptionError, Rule, SpecIssue, SpecValidationError
 from .graph import build_graph
-from .ops import OPS
+from .interpret import EagerInterpreter, MetaInterpreter, ViewRebuilder, view_base
+from .ir import TENSOR_KINDS, NodeKind, Slot, TensorKind
+from .lower import Action, build_program, lower_steps
 from .paths import get_path, slot_of
-from .runtime import TENSOR_KINDS, Entry, Plan, Step, address_of
+from .runtime import Entry, Plan, Step, address_of
 from .spec import Spec
 
 __all__ = ["Entry", "Plan", "Step", "compile_plan"]
@@ -30,64 +34,52 @@ logger = logging.getLogger(__name__)
 
 
 def _same_values(a: torch.Tensor, b: torch.Tensor, tol: float) -> tuple[bool, float]:
+    """Whether ``a`` and ``b`` agree within ``tol``; equal infinities and NaN pairs agree."""
     if a.shape != b.shape:
         return False, float("inf")
     if a.numel() == 0:
         return True, 0.0
-    a32 = a.detach().to(torch.float64) if not a.dtype.is_complex else a.detach()
-    b32 = b.detach().to(device=a.device, dtype=a32.dtype)
-    both_nan = torch.isnan(a32) & torch.isnan(b32)
-    diff = torch.where(both_nan, torch.zeros_like(a32), (a32 - b32).abs())
+    a64 = a.detach().to(torch.float64) if not a.dtype.is_complex else a.detach()
+    b64 = b.detach().to(device=a.device, dtype=a64.dtype)
+    same = (a64 == b64) | (torch.isnan(a64) & torch.isnan(b64))
+    diff = torch.where(same, torch.zeros_like(a64), (a64 - b64).abs())
     worst = float(diff.max())
     return worst <= tol, worst
 
 
-def _slot_for(node: DerivedNode, owner: Any, target: Any) -> str:
-    if node.kind in ("parameter", "buffer", "attribute"):
-        return node.kind
-    if node.kind == "scalar":
-        return "attribute"
+def _slot_for(node: DerivedNode, owner: Any, target: Any) -> Slot:
+    if node.kind in TENSOR_KINDS:
+        return Slot(node.kind.value)
+    if node.kind is TensorKind.SCALAR:
+        return Slot.ATTRIBUTE
     current = slot_of(owner, node.decl.name)
-    if current == "parameter" and isinstance(target, nn.Parameter):
-        return "parameter"
-    if current == "buffer" and isinstance(owner, nn.Module):
-        return "buffer"
-    return "attribute"
+    if current == Slot.PARAMETER and isinstance(target, nn.Parameter):
+        return Slot.PARAMETER
+    if current == Slot.BUFFER and isinstance(owner, nn.Module):
+        return Slot.BUFFER
+    return Slot.ATTRIBUTE
 
 
 def _evaluate_all(plan: Plan) -> dict[str, Any]:
-    """Every derived node's value from the live sources (reads only)."""
-    graph = plan.graph
-    values: dict[str, Any] = {}
-
-    def lookup(node_id: str) -> Any:
-        if node_id in values:
-            return values[node_id]
-        return get_path(plan.model, node_id)
-
+    """Every node's value from the live sources (reads only)."""
     with torch.no_grad():
-        for node_id in graph.ordered():
-            data = graph.g.nodes[node_id]
-            if data["kind"] == "op":
-                op = OPS[data["op"]]
-                values[node_id] = op.fn(*substitute(data["args"], lookup),
-                                        **substitute(data["kwargs"], lookup))
-            elif data["kind"] == "derived":
-                node = graph.derived[node_id]
-                values[node_id] = lookup(node.input)
-    return values
+        return EagerInterpreter(plan.graph).run()
 
 
 def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, Any]]:
     graph = plan.graph
     issues: list[SpecIssue] = []
     planned: list[tuple[Entry, Any]] = []
+    by_id: dict[str, Entry] = {}
     adopted_by: dict[int, str] = {}
     for node_id in graph.ordered():
         node = graph.derived.get(node_id)
         if node is None:
             continue
-        owner = get_path(plan.model, node.owner_path)
+        owners = plan_owners(plan)
+        owner = owners.get(node.owner_path)
+        if owner is None:
+            owner = owners[node.owner_path] = get_path(plan.model, node.owner_path)
         value = values[node_id]
         name = node.decl.name
         current = get_path(owner, name)
@@ -96,7 +88,7 @@ def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, 
         def issue(rule: str, msg: str, fix: str, node: DerivedNode = node, loc: Any = loc) -> None:
             issues.append(SpecIssue(rule, msg, fix, loc, node.id))
 
-        if node.kind == "scalar":
+        if node.kind is TensorKind.SCALAR:
             number = float(value.item()) if value.dtype.is_floating_point else value.item()
             held = isinstance(current, (int, float)) and not isinstance(current, bool)
             if held and abs(current - number) > node.decl.tolerance and not (
@@ -106,25 +98,27 @@ def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, 
                       "the spec or the engine is wrong: fix the formula to match the engine, "
                       "or set `tolerance` if the difference is rounding")
                 continue
-            planned.append((Entry(node, number, "attribute", held), None))
+            planned.append((Entry(node, number, Slot.ATTRIBUTE, held), None))
             continue
-        if node.kind == "alias":
-            target_entry = next((e for e, _ in planned if e.id == node.input), None)
+        if node.kind is TensorKind.ALIAS:
+            target_entry = by_id.get(node.input)
             target = target_entry.storage if target_entry else value
+            if target_entry is not None and target_entry.storage is None:
+                target = value  # allocated (or a view) later: the alias is bound then
             if isinstance(current, torch.Tensor) and current is not target:
                 ok, worst = _same_values(target, current, node.decl.tolerance)
                 if not ok:
                     issue(Rule.ADOPTION, f"the engine holds a different tensor at {node_id} than "
                           f"its alias target {node.input} (max |diff| {worst:g})",
                           "fix `of`, or the engine: an alias must be the same object")
-            planned.append((Entry(node, target, _slot_for(node, owner, target), current is target),
-                            None))
+            entry = Entry(node, target, _slot_for(node, owner, target), current is target)
+            by_id[node_id] = entry
+            planned.append((entry, (TensorKind.ALIAS, node.input)))
             continue
-        if node.kind == "view":
-            base_id = _view_base(graph, node.input)
-            base_entry = next((e for e, _ in planned if e.id == base_id), None)
-            planned.append((Entry(node, None, _slot_for(node, owner, value), False),
-                            (base_entry, base_id)))
+        if node.kind is TensorKind.VIEW:
+            entry = Entry(node, None, _slot_for(node, owner, value), False)
+            by_id[node_id] = entry
+            planned.append((entry, (TensorKind.VIEW, view_base(graph, node.input))))
             continue
         slot = slot_of(owner, name)
         if isinstance(current, torch.Tensor):
@@ -153,103 +147,32 @@ def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, 
                       "the same tensor object", f"declare {name} as kind 'alias' of the other")
                 continue
             adopted_by[id(current)] = node_id
-            planned.append((Entry(node, current, node.kind, True), None))
+            entry = Entry(node, current, Slot(node.kind.value), True)
+            by_id[node_id] = entry
+            planned.append((entry, None))
         else:
-            storage = torch.empty_like(value, memory_format=torch.contiguous_format)
-            if node.kind == "parameter":
-                storage = nn.Parameter(storage, requires_grad=False)
-            planned.append((Entry(node, storage, node.kind, False), value))
+            entry = Entry(node, None, Slot(node.kind.value), False)
+            by_id[node_id] = entry
+            planned.append((entry, value))
     if issues:
         raise AdoptionError(issues)
     return planned
 
 
-def _view_base(graph: DerivedGraph, node_id: str) -> str:
-    data = graph.g.nodes[node_id]
-    while data["kind"] == "op":
-        node_id = refs_in(data["args"])[0]
-        data = graph.g.nodes[node_id]
-    return node_id
-
-
-def _build_steps(plan: Plan) -> list[Step]:
-    graph = plan.graph
-    consumers = {n: list(graph.g.successors(n)) for n in graph.g}
-    steps: list[Step] = []
-    fused: set[str] = set()
-    for node_id in graph.ordered():
-        node = graph.derived.get(node_id)
-        if node is None or node.kind in ("alias", "view"):
-            continue
-        if node.kind == "scalar":
-            steps.append(Step(node_id, "scalar", input=node.input))
-            continue
-        data = graph.g.nodes[node.input]
-        entry = plan.entries[node_id]
-        if (data["kind"] == "op" and consumers[node.input] == [node_id]
-                and OPS[data["op"]].out is not None and refs_in(data["args"][:1])
-                and entry.storage.is_contiguous() and node.meta is not None
-                and node.meta.dtype == entry.storage.dtype
-                and not _reads_storage_of(plan, node.input, entry.storage)):
-            fused.add(node.input)
-            steps.append(Step(node_id, "out", data["op"], data["args"], data["kwargs"]))
-        else:
-            steps.append(Step(node_id, "copy", input=node.input))
-    ordered: list[Step] = []
-    by_node = {s.node: s for s in steps}
-    for node_id in graph.ordered():
-        data = graph.g.nodes[node_id]
-        if data["kind"] == "op" and node_id not in fused and not _only_feeds_views(graph, node_id):
-            ordered.append(Step(node_id, "compute", data["op"], data["args"], data["kwargs"]))
-        elif node_id in by_node:
-            ordered.append(by_node[node_id])
-    return ordered
-
-
-def _reads_storage_of(plan: Plan, node_id: str, out: torch.Tensor) -> bool:
-    """True if an argument of op ``node_id`` is (a view of) ``out``'s storage.
-
-    Writing ``out=`` into a tensor the op also reads is undefined (torch refuses overlapping
-    memory), so such a step computes into a temporary and copies instead.
-    """
-    target = out.untyped_storage().data_ptr()
-    graph = plan.graph
-
-    def leaf(ref: str) -> Any:
-        data = graph.g.nodes[ref]
-        if data["kind"] == "source":
-            return get_path(plan.model, ref)
-        if data["kind"] == "derived":
-            entry = plan.entries.get(ref)
-            return entry.storage if entry is not None else None
-        if OPS[data["op"]].kind == "view":
-            inner = refs_in(data["args"])
-            return leaf(inner[0]) if inner else None
-        return None  # a computed intermediate has storage of its own
-
-    for ref in refs_in(graph.g.nodes[node_id]["args"]):
-        tensor = leaf(ref)
-        if isinstance(tensor, torch.Tensor) and tensor.device.type != "meta" and \
-                tensor.untyped_storage().data_ptr() == target:
-            return True
-    return False
-
-
-def _only_feeds_views(graph: DerivedGraph, node_id: str) -> bool:
-    succ = list(graph.g.successors(node_id))
-    return bool(succ) and all(
-        (s in graph.derived and graph.derived[s].kind == "view")
-        or (graph.g.nodes[s]["kind"] == "op" and _only_feeds_views(graph, s))
-        for s in succ
-    )
+def plan_owners(plan: Plan) -> dict[str, Any]:
+    owners = getattr(plan, "_owner_cache", None)
+    if owners is None:
+        owners = plan._owner_cache = {}  # type: ignore[attr-defined]
+    return owners
 
 
 def compile_plan(model: nn.Module, specs: Iterable[Spec] | None = None, *,
-                 require_match: bool = False) -> Plan:
+                 require_match: bool = False, strict: bool = True) -> Plan:
     """Bind ``specs`` (default: built-in + plugins) to ``model`` and allocate-or-adopt once.
 
     Raises :class:`SpecValidationError` or :class:`AdoptionError` before touching any tensor.
-    ``require_match`` makes a spec that matches no module an error.
+    ``require_match`` makes a spec that matches no module an error. ``strict`` (the plan's
+    default for :meth:`Plan.run`) refuses a reload whose sources changed shape or dtype.
     """
     from .loader import default_specs
 
@@ -266,50 +189,182 @@ def compile_plan(model: nn.Module, specs: Iterable[Spec] | None = None, *,
                     spec.location))
     graph.raise_if_issues()
     plan = Plan(model, graph)
+    plan.strict = strict
+    plan.meta_env = graph.meta_env
     values = _evaluate_all(plan)
     planned = _adopt_or_allocate(plan, values)
+    _check_view_values(plan, planned, values)
     # Nothing was touched so far. Now allocate, fill and bind.
     with torch.no_grad():
         for entry, extra in planned:
-            if entry.node.kind == "view":
-                base_entry, base_id = extra
-                base = base_entry.storage if base_entry else get_path(model, base_id)
-                entry.storage = _rebuild_view(plan, entry.node.input, base)
-            elif isinstance(extra, torch.Tensor):
-                entry.storage.copy_(extra)
+            _materialize(plan, entry, extra)
             plan.entries[entry.id] = entry
     _check_views(plan)
-    plan.rebind()
+    plan._rebind_entries(plan.entries.values(), None)
+    _record_startup(plan)
+    _lower(plan, values)
+    logger.info("compiled %d derived tensors (%d adopted) over %d sources, %d steps, %d groups, "
+                "%d CSE hits", len(plan.entries), sum(e.adopted for e in plan.entries.values()),
+                len(plan.source_ptrs), len(plan.steps),
+                plan.program.groups if plan.program else 0, graph.cse_hits)
+    return plan
+
+
+def _materialize(plan: Plan, entry: Entry, extra: Any) -> None:
+    """Give ``entry`` its storage: allocate-and-fill, or the alias/view target's object."""
+    if isinstance(extra, tuple) and extra[0] is TensorKind.ALIAS:
+        target = plan.entries.get(extra[1])
+        if target is not None:
+            entry.storage = target.storage
+    elif isinstance(extra, tuple) and extra[0] is TensorKind.VIEW:
+        base_id = extra[1]
+        base = plan.entries[base_id].storage if base_id in plan.entries else get_path(
+            plan.model, base_id)
+        entry.storage = ViewRebuilder(plan.graph, base).rebuild(entry.node.input)
+    elif isinstance(extra, torch.Tensor):
+        storage = torch.empty_like(extra, memory_format=torch.contiguous_format)
+        if entry.node.kind is TensorKind.PARAMETER:
+            storage = nn.Parameter(storage, requires_grad=False)
+        storage.copy_(extra)
+        entry.storage = storage
+
+
+def _check_view_values(plan: Plan, planned: list[tuple[Entry, Any]],
+                       values: dict[str, Any]) -> None:
+    """Views must be views: checked on the evaluated values, before any tensor is touched."""
+    issues = []
+    for entry, extra in planned:
+        if not (isinstance(extra, tuple) and extra[0] is TensorKind.VIEW):
+            continue
+        base, value = values.get(extra[1]), values.get(entry.id)
+        if isinstance(base, torch.Tensor) and isinstance(value, torch.Tensor) and \
+                value.untyped_storage().data_ptr() != base.untyped_storage().data_ptr():
+            issues.append(SpecIssue(Rule.ALIAS, f"{entry.id} is not a view of its base's storage",
+                                    "use only view ops in a view formula",
+                                    entry.node.decl.location, entry.id))
+    if issues:
+        raise SpecValidationError(issues)
+
+
+def _record_startup(plan: Plan) -> None:
     for entry in plan.entries.values():
         entry.startup_ptr = address_of(entry.storage)
         if entry.node.kind in TENSOR_KINDS:
             entry.startup_data = entry.storage.detach()
-    for src in graph.sources():
-        tensor = get_path(model, src)
+    plan.source_ptrs = {}
+    for src in plan.graph.sources():
+        tensor = get_path(plan.model, src)
         plan.source_ptrs[src] = (id(tensor), address_of(tensor))
-    plan.steps = _build_steps(plan)
-    logger.info("compiled %d derived tensors (%d adopted) over %d sources, %d steps, %d CSE hits",
-                len(plan.entries), sum(e.adopted for e in plan.entries.values()),
-                len(plan.source_ptrs), len(plan.steps), graph.cse_hits)
-    return plan
 
 
-def _rebuild_view(plan: Plan, node_id: str, base: torch.Tensor) -> torch.Tensor:
-    data = plan.graph.g.nodes[node_id]
-    if data["kind"] != "op":
-        return base
-    inner = refs_in(data["args"])[0]
-    inner_value = _rebuild_view(plan, inner, base)
-    args = substitute(data["args"], lambda r: inner_value)
-    return OPS[data["op"]].fn(*args, **data["kwargs"])
+def _lower(plan: Plan, values: dict[str, Any]) -> None:
+    """Lower, bind and run the pass once; demote grouping if it is not bit-exact with eager."""
+    plan._bind_tensors()
+    plan.steps = lower_steps(plan)
+    plan._stages = {s.target: torch.empty_like(values[s.input]) for s in plan.steps
+                    if s.action is Action.SCALAR and isinstance(values.get(s.input), torch.Tensor)}
+    plan._build_programs()
+    if not plan.steps:
+        return
+    with torch.no_grad():
+        plan.program.fn()
+    bad = _mismatches(plan, values)
+    if bad:
+        logger.warning("grouped pass differs from eager evaluation at %s; running per op",
+                       ", ".join(bad[:5]))
+        with torch.no_grad():
+            for node_id in bad:
+                plan.entries[node_id].storage.copy_(values[node_id])
+        plan.program = build_program(plan, plan.steps, "reload_pass_ungrouped", group=False)
+        with torch.no_grad():
+            plan.program.fn()
+        still = _mismatches(plan, values)
+        if still:
+            raise SpecValidationError([SpecIssue(
+                Rule.INFERENCE, f"the lowered pass differs from eager evaluation at {n}",
+                "report this as a derivgraph bug", plan.entries[n].node.decl.location, n)
+                for n in still])
+
+
+def bits_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bit-for-bit equality (NaN payloads and signed zeros included)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.is_floating_point and a.element_size() in (2, 4, 8):
+        view = {2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
+        return torch.equal(a.contiguous().view(view), b.to(a.device).contiguous().view(view))
+    return torch.equal(a, b.to(a.device))
+
+
+def _mismatches(plan: Plan, values: dict[str, Any]) -> list[str]:
+    bad = []
+    for step in plan.steps:
+        if step.action not in (Action.OUT, Action.COPY):
+            continue
+        entry = plan.entries[step.target]
+        if not bits_equal(entry.storage, values[step.target]):
+            bad.append(step.target)
+    return bad
+
+
+def refresh_layouts(plan: Plan, changed: list[str]) -> list[str]:
+    """Permissive reload: re-infer layouts, re-allocate derived tensors that changed, re-lower.
+
+    Config numbers folded into params at compile (``E = w.shape[0]``) stay frozen: a formula
+    whose constants came from a changed shape needs a new plan.
+    """
+    graph = plan.graph
+    for src in changed:
+        tensor = get_path(plan.model, src)
+        node = graph.nodes[src]
+        node.shape, node.stride = tuple(tensor.shape), tuple(tensor.stride())
+        node.dtype, node.device = tensor.dtype, tensor.device
+    graph.meta_env = plan.meta_env = MetaInterpreter(graph).run()
+    for node_id, node in graph.derived.items():
+        meta = plan.meta_env.get(node_id)
+        if isinstance(meta, torch.Tensor):
+            node.meta = meta
+    values = _evaluate_all(plan)
+    reallocated = []
+    with torch.no_grad():
+        for node_id in graph.ordered():
+            entry = plan.entries.get(node_id)
+            if entry is None:
+                continue
+            value = values[node_id]
+            kind = entry.node.kind
+            if kind is TensorKind.SCALAR:
+                continue
+            if kind is TensorKind.ALIAS:
+                target = plan.entries.get(entry.node.input)
+                new = target.storage if target is not None else value
+            elif kind is TensorKind.VIEW:
+                base_id = view_base(graph, entry.node.input)
+                base = plan.entries[base_id].storage if base_id in plan.entries else value
+                new = ViewRebuilder(graph, base).rebuild(entry.node.input)
+            elif entry.storage.shape != value.shape or entry.storage.dtype != value.dtype:
+                new = torch.empty_like(value, memory_format=torch.contiguous_format)
+                if kind is TensorKind.PARAMETER:
+                    new = nn.Parameter(new, requires_grad=False)
+            else:
+                new = entry.storage
+            if new is not entry.storage:
+                entry.storage = new
+                reallocated.append(node_id)
+            if kind in TENSOR_KINDS and isinstance(value, torch.Tensor):
+                entry.storage.copy_(value)
+    _record_startup(plan)
+    plan._rebind_entries(plan.entries.values(), None)
+    _lower(plan, values)
+    return reallocated
 
 
 def _check_views(plan: Plan) -> None:
     issues = []
     for entry in plan.entries.values():
-        if entry.node.kind != "view":
+        if entry.node.kind is not TensorKind.VIEW:
             continue
-        base_id = _view_base(plan.graph, entry.node.input)
+        base_id = view_base(plan.graph, entry.node.input)
         base = plan.entries[base_id].storage if base_id in plan.entries else get_path(
             plan.model, base_id)
         if entry.storage.untyped_storage().data_ptr() != base.untyped_storage().data_ptr():
@@ -318,3 +373,6 @@ def _check_views(plan: Plan) -> None:
                                     entry.id))
     if issues:
         raise SpecValidationError(issues)
+
+
+_ = (DerivedGraph, NodeKind)

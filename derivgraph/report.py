@@ -16,7 +16,9 @@ class RunReport:
     baked the old number, so only a recapture makes it current. ``restored`` lists tensors the
     engine had re-pointed at new storage (``t.data = new``) that were put back. ``moved`` is
     filled when the run was asked to verify: bound tensors or sources whose object or address
-    changed.
+    changed. ``replayed`` says the run replayed the captured pass. ``reallocated`` lists derived
+    tensors re-allocated because a source changed shape or dtype (permissive mode); they, and
+    sources that moved, are also in ``recapture_required`` ("moved: graph recapture required").
     """
 
     mode: str = "recompute"
@@ -30,6 +32,8 @@ class RunReport:
     missing_owners: list[str] = field(default_factory=list)
     restored: list[str] = field(default_factory=list)
     moved: list[str] | None = None
+    replayed: bool = False
+    reallocated: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -39,6 +43,10 @@ class RunReport:
                 f"written, {self.rebinds} holders re-bound, {self.seconds * 1e3:.2f} ms")
         if self.moved is not None:
             text += f", moved {len(self.moved)}"
+        if self.replayed:
+            text += ", replayed the captured pass"
+        if self.reallocated:
+            text += f", {len(self.reallocated)} re-allocated (moved: graph recapture required)"
         if self.recapture_required:
-            text += f", recapture required for {len(self.recapture_required)} scalar(s)"
+            text += f", recapture required for {len(self.recapture_required)}"
         return text

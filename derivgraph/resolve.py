@@ -7,6 +7,7 @@ tensors become graph nodes, with identical subexpressions shared.
 from __future__ import annotations
 
 import fnmatch
+import functools
 from typing import Any
 
 import torch
@@ -27,13 +28,23 @@ from .expr import (
     Slice,
     parse_formula,
 )
+from .ir import NodeKind, OpKind, TensorKind
 from .ops import DTYPES, OPS
 from .paths import MISSING, get_path, join
 from .spec import DerivedTensor
 
-__all__ = ["Resolver", "Unresolved", "device_of", "resolve_params"]
+__all__ = ["Resolver", "Unresolved", "device_of", "parse_cached", "resolve_params"]
 
 _FOLDABLE = {"add", "sub", "mul", "div", "floordiv", "pow", "neg"}
+
+
+@functools.lru_cache(maxsize=8192)
+def parse_cached(text: str) -> Expr:
+    """:func:`~derivgraph.expr.parse_formula`, cached: 61 layers of one spec parse once.
+
+    The expression tree is frozen (immutable), so sharing it is safe; errors are not cached.
+    """
+    return parse_formula(text)
 
 
 class Unresolved(Exception):
@@ -127,7 +138,7 @@ class Resolver:
         candidates = [d for d in self.bound.spec.derived if d.name == name and d is not me]
         if not candidates:
             return None
-        primary = [d for d in candidates if d.kind != "alias"] or candidates
+        primary = [d for d in candidates if d.kind != TensorKind.ALIAS] or candidates
         if len(primary) > 1:
             raise self.fail(Rule.UNKNOWN_NAME, f"{name!r} names {len(primary)} derived tensors",
                             "give the derived tensors distinct names")
@@ -138,6 +149,9 @@ class Resolver:
         obj: Any = self.bound.module
         for i, part in enumerate(parts):
             if isinstance(obj, torch.Tensor):
+                if parts[i].isdigit():  # x.0 is x[0]: an index into the source tensor
+                    ref = self.graph.source(self.bound.qualify(".".join(parts[:i])), obj)
+                    return self._tensor_attr(ref, parts[i:])
                 # reading .shape/.dtype of a tensor needs no graph node
                 return self._tensor_attr(NodeRef(""), parts[i:], obj)
             nxt = get_path(obj, part)
@@ -167,8 +181,11 @@ class Resolver:
         if not rest:
             return value
         if isinstance(value, NodeRef):
-            meta = self._meta_of(value, live)
             attr = rest[0]
+            if attr.isdigit():  # d[0] on a tensor (flattened to the path d.0): index it
+                value = self.graph.op("getitem", (value, int(attr)), {})
+                return self._tensor_attr(value, rest[1:], None)
+            meta = self._meta_of(value, live)
             if attr == "shape" and meta is not None:
                 shape = tuple(meta.shape)
                 return shape if len(rest) == 1 else _index_seq(shape, rest[1:], self)
@@ -186,9 +203,9 @@ class Resolver:
     def _meta_of(self, ref: NodeRef, live: torch.Tensor | None) -> torch.Tensor | None:
         if live is not None:
             return live
-        data = self.graph.g.nodes.get(ref.id, {})
-        if data.get("kind") == "source":
-            return torch.empty(data["shape"], dtype=data["dtype"], device="meta")
+        data = self.graph.nodes.get(ref.id)
+        if data is not None and data.kind is NodeKind.SOURCE:
+            return torch.empty(data.shape, dtype=data.dtype, device="meta")
         node = self.graph.derived.get(ref.id)
         if node is not None and node.decl.shape is not None and node.decl.dtype is not None:
             shape = [self.params.get(s, s) if isinstance(s, str) else s for s in node.decl.shape]
@@ -223,7 +240,7 @@ class Resolver:
             except (TypeError, ZeroDivisionError, ValueError) as exc:
                 raise self.fail(Rule.INFERENCE, f"{e.op}{args}: {exc}",
                                 "fix the constants") from None
-        if op.kind == "create":
+        if op.kind is OpKind.CREATE:
             kwargs["device"] = self.device
         return self.graph.op(e.op, args, kwargs)
 
@@ -259,7 +276,7 @@ def resolve_params(graph: DerivedGraph, bound: BoundSpec) -> dict[str, Any] | No
     resolver = Resolver(graph, bound, None, params, torch.device("meta"))
     for name, text in bound.spec.params.items():
         try:
-            value = resolver.resolve(parse_formula(text))
+            value = resolver.resolve(parse_cached(text))
         except (FormulaError, Unresolved) as exc:
             graph.issues.append(SpecIssue(exc.rule, f"param {name} = {text!r}: {exc.message}",
                                           exc.fix, bound.spec.location, bound.module_path))

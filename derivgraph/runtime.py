@@ -1,63 +1,84 @@
-"""The compiled plan at run time: the in-place reload pass and holder re-binding.
+"""The compiled plan at run time: the in-place reload pass, capture, and holder re-binding.
 
-:meth:`Plan.run` is the reload pass: topologically ordered steps that write into the startup
-storage (``out=`` where the op has one, else compute and ``copy_``), then re-bind every holder
-the engine rebuilt. No step allocates a tensor a captured graph can see. Plans are made by
-:func:`derivgraph.plan.compile_plan`.
+:meth:`Plan.run` is the reload pass: generated Python (:mod:`derivgraph.lower`) that writes into
+the startup storage through ``torch._foreach_*`` and ``out=`` calls over tensors bound at
+compile, then re-binds every holder the engine rebuilt. :meth:`Plan.capture` records the pass
+into one CUDA graph (on CPU: a dispatch recording) that :meth:`Plan.run` replays. No step
+synchronizes with the host and no step allocates a tensor a captured graph can see.
+
+Faults: the pass never writes a source, and every derived tensor it writes is a pure function of
+the sources (never of its own previous value). An op that raises mid-pass therefore leaves every
+source untouched and some derived tensors half-written; :class:`PassFault` names the node and
+its owner, and any later full run rewrites every derived tensor from the sources, bit-exact. The
+same holds when the pass is interrupted for any other reason (``KeyboardInterrupt``, a killed
+worker thread): nothing outside the derived storage was written and holders are re-bound only
+after the pass, so a rerun fixes everything. (A killed *process* takes the model with it.)
+Plans are made by :func:`derivgraph.plan.compile_plan`.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import logging
+import math
+import operator
+import sys
 import time
+import types
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
-import networkx as nx
 import torch
 from torch import nn
 
-from .dag import DerivedGraph, DerivedNode, substitute
+from .dag import DerivedGraph, DerivedNode, NodeRef, refs_in
+from .errors import DerivgraphError, Rule
+from .interpret import EagerInterpreter, view_base
+from .ir import TENSOR_KINDS, NodeKind, Slot, TensorKind
+from .lower import Action, Program, Step, build_program, lower_steps
 from .ops import OPS
-from .paths import MISSING, get_path, set_slot, slot_of
+from .paths import MISSING, _step, get_path, set_slot, slot_of
 from .report import RunReport
 
-__all__ = ["TENSOR_KINDS", "Entry", "Plan", "Step", "address_of"]
+__all__ = ["TENSOR_KINDS", "Entry", "PassFault", "Plan", "SourceChanged", "Step", "address_of"]
 
 logger = logging.getLogger(__name__)
 
-TENSOR_KINDS = ("parameter", "buffer", "attribute")
+_is = operator.is_
 
 
-@dataclass
-class Step:
-    """One instruction of the reload pass.
+class PassFault(DerivgraphError):
+    """An op raised inside the reload pass; ``nodes`` are the derived/op nodes it was computing."""
 
-    ``action`` is ``compute`` (an intermediate), ``out`` (an op writing straight into a
-    derived tensor), ``copy`` (``copy_`` a value into a derived tensor) or ``scalar``
-    (a Python number: set, and flagged for graph recapture when it changes).
-    """
-
-    node: str
-    action: str
-    op: str | None = None
-    args: Any = ()
-    kwargs: Any = field(default_factory=dict)
-    input: str | None = None
+    def __init__(self, message: str, nodes: list[str]):
+        self.rule = Rule.PASS_FAULT
+        self.nodes = list(nodes)
+        super().__init__(f"{Rule.PASS_FAULT}: {message}")
 
 
-@dataclass
+class SourceChanged(DerivgraphError):
+    """A source's shape or dtype changed on reload (strict mode refuses it)."""
+
+    def __init__(self, message: str, paths: list[str]):
+        self.rule = Rule.SOURCE_CHANGED
+        self.paths = list(paths)
+        super().__init__(f"{Rule.SOURCE_CHANGED}: {message}: {', '.join(paths)}\n    fix: "
+                         "reload weights of the compiled shapes, or run(strict=False) to "
+                         "re-allocate the affected derived tensors (graph recapture required)")
+
+
 class Entry:
     """A derived tensor bound to its owner, with the storage it keeps for life."""
 
-    node: DerivedNode
-    storage: Any
-    slot: str
-    adopted: bool
-    startup_ptr: int = 0
-    startup_data: Any = None  # a detached alias of the startup storage (restores `.data` rebinds)
+    __slots__ = ("node", "storage", "slot", "adopted", "startup_ptr", "startup_data")
+
+    def __init__(self, node: DerivedNode, storage: Any, slot: Slot | str, adopted: bool):
+        self.node = node
+        self.storage = storage
+        self.slot = Slot(slot)
+        self.adopted = adopted
+        self.startup_ptr = 0
+        self.startup_data: Any = None  # a detached alias of the startup storage
 
     @property
     def id(self) -> str:
@@ -73,6 +94,63 @@ def address_of(t: Any) -> int:
     return t.data_ptr() if isinstance(t, torch.Tensor) and t.device.type != "meta" else 0
 
 
+def _container(parent: Any, key: str) -> tuple[Any, Any] | None:
+    """The dict that :func:`~derivgraph.paths.get_path` reads ``parent.key`` from, if any."""
+    if isinstance(parent, nn.Module):
+        d = parent.__dict__
+        for registry in ("_modules", "_parameters", "_buffers"):
+            if key in d[registry]:
+                return d[registry], key
+        if key in d:
+            return d, key
+        return None
+    if isinstance(parent, dict) and key in parent:
+        return parent, key
+    if key.isdigit() and isinstance(parent, (list, tuple)):
+        return None
+    d = getattr(parent, "__dict__", None)
+    if isinstance(d, dict) and key in d and not isinstance(getattr(type(parent), key, None),
+                                                           property):
+        return d, key
+    return None
+
+
+class _Hops:
+    """Identity checks for a set of paths: one C-level ``all(map(is_, ...))`` per run."""
+
+    def __init__(self, root: Any, paths: Iterable[str]):
+        self.ok = True
+        dicts, keys, expected = [], [], []
+        self.slow: list[tuple[Any, str, Any]] = []
+        seen: dict[str, Any] = {"": root}
+        for path in paths:
+            parts = path.split(".") if path else []
+            for i in range(len(parts)):
+                prefix = ".".join(parts[: i + 1])
+                if prefix in seen:
+                    continue
+                parent = seen[".".join(parts[:i])]
+                if parent is MISSING or parent is None:
+                    seen[prefix] = MISSING
+                    continue
+                child = _step(parent, parts[i])
+                seen[prefix] = child
+                where = _container(parent, parts[i])
+                if where is None:
+                    self.slow.append((parent, parts[i], child))
+                else:
+                    dicts.append(where[0])
+                    keys.append(where[1])
+                    expected.append(child)
+        self.objects = seen
+        self._dicts, self._keys, self._expected = dicts, keys, expected
+
+    def intact(self) -> bool:
+        if not all(map(_is, map(dict.get, self._dicts, self._keys), self._expected)):
+            return False
+        return all(_step(p, k) is c for p, k, c in self.slow)
+
+
 class Plan:
     """The compiled, bound derived-tensor plan of one model."""
 
@@ -82,7 +160,23 @@ class Plan:
         self.entries: dict[str, Entry] = {}
         self.steps: list[Step] = []
         self.source_ptrs: dict[str, tuple[int, int]] = {}
+        self.strict = True
+        self.meta_env: dict[str, Any] = {}
+        self.out_views: dict[str, tuple[int, ...]] = {}
+        self.bindings: dict[str, Any] = {}
+        self.program: Program | None = None
+        self._programs: dict[frozenset[str], Program] = {}
+        self._selective: dict[tuple[str, ...], frozenset[str]] = {}
+        self._names: dict[str, str] = {}
+        self._views: dict[str, torch.Tensor] = {}
+        self._stages: dict[str, torch.Tensor] = {}
+        self._sources: dict[str, torch.Tensor] = {}
+        self._src_list: list[tuple[str, Any, torch.Tensor, int]] = []
+        self._hops: _Hops | None = None
+        self._holder_checks: tuple[list[Any], list[str], list[Any]] = ([], [], [])
+        self._graph: Any = None
         self._cuda: bool | None = None
+        self._captured = False
 
     # ---- reading --------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -94,7 +188,7 @@ class Plan:
 
     def not_refillable(self) -> list[str]:
         """Derived Python scalars: a captured graph baked their value; only recapture helps."""
-        return [k for k, e in self.entries.items() if e.node.kind == "scalar"]
+        return [k for k, e in self.entries.items() if e.node.kind is TensorKind.SCALAR]
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per derived tensor: node, owner, kind, shape, dtype, bytes, op, spec."""
@@ -103,17 +197,17 @@ class Plan:
             node = e.node
             s = e.storage
             producer = "-"
-            if node.kind == "alias":
+            if node.kind is TensorKind.ALIAS:
                 producer = f"alias of {node.input}"
-            elif node.kind == "view":
+            elif node.kind is TensorKind.VIEW:
                 producer = f"view of {node.input}"
             elif node.input is not None:
-                data = self.graph.g.nodes[node.input]
-                producer = data["op"] if data["kind"] == "op" else f"copy {node.input}"
+                data = self.graph.nodes[node.input]
+                producer = data.op if data.kind is NodeKind.OP else f"copy {node.input}"
             rows.append({
                 "node": key,
                 "owner": node.owner_path or "<model>",
-                "kind": node.kind,
+                "kind": node.kind.value,
                 "shape": list(s.shape) if isinstance(s, torch.Tensor) else [],
                 "dtype": str(s.dtype).removeprefix("torch.") if isinstance(s, torch.Tensor)
                 else type(s).__name__,
@@ -126,84 +220,367 @@ class Plan:
         return rows
 
     def source(self) -> str:
-        """The reload pass as readable Python source."""
-        from .codegen import render_pass
+        """The reload pass as Python: exactly the code :meth:`run` executes.
 
-        return render_pass(self)
+        A header lists what each bound name holds; the function body is the generated source
+        that was ``exec``'d (``torch`` is torch, ``ops`` the op registry).
+        """
+        assert self.program is not None
+        lines = ["# Generated by derivgraph: the in-place reload pass (this is the code that runs).",
+                 "# Bound at compile (re-resolved only when a holder is rebuilt):"]
+        for key, name in self._names.items():
+            if key.startswith("list:"):
+                refs = [r.removeprefix("out:") for r in key[5:].split("|")]
+                lines.append(f"#   {name} = [{', '.join(refs)}]")
+                continue
+            if key.startswith(("out:", "const:")):
+                continue
+            entry = self.entries.get(key)
+            if entry is not None:
+                what = f"{entry.node.kind}, {entry.node.bound.spec.name} " \
+                       f"({entry.node.decl.location})"
+            elif key.startswith("stage:"):
+                what = "staging tensor of a derived Python scalar"
+            else:
+                what = "source" if key in self._sources else "view over a bound tensor"
+            lines.append(f"#   {name} = {key}  # {what}")
+        lines.append("# After the pass: derived scalars are set from their stage tensors and every "
+                     "rebuilt holder is re-pointed at its startup storage.")
+        return "\n".join(lines) + "\n" + self.program.source
+
+    # ---- bindings used by the lowering ------------------------------------------------------
+    def _name_for(self, key: str, hint: str, value: Any) -> str:
+        name = self._names.get(key)
+        if name is None:
+            base = "".join(c if c.isalnum() else "_" for c in hint).strip("_") or "v"
+            if base[0].isdigit():
+                base = "_" + base
+            name, n = base, 1
+            while name in self.bindings:
+                n += 1
+                name = f"{base}_{n}"
+            self._names[key] = name
+        self.bindings[name] = value
+        return name
+
+    def bound_value(self, ref: str) -> Any:
+        if ref.startswith("out:"):
+            return self.out_tensor(ref[4:])
+        if ref in self._sources:
+            return self._sources[ref]
+        if ref in self.entries:
+            return self.entries[ref].storage
+        if ref in self._views:
+            return self._views[ref]
+        if ref in self._stages:
+            return self._stages[ref]
+        raise KeyError(ref)
+
+    def is_bound(self, ref: str) -> bool:
+        try:
+            self.bound_value(ref)
+        except KeyError:
+            return False
+        return True
+
+    def bound_name(self, ref: str) -> str:
+        value = self.bound_value(ref)
+        if ref in self._sources:
+            hint = "src_" + ref
+        elif ref in self._views:
+            hint = "view_" + ref.split(":")[0].lstrip("%")
+        else:
+            hint = ref
+        return self._name_for(ref, hint, value)
+
+    def out_tensor(self, target: str) -> torch.Tensor:
+        storage = self.entries[target].storage
+        shape = self.out_views.get(target)
+        return storage if shape is None else storage.view(shape)
+
+    def out_name(self, target: str) -> str:
+        if target not in self.out_views:
+            return self.bound_name(target)
+        return self._name_for("out:" + target, target + "_out", self.out_tensor(target))
+
+    def out_ref(self, target: str) -> str:
+        return "out:" + target if target in self.out_views else target
+
+    def stage_name(self, target: str) -> str:
+        return self._name_for("stage:" + target, target + "_stage", self._stages[target])
+
+    def constant_name(self, value: Any) -> str:
+        key = f"const:{len(self.bindings)}"
+        return self._name_for(key, "const", value)
+
+    def list_name(self, refs: list[str]) -> str:
+        """A prebuilt list of bound tensors (a global of the generated code)."""
+        key = "list:" + "|".join(refs)
+        value = [self.bound_value(r) for r in refs]
+        return self._name_for(key, f"group{len(self.bindings)}", value)
+
+    def bound_view(self, node_id: str) -> torch.Tensor | None:
+        return self._views.get(node_id)
+
+    def meta_of(self, ref: Any) -> Any:
+        ref_id = ref.id if isinstance(ref, NodeRef) else ref
+        if not isinstance(ref_id, str):
+            return None
+        meta = self.meta_env.get(ref_id)
+        return meta if isinstance(meta, torch.Tensor) else None
+
+    def _ptrs(self, ref: str) -> set[int]:
+        try:
+            value = self.bound_value(ref)
+        except KeyError:
+            return set()
+        if isinstance(value, torch.Tensor) and value.device.type != "meta":
+            return {value.untyped_storage().data_ptr()}
+        return set()
+
+    def step_reads(self, step: Step) -> set[int]:
+        refs = refs_in(step.args) + refs_in(step.kwargs) + ([step.input] if step.input else [])
+        out: set[int] = set()
+        for ref in refs:
+            out |= self._ptrs(ref)
+        return out
+
+    def step_writes(self, step: Step) -> set[int]:
+        if step.action is Action.COMPUTE:
+            return set()
+        if step.action is Action.SCALAR:
+            return self._ptrs("stage:" + step.target) if False else set()
+        return self._ptrs(step.target)
+
+    def reads_storage_of(self, node_id: str, out: torch.Tensor) -> bool:
+        """True if an argument of op ``node_id`` is (a view of) ``out``'s storage.
+
+        Writing ``out=`` into a tensor the op also reads is undefined (torch refuses overlapping
+        memory), so such a step computes into a temporary and copies instead.
+        """
+        target = out.untyped_storage().data_ptr()
+        for ref in refs_in(self.graph.nodes[node_id].args):
+            node = self.graph.nodes[ref]
+            while node.kind is NodeKind.OP and OPS[node.op].kind == "view":
+                node = self.graph.nodes[node.inputs[0]]
+            if node.kind is NodeKind.OP:
+                continue
+            if target in self._ptrs(node.id):
+                return True
+        return False
+
+    # ---- binding everything once ----------------------------------------------------------
+    def _bind_all(self) -> None:
+        """Resolve sources and views over bound tensors; (re)build the pass programs."""
+        self._bind_tensors()
+        self._build_programs()
+
+    def _bind_tensors(self) -> None:
+        """Resolve sources, views over bound tensors, and the holder checks (no code)."""
+        model = self.model
+        self._sources = {}
+        self._src_list = []
+        for src in self.graph.sources():
+            tensor = get_path(model, src)
+            self._sources[src] = tensor
+        self._views = {}
+        nodes = self.graph.nodes
+        for node_id in self.graph.ordered():
+            node = nodes[node_id]
+            if node.kind is not NodeKind.OP or OPS[node.op].kind != "view" \
+                    or len(refs_in(node.args)) != 1:
+                continue
+            base = node.inputs[0]
+            if base in self._views or base in self._sources or (
+                    base in self.entries and isinstance(self.entries[base].storage, torch.Tensor)):
+                inner = self.bound_value(base)
+                args = tuple(inner if isinstance(a, NodeRef) else a for a in node.args)
+                self._views[node_id] = OPS[node.op].fn(*args, **node.kwargs)
+        self._hops = _Hops(model, [s.rpartition(".")[0] for s in self._sources]
+                           + [e.node.owner_path for e in self.entries.values()])
+        objs = self._hops.objects
+        for src, tensor in self._sources.items():
+            owner_path, _, name = src.rpartition(".")
+            owner = objs.get(owner_path, MISSING) if owner_path else model
+            where = _container(owner, name) if owner is not MISSING else None
+            self._src_list.append((src, where, tensor, address_of(tensor)))
+        self._refresh_holder_checks()
+
+    def _build_programs(self) -> None:
+        self.bindings.clear()
+        self.bindings.update(torch=torch, ops=types.SimpleNamespace(**OPS))
+        self._names = {}
+        self._programs = {}
+        self.program = build_program(self, self.steps, "reload_pass")
+        self._graph = None
+        self._captured = False
+
+    def _refresh_holder_checks(self) -> None:
+        dicts, keys, expected = [], [], []
+        objs = self._hops.objects if self._hops else {}
+        for entry in self.entries.values():
+            if entry.node.kind is TensorKind.SCALAR:
+                continue
+            owner = objs.get(entry.node.owner_path, MISSING) if entry.node.owner_path \
+                else self.model
+            where = _container(owner, entry.node.decl.name) if owner not in (MISSING, None) \
+                else None
+            if where is None:
+                dicts.append({})
+                keys.append(entry.node.decl.name)
+            else:
+                dicts.append(where[0])
+                keys.append(where[1])
+            expected.append(entry.storage)
+        self._holder_checks = (dicts, keys, expected)
+
+    def _sources_intact(self) -> bool:
+        for _src, where, tensor, ptr in self._src_list:
+            if where is None or where[0].get(where[1]) is not tensor or tensor.data_ptr() != ptr:
+                return False
+        return True
+
+    def _holders_intact(self) -> bool:
+        dicts, keys, expected = self._holder_checks
+        return (self._hops is not None and self._hops.intact()
+                and all(map(_is, map(dict.get, dicts, keys), expected)))
 
     # ---- running --------------------------------------------------------------------------
-    def _lookup(self, env: dict[str, Any]):
-        def lookup(node_id: str) -> Any:
-            if node_id in env:
-                return env[node_id]
-            entry = self.entries.get(node_id)
-            if entry is not None:
-                return entry.storage
-            value = get_path(self.model, node_id)
-            if value is MISSING:
-                raise KeyError(f"source {node_id} is gone from the model")
-            return value
-
-        return lookup
-
-    def _needed(self, updated: Iterable[str] | None) -> set[str] | None:
-        if updated is None:
-            return None
-        names = list(updated)
-        hit = {
-            s for s in self.source_ptrs for n in names
-            if s == n or s.startswith(n + ".") or fnmatch.fnmatchcase(s, n)
-        }
-        if not hit:
-            return set()
+    def _needed_nodes(self, updated: Iterable[str]) -> frozenset[str]:
+        names = tuple(updated)
+        cached = self._selective.get(names)
+        if cached is not None:
+            return cached
+        hit = {s for s in self.source_ptrs for n in names
+               if s == n or s.startswith(n + ".") or fnmatch.fnmatchcase(s, n)}
         deps = self.graph.source_deps()
-        # a step runs when any source it depends on was updated; intermediates it reads that
-        # depend only on other sources are recomputed too (they are not cached between runs)
-        dirty = {n for n, d in deps.items() if d & hit}
-        needed = set(dirty)
-        for node_id in dirty:
-            needed |= {a for a in nx.ancestors(self.graph.g, node_id)
-                       if self.graph.g.nodes[a]["kind"] == "op"}
-        return needed
+        dirty = frozenset(n for n, d in deps.items() if d & hit) if hit else frozenset()
+        self._selective[names] = dirty
+        return dirty
+
+    def _program_for(self, nodes: frozenset[str]) -> Program:
+        prog = self._programs.get(nodes)
+        if prog is None:
+            steps = [s for s in self.steps if s.node in nodes or s.target in nodes]
+            prog = build_program(self, steps, f"partial_pass_{len(self._programs)}")
+            self._programs[nodes] = prog
+        return prog
 
     def run(self, updated: Iterable[str] | None = None, *, verify: bool = False,
-            take_engine_values: bool = False) -> RunReport:
+            take_engine_values: bool = False, strict: bool | None = None) -> RunReport:
         """Recompute derived tensors into their startup storage, then re-bind holders.
 
-        ``updated``: source paths (exact, prefix or glob) that changed; only what depends on
-        them is recomputed. ``None`` recomputes everything. ``take_engine_values``: where the
-        engine's post-load step left a new tensor at a holder (same shape and dtype), copy its
-        value instead of recomputing (the layerwise-reload refill). ``verify`` checks that no
-        bound tensor or source changed object or address.
+        ``updated``: source paths (exact, prefix or glob) that changed; only their dirty cone is
+        recomputed (and only its holders re-bound). ``None`` recomputes everything (a replay
+        when :meth:`capture` d). ``take_engine_values``: where the engine's post-load step left
+        a new tensor at a holder (same shape and dtype), copy its value instead of recomputing
+        (the layerwise-reload refill). ``verify`` checks that no bound tensor or source changed
+        object or address. ``strict`` (default: the plan's ``strict``) refuses a source whose
+        shape or dtype changed; otherwise the affected derived tensors are re-allocated and
+        reported (graph recapture required).
         """
-        needed = self._needed(updated)
         report = RunReport(mode="refill" if take_engine_values else "recompute")
         start = time.perf_counter()
-        env: dict[str, Any] = {}
-        lookup = self._lookup(env)
+        if not self._sources_intact():
+            self._sources_changed(report, self.strict if strict is None else strict)
         with torch.no_grad():
             report.restored = self._restore_storage()
-            for step in self.steps:
-                if needed is not None and step.node not in needed:
-                    continue
-                self._execute(step, env, lookup, report, take_engine_values)
-        report.rebinds = self.rebind(report)
-        if self._on_cuda():
-            torch.cuda.synchronize()  # report honest times; the pass itself is asynchronous
+            if take_engine_values:
+                self._refill(report)
+            elif updated is None:
+                if self._captured and self._graph is not None:
+                    self._graph.replay()
+                    report.replayed = True
+                    self._count(report, self.program)
+                else:
+                    self._execute(self.program, report)
+            else:
+                self._execute(self._program_for(self._needed_nodes(updated)), report)
+            self._set_scalars(report, None if updated is None
+                              else self._needed_nodes(updated))
+        if updated is None or take_engine_values:
+            report.rebinds = self.rebind(report)
+        else:
+            report.rebinds = self._rebind_some(self._needed_nodes(updated), report)
         report.seconds = time.perf_counter() - start
         if verify:
             report.moved = self.moved()
         return report
 
-    def _restore_storage(self) -> list[str]:
-        """Put startup storage back under tensors the engine re-pointed (``t.data = new``).
+    def _count(self, report: RunReport, prog: Program) -> None:
+        for step in prog.steps:
+            report.steps += 1
+            if step.action in (Action.OUT, Action.COPY):
+                report.written += 1
+                report.bytes += self.entries[step.target].nbytes()
 
-        The object is still ours, but a captured graph reads the startup address; the steps
-        that follow write the current values into it.
-        """
+    def _execute(self, prog: Program, report: RunReport) -> None:
+        try:
+            prog.fn()
+        except Exception as exc:  # re-raised as a PassFault that names the node
+            raise self._fault(prog, exc) from exc
+        self._count(report, prog)
+
+    def _fault(self, prog: Program, exc: Exception) -> PassFault:
+        tb = exc.__traceback__
+        nodes: tuple[str, ...] = ()
+        filename = prog.fn.__code__.co_filename
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == filename:
+                nodes = prog.line_nodes.get(tb.tb_lineno, ())
+            tb = tb.tb_next
+        described = []
+        for n in nodes:
+            entry = self.entries.get(n)
+            if entry is not None:
+                described.append(f"{n} (owner {entry.node.owner_path or '<model>'}, spec "
+                                 f"{entry.node.bound.spec.name} at {entry.node.decl.location})")
+            else:
+                users = [u for u in self.graph.ir.users.get(n, []) if u in self.entries]
+                described.append(f"{n} (feeding {', '.join(users) or 'derived tensors'})")
+        where = "; ".join(described) or "an unknown step"
+        return PassFault(f"the reload pass failed at {where}: {type(exc).__name__}: {exc}. "
+                         "No source was written; run the pass again once the cause is fixed "
+                         "(it rewrites every derived tensor from the sources)", list(nodes))
+
+    def _set_scalars(self, report: RunReport, nodes: frozenset[str] | None) -> None:
+        for target, stage in self._stages.items():
+            if nodes is not None and target not in nodes:
+                continue
+            entry = self.entries[target]
+            new = float(stage.item()) if entry.storage.__class__ is float else stage.item()
+            if new != entry.storage and not (new != new and entry.storage != entry.storage):
+                report.recapture_required.append(target)
+                entry.storage = new
+                self._rebind_entries([entry], report)
+
+    def _refill(self, report: RunReport) -> None:
+        ours, theirs, taken = [], [], set()
+        for step in self.steps:
+            if step.action not in (Action.OUT, Action.COPY):
+                continue
+            entry = self.entries[step.target]
+            fresh = self._engine_value(entry)
+            if fresh is not None:
+                ours.append(entry.storage)
+                theirs.append(fresh)
+                taken.add(step.target)
+                report.bytes += entry.nbytes()
+        if ours:
+            torch._foreach_copy_(ours, theirs)
+        report.taken_from_engine = report.written = report.steps = len(ours)
+        rest = frozenset(n for s in self.steps for n in (s.node, s.target)
+                         if n and s.target not in taken) if taken else None
+        if rest is None:
+            self._execute(self.program, report)
+        elif rest:
+            self._execute(self._program_for(rest), report)
+
+    def _restore_storage(self) -> list[str]:
+        """Put startup storage back under tensors the engine re-pointed (``t.data = new``)."""
         restored = []
         for key, entry in self.entries.items():
-            if entry.startup_data is None or address_of(entry.storage) == entry.startup_ptr:
+            if entry.startup_data is None or entry.storage.data_ptr() == entry.startup_ptr:
                 continue
             entry.storage.data = entry.startup_data
             restored.append(key)
@@ -231,46 +608,82 @@ class Plan:
             return current
         return None
 
-    def _execute(self, step: Step, env: dict[str, Any], lookup: Any, report: RunReport,
-                 take_engine: bool) -> None:
-        if step.action == "compute":
-            op = OPS[step.op]
-            args = substitute(step.args, lookup)
-            env[step.node] = op.fn(*args, **substitute(step.kwargs, lookup))
-            report.steps += 1
-            return
-        entry = self.entries[step.node]
-        if step.action == "scalar":
-            new = float(lookup(step.input).item()) if entry.storage.__class__ is float else \
-                lookup(step.input).item()
-            if new != entry.storage and not (new != new and entry.storage != entry.storage):
-                report.recapture_required.append(step.node)
-            entry.storage = new
-            report.steps += 1
-            return
-        if take_engine:
-            fresh = self._engine_value(entry)
-            if fresh is not None:
-                entry.storage.copy_(fresh)
-                report.taken_from_engine += 1
-                report.written += 1
-                report.bytes += entry.nbytes()
-                report.steps += 1
-                return
-        if step.action == "out":
-            OPS[step.op].out(*substitute(step.args, lookup), out=entry.storage,
-                             **substitute(step.kwargs, lookup))
+    # ---- capture ----------------------------------------------------------------------------
+    def capture(self) -> None:
+        """Record the full recompute pass once; :meth:`run` (full) then replays it.
+
+        On CUDA this is one ``torch.cuda.CUDAGraph`` (warmed up on a side stream). On CPU it is
+        a dispatch recording (:class:`derivgraph.capture.CpuGraph`) that replays the same aten
+        ops over the same tensor objects, so tests prove a recorded pass is bit-exact with fixed
+        storage. Selective runs and :meth:`refill` stay eager: they read holders the engine just
+        rebuilt, which a recording cannot know. A source whose object or address changed makes
+        :meth:`run` fall back to eager and drop the recording (recapture required).
+        """
+        assert self.program is not None
+        fn = self.program.fn
+        with torch.no_grad():
+            if self._on_cuda():
+                stream = torch.cuda.Stream()
+                stream.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(stream):
+                    fn()
+                torch.cuda.current_stream().wait_stream(stream)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    fn()
+                self._graph = graph
+            else:
+                self._graph = _CpuPass(fn)
+        self._captured = True
+
+    @property
+    def captured(self) -> bool:
+        return self._captured
+
+    # ---- faults ---------------------------------------------------------------------------
+    def _sources_changed(self, report: RunReport, strict: bool) -> None:
+        changed, moved = [], []
+        for src, _where, tensor, _ptr in self._src_list:
+            current = get_path(self.model, src)
+            if current is MISSING or not isinstance(current, torch.Tensor):
+                raise SourceChanged("sources are gone from the model", [src])
+            if current.shape != tensor.shape or current.dtype != tensor.dtype:
+                changed.append(src)
+            elif current is not tensor or current.data_ptr() != tensor.data_ptr():
+                moved.append(src)
+        if changed and strict:
+            raise SourceChanged("sources changed shape or dtype on reload", changed)
+        if changed:
+            self._reallocate(changed, report)
         else:
-            entry.storage.copy_(lookup(step.input))
-        report.steps += 1
-        report.written += 1
-        report.bytes += entry.nbytes()
+            self._bind_all()  # re-resolve the sources that moved; the recording is stale
+        report.recapture_required += [f"{p} (moved: graph recapture required)" for p in moved]
+
+    def _reallocate(self, changed: list[str], report: RunReport) -> None:
+        """Permissive mode: re-infer and re-allocate every derived tensor that changed layout."""
+        from .plan import refresh_layouts
+
+        for node_id in refresh_layouts(self, changed):
+            report.reallocated.append(node_id)
+            report.recapture_required.append(f"{node_id} (moved: graph recapture required)")
 
     def rebind(self, report: RunReport | None = None) -> int:
         """Point every holder back at the startup object; returns how many were re-bound."""
+        if self._holders_intact():
+            return 0
+        count = self._rebind_entries(self.entries.values(), report)
+        self._hops = _Hops(self.model, [s.rpartition(".")[0] for s in self._sources]
+                           + [e.node.owner_path for e in self.entries.values()])
+        self._refresh_holder_checks()
+        return count
+
+    def _rebind_some(self, nodes: frozenset[str], report: RunReport) -> int:
+        return self._rebind_entries([self.entries[n] for n in nodes if n in self.entries], report)
+
+    def _rebind_entries(self, entries: Iterable[Entry], report: RunReport | None) -> int:
         count = 0
         owners: dict[str, Any] = {}
-        for entry in self.entries.values():
+        for entry in entries:
             path = entry.node.owner_path
             owner = owners[path] if path in owners else owners.setdefault(
                 path, get_path(self.model, path))
@@ -280,9 +693,9 @@ class Plan:
                 continue
             name = entry.node.decl.name
             current = get_path(owner, name)
-            if entry.node.kind == "scalar":
+            if entry.node.kind is TensorKind.SCALAR:
                 if current != entry.storage:
-                    set_slot(owner, name, entry.storage, "attribute")
+                    set_slot(owner, name, entry.storage, Slot.ATTRIBUTE)
                     count += 1
                 continue
             if current is entry.storage and slot_of(owner, name) == entry.slot:
@@ -295,7 +708,7 @@ class Plan:
         """Bound tensors or sources whose holder now has another object or address."""
         moved = []
         for key, entry in self.entries.items():
-            if entry.node.kind == "scalar":
+            if entry.node.kind is TensorKind.SCALAR:
                 continue
             current = get_path(self.model, key)
             if current is not entry.storage or address_of(current) != entry.startup_ptr:
@@ -305,3 +718,34 @@ class Plan:
             if id(current) != obj_id or address_of(current) != ptr:
                 moved.append(path)
         return moved
+
+    def evaluate(self) -> dict[str, Any]:
+        """Every node's value computed eagerly, one op at a time (the reference for tests)."""
+        with torch.no_grad():
+            return EagerInterpreter(self.graph).run()
+
+    def view_base(self, node_id: str) -> str:
+        return view_base(self.graph, node_id)
+
+
+class _CpuPass:
+    """A CPU recording of the pass (aten ops over fixed tensor objects), replayed as is."""
+
+    def __init__(self, fn: Any):
+        from .capture import CpuGraph
+
+        recorder = CpuGraph()
+        with torch.no_grad(), recorder:
+            fn()
+        recorder.drop_capture_refs()
+        self._recorder = recorder
+
+    def replay(self) -> None:
+        self._recorder.replay_slots()
+
+
+def _finite(x: float) -> bool:
+    return math.isfinite(x)
+
+
+_ = sys  # keep the import list stable for tools that inspect it
