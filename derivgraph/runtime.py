@@ -643,13 +643,14 @@ class Plan:
     # ---- faults ---------------------------------------------------------------------------
     def _sources_changed(self, report: RunReport, strict: bool) -> None:
         changed, moved = [], []
-        for src, _where, tensor, _ptr in self._src_list:
+        for src, _where, tensor, ptr in self._src_list:
             current = get_path(self.model, src)
             if current is MISSING or not isinstance(current, torch.Tensor):
                 raise SourceChanged("sources are gone from the model", [src])
-            if current.shape != tensor.shape or current.dtype != tensor.dtype:
+            node = self.graph.nodes[src]
+            if tuple(current.shape) != node.shape or current.dtype != node.dtype:
                 changed.append(src)
-            elif current is not tensor or current.data_ptr() != tensor.data_ptr():
+            elif current is not tensor or current.data_ptr() != ptr:
                 moved.append(src)
         if changed and strict:
             raise SourceChanged("sources changed shape or dtype on reload", changed)

@@ -42,11 +42,14 @@ def _graph_visible_ptrs(model):
     return out
 
 
+@pytest.mark.parametrize("pass_mode", ["eager", "captured"])
 @pytest.mark.parametrize("engine_post_load", [True, False], ids=["refill", "recompute"])
-def test_a_b_a_is_bit_exact_with_cold_start(weights, engine_post_load):
+def test_a_b_a_is_bit_exact_with_cold_start(weights, engine_post_load, pass_mode):
     model = build_reference_model(weights["A"])
     plan = compile_plan(model, load_specs([reference_spec_path()]), require_match=True)
     assert len(plan) == 27 and all(e.adopted for e in plan.entries.values())
+    if pass_mode == "captured":  # issue 7: the recorded pass replays with fixed storage
+        plan.capture()
     startup = {k: (e.storage, e.startup_ptr) for k, e in plan.entries.items()}
     params = _graph_visible_ptrs(model)
     graph = capture(model, X.clone())
@@ -57,6 +60,7 @@ def test_a_b_a_is_bit_exact_with_cold_start(weights, engine_post_load):
         _reload(model, weights[name], engine_post_load)
         report = plan.refill(verify=True) if engine_post_load else plan.run(verify=True)
         assert report.moved == []
+        assert report.replayed == (pass_mode == "captured" and not engine_post_load)
         out = graph.replay()  # poisoned with NaN before every replay
         assert not torch.isnan(out).any()
         assert torch.equal(out, cold_a if name == "A" else cold_b), name
