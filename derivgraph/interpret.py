@@ -125,13 +125,117 @@ class MetaInterpreter(Interpreter):
         if key is not None and key in _META_CACHE:
             return _META_CACHE[key]
         try:
-            value = (op.infer or op.fn)(*args, **kwargs)
+            value = _fast_meta(node.op, op, args, kwargs)
+            if value is None:
+                value = (op.infer or op.fn)(*args, **kwargs)
         except (RuntimeError, TypeError, ValueError, IndexError, AttributeError,
                 NotImplementedError) as exc:
             return Failed(exc)
         if key is not None:
             _remember(key, value)
         return value
+
+
+_BINARY = frozenset({"add", "sub", "mul", "div", "pow", "maximum", "minimum"})
+_FLOAT_UNARY = frozenset({"reciprocal", "exp", "log", "sqrt", "rsqrt"})
+_SAME_UNARY = frozenset({"abs", "neg"})
+_CREATE = frozenset({"full", "ones", "zeros"})
+_BUILTIN = {name: OPS[name].fn for name in
+            _BINARY | _FLOAT_UNARY | _SAME_UNARY | _CREATE | {"cat", "stack", "clamp"}
+            if name in OPS}
+
+
+def _broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """NumPy broadcasting of plain int shapes (``torch.broadcast_shapes`` imports sympy)."""
+    nd = max(len(s) for s in shapes)
+    out = [1] * nd
+    for shape in shapes:
+        for i, n in enumerate(shape, nd - len(shape)):
+            if n != 1:
+                if out[i] not in (1, n):
+                    raise RuntimeError(f"shapes {list(shapes)} cannot be broadcast together")
+                out[i] = n
+    for shape in shapes:  # a 0-size dim broadcasts only against 1
+        for i, n in enumerate(shape, nd - len(shape)):
+            if n == 0 and out[i] != 0:
+                out[i] = 0
+    return tuple(out)
+
+
+def _meta(shape: Any, dtype: torch.dtype) -> torch.Tensor:
+    return torch.empty(tuple(shape), dtype=dtype, device="meta")
+
+
+def _fast_meta(name: str | None, op: OpDef, args: Any, kwargs: dict[str, Any]) -> Any:
+    """Shape/dtype rules for built-in elementwise, joining and creation ops.
+
+    Running a compute kernel on ``meta`` makes torch import its Python meta registrations
+    (seconds, once per process); these rules give the same shapes and dtypes without them.
+    ``None`` falls back to the op on meta tensors.
+    """
+    if name is None or op.infer is not None or _BUILTIN.get(name) is not op.fn:
+        return None
+    if name in _BINARY and len(args) == 2 and not kwargs:
+        a, b = args
+        tensors = [x for x in (a, b) if isinstance(x, torch.Tensor)]
+        if not tensors or not all(isinstance(x, (torch.Tensor, int, float)) for x in (a, b)) \
+                or any(isinstance(x, bool) for x in (a, b)):
+            return None
+        dtype = torch.result_type(a, b)
+        if name == "div" and not (dtype.is_floating_point or dtype.is_complex):
+            dtype = torch.get_default_dtype()
+        return _meta(_broadcast(*(tuple(t.shape) for t in tensors)), dtype)
+    if name in _FLOAT_UNARY | _SAME_UNARY and len(args) == 1 and not kwargs:
+        (x,) = args
+        if not isinstance(x, torch.Tensor) or x.dtype == torch.bool or x.is_complex():
+            return None
+        dtype = x.dtype
+        if name in _FLOAT_UNARY and not dtype.is_floating_point:
+            dtype = torch.get_default_dtype()
+        return _meta(x.shape, dtype)
+    if name == "clamp" and args and isinstance(args[0], torch.Tensor) \
+            and args[0].dtype.is_floating_point and not kwargs and all(
+                v is None or (isinstance(v, float)) for v in args[1:]):
+        return _meta(args[0].shape, args[0].dtype)
+    if name in _CREATE and args and isinstance(args[0], (list, tuple)) \
+            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in args[0]):
+        from .ops import _dtype
+
+        dtype_arg = kwargs.get("dtype", args[2 if name == "full" else 1]
+                               if len(args) > (2 if name == "full" else 1) else "float32")
+        try:
+            dtype = _dtype(dtype_arg)
+        except KeyError:
+            return None
+        return _meta(args[0], dtype)
+    if name in ("cat", "stack") and args and isinstance(args[0], (list, tuple)) and args[0] \
+            and not kwargs and all(isinstance(t, torch.Tensor) for t in args[0]):
+        parts = list(args[0])
+        dim = args[1] if len(args) > 1 else 0
+        if not isinstance(dim, int) or len({t.dtype for t in parts}) != 1:
+            return None
+        first = parts[0]
+        if name == "stack":
+            if any(t.shape != first.shape for t in parts):
+                return None
+            nd = first.dim() + 1
+            dim = dim + nd if dim < 0 else dim
+            if not 0 <= dim < nd:
+                return None
+            shape = list(first.shape)
+            shape.insert(dim, len(parts))
+            return _meta(shape, first.dtype)
+        nd = first.dim()
+        if nd == 0 or any(t.dim() != nd for t in parts):
+            return None
+        dim = dim + nd if dim < 0 else dim
+        if not 0 <= dim < nd or any(t.shape[:dim] != first.shape[:dim] or
+                                    t.shape[dim + 1:] != first.shape[dim + 1:] for t in parts):
+            return None
+        shape = list(first.shape)
+        shape[dim] = sum(t.shape[dim] for t in parts)
+        return _meta(shape, first.dtype)
+    return None
 
 
 def _remember(key: Any, value: Any) -> None:

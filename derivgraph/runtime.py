@@ -174,6 +174,7 @@ class Plan:
         self._src_list: list[tuple[str, Any, torch.Tensor, int]] = []
         self._hops: _Hops | None = None
         self._holder_checks: tuple[list[Any], list[str], list[Any]] = ([], [], [])
+        self._holder_entries: list[Entry] = []
         self._graph: Any = None
         self._cuda: bool | None = None
         self._captured = False
@@ -416,23 +417,23 @@ class Plan:
         self._captured = False
 
     def _refresh_holder_checks(self) -> None:
+        self._holder_entries = [e for e in self.entries.values()
+                                if e.node.kind is not TensorKind.SCALAR]
         dicts, keys, expected = [], [], []
-        objs = self._hops.objects if self._hops else {}
-        for entry in self.entries.values():
-            if entry.node.kind is TensorKind.SCALAR:
-                continue
-            owner = objs.get(entry.node.owner_path, MISSING) if entry.node.owner_path \
-                else self.model
-            where = _container(owner, entry.node.decl.name) if owner not in (MISSING, None) \
-                else None
-            if where is None:
-                dicts.append({})
-                keys.append(entry.node.decl.name)
-            else:
-                dicts.append(where[0])
-                keys.append(where[1])
+        for entry in self._holder_entries:
+            d, k = self._holder_where(entry)
+            dicts.append(d)
+            keys.append(k)
             expected.append(entry.storage)
         self._holder_checks = (dicts, keys, expected)
+
+    def _holder_where(self, entry: Entry) -> tuple[Any, str]:
+        objs = self._hops.objects if self._hops else {}
+        path = entry.node.owner_path
+        owner = objs.get(path, MISSING) if path else self.model
+        where = _container(owner, entry.node.decl.name) \
+            if owner is not MISSING and owner is not None else None
+        return where if where is not None else ({}, entry.node.decl.name)
 
     def _sources_intact(self) -> bool:
         for _src, where, tensor, ptr in self._src_list:
@@ -556,11 +557,12 @@ class Plan:
 
     def _refill(self, report: RunReport) -> None:
         ours, theirs, taken = [], [], set()
+        owners = self._walk().objects
         for step in self.steps:
             if step.action not in (Action.OUT, Action.COPY):
                 continue
             entry = self.entries[step.target]
-            fresh = self._engine_value(entry)
+            fresh = self._engine_value(entry, owners)
             if fresh is not None:
                 ours.append(entry.storage)
                 theirs.append(fresh)
@@ -597,11 +599,15 @@ class Plan:
                              for e in self.entries.values())
         return self._cuda
 
-    def _engine_value(self, entry: Entry) -> torch.Tensor | None:
-        owner = get_path(self.model, entry.node.owner_path)
+    def _engine_value(self, entry: Entry, owners: dict[str, Any] | None = None) \
+            -> torch.Tensor | None:
+        path = entry.node.owner_path
+        owner = owners.get(path, MISSING) if owners is not None and path else MISSING
+        if owner is MISSING:
+            owner = get_path(self.model, path)
         if owner is MISSING or owner is None:
             return None
-        current = get_path(owner, entry.node.decl.name)
+        current = _step(owner, entry.node.decl.name)
         if (isinstance(current, torch.Tensor) and current is not entry.storage
                 and current.shape == entry.storage.shape and current.dtype == entry.storage.dtype
                 and current.device.type != "meta"):
@@ -669,21 +675,43 @@ class Plan:
             report.recapture_required.append(f"{node_id} (moved: graph recapture required)")
 
     def rebind(self, report: RunReport | None = None) -> int:
-        """Point every holder back at the startup object; returns how many were re-bound."""
-        if self._holders_intact():
-            return 0
-        count = self._rebind_entries(self.entries.values(), report)
-        self._hops = _Hops(self.model, [s.rpartition(".")[0] for s in self._sources]
-                           + [e.node.owner_path for e in self.entries.values()])
+        """Point every holder back at the startup object; returns how many were re-bound.
+
+        Cheap when nothing was rebuilt: one identity check per path hop and per holder. When
+        only some holders changed, only those are re-bound; when an owner on the way was
+        rebuilt, the paths are walked again (once, sharing prefixes).
+        """
+        if self._hops is not None and self._hops.intact():
+            dicts, keys, expected = self._holder_checks
+            oks = list(map(_is, map(dict.get, dicts, keys), expected))
+            if all(oks):
+                return 0
+            bad = [i for i, ok in enumerate(oks) if not ok]
+            count = self._rebind_entries([self._holder_entries[i] for i in bad], report,
+                                         self._hops.objects)
+            for i in bad:
+                dicts[i], keys[i] = self._holder_where(self._holder_entries[i])
+            count += self._rebind_entries([e for e in self.entries.values()
+                                           if e.node.kind is TensorKind.SCALAR], report,
+                                          self._hops.objects)
+            return count
+        self._hops = self._walk()
+        count = self._rebind_entries(self.entries.values(), report, self._hops.objects)
         self._refresh_holder_checks()
         return count
+
+    def _walk(self) -> _Hops:
+        return _Hops(self.model, [s.rpartition(".")[0] for s in self._sources]
+                     + [e.node.owner_path for e in self.entries.values()])
 
     def _rebind_some(self, nodes: frozenset[str], report: RunReport) -> int:
         return self._rebind_entries([self.entries[n] for n in nodes if n in self.entries], report)
 
-    def _rebind_entries(self, entries: Iterable[Entry], report: RunReport | None) -> int:
+    def _rebind_entries(self, entries: Iterable[Entry], report: RunReport | None,
+                        known: dict[str, Any] | None = None) -> int:
         count = 0
-        owners: dict[str, Any] = {}
+        owners: dict[str, Any] = dict(known) if known else {}
+        owners[""] = self.model
         for entry in entries:
             path = entry.node.owner_path
             owner = owners[path] if path in owners else owners.setdefault(
