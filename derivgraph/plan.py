@@ -10,6 +10,7 @@ device ever disagrees). The result is a :class:`~derivgraph.runtime.Plan`, whose
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import Iterable
 from typing import Any
@@ -174,6 +175,17 @@ def compile_plan(model: nn.Module, specs: Iterable[Spec] | None = None, *,
     ``require_match`` makes a spec that matches no module an error. ``strict`` (the plan's
     default for :meth:`Plan.run`) refuses a reload whose sources changed shape or dtype.
     """
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # compile makes many small objects and frees few: collection is pure overhead
+    try:
+        return _compile(model, specs, require_match, strict)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _compile(model: nn.Module, specs: Iterable[Spec] | None, require_match: bool,
+             strict: bool) -> Plan:
     from .loader import default_specs
 
     specs = list(default_specs() if specs is None else specs)
