@@ -74,6 +74,25 @@ def _workload(device: str, workload: str, layers: int, scale: float | None) -> A
     return model, deepseek_specs(), model.reload, model.post_load, "layers.0."
 
 
+def _traffic(plan: Any) -> tuple[int, int]:
+    """Bytes the pass writes (derived storage) and reads (each tensor operand it reads, once)."""
+    from .dag import refs_in
+    from .lower import Action
+
+    written, seen, read = 0, set(), 0
+    for step in plan.steps:
+        if step.action in (Action.OUT, Action.COPY):
+            written += plan.entries[step.target].nbytes()
+        for ref in refs_in(step.args) + ([step.input] if step.input else []):
+            if ref in seen:
+                continue
+            seen.add(ref)
+            meta = plan.meta_env.get(ref)
+            if isinstance(meta, torch.Tensor):
+                read += meta.numel() * meta.element_size()
+    return written, read
+
+
 def bench(device: str = "cpu", workload: str = "reference", *, repeat: int = 21,
           layers: int = 61, scale: float | None = None) -> dict[str, Any]:
     """Run the benchmark; returns the result object (``None`` where not applicable)."""
@@ -125,9 +144,7 @@ def bench(device: str = "cpu", workload: str = "reference", *, repeat: int = 21,
         timed("selective", lambda: plan.run(updated=[layer0]))
         if captured:
             timed("graph", plan.run)
-    written = sum(e.nbytes() for s in plan.steps if s.target
-                  for e in [plan.entries[s.target]])
-    read = sum(t.numel() * t.element_size() for t in plan._sources.values())
+    written, read = _traffic(plan)
     floor_ms = bandwidth = None
     if cuda:
         big = torch.empty(1 << 28, dtype=torch.uint8, device="cuda")

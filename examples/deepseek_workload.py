@@ -64,10 +64,11 @@ class DeepseekModel(nn.Module):
                 m.post_load()
 
     def reload(self, seed: int) -> None:
-        gen = torch.Generator().manual_seed(seed)
+        """The engine's loader: new values, written in place (generated on the device)."""
         with torch.no_grad():
-            for p in self.parameters():
-                p.copy_(torch.rand(p.shape, generator=gen).to(p.dtype) + 0.5)
+            for i, p in enumerate(self.parameters()):
+                gen = torch.Generator(device=p.device).manual_seed(seed * 100003 + i)
+                p.uniform_(0.5, 1.5, generator=gen)
 
 
 def deepseek_specs() -> list[Spec]:
