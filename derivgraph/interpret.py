@@ -81,7 +81,7 @@ class Interpreter:
         return value
 
 
-# ---- shapes and dtypes ----------------------------------------------------------------------------
+# ---- shapes and dtypes ----------
 
 _META_CACHE: dict[Any, Any] = {}
 _META_CACHE_MAX = 65536
@@ -244,7 +244,7 @@ def _remember(key: Any, value: Any) -> None:
     _META_CACHE[key] = value
 
 
-# ---- real values ----------------------------------------------------------------------------------
+# ---- real values ----------
 
 class EagerInterpreter(Interpreter):
     """Every node's real value from the live sources, one op at a time (reads only).

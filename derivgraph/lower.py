@@ -69,7 +69,7 @@ class Step:
     scale: float | None = None  # `c / x` lowered to reciprocal(out=) then mul_(c)
 
 
-# ---- per-node lowering ------------------------------------------------------------------------------
+# ---- per-node lowering ----------
 
 class Lowerer(Interpreter):
     """Walks the graph once and emits :class:`Step` s; constants and views are bound, not run."""
@@ -192,7 +192,7 @@ def lower_steps(plan: Plan) -> list[Step]:
     return Lowerer(plan).lower()
 
 
-# ---- grouping and code generation -------------------------------------------------------------------
+# ---- grouping and code generation ----------
 
 @dataclass
 class Program:

@@ -19,11 +19,11 @@ import torch
 from torch import nn
 
 from .bind import match_specs
-from .dag import DerivedGraph, DerivedNode
+from .dag import DerivedNode
 from .errors import AdoptionError, Rule, SpecIssue, SpecValidationError
 from .graph import build_graph
 from .interpret import EagerInterpreter, MetaInterpreter, ViewRebuilder, view_base
-from .ir import TENSOR_KINDS, NodeKind, Slot, TensorKind
+from .ir import TENSOR_KINDS, Slot, TensorKind
 from .lower import Action, build_program, lower_steps
 from .paths import get_path, slot_of
 from .runtime import Entry, Plan, Step, address_of
@@ -386,5 +386,3 @@ def _check_views(plan: Plan) -> None:
     if issues:
         raise SpecValidationError(issues)
 
-
-_ = (DerivedGraph, NodeKind)

@@ -205,7 +205,8 @@ def test_fault_mid_pass_names_node_and_rerun_recovers(boom_op):
 def test_interrupted_pass_propagates_and_rerun_fixes(boom_op):
     """A pass killed mid-way (KeyboardInterrupt) leaves nothing a rerun cannot fix."""
     model = Toy()
-    plan = compile_plan(model, [_spec(_d("inv", "reciprocal(scale)"), _d("t", "test_boom(weight)"))])
+    plan = compile_plan(model, [_spec(_d("inv", "reciprocal(scale)"),
+                                      _d("t", "test_boom(weight)"))])
     model.load(seed=5)
 
     def interrupt(x, *, out):
@@ -213,8 +214,7 @@ def test_interrupted_pass_propagates_and_rerun_fixes(boom_op):
         raise KeyboardInterrupt
 
     derivgraph.register_op("test_boom", _boom, out=interrupt, replace=True)
-    plan.program = plan.program  # the bound op namespace is fixed at compile:
-    plan._bind_all()             # rebuild it so the interrupting variant is used
+    plan._bind_all()  # the op namespace is bound at compile: rebind to use the new variant
     with pytest.raises(KeyboardInterrupt):
         plan.run()
     derivgraph.register_op("test_boom", _boom, out=_boom_out, replace=True)
