@@ -555,7 +555,8 @@ class Plan:
 
     def _refill(self, report: RunReport) -> None:
         ours, theirs, taken = [], [], set()
-        owners = self._walk().objects
+        self._hops = self._walk()  # the engine rebuilt holders: walk once, rebind reuses it
+        owners = self._hops.objects
         for step in self.steps:
             if step.action not in (Action.OUT, Action.COPY):
                 continue
