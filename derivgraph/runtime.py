@@ -43,6 +43,7 @@ __all__ = ["TENSOR_KINDS", "Entry", "PassFault", "Plan", "SourceChanged", "Step"
 logger = logging.getLogger(__name__)
 
 _is = operator.is_
+_data_ptr = torch.Tensor.data_ptr
 
 
 class PassFault(DerivgraphError):
@@ -173,6 +174,8 @@ class Plan:
         self._hops: _Hops | None = None
         self._holder_checks: tuple[list[Any], list[str], list[Any]] = ([], [], [])
         self._holder_entries: list[Entry] = []
+        self._src_checks: tuple[list[Any], list[str], list[Any], list[int]] | None = None
+        self._startup: tuple[list[Any], list[int]] | None = None
         self._graph: Any = None
         self._cuda: bool | None = None
         self._captured = False
@@ -379,6 +382,8 @@ class Plan:
         model = self.model
         self._sources = {}
         self._src_list = []
+        self._src_checks = None
+        self._startup = None
         for src in self.graph.sources():
             tensor = get_path(model, src)
             self._sources[src] = tensor
@@ -434,10 +439,19 @@ class Plan:
         return where if where is not None else ({}, entry.node.decl.name)
 
     def _sources_intact(self) -> bool:
-        for _src, where, tensor, ptr in self._src_list:
-            if where is None or where[0].get(where[1]) is not tensor or tensor.data_ptr() != ptr:
+        """One C-level identity sweep and one address sweep over every source."""
+        checks = self._src_checks
+        if checks is None:
+            if any(where is None for _s, where, _t, _p in self._src_list):
                 return False
-        return True
+            rows = self._src_list
+            checks = self._src_checks = ([w[0] for _s, w, _t, _p in rows],
+                                         [w[1] for _s, w, _t, _p in rows],
+                                         [t for _s, _w, t, _p in rows],
+                                         [p for _s, _w, _t, p in rows])
+        dicts, keys, tensors, ptrs = checks
+        return all(map(_is, map(dict.get, dicts, keys), tensors)) and \
+            list(map(_data_ptr, tensors)) == ptrs
 
     def _holders_intact(self) -> bool:
         dicts, keys, expected = self._holder_checks
@@ -556,6 +570,7 @@ class Plan:
     def _refill(self, report: RunReport) -> None:
         ours, theirs, taken = [], [], set()
         self._hops = self._walk()  # the engine rebuilt holders: walk once, rebind reuses it
+        self._refresh_holder_checks()
         owners = self._hops.objects
         for step in self.steps:
             if step.action not in (Action.OUT, Action.COPY):
@@ -579,6 +594,13 @@ class Plan:
 
     def _restore_storage(self) -> list[str]:
         """Put startup storage back under tensors the engine re-pointed (``t.data = new``)."""
+        held = self._startup
+        if held is None:
+            held = self._startup = (
+                [e.storage for e in self.entries.values() if e.startup_data is not None],
+                [e.startup_ptr for e in self.entries.values() if e.startup_data is not None])
+        if list(map(_data_ptr, held[0])) == held[1]:
+            return []
         restored = []
         for key, entry in self.entries.items():
             if entry.startup_data is None or entry.storage.data_ptr() == entry.startup_ptr:
