@@ -23,7 +23,7 @@ from .dag import DerivedNode
 from .errors import AdoptionError, Rule, SpecIssue, SpecValidationError
 from .graph import build_graph
 from .interpret import EagerInterpreter, MetaInterpreter, ViewRebuilder, view_base
-from .ir import TENSOR_KINDS, Slot, TensorKind
+from .ir import TENSOR_KINDS, NodeKind, Slot, TensorKind
 from .lower import Action, build_program, lower_steps
 from .paths import get_path, slot_of
 from .runtime import Entry, Plan, Step, address_of
@@ -271,6 +271,13 @@ def _record_startup(plan: Plan) -> None:
 
 def _lower(plan: Plan, values: dict[str, Any]) -> None:
     """Lower, bind and run the pass once; demote grouping if it is not bit-exact with eager."""
+    deps = plan.graph.source_deps()
+    plan.constants = {n: values[n] for n, node in plan.graph.nodes.items()
+                      if node.kind is NodeKind.OP and not deps[n]
+                      and isinstance(values.get(n), torch.Tensor)}
+    plan.constant_entries = [n for n, e in plan.entries.items()
+                             if e.node.kind in TENSOR_KINDS and e.node.input is not None
+                             and not deps[n]]
     plan._bind_tensors()
     plan.steps = lower_steps(plan)
     plan._stages = {s.target: torch.empty_like(values[s.input]) for s in plan.steps

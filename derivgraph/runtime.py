@@ -169,6 +169,8 @@ class Plan:
         self._names: dict[str, str] = {}
         self._views: dict[str, torch.Tensor] = {}
         self._stages: dict[str, torch.Tensor] = {}
+        self.constant_entries: list[str] = []  # derived tensors no source feeds
+        self.constants: dict[str, torch.Tensor] = {}  # op nodes no source feeds: made at compile
         self._sources: dict[str, torch.Tensor] = {}
         self._src_list: list[tuple[str, Any, torch.Tensor, int]] = []
         self._hops: _Hops | None = None
@@ -276,6 +278,8 @@ class Plan:
             return self._views[ref]
         if ref in self._stages:
             return self._stages[ref]
+        if ref in self.constants:
+            return self.constants[ref]
         raise KeyError(ref)
 
     def is_bound(self, ref: str) -> bool:
@@ -395,7 +399,7 @@ class Plan:
                     or len(refs_in(node.args)) != 1:
                 continue
             base = node.inputs[0]
-            if base in self._views or base in self._sources or (
+            if base in self._views or base in self._sources or base in self.constants or (
                     base in self.entries and isinstance(self.entries[base].storage, torch.Tensor)):
                 inner = self.bound_value(base)
                 args = tuple(inner if isinstance(a, NodeRef) else a for a in node.args)
@@ -572,15 +576,14 @@ class Plan:
         self._hops = self._walk()  # the engine rebuilt holders: walk once, rebind reuses it
         self._refresh_holder_checks()
         owners = self._hops.objects
-        for step in self.steps:
-            if step.action not in (Action.OUT, Action.COPY):
-                continue
-            entry = self.entries[step.target]
+        targets = [s.target for s in self.steps if s.action in (Action.OUT, Action.COPY)]
+        for target in targets + self.constant_entries:  # keep the engine's values, constants too
+            entry = self.entries[target]
             fresh = self._engine_value(entry, owners)
             if fresh is not None:
                 ours.append(entry.storage)
                 theirs.append(fresh)
-                taken.add(step.target)
+                taken.add(target)
                 report.bytes += entry.nbytes()
         if ours:
             torch._foreach_copy_(ours, theirs)
