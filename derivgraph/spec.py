@@ -34,7 +34,10 @@ from pydantic import (
 
 from .errors import SourceLocation
 
-__all__ = ["MODULE_RESERVED", "DerivedTensor", "Kind", "Spec", "SpecFile", "Target", "unsafe_name"]
+__all__ = [
+    "MODULE_RESERVED", "DerivedTensor", "Kind", "Spec", "SpecFile", "Target", "split_type_name",
+    "unsafe_name",
+]
 
 Kind = Literal["parameter", "buffer", "attribute", "alias", "view", "scalar"]
 
@@ -67,6 +70,18 @@ register_load_state_dict_pre_hook register_module register_parameter
 register_state_dict_post_hook register_state_dict_pre_hook requires_grad_ set_extra_state
 set_submodule share_memory state_dict to to_empty train training type xpu zero_grad
 """.split())
+
+
+TYPE_NAME_SUFFIXES = (".__class__.__name__", ".__class__.__qualname__")
+
+
+def split_type_name(path: str) -> tuple[str, str | None]:
+    """``a.b.__class__.__name__`` -> (``a.b``, ``__name__``): the one dunder read a ``where``
+    predicate may make (the class name of an attribute); other paths -> (path, None)."""
+    for suffix in TYPE_NAME_SUFFIXES:
+        if path.endswith(suffix):
+            return path[: -len(suffix)], suffix.rsplit(".", 1)[1]
+    return path, None
 
 
 def unsafe_name(name: str) -> str | None:
