@@ -12,6 +12,7 @@ import torch
 
 from .dag import DerivedGraph, DerivedNode, substitute
 from .errors import Rule
+from .limits import LimitError, check_numel
 from .ops import DTYPES, OPS
 
 __all__ = ["infer_shapes", "meta_value"]
@@ -36,6 +37,8 @@ def meta_value(graph: DerivedGraph, node_id: str, cache: dict[str, Any]) -> Any:
             kwargs["device"] = "meta"
         fn = op.infer or op.fn
         value = fn(*args, **kwargs)
+    if isinstance(value, torch.Tensor):
+        check_numel(value.shape, node_id)  # issue8: refuse huge tensors before allocation
     cache[node_id] = value
     return value
 
@@ -50,6 +53,9 @@ def infer_shapes(graph: DerivedGraph) -> None:
             continue
         try:
             value = meta_value(graph, node_id, cache)
+        except LimitError as exc:
+            graph.issue(exc.rule, exc.message, exc.fix, node)
+            continue
         except (RuntimeError, TypeError, ValueError, IndexError) as exc:
             first = str(exc).strip().split("\n")[0]
             graph.issue(Rule.INFERENCE, f"formula {node.decl.formula or node.decl.of!r} fails on "

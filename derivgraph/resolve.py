@@ -27,6 +27,7 @@ from .expr import (
     Slice,
     parse_formula,
 )
+from .limits import LimitError, check_constant, check_fold
 from .ops import DTYPES, OPS
 from .paths import MISSING, get_path, join
 from .spec import DerivedTensor
@@ -138,6 +139,9 @@ class Resolver:
         obj: Any = self.bound.module
         for i, part in enumerate(parts):
             if isinstance(obj, torch.Tensor):
+                if part.isdigit():  # issue8 bug A: x[3] on a tensor path indexes the tensor
+                    ref = self.graph.source(self.bound.qualify(".".join(parts[:i])), obj)
+                    return self._tensor_attr(ref, parts[i:])
                 # reading .shape/.dtype of a tensor needs no graph node
                 return self._tensor_attr(NodeRef(""), parts[i:], obj)
             nxt = get_path(obj, part)
@@ -166,6 +170,10 @@ class Resolver:
     def _tensor_attr(self, value: Any, rest: list[str], live: torch.Tensor | None = None) -> Any:
         if not rest:
             return value
+        if isinstance(value, NodeRef) and rest[0].isdigit():
+            # issue8 bug A: `t[3]` (flattened into the path `t.3`) is an index of the tensor
+            return self._tensor_attr(self.graph.op("getitem", (value, int(rest[0])), {}),
+                                     rest[1:])
         if isinstance(value, NodeRef):
             meta = self._meta_of(value, live)
             attr = rest[0]
@@ -219,8 +227,11 @@ class Resolver:
         kwargs = {k: self.resolve(v) for k, v in e.kwargs}
         if e.op in _FOLDABLE and not refs_in(args) and not refs_in(kwargs):
             try:
-                return op.fn(*args, **kwargs)
-            except (TypeError, ZeroDivisionError, ValueError) as exc:
+                check_fold(e.op, args)  # issue8: bounded constant folding (DG016)
+                return check_constant(op.fn(*args, **kwargs))
+            except LimitError as exc:
+                raise self.fail(exc.rule, exc.message, exc.fix) from None
+            except (TypeError, ZeroDivisionError, ValueError, OverflowError) as exc:
                 raise self.fail(Rule.INFERENCE, f"{e.op}{args}: {exc}",
                                 "fix the constants") from None
         if op.kind == "create":
