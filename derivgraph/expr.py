@@ -288,13 +288,16 @@ def _registry_loaded() -> bool:
 
 
 def op_signature(name: str) -> OpSignature | None:
-    """The signature of op ``name``: from the live registry once torch is loaded, else from
-    the built-in catalogue; an op missing there loads the registry (plugins' ops)."""
+    """The signature of op ``name``: from the live registry once it is loaded (torch, plugin
+    ops), else from the built-in catalogue ``schema/ops.json`` (no torch)."""
     if not _registry_loaded():
+        # no torch yet, so no op registered beyond the built-ins (a plugin registering ops
+        # imports derivgraph.ops, which loads the registry)
         entry = _builtin_catalogue()["ops"].get(name)
-        if entry is not None:
-            return OpSignature(name, entry["min_args"], entry["max_args"],
-                               tuple(entry["keywords"]), entry["kind"])
+        if entry is None:
+            return None
+        return OpSignature(name, entry["min_args"], entry["max_args"],
+                           tuple(entry["keywords"]), entry["kind"])
     from .ops import OPS
 
     op = OPS.get(name)

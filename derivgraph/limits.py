@@ -36,8 +36,9 @@ _RULE = "DG016 resource-limit"  # errors.Rule.RESOURCE_LIMIT (kept literal: no i
 class Limits:
     """Every bound derivgraph enforces on spec input (change them on :data:`LIMITS`)."""
 
-    max_file_bytes: int = 1 << 20  # one spec file
-    max_yaml_nodes: int = 200_000  # YAML nodes after alias expansion
+    max_file_bytes: int = 512 * 1024  # one spec file (the largest built-in one is 28 KB)
+    max_yaml_nodes: int = 50_000  # YAML nodes after alias expansion
+    max_yaml_depth: int = 64  # nested YAML flow collections, checked before parsing
     max_formula_chars: int = 4096
     max_nesting: int = 64  # brackets plus runs of unary operators, checked before ast.parse
     max_ast_depth: int = 100  # checked right after ast.parse, before any recursive walk
