@@ -38,6 +38,9 @@ class Rule:
     OWNER = "DG012 owner-kind"
     INFERENCE = "DG013 inference-failed"
     NO_MATCH = "DG014 target-not-found"
+    UNSAFE_NAME = "DG015 unsafe-name"
+    RESOURCE_LIMIT = "DG016 resource-limit"
+    UNKNOWN_DEVICE = "DG017 unknown-device"
     # issue7 (compiler) range DG030-DG039
     PASS_FAULT = "DG030 pass-fault"
     SOURCE_CHANGED = "DG031 source-changed"

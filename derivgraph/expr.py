@@ -10,10 +10,16 @@ comprehensions over ``each("pattern")`` (``[w[q:q + 2*kv] for w in each("layers.
 from __future__ import annotations
 
 import ast
+import inspect
+import json
+import sys
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import Any
 
-from .ops import OPS
+from .limits import LIMITS, LimitError, ast_depth, check_constant, check_formula_text, fold
+from .spec import unsafe_name
 
 __all__ = [
     "Attr", "Call", "Comp", "Const", "Expr", "FormulaError", "Index", "ListExpr", "Name",
@@ -115,12 +121,14 @@ class _Converter:
         if not isinstance(node.value, (int, float, str, bool, type(None))):
             raise _fail("DG002 formula-syntax", f"unsupported constant {node.value!r}",
                         "use numbers, strings, True/False or None")
-        return Const(node.value)
+        return Const(_bounded(node.value))
 
     def _Name(self, node: ast.Name) -> Expr:
+        _check_name(node.id)
         return Name(node.id)
 
     def _Attribute(self, node: ast.Attribute) -> Expr:
+        _check_name(node.attr)
         return Attr(self.convert(node.value), node.attr)
 
     def _Subscript(self, node: ast.Subscript) -> Expr:
@@ -145,7 +153,15 @@ class _Converter:
             raise _fail("DG002 formula-syntax",
                         f"operator {type(node.op).__name__} is not supported",
                         "use + - * / // ** or an op such as maximum(a, b)")
-        return Call(op, (self.convert(node.left), self.convert(node.right)))
+        left, right = self.convert(node.left), self.convert(node.right)
+        if isinstance(left, Const) and isinstance(right, Const):
+            try:
+                return Const(fold(op, left.value, right.value))
+            except LimitError as exc:
+                raise _fail(exc.rule, exc.message, exc.fix) from None
+            except (ArithmeticError, TypeError, ValueError):
+                pass  # not a resource problem: the resolver reports it with its context
+        return Call(op, (left, right))
 
     def _UnaryOp(self, node: ast.UnaryOp) -> Expr:
         if isinstance(node.op, ast.USub):
@@ -198,13 +214,117 @@ class _Converter:
         if not ok:
             raise _fail("DG002 formula-syntax", "a comprehension must iterate over each('pattern')",
                         "write [x for x in each('layers.*.self_attn.qkv_proj.weight')]")
-        return Comp(self.convert(node.elt), gen.target.id, it.args[0].value)
+        _check_name(gen.target.id)
+        pattern = _bounded(it.args[0].value)
+        return Comp(self.convert(node.elt), gen.target.id, pattern)
+
+
+def _bounded(value: Any) -> Any:
+    try:
+        return check_constant(value)
+    except LimitError as exc:
+        raise _fail(exc.rule, exc.message, exc.fix) from None
+
+
+def _check_name(name: str) -> None:
+    why = unsafe_name(name)
+    if why is not None and name.startswith("__"):
+        raise _fail("DG015 unsafe-name", f"a formula may not read {name!r}: {why}",
+                    "read tensors, params and config numbers by their plain attribute paths")
+
+
+# ---- op signatures (torch-free for built-in ops) ------------------------------------------------
+
+CATALOGUE_PATH = Path(__file__).with_name("schema") / "ops.json"
+
+
+@dataclass(frozen=True)
+class OpSignature:
+    """What a formula may pass to an op: positional arity, keywords, and its kind."""
+
+    name: str
+    min_args: int
+    max_args: int | None
+    keywords: tuple[str, ...]
+    kind: str
+
+    def signature(self) -> str:
+        extra = "" if self.max_args == self.min_args else ", ..."
+        kws = "".join(f", {k}=" for k in self.keywords)
+        return f"{self.name}({self.min_args} arg(s){extra}{kws})"
+
+
+def signature_of(name: str, fn: Any, kind: str) -> OpSignature:
+    """The formula-level signature of a registered op's function."""
+    params = list(inspect.signature(fn).parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
+    keywords = tuple(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                     and p.name != "device")
+    return OpSignature(name, sum(1 for p in positional if p.default is p.empty),
+                       None if varargs else len(positional), keywords, kind)
+
+
+def registry_catalogue() -> dict[str, Any]:
+    """The op catalogue computed from the live registry (imports torch)."""
+    from .ops import DTYPES, OPS
+
+    return {
+        "dtypes": sorted(DTYPES),
+        "ops": {n: {"min_args": s.min_args, "max_args": s.max_args,
+                    "keywords": list(s.keywords), "kind": s.kind}
+                for n, s in sorted((n, signature_of(n, op.fn, op.kind)) for n, op in OPS.items()
+                                   if getattr(op.fn, "__module__", "") == "derivgraph.ops")},
+    }
+
+
+@cache
+def _builtin_catalogue() -> dict[str, Any]:
+    return json.loads(CATALOGUE_PATH.read_text(encoding="utf-8"))
+
+
+def _registry_loaded() -> bool:
+    return "derivgraph.ops" in sys.modules
+
+
+def op_signature(name: str) -> OpSignature | None:
+    """The signature of op ``name``: from the live registry once it is loaded (torch, plugin
+    ops), else from the built-in catalogue ``schema/ops.json`` (no torch)."""
+    if not _registry_loaded():
+        # no torch yet, so no op registered beyond the built-ins (a plugin registering ops
+        # imports derivgraph.ops, which loads the registry)
+        entry = _builtin_catalogue()["ops"].get(name)
+        if entry is None:
+            return None
+        return OpSignature(name, entry["min_args"], entry["max_args"],
+                           tuple(entry["keywords"]), entry["kind"])
+    from .ops import OPS
+
+    op = OPS.get(name)
+    return None if op is None else signature_of(name, op.fn, op.kind)
+
+
+def op_names() -> list[str]:
+    if _registry_loaded():
+        from .ops import OPS
+
+        return sorted(OPS)
+    return sorted(_builtin_catalogue()["ops"])
+
+
+def dtype_names() -> frozenset[str]:
+    """Names formulas and ``dtype:`` may use (torch-free)."""
+    if _registry_loaded():
+        from .ops import DTYPES
+
+        return frozenset(DTYPES)
+    return frozenset(_builtin_catalogue()["dtypes"])
 
 
 def _check_op(name: str, nargs: int, keywords: list[str]) -> None:
-    op = OPS.get(name)
+    op = op_signature(name)
     if op is None:
-        close = sorted(n for n in OPS if n[:3] == name[:3])
+        close = sorted(n for n in op_names() if n[:3] == name[:3])
         hint = f" (similar: {', '.join(close)})" if close else ""
         raise _fail("DG004 unknown-op", f"unknown function {name!r}{hint}",
                     "use a built-in op (`derivgraph ops` lists them) or register one with "
@@ -212,18 +332,48 @@ def _check_op(name: str, nargs: int, keywords: list[str]) -> None:
     if nargs < op.min_args or (op.max_args is not None and nargs > op.max_args):
         want = f"{op.min_args}" if op.max_args == op.min_args else f"{op.min_args}..{op.max_args}"
         raise _fail("DG005 arity", f"{name} takes {want} positional argument(s), got {nargs}",
-                    f"call it as {op.signature()}")
-    bad = [k for k in keywords if k not in op.keywords or k == "device"]
+                    f"call it as {_call_hint(name, op)}")
+    bad = [k for k in keywords if k not in op.keywords]
     if bad:
         raise _fail("DG005 arity", f"{name} has no keyword(s) {', '.join(bad)}",
-                    f"call it as {op.signature()}")
+                    f"call it as {_call_hint(name, op)}")
+
+
+def _call_hint(name: str, op: OpSignature) -> str:
+    if _registry_loaded():
+        from .ops import OPS
+
+        if name in OPS:
+            return OPS[name].signature()
+    return op.signature()
 
 
 def parse_formula(text: str) -> Expr:
-    """Parse a formula into an :class:`Expr`; raise :class:`FormulaError` on anything else."""
+    """Parse a formula into an :class:`Expr`; raise :class:`FormulaError` on anything else.
+
+    Length and nesting are bounded before ``ast.parse`` and the tree depth right after it
+    (:mod:`derivgraph.limits`), so no input can exhaust the recursion limit or the memory.
+    """
+    if not isinstance(text, str):
+        raise _fail("DG001 schema", f"a formula must be a string, not {type(text).__name__}",
+                    "quote the formula")
     try:
+        check_formula_text(text)
         tree = ast.parse(text.strip(), mode="eval")
+        depth = ast_depth(tree, LIMITS.max_ast_depth)
+        if depth > LIMITS.max_ast_depth:
+            raise LimitError(f"the formula is more than {LIMITS.max_ast_depth} levels deep",
+                             "split it into several derived tensors")
+    except LimitError as exc:
+        raise _fail(exc.rule, exc.message, exc.fix) from None
     except SyntaxError as exc:
-        raise _fail("DG002 formula-syntax", f"invalid formula {text!r}: {exc.msg}",
+        raise _fail("DG002 formula-syntax", f"invalid formula {_clip(text)}: {exc.msg}",
                     "write a Python-style expression, e.g. 'reciprocal(a1_scale)'") from None
+    except (RecursionError, MemoryError):
+        raise _fail("DG016 resource-limit", "the formula is too deeply nested to parse",
+                    "flatten the expression") from None
     return _Converter(text).convert(tree.body)
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "...")

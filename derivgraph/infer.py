@@ -14,6 +14,7 @@ from .dag import DerivedGraph, DerivedNode
 from .errors import Rule
 from .interpret import Failed, MetaInterpreter
 from .ir import NodeKind, TensorKind
+from .limits import LimitError, check_numel
 from .ops import DTYPES
 
 __all__ = ["infer_shapes", "meta_value"]
@@ -36,6 +37,7 @@ def infer_shapes(graph: DerivedGraph) -> None:
     """
     env = MetaInterpreter(graph).run()
     graph.meta_env = env
+    _check_sizes(graph, env)
     devices = _source_devices(graph)
     for node_id, node in graph.derived.items():
         if node.input is None:
@@ -54,6 +56,27 @@ def infer_shapes(graph: DerivedGraph) -> None:
             continue
         node.meta = value
         _check_declared(graph, node, value, devices[node_id])
+
+
+def _check_sizes(graph: DerivedGraph, env: dict[str, Any]) -> None:
+    """Refuse any inferred tensor (intermediates too) above the element limit, before allocation.
+
+    The issue is reported on the first derived tensor the oversized value feeds, so it carries
+    that spec's file and line.
+    """
+    feeds: dict[str, DerivedNode | None] = {}
+    nodes = graph.nodes
+    for n in reversed(graph.ordered()):
+        here = graph.derived.get(n) or feeds.get(n)
+        for p in nodes[n].inputs:
+            feeds.setdefault(p, here)
+    for n in graph.ordered():
+        value = env.get(n)
+        if isinstance(value, torch.Tensor) and nodes[n].kind is not NodeKind.SOURCE:
+            try:
+                check_numel(value.shape, n)
+            except LimitError as exc:
+                graph.issue(exc.rule, exc.message, exc.fix, graph.derived.get(n) or feeds.get(n))
 
 
 def _source_devices(graph: DerivedGraph) -> dict[str, frozenset[Any]]:

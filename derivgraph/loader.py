@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.resources
 import logging
+import re
 from collections.abc import Iterable
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -20,6 +21,7 @@ import yaml
 from pydantic import ValidationError
 
 from .errors import Rule, SourceLocation, SpecIssue, SpecValidationError
+from .limits import LIMITS
 from .spec import Spec, SpecFile
 
 __all__ = [
@@ -37,25 +39,77 @@ ENTRY_POINT_GROUP = "derivgraph.specs"
 
 _Lines = dict[tuple[Any, ...], int]
 
+# The only YAML tags a spec may carry: plain mappings, lists and scalars (no !!python/...).
+_SAFE_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in (
+    "map", "seq", "str", "int", "float", "bool", "null", "timestamp"))
 
-def _plain(node: yaml.Node, path: tuple[Any, ...], lines: _Lines, file: str) -> Any:
-    """Turn a composed YAML node into Python data, recording the line of every element."""
+
+# libyaml when present: its parser is iterative and about 40x faster than the pure-Python one.
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def _check_flow_depth(text: str, file: str) -> None:
+    """Refuse deeply nested flow collections before the YAML parser sees them."""
+    depth = 0
+    for m in _BRACKETS.finditer(text):
+        depth += 1 if m.group() in "[{" else -1
+        if depth > LIMITS.max_yaml_depth:
+            line = text.count("\n", 0, m.start()) + 1
+            raise SpecValidationError([SpecIssue(
+                Rule.SCHEMA, f"the YAML nests more than {LIMITS.max_yaml_depth} levels deep",
+                "flatten the document", SourceLocation(file, line))])
+
+
+def _refuse(message: str, fix: str, file: str, node: yaml.Node | None) -> SpecValidationError:
+    line = node.start_mark.line + 1 if node is not None else 0
+    return SpecValidationError([SpecIssue(Rule.SCHEMA, message, fix, SourceLocation(file, line))])
+
+
+def _constructor(budget: list[Any]) -> yaml.SafeLoader:
+    """One scalar constructor per document (kept in the budget list; building one is slow)."""
+    if len(budget) == 1:
+        budget.append(yaml.SafeLoader(""))
+    return budget[1]
+
+
+def _plain(node: yaml.Node, path: tuple[Any, ...], lines: _Lines, file: str,
+           budget: list[Any] | None = None) -> Any:
+    """Turn a composed YAML node into Python data, recording the line of every element.
+
+    Aliases are expanded against a node budget (``LIMITS.max_yaml_nodes``): a billion-laughs
+    document is refused as DG001 after that many nodes, not after exhausting memory.
+    """
+    budget = [LIMITS.max_yaml_nodes] if budget is None else budget
+    constructor = _constructor(budget)
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _refuse(f"the YAML expands to more than {LIMITS.max_yaml_nodes} nodes (aliases "
+                      "that reference aliases?)", "write the specs out without nested YAML "
+                      "aliases", file, node)
+    if node.tag not in _SAFE_TAGS:
+        raise _refuse(f"YAML tag {node.tag!r} is not allowed in a spec",
+                      "remove the tag: specs hold plain mappings, lists, strings and numbers",
+                      file, node)
     lines[path] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
-            key = _plain(key_node, (*path, "<key>"), lines, file)
+            key = _plain(key_node, (*path, "<key>"), lines, file, budget)
+            if not isinstance(key, (str, int, float, bool)) and key is not None:
+                raise _refuse(f"a mapping key must be a string or a number, not "
+                              f"{type(key).__name__}", "use plain keys", file, key_node)
             if key in out:
                 raise SpecValidationError([SpecIssue(
                     Rule.DUPLICATE, f"key {key!r} appears twice in one mapping",
                     "remove one of the two entries",
                     SourceLocation(file, key_node.start_mark.line + 1),
                 )])
-            out[key] = _plain(value_node, (*path, key), lines, file)
+            out[key] = _plain(value_node, (*path, key), lines, file, budget)
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [_plain(v, (*path, i), lines, file) for i, v in enumerate(node.value)]
-    return yaml.SafeLoader("").construct_object(node, deep=True)
+        return [_plain(v, (*path, i), lines, file, budget) for i, v in enumerate(node.value)]
+    return constructor.construct_object(node, deep=True)
 
 
 def _line_for(loc: tuple[Any, ...], lines: _Lines) -> int:
@@ -66,9 +120,23 @@ def _line_for(loc: tuple[Any, ...], lines: _Lines) -> int:
 
 
 def load_spec_text(text: str, file: str = "<string>") -> list[Spec]:
-    """Parse one YAML document of specs; every error carries ``file:line``."""
+    """Parse one YAML document of specs; every error carries ``file:line``.
+
+    Bounded (:mod:`derivgraph.limits`): the text's size, alias expansion and nesting; YAML
+    tags other than plain mappings, lists and scalars are refused.
+    """
+    if len(text) > LIMITS.max_file_bytes:
+        raise SpecValidationError([SpecIssue(
+            Rule.RESOURCE_LIMIT, f"the spec text is {len(text)} characters long (limit "
+            f"{LIMITS.max_file_bytes})", "split the specs over several files",
+            SourceLocation(file, 1))])
+    _check_flow_depth(text, file)
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=_LOADER)
+    except RecursionError:
+        raise SpecValidationError([SpecIssue(
+            Rule.SCHEMA, "the YAML is nested too deeply to read", "flatten the document",
+            SourceLocation(file, 1))]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else 0
@@ -83,7 +151,18 @@ def load_spec_text(text: str, file: str = "<string>") -> list[Spec]:
             SourceLocation(file, 1),
         )])
     lines: _Lines = {}
-    data = _plain(root, (), lines, file)
+    try:
+        data = _plain(root, (), lines, file)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise SpecValidationError([SpecIssue(
+            Rule.SCHEMA, f"not valid YAML: {getattr(exc, 'problem', exc)}",
+            "use plain YAML values (strings, numbers, true/false, null)",
+            SourceLocation(file, mark.line + 1 if mark else 0))]) from None
+    except RecursionError:
+        raise SpecValidationError([SpecIssue(
+            Rule.SCHEMA, "the YAML is nested too deeply to read", "flatten the document",
+            SourceLocation(file, 1))]) from None
     try:
         parsed = SpecFile.model_validate(data)
     except ValidationError as exc:
@@ -115,10 +194,31 @@ def _schema_fix(err: dict[str, Any]) -> str:
     return "correct the value as the message says (see `derivgraph schema`)"
 
 
+def read_spec_bytes(data: bytes, file: str) -> str:
+    """Decode a spec file: UTF-8 only, bounded in size; DG001/DG016 errors with the line."""
+    if len(data) > LIMITS.max_file_bytes:
+        raise SpecValidationError([SpecIssue(
+            Rule.RESOURCE_LIMIT, f"the file is {len(data)} bytes (limit {LIMITS.max_file_bytes})",
+            "split the specs over several files", SourceLocation(file, 1))])
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise SpecValidationError([SpecIssue(
+            Rule.SCHEMA, f"the file is not UTF-8 (byte {data[exc.start]:#04x} at offset "
+            f"{exc.start})", "save the file as UTF-8", SourceLocation(file, line))]) from None
+
+
 def load_spec_file(path: str | Path) -> list[Spec]:
     """Load one YAML spec file."""
     path = Path(path)
-    return load_spec_text(path.read_text(encoding="utf-8"), str(path))
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SpecValidationError([SpecIssue(
+            Rule.SCHEMA, f"cannot read the file: {exc.strerror or exc}",
+            "check the path", SourceLocation(str(path), 0))]) from None
+    return load_spec_text(read_spec_bytes(data, str(path)), str(path))
 
 
 def load_specs(paths: Iterable[str | Path]) -> list[Spec]:

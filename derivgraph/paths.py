@@ -46,10 +46,20 @@ def _step(obj: Any, part: str) -> Any:
     return getattr(obj, part, MISSING)
 
 
+def _is_dunder(part: str) -> bool:
+    return part.startswith("__") and part.endswith("__")
+
+
 def get_path(root: Any, path: str) -> Any:
-    """The object at ``path`` from ``root``, or :data:`MISSING`."""
+    """The object at ``path`` from ``root``, or :data:`MISSING`.
+
+    Dunder segments (``__class__``, ``__globals__``) never resolve: a path from an untrusted
+    spec cannot reach Python internals.
+    """
     obj = root
     for part in path.split(".") if path else ():
+        if _is_dunder(part):
+            return MISSING
         obj = _step(obj, part)
         if obj is MISSING:
             return MISSING
@@ -86,8 +96,11 @@ def set_slot(owner: Any, name: str, value: Any, slot: str, persistent: bool = Fa
     """Bind ``owner.name = value`` in ``slot`` (parameter, buffer or attribute).
 
     Removes ``name`` from the other slots first, so a module never holds it twice. Works on
-    frozen dataclasses and ``__slots__`` objects through ``object.__setattr__``.
+    frozen dataclasses and ``__slots__`` objects through ``object.__setattr__``. Dunder names
+    are refused (``ValueError``); specs are checked earlier (``DG015 unsafe-name``).
     """
+    if _is_dunder(name):
+        raise ValueError(f"refusing to bind the dunder {name!r}")
     if isinstance(owner, nn.Module):
         owner._parameters.pop(name, None)
         owner._buffers.pop(name, None)

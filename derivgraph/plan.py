@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .bind import match_specs
+from .bind import check_bindings, match_specs
 from .dag import DerivedNode
 from .errors import AdoptionError, Rule, SpecIssue, SpecValidationError
 from .graph import build_graph
@@ -28,6 +28,7 @@ from .lower import Action, build_program, lower_steps
 from .paths import get_path, slot_of
 from .runtime import Entry, Plan, Step, address_of
 from .spec import Spec
+from .validate import check_specs
 
 __all__ = ["Entry", "Plan", "Step", "compile_plan"]
 
@@ -188,17 +189,30 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None, require_match: bool
              strict: bool) -> Plan:
     from .loader import default_specs
 
+    explicit = specs is not None
     specs = list(default_specs() if specs is None else specs)
+    # issue8: the one model-free rule set (same codes as `derivgraph validate`), then owner
+    # and name safety of the matches; both before any tensor or attribute is touched.
+    issues = check_specs(specs)
+    if issues:
+        raise SpecValidationError(issues)
     bound = match_specs(model, specs)
+    issues = check_bindings(bound)
+    if issues:
+        raise SpecValidationError(issues)
     graph = build_graph(model, bound)
+    matched = {b.spec.name for b in bound}
+    unmatched = [spec for spec in specs if spec.name not in matched]
     if require_match:
-        matched = {b.spec.name for b in bound}
-        for spec in specs:
-            if spec.name not in matched:
-                graph.issues.append(SpecIssue(
-                    Rule.NO_MATCH, f"spec {spec.name!r} matches no module of "
-                    f"{type(model).__name__}", "check target classes, object and where",
-                    spec.location))
+        for spec in unmatched:
+            graph.issues.append(SpecIssue(
+                Rule.NO_MATCH, f"spec {spec.name!r} matches no module of "
+                f"{type(model).__name__}", "check target classes, object and where",
+                spec.location))
+    elif unmatched and explicit:
+        logger.warning("%d spec(s) match no module of %s: %s (pass require_match=True to make "
+                       "this an error)", len(unmatched), type(model).__name__,
+                       ", ".join(f"{s.name} ({s.location})" for s in unmatched))
     graph.raise_if_issues()
     plan = Plan(model, graph)
     plan.strict = strict

@@ -29,6 +29,7 @@ from .expr import (
     parse_formula,
 )
 from .ir import NodeKind, OpKind, TensorKind
+from .limits import LimitError, check_constant, check_fold
 from .ops import DTYPES, OPS
 from .paths import MISSING, get_path, join
 from .spec import DerivedTensor
@@ -149,7 +150,7 @@ class Resolver:
         obj: Any = self.bound.module
         for i, part in enumerate(parts):
             if isinstance(obj, torch.Tensor):
-                if parts[i].isdigit():  # x.0 is x[0]: an index into the source tensor
+                if part.isdigit():  # x.0 is x[0]: an index into the source tensor (bug A)
                     ref = self.graph.source(self.bound.qualify(".".join(parts[:i])), obj)
                     return self._tensor_attr(ref, parts[i:])
                 # reading .shape/.dtype of a tensor needs no graph node
@@ -236,8 +237,11 @@ class Resolver:
         kwargs = {k: self.resolve(v) for k, v in e.kwargs}
         if e.op in _FOLDABLE and not refs_in(args) and not refs_in(kwargs):
             try:
-                return op.fn(*args, **kwargs)
-            except (TypeError, ZeroDivisionError, ValueError) as exc:
+                check_fold(e.op, args)  # issue8: bounded constant folding (DG016)
+                return check_constant(op.fn(*args, **kwargs))
+            except LimitError as exc:
+                raise self.fail(exc.rule, exc.message, exc.fix) from None
+            except (TypeError, ZeroDivisionError, ValueError, OverflowError) as exc:
                 raise self.fail(Rule.INFERENCE, f"{e.op}{args}: {exc}",
                                 "fix the constants") from None
         if op.kind is OpKind.CREATE:

@@ -34,7 +34,10 @@ from pydantic import (
 
 from .errors import SourceLocation
 
-__all__ = ["DerivedTensor", "Kind", "Spec", "SpecFile", "Target"]
+__all__ = [
+    "MODULE_RESERVED", "DerivedTensor", "Kind", "Spec", "SpecFile", "Target", "split_type_name",
+    "unsafe_name",
+]
 
 Kind = Literal["parameter", "buffer", "attribute", "alias", "view", "scalar"]
 
@@ -45,6 +48,49 @@ ClassNames = Annotated[
 ]
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+# Attribute names every torch.nn.Module has (methods, properties, its registries): a spec may
+# never bind, own or read through them. Kept literal so that spec checks need no torch;
+# tests/test_hardening.py checks it covers dir(nn.Module()) of the installed torch.
+MODULE_RESERVED = frozenset("""
+T_destination _apply _backward_hooks _backward_pre_hooks _buffers _call_impl _compiled_call_impl
+_forward_hooks _forward_hooks_always_called _forward_hooks_with_kwargs _forward_pre_hooks
+_forward_pre_hooks_with_kwargs _get_backward_hooks _get_backward_pre_hooks _get_name
+_is_full_backward_hook _load_from_state_dict _load_state_dict_post_hooks
+_load_state_dict_pre_hooks _maybe_warn_non_full_backward_hook _modules _named_members
+_non_persistent_buffers_set _parameters _register_load_state_dict_pre_hook
+_register_state_dict_hook _replicate_for_data_parallel _save_to_state_dict _slow_forward
+_state_dict_hooks _state_dict_pre_hooks _version _wrapped_call_impl add_module apply bfloat16
+buffers call_super_init children compile cpu cuda double dump_patches eval extra_repr float
+forward get_buffer get_extra_state get_parameter get_submodule half ipu load_state_dict modules
+mtia named_buffers named_children named_modules named_parameters parameters
+register_backward_hook register_buffer register_forward_hook register_forward_pre_hook
+register_full_backward_hook register_full_backward_pre_hook register_load_state_dict_post_hook
+register_load_state_dict_pre_hook register_module register_parameter
+register_state_dict_post_hook register_state_dict_pre_hook requires_grad_ set_extra_state
+set_submodule share_memory state_dict to to_empty train training type xpu zero_grad
+""".split())
+
+
+TYPE_NAME_SUFFIXES = (".__class__.__name__", ".__class__.__qualname__")
+
+
+def split_type_name(path: str) -> tuple[str, str | None]:
+    """``a.b.__class__.__name__`` -> (``a.b``, ``__name__``): the one dunder read a ``where``
+    predicate may make (the class name of an attribute); other paths -> (path, None)."""
+    for suffix in TYPE_NAME_SUFFIXES:
+        if path.endswith(suffix):
+            return path[: -len(suffix)], suffix.rsplit(".", 1)[1]
+    return path, None
+
+
+def unsafe_name(name: str) -> str | None:
+    """Why ``name`` may not be bound or traversed (a dunder, an nn.Module member), else None."""
+    if name.startswith("__") and name.endswith("__"):
+        return f"{name!r} is a dunder (Python internals)"
+    if name in MODULE_RESERVED:
+        return f"{name!r} is reserved by torch.nn.Module"
+    return None
 _PATH = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*|\d+)(\.([A-Za-z_][A-Za-z0-9_]*|\d+))*$")
 
 
@@ -160,6 +206,11 @@ class DerivedTensor(_Strict):
         ge=0.0,
         description="Largest |engine - formula| accepted when adopting the engine's tensor.",
     )
+    replace: bool = Field(
+        default=False,
+        description="Allow binding over an attribute the owner already holds as None (a tensor "
+        "is adopted, never replaced). Callables and other values are never replaced.",
+    )
     description: str = Field(default="", description="What the tensor is and who reads it.")
 
     @field_validator("name")
@@ -210,16 +261,8 @@ class Spec(_Strict):
     derived: list[DerivedTensor] = Field(description="The tensors this spec declares.")
 
     @model_validator(mode="after")
-    def _unique_names(self) -> Spec:
-        seen: set[tuple[str, str]] = set()
-        for d in self.derived:
-            key = (d.owner, d.name)
-            if key in seen:
-                raise ValueError(
-                    f"derived tensor {d.owner + '.' if d.owner else ''}{d.name} is declared twice "
-                    "in this spec; keep one declaration (use kind 'alias' for a second holder)"
-                )
-            seen.add(key)
+    def _param_names(self) -> Spec:
+        # duplicate derived names are DG009, checked by derivgraph.validate.check_specs
         for p in self.params:
             if not _IDENT.match(p):
                 raise ValueError(f"param name {p!r} must be a Python identifier")

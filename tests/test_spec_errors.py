@@ -100,7 +100,7 @@ def test_bound_validation_errors_touch_nothing(fixtures, name, rule, needle):
 def test_cycle_message_prints_the_cycle(fixtures):
     issues = _issues_of(fixtures / "specs" / "cyclic.yaml")
     cyc = next(i for i in issues if i.rule == Rule.CYCLE)
-    assert cyc.message.endswith("cycle: a -> b -> a") and cyc.node == "a"
+    assert cyc.message.endswith("cycle: a -> b -> a") and cyc.node == "cyclic:a"
 
 
 def test_adoption_mismatch_is_an_error_and_touches_nothing():
