@@ -80,13 +80,13 @@ class TreeIndex:
 
     def resolve_method(self, cls: str, method: str,
                        ancestors: Mapping[str, frozenset[str]]) -> Iterator[ClassEntry]:
-        """Entries of ``cls`` or its ancestors that define ``method`` (nearest class first)."""
-        seen: set[str] = set()
+        """The entries of the nearest class among ``cls`` and its ancestors that defines
+        ``method`` (several when that short name is defined in several files)."""
         for name in [cls, *sorted(ancestors.get(cls, frozenset()) - {cls})]:
-            for entry in self.entries(name):
-                if method in entry.methods and name not in seen:
-                    seen.add(name)
-                    yield entry
+            found = [e for e in self.entries(name) if method in e.methods]
+            if found:
+                yield from found
+                return
 
     def overrides(self, cls: str, method: str, limit: int) -> list[ClassEntry]:
         """Subclasses of ``cls`` anywhere in the tree that define ``method`` (none past

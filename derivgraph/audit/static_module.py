@@ -129,6 +129,19 @@ _MAX_OWNERS = 2  # layer.m() on an unknown receiver: followed when at most this 
 _MAX_OVERRIDES = 6
 
 
+def _getattr_locals(func: FuncNode) -> dict[str, str]:
+    """Locals bound to a method looked up by name: ``fold = getattr(module, "fold_x", None)``."""
+    out: dict[str, str] = {}
+    for node in ast.walk(func):
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Name) and node.value.func.id == "getattr"
+                and len(node.value.args) >= 2 and isinstance(node.value.args[1], ast.Constant)
+                and isinstance(node.value.args[1].value, str)):
+            out[node.targets[0].id] = node.value.args[1].value
+    return out
+
+
 def _isinstance_map(calls: Sequence[ast.Call]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for call in calls:
@@ -153,8 +166,15 @@ def _externals(scope: ModuleScope, reached: Sequence[Reached], imports: dict[str
     for r in reached:
         calls = scope.function_index(r.func).calls
         narrowed = _isinstance_map(calls)
+        looked_up = _getattr_locals(r.func) if "getattr" in ast.dump(r.func.args) or any(
+            isinstance(c.func, ast.Name) and c.func.id == "getattr" for c in calls) else {}
         roots = r.root_classes or (scope.lineage(r.cls) if r.cls else frozenset())
         for call in calls:
+            if isinstance(call.func, ast.Name) and call.func.id in looked_up:
+                # fold = getattr(module, "m", None); fold(): the method m on an unknown receiver
+                call = ast.Call(func=ast.Attribute(value=ast.Name(id="<obj>", ctx=ast.Load()),
+                                                   attr=looked_up[call.func.id], ctx=ast.Load()),
+                                args=call.args, keywords=call.keywords)
             for file, cls, name in _targets(call, r, scope, imports, tree, narrowed,
                                             context.ancestors):
                 if (file == this_file and (cls, name) in done) or (file, cls, name) in seen:
@@ -193,15 +213,17 @@ def _targets(call: ast.Call, r: Reached, scope: ModuleScope, imports: dict[str, 
         if not local:
             for entry in tree.resolve_method(r.cls, meth, ancestors):
                 yield entry.file, entry.name, meth
-                break
         for entry in tree.overrides(r.cls, meth, _MAX_OVERRIDES):
             yield entry.file, entry.name, meth
         return
     if (isinstance(recv, ast.Call) and isinstance(recv.func, ast.Name)
             and recv.func.id == "super" and r.cls):
-        for entry in tree.resolve_method(r.cls, meth, ancestors):
-            if entry.name != r.cls:
-                yield entry.file, entry.name, meth
+        for base in sorted(ancestors.get(r.cls, frozenset()) - {r.cls}):
+            found = [e for e in tree.entries(base) if meth in e.methods]
+            if found and not any(meth in scope.classes[c].methods for c in scope.classes
+                                 if c != r.cls and c in scope.lineage(r.cls)):
+                for entry in found:
+                    yield entry.file, entry.name, meth
                 break
         return
     if (isinstance(recv, ast.Attribute) and isinstance(recv.value, ast.Name)
@@ -217,7 +239,6 @@ def _targets(call: ast.Call, r: Reached, scope: ModuleScope, imports: dict[str, 
     for cls in classes:
         for entry in tree.resolve_method(cls, meth, ancestors):
             yield entry.file, entry.name, meth
-            break
 
 
 class _Returns:

@@ -36,6 +36,8 @@ from .static_infer import TensorInference, TensorInfo, attr_chain, call_name
 from .static_scope import ModuleScope, Reached
 from .static_sites import RawSite
 from .static_vocab import (
+    NON_TENSOR_ATTRS,
+    NON_TENSOR_METHODS,
     SCALAR_BUILTINS,
     SCALAR_METHODS,
     Returned,
@@ -320,7 +322,8 @@ class FunctionAudit(CallRules):
         if chain is None or "." not in chain or chain.split(".")[0] in self.imports:
             return
         attr = owner_attr(chain)
-        if looks_like_tensor_attr(attr) or chain in self.inf.stored or attr in _LOADED_NAMES:
+        if looks_like_tensor_attr(attr) or chain in self.inf.stored or attr in _LOADED_NAMES \
+                or attr == "data":
             return  # an in-place write into a tensor
         info = self.inf.infer(value)
         if info is None or info.param:
@@ -378,8 +381,7 @@ class FunctionAudit(CallRules):
             self._fold_site(stmt, chain, f"`{short(call)}`", call)
         elif f.attr == "copy_" and call.args:
             base = chain.removesuffix(".data")
-            used = {c.removesuffix(".data") for n in ast.walk(call.args[0])
-                    if isinstance(n, (ast.Attribute, ast.Name)) and (c := attr_chain(n))}
+            used = _shape_free_chains(call.args[0])
             held = self.holders.get(base, [])
             if base in used or any(h in used for h in held):
                 self._fold_site(stmt, chain, f"`{short(call)}` reads its own target", call)
@@ -626,6 +628,8 @@ class FunctionAudit(CallRules):
     def _from_weights(self, value: ast.expr) -> bool:
         """Whether a value reads weights: an attribute named like a weight, directly or through a
         local defined earlier."""
+        if _is_allocation(value):
+            return False  # zeros/empty/full take only shapes, dtypes and devices from weights
         names: list[str] = []
         nodes = [value]
         for n in ast.walk(value):
@@ -674,6 +678,33 @@ class FunctionAudit(CallRules):
         tree = Draft(self.defs, receivers, self.imports).visit(copy_expr(value))
         text = " ".join(ast.unparse(tree).split())
         return text if len(text) <= 160 else None
+
+
+_ALLOCATIONS = frozenset({"zeros", "empty", "ones", "full", "arange", "new_zeros", "new_empty",
+                          "new_ones", "new_full", "zeros_like", "empty_like", "ones_like",
+                          "full_like", "empty_strided", "tensor"})
+
+
+def _is_allocation(value: ast.expr) -> bool:
+    """A fresh allocation whose values do not come from any tensor argument."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, (ast.Attribute, ast.Name))):
+        return False
+    name = value.func.attr if isinstance(value.func, ast.Attribute) else value.func.id
+    return name in _ALLOCATIONS and name != "tensor" or (
+        name == "tensor" and all(isinstance(a, ast.Constant) for a in value.args))
+
+
+def _shape_free_chains(node: ast.expr) -> set[str]:
+    """Dotted names an expression reads as tensors (not only for .shape/.dtype/.size())."""
+    skip: set[int] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute) and n.attr in NON_TENSOR_ATTRS:
+            skip.update(id(m) for m in ast.walk(n.value))
+        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+              and n.func.attr in NON_TENSOR_METHODS):
+            skip.update(id(m) for m in ast.walk(n.func.value))
+    return {c.removesuffix(".data") for n in ast.walk(node) if id(n) not in skip
+            and isinstance(n, (ast.Attribute, ast.Name)) and (c := attr_chain(n))}
 
 
 def _is_container(value: ast.expr) -> bool:
