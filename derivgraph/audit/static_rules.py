@@ -475,6 +475,11 @@ class FunctionAudit(CallRules):
             return
         scalar = self._scalar_reason(value)
         if scalar:
+            if f"{owner}.{attr}" in self.guards:  # a host scalar taken once, on first use
+                self._emit(stmt, attr, owner, "lazy-cache",
+                           f"built once behind `if {owner}.{attr} is None`: {scalar}", value,
+                           "scalar")
+                return
             self._emit(stmt, attr, owner, "host-scalar", scalar, value, "scalar")
             return
         captured = self._captured_reason(value)
