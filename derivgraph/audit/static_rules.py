@@ -149,6 +149,7 @@ class FunctionAudit(CallRules):
         self.lineage = tuple(sorted(scope.lineage(reached.cls))) if reached.cls else ()
         self.guards: list[str] = []  # chains of enclosing `if <chain> is None:` guards
         self._copies: bool | None = None  # whether the function refills with copy_ (lazy)
+        self.nested_defs: dict[str, ast.AST] = {}  # nested functions by name
         self.index = scope.function_index(reached.func)
         self.imports = imports
         self.module_returns_tensor = returns_tensor
@@ -271,6 +272,7 @@ class FunctionAudit(CallRules):
             self.holders.pop(name, None)
 
     def _nested_function(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.nested_defs[func.name] = func
         captured = sorted(n for n in free_names(func) if self._captures_tensor(n))
         if captured:
             self.closures[func.name] = captured
@@ -640,6 +642,8 @@ class FunctionAudit(CallRules):
         for n in ast.walk(value):
             if isinstance(n, ast.Name) and n.id in self.defs:
                 nodes.append(self.defs[n.id])
+            elif isinstance(n, ast.Name) and n.id in self.nested_defs:
+                nodes.append(self.nested_defs[n.id])  # a nested helper: what it reads
         for node in nodes:
             names += [n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)]
         return any(looks_like_tensor_attr(a) or any(w in a for w in _WEIGHT_WORD) for a in names)
