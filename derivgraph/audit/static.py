@@ -2,10 +2,12 @@
 
 It reads Python source with :mod:`ast` and never imports the scanned code. Post-load code is
 ``process_weights_after_loading``, ``load_weights``, ``post_load_weights``, constructors of
-objects that post-load code rebuilds (experts, kernels, quant configs, ...) and every function
-they call in the same file (:mod:`.static_scope`). In it, the rules of :mod:`.static_rules` find
-the statements that store derived state on objects; each site is then matched against the spec
-library (:mod:`.static_match`).
+objects that post-load code rebuilds (experts, kernels, quant configs, ...), functions assigned
+over a post-load method, and every function they call, in the same file (:mod:`.static_scope`)
+and, through a tree-wide index (:mod:`.static_index`), in other files: a second round audits
+those. In it, the rules of :mod:`.static_rules` find the statements that store derived state
+(plus lazy caches in any method); each site gets a severity from the engine's reload semantics
+(:mod:`.static_semantics`) and is matched against the spec library (:mod:`.static_match`).
 
 Example::
 

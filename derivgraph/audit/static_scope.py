@@ -12,12 +12,15 @@
   prepare/finalize objects and MoE quant configs (``make_*_moe_kernel`` builds new ones on every
   reload), so their constructors run again; modules, quant methods, attention impls and
   quantization configs are built once with the model, so their constructors are out of scope;
-* ``__init__`` of any class of the same file that reached post-load code instantiates by name.
+* ``__init__`` of any class of the same file that reached post-load code instantiates by name;
+* functions assigned over a post-load method (``qm.process_weights_after_loading = wrapped``).
 
 A call whose every caller binds a parameter to the same constant records it in
 :attr:`Reached.consts`, so the rules can read ``if register_buffer:`` as decided.
 
-**Reach**: from each root, calls resolved *within the same file* are followed transitively:
+**Reach** (this module: within one file; calls into other files are resolved through the
+tree-wide index by :mod:`.static_module` and audited in later rounds by :mod:`.static`): from
+each root, calls resolved *within the same file* are followed transitively:
 ``self.m(...)``/``cls.m(...)`` to ``m`` of the enclosing class, its same-file ancestors and
 same-file subclasses (overrides), ``super().m(...)`` to same-file ancestors, ``C.m(...)`` to a
 same-file class ``C``, and ``f(...)`` to a module-level function. Nested functions are read with
