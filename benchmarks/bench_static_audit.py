@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         "files_audited": report.files_audited,
         "sites": len(report.findings),
         "undeclared": len(report.undeclared()),
+        "undeclared_by_severity": dict(report.by_severity()),
         "cli_sites": len(rows),
         "cli_s": {"median": round(statistics.median(clis), 2),
                   "runs": [round(t, 2) for t in clis]},

@@ -1,9 +1,12 @@
 """SARIF 2.1.0 output of the static audit (for GitHub code scanning and SARIF viewers).
 
-One run; one rule per category (``DGS001``...). Undeclared sites are results of kind ``fail`` at
-level ``warning``; declared sites are kept as kind ``pass`` (level ``none``) so a viewer can show
-what the spec library covers. Paths are relative to ``%SRCROOT%`` (the working directory) or
-``%PKGROOT%`` (the folder holding a ``--package``), given in ``originalUriBaseIds``.
+One run; one rule per category (``DGS001``...). Undeclared sites are results of kind ``fail``
+whose ``level`` is the finding's severity (``error``, ``warning``, or ``note`` for ``info``,
+which the engine's reload handles); declared sites are kept as kind ``pass`` (level ``none``)
+so a viewer can show what the spec library covers. ``properties`` carry the severity, the
+store, the consequence, the fix, the stable key and the executable audit's verdict. Paths are
+relative to ``%SRCROOT%`` (the working directory) or ``%PKGROOT%`` (the folder holding a
+``--package``), given in ``originalUriBaseIds``.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ __all__ = ["SARIF_SCHEMA", "SARIF_VERSION", "to_sarif"]
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 TOOL_NAME = "derivgraph-static-audit"
+_LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 
 
 def _rules() -> list[dict[str, Any]]:
@@ -53,8 +57,8 @@ def _result(f: StaticFinding, rule_index: dict[str, int]) -> dict[str, Any]:
     if f.declared:
         text = f"`{f.owner}.{f.attr}` is declared by spec `{f.spec}` ({f.reason})."
     else:
-        text = (f"`{f.owner}.{f.attr}` in {where}: {f.reason}. {CATEGORIES[f.category].risk}. "
-                "No derivgraph spec declares it.")
+        text = (f"`{f.owner}.{f.attr}` in {where}: {f.reason}. {f.consequence[:1].upper()}"
+                f"{f.consequence[1:]}. Fix: {f.fix}. No derivgraph spec declares it.")
     location: dict[str, Any] = {"uri": _uri(f.file)}
     if Path(f.file).is_absolute():
         location = {"uri": Path(f.file).as_uri()}
@@ -64,7 +68,7 @@ def _result(f: StaticFinding, rule_index: dict[str, int]) -> dict[str, Any]:
         "ruleId": f.rule_id,
         "ruleIndex": rule_index[f.category],
         "kind": "pass" if f.declared else "fail",
-        "level": "none" if f.declared else "warning",
+        "level": "none" if f.declared else _LEVELS[f.severity.value],
         "message": {"text": text},
         "locations": [{
             "physicalLocation": {
@@ -77,7 +81,9 @@ def _result(f: StaticFinding, rule_index: dict[str, int]) -> dict[str, Any]:
         "properties": {
             "attr": f.attr, "category": f.category, "declared": f.declared, "spec": f.spec,
             "cls": f.cls, "function": f.function, "owner": f.owner, "kind": f.kind,
-            "expression": f.expr, "via": list(f.via),
+            "expression": f.expr, "via": list(f.via), "severity": f.severity.value,
+            "store": f.store, "consequence": f.consequence, "fix": f.fix,
+            "key": list(f.key), "verdict": f.verdict.value,
         },
     }
     if f.suggestion:
@@ -98,11 +104,12 @@ def to_sarif(report: StaticReport, tool_version: str = "") -> dict[str, Any]:
         "tool": {"driver": driver},
         "results": [_result(f, rule_index) for f in report.findings],
         "invocations": [{
-            "executionSuccessful": True,
+            "executionSuccessful": not report.nothing_scanned,
             "toolExecutionNotifications": notifications,
         }],
         "properties": {
             "filesScanned": report.files_scanned, "filesAudited": report.files_audited,
+            "bySeverity": dict(report.by_severity()),
             "specs": report.specs, "undeclared": len(report.undeclared()),
             "declared": len(report.declared()),
         },

@@ -2,10 +2,12 @@
 
 It reads Python source with :mod:`ast` and never imports the scanned code. Post-load code is
 ``process_weights_after_loading``, ``load_weights``, ``post_load_weights``, constructors of
-objects that post-load code rebuilds (experts, kernels, quant configs, ...) and every function
-they call in the same file (:mod:`.static_scope`). In it, the rules of :mod:`.static_rules` find
-the statements that store derived state on objects; each site is then matched against the spec
-library (:mod:`.static_match`).
+objects that post-load code rebuilds (experts, kernels, quant configs, ...), functions assigned
+over a post-load method, and every function they call, in the same file (:mod:`.static_scope`)
+and, through a tree-wide index (:mod:`.static_index`), in other files: a second round audits
+those. In it, the rules of :mod:`.static_rules` find the statements that store derived state
+(plus lazy caches in any method); each site gets a severity from the engine's reload semantics
+(:mod:`.static_semantics`) and is matched against the spec library (:mod:`.static_match`).
 
 Example::
 
@@ -17,6 +19,7 @@ Example::
 
 from __future__ import annotations
 
+import ast
 import concurrent.futures as cf
 import importlib.machinery
 import importlib.util
@@ -32,15 +35,20 @@ from pathlib import Path
 from typing import Any
 
 from ..spec import Spec
+from .static_index import build_index
 from .static_match import SpecIndex, suggest_spec
-from .static_module import ModuleContext, audit_source
+from .static_module import ExternalRoot, ModuleContext, audit_module
 from .static_scope import (
+    LAZY_GUARD_RE,
+    ROOT_ASSIGN_RE,
     ROOT_DEF_RE,
     ancestors_index,
     is_rebuilt_lineage,
     regex_classes,
 )
+from .static_semantics import Severity, semantics_of
 from .static_sites import CATEGORIES, RawSite
+from .static_verdicts import Verdict
 
 __all__ = [
     "PackageNotFound",
@@ -99,11 +107,22 @@ class StaticFinding:
     spec: str | None
     suggestion: str | None
     root: str = "SRCROOT"
+    severity: Severity = Severity.WARNING
+    store: str = ""  # the :class:`.static_semantics.Store` value the site writes
+    consequence: str = ""  # what a reload does to it, in words
+    fix: str = ""  # the fix in vLLM terms
+    qualname: str = ""  # module-qualified class (or function) holding the code
+    verdict: Verdict = Verdict.UNCHECKED  # set by the executable audit (:mod:`.static_verdicts`)
 
     @property
     def location(self) -> str:
         """``file:line``."""
         return f"{self.file}:{self.line}"
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """The stable key ``(qualified class name, attr)`` the executable audit's verdicts use."""
+        return self.qualname or self.cls or self.function, self.attr
 
     @property
     def rule_id(self) -> str:
@@ -119,6 +138,9 @@ class StaticFinding:
         """A JSON-ready dict (``file``, ``line``, ``attr``, ``reason``, ``category``, ...)."""
         out = asdict(self)
         out["via"] = list(self.via)
+        out["severity"] = self.severity.value
+        out["verdict"] = self.verdict.value
+        out["key"] = list(self.key)
         out["rule_id"] = self.rule_id
         out["risk"] = self.risk
         return out
@@ -131,14 +153,36 @@ class StaticReport:
     findings: list[StaticFinding] = field(default_factory=list)
     files_scanned: int = 0
     files_audited: int = 0
+    files_parsed: int = 0  # audited files that parsed (all files, when none had post-load code)
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
     specs: int = 0
     roots: dict[str, str] = field(default_factory=dict)  # SARIF uriBaseId -> directory
 
     def undeclared(self) -> list[StaticFinding]:
-        """Sites no spec declares: the findings ``--strict`` fails on."""
-        return [f for f in self.findings if not f.declared]
+        """Error and warning sites no spec declares, with a literal name: what ``--strict``
+        fails on."""
+        return [f for f in self.findings if not f.declared and f.severity is not Severity.INFO
+                and f.category != "dynamic-name"]
+
+    def dynamic(self) -> list[StaticFinding]:
+        """Error and warning sites whose attribute name is computed (no spec can name them)."""
+        return [f for f in self.findings if f.category == "dynamic-name"
+                and f.severity is not Severity.INFO]
+
+    def handled(self) -> list[StaticFinding]:
+        """Undeclared ``info`` sites: the engine's reload handles them."""
+        return [f for f in self.findings if not f.declared and f.severity is Severity.INFO]
+
+    def by_severity(self, declared: bool | None = False) -> Counter[str]:
+        """Counts per severity (undeclared only by default; ``None`` for all)."""
+        return Counter(f.severity.value for f in self.findings
+                       if declared is None or f.declared == declared)
+
+    @property
+    def nothing_scanned(self) -> bool:
+        """No file was read, or every file the audit had to parse failed to parse."""
+        return self.files_scanned == 0 or self.files_parsed == 0
 
     def declared(self) -> list[StaticFinding]:
         """Sites a spec declares."""
@@ -251,7 +295,7 @@ def _tensor_functions(text: str) -> Iterator[tuple[str, str]]:
             yield m.group(1), end.group(1)
 
 
-def _context(texts: Sequence[tuple[SourceFile, str]]) -> ModuleContext:
+def _context(texts: Sequence[tuple[SourceFile, str]], tree: bool = True) -> ModuleContext:
     bases: dict[str, set[str]] = {}
     tensor_functions: dict[str, str] = {}
     for src, text in texts:
@@ -259,12 +303,17 @@ def _context(texts: Sequence[tuple[SourceFile, str]]) -> ModuleContext:
             bases.setdefault(cls, set()).update(cls_bases)
         for name, annotation in _tensor_functions(text):
             tensor_functions[f"{src.module}.{name}" if src.module else name] = annotation
-    return ModuleContext(ancestors_index(bases), tensor_functions)
+    ancestors = ancestors_index(bases)
+    if not tree:
+        return ModuleContext(ancestors, tensor_functions)
+    index = build_index([(src.module, text) for src, text in texts], ancestors)
+    return ModuleContext(ancestors, tensor_functions, index, index.scalar_functions(),
+                         index.containers() | index.container_functions())
 
 
 def _is_candidate(text: str, context: ModuleContext) -> bool:
     """Whether a file can hold post-load code (cheap text test before parsing)."""
-    if ROOT_DEF_RE.search(text):
+    if ROOT_DEF_RE.search(text) or ROOT_ASSIGN_RE.search(text) or LAZY_GUARD_RE.search(text):
         return True
     if "def __init__" not in text:
         return False
@@ -277,24 +326,30 @@ def _is_candidate(text: str, context: ModuleContext) -> bool:
 
 # ---- auditing ------------------------------------------------------------------------------------
 
-_Result = tuple[list[RawSite], str | None]
+_Result = tuple[list[RawSite], list[ExternalRoot], str | None]
+_Job = tuple[int, tuple[ExternalRoot, ...]]  # (file index, extra roots: empty for its own roots)
 _WORKER_STATE: tuple[ModuleContext, list[tuple[SourceFile, str]]] | None = None
+MAX_ROUNDS = 6
+"""Rounds of following calls into other files (each round reaches one call deeper)."""
 
 
-def _audit_one(src: SourceFile, text: str, context: ModuleContext) -> _Result:
+def _audit_one(src: SourceFile, text: str, context: ModuleContext, index: int,
+               extra: tuple[ExternalRoot, ...] = ()) -> _Result:
     try:
-        return audit_source(text, src.display, src.module, src.is_package, context), None
+        sites, externals = audit_module(text, src.display, src.module, src.is_package, context,
+                                        extra=extra, file_index=index)
+        return sites, externals, None
     except SyntaxError as exc:
-        return [], f"{src.display}:{exc.lineno or 0}: not parsed ({exc.msg}); skipped"
+        return [], [], f"{src.display}:{exc.lineno or 0}: not parsed ({exc.msg}); skipped"
     except RecursionError:
-        return [], f"{src.display}: too deeply nested to audit; skipped"
+        return [], [], f"{src.display}: too deeply nested to audit; skipped"
 
 
-def _audit_chunk(indices: list[int]) -> list[tuple[int, _Result]]:
-    """Worker side: the state was inherited through fork, so only indices travel."""
+def _audit_chunk(jobs: list[_Job]) -> list[_Result]:
+    """Worker side: the state was inherited through fork, so only job keys travel."""
     assert _WORKER_STATE is not None, "worker forked without state"
-    context, candidates = _WORKER_STATE
-    return [(i, _audit_one(*candidates[i], context)) for i in indices]
+    context, texts = _WORKER_STATE
+    return [_audit_one(*texts[i], context, i, extra) for i, extra in jobs]
 
 
 def _read(src: SourceFile) -> str | None:
@@ -306,52 +361,99 @@ def _read(src: SourceFile) -> str | None:
 
 
 def scan_files(files: Sequence[SourceFile], specs: Sequence[Spec] = (),
-               jobs: int | None = None, progress: Progress | None = None) -> StaticReport:
-    """Audit the given files and match every site against ``specs``."""
+               jobs: int | None = None, progress: Progress | None = None,
+               declared_folds: Iterable[tuple[str, str]] = ()) -> StaticReport:
+    """Audit the given files, follow their calls into each other, and match every site
+    against ``specs``."""
     start = time.perf_counter()
     texts = [(src, text) for src in files if (text := _read(src)) is not None]
     context = _context(texts)
-    candidates = [(src, text) for src, text in texts if _is_candidate(text, context)]
+    candidates = [i for i, (_, text) in enumerate(texts) if _is_candidate(text, context)]
     logger.info("static audit: %d files, %d with post-load code", len(texts), len(candidates))
-    results = _run(candidates, context, jobs, progress)
-    index = SpecIndex(specs, context.ancestors)
     report = StaticReport(files_scanned=len(texts), files_audited=len(candidates),
                           specs=len(specs))
-    for src, (sites, error) in zip((s for s, _ in candidates), results):
+    first = _run([(i, ()) for i in candidates], texts, context, jobs, progress)
+    failed = {i for i, (_, _, error) in zip(candidates, first) if error}
+    report.files_parsed = len(candidates) - len(failed)
+    if not report.files_parsed:  # tell an unparsable tree from one without post-load code
+        chosen = set(candidates)
+        report.files_parsed = _check_parse([t for i, t in enumerate(texts) if i not in chosen],
+                                           report)
+    sites: dict[tuple[int, int, int, str, str], tuple[int, RawSite]] = {}
+    pending: list[ExternalRoot] = []
+    for i, (found, externals, error) in zip(candidates, first):
         if error:
             logger.warning("%s", error)
             report.errors.append(error)
-        for site in sites:
-            report.findings.append(_finding(src, site, index))
-    report.findings.sort(key=lambda f: (f.file, f.line, f.col, f.attr))
+        for site in found:
+            sites.setdefault((i, site.line, site.col, site.attr, site.category), (i, site))
+        pending += externals
+    seen = {(i, None, None) for i in candidates}
+    for _ in range(MAX_ROUNDS):
+        grouped: dict[int, list[ExternalRoot]] = {}
+        for ext in pending:
+            key = (ext.file, ext.cls, ext.func)
+            if key not in seen and ext.file not in failed:
+                seen.add(key)  # type: ignore[arg-type]
+                grouped.setdefault(ext.file, []).append(ext)
+        if not grouped:
+            break
+        order = sorted(grouped)
+        results = _run([(i, tuple(grouped[i])) for i in order], texts, context, jobs, None)
+        pending = []
+        for i, (found, externals, error) in zip(order, results):
+            if error:
+                logger.debug("%s", error)
+                continue
+            for site in found:
+                sites.setdefault((i, site.line, site.col, site.attr, site.category), (i, site))
+            pending += externals
+    index = SpecIndex(specs, context.ancestors, declared_folds)
+    for i, site in sites.values():
+        report.findings.append(_finding(texts[i][0], site, index))
+    report.findings.sort(key=lambda f: (f.file, f.line, f.col, f.attr, f.category))
     report.seconds = time.perf_counter() - start
     return report
 
 
-def _run(candidates: list[tuple[SourceFile, str]], context: ModuleContext, jobs: int | None,
-         progress: Progress | None) -> list[_Result]:
+def _check_parse(texts: Sequence[tuple[SourceFile, str]], report: StaticReport) -> int:
+    """With no post-load code anywhere, parse every file so that an unparsable tree is told
+    apart from a clean one; returns how many parsed."""
+    parsed = 0
+    for src, text in texts:
+        try:
+            ast.parse(text, filename=src.display)
+            parsed += 1
+        except SyntaxError as exc:
+            report.errors.append(f"{src.display}:{exc.lineno or 0}: not parsed ({exc.msg})")
+    return parsed
+
+
+def _run(jobs_list: list[_Job], texts: list[tuple[SourceFile, str]], context: ModuleContext,
+         jobs: int | None, progress: Progress | None) -> list[_Result]:
     global _WORKER_STATE
-    total = len(candidates)
+    total = len(jobs_list)
     jobs = min(jobs or os.cpu_count() or 1, max(total // 16, 1))
     if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         out = []
-        for i, (src, text) in enumerate(candidates, 1):
-            out.append(_audit_one(src, text, context))
+        for n, (i, extra) in enumerate(jobs_list, 1):
+            out.append(_audit_one(*texts[i], context, i, extra))
             if progress:
-                progress(i, total, src.display)
+                progress(n, total, texts[i][0].display)
         return out
-    results: list[_Result] = [([], None)] * total
-    chunks = [list(range(i, min(i + 8, total))) for i in range(0, total, 8)]
-    _WORKER_STATE = (context, candidates)
+    results: list[_Result] = [([], [], None)] * total
+    chunks = [list(range(k, min(k + 8, total))) for k in range(0, total, 8)]
+    _WORKER_STATE = (context, texts)
     done = 0
     try:
         with cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-            for fut in cf.as_completed([pool.submit(_audit_chunk, c) for c in chunks]):
-                for i, result in fut.result():
-                    results[i] = result
+            futures = {pool.submit(_audit_chunk, [jobs_list[k] for k in c]): c for c in chunks}
+            for fut in cf.as_completed(futures):
+                for k, result in zip(futures[fut], fut.result()):
+                    results[k] = result
                     done += 1
                     if progress:
-                        progress(done, total, candidates[i][0].display)
+                        progress(done, total, texts[jobs_list[k][0]][0].display)
     finally:
         _WORKER_STATE = None
     return results
@@ -359,24 +461,39 @@ def _run(candidates: list[tuple[SourceFile, str]], context: ModuleContext, jobs:
 
 def _finding(src: SourceFile, site: RawSite, index: SpecIndex) -> StaticFinding:
     spec = index.match(site)
+    rule = semantics_of(site)
+    category, reason = site.category, site.reason
+    if site.attr.startswith("<"):
+        category = "dynamic-name"
+        reason = f"{site.category} with a computed name: {reason}"
+    holder = site.cls or site.function
     return StaticFinding(
-        file=src.display, line=site.line, col=site.col, attr=site.attr, category=site.category,
-        reason=site.reason, cls=site.cls, function=site.function, owner=site.owner,
+        file=src.display, line=site.line, col=site.col, attr=site.attr, category=category,
+        reason=reason, cls=site.cls, function=site.function, owner=site.owner,
         expr=site.expr, kind=site.kind, via=site.via, declared=spec is not None, spec=spec,
-        suggestion=None if spec else suggest_spec(site, src.display), root=src.root,
+        suggestion=None if spec or category == "dynamic-name" else suggest_spec(site,
+                                                                                src.display),
+        root=src.root, severity=rule.severity, store=rule.store.value,
+        consequence=rule.consequence, fix=rule.fix,
+        qualname=f"{src.module}.{holder}" if src.module else holder,
     )
 
 
 def scan(paths: Iterable[str | Path] = (), package: str | None = None,
          specs: Sequence[Spec] | None = None, jobs: int | None = None,
-         progress: Progress | None = None) -> StaticReport:
-    """Scan files, folders and/or an installed package; ``specs`` default to the library."""
+         progress: Progress | None = None,
+         declared_folds: Iterable[tuple[str, str]] = ()) -> StaticReport:
+    """Scan files, folders and/or an installed package; ``specs`` default to the library.
+
+    ``declared_folds``: ``(class short name, parameter name)`` pairs of in-place folds declared
+    outside the spec library (fold sites they name are declared)."""
     if specs is None:
         from ..loader import default_specs
 
         specs = default_specs()
     files = collect_files(paths, package)
-    report = scan_files(files, specs, jobs=jobs, progress=progress)
+    report = scan_files(files, specs, jobs=jobs, progress=progress,
+                        declared_folds=declared_folds)
     if any(f.root == "SRCROOT" for f in files):
         report.roots["SRCROOT"] = str(Path.cwd())
     if package:

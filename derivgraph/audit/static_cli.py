@@ -24,9 +24,11 @@ _DESCRIPTION = """\
 Scan Python source (never importing it) for derived tensors that post-load code stores on
 objects: process_weights_after_loading, load_weights, post_load_weights, constructors of
 rebuilt objects (experts, kernels, MoE quant configs) and the same-file functions they call.
-Each site is matched against the spec library (built-in specs, plugins and --specs); sites no
-spec declares are findings. Exit status: 0, or 1 with --strict when any finding is undeclared,
-2 when nothing could be scanned."""
+Each site is matched against the spec library (built-in specs, plugins and --specs) and given a
+severity from vLLM 0.33's reload semantics: error (stale or moved under a captured graph after a
+reload), warning (likely), info (vLLM's layerwise copy-back handles it; --show-info lists them).
+Exit status: 0; 1 with --strict when an error or warning site is undeclared; 2 when nothing
+could be scanned (no files, or no file parsed), with or without --strict."""
 
 
 def add_static_parser(audit_sub: Any) -> None:
@@ -40,7 +42,8 @@ def add_static_parser(audit_sub: Any) -> None:
     p.add_argument("--specs", nargs="+", action="extend", default=[], metavar="PATH",
                    help="extra YAML spec files or folders (added to the built-in library)")
     p.add_argument("--format", default="text", choices=["text", "json", "sarif"])
-    p.add_argument("--strict", action="store_true", help="exit 1 on any undeclared finding")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 on any undeclared error or warning finding")
     p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE")
     p.add_argument("--jobs", "-j", type=int, default=None,
                    help="worker processes (default: one per CPU; 1 = in this process)")
@@ -48,6 +51,8 @@ def add_static_parser(audit_sub: Any) -> None:
                    help="text format: print a YAML spec skeleton for every finding")
     p.add_argument("--show-declared", action="store_true",
                    help="text format: also list the sites that specs declare")
+    p.add_argument("--show-info", action="store_true",
+                   help="text format: also list info sites (handled by the engine's reload)")
     p.set_defaults(func=cmd_static)
 
 
@@ -105,7 +110,7 @@ def _render(report: StaticReport, args: argparse.Namespace) -> str:
     to_tty = not args.output and sys.stdout.isatty()
     width = shutil.get_terminal_size((160, 24)).columns if to_tty else 160
     return render_text(report, width=width, color=to_tty, show_declared=args.show_declared,
-                       suggest=args.suggest)
+                       suggest=args.suggest, show_info=args.show_info)
 
 
 def cmd_static(args: argparse.Namespace) -> int:
@@ -128,4 +133,7 @@ def cmd_static(args: argparse.Namespace) -> int:
                          f"({len(report.undeclared())} undeclared) to {args.output}\n")
     else:
         sys.stdout.write(text + "\n")
+    if report.nothing_scanned:
+        sys.stderr.write("error: nothing could be scanned (no Python files, or none parsed)\n")
+        return 2
     return 1 if args.strict and report.undeclared() else 0

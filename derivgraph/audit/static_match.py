@@ -11,21 +11,41 @@ attribute and whose target names one of the site's classes:
   ``CutlassExpertsFp8`` declares what ``CutlassExpertsFp8Base.__init__`` stores);
 * code outside any class (a free ``load_weights``) matches on the name when the last segment of
   the derived tensor's ``owner`` equals the last segment of the receiver (``layer.x`` matches an
-  empty owner).
+  empty owner);
+* **through the object graph**, whatever class the assigning code sits in, for specs that target
+  a layer class (``module_class``, no ``quant_method_class`` to narrow it): a store onto the layer
+  (``layer.x`` in a quant method, a kernel or a helper) matches a derived tensor of that name
+  whose owner is the module itself (empty ``owner``), so host scalars a spec declares on the
+  Attention layer match the KV-cache method that writes them; a store onto ``self`` of a quant
+  method, experts object, kernel, quant config or attention impl matches a derived tensor whose
+  ``owner`` path ends in that object (``quant_method``, ``...fused_experts``, ``...moe_kernel``,
+  ``...moe_quant_config``, ``impl``).
+
+A ``fold`` site only matches a derived entry of kind ``fold`` (the spec kind issue 12 adds; read
+from the raw kind value so specs written before the schema knows it still load), and a fold entry
+only matches a fold site, by class (not through the object graph: ``weight`` is too common a
+name). ``declared_folds`` adds ``(class, parameter name)`` pairs declared
+outside the spec library (the class is any class of the site's lineage or roots, short name).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from ..spec import Spec
 from .static_scope import MODULE_CLASS_NAMES
+from .static_semantics import OwnerRole, owner_role
 from .static_sites import RawSite
 
 __all__ = ["SpecIndex", "suggest_spec"]
 
 _MODULE_RECEIVERS = frozenset({"layer", "module", "m", "mod", "model"})
+_FOLD = "fold"
+# The last segment of a derived tensor's owner path -> a token the site's class lineage must hold.
+_OBJECT_OWNERS = {"quant_method": "Method", "fused_experts": "Experts", "experts": "Experts",
+                  "fallback_experts": "Experts", "moe_kernel": "Kernel", "kernel": "Kernel",
+                  "moe_quant_config": "QuantConfig", "impl": "Impl"}
 
 
 def _short(name: str) -> str:
@@ -36,27 +56,52 @@ class SpecIndex:
     """Derived-tensor names of a spec library, with the classes their targets name."""
 
     def __init__(self, specs: Sequence[Spec],
-                 ancestors: Mapping[str, frozenset[str]] | None = None) -> None:
+                 ancestors: Mapping[str, frozenset[str]] | None = None,
+                 declared_folds: Iterable[tuple[str, str]] = ()) -> None:
         self.ancestors = ancestors or {}
-        self.by_name: dict[str, list[tuple[str, str, frozenset[str]]]] = {}
+        self.declared_folds = {(_short(c), a) for c, a in declared_folds}
+        self.by_name: dict[str, list[tuple[str, str, frozenset[str], bool, bool]]] = {}
         for spec in specs:
             t = spec.target
             classes = frozenset(_short(c) for c in
                                 [*t.module_class, *t.quant_method_class, *t.object_class])
+            on_layer = bool(t.module_class) and not t.quant_method_class
             for d in spec.derived:
-                self.by_name.setdefault(d.name, []).append((spec.name, d.owner, classes))
+                fold = str(getattr(d.kind, "value", d.kind)) == _FOLD
+                self.by_name.setdefault(d.name, []).append(
+                    (spec.name, d.owner, classes, fold, on_layer))
 
     def match(self, site: RawSite) -> str | None:
         """The name of the first spec that declares the site, or None."""
         site_classes = set(site.classes)
-        for spec_name, owner, classes in self.by_name.get(site.attr, ()):
+        is_fold = site.category == _FOLD
+        if is_fold and any((c, site.attr) in self.declared_folds for c in site.classes):
+            return "declared fold"
+        role = owner_role(site)
+        for spec_name, owner, classes, fold, on_layer in self.by_name.get(site.attr, ()):
+            if fold != is_fold:
+                continue
             if classes & site_classes:
                 return spec_name
             if site.cls and any(site.cls in self.ancestors.get(c, ()) for c in classes):
                 return spec_name
             if not site_classes and _owner_matches(owner, site.owner):
                 return spec_name
+            if on_layer and not is_fold and _through_object_graph(owner, site, role):
+                return spec_name
         return None
+
+
+def _through_object_graph(owner: str, site: RawSite, role: OwnerRole) -> bool:
+    """Whether the site's receiver is the object the derived tensor's owner path names."""
+    root, _, rest = site.owner.partition(".")
+    if role in (OwnerRole.MODULE, OwnerRole.ATTENTION_MODULE):
+        # layer.x written by a quant method, kernel or helper: the layer itself.
+        return not owner and root in _MODULE_RECEIVERS and not rest
+    if role is OwnerRole.OBJECT and root in ("self", "cls") and not rest and owner:
+        token = _OBJECT_OWNERS.get(_short(owner))
+        return token is not None and any(token in c for c in (site.lineage or site.classes))
+    return False
 
 
 def _owner_matches(owner: str, receiver: str) -> bool:
@@ -85,7 +130,8 @@ def _role(site: RawSite) -> tuple[dict[str, object], str, str]:
     cls = _context_class(site)
     lineage = set(site.classes)
     if cls is None:
-        return {"module_class": ["TODO"]}, "TODO", "name the module class that holds it"
+        return {"module_class": ["Module"]}, "", \
+            "free function: narrow module_class to the layer class it runs on"
     names = " ".join(sorted(lineage))
     if lineage & MODULE_CLASS_NAMES:
         return {"module_class": [cls]}, "", "the module itself"
@@ -98,16 +144,22 @@ def _role(site: RawSite) -> tuple[dict[str, object], str, str]:
         path = "quant_method.moe_quant_config"
         return ({"module_class": ["FusedMoE"], "object": path, "object_class": [cls]}, path,
                 "quant config object; check the path")
+    if "PrepareAndFinalize" in names or "Prepared" in names:
+        path = "quant_method.moe_kernel.prepare_finalize"
+        return ({"module_class": ["FusedMoE"], "object": path, "object_class": [cls]}, path,
+                "prepare/finalize object, rebuilt with the MoE kernel; check the path")
     if "Kernel" in names:
-        path = "quant_method.moe_kernel" if "MoE" in names else "quant_method.kernel"
-        return ({"module_class": ["TODO"], "object": path, "object_class": [cls]}, path,
-                "kernel object; name the layer class and check the attribute path")
+        moe = "MoE" in names
+        path = "quant_method.moe_kernel" if moe else "quant_method.kernel"
+        return ({"module_class": ["FusedMoE" if moe else "LinearBase"], "object": path,
+                 "object_class": [cls]}, path,
+                "kernel object; check the layer class and the attribute path")
     if "Impl" in names:
         return ({"module_class": ["Attention"], "object": "impl", "object_class": [cls]}, "impl",
                 "attention impl; use MLAAttention for MLA backends")
     if "Method" in names:
         return {"quant_method_class": [cls]}, "quant_method", "quant method"
-    return {"module_class": ["TODO"], "object": "TODO", "object_class": [cls]}, "TODO", \
+    return {"module_class": ["Module"], "object": "TODO", "object_class": [cls]}, "TODO", \
         "name the module class and the path to this object"
 
 
@@ -115,10 +167,11 @@ def _owner(site: RawSite, self_owner: str) -> str:
     root, _, rest = site.owner.partition(".")
     if root in ("self", "cls"):
         base = self_owner
-    elif root in _MODULE_RECEIVERS:
+    elif root in _MODULE_RECEIVERS or site.owner == "<local>":
         base = ""
     else:
-        return "TODO"
+        base = self_owner if self_owner != "TODO" else ""
+        rest = ""  # a local holding the layer (or an object on it): the skeleton's owner
     if base == "TODO":
         return "TODO"
     return ".".join(p for p in (base, rest) if p)

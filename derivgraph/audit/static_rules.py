@@ -2,13 +2,20 @@
 
 Each rule is a *category*. A site is one statement that matches a rule; :mod:`.static` decides
 whether a spec declares it. In-place writes into existing storage (``x.copy_(y)``,
-``torch.mul(a, b, out=x)``, ``x.fill_(v)``, ``x[...] = y``, ``x *= y``) and assignments to locals
-are never sites: they keep every address a captured graph holds.
+``x.fill_(v)``, ``x[...] = y``) and assignments to locals are not sites: they keep every address
+a captured graph holds. The exception is a *fold*: an in-place write into a loaded parameter
+whose value depends on the parameter itself (``p.mul_(c)``, ``p *= c``, ``p.copy_(f(p))``,
+``torch.mul(p, c, out=p)``): a rerun applies it twice.
+
+Beyond post-load code, any method with a guarded first assignment (``if self._x is None:
+self._x = torch.cat(...)``) built from weights is a *lazy cache* (:func:`audit_lazy_caches`).
 """
 
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Callable
 
 from .static_ast import (
     Draft,
@@ -16,6 +23,7 @@ from .static_ast import (
     copy_expr,
     free_names,
     is_getattr,
+    kwarg,
     literal_chains,
     literal_strings,
     owner_attr,
@@ -28,6 +36,8 @@ from .static_infer import TensorInference, TensorInfo, attr_chain, call_name
 from .static_scope import ModuleScope, Reached
 from .static_sites import RawSite
 from .static_vocab import (
+    NON_TENSOR_ATTRS,
+    NON_TENSOR_METHODS,
     SCALAR_BUILTINS,
     SCALAR_METHODS,
     Returned,
@@ -36,13 +46,86 @@ from .static_vocab import (
     looks_like_tensor_attr,
 )
 
-__all__ = ["FunctionAudit", "audit_function", "returns_tensor"]
+__all__ = ["FunctionAudit", "audit_function", "audit_lazy_caches", "returns_tensor"]
+
+_FOLD_METHODS = frozenset("""
+mul_ div_ add_ sub_ pow_ neg_ reciprocal_ clamp_ clamp_min_ clamp_max_ exp_ log_ sqrt_ rsqrt_
+abs_ addcmul_ addcdiv_ square_ sign_ mul div add sub
+""".split())  # the out-of-place ones count only with out=
+_FOLD_TORCH = frozenset({"mul", "div", "add", "sub", "pow", "clamp", "neg", "reciprocal"})
+_LOADED_NAMES = frozenset({"weight", "bias"})
+_WEIGHT_WORD = ("weight", "bias", "scale", "proj", "norm", "embed", "qkv", "w1", "w2", "w13")
 
 
 def audit_function(reached: Reached, imports: dict[str, str],
-                   returns_tensor: ReturnsTensor, scope: ModuleScope) -> list[RawSite]:
+                   returns_tensor: ReturnsTensor, scope: ModuleScope,
+                   scalar_functions: frozenset[str] = frozenset(),
+                   containers: frozenset[str] = frozenset()) -> list[RawSite]:
     """Every site in one reached function (and the functions nested in it)."""
-    return FunctionAudit(reached, imports, returns_tensor, scope).run()
+    return FunctionAudit(reached, imports, returns_tensor, scope, scalar_functions,
+                         containers).run()
+
+
+def audit_lazy_caches(scope: ModuleScope, imports: dict[str, str],
+                      returns_for: Callable[[str | None], ReturnsTensor],
+                      done: set[int]) -> list[RawSite]:
+    """Lazy caches in methods that are not post-load code: a guarded first assignment
+    (``if self._x is None: self._x = <tensor built from weights>``)."""
+    out: list[RawSite] = []
+    for cls, info in scope.classes.items():
+        for name, func in info.methods.items():
+            if id(func) in done or not _has_lazy_guard(func):
+                continue
+            q = f"{cls}.{name}"
+            reached = Reached(func, cls, q, (q,), scope.lineage(cls))
+            audit = FunctionAudit(reached, imports, returns_for(cls), scope)
+            out += [s for s in audit.run() if s.category == "lazy-cache"]
+    return out
+
+
+def _has_lazy_guard(func: ast.AST) -> bool:
+    return any(isinstance(n, ast.If) and _guarded_chain(n.test) for n in ast.walk(func))
+
+
+def _guarded_chain(test: ast.expr) -> str | None:
+    """``self._x`` for ``self._x is None``, ``not hasattr(self, "_x")`` or
+    ``getattr(self, "_x", None) is None`` (also as the first operand of an ``or``)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return _guarded_chain(test.values[0])
+    if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None):
+        left = test.left
+        if isinstance(left, ast.Call) and is_getattr(left) and len(left.args) == 3:
+            owner, name = attr_chain(left.args[0]), const_str(left.args[1])
+            return f"{owner}.{name}" if owner and name else None
+        chain = attr_chain(left)
+        return chain if chain and "." in chain else None
+    if (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+            and isinstance(test.operand, ast.Call) and isinstance(test.operand.func, ast.Name)
+            and test.operand.func.id == "hasattr" and len(test.operand.args) == 2):
+        owner, name = attr_chain(test.operand.args[0]), const_str(test.operand.args[1])
+        return f"{owner}.{name}" if owner and name else None
+    return None
+
+
+def _is_empty(value: ast.expr) -> bool:
+    """``torch.empty(0)``, ``x.new_empty(0)``, ``torch.zeros((0,))``: a 0-element placeholder."""
+    call = value
+    if isinstance(call, ast.Call) and call.func and isinstance(call.func, ast.Attribute) and \
+            call.func.attr in ("Parameter",) and call.args:
+        call = call.args[0]
+    if not (isinstance(call, ast.Call) and isinstance(call.func, (ast.Attribute, ast.Name))):
+        return False
+    name = call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id
+    if name not in ("empty", "zeros", "ones", "new_empty", "new_zeros", "tensor") or not call.args:
+        return False
+    first = call.args[0]
+    if isinstance(first, (ast.Tuple, ast.List)):
+        return any(isinstance(e, ast.Constant) and e.value == 0 for e in first.elts)
+    if name == "tensor":
+        return isinstance(first, ast.List) and not first.elts
+    return isinstance(first, ast.Constant) and first.value == 0
 
 
 def returns_tensor(reached: Reached, imports: dict[str, str], module_returns: ReturnsTensor,
@@ -57,8 +140,16 @@ class FunctionAudit(CallRules):
     """Walks one function in order, tracking what its locals hold, and emits its sites."""
 
     def __init__(self, reached: Reached, imports: dict[str, str], returns_tensor: ReturnsTensor,
-                 scope: ModuleScope) -> None:
+                 scope: ModuleScope, scalar_functions: frozenset[str] = frozenset(),
+                 containers: frozenset[str] = frozenset()) -> None:
         self.reached = reached
+        self.scope = scope
+        self.scalar_functions = scalar_functions
+        self.containers = containers
+        self.lineage = tuple(sorted(scope.lineage(reached.cls))) if reached.cls else ()
+        self.guards: list[str] = []  # chains of enclosing `if <chain> is None:` guards
+        self._copies: bool | None = None  # whether the function refills with copy_ (lazy)
+        self.nested_defs: dict[str, ast.AST] = {}  # nested functions by name
         self.index = scope.function_index(reached.func)
         self.imports = imports
         self.module_returns_tensor = returns_tensor
@@ -112,6 +203,7 @@ class FunctionAudit(CallRules):
         if isinstance(stmt, ast.ClassDef):
             return
         self._calls(stmt)
+        self._folds(stmt)
         if isinstance(stmt, ast.Return) and self.inf.infer(stmt.value) is not None:
             self.returns_tensor = True
         if isinstance(stmt, ast.Assign):
@@ -125,6 +217,13 @@ class FunctionAudit(CallRules):
             live = self._decide(stmt.test)
             if live is not None:  # a guard on a parameter every caller binds to a constant
                 self._block(stmt.body if live else stmt.orelse)
+                return
+            guarded = self._guard_targets(stmt.test)
+            if guarded:
+                self.guards += guarded
+                self._block(stmt.body)
+                del self.guards[-len(guarded):]
+                self._block(stmt.orelse)
                 return
         for part in ("body", "orelse", "finalbody"):
             block = getattr(stmt, part, None)
@@ -173,6 +272,7 @@ class FunctionAudit(CallRules):
             self.holders.pop(name, None)
 
     def _nested_function(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.nested_defs[func.name] = func
         captured = sorted(n for n in free_names(func) if self._captures_tensor(n))
         if captured:
             self.closures[func.name] = captured
@@ -213,7 +313,93 @@ class FunctionAudit(CallRules):
             self._assign_local(target.id, value)
         elif isinstance(target, ast.Attribute):
             self._store(target, value, stmt)
+        elif isinstance(target, ast.Subscript):
+            self._container_item(target, value, stmt)
 
+    # ---- containers -------------------------------------------------------------------------
+
+    def _container_item(self, target: ast.Subscript, value: ast.expr, stmt: ast.stmt) -> None:
+        """``self.cache[k] = tensor``: a tensor put into a container held on an object."""
+        chain = attr_chain(target.value)
+        if chain is None or "." not in chain or chain.split(".")[0] in self.imports:
+            return
+        attr = owner_attr(chain)
+        if looks_like_tensor_attr(attr) or chain in self.inf.stored or attr in _LOADED_NAMES \
+                or attr == "data":
+            return  # an in-place write into a tensor
+        info = self.inf.infer(value)
+        if info is None or info.param:
+            return
+        self._emit(stmt, attr, owner_base(chain), "container",
+                   f"puts {'a new tensor' if info.fresh else 'a reference'} into "
+                   f"`{chain}[...]` ({info.why})", value,
+                   "attribute" if info.fresh else "alias")
+
+    def _container_call(self, call: ast.Call, stmt: ast.stmt) -> None:
+        """``self.tensors.append(t)`` / ``.extend`` / ``.insert``."""
+        f = call.func
+        if not (isinstance(f, ast.Attribute) and f.attr in ("append", "extend", "insert")):
+            return
+        chain = attr_chain(f.value)
+        if chain is None or "." not in chain or chain.split(".")[0] in self.imports:
+            return
+        value = call.args[-1] if call.args else None
+        info = self.inf.infer(value)
+        if info is None or info.param or value is None:
+            return
+        self._emit(stmt, owner_attr(chain), owner_base(chain), "container",
+                   f"`{chain}.{f.attr}(...)` adds {'a new tensor' if info.fresh else 'a reference'}"
+                   f" ({info.why})", value, "attribute" if info.fresh else "alias")
+
+    # ---- folds -----------------------------------------------------------------------------
+
+    def _folds(self, stmt: ast.stmt) -> None:
+        """In-place writes into a loaded parameter whose value depends on itself."""
+        if isinstance(stmt, ast.AugAssign):
+            target = stmt.target.value if isinstance(stmt.target, ast.Subscript) else stmt.target
+            chain = attr_chain(target)
+            if chain and not isinstance(stmt.op, (ast.BitOr, ast.BitAnd)):
+                self._fold_site(stmt, chain, f"`{short(stmt)}`", stmt.value)
+            return
+        if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Call):
+            return
+        call = stmt.value
+        self._container_call(call, stmt)
+        f = call.func
+        out = kwarg(call, "out")
+        if out is not None:
+            name = call_name(f, self.imports) or ""
+            first = call.args[0] if call.args else None
+            if (name.startswith("torch.") and name[6:] in _FOLD_TORCH and first is not None
+                    and attr_chain(first) is not None and attr_chain(first) == attr_chain(out)):
+                self._fold_site(stmt, attr_chain(out) or "", f"`{short(call)}`", call)
+            return
+        if not isinstance(f, ast.Attribute):
+            return
+        chain = attr_chain(f.value)
+        if chain is None:
+            return
+        if f.attr in _FOLD_METHODS and f.attr.endswith("_"):
+            self._fold_site(stmt, chain, f"`{short(call)}`", call)
+        elif f.attr == "copy_" and call.args:
+            base = chain.removesuffix(".data")
+            used = _shape_free_chains(call.args[0])
+            held = self.holders.get(base, [])
+            if base in used or any(h in used for h in held):
+                self._fold_site(stmt, chain, f"`{short(call)}` reads its own target", call)
+
+    def _fold_site(self, stmt: ast.stmt, chain: str, what: str, value: ast.expr) -> None:
+        for owner, attr in self._targets(chain):
+            if owner == "<local>":
+                continue  # a local's own tensor, not a loaded parameter
+            path = f"{owner}.{attr}"
+            if path in self.inf.stored or owner.split(".")[0] in self.imports:
+                continue  # built by this code: not a loaded parameter
+            if not (attr in _LOADED_NAMES or looks_like_tensor_attr(attr)):
+                continue
+            self._emit(stmt, attr, owner, "fold",
+                       f"{what} folds into loaded `{path}` in place: a rerun applies it twice",
+                       value, "fold")
     def _assign_unpacked(self, target: ast.expr, value: ast.expr, info: TensorInfo | None,
                          stmt: ast.stmt) -> None:
         part = TensorInfo(why=f"unpacked from {info.why}", fresh=info.fresh) if info else None
@@ -291,6 +477,11 @@ class FunctionAudit(CallRules):
             return
         scalar = self._scalar_reason(value)
         if scalar:
+            if f"{owner}.{attr}" in self.guards:  # a host scalar taken once, on first use
+                self._emit(stmt, attr, owner, "lazy-cache",
+                           f"built once behind `if {owner}.{attr} is None`: {scalar}", value,
+                           "scalar")
+                return
             self._emit(stmt, attr, owner, "host-scalar", scalar, value, "scalar")
             return
         captured = self._captured_reason(value)
@@ -300,9 +491,47 @@ class FunctionAudit(CallRules):
         info = self.inf.infer(value)
         if info is None and isinstance(value, ast.Call) and is_getattr(value):
             info = self._getattr_info(value)
+        if info is None and isinstance(value, (ast.Dict, ast.DictComp)):
+            info = self._dict_info(value)
+        if info is None and isinstance(value, ast.Call):
+            info = self._dataclass_info(value)
         if info is None:
             return
         self._emit_store(target, value, info, stmt, owner=owner, attr=attr)
+
+    def _dict_info(self, value: ast.Dict | ast.DictComp) -> TensorInfo | None:
+        if isinstance(value, ast.DictComp):
+            scope = self.inf.fork()
+            for gen in value.generators:
+                if scope.infer(gen.iter) and isinstance(gen.target, ast.Name):
+                    scope.locals[gen.target.id] = TensorInfo(why="element", fresh=False)
+            inner = scope.infer(value.value)
+            infos = [inner] if inner else []
+        else:
+            infos = [i for i in (self.inf.infer(v) for v in value.values if v is not None) if i]
+        if not infos:
+            return None
+        return TensorInfo(why=f"a container of tensors ({short(value, 40)})",
+                          fresh=any(i.fresh for i in infos))
+
+    def _dataclass_info(self, call: ast.Call) -> TensorInfo | None:
+        """A dataclass of the tree with tensor fields, built from tensors."""
+        name = call.func.attr if isinstance(call.func, ast.Attribute) else (
+            call.func.id if isinstance(call.func, ast.Name) else None)
+        qualified = call_name(call.func, self.imports)
+        local = self.scope.functions.get(name or "") if isinstance(call.func, ast.Name) else None
+        returns = set(re.findall(r"\w+", ast.unparse(local.returns))) \
+            if local is not None and local.returns is not None else set()
+        if name not in self.containers and qualified not in self.containers and \
+                not returns & self.containers:
+            return None
+        infos = [i for i in (self.inf.infer(a) for a in [*call.args,
+                                                          *(k.value for k in call.keywords)])
+                 if i and not i.param]
+        if not infos:
+            return None
+        return TensorInfo(why=f"a container of tensors ({name}(...))",
+                          fresh=any(i.fresh for i in infos))
 
     def _emit_store(self, target: ast.expr | None, value: ast.expr, info: TensorInfo,
                     stmt: ast.stmt, unpacked: bool = False, owner: str | None = None,
@@ -316,6 +545,10 @@ class FunctionAudit(CallRules):
         self.inf.stored.add(path)
         if info.param:
             return  # a tensor handed in by the caller: the caller's allocation is the site
+        if not info.fresh and info.why.startswith("a container") and info.source is None:
+            self._emit(stmt, attr, owner, "container", f"stores {info.why} (references)", value,
+                       "alias")
+            return
         if not info.fresh:
             source = info.source or self._source_of(value)
             if source is None or source == path:
@@ -340,7 +573,19 @@ class FunctionAudit(CallRules):
             why += f", unpacked into {path}"
         if info.parameter:
             why += "; replaces the registered Parameter object (and drops its weight_loader)"
-        self._emit(stmt, attr, owner, "tensor-attr", why, value, kind)
+        category = "tensor-attr"
+        if path in self.guards:
+            if self._copies is None:
+                self._copies = _calls_copy(self.reached.func)
+            if self._copies:
+                return  # built once, then refilled with copy_ (the keep-the-object pattern)
+            if not self._from_weights(value):
+                return  # a lazily made workspace or constant: no weight values to go stale
+            category = "lazy-cache"
+            why = f"built once behind `if {path} is None`: {why}"
+        elif _is_container(value) or info.why.startswith(("a container", "a list")):
+            category = "container"
+        self._emit(stmt, attr, owner, category, why, value, kind)
 
     def _source_of(self, value: ast.expr) -> str | None:
         if isinstance(value, ast.Name):
@@ -360,7 +605,48 @@ class FunctionAudit(CallRules):
             if (isinstance(f, ast.Name) and f.id in SCALAR_BUILTINS and len(node.args) == 1
                     and self.inf.infer(node.args[0]) is not None):
                 return f"a Python scalar from `{short(node)}` of a tensor"
+            if self._scalar_helper(node):
+                return f"a Python scalar returned by `{short(node)}` from a tensor"
         return None
+
+    def _scalar_helper(self, call: ast.Call) -> bool:
+        """A helper annotated ``-> float``/``-> int`` (in this file or any scanned one) that is
+        handed a tensor."""
+        name = call_name(call.func, self.imports)
+        local = self.scope.functions.get(call.func.id) if isinstance(call.func, ast.Name) else None
+        annotated = (local is not None and local.returns is not None
+                     and ast.unparse(local.returns) in ("float", "int")) or (
+            name is not None and name in self.scalar_functions)
+        if not annotated:
+            return False
+        args = [*call.args, *(k.value for k in call.keywords)]
+        return any(self.inf.infer(a) is not None for a in args)
+
+    def _guard_targets(self, test: ast.expr) -> list[str]:
+        """The attribute chains an ``if <x> is None:`` guard stands for (locals resolved)."""
+        chain = _guarded_chain(test)
+        if chain is None and isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) \
+                and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is) \
+                and isinstance(test.comparators[0], ast.Constant) \
+                and test.comparators[0].value is None:
+            return list(self.holders.get(test.left.id, []))
+        return [chain] if chain else []
+
+    def _from_weights(self, value: ast.expr) -> bool:
+        """Whether a value reads weights: an attribute named like a weight, directly or through a
+        local defined earlier."""
+        if _is_allocation(value):
+            return False  # zeros/empty/full take only shapes, dtypes and devices from weights
+        names: list[str] = []
+        nodes = [value]
+        for n in ast.walk(value):
+            if isinstance(n, ast.Name) and n.id in self.defs:
+                nodes.append(self.defs[n.id])
+            elif isinstance(n, ast.Name) and n.id in self.nested_defs:
+                nodes.append(self.nested_defs[n.id])  # a nested helper: what it reads
+        for node in nodes:
+            names += [n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)]
+        return any(looks_like_tensor_attr(a) or any(w in a for w in _WEIGHT_WORD) for a in names)
 
     def _captured_reason(self, value: ast.expr) -> str | None:
         if isinstance(value, ast.Call):
@@ -385,13 +671,14 @@ class FunctionAudit(CallRules):
 
     def _emit(self, stmt: ast.stmt, attr: str, owner: str, category: str, reason: str,
               value: ast.expr, kind: str, alias_of: str | None = None,
-              line: int | None = None, col: int | None = None) -> None:
+              line: int | None = None, col: int | None = None, persistent: bool = True) -> None:
         self.sites.append(RawSite(
             line=line or stmt.lineno, col=col if col is not None else stmt.col_offset,
             cls=self.reached.cls, function=self.reached.qualname, attr=attr, owner=owner,
             category=category, reason=reason, expr=short(value, 120), kind=kind,
             via=self.reached.via, classes=self.classes, formula=self._formula(value, owner),
-            alias_of=alias_of,
+            alias_of=alias_of, lineage=self.lineage, persistent=persistent,
+            empty=_is_empty(value),
         ))
 
     def _formula(self, value: ast.expr, owner: str) -> str | None:
@@ -400,6 +687,43 @@ class FunctionAudit(CallRules):
         tree = Draft(self.defs, receivers, self.imports).visit(copy_expr(value))
         text = " ".join(ast.unparse(tree).split())
         return text if len(text) <= 160 else None
+
+
+_ALLOCATIONS = frozenset({"zeros", "empty", "ones", "full", "arange", "new_zeros", "new_empty",
+                          "new_ones", "new_full", "zeros_like", "empty_like", "ones_like",
+                          "full_like", "empty_strided", "tensor"})
+
+
+def _is_allocation(value: ast.expr) -> bool:
+    """A fresh allocation whose values do not come from any tensor argument."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, (ast.Attribute, ast.Name))):
+        return False
+    name = value.func.attr if isinstance(value.func, ast.Attribute) else value.func.id
+    return name in _ALLOCATIONS and name != "tensor" or (
+        name == "tensor" and all(isinstance(a, ast.Constant) for a in value.args))
+
+
+def _shape_free_chains(node: ast.expr) -> set[str]:
+    """Dotted names an expression reads as tensors (not only for .shape/.dtype/.size())."""
+    skip: set[int] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute) and n.attr in NON_TENSOR_ATTRS:
+            skip.update(id(m) for m in ast.walk(n.value))
+        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+              and n.func.attr in NON_TENSOR_METHODS):
+            skip.update(id(m) for m in ast.walk(n.func.value))
+    return {c.removesuffix(".data") for n in ast.walk(node) if id(n) not in skip
+            and isinstance(n, (ast.Attribute, ast.Name)) and (c := attr_chain(n))}
+
+
+def _is_container(value: ast.expr) -> bool:
+    return isinstance(value, (ast.List, ast.Tuple, ast.ListComp, ast.Dict, ast.DictComp))
+
+
+def _calls_copy(func: ast.AST) -> bool:
+    """Whether a function refills something with ``.copy_(...)`` (keep-the-object pattern)."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and n.func.attr == "copy_" for n in ast.walk(func))
 
 
 def _dtype_view_of(value: ast.expr, chain: str, imports: dict[str, str]) -> bool:

@@ -12,12 +12,15 @@
   prepare/finalize objects and MoE quant configs (``make_*_moe_kernel`` builds new ones on every
   reload), so their constructors run again; modules, quant methods, attention impls and
   quantization configs are built once with the model, so their constructors are out of scope;
-* ``__init__`` of any class of the same file that reached post-load code instantiates by name.
+* ``__init__`` of any class of the same file that reached post-load code instantiates by name;
+* functions assigned over a post-load method (``qm.process_weights_after_loading = wrapped``).
 
 A call whose every caller binds a parameter to the same constant records it in
 :attr:`Reached.consts`, so the rules can read ``if register_buffer:`` as decided.
 
-**Reach**: from each root, calls resolved *within the same file* are followed transitively:
+**Reach** (this module: within one file; calls into other files are resolved through the
+tree-wide index by :mod:`.static_module` and audited in later rounds by :mod:`.static`): from
+each root, calls resolved *within the same file* are followed transitively:
 ``self.m(...)``/``cls.m(...)`` to ``m`` of the enclosing class, its same-file ancestors and
 same-file subclasses (overrides), ``super().m(...)`` to same-file ancestors, ``C.m(...)`` to a
 same-file class ``C``, and ``f(...)`` to a module-level function. Nested functions are read with
@@ -39,6 +42,8 @@ __all__ = [
     "MODULE_CLASS_NAMES",
     "ONCE_BUILT_SUFFIXES",
     "REBUILT_CLASS_TOKENS",
+    "LAZY_GUARD_RE",
+    "ROOT_ASSIGN_RE",
     "ROOT_DEF_RE",
     "ROOT_FUNCTIONS",
     "FunctionIndex",
@@ -59,6 +64,14 @@ MODULE_CLASS_NAMES = frozenset({"Module", "CustomOp", "PluggableLayer", "ModuleL
 
 ROOT_DEF_RE = re.compile(r"def\s+(?:" + "|".join(sorted(ROOT_FUNCTIONS)) + r")\b")
 """Text test for a root definition (used before parsing)."""
+ROOT_ASSIGN_RE = re.compile(r"\.(?:" + "|".join(sorted(ROOT_FUNCTIONS)) + r")\s*=[^=]")
+"""Text test for a function assigned over a post-load method (``qm.process_weights_after_loading
+= wrapped``): the assigned function is a root."""
+LAZY_GUARD_RE = re.compile(
+    r"if\s+(?:self\.(\w+)\s+is\s+None|not\s+hasattr\(\s*self\s*,\s*['\"](\w+)['\"]\s*\)"
+    r"|getattr\(\s*self\s*,\s*['\"](\w+)['\"]\s*,\s*None\s*\)\s+is\s+None)\s*:[ \t]*\n"
+    r"(?:[^\n]*\n){0,8}?\s+self\.(?:\1|\2|\3)\s*(?::[^=\n]*)?=[^=]")
+"""Text test for a lazily built cache (``if self._x is None:``), in any method."""
 # Starts with a literal so the regex engine can skip ahead; the line start is checked in code.
 _CLASS_RE = re.compile(r"class[ \t]+(\w+)[ \t]*(?:\(((?:[^()]|\([^()]*\))*)\))?[ \t]*:")
 _TOKEN_RE = re.compile("|".join(REBUILT_CLASS_TOKENS))
@@ -193,6 +206,8 @@ class ModuleScope:
         self.ancestors = ancestors
         self._index = cache if cache is not None else {}
         self._methods: frozenset[str] | None = None
+        self._assigned: list[tuple[FuncNode, str | None, str]] | None = None
+        self.has_assigned_roots = True  # callers that read the text can rule them out cheaply
         self.classes: dict[str, _ClassInfo] = {}
         self.functions: dict[str, FuncNode] = {}
         self._collect(tree.body)
@@ -267,15 +282,60 @@ class ModuleScope:
                     found.append((func, cls))
         return sorted(found, key=lambda fc: fc[0].lineno)
 
-    def reached(self) -> list[Reached]:
-        """Every function post-load code reaches in this module, each once, in visit order."""
+    def assigned_roots(self) -> list[tuple[FuncNode, str | None, str]]:
+        """Functions assigned over a post-load method anywhere in the module
+        (``qm.process_weights_after_loading = wrapped``): (function, class, where)."""
+        if self._assigned is not None:
+            return self._assigned
+        found: list[tuple[FuncNode, str | None, str]] = []
+        self._assigned = found
+        if not self.has_assigned_roots:
+            return found
+        holders: list[tuple[FuncNode, str | None]] = [(f, None) for f in self.functions.values()]
+        holders += [(f, c) for c, info in self.classes.items() for f in info.methods.values()]
+        for holder, cls in holders:
+            nested = {n.name: n for n in ast.walk(holder)
+                      if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n is not holder}
+            for node in ast.walk(holder):
+                if not isinstance(node, ast.Assign):
+                    continue
+                if not any(isinstance(t, ast.Attribute) and t.attr in ROOT_FUNCTIONS
+                           for t in node.targets):
+                    continue
+                value = node.value
+                if isinstance(value, ast.Name):
+                    target = nested.get(value.id) or self.functions.get(value.id)
+                    if target is not None:
+                        found.append((target, cls, holder.name))
+        return found
+
+    def seeds(self) -> list[Reached]:
+        """The module's roots as :class:`Reached` entries (post-load methods, rebuilt-object
+        constructors and functions assigned over post-load methods)."""
+        out = []
+        for func, cls in self.roots():
+            q = f"{cls}.{func.name}" if cls else func.name
+            out.append(Reached(func, cls, q, (q,), self.lineage(cls) if cls else frozenset()))
+        for func, cls, where in self.assigned_roots():
+            q = f"{cls}.{where}.<locals>.{func.name}" if cls else f"{where}.<locals>.{func.name}"
+            out.append(Reached(func, None, q, (q,), frozenset()))
+        return out
+
+    def find(self, cls: str | None, name: str) -> FuncNode | None:
+        """A module-level function (``cls`` None) or a method of a class of this module."""
+        if cls is None:
+            return self.functions.get(name)
+        info = self.classes.get(cls)
+        return info.methods.get(name) if info else None
+
+    def reached(self, seeds: list[Reached] | None = None) -> list[Reached]:
+        """Every function post-load code reaches in this module, each once, in visit order.
+
+        ``seeds`` replace the module's own roots (calls followed in from other files)."""
         out: dict[int, Reached] = {}
         bindings: dict[int, list[dict[str, object]]] = {}
-        queue: list[Reached] = []
-        roots = self.roots()
-        for func, cls in roots:
-            q = f"{cls}.{func.name}" if cls else func.name
-            queue.append(Reached(func, cls, q, (q,), self.lineage(cls) if cls else frozenset()))
+        queue: list[Reached] = list(self.seeds() if seeds is None else seeds)
+        roots = [(r.func, r.cls) for r in queue]
         while queue:
             item = queue.pop(0)
             if id(item.func) in out:

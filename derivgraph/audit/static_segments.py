@@ -20,10 +20,19 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from .static_scope import ROOT_DEF_RE, ROOT_FUNCTIONS, FuncNode, FunctionIndex, ModuleScope
+from .static_scope import (
+    LAZY_GUARD_RE,
+    ROOT_ASSIGN_RE,
+    ROOT_DEF_RE,
+    ROOT_FUNCTIONS,
+    FuncNode,
+    FunctionIndex,
+    ModuleScope,
+    Reached,
+)
 
 __all__ = ["Block", "parse_relevant", "split_blocks"]
 
@@ -128,7 +137,10 @@ _WHOLE = None  # "parse the whole block"
 
 
 def parse_relevant(text: str, filename: str, ancestors: Mapping[str, frozenset[str]],
-                   is_rebuilt: Callable[[str], bool]) -> ModuleScope:
+                   is_rebuilt: Callable[[str], bool],
+                   extra: Iterable[tuple[str | None, str]] = (),
+                   own_roots: bool = True,
+                   seeds: Callable[[ModuleScope], list[Reached]] | None = None) -> ModuleScope:
     """The scope of only the relevant code; raises SyntaxError if a piece does not parse.
 
     Root ``def`` blocks are parsed whole; root classes with only their root methods (and
@@ -156,15 +168,27 @@ def parse_relevant(text: str, filename: str, ancestors: Mapping[str, frozenset[s
 
     for block in blocks:
         source = text[block.start:block.end]
-        if block.kind == "other" or (block.kind == "def" and ROOT_DEF_RE.search(source)):
+        if block.kind == "other" or (own_roots and block.kind == "def" and (
+                ROOT_DEF_RE.search(source) or ROOT_ASSIGN_RE.search(source))):
             wanted[block.start] = _WHOLE
-        elif block.kind == "class":
+        elif block.kind == "class" and own_roots:
             keep = {n for n in ROOT_FUNCTIONS if ROOT_DEF_RE.search(source)
                     and re.search(rf"def\s+{n}\b", source)}
             if is_rebuilt(block.name):
                 keep.add("__init__")
+            if LAZY_GUARD_RE.search(source) or ROOT_ASSIGN_RE.search(source):
+                shape = classes.setdefault(block.start, _ClassText.of(source))
+                if shape is not None:
+                    for name, ranges in shape.methods.items():
+                        body = "".join("".join(shape.lines[a:b]) for a, b in ranges)
+                        if LAZY_GUARD_RE.search(body) or ROOT_ASSIGN_RE.search(body):
+                            keep.add(name)
             if keep:
                 wanted[block.start] = keep
+    for cls, name in extra:
+        block = named.get(cls or name)
+        if block is not None and (block.kind == "class") == (cls is not None):
+            _want(wanted, block, _WHOLE if cls is None else name)
     _close_textually(text, blocks, named, wanted, classes, ancestors)
     for block in blocks:
         if block.start in wanted:
@@ -172,7 +196,9 @@ def parse_relevant(text: str, filename: str, ancestors: Mapping[str, frozenset[s
     while True:
         module = ast.Module(body=[s for k in sorted(parsed) for s in parsed[k]], type_ignores=[])
         scope = ModuleScope(module, ancestors, cache)
-        changed = {named[n].start: named[n] for n, method in _needed(scope, named, ancestors)
+        scope.has_assigned_roots = own_roots and bool(ROOT_ASSIGN_RE.search(text))
+        changed = {named[n].start: named[n] for n, method in _needed(scope, named, ancestors,
+                                                                     seeds)
                    if _want(wanted, named[n], method)}
         if not changed:
             return scope
@@ -247,11 +273,13 @@ def _want(wanted: dict[int, set[str] | None], block: Block, method: str | None) 
 
 
 def _needed(scope: ModuleScope, named: Mapping[str, Block],
-            ancestors: Mapping[str, frozenset[str]]) -> set[tuple[str, str | None]]:
+            ancestors: Mapping[str, frozenset[str]],
+            seeds: Callable[[ModuleScope], list[Reached]] | None = None,
+            ) -> set[tuple[str, str | None]]:
     """(block name, method) pairs the reached code calls; method None for a whole block."""
     need: set[tuple[str, str | None]] = set()
     class_names = [n for n, b in named.items() if b.kind == "class"]
-    for reached in scope.reached():
+    for reached in scope.reached(seeds(scope) if seeds else None):
         cls = reached.cls
         lineage = scope.lineage(cls) if cls else frozenset()
         for node in scope.function_index(reached.func).calls:

@@ -48,6 +48,21 @@ CATEGORIES: dict[str, Category] = {c.id: c for c in (
              "a tensor captured by functools.partial, a lambda or a nested function is hidden "
              "from every parameter/buffer walk; reloads rebuild the callable around a new tensor "
              "while captured graphs read the old one"),
+    Category("lazy-cache", "DGS009", "cache built lazily from weights",
+             "a tensor built from weights on first use behind `if self._x is None:` is never "
+             "rebuilt by a reload: it keeps the values of the first weights (and a captured graph "
+             "keeps its address)"),
+    Category("container", "DGS010", "tensors stored in a container",
+             "tensors kept in a list, dict or dataclass are invisible to the parameter/buffer "
+             "walk and to vLLM's copy-back; post-load code fills the container with new tensors "
+             "on every run"),
+    Category("fold", "DGS011", "non-idempotent fold into a loaded parameter",
+             "an in-place write whose value depends on the parameter itself (`p.mul_(c)`, "
+             "`p *= c`, `p.copy_(f(p))`) folds a transform into a loaded weight: a rerun without "
+             "a fresh load applies it twice, and a guard flag skips it after a real reload"),
+    Category("dynamic-name", "DGS012", "site with a computed attribute name",
+             "the attribute name is computed at run time (`setattr(layer, name, ...)`), so no "
+             "spec can name it; review the site and declare each concrete name it takes"),
 )}
 
 
@@ -69,3 +84,6 @@ class RawSite:
     classes: tuple[str, ...]  # class names (with ancestors) used to match spec targets
     formula: str | None = None
     alias_of: str | None = None
+    lineage: tuple[str, ...] = ()  # the class holding the code and its ancestors (short names)
+    persistent: bool = True  # register_buffer(..., persistent=False) sets False
+    empty: bool = False  # a 0-element placeholder (torch.empty(0)): nothing to keep fresh
