@@ -193,8 +193,10 @@ def _derived_issues(spec: Spec, d: DerivedTensor, dtypes: frozenset[str]) -> lis
     if d.kind == "alias" and not isinstance(expr, (Name, Attr)):
         add(Rule.ALIAS, f"alias target {text!r} is not a tensor path (a name or dotted path)",
             "`of` names a derived tensor of this spec or a source path")
-    # `of: x` on a derived named x is not a self-reference: a formula never reads the tensor
-    # it defines, so `x` resolves to another derived tensor or to the source path `x`.
+    # `of: x` on the same owner is the alias itself (on another owner it reads the source x)
+    if d.kind == "alias" and isinstance(expr, Name) and expr.id == d.name and not d.owner and \
+            sum(x.name == d.name for x in spec.derived) == 1:
+        add(Rule.ALIAS, "an alias cannot be its own target", "point `of` at another tensor")
     if d.kind == "view" and _copies(expr):
         add(Rule.ALIAS, f"view formula {text!r} uses ops that copy",
             "a view may only use view ops (slicing, view, reshape, transpose, squeeze, ...) over "
