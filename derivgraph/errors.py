@@ -38,6 +38,7 @@ class Rule:
     OWNER = "DG012 owner-kind"
     INFERENCE = "DG013 inference-failed"
     NO_MATCH = "DG014 target-not-found"
+    COLLECTIVE_GROUP = "DG040 collective-group"
 
 
 @dataclass(frozen=True)
