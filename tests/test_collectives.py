@@ -40,7 +40,8 @@ specs:
   - name: ep-global-amax
     target: {module_class: [EpScales]}
     derived:
-      - {name: global_amax, kind: buffer, formula: "all_reduce(amax(input_scale), 'max', group='ep')"}
+      - {name: global_amax, kind: buffer,
+         formula: "all_reduce(amax(input_scale), 'max', group='ep')"}
       - {name: scale_sum, kind: attribute, formula: "all_reduce(input_scale, op='sum', group='ep')"}
 """
 
