@@ -189,3 +189,25 @@ def test_w4a8_b_strides_engine_spec() -> None:
     assert plan.refill(verify=True).moved == []
     experts = layer.quant_method.moe_kernel.fused_experts
     assert layer.quant_method.b_strides1 is held and experts.b_strides1 is held
+
+
+# ---- Kimi-K3 KDA decode front (loader-filled buffers) ------------------------------------------
+
+KDA_KEYS = ["self_attn.decode_conv1d_weight", "self_attn.decode_norm_weight"]
+
+
+def test_kimi_k3_kda_decode_front_a_b_a_in_place_reload() -> None:
+    from derivgraph.examples.reference_kimi_k3_kda import build_kda, make_kda_weights
+
+    _a_b_a(lambda s: build_kda(make_kda_weights(s)),
+           lambda m, s: m.self_attn.load_weights(make_kda_weights(s), in_place=True), KDA_KEYS,
+           None)
+
+
+def test_kimi_k3_kda_in_place_reload_is_stale_without_the_plan() -> None:
+    from derivgraph.examples.reference_kimi_k3_kda import build_kda, make_kda_weights
+
+    model = build_kda(make_kda_weights(1))
+    model.self_attn.load_weights(make_kda_weights(2), in_place=True)
+    cold = build_kda(make_kda_weights(2))
+    assert not torch.equal(model.self_attn.decode_norm_weight, cold.self_attn.decode_norm_weight)

@@ -1330,7 +1330,8 @@ def test_every_builtin_vllm_spec_is_exercised() -> None:
     exercised |= {"vllm-kimi-k3-mla-inverse-scales", "vllm-attention-kv-scale-floats",
                   "vllm-kimi-k3-mla-absorbed-kv-b-proj"}
     exercised |= set(MLA_CASES.values()) | {"vllm-mla-dcp-qrep"}
-    exercised |= {"vllm-deepseek-v4-rocm-fused-compressor", "vllm-gemma4-mtp-full-lm-head"}
+    exercised |= {"vllm-deepseek-v4-rocm-fused-compressor", "vllm-gemma4-mtp-full-lm-head",
+                  "vllm-kimi-k3-kda-decode-front"}
     # bound on a real LlamaForCausalLM's Attention layers by tests/test_vllm_integration_llama.py
     exercised |= {"vllm-attention-host-kv-scales"}
     names = {s.name for s in SPECS if s.name.startswith("vllm-")}
@@ -1496,3 +1497,26 @@ def test_gemma4_mtp_full_lm_head_matches_vllm(monkeypatch: pytest.MonkeyPatch) -
     assert plan.refill(verify=True).moved == []
     assert model._get_full_lm_head_weight() is cache
     assert torch.equal(cache, model.lm_head.weight[:60])
+
+
+# ---- Kimi-K3 KDA decode front: vLLM's own weight loaders fill the buffers ----------------------
+
+def test_kimi_k3_kda_decode_front_matches_vllm_loaders() -> None:
+    from vllm.models.kimi_k3.nvidia import kda as kda_mod
+
+    from derivgraph.examples.reference_kimi_k3_kda import P, build_kda, make_kda_weights
+
+    def vllm_loaders(conv: torch.Tensor, norm: torch.Tensor) -> tuple[Any, Any]:
+        return (kda_mod._make_decode_conv1d_weight_loader([P] * 3, 1, 0, conv),
+                kda_mod._make_decode_norm_weight_loader(norm))
+
+    model = build_kda(make_kda_weights(1), loaders=vllm_loaders)
+    plan = compile_plan(model, SPECS)
+    keys = ["self_attn.decode_conv1d_weight", "self_attn.decode_norm_weight"]
+    assert sorted(plan.entries) == keys
+    assert all(plan.entries[k].adopted for k in keys)  # vLLM's loader values, bit for bit
+    model.self_attn.load_weights(make_kda_weights(2), in_place=True)
+    assert plan.run(verify=True).moved == []
+    cold = build_kda(make_kda_weights(2), loaders=vllm_loaders)
+    for k in keys:
+        assert torch.equal(get_path(model, k), get_path(cold, k)), k
