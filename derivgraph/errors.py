@@ -44,6 +44,7 @@ class Rule:
     # issue7 (compiler) range DG030-DG039
     PASS_FAULT = "DG030 pass-fault"
     SOURCE_CHANGED = "DG031 source-changed"
+    COLLECTIVE_GROUP = "DG040 collective-group"
 
 
 @dataclass(frozen=True)

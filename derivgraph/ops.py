@@ -309,3 +309,5 @@ def _narrow(x: torch.Tensor, dim: int, start: int, length: int) -> torch.Tensor:
 def _select(x: torch.Tensor, dim: int, index: int) -> torch.Tensor:
     """x.select(dim, index)."""
     return x.select(dim, index)
+
+from . import collectives, ops_layout  # noqa: E402,F401  (collectives and layout ops register here)

@@ -1125,7 +1125,8 @@ def test_kimi_k3_mla_inverse_scales_and_scale_floats() -> None:
     plan = compile_plan(root, SPECS)
     assert sorted(plan.entries) == sorted(
         ["attn._q_scale_inv", "attn._k_scale_inv", "attn._q_scale_float", "attn._k_scale_float",
-         "attn._v_scale_float"])
+         "attn._v_scale_float", "attn.W_UV", "attn.W_UK_T"])
+    assert plan.entries["attn.W_UV"].adopted and plan.entries["attn.W_UK_T"].adopted
     assert plan.entries["attn._q_scale_inv"].adopted and plan.entries["attn._k_scale_inv"].adopted
     assert plan.entries["attn._q_scale_inv"].storage is q_inv
     assert torch.equal(q_inv, attn._q_scale.reciprocal().reshape(1))
@@ -1149,7 +1150,7 @@ def test_kimi_k3_mla_inverse_scales_and_scale_floats() -> None:
     assert "_q_scale_inv" in attn._non_persistent_buffers_set
     assert torch.equal(startup_q, fresh_q) and torch.equal(startup_k, fresh_k)
     cold_b = _kimi_layer(1)
-    for name in ("_q_scale_inv", "_k_scale_inv"):
+    for name in ("_q_scale_inv", "_k_scale_inv", "W_UV", "W_UK_T"):
         assert torch.equal(getattr(attn, name), getattr(cold_b, name))
     for name in floats_a:
         assert _same(plan.entries[f"attn.{name}"].storage, getattr(cold_b, name))
@@ -1326,8 +1327,196 @@ def test_drafter_fused_kv_specs(name: str) -> None:
 def test_every_builtin_vllm_spec_is_exercised() -> None:
     """Each built-in vLLM spec is bound (and so proven against vLLM) by at least one case."""
     exercised = set().union(*(c.specs for c in CASES), *(d[3] for d in DRAFTERS.values()))
-    exercised |= {"vllm-kimi-k3-mla-inverse-scales", "vllm-attention-kv-scale-floats"}
+    exercised |= {"vllm-kimi-k3-mla-inverse-scales", "vllm-attention-kv-scale-floats",
+                  "vllm-kimi-k3-mla-absorbed-kv-b-proj"}
+    exercised |= set(MLA_CASES.values()) | {"vllm-mla-dcp-qrep"}
+    exercised |= {"vllm-deepseek-v4-rocm-fused-compressor", "vllm-gemma4-mtp-full-lm-head",
+                  "vllm-kimi-k3-kda-decode-front"}
     # bound on a real LlamaForCausalLM's Attention layers by tests/test_vllm_integration_llama.py
     exercised |= {"vllm-attention-host-kv-scales"}
     names = {s.name for s in SPECS if s.name.startswith("vllm-")}
     assert names == exercised, sorted(names ^ exercised)
+
+
+# ---- MLA: W_UV / W_UK_T absorbed from kv_b_proj by vLLM's real MLAAttention ---------------------
+
+MLA_CASES = {"bf16": "vllm-mla-absorbed-kv-b-proj",
+             "fp8-block": "vllm-mla-absorbed-kv-b-proj-fp8-block"}
+
+
+class _NoImpl:
+    def process_weights_after_loading(self, act_dtype: torch.dtype) -> None:
+        pass
+
+
+class _DcpGroupOfOne:
+    """vLLM's GroupCoordinator with world size 1: all_gather returns its input."""
+
+    world_size = 1
+
+    def all_gather(self, x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        return x
+
+
+def _mla_layer(kind: str, seed: int, dcp: bool = False) -> nn.Module:
+    """A bare vLLM MLAAttention: the real class and post-load step, what it reads set by hand."""
+    from vllm.model_executor.layers.attention.mla_attention import MLAAttention
+    from vllm.model_executor.layers.quantization.fp8 import Fp8LinearMethod
+
+    layer = MLAAttention.__new__(MLAAttention)
+    nn.Module.__init__(layer)
+    layer.kv_lora_rank, layer.num_heads, layer.qk_nope_head_dim, layer.v_head_dim = 256, 2, 64, 64
+    layer.impl, layer.quant_config, layer.layer_name = _NoImpl(), None, "layers.0.mla_attn"
+    layer.is_amx_bmm_enabled = False
+    layer.is_aiter_triton_fp8_bmm_enabled = layer.is_aiter_triton_fp4_bmm_enabled = False
+    layer.dcp_q_replicate, layer.q_pad_num_heads, layer.W_UK_T_dcp_qrep = dcp, None, None
+    rows = 2 * (64 + 64)
+    proj = _Linear(rows, 256)
+    if kind == "fp8-block":
+        method = Fp8LinearMethod.__new__(Fp8LinearMethod)
+        method.block_quant, method.use_marlin, method.use_deep_gemm = True, False, False
+        proj.quant_method, proj.weight_block_size = method, [128, 128]
+        proj.weight = nn.Parameter(torch.empty(rows, 256, dtype=torch.float8_e4m3fn),
+                                   requires_grad=False)
+        proj.weight_scale_inv = nn.Parameter(torch.empty(2, 2), requires_grad=False)
+    else:
+        proj.weight = nn.Parameter(torch.empty(rows, 256, dtype=torch.bfloat16),
+                                   requires_grad=False)
+    layer.kv_b_proj = proj
+    set_default_quant_scales(layer, register_buffer=True)
+    _mla_load(layer, kind, seed)
+    return layer
+
+
+def _mla_load(layer: nn.Module, kind: str, seed: int) -> None:
+    g = _gen(300 + seed)
+    proj = layer.kv_b_proj
+    with torch.no_grad():
+        proj.weight.copy_((torch.randn(proj.weight.shape, generator=g) * 0.5).to(proj.weight.dtype))
+        if kind == "fp8-block":
+            proj.weight_scale_inv.copy_(_pos(g, (2, 2), 0.01, 0.03))
+    layer.process_weights_after_loading(torch.bfloat16)
+
+
+@pytest.mark.parametrize("kind", sorted(MLA_CASES))
+def test_mla_absorbed_weights_match_vllm(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import vllm.model_executor.layers.attention.mla_attention as mla_mod
+
+    monkeypatch.setattr(mla_mod, "get_dcp_group", lambda: _DcpGroupOfOne())
+    root = nn.Module()
+    root.attn = _mla_layer(kind, 0, dcp=True)
+    attn = root.attn
+    assert attn.W_UV.shape == (2, 256, 64) and attn.W_UK_T.shape == (2, 64, 256)
+    mla_specs = [s for s in SPECS if s.name in (MLA_CASES[kind], "vllm-mla-dcp-qrep")]
+    assert len(compile_plan(root, SPECS)) == 3 + 3  # + the attention layer's kv-scale floats
+    plan = compile_plan(root, mla_specs, require_match=True)
+    assert sorted(plan.entries) == ["attn.W_UK_T", "attn.W_UK_T_dcp_qrep", "attn.W_UV"]
+    assert all(e.adopted for e in plan.entries.values())  # bit-exact with vLLM's values
+    startup = {k: (e.storage, e.storage.data_ptr()) for k, e in plan.entries.items()}
+    for seed in (1, 0):  # A -> B -> A: vLLM's post-load step on the live layer, then refill
+        _mla_load(attn, kind, seed)
+        assert plan.refill(verify=True).moved == []
+        cold = _mla_layer(kind, seed, dcp=True)
+        for key, (obj, ptr) in startup.items():
+            assert get_path(root, key) is obj and obj.data_ptr() == ptr
+            assert torch.equal(obj, get_path(cold, key.split(".", 1)[1])), key
+    # an in-place reload (no post-load step): the plan recomputes what vLLM would
+    with torch.no_grad():
+        attn.kv_b_proj.weight.copy_(_mla_layer(kind, 1).kv_b_proj.weight)
+        if kind == "fp8-block":
+            attn.kv_b_proj.weight_scale_inv.copy_(_mla_layer(kind, 1).kv_b_proj.weight_scale_inv)
+    assert plan.run(verify=True).moved == []
+    cold = _mla_layer(kind, 1, dcp=True)
+    for name in ("W_UV", "W_UK_T", "W_UK_T_dcp_qrep"):
+        assert torch.equal(getattr(attn, name), getattr(cold, name)), name
+
+
+# ---- DeepSeek-V4 ROCm compressor fusion (vLLM's own step, with its `.set_()`) -------------------
+
+def test_deepseek_v4_rocm_fused_compressor_matches_vllm() -> None:
+    from types import SimpleNamespace
+
+    with pytest.MonkeyPatch.context() as mp:  # amd.rocm reads the GPU arch at import
+        mp.setattr(torch.cuda, "get_device_properties", lambda *a, **k: SimpleNamespace(
+            gcnArchName="gfx950", name="stub", major=9, minor=5, total_memory=0,
+            multi_processor_count=1))
+        from vllm.models.deepseek_v4.amd.rocm import DeepseekV4ROCMAiterMLAAttention
+
+    def linear(rows: int, seed: int) -> nn.Module:
+        m = nn.Module()
+        m.fused_wkv_wgate = _Linear(rows, 16)
+        with torch.no_grad():
+            m.fused_wkv_wgate.weight.copy_(torch.randn(rows, 16, generator=_gen(seed)))
+        return m
+
+    attn = DeepseekV4ROCMAiterMLAAttention.__new__(DeepseekV4ROCMAiterMLAAttention)
+    nn.Module.__init__(attn)
+    attn.register_buffer("_fused_compressor_weight", None, persistent=False)
+    attn.compressor, attn.indexer = linear(12, 1), nn.Module()
+    attn.indexer.compressor = linear(4, 2)
+    main = attn.compressor.fused_wkv_wgate.weight.detach().clone()
+    indexer = attn.indexer.compressor.fused_wkv_wgate.weight.detach().clone()
+    assert attn.prepare_compressor_gemm_fusion() is True
+    root = nn.Module()
+    root.attn = attn
+    plan = compile_plan(root, SPECS)
+    entry = plan.entries["attn._fused_compressor_weight"]
+    assert entry.adopted and entry.storage is attn._fused_compressor_weight
+    assert torch.equal(entry.storage, torch.cat((main, indexer), 0))
+    # vLLM's `.set_()`: the indexer Parameter now lives inside the fused storage, at main*K
+    w = attn.indexer.compressor.fused_wkv_wgate.weight
+    assert w.untyped_storage().data_ptr() == entry.storage.untyped_storage().data_ptr()
+    assert w.storage_offset() == main.numel()
+
+
+# ---- Gemma4 MTP: vLLM's own _get_full_lm_head_weight (TP = 1 here) -----------------------------
+
+def test_gemma4_mtp_full_lm_head_matches_vllm(monkeypatch: pytest.MonkeyPatch) -> None:
+    import vllm.model_executor.models.gemma4_mtp as mtp_mod
+
+    monkeypatch.setattr(mtp_mod, "get_tensor_model_parallel_world_size", lambda: 1)
+    model = mtp_mod.Gemma4MTP.__new__(mtp_mod.Gemma4MTP)
+    nn.Module.__init__(model)
+    model.lm_head = _Linear(64, 16)
+    embedder = mtp_mod.Gemma4MTPMaskedEmbedder.__new__(mtp_mod.Gemma4MTPMaskedEmbedder)
+    nn.Module.__init__(embedder)
+    embedder.vocab_size = 60
+    model.masked_embedding = embedder
+    model._stable_full_lm_head_weight = None
+    with torch.no_grad():
+        model.lm_head.weight.copy_(torch.randn(64, 16, generator=_gen(1)))
+    vllm_value = model._get_full_lm_head_weight().clone()  # TP = 1: an uncached view
+    assert model._stable_full_lm_head_weight is None
+    plan = compile_plan(model, SPECS)
+    cache = plan.entries["_stable_full_lm_head_weight"].storage
+    assert torch.equal(cache, vllm_value)
+    assert model._get_full_lm_head_weight() is cache  # vLLM now reads the bound cache
+    with torch.no_grad():
+        model.lm_head.weight.copy_(torch.randn(64, 16, generator=_gen(2)))
+    model._stable_full_lm_head_weight = None  # what vLLM's load_weights does
+    assert plan.refill(verify=True).moved == []
+    assert model._get_full_lm_head_weight() is cache
+    assert torch.equal(cache, model.lm_head.weight[:60])
+
+
+# ---- Kimi-K3 KDA decode front: vLLM's own weight loaders fill the buffers ----------------------
+
+def test_kimi_k3_kda_decode_front_matches_vllm_loaders() -> None:
+    from vllm.models.kimi_k3.nvidia import kda as kda_mod
+
+    from derivgraph.examples.reference_kimi_k3_kda import P, build_kda, make_kda_weights
+
+    def vllm_loaders(conv: torch.Tensor, norm: torch.Tensor) -> tuple[Any, Any]:
+        return (kda_mod._make_decode_conv1d_weight_loader([P] * 3, 1, 0, conv),
+                kda_mod._make_decode_norm_weight_loader(norm))
+
+    model = build_kda(make_kda_weights(1), loaders=vllm_loaders)
+    plan = compile_plan(model, SPECS)
+    keys = ["self_attn.decode_conv1d_weight", "self_attn.decode_norm_weight"]
+    assert sorted(plan.entries) == keys
+    assert all(plan.entries[k].adopted for k in keys)  # vLLM's loader values, bit for bit
+    model.self_attn.load_weights(make_kda_weights(2), in_place=True)
+    assert plan.run(verify=True).moved == []
+    cold = build_kda(make_kda_weights(2), loaders=vllm_loaders)
+    for k in keys:
+        assert torch.equal(get_path(model, k), get_path(cold, k)), k
