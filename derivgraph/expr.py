@@ -265,6 +265,11 @@ def signature_of(name: str, fn: Any, kind: str) -> OpSignature:
                        None if varargs else len(positional), keywords, kind)
 
 
+#: Modules whose ops are built in (registered when ``derivgraph.ops`` loads).
+BUILTIN_OP_MODULES = frozenset(
+    {"derivgraph.ops", "derivgraph.collectives", "derivgraph.ops_layout"})
+
+
 def registry_catalogue() -> dict[str, Any]:
     """The op catalogue computed from the live registry (imports torch)."""
     from .ops import DTYPES, OPS
@@ -274,7 +279,7 @@ def registry_catalogue() -> dict[str, Any]:
         "ops": {n: {"min_args": s.min_args, "max_args": s.max_args,
                     "keywords": list(s.keywords), "kind": s.kind}
                 for n, s in sorted((n, signature_of(n, op.fn, op.kind)) for n, op in OPS.items()
-                                   if getattr(op.fn, "__module__", "") == "derivgraph.ops")},
+                                   if getattr(op.fn, "__module__", "") in BUILTIN_OP_MODULES)},
     }
 
 
