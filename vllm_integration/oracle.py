@@ -401,3 +401,28 @@ def audit(model: Any, *, rebaseline: bool = False) -> tuple[AuditResult, bool]:
             state.baseline = snapshot(model)
             return AuditResult(tensors=len(state.baseline)), True
         return compare(state.baseline, model, state.plan.declared().values()), False
+
+
+# ---- the same-weight oracle (a worker RPC) ---------------------------------------------------
+
+def same_weight_oracle(model: Any, reload: Any, *, repeat: int = 3, limit: int = 20,
+                       ignore: Iterable[str] = ()) -> dict[str, Any]:
+    """Reload the same weights ``repeat`` times with ``reload()`` and fingerprint everything.
+
+    The reference is ``model``'s census now (run it on a freshly started engine, or right after
+    a reload of the weights ``reload`` loads): every reachable tensor and Python float is
+    compared with it after each reload (:mod:`derivgraph.audit.repeat`). The plugin's hooks
+    refill the plan inside ``reload`` as usual. Returns plain data (the worker RPC's answer):
+    ``ok``, ``tensors``, per-reload ``rounds`` (changed, new_addresses, values_differing,
+    scalars_changed, the first ``limit`` findings) and ``changed_paths``.
+    """
+    from derivgraph.audit.declared import DeclaredSet
+    from derivgraph.audit.repeat import same_weight_rounds
+
+    plan = plan_for(model)
+    declared = (lambda: DeclaredSet.from_plan(plan)) if plan is not None else (lambda: None)
+    report = same_weight_rounds(model, reload, repeat=repeat, declared=declared,
+                                ignore=list(ignore))
+    logger.info("derivgraph: same-weight oracle on %s:\n%s", type(model).__name__,
+                report.render(limit))
+    return {"model": type(model).__name__, **report.as_json(limit)}
