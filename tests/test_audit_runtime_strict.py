@@ -107,7 +107,7 @@ def test_freshness_helpers():
     assert sampled_digest(big) != before
 
 
-# ---- vLLM's real reload path with the plugin ------------------------------------------------------
+# ---- vLLM's real reload path with the plugin ---------------------------------------------
 
 vllm = pytest.importorskip("vllm")
 

@@ -17,6 +17,7 @@ This is what vLLM's strict mode runs (``vllm_integration.oracle``).
 from __future__ import annotations
 
 import math
+import time
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -93,12 +94,10 @@ class ReloadWatch:
 
     def check(self, model: Any, declared: Iterable[Any] = ()) -> WatchResult:
         """Walk ``model`` again and compare (reads only)."""
-        import time
-
         start = time.perf_counter()
         census = _census(model)
         now: dict[str, torch.Tensor] = {}
-        for path, entry in census.tensors().items():
+        for entry in census.tensors().values():
             for p in entry.paths():
                 now[p] = entry.value
         result = WatchResult(tensors=len(now))
