@@ -5,9 +5,9 @@ Contract (used by ``derivgraph audit vllm`` and by the trace engine; keep it sta
     @dataclass(frozen=True)
     class VllmCase:
         name: str                     # e.g. "fp8-moe-cutlass"
-        classes: tuple[str, ...]      # qualified names of the vLLM classes whose post-load code runs
-        def build(self, seed: int) -> torch.nn.Module   # create_weights + load(seed) + post-load
-        def reload(self, model: torch.nn.Module, seed: int) -> None  # vLLM's real layerwise reload
+        classes: tuple[str, ...]      # qualified names of the vLLM classes whose code runs
+        def build(self, seed: int) -> torch.nn.Module   # create_weights, load(seed), post-load
+        def reload(self, model: torch.nn.Module, seed: int) -> None  # vLLM's layerwise reload
     def cases() -> list[VllmCase]     # build() raises NotRunnable(reason) where CPU cannot run it
 
 Every case is a model of ``LAYERS`` layers. Each layer's ``quant_method`` is a

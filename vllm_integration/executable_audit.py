@@ -1,4 +1,4 @@
-"""The executable vLLM audit: run vLLM's own classes through a real reload and judge the static audit.
+"""The executable vLLM audit: vLLM's own classes through a real reload judge the static audit.
 
 For each case of :mod:`vllm_integration.builders`: build with seed A, take a census, reload with
 seed B through vLLM's real layerwise path, take another census, build a cold start of B, and

@@ -1,4 +1,4 @@
-"""``derivgraph audit vllm``: run vLLM's own classes through a real reload, judge static findings."""
+"""``derivgraph audit vllm``: vLLM's own classes through a real reload judge static findings."""
 
 from __future__ import annotations
 
