@@ -9,7 +9,11 @@ constants and a closure; one quant-config object is shared by every layer.
 
 Times ``take_census`` walk-only (``fingerprints=False``, what an address check needs), with
 fingerprints (every byte hashed, what a stale check needs), and ``diff_censuses`` of two
-fingerprinted censuses. Medians of ``--repeat`` runs (default 3).
+fingerprinted censuses. Also vLLM strict mode's reload check
+(:mod:`derivgraph.audit.reload_watch`): ``watch`` before a reload (walk, sampled digests of
+loaded tensors, full digests of the rest) and ``check`` after it (walk again, moved,
+undeclared, stale in place, changed floats), next to the address-only check it replaced (two
+walks). Medians of ``--repeat`` runs (default 3).
 
     python3 benchmarks/bench_census.py --layers 61
     python3 benchmarks/bench_census.py --layers 61 --device cuda
@@ -29,6 +33,7 @@ from torch import nn
 
 from derivgraph.audit.census import take_census
 from derivgraph.audit.diff import diff_censuses
+from derivgraph.audit.reload_watch import watch
 
 
 @dataclass(frozen=True)
@@ -180,6 +185,8 @@ def main() -> None:
     full_s, full = _median(lambda: take_census(model), args.repeat, args.device)
     other = take_census(model)
     diff_s, diff = _median(lambda: diff_censuses(full, other, other), args.repeat, args.device)
+    watch_s, record = _median(lambda: watch(model), args.repeat, args.device)
+    check_s, checked = _median(lambda: record.check(model), args.repeat, args.device)
     tensors = full.tensors()
     result = {
         "layers": args.layers, "device": args.device, "dtype": args.dtype,
@@ -188,6 +195,9 @@ def main() -> None:
         "scalars": len(full.scalars()), "bytes": full.nbytes(),
         "census_walk_s": round(walk_s, 4), "census_fingerprint_s": round(full_s, 4),
         "diff_s": round(diff_s, 4), "findings": len(diff.findings), "repeat": args.repeat,
+        "strict_watch_s": round(watch_s, 4), "strict_check_s": round(check_s, 4),
+        "strict_findings": len(checked.moved) + len(checked.undeclared)
+        + len(checked.unrefreshed) + len(checked.scalars),
     }
     assert walk.tensors().keys() == tensors.keys()
     print(json.dumps(result))  # noqa: T201 - a script's output

@@ -12,14 +12,23 @@ vLLM's hooks (see :mod:`vllm_integration.hooks`) report three things here:
   sparse patches) it *recomputes* what depends on the names that were loaded;
 * :func:`note_names` — names a loader reported.
 
-``strict`` mode takes a census before the reload and after the refill, and raises
-:class:`derivgraph.StrictReloadError` if any graph-visible tensor moved or an undeclared
-derived tensor appeared.
+``strict`` mode records the model before the reload and checks it after the refill
+(:mod:`derivgraph.audit.reload_watch`), and raises :class:`derivgraph.StrictReloadError` if any
+graph-visible tensor moved, an undeclared derived tensor appeared, a tensor was left stale in
+place (its value unchanged although every loaded tensor of its module changed: the heuristic of
+:mod:`derivgraph.audit.freshness`), or a Python scalar changed (unless recapture is allowed).
+
+A changed Python scalar (a declared one the plan rewrote, or in strict mode any float the
+census sees) is logged as a WARNING on the ``vllm.derivgraph`` logger, a child of the ``vllm``
+logger vLLM configures, so it shows by default: a captured graph baked the old number and only
+a recapture makes it current. ``DERIVGRAPH_ALLOW_RECAPTURE=1`` says the deployment recaptures
+(or runs eager) after reloads: strict mode then lets scalar changes pass (still warned).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 import types
@@ -35,13 +44,25 @@ if TYPE_CHECKING:
     from torch import nn
 
     from derivgraph import Plan, RunReport, Spec
+    from derivgraph.audit.reload_watch import ReloadWatch, WatchResult
 
 __all__ = [
-    "Counters", "ModelState", "abort", "attach", "audit", "begin", "detach", "end", "note_names",
-    "on_post_load", "plan_for", "planned_models", "state_for",
+    "ALLOW_RECAPTURE_ENV", "Counters", "ModelState", "abort", "attach", "audit", "begin",
+    "detach", "end", "note_names", "on_post_load", "plan_for", "planned_models",
+    "recapture_allowed", "same_weight_oracle", "state_for", "strict_findings",
 ]
 
 logger = logging.getLogger(__name__)
+#: vLLM configures the ``vllm`` logger (handler, level INFO): its children show by default.
+vllm_logger = logging.getLogger("vllm.derivgraph")
+
+#: Set to 1 when the deployment recaptures graphs (or runs eager) after a reload.
+ALLOW_RECAPTURE_ENV = "DERIVGRAPH_ALLOW_RECAPTURE"
+
+
+def recapture_allowed() -> bool:
+    """``DERIVGRAPH_ALLOW_RECAPTURE`` is set to 1 / true / yes / on."""
+    return os.environ.get(ALLOW_RECAPTURE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 _ATTR = "_derivgraph_state"
 _MODELS: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -62,6 +83,8 @@ class Counters:
     rebinds: int = 0
     moved_last: int = 0
     undeclared_last: int = 0
+    unrefreshed_last: int = 0
+    scalars_changed_last: int = 0
     strict_failures: int = 0
     seconds_last: float = 0.0
     last: dict[str, Any] | None = None
@@ -81,6 +104,7 @@ class Session:
     names: set[str] = field(default_factory=set)
     runtime_names: set[str] = field(default_factory=set)
     before: Snapshot | None = None
+    watch: ReloadWatch | None = None
 
 
 @dataclass
@@ -210,7 +234,10 @@ def begin(model: Any, kind: str, *, layerwise: bool = False, restart: bool = Fal
             session = state.session = Session(kind)
             watch = mode == "strict" or len(state.plan) > 0
             if mode == "strict":
-                session.before = snapshot(model)
+                from derivgraph.audit.reload_watch import watch
+
+                session.watch = watch(model)
+                session.before = Snapshot(session.watch.slots)
             if state.baseline is None and watch:
                 state.baseline = session.before or snapshot(model)
         session.depth += 1
@@ -290,32 +317,73 @@ def _complete(model: Any, state: ModelState, session: Session, mode: str) -> Run
     else:
         counters.in_place += 1
     result = AuditResult(list(report.moved or []) if report else [])
-    if session.before is not None:
-        found = compare(session.before, model, plan.declared().values())
+    found = None
+    if session.watch is not None:
+        found = session.watch.check(model, plan.declared().values())
         result.moved = sorted(set(result.moved) | set(found.moved))
         result.undeclared, result.tensors = found.undeclared, found.tensors
+    elif session.before is not None:
+        legacy = compare(session.before, model, plan.declared().values())
+        result.moved = sorted(set(result.moved) | set(legacy.moved))
+        result.undeclared, result.tensors = legacy.undeclared, legacy.tensors
+    findings = strict_findings(result, found, report)
     counters.moved_last, counters.undeclared_last = len(result.moved), len(result.undeclared)
+    counters.unrefreshed_last = len(found.unrefreshed) if found is not None else 0
+    counters.scalars_changed_last = sum(p.startswith("scalar changed: ") for p in findings)
     counters.seconds_last = time.perf_counter() - start
     counters.last = {"session": session.kind, "mode": mode, "layerwise": session.layerwise,
                      "loaded_names": len(session.runtime_names or session.names),
-                     "report": report.as_dict() if report else None}
+                     "report": report.as_dict() if report else None,
+                     "strict": found.as_dict() if found is not None else None}
     if report is not None:
         logger.info("derivgraph: %s %s reload: %s", type(model).__name__, session.kind, report)
-    if mode == "strict" and (result.moved or result.undeclared):
+    scalars = [p.removeprefix("scalar changed: ") for p in findings
+               if p.startswith("scalar changed: ")]
+    if scalars:
+        vllm_logger.warning(
+            "derivgraph: the %s reload of %s changed %d Python scalar(s) a captured graph baked "
+            "at capture time: %s. Recapture CUDA graphs (or run eager) after this reload%s.",
+            session.kind, type(model).__name__, len(scalars), ", ".join(scalars[:8]),
+            "" if recapture_allowed() else
+            f"; set {ALLOW_RECAPTURE_ENV}=1 once the deployment does")
+    failing = [p for p in findings
+               if not (p.startswith("scalar changed: ") and recapture_allowed())]
+    if mode == "strict" and failing:
         counters.strict_failures += 1
-        paths = [*(f"moved: {p}" for p in result.moved),
-                 *(f"undeclared: {p}" for p in result.undeclared)]
         raise StrictReloadError(
             f"derivgraph strict mode: the {session.kind} reload of {type(model).__name__} left "
-            f"{len(result.moved)} graph-visible tensor path(s) moved and "
-            f"{len(result.undeclared)} undeclared derived tensor(s); a captured graph would "
-            "read stale or freed memory. Declare them in a spec (DERIVGRAPH_SPECS) or fix the "
-            "post-load step.", paths)
+            f"{len(result.moved)} graph-visible tensor path(s) moved, "
+            f"{len(result.undeclared)} undeclared derived tensor(s), "
+            f"{counters.unrefreshed_last} tensor(s) stale in place and "
+            f"{counters.scalars_changed_last} changed Python scalar(s); a captured graph would "
+            "read stale or freed memory or a baked number. Declare them in a spec "
+            f"(DERIVGRAPH_SPECS), fix the post-load step, or for scalars set "
+            f"{ALLOW_RECAPTURE_ENV}=1 if graphs are recaptured.", failing)
     if result.moved:
         logger.warning("derivgraph: %s: %d tensor path(s) moved in the %s reload: %s",
                        type(model).__name__, len(result.moved), session.kind,
                        ", ".join(result.moved[:8]))
     return report
+
+
+def strict_findings(result: AuditResult, found: WatchResult | None,
+                    report: RunReport | None) -> list[str]:
+    """What strict mode fails on, one ``"<what>: <path>"`` line each.
+
+    ``moved``, ``undeclared``, ``stale in place`` (with the heuristic's reason) and
+    ``scalar changed`` (declared scalars the plan rewrote, and any float the watch saw change).
+    Called by :func:`_complete`; exposed so the hooks or a test can ask the same question.
+    """
+    lines = [*(f"moved: {p}" for p in result.moved),
+             *(f"undeclared: {p}" for p in result.undeclared)]
+    if found is not None:
+        lines += [f"stale in place: {u.path} ({u.reason()})" for u in found.unrefreshed]
+    scalars: list[str] = list(report.recapture_required) if report is not None else []
+    if found is not None:
+        scalars += [f"{c.path} ({c.before!r} -> {c.after!r})" for c in found.scalars
+                    if not any(c.path == s or c.path.endswith("." + s) for s in scalars)]
+    lines += [f"scalar changed: {s}" for s in dict.fromkeys(scalars)]
+    return lines
 
 
 # ---- runtime audit ----------------------------------------------------------------------------
@@ -333,3 +401,28 @@ def audit(model: Any, *, rebaseline: bool = False) -> tuple[AuditResult, bool]:
             state.baseline = snapshot(model)
             return AuditResult(tensors=len(state.baseline)), True
         return compare(state.baseline, model, state.plan.declared().values()), False
+
+
+# ---- the same-weight oracle (a worker RPC) ---------------------------------------------------
+
+def same_weight_oracle(model: Any, reload: Any, *, repeat: int = 3, limit: int = 20,
+                       ignore: Iterable[str] = ()) -> dict[str, Any]:
+    """Reload the same weights ``repeat`` times with ``reload()`` and fingerprint everything.
+
+    The reference is ``model``'s census now (run it on a freshly started engine, or right after
+    a reload of the weights ``reload`` loads): every reachable tensor and Python float is
+    compared with it after each reload (:mod:`derivgraph.audit.repeat`). The plugin's hooks
+    refill the plan inside ``reload`` as usual. Returns plain data (the worker RPC's answer):
+    ``ok``, ``tensors``, per-reload ``rounds`` (changed, new_addresses, values_differing,
+    scalars_changed, the first ``limit`` findings) and ``changed_paths``.
+    """
+    from derivgraph.audit.declared import DeclaredSet
+    from derivgraph.audit.repeat import same_weight_rounds
+
+    plan = plan_for(model)
+    declared = (lambda: DeclaredSet.from_plan(plan)) if plan is not None else (lambda: None)
+    report = same_weight_rounds(model, reload, repeat=repeat, declared=declared,
+                                ignore=list(ignore))
+    logger.info("derivgraph: same-weight oracle on %s:\n%s", type(model).__name__,
+                report.render(limit))
+    return {"model": type(model).__name__, **report.as_json(limit)}

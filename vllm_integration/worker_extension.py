@@ -12,6 +12,7 @@ collide with the Worker's own::
     llm.collective_rpc("reload_weights", kwargs={"weights_path": path})
     llm.collective_rpc("derivgraph_counters")   # reloads, refills, tensors written, moved ...
     llm.collective_rpc("derivgraph_audit")      # census: moved / undeclared since baseline
+    llm.collective_rpc("derivgraph_repeat_oracle", kwargs={"repeat": 3})  # same-weight oracle
 """
 
 from __future__ import annotations
@@ -107,3 +108,12 @@ class DerivgraphWorkerExtension:
                 logger.info("derivgraph: manual refill of %s: %s", _name(model), report)
                 out["models"].append({"model": _name(model), **report.as_dict()})
         return out
+
+    def derivgraph_repeat_oracle(self, repeat: int = 3, limit: int = 20,
+                                 reload_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Same-weight oracle: ``reload_weights(**reload_kwargs)`` ``repeat`` times (default: the
+        served checkpoint), every tensor fingerprinted against the census taken before."""
+        model = self.model_runner.get_model()
+        return oracle.same_weight_oracle(
+            model, lambda: self.reload_weights(**(reload_kwargs or {})), repeat=repeat,
+            limit=limit)

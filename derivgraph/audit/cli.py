@@ -6,6 +6,7 @@ from typing import Any
 
 from .runtime_cli import add_runtime_parser
 from .static_cli import add_static_parser
+from .vllm_cli import add_parser as add_vllm_parser
 
 __all__ = ["add_audit_parser"]
 
@@ -16,3 +17,4 @@ def add_audit_parser(sub: Any) -> None:
     audit_sub = p.add_subparsers(dest="audit_command", required=True)
     add_runtime_parser(audit_sub)
     add_static_parser(audit_sub)
+    add_vllm_parser(audit_sub)

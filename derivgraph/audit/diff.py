@@ -11,7 +11,11 @@ same weights (``cold``). Findings, one per tensor (its paths listed together):
 * ``gone`` — a startup path holds no tensor any more (a graph reads freed memory);
 * ``new`` — a tensor or scalar the startup model did not have;
 * ``recapture`` — a Python float that changed since startup: a graph captured at startup
-  baked the old number, only a recapture makes it current.
+  baked the old number, only a recapture makes it current;
+* ``unrefreshed`` — without a cold start only (``model=`` given): a tensor kept in place whose
+  value the reload did not change although every loaded tensor of its module changed (stale
+  in place, by the heuristic of :mod:`derivgraph.audit.freshness`). A cold start replaces the
+  heuristic with the exact ``stale`` check.
 
 Each finding is classified against a plan's :class:`~derivgraph.audit.declared.DeclaredSet`
 (declared or undeclared); without a plan nothing is declared.
@@ -29,12 +33,13 @@ import torch
 
 from .census import Census, CensusEntry
 from .declared import DeclaredSet
+from .freshness import loaded_tensors, module_changes, unrefreshed
 
 __all__ = ["CATEGORIES", "FAILING", "CensusDiff", "Finding", "diff_censuses"]
 
-CATEGORIES = ("moved", "stale", "gone", "new", "recapture")
+CATEGORIES = ("moved", "stale", "unrefreshed", "gone", "new", "recapture")
 #: Categories that break a captured graph whether or not a spec declares the tensor.
-FAILING = ("moved", "stale", "gone")
+FAILING = ("moved", "stale", "unrefreshed", "gone")
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,8 @@ class ByCategory:
     new = property(lambda self: self.paths("new"), doc="Paths of new findings.")
     recapture = property(lambda self: self.paths("recapture"),
                          doc="Paths of Python floats that changed (graphs baked the old one).")
+    unrefreshed = property(lambda self: self.paths("unrefreshed"),
+                           doc="Paths left stale in place by the heuristic (no cold start).")
 
 
 @dataclass
@@ -86,6 +93,7 @@ class CensusDiff(ByCategory):
     changed: int = 0
     stale_checked: bool = False
     classified: bool = False
+    heuristic: bool = False  # no cold start, but the unrefreshed heuristic ran
 
     def by(self, category: str) -> list[Finding]:
         return [f for f in self.findings if f.category == category]
@@ -107,7 +115,9 @@ class CensusDiff(ByCategory):
 
     def summary(self) -> str:
         counts = ", ".join(f"{c} {len(self.by(c))}" for c in CATEGORIES)
-        stale = "" if self.stale_checked else " (stale not checked: no cold start)"
+        stale = "" if self.stale_checked else (
+            " (no cold start: stale values checked only by the unrefreshed heuristic)"
+            if self.heuristic else " (stale not checked: no cold start)")
         return f"tensors changed {self.changed}/{self.tensors}: {counts}{stale}"
 
     def as_json(self) -> dict[str, Any]:
@@ -117,6 +127,7 @@ class CensusDiff(ByCategory):
             **{c: self.paths(c) for c in CATEGORIES},
             "undeclared": self.undeclared(),
             "stale_checked": self.stale_checked,
+            "unrefreshed_heuristic": self.heuristic,
             "ok": self.ok(),
             "findings": [f.as_json() for f in self.findings],
         }
@@ -319,16 +330,53 @@ def _scalars_and_new(before: Census, after: Census, declared: DeclaredSet, ignor
     return findings
 
 
+def _unrefreshed(before: Census, after: Census, model: Any, declared: DeclaredSet,
+                 ignore: _Ignore, flagged: set[str], changed: set[str]) -> list[Finding]:
+    loaded = loaded_tensors(model)
+    loaded_ids = {id(t) for t in loaded.values()}
+
+    def digests(census: Census) -> dict[str, Any]:
+        out = {}
+        for name in loaded:
+            e = census.get(name)
+            out[name] = e.fingerprint if e is not None and e.is_tensor else None
+        return out
+
+    changes = module_changes(digests(before), digests(after))
+    unchanged = []
+    for a in after.tensors().values():
+        b = before.get(a.path)
+        if (b is None or not b.is_tensor or id(a.value) in loaded_ids or a.path in flagged
+                or b.value is not a.value or a.fingerprint is None
+                or a.fingerprint != b.fingerprint or not ignore.keep([a.path])):
+            continue
+        unchanged.append((a.path, a.value))
+    modules = [n for n, _ in model.named_modules()] if hasattr(model, "named_modules") else []
+    findings = []
+    for u in unrefreshed(unchanged, modules, changes):
+        a = after.entries[u.path]
+        findings.append(Finding("unrefreshed", u.path, tuple(ignore.keep(a.paths())), u.reason(),
+                                declared.covers(a.paths(), [a.value]), a.holder, a.place,
+                                a.identity.describe() if a.identity else None,
+                                a.identity.describe() if a.identity else None))
+        b = before.get(u.path)
+        if b is not None:
+            changed.add(b.path)
+    return findings
+
+
 def diff_censuses(before: Census, after: Census, cold: Census | None = None, *,
                   declared: DeclaredSet | None = None,
-                  ignore: Sequence[str] = ()) -> CensusDiff:
+                  ignore: Sequence[str] = (), model: Any = None) -> CensusDiff:
     """Compare a startup census with one taken after a reload (and a cold start's).
 
     ``before`` and ``after`` must keep their tensors alive (``take_census`` does by default),
     so that object identity is trustworthy. ``cold``: a census of a cold start of the weights
     the reload loaded; without it nothing is checked for staleness. ``declared``: what a plan
     declares (see :meth:`DeclaredSet.from_plan`). ``ignore``: glob patterns of paths to skip
-    (scratch buffers whose contents are meaningless, say ``*.workspace``).
+    (scratch buffers whose contents are meaningless, say ``*.workspace``). ``model``: the
+    reloaded model; without ``cold`` it enables the ``unrefreshed`` heuristic (it needs the
+    model's loaded tensors and module tree).
     """
     decl = declared if declared is not None else DeclaredSet.empty()
     skip = _Ignore(ignore)
@@ -339,8 +387,11 @@ def diff_censuses(before: Census, after: Census, cold: Census | None = None, *,
         stale = _stale(before, after, cold, decl, skip, changed)
         stale_paths = {p for f in stale for p in f.paths}
         findings += stale
+    elif model is not None:
+        flagged = {p for f in findings for p in f.paths}
+        findings += _unrefreshed(before, after, model, decl, skip, flagged, changed)
     findings += _scalars_and_new(before, after, decl, skip, stale_paths)
     order = {c: i for i, c in enumerate(CATEGORIES)}
     findings.sort(key=lambda f: (order[f.category], f.path))
     return CensusDiff(findings, len(before.tensors()), len(changed), cold is not None,
-                      declared is not None)
+                      declared is not None, cold is None and model is not None)

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["DeviceDigests", "fingerprint", "fingerprint_parts", "has_storage"]
+__all__ = ["DeviceDigests", "fingerprint", "fingerprint_parts", "fingerprints", "has_storage"]
 
 
 def has_storage(t: torch.Tensor) -> bool:
@@ -125,3 +125,26 @@ class DeviceDigests:
             for (entry, head, _), sums in zip(items, values):
                 entry.fingerprint = head + _format_sums(sums)
         self.done.clear()
+
+
+class _Slot:
+    __slots__ = ("fingerprint",)
+
+    def __init__(self) -> None:
+        self.fingerprint: str | None = None
+
+
+def fingerprints(tensors: dict[str, torch.Tensor]) -> dict[str, str | None]:
+    """:func:`fingerprint` of many tensors, device digests batched (one sync per device)."""
+    digests = DeviceDigests()
+    slots: dict[str, _Slot] = {}
+    with torch.no_grad():
+        for name, t in tensors.items():
+            slot = slots[name] = _Slot()
+            parts = fingerprint_parts(t)
+            if isinstance(parts, tuple):
+                digests.add(slot, *parts)
+            else:
+                slot.fingerprint = parts
+    digests.finish()
+    return {name: slot.fingerprint for name, slot in slots.items()}

@@ -91,6 +91,7 @@ class OracleReport(ByCategory):
             "plan": self.plan,
             "refilled": self.refilled,
             "stale_checked": self.stale_checked,
+            "blind_spots": self.blind_spots(),
             "recapture_required": self.recapture_required(),
             "tensors": max((c.diff.tensors for c in self.checks), default=0),
             "changed": max((c.diff.changed for c in self.checks), default=0),
@@ -118,10 +119,31 @@ class OracleReport(ByCategory):
                              " declared Python scalar(s)")
         bad = {c: len(self.paths(c)) for c in FAILING}
         verdict = "PASS" if self.ok() else "FAIL"
-        lines.append(f"{verdict}: moved {bad['moved']}, stale {bad['stale']}, gone {bad['gone']}, "
+        heuristic = any(c.diff.heuristic for c in self.checks)
+        lines.append(f"{verdict}: moved {bad['moved']}, stale {bad['stale']}, "
+                     f"unrefreshed {bad['unrefreshed']}, gone {bad['gone']}, "
                      f"undeclared {len(self.undeclared())}"
                      + ("" if self.stale_checked else " (stale not checked: no cold start)"))
+        lines += self.blind_spots(heuristic)
         return "\n".join(lines)
+
+    def blind_spots(self, heuristic: bool | None = None) -> list[str]:
+        """What this run could not see, in words (empty with a cold start)."""
+        if heuristic is None:
+            heuristic = any(c.diff.heuristic for c in self.checks)
+        cold = any(c.diff.stale_checked and c.label != "A->B->A" for c in self.checks)
+        if cold:
+            return []
+        out = []
+        if any(c.label == "A->B->A" for c in self.checks):
+            out.append("note: A->B->A compares with the startup census (a cold start of A): a "
+                       "tensor never refreshed holds A's value again and looks right there.")
+        if heuristic:
+            out.append("note: without --cold, stale values after A->B are found only by the "
+                       "unrefreshed heuristic (value unchanged although every loaded tensor of "
+                       "its module changed); it cannot see a tensor derived from another "
+                       "module's weights, a partial reload, or a wrong new value. --cold sees all.")
+        return out
 
 
 def _census(model: Any, max_depth: int, keep_values: bool = True) -> Census:
@@ -148,7 +170,7 @@ def check_reload(model: Any, reload: Callable[[Any], Any], *, label: str = "relo
         logger.info("%s: plan %s", label, run)
     after = _census(model, max_depth)
     declared = DeclaredSet.from_plan(plan) if plan is not None else None
-    diff = diff_censuses(startup, after, cold, declared=declared, ignore=ignore)
+    diff = diff_censuses(startup, after, cold, declared=declared, ignore=ignore, model=model)
     logger.info("%s: %s", label, diff.summary())
     return ReloadCheck(label, diff, run)
 

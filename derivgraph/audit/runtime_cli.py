@@ -35,15 +35,31 @@ protocol:
   FUNC is then called a second time and must switch back to A, and the model is diffed
   against the startup census, which is a cold start of A (A -> B -> A).
 
+  Without --cold the A->B reload is also checked by the unrefreshed heuristic: a tensor
+  kept in place whose value did not change although every loaded tensor (parameter,
+  persistent buffer) of its module changed is reported as stale in place. It cannot see a
+  tensor derived from another module's weights, a partial reload or a wrong new value;
+  --round-trip alone cannot see a tensor never refreshed (back on A its old value is right
+  again); only --cold sees every stale value. The output says so (blind_spots in JSON).
+
+  --repeat [N] (default 3) is the same-weight oracle: FUNC must reload the SAME weights as
+  FACTORY, N times; COLD (optional) is then a cold start of those weights (default: compare
+  with the startup census). Printed per reload: tensors changed k/T, at new addresses, values
+  differing, Python scalars changed. It catches in-place folds applied once per post-load run
+  instead of once per load; it cannot see a tensor never refreshed.
+
   Each finding is declared (a plan covers the tensor) or undeclared. --no-plan audits the
   engine alone; --no-refill compiles the plan to classify but does not run it.
 
-exit status: 0, or with --strict 1 on any moved, stale or gone finding or any undeclared
-one; 1 also when a spec is invalid or cannot be adopted.
+exit status: 0, or with --strict 1 on any moved, stale, unrefreshed or gone finding or any
+undeclared one (with --repeat: on any tensor or scalar changed); 1 also when a spec is
+invalid or cannot be adopted.
 
 example:
   derivgraph audit runtime --model my_models:build_a --reload my_models:load_b \\
       --cold my_models:build_b --specs my_specs.yaml --format json --strict
+  derivgraph audit runtime --model my_models:build_a --reload my_models:reload_a \
+      --cold my_models:build_a --repeat 3 --strict
 """
 
 
@@ -61,8 +77,12 @@ def add_runtime_parser(audit_sub: Any) -> argparse.ArgumentParser:
                    help="callable FUNC(model) reloading the model in place with weights B")
     p.add_argument("--cold", metavar="MODULE:FACTORY",
                    help="zero-argument callable returning a cold start of B (stale check)")
-    p.add_argument("--round-trip", action="store_true",
-                   help="call FUNC again (it must switch back to A) and check A -> B -> A")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--round-trip", action="store_true",
+                      help="call FUNC again (it must switch back to A) and check A -> B -> A")
+    mode.add_argument("--repeat", type=int, nargs="?", const=3, default=None, metavar="N",
+                      help="same-weight oracle: FUNC reloads the SAME weights, N times "
+                      "(default 3); COLD is then a cold start of those weights")
     p.add_argument("--specs", nargs="*", default=[], metavar="PATH",
                    help="extra YAML spec files or folders (built-in and plugin specs are "
                    "always included unless --no-plan)")
@@ -96,6 +116,8 @@ def cmd_runtime(args: argparse.Namespace) -> int:
         specs = default_specs() + (load_specs(args.specs) if args.specs else [])
     elif args.specs:
         logger.warning("--specs is ignored with --no-plan")
+    if args.repeat is not None:
+        return _repeat(args, factory, reload, cold, specs)
     report = audit_reload(factory, reload, cold=cold,
                           reload_back=reload if args.round_trip else None, specs=specs,
                           refill=not args.no_refill, ignore=args.ignore,
@@ -106,4 +128,17 @@ def cmd_runtime(args: argparse.Namespace) -> int:
         sys.stdout.write(report.render(args.limit) + "\n")
     if not report.stale_checked:
         sys.stderr.write("note: stale values were not checked; give --cold or --round-trip\n")
+    return 1 if args.strict and not report.ok() else 0
+
+
+def _repeat(args: argparse.Namespace, factory: Any, reload: Any, cold: Any, specs: Any) -> int:
+    from .repeat import repeat_oracle
+
+    report = repeat_oracle(factory, reload, cold=cold, repeat=args.repeat, specs=specs,
+                           refill=not args.no_refill, ignore=args.ignore,
+                           max_depth=args.max_depth)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(report.as_json(), indent=2) + "\n")
+    else:
+        sys.stdout.write(report.render(args.limit) + "\n")
     return 1 if args.strict and not report.ok() else 0

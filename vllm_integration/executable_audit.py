@@ -1,0 +1,226 @@
+"""The executable vLLM audit: vLLM's own classes through a real reload judge the static audit.
+
+For each case of :mod:`vllm_integration.builders`: build with seed A, take a census, reload with
+seed B through vLLM's real layerwise path, take another census, build a cold start of B, and
+diff the three (:func:`derivgraph.audit.diff.diff_censuses`). Every tensor a static finding
+names on one of the case's classes (or their vLLM base classes) is then
+
+* ``confirmed`` — observed moved, stale, unrefreshed or gone at that attribute;
+* ``refuted`` — kept in place and equal to the cold start;
+* ``not_runnable`` — the case cannot run here, or the attribute was not built by the case.
+
+Verdicts come as a mapping ``(class name, attribute name) -> Verdict``, the shape the static
+audit's ``apply_verdicts(findings, verdicts)`` takes. Rows observed at runtime that no static
+finding names are listed too (``static`` false): the static audit's misses.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["AuditRow", "ExecutableAudit", "Verdict", "run_audit", "static_findings"]
+
+logger = logging.getLogger(__name__)
+
+
+class Verdict(str, enum.Enum):
+    """What a real reload says about a static finding."""
+
+    CONFIRMED = "confirmed"
+    REFUTED = "refuted"
+    NOT_RUNNABLE = "not_runnable"
+
+
+class Observed(str, enum.Enum):
+    """What the reload did to the tensor at an attribute."""
+
+    MOVED = "moved"
+    STALE = "stale"
+    UNREFRESHED = "unrefreshed"
+    GONE = "gone"
+    FRESH = "fresh"
+    ABSENT = "absent"  # the case built nothing at this attribute
+    NOT_RUN = "not run"
+
+
+_BROKEN = (Observed.MOVED, Observed.STALE, Observed.UNREFRESHED, Observed.GONE)
+_RANK = {Verdict.CONFIRMED: 2, Verdict.REFUTED: 1, Verdict.NOT_RUNNABLE: 0}
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    """One (case, class, attribute) and what the static audit and the reload said."""
+
+    case: str
+    cls: str
+    attr: str
+    static: bool
+    observed: Observed
+    verdict: Verdict | None
+    paths: tuple[str, ...] = ()
+    note: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["observed"] = self.observed.value
+        out["verdict"] = self.verdict.value if self.verdict else None
+        out["paths"] = list(self.paths)
+        return out
+
+
+@dataclass
+class ExecutableAudit:
+    """Every row, the verdicts keyed as ``apply_verdicts`` wants, and each case's status."""
+
+    rows: list[AuditRow] = field(default_factory=list)
+    cases: dict[str, str] = field(default_factory=dict)  # case -> "ran" or the reason
+
+    def verdicts(self) -> dict[tuple[str, str], Verdict]:
+        """``(class name, attribute name) -> Verdict``; confirmed beats refuted beats not run."""
+        out: dict[tuple[str, str], Verdict] = {}
+        for row in self.rows:
+            if row.verdict is None:
+                continue
+            key = (row.cls, row.attr)
+            if key not in out or _RANK[row.verdict] > _RANK[out[key]]:
+                out[key] = row.verdict
+        return out
+
+    def as_json(self) -> dict[str, Any]:
+        return {"cases": self.cases, "rows": [r.as_json() for r in self.rows],
+                "verdicts": [{"class": c, "attribute": a, "verdict": v.value}
+                             for (c, a), v in sorted(self.verdicts().items())]}
+
+    def render(self) -> str:
+        head = ("case", "class", "attribute", "static finding?", "observed", "verdict")
+        table = [head] + [(r.case, r.cls, r.attr, "yes" if r.static else "no",
+                           r.observed.value, r.verdict.value if r.verdict else "-")
+                          for r in self.rows]
+        widths = [max(len(row[i]) for row in table) for i in range(len(head))]
+        lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip()
+                 for row in table]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        counts = {v: sum(1 for x in self.verdicts().values() if x is v) for v in Verdict}
+        ran = sum(1 for s in self.cases.values() if s == "ran")
+        lines.append(f"{len(self.cases)} case(s), {ran} ran; verdicts: "
+                     + ", ".join(f"{v.value} {n}" for v, n in counts.items())
+                     + f"; runtime findings no static finding names: "
+                     f"{sum(1 for r in self.rows if not r.static)}")
+        for case, status in self.cases.items():
+            if status != "ran":
+                lines.append(f"not runnable: {case}: {status}")
+        return "\n".join(lines)
+
+
+def _classes(qualified: Iterable[str]) -> list[type]:
+    import importlib
+
+    out = []
+    for q in qualified:
+        module, _, name = q.rpartition(".")
+        try:
+            out.append(getattr(importlib.import_module(module), name))
+        except (ImportError, AttributeError) as exc:
+            logger.warning("audit vllm: cannot import %s (%s)", q, exc)
+    return out
+
+
+def _vllm_mro(cls: type) -> list[type]:
+    return [k for k in cls.__mro__ if k.__module__.startswith("vllm.")]
+
+
+def static_findings(classes: Sequence[type]) -> list[Any]:
+    """Static findings (``derivgraph.audit.static``) on ``classes`` and their vLLM bases."""
+    from derivgraph.audit.static import collect_files, scan_files
+
+    names = {k.__name__ for c in classes for k in _vllm_mro(c)}
+    files = sorted({inspect.getsourcefile(k) for c in classes for k in _vllm_mro(c)} - {None})
+    report = scan_files(collect_files(files), [], jobs=1)
+    return [f for f in report.findings if f.cls in names]
+
+
+def _observe(diff: Any, census: Any, attr: str, holders: set[str]) -> tuple[Observed, tuple]:
+    paths = tuple(sorted(p for p, e in census.index().items()
+                         if e.holder in holders and (p.endswith("." + attr)
+                                                     or p == attr)))
+    if not paths:
+        return Observed.ABSENT, ()
+    for category in ("moved", "gone", "stale", "unrefreshed"):
+        for f in diff.by(category):
+            if set(f.paths) & set(paths):
+                return Observed(category), paths
+    return Observed.FRESH, paths
+
+
+def _run_case(case: Any, audit: ExecutableAudit, seeds: tuple[int, int]) -> None:
+    from derivgraph.audit.census import take_census
+    from derivgraph.audit.diff import diff_censuses
+
+    from .builders import NotRunnable
+
+    classes = _classes(case.classes)
+    findings = static_findings(classes)
+    try:
+        model = case.build(seeds[0])
+    except NotRunnable as exc:
+        audit.cases[case.name] = exc.reason
+        for f in findings:
+            audit.rows.append(AuditRow(case.name, f.cls, f.attr, True, Observed.NOT_RUN,
+                                       Verdict.NOT_RUNNABLE, note=exc.reason))
+        return
+    startup = take_census(model)
+    case.reload(model, seeds[1])
+    after = take_census(model)
+    cold = take_census(case.build(seeds[1]))
+    diff = diff_censuses(startup, after, cold)
+    audit.cases[case.name] = "ran"
+    # a finding on a base class is about every concrete class below it
+    holders_of: dict[str, set[str]] = {}
+    for c in classes:
+        for k in _vllm_mro(c):
+            holders_of.setdefault(k.__name__, set()).add(c.__name__)
+    named: set[str] = set()
+    for f in sorted(findings, key=lambda f: (f.cls, f.attr)):
+        observed, paths = _observe(diff, after, f.attr, holders_of.get(f.cls, {f.cls}))
+        verdict = (Verdict.CONFIRMED if observed in _BROKEN else
+                   Verdict.REFUTED if observed is Observed.FRESH else Verdict.NOT_RUNNABLE)
+        note = "the case builds nothing at this attribute" if observed is Observed.ABSENT else ""
+        audit.rows.append(AuditRow(case.name, f.cls, f.attr, True, observed, verdict, paths,
+                                   note))
+        named |= set(paths)
+    misses: dict[tuple[str, str, str], list[str]] = {}  # (holder, attr, category) -> paths
+    for category in ("moved", "gone", "stale", "unrefreshed"):
+        for f in diff.by(category):
+            if set(f.paths) & named:
+                continue
+            attr = f.path.rsplit(".", 1)[-1]
+            misses.setdefault((f.holder, attr, category), []).extend(f.paths)
+            named |= set(f.paths)
+    for (holder, attr, category), paths in misses.items():
+        audit.rows.append(AuditRow(case.name, holder, attr, False, Observed(category), None,
+                                   tuple(paths), f"{len(paths)} path(s)"))
+
+
+def run_audit(cases: Sequence[Any] | None = None, *, names: Sequence[str] = (),
+              seeds: tuple[int, int] = (0, 1)) -> ExecutableAudit:
+    """Run every case (or those in ``names``) and judge the static findings of its classes."""
+    from .builders import cases as all_cases
+
+    chosen = list(cases if cases is not None else all_cases())
+    if names:
+        chosen = [c for c in chosen if c.name in set(names)]
+    audit = ExecutableAudit()
+    for case in chosen:
+        logger.info("audit vllm: %s", case.name)
+        _run_case(case, audit, seeds)
+    return audit
+
+
+def apply_to(findings: Iterable[Any], verdicts: Mapping[tuple[str, str], Verdict]) -> list[Any]:
+    """The static findings a verdict exists for (until ``apply_verdicts`` lands in static)."""
+    return [f for f in findings if (f.cls, f.attr) in verdicts]
