@@ -721,3 +721,21 @@ def test_vllm_reviewed_sample_is_still_reported_and_precision_is_recorded(vllm_r
         found = [f for f in _near(vllm_report, s["file"], s["line"], s["attr"], slack=0)
                  if not f.declared and f.severity.value in ("error", "warning")]
         assert found, f"{s['file']}:{s['line']} {s['attr']} is no longer reported"
+
+
+def test_verdicts_from_the_executable_audit_mark_the_static_report(tmp_path, capsys):
+    """`audit static --verdicts` carries what `audit vllm --json` observed onto each finding."""
+    verdicts = {"verdicts": [
+        {"class": "AliasExperts", "attribute": "w_cat", "verdict": "confirmed"},
+        {"class": "static_corpus.aliases_imports.AliasExperts", "attribute": "w_pad",
+         "verdict": "refuted"},
+    ]}
+    path = tmp_path / "verdicts.json"
+    path.write_text(json.dumps(verdicts))
+    assert main(["audit", "static", str(CORPUS), "--format", "json", "--verdicts", str(path)]) == 0
+    out = capsys.readouterr().out
+    by_key = {tuple(f["key"]): f["verdict"] for f in json.loads(out)}
+    cls = "static_corpus.aliases_imports.AliasExperts"
+    assert by_key[(cls, "w_cat")] == "confirmed"  # the short class name matches too
+    assert by_key[(cls, "w_pad")] == "refuted"
+    assert by_key[(cls, "ones")] == "unchecked"

@@ -19,21 +19,15 @@ from __future__ import annotations
 import enum
 import inspect
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = ["AuditRow", "ExecutableAudit", "Verdict", "run_audit", "static_findings"]
 
+from derivgraph.audit.static_verdicts import Verdict  # noqa: E402  (one vocabulary)
+
 logger = logging.getLogger(__name__)
-
-
-class Verdict(str, enum.Enum):
-    """What a real reload says about a static finding."""
-
-    CONFIRMED = "confirmed"
-    REFUTED = "refuted"
-    NOT_RUNNABLE = "not_runnable"
 
 
 class Observed(str, enum.Enum):
@@ -105,7 +99,8 @@ class ExecutableAudit:
         lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip()
                  for row in table]
         lines.insert(1, "  ".join("-" * w for w in widths))
-        counts = {v: sum(1 for x in self.verdicts().values() if x is v) for v in Verdict}
+        counts = {v: sum(1 for x in self.verdicts().values() if x is v) for v in Verdict
+                  if v is not Verdict.UNCHECKED}
         ran = sum(1 for s in self.cases.values() if s == "ran")
         lines.append(f"{len(self.cases)} case(s), {ran} ran; verdicts: "
                      + ", ".join(f"{v.value} {n}" for v, n in counts.items())
@@ -219,8 +214,3 @@ def run_audit(cases: Sequence[Any] | None = None, *, names: Sequence[str] = (),
         logger.info("audit vllm: %s", case.name)
         _run_case(case, audit, seeds)
     return audit
-
-
-def apply_to(findings: Iterable[Any], verdicts: Mapping[tuple[str, str], Verdict]) -> list[Any]:
-    """The static findings a verdict exists for (until ``apply_verdicts`` lands in static)."""
-    return [f for f in findings if (f.cls, f.attr) in verdicts]

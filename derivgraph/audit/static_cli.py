@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import importlib
 import json
 import logging
@@ -51,6 +52,9 @@ def add_static_parser(audit_sub: Any) -> None:
                    help="text format: print a YAML spec skeleton for every finding")
     p.add_argument("--show-declared", action="store_true",
                    help="text format: also list the sites that specs declare")
+    p.add_argument("--verdicts", metavar="FILE",
+                   help="JSON of `derivgraph audit vllm --json`: mark each finding confirmed, "
+                   "refuted or not_runnable by what vLLM's own classes did under a real reload")
     p.add_argument("--show-info", action="store_true",
                    help="text format: also list info sites (handled by the engine's reload)")
     p.set_defaults(func=cmd_static)
@@ -113,6 +117,14 @@ def _render(report: StaticReport, args: argparse.Namespace) -> str:
                        suggest=args.suggest, show_info=args.show_info)
 
 
+def _with_verdicts(report: StaticReport, path: Path) -> StaticReport:
+    """``report`` with the executable audit's verdicts applied to its findings."""
+    from .static_verdicts import apply_verdicts, verdicts_from_json
+
+    verdicts = verdicts_from_json(json.loads(path.read_text(encoding="utf-8")))
+    return dataclasses.replace(report, findings=apply_verdicts(report.findings, verdicts))
+
+
 def cmd_static(args: argparse.Namespace) -> int:
     """Run the static audit; the exit status follows ``--strict``."""
     if not args.paths and not args.package:
@@ -126,6 +138,8 @@ def cmd_static(args: argparse.Namespace) -> int:
     except (PackageNotFound, FileNotFoundError) as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
+    if args.verdicts:
+        report = _with_verdicts(report, Path(args.verdicts))
     text = _render(report, args)
     if args.output:
         Path(args.output).write_text(text + "\n", encoding="utf-8")

@@ -24,12 +24,12 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .static import StaticFinding
 
-__all__ = ["Verdict", "apply_verdicts"]
+__all__ = ["Verdict", "apply_verdicts", "verdicts_from_json"]
 
 
 class Verdict(enum.Enum):
@@ -53,3 +53,9 @@ def apply_verdicts(findings: Iterable[StaticFinding],
             raise TypeError(f"verdict for {(qualified, attr)} is {verdict!r}, not a Verdict")
         out.append(dataclasses.replace(f, verdict=verdict) if verdict else f)
     return out
+
+
+def verdicts_from_json(data: Mapping[str, Any]) -> dict[tuple[str, str], Verdict]:
+    """The verdict mapping from ``derivgraph audit vllm --json`` output (its ``verdicts``)."""
+    return {(row["class"], row["attribute"]): Verdict(row["verdict"])
+            for row in data.get("verdicts", [])}
