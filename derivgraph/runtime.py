@@ -471,9 +471,20 @@ class Plan:
         hit = {s for s in self.source_ptrs for n in names
                if s == n or s.startswith(n + ".") or fnmatch.fnmatchcase(s, n)}
         deps = self.graph.source_deps()
-        dirty = frozenset(n for n, d in deps.items() if d & hit) if hit else frozenset()
-        self._selective[names] = dirty
-        return dirty
+        dirty = {n for n, d in deps.items() if d & hit} if hit else set()
+        # an intermediate a dirty step reads is not kept between runs: recompute it too, even
+        # when no updated source feeds it (derived tensors and constants keep their values)
+        nodes = self.graph.nodes
+        stack = list(dirty)
+        while stack:
+            for ref in nodes[stack.pop()].inputs:
+                if ref not in dirty and nodes[ref].kind is NodeKind.OP \
+                        and ref not in self.constants:
+                    dirty.add(ref)
+                    stack.append(ref)
+        needed = frozenset(dirty)
+        self._selective[names] = needed
+        return needed
 
     def _program_for(self, nodes: frozenset[str]) -> Program:
         prog = self._programs.get(nodes)

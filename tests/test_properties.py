@@ -5,9 +5,8 @@ nothing moves and no source is written.
 
 Written against the public API only (compile_plan, Plan.run/refill/moved/entries/declared).
 The eager oracle is built alongside each formula from plain torch calls, never from derivgraph.
-Strategies that hit compiler bugs owned by issue7 sit behind flags (``bug_b``: aliases of
-views and views of aliases; ``bug_d``: adopting engine tensors that hold infinities) and run in
-xfail tests of their own.
+Two strategies that once found compiler bugs run as tests of their own (``bug_b``: aliases
+of views and views of aliases; ``bug_d``: adopting engine tensors that hold infinities).
 """
 
 from __future__ import annotations
@@ -320,8 +319,6 @@ def test_random_dags_match_eager_bit_for_bit(sc):
     _scenario_roundtrip(sc)
 
 
-@pytest.mark.xfail(strict=False, reason="bug B (aliases of views, views of aliases), fixed on "
-                   "issue7")
 @settings(max_examples=40, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(scenarios(bug_b=True))
@@ -329,8 +326,6 @@ def test_random_dags_with_aliases_of_views(sc):
     _scenario_roundtrip(sc)
 
 
-@pytest.mark.xfail(strict=False, reason="bug D (adoption of engine tensors holding +-inf), "
-                   "fixed on issue7")
 def test_adopting_engine_tensors_with_infinities():
     layer = Layer(torch.tensor([[1.0, float("inf")], [0.0, 2.0]]), torch.ones(2))
     model = Net([layer])
