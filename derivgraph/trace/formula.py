@@ -195,7 +195,7 @@ class Emitter:
         if name == "rsub":
             x, y = self._arg(a[0]), self._arg(a[1])
             return Formula(f"{_wrap(y, _ADD)} - {_wrap(x, _ADD + 1)}", _ADD, x.sources | y.sources)
-        if name == "pow" and not isinstance(a[0], Ref) is False and not isinstance(a[1], Ref):
+        if name == "pow" and isinstance(a[0], Ref) is not False and not isinstance(a[1], Ref):
             x = self.emit(a[0])
             return Formula(f"{_wrap(x, _POW + 1)} ** {_lit(a[1])}", _POW, x.sources)
         if name == "neg":

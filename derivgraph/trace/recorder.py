@@ -80,16 +80,22 @@ class Recorder(TorchDispatchMode):
         self.nodes: list[Node] = []
         self.scalars: list[tuple[Any, Ref]] = []  # (.item() value, the tensor it came from)
         self._producer: dict[int, tuple[Node, int]] = {}
+        self._by_address: dict[tuple[Any, ...], tuple[Node, int]] = {}
         self._keep: list[Any] = []
         self._weighty_storage: set[int] = set()
         self.view_writes: set[int] = set()  # storages written through a view in place
 
     # ---- lookups ---------------------------------------------------------------------------
     def producer_of(self, t: torch.Tensor) -> tuple[Node, int] | None:
-        return self._producer.get(id(t))
+        """The last node that wrote ``t``; for a new object over a recorded result's memory
+        (``nn.Parameter(x)``, ``x.data``), the node that wrote that memory."""
+        hit = self._producer.get(id(t))
+        if hit is None and t.device.type != "meta":
+            hit = self._by_address.get(_address(t))
+        return hit
 
     def ref(self, t: torch.Tensor) -> Ref:
-        hit = self._producer.get(id(t))
+        hit = self.producer_of(t)
         return Ref(t, hit[0], hit[1]) if hit else Ref(t, None)
 
     def _storage(self, t: torch.Tensor) -> int:
@@ -129,14 +135,28 @@ class Recorder(TorchDispatchMode):
             if base is not None and base[0].name in _VIEW_NAMES:
                 self.view_writes.add(self._storage(target))
             self._producer[id(target)] = (node, 0)
+            self._remember(target, node, 0)
             node.outputs = [target]
             return out
         flat, _ = tree_flatten(out)
         for i, t in enumerate(flat):
             if isinstance(t, torch.Tensor):
                 self._producer[id(t)] = (node, i)
+                self._remember(t, node, i)
                 node.outputs.append(t)
         return out
+
+    def _remember(self, t: torch.Tensor, node: Node, index: int) -> None:
+        if t.device.type != "meta" and node.name not in _VIEW_NAMES:
+            self._by_address[_address(t)] = (node, index)
+
+
+def _address(t: torch.Tensor) -> tuple[Any, ...]:
+    try:
+        ptr = t.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):
+        return (id(t),)
+    return (ptr, t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
 
 
 _VIEW_NAMES = frozenset({"slice", "select", "view", "_unsafe_view", "reshape", "t", "transpose",
