@@ -11,7 +11,7 @@ from torch import nn
 from ..errors import SpecValidationError
 from ..loader import load_spec_text
 from ..validate import validate_specs
-from .draft import Draft
+from .draft import Draft, drop_entries
 from .proof import CheckpointReload, ProofReport, prove
 from .tracer import trace_build, trace_step
 from .yaml_writer import render_yaml
@@ -56,8 +56,8 @@ def trace_model(factory: Callable[[], nn.Module], post_load: Callable[[nn.Module
     def on_declared(keys: set[str]) -> None:
         weights.declared = keys
 
-    proof = prove(specs, weights.make, weights.reload, on_declared)
-    return TraceOutcome(draft, text, proof, specs)
+    return _prove_pruning(draft, origin, text, specs,
+                          lambda sp: prove(sp, weights.make, weights.reload, on_declared))
 
 
 def trace_builder(build: Callable[[int], nn.Module], reload: Callable[[nn.Module, int], None],
@@ -67,5 +67,23 @@ def trace_builder(build: Callable[[int], nn.Module], reload: Callable[[nn.Module
     text, specs, failed = _check(draft, origin)
     if failed is not None:
         return TraceOutcome(draft, text, failed, specs)
-    proof = prove(specs, build, reload)
+    return _prove_pruning(draft, origin, text, specs, lambda sp: prove(sp, build, reload))
+
+
+_NOT_FOLLOWED = ("its value after a reload differs from the traced formula's: it reads a value "
+                 "the recording cannot see (.tolist(), a host copy) or config state")
+
+
+def _prove_pruning(draft: Draft, origin: str, text: str, specs: list[Any],
+                   run: Callable[[list[Any]], ProofReport]) -> TraceOutcome:
+    """Prove; entries the oracle shows wrong are dropped (and listed) and the rest re-proven."""
+    for _ in range(3):
+        proof = run(specs)
+        bad = {k for s in proof.stages for k in s["mismatched"]}
+        if proof.ok or proof.error or not bad:
+            return TraceOutcome(draft, text, proof, specs)
+        draft = drop_entries(draft, bad, _NOT_FOLLOWED)
+        text, specs, failed = _check(draft, origin)
+        if failed is not None:
+            return TraceOutcome(draft, text, failed, specs)
     return TraceOutcome(draft, text, proof, specs)

@@ -20,11 +20,12 @@ import torch
 from torch import nn
 
 from ..audit.census import Census
+from ..paths import get_path
 from .formula import Emitter, Formula, IntNamer, Unexpressible, address_key
 from .recorder import Recorder
 from .stores import Slot, SlotKind, stored_slots
 
-__all__ = ["DraftEntry", "DraftSpec", "Draft", "Unexpressed", "build_draft"]
+__all__ = ["Draft", "DraftEntry", "DraftSpec", "Unexpressed", "build_draft", "drop_entries"]
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,25 @@ class Draft:
     @property
     def declared(self) -> int:
         return sum(len(s.entries) * len(s.instances) for s in self.specs)
+
+
+def drop_entries(draft: Draft, paths: set[str], reason: str) -> Draft:
+    """``draft`` without the entries declared at ``paths`` (any instance), each listed as not
+    expressed with ``reason``; aliases of a dropped entry go with it."""
+    for spec in draft.specs:
+        keep = []
+        dropped_names: set[str] = set()
+        for e in spec.entries:
+            keys = [".".join(p for p in (inst, e.owner, e.name) if p) for inst in spec.instances]
+            gone = any(k in paths for k in keys) or (e.kind == "alias" and e.of in dropped_names)
+            if gone:
+                dropped_names.add(e.name)
+                draft.unexpressed.extend(Unexpressed(k, reason) for k in keys)
+            else:
+                keep.append(e)
+        spec.entries = keep
+    draft.specs = [s for s in draft.specs if s.entries]
+    return draft
 
 
 def _kebab(name: str) -> str:
@@ -162,7 +182,7 @@ def _classify_sources(ctx: _Context, slots: list[Slot], notes: list[str]) -> lis
 
 
 def _find(ctx: _Context, tid: int) -> torch.Tensor | None:
-    for prefix, module in ctx.modules.items():
+    for module in ctx.modules.values():
         for registry in (module._parameters, module._buffers):
             for t in registry.values():
                 if id(t) == tid:
@@ -180,8 +200,6 @@ def _target(ctx: _Context, owner: str, sources: frozenset[str]) -> str:
 
 
 def _shares_storage(t: torch.Tensor, sources: frozenset[str], model: nn.Module) -> bool:
-    from ..paths import get_path
-
     try:
         ptr = t.untyped_storage().data_ptr()
     except (RuntimeError, NotImplementedError):
@@ -202,6 +220,7 @@ def build_draft(model: nn.Module, recorder: Recorder, before: Census | None,
     notes: list[str] = []
     unexpressed: list[Unexpressed] = []
     replaced = _classify_sources(ctx, slots, notes)
+    config: list[str] = []  # Python numbers read from no tensor: config, not weight-derived
 
     # (instance prefix, entry) for every declaration, plus the params each used
     per_instance: dict[str, list[DraftEntry]] = {}
@@ -218,15 +237,22 @@ def build_draft(model: nn.Module, recorder: Recorder, before: Census | None,
             continue
         value = slot.value
         if slot.kind is SlotKind.SCALAR:
-            _scalar(ctx, slot, add, unexpressed)
+            _scalar(ctx, slot, add, unexpressed, config)
             continue
         if id(value) in ctx.sources:
             src = ctx.sources[id(value)]
-            if src == slot.path:
-                continue  # a source itself (loaded or replaced)
+            holder = get_path(model, slot.owner)
+            if src == slot.path or (isinstance(holder, nn.Module) and (
+                    holder._parameters.get(slot.name) is value
+                    or holder._buffers.get(slot.name) is value)):
+                continue  # a source itself, maybe reached through a new list of its module
             prefix = _target(ctx, slot.owner, frozenset({src}))
-            add(prefix, DraftEntry(slot.name, _rel(slot.owner, prefix), "alias",
-                                   of=_rel(src, prefix)), {})
+            rel_src = _rel(src, prefix)
+            if any(p.isdigit() for p in rel_src.split(".")):
+                unexpressed.append(Unexpressed(slot.path, f"the same object as {src}, a path "
+                                               "through a list index, which `of` cannot name"))
+                continue
+            add(prefix, DraftEntry(slot.name, _rel(slot.owner, prefix), "alias", of=rel_src), {})
             continue
         if id(value) in primary:
             first_prefix, first_rel = primary[id(value)]
@@ -252,6 +278,11 @@ def build_draft(model: nn.Module, recorder: Recorder, before: Census | None,
         rel_owner = _rel(slot.owner, prefix)
         primary[id(value)] = (prefix, f"{rel_owner}.{slot.name}" if rel_owner else slot.name)
         if formula.identity_of is not None:
+            if any(p.isdigit() for p in formula.identity_of.split(".")):
+                unexpressed.append(Unexpressed(slot.path, f"shares {formula.identity_of}'s "
+                                               "memory, a path through a list index, which "
+                                               "`of` cannot name"))
+                continue
             add(prefix, DraftEntry(slot.name, rel_owner, "alias", of=formula.identity_of), {})
             continue
         kind = slot.kind.value
@@ -261,14 +292,27 @@ def build_draft(model: nn.Module, recorder: Recorder, before: Census | None,
                                persistent=slot.persistent), emitter.ints.used)
 
     specs = _generalise(ctx, per_instance, params, primary, notes)
+    if config:
+        notes.append(f"{len(config)} Python number(s) read from no tensor (config, not "
+                     f"declared): {', '.join(config[:6])}" + (" ..." if len(config) > 6 else ""))
     return Draft(specs, unexpressed, replaced, notes)
 
 
-def _scalar(ctx: _Context, slot: Slot, add: Any, unexpressed: list[Unexpressed]) -> None:
-    matches = [ref for value, ref in ctx.recorder.scalars if value == slot.value]
+def _scalar(ctx: _Context, slot: Slot, add: Any, unexpressed: list[Unexpressed],
+            config: list[str]) -> None:
+    matches = [ref for value, ref in ctx.recorder.scalars
+               if type(value) is type(slot.value) and value == slot.value]
     if not matches:
-        unexpressed.append(Unexpressed(slot.path, "a Python number not read with .item() or "
-                                       "float() from a tensor in the step"))
+        # .tolist() reads memory without an op: fall back to a one-element source of the
+        # owner's module holding exactly this value
+        module = _target(ctx, slot.owner, frozenset())
+        for tid, path in ctx.sources.items():
+            t = _find(ctx, tid)
+            if (t is not None and _under(path, module) and t.numel() == 1
+                    and t.is_floating_point() and float(t) == slot.value):
+                matches.append(ctx.recorder.ref(t))
+    if not matches:
+        config.append(slot.path)
         return
     ref = matches[-1]
     try:
@@ -292,8 +336,8 @@ def _alias_names(entries: list[DraftEntry]) -> list[DraftEntry]:
     for e in entries:
         if e.kind == "alias" and e.of in by_path:
             target = by_path[e.of]
-            if counts[target.name] == 1:
-                e = DraftEntry(e.name, e.owner, "alias", of=target.name)
+            e = DraftEntry(e.name, e.owner, "alias",
+                           of=target.name if counts[target.name] == 1 else python_path(e.of))
         out.append(e)
     return out
 

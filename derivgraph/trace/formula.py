@@ -24,7 +24,8 @@ from torch import nn
 
 from .recorder import Node, Recorder, Ref
 
-__all__ = ["Emitter", "Formula", "IntNamer", "Unexpressible", "constant_formula", "dtype_name"]
+__all__ = ["Emitter", "Formula", "IntNamer", "Unexpressible", "constant_formula", "dtype_name",
+           "python_path"]
 
 _ATOM, _POW, _UNARY, _MUL, _ADD = 100, 8, 7, 6, 5
 _SENTINEL_END = 2 ** 62
@@ -81,7 +82,8 @@ class IntNamer:
             short = re.sub(r"\W", "_", pname)
             for i, size in enumerate(p.shape):
                 if size >= 2:
-                    self.candidates.append((size, f"{short}_d{i}", f"{pname}.shape[{i}]"))
+                    expr = python_path(pname)
+                    self.candidates.append((size, f"{short}_d{i}", f"{expr}.shape[{i}]"))
 
     def __call__(self, value: int) -> str:
         if type(value) is not int or value < 2:
@@ -141,19 +143,31 @@ class Emitter:
         if name is None and t.device.type != "meta":
             name = self.addresses.get(address_key(t))
         if name is not None:
-            return Formula(name, _ATOM, frozenset({name}), identity_of=name)
+            return Formula(python_path(name), _ATOM, frozenset({name}), identity_of=name)
         return None
 
     def emit(self, ref: Ref) -> Formula:
         leaf = self._leaf(ref)
         if leaf is not None:
             return leaf
-        if not self.recorder.is_weighty(ref):
+        if not self.recorder.is_weighty(ref) and not self._reads_source(ref, set()):
             return constant_formula(ref.tensor, self.ints)
         if ref.producer is None:
             raise Unexpressible("reads a tensor that is neither a parameter or buffer of the "
                                 "target module nor computed by the recorded step")
         return self._op(ref.producer, ref.index)
+
+    def _reads_source(self, ref: Ref, seen: set[int]) -> bool:
+        """Whether a source tensor feeds ``ref`` (a value read through ``.tolist()`` makes
+        the recording look weight-free; a source in the graph says otherwise)."""
+        if id(ref.tensor) in self.names:
+            return True
+        node = ref.producer
+        if node is None or id(node) in seen:
+            return False
+        seen.add(id(node))
+        inputs = [r for r in _refs(node.args) + _refs(node.kwargs)]
+        return any(self._reads_source(r, seen) for r in inputs)
 
     def _arg(self, a: Any) -> Formula:
         if isinstance(a, Ref):
@@ -233,6 +247,12 @@ class Emitter:
             return self._call(name, *(self._arg(x) for x in a))
         if name == "slice":
             return self._slice(node)
+        if name == "repeat" and a[0].tensor.numel() == 1:
+            # x.repeat(E) of one value: x * ones([E]) is the same bits (x * 1 == x)
+            x = self.emit(a[0])
+            sizes = "[" + ", ".join(self.ints(int(v)) for v in a[1]) + "]"
+            return Formula(f"{_wrap(x, _MUL)} * ones({sizes}, dtype="
+                           f"{dtype_name(a[0].tensor.dtype)})", _MUL, x.sources)
         raise Unexpressible(f"aten op {node.overload} is not in the formula vocabulary",
                             node.overload)
 
@@ -313,6 +333,16 @@ class Emitter:
                        frozenset(paths))
 
 
+def _refs(value: Any) -> list[Ref]:
+    if isinstance(value, Ref):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [r for v in value for r in _refs(v)]
+    if isinstance(value, dict):
+        return [r for v in value.values() for r in _refs(v)]
+    return []
+
+
 def _same_dtype(node: Node) -> bool:
     dtype = node.kwargs.get("dtype")
     return dtype is None or dtype == node.args[0].tensor.dtype
@@ -335,6 +365,11 @@ def _glob_of(paths: list[str]) -> str | None:
     out = list(parts[0])
     out[differing[0]] = "*"
     return ".".join(out)
+
+
+def python_path(path: str) -> str:
+    """A module path as a formula name: ``layers.0.w`` -> ``layers[0].w``."""
+    return re.sub(r"\.(\d+)(?=\.|\[|$)", r"[\1]", path)
 
 
 def address_key(t: torch.Tensor) -> tuple[Any, ...]:

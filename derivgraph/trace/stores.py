@@ -11,6 +11,7 @@ paths through the same holder object (``moe_quant_config._w1`` and
 from __future__ import annotations
 
 import enum
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +22,9 @@ from torch import nn
 from ..audit.census import Census, take_census
 from ..paths import MISSING, get_path
 
-__all__ = ["Slot", "SlotKind", "snapshot", "stored_slots", "spec_path"]
+__all__ = ["Slot", "SlotKind", "shortest_path", "snapshot", "stored_slots", "spec_path"]
+
+logger = logging.getLogger(__name__)
 
 
 class SlotKind(enum.Enum):
@@ -63,6 +66,54 @@ def spec_path(census_path: str) -> str | None:
     return path
 
 
+def _properties(obj: Any) -> list[str]:
+    out = []
+    for cls in type(obj).__mro__:
+        for key, value in vars(cls).items():
+            if isinstance(value, property) and not key.startswith("_") and key not in out:
+                out.append(key)
+    return out
+
+
+def shortest_path(model: Any, path: str) -> str:
+    """``path`` with hops through an object replaced by a property of it that returns the
+    same object further down (vLLM's ``moe_kernel.fused_experts`` for
+    ``moe_kernel.impl.fused_experts``): the path the engine's own code reads."""
+    parts = path.split(".")
+    objs = [model]
+    for part in parts[:-1]:
+        objs.append(get_path(objs[-1], part))
+        if objs[-1] is MISSING:
+            return path
+    i = 0
+    out: list[str] = []
+    while i < len(parts) - 1:
+        obj = objs[i]
+        jump = None
+        if not isinstance(obj, nn.Module) and obj is not None and not isinstance(
+            obj, (list, tuple, dict)
+        ):
+            for prop in _properties(obj):
+                try:
+                    value = getattr(obj, prop)
+                except Exception:  # noqa: BLE001 - a property may raise anything; skip it
+                    logger.debug("property %s of %s raised", prop, type(obj).__name__)
+                    continue
+                for j in range(len(objs) - 1, i + 1, -1):
+                    if value is objs[j]:
+                        jump = (prop, j)
+                        break
+                if jump:
+                    break
+        if jump:
+            out.append(jump[0])
+            i = jump[1]
+        else:
+            out.append(parts[i])
+            i += 1
+    return ".".join([*out, parts[-1]])
+
+
 def snapshot(model: Any) -> Census:
     """The census a trace diffs against (tensors kept alive, no fingerprints)."""
     return take_census(model, fingerprints=False, floats=True)
@@ -100,6 +151,8 @@ def stored_slots(model: Any, before: Census | None, after: Census) -> list[Slot]
             if prev is not None and entry.identity is None and prev.value == value:
                 continue  # a float set to the same value: indistinguishable, not stored
             sp = spec_path(path)
+            if sp is not None:
+                sp = shortest_path(model, sp)
             owner_path, _, name = (sp or path).rpartition(".")
             owner = get_path(model, owner_path) if sp is not None else MISSING
             key = (id(owner), name)

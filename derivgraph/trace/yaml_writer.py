@@ -19,7 +19,7 @@ def _entry(e: DraftEntry) -> str:
         parts.append(f"owner: {e.owner}")
     parts.append(f"kind: {e.kind}")
     if e.of is not None:
-        parts.append(f"of: {e.of}")
+        parts.append(f"of: {_q(e.of)}")
     if e.formula is not None:
         parts.append(f"formula: {_q(e.formula)}")
     if e.persistent:
