@@ -5,12 +5,23 @@
 from parameters and buffers to every stored tensor into formulas (:mod:`.formula`), groups
 per-layer entries into specs that target a class (:mod:`.draft`), writes YAML
 (:mod:`.yaml_writer`) and proves the draft with an A->B->A reload oracle (:mod:`.proof`).
+Names load lazily, so ``derivgraph --help`` does not import torch.
 """
 
-from __future__ import annotations
+from importlib import import_module
+from typing import Any
 
-from .api import TraceOutcome, trace_builder, trace_model
-from .draft import Draft, DraftEntry, DraftSpec, Unexpressed
+_LAZY = {
+    "TraceOutcome": "api", "trace_builder": "api", "trace_model": "api",
+    "Draft": "draft", "DraftEntry": "draft", "DraftSpec": "draft", "Unexpressed": "draft",
+}
 
-__all__ = ["Draft", "DraftEntry", "DraftSpec", "TraceOutcome", "Unexpressed", "trace_builder",
-           "trace_model"]
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'derivgraph.trace' has no attribute {name!r}")
+    return getattr(import_module(f".{module}", __name__), name)
+
+
+__all__ = sorted(_LAZY)

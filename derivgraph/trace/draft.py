@@ -21,7 +21,7 @@ from torch import nn
 
 from ..audit.census import Census
 from ..paths import get_path
-from .formula import Emitter, Formula, IntNamer, Unexpressible, address_key
+from .formula import Emitter, Formula, IntNamer, Unexpressible, address_key, python_path
 from .recorder import Recorder
 from .stores import Slot, SlotKind, stored_slots
 
@@ -101,7 +101,7 @@ def drop_entries(draft: Draft, paths: set[str], reason: str) -> Draft:
 
 
 def _kebab(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "-", name).lower().replace("_", "-")
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", name).lower().replace("_", "-")
 
 
 def _under(path: str, prefix: str) -> bool:
@@ -327,6 +327,25 @@ def _scalar(ctx: _Context, slot: Slot, add: Any, unexpressed: list[Unexpressed],
         emitter.ints.used)
 
 
+def _split_conflicts(entries: list[DraftEntry]) -> list[list[DraftEntry]]:
+    """Entries in groups where an alias's target name is unambiguous: a derived tensor that
+    shares its name with an alias target (``g1_scale_c`` on the layer and on the quant config)
+    goes to another spec of the same target, with its own aliases."""
+    def path(e: DraftEntry) -> str:
+        return f"{e.owner}.{e.name}" if e.owner else e.name
+
+    derived = {path(e): e for e in entries if e.kind != "alias"}
+    targets = {e.of for e in entries if e.kind == "alias" and e.of in derived}
+    names = {derived[t].name for t in targets}
+    moved = {path(e) for e in entries if e.kind != "alias" and e.name in names
+             and path(e) not in targets}
+    if not moved:
+        return [entries]
+    rest = [e for e in entries if path(e) not in moved and not (e.kind == "alias"
+                                                                 and e.of in moved)]
+    return [rest, *_split_conflicts([e for e in entries if e not in rest])]
+
+
 def _alias_names(entries: list[DraftEntry]) -> list[DraftEntry]:
     """``of`` names a derived tensor of the spec by name when that name is unique in it."""
     counts = Counter(e.name for e in entries)
@@ -368,14 +387,16 @@ def _generalise(ctx: _Context, per_instance: dict[str, list[DraftEntry]],
             spec_notes.append(f"{len(missing)} other instance(s) of {cls.__name__} stored "
                               f"nothing ({', '.join(missing[:4])}); add a `where` gate")
         qm = getattr(ctx.modules[instances[0]], "quant_method", None)
-        specs.append(DraftSpec(
-            name=f"traced-{_kebab(cls.__name__)}",
-            module_class=cls.__name__,
-            quant_method_class=type(qm).__name__ if qm is not None else None,
-            params=dict(used),
-            entries=list(entries),
-            instances=instances,
-            notes=spec_notes,
-        ))
+        groups = _split_conflicts([e for p in instances[:1] for e in per_instance[p]])
+        for i, group in enumerate(groups):
+            specs.append(DraftSpec(
+                name=f"traced-{_kebab(cls.__name__)}" + (f"-{i + 1}" if i else ""),
+                module_class=cls.__name__,
+                quant_method_class=type(qm).__name__ if qm is not None else None,
+                params=dict(used),
+                entries=_alias_names(group),
+                instances=instances,
+                notes=spec_notes if not i else [],
+            ))
         notes.extend(f"{cls.__name__}: {n}" for n in spec_notes)
     return specs

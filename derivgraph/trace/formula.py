@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .recorder import Node, Recorder, Ref
+from .recorder import Node, Recorder, Ref, is_creation
 
 __all__ = ["Emitter", "Formula", "IntNamer", "Unexpressible", "constant_formula", "dtype_name",
            "python_path"]
@@ -163,7 +163,7 @@ class Emitter:
         if id(ref.tensor) in self.names:
             return True
         node = ref.producer
-        if node is None or id(node) in seen:
+        if node is None or id(node) in seen or is_creation(node.func):
             return False
         seen.add(id(node))
         inputs = [r for r in _refs(node.args) + _refs(node.kwargs)]
@@ -197,12 +197,13 @@ class Emitter:
         if name in binary:
             if kw.get("rounding_mode") or kw.get("alpha", 1) != 1 or len(a) > 2:
                 raise Unexpressible(f"{node.overload} with {kw or a[2:]}", node.overload)
+            if (name == "mul" and a[1] in (1, 1.0) and isinstance(a[0], Ref)
+                    and a[0].producer is not None and a[0].producer.name == "reciprocal"
+                    and self._leaf(a[0]) is None):
+                inner = self.emit(a[0].producer.args[0])  # `1.0 / x` runs reciprocal(x) * 1.0
+                return Formula(f"{_lit(a[1])} / {_wrap(inner, _MUL + 1)}", _MUL, inner.sources)
             x, y = self._arg(a[0]), self._arg(a[1])
             sym, prec = binary[name]
-            if name == "mul" and y.text in ("1.0", "1") and x.text.startswith("reciprocal("):
-                inner = x.text[len("reciprocal("):-1]
-                return Formula(f"{y.text} / {_wrap(Formula(inner, _ATOM), _POW)}", _MUL,
-                               x.sources)
             right_prec = prec + 1  # a - (b - c), a / (b * c)
             return Formula(f"{_wrap(x, prec)} {sym} {_wrap(y, right_prec)}", prec,
                            x.sources | y.sources)

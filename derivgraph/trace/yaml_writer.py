@@ -54,9 +54,11 @@ def render_yaml(draft: Draft, origin: str) -> str:
         lines.append("# Not expressible (engine-computed: declare by hand or register an op):")
         lines += [f"#   - {u.path}: {u.reason}" for u in draft.unexpressed]
     if draft.opaque_ops:
-        lines.append(f"# Ops to register with derivgraph.register_op: {', '.join(draft.opaque_ops)}")
+        lines.append("# Ops to register with derivgraph.register_op: "
+                     + ", ".join(draft.opaque_ops))
     if draft.sources_replaced:
-        lines.append("# Sources replaced by the step (kernel format; the checkpoint tensor is gone):")
+        lines.append("# Sources replaced by the step (kernel format; the checkpoint tensor is "
+                     "gone):")
         lines += [f"#   - {p}" for p in draft.sources_replaced]
     for note in draft.notes:
         lines.append(f"# note: {note}")
