@@ -300,28 +300,32 @@ def build_draft(model: nn.Module, recorder: Recorder, before: Census | None,
 
 def _scalar(ctx: _Context, slot: Slot, add: Any, unexpressed: list[Unexpressed],
             config: list[str]) -> None:
-    matches = [ref for value, ref in ctx.recorder.scalars
+    matches = [ref for value, ref in reversed(ctx.recorder.scalars)
                if type(value) is type(slot.value) and value == slot.value]
-    if not matches:
-        # .tolist() reads memory without an op: fall back to a one-element source of the
-        # owner's module holding exactly this value
-        module = _target(ctx, slot.owner, frozenset())
-        for tid, path in ctx.sources.items():
-            t = _find(ctx, tid)
-            if (t is not None and _under(path, module) and t.numel() == 1
-                    and t.is_floating_point() and float(t) == slot.value):
-                matches.append(ctx.recorder.ref(t))
+    # .tolist() reads memory without an op, and a read tensor may be gone after the step: fall
+    # back to a one-element source of the owner's module holding exactly this value
+    module = _target(ctx, slot.owner, frozenset())
+    for tid, path in ctx.sources.items():
+        t = _find(ctx, tid)
+        if (t is not None and _under(path, module) and t.numel() == 1
+                and t.is_floating_point() and float(t) == slot.value):
+            matches.append(ctx.recorder.ref(t))
     if not matches:
         config.append(slot.path)
         return
-    ref = matches[-1]
-    try:
-        probe = ctx.emitter("", named=False).emit(ref)
-        prefix = _target(ctx, slot.owner, probe.sources)
-        emitter = ctx.emitter(prefix)
-        formula = emitter.emit(ref)
-    except Unexpressible as exc:
-        unexpressed.append(Unexpressed(slot.path, exc.reason, exc.op))
+    failure: Unexpressible | None = None
+    for ref in matches:
+        try:
+            probe = ctx.emitter("", named=False).emit(ref)
+            prefix = _target(ctx, slot.owner, probe.sources)
+            emitter = ctx.emitter(prefix)
+            formula = emitter.emit(ref)
+            break
+        except Unexpressible as exc:
+            failure = failure or exc
+    else:
+        assert failure is not None
+        unexpressed.append(Unexpressed(slot.path, failure.reason, failure.op))
         return
     add(prefix, DraftEntry(slot.name, _rel(slot.owner, prefix), "scalar", formula=formula.text),
         emitter.ints.used)

@@ -119,9 +119,10 @@ class Recorder(TorchDispatchMode):
                                kwargs)
         node = Node(func, refs_args, refs_kwargs)
         inputs = [r for r in tree_flatten((refs_args, refs_kwargs))[0] if isinstance(r, Ref)]
-        node.weighty = not is_creation(func) and any(self.is_weighty(r) for r in inputs)
-        if is_creation(func):
-            node.weighty = False
+        # an op with no tensor input that is not a creation op (rand, randn, a loader's
+        # read) makes data the recording cannot explain: weighty
+        node.weighty = not is_creation(func) and (
+            not inputs or any(self.is_weighty(r) for r in inputs))
         self.nodes.append(node)
         self._keep.append((args, kwargs, out))
         if _op_name(func) == "_local_scalar_dense":
