@@ -172,7 +172,8 @@ def stored_slots(model: Any, before: Census | None, after: Census) -> list[Slot]
                              "default argument); keep it at a named owner"
             elif owner is MISSING:
                 unbindable = f"{path}: its owner is not reachable by attribute path"
-            elif isinstance(owner, tuple):
-                unbindable = f"{path}: a tuple item cannot be re-bound; hold it in a list"
+            elif not name.isidentifier():
+                unbindable = f"{path}: a list or tuple item has no name a spec can declare; " \
+                             "hold the tensor at a named attribute"
             slots.append(Slot(owner_path, name, kind, value, persistent, unbindable))
     return slots
