@@ -200,8 +200,9 @@ class Emitter:
             if (name == "mul" and a[1] in (1, 1.0) and isinstance(a[0], Ref)
                     and a[0].producer is not None and a[0].producer.name == "reciprocal"
                     and self._leaf(a[0]) is None):
-                inner = self.emit(a[0].producer.args[0])  # `1.0 / x` runs reciprocal(x) * 1.0
-                return Formula(f"{_lit(a[1])} / {_wrap(inner, _MUL + 1)}", _MUL, inner.sources)
+                # eager `1.0 / x` runs reciprocal(x) * 1.0, and x * 1.0 is x bit for bit;
+                # a formula `1.0 / x` may divide instead, which can differ in the last bit
+                return self._call("reciprocal", self.emit(a[0].producer.args[0]))
             x, y = self._arg(a[0]), self._arg(a[1])
             sym, prec = binary[name]
             right_prec = prec + 1  # a - (b - c), a / (b * c)
