@@ -238,3 +238,41 @@ def test_vllm_kimi_scalars(vllm_cases):
     # never-changing _prob_scale_float, which the oracle accepted
     assert not cmp.missing and not cmp.kind_mismatch and not cmp.value_mismatch, cmp.describe()
     assert cmp.extra == ["attn._prob_scale_float"]
+
+
+def test_cli_package_drafts_every_runnable_case(monkeypatch, tmp_path: Path, capsys):
+    """--package vllm against the builders contract (a stand-in module with the same API)."""
+    import sys
+    import types
+    from dataclasses import dataclass as dc
+
+    from derivgraph.examples.reference_models import RefConfig, build_reference_model, make_weights
+
+    class NotRunnable(Exception):
+        pass
+
+    @dc(frozen=True)
+    class Case:
+        name: str
+        classes: tuple[str, ...]
+        runnable: bool = True
+
+        def build(self, seed: int) -> nn.Module:
+            if not self.runnable:
+                raise NotRunnable("needs a CUDA op")
+            return build_reference_model(make_weights(RefConfig(), seed))
+
+        def reload(self, model: nn.Module, seed: int) -> None:
+            model.load_weights(make_weights(RefConfig(), seed))
+            model.process_weights_after_loading()
+
+    fake = types.ModuleType("vllm_integration.builders")
+    fake.NotRunnable = NotRunnable
+    fake.cases = lambda: [Case("reference", ("RefMoE",)), Case("cuda-only", ("X",), False)]
+    monkeypatch.setitem(sys.modules, "vllm_integration.builders", fake)
+    assert main(["trace", "--package", "vllm", "-o", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "cuda-only: not runnable on this machine: needs a CUDA op" in out
+    assert "1/1 runnable case(s) drafted and proven; 1 not runnable" in out
+    specs = load_spec_file(tmp_path / "reference.yaml")
+    assert {s.target.module_class[0] for s in specs} == {"RefMoE", "RefAttention", "RefDrafter"}
