@@ -157,9 +157,7 @@ def _classify_sources(ctx: _Context, slots: list[Slot], notes: list[str]) -> lis
     for tid, path in pending.items():
         t = next(s.value for s in slots if id(s.value) == tid)
         hit = ctx.recorder.producer_of(t)
-        if hit is not None and hit[0].name.endswith("_") or hit is not None and hit[0].name in (
-            "copy", "copy_"
-        ):
+        if hit is not None and hit[0].name.endswith("_"):
             ctx.sources[tid] = path  # loaded in place: a checkpoint tensor
             continue
         others = {k: v for k, v in pending.items() if k != tid}

@@ -242,9 +242,9 @@ class Emitter:
             if len(a) == 1:
                 return self._call("squeeze", x)
             dims = a[1] if isinstance(a[1], (list, tuple)) else [a[1]]
-            for d in dims if len(dims) == 1 else []:
-                return self._call("squeeze", x, Formula(_lit(d)))
-            raise Unexpressible("squeeze over several dims", node.overload)
+            if len(dims) != 1:
+                raise Unexpressible("squeeze over several dims", node.overload)
+            return self._call("squeeze", x, Formula(_lit(dims[0])))
         if name in ("unsqueeze", "transpose", "permute", "select", "flatten"):
             return self._call(name, *(self._arg(x) for x in a))
         if name == "slice":
@@ -277,8 +277,8 @@ class Emitter:
             raise Unexpressible(f"{node.overload} with dtype", node.overload)
         if not dims:
             return self._call(op, x)
-        return self._call(op, x, Formula(_lit(list(dims)) if False else "[" + ", ".join(
-            _lit(d) for d in dims) + "]"), Formula(_lit(bool(keep))))
+        dims_text = "[" + ", ".join(_lit(d) for d in dims) + "]"
+        return self._call(op, x, Formula(dims_text), Formula(_lit(bool(keep))))
 
     def _slice(self, node: Node) -> Formula:
         a = node.args
