@@ -232,7 +232,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_ops)
 
     _add_audit(sub)
-    __import__("derivgraph.bench", fromlist=["add_parser"]).add_parser(sub)  # issue 7
+    importlib.import_module("derivgraph.bench").add_parser(sub)  # derivgraph bench
+    importlib.import_module("derivgraph.trace.cli").add_parser(sub)  # derivgraph trace
     return parser
 
 

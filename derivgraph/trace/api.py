@@ -1,0 +1,89 @@
+"""Trace, render, validate and prove in one call (what the CLI and the tests use)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from torch import nn
+
+from ..errors import SpecValidationError
+from ..loader import load_spec_text
+from ..validate import validate_specs
+from .draft import Draft, drop_entries
+from .proof import CheckpointReload, ProofReport, prove
+from .tracer import trace_build, trace_step
+from .yaml_writer import render_yaml
+
+__all__ = ["TraceOutcome", "trace_builder", "trace_model"]
+
+
+@dataclass
+class TraceOutcome:
+    """A draft, its YAML and the oracle's verdict (``proof.ok``)."""
+
+    draft: Draft
+    yaml: str
+    proof: ProofReport
+    specs: list[Any]
+
+
+def _check(draft: Draft, origin: str) -> tuple[str, list[Any], ProofReport | None]:
+    text = render_yaml(draft, origin)
+    try:
+        specs = load_spec_text(text, file=f"<trace of {origin}>")
+    except SpecValidationError as exc:
+        return text, [], ProofReport(False, error=f"draft does not load: {exc}")
+    issues = validate_specs(specs)
+    if issues:
+        return text, specs, ProofReport(False, error=str(SpecValidationError(issues)))
+    if not specs:
+        return text, specs, ProofReport(False, error="the step stored nothing a spec declares")
+    return text, specs, None
+
+
+def trace_model(factory: Callable[[], nn.Module], post_load: Callable[[nn.Module], Any],
+                origin: str = "a model") -> TraceOutcome:
+    """Trace ``post_load`` on ``factory()`` (loaded, not yet post-processed) and prove it."""
+    model = factory()
+    draft = trace_step(model, post_load)
+    text, specs, failed = _check(draft, origin)
+    if failed is not None:
+        return TraceOutcome(draft, text, failed, specs)
+    weights = CheckpointReload(factory, post_load)
+
+    def on_declared(keys: set[str]) -> None:
+        weights.declared = keys
+
+    return _prove_pruning(draft, origin, text, specs,
+                          lambda sp: prove(sp, weights.make, weights.reload, on_declared))
+
+
+def trace_builder(build: Callable[[int], nn.Module], reload: Callable[[nn.Module, int], None],
+                  origin: str = "a builder") -> TraceOutcome:
+    """Trace a whole ``build(seed)`` (create, load, post-load) and prove with ``reload``."""
+    _, draft = trace_build(lambda: build(0))
+    text, specs, failed = _check(draft, origin)
+    if failed is not None:
+        return TraceOutcome(draft, text, failed, specs)
+    return _prove_pruning(draft, origin, text, specs, lambda sp: prove(sp, build, reload))
+
+
+_NOT_FOLLOWED = ("its value after a reload differs from the traced formula's: it reads a value "
+                 "the recording cannot see (.tolist(), a host copy) or config state")
+
+
+def _prove_pruning(draft: Draft, origin: str, text: str, specs: list[Any],
+                   run: Callable[[list[Any]], ProofReport]) -> TraceOutcome:
+    """Prove; entries the oracle shows wrong are dropped (and listed) and the rest re-proven."""
+    for _ in range(3):
+        proof = run(specs)
+        bad = {k for s in proof.stages for k in s["mismatched"]}
+        if proof.ok or proof.error or not bad:
+            return TraceOutcome(draft, text, proof, specs)
+        draft = drop_entries(draft, bad, _NOT_FOLLOWED)
+        text, specs, failed = _check(draft, origin)
+        if failed is not None:
+            return TraceOutcome(draft, text, failed, specs)
+    return TraceOutcome(draft, text, proof, specs)

@@ -1,0 +1,278 @@
+"""`derivgraph trace`: drafts from post-load code alone, proven A->B->A, equal to hand-written.
+
+Without vLLM: the reference modules (FP8-style MoE with a CUTLASS strides object and its alias,
+reciprocal buffer, fused K/V drafter) and toy steps that plant each hard case (a dict holder,
+an op outside the vocabulary, a value read through ``.tolist()``, a ``.item()`` scalar). With
+vLLM: real FP8 and NVFP4 MoE quant configs and experts, CUTLASS strides (``c_strides2 is
+ab_strides1``), a real drafter's fused K/V buffers and Kimi-K3 MLA's Python scalars.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from derivgraph import load_spec_file
+from derivgraph.cli import main
+from derivgraph.trace import trace_model
+from derivgraph.trace.compare import compare_specs
+from derivgraph.trace.proof import CheckpointReload
+from derivgraph.trace.reference import reference_model, reference_post_load
+
+
+def _entries(outcome):
+    return {(s.name, e.owner, e.name): e for s in outcome.draft.specs for e in s.entries}
+
+
+def _by_name(outcome, name, owner=""):
+    hits = [e for s in outcome.draft.specs for e in s.entries
+            if e.name == name and e.owner == owner]
+    assert len(hits) == 1, (name, owner, [e for s in outcome.draft.specs for e in s.entries])
+    return hits[0]
+
+
+# ---- reference modules -----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def reference():
+    return trace_model(reference_model, reference_post_load, "reference")
+
+
+def test_reference_draft_is_proven_and_generalised(reference):
+    assert reference.proof.ok, reference.proof.summary()
+    assert reference.proof.declared == 27 and reference.proof.changed == 19
+    assert all(not s["moved"] and not s["mismatched"] for s in reference.proof.stages)
+    specs = {s.module_class: s for s in reference.draft.specs}
+    assert set(specs) == {"RefMoE", "RefAttention", "RefDrafter"}
+    # one spec per class, not one per layer
+    assert specs["RefMoE"].instances == ["layers.0.moe", "layers.1.moe"]
+    assert specs["RefMoE"].quant_method_class == "RefFp8MoEMethod"
+    fe = "quant_method.moe_kernel.fused_experts"
+    assert _by_name(reference, "c_strides2", fe).kind == "alias"
+    assert _by_name(reference, "c_strides2", fe).of == "ab_strides1"
+    assert _by_name(reference, "ab_strides1", fe).formula == (
+        "full([num_experts], hidden, dtype=int64)")
+    assert specs["RefMoE"].params["num_experts"] == "num_experts"
+    qc = "quant_method.moe_quant_config"
+    assert _by_name(reference, "alpha_or_gscale", f"{qc}._a1").formula == (
+        "reciprocal(w13_input_scale)")
+    assert _by_name(reference, "alpha_or_gscale", f"{qc}._w1").formula == (
+        "w13_weight_scale * w13_input_scale")
+    assert _by_name(reference, "scale", f"{qc}._w2").of == "w2_weight_scale"
+    buf = _by_name(reference, "_q_scale_inv")
+    assert (buf.kind, buf.formula) == ("buffer", "reshape(reciprocal(q_scale), [1])")
+    assert _by_name(reference, "_fused_kv_weight").formula == (
+        "cat([w[q_size:] for w in each('layers.*.qkv_proj.weight')], 0)")
+    assert not reference.draft.unexpressed
+
+
+def test_reference_trace_equals_hand_written(reference):
+    from derivgraph import load_specs
+    from derivgraph.examples.reference_models import reference_spec_path
+
+    one, two = (CheckpointReload(reference_model, reference_post_load) for _ in range(2))
+    result = {c.module_class: c for c in compare_specs(
+        load_specs([reference_spec_path()]), reference.specs, one.make, (one.reload, two.reload))}
+    assert set(result) == {"RefMoE", "RefAttention", "RefDrafter"}
+    for cmp in result.values():
+        assert cmp.equivalent, cmp.describe()
+    assert len(result["RefMoE"].hand) == 24
+
+
+def test_compare_goes_red_on_a_wrong_formula(reference):
+    """Canary: a traced spec with one wrong value must not compare equivalent."""
+    from derivgraph import load_spec_text, load_specs
+    from derivgraph.examples.reference_models import reference_spec_path
+
+    bad = load_spec_text(reference.yaml.replace('"reciprocal(w13_input_scale)"',
+                                                '"reciprocal(w2_input_scale)"'))
+    one, two = (CheckpointReload(reference_model, reference_post_load) for _ in range(2))
+    # compile adopts the engine's value bit-exactly, so the wrong formula fails at compile
+    result = compare_specs(load_specs([reference_spec_path()]), bad, one.make,
+                           (one.reload, two.reload))
+    assert not any(c.equivalent for c in result)
+    assert "adoption" in result[0].error
+
+
+# ---- toy steps: each hard case planted -------------------------------------------------------
+
+@dataclass(frozen=True)
+class Desc:
+    scale: torch.Tensor
+    inv: torch.Tensor
+
+
+class Holder:
+    pass
+
+
+class Toy(nn.Module):
+    def __init__(self, mode: str):
+        super().__init__()
+        self.mode = mode
+        g = torch.Generator().manual_seed(7)
+        self.w = nn.Parameter(torch.rand(4, 6, generator=g) + 0.5, requires_grad=False)
+        self.s = nn.Parameter(torch.rand((), generator=g) + 0.5, requires_grad=False)
+        self.kernel = Holder()
+
+    def process_weights_after_loading(self) -> None:
+        k = self.kernel
+        k.desc = Desc(scale=self.s, inv=1.0 / self.s)          # frozen dataclass + alias
+        k.table = {"wt": self.w.t().contiguous()}             # dict item
+        k.first = self.w[1:]                                   # a view of a parameter
+        k.rows = [self.w.amax()]                               # a list item: no name
+        self.s_float = self.s.item()                           # a Python scalar
+        if self.mode == "opaque":
+            k.cum = self.w.cumsum(0)                           # not in our vocabulary
+        if self.mode == "tolist":
+            k.host = torch.tensor(self.s.tolist())             # a value the recording misses
+
+
+def test_toy_hiding_places_scalar_and_alias():
+    out = trace_model(lambda: Toy("plain"), lambda m: m.process_weights_after_loading(), "toy")
+    assert out.proof.ok, out.proof.summary() + out.yaml
+    assert _by_name(out, "scale", "kernel.desc").kind == "alias"
+    assert _by_name(out, "scale", "kernel.desc").of == "s"
+    assert _by_name(out, "inv", "kernel.desc").formula == "reciprocal(s)"  # what 1.0 / s runs
+    assert _by_name(out, "wt", "kernel.table").formula == "contiguous(t(w))"
+    first = _by_name(out, "first", "kernel")
+    assert (first.kind, first.formula) == ("view", "w[1:]")
+    assert [u.path for u in out.draft.unexpressed] == ["kernel.rows.0"]
+    assert "no name a spec can declare" in out.draft.unexpressed[0].reason
+    scalar = _by_name(out, "s_float")
+    assert (scalar.kind, scalar.formula) == ("scalar", "s")
+    assert out.proof.declared == 5
+
+
+def test_op_outside_the_vocabulary_is_listed_not_guessed():
+    out = trace_model(lambda: Toy("opaque"), lambda m: m.process_weights_after_loading(), "toy")
+    assert out.proof.ok
+    assert sorted(u.path for u in out.draft.unexpressed) == ["kernel.cum", "kernel.rows.0"]
+    assert out.draft.opaque_ops == ["aten.cumsum.default"]
+    assert "aten.cumsum.default" in out.yaml and "kernel.cum" in out.yaml
+
+
+def test_value_the_recording_cannot_see_is_dropped_by_the_oracle():
+    """Canary: `.tolist()` hides the dependency; the first draft declares a constant, the
+    A->B oracle shows it wrong, and it is dropped and listed instead of written."""
+    out = trace_model(lambda: Toy("tolist"), lambda m: m.process_weights_after_loading(), "toy")
+    assert out.proof.ok
+    reasons = {u.path: u.reason for u in out.draft.unexpressed}
+    assert sorted(reasons) == ["kernel.host", "kernel.rows.0"]
+    assert "recording cannot see" in reasons["kernel.host"]
+    assert "host" not in {e.name for s in out.draft.specs for e in s.entries}
+
+
+# ---- command line ----------------------------------------------------------------------------
+
+def test_cli_writes_a_proven_valid_spec(tmp_path: Path, capsys):
+    target = tmp_path / "traced.yaml"
+    assert main(["trace", "-o", str(target)]) == 0
+    text = capsys.readouterr().out
+    assert "proof ok: 27 declared" in text and f"wrote {target}" in text
+    specs = load_spec_file(target)
+    assert sorted(s.name for s in specs) == ["traced-ref-attention", "traced-ref-drafter",
+                                             "traced-ref-mo-e"]
+
+
+def test_cli_package_without_builders_says_so(monkeypatch, capsys):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "vllm_integration.builders", None)
+    assert main(["trace", "--package", "vllm"]) == 2
+    assert "needs vllm_integration.builders" in capsys.readouterr().out
+
+
+# ---- real vLLM 0.33.0 classes ----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def vllm_cases():
+    pytest.importorskip("vllm")
+    from tests.fixtures.trace_cases import cpu_patches, vllm_cases
+
+    with cpu_patches():
+        yield {c.name: c for c in vllm_cases()}
+
+
+def _trace_and_compare(cases, name):
+    from tests.fixtures.trace_cases import cpu_patches
+
+    with cpu_patches():
+        case = cases[name]
+        outcome = case.trace()
+        assert outcome.proof.ok, outcome.proof.summary() + outcome.yaml
+        return outcome, case.compare(outcome.specs)
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize("name", ["moe:fp8-flashinfer-cutlass-per-tensor",
+                                  "moe:nvfp4-flashinfer-cutlass-swiglu", "moe:fp8-cutlass",
+                                  "drafter:qwen3-dflash"])
+def test_vllm_trace_equals_hand_written(vllm_cases, name):
+    outcome, result = _trace_and_compare(vllm_cases, name)
+    assert result and all(c.equivalent for c in result), [c.describe() for c in result]
+    if name == "moe:fp8-flashinfer-cutlass-per-tensor":
+        assert _by_name(outcome, "g1_alphas").kind == "parameter"  # registered by vLLM
+        assert _by_name(outcome, "alpha_or_gscale", "quant_method.moe_quant_config._w1").of \
+            == "g1_alphas"
+    if name == "moe:fp8-cutlass":  # the strides object, reached the way vLLM's code reads it
+        fe = "quant_method.moe_kernel.fused_experts"
+        assert _by_name(outcome, "c_strides2", fe).of == "ab_strides1"
+        assert _by_name(outcome, "ab_strides1", fe).formula.startswith("full([")
+    if name == "drafter:qwen3-dflash":
+        assert "each('layers.*.self_attn.qkv_proj.weight')" in _by_name(
+            outcome, "_fused_kv_weight").formula
+
+
+@pytest.mark.vllm
+def test_vllm_kimi_scalars(vllm_cases):
+    outcome, result = _trace_and_compare(vllm_cases, "kimi-k3-mla")
+    for name in ("_q_scale_float", "_k_scale_float", "_v_scale_float"):
+        assert _by_name(outcome, name).kind == "scalar"
+    (cmp,) = result
+    # every hand-written declaration reproduced (kinds, values A->B->A); the trace adds the
+    # never-changing _prob_scale_float, which the oracle accepted
+    assert not cmp.missing and not cmp.kind_mismatch and not cmp.value_mismatch, cmp.describe()
+    assert cmp.extra == ["attn._prob_scale_float"]
+
+
+def test_cli_package_drafts_every_runnable_case(monkeypatch, tmp_path: Path, capsys):
+    """--package vllm against the builders contract (a stand-in module with the same API)."""
+    import sys
+    import types
+    from dataclasses import dataclass as dc
+
+    from derivgraph.examples.reference_models import RefConfig, build_reference_model, make_weights
+
+    class NotRunnable(Exception):
+        pass
+
+    @dc(frozen=True)
+    class Case:
+        name: str
+        classes: tuple[str, ...]
+        runnable: bool = True
+
+        def build(self, seed: int) -> nn.Module:
+            if not self.runnable:
+                raise NotRunnable("needs a CUDA op")
+            return build_reference_model(make_weights(RefConfig(), seed))
+
+        def reload(self, model: nn.Module, seed: int) -> None:
+            model.load_weights(make_weights(RefConfig(), seed))
+            model.process_weights_after_loading()
+
+    fake = types.ModuleType("vllm_integration.builders")
+    fake.NotRunnable = NotRunnable
+    fake.cases = lambda: [Case("reference", ("RefMoE",)), Case("cuda-only", ("X",), False)]
+    monkeypatch.setitem(sys.modules, "vllm_integration.builders", fake)
+    assert main(["trace", "--package", "vllm", "-o", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "cuda-only: not runnable on this machine: needs a CUDA op" in out
+    assert "1/1 runnable case(s) drafted and proven; 1 not runnable" in out
+    specs = load_spec_file(tmp_path / "reference.yaml")
+    assert {s.target.module_class[0] for s in specs} == {"RefMoE", "RefAttention", "RefDrafter"}
