@@ -292,6 +292,9 @@ def _lower(plan: Plan, values: dict[str, Any]) -> None:
     plan.constant_entries = [n for n, e in plan.entries.items()
                              if e.node.kind in TENSOR_KINDS and e.node.input is not None
                              and not deps[n]]
+    # what a refill may overwrite with the engine's value; the next recompute puts it back
+    plan.constant_values = {n: values[n] for n in plan.constant_entries
+                            if isinstance(values.get(n), torch.Tensor)}
     plan._bind_tensors()
     plan.steps = lower_steps(plan)
     plan._stages = {s.target: torch.empty_like(values[s.input]) for s in plan.steps

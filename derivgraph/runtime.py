@@ -170,6 +170,8 @@ class Plan:
         self._views: dict[str, torch.Tensor] = {}
         self._stages: dict[str, torch.Tensor] = {}
         self.constant_entries: list[str] = []  # derived tensors no source feeds
+        self.constant_values: dict[str, torch.Tensor] = {}  # their values, made at compile
+        self._constants_from_engine = False  # a refill wrote engine values into constants
         self.constants: dict[str, torch.Tensor] = {}  # op nodes no source feeds: made at compile
         self._sources: dict[str, torch.Tensor] = {}
         self._src_list: list[tuple[str, Any, torch.Tensor, int]] = []
@@ -513,6 +515,8 @@ class Plan:
             self._sources_changed(report, self.strict if strict is None else strict)
         with torch.no_grad():
             report.restored = self._restore_storage()
+            if not take_engine_values and self._constants_from_engine:
+                self._restore_constants(report)
             if take_engine_values:
                 self._refill(report)
             elif updated is None:
@@ -598,6 +602,7 @@ class Plan:
                 report.bytes += entry.nbytes()
         if ours:
             torch._foreach_copy_(ours, theirs)
+        self._constants_from_engine |= any(n in taken for n in self.constant_entries)
         report.taken_from_engine = report.written = report.steps = len(ours)
         rest = frozenset(n for s in self.steps for n in (s.node, s.target)
                          if n and s.target not in taken) if taken else None
@@ -605,6 +610,18 @@ class Plan:
             self._execute(self.program, report)
         elif rest:
             self._execute(self._program_for(rest), report)
+
+    def _restore_constants(self, report: RunReport) -> None:
+        """Recompute after a refill: constants get their formula's values back.
+
+        A refill keeps the engine's values, constants included; the recompute pass is defined
+        by the formulas alone, and constants are not in it, so they are restored here (once).
+        """
+        keys = [n for n in self.constant_entries if n in self.constant_values]
+        torch._foreach_copy_([self.entries[n].storage for n in keys],
+                             [self.constant_values[n] for n in keys])
+        report.written += len(keys)
+        self._constants_from_engine = False
 
     def _restore_storage(self) -> list[str]:
         """Put startup storage back under tensors the engine re-pointed (``t.data = new``)."""

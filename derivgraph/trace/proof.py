@@ -165,6 +165,7 @@ def prove(specs: list[Any], make: Callable[[int], nn.Module],
         bad = mismatched(keys, model, cold[seed])
         report.stages.append({"stage": f"{label} refill", "moved": list(refill.moved),
                               "mismatched": bad})
+        reload(model, seed)  # again, so the formulas alone must give the values (no refill)
         run = plan.run(verify=True)
         bad_run = mismatched(keys, model, cold[seed])
         report.stages.append({"stage": f"{label} recompute", "moved": list(run.moved),
