@@ -38,6 +38,8 @@ class Rule:
     OWNER = "DG012 owner-kind"
     INFERENCE = "DG013 inference-failed"
     NO_MATCH = "DG014 target-not-found"
+    VLLM_DRIFT = "DG060 vllm-drift"
+    CAPTURE_UNDECLARED = "DG061 capture-undeclared"
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,10 @@
 """The vLLM general plugin: ``vllm.general_plugins: derivgraph = vllm_integration.plugin:register``.
 
 vLLM calls :func:`register` in every process it starts (API server, engine core, each worker).
-It is cheap — it imports no vLLM module, only installs a post-import hook and patches modules
+It is cheap — it imports no vLLM module: it checks the installed vLLM's version and source
+against the hook table (:func:`vllm_integration.drift.preflight`: one warning naming every
+target that cannot be wrapped; ``strict`` mode refuses to start unless
+``DERIVGRAPH_ALLOW_UNVERIFIED_VLLM=1``), installs a post-import hook and patches modules
 already imported — and idempotent. ``DERIVGRAPH_VLLM_MODE=off`` skips installation entirely.
 """
 
@@ -17,12 +20,21 @@ logger = logging.getLogger(__name__)
 
 
 def register() -> None:
-    """Install derivgraph's hooks into vLLM's load and reload paths (once per process)."""
+    """Install derivgraph's hooks into vLLM's load and reload paths (once per process).
+
+    Raises :class:`vllm_integration.drift.VllmDriftError` (DG060) in ``strict`` mode when
+    the installed vLLM is not a verified version or a hook target drifted.
+    """
     mode = current_mode()  # an unknown mode raises here, at startup, not mid-reload
     if mode == "off":
         logger.debug("derivgraph: DERIVGRAPH_VLLM_MODE=off, vLLM hooks not installed")
         return
-    from .hooks import install
+    from .hooks import install, is_installed
 
-    if install():
+    if is_installed():
+        return
+    from .drift import preflight
+
+    report = preflight(mode)
+    if install(disabled=report.disabled_keys()):
         logger.info("derivgraph: vLLM hooks installed (mode %s)", mode)
