@@ -88,7 +88,6 @@ TABLE: tuple[HookRow, ...] = (
                (f"{_WT}.sparse_nccl_engine",)),
     _method(f"{_WT}.base", "WeightTransferEngine.__init__",
             ("self", "config", "vllm_config", "device", "model")),
-    _method(_WORKER, "Worker.sleep", ("self", "level")),
     _method(_WORKER, "Worker.wake_up", ("self", "tags")),
 )
 
