@@ -89,6 +89,7 @@ TABLE: tuple[HookRow, ...] = (
     _method(f"{_WT}.base", "WeightTransferEngine.__init__",
             ("self", "config", "vllm_config", "device", "model")),
     _method(_WORKER, "Worker.wake_up", ("self", "tags")),
+    _method("vllm.compilation.cuda_graph", "CUDAGraphWrapper.__call__", ("self", "args", "kwargs")),
 )
 
 
