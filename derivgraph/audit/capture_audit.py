@@ -23,6 +23,7 @@ from __future__ import annotations
 import enum
 import logging
 import sys
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -157,6 +158,12 @@ def _census_paths(models: Sequence[nn.Module]) -> dict[StorageKey, str]:
 
 def _global_owner(key: StorageKey) -> str | None:
     """A module-level global (or an item of one) holding a tensor of this storage."""
+    with warnings.catch_warnings():  # deprecated module attributes warn when touched
+        warnings.simplefilter("ignore")
+        return _scan_globals(key)
+
+
+def _scan_globals(key: StorageKey) -> str | None:
     for modname, module in list(sys.modules.items()):
         try:
             namespace = vars(module)
@@ -237,15 +244,17 @@ class CaptureAudit:
         audit.report.render()
 
     ``only_while_capturing`` ignores ops run outside a CUDA stream capture (warm-up runs,
-    replays). In strict mode, leaving the context raises :class:`CaptureAuditError` when the
-    capture read an undeclared long-lived tensor (unless the block itself raised).
+    replays). ``log``: log a warning with the report when a read is undeclared. In strict
+    mode, leaving the context raises :class:`CaptureAuditError` when the capture read an
+    undeclared long-lived tensor (unless the block itself raised).
     """
 
     def __init__(self, models: nn.Module | Sequence[nn.Module], *,
                  declared: Mapping[str, Any] | None = None, inputs: Iterable[Any] = (),
                  pools: Iterable[Any] = (), strict: bool = False,
-                 only_while_capturing: bool = False):
+                 only_while_capturing: bool = False, log: bool = True):
         self.models = models
+        self.log = log
         self.declared = declared
         self.inputs = list(inputs)
         self.pools = list(pools)
@@ -265,7 +274,8 @@ class CaptureAudit:
                                self.pools)
         self.recorder.reads.clear()  # drop the references to the model's tensors
         if not self.report.ok():
-            logger.warning("derivgraph: %s", self.report.render(limit=8))
+            if self.log:
+                logger.warning("derivgraph: %s", self.report.render(limit=8))
             if self.strict:
                 raise CaptureAuditError(self.report)
 
@@ -286,6 +296,6 @@ def audit_capture(model: nn.Module, static_input: torch.Tensor,
         with torch.no_grad():
             fn(static_input)
     with CaptureAudit(model, declared=declared, inputs=[static_input], strict=strict,
-                      only_while_capturing=cuda) as audit:
+                      only_while_capturing=cuda, log=False) as audit:
         capture(fn, static_input)
     return audit.report
