@@ -173,11 +173,11 @@ def _scan_globals(key: StorageKey) -> str | None:
             if isinstance(value, torch.Tensor):
                 if storage_key(value) == key:
                     return f"{modname}.{name}"
-            elif isinstance(value, dict) and len(value) <= 10_000:
+            elif type(value) is dict and len(value) <= 10_000:  # plain: no lazy mappings
                 for k, v in list(value.items()):
                     if isinstance(v, torch.Tensor) and storage_key(v) == key:
                         return f"{modname}.{name}[{k!r}]"
-            elif isinstance(value, (list, tuple)) and len(value) <= 10_000:
+            elif type(value) in (list, tuple) and len(value) <= 10_000:
                 for j, v in enumerate(value):
                     if isinstance(v, torch.Tensor) and storage_key(v) == key:
                         return f"{modname}.{name}[{j}]"
