@@ -17,7 +17,7 @@ from types import ModuleType
 import pytest
 
 from derivgraph import DerivgraphError
-from vllm_integration import drift, hooks
+from vllm_integration import drift, hook_table, hooks
 from vllm_integration.hook_table import TABLE, VERIFIED_VLLM_VERSIONS, HookKind, HookRow
 
 pytestmark = pytest.mark.vllm
@@ -184,7 +184,7 @@ def test_register_refuses_to_start_in_strict_mode_on_an_unverified_vllm(monkeypa
     from vllm_integration.config import MODE_ENV
     from vllm_integration.plugin import register
 
-    monkeypatch.setattr(drift, "installed_version", lambda package="vllm": "0.34.1")
+    monkeypatch.setattr(hook_table, "installed_version", lambda package="vllm": "0.34.1")
     monkeypatch.setenv(MODE_ENV, "strict")
     monkeypatch.delenv(drift.ALLOW_ENV, raising=False)
     with pytest.raises(drift.VllmDriftError, match="0.34.1"):

@@ -16,7 +16,6 @@ the dozen files the table names.
 from __future__ import annotations
 
 import ast
-import importlib.metadata
 import importlib.util
 import logging
 import os
@@ -26,6 +25,7 @@ from pathlib import Path
 
 from derivgraph.errors import DerivgraphError, Rule
 
+from . import hook_table
 from .hook_table import TABLE, VERIFIED_VLLM_VERSIONS, HookKind, HookRow
 
 __all__ = [
@@ -109,11 +109,8 @@ def source_root(package: str = "vllm") -> Path | None:
 
 
 def installed_version(package: str = "vllm") -> str | None:
-    """The installed distribution's version from its metadata (no import)."""
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
+    """The installed distribution's version (see :func:`hook_table.installed_version`)."""
+    return hook_table.installed_version(package)
 
 
 def _module_file(root: Path, module: str) -> Path | None:

@@ -12,12 +12,24 @@ matches. To support a new vLLM see ``docs/vllm-support.md``.
 from __future__ import annotations
 
 import enum
+import importlib.metadata
 from dataclasses import dataclass
 
-__all__ = ["TABLE", "VERIFIED_VLLM_VERSIONS", "HookKind", "HookRow", "definitions", "rows_for"]
+__all__ = [
+    "TABLE", "VERIFIED_VLLM_VERSIONS", "HookKind", "HookRow", "definitions", "installed_version",
+    "rows_for",
+]
 
 #: vLLM releases whose source this table was checked against, line by line.
 VERIFIED_VLLM_VERSIONS: tuple[str, ...] = ("0.33.0",)
+
+
+def installed_version(package: str = "vllm") -> str | None:
+    """The installed distribution's version from its metadata (no import)."""
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 class HookKind(enum.Enum):

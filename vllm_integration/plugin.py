@@ -1,11 +1,13 @@
 """The vLLM general plugin: ``vllm.general_plugins: derivgraph = vllm_integration.plugin:register``.
 
 vLLM calls :func:`register` in every process it starts (API server, engine core, each worker).
-It is cheap — it imports no vLLM module: it checks the installed vLLM's version and source
-against the hook table (:func:`vllm_integration.drift.preflight`: one warning naming every
-target that cannot be wrapped; ``strict`` mode refuses to start unless
-``DERIVGRAPH_ALLOW_UNVERIFIED_VLLM=1``), installs a post-import hook and patches modules
-already imported — and idempotent. ``DERIVGRAPH_VLLM_MODE=off`` skips installation entirely.
+It is cheap — it imports no vLLM module: it reads the installed vLLM's version; on a version
+the hook table was not verified for it also parses the table's source files
+(:func:`vllm_integration.drift.preflight`: one warning naming every target that cannot be
+wrapped; ``strict`` mode refuses to start unless ``DERIVGRAPH_ALLOW_UNVERIFIED_VLLM=1``). It
+then installs a post-import hook and patches modules already imported (each wrapper checks its
+target's signature again) — and it is idempotent. ``DERIVGRAPH_VLLM_MODE=off`` skips
+installation entirely.
 """
 
 from __future__ import annotations
@@ -29,12 +31,16 @@ def register() -> None:
     if mode == "off":
         logger.debug("derivgraph: DERIVGRAPH_VLLM_MODE=off, vLLM hooks not installed")
         return
+    from . import hook_table
     from .hooks import install, is_installed
 
     if is_installed():
         return
-    from .drift import preflight
+    disabled: frozenset[str] = frozenset()
+    version = hook_table.installed_version()
+    if version not in hook_table.VERIFIED_VLLM_VERSIONS:  # verified: the table is its source
+        from .drift import check_source, preflight
 
-    report = preflight(mode)
-    if install(disabled=report.disabled_keys()):
+        disabled = preflight(mode, check_source(version=version)).disabled_keys()
+    if install(disabled=disabled):
         logger.info("derivgraph: vLLM hooks installed (mode %s)", mode)
