@@ -45,6 +45,8 @@ class Rule:
     PASS_FAULT = "DG030 pass-fault"
     SOURCE_CHANGED = "DG031 source-changed"
     COLLECTIVE_GROUP = "DG040 collective-group"
+    VLLM_DRIFT = "DG060 vllm-drift"
+    CAPTURE_UNDECLARED = "DG061 capture-undeclared"
 
 
 @dataclass(frozen=True)

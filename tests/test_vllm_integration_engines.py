@@ -62,6 +62,20 @@ def _engines():
     return LocalNCCLEngine, LocalSparseEngine
 
 
+def _ipc_engine():
+    from vllm.distributed.weight_transfer.ipc_engine import IPCWeightTransferEngine
+
+    class LocalIPCEngine(IPCWeightTransferEngine):
+        """vLLM's CUDA-IPC engine; rebuilding tensors from IPC handles replaced by ``wire``."""
+
+        wire: dict[str, torch.Tensor] = {}
+
+        def receive_weights(self, update_info) -> None:  # noqa: ANN001
+            self.model.load_weights([(n, self.wire[n]) for n in update_info.names])
+
+    return LocalIPCEngine
+
+
 def _info(weights: dict[str, torch.Tensor], **extra) -> dict:
     return {"names": list(weights), "dtype_names": ["float32"] * len(weights),
             "shapes": [list(t.shape) for t in weights.values()], **extra}
@@ -79,17 +93,20 @@ def _session(engine, info: dict) -> None:  # noqa: ANN001 - what GPUWorker drive
     engine.finish_weight_update()
 
 
-def test_checkpoint_format_engine_refills_after_finish():
-    nccl, _ = _engines()
+@pytest.mark.parametrize("backend", ["nccl", "ipc"])
+def test_checkpoint_format_engine_refills_after_finish(backend):
+    engine_cls = _engines()[0] if backend == "nccl" else _ipc_engine()
     cold_b, cold_a = _cold(B), _cold(A)
     with vm.derivgraph_hooks():
         model = vm.build(A)
         graph = capture(model, X.clone())
         before = snapshot(model)
-        engine = nccl(SimpleNamespace(backend="local"), VLLM_CONFIG, torch.device("cpu"), model)
+        engine = engine_cls(SimpleNamespace(backend="local"), VLLM_CONFIG, torch.device("cpu"),
+                            model)
         for weights, (ref, out) in ((B, cold_b), (A, cold_a)):
             engine.wire = weights
-            _session(engine, _info(weights))
+            extra = {"ipc_handles": [{} for _ in weights]} if backend == "ipc" else {}
+            _session(engine, _info(weights, **extra))
             assert compare(before, model, oracle.plan_for(model).declared().values()).moved == []
             assert vm.differing(model, ref) == []
             assert torch.equal(graph.replay(), out)

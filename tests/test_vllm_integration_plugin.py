@@ -15,28 +15,31 @@ pytest.importorskip("vllm")
 
 from vllm_integration import hooks  # noqa: E402
 from vllm_integration.config import MODE_ENV  # noqa: E402
+from vllm_integration.hook_table import TABLE  # noqa: E402
 
 pytestmark = pytest.mark.vllm
 
 ROOT = Path(__file__).resolve().parents[1]
 _ML = "vllm.model_executor.model_loader"
 # every (module, attribute) that must end up wrapped: definitions and by-name imports
-BINDINGS = [
-    (f"{_ML}.utils", "process_weights_after_loading"),
-    (f"{_ML}.base_loader", "process_weights_after_loading"),
-    (f"{_ML}.weight_cache.daemon", "process_weights_after_loading"),
-    (f"{_ML}.weight_cache.ipc_loader", "process_weights_after_loading"),
-    *[(m, n) for m in (f"{_ML}.reload.layerwise", f"{_ML}.reload", f"{_ML}.reload.inplace",
-                       f"{_ML}.reload.torchao_decorator")
-      for n in ("initialize_layerwise_reload", "finalize_layerwise_reload")],
-    ("vllm.model_executor.models.expert_substitution", "finalize_layerwise_reload"),
-    (f"{_ML}.reload.inplace", "reload_weights"),
-    ("vllm.v1.worker.gpu_model_runner", "reload_weights"),
-    ("vllm.v1.worker.gpu.model_runner", "reload_weights"),
-    (f"{_ML}.checkpoint_weight_patch", "load_checkpoint_weight_patches"),
-    ("vllm.distributed.weight_transfer.sparse_nccl_engine", "load_checkpoint_weight_patches"),
-    ("vllm.distributed.weight_transfer.base", "WeightTransferEngine.__init__"),
-]
+BINDINGS = [(r.module, r.attribute) for r in TABLE]
+
+
+def test_the_table_covers_the_known_bindings():
+    assert set(BINDINGS) >= {
+        (f"{_ML}.utils", "process_weights_after_loading"),
+        (f"{_ML}.base_loader", "process_weights_after_loading"),
+        (f"{_ML}.reload", "initialize_layerwise_reload"),
+        ("vllm.model_executor.models.expert_substitution", "finalize_layerwise_reload"),
+        ("vllm.v1.worker.gpu_model_runner", "reload_weights"),
+        ("vllm.v1.worker.gpu.model_runner", "reload_weights"),
+        ("vllm.distributed.weight_transfer.sparse_nccl_engine", "load_checkpoint_weight_patches"),
+        ("vllm.distributed.weight_transfer.base", "WeightTransferEngine.__init__"),
+        ("vllm.v1.worker.gpu_worker", "Worker.wake_up"),
+        ("vllm.compilation.cuda_graph", "CUDAGraphWrapper.__call__"),
+    }
+    assert len(BINDINGS) == 21
+
 
 _CHECK = """
 import importlib, json, sys

@@ -1,7 +1,8 @@
 """derivgraph inside vLLM 0.33.0's load and reload paths.
 
 * :mod:`~vllm_integration.plugin` — the vLLM general plugin (``register``), installing
-  :mod:`~vllm_integration.hooks`;
+  :mod:`~vllm_integration.hooks` (the bindings of :mod:`~vllm_integration.hook_table`) after
+  :mod:`~vllm_integration.drift` checked the installed vLLM against that table;
 * :mod:`~vllm_integration.oracle` — per-model plans, reload sessions, the reload oracle
   (``attach``, ``plan_for``);
 * :mod:`~vllm_integration.worker_extension` — ``DerivgraphWorkerExtension`` RPCs;

@@ -4,6 +4,8 @@
   read on every hook call, so a process can change it between reloads.
 * ``DERIVGRAPH_SPECS`` — extra spec files or folders, separated by ``os.pathsep`` (``:`` on
   Linux), loaded on top of :func:`derivgraph.default_specs` (built-in + entry points).
+* ``DERIVGRAPH_CAPTURE_AUDIT`` — ``0`` turns off the capture-time pointer audit that
+  ``strict`` mode runs around every CUDA graph vLLM captures (default on in ``strict``).
 """
 
 from __future__ import annotations
@@ -16,10 +18,14 @@ if TYPE_CHECKING:
 
     from derivgraph import Spec
 
-__all__ = ["MODES", "MODE_ENV", "SPECS_ENV", "current_mode", "spec_library", "specs_for"]
+__all__ = [
+    "CAPTURE_AUDIT_ENV", "MODES", "MODE_ENV", "SPECS_ENV", "capture_audit_enabled",
+    "current_mode", "spec_library", "specs_for",
+]
 
 MODE_ENV = "DERIVGRAPH_VLLM_MODE"
 SPECS_ENV = "DERIVGRAPH_SPECS"
+CAPTURE_AUDIT_ENV = "DERIVGRAPH_CAPTURE_AUDIT"
 MODES = ("off", "refill", "recompute", "strict")
 DEFAULT_MODE = "refill"
 
@@ -35,6 +41,12 @@ def current_mode() -> str:
             f"(default {DEFAULT_MODE})"
         )
     return mode
+
+
+def capture_audit_enabled() -> bool:
+    """True in ``strict`` mode unless ``DERIVGRAPH_CAPTURE_AUDIT=0``."""
+    flag = os.environ.get(CAPTURE_AUDIT_ENV, "").strip().lower()
+    return current_mode() == "strict" and flag not in ("0", "false", "no", "off")
 
 
 def extra_spec_paths() -> list[str]:

@@ -1,26 +1,32 @@
-"""Wrap vLLM 0.33's load and reload functions at every name binding, without importing them.
+"""Wrap vLLM's load and reload functions at every name binding, without importing them.
 
-Each target function is wrapped where it is defined and re-bound in every module that imported
-it by name (``from x import f`` copies the reference at import time). Modules already imported
-are patched by :func:`install`; the rest are patched by a post-import hook the moment their body
-has run, so the plugin itself imports no vLLM module.
+The bindings are the rows of :data:`vllm_integration.hook_table.TABLE`: each target function is
+wrapped where it is defined and re-bound in every module that imported it by name (``from x
+import f`` copies the reference at import time); methods are wrapped on their class. Modules
+already imported are patched by :func:`install`; the rest are patched by a post-import hook the
+moment their body has run, so the plugin itself imports no vLLM module.
 
-========================================  =========================================================
-function (defined in)                     also bound in
-========================================  =========================================================
-``process_weights_after_loading``         ``model_loader.base_loader``,
-(``model_loader.utils``)                  ``model_loader.weight_cache.{daemon,ipc_loader}``
-``initialize_layerwise_reload``           ``model_loader.reload`` (package), ``reload.inplace``,
-(``model_loader.reload.layerwise``)       ``reload.torchao_decorator``
-``finalize_layerwise_reload``             the same, and ``models.expert_substitution``
-(``model_loader.reload.layerwise``)
-``reload_weights``                        ``v1.worker.gpu_model_runner``,
-(``model_loader.reload.inplace``)         ``v1.worker.gpu.model_runner``
-``load_checkpoint_weight_patches``        ``distributed.weight_transfer.sparse_nccl_engine``
-(``model_loader.checkpoint_weight_patch``)
-``WeightTransferEngine.__init__``         every engine instance gets its start / update / finish
-(``distributed.weight_transfer.base``)    methods wrapped
-========================================  =========================================================
+A wrapper is installed only over a target whose parameter names still match the row's verified
+signature; otherwise the original stays in place and a warning says so (see
+:mod:`vllm_integration.drift` for the startup check of the whole table).
+
+What each wrapper reports to :mod:`vllm_integration.oracle`:
+
+==================================  =============================================================
+target                              derivgraph does
+==================================  =============================================================
+``process_weights_after_loading``   compiles the plan (first load) or refills it (a rerun); then
+                                    wraps the model's ``load_weights`` (live in-place loads)
+``initialize/finalize_layerwise_``  opens / closes a layerwise session: refill at the end
+``reload``
+``reload_weights``                  a session; kernel format: recompute what the names feed
+``load_checkpoint_weight_patches``  a session: recompute what the patched names feed
+``WeightTransferEngine.__init__``   wraps the engine's start / update / finish (one session)
+``Worker.wake_up``                  after weights wake (level 1 or 2): recompute every plan
+``model.load_weights`` (instance)   outside any session: recompute what the names feed
+``CUDAGraphWrapper.__call__``       ``strict``: a capture reading an undeclared long-lived
+                                    tensor fails (:mod:`derivgraph.audit.capture_audit`)
+==================================  =============================================================
 """
 
 from __future__ import annotations
@@ -30,32 +36,19 @@ import inspect
 import logging
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 from ._imports import PostImportHook
+from .hook_table import TABLE, HookKind, HookRow, definitions
 
-__all__ = ["TARGETS", "install", "is_installed", "patched_bindings", "uninstall"]
+__all__ = ["install", "is_installed", "patched_bindings", "uninstall", "unwrapped"]
 
 logger = logging.getLogger(__name__)
 
-_ML = "vllm.model_executor.model_loader"
-_RELOAD = f"{_ML}.reload"
-_WT = "vllm.distributed.weight_transfer"
-_ENGINE_BASE = f"{_WT}.base"
 _MARK = "__derivgraph_wrapper__"
-
-
-@dataclass(frozen=True)
-class Target:
-    """A function to wrap: its name, its defining module, and modules that bind it by name."""
-
-    name: str
-    home: str
-    bindings: tuple[str, ...]
-    wrap: Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
 def _oracle():
@@ -90,7 +83,9 @@ def _wrap_post_load(orig: Callable[..., Any]) -> Callable[..., Any]:
     def process_weights_after_loading(*args: Any, **kwargs: Any) -> Any:
         result = orig(*args, **kwargs)
         if _active():
-            _oracle().on_post_load(_arg(args, kwargs, 0, "model"))
+            model = _arg(args, kwargs, 0, "model")
+            _oracle().on_post_load(model)
+            _instrument_model(model)
         return result
 
     return process_weights_after_loading
@@ -212,37 +207,186 @@ def _wrap_engine_init(orig: Callable[..., Any]) -> Callable[..., Any]:
     return __init__
 
 
-TARGETS: tuple[Target, ...] = (
-    Target("process_weights_after_loading", f"{_ML}.utils",
-           (f"{_ML}.base_loader", f"{_ML}.weight_cache.daemon", f"{_ML}.weight_cache.ipc_loader"),
-           _wrap_post_load),
-    Target("initialize_layerwise_reload", f"{_RELOAD}.layerwise",
-           (_RELOAD, f"{_RELOAD}.inplace", f"{_RELOAD}.torchao_decorator"), _wrap_initialize),
-    Target("finalize_layerwise_reload", f"{_RELOAD}.layerwise",
-           (_RELOAD, f"{_RELOAD}.inplace", f"{_RELOAD}.torchao_decorator",
-            "vllm.model_executor.models.expert_substitution"), _wrap_finalize),
-    Target("reload_weights", f"{_RELOAD}.inplace",
-           ("vllm.v1.worker.gpu_model_runner", "vllm.v1.worker.gpu.model_runner"),
-           _wrap_reload_weights),
-    Target("load_checkpoint_weight_patches", f"{_ML}.checkpoint_weight_patch",
-           (f"{_WT}.sparse_nccl_engine",), _wrap_patches),
-)
+# ---- live load_weights and sleep / wake --------------------------------------------------------
+
+class _LiveLoadWeights:
+    """A planned model's ``load_weights``: outside a reload session it is an in-place update.
+
+    It holds the model weakly and the class's function, so a census of the model finds no new
+    tensor paths through it. Inside a session (layerwise reload, weight transfer) it only
+    records names; a call on a live model opens its own session, and closing it recomputes the
+    derived tensors that the loaded names feed (vLLM reruns no post-load step there).
+    """
+
+    __slots__ = ("_load", "_model")
+
+    def __init__(self, model: Any, load: Callable[..., Any]):
+        self._model = weakref.ref(model)
+        self._load = load
+
+    def __call__(self, weights: Iterable[tuple[str, Any]], *args: Any, **kwargs: Any) -> Any:
+        model = self._model()
+        if model is None or not _active():
+            return self._load(model, weights, *args, **kwargs)
+        names: list[str] = []
+        oracle = _oracle()
+        oracle.begin(model, "load-weights")
+        result = _aborting_on_error(model, self._load, model, _recording(weights, names),
+                                    *args, **kwargs)
+        oracle.note_names(model, names, runtime=False)
+        oracle.end(model)
+        return result
+
+
+_instrumented: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _instrument_model(model: Any) -> None:
+    """Wrap a planned model's ``load_weights`` as an instance attribute (once)."""
+    if _oracle().state_for(model) is None or model in _instrumented:
+        return
+    load = getattr(type(model), "load_weights", None)
+    if not callable(load) or "load_weights" in getattr(model, "__dict__", {}):
+        return  # no loader, or the instance already overrides it: left alone
+    model.__dict__["load_weights"] = _LiveLoadWeights(model, load)
+    _instrumented.add(model)
+
+
+def _worker_models(worker: Any) -> list[Any]:
+    runner = getattr(worker, "model_runner", None)
+    models = [getattr(runner, "model", None)]
+    get_draft = getattr(worker, "get_draft_model", None)
+    if callable(get_draft):
+        try:
+            models.append(get_draft())
+        except (AttributeError, ValueError):  # no drafter
+            logger.debug("derivgraph: the worker has no draft model")
+    return [m for m in models if m is not None and _oracle().state_for(m) is not None]
+
+
+def _wrap_wake_up(orig: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(orig)
+    def wake_up(self: Any, tags: list[str] | None = None, *args: Any, **kwargs: Any) -> Any:
+        result = orig(self, tags, *args, **kwargs)
+        if _active() and (tags is None or "weights" in tags):
+            # level 2 discarded the weights pool; vLLM restores buffers (and the parameters
+            # named in sleep_preserve_parameter_names), never plain derived attributes
+            oracle = _oracle()
+            for model in _worker_models(self):
+                oracle.begin(model, "wake-up")
+                oracle.end(model)
+        return result
+
+    return wake_up
+
+
+# ---- capture-time pointer audit around vLLM's CUDA-graph captures -------------------------------
+
+def _tensors_in(obj: Any, depth: int = 4, seen: set[int] | None = None) -> list[Any]:
+    """Tensors held by ``obj`` through dicts, sequences and object attributes (bounded)."""
+    import torch
+
+    seen = set() if seen is None else seen
+    if id(obj) in seen or depth < 0:
+        return []
+    seen.add(id(obj))
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, dict):
+        items = list(obj.values())
+    elif isinstance(obj, (list, tuple)):
+        items = list(obj)
+    elif hasattr(obj, "__dict__") and not isinstance(obj, (type, ModuleType)):
+        items = list(vars(obj).values())
+    else:
+        return []
+    return [t for item in items for t in _tensors_in(item, depth - 1, seen)]
+
+
+def _will_capture(wrapper: Any) -> bool:
+    """Whether this CUDAGraphWrapper call captures (vLLM 0.33's own test, read not run)."""
+    try:
+        from vllm.forward_context import get_forward_context, is_forward_context_available
+
+        if not is_forward_context_available():
+            return False
+        ctx = get_forward_context()
+        if ctx.cudagraph_runtime_mode != wrapper.runtime_mode:
+            return False
+        entry = wrapper.concrete_cudagraph_entries.get(ctx.batch_descriptor)
+        return entry is None or entry.cudagraph is None
+    except (ImportError, AttributeError):  # another layout: audit (only captured ops count)
+        return True
+
+
+def _engine_pools() -> list[Any]:
+    """Engine-owned tensors a capture reads: attention metadata and KV caches."""
+    try:
+        from vllm.forward_context import get_forward_context
+
+        ctx = get_forward_context()
+    except (ImportError, AssertionError, AttributeError):
+        return []
+    layers = getattr(ctx, "no_compile_layers", None) or {}
+    caches = [getattr(layer, "kv_cache", None) for layer in layers.values()]
+    return [*_tensors_in(getattr(ctx, "attn_metadata", None)), *_tensors_in(caches)]
+
+
+def _wrap_cudagraph_call(orig: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(orig)
+    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+        from .config import capture_audit_enabled
+
+        if not (_installed and capture_audit_enabled() and _will_capture(self)):
+            return orig(self, *args, **kwargs)
+        oracle = _oracle()
+        models = oracle.planned_models()
+        if not models:
+            return orig(self, *args, **kwargs)
+        from derivgraph.audit.capture_audit import CaptureAudit
+
+        declared: dict[str, Any] = {}
+        for i, model in enumerate(models):
+            plan = oracle.plan_for(model)
+            declared.update({f"model[{i}].{k}": v for k, v in plan.declared().items()})
+        inputs = [*args, *kwargs.values()]
+        with CaptureAudit(models, declared=declared, inputs=inputs, pools=_engine_pools(),
+                          strict=True, only_while_capturing=True):
+            return orig(self, *args, **kwargs)
+
+    return __call__
+
+
+#: attribute (as in the hook table) -> the wrapper factory for that target.
+WRAPPERS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
+    "process_weights_after_loading": _wrap_post_load,
+    "initialize_layerwise_reload": _wrap_initialize,
+    "finalize_layerwise_reload": _wrap_finalize,
+    "reload_weights": _wrap_reload_weights,
+    "load_checkpoint_weight_patches": _wrap_patches,
+    "WeightTransferEngine.__init__": _wrap_engine_init,
+    "Worker.wake_up": _wrap_wake_up,
+    "CUDAGraphWrapper.__call__": _wrap_cudagraph_call,
+}
 
 # ---- installation -----------------------------------------------------------------------------
 
 _lock = threading.RLock()
 _installed = False
 _hook: PostImportHook | None = None
+_table: tuple[HookRow, ...] = TABLE
+_disabled: frozenset[str] = frozenset()
 _originals: dict[str, Callable[..., Any]] = {}
 _wrappers: dict[str, Callable[..., Any]] = {}
+_unwrapped: dict[str, str] = {}  # row key -> why its target was left alone
 _patched: list[tuple[Any, str, Any]] = []  # (module or class, attribute, original)
 
 
-def _watched() -> list[str]:
-    names = [_ENGINE_BASE]
-    for t in TARGETS:
-        names += [t.home, *t.bindings]
-    return list(dict.fromkeys(names))
+def _param_names(fn: Callable[..., Any]) -> tuple[str, ...] | None:
+    try:
+        return tuple(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return None
 
 
 def _set(owner: Any, name: str, value: Any, original: Any) -> None:
@@ -250,63 +394,103 @@ def _set(owner: Any, name: str, value: Any, original: Any) -> None:
     _patched.append((owner, name, original))
 
 
+def _leave(row: HookRow, why: str) -> None:
+    key = str(row) if row.kind is HookKind.BINDING else row.key
+    if key not in _unwrapped:
+        _unwrapped[key] = why
+        logger.warning("derivgraph: %s left unwrapped (%s); reloads through it are not kept "
+                       "in place", row, why)
+
+
+def _make_wrapper(row: HookRow, current: Callable[..., Any]) -> bool:
+    """Wrap a definition row's target; False (original kept) if its signature drifted."""
+    if getattr(current, _MARK, False):  # left over from an earlier install
+        current = current.__wrapped__
+    found = _param_names(current)
+    if found != row.signature:
+        _leave(row, f"signature ({', '.join(found or ('?',))}) != verified "
+                    f"({', '.join(row.signature)}); the original function is used")
+        return False
+    wrapper = WRAPPERS[row.attribute](current)
+    setattr(wrapper, _MARK, True)
+    _originals[row.key], _wrappers[row.key] = current, wrapper
+    return True
+
+
+def _patch_method(module: ModuleType, row: HookRow) -> None:
+    cls_name, meth = row.attribute.split(".", 1)
+    cls = getattr(module, cls_name, None)
+    current = getattr(cls, "__dict__", {}).get(meth)
+    if current is None:
+        _leave(row, f"{cls_name}.{meth} not found in {row.module}")
+        return
+    if getattr(current, _MARK, False) and current is _wrappers.get(row.key):
+        return
+    if row.key not in _wrappers and not _make_wrapper(row, current):
+        return
+    _set(cls, meth, _wrappers[row.key], _originals[row.key])
+
+
+def _patch_function(module: ModuleType, row: HookRow) -> None:
+    current = getattr(module, row.attribute, None)
+    if current is None:
+        _leave(row, f"{row.attribute} not found in {row.module}")
+        return
+    if row.key not in _wrappers:
+        if row.kind is not HookKind.FUNCTION or row.key in _unwrapped:
+            return  # a binding before its definition was wrapped, or a drifted target
+        if not _make_wrapper(row, current):
+            return
+    wrapper, original = _wrappers[row.key], _originals[row.key]
+    if current is wrapper:  # bound by `from home import name` after we patched home
+        if not any(o is module and n == row.attribute for o, n, _ in _patched):
+            _patched.append((module, row.attribute, original))
+    elif current is original or getattr(current, _MARK, False):
+        _set(module, row.attribute, wrapper, original)
+    else:
+        logger.debug("derivgraph: %s is not vLLM's function; left alone", row)
+
+
 def _patch_module(module: ModuleType) -> None:
     """Wrap targets defined in ``module`` and re-bind the wrappers it imported by name."""
     with _lock:
         if not _installed:
             return
-        modname = module.__name__
-        for t in TARGETS:
-            if modname not in (t.home, *t.bindings):
+        for row in [r for r in _table if r.module == module.__name__]:
+            if row.key in _disabled:
                 continue
-            current = getattr(module, t.name, None)
-            if current is None:
-                continue
-            if t.name not in _wrappers:
-                if modname != t.home:
-                    continue
-                if getattr(current, _MARK, False):  # left over from an earlier install
-                    current = current.__wrapped__
-                wrapper = t.wrap(current)
-                setattr(wrapper, _MARK, True)
-                _originals[t.name], _wrappers[t.name] = current, wrapper
-            wrapper, original = _wrappers[t.name], _originals[t.name]
-            if current is wrapper:  # bound by `from home import name` after we patched home
-                if not any(o is module and n == t.name for o, n, _ in _patched):
-                    _patched.append((module, t.name, original))
-            elif current is original or getattr(current, _MARK, False):
-                _set(module, t.name, wrapper, original)
+            if row.kind is HookKind.METHOD:
+                _patch_method(module, row)
             else:
-                logger.debug("derivgraph: %s.%s is not vLLM's function; left alone",
-                             modname, t.name)
-        if modname == _ENGINE_BASE:
-            cls = module.WeightTransferEngine
-            init = cls.__dict__["__init__"]
-            if not getattr(init, _MARK, False):
-                wrapper = _wrap_engine_init(init)
-                setattr(wrapper, _MARK, True)
-                _set(cls, "__init__", wrapper, init)
+                _patch_function(module, row)
 
 
 def _on_import(module: ModuleType) -> None:
     try:
         _patch_module(module)
-    except (AttributeError, KeyError, TypeError) as exc:  # a vLLM layout we do not know
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:  # a layout we do not know
         logger.error("derivgraph: could not hook %s (%s); reloads through it are not kept "
                      "in place", module.__name__, exc)
 
 
-def install() -> bool:
-    """Patch every binding now and as modules import; False if already installed."""
-    global _installed, _hook
+def install(table: tuple[HookRow, ...] = TABLE, disabled: Iterable[str] = ()) -> bool:
+    """Patch every row of ``table`` now and as modules import; False if already installed.
+
+    ``disabled``: row keys (``HookRow.key``) to leave alone, e.g. targets the startup drift
+    check found changed.
+    """
+    global _installed, _hook, _table, _disabled
     with _lock:
         if _installed:
             return False
-        _installed = True
-        _hook = PostImportHook(_watched(), _on_import)
+        _installed, _table, _disabled = True, tuple(table), frozenset(disabled)
+        for key in _disabled:
+            _unwrapped.setdefault(key, "disabled by the startup drift check")
+        watched = list(dict.fromkeys(r.module for r in _table))
+        _hook = PostImportHook(watched, _on_import)
         _hook.install()
-        homes = [t.home for t in TARGETS]
-        for name in [*homes, *_watched()]:  # definitions before the modules that import them
+        homes = [r.module for r in definitions(_table)]
+        for name in dict.fromkeys([*homes, *watched]):  # definitions before their importers
             module = sys.modules.get(name)
             if module is not None:
                 _on_import(module)
@@ -316,7 +500,7 @@ def install() -> bool:
 
 def uninstall() -> None:
     """Restore every original binding and stop watching imports (for tests and ``off``)."""
-    global _installed, _hook
+    global _installed, _hook, _table, _disabled
     with _lock:
         if _hook is not None:
             _hook.remove()
@@ -324,10 +508,21 @@ def uninstall() -> None:
         for owner, name, original in reversed(_patched):
             if getattr(getattr(owner, name, None), _MARK, False):
                 setattr(owner, name, original)
+        for model in list(_instrumented):
+            if isinstance(model.__dict__.get("load_weights"), _LiveLoadWeights):
+                del model.__dict__["load_weights"]
+        _instrumented.clear()
         _patched.clear()
         _originals.clear()
         _wrappers.clear()
-        _installed = False
+        _unwrapped.clear()
+        _installed, _table, _disabled = False, TABLE, frozenset()
+
+
+def unwrapped() -> dict[str, str]:
+    """Row key -> why that target was left unwrapped (drifted, missing or disabled)."""
+    with _lock:
+        return dict(_unwrapped)
 
 
 def is_installed() -> bool:

@@ -13,6 +13,7 @@ collide with the Worker's own::
     llm.collective_rpc("derivgraph_counters")   # reloads, refills, tensors written, moved ...
     llm.collective_rpc("derivgraph_audit")      # census: moved / undeclared since baseline
     llm.collective_rpc("derivgraph_repeat_oracle", kwargs={"repeat": 3})  # same-weight oracle
+    llm.collective_rpc("derivgraph_recompute")  # after weights written by hand
 """
 
 from __future__ import annotations
@@ -117,3 +118,19 @@ class DerivgraphWorkerExtension:
         return oracle.same_weight_oracle(
             model, lambda: self.reload_weights(**(reload_kwargs or {})), repeat=repeat,
             limit=limit)
+    def derivgraph_recompute(self, names: list[str] | None = None) -> dict[str, Any]:
+        """Recompute the derived tensors fed by ``names`` (runtime paths; None: all of them).
+
+        For weights written by hand (``collective_rpc`` callables copying into parameters,
+        ``LLM.apply_model``): no vLLM reload path ran, so nothing was hooked. Runs as a reload
+        session (strict mode audits it; the counters count it).
+        """
+        out: dict[str, Any] = {"models": []}
+        for model in self._derivgraph_models():
+            oracle.begin(model, "rpc-recompute")
+            if names:
+                oracle.note_names(model, names, runtime=True)
+            report = oracle.end(model)
+            if report is not None:
+                out["models"].append({"model": _name(model), **report.as_dict()})
+        return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .capture_cli import add_parser as add_capture_parser
 from .runtime_cli import add_runtime_parser
 from .static_cli import add_static_parser
 from .vllm_cli import add_parser as add_vllm_parser
@@ -12,9 +13,10 @@ __all__ = ["add_audit_parser"]
 
 
 def add_audit_parser(sub: Any) -> None:
-    """Add the ``audit`` command and its ``runtime``/``static`` subcommands."""
+    """Add the ``audit`` command and its ``runtime``/``static``/``capture`` subcommands."""
     p = sub.add_parser("audit", help="find derived tensors no spec declares")
     audit_sub = p.add_subparsers(dest="audit_command", required=True)
     add_runtime_parser(audit_sub)
     add_static_parser(audit_sub)
     add_vllm_parser(audit_sub)
+    add_capture_parser(audit_sub)
