@@ -121,6 +121,12 @@ class TensorInfo:
     layout: frozenset[str] = frozenset()  # layout-changing operations applied
     view: bool = False  # a slice/view of an existing tensor
     parameter: bool = False  # wraps a new nn.Parameter
+    of_kept: bool = False  # a view (reshape, slice, permute...) of a tensor the code read
+
+    @property
+    def shares_storage(self) -> bool:
+        """A reference, or a view of one: no new storage (the read tensor's storage)."""
+        return not self.fresh or self.of_kept
 
 
 @dataclass
@@ -161,7 +167,8 @@ class TensorInference:
             inner = self.infer(node.value)
             if inner:
                 return replace(inner, why=f".{node.attr} of a tensor", fresh=True, view=True,
-                               layout=inner.layout | {node.attr}, source=None, param=False)
+                               layout=inner.layout | {node.attr}, source=None, param=False,
+                               of_kept=inner.shares_storage)
             return None
         if node.attr == "data":
             inner = self.infer(node.value)
@@ -183,7 +190,8 @@ class TensorInference:
         if inner is None:
             return None
         return TensorInfo(why=f"indexing of a tensor ({_short(node)})", view=True,
-                          layout=inner.layout | ({"slice"} if _reshapes(node.slice) else set()))
+                          layout=inner.layout | ({"slice"} if _reshapes(node.slice) else set()),
+                          of_kept=inner.shares_storage)
 
     def _infer_BinOp(self, node: ast.BinOp) -> TensorInfo | None:
         left, right = self.infer(node.left), self.infer(node.right)
@@ -293,10 +301,19 @@ class TensorInference:
             layout = base | ({meth} if meth in LAYOUT_METHODS else set())
             view = meth in {"view", "t", "transpose", "permute", "narrow", "expand", "squeeze",
                             "unsqueeze", "view_as", "as_strided", "movedim", "swapaxes"}
+            keeps_storage = view or meth in _STORAGE_KEEPING
             return TensorInfo(why=f".{meth}() of a tensor ({_short(node)})", view=view,
-                              layout=frozenset(layout))
+                              layout=frozenset(layout),
+                              of_kept=keeps_storage and receiver is not None
+                              and receiver.shares_storage)
         return None
 
+
+_STORAGE_KEEPING = frozenset({"reshape", "flatten", "unflatten", "view", "t", "transpose",
+                              "permute", "narrow", "expand", "squeeze", "unsqueeze", "view_as",
+                              "as_strided", "movedim", "swapaxes", "chunk", "split", "unbind"})
+"""Methods whose result shares the receiver's storage (``reshape`` and ``flatten`` do whenever
+the input is contiguous, as the layer's weights are)."""
 
 _PREDICATE = re.compile(r"^(?:is|has|get|supports?|can|should)_")
 

@@ -55,6 +55,7 @@ class ExternalRoot:
     func: str
     via: tuple[str, ...]
     root_classes: frozenset[str]
+    initial_load_only: bool = False  # reached only from the model-level initial-load hook
 
 
 def parse_for_audit(text: str, filename: str, context: ModuleContext,
@@ -82,7 +83,8 @@ def _seeds(scope: ModuleScope, extra: Sequence[ExternalRoot]) -> list[Reached]:
         func = scope.find(e.cls, e.func)
         if func is not None:
             q = f"{e.cls}.{e.func}" if e.cls else e.func
-            out.append(Reached(func, e.cls, q, (*e.via, q), e.root_classes))
+            out.append(Reached(func, e.cls, q, (*e.via, q), e.root_classes,
+                               initial_load_only=e.initial_load_only))
     return out
 
 
@@ -182,7 +184,8 @@ def _externals(scope: ModuleScope, reached: Sequence[Reached], imports: dict[str
                 seen.add((file, cls, name))
                 q = f"{cls}.{name}" if cls else name
                 if q not in r.via:
-                    yield ExternalRoot(file, cls, name, r.via, frozenset(roots))
+                    yield ExternalRoot(file, cls, name, r.via, frozenset(roots),
+                                       r.initial_load_only)
 
 
 def _targets(call: ast.Call, r: Reached, scope: ModuleScope, imports: dict[str, str],

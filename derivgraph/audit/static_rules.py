@@ -55,6 +55,10 @@ abs_ addcmul_ addcdiv_ square_ sign_ mul div add sub
 _FOLD_TORCH = frozenset({"mul", "div", "add", "sub", "pow", "clamp", "neg", "reciprocal"})
 _LOADED_NAMES = frozenset({"weight", "bias"})
 _WEIGHT_WORD = ("weight", "bias", "scale", "proj", "norm", "embed", "qkv", "w1", "w2", "w13")
+_WEIGHT_FREE = re.compile(r"(?:^|_)(?:cos|sin|rotary|rope|freqs|inv_freq|positions?|token_ids|"
+                          r"physical_to|global_to|logical_to|expert_ids|expert_map|ptrs?|"
+                          r"ranges|flags|indices)(?:_|$)")
+"""Names of values that never come from weights: rotary tables, routing maps, pointer tables."""
 
 
 def audit_function(reached: Reached, imports: dict[str, str],
@@ -553,8 +557,10 @@ class FunctionAudit(CallRules):
             source = info.source or self._source_of(value)
             if source is None or source == path:
                 return
-            if owner_base(source) == owner and source not in self.inf.stored:
-                return  # a second name for a tensor the object already holds: nothing new
+            if owner_base(source) == owner:
+                # a second name for a tensor the object holds (or just stored): the object
+                # keeps or rebuilds both together, and the first store is the site
+                return
             self._emit(stmt, attr, owner, "alias", f"stores a reference to `{source}`", value,
                        "alias", alias_of=source)
             return
@@ -585,7 +591,8 @@ class FunctionAudit(CallRules):
             why = f"built once behind `if {path} is None`: {why}"
         elif _is_container(value) or info.why.startswith(("a container", "a list")):
             category = "container"
-        self._emit(stmt, attr, owner, category, why, value, kind)
+        self._emit(stmt, attr, owner, category, why, value, kind,
+                   view_of_kept=info.view and info.of_kept)
 
     def _source_of(self, value: ast.expr) -> str | None:
         if isinstance(value, ast.Name):
@@ -632,6 +639,21 @@ class FunctionAudit(CallRules):
             return list(self.holders.get(test.left.id, []))
         return [chain] if chain else []
 
+    def _weight_free(self, value: ast.expr) -> bool:
+        """Whether a value reads only names of weight-free data (rotary caches, routing maps,
+        pointer tables) and nothing named like a weight, directly or through earlier locals."""
+        names: list[str] = []
+        nodes = [value]
+        for n in ast.walk(value):
+            if isinstance(n, ast.Name) and n.id in self.defs:
+                nodes.append(self.defs[n.id])
+        for node in nodes:
+            names += [n.attr if isinstance(n, ast.Attribute) else n.id for n in ast.walk(node)
+                      if isinstance(n, (ast.Attribute, ast.Name))]
+        names = [n for n in names if n not in ("self", "layer", "torch")]
+        return any(_WEIGHT_FREE.search(n) for n in names) and not any(
+            looks_like_tensor_attr(n) or any(w in n for w in _WEIGHT_WORD) for n in names)
+
     def _from_weights(self, value: ast.expr) -> bool:
         """Whether a value reads weights: an attribute named like a weight, directly or through a
         local defined earlier."""
@@ -671,14 +693,18 @@ class FunctionAudit(CallRules):
 
     def _emit(self, stmt: ast.stmt, attr: str, owner: str, category: str, reason: str,
               value: ast.expr, kind: str, alias_of: str | None = None,
-              line: int | None = None, col: int | None = None, persistent: bool = True) -> None:
+              line: int | None = None, col: int | None = None, persistent: bool = True,
+              view_of_kept: bool = False) -> None:
         self.sites.append(RawSite(
             line=line or stmt.lineno, col=col if col is not None else stmt.col_offset,
             cls=self.reached.cls, function=self.reached.qualname, attr=attr, owner=owner,
             category=category, reason=reason, expr=short(value, 120), kind=kind,
             via=self.reached.via, classes=self.classes, formula=self._formula(value, owner),
             alias_of=alias_of, lineage=self.lineage, persistent=persistent,
-            empty=_is_empty(value),
+            empty=_is_empty(value), view_of_kept=view_of_kept,
+            weight_free=self._weight_free(value), allocation=_is_allocation(value),
+            constructed=_is_construction(value),
+            initial_load_only=self.reached.initial_load_only,
         ))
 
     def _formula(self, value: ast.expr, owner: str) -> str | None:
@@ -692,6 +718,14 @@ class FunctionAudit(CallRules):
 _ALLOCATIONS = frozenset({"zeros", "empty", "ones", "full", "arange", "new_zeros", "new_empty",
                           "new_ones", "new_full", "zeros_like", "empty_like", "ones_like",
                           "full_like", "empty_strided", "tensor"})
+
+
+def _is_construction(value: ast.expr) -> bool:
+    """``torch.tensor(...)``/``torch.as_tensor(...)`` or an allocation: always new storage."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, (ast.Attribute, ast.Name))):
+        return False
+    name = value.func.attr if isinstance(value.func, ast.Attribute) else value.func.id
+    return name in _ALLOCATIONS or name == "as_tensor"
 
 
 def _is_allocation(value: ast.expr) -> bool:

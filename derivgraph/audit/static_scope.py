@@ -39,6 +39,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 __all__ = [
+    "is_initial_load_root",
     "MODULE_CLASS_NAMES",
     "ONCE_BUILT_SUFFIXES",
     "REBUILT_CLASS_TOKENS",
@@ -148,6 +149,19 @@ class Reached:
     consts: Mapping[str, object] = field(default_factory=dict)
     """Parameters every reaching call binds to the same constant (``register_buffer=False``),
     so ``if register_buffer:`` reads as dead code. Empty for roots."""
+    initial_load_only: bool = False
+    """Reached from a module's argument-less ``process_weights_after_loading(self)``: the
+    model-level post-load step, which vLLM 0.33 runs at initial load only (never on a reload)."""
+
+
+def is_initial_load_root(func: FuncNode, lineage: frozenset[str]) -> bool:
+    """A module's ``process_weights_after_loading(self)`` with no other argument: the model-level
+    hook ``model_loader/utils.py`` calls once after the initial load. Layers' hooks take the
+    dtype (``layer.process_weights_after_loading(dtype)``) and quant methods' hooks the layer;
+    both rerun on a layerwise reload."""
+    args = func.args
+    return (func.name == "process_weights_after_loading" and bool(lineage & MODULE_CLASS_NAMES)
+            and len(args.args) == 1 and not args.vararg and not args.kwonlyargs)
 
 
 _SITE_ATTRS = frozenset({"register_buffer", "register_parameter", "set_", "replace_parameter"})
@@ -315,7 +329,9 @@ class ModuleScope:
         out = []
         for func, cls in self.roots():
             q = f"{cls}.{func.name}" if cls else func.name
-            out.append(Reached(func, cls, q, (q,), self.lineage(cls) if cls else frozenset()))
+            lineage = self.lineage(cls) if cls else frozenset()
+            out.append(Reached(func, cls, q, (q,), lineage,
+                               initial_load_only=is_initial_load_root(func, lineage)))
         for func, cls, where in self.assigned_roots():
             q = f"{cls}.{where}.<locals>.{func.name}" if cls else f"{where}.<locals>.{func.name}"
             out.append(Reached(func, None, q, (q,), frozenset()))
@@ -339,6 +355,8 @@ class ModuleScope:
         while queue:
             item = queue.pop(0)
             if id(item.func) in out:
+                if not item.initial_load_only and out[id(item.func)].initial_load_only:
+                    out[id(item.func)] = replace(out[id(item.func)], initial_load_only=False)
                 continue
             out[id(item.func)] = item
             for callee, cls, call, method in self._callees(item.func, item.cls):
@@ -346,7 +364,8 @@ class ModuleScope:
                 if id(callee) in out:
                     continue
                 q = f"{cls}.{callee.name}" if cls else callee.name
-                queue.append(Reached(callee, cls, q, (*item.via, q), item.root_classes))
+                queue.append(Reached(callee, cls, q, (*item.via, q), item.root_classes,
+                                     initial_load_only=item.initial_load_only))
         root_ids = {id(func) for func, _ in roots}
         result = []
         for key, item in out.items():

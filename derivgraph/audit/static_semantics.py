@@ -31,7 +31,7 @@ from .static_scope import MODULE_CLASS_NAMES, is_rebuilt_lineage
 from .static_sites import RawSite
 
 __all__ = ["ENGINES", "VLLM_0_33", "Engine", "OwnerRole", "Semantics", "Severity", "Store",
-           "classify", "owner_role", "semantics_of"]
+           "classify", "owner_role", "refine", "semantics_of"]
 
 
 class Engine(enum.Enum):
@@ -72,6 +72,10 @@ class Store(enum.Enum):
     STORAGE_SWAP = "storage-swap"
     IN_PLACE_FOLD = "in-place-fold"
     PLACEHOLDER = "placeholder"  # a 0-element tensor: nothing to keep fresh
+    VIEW_OF_KEPT = "view-of-kept"  # a view of a read tensor: shares the storage that is refilled
+    NOT_FROM_WEIGHTS = "not-from-weights"  # reads no weight: a weight reload cannot change it
+    INITIAL_LOAD_COPY = "initial-load-copy"  # derived from weights by the initial-load-only hook
+    INITIAL_LOAD_KEPT = "initial-load-kept"  # made once at initial load, weight-free or shared
 
 
 class OwnerRole(enum.Enum):
@@ -152,6 +156,23 @@ VLLM_0_33: Mapping[Store, Semantics] = dict([
          "declare the fold in a spec (kind: fold) so it is applied once per load"),
     _row(Store.PLACEHOLDER, True, Severity.INFO,
          "harmless: a 0-element placeholder holds no values to keep fresh",
+         "nothing"),
+    _row(Store.VIEW_OF_KEPT, True, Severity.INFO,
+         "a view into the tensor it was made from: the copy-back refills that storage in place, "
+         "so a captured graph reading the view sees the new weights (eager code may read the "
+         "reload temporary, with the same values, until post-load code reruns)",
+         "nothing for layerwise reloads; read it through its owner if the base can be rebound"),
+    _row(Store.NOT_FROM_WEIGHTS, True, Severity.INFO,
+         "reads no weight (a routing map, rotary cache, pointer table...): a weight reload does "
+         "not change its values",
+         "nothing, unless it does read weights: then declare it in a spec"),
+    _row(Store.INITIAL_LOAD_COPY, False, Severity.ERROR,
+         "stale: made from the weights by the model-level process_weights_after_loading(), which "
+         "vLLM 0.33 runs at initial load only; no reload rebuilds it (nor moves it)",
+         "move it into a layer's or quant method's post-load step, or declare it in a spec"),
+    _row(Store.INITIAL_LOAD_KEPT, True, Severity.INFO,
+         "made once at initial load (model-level hook, never rerun) as a workspace, a weight-free "
+         "value or a view/reference of a kept tensor the copy-back refills: stays right",
          "nothing"),
 ])
 """vLLM 0.33.0's layerwise reload (``reload/layerwise.py``), store by store."""
@@ -238,6 +259,31 @@ def classify(site: RawSite) -> Store:
     return Store.LAYER_ATTRIBUTE
 
 
+_SHARED_OR_WEIGHT_FREE = frozenset({Store.LAYER_ATTRIBUTE, Store.OBJECT_ATTRIBUTE,
+                                    Store.REFERENCE, Store.CONTAINER, Store.NON_PERSISTENT_BUFFER,
+                                    Store.LIVE_ATTENTION_TENSOR})
+"""Stores whose severity depends on whether the value has storage and weights of its own."""
+
+
+def refine(site: RawSite, store: Store) -> Store:
+    """The store once what the value is (a view, weight-free, an allocation) and whether the code
+    reruns on a reload are known."""
+    if store not in _SHARED_OR_WEIGHT_FREE:
+        return store
+    shares = site.view_of_kept or store is Store.REFERENCE
+    if site.initial_load_only:
+        # built once: nothing moves; only a copy of the weights can go stale
+        if shares or site.allocation or site.weight_free:
+            return Store.INITIAL_LOAD_KEPT
+        return Store.INITIAL_LOAD_COPY
+    if site.view_of_kept and store in (Store.LAYER_ATTRIBUTE, Store.OBJECT_ATTRIBUTE):
+        return Store.VIEW_OF_KEPT
+    if (store in (Store.LAYER_ATTRIBUTE, Store.OBJECT_ATTRIBUTE) and site.weight_free
+            and not site.constructed):
+        return Store.NOT_FROM_WEIGHTS  # a construction rerun per reload still moves: kept as is
+    return store
+
+
 def semantics_of(site: RawSite, engine: Engine = Engine.VLLM_0_33) -> Semantics:
     """The engine's rule for the store a site writes."""
-    return ENGINES[engine][classify(site)]
+    return ENGINES[engine][refine(site, classify(site))]

@@ -87,3 +87,8 @@ class RawSite:
     lineage: tuple[str, ...] = ()  # the class holding the code and its ancestors (short names)
     persistent: bool = True  # register_buffer(..., persistent=False) sets False
     empty: bool = False  # a 0-element placeholder (torch.empty(0)): nothing to keep fresh
+    view_of_kept: bool = False  # a view of a tensor the code read (no storage of its own)
+    weight_free: bool = False  # reads only weight-free data (rotary cache, routing map...)
+    allocation: bool = False  # zeros/empty/full...: a workspace, no values to keep fresh
+    constructed: bool = False  # torch.tensor(...) or an allocation: new storage every run
+    initial_load_only: bool = False  # reached only from the model-level initial-load hook
