@@ -211,3 +211,43 @@ def test_kimi_k3_kda_in_place_reload_is_stale_without_the_plan() -> None:
     model.self_attn.load_weights(make_kda_weights(2), in_place=True)
     cold = build_kda(make_kda_weights(2))
     assert not torch.equal(model.self_attn.decode_norm_weight, cold.self_attn.decode_norm_weight)
+
+
+# ---- GLM-5-next: indexer gate and KDA merged conv weight (built on the first forward) ------------
+
+GLM5NEXT_KEYS = ["indexer._wp_fp32", "linear_attn._merged_conv_weight"]
+
+
+def test_glm5next_first_forward_caches_a_b_a_in_place_reload() -> None:
+    from derivgraph.examples.reference_glm5next import (
+        build_glm5next,
+        load_in_place,
+        make_glm5next_weights,
+    )
+
+    _a_b_a(lambda s: build_glm5next(make_glm5next_weights(s)),
+           lambda m, s: load_in_place(m, make_glm5next_weights(s)), GLM5NEXT_KEYS, None)
+
+
+def test_glm5next_in_place_reload_is_stale_without_the_plan() -> None:
+    from derivgraph.examples.reference_glm5next import (
+        build_glm5next,
+        load_in_place,
+        make_glm5next_weights,
+    )
+
+    model = build_glm5next(make_glm5next_weights(1))
+    load_in_place(model, make_glm5next_weights(2))
+    model.indexer(torch.zeros(1, 32))  # a forward after the reload does not rebuild them
+    cold = build_glm5next(make_glm5next_weights(2))
+    for key in ("_wp_fp32",):
+        assert not torch.equal(getattr(model.indexer, key), getattr(cold.indexer, key))
+    assert not torch.equal(model.linear_attn(), cold.linear_attn._merged_conv_weight)
+
+
+def test_glm5next_specs_skip_caches_not_built_yet() -> None:
+    from derivgraph.examples.reference_glm5next import Glm5NextLinearAttention, Indexer
+
+    root = nn.Module()
+    root.indexer, root.linear_attn = Indexer(), Glm5NextLinearAttention()
+    assert sorted(compile_plan(root, SPECS).entries) == []
