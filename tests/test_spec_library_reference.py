@@ -251,3 +251,40 @@ def test_glm5next_specs_skip_caches_not_built_yet() -> None:
     root = nn.Module()
     root.indexer, root.linear_attn = Indexer(), Glm5NextLinearAttention()
     assert sorted(compile_plan(root, SPECS).entries) == []
+
+
+# ---- LiLiCorr head: fused edge weight / bias rebound by every load ----------------------------
+
+LILICORR_KEYS = ["lilicorr._fused_edge_bias", "lilicorr._fused_edge_weight"]
+
+
+@pytest.mark.parametrize("materialize", [True, False], ids=["load_weights", "in-place"])
+def test_lilicorr_fused_edge_a_b_a(materialize: bool) -> None:
+    from derivgraph.examples.reference_lilicorr import (
+        build_lilicorr,
+        load_lilicorr,
+        make_lilicorr_weights,
+    )
+
+    _a_b_a(lambda s: build_lilicorr(make_lilicorr_weights(s)),
+           lambda m, s: load_lilicorr(m, make_lilicorr_weights(s), materialize=False),
+           LILICORR_KEYS,
+           (lambda m: m.lilicorr.materialize_inference_buffers(torch.device("cpu"),
+                                                               torch.bfloat16))
+           if materialize else None)
+
+
+def test_lilicorr_load_moves_and_in_place_reload_is_stale_without_the_plan() -> None:
+    from derivgraph.examples.reference_lilicorr import (
+        build_lilicorr,
+        load_lilicorr,
+        make_lilicorr_weights,
+    )
+
+    model = build_lilicorr(make_lilicorr_weights(1))
+    before = model.lilicorr._fused_edge_weight
+    load_lilicorr(model, make_lilicorr_weights(2))
+    assert model.lilicorr._fused_edge_weight is not before  # a captured graph reads `before`
+    load_lilicorr(model, make_lilicorr_weights(1), materialize=False)
+    cold = build_lilicorr(make_lilicorr_weights(1))
+    assert not torch.equal(model.lilicorr._fused_edge_weight, cold.lilicorr._fused_edge_weight)

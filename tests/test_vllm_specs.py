@@ -1332,7 +1332,8 @@ def test_every_builtin_vllm_spec_is_exercised() -> None:
     exercised |= set(MLA_CASES.values()) | {"vllm-mla-dcp-qrep"}
     exercised |= {"vllm-deepseek-v4-rocm-fused-compressor", "vllm-gemma4-mtp-full-lm-head",
                   "vllm-kimi-k3-kda-decode-front"}
-    exercised |= {"vllm-glm5next-indexer-gate-fp32", "vllm-glm5next-kda-merged-conv-weight"}
+    exercised |= {"vllm-glm5next-indexer-gate-fp32", "vllm-glm5next-kda-merged-conv-weight",
+                  "vllm-lilicorr-fused-edge"}
     # bound on a real LlamaForCausalLM's Attention layers by tests/test_vllm_integration_llama.py
     exercised |= {"vllm-attention-host-kv-scales"}
     names = {s.name for s in SPECS if s.name.startswith("vllm-")}
@@ -1619,3 +1620,50 @@ def test_glm5next_caches_match_vllm_first_forward() -> None:
             for k in keys:
                 assert get_path(model, k) is startup[k], k
                 assert torch.equal(get_path(model, k), get_path(cold, k)), (k, seed)
+
+
+# ---- LiLiCorr head: vLLM's own materialize_inference_buffers -----------------------------------
+
+def _vllm_lilicorr_root(seed: int) -> nn.Module:
+    """vLLM's LiLiCorrHead (bare instance) holding the reference head's modules and Parameters,
+    loaded and materialized by vLLM's own ``materialize_inference_buffers``."""
+    from vllm.model_executor.models.lilicorr import LiLiCorrHead
+
+    from derivgraph.examples.reference_lilicorr import build_lilicorr, make_lilicorr_weights
+
+    ref = build_lilicorr(make_lilicorr_weights(seed)).lilicorr
+    head = LiLiCorrHead.__new__(LiLiCorrHead)
+    nn.Module.__init__(head)
+    for name in ("hidden_size", "factor_dim", "block_size", "num_candidate_slots",
+                 "candidate_topk"):
+        setattr(head, name, getattr(ref, name))
+    for name in ("out_head", "in_head", "factor_input_proj"):
+        setattr(head, name, getattr(ref, name))
+    for name in ("slot_embedding", "relative_slot_bias", "same_slot_bias"):
+        setattr(head, name, getattr(ref, name))
+    head.materialize_inference_buffers(head.slot_embedding.device, head.slot_embedding.dtype)
+    root = nn.Module()
+    root.lilicorr = head
+    return root
+
+
+def test_lilicorr_fused_edge_matches_vllm_materialize() -> None:
+    from derivgraph.examples.reference_lilicorr import load_lilicorr, make_lilicorr_weights
+
+    keys = ["lilicorr._fused_edge_bias", "lilicorr._fused_edge_weight"]
+    model = _vllm_lilicorr_root(1)
+    head = model.lilicorr
+    assert head._attn_bias is not None  # vLLM's whole step ran (its other buffers too)
+    plan = compile_plan(model, SPECS)
+    assert sorted(plan.entries) == keys
+    assert all(plan.entries[k].adopted for k in keys)  # vLLM's values, bit for bit
+    startup = {k: get_path(model, k) for k in keys}
+    for seed in (2, 1):
+        load_lilicorr(model, make_lilicorr_weights(seed), materialize=False)
+        head.materialize_inference_buffers(head.slot_embedding.device, head.slot_embedding.dtype)
+        assert head._fused_edge_weight is not startup["lilicorr._fused_edge_weight"]  # rebound
+        assert plan.refill(verify=True).moved == []
+        cold = _vllm_lilicorr_root(seed)
+        for k in keys:
+            assert get_path(model, k) is startup[k], k
+            assert torch.equal(get_path(model, k), get_path(cold, k)), (k, seed)
