@@ -288,3 +288,38 @@ def test_lilicorr_load_moves_and_in_place_reload_is_stale_without_the_plan() -> 
     load_lilicorr(model, make_lilicorr_weights(1), materialize=False)
     cold = build_lilicorr(make_lilicorr_weights(1))
     assert not torch.equal(model.lilicorr._fused_edge_weight, cold.lilicorr._fused_edge_weight)
+
+
+# ---- Kimi-K3 specialized decode: TP16 padded dense down projection -------------------------------
+
+DENSE_KEYS = ["specialized_decode.feed_forward.0.down.weight"]
+
+
+def test_kimi_k3_dense_down_tp16_a_b_a_in_place_reload() -> None:
+    from derivgraph.examples.reference_kimi_k3_dense import (
+        build_kimi_k3_dense,
+        load_in_place,
+        make_kimi_k3_dense_weights,
+    )
+
+    _a_b_a(lambda s: build_kimi_k3_dense(make_kimi_k3_dense_weights(s)),
+           lambda m, s: load_in_place(m, make_kimi_k3_dense_weights(s)), DENSE_KEYS, None)
+    model = build_kimi_k3_dense(make_kimi_k3_dense_weights(1))
+    padded = model.specialized_decode.feed_forward[0].down.weight
+    assert padded.shape == (16, 128) and not padded[:, 40:].any()  # zero K padding
+
+
+def test_kimi_k3_dense_down_is_stale_without_the_plan_and_unmatched_below_tp16() -> None:
+    from derivgraph.examples.reference_kimi_k3_dense import (
+        build_kimi_k3_dense,
+        load_in_place,
+        make_kimi_k3_dense_weights,
+    )
+
+    model = build_kimi_k3_dense(make_kimi_k3_dense_weights(1))
+    load_in_place(model, make_kimi_k3_dense_weights(2))
+    cold = build_kimi_k3_dense(make_kimi_k3_dense_weights(2))
+    key = "specialized_decode.feed_forward.0.down.weight"
+    assert not torch.equal(_tensors(model, [key])[key], _tensors(cold, [key])[key])
+    tp8 = build_kimi_k3_dense(make_kimi_k3_dense_weights(1), tp=8)
+    assert sorted(compile_plan(tp8, SPECS).entries) == []

@@ -1333,7 +1333,7 @@ def test_every_builtin_vllm_spec_is_exercised() -> None:
     exercised |= {"vllm-deepseek-v4-rocm-fused-compressor", "vllm-gemma4-mtp-full-lm-head",
                   "vllm-kimi-k3-kda-decode-front"}
     exercised |= {"vllm-glm5next-indexer-gate-fp32", "vllm-glm5next-kda-merged-conv-weight",
-                  "vllm-lilicorr-fused-edge"}
+                  "vllm-lilicorr-fused-edge", "vllm-kimi-k3-specialized-dense-down-tp16"}
     # bound on a real LlamaForCausalLM's Attention layers by tests/test_vllm_integration_llama.py
     exercised |= {"vllm-attention-host-kv-scales"}
     names = {s.name for s in SPECS if s.name.startswith("vllm-")}
@@ -1667,3 +1667,56 @@ def test_lilicorr_fused_edge_matches_vllm_materialize() -> None:
         for k in keys:
             assert get_path(model, k) is startup[k], k
             assert torch.equal(get_path(model, k), get_path(cold, k)), (k, seed)
+
+
+# ---- Kimi-K3 specialized decode, TP16: vLLM's own PreparedDenseMLP pads the down projection ----
+
+class _PreparedProjection:
+    """Stands in for the CuTe GEMM (compiled on a GPU): keeps the weight vLLM hands it."""
+
+    def __init__(self, weight: torch.Tensor, policies: Any, **kwargs: Any) -> None:
+        self.weight = weight
+
+    def prepare(self) -> _PreparedProjection:
+        return self
+
+
+def _vllm_dense_root(seed: int, mp: pytest.MonkeyPatch) -> nn.Module:
+    import types
+
+    from vllm.models.kimi_k3.nvidia.specialized_decode.cutedsl.moe import dense
+
+    from derivgraph.examples.reference_kimi_k3_dense import (
+        build_kimi_k3_dense,
+        make_kimi_k3_dense_weights,
+    )
+
+    mp.setattr(dense, "PreparedProjection", _PreparedProjection)
+    mp.setattr(dense, "_compile_activation", lambda *args: None)
+    mp.setattr(dense, "architecture", lambda device: "sm_100")
+    model = build_kimi_k3_dense(make_kimi_k3_dense_weights(seed))
+    mlp = model.model.layers[0].mlp
+    mlp.act_fn = types.SimpleNamespace(beta=1.0, linear_beta=None)
+    model.specialized_decode.feed_forward[0] = dense.PreparedDenseMLP(mlp, (8,))
+    return model
+
+
+def test_kimi_k3_dense_down_tp16_matches_vllm_prepared_dense_mlp() -> None:
+    from derivgraph.examples.reference_kimi_k3_dense import (
+        load_in_place,
+        make_kimi_k3_dense_weights,
+    )
+
+    key = "specialized_decode.feed_forward.0.down.weight"
+    with pytest.MonkeyPatch.context() as mp:
+        model = _vllm_dense_root(1, mp)
+        assert model.specialized_decode.feed_forward[0].padded == 128  # vLLM padded 40 -> 128
+        plan = compile_plan(model, SPECS)
+        assert sorted(plan.entries) == [key]
+        assert plan.entries[key].adopted  # vLLM's padded copy, bit for bit
+        startup = get_path(model, key)
+        for seed in (2, 1):
+            load_in_place(model, make_kimi_k3_dense_weights(seed))
+            assert plan.run(verify=True).moved == []
+            assert get_path(model, key) is startup
+            assert torch.equal(startup, get_path(_vllm_dense_root(seed, mp), key)), seed
