@@ -211,3 +211,115 @@ def test_kimi_k3_kda_in_place_reload_is_stale_without_the_plan() -> None:
     model.self_attn.load_weights(make_kda_weights(2), in_place=True)
     cold = build_kda(make_kda_weights(2))
     assert not torch.equal(model.self_attn.decode_norm_weight, cold.self_attn.decode_norm_weight)
+
+
+# ---- GLM-5-next: indexer gate and KDA merged conv weight (built on the first forward) ------------
+
+GLM5NEXT_KEYS = ["indexer._wp_fp32", "linear_attn._merged_conv_weight"]
+
+
+def test_glm5next_first_forward_caches_a_b_a_in_place_reload() -> None:
+    from derivgraph.examples.reference_glm5next import (
+        build_glm5next,
+        load_in_place,
+        make_glm5next_weights,
+    )
+
+    _a_b_a(lambda s: build_glm5next(make_glm5next_weights(s)),
+           lambda m, s: load_in_place(m, make_glm5next_weights(s)), GLM5NEXT_KEYS, None)
+
+
+def test_glm5next_in_place_reload_is_stale_without_the_plan() -> None:
+    from derivgraph.examples.reference_glm5next import (
+        build_glm5next,
+        load_in_place,
+        make_glm5next_weights,
+    )
+
+    model = build_glm5next(make_glm5next_weights(1))
+    load_in_place(model, make_glm5next_weights(2))
+    model.indexer(torch.zeros(1, 32))  # a forward after the reload does not rebuild them
+    cold = build_glm5next(make_glm5next_weights(2))
+    for key in ("_wp_fp32",):
+        assert not torch.equal(getattr(model.indexer, key), getattr(cold.indexer, key))
+    assert not torch.equal(model.linear_attn(), cold.linear_attn._merged_conv_weight)
+
+
+def test_glm5next_specs_skip_caches_not_built_yet() -> None:
+    from derivgraph.examples.reference_glm5next import Glm5NextLinearAttention, Indexer
+
+    root = nn.Module()
+    root.indexer, root.linear_attn = Indexer(), Glm5NextLinearAttention()
+    assert sorted(compile_plan(root, SPECS).entries) == []
+
+
+# ---- LiLiCorr head: fused edge weight / bias rebound by every load ----------------------------
+
+LILICORR_KEYS = ["lilicorr._fused_edge_bias", "lilicorr._fused_edge_weight"]
+
+
+@pytest.mark.parametrize("materialize", [True, False], ids=["load_weights", "in-place"])
+def test_lilicorr_fused_edge_a_b_a(materialize: bool) -> None:
+    from derivgraph.examples.reference_lilicorr import (
+        build_lilicorr,
+        load_lilicorr,
+        make_lilicorr_weights,
+    )
+
+    _a_b_a(lambda s: build_lilicorr(make_lilicorr_weights(s)),
+           lambda m, s: load_lilicorr(m, make_lilicorr_weights(s), materialize=False),
+           LILICORR_KEYS,
+           (lambda m: m.lilicorr.materialize_inference_buffers(torch.device("cpu"),
+                                                               torch.bfloat16))
+           if materialize else None)
+
+
+def test_lilicorr_load_moves_and_in_place_reload_is_stale_without_the_plan() -> None:
+    from derivgraph.examples.reference_lilicorr import (
+        build_lilicorr,
+        load_lilicorr,
+        make_lilicorr_weights,
+    )
+
+    model = build_lilicorr(make_lilicorr_weights(1))
+    before = model.lilicorr._fused_edge_weight
+    load_lilicorr(model, make_lilicorr_weights(2))
+    assert model.lilicorr._fused_edge_weight is not before  # a captured graph reads `before`
+    load_lilicorr(model, make_lilicorr_weights(1), materialize=False)
+    cold = build_lilicorr(make_lilicorr_weights(1))
+    assert not torch.equal(model.lilicorr._fused_edge_weight, cold.lilicorr._fused_edge_weight)
+
+
+# ---- Kimi-K3 specialized decode: TP16 padded dense down projection -------------------------------
+
+DENSE_KEYS = ["specialized_decode.feed_forward.0.down.weight"]
+
+
+def test_kimi_k3_dense_down_tp16_a_b_a_in_place_reload() -> None:
+    from derivgraph.examples.reference_kimi_k3_dense import (
+        build_kimi_k3_dense,
+        load_in_place,
+        make_kimi_k3_dense_weights,
+    )
+
+    _a_b_a(lambda s: build_kimi_k3_dense(make_kimi_k3_dense_weights(s)),
+           lambda m, s: load_in_place(m, make_kimi_k3_dense_weights(s)), DENSE_KEYS, None)
+    model = build_kimi_k3_dense(make_kimi_k3_dense_weights(1))
+    padded = model.specialized_decode.feed_forward[0].down.weight
+    assert padded.shape == (16, 128) and not padded[:, 40:].any()  # zero K padding
+
+
+def test_kimi_k3_dense_down_is_stale_without_the_plan_and_unmatched_below_tp16() -> None:
+    from derivgraph.examples.reference_kimi_k3_dense import (
+        build_kimi_k3_dense,
+        load_in_place,
+        make_kimi_k3_dense_weights,
+    )
+
+    model = build_kimi_k3_dense(make_kimi_k3_dense_weights(1))
+    load_in_place(model, make_kimi_k3_dense_weights(2))
+    cold = build_kimi_k3_dense(make_kimi_k3_dense_weights(2))
+    key = "specialized_decode.feed_forward.0.down.weight"
+    assert not torch.equal(_tensors(model, [key])[key], _tensors(cold, [key])[key])
+    tp8 = build_kimi_k3_dense(make_kimi_k3_dense_weights(1), tp=8)
+    assert sorted(compile_plan(tp8, SPECS).entries) == []

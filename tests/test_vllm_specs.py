@@ -1332,6 +1332,8 @@ def test_every_builtin_vllm_spec_is_exercised() -> None:
     exercised |= set(MLA_CASES.values()) | {"vllm-mla-dcp-qrep"}
     exercised |= {"vllm-deepseek-v4-rocm-fused-compressor", "vllm-gemma4-mtp-full-lm-head",
                   "vllm-kimi-k3-kda-decode-front"}
+    exercised |= {"vllm-glm5next-indexer-gate-fp32", "vllm-glm5next-kda-merged-conv-weight",
+                  "vllm-lilicorr-fused-edge", "vllm-kimi-k3-specialized-dense-down-tp16"}
     # bound on a real LlamaForCausalLM's Attention layers by tests/test_vllm_integration_llama.py
     exercised |= {"vllm-attention-host-kv-scales"}
     names = {s.name for s in SPECS if s.name.startswith("vllm-")}
@@ -1520,3 +1522,201 @@ def test_kimi_k3_kda_decode_front_matches_vllm_loaders() -> None:
     cold = build_kda(make_kda_weights(2), loaders=vllm_loaders)
     for k in keys:
         assert torch.equal(get_path(model, k), get_path(cold, k)), k
+
+
+# ---- GLM-5-next: vLLM's own first forward builds _wp_fp32 / _merged_conv_weight ----------------
+
+class _StopAfterCache(Exception):
+    """Raised by the first kernel after the cached tensor is built (the kernels need a GPU)."""
+
+
+class _Proj(nn.Module):
+    """A ReplicatedLinear stand-in: ``(x @ weight.T, None)``."""
+
+    def __init__(self, weight: torch.Tensor) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(weight.clone(), requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return torch.nn.functional.linear(x, self.weight), None
+
+
+class _Conv(nn.Module):
+    """A conv1d ColumnParallelLinear stand-in whose ``bias``, read right after the merged weight
+    is cached, stops vLLM's ``_forward`` before the causal-conv kernel."""
+
+    def __init__(self, weight: torch.Tensor) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(weight.clone(), requires_grad=False)
+
+    @property
+    def bias(self) -> None:
+        raise _StopAfterCache
+
+
+def _vllm_glm5next_root(weights: dict[str, torch.Tensor], mp: pytest.MonkeyPatch) -> nn.Module:
+    """vLLM's Indexer and Glm5NextLinearAttention (bare instances), run through their own
+    forward until the cache is built."""
+    import types
+
+    from vllm.models.glm5next.common import attention as attn_mod
+    from vllm.models.glm5next.common import kda as kda_mod
+
+    from derivgraph.examples.reference_glm5next import HEAD_DIM, HIDDEN, N_HEAD, C, P
+
+    def stop(*args: Any, **kwargs: Any) -> None:
+        raise _StopAfterCache
+
+    indexer = attn_mod.Indexer.__new__(attn_mod.Indexer)
+    nn.Module.__init__(indexer)
+    indexer.head_dim, indexer.n_head, indexer._wp_fp32 = HEAD_DIM, N_HEAD, None
+    indexer.wq_b = _Proj(torch.zeros(HEAD_DIM * N_HEAD, 4, dtype=torch.bfloat16))
+    indexer.wk_weights_proj = _Proj(weights["indexer.wk_weights_proj.weight"])
+    indexer.k_norm = nn.LayerNorm(HEAD_DIM)
+    mp.setattr(attn_mod, "_fused_indexer_k_norm", stop)
+    with pytest.raises(_StopAfterCache):
+        indexer.forward(torch.zeros(2, HIDDEN, dtype=torch.bfloat16),
+                        torch.zeros(2, 4, dtype=torch.bfloat16), None, None)
+
+    kda = kda_mod.Glm5NextLinearAttention.__new__(kda_mod.Glm5NextLinearAttention)
+    nn.Module.__init__(kda)
+    kda.local_projection_size, kda.conv_size, kda.prefix = P, C, "linear_attn"
+    kda.q_conv1d, kda.k_conv1d, kda.v_conv1d = (
+        _Conv(weights[f"linear_attn.{n}_conv1d.weight"]) for n in "qkv")
+    kda._merged_conv_weight, kda._conv_state_dim_first = None, True
+    kda.kda_safe_gate, kda.kda_lower_bound = True, -5.0
+    kda.kv_cache = (torch.zeros(1, 3 * P, C - 1), torch.zeros(1))
+    meta = types.SimpleNamespace(
+        has_initial_state=None, non_spec_query_start_loc=None,
+        non_spec_state_indices_tensor=None, num_actual_tokens=1, spec_sequence_masks=None,
+        spec_query_start_loc=None, spec_state_indices_tensor=None, spec_token_indx=None,
+        non_spec_token_indx=None, num_accepted_tokens=None, num_spec_decodes=0)
+    mp.setattr(kda_mod, "GDNAttentionMetadata", types.SimpleNamespace)
+    mp.setattr(kda_mod, "get_forward_context",
+               lambda: types.SimpleNamespace(attn_metadata={"linear_attn": meta}))
+    with pytest.raises(_StopAfterCache):
+        kda._forward(torch.zeros(1, 3 * P), torch.zeros(1, 1, 1, 1), torch.zeros(1, 1, 1),
+                     torch.zeros(1))
+
+    root = nn.Module()
+    root.indexer, root.linear_attn = indexer, kda
+    return root
+
+
+def test_glm5next_caches_match_vllm_first_forward() -> None:
+    from derivgraph.examples.reference_glm5next import load_in_place, make_glm5next_weights
+
+    keys = ["indexer._wp_fp32", "linear_attn._merged_conv_weight"]
+    with pytest.MonkeyPatch.context() as mp:
+        model = _vllm_glm5next_root(make_glm5next_weights(1), mp)
+        plan = compile_plan(model, SPECS)
+        assert sorted(plan.entries) == keys
+        assert all(plan.entries[k].adopted for k in keys)  # vLLM's values, bit for bit
+        startup = {k: get_path(model, k) for k in keys}
+        for seed in (2, 1):
+            load_in_place(model, make_glm5next_weights(seed))
+            assert plan.run(verify=True).moved == []
+            cold = _vllm_glm5next_root(make_glm5next_weights(seed), mp)
+            for k in keys:
+                assert get_path(model, k) is startup[k], k
+                assert torch.equal(get_path(model, k), get_path(cold, k)), (k, seed)
+
+
+# ---- LiLiCorr head: vLLM's own materialize_inference_buffers -----------------------------------
+
+def _vllm_lilicorr_root(seed: int) -> nn.Module:
+    """vLLM's LiLiCorrHead (bare instance) holding the reference head's modules and Parameters,
+    loaded and materialized by vLLM's own ``materialize_inference_buffers``."""
+    from vllm.model_executor.models.lilicorr import LiLiCorrHead
+
+    from derivgraph.examples.reference_lilicorr import build_lilicorr, make_lilicorr_weights
+
+    ref = build_lilicorr(make_lilicorr_weights(seed)).lilicorr
+    head = LiLiCorrHead.__new__(LiLiCorrHead)
+    nn.Module.__init__(head)
+    for name in ("hidden_size", "factor_dim", "block_size", "num_candidate_slots",
+                 "candidate_topk"):
+        setattr(head, name, getattr(ref, name))
+    for name in ("out_head", "in_head", "factor_input_proj"):
+        setattr(head, name, getattr(ref, name))
+    for name in ("slot_embedding", "relative_slot_bias", "same_slot_bias"):
+        setattr(head, name, getattr(ref, name))
+    head.materialize_inference_buffers(head.slot_embedding.device, head.slot_embedding.dtype)
+    root = nn.Module()
+    root.lilicorr = head
+    return root
+
+
+def test_lilicorr_fused_edge_matches_vllm_materialize() -> None:
+    from derivgraph.examples.reference_lilicorr import load_lilicorr, make_lilicorr_weights
+
+    keys = ["lilicorr._fused_edge_bias", "lilicorr._fused_edge_weight"]
+    model = _vllm_lilicorr_root(1)
+    head = model.lilicorr
+    assert head._attn_bias is not None  # vLLM's whole step ran (its other buffers too)
+    plan = compile_plan(model, SPECS)
+    assert sorted(plan.entries) == keys
+    assert all(plan.entries[k].adopted for k in keys)  # vLLM's values, bit for bit
+    startup = {k: get_path(model, k) for k in keys}
+    for seed in (2, 1):
+        load_lilicorr(model, make_lilicorr_weights(seed), materialize=False)
+        head.materialize_inference_buffers(head.slot_embedding.device, head.slot_embedding.dtype)
+        assert head._fused_edge_weight is not startup["lilicorr._fused_edge_weight"]  # rebound
+        assert plan.refill(verify=True).moved == []
+        cold = _vllm_lilicorr_root(seed)
+        for k in keys:
+            assert get_path(model, k) is startup[k], k
+            assert torch.equal(get_path(model, k), get_path(cold, k)), (k, seed)
+
+
+# ---- Kimi-K3 specialized decode, TP16: vLLM's own PreparedDenseMLP pads the down projection ----
+
+class _PreparedProjection:
+    """Stands in for the CuTe GEMM (compiled on a GPU): keeps the weight vLLM hands it."""
+
+    def __init__(self, weight: torch.Tensor, policies: Any, **kwargs: Any) -> None:
+        self.weight = weight
+
+    def prepare(self) -> _PreparedProjection:
+        return self
+
+
+def _vllm_dense_root(seed: int, mp: pytest.MonkeyPatch) -> nn.Module:
+    import types
+
+    from vllm.models.kimi_k3.nvidia.specialized_decode.cutedsl.moe import dense
+
+    from derivgraph.examples.reference_kimi_k3_dense import (
+        build_kimi_k3_dense,
+        make_kimi_k3_dense_weights,
+    )
+
+    mp.setattr(dense, "PreparedProjection", _PreparedProjection)
+    mp.setattr(dense, "_compile_activation", lambda *args: None)
+    mp.setattr(dense, "architecture", lambda device: "sm_100")
+    model = build_kimi_k3_dense(make_kimi_k3_dense_weights(seed))
+    mlp = model.model.layers[0].mlp
+    mlp.act_fn = types.SimpleNamespace(beta=1.0, linear_beta=None)
+    model.specialized_decode.feed_forward[0] = dense.PreparedDenseMLP(mlp, (8,))
+    return model
+
+
+def test_kimi_k3_dense_down_tp16_matches_vllm_prepared_dense_mlp() -> None:
+    from derivgraph.examples.reference_kimi_k3_dense import (
+        load_in_place,
+        make_kimi_k3_dense_weights,
+    )
+
+    key = "specialized_decode.feed_forward.0.down.weight"
+    with pytest.MonkeyPatch.context() as mp:
+        model = _vllm_dense_root(1, mp)
+        assert model.specialized_decode.feed_forward[0].padded == 128  # vLLM padded 40 -> 128
+        plan = compile_plan(model, SPECS)
+        assert sorted(plan.entries) == [key]
+        assert plan.entries[key].adopted  # vLLM's padded copy, bit for bit
+        startup = get_path(model, key)
+        for seed in (2, 1):
+            load_in_place(model, make_kimi_k3_dense_weights(seed))
+            assert plan.run(verify=True).moved == []
+            assert get_path(model, key) is startup
+            assert torch.equal(startup, get_path(_vllm_dense_root(seed, mp), key)), seed

@@ -1,0 +1,87 @@
+"""Reference LiLiCorr speculator head: inference buffers rebuilt after every load, like vLLM 0.33.0.
+
+Mirrors ``vllm/model_executor/models/lilicorr.py::LiLiCorrHead`` (owners and names) at tiny
+sizes: ``out_head`` / ``in_head`` (``ReplicatedLinear`` with bias, ``[factor_dim, hidden]``),
+``slot_embedding`` (its dtype is the head's dtype). ``materialize_inference_buffers`` (vLLM
+calls it at the end of ``LiLiCorrForCausalLM.load_weights``) binds fresh
+``_fused_edge_weight = cat(out_head.weight, in_head.weight)`` and ``_fused_edge_bias`` on every
+call. ``materialize=`` takes vLLM's own function so a test runs vLLM's code. The spec is
+``specs/vllm_lilicorr.yaml``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+__all__ = ["LiLiCorrHead", "build_lilicorr", "load_lilicorr", "make_lilicorr_weights"]
+
+HIDDEN, FACTOR_DIM, BLOCK, TOPK, HEADS = 16, 8, 4, 2, 2
+
+
+def reference_materialize(head: LiLiCorrHead, device: torch.device, dtype: torch.dtype) -> None:
+    """Like vLLM's ``materialize_inference_buffers`` for the two fused edge tensors."""
+    with torch.no_grad():
+        head._fused_edge_weight = torch.cat(
+            [head.out_head.weight, head.in_head.weight], dim=0).to(device=device,
+                                                                   dtype=dtype).contiguous()
+        head._fused_edge_bias = torch.cat(
+            [head.out_head.bias, head.in_head.bias], dim=0).to(device=device,
+                                                               dtype=dtype).contiguous()
+
+
+class LiLiCorrHead(nn.Module):
+    def __init__(self, dtype: torch.dtype = torch.bfloat16,
+                 materialize: Callable[..., None] | None = None) -> None:
+        super().__init__()
+        self.hidden_size, self.factor_dim = HIDDEN, FACTOR_DIM
+        self.block_size, self.num_candidate_slots, self.candidate_topk = BLOCK, BLOCK - 1, TOPK
+        self.out_head = nn.Linear(HIDDEN, FACTOR_DIM, dtype=dtype)
+        self.in_head = nn.Linear(HIDDEN, FACTOR_DIM, dtype=dtype)
+        self.factor_input_proj = nn.Linear(3 * HIDDEN, HIDDEN, bias=False, dtype=dtype)
+        self.slot_embedding = nn.Parameter(torch.zeros(1, 1, BLOCK - 1, 1, HIDDEN, dtype=dtype))
+        self.relative_slot_bias = nn.Parameter(torch.zeros(HEADS, 2 * BLOCK - 1, dtype=dtype))
+        self.same_slot_bias = nn.Parameter(torch.zeros(HEADS, dtype=dtype))
+        for p in self.parameters():
+            p.requires_grad_(False)
+        self._fused_edge_weight: torch.Tensor | None = None
+        self._fused_edge_bias: torch.Tensor | None = None
+        self._materialize = materialize or reference_materialize
+
+    def materialize_inference_buffers(self, device: torch.device, dtype: torch.dtype) -> None:
+        self._materialize(self, device, dtype)
+
+
+def make_lilicorr_weights(seed: int, dtype: torch.dtype = torch.bfloat16
+                          ) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    shapes = {"out_head.weight": (FACTOR_DIM, HIDDEN), "out_head.bias": (FACTOR_DIM,),
+              "in_head.weight": (FACTOR_DIM, HIDDEN), "in_head.bias": (FACTOR_DIM,),
+              "factor_input_proj.weight": (HIDDEN, 3 * HIDDEN),
+              "slot_embedding": (1, 1, BLOCK - 1, 1, HIDDEN),
+              "relative_slot_bias": (HEADS, 2 * BLOCK - 1), "same_slot_bias": (HEADS,)}
+    return {k: torch.randn(s, generator=g).to(dtype) for k, s in shapes.items()}
+
+
+def load_lilicorr(root: nn.Module, weights: dict[str, torch.Tensor],
+                  materialize: bool = True) -> None:
+    """vLLM's load: copy into the Parameters, then ``materialize_inference_buffers`` (skipped for
+    an in-place reload that bypasses ``load_weights``)."""
+    head = root.lilicorr
+    params = dict(head.named_parameters())
+    with torch.no_grad():
+        for name, value in weights.items():
+            params[name].copy_(value)
+    if materialize:
+        p = head.slot_embedding
+        head.materialize_inference_buffers(p.device, p.dtype)
+
+
+def build_lilicorr(weights: dict[str, torch.Tensor], materialize: Any = None) -> nn.Module:
+    root = nn.Module()
+    root.lilicorr = LiLiCorrHead(next(iter(weights.values())).dtype, materialize)
+    load_lilicorr(root, weights)
+    return root
