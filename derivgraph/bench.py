@@ -8,40 +8,14 @@ of each, compile time and node count. ``--json`` prints one object.
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-__all__ = ["add_parser", "bench"]
-
-
-def add_parser(subparsers: Any) -> None:
-    p = subparsers.add_parser("bench", help="benchmark the reload pass against the naive rerun")
-    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    p.add_argument("--workload", choices=["reference", "deepseek"], default="reference")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--repeat", type=int, default=21)
-    p.add_argument("--layers", type=int, default=61)
-    p.add_argument("--scale", type=float, default=None,
-                   help="deepseek K/V stack size factor (default 1 on cuda, 1/32 on cpu)")
-    p.set_defaults(func=_cmd)
-
-
-def _cmd(args: argparse.Namespace) -> int:
-    result = bench(args.device, args.workload, repeat=args.repeat, layers=args.layers,
-                   scale=args.scale)
-    if args.json:
-        sys.stdout.write(json.dumps(result) + "\n")
-    else:
-        for key, value in result.items():
-            sys.stdout.write(f"{key:>22}: {value}\n")
-    return 0
+__all__ = ["bench"]
 
 
 def _workload(device: str, workload: str, layers: int, scale: float | None) -> Any:

@@ -232,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_ops)
 
     _add_audit(sub)
-    importlib.import_module("derivgraph.bench").add_parser(sub)  # derivgraph bench
+    importlib.import_module("derivgraph.bench_cli").add_parser(sub)  # derivgraph bench
     importlib.import_module("derivgraph.trace.cli").add_parser(sub)  # derivgraph trace
     return parser
 

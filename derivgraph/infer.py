@@ -70,12 +70,16 @@ def _check_sizes(graph: DerivedGraph, env: dict[str, Any]) -> None:
         here = graph.derived.get(n) or feeds.get(n)
         for p in nodes[n].inputs:
             feeds.setdefault(p, here)
+    oversized: set[str] = set()
     for n in graph.ordered():
         value = env.get(n)
-        if isinstance(value, torch.Tensor) and nodes[n].kind is not NodeKind.SOURCE:
-            try:
-                check_numel(value.shape, n)
-            except LimitError as exc:
+        if not isinstance(value, torch.Tensor) or nodes[n].kind is NodeKind.SOURCE:
+            continue
+        try:
+            check_numel(value.shape, n)
+        except LimitError as exc:
+            oversized.add(n)
+            if not any(p in oversized for p in nodes[n].inputs):  # once per oversized chain
                 graph.issue(exc.rule, exc.message, exc.fix, graph.derived.get(n) or feeds.get(n))
 
 
