@@ -516,7 +516,7 @@ class Plan:
         with torch.no_grad():
             report.restored = self._restore_storage()
             if not take_engine_values and self._constants_from_engine:
-                self._restore_constants(report)
+                self.rewrite_constants(report)
             if take_engine_values:
                 self._refill(report)
             elif updated is None:
@@ -611,17 +611,22 @@ class Plan:
         elif rest:
             self._execute(self._program_for(rest), report)
 
-    def _restore_constants(self, report: RunReport) -> None:
-        """Recompute after a refill: constants get their formula's values back.
+    def rewrite_constants(self, report: RunReport | None = None) -> int:
+        """Write the compile-time values back into every constant derived tensor.
 
-        A refill keeps the engine's values, constants included; the recompute pass is defined
-        by the formulas alone, and constants are not in it, so they are restored here (once).
+        Constants (derived tensors no source feeds) are not in the pass. Call this when their
+        memory may have been lost or overwritten: vLLM's level-2 sleep discards it, and a
+        refill keeps the engine's values (the next recompute calls this once by itself).
+        Returns how many tensors were written.
         """
         keys = [n for n in self.constant_entries if n in self.constant_values]
-        torch._foreach_copy_([self.entries[n].storage for n in keys],
-                             [self.constant_values[n] for n in keys])
-        report.written += len(keys)
+        with torch.no_grad():
+            torch._foreach_copy_([self.entries[n].storage for n in keys],
+                                 [self.constant_values[n] for n in keys])
+        if report is not None:
+            report.written += len(keys)
         self._constants_from_engine = False
+        return len(keys)
 
     def _restore_storage(self) -> list[str]:
         """Put startup storage back under tensors the engine re-pointed (``t.data = new``)."""

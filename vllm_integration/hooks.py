@@ -273,6 +273,9 @@ def _wrap_wake_up(orig: Callable[..., Any]) -> Callable[..., Any]:
             # named in sleep_preserve_parameter_names), never plain derived attributes
             oracle = _oracle()
             for model in _worker_models(self):
+                state = oracle.state_for(model)
+                if state is not None:  # constants are not in the pass: level 2 wiped them
+                    state.plan.rewrite_constants()
                 oracle.begin(model, "wake-up")
                 oracle.end(model)
         return result
