@@ -122,13 +122,18 @@ def cmd_runtime(args: argparse.Namespace) -> int:
                           reload_back=reload if args.round_trip else None, specs=specs,
                           refill=not args.no_refill, ignore=args.ignore,
                           max_depth=args.max_depth)
+    _emit(report, args)
+    if not report.stale_checked:
+        sys.stderr.write("note: stale values were not checked; give --cold or --round-trip\n")
+    return 1 if args.strict and not report.ok() else 0
+
+
+def _emit(report: Any, args: argparse.Namespace) -> None:
+    """Print a report as ``--format`` says (JSON, or text limited to ``--limit`` rows)."""
     if args.format == "json":
         sys.stdout.write(json.dumps(report.as_json(), indent=2) + "\n")
     else:
         sys.stdout.write(report.render(args.limit) + "\n")
-    if not report.stale_checked:
-        sys.stderr.write("note: stale values were not checked; give --cold or --round-trip\n")
-    return 1 if args.strict and not report.ok() else 0
 
 
 def _repeat(args: argparse.Namespace, factory: Any, reload: Any, cold: Any, specs: Any) -> int:
@@ -137,8 +142,5 @@ def _repeat(args: argparse.Namespace, factory: Any, reload: Any, cold: Any, spec
     report = repeat_oracle(factory, reload, cold=cold, repeat=args.repeat, specs=specs,
                            refill=not args.no_refill, ignore=args.ignore,
                            max_depth=args.max_depth)
-    if args.format == "json":
-        sys.stdout.write(json.dumps(report.as_json(), indent=2) + "\n")
-    else:
-        sys.stdout.write(report.render(args.limit) + "\n")
+    _emit(report, args)
     return 1 if args.strict and not report.ok() else 0
