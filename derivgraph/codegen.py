@@ -79,8 +79,13 @@ def render_pass(plan: Plan) -> str:
         names.name(key, key.split(".")[-1])
         body.append(f"{names.by_node[key]} = derived[{key!r}]  # {entry.node.kind}, "
                     f"{entry.node.bound.spec.name} ({entry.node.decl.location})")
+    for key in plan.folds.entries:  # fold hook: folds run first, once per load of the source
+        body.append(f"fold_if_loaded(model, {key!r})  # in place; the only write to a source")
     for step in plan.steps:
-        if step.action == "compute":
+        if step.action == "engine":  # engine hook
+            body.append(f"# {names.by_node[step.node]}: engine-computed; refill() copies the "
+                        "engine's fresh value, run() refuses it")
+        elif step.action == "compute":
             var = names.name(step.node, "t")
             body.append(f"{var} = {_call(step.op, step.args, step.kwargs, names)}")
         elif step.action == "out":

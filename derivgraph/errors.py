@@ -38,6 +38,10 @@ class Rule:
     OWNER = "DG012 owner-kind"
     INFERENCE = "DG013 inference-failed"
     NO_MATCH = "DG014 target-not-found"
+    # issue12: folds (derivgraph.fold) and engine-computed tensors (derivgraph.engine_values)
+    FOLD_DECLARATION = "DG080 fold-declaration"
+    FOLD_REAPPLIED = "DG081 fold-reapplied"
+    ENGINE_VALUE = "DG082 engine-computed"
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,9 @@ from torch import nn
 
 from .bind import match_specs
 from .dag import DerivedGraph, DerivedNode, refs_in, substitute
+from .engine_values import adoption_problem
 from .errors import AdoptionError, Rule, SpecIssue, SpecValidationError
+from .fold import compile_folds
 from .graph import build_graph
 from .ops import OPS
 from .paths import get_path, slot_of
@@ -74,7 +76,8 @@ def _evaluate_all(plan: Plan) -> dict[str, Any]:
                                         **substitute(data["kwargs"], lookup))
             elif data["kind"] == "derived":
                 node = graph.derived[node_id]
-                values[node_id] = lookup(node.input)
+                # engine hook: an opaque engine tensor's value is the engine's own tensor
+                values[node_id] = lookup(node.input if node.input is not None else node_id)
     return values
 
 
@@ -127,6 +130,17 @@ def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, 
                             (base_entry, base_id)))
             continue
         slot = slot_of(owner, name)
+        if node.kind == "engine":  # engine hook: adopt what the engine made, never allocate
+            problem = adoption_problem(node, current, value)
+            if problem is not None:
+                issue(*problem)
+            elif id(current) in adopted_by:
+                issue(Rule.ALIAS, f"the engine holds {node_id} and {adopted_by[id(current)]} as "
+                      "the same tensor object", f"declare {name} as kind 'alias' of the other")
+            else:
+                adopted_by[id(current)] = node_id
+                planned.append((Entry(node, current, slot, True), None))
+            continue
         if isinstance(current, torch.Tensor):
             problems = []
             if current.shape != value.shape:
@@ -183,6 +197,9 @@ def _build_steps(plan: Plan) -> list[Step]:
             continue
         if node.kind == "scalar":
             steps.append(Step(node_id, "scalar", input=node.input))
+            continue
+        if node.input is None:  # engine hook: only refill() can fill an opaque engine tensor
+            steps.append(Step(node_id, "engine"))
             continue
         data = graph.g.nodes[node.input]
         entry = plan.entries[node_id]
@@ -256,6 +273,7 @@ def compile_plan(model: nn.Module, specs: Iterable[Spec] | None = None, *,
     specs = list(default_specs() if specs is None else specs)
     bound = match_specs(model, specs)
     graph = build_graph(model, bound)
+    folds = compile_folds(model, bound, graph.issues, graph.derived)  # fold hook
     if require_match:
         matched = {b.spec.name for b in bound}
         for spec in specs:
@@ -266,6 +284,7 @@ def compile_plan(model: nn.Module, specs: Iterable[Spec] | None = None, *,
                     spec.location))
     graph.raise_if_issues()
     plan = Plan(model, graph)
+    plan.folds = folds  # fold hook: compile records the engine's first fold as applied
     values = _evaluate_all(plan)
     planned = _adopt_or_allocate(plan, values)
     # Nothing was touched so far. Now allocate, fill and bind.

@@ -30,6 +30,8 @@ class RunReport:
     missing_owners: list[str] = field(default_factory=list)
     restored: list[str] = field(default_factory=list)
     moved: list[str] | None = None
+    folded: list[str] = field(default_factory=list)  # fold hook: sources folded by this pass
+    folds_skipped: list[str] = field(default_factory=list)  # fold hook: not loaded since
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -39,6 +41,8 @@ class RunReport:
                 f"written, {self.rebinds} holders re-bound, {self.seconds * 1e3:.2f} ms")
         if self.moved is not None:
             text += f", moved {len(self.moved)}"
+        if self.folded:  # fold hook
+            text += f", {len(self.folded)} source(s) folded"
         if self.recapture_required:
             text += f", recapture required for {len(self.recapture_required)} scalar(s)"
         return text

@@ -20,6 +20,8 @@ import torch
 from torch import nn
 
 from .dag import DerivedGraph, DerivedNode, substitute
+from .engine_values import check_refillable, refuse_recompute
+from .fold import FoldSet
 from .ops import OPS
 from .paths import MISSING, get_path, set_slot, slot_of
 from .report import RunReport
@@ -28,7 +30,7 @@ __all__ = ["TENSOR_KINDS", "Entry", "Plan", "Step", "address_of"]
 
 logger = logging.getLogger(__name__)
 
-TENSOR_KINDS = ("parameter", "buffer", "attribute")
+TENSOR_KINDS = ("parameter", "buffer", "attribute", "engine")  # engine hook: "engine"
 
 
 @dataclass
@@ -36,8 +38,9 @@ class Step:
     """One instruction of the reload pass.
 
     ``action`` is ``compute`` (an intermediate), ``out`` (an op writing straight into a
-    derived tensor), ``copy`` (``copy_`` a value into a derived tensor) or ``scalar``
-    (a Python number: set, and flagged for graph recapture when it changes).
+    derived tensor), ``copy`` (``copy_`` a value into a derived tensor), ``scalar``
+    (a Python number: set, and flagged for graph recapture when it changes) or ``engine``
+    (an engine-computed tensor: only a refill can fill it, from the engine's fresh value).
     """
 
     node: str
@@ -82,6 +85,7 @@ class Plan:
         self.entries: dict[str, Entry] = {}
         self.steps: list[Step] = []
         self.source_ptrs: dict[str, tuple[int, int]] = {}
+        self.folds = FoldSet()  # fold hook: set by compile_plan
         self._cuda: bool | None = None
 
     # ---- reading --------------------------------------------------------------------------
@@ -107,6 +111,8 @@ class Plan:
                 producer = f"alias of {node.input}"
             elif node.kind == "view":
                 producer = f"view of {node.input}"
+            elif node.input is None and node.kind == "engine":  # engine hook
+                producer = "engine-computed"
             elif node.input is not None:
                 data = self.graph.g.nodes[node.input]
                 producer = data["op"] if data["kind"] == "op" else f"copy {node.input}"
@@ -176,6 +182,9 @@ class Plan:
         value instead of recomputing (the layerwise-reload refill). ``verify`` checks that no
         bound tensor or source changed object or address.
         """
+        updated = None if updated is None else list(updated)
+        if not take_engine_values:  # engine hook: refuse before anything is written
+            refuse_recompute(self, updated)
         needed = self._needed(updated)
         report = RunReport(mode="refill" if take_engine_values else "recompute")
         start = time.perf_counter()
@@ -183,6 +192,7 @@ class Plan:
         lookup = self._lookup(env)
         with torch.no_grad():
             report.restored = self._restore_storage()
+            self.folds.apply(self.model, updated, report)  # fold hook: folds before derived
             for step in self.steps:
                 if needed is not None and step.node not in needed:
                     continue
@@ -257,6 +267,10 @@ class Plan:
                 report.bytes += entry.nbytes()
                 report.steps += 1
                 return
+        if step.action == "engine":  # engine hook: no fresh value (kept, or refused above)
+            if take_engine:
+                check_refillable(self, entry)
+            return
         if step.action == "out":
             OPS[step.op].out(*substitute(step.args, lookup), out=entry.storage,
                              **substitute(step.kwargs, lookup))

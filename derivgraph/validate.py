@@ -10,8 +10,10 @@ from collections.abc import Iterable
 
 import networkx as nx
 
+from .engine_values import defers_validation
 from .errors import Rule, SpecIssue
 from .expr import Attr, Call, Comp, Expr, FormulaError, Index, ListExpr, Name, Slice, parse_formula
+from .fold import declaration_issues
 from .ops import DTYPES
 from .spec import Spec
 
@@ -52,7 +54,8 @@ def spec_graph(spec: Spec) -> nx.DiGraph:
     for p in spec.params:
         g.add_node(p, kind="param")
     for d in spec.derived:
-        g.add_node(d.name, kind="derived", derived_kind=d.kind)
+        # fold hook: a fold transforms its source in place (a self-edge, not a cycle)
+        g.add_node(d.name, kind="fold" if d.kind == "fold" else "derived", derived_kind=d.kind)
     for d in spec.derived:
         text = d.of if d.kind == "alias" else d.formula
         try:
@@ -88,12 +91,18 @@ def validate_specs(specs: Iterable[Spec]) -> list[SpecIssue]:
         for d in spec.derived:
             text = d.of if d.kind == "alias" else d.formula
             node = f"{spec.name}:{d.name}"
+            if d.kind == "engine" and not text:  # engine hook: no formula is fine
+                continue
             try:
                 expr = parse_formula(text or "")
             except FormulaError as exc:
+                if defers_validation(d, exc):  # engine hook: op registered later by the engine
+                    continue
                 issues.append(SpecIssue(exc.rule, f"{text!r}: {exc.message}", exc.fix,
                                         d.location, node))
                 continue
+            if d.kind == "fold":  # fold hook
+                issues.extend(declaration_issues(d, expr, node))
             if d.kind == "alias" and not isinstance(expr, (Name, Attr)):
                 issues.append(SpecIssue(Rule.ALIAS, f"alias target {text!r} is not a name or path",
                                         "`of` names a derived tensor of this spec or a source path",
