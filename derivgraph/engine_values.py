@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EngineComputedError", "adoption_problem", "check_refillable", "defers_validation",
+    "engine_meta",
     "is_engine", "is_opaque", "refuse_recompute",
 ]
 
@@ -134,9 +135,11 @@ def refuse_recompute(plan: Plan, updated: Iterable[str] | None) -> None:
         if names is not None and not _touches(node.bound.module_path, names):
             continue
         issues.append(SpecIssue(
-            Rule.ENGINE_VALUE, f"{key} is engine-computed: the recompute path cannot make it",
-            "call refill() after the engine's post-load step, or register an op that computes "
-            "it (derivgraph.register_op) and name it in the spec's formula",
+            Rule.ENGINE_VALUE, f"{key} is engine-computed: call refill() after the engine's "
+            "post-load step, or register an op that computes it",
+            "the recompute path (run) cannot make it; after a reload that reran the post-load "
+            "step use plan.refill(), or register the op (derivgraph.register_op) and name it in "
+            "the spec's `formula`",
             node.decl.location, key))
     if issues:
         raise EngineComputedError(issues)
@@ -157,3 +160,13 @@ def check_refillable(plan: Plan, entry: Entry) -> None:
         f"{startup.dtype})", "a captured graph reads the startup layout: the engine must "
         "keep the layout across reloads, or the graph must be recaptured",
         entry.node.decl.location, entry.id)])
+
+
+def engine_meta(model: Any, node_id: str) -> torch.Tensor:
+    """The engine's tensor at ``node_id`` on the meta device (for shape inference)."""
+    current = get_path(model, node_id)
+    if not isinstance(current, torch.Tensor):
+        raise ValueError(f"{node_id} is engine-computed, but the engine holds no tensor there; "
+                         "compile after the engine's post-load step")
+    return torch.empty_strided(current.shape, current.stride(), dtype=current.dtype,
+                               device="meta")

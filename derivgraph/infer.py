@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from .dag import DerivedGraph, DerivedNode, substitute
+from .engine_values import engine_meta
 from .errors import Rule
 from .ops import DTYPES, OPS
 
@@ -28,6 +29,8 @@ def meta_value(graph: DerivedGraph, node_id: str, cache: dict[str, Any]) -> Any:
     elif data["kind"] == "derived":
         node = graph.derived[node_id]
         value = meta_value(graph, node.input, cache) if node.input else None
+        if node.input is None and node.kind == "engine":  # engine hook: the engine's layout
+            value = engine_meta(graph.model, node_id)
     else:
         op = OPS[data["op"]]
         args = substitute(data["args"], lambda r: meta_value(graph, r, cache))
