@@ -303,7 +303,7 @@ def compile_plan(model: nn.Module, specs: Iterable[Spec] | None = None, *,
         entry.startup_ptr = address_of(entry.storage)
         if entry.node.kind in TENSOR_KINDS:
             entry.startup_data = entry.storage.detach()
-    for src in graph.sources():
+    for src in [*graph.sources(), *folds.entries]:  # fold hook: fold sources are graph-visible
         tensor = get_path(model, src)
         plan.source_ptrs[src] = (id(tensor), address_of(tensor))
     plan.steps = _build_steps(plan)
