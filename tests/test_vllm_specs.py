@@ -1343,5 +1343,8 @@ def test_every_builtin_vllm_spec_is_exercised() -> None:
     exercised |= {"vllm-kimi-k3-mla-inverse-scales", "vllm-attention-kv-scale-floats"}
     # bound on a real LlamaForCausalLM's Attention layers by tests/test_vllm_integration_llama.py
     exercised |= {"vllm-attention-host-kv-scales"}
+    # issue12: proven on vLLM's own Muse Spark post-load code by tests/test_muse_spark_vllm.py
+    exercised |= {"vllm-muse-spark-residual-gate-coefficients",
+                  "vllm-muse-spark-router-output-multiplier-fold"}
     names = {s.name for s in SPECS if s.name.startswith("vllm-")}
     assert names == exercised, sorted(names ^ exercised)
