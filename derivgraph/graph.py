@@ -21,6 +21,7 @@ from .dag import DerivedGraph, DerivedNode, NodeRef, natural_key, refs_in
 from .engine_values import is_opaque
 from .errors import Rule
 from .expr import FormulaError, parse_formula
+from .fold import is_fold
 from .infer import infer_shapes
 from .ops import OPS
 from .paths import MISSING, get_path, join
@@ -39,7 +40,7 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
         if params is None:
             continue
         for decl in bound.spec.derived:
-            if decl.kind == "fold":  # fold hook: folds are bound by derivgraph.fold, not nodes
+            if is_fold(decl):  # fold hook: folds are bound by derivgraph.fold, not nodes
                 continue
             owner_path = bound.qualify(decl.owner)
             node = DerivedNode(join(owner_path, decl.name), bound, decl, owner_path,

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from .dag import DerivedGraph, DerivedNode, substitute
-from .engine_values import engine_meta
+from .engine_values import engine_meta, is_engine
 from .errors import Rule
 from .ops import DTYPES, OPS
 
@@ -29,7 +29,7 @@ def meta_value(graph: DerivedGraph, node_id: str, cache: dict[str, Any]) -> Any:
     elif data["kind"] == "derived":
         node = graph.derived[node_id]
         value = meta_value(graph, node.input, cache) if node.input else None
-        if node.input is None and node.kind == "engine":  # engine hook: the engine's layout
+        if node.input is None and is_engine(node.decl):  # engine hook: the engine's layout
             value = engine_meta(graph.model, node_id)
     else:
         op = OPS[data["op"]]

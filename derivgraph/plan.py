@@ -17,7 +17,7 @@ from torch import nn
 
 from .bind import match_specs
 from .dag import DerivedGraph, DerivedNode, refs_in, substitute
-from .engine_values import adoption_problem
+from .engine_values import adoption_problem, is_engine
 from .errors import AdoptionError, Rule, SpecIssue, SpecValidationError
 from .fold import compile_folds
 from .graph import build_graph
@@ -130,7 +130,7 @@ def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, 
                             (base_entry, base_id)))
             continue
         slot = slot_of(owner, name)
-        if node.kind == "engine":  # engine hook: adopt what the engine made, never allocate
+        if is_engine(node.decl):  # engine hook: adopt what the engine made, never allocate
             problem = adoption_problem(node, current, value)
             if problem is not None:
                 issue(*problem)

@@ -27,6 +27,7 @@ from .expr import (
     Slice,
     parse_formula,
 )
+from .fold import is_fold
 from .ops import DTYPES, OPS
 from .paths import MISSING, get_path, join
 from .spec import DerivedTensor
@@ -125,7 +126,7 @@ class Resolver:
     def _derived_ref(self, name: str) -> NodeRef | None:
         me = self.node.decl if self.node is not None else None
         candidates = [d for d in self.bound.spec.derived if d.name == name and d is not me
-                      and d.kind != "fold"]  # fold hook: a fold's name is its source's
+                      and not is_fold(d)]  # fold hook: a fold's name is its source's
         if not candidates:
             return None
         primary = [d for d in candidates if d.kind != "alias"] or candidates

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from .dag import DerivedGraph, DerivedNode, substitute
-from .engine_values import check_refillable, refuse_recompute
+from .engine_values import check_refillable, is_engine, refuse_recompute
 from .fold import FoldSet
 from .ops import OPS
 from .paths import MISSING, get_path, set_slot, slot_of
@@ -111,7 +111,7 @@ class Plan:
                 producer = f"alias of {node.input}"
             elif node.kind == "view":
                 producer = f"view of {node.input}"
-            elif node.input is None and node.kind == "engine":  # engine hook
+            elif node.input is None and is_engine(node.decl):  # engine hook
                 producer = "engine-computed"
             elif node.input is not None:
                 data = self.graph.g.nodes[node.input]

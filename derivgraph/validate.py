@@ -10,10 +10,10 @@ from collections.abc import Iterable
 
 import networkx as nx
 
-from .engine_values import defers_validation
+from .engine_values import defers_validation, is_engine
 from .errors import Rule, SpecIssue
 from .expr import Attr, Call, Comp, Expr, FormulaError, Index, ListExpr, Name, Slice, parse_formula
-from .fold import declaration_issues
+from .fold import declaration_issues, is_fold
 from .ops import DTYPES
 from .spec import Spec
 
@@ -55,7 +55,7 @@ def spec_graph(spec: Spec) -> nx.DiGraph:
         g.add_node(p, kind="param")
     for d in spec.derived:
         # fold hook: a fold transforms its source in place (a self-edge, not a cycle)
-        g.add_node(d.name, kind="fold" if d.kind == "fold" else "derived", derived_kind=d.kind)
+        g.add_node(d.name, kind="fold" if is_fold(d) else "derived", derived_kind=d.kind)
     for d in spec.derived:
         text = d.of if d.kind == "alias" else d.formula
         try:
@@ -91,7 +91,7 @@ def validate_specs(specs: Iterable[Spec]) -> list[SpecIssue]:
         for d in spec.derived:
             text = d.of if d.kind == "alias" else d.formula
             node = f"{spec.name}:{d.name}"
-            if d.kind == "engine" and not text:  # engine hook: no formula is fine
+            if is_engine(d) and not text:  # engine hook: no formula is fine
                 continue
             try:
                 expr = parse_formula(text or "")
@@ -101,7 +101,7 @@ def validate_specs(specs: Iterable[Spec]) -> list[SpecIssue]:
                 issues.append(SpecIssue(exc.rule, f"{text!r}: {exc.message}", exc.fix,
                                         d.location, node))
                 continue
-            if d.kind == "fold":  # fold hook
+            if is_fold(d):  # fold hook
                 issues.extend(declaration_issues(d, expr, node))
             if d.kind == "alias" and not isinstance(expr, (Name, Attr)):
                 issues.append(SpecIssue(Rule.ALIAS, f"alias target {text!r} is not a name or path",
