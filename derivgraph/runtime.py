@@ -255,6 +255,13 @@ class Plan:
             else:
                 what = "source" if key in self._sources else "view over a bound tensor"
             lines.append(f"#   {name} = {key}  # {what}")
+        for key, fold in self.folds.entries.items():  # fold hook: applied eagerly, first
+            lines.append(f"# Before the pass: fold {key} = {fold.decl.formula} in place, once "
+                         "per load (the only write to a source)")
+        for key, entry in self.entries.items():  # engine hook
+            if entry.node.input is None and is_engine(entry.node.decl):
+                lines.append(f"# Not in the pass: {key} is engine-computed (refill() copies the "
+                             "engine's fresh value; run() refuses it)")
         lines.append("# After the pass: derived scalars are set from their stage tensors and every "
                      "rebuilt holder is re-pointed at its startup storage.")
         return "\n".join(lines) + "\n" + self.program.source
