@@ -13,12 +13,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import torch
+# torch is imported inside the functions: `derivgraph validate` registers this parser and
+# must not import torch
 
 __all__ = ["bench"]
 
 
 def _workload(device: str, workload: str, layers: int, scale: float | None) -> Any:
+
     if workload == "reference":
         from .examples.reference_models import (
             RefConfig,
@@ -50,6 +52,8 @@ def _workload(device: str, workload: str, layers: int, scale: float | None) -> A
 
 def _traffic(plan: Any) -> tuple[int, int]:
     """Bytes the pass writes (derived storage) and reads (each tensor operand it reads, once)."""
+    import torch
+
     from .dag import refs_in
     from .lower import Action
 
@@ -70,6 +74,8 @@ def _traffic(plan: Any) -> tuple[int, int]:
 def bench(device: str = "cpu", workload: str = "reference", *, repeat: int = 21,
           layers: int = 61, scale: float | None = None) -> dict[str, Any]:
     """Run the benchmark; returns the result object (``None`` where not applicable)."""
+    import torch
+
     from .plan import compile_plan
 
     cuda = device == "cuda"

@@ -47,6 +47,10 @@ class Rule:
     COLLECTIVE_GROUP = "DG040 collective-group"
     VLLM_DRIFT = "DG060 vllm-drift"
     CAPTURE_UNDECLARED = "DG061 capture-undeclared"
+    # issue12: folds (derivgraph.fold) and engine-computed tensors (derivgraph.engine_values)
+    FOLD_DECLARATION = "DG080 fold-declaration"
+    FOLD_REAPPLIED = "DG081 fold-reapplied"
+    ENGINE_VALUE = "DG082 engine-computed"
 
 
 @dataclass(frozen=True)

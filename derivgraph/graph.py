@@ -17,10 +17,11 @@ from torch import nn
 
 from .bind import BoundSpec
 from .dag import DerivedGraph, DerivedNode, NodeRef, natural_key, refs_in
+from .engine_values import is_opaque
 from .errors import Rule
 from .expr import FormulaError
 from .infer import infer_shapes
-from .ir import NodeKind, OpKind, TensorKind
+from .ir import NodeKind, OpKind, TensorKind, is_fold
 from .ops import OPS
 from .paths import MISSING, get_path, join
 from .resolve import Resolver, Unresolved, device_of, parse_cached, resolve_params
@@ -38,6 +39,8 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
         if params is None:
             continue
         for decl in bound.spec.derived:
+            if is_fold(decl):  # fold hook: folds are bound by derivgraph.fold, not nodes
+                continue
             owner_path = bound.qualify(decl.owner)
             node = DerivedNode(join(owner_path, decl.name), bound, decl, owner_path,
                                device=device_of(bound, decl), params=params)
@@ -73,6 +76,8 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
 def _resolve_derived(graph: DerivedGraph, node: DerivedNode, params: dict[str, Any]) -> None:
     resolver = Resolver(graph, node.bound, node, params, node.device)
     decl = node.decl
+    if is_opaque(decl):  # engine hook: no formula to resolve; the engine makes the value
+        return
     try:
         if node.kind is TensorKind.ALIAS:
             assert decl.of is not None

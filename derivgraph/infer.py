@@ -11,9 +11,10 @@ from typing import Any
 import torch
 
 from .dag import DerivedGraph, DerivedNode
+from .engine_values import engine_meta
 from .errors import Rule
 from .interpret import Failed, MetaInterpreter
-from .ir import NodeKind, TensorKind
+from .ir import NodeKind, TensorKind, is_engine
 from .limits import LimitError, check_numel
 from .ops import DTYPES
 
@@ -35,12 +36,21 @@ def infer_shapes(graph: DerivedGraph) -> None:
     A derived tensor whose formula reads another that did not resolve is skipped: the issue
     already reported for that one is the real problem.
     """
-    env = MetaInterpreter(graph).run()
+    interp = MetaInterpreter(graph)
+    for node_id, node in graph.derived.items():
+        if node.input is None and is_engine(node.decl):  # engine hook: the engine's layout
+            try:
+                interp.env[node_id] = engine_meta(graph.model, node_id)
+            except ValueError:
+                pass  # reported as DG082 when the plan adopts the tensor
+    env = interp.run()
     graph.meta_env = env
     _check_sizes(graph, env)
     devices = _source_devices(graph)
     for node_id, node in graph.derived.items():
         if node.input is None:
+            if isinstance(env.get(node_id), torch.Tensor):  # engine hook: seeded above
+                node.meta = env[node_id]
             continue
         value = env[node_id]
         if isinstance(value, Failed):

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-__all__ = ["Graph", "Node", "NodeKind", "OpKind", "Slot", "TENSOR_KINDS", "TensorKind"]
+__all__ = ["Graph", "Node", "NodeKind", "OpKind", "Slot", "TENSOR_KINDS", "TensorKind",
+           "HELD_KINDS", "is_engine", "is_fold"]
 
 
 class _StrEnum(str, Enum):
@@ -44,9 +45,23 @@ class TensorKind(_StrEnum):
     ALIAS = "alias"    # the same object as another tensor
     VIEW = "view"      # a view of another tensor's storage
     SCALAR = "scalar"  # a Python number (a captured graph bakes it: not refillable)
+    FOLD = "fold"      # an in-place transform of a loaded source (derivgraph.fold; not a node)
+    ENGINE = "engine"  # a tensor only the engine's code computes (derivgraph.engine_values)
+
+
+def is_fold(decl: Any) -> bool:
+    """True for a ``kind: fold`` declaration (bound by :mod:`derivgraph.fold`, not a node)."""
+    return decl.kind == TensorKind.FOLD
+
+
+def is_engine(decl: Any) -> bool:
+    """True for a ``kind: engine`` declaration (see :mod:`derivgraph.engine_values`)."""
+    return decl.kind == TensorKind.ENGINE
 
 
 TENSOR_KINDS = frozenset({TensorKind.PARAMETER, TensorKind.BUFFER, TensorKind.ATTRIBUTE})
+# derived tensors with storage of their own that the pass keeps at its startup address
+HELD_KINDS = TENSOR_KINDS | {TensorKind.ENGINE}
 
 
 class Slot(_StrEnum):

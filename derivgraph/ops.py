@@ -151,6 +151,7 @@ def _unary(name: str, fn: Callable[..., Any]) -> None:
 for _name, _fn in (
     ("reciprocal", torch.reciprocal), ("abs", torch.abs), ("exp", torch.exp), ("log", torch.log),
     ("sqrt", torch.sqrt), ("rsqrt", torch.rsqrt),
+    ("sigmoid", torch.sigmoid),  # issue12: Muse Spark residual gate coefficients
 ):
     _unary(_name, _fn)
 

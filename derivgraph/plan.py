@@ -20,10 +20,12 @@ from torch import nn
 
 from .bind import check_bindings, match_specs
 from .dag import DerivedNode
+from .engine_values import adoption_problem
 from .errors import AdoptionError, Rule, SpecIssue, SpecValidationError
+from .fold import compile_folds
 from .graph import build_graph
 from .interpret import EagerInterpreter, MetaInterpreter, ViewRebuilder, view_base
-from .ir import TENSOR_KINDS, NodeKind, Slot, TensorKind
+from .ir import HELD_KINDS, TENSOR_KINDS, NodeKind, Slot, TensorKind, is_engine
 from .lower import Action, build_program, lower_steps
 from .paths import get_path, slot_of
 from .runtime import Entry, Plan, Step, address_of
@@ -64,8 +66,12 @@ def _slot_for(node: DerivedNode, owner: Any, target: Any) -> Slot:
 
 def _evaluate_all(plan: Plan) -> dict[str, Any]:
     """Every node's value from the live sources (reads only)."""
+    interp = EagerInterpreter(plan.graph)
+    for node_id, node in plan.graph.derived.items():
+        if node.input is None and is_engine(node.decl):  # engine hook: the engine's own tensor
+            interp.env[node_id] = get_path(plan.model, node_id)
     with torch.no_grad():
-        return EagerInterpreter(plan.graph).run()
+        return interp.run()
 
 
 def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, Any]]:
@@ -123,6 +129,17 @@ def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, 
             planned.append((entry, (TensorKind.VIEW, view_base(graph, node.input))))
             continue
         slot = slot_of(owner, name)
+        if is_engine(node.decl):  # engine hook: adopt what the engine made, never allocate
+            problem = adoption_problem(node, current, value)
+            if problem is not None:
+                issue(*problem)
+            elif id(current) in adopted_by:
+                issue(Rule.ALIAS, f"the engine holds {node_id} and {adopted_by[id(current)]} as "
+                      "the same tensor object", f"declare {name} as kind 'alias' of the other")
+            else:
+                adopted_by[id(current)] = node_id
+                planned.append((Entry(node, current, slot, True), None))
+            continue
         if isinstance(current, torch.Tensor):
             problems = []
             if current.shape != value.shape:
@@ -203,6 +220,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None, require_match: bool
     graph = build_graph(model, bound)
     matched = {b.spec.name for b in bound}
     unmatched = [spec for spec in specs if spec.name not in matched]
+    folds = compile_folds(model, bound, graph.issues, graph.derived)  # fold hook
     if require_match:
         for spec in unmatched:
             graph.issues.append(SpecIssue(
@@ -217,6 +235,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None, require_match: bool
     plan = Plan(model, graph)
     plan.strict = strict
     plan.meta_env = graph.meta_env
+    plan.folds = folds  # fold hook: compile records the engine's first fold as applied
     values = _evaluate_all(plan)
     planned = _adopt_or_allocate(plan, values)
     _check_view_values(plan, planned, values)
@@ -275,10 +294,10 @@ def _check_view_values(plan: Plan, planned: list[tuple[Entry, Any]],
 def _record_startup(plan: Plan) -> None:
     for entry in plan.entries.values():
         entry.startup_ptr = address_of(entry.storage)
-        if entry.node.kind in TENSOR_KINDS:
+        if entry.node.kind in HELD_KINDS:
             entry.startup_data = entry.storage.detach()
     plan.source_ptrs = {}
-    for src in plan.graph.sources():
+    for src in [*plan.graph.sources(), *plan.folds.entries]:  # fold hook
         tensor = get_path(plan.model, src)
         plan.source_ptrs[src] = (id(tensor), address_of(tensor))
 
@@ -290,7 +309,7 @@ def _lower(plan: Plan, values: dict[str, Any]) -> None:
                       if node.kind is NodeKind.OP and not deps[n]
                       and isinstance(values.get(n), torch.Tensor)}
     plan.constant_entries = [n for n, e in plan.entries.items()
-                             if e.node.kind in TENSOR_KINDS and e.node.input is not None
+                             if e.node.kind in HELD_KINDS and e.node.input is not None
                              and not deps[n]]
     # what a refill may overwrite with the engine's value; the next recompute puts it back
     plan.constant_values = {n: values[n] for n in plan.constant_entries
@@ -369,7 +388,7 @@ def refresh_layouts(plan: Plan, changed: list[str]) -> list[str]:
                 continue
             value = values[node_id]
             kind = entry.node.kind
-            if kind is TensorKind.SCALAR:
+            if kind is TensorKind.SCALAR or entry.node.input is None:  # engine hook: opaque
                 continue
             if kind is TensorKind.ALIAS:
                 target = plan.entries.get(entry.node.input)
@@ -387,7 +406,7 @@ def refresh_layouts(plan: Plan, changed: list[str]) -> list[str]:
             if new is not entry.storage:
                 entry.storage = new
                 reallocated.append(node_id)
-            if kind in TENSOR_KINDS and isinstance(value, torch.Tensor):
+            if kind in HELD_KINDS and isinstance(value, torch.Tensor):
                 entry.storage.copy_(value)
     _record_startup(plan)
     plan._rebind_entries(plan.entries.values(), None)

@@ -34,6 +34,8 @@ class RunReport:
     moved: list[str] | None = None
     replayed: bool = False
     reallocated: list[str] = field(default_factory=list)
+    folded: list[str] = field(default_factory=list)  # fold hook: sources folded by this pass
+    folds_skipped: list[str] = field(default_factory=list)  # fold hook: not loaded since
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -47,6 +49,8 @@ class RunReport:
             text += ", replayed the captured pass"
         if self.reallocated:
             text += f", {len(self.reallocated)} re-allocated (moved: graph recapture required)"
+        if self.folded:  # fold hook
+            text += f", {len(self.folded)} source(s) folded"
         if self.recapture_required:
             text += f", recapture required for {len(self.recapture_required)}"
         return text

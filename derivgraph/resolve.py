@@ -28,7 +28,7 @@ from .expr import (
     Slice,
     parse_formula,
 )
-from .ir import NodeKind, OpKind, TensorKind
+from .ir import NodeKind, OpKind, TensorKind, is_fold
 from .limits import LimitError, check_constant, check_fold
 from .ops import DTYPES, OPS
 from .paths import MISSING, get_path, join
@@ -136,7 +136,8 @@ class Resolver:
 
     def _derived_ref(self, name: str) -> NodeRef | None:
         me = self.node.decl if self.node is not None else None
-        candidates = [d for d in self.bound.spec.derived if d.name == name and d is not me]
+        candidates = [d for d in self.bound.spec.derived if d.name == name and d is not me
+                      and not is_fold(d)]  # fold hook: a fold's name is its source's
         if not candidates:
             return None
         primary = [d for d in candidates if d.kind != TensorKind.ALIAS] or candidates

@@ -30,9 +30,11 @@ import torch
 from torch import nn
 
 from .dag import DerivedGraph, DerivedNode, NodeRef, refs_in
+from .engine_values import check_refillable, refuse_recompute
 from .errors import DerivgraphError, Rule
+from .fold import FoldSet
 from .interpret import EagerInterpreter, view_base
-from .ir import TENSOR_KINDS, NodeKind, Slot, TensorKind
+from .ir import HELD_KINDS, TENSOR_KINDS, NodeKind, Slot, TensorKind, is_engine
 from .lower import Action, Program, Step, build_program
 from .ops import OPS
 from .paths import MISSING, _step, get_path, set_slot, slot_of
@@ -181,6 +183,7 @@ class Plan:
         self._src_checks: tuple[list[Any], list[str], list[Any], list[int]] | None = None
         self._startup: tuple[list[Any], list[int]] | None = None
         self._graph: Any = None
+        self.folds = FoldSet()  # fold hook: set by compile_plan
         self._cuda: bool | None = None
         self._captured = False
 
@@ -207,6 +210,8 @@ class Plan:
                 producer = f"alias of {node.input}"
             elif node.kind is TensorKind.VIEW:
                 producer = f"view of {node.input}"
+            elif node.input is None and is_engine(node.decl):  # engine hook
+                producer = "engine-computed"
             elif node.input is not None:
                 data = self.graph.nodes[node.input]
                 producer = data.op if data.kind is NodeKind.OP else f"copy {node.input}"
@@ -217,7 +222,7 @@ class Plan:
                 "shape": list(s.shape) if isinstance(s, torch.Tensor) else [],
                 "dtype": str(s.dtype).removeprefix("torch.") if isinstance(s, torch.Tensor)
                 else type(s).__name__,
-                "bytes": e.nbytes() if node.kind in TENSOR_KINDS else 0,
+                "bytes": e.nbytes() if node.kind in HELD_KINDS else 0,
                 "op": producer,
                 "adopted": e.adopted,
                 "spec": node.bound.spec.name,
@@ -250,6 +255,13 @@ class Plan:
             else:
                 what = "source" if key in self._sources else "view over a bound tensor"
             lines.append(f"#   {name} = {key}  # {what}")
+        for key, fold in self.folds.entries.items():  # fold hook: applied eagerly, first
+            lines.append(f"# Before the pass: fold {key} = {fold.decl.formula} in place, once "
+                         "per load (the only write to a source)")
+        for key, entry in self.entries.items():  # engine hook
+            if entry.node.input is None and is_engine(entry.node.decl):
+                lines.append(f"# Not in the pass: {key} is engine-computed (refill() copies the "
+                             "engine's fresh value; run() refuses it)")
         lines.append("# After the pass: derived scalars are set from their stage tensors and every "
                      "rebuilt holder is re-pointed at its startup storage.")
         return "\n".join(lines) + "\n" + self.program.source
@@ -509,12 +521,16 @@ class Plan:
         shape or dtype changed; otherwise the affected derived tensors are re-allocated and
         reported (graph recapture required).
         """
+        updated = None if updated is None else list(updated)
+        if not take_engine_values:  # engine hook: refuse before anything is written
+            refuse_recompute(self, updated)
         report = RunReport(mode="refill" if take_engine_values else "recompute")
         start = time.perf_counter()
         if not self._sources_intact():
             self._sources_changed(report, self.strict if strict is None else strict)
         with torch.no_grad():
             report.restored = self._restore_storage()
+            self.folds.apply(self.model, updated, report)  # fold hook: before derived, eagerly
             if not take_engine_values and self._constants_from_engine:
                 self.rewrite_constants(report)
             if take_engine_values:
@@ -592,9 +608,13 @@ class Plan:
         self._refresh_holder_checks()
         owners = self._hops.objects
         targets = [s.target for s in self.steps if s.action in (Action.OUT, Action.COPY)]
-        for target in targets + self.constant_entries:  # keep the engine's values, constants too
+        engine = [n for n, e in self.entries.items()  # engine hook: no step makes these
+                  if e.node.input is None and is_engine(e.node.decl)]
+        for target in targets + self.constant_entries + engine:  # the engine's values, all kept
             entry = self.entries[target]
             fresh = self._engine_value(entry, owners)
+            if fresh is None and target in engine:
+                check_refillable(self, entry)  # raises before any copy if the layout changed
             if fresh is not None:
                 ours.append(entry.storage)
                 theirs.append(fresh)

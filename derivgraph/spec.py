@@ -39,7 +39,8 @@ __all__ = [
     "unsafe_name",
 ]
 
-Kind = Literal["parameter", "buffer", "attribute", "alias", "view", "scalar"]
+Kind = Literal["parameter", "buffer", "attribute", "alias", "view", "scalar",
+               "fold", "engine"]  # fold hook / engine hook: the last two kinds
 
 # One class name or a list of them (normalized to a list).
 ClassNames = Annotated[
@@ -175,7 +176,9 @@ class DerivedTensor(_Strict):
     kind: Kind = Field(
         description="parameter | buffer (registered on a module owner), attribute (plain "
         "attribute, any owner), alias (the same object as `of`), view (a view of another "
-        "tensor's storage, given by `formula`), scalar (a Python number: not refillable).",
+        "tensor's storage, given by `formula`), scalar (a Python number: not refillable), fold "
+        "(an in-place transform of the source weight `owner.name`, applied once per load), "
+        "engine (a tensor only the engine's own code computes: adopted, refilled from the engine).",
     )
     formula: str | None = Field(
         default=None,
@@ -212,6 +215,11 @@ class DerivedTensor(_Strict):
         "is adopted, never replaced). Callables and other values are never replaced.",
     )
     description: str = Field(default="", description="What the tensor is and who reads it.")
+    config: dict[str, str] = Field(  # fold hook
+        default_factory=dict,
+        description="For fold: name -> attribute path of a config number the formula reads, "
+        "looked up on the matched module, then on each enclosing module up to the root.",
+    )
 
     @field_validator("name")
     @classmethod
@@ -237,8 +245,10 @@ class DerivedTensor(_Strict):
         else:
             if self.of:
                 raise ValueError(f"`of` is only for kind 'alias', not {self.kind!r}")
-            if not self.formula:
+            if not self.formula and self.kind != "engine":  # engine hook: formula optional
                 raise ValueError(f"kind {self.kind!r} needs a formula")
+        if self.config and self.kind != "fold":  # fold hook
+            raise ValueError("`config` is only for kind 'fold'")
         if self.persistent and self.kind != "buffer":
             raise ValueError("`persistent` only applies to kind 'buffer'")
         return self

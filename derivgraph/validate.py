@@ -31,6 +31,8 @@ from .expr import (
     op_signature,
     parse_formula,
 )
+from .fold_rules import declaration_issues
+from .ir import is_engine, is_fold
 from .limits import LimitError, check_numel, check_path
 from .spec import DerivedTensor, Spec, split_type_name, unsafe_name
 
@@ -72,7 +74,8 @@ def spec_graph(spec: Spec) -> nx.DiGraph:
     for p in spec.params:
         g.add_node(p, kind="param")
     for d in spec.derived:
-        g.add_node(d.name, kind="derived", derived_kind=d.kind)
+        # fold hook: a fold transforms its source in place (a self-edge, not a cycle)
+        g.add_node(d.name, kind="fold" if is_fold(d) else "derived", derived_kind=d.kind)
     for d in spec.derived:
         text = d.of if d.kind == "alias" else d.formula
         try:
@@ -184,12 +187,18 @@ def _derived_issues(spec: Spec, d: DerivedTensor, dtypes: frozenset[str]) -> lis
             add(Rule.UNKNOWN_DEVICE, bad, "drop `device` (the sources' device is the default) "
                 "or name a device this machine has")
     text = d.of if d.kind == "alias" else d.formula
+    if is_engine(d) and not text:  # engine hook: no formula is fine
+        return issues + _layout_issues(spec, d, dtypes, node)
     try:
         expr = parse_formula(text or "")
     except FormulaError as exc:
+        if is_engine(d) and exc.rule == Rule.UNKNOWN_OP:  # engine hook: registered later
+            return issues + _layout_issues(spec, d, dtypes, node)
         shown = text if len(text or "") <= 200 else (text or "")[:200] + "..."
         add(exc.rule, f"{shown!r}: {exc.message}", exc.fix)
         return issues
+    if is_fold(d):  # fold hook
+        issues += declaration_issues(d, expr, node)
     if d.kind == "alias" and not isinstance(expr, (Name, Attr)):
         add(Rule.ALIAS, f"alias target {text!r} is not a tensor path (a name or dotted path)",
             "`of` names a derived tensor of this spec or a source path")
@@ -206,13 +215,23 @@ def _derived_issues(spec: Spec, d: DerivedTensor, dtypes: frozenset[str]) -> lis
             check_numel(shape, f"{node}")
         except LimitError as exc:
             add(exc.rule, exc.message, exc.fix)
+    return issues + _layout_issues(spec, d, dtypes, node)
+
+
+def _layout_issues(spec: Spec, d: DerivedTensor, dtypes: frozenset[str],
+                   node: str) -> list[SpecIssue]:
+    """Problems of a declaration's ``shape`` and ``dtype``."""
+    issues: list[SpecIssue] = []
     if d.shape:
         for item in d.shape:
             if isinstance(item, str) and item not in spec.params:
-                add(Rule.UNKNOWN_NAME, f"shape item {item!r} is not a param of this spec",
-                    f"declare it under params or use a number ({sorted(spec.params)})")
+                issues.append(SpecIssue(
+                    Rule.UNKNOWN_NAME, f"shape item {item!r} is not a param of this spec",
+                    f"declare it under params or use a number ({sorted(spec.params)})",
+                    d.location, node))
     if d.dtype and d.dtype not in dtypes:
-        add(Rule.SCHEMA, f"unknown dtype {d.dtype!r}", f"use one of {', '.join(sorted(dtypes))}")
+        issues.append(SpecIssue(Rule.SCHEMA, f"unknown dtype {d.dtype!r}",
+                                f"use one of {', '.join(sorted(dtypes))}", d.location, node))
     return issues
 
 

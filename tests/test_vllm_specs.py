@@ -109,6 +109,7 @@ from vllm.models.muse_spark.nvidia.muse_moe_runner import (  # noqa: E402
 )
 
 from derivgraph import AdoptionError, compile_plan, load_spec_text  # noqa: E402
+from derivgraph.engine_values import EngineComputedError  # noqa: E402
 from derivgraph.loader import builtin_specs  # noqa: E402
 from derivgraph.paths import get_path  # noqa: E402
 
@@ -887,8 +888,14 @@ CASES = [
     MoECase(
         "w4a8-cutlass", CompressedTensorsW4A8Fp8MoEMethod, W4A8MoeBackend.CUTLASS,
         CutlassExpertsW4A8Fp8, w4a8_ckpt,
-        {"vllm-cutlass-w4a8-strides", "vllm-cutlass-w4a8-quant-config"},
+        {"vllm-cutlass-w4a8-strides", "vllm-cutlass-w4a8-quant-config",
+         "vllm-cutlass-w4a8-b-strides"},
         {
+            # issue12: engine-computed (the CUDA op's stand-ins in the fixture above)
+            "quant_method.b_strides1": lambda ck: torch.full((E, 3), 7, dtype=torch.int64),
+            "quant_method.b_strides2": lambda ck: torch.full((E, 3), 5, dtype=torch.int64),
+            f"{FE}.b_strides1": lambda ck: torch.full((E, 3), 7, dtype=torch.int64),
+            f"{FE}.b_strides2": lambda ck: torch.full((E, 3), 5, dtype=torch.int64),
             f"{FE}.a_strides1": lambda ck: torch.full((E,), H, dtype=torch.int64),
             f"{FE}.c_strides2": lambda ck: torch.full((E,), H, dtype=torch.int64),
             f"{FE}.a_strides2": lambda ck: torch.full((E,), N, dtype=torch.int64),
@@ -901,6 +908,8 @@ CASES = [
             f"{QC}._w2.scale": lambda ck: ck["w2_weight_scale"],
         },
         aliases={f"{FE}.c_strides2": f"{FE}.a_strides1",
+                 f"{FE}.b_strides1": "quant_method.b_strides1",
+                 f"{FE}.b_strides2": "quant_method.b_strides2",
                  f"{QC}._w1.alpha_or_gscale": "w13_weight_chan_scale",
                  f"{QC}._w2.alpha_or_gscale": "w2_weight_chan_scale",
                  f"{QC}._w1.scale": "w13_weight_scale", f"{QC}._w2.scale": "w2_weight_scale"},
@@ -1005,11 +1014,16 @@ def test_moe_specs_adopt_and_refill_vllm_tensors(case: MoECase) -> None:
     if case.weight_valued:
         assert any(not _same(engine_a[k], engine_b[k]) for k in keys), "A and B must differ"
 
-    # Recomputing from the formulas (not taking the engine's values) gives the same bits.
-    report = plan.run(verify=True)
-    assert report.moved == []
-    for key in keys:
-        assert _same(get_path(model, key), engine_b[key]), key
+    # Recomputing from the formulas (not taking the engine's values) gives the same bits;
+    # engine-computed tensors (issue12) have no formula: the recompute path refuses them.
+    if any(e.node.kind == "engine" for e in plan.entries.values()):
+        with pytest.raises(EngineComputedError, match="is engine-computed"):
+            plan.run()
+    else:
+        report = plan.run(verify=True)
+        assert report.moved == []
+        for key in keys:
+            assert _same(get_path(model, key), engine_b[key]), key
 
     # A -> B -> A: bit-exact against the cold start of A, nothing moved.
     reload(model, ckpt_a)
@@ -1336,6 +1350,9 @@ def test_every_builtin_vllm_spec_is_exercised() -> None:
                   "vllm-lilicorr-fused-edge", "vllm-kimi-k3-specialized-dense-down-tp16"}
     # bound on a real LlamaForCausalLM's Attention layers by tests/test_vllm_integration_llama.py
     exercised |= {"vllm-attention-host-kv-scales"}
+    # issue12: proven on vLLM's own Muse Spark post-load code by tests/test_muse_spark_vllm.py
+    exercised |= {"vllm-muse-spark-residual-gate-coefficients",
+                  "vllm-muse-spark-router-output-multiplier-fold"}
     names = {s.name for s in SPECS if s.name.startswith("vllm-")}
     assert names == exercised, sorted(names ^ exercised)
 
