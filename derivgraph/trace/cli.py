@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import sys
@@ -121,8 +122,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 
 def _trace_package(args: argparse.Namespace) -> int:
-    try:
-        from vllm_integration import builders
+    try:  # by module name (sys.modules), not as the package's attribute
+        builders = importlib.import_module("vllm_integration.builders")
     except ImportError as exc:
         _out(f"error: --package vllm needs vllm_integration.builders (vLLM 0.33.0 and the "
              f"derivgraph vLLM integration): {exc}")
