@@ -25,6 +25,11 @@ def test_wheel_contents(tmp_path):
         assert f"derivgraph/spec_library/{spec.name}" in names
     assert "derivgraph/examples/specs/reference.yaml" in names
     assert "derivgraph/schema/spec.schema.json" in names
+    assert "derivgraph/schema/ops.json" in names  # validate's torch-free op catalogue
+    for module in sorted((ROOT / "derivgraph").rglob("*.py")):  # every subpackage ships
+        rel = module.relative_to(ROOT).as_posix()
+        if not rel.startswith(("derivgraph/spec_library/", "derivgraph/examples/")):
+            assert rel in names, f"{rel} is missing from the wheel (pyproject packages)"
     assert "vllm_integration/plugin.py" in names
     assert "derivgraph = derivgraph.cli:main" in entry_points
     assert "derivgraph = vllm_integration.plugin:register" in entry_points
