@@ -68,6 +68,7 @@ _ML = "vllm.model_executor.model_loader"
 _RELOAD = f"{_ML}.reload"
 _WT = "vllm.distributed.weight_transfer"
 _WORKER = "vllm.v1.worker.gpu_worker"
+_KIMI_K3_DECODE = "vllm.models.kimi_k3.nvidia.specialized_decode.runtime"
 
 
 def _function(module: str, name: str, signature: tuple[str, ...],
@@ -102,6 +103,9 @@ TABLE: tuple[HookRow, ...] = (
             ("self", "config", "vllm_config", "device", "model")),
     _method(_WORKER, "Worker.wake_up", ("self", "tags")),
     _method("vllm.compilation.cuda_graph", "CUDAGraphWrapper.__call__", ("self", "args", "kwargs")),
+    # Kimi-K3 specialized decode: keep the packed MoE front on its module (kimi_k3_front.py)
+    *_function(f"{_KIMI_K3_DECODE}.providers", "pack_front", ("moe", "rank", "tp"),
+               (f"{_KIMI_K3_DECODE}.decode",)),
 )
 
 

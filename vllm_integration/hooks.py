@@ -26,6 +26,8 @@ target                              derivgraph does
 ``model.load_weights`` (instance)   outside any session: recompute what the names feed
 ``CUDAGraphWrapper.__call__``       ``strict``: a capture reading an undeclared long-lived
                                     tensor fails (:mod:`derivgraph.audit.capture_audit`)
+Kimi-K3 ``pack_front``              keeps vLLM's packed MoE front (the same object) on the MoE
+                                    module (:mod:`vllm_integration.kimi_k3_front`)
 ==================================  =============================================================
 """
 
@@ -43,6 +45,7 @@ from typing import Any
 
 from ._imports import PostImportHook
 from .hook_table import TABLE, HookKind, HookRow, definitions
+from .kimi_k3_front import wrap_pack_front
 
 __all__ = ["install", "is_installed", "patched_bindings", "uninstall", "unwrapped"]
 
@@ -370,6 +373,7 @@ WRAPPERS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
     "WeightTransferEngine.__init__": _wrap_engine_init,
     "Worker.wake_up": _wrap_wake_up,
     "CUDAGraphWrapper.__call__": _wrap_cudagraph_call,
+    "pack_front": wrap_pack_front,  # Kimi-K3: keeps the packed MoE front on its module
 }
 
 # ---- installation -----------------------------------------------------------------------------

@@ -1,0 +1,72 @@
+"""Kimi-K3 specialized decode: give the packed MoE front an owner path a spec can name.
+
+vLLM 0.33.0's ``SpecializedDecode.build_providers`` (``models/kimi_k3/nvidia/specialized_decode/
+runtime/decode.py``) calls ``pack_front(moe, rank, tp)`` (``runtime/providers.py``) once per MoE
+layer, after the first load, and keeps the packed copy ``[this rank's router rows, zero-padded
+to a multiple of 16; this rank's latent down shard]`` only in a local dict, then inside
+``PreparedWeightRanges.weights`` tuples of ``prefetch.tables[(point, layer, batch)]`` (whose
+``data_ptr`` range table the prefetch kernel reads) and as a CuTe view in ``SharedFront.packed``.
+None of those is a path a spec can name, and all of them bake the copy's address.
+
+The hook wraps ``pack_front`` (hook table rows ``providers.pack_front`` and its by-name binding
+in ``runtime.decode``) and, after vLLM's function returns, keeps a reference to the *same*
+tensor on the MoE module at :data:`PACKED_FRONT` with the call's ``rank`` and ``tp`` at
+:data:`PACKED_FRONT_RANK` / :data:`PACKED_FRONT_TP`. It returns vLLM's object unchanged, so
+every holder shares it; the spec ``vllm-kimi-k3-packed-moe-front``
+(``specs/vllm_kimi_k3_kda.yaml``) adopts it as an ``attribute`` and the pass refills it in
+place (its address, baked into the kernels and the range table, never changes).
+
+Plain attributes, not buffers: ``named_buffers`` and ``state_dict`` stay as vLLM made them, so
+no loader, layerwise copy-back or sleep-mode pool sees a new tensor. Nothing here imports vLLM.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+__all__ = ["PACKED_FRONT", "PACKED_FRONT_RANK", "PACKED_FRONT_TP", "keep_packed_front",
+           "wrap_pack_front"]
+
+logger = logging.getLogger(__name__)
+
+#: The MoE module attribute holding vLLM's packed front tensor (the same object).
+PACKED_FRONT = "derivgraph_packed_front"
+#: The tensor-parallel rank ``pack_front`` was called with (an ``int``).
+PACKED_FRONT_RANK = "derivgraph_packed_front_rank"
+#: The tensor-parallel world size ``pack_front`` was called with (an ``int``).
+PACKED_FRONT_TP = "derivgraph_packed_front_tp"
+
+
+def keep_packed_front(moe: Any, packed: torch.Tensor, rank: int, tp: int) -> None:
+    """Keep ``packed`` (not a copy) and the call's ``rank`` / ``tp`` on the MoE module."""
+    if not isinstance(packed, torch.Tensor):
+        logger.warning("derivgraph: pack_front returned %s, not a tensor; the packed MoE front "
+                       "is not declared", type(packed).__name__)
+        return
+    setattr(moe, PACKED_FRONT, packed)
+    setattr(moe, PACKED_FRONT_RANK, int(rank))
+    setattr(moe, PACKED_FRONT_TP, int(tp))
+
+
+def _active() -> bool:
+    from .config import current_mode
+
+    return current_mode() != "off"
+
+
+def wrap_pack_front(orig: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    """The hook's wrapper: vLLM's ``pack_front``, then :func:`keep_packed_front` (same object)."""
+
+    @functools.wraps(orig)
+    def pack_front(moe: Any, rank: int, tp: int) -> torch.Tensor:
+        packed = orig(moe, rank, tp)
+        if _active():
+            keep_packed_front(moe, packed, rank, tp)
+        return packed
+
+    return pack_front
