@@ -9,12 +9,12 @@ layer's front with ``pack_front(moe, rank, tp)`` and hands the tensor to the hol
 it to: ``prefetch.tables[(point, layer, batch)]`` (``PreparedWeightRanges``: a ``weights``
 tuple and a ``data_ptr`` range table) and ``feed_forward[layer].front.packed`` (a
 ``SharedFront`` whose ``packed`` is, as in vLLM, an address-only view, here
-:class:`CuteView`). Layer 0 is dense: its ``feed_forward[0]`` is the dense reference's
-``PreparedDenseMLP`` (a padded down-projection copy at TP16 only, like vLLM's), so the whole spec
-library applies as it would to vLLM's model. ``pack`` is the ``pack_front`` to call: this module's copy of vLLM's code,
-vLLM's own, or either wrapped by derivgraph's hook (``vllm_integration.kimi_k3_front``), which
-keeps the tensor on the MoE module for ``vllm-kimi-k3-packed-moe-front``
-(``specs/vllm_kimi_k3_kda.yaml``).
+:class:`CuteView`). Layer 0 is dense: its ``feed_forward[0]`` is the dense
+reference's ``PreparedDenseMLP`` (a padded down-projection copy at TP16 only, like vLLM's), so
+the whole spec library applies as it would to vLLM's model. ``pack`` is the ``pack_front`` to
+call: this module's copy of vLLM's code, vLLM's own, or either wrapped by derivgraph's hook
+(``vllm_integration.kimi_k3_front``), which keeps the tensor on the MoE module for
+``vllm-kimi-k3-packed-moe-front`` (``specs/vllm_kimi_k3_kda.yaml``).
 """
 
 from __future__ import annotations
