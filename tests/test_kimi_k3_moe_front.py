@@ -35,6 +35,7 @@ from vllm_integration.kimi_k3_front import (
     PACKED_FRONT,
     PACKED_FRONT_RANK,
     PACKED_FRONT_TP,
+    wrap_build_specialized_decode,
     wrap_pack_front,
 )
 
@@ -178,6 +179,36 @@ def test_the_wrapper_returns_vllms_object_and_keeps_it_with_rank_and_tp(monkeypa
     assert not hasattr(other, PACKED_FRONT)  # mode off: vLLM exactly as is
 
 
+def test_building_the_specialized_decode_recompiles_the_holders_plan() -> None:
+    """vLLM compiles the plan at the post-load step, then its model state builds the decode."""
+    from torch import nn
+
+    from vllm_integration import oracle
+
+    root = nn.Module()  # like KimiK3ForConditionalGeneration holding the language model
+    root.language_model = lm = KimiLinearForCausalLM(16)
+    load_in_place(lm, _weights(1, 16))
+    oracle.attach(root)  # the post-load step: no specialized decode yet, nothing to declare
+    try:
+        assert len(oracle.plan_for(root)) == 0
+        build = wrap_build_specialized_decode(KimiLinearForCausalLM.build_specialized_decode)
+        build(lm, 16, 15, wrap_pack_front(pack_front))  # what KimiK3ModelState.__init__ runs
+        plan = oracle.plan_for(root)
+        keys = [f"language_model.{k}" for k in [*FRONT_KEYS, DENSE_KEY]]
+        assert sorted(plan.entries) == sorted(keys)
+        startup = {k: (plan.entries[k].storage, plan.entries[k].storage.data_ptr()) for k in keys}
+        oracle.begin(root, "load-weights")  # an in-place reload the hooks report
+        load_in_place(lm, _weights(2, 16))
+        report = oracle.end(root)
+        assert report is not None and report.moved == []
+        for key, cold in zip(keys, _cold_fronts(2, 16, 15)):  # the two fronts
+            obj, ptr = startup[key]
+            assert plan.entries[key].storage is obj and obj.data_ptr() == ptr
+            assert torch.equal(obj, cold), key
+    finally:
+        oracle.detach(root)
+
+
 @pytest.fixture
 def fresh_hooks():
     was = hooks.is_installed()
@@ -221,14 +252,18 @@ def test_installed_hooks_wrap_vllms_pack_front_and_the_spec_matches_it(fresh_hoo
 
 # ---- drift: the hook rows against vLLM's source -------------------------------------------------
 
-ROWS = tuple(r for r in TABLE if r.function == "pack_front")
+ROWS = tuple(r for r in TABLE if r.function in ("pack_front", "build_specialized_decode"))
+MODEL = "models/kimi_k3/nvidia/model.py"
 
 
-def test_the_hook_rows_name_pack_front_and_its_decode_binding() -> None:
-    assert [(r.module, r.kind) for r in ROWS] == [
-        (f"{_DECODE}.providers", HookKind.FUNCTION), (f"{_DECODE}.decode", HookKind.BINDING)]
-    assert all(r.signature == ("moe", "rank", "tp") for r in ROWS)
+def test_the_hook_rows_name_pack_front_its_decode_binding_and_the_build() -> None:
+    assert [(r.module, r.attribute, r.kind, r.signature) for r in ROWS] == [
+        (f"{_DECODE}.providers", "pack_front", HookKind.FUNCTION, ("moe", "rank", "tp")),
+        (f"{_DECODE}.decode", "pack_front", HookKind.BINDING, ("moe", "rank", "tp")),
+        ("vllm.models.kimi_k3.nvidia.model", "KimiLinearForCausalLM.build_specialized_decode",
+         HookKind.METHOD, ("self",))]
     assert hooks.WRAPPERS["pack_front"] is wrap_pack_front
+    assert hooks.WRAPPERS[ROWS[2].attribute] is wrap_build_specialized_decode
 
 
 @pytest.fixture
@@ -278,3 +313,16 @@ def test_a_planted_import_change_goes_red(fake_kimi: Path) -> None:
     issues = drift.check_rows(ROWS, root=fake_kimi)
     assert [i.target for i in issues] == [f"{_DECODE}.decode.pack_front"]
     assert drift.DriftReport("0.33.0", issues).disabled_keys() == frozenset()
+
+
+@pytest.mark.vllm
+@needs_vllm
+def test_a_planted_rename_of_the_build_goes_red(fake_kimi: Path) -> None:
+    path = fake_kimi / MODEL
+    text = path.read_text()
+    assert text.count("def build_specialized_decode(self) -> None:") == 1
+    path.write_text(text.replace("def build_specialized_decode(self) -> None:",
+                                 "def build_decode(self) -> None:"))
+    issues = drift.check_rows(ROWS, root=fake_kimi)
+    key = "vllm.models.kimi_k3.nvidia.model:KimiLinearForCausalLM.build_specialized_decode"
+    assert [i.key for i in issues] == [key] and "not defined" in issues[0].problem

@@ -106,6 +106,8 @@ TABLE: tuple[HookRow, ...] = (
     # Kimi-K3 specialized decode: keep the packed MoE front on its module (kimi_k3_front.py)
     *_function(f"{_KIMI_K3_DECODE}.providers", "pack_front", ("moe", "rank", "tp"),
                (f"{_KIMI_K3_DECODE}.decode",)),
+    _method("vllm.models.kimi_k3.nvidia.model", "KimiLinearForCausalLM.build_specialized_decode",
+            ("self",)),
 )
 
 

@@ -28,6 +28,8 @@ target                              derivgraph does
                                     tensor fails (:mod:`derivgraph.audit.capture_audit`)
 Kimi-K3 ``pack_front``              keeps vLLM's packed MoE front (the same object) on the MoE
                                     module (:mod:`vllm_integration.kimi_k3_front`)
+``build_specialized_decode``        recompiles the holding model's plan (the decode is built
+                                    after the post-load step)
 ==================================  =============================================================
 """
 
@@ -45,7 +47,7 @@ from typing import Any
 
 from ._imports import PostImportHook
 from .hook_table import TABLE, HookKind, HookRow, definitions
-from .kimi_k3_front import wrap_pack_front
+from .kimi_k3_front import wrap_build_specialized_decode, wrap_pack_front
 
 __all__ = ["install", "is_installed", "patched_bindings", "uninstall", "unwrapped"]
 
@@ -374,6 +376,7 @@ WRAPPERS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
     "Worker.wake_up": _wrap_wake_up,
     "CUDAGraphWrapper.__call__": _wrap_cudagraph_call,
     "pack_front": wrap_pack_front,  # Kimi-K3: keeps the packed MoE front on its module
+    "KimiLinearForCausalLM.build_specialized_decode": wrap_build_specialized_decode,
 }
 
 # ---- installation -----------------------------------------------------------------------------

@@ -16,6 +16,13 @@ every holder shares it; the spec ``vllm-kimi-k3-packed-moe-front``
 (``specs/vllm_kimi_k3_kda.yaml``) adopts it as an ``attribute`` and the pass refills it in
 place (its address, baked into the kernels and the range table, never changes).
 
+The plugin compiles a model's plan after vLLM's post-load step, but ``KimiK3ModelState`` builds
+the specialized decode later (``build_specialized_decode``), so a second row wraps
+``KimiLinearForCausalLM.build_specialized_decode``: once it returns, the plan of the model that
+holds this language model is recompiled (:func:`oracle.replan`: the tensors it already bound are
+adopted, nothing moves), which binds the packed fronts and the TP16 padded dense down
+projection (``vllm-kimi-k3-specialized-dense-down-tp16``) too.
+
 Plain attributes, not buffers: ``named_buffers`` and ``state_dict`` stay as vLLM made them, so
 no loader, layerwise copy-back or sleep-mode pool sees a new tensor. Nothing here imports vLLM.
 """
@@ -30,7 +37,7 @@ from typing import Any
 import torch
 
 __all__ = ["PACKED_FRONT", "PACKED_FRONT_RANK", "PACKED_FRONT_TP", "keep_packed_front",
-           "wrap_pack_front"]
+           "replan_owners", "wrap_build_specialized_decode", "wrap_pack_front"]
 
 logger = logging.getLogger(__name__)
 
@@ -70,3 +77,46 @@ def wrap_pack_front(orig: Callable[..., torch.Tensor]) -> Callable[..., torch.Te
         return packed
 
     return pack_front
+
+
+def replan_owners(language_model: Any) -> int:
+    """Recompile the plan of every planned model that is or holds ``language_model``.
+
+    Returns how many plans were recompiled. A spec problem raises in ``strict`` mode; otherwise
+    it is logged and the plan compiled at load stays in place.
+    """
+    from derivgraph import DerivgraphError
+
+    from . import oracle
+    from .config import current_mode
+
+    count = 0
+    for model in oracle.planned_models():
+        if model is not language_model and not any(m is language_model for m in model.modules()):
+            continue
+        try:
+            plan = oracle.replan(model)
+        except DerivgraphError as exc:
+            if current_mode() == "strict":
+                raise
+            logger.error("derivgraph: the specialized decode's derived tensors of %s are not "
+                         "kept across reloads (the plan compiled at load stays):\n%s",
+                         type(model).__name__, exc)
+            continue
+        count += 1
+        logger.info("derivgraph: %s plan recompiled after the specialized decode was built: %d "
+                    "derived tensors", type(model).__name__, len(plan))
+    return count
+
+
+def wrap_build_specialized_decode(orig: Callable[..., Any]) -> Callable[..., Any]:
+    """The hook's wrapper: vLLM's ``build_specialized_decode``, then :func:`replan_owners`."""
+
+    @functools.wraps(orig)
+    def build_specialized_decode(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = orig(self, *args, **kwargs)
+        if _active():
+            replan_owners(self)
+        return result
+
+    return build_specialized_decode

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ALLOW_RECAPTURE_ENV", "Counters", "ModelState", "abort", "attach", "audit", "begin",
     "detach", "end", "note_names", "on_post_load", "plan_for", "planned_models",
-    "recapture_allowed", "same_weight_oracle", "state_for", "strict_findings",
+    "recapture_allowed", "replan", "same_weight_oracle", "state_for", "strict_findings",
 ]
 
 logger = logging.getLogger(__name__)
@@ -185,6 +185,23 @@ def detach(model: nn.Module) -> None:
     """Forget ``model``'s plan; its reloads are no longer tracked."""
     with _LOCK:
         _store(model, None)
+
+
+def replan(model: nn.Module, specs: Iterable[Spec] | None = None) -> Plan:
+    """Recompile ``model``'s plan over the tensors it holds now, keeping its counters.
+
+    For engine objects built after the post-load step (Kimi-K3's specialized decode): the
+    tensors the old plan bound are adopted, so nothing moves. A spec problem raises and keeps
+    the previous plan.
+    """
+    from derivgraph import compile_plan
+
+    with _LOCK:
+        old = state_for(model)
+        library = spec_library() if specs is None else list(specs)
+        plan = compile_plan(model, specs_for(model, library))
+        _store(model, ModelState(plan, counters=old.counters if old is not None else Counters()))
+    return plan
 
 
 def on_post_load(model: nn.Module) -> None:
