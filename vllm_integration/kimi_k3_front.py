@@ -24,7 +24,8 @@ adopted, nothing moves), which binds the packed fronts and the TP16 padded dense
 projection (``vllm-kimi-k3-specialized-dense-down-tp16``) too.
 
 Plain attributes, not buffers: ``named_buffers`` and ``state_dict`` stay as vLLM made them, so
-no loader, layerwise copy-back or sleep-mode pool sees a new tensor. Nothing here imports vLLM.
+no loader, layerwise copy-back or sleep-mode pool sees a new tensor. Nothing here imports vLLM
+(or torch, until a wrapper runs).
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:  # the plugin registers without importing torch
+    import torch
 
 __all__ = ["PACKED_FRONT", "PACKED_FRONT_RANK", "PACKED_FRONT_TP", "keep_packed_front",
            "replan_owners", "wrap_build_specialized_decode", "wrap_pack_front"]
@@ -51,6 +53,8 @@ PACKED_FRONT_TP = "derivgraph_packed_front_tp"
 
 def keep_packed_front(moe: Any, packed: torch.Tensor, rank: int, tp: int) -> None:
     """Keep ``packed`` (not a copy) and the call's ``rank`` / ``tp`` on the MoE module."""
+    import torch
+
     if not isinstance(packed, torch.Tensor):
         logger.warning("derivgraph: pack_front returned %s, not a tensor; the packed MoE front "
                        "is not declared", type(packed).__name__)
