@@ -209,6 +209,47 @@ def test_building_the_specialized_decode_recompiles_the_holders_plan() -> None:
         oracle.detach(root)
 
 
+_BAD_SPEC = """version: 1
+specs:
+  - name: test-broken-kimi-front
+    target:
+      module_class: [KimiMoE]
+      where: {derivgraph_packed_front_tp: [8, 16]}
+    derived:
+      - {name: broken, kind: attribute, formula: "gate.missing * 2"}
+"""
+
+
+@pytest.mark.parametrize("mode", ["refill", "strict"])
+def test_a_spec_problem_at_the_replan_keeps_the_load_plan_and_fails_only_in_strict(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        mode: str) -> None:
+    from torch import nn
+
+    from derivgraph import SpecValidationError
+    from vllm_integration import oracle
+    from vllm_integration.config import SPECS_ENV
+
+    (tmp_path / "broken.yaml").write_text(_BAD_SPEC)
+    monkeypatch.setenv(SPECS_ENV, str(tmp_path / "broken.yaml"))
+    monkeypatch.setenv(MODE_ENV, mode)
+    root = nn.Module()
+    root.language_model = lm = KimiLinearForCausalLM(8)
+    load_in_place(lm, _weights(1, 8))
+    at_load = oracle.attach(root)  # matches nothing yet: the broken spec needs the decode
+    build = wrap_build_specialized_decode(KimiLinearForCausalLM.build_specialized_decode)
+    try:
+        if mode == "strict":
+            with pytest.raises(SpecValidationError, match="DG007"):
+                build(lm, 8, 3, wrap_pack_front(pack_front))
+        else:
+            build(lm, 8, 3, wrap_pack_front(pack_front))
+            assert "not kept across reloads" in caplog.text and "DG007" in caplog.text
+        assert oracle.plan_for(root) is at_load  # the plan compiled at load stays
+    finally:
+        oracle.detach(root)
+
+
 @pytest.fixture
 def fresh_hooks():
     was = hooks.is_installed()
