@@ -177,8 +177,7 @@ def index_issues(graph: DerivedGraph) -> None:
                         "supported", owner)
             continue
         x = graph.meta_env.get(node.inputs[0]) if node.inputs else None
-        if not isinstance(x, torch.Tensor) or not isinstance(graph.meta_env.get(index.id),
-                                                             torch.Tensor):
+        if not isinstance(x, torch.Tensor) or not isinstance(graph.meta_env.get(n), torch.Tensor):
             continue  # inference failed: reported as DG013
         try:
             with torch.no_grad():

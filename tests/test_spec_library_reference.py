@@ -17,6 +17,7 @@ from derivgraph import AdoptionError, compile_plan, load_spec_file
 from derivgraph.examples.reference_dsv4_compressor import build_dsv4_model, make_dsv4_weights
 from derivgraph.examples.reference_gemma4_mtp import build_gemma4_mtp, make_gemma4_mtp_weights
 from derivgraph.examples.reference_mla import MLAConfig, build_mla_model, make_mla_weights
+from derivgraph.paths import get_path
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = [s for f in sorted((ROOT / "specs").glob("*.yaml")) for s in load_spec_file(f)]
@@ -253,25 +254,53 @@ def test_glm5next_specs_skip_caches_not_built_yet() -> None:
     assert sorted(compile_plan(root, SPECS).entries) == []
 
 
-# ---- LiLiCorr head: fused edge weight / bias rebound by every load ----------------------------
+# ---- LiLiCorr head: every inference buffer rebound by every load --------------------------------
 
-LILICORR_KEYS = ["lilicorr._fused_edge_bias", "lilicorr._fused_edge_weight"]
+LILICORR_KEYS = ["lilicorr._attn_bias", "lilicorr._factor_input_splits.0",
+                 "lilicorr._factor_input_splits.1", "lilicorr._factor_input_splits.2",
+                 "lilicorr._fused_edge_bias", "lilicorr._fused_edge_weight",
+                 "lilicorr._is_top1_col", "lilicorr._rank_frac_col"]
 
 
+@pytest.mark.parametrize("topk", [1, 2, 4])
 @pytest.mark.parametrize("materialize", [True, False], ids=["load_weights", "in-place"])
-def test_lilicorr_fused_edge_a_b_a(materialize: bool) -> None:
+def test_lilicorr_inference_buffers_a_b_a(materialize: bool, topk: int) -> None:
     from derivgraph.examples.reference_lilicorr import (
         build_lilicorr,
         load_lilicorr,
         make_lilicorr_weights,
     )
 
-    _a_b_a(lambda s: build_lilicorr(make_lilicorr_weights(s)),
+    _a_b_a(lambda s: build_lilicorr(make_lilicorr_weights(s), topk=topk),
            lambda m, s: load_lilicorr(m, make_lilicorr_weights(s), materialize=False),
            LILICORR_KEYS,
            (lambda m: m.lilicorr.materialize_inference_buffers(torch.device("cpu"),
                                                                torch.bfloat16))
            if materialize else None)
+
+
+def test_lilicorr_factor_input_splits_tuple_is_kept_across_loads() -> None:
+    """vLLM rebinds a new tuple on every load; the plan puts the startup tuple back."""
+    from derivgraph.examples.reference_lilicorr import (
+        build_lilicorr,
+        load_lilicorr,
+        make_lilicorr_weights,
+    )
+
+    model = build_lilicorr(make_lilicorr_weights(1))
+    plan = compile_plan(model, SPECS)
+    head = model.lilicorr
+    startup = head._factor_input_splits
+    items = [(t, t.data_ptr()) for t in startup]
+    for seed in (2, 1):
+        load_lilicorr(model, make_lilicorr_weights(seed))
+        assert head._factor_input_splits is not startup  # the engine's new tuple
+        assert plan.refill(verify=True).moved == []
+        assert head._factor_input_splits is startup
+        assert all(now is t and now.data_ptr() == p
+                   for (t, p), now in zip(items, head._factor_input_splits))
+        w = build_lilicorr(make_lilicorr_weights(seed)).lilicorr.factor_input_proj.weight
+        assert all(torch.equal(a, b) for a, b in zip(startup, w.split(16, dim=1)))
 
 
 def test_lilicorr_load_moves_and_in_place_reload_is_stale_without_the_plan() -> None:
@@ -282,12 +311,18 @@ def test_lilicorr_load_moves_and_in_place_reload_is_stale_without_the_plan() -> 
     )
 
     model = build_lilicorr(make_lilicorr_weights(1))
-    before = model.lilicorr._fused_edge_weight
+    head = model.lilicorr
+    before = {k: get_path(model, k) for k in LILICORR_KEYS}
+    splits = head._factor_input_splits
     load_lilicorr(model, make_lilicorr_weights(2))
-    assert model.lilicorr._fused_edge_weight is not before  # a captured graph reads `before`
+    for k in LILICORR_KEYS:  # a captured graph reads `before`
+        assert get_path(model, k) is not before[k], k
+    assert head._factor_input_splits is not splits
     load_lilicorr(model, make_lilicorr_weights(1), materialize=False)
     cold = build_lilicorr(make_lilicorr_weights(1))
-    assert not torch.equal(model.lilicorr._fused_edge_weight, cold.lilicorr._fused_edge_weight)
+    for k in ("lilicorr._fused_edge_weight", "lilicorr._attn_bias",
+              "lilicorr._factor_input_splits.0"):
+        assert not torch.equal(get_path(model, k), get_path(cold, k)), k
 
 
 # ---- Kimi-K3 specialized decode: TP16 padded dense down projection -------------------------------
