@@ -335,3 +335,19 @@ def test_tuple_items_must_equal_their_formulas(tmp_path) -> None:
         compile_plan(model, _splits_specs(tmp_path, text))
     assert Rule.ADOPTION in str(info.value)
     assert get_path(model, "splits.1").shape == (3, 4)  # the engine's tuple, untouched
+
+
+def test_static_audit_matches_a_tuple_site_to_its_declared_items(tmp_path) -> None:
+    """The audit sees `self.splits = (...)`; a spec declaring the tuple's items declares it."""
+    from derivgraph.audit.static_match import SpecIndex
+    from derivgraph.audit.static_sites import RawSite
+
+    def site(attr: str) -> RawSite:
+        return RawSite(line=1, col=0, cls="Splits", function="post_load", attr=attr,
+                       owner="self", category="container", reason="", expr="(...)",
+                       kind="attribute", via=(), classes=("Splits",))
+
+    index = SpecIndex(_splits_specs(tmp_path))
+    assert index.match(site("splits")) == "splits"
+    assert index.match(site("other")) is None  # canary: another attribute stays undeclared
+    assert index.match(site("0")) is None  # the item index alone names no site
