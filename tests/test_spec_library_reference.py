@@ -303,6 +303,27 @@ def test_lilicorr_factor_input_splits_tuple_is_kept_across_loads() -> None:
         assert all(torch.equal(a, b) for a, b in zip(startup, w.split(16, dim=1)))
 
 
+def test_lilicorr_feature_columns_are_constants_kept_and_rewritten() -> None:
+    """_rank_frac_col / _is_top1_col read no weight: computed at compile, out of the pass, and
+    written back from the compile-time values when their memory was lost (level-2 sleep)."""
+    from derivgraph.examples.reference_lilicorr import build_lilicorr, make_lilicorr_weights
+
+    model = build_lilicorr(make_lilicorr_weights(1), topk=4)
+    plan = compile_plan(model, SPECS)
+    keys = ["lilicorr._is_top1_col", "lilicorr._rank_frac_col"]
+    assert sorted(plan.constant_entries) == keys
+    head = model.lilicorr
+    startup = {k: get_path(model, k) for k in keys}
+    assert torch.equal(head._rank_frac_col, torch.tensor([[[0.0, 1 / 3, 2 / 3, 1.0]]]))
+    assert torch.equal(head._is_top1_col, torch.tensor([[[1.0, 0.0, 0.0, 0.0]]]))
+    want = {k: v.clone() for k, v in startup.items()}
+    for t in startup.values():
+        t.fill_(float("nan"))  # the memory was discarded
+    assert plan.rewrite_constants() == 2
+    for k in keys:
+        assert get_path(model, k) is startup[k] and torch.equal(startup[k], want[k]), k
+
+
 def test_lilicorr_load_moves_and_in_place_reload_is_stale_without_the_plan() -> None:
     from derivgraph.examples.reference_lilicorr import (
         build_lilicorr,
