@@ -289,6 +289,9 @@ def test_lilicorr_factor_input_splits_tuple_is_kept_across_loads() -> None:
 
     model = build_lilicorr(make_lilicorr_weights(1))
     plan = compile_plan(model, SPECS)
+    source = plan.source()  # layout copies (contiguous, same-dtype cast) make no temporary:
+    assert "ops.contiguous" not in source and "ops.cast" not in source, source
+    assert source.count("ops.cat.out(") == 2 and "ops.add.out(" in source  # out= the buffers
     head = model.lilicorr
     startup = head._factor_input_splits
     items = [(t, t.data_ptr()) for t in startup]
