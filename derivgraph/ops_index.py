@@ -186,6 +186,10 @@ def index_issues(graph: DerivedGraph) -> None:
             graph.issue(Rule.INFERENCE, f"{node.op}'s index cannot be computed: {exc}",
                         "check the params the index is built from", owner)
             continue
+        if not isinstance(value, torch.Tensor):  # e.g. read from an engine-computed tensor
+            graph.issue(Rule.INDEX_NOT_CONSTANT, f"{node.op}'s index is not computable from "
+                        "params alone", "build the index from params and config numbers", owner)
+            continue
         size = x.shape[dim % x.dim()] if x.dim() else 1
         if value.numel() and (int(value.min()) < 0 or int(value.max()) >= size):
             graph.issue(Rule.INDEX_OUT_OF_RANGE,

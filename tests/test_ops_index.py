@@ -351,3 +351,15 @@ def test_static_audit_matches_a_tuple_site_to_its_declared_items(tmp_path) -> No
     assert index.match(site("splits")) == "splits"
     assert index.match(site("other")) is None  # canary: another attribute stays undeclared
     assert index.match(site("0")) is None  # the item index alone names no site
+
+
+def test_an_index_read_from_an_engine_computed_tensor_is_refused(tmp_path) -> None:
+    path = _write(tmp_path, '      - {name: eng, kind: engine, dtype: int64, shape: [2]}\n'
+                  '      - {name: bad, kind: attribute, formula: "index_select(table, 1, eng)"}')
+    model = Grid(1)
+    model.eng = torch.tensor([0, 1])
+    with pytest.raises(SpecValidationError) as info:
+        compile_plan(model, load_spec_file(path))
+    (issue,) = info.value.issues
+    assert issue.rule == Rule.INDEX_NOT_CONSTANT and issue.location.line == 11, str(issue)
+    assert not hasattr(model, "bad")
