@@ -495,13 +495,13 @@ class Plan:
         """Recompute derived tensors into their startup storage, then re-bind holders.
 
         ``updated``: source paths (exact, prefix or glob) that changed; only their dirty cone is
-        recomputed (and only its holders re-bound). ``None`` recomputes everything (a replay
-        when :meth:`capture` d). ``take_engine_values``: where the engine's post-load step left
-        a new tensor at a holder (same shape and dtype), copy its value instead of recomputing
-        (the layerwise-reload refill). ``verify`` checks that no bound tensor or source changed
-        object or address. ``strict`` (default: the plan's ``strict``) refuses a source whose
-        shape or dtype changed; otherwise the affected derived tensors are re-allocated and
-        reported (graph recapture required).
+        recomputed (every holder the engine rebuilt is re-bound). ``None`` recomputes everything
+        (a replay when :meth:`capture` d). ``take_engine_values``: where the engine's post-load
+        step left a new tensor at a holder (same shape and dtype), copy its value instead of
+        recomputing (the layerwise-reload refill). ``verify`` checks that no bound tensor or
+        source changed object or address. ``strict`` (default: the plan's ``strict``) refuses a
+        source whose shape or dtype changed; otherwise the affected derived tensors are
+        re-allocated and reported (graph recapture required).
         """
         updated = None if updated is None else list(updated)
         if not take_engine_values:  # engine hook: refuse before anything is written
@@ -528,10 +528,9 @@ class Plan:
                 self._execute(self._program_for(self._needed_nodes(updated)), report)
             self._set_scalars(report, None if updated is None
                               else self._needed_nodes(updated))
-        if updated is None or take_engine_values:
-            report.rebinds = self.rebind(report)
-        else:
-            report.rebinds = self._rebind_some(self._needed_nodes(updated), report)
+        # every holder the engine rebuilt, in the cone or not: outside it the startup storage
+        # still holds the right values (its sources did not change)
+        report.rebinds = self.rebind(report)
         report.seconds = time.perf_counter() - start
         if verify:
             report.moved = self.moved()
@@ -767,11 +766,6 @@ class Plan:
     def _walk(self) -> _Hops:
         return _Hops(self.model, [s.rpartition(".")[0] for s in self._sources]
                      + [e.node.owner_path for e in self.entries.values()])
-
-    def _rebind_some(self, nodes: frozenset[str], report: RunReport) -> int:
-        count = self.restore_containers()
-        return count + self._rebind_entries([self.entries[n] for n in nodes if n in self.entries],
-                                            report)
 
     def _rebind_entries(self, entries: Iterable[Entry], report: RunReport | None,
                         known: dict[str, Any] | None = None) -> int:

@@ -306,6 +306,25 @@ def test_lilicorr_factor_input_splits_tuple_is_kept_across_loads() -> None:
         assert all(torch.equal(a, b) for a, b in zip(startup, w.split(16, dim=1)))
 
 
+def test_lilicorr_selective_run_puts_back_every_holder_the_engine_rebuilt() -> None:
+    """vLLM's load_weights rebinds every buffer even when one weight changed; a run over the
+    changed name recomputes its cone and re-binds the rest too (their values still hold)."""
+    from derivgraph.examples.reference_lilicorr import build_lilicorr, make_lilicorr_weights
+
+    model = build_lilicorr(make_lilicorr_weights(1))
+    plan = compile_plan(model, SPECS)
+    head = model.lilicorr
+    startup = {k: get_path(model, k) for k in LILICORR_KEYS}
+    with torch.no_grad():
+        head.relative_slot_bias.mul_(2)
+    head.materialize_inference_buffers(torch.device("cpu"), torch.bfloat16)  # all rebound
+    fresh = {k: get_path(model, k).clone() for k in LILICORR_KEYS}
+    report = plan.run(["lilicorr.relative_slot_bias"], verify=True)
+    assert report.moved == []
+    for k in LILICORR_KEYS:
+        assert get_path(model, k) is startup[k] and torch.equal(startup[k], fresh[k]), k
+
+
 def test_lilicorr_feature_columns_are_constants_kept_and_rewritten() -> None:
     """_rank_frac_col / _is_top1_col read no weight: computed at compile, out of the pass, and
     written back from the compile-time values when their memory was lost (level-2 sleep)."""
