@@ -149,6 +149,7 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
 
     Reads only; runs before any tensor is computed or any attribute is set.
     """
+    from .holders import container_problem, is_container
     from .validate import check_device
 
     issues: list[SpecIssue] = []
@@ -157,7 +158,15 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
             node = join(b.qualify(decl.owner), decl.name)
             owner = get_path(b.module, decl.owner)
             if owner is not MISSING and owner is not None:
-                problem = _binding_problem(owner, decl)
+                # issue10: a tuple owner is kept whole (derivgraph.holders), never bound into
+                problem = container_problem(b.module, decl, owner)
+                if problem:
+                    issues.append(SpecIssue(Rule.CONTAINER_HOLDER, problem,
+                                            "declare tensor items of a tuple held in a plain "
+                                            "attribute (owner: the tuple, name: the item's index, "
+                                            "kind: attribute)", decl.location, node))
+                    continue
+                problem = None if is_container(owner) else _binding_problem(owner, decl)
                 if problem:
                     fix = ("set `replace: true` if the engine leaves None there to be filled"
                            if "is None" in problem else

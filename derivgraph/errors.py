@@ -45,6 +45,10 @@ class Rule:
     PASS_FAULT = "DG030 pass-fault"
     SOURCE_CHANGED = "DG031 source-changed"
     COLLECTIVE_GROUP = "DG040 collective-group"
+    # issue10: index ops (derivgraph.ops_index) and tuple holders (derivgraph.holders)
+    INDEX_NOT_CONSTANT = "DG041 index-not-constant"
+    INDEX_OUT_OF_RANGE = "DG042 index-out-of-range"
+    CONTAINER_HOLDER = "DG043 container-holder"
     VLLM_DRIFT = "DG060 vllm-drift"
     CAPTURE_UNDECLARED = "DG061 capture-undeclared"
     # issue12: folds (derivgraph.fold) and engine-computed tensors (derivgraph.engine_values)

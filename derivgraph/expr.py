@@ -267,7 +267,7 @@ def signature_of(name: str, fn: Any, kind: str) -> OpSignature:
 
 #: Modules whose ops are built in (registered when ``derivgraph.ops`` loads).
 BUILTIN_OP_MODULES = frozenset(
-    {"derivgraph.ops", "derivgraph.collectives", "derivgraph.ops_layout"})
+    {"derivgraph.ops", "derivgraph.collectives", "derivgraph.ops_layout", "derivgraph.ops_index"})
 
 
 def registry_catalogue() -> dict[str, Any]:

@@ -23,6 +23,7 @@ from .expr import FormulaError
 from .infer import infer_shapes
 from .ir import NodeKind, OpKind, TensorKind, is_fold
 from .ops import OPS
+from .ops_index import index_issues
 from .paths import MISSING, get_path, join
 from .resolve import Resolver, Unresolved, device_of, parse_cached, resolve_params
 
@@ -70,6 +71,7 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
     _check_cycles(graph)
     if not any(i.rule == Rule.CYCLE for i in graph.issues):
         infer_shapes(graph)
+        index_issues(graph)
     return graph
 
 

@@ -18,7 +18,7 @@ from .ir import NodeKind, TensorKind, is_engine
 from .limits import LimitError, check_numel
 from .ops import DTYPES
 
-__all__ = ["infer_shapes", "meta_value"]
+__all__ = ["first_feeds", "infer_shapes", "meta_value"]
 
 
 def meta_value(graph: DerivedGraph, node_id: str, cache: dict[str, Any]) -> Any:
@@ -74,12 +74,8 @@ def _check_sizes(graph: DerivedGraph, env: dict[str, Any]) -> None:
     The issue is reported on the first derived tensor the oversized value feeds, so it carries
     that spec's file and line.
     """
-    feeds: dict[str, DerivedNode | None] = {}
+    feeds = first_feeds(graph)
     nodes = graph.nodes
-    for n in reversed(graph.ordered()):
-        here = graph.derived.get(n) or feeds.get(n)
-        for p in nodes[n].inputs:
-            feeds.setdefault(p, here)
     oversized: set[str] = set()
     for n in graph.ordered():
         value = env.get(n)
@@ -91,6 +87,17 @@ def _check_sizes(graph: DerivedGraph, env: dict[str, Any]) -> None:
             oversized.add(n)
             if not any(p in oversized for p in nodes[n].inputs):  # once per oversized chain
                 graph.issue(exc.rule, exc.message, exc.fix, graph.derived.get(n) or feeds.get(n))
+
+
+def first_feeds(graph: DerivedGraph) -> dict[str, DerivedNode | None]:
+    """Node id -> the first derived tensor it feeds (whose spec file:line an issue carries)."""
+    feeds: dict[str, DerivedNode | None] = {}
+    nodes = graph.nodes
+    for n in reversed(graph.ordered()):
+        here = graph.derived.get(n) or feeds.get(n)
+        for p in nodes[n].inputs:
+            feeds.setdefault(p, here)
+    return feeds
 
 
 def _source_devices(graph: DerivedGraph) -> dict[str, frozenset[Any]]:

@@ -70,6 +70,7 @@ class Slot(_StrEnum):
     PARAMETER = "parameter"
     BUFFER = "buffer"
     ATTRIBUTE = "attribute"
+    ELEMENT = "element"  # an item of a tuple: the tuple is put back whole (derivgraph.holders)
     MISSING = "missing"
 
 

@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 __all__ = ["Action", "Program", "Step", "build_program", "lower_steps"]
 
 _RESHAPES = frozenset({"view", "reshape", "flatten", "squeeze", "unsqueeze"})
+# ops that only copy their input when it lands in contiguous storage of the same dtype (a cast
+# only when it keeps the dtype): a step writing derived storage skips them (no temporary)
+_LAYOUT_COPIES = frozenset({"contiguous", "clone", "cast"})
 _FOREACH_UNARY = {name: f"_foreach_{name}_" for name in
                   ("reciprocal", "abs", "exp", "log", "sqrt", "rsqrt", "neg")}
 _FOREACH_BINARY = {"add": "_foreach_add_", "sub": "_foreach_sub_", "mul": "_foreach_mul_",
@@ -133,7 +136,34 @@ class Lowerer(Interpreter):
                     if out_shape is not None:
                         self.plan.out_views[node.id] = out_shape
                     return
-        self.steps.append(Step(node.id, Action.COPY, input=node.input, target=node.id))
+        self.steps.append(Step(node.id, Action.COPY, input=self._copy_input(node.input, node.id),
+                               target=node.id))
+
+    def _is_layout_copy(self, node_id: str) -> bool:
+        """A contiguous/clone, or a cast that keeps the dtype: its value is its input's."""
+        cur = self.graph.nodes[node_id]
+        if cur.kind is not NodeKind.OP or cur.op not in _LAYOUT_COPIES or not cur.inputs \
+                or refs_in(cur.args[1:]) or refs_in(cur.kwargs):
+            return False
+        if cur.op != "cast":
+            return True
+        a, b = self.plan.meta_env.get(cur.inputs[0]), self.plan.meta_env.get(node_id)
+        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype == b.dtype
+
+    def _copy_input(self, value: str, user: str) -> str:
+        """The value a COPY reads: ``copy_`` takes any layout, so layout copies are skipped
+        (never onto a value over the target's own storage: copy_ needs no overlap)."""
+        target = self.plan.entries[user].storage
+        ptr = target.untyped_storage().data_ptr() if isinstance(target, torch.Tensor) else None
+        skipped = []
+        while self._is_layout_copy(value) and self.users[value] == [user]:
+            inner = self.graph.nodes[value].inputs[0]
+            if ptr is not None and ptr in self.plan._ptrs(inner):
+                break
+            skipped.append(value)
+            value, user = inner, value
+        self.fused.update(skipped)
+        return value
 
     def _chain_between(self, top: str, producer: str) -> list[str]:
         chain, node_id = [], top
@@ -152,12 +182,13 @@ class Lowerer(Interpreter):
         cur = graph.nodes[node_id]
         if cur.kind is not NodeKind.OP or users[node_id] != [node.id]:
             return None, None
-        while cur.kind is NodeKind.OP and cur.op in _RESHAPES:
+        while cur.kind is NodeKind.OP and (cur.op in _RESHAPES or self._is_layout_copy(cur.id)):
             inner = cur.inputs[0] if cur.inputs else None
             if inner is None or graph.nodes[inner].kind is not NodeKind.OP \
                     or users[inner] != [cur.id]:
                 return None, None
-            reshaped, cur = True, graph.nodes[inner]
+            reshaped = reshaped or cur.op in _RESHAPES
+            cur = graph.nodes[inner]
         op = OPS[cur.op]
         if op.kind is not OpKind.COMPUTE or (op.out is None and cur.op != "div"):
             return None, None

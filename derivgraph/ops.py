@@ -311,4 +311,4 @@ def _select(x: torch.Tensor, dim: int, index: int) -> torch.Tensor:
     """x.select(dim, index)."""
     return x.select(dim, index)
 
-from . import collectives, ops_layout  # noqa: E402,F401  (collectives and layout ops register here)
+from . import collectives, ops_index, ops_layout  # noqa: E402,F401  (collectives, index, layout ops)

@@ -14,7 +14,8 @@ from typing import Any
 
 from torch import nn
 
-__all__ = ["MISSING", "class_names", "get_path", "join", "matches_class", "set_slot", "slot_of"]
+__all__ = ["MISSING", "class_names", "get_path", "holder_dict", "join", "matches_class", "set_slot",
+           "slot_of"]
 
 MISSING: Any = object()
 
@@ -44,6 +45,30 @@ def _step(obj: Any, part: str) -> Any:
     if isinstance(obj, Mapping) and part in obj:
         return obj[part]
     return getattr(obj, part, MISSING)
+
+
+def holder_dict(parent: Any, key: str) -> tuple[Any, Any] | None:
+    """The dict that :func:`get_path` reads ``parent.key`` from, and the key, if there is one.
+
+    None for list and tuple items, properties and ``__slots__``: places without a dict entry.
+    """
+    if isinstance(parent, nn.Module):
+        d = parent.__dict__
+        for registry in ("_modules", "_parameters", "_buffers"):
+            if key in d[registry]:
+                return d[registry], key
+        if key in d:
+            return d, key
+        return None
+    if isinstance(parent, dict) and key in parent:
+        return parent, key
+    if key.isdigit() and isinstance(parent, (list, tuple)):
+        return None
+    d = getattr(parent, "__dict__", None)
+    if isinstance(d, dict) and key in d and not isinstance(getattr(type(parent), key, None),
+                                                           property):
+        return d, key
+    return None
 
 
 def _is_dunder(part: str) -> bool:
@@ -81,7 +106,8 @@ def matches_class(obj: Any, wanted: Sequence[str]) -> bool:
 
 
 def slot_of(owner: Any, name: str) -> str:
-    """Where ``owner.name`` lives: 'parameter', 'buffer', 'attribute' or 'missing'."""
+    """Where ``owner.name`` lives: 'parameter', 'buffer', 'attribute', 'element' (an item of a
+    tuple: bound only by putting the whole tuple back) or 'missing'."""
     if isinstance(owner, nn.Module):
         if name in owner._parameters:
             return "parameter"
@@ -89,6 +115,8 @@ def slot_of(owner: Any, name: str) -> str:
             return "buffer"
     if isinstance(owner, Mapping):
         return "attribute" if name in owner else "missing"
+    if isinstance(owner, tuple):  # an item of an immutable container (derivgraph.holders)
+        return "element" if name.isdigit() and int(name) < len(owner) else "missing"
     return "attribute" if hasattr(owner, name) else "missing"
 
 

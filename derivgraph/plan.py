@@ -24,6 +24,7 @@ from .engine_values import adoption_problem
 from .errors import AdoptionError, Rule, SpecIssue, SpecValidationError
 from .fold import compile_folds
 from .graph import build_graph
+from .holders import collect_containers
 from .interpret import EagerInterpreter, MetaInterpreter, ViewRebuilder, view_base
 from .ir import HELD_KINDS, TENSOR_KINDS, NodeKind, Slot, TensorKind, is_engine
 from .lower import Action, build_program, lower_steps
@@ -148,7 +149,8 @@ def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, 
                 problems.append(f"dtype {current.dtype} vs formula {value.dtype}")
             if current.device != value.device:
                 problems.append(f"device {current.device} vs formula {value.device}")
-            if slot != node.kind:
+            item = slot == Slot.ELEMENT and node.kind is TensorKind.ATTRIBUTE  # a tuple's item
+            if slot != node.kind and not item:
                 problems.append(f"the engine holds it as a {slot}, the spec says {node.kind}")
             if problems:
                 issue(Rule.ADOPTION, f"cannot adopt the engine's {name}: " + "; ".join(problems),
@@ -166,7 +168,7 @@ def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, 
                       "the same tensor object", f"declare {name} as kind 'alias' of the other")
                 continue
             adopted_by[id(current)] = node_id
-            entry = Entry(node, current, Slot(node.kind.value), True)
+            entry = Entry(node, current, Slot.ELEMENT if item else Slot(node.kind.value), True)
             by_id[node_id] = entry
             planned.append((entry, None))
         else:
@@ -246,6 +248,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None, require_match: bool
             plan.entries[entry.id] = entry
     _check_views(plan)
     plan._rebind_entries(plan.entries.values(), None)
+    plan.containers = collect_containers(plan)  # tuples: the engine's, kept for life
     _record_startup(plan)
     _lower(plan, values)
     logger.info("compiled %d derived tensors (%d adopted) over %d sources, %d steps, %d groups, "
@@ -409,6 +412,7 @@ def refresh_layouts(plan: Plan, changed: list[str]) -> list[str]:
             if kind in HELD_KINDS and isinstance(value, torch.Tensor):
                 entry.storage.copy_(value)
     _record_startup(plan)
+    plan.restore_containers()  # a tuple around re-allocated items is rebuilt
     plan._rebind_entries(plan.entries.values(), None)
     _lower(plan, values)
     return reallocated

@@ -33,11 +33,12 @@ from .dag import DerivedGraph, DerivedNode, NodeRef, refs_in
 from .engine_values import check_refillable, refuse_recompute
 from .errors import DerivgraphError, Rule
 from .fold import FoldSet
+from .holders import ContainerHolder, restore_containers
 from .interpret import EagerInterpreter, view_base
 from .ir import HELD_KINDS, TENSOR_KINDS, NodeKind, Slot, TensorKind, is_engine
 from .lower import Action, Program, Step, build_program
 from .ops import OPS
-from .paths import MISSING, _step, get_path, set_slot, slot_of
+from .paths import MISSING, _step, get_path, holder_dict, set_slot, slot_of
 from .report import RunReport
 
 __all__ = ["TENSOR_KINDS", "Entry", "PassFault", "Plan", "SourceChanged", "Step", "address_of"]
@@ -95,27 +96,6 @@ def address_of(t: Any) -> int:
     return t.data_ptr() if isinstance(t, torch.Tensor) and t.device.type != "meta" else 0
 
 
-def _container(parent: Any, key: str) -> tuple[Any, Any] | None:
-    """The dict that :func:`~derivgraph.paths.get_path` reads ``parent.key`` from, if any."""
-    if isinstance(parent, nn.Module):
-        d = parent.__dict__
-        for registry in ("_modules", "_parameters", "_buffers"):
-            if key in d[registry]:
-                return d[registry], key
-        if key in d:
-            return d, key
-        return None
-    if isinstance(parent, dict) and key in parent:
-        return parent, key
-    if key.isdigit() and isinstance(parent, (list, tuple)):
-        return None
-    d = getattr(parent, "__dict__", None)
-    if isinstance(d, dict) and key in d and not isinstance(getattr(type(parent), key, None),
-                                                           property):
-        return d, key
-    return None
-
-
 class _Hops:
     """Identity checks for a set of paths: one C-level ``all(map(is_, ...))`` per run."""
 
@@ -136,7 +116,7 @@ class _Hops:
                     continue
                 child = _step(parent, parts[i])
                 seen[prefix] = child
-                where = _container(parent, parts[i])
+                where = holder_dict(parent, parts[i])
                 if where is None:
                     self.slow.append((parent, parts[i], child))
                 else:
@@ -184,6 +164,7 @@ class Plan:
         self._startup: tuple[list[Any], list[int]] | None = None
         self._graph: Any = None
         self.folds = FoldSet()  # fold hook: set by compile_plan
+        self.containers: list[ContainerHolder] = []  # tuples kept for life (derivgraph.holders)
         self._cuda: bool | None = None
         self._captured = False
 
@@ -424,7 +405,7 @@ class Plan:
         for src, tensor in self._sources.items():
             owner_path, _, name = src.rpartition(".")
             owner = objs.get(owner_path, MISSING) if owner_path else model
-            where = _container(owner, name) if owner is not MISSING else None
+            where = holder_dict(owner, name) if owner is not MISSING else None
             self._src_list.append((src, where, tensor, address_of(tensor)))
         self._refresh_holder_checks()
 
@@ -438,8 +419,9 @@ class Plan:
         self._captured = False
 
     def _refresh_holder_checks(self) -> None:
-        self._holder_entries = [e for e in self.entries.values()
-                                if e.node.kind is not TensorKind.SCALAR]
+        self._holder_entries = [e for e in self.entries.values()  # tuple items: the tuple's hop
+                                if e.node.kind is not TensorKind.SCALAR
+                                and e.slot is not Slot.ELEMENT]
         dicts, keys, expected = [], [], []
         for entry in self._holder_entries:
             d, k = self._holder_where(entry)
@@ -452,7 +434,7 @@ class Plan:
         objs = self._hops.objects if self._hops else {}
         path = entry.node.owner_path
         owner = objs.get(path, MISSING) if path else self.model
-        where = _container(owner, entry.node.decl.name) \
+        where = holder_dict(owner, entry.node.decl.name) \
             if owner is not MISSING and owner is not None else None
         return where if where is not None else ({}, entry.node.decl.name)
 
@@ -513,13 +495,13 @@ class Plan:
         """Recompute derived tensors into their startup storage, then re-bind holders.
 
         ``updated``: source paths (exact, prefix or glob) that changed; only their dirty cone is
-        recomputed (and only its holders re-bound). ``None`` recomputes everything (a replay
-        when :meth:`capture` d). ``take_engine_values``: where the engine's post-load step left
-        a new tensor at a holder (same shape and dtype), copy its value instead of recomputing
-        (the layerwise-reload refill). ``verify`` checks that no bound tensor or source changed
-        object or address. ``strict`` (default: the plan's ``strict``) refuses a source whose
-        shape or dtype changed; otherwise the affected derived tensors are re-allocated and
-        reported (graph recapture required).
+        recomputed (every holder the engine rebuilt is re-bound). ``None`` recomputes everything
+        (a replay when :meth:`capture` d). ``take_engine_values``: where the engine's post-load
+        step left a new tensor at a holder (same shape and dtype), copy its value instead of
+        recomputing (the layerwise-reload refill). ``verify`` checks that no bound tensor or
+        source changed object or address. ``strict`` (default: the plan's ``strict``) refuses a
+        source whose shape or dtype changed; otherwise the affected derived tensors are
+        re-allocated and reported (graph recapture required).
         """
         updated = None if updated is None else list(updated)
         if not take_engine_values:  # engine hook: refuse before anything is written
@@ -546,10 +528,9 @@ class Plan:
                 self._execute(self._program_for(self._needed_nodes(updated)), report)
             self._set_scalars(report, None if updated is None
                               else self._needed_nodes(updated))
-        if updated is None or take_engine_values:
-            report.rebinds = self.rebind(report)
-        else:
-            report.rebinds = self._rebind_some(self._needed_nodes(updated), report)
+        # every holder the engine rebuilt, in the cone or not: outside it the startup storage
+        # still holds the right values (its sources did not change)
+        report.rebinds = self.rebind(report)
         report.seconds = time.perf_counter() - start
         if verify:
             report.moved = self.moved()
@@ -758,13 +739,14 @@ class Plan:
         only some holders changed, only those are re-bound; when an owner on the way was
         rebuilt, the paths are walked again (once, sharing prefixes).
         """
+        count = self.restore_containers()
         if self._hops is not None and self._hops.intact():
             dicts, keys, expected = self._holder_checks
             oks = list(map(_is, map(dict.get, dicts, keys), expected))
             if all(oks):
-                return 0
+                return count
             bad = [i for i, ok in enumerate(oks) if not ok]
-            count = self._rebind_entries([self._holder_entries[i] for i in bad], report,
+            count += self._rebind_entries([self._holder_entries[i] for i in bad], report,
                                          self._hops.objects)
             for i in bad:
                 dicts[i], keys[i] = self._holder_where(self._holder_entries[i])
@@ -773,16 +755,17 @@ class Plan:
                                           self._hops.objects)
             return count
         self._hops = self._walk()
-        count = self._rebind_entries(self.entries.values(), report, self._hops.objects)
+        count += self._rebind_entries(self.entries.values(), report, self._hops.objects)
         self._refresh_holder_checks()
         return count
+
+    def restore_containers(self) -> int:
+        """Put every tuple holding derived tensors back at its slot (:mod:`derivgraph.holders`)."""
+        return restore_containers(self.model, self.containers) if self.containers else 0
 
     def _walk(self) -> _Hops:
         return _Hops(self.model, [s.rpartition(".")[0] for s in self._sources]
                      + [e.node.owner_path for e in self.entries.values()])
-
-    def _rebind_some(self, nodes: frozenset[str], report: RunReport) -> int:
-        return self._rebind_entries([self.entries[n] for n in nodes if n in self.entries], report)
 
     def _rebind_entries(self, entries: Iterable[Entry], report: RunReport | None,
                         known: dict[str, Any] | None = None) -> int:
@@ -805,6 +788,10 @@ class Plan:
                     count += 1
                 continue
             if current is entry.storage and slot_of(owner, name) == entry.slot:
+                continue
+            if entry.slot is Slot.ELEMENT:  # the startup tuple was not put back: its parent
+                if report is not None:      # is gone (restore_containers)
+                    report.missing_owners.append(entry.id)
                 continue
             set_slot(owner, name, entry.storage, entry.slot, entry.node.decl.persistent)
             count += 1

@@ -167,7 +167,8 @@ class Target(_Strict):
 class DerivedTensor(_Strict):
     """One tensor (or Python scalar) derived from weights or config."""
 
-    name: str = Field(description="Attribute name on the owner, e.g. 'g1_alphas'.")
+    name: str = Field(description="Attribute name on the owner, e.g. 'g1_alphas'; for a tuple "
+                      "owner, the item's index ('0').")
     owner: str = Field(
         default="",
         description="Attribute path from the matched module to the object holding the tensor; "
@@ -224,8 +225,9 @@ class DerivedTensor(_Strict):
     @field_validator("name")
     @classmethod
     def _name_is_ident(cls, value: str) -> str:
-        if not _IDENT.match(value):
-            raise ValueError(f"name {value!r} must be a Python identifier (the attribute name)")
+        if not _IDENT.match(value) and not value.isdigit():
+            raise ValueError(f"name {value!r} must be a Python identifier (the attribute name), "
+                             "or an item index of a tuple owner")
         return value
 
     @field_validator("owner")

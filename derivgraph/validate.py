@@ -147,7 +147,7 @@ def _copies(expr: Expr) -> bool:
 
 
 def _literal_shapes(expr: Expr) -> list[list[int]]:
-    """Shapes written as literal lists in calls of creation ops (``full([E, K], 1.0)``)."""
+    """Shapes written as literals in creation ops (``full([E, K], 1.0)``, ``arange(n)``)."""
     found: list[list[int]] = []
     stack = [expr]
     while stack:
@@ -156,6 +156,9 @@ def _literal_shapes(expr: Expr) -> list[list[int]]:
             if e.op in _CREATE_OPS and e.args and isinstance(e.args[0], ListExpr) and all(
                     isinstance(i, Const) and isinstance(i.value, int) for i in e.args[0].items):
                 found.append([i.value for i in e.args[0].items])
+            elif e.op == "arange" and e.args and isinstance(e.args[0], Const) \
+                    and isinstance(e.args[0].value, int):
+                found.append([e.args[0].value])  # issue10: arange(n) makes n elements
             stack.extend(e.args)
             stack.extend(v for _, v in e.kwargs)
         elif isinstance(e, (Index, Attr)):

@@ -17,6 +17,7 @@ from derivgraph import AdoptionError, compile_plan, load_spec_file
 from derivgraph.examples.reference_dsv4_compressor import build_dsv4_model, make_dsv4_weights
 from derivgraph.examples.reference_gemma4_mtp import build_gemma4_mtp, make_gemma4_mtp_weights
 from derivgraph.examples.reference_mla import MLAConfig, build_mla_model, make_mla_weights
+from derivgraph.paths import get_path
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = [s for f in sorted((ROOT / "specs").glob("*.yaml")) for s in load_spec_file(f)]
@@ -253,25 +254,96 @@ def test_glm5next_specs_skip_caches_not_built_yet() -> None:
     assert sorted(compile_plan(root, SPECS).entries) == []
 
 
-# ---- LiLiCorr head: fused edge weight / bias rebound by every load ----------------------------
+# ---- LiLiCorr head: every inference buffer rebound by every load --------------------------------
 
-LILICORR_KEYS = ["lilicorr._fused_edge_bias", "lilicorr._fused_edge_weight"]
+LILICORR_KEYS = ["lilicorr._attn_bias", "lilicorr._factor_input_splits.0",
+                 "lilicorr._factor_input_splits.1", "lilicorr._factor_input_splits.2",
+                 "lilicorr._fused_edge_bias", "lilicorr._fused_edge_weight",
+                 "lilicorr._is_top1_col", "lilicorr._rank_frac_col"]
 
 
+@pytest.mark.parametrize("topk", [1, 2, 4])
 @pytest.mark.parametrize("materialize", [True, False], ids=["load_weights", "in-place"])
-def test_lilicorr_fused_edge_a_b_a(materialize: bool) -> None:
+def test_lilicorr_inference_buffers_a_b_a(materialize: bool, topk: int) -> None:
     from derivgraph.examples.reference_lilicorr import (
         build_lilicorr,
         load_lilicorr,
         make_lilicorr_weights,
     )
 
-    _a_b_a(lambda s: build_lilicorr(make_lilicorr_weights(s)),
+    _a_b_a(lambda s: build_lilicorr(make_lilicorr_weights(s), topk=topk),
            lambda m, s: load_lilicorr(m, make_lilicorr_weights(s), materialize=False),
            LILICORR_KEYS,
            (lambda m: m.lilicorr.materialize_inference_buffers(torch.device("cpu"),
                                                                torch.bfloat16))
            if materialize else None)
+
+
+def test_lilicorr_factor_input_splits_tuple_is_kept_across_loads() -> None:
+    """vLLM rebinds a new tuple on every load; the plan puts the startup tuple back."""
+    from derivgraph.examples.reference_lilicorr import (
+        build_lilicorr,
+        load_lilicorr,
+        make_lilicorr_weights,
+    )
+
+    model = build_lilicorr(make_lilicorr_weights(1))
+    plan = compile_plan(model, SPECS)
+    source = plan.source()  # layout copies (contiguous, same-dtype cast) make no temporary:
+    assert "ops.contiguous" not in source and "ops.cast" not in source, source
+    assert source.count("ops.cat.out(") == 2 and "ops.add.out(" in source  # out= the buffers
+    head = model.lilicorr
+    startup = head._factor_input_splits
+    items = [(t, t.data_ptr()) for t in startup]
+    for seed in (2, 1):
+        load_lilicorr(model, make_lilicorr_weights(seed))
+        assert head._factor_input_splits is not startup  # the engine's new tuple
+        assert plan.refill(verify=True).moved == []
+        assert head._factor_input_splits is startup
+        assert all(now is t and now.data_ptr() == p
+                   for (t, p), now in zip(items, head._factor_input_splits))
+        w = build_lilicorr(make_lilicorr_weights(seed)).lilicorr.factor_input_proj.weight
+        assert all(torch.equal(a, b) for a, b in zip(startup, w.split(16, dim=1)))
+
+
+def test_lilicorr_selective_run_puts_back_every_holder_the_engine_rebuilt() -> None:
+    """vLLM's load_weights rebinds every buffer even when one weight changed; a run over the
+    changed name recomputes its cone and re-binds the rest too (their values still hold)."""
+    from derivgraph.examples.reference_lilicorr import build_lilicorr, make_lilicorr_weights
+
+    model = build_lilicorr(make_lilicorr_weights(1))
+    plan = compile_plan(model, SPECS)
+    head = model.lilicorr
+    startup = {k: get_path(model, k) for k in LILICORR_KEYS}
+    with torch.no_grad():
+        head.relative_slot_bias.mul_(2)
+    head.materialize_inference_buffers(torch.device("cpu"), torch.bfloat16)  # all rebound
+    fresh = {k: get_path(model, k).clone() for k in LILICORR_KEYS}
+    report = plan.run(["lilicorr.relative_slot_bias"], verify=True)
+    assert report.moved == []
+    for k in LILICORR_KEYS:
+        assert get_path(model, k) is startup[k] and torch.equal(startup[k], fresh[k]), k
+
+
+def test_lilicorr_feature_columns_are_constants_kept_and_rewritten() -> None:
+    """_rank_frac_col / _is_top1_col read no weight: computed at compile, out of the pass, and
+    written back from the compile-time values when their memory was lost (level-2 sleep)."""
+    from derivgraph.examples.reference_lilicorr import build_lilicorr, make_lilicorr_weights
+
+    model = build_lilicorr(make_lilicorr_weights(1), topk=4)
+    plan = compile_plan(model, SPECS)
+    keys = ["lilicorr._is_top1_col", "lilicorr._rank_frac_col"]
+    assert sorted(plan.constant_entries) == keys
+    head = model.lilicorr
+    startup = {k: get_path(model, k) for k in keys}
+    assert torch.equal(head._rank_frac_col, torch.tensor([[[0.0, 1 / 3, 2 / 3, 1.0]]]))
+    assert torch.equal(head._is_top1_col, torch.tensor([[[1.0, 0.0, 0.0, 0.0]]]))
+    want = {k: v.clone() for k, v in startup.items()}
+    for t in startup.values():
+        t.fill_(float("nan"))  # the memory was discarded
+    assert plan.rewrite_constants() == 2
+    for k in keys:
+        assert get_path(model, k) is startup[k] and torch.equal(startup[k], want[k]), k
 
 
 def test_lilicorr_load_moves_and_in_place_reload_is_stale_without_the_plan() -> None:
@@ -282,12 +354,18 @@ def test_lilicorr_load_moves_and_in_place_reload_is_stale_without_the_plan() -> 
     )
 
     model = build_lilicorr(make_lilicorr_weights(1))
-    before = model.lilicorr._fused_edge_weight
+    head = model.lilicorr
+    before = {k: get_path(model, k) for k in LILICORR_KEYS}
+    splits = head._factor_input_splits
     load_lilicorr(model, make_lilicorr_weights(2))
-    assert model.lilicorr._fused_edge_weight is not before  # a captured graph reads `before`
+    for k in LILICORR_KEYS:  # a captured graph reads `before`
+        assert get_path(model, k) is not before[k], k
+    assert head._factor_input_splits is not splits
     load_lilicorr(model, make_lilicorr_weights(1), materialize=False)
     cold = build_lilicorr(make_lilicorr_weights(1))
-    assert not torch.equal(model.lilicorr._fused_edge_weight, cold.lilicorr._fused_edge_weight)
+    for k in ("lilicorr._fused_edge_weight", "lilicorr._attn_bias",
+              "lilicorr._factor_input_splits.0"):
+        assert not torch.equal(get_path(model, k), get_path(cold, k)), k
 
 
 # ---- Kimi-K3 specialized decode: TP16 padded dense down projection -------------------------------

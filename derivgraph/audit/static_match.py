@@ -1,7 +1,8 @@
 """Match static-audit sites against the spec library, and draft a spec for the rest.
 
 A site is **declared** when some spec declares a derived tensor whose ``name`` is the site's
-attribute and whose target names one of the site's classes:
+attribute (for an item of a tuple, ``name: "0"``, the tuple's attribute: the last segment of its
+``owner``) and whose target names one of the site's classes:
 
 * the target's ``module_class``, ``quant_method_class`` and ``object_class`` entries are compared
   by short name (``vllm.x.Fp8MoEMethod`` -> ``Fp8MoEMethod``) with the class that holds the
@@ -68,8 +69,11 @@ class SpecIndex:
             on_layer = bool(t.module_class) and not t.quant_method_class
             for d in spec.derived:
                 fold = str(getattr(d.kind, "value", d.kind)) == _FOLD
-                self.by_name.setdefault(d.name, []).append(
-                    (spec.name, d.owner, classes, fold, on_layer))
+                name, owner = d.name, d.owner
+                if name.isdigit() and owner:  # an item of a tuple: the site stores the tuple
+                    owner, _, name = owner.rpartition(".")
+                self.by_name.setdefault(name, []).append(
+                    (spec.name, owner, classes, fold, on_layer))
 
     def match(self, site: RawSite) -> str | None:
         """The name of the first spec that declares the site, or None."""
