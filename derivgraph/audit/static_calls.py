@@ -24,6 +24,8 @@ class CallRules:
         imports: dict[str, str]
         holders: dict[str, list[str]]
         loop_strings: dict[str, list[str]]
+        backing: dict[str, int]
+        sites: list
         index: object
 
         def _emit(self, stmt: ast.stmt, attr: str, owner: str, category: str, reason: str,
@@ -78,6 +80,9 @@ class CallRules:
         if chain is None:
             return
         value = node.args[0] if node.args else f.value
+        storage = value.value if isinstance(value, ast.Subscript) else value
+        if node.args and isinstance(storage, ast.Name):
+            self.backing.setdefault(storage.id, len(self.sites))  # kept tensors live in it now
         for base, attr in self._targets(chain):
             self._emit(stmt, attr, base, "set-storage",
                        f"`{chain}.set_({short(value, 40) if node.args else ''})` swaps its "

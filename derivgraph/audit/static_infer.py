@@ -216,9 +216,11 @@ class TensorInference:
         infos = [i for i in (self.infer(e) for e in node.elts) if i]
         if not infos:
             return None
+        views = len(infos) == len(node.elts) and all(i.view and i.of_kept for i in infos)
         return TensorInfo(why=f"a container of tensors ({_short(node)})",
                           fresh=any(i.fresh for i in infos), param=all(i.param for i in infos),
-                          source=infos[0].source if len(infos) == 1 else None)
+                          source=infos[0].source if len(infos) == 1 else None,
+                          view=views, of_kept=views)
 
     _infer_List = _infer_Tuple
 
@@ -249,6 +251,11 @@ class TensorInference:
         returned = self.returns_tensor(node)
         if any(returned) if isinstance(returned, tuple) else returned:
             target = _short(func, 40)
+            first = self.infer(node.args[0]) if node.args else None
+            if _VIEW_HELPER.search(target.rsplit(".", 1)[-1]) and first is not None \
+                    and first.shares_storage:
+                return TensorInfo(why=f"{target}() returns a view of {first.why}", view=True,
+                                  of_kept=True)
             return TensorInfo(why=f"{target}() returns a tensor", layout=_helper_layout(target))
         return None
 
@@ -316,6 +323,9 @@ _STORAGE_KEEPING = frozenset({"reshape", "flatten", "unflatten", "view", "t", "t
 the input is contiguous, as the layer's weights are)."""
 
 _PREDICATE = re.compile(r"^(?:is|has|get|supports?|can|should)_")
+_VIEW_HELPER = re.compile(r"(?:^|_)views?(?:_|$)")
+"""A helper named as returning a view (``get_accelerator_view_from_cpu_tensor``): called on a
+kept tensor, its result shares that tensor's storage."""
 
 
 def _reshapes(index: ast.expr) -> bool:

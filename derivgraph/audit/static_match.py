@@ -42,6 +42,7 @@ __all__ = ["SpecIndex", "suggest_spec"]
 
 _MODULE_RECEIVERS = frozenset({"layer", "module", "m", "mod", "model"})
 _FOLD = "fold"
+_SET_STORAGE = "set-storage"
 # The last segment of a derived tensor's owner path -> a token the site's class lineage must hold.
 _OBJECT_OWNERS = {"quant_method": "Method", "fused_experts": "Experts", "experts": "Experts",
                   "fallback_experts": "Experts", "moe_kernel": "Kernel", "kernel": "Kernel",
@@ -78,7 +79,11 @@ class SpecIndex:
         if is_fold and any((c, site.attr) in self.declared_folds for c in site.classes):
             return "declared fold"
         role = owner_role(site)
-        for spec_name, owner, classes, fold, on_layer in self.by_name.get(site.attr, ()):
+        entries = list(self.by_name.get(site.attr, ()))
+        if site.category == _SET_STORAGE and site.alias_of:
+            # `.set_()` into a fused tensor the code then stores: the spec of the fused tensor
+            entries += self.by_name.get(site.alias_of.rsplit(".", 1)[-1], ())
+        for spec_name, owner, classes, fold, on_layer in entries:
             if fold != is_fold:
                 continue
             if classes & site_classes:

@@ -76,6 +76,7 @@ class Store(enum.Enum):
     NOT_FROM_WEIGHTS = "not-from-weights"  # reads no weight: a weight reload cannot change it
     INITIAL_LOAD_COPY = "initial-load-copy"  # derived from weights by the initial-load-only hook
     INITIAL_LOAD_KEPT = "initial-load-kept"  # made once at initial load, weight-free or shared
+    BUILT_AT_CONSTRUCTION = "built-at-construction"  # weight-free, by an object built once
 
 
 class OwnerRole(enum.Enum):
@@ -174,6 +175,11 @@ VLLM_0_33: Mapping[Store, Semantics] = dict([
          "made once at initial load (model-level hook, never rerun) as a workspace, a weight-free "
          "value or a view/reference of a kept tensor the copy-back refills: stays right",
          "nothing"),
+    _row(Store.BUILT_AT_CONSTRUCTION, True, Severity.INFO,
+         "made once by an object the model builds at construction (the tree builds its class "
+         "only outside post-load code), as a workspace or weight-free table: no reload reruns "
+         "the constructor, so it keeps its storage and holds no weight values",
+         "nothing, unless post-load code rebuilds the object: then declare it in a spec"),
 ])
 """vLLM 0.33.0's layerwise reload (``reload/layerwise.py``), store by store."""
 
@@ -268,8 +274,16 @@ _SHARED_OR_WEIGHT_FREE = frozenset({Store.LAYER_ATTRIBUTE, Store.OBJECT_ATTRIBUT
 def refine(site: RawSite, store: Store) -> Store:
     """The store once what the value is (a view, weight-free, an allocation) and whether the code
     reruns on a reload are known."""
+    if store is Store.STORAGE_SWAP and site.initial_load_only:
+        # swapped once, before any graph capture: the kept Parameter now views the fused
+        # storage, and every reload's copy-back writes through it into that storage
+        return Store.INITIAL_LOAD_KEPT
+    if store is Store.LAZY_CACHE and site.view_of_kept:
+        return Store.VIEW_OF_KEPT  # views of kept storage, made once: refilled in place
     if store not in _SHARED_OR_WEIGHT_FREE:
         return store
+    if site.built_once:
+        return Store.BUILT_AT_CONSTRUCTION
     shares = site.view_of_kept or store is Store.REFERENCE
     if site.initial_load_only:
         # built once: nothing moves; only a copy of the weights can go stale
@@ -281,6 +295,8 @@ def refine(site: RawSite, store: Store) -> Store:
     if (store in (Store.LAYER_ATTRIBUTE, Store.OBJECT_ATTRIBUTE) and site.weight_free
             and not site.constructed):
         return Store.NOT_FROM_WEIGHTS  # a construction rerun per reload still moves: kept as is
+    if store is Store.REFERENCE and site.weight_free:
+        return Store.NOT_FROM_WEIGHTS  # a reference to a rotary cache: no storage of its own
     return store
 
 
