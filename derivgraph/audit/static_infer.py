@@ -264,8 +264,14 @@ class TensorInference:
     def _torch_call(self, name: str, node: ast.Call) -> TensorInfo | None:
         """TensorInfo for torch calls; TensorInfo(why="") for a known non-tensor torch call."""
         if name in PARAMETER_NAMES:
-            inner = self.infer(node.args[0]) if node.args else None
-            arg = _short(node.args[0]) if node.args else ""
+            data = node.args[0] if node.args else next(
+                (k.value for k in node.keywords if k.arg == "data"), None)
+            inner = self.infer(data)
+            if inner is None and isinstance(data, ast.Attribute) and data.attr == "data":
+                # `Parameter(x.data)` of anything: wraps that storage
+                chain = attr_chain(data.value) or _short(data.value)
+                inner = TensorInfo(why=f"{chain}.data", fresh=False, source=chain)
+            arg = _short(data) if data is not None else ""
             kind = name.rsplit(".", 1)[-1]
             if inner is not None and not inner.fresh:  # wraps existing storage: no new tensor
                 return replace(inner, why=f"{kind}({arg}) over existing storage", parameter=True)

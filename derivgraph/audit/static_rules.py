@@ -60,7 +60,7 @@ _LOADED_NAMES = frozenset({"weight", "bias"})
 _WEIGHT_WORD = ("weight", "bias", "scale", "proj", "norm", "embed", "qkv", "w1", "w2", "w13")
 _WEIGHT_FREE = re.compile(r"(?:^|_)(?:cos|sin|rotary|rope|freqs|inv_freq|positions?|token_ids|"
                           r"physical_to|global_to|logical_to|expert_ids|expert_map|ptrs?|"
-                          r"ranges|flags|indices)(?:_|$)")
+                          r"ranges|flags|indices|ids)(?:_|$)")
 """Names of values that never come from weights: rotary tables, routing maps, pointer tables."""
 
 
@@ -382,6 +382,8 @@ class FunctionAudit(CallRules):
         info = self.inf.infer(value)
         if info is None or info.param:
             return
+        if not info.fresh and info.source and info.source.split("[")[0] == chain:
+            return  # the container's own entry, re-wrapped over the same storage
         self._emit(stmt, attr, owner_base(chain), "container",
                    f"puts {'a new tensor' if info.fresh else 'a reference'} into "
                    f"`{chain}[...]` ({info.why})", value,

@@ -176,9 +176,9 @@ VLLM_0_33: Mapping[Store, Semantics] = dict([
          "value or a view/reference of a kept tensor the copy-back refills: stays right",
          "nothing"),
     _row(Store.BUILT_AT_CONSTRUCTION, True, Severity.INFO,
-         "made once by an object the model builds at construction (the tree builds its class "
-         "only outside post-load code), as a workspace or weight-free table: no reload reruns "
-         "the constructor, so it keeps its storage and holds no weight values",
+         "made once by an object built outside post-load code (the tree builds its class only "
+         "in construction or set-up code no reload reruns), as a workspace or weight-free "
+         "table: it keeps its storage and holds no weight values",
          "nothing, unless post-load code rebuilds the object: then declare it in a spec"),
 ])
 """vLLM 0.33.0's layerwise reload (``reload/layerwise.py``), store by store."""
