@@ -187,6 +187,8 @@ EXPECTED: dict[str, set[tuple[int, str, str]]] = {
         (90, "_w_t", "tensor-attr"),
         (108, "alpha", "register"),  # line 110: the else branch of isinstance(alpha, Tensor)
         (114, "beta_t", "tensor-attr"),  # line 112: the `not isinstance` branch
+        (125, "_k_scale", "register"),
+        (126, "_k_inv", "register"),
     },
 }
 
@@ -212,6 +214,8 @@ REVIEW_FIXES = {
     (90, "_w_t"): ("error", "object-attribute"),
     (108, "alpha"): ("error", "non-persistent-buffer"),
     (114, "beta_t"): ("error", "layer-attribute"),
+    (125, "_k_scale"): ("info", "view-of-kept"),  # a buffer over the kept k_scale's storage
+    (126, "_k_inv"): ("error", "live-attention-tensor"),  # a new tensor replaces the live one
 }
 
 # What the value is and whether its code reruns, per site of reload_refinements.py: each rule

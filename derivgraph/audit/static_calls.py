@@ -31,7 +31,7 @@ class CallRules:
         def _emit(self, stmt: ast.stmt, attr: str, owner: str, category: str, reason: str,
                   value: ast.expr, kind: str, alias_of: str | None = None,
                   line: int | None = None, col: int | None = None,
-                  persistent: bool = True) -> None: ...
+                  persistent: bool = True, view_of_kept: bool = False) -> None: ...
 
         def _classify_store(self, target: ast.expr | None, owner: str, attr: str,
                             value: ast.expr, stmt: ast.stmt) -> None: ...
@@ -66,6 +66,10 @@ class CallRules:
             [c] if (c := attr_chain(value)) else [])
         if held and all(owner_base(c) == owner for c in held):
             return  # a tensor of the same module under a new name (a rename): nothing new
+        info = self.inf.infer(value)
+        # `layer.k_scale.detach()`: a new object over the storage of a tensor the layer keeps
+        shares = info is not None and not info.fresh and bool(info.source) and \
+            owner_base(info.source or "") == owner
         flag = kwarg(node, "persistent") or (node.args[2] if len(node.args) > 2 else None)
         persistent = not (isinstance(flag, ast.Constant) and flag.value is False)
         note = "" if persistent else ", persistent=False"
@@ -73,7 +77,8 @@ class CallRules:
             self.inf.stored.add(f"{owner}.{attr}")
             self._emit(stmt, attr, owner, "register",
                        f"{f.attr}({attr!r}, {short(value, 40)}{note}) in post-load code", value,
-                       kind, line=node.lineno, col=node.col_offset, persistent=persistent)
+                       kind, line=node.lineno, col=node.col_offset, persistent=persistent,
+                       view_of_kept=shares)
 
     def _set_storage(self, node: ast.Call, f: ast.Attribute, stmt: ast.stmt) -> None:
         chain = attr_chain(f.value)

@@ -292,6 +292,8 @@ def refine(site: RawSite, store: Store) -> Store:
         return Store.INITIAL_LOAD_COPY
     if site.view_of_kept and store in (Store.LAYER_ATTRIBUTE, Store.OBJECT_ATTRIBUTE):
         return Store.VIEW_OF_KEPT
+    if site.view_of_kept and site.category == "register":
+        return Store.VIEW_OF_KEPT  # a buffer over the storage of a tensor the layer keeps
     if (store in (Store.LAYER_ATTRIBUTE, Store.OBJECT_ATTRIBUTE) and site.weight_free
             and not site.constructed):
         return Store.NOT_FROM_WEIGHTS  # a construction rerun per reload still moves: kept as is
