@@ -7,7 +7,9 @@ over a post-load method, and every function they call, in the same file (:mod:`.
 and, through a tree-wide index (:mod:`.static_index`), in other files: a second round audits
 those. In it, the rules of :mod:`.static_rules` find the statements that store derived state
 (plus lazy caches in any method); each site gets a severity from the engine's reload semantics
-(:mod:`.static_semantics`) and is matched against the spec library (:mod:`.static_match`).
+(:mod:`.static_semantics`; weight-free values of rebuilt-object constructors whose class the
+tree builds only outside post-load code are cleared through :mod:`.static_construction`) and is
+matched against the spec library (:mod:`.static_match`).
 
 Example::
 

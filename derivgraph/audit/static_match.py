@@ -21,6 +21,10 @@ attribute and whose target names one of the site's classes:
   ``owner`` path ends in that object (``quant_method``, ``...fused_experts``, ``...moe_kernel``,
   ``...moe_quant_config``, ``impl``).
 
+A ``set-storage`` site whose code then stores the fused tensor (``w.set_(fused[:n]);
+self._fused = fused``) also matches a spec declaring that fused tensor (``_fused``): the spec of
+the fusion covers the swap.
+
 A ``fold`` site only matches a derived entry of kind ``fold`` (the spec kind issue 12 adds; read
 from the raw kind value so specs written before the schema knows it still load), and a fold entry
 only matches a fold site, by class (not through the object graph: ``weight`` is too common a

@@ -17,7 +17,10 @@ post-load step ran on temporaries, ``_copy_and_restore_kernel_tensors`` copies e
 the kept object and re-registers the kept objects, whatever ``replace_parameter``, ``.data =`` or
 ``register_parameter`` did. Non-persistent buffers are copied only when loaded; plain attributes,
 objects rebuilt by post-load code (experts, kernels, quant configs), references they hold, Python
-scalars, containers, closures and lazily built caches are not touched. Attention layers run their
+scalars, containers, closures and lazily built caches are not touched. What a value is refines
+the store (:func:`refine`): a view or reference of kept storage, a weight-free value, a
+placeholder, code that runs once (the model-level initial-load hook, or the constructor of an
+object built only outside post-load code) keep their values or addresses. Attention layers run their
 post-load step on the live kept tensors, so what it replaces there is replaced for good.
 """
 
