@@ -24,7 +24,7 @@ class CallRules:
         imports: dict[str, str]
         holders: dict[str, list[str]]
         loop_strings: dict[str, list[str]]
-        backing: dict[str, int]
+        backing: dict[str, list[int]]
         sites: list
         index: object
 
@@ -86,12 +86,13 @@ class CallRules:
             return
         value = node.args[0] if node.args else f.value
         storage = value.value if isinstance(value, ast.Subscript) else value
-        if node.args and isinstance(storage, ast.Name):
-            self.backing.setdefault(storage.id, len(self.sites))  # kept tensors live in it now
+        first = len(self.sites)
         for base, attr in self._targets(chain):
             self._emit(stmt, attr, base, "set-storage",
                        f"`{chain}.set_({short(value, 40) if node.args else ''})` swaps its "
                        "storage", value, "view", line=node.lineno, col=node.col_offset)
+        if node.args and isinstance(storage, ast.Name):  # kept tensors now live in the local
+            self.backing.setdefault(storage.id, []).extend(range(first, len(self.sites)))
 
     def _replace(self, node: ast.Call, stmt: ast.stmt) -> None:
         if len(node.args) < 3:

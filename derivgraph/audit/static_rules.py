@@ -188,8 +188,8 @@ class FunctionAudit(CallRules):
         self.closures: dict[str, list[str]] = {}  # nested function -> captured tensor locals
         self.params: set[str] = set()
         self.shadowed: set[str] = set()  # constant parameters rebound or shadowed here
-        # locals whose storage tensors were `.set_()` onto -> index of the first such site
-        self.backing: dict[str, int] = {}
+        # locals whose storage tensors were `.set_()` onto -> the indices of those sites
+        self.backing: dict[str, list[int]] = {}
 
     # ---- driver --------------------------------------------------------------------------------
 
@@ -203,14 +203,12 @@ class FunctionAudit(CallRules):
     def _name_set_storage(self) -> None:
         """A ``.set_()`` onto a local that is then stored (``self._fused = fused``) names that
         attribute as what it swaps into, so a spec declaring the fused tensor declares it."""
-        for local, first in self.backing.items():
+        for local, indices in self.backing.items():
             path = self.stored_locals.get(local)
             if path is None:
                 continue
-            for i in range(first, len(self.sites)):
-                site = self.sites[i]
-                if site.category == "set-storage" and site.alias_of is None:
-                    self.sites[i] = dataclasses.replace(site, alias_of=path)
+            for i in indices:
+                self.sites[i] = dataclasses.replace(self.sites[i], alias_of=path)
 
     def _returns_tensor(self, call: ast.Call) -> Returned:
         if isinstance(call.func, ast.Name) and call.func.id in self.tensor_nested:
