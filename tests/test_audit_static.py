@@ -165,6 +165,57 @@ EXPECTED: dict[str, set[tuple[int, str, str]]] = {
         (44, "_cos", "tensor-attr"),
         (45, "_workspace", "tensor-attr"),
     },
+    "review_fixes.py": {
+        (23, "w_zp", "tensor-attr"),
+        (24, "g_idx_sort", "tensor-attr"),
+        (25, "w_scratch", "tensor-attr"),
+        # lines 38-39: a padded copy written back with the pad sliced away: idempotent
+        (40, "w13_weight_scale", "fold"),
+        (41, "w2_weight_scale", "fold"),
+        (47, "_rope_cos_sin_cache", "alias"),
+        (48, "_q_norm_weight", "alias"),
+        (56, "weight", "set-storage"),
+        (57, "weight", "set-storage"),
+        (58, "_fused_compressor_weight", "tensor-attr"),
+        (64, "weight", "set-storage"),
+        (70, "_views", "lazy-cache"),
+        (75, "_upcast", "lazy-cache"),
+        # line 77: a lazily built constant (ones/zeros): no weight in it
+        (83, "_workspace", "tensor-attr"),
+        (84, "_peer_ptrs", "tensor-attr"),
+        (89, "_workspace", "tensor-attr"),
+        (90, "_w_t", "tensor-attr"),
+        (108, "alpha", "register"),  # line 110: the else branch of isinstance(alpha, Tensor)
+        (114, "beta_t", "tensor-attr"),  # line 112: the `not isinstance` branch
+        (125, "_k_scale", "register"),
+        (126, "_k_inv", "register"),
+    },
+}
+
+# The causes of the seed-2611 review's false positives (review_fixes.py): each rule's false
+# positive is info now, next to a true positive it keeps.
+REVIEW_FIXES = {
+    (23, "w_zp"): ("info", "placeholder"),  # a helper of another file returns Parameter(empty(0))
+    (24, "g_idx_sort"): ("info", "placeholder"),  # a same-file helper returning empty((0,))
+    (25, "w_scratch"): ("error", "layer-attribute"),  # a helper returning 16 zeros: not one
+    (40, "w13_weight_scale"): ("warning", "in-place-fold"),  # a helper that permutes: a fold
+    (41, "w2_weight_scale"): ("warning", "in-place-fold"),  # an index permutes: a fold
+    (47, "_rope_cos_sin_cache"): ("info", "not-from-weights"),  # a rotary cache, by reference
+    (48, "_q_norm_weight"): ("warning", "reference"),  # a weight, by reference
+    (56, "weight"): ("info", "initial-load-kept"),  # .set_() once, at initial load
+    (57, "weight"): ("info", "initial-load-kept"),
+    (58, "_fused_compressor_weight"): ("info", "initial-load-kept"),  # kept params view it
+    (64, "weight"): ("warning", "storage-swap"),  # a layer hook: the swap reruns per reload
+    (70, "_views"): ("info", "view-of-kept"),  # views of kept storage, made lazily
+    (75, "_upcast"): ("error", "lazy-cache"),  # copies of the weights, made lazily
+    (83, "_workspace"): ("info", "built-at-construction"),  # built in a module's __init__
+    (84, "_peer_ptrs"): ("info", "built-at-construction"),
+    (89, "_workspace"): ("error", "object-attribute"),  # its class is built in post-load code
+    (90, "_w_t"): ("error", "object-attribute"),
+    (108, "alpha"): ("error", "non-persistent-buffer"),
+    (114, "beta_t"): ("error", "layer-attribute"),
+    (125, "_k_scale"): ("info", "view-of-kept"),  # a buffer over the kept k_scale's storage
+    (126, "_k_inv"): ("error", "live-attention-tensor"),  # a new tensor replaces the live one
 }
 
 # What the value is and whether its code reruns, per site of reload_refinements.py: each rule
@@ -614,7 +665,7 @@ def test_severity_follows_the_engine_rule_table(corpus_report):
 
     assert {s for s, r in VLLM_0_33.items() if r.survives} == {
         Store.LAYER_PARAMETER, Store.PLACEHOLDER, Store.VIEW_OF_KEPT, Store.NOT_FROM_WEIGHTS,
-        Store.INITIAL_LOAD_KEPT}
+        Store.INITIAL_LOAD_KEPT, Store.BUILT_AT_CONSTRUCTION}
     assert all(r.severity is Severity.INFO for r in VLLM_0_33.values() if r.survives)
     assert set(VLLM_0_33) == set(Store)
 
@@ -623,6 +674,45 @@ def test_views_weight_free_values_and_initial_load_code_are_refined(corpus_repor
     got = {(f.line, f.attr): (f.severity.value, f.store) for f in corpus_report.findings
            if f.file.endswith("reload_refinements.py")}
     assert got == REFINED
+
+
+def test_causes_of_the_seed_2611_false_positives_are_fixed_next_to_true_positives(
+        corpus_report):
+    got = {(f.line, f.attr): (f.severity.value, f.store) for f in corpus_report.findings
+           if f.file.endswith("review_fixes.py")}
+    assert got == REVIEW_FIXES
+
+
+def test_set_storage_into_a_declared_fused_tensor_is_declared_by_its_spec():
+    text = """version: 1
+specs:
+  - name: fused-compressor
+    target: {module_class: FusedCompressorAttention}
+    derived:
+      - {name: _fused_compressor_weight, kind: buffer, formula: "cat([a, b], 0)"}
+"""
+    report = scan([CORPUS / "review_fixes.py"], specs=load_spec_text(text), jobs=1)
+    got = {(f.line, f.attr): f.spec for f in report.declared()}
+    assert got == {(56, "weight"): "fused-compressor", (57, "weight"): "fused-compressor",
+                   (58, "_fused_compressor_weight"): "fused-compressor"}
+    # the layer-hook fusion stores its fused tensor nowhere: the spec does not reach it
+    assert (64, "weight") in {(f.line, f.attr) for f in report.undeclared()}
+
+
+def test_construction_sites_name_the_enclosing_class_and_outermost_function():
+    from derivgraph.audit.static_construction import built_at_construction, construction_sites
+
+    text = (CORPUS / "review_fixes.py").read_text()
+    names = {"CollectiveKernel", "RebuiltKernel", "Nowhere"}
+    assert construction_sites([text], names) == {
+        "CollectiveKernel": [(0, "LatentTailOp", "__init__")],
+        "RebuiltKernel": [(0, "RebuildingMethod", "process_weights_after_loading")],
+        "Nowhere": []}
+    post_load = {(0, "RebuildingMethod", "process_weights_after_loading")}
+    assert built_at_construction(names, [text], post_load) == {"CollectiveKernel"}
+    # a subclass built in post-load code runs the base constructor there too
+    assert built_at_construction(names, [text], post_load,
+                                 {"CollectiveKernel": {"RebuiltKernel"}}) == set()
 
 
 def test_only_argument_less_module_hooks_are_initial_load_only():
@@ -767,7 +857,7 @@ def test_vllm_recall_on_the_grep_probes(vllm_report):
 def test_vllm_reviewed_sample_is_still_reported_and_precision_is_recorded(vllm_report):
     review = json.loads((RESOURCES / "static_review_vllm_0.33.json").read_text())
     sample = review["sample"]
-    assert len(sample) >= 40 and review["seed"] == 2611
+    assert len(sample) >= 40 and review["seed"] == 3011
     assert all(s["judgement"] in ("TP", "FP") and s["why"] for s in sample)
     tp = sum(s["judgement"] == "TP" for s in sample)
     assert review["summary"] == {"tp": tp, "fp": len(sample) - tp,
@@ -779,6 +869,28 @@ def test_vllm_reviewed_sample_is_still_reported_and_precision_is_recorded(vllm_r
         found = [f for f in _near(vllm_report, s["file"], s["line"], s["attr"], slack=0)
                  if f.severity.value in ("error", "warning")]
         assert found, f"{s['file']}:{s['line']} {s['attr']} is no longer reported"
+    # the population the sample was drawn from is what the audit reports now
+    pool = [f for f in vllm_report.findings if not f.declared and f.severity.value != "info"]
+    assert review["population"] == len(pool)
+    assert review["summary"]["precision"] >= 0.8
+
+
+@pytest.mark.vllm
+@pytest.mark.slow
+@_NEED_VLLM
+def test_vllm_rules_clear_every_false_positive_of_the_seed_2611_review(vllm_report):
+    # the seed-2611 review's 9 false positives guided the rules of review_fixes.py: each is now
+    # info (or no site), and none of its 31 true positives was made info (a spec added since
+    # may declare one: still an error, declared)
+    review = json.loads((RESOURCES / "static_review_vllm_0.33_v2.json").read_text())
+    assert review["seed"] == 2611 and review["summary"] == {"tp": 31, "fp": 9, "precision": 0.775}
+
+    def acted_on(s):
+        return any(f.severity.value in ("error", "warning")
+                   for f in _near(vllm_report, s["file"], s["line"], s["attr"], slack=0))
+
+    assert all(acted_on(s) for s in review["sample"] if s["judgement"] == "TP")
+    assert [s["line"] for s in review["sample"] if s["judgement"] == "FP" and acted_on(s)] == []
 
 
 def test_verdicts_from_the_executable_audit_mark_the_static_report(tmp_path, capsys):

@@ -7,7 +7,9 @@ over a post-load method, and every function they call, in the same file (:mod:`.
 and, through a tree-wide index (:mod:`.static_index`), in other files: a second round audits
 those. In it, the rules of :mod:`.static_rules` find the statements that store derived state
 (plus lazy caches in any method); each site gets a severity from the engine's reload semantics
-(:mod:`.static_semantics`) and is matched against the spec library (:mod:`.static_match`).
+(:mod:`.static_semantics`; weight-free values of rebuilt-object constructors whose class the
+tree builds only outside post-load code are cleared through :mod:`.static_construction`) and is
+matched against the spec library (:mod:`.static_match`).
 
 Example::
 
@@ -30,11 +32,12 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..spec import Spec
+from .static_construction import built_at_construction
 from .static_index import build_index
 from .static_match import SpecIndex, suggest_spec
 from .static_module import ExternalRoot, ModuleContext, audit_module
@@ -43,6 +46,7 @@ from .static_scope import (
     ROOT_ASSIGN_RE,
     ROOT_DEF_RE,
     ancestors_index,
+    is_constructor_root,
     is_rebuilt_lineage,
     regex_classes,
 )
@@ -308,7 +312,8 @@ def _context(texts: Sequence[tuple[SourceFile, str]], tree: bool = True) -> Modu
         return ModuleContext(ancestors, tensor_functions)
     index = build_index([(src.module, text) for src, text in texts], ancestors)
     return ModuleContext(ancestors, tensor_functions, index, index.scalar_functions(),
-                         index.containers() | index.container_functions())
+                         index.containers() | index.container_functions(),
+                         index.placeholder_functions())
 
 
 def _is_candidate(text: str, context: ModuleContext) -> bool:
@@ -326,7 +331,8 @@ def _is_candidate(text: str, context: ModuleContext) -> bool:
 
 # ---- auditing ------------------------------------------------------------------------------------
 
-_Result = tuple[list[RawSite], list[ExternalRoot], str | None]
+_Reach = list[tuple[str | None, str]]  # (class, function) reached from post-load methods
+_Result = tuple[list[RawSite], list[ExternalRoot], _Reach, str | None]
 _Job = tuple[int, tuple[ExternalRoot, ...]]  # (file index, extra roots: empty for its own roots)
 _WORKER_STATE: tuple[ModuleContext, list[tuple[SourceFile, str]]] | None = None
 MAX_ROUNDS = 6
@@ -336,13 +342,13 @@ MAX_ROUNDS = 6
 def _audit_one(src: SourceFile, text: str, context: ModuleContext, index: int,
                extra: tuple[ExternalRoot, ...] = ()) -> _Result:
     try:
-        sites, externals = audit_module(text, src.display, src.module, src.is_package, context,
-                                        extra=extra, file_index=index)
-        return sites, externals, None
+        sites, externals, reach = audit_module(text, src.display, src.module, src.is_package,
+                                               context, extra=extra, file_index=index)
+        return sites, externals, reach, None
     except SyntaxError as exc:
-        return [], [], f"{src.display}:{exc.lineno or 0}: not parsed ({exc.msg}); skipped"
+        return [], [], [], f"{src.display}:{exc.lineno or 0}: not parsed ({exc.msg}); skipped"
     except RecursionError:
-        return [], [], f"{src.display}: too deeply nested to audit; skipped"
+        return [], [], [], f"{src.display}: too deeply nested to audit; skipped"
 
 
 def _audit_chunk(jobs: list[_Job]) -> list[_Result]:
@@ -373,7 +379,7 @@ def scan_files(files: Sequence[SourceFile], specs: Sequence[Spec] = (),
     report = StaticReport(files_scanned=len(texts), files_audited=len(candidates),
                           specs=len(specs))
     first = _run([(i, ()) for i in candidates], texts, context, jobs, progress)
-    failed = {i for i, (_, _, error) in zip(candidates, first) if error}
+    failed = {i for i, (_, _, _, error) in zip(candidates, first) if error}
     report.files_parsed = len(candidates) - len(failed)
     if not report.files_parsed:  # tell an unparsable tree from one without post-load code
         chosen = set(candidates)
@@ -381,7 +387,9 @@ def scan_files(files: Sequence[SourceFile], specs: Sequence[Spec] = (),
                                            report)
     sites: dict[tuple[int, int, int, str, str], tuple[int, RawSite]] = {}
     pending: list[ExternalRoot] = []
-    for i, (found, externals, error) in zip(candidates, first):
+    post_load: set[tuple[int, str | None, str]] = set()
+    for i, (found, externals, reach, error) in zip(candidates, first):
+        post_load.update((i, cls, func) for cls, func in reach)
         if error:
             logger.warning("%s", error)
             report.errors.append(error)
@@ -401,19 +409,43 @@ def scan_files(files: Sequence[SourceFile], specs: Sequence[Spec] = (),
         order = sorted(grouped)
         results = _run([(i, tuple(grouped[i])) for i in order], texts, context, jobs, None)
         pending = []
-        for i, (found, externals, error) in zip(order, results):
+        for i, (found, externals, reach, error) in zip(order, results):
             if error:
                 logger.debug("%s", error)
                 continue
+            post_load.update((i, cls, func) for cls, func in reach)
             for site in found:
                 sites.setdefault((i, site.line, site.col, site.attr, site.category), (i, site))
             pending += externals
     index = SpecIndex(specs, context.ancestors, declared_folds)
+    _mark_built_once(sites, texts, post_load, context)
     for i, site in sites.values():
         report.findings.append(_finding(texts[i][0], site, index))
     report.findings.sort(key=lambda f: (f.file, f.line, f.col, f.attr, f.category))
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _mark_built_once(sites: dict[Any, tuple[int, RawSite]],
+                     texts: Sequence[tuple[SourceFile, str]],
+                     post_load: set[tuple[int, str | None, str]],
+                     context: ModuleContext) -> None:
+    """Mark the weight-free sites of rebuilt-object constructors whose class the tree builds
+    only outside post-load code (:mod:`.static_construction`): built once, never rerun."""
+    def built_class(site: RawSite) -> str | None:
+        root = site.via[0] if site.via else ""
+        if site.from_weights or not is_constructor_root(root, context.ancestors):
+            return None
+        return root.rpartition(".")[0]
+
+    candidates = {c for _, site in sites.values() if (c := built_class(site))}
+    if not candidates:
+        return
+    once = built_at_construction(candidates, [text for _, text in texts], post_load,
+                                 context.tree.subclasses)
+    for key, (i, site) in sites.items():
+        if built_class(site) in once:
+            sites[key] = (i, replace(site, built_once=True))
 
 
 def _check_parse(texts: Sequence[tuple[SourceFile, str]], report: StaticReport) -> int:
@@ -441,7 +473,7 @@ def _run(jobs_list: list[_Job], texts: list[tuple[SourceFile, str]], context: Mo
             if progress:
                 progress(n, total, texts[i][0].display)
         return out
-    results: list[_Result] = [([], [], None)] * total
+    results: list[_Result] = [([], [], [], None)] * total
     chunks = [list(range(k, min(k + 8, total))) for k in range(0, total, 8)]
     _WORKER_STATE = (context, texts)
     done = 0

@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from .static_infer import attr_chain
 
 __all__ = [
-    "Draft", "const_str", "copy_expr", "free_names", "is_getattr", "kwarg", "literal_chains",
-    "literal_strings", "owner_attr", "owner_base", "short", "walk_no_lambda",
+    "Draft", "const_str", "copy_expr", "free_names", "is_getattr", "is_placeholder", "kwarg",
+    "literal_chains", "literal_strings", "owner_attr", "owner_base", "returns_placeholder",
+    "short", "walk_no_lambda",
 ]
 
 
@@ -116,3 +117,31 @@ def short(node: ast.AST, limit: int = 60) -> str:
     text = ast.unparse(node)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def is_placeholder(value: ast.expr | None) -> bool:
+    """``torch.empty(0)``, ``x.new_empty(0)``, ``torch.zeros((0,))``, ``Parameter(torch.empty(0))``:
+    a 0-element placeholder."""
+    call = value
+    if isinstance(call, ast.Call) and isinstance(call.func, (ast.Attribute, ast.Name)) and \
+            (call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id) \
+            == "Parameter" and call.args:
+        call = call.args[0]
+    if not (isinstance(call, ast.Call) and isinstance(call.func, (ast.Attribute, ast.Name))):
+        return False
+    name = call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id
+    if name not in ("empty", "zeros", "ones", "new_empty", "new_zeros", "tensor") or not call.args:
+        return False
+    first = call.args[0]
+    if isinstance(first, (ast.Tuple, ast.List)):
+        if name == "tensor":
+            return isinstance(first, ast.List) and not first.elts
+        return any(isinstance(e, ast.Constant) and e.value == 0 for e in first.elts)
+    return name != "tensor" and isinstance(first, ast.Constant) and first.value == 0
+
+
+def returns_placeholder(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether every ``return`` of a function gives a 0-element placeholder (a helper such as
+    vLLM's ``marlin_make_empty``); nested functions are not looked into."""
+    returns = [n for n in walk_no_lambda(func) if isinstance(n, ast.Return)]
+    return bool(returns) and all(is_placeholder(r.value) for r in returns)

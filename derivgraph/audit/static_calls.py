@@ -24,12 +24,14 @@ class CallRules:
         imports: dict[str, str]
         holders: dict[str, list[str]]
         loop_strings: dict[str, list[str]]
+        backing: dict[str, list[int]]
+        sites: list
         index: object
 
         def _emit(self, stmt: ast.stmt, attr: str, owner: str, category: str, reason: str,
                   value: ast.expr, kind: str, alias_of: str | None = None,
                   line: int | None = None, col: int | None = None,
-                  persistent: bool = True) -> None: ...
+                  persistent: bool = True, view_of_kept: bool = False) -> None: ...
 
         def _classify_store(self, target: ast.expr | None, owner: str, attr: str,
                             value: ast.expr, stmt: ast.stmt) -> None: ...
@@ -64,6 +66,10 @@ class CallRules:
             [c] if (c := attr_chain(value)) else [])
         if held and all(owner_base(c) == owner for c in held):
             return  # a tensor of the same module under a new name (a rename): nothing new
+        info = self.inf.infer(value)
+        # `layer.k_scale.detach()`: a new object over the storage of a tensor the layer keeps
+        shares = info is not None and not info.fresh and bool(info.source) and \
+            owner_base(info.source or "") == owner
         flag = kwarg(node, "persistent") or (node.args[2] if len(node.args) > 2 else None)
         persistent = not (isinstance(flag, ast.Constant) and flag.value is False)
         note = "" if persistent else ", persistent=False"
@@ -71,17 +77,22 @@ class CallRules:
             self.inf.stored.add(f"{owner}.{attr}")
             self._emit(stmt, attr, owner, "register",
                        f"{f.attr}({attr!r}, {short(value, 40)}{note}) in post-load code", value,
-                       kind, line=node.lineno, col=node.col_offset, persistent=persistent)
+                       kind, line=node.lineno, col=node.col_offset, persistent=persistent,
+                       view_of_kept=shares)
 
     def _set_storage(self, node: ast.Call, f: ast.Attribute, stmt: ast.stmt) -> None:
         chain = attr_chain(f.value)
         if chain is None:
             return
         value = node.args[0] if node.args else f.value
+        storage = value.value if isinstance(value, ast.Subscript) else value
+        first = len(self.sites)
         for base, attr in self._targets(chain):
             self._emit(stmt, attr, base, "set-storage",
                        f"`{chain}.set_({short(value, 40) if node.args else ''})` swaps its "
                        "storage", value, "view", line=node.lineno, col=node.col_offset)
+        if node.args and isinstance(storage, ast.Name):  # kept tensors now live in the local
+            self.backing.setdefault(storage.id, []).extend(range(first, len(self.sites)))
 
     def _replace(self, node: ast.Call, stmt: ast.stmt) -> None:
         if len(node.args) < 3:

@@ -15,9 +15,12 @@ It also summarises helpers across files by their return annotation: a tensor, a 
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from .static_ast import returns_placeholder
 
 __all__ = ["ClassEntry", "TreeIndex", "build_index"]
 
@@ -32,6 +35,8 @@ _TENSOR_TYPE = re.compile(r"\b(?:Tensor|Parameter)\b")
 _DEF_HEADER_END = re.compile(r"\)[ \t]*(?:->([^:\n]*))?:[ \t]*(?:#[^\n]*)?$", re.M)
 _WORD = re.compile(r"\w+")
 _SCALAR_TYPE = re.compile(r"^\s*(?:float|int)\s*$")
+_PLACEHOLDER_HINT = re.compile(r"(?:empty|zeros)\(\s*(?:0\s*[,)]|\(\s*0\s*,)")
+"""A 0-element allocation in the text: the file may define a helper returning a placeholder."""
 
 
 @dataclass
@@ -58,6 +63,7 @@ class TreeIndex:
     attr_types: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     method_owners: dict[str, set[str]] = field(default_factory=dict)  # method -> class names
     subclasses: dict[str, set[str]] = field(default_factory=dict)  # class -> descendants
+    placeholders: set[str] = field(default_factory=set)  # qualified: returns a 0-element tensor
 
     def entries(self, name: str) -> list[ClassEntry]:
         """Every class statement with this short name."""
@@ -73,6 +79,11 @@ class TreeIndex:
         kinds = self.containers()
         return frozenset(n for n, a in self.returns.items()
                          if kinds.intersection(_WORD.findall(a)))
+
+    def placeholder_functions(self) -> frozenset[str]:
+        """Qualified module-level functions whose every ``return`` gives a 0-element tensor
+        (``marlin_make_empty``): what they return is a placeholder, not derived state."""
+        return frozenset(self.placeholders)
 
     def scalar_functions(self) -> frozenset[str]:
         """Qualified functions annotated to return a Python ``float`` or ``int``."""
@@ -124,6 +135,8 @@ def _scan_text(index: TreeIndex, file: int, module: str, text: str) -> None:
     dataclass_at = {m.start() for m in _DATACLASS_RE.finditer(text)} if "dataclass" in text \
         else set()
     events.sort(key=lambda e: e[0])
+    hint = "empty(" in text or "zeros(" in text
+    hint = hint and _PLACEHOLDER_HINT.search(text) is not None
     current: ClassEntry | None = None
     method_indent: str | None = None
     for pos, kind, m in events:
@@ -148,6 +161,8 @@ def _scan_text(index: TreeIndex, file: int, module: str, text: str) -> None:
             end = _DEF_HEADER_END.search(text, m.end())
             if end and end.group(1):
                 index.returns.setdefault(qualified, end.group(1).strip())
+            if hint and _returns_placeholder_text(text, pos, end.end() if end else m.end()):
+                index.placeholders.add(qualified)
         elif kind == "def" and current is not None:
             if method_indent is None:
                 method_indent = indent
@@ -159,6 +174,19 @@ def _scan_text(index: TreeIndex, file: int, module: str, text: str) -> None:
 
 
 _COL0_CODE = re.compile(r"^[^\s#)\]}]", re.M)
+
+
+def _returns_placeholder_text(text: str, start: int, header_end: int) -> bool:
+    """Whether the module-level function starting at ``start`` returns only placeholders (the
+    body is parsed only when its text holds a 0-element allocation)."""
+    end = _next_col0(text, header_end)
+    if not _PLACEHOLDER_HINT.search(text, header_end, end):
+        return False
+    try:
+        func = ast.parse(text[start:end]).body[0]
+    except (SyntaxError, IndexError):
+        return False
+    return isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) and returns_placeholder(func)
 
 
 def _next_col0(text: str, pos: int) -> int:

@@ -216,9 +216,11 @@ class TensorInference:
         infos = [i for i in (self.infer(e) for e in node.elts) if i]
         if not infos:
             return None
+        views = len(infos) == len(node.elts) and all(i.view and i.of_kept for i in infos)
         return TensorInfo(why=f"a container of tensors ({_short(node)})",
                           fresh=any(i.fresh for i in infos), param=all(i.param for i in infos),
-                          source=infos[0].source if len(infos) == 1 else None)
+                          source=infos[0].source if len(infos) == 1 else None,
+                          view=views, of_kept=views)
 
     _infer_List = _infer_Tuple
 
@@ -249,6 +251,11 @@ class TensorInference:
         returned = self.returns_tensor(node)
         if any(returned) if isinstance(returned, tuple) else returned:
             target = _short(func, 40)
+            first = self.infer(node.args[0]) if node.args else None
+            if _VIEW_HELPER.search(target.rsplit(".", 1)[-1]) and first is not None \
+                    and first.shares_storage:
+                return TensorInfo(why=f"{target}() returns a view of {first.why}", view=True,
+                                  of_kept=True)
             return TensorInfo(why=f"{target}() returns a tensor", layout=_helper_layout(target))
         return None
 
@@ -257,8 +264,14 @@ class TensorInference:
     def _torch_call(self, name: str, node: ast.Call) -> TensorInfo | None:
         """TensorInfo for torch calls; TensorInfo(why="") for a known non-tensor torch call."""
         if name in PARAMETER_NAMES:
-            inner = self.infer(node.args[0]) if node.args else None
-            arg = _short(node.args[0]) if node.args else ""
+            data = node.args[0] if node.args else next(
+                (k.value for k in node.keywords if k.arg == "data"), None)
+            inner = self.infer(data)
+            if inner is None and isinstance(data, ast.Attribute) and data.attr == "data":
+                # `Parameter(x.data)` of anything: wraps that storage
+                chain = attr_chain(data.value) or _short(data.value)
+                inner = TensorInfo(why=f"{chain}.data", fresh=False, source=chain)
+            arg = _short(data) if data is not None else ""
             kind = name.rsplit(".", 1)[-1]
             if inner is not None and not inner.fresh:  # wraps existing storage: no new tensor
                 return replace(inner, why=f"{kind}({arg}) over existing storage", parameter=True)
@@ -316,6 +329,9 @@ _STORAGE_KEEPING = frozenset({"reshape", "flatten", "unflatten", "view", "t", "t
 the input is contiguous, as the layer's weights are)."""
 
 _PREDICATE = re.compile(r"^(?:is|has|get|supports?|can|should)_")
+_VIEW_HELPER = re.compile(r"(?:^|_)views?(?:_|$)")
+"""A helper named as returning a view (``get_accelerator_view_from_cpu_tensor``): called on a
+kept tensor, its result shares that tensor's storage."""
 
 
 def _reshapes(index: ast.expr) -> bool:

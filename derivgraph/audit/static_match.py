@@ -22,6 +22,10 @@ attribute (for an item of a tuple, ``name: "0"``, the tuple's attribute: the las
   ``owner`` path ends in that object (``quant_method``, ``...fused_experts``, ``...moe_kernel``,
   ``...moe_quant_config``, ``impl``).
 
+A ``set-storage`` site whose code then stores the fused tensor (``w.set_(fused[:n]);
+self._fused = fused``) also matches a spec declaring that fused tensor (``_fused``): the spec of
+the fusion covers the swap.
+
 A ``fold`` site only matches a derived entry of kind ``fold`` (the spec kind issue 12 adds; read
 from the raw kind value so specs written before the schema knows it still load), and a fold entry
 only matches a fold site, by class (not through the object graph: ``weight`` is too common a
@@ -43,6 +47,7 @@ __all__ = ["SpecIndex", "suggest_spec"]
 
 _MODULE_RECEIVERS = frozenset({"layer", "module", "m", "mod", "model"})
 _FOLD = "fold"
+_SET_STORAGE = "set-storage"
 # The last segment of a derived tensor's owner path -> a token the site's class lineage must hold.
 _OBJECT_OWNERS = {"quant_method": "Method", "fused_experts": "Experts", "experts": "Experts",
                   "fallback_experts": "Experts", "moe_kernel": "Kernel", "kernel": "Kernel",
@@ -82,7 +87,11 @@ class SpecIndex:
         if is_fold and any((c, site.attr) in self.declared_folds for c in site.classes):
             return "declared fold"
         role = owner_role(site)
-        for spec_name, owner, classes, fold, on_layer in self.by_name.get(site.attr, ()):
+        entries = list(self.by_name.get(site.attr, ()))
+        if site.category == _SET_STORAGE and site.alias_of:
+            # `.set_()` into a fused tensor the code then stores: the spec of the fused tensor
+            entries += self.by_name.get(site.alias_of.rsplit(".", 1)[-1], ())
+        for spec_name, owner, classes, fold, on_layer in entries:
             if fold != is_fold:
                 continue
             if classes & site_classes:

@@ -17,6 +17,7 @@ from .static_scope import (
     FuncNode,
     ModuleScope,
     Reached,
+    is_constructor_root,
     is_rebuilt_lineage,
 )
 from .static_segments import parse_relevant
@@ -44,6 +45,7 @@ class ModuleContext:
     scalar_functions: frozenset[str] = frozenset()  # qualified functions returning a float
     containers: frozenset[str] = frozenset()  # dataclasses with tensor fields, and functions
     # (qualified) annotated to return one
+    placeholders: frozenset[str] = frozenset()  # qualified functions returning a 0-element tensor
 
 
 @dataclass(frozen=True)
@@ -97,10 +99,11 @@ def audit_source(text: str, filename: str, module_name: str, is_package: bool,
 def audit_module(text: str, filename: str, module_name: str, is_package: bool,
                  context: ModuleContext, segmented: bool = True,
                  extra: Sequence[ExternalRoot] = (), file_index: int = -1,
-                 ) -> tuple[list[RawSite], list[ExternalRoot]]:
-    """The sites of one file's post-load code (sorted by line) and the calls it makes into
-    other files. With ``extra``, the post-load code is what those functions reach (the second
-    round of a tree-wide scan). Raises SyntaxError."""
+                 ) -> tuple[list[RawSite], list[ExternalRoot], list[tuple[str | None, str]]]:
+    """The sites of one file's post-load code (sorted by line), the calls it makes into
+    other files, and the ``(class, function)`` pairs reached from a post-load method (not only
+    from a rebuilt object's constructor). With ``extra``, the post-load code is what those
+    functions reach (the second round of a tree-wide scan). Raises SyntaxError."""
     scope = parse_for_audit(text, filename, context, segmented, extra)
     imports = import_map(scope.tree, module_name, is_package)
     returns = _Returns(scope, imports, module_name, context)
@@ -108,7 +111,8 @@ def audit_module(text: str, filename: str, module_name: str, is_package: bool,
     reached = scope.reached(_seeds(scope, extra) if extra else None)
     for item in reached:
         for site in audit_function(item, imports, returns.bound(item.cls), scope,
-                                   context.scalar_functions, context.containers):
+                                   context.scalar_functions, context.containers,
+                                   context.placeholders):
             sites.setdefault((site.line, site.col, site.attr, site.category), site)
     if not extra and LAZY_GUARD_RE.search(text):
         done = {id(r.func) for r in reached}
@@ -116,7 +120,9 @@ def audit_module(text: str, filename: str, module_name: str, is_package: bool,
             sites.setdefault((site.line, site.col, site.attr, site.category), site)
     externals = list(_externals(scope, reached, imports, context, file_index)) \
         if context.tree.modules else []
-    return sorted(sites.values(), key=lambda s: (s.line, s.col, s.attr)), externals
+    post_load = [(r.cls, r.func.name) for r in reached
+                 if not is_constructor_root(r.via[0], context.ancestors)]
+    return sorted(sites.values(), key=lambda s: (s.line, s.col, s.attr)), externals, post_load
 
 
 _NOT_HELPERS = NON_TENSOR_METHODS | STRONG_METHODS | WEAK_METHODS | frozenset({

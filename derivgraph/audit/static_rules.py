@@ -14,6 +14,7 @@ self._x = torch.cat(...)``) built from weights is a *lazy cache* (:func:`audit_l
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from collections.abc import Callable
 
@@ -23,11 +24,13 @@ from .static_ast import (
     copy_expr,
     free_names,
     is_getattr,
+    is_placeholder,
     kwarg,
     literal_chains,
     literal_strings,
     owner_attr,
     owner_base,
+    returns_placeholder,
     short,
     walk_no_lambda,
 )
@@ -57,17 +60,18 @@ _LOADED_NAMES = frozenset({"weight", "bias"})
 _WEIGHT_WORD = ("weight", "bias", "scale", "proj", "norm", "embed", "qkv", "w1", "w2", "w13")
 _WEIGHT_FREE = re.compile(r"(?:^|_)(?:cos|sin|rotary|rope|freqs|inv_freq|positions?|token_ids|"
                           r"physical_to|global_to|logical_to|expert_ids|expert_map|ptrs?|"
-                          r"ranges|flags|indices)(?:_|$)")
+                          r"ranges|flags|indices|ids)(?:_|$)")
 """Names of values that never come from weights: rotary tables, routing maps, pointer tables."""
 
 
 def audit_function(reached: Reached, imports: dict[str, str],
                    returns_tensor: ReturnsTensor, scope: ModuleScope,
                    scalar_functions: frozenset[str] = frozenset(),
-                   containers: frozenset[str] = frozenset()) -> list[RawSite]:
+                   containers: frozenset[str] = frozenset(),
+                   placeholders: frozenset[str] = frozenset()) -> list[RawSite]:
     """Every site in one reached function (and the functions nested in it)."""
     return FunctionAudit(reached, imports, returns_tensor, scope, scalar_functions,
-                         containers).run()
+                         containers, placeholders).run()
 
 
 def audit_lazy_caches(scope: ModuleScope, imports: dict[str, str],
@@ -85,6 +89,15 @@ def audit_lazy_caches(scope: ModuleScope, imports: dict[str, str],
             audit = FunctionAudit(reached, imports, returns_for(cls), scope)
             out += [s for s in audit.run() if s.category == "lazy-cache"]
     return out
+
+
+def _weight_named(name: str) -> bool:
+    """A name that can hold weight values: tensor-like (``w13_weight_scale``) or with a weight
+    word in it, unless it names weight-free data (``cos_sin_cache``, ``expert_map``)."""
+    weighty = any(w in name for w in _WEIGHT_WORD)
+    if _WEIGHT_FREE.search(name) and not weighty:
+        return False
+    return weighty or looks_like_tensor_attr(name)
 
 
 def _has_lazy_guard(func: ast.AST) -> bool:
@@ -113,23 +126,24 @@ def _guarded_chain(test: ast.expr) -> str | None:
     return None
 
 
-def _is_empty(value: ast.expr) -> bool:
-    """``torch.empty(0)``, ``x.new_empty(0)``, ``torch.zeros((0,))``: a 0-element placeholder."""
-    call = value
-    if isinstance(call, ast.Call) and call.func and isinstance(call.func, ast.Attribute) and \
-            call.func.attr in ("Parameter",) and call.args:
-        call = call.args[0]
-    if not (isinstance(call, ast.Call) and isinstance(call.func, (ast.Attribute, ast.Name))):
-        return False
-    name = call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id
-    if name not in ("empty", "zeros", "ones", "new_empty", "new_zeros", "tensor") or not call.args:
-        return False
-    first = call.args[0]
-    if isinstance(first, (ast.Tuple, ast.List)):
-        return any(isinstance(e, ast.Constant) and e.value == 0 for e in first.elts)
-    if name == "tensor":
-        return isinstance(first, ast.List) and not first.elts
-    return isinstance(first, ast.Constant) and first.value == 0
+_TENSOR_TYPE_NAMES = frozenset({"Tensor", "Parameter", "Buffer"})
+
+
+def _not_tensor_branch(test: ast.expr) -> tuple[str, bool] | None:
+    """``(name, True)`` when the body of ``if <test>:`` runs only if local ``name`` is not a
+    tensor (``not isinstance(x, torch.Tensor)``); ``(name, False)`` when the else branch does
+    (``isinstance(x, torch.Tensor)``)."""
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    call = test.operand if negated else test  # type: ignore[attr-defined]
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+            and call.func.id == "isinstance" and len(call.args) == 2
+            and isinstance(call.args[0], ast.Name)):
+        return None
+    kinds = call.args[1].elts if isinstance(call.args[1], ast.Tuple) else [call.args[1]]
+    names = [k.attr if isinstance(k, ast.Attribute) else getattr(k, "id", "") for k in kinds]
+    if not names or not all(n in _TENSOR_TYPE_NAMES for n in names):
+        return None
+    return call.args[0].id, negated
 
 
 def returns_tensor(reached: Reached, imports: dict[str, str], module_returns: ReturnsTensor,
@@ -145,11 +159,13 @@ class FunctionAudit(CallRules):
 
     def __init__(self, reached: Reached, imports: dict[str, str], returns_tensor: ReturnsTensor,
                  scope: ModuleScope, scalar_functions: frozenset[str] = frozenset(),
-                 containers: frozenset[str] = frozenset()) -> None:
+                 containers: frozenset[str] = frozenset(),
+                 placeholders: frozenset[str] = frozenset()) -> None:
         self.reached = reached
         self.scope = scope
         self.scalar_functions = scalar_functions
         self.containers = containers
+        self.placeholders = placeholders  # qualified helpers returning a 0-element tensor
         self.lineage = tuple(sorted(scope.lineage(reached.cls))) if reached.cls else ()
         self.guards: list[str] = []  # chains of enclosing `if <chain> is None:` guards
         self._copies: bool | None = None  # whether the function refills with copy_ (lazy)
@@ -172,6 +188,8 @@ class FunctionAudit(CallRules):
         self.closures: dict[str, list[str]] = {}  # nested function -> captured tensor locals
         self.params: set[str] = set()
         self.shadowed: set[str] = set()  # constant parameters rebound or shadowed here
+        # locals whose storage tensors were `.set_()` onto -> the indices of those sites
+        self.backing: dict[str, list[int]] = {}
 
     # ---- driver --------------------------------------------------------------------------------
 
@@ -179,7 +197,18 @@ class FunctionAudit(CallRules):
         func = self.reached.func
         self._bind_params(func.args)
         self._block(func.body)
+        self._name_set_storage()
         return self.sites
+
+    def _name_set_storage(self) -> None:
+        """A ``.set_()`` onto a local that is then stored (``self._fused = fused``) names that
+        attribute as what it swaps into, so a spec declaring the fused tensor declares it."""
+        for local, indices in self.backing.items():
+            path = self.stored_locals.get(local)
+            if path is None:
+                continue
+            for i in indices:
+                self.sites[i] = dataclasses.replace(self.sites[i], alias_of=path)
 
     def _returns_tensor(self, call: ast.Call) -> Returned:
         if isinstance(call.func, ast.Name) and call.func.id in self.tensor_nested:
@@ -222,6 +251,15 @@ class FunctionAudit(CallRules):
             if live is not None:  # a guard on a parameter every caller binds to a constant
                 self._block(stmt.body if live else stmt.orelse)
                 return
+            narrowed = _not_tensor_branch(stmt.test)
+            if narrowed is not None and narrowed[0] in self.inf.locals:
+                name, in_body = narrowed
+                for block, not_tensor in ((stmt.body, in_body), (stmt.orelse, not in_body)):
+                    if not_tensor:
+                        self._block_without(block, name)
+                    else:
+                        self._block(block)
+                return
             guarded = self._guard_targets(stmt.test)
             if guarded:
                 self.guards += guarded
@@ -237,6 +275,14 @@ class FunctionAudit(CallRules):
             self._block(handler.body)
         for case in getattr(stmt, "cases", []) or []:
             self._block(case.body)
+
+    def _block_without(self, body: list[ast.stmt], name: str) -> None:
+        """A branch where ``isinstance(name, torch.Tensor)`` is false: ``name`` is no tensor
+        there (what the branch rebinds it to counts afterwards)."""
+        saved = self.inf.locals.pop(name, None)
+        self._block(body)
+        if saved is not None and name not in self.inf.locals:
+            self.inf.locals[name] = saved
 
     def _decide(self, test: ast.expr) -> bool | None:
         """The value of ``if p:``, ``if not p:`` or ``if p is None:`` for a constant parameter."""
@@ -334,6 +380,8 @@ class FunctionAudit(CallRules):
         info = self.inf.infer(value)
         if info is None or info.param:
             return
+        if not info.fresh and info.source and info.source.split("[")[0] == chain:
+            return  # the container's own entry, re-wrapped over the same storage
         self._emit(stmt, attr, owner_base(chain), "container",
                    f"puts {'a new tensor' if info.fresh else 'a reference'} into "
                    f"`{chain}[...]` ({info.why})", value,
@@ -389,8 +437,37 @@ class FunctionAudit(CallRules):
             base = chain.removesuffix(".data")
             used = _shape_free_chains(call.args[0])
             held = self.holders.get(base, [])
-            if base in used or any(h in used for h in held):
+            if (base in used or any(h in used for h in held)) and not self._restores(
+                    call.args[0], {base, *held}):
                 self._fold_site(stmt, chain, f"`{short(call)}` reads its own target", call)
+
+    def _restores(self, value: ast.expr, targets: set[str]) -> bool:
+        """Whether ``value`` has the values of one of ``targets`` (so ``t.copy_(value)`` is
+        idempotent): the target itself through ``contiguous``/``clone``/``detach``, a padded
+        copy with the pad sliced away, or a same-file helper that returns its argument so."""
+        if _restores_values(value, targets):
+            return True
+        helper = self._helper(value) if isinstance(value, ast.Call) else None
+        if helper is None:
+            return False
+        index = _restored_argument(*helper)
+        args = value.args  # type: ignore[attr-defined]
+        return index is not None and index < len(args) and self._restores(args[index], targets)
+
+    def _helper(self, call: ast.Call) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef,
+                                                 bool] | None:
+        """The same-file function or method (of the class's lineage) a call runs, and whether
+        it binds ``self``."""
+        f = call.func
+        if isinstance(f, ast.Name) and f.id in self.scope.functions:
+            return self.scope.functions[f.id], False
+        if (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
+                and f.value.id in ("self", "cls") and self.reached.cls):
+            for cls in sorted(self.scope.lineage(self.reached.cls)):
+                info = self.scope.classes.get(cls)
+                if info is not None and f.attr in info.methods:
+                    return info.methods[f.attr], True
+        return None
 
     def _fold_site(self, stmt: ast.stmt, chain: str, what: str, value: ast.expr) -> None:
         for owner, attr in self._targets(chain):
@@ -572,6 +649,7 @@ class FunctionAudit(CallRules):
             return
         if isinstance(value, ast.Name):
             self.stored_locals[value.id] = path
+        backs_kept = isinstance(value, ast.Name) and value.id in self.backing
         kind = "parameter" if info.parameter else ("view" if info.view else "attribute")
         what = "a new Parameter" if info.parameter else ("a view" if info.view else "a new tensor")
         why = f"stores {what}: {info.why}"
@@ -591,8 +669,10 @@ class FunctionAudit(CallRules):
             why = f"built once behind `if {path} is None`: {why}"
         elif _is_container(value) or info.why.startswith(("a container", "a list")):
             category = "container"
+        if backs_kept:
+            why += " (tensors kept by the layer were `.set_()` into it: it shares their storage)"
         self._emit(stmt, attr, owner, category, why, value, kind,
-                   view_of_kept=info.view and info.of_kept)
+                   view_of_kept=(info.view and info.of_kept) or backs_kept)
 
     def _source_of(self, value: ast.expr) -> str | None:
         if isinstance(value, ast.Name):
@@ -652,12 +732,13 @@ class FunctionAudit(CallRules):
                       if isinstance(n, (ast.Attribute, ast.Name))]
         names = [n for n in names if n not in ("self", "layer", "torch")]
         return any(_WEIGHT_FREE.search(n) for n in names) and not any(
-            looks_like_tensor_attr(n) or any(w in n for w in _WEIGHT_WORD) for n in names)
+            _weight_named(n) for n in names)
 
     def _from_weights(self, value: ast.expr) -> bool:
         """Whether a value reads weights: an attribute named like a weight, directly or through a
         local defined earlier."""
-        if _is_allocation(value):
+        if _is_allocation(value) or (_is_container(value) and all(
+                _is_allocation(e) for e in getattr(value, "elts", [None]))):
             return False  # zeros/empty/full take only shapes, dtypes and devices from weights
         names: list[str] = []
         nodes = [value]
@@ -667,7 +748,8 @@ class FunctionAudit(CallRules):
             elif isinstance(n, ast.Name) and n.id in self.nested_defs:
                 nodes.append(self.nested_defs[n.id])  # a nested helper: what it reads
         for node in nodes:
-            names += [n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)]
+            names += [n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)
+                      and (attr_chain(n) or ".").split(".")[0] not in self.imports]
         return any(looks_like_tensor_attr(a) or any(w in a for w in _WEIGHT_WORD) for a in names)
 
     def _captured_reason(self, value: ast.expr) -> str | None:
@@ -701,11 +783,24 @@ class FunctionAudit(CallRules):
             category=category, reason=reason, expr=short(value, 120), kind=kind,
             via=self.reached.via, classes=self.classes, formula=self._formula(value, owner),
             alias_of=alias_of, lineage=self.lineage, persistent=persistent,
-            empty=_is_empty(value), view_of_kept=view_of_kept,
+            empty=is_placeholder(value) or self._returns_placeholder(value),
+            view_of_kept=view_of_kept,
             weight_free=self._weight_free(value), allocation=_is_allocation(value),
             constructed=_is_construction(value),
             initial_load_only=self.reached.initial_load_only,
+            from_weights=self._from_weights(value),
         ))
+
+    def _returns_placeholder(self, value: ast.expr) -> bool:
+        """A call of a helper that returns a 0-element placeholder: a function of this file
+        whose every ``return`` is one, or one the tree-wide index found
+        (:meth:`.static_index.TreeIndex.placeholder_functions`)."""
+        if not isinstance(value, ast.Call):
+            return False
+        if isinstance(value.func, ast.Name) and value.func.id in self.scope.functions:
+            return returns_placeholder(self.scope.functions[value.func.id])
+        name = call_name(value.func, self.imports)
+        return name is not None and name in self.placeholders
 
     def _formula(self, value: ast.expr, owner: str) -> str | None:
         """The stored expression with locals inlined once and receivers dropped: a draft."""
@@ -752,6 +847,52 @@ def _shape_free_chains(node: ast.expr) -> set[str]:
 
 def _is_container(value: ast.expr) -> bool:
     return isinstance(value, (ast.List, ast.Tuple, ast.ListComp, ast.Dict, ast.DictComp))
+
+
+_SAME_VALUES = frozenset({"contiguous", "clone", "detach"})
+"""Methods whose result has the receiver's values, shape and dtype."""
+
+
+def _restores_values(value: ast.expr, targets: set[str]) -> bool:
+    """``t``, ``t.data``, ``t.contiguous()``/``.clone()``/``.detach()`` of such, or
+    ``pad(t, ...)[<slices>]`` (the pad sliced away again) for a ``t`` in ``targets``."""
+    chain = attr_chain(value)
+    if chain is not None:
+        return chain.removesuffix(".data") in targets
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+            value.func.attr in _SAME_VALUES and not value.args:
+        return _restores_values(value.func.value, targets)
+    if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Call):
+        pad = value.value
+        name = pad.func.attr if isinstance(pad.func, ast.Attribute) else getattr(
+            pad.func, "id", "")
+        parts = value.slice.elts if isinstance(value.slice, ast.Tuple) else [value.slice]
+        return (name == "pad" and bool(pad.args) and _restores_values(pad.args[0], targets)
+                and all(isinstance(p, ast.Slice) or (isinstance(p, ast.Constant)
+                                                     and p.value is ...) for p in parts))
+    return False
+
+
+def _restored_argument(func: ast.FunctionDef | ast.AsyncFunctionDef,
+                       method: bool) -> int | None:
+    """The positional argument (``self`` not counted) whose values every ``return`` of a
+    helper gives back unchanged (through :func:`_restores_values`, also after rebinding the
+    parameter to such a value), or None."""
+    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+    if method and params:
+        params = params[1:]
+    returns = [n for n in walk_no_lambda(func) if isinstance(n, ast.Return)]
+    for index, name in enumerate(params):
+        rebinds = [n for n in walk_no_lambda(func) if isinstance(n, (ast.Assign, ast.AugAssign,
+                                                                     ast.AnnAssign))
+                   and any(isinstance(t, ast.Name) and t.id == name for t in (
+                       n.targets if isinstance(n, ast.Assign) else [n.target]))]
+        if returns and all(r.value is not None and _restores_values(r.value, {name})
+                           for r in returns) and all(
+                isinstance(b, ast.Assign) and len(b.targets) == 1
+                and _restores_values(b.value, {name}) for b in rebinds):
+            return index
+    return None
 
 
 def _calls_copy(func: ast.AST) -> bool:

@@ -39,6 +39,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 __all__ = [
+    "is_constructor_root",
     "is_initial_load_root",
     "MODULE_CLASS_NAMES",
     "ONCE_BUILT_SUFFIXES",
@@ -152,6 +153,14 @@ class Reached:
     initial_load_only: bool = False
     """Reached from a module's argument-less ``process_weights_after_loading(self)``: the
     model-level post-load step, which vLLM 0.33 runs at initial load only (never on a reload)."""
+
+
+def is_constructor_root(qualname: str, ancestors: Mapping[str, frozenset[str]]) -> bool:
+    """Whether a root (``Reached.via[0]``) is a rebuilt-object constructor (``C.__init__``),
+    which is post-load code only if post-load code builds ``C``."""
+    cls, _, name = qualname.rpartition(".")
+    return name == "__init__" and bool(cls) and "." not in cls and is_rebuilt_lineage(
+        ancestors.get(cls, frozenset({cls})))
 
 
 def is_initial_load_root(func: FuncNode, lineage: frozenset[str]) -> bool:

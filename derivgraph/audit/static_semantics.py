@@ -17,7 +17,10 @@ post-load step ran on temporaries, ``_copy_and_restore_kernel_tensors`` copies e
 the kept object and re-registers the kept objects, whatever ``replace_parameter``, ``.data =`` or
 ``register_parameter`` did. Non-persistent buffers are copied only when loaded; plain attributes,
 objects rebuilt by post-load code (experts, kernels, quant configs), references they hold, Python
-scalars, containers, closures and lazily built caches are not touched. Attention layers run their
+scalars, containers, closures and lazily built caches are not touched. What a value is refines
+the store (:func:`refine`): a view or reference of kept storage, a weight-free value, a
+placeholder, code that runs once (the model-level initial-load hook, or the constructor of an
+object built only outside post-load code) keep their values or addresses. Attention layers run their
 post-load step on the live kept tensors, so what it replaces there is replaced for good.
 """
 
@@ -76,6 +79,7 @@ class Store(enum.Enum):
     NOT_FROM_WEIGHTS = "not-from-weights"  # reads no weight: a weight reload cannot change it
     INITIAL_LOAD_COPY = "initial-load-copy"  # derived from weights by the initial-load-only hook
     INITIAL_LOAD_KEPT = "initial-load-kept"  # made once at initial load, weight-free or shared
+    BUILT_AT_CONSTRUCTION = "built-at-construction"  # weight-free, by an object built once
 
 
 class OwnerRole(enum.Enum):
@@ -174,6 +178,11 @@ VLLM_0_33: Mapping[Store, Semantics] = dict([
          "made once at initial load (model-level hook, never rerun) as a workspace, a weight-free "
          "value or a view/reference of a kept tensor the copy-back refills: stays right",
          "nothing"),
+    _row(Store.BUILT_AT_CONSTRUCTION, True, Severity.INFO,
+         "made once by an object built outside post-load code (the tree builds its class only "
+         "in construction or set-up code no reload reruns), as a workspace or weight-free "
+         "table: it keeps its storage and holds no weight values",
+         "nothing, unless post-load code rebuilds the object: then declare it in a spec"),
 ])
 """vLLM 0.33.0's layerwise reload (``reload/layerwise.py``), store by store."""
 
@@ -268,8 +277,16 @@ _SHARED_OR_WEIGHT_FREE = frozenset({Store.LAYER_ATTRIBUTE, Store.OBJECT_ATTRIBUT
 def refine(site: RawSite, store: Store) -> Store:
     """The store once what the value is (a view, weight-free, an allocation) and whether the code
     reruns on a reload are known."""
+    if store is Store.STORAGE_SWAP and site.initial_load_only:
+        # swapped once, before any graph capture: the kept Parameter now views the fused
+        # storage, and every reload's copy-back writes through it into that storage
+        return Store.INITIAL_LOAD_KEPT
+    if store is Store.LAZY_CACHE and site.view_of_kept:
+        return Store.VIEW_OF_KEPT  # views of kept storage, made once: refilled in place
     if store not in _SHARED_OR_WEIGHT_FREE:
         return store
+    if site.built_once:
+        return Store.BUILT_AT_CONSTRUCTION
     shares = site.view_of_kept or store is Store.REFERENCE
     if site.initial_load_only:
         # built once: nothing moves; only a copy of the weights can go stale
@@ -278,9 +295,13 @@ def refine(site: RawSite, store: Store) -> Store:
         return Store.INITIAL_LOAD_COPY
     if site.view_of_kept and store in (Store.LAYER_ATTRIBUTE, Store.OBJECT_ATTRIBUTE):
         return Store.VIEW_OF_KEPT
+    if site.view_of_kept and site.category == "register":
+        return Store.VIEW_OF_KEPT  # a buffer over the storage of a tensor the layer keeps
     if (store in (Store.LAYER_ATTRIBUTE, Store.OBJECT_ATTRIBUTE) and site.weight_free
             and not site.constructed):
         return Store.NOT_FROM_WEIGHTS  # a construction rerun per reload still moves: kept as is
+    if store is Store.REFERENCE and site.weight_free:
+        return Store.NOT_FROM_WEIGHTS  # a reference to a rotary cache: no storage of its own
     return store
 
 

@@ -92,3 +92,5 @@ class RawSite:
     allocation: bool = False  # zeros/empty/full...: a workspace, no values to keep fresh
     constructed: bool = False  # torch.tensor(...) or an allocation: new storage every run
     initial_load_only: bool = False  # reached only from the model-level initial-load hook
+    from_weights: bool = True  # the value reads an attribute named like a weight
+    built_once: bool = False  # in the constructor of a class built only at model construction

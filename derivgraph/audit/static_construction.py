@@ -1,0 +1,90 @@
+"""Where the scanned tree builds a class: at model construction, or in post-load code.
+
+The scope rule of :mod:`.static_scope` treats the constructor of every *rebuilt-object class*
+(a name with ``Kernel``, ``Experts``, ``MoE``, ``Prepared``...) as post-load code, because vLLM's
+post-load steps rebuild experts, kernels and MoE quant configs on every reload. A class of that
+name that the tree builds only outside post-load code (in a module's ``__init__``, a runner's
+set-up, at import) is built once, when the model is constructed, and a reload never reruns its
+constructor: the workspaces and weight-free tables it allocates keep their storage and values.
+
+This module finds, by text over the whole tree (no parsing), the functions that call ``C(...)``;
+:func:`built_at_construction` says which classes are built only in functions that no post-load
+method reaches (the reach the audit computed). A class with no visible call (built through a
+variable, ``experts_cls(...)``, or ``cls(...)``) stays a rebuilt object.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
+
+__all__ = ["Construction", "built_at_construction", "construction_sites"]
+
+Construction = tuple[int, str | None, str | None]
+"""Where a class is built: (file index, class of the enclosing method, outermost enclosing
+function; None at module level)."""
+
+_HEADER = re.compile(r"^([ \t]*)(?:async[ \t]+)?(def|class)[ \t]+(\w+)", re.M)
+
+
+def _enclosing(text: str, pos: int, headers: Sequence[tuple[int, int, str, str]]
+               ) -> tuple[str | None, str | None]:
+    """(class, outermost function) around ``pos``, from the def/class headers before it."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    indent = len(text[line_start:pos]) - len(text[line_start:pos].lstrip(" \t"))
+    chain: list[tuple[int, str, str]] = []  # enclosing headers, innermost first
+    for start, depth, kind, name in reversed(headers):
+        if start >= line_start:
+            continue
+        if depth < indent:
+            chain.append((depth, kind, name))
+            indent = depth
+            if depth == 0:
+                break
+    chain.reverse()  # outermost first
+    cls = chain[0][2] if chain and chain[0][1] == "class" else None
+    funcs = [name for _, kind, name in chain if kind == "def"]
+    return cls, funcs[0] if funcs else None
+
+
+def construction_sites(texts: Sequence[str], names: Collection[str]
+                       ) -> dict[str, list[Construction]]:
+    """For each class name, every place of the tree that calls ``Name(...)`` (also
+    ``module.Name(...)``), with its enclosing class and outermost function."""
+    out: dict[str, list[Construction]] = {n: [] for n in names}
+    if not names:
+        return out
+    call = re.compile(r"(?<![\w])(" + "|".join(sorted(map(re.escape, names))) + r")[ \t]*\(")
+    for index, text in enumerate(texts):
+        if not any(n in text for n in names):
+            continue
+        headers: list[tuple[int, int, str, str]] | None = None
+        for m in call.finditer(text):
+            line_start = text.rfind("\n", 0, m.start()) + 1
+            before = text[line_start:m.start()].strip()
+            if before in ("class", "def", "async def"):
+                continue  # the class statement itself
+            if headers is None:
+                headers = [(h.start(), len(h.group(1).expandtabs()), h.group(2), h.group(3))
+                           for h in _HEADER.finditer(text)]
+            cls, func = _enclosing(text, m.start(), headers)
+            out[m.group(1)].append((index, cls, func))
+    return out
+
+
+def built_at_construction(names: Iterable[str], texts: Sequence[str],
+                          post_load: Collection[tuple[int, str | None, str]],
+                          subclasses: Mapping[str, Collection[str]] | None = None) -> set[str]:
+    """The classes among ``names`` that the tree builds somewhere, and (with every subclass,
+    whose constructor runs theirs) only in functions no post-load method reaches
+    (``post_load``: (file index, class, function) reached)."""
+    names = set(names)
+    family = {n: {n, *(subclasses or {}).get(n, ())} for n in names}
+    sites = construction_sites(texts, set().union(*family.values()) if family else set())
+    out = set()
+    for name, members in family.items():
+        found = [site for member in members for site in sites.get(member, [])]
+        if sites.get(name) and not any(func is not None and (file, cls, func) in post_load
+                                       for file, cls, func in found):
+            out.add(name)
+    return out
