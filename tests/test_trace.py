@@ -118,6 +118,7 @@ class Toy(nn.Module):
         self.w = nn.Parameter(torch.rand(4, 6, generator=g) + 0.5, requires_grad=False)
         self.s = nn.Parameter(torch.rand((), generator=g) + 0.5, requires_grad=False)
         self.kernel = Holder()
+        self.host_cpu = torch.tensor(1.0)  # a host copy made at construction (vLLM's)
 
     def process_weights_after_loading(self) -> None:
         k = self.kernel
@@ -129,7 +130,11 @@ class Toy(nn.Module):
         if self.mode == "opaque":
             k.cum = self.w.cumsum(0)                           # not in our vocabulary
         if self.mode == "tolist":
-            k.host = torch.tensor(self.s.tolist())             # a value the recording misses
+            k.host = torch.tensor(self.s.tolist())             # a copy the recording misses
+        if self.mode == "tolist-doubled":
+            k.host = torch.tensor(self.s.tolist() * 2.0)       # and Python arithmetic on it
+        if self.mode == "fill":  # vLLM's _k_scale_cpu: filled in place from .tolist()
+            self.host_cpu.fill_(self.s.tolist())
 
 
 def test_toy_hiding_places_scalar_and_alias():
@@ -156,15 +161,74 @@ def test_op_outside_the_vocabulary_is_listed_not_guessed():
     assert "aten.cumsum.default" in out.yaml and "kernel.cum" in out.yaml
 
 
-def test_value_the_recording_cannot_see_is_dropped_by_the_oracle():
-    """Canary: `.tolist()` hides the dependency; the first draft declares a constant, the
-    A->B oracle shows it wrong, and it is dropped and listed instead of written."""
+def test_host_copy_read_through_tolist_is_drafted_from_its_source():
+    """``torch.tensor(s.tolist())`` carries no op; the value equals the one-element source
+    ``s``, so the draft copies it (``clone(s)``), and perturbing ``s`` A->B proves it."""
     out = trace_model(lambda: Toy("tolist"), lambda m: m.process_weights_after_loading(), "toy")
+    assert out.proof.ok, out.proof.summary()
+    host = _by_name(out, "host", "kernel")
+    assert (host.kind, host.formula) == ("attribute", "clone(s)")
+    assert [u.path for u in out.draft.unexpressed] == ["kernel.rows.0"]
+
+
+def test_value_the_recording_cannot_see_is_dropped_by_the_oracle():
+    """Canary: ``s.tolist() * 2`` hides the dependency and matches no source; the first draft
+    declares a constant, the oracle rejects it (cold starts of A and B differ), and it is
+    dropped and listed instead of written."""
+    out = trace_model(lambda: Toy("tolist-doubled"), lambda m: m.process_weights_after_loading(),
+                      "toy")
     assert out.proof.ok
     reasons = {u.path: u.reason for u in out.draft.unexpressed}
     assert sorted(reasons) == ["kernel.host", "kernel.rows.0"]
     assert "recording cannot see" in reasons["kernel.host"]
     assert "host" not in {e.name for s in out.draft.specs for e in s.entries}
+
+
+def _fill_toy_outcome():
+    return trace_model(lambda: Toy("fill"), lambda m: m.process_weights_after_loading(), "toy")
+
+
+def test_in_place_host_copy_is_a_copy_of_its_scale():
+    out = _fill_toy_outcome()
+    assert out.proof.ok, out.proof.summary()
+    entry = _by_name(out, "host_cpu")
+    assert (entry.kind, entry.formula) == ("attribute", "clone(s)")
+
+
+def test_a_wrong_constant_for_an_in_place_host_copy_is_rejected():
+    """Canary: the engine refills ``host_cpu`` in place on every reload, so a refill keeps its
+    fresh value whatever the draft says. The old oracle passed the constant draft; now every
+    source is perturbed A->B, a constant whose cold starts differ is rejected, and the
+    recompute stage (formulas alone, constants rewritten) shows it wrong."""
+    from derivgraph import load_spec_text
+    from derivgraph.trace.proof import VARYING_CONSTANT, prove
+
+    out = _fill_toy_outcome()
+    value = float(Toy("fill").s)
+    wrong = out.yaml.replace('"clone(s)"', f'"full([], {value!r}, dtype=float32)"')
+    assert wrong != out.yaml
+    reload = CheckpointReload(lambda: Toy("fill"), lambda m: m.process_weights_after_loading())
+    proof = prove(load_spec_text(wrong), reload.make, reload.reload)
+    assert not proof.ok
+    assert proof.rejected == {"host_cpu": VARYING_CONSTANT}
+    recompute = {s["stage"]: s["mismatched"] for s in proof.stages}
+    assert recompute["A->B recompute"] == ["host_cpu"]
+    assert recompute["A->B refill"] == []  # the refill alone cannot see it: the engine's value
+    right = prove(load_spec_text(out.yaml), reload.make, reload.reload)
+    assert right.ok and not right.rejected and not right.unperturbed
+
+
+def test_perturb_changes_every_element():
+    """Weights B differ from A everywhere: zeros, narrow float dtypes, integers."""
+    from derivgraph.trace.proof import perturb
+
+    gen = torch.Generator().manual_seed(1)
+    for t in (torch.zeros(64), torch.linspace(-2, 2, 64).to(torch.float8_e4m3fn),
+              torch.randn(64).to(torch.bfloat16), torch.arange(64, dtype=torch.int8),
+              torch.tensor(1.0)):
+        p = perturb(t, gen)
+        assert p.dtype == t.dtype and p.shape == t.shape
+        assert bool((p.float() != t.float()).all()), t.dtype
 
 
 # ---- command line ----------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from torch import nn
 from ..errors import SpecValidationError
 from ..loader import load_spec_text
 from ..validate import validate_specs
-from .draft import Draft, drop_entries
+from .draft import Draft, revise_entries
 from .proof import CheckpointReload, ProofReport, prove
 from .tracer import trace_build, trace_step
 from .yaml_writer import render_yaml
@@ -74,15 +74,23 @@ _NOT_FOLLOWED = ("its value after a reload differs from the traced formula's: it
                  "the recording cannot see (.tolist(), a host copy) or config state")
 
 
+def _refuted(proof: ProofReport) -> dict[str, str]:
+    """Declared paths the oracle refuted or could not prove, with why."""
+    bad = {k: _NOT_FOLLOWED for s in proof.stages for k in s["mismatched"]}
+    bad.update(proof.rejected)
+    return bad
+
+
 def _prove_pruning(draft: Draft, origin: str, text: str, specs: list[Any],
                    run: Callable[[list[Any]], ProofReport]) -> TraceOutcome:
-    """Prove; entries the oracle shows wrong are dropped (and listed) and the rest re-proven."""
-    for _ in range(3):
+    """Prove; entries the oracle refutes are replaced by their alternative formula (a constant
+    for a value that matched a source) or dropped (and listed), and the rest re-proven."""
+    for _ in range(4):
         proof = run(specs)
-        bad = {k for s in proof.stages for k in s["mismatched"]}
+        bad = _refuted(proof)
         if proof.ok or proof.error or not bad:
             return TraceOutcome(draft, text, proof, specs)
-        draft = drop_entries(draft, bad, _NOT_FOLLOWED)
+        draft = revise_entries(draft, bad)
         text, specs, failed = _check(draft, origin)
         if failed is not None:
             return TraceOutcome(draft, text, failed, specs)

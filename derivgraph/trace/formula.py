@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .recorder import Node, Recorder, Ref, is_creation
+from .recorder import Node, Recorder, Ref, is_creation, is_overwrite
 
 __all__ = ["Emitter", "Formula", "IntNamer", "Unexpressible", "constant_formula", "dtype_name",
            "python_path"]
@@ -167,6 +167,8 @@ class Emitter:
             return False
         seen.add(id(node))
         inputs = [r for r in _refs(node.args) + _refs(node.kwargs)]
+        if is_overwrite(node.func):
+            inputs = inputs[1:]  # the target's old value is not read
         return any(self._reads_source(r, seen) for r in inputs)
 
     def _arg(self, a: Any) -> Formula:
