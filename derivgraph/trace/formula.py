@@ -251,6 +251,8 @@ class Emitter:
             return self._call(name, *(self._arg(x) for x in a))
         if name == "slice":
             return self._slice(node)
+        if name in ("split", "split_with_sizes"):
+            return self._split(node, index)
         if name == "repeat" and a[0].tensor.numel() == 1:
             # x.repeat(E) of one value: x * ones([E]) is the same bits (x * 1 == x)
             x = self.emit(a[0])
@@ -284,12 +286,28 @@ class Emitter:
 
     def _slice(self, node: Node) -> Formula:
         a = node.args
-        base = self.emit(a[0])
         dim = a[1] if len(a) > 1 else 0
         start = a[2] if len(a) > 2 else None
         end = a[3] if len(a) > 3 else None
         step = a[4] if len(a) > 4 else 1
+        return self._slice_of(a[0], dim, start, end, step)
+
+    def _split(self, node: Node, index: int) -> Formula:
+        """Output ``index`` of ``split``/``split_with_sizes``: a slice along ``dim``."""
+        a, kw = node.args, node.kwargs
+        dim = a[2] if len(a) > 2 else kw.get("dim", 0)
         size = a[0].tensor.shape[dim]
+        spec = a[1]
+        sizes = list(spec) if isinstance(spec, (list, tuple)) else [
+            min(spec, size - i) for i in range(0, size, spec)]
+        start = sum(sizes[:index])
+        end = start + sizes[index]
+        return self._slice_of(a[0], dim, start or None, None if end >= size else end, 1)
+
+    def _slice_of(self, src: Ref, dim: int, start: Any, end: Any, step: int) -> Formula:
+        base = self.emit(src)
+        dim = dim % src.tensor.dim()
+        size = src.tensor.shape[dim]
         lo = "" if not start else self.ints(int(start))
         hi = "" if end is None or end >= min(size, _SENTINEL_END) else self.ints(int(end))
         if lo and hi and isinstance(start, int) and isinstance(end, int):
@@ -298,7 +316,7 @@ class Emitter:
             if not named.isdigit():
                 hi = f"{lo} + {named}"
         piece = f"{lo}:{hi}" + ("" if step == 1 else f":{step}")
-        index = ", ".join([":"] * (dim % a[0].tensor.dim()) + [piece])
+        index = ", ".join([":"] * dim + [piece])
         return Formula(f"{_wrap(base, _ATOM)}[{index}]", _ATOM, base.sources)
 
     def _gather(self, refs: list[Ref]) -> Formula:

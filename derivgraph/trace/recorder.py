@@ -160,7 +160,11 @@ class Recorder(TorchDispatchMode):
         return out
 
     def _remember(self, t: torch.Tensor, node: Node, index: int) -> None:
-        if t.device.type != "meta" and node.name not in _VIEW_NAMES:
+        if t.device.type == "meta":
+            return
+        if node.name in _VIEW_NAMES:  # a Parameter over a view (vLLM's W_UV) finds it; a
+            self._by_address.setdefault(_address(t), (node, index))  # write keeps priority
+        else:
             self._by_address[_address(t)] = (node, index)
 
 
@@ -174,4 +178,5 @@ def _address(t: torch.Tensor) -> tuple[Any, ...]:
 
 _VIEW_NAMES = frozenset({"slice", "select", "view", "_unsafe_view", "reshape", "t", "transpose",
                          "permute", "squeeze", "unsqueeze", "expand", "as_strided", "narrow",
-                         "diagonal", "alias", "detach"})
+                         "diagonal", "alias", "detach", "split", "split_with_sizes",
+                         "unbind", "chunk"})
