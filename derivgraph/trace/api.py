@@ -11,7 +11,7 @@ from torch import nn
 from ..errors import SpecValidationError
 from ..loader import load_spec_text
 from ..validate import validate_specs
-from .draft import Draft, revise_entries
+from .draft import Draft, has_alternative, revise_entries
 from .proof import CheckpointReload, ProofReport, prove
 from .tracer import trace_build, trace_step
 from .yaml_writer import render_yaml
@@ -83,15 +83,20 @@ def _refuted(proof: ProofReport) -> dict[str, str]:
 
 def _prove_pruning(draft: Draft, origin: str, text: str, specs: list[Any],
                    run: Callable[[list[Any]], ProofReport]) -> TraceOutcome:
-    """Prove; entries the oracle refutes are replaced by their alternative formula (a constant
-    for a value that matched a source) or dropped (and listed), and the rest re-proven."""
+    """Prove; entries the oracle refutes take their alternative formula (a constant for a
+    value that matched a source) or are dropped (and listed), unproven entries with an
+    alternative take it, and the rest is re-proven. What stays unproven is noted."""
     for _ in range(4):
         proof = run(specs)
         bad = _refuted(proof)
-        if proof.ok or proof.error or not bad:
-            return TraceOutcome(draft, text, proof, specs)
-        draft = revise_entries(draft, bad)
+        switch = {k: v for k, v in proof.unproven.items() if has_alternative(draft, k)}
+        if proof.error or not (bad or switch):
+            break
+        draft = revise_entries(draft, bad, switch)
         text, specs, failed = _check(draft, origin)
         if failed is not None:
             return TraceOutcome(draft, text, failed, specs)
+    if proof.unproven and not proof.error:
+        draft.notes.extend(f"unproven: {k}: {why}" for k, why in sorted(proof.unproven.items()))
+        text = render_yaml(draft, origin)
     return TraceOutcome(draft, text, proof, specs)

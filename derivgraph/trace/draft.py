@@ -90,16 +90,31 @@ class Draft:
         return sum(len(s.entries) * len(s.instances) for s in self.specs)
 
 
-def revise_entries(draft: Draft, refuted: dict[str, str]) -> Draft:
+def _keys(spec: DraftSpec, e: DraftEntry) -> list[str]:
+    return [".".join(p for p in (inst, e.owner, e.name) if p) for inst in spec.instances]
+
+
+def has_alternative(draft: Draft, path: str) -> bool:
+    """Whether the entry declared at model path ``path`` has an alternative formula."""
+    return any(e.alternative is not None and path in _keys(s, e)
+               for s in draft.specs for e in s.entries)
+
+
+def revise_entries(draft: Draft, refuted: dict[str, str],
+                   unproven: dict[str, str] | None = None) -> Draft:
     """``draft`` after the oracle refuted the entries declared at ``refuted``'s paths (any
     instance): an entry with an alternative formula takes it; the others are dropped and
-    listed as not expressed with the oracle's reason; aliases of a dropped entry go with it."""
+    listed as not expressed with the oracle's reason; aliases of a dropped entry go with it.
+    Entries at ``unproven``'s paths take their alternative if they have one."""
+    unproven = unproven or {}
     for spec in draft.specs:
         keep = []
         dropped_names: set[str] = set()
         for e in spec.entries:
-            keys = [".".join(p for p in (inst, e.owner, e.name) if p) for inst in spec.instances]
+            keys = _keys(spec, e)
             hit = next((k for k in keys if k in refuted), None)
+            if hit is None and e.alternative is not None and any(k in unproven for k in keys):
+                hit = next(k for k in keys if k in unproven)
             if hit is not None and e.alternative is not None:
                 keep.append(DraftEntry(e.name, e.owner, e.kind, formula=e.alternative,
                                        persistent=e.persistent))

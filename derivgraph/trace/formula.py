@@ -236,6 +236,10 @@ class Emitter:
             dim = a[1] if len(a) > 1 else kw.get("dim", 0)
             return self._call(name, self._gather(list(a[0])), Formula(_lit(dim)))
         if name in ("view", "_unsafe_view", "reshape"):
+            broadcast = _block_broadcast(node)
+            if broadcast is not None:  # vLLM's block-scale expansion (scaled_dequantize)
+                shape = "[" + ", ".join(_lit(int(v)) for v in a[1]) + "]"
+                return self._call("group_broadcast", self.emit(broadcast), Formula(shape))
             x = self.emit(a[0])
             return self._call("reshape", x, Formula("[" + ", ".join(_lit(int(s)) for s in a[1])
                                                     + "]"))
@@ -353,6 +357,46 @@ class Emitter:
             return None
         return Formula(f"[{templates.pop()} for {var} in each('{pattern}')]", _ATOM,
                        frozenset(paths))
+
+
+def _repeat_step(node: Node) -> Ref | None:
+    """``y`` when ``node`` is ``view(clone(expand(unsqueeze(y, d + 1), ...)), shape)`` that
+    repeats each element of ``y`` ``k`` times along ``d`` (``repeat_interleave``)."""
+    if node.name not in ("view", "_unsafe_view", "reshape") or not isinstance(node.args[0], Ref):
+        return None
+    clone = node.args[0].producer
+    if clone is None or clone.name != "clone" or not isinstance(clone.args[0], Ref):
+        return None
+    expand = clone.args[0].producer
+    if expand is None or expand.name != "expand" or not isinstance(expand.args[0], Ref):
+        return None
+    unsq = expand.args[0].producer
+    if unsq is None or unsq.name != "unsqueeze" or not isinstance(unsq.args[0], Ref):
+        return None
+    y = unsq.args[0]
+    ys = list(y.tensor.shape)
+    inner = unsq.args[1] % (len(ys) + 1)
+    if inner == 0:
+        return None
+    sizes = [int(v) for v in expand.args[1]]
+    k = sizes[inner] if len(sizes) == len(ys) + 1 else -1
+    if k < 1 or [v for i, v in enumerate(sizes) if i != inner] != ys:
+        return None
+    d = inner - 1
+    if [int(v) for v in node.args[1]] != ys[:d] + [ys[d] * k] + ys[d + 1:]:
+        return None
+    return y
+
+
+def _block_broadcast(node: Node) -> Ref | None:
+    """The tensor a chain of :func:`_repeat_step` s repeats over blocks, or None."""
+    base = _repeat_step(node)
+    while base is not None and base.producer is not None:
+        deeper = _repeat_step(base.producer)
+        if deeper is None:
+            break
+        base = deeper
+    return base
 
 
 def _refs(value: Any) -> list[Ref]:

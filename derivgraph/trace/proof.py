@@ -123,8 +123,9 @@ class CheckpointReload:
 class ProofReport:
     """The oracle's verdict. ``changed``: declared values that differ between A and B;
     ``rejected``: declared paths the oracle refutes without a reload (a constant whose cold
-    starts differ), or cannot prove (every source it reads kept its value A->B), with why;
-    ``unperturbed``: sources whose value weights B did not change."""
+    starts differ), with why; ``unproven``: declared paths it cannot tell right from wrong
+    because the sources they read (or, for a constant, some source) kept their value A->B (a
+    builder that does not load them), with why; ``unperturbed``: those sources."""
 
     ok: bool
     declared: int = 0
@@ -132,6 +133,7 @@ class ProofReport:
     stages: list[dict[str, Any]] = field(default_factory=list)
     error: str = ""
     rejected: dict[str, str] = field(default_factory=dict)
+    unproven: dict[str, str] = field(default_factory=dict)
     unperturbed: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
@@ -141,6 +143,8 @@ class ProofReport:
                  for s in self.stages]
         if self.rejected:
             parts.append(f"rejected {len(self.rejected)}: {', '.join(sorted(self.rejected))}")
+        if self.unproven:
+            parts.append(f"{len(self.unproven)} unproven (sources unchanged A->B)")
         verdict = "proof ok" if self.ok else "proof FAILED"
         return (f"{verdict}: {self.declared} declared, {self.changed}/{self.declared} change "
                 f"A->B; " + "; ".join(parts))
@@ -208,7 +212,7 @@ def prove(specs: list[Any], make: Callable[[int], nn.Module],
 def _check_perturbed(plan: Any, keys: list[str], cold: dict[int, nn.Module],
                      report: ProofReport) -> None:
     """Reject a constant whose cold starts differ; a declaration whose every source (or, for a
-    constant, any source of the plan) kept its value A->B cannot be proven."""
+    constant, some source of the plan) kept its value A->B is unproven."""
     deps = plan.graph.source_deps()
     sources = plan.graph.sources()
     report.unperturbed = [s for s in sources
@@ -220,6 +224,6 @@ def _check_perturbed(plan: Any, keys: list[str], cold: dict[int, nn.Module],
             if not _equal(get_path(cold[0], key), get_path(cold[1], key)):
                 report.rejected[key] = VARYING_CONSTANT
             elif still:
-                report.rejected[key] = UNPROVEN_CONSTANT.format(", ".join(sorted(still)[:3]))
+                report.unproven[key] = UNPROVEN_CONSTANT.format(", ".join(sorted(still)[:3]))
         elif reads <= still:
-            report.rejected[key] = UNPROVEN.format(", ".join(sorted(reads)[:3]))
+            report.unproven[key] = UNPROVEN.format(", ".join(sorted(reads)[:3]))
