@@ -61,9 +61,14 @@ def trace_model(factory: Callable[[], nn.Module], post_load: Callable[[nn.Module
 
 
 def trace_builder(build: Callable[[int], nn.Module], reload: Callable[[nn.Module, int], None],
-                  origin: str = "a builder") -> TraceOutcome:
-    """Trace a whole ``build(seed)`` (create, load, post-load) and prove with ``reload``."""
+                  origin: str = "a builder", label: str = "") -> TraceOutcome:
+    """Trace a whole ``build(seed)`` (create, load, post-load) and prove with ``reload``.
+    ``label`` goes into every spec name (``traced-LABEL-case-layer``), so the drafts of
+    several builders can live in one folder."""
     _, draft = trace_build(lambda: build(0))
+    if label:
+        for spec in draft.specs:
+            spec.name = spec.name.replace("traced-", f"traced-{label}-", 1)
     text, specs, failed = _check(draft, origin)
     if failed is not None:
         return TraceOutcome(draft, text, failed, specs)
