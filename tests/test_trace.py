@@ -232,6 +232,43 @@ def test_perturb_changes_every_element():
         assert bool((p.float() != t.float()).all()), t.dtype
 
 
+class ToyMLA(nn.Module):
+    """vLLM's MLA absorption in miniature: a block-scaled kv_b_proj weight dequantized (block
+    scales repeated with unsqueeze/expand/reshape, as vLLM's scaled_dequantize does), then
+    ``W_UV`` / ``W_UK_T`` as Parameters over views of a ``split``."""
+
+    L, N, P, V = 8, 2, 4, 4
+
+    def __init__(self):
+        super().__init__()
+        self.qk_nope_head_dim = self.P  # int config attributes name the slice bounds
+        g = torch.Generator().manual_seed(11)
+        rows = self.N * (self.P + self.V)
+        self.weight = nn.Parameter(torch.randn(rows, self.L, generator=g), requires_grad=False)
+        self.scale_inv = nn.Parameter(torch.rand(2, 2, generator=g) + 0.5, requires_grad=False)
+
+    def process_weights_after_loading(self) -> None:
+        s = self.scale_inv
+        s = s.unsqueeze(1).expand(2, 8, 2).reshape(16, 2)      # repeat rows over blocks of 8
+        s = s.unsqueeze(2).expand(16, 2, 4).reshape(16, 8)     # repeat cols over blocks of 4
+        w = (self.weight * s).to(torch.bfloat16).T.view(self.L, self.N, self.P + self.V)
+        uk, uv = w.split([self.P, self.V], dim=-1)
+        self.W_UV = nn.Parameter(uv.transpose(0, 1), requires_grad=False)
+        self.W_UK_T = nn.Parameter(uk.permute(1, 2, 0), requires_grad=False)
+
+
+def test_block_dequantized_split_views_become_parameters_with_formulas():
+    out = trace_model(ToyMLA, lambda m: m.process_weights_after_loading(), "toy-mla")
+    assert out.proof.ok, out.proof.summary() + out.yaml
+    w = ("reshape(permute(cast(weight * group_broadcast(scale_inv, [16, 8]), bfloat16), "
+         "[1, 0]), [8, 2, 8])")
+    uv, uk = _by_name(out, "W_UV"), _by_name(out, "W_UK_T")
+    p = "qk_nope_head_dim"
+    assert (uv.kind, uv.formula) == ("parameter", f"transpose({w}[:, :, {p}:], 0, 1)")
+    assert (uk.kind, uk.formula) == ("parameter", f"permute({w}[:, :, :{p}], [1, 2, 0])")
+    assert not out.draft.unexpressed and out.proof.changed == 2
+
+
 # ---- command line ----------------------------------------------------------------------------
 
 def test_cli_writes_a_proven_valid_spec(tmp_path: Path, capsys):

@@ -158,8 +158,8 @@ class _Context:
         module = self.modules[prefix]
         params = [n for n, _ in module.named_parameters()] + [n for n, _ in
                                                                module.named_buffers()]
-        return Emitter(self.recorder, names, addresses, IntNamer(module if named else None),
-                       params)
+        ints = IntNamer(module if named else None, lambda t: id(t) in self.sources)
+        return Emitter(self.recorder, names, addresses, ints, params)
 
 
 def _registered(model: nn.Module) -> dict[int, str]:

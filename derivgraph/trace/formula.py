@@ -70,7 +70,8 @@ def _lit(value: Any) -> str:
 class IntNamer:
     """Names integers after the target module's int attributes and parameter shapes."""
 
-    def __init__(self, module: nn.Module | None):
+    def __init__(self, module: nn.Module | None,
+                 is_source: Callable[[torch.Tensor], bool] | None = None):
         self.candidates: list[tuple[int, str, str]] = []  # (value, param name, expression)
         self.used: dict[str, str] = {}
         if module is None:
@@ -79,6 +80,8 @@ class IntNamer:
             if type(value) is int and not key.startswith("_") and value >= 2:
                 self.candidates.append((value, key, key))
         for pname, p in [*module.named_parameters(), *module.named_buffers()]:
+            if is_source is not None and not is_source(p):
+                continue  # a tensor the step derived: its shape is not an input
             short = re.sub(r"\W", "_", pname)
             for i, size in enumerate(p.shape):
                 if size >= 2:
