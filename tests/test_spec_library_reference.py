@@ -169,19 +169,14 @@ def test_gemma4_mtp_lm_head_cache_a_b_a_alone() -> None:
         assert torch.equal(model.compute_logits(x), cold.compute_logits(x))
 
 
-# ---- W4A8 b_strides: engine-computed (pending the `engine` kind) ------------------------------
+# ---- W4A8 b_strides: engine-computed (`kind: engine`) ---------------------------------------
 
 def test_w4a8_b_strides_engine_spec() -> None:
-    from derivgraph import SpecValidationError
     from derivgraph.examples.reference_w4a8 import build_w4a8_layer
 
-    path = ROOT / "examples" / "specs" / "pending" / "vllm_w4a8_b_strides.yaml"
-    try:
-        specs = load_spec_file(path)
-    except SpecValidationError as exc:
-        if all(".kind:" in str(i) for i in exc.issues):  # the schema has no `engine` kind yet
-            pytest.skip("needs kind: engine")
-        raise
+    specs = [s for s in load_spec_file(ROOT / "specs" / "vllm_moe_w4a8_engine.yaml")
+             if s.name == "vllm-cutlass-w4a8-b-strides"]
+    assert len(specs) == 1
     layer = build_w4a8_layer()
     plan = compile_plan(layer, specs, require_match=True)
     held = layer.quant_method.b_strides1

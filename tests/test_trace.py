@@ -4,7 +4,8 @@ Without vLLM: the reference modules (FP8-style MoE with a CUTLASS strides object
 reciprocal buffer, fused K/V drafter) and toy steps that plant each hard case (a dict holder,
 an op outside the vocabulary, a value read through ``.tolist()``, a ``.item()`` scalar). With
 vLLM: real FP8 and NVFP4 MoE quant configs and experts, CUTLASS strides (``c_strides2 is
-ab_strides1``), a real drafter's fused K/V buffers and Kimi-K3 MLA's Python scalars.
+ab_strides1``), a real drafter's fused K/V buffers, Kimi-K3 MLA's Python scalars and host scale
+copies, and MLA's absorbed W_UK_T / W_UV (bf16 and FP8 block-dequantized).
 """
 
 from __future__ import annotations
@@ -118,6 +119,7 @@ class Toy(nn.Module):
         self.w = nn.Parameter(torch.rand(4, 6, generator=g) + 0.5, requires_grad=False)
         self.s = nn.Parameter(torch.rand((), generator=g) + 0.5, requires_grad=False)
         self.kernel = Holder()
+        self.host_cpu = torch.tensor(1.0)  # a host copy made at construction (vLLM's)
 
     def process_weights_after_loading(self) -> None:
         k = self.kernel
@@ -129,7 +131,11 @@ class Toy(nn.Module):
         if self.mode == "opaque":
             k.cum = self.w.cumsum(0)                           # not in our vocabulary
         if self.mode == "tolist":
-            k.host = torch.tensor(self.s.tolist())             # a value the recording misses
+            k.host = torch.tensor(self.s.tolist())             # a copy the recording misses
+        if self.mode == "tolist-doubled":
+            k.host = torch.tensor(self.s.tolist() * 2.0)       # and Python arithmetic on it
+        if self.mode == "fill":  # vLLM's _k_scale_cpu: filled in place from .tolist()
+            self.host_cpu.fill_(self.s.tolist())
 
 
 def test_toy_hiding_places_scalar_and_alias():
@@ -156,15 +162,111 @@ def test_op_outside_the_vocabulary_is_listed_not_guessed():
     assert "aten.cumsum.default" in out.yaml and "kernel.cum" in out.yaml
 
 
-def test_value_the_recording_cannot_see_is_dropped_by_the_oracle():
-    """Canary: `.tolist()` hides the dependency; the first draft declares a constant, the
-    A->B oracle shows it wrong, and it is dropped and listed instead of written."""
+def test_host_copy_read_through_tolist_is_drafted_from_its_source():
+    """``torch.tensor(s.tolist())`` carries no op; the value equals the one-element source
+    ``s``, so the draft copies it (``clone(s)``), and perturbing ``s`` A->B proves it."""
     out = trace_model(lambda: Toy("tolist"), lambda m: m.process_weights_after_loading(), "toy")
+    assert out.proof.ok, out.proof.summary()
+    host = _by_name(out, "host", "kernel")
+    assert (host.kind, host.formula) == ("attribute", "clone(s)")
+    assert [u.path for u in out.draft.unexpressed] == ["kernel.rows.0"]
+
+
+def test_value_the_recording_cannot_see_is_dropped_by_the_oracle():
+    """Canary: ``s.tolist() * 2`` hides the dependency and matches no source; the first draft
+    declares a constant, the oracle rejects it (cold starts of A and B differ), and it is
+    dropped and listed instead of written."""
+    out = trace_model(lambda: Toy("tolist-doubled"), lambda m: m.process_weights_after_loading(),
+                      "toy")
     assert out.proof.ok
     reasons = {u.path: u.reason for u in out.draft.unexpressed}
     assert sorted(reasons) == ["kernel.host", "kernel.rows.0"]
     assert "recording cannot see" in reasons["kernel.host"]
     assert "host" not in {e.name for s in out.draft.specs for e in s.entries}
+
+
+def _fill_toy_outcome():
+    return trace_model(lambda: Toy("fill"), lambda m: m.process_weights_after_loading(), "toy")
+
+
+def test_in_place_host_copy_is_a_copy_of_its_scale():
+    out = _fill_toy_outcome()
+    assert out.proof.ok, out.proof.summary()
+    entry = _by_name(out, "host_cpu")
+    assert (entry.kind, entry.formula) == ("attribute", "clone(s)")
+
+
+def test_a_wrong_constant_for_an_in_place_host_copy_is_rejected():
+    """Canary: the engine refills ``host_cpu`` in place on every reload, so a refill keeps its
+    fresh value whatever the draft says. The old oracle passed the constant draft; now every
+    source is perturbed A->B, a constant whose cold starts differ is rejected, and the
+    recompute stage (formulas alone, constants rewritten) shows it wrong."""
+    from derivgraph import load_spec_text
+    from derivgraph.trace.proof import VARYING_CONSTANT, prove
+
+    out = _fill_toy_outcome()
+    value = float(Toy("fill").s)
+    wrong = out.yaml.replace('"clone(s)"', f'"full([], {value!r}, dtype=float32)"')
+    assert wrong != out.yaml
+    reload = CheckpointReload(lambda: Toy("fill"), lambda m: m.process_weights_after_loading())
+    proof = prove(load_spec_text(wrong), reload.make, reload.reload)
+    assert not proof.ok
+    assert proof.rejected == {"host_cpu": VARYING_CONSTANT}
+    recompute = {s["stage"]: s["mismatched"] for s in proof.stages}
+    assert recompute["A->B recompute"] == ["host_cpu"]
+    assert recompute["A->B refill"] == []  # the refill alone cannot see it: the engine's value
+    right = prove(load_spec_text(out.yaml), reload.make, reload.reload)
+    assert right.ok and not right.rejected and not right.unperturbed
+
+
+def test_perturb_changes_every_element():
+    """Weights B differ from A everywhere: zeros, narrow float dtypes, integers."""
+    from derivgraph.trace.proof import perturb
+
+    gen = torch.Generator().manual_seed(1)
+    for t in (torch.zeros(64), torch.linspace(-2, 2, 64).to(torch.float8_e4m3fn),
+              torch.randn(64).to(torch.bfloat16), torch.arange(64, dtype=torch.int8),
+              torch.tensor(1.0)):
+        p = perturb(t, gen)
+        assert p.dtype == t.dtype and p.shape == t.shape
+        assert bool((p.float() != t.float()).all()), t.dtype
+
+
+class ToyMLA(nn.Module):
+    """vLLM's MLA absorption in miniature: a block-scaled kv_b_proj weight dequantized (block
+    scales repeated with unsqueeze/expand/reshape, as vLLM's scaled_dequantize does), then
+    ``W_UV`` / ``W_UK_T`` as Parameters over views of a ``split``."""
+
+    L, N, P, V = 8, 2, 4, 4
+
+    def __init__(self):
+        super().__init__()
+        self.qk_nope_head_dim = self.P  # int config attributes name the slice bounds
+        g = torch.Generator().manual_seed(11)
+        rows = self.N * (self.P + self.V)
+        self.weight = nn.Parameter(torch.randn(rows, self.L, generator=g), requires_grad=False)
+        self.scale_inv = nn.Parameter(torch.rand(2, 2, generator=g) + 0.5, requires_grad=False)
+
+    def process_weights_after_loading(self) -> None:
+        s = self.scale_inv
+        s = s.unsqueeze(1).expand(2, 8, 2).reshape(16, 2)      # repeat rows over blocks of 8
+        s = s.unsqueeze(2).expand(16, 2, 4).reshape(16, 8)     # repeat cols over blocks of 4
+        w = (self.weight * s).to(torch.bfloat16).T.view(self.L, self.N, self.P + self.V)
+        uk, uv = w.split([self.P, self.V], dim=-1)
+        self.W_UV = nn.Parameter(uv.transpose(0, 1), requires_grad=False)
+        self.W_UK_T = nn.Parameter(uk.permute(1, 2, 0), requires_grad=False)
+
+
+def test_block_dequantized_split_views_become_parameters_with_formulas():
+    out = trace_model(ToyMLA, lambda m: m.process_weights_after_loading(), "toy-mla")
+    assert out.proof.ok, out.proof.summary() + out.yaml
+    w = ("reshape(permute(cast(weight * group_broadcast(scale_inv, [16, 8]), bfloat16), "
+         "[1, 0]), [8, 2, 8])")
+    uv, uk = _by_name(out, "W_UV"), _by_name(out, "W_UK_T")
+    p = "qk_nope_head_dim"
+    assert (uv.kind, uv.formula) == ("parameter", f"transpose({w}[:, :, {p}:], 0, 1)")
+    assert (uk.kind, uk.formula) == ("parameter", f"permute({w}[:, :, :{p}], [1, 2, 0])")
+    assert not out.draft.unexpressed and out.proof.changed == 2
 
 
 # ---- command line ----------------------------------------------------------------------------
@@ -229,18 +331,48 @@ def test_vllm_trace_equals_hand_written(vllm_cases, name):
 
 
 @pytest.mark.vllm
-def test_vllm_kimi_scalars(vllm_cases):
+def test_vllm_kimi_scalars_host_copies_and_absorbed_weights(vllm_cases):
     outcome, result = _trace_and_compare(vllm_cases, "kimi-k3-mla")
     for name in ("_q_scale_float", "_k_scale_float", "_v_scale_float"):
         assert _by_name(outcome, name).kind == "scalar"
+    # host copies filled in place from k_scale.tolist(): a copy of the scale, not a constant
+    for name, src in (("_k_scale_cpu", "_k_scale"), ("_v_scale_cpu", "_v_scale")):
+        entry = _by_name(outcome, name)
+        assert (entry.kind, entry.formula) == ("attribute", f"clone({src})")
+    # W_UK_T / W_UV: Parameters over views of kv_b_proj.weight (split, view, permute)
+    uv, uk = _by_name(outcome, "W_UV"), _by_name(outcome, "W_UK_T")
+    assert (uv.kind, uk.kind) == ("parameter", "parameter")
+    assert uv.formula == ("transpose(reshape(permute(kv_b_proj.weight, [1, 0]), [16, 2, 16])"
+                          "[:, :, qk_nope_head_dim:], 0, 1)")
+    assert uk.formula == ("permute(reshape(permute(kv_b_proj.weight, [1, 0]), [16, 2, 16])"
+                          "[:, :, :qk_nope_head_dim], [1, 2, 0])")
     (cmp,) = result
-    # the scalars and inverse scales are reproduced (kinds, values A->B->A). Known misses: the
-    # absorbed MLA weights W_UK_T / W_UV, which vLLM holds as views of the kept kv_b_proj
-    # weight (the hand-written spec adopts them; the trace does not declare views of a
-    # parameter), and the host copies _k/_v_scale_cpu, which the trace drafts as constants
-    assert not cmp.kind_mismatch and not cmp.value_mismatch, cmp.describe()
-    assert cmp.missing == ["attn.W_UK_T", "attn.W_UV"], cmp.describe()
-    assert "attn._prob_scale_float" in cmp.extra
+    assert not cmp.missing and not cmp.kind_mismatch and not cmp.value_mismatch, cmp.describe()
+    assert cmp.extra == ["attn._k_scale_cpu", "attn._prob_scale_float", "attn._v_scale_cpu"]
+    # _prob_scale is never loaded by this builder: its float is kept but noted as unproven
+    assert sorted(outcome.proof.unproven) == ["attn._prob_scale_float"]
+    assert "unproven: attn._prob_scale_float" in outcome.yaml
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize("kind", ["bf16", "fp8-block"])
+def test_vllm_mla_absorbed_weights(vllm_cases, kind):
+    """vLLM's MLAAttention: W_UV / W_UK_T from kv_b_proj, dequantized for FP8 block scales
+    (the 128x128 expansion is written as group_broadcast), equal to the hand-written specs."""
+    outcome, result = _trace_and_compare(vllm_cases, f"mla:{kind}")
+    weight = "kv_b_proj.weight"
+    if kind == "fp8-block":
+        weight = ("cast(cast(kv_b_proj.weight, float32) * group_broadcast("
+                  "kv_b_proj.weight_scale_inv, [256, 256]), bfloat16)")
+    split = f"reshape(permute({weight}, [1, 0]), [256, 2, 128])"
+    uv, uk = _by_name(outcome, "W_UV"), _by_name(outcome, "W_UK_T")
+    assert (uv.kind, uv.formula) == ("parameter",
+                                     f"transpose({split}[:, :, qk_nope_head_dim:], 0, 1)")
+    assert (uk.kind, uk.formula) == ("parameter",
+                                     f"permute({split}[:, :, :qk_nope_head_dim], [1, 2, 0])")
+    (cmp,) = result
+    assert {"attn.W_UV", "attn.W_UK_T"} <= set(cmp.hand)
+    assert not cmp.missing and not cmp.kind_mismatch and not cmp.value_mismatch, cmp.describe()
 
 
 def test_cli_package_drafts_every_runnable_case(monkeypatch, tmp_path: Path, capsys):

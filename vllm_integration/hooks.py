@@ -15,8 +15,9 @@ What each wrapper reports to :mod:`vllm_integration.oracle`:
 ==================================  =============================================================
 target                              derivgraph does
 ==================================  =============================================================
-``process_weights_after_loading``   compiles the plan (first load) or refills it (a rerun); then
-                                    wraps the model's ``load_weights`` (live in-place loads)
+``process_weights_after_loading``   registers vLLM's tp/dcp/ep groups (idempotent), compiles the
+                                    plan (first load) or refills it (a rerun); then wraps the
+                                    model's ``load_weights`` (live in-place loads)
 ``initialize/finalize_layerwise_``  opens / closes a layerwise session: refill at the end
 ``reload``
 ``reload_weights``                  a session; kernel format: recompute what the names feed
@@ -89,6 +90,9 @@ def _wrap_post_load(orig: Callable[..., Any]) -> Callable[..., Any]:
         result = orig(*args, **kwargs)
         if _active():
             model = _arg(args, kwargs, 0, "model")
+            from . import groups  # vLLM's tp/dcp/ep groups for collectives, before a compile
+
+            groups.register_vllm_groups()
             _oracle().on_post_load(model)
             _instrument_model(model)
         return result

@@ -11,7 +11,7 @@ from torch import nn
 from ..errors import SpecValidationError
 from ..loader import load_spec_text
 from ..validate import validate_specs
-from .draft import Draft, drop_entries
+from .draft import Draft, has_alternative, revise_entries
 from .proof import CheckpointReload, ProofReport, prove
 from .tracer import trace_build, trace_step
 from .yaml_writer import render_yaml
@@ -61,9 +61,14 @@ def trace_model(factory: Callable[[], nn.Module], post_load: Callable[[nn.Module
 
 
 def trace_builder(build: Callable[[int], nn.Module], reload: Callable[[nn.Module, int], None],
-                  origin: str = "a builder") -> TraceOutcome:
-    """Trace a whole ``build(seed)`` (create, load, post-load) and prove with ``reload``."""
+                  origin: str = "a builder", label: str = "") -> TraceOutcome:
+    """Trace a whole ``build(seed)`` (create, load, post-load) and prove with ``reload``.
+    ``label`` goes into every spec name (``traced-LABEL-case-layer``), so the drafts of
+    several builders can live in one folder."""
     _, draft = trace_build(lambda: build(0))
+    if label:
+        for spec in draft.specs:
+            spec.name = spec.name.replace("traced-", f"traced-{label}-", 1)
     text, specs, failed = _check(draft, origin)
     if failed is not None:
         return TraceOutcome(draft, text, failed, specs)
@@ -74,16 +79,29 @@ _NOT_FOLLOWED = ("its value after a reload differs from the traced formula's: it
                  "the recording cannot see (.tolist(), a host copy) or config state")
 
 
+def _refuted(proof: ProofReport) -> dict[str, str]:
+    """Declared paths the oracle refuted or could not prove, with why."""
+    bad = {k: _NOT_FOLLOWED for s in proof.stages for k in s["mismatched"]}
+    bad.update(proof.rejected)
+    return bad
+
+
 def _prove_pruning(draft: Draft, origin: str, text: str, specs: list[Any],
                    run: Callable[[list[Any]], ProofReport]) -> TraceOutcome:
-    """Prove; entries the oracle shows wrong are dropped (and listed) and the rest re-proven."""
-    for _ in range(3):
+    """Prove; entries the oracle refutes take their alternative formula (a constant for a
+    value that matched a source) or are dropped (and listed), unproven entries with an
+    alternative take it, and the rest is re-proven. What stays unproven is noted."""
+    for _ in range(4):
         proof = run(specs)
-        bad = {k for s in proof.stages for k in s["mismatched"]}
-        if proof.ok or proof.error or not bad:
-            return TraceOutcome(draft, text, proof, specs)
-        draft = drop_entries(draft, bad, _NOT_FOLLOWED)
+        bad = _refuted(proof)
+        switch = {k: v for k, v in proof.unproven.items() if has_alternative(draft, k)}
+        if proof.error or not (bad or switch):
+            break
+        draft = revise_entries(draft, bad, switch)
         text, specs, failed = _check(draft, origin)
         if failed is not None:
             return TraceOutcome(draft, text, failed, specs)
+    if proof.unproven and not proof.error:
+        draft.notes.extend(f"unproven: {k}: {why}" for k, why in sorted(proof.unproven.items()))
+        text = render_yaml(draft, origin)
     return TraceOutcome(draft, text, proof, specs)

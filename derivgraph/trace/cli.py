@@ -62,6 +62,7 @@ def _summary(name: str, outcome: Any) -> dict[str, Any]:
         "ops_to_register": draft.opaque_ops,
         "sources_replaced": draft.sources_replaced,
         "notes": draft.notes,
+        "unproven": sorted(outcome.proof.unproven),
     }
 
 
@@ -81,13 +82,17 @@ def _print(summary: dict[str, Any]) -> None:
         _out(f"  note: {n}")
 
 
-def _write(path: Path, outcome: Any) -> bool:
+def _write(path: Path, outcome: Any, quiet: bool = False) -> bool:
+    """Write a proven draft; ``quiet`` (``--json``): say nothing, the summary's ``written``
+    field tells."""
     if not outcome.proof.ok:
-        _out(f"  not written: {path} (the draft is not proven)")
+        if not quiet:
+            _out(f"  not written: {path} (the draft is not proven)")
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(outcome.yaml)
-    _out(f"  wrote {path}")
+    if not quiet:
+        _out(f"  wrote {path}")
     return True
 
 
@@ -109,15 +114,16 @@ def cmd_trace(args: argparse.Namespace) -> int:
     post_load = _import_attr(args.post_load) if args.post_load else default_post_load
     outcome = trace_model(factory, post_load, origin)
     summary = _summary(origin, outcome)
-    if args.json:
-        _out(json.dumps(summary, indent=2))
-    else:
+    if not args.json:
         _print(summary)
         if not args.output:
             _out("")
             _out(outcome.yaml.rstrip())
     if args.output:
-        _write(Path(args.output), outcome)
+        written = _write(Path(args.output), outcome, quiet=args.json)
+        summary["written"] = args.output if written else None
+    if args.json:
+        _out(json.dumps(summary, indent=2))
     return 0 if outcome.proof.ok else 1
 
 
@@ -134,7 +140,7 @@ def _trace_package(args: argparse.Namespace) -> int:
     rows, proven, total = [], 0, 0
     for case in builders.cases():
         try:
-            outcome = trace_builder(case.build, case.reload, case.name)
+            outcome = trace_builder(case.build, case.reload, case.name, label=case.name)
         except not_runnable as exc:  # type: ignore[misc]
             rows.append({"name": case.name, "not_runnable": str(exc)})
             if not args.json:
@@ -143,11 +149,13 @@ def _trace_package(args: argparse.Namespace) -> int:
         total += 1
         proven += outcome.proof.ok
         summary = _summary(case.name, outcome)
+        summary["vllm_classes"] = list(case.classes)
         rows.append(summary)
         if not args.json:
             _print(summary)
         if args.output:
-            _write(Path(args.output) / f"{case.name}.yaml", outcome)
+            path = Path(args.output) / f"{case.name}.yaml"
+            summary["written"] = str(path) if _write(path, outcome, quiet=args.json) else None
     if args.json:
         _out(json.dumps(rows, indent=2))
     else:

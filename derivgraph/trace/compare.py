@@ -30,6 +30,21 @@ class ClassComparison:
     kind_mismatch: list[str] = field(default_factory=list)
     value_mismatch: list[str] = field(default_factory=list)
     error: str = ""
+    spec_of: dict[str, str] = field(default_factory=dict)  # hand-declared path -> its spec
+
+    @property
+    def hand_specs(self) -> list[str]:
+        """The hand-written specs declaring something on this class."""
+        return sorted(set(self.spec_of.values()))
+
+    @property
+    def unreproduced_specs(self) -> list[str]:
+        """Hand-written specs with a declaration missing, of another kind or another value."""
+        bad = set(self.missing) | {m.split(" ", 1)[0] for m in self.kind_mismatch
+                                   + self.value_mismatch}
+        if self.error:
+            bad |= set(self.hand)
+        return sorted({self.spec_of[k] for k in bad if k in self.spec_of})
 
     @property
     def missing(self) -> list[str]:
@@ -58,6 +73,10 @@ class ClassComparison:
 
 def _kinds(plan: Any) -> dict[str, str]:
     return {row["node"]: row["kind"] for row in plan.rows()}
+
+
+def _spec_names(plan: Any) -> dict[str, str]:
+    return {row["node"]: row["spec"] for row in plan.rows()}
 
 
 def _class_of(model: nn.Module, key: str) -> str:
@@ -92,7 +111,9 @@ def compare_specs(hand: list[Any], traced: list[Any], make: Callable[[int], nn.M
     out = {c: ClassComparison(c, [k for k in keys[0] if _class_of(models[0], k) == c],
                               [k for k in keys[1] if _class_of(models[1], k) == c])
            for c in classes}
+    names = _spec_names(plans[0])
     for cmp in out.values():
+        cmp.spec_of = {k: names[k] for k in cmp.hand if k in names}
         for k in set(cmp.hand) & set(cmp.traced):
             if kinds[0].get(k) != kinds[1].get(k):
                 cmp.kind_mismatch.append(f"{k} ({kinds[0].get(k)} vs {kinds[1].get(k)})")

@@ -21,11 +21,19 @@ from torch import nn
 
 from ..audit.census import Census
 from ..paths import get_path
-from .formula import Emitter, Formula, IntNamer, Unexpressible, address_key, python_path
+from .formula import (
+    Emitter,
+    Formula,
+    IntNamer,
+    Unexpressible,
+    address_key,
+    dtype_name,
+    python_path,
+)
 from .recorder import Recorder
 from .stores import Slot, SlotKind, stored_slots
 
-__all__ = ["Draft", "DraftEntry", "DraftSpec", "Unexpressed", "build_draft", "drop_entries"]
+__all__ = ["Draft", "DraftEntry", "DraftSpec", "Unexpressed", "build_draft", "revise_entries"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +46,7 @@ class DraftEntry:
     formula: str | None = None
     of: str | None = None
     persistent: bool = False
+    alternative: str | None = None  # the formula to try if the oracle refutes this one
 
 
 @dataclass
@@ -81,17 +90,37 @@ class Draft:
         return sum(len(s.entries) * len(s.instances) for s in self.specs)
 
 
-def drop_entries(draft: Draft, paths: set[str], reason: str) -> Draft:
-    """``draft`` without the entries declared at ``paths`` (any instance), each listed as not
-    expressed with ``reason``; aliases of a dropped entry go with it."""
+def _keys(spec: DraftSpec, e: DraftEntry) -> list[str]:
+    return [".".join(p for p in (inst, e.owner, e.name) if p) for inst in spec.instances]
+
+
+def has_alternative(draft: Draft, path: str) -> bool:
+    """Whether the entry declared at model path ``path`` has an alternative formula."""
+    return any(e.alternative is not None and path in _keys(s, e)
+               for s in draft.specs for e in s.entries)
+
+
+def revise_entries(draft: Draft, refuted: dict[str, str],
+                   unproven: dict[str, str] | None = None) -> Draft:
+    """``draft`` after the oracle refuted the entries declared at ``refuted``'s paths (any
+    instance): an entry with an alternative formula takes it; the others are dropped and
+    listed as not expressed with the oracle's reason; aliases of a dropped entry go with it.
+    Entries at ``unproven``'s paths take their alternative if they have one."""
+    unproven = unproven or {}
     for spec in draft.specs:
         keep = []
         dropped_names: set[str] = set()
         for e in spec.entries:
-            keys = [".".join(p for p in (inst, e.owner, e.name) if p) for inst in spec.instances]
-            gone = any(k in paths for k in keys) or (e.kind == "alias" and e.of in dropped_names)
-            if gone:
+            keys = _keys(spec, e)
+            hit = next((k for k in keys if k in refuted), None)
+            if hit is None and e.alternative is not None and any(k in unproven for k in keys):
+                hit = next(k for k in keys if k in unproven)
+            if hit is not None and e.alternative is not None:
+                keep.append(DraftEntry(e.name, e.owner, e.kind, formula=e.alternative,
+                                       persistent=e.persistent))
+            elif hit is not None or (e.kind == "alias" and e.of in dropped_names):
                 dropped_names.add(e.name)
+                reason = refuted.get(hit, "") if hit else f"an alias of {e.of}, not declared"
                 draft.unexpressed.extend(Unexpressed(k, reason) for k in keys)
             else:
                 keep.append(e)
@@ -129,8 +158,8 @@ class _Context:
         module = self.modules[prefix]
         params = [n for n, _ in module.named_parameters()] + [n for n, _ in
                                                                module.named_buffers()]
-        return Emitter(self.recorder, names, addresses, IntNamer(module if named else None),
-                       params)
+        ints = IntNamer(module if named else None, lambda t: id(t) in self.sources)
+        return Emitter(self.recorder, names, addresses, ints, params)
 
 
 def _registered(model: nn.Module) -> dict[int, str]:
@@ -214,7 +243,7 @@ def build_draft(model: nn.Module, recorder: Recorder, before: Census | None,
     """Draft specs for everything the recorded step stored on ``model``."""
     modules = dict(model.named_modules())
     ctx = _Context(model, recorder, modules, _registered(model))
-    slots = stored_slots(model, before, after)
+    slots = stored_slots(model, before, after, recorder.written_in_place)
     notes: list[str] = []
     unexpressed: list[Unexpressed] = []
     replaced = _classify_sources(ctx, slots, notes)
@@ -286,8 +315,17 @@ def build_draft(model: nn.Module, recorder: Recorder, before: Census | None,
         kind = slot.kind.value
         if kind == "attribute" and _shares_storage(value, probe.sources, model):
             kind = "view"
+        alternative = None
+        if not formula.sources:  # a constant, or a copy of a source read through .tolist()?
+            copy = _copy_of_one_element_source(ctx, slot.owner, value)
+            if copy is not None:
+                prefix, rel_owner = copy[0], _rel(slot.owner, copy[0])
+                primary[id(value)] = (prefix, f"{rel_owner}.{slot.name}" if rel_owner
+                                      else slot.name)
+                formula, alternative = Formula(copy[1]), formula.text
         add(prefix, DraftEntry(slot.name, rel_owner, kind, formula=formula.text,
-                               persistent=slot.persistent), emitter.ints.used)
+                               persistent=slot.persistent, alternative=alternative),
+            emitter.ints.used)
 
     specs = _generalise(ctx, per_instance, params, primary, notes)
     if config:
@@ -296,18 +334,45 @@ def build_draft(model: nn.Module, recorder: Recorder, before: Census | None,
     return Draft(specs, unexpressed, replaced, notes)
 
 
+def _one_element_sources(ctx: _Context, owner: str, value: float) -> list[tuple[str, Any]]:
+    """Floating one-element sources of ``owner``'s module holding exactly ``value``:
+    ``.tolist()`` and ``fill_(python_float)`` read memory without an op the recording sees."""
+    module = _target(ctx, owner, frozenset())
+    out = []
+    for tid, path in ctx.sources.items():
+        t = _find(ctx, tid)
+        if (t is not None and _under(path, module) and t.numel() == 1
+                and t.is_floating_point() and float(t) == value):
+            out.append((path, t))
+    return out
+
+
+def _copy_of_one_element_source(ctx: _Context, owner: str,
+                                value: Any) -> tuple[str, str] | None:
+    """(target prefix, formula) copying a one-element source equal to the one-element float
+    tensor ``value`` (a host copy filled from ``k_scale.tolist()``), or None."""
+    if not (isinstance(value, torch.Tensor) and value.numel() == 1
+            and value.is_floating_point() and value.device.type != "meta"):
+        return None
+    for path, src in _one_element_sources(ctx, owner, float(value)):
+        prefix = _target(ctx, owner, frozenset({path}))
+        text = python_path(_rel(path, prefix))
+        text = f"cast({text}, {dtype_name(value.dtype)})" if src.dtype != value.dtype else \
+            f"clone({text})"
+        if tuple(src.shape) != tuple(value.shape):
+            text = f"reshape({text}, [{', '.join(str(int(d)) for d in value.shape)}])"
+        return prefix, text
+    return None
+
+
 def _scalar(ctx: _Context, slot: Slot, add: Any, unexpressed: list[Unexpressed],
             config: list[str]) -> None:
     matches = [ref for value, ref in reversed(ctx.recorder.scalars)
                if type(value) is type(slot.value) and value == slot.value]
     # .tolist() reads memory without an op, and a read tensor may be gone after the step: fall
     # back to a one-element source of the owner's module holding exactly this value
-    module = _target(ctx, slot.owner, frozenset())
-    for tid, path in ctx.sources.items():
-        t = _find(ctx, tid)
-        if (t is not None and _under(path, module) and t.numel() == 1
-                and t.is_floating_point() and float(t) == slot.value):
-            matches.append(ctx.recorder.ref(t))
+    matches += [ctx.recorder.ref(t) for _, t in _one_element_sources(ctx, slot.owner,
+                                                                       slot.value)]
     if not matches:
         config.append(slot.path)
         return

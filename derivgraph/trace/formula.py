@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .recorder import Node, Recorder, Ref, is_creation
+from .recorder import Node, Recorder, Ref, is_creation, is_overwrite
 
 __all__ = ["Emitter", "Formula", "IntNamer", "Unexpressible", "constant_formula", "dtype_name",
            "python_path"]
@@ -70,7 +70,8 @@ def _lit(value: Any) -> str:
 class IntNamer:
     """Names integers after the target module's int attributes and parameter shapes."""
 
-    def __init__(self, module: nn.Module | None):
+    def __init__(self, module: nn.Module | None,
+                 is_source: Callable[[torch.Tensor], bool] | None = None):
         self.candidates: list[tuple[int, str, str]] = []  # (value, param name, expression)
         self.used: dict[str, str] = {}
         if module is None:
@@ -79,6 +80,8 @@ class IntNamer:
             if type(value) is int and not key.startswith("_") and value >= 2:
                 self.candidates.append((value, key, key))
         for pname, p in [*module.named_parameters(), *module.named_buffers()]:
+            if is_source is not None and not is_source(p):
+                continue  # a tensor the step derived: its shape is not an input
             short = re.sub(r"\W", "_", pname)
             for i, size in enumerate(p.shape):
                 if size >= 2:
@@ -167,6 +170,8 @@ class Emitter:
             return False
         seen.add(id(node))
         inputs = [r for r in _refs(node.args) + _refs(node.kwargs)]
+        if is_overwrite(node.func):
+            inputs = inputs[1:]  # the target's old value is not read
         return any(self._reads_source(r, seen) for r in inputs)
 
     def _arg(self, a: Any) -> Formula:
@@ -234,6 +239,10 @@ class Emitter:
             dim = a[1] if len(a) > 1 else kw.get("dim", 0)
             return self._call(name, self._gather(list(a[0])), Formula(_lit(dim)))
         if name in ("view", "_unsafe_view", "reshape"):
+            broadcast = _block_broadcast(node)
+            if broadcast is not None:  # vLLM's block-scale expansion (scaled_dequantize)
+                shape = "[" + ", ".join(_lit(int(v)) for v in a[1]) + "]"
+                return self._call("group_broadcast", self.emit(broadcast), Formula(shape))
             x = self.emit(a[0])
             return self._call("reshape", x, Formula("[" + ", ".join(_lit(int(s)) for s in a[1])
                                                     + "]"))
@@ -249,6 +258,8 @@ class Emitter:
             return self._call(name, *(self._arg(x) for x in a))
         if name == "slice":
             return self._slice(node)
+        if name in ("split", "split_with_sizes"):
+            return self._split(node, index)
         if name == "repeat" and a[0].tensor.numel() == 1:
             # x.repeat(E) of one value: x * ones([E]) is the same bits (x * 1 == x)
             x = self.emit(a[0])
@@ -282,12 +293,28 @@ class Emitter:
 
     def _slice(self, node: Node) -> Formula:
         a = node.args
-        base = self.emit(a[0])
         dim = a[1] if len(a) > 1 else 0
         start = a[2] if len(a) > 2 else None
         end = a[3] if len(a) > 3 else None
         step = a[4] if len(a) > 4 else 1
+        return self._slice_of(a[0], dim, start, end, step)
+
+    def _split(self, node: Node, index: int) -> Formula:
+        """Output ``index`` of ``split``/``split_with_sizes``: a slice along ``dim``."""
+        a, kw = node.args, node.kwargs
+        dim = a[2] if len(a) > 2 else kw.get("dim", 0)
         size = a[0].tensor.shape[dim]
+        spec = a[1]
+        sizes = list(spec) if isinstance(spec, (list, tuple)) else [
+            min(spec, size - i) for i in range(0, size, spec)]
+        start = sum(sizes[:index])
+        end = start + sizes[index]
+        return self._slice_of(a[0], dim, start or None, None if end >= size else end, 1)
+
+    def _slice_of(self, src: Ref, dim: int, start: Any, end: Any, step: int) -> Formula:
+        base = self.emit(src)
+        dim = dim % src.tensor.dim()
+        size = src.tensor.shape[dim]
         lo = "" if not start else self.ints(int(start))
         hi = "" if end is None or end >= min(size, _SENTINEL_END) else self.ints(int(end))
         if lo and hi and isinstance(start, int) and isinstance(end, int):
@@ -296,7 +323,7 @@ class Emitter:
             if not named.isdigit():
                 hi = f"{lo} + {named}"
         piece = f"{lo}:{hi}" + ("" if step == 1 else f":{step}")
-        index = ", ".join([":"] * (dim % a[0].tensor.dim()) + [piece])
+        index = ", ".join([":"] * dim + [piece])
         return Formula(f"{_wrap(base, _ATOM)}[{index}]", _ATOM, base.sources)
 
     def _gather(self, refs: list[Ref]) -> Formula:
@@ -333,6 +360,46 @@ class Emitter:
             return None
         return Formula(f"[{templates.pop()} for {var} in each('{pattern}')]", _ATOM,
                        frozenset(paths))
+
+
+def _repeat_step(node: Node) -> Ref | None:
+    """``y`` when ``node`` is ``view(clone(expand(unsqueeze(y, d + 1), ...)), shape)`` that
+    repeats each element of ``y`` ``k`` times along ``d`` (``repeat_interleave``)."""
+    if node.name not in ("view", "_unsafe_view", "reshape") or not isinstance(node.args[0], Ref):
+        return None
+    clone = node.args[0].producer
+    if clone is None or clone.name != "clone" or not isinstance(clone.args[0], Ref):
+        return None
+    expand = clone.args[0].producer
+    if expand is None or expand.name != "expand" or not isinstance(expand.args[0], Ref):
+        return None
+    unsq = expand.args[0].producer
+    if unsq is None or unsq.name != "unsqueeze" or not isinstance(unsq.args[0], Ref):
+        return None
+    y = unsq.args[0]
+    ys = list(y.tensor.shape)
+    inner = unsq.args[1] % (len(ys) + 1)
+    if inner == 0:
+        return None
+    sizes = [int(v) for v in expand.args[1]]
+    k = sizes[inner] if len(sizes) == len(ys) + 1 else -1
+    if k < 1 or [v for i, v in enumerate(sizes) if i != inner] != ys:
+        return None
+    d = inner - 1
+    if [int(v) for v in node.args[1]] != ys[:d] + [ys[d] * k] + ys[d + 1:]:
+        return None
+    return y
+
+
+def _block_broadcast(node: Node) -> Ref | None:
+    """The tensor a chain of :func:`_repeat_step` s repeats over blocks, or None."""
+    base = _repeat_step(node)
+    while base is not None and base.producer is not None:
+        deeper = _repeat_step(base.producer)
+        if deeper is None:
+            break
+        base = deeper
+    return base
 
 
 def _refs(value: Any) -> list[Ref]:

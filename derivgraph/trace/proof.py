@@ -27,12 +27,22 @@ logger = logging.getLogger(__name__)
 
 
 def perturb(t: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-    """A different value of the same dtype and shape, deterministic in ``gen``."""
+    """A different value of the same dtype and shape, deterministic in ``gen``: every element
+    changes (zeros too, and values a narrow dtype would round back), so nothing that reads a
+    source can keep its value A->B and pass as a constant."""
     if t.dtype == torch.bool or t.numel() == 0:
         return t.clone()
     if t.is_floating_point():
-        factor = 1.0 + 0.25 * (2 * torch.rand(t.shape, generator=gen) - 1)
-        return (t.detach().float().cpu() * factor).to(t.dtype).to(t.device)
+        base = t.detach().float().cpu()
+        sign = torch.where(torch.rand(t.shape, generator=gen) < 0.5, -1.0, 1.0)
+        factor = 1.0 + sign * (0.15 + 0.1 * torch.rand(t.shape, generator=gen))
+        out = (base * factor).to(t.dtype)
+        for bump in (1.5, 2.0, 4.0):  # zeros, and steps a narrow dtype rounded away
+            same = out.float() == base
+            if not bool(same.any()):
+                break
+            out = torch.where(same, (base * bump + 0.0625).to(t.dtype), out)
+        return out.to(t.device)
     info = torch.iinfo(t.dtype)
     span = info.max - info.min + 1
     step = torch.randint(1, 4, t.shape, generator=gen, dtype=torch.int64)
@@ -111,22 +121,43 @@ class CheckpointReload:
 
 @dataclass
 class ProofReport:
-    """The oracle's verdict. ``changed``: declared values that differ between A and B."""
+    """The oracle's verdict. ``changed``: declared values that differ between A and B;
+    ``rejected``: declared paths the oracle refutes without a reload (a constant whose cold
+    starts differ), with why; ``unproven``: declared paths it cannot tell right from wrong
+    because the sources they read (or, for a constant, some source) kept their value A->B (a
+    builder that does not load them), with why; ``unperturbed``: those sources."""
 
     ok: bool
     declared: int = 0
     changed: int = 0
     stages: list[dict[str, Any]] = field(default_factory=list)
     error: str = ""
+    rejected: dict[str, str] = field(default_factory=dict)
+    unproven: dict[str, str] = field(default_factory=dict)
+    unperturbed: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         if self.error:
             return f"proof FAILED: {self.error}"
         parts = [f"{s['stage']}: moved {len(s['moved'])}, mismatched {len(s['mismatched'])}"
                  for s in self.stages]
+        if self.rejected:
+            parts.append(f"rejected {len(self.rejected)}: {', '.join(sorted(self.rejected))}")
+        if self.unproven:
+            parts.append(f"{len(self.unproven)} unproven (sources unchanged A->B)")
         verdict = "proof ok" if self.ok else "proof FAILED"
         return (f"{verdict}: {self.declared} declared, {self.changed}/{self.declared} change "
                 f"A->B; " + "; ".join(parts))
+
+
+#: why :func:`prove` rejects a declaration before any reload
+VARYING_CONSTANT = ("its formula reads no source, yet cold starts of weights A and B differ: it "
+                    "depends on a source through a value the recording cannot see (.tolist(), a "
+                    "host copy)")
+UNPROVEN = ("every source it reads ({}) kept its value from A to B, so the oracle cannot tell "
+            "it follows them")
+UNPROVEN_CONSTANT = ("a constant, but sources of the plan ({}) kept their value from A to B, so "
+                     "the oracle cannot tell it reads none of them")
 
 
 def _equal(a: Any, b: Any) -> bool:
@@ -159,6 +190,7 @@ def prove(specs: list[Any], make: Callable[[int], nn.Module],
     cold = {0: make(0), 1: make(1)}
     report = ProofReport(True, declared=len(keys),
                          changed=len(mismatched(keys, cold[0], cold[1])))
+    _check_perturbed(plan, keys, cold, report)
     for seed, label in ((1, "A->B"), (0, "B->A")):
         reload(model, seed)
         refill = plan.refill(verify=True)
@@ -167,8 +199,31 @@ def prove(specs: list[Any], make: Callable[[int], nn.Module],
                               "mismatched": bad})
         reload(model, seed)  # again, so the formulas alone must give the values (no refill)
         run = plan.run(verify=True)
+        if any(n in plan.constant_values for n in plan.constant_entries):
+            plan.rewrite_constants()  # constants too: the engine may refill them in place
         bad_run = mismatched(keys, model, cold[seed])
         report.stages.append({"stage": f"{label} recompute", "moved": list(run.moved),
                               "mismatched": bad_run})
-    report.ok = all(not s["moved"] and not s["mismatched"] for s in report.stages)
+    report.ok = not report.rejected and all(not s["moved"] and not s["mismatched"]
+                                            for s in report.stages)
     return report
+
+
+def _check_perturbed(plan: Any, keys: list[str], cold: dict[int, nn.Module],
+                     report: ProofReport) -> None:
+    """Reject a constant whose cold starts differ; a declaration whose every source (or, for a
+    constant, some source of the plan) kept its value A->B is unproven."""
+    deps = plan.graph.source_deps()
+    sources = plan.graph.sources()
+    report.unperturbed = [s for s in sources
+                          if _equal(get_path(cold[0], s), get_path(cold[1], s))]
+    still = set(report.unperturbed)
+    for key in keys:
+        reads = deps.get(key, frozenset())
+        if not reads:
+            if not _equal(get_path(cold[0], key), get_path(cold[1], key)):
+                report.rejected[key] = VARYING_CONSTANT
+            elif still:
+                report.unproven[key] = UNPROVEN_CONSTANT.format(", ".join(sorted(still)[:3]))
+        elif reads <= still:
+            report.unproven[key] = UNPROVEN.format(", ".join(sorted(reads)[:3]))

@@ -16,7 +16,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
-__all__ = ["Node", "Recorder", "Ref", "is_creation", "is_inplace"]
+__all__ = ["Node", "Recorder", "Ref", "is_creation", "is_inplace", "is_overwrite"]
 
 #: Ops whose result depends only on shapes and literals, never on another tensor's values.
 _CREATION = frozenset({
@@ -26,6 +26,10 @@ _CREATION = frozenset({
 })
 
 
+#: In-place ops that overwrite every element of their target: its old value is not read.
+_OVERWRITE = frozenset({"fill_", "zero_", "copy_"})
+
+
 def _op_name(func: Any) -> str:
     return func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
 
@@ -33,6 +37,11 @@ def _op_name(func: Any) -> str:
 def is_creation(func: Any) -> bool:
     """An op whose output values read no tensor's values (shape-only or literal)."""
     return _op_name(func) in _CREATION
+
+
+def is_overwrite(func: Any) -> bool:
+    """An in-place op that overwrites every element of its target (``fill_``, ``copy_``)."""
+    return _op_name(func) in _OVERWRITE
 
 
 def is_inplace(func: Any) -> bool:
@@ -84,6 +93,7 @@ class Recorder(TorchDispatchMode):
         self._keep: list[Any] = []
         self._weighty_storage: set[int] = set()
         self.view_writes: set[int] = set()  # storages written through a view in place
+        self.written_in_place: set[int] = set()  # ids of tensors an in-place op wrote
 
     # ---- lookups ---------------------------------------------------------------------------
     def producer_of(self, t: torch.Tensor) -> tuple[Node, int] | None:
@@ -119,10 +129,11 @@ class Recorder(TorchDispatchMode):
                                kwargs)
         node = Node(func, refs_args, refs_kwargs)
         inputs = [r for r in tree_flatten((refs_args, refs_kwargs))[0] if isinstance(r, Ref)]
+        read = inputs[1:] if is_overwrite(func) and inputs else inputs
         # an op with no tensor input that is not a creation op (rand, randn, a loader's
         # read) makes data the recording cannot explain: weighty
         node.weighty = not is_creation(func) and (
-            not inputs or any(self.is_weighty(r) for r in inputs))
+            not inputs or any(self.is_weighty(r) for r in read))
         self.nodes.append(node)
         self._keep.append((args, kwargs, out))
         if _op_name(func) == "_local_scalar_dense":
@@ -130,6 +141,7 @@ class Recorder(TorchDispatchMode):
             return out
         if is_inplace(func) and args and isinstance(args[0], torch.Tensor):
             target = args[0]
+            self.written_in_place.add(id(target))
             if node.weighty:
                 self._weighty_storage.add(self._storage(target))
             base = self._producer.get(id(target))
@@ -148,7 +160,11 @@ class Recorder(TorchDispatchMode):
         return out
 
     def _remember(self, t: torch.Tensor, node: Node, index: int) -> None:
-        if t.device.type != "meta" and node.name not in _VIEW_NAMES:
+        if t.device.type == "meta":
+            return
+        if node.name in _VIEW_NAMES:  # a Parameter over a view (vLLM's W_UV) finds it; a
+            self._by_address.setdefault(_address(t), (node, index))  # write keeps priority
+        else:
             self._by_address[_address(t)] = (node, index)
 
 
@@ -162,4 +178,5 @@ def _address(t: torch.Tensor) -> tuple[Any, ...]:
 
 _VIEW_NAMES = frozenset({"slice", "select", "view", "_unsafe_view", "reshape", "t", "transpose",
                          "permute", "squeeze", "unsqueeze", "expand", "as_strided", "narrow",
-                         "diagonal", "alias", "detach"})
+                         "diagonal", "alias", "detach", "split", "split_with_sizes",
+                         "unbind", "chunk"})

@@ -135,8 +135,11 @@ def _storage(t: torch.Tensor) -> int:
         return 0
 
 
-def stored_slots(model: Any, before: Census | None, after: Census) -> list[Slot]:
-    """Every slot whose value the step stored (new, another object, or new storage)."""
+def stored_slots(model: Any, before: Census | None, after: Census,
+                 written: set[int] | frozenset[int] = frozenset()) -> list[Slot]:
+    """Every slot whose value the step stored (new, another object, or new storage), and
+    every slot holding a tensor in ``written`` (ids the step wrote in place: a host copy
+    refilled with ``fill_``)."""
     old = before.index() if before is not None else {}
     seen: set[tuple[int, str]] = set()
     slots: list[Slot] = []
@@ -146,7 +149,7 @@ def stored_slots(model: Any, before: Census | None, after: Census) -> list[Slot]
             value = entry.value
             if prev is not None and prev.value is value and (
                 not isinstance(value, torch.Tensor) or prev.identity == entry.identity
-            ):
+            ) and id(value) not in written:
                 continue
             if prev is not None and entry.identity is None and prev.value == value:
                 continue  # a float set to the same value: indistinguishable, not stored

@@ -1,0 +1,126 @@
+"""The plugin's post-load hook registers vLLM's tp/dcp/ep groups before it compiles a plan.
+
+vLLM's real model parallelism (gloo, world size 1, CPU) is initialized, so ``torch.distributed``
+runs and a collective in a formula needs a registered group (DG040 otherwise). The synthetic
+vLLM model is loaded through vLLM's own steps with the hooks installed and a spec whose
+``_scale_inv`` formula goes through ``all_gather(..., group='tp')``: the plan compiles with no
+user code; layerwise reloads A -> B -> A refill it, and a second initial load re-registers
+the same groups (idempotent).
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.vllm
+pytest.importorskip("vllm")
+
+from tests.fixtures import vllm_models as vm  # noqa: E402
+from vllm_integration import groups, oracle  # noqa: E402
+
+GATHERED = "all_gather(reciprocal(weight_scale), 0, group='tp')"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture()
+def vllm_parallel():
+    """vLLM's model parallelism initialized on one gloo rank; torn down afterwards."""
+    from vllm.config import DeviceConfig, VllmConfig, set_current_vllm_config
+    from vllm.distributed import parallel_state as ps
+
+    from derivgraph.collectives import clear_groups
+
+    clear_groups()
+    with set_current_vllm_config(VllmConfig(device_config=DeviceConfig(device="cpu"))):
+        ps.init_distributed_environment(
+            world_size=1, rank=0, local_rank=0, backend="gloo",
+            distributed_init_method=f"tcp://127.0.0.1:{_free_port()}")
+        try:
+            ps.initialize_model_parallel(1, 1)
+            yield ps
+        finally:
+            clear_groups()
+            ps.destroy_model_parallel()
+            ps.destroy_distributed_environment()
+
+
+@pytest.fixture()
+def collective_spec(tmp_path: Path) -> Path:
+    text = vm.SPEC_PATH.read_text()
+    assert "formula: reciprocal(weight_scale)}" in text
+    path = tmp_path / "syn_collective.yaml"
+    path.write_text(text.replace("formula: reciprocal(weight_scale)}", f'formula: "{GATHERED}"}}'))
+    return path
+
+
+def _layerwise(model: torch.nn.Module, weights: dict[str, torch.Tensor]) -> None:
+    from vllm.model_executor.model_loader import reload
+
+    reload.initialize_layerwise_reload(model)
+    model.load_weights(weights.items())
+    reload.finalize_layerwise_reload(model, vm.MODEL_CONFIG)
+
+
+def test_hook_registers_groups_so_a_collective_formula_compiles(
+        vllm_parallel, collective_spec: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from derivgraph.collectives import get_group
+
+    calls: list[dict[str, int]] = []
+    real = groups.register_vllm_groups
+
+    def spy() -> dict[str, int]:
+        calls.append(real())
+        return calls[-1]
+
+    monkeypatch.setattr(groups, "register_vllm_groups", spy)
+    with vm.derivgraph_hooks(specs=collective_spec):
+        model = vm.build(vm.checkpoint(0))
+        assert calls and calls[0] == {"tp": 1, "dcp": 1, "ep": 1}
+        tp = vllm_parallel.get_tp_group().device_group
+        assert get_group("tp") is tp and get_group("dcp") is vllm_parallel.get_dcp_group(
+        ).device_group
+        plan = oracle.plan_for(model)
+        assert plan is not None, "the collective formula did not compile under the hook"
+        key = "layers.0.proj._scale_inv"
+        assert key in plan.entries and plan.entries[key].adopted
+        startup = plan.entries[key].storage
+        ptr = startup.data_ptr()
+
+        for seed in (1, 0):  # A -> B -> A through vLLM's layerwise reload
+            _layerwise(model, vm.checkpoint(seed))
+            assert get_group("tp") is tp
+            assert oracle.plan_for(model) is plan
+            scale_inv = model.layers[0].proj._scale_inv
+            assert scale_inv is startup and scale_inv.data_ptr() == ptr
+            cold_scale = vm.checkpoint(seed)["layers.0.proj.weight_scale"]
+            assert torch.equal(scale_inv, cold_scale.reciprocal())
+
+        # another initial load in the same worker calls it again: the same groups, no error
+        second = vm.build(vm.checkpoint(1))
+        assert len(calls) == 2 and calls[1] == calls[0]
+        assert get_group("tp") is tp
+        assert oracle.plan_for(second) is not None and oracle.plan_for(model) is plan
+        _layerwise(model, vm.checkpoint(1))  # the first model's plan still refills
+        assert torch.equal(model.layers[0].proj._scale_inv,
+                           second.layers[0].proj._scale_inv)
+
+
+def test_without_the_registration_the_collective_plan_fails(
+        vllm_parallel, collective_spec: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Canary: with the hook's call made a no-op, DG040 stops the plan (strict mode raises)."""
+    from derivgraph import DerivgraphError
+    from derivgraph.collectives import CollectiveGroupError
+
+    monkeypatch.setattr(groups, "register_vllm_groups", lambda: {})
+    with vm.derivgraph_hooks(specs=collective_spec, mode="strict"):
+        with pytest.raises((DerivgraphError, CollectiveGroupError), match="DG040"):
+            vm.build(vm.checkpoint(0))
