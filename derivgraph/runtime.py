@@ -622,8 +622,9 @@ class Plan:
         """
         keys = [n for n in self.constant_entries if n in self.constant_values]
         with torch.no_grad():
-            torch._foreach_copy_([self.entries[n].storage for n in keys],
-                                 [self.constant_values[n] for n in keys])
+            if keys:  # _foreach_copy_ refuses empty lists
+                torch._foreach_copy_([self.entries[n].storage for n in keys],
+                                     [self.constant_values[n] for n in keys])
         if report is not None:
             report.written += len(keys)
         self._constants_from_engine = False
