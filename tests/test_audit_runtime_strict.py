@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from derivgraph.audit.freshness import (
+    SAMPLE_BLOCK,
     holder_module,
     module_changes,
     sampled_digest,
@@ -99,12 +100,16 @@ def test_freshness_helpers():
     assert skip_reason(torch.full((3,), 2.0)) == "constant fill"
     assert skip_reason(torch.arange(3)) is not None
     assert skip_reason(torch.tensor([0.5])) is None  # one element: a real derived scalar
-    big = torch.randn(1 << 16)
+    big = torch.randn(1 << 16)  # 256 kB: every 16th block of SAMPLE_BLOCK bytes is read
+    width = SAMPLE_BLOCK // big.element_size()
     before = sampled_digest(big)
-    big[1] += 1  # not in the sample (every 16th element): sampling only misses, never invents
+    big[width] += 1  # the second block: not in the sample; sampling only misses, never invents
     assert sampled_digest(big) == before
-    big[0] += 1
-    assert sampled_digest(big) != before
+    big[width - 1] += 1  # the first block is read
+    first = sampled_digest(big)
+    assert first != before
+    big[16 * width + 3] += 1  # and every 16th block after it
+    assert sampled_digest(big) != first
 
 
 # ---- vLLM's real reload path with the plugin ---------------------------------------------
