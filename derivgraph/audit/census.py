@@ -35,12 +35,14 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import gc
 import logging
 import time
 import types
 import weakref
 from collections import deque
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,8 +51,8 @@ from torch import nn
 
 from .fingerprint import Digests, fingerprint, has_storage
 
-__all__ = ["Census", "CensusEntry", "Reach", "TensorIdentity", "fingerprint", "reach",
-           "take_census"]
+__all__ = ["Census", "CensusEntry", "Reach", "TensorIdentity", "fingerprint", "gc_paused",
+           "reach", "take_census"]
 
 logger = logging.getLogger(__name__)
 
@@ -204,6 +206,20 @@ class Census:
             if ident is not None and ident.storage_ptr:
                 seen[ident.storage_ptr] = max(seen.get(ident.storage_ptr, 0), ident.storage_nbytes)
         return sum(seen.values())
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector: a walk allocates tens of thousands of short-lived
+    objects, and each full collection it would trigger traverses the whole heap (a loaded
+    engine's is large). Nothing a walk allocates needs it; it resumes, if it was on, after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 # ---- the walk ---------------------------------------------------------------------------------
@@ -586,9 +602,9 @@ def take_census(model: Any, *, max_depth: int = 12, max_objects: int = 500_000,
     walker = _Walker(census, max_depth=max_depth, max_objects=max_objects,
                      fingerprints=fingerprints, floats=floats, ints=ints,
                      keep_values=keep_values, max_aliases=max_aliases)
-    with torch.no_grad():
+    with torch.no_grad(), gc_paused():
         walker.walk(model)
-    walker.finish()
+        walker.finish()
     census.entries = dict(sorted(census.entries.items()))
     census.seconds = time.perf_counter() - start
     return census
@@ -638,8 +654,8 @@ def reach(model: Any, *, max_depth: int = 12, max_objects: int = 500_000,
     census = Census()
     walker = _ReachWalker(census, found, max_depth=max_depth, max_objects=max_objects,
                           max_aliases=max_aliases)
-    with torch.no_grad():
+    with torch.no_grad(), gc_paused():
         walker.walk(model)
-    walker.finish()
+        walker.finish()
     found.objects, found.truncated = census.objects, census.truncated
     return found

@@ -11,14 +11,15 @@ device. :class:`HostHashes` is the CPU half, also used for sampled digests
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 from typing import Any, Protocol
 
 import torch
 from torch import nn
 
-__all__ = ["DeviceDigests", "Digests", "HostHashes", "fingerprint", "fingerprints",
-           "has_storage", "value_parts"]
+__all__ = ["DeviceDigests", "Digests", "HostHashes", "digestible", "fingerprint",
+           "fingerprints", "has_storage", "in_place_bytes", "sha1", "tensor_head", "value_parts"]
 
 
 class _HasFingerprint(Protocol):
@@ -47,16 +48,46 @@ def dtype_name(dtype: torch.dtype) -> str:
     return name
 
 
+_HEADS: dict[tuple[torch.dtype, torch.Size], str] = {}
+
+
+def tensor_head(t: torch.Tensor) -> str:
+    """The fingerprint head of ``t``: dtype and shape, ``float32[3, 4]:`` (cached)."""
+    key = (t.dtype, t.shape)
+    head = _HEADS.get(key)
+    if head is None:
+        if len(_HEADS) >= 65_536:
+            _HEADS.clear()
+        head = _HEADS[key] = f"{dtype_name(t.dtype)}{list(t.shape)}:"
+    return head
+
+
+def digestible(t: torch.Tensor) -> bool:
+    """Whether ``t`` has bytes to digest: strided, not ``meta``, with its own storage."""
+    return t.layout is torch.strided and not t.is_meta and has_storage(t)
+
+
+def in_place_bytes(t: torch.Tensor) -> memoryview | None:
+    """The bytes of a contiguous CPU tensor, read where they lie (no copy, no tensor call
+    beyond the address), or ``None`` when they cannot be read so (not on the CPU, not
+    contiguous, a conjugate or negative view). ``t`` must stay alive while they are read."""
+    if not t.is_cpu or not t.is_contiguous() or t.is_conj() or t.is_neg():
+        return None
+    nbytes = t.numel() * t.element_size()
+    if nbytes == 0:
+        return memoryview(b"")
+    return memoryview((ctypes.c_ubyte * nbytes).from_address(t.data_ptr()))
+
+
 def value_parts(t: torch.Tensor) -> str | tuple[str, torch.Tensor] | None:
     """``t``'s fingerprint head (``float32[3, 4]:``) and its values as a 1-D tensor.
 
     The values are a view where ``t`` is contiguous, with conjugate and negative bits
-    resolved. ``None`` on ``meta``, for sparse layouts and without storage; the head alone
-    for an empty tensor.
+    resolved. ``None`` unless :func:`digestible`; the head alone for an empty tensor.
     """
-    if t.layout != torch.strided or t.device.type == "meta" or not has_storage(t):
+    if not digestible(t):
         return None
-    head = f"{dtype_name(t.dtype)}{list(t.shape)}:"
+    head = tensor_head(t)
     if t.numel() == 0:
         return head
     if t.is_conj() or t.is_neg():
@@ -69,7 +100,8 @@ def _host_bytes(flat: torch.Tensor) -> memoryview:
     return memoryview(flat.detach().contiguous().reshape(-1).view(torch.uint8).numpy())
 
 
-def _sha1(data: memoryview) -> str:
+def sha1(data: Any) -> str:
+    """The hex SHA-1 of a buffer (a change detector, not a security measure)."""
     return hashlib.sha1(data, usedforsecurity=False).hexdigest()
 
 
@@ -81,13 +113,7 @@ def fingerprint(t: torch.Tensor) -> str | None:
     position-weighted mod 65521 and mod 65519), computed on the device in chunks, so no host
     copy and no float rounding. ``None`` on ``meta`` and without storage.
     """
-    parts = value_parts(t.detach())
-    if parts is None or isinstance(parts, str):
-        return parts
-    head, flat = parts
-    if flat.device.type == "cpu":
-        return head + _sha1(_host_bytes(flat))
-    return head + _format_sums(_device_sums(flat.contiguous().view(torch.uint8)).tolist())
+    return fingerprints({"": t})[""]
 
 
 def _device_sums(raw: torch.Tensor, chunk: int = 1 << 24) -> torch.Tensor:
@@ -123,7 +149,6 @@ def _device_digest(raw: torch.Tensor, chunk: int = 1 << 24) -> str:
 
 _SMALL = 1 << 20  # tensors up to this many bytes are digested in batches
 _BATCH = 1 << 24  # bytes per batch
-_COPY_MAX = 1 << 14  # contiguous CPU tensors above this many bytes are hashed in place
 _Key = tuple[torch.device, torch.dtype, torch.Size]  # tensors concatenated together
 
 
@@ -144,9 +169,8 @@ class HostHashes:
     def add(self, slot: _HasFingerprint, head: str, flat: torch.Tensor) -> None:
         """Queue ``flat`` (1-D, or 2-D rows of one width; hashed in row-major order)."""
         nbytes = flat.numel() * flat.element_size()
-        if flat.device.type == "cpu" and (nbytes > _SMALL or (
-                nbytes > _COPY_MAX and flat.is_contiguous())):
-            slot.fingerprint = head + _sha1(_host_bytes(flat))  # in place: no copy
+        if nbytes > _SMALL and flat.device.type == "cpu":
+            slot.fingerprint = head + sha1(_host_bytes(flat))
             return
         key = (flat.device, flat.dtype, flat.shape[1:])
         group = self.groups.get(key)
@@ -167,13 +191,13 @@ class HostHashes:
             buffer = torch.cat([flat for _, _, flat in items])
         except (RuntimeError, TypeError, NotImplementedError):  # a dtype cat does not support
             for slot, head, flat in items:
-                slot.fingerprint = head + _sha1(_host_bytes(flat.cpu()))
+                slot.fingerprint = head + sha1(_host_bytes(flat.cpu()))
             return
         data = _host_bytes(buffer.cpu())
         size, start = buffer.element_size(), 0
         for slot, head, flat in items:
             end = start + flat.numel() * size
-            slot.fingerprint = head + _sha1(data[start:end])
+            slot.fingerprint = head + sha1(data[start:end])
             start = end
 
     def finish(self) -> None:
@@ -225,7 +249,14 @@ class Digests:
         self.device = DeviceDigests()
 
     def add(self, slot: _HasFingerprint, t: torch.Tensor) -> None:
-        """Queue ``t``'s fingerprint for ``slot`` (set now when there is nothing to hash)."""
+        """Queue ``t``'s fingerprint for ``slot`` (set now when it is read in place)."""
+        if not digestible(t):
+            slot.fingerprint = None
+            return
+        data = in_place_bytes(t)
+        if data is not None:  # most CPU tensors: hashed where they lie
+            slot.fingerprint = tensor_head(t) + (sha1(data) if len(data) else "")
+            return
         parts = value_parts(t)
         if parts is None or isinstance(parts, str):
             slot.fingerprint = parts

@@ -39,10 +39,19 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
-from .fingerprint import HostHashes, has_storage, value_parts
+from .fingerprint import (
+    HostHashes,
+    digestible,
+    has_storage,
+    in_place_bytes,
+    sha1,
+    tensor_head,
+    value_parts,
+)
 
 __all__ = [
     "SAMPLE_BLOCK", "SAMPLE_BYTES", "Unrefreshed", "holder_module", "loaded_tensors",
@@ -103,14 +112,30 @@ class _Slot:
         self.fingerprint: str | None = None
 
 
+def _sample_in_place(t: torch.Tensor, data: memoryview) -> str:
+    """:func:`sampled_digest` of a tensor whose bytes are read in place (the same blocks)."""
+    nbytes = len(data)
+    if nbytes <= SAMPLE_BYTES:
+        return tensor_head(t) + (sha1(data) if nbytes else "")
+    blocks = nbytes // SAMPLE_BLOCK
+    step = -(-(blocks * SAMPLE_BLOCK) // SAMPLE_BYTES)
+    rows = np.frombuffer(data, np.uint8, blocks * SAMPLE_BLOCK).reshape(blocks, SAMPLE_BLOCK)
+    sample = np.ascontiguousarray(rows[::step])
+    return f"~{sample.size // t.element_size()}:" + sha1(sample)
+
+
 def sampled_digests(tensors: Mapping[str, torch.Tensor]) -> dict[str, str | None]:
-    """:func:`sampled_digest` of each tensor, by name; samples hashed in batches (one host
-    transfer per batch on accelerators)."""
+    """:func:`sampled_digest` of each tensor, by name; contiguous CPU tensors are read in place,
+    the others' samples hashed in batches (one host transfer per batch on accelerators)."""
     hashes = HostHashes()
     slots: dict[str, _Slot] = {}
     with torch.no_grad():
         for name, t in tensors.items():
             slot = slots[name] = _Slot()
+            data = in_place_bytes(t) if digestible(t) else None
+            if data is not None:
+                slot.fingerprint = _sample_in_place(t, data)
+                continue
             parts = _sample(t)
             if parts is None or isinstance(parts, str):
                 slot.fingerprint = parts

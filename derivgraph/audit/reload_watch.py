@@ -26,7 +26,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .census import Reach, reach
+from .census import Reach, gc_paused, reach
 from .fingerprint import fingerprints
 from .freshness import (
     Unrefreshed,
@@ -95,6 +95,10 @@ class ReloadWatch:
 
     def check(self, model: Any, declared: Iterable[Any] = ()) -> WatchResult:
         """Walk ``model`` again and compare (reads only)."""
+        with gc_paused():
+            return self._check(model, declared)
+
+    def _check(self, model: Any, declared: Iterable[Any]) -> WatchResult:
         start = time.perf_counter()
         found = reach(model)
         now = _paths(found)
@@ -138,6 +142,11 @@ class ReloadWatch:
 
 def watch(model: Any) -> ReloadWatch:
     """Record ``model`` before a reload (see the module docstring); keeps no tensor alive."""
+    with gc_paused():
+        return _watch(model)
+
+
+def _watch(model: Any) -> ReloadWatch:
     found = reach(model)
     loaded = loaded_tensors(model)
     loaded_ids = {id(t) for t in loaded.values()}
