@@ -45,6 +45,8 @@ class Rule:
     PASS_FAULT = "DG030 pass-fault"
     SOURCE_CHANGED = "DG031 source-changed"
     COLLECTIVE_GROUP = "DG040 collective-group"
+    # issue9 (runtime audit) range DG055-DG059
+    SPEC_VALUE = "DG055 spec-value"
     VLLM_DRIFT = "DG060 vllm-drift"
     CAPTURE_UNDECLARED = "DG061 capture-undeclared"
     # issue12: folds (derivgraph.fold) and engine-computed tensors (derivgraph.engine_values)
