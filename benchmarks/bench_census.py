@@ -13,7 +13,11 @@ fingerprinted censuses. Also vLLM strict mode's reload check
 (:mod:`derivgraph.audit.reload_watch`): ``watch`` before a reload (walk, sampled digests of
 loaded tensors, full digests of the rest) and ``check`` after it (walk again, moved,
 undeclared, stale in place, changed floats), next to the address-only check it replaced (two
-walks). Medians of ``--repeat`` runs (default 3).
+walks), and the spec-value check strict mode adds after a reload (a fresh evaluation of the
+plan's formulas, compared with the live tensors; ``SPEC`` declares 4 tensors per layer).
+Medians of ``--repeat`` runs (default 3). ``--against TREE`` times strict ``watch`` and
+``check`` with this tree's derivgraph and another checkout's, in alternating subprocesses,
+and prints both medians and their ratio.
 
     python3 benchmarks/bench_census.py --layers 61
     python3 benchmarks/bench_census.py --layers 61 --device cuda
@@ -165,6 +169,35 @@ def _median(fn, repeat: int, device: str) -> tuple[float, object]:
     return statistics.median(times), result
 
 
+#: Declares the quant-config descriptors of every MoE layer (4 derived tensors per layer), so
+#: the spec-value check (``derivgraph.audit.spec_values``) has a plan to verify.
+SPEC = """
+version: 1
+specs:
+  - name: bench-moe-descriptors
+    target: {module_class: FusedMoE, object: quant_method.moe_quant_config}
+    derived:
+      - {name: alpha_or_gscale, owner: quant_method.moe_quant_config.a1, kind: attribute,
+         formula: 1.0 / w13_input_scale}
+      - {name: alpha_or_gscale, owner: quant_method.moe_quant_config.a2, kind: attribute,
+         formula: 1.0 / w2_input_scale}
+      - {name: alpha_or_gscale, owner: quant_method.moe_quant_config.w1, kind: attribute,
+         formula: w13_weight_scale * w13_input_scale}
+      - {name: alpha_or_gscale, owner: quant_method.moe_quant_config.w2, kind: attribute,
+         formula: w2_weight_scale * w2_input_scale}
+"""
+
+
+def _spec_values(model: nn.Module, repeat: int, device: str) -> dict[str, float]:
+    from derivgraph import compile_plan, load_spec_text
+    from derivgraph.audit.spec_values import verify_spec_values
+
+    plan = compile_plan(model, load_spec_text(SPEC, "bench_census.py"))
+    seconds, check = _median(lambda: verify_spec_values(plan), repeat, device)
+    assert check.ok() and check.checked == len(plan), check.as_dict()
+    return {"spec_values_s": round(seconds, 4), "spec_values_checked": check.checked}
+
+
 def _strict_only(model: nn.Module, repeat: int, device: str) -> dict[str, float]:
     watch(model)  # warm-up
     watch_s, record = _median(lambda: watch(model), repeat, device)
@@ -248,6 +281,7 @@ def main() -> None:
         "strict_watch_s": round(watch_s, 4), "strict_check_s": round(check_s, 4),
         "strict_findings": len(checked.moved) + len(checked.undeclared)
         + len(checked.unrefreshed) + len(checked.scalars),
+        **_spec_values(model, args.repeat, args.device),
     }
     assert walk.tensors().keys() == tensors.keys()
     print(json.dumps(result))  # noqa: T201 - a script's output
