@@ -28,6 +28,12 @@ attributes), generators, loggers and functions' globals. Each tensor keeps at mo
 
 A census keeps the tensors it saw alive (``entry.value``) unless asked not to: while it lives,
 no object id or address it recorded can be recycled, so a comparison can trust both.
+
+:func:`reach` is the same walk without identities, digests or entries (every tensor with its
+paths, and the floats): what strict mode's reload check needs, at a fraction of the cost. How
+an object of a class is entered (its dataclass fields, slots, container kind) is decided once
+per class and cached; the values are read from each object on every walk, so a changed
+structure is always seen.
 """
 
 from __future__ import annotations
