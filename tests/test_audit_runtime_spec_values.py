@@ -150,3 +150,15 @@ def test_oracle_and_cli_report_a_spec_value_difference(canary_specs, capsys):  #
     assert main([*args, "--reload", f"{CANARIES}:reload", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["spec_mismatches"] == [] and data["checks"][0]["spec_values"]["checked"] > 0
+
+
+def test_comparison_any_dtype_nan_and_signed_zero():
+    from derivgraph.audit.spec_values import _worst
+
+    fp8 = torch.randn(4, 3).to(torch.float8_e4m3fn)  # torch.equal has no fp8 kernel on CPU
+    assert _worst(fp8, fp8.clone()) == 0.0
+    assert _worst(fp8, (fp8.float() * 2).to(torch.float8_e4m3fn)) > 0
+    nan = torch.tensor([float("nan"), 0.0])
+    assert _worst(nan, torch.tensor([float("nan"), -0.0])) == 0.0  # as adoption compares
+    assert _worst(nan, torch.tensor([1.0, 0.0])) == float("inf")  # NaN against a number
+    assert _worst(torch.ones(3), torch.ones(3, dtype=torch.float64)) == float("inf")
