@@ -13,10 +13,15 @@ fingerprinted censuses. Also vLLM strict mode's reload check
 (:mod:`derivgraph.audit.reload_watch`): ``watch`` before a reload (walk, sampled digests of
 loaded tensors, full digests of the rest) and ``check`` after it (walk again, moved,
 undeclared, stale in place, changed floats), next to the address-only check it replaced (two
-walks). Medians of ``--repeat`` runs (default 3).
+walks), and the spec-value check strict mode adds after a reload (a fresh evaluation of the
+plan's formulas, compared with the live tensors; ``SPEC`` declares 4 tensors per layer).
+Medians of ``--repeat`` runs (default 3). ``--against TREE`` times strict ``watch`` and
+``check`` with this tree's derivgraph and another checkout's, in alternating subprocesses,
+and prints both medians and their ratio.
 
     python3 benchmarks/bench_census.py --layers 61
     python3 benchmarks/bench_census.py --layers 61 --device cuda
+    python3 benchmarks/bench_census.py --layers 61 --against /work/main  # side by side
 """
 
 from __future__ import annotations
@@ -164,6 +169,72 @@ def _median(fn, repeat: int, device: str) -> tuple[float, object]:
     return statistics.median(times), result
 
 
+#: Declares the quant-config descriptors of every MoE layer (4 derived tensors per layer), so
+#: the spec-value check (``derivgraph.audit.spec_values``) has a plan to verify.
+SPEC = """
+version: 1
+specs:
+  - name: bench-moe-descriptors
+    target: {module_class: FusedMoE, object: quant_method.moe_quant_config}
+    derived:
+      - {name: alpha_or_gscale, owner: quant_method.moe_quant_config.a1, kind: attribute,
+         formula: 1.0 / w13_input_scale}
+      - {name: alpha_or_gscale, owner: quant_method.moe_quant_config.a2, kind: attribute,
+         formula: 1.0 / w2_input_scale}
+      - {name: alpha_or_gscale, owner: quant_method.moe_quant_config.w1, kind: attribute,
+         formula: w13_weight_scale * w13_input_scale}
+      - {name: alpha_or_gscale, owner: quant_method.moe_quant_config.w2, kind: attribute,
+         formula: w2_weight_scale * w2_input_scale}
+"""
+
+
+def _spec_values(model: nn.Module, repeat: int, device: str) -> dict[str, float]:
+    from derivgraph import compile_plan, load_spec_text
+    from derivgraph.audit.spec_values import verify_spec_values
+
+    plan = compile_plan(model, load_spec_text(SPEC, "bench_census.py"))
+    seconds, check = _median(lambda: verify_spec_values(plan), repeat, device)
+    assert check.ok() and check.checked == len(plan), check.as_dict()
+    return {"spec_values_s": round(seconds, 4), "spec_values_checked": check.checked}
+
+
+def _strict_only(model: nn.Module, repeat: int, device: str) -> dict[str, float]:
+    watch(model)  # warm-up
+    watch_s, record = _median(lambda: watch(model), repeat, device)
+    check_s, _ = _median(lambda: record.check(model), repeat, device)
+    return {"strict_watch_s": watch_s, "strict_check_s": check_s}
+
+
+def _side_by_side(args: argparse.Namespace) -> None:
+    """Time strict watch/check with this tree's derivgraph and ``--against``'s, alternating."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    trees = {"this": str(Path(__file__).resolve().parent.parent),
+             "against": str(Path(args.against).resolve())}
+    argv = [sys.executable, str(Path(__file__).resolve()), "--strict-only",
+            "--layers", str(args.layers), "--experts", str(args.experts),
+            "--hidden", str(args.hidden), "--device", args.device, "--dtype", args.dtype,
+            "--repeat", str(args.repeat)]
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
+    for _ in range(args.rounds):
+        for name, tree in trees.items():  # alternate, so load drifts hit both alike
+            env = {**os.environ, "PYTHONPATH": tree}
+            out = subprocess.run(argv, env=env, check=True, capture_output=True, text=True)
+            runs[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    result: dict[str, object] = {"layers": args.layers, "device": args.device,
+                                 "rounds": args.rounds, "repeat": args.repeat,
+                                 "against": trees["against"]}
+    for key in ("strict_watch_s", "strict_check_s"):
+        this = statistics.median(r[key] for r in runs["this"])
+        other = statistics.median(r[key] for r in runs["against"])
+        result[key] = {"this": round(this, 4), "against": round(other, 4),
+                       "ratio": round(this / other, 3)}
+    print(json.dumps(result))  # noqa: T201 - a script's output
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -173,11 +244,23 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--against", metavar="TREE",
+                        help="another derivgraph checkout: time strict watch/check with both, "
+                             "in alternating subprocesses, and print the ratios")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="subprocess pairs for --against (default 5)")
+    parser.add_argument("--strict-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.against:
+        _side_by_side(args)
+        return
     torch.manual_seed(0)
     dtype = getattr(torch, args.dtype)
     with torch.no_grad():
         model = Model(args.layers, args.experts, args.hidden, args.hidden // 2, args.device, dtype)
+    if args.strict_only:
+        print(json.dumps(_strict_only(model, args.repeat, args.device)))  # noqa: T201
+        return
 
     take_census(model)  # warm-up: first-touch costs are not the census's
     walk_s, walk = _median(lambda: take_census(model, fingerprints=False), args.repeat,
@@ -198,6 +281,7 @@ def main() -> None:
         "strict_watch_s": round(watch_s, 4), "strict_check_s": round(check_s, 4),
         "strict_findings": len(checked.moved) + len(checked.undeclared)
         + len(checked.unrefreshed) + len(checked.scalars),
+        **_spec_values(model, args.repeat, args.device),
     }
     assert walk.tensors().keys() == tensors.keys()
     print(json.dumps(result))  # noqa: T201 - a script's output

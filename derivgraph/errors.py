@@ -49,6 +49,8 @@ class Rule:
     INDEX_NOT_CONSTANT = "DG041 index-not-constant"
     INDEX_OUT_OF_RANGE = "DG042 index-out-of-range"
     CONTAINER_HOLDER = "DG043 container-holder"
+    # issue9 (runtime audit) range DG055-DG059
+    SPEC_VALUE = "DG055 spec-value"
     VLLM_DRIFT = "DG060 vllm-drift"
     CAPTURE_UNDECLARED = "DG061 capture-undeclared"
     # issue12: folds (derivgraph.fold) and engine-computed tensors (derivgraph.engine_values)

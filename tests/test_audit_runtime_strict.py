@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from derivgraph.audit.freshness import (
+    SAMPLE_BLOCK,
     holder_module,
     module_changes,
     sampled_digest,
@@ -99,12 +100,16 @@ def test_freshness_helpers():
     assert skip_reason(torch.full((3,), 2.0)) == "constant fill"
     assert skip_reason(torch.arange(3)) is not None
     assert skip_reason(torch.tensor([0.5])) is None  # one element: a real derived scalar
-    big = torch.randn(1 << 16)
+    big = torch.randn(1 << 16)  # 256 kB: every 16th block of SAMPLE_BLOCK bytes is read
+    width = SAMPLE_BLOCK // big.element_size()
     before = sampled_digest(big)
-    big[1] += 1  # not in the sample (every 16th element): sampling only misses, never invents
+    big[width] += 1  # the second block: not in the sample; sampling only misses, never invents
     assert sampled_digest(big) == before
-    big[0] += 1
-    assert sampled_digest(big) != before
+    big[width - 1] += 1  # the first block is read
+    first = sampled_digest(big)
+    assert first != before
+    big[16 * width + 3] += 1  # and every 16th block after it
+    assert sampled_digest(big) != first
 
 
 # ---- vLLM's real reload path with the plugin ---------------------------------------------
@@ -178,7 +183,64 @@ def test_strict_mode_passes_the_same_model_without_the_plant():
     with vm.derivgraph_hooks(mode="strict"):
         model = vm.build(A)
         _reload_checkpoint(model, B)  # every derived tensor declared and refilled
-        assert oracle.state_for(model).counters.unrefreshed_last == 0
+        counters = oracle.state_for(model).counters
+        assert counters.unrefreshed_last == 0 and counters.spec_mismatches_last == 0
+        assert counters.last["spec_values"]["checked"] > 10  # the spec check ran, found nothing
+
+
+def _overwrite_after_the_pass(monkeypatch, model) -> None:  # noqa: ANN001
+    """Code writing into a declared tensor after derivgraph's reload pass (a late hook, a
+    kernel using it as scratch). vLLM's own post-load output for ``_scale_inv`` cannot do it:
+    layerwise reload drops a non-persistent buffer built on its temporary layer and the pass
+    recomputes it; so the write is made right after the pass, before the strict check."""
+    from derivgraph.runtime import Plan
+
+    def after(original):  # noqa: ANN001, ANN202
+        def run(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+            report = original(self, *args, **kwargs)
+            with torch.no_grad():
+                for layer in model.layers:
+                    layer.proj._scale_inv.mul_(2)
+            return report
+        return run
+
+    monkeypatch.setattr(Plan, "run", after(Plan.run))
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize("reload", [_reload_checkpoint, _layerwise])
+def test_strict_mode_names_a_declared_tensor_differing_from_its_spec(monkeypatch, reload):  # noqa: ANN001
+    with vm.derivgraph_hooks(mode="strict"):
+        model = vm.build(A)
+        _overwrite_after_the_pass(monkeypatch, model)
+        with pytest.raises(StrictReloadError) as err:
+            reload(model, B)
+    assert [p.split(" (")[0] for p in err.value.paths] == [
+        "spec value differs: layers.0.proj._scale_inv",
+        "spec value differs: layers.1.proj._scale_inv"]
+    assert "spec 'syn-scaled-linear'" in err.value.paths[0]
+    assert "DG055 spec-value" in err.value.paths[0]
+    assert "2 declared tensor(s) differing from their spec" in str(err.value)
+    # the finding is true: the live value is twice what the spec computes from B
+    live = model.layers[0].proj._scale_inv
+    assert torch.equal(live, 2 * B["layers.0.proj.weight_scale"].reciprocal())
+
+
+@pytest.mark.vllm
+def test_spec_value_difference_is_a_vllm_warning_outside_strict_mode(monkeypatch, vllm_log):  # noqa: ANN001
+    monkeypatch.setenv(oracle.VERIFY_SPECS_ENV, "1")
+    with vm.derivgraph_hooks(mode="refill"):
+        model = vm.build(A)
+        _overwrite_after_the_pass(monkeypatch, model)
+        _reload_checkpoint(model, B)  # no raise outside strict mode
+    assert oracle.state_for(model).counters.spec_mismatches_last == 2
+    warnings = [r for r in vllm_log.records if r.levelno == logging.WARNING
+                and "differ from what their spec computes" in r.getMessage()]
+    assert len(warnings) == 1 and "layers.0.proj._scale_inv" in warnings[0].getMessage()
+    monkeypatch.setenv(oracle.VERIFY_SPECS_ENV, "0")
+    assert not oracle.verify_specs_enabled("strict") and not oracle.verify_specs_enabled("refill")
+    monkeypatch.delenv(oracle.VERIFY_SPECS_ENV)
+    assert oracle.verify_specs_enabled("strict") and not oracle.verify_specs_enabled("refill")
 
 
 @pytest.fixture()

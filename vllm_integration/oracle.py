@@ -16,7 +16,10 @@ vLLM's hooks (see :mod:`vllm_integration.hooks`) report three things here:
 (:mod:`derivgraph.audit.reload_watch`), and raises :class:`derivgraph.StrictReloadError` if any
 graph-visible tensor moved, an undeclared derived tensor appeared, a tensor was left stale in
 place (its value unchanged although every loaded tensor of its module changed: the heuristic of
-:mod:`derivgraph.audit.freshness`), or a Python scalar changed (unless recapture is allowed).
+:mod:`derivgraph.audit.freshness`), a declared derived tensor differs from a fresh evaluation
+of its spec (:mod:`derivgraph.audit.spec_values`; ``DERIVGRAPH_VERIFY_SPECS=1`` runs this check
+in the other modes too, as a WARNING on the ``vllm`` logger), or a Python scalar changed
+(unless recapture is allowed).
 
 A changed Python scalar (a declared one the plan rewrote, or in strict mode any float the
 census sees) is logged as a WARNING on the ``vllm.derivgraph`` logger, a child of the ``vllm``
@@ -45,11 +48,13 @@ if TYPE_CHECKING:
 
     from derivgraph import Plan, RunReport, Spec
     from derivgraph.audit.reload_watch import ReloadWatch, WatchResult
+    from derivgraph.audit.spec_values import SpecValueCheck
 
 __all__ = [
-    "ALLOW_RECAPTURE_ENV", "Counters", "ModelState", "abort", "attach", "audit", "begin",
-    "detach", "end", "note_names", "on_post_load", "plan_for", "planned_models",
+    "ALLOW_RECAPTURE_ENV", "VERIFY_SPECS_ENV", "Counters", "ModelState", "abort", "attach",
+    "audit", "begin", "detach", "end", "note_names", "on_post_load", "plan_for", "planned_models",
     "recapture_allowed", "replan", "same_weight_oracle", "state_for", "strict_findings",
+    "verify_specs_enabled",
 ]
 
 logger = logging.getLogger(__name__)
@@ -63,6 +68,19 @@ ALLOW_RECAPTURE_ENV = "DERIVGRAPH_ALLOW_RECAPTURE"
 def recapture_allowed() -> bool:
     """``DERIVGRAPH_ALLOW_RECAPTURE`` is set to 1 / true / yes / on."""
     return os.environ.get(ALLOW_RECAPTURE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+#: 1: compare declared tensors with their specs after every reload in any mode (a WARNING on
+#: the ``vllm`` logger outside strict mode); 0: never. Default: on in strict mode only.
+VERIFY_SPECS_ENV = "DERIVGRAPH_VERIFY_SPECS"
+
+
+def verify_specs_enabled(mode: str) -> bool:
+    """Whether a reload in ``mode`` runs the spec-value check (see :data:`VERIFY_SPECS_ENV`)."""
+    flag = os.environ.get(VERIFY_SPECS_ENV, "").strip().lower()
+    if flag in ("0", "false", "no", "off"):
+        return False
+    return mode == "strict" or flag in ("1", "true", "yes", "on")
 
 _ATTR = "_derivgraph_state"
 _MODELS: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -85,6 +103,7 @@ class Counters:
     undeclared_last: int = 0
     unrefreshed_last: int = 0
     scalars_changed_last: int = 0
+    spec_mismatches_last: int = 0
     strict_failures: int = 0
     seconds_last: float = 0.0
     last: dict[str, Any] | None = None
@@ -343,15 +362,22 @@ def _complete(model: Any, state: ModelState, session: Session, mode: str) -> Run
         legacy = compare(session.before, model, plan.declared().values())
         result.moved = sorted(set(result.moved) | set(legacy.moved))
         result.undeclared, result.tensors = legacy.undeclared, legacy.tensors
-    findings = strict_findings(result, found, report)
+    specs = None
+    if len(plan) and verify_specs_enabled(mode):
+        from derivgraph.audit.spec_values import verify_spec_values
+
+        specs = verify_spec_values(plan)
+    findings = strict_findings(result, found, report, specs)
     counters.moved_last, counters.undeclared_last = len(result.moved), len(result.undeclared)
     counters.unrefreshed_last = len(found.unrefreshed) if found is not None else 0
     counters.scalars_changed_last = sum(p.startswith("scalar changed: ") for p in findings)
+    counters.spec_mismatches_last = len(specs.mismatches) if specs is not None else 0
     counters.seconds_last = time.perf_counter() - start
     counters.last = {"session": session.kind, "mode": mode, "layerwise": session.layerwise,
                      "loaded_names": len(session.runtime_names or session.names),
                      "report": report.as_dict() if report else None,
-                     "strict": found.as_dict() if found is not None else None}
+                     "strict": found.as_dict() if found is not None else None,
+                     "spec_values": specs.as_dict() if specs is not None else None}
     if report is not None:
         logger.info("derivgraph: %s %s reload: %s", type(model).__name__, session.kind, report)
     scalars = [p.removeprefix("scalar changed: ") for p in findings
@@ -363,6 +389,11 @@ def _complete(model: Any, state: ModelState, session: Session, mode: str) -> Run
             session.kind, type(model).__name__, len(scalars), ", ".join(scalars[:8]),
             "" if recapture_allowed() else
             f"; set {ALLOW_RECAPTURE_ENV}=1 once the deployment does")
+    if specs is not None and specs.mismatches and mode != "strict":
+        vllm_logger.warning(
+            "derivgraph: after the %s reload of %s, %d declared derived tensor(s) differ from "
+            "what their spec computes: %s", session.kind, type(model).__name__,
+            len(specs.mismatches), "; ".join(m.reason() for m in specs.mismatches[:4]))
     failing = [p for p in findings
                if not (p.startswith("scalar changed: ") and recapture_allowed())]
     if mode == "strict" and failing:
@@ -371,7 +402,8 @@ def _complete(model: Any, state: ModelState, session: Session, mode: str) -> Run
             f"derivgraph strict mode: the {session.kind} reload of {type(model).__name__} left "
             f"{len(result.moved)} graph-visible tensor path(s) moved, "
             f"{len(result.undeclared)} undeclared derived tensor(s), "
-            f"{counters.unrefreshed_last} tensor(s) stale in place and "
+            f"{counters.unrefreshed_last} tensor(s) stale in place, "
+            f"{counters.spec_mismatches_last} declared tensor(s) differing from their spec and "
             f"{counters.scalars_changed_last} changed Python scalar(s); a captured graph would "
             "read stale or freed memory or a baked number. Declare them in a spec "
             f"(DERIVGRAPH_SPECS), fix the post-load step, or for scalars set "
@@ -384,10 +416,11 @@ def _complete(model: Any, state: ModelState, session: Session, mode: str) -> Run
 
 
 def strict_findings(result: AuditResult, found: WatchResult | None,
-                    report: RunReport | None) -> list[str]:
+                    report: RunReport | None, specs: SpecValueCheck | None = None) -> list[str]:
     """What strict mode fails on, one ``"<what>: <path>"`` line each.
 
-    ``moved``, ``undeclared``, ``stale in place`` (with the heuristic's reason) and
+    ``moved``, ``undeclared``, ``stale in place`` (with the heuristic's reason), ``spec value
+    differs`` (a declared tensor against a fresh evaluation of its spec, naming the spec) and
     ``scalar changed`` (declared scalars the plan rewrote, and any float the watch saw change).
     Called by :func:`_complete`; exposed so the hooks or a test can ask the same question.
     """
@@ -395,6 +428,8 @@ def strict_findings(result: AuditResult, found: WatchResult | None,
              *(f"undeclared: {p}" for p in result.undeclared)]
     if found is not None:
         lines += [f"stale in place: {u.path} ({u.reason()})" for u in found.unrefreshed]
+    if specs is not None:
+        lines += [f"spec value differs: {m.path} ({m.reason()})" for m in specs.mismatches]
     scalars: list[str] = list(report.recapture_required) if report is not None else []
     if found is not None:
         scalars += [f"{c.path} ({c.before!r} -> {c.after!r})" for c in found.scalars

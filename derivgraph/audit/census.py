@@ -28,6 +28,12 @@ attributes), generators, loggers and functions' globals. Each tensor keeps at mo
 
 A census keeps the tensors it saw alive (``entry.value``) unless asked not to: while it lives,
 no object id or address it recorded can be recycled, so a comparison can trust both.
+
+:func:`reach` is the same walk without identities, digests or entries (every tensor with its
+paths, and the floats): what strict mode's reload check needs, at a fraction of the cost. How
+an object of a class is entered (its dataclass fields, slots, container kind) is decided once
+per class and cached; the values are read from each object on every walk, so a changed
+structure is always seen.
 """
 
 from __future__ import annotations
@@ -35,21 +41,24 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import gc
 import logging
 import time
 import types
 import weakref
 from collections import deque
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch import nn
 
-from .fingerprint import DeviceDigests, fingerprint, fingerprint_parts, has_storage
+from .fingerprint import Digests, fingerprint, has_storage
 
-__all__ = ["Census", "CensusEntry", "TensorIdentity", "fingerprint", "take_census"]
+__all__ = ["Census", "CensusEntry", "Reach", "TensorIdentity", "fingerprint", "gc_paused",
+           "reach", "take_census"]
 
 logger = logging.getLogger(__name__)
 
@@ -205,6 +214,20 @@ class Census:
         return sum(seen.values())
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector: a walk allocates tens of thousands of short-lived
+    objects, and each full collection it would trigger traverses the whole heap (a loaded
+    engine's is large). Nothing a walk allocates needs it; it resumes, if it was on, after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 # ---- the walk ---------------------------------------------------------------------------------
 
 def _registered(module: nn.Module) -> Iterator[tuple[str, Any, str]]:
@@ -229,14 +252,109 @@ def _key_piece(key: Any, index: int) -> str | None:
     return f"[<{type(key).__name__} #{index}>]"
 
 
+class _Shape(enum.Enum):
+    """How the walk enters an object of a class (decided once per class, see ``_shape``)."""
+
+    MODULE = enum.auto()
+    TENSOR = enum.auto()
+    PARTIAL = enum.auto()
+    METHOD = enum.auto()
+    FUNCTION = enum.auto()
+    MAPPING = enum.auto()
+    SEQUENCE = enum.auto()
+    OBJECT = enum.auto()
+
+
+class _Leaf(enum.Enum):
+    """What a reached value is to the walk (decided once per class, see ``_leaf``)."""
+
+    TENSOR = enum.auto()
+    FLOAT = enum.auto()
+    INT = enum.auto()
+    ATOM = enum.auto()  # an atom or an opaque object: not walked, not recorded
+    OBJECT = enum.auto()
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The per-class attribute plan: how to enter it, and its dataclass fields and slots."""
+
+    shape: _Shape
+    fields: tuple[str, ...] = ()
+    slots: tuple[str, ...] = ()
+
+
+#: Per-class caches (a class's answers never change; capped so dynamic classes cannot pile up).
+_PLANS: dict[type, _Plan] = {}
+_LEAVES: dict[type, _Leaf] = {}
+_CACHE_CAP = 65_536
+
+
+def _plan_of(obj: Any) -> _Plan:
+    if isinstance(obj, nn.Module):
+        return _Plan(_Shape.MODULE)
+    if isinstance(obj, torch.Tensor):
+        return _Plan(_Shape.TENSOR)
+    if isinstance(obj, functools.partial):
+        return _Plan(_Shape.PARTIAL)
+    if isinstance(obj, types.MethodType):
+        return _Plan(_Shape.METHOD)
+    if isinstance(obj, types.FunctionType):
+        return _Plan(_Shape.FUNCTION)
+    if isinstance(obj, Mapping):
+        return _Plan(_Shape.MAPPING)
+    if isinstance(obj, (list, tuple, deque)):
+        return _Plan(_Shape.SEQUENCE)
+    fields = tuple(f.name for f in dataclasses.fields(obj)) if dataclasses.is_dataclass(obj) \
+        else ()
+    slots = tuple(dict.fromkeys(
+        name for klass in type(obj).__mro__ for name in getattr(klass, "__slots__", ())
+        if not name.startswith("__")))
+    return _Plan(_Shape.OBJECT, fields, slots)
+
+
+def _shape(obj: Any) -> _Plan:
+    klass = type(obj)
+    plan = _PLANS.get(klass)
+    if plan is None:
+        if len(_PLANS) >= _CACHE_CAP:
+            _PLANS.clear()
+        plan = _PLANS[klass] = _plan_of(obj)
+    return plan
+
+
+def _leaf_of(child: Any) -> _Leaf:
+    if isinstance(child, torch.Tensor):
+        return _Leaf.TENSOR
+    if isinstance(child, float):
+        return _Leaf.FLOAT
+    if isinstance(child, int) and not isinstance(child, (bool, enum.Enum)):
+        return _Leaf.INT
+    if isinstance(child, _ATOMS) or isinstance(child, _OPAQUE):
+        return _Leaf.ATOM
+    return _Leaf.OBJECT
+
+
+def _leaf(child: Any) -> _Leaf:
+    klass = type(child)
+    leaf = _LEAVES.get(klass)
+    if leaf is None:
+        if len(_LEAVES) >= _CACHE_CAP:
+            _LEAVES.clear()
+        leaf = _LEAVES[klass] = _leaf_of(child)
+    return leaf
+
+
 def _attributes(obj: Any) -> Iterator[tuple[str, Any, str]]:
     """Everything but the registered module tree."""
-    if isinstance(obj, nn.Module):
+    plan = _shape(obj)
+    shape = plan.shape
+    if shape is _Shape.MODULE:
         for name, v in obj.__dict__.items():
             if name not in _MODULE_INTERNALS:
                 yield "." + name, v, "attribute"
         return
-    if isinstance(obj, torch.Tensor):
+    if shape is _Shape.TENSOR:
         inner = getattr(type(obj), "__tensor_flatten__", None)
         names: set[str] = set()
         if inner is not None and type(obj) not in (torch.Tensor, nn.Parameter):
@@ -250,18 +368,18 @@ def _attributes(obj: Any) -> Iterator[tuple[str, Any, str]]:
             if name not in names:
                 yield "." + name, v, "tensor-attribute"
         return
-    if isinstance(obj, functools.partial):
+    if shape is _Shape.PARTIAL:
         yield ".partial.func", obj.func, "partial"
         for i, a in enumerate(obj.args):
             yield f".partial.args[{i}]", a, "partial"
         for k, v in (obj.keywords or {}).items():
             yield f".partial.keywords[{k!r}]", v, "partial"
         return
-    if isinstance(obj, types.MethodType):
+    if shape is _Shape.METHOD:
         yield ".__func__", obj.__func__, "attribute"
         yield ".__self__", obj.__self__, "attribute"
         return
-    if isinstance(obj, types.FunctionType):
+    if shape is _Shape.FUNCTION:
         for name, cell in zip(obj.__code__.co_freevars, obj.__closure__ or ()):
             try:
                 yield f".closure.{name}", cell.cell_contents, "closure"
@@ -272,30 +390,26 @@ def _attributes(obj: Any) -> Iterator[tuple[str, Any, str]]:
         for k, v in (obj.__kwdefaults__ or {}).items():
             yield f".kwdefaults[{k!r}]", v, "default"
         return
-    if isinstance(obj, Mapping):
+    if shape is _Shape.MAPPING:
         for i, (k, v) in enumerate(list(obj.items())):
             piece = _key_piece(k, i)
             if piece is not None:
                 yield piece, v, "item"
         return
-    if isinstance(obj, (list, tuple, deque)):
+    if shape is _Shape.SEQUENCE:
         for i, v in enumerate(obj):
             yield f"[{i}]", v, "item"
         return
-    seen: set[str] = set()
-    if dataclasses.is_dataclass(obj):
-        for f in dataclasses.fields(obj):
-            seen.add(f.name)
-            yield "." + f.name, getattr(obj, f.name, None), "attribute"
-    for name, v in getattr(obj, "__dict__", {}).items():
-        if name not in seen:
-            seen.add(name)
+    for name in plan.fields:
+        yield "." + name, getattr(obj, name, None), "attribute"
+    state = getattr(obj, "__dict__", None) or {}
+    fields = plan.fields
+    for name, v in state.items():
+        if name not in fields:
             yield "." + name, v, "attribute"
-    for klass in type(obj).__mro__:
-        for name in getattr(klass, "__slots__", ()):
-            if name not in seen and not name.startswith("__"):
-                seen.add(name)
-                yield "." + name, getattr(obj, name, None), "attribute"
+    for name in plan.slots:
+        if name not in fields and name not in state:
+            yield "." + name, getattr(obj, name, None), "attribute"
 
 
 def _join(path: str, piece: str) -> str:
@@ -313,6 +427,10 @@ class _Node:
 
 
 class _Walker:
+    """The walk itself; what a reached tensor or scalar becomes is :meth:`record_tensor` /
+    :meth:`record_scalar` (a :class:`Census` entry here, a bare path list in
+    :class:`_ReachWalker`)."""
+
     def __init__(self, census: Census, *, max_depth: int, max_objects: int, fingerprints: bool,
                  floats: bool, ints: bool, keep_values: bool, max_aliases: int):
         self.census = census
@@ -323,7 +441,8 @@ class _Walker:
         self.objs: dict[int, Any] = {}  # keeps walked objects alive: ids stay unique
         self.tensor_entries: dict[int, CensusEntry] = {}
         self.queue: deque[tuple[int, Any]] = deque()
-        self.digests = DeviceDigests()
+        self.digests = Digests()
+        self.aliased: dict[int, bool] = {}
 
     def _is_ancestor(self, maybe: int, of: int) -> bool:
         node_id = of
@@ -333,6 +452,22 @@ class _Walker:
             node_id = self.nodes[node_id].parent
         return False
 
+    def record_tensor(self, cid: int, path: str, t: torch.Tensor, kind: str,
+                      holder: Any) -> None:
+        entry_kind = kind if kind in ("parameter", "buffer") else "attribute"
+        entry = CensusEntry(path, entry_kind, TensorIdentity.of(t), None,
+                            t if self.keep_values else None, place=kind,
+                            holder=type(holder).__name__)
+        if self.fingerprints:  # device digests synchronize once, at the end
+            self.digests.add(entry, t)
+        self.tensor_entries[cid] = entry
+        self.census.entries[path] = entry
+
+    def record_scalar(self, path: str, value: float | int, kind: str, holder: Any) -> None:
+        if path not in self.census.entries:
+            self.census.entries[path] = CensusEntry(path, "scalar", None, value, value,
+                                                    place=kind, holder=type(holder).__name__)
+
     def _discover(self, parent: int, piece: str, child: Any, kind: str, holder: Any,
                   depth: int) -> None:
         cid = id(child)
@@ -341,37 +476,25 @@ class _Walker:
             if not self._is_ancestor(cid, parent):
                 known.extra.append((parent, piece))
             return
+        leaf = _leaf(child)
+        if leaf is _Leaf.ATOM:
+            return
         path = _join(self.nodes[parent].path if parent else "", piece)
-        if isinstance(child, torch.Tensor):
+        if leaf is _Leaf.TENSOR:
             self.nodes[cid] = _Node(path, parent, depth)
             self.objs[cid] = child
-            entry_kind = kind if kind in ("parameter", "buffer") else "attribute"
-            entry = CensusEntry(path, entry_kind, TensorIdentity.of(child), None,
-                                child if self.keep_values else None, place=kind,
-                                holder=type(holder).__name__)
-            if self.fingerprints:
-                parts = fingerprint_parts(child)
-                if isinstance(parts, tuple):  # a device digest: synchronize once, at the end
-                    self.digests.add(entry, *parts)
-                else:
-                    entry.fingerprint = parts
-            self.tensor_entries[cid] = entry
-            self.census.entries[path] = entry
+            self.record_tensor(cid, path, child, kind, holder)
             if child.__dict__ or (type(child) not in (torch.Tensor, nn.Parameter)
                                   and hasattr(child, "__tensor_flatten__")):
                 self._enqueue(cid, child, depth)
             return
-        if isinstance(child, float):
-            if self.floats and path not in self.census.entries:
-                self.census.entries[path] = CensusEntry(path, "scalar", None, child, child,
-                                                        place=kind, holder=type(holder).__name__)
+        if leaf is _Leaf.FLOAT:
+            if self.floats:
+                self.record_scalar(path, child, kind, holder)
             return
-        if isinstance(child, int) and not isinstance(child, (bool, enum.Enum)):
-            if self.ints and path not in self.census.entries:
-                self.census.entries[path] = CensusEntry(path, "scalar", None, child, child,
-                                                        place=kind, holder=type(holder).__name__)
-            return
-        if isinstance(child, _ATOMS) or isinstance(child, _OPAQUE):
+        if leaf is _Leaf.INT:
+            if self.ints:
+                self.record_scalar(path, child, kind, holder)
             return
         self.nodes[cid] = _Node(path, parent, depth)
         self.objs[cid] = child
@@ -425,6 +548,9 @@ class _Walker:
         if cid in memo:
             return memo[cid]
         node = self.nodes[cid]
+        if not self._aliased(cid):
+            memo[cid] = [node.path]
+            return memo[cid]
         out = [node.path]
         chain = cid
         parents = []
@@ -450,6 +576,15 @@ class _Walker:
         memo[cid] = out
         return out
 
+    def _aliased(self, cid: int) -> bool:
+        """Whether the object or any tree ancestor has an alias edge (memoized)."""
+        known = self.aliased.get(cid)
+        if known is None:
+            node = self.nodes[cid]
+            known = bool(node.extra) or (node.parent != 0 and self._aliased(node.parent))
+            self.aliased[cid] = known
+        return known
+
     def finish(self) -> None:
         self.digests.finish()
         memo: dict[int, list[str]] = {}
@@ -473,9 +608,60 @@ def take_census(model: Any, *, max_depth: int = 12, max_objects: int = 500_000,
     walker = _Walker(census, max_depth=max_depth, max_objects=max_objects,
                      fingerprints=fingerprints, floats=floats, ints=ints,
                      keep_values=keep_values, max_aliases=max_aliases)
-    with torch.no_grad():
+    with torch.no_grad(), gc_paused():
         walker.walk(model)
-    walker.finish()
+        walker.finish()
     census.entries = dict(sorted(census.entries.items()))
     census.seconds = time.perf_counter() - start
     return census
+
+
+@dataclass
+class Reach:
+    """What :func:`reach` finds: each tensor with its paths (canonical first), Python floats.
+
+    ``objects`` and ``truncated`` as on :class:`Census`. Holds the tensors it found.
+    """
+
+    tensors: list[tuple[torch.Tensor, list[str]]] = field(default_factory=list)
+    floats: dict[str, float] = field(default_factory=dict)
+    objects: int = 0
+    truncated: bool = False
+
+
+class _ReachWalker(_Walker):
+    def __init__(self, census: Census, reach: Reach, **bounds: int) -> None:
+        super().__init__(census, fingerprints=False, floats=True, ints=False, keep_values=True,
+                         **bounds)
+        self.reach = reach
+        self.found: dict[int, torch.Tensor] = {}
+
+    def record_tensor(self, cid: int, path: str, t: torch.Tensor, kind: str,
+                      holder: Any) -> None:
+        self.found[cid] = t
+
+    def record_scalar(self, path: str, value: float | int, kind: str, holder: Any) -> None:
+        self.reach.floats.setdefault(path, float(value))
+
+    def finish(self) -> None:
+        memo: dict[int, list[str]] = {}
+        self.reach.tensors = [(t, self.paths_of(cid, memo, set()))
+                              for cid, t in self.found.items()]
+
+
+def reach(model: Any, *, max_depth: int = 12, max_objects: int = 500_000,
+          max_aliases: int = 16) -> Reach:
+    """The walk of :func:`take_census` without identities, digests or entries; reads only.
+
+    Every tensor with the same canonical and alias paths a census gives, and every Python
+    float: what an address check needs, at about half a census's cost.
+    """
+    found = Reach()
+    census = Census()
+    walker = _ReachWalker(census, found, max_depth=max_depth, max_objects=max_objects,
+                          max_aliases=max_aliases)
+    with torch.no_grad(), gc_paused():
+        walker.walk(model)
+        walker.finish()
+    found.objects, found.truncated = census.objects, census.truncated
+    return found

@@ -18,8 +18,9 @@ Where:
   ``layers.3.proj.quant_method.kernel.alpha``); "every loaded tensor of it changed" counts its
   whole subtree and needs at least one;
 * *changed* is judged on a sampled digest of each loaded tensor (at most ``SAMPLE_BYTES``
-  bytes, evenly spaced elements): a weight whose sample did not change counts as unchanged,
-  so sampling can only make the rule stay silent, never raise a false alarm;
+  bytes, evenly spaced blocks of ``SAMPLE_BLOCK`` bytes): a weight whose sample did not
+  change counts as unchanged, so sampling can only make the rule stay silent, never raise
+  a false alarm;
 * tensors that cannot be weight-derived values are skipped: integer and boolean tensors
   (strides, index maps, expert maps: shape-derived in vLLM 0.33; repacked integer weights are
   parameters), constant fills (``full``/``zeros``/``ones``: every element equal, more than
@@ -33,26 +34,37 @@ or kernel-format update), and a tensor that changes but to the wrong value. A co
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
-from .fingerprint import fingerprint, has_storage
+from .fingerprint import (
+    HostHashes,
+    digestible,
+    has_storage,
+    in_place_bytes,
+    sha1,
+    tensor_head,
+    value_parts,
+)
 
 __all__ = [
-    "SAMPLE_BYTES", "Unrefreshed", "holder_module", "loaded_tensors", "module_changes",
-    "sampled_digest", "skip_reason", "unrefreshed",
+    "SAMPLE_BLOCK", "SAMPLE_BYTES", "Unrefreshed", "holder_module", "loaded_tensors",
+    "module_changes", "sampled_digest", "skip_reason", "unrefreshed",
 ]
 
 logger = logging.getLogger(__name__)
 
-#: Bytes of a loaded tensor the "did it change" digest reads (evenly spaced elements).
+#: Bytes of a loaded tensor the "did it change" digest reads (evenly spaced blocks).
 SAMPLE_BYTES = 1 << 14
+#: The sample is read in blocks of this many bytes (a cache line: reading one element in
+#: every line would cost as much memory traffic as reading the whole tensor).
+SAMPLE_BLOCK = 64
 
 
 def loaded_tensors(model: Any) -> dict[str, torch.Tensor]:
@@ -68,27 +80,69 @@ def loaded_tensors(model: Any) -> dict[str, torch.Tensor]:
     return out
 
 
+def _sample(t: torch.Tensor) -> str | tuple[str, torch.Tensor] | None:
+    """The head and the values :func:`sampled_digest` hashes (see there)."""
+    parts = value_parts(t)
+    if parts is None or isinstance(parts, str):
+        return parts
+    head, flat = parts
+    size = flat.element_size()
+    nbytes = flat.numel() * size
+    if nbytes <= SAMPLE_BYTES:
+        return head, flat
+    width = max(1, SAMPLE_BLOCK // size)  # elements per block
+    blocks = flat.numel() // width
+    step = -(-(blocks * width * size) // SAMPLE_BYTES)
+    sample = flat[:blocks * width].view(blocks, width)[::step]
+    return f"~{sample.numel()}:", sample
+
+
 def sampled_digest(t: torch.Tensor) -> str | None:
     """A change detector reading at most :data:`SAMPLE_BYTES` bytes of ``t`` (exact if smaller).
 
     On accelerators the sample is copied to the host (a few kB per tensor).
     """
-    if t.device.type == "meta" or t.is_sparse or t.layout != torch.strided or not has_storage(t):
-        return None
-    data = t.detach()
-    if data.numel() * data.element_size() <= SAMPLE_BYTES:
-        return fingerprint(data.cpu() if data.device.type != "cpu" else data)
-    step = -(-(data.numel() * data.element_size()) // SAMPLE_BYTES)
-    sample = data.reshape(-1)[::step].contiguous().cpu()
-    raw = sample.view(torch.uint8)
-    return f"~{sample.numel()}:" + hashlib.sha1(memoryview(raw.numpy()),
-                                                usedforsecurity=False).hexdigest()
+    return sampled_digests({"": t})[""]
+
+
+class _Slot:
+    __slots__ = ("fingerprint",)
+
+    def __init__(self) -> None:
+        self.fingerprint: str | None = None
+
+
+def _sample_in_place(t: torch.Tensor, data: memoryview) -> str:
+    """:func:`sampled_digest` of a tensor whose bytes are read in place (the same blocks)."""
+    nbytes = len(data)
+    if nbytes <= SAMPLE_BYTES:
+        return tensor_head(t) + (sha1(data) if nbytes else "")
+    blocks = nbytes // SAMPLE_BLOCK
+    step = -(-(blocks * SAMPLE_BLOCK) // SAMPLE_BYTES)
+    rows = np.frombuffer(data, np.uint8, blocks * SAMPLE_BLOCK).reshape(blocks, SAMPLE_BLOCK)
+    sample = np.ascontiguousarray(rows[::step])
+    return f"~{sample.size // t.element_size()}:" + sha1(sample)
 
 
 def sampled_digests(tensors: Mapping[str, torch.Tensor]) -> dict[str, str | None]:
-    """:func:`sampled_digest` of each tensor, by name."""
+    """:func:`sampled_digest` of each tensor, by name; contiguous CPU tensors are read in place,
+    the others' samples hashed in batches (one host transfer per batch on accelerators)."""
+    hashes = HostHashes()
+    slots: dict[str, _Slot] = {}
     with torch.no_grad():
-        return {name: sampled_digest(t) for name, t in tensors.items()}
+        for name, t in tensors.items():
+            slot = slots[name] = _Slot()
+            data = in_place_bytes(t) if digestible(t) else None
+            if data is not None:
+                slot.fingerprint = _sample_in_place(t, data)
+                continue
+            parts = _sample(t)
+            if parts is None or isinstance(parts, str):
+                slot.fingerprint = parts
+            else:
+                hashes.add(slot, *parts)
+        hashes.finish()
+    return {name: slot.fingerprint for name, slot in slots.items()}
 
 
 def module_changes(before: Mapping[str, str | None],

@@ -22,6 +22,7 @@ from ..report import RunReport
 from .census import Census, take_census
 from .declared import DeclaredSet
 from .diff import CATEGORIES, FAILING, ByCategory, CensusDiff, diff_censuses
+from .spec_values import SpecValueCheck, verify_spec_values
 
 __all__ = ["OracleReport", "ReloadCheck", "audit_reload", "check_reload", "reload_oracle"]
 
@@ -37,10 +38,15 @@ class ReloadCheck:
     label: str
     diff: CensusDiff
     run: RunReport | None = None
+    specs: SpecValueCheck | None = None  # declared tensors vs their formulas, after the reload
+
+    def ok(self) -> bool:
+        return self.diff.ok() and (self.specs is None or self.specs.ok())
 
     def as_json(self) -> dict[str, Any]:
         return {"label": self.label, **self.diff.as_json(),
-                "plan_run": self.run.as_dict() if self.run is not None else None}
+                "plan_run": self.run.as_dict() if self.run is not None else None,
+                "spec_values": self.specs.as_dict() if self.specs is not None else None}
 
 
 @dataclass
@@ -79,7 +85,15 @@ class OracleReport(ByCategory):
         return out
 
     def ok(self) -> bool:
-        return all(check.diff.ok() for check in self.checks)
+        return all(check.ok() for check in self.checks)
+
+    def spec_mismatches(self) -> list[str]:
+        """Declared tensors whose value differed from their spec after a reload (any check)."""
+        out: list[str] = []
+        for check in self.checks:
+            if check.specs is not None:
+                out += [m.path for m in check.specs.mismatches if m.path not in out]
+        return out
 
     def as_json(self) -> dict[str, Any]:
         """One JSON object: the union over checks up front, then each check in detail."""
@@ -93,6 +107,7 @@ class OracleReport(ByCategory):
             "stale_checked": self.stale_checked,
             "blind_spots": self.blind_spots(),
             "recapture_required": self.recapture_required(),
+            "spec_mismatches": self.spec_mismatches(),
             "tensors": max((c.diff.tensors for c in self.checks), default=0),
             "changed": max((c.diff.changed for c in self.checks), default=0),
             "checks": [c.as_json() for c in self.checks],
@@ -114,6 +129,12 @@ class OracleReport(ByCategory):
                 lines.append("  " + f.line())
             if len(findings) > limit:
                 lines.append(f"  ... and {len(findings) - limit} more (--format json lists all)")
+            if check.specs is not None:
+                lines.append(f"  spec values: {check.specs.checked} declared tensor(s) compared "
+                             f"with a fresh evaluation of their formulas, "
+                             f"{len(check.specs.mismatches)} differ, "
+                             f"{len(check.specs.not_recomputed)} not recomputable")
+                lines += ["  SPEC-VALUE " + m.reason() for m in check.specs.mismatches[:limit]]
             if check.run is not None and check.run.recapture_required:
                 lines.append(f"  plan: recapture required for {len(check.run.recapture_required)}"
                              " declared Python scalar(s)")
@@ -123,6 +144,8 @@ class OracleReport(ByCategory):
         lines.append(f"{verdict}: moved {bad['moved']}, stale {bad['stale']}, "
                      f"unrefreshed {bad['unrefreshed']}, gone {bad['gone']}, "
                      f"undeclared {len(self.undeclared())}"
+                     + (f", spec values {len(self.spec_mismatches())}"
+                        if any(c.specs is not None for c in self.checks) else "")
                      + ("" if self.stale_checked else " (stale not checked: no cold start)"))
         lines += self.blind_spots(heuristic)
         return "\n".join(lines)
@@ -153,14 +176,16 @@ def _census(model: Any, max_depth: int, keep_values: bool = True) -> Census:
 def check_reload(model: Any, reload: Callable[[Any], Any], *, label: str = "reload",
                  startup: Census | None = None, cold: Census | None = None,
                  plan: Any = None, refill: bool = True, ignore: Sequence[str] = (),
-                 max_depth: int = 12) -> ReloadCheck:
+                 max_depth: int = 12, verify_specs: bool = False) -> ReloadCheck:
     """Reload ``model`` once and diff it against its startup and a cold start.
 
     ``startup``: the census graphs were captured against (default: taken now, before the
     reload). ``cold``: a census of a cold start of the weights ``reload`` loads (default: no
     stale check). ``plan``: a compiled :class:`~derivgraph.plan.Plan` of ``model``; with
     ``refill`` its ``refill()`` runs right after the reload, and findings are classified
-    against it either way.
+    against it either way. ``verify_specs``: compare every declared tensor with a fresh
+    evaluation of its formula after the reload
+    (:func:`~derivgraph.audit.spec_values.verify_spec_values`).
     """
     if startup is None:
         startup = _census(model, max_depth)
@@ -172,7 +197,8 @@ def check_reload(model: Any, reload: Callable[[Any], Any], *, label: str = "relo
     declared = DeclaredSet.from_plan(plan) if plan is not None else None
     diff = diff_censuses(startup, after, cold, declared=declared, ignore=ignore, model=model)
     logger.info("%s: %s", label, diff.summary())
-    return ReloadCheck(label, diff, run)
+    specs = verify_spec_values(plan) if plan is not None and verify_specs else None
+    return ReloadCheck(label, diff, run, specs)
 
 
 def audit_reload(factory: Callable[[], Any], reload: Callable[[Any], Any], *,
@@ -180,7 +206,8 @@ def audit_reload(factory: Callable[[], Any], reload: Callable[[Any], Any], *,
                  reload_back: Callable[[Any], Any] | None = None,
                  specs: Iterable[Any] | None = None, refill: bool = True,
                  ignore: Sequence[str] = (), max_depth: int = 12,
-                 labels: tuple[str, str] = ("A->B", "A->B->A")) -> OracleReport:
+                 labels: tuple[str, str] = ("A->B", "A->B->A"),
+                 verify_specs: bool = False) -> OracleReport:
     """Run the oracle with callables (what the CLI does).
 
     ``factory()`` builds a model with weights A loaded and post-load processing done.
@@ -189,6 +216,7 @@ def audit_reload(factory: Callable[[], Any], reload: Callable[[Any], Any], *,
     diffed against the startup census, itself a cold start of A (optional). ``specs``: compile
     a plan on the warm model (see the module docstring). The cold model is built first and
     dropped once its census is taken; that census keeps its tensors for the ``max |diff|``.
+    ``verify_specs``: see :func:`check_reload`.
     """
     cold_census = None
     if cold is not None:
@@ -206,11 +234,11 @@ def audit_reload(factory: Callable[[], Any], reload: Callable[[Any], Any], *,
                           plan=plan is not None, refilled=plan is not None and refill)
     report.checks.append(check_reload(model, reload, label=labels[0], startup=startup,
                                       cold=cold_census, plan=plan, refill=refill, ignore=ignore,
-                                      max_depth=max_depth))
+                                      max_depth=max_depth, verify_specs=verify_specs))
     if reload_back is not None:
         report.checks.append(check_reload(model, reload_back, label=labels[1], startup=startup,
                                           cold=startup, plan=plan, refill=refill, ignore=ignore,
-                                          max_depth=max_depth))
+                                          max_depth=max_depth, verify_specs=verify_specs))
     report.census_seconds = startup.seconds
     return report
 

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .census import Census, take_census
+from .census import Reach, gc_paused, reach
 from .fingerprint import fingerprints
 from .freshness import (
     Unrefreshed,
@@ -72,12 +72,13 @@ class WatchResult:
                                     for s in self.scalars]}
 
 
-def _census(model: Any) -> Census:
-    return take_census(model, fingerprints=False, floats=True)
-
-
 def _same(a: float, b: float) -> bool:
     return a == b or (math.isnan(a) and math.isnan(b))
+
+
+def _paths(found: Reach) -> dict[str, torch.Tensor]:
+    """Every path (aliases too) -> its tensor."""
+    return {p: t for t, paths in found.tensors for p in paths}
 
 
 @dataclass
@@ -94,56 +95,67 @@ class ReloadWatch:
 
     def check(self, model: Any, declared: Iterable[Any] = ()) -> WatchResult:
         """Walk ``model`` again and compare (reads only)."""
+        with gc_paused():
+            return self._check(model, declared)
+
+    def _check(self, model: Any, declared: Iterable[Any]) -> WatchResult:
         start = time.perf_counter()
-        census = _census(model)
-        now: dict[str, torch.Tensor] = {}
-        for entry in census.tensors().values():
-            for p in entry.paths():
-                now[p] = entry.value
+        found = reach(model)
+        now = _paths(found)
         result = WatchResult(tensors=len(now))
+        ptrs: dict[int, int] = {}
         for path, (ref, ptr) in self.slots.items():
             current = now.get(path)
-            if current is None or current is not ref() or _ptr(current) != ptr:
+            if current is None or current is not ref():
+                result.moved.append(path)
+                continue
+            key = id(current)
+            if key not in ptrs:
+                ptrs[key] = _ptr(current)
+            if ptrs[key] != ptr:
                 result.moved.append(path)
         known = {id(t) for t in (ref() for ref, _ in self.slots.values()) if t is not None}
         known |= {id(t) for t in declared if isinstance(t, torch.Tensor)}
         result.undeclared = sorted(p for p, t in now.items()
                                    if p not in self.slots and id(t) not in known)
         result.moved.sort()
-        loaded_now = loaded_tensors(model)
-        changes = module_changes(self.loaded, sampled_digests(loaded_now))
+        changes = module_changes(self.loaded, sampled_digests(loaded_tensors(model)))
         moved = set(result.moved)
-        still = {}
-        for path, before in self.digests.items():
-            entry = census.entries.get(path)
-            if entry is not None and entry.is_tensor and path not in moved and before is not None:
-                still[path] = entry.value
+        canonical = {paths[0]: t for t, paths in found.tensors}
+        still = {path: canonical[path] for path, before in self.digests.items()
+                 if before is not None and path in canonical and path not in moved}
         now_digests = fingerprints(still)
         unchanged = [(p, t) for p, t in still.items() if now_digests[p] == self.digests[p]]
         with torch.no_grad():
             modules = [n for n, _ in model.named_modules()] if isinstance(model, nn.Module) \
                 else []
-            result.unrefreshed = list(unrefreshed(unchanged, modules, changes))
-        for path, entry in census.scalars().items():
+            result.unrefreshed = sorted(unrefreshed(unchanged, modules, changes),
+                                        key=lambda u: u.path)
+        for path, value in found.floats.items():
             old = self.scalars.get(path)
-            if old is not None and isinstance(entry.value, float) and not _same(old, entry.value):
-                result.scalars.append(ScalarChange(path, old, entry.value))
+            if old is not None and not _same(old, value):
+                result.scalars.append(ScalarChange(path, old, value))
+        result.scalars.sort(key=lambda c: c.path)
         result.seconds = time.perf_counter() - start
         return result
 
 
 def watch(model: Any) -> ReloadWatch:
     """Record ``model`` before a reload (see the module docstring); keeps no tensor alive."""
-    census = _census(model)
+    with gc_paused():
+        return _watch(model)
+
+
+def _watch(model: Any) -> ReloadWatch:
+    found = reach(model)
     loaded = loaded_tensors(model)
     loaded_ids = {id(t) for t in loaded.values()}
     slots: dict[str, tuple[weakref.ref, int]] = {}
     others: dict[str, torch.Tensor] = {}
-    for path, entry in census.tensors().items():
-        t = entry.value
-        for p in entry.paths():
-            slots[p] = (weakref.ref(t), _ptr(t))
+    for t, paths in found.tensors:
+        slot = (weakref.ref(t), _ptr(t))
+        for p in paths:
+            slots[p] = slot
         if id(t) not in loaded_ids:
-            others[path] = t
-    scalars = {p: e.value for p, e in census.scalars().items() if isinstance(e.value, float)}
-    return ReloadWatch(slots, sampled_digests(loaded), fingerprints(others), scalars)
+            others[paths[0]] = t
+    return ReloadWatch(slots, sampled_digests(loaded), fingerprints(others), dict(found.floats))

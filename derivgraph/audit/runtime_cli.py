@@ -51,9 +51,13 @@ protocol:
   Each finding is declared (a plan covers the tensor) or undeclared. --no-plan audits the
   engine alone; --no-refill compiles the plan to classify but does not run it.
 
-exit status: 0, or with --strict 1 on any moved, stale, unrefreshed or gone finding or any
-undeclared one (with --repeat: on any tensor or scalar changed); 1 also when a spec is
-invalid or cannot be adopted.
+  --verify-specs (on by default with a plan) also compares every declared derived tensor
+  with a fresh evaluation of its spec after each reload (SPEC-VALUE, DG055): it catches a
+  tensor something wrote after the pass, or an engine computing it otherwise than the spec.
+
+exit status: 0, or with --strict 1 on any moved, stale, unrefreshed or gone finding, any
+spec-value difference or any undeclared one (with --repeat: on any tensor or scalar
+changed); 1 also when a spec is invalid or cannot be adopted.
 
 example:
   derivgraph audit runtime --model my_models:build_a --reload my_models:load_b \\
@@ -90,6 +94,13 @@ def add_runtime_parser(audit_sub: Any) -> argparse.ArgumentParser:
                    help="compile no plan: audit the engine alone (everything undeclared)")
     p.add_argument("--no-refill", action="store_true",
                    help="compile the plan to classify findings, but do not run its refill")
+    p.add_argument("--verify-specs", action=argparse.BooleanOptionalAction, default=True,
+                   help="after each reload, compare every declared derived tensor with a fresh "
+                   "evaluation of its spec's formula (within its tolerance; exact by default) "
+                   "and fail on a difference (on by default; costs one eager evaluation of "
+                   "every formula, about one reload pass op by op, and one comparison per "
+                   "declared tensor; engine-computed and scalar kinds are listed as not "
+                   "recomputable)")
     p.add_argument("--ignore", nargs="*", default=[], metavar="GLOB",
                    help="paths to skip, e.g. '*.workspace' (scratch with meaningless values)")
     p.add_argument("--max-depth", type=int, default=12,
@@ -121,7 +132,7 @@ def cmd_runtime(args: argparse.Namespace) -> int:
     report = audit_reload(factory, reload, cold=cold,
                           reload_back=reload if args.round_trip else None, specs=specs,
                           refill=not args.no_refill, ignore=args.ignore,
-                          max_depth=args.max_depth)
+                          max_depth=args.max_depth, verify_specs=args.verify_specs)
     _emit(report, args)
     if not report.stale_checked:
         sys.stderr.write("note: stale values were not checked; give --cold or --round-trip\n")
