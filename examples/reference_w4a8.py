@@ -5,7 +5,8 @@ and ``b_strides2`` from the CUDA op ``ops.cutlass_encode_and_reorder_int4b_group
 also reorders the int4 weights), keeps them on the quant method and passes them to
 ``CutlassExpertsW4A8Fp8``. :func:`encode_and_reorder_int4b_grouped` stands in for the op: its
 values depend on the weight layout only, and no formula reproduces them, so the spec
-(``specs/vllm_moe_w4a8_engine.yaml``, ``vllm-cutlass-w4a8-b-strides``) declares them engine-computed.
+(``specs/vllm_moe_w4a8_engine.yaml``, ``vllm-cutlass-w4a8-b-strides``) declares them
+engine-computed.
 """
 
 from __future__ import annotations
