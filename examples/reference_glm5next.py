@@ -18,6 +18,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .loading import load_in_place  # noqa: F401  (re-exported for the tests)
+
 __all__ = ["Glm5NextLinearAttention", "Indexer", "build_glm5next", "load_in_place",
            "make_glm5next_weights"]
 
@@ -72,13 +74,6 @@ def make_glm5next_weights(seed: int) -> dict[str, torch.Tensor]:
         out[f"linear_attn.{n}_conv1d.weight"] = torch.randn(P, 1, C, generator=g)
     return out
 
-
-def load_in_place(model: nn.Module, weights: dict[str, torch.Tensor]) -> None:
-    """An in-place reload: copy into the Parameters; the cached tensors are not touched."""
-    params = dict(model.named_parameters())
-    with torch.no_grad():
-        for name, value in weights.items():
-            params[name].copy_(value)
 
 
 def build_glm5next(weights: dict[str, torch.Tensor]) -> nn.Module:

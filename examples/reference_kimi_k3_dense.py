@@ -15,6 +15,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .loading import load_in_place  # noqa: F401  (re-exported for the tests)
+
 __all__ = ["KimiLinearForCausalLM", "build_kimi_k3_dense", "load_in_place",
            "make_kimi_k3_dense_weights"]
 
@@ -87,13 +89,6 @@ def make_kimi_k3_dense_weights(seed: int) -> dict[str, torch.Tensor]:
             "model.layers.0.mlp.down_proj.weight":
             torch.randn(HIDDEN, INTER, generator=g).bfloat16()}
 
-
-def load_in_place(model: nn.Module, weights: dict[str, torch.Tensor]) -> None:
-    """An in-place reload: copy into the Parameters; the prepared decode is not rebuilt."""
-    params = dict(model.named_parameters())
-    with torch.no_grad():
-        for name, value in weights.items():
-            params[name].copy_(value)
 
 
 def build_kimi_k3_dense(weights: dict[str, torch.Tensor], tp: int = 16) -> nn.Module:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from .loading import load_in_place  # noqa: F401  (re-exported for the tests)
 from .reference_kimi_k3_dense import PreparedDenseMLP
 
 __all__ = ["CuteView", "KimiLinearForCausalLM", "build_kimi_k3_moe_front", "load_in_place",
@@ -177,13 +178,6 @@ def make_kimi_k3_moe_front_weights(seed: int, tp: int = 8) -> dict[str, torch.Te
             LATENT, HIDDEN, generator=g).bfloat16()
     return out
 
-
-def load_in_place(model: nn.Module, weights: dict[str, torch.Tensor]) -> None:
-    """An in-place reload: copy into the Parameters; the specialized decode is not rebuilt."""
-    params = dict(model.named_parameters())
-    with torch.no_grad():
-        for name, value in weights.items():
-            params[name].copy_(value)
 
 
 def build_kimi_k3_moe_front(weights: dict[str, torch.Tensor], tp: int = 8, rank: int = 0,

@@ -22,3 +22,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture
 def fixtures() -> Path:
     return FIXTURES
+
+
+@pytest.fixture
+def fresh_hooks():
+    """vLLM hooks uninstalled for the test; the previous state restored afterwards."""
+    from vllm_integration import hooks
+
+    was = hooks.is_installed()
+    hooks.uninstall()
+    try:
+        yield
+    finally:
+        hooks.uninstall()
+        if was:
+            hooks.install()
+
+
+def free_port() -> int:
+    """A free localhost TCP port (for a torch.distributed rendezvous)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

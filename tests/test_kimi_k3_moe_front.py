@@ -250,18 +250,6 @@ def test_a_spec_problem_at_the_replan_keeps_the_load_plan_and_fails_only_in_stri
         oracle.detach(root)
 
 
-@pytest.fixture
-def fresh_hooks():
-    was = hooks.is_installed()
-    hooks.uninstall()
-    try:
-        yield
-    finally:
-        hooks.uninstall()
-        if was:
-            hooks.install()
-
-
 @pytest.mark.vllm
 @needs_vllm
 def test_installed_hooks_wrap_vllms_pack_front_and_the_spec_matches_it(fresh_hooks) -> None:

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 import torch
 
+from tests.conftest import free_port
+
 pytestmark = pytest.mark.vllm
 pytest.importorskip("vllm")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_register_vllm_groups_after_model_parallel_init() -> None:
@@ -30,7 +24,7 @@ def test_register_vllm_groups_after_model_parallel_init() -> None:
     with set_current_vllm_config(VllmConfig(device_config=DeviceConfig(device="cpu"))):
         ps.init_distributed_environment(
             world_size=1, rank=0, local_rank=0, backend="gloo",
-            distributed_init_method=f"tcp://127.0.0.1:{_free_port()}")
+            distributed_init_method=f"tcp://127.0.0.1:{free_port()}")
         try:
             ps.initialize_model_parallel(1, 1)
             assert register_vllm_groups() == {"tp": 1, "dcp": 1, "ep": 1}

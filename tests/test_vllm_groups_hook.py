@@ -10,11 +10,12 @@ the same groups (idempotent).
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
 import torch
+
+from tests.conftest import free_port
 
 pytestmark = pytest.mark.vllm
 pytest.importorskip("vllm")
@@ -23,12 +24,6 @@ from tests.fixtures import vllm_models as vm  # noqa: E402
 from vllm_integration import groups, oracle  # noqa: E402
 
 GATHERED = "all_gather(reciprocal(weight_scale), 0, group='tp')"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture()
@@ -43,7 +38,7 @@ def vllm_parallel():
     with set_current_vllm_config(VllmConfig(device_config=DeviceConfig(device="cpu"))):
         ps.init_distributed_environment(
             world_size=1, rank=0, local_rank=0, backend="gloo",
-            distributed_init_method=f"tcp://127.0.0.1:{_free_port()}")
+            distributed_init_method=f"tcp://127.0.0.1:{free_port()}")
         try:
             ps.initialize_model_parallel(1, 1)
             yield ps

@@ -42,19 +42,6 @@ def fake_vllm(tmp_path: Path) -> Path:
     return dest
 
 
-@pytest.fixture
-def fresh_hooks():
-    """Hooks uninstalled for the test; the previous state restored afterwards."""
-    was = hooks.is_installed()
-    hooks.uninstall()
-    try:
-        yield
-    finally:
-        hooks.uninstall()
-        if was:
-            hooks.install()
-
-
 # ---- the real vLLM ------------------------------------------------------------------------------
 
 @needs_vllm

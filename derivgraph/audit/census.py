@@ -47,7 +47,7 @@ import time
 import types
 import weakref
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -313,14 +313,16 @@ def _plan_of(obj: Any) -> _Plan:
     return _Plan(_Shape.OBJECT, fields, slots)
 
 
+def _remember(cache: dict[type, Any], obj: Any, make: Callable[[Any], Any]) -> Any:
+    """``make(obj)`` stored for ``type(obj)`` (the slow path of the per-class caches; bounded)."""
+    if len(cache) >= _CACHE_CAP:
+        cache.clear()
+    value = cache[type(obj)] = make(obj)
+    return value
+
+
 def _shape(obj: Any) -> _Plan:
-    klass = type(obj)
-    plan = _PLANS.get(klass)
-    if plan is None:
-        if len(_PLANS) >= _CACHE_CAP:
-            _PLANS.clear()
-        plan = _PLANS[klass] = _plan_of(obj)
-    return plan
+    return _PLANS.get(type(obj)) or _remember(_PLANS, obj, _plan_of)
 
 
 def _leaf_of(child: Any) -> _Leaf:
@@ -336,13 +338,7 @@ def _leaf_of(child: Any) -> _Leaf:
 
 
 def _leaf(child: Any) -> _Leaf:
-    klass = type(child)
-    leaf = _LEAVES.get(klass)
-    if leaf is None:
-        if len(_LEAVES) >= _CACHE_CAP:
-            _LEAVES.clear()
-        leaf = _LEAVES[klass] = _leaf_of(child)
-    return leaf
+    return _LEAVES.get(type(child)) or _remember(_LEAVES, child, _leaf_of)
 
 
 def _attributes(obj: Any) -> Iterator[tuple[str, Any, str]]:
