@@ -46,3 +46,25 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@pytest.fixture()
+def vllm_parallel():
+    """vLLM's model parallelism initialized on one gloo rank; torn down afterwards."""
+    from vllm.config import DeviceConfig, VllmConfig, set_current_vllm_config
+    from vllm.distributed import parallel_state as ps
+
+    from derivgraph.collectives import clear_groups
+
+    clear_groups()
+    with set_current_vllm_config(VllmConfig(device_config=DeviceConfig(device="cpu"))):
+        ps.init_distributed_environment(
+            world_size=1, rank=0, local_rank=0, backend="gloo",
+            distributed_init_method=f"tcp://127.0.0.1:{free_port()}")
+        try:
+            ps.initialize_model_parallel(1, 1)
+            yield ps
+        finally:
+            clear_groups()
+            ps.destroy_model_parallel()
+            ps.destroy_distributed_environment()
