@@ -40,6 +40,7 @@ import torch
 from torch import nn
 
 from .bind import BoundSpec
+from .compare import bits_equal
 from .errors import DerivgraphError, Rule, SpecIssue
 from .expr import Call, Const, Expr, FormulaError, Name, parse_formula
 from .fold_rules import formula_problem
@@ -51,9 +52,6 @@ from .spec import DerivedTensor
 __all__ = ["FoldEntry", "FoldReappliedError", "FoldSet", "compile_folds", "is_fold"]
 
 logger = logging.getLogger(__name__)
-
-
-_BIT_VIEWS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 class FoldReappliedError(DerivgraphError):
@@ -79,16 +77,6 @@ class FoldEntry:
     def compute(self, source: torch.Tensor) -> torch.Tensor:
         """The fold of ``source``'s current value (reads only)."""
         return _evaluate(self.expr, self.decl.name, source, self.config)
-
-
-def _bits(t: torch.Tensor) -> torch.Tensor:
-    view = _BIT_VIEWS.get(t.element_size())
-    return t.view(view) if view is not None and t.dtype != view else t
-
-
-def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Bit-for-bit equality (NaN payloads included)."""
-    return a.shape == b.shape and a.dtype == b.dtype and torch.equal(_bits(a), _bits(b))
 
 
 @dataclass
@@ -130,8 +118,8 @@ class FoldSet:
                         "the engine must keep the source tensor it loads into",
                         entry.decl.location, entry.id))
                     continue
-                if _same_bits(source, entry.folded):
-                    if _same_bits(entry.compute(source), source):
+                if bits_equal(source, entry.folded):
+                    if bits_equal(entry.compute(source), source):
                         report.folds_skipped.append(entry.id)  # an identity fold: nothing to do
                         continue
                     if named:

@@ -23,7 +23,7 @@ from .ops import OPS, OpDef
 from .paths import MISSING, get_path
 
 __all__ = ["EagerInterpreter", "Failed", "Interpreter", "MetaInterpreter", "ViewRebuilder",
-           "view_base"]
+           "has_failed", "view_base"]
 
 
 class Failed:
@@ -35,13 +35,14 @@ class Failed:
         self.error = error
 
 
-def _has_failed(value: Any) -> bool:
+def has_failed(value: Any) -> bool:
+    """Whether ``value`` is, or holds, a :class:`Failed` (an input that could not be computed)."""
     if isinstance(value, Failed):
         return True
     if isinstance(value, (list, tuple)):
-        return any(_has_failed(v) for v in value)
+        return any(has_failed(v) for v in value)
     if isinstance(value, dict):
-        return any(_has_failed(v) for v in value.values())
+        return any(has_failed(v) for v in value.values())
     return False
 
 
@@ -113,7 +114,7 @@ class MetaInterpreter(Interpreter):
         return value
 
     def call(self, node: Node, op: OpDef, args: Any, kwargs: dict[str, Any]) -> Any:
-        if _has_failed(args) or _has_failed(kwargs):
+        if has_failed(args) or has_failed(kwargs):
             return Failed()
         if "device" in kwargs:
             kwargs["device"] = "meta"

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from .bind import check_bindings, match_specs
+from .compare import bits_equal, max_difference
 from .dag import DerivedNode
 from .engine_values import adoption_problem
 from .errors import AdoptionError, Rule, SpecIssue, SpecValidationError
@@ -40,15 +41,7 @@ logger = logging.getLogger(__name__)
 
 def _same_values(a: torch.Tensor, b: torch.Tensor, tol: float) -> tuple[bool, float]:
     """Whether ``a`` and ``b`` agree within ``tol``; equal infinities and NaN pairs agree."""
-    if a.shape != b.shape:
-        return False, float("inf")
-    if a.numel() == 0:
-        return True, 0.0
-    a64 = a.detach().to(torch.float64) if not a.dtype.is_complex else a.detach()
-    b64 = b.detach().to(device=a.device, dtype=a64.dtype)
-    same = (a64 == b64) | (torch.isnan(a64) & torch.isnan(b64))
-    diff = torch.where(same, torch.zeros_like(a64), (a64 - b64).abs())
-    worst = float(diff.max())
+    worst = max_difference(a, b)
     return worst <= tol, worst
 
 
@@ -343,15 +336,6 @@ def _lower(plan: Plan, values: dict[str, Any]) -> None:
                 "report this as a derivgraph bug", plan.entries[n].node.decl.location, n)
                 for n in still])
 
-
-def bits_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Bit-for-bit equality (NaN payloads and signed zeros included)."""
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if a.dtype.is_floating_point and a.element_size() in (2, 4, 8):
-        view = {2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
-        return torch.equal(a.contiguous().view(view), b.to(a.device).contiguous().view(view))
-    return torch.equal(a, b.to(a.device))
 
 
 def _mismatches(plan: Plan, values: dict[str, Any]) -> list[str]:

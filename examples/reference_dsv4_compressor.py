@@ -19,6 +19,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .loading import load_in_place
+
 __all__ = ["DeepseekV4Model", "build_dsv4_model", "make_dsv4_weights"]
 
 MAIN, INDEXER, K, LAYERS = 24, 8, 16, 2
@@ -83,10 +85,7 @@ class DeepseekV4Model(nn.Module):
             layer.attn = DeepseekV4ROCMAiterMLAAttention(safe)
 
     def load_weights(self, weights: dict[str, torch.Tensor]) -> None:
-        params = dict(self.named_parameters())
-        with torch.no_grad():
-            for name, value in weights.items():
-                params[name].copy_(value)
+        load_in_place(self, weights)
 
     def process_weights_after_loading(self) -> None:
         for module in self.modules():

@@ -17,6 +17,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from .loading import load_in_place
+
 __all__ = ["Gemma4MTP", "build_gemma4_mtp", "make_gemma4_mtp_weights"]
 
 VOCAB, VOCAB_PADDED, HIDDEN = 250, 256, 16
@@ -75,10 +77,7 @@ class Gemma4MTP(nn.Module):
 
     def load_weights(self, weights: dict[str, torch.Tensor]) -> None:
         self._stable_full_lm_head_weight = None
-        params = dict(self.named_parameters())
-        with torch.no_grad():
-            for name, value in weights.items():
-                params[name].copy_(value)
+        load_in_place(self, weights)
 
 
 def make_gemma4_mtp_weights(seed: int, rank: int = 0, tp: int = 1) -> dict[str, torch.Tensor]:

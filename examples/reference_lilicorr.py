@@ -20,6 +20,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from .loading import load_in_place
+
 __all__ = ["LiLiCorrHead", "build_lilicorr", "load_lilicorr", "make_lilicorr_weights",
            "reference_attention_bias", "reference_materialize"]
 
@@ -106,10 +108,7 @@ def load_lilicorr(root: nn.Module, weights: dict[str, torch.Tensor],
     """vLLM's load: copy into the Parameters, then ``materialize_inference_buffers`` (skipped for
     an in-place reload that bypasses ``load_weights``)."""
     head = root.lilicorr
-    params = dict(head.named_parameters())
-    with torch.no_grad():
-        for name, value in weights.items():
-            params[name].copy_(value)
+    load_in_place(head, weights)
     if materialize:
         p = head.slot_embedding
         head.materialize_inference_buffers(p.device, p.dtype)

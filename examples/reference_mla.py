@@ -24,6 +24,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from .loading import load_in_place
+
 __all__ = ["MLAConfig", "MLAModel", "build_mla_model", "make_mla_weights", "replace_parameter"]
 
 
@@ -155,10 +157,7 @@ class MLAModel(nn.Module):
 
     def load_weights(self, weights: dict[str, torch.Tensor]) -> None:
         """Weight loaders copy into the kept checkpoint Parameters."""
-        params = dict(self.named_parameters())
-        with torch.no_grad():
-            for name, value in weights.items():
-                params[name].copy_(value)
+        load_in_place(self, weights)
 
     def process_weights_after_loading(self) -> None:
         """Deferred attention post-load: on the live layer, as vLLM's layerwise reload does."""

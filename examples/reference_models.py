@@ -25,6 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .loading import load_in_place
+
 __all__ = [
     "RefConfig", "ReferenceModel", "make_weights", "reference_spec_path", "build_reference_model",
 ]
@@ -227,10 +229,7 @@ class ReferenceModel(nn.Module):
 
     def load_weights(self, weights: dict[str, torch.Tensor]) -> None:
         """Copy checkpoint tensors into the kept parameters (like vLLM's weight loaders)."""
-        params = dict(self.named_parameters())
-        with torch.no_grad():
-            for name, value in weights.items():
-                params[name].copy_(value)
+        load_in_place(self, weights)
         self.drafter.build_fused_kv()  # work done inside load_weights reruns on every reload
 
     def process_weights_after_loading(self) -> None:

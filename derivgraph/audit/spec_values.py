@@ -38,8 +38,9 @@ from typing import Any
 
 import torch
 
+from ..compare import max_difference
 from ..errors import Rule
-from ..interpret import EagerInterpreter, Failed, _has_failed
+from ..interpret import EagerInterpreter, Failed, has_failed
 from ..ir import Node, TensorKind, is_engine
 from ..ops import OpDef
 from ..paths import MISSING, get_path
@@ -106,7 +107,7 @@ class _FreshValues(EagerInterpreter):
         return Failed(KeyError(f"source {node.id} is gone")) if value is MISSING else value
 
     def call(self, node: Node, op: OpDef, args: Any, kwargs: dict[str, Any]) -> Any:
-        if _has_failed(args) or _has_failed(kwargs):
+        if has_failed(args) or has_failed(kwargs):
             return Failed()
         try:
             return op.fn(*args, **kwargs)
@@ -115,26 +116,10 @@ class _FreshValues(EagerInterpreter):
             return Failed(exc)
 
 
-def _bytes(t: torch.Tensor) -> torch.Tensor:
-    return t.detach().resolve_conj().resolve_neg().contiguous().reshape(-1).view(torch.uint8)
-
-
 def _worst(live: torch.Tensor, fresh: torch.Tensor) -> float:
-    """Largest |live - fresh|, 0.0 when every element is equal (NaN matching NaN, inf where
-    only one side is NaN or the shapes or dtypes differ)."""
-    if live.shape != fresh.shape or live.dtype != fresh.dtype:
-        return float("inf")
-    fresh = fresh.to(live.device)
-    if live.numel() == 0 or torch.equal(_bytes(live), _bytes(fresh)):  # any dtype (fp8 too)
-        return 0.0
-    exact = live.dtype.is_complex
-    a = live.detach() if exact else live.detach().to(torch.float64)
-    b = fresh.detach() if exact else fresh.detach().to(torch.float64)
-    same = (a == b) | (torch.isnan(a) & torch.isnan(b))
-    if bool(same.all()):
-        return 0.0
-    diff = torch.nan_to_num((a - b).abs(), nan=float("inf"))  # NaN against a number
-    return float(torch.where(same, torch.zeros_like(diff), diff).max())
+    """Largest |live - fresh| (:func:`~derivgraph.compare.max_difference`); ``inf`` where the
+    dtypes differ."""
+    return float("inf") if live.dtype != fresh.dtype else max_difference(live, fresh)
 
 
 def verify_spec_values(plan: Any) -> SpecValueCheck:

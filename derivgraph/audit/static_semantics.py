@@ -228,26 +228,26 @@ def owner_role(site: RawSite) -> OwnerRole:
     return OwnerRole.OBJECT
 
 
+_STORE_OF_CATEGORY = {
+    "host-scalar": Store.HOST_SCALAR,
+    "captured-tensor": Store.CAPTURED,
+    "lazy-cache": Store.LAZY_CACHE,
+    "container": Store.CONTAINER,
+    "set-storage": Store.STORAGE_SWAP,
+    "fold": Store.IN_PLACE_FOLD,
+    "alias": Store.REFERENCE,
+}
+"""Categories whose store does not depend on the receiver."""
+
+
 def classify(site: RawSite) -> Store:
     """The store a site writes (its category and its receiver decide)."""
     role = owner_role(site)
     cat = site.category
     if site.empty:
         return Store.PLACEHOLDER
-    if cat == "host-scalar":
-        return Store.HOST_SCALAR
-    if cat == "captured-tensor":
-        return Store.CAPTURED
-    if cat == "lazy-cache":
-        return Store.LAZY_CACHE
-    if cat == "container":
-        return Store.CONTAINER
-    if cat == "set-storage":
-        return Store.STORAGE_SWAP
-    if cat == "fold":
-        return Store.IN_PLACE_FOLD
-    if cat == "alias":
-        return Store.REFERENCE
+    if cat in _STORE_OF_CATEGORY:
+        return _STORE_OF_CATEGORY[cat]
     if cat == "register":
         if role is OwnerRole.ATTENTION_MODULE:
             return Store.LIVE_ATTENTION_TENSOR
