@@ -13,7 +13,7 @@ Typical use::
 from importlib import import_module
 from typing import Any
 
-from .errors import (
+from derivgraph.errors import (
     AdoptionError,
     DerivgraphError,
     Rule,
@@ -22,8 +22,8 @@ from .errors import (
     SpecValidationError,
     StrictReloadError,
 )
-from .loader import builtin_specs, default_specs, load_spec_file, load_spec_text, load_specs
-from .spec import DerivedTensor, Spec, SpecFile, Target
+from derivgraph.loader import builtin_specs, default_specs, load_spec_file, load_spec_text, load_specs
+from derivgraph.spec import DerivedTensor, Spec, SpecFile, Target
 
 # Names that need torch load on first use, so spec tooling and the static audit stay light.
 _LAZY = {

@@ -22,13 +22,13 @@ __all__ = ["bench"]
 def _workload(device: str, workload: str, layers: int, scale: float | None) -> Any:
 
     if workload == "reference":
-        from .examples.reference_models import (
+        from derivgraph.examples.reference_models import (
             RefConfig,
             build_reference_model,
             make_weights,
             reference_spec_path,
         )
-        from .loader import load_specs
+        from derivgraph.loader import load_specs
 
         cfg = RefConfig(vocab=128, hidden=256, experts=64, intermediate=128, layers=layers,
                         drafter_layers=4)
@@ -40,7 +40,7 @@ def _workload(device: str, workload: str, layers: int, scale: float | None) -> A
             model.load_weights({k: v.to(device) for k, v in weights[i % 2].items()})
 
         return model, specs, reload, model.process_weights_after_loading, "layers.0."
-    from .examples.deepseek_workload import DeepseekModel, deepseek_specs
+    from derivgraph.examples.deepseek_workload import DeepseekModel, deepseek_specs
 
     if scale is None:
         scale = 1.0 if device == "cuda" else 1 / 32
@@ -54,8 +54,8 @@ def _traffic(plan: Any) -> tuple[int, int]:
     """Bytes the pass writes (derived storage) and reads (each tensor operand it reads, once)."""
     import torch
 
-    from .dag import refs_in
-    from .lower import Action
+    from derivgraph.dag import refs_in
+    from derivgraph.lower import Action
 
     written, seen, read = 0, set(), 0
     for step in plan.steps:
@@ -76,7 +76,7 @@ def bench(device: str = "cpu", workload: str = "reference", *, repeat: int = 21,
     """Run the benchmark; returns the result object (``None`` where not applicable)."""
     import torch
 
-    from .plan import compile_plan
+    from derivgraph.plan import compile_plan
 
     cuda = device == "cuda"
     model, specs, reload, post_load, layer0 = _workload(device, workload, layers, scale)

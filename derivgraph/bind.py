@@ -14,9 +14,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from .errors import Rule, SpecIssue
-from .paths import MISSING, get_path, join, matches_class
-from .spec import DerivedTensor, Spec, Target, split_type_name
+from derivgraph.errors import Rule, SpecIssue
+from derivgraph.paths import MISSING, get_path, join, matches_class
+from derivgraph.spec import DerivedTensor, Spec, Target, split_type_name
 
 __all__ = ["BoundSpec", "check_bindings", "match_specs", "target_matches"]
 
@@ -149,8 +149,8 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
 
     Reads only; runs before any tensor is computed or any attribute is set.
     """
-    from .holders import container_problem, is_container
-    from .validate import check_device
+    from derivgraph.holders import container_problem, is_container
+    from derivgraph.validate import check_device
 
     issues: list[SpecIssue] = []
     for b in bound:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import DerivgraphError, SpecValidationError
+from derivgraph.errors import DerivgraphError, SpecValidationError
 
 __all__ = ["main"]
 
@@ -43,7 +43,7 @@ def _import_attr(ref: str) -> Any:
 # ---- demo ---------------------------------------------------------------------------------------
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import render_table, run_demo
+    from derivgraph.demo import render_table, run_demo
 
     result = run_demo(device=args.device)
     _out(json.dumps(result.as_json()) if args.json else render_table(result))
@@ -53,8 +53,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 # ---- specs --------------------------------------------------------------------------------------
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .loader import load_specs
-    from .validate import validate_specs
+    from derivgraph.loader import load_specs
+    from derivgraph.validate import validate_specs
 
     try:
         specs = load_specs(args.paths)
@@ -94,8 +94,8 @@ def _render_graph(g: Any, fmt: str) -> str:
 def cmd_graph(args: argparse.Namespace) -> int:
     import networkx as nx
 
-    from .loader import load_specs
-    from .validate import spec_graph
+    from derivgraph.loader import load_specs
+    from derivgraph.validate import spec_graph
 
     specs = load_specs([args.spec])
     g = nx.DiGraph()
@@ -108,14 +108,14 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from .schema import spec_schema
+    from derivgraph.schema import spec_schema
 
     _out(json.dumps(spec_schema(), indent=2))
     return 0
 
 
 def cmd_specs(args: argparse.Namespace) -> int:
-    from .loader import default_specs
+    from derivgraph.loader import default_specs
 
     specs = default_specs()
     rows = [{
@@ -135,7 +135,7 @@ def cmd_specs(args: argparse.Namespace) -> int:
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
-    from .ops import OPS
+    from derivgraph.ops import OPS
 
     for name in sorted(OPS):
         op = OPS[name]
@@ -146,13 +146,13 @@ def cmd_ops(args: argparse.Namespace) -> int:
 # ---- plan ---------------------------------------------------------------------------------------
 
 def _model_and_specs(args: argparse.Namespace) -> tuple[Any, list[Any]]:
-    from .loader import default_specs, load_specs
+    from derivgraph.loader import default_specs, load_specs
 
     if args.model:
         model = _import_attr(args.model)()
         specs = default_specs() + (load_specs(args.specs) if args.specs else [])
     else:
-        from .examples.reference_models import (
+        from derivgraph.examples.reference_models import (
             RefConfig,
             build_reference_model,
             make_weights,
@@ -165,7 +165,7 @@ def _model_and_specs(args: argparse.Namespace) -> tuple[Any, list[Any]]:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from .plan import compile_plan
+    from derivgraph.plan import compile_plan
 
     model, specs = _model_and_specs(args)
     plan = compile_plan(model, specs)
@@ -238,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_audit(sub: Any) -> None:
-    from .audit.cli import add_audit_parser
+    from derivgraph.audit.cli import add_audit_parser
 
     add_audit_parser(sub)
 

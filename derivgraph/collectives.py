@@ -31,8 +31,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from .errors import Rule
-from .ops import register_op
+from derivgraph.errors import Rule
+from derivgraph.ops import register_op
 
 __all__ = [
     "CollectiveGroupError",

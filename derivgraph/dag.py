@@ -17,10 +17,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from .bind import BoundSpec
-from .errors import SourceLocation, SpecIssue, SpecValidationError
-from .ir import Graph, Node, NodeKind, TensorKind
-from .spec import DerivedTensor
+from derivgraph.bind import BoundSpec
+from derivgraph.errors import SourceLocation, SpecIssue, SpecValidationError
+from derivgraph.ir import Graph, Node, NodeKind, TensorKind
+from derivgraph.spec import DerivedTensor
 
 __all__ = ["DerivedGraph", "DerivedNode", "NodeRef", "freeze", "natural_key", "refs_in",
            "substitute"]

@@ -15,10 +15,10 @@ from typing import Any
 
 import torch
 
-from .audit.census import take_census
-from .capture import CapturedGraph, capture
-from .loader import load_specs
-from .plan import compile_plan
+from derivgraph.audit.census import take_census
+from derivgraph.capture import CapturedGraph, capture
+from derivgraph.loader import load_specs
+from derivgraph.plan import compile_plan
 
 __all__ = ["DemoResult", "run_demo"]
 
@@ -83,7 +83,7 @@ def _err(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 def run_demo(device: str = "cpu", seed: int = 0) -> DemoResult:
     """Run the naive and the derivgraph reload side by side; see the module docstring."""
-    from .examples.reference_models import (
+    from derivgraph.examples.reference_models import (
         RefConfig,
         build_reference_model,
         make_weights,

@@ -27,16 +27,16 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .errors import DerivgraphError, Rule, SpecIssue
-from .expr import FormulaError, parse_formula
-from .ir import is_engine
-from .ops import DTYPES
-from .paths import MISSING, get_path
-from .spec import DerivedTensor
+from derivgraph.errors import DerivgraphError, Rule, SpecIssue
+from derivgraph.expr import FormulaError, parse_formula
+from derivgraph.ir import is_engine
+from derivgraph.ops import DTYPES
+from derivgraph.paths import MISSING, get_path
+from derivgraph.spec import DerivedTensor
 
 if TYPE_CHECKING:
-    from .dag import DerivedNode
-    from .runtime import Entry, Plan
+    from derivgraph.dag import DerivedNode
+    from derivgraph.runtime import Entry, Plan
 
 __all__ = [
     "EngineComputedError", "adoption_problem", "check_refillable", "engine_meta",

@@ -18,8 +18,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .limits import LIMITS, LimitError, ast_depth, check_constant, check_formula_text, fold
-from .spec import unsafe_name
+from derivgraph.limits import LIMITS, LimitError, ast_depth, check_constant, check_formula_text, fold
+from derivgraph.spec import unsafe_name
 
 __all__ = [
     "Attr", "Call", "Comp", "Const", "Expr", "FormulaError", "Index", "ListExpr", "Name",
@@ -272,7 +272,7 @@ BUILTIN_OP_MODULES = frozenset(
 
 def registry_catalogue() -> dict[str, Any]:
     """The op catalogue computed from the live registry (imports torch)."""
-    from .ops import DTYPES, OPS
+    from derivgraph.ops import DTYPES, OPS
 
     return {
         "dtypes": sorted(DTYPES),
@@ -303,7 +303,7 @@ def op_signature(name: str) -> OpSignature | None:
             return None
         return OpSignature(name, entry["min_args"], entry["max_args"],
                            tuple(entry["keywords"]), entry["kind"])
-    from .ops import OPS
+    from derivgraph.ops import OPS
 
     op = OPS.get(name)
     return None if op is None else signature_of(name, op.fn, op.kind)
@@ -311,7 +311,7 @@ def op_signature(name: str) -> OpSignature | None:
 
 def op_names() -> list[str]:
     if _registry_loaded():
-        from .ops import OPS
+        from derivgraph.ops import OPS
 
         return sorted(OPS)
     return sorted(_builtin_catalogue()["ops"])
@@ -320,7 +320,7 @@ def op_names() -> list[str]:
 def dtype_names() -> frozenset[str]:
     """Names formulas and ``dtype:`` may use (torch-free)."""
     if _registry_loaded():
-        from .ops import DTYPES
+        from derivgraph.ops import DTYPES
 
         return frozenset(DTYPES)
     return frozenset(_builtin_catalogue()["dtypes"])
@@ -346,7 +346,7 @@ def _check_op(name: str, nargs: int, keywords: list[str]) -> None:
 
 def _call_hint(name: str, op: OpSignature) -> str:
     if _registry_loaded():
-        from .ops import OPS
+        from derivgraph.ops import OPS
 
         if name in OPS:
             return OPS[name].signature()

@@ -39,15 +39,15 @@ from typing import Any
 import torch
 from torch import nn
 
-from .bind import BoundSpec
-from .compare import bits_equal
-from .errors import DerivgraphError, Rule, SpecIssue
-from .expr import Call, Const, Expr, FormulaError, Name, parse_formula
-from .fold_rules import formula_problem
-from .ir import is_fold
-from .ops import OPS
-from .paths import MISSING, get_path, join
-from .spec import DerivedTensor
+from derivgraph.bind import BoundSpec
+from derivgraph.compare import bits_equal
+from derivgraph.errors import DerivgraphError, Rule, SpecIssue
+from derivgraph.expr import Call, Const, Expr, FormulaError, Name, parse_formula
+from derivgraph.fold_rules import formula_problem
+from derivgraph.ir import is_fold
+from derivgraph.ops import OPS
+from derivgraph.paths import MISSING, get_path, join
+from derivgraph.spec import DerivedTensor
 
 __all__ = ["FoldEntry", "FoldReappliedError", "FoldSet", "compile_folds", "is_fold"]
 

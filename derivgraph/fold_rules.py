@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .errors import Rule, SpecIssue
-from .expr import Call, Const, Expr, Name, dtype_names, op_signature
-from .ir import OpKind
-from .spec import DerivedTensor
+from derivgraph.errors import Rule, SpecIssue
+from derivgraph.expr import Call, Const, Expr, Name, dtype_names, op_signature
+from derivgraph.ir import OpKind
+from derivgraph.spec import DerivedTensor
 
 __all__ = ["declaration_issues", "formula_problem"]
 

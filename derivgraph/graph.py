@@ -15,17 +15,17 @@ from typing import Any
 
 from torch import nn
 
-from .bind import BoundSpec
-from .dag import DerivedGraph, DerivedNode, NodeRef, natural_key, refs_in
-from .engine_values import is_opaque
-from .errors import Rule
-from .expr import FormulaError
-from .infer import infer_shapes
-from .ir import NodeKind, OpKind, TensorKind, is_fold
-from .ops import OPS
-from .ops_index import index_issues
-from .paths import MISSING, get_path, join
-from .resolve import Resolver, Unresolved, device_of, parse_cached, resolve_params
+from derivgraph.bind import BoundSpec
+from derivgraph.dag import DerivedGraph, DerivedNode, NodeRef, natural_key, refs_in
+from derivgraph.engine_values import is_opaque
+from derivgraph.errors import Rule
+from derivgraph.expr import FormulaError
+from derivgraph.infer import infer_shapes
+from derivgraph.ir import NodeKind, OpKind, TensorKind, is_fold
+from derivgraph.ops import OPS
+from derivgraph.ops_index import index_issues
+from derivgraph.paths import MISSING, get_path, join
+from derivgraph.resolve import Resolver, Unresolved, device_of, parse_cached, resolve_params
 
 __all__ = ["DerivedGraph", "DerivedNode", "NodeRef", "build_graph"]
 

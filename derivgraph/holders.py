@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from .ir import Slot
-from .paths import MISSING, _step, get_path, holder_dict, set_slot
+from derivgraph.ir import Slot
+from derivgraph.paths import MISSING, _step, get_path, holder_dict, set_slot
 
 if TYPE_CHECKING:
-    from .runtime import Entry, Plan
-    from .spec import DerivedTensor
+    from derivgraph.runtime import Entry, Plan
+    from derivgraph.spec import DerivedTensor
 
 __all__ = ["ContainerHolder", "collect_containers", "container_problem", "is_container",
            "restore_containers"]

@@ -10,13 +10,13 @@ from typing import Any
 
 import torch
 
-from .dag import DerivedGraph, DerivedNode
-from .engine_values import engine_meta
-from .errors import Rule
-from .interpret import Failed, MetaInterpreter
-from .ir import NodeKind, TensorKind, is_engine
-from .limits import LimitError, check_numel
-from .ops import DTYPES
+from derivgraph.dag import DerivedGraph, DerivedNode
+from derivgraph.engine_values import engine_meta
+from derivgraph.errors import Rule
+from derivgraph.interpret import Failed, MetaInterpreter
+from derivgraph.ir import NodeKind, TensorKind, is_engine
+from derivgraph.limits import LimitError, check_numel
+from derivgraph.ops import DTYPES
 
 __all__ = ["first_feeds", "infer_shapes", "meta_value"]
 

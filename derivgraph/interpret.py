@@ -17,10 +17,10 @@ from typing import Any
 
 import torch
 
-from .dag import DerivedGraph, freeze, substitute
-from .ir import Node, NodeKind
-from .ops import OPS, OpDef
-from .paths import MISSING, get_path
+from derivgraph.dag import DerivedGraph, freeze, substitute
+from derivgraph.ir import Node, NodeKind
+from derivgraph.ops import OPS, OpDef
+from derivgraph.paths import MISSING, get_path
 
 __all__ = ["EagerInterpreter", "Failed", "Interpreter", "MetaInterpreter", "ViewRebuilder",
            "has_failed", "view_base"]
@@ -200,7 +200,7 @@ def _fast_meta(name: str | None, op: OpDef, args: Any, kwargs: dict[str, Any]) -
         return _meta(args[0].shape, args[0].dtype)
     if name in _CREATE and args and isinstance(args[0], (list, tuple)) \
             and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in args[0]):
-        from .ops import _dtype
+        from derivgraph.ops import _dtype
 
         dtype_arg = kwargs.get("dtype", args[2 if name == "full" else 1]
                                if len(args) > (2 if name == "full" else 1) else "float32")

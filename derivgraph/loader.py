@@ -20,9 +20,9 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from .errors import Rule, SourceLocation, SpecIssue, SpecValidationError
-from .limits import LIMITS
-from .spec import Spec, SpecFile
+from derivgraph.errors import Rule, SourceLocation, SpecIssue, SpecValidationError
+from derivgraph.limits import LIMITS
+from derivgraph.spec import Spec, SpecFile
 
 __all__ = [
     "ENTRY_POINT_GROUP",

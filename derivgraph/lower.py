@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .dag import NodeRef, refs_in, substitute
-from .interpret import Interpreter
-from .ir import NodeKind, OpKind, TensorKind, _StrEnum
-from .ops import OPS
+from derivgraph.dag import NodeRef, refs_in, substitute
+from derivgraph.interpret import Interpreter
+from derivgraph.ir import NodeKind, OpKind, TensorKind, _StrEnum
+from derivgraph.ops import OPS
 
 if TYPE_CHECKING:
-    from .runtime import Plan
+    from derivgraph.runtime import Plan
 
 __all__ = ["Action", "Program", "Step", "build_program", "lower_steps"]
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from .ir import OpKind
+from derivgraph.ir import OpKind
 
 __all__ = ["OPS", "OpDef", "OpKind", "DTYPES", "get_op", "register_op", "unregister_op"]
 
@@ -311,4 +311,4 @@ def _select(x: torch.Tensor, dim: int, index: int) -> torch.Tensor:
     """x.select(dim, index)."""
     return x.select(dim, index)
 
-from . import collectives, ops_index, ops_layout  # noqa: E402,F401  (collectives, index, layout ops)
+from derivgraph import collectives, ops_index, ops_layout  # noqa: E402,F401  (collectives, index, layout ops)

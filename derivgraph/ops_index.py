@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .errors import Rule
-from .ir import NodeKind
-from .ops import _dtype, register_op
+from derivgraph.errors import Rule
+from derivgraph.ir import NodeKind
+from derivgraph.ops import _dtype, register_op
 
 if TYPE_CHECKING:
-    from .dag import DerivedGraph
+    from derivgraph.dag import DerivedGraph
 
 __all__ = ["INDEX_ARGS", "index_issues"]
 
@@ -94,7 +94,7 @@ def _eq_out(a: Any, b: Any, *, out: torch.Tensor) -> torch.Tensor:
 
 
 def _eq_infer(a: Any, b: Any) -> torch.Tensor:
-    from .interpret import _broadcast
+    from derivgraph.interpret import _broadcast
 
     shapes = [tuple(t.shape) for t in (a, b) if isinstance(t, torch.Tensor)]
     if not shapes:
@@ -154,9 +154,9 @@ def index_issues(graph: DerivedGraph) -> None:
                if nodes[n].kind is NodeKind.OP and nodes[n].op in INDEX_ARGS]
     if not gathers:
         return
-    from .dag import NodeRef
-    from .infer import first_feeds
-    from .interpret import EagerInterpreter
+    from derivgraph.dag import NodeRef
+    from derivgraph.infer import first_feeds
+    from derivgraph.interpret import EagerInterpreter
 
     deps = graph.source_deps()
     feeds = first_feeds(graph)

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from .ops import register_op
+from derivgraph.ops import register_op
 
 __all__: list[str] = []
 

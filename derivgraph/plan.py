@@ -18,21 +18,21 @@ from typing import Any
 import torch
 from torch import nn
 
-from .bind import check_bindings, match_specs
-from .compare import bits_equal, max_difference
-from .dag import DerivedNode
-from .engine_values import adoption_problem
-from .errors import AdoptionError, Rule, SpecIssue, SpecValidationError
-from .fold import compile_folds
-from .graph import build_graph
-from .holders import collect_containers
-from .interpret import EagerInterpreter, MetaInterpreter, ViewRebuilder, view_base
-from .ir import HELD_KINDS, TENSOR_KINDS, NodeKind, Slot, TensorKind, is_engine
-from .lower import Action, build_program, lower_steps
-from .paths import get_path, slot_of
-from .runtime import Entry, Plan, Step, address_of
-from .spec import Spec
-from .validate import check_specs
+from derivgraph.bind import check_bindings, match_specs
+from derivgraph.compare import bits_equal, max_difference
+from derivgraph.dag import DerivedNode
+from derivgraph.engine_values import adoption_problem
+from derivgraph.errors import AdoptionError, Rule, SpecIssue, SpecValidationError
+from derivgraph.fold import compile_folds
+from derivgraph.graph import build_graph
+from derivgraph.holders import collect_containers
+from derivgraph.interpret import EagerInterpreter, MetaInterpreter, ViewRebuilder, view_base
+from derivgraph.ir import HELD_KINDS, TENSOR_KINDS, NodeKind, Slot, TensorKind, is_engine
+from derivgraph.lower import Action, build_program, lower_steps
+from derivgraph.paths import get_path, slot_of
+from derivgraph.runtime import Entry, Plan, Step, address_of
+from derivgraph.spec import Spec
+from derivgraph.validate import check_specs
 
 __all__ = ["Entry", "Plan", "Step", "compile_plan"]
 
@@ -199,7 +199,7 @@ def compile_plan(model: nn.Module, specs: Iterable[Spec] | None = None, *,
 
 def _compile(model: nn.Module, specs: Iterable[Spec] | None, require_match: bool,
              strict: bool) -> Plan:
-    from .loader import default_specs
+    from derivgraph.loader import default_specs
 
     explicit = specs is not None
     specs = list(default_specs() if specs is None else specs)

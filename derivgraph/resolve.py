@@ -12,10 +12,10 @@ from typing import Any
 
 import torch
 
-from .bind import BoundSpec
-from .dag import DerivedGraph, DerivedNode, NodeRef, natural_key, refs_in
-from .errors import Rule, SpecIssue
-from .expr import (
+from derivgraph.bind import BoundSpec
+from derivgraph.dag import DerivedGraph, DerivedNode, NodeRef, natural_key, refs_in
+from derivgraph.errors import Rule, SpecIssue
+from derivgraph.expr import (
     Attr,
     Call,
     Comp,
@@ -28,11 +28,11 @@ from .expr import (
     Slice,
     parse_formula,
 )
-from .ir import NodeKind, OpKind, TensorKind, is_fold
-from .limits import LimitError, check_constant, check_fold
-from .ops import DTYPES, OPS
-from .paths import MISSING, get_path, join
-from .spec import DerivedTensor
+from derivgraph.ir import NodeKind, OpKind, TensorKind, is_fold
+from derivgraph.limits import LimitError, check_constant, check_fold
+from derivgraph.ops import DTYPES, OPS
+from derivgraph.paths import MISSING, get_path, join
+from derivgraph.spec import DerivedTensor
 
 __all__ = ["Resolver", "Unresolved", "device_of", "parse_cached", "resolve_params"]
 

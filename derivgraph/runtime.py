@@ -29,17 +29,17 @@ from typing import Any
 import torch
 from torch import nn
 
-from .dag import DerivedGraph, DerivedNode, NodeRef, refs_in
-from .engine_values import check_refillable, refuse_recompute
-from .errors import DerivgraphError, Rule
-from .fold import FoldSet
-from .holders import ContainerHolder, restore_containers
-from .interpret import EagerInterpreter, view_base
-from .ir import HELD_KINDS, TENSOR_KINDS, NodeKind, Slot, TensorKind, is_engine
-from .lower import Action, Program, Step, build_program
-from .ops import OPS
-from .paths import MISSING, _step, get_path, holder_dict, set_slot, slot_of
-from .report import RunReport
+from derivgraph.dag import DerivedGraph, DerivedNode, NodeRef, refs_in
+from derivgraph.engine_values import check_refillable, refuse_recompute
+from derivgraph.errors import DerivgraphError, Rule
+from derivgraph.fold import FoldSet
+from derivgraph.holders import ContainerHolder, restore_containers
+from derivgraph.interpret import EagerInterpreter, view_base
+from derivgraph.ir import HELD_KINDS, TENSOR_KINDS, NodeKind, Slot, TensorKind, is_engine
+from derivgraph.lower import Action, Program, Step, build_program
+from derivgraph.ops import OPS
+from derivgraph.paths import MISSING, _step, get_path, holder_dict, set_slot, slot_of
+from derivgraph.report import RunReport
 
 __all__ = ["TENSOR_KINDS", "Entry", "PassFault", "Plan", "SourceChanged", "Step", "address_of"]
 
@@ -727,7 +727,7 @@ class Plan:
 
     def _reallocate(self, changed: list[str], report: RunReport) -> None:
         """Permissive mode: re-infer and re-allocate every derived tensor that changed layout."""
-        from .plan import refresh_layouts
+        from derivgraph.plan import refresh_layouts
 
         for node_id in refresh_layouts(self, changed):
             report.reallocated.append(node_id)
@@ -826,7 +826,7 @@ class _CpuPass:
     """A CPU recording of the pass (aten ops over fixed tensor objects), replayed as is."""
 
     def __init__(self, fn: Any):
-        from .capture import CpuGraph
+        from derivgraph.capture import CpuGraph
 
         recorder = CpuGraph()
         with torch.no_grad(), recorder:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .spec import SpecFile
+from derivgraph.spec import SpecFile
 
 __all__ = ["SCHEMA_PATH", "spec_schema"]
 

@@ -32,7 +32,7 @@ from pydantic import (
     model_validator,
 )
 
-from .errors import SourceLocation
+from derivgraph.errors import SourceLocation
 
 __all__ = [
     "MODULE_RESERVED", "DerivedTensor", "Kind", "Spec", "SpecFile", "Target", "split_type_name",

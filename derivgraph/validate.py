@@ -15,8 +15,8 @@ from collections.abc import Iterable
 
 import networkx as nx
 
-from .errors import Rule, SourceLocation, SpecIssue
-from .expr import (
+from derivgraph.errors import Rule, SourceLocation, SpecIssue
+from derivgraph.expr import (
     Attr,
     Call,
     Comp,
@@ -31,10 +31,10 @@ from .expr import (
     op_signature,
     parse_formula,
 )
-from .fold_rules import declaration_issues
-from .ir import is_engine, is_fold
-from .limits import LimitError, check_numel, check_path
-from .spec import DerivedTensor, Spec, split_type_name, unsafe_name
+from derivgraph.fold_rules import declaration_issues
+from derivgraph.ir import is_engine, is_fold
+from derivgraph.limits import LimitError, check_numel, check_path
+from derivgraph.spec import DerivedTensor, Spec, split_type_name, unsafe_name
 
 __all__ = ["check_device", "check_specs", "names_in", "spec_graph", "validate_specs"]
 

@@ -21,11 +21,11 @@ __all__ = ["attach", "plan_for", "register"]
 
 def __getattr__(name: str) -> Any:
     if name == "register":
-        from .plugin import register
+        from vllm_integration.plugin import register
 
         return register
     if name in ("attach", "plan_for"):
-        from . import oracle
+        from vllm_integration import oracle
 
         return getattr(oracle, name)
     raise AttributeError(f"module 'vllm_integration' has no attribute {name!r}")

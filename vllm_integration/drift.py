@@ -25,8 +25,8 @@ from pathlib import Path
 
 from derivgraph.errors import DerivgraphError, Rule
 
-from . import hook_table
-from .hook_table import TABLE, VERIFIED_VLLM_VERSIONS, HookKind, HookRow
+from vllm_integration import hook_table
+from vllm_integration.hook_table import TABLE, VERIFIED_VLLM_VERSIONS, HookKind, HookRow
 
 __all__ = [
     "ALLOW_ENV", "ByNameImport", "DriftIssue", "DriftReport", "VllmDriftError", "check_rows",

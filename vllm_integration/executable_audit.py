@@ -156,7 +156,7 @@ def _run_case(case: Any, audit: ExecutableAudit, seeds: tuple[int, int]) -> None
     from derivgraph.audit.census import take_census
     from derivgraph.audit.diff import diff_censuses
 
-    from .builders import NotRunnable
+    from vllm_integration.builders import NotRunnable
 
     classes = _classes(case.classes)
     findings = static_findings(classes)
@@ -204,7 +204,7 @@ def _run_case(case: Any, audit: ExecutableAudit, seeds: tuple[int, int]) -> None
 def run_audit(cases: Sequence[Any] | None = None, *, names: Sequence[str] = (),
               seeds: tuple[int, int] = (0, 1)) -> ExecutableAudit:
     """Run every case (or those in ``names``) and judge the static findings of its classes."""
-    from .builders import cases as all_cases
+    from vllm_integration.builders import cases as all_cases
 
     chosen = list(cases if cases is not None else all_cases())
     if names:

@@ -46,9 +46,9 @@ from collections.abc import Callable, Iterable, Iterator
 from types import ModuleType
 from typing import Any
 
-from ._imports import PostImportHook
-from .hook_table import TABLE, HookKind, HookRow, definitions
-from .kimi_k3_front import wrap_build_specialized_decode, wrap_pack_front
+from vllm_integration._imports import PostImportHook
+from vllm_integration.hook_table import TABLE, HookKind, HookRow, definitions
+from vllm_integration.kimi_k3_front import wrap_build_specialized_decode, wrap_pack_front
 
 __all__ = ["install", "is_installed", "patched_bindings", "uninstall", "unwrapped"]
 
@@ -58,13 +58,13 @@ _MARK = "__derivgraph_wrapper__"
 
 
 def _oracle():
-    from . import oracle
+    from vllm_integration import oracle
 
     return oracle
 
 
 def _active() -> bool:
-    from .config import current_mode
+    from vllm_integration.config import current_mode
 
     return _installed and current_mode() != "off"
 
@@ -90,7 +90,7 @@ def _wrap_post_load(orig: Callable[..., Any]) -> Callable[..., Any]:
         result = orig(*args, **kwargs)
         if _active():
             model = _arg(args, kwargs, 0, "model")
-            from . import groups  # vLLM's tp/dcp/ep groups for collectives, before a compile
+            from vllm_integration import groups  # vLLM's tp/dcp/ep groups for collectives, before a compile
 
             groups.register_vllm_groups()
             _oracle().on_post_load(model)
@@ -347,7 +347,7 @@ def _engine_pools() -> list[Any]:
 def _wrap_cudagraph_call(orig: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(orig)
     def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
-        from .config import capture_audit_enabled
+        from vllm_integration.config import capture_audit_enabled
 
         if not (_installed and capture_audit_enabled() and _will_capture(self)):
             return orig(self, *args, **kwargs)

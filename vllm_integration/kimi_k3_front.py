@@ -65,7 +65,7 @@ def keep_packed_front(moe: Any, packed: torch.Tensor, rank: int, tp: int) -> Non
 
 
 def _active() -> bool:
-    from .config import current_mode
+    from vllm_integration.config import current_mode
 
     return current_mode() != "off"
 
@@ -91,8 +91,8 @@ def replan_owners(language_model: Any) -> int:
     """
     from derivgraph import DerivgraphError
 
-    from . import oracle
-    from .config import current_mode
+    from vllm_integration import oracle
+    from vllm_integration.config import current_mode
 
     count = 0
     for model in oracle.planned_models():

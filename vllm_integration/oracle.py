@@ -40,8 +40,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .audit import AuditResult, Snapshot, compare, snapshot
-from .config import current_mode, spec_library, specs_for
+from vllm_integration.audit import AuditResult, Snapshot, compare, snapshot
+from vllm_integration.config import current_mode, spec_library, specs_for
 
 if TYPE_CHECKING:
     from torch import nn

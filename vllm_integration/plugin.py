@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 
-from .config import current_mode
+from vllm_integration.config import current_mode
 
 __all__ = ["register"]
 
@@ -31,15 +31,15 @@ def register() -> None:
     if mode == "off":
         logger.debug("derivgraph: DERIVGRAPH_VLLM_MODE=off, vLLM hooks not installed")
         return
-    from . import hook_table
-    from .hooks import install, is_installed
+    from vllm_integration import hook_table
+    from vllm_integration.hooks import install, is_installed
 
     if is_installed():
         return
     disabled: frozenset[str] = frozenset()
     version = hook_table.installed_version()
     if version not in hook_table.VERIFIED_VLLM_VERSIONS:  # verified: the table is its source
-        from .drift import check_source, preflight
+        from vllm_integration.drift import check_source, preflight
 
         disabled = preflight(mode, check_source(version=version)).disabled_keys()
     if install(disabled=disabled):

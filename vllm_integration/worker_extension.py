@@ -21,8 +21,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from . import oracle
-from .config import current_mode
+from vllm_integration import oracle
+from vllm_integration.config import current_mode
 
 __all__ = ["DerivgraphWorkerExtension"]
 
@@ -56,7 +56,7 @@ class DerivgraphWorkerExtension:
 
         ``rows=True`` adds one row per derived tensor (node, owner, kind, shape, dtype, op).
         """
-        from .hooks import is_installed
+        from vllm_integration.hooks import is_installed
 
         out: dict[str, Any] = {"mode": current_mode(), "hooks_installed": is_installed(),
                                "models": []}

@@ -31,8 +31,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..capture import ReadRecorder, StorageKey, capture, storage_key
-from ..errors import DerivgraphError, Rule
+from derivgraph.capture import ReadRecorder, StorageKey, capture, storage_key
+from derivgraph.errors import DerivgraphError, Rule
 
 __all__ = [
     "CaptureAudit", "CaptureAuditError", "CaptureAuditReport", "CapturedRead", "ReadClass",
@@ -144,7 +144,7 @@ def _keys(tensors: Iterable[Any]) -> dict[StorageKey, int]:
 
 
 def _census_paths(models: Sequence[nn.Module]) -> dict[StorageKey, str]:
-    from .census import take_census
+    from derivgraph.audit.census import take_census
 
     out: dict[StorageKey, str] = {}
     for i, model in enumerate(models):

@@ -59,10 +59,10 @@ def cmd_capture(args: argparse.Namespace) -> int:
     """Run :func:`~derivgraph.audit.capture_audit.audit_capture` as the arguments say."""
     import torch
 
-    from ..cli import _import_attr
-    from ..loader import default_specs, load_specs
-    from ..plan import compile_plan
-    from .capture_audit import audit_capture
+    from derivgraph.cli import _import_attr
+    from derivgraph.loader import default_specs, load_specs
+    from derivgraph.plan import compile_plan
+    from derivgraph.audit.capture_audit import audit_capture
 
     model = _import_attr(args.model)()
     made = _import_attr(args.forward)(model)

@@ -55,7 +55,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .fingerprint import Digests, fingerprint, has_storage
+from derivgraph.audit.fingerprint import Digests, fingerprint, has_storage
 
 __all__ = ["Census", "CensusEntry", "Reach", "TensorIdentity", "fingerprint", "gc_paused",
            "reach", "take_census"]

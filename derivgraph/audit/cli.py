@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .capture_cli import add_parser as add_capture_parser
-from .runtime_cli import add_runtime_parser
-from .static_cli import add_static_parser
-from .vllm_cli import add_parser as add_vllm_parser
+from derivgraph.audit.capture_cli import add_parser as add_capture_parser
+from derivgraph.audit.runtime_cli import add_runtime_parser
+from derivgraph.audit.static_cli import add_static_parser
+from derivgraph.audit.vllm_cli import add_parser as add_vllm_parser
 
 __all__ = ["add_audit_parser"]
 

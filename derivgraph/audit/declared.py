@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from ..paths import MISSING, get_path
+from derivgraph.paths import MISSING, get_path
 
 __all__ = ["DeclaredSet", "plan_path"]
 

@@ -31,9 +31,9 @@ from typing import Any
 
 import torch
 
-from .census import Census, CensusEntry
-from .declared import DeclaredSet
-from .freshness import loaded_tensors, module_changes, unrefreshed
+from derivgraph.audit.census import Census, CensusEntry
+from derivgraph.audit.declared import DeclaredSet
+from derivgraph.audit.freshness import loaded_tensors, module_changes, unrefreshed
 
 __all__ = ["CATEGORIES", "FAILING", "CensusDiff", "Finding", "diff_censuses"]
 

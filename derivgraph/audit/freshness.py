@@ -43,7 +43,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .fingerprint import (
+from derivgraph.audit.fingerprint import (
     HostHashes,
     digestible,
     has_storage,

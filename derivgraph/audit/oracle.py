@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ..report import RunReport
-from .census import Census, take_census
-from .declared import DeclaredSet
-from .diff import CATEGORIES, FAILING, ByCategory, CensusDiff, diff_censuses
-from .spec_values import SpecValueCheck, verify_spec_values
+from derivgraph.report import RunReport
+from derivgraph.audit.census import Census, take_census
+from derivgraph.audit.declared import DeclaredSet
+from derivgraph.audit.diff import CATEGORIES, FAILING, ByCategory, CensusDiff, diff_censuses
+from derivgraph.audit.spec_values import SpecValueCheck, verify_spec_values
 
 __all__ = ["OracleReport", "ReloadCheck", "audit_reload", "check_reload", "reload_oracle"]
 
@@ -226,7 +226,7 @@ def audit_reload(factory: Callable[[], Any], reload: Callable[[Any], Any], *,
     model = factory()
     plan = None
     if specs is not None:
-        from ..plan import compile_plan
+        from derivgraph.plan import compile_plan
 
         plan = compile_plan(model, list(specs))
     startup = _census(model, max_depth)

@@ -26,9 +26,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from .census import Reach, gc_paused, reach
-from .fingerprint import fingerprints
-from .freshness import (
+from derivgraph.audit.census import Reach, gc_paused, reach
+from derivgraph.audit.fingerprint import fingerprints
+from derivgraph.audit.freshness import (
     Unrefreshed,
     loaded_tensors,
     module_changes,

@@ -25,9 +25,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .census import Census, take_census
-from .declared import DeclaredSet
-from .diff import CensusDiff, diff_censuses
+from derivgraph.audit.census import Census, take_census
+from derivgraph.audit.declared import DeclaredSet
+from derivgraph.audit.diff import CensusDiff, diff_censuses
 
 __all__ = ["RepeatReport", "RepeatRound", "repeat_oracle", "same_weight_rounds"]
 
@@ -159,7 +159,7 @@ def repeat_oracle(factory: Callable[[], Any], reload: Callable[[Any], Any], *,
     model = factory()
     plan = None
     if specs is not None:
-        from ..plan import compile_plan
+        from derivgraph.plan import compile_plan
 
         plan = compile_plan(model, list(specs))
     after = (lambda: plan.refill(verify=True)) if plan is not None and refill else None

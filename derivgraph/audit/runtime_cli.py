@@ -115,9 +115,9 @@ def add_runtime_parser(audit_sub: Any) -> argparse.ArgumentParser:
 
 def cmd_runtime(args: argparse.Namespace) -> int:
     """Run :func:`~derivgraph.audit.oracle.audit_reload` as the arguments say."""
-    from ..cli import _import_attr
-    from ..loader import default_specs, load_specs
-    from .oracle import audit_reload
+    from derivgraph.cli import _import_attr
+    from derivgraph.loader import default_specs, load_specs
+    from derivgraph.audit.oracle import audit_reload
 
     factory = _import_attr(args.model)
     reload = _import_attr(args.reload)
@@ -148,7 +148,7 @@ def _emit(report: Any, args: argparse.Namespace) -> None:
 
 
 def _repeat(args: argparse.Namespace, factory: Any, reload: Any, cold: Any, specs: Any) -> int:
-    from .repeat import repeat_oracle
+    from derivgraph.audit.repeat import repeat_oracle
 
     report = repeat_oracle(factory, reload, cold=cold, repeat=args.repeat, specs=specs,
                            refill=not args.no_refill, ignore=args.ignore,

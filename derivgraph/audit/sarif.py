@@ -16,8 +16,8 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from .static import StaticFinding, StaticReport
-from .static_sites import CATEGORIES
+from derivgraph.audit.static import StaticFinding, StaticReport
+from derivgraph.audit.static_sites import CATEGORIES
 
 __all__ = ["SARIF_SCHEMA", "SARIF_VERSION", "to_sarif"]
 

@@ -38,12 +38,12 @@ from typing import Any
 
 import torch
 
-from ..compare import max_difference
-from ..errors import Rule
-from ..interpret import EagerInterpreter, Failed, has_failed
-from ..ir import Node, TensorKind, is_engine
-from ..ops import OpDef
-from ..paths import MISSING, get_path
+from derivgraph.compare import max_difference
+from derivgraph.errors import Rule
+from derivgraph.interpret import EagerInterpreter, Failed, has_failed
+from derivgraph.ir import Node, TensorKind, is_engine
+from derivgraph.ops import OpDef
+from derivgraph.paths import MISSING, get_path
 
 __all__ = ["NotRecomputed", "SpecMismatch", "SpecValueCheck", "verify_spec_values"]
 

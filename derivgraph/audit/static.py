@@ -36,12 +36,12 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..spec import Spec
-from .static_construction import built_at_construction
-from .static_index import build_index
-from .static_match import SpecIndex, suggest_spec
-from .static_module import ExternalRoot, ModuleContext, audit_module
-from .static_scope import (
+from derivgraph.spec import Spec
+from derivgraph.audit.static_construction import built_at_construction
+from derivgraph.audit.static_index import build_index
+from derivgraph.audit.static_match import SpecIndex, suggest_spec
+from derivgraph.audit.static_module import ExternalRoot, ModuleContext, audit_module
+from derivgraph.audit.static_scope import (
     LAZY_GUARD_RE,
     ROOT_ASSIGN_RE,
     ROOT_DEF_RE,
@@ -50,9 +50,9 @@ from .static_scope import (
     is_rebuilt_lineage,
     regex_classes,
 )
-from .static_semantics import Severity, semantics_of
-from .static_sites import CATEGORIES, RawSite
-from .static_verdicts import Verdict
+from derivgraph.audit.static_semantics import Severity, semantics_of
+from derivgraph.audit.static_sites import CATEGORIES, RawSite
+from derivgraph.audit.static_verdicts import Verdict
 
 __all__ = [
     "PackageNotFound",
@@ -520,7 +520,7 @@ def scan(paths: Iterable[str | Path] = (), package: str | None = None,
     ``declared_folds``: ``(class short name, parameter name)`` pairs of in-place folds declared
     outside the spec library (fold sites they name are declared)."""
     if specs is None:
-        from ..loader import default_specs
+        from derivgraph.loader import default_specs
 
         specs = default_specs()
     files = collect_files(paths, package)

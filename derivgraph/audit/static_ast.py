@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from .static_infer import attr_chain
+from derivgraph.audit.static_infer import attr_chain
 
 __all__ = [
     "Draft", "const_str", "copy_expr", "free_names", "is_getattr", "is_placeholder", "kwarg",

@@ -10,8 +10,8 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from .static_ast import const_str, kwarg, owner_base, short
-from .static_infer import TensorInference, attr_chain
+from derivgraph.audit.static_ast import const_str, kwarg, owner_base, short
+from derivgraph.audit.static_infer import TensorInference, attr_chain
 
 __all__ = ["CallRules"]
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .static import PackageNotFound, Progress, StaticReport, scan
+from derivgraph.audit.static import PackageNotFound, Progress, StaticReport, scan
 
 __all__ = ["add_static_parser", "cmd_static"]
 
@@ -94,22 +94,22 @@ def _progress() -> Iterator[Progress]:
 
 
 def _load_specs(extra: list[str]) -> list[Any]:
-    from ..loader import default_specs, load_specs
+    from derivgraph.loader import default_specs, load_specs
 
     return [*default_specs(), *(load_specs(extra) if extra else [])]
 
 
 def _render(report: StaticReport, args: argparse.Namespace) -> str:
     if args.format == "json":
-        from .static_report import render_json
+        from derivgraph.audit.static_report import render_json
 
         return render_json(report)
     if args.format == "sarif":
-        from .. import __version__
-        from .sarif import to_sarif
+        from derivgraph import __version__
+        from derivgraph.audit.sarif import to_sarif
 
         return json.dumps(to_sarif(report, __version__), indent=2)
-    from .static_report import render_text
+    from derivgraph.audit.static_report import render_text
 
     to_tty = not args.output and sys.stdout.isatty()
     width = shutil.get_terminal_size((160, 24)).columns if to_tty else 160
@@ -119,7 +119,7 @@ def _render(report: StaticReport, args: argparse.Namespace) -> str:
 
 def _with_verdicts(report: StaticReport, path: Path) -> StaticReport:
     """``report`` with the executable audit's verdicts applied to its findings."""
-    from .static_verdicts import apply_verdicts, verdicts_from_json
+    from derivgraph.audit.static_verdicts import apply_verdicts, verdicts_from_json
 
     verdicts = verdicts_from_json(json.loads(path.read_text(encoding="utf-8")))
     return dataclasses.replace(report, findings=apply_verdicts(report.findings, verdicts))

@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
-from .static_vocab import (
+from derivgraph.audit.static_vocab import (
     LAYOUT_HELPER_RE,
     LAYOUT_METHODS,
     LAYOUT_TORCH,

@@ -38,10 +38,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from ..spec import Spec
-from .static_scope import MODULE_CLASS_NAMES
-from .static_semantics import OwnerRole, owner_role
-from .static_sites import RawSite
+from derivgraph.spec import Spec
+from derivgraph.audit.static_scope import MODULE_CLASS_NAMES
+from derivgraph.audit.static_semantics import OwnerRole, owner_role
+from derivgraph.audit.static_sites import RawSite
 
 __all__ = ["SpecIndex", "suggest_spec"]
 
@@ -191,7 +191,7 @@ def _owner(site: RawSite, self_owner: str) -> str:
 
 
 def _formula(site: RawSite) -> str:
-    from ..expr import FormulaError, parse_formula
+    from derivgraph.expr import FormulaError, parse_formula
 
     text = site.formula
     if text and text.isidentifier() and text not in ("True", "False", "None"):

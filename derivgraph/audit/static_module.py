@@ -8,10 +8,10 @@ import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .static_index import TreeIndex
-from .static_infer import call_name, import_map
-from .static_rules import audit_function, audit_lazy_caches, returns_tensor
-from .static_scope import (
+from derivgraph.audit.static_index import TreeIndex
+from derivgraph.audit.static_infer import call_name, import_map
+from derivgraph.audit.static_rules import audit_function, audit_lazy_caches, returns_tensor
+from derivgraph.audit.static_scope import (
     LAZY_GUARD_RE,
     ROOT_ASSIGN_RE,
     FuncNode,
@@ -20,9 +20,9 @@ from .static_scope import (
     is_constructor_root,
     is_rebuilt_lineage,
 )
-from .static_segments import parse_relevant
-from .static_sites import RawSite
-from .static_vocab import (
+from derivgraph.audit.static_segments import parse_relevant
+from derivgraph.audit.static_sites import RawSite
+from derivgraph.audit.static_vocab import (
     NON_TENSOR_METHODS,
     STRONG_METHODS,
     WEAK_METHODS,

@@ -13,8 +13,8 @@ import json
 from collections.abc import Sequence
 from types import ModuleType
 
-from .static import StaticFinding, StaticReport
-from .static_sites import CATEGORIES
+from derivgraph.audit.static import StaticFinding, StaticReport
+from derivgraph.audit.static_sites import CATEGORIES
 
 __all__ = ["render_json", "render_text", "sort_findings"]
 

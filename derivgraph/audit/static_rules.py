@@ -18,7 +18,7 @@ import dataclasses
 import re
 from collections.abc import Callable
 
-from .static_ast import (
+from derivgraph.audit.static_ast import (
     Draft,
     const_str,
     copy_expr,
@@ -34,11 +34,11 @@ from .static_ast import (
     short,
     walk_no_lambda,
 )
-from .static_calls import CallRules
-from .static_infer import TensorInference, TensorInfo, attr_chain, call_name
-from .static_scope import ModuleScope, Reached
-from .static_sites import RawSite
-from .static_vocab import (
+from derivgraph.audit.static_calls import CallRules
+from derivgraph.audit.static_infer import TensorInference, TensorInfo, attr_chain, call_name
+from derivgraph.audit.static_scope import ModuleScope, Reached
+from derivgraph.audit.static_sites import RawSite
+from derivgraph.audit.static_vocab import (
     NON_TENSOR_ATTRS,
     NON_TENSOR_METHODS,
     SCALAR_BUILTINS,

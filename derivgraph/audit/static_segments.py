@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from .static_scope import (
+from derivgraph.audit.static_scope import (
     LAZY_GUARD_RE,
     ROOT_ASSIGN_RE,
     ROOT_DEF_RE,

@@ -30,8 +30,8 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .static_scope import MODULE_CLASS_NAMES, is_rebuilt_lineage
-from .static_sites import RawSite
+from derivgraph.audit.static_scope import MODULE_CLASS_NAMES, is_rebuilt_lineage
+from derivgraph.audit.static_sites import RawSite
 
 __all__ = ["ENGINES", "VLLM_0_33", "Engine", "OwnerRole", "Semantics", "Severity", "Store",
            "classify", "owner_role", "refine", "semantics_of"]

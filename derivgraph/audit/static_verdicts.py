@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .static import StaticFinding
+    from derivgraph.audit.static import StaticFinding
 
 __all__ = ["Verdict", "apply_verdicts", "verdicts_from_json"]
 

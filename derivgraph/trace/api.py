@@ -8,13 +8,13 @@ from typing import Any
 
 from torch import nn
 
-from ..errors import SpecValidationError
-from ..loader import load_spec_text
-from ..validate import validate_specs
-from .draft import Draft, has_alternative, revise_entries
-from .proof import CheckpointReload, ProofReport, prove
-from .tracer import trace_build, trace_step
-from .yaml_writer import render_yaml
+from derivgraph.errors import SpecValidationError
+from derivgraph.loader import load_spec_text
+from derivgraph.validate import validate_specs
+from derivgraph.trace.draft import Draft, has_alternative, revise_entries
+from derivgraph.trace.proof import CheckpointReload, ProofReport, prove
+from derivgraph.trace.tracer import trace_build, trace_step
+from derivgraph.trace.yaml_writer import render_yaml
 
 __all__ = ["TraceOutcome", "trace_builder", "trace_model"]
 

@@ -100,14 +100,14 @@ def cmd_trace(args: argparse.Namespace) -> int:
     """Trace, prove, print, write. Exit 0 only when every draft is proven."""
     if args.package:
         return _trace_package(args)
-    from ..cli import _import_attr
-    from .api import trace_model
+    from derivgraph.cli import _import_attr
+    from derivgraph.trace.api import trace_model
 
     if args.model:
         factory = _import_attr(args.model)
         origin = args.model
     else:
-        from .reference import reference_model
+        from derivgraph.trace.reference import reference_model
 
         factory, origin = reference_model, "derivgraph.trace.reference:reference_model"
         args.post_load = args.post_load or "derivgraph.trace.reference:reference_post_load"
@@ -134,7 +134,7 @@ def _trace_package(args: argparse.Namespace) -> int:
         _out(f"error: --package vllm needs vllm_integration.builders (vLLM 0.33.0 and the "
              f"derivgraph vLLM integration): {exc}")
         return 2
-    from .api import trace_builder
+    from derivgraph.trace.api import trace_builder
 
     not_runnable = getattr(builders, "NotRunnable", ())
     rows, proven, total = [], 0, 0

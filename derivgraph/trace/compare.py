@@ -14,8 +14,8 @@ from typing import Any
 
 from torch import nn
 
-from ..paths import get_path
-from .proof import _equal
+from derivgraph.paths import get_path
+from derivgraph.trace.proof import _equal
 
 __all__ = ["ClassComparison", "compare_specs"]
 
@@ -97,8 +97,8 @@ def compare_specs(hand: list[Any], traced: list[Any], make: Callable[[int], nn.M
                   reloads: tuple[Callable[[nn.Module, int], None],
                                  Callable[[nn.Module, int], None]]) -> list[ClassComparison]:
     """Per module class: hand-written vs traced declarations on two cold starts of ``make``."""
-    from ..errors import DerivgraphError
-    from ..plan import compile_plan
+    from derivgraph.errors import DerivgraphError
+    from derivgraph.plan import compile_plan
 
     models = (make(0), make(0))
     try:

@@ -19,9 +19,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..audit.census import Census
-from ..paths import get_path
-from .formula import (
+from derivgraph.audit.census import Census
+from derivgraph.paths import get_path
+from derivgraph.trace.formula import (
     Emitter,
     Formula,
     IntNamer,
@@ -30,8 +30,8 @@ from .formula import (
     dtype_name,
     python_path,
 )
-from .recorder import Recorder
-from .stores import Slot, SlotKind, stored_slots
+from derivgraph.trace.recorder import Recorder
+from derivgraph.trace.stores import Slot, SlotKind, stored_slots
 
 __all__ = ["Draft", "DraftEntry", "DraftSpec", "Unexpressed", "build_draft", "revise_entries"]
 

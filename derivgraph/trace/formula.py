@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .recorder import Node, Recorder, Ref, is_creation, is_overwrite
+from derivgraph.trace.recorder import Node, Recorder, Ref, is_creation, is_overwrite
 
 __all__ = ["Emitter", "Formula", "IntNamer", "Unexpressible", "constant_formula", "dtype_name",
            "python_path"]

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..paths import get_path
+from derivgraph.paths import get_path
 
 __all__ = ["CheckpointReload", "ProofReport", "perturb", "prove"]
 
@@ -176,8 +176,8 @@ def prove(specs: list[Any], make: Callable[[int], nn.Module],
           reload: Callable[[nn.Module, int], None],
           on_declared: Callable[[set[str]], None] | None = None) -> ProofReport:
     """Compile ``specs`` on ``make(0)``, reload seed 1 then 0, compare with cold starts."""
-    from ..errors import DerivgraphError
-    from ..plan import compile_plan
+    from derivgraph.errors import DerivgraphError
+    from derivgraph.plan import compile_plan
 
     model = make(0)
     try:

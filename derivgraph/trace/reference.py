@@ -19,7 +19,7 @@ __all__ = ["reference_model", "reference_post_load"]
 
 def reference_model() -> nn.Module:
     """The reference model with weights A copied in, its post-load step not yet run."""
-    from ..examples.reference_models import RefConfig, ReferenceModel, make_weights
+    from derivgraph.examples.reference_models import RefConfig, ReferenceModel, make_weights
 
     model = ReferenceModel(RefConfig())
     params = dict(model.named_parameters())

@@ -19,8 +19,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..audit.census import Census, take_census
-from ..paths import MISSING, get_path
+from derivgraph.audit.census import Census, take_census
+from derivgraph.paths import MISSING, get_path
 
 __all__ = ["Slot", "SlotKind", "shortest_path", "snapshot", "stored_slots", "spec_path"]
 

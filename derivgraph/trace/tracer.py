@@ -7,9 +7,9 @@ from typing import Any
 
 from torch import nn
 
-from .draft import Draft, build_draft
-from .recorder import Recorder
-from .stores import snapshot
+from derivgraph.trace.draft import Draft, build_draft
+from derivgraph.trace.recorder import Recorder
+from derivgraph.trace.stores import snapshot
 
 __all__ = ["trace_build", "trace_step"]
 

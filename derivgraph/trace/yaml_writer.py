@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .draft import Draft, DraftEntry, DraftSpec
+from derivgraph.trace.draft import Draft, DraftEntry, DraftSpec
 
 __all__ = ["render_yaml"]
 
