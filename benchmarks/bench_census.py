@@ -10,7 +10,7 @@ constants and a closure; one quant-config object is shared by every layer.
 Times ``take_census`` walk-only (``fingerprints=False``, what an address check needs), with
 fingerprints (every byte hashed, what a stale check needs), and ``diff_censuses`` of two
 fingerprinted censuses. Also vLLM strict mode's reload check
-(:mod:`derivgraph.audit.reload_watch`): ``watch`` before a reload (walk, sampled digests of
+(:mod:`derivgraph.audit.runtime.reload_watch`): ``watch`` before a reload (walk, sampled digests of
 loaded tensors, full digests of the rest) and ``check`` after it (walk again, moved,
 undeclared, stale in place, changed floats), next to the address-only check it replaced (two
 walks), and the spec-value check strict mode adds after a reload (a fresh evaluation of the
@@ -36,9 +36,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from derivgraph.audit.census import take_census
-from derivgraph.audit.diff import diff_censuses
-from derivgraph.audit.reload_watch import watch
+from derivgraph.audit.runtime.census import take_census
+from derivgraph.audit.runtime.diff import diff_censuses
+from derivgraph.audit.runtime.reload_watch import watch
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,7 @@ def _median(fn, repeat: int, device: str) -> tuple[float, object]:
 
 
 #: Declares the quant-config descriptors of every MoE layer (4 derived tensors per layer), so
-#: the spec-value check (``derivgraph.audit.spec_values``) has a plan to verify.
+#: the spec-value check (``derivgraph.audit.runtime.spec_values``) has a plan to verify.
 SPEC = """
 version: 1
 specs:
@@ -190,7 +190,7 @@ specs:
 
 def _spec_values(model: nn.Module, repeat: int, device: str) -> dict[str, float]:
     from derivgraph import compile_plan, load_spec_text
-    from derivgraph.audit.spec_values import verify_spec_values
+    from derivgraph.audit.runtime.spec_values import verify_spec_values
 
     plan = compile_plan(model, load_spec_text(SPEC, "bench_census.py"))
     seconds, check = _median(lambda: verify_spec_values(plan), repeat, device)

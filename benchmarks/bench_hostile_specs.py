@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 import derivgraph  # noqa: E402
 from derivgraph import SpecValidationError, compile_plan, load_spec_file  # noqa: E402
-from derivgraph.validate import check_specs  # noqa: E402
+from derivgraph.spec.check import check_specs  # noqa: E402
 from tests.toy import Toy  # noqa: E402
 
 TIME_LIMIT_S = 1.0

@@ -17,7 +17,7 @@ import time
 import torch
 
 from derivgraph import compile_plan, load_specs
-from derivgraph.examples.reference_models import (
+from derivgraph.tools.reference_models import (
     RefConfig,
     build_reference_model,
     make_weights,

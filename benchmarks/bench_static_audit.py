@@ -6,7 +6,7 @@ Two timings, medians of ``--repeat`` runs (default 3):
   (``python3 -m derivgraph.cli audit static --package vllm --format json --output FILE``):
   interpreter start, importing derivgraph (and torch, which ``derivgraph/__init__`` imports),
   loading the spec library, scanning and writing the report;
-* ``scan``: :func:`derivgraph.audit.static.scan` alone, in this process.
+* ``scan``: :func:`derivgraph.audit.static.scan.scan` alone, in this process.
 
     python3 benchmarks/bench_static_audit.py                 # vLLM, all CPUs
     python3 benchmarks/bench_static_audit.py --jobs 1        # one process
@@ -47,8 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the result here")
     args = parser.parse_args(argv)
 
-    from derivgraph.audit.static import scan
-    from derivgraph.loader import default_specs
+    from derivgraph.audit.static.scan import scan
+    from derivgraph.spec.load import default_specs
 
     specs = default_specs()
     scans, report = [], None

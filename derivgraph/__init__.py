@@ -22,14 +22,20 @@ from derivgraph.errors import (
     SpecValidationError,
     StrictReloadError,
 )
-from derivgraph.loader import builtin_specs, default_specs, load_spec_file, load_spec_text, load_specs
-from derivgraph.spec import DerivedTensor, Spec, SpecFile, Target
+from derivgraph.spec.load import (
+    builtin_specs,
+    default_specs,
+    load_spec_file,
+    load_spec_text,
+    load_specs,
+)
+from derivgraph.spec.model import DerivedTensor, Spec, SpecFile, Target
 
 # Names that need torch load on first use, so spec tooling and the static audit stay light.
 _LAZY = {
-    "Plan": "plan",
-    "compile_plan": "plan",
-    "RunReport": "report",
+    "Plan": "runtime.plan",
+    "compile_plan": "planner",
+    "RunReport": "runtime.report",
     "register_op": "ops",
     "unregister_op": "ops",
 }

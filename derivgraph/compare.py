@@ -1,8 +1,8 @@
 """Comparing tensor values: bit-for-bit, and the largest difference within a tolerance.
 
-One implementation for every consumer: adoption at compile (:mod:`derivgraph.plan`), the
-lowered-pass check, folds (:mod:`derivgraph.fold`) and the runtime spec-value check
-(:mod:`derivgraph.audit.spec_values`).
+One implementation for every consumer: adoption at compile (:mod:`derivgraph.planner`), the
+lowered-pass check, folds (:mod:`derivgraph.compiler.fold`) and the runtime spec-value check
+(:mod:`derivgraph.audit.runtime.spec_values`).
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from derivgraph._enum import StrEnum
+
 __all__ = [
     "AdoptionError",
     "DerivgraphError",
@@ -21,8 +23,12 @@ __all__ = [
 ]
 
 
-class Rule:
-    """Stable rule codes used in error messages (and in tests)."""
+class Rule(StrEnum):
+    """Stable rule codes used in error messages (and in tests).
+
+    Each member's value is ``"DGnnn slug"``, so members compare equal to those strings and
+    print as them; :attr:`code` and :attr:`slug` give the two halves.
+    """
 
     SCHEMA = "DG001 schema"
     SYNTAX = "DG002 formula-syntax"
@@ -41,22 +47,28 @@ class Rule:
     UNSAFE_NAME = "DG015 unsafe-name"
     RESOURCE_LIMIT = "DG016 resource-limit"
     UNKNOWN_DEVICE = "DG017 unknown-device"
-    # issue7 (compiler) range DG030-DG039
     PASS_FAULT = "DG030 pass-fault"
     SOURCE_CHANGED = "DG031 source-changed"
     COLLECTIVE_GROUP = "DG040 collective-group"
-    # issue10: index ops (derivgraph.ops_index) and tuple holders (derivgraph.holders)
     INDEX_NOT_CONSTANT = "DG041 index-not-constant"
     INDEX_OUT_OF_RANGE = "DG042 index-out-of-range"
     CONTAINER_HOLDER = "DG043 container-holder"
-    # issue9 (runtime audit) range DG055-DG059
     SPEC_VALUE = "DG055 spec-value"
     VLLM_DRIFT = "DG060 vllm-drift"
     CAPTURE_UNDECLARED = "DG061 capture-undeclared"
-    # issue12: folds (derivgraph.fold) and engine-computed tensors (derivgraph.engine_values)
     FOLD_DECLARATION = "DG080 fold-declaration"
     FOLD_REAPPLIED = "DG081 fold-reapplied"
     ENGINE_VALUE = "DG082 engine-computed"
+
+    @property
+    def code(self) -> str:
+        """The stable code, e.g. ``DG006``."""
+        return self.value.split(" ", 1)[0]
+
+    @property
+    def slug(self) -> str:
+        """The rule's short name, e.g. ``cycle``."""
+        return self.value.split(" ", 1)[1]
 
 
 @dataclass(frozen=True)
@@ -74,7 +86,7 @@ class SourceLocation:
 class SpecIssue:
     """One broken rule: where, what, and the fix."""
 
-    rule: str
+    rule: Rule | str
     message: str
     fix: str
     location: SourceLocation = field(default_factory=SourceLocation)

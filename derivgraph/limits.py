@@ -17,19 +17,21 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from derivgraph.errors import Rule
+
 __all__ = [
     "LIMITS",
     "LimitError",
     "Limits",
     "check_constant",
-    "check_fold",
+    "check_constant_fold",
     "check_formula_text",
     "check_numel",
     "check_path",
-    "fold",
+    "fold_constant",
 ]
 
-_RULE = "DG016 resource-limit"  # errors.Rule.RESOURCE_LIMIT (kept literal: no import cycle)
+_RULE = Rule.RESOURCE_LIMIT
 
 
 @dataclass
@@ -128,7 +130,7 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def check_fold(op: str, args: Sequence[Any]) -> None:
+def check_constant_fold(op: str, args: Sequence[Any]) -> None:
     """Refuse folding ``op(*args)`` over Python constants when the result would be too big.
 
     Estimated from the operands alone, so ``2 ** 10 ** 10`` or ``'ab' * 10 ** 9`` are refused
@@ -176,13 +178,13 @@ _PY_OPS: dict[str, Any] = {
 }
 
 
-def fold(op: str, a: Any, b: Any) -> Any:
+def fold_constant(op: str, a: Any, b: Any) -> Any:
     """``a op b`` over Python constants within bounds; :class:`LimitError` on overflow.
 
     Other errors (``ZeroDivisionError``, ``TypeError``) propagate: they are not resource
     problems and the caller reports them.
     """
-    check_fold(op, (a, b))
+    check_constant_fold(op, (a, b))
     try:
         result = _PY_OPS[op](a, b)
     except OverflowError as exc:

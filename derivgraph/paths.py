@@ -14,10 +14,22 @@ from typing import Any
 
 from torch import nn
 
-__all__ = ["MISSING", "class_names", "get_path", "holder_dict", "join", "matches_class", "set_slot",
-           "slot_of"]
+from derivgraph._enum import StrEnum
+
+__all__ = ["MISSING", "Slot", "class_names", "get_path", "holder_dict", "join", "matches_class",
+           "set_slot", "slot_of", "step_into"]
 
 MISSING: Any = object()
+
+
+class Slot(StrEnum):
+    """Where an owner holds a value (see :func:`derivgraph.paths.slot_of`)."""
+
+    PARAMETER = "parameter"
+    BUFFER = "buffer"
+    ATTRIBUTE = "attribute"
+    ELEMENT = "element"  # an item of a tuple: the tuple is put back whole 
+    MISSING = "missing"
 
 
 def join(*parts: str) -> str:
@@ -25,7 +37,8 @@ def join(*parts: str) -> str:
     return ".".join(p for p in parts if p)
 
 
-def _step(obj: Any, part: str) -> Any:
+def step_into(obj: Any, part: str) -> Any:
+    """One hop of a dotted path: a submodule, parameter, buffer, attribute, item or element."""
     if isinstance(obj, nn.Module):
         d = obj.__dict__
         for registry in ("_modules", "_parameters", "_buffers"):
@@ -85,7 +98,7 @@ def get_path(root: Any, path: str) -> Any:
     for part in path.split(".") if path else ():
         if _is_dunder(part):
             return MISSING
-        obj = _step(obj, part)
+        obj = step_into(obj, part)
         if obj is MISSING:
             return MISSING
     return obj
@@ -105,19 +118,19 @@ def matches_class(obj: Any, wanted: Sequence[str]) -> bool:
     return bool(class_names(obj) & set(wanted))
 
 
-def slot_of(owner: Any, name: str) -> str:
-    """Where ``owner.name`` lives: 'parameter', 'buffer', 'attribute', 'element' (an item of a
-    tuple: bound only by putting the whole tuple back) or 'missing'."""
+def slot_of(owner: Any, name: str) -> Slot:
+    """Where ``owner.name`` lives (:class:`Slot`); an item of a tuple is ``Slot.ELEMENT``, bound
+    only by putting the whole tuple back."""
     if isinstance(owner, nn.Module):
         if name in owner._parameters:
-            return "parameter"
+            return Slot.PARAMETER
         if name in owner._buffers:
-            return "buffer"
+            return Slot.BUFFER
     if isinstance(owner, Mapping):
-        return "attribute" if name in owner else "missing"
-    if isinstance(owner, tuple):  # an item of an immutable container (derivgraph.holders)
-        return "element" if name.isdigit() and int(name) < len(owner) else "missing"
-    return "attribute" if hasattr(owner, name) else "missing"
+        return Slot.ATTRIBUTE if name in owner else Slot.MISSING
+    if isinstance(owner, tuple):  # an item of an immutable container
+        return Slot.ELEMENT if name.isdigit() and int(name) < len(owner) else Slot.MISSING
+    return Slot.ATTRIBUTE if hasattr(owner, name) else Slot.MISSING
 
 
 def set_slot(owner: Any, name: str, value: Any, slot: str, persistent: bool = False) -> None:

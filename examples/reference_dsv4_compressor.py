@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .loading import load_in_place
+from derivgraph.tools.loading import load_in_place
 
 __all__ = ["DeepseekV4Model", "build_dsv4_model", "make_dsv4_weights"]
 

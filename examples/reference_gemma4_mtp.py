@@ -17,7 +17,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from .loading import load_in_place
+from derivgraph.tools.loading import load_in_place
 
 __all__ = ["Gemma4MTP", "build_gemma4_mtp", "make_gemma4_mtp_weights"]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .loading import load_in_place  # noqa: F401  (re-exported for the tests)
+from derivgraph.tools.loading import load_in_place  # noqa: F401  (re-exported for the tests)
 
 __all__ = ["Glm5NextLinearAttention", "Indexer", "build_glm5next", "load_in_place",
            "make_glm5next_weights"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .loading import load_in_place  # noqa: F401  (re-exported for the tests)
+from derivgraph.tools.loading import load_in_place  # noqa: F401  (re-exported for the tests)
 
 __all__ = ["KimiLinearForCausalLM", "build_kimi_k3_dense", "load_in_place",
            "make_kimi_k3_dense_weights"]

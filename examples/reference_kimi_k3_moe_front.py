@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .loading import load_in_place  # noqa: F401  (re-exported for the tests)
-from .reference_kimi_k3_dense import PreparedDenseMLP
+from derivgraph.examples.reference_kimi_k3_dense import PreparedDenseMLP
+from derivgraph.tools.loading import load_in_place  # noqa: F401  (re-exported for the tests)
 
 __all__ = ["CuteView", "KimiLinearForCausalLM", "build_kimi_k3_moe_front", "load_in_place",
            "make_kimi_k3_moe_front_weights", "pack_front"]

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .loading import load_in_place
+from derivgraph.tools.loading import load_in_place
 
 __all__ = ["LiLiCorrHead", "build_lilicorr", "load_lilicorr", "make_lilicorr_weights",
            "reference_attention_bias", "reference_materialize"]

@@ -24,7 +24,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from .loading import load_in_place
+from derivgraph.tools.loading import load_in_place
 
 __all__ = ["MLAConfig", "MLAModel", "build_mla_model", "make_mla_weights", "replace_parameter"]
 

@@ -54,7 +54,7 @@ def vllm_parallel():
     from vllm.config import DeviceConfig, VllmConfig, set_current_vllm_config
     from vllm.distributed import parallel_state as ps
 
-    from derivgraph.collectives import clear_groups
+    from derivgraph.ops.collectives import clear_groups
 
     clear_groups()
     with set_current_vllm_config(VllmConfig(device_config=DeviceConfig(device="cpu"))):

@@ -14,16 +14,16 @@ import pytest
 import torch
 
 from derivgraph import DerivgraphError
-from derivgraph.audit.capture_audit import (
+from derivgraph.audit.runtime.capture import (
     CaptureAudit,
     CaptureAuditError,
     ReadClass,
     audit_capture,
 )
-from derivgraph.capture import ReadRecorder, capture
 from derivgraph.cli import main
-from derivgraph.loader import load_specs
-from derivgraph.plan import compile_plan
+from derivgraph.planner import compile_plan
+from derivgraph.runtime.replay import ReadRecorder, capture
+from derivgraph.spec.load import load_specs
 from tests.fixtures import capture_canaries as cc
 
 MODEL = "tests/fixtures/capture_canaries.py"

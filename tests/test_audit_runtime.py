@@ -22,19 +22,19 @@ from torch import nn
 from torch.testing._internal.two_tensor import TwoTensor
 
 from derivgraph import load_specs
-from derivgraph.audit.census import TensorIdentity, fingerprint, take_census
-from derivgraph.audit.declared import DeclaredSet, plan_path
-from derivgraph.audit.diff import diff_censuses
-from derivgraph.audit.fingerprint import _batched_sums, _device_digest, _device_sums
-from derivgraph.audit.oracle import audit_reload, reload_oracle
+from derivgraph.audit.runtime.census import TensorIdentity, fingerprint, take_census
+from derivgraph.audit.runtime.declared import DeclaredSet, plan_path
+from derivgraph.audit.runtime.diff import diff_censuses
+from derivgraph.audit.runtime.fingerprint import _batched_sums, _device_digest, _device_sums
+from derivgraph.audit.runtime.oracle import audit_reload, reload_oracle
 from derivgraph.cli import main
-from derivgraph.examples.reference_models import (
+from derivgraph.planner import compile_plan
+from derivgraph.tools.reference_models import (
     RefConfig,
     build_reference_model,
     make_weights,
     reference_spec_path,
 )
-from derivgraph.plan import compile_plan
 from tests.fixtures import runtime_canaries as rc
 
 ROOT = Path(__file__).resolve().parent.parent

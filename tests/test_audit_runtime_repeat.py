@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from derivgraph import load_spec_text, load_specs
-from derivgraph.audit.repeat import repeat_oracle, same_weight_rounds
+from derivgraph.audit.runtime.repeat import repeat_oracle, same_weight_rounds
 from derivgraph.cli import main
 from tests.fixtures import runtime_canaries as rc
 

@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from derivgraph import builtin_specs, compile_plan, load_spec_text, load_specs
-from derivgraph.audit.oracle import audit_reload
-from derivgraph.audit.spec_values import NotRecomputed, verify_spec_values
+from derivgraph.audit.runtime.oracle import audit_reload
+from derivgraph.audit.runtime.spec_values import NotRecomputed, verify_spec_values
 from derivgraph.cli import main
 from derivgraph.examples.cutlass_w4a8 import build_w4a8_model, make_w4a8_weights
 from derivgraph.paths import get_path
@@ -153,7 +153,7 @@ def test_oracle_and_cli_report_a_spec_value_difference(canary_specs, capsys):  #
 
 
 def test_comparison_any_dtype_nan_and_signed_zero():
-    from derivgraph.audit.spec_values import _worst
+    from derivgraph.audit.runtime.spec_values import _worst
 
     fp8 = torch.randn(4, 3).to(torch.float8_e4m3fn)  # torch.equal has no fp8 kernel on CPU
     assert _worst(fp8, fp8.clone()) == 0.0

@@ -17,14 +17,14 @@ import pytest
 import torch
 from torch import nn
 
-from derivgraph.audit.freshness import (
+from derivgraph.audit.runtime.freshness import (
     SAMPLE_BLOCK,
     holder_module,
     module_changes,
     sampled_digest,
     skip_reason,
 )
-from derivgraph.audit.reload_watch import watch
+from derivgraph.audit.runtime.reload_watch import watch
 
 # ---- the heuristic, without vLLM ----------------------------------------------------------------
 
@@ -118,7 +118,7 @@ vllm = pytest.importorskip("vllm")
 
 from derivgraph import StrictReloadError  # noqa: E402
 from tests.fixtures import vllm_models as vm  # noqa: E402
-from vllm_integration import oracle  # noqa: E402
+from vllm_integration import session  # noqa: E402
 
 A, B = vm.checkpoint(0), vm.checkpoint(1)
 
@@ -175,7 +175,7 @@ def test_strict_mode_names_an_undeclared_nonpersistent_buffer_left_stale(monkeyp
     assert model.layers[0].proj._planted_inv is startup
     assert torch.equal(startup, 2.0 / A["layers.0.proj.weight_scale"])
     assert not torch.equal(startup, 2.0 / B["layers.0.proj.weight_scale"])
-    assert oracle.state_for(model).counters.unrefreshed_last == 2
+    assert session.state_for(model).counters.unrefreshed_last == 2
 
 
 @pytest.mark.vllm
@@ -183,7 +183,7 @@ def test_strict_mode_passes_the_same_model_without_the_plant():
     with vm.derivgraph_hooks(mode="strict"):
         model = vm.build(A)
         _reload_checkpoint(model, B)  # every derived tensor declared and refilled
-        counters = oracle.state_for(model).counters
+        counters = session.state_for(model).counters
         assert counters.unrefreshed_last == 0 and counters.spec_mismatches_last == 0
         assert counters.last["spec_values"]["checked"] > 10  # the spec check ran, found nothing
 
@@ -193,7 +193,7 @@ def _overwrite_after_the_pass(monkeypatch, model) -> None:  # noqa: ANN001
     kernel using it as scratch). vLLM's own post-load output for ``_scale_inv`` cannot do it:
     layerwise reload drops a non-persistent buffer built on its temporary layer and the pass
     recomputes it; so the write is made right after the pass, before the strict check."""
-    from derivgraph.runtime import Plan
+    from derivgraph.runtime.plan import Plan
 
     def after(original):  # noqa: ANN001, ANN202
         def run(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
@@ -228,19 +228,19 @@ def test_strict_mode_names_a_declared_tensor_differing_from_its_spec(monkeypatch
 
 @pytest.mark.vllm
 def test_spec_value_difference_is_a_vllm_warning_outside_strict_mode(monkeypatch, vllm_log):  # noqa: ANN001
-    monkeypatch.setenv(oracle.VERIFY_SPECS_ENV, "1")
+    monkeypatch.setenv(session.VERIFY_SPECS_ENV, "1")
     with vm.derivgraph_hooks(mode="refill"):
         model = vm.build(A)
         _overwrite_after_the_pass(monkeypatch, model)
         _reload_checkpoint(model, B)  # no raise outside strict mode
-    assert oracle.state_for(model).counters.spec_mismatches_last == 2
+    assert session.state_for(model).counters.spec_mismatches_last == 2
     warnings = [r for r in vllm_log.records if r.levelno == logging.WARNING
                 and "differ from what their spec computes" in r.getMessage()]
     assert len(warnings) == 1 and "layers.0.proj._scale_inv" in warnings[0].getMessage()
-    monkeypatch.setenv(oracle.VERIFY_SPECS_ENV, "0")
-    assert not oracle.verify_specs_enabled("strict") and not oracle.verify_specs_enabled("refill")
-    monkeypatch.delenv(oracle.VERIFY_SPECS_ENV)
-    assert oracle.verify_specs_enabled("strict") and not oracle.verify_specs_enabled("refill")
+    monkeypatch.setenv(session.VERIFY_SPECS_ENV, "0")
+    assert not session.verify_specs_enabled("strict") and not session.verify_specs_enabled("refill")
+    monkeypatch.delenv(session.VERIFY_SPECS_ENV)
+    assert session.verify_specs_enabled("strict") and not session.verify_specs_enabled("refill")
 
 
 @pytest.fixture()
@@ -259,7 +259,7 @@ def vllm_log(caplog):  # noqa: ANN001, ANN201 - caplog attached to the "vllm" lo
 def test_changed_scalar_is_a_vllm_warning_and_fails_strict_mode(monkeypatch, vllm_log):  # noqa: ANN001
     monkeypatch.setattr(vm.SynScaledLinearMethod, "process_weights_after_loading",
                         _planting(_plant_float))
-    monkeypatch.delenv(oracle.ALLOW_RECAPTURE_ENV, raising=False)
+    monkeypatch.delenv(session.ALLOW_RECAPTURE_ENV, raising=False)
     with vm.derivgraph_hooks(mode="strict"):
         model = vm.build(A)
         with pytest.raises(StrictReloadError) as err:
@@ -272,18 +272,18 @@ def test_changed_scalar_is_a_vllm_warning_and_fails_strict_mode(monkeypatch, vll
     warnings = [r for r in vllm_log.records if r.levelno == logging.WARNING
                 and r.name.startswith("vllm") and "Python scalar" in r.getMessage()]
     assert len(warnings) == 1 and "layers.0.proj.weight_scale_float" in warnings[0].getMessage()
-    assert oracle.ALLOW_RECAPTURE_ENV in warnings[0].getMessage()
+    assert session.ALLOW_RECAPTURE_ENV in warnings[0].getMessage()
 
 
 @pytest.mark.vllm
 def test_changed_scalar_allowed_with_the_env_var_still_warns(monkeypatch, vllm_log):  # noqa: ANN001
     monkeypatch.setattr(vm.SynScaledLinearMethod, "process_weights_after_loading",
                         _planting(_plant_float))
-    monkeypatch.setenv(oracle.ALLOW_RECAPTURE_ENV, "1")
+    monkeypatch.setenv(session.ALLOW_RECAPTURE_ENV, "1")
     with vm.derivgraph_hooks(mode="strict"):
         model = vm.build(A)
         _reload_checkpoint(model, B)  # passes: the deployment recaptures
-    counters = oracle.state_for(model).counters
+    counters = session.state_for(model).counters
     assert counters.scalars_changed_last == 2 and counters.strict_failures == 0
     assert any(r.levelno == logging.WARNING and "Python scalar" in r.getMessage()
                for r in vllm_log.records)

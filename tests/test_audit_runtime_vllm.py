@@ -43,8 +43,8 @@ from vllm.model_executor.model_loader.weight_utils import default_weight_loader 
 from vllm.model_executor.utils import set_weight_attrs  # noqa: E402
 
 from derivgraph import load_spec_text  # noqa: E402
-from derivgraph.audit.census import take_census  # noqa: E402
-from derivgraph.audit.oracle import reload_oracle  # noqa: E402
+from derivgraph.audit.runtime.census import take_census  # noqa: E402
+from derivgraph.audit.runtime.oracle import reload_oracle  # noqa: E402
 
 E, H, N, LAYERS = 4, 256, 128, 2
 MOE = FusedMoEConfig(

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from derivgraph.audit.static import collect_files, locate_package, scan
-from derivgraph.audit.static_module import ModuleContext, audit_source
-from derivgraph.audit.static_sites import CATEGORIES
+from derivgraph.audit.static.module import ModuleContext, audit_source
+from derivgraph.audit.static.scan import collect_files, locate_package, scan
+from derivgraph.audit.static.sites import CATEGORIES
 from derivgraph.cli import main
-from derivgraph.loader import load_spec_text, load_specs
+from derivgraph.spec.load import load_spec_text, load_specs
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS = FIXTURES / "static_corpus"
@@ -476,7 +476,7 @@ class LinearThingMethod(
 
 
 def test_partial_parse_keeps_only_reached_methods_and_finds_the_same_sites(tmp_path):
-    from derivgraph.audit.static_segments import _ClassText
+    from derivgraph.audit.static.segments import _ClassText
 
     path = tmp_path / "methods.py"
     path.write_text(_METHODS)
@@ -598,7 +598,7 @@ def test_cli_text_without_rich(capsys, monkeypatch):
 
 
 def test_render_text_can_require_rich(monkeypatch):
-    from derivgraph.audit.static_report import render_text
+    from derivgraph.audit.static.report import render_text
 
     monkeypatch.setitem(sys.modules, "rich", None)
     with pytest.raises(ImportError, match="rich is not installed"):
@@ -646,7 +646,7 @@ def test_progress_logs_without_a_tty(caplog, monkeypatch):
     from derivgraph.audit import static_cli
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
-    with caplog.at_level(logging.INFO, logger="derivgraph.audit.static_cli"):
+    with caplog.at_level(logging.INFO, logger="derivgraph.cli.audit_static"):
         with static_cli._progress() as progress:
             for i in range(1, 21):
                 progress(i, 20, f"f{i}.py")
@@ -661,7 +661,7 @@ def test_severity_follows_the_engine_rule_table(corpus_report):
     got = {(f.line, f.attr): (f.severity.value, f.store) for f in corpus_report.findings
            if f.file.endswith("severity_cases.py")}
     assert got == SEVERITIES
-    from derivgraph.audit.static_semantics import VLLM_0_33, Severity, Store
+    from derivgraph.audit.static.semantics import VLLM_0_33, Severity, Store
 
     assert {s for s, r in VLLM_0_33.items() if r.survives} == {
         Store.LAYER_PARAMETER, Store.PLACEHOLDER, Store.VIEW_OF_KEPT, Store.NOT_FROM_WEIGHTS,
@@ -700,7 +700,7 @@ specs:
 
 
 def test_construction_sites_name_the_enclosing_class_and_outermost_function():
-    from derivgraph.audit.static_construction import built_at_construction, construction_sites
+    from derivgraph.audit.static.construction import built_at_construction, construction_sites
 
     text = (CORPUS / "review_fixes.py").read_text()
     names = {"CollectiveKernel", "RebuiltKernel", "Nowhere"}
@@ -718,7 +718,7 @@ def test_construction_sites_name_the_enclosing_class_and_outermost_function():
 def test_only_argument_less_module_hooks_are_initial_load_only():
     import ast
 
-    from derivgraph.audit.static_scope import is_initial_load_root
+    from derivgraph.audit.static.scope import is_initial_load_root
 
     def root(src: str) -> ast.FunctionDef:
         return ast.parse(src).body[0]  # type: ignore[return-value]
@@ -743,7 +743,7 @@ def test_info_and_dynamic_sites_do_not_fail_strict(corpus_report):
 
 
 def test_a_fold_is_declared_only_by_a_fold_entry():
-    from derivgraph.spec import DerivedTensor
+    from derivgraph.spec.model import DerivedTensor
 
     report = scan([CORPUS / "folds.py"], specs=[], jobs=1,
                   declared_folds=[("FoldedRouterModel", "weight")])
@@ -768,7 +768,7 @@ specs:
 # ---- verdicts of the executable audit -----------------------------------------------------------
 
 def test_verdicts_are_applied_by_class_and_attribute(corpus_report, capsys):
-    from derivgraph.audit.static_verdicts import Verdict, apply_verdicts
+    from derivgraph.audit.static.verdicts import Verdict, apply_verdicts
 
     findings = corpus_report.findings
     plain = next(f for f in findings if f.attr == "plain_t")
@@ -788,7 +788,7 @@ def test_verdicts_are_applied_by_class_and_attribute(corpus_report, capsys):
     with pytest.raises(TypeError):
         apply_verdicts(findings, {("SeverityLinearMethod", "plain_t"): "confirmed"})
     assert out[0].as_json()["verdict"] in {v.value for v in Verdict}
-    from derivgraph.audit.sarif import to_sarif
+    from derivgraph.audit.static.sarif import to_sarif
 
     report = dataclasses.replace(corpus_report, findings=out)
     sarif = to_sarif(report)["runs"][0]["results"]

@@ -15,7 +15,7 @@ from torch import nn
 
 from derivgraph import AdoptionError, compile_plan, load_spec_file
 from derivgraph.cli import main
-from derivgraph.loader import builtin_specs
+from derivgraph.spec.load import builtin_specs
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC_DIR = ROOT / "specs"

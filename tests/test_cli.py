@@ -10,7 +10,7 @@ import pytest
 
 from derivgraph import builtin_specs
 from derivgraph.cli import main
-from derivgraph.schema import SCHEMA_PATH, spec_schema
+from derivgraph.spec.schema import SCHEMA_PATH, spec_schema
 
 
 def _run(capsys, *argv: str) -> tuple[int, str]:
@@ -51,7 +51,7 @@ def test_validate_ok_and_bad(capsys, fixtures):
     ("mermaid", "flowchart LR"),
 ])
 def test_graph_formats(capsys, fmt, needle):
-    code, out = _run(capsys, "graph", "examples/specs/reference.yaml", "--format", fmt)
+    code, out = _run(capsys, "graph", "derivgraph/tools/specs/reference.yaml", "--format", fmt)
     assert code == 0 and needle in out
 
 
@@ -98,7 +98,7 @@ def test_schema_validates_example_specs():
     import yaml
 
     schema = spec_schema()
-    with open("examples/specs/reference.yaml") as fh:
+    with open("derivgraph/tools/specs/reference.yaml") as fh:
         jsonschema.validate(yaml.safe_load(fh), schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"version": 1, "specs": [{"name": "x", "colour": 1}]}, schema)

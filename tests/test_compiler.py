@@ -7,16 +7,17 @@ import torch
 
 import derivgraph
 from derivgraph import DerivedTensor, Spec, Target, compile_plan, load_specs
-from derivgraph.audit.census import fingerprint
-from derivgraph.examples.reference_models import (
+from derivgraph.audit.runtime.census import fingerprint
+from derivgraph.compiler.ir import NodeKind
+from derivgraph.planner import bits_equal
+from derivgraph.runtime.plan import PassFault, SourceChanged
+from derivgraph.spec.kinds import TensorKind
+from derivgraph.tools.reference_models import (
     RefConfig,
     build_reference_model,
     make_weights,
     reference_spec_path,
 )
-from derivgraph.ir import NodeKind, TensorKind
-from derivgraph.plan import bits_equal
-from derivgraph.runtime import PassFault, SourceChanged
 from tests.toy import Toy, ToyStack
 
 CFG = RefConfig(layers=3)

@@ -6,14 +6,14 @@ import pytest
 import torch
 
 from derivgraph import compile_plan, load_specs
-from derivgraph.capture import capture
-from derivgraph.examples.reference_models import (
+from derivgraph.planner import bits_equal
+from derivgraph.runtime.replay import capture
+from derivgraph.tools.reference_models import (
     RefConfig,
     build_reference_model,
     make_weights,
     reference_spec_path,
 )
-from derivgraph.plan import bits_equal
 
 pytestmark = pytest.mark.gpu
 CFG = RefConfig(layers=4)

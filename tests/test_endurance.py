@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from derivgraph import compile_plan, load_specs
-from derivgraph.capture import capture
-from derivgraph.examples.reference_models import (
+from derivgraph.runtime.replay import capture
+from derivgraph.tools.reference_models import (
     RefConfig,
     build_reference_model,
     make_weights,

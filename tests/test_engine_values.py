@@ -14,14 +14,14 @@ from derivgraph import (
     register_op,
     unregister_op,
 )
-from derivgraph.engine_values import EngineComputedError
+from derivgraph.compiler.engine import EngineComputedError
 from derivgraph.examples.cutlass_w4a8 import (
     build_w4a8_model,
     make_w4a8_weights,
     w4a8_layout_strides,
 )
 from derivgraph.paths import get_path
-from derivgraph.validate import validate_specs
+from derivgraph.spec.check import validate_specs
 
 QM = "layers.{i}.quant_method"
 FE = "layers.{i}.quant_method.moe_kernel.fused_experts"

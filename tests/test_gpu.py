@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from derivgraph import compile_plan, load_specs
-from derivgraph.capture import capture
-from derivgraph.demo import run_demo
-from derivgraph.examples.reference_models import (
+from derivgraph.runtime.replay import capture
+from derivgraph.tools.demo import run_demo
+from derivgraph.tools.reference_models import (
     RefConfig,
     build_reference_model,
     make_weights,

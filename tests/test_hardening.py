@@ -12,11 +12,11 @@ from torch import nn
 
 import derivgraph
 from derivgraph import Rule, SpecValidationError, compile_plan
-from derivgraph.expr import CATALOGUE_PATH, registry_catalogue
-from derivgraph.limits import LIMITS, LimitError, check_numel, fold
+from derivgraph.limits import LIMITS, LimitError, check_numel, fold_constant
 from derivgraph.paths import MISSING, get_path, set_slot
-from derivgraph.spec import MODULE_RESERVED
-from derivgraph.validate import check_specs
+from derivgraph.spec.check import check_specs
+from derivgraph.spec.expr import CATALOGUE_PATH, registry_catalogue
+from derivgraph.spec.model import MODULE_RESERVED
 from tests.toy import Toy
 
 
@@ -39,7 +39,7 @@ def test_module_reserved_covers_installed_torch():
 
 def test_op_catalogue_matches_the_registry():
     """validate checks ops without torch from schema/ops.json; it must equal the registry.
-    Regenerate: python3 -c "import json; from derivgraph.expr import registry_catalogue as r,
+    Regenerate: python3 -c "import json; from derivgraph.spec.expr import registry_catalogue as r,
     CATALOGUE_PATH as p; p.write_text(json.dumps(r(), indent=1) + '\\n')"."""
     assert json.loads(CATALOGUE_PATH.read_text()) == registry_catalogue()
 
@@ -125,13 +125,13 @@ def test_param_folding_is_bounded():
 
 
 def test_fold_and_numel_units():
-    assert fold("pow", 2, 62) == 2 ** 62 and fold("mul", "ab", 3) == "ababab"
+    assert fold_constant("pow", 2, 62) == 2 ** 62 and fold_constant("mul", "ab", 3) == "ababab"
     for a, op, b in [(2, "pow", 10 ** 10), ("ab", "mul", 10 ** 9), (10.0, "pow", 400),
                      (2 ** 40, "mul", 2 ** 40), ([0], "mul", 10 ** 6)]:
         with pytest.raises(LimitError):
-            fold(op, a, b)
+            fold_constant(op, a, b)
     with pytest.raises(ZeroDivisionError):
-        fold("div", 1, 0)
+        fold_constant("div", 1, 0)
     check_numel([1000, 1000], "ok")
     with pytest.raises(LimitError, match="10000000000000000 elements"):
         check_numel([10 ** 8, 10 ** 8], "x")

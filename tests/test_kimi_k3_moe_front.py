@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from derivgraph import AdoptionError, compile_plan, load_spec_file
-from derivgraph.audit.reload_watch import watch
+from derivgraph.audit.runtime.reload_watch import watch
 from derivgraph.examples.reference_kimi_k3_moe_front import (
     MOE_LAYERS,
     KimiLinearForCausalLM,
@@ -183,30 +183,30 @@ def test_building_the_specialized_decode_recompiles_the_holders_plan() -> None:
     """vLLM compiles the plan at the post-load step, then its model state builds the decode."""
     from torch import nn
 
-    from vllm_integration import oracle
+    from vllm_integration import session
 
     root = nn.Module()  # like KimiK3ForConditionalGeneration holding the language model
     root.language_model = lm = KimiLinearForCausalLM(16)
     load_in_place(lm, _weights(1, 16))
-    oracle.attach(root)  # the post-load step: no specialized decode yet, nothing to declare
+    session.attach(root)  # the post-load step: no specialized decode yet, nothing to declare
     try:
-        assert len(oracle.plan_for(root)) == 0
+        assert len(session.plan_for(root)) == 0
         build = wrap_build_specialized_decode(KimiLinearForCausalLM.build_specialized_decode)
         build(lm, 16, 15, wrap_pack_front(pack_front))  # what KimiK3ModelState.__init__ runs
-        plan = oracle.plan_for(root)
+        plan = session.plan_for(root)
         keys = [f"language_model.{k}" for k in [*FRONT_KEYS, DENSE_KEY]]
         assert sorted(plan.entries) == sorted(keys)
         startup = {k: (plan.entries[k].storage, plan.entries[k].storage.data_ptr()) for k in keys}
-        oracle.begin(root, "load-weights")  # an in-place reload the hooks report
+        session.begin(root, "load-weights")  # an in-place reload the hooks report
         load_in_place(lm, _weights(2, 16))
-        report = oracle.end(root)
+        report = session.end(root)
         assert report is not None and report.moved == []
         for key, cold in zip(keys, _cold_fronts(2, 16, 15)):  # the two fronts
             obj, ptr = startup[key]
             assert plan.entries[key].storage is obj and obj.data_ptr() == ptr
             assert torch.equal(obj, cold), key
     finally:
-        oracle.detach(root)
+        session.detach(root)
 
 
 _BAD_SPEC = """version: 1
@@ -227,7 +227,7 @@ def test_a_spec_problem_at_the_replan_keeps_the_load_plan_and_fails_only_in_stri
     from torch import nn
 
     from derivgraph import SpecValidationError
-    from vllm_integration import oracle
+    from vllm_integration import session
     from vllm_integration.config import SPECS_ENV
 
     (tmp_path / "broken.yaml").write_text(_BAD_SPEC)
@@ -236,7 +236,7 @@ def test_a_spec_problem_at_the_replan_keeps_the_load_plan_and_fails_only_in_stri
     root = nn.Module()
     root.language_model = lm = KimiLinearForCausalLM(8)
     load_in_place(lm, _weights(1, 8))
-    at_load = oracle.attach(root)  # matches nothing yet: the broken spec needs the decode
+    at_load = session.attach(root)  # matches nothing yet: the broken spec needs the decode
     build = wrap_build_specialized_decode(KimiLinearForCausalLM.build_specialized_decode)
     try:
         if mode == "strict":
@@ -245,9 +245,9 @@ def test_a_spec_problem_at_the_replan_keeps_the_load_plan_and_fails_only_in_stri
         else:
             build(lm, 8, 3, wrap_pack_front(pack_front))
             assert "not kept across reloads" in caplog.text and "DG007" in caplog.text
-        assert oracle.plan_for(root) is at_load  # the plan compiled at load stays
+        assert session.plan_for(root) is at_load  # the plan compiled at load stays
     finally:
-        oracle.detach(root)
+        session.detach(root)
 
 
 @pytest.mark.vllm

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from derivgraph import Rule, SpecValidationError, compile_plan, load_spec_text, load_specs
-from derivgraph.capture import capture
+from derivgraph.compiler.fold import FoldReappliedError
 from derivgraph.examples.muse_spark import (
     FlaglessMuseSpark1xMoE,
     MuseSparkTextConfig,
@@ -21,8 +21,8 @@ from derivgraph.examples.muse_spark import (
     make_muse_weights,
     materialize_residual_path_constants,
 )
-from derivgraph.fold import FoldReappliedError
 from derivgraph.paths import get_path
+from derivgraph.runtime.replay import capture
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -237,7 +237,7 @@ def test_bad_fold_declarations_fail_at_compile(weights, entry, message):
 
 
 def test_fold_formula_reading_another_tensor_fails_validation():
-    from derivgraph.validate import validate_specs
+    from derivgraph.spec.check import validate_specs
 
     specs = load_spec_text(_fold_spec(
         "{name: weight, owner: router, kind: fold, formula: 'weight * expert_bias'}"), "x.yaml")

@@ -22,7 +22,6 @@ from vllm.models.muse_spark.common import layers as vllm_layers  # noqa: E402
 from vllm.models.muse_spark.nvidia.model import MuseSpark1xMoE as VllmMuseSpark1xMoE  # noqa: E402
 
 from derivgraph import compile_plan, load_specs  # noqa: E402
-from derivgraph.capture import capture  # noqa: E402
 from derivgraph.examples.muse_spark import (  # noqa: E402
     MuseSpark1xMoE,
     MuseSparkTextConfig,
@@ -30,6 +29,7 @@ from derivgraph.examples.muse_spark import (  # noqa: E402
     make_muse_weights,
 )
 from derivgraph.paths import get_path  # noqa: E402
+from derivgraph.runtime.replay import capture  # noqa: E402
 
 SPEC = Path(__file__).resolve().parents[1] / "specs" / "vllm_muse_spark.yaml"
 CFG = MuseSparkTextConfig()

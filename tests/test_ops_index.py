@@ -1,4 +1,4 @@
-"""Index ops (arange, repeat_interleave, eq, index_select) and tuple holders (derivgraph.holders).
+"""Index ops (arange, repeat_interleave, eq, index_select) and tuple holders (derivgraph.runtime.containers).
 
 Each op: eager vs its ``out=`` path, its shape/dtype rule vs torch, its size bound (DG016), and
 a bad spec for its misuse, refused at the spec's file:line before any tensor is touched. Tuple
@@ -19,7 +19,7 @@ from torch import nn
 from derivgraph import Rule, SpecValidationError, compile_plan, load_spec_file
 from derivgraph.ops import OPS
 from derivgraph.paths import get_path
-from derivgraph.validate import check_specs
+from derivgraph.spec.check import check_specs
 
 # ---- the ops ----------------------------------------------------------------------------------
 
@@ -339,8 +339,8 @@ def test_tuple_items_must_equal_their_formulas(tmp_path) -> None:
 
 def test_static_audit_matches_a_tuple_site_to_its_declared_items(tmp_path) -> None:
     """The audit sees `self.splits = (...)`; a spec declaring the tuple's items declares it."""
-    from derivgraph.audit.static_match import SpecIndex
-    from derivgraph.audit.static_sites import RawSite
+    from derivgraph.audit.static.match import SpecIndex
+    from derivgraph.audit.static.sites import RawSite
 
     def site(attr: str) -> RawSite:
         return RawSite(line=1, col=0, cls="Splits", function="post_load", attr=attr,

@@ -23,9 +23,9 @@ def test_wheel_contents(tmp_path):
         entry_points = next(zf.read(n).decode() for n in names if n.endswith("entry_points.txt"))
     for spec in sorted((ROOT / "specs").glob("*.yaml")):
         assert f"derivgraph/spec_library/{spec.name}" in names
-    assert "derivgraph/examples/specs/reference.yaml" in names
-    assert "derivgraph/schema/spec.schema.json" in names
-    assert "derivgraph/schema/ops.json" in names  # validate's torch-free op catalogue
+    assert "derivgraph/tools/specs/reference.yaml" in names
+    assert "derivgraph/spec/schema/spec.schema.json" in names
+    assert "derivgraph/spec/schema/ops.json" in names  # validate's torch-free op catalogue
     for module in sorted((ROOT / "derivgraph").rglob("*.py")):  # every subpackage ships
         rel = module.relative_to(ROOT).as_posix()
         if not rel.startswith(("derivgraph/spec_library/", "derivgraph/examples/")):

@@ -8,7 +8,7 @@ from torch import nn
 
 import derivgraph
 from derivgraph import DerivedTensor, Spec, Target, compile_plan, load_spec_text
-from derivgraph.audit.census import fingerprint
+from derivgraph.audit.runtime.census import fingerprint
 from tests.toy import Kernel, Toy, ToyStack
 
 

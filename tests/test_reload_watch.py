@@ -15,10 +15,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from derivgraph.audit.census import reach, take_census
-from derivgraph.audit.fingerprint import fingerprint, fingerprints
-from derivgraph.audit.freshness import SAMPLE_BYTES, sampled_digest, sampled_digests
-from derivgraph.audit.reload_watch import watch
+from derivgraph.audit.runtime.census import reach, take_census
+from derivgraph.audit.runtime.fingerprint import fingerprint, fingerprints
+from derivgraph.audit.runtime.freshness import SAMPLE_BYTES, sampled_digest, sampled_digests
+from derivgraph.audit.runtime.reload_watch import watch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import bench_census  # noqa: E402 - the benchmark's vLLM-shaped model

@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 import derivgraph
 from derivgraph import Rule, SpecValidationError, compile_plan, load_spec_file
-from derivgraph.validate import validate_specs
+from derivgraph.spec.check import validate_specs
 from tests.toy import Toy
 
 

@@ -19,10 +19,10 @@ from torch import nn
 
 from derivgraph import load_spec_file
 from derivgraph.cli import main
+from derivgraph.tools.reference import reference_model, reference_post_load
 from derivgraph.trace import trace_model
-from derivgraph.trace.compare import compare_specs
+from derivgraph.trace.equivalence import compare_specs
 from derivgraph.trace.proof import CheckpointReload
-from derivgraph.trace.reference import reference_model, reference_post_load
 
 
 def _entries(outcome):
@@ -73,7 +73,7 @@ def test_reference_draft_is_proven_and_generalised(reference):
 
 def test_reference_trace_equals_hand_written(reference):
     from derivgraph import load_specs
-    from derivgraph.examples.reference_models import reference_spec_path
+    from derivgraph.tools.reference_models import reference_spec_path
 
     one, two = (CheckpointReload(reference_model, reference_post_load) for _ in range(2))
     result = {c.module_class: c for c in compare_specs(
@@ -87,7 +87,7 @@ def test_reference_trace_equals_hand_written(reference):
 def test_compare_goes_red_on_a_wrong_formula(reference):
     """Canary: a traced spec with one wrong value must not compare equivalent."""
     from derivgraph import load_spec_text, load_specs
-    from derivgraph.examples.reference_models import reference_spec_path
+    from derivgraph.tools.reference_models import reference_spec_path
 
     bad = load_spec_text(reference.yaml.replace('"reciprocal(w13_input_scale)"',
                                                 '"reciprocal(w2_input_scale)"'))
@@ -381,7 +381,7 @@ def test_cli_package_drafts_every_runnable_case(monkeypatch, tmp_path: Path, cap
     import types
     from dataclasses import dataclass as dc
 
-    from derivgraph.examples.reference_models import RefConfig, build_reference_model, make_weights
+    from derivgraph.tools.reference_models import RefConfig, build_reference_model, make_weights
 
     class NotRunnable(Exception):
         pass

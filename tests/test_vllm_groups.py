@@ -10,7 +10,7 @@ pytest.importorskip("vllm")
 
 
 def test_nothing_is_registered_before_model_parallel_init() -> None:
-    from derivgraph.collectives import clear_groups
+    from derivgraph.ops.collectives import clear_groups
     from vllm_integration.groups import register_vllm_groups
 
     clear_groups()
@@ -18,8 +18,8 @@ def test_nothing_is_registered_before_model_parallel_init() -> None:
 
 
 def test_register_vllm_groups_after_model_parallel_init(vllm_parallel) -> None:
-    from derivgraph.collectives import get_group, world_size
     from derivgraph.ops import OPS
+    from derivgraph.ops.collectives import get_group, world_size
     from vllm_integration.groups import register_vllm_groups
 
     ps = vllm_parallel

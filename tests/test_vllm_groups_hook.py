@@ -19,7 +19,7 @@ pytestmark = pytest.mark.vllm
 pytest.importorskip("vllm")
 
 from tests.fixtures import vllm_models as vm  # noqa: E402
-from vllm_integration import groups, oracle  # noqa: E402
+from vllm_integration import groups, session  # noqa: E402
 
 GATHERED = "all_gather(reciprocal(weight_scale), 0, group='tp')"
 
@@ -43,7 +43,7 @@ def _layerwise(model: torch.nn.Module, weights: dict[str, torch.Tensor]) -> None
 
 def test_hook_registers_groups_so_a_collective_formula_compiles(
         vllm_parallel, collective_spec: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from derivgraph.collectives import get_group
+    from derivgraph.ops.collectives import get_group
 
     calls: list[dict[str, int]] = []
     real = groups.register_vllm_groups
@@ -59,7 +59,7 @@ def test_hook_registers_groups_so_a_collective_formula_compiles(
         tp = vllm_parallel.get_tp_group().device_group
         assert get_group("tp") is tp and get_group("dcp") is vllm_parallel.get_dcp_group(
         ).device_group
-        plan = oracle.plan_for(model)
+        plan = session.plan_for(model)
         assert plan is not None, "the collective formula did not compile under the hook"
         key = "layers.0.proj._scale_inv"
         assert key in plan.entries and plan.entries[key].adopted
@@ -69,7 +69,7 @@ def test_hook_registers_groups_so_a_collective_formula_compiles(
         for seed in (1, 0):  # A -> B -> A through vLLM's layerwise reload
             _layerwise(model, vm.checkpoint(seed))
             assert get_group("tp") is tp
-            assert oracle.plan_for(model) is plan
+            assert session.plan_for(model) is plan
             scale_inv = model.layers[0].proj._scale_inv
             assert scale_inv is startup and scale_inv.data_ptr() == ptr
             cold_scale = vm.checkpoint(seed)["layers.0.proj.weight_scale"]
@@ -79,7 +79,7 @@ def test_hook_registers_groups_so_a_collective_formula_compiles(
         second = vm.build(vm.checkpoint(1))
         assert len(calls) == 2 and calls[1] == calls[0]
         assert get_group("tp") is tp
-        assert oracle.plan_for(second) is not None and oracle.plan_for(model) is plan
+        assert session.plan_for(second) is not None and session.plan_for(model) is plan
         _layerwise(model, vm.checkpoint(1))  # the first model's plan still refills
         assert torch.equal(model.layers[0].proj._scale_inv,
                            second.layers[0].proj._scale_inv)
@@ -89,7 +89,7 @@ def test_without_the_registration_the_collective_plan_fails(
         vllm_parallel, collective_spec: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Canary: with the hook's call made a no-op, DG040 stops the plan (strict mode raises)."""
     from derivgraph import DerivgraphError
-    from derivgraph.collectives import CollectiveGroupError
+    from derivgraph.ops.collectives import CollectiveGroupError
 
     monkeypatch.setattr(groups, "register_vllm_groups", lambda: {})
     with vm.derivgraph_hooks(specs=collective_spec, mode="strict"):

@@ -13,11 +13,11 @@ import torch
 
 pytest.importorskip("vllm")
 
-from derivgraph.audit.capture_audit import CaptureAuditError  # noqa: E402
-from derivgraph.capture import ReadRecorder  # noqa: E402
-from derivgraph.loader import load_specs  # noqa: E402
+from derivgraph.audit.runtime.capture import CaptureAuditError  # noqa: E402
+from derivgraph.runtime.replay import ReadRecorder  # noqa: E402
+from derivgraph.spec.load import load_specs  # noqa: E402
 from tests.fixtures import capture_canaries as cc  # noqa: E402
-from vllm_integration import hooks, oracle  # noqa: E402
+from vllm_integration import hooks, session  # noqa: E402
 from vllm_integration.config import CAPTURE_AUDIT_ENV, MODE_ENV  # noqa: E402
 
 pytestmark = pytest.mark.vllm
@@ -34,7 +34,7 @@ def capturing(monkeypatch):
 
 def _planned(hide: bool) -> cc.CanaryModel:
     model = cc.CanaryModel(hide=hide)
-    oracle.attach(model, load_specs([cc.SPEC_PATH]))
+    session.attach(model, load_specs([cc.SPEC_PATH]))
     return model
 
 
@@ -56,7 +56,7 @@ def test_strict_capture_fails_on_an_undeclared_read(capturing):
         ok = _planned(hide=False)
         assert _call(ok)(object(), cc.static_input(ok)).shape == (4, cc.H)
     finally:
-        oracle.detach(model)
+        session.detach(model)
         if not was:
             hooks.uninstall()
 
@@ -72,7 +72,7 @@ def test_the_audit_is_off_outside_strict_mode_or_when_disabled(capturing, monkey
         monkeypatch.setenv(MODE_ENV, "refill")
         _call(model)(object(), cc.static_input(model))
     finally:
-        oracle.detach(model)
+        session.detach(model)
         if not was:
             hooks.uninstall()
 

@@ -15,10 +15,10 @@ import torch
 
 pytest.importorskip("vllm")
 
-from derivgraph.capture import capture  # noqa: E402
+from derivgraph.runtime.replay import capture  # noqa: E402
 from tests.fixtures import vllm_models as vm  # noqa: E402
-from vllm_integration import oracle  # noqa: E402
-from vllm_integration.audit import compare, snapshot  # noqa: E402
+from vllm_integration import session  # noqa: E402
+from vllm_integration.snapshot import compare, snapshot  # noqa: E402
 
 pytestmark = pytest.mark.vllm
 
@@ -107,10 +107,10 @@ def test_checkpoint_format_engine_refills_after_finish(backend):
             engine.wire = weights
             extra = {"ipc_handles": [{} for _ in weights]} if backend == "ipc" else {}
             _session(engine, _info(weights, **extra))
-            assert compare(before, model, oracle.plan_for(model).declared().values()).moved == []
+            assert compare(before, model, session.plan_for(model).declared().values()).moved == []
             assert vm.differing(model, ref) == []
             assert torch.equal(graph.replay(), out)
-        counters = oracle.state_for(model).counters
+        counters = session.state_for(model).counters
     assert counters.reloads == counters.layerwise == counters.refills == 2
 
 
@@ -161,7 +161,7 @@ def test_sparse_patch_engine_recomputes_dependents_in_place(enabled):
             return
         assert stale == []
         assert torch.equal(graph.replay(), out)
-        state = oracle.state_for(model)
+        state = session.state_for(model)
     last = state.counters.last
     assert last["session"] == "weight-transfer" and not last["layerwise"]
     assert last["loaded_names"] == 1  # the runtime name load_weights reported

@@ -16,10 +16,10 @@ import torch
 pytest.importorskip("vllm")
 
 from derivgraph import StrictReloadError  # noqa: E402
-from derivgraph.capture import capture  # noqa: E402
+from derivgraph.runtime.replay import capture  # noqa: E402
 from tests.fixtures import vllm_models as vm  # noqa: E402
-from vllm_integration import oracle  # noqa: E402
-from vllm_integration.audit import compare, snapshot  # noqa: E402
+from vllm_integration import session  # noqa: E402
+from vllm_integration.snapshot import compare, snapshot  # noqa: E402
 
 pytestmark = pytest.mark.vllm
 
@@ -69,7 +69,7 @@ class _Startup:
         self.stacked = self.model._stacked_w13_scale
 
     def moved(self) -> list[str]:
-        plan = oracle.plan_for(self.model)
+        plan = session.plan_for(self.model)
         declared = plan.declared().values() if plan is not None else ()
         result = compare(self.before, self.model, declared)
         return result.moved + result.undeclared
@@ -131,14 +131,14 @@ def test_without_plugin_a_kernel_format_reload_leaves_derived_tensors_stale(cold
 def test_layerwise_reload_keeps_storage_and_matches_cold_start_a_b_a(cold, reload):  # noqa: ANN001
     with vm.derivgraph_hooks():
         s = _Startup()
-        plan = oracle.plan_for(s.model)
+        plan = session.plan_for(s.model)
         assert plan is not None and len(plan) == 39
         assert all(e.adopted for e in plan.entries.values())  # vLLM's tensors, adopted
         reload(s.model, B)
         _assert_exact(s, cold, "B")
         reload(s.model, A)
         _assert_exact(s, cold, "A")
-        counters = oracle.state_for(s.model).counters
+        counters = session.state_for(s.model).counters
     assert counters.reloads == counters.layerwise == counters.refills == 2
     assert counters.moved_last == 0 and counters.tensors_written > 0
 
@@ -151,7 +151,7 @@ def test_kernel_format_reload_recomputes_what_depends_on_the_loaded_names(cold):
         # only layer 1's weight scale changes: only its dependents are recomputed
         w = cold["A"][0].layers[1].moe.w13_weight_scale.clone() * 3
         _reload_kernel(s.model, [("layers.1.moe.w13_weight_scale", w)])
-        state = oracle.state_for(s.model)
+        state = session.state_for(s.model)
         report = state.counters.last["report"]
         assert state.counters.last["loaded_names"] == 1 and report["mode"] == "recompute"
         experts1 = s.model.layers[1].moe.quant_method.moe_kernel.fused_experts
@@ -166,7 +166,7 @@ def test_recompute_mode_uses_the_formulas(cold):
         s = _Startup()
         _reload_checkpoint(s.model, B)
         _assert_exact(s, cold, "B")
-        assert oracle.state_for(s.model).counters.recomputes == 1
+        assert session.state_for(s.model).counters.recomputes == 1
 
 
 def test_mode_off_at_runtime_passes_through(cold):
@@ -175,13 +175,13 @@ def test_mode_off_at_runtime_passes_through(cold):
     with vm.derivgraph_hooks(mode="off"):
         _layerwise(s.model, B)
     assert s.moved() != []
-    assert oracle.state_for(s.model).counters.reloads == 0
+    assert session.state_for(s.model).counters.reloads == 0
 
 
 def test_a_model_without_matching_specs_gets_an_empty_plan_and_no_census():
     with vm.derivgraph_hooks(specs=None):
         model = vm.build(A)
-        state = oracle.state_for(model)
+        state = session.state_for(model)
         assert state is not None and len(state.plan) == 0
         _layerwise(model, B)
         assert state.baseline is None and state.counters.tensors_written == 0
@@ -205,7 +205,7 @@ def test_strict_mode_fails_a_reload_that_moves_an_undeclared_tensor(monkeypatch)
     assert "moved: layers.0.moe.quant_method.planted_scale" in err.value.paths
     assert "moved: layers.1.moe.quant_method.planted_scale" in err.value.paths
     assert len(err.value.paths) == 2
-    assert oracle.state_for(model).counters.strict_failures == 1
+    assert session.state_for(model).counters.strict_failures == 1
 
 
 def test_strict_mode_fails_a_reload_that_adds_an_undeclared_tensor(monkeypatch):
@@ -214,5 +214,5 @@ def test_strict_mode_fails_a_reload_that_adds_an_undeclared_tensor(monkeypatch):
         monkeypatch.setattr(vm.SynFp8MoEMethod, "plant", True)  # appears on the reload
         with pytest.raises(StrictReloadError, match="undeclared derived tensor"):
             _layerwise(model, B)
-    assert oracle.state_for(model).counters.undeclared_last == 2
+    assert session.state_for(model).counters.undeclared_last == 2
 

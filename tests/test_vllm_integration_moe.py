@@ -57,7 +57,7 @@ from vllm.model_executor.utils import replace_parameter, set_weight_attrs  # noq
 
 from derivgraph.paths import get_path  # noqa: E402
 from tests.fixtures import vllm_models as vm  # noqa: E402
-from vllm_integration import oracle  # noqa: E402
+from vllm_integration import session  # noqa: E402
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
@@ -273,7 +273,7 @@ def _value(model: nn.Module, path: str) -> torch.Tensor:
 def test_layerwise_reload_refills_the_startup_quant_config_and_experts(case, cold):
     with vm.derivgraph_hooks(mode="strict", specs=None):  # the built-in specs alone
         model = _build(case, 0)
-        plan = oracle.plan_for(model)
+        plan = session.plan_for(model)
         assert case.specs <= {row["spec"] for row in plan.rows()}
         assert all(e.adopted for e in plan.entries.values() if e.node.kind != "scalar")
         layer = model.layers[0]
@@ -288,7 +288,7 @@ def test_layerwise_reload_refills_the_startup_quant_config_and_experts(case, col
             for path, tensor in startup.items():
                 assert _value(model, path) is tensor  # the new objects hold the startup tensor
                 assert torch.equal(tensor, _value(ref, path))  # ... with the new values
-        counters = oracle.state_for(model).counters
+        counters = session.state_for(model).counters
     assert counters.refills == 2 and counters.strict_failures == 0 and counters.moved_last == 0
 
 

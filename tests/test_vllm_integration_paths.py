@@ -24,10 +24,10 @@ from torch import nn
 
 pytest.importorskip("vllm")
 
-from derivgraph.capture import capture  # noqa: E402
+from derivgraph.runtime.replay import capture  # noqa: E402
 from tests.fixtures import vllm_models as vm  # noqa: E402
-from vllm_integration import oracle  # noqa: E402
-from vllm_integration.audit import compare, snapshot  # noqa: E402
+from vllm_integration import session  # noqa: E402
+from vllm_integration.snapshot import compare, snapshot  # noqa: E402
 from vllm_integration.worker_extension import DerivgraphWorkerExtension  # noqa: E402
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]  # imports vLLM's GPU worker (~1 min)
@@ -126,7 +126,7 @@ class _Startup:
         self.worker = _worker(self.model)
 
     def moved(self) -> list[str]:
-        plan = oracle.plan_for(self.model)
+        plan = session.plan_for(self.model)
         result = compare(self.before, self.model, plan.declared().values() if plan else ())
         return result.moved + result.undeclared
 
@@ -160,7 +160,7 @@ def test_wake_up_recomputes_every_declared_tensor(cold, level):
         s = _Startup()
         s.worker.sleep(level=level)
         s.worker.wake_up(tags=["weights"])
-        state = oracle.state_for(s.model)
+        state = session.state_for(s.model)
         assert state.counters.last["session"] == "wake-up"
         assert state.counters.recomputes == 1 and state.counters.tensors_written > 0
         assert s.exact(cold, "A")
@@ -181,7 +181,7 @@ def test_level_2_sleep_then_reload_rpc_matches_a_cold_start_of_the_new_weights(c
         assert s.exact(cold, "B")
         run_method(s.worker, "reload_weights", (), {"weights_iterator": iter(A.items())})
         assert s.exact(cold, "A")
-        counters = oracle.state_for(s.model).counters
+        counters = session.state_for(s.model).counters
     assert counters.reloads == 3 and counters.strict_failures == 0
 
 
@@ -238,6 +238,6 @@ def test_load_weights_on_a_live_model(cold, enabled):
                 assert not torch.equal(s.graph.replay(), refs["B"][1])
                 return
             assert s.exact(refs, "BA"[step])
-        counters = oracle.state_for(s.model).counters
+        counters = session.state_for(s.model).counters
     assert counters.reloads == counters.in_place == counters.recomputes == 2
     assert counters.last["session"] == "load-weights"

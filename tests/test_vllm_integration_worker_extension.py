@@ -86,11 +86,11 @@ def test_a_planned_model_is_freed_with_its_plan():
     import gc
     import weakref
 
-    from vllm_integration import oracle
+    from vllm_integration import session
 
     with vm.derivgraph_hooks():
         model = vm.build(A)
-        assert oracle.plan_for(model) is not None and model in oracle.planned_models()
+        assert session.plan_for(model) is not None and model in session.planned_models()
         ref = weakref.ref(model)
         del model
         gc.collect()

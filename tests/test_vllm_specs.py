@@ -109,9 +109,9 @@ from vllm.models.muse_spark.nvidia.muse_moe_runner import (  # noqa: E402
 )
 
 from derivgraph import AdoptionError, compile_plan, load_spec_text  # noqa: E402
-from derivgraph.engine_values import EngineComputedError  # noqa: E402
-from derivgraph.loader import builtin_specs  # noqa: E402
+from derivgraph.compiler.engine import EngineComputedError  # noqa: E402
 from derivgraph.paths import get_path  # noqa: E402
+from derivgraph.spec.load import builtin_specs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 E, H, N = 4, 256, 128  # local experts, hidden size, intermediate size per partition
@@ -1675,7 +1675,7 @@ def _vllm_lilicorr_root(seed: int, topk: int = 2, dtype: torch.dtype = torch.bfl
 
 
 def _bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    from derivgraph.plan import bits_equal
+    from derivgraph.planner import bits_equal
 
     return a.dtype == b.dtype and a.shape == b.shape and a.stride() == b.stride() \
         and bits_equal(a, b)

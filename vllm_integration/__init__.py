@@ -3,7 +3,7 @@
 * :mod:`~vllm_integration.plugin` — the vLLM general plugin (``register``), installing
   :mod:`~vllm_integration.hooks` (the bindings of :mod:`~vllm_integration.hook_table`) after
   :mod:`~vllm_integration.drift` checked the installed vLLM against that table;
-* :mod:`~vllm_integration.oracle` — per-model plans, reload sessions, the reload oracle
+* :mod:`~vllm_integration.session` — per-model plans, reload sessions, the reload oracle
   (``attach``, ``plan_for``);
 * :mod:`~vllm_integration.worker_extension` — ``DerivgraphWorkerExtension`` RPCs;
 * :mod:`~vllm_integration.helpers` — ``refill_derived``, ``keep_constants``,
@@ -25,7 +25,7 @@ def __getattr__(name: str) -> Any:
 
         return register
     if name in ("attach", "plan_for"):
-        from vllm_integration import oracle
+        from vllm_integration import session
 
-        return getattr(oracle, name)
+        return getattr(session, name)
     raise AttributeError(f"module 'vllm_integration' has no attribute {name!r}")

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from derivgraph.errors import DerivgraphError, Rule
-
 from vllm_integration import hook_table
 from vllm_integration.hook_table import TABLE, VERIFIED_VLLM_VERSIONS, HookKind, HookRow
 

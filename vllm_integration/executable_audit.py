@@ -2,7 +2,7 @@
 
 For each case of :mod:`vllm_integration.builders`: build with seed A, take a census, reload with
 seed B through vLLM's real layerwise path, take another census, build a cold start of B, and
-diff the three (:func:`derivgraph.audit.diff.diff_censuses`). Every tensor a static finding
+diff the three (:func:`derivgraph.audit.runtime.diff.diff_censuses`). Every tensor a static finding
 names on one of the case's classes (or their vLLM base classes) is then
 
 * ``confirmed`` — observed moved, stale, unrefreshed or gone at that attribute;
@@ -25,7 +25,7 @@ from typing import Any
 
 __all__ = ["AuditRow", "ExecutableAudit", "Verdict", "run_audit", "static_findings"]
 
-from derivgraph.audit.static_verdicts import Verdict  # noqa: E402  (one vocabulary)
+from derivgraph.audit.static.verdicts import Verdict  # noqa: E402  (one vocabulary)
 
 logger = logging.getLogger(__name__)
 
@@ -130,8 +130,8 @@ def _vllm_mro(cls: type) -> list[type]:
 
 
 def static_findings(classes: Sequence[type]) -> list[Any]:
-    """Static findings (``derivgraph.audit.static``) on ``classes`` and their vLLM bases."""
-    from derivgraph.audit.static import collect_files, scan_files
+    """Static findings (``derivgraph.audit.static.scan``) on ``classes`` and their vLLM bases."""
+    from derivgraph.audit.static.scan import collect_files, scan_files
 
     names = {k.__name__ for c in classes for k in _vllm_mro(c)}
     files = sorted({inspect.getsourcefile(k) for c in classes for k in _vllm_mro(c)} - {None})
@@ -153,9 +153,8 @@ def _observe(diff: Any, census: Any, attr: str, holders: set[str]) -> tuple[Obse
 
 
 def _run_case(case: Any, audit: ExecutableAudit, seeds: tuple[int, int]) -> None:
-    from derivgraph.audit.census import take_census
-    from derivgraph.audit.diff import diff_censuses
-
+    from derivgraph.audit.runtime.census import take_census
+    from derivgraph.audit.runtime.diff import diff_censuses
     from vllm_integration.builders import NotRunnable
 
     classes = _classes(case.classes)

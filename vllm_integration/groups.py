@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 
-from derivgraph.collectives import CollectiveGroupError, GroupName, get_group, set_group
+from derivgraph.ops.collectives import CollectiveGroupError, GroupName, get_group, set_group
 
 __all__ = ["register_vllm_groups"]
 

@@ -10,7 +10,7 @@ A wrapper is installed only over a target whose parameter names still match the 
 signature; otherwise the original stays in place and a warning says so (see
 :mod:`vllm_integration.drift` for the startup check of the whole table).
 
-What each wrapper reports to :mod:`vllm_integration.oracle`:
+What each wrapper reports to :mod:`vllm_integration.session`:
 
 ==================================  =============================================================
 target                              derivgraph does
@@ -26,7 +26,7 @@ target                              derivgraph does
 ``Worker.wake_up``                  after weights wake (level 1 or 2): recompute every plan
 ``model.load_weights`` (instance)   outside any session: recompute what the names feed
 ``CUDAGraphWrapper.__call__``       ``strict``: a capture reading an undeclared long-lived
-                                    tensor fails (:mod:`derivgraph.audit.capture_audit`)
+                                    tensor fails (:mod:`derivgraph.audit.runtime.capture`)
 Kimi-K3 ``pack_front``              keeps vLLM's packed MoE front (the same object) on the MoE
                                     module (:mod:`vllm_integration.kimi_k3_front`)
 ``build_specialized_decode``        recompiles the holding model's plan (the decode is built
@@ -57,10 +57,10 @@ logger = logging.getLogger(__name__)
 _MARK = "__derivgraph_wrapper__"
 
 
-def _oracle():
-    from vllm_integration import oracle
+def _session():
+    from vllm_integration import session
 
-    return oracle
+    return session
 
 
 def _active() -> bool:
@@ -78,7 +78,7 @@ def _aborting_on_error(model: Any, fn: Callable[..., Any], *args: Any, **kwargs:
     try:
         return fn(*args, **kwargs)
     except BaseException:
-        _oracle().abort(model)
+        _session().abort(model)
         raise
 
 
@@ -90,10 +90,12 @@ def _wrap_post_load(orig: Callable[..., Any]) -> Callable[..., Any]:
         result = orig(*args, **kwargs)
         if _active():
             model = _arg(args, kwargs, 0, "model")
-            from vllm_integration import groups  # vLLM's tp/dcp/ep groups for collectives, before a compile
+            from vllm_integration import (
+                groups,  # vLLM's tp/dcp/ep groups for collectives, before a compile
+            )
 
             groups.register_vllm_groups()
-            _oracle().on_post_load(model)
+            _session().on_post_load(model)
             _instrument_model(model)
         return result
 
@@ -105,7 +107,7 @@ def _wrap_initialize(orig: Callable[..., Any]) -> Callable[..., Any]:
     def initialize_layerwise_reload(*args: Any, **kwargs: Any) -> Any:
         model = _arg(args, kwargs, 0, "model")
         if _active():
-            _oracle().begin(model, "layerwise", layerwise=True)
+            _session().begin(model, "layerwise", layerwise=True)
         return _aborting_on_error(model, orig, *args, **kwargs)
 
     return initialize_layerwise_reload
@@ -117,7 +119,7 @@ def _wrap_finalize(orig: Callable[..., Any]) -> Callable[..., Any]:
         model = _arg(args, kwargs, 0, "model")
         result = _aborting_on_error(model, orig, *args, **kwargs)
         if _active():  # every layer is placed back: refill the startup storage
-            _oracle().end(model, layerwise=True)
+            _session().end(model, layerwise=True)
         return result
 
     return finalize_layerwise_reload
@@ -143,12 +145,12 @@ def _wrap_reload_weights(orig: Callable[..., Any]) -> Callable[..., Any]:
         if bound.arguments.get("weights_iterator") is not None:
             bound.arguments["weights_iterator"] = _recording(bound.arguments["weights_iterator"],
                                                              names)
-        oracle = _oracle()
-        oracle.begin(model, "kernel-format" if kernel_format else "checkpoint-format")
+        session = _session()
+        session.begin(model, "kernel-format" if kernel_format else "checkpoint-format")
         result = _aborting_on_error(model, orig, *bound.args, **bound.kwargs)
         # kernel format: the names are runtime names (vLLM copies into get_parameter(name))
-        oracle.note_names(model, names, runtime=kernel_format)
-        oracle.end(model)
+        session.note_names(model, names, runtime=kernel_format)
+        session.end(model)
         return result
 
     return reload_weights
@@ -160,11 +162,11 @@ def _wrap_patches(orig: Callable[..., Any]) -> Callable[..., Any]:
         if not _active():
             return orig(*args, **kwargs)
         model = _arg(args, kwargs, 0, "model")
-        oracle = _oracle()
-        oracle.begin(model, "patch")
+        session = _session()
+        session.begin(model, "patch")
         loaded = _aborting_on_error(model, orig, *args, **kwargs)
-        oracle.note_names(model, loaded or (), runtime=True)  # what model.load_weights reported
-        oracle.end(model)
+        session.note_names(model, loaded or (), runtime=True)  # what model.load_weights reported
+        session.end(model)
         return loaded
 
     return load_checkpoint_weight_patches
@@ -181,7 +183,7 @@ def _instrument_engine(engine: Any) -> None:
     def start_weight_update(*args: Any, **kwargs: Any) -> Any:
         model = engine.model
         if _active():
-            _oracle().begin(model, "weight-transfer", restart=True)
+            _session().begin(model, "weight-transfer", restart=True)
         return _aborting_on_error(model, start, *args, **kwargs)
 
     @functools.wraps(update)
@@ -190,7 +192,7 @@ def _instrument_engine(engine: Any) -> None:
         result = _aborting_on_error(model, update, update_info, *args, **kwargs)
         names = update_info.get("names") if isinstance(update_info, dict) else None
         if _active() and names:
-            _oracle().note_names(model, [str(n) for n in names], runtime=False)
+            _session().note_names(model, [str(n) for n in names], runtime=False)
         return result
 
     @functools.wraps(finish)
@@ -198,7 +200,7 @@ def _instrument_engine(engine: Any) -> None:
         model = engine.model  # read before: the worker re-targets the engine afterwards
         result = _aborting_on_error(model, finish, *args, **kwargs)
         if _active():
-            _oracle().end(model)
+            _session().end(model)
         return result
 
     engine.start_weight_update = start_weight_update
@@ -238,12 +240,12 @@ class _LiveLoadWeights:
         if model is None or not _active():
             return self._load(model, weights, *args, **kwargs)
         names: list[str] = []
-        oracle = _oracle()
-        oracle.begin(model, "load-weights")
+        session = _session()
+        session.begin(model, "load-weights")
         result = _aborting_on_error(model, self._load, model, _recording(weights, names),
                                     *args, **kwargs)
-        oracle.note_names(model, names, runtime=False)
-        oracle.end(model)
+        session.note_names(model, names, runtime=False)
+        session.end(model)
         return result
 
 
@@ -252,7 +254,7 @@ _instrumented: weakref.WeakSet[Any] = weakref.WeakSet()
 
 def _instrument_model(model: Any) -> None:
     """Wrap a planned model's ``load_weights`` as an instance attribute (once)."""
-    if _oracle().state_for(model) is None or model in _instrumented:
+    if _session().state_for(model) is None or model in _instrumented:
         return
     load = getattr(type(model), "load_weights", None)
     if not callable(load) or "load_weights" in getattr(model, "__dict__", {}):
@@ -270,7 +272,7 @@ def _worker_models(worker: Any) -> list[Any]:
             models.append(get_draft())
         except (AttributeError, ValueError):  # no drafter
             logger.debug("derivgraph: the worker has no draft model")
-    return [m for m in models if m is not None and _oracle().state_for(m) is not None]
+    return [m for m in models if m is not None and _session().state_for(m) is not None]
 
 
 def _wrap_wake_up(orig: Callable[..., Any]) -> Callable[..., Any]:
@@ -280,13 +282,13 @@ def _wrap_wake_up(orig: Callable[..., Any]) -> Callable[..., Any]:
         if _active() and (tags is None or "weights" in tags):
             # level 2 discarded the weights pool; vLLM restores buffers (and the parameters
             # named in sleep_preserve_parameter_names), never plain derived attributes
-            oracle = _oracle()
+            session = _session()
             for model in _worker_models(self):
-                state = oracle.state_for(model)
+                state = session.state_for(model)
                 if state is not None:  # constants are not in the pass: level 2 wiped them
                     state.plan.rewrite_constants()
-                oracle.begin(model, "wake-up")
-                oracle.end(model)
+                session.begin(model, "wake-up")
+                session.end(model)
         return result
 
     return wake_up
@@ -351,15 +353,15 @@ def _wrap_cudagraph_call(orig: Callable[..., Any]) -> Callable[..., Any]:
 
         if not (_installed and capture_audit_enabled() and _will_capture(self)):
             return orig(self, *args, **kwargs)
-        oracle = _oracle()
-        models = oracle.planned_models()
+        session = _session()
+        models = session.planned_models()
         if not models:
             return orig(self, *args, **kwargs)
-        from derivgraph.audit.capture_audit import CaptureAudit
+        from derivgraph.audit.runtime.capture import CaptureAudit
 
         declared: dict[str, Any] = {}
         for i, model in enumerate(models):
-            plan = oracle.plan_for(model)
+            plan = session.plan_for(model)
             declared.update({f"model[{i}].{k}": v for k, v in plan.declared().items()})
         inputs = [*args, *kwargs.values()]
         with CaptureAudit(models, declared=declared, inputs=inputs, pools=_engine_pools(),

@@ -19,7 +19,7 @@ place (its address, baked into the kernels and the range table, never changes).
 The plugin compiles a model's plan after vLLM's post-load step, but ``KimiK3ModelState`` builds
 the specialized decode later (``build_specialized_decode``), so a second row wraps
 ``KimiLinearForCausalLM.build_specialized_decode``: once it returns, the plan of the model that
-holds this language model is recompiled (:func:`oracle.replan`: the tensors it already bound are
+holds this language model is recompiled (:func:`session.replan`: the tensors it already bound are
 adopted, nothing moves), which binds the packed fronts and the TP16 padded dense down
 projection (``vllm-kimi-k3-specialized-dense-down-tp16``) too.
 
@@ -90,16 +90,15 @@ def replan_owners(language_model: Any) -> int:
     it is logged and the plan compiled at load stays in place.
     """
     from derivgraph import DerivgraphError
-
-    from vllm_integration import oracle
+    from vllm_integration import session
     from vllm_integration.config import current_mode
 
     count = 0
-    for model in oracle.planned_models():
+    for model in session.planned_models():
         if model is not language_model and not any(m is language_model for m in model.modules()):
             continue
         try:
-            plan = oracle.replan(model)
+            plan = session.replan(model)
         except DerivgraphError as exc:
             if current_mode() == "strict":
                 raise

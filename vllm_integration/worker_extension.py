@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from vllm_integration import oracle
+from vllm_integration import session
 from vllm_integration.config import current_mode
 
 __all__ = ["DerivgraphWorkerExtension"]
@@ -40,7 +40,7 @@ class DerivgraphWorkerExtension:
         """The worker's planned models: the target model first, then the drafter's."""
         runner = getattr(self, "model_runner", None)
         if runner is None:
-            return oracle.planned_models()
+            return session.planned_models()
         models = []
         try:
             models.append(runner.get_model())
@@ -49,7 +49,7 @@ class DerivgraphWorkerExtension:
         drafter = getattr(getattr(runner, "drafter", None), "model", None)
         if drafter is not None:
             models.append(drafter)
-        return [m for m in models if oracle.state_for(m) is not None]
+        return [m for m in models if session.state_for(m) is not None]
 
     def derivgraph_summary(self, rows: bool = False) -> dict[str, Any]:
         """Mode and, per model, the plan: derived tensors, bytes, specs, non-refillable scalars.
@@ -61,7 +61,7 @@ class DerivgraphWorkerExtension:
         out: dict[str, Any] = {"mode": current_mode(), "hooks_installed": is_installed(),
                                "models": []}
         for model in self._derivgraph_models():
-            plan = oracle.plan_for(model)
+            plan = session.plan_for(model)
             if plan is None:
                 continue
             table = plan.rows()
@@ -79,7 +79,7 @@ class DerivgraphWorkerExtension:
         """The reload oracle's counters per model (reloads, refills, tensors written, moved)."""
         out: dict[str, Any] = {"mode": current_mode(), "models": []}
         for model in self._derivgraph_models():
-            state = oracle.state_for(model)
+            state = session.state_for(model)
             if state is not None:
                 out["models"].append({"model": _name(model), **state.counters.as_dict()})
         return out
@@ -92,8 +92,8 @@ class DerivgraphWorkerExtension:
         """
         out: dict[str, Any] = {"mode": current_mode(), "models": []}
         for model in self._derivgraph_models():
-            result, fresh = oracle.audit(model, rebaseline=rebaseline)
-            plan = oracle.plan_for(model)
+            result, fresh = session.audit(model, rebaseline=rebaseline)
+            plan = session.plan_for(model)
             out["models"].append({"model": _name(model), "baseline_taken_now": fresh,
                                   "declared": len(plan) if plan is not None else 0,
                                   **result.as_dict(limit)})
@@ -103,7 +103,7 @@ class DerivgraphWorkerExtension:
         """Refill every plan now (after a reload path the hooks do not see); returns reports."""
         out: dict[str, Any] = {"models": []}
         for model in self._derivgraph_models():
-            plan = oracle.plan_for(model)
+            plan = session.plan_for(model)
             if plan is not None and len(plan):
                 report = plan.refill(verify=True)
                 logger.info("derivgraph: manual refill of %s: %s", _name(model), report)
@@ -115,7 +115,7 @@ class DerivgraphWorkerExtension:
         """Same-weight oracle: ``reload_weights(**reload_kwargs)`` ``repeat`` times (default: the
         served checkpoint), every tensor fingerprinted against the census taken before."""
         model = self.model_runner.get_model()
-        return oracle.same_weight_oracle(
+        return session.same_weight_oracle(
             model, lambda: self.reload_weights(**(reload_kwargs or {})), repeat=repeat,
             limit=limit)
     def derivgraph_recompute(self, names: list[str] | None = None) -> dict[str, Any]:
@@ -127,10 +127,10 @@ class DerivgraphWorkerExtension:
         """
         out: dict[str, Any] = {"models": []}
         for model in self._derivgraph_models():
-            oracle.begin(model, "rpc-recompute")
+            session.begin(model, "rpc-recompute")
             if names:
-                oracle.note_names(model, names, runtime=True)
-            report = oracle.end(model)
+                session.note_names(model, names, runtime=True)
+            report = session.end(model)
             if report is not None:
                 out["models"].append({"model": _name(model), **report.as_dict()})
         return out

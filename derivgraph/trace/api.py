@@ -9,8 +9,8 @@ from typing import Any
 from torch import nn
 
 from derivgraph.errors import SpecValidationError
-from derivgraph.loader import load_spec_text
-from derivgraph.validate import validate_specs
+from derivgraph.spec.check import validate_specs
+from derivgraph.spec.load import load_spec_text
 from derivgraph.trace.draft import Draft, has_alternative, revise_entries
 from derivgraph.trace.proof import CheckpointReload, ProofReport, prove
 from derivgraph.trace.tracer import trace_build, trace_step

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from derivgraph.audit.census import Census
+from derivgraph.audit.runtime.census import Census
 from derivgraph.paths import get_path
 from derivgraph.trace.formula import (
     Emitter,

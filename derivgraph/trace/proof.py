@@ -177,7 +177,7 @@ def prove(specs: list[Any], make: Callable[[int], nn.Module],
           on_declared: Callable[[set[str]], None] | None = None) -> ProofReport:
     """Compile ``specs`` on ``make(0)``, reload seed 1 then 0, compare with cold starts."""
     from derivgraph.errors import DerivgraphError
-    from derivgraph.plan import compile_plan
+    from derivgraph.planner import compile_plan
 
     model = make(0)
     try:

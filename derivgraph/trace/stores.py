@@ -1,6 +1,6 @@
 """Find what a post-load step stored: diff the object graph before and after it.
 
-Both sides are census walks (:func:`derivgraph.audit.census.take_census`), so every hiding
+Both sides are census walks (:func:`derivgraph.audit.runtime.census.take_census`), so every hiding
 place the runtime audit knows is seen: module parameters, buffers and attributes, nested
 objects, frozen dataclasses, dict and list items. A :class:`Slot` is one place holding a
 tensor (or a Python float) after the step that held something else (or nothing) before. Two
@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from derivgraph.audit.census import Census, take_census
+from derivgraph.audit.runtime.census import Census, take_census
 from derivgraph.paths import MISSING, get_path
 
 __all__ = ["Slot", "SlotKind", "shortest_path", "snapshot", "stored_slots", "spec_path"]

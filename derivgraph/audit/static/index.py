@@ -1,0 +1,208 @@
+"""The tree-wide index of the static audit: classes, methods, functions and attribute types.
+
+Built from text (one regular-expression pass per file, no parsing), so it costs little on the
+whole vLLM tree. The audit of one file uses it to follow calls into other files:
+
+* a module-level function imported from another module (``from derivgraph.audit.utils import f``; ``mod.f()``);
+* ``self.m()`` to an ancestor or a subclass (an override) defined in another file;
+* ``self.<attr>.m()`` through the class of ``attr`` (``self.model = DFlashModel(...)``);
+* ``x.m()`` where ``isinstance(x, C)`` narrows ``x``;
+* ``layer.m()`` on an unknown receiver, when only a few classes of the tree define ``m``.
+
+It also summarises helpers across files by their return annotation: a tensor, a Python scalar
+(``-> float``) or a dataclass whose fields are tensors (a container).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from derivgraph.audit.static.ast import returns_placeholder
+
+__all__ = ["ClassEntry", "TreeIndex", "build_index"]
+
+# Each pattern starts with a literal so the regex engine can skip ahead; line starts are
+# checked in code.
+_CLASS_RE = re.compile(r"class[ \t]+(\w+)[ \t]*(?:\(((?:[^()]|\([^()]*\))*)\))?[ \t]*:")
+_DEF_RE = re.compile(r"def[ \t]+(\w+)[ \t]*\(")
+_ATTR_RE = re.compile(r"self\.(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*(?:[\w.]+\.)?([A-Z]\w*)\(")
+_DATACLASS_RE = re.compile(r"@(?:dataclasses\.)?dataclass\b")
+_FIELD_RE = re.compile(r"^([ \t]+)\w+[ \t]*:[ \t]*([^=\n]*)", re.M)
+_TENSOR_TYPE = re.compile(r"\b(?:Tensor|Parameter)\b")
+_DEF_HEADER_END = re.compile(r"\)[ \t]*(?:->([^:\n]*))?:[ \t]*(?:#[^\n]*)?$", re.M)
+_WORD = re.compile(r"\w+")
+_SCALAR_TYPE = re.compile(r"^\s*(?:float|int)\s*$")
+_PLACEHOLDER_HINT = re.compile(r"(?:empty|zeros)\(\s*(?:0\s*[,)]|\(\s*0\s*,)")
+"""A 0-element allocation in the text: the file may define a helper returning a placeholder."""
+
+
+@dataclass
+class ClassEntry:
+    """A class statement: where it is, its base short names, its methods."""
+
+    name: str
+    module: str
+    file: int  # index into the scanned files
+    bases: tuple[str, ...]
+    methods: set[str] = field(default_factory=set)
+    tensor_fields: bool = False
+    dataclass: bool = False
+
+
+@dataclass
+class TreeIndex:
+    """What the whole scanned tree defines, by short and qualified names."""
+
+    classes: dict[str, list[ClassEntry]] = field(default_factory=dict)
+    modules: dict[str, int] = field(default_factory=dict)  # module name -> file index
+    functions: dict[str, int] = field(default_factory=dict)  # qualified function -> file index
+    returns: dict[str, str] = field(default_factory=dict)  # qualified function -> annotation
+    attr_types: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    method_owners: dict[str, set[str]] = field(default_factory=dict)  # method -> class names
+    subclasses: dict[str, set[str]] = field(default_factory=dict)  # class -> descendants
+    placeholders: set[str] = field(default_factory=set)  # qualified: returns a 0-element tensor
+
+    def entries(self, name: str) -> list[ClassEntry]:
+        """Every class statement with this short name."""
+        return self.classes.get(name, [])
+
+    def containers(self) -> frozenset[str]:
+        """Dataclasses of the tree with a tensor-annotated field."""
+        return frozenset(n for n, es in self.classes.items()
+                         if any(e.dataclass and e.tensor_fields for e in es))
+
+    def container_functions(self) -> frozenset[str]:
+        """Qualified functions annotated to return such a dataclass (``-> ScaleDesc``)."""
+        kinds = self.containers()
+        return frozenset(n for n, a in self.returns.items()
+                         if kinds.intersection(_WORD.findall(a)))
+
+    def placeholder_functions(self) -> frozenset[str]:
+        """Qualified module-level functions whose every ``return`` gives a 0-element tensor
+        (``marlin_make_empty``): what they return is a placeholder, not derived state."""
+        return frozenset(self.placeholders)
+
+    def scalar_functions(self) -> frozenset[str]:
+        """Qualified functions annotated to return a Python ``float`` or ``int``."""
+        return frozenset(n for n, a in self.returns.items() if _SCALAR_TYPE.match(a))
+
+    def resolve_method(self, cls: str, method: str,
+                       ancestors: Mapping[str, frozenset[str]]) -> Iterator[ClassEntry]:
+        """The entries of the nearest class among ``cls`` and its ancestors that defines
+        ``method`` (several when that short name is defined in several files)."""
+        for name in [cls, *sorted(ancestors.get(cls, frozenset()) - {cls})]:
+            found = [e for e in self.entries(name) if method in e.methods]
+            if found:
+                yield from found
+                return
+
+    def overrides(self, cls: str, method: str, limit: int) -> list[ClassEntry]:
+        """Subclasses of ``cls`` anywhere in the tree that define ``method`` (none past
+        ``limit``: a method every backend overrides is a dispatch point, not a helper)."""
+        found = [e for sub in sorted(self.subclasses.get(cls, ())) for e in self.entries(sub)
+                 if method in e.methods]
+        return found if len(found) <= limit else []
+
+
+def _bases(raw: str | None) -> tuple[str, ...]:
+    out = []
+    for part in (raw or "").split(","):
+        part = part.strip()
+        if not part or "=" in part or part.startswith("*"):
+            continue
+        out.append(part.split("[", 1)[0].strip().rsplit(".", 1)[-1])
+    return tuple(out)
+
+
+def _indent(text: str, pos: int) -> str | None:
+    """The whitespace before ``pos`` on its line, or None when other text precedes it."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    prefix = text[line_start:pos]
+    if prefix.startswith("async") or prefix.endswith("async "):
+        prefix = prefix.replace("async", "").rstrip(" \t") if prefix.strip() == "async" else prefix
+    return prefix if not prefix.strip(" \t") else None
+
+
+def _scan_text(index: TreeIndex, file: int, module: str, text: str) -> None:
+    events: list[tuple[int, str, re.Match[str]]] = []
+    events += [(m.start(), "class", m) for m in _CLASS_RE.finditer(text)]
+    events += [(m.start(), "def", m) for m in _DEF_RE.finditer(text)]
+    if "self." in text:
+        events += [(m.start(), "attr", m) for m in _ATTR_RE.finditer(text)]
+    dataclass_at = {m.start() for m in _DATACLASS_RE.finditer(text)} if "dataclass" in text \
+        else set()
+    events.sort(key=lambda e: e[0])
+    hint = "empty(" in text or "zeros(" in text
+    hint = hint and _PLACEHOLDER_HINT.search(text) is not None
+    current: ClassEntry | None = None
+    method_indent: str | None = None
+    for pos, kind, m in events:
+        indent = _indent(text, pos) if kind != "attr" else ""
+        if indent is None:
+            continue
+        if kind == "class" and indent == "":
+            before = text.rfind("\n", 0, max(text.rfind("\n", 0, pos), 0)) + 1
+            is_dc = any(before <= d < pos for d in dataclass_at)
+            current = ClassEntry(m.group(1), module, file, _bases(m.group(2)), dataclass=is_dc)
+            index.classes.setdefault(current.name, []).append(current)
+            method_indent = None
+            if is_dc:
+                end = _next_col0(text, m.end())
+                current.tensor_fields = any(
+                    _TENSOR_TYPE.search(f.group(2))
+                    for f in _FIELD_RE.finditer(text, m.end(), end))
+        elif kind == "def" and indent == "":
+            current = None
+            qualified = f"{module}.{m.group(1)}" if module else m.group(1)
+            index.functions.setdefault(qualified, file)
+            end = _DEF_HEADER_END.search(text, m.end())
+            if end and end.group(1):
+                index.returns.setdefault(qualified, end.group(1).strip())
+            if hint and _returns_placeholder_text(text, pos, end.end() if end else m.end()):
+                index.placeholders.add(qualified)
+        elif kind == "def" and current is not None:
+            if method_indent is None:
+                method_indent = indent
+            if indent == method_indent:
+                current.methods.add(m.group(1))
+                index.method_owners.setdefault(m.group(1), set()).add(current.name)
+        elif kind == "attr" and current is not None:
+            index.attr_types.setdefault((current.name, m.group(1)), set()).add(m.group(2))
+
+
+_COL0_CODE = re.compile(r"^[^\s#)\]}]", re.M)
+
+
+def _returns_placeholder_text(text: str, start: int, header_end: int) -> bool:
+    """Whether the module-level function starting at ``start`` returns only placeholders (the
+    body is parsed only when its text holds a 0-element allocation)."""
+    end = _next_col0(text, header_end)
+    if not _PLACEHOLDER_HINT.search(text, header_end, end):
+        return False
+    try:
+        func = ast.parse(text[start:end]).body[0]
+    except (SyntaxError, IndexError):
+        return False
+    return isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) and returns_placeholder(func)
+
+
+def _next_col0(text: str, pos: int) -> int:
+    m = _COL0_CODE.search(text, pos)
+    return m.start() if m else len(text)
+
+
+def build_index(files: Sequence[tuple[str, str]],
+                ancestors: Mapping[str, frozenset[str]]) -> TreeIndex:
+    """The index of ``(module name, text)`` files, in the order the audit numbers them."""
+    index = TreeIndex()
+    for i, (module, text) in enumerate(files):
+        index.modules.setdefault(module, i)
+        _scan_text(index, i, module, text)
+    for name, lineage in ancestors.items():
+        for base in lineage:
+            if base != name:
+                index.subclasses.setdefault(base, set()).add(name)
+    return index

@@ -1,0 +1,533 @@
+"""The static audit: find derived tensors that post-load code stores and no spec declares.
+
+It reads Python source with :mod:`ast` and never imports the scanned code. Post-load code is
+``process_weights_after_loading``, ``load_weights``, ``post_load_weights``, constructors of
+objects that post-load code rebuilds (experts, kernels, quant configs, ...), functions assigned
+over a post-load method, and every function they call, in the same file (:mod:`.static_scope`)
+and, through a tree-wide index (:mod:`.static_index`), in other files: a second round audits
+those. In it, the rules of :mod:`.static_rules` find the statements that store derived state
+(plus lazy caches in any method); each site gets a severity from the engine's reload semantics
+(:mod:`.static_semantics`; weight-free values of rebuilt-object constructors whose class the
+tree builds only outside post-load code are cleared through :mod:`.static_construction`) and is
+matched against the spec library (:mod:`.static_match`).
+
+Example::
+
+    from derivgraph.audit.static.scan import scan
+    report = scan(package="vllm")
+    for f in report.undeclared():
+        print(f.location, f.attr, f.category, f.reason)
+"""
+
+from __future__ import annotations
+
+import ast
+import concurrent.futures as cf
+import importlib.machinery
+import importlib.util
+import logging
+import multiprocessing
+import os
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from derivgraph.audit.static.construction import built_at_construction
+from derivgraph.audit.static.index import build_index
+from derivgraph.audit.static.match import SpecIndex, suggest_spec
+from derivgraph.audit.static.module import ExternalRoot, ModuleContext, audit_module
+from derivgraph.audit.static.scope import (
+    LAZY_GUARD_RE,
+    ROOT_ASSIGN_RE,
+    ROOT_DEF_RE,
+    ancestors_index,
+    is_constructor_root,
+    is_rebuilt_lineage,
+    regex_classes,
+)
+from derivgraph.audit.static.semantics import Severity, semantics_of
+from derivgraph.audit.static.sites import CATEGORIES, RawSite
+from derivgraph.audit.static.verdicts import Verdict
+from derivgraph.spec.model import Spec
+
+__all__ = [
+    "PackageNotFound",
+    "Progress",
+    "SourceFile",
+    "StaticFinding",
+    "StaticReport",
+    "collect_files",
+    "locate_package",
+    "scan",
+    "scan_files",
+]
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[[int, int, str], None]
+"""Progress callback: (files done, files to audit, the file just done)."""
+
+_DEF_RE = re.compile(r"def[ \t]+(\w+)[ \t]*\(")  # a literal start; column 0 is checked in code
+_HEADER_END_RE = re.compile(r"\)[ \t]*(?:->([^:\n]*))?:[ \t]*(?:#[^\n]*)?$", re.M)
+_TENSOR_WORD_RE = re.compile(r"Tensor|Parameter|Buffer")
+
+
+class PackageNotFound(LookupError):
+    """``--package NAME`` names nothing importable from this interpreter."""
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file to scan: where it is, how to show it, and its module name."""
+
+    path: Path
+    display: str
+    module: str
+    is_package: bool
+    root: str = "SRCROOT"  # what display is relative to: SRCROOT (cwd), PKGROOT, "" (absolute)
+
+
+@dataclass(frozen=True)
+class StaticFinding:
+    """One site of derived state in post-load code, declared by a spec or not."""
+
+    file: str
+    line: int
+    col: int
+    attr: str
+    category: str
+    reason: str
+    cls: str | None
+    function: str
+    owner: str
+    expr: str
+    kind: str
+    via: tuple[str, ...]
+    declared: bool
+    spec: str | None
+    suggestion: str | None
+    root: str = "SRCROOT"
+    severity: Severity = Severity.WARNING
+    store: str = ""  # the :class:`.static_semantics.Store` value the site writes
+    consequence: str = ""  # what a reload does to it, in words
+    fix: str = ""  # the fix in vLLM terms
+    qualname: str = ""  # module-qualified class (or function) holding the code
+    verdict: Verdict = Verdict.UNCHECKED  # set by the executable audit (:mod:`.static_verdicts`)
+
+    @property
+    def location(self) -> str:
+        """``file:line``."""
+        return f"{self.file}:{self.line}"
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """The stable key ``(qualified class name, attr)`` the executable audit's verdicts use."""
+        return self.qualname or self.cls or self.function, self.attr
+
+    @property
+    def rule_id(self) -> str:
+        """The stable rule id of the category (``DGS001``...)."""
+        return CATEGORIES[self.category].rule_id
+
+    @property
+    def risk(self) -> str:
+        """Why sites of this category are risky."""
+        return CATEGORIES[self.category].risk
+
+    def as_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (``file``, ``line``, ``attr``, ``reason``, ``category``, ...)."""
+        out = asdict(self)
+        out["via"] = list(self.via)
+        out["severity"] = self.severity.value
+        out["verdict"] = self.verdict.value
+        out["key"] = list(self.key)
+        out["rule_id"] = self.rule_id
+        out["risk"] = self.risk
+        return out
+
+
+@dataclass
+class StaticReport:
+    """All sites found, plus what was scanned."""
+
+    findings: list[StaticFinding] = field(default_factory=list)
+    files_scanned: int = 0
+    files_audited: int = 0
+    files_parsed: int = 0  # audited files that parsed (all files, when none had post-load code)
+    errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    specs: int = 0
+    roots: dict[str, str] = field(default_factory=dict)  # SARIF uriBaseId -> directory
+
+    def undeclared(self) -> list[StaticFinding]:
+        """Error and warning sites no spec declares, with a literal name: what ``--strict``
+        fails on."""
+        return [f for f in self.findings if not f.declared and f.severity is not Severity.INFO
+                and f.category != "dynamic-name"]
+
+    def dynamic(self) -> list[StaticFinding]:
+        """Error and warning sites whose attribute name is computed (no spec can name them)."""
+        return [f for f in self.findings if f.category == "dynamic-name"
+                and f.severity is not Severity.INFO]
+
+    def handled(self) -> list[StaticFinding]:
+        """Undeclared ``info`` sites: the engine's reload handles them."""
+        return [f for f in self.findings if not f.declared and f.severity is Severity.INFO]
+
+    def by_severity(self, declared: bool | None = False) -> Counter[str]:
+        """Counts per severity (undeclared only by default; ``None`` for all)."""
+        return Counter(f.severity.value for f in self.findings
+                       if declared is None or f.declared == declared)
+
+    @property
+    def nothing_scanned(self) -> bool:
+        """No file was read, or every file the audit had to parse failed to parse."""
+        return self.files_scanned == 0 or self.files_parsed == 0
+
+    def declared(self) -> list[StaticFinding]:
+        """Sites a spec declares."""
+        return [f for f in self.findings if f.declared]
+
+    def by_category(self, declared: bool | None = False) -> Counter[str]:
+        """Counts per category (undeclared only by default; ``None`` for all)."""
+        return Counter(f.category for f in self.findings
+                       if declared is None or f.declared == declared)
+
+    def by_file(self, declared: bool | None = False) -> Counter[str]:
+        """Counts per file (undeclared only by default; ``None`` for all)."""
+        return Counter(f.file for f in self.findings
+                       if declared is None or f.declared == declared)
+
+
+# ---- files --------------------------------------------------------------------------------------
+
+def locate_package(name: str) -> Path:
+    """The directory (or file) of an installed package, found without importing it."""
+    head, *rest = name.split(".")
+    spec = importlib.machinery.PathFinder.find_spec(head) or importlib.util.find_spec(head)
+    if spec is None:
+        raise PackageNotFound(f"no package named {name!r} is installed for this interpreter")
+    if spec.submodule_search_locations:
+        base = Path(next(iter(spec.submodule_search_locations)))
+    elif spec.origin:
+        base = Path(spec.origin)
+    else:
+        raise PackageNotFound(f"package {name!r} has no source location (namespace or builtin)")
+    for part in rest:
+        if (base / part).is_dir():
+            base = base / part
+        elif (base / f"{part}.py").is_file():
+            base = base / f"{part}.py"
+        else:
+            raise PackageNotFound(f"{name!r}: no module {part!r} under {base}")
+    return base
+
+
+def _display(path: Path, root: Path | None) -> str:
+    if root is not None:
+        return path.relative_to(root).as_posix()
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _module_name(rel: Path) -> tuple[str, bool]:
+    parts = list(rel.with_suffix("").parts)
+    is_package = parts[-1] == "__init__"
+    if is_package:
+        parts = parts[:-1]
+    return ".".join(parts), is_package
+
+
+def _walk_py(root: Path) -> Iterator[Path]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith("."))
+        for name in sorted(filenames):
+            if name.endswith(".py"):
+                yield Path(dirpath, name)
+
+
+def collect_files(paths: Iterable[str | Path] = (), package: str | None = None) -> list[SourceFile]:
+    """The ``.py`` files under ``paths`` and the ``package``, sorted, each once.
+
+    Files under ``paths`` are shown relative to the working directory (root ``SRCROOT``) when
+    they are under it, else absolute; package files relative to the folder holding the package
+    (root ``PKGROOT``), e.g. ``vllm/model_executor/...``.
+    """
+    out: dict[str, SourceFile] = {}
+    entries: list[tuple[Path, bool]] = [(Path(p), False) for p in paths]
+    if package:
+        entries.append((locate_package(package), True))
+    for entry, is_pkg in entries:
+        if not entry.exists():
+            raise FileNotFoundError(f"{entry}: no such file or directory")
+        files = [entry] if entry.is_file() else list(_walk_py(entry))
+        real = os.path.realpath(entry)
+        for file in files:
+            rel = Path(entry.name, file.relative_to(entry)) if file != entry else Path(entry.name)
+            module, pkg = _module_name(rel) if file != entry else _module_name(Path(file.name))
+            if is_pkg:
+                display, root = rel.as_posix(), "PKGROOT"
+            else:
+                display = _display(file, None)
+                root = "" if Path(display).is_absolute() else "SRCROOT"
+            key = real if file == entry else os.path.join(real, file.relative_to(entry))
+            out.setdefault(key, SourceFile(file, display, module, pkg, root))
+    return sorted(out.values(), key=lambda f: f.display)
+
+
+# ---- the tree-wide context -----------------------------------------------------------------------
+
+def _tensor_functions(text: str) -> Iterator[tuple[str, str]]:
+    """(name, return annotation) of module-level functions whose annotation names a tensor type
+    (a text scan, no parse; :func:`.static_infer.annotation_shape` reads the annotation later)."""
+    if "Tensor" not in text and "Parameter" not in text:
+        return
+    for m in _DEF_RE.finditer(text):
+        start = m.start()
+        if start and text[start - 1] != "\n" and not (
+                start >= 6 and text[start - 6:start] == "async " and
+                (start == 6 or text[start - 7] == "\n")):
+            continue  # not a module-level function
+        end = _HEADER_END_RE.search(text, m.end())
+        if end and end.group(1) and _TENSOR_WORD_RE.search(end.group(1)):
+            yield m.group(1), end.group(1)
+
+
+def _context(texts: Sequence[tuple[SourceFile, str]], tree: bool = True) -> ModuleContext:
+    bases: dict[str, set[str]] = {}
+    tensor_functions: dict[str, str] = {}
+    for src, text in texts:
+        for cls, cls_bases in regex_classes(text):
+            bases.setdefault(cls, set()).update(cls_bases)
+        for name, annotation in _tensor_functions(text):
+            tensor_functions[f"{src.module}.{name}" if src.module else name] = annotation
+    ancestors = ancestors_index(bases)
+    if not tree:
+        return ModuleContext(ancestors, tensor_functions)
+    index = build_index([(src.module, text) for src, text in texts], ancestors)
+    return ModuleContext(ancestors, tensor_functions, index, index.scalar_functions(),
+                         index.containers() | index.container_functions(),
+                         index.placeholder_functions())
+
+
+def _is_candidate(text: str, context: ModuleContext) -> bool:
+    """Whether a file can hold post-load code (cheap text test before parsing)."""
+    if ROOT_DEF_RE.search(text) or ROOT_ASSIGN_RE.search(text) or LAZY_GUARD_RE.search(text):
+        return True
+    if "def __init__" not in text:
+        return False
+    for cls, _ in regex_classes(text):
+        lineage = context.ancestors.get(cls, frozenset({cls}))
+        if is_rebuilt_lineage(lineage):
+            return True
+    return False
+
+
+# ---- auditing ------------------------------------------------------------------------------------
+
+_Reach = list[tuple[str | None, str]]  # (class, function) reached from post-load methods
+_Result = tuple[list[RawSite], list[ExternalRoot], _Reach, str | None]
+_Job = tuple[int, tuple[ExternalRoot, ...]]  # (file index, extra roots: empty for its own roots)
+_WORKER_STATE: tuple[ModuleContext, list[tuple[SourceFile, str]]] | None = None
+MAX_ROUNDS = 6
+"""Rounds of following calls into other files (each round reaches one call deeper)."""
+
+
+def _audit_one(src: SourceFile, text: str, context: ModuleContext, index: int,
+               extra: tuple[ExternalRoot, ...] = ()) -> _Result:
+    try:
+        sites, externals, reach = audit_module(text, src.display, src.module, src.is_package,
+                                               context, extra=extra, file_index=index)
+        return sites, externals, reach, None
+    except SyntaxError as exc:
+        return [], [], [], f"{src.display}:{exc.lineno or 0}: not parsed ({exc.msg}); skipped"
+    except RecursionError:
+        return [], [], [], f"{src.display}: too deeply nested to audit; skipped"
+
+
+def _audit_chunk(jobs: list[_Job]) -> list[_Result]:
+    """Worker side: the state was inherited through fork, so only job keys travel."""
+    assert _WORKER_STATE is not None, "worker forked without state"
+    context, texts = _WORKER_STATE
+    return [_audit_one(*texts[i], context, i, extra) for i, extra in jobs]
+
+
+def _read(src: SourceFile) -> str | None:
+    try:
+        return src.path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        logger.warning("%s: cannot read (%s); skipped", src.display, exc)
+        return None
+
+
+def scan_files(files: Sequence[SourceFile], specs: Sequence[Spec] = (),
+               jobs: int | None = None, progress: Progress | None = None,
+               declared_folds: Iterable[tuple[str, str]] = ()) -> StaticReport:
+    """Audit the given files, follow their calls into each other, and match every site
+    against ``specs``."""
+    start = time.perf_counter()
+    texts = [(src, text) for src in files if (text := _read(src)) is not None]
+    context = _context(texts)
+    candidates = [i for i, (_, text) in enumerate(texts) if _is_candidate(text, context)]
+    logger.info("static audit: %d files, %d with post-load code", len(texts), len(candidates))
+    report = StaticReport(files_scanned=len(texts), files_audited=len(candidates),
+                          specs=len(specs))
+    first = _run([(i, ()) for i in candidates], texts, context, jobs, progress)
+    failed = {i for i, (_, _, _, error) in zip(candidates, first) if error}
+    report.files_parsed = len(candidates) - len(failed)
+    if not report.files_parsed:  # tell an unparsable tree from one without post-load code
+        chosen = set(candidates)
+        report.files_parsed = _check_parse([t for i, t in enumerate(texts) if i not in chosen],
+                                           report)
+    sites: dict[tuple[int, int, int, str, str], tuple[int, RawSite]] = {}
+    pending: list[ExternalRoot] = []
+    post_load: set[tuple[int, str | None, str]] = set()
+    for i, (found, externals, reach, error) in zip(candidates, first):
+        post_load.update((i, cls, func) for cls, func in reach)
+        if error:
+            logger.warning("%s", error)
+            report.errors.append(error)
+        for site in found:
+            sites.setdefault((i, site.line, site.col, site.attr, site.category), (i, site))
+        pending += externals
+    seen = {(i, None, None) for i in candidates}
+    for _ in range(MAX_ROUNDS):
+        grouped: dict[int, list[ExternalRoot]] = {}
+        for ext in pending:
+            key = (ext.file, ext.cls, ext.func)
+            if key not in seen and ext.file not in failed:
+                seen.add(key)  # type: ignore[arg-type]
+                grouped.setdefault(ext.file, []).append(ext)
+        if not grouped:
+            break
+        order = sorted(grouped)
+        results = _run([(i, tuple(grouped[i])) for i in order], texts, context, jobs, None)
+        pending = []
+        for i, (found, externals, reach, error) in zip(order, results):
+            if error:
+                logger.debug("%s", error)
+                continue
+            post_load.update((i, cls, func) for cls, func in reach)
+            for site in found:
+                sites.setdefault((i, site.line, site.col, site.attr, site.category), (i, site))
+            pending += externals
+    index = SpecIndex(specs, context.ancestors, declared_folds)
+    _mark_built_once(sites, texts, post_load, context)
+    for i, site in sites.values():
+        report.findings.append(_finding(texts[i][0], site, index))
+    report.findings.sort(key=lambda f: (f.file, f.line, f.col, f.attr, f.category))
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _mark_built_once(sites: dict[Any, tuple[int, RawSite]],
+                     texts: Sequence[tuple[SourceFile, str]],
+                     post_load: set[tuple[int, str | None, str]],
+                     context: ModuleContext) -> None:
+    """Mark the weight-free sites of rebuilt-object constructors whose class the tree builds
+    only outside post-load code (:mod:`.static_construction`): built once, never rerun."""
+    def built_class(site: RawSite) -> str | None:
+        root = site.via[0] if site.via else ""
+        if site.from_weights or not is_constructor_root(root, context.ancestors):
+            return None
+        return root.rpartition(".")[0]
+
+    candidates = {c for _, site in sites.values() if (c := built_class(site))}
+    if not candidates:
+        return
+    once = built_at_construction(candidates, [text for _, text in texts], post_load,
+                                 context.tree.subclasses)
+    for key, (i, site) in sites.items():
+        if built_class(site) in once:
+            sites[key] = (i, replace(site, built_once=True))
+
+
+def _check_parse(texts: Sequence[tuple[SourceFile, str]], report: StaticReport) -> int:
+    """With no post-load code anywhere, parse every file so that an unparsable tree is told
+    apart from a clean one; returns how many parsed."""
+    parsed = 0
+    for src, text in texts:
+        try:
+            ast.parse(text, filename=src.display)
+            parsed += 1
+        except SyntaxError as exc:
+            report.errors.append(f"{src.display}:{exc.lineno or 0}: not parsed ({exc.msg})")
+    return parsed
+
+
+def _run(jobs_list: list[_Job], texts: list[tuple[SourceFile, str]], context: ModuleContext,
+         jobs: int | None, progress: Progress | None) -> list[_Result]:
+    global _WORKER_STATE
+    total = len(jobs_list)
+    jobs = min(jobs or os.cpu_count() or 1, max(total // 16, 1))
+    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        out = []
+        for n, (i, extra) in enumerate(jobs_list, 1):
+            out.append(_audit_one(*texts[i], context, i, extra))
+            if progress:
+                progress(n, total, texts[i][0].display)
+        return out
+    results: list[_Result] = [([], [], [], None)] * total
+    chunks = [list(range(k, min(k + 8, total))) for k in range(0, total, 8)]
+    _WORKER_STATE = (context, texts)
+    done = 0
+    try:
+        with cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            futures = {pool.submit(_audit_chunk, [jobs_list[k] for k in c]): c for c in chunks}
+            for fut in cf.as_completed(futures):
+                for k, result in zip(futures[fut], fut.result()):
+                    results[k] = result
+                    done += 1
+                    if progress:
+                        progress(done, total, texts[jobs_list[k][0]][0].display)
+    finally:
+        _WORKER_STATE = None
+    return results
+
+
+def _finding(src: SourceFile, site: RawSite, index: SpecIndex) -> StaticFinding:
+    spec = index.match(site)
+    rule = semantics_of(site)
+    category, reason = site.category, site.reason
+    if site.attr.startswith("<"):
+        category = "dynamic-name"
+        reason = f"{site.category} with a computed name: {reason}"
+    holder = site.cls or site.function
+    return StaticFinding(
+        file=src.display, line=site.line, col=site.col, attr=site.attr, category=category,
+        reason=reason, cls=site.cls, function=site.function, owner=site.owner,
+        expr=site.expr, kind=site.kind, via=site.via, declared=spec is not None, spec=spec,
+        suggestion=None if spec or category == "dynamic-name" else suggest_spec(site,
+                                                                                src.display),
+        root=src.root, severity=rule.severity, store=rule.store.value,
+        consequence=rule.consequence, fix=rule.fix,
+        qualname=f"{src.module}.{holder}" if src.module else holder,
+    )
+
+
+def scan(paths: Iterable[str | Path] = (), package: str | None = None,
+         specs: Sequence[Spec] | None = None, jobs: int | None = None,
+         progress: Progress | None = None,
+         declared_folds: Iterable[tuple[str, str]] = ()) -> StaticReport:
+    """Scan files, folders and/or an installed package; ``specs`` default to the library.
+
+    ``declared_folds``: ``(class short name, parameter name)`` pairs of in-place folds declared
+    outside the spec library (fold sites they name are declared)."""
+    if specs is None:
+        from derivgraph.spec.load import default_specs
+
+        specs = default_specs()
+    files = collect_files(paths, package)
+    report = scan_files(files, specs, jobs=jobs, progress=progress,
+                        declared_folds=declared_folds)
+    if any(f.root == "SRCROOT" for f in files):
+        report.roots["SRCROOT"] = str(Path.cwd())
+    if package:
+        report.roots["PKGROOT"] = str(locate_package(package).parent)
+    return report

@@ -1,0 +1,243 @@
+"""The ``derivgraph`` command: one face over specs, plans, the demo and the audits."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from derivgraph.cli.common import import_ref
+from derivgraph.errors import DerivgraphError, SpecValidationError
+
+__all__ = ["main"]
+
+logger = logging.getLogger("derivgraph")
+
+
+def _out(text: str = "") -> None:
+    sys.stdout.write(text + "\n")
+
+
+# ---- demo ---------------------------------------------------------------------------------------
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from derivgraph.tools.demo import render_table, run_demo
+
+    result = run_demo(device=args.device)
+    _out(json.dumps(result.as_json()) if args.json else render_table(result))
+    return 0 if result.ok() else 1
+
+
+# ---- specs --------------------------------------------------------------------------------------
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from derivgraph.spec.check import validate_specs
+    from derivgraph.spec.load import load_specs
+
+    try:
+        specs = load_specs(args.paths)
+    except SpecValidationError as exc:
+        _out(str(exc))
+        return 1
+    issues = validate_specs(specs)
+    if issues:
+        _out(str(SpecValidationError(issues)))
+        return 1
+    _out(f"ok: {len(specs)} spec(s), {sum(len(s.derived) for s in specs)} derived tensor(s)")
+    return 0
+
+
+def _render_graph(g: Any, fmt: str) -> str:
+    import networkx as nx
+
+    if fmt == "dot":
+        lines = ["digraph derivgraph {", "  rankdir=LR;"]
+        shapes = {"source": "box", "param": "note", "derived": "ellipse", "op": "circle"}
+        for n, data in g.nodes(data=True):
+            lines.append(f'  "{n}" [shape={shapes.get(data.get("kind"), "ellipse")}];')
+        lines += [f'  "{u}" -> "{v}";' for u, v in g.edges]
+        return "\n".join([*lines, "}"])
+    if fmt == "mermaid":
+        ids = {n: f"n{i}" for i, n in enumerate(g.nodes)}
+        lines = ["flowchart LR"]
+        for n, data in g.nodes(data=True):
+            left, right = {"source": ("[", "]"), "param": ("[/", "/]")}.get(
+                data.get("kind"), ("(", ")"))
+            lines.append(f'  {ids[n]}{left}"{n}"{right}')
+        lines += [f"  {ids[u]} --> {ids[v]}" for u, v in g.edges]
+        return "\n".join(lines)
+    return "\n".join(nx.generate_network_text(g, ascii_only=True))
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    import networkx as nx
+
+    from derivgraph.spec.check import spec_graph
+    from derivgraph.spec.load import load_specs
+
+    specs = load_specs([args.spec])
+    g = nx.DiGraph()
+    for spec in specs:
+        sub = spec_graph(spec)
+        g.update(nx.relabel_nodes(sub, {n: f"{spec.name}:{n}" for n in sub}) if len(specs) > 1
+                 else sub)
+    _out(_render_graph(g, args.format))
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from derivgraph.spec.schema import spec_schema
+
+    _out(json.dumps(spec_schema(), indent=2))
+    return 0
+
+
+def cmd_specs(args: argparse.Namespace) -> int:
+    from derivgraph.spec.load import default_specs
+
+    specs = default_specs()
+    rows = [{
+        "name": s.name,
+        "location": str(s.location),
+        "target": s.target.model_dump(exclude_defaults=True),
+        "derived": [d.name if not d.owner else f"{d.owner}.{d.name}" for d in s.derived],
+    } for s in specs]
+    if args.json:
+        _out(json.dumps(rows, indent=2))
+    else:
+        for r in rows:
+            _out(f"{r['name']}  ({r['location']})")
+            _out(f"    target: {json.dumps(r['target'])}")
+            _out(f"    derived: {', '.join(r['derived'])}")
+    return 0
+
+
+def cmd_ops(args: argparse.Namespace) -> int:
+    from derivgraph.ops import OPS
+
+    for name in sorted(OPS):
+        op = OPS[name]
+        _out(f"{op.signature():<60} {op.kind:<8} {'out=' if op.out else '    '} {op.doc}")
+    return 0
+
+
+# ---- plan ---------------------------------------------------------------------------------------
+
+def _model_and_specs(args: argparse.Namespace) -> tuple[Any, list[Any]]:
+    from derivgraph.spec.load import default_specs, load_specs
+
+    if args.model:
+        model = import_ref(args.model)()
+        specs = default_specs() + (load_specs(args.specs) if args.specs else [])
+    else:
+        from derivgraph.tools.reference_models import (
+            RefConfig,
+            build_reference_model,
+            make_weights,
+            reference_spec_path,
+        )
+
+        model = build_reference_model(make_weights(RefConfig(), 0))
+        specs = load_specs([reference_spec_path(), *(args.specs or [])])
+    return model, specs
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from derivgraph.planner import compile_plan
+
+    model, specs = _model_and_specs(args)
+    plan = compile_plan(model, specs)
+    if args.source:
+        _out(plan.source())
+        return 0
+    rows = plan.rows()
+    if args.json:
+        _out(json.dumps(rows, indent=2))
+        return 0
+    cols = ["node", "owner", "kind", "shape", "dtype", "bytes", "op"]
+    table = [[str(r[c]) for c in cols] for r in rows]
+    widths = [max(len(c), *(len(t[i]) for t in table)) if table else len(c)
+              for i, c in enumerate(cols)]
+    _out("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
+    _out("  ".join("-" * w for w in widths))
+    for t in table:
+        _out("  ".join(v.ljust(w) for v, w in zip(t, widths)))
+    total = sum(r["bytes"] for r in rows)
+    _out(f"\n{len(rows)} derived tensors, {total} bytes, {len(plan.steps)} steps, "
+         f"{plan.graph.cse_hits} shared subexpressions")
+    for name in plan.not_refillable():
+        _out(f"not refillable: graph recapture required: {name} (a Python scalar)")
+    return 0
+
+
+# ---- parser -------------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="derivgraph", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("demo", help="naive vs derivgraph reload under a captured graph")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("validate", help="check spec files (exit 1 on any error)")
+    p.add_argument("paths", nargs="+")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("graph", help="draw a spec file's dependency graph")
+    p.add_argument("spec")
+    p.add_argument("--format", default="text", choices=["text", "dot", "mermaid"])
+    p.set_defaults(func=cmd_graph)
+
+    p = sub.add_parser("plan", help="the compiled plan of a model")
+    p.add_argument("--model", help="MODULE:FACTORY returning a loaded, post-processed model "
+                   "(default: the demo's reference model)")
+    p.add_argument("--specs", nargs="*", help="extra YAML spec files or folders")
+    p.add_argument("--source", action="store_true", help="print the reload pass as Python")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("schema", help="print the spec JSON Schema")
+    p.set_defaults(func=cmd_schema)
+
+    p = sub.add_parser("specs", help="list the built-in and plugin specs")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_specs)
+
+    p = sub.add_parser("ops", help="list the formula ops")
+    p.set_defaults(func=cmd_ops)
+
+    _add_audit(sub)
+    importlib.import_module("derivgraph.cli.bench").add_parser(sub)  # derivgraph bench
+    importlib.import_module("derivgraph.cli.trace").add_parser(sub)  # derivgraph trace
+    return parser
+
+
+def _add_audit(sub: Any) -> None:
+    from derivgraph.cli.audit import add_audit_parser
+
+    add_audit_parser(sub)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``derivgraph`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except DerivgraphError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

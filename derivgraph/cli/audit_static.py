@@ -1,0 +1,153 @@
+"""``derivgraph audit static``: the static audit from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import importlib
+import json
+import logging
+import shutil
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from derivgraph.audit.static.scan import PackageNotFound, Progress, StaticReport, scan
+
+__all__ = ["add_static_parser", "cmd_static"]
+
+logger = logging.getLogger(__name__)
+
+_DESCRIPTION = """\
+Scan Python source (never importing it) for derived tensors that post-load code stores on
+objects: process_weights_after_loading, load_weights, post_load_weights, constructors of
+rebuilt objects (experts, kernels, MoE quant configs) and the same-file functions they call.
+Each site is matched against the spec library (built-in specs, plugins and --specs) and given a
+severity from vLLM 0.33's reload semantics: error (stale or moved under a captured graph after a
+reload), warning (likely), info (vLLM's layerwise copy-back handles it; --show-info lists them).
+Exit status: 0; 1 with --strict when an error or warning site is undeclared; 2 when nothing
+could be scanned (no files, or no file parsed), with or without --strict."""
+
+
+def add_static_parser(audit_sub: Any) -> None:
+    """Add the ``static`` subcommand to the ``audit`` subparsers."""
+    p = audit_sub.add_parser(
+        "static", help="scan source for derived tensors no spec declares",
+        description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to scan")
+    p.add_argument("--package", metavar="NAME",
+                   help="an installed package to scan, located without importing it (e.g. vllm)")
+    p.add_argument("--specs", nargs="+", action="extend", default=[], metavar="PATH",
+                   help="extra YAML spec files or folders (added to the built-in library)")
+    p.add_argument("--format", default="text", choices=["text", "json", "sarif"])
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 on any undeclared error or warning finding")
+    p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE")
+    p.add_argument("--jobs", "-j", type=int, default=None,
+                   help="worker processes (default: one per CPU; 1 = in this process)")
+    p.add_argument("--suggest", action="store_true",
+                   help="text format: print a YAML spec skeleton for every finding")
+    p.add_argument("--show-declared", action="store_true",
+                   help="text format: also list the sites that specs declare")
+    p.add_argument("--verdicts", metavar="FILE",
+                   help="JSON of `derivgraph audit vllm --json`: mark each finding confirmed, "
+                   "refuted or not_runnable by what vLLM's own classes did under a real reload")
+    p.add_argument("--show-info", action="store_true",
+                   help="text format: also list info sites (handled by the engine's reload)")
+    p.set_defaults(func=cmd_static)
+
+
+@contextlib.contextmanager
+def _progress() -> Iterator[Progress]:
+    """A rich progress bar on a TTY stderr, else a logging line every ~10% of the files."""
+    rich_progress = None
+    if sys.stderr.isatty():
+        try:
+            rich_progress = importlib.import_module("rich.progress")
+        except ImportError:
+            logger.debug("rich is not installed; progress goes to the log")
+    if rich_progress is not None:
+        with rich_progress.Progress(
+            rich_progress.TextColumn("static audit"), rich_progress.BarColumn(),
+            rich_progress.MofNCompleteColumn(), rich_progress.TimeElapsedColumn(),
+            rich_progress.TextColumn("{task.fields[file]}"), transient=True,
+        ) as bar:
+            task = bar.add_task("scan", total=None, file="")
+
+            def update(done: int, total: int, file: str) -> None:
+                bar.update(task, completed=done, total=total, file=file[-60:])
+
+            yield update
+        return
+    last = [0.0]
+
+    def log(done: int, total: int, file: str) -> None:
+        now = time.monotonic()
+        if done == total or done % max(total // 10, 1) == 0 or now - last[0] > 5:
+            last[0] = now
+            logger.info("static audit: %d/%d files (%s)", done, total, file)
+
+    yield log
+
+
+def _load_specs(extra: list[str]) -> list[Any]:
+    from derivgraph.spec.load import default_specs, load_specs
+
+    return [*default_specs(), *(load_specs(extra) if extra else [])]
+
+
+def _render(report: StaticReport, args: argparse.Namespace) -> str:
+    if args.format == "json":
+        from derivgraph.audit.static.report import render_json
+
+        return render_json(report)
+    if args.format == "sarif":
+        from derivgraph import __version__
+        from derivgraph.audit.static.sarif import to_sarif
+
+        return json.dumps(to_sarif(report, __version__), indent=2)
+    from derivgraph.audit.static.report import render_text
+
+    to_tty = not args.output and sys.stdout.isatty()
+    width = shutil.get_terminal_size((160, 24)).columns if to_tty else 160
+    return render_text(report, width=width, color=to_tty, show_declared=args.show_declared,
+                       suggest=args.suggest, show_info=args.show_info)
+
+
+def _with_verdicts(report: StaticReport, path: Path) -> StaticReport:
+    """``report`` with the executable audit's verdicts applied to its findings."""
+    from derivgraph.audit.static.verdicts import apply_verdicts, verdicts_from_json
+
+    verdicts = verdicts_from_json(json.loads(path.read_text(encoding="utf-8")))
+    return dataclasses.replace(report, findings=apply_verdicts(report.findings, verdicts))
+
+
+def cmd_static(args: argparse.Namespace) -> int:
+    """Run the static audit; the exit status follows ``--strict``."""
+    if not args.paths and not args.package:
+        sys.stderr.write("error: give PATH(s) to scan or --package NAME\n")
+        return 2
+    specs = _load_specs(args.specs)
+    try:
+        with _progress() as progress:
+            report = scan(args.paths, args.package, specs=specs, jobs=args.jobs,
+                          progress=progress)
+    except (PackageNotFound, FileNotFoundError) as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    if args.verdicts:
+        report = _with_verdicts(report, Path(args.verdicts))
+    text = _render(report, args)
+    if args.output:
+        Path(args.output).write_text(text + "\n", encoding="utf-8")
+        sys.stdout.write(f"wrote {args.format} report of {len(report.findings)} sites "
+                         f"({len(report.undeclared())} undeclared) to {args.output}\n")
+    else:
+        sys.stdout.write(text + "\n")
+    if report.nothing_scanned:
+        sys.stderr.write("error: nothing could be scanned (no Python files, or none parsed)\n")
+        return 2
+    return 1 if args.strict and report.undeclared() else 0

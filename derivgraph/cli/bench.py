@@ -1,0 +1,36 @@
+"""``derivgraph bench``: its parser (light: torch loads only when the command runs)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+__all__ = ["add_parser"]
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add ``bench`` to the top-level subcommands."""
+    p = subparsers.add_parser("bench", help="benchmark the reload pass against the naive rerun")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--workload", choices=["reference", "deepseek"], default="reference")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--repeat", type=int, default=21)
+    p.add_argument("--layers", type=int, default=61)
+    p.add_argument("--scale", type=float, default=None,
+                   help="deepseek K/V stack size factor (default 1 on cuda, 1/32 on cpu)")
+    p.set_defaults(func=_cmd)
+
+
+def _cmd(args: argparse.Namespace) -> int:
+    from derivgraph.tools.bench import bench
+
+    result = bench(args.device, args.workload, repeat=args.repeat, layers=args.layers,
+                   scale=args.scale)
+    if args.json:
+        sys.stdout.write(json.dumps(result) + "\n")
+    else:
+        for key, value in result.items():
+            sys.stdout.write(f"{key:>22}: {value}\n")
+    return 0

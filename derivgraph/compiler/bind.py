@@ -1,0 +1,190 @@
+"""Match specs to a live ``nn.Module``: which module each spec applies to.
+
+Matching reads class names and attributes only; it imports nothing from the engine.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from derivgraph.errors import Rule, SpecIssue
+from derivgraph.paths import MISSING, get_path, join, matches_class
+from derivgraph.spec.model import DerivedTensor, Spec, Target, split_type_name
+
+__all__ = ["BoundSpec", "check_bindings", "match_specs", "target_matches"]
+
+
+@dataclass
+class BoundSpec:
+    """A spec applied to one module of the model."""
+
+    spec: Spec
+    module_path: str
+    module: nn.Module
+
+    def qualify(self, path: str) -> str:
+        """A path from the module, made relative to the model root."""
+        return join(self.module_path, path)
+
+
+def _is_one_of(value: Any, options: Any) -> bool:
+    options = options if isinstance(options, list) else [options]
+    if not isinstance(value, (int, float, str)) and value is not None:
+        value = getattr(value, "value", value)  # enums compare by value
+    return value in options or str(value) in [str(o) for o in options]
+
+
+def _where_holds(module: nn.Module, where: dict[str, Any]) -> bool:
+    """Every predicate holds: ``path: value``, ``path: [values]`` or ``path: {not: values}``."""
+    for path, wanted in where.items():
+        base, type_attr = split_type_name(path)
+        value = get_path(module, base)
+        if value is MISSING:
+            return False
+        if type_attr is not None:
+            value = getattr(type(value), type_attr)
+        if isinstance(wanted, dict) and set(wanted) == {"not"}:
+            if _is_one_of(value, wanted["not"]):
+                return False
+        elif not _is_one_of(value, wanted):
+            return False
+    return True
+
+
+def target_matches(target: Target, module: nn.Module) -> bool:
+    """True if ``target`` applies to ``module``."""
+    if target.module_class and not matches_class(module, target.module_class):
+        return False
+    if target.quant_method_class:
+        qm = getattr(module, "quant_method", None)
+        if qm is None or not matches_class(qm, target.quant_method_class):
+            return False
+    if target.object:
+        obj = get_path(module, target.object)
+        if obj is MISSING or obj is None:
+            return False
+        if target.object_class and not matches_class(obj, target.object_class):
+            return False
+    return _where_holds(module, target.where)
+
+
+def match_specs(model: nn.Module, specs: Iterable[Spec]) -> list[BoundSpec]:
+    """Every (spec, module) pair where the spec's target matches, in module order."""
+    specs = list(specs)
+    bound: list[BoundSpec] = []
+    for path, module in model.named_modules():
+        for spec in specs:
+            if target_matches(spec.target, module):
+                bound.append(BoundSpec(spec, path, module))
+    return bound
+
+
+# Objects a spec may never bind onto: classes, Python modules, functions and methods,
+# tensors, and immutable values (binding on them rewrites the program or cannot work).
+_NOT_OWNERS = (type, types.ModuleType, torch.Tensor, int, float, complex, str, bytes, bool,
+               tuple, frozenset)
+
+
+def _owner_problem(owner: Any) -> str | None:
+    if isinstance(owner, _NOT_OWNERS) or inspect.isroutine(owner):
+        kind = "class" if isinstance(owner, type) else \
+            "Python module" if isinstance(owner, types.ModuleType) else \
+            "function" if inspect.isroutine(owner) else type(owner).__name__
+        return f"the owner is a {kind}, not an object that holds tensors"
+    return None
+
+
+def _class_member(owner: Any, name: str) -> str | None:
+    """The kind of class-level member ``name`` is on ``type(owner)`` (method, property), if any.
+
+    Plain class attributes (dataclass defaults) and ``__slots__`` members are instance slots,
+    not members.
+    """
+    try:
+        static = inspect.getattr_static(type(owner), name)
+    except AttributeError:
+        return None
+    if isinstance(static, (types.MemberDescriptorType, types.GetSetDescriptorType)):
+        return None
+    if isinstance(static, (property, classmethod, staticmethod)) or inspect.isroutine(static):
+        return type(static).__name__
+    if isinstance(static, type):
+        return "class"
+    if hasattr(type(static), "__get__"):
+        return "descriptor"
+    return None
+
+
+def _binding_problem(owner: Any, decl: DerivedTensor) -> str | None:
+    """Why binding ``decl`` on ``owner`` would replace something that is not a tensor slot."""
+    problem = _owner_problem(owner)
+    if problem:
+        return problem
+    name = decl.name
+    member = _class_member(owner, name)
+    if member is not None:
+        return f"{type(owner).__name__}.{name} is a {member} of the owner's class"
+    current = get_path(owner, name)
+    if current is MISSING or isinstance(current, torch.Tensor):
+        return None
+    if current is None:
+        return None if decl.replace else (
+            f"{type(owner).__name__}.{name} is None; binding would replace it")
+    if decl.kind == "scalar" and isinstance(current, (int, float)) and \
+            not isinstance(current, bool):
+        return None
+    what = "a callable" if callable(current) else f"a {type(current).__name__}"
+    return f"{type(owner).__name__}.{name} holds {what}; binding would replace it"
+
+
+def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
+    """Owner and name safety (``DG015``) and declared devices (``DG017``) of matched specs.
+
+    Reads only; runs before any tensor is computed or any attribute is set.
+    """
+    from derivgraph.runtime.containers import container_problem, is_container
+    from derivgraph.spec.check import check_device
+
+    issues: list[SpecIssue] = []
+    for b in bound:
+        for decl in b.spec.derived:
+            node = join(b.qualify(decl.owner), decl.name)
+            owner = get_path(b.module, decl.owner)
+            if owner is not MISSING and owner is not None:
+                # issue10: a tuple owner is kept whole (derivgraph.runtime.containers), never bound into
+                problem = container_problem(b.module, decl, owner)
+                if problem:
+                    issues.append(SpecIssue(Rule.CONTAINER_HOLDER, problem,
+                                            "declare tensor items of a tuple held in a plain "
+                                            "attribute (owner: the tuple, name: the item's index, "
+                                            "kind: attribute)", decl.location, node))
+                    continue
+                problem = None if is_container(owner) else _binding_problem(owner, decl)
+                if problem:
+                    fix = ("set `replace: true` if the engine leaves None there to be filled"
+                           if "is None" in problem else
+                           "bind only attributes that hold tensors (or nothing yet); choose "
+                           "another name or owner")
+                    issues.append(SpecIssue(Rule.UNSAFE_NAME, problem, fix, decl.location, node))
+            if decl.device and check_device(decl.device) is None and \
+                    not _is_device_name(decl.device):
+                value = get_path(b.module, decl.device)
+                if not isinstance(value, (torch.Tensor, torch.device)):
+                    issues.append(SpecIssue(
+                        Rule.UNKNOWN_DEVICE, f"device {decl.device!r} is neither a device nor a "
+                        f"path to a tensor on {type(b.module).__name__}",
+                        "write cpu, cuda or cuda:N, or the path of a tensor whose device to use",
+                        decl.location, node))
+    return issues
+
+
+def _is_device_name(text: str) -> bool:
+    head = text.split(":")[0]
+    return head in ("cpu", "cuda", "meta")

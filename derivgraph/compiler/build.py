@@ -1,0 +1,154 @@
+"""Build and validate one networkx DAG of derived tensors for a whole model.
+
+:func:`build_graph` creates a derived node per declaration (checking owners, kinds and
+duplicates), resolves every formula into source and op nodes (:mod:`derivgraph.compiler.resolve`),
+rejects cycles, and infers shapes and dtypes on meta tensors (:mod:`derivgraph.compiler.infer`). Every
+problem is collected as a :class:`~derivgraph.errors.SpecIssue`; nothing here writes a tensor.
+The node kinds are described in :mod:`derivgraph.compiler.graph`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from torch import nn
+
+from derivgraph.compiler.bind import BoundSpec
+from derivgraph.compiler.checks import index_issues
+from derivgraph.compiler.engine import is_opaque
+from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef, natural_key, refs_in
+from derivgraph.compiler.infer import infer_shapes
+from derivgraph.compiler.ir import NodeKind
+from derivgraph.compiler.resolve import (
+    Resolver,
+    Unresolved,
+    device_of,
+    parse_cached,
+    resolve_params,
+)
+from derivgraph.errors import Rule
+from derivgraph.ops import OPS, OpKind
+from derivgraph.paths import MISSING, get_path, join
+from derivgraph.spec.expr import FormulaError
+from derivgraph.spec.kinds import TensorKind, is_fold
+
+__all__ = ["DerivedGraph", "DerivedNode", "NodeRef", "build_graph"]
+
+
+def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGraph:
+    """Resolve every bound spec into one DAG; problems are collected in ``graph.issues``."""
+    graph = DerivedGraph(model)
+    bound_specs = list(bound_specs)
+    nodes: list[tuple[DerivedNode, dict[str, Any]]] = []
+    for bound in bound_specs:
+        params = resolve_params(graph, bound)
+        if params is None:
+            continue
+        for decl in bound.spec.derived:
+            if is_fold(decl):  # fold hook: folds are bound by derivgraph.compiler.fold, not nodes
+                continue
+            owner_path = bound.qualify(decl.owner)
+            node = DerivedNode(join(owner_path, decl.name), bound, decl, owner_path,
+                               device=device_of(bound, decl), params=params)
+            if node.id in graph.derived:
+                other = graph.derived[node.id]
+                graph.issue(Rule.DUPLICATE, f"{node.id} is declared by {node.where} and by "
+                            f"{other.where} ({other.decl.location})",
+                            "declare each derived tensor once; make the other an alias", node)
+                continue
+            owner = get_path(model, owner_path)
+            if owner is MISSING or owner is None:
+                graph.issue(Rule.MISSING_SOURCE, f"owner path {decl.owner!r} does not exist on "
+                            f"{type(bound.module).__name__} at {bound.module_path or '<root>'}",
+                            "fix `owner`, or narrow the target (object/where) so the spec only "
+                            "matches modules that have it", node)
+                continue
+            if node.kind in (TensorKind.PARAMETER, TensorKind.BUFFER) \
+                    and not isinstance(owner, nn.Module):
+                graph.issue(Rule.OWNER, f"kind {decl.kind!r} needs an nn.Module owner, but "
+                            f"{decl.owner or '<module>'} is a {type(owner).__name__}",
+                            "use kind 'attribute' for tensors on plain objects", node)
+                continue
+            graph.add_derived(node)
+            nodes.append((node, params))
+    for node, params in nodes:
+        _resolve_derived(graph, node, params)
+    _check_cycles(graph)
+    if not any(i.rule == Rule.CYCLE for i in graph.issues):
+        infer_shapes(graph)
+        index_issues(graph)
+    return graph
+
+
+def _resolve_derived(graph: DerivedGraph, node: DerivedNode, params: dict[str, Any]) -> None:
+    resolver = Resolver(graph, node.bound, node, params, node.device)
+    decl = node.decl
+    if is_opaque(decl):  # engine hook: no formula to resolve; the engine makes the value
+        return
+    try:
+        if node.kind is TensorKind.ALIAS:
+            assert decl.of is not None
+            value = resolver.resolve(parse_cached(decl.of))
+            if not isinstance(value, NodeRef) or not _is_plain_path(decl.of):
+                raise Unresolved(Rule.ALIAS, f"alias target {decl.of!r} is not a tensor path",
+                                  "`of` names a derived tensor of this spec or a source path")
+            if value.id == node.id:
+                raise Unresolved(Rule.ALIAS, "an alias cannot be its own target",
+                                  "point `of` at another tensor")
+        else:
+            assert decl.formula is not None
+            value = resolver.resolve(parse_cached(decl.formula))
+    except FormulaError as exc:
+        graph.issue(exc.rule, f"{decl.formula or decl.of!r}: {exc.message}", exc.fix, node)
+        return
+    except Unresolved as exc:
+        graph.issue(exc.rule, f"{decl.formula or decl.of!r}: {exc.message}", exc.fix, node)
+        return
+    if not isinstance(value, NodeRef):
+        graph.issue(Rule.INFERENCE, f"formula {decl.formula!r} is the constant {value!r}, not a "
+                    "tensor", "wrap constants in full([shape], value, dtype=...)", node)
+        return
+    if node.kind is TensorKind.VIEW and not _is_view_chain(graph, value.id):
+        graph.issue(Rule.ALIAS, f"view formula {decl.formula!r} uses ops that copy",
+                    "a view may only use view ops (slicing, view, reshape, transpose, squeeze, "
+                    "...) over one tensor; use kind 'attribute' or 'buffer' for computed values",
+                    node)
+        return
+    graph.set_input(node, value.id)
+
+
+def _is_plain_path(text: str) -> bool:
+    return re.fullmatch(r"[A-Za-z_][\w]*(\.[\w]+)*", text.strip()) is not None
+
+
+def _is_view_chain(graph: DerivedGraph, node_id: str) -> bool:
+    node = graph.nodes[node_id]
+    while node.kind is NodeKind.OP:
+        if OPS[node.op].kind is not OpKind.VIEW or len(refs_in(node.args)) != 1:
+            return False
+        node = graph.nodes[node.inputs[0]]
+    return True
+
+
+def _check_cycles(graph: DerivedGraph) -> None:
+    try:
+        graph.ordered()  # linear; raises only if there is a cycle
+        return
+    except ValueError:
+        pass
+    import networkx as nx
+
+    for component in nx.strongly_connected_components(graph.g):
+        if len(component) < 2:
+            continue
+        sub = graph.g.subgraph(component)
+        cycle = [u for u, _ in nx.find_cycle(sub)]
+        named = [c for c in cycle if c in graph.derived] or cycle
+        start = min(range(len(named)), key=lambda i: natural_key(named[i]))
+        named = named[start:] + named[:start]
+        shown = " -> ".join([*named, named[0]])
+        graph.issue(Rule.CYCLE, f"derived tensors depend on each other in a cycle: {shown}",
+                    "break the cycle: a derived tensor may not depend on itself, directly or "
+                    "through others", graph.derived.get(named[0]))

@@ -1,0 +1,254 @@
+"""Fold declarations: an in-place transform of a source weight, applied once per load.
+
+Some engines fold a config value into a loaded weight in place, e.g. Muse Spark's router output
+multiplier (``router.weight.mul_(multiplier)``). Applied once per *post-load run* instead of
+once per *load*, a reload multiplies it twice; applied once per model lifetime, a reload leaves
+the new weight unfolded. A spec entry of ``kind: fold`` hands the fold to derivgraph::
+
+    - {name: weight, owner: router, kind: fold, formula: "weight * multiplier",
+       config: {multiplier: metap_output_multiplier}}
+
+* The formula reads only the source's current (loaded) value, by its own ``name``, and the
+  ``config`` values: numbers read at compile time from an attribute path looked up on the
+  matched module and then on each enclosing module up to the root (the first that has it).
+  ``None`` there means the engine has nothing to fold: the declaration is inactive.
+* The fold keeps the source's shape and dtype; its result is ``copy_``-ed into the source. This
+  is the ONLY write derivgraph ever makes to a source tensor.
+* Contract: :func:`~derivgraph.planner.compile_plan` runs after the engine's first post-load step,
+  which already folded once. Compile records that value as *folded*. From then on the engine's
+  own fold must be inert (vLLM 0.33.0's NVIDIA Muse Spark: its first fold sets
+  ``router_output_multiplier = None``); derivgraph applies the fold once after each load.
+* "Loaded since the last fold" is decided by value: the plan keeps a copy of the source as it
+  was right after the last fold (memory: one copy of each folded source). ``Tensor._version``
+  cannot decide it: ``param.data.copy_(w)``, which vLLM's ``default_weight_loader`` and its
+  layerwise copy-back use, does not bump the version counter (checked on torch 2.14).
+* In a pass, a source whose value still equals its last folded value is skipped and reported
+  (``report.folds_skipped``); naming it in ``run(updated=[...])`` is a claim that it was loaded,
+  so a second application to the same loaded value is refused with
+  :class:`FoldReappliedError` (DG081) before anything is written.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from derivgraph.compare import bits_equal
+from derivgraph.compiler.bind import BoundSpec
+from derivgraph.errors import DerivgraphError, Rule, SpecIssue
+from derivgraph.ops import OPS
+from derivgraph.paths import MISSING, get_path, join
+from derivgraph.spec.expr import Call, Const, Expr, FormulaError, Name, parse_formula
+from derivgraph.spec.fold_rules import formula_problem
+from derivgraph.spec.kinds import is_fold
+from derivgraph.spec.model import DerivedTensor
+
+__all__ = ["FoldEntry", "FoldReappliedError", "FoldSet", "compile_folds", "is_fold"]
+
+logger = logging.getLogger(__name__)
+
+
+class FoldReappliedError(DerivgraphError):
+    """A pass was asked to fold a source that was not loaded since its last fold."""
+
+    def __init__(self, issues: list[SpecIssue]):
+        self.issues = list(issues)
+        super().__init__("\n".join(["fold refused:", *(str(i) for i in self.issues)]))
+
+
+@dataclass
+class FoldEntry:
+    """One declared fold, bound to a source tensor of the model."""
+
+    id: str  # model path of the source tensor
+    decl: DerivedTensor
+    spec_name: str
+    expr: Expr
+    config: dict[str, Any]
+    folded: torch.Tensor  # the source's value right after the last fold (a private copy)
+    applied: int = 0
+
+    def compute(self, source: torch.Tensor) -> torch.Tensor:
+        """The fold of ``source``'s current value (reads only)."""
+        return _evaluate(self.expr, self.decl.name, source, self.config)
+
+
+@dataclass
+class FoldSet:
+    """Every fold of a plan; :meth:`apply` is the first step of each pass."""
+
+    entries: dict[str, FoldEntry] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def _selected(self, updated: list[str] | None) -> list[tuple[FoldEntry, bool]]:
+        """(entry, named explicitly) for the folds this pass considers."""
+        if updated is None:
+            return [(e, False) for e in self.entries.values()]
+        out = []
+        for key, entry in self.entries.items():
+            if any(key == n or key.startswith(n + ".") or fnmatch.fnmatchcase(key, n)
+                   for n in updated):
+                out.append((entry, True))
+        return out
+
+    def apply(self, model: nn.Module, updated: Iterable[str] | None, report: Any) -> None:
+        """Fold each source loaded since its last fold, in place; skip (report) the rest.
+
+        ``updated`` (kernel-format reloads): only the named sources are considered, and each
+        must have been loaded since its last fold, else :class:`FoldReappliedError` is raised
+        before any source is written.
+        """
+        names = None if updated is None else list(updated)
+        plan: list[tuple[FoldEntry, torch.Tensor, torch.Tensor]] = []
+        refused: list[SpecIssue] = []
+        with torch.no_grad():
+            for entry, named in self._selected(names):
+                source = get_path(model, entry.id)
+                if not isinstance(source, torch.Tensor):
+                    refused.append(SpecIssue(
+                        Rule.FOLD_DECLARATION, f"fold source {entry.id} is gone from the model",
+                        "the engine must keep the source tensor it loads into",
+                        entry.decl.location, entry.id))
+                    continue
+                if bits_equal(source, entry.folded):
+                    if bits_equal(entry.compute(source), source):
+                        report.folds_skipped.append(entry.id)  # an identity fold: nothing to do
+                        continue
+                    if named:
+                        refused.append(SpecIssue(
+                            Rule.FOLD_REAPPLIED,
+                            f"{entry.id} still holds the value folded by "
+                            f"{entry.spec_name!r}: it was not loaded since, and folding it again "
+                            "would apply the fold twice",
+                            "name in `updated` only the sources that were loaded, or load the "
+                            "weight again before running the pass", entry.decl.location,
+                            entry.id))
+                    else:
+                        report.folds_skipped.append(entry.id)
+                    continue
+                plan.append((entry, source, entry.compute(source)))
+            if refused:
+                raise FoldReappliedError(refused)
+            for entry, source, value in plan:
+                source.copy_(value)  # the one sanctioned write to a source: the declared fold
+                entry.folded.copy_(source)
+                entry.applied += 1
+                report.folded.append(entry.id)
+
+
+def _lookup_config(bound: BoundSpec, model: nn.Module, path: str) -> Any:
+    """``path`` on the matched module, else on each enclosing module up to the root."""
+    parts = bound.module_path.split(".") if bound.module_path else []
+    for cut in range(len(parts), -1, -1):
+        base = get_path(model, ".".join(parts[:cut])) if cut else model
+        value = get_path(base, path)
+        if value is not MISSING:
+            return value
+    return MISSING
+
+
+def _evaluate(expr: Expr, own: str, source: torch.Tensor, config: dict[str, Any]) -> Any:
+    if isinstance(expr, Const):
+        return expr.value
+    if isinstance(expr, Name):
+        if expr.id == own:
+            return source
+        if expr.id in config:
+            return config[expr.id]
+        return expr.id  # a dtype name (checked at compile)
+    assert isinstance(expr, Call)
+    args = [_evaluate(a, own, source, config) for a in expr.args]
+    kwargs = {k: _evaluate(v, own, source, config) for k, v in expr.kwargs}
+    return OPS[expr.op].fn(*args, **kwargs)
+
+
+def _compile_one(model: nn.Module, bound: BoundSpec, decl: DerivedTensor,
+                 issues: list[SpecIssue]) -> FoldEntry | None:
+    owner_path = bound.qualify(decl.owner)
+    key = join(owner_path, decl.name)
+
+    def issue(message: str, fix: str) -> None:
+        issues.append(SpecIssue(Rule.FOLD_DECLARATION, message, fix, decl.location, key))
+
+    source = get_path(model, key)
+    if not isinstance(source, torch.Tensor):
+        issue(f"fold source {key} is not a tensor of the model",
+              "a fold names the loaded weight it transforms: `owner` + `name` of a parameter "
+              "or buffer")
+        return None
+    config: dict[str, Any] = {}
+    for name, path in decl.config.items():
+        value = _lookup_config(bound, model, path)
+        if value is MISSING:
+            issue(f"config value {name} = {path!r} exists neither on "
+                  f"{bound.module_path or '<root>'} nor on an enclosing module",
+                  "point the path at the config number the engine folds in")
+            return None
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            issue(f"config value {name} = {path!r} is a {type(value).__name__}, not a number",
+                  "point the path at a number")
+            return None
+        config[name] = value
+    if any(v is None for v in config.values()):
+        logger.info("fold %s inactive: a config value is None", key)
+        return None
+    try:
+        expr = parse_formula(decl.formula or "")
+    except FormulaError as exc:
+        issues.append(SpecIssue(exc.rule, f"{decl.formula!r}: {exc.message}", exc.fix,
+                                decl.location, key))
+        return None
+    problem = formula_problem(expr, decl.name, config)
+    if problem:
+        issue(f"fold formula {decl.formula!r}: {problem}",
+              f"write the fold over {decl.name!r} and `config` names, e.g. "
+              f"'{decl.name} * multiplier'")
+        return None
+    try:
+        meta = _evaluate(expr, decl.name, source.detach().to("meta"), config)
+    except (RuntimeError, TypeError, ValueError) as exc:
+        issue(f"fold formula {decl.formula!r} fails on the source's shape and dtype: {exc}",
+              "check the ops and the source tensor")
+        return None
+    if not isinstance(meta, torch.Tensor) or meta.shape != source.shape or \
+            meta.dtype != source.dtype:
+        got = f"{list(meta.shape)} {meta.dtype}" if isinstance(meta, torch.Tensor) else repr(meta)
+        issue(f"fold formula {decl.formula!r} gives {got}, but a fold must keep its source's "
+              f"shape and dtype ({list(source.shape)} {source.dtype})",
+              "cast back to the source dtype, e.g. cast(weight * m, bfloat16)")
+        return None
+    folded = source.detach().clone()  # compile contract: the engine already folded once
+    return FoldEntry(key, decl, bound.spec.name, expr, config, folded)
+
+
+def compile_folds(model: nn.Module, bound_specs: Iterable[BoundSpec],
+                  issues: list[SpecIssue], derived_ids: Iterable[str] = ()) -> FoldSet:
+    """Bind every fold declaration; problems are appended to ``issues`` (nothing is written)."""
+    folds = FoldSet()
+    derived = set(derived_ids)
+    for bound in bound_specs:
+        for decl in bound.spec.derived:
+            if not is_fold(decl):
+                continue
+            entry = _compile_one(model, bound, decl, issues)
+            if entry is None:
+                continue
+            if entry.id in folds.entries or entry.id in derived:
+                other = folds.entries.get(entry.id)
+                where = f"{other.spec_name} ({other.decl.location})" if other else \
+                    "a derived-tensor declaration"
+                issues.append(SpecIssue(
+                    Rule.DUPLICATE, f"{entry.id} is folded by {bound.spec.name!r} and also "
+                    f"declared by {where}", "declare one fold per source; fold several factors "
+                    "in one formula", decl.location, entry.id))
+                continue
+            folds.entries[entry.id] = entry
+    return folds

@@ -1,0 +1,196 @@
+"""The DAG of derived tensors: references, derived-tensor records, and the graph container.
+
+Node kinds are :class:`derivgraph.compiler.ir.NodeKind`: ``SOURCE`` (a tensor the engine owns, read at its
+path), ``OP`` (a registered op over other nodes and Python constants; identical subexpressions
+share one node across specs and layers) and ``DERIVED`` (a declared derived tensor bound to an
+owner; its one input is its value).
+
+This module holds data structures and queries only; :mod:`derivgraph.compiler.build` builds the graph.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from derivgraph.compiler.bind import BoundSpec
+from derivgraph.compiler.ir import Graph, Node, NodeKind
+from derivgraph.errors import SourceLocation, SpecIssue, SpecValidationError
+from derivgraph.spec.kinds import TensorKind
+from derivgraph.spec.model import DerivedTensor
+
+__all__ = ["DerivedGraph", "DerivedNode", "NodeRef", "freeze", "natural_key", "refs_in",
+           "substitute"]
+
+
+@dataclass(frozen=True)
+class NodeRef:
+    """A reference to a graph node inside op arguments."""
+
+    id: str
+
+
+@dataclass
+class DerivedNode:
+    """A declared derived tensor bound to one module."""
+
+    id: str
+    bound: BoundSpec
+    decl: DerivedTensor
+    owner_path: str  # from the model root
+    input: str | None = None  # node id of the value (or alias target / view base chain)
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    params: dict[str, Any] = field(default_factory=dict)
+    meta: torch.Tensor | None = None  # inferred value on the meta device
+    _kind: TensorKind = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._kind = TensorKind(self.decl.kind)
+
+    @property
+    def kind(self) -> TensorKind:
+        return self._kind
+
+    @property
+    def where(self) -> str:
+        return f"{self.bound.spec.name}:{self.decl.name}"
+
+
+def natural_key(path: str) -> list[Any]:
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", path)]
+
+
+def freeze(value: Any) -> Any:
+    if isinstance(value, NodeRef):
+        return ("ref", value.id)
+    if isinstance(value, (list, tuple)):
+        return ("seq", tuple(freeze(v) for v in value))
+    if isinstance(value, slice):
+        return ("slice", value.start, value.stop, value.step)
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((k, freeze(v)) for k, v in value.items())))
+    if isinstance(value, (torch.dtype, torch.device)):
+        return ("torch", str(value))
+    if isinstance(value, float):
+        return ("float", value.hex())
+    return (type(value).__name__, value)
+
+
+def refs_in(value: Any) -> list[str]:
+    """Node ids referenced anywhere inside an op argument."""
+    if isinstance(value, NodeRef):
+        return [value.id]
+    if isinstance(value, (list, tuple)):
+        return [r for v in value for r in refs_in(v)]
+    if isinstance(value, dict):
+        return [r for v in value.values() for r in refs_in(v)]
+    return []
+
+
+def substitute(value: Any, lookup: Any) -> Any:
+    """Replace every NodeRef in an op argument by ``lookup(node_id)``."""
+    if isinstance(value, NodeRef):
+        return lookup(value.id)
+    if isinstance(value, list):
+        return [substitute(v, lookup) for v in value]
+    if isinstance(value, tuple):
+        return tuple(substitute(v, lookup) for v in value)
+    if isinstance(value, dict):
+        return {k: substitute(v, lookup) for k, v in value.items()}
+    return value
+
+
+class DerivedGraph:
+    """The model's IR graph (:class:`~derivgraph.compiler.ir.Graph`) plus the issues found building it."""
+
+    def __init__(self, model: nn.Module):
+        self.model = model
+        self.ir = Graph()
+        self.derived: dict[str, DerivedNode] = {}
+        self.issues: list[SpecIssue] = []
+        self._cse: dict[Any, str] = {}
+        self._op_count = 0
+        self.cse_hits = 0
+        self._deps: dict[str, frozenset[str]] = {}
+        self._deps_version = -1
+        self.meta_env: dict[str, Any] = {}  # node id -> meta value (set by shape inference)
+
+    @property
+    def nodes(self) -> dict[str, Node]:
+        return self.ir.nodes
+
+    @property
+    def g(self) -> Any:
+        """The graph as networkx (node attribute ``kind``, ``op``, ...), for algorithms/pictures."""
+        return self.ir.nx()
+
+    # ---- node creation ------------------------------------------------------------------
+    def source(self, path: str, tensor: torch.Tensor) -> NodeRef:
+        if path in self.derived:
+            return NodeRef(path)
+        if path not in self.ir.nodes:
+            self.ir.add(Node(path, NodeKind.SOURCE, shape=tuple(tensor.shape),
+                             stride=tuple(tensor.stride()), dtype=tensor.dtype,
+                             device=tensor.device))
+        return NodeRef(path)
+
+    def op(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> NodeRef:
+        key = (name, freeze(args), freeze(kwargs))
+        hit = self._cse.get(key)
+        if hit is not None:
+            self.cse_hits += 1
+            return NodeRef(hit)
+        self._op_count += 1
+        node_id = f"%{self._op_count}:{name}"
+        inputs = tuple(dict.fromkeys(refs_in(args) + refs_in(kwargs)))
+        self.ir.add(Node(node_id, NodeKind.OP, op=name, args=args, kwargs=kwargs, inputs=inputs))
+        self._cse[key] = node_id
+        return NodeRef(node_id)
+
+    def add_derived(self, node: DerivedNode) -> None:
+        self.derived[node.id] = node
+        self.ir.add(Node(node.id, NodeKind.DERIVED))
+
+    def set_input(self, node: DerivedNode, value_id: str) -> None:
+        node.input = value_id
+        self.ir.set_inputs(node.id, (value_id,))
+
+    def issue(self, rule: str, message: str, fix: str, node: DerivedNode | None) -> None:
+        loc = node.decl.location if node else SourceLocation()
+        self.issues.append(SpecIssue(rule, message, fix, loc, node.id if node else ""))
+
+    # ---- queries ------------------------------------------------------------------------
+    def kind(self, node_id: str) -> NodeKind:
+        return self.ir.nodes[node_id].kind
+
+    def sources(self) -> list[str]:
+        return [n for n, d in self.ir.nodes.items() if d.kind is NodeKind.SOURCE]
+
+    def ordered(self) -> list[str]:
+        """Node ids in a deterministic topological order (cached until the graph changes)."""
+        return self.ir.order()
+
+    def source_deps(self) -> dict[str, frozenset[str]]:
+        """Node id -> the source nodes it depends on (one topological sweep, cached)."""
+        if self._deps_version != self.ir.version:
+            deps: dict[str, frozenset[str]] = {}
+            empty: frozenset[str] = frozenset()
+            nodes = self.ir.nodes
+            for n in self.ordered():
+                node = nodes[n]
+                if node.kind is NodeKind.SOURCE:
+                    deps[n] = frozenset((n,))
+                elif len(node.inputs) == 1:
+                    deps[n] = deps[node.inputs[0]]
+                else:
+                    deps[n] = empty.union(*(deps[p] for p in node.inputs))
+            self._deps, self._deps_version = deps, self.ir.version
+        return self._deps
+
+    def raise_if_issues(self) -> None:
+        if self.issues:
+            raise SpecValidationError(self.issues)

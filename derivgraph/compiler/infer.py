@@ -1,0 +1,152 @@
+"""Shape, dtype and device inference on ``meta`` tensors, and declared-vs-inferred checks.
+
+Every op runs on meta tensors (:class:`~derivgraph.compiler.interpret.MetaInterpreter`, memoized per op
+and input layout), so a spec's shapes and dtypes are checked without touching real data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from derivgraph.compiler.engine import engine_meta
+from derivgraph.compiler.graph import DerivedGraph, DerivedNode
+from derivgraph.compiler.interpret import Failed, MetaInterpreter
+from derivgraph.compiler.ir import NodeKind
+from derivgraph.errors import Rule
+from derivgraph.limits import LimitError, check_numel
+from derivgraph.ops import DTYPES
+from derivgraph.spec.kinds import TensorKind, is_engine
+
+__all__ = ["first_feeds", "infer_shapes", "meta_value"]
+
+
+def meta_value(graph: DerivedGraph, node_id: str, cache: dict[str, Any]) -> Any:
+    """The node's value on the meta device (shapes and dtypes only); ``cache`` is the env."""
+    interp = MetaInterpreter(graph)
+    interp.env = cache
+    order = graph.ordered()
+    interp.run(order[: order.index(node_id) + 1])
+    return cache[node_id]
+
+
+def infer_shapes(graph: DerivedGraph) -> None:
+    """Infer every derived tensor's meta value and check it against its declaration.
+
+    A derived tensor whose formula reads another that did not resolve is skipped: the issue
+    already reported for that one is the real problem.
+    """
+    interp = MetaInterpreter(graph)
+    for node_id, node in graph.derived.items():
+        if node.input is None and is_engine(node.decl):  # engine hook: the engine's layout
+            try:
+                interp.env[node_id] = engine_meta(graph.model, node_id)
+            except ValueError:
+                pass  # reported as DG082 when the plan adopts the tensor
+    env = interp.run()
+    graph.meta_env = env
+    _check_sizes(graph, env)
+    devices = _source_devices(graph)
+    for node_id, node in graph.derived.items():
+        if node.input is None:
+            if isinstance(env.get(node_id), torch.Tensor):  # engine hook: seeded above
+                node.meta = env[node_id]
+            continue
+        value = env[node_id]
+        if isinstance(value, Failed):
+            if value.error is not None:
+                first = str(value.error).strip().split("\n")[0]
+                graph.issue(Rule.INFERENCE, f"formula {node.decl.formula or node.decl.of!r} fails "
+                            f"on shapes/dtypes: {first}",
+                            "check the shapes and dtypes the formula combines", node)
+            continue
+        if not isinstance(value, torch.Tensor):
+            graph.issue(Rule.INFERENCE, f"formula gives a {type(value).__name__}, not a tensor",
+                        "make the formula produce a tensor", node)
+            continue
+        node.meta = value
+        _check_declared(graph, node, value, devices[node_id])
+
+
+def _check_sizes(graph: DerivedGraph, env: dict[str, Any]) -> None:
+    """Refuse any inferred tensor (intermediates too) above the element limit, before allocation.
+
+    The issue is reported on the first derived tensor the oversized value feeds, so it carries
+    that spec's file and line.
+    """
+    feeds = first_feeds(graph)
+    nodes = graph.nodes
+    oversized: set[str] = set()
+    for n in graph.ordered():
+        value = env.get(n)
+        if not isinstance(value, torch.Tensor) or nodes[n].kind is NodeKind.SOURCE:
+            continue
+        try:
+            check_numel(value.shape, n)
+        except LimitError as exc:
+            oversized.add(n)
+            if not any(p in oversized for p in nodes[n].inputs):  # once per oversized chain
+                graph.issue(exc.rule, exc.message, exc.fix, graph.derived.get(n) or feeds.get(n))
+
+
+def first_feeds(graph: DerivedGraph) -> dict[str, DerivedNode | None]:
+    """Node id -> the first derived tensor it feeds (whose spec file:line an issue carries)."""
+    feeds: dict[str, DerivedNode | None] = {}
+    nodes = graph.nodes
+    for n in reversed(graph.ordered()):
+        here = graph.derived.get(n) or feeds.get(n)
+        for p in nodes[n].inputs:
+            feeds.setdefault(p, here)
+    return feeds
+
+
+def _source_devices(graph: DerivedGraph) -> dict[str, frozenset[Any]]:
+    """Node id -> devices of the sources it reads (one sweep)."""
+    out: dict[str, frozenset[Any]] = {}
+    empty: frozenset[Any] = frozenset()
+    nodes = graph.nodes
+    for n in graph.ordered():
+        node = nodes[n]
+        if node.kind is NodeKind.SOURCE:
+            out[n] = frozenset((node.device,))
+        elif len(node.inputs) == 1:
+            out[n] = out[node.inputs[0]]
+        else:
+            out[n] = empty.union(*(out[p] for p in node.inputs))
+    return out
+
+
+def _check_declared(graph: DerivedGraph, node: DerivedNode, value: torch.Tensor,
+                    src_devices: frozenset[Any]) -> None:
+    decl = node.decl
+    params = node.params
+    if decl.dtype is not None:
+        want = DTYPES.get(decl.dtype)
+        if want is None:
+            graph.issue(Rule.SCHEMA, f"unknown dtype {decl.dtype!r}",
+                        f"use one of {', '.join(sorted(DTYPES))}", node)
+        elif want != value.dtype:
+            graph.issue(Rule.MISMATCH, f"declared dtype {decl.dtype} but the formula gives "
+                        f"{str(value.dtype).removeprefix('torch.')}",
+                        f"wrap the formula in cast(..., {decl.dtype}) or fix `dtype`", node)
+    if decl.shape is not None:
+        want_shape = [params.get(s, s) if isinstance(s, str) else s for s in decl.shape]
+        if list(value.shape) != want_shape:
+            graph.issue(Rule.MISMATCH, f"declared shape {decl.shape} = {want_shape} but the "
+                        f"formula gives {list(value.shape)}",
+                        "fix `shape`, or reshape in the formula (copies never broadcast)", node)
+    kind = node.kind
+    if kind is TensorKind.SCALAR and value.numel() != 1:
+        graph.issue(Rule.MISMATCH, f"a scalar needs one element, the formula gives "
+                    f"{list(value.shape)}", "reduce the formula, e.g. amax(x)", node)
+    target = graph.nodes.get(node.input) if node.input else None
+    if kind is TensorKind.ALIAS and target is not None and target.kind is NodeKind.SOURCE:
+        node.device = target.device
+    if decl.device and src_devices and node.device not in src_devices \
+            and kind is not TensorKind.ALIAS:
+        graph.issue(Rule.MISMATCH, f"declared device {node.device} but the sources are on "
+                    f"{', '.join(sorted(map(str, src_devices)))}",
+                    "drop `device` or point it at the right tensor", node)
+    elif not decl.device and src_devices:
+        node.device = sorted(src_devices, key=str)[0]

@@ -1,0 +1,425 @@
+"""Compile a model's derived tensors into a plan: allocate (or adopt) once, refill in place.
+
+:func:`compile_plan` binds specs to a live model, builds and validates the DAG, checks every
+tensor the engine already made against its formula, and only then allocates what is missing
+and binds every tensor to its owner. It lowers the pass (:mod:`derivgraph.compiler.lower`), runs it once
+and checks it bit for bit against eager per-op evaluation (demoting grouped instructions if a
+device ever disagrees). The result is a :class:`~derivgraph.runtime.plan.Plan`, whose ``run`` /
+``refill`` is the reload pass.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+from torch import nn
+
+from derivgraph.compare import bits_equal, max_difference
+from derivgraph.compiler.bind import check_bindings, match_specs
+from derivgraph.compiler.build import build_graph
+from derivgraph.compiler.engine import adoption_problem
+from derivgraph.compiler.fold import compile_folds
+from derivgraph.compiler.graph import DerivedNode
+from derivgraph.compiler.interpret import (
+    EagerInterpreter,
+    MetaInterpreter,
+    ViewRebuilder,
+    view_base,
+)
+from derivgraph.compiler.ir import NodeKind
+from derivgraph.compiler.lower import Action, build_program, lower_steps
+from derivgraph.errors import AdoptionError, Rule, SpecIssue, SpecValidationError
+from derivgraph.paths import Slot, get_path, slot_of
+from derivgraph.runtime.containers import collect_containers
+from derivgraph.runtime.plan import Entry, Plan, Step, address_of
+from derivgraph.spec.check import check_specs
+from derivgraph.spec.kinds import HELD_KINDS, TENSOR_KINDS, TensorKind, is_engine
+from derivgraph.spec.model import Spec
+
+__all__ = ["Entry", "Plan", "Step", "compile_plan"]
+
+logger = logging.getLogger(__name__)
+
+
+def _same_values(a: torch.Tensor, b: torch.Tensor, tol: float) -> tuple[bool, float]:
+    """Whether ``a`` and ``b`` agree within ``tol``; equal infinities and NaN pairs agree."""
+    worst = max_difference(a, b)
+    return worst <= tol, worst
+
+
+def _slot_for(node: DerivedNode, owner: Any, target: Any) -> Slot:
+    if node.kind in TENSOR_KINDS:
+        return Slot(node.kind.value)
+    if node.kind is TensorKind.SCALAR:
+        return Slot.ATTRIBUTE
+    current = slot_of(owner, node.decl.name)
+    if current == Slot.PARAMETER and isinstance(target, nn.Parameter):
+        return Slot.PARAMETER
+    if current == Slot.BUFFER and isinstance(owner, nn.Module):
+        return Slot.BUFFER
+    return Slot.ATTRIBUTE
+
+
+def _evaluate_all(plan: Plan) -> dict[str, Any]:
+    """Every node's value from the live sources (reads only)."""
+    interp = EagerInterpreter(plan.graph)
+    for node_id, node in plan.graph.derived.items():
+        if node.input is None and is_engine(node.decl):  # engine hook: the engine's own tensor
+            interp.env[node_id] = get_path(plan.model, node_id)
+    with torch.no_grad():
+        return interp.run()
+
+
+def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, Any]]:
+    graph = plan.graph
+    issues: list[SpecIssue] = []
+    planned: list[tuple[Entry, Any]] = []
+    by_id: dict[str, Entry] = {}
+    adopted_by: dict[int, str] = {}
+    for node_id in graph.ordered():
+        node = graph.derived.get(node_id)
+        if node is None:
+            continue
+        owners = plan_owners(plan)
+        owner = owners.get(node.owner_path)
+        if owner is None:
+            owner = owners[node.owner_path] = get_path(plan.model, node.owner_path)
+        value = values[node_id]
+        name = node.decl.name
+        current = get_path(owner, name)
+        loc = node.decl.location
+
+        def issue(rule: str, msg: str, fix: str, node: DerivedNode = node, loc: Any = loc) -> None:
+            issues.append(SpecIssue(rule, msg, fix, loc, node.id))
+
+        if node.kind is TensorKind.SCALAR:
+            number = float(value.item()) if value.dtype.is_floating_point else value.item()
+            held = isinstance(current, (int, float)) and not isinstance(current, bool)
+            if held and abs(current - number) > node.decl.tolerance and not (
+                    current != current and number != number):
+                issue(Rule.ADOPTION, f"the engine's {name} = {current!r} differs from the "
+                      f"formula {node.decl.formula!r} = {number!r}",
+                      "the spec or the engine is wrong: fix the formula to match the engine, "
+                      "or set `tolerance` if the difference is rounding")
+                continue
+            planned.append((Entry(node, number, Slot.ATTRIBUTE, held), None))
+            continue
+        if node.kind is TensorKind.ALIAS:
+            target_entry = by_id.get(node.input)
+            target = target_entry.storage if target_entry else value
+            if target_entry is not None and target_entry.storage is None:
+                target = value  # allocated (or a view) later: the alias is bound then
+            if isinstance(current, torch.Tensor) and current is not target:
+                ok, worst = _same_values(target, current, node.decl.tolerance)
+                if not ok:
+                    issue(Rule.ADOPTION, f"the engine holds a different tensor at {node_id} than "
+                          f"its alias target {node.input} (max |diff| {worst:g})",
+                          "fix `of`, or the engine: an alias must be the same object")
+            entry = Entry(node, target, _slot_for(node, owner, target), current is target)
+            by_id[node_id] = entry
+            planned.append((entry, (TensorKind.ALIAS, node.input)))
+            continue
+        if node.kind is TensorKind.VIEW:
+            entry = Entry(node, None, _slot_for(node, owner, value), False)
+            by_id[node_id] = entry
+            planned.append((entry, (TensorKind.VIEW, view_base(graph, node.input))))
+            continue
+        slot = slot_of(owner, name)
+        if is_engine(node.decl):  # engine hook: adopt what the engine made, never allocate
+            problem = adoption_problem(node, current, value)
+            if problem is not None:
+                issue(*problem)
+            elif id(current) in adopted_by:
+                issue(Rule.ALIAS, f"the engine holds {node_id} and {adopted_by[id(current)]} as "
+                      "the same tensor object", f"declare {name} as kind 'alias' of the other")
+            else:
+                adopted_by[id(current)] = node_id
+                planned.append((Entry(node, current, slot, True), None))
+            continue
+        if isinstance(current, torch.Tensor):
+            problems = []
+            if current.shape != value.shape:
+                problems.append(f"shape {list(current.shape)} vs formula {list(value.shape)}")
+            if current.dtype != value.dtype:
+                problems.append(f"dtype {current.dtype} vs formula {value.dtype}")
+            if current.device != value.device:
+                problems.append(f"device {current.device} vs formula {value.device}")
+            item = slot == Slot.ELEMENT and node.kind is TensorKind.ATTRIBUTE  # a tuple's item
+            if slot != node.kind and not item:
+                problems.append(f"the engine holds it as a {slot}, the spec says {node.kind}")
+            if problems:
+                issue(Rule.ADOPTION, f"cannot adopt the engine's {name}: " + "; ".join(problems),
+                      "make the spec match what the engine builds (kind, dtype, shape)")
+                continue
+            ok, worst = _same_values(current, value, node.decl.tolerance)
+            if not ok:
+                issue(Rule.ADOPTION, f"the engine's {name} differs from the formula "
+                      f"{node.decl.formula!r} by up to {worst:g}",
+                      "the spec or the engine is wrong: fix the formula to match the engine, "
+                      "or set `tolerance` if the difference is rounding")
+                continue
+            if id(current) in adopted_by:
+                issue(Rule.ALIAS, f"the engine holds {node_id} and {adopted_by[id(current)]} as "
+                      "the same tensor object", f"declare {name} as kind 'alias' of the other")
+                continue
+            adopted_by[id(current)] = node_id
+            entry = Entry(node, current, Slot.ELEMENT if item else Slot(node.kind.value), True)
+            by_id[node_id] = entry
+            planned.append((entry, None))
+        else:
+            entry = Entry(node, None, Slot(node.kind.value), False)
+            by_id[node_id] = entry
+            planned.append((entry, value))
+    if issues:
+        raise AdoptionError(issues)
+    return planned
+
+
+def plan_owners(plan: Plan) -> dict[str, Any]:
+    owners = getattr(plan, "_owner_cache", None)
+    if owners is None:
+        owners = plan._owner_cache = {}  # type: ignore[attr-defined]
+    return owners
+
+
+def compile_plan(model: nn.Module, specs: Iterable[Spec] | None = None, *,
+                 require_match: bool = False, strict: bool = True) -> Plan:
+    """Bind ``specs`` (default: built-in + plugins) to ``model`` and allocate-or-adopt once.
+
+    Raises :class:`SpecValidationError` or :class:`AdoptionError` before touching any tensor.
+    ``require_match`` makes a spec that matches no module an error. ``strict`` (the plan's
+    default for :meth:`Plan.run`) refuses a reload whose sources changed shape or dtype.
+    """
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # compile makes many small objects and frees few: collection is pure overhead
+    try:
+        return _compile(model, specs, require_match, strict)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _compile(model: nn.Module, specs: Iterable[Spec] | None, require_match: bool,
+             strict: bool) -> Plan:
+    from derivgraph.spec.load import default_specs
+
+    explicit = specs is not None
+    specs = list(default_specs() if specs is None else specs)
+    # issue8: the one model-free rule set (same codes as `derivgraph validate`), then owner
+    # and name safety of the matches; both before any tensor or attribute is touched.
+    issues = check_specs(specs)
+    if issues:
+        raise SpecValidationError(issues)
+    bound = match_specs(model, specs)
+    issues = check_bindings(bound)
+    if issues:
+        raise SpecValidationError(issues)
+    graph = build_graph(model, bound)
+    matched = {b.spec.name for b in bound}
+    unmatched = [spec for spec in specs if spec.name not in matched]
+    folds = compile_folds(model, bound, graph.issues, graph.derived)  # fold hook
+    if require_match:
+        for spec in unmatched:
+            graph.issues.append(SpecIssue(
+                Rule.NO_MATCH, f"spec {spec.name!r} matches no module of "
+                f"{type(model).__name__}", "check target classes, object and where",
+                spec.location))
+    elif unmatched and explicit:
+        logger.warning("%d spec(s) match no module of %s: %s (pass require_match=True to make "
+                       "this an error)", len(unmatched), type(model).__name__,
+                       ", ".join(f"{s.name} ({s.location})" for s in unmatched))
+    graph.raise_if_issues()
+    plan = Plan(model, graph)
+    plan.strict = strict
+    plan.meta_env = graph.meta_env
+    plan.folds = folds  # fold hook: compile records the engine's first fold as applied
+    values = _evaluate_all(plan)
+    planned = _adopt_or_allocate(plan, values)
+    _check_view_values(plan, planned, values)
+    # Nothing was touched so far. Now allocate, fill and bind.
+    with torch.no_grad():
+        for entry, extra in planned:
+            _materialize(plan, entry, extra)
+            plan.entries[entry.id] = entry
+    _check_views(plan)
+    plan._rebind_entries(plan.entries.values(), None)
+    plan.containers = collect_containers(plan)  # tuples: the engine's, kept for life
+    _record_startup(plan)
+    _lower(plan, values)
+    logger.info("compiled %d derived tensors (%d adopted) over %d sources, %d steps, %d groups, "
+                "%d CSE hits", len(plan.entries), sum(e.adopted for e in plan.entries.values()),
+                len(plan.source_ptrs), len(plan.steps),
+                plan.program.groups if plan.program else 0, graph.cse_hits)
+    return plan
+
+
+def _materialize(plan: Plan, entry: Entry, extra: Any) -> None:
+    """Give ``entry`` its storage: allocate-and-fill, or the alias/view target's object."""
+    if isinstance(extra, tuple) and extra[0] is TensorKind.ALIAS:
+        target = plan.entries.get(extra[1])
+        if target is not None:
+            entry.storage = target.storage
+    elif isinstance(extra, tuple) and extra[0] is TensorKind.VIEW:
+        base_id = extra[1]
+        base = plan.entries[base_id].storage if base_id in plan.entries else get_path(
+            plan.model, base_id)
+        entry.storage = ViewRebuilder(plan.graph, base).rebuild(entry.node.input)
+    elif isinstance(extra, torch.Tensor):
+        storage = torch.empty_like(extra, memory_format=torch.contiguous_format)
+        if entry.node.kind is TensorKind.PARAMETER:
+            storage = nn.Parameter(storage, requires_grad=False)
+        storage.copy_(extra)
+        entry.storage = storage
+
+
+def _check_view_values(plan: Plan, planned: list[tuple[Entry, Any]],
+                       values: dict[str, Any]) -> None:
+    """Views must be views: checked on the evaluated values, before any tensor is touched."""
+    issues = []
+    for entry, extra in planned:
+        if not (isinstance(extra, tuple) and extra[0] is TensorKind.VIEW):
+            continue
+        base, value = values.get(extra[1]), values.get(entry.id)
+        if isinstance(base, torch.Tensor) and isinstance(value, torch.Tensor) and \
+                value.untyped_storage().data_ptr() != base.untyped_storage().data_ptr():
+            issues.append(SpecIssue(Rule.ALIAS, f"{entry.id} is not a view of its base's storage",
+                                    "use only view ops in a view formula",
+                                    entry.node.decl.location, entry.id))
+    if issues:
+        raise SpecValidationError(issues)
+
+
+def _record_startup(plan: Plan) -> None:
+    for entry in plan.entries.values():
+        entry.startup_ptr = address_of(entry.storage)
+        if entry.node.kind in HELD_KINDS:
+            entry.startup_data = entry.storage.detach()
+    plan.source_ptrs = {}
+    for src in [*plan.graph.sources(), *plan.folds.entries]:  # fold hook
+        tensor = get_path(plan.model, src)
+        plan.source_ptrs[src] = (id(tensor), address_of(tensor))
+
+
+def _lower(plan: Plan, values: dict[str, Any]) -> None:
+    """Lower, bind and run the pass once; demote grouping if it is not bit-exact with eager."""
+    deps = plan.graph.source_deps()
+    plan.constants = {n: values[n] for n, node in plan.graph.nodes.items()
+                      if node.kind is NodeKind.OP and not deps[n]
+                      and isinstance(values.get(n), torch.Tensor)}
+    plan.constant_entries = [n for n, e in plan.entries.items()
+                             if e.node.kind in HELD_KINDS and e.node.input is not None
+                             and not deps[n]]
+    # what a refill may overwrite with the engine's value; the next recompute puts it back
+    plan.constant_values = {n: values[n] for n in plan.constant_entries
+                            if isinstance(values.get(n), torch.Tensor)}
+    plan._bind_tensors()
+    plan.steps = lower_steps(plan)
+    plan._stages = {s.target: torch.empty_like(values[s.input]) for s in plan.steps
+                    if s.action is Action.SCALAR and isinstance(values.get(s.input), torch.Tensor)}
+    plan._build_programs()
+    if not plan.steps:
+        return
+    with torch.no_grad():
+        plan.program.fn()
+    bad = _mismatches(plan, values)
+    if bad:
+        logger.warning("grouped pass differs from eager evaluation at %s; running per op",
+                       ", ".join(bad[:5]))
+        with torch.no_grad():
+            for node_id in bad:
+                plan.entries[node_id].storage.copy_(values[node_id])
+        plan.program = build_program(plan, plan.steps, "reload_pass_ungrouped", group=False)
+        with torch.no_grad():
+            plan.program.fn()
+        still = _mismatches(plan, values)
+        if still:
+            raise SpecValidationError([SpecIssue(
+                Rule.INFERENCE, f"the lowered pass differs from eager evaluation at {n}",
+                "report this as a derivgraph bug", plan.entries[n].node.decl.location, n)
+                for n in still])
+
+
+
+def _mismatches(plan: Plan, values: dict[str, Any]) -> list[str]:
+    bad = []
+    for step in plan.steps:
+        if step.action not in (Action.OUT, Action.COPY):
+            continue
+        entry = plan.entries[step.target]
+        if not bits_equal(entry.storage, values[step.target]):
+            bad.append(step.target)
+    return bad
+
+
+def refresh_layouts(plan: Plan, changed: list[str]) -> list[str]:
+    """Permissive reload: re-infer layouts, re-allocate derived tensors that changed, re-lower.
+
+    Config numbers folded into params at compile (``E = w.shape[0]``) stay frozen: a formula
+    whose constants came from a changed shape needs a new plan.
+    """
+    graph = plan.graph
+    for src in changed:
+        tensor = get_path(plan.model, src)
+        node = graph.nodes[src]
+        node.shape, node.stride = tuple(tensor.shape), tuple(tensor.stride())
+        node.dtype, node.device = tensor.dtype, tensor.device
+    graph.meta_env = plan.meta_env = MetaInterpreter(graph).run()
+    for node_id, node in graph.derived.items():
+        meta = plan.meta_env.get(node_id)
+        if isinstance(meta, torch.Tensor):
+            node.meta = meta
+    values = _evaluate_all(plan)
+    reallocated = []
+    with torch.no_grad():
+        for node_id in graph.ordered():
+            entry = plan.entries.get(node_id)
+            if entry is None:
+                continue
+            value = values[node_id]
+            kind = entry.node.kind
+            if kind is TensorKind.SCALAR or entry.node.input is None:  # engine hook: opaque
+                continue
+            if kind is TensorKind.ALIAS:
+                target = plan.entries.get(entry.node.input)
+                new = target.storage if target is not None else value
+            elif kind is TensorKind.VIEW:
+                base_id = view_base(graph, entry.node.input)
+                base = plan.entries[base_id].storage if base_id in plan.entries else value
+                new = ViewRebuilder(graph, base).rebuild(entry.node.input)
+            elif entry.storage.shape != value.shape or entry.storage.dtype != value.dtype:
+                new = torch.empty_like(value, memory_format=torch.contiguous_format)
+                if kind is TensorKind.PARAMETER:
+                    new = nn.Parameter(new, requires_grad=False)
+            else:
+                new = entry.storage
+            if new is not entry.storage:
+                entry.storage = new
+                reallocated.append(node_id)
+            if kind in HELD_KINDS and isinstance(value, torch.Tensor):
+                entry.storage.copy_(value)
+    _record_startup(plan)
+    plan.restore_containers()  # a tuple around re-allocated items is rebuilt
+    plan._rebind_entries(plan.entries.values(), None)
+    _lower(plan, values)
+    return reallocated
+
+
+def _check_views(plan: Plan) -> None:
+    issues = []
+    for entry in plan.entries.values():
+        if entry.node.kind is not TensorKind.VIEW:
+            continue
+        base_id = view_base(plan.graph, entry.node.input)
+        base = plan.entries[base_id].storage if base_id in plan.entries else get_path(
+            plan.model, base_id)
+        if entry.storage.untyped_storage().data_ptr() != base.untyped_storage().data_ptr():
+            issues.append(SpecIssue(Rule.ALIAS, f"{entry.id} is not a view of its base's storage",
+                                    "use only view ops in a view formula", entry.node.decl.location,
+                                    entry.id))
+    if issues:
+        raise SpecValidationError(issues)
+

@@ -1,0 +1,480 @@
+"""Per-model derivgraph state inside vLLM: the plan, reload sessions, and the reload oracle.
+
+vLLM's hooks (see :mod:`vllm_integration.hooks`) report three things here:
+
+* :func:`on_post_load` — the initial post-load step finished: compile the plan, adopting the
+  tensors vLLM made (a model no spec matches gets an empty plan and costs nothing);
+* :func:`begin` / :func:`end` — a reload scope opened or closed (``reload_weights``, a
+  weight-transfer session, a layerwise initialize/finalize pair, a patch call). Scopes nest;
+  when the outermost one closes the session completes: after a layerwise reload the plan
+  *refills* (engine values into the startup storage, holders re-bound; ``recompute`` mode
+  recomputes from the formulas instead), after an in-place update (kernel-format reload,
+  sparse patches) it *recomputes* what depends on the names that were loaded;
+* :func:`note_names` — names a loader reported.
+
+``strict`` mode records the model before the reload and checks it after the refill
+(:mod:`derivgraph.audit.runtime.reload_watch`), and raises :class:`derivgraph.StrictReloadError` if any
+graph-visible tensor moved, an undeclared derived tensor appeared, a tensor was left stale in
+place (its value unchanged although every loaded tensor of its module changed: the heuristic of
+:mod:`derivgraph.audit.runtime.freshness`), a declared derived tensor differs from a fresh evaluation
+of its spec (:mod:`derivgraph.audit.runtime.spec_values`; ``DERIVGRAPH_VERIFY_SPECS=1`` runs this check
+in the other modes too, as a WARNING on the ``vllm`` logger), or a Python scalar changed
+(unless recapture is allowed).
+
+A changed Python scalar (a declared one the plan rewrote, or in strict mode any float the
+census sees) is logged as a WARNING on the ``vllm.derivgraph`` logger, a child of the ``vllm``
+logger vLLM configures, so it shows by default: a captured graph baked the old number and only
+a recapture makes it current. ``DERIVGRAPH_ALLOW_RECAPTURE=1`` says the deployment recaptures
+(or runs eager) after reloads: strict mode then lets scalar changes pass (still warned).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import types
+import weakref
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from vllm_integration.config import current_mode, spec_library, specs_for
+from vllm_integration.snapshot import AuditResult, Snapshot, compare, snapshot
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from derivgraph import Plan, RunReport, Spec
+    from derivgraph.audit.runtime.reload_watch import ReloadWatch, WatchResult
+    from derivgraph.audit.runtime.spec_values import SpecValueCheck
+
+__all__ = [
+    "ALLOW_RECAPTURE_ENV", "VERIFY_SPECS_ENV", "Counters", "ModelState", "abort", "attach",
+    "audit", "begin", "detach", "end", "note_names", "on_post_load", "plan_for", "planned_models",
+    "recapture_allowed", "replan", "same_weight_oracle", "state_for", "strict_findings",
+    "verify_specs_enabled",
+]
+
+logger = logging.getLogger(__name__)
+#: vLLM configures the ``vllm`` logger (handler, level INFO): its children show by default.
+vllm_logger = logging.getLogger("vllm.derivgraph")
+
+#: Set to 1 when the deployment recaptures graphs (or runs eager) after a reload.
+ALLOW_RECAPTURE_ENV = "DERIVGRAPH_ALLOW_RECAPTURE"
+
+
+def recapture_allowed() -> bool:
+    """``DERIVGRAPH_ALLOW_RECAPTURE`` is set to 1 / true / yes / on."""
+    return os.environ.get(ALLOW_RECAPTURE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+#: 1: compare declared tensors with their specs after every reload in any mode (a WARNING on
+#: the ``vllm`` logger outside strict mode); 0: never. Default: on in strict mode only.
+VERIFY_SPECS_ENV = "DERIVGRAPH_VERIFY_SPECS"
+
+
+def verify_specs_enabled(mode: str) -> bool:
+    """Whether a reload in ``mode`` runs the spec-value check (see :data:`VERIFY_SPECS_ENV`)."""
+    flag = os.environ.get(VERIFY_SPECS_ENV, "").strip().lower()
+    if flag in ("0", "false", "no", "off"):
+        return False
+    return mode == "strict" or flag in ("1", "true", "yes", "on")
+
+_ATTR = "_derivgraph_state"
+_MODELS: weakref.WeakSet[Any] = weakref.WeakSet()
+_LOCK = threading.RLock()
+
+
+@dataclass
+class Counters:
+    """What the reload oracle saw for one model since its plan was compiled."""
+
+    reloads: int = 0
+    layerwise: int = 0
+    in_place: int = 0
+    refills: int = 0
+    recomputes: int = 0
+    tensors_written: int = 0
+    bytes_written: int = 0
+    rebinds: int = 0
+    moved_last: int = 0
+    undeclared_last: int = 0
+    unrefreshed_last: int = 0
+    scalars_changed_last: int = 0
+    spec_mismatches_last: int = 0
+    strict_failures: int = 0
+    seconds_last: float = 0.0
+    last: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Session:
+    """One reload in progress: nested scopes, what happened, what was loaded."""
+
+    kind: str
+    depth: int = 0
+    layerwise: bool = False
+    layerwise_open: bool = False
+    names: set[str] = field(default_factory=set)
+    runtime_names: set[str] = field(default_factory=set)
+    before: Snapshot | None = None
+    watch: ReloadWatch | None = None
+
+
+@dataclass
+class ModelState:
+    """The compiled plan of one model and the oracle's record of its reloads."""
+
+    plan: Plan
+    counters: Counters = field(default_factory=Counters)
+    session: Session | None = None
+    baseline: Snapshot | None = None
+    tensor_paths: frozenset[str] | None = None
+
+    def loadable(self, model: nn.Module) -> frozenset[str]:
+        if self.tensor_paths is None:
+            names = {n for n, _ in model.named_parameters(remove_duplicate=False)}
+            names |= {n for n, _ in model.named_buffers(remove_duplicate=False)}
+            self.tensor_paths = frozenset(names)
+        return self.tensor_paths
+
+
+# ---- plans ------------------------------------------------------------------------------------
+
+def state_for(model: Any) -> ModelState | None:
+    """The derivgraph state of ``model``, or None if it has no plan."""
+    holder = getattr(model, "__dict__", {}).get(_ATTR)
+    return getattr(holder, "state", None)
+
+
+def _store(model: Any, state: ModelState | None) -> None:
+    # The state lives on the model, so it dies with it (a global dict of model -> state would
+    # keep every model alive through state.plan.model). It sits in a module-type namespace:
+    # censuses never walk into modules, so derivgraph's bookkeeping is not graph-visible.
+    if state is None:
+        model.__dict__.pop(_ATTR, None)
+        _MODELS.discard(model)
+        return
+    holder = types.ModuleType("derivgraph.vllm_state")
+    holder.state = state
+    model.__dict__[_ATTR] = holder
+    _MODELS.add(model)
+
+
+def plan_for(model: Any) -> Plan | None:
+    """The plan compiled for ``model``, or None."""
+    state = state_for(model)
+    return state.plan if state is not None else None
+
+
+def planned_models() -> list[Any]:
+    """Every live model in this process that has a plan."""
+    with _LOCK:
+        return list(_MODELS)
+
+
+def attach(model: nn.Module, specs: Iterable[Spec] | None = None) -> Plan:
+    """Compile ``model``'s plan (default: the plugin's spec library) and track its reloads.
+
+    The hooks do this after vLLM's initial post-load step; call it by hand for a model loaded
+    before the plugin was installed. Returns the existing plan if there is one.
+    """
+    from derivgraph import compile_plan
+
+    with _LOCK:
+        state = state_for(model)
+        if state is not None:
+            return state.plan
+        library = spec_library() if specs is None else list(specs)
+        start = time.perf_counter()
+        plan = compile_plan(model, specs_for(model, library))
+        _store(model, ModelState(plan))
+    logger.info("derivgraph: %s plan compiled in %.3f s: %d derived tensors from %d specs",
+                type(model).__name__, time.perf_counter() - start, len(plan),
+                len({e.node.bound.spec.name for e in plan.entries.values()}))
+    return plan
+
+
+def detach(model: nn.Module) -> None:
+    """Forget ``model``'s plan; its reloads are no longer tracked."""
+    with _LOCK:
+        _store(model, None)
+
+
+def replan(model: nn.Module, specs: Iterable[Spec] | None = None) -> Plan:
+    """Recompile ``model``'s plan over the tensors it holds now, keeping its counters.
+
+    For engine objects built after the post-load step (Kimi-K3's specialized decode): the
+    tensors the old plan bound are adopted, so nothing moves. A spec problem raises and keeps
+    the previous plan.
+    """
+    from derivgraph import compile_plan
+
+    with _LOCK:
+        old = state_for(model)
+        library = spec_library() if specs is None else list(specs)
+        plan = compile_plan(model, specs_for(model, library))
+        _store(model, ModelState(plan, counters=old.counters if old is not None else Counters()))
+    return plan
+
+
+def on_post_load(model: nn.Module) -> None:
+    """vLLM's post-load step finished on ``model``: compile its plan, or refill an existing one.
+
+    A spec problem fails the load in ``strict`` mode; otherwise it is logged and the model runs
+    without derivgraph (exactly vLLM's own behavior).
+    """
+    from derivgraph import DerivgraphError
+
+    mode = current_mode()
+    if mode == "off":
+        return
+    state = state_for(model)
+    if state is not None:  # the post-load step reran on a planned model: keep our storage
+        with _LOCK:
+            _complete(model, state, Session("post-load", layerwise=True), mode)
+        return
+    try:
+        attach(model)
+    except DerivgraphError as exc:
+        if mode == "strict":
+            raise
+        logger.error("derivgraph: no plan for %s, its derived tensors are not kept across "
+                     "reloads:\n%s", type(model).__name__, exc)
+
+
+# ---- reload sessions --------------------------------------------------------------------------
+
+def begin(model: Any, kind: str, *, layerwise: bool = False, restart: bool = False) -> None:
+    """Open a reload scope on ``model`` (no-op for models without a plan).
+
+    ``layerwise``: this scope is vLLM's initialize_layerwise_reload (closed by finalize).
+    ``restart``: drop a session left open by a failed update (a weight-transfer start).
+    """
+    state = state_for(model)
+    if state is None:
+        return
+    mode = current_mode()
+    with _LOCK:
+        session = state.session
+        if session is not None and (restart or (layerwise and session.layerwise_open)):
+            logger.warning("derivgraph: %s: dropping an unfinished %s reload session",
+                           type(model).__name__, session.kind)
+            session = state.session = None
+        if session is None:
+            session = state.session = Session(kind)
+            watch = mode == "strict" or len(state.plan) > 0
+            if mode == "strict":
+                from derivgraph.audit.runtime.reload_watch import watch
+
+                session.watch = watch(model)
+                session.before = Snapshot(session.watch.slots)
+            if state.baseline is None and watch:
+                state.baseline = session.before or snapshot(model)
+        session.depth += 1
+        if layerwise:
+            session.layerwise = session.layerwise_open = True
+
+
+def note_names(model: Any, names: Iterable[str], *, runtime: bool) -> None:
+    """Record loaded names: runtime (model) paths, or checkpoint names (maybe fused later)."""
+    state = state_for(model)
+    if state is None or state.session is None:
+        return
+    with _LOCK:
+        (state.session.runtime_names if runtime else state.session.names).update(names)
+
+
+def abort(model: Any) -> None:
+    """A reload failed: drop its session without touching any tensor."""
+    state = state_for(model)
+    if state is not None:
+        with _LOCK:
+            state.session = None
+
+
+def end(model: Any, *, layerwise: bool = False) -> RunReport | None:
+    """Close a reload scope; when the outermost closes, refill or recompute (see module doc)."""
+    state = state_for(model)
+    if state is None or state.session is None:
+        return None
+    with _LOCK:
+        session = state.session
+        if layerwise:
+            if not session.layerwise_open:
+                return None  # a finalize without our initialize: not a reload we saw begin
+            session.layerwise_open = False
+        session.depth -= 1
+        if session.depth > 0:
+            return None
+        state.session = None
+        return _complete(model, state, session, current_mode())
+
+
+def _updated(state: ModelState, model: Any, session: Session) -> list[str] | None:
+    """The dirty sources for an in-place update, or None for "recompute everything"."""
+    names = session.runtime_names or session.names
+    if not names:
+        return None
+    known = state.loadable(model)
+    if any(n not in known for n in names):  # checkpoint names vLLM fuses or renames
+        return None
+    return sorted(names)
+
+
+def _complete(model: Any, state: ModelState, session: Session, mode: str) -> RunReport | None:
+    from derivgraph import StrictReloadError
+
+    if mode == "off":
+        return None
+    plan, counters = state.plan, state.counters
+    report = None
+    start = time.perf_counter()
+    if len(plan):
+        if session.layerwise:
+            report = plan.refill(verify=True) if mode != "recompute" else plan.run(verify=True)
+        else:
+            report = plan.run(_updated(state, model, session), verify=True)
+        if report.mode == "refill":
+            counters.refills += 1
+        else:
+            counters.recomputes += 1
+        counters.tensors_written += report.written
+        counters.bytes_written += report.bytes
+        counters.rebinds += report.rebinds
+    counters.reloads += 1
+    if session.layerwise:
+        counters.layerwise += 1
+    else:
+        counters.in_place += 1
+    result = AuditResult(list(report.moved or []) if report else [])
+    found = None
+    if session.watch is not None:
+        found = session.watch.check(model, plan.declared().values())
+        result.moved = sorted(set(result.moved) | set(found.moved))
+        result.undeclared, result.tensors = found.undeclared, found.tensors
+    elif session.before is not None:
+        legacy = compare(session.before, model, plan.declared().values())
+        result.moved = sorted(set(result.moved) | set(legacy.moved))
+        result.undeclared, result.tensors = legacy.undeclared, legacy.tensors
+    specs = None
+    if len(plan) and verify_specs_enabled(mode):
+        from derivgraph.audit.runtime.spec_values import verify_spec_values
+
+        specs = verify_spec_values(plan)
+    findings = strict_findings(result, found, report, specs)
+    counters.moved_last, counters.undeclared_last = len(result.moved), len(result.undeclared)
+    counters.unrefreshed_last = len(found.unrefreshed) if found is not None else 0
+    counters.scalars_changed_last = sum(p.startswith("scalar changed: ") for p in findings)
+    counters.spec_mismatches_last = len(specs.mismatches) if specs is not None else 0
+    counters.seconds_last = time.perf_counter() - start
+    counters.last = {"session": session.kind, "mode": mode, "layerwise": session.layerwise,
+                     "loaded_names": len(session.runtime_names or session.names),
+                     "report": report.as_dict() if report else None,
+                     "strict": found.as_dict() if found is not None else None,
+                     "spec_values": specs.as_dict() if specs is not None else None}
+    if report is not None:
+        logger.info("derivgraph: %s %s reload: %s", type(model).__name__, session.kind, report)
+    scalars = [p.removeprefix("scalar changed: ") for p in findings
+               if p.startswith("scalar changed: ")]
+    if scalars:
+        vllm_logger.warning(
+            "derivgraph: the %s reload of %s changed %d Python scalar(s) a captured graph baked "
+            "at capture time: %s. Recapture CUDA graphs (or run eager) after this reload%s.",
+            session.kind, type(model).__name__, len(scalars), ", ".join(scalars[:8]),
+            "" if recapture_allowed() else
+            f"; set {ALLOW_RECAPTURE_ENV}=1 once the deployment does")
+    if specs is not None and specs.mismatches and mode != "strict":
+        vllm_logger.warning(
+            "derivgraph: after the %s reload of %s, %d declared derived tensor(s) differ from "
+            "what their spec computes: %s", session.kind, type(model).__name__,
+            len(specs.mismatches), "; ".join(m.reason() for m in specs.mismatches[:4]))
+    failing = [p for p in findings
+               if not (p.startswith("scalar changed: ") and recapture_allowed())]
+    if mode == "strict" and failing:
+        counters.strict_failures += 1
+        raise StrictReloadError(
+            f"derivgraph strict mode: the {session.kind} reload of {type(model).__name__} left "
+            f"{len(result.moved)} graph-visible tensor path(s) moved, "
+            f"{len(result.undeclared)} undeclared derived tensor(s), "
+            f"{counters.unrefreshed_last} tensor(s) stale in place, "
+            f"{counters.spec_mismatches_last} declared tensor(s) differing from their spec and "
+            f"{counters.scalars_changed_last} changed Python scalar(s); a captured graph would "
+            "read stale or freed memory or a baked number. Declare them in a spec "
+            f"(DERIVGRAPH_SPECS), fix the post-load step, or for scalars set "
+            f"{ALLOW_RECAPTURE_ENV}=1 if graphs are recaptured.", failing)
+    if result.moved:
+        logger.warning("derivgraph: %s: %d tensor path(s) moved in the %s reload: %s",
+                       type(model).__name__, len(result.moved), session.kind,
+                       ", ".join(result.moved[:8]))
+    return report
+
+
+def strict_findings(result: AuditResult, found: WatchResult | None,
+                    report: RunReport | None, specs: SpecValueCheck | None = None) -> list[str]:
+    """What strict mode fails on, one ``"<what>: <path>"`` line each.
+
+    ``moved``, ``undeclared``, ``stale in place`` (with the heuristic's reason), ``spec value
+    differs`` (a declared tensor against a fresh evaluation of its spec, naming the spec) and
+    ``scalar changed`` (declared scalars the plan rewrote, and any float the watch saw change).
+    Called by :func:`_complete`; exposed so the hooks or a test can ask the same question.
+    """
+    lines = [*(f"moved: {p}" for p in result.moved),
+             *(f"undeclared: {p}" for p in result.undeclared)]
+    if found is not None:
+        lines += [f"stale in place: {u.path} ({u.reason()})" for u in found.unrefreshed]
+    if specs is not None:
+        lines += [f"spec value differs: {m.path} ({m.reason()})" for m in specs.mismatches]
+    scalars: list[str] = list(report.recapture_required) if report is not None else []
+    if found is not None:
+        scalars += [f"{c.path} ({c.before!r} -> {c.after!r})" for c in found.scalars
+                    if not any(c.path == s or c.path.endswith("." + s) for s in scalars)]
+    lines += [f"scalar changed: {s}" for s in dict.fromkeys(scalars)]
+    return lines
+
+
+# ---- runtime audit ----------------------------------------------------------------------------
+
+def audit(model: Any, *, rebaseline: bool = False) -> tuple[AuditResult, bool]:
+    """Census ``model`` against its baseline (taken before its first reload, or now).
+
+    Returns the result and whether the baseline was (re)taken by this call.
+    """
+    state = state_for(model)
+    if state is None:
+        return AuditResult(), False
+    with _LOCK:
+        if rebaseline or state.baseline is None:
+            state.baseline = snapshot(model)
+            return AuditResult(tensors=len(state.baseline)), True
+        return compare(state.baseline, model, state.plan.declared().values()), False
+
+
+# ---- the same-weight oracle (a worker RPC) ---------------------------------------------------
+
+def same_weight_oracle(model: Any, reload: Any, *, repeat: int = 3, limit: int = 20,
+                       ignore: Iterable[str] = ()) -> dict[str, Any]:
+    """Reload the same weights ``repeat`` times with ``reload()`` and fingerprint everything.
+
+    The reference is ``model``'s census now (run it on a freshly started engine, or right after
+    a reload of the weights ``reload`` loads): every reachable tensor and Python float is
+    compared with it after each reload (:mod:`derivgraph.audit.runtime.repeat`). The plugin's hooks
+    refill the plan inside ``reload`` as usual. Returns plain data (the worker RPC's answer):
+    ``ok``, ``tensors``, per-reload ``rounds`` (changed, new_addresses, values_differing,
+    scalars_changed, the first ``limit`` findings) and ``changed_paths``.
+    """
+    from derivgraph.audit.runtime.declared import DeclaredSet
+    from derivgraph.audit.runtime.repeat import same_weight_rounds
+
+    plan = plan_for(model)
+    declared = (lambda: DeclaredSet.from_plan(plan)) if plan is not None else (lambda: None)
+    report = same_weight_rounds(model, reload, repeat=repeat, declared=declared,
+                                ignore=list(ignore))
+    logger.info("derivgraph: same-weight oracle on %s:\n%s", type(model).__name__,
+                report.render(limit))
+    return {"model": type(model).__name__, **report.as_json(limit)}
