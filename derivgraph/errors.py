@@ -9,17 +9,29 @@ them at once and no tensor has been touched.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from derivgraph._enum import StrEnum
 
 __all__ = [
     "AdoptionError",
+    "CaptureAuditError",
+    "CollectiveGroupError",
     "DerivgraphError",
+    "EngineComputedError",
+    "FoldReappliedError",
+    "FormulaError",
+    "LimitError",
+    "PackageNotFound",
+    "PassFault",
     "Rule",
+    "SourceChanged",
     "SourceLocation",
+    "SpecError",
     "SpecIssue",
     "SpecValidationError",
     "StrictReloadError",
+    "Unexpressible",
 ]
 
 
@@ -128,3 +140,95 @@ class StrictReloadError(DerivgraphError):
         self.paths = list(paths)
         listing = "\n".join(f"  - {p}" for p in self.paths)
         super().__init__(f"{message}\n{listing}" if listing else message)
+
+
+class SpecError(DerivgraphError, ValueError):
+    """A spec, formula or input the compiler refuses; ``rule`` says which rule it breaks."""
+
+
+class FormulaError(SpecError):
+    """A formula that cannot be parsed or names an unknown op; ``rule`` is the error code."""
+
+    def __init__(self, rule: str, message: str, fix: str):
+        super().__init__(message)
+        self.rule, self.message, self.fix = rule, message, fix
+
+
+class LimitError(SpecError):
+    """An input beyond a resource bound; ``rule`` is always ``DG016 resource-limit``."""
+
+    def __init__(self, message: str, fix: str):
+        super().__init__(message)
+        self.rule, self.message, self.fix = Rule.RESOURCE_LIMIT, message, fix
+
+
+class CollectiveGroupError(SpecError):
+    """A collective names a group that is unknown or not registered in a distributed run."""
+
+    rule = Rule.COLLECTIVE_GROUP
+
+    def __init__(self, message: str):
+        super().__init__(f"{self.rule}: {message}")
+
+
+class PassFault(DerivgraphError):
+    """An op raised inside the reload pass; ``nodes`` are the derived/op nodes it was computing."""
+
+    def __init__(self, message: str, nodes: list[str]):
+        self.rule = Rule.PASS_FAULT
+        self.nodes = list(nodes)
+        super().__init__(f"{Rule.PASS_FAULT}: {message}")
+
+
+class SourceChanged(DerivgraphError):
+    """A source's shape or dtype changed on reload (strict mode refuses it)."""
+
+    def __init__(self, message: str, paths: list[str]):
+        self.rule = Rule.SOURCE_CHANGED
+        self.paths = list(paths)
+        super().__init__(f"{Rule.SOURCE_CHANGED}: {message}: {', '.join(paths)}\n    fix: "
+                         "reload weights of the compiled shapes, or run(strict=False) to "
+                         "re-allocate the affected derived tensors (graph recapture required)")
+
+
+class EngineComputedError(DerivgraphError):
+    """The pass was asked to compute a tensor only the engine's own code can produce."""
+
+    def __init__(self, issues: list[SpecIssue]):
+        self.issues = list(issues)
+        super().__init__("\n".join(["engine-computed tensors:", *(str(i) for i in self.issues)]))
+
+
+class FoldReappliedError(DerivgraphError):
+    """A pass was asked to fold a source that was not loaded since its last fold."""
+
+    def __init__(self, issues: list[SpecIssue]):
+        self.issues = list(issues)
+        super().__init__("\n".join(["fold refused:", *(str(i) for i in self.issues)]))
+
+
+class CaptureAuditError(DerivgraphError):
+    """Strict mode: a captured graph reads a long-lived tensor that no spec declares."""
+
+    rule = Rule.CAPTURE_UNDECLARED
+
+    def __init__(self, report: Any):
+        self.report = report
+        owners = ", ".join(f"{r.owner} ({', '.join(r.ops[:2])})" for r in report.undeclared[:8])
+        super().__init__(
+            f"{Rule.CAPTURE_UNDECLARED}: the captured graph reads {len(report.undeclared)} "
+            f"undeclared long-lived tensor(s): {owners}\n    fix: declare each in a spec (a "
+            f"derived tensor with an owner path), or move it onto the model as a parameter "
+            f"or buffer the engine reloads")
+
+
+class PackageNotFound(DerivgraphError, LookupError):
+    """``--package NAME`` names nothing importable from this interpreter."""
+
+
+class Unexpressible(DerivgraphError):
+    """A stored tensor our formula language cannot describe; ``op`` is an aten op to register."""
+
+    def __init__(self, reason: str, op: str | None = None):
+        super().__init__(reason)
+        self.reason, self.op = reason, op

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from derivgraph.errors import Rule
+from derivgraph.errors import LimitError, Rule
 
 __all__ = [
     "LIMITS",
@@ -52,14 +52,6 @@ class Limits:
 
 
 LIMITS = Limits()
-
-
-class LimitError(ValueError):
-    """An input beyond a resource bound; ``rule`` is always ``DG016 resource-limit``."""
-
-    def __init__(self, message: str, fix: str):
-        super().__init__(message)
-        self.rule, self.message, self.fix = _RULE, message, fix
 
 
 _UNARY_RUN = re.compile(r"(?:[-+~]\s*){2,}")

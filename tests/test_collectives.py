@@ -19,6 +19,7 @@ import torch.multiprocessing as mp
 from torch import nn
 
 from derivgraph import SpecValidationError, compile_plan, load_spec_file, load_spec_text
+from derivgraph.errors import CollectiveGroupError
 from derivgraph.examples.reference_gemma4_mtp import (
     VOCAB,
     build_gemma4_mtp,
@@ -26,7 +27,7 @@ from derivgraph.examples.reference_gemma4_mtp import (
 )
 from derivgraph.examples.reference_mla import MLAConfig, build_mla_model, make_mla_weights
 from derivgraph.ops import OPS
-from derivgraph.ops.collectives import CollectiveGroupError, clear_groups, set_group, world_size
+from derivgraph.ops.collectives import clear_groups, set_group, world_size
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = [*load_spec_file(ROOT / "specs" / "vllm_mla.yaml"),

@@ -9,8 +9,8 @@ import derivgraph
 from derivgraph import DerivedTensor, Spec, Target, compile_plan, load_specs
 from derivgraph.audit.runtime.census import fingerprint
 from derivgraph.compiler.ir import NodeKind
+from derivgraph.errors import PassFault, SourceChanged
 from derivgraph.planner import bits_equal
-from derivgraph.runtime.plan import PassFault, SourceChanged
 from derivgraph.spec.kinds import TensorKind
 from derivgraph.tools.reference_models import (
     RefConfig,

@@ -14,7 +14,7 @@ from derivgraph import (
     register_op,
     unregister_op,
 )
-from derivgraph.compiler.engine import EngineComputedError
+from derivgraph.errors import EngineComputedError
 from derivgraph.examples.cutlass_w4a8 import (
     build_w4a8_model,
     make_w4a8_weights,

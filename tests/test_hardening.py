@@ -12,7 +12,8 @@ from torch import nn
 
 import derivgraph
 from derivgraph import Rule, SpecValidationError, compile_plan
-from derivgraph.limits import LIMITS, LimitError, check_numel, fold_constant
+from derivgraph.errors import LimitError
+from derivgraph.limits import LIMITS, check_numel, fold_constant
 from derivgraph.paths import MISSING, get_path, set_slot
 from derivgraph.spec.check import check_specs
 from derivgraph.spec.expr import CATALOGUE_PATH, registry_catalogue

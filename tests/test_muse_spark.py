@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from derivgraph import Rule, SpecValidationError, compile_plan, load_spec_text, load_specs
-from derivgraph.compiler.fold import FoldReappliedError
+from derivgraph.errors import FoldReappliedError
 from derivgraph.examples.muse_spark import (
     FlaglessMuseSpark1xMoE,
     MuseSparkTextConfig,

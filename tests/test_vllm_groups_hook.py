@@ -89,7 +89,7 @@ def test_without_the_registration_the_collective_plan_fails(
         vllm_parallel, collective_spec: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Canary: with the hook's call made a no-op, DG040 stops the plan (strict mode raises)."""
     from derivgraph import DerivgraphError
-    from derivgraph.ops.collectives import CollectiveGroupError
+    from derivgraph.errors import CollectiveGroupError
 
     monkeypatch.setattr(groups, "register_vllm_groups", lambda: {})
     with vm.derivgraph_hooks(specs=collective_spec, mode="strict"):

@@ -109,7 +109,7 @@ from vllm.models.muse_spark.nvidia.muse_moe_runner import (  # noqa: E402
 )
 
 from derivgraph import AdoptionError, compile_plan, load_spec_text  # noqa: E402
-from derivgraph.compiler.engine import EngineComputedError  # noqa: E402
+from derivgraph.errors import EngineComputedError  # noqa: E402
 from derivgraph.paths import get_path  # noqa: E402
 from derivgraph.spec.load import builtin_specs  # noqa: E402
 

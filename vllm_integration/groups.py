@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import logging
 
-from derivgraph.ops.collectives import CollectiveGroupError, GroupName, get_group, set_group
+from derivgraph.errors import CollectiveGroupError
+from derivgraph.ops.collectives import GroupName, get_group, set_group
 
 __all__ = ["register_vllm_groups"]
 

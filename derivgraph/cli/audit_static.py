@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from derivgraph.audit.static.scan import PackageNotFound, Progress, StaticReport, scan
+from derivgraph.audit.static.scan import Progress, StaticReport, scan
+from derivgraph.errors import PackageNotFound
 
 __all__ = ["add_static_parser", "cmd_static"]
 

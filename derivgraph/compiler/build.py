@@ -23,15 +23,13 @@ from derivgraph.compiler.infer import infer_shapes
 from derivgraph.compiler.ir import NodeKind
 from derivgraph.compiler.resolve import (
     Resolver,
-    Unresolved,
     device_of,
     parse_cached,
     resolve_params,
 )
-from derivgraph.errors import Rule
+from derivgraph.errors import FormulaError, Rule
 from derivgraph.ops import OPS, OpKind
 from derivgraph.paths import MISSING, get_path, join
-from derivgraph.spec.expr import FormulaError
 from derivgraph.spec.kinds import TensorKind, is_fold
 
 __all__ = ["DerivedGraph", "DerivedNode", "NodeRef", "build_graph"]
@@ -92,10 +90,10 @@ def _resolve_derived(graph: DerivedGraph, node: DerivedNode, params: dict[str, A
             assert decl.of is not None
             value = resolver.resolve(parse_cached(decl.of))
             if not isinstance(value, NodeRef) or not _is_plain_path(decl.of):
-                raise Unresolved(Rule.ALIAS, f"alias target {decl.of!r} is not a tensor path",
+                raise FormulaError(Rule.ALIAS, f"alias target {decl.of!r} is not a tensor path",
                                   "`of` names a derived tensor of this spec or a source path")
             if value.id == node.id:
-                raise Unresolved(Rule.ALIAS, "an alias cannot be its own target",
+                raise FormulaError(Rule.ALIAS, "an alias cannot be its own target",
                                   "point `of` at another tensor")
         else:
             assert decl.formula is not None
@@ -103,7 +101,7 @@ def _resolve_derived(graph: DerivedGraph, node: DerivedNode, params: dict[str, A
     except FormulaError as exc:
         graph.issue(exc.rule, f"{decl.formula or decl.of!r}: {exc.message}", exc.fix, node)
         return
-    except Unresolved as exc:
+    except FormulaError as exc:
         graph.issue(exc.rule, f"{decl.formula or decl.of!r}: {exc.message}", exc.fix, node)
         return
     if not isinstance(value, NodeRef):

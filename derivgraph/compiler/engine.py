@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from derivgraph.errors import DerivgraphError, Rule, SpecIssue
+from derivgraph.errors import EngineComputedError, FormulaError, Rule, SpecIssue
 from derivgraph.ops import DTYPES
 from derivgraph.paths import MISSING, get_path
-from derivgraph.spec.expr import FormulaError, parse_formula
+from derivgraph.spec.expr import parse_formula
 from derivgraph.spec.kinds import is_engine
 from derivgraph.spec.model import DerivedTensor
 
@@ -43,14 +43,6 @@ __all__ = [
     "is_engine", "is_opaque", "refuse_recompute",
 ]
 
-
-
-class EngineComputedError(DerivgraphError):
-    """The pass was asked to compute a tensor only the engine's own code can produce."""
-
-    def __init__(self, issues: list[SpecIssue]):
-        self.issues = list(issues)
-        super().__init__("\n".join(["engine-computed tensors:", *(str(i) for i in self.issues)]))
 
 
 def is_opaque(decl: DerivedTensor) -> bool:

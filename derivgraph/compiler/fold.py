@@ -41,10 +41,10 @@ from torch import nn
 
 from derivgraph.compare import bits_equal
 from derivgraph.compiler.bind import BoundSpec
-from derivgraph.errors import DerivgraphError, Rule, SpecIssue
+from derivgraph.errors import FoldReappliedError, FormulaError, Rule, SpecIssue
 from derivgraph.ops import OPS
 from derivgraph.paths import MISSING, get_path, join
-from derivgraph.spec.expr import Call, Const, Expr, FormulaError, Name, parse_formula
+from derivgraph.spec.expr import Call, Const, Expr, Name, parse_formula
 from derivgraph.spec.fold_rules import formula_problem
 from derivgraph.spec.kinds import is_fold
 from derivgraph.spec.model import DerivedTensor
@@ -52,14 +52,6 @@ from derivgraph.spec.model import DerivedTensor
 __all__ = ["FoldEntry", "FoldReappliedError", "FoldSet", "compile_folds", "is_fold"]
 
 logger = logging.getLogger(__name__)
-
-
-class FoldReappliedError(DerivgraphError):
-    """A pass was asked to fold a source that was not loaded since its last fold."""
-
-    def __init__(self, issues: list[SpecIssue]):
-        self.issues = list(issues)
-        super().__init__("\n".join(["fold refused:", *(str(i) for i in self.issues)]))
 
 
 @dataclass

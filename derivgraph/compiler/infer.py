@@ -14,8 +14,8 @@ from derivgraph.compiler.engine import engine_meta
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode
 from derivgraph.compiler.interpret import Failed, MetaInterpreter
 from derivgraph.compiler.ir import NodeKind
-from derivgraph.errors import Rule
-from derivgraph.limits import LimitError, check_numel
+from derivgraph.errors import LimitError, Rule
+from derivgraph.limits import check_numel
 from derivgraph.ops import DTYPES
 from derivgraph.spec.kinds import TensorKind, is_engine
 

@@ -15,8 +15,8 @@ import torch
 from derivgraph.compiler.bind import BoundSpec
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef, natural_key, refs_in
 from derivgraph.compiler.ir import NodeKind
-from derivgraph.errors import Rule, SpecIssue
-from derivgraph.limits import LimitError, check_constant, check_constant_fold
+from derivgraph.errors import LimitError, Rule, SpecIssue
+from derivgraph.limits import check_constant, check_constant_fold
 from derivgraph.ops import DTYPES, OPS, OpKind
 from derivgraph.paths import MISSING, get_path, join
 from derivgraph.spec.expr import (
@@ -35,7 +35,7 @@ from derivgraph.spec.expr import (
 from derivgraph.spec.kinds import TensorKind, is_fold
 from derivgraph.spec.model import DerivedTensor
 
-__all__ = ["Resolver", "Unresolved", "device_of", "parse_cached", "resolve_params"]
+__all__ = ["Resolver", "device_of", "parse_cached", "resolve_params"]
 
 _FOLDABLE = {"add", "sub", "mul", "div", "floordiv", "pow", "neg"}
 
@@ -49,10 +49,6 @@ def parse_cached(text: str) -> Expr:
     return parse_formula(text)
 
 
-class Unresolved(Exception):
-    def __init__(self, rule: str, message: str, fix: str):
-        super().__init__(message)
-        self.rule, self.message, self.fix = rule, message, fix
 
 
 class Resolver:
@@ -64,8 +60,8 @@ class Resolver:
         self.params, self.device = params, device
         self.locals: dict[str, Any] = {}
 
-    def fail(self, rule: str, message: str, fix: str) -> Unresolved:
-        return Unresolved(rule, message, fix)
+    def fail(self, rule: str, message: str, fix: str) -> FormulaError:
+        return FormulaError(rule, message, fix)
 
     # flatten Name/Attr/Index(int) chains into dotted parts
     def _chain(self, e: Expr) -> list[str] | None:
@@ -283,7 +279,7 @@ def resolve_params(graph: DerivedGraph, bound: BoundSpec) -> dict[str, Any] | No
     for name, text in bound.spec.params.items():
         try:
             value = resolver.resolve(parse_cached(text))
-        except (FormulaError, Unresolved) as exc:
+        except FormulaError as exc:
             graph.issues.append(SpecIssue(exc.rule, f"param {name} = {text!r}: {exc.message}",
                                           exc.fix, bound.spec.location, bound.module_path))
             return None

@@ -31,7 +31,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from derivgraph.errors import Rule
+from derivgraph.errors import CollectiveGroupError
 from derivgraph.ops.registry import register_op
 
 __all__ = [
@@ -68,15 +68,6 @@ class ReduceOp(str, Enum):
             ReduceOp.SUM: dist.ReduceOp.SUM, ReduceOp.MAX: dist.ReduceOp.MAX,
             ReduceOp.MIN: dist.ReduceOp.MIN, ReduceOp.PRODUCT: dist.ReduceOp.PRODUCT,
         }[self]
-
-
-class CollectiveGroupError(ValueError):
-    """A collective names a group that is unknown or not registered in a distributed run."""
-
-    rule = Rule.COLLECTIVE_GROUP
-
-    def __init__(self, message: str):
-        super().__init__(f"{self.rule}: {message}")
 
 
 _GROUPS: dict[GroupName, Any] = {}

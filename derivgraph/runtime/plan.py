@@ -35,7 +35,7 @@ from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef, refs_i
 from derivgraph.compiler.interpret import EagerInterpreter, view_base
 from derivgraph.compiler.ir import NodeKind
 from derivgraph.compiler.lower import Action, Program, Step, build_program
-from derivgraph.errors import DerivgraphError, Rule
+from derivgraph.errors import PassFault, SourceChanged
 from derivgraph.ops import OPS
 from derivgraph.paths import MISSING, Slot, get_path, holder_dict, set_slot, slot_of, step_into
 from derivgraph.runtime.containers import ContainerHolder, restore_containers
@@ -48,26 +48,6 @@ logger = logging.getLogger(__name__)
 
 _is = operator.is_
 _data_ptr = torch.Tensor.data_ptr
-
-
-class PassFault(DerivgraphError):
-    """An op raised inside the reload pass; ``nodes`` are the derived/op nodes it was computing."""
-
-    def __init__(self, message: str, nodes: list[str]):
-        self.rule = Rule.PASS_FAULT
-        self.nodes = list(nodes)
-        super().__init__(f"{Rule.PASS_FAULT}: {message}")
-
-
-class SourceChanged(DerivgraphError):
-    """A source's shape or dtype changed on reload (strict mode refuses it)."""
-
-    def __init__(self, message: str, paths: list[str]):
-        self.rule = Rule.SOURCE_CHANGED
-        self.paths = list(paths)
-        super().__init__(f"{Rule.SOURCE_CHANGED}: {message}: {', '.join(paths)}\n    fix: "
-                         "reload weights of the compiled shapes, or run(strict=False) to "
-                         "re-allocate the affected derived tensors (graph recapture required)")
 
 
 class Entry:

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 
 import networkx as nx
 
-from derivgraph.errors import Rule, SourceLocation, SpecIssue
-from derivgraph.limits import LimitError, check_numel, check_path
+from derivgraph.errors import LimitError, Rule, SourceLocation, SpecIssue
+from derivgraph.limits import check_numel, check_path
 from derivgraph.spec.expr import (
     Attr,
     Call,

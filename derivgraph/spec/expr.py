@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from derivgraph.errors import Rule
+from derivgraph.errors import FormulaError, Rule
 from derivgraph.limits import (
     LIMITS,
     LimitError,
@@ -33,14 +33,6 @@ __all__ = [
     "Attr", "Call", "Comp", "Const", "Expr", "FormulaError", "Index", "ListExpr", "Name",
     "Slice", "parse_formula",
 ]
-
-
-class FormulaError(ValueError):
-    """A formula that cannot be parsed or names an unknown op; ``rule`` is the error code."""
-
-    def __init__(self, rule: str, message: str, fix: str):
-        super().__init__(message)
-        self.rule, self.message, self.fix = rule, message, fix
 
 
 class Expr:

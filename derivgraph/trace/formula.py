@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from derivgraph.errors import Unexpressible
 from derivgraph.trace.recorder import Node, Recorder, Ref, is_creation, is_overwrite
 
 __all__ = ["Emitter", "Formula", "IntNamer", "Unexpressible", "constant_formula", "dtype_name",
@@ -29,14 +30,6 @@ __all__ = ["Emitter", "Formula", "IntNamer", "Unexpressible", "constant_formula"
 
 _ATOM, _POW, _UNARY, _MUL, _ADD = 100, 8, 7, 6, 5
 _SENTINEL_END = 2 ** 62
-
-
-class Unexpressible(Exception):
-    """A stored tensor our formula language cannot describe; ``op`` is an aten op to register."""
-
-    def __init__(self, reason: str, op: str | None = None):
-        super().__init__(reason)
-        self.reason, self.op = reason, op
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from derivgraph.errors import DerivgraphError, Rule
+from derivgraph.errors import CaptureAuditError
 from derivgraph.runtime.replay import ReadRecorder, StorageKey, capture, storage_key
 
 __all__ = [
@@ -114,21 +114,6 @@ class CaptureAuditReport:
                      "captured graph: a reload leaves them stale or frees them; declare them in "
                      "a spec")
         return "\n".join(lines)
-
-
-class CaptureAuditError(DerivgraphError):
-    """Strict mode: a captured graph reads a long-lived tensor that no spec declares."""
-
-    rule = Rule.CAPTURE_UNDECLARED
-
-    def __init__(self, report: CaptureAuditReport):
-        self.report = report
-        owners = ", ".join(f"{r.owner} ({', '.join(r.ops[:2])})" for r in report.undeclared[:8])
-        super().__init__(
-            f"{Rule.CAPTURE_UNDECLARED}: the captured graph reads {len(report.undeclared)} "
-            f"undeclared long-lived tensor(s): {owners}\n    fix: declare each in a spec (a "
-            f"derived tensor with an owner path), or move it onto the model as a parameter "
-            f"or buffer the engine reloads")
 
 
 # ---- classification ---------------------------------------------------------------------------

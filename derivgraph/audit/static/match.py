@@ -191,7 +191,8 @@ def _owner(site: RawSite, self_owner: str) -> str:
 
 
 def _formula(site: RawSite) -> str:
-    from derivgraph.spec.expr import FormulaError, parse_formula
+    from derivgraph.errors import FormulaError
+    from derivgraph.spec.expr import parse_formula
 
     text = site.formula
     if text and text.isidentifier() and text not in ("True", "False", "None"):

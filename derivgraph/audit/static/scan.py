@@ -52,6 +52,7 @@ from derivgraph.audit.static.scope import (
 from derivgraph.audit.static.semantics import Severity, semantics_of
 from derivgraph.audit.static.sites import CATEGORIES, RawSite
 from derivgraph.audit.static.verdicts import Verdict
+from derivgraph.errors import PackageNotFound
 from derivgraph.spec.model import Spec
 
 __all__ = [
@@ -74,10 +75,6 @@ Progress = Callable[[int, int, str], None]
 _DEF_RE = re.compile(r"def[ \t]+(\w+)[ \t]*\(")  # a literal start; column 0 is checked in code
 _HEADER_END_RE = re.compile(r"\)[ \t]*(?:->([^:\n]*))?:[ \t]*(?:#[^\n]*)?$", re.M)
 _TENSOR_WORD_RE = re.compile(r"Tensor|Parameter|Buffer")
-
-
-class PackageNotFound(LookupError):
-    """``--package NAME`` names nothing importable from this interpreter."""
 
 
 @dataclass(frozen=True)
