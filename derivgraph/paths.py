@@ -28,7 +28,7 @@ class Slot(StrEnum):
     PARAMETER = "parameter"
     BUFFER = "buffer"
     ATTRIBUTE = "attribute"
-    ELEMENT = "element"  # an item of a tuple: the tuple is put back whole 
+    ELEMENT = "element"  # an item of a tuple: the tuple is put back whole
     MISSING = "missing"
 
 

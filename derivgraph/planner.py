@@ -2,7 +2,8 @@
 
 :func:`compile_plan` binds specs to a live model, builds and validates the DAG, checks every
 tensor the engine already made against its formula, and only then allocates what is missing
-and binds every tensor to its owner. It lowers the pass (:mod:`derivgraph.compiler.lower`), runs it once
+and binds every tensor to its owner. It lowers the pass (:mod:`derivgraph.compiler.lower`), runs it
+once
 and checks it bit for bit against eager per-op evaluation (demoting grouped instructions if a
 device ever disagrees). The result is a :class:`~derivgraph.runtime.plan.Plan`, whose ``run`` /
 ``refill`` is the reload pass.

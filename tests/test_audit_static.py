@@ -643,7 +643,7 @@ def test_cli_output_file(tmp_path, capsys):
 
 
 def test_progress_logs_without_a_tty(caplog, monkeypatch):
-    from derivgraph.audit import static_cli
+    from derivgraph.cli import audit_static as static_cli
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
     with caplog.at_level(logging.INFO, logger="derivgraph.cli.audit_static"):

@@ -35,7 +35,7 @@ def test_demo_table(capsys):
 
 
 def test_validate_ok_and_bad(capsys, fixtures):
-    code, out = _run(capsys, "validate", "examples/specs")
+    code, out = _run(capsys, "validate", "derivgraph/tools/specs")
     assert code == 0 and out.startswith("ok: 4 spec(s), 14 derived tensor(s)")
     bad = fixtures / "specs" / "unknown_op.yaml"
     code, out = _run(capsys, "validate", str(bad))

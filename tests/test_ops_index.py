@@ -1,4 +1,5 @@
-"""Index ops (arange, repeat_interleave, eq, index_select) and tuple holders (derivgraph.runtime.containers).
+"""Index ops (arange, repeat_interleave, eq, index_select) and tuple holders
+(derivgraph.runtime.containers).
 
 Each op: eager vs its ``out=`` path, its shape/dtype rule vs torch, its size bound (DG016), and
 a bad spec for its misuse, refused at the spec's file:line before any tensor is touched. Tuple

@@ -267,7 +267,7 @@ specs:
 
 
 def test_plugin_entry_point_specs(monkeypatch, tmp_path):
-    from derivgraph import loader
+    from derivgraph.spec import load as loader
 
     path = tmp_path / "plugin.yaml"
     path.write_text("version: 1\nspecs:\n  - name: from-plugin\n    target: {module_class: Toy}\n"

@@ -23,7 +23,8 @@ def test_ruff_clean():
 
 def test_core_never_imports_vllm():
     code = (
-        "import sys, derivgraph, derivgraph.cli, derivgraph.planner, derivgraph.audit.runtime.census;"
+        "import sys, derivgraph, derivgraph.cli, derivgraph.planner,"
+        " derivgraph.audit.runtime.census;"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('vllm', 'flashinfer')];"
         "assert not bad, bad"
     )

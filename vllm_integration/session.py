@@ -13,11 +13,14 @@ vLLM's hooks (see :mod:`vllm_integration.hooks`) report three things here:
 * :func:`note_names` — names a loader reported.
 
 ``strict`` mode records the model before the reload and checks it after the refill
-(:mod:`derivgraph.audit.runtime.reload_watch`), and raises :class:`derivgraph.StrictReloadError` if any
+(:mod:`derivgraph.audit.runtime.reload_watch`), and raises :class:`derivgraph.StrictReloadError` if
+any
 graph-visible tensor moved, an undeclared derived tensor appeared, a tensor was left stale in
 place (its value unchanged although every loaded tensor of its module changed: the heuristic of
-:mod:`derivgraph.audit.runtime.freshness`), a declared derived tensor differs from a fresh evaluation
-of its spec (:mod:`derivgraph.audit.runtime.spec_values`; ``DERIVGRAPH_VERIFY_SPECS=1`` runs this check
+:mod:`derivgraph.audit.runtime.freshness`), a declared derived tensor differs from a fresh
+evaluation
+of its spec (:mod:`derivgraph.audit.runtime.spec_values`; ``DERIVGRAPH_VERIFY_SPECS=1`` runs this
+check
 in the other modes too, as a WARNING on the ``vllm`` logger), or a Python scalar changed
 (unless recapture is allowed).
 

@@ -158,7 +158,8 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
             node = join(b.qualify(decl.owner), decl.name)
             owner = get_path(b.module, decl.owner)
             if owner is not MISSING and owner is not None:
-                # issue10: a tuple owner is kept whole (derivgraph.runtime.containers), never bound into
+                # issue10: a tuple owner is kept whole (derivgraph.runtime.containers), never bound
+                # into
                 problem = container_problem(b.module, decl, owner)
                 if problem:
                     issues.append(SpecIssue(Rule.CONTAINER_HOLDER, problem,

@@ -2,7 +2,8 @@
 
 :func:`build_graph` creates a derived node per declaration (checking owners, kinds and
 duplicates), resolves every formula into source and op nodes (:mod:`derivgraph.compiler.resolve`),
-rejects cycles, and infers shapes and dtypes on meta tensors (:mod:`derivgraph.compiler.infer`). Every
+rejects cycles, and infers shapes and dtypes on meta tensors (:mod:`derivgraph.compiler.infer`).
+Every
 problem is collected as a :class:`~derivgraph.errors.SpecIssue`; nothing here writes a tensor.
 The node kinds are described in :mod:`derivgraph.compiler.graph`.
 """
@@ -98,9 +99,6 @@ def _resolve_derived(graph: DerivedGraph, node: DerivedNode, params: dict[str, A
         else:
             assert decl.formula is not None
             value = resolver.resolve(parse_cached(decl.formula))
-    except FormulaError as exc:
-        graph.issue(exc.rule, f"{decl.formula or decl.of!r}: {exc.message}", exc.fix, node)
-        return
     except FormulaError as exc:
         graph.issue(exc.rule, f"{decl.formula or decl.of!r}: {exc.message}", exc.fix, node)
         return

@@ -1,11 +1,13 @@
 """The DAG of derived tensors: references, derived-tensor records, and the graph container.
 
-Node kinds are :class:`derivgraph.compiler.ir.NodeKind`: ``SOURCE`` (a tensor the engine owns, read at its
+Node kinds are :class:`derivgraph.compiler.ir.NodeKind`: ``SOURCE`` (a tensor the engine owns, read
+at its
 path), ``OP`` (a registered op over other nodes and Python constants; identical subexpressions
 share one node across specs and layers) and ``DERIVED`` (a declared derived tensor bound to an
 owner; its one input is its value).
 
-This module holds data structures and queries only; :mod:`derivgraph.compiler.build` builds the graph.
+This module holds data structures and queries only; :mod:`derivgraph.compiler.build` builds the
+graph.
 """
 
 from __future__ import annotations
@@ -105,7 +107,8 @@ def substitute(value: Any, lookup: Any) -> Any:
 
 
 class DerivedGraph:
-    """The model's IR graph (:class:`~derivgraph.compiler.ir.Graph`) plus the issues found building it."""
+    """The model's IR graph (:class:`~derivgraph.compiler.ir.Graph`) plus the issues found building
+    it."""
 
     def __init__(self, model: nn.Module):
         self.model = model

@@ -1,6 +1,7 @@
 """Shape, dtype and device inference on ``meta`` tensors, and declared-vs-inferred checks.
 
-Every op runs on meta tensors (:class:`~derivgraph.compiler.interpret.MetaInterpreter`, memoized per op
+Every op runs on meta tensors (:class:`~derivgraph.compiler.interpret.MetaInterpreter`, memoized
+per op
 and input layout), so a spec's shapes and dtypes are checked without touching real data.
 """
 

@@ -1,6 +1,7 @@
 """Lower the graph to the reload pass: per-node steps, then grouped instructions, then Python.
 
-:class:`Lowerer` (an :class:`~derivgraph.compiler.interpret.Interpreter`) turns every node into an operand
+:class:`Lowerer` (an :class:`~derivgraph.compiler.interpret.Interpreter`) turns every node into an
+operand
 and every derived tensor into a :class:`Step`: ``OUT`` (an op writing straight into the derived
 storage through ``out=``; ``1.0 / x`` becomes ``reciprocal(out=)``), ``COPY`` (``copy_`` of a
 value), ``COMPUTE`` (an intermediate) or ``SCALAR`` (a Python number, staged in a tensor).

@@ -1,6 +1,7 @@
 """The compiled plan at run time: the in-place reload pass, capture, and holder re-binding.
 
-:meth:`Plan.run` is the reload pass: generated Python (:mod:`derivgraph.compiler.lower`) that writes into
+:meth:`Plan.run` is the reload pass: generated Python (:mod:`derivgraph.compiler.lower`) that
+writes into
 the startup storage through ``torch._foreach_*`` and ``out=`` calls over tensors bound at
 compile, then re-binds every holder the engine rebuilt. :meth:`Plan.capture` records the pass
 into one CUDA graph (on CPU: a dispatch recording) that :meth:`Plan.run` replays. No step
@@ -145,7 +146,8 @@ class Plan:
         self._startup: tuple[list[Any], list[int]] | None = None
         self._graph: Any = None
         self.folds = FoldSet()  # fold hook: set by compile_plan
-        self.containers: list[ContainerHolder] = []  # tuples kept for life (derivgraph.runtime.containers)
+        # tuples kept for life (derivgraph.runtime.containers)
+        self.containers: list[ContainerHolder] = []
         self._cuda: bool | None = None
         self._captured = False
 
@@ -659,7 +661,8 @@ class Plan:
         """Record the full recompute pass once; :meth:`run` (full) then replays it.
 
         On CUDA this is one ``torch.cuda.CUDAGraph`` (warmed up on a side stream). On CPU it is
-        a dispatch recording (:class:`derivgraph.runtime.replay.CpuGraph`) that replays the same aten
+        a dispatch recording (:class:`derivgraph.runtime.replay.CpuGraph`) that replays the same
+        aten
         ops over the same tensor objects, so tests prove a recorded pass is bit-exact with fixed
         storage. Selective runs and :meth:`refill` stay eager: they read holders the engine just
         rebuilt, which a recording cannot know. A source whose object or address changed makes
@@ -742,7 +745,8 @@ class Plan:
         return count
 
     def restore_containers(self) -> int:
-        """Put every tuple holding derived tensors back at its slot (:mod:`derivgraph.runtime.containers`)."""
+        """Put every tuple holding derived tensors back at its slot
+        (:mod:`derivgraph.runtime.containers`)."""
         return restore_containers(self.model, self.containers) if self.containers else 0
 
     def _walk(self) -> _Hops:

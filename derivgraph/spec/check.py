@@ -3,7 +3,8 @@
 It runs in ``derivgraph validate`` and at the top of ``compile_plan`` (so both report the same
 codes): duplicate names, unsafe names and paths, formula syntax, ops and arity, resource
 limits, alias targets, view formulas that copy, shape items, dtypes, devices and cycles.
-Binding to a live model adds the checks that need one (:func:`derivgraph.compiler.bind.check_bindings`,
+Binding to a live model adds the checks that need one
+(:func:`derivgraph.compiler.bind.check_bindings`,
 sources, shapes, adoption). Nothing here imports torch, except to ask whether a declared CUDA
 device exists.
 """

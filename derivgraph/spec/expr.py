@@ -267,7 +267,8 @@ def signature_of(name: str, fn: Any, kind: str) -> OpSignature:
 
 #: Modules whose ops are built in (registered when ``derivgraph.ops.registry`` loads).
 BUILTIN_OP_MODULES = frozenset(
-    {"derivgraph.ops.registry", "derivgraph.ops.collectives", "derivgraph.ops.layout", "derivgraph.ops.index"})
+    {"derivgraph.ops.registry", "derivgraph.ops.collectives", "derivgraph.ops.layout",
+    "derivgraph.ops.index"})
 
 
 def registry_catalogue() -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """The model-free rules of a fold formula (torch-free: ``derivgraph validate`` uses them).
 
 A fold formula reads only its own source (by the declaration's ``name``) and ``config`` values,
-combined with ops that transform a tensor (never a creation op). See :mod:`derivgraph.compiler.fold`.
+combined with ops that transform a tensor (never a creation op). See
+:mod:`derivgraph.compiler.fold`.
 """
 
 from __future__ import annotations

@@ -22,12 +22,14 @@ class TensorKind(StrEnum):
     ALIAS = "alias"    # the same object as another tensor
     VIEW = "view"      # a view of another tensor's storage
     SCALAR = "scalar"  # a Python number (a captured graph bakes it: not refillable)
-    FOLD = "fold"      # an in-place transform of a loaded source (derivgraph.compiler.fold; not a node)
+    # an in-place transform of a loaded source (derivgraph.compiler.fold; not a node)
+    FOLD = "fold"
     ENGINE = "engine"  # a tensor only the engine's code computes (derivgraph.compiler.engine)
 
 
 def is_fold(decl: Any) -> bool:
-    """True for a ``kind: fold`` declaration (bound by :mod:`derivgraph.compiler.fold`, not a node)."""
+    """True for a ``kind: fold`` declaration (bound by :mod:`derivgraph.compiler.fold`, not a
+    node)."""
     return decl.kind == TensorKind.FOLD
 
 

@@ -1,7 +1,8 @@
 """Capture-time pointer audit: what does a captured graph read, and who keeps it current?
 
 While a graph is captured (a real ``torch.cuda.graph``, vLLM's CUDA-graph wrapper, or the
-CPU recording of :mod:`derivgraph.runtime.replay`), a :class:`~derivgraph.runtime.replay.ReadRecorder`
+CPU recording of :mod:`derivgraph.runtime.replay`), a
+:class:`~derivgraph.runtime.replay.ReadRecorder`
 records every storage the captured ops read. Each is classified:
 
 * ``parameter`` — a registered parameter or buffer of the model (kept in place by the engine);

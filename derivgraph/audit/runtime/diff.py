@@ -14,7 +14,8 @@ same weights (``cold``). Findings, one per tensor (its paths listed together):
   baked the old number, only a recapture makes it current;
 * ``unrefreshed`` — without a cold start only (``model=`` given): a tensor kept in place whose
   value the reload did not change although every loaded tensor of its module changed (stale
-  in place, by the heuristic of :mod:`derivgraph.audit.runtime.freshness`). A cold start replaces the
+  in place, by the heuristic of :mod:`derivgraph.audit.runtime.freshness`). A cold start replaces
+  the
   heuristic with the exact ``stale`` check.
 
 Each finding is classified against a plan's :class:`~derivgraph.audit.runtime.declared.DeclaredSet`

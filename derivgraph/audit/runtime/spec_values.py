@@ -1,7 +1,8 @@
 """After a reload: does every declared derived tensor hold what its spec computes?
 
 :func:`verify_spec_values` evaluates the plan's formulas afresh from the live sources, with
-the one interpreter (:class:`derivgraph.compiler.interpret.EagerInterpreter`, subclassed here so that a
+the one interpreter (:class:`derivgraph.compiler.interpret.EagerInterpreter`, subclassed here so
+that a
 failing op or a missing source marks its node instead of raising), and compares each declared
 tensor's live value with it: equal within the spec's ``tolerance`` (``0``: every element
 equal, NaN matching NaN, the rule compile-time adoption applies). It reads only: no tensor is

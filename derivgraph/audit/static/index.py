@@ -3,7 +3,8 @@
 Built from text (one regular-expression pass per file, no parsing), so it costs little on the
 whole vLLM tree. The audit of one file uses it to follow calls into other files:
 
-* a module-level function imported from another module (``from derivgraph.audit.utils import f``; ``mod.f()``);
+* a module-level function imported from another module (``from derivgraph.audit.utils import f``;
+``mod.f()``);
 * ``self.m()`` to an ancestor or a subclass (an override) defined in another file;
 * ``self.<attr>.m()`` through the class of ``attr`` (``self.model = DFlashModel(...)``);
 * ``x.m()`` where ``isinstance(x, C)`` narrows ``x``;
