@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DIRS = ("derivgraph", "vllm_integration", "tests", "benchmarks", "examples", "specs")
 # the project's packages, plus scripts that tests and benchmarks import by path (sys.path)
 OWN = {"derivgraph", "vllm_integration", "tests", "examples", "benchmarks", "specs"} | {
-    p.stem for folder in ("benchmarks", "tests/fixtures", "examples") for p in (ROOT / folder).glob("*.py")}
+    p.stem for folder in ("benchmarks", "tests/fixtures", "examples")
+    for p in (ROOT / folder).glob("*.py")}
 
 
 def _norm(name: str) -> str:
