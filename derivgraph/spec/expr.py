@@ -42,22 +42,30 @@ class Expr:
 
 @dataclass(frozen=True)
 class Const(Expr):
+    """A literal: number, string, bool or None."""
+
     value: Any
 
 
 @dataclass(frozen=True)
 class Name(Expr):
+    """A bare name: a source, param, derived tensor, dtype or comprehension variable."""
+
     id: str
 
 
 @dataclass(frozen=True)
 class Attr(Expr):
+    """``base.attr``: one hop of an attribute path."""
+
     base: Expr
     attr: str
 
 
 @dataclass(frozen=True)
 class Slice(Expr):
+    """``lower:upper:step`` inside an index."""
+
     lower: Expr | None
     upper: Expr | None
     step: Expr | None
@@ -65,17 +73,23 @@ class Slice(Expr):
 
 @dataclass(frozen=True)
 class Index(Expr):
+    """``base[i, ...]``: integers, slices or tensors."""
+
     base: Expr
     index: tuple[Expr, ...]
 
 
 @dataclass(frozen=True)
 class ListExpr(Expr):
+    """A list or tuple literal."""
+
     items: tuple[Expr, ...]
 
 
 @dataclass(frozen=True)
 class Call(Expr):
+    """A call of a registered op; operators and method calls become calls too."""
+
     op: str
     args: tuple[Expr, ...]
     kwargs: tuple[tuple[str, Expr], ...] = ()
