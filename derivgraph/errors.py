@@ -96,13 +96,17 @@ class SourceLocation:
 
 @dataclass
 class SpecIssue:
-    """One broken rule: where, what, and the fix."""
+    """One broken rule: where, what, and the fix. ``rule`` is a :class:`Rule` (its
+    ``"DGnnn slug"`` string is accepted and converted)."""
 
-    rule: Rule | str
+    rule: Rule
     message: str
     fix: str
     location: SourceLocation = field(default_factory=SourceLocation)
     node: str = ""
+
+    def __post_init__(self) -> None:
+        self.rule = Rule(self.rule)
 
     def __str__(self) -> str:
         node = f" [{self.node}]" if self.node else ""
@@ -149,9 +153,9 @@ class SpecError(DerivgraphError, ValueError):
 class FormulaError(SpecError):
     """A formula that cannot be parsed or names an unknown op; ``rule`` is the error code."""
 
-    def __init__(self, rule: str, message: str, fix: str):
+    def __init__(self, rule: Rule, message: str, fix: str):
         super().__init__(message)
-        self.rule, self.message, self.fix = rule, message, fix
+        self.rule, self.message, self.fix = Rule(rule), message, fix
 
 
 class LimitError(SpecError):

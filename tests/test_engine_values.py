@@ -21,7 +21,7 @@ from derivgraph.examples.cutlass_w4a8 import (
     w4a8_layout_strides,
 )
 from derivgraph.paths import get_path
-from derivgraph.spec.check import validate_specs
+from derivgraph.spec.check import check_specs as validate_specs
 
 QM = "layers.{i}.quant_method"
 FE = "layers.{i}.quant_method.moe_kernel.fused_experts"

@@ -237,7 +237,7 @@ def test_bad_fold_declarations_fail_at_compile(weights, entry, message):
 
 
 def test_fold_formula_reading_another_tensor_fails_validation():
-    from derivgraph.spec.check import validate_specs
+    from derivgraph.spec.check import check_specs as validate_specs
 
     specs = load_spec_text(_fold_spec(
         "{name: weight, owner: router, kind: fold, formula: 'weight * expert_bias'}"), "x.yaml")

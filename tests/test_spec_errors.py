@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 import derivgraph
 from derivgraph import Rule, SpecValidationError, compile_plan, load_spec_file
-from derivgraph.spec.check import validate_specs
+from derivgraph.spec.check import check_specs
 from tests.toy import Toy
 
 
@@ -58,7 +58,7 @@ def test_invalid_yaml_reports_line(fixtures):
 )
 def test_model_free_validation(fixtures, name, rule, needle):
     specs = load_spec_file(fixtures / "specs" / name)
-    issues = validate_specs(specs)
+    issues = check_specs(specs)
     assert [i.rule for i in issues] == [rule]
     assert needle in issues[0].message
     assert issues[0].location.line == 6  # the derived entry's line

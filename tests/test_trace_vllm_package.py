@@ -21,7 +21,7 @@ pytest.importorskip("vllm")
 
 from derivgraph import load_spec_file  # noqa: E402
 from derivgraph.cli import main  # noqa: E402
-from derivgraph.spec.check import validate_specs  # noqa: E402
+from derivgraph.spec.check import check_specs as validate_specs  # noqa: E402
 
 FE, QC = "quant_method.moe_kernel.fused_experts", "quant_method.moe_quant_config"
 E, K, N = "w13_weight_d0", "w13_weight_d1", "w2_weight_d2"  # names the trace gives E, 2N/H, N

@@ -35,7 +35,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 # ---- specs --------------------------------------------------------------------------------------
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from derivgraph.spec.check import validate_specs
+    from derivgraph.spec.check import check_specs as validate_specs
     from derivgraph.spec.load import load_specs
 
     try:

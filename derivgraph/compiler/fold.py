@@ -44,8 +44,8 @@ from derivgraph.compiler.bind import BoundSpec
 from derivgraph.errors import FoldReappliedError, FormulaError, Rule, SpecIssue
 from derivgraph.ops import OPS
 from derivgraph.paths import MISSING, get_path, join
+from derivgraph.spec.check import fold_formula_problem as formula_problem
 from derivgraph.spec.expr import Call, Const, Expr, Name, parse_formula
-from derivgraph.spec.fold_rules import formula_problem
 from derivgraph.spec.kinds import is_fold
 from derivgraph.spec.model import DerivedTensor
 

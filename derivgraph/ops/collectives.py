@@ -64,6 +64,7 @@ class ReduceOp(str, Enum):
     PRODUCT = "product"
 
     def to_dist(self) -> Any:
+        """The matching ``torch.distributed.ReduceOp``."""
         return {
             ReduceOp.SUM: dist.ReduceOp.SUM, ReduceOp.MAX: dist.ReduceOp.MAX,
             ReduceOp.MIN: dist.ReduceOp.MIN, ReduceOp.PRODUCT: dist.ReduceOp.PRODUCT,

@@ -2,11 +2,10 @@
 
 It runs in ``derivgraph validate`` and at the top of ``compile_plan`` (so both report the same
 codes): duplicate names, unsafe names and paths, formula syntax, ops and arity, resource
-limits, alias targets, view formulas that copy, shape items, dtypes, devices and cycles.
-Binding to a live model adds the checks that need one
-(:func:`derivgraph.compiler.bind.check_bindings`,
-sources, shapes, adoption). Nothing here imports torch, except to ask whether a declared CUDA
-device exists.
+limits, alias targets, view formulas that copy, fold formulas, shape items, dtypes, devices and
+cycles. Binding to a live model adds the checks that need one
+(:func:`derivgraph.compiler.bind.check_bindings`, sources, shapes, adoption). Nothing here
+imports torch, except to ask whether a declared CUDA device exists.
 """
 
 from __future__ import annotations
@@ -33,11 +32,10 @@ from derivgraph.spec.expr import (
     op_signature,
     parse_formula,
 )
-from derivgraph.spec.fold_rules import declaration_issues
-from derivgraph.spec.kinds import is_engine, is_fold
+from derivgraph.spec.kinds import OpKind, TensorKind, is_engine, is_fold
 from derivgraph.spec.model import DerivedTensor, Spec, split_type_name, unsafe_name
 
-__all__ = ["check_device", "check_specs", "names_in", "spec_graph", "validate_specs"]
+__all__ = ["check_device", "check_specs", "fold_formula_problem", "names_in", "spec_graph"]
 
 
 def names_in(expr: Expr, bound: frozenset[str] = frozenset()) -> set[str]:
@@ -75,10 +73,10 @@ def spec_graph(spec: Spec) -> nx.DiGraph:
     for p in spec.params:
         g.add_node(p, kind="param")
     for d in spec.derived:
-        # fold hook: a fold transforms its source in place (a self-edge, not a cycle)
+        # a fold transforms its source in place (a self-edge, not a cycle)
         g.add_node(d.name, kind="fold" if is_fold(d) else "derived", derived_kind=d.kind)
     for d in spec.derived:
-        text = d.of if d.kind == "alias" else d.formula
+        text = d.of if d.kind == TensorKind.ALIAS else d.formula
         try:
             expr = parse_formula(text or "")
         except FormulaError:
@@ -90,6 +88,44 @@ def spec_graph(spec: Spec) -> nx.DiGraph:
                 g.add_node(name, kind="derived" if name in derived else "source")
             g.add_edge(name, d.name)
     return g
+
+
+# ---- fold declarations -------------------------------------------------------------------------
+# A fold formula reads only its own source (by the declaration's ``name``) and ``config`` values,
+# combined with ops that transform a tensor (never a creation op); see
+# :mod:`derivgraph.compiler.fold`, which applies the same rule when it compiles a fold.
+
+
+def fold_formula_problem(expr: Expr, own: str, config: Iterable[str]) -> str | None:
+    """Why ``expr`` is not a valid fold formula over ``own`` and ``config`` names, or None."""
+    names = set(config)
+    if isinstance(expr, Const):
+        return None
+    if isinstance(expr, Name):
+        if expr.id == own or expr.id in names or expr.id in dtype_names():
+            return None
+        return (f"{expr.id!r} is neither the folded tensor {own!r} nor a `config` value "
+                f"({', '.join(sorted(names)) or 'none declared'})")
+    if isinstance(expr, Call):
+        sig = op_signature(expr.op)
+        if sig is not None and sig.kind == OpKind.CREATE:
+            return f"{expr.op}(...) creates a tensor; a fold transforms its source"
+        for part in (*expr.args, *(v for _, v in expr.kwargs)):
+            problem = fold_formula_problem(part, own, names)
+            if problem:
+                return problem
+        return None
+    return "a fold formula may only combine its source and config values with ops"
+
+
+def _fold_issues(decl: DerivedTensor, expr: Expr, node: str) -> list[SpecIssue]:
+    """Model-independent problems of a fold declaration."""
+    problem = fold_formula_problem(expr, decl.name, decl.config)
+    if problem is None:
+        return []
+    return [SpecIssue(Rule.FOLD_DECLARATION, f"fold formula {decl.formula!r}: {problem}",
+                      f"write the fold over {decl.name!r} and `config` names",
+                      decl.location, node)]
 
 
 _DEVICE = re.compile(r"^(cpu|meta|cuda)(:\d+)?$")
@@ -143,7 +179,7 @@ def _copies(expr: Expr) -> bool:
         return _copies(expr.base)
     if isinstance(expr, Call):
         sig = op_signature(expr.op)
-        return sig is None or sig.kind != "view" or not expr.args or _copies(expr.args[0])
+        return sig is None or sig.kind != OpKind.VIEW or not expr.args or _copies(expr.args[0])
     return True
 
 
@@ -159,7 +195,7 @@ def _literal_shapes(expr: Expr) -> list[list[int]]:
                 found.append([i.value for i in e.args[0].items])
             elif e.op == "arange" and e.args and isinstance(e.args[0], Const) \
                     and isinstance(e.args[0].value, int):
-                found.append([e.args[0].value])  # issue10: arange(n) makes n elements
+                found.append([e.args[0].value])  # arange(n) makes n elements
             stack.extend(e.args)
             stack.extend(v for _, v in e.kwargs)
         elif isinstance(e, (Index, Attr)):
@@ -175,7 +211,7 @@ def _derived_issues(spec: Spec, d: DerivedTensor, dtypes: frozenset[str]) -> lis
     node = f"{spec.name}:{d.name}"
     issues: list[SpecIssue] = []
 
-    def add(rule: str, message: str, fix: str) -> None:
+    def add(rule: Rule, message: str, fix: str) -> None:
         issues.append(SpecIssue(rule, message, fix, d.location, node))
 
     why = unsafe_name(d.name)
@@ -190,27 +226,27 @@ def _derived_issues(spec: Spec, d: DerivedTensor, dtypes: frozenset[str]) -> lis
         if bad:
             add(Rule.UNKNOWN_DEVICE, bad, "drop `device` (the sources' device is the default) "
                 "or name a device this machine has")
-    text = d.of if d.kind == "alias" else d.formula
-    if is_engine(d) and not text:  # engine hook: no formula is fine
+    text = d.of if d.kind == TensorKind.ALIAS else d.formula
+    if is_engine(d) and not text:  # an engine tensor needs no formula
         return issues + _layout_issues(spec, d, dtypes, node)
     try:
         expr = parse_formula(text or "")
     except FormulaError as exc:
-        if is_engine(d) and exc.rule == Rule.UNKNOWN_OP:  # engine hook: registered later
+        if is_engine(d) and exc.rule == Rule.UNKNOWN_OP:  # the engine's op: registered later
             return issues + _layout_issues(spec, d, dtypes, node)
         shown = text if len(text or "") <= 200 else (text or "")[:200] + "..."
         add(exc.rule, f"{shown!r}: {exc.message}", exc.fix)
         return issues
-    if is_fold(d):  # fold hook
-        issues += declaration_issues(d, expr, node)
-    if d.kind == "alias" and not isinstance(expr, (Name, Attr)):
+    if is_fold(d):
+        issues += _fold_issues(d, expr, node)
+    if d.kind == TensorKind.ALIAS and not isinstance(expr, (Name, Attr)):
         add(Rule.ALIAS, f"alias target {text!r} is not a tensor path (a name or dotted path)",
             "`of` names a derived tensor of this spec or a source path")
     # `of: x` on the same owner is the alias itself (on another owner it reads the source x)
-    if d.kind == "alias" and isinstance(expr, Name) and expr.id == d.name and not d.owner and \
-            sum(x.name == d.name for x in spec.derived) == 1:
+    if d.kind == TensorKind.ALIAS and isinstance(expr, Name) and expr.id == d.name \
+            and not d.owner and sum(x.name == d.name for x in spec.derived) == 1:
         add(Rule.ALIAS, "an alias cannot be its own target", "point `of` at another tensor")
-    if d.kind == "view" and _copies(expr):
+    if d.kind == TensorKind.VIEW and _copies(expr):
         add(Rule.ALIAS, f"view formula {text!r} uses ops that copy",
             "a view may only use view ops (slicing, view, reshape, transpose, squeeze, ...) over "
             "one tensor; use kind 'attribute' or 'buffer' for computed values")
@@ -274,7 +310,7 @@ def _spec_issues(spec: Spec, dtypes: frozenset[str]) -> list[SpecIssue]:
     g = spec_graph(spec)
     derived_only = g.subgraph([n for n, k in g.nodes(data="kind") if k == "derived"])
     for cycle in nx.simple_cycles(derived_only):
-        if len(cycle) == 1 and any(d.kind == "alias" for d in spec.derived
+        if len(cycle) == 1 and any(d.kind == TensorKind.ALIAS for d in spec.derived
                                    if d.name == cycle[0]):
             continue
         order = [d.name for d in spec.derived]
@@ -303,5 +339,3 @@ def check_specs(specs: Iterable[Spec]) -> list[SpecIssue]:
         issues += _spec_issues(spec, dtypes)
     return issues
 
-
-validate_specs = check_specs  # the earlier name

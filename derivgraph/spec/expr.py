@@ -27,6 +27,7 @@ from derivgraph.limits import (
     check_formula_text,
     fold_constant,
 )
+from derivgraph.spec.kinds import OpKind
 from derivgraph.spec.model import unsafe_name
 
 __all__ = [
@@ -41,22 +42,30 @@ class Expr:
 
 @dataclass(frozen=True)
 class Const(Expr):
+    """A literal: number, string, bool or None."""
+
     value: Any
 
 
 @dataclass(frozen=True)
 class Name(Expr):
+    """A bare name: a source, param, derived tensor, dtype or comprehension variable."""
+
     id: str
 
 
 @dataclass(frozen=True)
 class Attr(Expr):
+    """``base.attr``: one hop of an attribute path."""
+
     base: Expr
     attr: str
 
 
 @dataclass(frozen=True)
 class Slice(Expr):
+    """``lower:upper:step`` inside an index."""
+
     lower: Expr | None
     upper: Expr | None
     step: Expr | None
@@ -64,17 +73,23 @@ class Slice(Expr):
 
 @dataclass(frozen=True)
 class Index(Expr):
+    """``base[i, ...]``: integers, slices or tensors."""
+
     base: Expr
     index: tuple[Expr, ...]
 
 
 @dataclass(frozen=True)
 class ListExpr(Expr):
+    """A list or tuple literal."""
+
     items: tuple[Expr, ...]
 
 
 @dataclass(frozen=True)
 class Call(Expr):
+    """A call of a registered op; operators and method calls become calls too."""
+
     op: str
     args: tuple[Expr, ...]
     kwargs: tuple[tuple[str, Expr], ...] = ()
@@ -98,7 +113,7 @@ _BINOPS = {
 EACH = "each"
 
 
-def _fail(rule: str, message: str, fix: str) -> FormulaError:
+def _fail(rule: Rule, message: str, fix: str) -> FormulaError:
     return FormulaError(rule, message, fix)
 
 
@@ -246,15 +261,16 @@ class OpSignature:
     min_args: int
     max_args: int | None
     keywords: tuple[str, ...]
-    kind: str
+    kind: OpKind
 
     def signature(self) -> str:
+        """``name(N arg(s), kw=, ...)``: the call shape an arity error suggests."""
         extra = "" if self.max_args == self.min_args else ", ..."
         kws = "".join(f", {k}=" for k in self.keywords)
         return f"{self.name}({self.min_args} arg(s){extra}{kws})"
 
 
-def signature_of(name: str, fn: Any, kind: str) -> OpSignature:
+def signature_of(name: str, fn: Any, kind: OpKind | str) -> OpSignature:
     """The formula-level signature of a registered op's function."""
     params = list(inspect.signature(fn).parameters.values())
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -262,18 +278,20 @@ def signature_of(name: str, fn: Any, kind: str) -> OpSignature:
     keywords = tuple(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
                      and p.name != "device")
     return OpSignature(name, sum(1 for p in positional if p.default is p.empty),
-                       None if varargs else len(positional), keywords, kind)
+                       None if varargs else len(positional), keywords, OpKind(kind))
 
 
-#: Modules whose ops are built in (registered when ``derivgraph.ops.registry`` loads).
+#: Modules whose ops are built in (registered when ``derivgraph.ops`` loads); their signatures
+#: are committed in ``schema/ops.json``.
 BUILTIN_OP_MODULES = frozenset(
-    {"derivgraph.ops.registry", "derivgraph.ops.collectives", "derivgraph.ops.layout",
-    "derivgraph.ops.index"})
+    {"derivgraph.ops.builtin", "derivgraph.ops.collectives", "derivgraph.ops.layout",
+     "derivgraph.ops.index"})
 
 
 def registry_catalogue() -> dict[str, Any]:
-    """The op catalogue computed from the live registry (imports torch)."""
-    from derivgraph.ops import DTYPES, OPS
+    """The op catalogue computed from the live registry (imports torch); ``schema/ops.json``
+    is this, committed."""
+    from derivgraph.ops import DTYPES, OPS  # lazy: torch-free validate
 
     return {
         "dtypes": sorted(DTYPES),
@@ -303,16 +321,17 @@ def op_signature(name: str) -> OpSignature | None:
         if entry is None:
             return None
         return OpSignature(name, entry["min_args"], entry["max_args"],
-                           tuple(entry["keywords"]), entry["kind"])
-    from derivgraph.ops import OPS
+                           tuple(entry["keywords"]), OpKind(entry["kind"]))
+    from derivgraph.ops import OPS  # lazy: torch-free validate
 
     op = OPS.get(name)
     return None if op is None else signature_of(name, op.fn, op.kind)
 
 
 def op_names() -> list[str]:
+    """Names of every op a formula may call (torch-free)."""
     if _registry_loaded():
-        from derivgraph.ops import OPS
+        from derivgraph.ops import OPS  # lazy: torch-free validate
 
         return sorted(OPS)
     return sorted(_builtin_catalogue()["ops"])
@@ -321,7 +340,7 @@ def op_names() -> list[str]:
 def dtype_names() -> frozenset[str]:
     """Names formulas and ``dtype:`` may use (torch-free)."""
     if _registry_loaded():
-        from derivgraph.ops import DTYPES
+        from derivgraph.ops import DTYPES  # lazy: torch-free validate
 
         return frozenset(DTYPES)
     return frozenset(_builtin_catalogue()["dtypes"])
@@ -347,7 +366,7 @@ def _check_op(name: str, nargs: int, keywords: list[str]) -> None:
 
 def _call_hint(name: str, op: OpSignature) -> str:
     if _registry_loaded():
-        from derivgraph.ops import OPS
+        from derivgraph.ops import OPS  # lazy: torch-free validate
 
         if name in OPS:
             return OPS[name].signature()

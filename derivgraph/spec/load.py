@@ -189,7 +189,7 @@ def _schema_fix(err: dict[str, Any]) -> str:
         return "remove the unknown key (run `derivgraph schema` for the allowed keys)"
     if kind == "missing":
         return "add the missing key"
-    if kind == "literal_error":
+    if kind in ("literal_error", "enum"):
         return "use one of the allowed values listed above"
     return "correct the value as the message says (see `derivgraph schema`)"
 

@@ -33,14 +33,12 @@ from pydantic import (
 )
 
 from derivgraph.errors import SourceLocation
+from derivgraph.spec.kinds import TensorKind
 
 __all__ = [
-    "MODULE_RESERVED", "DerivedTensor", "Kind", "Spec", "SpecFile", "Target", "split_type_name",
+    "MODULE_RESERVED", "DerivedTensor", "Spec", "SpecFile", "Target", "split_type_name",
     "unsafe_name",
 ]
-
-Kind = Literal["parameter", "buffer", "attribute", "alias", "view", "scalar",
-               "fold", "engine"]  # fold hook / engine hook: the last two kinds
 
 # One class name or a list of them (normalized to a list).
 ClassNames = Annotated[
@@ -174,7 +172,7 @@ class DerivedTensor(_Strict):
         description="Attribute path from the matched module to the object holding the tensor; "
         "empty for the module itself.",
     )
-    kind: Kind = Field(
+    kind: TensorKind = Field(
         description="parameter | buffer (registered on a module owner), attribute (plain "
         "attribute, any owner), alias (the same object as `of`), view (a view of another "
         "tensor's storage, given by `formula`), scalar (a Python number: not refillable), fold "
@@ -216,7 +214,7 @@ class DerivedTensor(_Strict):
         "is adopted, never replaced). Callables and other values are never replaced.",
     )
     description: str = Field(default="", description="What the tensor is and who reads it.")
-    config: dict[str, str] = Field(  # fold hook
+    config: dict[str, str] = Field(
         default_factory=dict,
         description="For fold: name -> attribute path of a config number the formula reads, "
         "looked up on the matched module, then on each enclosing module up to the root.",
@@ -237,7 +235,7 @@ class DerivedTensor(_Strict):
 
     @model_validator(mode="after")
     def _kind_rules(self) -> DerivedTensor:
-        if self.kind == "alias":
+        if self.kind == TensorKind.ALIAS:
             if not self.of:
                 raise ValueError(
                     "kind 'alias' needs `of`: the tensor this one is the same object as"
@@ -246,12 +244,12 @@ class DerivedTensor(_Strict):
                 raise ValueError("an alias has no formula; drop `formula` or use kind 'view'")
         else:
             if self.of:
-                raise ValueError(f"`of` is only for kind 'alias', not {self.kind!r}")
-            if not self.formula and self.kind != "engine":  # engine hook: formula optional
-                raise ValueError(f"kind {self.kind!r} needs a formula")
-        if self.config and self.kind != "fold":  # fold hook
+                raise ValueError(f"`of` is only for kind 'alias', not '{self.kind}'")
+            if not self.formula and self.kind != TensorKind.ENGINE:  # engine: formula optional
+                raise ValueError(f"kind '{self.kind}' needs a formula")
+        if self.config and self.kind != TensorKind.FOLD:
             raise ValueError("`config` is only for kind 'fold'")
-        if self.persistent and self.kind != "buffer":
+        if self.persistent and self.kind != TensorKind.BUFFER:
             raise ValueError("`persistent` only applies to kind 'buffer'")
         return self
 

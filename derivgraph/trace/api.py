@@ -9,7 +9,7 @@ from typing import Any
 from torch import nn
 
 from derivgraph.errors import SpecValidationError
-from derivgraph.spec.check import validate_specs
+from derivgraph.spec.check import check_specs as validate_specs
 from derivgraph.spec.load import load_spec_text
 from derivgraph.trace.draft import Draft, has_alternative, revise_entries
 from derivgraph.trace.proof import CheckpointReload, ProofReport, prove
