@@ -87,8 +87,8 @@ def test_schema_matches_checked_in_copy(capsys):
     printed = json.loads(out)
     assert printed == spec_schema()
     assert json.loads(SCHEMA_PATH.read_text()) == printed, (
-        "derivgraph/schema/spec.schema.json is stale: run "
-        "`derivgraph schema > derivgraph/schema/spec.schema.json`")
+        "derivgraph/spec/schema/spec.schema.json is stale: run "
+        "`derivgraph schema > derivgraph/spec/schema/spec.schema.json`")
     assert printed["$defs"]["DerivedTensor"]["additionalProperties"] is False
     assert "description" in printed["$defs"]["DerivedTensor"]["properties"]["kind"]
 
