@@ -1,0 +1,100 @@
+"""vLLM end to end on CPU: ``reload_weights`` on the tiny Llama with the plugin against without.
+
+The model is the tiny real ``LlamaForCausalLM`` of ``tests/fixtures/vllm_llama_reload.py``
+(vLLM 0.33.0 on CPU, gloo, a model-level post-load step declared in
+``tests/fixtures/vllm_llama.yaml``), loaded once with derivgraph's plugin (vLLM's own plugin
+loader installs the hooks, the plan is compiled at the first post-load step). Then, in one
+process and interleaved (the order alternates each round; a ``gc.collect()`` before and no
+cyclic GC during each timed call), vLLM's
+``reload_weights(checkpoint A or B)`` is timed with ``DERIVGRAPH_VLLM_MODE=off`` (the hooks
+forward straight to vLLM: vLLM alone) and with the plugin's default mode (``refill``: vLLM's
+reload, then derivgraph's pass into the startup storage). Medians; ``plugin_over_off`` is the
+ratio (goal <= 1.05).
+
+    python3 benchmarks/bench_vllm_reload.py --repeat 21 --json benchmarks/results/vllm_reload_cpu.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import logging
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=21)
+    parser.add_argument("--mode", default="refill", help="the plugin's mode to time")
+    parser.add_argument("--json", default=None, help="also write the result here")
+    args = parser.parse_args()
+    os.environ["VLLM_TARGET_DEVICE"] = "cpu"  # before vLLM is imported
+    os.environ.setdefault("VLLM_PLUGINS", "derivgraph")
+    os.environ.setdefault("DERIVGRAPH_SPECS",
+                          str(ROOT / "tests" / "fixtures" / "vllm_llama.yaml"))
+    logging.basicConfig(level=logging.WARNING)
+    sys.path.insert(0, str(ROOT))
+
+    import torch
+    from vllm.model_executor.model_loader.reload import inplace
+
+    from tests.fixtures.vllm_llama_reload import checkpoint, cold_start, tiny_llama_vllm
+    from vllm_integration import session
+
+    times: dict[str, list[float]] = {"off": [], args.mode: []}
+    with tempfile.TemporaryDirectory() as tmp, tiny_llama_vllm(Path(tmp)) as (mc, vc):
+        weights = [checkpoint(0), checkpoint(1)]
+        model = cold_start(mc, vc, weights[0], "")
+        plan = session.plan_for(model)
+        if plan is None:
+            raise SystemExit("the plugin compiled no plan: is VLLM_PLUGINS=derivgraph set?")
+
+        def reload(i: int, mode: str) -> float:
+            os.environ["DERIVGRAPH_VLLM_MODE"] = mode
+            items = iter(weights[i % 2].items())
+            gc.collect()  # a collection inside one timed call would swamp a few-ms figure
+            gc.disable()
+            try:
+                start = time.perf_counter()
+                with torch.no_grad():
+                    inplace.reload_weights(vc, model, items, None, True)
+                return time.perf_counter() - start
+            finally:
+                gc.enable()
+
+        for mode in times:  # warm-up: one reload each
+            reload(1, mode)
+        for i in range(args.repeat):
+            order = list(times) if i % 2 == 0 else list(times)[::-1]
+            for mode in order:
+                times[mode].append(reload(i, mode) * 1e3)
+        # the last timed reload leaves derived tensors current when the plugin ran last
+        os.environ["DERIVGRAPH_VLLM_MODE"] = args.mode
+        reload(args.repeat, args.mode)
+        moved = plan.moved()
+    off = statistics.median(times["off"])
+    on = statistics.median(times[args.mode])
+    result = {
+        "model": "tiny LlamaForCausalLM (tests/fixtures/vllm_llama_reload.py)",
+        "derived": len(plan), "repeat": args.repeat, "mode": args.mode,
+        "torch": torch.__version__, "vllm_off_ms": round(off, 3),
+        "vllm_plugin_ms": round(on, 3), "plugin_over_off": round(on / off, 3),
+        "moved_after_plugin_reload": len(moved),
+        "runs_ms": {k: [round(t, 3) for t in v] for k, v in times.items()},
+    }
+    text = json.dumps(result)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    print(text)  # noqa: T201 - a benchmark script reports on stdout
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,236 @@
+"""The batched refill: precompiled holder accessors, one ``_foreach_copy_``, dict stores.
+
+The oracle: after the engine's post-load step rebuilt every derived tensor, ``plan.refill()``
+leaves every holder at its startup object and address (0 moved) and every value bit-exact with
+a cold start of the same weights, A -> B -> A with different weights. The batched path must not
+walk holders per entry when nothing but the holders changed; whatever it cannot prove (an
+owner rebuilt, a holder moved to another registry, another layout) goes to the per-entry path,
+which the canaries below exercise.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from derivgraph import DerivedTensor, Spec, Target, compile_plan
+from derivgraph.errors import EngineComputedError
+from derivgraph.runtime.plan import Plan
+from derivgraph.tools.deepseek_workload import DeepseekModel, deepseek_specs
+from tests.toy import Toy
+
+
+class Layer(nn.Module):
+    """A layer whose post-load step rebuilds a parameter, a buffer and two attributes."""
+
+    def __init__(self, seed: int = 0) -> None:
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        self.scale = nn.Parameter(0.5 + torch.rand(6, generator=g), requires_grad=False)
+        self.weight = nn.Parameter(torch.randn(6, 4, generator=g), requires_grad=False)
+
+    def post_load(self) -> None:
+        self.inv = nn.Parameter(1.0 / self.scale, requires_grad=False)
+        self.register_buffer("sq", self.scale * self.scale, persistent=False)
+        self.wt = self.weight.t().contiguous()
+        self.strides = torch.full((6,), 4, dtype=torch.int64)
+
+    def load(self, seed: int) -> None:
+        fresh = Layer(seed)
+        with torch.no_grad():
+            self.scale.copy_(fresh.scale)
+            self.weight.copy_(fresh.weight)
+
+
+class Stack(nn.Module):
+    def __init__(self, n: int = 4) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(Layer(i) for i in range(n))
+
+    def post_load(self) -> None:
+        for layer in self.layers:
+            layer.post_load()
+
+    def load(self, seed: int) -> None:
+        for i, layer in enumerate(self.layers):
+            layer.load(seed * 100 + i)
+
+
+SPEC = Spec(name="layer", target=Target(module_class=["Layer"]), derived=[
+    DerivedTensor(name="inv", kind="parameter", formula="1.0 / scale"),
+    DerivedTensor(name="sq", kind="buffer", formula="scale * scale"),
+    DerivedTensor(name="wt", kind="attribute", formula="contiguous(t(weight))"),
+    DerivedTensor(name="strides", kind="attribute", formula="full([6], 4, dtype=int64)"),
+])
+PATHS = ("inv", "sq", "wt", "strides")
+
+
+def _stack(seed: int) -> Stack:
+    model = Stack()
+    model.load(seed)
+    model.post_load()
+    return model
+
+
+@pytest.fixture()
+def per_entry_spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Records every per-entry holder walk of a refill (fresh-value reads and re-binds)."""
+    calls: list[str] = []
+    engine_value, rebind_entries = Plan._engine_value, Plan._rebind_entries
+
+    def spy_value(self, entry, owners=None):  # noqa: ANN001, ANN202
+        calls.append(entry.id)
+        return engine_value(self, entry, owners)
+
+    def spy_rebind(self, entries, report, known=None):  # noqa: ANN001, ANN202
+        entries = list(entries)
+        calls.extend(e.id for e in entries)
+        return rebind_entries(self, entries, report, known)
+
+    monkeypatch.setattr(Plan, "_engine_value", spy_value)
+    monkeypatch.setattr(Plan, "_rebind_entries", spy_rebind)
+    return calls
+
+
+def _check_against_cold(model: Stack, startup: dict[str, torch.Tensor], seed: int) -> None:
+    cold = _stack(seed)
+    for i, (layer, ref) in enumerate(zip(model.layers, cold.layers)):
+        for name in PATHS:
+            key = f"layers.{i}.{name}"
+            held = getattr(layer, name)
+            assert held is startup[key], key
+            assert held.dtype == getattr(ref, name).dtype
+            assert torch.equal(held, getattr(ref, name)), key  # bit-exact
+
+
+def test_refill_a_b_a_is_bit_exact_and_walks_no_holder(per_entry_spy):
+    model = _stack(0)
+    plan = compile_plan(model, [SPEC])
+    startup = {k: e.storage for k, e in plan.entries.items()}
+    ptrs = {k: t.data_ptr() for k, t in startup.items()}
+    plan.refill()  # the first refill may resolve the accessors
+    per_entry_spy.clear()
+    for seed in (1, 0, 1):  # A -> B -> A -> B, different weights every time
+        model.load(seed)
+        model.post_load()  # the engine's naive step: every holder rebuilt
+        assert model.layers[0].inv is not startup["layers.0.inv"]
+        report = plan.refill(verify=True)
+        assert report.moved == [] and report.missing_owners == []
+        assert report.taken_from_engine == 16 and report.rebinds == 16
+        assert report.bytes == sum(t.numel() * t.element_size() for t in startup.values())
+        _check_against_cold(model, startup, seed)
+        assert {k: t.data_ptr() for k, t in startup.items()} == ptrs
+    assert per_entry_spy == []  # the batched path: no per-entry walk
+    layer = model.layers[2]
+    assert "inv" in layer._parameters and "sq" in layer._buffers
+    assert "sq" in layer._non_persistent_buffers_set and "wt" in layer.__dict__
+
+
+def test_refill_when_the_engine_rebuilt_only_some_holders(per_entry_spy):
+    model = _stack(0)
+    plan = compile_plan(model, [SPEC])
+    startup = {k: e.storage for k, e in plan.entries.items()}
+    plan.refill()
+    per_entry_spy.clear()
+    model.load(1)
+    model.layers[1].post_load()  # one layer's step ran; the others still hold our tensors
+    report = plan.refill(verify=True)
+    assert report.taken_from_engine == 4 and report.rebinds == 4 and report.moved == []
+    assert per_entry_spy == []
+    # the layers whose step did not run are recomputed from their (new) sources
+    _check_against_cold(model, startup, 1)
+
+
+def test_an_owner_rebuilt_is_re_walked_under_it_only(per_entry_spy):
+    model = Toy()
+    model.post_load()
+    spec = Spec(name="k", target=Target(module_class=["Toy"], object="kernel"),
+                params={"E": "weight.shape[0]", "C": "weight.shape[1]"}, derived=[
+                    DerivedTensor(name="strides", kind="attribute", owner="kernel",
+                                  formula="full([E], C, dtype=int64)"),
+                    DerivedTensor(name="gscale", kind="attribute", owner="kernel.desc",
+                                  formula="1.0 / scale")])
+    plan = compile_plan(model, [spec])
+    startup = {k: e.storage for k, e in plan.entries.items()}
+    for seed in (5, 6):
+        model.load(seed)
+        old = model.kernel
+        model.post_load()  # a new kernel object (and descriptor) on the way to the holders
+        per_entry_spy.clear()
+        report = plan.refill(verify=True)
+        assert report.moved == [] and report.taken_from_engine == 2
+        assert per_entry_spy == []  # the hops under the new kernel were re-walked, no more
+        assert model.kernel.strides is startup["kernel.strides"]
+        assert model.kernel.desc.gscale is startup["kernel.desc.gscale"]
+        assert old.desc.gscale is startup["kernel.desc.gscale"]
+        assert torch.equal(startup["kernel.desc.gscale"], 1.0 / model.scale)
+
+
+def test_a_holder_moved_to_another_registry_is_bound_back_in_its_slot(per_entry_spy):
+    model = _stack(0)
+    plan = compile_plan(model, [SPEC])
+    startup = {k: e.storage for k, e in plan.entries.items()}
+    plan.refill()
+    per_entry_spy.clear()
+    model.load(1)
+    model.post_load()
+    layer = model.layers[0]
+    del layer.inv  # the engine now keeps `inv` as a plain attribute, not a parameter
+    layer.inv = (1.0 / layer.scale).clone()
+    assert "inv" not in layer._parameters and "inv" in layer.__dict__
+    report = plan.refill(verify=True)
+    assert report.moved == []
+    assert "inv" in layer._parameters and "inv" not in layer.__dict__  # set_slot's semantics
+    assert layer.inv is startup["layers.0.inv"]
+    assert "layers.0.inv" in per_entry_spy  # this one holder took the per-entry path
+    _check_against_cold(model, startup, 1)
+
+
+def test_another_layout_is_refused_before_any_copy():
+    model = _stack(0)
+    spec = Spec(name="eng", target=Target(module_class=["Layer"]), derived=[
+        DerivedTensor(name="strides", kind="engine")])
+    plan = compile_plan(model, [spec])
+    startup = {k: e.storage.clone() for k, e in plan.entries.items()}
+    model.layers[1].strides = torch.full((7,), 4, dtype=torch.int64)  # a new layout
+    model.layers[0].strides = torch.full((6,), 9, dtype=torch.int64)
+    with pytest.raises(EngineComputedError):
+        plan.refill()
+    for key, entry in plan.entries.items():  # nothing was copied
+        assert torch.equal(entry.storage, startup[key])
+
+
+def test_moved_reports_a_holder_the_engine_rebuilt_after_the_refill():
+    model = _stack(0)
+    plan = compile_plan(model, [SPEC])
+    model.post_load()
+    assert plan.refill(verify=True).moved == []
+    model.layers[2].wt = model.layers[2].wt.clone()
+    assert plan.moved() == ["layers.2.wt"]
+    with torch.no_grad():
+        model.layers[1].sq.data = torch.zeros(6)  # same object, another address
+    assert plan.moved() == ["layers.1.sq", "layers.2.wt"]
+
+
+def test_deepseek_workload_refill_matches_a_cold_start(per_entry_spy):
+    model = DeepseekModel("cpu", 1 / 256, layers=4, experts=16)
+    model.reload(0)
+    model.post_load()
+    plan = compile_plan(model, deepseek_specs())
+    startup = {k: e.storage for k, e in plan.entries.items()}
+    plan.refill()
+    per_entry_spy.clear()
+    for seed in (1, 0, 1):
+        model.reload(seed)
+        model.post_load()
+        report = plan.refill(verify=True)
+        assert report.moved == [] and report.taken_from_engine == len(startup)
+        cold = DeepseekModel("cpu", 1 / 256, layers=4, experts=16)
+        cold.reload(seed)
+        cold.post_load()
+        for key, tensor in startup.items():
+            owner, _, name = key.rpartition(".")
+            assert model.get_submodule(owner).__dict__[name] is tensor
+            assert torch.equal(tensor, getattr(cold.get_submodule(owner), name)), key
+    assert per_entry_spy == []
