@@ -25,7 +25,7 @@ from typing import Any
 
 __all__ = ["AuditRow", "ExecutableAudit", "Verdict", "run_audit", "static_findings"]
 
-from derivgraph.audit.static.verdicts import Verdict  # noqa: E402  (one vocabulary)
+from derivgraph.audit.static.finding import Verdict  # noqa: E402  (one vocabulary)
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The static audit's rules: which statements in post-load code store derived state.
 
-Each rule is a *category*. A site is one statement that matches a rule; :mod:`.static` decides
+Each rule is a *category*. A site is one statement that matches a rule; :mod:`.scan` decides
 whether a spec declares it. In-place writes into existing storage (``x.copy_(y)``,
 ``x.fill_(v)``, ``x[...] = y``) and assignments to locals are not sites: they keep every address
 a captured graph holds. The exception is a *fold*: an in-place write into a loaded parameter
@@ -794,7 +794,7 @@ class FunctionAudit(CallRules):
     def _returns_placeholder(self, value: ast.expr) -> bool:
         """A call of a helper that returns a 0-element placeholder: a function of this file
         whose every ``return`` is one, or one the tree-wide index found
-        (:meth:`.static_index.TreeIndex.placeholder_functions`)."""
+        (:meth:`.index.TreeIndex.placeholder_functions`)."""
         if not isinstance(value, ast.Call):
             return False
         if isinstance(value.func, ast.Name) and value.func.id in self.scope.functions:
