@@ -23,9 +23,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["AuditRow", "ExecutableAudit", "Verdict", "run_audit", "static_findings"]
+from derivgraph.audit.static.finding import Verdict  # one vocabulary with the static audit
+from derivgraph.audit.table import text_table
 
-from derivgraph.audit.static.finding import Verdict  # noqa: E402  (one vocabulary)
+__all__ = ["AuditRow", "ExecutableAudit", "Verdict", "run_audit", "static_findings"]
 
 logger = logging.getLogger(__name__)
 
@@ -92,13 +93,9 @@ class ExecutableAudit:
 
     def render(self) -> str:
         head = ("case", "class", "attribute", "static finding?", "observed", "verdict")
-        table = [head] + [(r.case, r.cls, r.attr, "yes" if r.static else "no",
-                           r.observed.value, r.verdict.value if r.verdict else "-")
-                          for r in self.rows]
-        widths = [max(len(row[i]) for row in table) for i in range(len(head))]
-        lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip()
-                 for row in table]
-        lines.insert(1, "  ".join("-" * w for w in widths))
+        lines = text_table(head, [(r.case, r.cls, r.attr, "yes" if r.static else "no",
+                                   r.observed.value, r.verdict.value if r.verdict else "-")
+                                  for r in self.rows], strip=True)
         counts = {v: sum(1 for x in self.verdicts().values() if x is v) for v in Verdict
                   if v is not Verdict.UNCHECKED}
         ran = sum(1 for s in self.cases.values() if s == "ran")

@@ -28,7 +28,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def cmd_vllm(args: argparse.Namespace) -> int:
     """Run :func:`vllm_integration.executable_audit.run_audit`; 2 if vLLM is missing."""
-    try:
+    try:  # lazy: vLLM and torch load only when the command runs
         from vllm_integration.builders import cases
         from vllm_integration.executable_audit import run_audit
     except ImportError as exc:

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from derivgraph.audit.runtime.census import take_census
+from derivgraph.audit.table import text_table
 from derivgraph.planner import compile_plan
 from derivgraph.runtime.replay import CapturedGraph, capture
 from derivgraph.spec.load import load_specs
@@ -141,12 +142,11 @@ def render_table(result: DemoResult) -> str:
     lines = [
         f"derivgraph demo on {result.device}: {result.derived} derived tensors declared, "
         f"{result.graph_visible} graph-visible tensor paths",
-        f"{'path':<26}{'moved':>8}{'max |replay - cold start|':>30}",
+        *text_table(("path", "moved", "max |replay - cold start|"),
+                    [(name, r.moved, f"{r.max_abs_err:.6g}") for name, r in rows],
+                    align="<>>", widths=(26, 8, 30), sep="", rule="full"),
         "-" * 64,
     ]
-    for name, r in rows:
-        lines.append(f"{name:<26}{r.moved:>8}{r.max_abs_err:>30.6g}")
-    lines.append("-" * 64)
     if result.naive.moved_paths:
         lines.append("naive: moved " + ", ".join(result.naive.moved_paths[:4])
                      + (" ..." if len(result.naive.moved_paths) > 4 else ""))
