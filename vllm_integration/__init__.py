@@ -21,11 +21,11 @@ __all__ = ["attach", "plan_for", "register"]
 
 def __getattr__(name: str) -> Any:
     if name == "register":
-        from vllm_integration.plugin import register
+        from vllm_integration.plugin import register  # lazy: a façade that loads nothing
 
         return register
     if name in ("attach", "plan_for"):
-        from vllm_integration import session
+        from vllm_integration import session  # lazy: torch
 
         return getattr(session, name)
     raise AttributeError(f"module 'vllm_integration' has no attribute {name!r}")

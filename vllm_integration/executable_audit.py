@@ -23,8 +23,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from derivgraph.audit.runtime.census import take_census
+from derivgraph.audit.runtime.diff import diff_censuses
 from derivgraph.audit.static.finding import Verdict  # one vocabulary with the static audit
+from derivgraph.audit.static.scan import collect_files, scan_files
 from derivgraph.audit.table import text_table
+from vllm_integration.builders import NotRunnable
+from vllm_integration.builders import cases as all_cases
 
 __all__ = ["AuditRow", "ExecutableAudit", "Verdict", "run_audit", "static_findings"]
 
@@ -128,8 +133,6 @@ def _vllm_mro(cls: type) -> list[type]:
 
 def static_findings(classes: Sequence[type]) -> list[Any]:
     """Static findings (``derivgraph.audit.static.scan``) on ``classes`` and their vLLM bases."""
-    from derivgraph.audit.static.scan import collect_files, scan_files
-
     names = {k.__name__ for c in classes for k in _vllm_mro(c)}
     files = sorted({inspect.getsourcefile(k) for c in classes for k in _vllm_mro(c)} - {None})
     report = scan_files(collect_files(files), [], jobs=1)
@@ -150,10 +153,6 @@ def _observe(diff: Any, census: Any, attr: str, holders: set[str]) -> tuple[Obse
 
 
 def _run_case(case: Any, audit: ExecutableAudit, seeds: tuple[int, int]) -> None:
-    from derivgraph.audit.runtime.census import take_census
-    from derivgraph.audit.runtime.diff import diff_censuses
-    from vllm_integration.builders import NotRunnable
-
     classes = _classes(case.classes)
     findings = static_findings(classes)
     try:
@@ -200,8 +199,6 @@ def _run_case(case: Any, audit: ExecutableAudit, seeds: tuple[int, int]) -> None
 def run_audit(cases: Sequence[Any] | None = None, *, names: Sequence[str] = (),
               seeds: tuple[int, int] = (0, 1)) -> ExecutableAudit:
     """Run every case (or those in ``names``) and judge the static findings of its classes."""
-    from vllm_integration.builders import cases as all_cases
-
     chosen = list(cases if cases is not None else all_cases())
     if names:
         chosen = [c for c in chosen if c.name in set(names)]

@@ -43,6 +43,11 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from derivgraph import DerivgraphError, StrictReloadError, compile_plan
+from derivgraph.audit.runtime.declared import DeclaredSet
+from derivgraph.audit.runtime.reload_watch import watch
+from derivgraph.audit.runtime.repeat import same_weight_rounds
+from derivgraph.audit.runtime.spec_values import verify_spec_values
 from vllm_integration.config import current_mode, spec_library, specs_for
 from vllm_integration.snapshot import AuditResult, Snapshot, compare, snapshot
 
@@ -187,8 +192,6 @@ def attach(model: nn.Module, specs: Iterable[Spec] | None = None) -> Plan:
     The hooks do this after vLLM's initial post-load step; call it by hand for a model loaded
     before the plugin was installed. Returns the existing plan if there is one.
     """
-    from derivgraph import compile_plan
-
     with _LOCK:
         state = state_for(model)
         if state is not None:
@@ -216,8 +219,6 @@ def replan(model: nn.Module, specs: Iterable[Spec] | None = None) -> Plan:
     tensors the old plan bound are adopted, so nothing moves. A spec problem raises and keeps
     the previous plan.
     """
-    from derivgraph import compile_plan
-
     with _LOCK:
         old = state_for(model)
         library = spec_library() if specs is None else list(specs)
@@ -232,8 +233,6 @@ def on_post_load(model: nn.Module) -> None:
     A spec problem fails the load in ``strict`` mode; otherwise it is logged and the model runs
     without derivgraph (exactly vLLM's own behavior).
     """
-    from derivgraph import DerivgraphError
-
     mode = current_mode()
     if mode == "off":
         return
@@ -271,13 +270,11 @@ def begin(model: Any, kind: str, *, layerwise: bool = False, restart: bool = Fal
             session = state.session = None
         if session is None:
             session = state.session = Session(kind)
-            watch = mode == "strict" or len(state.plan) > 0
+            baseline = mode == "strict" or len(state.plan) > 0
             if mode == "strict":
-                from derivgraph.audit.runtime.reload_watch import watch
-
                 session.watch = watch(model)
                 session.before = Snapshot(session.watch.slots)
-            if state.baseline is None and watch:
+            if state.baseline is None and baseline:
                 state.baseline = session.before or snapshot(model)
         session.depth += 1
         if layerwise:
@@ -331,8 +328,6 @@ def _updated(state: ModelState, model: Any, session: Session) -> list[str] | Non
 
 
 def _complete(model: Any, state: ModelState, session: Session, mode: str) -> RunReport | None:
-    from derivgraph import StrictReloadError
-
     if mode == "off":
         return None
     plan, counters = state.plan, state.counters
@@ -367,8 +362,6 @@ def _complete(model: Any, state: ModelState, session: Session, mode: str) -> Run
         result.undeclared, result.tensors = legacy.undeclared, legacy.tensors
     specs = None
     if len(plan) and verify_specs_enabled(mode):
-        from derivgraph.audit.runtime.spec_values import verify_spec_values
-
         specs = verify_spec_values(plan)
     findings = strict_findings(result, found, report, specs)
     counters.moved_last, counters.undeclared_last = len(result.moved), len(result.undeclared)
@@ -471,8 +464,6 @@ def same_weight_oracle(model: Any, reload: Any, *, repeat: int = 3, limit: int =
     ``ok``, ``tensors``, per-reload ``rounds`` (changed, new_addresses, values_differing,
     scalars_changed, the first ``limit`` findings) and ``changed_paths``.
     """
-    from derivgraph.audit.runtime.declared import DeclaredSet
-    from derivgraph.audit.runtime.repeat import same_weight_rounds
 
     plan = plan_for(model)
     declared = (lambda: DeclaredSet.from_plan(plan)) if plan is not None else (lambda: None)

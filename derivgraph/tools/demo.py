@@ -20,6 +20,12 @@ from derivgraph.audit.table import text_table
 from derivgraph.planner import compile_plan
 from derivgraph.runtime.replay import CapturedGraph, capture
 from derivgraph.spec.load import load_specs
+from derivgraph.tools.reference_models import (
+    RefConfig,
+    build_reference_model,
+    make_weights,
+    reference_spec_path,
+)
 
 __all__ = ["DemoResult", "run_demo"]
 
@@ -84,13 +90,6 @@ def _err(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 def run_demo(device: str = "cpu", seed: int = 0) -> DemoResult:
     """Run the naive and the derivgraph reload side by side; see the module docstring."""
-    from derivgraph.tools.reference_models import (
-        RefConfig,
-        build_reference_model,
-        make_weights,
-        reference_spec_path,
-    )
-
     cfg = RefConfig()
     weights_a, weights_b = make_weights(cfg, seed), make_weights(cfg, seed + 1)
     x = torch.randn(6, cfg.hidden, generator=torch.Generator().manual_seed(seed + 2)).to(device)

@@ -29,6 +29,7 @@ from derivgraph.audit.runtime.census import Census, take_census
 from derivgraph.audit.runtime.declared import DeclaredSet
 from derivgraph.audit.runtime.diff import CensusDiff, diff_censuses
 from derivgraph.audit.table import text_table
+from derivgraph.planner import compile_plan
 
 __all__ = ["RepeatReport", "RepeatRound", "repeat_oracle", "same_weight_rounds"]
 
@@ -161,8 +162,6 @@ def repeat_oracle(factory: Callable[[], Any], reload: Callable[[Any], Any], *,
     model = factory()
     plan = None
     if specs is not None:
-        from derivgraph.planner import compile_plan
-
         plan = compile_plan(model, list(specs))
     after = (lambda: plan.refill(verify=True)) if plan is not None and refill else None
     return same_weight_rounds(
