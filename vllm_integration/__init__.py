@@ -3,8 +3,9 @@
 * :mod:`~vllm_integration.plugin` — the vLLM general plugin (``register``), installing
   :mod:`~vllm_integration.hooks` (the bindings of :mod:`~vllm_integration.hook_table`) after
   :mod:`~vllm_integration.drift` checked the installed vLLM against that table;
-* :mod:`~vllm_integration.session` — per-model plans, reload sessions, the reload oracle
-  (``attach``, ``plan_for``);
+* :mod:`~vllm_integration.session` — per-model sessions: plans, reloads in progress, reload
+  checks (``attach``, ``plan_for``);
+* :mod:`~vllm_integration.snapshot` — census snapshots and their moved / undeclared diff;
 * :mod:`~vllm_integration.worker_extension` — ``DerivgraphWorkerExtension`` RPCs;
 * :mod:`~vllm_integration.helpers` — ``refill_derived``, ``keep_constants``,
   ``replace_parameter`` for hand-written post-load code.

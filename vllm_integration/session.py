@@ -1,4 +1,5 @@
-"""Per-model derivgraph state inside vLLM: the plan, reload sessions, and the reload oracle.
+"""Per-model derivgraph sessions inside vLLM: each model's plan, its reloads in progress, and
+what the reload checks saw.
 
 vLLM's hooks (see :mod:`vllm_integration.hooks`) report three things here:
 
@@ -13,16 +14,13 @@ vLLM's hooks (see :mod:`vllm_integration.hooks`) report three things here:
 * :func:`note_names` — names a loader reported.
 
 ``strict`` mode records the model before the reload and checks it after the refill
-(:mod:`derivgraph.audit.runtime.reload_watch`), and raises :class:`derivgraph.StrictReloadError` if
-any
-graph-visible tensor moved, an undeclared derived tensor appeared, a tensor was left stale in
-place (its value unchanged although every loaded tensor of its module changed: the heuristic of
-:mod:`derivgraph.audit.runtime.freshness`), a declared derived tensor differs from a fresh
-evaluation
-of its spec (:mod:`derivgraph.audit.runtime.spec_values`; ``DERIVGRAPH_VERIFY_SPECS=1`` runs this
-check
-in the other modes too, as a WARNING on the ``vllm`` logger), or a Python scalar changed
-(unless recapture is allowed).
+(:mod:`derivgraph.audit.runtime.reload_watch`), and raises :class:`derivgraph.StrictReloadError`
+if any graph-visible tensor moved, an undeclared derived tensor appeared, a tensor was left stale
+in place (its value unchanged although every loaded tensor of its module changed: the heuristic
+of :mod:`derivgraph.audit.runtime.freshness`), a declared derived tensor differs from a fresh
+evaluation of its spec (:mod:`derivgraph.audit.runtime.spec_values`;
+``DERIVGRAPH_VERIFY_SPECS=1`` runs this check in the other modes too, as a WARNING on the
+``vllm`` logger), or a Python scalar changed (unless recapture is allowed).
 
 A changed Python scalar (a declared one the plan rewrote, or in strict mode any float the
 census sees) is logged as a WARNING on the ``vllm.derivgraph`` logger, a child of the ``vllm``
@@ -97,7 +95,7 @@ _LOCK = threading.RLock()
 
 @dataclass
 class Counters:
-    """What the reload oracle saw for one model since its plan was compiled."""
+    """What one model's session recorded since its plan was compiled."""
 
     reloads: int = 0
     layerwise: int = 0
@@ -136,7 +134,8 @@ class Session:
 
 @dataclass
 class ModelState:
-    """The compiled plan of one model and the oracle's record of its reloads."""
+    """One model's session: its compiled plan and the record of its reloads (census snapshots
+    in ``baseline``)."""
 
     plan: Plan
     counters: Counters = field(default_factory=Counters)

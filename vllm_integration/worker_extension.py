@@ -75,7 +75,7 @@ class DerivgraphWorkerExtension:
         return out
 
     def derivgraph_counters(self) -> dict[str, Any]:
-        """The reload oracle's counters per model (reloads, refills, tensors written, moved)."""
+        """Each model's session counters (reloads, refills, tensors written, moved)."""
         out: dict[str, Any] = {"mode": current_mode(), "models": []}
         for model in self._derivgraph_models():
             state = session.state_for(model)

@@ -26,11 +26,11 @@ A ``set-storage`` site whose code then stores the fused tensor (``w.set_(fused[:
 self._fused = fused``) also matches a spec declaring that fused tensor (``_fused``): the spec of
 the fusion covers the swap.
 
-A ``fold`` site only matches a derived entry of kind ``fold`` (read
-from the raw kind value so specs written before the schema knows it still load), and a fold entry
-only matches a fold site, by class (not through the object graph: ``weight`` is too common a
-name). ``declared_folds`` adds ``(class, parameter name)`` pairs declared
-outside the spec library (the class is any class of the site's lineage or roots, short name).
+A ``fold`` site only matches a derived entry of kind ``fold`` (read from the raw kind value so
+specs written before the schema knows it still load), and a fold entry only matches a fold site,
+by class (not through the object graph: ``weight`` is too common a name). ``declared_folds``
+adds ``(class, parameter name)`` pairs declared outside the spec library (the class is any class
+of the site's lineage or roots, short name).
 """
 
 from __future__ import annotations
