@@ -22,7 +22,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
-__all__ = ["CapturedGraph", "CpuGraph", "ReadRecorder", "StorageReads", "capture", "storage_key"]
+__all__ = ["CapturedGraph", "CpuGraph", "CpuPass", "ReadRecorder", "StorageReads", "capture",
+           "storage_key"]
 
 StorageKey = tuple[str, int]
 
@@ -230,6 +231,20 @@ class CapturedGraph:
                 env = self._recorder.replay_slots()
             self.static_output.copy_(env[self._result_slot])
         return self.static_output
+
+
+class CpuPass:
+    """A CPU recording of the reload pass (aten ops over fixed tensor objects), replayed as is."""
+
+    def __init__(self, fn: Callable[[], Any]):
+        recorder = CpuGraph()
+        with torch.no_grad(), recorder:
+            fn()
+        recorder.drop_capture_refs()
+        self._recorder = recorder
+
+    def replay(self) -> None:
+        self._recorder.replay_slots()
 
 
 def capture(
