@@ -144,6 +144,21 @@ class Holders:
                 moved.append(src)
         return changed, moved
 
+    def moved(self, source_ptrs: Mapping[str, tuple[int, int]]) -> list[str]:
+        """Derived tensors and sources whose holder now has another object or address."""
+        moved = []
+        for key, entry in self.entries.items():
+            if entry.node.kind is TensorKind.SCALAR:
+                continue
+            current = get_path(self.model, key)
+            if current is not entry.storage or address_of(current) != entry.startup_ptr:
+                moved.append(key)
+        for path, (obj_id, ptr) in source_ptrs.items():
+            current = get_path(self.model, path)
+            if id(current) != obj_id or address_of(current) != ptr:
+                moved.append(path)
+        return moved
+
     # ---- rebinding ---------------------------------------------------------------------------
     def rebind(self, report: Any = None) -> int:
         """Point every holder back at the startup object; returns how many were re-bound."""

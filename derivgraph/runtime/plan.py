@@ -22,7 +22,6 @@ and what a run reports (:mod:`.report`). Plans are made by
 
 from __future__ import annotations
 
-import fnmatch
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -34,13 +33,11 @@ from derivgraph.compiler.codegen import Program
 from derivgraph.compiler.fold import FoldSet
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.interpret import EagerInterpreter, view_base
-from derivgraph.compiler.ir import NodeKind
 from derivgraph.compiler.lower import Action, Step
 from derivgraph.errors import PassFault, SourceChanged
-from derivgraph.paths import get_path
 from derivgraph.runtime.containers import ContainerHolder, restore_containers
 from derivgraph.runtime.engine import opaque_entries, refuse_recompute, take_engine_values
-from derivgraph.runtime.entry import Entry, address_of
+from derivgraph.runtime.entry import Entry, address_of  # noqa: F401 - re-exported
 from derivgraph.runtime.holders import Holders
 from derivgraph.runtime.programs import PassKind, Programs
 from derivgraph.runtime.replay import CpuPass
@@ -74,7 +71,6 @@ class Plan:
             "rewrite_stale_constants": self._rewrite_stale_constants, "replay": self._replay,
             "execute": self.programs.execute, "take_engine_values": self._take_engine_values,
             "pass_for": self._pass_for, "set_scalars": self._set_scalars, "rebind": self.rebind}
-        self._selective: dict[tuple[str, ...], frozenset[str]] = {}
         self._constants_from_engine = False  # a refill wrote engine values into constants
         self._grouped = True
         self._recording: Any = None  # the captured pass: a CUDA graph or a CPU recording
@@ -152,18 +148,7 @@ class Plan:
 
     def moved(self) -> list[str]:
         """Bound tensors or sources whose holder now has another object or address."""
-        moved = []
-        for key, entry in self.entries.items():
-            if entry.node.kind is TensorKind.SCALAR:
-                continue
-            current = get_path(self.model, key)
-            if current is not entry.storage or address_of(current) != entry.startup_ptr:
-                moved.append(key)
-        for path, (obj_id, ptr) in self.source_ptrs.items():
-            current = get_path(self.model, path)
-            if id(current) != obj_id or address_of(current) != ptr:
-                moved.append(path)
-        return moved
+        return self.holders.moved(self.source_ptrs)
 
     # ---- binding (compile_plan, and a reload whose sources moved) ----------------------------
     def bind_tensors(self) -> None:
@@ -220,25 +205,7 @@ class Plan:
                                    bool(self.constant_entries))
 
     def _needed_nodes(self, names: tuple[str, ...]) -> frozenset[str]:
-        cached = self._selective.get(names)
-        if cached is not None:
-            return cached
-        hit = {s for s in self.source_ptrs for n in names
-               if s == n or s.startswith(n + ".") or fnmatch.fnmatchcase(s, n)}
-        deps = self.graph.source_deps()
-        dirty = {n for n, d in deps.items() if d & hit} if hit else set()
-        # an intermediate a dirty step reads is not kept between runs: recompute it too, even
-        # when no updated source feeds it (derived tensors and constants keep their values)
-        nodes = self.graph.nodes
-        stack = list(dirty)
-        while stack:
-            for ref in nodes[stack.pop()].inputs:
-                if ref not in dirty and nodes[ref].kind is NodeKind.OP \
-                        and ref not in self.constants:
-                    dirty.add(ref)
-                    stack.append(ref)
-        needed = self._selective[names] = frozenset(dirty)
-        return needed
+        return self.programs.needed(names, self.source_ptrs)
 
     # ---- helpers the generated entry functions call ------------------------------------------
     def _apply_folds(self, updated: list[str] | None, report: RunReport) -> None:
