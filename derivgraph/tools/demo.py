@@ -17,8 +17,8 @@ import torch
 
 from derivgraph.audit.runtime.census import take_census
 from derivgraph.planner import compile_plan
-from derivgraph.runtime.replay import CapturedGraph, capture
 from derivgraph.spec.load import load_specs
+from derivgraph.tools.forward_capture import CapturedGraph, capture
 
 __all__ = ["DemoResult", "run_demo"]
 
