@@ -13,8 +13,8 @@ import torch
 
 pytest.importorskip("vllm")
 
+from derivgraph.audit.runtime.reads import ReadRecorder  # noqa: E402
 from derivgraph.errors import CaptureAuditError  # noqa: E402
-from derivgraph.runtime.replay import ReadRecorder  # noqa: E402
 from derivgraph.spec.load import load_specs  # noqa: E402
 from tests.fixtures import capture_canaries as cc  # noqa: E402
 from vllm_integration import capture_wrapper, hooks, session  # noqa: E402
