@@ -207,7 +207,7 @@ def container_problem(module: Any, decl: DerivedTensor, owner: Any) -> str | Non
         return (f"the owner is a tuple of {len(owner)} items; {decl.name!r} is not an index "
                 "of one")
     if decl.kind != TensorKind.ATTRIBUTE:
-        return f"a tuple item is declared as kind 'attribute', not {decl.kind!r}"
+        return f"a tuple item is declared as kind 'attribute', not '{decl.kind}'"
     if not isinstance(owner[int(decl.name)], torch.Tensor):
         return (f"item {decl.name} of the tuple holds a {type(owner[int(decl.name)]).__name__}, "
                 "not a tensor the engine built")
