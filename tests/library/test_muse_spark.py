@@ -24,7 +24,7 @@ from derivgraph.examples.muse_spark import (
 from derivgraph.paths import get_path
 from derivgraph.tools.forward_capture import capture
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 CFG = MuseSparkTextConfig()
 SPEC = ROOT / "specs" / "vllm_muse_spark.yaml"

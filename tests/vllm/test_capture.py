@@ -1,6 +1,6 @@
 """The strict-mode capture audit hook on vLLM's ``CUDAGraphWrapper.__call__``.
 
-A real CUDA-graph capture needs a GPU (see ``tests/test_audit_capture.py``'s gpu test). Here
+A real CUDA-graph capture needs a GPU (see ``tests/audit/runtime/test_capture.py``'s gpu test). Here
 the wrapper derivgraph installs is driven on CPU: vLLM's own ``__call__`` without a forward
 context (no capture: passes through), and the wrapper around a stand-in capture call with the
 "is this stream capturing" test forced on, so the strict failure path runs.

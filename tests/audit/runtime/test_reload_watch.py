@@ -20,7 +20,7 @@ from derivgraph.audit.runtime.fingerprint import fingerprint, fingerprints
 from derivgraph.audit.runtime.freshness import SAMPLE_BYTES, sampled_digest, sampled_digests
 from derivgraph.audit.runtime.reload_watch import watch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 import bench_census  # noqa: E402 - the benchmark's vLLM-shaped model
 
 

@@ -29,7 +29,7 @@ from derivgraph.examples.reference_mla import MLAConfig, build_mla_model, make_m
 from derivgraph.ops import OPS
 from derivgraph.ops.collectives import clear_groups, set_group, world_size
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SPECS = [*load_spec_file(ROOT / "specs" / "vllm_mla.yaml"),
          *load_spec_file(ROOT / "specs" / "vllm_drafters_gathered.yaml")]
 CFG = MLAConfig(fp8=True, dcp_q_replicate=True, kv_lora_rank=128, qk_nope_head_dim=32,

@@ -37,7 +37,7 @@ from derivgraph.tools.reference_models import (
 )
 from tests.fixtures import runtime_canaries as rc
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 CANARIES = ROOT / "tests" / "fixtures" / "runtime_canaries.py"
 A, B = rc.make_weights(seed=0), rc.make_weights(seed=1)
 

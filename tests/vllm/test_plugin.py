@@ -19,7 +19,7 @@ from vllm_integration.hook_table import TABLE  # noqa: E402
 
 pytestmark = pytest.mark.vllm
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _ML = "vllm.model_executor.model_loader"
 # every (module, attribute) that must end up wrapped: definitions and by-name imports
 BINDINGS = [(r.module, r.attribute) for r in TABLE]

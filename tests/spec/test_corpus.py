@@ -17,8 +17,8 @@ from derivgraph import SpecValidationError, compile_plan, load_spec_file
 from derivgraph.cli import main
 from tests.toy import Toy
 
-ROOT = Path(__file__).resolve().parent.parent
-CORPUS = Path(__file__).parent / "resources" / "specs"
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = Path(__file__).resolve().parents[1] / "resources" / "specs"
 FILES = sorted(CORPUS.glob("*.yaml"))
 # Rejected while reading the file (YAML, encoding, size): there is no spec to compile.
 LOAD_TIME = {"DG001", "DG016"}

@@ -19,7 +19,7 @@ from derivgraph.examples.reference_gemma4_mtp import build_gemma4_mtp, make_gemm
 from derivgraph.examples.reference_mla import MLAConfig, build_mla_model, make_mla_weights
 from derivgraph.paths import get_path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SPECS = [s for f in sorted((ROOT / "specs").glob("*.yaml")) for s in load_spec_file(f)]
 
 

@@ -31,7 +31,7 @@ from derivgraph.examples.muse_spark import (  # noqa: E402
 from derivgraph.paths import get_path  # noqa: E402
 from derivgraph.tools.forward_capture import capture  # noqa: E402
 
-SPEC = Path(__file__).resolve().parents[1] / "specs" / "vllm_muse_spark.yaml"
+SPEC = Path(__file__).resolve().parents[2] / "specs" / "vllm_muse_spark.yaml"
 CFG = MuseSparkTextConfig()
 X = torch.randn(3, CFG.hidden_size, generator=torch.Generator().manual_seed(5))
 ROUTERS = [f"model.layers.{i}.feed_forward.router.weight" for i in range(CFG.num_hidden_layers)]

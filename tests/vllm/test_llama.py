@@ -21,7 +21,7 @@ pytest.importorskip("vllm")
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tests" / "fixtures" / "vllm_llama_reload.py"
 
 

@@ -17,7 +17,7 @@ from derivgraph import AdoptionError, compile_plan, load_spec_file
 from derivgraph.cli import main
 from derivgraph.spec.load import builtin_specs
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SPEC_DIR = ROOT / "specs"
 SPEC_FILES = sorted(SPEC_DIR.glob("*.yaml"))
 

@@ -23,7 +23,7 @@ from derivgraph.audit.static.sites import CATEGORIES
 from derivgraph.cli import main
 from derivgraph.spec.load import load_spec_text, load_specs
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 CORPUS = FIXTURES / "static_corpus"
 SPECS = FIXTURES / "static_specs"
 SARIF_SCHEMA = FIXTURES / "sarif" / "sarif-schema-2.1.0.json"
@@ -823,7 +823,7 @@ def test_vllm_known_sites_are_found():
 
 # ---- precision and recall on vLLM 0.33.0 (docs/audit-vllm-0.33.md) ------------------------------
 
-RESOURCES = Path(__file__).parent / "resources"
+RESOURCES = Path(__file__).resolve().parents[2] / "resources"
 _NEED_VLLM = pytest.mark.skipif(importlib.util.find_spec("vllm") is None,
                                 reason="vLLM is not installed")
 

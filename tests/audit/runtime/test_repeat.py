@@ -24,7 +24,7 @@ from derivgraph.audit.runtime.repeat import repeat_oracle, same_weight_rounds
 from derivgraph.cli import main
 from tests.fixtures import runtime_canaries as rc
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 CANARIES = ROOT / "tests" / "fixtures" / "runtime_canaries.py"
 
 

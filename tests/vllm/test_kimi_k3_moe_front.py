@@ -39,7 +39,7 @@ from vllm_integration.kimi_k3_front import (
     wrap_pack_front,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SPECS = [s for f in sorted((ROOT / "specs").glob("*.yaml")) for s in load_spec_file(f)]
 SPEC_NAME = "vllm-kimi-k3-packed-moe-front"
 WITHOUT_IT = [s for s in SPECS if s.name != SPEC_NAME]

@@ -18,7 +18,7 @@ from derivgraph.spec.check import check_specs
 from derivgraph.spec.kinds import OpKind, TensorKind
 from derivgraph.spec.schema import spec_schema
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "derivgraph"
 ERRORS = PACKAGE / "errors.py"
 SPEC_FILES = sorted([*(ROOT / "tests" / "resources" / "specs").glob("*.yaml"),

@@ -113,7 +113,7 @@ from derivgraph.errors import EngineComputedError  # noqa: E402
 from derivgraph.paths import get_path  # noqa: E402
 from derivgraph.spec.load import builtin_specs  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 E, H, N = 4, 256, 128  # local experts, hidden size, intermediate size per partition
 PREFIX = "layers.0."
 QC = "quant_method.moe_quant_config"
@@ -1349,9 +1349,9 @@ def test_every_builtin_vllm_spec_is_exercised() -> None:
     exercised |= {"vllm-glm5next-indexer-gate-fp32", "vllm-glm5next-kda-merged-conv-weight",
                   "vllm-lilicorr-fused-edge", "vllm-lilicorr-inference-buffers",
                   "vllm-kimi-k3-specialized-dense-down-tp16"}
-    # bound on a real LlamaForCausalLM's Attention layers by tests/test_vllm_integration_llama.py
+    # bound on a real LlamaForCausalLM's Attention layers by tests/vllm/test_llama.py
     exercised |= {"vllm-attention-host-kv-scales"}
-    # issue12: proven on vLLM's own Muse Spark post-load code by tests/test_muse_spark_vllm.py
+    # issue12: proven on vLLM's own Muse Spark post-load code by tests/vllm/test_muse_spark.py
     exercised |= {"vllm-muse-spark-residual-gate-coefficients",
                   "vllm-muse-spark-router-output-multiplier-fold"}
     # proven on vLLM's own pack_front (through the installed hook) by test_kimi_k3_moe_front.py

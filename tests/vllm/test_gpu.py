@@ -19,7 +19,7 @@ pytest.importorskip("vllm")
 
 pytestmark = [pytest.mark.vllm, pytest.mark.gpu, pytest.mark.slow]
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 EXTENSION = "vllm_integration.worker_extension.DerivgraphWorkerExtension"
 
 
