@@ -43,7 +43,8 @@ def test_every_builtin_vllm_spec_is_exercised() -> None:
     # issue12: proven on vLLM's own Muse Spark post-load code by tests/vllm/test_muse_spark.py
     exercised |= {"vllm-muse-spark-residual-gate-coefficients",
                   "vllm-muse-spark-router-output-multiplier-fold"}
-    # proven on vLLM's own pack_front (through the installed hook) by test_kimi_k3_moe_front.py
+    # proven on vLLM's own pack_front (through the installed hook) by
+    # tests/vllm/test_kimi_k3_moe_front.py
     exercised |= {"vllm-kimi-k3-packed-moe-front"}
     names = {s.name for s in SPECS if s.name.startswith("vllm-")}
     assert names == exercised, sorted(names ^ exercised)
