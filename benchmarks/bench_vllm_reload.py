@@ -11,7 +11,8 @@ forward straight to vLLM: vLLM alone) and with the plugin's default mode (``refi
 reload, then derivgraph's pass into the startup storage). Medians; ``plugin_over_off`` is the
 ratio (goal <= 1.05).
 
-    python3 benchmarks/bench_vllm_reload.py --repeat 21 --json benchmarks/results/vllm_reload_cpu.json
+    python3 benchmarks/bench_vllm_reload.py --repeat 41 \
+        --json benchmarks/results/vllm_reload_cpu.json
 """
 
 from __future__ import annotations

@@ -14,20 +14,29 @@ def add_parser(subparsers: Any) -> None:
     """Add ``bench`` to the top-level subcommands."""
     p = subparsers.add_parser("bench", help="benchmark the reload pass against the naive rerun")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    p.add_argument("--workload", choices=["reference", "deepseek"], default="reference")
+    p.add_argument("--workload", choices=["reference", "deepseek", "scaling"],
+                   default="reference",
+                   help="scaling: compile time against model construction time")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--repeat", type=int, default=21)
     p.add_argument("--layers", type=int, default=61)
     p.add_argument("--scale", type=float, default=None,
                    help="deepseek K/V stack size factor (default 1 on cuda, 1/32 on cpu)")
+    p.add_argument("--sizes", type=int, nargs="+", default=None,
+                   help="scaling: derived-tensor counts (default 1000 10000 100000)")
     p.set_defaults(func=_cmd)
 
 
 def _cmd(args: argparse.Namespace) -> int:
-    from derivgraph.tools.bench import bench  # lazy: torch at startup
+    if args.workload == "scaling":
+        from derivgraph.tools.bench_scaling import SCALING_SIZES, scaling_bench
 
-    result = bench(args.device, args.workload, repeat=args.repeat, layers=args.layers,
-                   scale=args.scale)
+        result = scaling_bench(tuple(args.sizes or SCALING_SIZES), args.device)
+    else:
+        from derivgraph.tools.bench import bench  # lazy: torch at startup
+
+        result = bench(args.device, args.workload, repeat=args.repeat, layers=args.layers,
+                       scale=args.scale)
     if args.json:
         sys.stdout.write(json.dumps(result) + "\n")
     else:

@@ -143,6 +143,7 @@ class Program:
     line_nodes: dict[int, tuple[str, ...]]
     steps: list[Step]
     groups: int = 0
+    counts: tuple[int, int, int] | None = None  # steps, tensors and bytes written: set once
 
 
 _SERIAL = itertools.count()

@@ -5,20 +5,19 @@ dict item) is resolved once, when the owners are walked, into a ``(dict, key)`` 
 that, reading every holder is one ``map(dict.get, dicts, keys)``, checking them one
 ``map(operator.is_, ...)``, and re-binding the ones the engine rebuilt one ``dict.__setitem__``
 each, with no path walk: valid while the owners on the way are the same objects (the plan's
-hop check, :class:`derivgraph.runtime.plan._Hops`, says so in one sweep too).
+hop check, :class:`HopTable`, says so in one sweep too; when an engine rebuilt an owner, only
+the hops under it are walked again).
 
-:class:`HolderTable` holds the accessors of every tensor holder; :class:`RefillTable` the
-targets a refill copies from the engine (its fresh tensors are read through the table, checked
-with one comparison of shape and dtype lists, and copied with one ``torch._foreach_copy_``).
-Anything the table cannot prove (a holder moved to another registry, an owner rebuilt, a fresh
-value of another layout) goes to the plan's per-entry path, which is the reference.
+:class:`HolderTable` holds the accessors of every tensor holder. Anything a table cannot
+prove (a holder moved to another registry, a holder outside a dict) goes to the per-entry path
+of :class:`derivgraph.runtime.holders.Holders`, which is the reference.
 """
 
 from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import compress, repeat
+from itertools import compress
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -29,15 +28,12 @@ from derivgraph.paths import MISSING, Slot, holder_dict, step_into
 if TYPE_CHECKING:
     from derivgraph.runtime.plan import Entry
 
-__all__ = ["HolderTable", "HopTable", "RefillTable", "Taken", "holder_of"]
+__all__ = ["NO_DICT", "HolderTable", "HopTable", "holder_of", "locate"]
 
 _is = operator.is_
 _not = operator.not_
-_shape = operator.attrgetter("shape")
-_dtype = operator.attrgetter("dtype")
-_is_meta = operator.attrgetter("is_meta")
 _data_ptr = torch.Tensor.data_ptr
-_NO_DICT: dict[str, Any] = {}  # the accessor of a holder without a dict entry: always "rebuilt"
+NO_DICT: dict[str, Any] = {}  # the accessor of a holder without a dict entry: always "rebuilt"
 
 
 #: classes (not modules, dicts or mappings) whose instances keep ``key`` in their ``__dict__``
@@ -94,7 +90,7 @@ class HopTable:
                 self.parents.append(parent)
                 self.children.setdefault(parent, []).append(index)
                 self.children.setdefault(prefix, [])
-                self.dicts.append(_NO_DICT)
+                self.dicts.append(NO_DICT)
                 self.keys.append(parts[i])
                 self.expected.append(MISSING)
                 self._resolve(index)
@@ -108,8 +104,8 @@ class HopTable:
             child, where = locate(parent, part)
         self.objects[self.prefixes[index]] = child
         self.expected[index] = child
-        if where is None:
-            self.dicts[index], self.keys[index] = _NO_DICT, part
+        if where is None:  # checked one by one; the C-level sweep reads None from NO_DICT
+            self.dicts[index], self.keys[index], self.expected[index] = NO_DICT, part, None
             if parent is not MISSING and parent is not None and index not in self.slow:
                 self.slow.append(index)
         else:
@@ -136,6 +132,8 @@ class HopTable:
 
     def refresh(self) -> list[str]:
         """Re-walk the hops under every rebuilt one; returns the prefixes re-walked."""
+        if self.intact():  # the common case: one C-level sweep
+            return []
         bad = self._stale()
         if not bad:
             return []
@@ -154,22 +152,22 @@ class HopTable:
 
 
 def holder_of(owners: dict[str, Any], root: Any, entry: Entry) -> tuple[Any, dict[Any, Any], str]:
-    """``(owner, dict, key)``: where an entry's holder lives, or ``(owner, _NO_DICT, name)`` when
+    """``(owner, dict, key)``: where an entry's holder lives, or ``(owner, NO_DICT, name)`` when
     no dict entry holds it (properties, ``__slots__``, list items, a missing owner): those
     take the per-entry path."""
     path = entry.node.owner_path
     owner = owners.get(path, MISSING) if path else root
     name = entry.node.decl.name
     if owner is MISSING or owner is None:
-        return owner, _NO_DICT, name
+        return owner, NO_DICT, name
     where = locate(owner, name)[1]
-    return (owner, where[0], where[1]) if where is not None else (owner, _NO_DICT, name)
+    return (owner, where[0], where[1]) if where is not None else (owner, NO_DICT, name)
 
 
 def _store_binds(entry: Entry, owner: Any, d: dict[Any, Any]) -> bool:
     """Whether ``d[key] = storage`` binds the entry exactly as
     :func:`~derivgraph.paths.set_slot` would: ``d`` is the registry of the entry's slot."""
-    if d is _NO_DICT or entry.slot is Slot.ELEMENT:
+    if d is NO_DICT or entry.slot is Slot.ELEMENT:
         return False
     if isinstance(owner, nn.Module):
         registry = {Slot.PARAMETER: "_parameters", Slot.BUFFER: "_buffers"}.get(entry.slot)
@@ -184,11 +182,12 @@ def _store_binds(entry: Entry, owner: Any, d: dict[Any, Any]) -> bool:
 class HolderTable:
     """The accessors of every tensor holder (derived scalars and tuple items excluded)."""
 
-    __slots__ = ("entries", "dicts", "keys", "storages", "ptrs", "fast", "_by_owner")
+    __slots__ = ("entries", "ids", "dicts", "keys", "storages", "ptrs", "fast", "_by_owner")
 
     def __init__(self, entries: Sequence[Entry],
                  where: Callable[[Entry], tuple[Any, dict[Any, Any], str]]):
         self.entries = list(entries)
+        self.ids = frozenset(e.node.id for e in self.entries)
         self.dicts: list[dict[Any, Any]] = []
         self.keys: list[str] = []
         self.fast: list[bool] = []  # a stale holder is re-bound by one dict store
@@ -256,68 +255,3 @@ class HolderTable:
             flipped |= fast != self.fast[i]
             self.fast[i] = fast
         return flipped
-
-
-class Taken:
-    """The outcome of a refill's fast read: which targets take the engine's value."""
-
-    __slots__ = ("ours", "theirs", "mask", "nbytes", "constants")
-
-    def __init__(self, ours: list[torch.Tensor], theirs: list[torch.Tensor], mask: tuple[bool, ...],
-                 nbytes: int, constants: bool):
-        self.ours, self.theirs, self.mask = ours, theirs, mask
-        self.nbytes, self.constants = nbytes, constants
-
-
-class RefillTable:
-    """The refill targets (derived tensors computed by the pass, constants, engine tensors) as
-    positions in a :class:`HolderTable`, with their layouts and sizes precomputed."""
-
-    __slots__ = ("ids", "index", "storages", "shapes", "dtypes", "nbytes", "is_constant",
-                 "engine", "complete")
-
-    def __init__(self, table: HolderTable, targets: list[str], constants: set[str],
-                 engine: set[str]):
-        position = {e.node.id: i for i, e in enumerate(table.entries)}
-        usable = [t for t in targets if t in position and table.fast[position[t]]]
-        self.complete = len(usable) == len(targets)  # else: the per-entry path
-        self.ids = usable
-        self.index = [position[t] for t in usable]
-        self.storages = [table.storages[i] for i in self.index]
-        self.shapes = [s.shape for s in self.storages]
-        self.dtypes = [s.dtype for s in self.storages]
-        self.nbytes = [s.numel() * s.element_size() for s in self.storages]
-        self.is_constant = [t in constants for t in usable]
-        self.engine = [t in engine for t in usable]
-
-    def take(self, current: list[Any]) -> Taken | None:
-        """The engine's fresh tensors, checked in a few C-level sweeps; None when any target
-        needs the per-entry path (a missing holder, another layout, a meta tensor)."""
-        if not self.complete:
-            return None
-        index = self.index
-        if not index:
-            return Taken([], [], (), 0, False)
-        picked = [current[i] for i in index] if len(index) < 2 else \
-            list(operator.itemgetter(*index)(current))
-        if any(map(_is, picked, repeat(None))):
-            return None
-        mask = tuple(map(_not, map(_is, picked, self.storages)))
-        if all(mask):
-            theirs, ours, shapes, dtypes = picked, self.storages, self.shapes, self.dtypes
-            nbytes = sum(self.nbytes)
-        else:
-            if any(compress(self.engine, map(_not, mask))):
-                return None  # an engine tensor not rebuilt: check_refillable decides
-            theirs = list(compress(picked, mask))
-            ours = list(compress(self.storages, mask))
-            shapes = list(compress(self.shapes, mask))
-            dtypes = list(compress(self.dtypes, mask))
-            nbytes = sum(compress(self.nbytes, mask))
-        try:
-            if list(map(_shape, theirs)) != shapes or list(map(_dtype, theirs)) != dtypes \
-                    or any(map(_is_meta, theirs)):
-                return None
-        except AttributeError:  # not a tensor
-            return None
-        return Taken(ours, theirs, mask, nbytes, any(compress(self.is_constant, mask)))

@@ -3,24 +3,35 @@
 The compile half (adoption, meta layouts) is :mod:`derivgraph.compiler.engine`. Here:
 ``run()`` refuses, before anything is written, a recompute that needs a tensor only the engine
 computes (:func:`refuse_recompute`, DG082), and ``refill()`` copies the engine's fresh values
-into the startup storage (:func:`take_engine_values`).
+into the startup storage: read through the holder accessors and checked in a few C-level
+sweeps (:class:`RefillTable`), copied with one ``torch._foreach_copy_``; what the table cannot
+prove takes the per-entry path (:func:`take_engine_values`), the reference.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import operator
 from collections.abc import Iterable, Mapping
+from itertools import compress, repeat
 from typing import Any
 
 import torch
 
 from derivgraph.errors import EngineComputedError, Rule, SpecIssue
 from derivgraph.paths import MISSING, get_path, step_into
+from derivgraph.runtime.accessors import HolderTable
 from derivgraph.runtime.entry import Entry
 from derivgraph.spec.kinds import is_engine
 
-__all__ = ["check_refillable", "engine_value", "opaque_entries", "refuse_recompute",
-           "take_engine_values"]
+__all__ = ["RefillTable", "Taken", "check_refillable", "engine_value", "opaque_entries",
+           "refuse_recompute", "take_engine_values"]
+
+_is = operator.is_
+_not = operator.not_
+_shape = operator.attrgetter("shape")
+_dtype = operator.attrgetter("dtype")
+_is_meta = operator.attrgetter("is_meta")
 
 
 def opaque_entries(entries: Mapping[str, Entry]) -> list[str]:
@@ -118,3 +129,71 @@ def take_engine_values(model: Any, entries: Mapping[str, Entry], targets: Iterab
         torch._foreach_copy_(ours, theirs)
     report.taken_from_engine = report.written = report.steps = len(ours)
     return taken
+
+
+class Taken:
+    """The outcome of a refill's fast read: which targets take the engine's value."""
+
+    __slots__ = ("ours", "theirs", "mask", "nbytes", "constants")
+
+    def __init__(self, ours: list[torch.Tensor], theirs: list[torch.Tensor], mask: tuple[bool, ...],
+                 nbytes: int, constants: bool):
+        self.ours, self.theirs, self.mask = ours, theirs, mask
+        self.nbytes, self.constants = nbytes, constants
+
+
+class RefillTable:
+    """The refill targets (derived tensors computed by the pass, constants, engine tensors) as
+    positions in a :class:`HolderTable`, with their layouts and sizes precomputed."""
+
+    __slots__ = ("table", "ids", "index", "storages", "shapes", "dtypes", "nbytes",
+                 "is_constant", "engine", "complete")
+
+    def __init__(self, table: HolderTable, targets: list[str], constants: set[str],
+                 engine: set[str]):
+        position = {e.node.id: i for i, e in enumerate(table.entries)}
+        usable = [t for t in targets if t in position and table.fast[position[t]]]
+        self.table = table
+        self.complete = len(usable) == len(targets)  # else: the per-entry path
+        self.ids = usable
+        self.index = [position[t] for t in usable]
+        self.storages = [table.storages[i] for i in self.index]
+        self.shapes = [s.shape for s in self.storages]
+        self.dtypes = [s.dtype for s in self.storages]
+        self.nbytes = [s.numel() * s.element_size() for s in self.storages]
+        self.is_constant = [t in constants for t in usable]
+        self.engine = [t in engine for t in usable]
+
+    def take(self, current: list[Any]) -> Taken | None:
+        """The engine's fresh tensors, checked in a few C-level sweeps; None when any target
+        needs the per-entry path (a missing holder, another layout, a meta tensor)."""
+        if not self.complete:
+            return None
+        index = self.index
+        if not index:
+            return Taken([], [], (), 0, False)
+        pick = operator.itemgetter(*index) if len(index) > 1 else None
+        picked = list(pick(current)) if pick else [current[index[0]]]
+        if not all(pick(self.table.fast) if pick else [self.table.fast[index[0]]]):
+            return None  # a holder left the dict store path since
+        if any(map(_is, picked, repeat(None))):
+            return None
+        mask = tuple(map(_not, map(_is, picked, self.storages)))
+        if all(mask):
+            theirs, ours, shapes, dtypes = picked, self.storages, self.shapes, self.dtypes
+            nbytes = sum(self.nbytes)
+        else:
+            if any(compress(self.engine, map(_not, mask))):
+                return None  # an engine tensor not rebuilt: check_refillable decides
+            theirs = list(compress(picked, mask))
+            ours = list(compress(self.storages, mask))
+            shapes = list(compress(self.shapes, mask))
+            dtypes = list(compress(self.dtypes, mask))
+            nbytes = sum(compress(self.nbytes, mask))
+        try:
+            if list(map(_shape, theirs)) != shapes or list(map(_dtype, theirs)) != dtypes \
+                    or any(map(_is_meta, theirs)):
+                return None
+        except AttributeError:  # not a tensor
+            return None
+        return Taken(ours, theirs, mask, nbytes, any(compress(self.is_constant, mask)))

@@ -2,9 +2,10 @@
 
 A *holder* is the object that owns an attribute (a module, a quant method, a kernel): the
 engine may rebuild it on reload, and the plan puts the startup object back at its slot.
-:class:`Hops` checks a set of paths with one C-level ``all(map(is_, ...))`` per run;
-:class:`Holders` keeps those checks for the plan's sources and derived tensors and re-binds
-what changed.
+:class:`Holders` keeps precompiled accessors (:mod:`derivgraph.runtime.accessors`) for the
+plan's owner paths, sources and derived tensors: checks are C-level sweeps, a holder the engine
+rebuilt is re-bound by one dict store, an owner the engine rebuilt is walked again alone.
+What the accessors cannot prove takes the per-entry path (:meth:`Holders.rebind_entries`).
 """
 
 from __future__ import annotations
@@ -17,49 +18,15 @@ import torch
 
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.errors import SourceChanged
-from derivgraph.paths import MISSING, Slot, get_path, holder_dict, set_slot, slot_of, step_into
+from derivgraph.paths import MISSING, Slot, get_path, holder_dict, set_slot, slot_of
+from derivgraph.runtime.accessors import HolderTable, HopTable, holder_of
 from derivgraph.runtime.entry import Entry, address_of
 from derivgraph.spec.kinds import TensorKind
 
-__all__ = ["Holders", "Hops"]
+__all__ = ["Holders", "HopTable"]
 
 _is = operator.is_
 _data_ptr = torch.Tensor.data_ptr
-
-
-class Hops:
-    """Identity checks for a set of paths: one C-level ``all(map(is_, ...))`` per run."""
-
-    def __init__(self, root: Any, paths: Iterable[str]):
-        dicts, keys, expected = [], [], []
-        self.slow: list[tuple[Any, str, Any]] = []
-        seen: dict[str, Any] = {"": root}
-        for path in paths:
-            parts = path.split(".") if path else []
-            for i in range(len(parts)):
-                prefix = ".".join(parts[: i + 1])
-                if prefix in seen:
-                    continue
-                parent = seen[".".join(parts[:i])]
-                if parent is MISSING or parent is None:
-                    seen[prefix] = MISSING
-                    continue
-                child = step_into(parent, parts[i])
-                seen[prefix] = child
-                where = holder_dict(parent, parts[i])
-                if where is None:
-                    self.slow.append((parent, parts[i], child))
-                else:
-                    dicts.append(where[0])
-                    keys.append(where[1])
-                    expected.append(child)
-        self.objects = seen
-        self._dicts, self._keys, self._expected = dicts, keys, expected
-
-    def intact(self) -> bool:
-        if not all(map(_is, map(dict.get, self._dicts, self._keys), self._expected)):
-            return False
-        return all(step_into(p, k) is c for p, k, c in self.slow)
 
 
 class Holders:
@@ -68,16 +35,18 @@ class Holders:
     def __init__(self, model: Any, entries: Mapping[str, Entry]):
         self.model = model
         self.entries = entries
-        self.hops: Hops | None = None
-        self._checks: tuple[list[Any], list[str], list[Any]] = ([], [], [])
-        self._checked: list[Entry] = []
+        self.hops: HopTable | None = None
+        self.table = HolderTable([], self._where)
+        self._scalars: list[Entry] = []
         self._sources: list[tuple[str, Any, torch.Tensor, int]] = []
         self._source_checks: tuple[list[Any], list[str], list[Any], list[int]] | None = None
+        self._source_hops: frozenset[str] = frozenset()
+        self._proven: tuple[Mapping[str, tuple[int, int]], frozenset[str]] | None = None
 
-    def walk(self) -> Hops:
+    def walk(self) -> HopTable:
         """Walk every owner path once (sources' and derived tensors')."""
-        self.hops = Hops(self.model, [s.rpartition(".")[0] for s, *_ in self._sources]
-                         + [e.node.owner_path for e in self.entries.values()])
+        self.hops = HopTable(self.model, [s.rpartition(".")[0] for s, *_ in self._sources]
+                             + [e.node.owner_path for e in self.entries.values()])
         return self.hops
 
     def bind(self, sources: Mapping[str, torch.Tensor]) -> None:
@@ -87,32 +56,43 @@ class Holders:
         self._source_checks = None
         objs = self.walk().objects
         rows = []
+        prefixes: set[str] = set()
         for src, _where, tensor, ptr in self._sources:
             owner_path, _, name = src.rpartition(".")
             owner = objs.get(owner_path, MISSING) if owner_path else self.model
             rows.append((src, holder_dict(owner, name) if owner is not MISSING else None,
                          tensor, ptr))
+            parts = owner_path.split(".") if owner_path else []
+            prefixes.update(".".join(parts[: i + 1]) for i in range(len(parts)))
         self._sources = rows
+        self._source_hops = frozenset(prefixes)
+        self._proven = None
         self.refresh()
 
     def refresh(self) -> None:
         """Re-read each derived tensor's holder slot (after a walk)."""
-        self._checked = [e for e in self.entries.values()  # tuple items: the tuple's hop
-                         if e.node.kind is not TensorKind.SCALAR and e.slot is not Slot.ELEMENT]
-        dicts, keys = [], []
-        for entry in self._checked:
-            d, k = self._where(entry)
-            dicts.append(d)
-            keys.append(k)
-        self._checks = (dicts, keys, [e.storage for e in self._checked])
+        self.table = HolderTable([e for e in self.entries.values()  # tuple items: the tuple's
+                                  if e.node.kind is not TensorKind.SCALAR  # own hop
+                                  and e.slot is not Slot.ELEMENT], self._where)
+        self._scalars = [e for e in self.entries.values() if e.node.kind is TensorKind.SCALAR]
 
-    def _where(self, entry: Entry) -> tuple[Any, str]:
-        objs = self.hops.objects if self.hops else {}
-        path = entry.node.owner_path
-        owner = objs.get(path, MISSING) if path else self.model
-        where = holder_dict(owner, entry.node.decl.name) \
-            if owner is not MISSING and owner is not None else None
-        return where if where is not None else ({}, entry.node.decl.name)
+    def _where(self, entry: Entry) -> tuple[Any, dict[Any, Any], str]:
+        return holder_of(self.hops.objects if self.hops else {}, self.model, entry)
+
+    def owners_current(self) -> bool:
+        """Bring the owner walk up to date, walking again only under rebuilt owners.
+
+        False when an owner on the way to a source was rebuilt (the caller walks everything).
+        """
+        if self.hops is None:
+            return False
+        walked = self.hops.refresh()
+        if not walked:
+            return True
+        if any(p in self._source_hops for p in walked):
+            return False
+        self.table.refresh(self.table.under(walked), self._where)
+        return True
 
     # ---- sources -----------------------------------------------------------------------------
     def sources_intact(self) -> bool:
@@ -145,36 +125,57 @@ class Holders:
         return changed, moved
 
     def moved(self, source_ptrs: Mapping[str, tuple[int, int]]) -> list[str]:
-        """Derived tensors and sources whose holder now has another object or address."""
+        """Derived tensors and sources whose holder now has another object or address.
+
+        Holders and sources the accessors prove in place (owners intact, every holder the
+        startup object at its startup address) are not walked; the rest are, one by one.
+        """
+        table = self.table
+        fast = self.hops is not None and self.hops.intact() and table.intact() \
+            and table.at_startup_addresses()
+        proven = table.ids if fast else frozenset()
         moved = []
         for key, entry in self.entries.items():
-            if entry.node.kind is TensorKind.SCALAR:
+            if entry.node.kind is TensorKind.SCALAR or key in proven:
                 continue
             current = get_path(self.model, key)
             if current is not entry.storage or address_of(current) != entry.startup_ptr:
                 moved.append(key)
+        proven_sources = self._startup_sources(source_ptrs) if self.sources_intact() else ()
         for path, (obj_id, ptr) in source_ptrs.items():
+            if path in proven_sources:
+                continue
             current = get_path(self.model, path)
             if id(current) != obj_id or address_of(current) != ptr:
                 moved.append(path)
         return moved
 
+    def _startup_sources(self, source_ptrs: Mapping[str, tuple[int, int]]) -> frozenset[str]:
+        """The bound sources that are the startup objects at their startup addresses."""
+        cached = self._proven
+        if cached is None or cached[0] is not source_ptrs:
+            cached = self._proven = (source_ptrs, frozenset(
+                src for src, _w, tensor, ptr in self._sources
+                if source_ptrs.get(src) == (id(tensor), ptr)))
+        return cached[1]
+
     # ---- rebinding ---------------------------------------------------------------------------
     def rebind(self, report: Any = None) -> int:
         """Point every holder back at the startup object; returns how many were re-bound."""
-        if self.hops is not None and self.hops.intact():
-            dicts, keys, expected = self._checks
-            oks = list(map(_is, map(dict.get, dicts, keys), expected))
-            if all(oks):
+        if self.hops is not None and self.owners_current():
+            table = self.table
+            current = table.current()
+            stale = table.stale(current)
+            if not stale:
                 return 0
-            bad = [i for i, ok in enumerate(oks) if not ok]
-            objs = self.hops.objects
-            count = self.rebind_entries([self._checked[i] for i in bad], report, objs)
-            for i in bad:
-                dicts[i], keys[i] = self._where(self._checked[i])
-            return count + self.rebind_entries(
-                [e for e in self.entries.values() if e.node.kind is TensorKind.SCALAR], report,
-                objs)
+            count, rest = table.rebind(stale, current)
+            if rest:
+                count += self.rebind_entries([table.entries[i] for i in rest], report,
+                                             self.hops.objects)
+                table.refresh(rest, self._where)
+            if self._scalars:
+                count += self.rebind_entries(self._scalars, report, self.hops.objects)
+            return count
         count = self.rebind_entries(self.entries.values(), report, self.walk().objects)
         self.refresh()
         return count

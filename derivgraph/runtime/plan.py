@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from itertools import compress
 from typing import Any
 
 import torch
@@ -36,7 +37,12 @@ from derivgraph.compiler.interpret import EagerInterpreter, view_base
 from derivgraph.compiler.lower import Action, Step
 from derivgraph.errors import PassFault, SourceChanged
 from derivgraph.runtime.containers import ContainerHolder, restore_containers
-from derivgraph.runtime.engine import opaque_entries, refuse_recompute, take_engine_values
+from derivgraph.runtime.engine import (
+    RefillTable,
+    opaque_entries,
+    refuse_recompute,
+    take_engine_values,
+)
 from derivgraph.runtime.entry import Entry, address_of  # noqa: F401 - re-exported
 from derivgraph.runtime.holders import Holders
 from derivgraph.runtime.programs import PassKind, Programs
@@ -76,6 +82,10 @@ class Plan:
         self._recording: Any = None  # the captured pass: a CUDA graph or a CPU recording
         self._captured = False
         self._cuda: bool | None = None
+        self._opaque_ids: list[str] | None = None
+        self._refill_table: RefillTable | None = None  # refill targets, through the accessors
+        self._taken_ids: dict[tuple[bool, ...], set[str]] = {}
+        self._rest: dict[frozenset[str], frozenset[str]] = {}  # what a refill still computes
 
     # ---- reading -----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -181,7 +191,7 @@ class Plan:
         re-allocated and reported (graph recapture required). :meth:`source` prints the code.
         """
         names = None if updated is None else tuple(updated)
-        if not take_engine_values:  # refused before anything is written
+        if not take_engine_values and self._opaque():  # refused before anything is written
             refuse_recompute(self.entries, names)
         report = RunReport(mode="refill" if take_engine_values else "recompute")
         start = time.perf_counter()
@@ -194,6 +204,12 @@ class Plan:
         if verify:
             report.moved = self.moved()
         return report
+
+    def _opaque(self) -> list[str]:
+        """The engine tensors no step makes (found once: entries are fixed at compile)."""
+        if self._opaque_ids is None:
+            self._opaque_ids = opaque_entries(self.entries)
+        return self._opaque_ids
 
     def refill(self, *, verify: bool = False) -> RunReport:
         """After an engine reran its post-load step: keep its values, restore our storage."""
@@ -224,16 +240,51 @@ class Plan:
             self.programs.execute(fn, report)
 
     def _take_engine_values(self, report: RunReport) -> frozenset[str] | None:
-        owners = self.holders.walk().objects  # the engine rebuilt holders: rebind reuses it
-        self.holders.refresh()
-        targets = [s.target for s in self.steps if s.action in (Action.OUT, Action.COPY)]
-        taken = take_engine_values(self.model, self.entries, targets + self.constant_entries
-                                   + opaque_entries(self.entries), owners, report)
+        taken = self._take_batched(report)
+        if taken is None:  # the per-entry path, the reference
+            owners = self.holders.walk().objects  # the engine rebuilt holders: rebind reuses it
+            self.holders.refresh()
+            taken = take_engine_values(self.model, self.entries, self._refill_targets(),
+                                       owners, report)
         self._constants_from_engine |= any(n in taken for n in self.constant_entries)
         if not taken:
             return None
-        return frozenset(n for s in self.steps for n in (s.node, s.target)
-                         if n and s.target not in taken)
+        rest = self._rest.get(frozenset(taken))
+        if rest is None:
+            left = [s for s in self.steps if s.action is not Action.COMPUTE
+                    and s.target not in taken]
+            rest = self._rest[frozenset(taken)] = frozenset(
+                n for s in self.steps for n in (s.node, s.target)
+                if n and s.target not in taken) if left else frozenset()
+        return rest
+
+    def _refill_targets(self) -> list[str]:
+        return [s.target for s in self.steps if s.action in (Action.OUT, Action.COPY)] \
+            + self.constant_entries + self._opaque()
+
+    def _take_batched(self, report: RunReport) -> set[str] | None:
+        """The engine's fresh values through the holder accessors, one ``_foreach_copy_``;
+        None when the accessors cannot prove every target (nothing was copied then)."""
+        holders = self.holders
+        if not holders.owners_current():
+            return None
+        table = self._refill_table
+        if table is None or table.table is not holders.table:
+            table = self._refill_table = RefillTable(
+                holders.table, self._refill_targets(), set(self.constant_entries),
+                set(self._opaque()))
+            self._rest = {}
+        taken = table.take(holders.table.current())
+        if taken is None:
+            return None
+        if taken.ours:
+            torch._foreach_copy_(taken.ours, taken.theirs)
+        report.bytes += taken.nbytes
+        report.taken_from_engine = report.written = report.steps = len(taken.ours)
+        ids = self._taken_ids.get(taken.mask)
+        if ids is None:
+            ids = self._taken_ids[taken.mask] = set(compress(table.ids, taken.mask))
+        return ids
 
     def _pass_for(self, nodes: frozenset[str]) -> Any:
         return self.programs.partial(nodes).fn

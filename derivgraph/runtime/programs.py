@@ -172,11 +172,15 @@ class Programs:
         self.count(prog, report)
 
     def count(self, prog: Program, report: Any) -> None:
-        for step in prog.steps:
-            report.steps += 1
-            if step.action in (Action.OUT, Action.COPY):
-                report.written += 1
-                report.bytes += self.entries[step.target].nbytes()
+        """Add what ``prog`` runs to ``report`` (counted once per program, then reused)."""
+        counts = prog.counts
+        if counts is None:
+            written = [s.target for s in prog.steps if s.action in (Action.OUT, Action.COPY)]
+            counts = prog.counts = (len(prog.steps), len(written),
+                                    sum(self.entries[t].nbytes() for t in written))
+        report.steps += counts[0]
+        report.written += counts[1]
+        report.bytes += counts[2]
 
     def _fault(self, prog: Program, exc: Exception) -> PassFault:
         tb = exc.__traceback__

@@ -1,13 +1,17 @@
 """``derivgraph bench``: the reload pass against the naive reallocating rerun, in one process.
 
 Interleaved, medians: the engine's own post-load step (naive), ``plan.run()`` eager, a selective
-run of one layer, ``plan.refill()`` after the post-load, the captured replay (CUDA), a measured
-copy bandwidth and the HBM floor (bytes the pass reads and writes / bandwidth), peak extra memory
-of each, compile time and node count. ``--json`` prints one object.
+run of one layer, ``plan.refill()`` after the post-load (alone, host side only, and together
+with the post-load), ``plan.run()`` on the captured plan (a CUDA graph on CUDA, a dispatch
+recording on CPU) and that recording replayed alone, a measured copy bandwidth and the HBM
+floor (bytes the pass reads and writes / bandwidth), peak extra memory of each, compile time
+and node count, and the ratios (``naive_over_*``, ``*_over_floor``). ``--json`` prints one
+object. ``--workload scaling`` is :mod:`derivgraph.tools.bench_scaling` (compile time).
 """
 
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 from collections.abc import Callable
@@ -67,9 +71,35 @@ def _traffic(plan: Any) -> tuple[int, int]:
     return written, read
 
 
+_KEYS = ("naive", "pass", "selective", "refill", "refill_host", "post_load_refill", "graph",
+         "graph_alone")
+
+
+def _copy_bandwidth(sync: Callable[[], None]) -> float:
+    """Measured device copy bandwidth (bytes read + written per second)."""
+    big = torch.empty(1 << 28, dtype=torch.uint8, device="cuda")
+    other = torch.empty_like(big)
+    bw = []
+    for _ in range(10):
+        sync()
+        t0 = time.perf_counter()
+        other.copy_(big)
+        sync()
+        bw.append(2 * big.numel() / (time.perf_counter() - t0))
+    return statistics.median(bw)
+
+
 def bench(device: str = "cpu", workload: str = "reference", *, repeat: int = 21,
           layers: int = 61, scale: float | None = None) -> dict[str, Any]:
-    """Run the benchmark; returns the result object (``None`` where not applicable)."""
+    """Run the benchmark; returns the result object (``None`` where not applicable).
+
+    Per round, interleaved: ``naive`` (the engine's post-load step alone), ``refill`` (then
+    ``plan.refill()`` alone; ``refill_host`` the same call without waiting for the device),
+    ``post_load_refill`` (both in one timing), ``pass`` (``plan.run()`` eager), ``selective``
+    (one layer), ``graph`` (``plan.run()`` on the captured plan: the public path, host checks
+    included) and ``graph_alone`` (the same recording replayed, no host work). Every timing
+    starts after a ``gc.collect()``; medians.
+    """
     cuda = device == "cuda"
     model, specs, reload, post_load, layer0 = _workload(device, workload, layers, scale)
 
@@ -82,64 +112,61 @@ def bench(device: str = "cpu", workload: str = "reference", *, repeat: int = 21,
     compile_ms = (time.perf_counter() - start) * 1e3
     plan.run()
     sync()
-    if cuda:
-        plan.capture()
-        sync()
-    captured = plan.captured
-    times: dict[str, list[float]] = {k: [] for k in ("naive", "pass", "selective", "refill",
-                                                      "graph")}
+    plan.capture()  # a CUDA graph on CUDA, a dispatch recording on CPU
+    sync()
+    times: dict[str, list[float]] = {k: [] for k in _KEYS}
     peaks: dict[str, int] = {k: 0 for k in times}
 
-    def timed(key: str, fn: Callable[[], Any]) -> None:
+    def timed(key: str, fn: Callable[[], Any], *, wait: bool = True) -> None:
         sync()
+        gc.collect()
         if cuda:
             torch.cuda.reset_peak_memory_stats()
             base = torch.cuda.memory_allocated()
         t0 = time.perf_counter()
         fn()
-        sync()
+        if wait:
+            sync()
         times[key].append((time.perf_counter() - t0) * 1e3)
         if cuda:
+            sync()
             peaks[key] = max(peaks[key], torch.cuda.max_memory_allocated() - base)
 
     def eager_run() -> None:
         plan._captured = False
-        plan.run()
-        plan._captured = captured
+        try:
+            plan.run()
+        finally:
+            plan._captured = True
+
+    def both() -> None:
+        post_load()
+        plan.refill()
 
     for i in range(repeat):
         reload(i)
         timed("naive", post_load)
         timed("refill", plan.refill)
         reload(i + 1)
+        post_load()
+        timed("refill_host", plan.refill, wait=False)
+        reload(i)
+        timed("post_load_refill", both)
+        reload(i + 1)
         timed("pass", eager_run)
         timed("selective", lambda: plan.run(updated=[layer0]))
-        if captured:
-            timed("graph", plan.run)
+        timed("graph", plan.run)
+        timed("graph_alone", plan._recording.replay)
     written, read = _traffic(plan)
-    floor_ms = bandwidth = None
-    if cuda:
-        big = torch.empty(1 << 28, dtype=torch.uint8, device="cuda")
-        other = torch.empty_like(big)
-        bw = []
-        for _ in range(10):
-            sync()
-            t0 = time.perf_counter()
-            other.copy_(big)
-            sync()
-            bw.append(2 * big.numel() / (time.perf_counter() - t0))
-        bandwidth = statistics.median(bw)
-        floor_ms = (read + written) / bandwidth * 1e3
-        del big, other
+    bandwidth = _copy_bandwidth(sync) if cuda else None
+    floor_ms = (read + written) / bandwidth * 1e3 if bandwidth else None
 
     def med(key: str) -> float | None:
         return round(statistics.median(times[key]), 4) if times[key] else None
 
-    naive, full = med("naive"), med("pass")
-    result = {
+    result: dict[str, Any] = {
         "device": device, "workload": workload, "repeat": repeat,
-        "naive_ms": naive, "pass_ms": full, "selective_ms": med("selective"),
-        "refill_ms": med("refill"), "graph_ms": med("graph"),
+        **{f"{k}_ms": med(k) for k in _KEYS},
         "floor_ms": None if floor_ms is None else round(floor_ms, 4),
         "copy_bandwidth_gbs": None if bandwidth is None else round(bandwidth / 1e9, 1),
         "peak_extra_bytes": peaks if cuda else None,
@@ -147,11 +174,18 @@ def bench(device: str = "cpu", workload: str = "reference", *, repeat: int = 21,
         "nodes": len(plan.graph.nodes), "derived": len(plan.entries),
         "groups": plan.program.groups if plan.program else 0,
         "bytes_read": read, "bytes_written": written,
-        "naive_over_pass": round(naive / full, 2) if naive and full else None,
-        "full_over_selective": round(full / med("selective"), 1) if full else None,
-        "refill_over_post_load": round(med("refill") / naive, 2) if naive else None,
     }
-    if cuda and result["graph_ms"]:
-        result["graph_over_floor"] = round(result["graph_ms"] / floor_ms, 2)
-        result["naive_over_graph"] = round(naive / result["graph_ms"], 1)
+    naive = result["naive_ms"]
+    for key in ("pass", "graph", "graph_alone", "selective"):
+        value = result[f"{key}_ms"]
+        result[f"naive_over_{key}"] = round(naive / value, 2) if naive and value else None
+        if floor_ms:
+            result[f"{key}_over_floor"] = round(value / floor_ms, 2) if value else None
+    result["full_over_selective"] = round(result["pass_ms"] / result["selective_ms"], 1) \
+        if result["selective_ms"] else None
+    result["refill_over_post_load"] = round(result["refill_ms"] / naive, 2) if naive else None
+    result["post_load_refill_over_post_load"] = \
+        round(result["post_load_refill_ms"] / naive, 2) if naive else None
+    result["naive_over_refill"] = round(naive / result["refill_ms"], 2) \
+        if result["refill_ms"] else None
     return result
