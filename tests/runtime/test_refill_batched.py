@@ -16,8 +16,6 @@ from torch import nn
 
 from derivgraph import DerivedTensor, Spec, Target, compile_plan
 from derivgraph.errors import EngineComputedError
-from derivgraph.runtime import engine
-from derivgraph.runtime.holders import Holders
 from derivgraph.tools.deepseek_workload import DeepseekModel, deepseek_specs
 from tests.toy import Toy
 
@@ -72,26 +70,6 @@ def _stack(seed: int) -> Stack:
     model.load(seed)
     model.post_load()
     return model
-
-
-@pytest.fixture()
-def per_entry_spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Records every per-entry holder walk of a refill (fresh-value reads and re-binds)."""
-    calls: list[str] = []
-    value, rebind_entries = engine.engine_value, Holders.rebind_entries
-
-    def spy_value(model, entry, owners=None):  # noqa: ANN001, ANN202
-        calls.append(entry.id)
-        return value(model, entry, owners)
-
-    def spy_rebind(self, entries, report=None, known=None):  # noqa: ANN001, ANN202
-        entries = list(entries)
-        calls.extend(e.id for e in entries)
-        return rebind_entries(self, entries, report, known)
-
-    monkeypatch.setattr(engine, "engine_value", spy_value)
-    monkeypatch.setattr(Holders, "rebind_entries", spy_rebind)
-    return calls
 
 
 def _check_against_cold(model: Stack, startup: dict[str, torch.Tensor], seed: int) -> None:
