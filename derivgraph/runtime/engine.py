@@ -13,7 +13,7 @@ from __future__ import annotations
 import fnmatch
 import operator
 from collections.abc import Iterable, Mapping
-from itertools import compress, repeat
+from itertools import accumulate, compress, repeat
 from typing import Any
 
 import torch
@@ -134,12 +134,23 @@ def take_engine_values(model: Any, entries: Mapping[str, Entry], targets: Iterab
 class Taken:
     """The outcome of a refill's fast read: which targets take the engine's value."""
 
-    __slots__ = ("ours", "theirs", "mask", "nbytes", "constants")
+    __slots__ = ("ours", "theirs", "mask", "nbytes", "constants", "spans")
 
     def __init__(self, ours: list[torch.Tensor], theirs: list[torch.Tensor], mask: tuple[bool, ...],
-                 nbytes: int, constants: bool):
+                 nbytes: int, constants: bool, spans: list[tuple[int, int]]):
         self.ours, self.theirs, self.mask = ours, theirs, mask
-        self.nbytes, self.constants = nbytes, constants
+        self.nbytes, self.constants, self.spans = nbytes, constants, spans
+
+    def copy(self) -> None:
+        """One ``_foreach_copy_`` per (dtype, device) span: each one a fused launch on CUDA."""
+        ours, theirs = self.ours, self.theirs
+        if not ours:  # _foreach_copy_ refuses empty lists
+            return
+        for start, end in self.spans:
+            if end - start == len(ours):
+                torch._foreach_copy_(ours, theirs)
+            elif end > start:
+                torch._foreach_copy_(ours[start:end], theirs[start:end])
 
 
 class RefillTable:
@@ -147,7 +158,7 @@ class RefillTable:
     positions in a :class:`HolderTable`, with their layouts and sizes precomputed."""
 
     __slots__ = ("table", "ids", "index", "storages", "shapes", "dtypes", "nbytes",
-                 "is_constant", "engine", "complete")
+                 "is_constant", "engine", "complete", "spans")
 
     def __init__(self, table: HolderTable, targets: list[str], constants: set[str],
                  engine: set[str]):
@@ -155,6 +166,15 @@ class RefillTable:
         usable = [t for t in targets if t in position and table.fast[position[t]]]
         self.table = table
         self.complete = len(usable) == len(targets)  # else: the per-entry path
+
+        def layout(t: str) -> tuple[str, str]:
+            storage = table.storages[position[t]]
+            return str(storage.dtype), str(storage.device)
+
+        usable.sort(key=layout)  # stable: contiguous (dtype, device) spans
+        kinds = [layout(t) for t in usable]
+        cuts = [0] + [i for i in range(1, len(kinds)) if kinds[i] != kinds[i - 1]] + [len(kinds)]
+        self.spans = list(zip(cuts, cuts[1:]))
         self.ids = usable
         self.index = [position[t] for t in usable]
         self.storages = [table.storages[i] for i in self.index]
@@ -171,7 +191,7 @@ class RefillTable:
             return None
         index = self.index
         if not index:
-            return Taken([], [], (), 0, False)
+            return Taken([], [], (), 0, False, [])
         pick = operator.itemgetter(*index) if len(index) > 1 else None
         picked = list(pick(current)) if pick else [current[index[0]]]
         if not all(pick(self.table.fast) if pick else [self.table.fast[index[0]]]):
@@ -179,10 +199,14 @@ class RefillTable:
         if any(map(_is, picked, repeat(None))):
             return None
         mask = tuple(map(_not, map(_is, picked, self.storages)))
+        spans = self.spans
         if all(mask):
             theirs, ours, shapes, dtypes = picked, self.storages, self.shapes, self.dtypes
             nbytes = sum(self.nbytes)
         else:
+            sizes = [sum(mask[a:b]) for a, b in spans]
+            cuts = [0, *accumulate(sizes)]
+            spans = list(zip(cuts, cuts[1:]))
             if any(compress(self.engine, map(_not, mask))):
                 return None  # an engine tensor not rebuilt: check_refillable decides
             theirs = list(compress(picked, mask))
@@ -196,4 +220,4 @@ class RefillTable:
                 return None
         except AttributeError:  # not a tensor
             return None
-        return Taken(ours, theirs, mask, nbytes, any(compress(self.is_constant, mask)))
+        return Taken(ours, theirs, mask, nbytes, any(compress(self.is_constant, mask)), spans)

@@ -277,8 +277,7 @@ class Plan:
         taken = table.take(holders.table.current())
         if taken is None:
             return None
-        if taken.ours:
-            torch._foreach_copy_(taken.ours, taken.theirs)
+        taken.copy()
         report.bytes += taken.nbytes
         report.taken_from_engine = report.written = report.steps = len(taken.ours)
         ids = self._taken_ids.get(taken.mask)

@@ -167,6 +167,7 @@ def bench(device: str = "cpu", workload: str = "reference", *, repeat: int = 21,
     result: dict[str, Any] = {
         "device": device, "workload": workload, "repeat": repeat,
         **{f"{k}_ms": med(k) for k in _KEYS},
+        "min_ms": {k: round(min(v), 4) for k, v in times.items() if v},  # a loaded host's floor
         "floor_ms": None if floor_ms is None else round(floor_ms, 4),
         "copy_bandwidth_gbs": None if bandwidth is None else round(bandwidth / 1e9, 1),
         "peak_extra_bytes": peaks if cuda else None,
