@@ -4,8 +4,8 @@ The model is the tiny real ``LlamaForCausalLM`` of ``tests/fixtures/vllm_llama_r
 (vLLM 0.33.0 on CPU, gloo, a model-level post-load step declared in
 ``tests/fixtures/vllm_llama.yaml``), loaded once with derivgraph's plugin (vLLM's own plugin
 loader installs the hooks, the plan is compiled at the first post-load step). Then, in one
-process and interleaved (the order alternates each round; a ``gc.collect()`` before and no
-cyclic GC during each timed call), vLLM's
+process and interleaved (the order alternates each round; objects made before the first
+timing are frozen with ``gc.freeze()``, as vLLM does after start-up), vLLM's
 ``reload_weights(checkpoint A or B)`` is timed with ``DERIVGRAPH_VLLM_MODE=off`` (the hooks
 forward straight to vLLM: vLLM alone) and with the plugin's default mode (``refill``: vLLM's
 reload, then derivgraph's pass into the startup storage). Medians; ``plugin_over_off`` is the
@@ -61,18 +61,15 @@ def main() -> None:
         def reload(i: int, mode: str) -> float:
             os.environ["DERIVGRAPH_VLLM_MODE"] = mode
             items = iter(weights[i % 2].items())
-            gc.collect()  # a collection inside one timed call would swamp a few-ms figure
-            gc.disable()
-            try:
-                start = time.perf_counter()
-                with torch.no_grad():
-                    inplace.reload_weights(vc, model, items, None, True)
-                return time.perf_counter() - start
-            finally:
-                gc.enable()
+            start = time.perf_counter()
+            with torch.no_grad():
+                inplace.reload_weights(vc, model, items, None, True)
+            return time.perf_counter() - start
 
         for mode in times:  # warm-up: one reload each
             reload(1, mode)
+        gc.collect()
+        gc.freeze()  # as vLLM does after start-up: collections scan only what reloads allocate
         for i in range(args.repeat):
             order = list(times) if i % 2 == 0 else list(times)[::-1]
             for mode in order:
