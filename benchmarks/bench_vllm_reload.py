@@ -9,7 +9,7 @@ timing are frozen with ``gc.freeze()``, as vLLM does after start-up), vLLM's
 ``reload_weights(checkpoint A or B)`` is timed with ``DERIVGRAPH_VLLM_MODE=off`` (the hooks
 forward straight to vLLM: vLLM alone) and with the plugin's default mode (``refill``: vLLM's
 reload, then derivgraph's pass into the startup storage). Medians; ``plugin_over_off`` is the
-ratio (goal <= 1.05).
+ratio (goal <= 1.05); minima too (``min_*``: on a loaded host the floor of each).
 
     python3 benchmarks/bench_vllm_reload.py --repeat 41 \
         --json benchmarks/results/vllm_reload_cpu.json
@@ -85,6 +85,9 @@ def main() -> None:
         "derived": len(plan), "repeat": args.repeat, "mode": args.mode,
         "torch": torch.__version__, "vllm_off_ms": round(off, 3),
         "vllm_plugin_ms": round(on, 3), "plugin_over_off": round(on / off, 3),
+        "min_off_ms": round(min(times["off"]), 3),
+        "min_plugin_ms": round(min(times[args.mode]), 3),
+        "min_plugin_over_off": round(min(times[args.mode]) / min(times["off"]), 3),
         "moved_after_plugin_reload": len(moved),
         "runs_ms": {k: [round(t, 3) for t in v] for k, v in times.items()},
     }
