@@ -20,7 +20,6 @@ __all__ = ["MISSING", "Slot", "class_names", "get_path", "holder_dict", "join", 
            "set_slot", "slot_of", "step_into"]
 
 MISSING: Any = object()
-_MODULE_GETATTR = nn.Module.__getattr__
 
 
 class Slot(StrEnum):
@@ -47,10 +46,6 @@ def step_into(obj: Any, part: str) -> Any:
                 return d[registry][part]
         if part in d:
             return d[part]
-        cls = type(obj)
-        if not part.isdigit() and cls.__getattr__ is _MODULE_GETATTR \
-                and not hasattr(cls, part):
-            return MISSING  # what getattr finds too, without building an AttributeError
     if part.isdigit():
         if isinstance(obj, Mapping):
             return obj.get(part, obj.get(int(part), MISSING))
