@@ -26,7 +26,7 @@ from torch import nn
 from derivgraph.paths import MISSING, Slot, holder_dict, step_into
 
 if TYPE_CHECKING:
-    from derivgraph.runtime.plan import Entry
+    from derivgraph.runtime.entry import Entry
 
 __all__ = ["NO_DICT", "HolderTable", "HopTable", "holder_of", "locate"]
 

@@ -10,6 +10,8 @@ which the canaries below exercise.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 from torch import nn
@@ -106,12 +108,18 @@ def test_refill_a_b_a_is_bit_exact_and_walks_no_holder(per_entry_spy):
     assert "sq" in layer._non_persistent_buffers_set and "wt" in layer.__dict__
 
 
-def test_refill_when_the_engine_rebuilt_only_some_holders(per_entry_spy):
+def _compiled_and_refilled(spy: list[str]) -> tuple[Stack, Any, dict[str, torch.Tensor]]:
+    """A compiled stack after one refill (accessors resolved), with the spy cleared."""
     model = _stack(0)
     plan = compile_plan(model, [SPEC])
     startup = {k: e.storage for k, e in plan.entries.items()}
     plan.refill()
-    per_entry_spy.clear()
+    spy.clear()
+    return model, plan, startup
+
+
+def test_refill_when_the_engine_rebuilt_only_some_holders(per_entry_spy):
+    model, plan, startup = _compiled_and_refilled(per_entry_spy)
     model.load(1)
     model.layers[1].post_load()  # one layer's step ran; the others still hold our tensors
     report = plan.refill(verify=True)
@@ -147,11 +155,7 @@ def test_an_owner_rebuilt_is_re_walked_under_it_only(per_entry_spy):
 
 
 def test_a_holder_moved_to_another_registry_is_bound_back_in_its_slot(per_entry_spy):
-    model = _stack(0)
-    plan = compile_plan(model, [SPEC])
-    startup = {k: e.storage for k, e in plan.entries.items()}
-    plan.refill()
-    per_entry_spy.clear()
+    model, plan, startup = _compiled_and_refilled(per_entry_spy)
     model.load(1)
     model.post_load()
     layer = model.layers[0]

@@ -1,0 +1,32 @@
+"""``derivgraph bench``: every figure as JSON, with the ratio columns (tiny workloads)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from derivgraph.cli import main
+
+
+def test_bench_prints_every_figure_with_ratios(capsys):
+    assert main(["bench", "--workload", "deepseek", "--layers", "2", "--repeat", "2",
+                 "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    for key in ("naive", "pass", "selective", "refill", "refill_host", "post_load_refill",
+                "graph", "graph_alone"):
+        assert result[f"{key}_ms"] > 0, key
+        assert result["min_ms"][key] <= result[f"{key}_ms"]
+    assert result["derived"] == 2 * 8 + 8  # 2 MoE layers x 8, 8 drafter K/V stacks
+    assert result["naive_over_pass"] == round(result["naive_ms"] / result["pass_ms"], 2)
+    assert result["post_load_refill_over_post_load"] == round(
+        result["post_load_refill_ms"] / result["naive_ms"], 2)
+    assert result["floor_ms"] is None  # CPU: no HBM floor
+
+
+def test_bench_scaling_reports_compile_against_construction(capsys):
+    assert main(["bench", "--workload", "scaling", "--sizes", "40", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["sizes"][0]
+    assert row["derived"] == 40 and row["nodes"] == 81
+    assert row["compile_over_construct"] == pytest.approx(  # ratio of the unrounded times
+        row["compile_warm_s"] / row["construct_s"], rel=0.2)
