@@ -24,6 +24,7 @@ __all__ = [
     "LimitError",
     "PackageNotFound",
     "PassFault",
+    "RecaptureRequired",
     "Rule",
     "SourceChanged",
     "SourceLocation",
@@ -68,6 +69,8 @@ class Rule(StrEnum):
     SPEC_VALUE = "DG055 spec-value"
     VLLM_DRIFT = "DG060 vllm-drift"
     CAPTURE_UNDECLARED = "DG061 capture-undeclared"
+    RECAPTURE_REQUIRED = "DG062 recapture-required"
+    SPEC_DROPPED = "DG063 spec-dropped"
     FOLD_DECLARATION = "DG080 fold-declaration"
     FOLD_REAPPLIED = "DG081 fold-reapplied"
     ENGINE_VALUE = "DG082 engine-computed"
@@ -236,3 +239,21 @@ class Unexpressible(DerivgraphError):
     def __init__(self, reason: str, op: str | None = None):
         super().__init__(reason)
         self.reason, self.op = reason, op
+
+
+class RecaptureRequired(DerivgraphError):
+    """Strict guard: a reload changed graph-visible tensors that no copy can bring back.
+
+    ``slots`` names each one (path and what changed: layout, disappeared, new, a weight).
+    """
+
+    rule = Rule.RECAPTURE_REQUIRED
+
+    def __init__(self, slots: list[str]):
+        self.slots = list(slots)
+        listing = "\n".join(f"  - {s}" for s in self.slots)
+        super().__init__(
+            f"{self.rule}: {len(self.slots)} graph-visible tensor slot(s) changed in a way the "
+            f"guard cannot restore in place; captured graphs must be recaptured:\n{listing}\n"
+            "    fix: recapture CUDA graphs (or run eager) after this reload, or declare these "
+            "tensors in a spec (`derivgraph trace` drafts one) so they are recomputed in place")
