@@ -74,6 +74,7 @@ class Rule(StrEnum):
     FOLD_DECLARATION = "DG080 fold-declaration"
     FOLD_REAPPLIED = "DG081 fold-reapplied"
     ENGINE_VALUE = "DG082 engine-computed"
+    ENGINE_REFOLDED = "DG083 engine-refolded"
 
     @property
     def code(self) -> str:
@@ -207,7 +208,9 @@ class EngineComputedError(DerivgraphError):
 
 
 class FoldReappliedError(DerivgraphError):
-    """A pass was asked to fold a source that was not loaded since its last fold."""
+    """A pass was asked to fold a source that was not loaded since its last fold (DG081), or
+    the engine folded a freshly loaded source itself, so a declared fold would apply twice
+    (DG083)."""
 
     def __init__(self, issues: list[SpecIssue]):
         self.issues = list(issues)
