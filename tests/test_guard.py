@@ -14,6 +14,15 @@ from derivgraph.errors import RecaptureRequired, Rule
 from derivgraph.guard import Change, Guard
 
 
+@pytest.fixture(params=[False, True], ids=["resolved", "full-walk"], autouse=True)
+def full(request, monkeypatch):
+    """Every test runs with the default restore (chains + rebuilt objects) and the full walk."""
+    restore = Guard.restore
+    monkeypatch.setattr(Guard, "restore",
+                        lambda self, model, **kw: restore(self, model, full=request.param, **kw))
+    return request.param
+
+
 @dataclass(frozen=True)
 class Desc:
     scale: torch.Tensor

@@ -26,16 +26,22 @@ from torch import nn
 
 from derivgraph.audit.runtime.census import Census, _key_piece, _Walker, gc_paused
 
-__all__ = ["Held", "Repoint", "held_tensors", "repoint"]
+__all__ = ["MISSING", "Held", "Repoint", "held_tensors", "lookup", "path_of", "repoint"]
+
+#: What :func:`lookup` answers for a place that holds nothing.
+MISSING: Any = object()
 
 
 @dataclass
 class Held:
-    """One tensor: its paths (canonical first) and every ``(holder, piece)`` holding it."""
+    """One tensor: its paths (canonical first), every ``(holder, piece)`` holding it, and for
+    each hold the chain of pieces from the root to it (the holder's canonical path, then the
+    piece): what :func:`lookup` follows to find the slot again without a walk."""
 
     tensor: torch.Tensor
     paths: list[str]
     holds: list[tuple[Any, str]] = field(default_factory=list)
+    chains: list[tuple[str, ...]] = field(default_factory=list)
 
 
 class _HolderWalker(_Walker):
@@ -60,14 +66,24 @@ class _HolderWalker(_Walker):
             return node.path[len(parent_path):]
         return node.path if node.path.startswith("[") else "." + node.path
 
+    def chain(self, cid: int, memo: dict[int, tuple[str, ...]]) -> tuple[str, ...]:
+        """The pieces of ``cid``'s canonical path, root first."""
+        if cid not in memo:
+            node = self.nodes[cid]
+            memo[cid] = () if not node.parent else (*self.chain(node.parent, memo),
+                                                    self._piece(cid))
+        return memo[cid]
+
     def held(self) -> list[Held]:
         memo: dict[int, list[str]] = {}
+        chains: dict[int, tuple[str, ...]] = {}
         out = []
         for cid, t in self.found.items():
             node = self.nodes[cid]
-            holds = [(self.objs[node.parent], self._piece(cid))]
-            holds += [(self.objs[parent], piece) for parent, piece in node.extra]
-            out.append(Held(t, self.paths_of(cid, memo, set()), holds))
+            edges = [(node.parent, self._piece(cid)), *node.extra]
+            out.append(Held(t, self.paths_of(cid, memo, set()),
+                            [(self.objs[parent], piece) for parent, piece in edges],
+                            [(*self.chain(parent, chains), piece) for parent, piece in edges]))
         return out
 
 
@@ -96,6 +112,51 @@ _PARTIAL_ARG = re.compile(r"^\.partial\.args\[(\d+)\]$")
 _PARTIAL_KW = re.compile(r"^\.partial\.keywords\[(.+)\]$")
 _DEFAULT = re.compile(r"^\.defaults\[(\d+)\]$")
 _KWDEFAULT = re.compile(r"^\.kwdefaults\[(.+)\]$")
+
+
+def lookup(holder: Any, piece: str) -> Any:
+    """What ``holder`` holds under ``piece`` (a census path piece), or :data:`MISSING`."""
+    try:
+        if isinstance(holder, functools.partial):
+            if piece == ".partial.func":
+                return holder.func
+            match = _PARTIAL_ARG.match(piece)
+            if match:
+                return holder.args[int(match.group(1))]
+            kw = _PARTIAL_KW.match(piece)
+            return (holder.keywords or {}).get(ast.literal_eval(kw.group(1)), MISSING) \
+                if kw else MISSING
+        if isinstance(holder, types.FunctionType):
+            if piece.startswith(".closure."):
+                index = holder.__code__.co_freevars.index(piece[len(".closure."):])
+                return holder.__closure__[index].cell_contents  # type: ignore[index]
+            match = _DEFAULT.match(piece)
+            if match:
+                return (holder.__defaults__ or ())[int(match.group(1))]
+            kw = _KWDEFAULT.match(piece)
+            return (holder.__kwdefaults__ or {}).get(ast.literal_eval(kw.group(1)), MISSING) \
+                if kw else MISSING
+        if piece.startswith("["):
+            if isinstance(holder, Mapping):
+                for i, key in enumerate(list(holder)):
+                    if _key_piece(key, i) == piece:
+                        return holder[key]
+                return MISSING
+            match = _INDEX.match(piece)
+            return holder[int(match.group(1))] if match else MISSING
+        name = piece[1:]
+        if isinstance(holder, nn.Module):
+            d = holder.__dict__
+            for registry in (d["_parameters"], d["_buffers"], d["_modules"]):
+                if name in registry:
+                    return registry[name]
+            return d.get(name, MISSING)
+        state = getattr(holder, "__dict__", None)
+        if isinstance(state, dict) and name in state:
+            return state[name]
+        return getattr(holder, name, MISSING)
+    except (IndexError, KeyError, ValueError, TypeError, AttributeError, SyntaxError):
+        return MISSING  # the place is gone (a shorter list, an emptied cell...)
 
 
 def _set_item(holder: Any, piece: str, value: Any) -> Repoint:
@@ -167,6 +228,12 @@ def _set_attribute(holder: Any, name: str, value: Any) -> Repoint:
     except (AttributeError, TypeError):
         return Repoint.FIXED
     return Repoint.DONE
+
+
+def path_of(chain: tuple[str, ...]) -> str:
+    """The census path a chain of pieces spells (``('.layers', '.0', '.w')`` -> ``layers.0.w``)."""
+    path = "".join(chain)
+    return path[1:] if path.startswith(".") else path
 
 
 def repoint(holder: Any, piece: str, value: Any) -> Repoint:
