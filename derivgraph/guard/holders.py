@@ -24,7 +24,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from derivgraph.audit.runtime.census import Census, _key_piece, _Walker, gc_paused
+from derivgraph.audit.runtime.objects import key_piece
+from derivgraph.audit.runtime.records import Census
+from derivgraph.audit.runtime.walk import Walker, gc_paused
 
 __all__ = ["MISSING", "Held", "Repoint", "held_tensors", "lookup", "path_of", "repoint"]
 
@@ -44,7 +46,7 @@ class Held:
     chains: list[tuple[str, ...]] = field(default_factory=list)
 
 
-class _HolderWalker(_Walker):
+class _HolderWalker(Walker):
     """The census walk, recording holders instead of census entries."""
 
     def __init__(self, **bounds: int) -> None:
@@ -139,7 +141,7 @@ def lookup(holder: Any, piece: str) -> Any:
         if piece.startswith("["):
             if isinstance(holder, Mapping):
                 for i, key in enumerate(list(holder)):
-                    if _key_piece(key, i) == piece:
+                    if key_piece(key, i) == piece:
                         return holder[key]
                 return MISSING
             match = _INDEX.match(piece)
@@ -162,7 +164,7 @@ def lookup(holder: Any, piece: str) -> Any:
 def _set_item(holder: Any, piece: str, value: Any) -> Repoint:
     if isinstance(holder, MutableMapping):
         for i, key in enumerate(list(holder)):
-            if _key_piece(key, i) == piece:
+            if key_piece(key, i) == piece:
                 holder[key] = value
                 return Repoint.DONE
         return Repoint.FIXED

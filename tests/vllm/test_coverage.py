@@ -15,7 +15,7 @@ pytest.importorskip("vllm")
 
 from derivgraph import compile_plan, load_specs  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.vllm]
 
 

@@ -20,7 +20,7 @@ from derivgraph.examples.muse_spark import (
 from derivgraph.guard.refold import LoadWitness, check_refolds
 from derivgraph.paths import get_path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CFG = MuseSparkTextConfig()
 ROUTER = "model.layers.0.feed_forward.router.weight"
 
