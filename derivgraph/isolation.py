@@ -4,7 +4,8 @@
 that raises a derivgraph error, the specs the error's issues point at (by file and line, or by
 the node they name) are dropped and the rest compile again, until a plan compiles; an error
 that names no spec is narrowed down by compiling each remaining spec alone (a spec that fails
-does so before touching any tensor). Each dropped spec is logged loudly (``ERROR`` on the
+does so before touching any tensor; one that compiles alone binds its tensors, which the final
+plan then adopts). Each dropped spec is logged loudly (``ERROR`` on the
 ``vllm.derivgraph`` logger, a child of the ``vllm`` logger vLLM configures) naming the spec,
 the classes it targets and the rule it broke. ``strict`` raises the first error instead.
 

@@ -94,8 +94,8 @@ def experts_classes() -> dict[str, type]:
         except (ImportError, RuntimeError, AttributeError) as exc:  # a backend absent here
             logger.info("experts module %s not importable here: %s", info.name, exc)
     out: dict[str, type] = {}
-    for cls in _subclasses(FusedMoEExperts):  # vLLM's own (not subclasses a test defines)
-        if not inspect.isabstract(cls) and cls.__module__.startswith("vllm."):
+    for cls in _subclasses(FusedMoEExperts):  # the fused_moe package's, whatever else imported
+        if not inspect.isabstract(cls) and cls.__module__.startswith(package.__name__):
             out.setdefault(f"{cls.__name__}", cls)
     return out
 
