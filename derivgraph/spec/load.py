@@ -163,6 +163,7 @@ def load_spec_text(text: str, file: str = "<string>") -> list[Spec]:
         raise SpecValidationError([SpecIssue(
             Rule.SCHEMA, "the YAML is nested too deeply to read", "flatten the document",
             SourceLocation(file, 1))]) from None
+    _check_entry_count(data, file, lines)
     try:
         parsed = SpecFile.model_validate(data)
     except ValidationError as exc:
@@ -181,6 +182,22 @@ def load_spec_text(text: str, file: str = "<string>") -> list[Spec]:
         for j, derived in enumerate(spec.derived):
             derived._location = SourceLocation(file, lines.get(("specs", i, "derived", j), 0))
     return parsed.specs
+
+
+def _check_entry_count(data: Any, file: str, lines: _Lines) -> None:
+    """Refuse a file of more derived entries than ``LIMITS.max_derived_per_file`` before the
+    schema validation spends time on each (DG016)."""
+    specs = data.get("specs") if isinstance(data, dict) else None
+    if not isinstance(specs, list):
+        return
+    count = sum(len(s["derived"]) for s in specs
+                if isinstance(s, dict) and isinstance(s.get("derived"), list))
+    if count > LIMITS.max_derived_per_file:
+        raise SpecValidationError([SpecIssue(
+            Rule.RESOURCE_LIMIT, f"{count} derived entries in one spec file (limit "
+            f"{LIMITS.max_derived_per_file})", "split the specs over several files, or gather "
+            "with each() instead of listing entries", SourceLocation(file, lines.get(
+                ("specs",), 1)))])
 
 
 def _schema_fix(err: dict[str, Any]) -> str:
