@@ -105,3 +105,23 @@ def test_the_fingerprint_check_catches_a_write():
     model.holder.extra = 1
     with pytest.raises(AssertionError, match="attrs"):
         assert_unchanged(model, before)
+
+
+def test_engine_formula_that_is_ignored_is_reported_at_validate(tmp_path, capsys, caplog):
+    """A `kind: engine` formula naming an unregistered op is ignored (the engine's tensor is
+    adopted): validate accepts the file and says so, with file:line."""
+    path = tmp_path / "engine.yaml"
+    path.write_text("version: 1\nspecs:\n  - name: eng\n    target: {module_class: HostileModel}\n"
+                    "    derived:\n      - {name: w_copy, owner: holder, kind: engine, "
+                    "formula: 'cutlass_encode(weight)'}\n")
+    with caplog.at_level("WARNING", logger="derivgraph.spec.check"):
+        rc, text = _validate([str(path)], capsys)
+    assert rc == 0, text
+    warned = [r.getMessage() for r in caplog.records]
+    assert any(f"{path}:6" in m and "formula 'cutlass_encode(weight)' is ignored" in m
+               for m in warned), warned
+    path.write_text(path.read_text().replace("cutlass_encode(weight)", "weight * 2.0"))
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="derivgraph.spec.check"):
+        assert _validate([str(path)], capsys)[0] == 0
+    assert not caplog.records  # a registered op: the formula is used, nothing to say
