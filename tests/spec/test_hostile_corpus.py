@@ -24,7 +24,7 @@ from derivgraph.cli import main
 from derivgraph.errors import DerivgraphError, Rule
 from tests.fixtures.hostile.model import assert_unchanged, build, snapshot
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "fixtures" / "hostile"
 MANIFEST = yaml.safe_load((CORPUS / "manifest.yaml").read_text())["cases"]
 STEMS = sorted(MANIFEST)
