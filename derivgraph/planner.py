@@ -129,7 +129,8 @@ def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, 
     by_id: dict[str, Entry] = {}
     adopted_by: dict[int, str] = {}
     owners: dict[str, Any] = {}
-    sources = source_storages(plan.model, [*graph.sources(), *plan.folds.entries])
+    sources = source_storages(plan.model, [*graph.sources(), *plan.folds.entries],
+                              graph.derived)
     for node_id in graph.ordered():
         node = graph.derived.get(node_id)
         if node is None:

@@ -18,6 +18,7 @@ from derivgraph.compiler.ir import NodeKind
 from derivgraph.errors import LimitError, Rule
 from derivgraph.limits import LIMITS, check_budget, check_bytes, check_numel
 from derivgraph.ops import DTYPES
+from derivgraph.ops.registry import IndexOutOfRange
 from derivgraph.spec.kinds import HELD_KINDS, TensorKind, is_engine
 
 __all__ = ["first_feeds", "infer_shapes", "meta_value"]
@@ -61,7 +62,7 @@ def infer_shapes(graph: DerivedGraph) -> None:
             if value.error is not None and id(value) not in reported:
                 reported.add(id(value))
                 first = str(value.error).strip().split("\n")[0]
-                rule = Rule.INDEX_OUT_OF_RANGE if isinstance(value.error, IndexError) \
+                rule = Rule.INDEX_OUT_OF_RANGE if isinstance(value.error, IndexOutOfRange) \
                     else Rule.INFERENCE
                 graph.issue(rule, f"formula {node.decl.formula or node.decl.of!r} fails "
                             f"on shapes/dtypes: {first}",

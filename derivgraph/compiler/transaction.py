@@ -79,11 +79,13 @@ def _span(t: torch.Tensor) -> tuple[int, int, int]:
     return t.untyped_storage().data_ptr(), start, start + extent * size
 
 
-def source_storages(model: nn.Module, sources: Iterable[str]) -> dict[str, torch.Tensor]:
-    """Every tensor the pass must never write: the graph's and folds' sources, and every
-    parameter and buffer of the model, by path."""
-    out = {n: t for n, t in model.named_parameters(remove_duplicate=False)}
-    out.update(model.named_buffers(remove_duplicate=False))
+def source_storages(model: nn.Module, sources: Iterable[str],
+                    derived: Iterable[str]) -> dict[str, torch.Tensor]:
+    """Every tensor the pass must never write, by path: the graph's and folds' sources, and
+    every parameter and buffer of the model that is not itself a declared derived tensor."""
+    own = set(derived)
+    out = {n: t for n, t in model.named_parameters(remove_duplicate=False) if n not in own}
+    out.update((n, t) for n, t in model.named_buffers(remove_duplicate=False) if n not in own)
     for src in sources:
         tensor = get_path(model, src)
         if isinstance(tensor, torch.Tensor):

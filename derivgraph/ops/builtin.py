@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from derivgraph.ops.registry import OPS, dtype_of, register_op
+from derivgraph.ops.registry import OPS, IndexOutOfRange, dtype_of, register_op
 
 __all__: list[str] = []
 
@@ -152,7 +152,8 @@ def _check_int_indices(x: torch.Tensor, index: Any) -> None:
     for dim, i in enumerate(items):
         if isinstance(i, int) and not isinstance(i, bool) and not -x.shape[dim] <= i < \
                 x.shape[dim]:
-            raise IndexError(f"index {i} is out of bounds for dim {dim} of size {x.shape[dim]}")
+            raise IndexOutOfRange(f"index {i} is out of bounds for dim {dim} of size "
+                                  f"{x.shape[dim]}")
 
 
 def _getitem_infer(x: torch.Tensor, index: Any) -> torch.Tensor:
