@@ -175,7 +175,8 @@ def test_a_fault_in_the_pass_names_the_derived_tensor_and_writes_no_source():
     register_op("attack_fault", _explode_when(flag), replace=True)
     model = build()
     plan = compile_plan(model, _spec(
-        '{name: f, owner: holder, kind: attribute, formula: "reciprocal(attack_fault(scale) + 1)"}'))
+        '{name: f, owner: holder, kind: attribute, '
+        'formula: "reciprocal(attack_fault(scale) + 1)"}'))
     before = {n: t.clone() for n, t in model.named_parameters()}
     flag[0] = True
     with pytest.raises(PassFault, match=r"holder\.f") as info:
