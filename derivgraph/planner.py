@@ -131,6 +131,7 @@ def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, 
     owners: dict[str, Any] = {}
     sources = source_storages(plan.model, [*graph.sources(), *plan.folds.entries],
                               graph.derived)
+    deps = graph.source_deps()
     for node_id in graph.ordered():
         node = graph.derived.get(node_id)
         if node is None:
@@ -219,7 +220,8 @@ def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, 
                       "the spec or the engine is wrong: fix the formula to match the engine, "
                       "or set `tolerance` if the difference is rounding")
                 continue
-            overlap = overlap_problem(current, node_id, sources)
+            overlap = overlap_problem(current, node_id, sources, deps[node_id],
+                                      exact=worst == 0.0 and node.decl.tolerance == 0.0)
             if overlap is not None:
                 issue(Rule.ADOPTION, f"cannot adopt the engine's {name}: {overlap}", _OVERLAP_FIX)
                 continue

@@ -93,9 +93,15 @@ def source_storages(model: nn.Module, sources: Iterable[str],
     return out
 
 
-def overlap_problem(tensor: torch.Tensor, own_path: str,
-                    sources: dict[str, torch.Tensor]) -> str | None:
-    """Why adopting ``tensor`` (held at ``own_path``) would let the pass write a source."""
+def overlap_problem(tensor: torch.Tensor, own_path: str, sources: dict[str, torch.Tensor],
+                    reads: frozenset[str] = frozenset(), exact: bool = False) -> str | None:
+    """Why adopting ``tensor`` (held at ``own_path``) would let the pass write a source.
+
+    One layout is allowed: a fused tensor whose parts are the sources its formula reads
+    (``exact``: a formula-backed entry equal to the engine's tensor bit for bit, tolerance 0),
+    each source lying wholly inside it, as when an engine ``.set_()``s its loaded weights onto
+    a fused buffer; the pass then writes each part's own bytes back.
+    """
     if tensor.device.type == "meta":
         return None
     base, start, end = _span(tensor)
@@ -104,7 +110,10 @@ def overlap_problem(tensor: torch.Tensor, own_path: str,
                 src.device.type == "meta":
             continue
         other, s_start, s_end = _span(src)
-        if other == base and start < s_end and s_start < end:
-            return (f"its storage overlaps {path} (the engine's tensor is a view of it): the "
-                    "pass would write into that tensor on every run and refill")
+        if other != base or not (start < s_end and s_start < end):
+            continue
+        if exact and path in reads and start <= s_start and s_end <= end:
+            continue  # a part of the fused tensor, rewritten with its own value
+        return (f"its storage overlaps {path} (the engine's tensor is a view of it): the "
+                "pass would write into that tensor on every run and refill")
     return None
