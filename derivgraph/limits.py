@@ -27,6 +27,7 @@ __all__ = [
     "check_budget",
     "check_bytes",
     "check_constant_fold",
+    "check_entry_count",
     "check_formula_text",
     "check_numel",
     "check_path",
@@ -220,6 +221,14 @@ def check_bytes(shape: Iterable[int], itemsize: int, where: str) -> int:
                          "DERIVGRAPH_MAX_TENSOR_BYTES to raise it)",
                          "check the shape the formula builds")
     return nbytes
+
+
+def check_entry_count(count: int) -> None:
+    """Refuse a spec file of more than ``LIMITS.max_derived_per_file`` derived entries."""
+    if count > LIMITS.max_derived_per_file:
+        raise LimitError(f"{count} derived entries in one spec file (limit "
+                         f"{LIMITS.max_derived_per_file})", "split the specs over several "
+                         "files, or gather with each() instead of listing entries")
 
 
 def check_budget(total: int, limit: int, what: str, env: str) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 import networkx as nx
 
 from derivgraph.errors import LimitError, Rule, SourceLocation, SpecIssue
-from derivgraph.limits import LIMITS, check_budget, check_path
+from derivgraph.limits import LIMITS, check_budget, check_entry_count, check_path
 from derivgraph.spec.expr import (
     Attr,
     Call,
@@ -350,9 +350,11 @@ def _crowded_files(specs: list[Spec]) -> dict[str, SpecIssue]:
     for spec in specs:
         counts[spec.location.file] = counts.get(spec.location.file, 0) + len(spec.derived)
         firsts.setdefault(spec.location.file, spec)
-    return {file: SpecIssue(Rule.RESOURCE_LIMIT, f"{n} derived entries in one spec file (limit "
-                            f"{LIMITS.max_derived_per_file})", "split the specs over several "
-                            "files, or gather with each() instead of listing entries",
-                            firsts[file].location, firsts[file].name)
-            for file, n in counts.items() if n > LIMITS.max_derived_per_file}
-
+    crowded = {}
+    for file, n in counts.items():
+        try:
+            check_entry_count(n)
+        except LimitError as exc:
+            crowded[file] = SpecIssue(exc.rule, exc.message, exc.fix, firsts[file].location,
+                                      firsts[file].name)
+    return crowded

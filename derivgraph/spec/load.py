@@ -21,7 +21,7 @@ import yaml
 from pydantic import ValidationError
 
 from derivgraph.errors import Rule, SourceLocation, SpecIssue, SpecValidationError
-from derivgraph.limits import LIMITS
+from derivgraph.limits import LIMITS, LimitError, check_entry_count
 from derivgraph.spec.model import Spec, SpecFile
 
 __all__ = [
@@ -192,12 +192,11 @@ def _check_entry_count(data: Any, file: str, lines: _Lines) -> None:
         return
     count = sum(len(s["derived"]) for s in specs
                 if isinstance(s, dict) and isinstance(s.get("derived"), list))
-    if count > LIMITS.max_derived_per_file:
-        raise SpecValidationError([SpecIssue(
-            Rule.RESOURCE_LIMIT, f"{count} derived entries in one spec file (limit "
-            f"{LIMITS.max_derived_per_file})", "split the specs over several files, or gather "
-            "with each() instead of listing entries", SourceLocation(file, lines.get(
-                ("specs",), 1)))])
+    try:
+        check_entry_count(count)
+    except LimitError as exc:
+        raise SpecValidationError([SpecIssue(exc.rule, exc.message, exc.fix, SourceLocation(
+            file, lines.get(("specs",), 1)))]) from None
 
 
 def _schema_fix(err: dict[str, Any]) -> str:

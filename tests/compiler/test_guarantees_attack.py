@@ -216,3 +216,19 @@ def test_an_op_failing_at_compile_is_a_dg_error_naming_the_node():
     assert issue.rule == Rule.PASS_FAULT and issue.node == "holder.x"
     assert issue.location.file == "attack.yaml" and issue.location.line == 6
     assert_unchanged(model, before)
+
+
+def test_the_model_byte_budget_is_checked_before_allocation(monkeypatch):
+    from derivgraph.limits import LIMITS
+
+    monkeypatch.setattr(LIMITS, "max_model_alloc_bytes", 90)
+    model = build()
+    before = snapshot(model)
+    with pytest.raises(SpecValidationError) as info:
+        compile_plan(model, _spec(
+            '{name: a, owner: holder, kind: attribute, formula: "weight * 2"}',
+            '{name: b, owner: holder, kind: attribute, formula: "weight * 3"}'))
+    (issue,) = info.value.issues
+    assert issue.rule == Rule.RESOURCE_LIMIT and issue.node == "holder.b"  # 48 + 48 bytes > 90
+    assert "DERIVGRAPH_MAX_MODEL_BYTES" in issue.message
+    assert_unchanged(model, before)

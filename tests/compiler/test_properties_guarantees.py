@@ -252,3 +252,13 @@ EXAMPLES = int(os.environ.get("DG_PROP_GUARANTEE_EXAMPLES", "1000"))
 @given(scenarios())
 def test_guarantees_hold_on_random_specs(sc):
     _roundtrip(sc)
+
+
+def test_the_source_check_catches_a_one_element_write():
+    """Canary: the byte comparison of sources goes red on a single changed element."""
+    model = PNet([PLayer(torch.ones(2, 2), torch.ones(2), 2.0)])
+    src = Sources(model)
+    with torch.no_grad():
+        model.layers[0].s[1] = 1.0000001
+    with pytest.raises(AssertionError, match="layers.0.s"):
+        src.assert_same()

@@ -125,3 +125,14 @@ def test_engine_formula_that_is_ignored_is_reported_at_validate(tmp_path, capsys
     with caplog.at_level("WARNING", logger="derivgraph.spec.check"):
         assert _validate([str(path)], capsys)[0] == 0
     assert not caplog.records  # a registered op: the formula is used, nothing to say
+
+
+def test_validate_with_the_model_accepts_a_good_spec(tmp_path, capsys):
+    """Canary for `validate --model`: a spec compile accepts passes it, and the model is not
+    touched (nothing is bound)."""
+    path = tmp_path / "good.yaml"
+    path.write_text("version: 1\nspecs:\n  - name: good\n    target: {module_class: HostileModel}\n"
+                    "    derived:\n      - {name: inv, owner: holder, kind: attribute, "
+                    "formula: 'reciprocal(scale)'}\n")
+    rc, text = _validate(["--model", FACTORY, str(path)], capsys)
+    assert rc == 0 and text.startswith("ok: 1 spec(s)"), text
