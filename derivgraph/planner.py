@@ -221,7 +221,8 @@ def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, 
                       "or set `tolerance` if the difference is rounding")
                 continue
             overlap = overlap_problem(current, node_id, sources, deps[node_id],
-                                      exact=worst == 0.0 and node.decl.tolerance == 0.0)
+                                      exact=worst == 0.0 and node.decl.tolerance == 0.0,
+                                      value=value)
             if overlap is not None:
                 issue(Rule.ADOPTION, f"cannot adopt the engine's {name}: {overlap}", _OVERLAP_FIX)
                 continue

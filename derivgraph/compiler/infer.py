@@ -15,10 +15,9 @@ from derivgraph.compiler.engine import engine_meta
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode
 from derivgraph.compiler.interpret import Failed, MetaInterpreter
 from derivgraph.compiler.ir import NodeKind
-from derivgraph.errors import LimitError, Rule
+from derivgraph.errors import IndexOutOfRange, LimitError, Rule
 from derivgraph.limits import LIMITS, check_budget, check_bytes, check_numel
 from derivgraph.ops import DTYPES
-from derivgraph.ops.registry import IndexOutOfRange
 from derivgraph.spec.kinds import HELD_KINDS, TensorKind, is_engine
 
 __all__ = ["first_feeds", "infer_shapes", "meta_value"]

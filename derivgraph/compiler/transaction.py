@@ -94,16 +94,21 @@ def source_storages(model: nn.Module, sources: Iterable[str],
 
 
 def overlap_problem(tensor: torch.Tensor, own_path: str, sources: dict[str, torch.Tensor],
-                    reads: frozenset[str] = frozenset(), exact: bool = False) -> str | None:
+                    reads: frozenset[str] = frozenset(), exact: bool = False,
+                    value: torch.Tensor | None = None) -> str | None:
     """Why adopting ``tensor`` (held at ``own_path``) would let the pass write a source.
 
-    One layout is allowed: a fused tensor whose parts are the sources its formula reads
-    (``exact``: a formula-backed entry equal to the engine's tensor bit for bit, tolerance 0),
-    each source lying wholly inside it, as when an engine ``.set_()``s its loaded weights onto
-    a fused buffer; the pass then writes each part's own bytes back.
+    Two layouts are allowed for an ``exact`` entry (formula-backed, equal to the engine's
+    tensor bit for bit, tolerance 0), where the pass writes every source byte onto itself:
+    the formula's ``value`` is a view of its source at exactly the engine tensor's place (an
+    unquantized MLA's ``W_UV`` over ``kv_b_proj.weight``), or the sources the formula reads
+    lie wholly inside the tensor (an engine that ``.set_()``s its weights onto a fused buffer).
     """
     if tensor.device.type == "meta":
         return None
+    if exact and isinstance(value, torch.Tensor) and _span(value) == _span(tensor) and \
+            value.shape == tensor.shape and value.stride() == tensor.stride():
+        return None  # the formula is a view at the same place: the pass rewrites it in place
     base, start, end = _span(tensor)
     for path, src in sources.items():
         if path == own_path or src is tensor or src.device != tensor.device or \

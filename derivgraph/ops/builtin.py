@@ -13,7 +13,8 @@ from typing import Any
 
 import torch
 
-from derivgraph.ops.registry import OPS, IndexOutOfRange, dtype_of, register_op
+from derivgraph.errors import IndexOutOfRange
+from derivgraph.ops.registry import OPS, dtype_of, register_op
 
 __all__: list[str] = []
 

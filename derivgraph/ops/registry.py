@@ -119,10 +119,6 @@ def get_op(name: str) -> OpDef:
     return OPS[name]
 
 
-class IndexOutOfRange(IndexError):
-    """A constant index outside its dim (reported as ``DG042 index-out-of-range``)."""
-
-
 def dtype_of(value: Any) -> torch.dtype:
     """A dtype named in a formula (``"float32"``) as a ``torch.dtype``; dtypes pass through."""
     if isinstance(value, torch.dtype):

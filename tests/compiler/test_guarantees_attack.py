@@ -69,7 +69,7 @@ def test_the_transaction_canary_a_successful_compile_does_change_the_model():
 
 @pytest.mark.parametrize("decl", [
     '{name: w_view, owner: holder, kind: engine}',
-    '{name: w_view, owner: holder, kind: attribute, formula: "weight[0:2]"}',
+    '{name: w_view, owner: holder, kind: attribute, formula: "weight[0:2] * 1"}',
     '{name: w_view, owner: holder, kind: engine, formula: "weight[0:2] * 1"}',
 ])
 def test_adopting_storage_that_overlaps_a_source_is_refused(decl):
@@ -80,6 +80,21 @@ def test_adopting_storage_that_overlaps_a_source_is_refused(decl):
     assert [i.rule for i in info.value.issues] == [Rule.ADOPTION]
     assert "weight" in str(info.value)
     assert_unchanged(model, before)
+
+
+def test_an_exact_view_of_a_source_is_adopted_and_rewritten_in_place():
+    """The engine holds a view of a weight and the formula is that very view (an unquantized
+    MLA's W_UV over kv_b_proj.weight): adopted; each pass writes the weight's bytes onto
+    themselves, so no byte of the source changes."""
+    model = build()
+    plan = compile_plan(model, _spec('{name: w_view, owner: holder, kind: attribute, '
+                                     'formula: "weight[0:2]"}'))
+    assert plan.entries["holder.w_view"].adopted
+    with torch.no_grad():
+        model.weight.copy_(torch.randn(4, 3))  # a load
+    loaded = model.weight.clone()
+    plan.run()
+    assert torch.equal(model.weight, loaded) and torch.equal(model.holder.w_view, loaded[0:2])
 
 
 def test_an_engine_copy_is_still_adopted():
