@@ -21,6 +21,7 @@ __all__ = [
     "EngineComputedError",
     "FoldReappliedError",
     "FormulaError",
+    "IndexOutOfRange",
     "LimitError",
     "PackageNotFound",
     "PassFault",
@@ -168,6 +169,12 @@ class LimitError(SpecError):
     def __init__(self, message: str, fix: str):
         super().__init__(message)
         self.rule, self.message, self.fix = Rule.RESOURCE_LIMIT, message, fix
+
+
+class IndexOutOfRange(DerivgraphError, IndexError):
+    """A constant index outside its dim, found on shapes (reported as ``DG042``)."""
+
+    rule = Rule.INDEX_OUT_OF_RANGE
 
 
 class CollectiveGroupError(SpecError):
