@@ -187,12 +187,18 @@ def plan_owners(plan: Plan) -> dict[str, Any]:
     return owners
 
 
+#: Up to this many unmatched specs are named in the warning itself (more: counted).
+_NAMED_UNMATCHED = 3
+
+
 def compile_plan(model: nn.Module, specs: Iterable[Spec] | None = None, *,
-                 require_match: bool = False, strict: bool = True) -> Plan:
+                 require_match: bool | Iterable[str] = False, strict: bool = True) -> Plan:
     """Bind ``specs`` (default: built-in + plugins) to ``model`` and allocate-or-adopt once.
 
     Raises :class:`SpecValidationError` or :class:`AdoptionError` before touching any tensor.
-    ``require_match`` makes a spec that matches no module an error. ``strict`` (the plan's
+    ``require_match`` makes a spec that matches no module an error (``True``: every spec; a
+    collection of spec names: those). Otherwise explicit specs matching nothing are counted in
+    one WARNING line and listed at INFO; ``plan.unmatched`` names them. ``strict`` (the plan's
     default for :meth:`Plan.run`) refuses a reload whose sources changed shape or dtype.
     """
     gc_was_enabled = gc.isenabled()
@@ -204,8 +210,8 @@ def compile_plan(model: nn.Module, specs: Iterable[Spec] | None = None, *,
             gc.enable()
 
 
-def _compile(model: nn.Module, specs: Iterable[Spec] | None, require_match: bool,
-             strict: bool) -> Plan:
+def _compile(model: nn.Module, specs: Iterable[Spec] | None,
+             require_match: bool | Iterable[str], strict: bool) -> Plan:
     from derivgraph.spec.load import default_specs
 
     explicit = specs is not None
@@ -223,18 +229,25 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None, require_match: bool
     matched = {b.spec.name for b in bound}
     unmatched = [spec for spec in specs if spec.name not in matched]
     folds = compile_folds(model, bound, graph.issues, graph.derived)  # fold hook
-    if require_match:
-        for spec in unmatched:
+    required = set() if require_match is False else None if require_match is True else \
+        set(require_match)
+    for spec in unmatched:
+        if required is None or spec.name in required:
             graph.issues.append(SpecIssue(
                 Rule.NO_MATCH, f"spec {spec.name!r} matches no module of "
                 f"{type(model).__name__}", "check target classes, object and where",
                 spec.location))
-    elif unmatched and explicit:
-        logger.warning("%d spec(s) match no module of %s: %s (pass require_match=True to make "
-                       "this an error)", len(unmatched), type(model).__name__,
-                       ", ".join(f"{s.name} ({s.location})" for s in unmatched))
+    if unmatched and explicit and not graph.issues:
+        names = ", ".join(f"{s.name} ({s.location})" for s in unmatched)
+        few = len(unmatched) <= _NAMED_UNMATCHED
+        logger.warning("%d of %d spec(s) match no module of %s%s (require_match makes it an "
+                       "error)", len(unmatched), len(specs), type(model).__name__,
+                       f": {names}" if few else "; listed at INFO level (-v)")
+        if not few:
+            logger.info("specs matching no module of %s: %s", type(model).__name__, names)
     graph.raise_if_issues()
     plan = Plan(model, graph)
+    plan.unmatched = [s.name for s in unmatched]
     plan.strict = strict
     plan.meta_env = graph.meta_env
     plan.folds = folds  # fold hook: compile records the engine's first fold as applied

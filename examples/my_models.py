@@ -63,8 +63,8 @@ class FusedMoE(nn.Module):
         h = torch.einsum("th,eoh->eto", x, self.w13_weight) * scale
         n = self.w2_weight.shape[-1]
         act = torch.nn.functional.silu(h[..., :n]) * h[..., n:]
-        out = torch.einsum("eti,ehi->eth", act, self.w2_weight) * self.w13_weight_scale[:, None, None]
-        return out.sum(0)
+        out = torch.einsum("eti,ehi->eth", act, self.w2_weight)
+        return (out * self.w13_weight_scale[:, None, None]).sum(0)
 
 
 class Block(nn.Module):

@@ -10,8 +10,16 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from derivgraph.cli.common import import_ref
-from derivgraph.errors import DerivgraphError, SpecValidationError
+from derivgraph.cli.audit_runtime import add_require_match, required_names
+from derivgraph.cli.common import (
+    UsageError,
+    add_format,
+    add_verbose,
+    build_model,
+    progress,
+    quiet_third_party,
+)
+from derivgraph.errors import DerivgraphError, Rule, SpecIssue, SpecValidationError
 
 __all__ = ["main"]
 
@@ -24,11 +32,22 @@ def _out(text: str = "") -> None:
 
 # ---- demo ---------------------------------------------------------------------------------------
 
+def check_device(device: str) -> None:
+    import torch
+
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda needs a CUDA GPU, and torch sees none "
+                         "(torch.cuda.is_available() is False); run on cpu")
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from derivgraph.tools.demo import render_table, run_demo
 
-    result = run_demo(device=args.device)
-    _out(json.dumps(result.as_json()) if args.json else render_table(result))
+    check_device(args.device)
+    with progress("demo", enabled=args.format == "text") as step:
+        step(0, None, f"reloads on {args.device}")
+        result = run_demo(device=args.device)
+    _out(json.dumps(result.as_json()) if args.format == "json" else render_table(result))
     return 0 if result.ok() else 1
 
 
@@ -38,15 +57,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from derivgraph.spec.check import check_specs as validate_specs
     from derivgraph.spec.load import load_specs
 
-    try:
-        specs = load_specs(args.paths)
-    except SpecValidationError as exc:
-        _out(str(exc))
-        return 1
+    specs = load_specs(args.paths)  # SpecValidationError: main prints it on stderr, exit 1
     issues = validate_specs(specs)
     if issues:
-        _out(str(SpecValidationError(issues)))
-        return 1
+        raise SpecValidationError(issues)
     _out(f"ok: {len(specs)} spec(s), {sum(len(s.derived) for s in specs)} derived tensor(s)")
     return 0
 
@@ -106,7 +120,7 @@ def cmd_specs(args: argparse.Namespace) -> int:
         "target": s.target.model_dump(exclude_defaults=True),
         "derived": [d.name if not d.owner else f"{d.owner}.{d.name}" for d in s.derived],
     } for s in specs]
-    if args.json:
+    if args.format == "json":
         _out(json.dumps(rows, indent=2))
     else:
         for r in rows:
@@ -117,11 +131,15 @@ def cmd_specs(args: argparse.Namespace) -> int:
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
-    from derivgraph.ops import OPS
+    from derivgraph.spec.expr import op_catalogue  # torch-free: the committed catalogue
 
-    for name in sorted(OPS):
-        op = OPS[name]
-        _out(f"{op.signature():<60} {op.kind:<8} {'out=' if op.out else '    '} {op.doc}")
+    ops = op_catalogue()
+    if args.format == "json":
+        _out(json.dumps(ops, indent=2))
+        return 0
+    for op in ops.values():
+        _out(f"{op['signature']:<60} {op['kind']:<8} {'out=' if op['out'] else '    '} "
+             f"{op['doc']}")
     return 0
 
 
@@ -131,7 +149,7 @@ def _model_and_specs(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     from derivgraph.spec.load import default_specs, load_specs
 
     if args.model:
-        model = import_ref(args.model)()
+        model = build_model(args.model)
         specs = default_specs() + (load_specs(args.specs) if args.specs else [])
     else:
         from derivgraph.tools.reference_models import (
@@ -150,12 +168,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from derivgraph.planner import compile_plan
 
     model, specs = _model_and_specs(args)
-    plan = compile_plan(model, specs)
+    plan = compile_plan(model, specs, require_match=required_names(args))
+    require_some_match(args, len(plan), model)
     if args.source:
         _out(plan.source())
         return 0
     rows = plan.rows()
-    if args.json:
+    if args.format == "json":
         _out(json.dumps(rows, indent=2))
         return 0
     cols = ["node", "owner", "kind", "shape", "dtype", "bytes", "op"]
@@ -176,14 +195,26 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 # ---- parser -------------------------------------------------------------------------------------
 
+def require_some_match(args: argparse.Namespace, declared: int, model: Any) -> None:
+    """``--require-match`` without ``--specs``: a plan declaring nothing is an error."""
+    if getattr(args, "require_match", False) and not args.specs and not declared:
+        raise SpecValidationError([SpecIssue(
+            Rule.NO_MATCH, f"no spec matches a module of {type(model).__name__}",
+            "give the model's specs with --specs, or check their targets")])
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from derivgraph import __version__
+
     parser = argparse.ArgumentParser(prog="derivgraph", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    parser.add_argument("--version", action="version", version=f"derivgraph {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="log at INFO level, list what is only counted otherwise")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("demo", help="naive vs derivgraph reload under a captured graph")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_format(p)
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("validate", help="check spec files (exit 1 on any error)")
@@ -192,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("graph", help="draw a spec file's dependency graph")
     p.add_argument("spec")
-    p.add_argument("--format", default="text", choices=["text", "dot", "mermaid"])
+    add_format(p, ("text", "dot", "mermaid"))
     p.set_defaults(func=cmd_graph)
 
     p = sub.add_parser("plan", help="the compiled plan of a model")
@@ -200,23 +231,35 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: the demo's reference model)")
     p.add_argument("--specs", nargs="*", help="extra YAML spec files or folders")
     p.add_argument("--source", action="store_true", help="print the reload pass as Python")
-    p.add_argument("--json", action="store_true")
+    add_require_match(p)
+    add_format(p)
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("schema", help="print the spec JSON Schema")
     p.set_defaults(func=cmd_schema)
 
     p = sub.add_parser("specs", help="list the built-in and plugin specs")
-    p.add_argument("--json", action="store_true")
+    add_format(p)
     p.set_defaults(func=cmd_specs)
 
     p = sub.add_parser("ops", help="list the formula ops")
+    add_format(p)
     p.set_defaults(func=cmd_ops)
 
     _add_audit(sub)
     importlib.import_module("derivgraph.cli.bench").add_parser(sub)  # derivgraph bench
     importlib.import_module("derivgraph.cli.trace").add_parser(sub)  # derivgraph trace
+    _verbose_everywhere(parser)
     return parser
+
+
+def _verbose_everywhere(parser: argparse.ArgumentParser) -> None:
+    """Let every subcommand take ``-v`` after its name too."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                add_verbose(child)
+                _verbose_everywhere(child)
 
 
 def _add_audit(sub: Any) -> None:
@@ -231,9 +274,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    if not args.verbose:
+        quiet_third_party()
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         return func(args)
+    except UsageError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
     except DerivgraphError as exc:
         sys.stderr.write(f"{exc}\n")
         return 1

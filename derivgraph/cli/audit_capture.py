@@ -7,6 +7,9 @@ import json
 import sys
 from typing import Any
 
+from derivgraph.cli.audit_runtime import add_require_match, required_names
+from derivgraph.cli.common import add_format
+
 __all__ = ["add_parser", "cmd_capture"]
 
 _EPILOG = """\
@@ -23,8 +26,9 @@ protocol:
   no spec declares: stale or freed after a reload). Undeclared reads are shown with the
   ops that read them and a best-effort owner: a census path, a module global, or '?'.
 
-exit status: 0, or with --strict 1 when the graph reads an undeclared tensor (DG061);
-1 also when a spec is invalid or cannot be adopted.
+exit status: 0 (the last line says PASS, or FINDINGS: a report), or with --strict 1 (the
+last line says FAIL) when the graph reads an undeclared tensor (DG061); 1 also when a spec
+is invalid or cannot be adopted; 2 when a reference does not resolve.
 
 example:
   derivgraph audit capture --model my_models:build --forward my_models:static_input \\
@@ -49,7 +53,8 @@ def add_parser(audit_sub: Any) -> argparse.ArgumentParser:
                    help="compile no plan: every derived tensor the graph reads is undeclared")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when the graph reads an undeclared long-lived tensor")
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    add_format(p)
+    add_require_match(p)
     p.add_argument("--limit", type=int, default=30, help="reads shown per class (text)")
     p.set_defaults(func=cmd_capture)
     return p
@@ -60,23 +65,25 @@ def cmd_capture(args: argparse.Namespace) -> int:
     import torch
 
     from derivgraph.audit.runtime.capture import audit_capture
-    from derivgraph.cli.common import import_ref
+    from derivgraph.cli.app import require_some_match
+    from derivgraph.cli.common import UsageError, build_model, import_ref
     from derivgraph.planner import compile_plan
     from derivgraph.spec.load import default_specs, load_specs
 
-    model = import_ref(args.model)()
+    model = build_model(args.model)
     made = import_ref(args.forward)(model)
     forward, static_input = made if isinstance(made, tuple) else (None, made)
     if not isinstance(static_input, torch.Tensor):
-        raise SystemExit(f"error: {args.forward} returned {type(static_input).__name__}, "
+        raise UsageError(f"{args.forward} returned {type(static_input).__name__}, "
                          "not a tensor or a (forward, tensor) pair")
     declared = None
     if not args.no_plan:
         specs = default_specs() + (load_specs(args.specs) if args.specs else [])
-        declared = compile_plan(model, specs).declared()
+        declared = compile_plan(model, specs, require_match=required_names(args)).declared()
+        require_some_match(args, len(declared), model)
     report = audit_capture(model, static_input, forward, declared=declared)
     if args.format == "json":
         sys.stdout.write(json.dumps(report.as_json(), indent=2) + "\n")
     else:
-        sys.stdout.write(report.render(args.limit) + "\n")
+        sys.stdout.write(report.render(args.limit, strict=args.strict) + "\n")
     return 1 if args.strict and not report.ok() else 0

@@ -8,6 +8,8 @@ import logging
 import sys
 from typing import Any
 
+from derivgraph.cli.common import add_format
+
 __all__ = ["add_runtime_parser", "cmd_runtime"]
 
 logger = logging.getLogger(__name__)
@@ -55,9 +57,11 @@ protocol:
   with a fresh evaluation of its spec after each reload (SPEC-VALUE, DG055): it catches a
   tensor something wrote after the pass, or an engine computing it otherwise than the spec.
 
-exit status: 0, or with --strict 1 on any moved, stale, unrefreshed or gone finding, any
+exit status: 0 (the last line then says PASS, or FINDINGS: a report), or with --strict 1
+(the last line says FAIL) on any moved, stale, unrefreshed or gone finding, any
 spec-value difference or any undeclared one (with --repeat: on any tensor or scalar
-changed); 1 also when a spec is invalid or cannot be adopted.
+changed); 1 also when a spec is invalid or cannot be adopted; 2 when a reference does not
+resolve.
 
 example:
   derivgraph audit runtime --model my_models:build_a --reload my_models:load_b \\
@@ -105,12 +109,31 @@ def add_runtime_parser(audit_sub: Any) -> argparse.ArgumentParser:
                    help="paths to skip, e.g. '*.workspace' (scratch with meaningless values)")
     p.add_argument("--max-depth", type=int, default=12,
                    help="attribute hops from a module the census follows (default 12)")
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    add_format(p)
+    add_require_match(p)
     p.add_argument("--limit", type=int, default=30, help="findings shown per reload (text)")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 on any moved, stale, gone or undeclared finding")
     p.set_defaults(func=cmd_runtime)
     return p
+
+
+def add_require_match(p: argparse.ArgumentParser) -> None:
+    """``--require-match`` (plan, audit runtime, audit capture)."""
+    p.add_argument("--require-match", action="store_true",
+                   help="exit 1 (DG rule no-match) when a spec of --specs matches no module "
+                   "(without --specs: when no spec matches); otherwise the built-in specs "
+                   "that match nothing are only counted (-v lists them)")
+
+
+def required_names(args: argparse.Namespace) -> bool | list[str]:
+    """``require_match`` for :func:`~derivgraph.planner.compile_plan` from ``--require-match``:
+    the names of the ``--specs`` specs (none given: nothing required by name)."""
+    if not getattr(args, "require_match", False) or not args.specs:
+        return False
+    from derivgraph.spec.load import load_specs
+
+    return [s.name for s in load_specs(args.specs)]
 
 
 def cmd_runtime(args: argparse.Namespace) -> int:
@@ -132,7 +155,8 @@ def cmd_runtime(args: argparse.Namespace) -> int:
     report = audit_reload(factory, reload, cold=cold,
                           reload_back=reload if args.round_trip else None, specs=specs,
                           refill=not args.no_refill, ignore=args.ignore,
-                          max_depth=args.max_depth, verify_specs=args.verify_specs)
+                          max_depth=args.max_depth, verify_specs=args.verify_specs,
+                          require_match=required_names(args))
     _emit(report, args)
     if not report.stale_checked:
         sys.stderr.write("note: stale values were not checked; give --cold or --round-trip\n")
@@ -144,7 +168,7 @@ def _emit(report: Any, args: argparse.Namespace) -> None:
     if args.format == "json":
         sys.stdout.write(json.dumps(report.as_json(), indent=2) + "\n")
     else:
-        sys.stdout.write(report.render(args.limit) + "\n")
+        sys.stdout.write(report.render(args.limit, strict=args.strict) + "\n")
 
 
 def _repeat(args: argparse.Namespace, factory: Any, reload: Any, cold: Any, specs: Any) -> int:
@@ -152,6 +176,6 @@ def _repeat(args: argparse.Namespace, factory: Any, reload: Any, cold: Any, spec
 
     report = repeat_oracle(factory, reload, cold=cold, repeat=args.repeat, specs=specs,
                            refill=not args.no_refill, ignore=args.ignore,
-                           max_depth=args.max_depth)
+                           max_depth=args.max_depth, require_match=required_names(args))
     _emit(report, args)
     return 1 if args.strict and not report.ok() else 0

@@ -13,10 +13,12 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from derivgraph.audit.static.scan import Progress, StaticReport, scan
-from derivgraph.errors import PackageNotFound
+from derivgraph.cli.common import add_format
+
+if TYPE_CHECKING:  # the scanner loads only when the command runs (fast --help)
+    from derivgraph.audit.static.scan import Progress, StaticReport
 
 __all__ = ["add_static_parser", "cmd_static"]
 
@@ -43,7 +45,7 @@ def add_static_parser(audit_sub: Any) -> None:
                    help="an installed package to scan, located without importing it (e.g. vllm)")
     p.add_argument("--specs", nargs="+", action="extend", default=[], metavar="PATH",
                    help="extra YAML spec files or folders (added to the built-in library)")
-    p.add_argument("--format", default="text", choices=["text", "json", "sarif"])
+    add_format(p, ("text", "json", "sarif"))
     p.add_argument("--strict", action="store_true",
                    help="exit 1 on any undeclared error or warning finding")
     p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE")
@@ -131,6 +133,9 @@ def cmd_static(args: argparse.Namespace) -> int:
     if not args.paths and not args.package:
         sys.stderr.write("error: give PATH(s) to scan or --package NAME\n")
         return 2
+    from derivgraph.audit.static.scan import scan
+    from derivgraph.errors import PackageNotFound
+
     specs = _load_specs(args.specs)
     try:
         with _progress() as progress:
@@ -151,4 +156,8 @@ def cmd_static(args: argparse.Namespace) -> int:
     if report.nothing_scanned:
         sys.stderr.write("error: nothing could be scanned (no Python files, or none parsed)\n")
         return 2
+    if args.strict and args.format == "text" and not args.output:
+        failing = report.undeclared()
+        sys.stdout.write(("FAIL" if failing else "PASS") + f": {len(failing)} undeclared "
+                         "error/warning site(s) (--strict)\n")
     return 1 if args.strict and report.undeclared() else 0
