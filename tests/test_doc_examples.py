@@ -177,7 +177,7 @@ def test_every_block_is_run_or_says_why_not() -> None:
             assert block.markers.keys() & {"output", "skip", "long"}, \
                 f"{block.id}: a {block.lang or 'plain'} block needs an output or skip marker"
     not_run = [b for b in BLOCKS if b.not_run_reason()]
-    assert len(not_run) <= len(BLOCKS) // 4, [b.id for b in not_run]
+    assert len(not_run) <= len(BLOCKS) // 3, [b.id for b in not_run]
 
 
 # ---- the parser itself: markers cannot be misspelt, misplaced or left without a reason --------

@@ -10,16 +10,18 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from derivgraph.cli.audit_runtime import add_require_match, required_names
 from derivgraph.cli.common import (
     UsageError,
     add_format,
+    add_require_match,
     add_verbose,
     build_model,
     progress,
     quiet_third_party,
+    require_some_match,
+    required_names,
 )
-from derivgraph.errors import DerivgraphError, Rule, SpecIssue, SpecValidationError
+from derivgraph.errors import DerivgraphError, SpecValidationError
 
 __all__ = ["main"]
 
@@ -194,14 +196,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 # ---- parser -------------------------------------------------------------------------------------
-
-def require_some_match(args: argparse.Namespace, declared: int, model: Any) -> None:
-    """``--require-match`` without ``--specs``: a plan declaring nothing is an error."""
-    if getattr(args, "require_match", False) and not args.specs and not declared:
-        raise SpecValidationError([SpecIssue(
-            Rule.NO_MATCH, f"no spec matches a module of {type(model).__name__}",
-            "give the model's specs with --specs, or check their targets")])
-
 
 def build_parser() -> argparse.ArgumentParser:
     from derivgraph import __version__

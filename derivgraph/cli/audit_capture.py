@@ -7,8 +7,7 @@ import json
 import sys
 from typing import Any
 
-from derivgraph.cli.audit_runtime import add_require_match, required_names
-from derivgraph.cli.common import add_format
+from derivgraph.cli.common import add_format, add_require_match, required_names
 
 __all__ = ["add_parser", "cmd_capture"]
 
@@ -65,8 +64,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
     import torch
 
     from derivgraph.audit.runtime.capture import audit_capture
-    from derivgraph.cli.app import require_some_match
-    from derivgraph.cli.common import UsageError, build_model, import_ref
+    from derivgraph.cli.common import UsageError, build_model, import_ref, require_some_match
     from derivgraph.planner import compile_plan
     from derivgraph.spec.load import default_specs, load_specs
 

@@ -8,7 +8,7 @@ import logging
 import sys
 from typing import Any
 
-from derivgraph.cli.common import add_format
+from derivgraph.cli.common import add_format, add_require_match, required_names
 
 __all__ = ["add_runtime_parser", "cmd_runtime"]
 
@@ -116,24 +116,6 @@ def add_runtime_parser(audit_sub: Any) -> argparse.ArgumentParser:
                    help="exit 1 on any moved, stale, gone or undeclared finding")
     p.set_defaults(func=cmd_runtime)
     return p
-
-
-def add_require_match(p: argparse.ArgumentParser) -> None:
-    """``--require-match`` (plan, audit runtime, audit capture)."""
-    p.add_argument("--require-match", action="store_true",
-                   help="exit 1 (DG rule no-match) when a spec of --specs matches no module "
-                   "(without --specs: when no spec matches); otherwise the built-in specs "
-                   "that match nothing are only counted (-v lists them)")
-
-
-def required_names(args: argparse.Namespace) -> bool | list[str]:
-    """``require_match`` for :func:`~derivgraph.planner.compile_plan` from ``--require-match``:
-    the names of the ``--specs`` specs (none given: nothing required by name)."""
-    if not getattr(args, "require_match", False) or not args.specs:
-        return False
-    from derivgraph.spec.load import load_specs
-
-    return [s.name for s in load_specs(args.specs)]
 
 
 def cmd_runtime(args: argparse.Namespace) -> int:

@@ -18,8 +18,12 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ProgressFn", "UsageError", "add_format", "add_verbose", "build_model", "import_ref",
-           "progress", "quiet_third_party", "verdict"]
+from derivgraph.errors import Rule, SpecIssue, SpecValidationError
+
+__all__ = [
+    "ProgressFn", "UsageError", "add_format", "add_require_match", "add_verbose", "build_model",
+    "import_ref", "progress", "quiet_third_party", "require_some_match", "required_names",
+]
 
 #: ``progress(done, total, label)``: one step of a long command finished.
 ProgressFn = Callable[[int, "int | None", str], None]
@@ -88,12 +92,32 @@ def build_model(ref: str, what: str = "FACTORY") -> Any:
     return model
 
 
-def verdict(ok: bool, strict: bool) -> str:
-    """The first word of an audit's last line: PASS, FAIL (only with ``--strict``, which is
-    what makes findings fail) or FINDINGS (a report: the command exits 0)."""
-    if ok:
-        return "PASS"
-    return "FAIL" if strict else "FINDINGS"
+# ---- --require-match -----------------------------------------------------------------------------
+
+def add_require_match(p: argparse.ArgumentParser) -> None:
+    """``--require-match`` (plan, audit runtime, audit capture)."""
+    p.add_argument("--require-match", action="store_true",
+                   help="exit 1 (DG rule no-match) when a spec of --specs matches no module "
+                   "(without --specs: when no spec matches); otherwise the built-in specs "
+                   "that match nothing are only counted (-v lists them)")
+
+
+def required_names(args: argparse.Namespace) -> bool | list[str]:
+    """``require_match`` for :func:`~derivgraph.planner.compile_plan` from ``--require-match``:
+    the names of the ``--specs`` specs (none given: nothing required by name)."""
+    if not getattr(args, "require_match", False) or not args.specs:
+        return False
+    from derivgraph.spec.load import load_specs
+
+    return [s.name for s in load_specs(args.specs)]
+
+
+def require_some_match(args: argparse.Namespace, declared: int, model: Any) -> None:
+    """``--require-match`` without ``--specs``: a plan declaring nothing is an error."""
+    if getattr(args, "require_match", False) and not args.specs and not declared:
+        raise SpecValidationError([SpecIssue(
+            Rule.NO_MATCH, f"no spec matches a module of {type(model).__name__}",
+            "give the model's specs with --specs, or check their targets")])
 
 
 # ---- noise --------------------------------------------------------------------------------------

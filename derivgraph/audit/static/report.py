@@ -20,9 +20,9 @@ from derivgraph.audit.static.sites import CATEGORIES
 __all__ = ["render_json", "render_text", "sort_findings"]
 
 _COLUMNS = ("severity", "location", "class.function", "attribute", "category", "verdict", "why")
-_WHOLE = ("severity", "location")
-#: Width the five other columns need to stay readable; narrower output gets plain blocks.
-_OTHER_COLUMNS_MIN = 90
+_WHOLE = ("severity", "location", "attribute")
+#: Width the four other columns need to stay readable; narrower output gets plain blocks.
+_OTHER_COLUMNS_MIN = 70
 
 
 def render_json(report: StaticReport) -> str:
@@ -124,7 +124,7 @@ def _rich_tables(rich: ModuleType, groups: list[tuple[str, list[tuple[str, ...]]
             continue
         table = table_mod.Table(title=title, show_lines=True, expand=True)
         for i, (col, ratio) in enumerate(zip(_COLUMNS, (1, 4, 3, 3, 2, 2, 6))):
-            whole = col in _WHOLE  # never cut or wrapped: a severity, a clickable file:line
+            whole = col in _WHOLE  # never cut or wrapped: severity, clickable file:line, attribute
             table.add_column(col, overflow="fold", ratio=None if whole else ratio,
                              no_wrap=whole or col == "category",
                              min_width=max(len(col), *(len(r[i]) for r in rows)) if whole
