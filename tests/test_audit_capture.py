@@ -20,10 +20,11 @@ from derivgraph.audit.runtime.capture import (
     ReadClass,
     audit_capture,
 )
+from derivgraph.audit.runtime.reads import ReadRecorder
 from derivgraph.cli import main
 from derivgraph.planner import compile_plan
-from derivgraph.runtime.replay import ReadRecorder, capture
 from derivgraph.spec.load import load_specs
+from derivgraph.tools.forward_capture import capture
 from tests.fixtures import capture_canaries as cc
 
 MODEL = "tests/fixtures/capture_canaries.py"

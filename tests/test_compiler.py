@@ -253,3 +253,99 @@ def test_source_shape_change_reallocates_in_permissive_mode():
     assert model.sq.shape == (6, 3) and torch.equal(model.sq, model.weight * 2.0)
     assert model.inv is inv  # unaffected tensors keep their storage
     assert plan.run(verify=True).moved == []
+
+
+def test_traceback_through_the_pass_shows_the_generated_line(boom_op):
+    """The generated pass is registered with linecache: a fault's traceback prints its line."""
+    import traceback
+
+    model = Toy()
+    plan = compile_plan(model, [_spec(_d("t", "test_boom(weight)"))])
+    _Boom.armed = True
+    with pytest.raises(PassFault) as err:
+        plan.run()
+    text = "".join(traceback.format_exception(err.value))
+    assert "<derivgraph reload_pass" in text
+    assert "ops.test_boom.out(src_weight, out=t)" in text  # the generated line, not a blank
+
+
+def _exec_printed(plan, kind="run", updated=None):
+    """Run the printed text of ``plan.source(kind, updated=...)`` in a copy of its namespace."""
+    from derivgraph.runtime.report import RunReport
+
+    src = plan.source(kind, updated=updated)
+    namespace = dict(plan.bindings)
+    exec(compile(src, "<printed>", "exec"), namespace)
+    name = kind if updated is None else f"{kind}_updated"
+    report = RunReport(mode="refill" if kind == "refill" else "recompute")
+    with torch.no_grad():
+        namespace[name](report)
+    return report
+
+
+def _poison(plan):
+    for e in plan.entries.values():
+        if isinstance(e.storage, torch.Tensor) and e.storage.dtype.is_floating_point:
+            e.storage.fill_(float("nan"))
+
+
+@pytest.mark.parametrize("updated", [None, ["layers.1.moe"]])
+def test_printed_run_is_what_run_executes(updated):
+    model, plan, weights = _reference()
+    model.load_weights(weights["B"])
+    printed_report = _exec_printed(plan, "run", updated)
+    printed = _snapshot(plan)
+    _poison(plan)
+    model.load_weights(weights["A"])
+    plan.run()
+    model.load_weights(weights["B"])
+    report = plan.run(updated)
+    after = _snapshot(plan)
+    assert printed.keys() == after.keys()
+    for k in printed:
+        assert bits_equal(printed[k], after[k]), k
+    assert (printed_report.steps, printed_report.written) == (report.steps, report.written)
+    if updated is not None:
+        assert "def run_updated(report):" in plan.source(updated=updated)
+        assert "partial_pass" in plan.source(updated=updated)
+
+
+def test_printed_refill_is_what_refill_executes():
+    """A refill copies what the engine rebuilt and recomputes the rest; so does its text."""
+    model = ToyStack(2)
+    spec = _spec(_d("inv", "reciprocal(scale)"), _d("sq", "weight * 2.0"),
+                 _d("m", "amax(scale)", "scalar"))
+    plan = compile_plan(model, [spec])
+    src = plan.source("refill")
+    assert "def refill(report):" in src and "take_engine_values(report)" in src
+    assert src.endswith(plan.program.source)
+
+    def engine_reload(seed):
+        for i, layer in enumerate(model.layers):
+            layer.load(seed=seed + i)
+            layer.inv = torch.reciprocal(layer.scale)  # the engine rebuilt this one only
+
+    engine_reload(7)
+    printed_report = _exec_printed(plan, "refill")
+    printed = {**_snapshot(plan), **{f"layers.{i}.m": layer.m
+                                     for i, layer in enumerate(model.layers)}}
+    _poison(plan)
+    engine_reload(3)
+    plan.refill()
+    engine_reload(7)
+    report = plan.refill()
+    after = {**_snapshot(plan), **{f"layers.{i}.m": layer.m
+                                   for i, layer in enumerate(model.layers)}}
+    for k, value in printed.items():
+        assert bits_equal(value, after[k]) if isinstance(value, torch.Tensor) \
+            else value == after[k], k
+    assert printed_report.taken_from_engine == report.taken_from_engine == 2
+    assert bits_equal(model.layers[1].sq, model.layers[1].weight * 2.0)
+
+
+def test_printed_bound_views_show_their_base():
+    model = ToyStack(2)
+    plan = compile_plan(model, [_spec(_d("w2", "weight[1:3]"))])
+    src = plan.source()
+    assert "= ops.getitem.fn(src_layers_0_weight, slice(1, 3, None))" in src
+    assert "%" not in src  # no node id stands in for a value

@@ -7,7 +7,7 @@ import torch
 
 from derivgraph import compile_plan, load_specs
 from derivgraph.planner import bits_equal
-from derivgraph.runtime.replay import capture
+from derivgraph.tools.forward_capture import capture
 from derivgraph.tools.reference_models import (
     RefConfig,
     build_reference_model,

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from derivgraph import compile_plan, load_specs
-from derivgraph.runtime.replay import capture
 from derivgraph.tools.demo import run_demo
+from derivgraph.tools.forward_capture import capture
 from derivgraph.tools.reference_models import (
     RefConfig,
     build_reference_model,

@@ -22,7 +22,7 @@ from derivgraph.examples.muse_spark import (
     materialize_residual_path_constants,
 )
 from derivgraph.paths import get_path
-from derivgraph.runtime.replay import capture
+from derivgraph.tools.forward_capture import capture
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -29,7 +29,7 @@ from derivgraph.examples.muse_spark import (  # noqa: E402
     make_muse_weights,
 )
 from derivgraph.paths import get_path  # noqa: E402
-from derivgraph.runtime.replay import capture  # noqa: E402
+from derivgraph.tools.forward_capture import capture  # noqa: E402
 
 SPEC = Path(__file__).resolve().parents[1] / "specs" / "vllm_muse_spark.yaml"
 CFG = MuseSparkTextConfig()

@@ -15,7 +15,7 @@ import torch
 
 pytest.importorskip("vllm")
 
-from derivgraph.runtime.replay import capture  # noqa: E402
+from derivgraph.tools.forward_capture import capture  # noqa: E402
 from tests.fixtures import vllm_models as vm  # noqa: E402
 from vllm_integration import session  # noqa: E402
 from vllm_integration.snapshot import compare, snapshot  # noqa: E402

@@ -7,7 +7,16 @@ import json
 import sys
 from typing import Any
 
-from derivgraph.cli.common import add_format, add_require_match, required_names
+from derivgraph.cli.common import (
+    UsageError,
+    add_format,
+    add_require_match,
+    build_model,
+    import_ref,
+    require_some_match,
+    required_names,
+    specs_from_args,
+)
 
 __all__ = ["add_parser", "cmd_capture"]
 
@@ -61,12 +70,10 @@ def add_parser(audit_sub: Any) -> argparse.ArgumentParser:
 
 def cmd_capture(args: argparse.Namespace) -> int:
     """Run :func:`~derivgraph.audit.runtime.capture.audit_capture` as the arguments say."""
-    import torch
+    import torch  # lazy: torch loads only when the command runs
 
-    from derivgraph.audit.runtime.capture import audit_capture
-    from derivgraph.cli.common import UsageError, build_model, import_ref, require_some_match
-    from derivgraph.planner import compile_plan
-    from derivgraph.spec.load import default_specs, load_specs
+    from derivgraph.audit.runtime.capture import audit_capture  # lazy: torch
+    from derivgraph.planner import compile_plan  # lazy: torch
 
     model = build_model(args.model)
     made = import_ref(args.forward)(model)
@@ -76,8 +83,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
                          "not a tensor or a (forward, tensor) pair")
     declared = None
     if not args.no_plan:
-        specs = default_specs() + (load_specs(args.specs) if args.specs else [])
-        declared = compile_plan(model, specs, require_match=required_names(args)).declared()
+        declared = compile_plan(model, specs_from_args(args.specs),
+                                require_match=required_names(args)).declared()
         require_some_match(args, len(declared), model)
     report = audit_capture(model, static_input, forward, declared=declared)
     if args.format == "json":

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from derivgraph.cli.common import add_format, progress
+from derivgraph.cli.common import add_format, check_device, progress
 
 __all__ = ["add_parser"]
 
@@ -26,8 +26,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _cmd(args: argparse.Namespace) -> int:
-    from derivgraph.cli.app import check_device
-    from derivgraph.tools.bench import bench
+    from derivgraph.tools.bench import bench  # lazy: torch at startup
 
     check_device(args.device)
     with progress("bench", enabled=args.format == "text") as step:

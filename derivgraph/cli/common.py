@@ -16,13 +16,17 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from derivgraph.errors import Rule, SpecIssue, SpecValidationError
 
+if TYPE_CHECKING:
+    from derivgraph.spec.model import Spec
+
 __all__ = [
     "ProgressFn", "UsageError", "add_format", "add_require_match", "add_verbose", "build_model",
-    "import_ref", "progress", "quiet_third_party", "require_some_match", "required_names",
+    "check_device", "import_ref", "load_model_and_specs", "progress", "quiet_third_party",
+    "require_some_match", "required_names", "specs_from_args",
 ]
 
 #: ``progress(done, total, label)``: one step of a long command finished.
@@ -90,6 +94,39 @@ def build_model(ref: str, what: str = "FACTORY") -> Any:
         raise UsageError(f"{ref}() returned {type(model).__name__}, not a torch.nn.Module; "
                          f"--model needs a {what}() returning a loaded model")
     return model
+
+
+def specs_from_args(extra: Sequence[str] | None) -> list[Spec]:
+    """The built-in and plugin specs, plus those in the ``--specs`` files or folders."""
+    from derivgraph.spec.load import default_specs, load_specs  # lazy: pydantic at startup
+
+    return default_specs() + (load_specs(extra) if extra else [])
+
+
+def load_model_and_specs(args: argparse.Namespace) -> tuple[Any, list[Spec]]:
+    """``--model`` built with the library and ``--specs``; without ``--model``, the demo's
+    reference model with its own spec file plus ``--specs``."""
+    if args.model:
+        return build_model(args.model), specs_from_args(args.specs)
+    from derivgraph.spec.load import load_specs  # lazy: pydantic at startup
+    from derivgraph.tools.reference_models import (  # lazy: torch at startup
+        RefConfig,
+        build_reference_model,
+        make_weights,
+        reference_spec_path,
+    )
+
+    model = build_reference_model(make_weights(RefConfig(), 0))
+    return model, load_specs([reference_spec_path(), *(args.specs or [])])
+
+
+def check_device(device: str) -> None:
+    """``--device cuda`` without a GPU is a :class:`UsageError`."""
+    import torch  # lazy: torch at startup
+
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda needs a CUDA GPU, and torch sees none "
+                         "(torch.cuda.is_available() is False); run on cpu")
 
 
 # ---- --require-match -----------------------------------------------------------------------------

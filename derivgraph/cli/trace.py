@@ -10,7 +10,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from derivgraph.cli.common import UsageError, add_format, progress, quiet_third_party
+from derivgraph.cli.common import (
+    UsageError,
+    add_format,
+    import_ref,
+    progress,
+    quiet_third_party,
+)
 
 __all__ = ["add_parser", "cmd_trace", "default_post_load"]
 
@@ -102,14 +108,13 @@ def cmd_trace(args: argparse.Namespace) -> int:
     """Trace, prove, print, write. Exit 0 only when every draft is proven."""
     if args.package:
         return _trace_package(args)
-    from derivgraph.cli.common import import_ref
-    from derivgraph.trace.api import trace_model
+    from derivgraph.trace.api import trace_model  # lazy: torch at startup
 
     if args.model:
         factory = import_ref(args.model)
         origin = args.model
     else:
-        from derivgraph.tools.reference import reference_model
+        from derivgraph.tools.reference import reference_model  # lazy: torch at startup
 
         factory, origin = reference_model, "derivgraph.tools.reference:reference_model"
         args.post_load = args.post_load or "derivgraph.tools.reference:reference_post_load"
@@ -139,7 +144,7 @@ def _trace_package(args: argparse.Namespace) -> int:
                          f"derivgraph vLLM integration): {exc}") from None
     if not args.verbose:
         quiet_third_party()  # vLLM installed its own handlers on import
-    from derivgraph.trace.api import trace_builder
+    from derivgraph.trace.api import trace_builder  # lazy: torch at startup
 
     json_out = args.format == "json"
     with progress("trace --package vllm", enabled=not json_out) as step:

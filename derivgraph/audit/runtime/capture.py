@@ -2,7 +2,7 @@
 
 While a graph is captured (a real ``torch.cuda.graph``, vLLM's CUDA-graph wrapper, or the
 CPU recording of :mod:`derivgraph.runtime.replay`), a
-:class:`~derivgraph.runtime.replay.ReadRecorder`
+:class:`~derivgraph.audit.runtime.reads.ReadRecorder`
 records every storage the captured ops read. Each is classified:
 
 * ``parameter`` — a registered parameter or buffer of the model (kept in place by the engine);
@@ -32,8 +32,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from derivgraph.audit.runtime.census import take_census
+from derivgraph.audit.runtime.reads import ReadRecorder, StorageKey, storage_key
 from derivgraph.errors import CaptureAuditError
-from derivgraph.runtime.replay import ReadRecorder, StorageKey, capture, storage_key
+from derivgraph.tools.forward_capture import capture
 
 __all__ = [
     "CaptureAudit", "CaptureAuditError", "CaptureAuditReport", "CapturedRead", "ReadClass",
@@ -132,8 +134,6 @@ def _keys(tensors: Iterable[Any]) -> dict[StorageKey, int]:
 
 
 def _census_paths(models: Sequence[nn.Module]) -> dict[StorageKey, str]:
-    from derivgraph.audit.runtime.census import take_census
-
     out: dict[StorageKey, str] = {}
     for i, model in enumerate(models):
         prefix = f"model[{i}]." if len(models) > 1 else ""
