@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from derivgraph.errors import Rule, SpecIssue, SpecValidationError
+from derivgraph.errors import Rule, SpecIssue, SpecValidationError, UsageError
 
 if TYPE_CHECKING:
     from derivgraph.spec.model import Spec
@@ -31,10 +31,6 @@ __all__ = [
 
 #: ``progress(done, total, label)``: one step of a long command finished.
 ProgressFn = Callable[[int, "int | None", str], None]
-
-
-class UsageError(Exception):
-    """A user mistake the command cannot run with (exit 2, one line on stderr)."""
 
 
 def add_format(p: argparse.ArgumentParser, choices: Sequence[str] = ("text", "json")) -> None:
