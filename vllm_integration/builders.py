@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from derivgraph.errors import DerivgraphError
+
 __all__ = ["LAYERS", "NotRunnable", "VllmCase", "cases"]
 
 logger = logging.getLogger(__name__)
@@ -45,7 +47,7 @@ logger = logging.getLogger(__name__)
 E, H, N, LAYERS = 4, 256, 128, 2
 
 
-class NotRunnable(RuntimeError):
+class NotRunnable(DerivgraphError, RuntimeError):
     """vLLM's code for this case cannot run here; ``reason`` says why."""
 
     def __init__(self, reason: str):
