@@ -34,6 +34,7 @@ __all__ = [
     "SpecValidationError",
     "StrictReloadError",
     "Unexpressible",
+    "UsageError",
 ]
 
 
@@ -241,6 +242,11 @@ class CaptureAuditError(DerivgraphError):
 
 class PackageNotFound(DerivgraphError, LookupError):
     """``--package NAME`` names nothing importable from this interpreter."""
+
+
+class UsageError(DerivgraphError):
+    """A command-line mistake the command cannot run with: a reference that does not resolve,
+    a factory that is no model factory, ``--device cuda`` without a GPU (exit 2, one line)."""
 
 
 class Unexpressible(DerivgraphError):
