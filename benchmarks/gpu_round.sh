@@ -17,9 +17,9 @@ step() {  # step NAME TIMEOUT_S COMMAND...: run, log stdout/stderr, record the e
   python3 -c "import torch, sys; print('torch', torch.__version__, 'python', sys.version.split()[0])"
   nproc; date -u; } > "$OUT/env.txt" 2>&1
 step gpu_tests.log 240 python3 -m pytest -m gpu -v tests/
-step bench_deepseek_cuda.json 120 python3 -m derivgraph.cli bench --device cuda --workload deepseek --json
-step bench_reference_cuda.json 120 python3 -m derivgraph.cli bench --device cuda --workload reference --json
-step bench_deepseek_hostcpu.json 90 python3 -m derivgraph.cli bench --device cpu --workload deepseek --json
-step bench_reference_hostcpu.json 90 python3 -m derivgraph.cli bench --device cpu --workload reference --json
-step scaling_hostcpu.json 150 python3 -m derivgraph.cli bench --workload scaling --json
+step bench_deepseek_cuda.json 120 python3 -m derivgraph.cli bench --device cuda --workload deepseek --format json
+step bench_reference_cuda.json 120 python3 -m derivgraph.cli bench --device cuda --workload reference --format json
+step bench_deepseek_hostcpu.json 90 python3 -m derivgraph.cli bench --device cpu --workload deepseek --format json
+step bench_reference_hostcpu.json 90 python3 -m derivgraph.cli bench --device cpu --workload reference --format json
+step scaling_hostcpu.json 150 python3 -m derivgraph.cli bench --workload scaling --format json
 cat "$OUT/rc.txt"

@@ -21,9 +21,11 @@ __all__ = [
     "EngineComputedError",
     "FoldReappliedError",
     "FormulaError",
+    "IndexOutOfRange",
     "LimitError",
     "PackageNotFound",
     "PassFault",
+    "RecaptureRequired",
     "Rule",
     "SourceChanged",
     "SourceLocation",
@@ -32,6 +34,7 @@ __all__ = [
     "SpecValidationError",
     "StrictReloadError",
     "Unexpressible",
+    "UsageError",
 ]
 
 
@@ -68,9 +71,12 @@ class Rule(StrEnum):
     SPEC_VALUE = "DG055 spec-value"
     VLLM_DRIFT = "DG060 vllm-drift"
     CAPTURE_UNDECLARED = "DG061 capture-undeclared"
+    RECAPTURE_REQUIRED = "DG062 recapture-required"
+    SPEC_DROPPED = "DG063 spec-dropped"
     FOLD_DECLARATION = "DG080 fold-declaration"
     FOLD_REAPPLIED = "DG081 fold-reapplied"
     ENGINE_VALUE = "DG082 engine-computed"
+    ENGINE_REFOLDED = "DG083 engine-refolded"
 
     @property
     def code(self) -> str:
@@ -166,6 +172,12 @@ class LimitError(SpecError):
         self.rule, self.message, self.fix = Rule.RESOURCE_LIMIT, message, fix
 
 
+class IndexOutOfRange(DerivgraphError, IndexError):
+    """A constant index outside its dim, found on shapes (reported as ``DG042``)."""
+
+    rule = Rule.INDEX_OUT_OF_RANGE
+
+
 class CollectiveGroupError(SpecError):
     """A collective names a group that is unknown or not registered in a distributed run."""
 
@@ -204,7 +216,9 @@ class EngineComputedError(DerivgraphError):
 
 
 class FoldReappliedError(DerivgraphError):
-    """A pass was asked to fold a source that was not loaded since its last fold."""
+    """A pass was asked to fold a source that was not loaded since its last fold (DG081), or
+    the engine folded a freshly loaded source itself, so a declared fold would apply twice
+    (DG083)."""
 
     def __init__(self, issues: list[SpecIssue]):
         self.issues = list(issues)
@@ -230,9 +244,32 @@ class PackageNotFound(DerivgraphError, LookupError):
     """``--package NAME`` names nothing importable from this interpreter."""
 
 
+class UsageError(DerivgraphError):
+    """A command-line mistake the command cannot run with: a reference that does not resolve,
+    a factory that is no model factory, ``--device cuda`` without a GPU (exit 2, one line)."""
+
+
 class Unexpressible(DerivgraphError):
     """A stored tensor our formula language cannot describe; ``op`` is an aten op to register."""
 
     def __init__(self, reason: str, op: str | None = None):
         super().__init__(reason)
         self.reason, self.op = reason, op
+
+
+class RecaptureRequired(DerivgraphError):
+    """Strict guard: a reload changed graph-visible tensors that no copy can bring back.
+
+    ``slots`` names each one (path and what changed: layout, disappeared, new, a weight).
+    """
+
+    rule = Rule.RECAPTURE_REQUIRED
+
+    def __init__(self, slots: list[str]):
+        self.slots = list(slots)
+        listing = "\n".join(f"  - {s}" for s in self.slots)
+        super().__init__(
+            f"{self.rule}: {len(self.slots)} graph-visible tensor slot(s) changed in a way the "
+            f"guard cannot restore in place; captured graphs must be recaptured:\n{listing}\n"
+            "    fix: recapture CUDA graphs (or run eager) after this reload, or declare these "
+            "tensors in a spec (`derivgraph trace` drafts one) so they are recomputed in place")

@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any
 
+from derivgraph.cli.common import add_format, check_device, progress
+
 __all__ = ["add_parser"]
 
 
@@ -17,7 +19,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--workload", choices=["reference", "deepseek", "scaling"],
                    default="reference",
                    help="scaling: compile time against model construction time")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_format(p)
     p.add_argument("--repeat", type=int, default=21)
     p.add_argument("--layers", type=int, default=61)
     p.add_argument("--scale", type=float, default=None,
@@ -28,16 +30,19 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _cmd(args: argparse.Namespace) -> int:
-    if args.workload == "scaling":
-        from derivgraph.tools.bench_scaling import SCALING_SIZES, scaling_bench
+    check_device(args.device)
+    with progress("bench", enabled=args.format == "text") as step:
+        step(0, None, f"{args.workload} on {args.device}")
+        if args.workload == "scaling":
+            from derivgraph.tools.bench_scaling import SCALING_SIZES, scaling_bench
 
-        result = scaling_bench(tuple(args.sizes or SCALING_SIZES), args.device)
-    else:
-        from derivgraph.tools.bench import bench  # lazy: torch at startup
+            result = scaling_bench(tuple(args.sizes or SCALING_SIZES), args.device)
+        else:
+            from derivgraph.tools.bench import bench  # lazy: torch at startup
 
-        result = bench(args.device, args.workload, repeat=args.repeat, layers=args.layers,
-                       scale=args.scale)
-    if args.json:
+            result = bench(args.device, args.workload, repeat=args.repeat, layers=args.layers,
+                           scale=args.scale)
+    if args.format == "json":
         sys.stdout.write(json.dumps(result) + "\n")
     else:
         for key, value in result.items():

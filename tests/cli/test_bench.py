@@ -11,7 +11,7 @@ from derivgraph.cli import main
 
 def test_bench_prints_every_figure_with_ratios(capsys):
     assert main(["bench", "--workload", "deepseek", "--layers", "2", "--repeat", "2",
-                 "--json"]) == 0
+                 "--format", "json"]) == 0
     result = json.loads(capsys.readouterr().out)
     for key in ("naive", "pass", "selective", "refill", "refill_host", "post_load_refill",
                 "graph", "graph_alone"):
@@ -25,7 +25,7 @@ def test_bench_prints_every_figure_with_ratios(capsys):
 
 
 def test_bench_scaling_reports_compile_against_construction(capsys):
-    assert main(["bench", "--workload", "scaling", "--sizes", "40", "--json"]) == 0
+    assert main(["bench", "--workload", "scaling", "--sizes", "40", "--format", "json"]) == 0
     row = json.loads(capsys.readouterr().out)["sizes"][0]
     assert row["derived"] == 40 and row["nodes"] == 81
     assert row["compile_over_construct"] == pytest.approx(  # ratio of the unrounded times
