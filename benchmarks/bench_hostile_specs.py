@@ -31,14 +31,30 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
 import derivgraph  # noqa: E402
 from derivgraph import SpecValidationError, compile_plan, load_spec_file  # noqa: E402
 from derivgraph.spec.check import check_specs  # noqa: E402
-from tests.toy import Toy  # noqa: E402
 
 TIME_LIMIT_S = 1.0
 MEMORY_LIMIT_B = 100 * 2 ** 20
 CORPUS = ROOT / "tests" / "resources" / "specs"
+
+
+class Toy(nn.Module):
+    """The module the corpus targets (``module_class: Toy``): a weight, a scale, a submodule
+    and a plain holder object, as in the test suite's toy model."""
+
+    def __init__(self, rows: int = 4, cols: int = 3, seed: int = 0):
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        self.weight = nn.Parameter(torch.randn(rows, cols, generator=g), requires_grad=False)
+        self.scale = nn.Parameter(0.5 + torch.rand(rows, generator=g), requires_grad=False)
+        self.sub = nn.Module()
+        self.holder = type("Holder", (), {})()
+        self.kernel = None
 
 
 def _generated(tmp: Path) -> dict[str, Path]:

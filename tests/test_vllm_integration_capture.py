@@ -17,7 +17,7 @@ from derivgraph.errors import CaptureAuditError  # noqa: E402
 from derivgraph.runtime.replay import ReadRecorder  # noqa: E402
 from derivgraph.spec.load import load_specs  # noqa: E402
 from tests.fixtures import capture_canaries as cc  # noqa: E402
-from vllm_integration import hooks, session  # noqa: E402
+from vllm_integration import capture_wrapper, hooks, session  # noqa: E402
 from vllm_integration.config import CAPTURE_AUDIT_ENV, MODE_ENV  # noqa: E402
 
 pytestmark = pytest.mark.vllm
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.vllm
 @pytest.fixture
 def capturing(monkeypatch):
     """Every call 'captures': vLLM's capture test and the stream-capture test forced on."""
-    monkeypatch.setattr(hooks, "_will_capture", lambda wrapper: True)
+    monkeypatch.setattr(capture_wrapper, "_will_capture", lambda wrapper: True)
     monkeypatch.setattr(ReadRecorder, "_recording", lambda self: True)
     monkeypatch.setenv(MODE_ENV, "strict")
     monkeypatch.delenv(CAPTURE_AUDIT_ENV, raising=False)
@@ -43,7 +43,7 @@ def _call(model: cc.CanaryModel):
         with torch.no_grad():
             return model(x)
 
-    return hooks._wrap_cudagraph_call(capture_call)
+    return capture_wrapper.wrap_cudagraph_call(capture_call)
 
 
 def test_strict_capture_fails_on_an_undeclared_read(capturing):
@@ -88,7 +88,7 @@ def test_vllm_cudagraph_wrapper_without_forward_context_passes_through(monkeypat
         wrapper = object.__new__(CUDAGraphWrapper)
         wrapper.runnable = lambda x: x * 2
         assert torch.equal(wrapper(torch.ones(2)), torch.full((2,), 2.0))
-        assert not hooks._will_capture(wrapper)
+        assert not capture_wrapper._will_capture(wrapper)
     finally:
         if not was:
             hooks.uninstall()

@@ -56,7 +56,7 @@ def extra_spec_paths() -> list[str]:
 
 def spec_library() -> list[Spec]:
     """Built-in and entry-point specs plus ``DERIVGRAPH_SPECS``; cached per env value."""
-    from derivgraph import (
+    from derivgraph import (  # lazy: derivgraph (pydantic) at plugin load
         Rule,
         SourceLocation,
         SpecIssue,
@@ -85,7 +85,7 @@ def specs_for(model: nn.Module, specs: list[Spec]) -> list[Spec]:
     Binding checks every spec against every module; a model with thousands of modules and a
     large library would pay for that on every load even when nothing matches.
     """
-    from derivgraph.paths import class_names
+    from derivgraph.paths import class_names  # lazy: derivgraph at plugin load
 
     modules: set[str] = set()
     methods: set[str] = set()

@@ -23,9 +23,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["AuditRow", "ExecutableAudit", "Verdict", "run_audit", "static_findings"]
+from derivgraph.audit.runtime.census import take_census
+from derivgraph.audit.runtime.diff import diff_censuses
+from derivgraph.audit.static.finding import Verdict  # one vocabulary with the static audit
+from derivgraph.audit.static.scan import collect_files, scan_files
+from derivgraph.audit.table import text_table
+from vllm_integration.builders import NotRunnable
+from vllm_integration.builders import cases as all_cases
 
-from derivgraph.audit.static.verdicts import Verdict  # noqa: E402  (one vocabulary)
+__all__ = ["AuditRow", "ExecutableAudit", "Verdict", "run_audit", "static_findings"]
 
 logger = logging.getLogger(__name__)
 
@@ -92,13 +98,9 @@ class ExecutableAudit:
 
     def render(self) -> str:
         head = ("case", "class", "attribute", "static finding?", "observed", "verdict")
-        table = [head] + [(r.case, r.cls, r.attr, "yes" if r.static else "no",
-                           r.observed.value, r.verdict.value if r.verdict else "-")
-                          for r in self.rows]
-        widths = [max(len(row[i]) for row in table) for i in range(len(head))]
-        lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip()
-                 for row in table]
-        lines.insert(1, "  ".join("-" * w for w in widths))
+        lines = text_table(head, [(r.case, r.cls, r.attr, "yes" if r.static else "no",
+                                   r.observed.value, r.verdict.value if r.verdict else "-")
+                                  for r in self.rows], strip=True)
         counts = {v: sum(1 for x in self.verdicts().values() if x is v) for v in Verdict
                   if v is not Verdict.UNCHECKED}
         ran = sum(1 for s in self.cases.values() if s == "ran")
@@ -131,8 +133,6 @@ def _vllm_mro(cls: type) -> list[type]:
 
 def static_findings(classes: Sequence[type]) -> list[Any]:
     """Static findings (``derivgraph.audit.static.scan``) on ``classes`` and their vLLM bases."""
-    from derivgraph.audit.static.scan import collect_files, scan_files
-
     names = {k.__name__ for c in classes for k in _vllm_mro(c)}
     files = sorted({inspect.getsourcefile(k) for c in classes for k in _vllm_mro(c)} - {None})
     report = scan_files(collect_files(files), [], jobs=1)
@@ -153,10 +153,6 @@ def _observe(diff: Any, census: Any, attr: str, holders: set[str]) -> tuple[Obse
 
 
 def _run_case(case: Any, audit: ExecutableAudit, seeds: tuple[int, int]) -> None:
-    from derivgraph.audit.runtime.census import take_census
-    from derivgraph.audit.runtime.diff import diff_censuses
-    from vllm_integration.builders import NotRunnable
-
     classes = _classes(case.classes)
     findings = static_findings(classes)
     try:
@@ -203,8 +199,6 @@ def _run_case(case: Any, audit: ExecutableAudit, seeds: tuple[int, int]) -> None
 def run_audit(cases: Sequence[Any] | None = None, *, names: Sequence[str] = (),
               seeds: tuple[int, int] = (0, 1)) -> ExecutableAudit:
     """Run every case (or those in ``names``) and judge the static findings of its classes."""
-    from vllm_integration.builders import cases as all_cases
-
     chosen = list(cases if cases is not None else all_cases())
     if names:
         chosen = [c for c in chosen if c.name in set(names)]

@@ -35,6 +35,8 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from vllm_integration.config import current_mode
+
 if TYPE_CHECKING:  # the plugin registers without importing torch
     import torch
 
@@ -65,8 +67,6 @@ def keep_packed_front(moe: Any, packed: torch.Tensor, rank: int, tp: int) -> Non
 
 
 def _active() -> bool:
-    from vllm_integration.config import current_mode
-
     return current_mode() != "off"
 
 
@@ -89,9 +89,8 @@ def replan_owners(language_model: Any) -> int:
     Returns how many plans were recompiled. A spec problem raises in ``strict`` mode; otherwise
     it is logged and the plan compiled at load stays in place.
     """
-    from derivgraph import DerivgraphError
-    from vllm_integration import session
-    from vllm_integration.config import current_mode
+    from derivgraph.errors import DerivgraphError  # lazy: derivgraph at plugin load
+    from vllm_integration import session  # lazy: torch at plugin load
 
     count = 0
     for model in session.planned_models():

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import logging
 
+from vllm_integration import hook_table
 from vllm_integration.config import current_mode
+from vllm_integration.hooks import install, is_installed
 
 __all__ = ["register"]
 
@@ -31,15 +33,15 @@ def register() -> None:
     if mode == "off":
         logger.debug("derivgraph: DERIVGRAPH_VLLM_MODE=off, vLLM hooks not installed")
         return
-    from vllm_integration import hook_table
-    from vllm_integration.hooks import install, is_installed
-
     if is_installed():
         return
     disabled: frozenset[str] = frozenset()
     version = hook_table.installed_version()
     if version not in hook_table.VERIFIED_VLLM_VERSIONS:  # verified: the table is its source
-        from vllm_integration.drift import check_source, preflight
+        from vllm_integration.drift import (  # lazy: derivgraph, only for an unverified vLLM
+            check_source,
+            preflight,
+        )
 
         disabled = preflight(mode, check_source(version=version)).disabled_keys()
     if install(disabled=disabled):

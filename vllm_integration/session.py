@@ -1,4 +1,5 @@
-"""Per-model derivgraph state inside vLLM: the plan, reload sessions, and the reload oracle.
+"""Per-model derivgraph sessions inside vLLM: each model's plan, its reloads in progress, and
+what the reload checks saw.
 
 vLLM's hooks (see :mod:`vllm_integration.hooks`) report three things here:
 
@@ -13,16 +14,13 @@ vLLM's hooks (see :mod:`vllm_integration.hooks`) report three things here:
 * :func:`note_names` — names a loader reported.
 
 ``strict`` mode records the model before the reload and checks it after the refill
-(:mod:`derivgraph.audit.runtime.reload_watch`), and raises :class:`derivgraph.StrictReloadError` if
-any
-graph-visible tensor moved, an undeclared derived tensor appeared, a tensor was left stale in
-place (its value unchanged although every loaded tensor of its module changed: the heuristic of
-:mod:`derivgraph.audit.runtime.freshness`), a declared derived tensor differs from a fresh
-evaluation
-of its spec (:mod:`derivgraph.audit.runtime.spec_values`; ``DERIVGRAPH_VERIFY_SPECS=1`` runs this
-check
-in the other modes too, as a WARNING on the ``vllm`` logger), or a Python scalar changed
-(unless recapture is allowed).
+(:mod:`derivgraph.audit.runtime.reload_watch`), and raises :class:`derivgraph.StrictReloadError`
+if any graph-visible tensor moved, an undeclared derived tensor appeared, a tensor was left stale
+in place (its value unchanged although every loaded tensor of its module changed: the heuristic
+of :mod:`derivgraph.audit.runtime.freshness`), a declared derived tensor differs from a fresh
+evaluation of its spec (:mod:`derivgraph.audit.runtime.spec_values`;
+``DERIVGRAPH_VERIFY_SPECS=1`` runs this check in the other modes too, as a WARNING on the
+``vllm`` logger), or a Python scalar changed (unless recapture is allowed).
 
 A changed Python scalar (a declared one the plan rewrote, or in strict mode any float the
 census sees) is logged as a WARNING on the ``vllm.derivgraph`` logger, a child of the ``vllm``
@@ -43,6 +41,11 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from derivgraph import DerivgraphError, StrictReloadError, compile_plan
+from derivgraph.audit.runtime.declared import DeclaredSet
+from derivgraph.audit.runtime.reload_watch import watch
+from derivgraph.audit.runtime.repeat import same_weight_rounds
+from derivgraph.audit.runtime.spec_values import verify_spec_values
 from vllm_integration.config import current_mode, spec_library, specs_for
 from vllm_integration.snapshot import AuditResult, Snapshot, compare, snapshot
 
@@ -92,7 +95,7 @@ _LOCK = threading.RLock()
 
 @dataclass
 class Counters:
-    """What the reload oracle saw for one model since its plan was compiled."""
+    """What one model's session recorded since its plan was compiled."""
 
     reloads: int = 0
     layerwise: int = 0
@@ -131,7 +134,8 @@ class Session:
 
 @dataclass
 class ModelState:
-    """The compiled plan of one model and the oracle's record of its reloads."""
+    """One model's session: its compiled plan and the record of its reloads (census snapshots
+    in ``baseline``)."""
 
     plan: Plan
     counters: Counters = field(default_factory=Counters)
@@ -187,8 +191,6 @@ def attach(model: nn.Module, specs: Iterable[Spec] | None = None) -> Plan:
     The hooks do this after vLLM's initial post-load step; call it by hand for a model loaded
     before the plugin was installed. Returns the existing plan if there is one.
     """
-    from derivgraph import compile_plan
-
     with _LOCK:
         state = state_for(model)
         if state is not None:
@@ -216,8 +218,6 @@ def replan(model: nn.Module, specs: Iterable[Spec] | None = None) -> Plan:
     tensors the old plan bound are adopted, so nothing moves. A spec problem raises and keeps
     the previous plan.
     """
-    from derivgraph import compile_plan
-
     with _LOCK:
         old = state_for(model)
         library = spec_library() if specs is None else list(specs)
@@ -232,8 +232,6 @@ def on_post_load(model: nn.Module) -> None:
     A spec problem fails the load in ``strict`` mode; otherwise it is logged and the model runs
     without derivgraph (exactly vLLM's own behavior).
     """
-    from derivgraph import DerivgraphError
-
     mode = current_mode()
     if mode == "off":
         return
@@ -271,13 +269,11 @@ def begin(model: Any, kind: str, *, layerwise: bool = False, restart: bool = Fal
             session = state.session = None
         if session is None:
             session = state.session = Session(kind)
-            watch = mode == "strict" or len(state.plan) > 0
+            baseline = mode == "strict" or len(state.plan) > 0
             if mode == "strict":
-                from derivgraph.audit.runtime.reload_watch import watch
-
                 session.watch = watch(model)
                 session.before = Snapshot(session.watch.slots)
-            if state.baseline is None and watch:
+            if state.baseline is None and baseline:
                 state.baseline = session.before or snapshot(model)
         session.depth += 1
         if layerwise:
@@ -331,8 +327,6 @@ def _updated(state: ModelState, model: Any, session: Session) -> list[str] | Non
 
 
 def _complete(model: Any, state: ModelState, session: Session, mode: str) -> RunReport | None:
-    from derivgraph import StrictReloadError
-
     if mode == "off":
         return None
     plan, counters = state.plan, state.counters
@@ -367,8 +361,6 @@ def _complete(model: Any, state: ModelState, session: Session, mode: str) -> Run
         result.undeclared, result.tensors = legacy.undeclared, legacy.tensors
     specs = None
     if len(plan) and verify_specs_enabled(mode):
-        from derivgraph.audit.runtime.spec_values import verify_spec_values
-
         specs = verify_spec_values(plan)
     findings = strict_findings(result, found, report, specs)
     counters.moved_last, counters.undeclared_last = len(result.moved), len(result.undeclared)
@@ -471,8 +463,6 @@ def same_weight_oracle(model: Any, reload: Any, *, repeat: int = 3, limit: int =
     ``ok``, ``tensors``, per-reload ``rounds`` (changed, new_addresses, values_differing,
     scalars_changed, the first ``limit`` findings) and ``changed_paths``.
     """
-    from derivgraph.audit.runtime.declared import DeclaredSet
-    from derivgraph.audit.runtime.repeat import same_weight_rounds
 
     plan = plan_for(model)
     declared = (lambda: DeclaredSet.from_plan(plan)) if plan is not None else (lambda: None)

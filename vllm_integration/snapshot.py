@@ -14,6 +14,8 @@ from typing import Any
 
 import torch
 
+from derivgraph.audit.runtime.census import take_census
+
 __all__ = ["AuditResult", "Snapshot", "compare", "snapshot"]
 
 
@@ -22,8 +24,6 @@ def _ptr(t: torch.Tensor) -> int:
 
 
 def _paths(model: Any) -> dict[str, torch.Tensor]:
-    from derivgraph.audit.runtime.census import take_census
-
     census = take_census(model, fingerprints=False, floats=False)
     out: dict[str, torch.Tensor] = {}
     for path, entry in census.tensors().items():

@@ -23,6 +23,7 @@ from typing import Any
 
 from vllm_integration import session
 from vllm_integration.config import current_mode
+from vllm_integration.hooks import is_installed
 
 __all__ = ["DerivgraphWorkerExtension"]
 
@@ -56,8 +57,6 @@ class DerivgraphWorkerExtension:
 
         ``rows=True`` adds one row per derived tensor (node, owner, kind, shape, dtype, op).
         """
-        from vllm_integration.hooks import is_installed
-
         out: dict[str, Any] = {"mode": current_mode(), "hooks_installed": is_installed(),
                                "models": []}
         for model in self._derivgraph_models():
@@ -76,7 +75,7 @@ class DerivgraphWorkerExtension:
         return out
 
     def derivgraph_counters(self) -> dict[str, Any]:
-        """The reload oracle's counters per model (reloads, refills, tensors written, moved)."""
+        """Each model's session counters (reloads, refills, tensors written, moved)."""
         out: dict[str, Any] = {"mode": current_mode(), "models": []}
         for model in self._derivgraph_models():
             state = session.state_for(model)

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from derivgraph.cli.common import import_ref
+from derivgraph.audit.table import text_table
+from derivgraph.cli import audit, bench, trace
+from derivgraph.cli.common import load_model_and_specs
 from derivgraph.errors import DerivgraphError, SpecValidationError
 
 __all__ = ["main"]
@@ -25,7 +26,7 @@ def _out(text: str = "") -> None:
 # ---- demo ---------------------------------------------------------------------------------------
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from derivgraph.tools.demo import render_table, run_demo
+    from derivgraph.tools.demo import render_table, run_demo  # lazy: torch at startup
 
     result = run_demo(device=args.device)
     _out(json.dumps(result.as_json()) if args.json else render_table(result))
@@ -35,8 +36,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 # ---- specs --------------------------------------------------------------------------------------
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from derivgraph.spec.check import check_specs as validate_specs
-    from derivgraph.spec.load import load_specs
+    from derivgraph.spec.check import check_specs as validate_specs  # lazy: pydantic at startup
+    from derivgraph.spec.load import load_specs  # lazy: pydantic at startup
 
     try:
         specs = load_specs(args.paths)
@@ -76,8 +77,8 @@ def _render_graph(g: Any, fmt: str) -> str:
 def cmd_graph(args: argparse.Namespace) -> int:
     import networkx as nx
 
-    from derivgraph.spec.check import spec_graph
-    from derivgraph.spec.load import load_specs
+    from derivgraph.spec.check import spec_graph  # lazy: pydantic at startup
+    from derivgraph.spec.load import load_specs  # lazy: pydantic at startup
 
     specs = load_specs([args.spec])
     g = nx.DiGraph()
@@ -90,14 +91,14 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from derivgraph.spec.schema import spec_schema
+    from derivgraph.spec.schema import spec_schema  # lazy: pydantic at startup
 
     _out(json.dumps(spec_schema(), indent=2))
     return 0
 
 
 def cmd_specs(args: argparse.Namespace) -> int:
-    from derivgraph.spec.load import default_specs
+    from derivgraph.spec.load import default_specs  # lazy: pydantic at startup
 
     specs = default_specs()
     rows = [{
@@ -117,7 +118,7 @@ def cmd_specs(args: argparse.Namespace) -> int:
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
-    from derivgraph.ops import OPS
+    from derivgraph.ops import OPS  # lazy: torch at startup
 
     for name in sorted(OPS):
         op = OPS[name]
@@ -127,29 +128,10 @@ def cmd_ops(args: argparse.Namespace) -> int:
 
 # ---- plan ---------------------------------------------------------------------------------------
 
-def _model_and_specs(args: argparse.Namespace) -> tuple[Any, list[Any]]:
-    from derivgraph.spec.load import default_specs, load_specs
-
-    if args.model:
-        model = import_ref(args.model)()
-        specs = default_specs() + (load_specs(args.specs) if args.specs else [])
-    else:
-        from derivgraph.tools.reference_models import (
-            RefConfig,
-            build_reference_model,
-            make_weights,
-            reference_spec_path,
-        )
-
-        model = build_reference_model(make_weights(RefConfig(), 0))
-        specs = load_specs([reference_spec_path(), *(args.specs or [])])
-    return model, specs
-
-
 def cmd_plan(args: argparse.Namespace) -> int:
-    from derivgraph.planner import compile_plan
+    from derivgraph.planner import compile_plan  # lazy: torch at startup
 
-    model, specs = _model_and_specs(args)
+    model, specs = load_model_and_specs(args)
     plan = compile_plan(model, specs)
     if args.source:
         _out(plan.source())
@@ -159,13 +141,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         _out(json.dumps(rows, indent=2))
         return 0
     cols = ["node", "owner", "kind", "shape", "dtype", "bytes", "op"]
-    table = [[str(r[c]) for c in cols] for r in rows]
-    widths = [max(len(c), *(len(t[i]) for t in table)) if table else len(c)
-              for i, c in enumerate(cols)]
-    _out("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
-    _out("  ".join("-" * w for w in widths))
-    for t in table:
-        _out("  ".join(v.ljust(w) for v, w in zip(t, widths)))
+    for line in text_table(cols, [[r[c] for c in cols] for r in rows]):
+        _out(line)
     total = sum(r["bytes"] for r in rows)
     _out(f"\n{len(rows)} derived tensors, {total} bytes, {len(plan.steps)} steps, "
          f"{plan.graph.cse_hits} shared subexpressions")
@@ -213,16 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ops", help="list the formula ops")
     p.set_defaults(func=cmd_ops)
 
-    _add_audit(sub)
-    importlib.import_module("derivgraph.cli.bench").add_parser(sub)  # derivgraph bench
-    importlib.import_module("derivgraph.cli.trace").add_parser(sub)  # derivgraph trace
+    audit.add_audit_parser(sub)
+    bench.add_parser(sub)
+    trace.add_parser(sub)
     return parser
-
-
-def _add_audit(sub: Any) -> None:
-    from derivgraph.cli.audit import add_audit_parser
-
-    add_audit_parser(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

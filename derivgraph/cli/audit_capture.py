@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any
 
+from derivgraph.cli.common import import_ref, specs_from_args
+
 __all__ = ["add_parser", "cmd_capture"]
 
 _EPILOG = """\
@@ -57,12 +59,10 @@ def add_parser(audit_sub: Any) -> argparse.ArgumentParser:
 
 def cmd_capture(args: argparse.Namespace) -> int:
     """Run :func:`~derivgraph.audit.runtime.capture.audit_capture` as the arguments say."""
-    import torch
+    import torch  # lazy: torch loads only when the command runs
 
-    from derivgraph.audit.runtime.capture import audit_capture
-    from derivgraph.cli.common import import_ref
-    from derivgraph.planner import compile_plan
-    from derivgraph.spec.load import default_specs, load_specs
+    from derivgraph.audit.runtime.capture import audit_capture  # lazy: torch
+    from derivgraph.planner import compile_plan  # lazy: torch
 
     model = import_ref(args.model)()
     made = import_ref(args.forward)(model)
@@ -72,8 +72,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
                          "not a tensor or a (forward, tensor) pair")
     declared = None
     if not args.no_plan:
-        specs = default_specs() + (load_specs(args.specs) if args.specs else [])
-        declared = compile_plan(model, specs).declared()
+        declared = compile_plan(model, specs_from_args(args.specs)).declared()
     report = audit_capture(model, static_input, forward, declared=declared)
     if args.format == "json":
         sys.stdout.write(json.dumps(report.as_json(), indent=2) + "\n")

@@ -8,6 +8,8 @@ import logging
 import sys
 from typing import Any
 
+from derivgraph.cli.common import import_ref, specs_from_args
+
 __all__ = ["add_runtime_parser", "cmd_runtime"]
 
 logger = logging.getLogger(__name__)
@@ -115,16 +117,14 @@ def add_runtime_parser(audit_sub: Any) -> argparse.ArgumentParser:
 
 def cmd_runtime(args: argparse.Namespace) -> int:
     """Run :func:`~derivgraph.audit.runtime.oracle.audit_reload` as the arguments say."""
-    from derivgraph.audit.runtime.oracle import audit_reload
-    from derivgraph.cli.common import import_ref
-    from derivgraph.spec.load import default_specs, load_specs
+    from derivgraph.audit.runtime.oracle import audit_reload  # lazy: torch at startup
 
     factory = import_ref(args.model)
     reload = import_ref(args.reload)
     cold = import_ref(args.cold) if args.cold else None
     specs = None
     if not args.no_plan:
-        specs = default_specs() + (load_specs(args.specs) if args.specs else [])
+        specs = specs_from_args(args.specs)
     elif args.specs:
         logger.warning("--specs is ignored with --no-plan")
     if args.repeat is not None:
@@ -148,7 +148,7 @@ def _emit(report: Any, args: argparse.Namespace) -> None:
 
 
 def _repeat(args: argparse.Namespace, factory: Any, reload: Any, cold: Any, specs: Any) -> int:
-    from derivgraph.audit.runtime.repeat import repeat_oracle
+    from derivgraph.audit.runtime.repeat import repeat_oracle  # lazy: torch at startup
 
     report = repeat_oracle(factory, reload, cold=cold, repeat=args.repeat, specs=specs,
                            refill=not args.no_refill, ignore=args.ignore,

@@ -13,10 +13,15 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from derivgraph.audit.static.scan import Progress, StaticReport, scan
+from derivgraph import __version__
+from derivgraph.cli.common import specs_from_args
 from derivgraph.errors import PackageNotFound
+
+if TYPE_CHECKING:
+    from derivgraph.audit.static.finding import StaticReport
+    from derivgraph.audit.static.scan import Progress
 
 __all__ = ["add_static_parser", "cmd_static"]
 
@@ -94,23 +99,16 @@ def _progress() -> Iterator[Progress]:
     yield log
 
 
-def _load_specs(extra: list[str]) -> list[Any]:
-    from derivgraph.spec.load import default_specs, load_specs
-
-    return [*default_specs(), *(load_specs(extra) if extra else [])]
-
-
 def _render(report: StaticReport, args: argparse.Namespace) -> str:
     if args.format == "json":
-        from derivgraph.audit.static.report import render_json
+        from derivgraph.audit.static.report import render_json  # lazy: the static audit
 
         return render_json(report)
     if args.format == "sarif":
-        from derivgraph import __version__
-        from derivgraph.audit.static.sarif import to_sarif
+        from derivgraph.audit.static.sarif import to_sarif  # lazy: the static audit
 
         return json.dumps(to_sarif(report, __version__), indent=2)
-    from derivgraph.audit.static.report import render_text
+    from derivgraph.audit.static.report import render_text  # lazy: the static audit
 
     to_tty = not args.output and sys.stdout.isatty()
     width = shutil.get_terminal_size((160, 24)).columns if to_tty else 160
@@ -120,7 +118,10 @@ def _render(report: StaticReport, args: argparse.Namespace) -> str:
 
 def _with_verdicts(report: StaticReport, path: Path) -> StaticReport:
     """``report`` with the executable audit's verdicts applied to its findings."""
-    from derivgraph.audit.static.verdicts import apply_verdicts, verdicts_from_json
+    from derivgraph.audit.static.verdicts import (  # lazy: the static audit
+        apply_verdicts,
+        verdicts_from_json,
+    )
 
     verdicts = verdicts_from_json(json.loads(path.read_text(encoding="utf-8")))
     return dataclasses.replace(report, findings=apply_verdicts(report.findings, verdicts))
@@ -131,7 +132,9 @@ def cmd_static(args: argparse.Namespace) -> int:
     if not args.paths and not args.package:
         sys.stderr.write("error: give PATH(s) to scan or --package NAME\n")
         return 2
-    specs = _load_specs(args.specs)
+    from derivgraph.audit.static.scan import scan  # lazy: the static audit
+
+    specs = specs_from_args(args.specs)
     try:
         with _progress() as progress:
             report = scan(args.paths, args.package, specs=specs, jobs=args.jobs,

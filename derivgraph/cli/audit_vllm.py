@@ -29,8 +29,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def cmd_vllm(args: argparse.Namespace) -> int:
     """Run :func:`vllm_integration.executable_audit.run_audit`; 2 if vLLM is missing."""
     try:
-        from vllm_integration.builders import cases
-        from vllm_integration.executable_audit import run_audit
+        from vllm_integration.builders import cases  # lazy: vLLM and torch
+        from vllm_integration.executable_audit import run_audit  # lazy: vLLM and torch
     except ImportError as exc:
         sys.stderr.write(f"derivgraph audit vllm needs vLLM installed: {exc}\n")
         return 2

@@ -24,7 +24,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _cmd(args: argparse.Namespace) -> int:
-    from derivgraph.tools.bench import bench
+    from derivgraph.tools.bench import bench  # lazy: torch at startup
 
     result = bench(args.device, args.workload, repeat=args.repeat, layers=args.layers,
                    scale=args.scale)

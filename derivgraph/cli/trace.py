@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from derivgraph.cli.common import import_ref
+
 __all__ = ["add_parser", "cmd_trace", "default_post_load"]
 
 logger = logging.getLogger(__name__)
@@ -100,14 +102,13 @@ def cmd_trace(args: argparse.Namespace) -> int:
     """Trace, prove, print, write. Exit 0 only when every draft is proven."""
     if args.package:
         return _trace_package(args)
-    from derivgraph.cli.common import import_ref
-    from derivgraph.trace.api import trace_model
+    from derivgraph.trace.api import trace_model  # lazy: torch at startup
 
     if args.model:
         factory = import_ref(args.model)
         origin = args.model
     else:
-        from derivgraph.tools.reference import reference_model
+        from derivgraph.tools.reference import reference_model  # lazy: torch at startup
 
         factory, origin = reference_model, "derivgraph.tools.reference:reference_model"
         args.post_load = args.post_load or "derivgraph.tools.reference:reference_post_load"
@@ -134,7 +135,7 @@ def _trace_package(args: argparse.Namespace) -> int:
         _out(f"error: --package vllm needs vllm_integration.builders (vLLM 0.33.0 and the "
              f"derivgraph vLLM integration): {exc}")
         return 2
-    from derivgraph.trace.api import trace_builder
+    from derivgraph.trace.api import trace_builder  # lazy: torch at startup
 
     not_runnable = getattr(builders, "NotRunnable", ())
     rows, proven, total = [], 0, 0

@@ -13,23 +13,25 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-# torch is imported inside the functions: `derivgraph validate` registers this parser and
-# must not import torch
+import torch
+
+from derivgraph.compiler.graph import refs_in
+from derivgraph.compiler.lower import Action
+from derivgraph.planner import compile_plan
+from derivgraph.spec.load import load_specs
+from derivgraph.tools.deepseek_workload import DeepseekModel, deepseek_specs
+from derivgraph.tools.reference_models import (
+    RefConfig,
+    build_reference_model,
+    make_weights,
+    reference_spec_path,
+)
 
 __all__ = ["bench"]
 
 
 def _workload(device: str, workload: str, layers: int, scale: float | None) -> Any:
-
     if workload == "reference":
-        from derivgraph.spec.load import load_specs
-        from derivgraph.tools.reference_models import (
-            RefConfig,
-            build_reference_model,
-            make_weights,
-            reference_spec_path,
-        )
-
         cfg = RefConfig(vocab=128, hidden=256, experts=64, intermediate=128, layers=layers,
                         drafter_layers=4)
         weights = [make_weights(cfg, seed) for seed in (1, 2)]
@@ -40,7 +42,6 @@ def _workload(device: str, workload: str, layers: int, scale: float | None) -> A
             model.load_weights({k: v.to(device) for k, v in weights[i % 2].items()})
 
         return model, specs, reload, model.process_weights_after_loading, "layers.0."
-    from derivgraph.tools.deepseek_workload import DeepseekModel, deepseek_specs
 
     if scale is None:
         scale = 1.0 if device == "cuda" else 1 / 32
@@ -52,11 +53,6 @@ def _workload(device: str, workload: str, layers: int, scale: float | None) -> A
 
 def _traffic(plan: Any) -> tuple[int, int]:
     """Bytes the pass writes (derived storage) and reads (each tensor operand it reads, once)."""
-    import torch
-
-    from derivgraph.compiler.graph import refs_in
-    from derivgraph.compiler.lower import Action
-
     written, seen, read = 0, set(), 0
     for step in plan.steps:
         if step.action in (Action.OUT, Action.COPY):
@@ -74,10 +70,6 @@ def _traffic(plan: Any) -> tuple[int, int]:
 def bench(device: str = "cpu", workload: str = "reference", *, repeat: int = 21,
           layers: int = 61, scale: float | None = None) -> dict[str, Any]:
     """Run the benchmark; returns the result object (``None`` where not applicable)."""
-    import torch
-
-    from derivgraph.planner import compile_plan
-
     cuda = device == "cuda"
     model, specs, reload, post_load, layer0 = _workload(device, workload, layers, scale)
 

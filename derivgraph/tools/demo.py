@@ -16,9 +16,16 @@ from typing import Any
 import torch
 
 from derivgraph.audit.runtime.census import take_census
+from derivgraph.audit.table import text_table
 from derivgraph.planner import compile_plan
 from derivgraph.runtime.replay import CapturedGraph, capture
 from derivgraph.spec.load import load_specs
+from derivgraph.tools.reference_models import (
+    RefConfig,
+    build_reference_model,
+    make_weights,
+    reference_spec_path,
+)
 
 __all__ = ["DemoResult", "run_demo"]
 
@@ -83,13 +90,6 @@ def _err(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 def run_demo(device: str = "cpu", seed: int = 0) -> DemoResult:
     """Run the naive and the derivgraph reload side by side; see the module docstring."""
-    from derivgraph.tools.reference_models import (
-        RefConfig,
-        build_reference_model,
-        make_weights,
-        reference_spec_path,
-    )
-
     cfg = RefConfig()
     weights_a, weights_b = make_weights(cfg, seed), make_weights(cfg, seed + 1)
     x = torch.randn(6, cfg.hidden, generator=torch.Generator().manual_seed(seed + 2)).to(device)
@@ -141,12 +141,11 @@ def render_table(result: DemoResult) -> str:
     lines = [
         f"derivgraph demo on {result.device}: {result.derived} derived tensors declared, "
         f"{result.graph_visible} graph-visible tensor paths",
-        f"{'path':<26}{'moved':>8}{'max |replay - cold start|':>30}",
+        *text_table(("path", "moved", "max |replay - cold start|"),
+                    [(name, r.moved, f"{r.max_abs_err:.6g}") for name, r in rows],
+                    align="<>>", widths=(26, 8, 30), sep="", rule="full"),
         "-" * 64,
     ]
-    for name, r in rows:
-        lines.append(f"{name:<26}{r.moved:>8}{r.max_abs_err:>30.6g}")
-    lines.append("-" * 64)
     if result.naive.moved_paths:
         lines.append("naive: moved " + ", ".join(result.naive.moved_paths[:4])
                      + (" ..." if len(result.naive.moved_paths) > 4 else ""))

@@ -14,13 +14,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from derivgraph.tools.reference_models import RefConfig, ReferenceModel, make_weights
+
 __all__ = ["reference_model", "reference_post_load"]
 
 
 def reference_model() -> nn.Module:
     """The reference model with weights A copied in, its post-load step not yet run."""
-    from derivgraph.tools.reference_models import RefConfig, ReferenceModel, make_weights
-
     model = ReferenceModel(RefConfig())
     params = dict(model.named_parameters())
     with torch.no_grad():

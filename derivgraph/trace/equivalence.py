@@ -14,7 +14,9 @@ from typing import Any
 
 from torch import nn
 
+from derivgraph.errors import DerivgraphError
 from derivgraph.paths import get_path
+from derivgraph.planner import compile_plan
 from derivgraph.trace.proof import _equal
 
 __all__ = ["ClassComparison", "compare_specs"]
@@ -97,8 +99,6 @@ def compare_specs(hand: list[Any], traced: list[Any], make: Callable[[int], nn.M
                   reloads: tuple[Callable[[nn.Module, int], None],
                                  Callable[[nn.Module, int], None]]) -> list[ClassComparison]:
     """Per module class: hand-written vs traced declarations on two cold starts of ``make``."""
-    from derivgraph.errors import DerivgraphError
-    from derivgraph.planner import compile_plan
 
     models = (make(0), make(0))
     try:

@@ -19,7 +19,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from derivgraph.errors import DerivgraphError
 from derivgraph.paths import get_path
+from derivgraph.planner import compile_plan
 
 __all__ = ["CheckpointReload", "ProofReport", "perturb", "prove"]
 
@@ -176,8 +178,6 @@ def prove(specs: list[Any], make: Callable[[int], nn.Module],
           reload: Callable[[nn.Module, int], None],
           on_declared: Callable[[set[str]], None] | None = None) -> ProofReport:
     """Compile ``specs`` on ``make(0)``, reload seed 1 then 0, compare with cold starts."""
-    from derivgraph.errors import DerivgraphError
-    from derivgraph.planner import compile_plan
 
     model = make(0)
     try:

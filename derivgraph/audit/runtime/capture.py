@@ -32,6 +32,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from derivgraph.audit.runtime.census import take_census
 from derivgraph.errors import CaptureAuditError
 from derivgraph.runtime.replay import ReadRecorder, StorageKey, capture, storage_key
 
@@ -130,8 +131,6 @@ def _keys(tensors: Iterable[Any]) -> dict[StorageKey, int]:
 
 
 def _census_paths(models: Sequence[nn.Module]) -> dict[StorageKey, str]:
-    from derivgraph.audit.runtime.census import take_census
-
     out: dict[StorageKey, str] = {}
     for i, model in enumerate(models):
         prefix = f"model[{i}]." if len(models) > 1 else ""

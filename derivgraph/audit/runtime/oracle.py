@@ -22,6 +22,7 @@ from derivgraph.audit.runtime.census import Census, take_census
 from derivgraph.audit.runtime.declared import DeclaredSet
 from derivgraph.audit.runtime.diff import CATEGORIES, FAILING, ByCategory, CensusDiff, diff_censuses
 from derivgraph.audit.runtime.spec_values import SpecValueCheck, verify_spec_values
+from derivgraph.planner import compile_plan
 from derivgraph.runtime.report import RunReport
 
 __all__ = ["OracleReport", "ReloadCheck", "audit_reload", "check_reload", "reload_oracle"]
@@ -226,8 +227,6 @@ def audit_reload(factory: Callable[[], Any], reload: Callable[[Any], Any], *,
     model = factory()
     plan = None
     if specs is not None:
-        from derivgraph.planner import compile_plan
-
         plan = compile_plan(model, list(specs))
     startup = _census(model, max_depth)
     report = OracleReport(declared=len(plan) if plan is not None else 0,

@@ -28,6 +28,8 @@ from typing import Any
 from derivgraph.audit.runtime.census import Census, take_census
 from derivgraph.audit.runtime.declared import DeclaredSet
 from derivgraph.audit.runtime.diff import CensusDiff, diff_censuses
+from derivgraph.audit.table import text_table
+from derivgraph.planner import compile_plan
 
 __all__ = ["RepeatReport", "RepeatRound", "repeat_oracle", "same_weight_rounds"]
 
@@ -81,12 +83,13 @@ class RepeatReport:
     def render(self, limit: int = 30) -> str:
         """The design notes' table, then the findings of the last round that had any."""
         lines = [f"same-weight oracle: {len(self.rounds)} reload(s) of the same weights, "
-                 f"every reachable tensor against the {self.reference}",
-                 f"{'reload':<7} {'tensors changed':>16} {'at new addresses':>17} "
-                 f"{'values differing':>17} {'Python scalars changed':>23}"]
-        for r in self.rounds:
-            lines.append(f"{r.index:<7} {f'{r.changed}/{r.tensors}':>16} {r.new_addresses:>17} "
-                         f"{r.values_differing:>17} {r.scalars_changed:>23}")
+                 f"every reachable tensor against the {self.reference}"]
+        lines += text_table(
+            ("reload", "tensors changed", "at new addresses", "values differing",
+             "Python scalars changed"),
+            [(r.index, f"{r.changed}/{r.tensors}", r.new_addresses, r.values_differing,
+              r.scalars_changed) for r in self.rounds],
+            align="<>>>>", widths=(7, 16, 17, 17, 23), sep=" ", rule=None)
         bad = [r for r in self.rounds if r.diff.findings]
         if bad:
             findings = bad[-1].diff.findings
@@ -159,8 +162,6 @@ def repeat_oracle(factory: Callable[[], Any], reload: Callable[[Any], Any], *,
     model = factory()
     plan = None
     if specs is not None:
-        from derivgraph.planner import compile_plan
-
         plan = compile_plan(model, list(specs))
     after = (lambda: plan.refill(verify=True)) if plan is not None and refill else None
     return same_weight_rounds(

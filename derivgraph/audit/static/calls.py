@@ -1,6 +1,6 @@
 """Call-site rules of the static audit: register_*, replace_parameter, ``.set_()``, setattr.
 
-A mixin of :class:`.static_rules.FunctionAudit`: it reads the auditor's locals (tensor
+A mixin of :class:`.rules.FunctionAudit`: it reads the auditor's locals (tensor
 inference, the attributes locals hold, loops over literal names) and emits through its
 ``_emit``.
 """

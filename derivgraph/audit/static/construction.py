@@ -1,6 +1,6 @@
 """Where the scanned tree builds a class: at model construction, or in post-load code.
 
-The scope rule of :mod:`.static_scope` treats the constructor of every *rebuilt-object class*
+The scope rule of :mod:`.scope` treats the constructor of every *rebuilt-object class*
 (a name with ``Kernel``, ``Experts``, ``MoE``, ``Prepared``...) as post-load code, because vLLM's
 post-load steps rebuild experts, kernels and MoE quant configs on every reload. A class of that
 name that the tree builds only outside post-load code (in a module's ``__init__``, a runner's

@@ -26,11 +26,11 @@ A ``set-storage`` site whose code then stores the fused tensor (``w.set_(fused[:
 self._fused = fused``) also matches a spec declaring that fused tensor (``_fused``): the spec of
 the fusion covers the swap.
 
-A ``fold`` site only matches a derived entry of kind ``fold`` (the spec kind issue 12 adds; read
-from the raw kind value so specs written before the schema knows it still load), and a fold entry
-only matches a fold site, by class (not through the object graph: ``weight`` is too common a
-name). ``declared_folds`` adds ``(class, parameter name)`` pairs declared
-outside the spec library (the class is any class of the site's lineage or roots, short name).
+A ``fold`` site only matches a derived entry of kind ``fold`` (read from the raw kind value so
+specs written before the schema knows it still load), and a fold entry only matches a fold site,
+by class (not through the object graph: ``weight`` is too common a name). ``declared_folds``
+adds ``(class, parameter name)`` pairs declared outside the spec library (the class is any class
+of the site's lineage or roots, short name).
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from derivgraph.audit.static.scope import MODULE_CLASS_NAMES
 from derivgraph.audit.static.semantics import OwnerRole, owner_role
 from derivgraph.audit.static.sites import RawSite
+from derivgraph.errors import FormulaError
+from derivgraph.spec.expr import parse_formula
 from derivgraph.spec.model import Spec
 
 __all__ = ["SpecIndex", "suggest_spec"]
@@ -191,9 +193,6 @@ def _owner(site: RawSite, self_owner: str) -> str:
 
 
 def _formula(site: RawSite) -> str:
-    from derivgraph.errors import FormulaError
-    from derivgraph.spec.expr import parse_formula
-
     text = site.formula
     if text and text.isidentifier() and text not in ("True", "False", "None"):
         return "TODO"  # only a local's name: nothing to draft from

@@ -62,7 +62,7 @@ class ExternalRoot:
 
 def parse_for_audit(text: str, filename: str, context: ModuleContext,
                     segmented: bool = True, extra: Sequence[ExternalRoot] = ()) -> ModuleScope:
-    """The file's scope: only its relevant blocks (:mod:`.static_segments`) when segmented.
+    """The file's scope: only its relevant blocks (:mod:`.segments`) when segmented.
     With ``extra``, only those functions (and what they call) are the file's post-load code."""
     if segmented:
         def is_rebuilt(name: str) -> bool:

@@ -2,7 +2,7 @@
 
 Text rows are sorted by severity (error, warning, info), then by location; each row starts with
 one clickable ``file:line`` and says, besides what the code does, what a reload does to it (the
-consequence) and the fix in vLLM terms (:mod:`.static_semantics`).
+consequence) and the fix in vLLM terms (:mod:`.semantics`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from types import ModuleType
 
-from derivgraph.audit.static.scan import StaticFinding, StaticReport
+from derivgraph.audit.static.finding import StaticFinding, StaticReport
 from derivgraph.audit.static.sites import CATEGORIES
 
 __all__ = ["render_json", "render_text", "sort_findings"]

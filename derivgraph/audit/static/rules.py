@@ -1,6 +1,6 @@
 """The static audit's rules: which statements in post-load code store derived state.
 
-Each rule is a *category*. A site is one statement that matches a rule; :mod:`.static` decides
+Each rule is a *category*. A site is one statement that matches a rule; :mod:`.scan` decides
 whether a spec declares it. In-place writes into existing storage (``x.copy_(y)``,
 ``x.fill_(v)``, ``x[...] = y``) and assignments to locals are not sites: they keep every address
 a captured graph holds. The exception is a *fold*: an in-place write into a loaded parameter
@@ -9,13 +9,16 @@ whose value depends on the parameter itself (``p.mul_(c)``, ``p *= c``, ``p.copy
 
 Beyond post-load code, any method with a guarded first assignment (``if self._x is None:
 self._x = torch.cat(...)``) built from weights is a *lazy cache* (:func:`audit_lazy_caches`).
+
+:class:`FunctionAudit` walks a function in order and tracks what its locals hold; the rules
+themselves are mixins by category: attribute stores and containers (:mod:`.stores`), folds
+(:mod:`.folds`) and call sites such as ``register_buffer`` (:mod:`.calls`).
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
-import re
 from collections.abc import Callable
 
 from derivgraph.audit.static.ast import (
@@ -25,24 +28,21 @@ from derivgraph.audit.static.ast import (
     free_names,
     is_getattr,
     is_placeholder,
-    kwarg,
     literal_chains,
     literal_strings,
     owner_attr,
     owner_base,
     returns_placeholder,
     short,
-    walk_no_lambda,
 )
 from derivgraph.audit.static.calls import CallRules
+from derivgraph.audit.static.folds import FoldRules
 from derivgraph.audit.static.infer import TensorInference, TensorInfo, attr_chain, call_name
 from derivgraph.audit.static.scope import ModuleScope, Reached
 from derivgraph.audit.static.sites import RawSite
+from derivgraph.audit.static.stores import StoreRules
+from derivgraph.audit.static.values import is_allocation, is_construction
 from derivgraph.audit.static.vocab import (
-    NON_TENSOR_ATTRS,
-    NON_TENSOR_METHODS,
-    SCALAR_BUILTINS,
-    SCALAR_METHODS,
     Returned,
     ReturnsTensor,
     annotation_is_tensor,
@@ -50,18 +50,6 @@ from derivgraph.audit.static.vocab import (
 )
 
 __all__ = ["FunctionAudit", "audit_function", "audit_lazy_caches", "returns_tensor"]
-
-_FOLD_METHODS = frozenset("""
-mul_ div_ add_ sub_ pow_ neg_ reciprocal_ clamp_ clamp_min_ clamp_max_ exp_ log_ sqrt_ rsqrt_
-abs_ addcmul_ addcdiv_ square_ sign_ mul div add sub
-""".split())  # the out-of-place ones count only with out=
-_FOLD_TORCH = frozenset({"mul", "div", "add", "sub", "pow", "clamp", "neg", "reciprocal"})
-_LOADED_NAMES = frozenset({"weight", "bias"})
-_WEIGHT_WORD = ("weight", "bias", "scale", "proj", "norm", "embed", "qkv", "w1", "w2", "w13")
-_WEIGHT_FREE = re.compile(r"(?:^|_)(?:cos|sin|rotary|rope|freqs|inv_freq|positions?|token_ids|"
-                          r"physical_to|global_to|logical_to|expert_ids|expert_map|ptrs?|"
-                          r"ranges|flags|indices|ids)(?:_|$)")
-"""Names of values that never come from weights: rotary tables, routing maps, pointer tables."""
 
 
 def audit_function(reached: Reached, imports: dict[str, str],
@@ -89,15 +77,6 @@ def audit_lazy_caches(scope: ModuleScope, imports: dict[str, str],
             audit = FunctionAudit(reached, imports, returns_for(cls), scope)
             out += [s for s in audit.run() if s.category == "lazy-cache"]
     return out
-
-
-def _weight_named(name: str) -> bool:
-    """A name that can hold weight values: tensor-like (``w13_weight_scale``) or with a weight
-    word in it, unless it names weight-free data (``cos_sin_cache``, ``expert_map``)."""
-    weighty = any(w in name for w in _WEIGHT_WORD)
-    if _WEIGHT_FREE.search(name) and not weighty:
-        return False
-    return weighty or looks_like_tensor_attr(name)
 
 
 def _has_lazy_guard(func: ast.AST) -> bool:
@@ -154,7 +133,7 @@ def returns_tensor(reached: Reached, imports: dict[str, str], module_returns: Re
     return audit.returns_tensor
 
 
-class FunctionAudit(CallRules):
+class FunctionAudit(CallRules, FoldRules, StoreRules):
     """Walks one function in order, tracking what its locals hold, and emits its sites."""
 
     def __init__(self, reached: Reached, imports: dict[str, str], returns_tensor: ReturnsTensor,
@@ -342,7 +321,7 @@ class FunctionAudit(CallRules):
         info = self.inf.locals.get(name)
         return info is not None and not info.param
 
-    # ---- assignments ---------------------------------------------------------------------------
+    # ---- assignments and locals --------------------------------------------------------------
 
     def _assign(self, target: ast.expr, value: ast.expr, stmt: ast.stmt) -> None:
         if isinstance(target, (ast.Tuple, ast.List)):
@@ -366,121 +345,6 @@ class FunctionAudit(CallRules):
         elif isinstance(target, ast.Subscript):
             self._container_item(target, value, stmt)
 
-    # ---- containers -------------------------------------------------------------------------
-
-    def _container_item(self, target: ast.Subscript, value: ast.expr, stmt: ast.stmt) -> None:
-        """``self.cache[k] = tensor``: a tensor put into a container held on an object."""
-        chain = attr_chain(target.value)
-        if chain is None or "." not in chain or chain.split(".")[0] in self.imports:
-            return
-        attr = owner_attr(chain)
-        if looks_like_tensor_attr(attr) or chain in self.inf.stored or attr in _LOADED_NAMES \
-                or attr == "data":
-            return  # an in-place write into a tensor
-        info = self.inf.infer(value)
-        if info is None or info.param:
-            return
-        if not info.fresh and info.source and info.source.split("[")[0] == chain:
-            return  # the container's own entry, re-wrapped over the same storage
-        self._emit(stmt, attr, owner_base(chain), "container",
-                   f"puts {'a new tensor' if info.fresh else 'a reference'} into "
-                   f"`{chain}[...]` ({info.why})", value,
-                   "attribute" if info.fresh else "alias")
-
-    def _container_call(self, call: ast.Call, stmt: ast.stmt) -> None:
-        """``self.tensors.append(t)`` / ``.extend`` / ``.insert``."""
-        f = call.func
-        if not (isinstance(f, ast.Attribute) and f.attr in ("append", "extend", "insert")):
-            return
-        chain = attr_chain(f.value)
-        if chain is None or "." not in chain or chain.split(".")[0] in self.imports:
-            return
-        value = call.args[-1] if call.args else None
-        info = self.inf.infer(value)
-        if info is None or info.param or value is None:
-            return
-        self._emit(stmt, owner_attr(chain), owner_base(chain), "container",
-                   f"`{chain}.{f.attr}(...)` adds {'a new tensor' if info.fresh else 'a reference'}"
-                   f" ({info.why})", value, "attribute" if info.fresh else "alias")
-
-    # ---- folds -----------------------------------------------------------------------------
-
-    def _folds(self, stmt: ast.stmt) -> None:
-        """In-place writes into a loaded parameter whose value depends on itself."""
-        if isinstance(stmt, ast.AugAssign):
-            target = stmt.target.value if isinstance(stmt.target, ast.Subscript) else stmt.target
-            chain = attr_chain(target)
-            if chain and not isinstance(stmt.op, (ast.BitOr, ast.BitAnd)):
-                self._fold_site(stmt, chain, f"`{short(stmt)}`", stmt.value)
-            return
-        if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Call):
-            return
-        call = stmt.value
-        self._container_call(call, stmt)
-        f = call.func
-        out = kwarg(call, "out")
-        if out is not None:
-            name = call_name(f, self.imports) or ""
-            first = call.args[0] if call.args else None
-            if (name.startswith("torch.") and name[6:] in _FOLD_TORCH and first is not None
-                    and attr_chain(first) is not None and attr_chain(first) == attr_chain(out)):
-                self._fold_site(stmt, attr_chain(out) or "", f"`{short(call)}`", call)
-            return
-        if not isinstance(f, ast.Attribute):
-            return
-        chain = attr_chain(f.value)
-        if chain is None:
-            return
-        if f.attr in _FOLD_METHODS and f.attr.endswith("_"):
-            self._fold_site(stmt, chain, f"`{short(call)}`", call)
-        elif f.attr == "copy_" and call.args:
-            base = chain.removesuffix(".data")
-            used = _shape_free_chains(call.args[0])
-            held = self.holders.get(base, [])
-            if (base in used or any(h in used for h in held)) and not self._restores(
-                    call.args[0], {base, *held}):
-                self._fold_site(stmt, chain, f"`{short(call)}` reads its own target", call)
-
-    def _restores(self, value: ast.expr, targets: set[str]) -> bool:
-        """Whether ``value`` has the values of one of ``targets`` (so ``t.copy_(value)`` is
-        idempotent): the target itself through ``contiguous``/``clone``/``detach``, a padded
-        copy with the pad sliced away, or a same-file helper that returns its argument so."""
-        if _restores_values(value, targets):
-            return True
-        helper = self._helper(value) if isinstance(value, ast.Call) else None
-        if helper is None:
-            return False
-        index = _restored_argument(*helper)
-        args = value.args  # type: ignore[attr-defined]
-        return index is not None and index < len(args) and self._restores(args[index], targets)
-
-    def _helper(self, call: ast.Call) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef,
-                                                 bool] | None:
-        """The same-file function or method (of the class's lineage) a call runs, and whether
-        it binds ``self``."""
-        f = call.func
-        if isinstance(f, ast.Name) and f.id in self.scope.functions:
-            return self.scope.functions[f.id], False
-        if (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
-                and f.value.id in ("self", "cls") and self.reached.cls):
-            for cls in sorted(self.scope.lineage(self.reached.cls)):
-                info = self.scope.classes.get(cls)
-                if info is not None and f.attr in info.methods:
-                    return info.methods[f.attr], True
-        return None
-
-    def _fold_site(self, stmt: ast.stmt, chain: str, what: str, value: ast.expr) -> None:
-        for owner, attr in self._targets(chain):
-            if owner == "<local>":
-                continue  # a local's own tensor, not a loaded parameter
-            path = f"{owner}.{attr}"
-            if path in self.inf.stored or owner.split(".")[0] in self.imports:
-                continue  # built by this code: not a loaded parameter
-            if not (attr in _LOADED_NAMES or looks_like_tensor_attr(attr)):
-                continue
-            self._emit(stmt, attr, owner, "fold",
-                       f"{what} folds into loaded `{path}` in place: a rerun applies it twice",
-                       value, "fold")
     def _assign_unpacked(self, target: ast.expr, value: ast.expr, info: TensorInfo | None,
                          stmt: ast.stmt) -> None:
         part = TensorInfo(why=f"unpacked from {info.why}", fresh=info.fresh) if info else None
@@ -539,175 +403,7 @@ class FunctionAudit(CallRules):
                               source=f"{owner}.{name}")
         return None
 
-    def _store(self, target: ast.Attribute, value: ast.expr, stmt: ast.stmt) -> None:
-        owner = attr_chain(target.value)
-        if owner is None or owner.split(".")[0] in self.imports:
-            return
-        if target.attr == "data":
-            if _dtype_view_of(value, owner, self.imports):
-                return  # x.data = x.data.view(torch.<dtype>): the same storage, reinterpreted
-            for base, attr in self._targets(owner):
-                self._emit(stmt, attr, base, "data-rebind",
-                           f"`{owner}.data` is rebound to {short(value)}", value, "parameter")
-            return
-        self._classify_store(target, owner, target.attr, value, stmt)
-
-    def _classify_store(self, target: ast.expr | None, owner: str, attr: str, value: ast.expr,
-                        stmt: ast.stmt) -> None:
-        if isinstance(value, ast.Constant):
-            return
-        scalar = self._scalar_reason(value)
-        if scalar:
-            if f"{owner}.{attr}" in self.guards:  # a host scalar taken once, on first use
-                self._emit(stmt, attr, owner, "lazy-cache",
-                           f"built once behind `if {owner}.{attr} is None`: {scalar}", value,
-                           "scalar")
-                return
-            self._emit(stmt, attr, owner, "host-scalar", scalar, value, "scalar")
-            return
-        captured = self._captured_reason(value)
-        if captured:
-            self._emit(stmt, attr, owner, "captured-tensor", captured, value, "attribute")
-            return
-        info = self.inf.infer(value)
-        if info is None and isinstance(value, ast.Call) and is_getattr(value):
-            info = self._getattr_info(value)
-        if info is None and isinstance(value, (ast.Dict, ast.DictComp)):
-            info = self._dict_info(value)
-        if info is None and isinstance(value, ast.Call):
-            info = self._dataclass_info(value)
-        if info is None:
-            return
-        self._emit_store(target, value, info, stmt, owner=owner, attr=attr)
-
-    def _dict_info(self, value: ast.Dict | ast.DictComp) -> TensorInfo | None:
-        if isinstance(value, ast.DictComp):
-            scope = self.inf.fork()
-            for gen in value.generators:
-                if scope.infer(gen.iter) and isinstance(gen.target, ast.Name):
-                    scope.locals[gen.target.id] = TensorInfo(why="element", fresh=False)
-            inner = scope.infer(value.value)
-            infos = [inner] if inner else []
-        else:
-            infos = [i for i in (self.inf.infer(v) for v in value.values if v is not None) if i]
-        if not infos:
-            return None
-        return TensorInfo(why=f"a container of tensors ({short(value, 40)})",
-                          fresh=any(i.fresh for i in infos))
-
-    def _dataclass_info(self, call: ast.Call) -> TensorInfo | None:
-        """A dataclass of the tree with tensor fields, built from tensors."""
-        name = call.func.attr if isinstance(call.func, ast.Attribute) else (
-            call.func.id if isinstance(call.func, ast.Name) else None)
-        qualified = call_name(call.func, self.imports)
-        local = self.scope.functions.get(name or "") if isinstance(call.func, ast.Name) else None
-        returns = set(re.findall(r"\w+", ast.unparse(local.returns))) \
-            if local is not None and local.returns is not None else set()
-        if name not in self.containers and qualified not in self.containers and \
-                not returns & self.containers:
-            return None
-        infos = [i for i in (self.inf.infer(a) for a in [*call.args,
-                                                          *(k.value for k in call.keywords)])
-                 if i and not i.param]
-        if not infos:
-            return None
-        return TensorInfo(why=f"a container of tensors ({name}(...))",
-                          fresh=any(i.fresh for i in infos))
-
-    def _emit_store(self, target: ast.expr | None, value: ast.expr, info: TensorInfo,
-                    stmt: ast.stmt, unpacked: bool = False, owner: str | None = None,
-                    attr: str | None = None) -> None:
-        if owner is None and isinstance(target, ast.Attribute):
-            owner = attr_chain(target.value)
-        if owner is None or attr is None and not isinstance(target, ast.Attribute):
-            return
-        attr = attr or target.attr  # type: ignore[union-attr]
-        path = f"{owner}.{attr}"
-        self.inf.stored.add(path)
-        if info.param:
-            return  # a tensor handed in by the caller: the caller's allocation is the site
-        if not info.fresh and info.why.startswith("a container") and info.source is None:
-            self._emit(stmt, attr, owner, "container", f"stores {info.why} (references)", value,
-                       "alias")
-            return
-        if not info.fresh:
-            source = info.source or self._source_of(value)
-            if source is None or source == path:
-                return
-            if owner_base(source) == owner:
-                # a second name for a tensor the object holds (or just stored): the object
-                # keeps or rebuilds both together, and the first store is the site
-                return
-            self._emit(stmt, attr, owner, "alias", f"stores a reference to `{source}`", value,
-                       "alias", alias_of=source)
-            return
-        if isinstance(value, ast.Name) and value.id in self.stored_locals:
-            first = self.stored_locals[value.id]
-            self._emit(stmt, attr, owner, "alias",
-                       f"the same tensor object as `{first}` (both hold local {value.id})", value,
-                       "alias", alias_of=first)
-            return
-        if isinstance(value, ast.Name):
-            self.stored_locals[value.id] = path
-        backs_kept = isinstance(value, ast.Name) and value.id in self.backing
-        kind = "parameter" if info.parameter else ("view" if info.view else "attribute")
-        what = "a new Parameter" if info.parameter else ("a view" if info.view else "a new tensor")
-        why = f"stores {what}: {info.why}"
-        if unpacked:
-            why += f", unpacked into {path}"
-        if info.parameter:
-            why += "; replaces the registered Parameter object (and drops its weight_loader)"
-        category = "tensor-attr"
-        if path in self.guards:
-            if self._copies is None:
-                self._copies = _calls_copy(self.reached.func)
-            if self._copies:
-                return  # built once, then refilled with copy_ (the keep-the-object pattern)
-            if not self._from_weights(value):
-                return  # a lazily made workspace or constant: no weight values to go stale
-            category = "lazy-cache"
-            why = f"built once behind `if {path} is None`: {why}"
-        elif _is_container(value) or info.why.startswith(("a container", "a list")):
-            category = "container"
-        if backs_kept:
-            why += " (tensors kept by the layer were `.set_()` into it: it shares their storage)"
-        self._emit(stmt, attr, owner, category, why, value, kind,
-                   view_of_kept=(info.view and info.of_kept) or backs_kept)
-
-    def _source_of(self, value: ast.expr) -> str | None:
-        if isinstance(value, ast.Name):
-            info = self.inf.locals.get(value.id)
-            return info.source if info else None
-        return attr_chain(value)
-
-    # ---- value shapes --------------------------------------------------------------------------
-
-    def _scalar_reason(self, value: ast.expr) -> str | None:
-        for node in walk_no_lambda(value):
-            if not isinstance(node, ast.Call):
-                continue
-            f = node.func
-            if isinstance(f, ast.Attribute) and f.attr in SCALAR_METHODS and not node.args:
-                return f"a Python scalar from `{short(node)}`"
-            if (isinstance(f, ast.Name) and f.id in SCALAR_BUILTINS and len(node.args) == 1
-                    and self.inf.infer(node.args[0]) is not None):
-                return f"a Python scalar from `{short(node)}` of a tensor"
-            if self._scalar_helper(node):
-                return f"a Python scalar returned by `{short(node)}` from a tensor"
-        return None
-
-    def _scalar_helper(self, call: ast.Call) -> bool:
-        """A helper annotated ``-> float``/``-> int`` (in this file or any scanned one) that is
-        handed a tensor."""
-        name = call_name(call.func, self.imports)
-        local = self.scope.functions.get(call.func.id) if isinstance(call.func, ast.Name) else None
-        annotated = (local is not None and local.returns is not None
-                     and ast.unparse(local.returns) in ("float", "int")) or (
-            name is not None and name in self.scalar_functions)
-        if not annotated:
-            return False
-        args = [*call.args, *(k.value for k in call.keywords)]
-        return any(self.inf.infer(a) is not None for a in args)
+    # ---- guards --------------------------------------------------------------------------------
 
     def _guard_targets(self, test: ast.expr) -> list[str]:
         """The attribute chains an ``if <x> is None:`` guard stands for (locals resolved)."""
@@ -718,58 +414,6 @@ class FunctionAudit(CallRules):
                 and test.comparators[0].value is None:
             return list(self.holders.get(test.left.id, []))
         return [chain] if chain else []
-
-    def _weight_free(self, value: ast.expr) -> bool:
-        """Whether a value reads only names of weight-free data (rotary caches, routing maps,
-        pointer tables) and nothing named like a weight, directly or through earlier locals."""
-        names: list[str] = []
-        nodes = [value]
-        for n in ast.walk(value):
-            if isinstance(n, ast.Name) and n.id in self.defs:
-                nodes.append(self.defs[n.id])
-        for node in nodes:
-            names += [n.attr if isinstance(n, ast.Attribute) else n.id for n in ast.walk(node)
-                      if isinstance(n, (ast.Attribute, ast.Name))]
-        names = [n for n in names if n not in ("self", "layer", "torch")]
-        return any(_WEIGHT_FREE.search(n) for n in names) and not any(
-            _weight_named(n) for n in names)
-
-    def _from_weights(self, value: ast.expr) -> bool:
-        """Whether a value reads weights: an attribute named like a weight, directly or through a
-        local defined earlier."""
-        if _is_allocation(value) or (_is_container(value) and all(
-                _is_allocation(e) for e in getattr(value, "elts", [None]))):
-            return False  # zeros/empty/full take only shapes, dtypes and devices from weights
-        names: list[str] = []
-        nodes = [value]
-        for n in ast.walk(value):
-            if isinstance(n, ast.Name) and n.id in self.defs:
-                nodes.append(self.defs[n.id])
-            elif isinstance(n, ast.Name) and n.id in self.nested_defs:
-                nodes.append(self.nested_defs[n.id])  # a nested helper: what it reads
-        for node in nodes:
-            names += [n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)
-                      and (attr_chain(n) or ".").split(".")[0] not in self.imports]
-        return any(looks_like_tensor_attr(a) or any(w in a for w in _WEIGHT_WORD) for a in names)
-
-    def _captured_reason(self, value: ast.expr) -> str | None:
-        if isinstance(value, ast.Call):
-            name = call_name(value.func, self.imports)
-            if name in ("functools.partial", "partial"):
-                captured = [a for a in [*value.args[1:], *(k.value for k in value.keywords)]
-                            if self.inf.infer(a) is not None]
-                if captured:
-                    names = ", ".join(short(a, 30) for a in captured)
-                    return f"functools.partial captures tensor(s) {names}"
-            return None
-        if isinstance(value, ast.Lambda):
-            captured = sorted(n for n in free_names(value) if self._captures_tensor(n))
-            if captured:
-                return f"a lambda captures tensor local(s) {', '.join(captured)}"
-        if isinstance(value, ast.Name) and value.id in self.closures:
-            return (f"nested function {value.id}() captures tensor local(s) "
-                    f"{', '.join(self.closures[value.id])}")
-        return None
 
     # ---- output --------------------------------------------------------------------------------
 
@@ -785,8 +429,8 @@ class FunctionAudit(CallRules):
             alias_of=alias_of, lineage=self.lineage, persistent=persistent,
             empty=is_placeholder(value) or self._returns_placeholder(value),
             view_of_kept=view_of_kept,
-            weight_free=self._weight_free(value), allocation=_is_allocation(value),
-            constructed=_is_construction(value),
+            weight_free=self._weight_free(value), allocation=is_allocation(value),
+            constructed=is_construction(value),
             initial_load_only=self.reached.initial_load_only,
             from_weights=self._from_weights(value),
         ))
@@ -794,7 +438,7 @@ class FunctionAudit(CallRules):
     def _returns_placeholder(self, value: ast.expr) -> bool:
         """A call of a helper that returns a 0-element placeholder: a function of this file
         whose every ``return`` is one, or one the tree-wide index found
-        (:meth:`.static_index.TreeIndex.placeholder_functions`)."""
+        (:meth:`.index.TreeIndex.placeholder_functions`)."""
         if not isinstance(value, ast.Call):
             return False
         if isinstance(value.func, ast.Name) and value.func.id in self.scope.functions:
@@ -808,104 +452,3 @@ class FunctionAudit(CallRules):
         tree = Draft(self.defs, receivers, self.imports).visit(copy_expr(value))
         text = " ".join(ast.unparse(tree).split())
         return text if len(text) <= 160 else None
-
-
-_ALLOCATIONS = frozenset({"zeros", "empty", "ones", "full", "arange", "new_zeros", "new_empty",
-                          "new_ones", "new_full", "zeros_like", "empty_like", "ones_like",
-                          "full_like", "empty_strided", "tensor"})
-
-
-def _is_construction(value: ast.expr) -> bool:
-    """``torch.tensor(...)``/``torch.as_tensor(...)`` or an allocation: always new storage."""
-    if not (isinstance(value, ast.Call) and isinstance(value.func, (ast.Attribute, ast.Name))):
-        return False
-    name = value.func.attr if isinstance(value.func, ast.Attribute) else value.func.id
-    return name in _ALLOCATIONS or name == "as_tensor"
-
-
-def _is_allocation(value: ast.expr) -> bool:
-    """A fresh allocation whose values do not come from any tensor argument."""
-    if not (isinstance(value, ast.Call) and isinstance(value.func, (ast.Attribute, ast.Name))):
-        return False
-    name = value.func.attr if isinstance(value.func, ast.Attribute) else value.func.id
-    return name in _ALLOCATIONS and name != "tensor" or (
-        name == "tensor" and all(isinstance(a, ast.Constant) for a in value.args))
-
-
-def _shape_free_chains(node: ast.expr) -> set[str]:
-    """Dotted names an expression reads as tensors (not only for .shape/.dtype/.size())."""
-    skip: set[int] = set()
-    for n in ast.walk(node):
-        if isinstance(n, ast.Attribute) and n.attr in NON_TENSOR_ATTRS:
-            skip.update(id(m) for m in ast.walk(n.value))
-        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-              and n.func.attr in NON_TENSOR_METHODS):
-            skip.update(id(m) for m in ast.walk(n.func.value))
-    return {c.removesuffix(".data") for n in ast.walk(node) if id(n) not in skip
-            and isinstance(n, (ast.Attribute, ast.Name)) and (c := attr_chain(n))}
-
-
-def _is_container(value: ast.expr) -> bool:
-    return isinstance(value, (ast.List, ast.Tuple, ast.ListComp, ast.Dict, ast.DictComp))
-
-
-_SAME_VALUES = frozenset({"contiguous", "clone", "detach"})
-"""Methods whose result has the receiver's values, shape and dtype."""
-
-
-def _restores_values(value: ast.expr, targets: set[str]) -> bool:
-    """``t``, ``t.data``, ``t.contiguous()``/``.clone()``/``.detach()`` of such, or
-    ``pad(t, ...)[<slices>]`` (the pad sliced away again) for a ``t`` in ``targets``."""
-    chain = attr_chain(value)
-    if chain is not None:
-        return chain.removesuffix(".data") in targets
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
-            value.func.attr in _SAME_VALUES and not value.args:
-        return _restores_values(value.func.value, targets)
-    if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Call):
-        pad = value.value
-        name = pad.func.attr if isinstance(pad.func, ast.Attribute) else getattr(
-            pad.func, "id", "")
-        parts = value.slice.elts if isinstance(value.slice, ast.Tuple) else [value.slice]
-        return (name == "pad" and bool(pad.args) and _restores_values(pad.args[0], targets)
-                and all(isinstance(p, ast.Slice) or (isinstance(p, ast.Constant)
-                                                     and p.value is ...) for p in parts))
-    return False
-
-
-def _restored_argument(func: ast.FunctionDef | ast.AsyncFunctionDef,
-                       method: bool) -> int | None:
-    """The positional argument (``self`` not counted) whose values every ``return`` of a
-    helper gives back unchanged (through :func:`_restores_values`, also after rebinding the
-    parameter to such a value), or None."""
-    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
-    if method and params:
-        params = params[1:]
-    returns = [n for n in walk_no_lambda(func) if isinstance(n, ast.Return)]
-    for index, name in enumerate(params):
-        rebinds = [n for n in walk_no_lambda(func) if isinstance(n, (ast.Assign, ast.AugAssign,
-                                                                     ast.AnnAssign))
-                   and any(isinstance(t, ast.Name) and t.id == name for t in (
-                       n.targets if isinstance(n, ast.Assign) else [n.target]))]
-        if returns and all(r.value is not None and _restores_values(r.value, {name})
-                           for r in returns) and all(
-                isinstance(b, ast.Assign) and len(b.targets) == 1
-                and _restores_values(b.value, {name}) for b in rebinds):
-            return index
-    return None
-
-
-def _calls_copy(func: ast.AST) -> bool:
-    """Whether a function refills something with ``.copy_(...)`` (keep-the-object pattern)."""
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-               and n.func.attr == "copy_" for n in ast.walk(func))
-
-
-def _dtype_view_of(value: ast.expr, chain: str, imports: dict[str, str]) -> bool:
-    """``<chain>[.data].view(torch.<dtype>)``: a reinterpretation that keeps the storage."""
-    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
-            and value.func.attr == "view" and len(value.args) == 1 and not value.keywords):
-        return False
-    receiver = attr_chain(value.func.value)
-    dtype = call_name(value.args[0], imports) or ""
-    return receiver in (chain, f"{chain}.data") and dtype.startswith("torch.")

@@ -16,7 +16,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from derivgraph.audit.static.scan import StaticFinding, StaticReport
+from derivgraph.audit.static.finding import StaticFinding, StaticReport
 from derivgraph.audit.static.sites import CATEGORIES
 
 __all__ = ["SARIF_SCHEMA", "SARIF_VERSION", "to_sarif"]

@@ -3,13 +3,13 @@
 It reads Python source with :mod:`ast` and never imports the scanned code. Post-load code is
 ``process_weights_after_loading``, ``load_weights``, ``post_load_weights``, constructors of
 objects that post-load code rebuilds (experts, kernels, quant configs, ...), functions assigned
-over a post-load method, and every function they call, in the same file (:mod:`.static_scope`)
-and, through a tree-wide index (:mod:`.static_index`), in other files: a second round audits
-those. In it, the rules of :mod:`.static_rules` find the statements that store derived state
+over a post-load method, and every function they call, in the same file (:mod:`.scope`)
+and, through a tree-wide index (:mod:`.index`), in other files: a second round audits
+those. In it, the rules of :mod:`.rules` find the statements that store derived state
 (plus lazy caches in any method); each site gets a severity from the engine's reload semantics
-(:mod:`.static_semantics`; weight-free values of rebuilt-object constructors whose class the
-tree builds only outside post-load code are cleared through :mod:`.static_construction`) and is
-matched against the spec library (:mod:`.static_match`).
+(:mod:`.semantics`; weight-free values of rebuilt-object constructors whose class the
+tree builds only outside post-load code are cleared through :mod:`.construction`) and is
+matched against the spec library (:mod:`.match`).
 
 Example::
 
@@ -23,20 +23,18 @@ from __future__ import annotations
 
 import ast
 import concurrent.futures as cf
-import importlib.machinery
-import importlib.util
 import logging
 import multiprocessing
 import os
 import re
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from derivgraph.audit.static.construction import built_at_construction
+from derivgraph.audit.static.finding import SourceFile, StaticFinding, StaticReport
 from derivgraph.audit.static.index import build_index
 from derivgraph.audit.static.match import SpecIndex, suggest_spec
 from derivgraph.audit.static.module import ExternalRoot, ModuleContext, audit_module
@@ -49,10 +47,11 @@ from derivgraph.audit.static.scope import (
     is_rebuilt_lineage,
     regex_classes,
 )
-from derivgraph.audit.static.semantics import Severity, semantics_of
-from derivgraph.audit.static.sites import CATEGORIES, RawSite
-from derivgraph.audit.static.verdicts import Verdict
+from derivgraph.audit.static.semantics import semantics_of
+from derivgraph.audit.static.sites import RawSite
+from derivgraph.audit.static.sources import collect_files, locate_package
 from derivgraph.errors import PackageNotFound
+from derivgraph.spec.load import default_specs
 from derivgraph.spec.model import Spec
 
 __all__ = [
@@ -77,212 +76,11 @@ _HEADER_END_RE = re.compile(r"\)[ \t]*(?:->([^:\n]*))?:[ \t]*(?:#[^\n]*)?$", re.
 _TENSOR_WORD_RE = re.compile(r"Tensor|Parameter|Buffer")
 
 
-@dataclass(frozen=True)
-class SourceFile:
-    """A file to scan: where it is, how to show it, and its module name."""
-
-    path: Path
-    display: str
-    module: str
-    is_package: bool
-    root: str = "SRCROOT"  # what display is relative to: SRCROOT (cwd), PKGROOT, "" (absolute)
-
-
-@dataclass(frozen=True)
-class StaticFinding:
-    """One site of derived state in post-load code, declared by a spec or not."""
-
-    file: str
-    line: int
-    col: int
-    attr: str
-    category: str
-    reason: str
-    cls: str | None
-    function: str
-    owner: str
-    expr: str
-    kind: str
-    via: tuple[str, ...]
-    declared: bool
-    spec: str | None
-    suggestion: str | None
-    root: str = "SRCROOT"
-    severity: Severity = Severity.WARNING
-    store: str = ""  # the :class:`.static_semantics.Store` value the site writes
-    consequence: str = ""  # what a reload does to it, in words
-    fix: str = ""  # the fix in vLLM terms
-    qualname: str = ""  # module-qualified class (or function) holding the code
-    verdict: Verdict = Verdict.UNCHECKED  # set by the executable audit (:mod:`.static_verdicts`)
-
-    @property
-    def location(self) -> str:
-        """``file:line``."""
-        return f"{self.file}:{self.line}"
-
-    @property
-    def key(self) -> tuple[str, str]:
-        """The stable key ``(qualified class name, attr)`` the executable audit's verdicts use."""
-        return self.qualname or self.cls or self.function, self.attr
-
-    @property
-    def rule_id(self) -> str:
-        """The stable rule id of the category (``DGS001``...)."""
-        return CATEGORIES[self.category].rule_id
-
-    @property
-    def risk(self) -> str:
-        """Why sites of this category are risky."""
-        return CATEGORIES[self.category].risk
-
-    def as_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (``file``, ``line``, ``attr``, ``reason``, ``category``, ...)."""
-        out = asdict(self)
-        out["via"] = list(self.via)
-        out["severity"] = self.severity.value
-        out["verdict"] = self.verdict.value
-        out["key"] = list(self.key)
-        out["rule_id"] = self.rule_id
-        out["risk"] = self.risk
-        return out
-
-
-@dataclass
-class StaticReport:
-    """All sites found, plus what was scanned."""
-
-    findings: list[StaticFinding] = field(default_factory=list)
-    files_scanned: int = 0
-    files_audited: int = 0
-    files_parsed: int = 0  # audited files that parsed (all files, when none had post-load code)
-    errors: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-    specs: int = 0
-    roots: dict[str, str] = field(default_factory=dict)  # SARIF uriBaseId -> directory
-
-    def undeclared(self) -> list[StaticFinding]:
-        """Error and warning sites no spec declares, with a literal name: what ``--strict``
-        fails on."""
-        return [f for f in self.findings if not f.declared and f.severity is not Severity.INFO
-                and f.category != "dynamic-name"]
-
-    def dynamic(self) -> list[StaticFinding]:
-        """Error and warning sites whose attribute name is computed (no spec can name them)."""
-        return [f for f in self.findings if f.category == "dynamic-name"
-                and f.severity is not Severity.INFO]
-
-    def handled(self) -> list[StaticFinding]:
-        """Undeclared ``info`` sites: the engine's reload handles them."""
-        return [f for f in self.findings if not f.declared and f.severity is Severity.INFO]
-
-    def by_severity(self, declared: bool | None = False) -> Counter[str]:
-        """Counts per severity (undeclared only by default; ``None`` for all)."""
-        return Counter(f.severity.value for f in self.findings
-                       if declared is None or f.declared == declared)
-
-    @property
-    def nothing_scanned(self) -> bool:
-        """No file was read, or every file the audit had to parse failed to parse."""
-        return self.files_scanned == 0 or self.files_parsed == 0
-
-    def declared(self) -> list[StaticFinding]:
-        """Sites a spec declares."""
-        return [f for f in self.findings if f.declared]
-
-    def by_category(self, declared: bool | None = False) -> Counter[str]:
-        """Counts per category (undeclared only by default; ``None`` for all)."""
-        return Counter(f.category for f in self.findings
-                       if declared is None or f.declared == declared)
-
-    def by_file(self, declared: bool | None = False) -> Counter[str]:
-        """Counts per file (undeclared only by default; ``None`` for all)."""
-        return Counter(f.file for f in self.findings
-                       if declared is None or f.declared == declared)
-
-
-# ---- files --------------------------------------------------------------------------------------
-
-def locate_package(name: str) -> Path:
-    """The directory (or file) of an installed package, found without importing it."""
-    head, *rest = name.split(".")
-    spec = importlib.machinery.PathFinder.find_spec(head) or importlib.util.find_spec(head)
-    if spec is None:
-        raise PackageNotFound(f"no package named {name!r} is installed for this interpreter")
-    if spec.submodule_search_locations:
-        base = Path(next(iter(spec.submodule_search_locations)))
-    elif spec.origin:
-        base = Path(spec.origin)
-    else:
-        raise PackageNotFound(f"package {name!r} has no source location (namespace or builtin)")
-    for part in rest:
-        if (base / part).is_dir():
-            base = base / part
-        elif (base / f"{part}.py").is_file():
-            base = base / f"{part}.py"
-        else:
-            raise PackageNotFound(f"{name!r}: no module {part!r} under {base}")
-    return base
-
-
-def _display(path: Path, root: Path | None) -> str:
-    if root is not None:
-        return path.relative_to(root).as_posix()
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
-
-
-def _module_name(rel: Path) -> tuple[str, bool]:
-    parts = list(rel.with_suffix("").parts)
-    is_package = parts[-1] == "__init__"
-    if is_package:
-        parts = parts[:-1]
-    return ".".join(parts), is_package
-
-
-def _walk_py(root: Path) -> Iterator[Path]:
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith("."))
-        for name in sorted(filenames):
-            if name.endswith(".py"):
-                yield Path(dirpath, name)
-
-
-def collect_files(paths: Iterable[str | Path] = (), package: str | None = None) -> list[SourceFile]:
-    """The ``.py`` files under ``paths`` and the ``package``, sorted, each once.
-
-    Files under ``paths`` are shown relative to the working directory (root ``SRCROOT``) when
-    they are under it, else absolute; package files relative to the folder holding the package
-    (root ``PKGROOT``), e.g. ``vllm/model_executor/...``.
-    """
-    out: dict[str, SourceFile] = {}
-    entries: list[tuple[Path, bool]] = [(Path(p), False) for p in paths]
-    if package:
-        entries.append((locate_package(package), True))
-    for entry, is_pkg in entries:
-        if not entry.exists():
-            raise FileNotFoundError(f"{entry}: no such file or directory")
-        files = [entry] if entry.is_file() else list(_walk_py(entry))
-        real = os.path.realpath(entry)
-        for file in files:
-            rel = Path(entry.name, file.relative_to(entry)) if file != entry else Path(entry.name)
-            module, pkg = _module_name(rel) if file != entry else _module_name(Path(file.name))
-            if is_pkg:
-                display, root = rel.as_posix(), "PKGROOT"
-            else:
-                display = _display(file, None)
-                root = "" if Path(display).is_absolute() else "SRCROOT"
-            key = real if file == entry else os.path.join(real, file.relative_to(entry))
-            out.setdefault(key, SourceFile(file, display, module, pkg, root))
-    return sorted(out.values(), key=lambda f: f.display)
-
-
 # ---- the tree-wide context -----------------------------------------------------------------------
 
 def _tensor_functions(text: str) -> Iterator[tuple[str, str]]:
     """(name, return annotation) of module-level functions whose annotation names a tensor type
-    (a text scan, no parse; :func:`.static_infer.annotation_shape` reads the annotation later)."""
+    (a text scan, no parse; :func:`.infer.annotation_shape` reads the annotation later)."""
     if "Tensor" not in text and "Parameter" not in text:
         return
     for m in _DEF_RE.finditer(text):
@@ -428,7 +226,7 @@ def _mark_built_once(sites: dict[Any, tuple[int, RawSite]],
                      post_load: set[tuple[int, str | None, str]],
                      context: ModuleContext) -> None:
     """Mark the weight-free sites of rebuilt-object constructors whose class the tree builds
-    only outside post-load code (:mod:`.static_construction`): built once, never rerun."""
+    only outside post-load code (:mod:`.construction`): built once, never rerun."""
     def built_class(site: RawSite) -> str | None:
         root = site.via[0] if site.via else ""
         if site.from_weights or not is_constructor_root(root, context.ancestors):
@@ -517,8 +315,6 @@ def scan(paths: Iterable[str | Path] = (), package: str | None = None,
     ``declared_folds``: ``(class short name, parameter name)`` pairs of in-place folds declared
     outside the spec library (fold sites they name are declared)."""
     if specs is None:
-        from derivgraph.spec.load import default_specs
-
         specs = default_specs()
     files = collect_files(paths, package)
     report = scan_files(files, specs, jobs=jobs, progress=progress,

@@ -19,7 +19,7 @@ A call whose every caller binds a parameter to the same constant records it in
 :attr:`Reached.consts`, so the rules can read ``if register_buffer:`` as decided.
 
 **Reach** (this module: within one file; calls into other files are resolved through the
-tree-wide index by :mod:`.static_module` and audited in later rounds by :mod:`.static`): from
+tree-wide index by :mod:`.module` and audited in later rounds by :mod:`.scan`): from
 each root, calls resolved *within the same file* are followed transitively:
 ``self.m(...)``/``cls.m(...)`` to ``m`` of the enclosing class, its same-file ancestors and
 same-file subclasses (overrides), ``super().m(...)`` to same-file ancestors, ``C.m(...)`` to a

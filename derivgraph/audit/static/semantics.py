@@ -1,6 +1,6 @@
 """What an engine's reload does to each kind of store: the static audit's severity model.
 
-A site of the static audit (:class:`.static_sites.RawSite`) stores derived state somewhere: a
+A site of the static audit (:class:`.sites.RawSite`) stores derived state somewhere: a
 layer parameter, a non-persistent buffer, a plain attribute on a quant method, a Python float...
 :func:`classify` names that place (a :class:`Store`); an engine's rule table (:data:`VLLM_0_33`)
 says whether a reload keeps it right, and so the finding's :class:`Severity`:

@@ -22,23 +22,12 @@ hands its results back as a mapping and :func:`apply_verdicts` stamps them on th
 from __future__ import annotations
 
 import dataclasses
-import enum
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from derivgraph.audit.static.scan import StaticFinding
+from derivgraph.audit.static.finding import StaticFinding, Verdict
 
 __all__ = ["Verdict", "apply_verdicts", "verdicts_from_json"]
-
-
-class Verdict(enum.Enum):
-    """What running the class said about a static finding."""
-
-    CONFIRMED = "confirmed"
-    REFUTED = "refuted"
-    NOT_RUNNABLE = "not_runnable"
-    UNCHECKED = "unchecked"
 
 
 def apply_verdicts(findings: Iterable[StaticFinding],

@@ -1,6 +1,6 @@
 """The static audit's vocabulary: which names, methods and annotations mean "a tensor".
 
-Kept apart from the inference logic (:mod:`.static_infer`) so the lists are easy to read and
+Kept apart from the inference logic (:mod:`.infer`) so the lists are easy to read and
 extend: torch functions that return tensors, tensor-only ("strong") and tensor-or-not ("weak")
 methods, methods that leave the tensor world (``.item()``, ``.shape``), operations that change a
 tensor's layout, the attribute-name pattern of tensors, and type annotations.

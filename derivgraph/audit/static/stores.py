@@ -1,0 +1,328 @@
+"""Store rules of the static audit: assignments to attributes (and items of containers held
+on objects) that keep derived state: new tensors, references, host scalars, captured tensors,
+lazy caches and rebound ``.data``.
+
+A mixin of :class:`.rules.FunctionAudit`, like :class:`.calls.CallRules`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING
+
+from derivgraph.audit.static.ast import (
+    free_names,
+    is_getattr,
+    owner_attr,
+    owner_base,
+    short,
+    walk_no_lambda,
+)
+from derivgraph.audit.static.infer import TensorInference, TensorInfo, attr_chain, call_name
+from derivgraph.audit.static.scope import ModuleScope, Reached
+from derivgraph.audit.static.values import (
+    LOADED_NAMES,
+    WEIGHT_FREE_RE,
+    WEIGHT_WORDS,
+    calls_copy,
+    dtype_view_of,
+    is_allocation,
+    is_container,
+    weight_named,
+)
+from derivgraph.audit.static.vocab import SCALAR_BUILTINS, SCALAR_METHODS, looks_like_tensor_attr
+
+__all__ = ["StoreRules"]
+
+
+class StoreRules:
+    """Attribute stores and container items: which category a stored value falls in."""
+
+    if TYPE_CHECKING:
+        inf: TensorInference
+        imports: dict[str, str]
+        holders: dict[str, list[str]]
+        scope: ModuleScope
+        reached: Reached
+        guards: list[str]
+        defs: dict[str, ast.expr]
+        nested_defs: dict[str, ast.AST]
+        closures: dict[str, list[str]]
+        stored_locals: dict[str, str]
+        backing: dict[str, list[int]]
+        containers: frozenset[str]
+        scalar_functions: frozenset[str]
+        _copies: bool | None
+
+        def _emit(self, stmt: ast.stmt, attr: str, owner: str, category: str, reason: str,
+                  value: ast.expr, kind: str, alias_of: str | None = None,
+                  line: int | None = None, col: int | None = None,
+                  persistent: bool = True, view_of_kept: bool = False) -> None: ...
+
+        def _targets(self, chain: str) -> list[tuple[str, str]]: ...
+
+        def _getattr_info(self, call: ast.Call) -> TensorInfo | None: ...
+
+        def _captures_tensor(self, name: str) -> bool: ...
+
+    # ---- attributes ----------------------------------------------------------------------------
+
+    def _store(self, target: ast.Attribute, value: ast.expr, stmt: ast.stmt) -> None:
+        owner = attr_chain(target.value)
+        if owner is None or owner.split(".")[0] in self.imports:
+            return
+        if target.attr == "data":
+            if dtype_view_of(value, owner, self.imports):
+                return  # x.data = x.data.view(torch.<dtype>): the same storage, reinterpreted
+            for base, attr in self._targets(owner):
+                self._emit(stmt, attr, base, "data-rebind",
+                           f"`{owner}.data` is rebound to {short(value)}", value, "parameter")
+            return
+        self._classify_store(target, owner, target.attr, value, stmt)
+
+    def _classify_store(self, target: ast.expr | None, owner: str, attr: str, value: ast.expr,
+                        stmt: ast.stmt) -> None:
+        if isinstance(value, ast.Constant):
+            return
+        scalar = self._scalar_reason(value)
+        if scalar:
+            if f"{owner}.{attr}" in self.guards:  # a host scalar taken once, on first use
+                self._emit(stmt, attr, owner, "lazy-cache",
+                           f"built once behind `if {owner}.{attr} is None`: {scalar}", value,
+                           "scalar")
+                return
+            self._emit(stmt, attr, owner, "host-scalar", scalar, value, "scalar")
+            return
+        captured = self._captured_reason(value)
+        if captured:
+            self._emit(stmt, attr, owner, "captured-tensor", captured, value, "attribute")
+            return
+        info = self.inf.infer(value)
+        if info is None and isinstance(value, ast.Call) and is_getattr(value):
+            info = self._getattr_info(value)
+        if info is None and isinstance(value, (ast.Dict, ast.DictComp)):
+            info = self._dict_info(value)
+        if info is None and isinstance(value, ast.Call):
+            info = self._dataclass_info(value)
+        if info is None:
+            return
+        self._emit_store(target, value, info, stmt, owner=owner, attr=attr)
+
+    def _dict_info(self, value: ast.Dict | ast.DictComp) -> TensorInfo | None:
+        if isinstance(value, ast.DictComp):
+            scope = self.inf.fork()
+            for gen in value.generators:
+                if scope.infer(gen.iter) and isinstance(gen.target, ast.Name):
+                    scope.locals[gen.target.id] = TensorInfo(why="element", fresh=False)
+            inner = scope.infer(value.value)
+            infos = [inner] if inner else []
+        else:
+            infos = [i for i in (self.inf.infer(v) for v in value.values if v is not None) if i]
+        if not infos:
+            return None
+        return TensorInfo(why=f"a container of tensors ({short(value, 40)})",
+                          fresh=any(i.fresh for i in infos))
+
+    def _dataclass_info(self, call: ast.Call) -> TensorInfo | None:
+        """A dataclass of the tree with tensor fields, built from tensors."""
+        name = call.func.attr if isinstance(call.func, ast.Attribute) else (
+            call.func.id if isinstance(call.func, ast.Name) else None)
+        qualified = call_name(call.func, self.imports)
+        local = self.scope.functions.get(name or "") if isinstance(call.func, ast.Name) else None
+        returns = set(re.findall(r"\w+", ast.unparse(local.returns))) \
+            if local is not None and local.returns is not None else set()
+        if name not in self.containers and qualified not in self.containers and \
+                not returns & self.containers:
+            return None
+        infos = [i for i in (self.inf.infer(a) for a in [*call.args,
+                                                          *(k.value for k in call.keywords)])
+                 if i and not i.param]
+        if not infos:
+            return None
+        return TensorInfo(why=f"a container of tensors ({name}(...))",
+                          fresh=any(i.fresh for i in infos))
+
+    def _emit_store(self, target: ast.expr | None, value: ast.expr, info: TensorInfo,
+                    stmt: ast.stmt, unpacked: bool = False, owner: str | None = None,
+                    attr: str | None = None) -> None:
+        if owner is None and isinstance(target, ast.Attribute):
+            owner = attr_chain(target.value)
+        if owner is None or attr is None and not isinstance(target, ast.Attribute):
+            return
+        attr = attr or target.attr  # type: ignore[union-attr]
+        path = f"{owner}.{attr}"
+        self.inf.stored.add(path)
+        if info.param:
+            return  # a tensor handed in by the caller: the caller's allocation is the site
+        if not info.fresh and info.why.startswith("a container") and info.source is None:
+            self._emit(stmt, attr, owner, "container", f"stores {info.why} (references)", value,
+                       "alias")
+            return
+        if not info.fresh:
+            source = info.source or self._source_of(value)
+            if source is None or source == path:
+                return
+            if owner_base(source) == owner:
+                # a second name for a tensor the object holds (or just stored): the object
+                # keeps or rebuilds both together, and the first store is the site
+                return
+            self._emit(stmt, attr, owner, "alias", f"stores a reference to `{source}`", value,
+                       "alias", alias_of=source)
+            return
+        if isinstance(value, ast.Name) and value.id in self.stored_locals:
+            first = self.stored_locals[value.id]
+            self._emit(stmt, attr, owner, "alias",
+                       f"the same tensor object as `{first}` (both hold local {value.id})", value,
+                       "alias", alias_of=first)
+            return
+        if isinstance(value, ast.Name):
+            self.stored_locals[value.id] = path
+        backs_kept = isinstance(value, ast.Name) and value.id in self.backing
+        kind = "parameter" if info.parameter else ("view" if info.view else "attribute")
+        what = "a new Parameter" if info.parameter else ("a view" if info.view else "a new tensor")
+        why = f"stores {what}: {info.why}"
+        if unpacked:
+            why += f", unpacked into {path}"
+        if info.parameter:
+            why += "; replaces the registered Parameter object (and drops its weight_loader)"
+        category = "tensor-attr"
+        if path in self.guards:
+            if self._copies is None:
+                self._copies = calls_copy(self.reached.func)
+            if self._copies:
+                return  # built once, then refilled with copy_ (the keep-the-object pattern)
+            if not self._from_weights(value):
+                return  # a lazily made workspace or constant: no weight values to go stale
+            category = "lazy-cache"
+            why = f"built once behind `if {path} is None`: {why}"
+        elif is_container(value) or info.why.startswith(("a container", "a list")):
+            category = "container"
+        if backs_kept:
+            why += " (tensors kept by the layer were `.set_()` into it: it shares their storage)"
+        self._emit(stmt, attr, owner, category, why, value, kind,
+                   view_of_kept=(info.view and info.of_kept) or backs_kept)
+
+    def _source_of(self, value: ast.expr) -> str | None:
+        if isinstance(value, ast.Name):
+            info = self.inf.locals.get(value.id)
+            return info.source if info else None
+        return attr_chain(value)
+
+    # ---- containers ----------------------------------------------------------------------------
+
+    def _container_item(self, target: ast.Subscript, value: ast.expr, stmt: ast.stmt) -> None:
+        """``self.cache[k] = tensor``: a tensor put into a container held on an object."""
+        chain = attr_chain(target.value)
+        if chain is None or "." not in chain or chain.split(".")[0] in self.imports:
+            return
+        attr = owner_attr(chain)
+        if looks_like_tensor_attr(attr) or chain in self.inf.stored or attr in LOADED_NAMES \
+                or attr == "data":
+            return  # an in-place write into a tensor
+        info = self.inf.infer(value)
+        if info is None or info.param:
+            return
+        if not info.fresh and info.source and info.source.split("[")[0] == chain:
+            return  # the container's own entry, re-wrapped over the same storage
+        self._emit(stmt, attr, owner_base(chain), "container",
+                   f"puts {'a new tensor' if info.fresh else 'a reference'} into "
+                   f"`{chain}[...]` ({info.why})", value,
+                   "attribute" if info.fresh else "alias")
+
+    def _container_call(self, call: ast.Call, stmt: ast.stmt) -> None:
+        """``self.tensors.append(t)`` / ``.extend`` / ``.insert``."""
+        f = call.func
+        if not (isinstance(f, ast.Attribute) and f.attr in ("append", "extend", "insert")):
+            return
+        chain = attr_chain(f.value)
+        if chain is None or "." not in chain or chain.split(".")[0] in self.imports:
+            return
+        value = call.args[-1] if call.args else None
+        info = self.inf.infer(value)
+        if info is None or info.param or value is None:
+            return
+        self._emit(stmt, owner_attr(chain), owner_base(chain), "container",
+                   f"`{chain}.{f.attr}(...)` adds {'a new tensor' if info.fresh else 'a reference'}"
+                   f" ({info.why})", value, "attribute" if info.fresh else "alias")
+
+    # ---- value shapes --------------------------------------------------------------------------
+
+    def _scalar_reason(self, value: ast.expr) -> str | None:
+        for node in walk_no_lambda(value):
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            if isinstance(f, ast.Attribute) and f.attr in SCALAR_METHODS and not node.args:
+                return f"a Python scalar from `{short(node)}`"
+            if (isinstance(f, ast.Name) and f.id in SCALAR_BUILTINS and len(node.args) == 1
+                    and self.inf.infer(node.args[0]) is not None):
+                return f"a Python scalar from `{short(node)}` of a tensor"
+            if self._scalar_helper(node):
+                return f"a Python scalar returned by `{short(node)}` from a tensor"
+        return None
+
+    def _scalar_helper(self, call: ast.Call) -> bool:
+        """A helper annotated ``-> float``/``-> int`` (in this file or any scanned one) that is
+        handed a tensor."""
+        name = call_name(call.func, self.imports)
+        local = self.scope.functions.get(call.func.id) if isinstance(call.func, ast.Name) else None
+        annotated = (local is not None and local.returns is not None
+                     and ast.unparse(local.returns) in ("float", "int")) or (
+            name is not None and name in self.scalar_functions)
+        if not annotated:
+            return False
+        args = [*call.args, *(k.value for k in call.keywords)]
+        return any(self.inf.infer(a) is not None for a in args)
+
+    def _weight_free(self, value: ast.expr) -> bool:
+        """Whether a value reads only names of weight-free data (rotary caches, routing maps,
+        pointer tables) and nothing named like a weight, directly or through earlier locals."""
+        names: list[str] = []
+        nodes = [value]
+        for n in ast.walk(value):
+            if isinstance(n, ast.Name) and n.id in self.defs:
+                nodes.append(self.defs[n.id])
+        for node in nodes:
+            names += [n.attr if isinstance(n, ast.Attribute) else n.id for n in ast.walk(node)
+                      if isinstance(n, (ast.Attribute, ast.Name))]
+        names = [n for n in names if n not in ("self", "layer", "torch")]
+        return any(WEIGHT_FREE_RE.search(n) for n in names) and not any(
+            weight_named(n) for n in names)
+
+    def _from_weights(self, value: ast.expr) -> bool:
+        """Whether a value reads weights: an attribute named like a weight, directly or through a
+        local defined earlier."""
+        if is_allocation(value) or (is_container(value) and all(
+                is_allocation(e) for e in getattr(value, "elts", [None]))):
+            return False  # zeros/empty/full take only shapes, dtypes and devices from weights
+        names: list[str] = []
+        nodes = [value]
+        for n in ast.walk(value):
+            if isinstance(n, ast.Name) and n.id in self.defs:
+                nodes.append(self.defs[n.id])
+            elif isinstance(n, ast.Name) and n.id in self.nested_defs:
+                nodes.append(self.nested_defs[n.id])  # a nested helper: what it reads
+        for node in nodes:
+            names += [n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)
+                      and (attr_chain(n) or ".").split(".")[0] not in self.imports]
+        return any(looks_like_tensor_attr(a) or any(w in a for w in WEIGHT_WORDS) for a in names)
+
+    def _captured_reason(self, value: ast.expr) -> str | None:
+        if isinstance(value, ast.Call):
+            name = call_name(value.func, self.imports)
+            if name in ("functools.partial", "partial"):
+                captured = [a for a in [*value.args[1:], *(k.value for k in value.keywords)]
+                            if self.inf.infer(a) is not None]
+                if captured:
+                    names = ", ".join(short(a, 30) for a in captured)
+                    return f"functools.partial captures tensor(s) {names}"
+            return None
+        if isinstance(value, ast.Lambda):
+            captured = sorted(n for n in free_names(value) if self._captures_tensor(n))
+            if captured:
+                return f"a lambda captures tensor local(s) {', '.join(captured)}"
+        if isinstance(value, ast.Name) and value.id in self.closures:
+            return (f"nested function {value.id}() captures tensor local(s) "
+                    f"{', '.join(self.closures[value.id])}")
+        return None
