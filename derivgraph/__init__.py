@@ -22,17 +22,19 @@ from derivgraph.errors import (
     SpecValidationError,
     StrictReloadError,
 )
-from derivgraph.spec.load import (
-    builtin_specs,
-    default_specs,
-    load_spec_file,
-    load_spec_text,
-    load_specs,
-)
-from derivgraph.spec.model import DerivedTensor, Spec, SpecFile, Target
 
-# Names that need torch load on first use, so spec tooling and the static audit stay light.
+# Names load on first use: the spec models need pydantic, the plan needs torch, and the command
+# line (``derivgraph --help``) and the static audit should pay for neither.
 _LAZY = {
+    "builtin_specs": "spec.load",
+    "default_specs": "spec.load",
+    "load_spec_file": "spec.load",
+    "load_spec_text": "spec.load",
+    "load_specs": "spec.load",
+    "DerivedTensor": "spec.model",
+    "Spec": "spec.model",
+    "SpecFile": "spec.model",
+    "Target": "spec.model",
     "Plan": "runtime.plan",
     "compile_plan": "planner",
     "RunReport": "runtime.report",

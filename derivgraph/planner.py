@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 import logging
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -22,17 +23,18 @@ from torch import nn
 from derivgraph.compare import bits_equal, max_difference
 from derivgraph.compiler.bind import check_bindings, match_specs
 from derivgraph.compiler.build import build_graph
+from derivgraph.compiler.checks import view_issues
 from derivgraph.compiler.engine import adoption_problem
 from derivgraph.compiler.fold import compile_folds
-from derivgraph.compiler.graph import DerivedNode
+from derivgraph.compiler.graph import DerivedGraph, DerivedNode
 from derivgraph.compiler.interpret import (
     EagerInterpreter,
     MetaInterpreter,
     ViewRebuilder,
     view_base,
 )
-from derivgraph.compiler.ir import NodeKind
-from derivgraph.compiler.lower import Action, build_program, lower_steps
+from derivgraph.compiler.ir import Node, NodeKind
+from derivgraph.compiler.lower import Action, lower_steps
 from derivgraph.errors import AdoptionError, Rule, SpecIssue, SpecValidationError
 from derivgraph.paths import Slot, get_path, slot_of
 from derivgraph.runtime.containers import collect_containers
@@ -41,7 +43,7 @@ from derivgraph.spec.check import check_specs
 from derivgraph.spec.kinds import HELD_KINDS, TENSOR_KINDS, TensorKind, is_engine
 from derivgraph.spec.model import Spec
 
-__all__ = ["Entry", "Plan", "Step", "compile_plan"]
+__all__ = ["Entry", "Plan", "Step", "bits_equal", "compile_plan", "refresh_layouts"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,27 +67,60 @@ def _slot_for(node: DerivedNode, owner: Any, target: Any) -> Slot:
     return Slot.ATTRIBUTE
 
 
-def _evaluate_all(plan: Plan) -> dict[str, Any]:
-    """Every node's value from the live sources (reads only)."""
-    interp = EagerInterpreter(plan.graph)
-    for node_id, node in plan.graph.derived.items():
-        if node.input is None and is_engine(node.decl):  # engine hook: the engine's own tensor
-            interp.env[node_id] = get_path(plan.model, node_id)
+class CompileValues(EagerInterpreter):
+    """Every node's value from the live sources (reads only); an engine tensor without a
+    formula is the engine's own."""
+
+    def derived(self, node: Node, value: Any) -> Any:
+        decl = self.graph.derived[node.id]
+        if decl.input is None and is_engine(decl.decl):
+            return get_path(self.graph.model, node.id)
+        return value
+
+
+def _evaluate_all(graph: DerivedGraph) -> dict[str, Any]:
     with torch.no_grad():
-        return interp.run()
+        return CompileValues(graph).run()
 
 
-def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, Any]]:
+@dataclass(frozen=True)
+class AliasOf:
+    """Materialize as the same object as derived tensor ``target`` (once it has storage)."""
+
+    target: str
+
+
+@dataclass(frozen=True)
+class ViewOf:
+    """Materialize as a view replayed over ``base``'s storage."""
+
+    base: str
+
+
+# how an entry gets its storage: adopted (None), allocated from a value, an alias or a view
+Extra = AliasOf | ViewOf | torch.Tensor | None
+
+
+def allocate_like(value: torch.Tensor, kind: TensorKind) -> torch.Tensor:
+    """Fresh contiguous storage for a derived tensor of ``value``'s layout (a Parameter for
+    kind parameter); not filled."""
+    storage = torch.empty_like(value, memory_format=torch.contiguous_format)
+    if kind is TensorKind.PARAMETER:
+        storage = nn.Parameter(storage, requires_grad=False)
+    return storage
+
+
+def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, Extra]]:
     graph = plan.graph
     issues: list[SpecIssue] = []
-    planned: list[tuple[Entry, Any]] = []
+    planned: list[tuple[Entry, Extra]] = []
     by_id: dict[str, Entry] = {}
     adopted_by: dict[int, str] = {}
+    owners: dict[str, Any] = {}
     for node_id in graph.ordered():
         node = graph.derived.get(node_id)
         if node is None:
             continue
-        owners = plan_owners(plan)
         owner = owners.get(node.owner_path)
         if owner is None:
             owner = owners[node.owner_path] = get_path(plan.model, node.owner_path)
@@ -122,15 +157,15 @@ def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, 
                           "fix `of`, or the engine: an alias must be the same object")
             entry = Entry(node, target, _slot_for(node, owner, target), current is target)
             by_id[node_id] = entry
-            planned.append((entry, (TensorKind.ALIAS, node.input)))
+            planned.append((entry, AliasOf(node.input)))
             continue
         if node.kind is TensorKind.VIEW:
             entry = Entry(node, None, _slot_for(node, owner, value), False)
             by_id[node_id] = entry
-            planned.append((entry, (TensorKind.VIEW, view_base(graph, node.input))))
+            planned.append((entry, ViewOf(view_base(graph, node.input))))
             continue
         slot = slot_of(owner, name)
-        if is_engine(node.decl):  # engine hook: adopt what the engine made, never allocate
+        if is_engine(node.decl):  # adopt what the engine made, never allocate
             problem = adoption_problem(node, current, value)
             if problem is not None:
                 issue(*problem)
@@ -180,13 +215,6 @@ def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, 
     return planned
 
 
-def plan_owners(plan: Plan) -> dict[str, Any]:
-    owners = getattr(plan, "_owner_cache", None)
-    if owners is None:
-        owners = plan._owner_cache = {}  # type: ignore[attr-defined]
-    return owners
-
-
 def compile_plan(model: nn.Module, specs: Iterable[Spec] | None = None, *,
                  require_match: bool = False, strict: bool = True) -> Plan:
     """Bind ``specs`` (default: built-in + plugins) to ``model`` and allocate-or-adopt once.
@@ -210,8 +238,8 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None, require_match: bool
 
     explicit = specs is not None
     specs = list(default_specs() if specs is None else specs)
-    # issue8: the one model-free rule set (same codes as `derivgraph validate`), then owner
-    # and name safety of the matches; both before any tensor or attribute is touched.
+    # the one model-free rule set (same codes as `derivgraph validate`), then owner and name
+    # safety of the matches; both before any tensor or attribute is touched.
     issues = check_specs(specs)
     if issues:
         raise SpecValidationError(issues)
@@ -222,7 +250,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None, require_match: bool
     graph = build_graph(model, bound)
     matched = {b.spec.name for b in bound}
     unmatched = [spec for spec in specs if spec.name not in matched]
-    folds = compile_folds(model, bound, graph.issues, graph.derived)  # fold hook
+    folds = compile_folds(model, bound, graph.issues, graph.derived)
     if require_match:
         for spec in unmatched:
             graph.issues.append(SpecIssue(
@@ -237,18 +265,21 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None, require_match: bool
     plan = Plan(model, graph)
     plan.strict = strict
     plan.meta_env = graph.meta_env
-    plan.folds = folds  # fold hook: compile records the engine's first fold as applied
-    values = _evaluate_all(plan)
+    plan.folds = folds  # compile records the engine's first fold as applied
+    plan.relayout = refresh_layouts  # run(strict=False) re-allocates through the driver
+    values = _evaluate_all(graph)
     planned = _adopt_or_allocate(plan, values)
-    _check_view_values(plan, planned, values)
+    _raise_if(view_issues((e.node, values.get(e.id), values.get(x.base))
+                          for e, x in planned if isinstance(x, ViewOf)))
     # Nothing was touched so far. Now allocate, fill and bind.
     with torch.no_grad():
         for entry, extra in planned:
             _materialize(plan, entry, extra)
             plan.entries[entry.id] = entry
-    _check_views(plan)
-    plan._rebind_entries(plan.entries.values(), None)
-    plan.containers = collect_containers(plan)  # tuples: the engine's, kept for life
+    _raise_if(view_issues((e.node, e.storage, _storage_of(plan, view_base(graph, e.node.input)))
+                          for e in plan.entries.values() if e.node.kind is TensorKind.VIEW))
+    plan.holders.rebind_entries(plan.entries.values())
+    plan.containers = collect_containers(plan.entries.values(), model)  # the engine's tuples
     _record_startup(plan)
     _lower(plan, values)
     logger.info("compiled %d derived tensors (%d adopted) over %d sources, %d steps, %d groups, "
@@ -258,40 +289,29 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None, require_match: bool
     return plan
 
 
-def _materialize(plan: Plan, entry: Entry, extra: Any) -> None:
-    """Give ``entry`` its storage: allocate-and-fill, or the alias/view target's object."""
-    if isinstance(extra, tuple) and extra[0] is TensorKind.ALIAS:
-        target = plan.entries.get(extra[1])
-        if target is not None:
-            entry.storage = target.storage
-    elif isinstance(extra, tuple) and extra[0] is TensorKind.VIEW:
-        base_id = extra[1]
-        base = plan.entries[base_id].storage if base_id in plan.entries else get_path(
-            plan.model, base_id)
-        entry.storage = ViewRebuilder(plan.graph, base).rebuild(entry.node.input)
-    elif isinstance(extra, torch.Tensor):
-        storage = torch.empty_like(extra, memory_format=torch.contiguous_format)
-        if entry.node.kind is TensorKind.PARAMETER:
-            storage = nn.Parameter(storage, requires_grad=False)
-        storage.copy_(extra)
-        entry.storage = storage
-
-
-def _check_view_values(plan: Plan, planned: list[tuple[Entry, Any]],
-                       values: dict[str, Any]) -> None:
-    """Views must be views: checked on the evaluated values, before any tensor is touched."""
-    issues = []
-    for entry, extra in planned:
-        if not (isinstance(extra, tuple) and extra[0] is TensorKind.VIEW):
-            continue
-        base, value = values.get(extra[1]), values.get(entry.id)
-        if isinstance(base, torch.Tensor) and isinstance(value, torch.Tensor) and \
-                value.untyped_storage().data_ptr() != base.untyped_storage().data_ptr():
-            issues.append(SpecIssue(Rule.ALIAS, f"{entry.id} is not a view of its base's storage",
-                                    "use only view ops in a view formula",
-                                    entry.node.decl.location, entry.id))
+def _raise_if(issues: list[SpecIssue]) -> None:
     if issues:
         raise SpecValidationError(issues)
+
+
+def _storage_of(plan: Plan, node_id: str) -> Any:
+    """A derived tensor's storage, or a source read from the model."""
+    entry = plan.entries.get(node_id)
+    return entry.storage if entry is not None else get_path(plan.model, node_id)
+
+
+def _materialize(plan: Plan, entry: Entry, extra: Extra) -> None:
+    """Give ``entry`` its storage: allocate-and-fill, or the alias/view target's object."""
+    if isinstance(extra, AliasOf):
+        target = plan.entries.get(extra.target)
+        if target is not None:
+            entry.storage = target.storage
+    elif isinstance(extra, ViewOf):
+        base = _storage_of(plan, extra.base)
+        entry.storage = ViewRebuilder(plan.graph, base).rebuild(entry.node.input)
+    elif isinstance(extra, torch.Tensor):
+        entry.storage = allocate_like(extra, entry.node.kind)
+        entry.storage.copy_(extra)
 
 
 def _record_startup(plan: Plan) -> None:
@@ -300,7 +320,7 @@ def _record_startup(plan: Plan) -> None:
         if entry.node.kind in HELD_KINDS:
             entry.startup_data = entry.storage.detach()
     plan.source_ptrs = {}
-    for src in [*plan.graph.sources(), *plan.folds.entries]:  # fold hook
+    for src in [*plan.graph.sources(), *plan.folds.entries]:
         tensor = get_path(plan.model, src)
         plan.source_ptrs[src] = (id(tensor), address_of(tensor))
 
@@ -308,24 +328,25 @@ def _record_startup(plan: Plan) -> None:
 def _lower(plan: Plan, values: dict[str, Any]) -> None:
     """Lower, bind and run the pass once; demote grouping if it is not bit-exact with eager."""
     deps = plan.graph.source_deps()
-    plan.constants = {n: values[n] for n, node in plan.graph.nodes.items()
-                      if node.kind is NodeKind.OP and not deps[n]
-                      and isinstance(values.get(n), torch.Tensor)}
+    plan.tensors.constants = {n: values[n] for n, node in plan.graph.nodes.items()
+                              if node.kind is NodeKind.OP and not deps[n]
+                              and isinstance(values.get(n), torch.Tensor)}
     plan.constant_entries = [n for n, e in plan.entries.items()
                              if e.node.kind in HELD_KINDS and e.node.input is not None
                              and not deps[n]]
     # what a refill may overwrite with the engine's value; the next recompute puts it back
     plan.constant_values = {n: values[n] for n in plan.constant_entries
                             if isinstance(values.get(n), torch.Tensor)}
-    plan._bind_tensors()
-    plan.steps = lower_steps(plan)
-    plan._stages = {s.target: torch.empty_like(values[s.input]) for s in plan.steps
-                    if s.action is Action.SCALAR and isinstance(values.get(s.input), torch.Tensor)}
-    plan._build_programs()
-    if not plan.steps:
+    plan.bind_tensors()
+    steps = lower_steps(plan.tensors)
+    plan.tensors.stages = {s.target: torch.empty_like(values[s.input]) for s in steps
+                           if s.action is Action.SCALAR
+                           and isinstance(values.get(s.input), torch.Tensor)}
+    program = plan.install(steps)
+    if not steps:
         return
     with torch.no_grad():
-        plan.program.fn()
+        program.fn()
     bad = _mismatches(plan, values)
     if bad:
         logger.warning("grouped pass differs from eager evaluation at %s; running per op",
@@ -333,16 +354,15 @@ def _lower(plan: Plan, values: dict[str, Any]) -> None:
         with torch.no_grad():
             for node_id in bad:
                 plan.entries[node_id].storage.copy_(values[node_id])
-        plan.program = build_program(plan, plan.steps, "reload_pass_ungrouped", group=False)
+        program = plan.install(steps, group=False)
         with torch.no_grad():
-            plan.program.fn()
+            program.fn()
         still = _mismatches(plan, values)
         if still:
             raise SpecValidationError([SpecIssue(
                 Rule.INFERENCE, f"the lowered pass differs from eager evaluation at {n}",
                 "report this as a derivgraph bug", plan.entries[n].node.decl.location, n)
                 for n in still])
-
 
 
 def _mismatches(plan: Plan, values: dict[str, Any]) -> list[str]:
@@ -373,7 +393,7 @@ def refresh_layouts(plan: Plan, changed: list[str]) -> list[str]:
         meta = plan.meta_env.get(node_id)
         if isinstance(meta, torch.Tensor):
             node.meta = meta
-    values = _evaluate_all(plan)
+    values = _evaluate_all(graph)
     reallocated = []
     with torch.no_grad():
         for node_id in graph.ordered():
@@ -382,7 +402,7 @@ def refresh_layouts(plan: Plan, changed: list[str]) -> list[str]:
                 continue
             value = values[node_id]
             kind = entry.node.kind
-            if kind is TensorKind.SCALAR or entry.node.input is None:  # engine hook: opaque
+            if kind is TensorKind.SCALAR or entry.node.input is None:  # an opaque engine tensor
                 continue
             if kind is TensorKind.ALIAS:
                 target = plan.entries.get(entry.node.input)
@@ -392,9 +412,7 @@ def refresh_layouts(plan: Plan, changed: list[str]) -> list[str]:
                 base = plan.entries[base_id].storage if base_id in plan.entries else value
                 new = ViewRebuilder(graph, base).rebuild(entry.node.input)
             elif entry.storage.shape != value.shape or entry.storage.dtype != value.dtype:
-                new = torch.empty_like(value, memory_format=torch.contiguous_format)
-                if kind is TensorKind.PARAMETER:
-                    new = nn.Parameter(new, requires_grad=False)
+                new = allocate_like(value, kind)
             else:
                 new = entry.storage
             if new is not entry.storage:
@@ -404,23 +422,6 @@ def refresh_layouts(plan: Plan, changed: list[str]) -> list[str]:
                 entry.storage.copy_(value)
     _record_startup(plan)
     plan.restore_containers()  # a tuple around re-allocated items is rebuilt
-    plan._rebind_entries(plan.entries.values(), None)
+    plan.holders.rebind_entries(plan.entries.values())
     _lower(plan, values)
     return reallocated
-
-
-def _check_views(plan: Plan) -> None:
-    issues = []
-    for entry in plan.entries.values():
-        if entry.node.kind is not TensorKind.VIEW:
-            continue
-        base_id = view_base(plan.graph, entry.node.input)
-        base = plan.entries[base_id].storage if base_id in plan.entries else get_path(
-            plan.model, base_id)
-        if entry.storage.untyped_storage().data_ptr() != base.untyped_storage().data_ptr():
-            issues.append(SpecIssue(Rule.ALIAS, f"{entry.id} is not a view of its base's storage",
-                                    "use only view ops in a view formula", entry.node.decl.location,
-                                    entry.id))
-    if issues:
-        raise SpecValidationError(issues)
-

@@ -45,7 +45,7 @@ logger = logging.getLogger(__name__)
 E, H, N, LAYERS = 4, 256, 128, 2
 
 
-class NotRunnable(RuntimeError):
+class NotRunnable(DerivgraphError, RuntimeError):
     """vLLM's code for this case cannot run here; ``reason`` says why."""
 
     def __init__(self, reason: str):

@@ -36,7 +36,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 # ---- specs --------------------------------------------------------------------------------------
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from derivgraph.spec.check import check_specs as validate_specs  # lazy: pydantic at startup
+    from derivgraph.spec.check import check_specs  # lazy: pydantic at startup
     from derivgraph.spec.load import load_specs  # lazy: pydantic at startup
 
     try:
@@ -44,7 +44,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     except SpecValidationError as exc:
         _out(str(exc))
         return 1
-    issues = validate_specs(specs)
+    issues = check_specs(specs)
     if issues:
         _out(str(SpecValidationError(issues)))
         return 1

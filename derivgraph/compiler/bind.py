@@ -1,4 +1,5 @@
-"""Match specs to a live ``nn.Module``: which module each spec applies to.
+"""Match specs to a live ``nn.Module``: which module each spec applies to, and whether binding
+there is safe (owners, names, tuple holders).
 
 Matching reads class names and attributes only; it imports nothing from the engine.
 """
@@ -15,10 +16,12 @@ import torch
 from torch import nn
 
 from derivgraph.errors import Rule, SpecIssue
-from derivgraph.paths import MISSING, get_path, join, matches_class
+from derivgraph.paths import MISSING, get_path, holder_dict, join, matches_class
+from derivgraph.spec.kinds import TensorKind
 from derivgraph.spec.model import DerivedTensor, Spec, Target, split_type_name
 
-__all__ = ["BoundSpec", "check_bindings", "match_specs", "target_matches"]
+__all__ = ["BoundSpec", "check_bindings", "container_problem", "is_container", "match_specs",
+           "target_matches"]
 
 
 @dataclass
@@ -137,7 +140,7 @@ def _binding_problem(owner: Any, decl: DerivedTensor) -> str | None:
     if current is None:
         return None if decl.replace else (
             f"{type(owner).__name__}.{name} is None; binding would replace it")
-    if decl.kind == "scalar" and isinstance(current, (int, float)) and \
+    if decl.kind == TensorKind.SCALAR and isinstance(current, (int, float)) and \
             not isinstance(current, bool):
         return None
     what = "a callable" if callable(current) else f"a {type(current).__name__}"
@@ -149,7 +152,6 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
 
     Reads only; runs before any tensor is computed or any attribute is set.
     """
-    from derivgraph.runtime.containers import container_problem, is_container
     from derivgraph.spec.check import check_device
 
     issues: list[SpecIssue] = []
@@ -158,8 +160,7 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
             node = join(b.qualify(decl.owner), decl.name)
             owner = get_path(b.module, decl.owner)
             if owner is not MISSING and owner is not None:
-                # issue10: a tuple owner is kept whole (derivgraph.runtime.containers), never bound
-                # into
+                # a tuple owner is kept whole (derivgraph.runtime.containers), never bound into
                 problem = container_problem(b.module, decl, owner)
                 if problem:
                     issues.append(SpecIssue(Rule.CONTAINER_HOLDER, problem,
@@ -184,6 +185,39 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
                         "write cpu, cuda or cuda:N, or the path of a tensor whose device to use",
                         decl.location, node))
     return issues
+
+
+def is_container(obj: Any) -> bool:
+    """True for an immutable container a derived tensor may live in (a tuple)."""
+    return isinstance(obj, tuple)
+
+
+def container_problem(module: Any, decl: DerivedTensor, owner: Any) -> str | None:
+    """Why ``decl`` (whose owner, at ``decl.owner`` from ``module``, is ``owner``) cannot be
+    kept in its tuple; None when the tuple can be put back after every load."""
+    if not is_container(owner):
+        if decl.name.isdigit():
+            return (f"the name {decl.name!r} is an item index, but the owner is a "
+                    f"{type(owner).__name__}, not a tuple")
+        return None
+    cls = type(owner)
+    if cls is not tuple and not hasattr(cls, "_fields"):
+        return f"the owner is a {cls.__name__} (a tuple subclass that is not a namedtuple)"
+    if not decl.name.isdigit() or int(decl.name) >= len(owner):
+        return (f"the owner is a tuple of {len(owner)} items; {decl.name!r} is not an index "
+                "of one")
+    if decl.kind != TensorKind.ATTRIBUTE:
+        return f"a tuple item is declared as kind 'attribute', not '{decl.kind}'"
+    if not isinstance(owner[int(decl.name)], torch.Tensor):
+        return (f"item {decl.name} of the tuple holds a {type(owner[int(decl.name)]).__name__}, "
+                "not a tensor the engine built")
+    parent_path, _, key = decl.owner.rpartition(".")
+    parent = get_path(module, parent_path)
+    where = holder_dict(parent, key) if parent is not MISSING and parent is not None else None
+    if where is None or (isinstance(parent, nn.Module) and where[0] is not parent.__dict__):
+        return (f"the tuple at {decl.owner!r} is not held in a plain attribute or dict item of "
+                f"a {type(parent).__name__}, so it cannot be put back after a load")
+    return None
 
 
 def _is_device_name(text: str) -> bool:

@@ -66,7 +66,7 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
                 continue
             if node.kind in (TensorKind.PARAMETER, TensorKind.BUFFER) \
                     and not isinstance(owner, nn.Module):
-                graph.issue(Rule.OWNER, f"kind {decl.kind!r} needs an nn.Module owner, but "
+                graph.issue(Rule.OWNER, f"kind '{decl.kind}' needs an nn.Module owner, but "
                             f"{decl.owner or '<module>'} is a {type(owner).__name__}",
                             "use kind 'attribute' for tensors on plain objects", node)
                 continue

@@ -2,16 +2,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import torch
 
-from derivgraph.compiler.graph import DerivedGraph, NodeRef
+from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef
 from derivgraph.compiler.infer import first_feeds
 from derivgraph.compiler.interpret import EagerInterpreter
 from derivgraph.compiler.ir import NodeKind
-from derivgraph.errors import Rule
+from derivgraph.errors import Rule, SpecIssue
 from derivgraph.ops.index import INDEX_ARGS
 
-__all__ = ["index_issues"]
+__all__ = ["index_issues", "view_issues"]
+
+
+def view_issues(views: Iterable[tuple[DerivedNode, Any, Any]]) -> list[SpecIssue]:
+    """Views must be views: each (node, view, base) whose view does not share its base's
+    storage is a DG010 issue. Checked on the evaluated values before any tensor is touched,
+    and on the bound storage after."""
+    issues = []
+    for node, view, base in views:
+        if isinstance(view, torch.Tensor) and isinstance(base, torch.Tensor) and \
+                view.untyped_storage().data_ptr() != base.untyped_storage().data_ptr():
+            issues.append(SpecIssue(Rule.ALIAS, f"{node.id} is not a view of its base's storage",
+                                    "use only view ops in a view formula", node.decl.location,
+                                    node.id))
+    return issues
 
 
 def index_issues(graph: DerivedGraph) -> None:

@@ -12,7 +12,8 @@ from ``ops.cutlass_encode_and_reorder_int4b_grouped`` (a CUDA op). A spec declar
   the startup storage and re-binds every holder, like any derived tensor.
 * ``plan.run()`` (the kernel-format / recompute path: no post-load step ran) cannot compute
   it and refuses with :class:`EngineComputedError` (DG082) before touching anything, when the
-  reload touched the tensor's module (``updated`` names a path under it, or ``updated=None``).
+  reload touched the tensor's module (``updated`` names a path under it, or ``updated=None``);
+  the run-time half is :mod:`derivgraph.runtime.engine`.
 * With a ``formula`` whose ops are all registered when the plan is compiled (e.g. the engine
   integration registers the CUDA op with :func:`derivgraph.register_op`), the entry is an
   ordinary formula-backed tensor that ``run()`` recomputes; otherwise the formula is ignored
@@ -21,28 +22,19 @@ from ``ops.cutlass_encode_and_reorder_int4b_grouped`` (a CUDA op). A spec declar
 
 from __future__ import annotations
 
-import fnmatch
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
-from derivgraph.errors import EngineComputedError, FormulaError, Rule, SpecIssue
+from derivgraph.compiler.graph import DerivedNode
+from derivgraph.errors import FormulaError, Rule
 from derivgraph.ops import DTYPES
 from derivgraph.paths import MISSING, get_path
 from derivgraph.spec.expr import parse_formula
 from derivgraph.spec.kinds import is_engine
 from derivgraph.spec.model import DerivedTensor
 
-if TYPE_CHECKING:
-    from derivgraph.compiler.graph import DerivedNode
-    from derivgraph.runtime.plan import Entry, Plan
-
-__all__ = [
-    "EngineComputedError", "adoption_problem", "check_refillable", "engine_meta",
-    "is_engine", "is_opaque", "refuse_recompute",
-]
-
+__all__ = ["adoption_problem", "engine_meta", "is_engine", "is_opaque"]
 
 
 def is_opaque(decl: DerivedTensor) -> bool:
@@ -89,58 +81,6 @@ def adoption_problem(node: DerivedNode, current: Any, value: Any) -> tuple[str, 
             return (Rule.ADOPTION, f"the engine's {node.id} differs from the registered op's "
                     f"value {decl.formula!r}", "fix the op or the formula to match the engine")
     return None
-
-
-def _touches(module_path: str, names: list[str]) -> bool:
-    """Whether a reload of ``names`` (exact, prefix or glob) wrote into ``module_path``."""
-    if not module_path:
-        return True
-    depth = module_path.count(".") + 1
-    for n in names:
-        if n == module_path or n.startswith(module_path + ".") or \
-                module_path.startswith(n + "."):
-            return True
-        if fnmatch.fnmatchcase(module_path, ".".join(n.split(".")[:depth])):
-            return True
-    return False
-
-
-def refuse_recompute(plan: Plan, updated: Iterable[str] | None) -> None:
-    """Raise :class:`EngineComputedError` if this recompute needs an opaque engine tensor."""
-    names = None if updated is None else list(updated)
-    issues = []
-    for key, entry in plan.entries.items():
-        node = entry.node
-        if not is_engine(node.decl) or node.input is not None:
-            continue
-        if names is not None and not _touches(node.bound.module_path, names):
-            continue
-        issues.append(SpecIssue(
-            Rule.ENGINE_VALUE, f"{key} is engine-computed: call refill() after the engine's "
-            "post-load step, or register an op that computes it",
-            "the recompute path (run) cannot make it; after a reload that reran the post-load "
-            "step use plan.refill(), or register the op (derivgraph.register_op) and name it in "
-            "the spec's `formula`",
-            node.decl.location, key))
-    if issues:
-        raise EngineComputedError(issues)
-
-
-def check_refillable(plan: Plan, entry: Entry) -> None:
-    """After a refill step found no fresh value: raise if the engine left an incompatible one."""
-    owner = get_path(plan.model, entry.node.owner_path)
-    if owner is MISSING or owner is None:
-        return  # reported by rebind as a missing owner
-    current = get_path(owner, entry.node.decl.name)
-    if not isinstance(current, torch.Tensor) or current is entry.storage:
-        return
-    startup = entry.storage
-    raise EngineComputedError([SpecIssue(
-        Rule.ENGINE_VALUE, f"the engine's fresh {entry.id} ({list(current.shape)} "
-        f"{current.dtype}) cannot be copied into the startup tensor ({list(startup.shape)} "
-        f"{startup.dtype})", "a captured graph reads the startup layout: the engine must "
-        "keep the layout across reloads, or the graph must be recaptured",
-        entry.node.decl.location, entry.id)])
 
 
 def engine_meta(model: Any, node_id: str) -> torch.Tensor:

@@ -41,8 +41,9 @@ from torch import nn
 
 from derivgraph.compare import bits_equal
 from derivgraph.compiler.bind import BoundSpec
+from derivgraph.compiler.graph import DerivedGraph, NodeRef
+from derivgraph.compiler.interpret import EagerInterpreter
 from derivgraph.errors import FoldReappliedError, FormulaError, Rule, SpecIssue
-from derivgraph.ops import OPS
 from derivgraph.paths import MISSING, get_path, join
 from derivgraph.spec.check import fold_formula_problem as formula_problem
 from derivgraph.spec.expr import Call, Const, Expr, Name, parse_formula
@@ -65,10 +66,15 @@ class FoldEntry:
     config: dict[str, Any]
     folded: torch.Tensor  # the source's value right after the last fold (a private copy)
     applied: int = 0
+    graph: DerivedGraph | None = field(default=None, repr=False)  # the formula as op nodes
+    result: Any = field(default=None, repr=False)  # its value: a NodeRef (or a constant)
 
     def compute(self, source: torch.Tensor) -> torch.Tensor:
         """The fold of ``source``'s current value (reads only)."""
-        return _evaluate(self.expr, self.decl.name, source, self.config)
+        if self.graph is None:
+            self.graph, self.result = fold_graph(self.expr, self.id, self.decl.name, source,
+                                                 self.config)
+        return evaluate_fold(self.graph, self.result, self.id, source)
 
 
 @dataclass
@@ -147,19 +153,33 @@ def _lookup_config(bound: BoundSpec, model: nn.Module, path: str) -> Any:
     return MISSING
 
 
-def _evaluate(expr: Expr, own: str, source: torch.Tensor, config: dict[str, Any]) -> Any:
-    if isinstance(expr, Const):
-        return expr.value
-    if isinstance(expr, Name):
-        if expr.id == own:
-            return source
-        if expr.id in config:
-            return config[expr.id]
-        return expr.id  # a dtype name (checked at compile)
-    assert isinstance(expr, Call)
-    args = [_evaluate(a, own, source, config) for a in expr.args]
-    kwargs = {k: _evaluate(v, own, source, config) for k, v in expr.kwargs}
-    return OPS[expr.op].fn(*args, **kwargs)
+def fold_graph(expr: Expr, key: str, own: str, source: torch.Tensor,
+               config: dict[str, Any]) -> tuple[DerivedGraph, Any]:
+    """The fold formula as a graph: ``own`` is the source node ``key``, config names constants.
+
+    Returns the graph and the formula's value (a NodeRef, or a constant).
+    """
+    graph = DerivedGraph(None)  # type: ignore[arg-type]  # sources are always given
+
+    def build(e: Expr) -> Any:
+        if isinstance(e, Const):
+            return e.value
+        if isinstance(e, Name):
+            if e.id == own:
+                return graph.source(key, source)
+            return config.get(e.id, e.id)  # else a dtype name (checked at compile)
+        assert isinstance(e, Call)
+        return graph.op(e.op, tuple(build(a) for a in e.args),
+                        {k: build(v) for k, v in e.kwargs})
+
+    return graph, build(expr)
+
+
+def evaluate_fold(graph: DerivedGraph, result: Any, key: str, source: torch.Tensor) -> Any:
+    """The fold's value over ``source`` (the one evaluator: :class:`EagerInterpreter`)."""
+    if not isinstance(result, NodeRef):
+        return result
+    return EagerInterpreter(graph, {key: source}).run()[result.id]
 
 
 def _compile_one(model: nn.Module, bound: BoundSpec, decl: DerivedTensor,
@@ -204,8 +224,9 @@ def _compile_one(model: nn.Module, bound: BoundSpec, decl: DerivedTensor,
               f"write the fold over {decl.name!r} and `config` names, e.g. "
               f"'{decl.name} * multiplier'")
         return None
+    graph, result = fold_graph(expr, key, decl.name, source, config)
     try:
-        meta = _evaluate(expr, decl.name, source.detach().to("meta"), config)
+        meta = evaluate_fold(graph, result, key, source.detach().to("meta"))
     except (RuntimeError, TypeError, ValueError) as exc:
         issue(f"fold formula {decl.formula!r} fails on the source's shape and dtype: {exc}",
               "check the ops and the source tensor")
@@ -218,7 +239,7 @@ def _compile_one(model: nn.Module, bound: BoundSpec, decl: DerivedTensor,
               "cast back to the source dtype, e.g. cast(weight * m, bfloat16)")
         return None
     folded = source.detach().clone()  # compile contract: the engine already folded once
-    return FoldEntry(key, decl, bound.spec.name, expr, config, folded)
+    return FoldEntry(key, decl, bound.spec.name, expr, config, folded, graph=graph, result=result)
 
 
 def compile_folds(model: nn.Module, bound_specs: Iterable[BoundSpec],

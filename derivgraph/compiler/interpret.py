@@ -8,7 +8,11 @@ Subclasses:
   (op, input layouts, constants), so identical layers are inferred once;
 * :class:`EagerInterpreter` — real values from the live sources at compile (reads only);
 * :class:`ViewRebuilder` — a view formula replayed over its base's storage;
-* :class:`derivgraph.compiler.lower.Lowerer` — the reload pass, lowered to grouped instructions.
+* :class:`derivgraph.compiler.lower.Lowerer` — the reload pass, lowered to steps;
+* elsewhere: ``planner.CompileValues`` (compile-time values, engine tensors as the engine holds
+  them), ``runtime.storage.BoundViews`` (views over bound tensors) and the fold formulas
+  (:func:`derivgraph.compiler.fold.evaluate_fold`, an :class:`EagerInterpreter` over a small
+  graph).
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ bound into a tuple, so the plan keeps the startup tuple object for life:
   tuple back at its parent slot. Its items are the startup tensors, so nothing else is bound;
 * a permissive re-allocation (``run(strict=False)``) rebuilds the tuple around the new storage.
 
-The check at bind time (:func:`container_problem`, rule ``DG043 container-holder``) refuses,
+The check at bind time (:func:`derivgraph.compiler.bind.container_problem`, rule
+``DG043 container-holder``) refuses,
 before anything is touched, a tuple that cannot be put back: one held in a list or another
 tuple, under a property or in an ``nn.Module`` registry (no plain attribute or dict slot), a
 tuple subclass other than a namedtuple, a name that is not an item index, a kind other than
@@ -21,58 +22,19 @@ tuple subclass other than a namedtuple, a name that is not an item index, a kind
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import torch
-from torch import nn
+from derivgraph.paths import MISSING, Slot, get_path, set_slot, step_into
+from derivgraph.runtime.entry import Entry
 
-from derivgraph.paths import MISSING, Slot, get_path, holder_dict, set_slot, step_into
-
-if TYPE_CHECKING:
-    from derivgraph.runtime.plan import Entry, Plan
-    from derivgraph.spec.model import DerivedTensor
-
-__all__ = ["ContainerHolder", "collect_containers", "container_problem", "is_container",
-           "restore_containers"]
-
-
-def is_container(obj: Any) -> bool:
-    """True for an immutable container a derived tensor may live in (a tuple)."""
-    return isinstance(obj, tuple)
+__all__ = ["ContainerHolder", "collect_containers", "restore_containers"]
 
 
 def _parent(path: str) -> tuple[str, str]:
     parent, _, key = path.rpartition(".")
     return parent, key
-
-
-def container_problem(module: Any, decl: DerivedTensor, owner: Any) -> str | None:
-    """Why ``decl`` (whose owner, at ``decl.owner`` from ``module``, is ``owner``) cannot be
-    kept in its tuple; None when the tuple can be put back after every load."""
-    if not is_container(owner):
-        if decl.name.isdigit():
-            return (f"the name {decl.name!r} is an item index, but the owner is a "
-                    f"{type(owner).__name__}, not a tuple")
-        return None
-    cls = type(owner)
-    if cls is not tuple and not hasattr(cls, "_fields"):
-        return f"the owner is a {cls.__name__} (a tuple subclass that is not a namedtuple)"
-    if not decl.name.isdigit() or int(decl.name) >= len(owner):
-        return (f"the owner is a tuple of {len(owner)} items; {decl.name!r} is not an index "
-                "of one")
-    if decl.kind != "attribute":
-        return f"a tuple item is declared as kind 'attribute', not {decl.kind!r}"
-    if not isinstance(owner[int(decl.name)], torch.Tensor):
-        return (f"item {decl.name} of the tuple holds a {type(owner[int(decl.name)]).__name__}, "
-                "not a tensor the engine built")
-    parent_path, key = _parent(decl.owner)
-    parent = get_path(module, parent_path)
-    where = holder_dict(parent, key) if parent is not MISSING and parent is not None else None
-    if where is None or (isinstance(parent, nn.Module) and where[0] is not parent.__dict__):
-        return (f"the tuple at {decl.owner!r} is not held in a plain attribute or dict item of "
-                f"a {type(parent).__name__}, so it cannot be put back after a load")
-    return None
 
 
 @dataclass
@@ -94,16 +56,16 @@ class ContainerHolder:
         return tuple(values) if cls is tuple else cls._make(values)  # type: ignore[attr-defined]
 
 
-def collect_containers(plan: Plan) -> list[ContainerHolder]:
-    """The tuples the plan's tuple items live in (bound at compile: the engine's own tuples)."""
+def collect_containers(entries: Iterable[Entry], model: Any) -> list[ContainerHolder]:
+    """The tuples tuple items of ``entries`` live in (bound at compile: the engine's own)."""
     holders: dict[str, ContainerHolder] = {}
-    for entry in plan.entries.values():
+    for entry in entries:
         if entry.slot is not Slot.ELEMENT:
             continue
         path = entry.node.owner_path
         holder = holders.get(path)
         if holder is None:
-            holder = holders[path] = ContainerHolder(path, get_path(plan.model, path))
+            holder = holders[path] = ContainerHolder(path, get_path(model, path))
         holder.items[int(entry.node.decl.name)] = entry
     return list(holders.values())
 

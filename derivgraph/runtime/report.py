@@ -1,11 +1,20 @@
-"""What one run of the reload pass did."""
+"""What a plan reports: one run of the reload pass (:class:`RunReport`), and its tensors
+(:func:`rows`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["RunReport"]
+import torch
+
+from derivgraph.compiler.graph import DerivedGraph
+from derivgraph.compiler.ir import NodeKind
+from derivgraph.runtime.entry import Entry
+from derivgraph.spec.kinds import HELD_KINDS, TensorKind, is_engine
+
+__all__ = ["RunReport", "rows"]
 
 
 @dataclass
@@ -34,8 +43,8 @@ class RunReport:
     moved: list[str] | None = None
     replayed: bool = False
     reallocated: list[str] = field(default_factory=list)
-    folded: list[str] = field(default_factory=list)  # fold hook: sources folded by this pass
-    folds_skipped: list[str] = field(default_factory=list)  # fold hook: not loaded since
+    folded: list[str] = field(default_factory=list)  # sources folded by this pass
+    folds_skipped: list[str] = field(default_factory=list)  # not loaded since
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -49,8 +58,40 @@ class RunReport:
             text += ", replayed the captured pass"
         if self.reallocated:
             text += f", {len(self.reallocated)} re-allocated (moved: graph recapture required)"
-        if self.folded:  # fold hook
+        if self.folded:
             text += f", {len(self.folded)} source(s) folded"
         if self.recapture_required:
             text += f", recapture required for {len(self.recapture_required)}"
         return text
+
+
+def rows(entries: Mapping[str, Entry], graph: DerivedGraph) -> list[dict[str, Any]]:
+    """One row per derived tensor: node, owner, kind, shape, dtype, bytes, op, spec."""
+    out = []
+    for key, e in entries.items():
+        node = e.node
+        s = e.storage
+        producer = "-"
+        if node.kind is TensorKind.ALIAS:
+            producer = f"alias of {node.input}"
+        elif node.kind is TensorKind.VIEW:
+            producer = f"view of {node.input}"
+        elif node.input is None and is_engine(node.decl):
+            producer = "engine-computed"
+        elif node.input is not None:
+            data = graph.nodes[node.input]
+            producer = data.op if data.kind is NodeKind.OP else f"copy {node.input}"
+        out.append({
+            "node": key,
+            "owner": node.owner_path or "<model>",
+            "kind": node.kind.value,
+            "shape": list(s.shape) if isinstance(s, torch.Tensor) else [],
+            "dtype": str(s.dtype).removeprefix("torch.") if isinstance(s, torch.Tensor)
+            else type(s).__name__,
+            "bytes": e.nbytes() if node.kind in HELD_KINDS else 0,
+            "op": producer,
+            "adopted": e.adopted,
+            "spec": node.bound.spec.name,
+            "location": str(node.decl.location),
+        })
+    return out

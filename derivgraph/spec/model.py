@@ -50,7 +50,7 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 # Attribute names every torch.nn.Module has (methods, properties, its registries): a spec may
 # never bind, own or read through them. Kept literal so that spec checks need no torch;
-# tests/test_hardening.py checks it covers dir(nn.Module()) of the installed torch.
+# tests/spec/test_hardening.py checks it covers dir(nn.Module()) of the installed torch.
 MODULE_RESERVED = frozenset("""
 T_destination _apply _backward_hooks _backward_pre_hooks _buffers _call_impl _compiled_call_impl
 _forward_hooks _forward_hooks_always_called _forward_hooks_with_kwargs _forward_pre_hooks

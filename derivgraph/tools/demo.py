@@ -18,8 +18,8 @@ import torch
 from derivgraph.audit.runtime.census import take_census
 from derivgraph.audit.table import text_table
 from derivgraph.planner import compile_plan
-from derivgraph.runtime.replay import CapturedGraph, capture
 from derivgraph.spec.load import load_specs
+from derivgraph.tools.forward_capture import CapturedGraph, capture
 from derivgraph.tools.reference_models import (
     RefConfig,
     build_reference_model,

@@ -21,6 +21,7 @@ from torch import nn
 
 from derivgraph.audit.runtime.census import Census
 from derivgraph.paths import get_path
+from derivgraph.spec.kinds import TensorKind
 from derivgraph.trace.formula import (
     Emitter,
     Formula,
@@ -42,11 +43,14 @@ class DraftEntry:
 
     name: str
     owner: str
-    kind: str
+    kind: TensorKind
     formula: str | None = None
     of: str | None = None
     persistent: bool = False
     alternative: str | None = None  # the formula to try if the oracle refutes this one
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", TensorKind(self.kind))
 
 
 @dataclass
@@ -118,7 +122,7 @@ def revise_entries(draft: Draft, refuted: dict[str, str],
             if hit is not None and e.alternative is not None:
                 keep.append(DraftEntry(e.name, e.owner, e.kind, formula=e.alternative,
                                        persistent=e.persistent))
-            elif hit is not None or (e.kind == "alias" and e.of in dropped_names):
+            elif hit is not None or (e.kind is TensorKind.ALIAS and e.of in dropped_names):
                 dropped_names.add(e.name)
                 reason = refuted.get(hit, "") if hit else f"an alias of {e.of}, not declared"
                 draft.unexpressed.extend(Unexpressed(k, reason) for k in keys)
@@ -279,7 +283,8 @@ def build_draft(model: nn.Module, recorder: Recorder, before: Census | None,
                 unexpressed.append(Unexpressed(slot.path, f"the same object as {src}, a path "
                                                "through a list index, which `of` cannot name"))
                 continue
-            add(prefix, DraftEntry(slot.name, _rel(slot.owner, prefix), "alias", of=rel_src), {})
+            add(prefix, DraftEntry(slot.name, _rel(slot.owner, prefix), TensorKind.ALIAS,
+                                   of=rel_src), {})
             continue
         if id(value) in primary:
             first_prefix, first_rel = primary[id(value)]
@@ -288,7 +293,7 @@ def build_draft(model: nn.Module, recorder: Recorder, before: Census | None,
                 unexpressed.append(Unexpressed(slot.path, f"the same object as {first_rel} of "
                                                "another target; declare the alias by hand"))
                 continue
-            add(prefix, DraftEntry(slot.name, _rel(slot.owner, prefix), "alias",
+            add(prefix, DraftEntry(slot.name, _rel(slot.owner, prefix), TensorKind.ALIAS,
                                    of=first_rel), {})
             continue
         try:
@@ -310,11 +315,12 @@ def build_draft(model: nn.Module, recorder: Recorder, before: Census | None,
                                                "memory, a path through a list index, which "
                                                "`of` cannot name"))
                 continue
-            add(prefix, DraftEntry(slot.name, rel_owner, "alias", of=formula.identity_of), {})
+            add(prefix, DraftEntry(slot.name, rel_owner, TensorKind.ALIAS,
+                                   of=formula.identity_of), {})
             continue
-        kind = slot.kind.value
-        if kind == "attribute" and _shares_storage(value, probe.sources, model):
-            kind = "view"
+        kind = TensorKind(slot.kind.value)
+        if kind is TensorKind.ATTRIBUTE and _shares_storage(value, probe.sources, model):
+            kind = TensorKind.VIEW
         alternative = None
         if not formula.sources:  # a constant, or a copy of a source read through .tolist()?
             copy = _copy_of_one_element_source(ctx, slot.owner, value)
@@ -390,8 +396,8 @@ def _scalar(ctx: _Context, slot: Slot, add: Any, unexpressed: list[Unexpressed],
         assert failure is not None
         unexpressed.append(Unexpressed(slot.path, failure.reason, failure.op))
         return
-    add(prefix, DraftEntry(slot.name, _rel(slot.owner, prefix), "scalar", formula=formula.text),
-        emitter.ints.used)
+    add(prefix, DraftEntry(slot.name, _rel(slot.owner, prefix), TensorKind.SCALAR,
+                           formula=formula.text), emitter.ints.used)
 
 
 def _split_conflicts(entries: list[DraftEntry]) -> list[list[DraftEntry]]:
@@ -401,14 +407,14 @@ def _split_conflicts(entries: list[DraftEntry]) -> list[list[DraftEntry]]:
     def path(e: DraftEntry) -> str:
         return f"{e.owner}.{e.name}" if e.owner else e.name
 
-    derived = {path(e): e for e in entries if e.kind != "alias"}
-    targets = {e.of for e in entries if e.kind == "alias" and e.of in derived}
+    derived = {path(e): e for e in entries if e.kind is not TensorKind.ALIAS}
+    targets = {e.of for e in entries if e.kind is TensorKind.ALIAS and e.of in derived}
     names = {derived[t].name for t in targets}
-    moved = {path(e) for e in entries if e.kind != "alias" and e.name in names
+    moved = {path(e) for e in entries if e.kind is not TensorKind.ALIAS and e.name in names
              and path(e) not in targets}
     if not moved:
         return [entries]
-    rest = [e for e in entries if path(e) not in moved and not (e.kind == "alias"
+    rest = [e for e in entries if path(e) not in moved and not (e.kind is TensorKind.ALIAS
                                                                  and e.of in moved)]
     return [rest, *_split_conflicts([e for e in entries if e not in rest])]
 
@@ -417,12 +423,12 @@ def _alias_names(entries: list[DraftEntry]) -> list[DraftEntry]:
     """``of`` names a derived tensor of the spec by name when that name is unique in it."""
     counts = Counter(e.name for e in entries)
     by_path = {(f"{e.owner}.{e.name}" if e.owner else e.name): e for e in entries
-               if e.kind != "alias"}
+               if e.kind is not TensorKind.ALIAS}
     out = []
     for e in entries:
-        if e.kind == "alias" and e.of in by_path:
+        if e.kind is TensorKind.ALIAS and e.of in by_path:
             target = by_path[e.of]
-            e = DraftEntry(e.name, e.owner, "alias",
+            e = DraftEntry(e.name, e.owner, TensorKind.ALIAS,
                            of=target.name if counts[target.name] == 1 else python_path(e.of))
         out.append(e)
     return out

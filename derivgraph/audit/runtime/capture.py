@@ -2,7 +2,7 @@
 
 While a graph is captured (a real ``torch.cuda.graph``, vLLM's CUDA-graph wrapper, or the
 CPU recording of :mod:`derivgraph.runtime.replay`), a
-:class:`~derivgraph.runtime.replay.ReadRecorder`
+:class:`~derivgraph.audit.runtime.reads.ReadRecorder`
 records every storage the captured ops read. Each is classified:
 
 * ``parameter`` — a registered parameter or buffer of the model (kept in place by the engine);
@@ -33,8 +33,9 @@ import torch
 from torch import nn
 
 from derivgraph.audit.runtime.census import take_census
+from derivgraph.audit.runtime.reads import ReadRecorder, StorageKey, storage_key
 from derivgraph.errors import CaptureAuditError
-from derivgraph.runtime.replay import ReadRecorder, StorageKey, capture, storage_key
+from derivgraph.tools.forward_capture import capture
 
 __all__ = [
     "CaptureAudit", "CaptureAuditError", "CaptureAuditReport", "CapturedRead", "ReadClass",

@@ -1,0 +1,425 @@
+"""Generate the reload pass as Python: one namespace of bound names, scheduling, grouping.
+
+:class:`Bindings` is the one namespace of the generated code: every global (a bound tensor, a
+prebuilt list, a constant, a runtime helper) is named once through a typed key, and locals are
+drawn from the same name supply. :func:`build_program` schedules steps in dependency levels
+(also respecting storage that aliases across tensors), groups identical ops of one level into
+``torch._foreach_*`` calls over prebuilt lists, and emits a function that is compiled and
+registered with :mod:`linecache` (tracebacks through the pass show the generated line): the
+printed pass is the pass.
+"""
+
+from __future__ import annotations
+
+import itertools
+import linecache
+import math
+import re
+import weakref
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import torch
+
+from derivgraph._enum import StrEnum
+from derivgraph.compiler.graph import NodeRef
+from derivgraph.compiler.ir import NodeKind
+from derivgraph.compiler.lower import Action, LowerContext, Step, is_bound, out_tensor
+from derivgraph.ops import OPS, OpKind
+
+__all__ = ["Bindings", "Bound", "Constant", "GroupKey", "Helper", "OutView", "Program", "Stage",
+           "TensorList", "build_program", "compile_function", "literal"]
+
+_FOREACH_UNARY = {name: f"_foreach_{name}_" for name in
+                  ("reciprocal", "abs", "exp", "log", "sqrt", "rsqrt", "neg")}
+_FOREACH_BINARY = {"add": "_foreach_add_", "sub": "_foreach_sub_", "mul": "_foreach_mul_",
+                   "div": "_foreach_div_", "maximum": "_foreach_maximum_",
+                   "minimum": "_foreach_minimum_"}
+_SCALAR_OK = frozenset({"add", "sub", "mul"})  # `x / c` is not grouped: CUDA multiplies by 1/c
+
+
+# ---- binding keys: what each global of the generated code holds ----------
+
+@dataclass(frozen=True)
+class Bound:
+    """The tensor bound at compile for a node: a source, derived storage, a view or a constant."""
+
+    ref: str
+
+
+@dataclass(frozen=True)
+class OutView:
+    """Derived storage seen through the shape an ``out=`` op writes (a reshape chain)."""
+
+    target: str
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """The staging tensor of a derived Python scalar."""
+
+    target: str
+
+
+@dataclass(frozen=True)
+class Constant:
+    """A Python constant that has no literal (a non-finite float, a dtype, a tensor)."""
+
+    serial: int
+
+
+@dataclass(frozen=True)
+class TensorList:
+    """A prebuilt list of bound tensors (the operand of a ``torch._foreach_*`` call)."""
+
+    items: tuple[Bound | OutView, ...]
+
+
+@dataclass(frozen=True)
+class Helper:
+    """A runtime function the generated code calls (``torch``, ``ops``, plan helpers)."""
+
+    name: str
+
+
+BindingKey = Bound | OutView | Stage | Constant | TensorList | Helper
+
+
+class Bindings:
+    """The namespace of generated code: globals by name, the key each name binds, locals."""
+
+    def __init__(self) -> None:
+        self.globals: dict[str, Any] = {}
+        self.names: dict[BindingKey, str] = {}
+        self._used: set[str] = set()
+        self._constants = itertools.count()
+
+    def clear(self) -> None:
+        """Forget every name (the functions compiled so far keep their own globals dict)."""
+        self.globals = {}
+        self.names = {}
+        self._used = set()
+
+    def reserve(self, *names: str) -> None:
+        """Keep ``names`` (the generated functions' own) out of the name supply."""
+        self._used.update(names)
+
+    def fresh(self, hint: str) -> str:
+        """A new identifier made from ``hint``, unique in this namespace."""
+        base = re.sub(r"\W+", "_", hint).strip("_") or "v"
+        if base[0].isdigit():
+            base = f"_{base}"
+        name, n = base, 1
+        while name in self._used:
+            n += 1
+            name = f"{base}_{n}"
+        self._used.add(name)
+        return name
+
+    def bind(self, key: BindingKey, hint: str, value: Any) -> str:
+        """The name of ``key`` (made on first use), now bound to ``value``."""
+        name = self.names.get(key)
+        if name is None:
+            name = self.names[key] = self.fresh(hint)
+        self.globals[name] = value
+        return name
+
+    def helper(self, name: str, value: Any) -> str:
+        """Bind a runtime function under its own name."""
+        return self.bind(Helper(name), name, value)
+
+    def constant(self, value: Any) -> str:
+        return self.bind(Constant(next(self._constants)), "const", value)
+
+
+@dataclass
+class Program:
+    """A generated function: its Python source, the compiled function, the nodes per line."""
+
+    name: str
+    source: str
+    fn: Any
+    line_nodes: dict[int, tuple[str, ...]]
+    steps: list[Step]
+    groups: int = 0
+
+
+_SERIAL = itertools.count()
+
+
+def compile_function(bindings: Bindings, name: str, body: list[tuple[str, tuple[str, ...]]],
+                     *, params: str = "", doc: str = "", steps: list[Step] | None = None,
+                     groups: int = 0) -> Program:
+    """Compile ``def name(params): body`` into ``bindings`` and register it with linecache.
+
+    ``name`` must be reserved in ``bindings`` (:meth:`Bindings.reserve`), so that no bound
+    value shadows it.
+    """
+    head = [f"def {name}({params}):"] + ([f'    """{doc}"""'] if doc else [])
+    lines = body or [("pass", ())]
+    src = "\n".join(head + [f"    {text}" for text, _ in lines]) + "\n"
+    filename = f"<derivgraph {name} #{next(_SERIAL)}>"
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    exec(compile(src, filename, "exec"), bindings.globals)  # noqa: S102 - generated, no spec text
+    fn = bindings.globals[name]
+    weakref.finalize(fn, linecache.cache.pop, filename, None)
+    first = len(head) + 1
+    line_nodes = {first + n: nodes for n, (_, nodes) in enumerate(lines) if nodes}
+    return Program(name, src, fn, line_nodes, steps or [], groups)
+
+
+def literal(value: Any) -> str | None:
+    """Python source for a constant, or None when it needs a bound global."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return repr(value)
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else None
+    if isinstance(value, (list, tuple)):
+        parts = [literal(v) for v in value]
+        if any(p is None for p in parts):
+            return None
+        if isinstance(value, list):
+            return "[" + ", ".join(parts) + "]"  # type: ignore[arg-type]
+        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"  # type: ignore
+    if isinstance(value, slice):
+        parts = [literal(p) for p in (value.start, value.stop, value.step)]
+        if any(p is None and v is not None for p, v in
+               zip(parts, (value.start, value.stop, value.step))):
+            return None
+        return f"slice({', '.join(p or 'None' for p in parts)})"
+    return None
+
+
+class Emitter:
+    """Renders operands as names in the shared :class:`Bindings`."""
+
+    def __init__(self, ctx: LowerContext, bindings: Bindings):
+        self.ctx = ctx
+        self.bindings = bindings
+        self.locals: dict[str, str] = {}
+
+    def operand(self, ref: str) -> str:
+        if ref in self.locals:
+            return self.locals[ref]
+        node = self.ctx.graph.nodes[ref]
+        if node.kind is NodeKind.SOURCE:
+            hint = f"src_{ref}"
+        elif node.kind is NodeKind.OP:
+            view = OPS[node.op].kind is OpKind.VIEW
+            if view and node.inputs:
+                self.operand(node.inputs[0])  # the base is named first: printed views show it
+            hint = f"{'view' if view else 'const'}_{node.op}"
+        else:
+            hint = ref
+        return self.bindings.bind(Bound(ref), hint, self.ctx.bound(ref))
+
+    def value(self, value: Any) -> str:
+        if isinstance(value, NodeRef):
+            return self.operand(value.id)
+        if isinstance(value, list):
+            return "[" + ", ".join(self.value(v) for v in value) + "]"
+        if isinstance(value, tuple):
+            inner = ", ".join(self.value(v) for v in value)
+            return f"({inner},)" if len(value) == 1 else f"({inner})"
+        text = literal(value)
+        return text if text is not None else self.bindings.constant(value)
+
+    def call(self, op: str, args: Any, kwargs: dict[str, Any], out: str = "") -> str:
+        parts = [self.value(a) for a in args]
+        parts += [f"{k}={self.value(v)}" for k, v in kwargs.items()]
+        if out:
+            parts.append(f"out={out}")
+            return f"ops.{op}.out({', '.join(parts)})"
+        return f"ops.{op}.fn({', '.join(parts)})"
+
+    def out(self, step: Step) -> str:
+        """The name of what an OUT/COPY step writes."""
+        if step.out_shape is None:
+            return self.operand(step.target)
+        return self.bindings.bind(OutView(step.target, step.out_shape), f"{step.target}_out",
+                                  out_tensor(self.ctx, step))
+
+    def out_key(self, step: Step) -> Bound | OutView:
+        return Bound(step.target) if step.out_shape is None else \
+            OutView(step.target, step.out_shape)
+
+    def tensors(self, refs: list[str]) -> str:
+        """A prebuilt global list when every tensor is bound, else a list of local names."""
+        if all(r not in self.locals and is_bound(self.ctx, r) for r in refs):
+            for r in refs:
+                self.operand(r)
+            return self.bindings.bind(TensorList(tuple(Bound(r) for r in refs)), "group",
+                                      [self.ctx.bound(r) for r in refs])
+        return "[" + ", ".join(self.operand(r) for r in refs) + "]"
+
+    def outs(self, steps: list[Step]) -> str:
+        for s in steps:
+            self.out(s)
+        return self.bindings.bind(TensorList(tuple(self.out_key(s) for s in steps)), "group",
+                                  [out_tensor(self.ctx, s) for s in steps])
+
+
+def step_reads(ctx: LowerContext, step: Step) -> set[int]:
+    """Storage addresses a step reads (bound tensors only)."""
+    out: set[int] = set()
+    for ref in step.reads():
+        out |= ctx.storage_ptrs(ref)
+    return out
+
+
+def step_writes(ctx: LowerContext, step: Step) -> set[int]:
+    """Storage addresses a step writes (a scalar's stage is private to its step)."""
+    if step.action in (Action.COMPUTE, Action.SCALAR):
+        return set()
+    return ctx.storage_ptrs(step.target)
+
+
+def _levels(ctx: LowerContext, steps: list[Step]) -> list[int]:
+    """A dependency level per step: after what it reads (values and aliasing storage)."""
+    level_of_node: dict[str, int] = {}
+    last_write: dict[int, int] = {}
+    last_read: dict[int, int] = {}
+    levels = []
+    for step in steps:
+        reads = step_reads(ctx, step)
+        writes = step_writes(ctx, step)
+        lvl = 0
+        for ref in step.reads():
+            lvl = max(lvl, level_of_node.get(ref, -1) + 1)
+        for ptr in reads:
+            lvl = max(lvl, last_write.get(ptr, -1) + 1)
+        for ptr in writes:
+            lvl = max(lvl, last_write.get(ptr, -1) + 1, last_read.get(ptr, -1) + 1)
+        levels.append(lvl)
+        level_of_node[step.node] = lvl
+        if step.target:
+            level_of_node[step.target] = lvl
+        for ptr in reads:
+            last_read[ptr] = max(last_read.get(ptr, -1), lvl)
+        for ptr in writes:
+            last_write[ptr] = max(last_write.get(ptr, -1), lvl)
+    return levels
+
+
+class GroupKind(StrEnum):
+    """The shape of one grouped ``torch._foreach_*`` instruction."""
+
+    COPY = "copy"      # _foreach_copy_(outs, ins)
+    UNARY = "unary"    # copy, then _foreach_<op>_(outs) [and _foreach_mul_(outs, scale)]
+    BINARY = "binary"  # copy, then _foreach_<op>_(outs, tensors)
+    SCALAR = "scalar"  # copy, then _foreach_<op>_(outs, number)
+
+
+class GroupKey(NamedTuple):
+    """Steps with equal keys (in one level) run as one ``torch._foreach_*`` call."""
+
+    kind: GroupKind
+    op: str | None = None
+    dtype: torch.dtype | None = None
+    device: torch.device | None = None
+    scale: float | None = None  # UNARY: the `c` of `c / x`
+    scalar: str | None = None   # SCALAR: the number, as float.hex (exact, NaN-safe)
+
+
+def _group_key(ctx: LowerContext, step: Step) -> GroupKey | None:
+    if step.action is Action.COPY:
+        return GroupKey(GroupKind.COPY)
+    if step.action is not Action.OUT or step.kwargs:
+        return None
+    out = out_tensor(ctx, step)
+    if step.op in _FOREACH_UNARY and len(step.args) == 1:
+        a = ctx.meta_of(step.args[0])
+        if a is None or a.shape != out.shape or a.dtype != out.dtype:
+            return None
+        return GroupKey(GroupKind.UNARY, step.op, out.dtype, out.device, scale=step.scale)
+    if step.op in _FOREACH_BINARY and len(step.args) == 2:
+        a, b = ctx.meta_of(step.args[0]), step.args[1]
+        if a is None or a.shape != out.shape or a.dtype != out.dtype:
+            return None
+        if isinstance(b, NodeRef):
+            bm = ctx.meta_of(b)
+            if bm is None or bm.dtype != out.dtype:
+                return None
+            return GroupKey(GroupKind.BINARY, step.op, out.dtype, out.device)
+        if step.op in _SCALAR_OK and isinstance(b, (int, float)) and not isinstance(b, bool) \
+                and out.dtype.is_floating_point:
+            return GroupKey(GroupKind.SCALAR, step.op, out.dtype, out.device,
+                            scalar=float(b).hex())
+    return None
+
+
+Lines = list[tuple[str, tuple[str, ...]]]
+
+
+def build_program(ctx: LowerContext, bindings: Bindings, steps: list[Step], name: str, *,
+                  group: bool = True) -> Program:
+    """Schedule, group and emit ``steps`` as a Python function ``name`` and compile it."""
+    em = Emitter(ctx, bindings)
+    levels = _levels(ctx, steps)
+    order = sorted(range(len(steps)), key=lambda i: levels[i])  # stable within a level
+    lines: Lines = []
+    groups = 0
+    for _lvl, members in itertools.groupby(order, key=lambda i: levels[i]):
+        by_key: dict[GroupKey, list[Step]] = {}
+        singles: list[Step] = []
+        for step in (steps[k] for k in members):
+            key = _group_key(ctx, step) if group else None
+            (by_key.setdefault(key, []) if key is not None else singles).append(step)
+        for step in singles:
+            lines += _emit_single(em, step)
+        for key, batch in by_key.items():
+            if len(batch) == 1:
+                lines += _emit_single(em, batch[0])
+            else:
+                groups += 1
+                lines += _emit_group(em, key, batch)
+    return compile_function(bindings, name, lines, steps=steps, groups=groups)
+
+
+def _emit_single(em: Emitter, step: Step) -> Lines:
+    nodes = (step.target or step.node,)
+    if step.action is Action.COMPUTE:
+        var = em.bindings.fresh(f"t_{step.op}")
+        em.locals[step.node] = var
+        return [(f"{var} = {em.call(step.op, step.args, step.kwargs)}", (step.node,))]
+    if step.action is Action.SCALAR:
+        stage = em.bindings.bind(Stage(step.target), f"{step.target}_stage",
+                                 em.ctx.stage(step.target))
+        return [(f"{stage}.copy_({em.operand(step.input)})  # {step.target}: a Python scalar set "
+                 "after the pass; NOT refillable: graph recapture required", nodes)]
+    out = em.out(step)
+    if step.action is Action.COPY:
+        return [(f"{out}.copy_({em.operand(step.input)})", nodes)]
+    lines = [(em.call(step.op, step.args, step.kwargs, out), nodes)]
+    if step.scale is not None:
+        lines.append((f"{out}.mul_({em.value(step.scale)})", nodes))
+    return lines
+
+
+def _emit_group(em: Emitter, key: GroupKey, members: list[Step]) -> Lines:
+    nodes = tuple(s.target for s in members)
+    outs = em.outs(members)
+    if key.kind is GroupKind.COPY:
+        ins = em.tensors([s.input for s in members])
+        return [(f"torch._foreach_copy_({outs}, {ins})", nodes)]
+    a = em.tensors([s.args[0].id for s in members])
+    lines = [(f"torch._foreach_copy_({outs}, {a})", nodes)]
+    if key.kind is GroupKind.UNARY:
+        lines.append((f"torch.{_FOREACH_UNARY[key.op]}({outs})", nodes))
+        if key.scale is not None:
+            lines.append((f"torch._foreach_mul_({outs}, {em.value(key.scale)})", nodes))
+    elif key.kind is GroupKind.BINARY:
+        b = em.tensors([s.args[1].id for s in members])
+        lines.append((f"torch.{_FOREACH_BINARY[key.op]}({outs}, {b})", nodes))
+    else:
+        value = float.fromhex(key.scalar)
+        lines.append((f"torch.{_FOREACH_BINARY[key.op]}({outs}, {em.value(value)})", nodes))
+    return lines
+
+
+def view_source(ctx: LowerContext, bindings: Bindings, ref: str) -> str:
+    """How a bound view over a bound tensor was made, as the call that made it."""
+    node = ctx.graph.nodes[ref]
+    return Emitter(ctx, bindings).call(node.op, node.args, node.kwargs)
+

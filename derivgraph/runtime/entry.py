@@ -1,0 +1,39 @@
+"""Where a derived tensor lives: its node, its startup storage, and the slot it is held in."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from derivgraph.compiler.graph import DerivedNode
+from derivgraph.paths import Slot
+
+__all__ = ["Entry", "address_of"]
+
+
+class Entry:
+    """A derived tensor bound to its owner, with the storage it keeps for life."""
+
+    __slots__ = ("node", "storage", "slot", "adopted", "startup_ptr", "startup_data")
+
+    def __init__(self, node: DerivedNode, storage: Any, slot: Slot | str, adopted: bool):
+        self.node = node
+        self.storage = storage
+        self.slot = Slot(slot)
+        self.adopted = adopted
+        self.startup_ptr = 0
+        self.startup_data: Any = None  # a detached alias of the startup storage
+
+    @property
+    def id(self) -> str:
+        return self.node.id
+
+    def nbytes(self) -> int:
+        s = self.storage
+        return s.numel() * s.element_size() if isinstance(s, torch.Tensor) else 0
+
+
+def address_of(t: Any) -> int:
+    """A tensor's data pointer (what a captured graph bakes in); 0 for meta and non-tensors."""
+    return t.data_ptr() if isinstance(t, torch.Tensor) and t.device.type != "meta" else 0

@@ -1,0 +1,119 @@
+"""Where the tensors of the pass live: derived storage, sources, views, stages and constants.
+
+:class:`BoundTensors` resolves every tensor the pass reads or writes once, at compile (and again
+only when a holder was rebuilt); it is the :class:`~derivgraph.compiler.lower.LowerContext` the
+compiler lowers against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from derivgraph.compiler.graph import DerivedGraph, NodeRef, refs_in
+from derivgraph.compiler.interpret import Interpreter
+from derivgraph.compiler.ir import Node, NodeKind
+from derivgraph.ops import OPS, OpKind
+from derivgraph.paths import get_path
+from derivgraph.runtime.entry import Entry
+
+__all__ = ["BoundTensors", "BoundViews"]
+
+_data_ptr = torch.Tensor.data_ptr
+
+
+class BoundViews(Interpreter):
+    """Every view op over a bound tensor, made once over that tensor's storage."""
+
+    def __init__(self, graph: DerivedGraph, bound: Mapping[str, Any]):
+        super().__init__(graph)
+        self.env.update(bound)
+
+    def views(self) -> dict[str, torch.Tensor]:
+        out: dict[str, torch.Tensor] = {}
+        nodes = self.graph.nodes
+        for node_id in self.graph.ordered():
+            node = nodes[node_id]
+            if node.kind is NodeKind.OP and OPS[node.op].kind is OpKind.VIEW \
+                    and len(refs_in(node.args)) == 1 and node.inputs[0] in self.env:
+                out[node_id] = self.env[node_id] = self.run_node(node)
+        return out
+
+    def source(self, node: Node) -> Any:
+        raise KeyError(node.id)  # only views over bound tensors are made here
+
+
+class BoundTensors:
+    """The tensors bound at compile; implements :class:`~derivgraph.compiler.lower.LowerContext`.
+    """
+
+    def __init__(self, graph: DerivedGraph, entries: dict[str, Entry]):
+        self.graph = graph
+        self.entries = entries
+        self.meta_env: dict[str, Any] = {}
+        self.sources: dict[str, torch.Tensor] = {}
+        self.views: dict[str, torch.Tensor] = {}
+        self.stages: dict[str, torch.Tensor] = {}  # derived Python scalars, staged
+        self.constants: dict[str, torch.Tensor] = {}  # op nodes no source feeds: made at compile
+        self._startup: tuple[list[Any], list[int]] | None = None
+
+    def bind(self, model: Any) -> None:
+        """Resolve the sources, then every view over a bound tensor."""
+        self.sources = {src: get_path(model, src) for src in self.graph.sources()}
+        self._startup = None
+        bound: dict[str, Any] = {**self.sources, **self.constants}
+        bound.update((k, e.storage) for k, e in self.entries.items()
+                     if isinstance(e.storage, torch.Tensor))
+        self.views = BoundViews(self.graph, bound).views()
+
+    # ---- LowerContext ----------------------------------------------------------------------
+    def bound(self, ref: str) -> Any:
+        if ref in self.sources:
+            return self.sources[ref]
+        if ref in self.entries:
+            return self.entries[ref].storage
+        for table in (self.views, self.stages, self.constants):
+            if ref in table:
+                return table[ref]
+        raise KeyError(ref)
+
+    def storage_of(self, node_id: str) -> Any:
+        return self.entries[node_id].storage
+
+    def stage(self, target: str) -> torch.Tensor:
+        return self.stages[target]
+
+    def meta_of(self, ref: Any) -> torch.Tensor | None:
+        ref_id = ref.id if isinstance(ref, NodeRef) else ref
+        meta = self.meta_env.get(ref_id) if isinstance(ref_id, str) else None
+        return meta if isinstance(meta, torch.Tensor) else None
+
+    def storage_ptrs(self, ref: str) -> set[int]:
+        try:
+            value = self.bound(ref)
+        except KeyError:
+            return set()
+        if isinstance(value, torch.Tensor) and value.device.type != "meta":
+            return {value.untyped_storage().data_ptr()}
+        return set()
+
+    # ---- startup storage -------------------------------------------------------------------
+    def restore_storage(self) -> list[str]:
+        """Put startup storage back under tensors the engine re-pointed (``t.data = new``)."""
+        held = self._startup
+        if held is None:
+            kept = [e for e in self.entries.values() if e.startup_data is not None]
+            held = self._startup = ([e.storage for e in kept], [e.startup_ptr for e in kept])
+        if list(map(_data_ptr, held[0])) == held[1]:
+            return []
+        restored = []
+        for key, entry in self.entries.items():
+            if entry.startup_data is None or entry.storage.data_ptr() == entry.startup_ptr:
+                continue
+            entry.storage.data = entry.startup_data
+            restored.append(key)
+        return restored
+
+
