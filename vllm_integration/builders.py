@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from derivgraph.errors import DerivgraphError
+
 __all__ = ["LAYERS", "NotRunnable", "VllmCase", "cases"]
 
 logger = logging.getLogger(__name__)

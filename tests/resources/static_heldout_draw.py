@@ -81,7 +81,6 @@ def candidates(root: Path) -> dict[str, list[dict[str, object]]]:
             if g and _LAZY_DIRS.match(rel):
                 recv = g.group(1) or g.group(3) or g.group(5)
                 attr = g.group(2) or g.group(4) or g.group(6)
-                indent = len(text) - len(text.lstrip())
                 for j in range(i + 1, min(i + 40, len(lines))):
                     t = lines[j]
                     if funcs[j] != fn:

@@ -35,7 +35,7 @@ def main() -> int:
     for f in picked:
         row = {k: v for k, v in f.as_json().items()
                if k in ("file", "line", "attr", "owner", "category", "severity", "store",
-                        "reason", "reader", "derives_from")}
+                        "reason", "reader", "derives_from", "evidence")}
         rows.append({**row, "judgement": "", "why": ""})
     out = {"seed": seed_file["seed"], "population": len(pool), "vllm": "0.33.0", "sample": rows}
     json.dump(out, sys.stdout, indent=1)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from derivgraph.errors import BaselineError
 
 if TYPE_CHECKING:
-    from derivgraph.audit.static.scan import StaticFinding
+    from derivgraph.audit.static.finding import StaticFinding
 
 __all__ = ["FINGERPRINT_KEY", "BaselineState", "fingerprint", "load_baseline", "mark_baseline"]
 

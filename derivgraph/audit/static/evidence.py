@@ -26,11 +26,11 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from derivgraph.audit.static.readers import ReaderIndex, derives_from, escapes
+from derivgraph.audit.static.readers import NOT_READERS, ReaderIndex, derives_from, escapes
 from derivgraph.audit.static.semantics import Severity
 
 if TYPE_CHECKING:
-    from derivgraph.audit.static.scan import StaticFinding
+    from derivgraph.audit.static.finding import StaticFinding
 
 __all__ = ["RELOAD_MACHINERY", "apply_evidence", "function_text"]
 
@@ -70,9 +70,20 @@ def _cap(finding: StaticFinding, most: Severity, note: str) -> StaticFinding:
 
 def _dtype_conditional_reference(finding: StaticFinding, body: str) -> bool:
     """``ws = <lookup>`` then ``ws = <copy>`` only under ``if ws.dtype ...``: on the default
-    path the stored local is the kept parameter itself."""
+    path the stored local is the kept parameter itself (also through a nested helper that
+    returns such a local, ``self._s = _prep(self.wo)``)."""
+    if finding.store != "initial-load-copy":
+        return False
     local = finding.expr.strip()
-    if finding.store != "initial-load-copy" or not _LOCAL.fullmatch(local):
+    helper = re.fullmatch(r"(\w+)\(.*\)", local)
+    if helper:
+        nested = function_text(body, helper.group(1)) if f"def {helper.group(1)}(" in body else ""
+        returned = [r for r in re.findall(r"^\s*return\s+(\w+)\s*$", nested, re.M)
+                    if r != "None"]
+        if not nested or len(set(returned)) != 1:
+            return False
+        body, local = nested, returned[0]
+    if not _LOCAL.fullmatch(local):
         return False
     n = re.escape(local)
     binds = list(re.finditer(rf"^([ \t]*){n}\s*=\s*([^\n]+)", body, re.M))
@@ -114,7 +125,7 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str) -> StaticFinding:
     body = function_text(text, f.function) if text else ""
     short = f.function.rsplit(".", 1)[-1]
     if f.category == "fold":
-        rerun = index.called_after_load(short)
+        rerun = None if NOT_READERS.match(short) else index.called_after_load(short)
         if rerun is None:
             return _cap(f, Severity.INFO, "applied once per load: every load path refills the "
                         "parameter before this post-load step runs again")
@@ -131,6 +142,9 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str) -> StaticFinding:
         return _cap(f, Severity.INFO, "a reference to the kept parameter (copied only for one "
                     "dtype): the reload refills it in place")
     weight = derives_from(f.expr, body, f.attr)
+    if f.category == "set-storage":  # a registered parameter: its module's forward reads it
+        return dataclasses.replace(f, derives_from=weight or f"{f.owner}.{f.attr}",
+                                   evidence="a parameter of a module, read by its forward")
     reader = index.reader(f.cls, f.owner, f.attr)
     if reader is None:
         return _cap(dataclasses.replace(f, derives_from=weight), Severity.INFO,

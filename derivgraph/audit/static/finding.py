@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from derivgraph.audit.static.baseline import BaselineState
 from derivgraph.audit.static.semantics import Severity
 from derivgraph.audit.static.sites import CATEGORIES
 
@@ -65,6 +66,11 @@ class StaticFinding:
     fix: str = ""  # the fix in vLLM terms
     qualname: str = ""  # module-qualified class (or function) holding the code
     verdict: Verdict = Verdict.UNCHECKED  # set by the executable audit (:mod:`.verdicts`)
+    reader: str | None = None  # the first read after load (:class:`.readers.Reader`, in words)
+    reader_kind: str | None = None  # a :class:`.readers.ReaderKind` value
+    derives_from: str | None = None  # the weight the stored value is computed from
+    evidence: str = ""  # why the severity is what it is (:mod:`.evidence`)
+    baseline_state: BaselineState | None = None  # against ``--baseline`` (:mod:`.baseline`)
 
     @property
     def location(self) -> str:
@@ -92,6 +98,7 @@ class StaticFinding:
         out["via"] = list(self.via)
         out["severity"] = self.severity.value
         out["verdict"] = self.verdict.value
+        out["baseline_state"] = self.baseline_state.value if self.baseline_state else None
         out["key"] = list(self.key)
         out["rule_id"] = self.rule_id
         out["risk"] = self.risk

@@ -23,12 +23,14 @@ path (its function is also called from code that runs after loading).
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import enum
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = [
+    "NOT_READERS",
     "PROPERTY_DEPTH",
     "Reader",
     "ReaderIndex",
@@ -42,12 +44,12 @@ PROPERTY_DEPTH = 3
 
 GENERIC_NAMES = frozenset({
     "weight", "bias", "scale", "scales", "data", "qweight", "weight_scale", "input_scale",
-    "output_scale", "zeros", "qzeros", "g_idx", "alpha", "beta", "cache", "config", "handler",
+    "output_scale", "zeros", "qzeros", "g_idx", "config", "handler",
     "locks", "workspace", "shape", "dtype", "device", "weights",
 })
 """Attribute names read through so many receivers that only a same-family read counts."""
 
-_NOT_READERS = re.compile(
+NOT_READERS = re.compile(
     r"^(?:__init__|__post_init__|create_weights|_?load_weights?|weight_loader\w*|\w*_weight_loader"
     r"|process_weights_after_loading|post_load_weights|__repr__|extra_repr|__getstate__"
     r"|__setstate__|__del__|state_dict|load_state_dict)$")
@@ -57,9 +59,10 @@ _KERNEL_CALL = re.compile(r"\b(?:torch\.ops\.|ops\.|kernel|_C\.|triton|flashinfe
                           r"|gemm|mm\(|matmul|bmm|linear|fused)", re.I)
 _DEF_RE = re.compile(r"(def|class)[ \t]+(\w+)")
 _WEIGHT_WORD = re.compile(
-    r"\b(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*(?:weight|scale|bias|qzeros|g_idx|gamma|lm_head|embed"
-    r"|alpha|w13|w2_|w1_|_w\d|kv_a|wkv|wq|wo_)\w*)")
+    r"\b(?:[A-Za-z_]\w*\.)*(\w*(?:weight|scale|bias|qzeros|g_idx|gamma|lm_head|embed"
+    r"|alpha|w13|w2_|w1_|_w\d|kv_a|wkv|wq|wo_|gate|proj|norm)\w*)")
 
+_WEIGHT_PARAM = re.compile(r"^(?:w|w\d+|w13\w*|w2\w*|\w*weight\w*|\w*scale\w*|\w*bias\w*)$")
 _META_USE = re.compile(r"\.(?:device|dtype|shape|size\(|numel\(|dim\(|ndim)\b")
 
 
@@ -214,7 +217,7 @@ class ReaderIndex:
     def _after_load(self, hit: _Hit) -> bool:
         if not hit.funcs:
             return False
-        if any(_NOT_READERS.match(f) for f in hit.funcs):
+        if any(NOT_READERS.match(f) for f in hit.funcs):
             return False
         return not any((hit.file, hit.cls, f) in self.post_load for f in hit.funcs)
 
@@ -244,7 +247,7 @@ class ReaderIndex:
             if last is not None and recv[-1] != last:
                 continue
             if hit.in_property is not None:
-                if not _NOT_READERS.match(hit.in_property):
+                if not NOT_READERS.match(hit.in_property):
                     props.add(hit.in_property)
                 continue
             if not self._after_load(hit):
@@ -272,7 +275,7 @@ class ReaderIndex:
         self.prefetch([func])
         for hit in self._hits.get(func, ()):
             if hit.call and self._after_load(hit):
-                return self._reader(hit)
+                return dataclasses.replace(self._reader(hit), kind=ReaderKind.FORWARD)
         return None
 
 
@@ -300,7 +303,11 @@ def derives_from(expr: str, function_text: str, stored: str,
     if found:
         return found
     seen = dict(locals_seen or {})
-    for local in re.findall(r"\b([a-z_]\w*)\b", expr):
+    header = function_text[:function_text.find(")") + 1] if function_text else ""
+    params = set(re.findall(r"[(,]\s*\*{0,2}([A-Za-z_]\w*)", header))
+    for local in re.findall(r"\b([A-Za-z_]\w*)\b(?!\s*[(=])", expr):
+        if local in params and _WEIGHT_PARAM.match(local):
+            return f"argument {local}"
         if local in seen or local in {"self", "layer", "torch", "None", "True", "False"}:
             continue
         m = re.search(rf"^\s*(?:[\w, ()]*\b)?{re.escape(local)}\b[\w, ()]*=\s*([^\n]+)",
@@ -318,6 +325,13 @@ def _weight_in(text: str, stored: str) -> str | None:
         whole = m.group(0)
         if _META_USE.match(text, m.end()):
             continue  # only its device, dtype or shape
-        if m.group(1) != stored and not whole.startswith(("torch.", "F.")):
-            return whole
+        if m.group(1) == stored or whole.startswith(("torch.", "F.")):
+            continue
+        call = text[m.end():m.end() + 1] == "("
+        if "." not in whole and not call:
+            continue  # a bare local: its definition is followed instead
+        if call:
+            close = text.find(")", m.end())
+            return text[m.start():close + 1] if close > 0 else whole
+        return whole
     return None
