@@ -281,18 +281,55 @@ def _real_quant_method(qualified: str, build: Callable[[], object]) -> Callable[
         except (AssertionError, RuntimeError, AttributeError, NotImplementedError,
                 ImportError, ValueError, TypeError) as exc:
             return f"{qualified.rpartition('.')[2]}: {type(exc).__name__}: " + \
-                str(exc).splitlines()[0][:160]
+                " ".join(str(exc).split())[:240]
         return ("its post-load step calls compiled vLLM ops (torch.ops._C) that this CPU wheel "
                 "lacks (vllm-0.33-on-cpu.md §3)")
 
     return reason
 
 
+_RUNTIME: list[object] = []  # the one VllmConfig of this process, once distributed is up
+
+
+@contextlib.contextmanager
+def _vllm_runtime() -> Iterator[None]:
+    """What vLLM's real quant methods ask for on construction: a current VllmConfig (with a
+    model config naming the dtype) and a one-process model-parallel group (gloo, CPU)."""
+    import tempfile
+    import types
+
+    from vllm.config import DeviceConfig, VllmConfig, set_current_vllm_config
+    from vllm.distributed import init_distributed_environment, initialize_model_parallel
+    from vllm.distributed.parallel_state import model_parallel_is_initialized
+
+    if not _RUNTIME:
+        config = VllmConfig(device_config=DeviceConfig(device="cpu"))
+        if not model_parallel_is_initialized():
+            with set_current_vllm_config(config):
+                init_distributed_environment(
+                    world_size=1, rank=0, local_rank=0, backend="gloo",
+                    distributed_init_method=f"file://{tempfile.mktemp(prefix='dg-vllm-')}")
+                initialize_model_parallel(1, 1)
+        object.__setattr__(config, "model_config", types.SimpleNamespace(
+            dtype=torch.bfloat16, hf_config=None, is_encoder_decoder=False, is_moe=False))
+        _RUNTIME.append(config)
+    with set_current_vllm_config(_RUNTIME[0]):  # type: ignore[arg-type]
+        yield
+
+
 def _fp8_linear() -> object:
+    """vLLM's real Fp8LinearMethod, built and run through its post-load step on one layer."""
     from vllm.model_executor.layers.quantization.fp8 import Fp8Config, Fp8LinearMethod
 
-    return Fp8LinearMethod(Fp8Config(is_checkpoint_fp8_serialized=True,
-                                     activation_scheme="static"))
+    with _vllm_runtime():
+        method = Fp8LinearMethod(Fp8Config(is_checkpoint_fp8_serialized=True,
+                                           activation_scheme="static"))
+        layer = nn.Module()
+        method.create_weights(layer, input_size_per_partition=H, output_partition_sizes=[N],
+                              input_size=H, output_size=N, params_dtype=torch.bfloat16,
+                              weight_loader=lambda p, w: p.data.copy_(w))
+        method.process_weights_after_loading(layer)
+    return method
 
 
 _EX = "vllm.model_executor.layers.fused_moe.experts"

@@ -39,7 +39,11 @@ def test_real_reload_confirms_the_moved_experts_constants(audit):
     assert "layers.0.quant_method.moe_kernel.impl.fused_experts._g1_alphas" in row.paths
     assert verdicts[("Fp8LinearMethod", "weight")] is Verdict.NOT_RUNNABLE
     assert audit.cases["fp8-moe-cutlass"] == "ran"
-    assert "Current vLLM config is not set" in audit.cases["fp8-linear"]
+    # the probe builds the method under a current VllmConfig and a one-process group, so it
+    # reports vLLM's real blocker on this CPU wheel, not the harness's missing config
+    reason = audit.cases["fp8-linear"]
+    assert "Current vLLM config is not set" not in reason
+    assert "ScaledMM" in reason or "_OpNamespace" in reason
     # what no static finding names: the rebuilt quant config's descriptors hold temporaries
     miss = [r for r in audit.rows if not r.static and r.cls == "FusedMoEQuantDesc"]
     assert miss and all(r.observed is Observed.MOVED and r.verdict is None for r in miss)
