@@ -288,33 +288,40 @@ def _real_quant_method(qualified: str, build: Callable[[], object]) -> Callable[
     return reason
 
 
-_RUNTIME: list[object] = []  # the one VllmConfig of this process, once distributed is up
-
-
 @contextlib.contextmanager
 def _vllm_runtime() -> Iterator[None]:
     """What vLLM's real quant methods ask for on construction: a current VllmConfig (with a
-    model config naming the dtype) and a one-process model-parallel group (gloo, CPU)."""
+    model config naming the dtype) and a one-process model-parallel group (gloo, CPU), torn
+    down again on exit so that no process group outlives the probe."""
     import tempfile
     import types
 
     from vllm.config import DeviceConfig, VllmConfig, set_current_vllm_config
     from vllm.distributed import init_distributed_environment, initialize_model_parallel
-    from vllm.distributed.parallel_state import model_parallel_is_initialized
+    from vllm.distributed.parallel_state import (
+        destroy_distributed_environment,
+        destroy_model_parallel,
+        model_parallel_is_initialized,
+    )
 
-    if not _RUNTIME:
-        config = VllmConfig(device_config=DeviceConfig(device="cpu"))
-        if not model_parallel_is_initialized():
+    config = VllmConfig(device_config=DeviceConfig(device="cpu"))
+    owned = not model_parallel_is_initialized()
+    with tempfile.TemporaryDirectory(prefix="dg-vllm-") as tmp:
+        try:
+            if owned:
+                with set_current_vllm_config(config):
+                    init_distributed_environment(
+                        world_size=1, rank=0, local_rank=0, backend="gloo",
+                        distributed_init_method=f"file://{tmp}/init")
+                    initialize_model_parallel(1, 1)
+            object.__setattr__(config, "model_config", types.SimpleNamespace(
+                dtype=torch.bfloat16, hf_config=None, is_encoder_decoder=False, is_moe=False))
             with set_current_vllm_config(config):
-                init_distributed_environment(
-                    world_size=1, rank=0, local_rank=0, backend="gloo",
-                    distributed_init_method=f"file://{tempfile.mktemp(prefix='dg-vllm-')}")
-                initialize_model_parallel(1, 1)
-        object.__setattr__(config, "model_config", types.SimpleNamespace(
-            dtype=torch.bfloat16, hf_config=None, is_encoder_decoder=False, is_moe=False))
-        _RUNTIME.append(config)
-    with set_current_vllm_config(_RUNTIME[0]):  # type: ignore[arg-type]
-        yield
+                yield
+        finally:
+            if owned:
+                destroy_model_parallel()
+                destroy_distributed_environment()
 
 
 def _fp8_linear() -> object:
