@@ -12,17 +12,14 @@ state so code scanning shows what is new.
 from __future__ import annotations
 
 import dataclasses
-import enum
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from derivgraph.audit.static.finding import BaselineState, StaticFinding
 from derivgraph.errors import BaselineError
-
-if TYPE_CHECKING:
-    from derivgraph.audit.static.finding import StaticFinding
 
 __all__ = ["FINGERPRINT_KEY", "BaselineState", "fingerprint", "load_baseline", "mark_baseline"]
 
@@ -30,13 +27,6 @@ FINGERPRINT_KEY = "derivgraphSite/v1"
 """The SARIF ``partialFingerprints`` key that carries :func:`fingerprint`."""
 
 _FIELDS = ("file", "cls", "function", "owner", "attr", "category")
-
-
-class BaselineState(enum.Enum):
-    """SARIF ``baselineState`` of a finding against a saved baseline."""
-
-    NEW = "new"
-    UNCHANGED = "unchanged"
 
 
 def _digest(values: Mapping[str, Any]) -> str:

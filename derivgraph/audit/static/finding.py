@@ -13,11 +13,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from derivgraph.audit.static.baseline import BaselineState
 from derivgraph.audit.static.semantics import Severity
 from derivgraph.audit.static.sites import CATEGORIES
 
-__all__ = ["SourceFile", "StaticFinding", "StaticReport", "Verdict"]
+__all__ = ["BaselineState", "SourceFile", "StaticFinding", "StaticReport", "Verdict"]
 
 
 class Verdict(enum.Enum):
@@ -27,6 +26,13 @@ class Verdict(enum.Enum):
     REFUTED = "refuted"
     NOT_RUNNABLE = "not_runnable"
     UNCHECKED = "unchecked"
+
+
+class BaselineState(enum.Enum):
+    """SARIF ``baselineState`` of a finding against a saved baseline (:mod:`.baseline`)."""
+
+    NEW = "new"
+    UNCHANGED = "unchanged"
 
 
 @dataclass(frozen=True)

@@ -164,7 +164,11 @@ def test_baseline_reports_only_new_findings_and_sarif_marks_the_state(tmp_path, 
     sarif = tmp_path / "out.sarif"
     assert main(["audit", "static", str(dst), "--baseline", str(base), "--format", "sarif",
                  "-o", str(sarif)]) == 0
-    results = json.loads(sarif.read_text())["runs"][0]["results"]
+    log = json.loads(sarif.read_text())
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((FIXTURES / "sarif" / "sarif-schema-2.1.0.json").read_text())
+    assert not list(jsonschema.Draft4Validator(schema).iter_errors(log))
+    results = log["runs"][0]["results"]
     states = {r["properties"]["attr"]: r["baselineState"] for r in results}
     assert states["fresh_copy"] == "new"
     assert {v for k, v in states.items() if k != "fresh_copy"} == {"unchanged"}
