@@ -250,6 +250,22 @@ def _fp8_layer_qc(layer: nn.Module):  # noqa: ANN202
                                      layer.w2_input_scale, layer=layer)
 
 
+def _int8_channel_qc(layer: nn.Module):  # noqa: ANN202 - vLLM's FusedMoEQuantConfig
+    """int8 W8A8, per-channel weight scales, per-token activations, biased experts."""
+    from vllm.model_executor.layers.fused_moe.config import int8_w8a8_moe_quant_config
+
+    return int8_w8a8_moe_quant_config(w1_scale=layer.w13_weight_scale,
+                                      w2_scale=layer.w2_weight_scale, a1_scale=None,
+                                      a2_scale=None, w1_bias=layer.w13_bias,
+                                      w2_bias=layer.w2_bias, per_act_token_quant=True)
+
+
+_INT8 = {"w13_weight": ((E, 2 * N, H), torch.int8), "w2_weight": ((E, H, N), torch.int8),
+         "w13_weight_scale": ((E, 2 * N, 1), torch.float32),
+         "w2_weight_scale": ((E, H, 1), torch.float32),
+         "w13_bias": ((E, 2 * N), torch.bfloat16), "w2_bias": ((E, H), torch.bfloat16)}
+
+
 def _nvfp4_qc(layer: nn.Module):  # noqa: ANN202
     from vllm.model_executor.layers.fused_moe.oracle.nvfp4 import (
         NvFp4MoeBackend,
@@ -362,6 +378,8 @@ def cases() -> list[VllmCase]:
                  (f"{_EX}.flashinfer_cutlass_moe.FlashInferExperts",), _NVFP4,
                  _experts(f"{_EX}.flashinfer_cutlass_moe.FlashInferExperts", _nvfp4_qc,
                           experts_post_load=True)),
+        VllmCase("int8-moe-zen-cpu", (f"{_EX}.cpu_moe.ZenCPUExpertsInt8",), _INT8,
+                 _experts(f"{_EX}.cpu_moe.ZenCPUExpertsInt8", _int8_channel_qc)),
         VllmCase("fp8-linear", ("vllm.model_executor.layers.quantization.fp8.Fp8LinearMethod",),
                  not_runnable=_real_quant_method(
                      "vllm.model_executor.layers.quantization.fp8.Fp8LinearMethod", _fp8_linear)),
