@@ -182,8 +182,10 @@ def scan_files(files: Sequence[SourceFile], specs: Sequence[Spec] = (),
     report.files_parsed = len(candidates) - len(failed)
     if not report.files_parsed:  # tell an unparsable tree from one without post-load code
         chosen = set(candidates)
-        report.files_parsed = _check_parse([t for i, t in enumerate(texts) if i not in chosen],
-                                           report)
+        pool = [t for i, t in enumerate(texts) if i not in chosen and keep[i]]
+        # with ``changed`` and no changed file, the tree was read and nothing is to audit
+        report.files_parsed = _check_parse(pool, report) if pool or changed is None \
+            else len(texts)
     sites: dict[tuple[int, int, int, str, str], tuple[int, RawSite]] = {}
     pending: list[ExternalRoot] = []
     post_load: set[tuple[int, str | None, str]] = set()

@@ -208,6 +208,10 @@ def test_changed_since_scans_only_the_files_a_change_touched(tmp_path, capsys):
     _git(dst, "init", "-q")
     _git(dst, "add", "-A")
     _git(dst, "commit", "-qm", "base")
+    capsys.readouterr()
+    assert main(["audit", "static", str(dst), "--changed-since", "HEAD", "--format", "json",
+                 "--strict"]) == 0  # nothing changed: nothing to audit, and a pass
+    assert json.loads(capsys.readouterr().out) == []
     path = dst / "machinery_twin.py"
     path.write_text(path.read_text() + "\n")
     capsys.readouterr()
