@@ -23,9 +23,11 @@ __all__ = [
     "EngineComputedError",
     "FoldReappliedError",
     "FormulaError",
+    "IndexOutOfRange",
     "LimitError",
     "PackageNotFound",
     "PassFault",
+    "RecaptureRequired",
     "Rule",
     "SourceChanged",
     "SourceLocation",
@@ -70,9 +72,12 @@ class Rule(StrEnum):
     SPEC_VALUE = "DG055 spec-value"
     VLLM_DRIFT = "DG060 vllm-drift"
     CAPTURE_UNDECLARED = "DG061 capture-undeclared"
+    RECAPTURE_REQUIRED = "DG062 recapture-required"
+    SPEC_DROPPED = "DG063 spec-dropped"
     FOLD_DECLARATION = "DG080 fold-declaration"
     FOLD_REAPPLIED = "DG081 fold-reapplied"
     ENGINE_VALUE = "DG082 engine-computed"
+    ENGINE_REFOLDED = "DG083 engine-refolded"
 
     @property
     def code(self) -> str:
@@ -168,6 +173,12 @@ class LimitError(SpecError):
         self.rule, self.message, self.fix = Rule.RESOURCE_LIMIT, message, fix
 
 
+class IndexOutOfRange(DerivgraphError, IndexError):
+    """A constant index outside its dim, found on shapes (reported as ``DG042``)."""
+
+    rule = Rule.INDEX_OUT_OF_RANGE
+
+
 class CollectiveGroupError(SpecError):
     """A collective names a group that is unknown or not registered in a distributed run."""
 
@@ -206,7 +217,9 @@ class EngineComputedError(DerivgraphError):
 
 
 class FoldReappliedError(DerivgraphError):
-    """A pass was asked to fold a source that was not loaded since its last fold."""
+    """A pass was asked to fold a source that was not loaded since its last fold (DG081), or
+    the engine folded a freshly loaded source itself, so a declared fold would apply twice
+    (DG083)."""
 
     def __init__(self, issues: list[SpecIssue]):
         self.issues = list(issues)
@@ -246,3 +259,21 @@ class Unexpressible(DerivgraphError):
     def __init__(self, reason: str, op: str | None = None):
         super().__init__(reason)
         self.reason, self.op = reason, op
+
+
+class RecaptureRequired(DerivgraphError):
+    """Strict guard: a reload changed graph-visible tensors that no copy can bring back.
+
+    ``slots`` names each one (path and what changed: layout, disappeared, new, a weight).
+    """
+
+    rule = Rule.RECAPTURE_REQUIRED
+
+    def __init__(self, slots: list[str]):
+        self.slots = list(slots)
+        listing = "\n".join(f"  - {s}" for s in self.slots)
+        super().__init__(
+            f"{self.rule}: {len(self.slots)} graph-visible tensor slot(s) changed in a way the "
+            f"guard cannot restore in place; captured graphs must be recaptured:\n{listing}\n"
+            "    fix: recapture CUDA graphs (or run eager) after this reload, or declare these "
+            "tensors in a spec (`derivgraph trace` drafts one) so they are recomputed in place")

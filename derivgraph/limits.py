@@ -24,7 +24,10 @@ __all__ = [
     "LimitError",
     "Limits",
     "check_constant",
+    "check_budget",
+    "check_bytes",
     "check_constant_fold",
+    "check_entry_count",
     "check_formula_text",
     "check_numel",
     "check_path",
@@ -49,6 +52,13 @@ class Limits:
     max_string_chars: int = 1024  # string constants and folded strings
     max_sequence_items: int = 65_536  # folded lists and tuples (a shape, a list of tensors)
     max_numel: int = int(os.environ.get("DERIVGRAPH_MAX_NUMEL", 1 << 32))  # one tensor
+    # bytes, not elements: one tensor (intermediates too), what one spec file allocates for one
+    # matched module, and everything derived for one model
+    max_tensor_bytes: int = int(os.environ.get("DERIVGRAPH_MAX_TENSOR_BYTES", 2 << 30))
+    max_file_alloc_bytes: int = int(os.environ.get("DERIVGRAPH_MAX_FILE_BYTES", 1 << 30))
+    max_model_alloc_bytes: int = int(os.environ.get("DERIVGRAPH_MAX_MODEL_BYTES", 32 << 30))
+    max_derived_per_file: int = 1024  # derived entries in one spec file (the library: 70)
+    max_each_nesting: int = 2  # each() comprehensions nested in one formula
 
 
 LIMITS = Limits()
@@ -196,6 +206,40 @@ def check_numel(shape: Iterable[int], where: str) -> None:
         raise LimitError(f"{where}: a tensor of shape {list(shape)} has {numel} elements (limit "
                          f"{LIMITS.max_numel}; set DERIVGRAPH_MAX_NUMEL to raise it)",
                          "check the shape the formula builds")
+
+
+def check_bytes(shape: Iterable[int], itemsize: int, where: str) -> int:
+    """Refuse a tensor of more than ``LIMITS.max_tensor_bytes`` bytes; returns its bytes."""
+    shape = [int(size) for size in shape]
+    numel = 1
+    for size in shape:
+        numel *= max(size, 0)
+    nbytes = numel * itemsize
+    if nbytes > LIMITS.max_tensor_bytes:
+        raise LimitError(f"{where}: a tensor of shape {shape} takes {_gib(nbytes)} (limit "
+                         f"{_gib(LIMITS.max_tensor_bytes)} per tensor; set "
+                         "DERIVGRAPH_MAX_TENSOR_BYTES to raise it)",
+                         "check the shape the formula builds")
+    return nbytes
+
+
+def check_entry_count(count: int) -> None:
+    """Refuse a spec file of more than ``LIMITS.max_derived_per_file`` derived entries."""
+    if count > LIMITS.max_derived_per_file:
+        raise LimitError(f"{count} derived entries in one spec file (limit "
+                         f"{LIMITS.max_derived_per_file})", "split the specs over several "
+                         "files, or gather with each() instead of listing entries")
+
+
+def check_budget(total: int, limit: int, what: str, env: str) -> None:
+    """Refuse ``total`` bytes allocated for ``what`` beyond ``limit``."""
+    if total > limit:
+        raise LimitError(f"{what} allocate {_gib(total)} in all (limit {_gib(limit)}; set {env} "
+                         "to raise it)", "check the shapes the formulas build")
+
+
+def _gib(nbytes: int) -> str:
+    return f"{nbytes / (1 << 30):.3g} GiB" if nbytes >= 1 << 30 else f"{nbytes / (1 << 20):.3g} MiB"
 
 
 def check_path(path: str, what: str) -> None:

@@ -23,7 +23,7 @@ from torch import nn
 from derivgraph.compare import bits_equal, max_difference
 from derivgraph.compiler.bind import check_bindings, match_specs
 from derivgraph.compiler.build import build_graph
-from derivgraph.compiler.checks import view_issues
+from derivgraph.compiler.checks import fault_issue, index_issues, view_issues
 from derivgraph.compiler.engine import adoption_problem
 from derivgraph.compiler.fold import compile_folds
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode
@@ -35,6 +35,7 @@ from derivgraph.compiler.interpret import (
 )
 from derivgraph.compiler.ir import Node, NodeKind
 from derivgraph.compiler.lower import Action, lower_steps
+from derivgraph.compiler.transaction import ModelTransaction, overlap_problem, source_storages
 from derivgraph.errors import AdoptionError, Rule, SpecIssue, SpecValidationError
 from derivgraph.paths import Slot, get_path, slot_of
 from derivgraph.runtime.containers import collect_containers
@@ -43,7 +44,7 @@ from derivgraph.spec.check import check_specs
 from derivgraph.spec.kinds import HELD_KINDS, TENSOR_KINDS, TensorKind, is_engine
 from derivgraph.spec.model import Spec
 
-__all__ = ["Entry", "Plan", "Step", "bits_equal", "compile_plan", "refresh_layouts"]
+__all__ = ["Entry", "Plan", "Step", "bits_equal", "check_plan", "compile_plan", "refresh_layouts"]
 
 logger = logging.getLogger(__name__)
 
@@ -79,8 +80,15 @@ class CompileValues(EagerInterpreter):
 
 
 def _evaluate_all(graph: DerivedGraph) -> dict[str, Any]:
+    """Every node's value (reads only); an op that raises is a DG030 issue naming the node."""
+    interp = CompileValues(graph)
     with torch.no_grad():
-        return CompileValues(graph).run()
+        for node_id in graph.ordered():
+            try:
+                interp.run([node_id])
+            except Exception as exc:  # re-raised as a spec issue that names the node
+                raise SpecValidationError([fault_issue(graph, node_id, exc)]) from exc
+    return interp.env
 
 
 @dataclass(frozen=True)
@@ -110,6 +118,10 @@ def allocate_like(value: torch.Tensor, kind: TensorKind) -> torch.Tensor:
     return storage
 
 
+_OVERLAP_FIX = ("declare it as kind 'view' (a view of the source, never written) or make the "
+                "engine hold a tensor of its own")
+
+
 def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, Extra]]:
     graph = plan.graph
     issues: list[SpecIssue] = []
@@ -117,6 +129,9 @@ def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, 
     by_id: dict[str, Entry] = {}
     adopted_by: dict[int, str] = {}
     owners: dict[str, Any] = {}
+    sources = source_storages(plan.model, [*graph.sources(), *plan.folds.entries],
+                              graph.derived)
+    deps = graph.source_deps()
     for node_id in graph.ordered():
         node = graph.derived.get(node_id)
         if node is None:
@@ -135,7 +150,9 @@ def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, 
         if node.kind is TensorKind.SCALAR:
             number = float(value.item()) if value.dtype.is_floating_point else value.item()
             held = isinstance(current, (int, float)) and not isinstance(current, bool)
-            if held and abs(current - number) > node.decl.tolerance and not (
+            # an integer the engine holds is config: replaced only by the same number
+            tolerance = 0.0 if isinstance(current, int) else node.decl.tolerance
+            if held and abs(current - number) > tolerance and not (
                     current != current and number != number):
                 issue(Rule.ADOPTION, f"the engine's {name} = {current!r} differs from the "
                       f"formula {node.decl.formula!r} = {number!r}",
@@ -167,8 +184,13 @@ def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, 
         slot = slot_of(owner, name)
         if is_engine(node.decl):  # adopt what the engine made, never allocate
             problem = adoption_problem(node, current, value)
+            overlap = overlap_problem(current, node_id, sources) \
+                if isinstance(current, torch.Tensor) else None
             if problem is not None:
                 issue(*problem)
+            elif overlap is not None:
+                issue(Rule.ADOPTION, f"cannot adopt the engine's {name}: {overlap}",
+                      _OVERLAP_FIX)
             elif id(current) in adopted_by:
                 issue(Rule.ALIAS, f"the engine holds {node_id} and {adopted_by[id(current)]} as "
                       "the same tensor object", f"declare {name} as kind 'alias' of the other")
@@ -197,6 +219,12 @@ def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, 
                       f"{node.decl.formula!r} by up to {worst:g}",
                       "the spec or the engine is wrong: fix the formula to match the engine, "
                       "or set `tolerance` if the difference is rounding")
+                continue
+            overlap = overlap_problem(current, node_id, sources, deps[node_id],
+                                      exact=worst == 0.0 and node.decl.tolerance == 0.0,
+                                      value=value)
+            if overlap is not None:
+                issue(Rule.ADOPTION, f"cannot adopt the engine's {name}: {overlap}", _OVERLAP_FIX)
                 continue
             if id(current) in adopted_by:
                 issue(Rule.ALIAS, f"the engine holds {node_id} and {adopted_by[id(current)]} as "
@@ -232,8 +260,21 @@ def compile_plan(model: nn.Module, specs: Iterable[Spec] | None = None, *,
             gc.enable()
 
 
-def _compile(model: nn.Module, specs: Iterable[Spec] | None, require_match: bool,
-             strict: bool) -> Plan:
+def check_plan(model: nn.Module, specs: Iterable[Spec] | None = None, *,
+               require_match: bool = False) -> list[SpecIssue]:
+    """Every issue :func:`compile_plan` would raise before allocating, without touching the
+    model (``derivgraph validate --model``): the spec rules, binding, inference, evaluation
+    of every formula on the model's values, and adoption."""
+    try:
+        _prepare(model, specs, require_match, strict=True)
+    except (SpecValidationError, AdoptionError) as exc:
+        return list(exc.issues)
+    return []
+
+
+def _prepare(model: nn.Module, specs: Iterable[Spec] | None, require_match: bool,
+             strict: bool) -> tuple[Plan, dict[str, Any], list[tuple[Entry, Extra]]]:
+    """Everything before the first write: bind, build, infer, evaluate, plan adoption."""
     from derivgraph.spec.load import default_specs
 
     explicit = specs is not None
@@ -271,17 +312,32 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None, require_match: bool
     planned = _adopt_or_allocate(plan, values)
     _raise_if(view_issues((e.node, values.get(e.id), values.get(x.base))
                           for e, x in planned if isinstance(x, ViewOf)))
-    # Nothing was touched so far. Now allocate, fill and bind.
-    with torch.no_grad():
-        for entry, extra in planned:
-            _materialize(plan, entry, extra)
-            plan.entries[entry.id] = entry
-    _raise_if(view_issues((e.node, e.storage, _storage_of(plan, view_base(graph, e.node.input)))
-                          for e in plan.entries.values() if e.node.kind is TensorKind.VIEW))
-    plan.holders.rebind_entries(plan.entries.values())
-    plan.containers = collect_containers(plan.entries.values(), model)  # the engine's tuples
-    _record_startup(plan)
-    _lower(plan, values)
+    return plan, values, planned
+
+
+def _compile(model: nn.Module, specs: Iterable[Spec] | None, require_match: bool,
+             strict: bool) -> Plan:
+    plan, values, planned = _prepare(model, specs, require_match, strict)
+    graph = plan.graph
+    # Nothing was touched so far. Now allocate, fill and bind: all of it, or none of it.
+    transaction = ModelTransaction(model, {e.node.owner_path for e, _ in planned},
+                                   [e.storage for e, x in planned
+                                    if x is None and isinstance(e.storage, torch.Tensor)])
+    try:
+        with torch.no_grad():
+            for entry, extra in planned:
+                _materialize(plan, entry, extra)
+                plan.entries[entry.id] = entry
+        _raise_if(view_issues((e.node, e.storage,
+                               _storage_of(plan, view_base(graph, e.node.input)))
+                              for e in plan.entries.values() if e.node.kind is TensorKind.VIEW))
+        plan.holders.rebind_entries(plan.entries.values())
+        plan.containers = collect_containers(plan.entries.values(), model)  # the engine's tuples
+        _record_startup(plan)
+        _lower(plan, values)
+    except BaseException:
+        transaction.rollback()
+        raise
     logger.info("compiled %d derived tensors (%d adopted) over %d sources, %d steps, %d groups, "
                 "%d CSE hits", len(plan.entries), sum(e.adopted for e in plan.entries.values()),
                 len(plan.source_ptrs), len(plan.steps),
@@ -346,7 +402,10 @@ def _lower(plan: Plan, values: dict[str, Any]) -> None:
     if not steps:
         return
     with torch.no_grad():
-        program.fn()
+        try:
+            program.fn()
+        except Exception as exc:  # a fault in the first lowered pass, named by node
+            raise plan.programs.fault(program, exc) from exc
     bad = _mismatches(plan, values)
     if bad:
         logger.warning("grouped pass differs from eager evaluation at %s; running per op",
@@ -383,12 +442,23 @@ def refresh_layouts(plan: Plan, changed: list[str]) -> list[str]:
     whose constants came from a changed shape needs a new plan.
     """
     graph = plan.graph
+    layouts = {}
     for src in changed:
         tensor = get_path(plan.model, src)
         node = graph.nodes[src]
+        layouts[src] = (node.shape, node.stride, node.dtype, node.device)
         node.shape, node.stride = tuple(tensor.shape), tuple(tensor.stride())
         node.dtype, node.device = tensor.dtype, tensor.device
-    graph.meta_env = plan.meta_env = MetaInterpreter(graph).run()
+    meta_env = MetaInterpreter(graph).run()
+    graph.meta_env, graph.issues = meta_env, []
+    index_issues(graph)  # constant indices against the new sizes, before anything is read
+    if graph.issues:
+        issues, graph.issues, graph.meta_env = graph.issues, [], plan.meta_env
+        for src, (shape, stride, dtype, device) in layouts.items():  # the plan stays as it was
+            node = graph.nodes[src]
+            node.shape, node.stride, node.dtype, node.device = shape, stride, dtype, device
+        raise SpecValidationError(issues)
+    plan.meta_env = meta_env
     for node_id, node in graph.derived.items():
         meta = plan.meta_env.get(node_id)
         if isinstance(meta, torch.Tensor):

@@ -23,7 +23,7 @@ except ModuleNotFoundError:  # Python 3.10
     tomllib = pytest.importorskip("tomli")
 
 ROOT = Path(__file__).resolve().parents[1]
-DIRS = ("derivgraph", "vllm_integration", "tests", "benchmarks", "examples", "specs")
+DIRS = ("derivgraph", "vllm_integration", "tests", "benchmarks", "examples", "scripts", "specs")
 # the project's packages, plus scripts that tests and benchmarks import by path (sys.path)
 OWN = {"derivgraph", "vllm_integration", "tests", "examples", "benchmarks", "specs"} | {
     p.stem for folder in ("benchmarks", "tests/fixtures", "examples")

@@ -6,6 +6,8 @@
   Linux), loaded on top of :func:`derivgraph.default_specs` (built-in + entry points).
 * ``DERIVGRAPH_CAPTURE_AUDIT`` — ``0`` turns off the capture-time pointer audit that
   ``strict`` mode runs around every CUDA graph vLLM captures (default on in ``strict``).
+* ``DERIVGRAPH_GUARD`` — ``0`` turns off the guard that keeps every tensor no spec declares
+  at its startup storage across reloads (:mod:`vllm_integration.guarding`; default on).
 """
 
 from __future__ import annotations

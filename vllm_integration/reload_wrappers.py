@@ -83,9 +83,14 @@ def wrap_finalize(orig: Callable[..., Any]) -> Callable[..., Any]:
     return finalize_layerwise_reload
 
 
-def _recording(weights: Iterable[tuple[str, Any]], sink: list[str]) -> Iterator[tuple[str, Any]]:
+def _recording(weights: Iterable[tuple[str, Any]], sink: list[str],
+               model: Any = None) -> Iterator[tuple[str, Any]]:
+    """Pass weights through, recording names (and, for ``model``, fold sources' values)."""
+    session = _session()
     for name, tensor in weights:
         sink.append(name)
+        if model is not None:
+            session.witness(model, name, tensor)
         yield name, tensor
 
 
@@ -102,7 +107,7 @@ def wrap_reload_weights(orig: Callable[..., Any]) -> Callable[..., Any]:
         names: list[str] = []
         if bound.arguments.get("weights_iterator") is not None:
             bound.arguments["weights_iterator"] = _recording(bound.arguments["weights_iterator"],
-                                                             names)
+                                                             names, model)
         session = _session()
         session.begin(model, "kernel-format" if kernel_format else "checkpoint-format")
         result = _aborting_on_error(model, orig, *bound.args, **bound.kwargs)
@@ -200,8 +205,8 @@ class _LiveLoadWeights:
         names: list[str] = []
         session = _session()
         session.begin(model, "load-weights")
-        result = _aborting_on_error(model, self._load, model, _recording(weights, names),
-                                    *args, **kwargs)
+        result = _aborting_on_error(model, self._load, model,
+                                    _recording(weights, names, model), *args, **kwargs)
         session.note_names(model, names, runtime=False)
         session.end(model)
         return result

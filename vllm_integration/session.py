@@ -46,7 +46,9 @@ from derivgraph.audit.runtime.declared import DeclaredSet
 from derivgraph.audit.runtime.reload_watch import watch
 from derivgraph.audit.runtime.repeat import same_weight_rounds
 from derivgraph.audit.runtime.spec_values import verify_spec_values
+from derivgraph.isolation import compile_isolated
 from vllm_integration.config import current_mode, spec_library, specs_for
+from vllm_integration.guarding import check_folds, restore_guard, start_guard, start_witness
 from vllm_integration.snapshot import AuditResult, Snapshot, compare, snapshot
 
 if TYPE_CHECKING:
@@ -60,7 +62,7 @@ __all__ = [
     "ALLOW_RECAPTURE_ENV", "VERIFY_SPECS_ENV", "Counters", "ModelState", "abort", "attach",
     "audit", "begin", "detach", "end", "note_names", "on_post_load", "plan_for", "planned_models",
     "recapture_allowed", "replan", "same_weight_oracle", "state_for", "strict_findings",
-    "verify_specs_enabled",
+    "verify_specs_enabled", "witness",
 ]
 
 logger = logging.getLogger(__name__)
@@ -111,6 +113,8 @@ class Counters:
     scalars_changed_last: int = 0
     spec_mismatches_last: int = 0
     strict_failures: int = 0
+    guard_restored_last: int = 0
+    guard_recapture_last: int = 0
     seconds_last: float = 0.0
     last: dict[str, Any] | None = None
 
@@ -142,6 +146,9 @@ class ModelState:
     session: Session | None = None
     baseline: Snapshot | None = None
     tensor_paths: frozenset[str] | None = None
+    guard: Any = None  # derivgraph.guard.Guard: every tensor the plan does not declare
+    witness: Any = None  # derivgraph.guard.refold.LoadWitness: loaded values of fold sources
+    dropped: list[Any] = field(default_factory=list)  # isolation.DroppedSpec, one per spec
 
     def loadable(self, model: nn.Module) -> frozenset[str]:
         if self.tensor_paths is None:
@@ -189,7 +196,8 @@ def attach(model: nn.Module, specs: Iterable[Spec] | None = None) -> Plan:
     """Compile ``model``'s plan (default: the plugin's spec library) and track its reloads.
 
     The hooks do this after vLLM's initial post-load step; call it by hand for a model loaded
-    before the plugin was installed. Returns the existing plan if there is one.
+    before the plugin was installed. Returns the existing plan if there is one. A spec that
+    fails to compile is dropped loudly (``strict`` raises); the guard keeps its tensors.
     """
     with _LOCK:
         state = state_for(model)
@@ -197,8 +205,10 @@ def attach(model: nn.Module, specs: Iterable[Spec] | None = None) -> Plan:
             return state.plan
         library = spec_library() if specs is None else list(specs)
         start = time.perf_counter()
-        plan = compile_plan(model, specs_for(model, library))
-        _store(model, ModelState(plan))
+        plan, dropped = compile_isolated(model, specs_for(model, library),
+                                         strict=current_mode() == "strict")
+        _store(model, ModelState(plan, dropped=dropped, guard=start_guard(model, plan),
+                                 witness=start_witness(plan)))
     logger.info("derivgraph: %s plan compiled in %.3f s: %d derived tensors from %d specs",
                 type(model).__name__, time.perf_counter() - start, len(plan),
                 len({e.node.bound.spec.name for e in plan.entries.values()}))
@@ -222,15 +232,16 @@ def replan(model: nn.Module, specs: Iterable[Spec] | None = None) -> Plan:
         old = state_for(model)
         library = spec_library() if specs is None else list(specs)
         plan = compile_plan(model, specs_for(model, library))
-        _store(model, ModelState(plan, counters=old.counters if old is not None else Counters()))
+        _store(model, ModelState(plan, counters=old.counters if old is not None else Counters(),
+                                 guard=start_guard(model, plan), witness=start_witness(plan)))
     return plan
 
 
 def on_post_load(model: nn.Module) -> None:
     """vLLM's post-load step finished on ``model``: compile its plan, or refill an existing one.
 
-    A spec problem fails the load in ``strict`` mode; otherwise it is logged and the model runs
-    without derivgraph (exactly vLLM's own behavior).
+    A spec problem fails the load in ``strict`` mode; otherwise the specs that compile make
+    the plan, and if none can be singled out the model gets an empty plan: the guard alone.
     """
     mode = current_mode()
     if mode == "off":
@@ -245,8 +256,9 @@ def on_post_load(model: nn.Module) -> None:
     except DerivgraphError as exc:
         if mode == "strict":
             raise
-        logger.error("derivgraph: no plan for %s, its derived tensors are not kept across "
-                     "reloads:\n%s", type(model).__name__, exc)
+        logger.error("derivgraph: no plan for %s, only the guard keeps its derived tensors "
+                     "across reloads:\n%s", type(model).__name__, exc)
+        attach(model, specs=[])
 
 
 # ---- reload sessions --------------------------------------------------------------------------
@@ -287,6 +299,13 @@ def note_names(model: Any, names: Iterable[str], *, runtime: bool) -> None:
         return
     with _LOCK:
         (state.session.runtime_names if runtime else state.session.names).update(names)
+
+
+def witness(model: Any, name: str, tensor: Any) -> None:
+    """A loader handed ``tensor`` over for ``name``: kept if it is a fold source."""
+    state = state_for(model)
+    if state is not None and state.witness is not None:
+        state.witness.note(name, tensor)
 
 
 def abort(model: Any) -> None:
@@ -332,6 +351,7 @@ def _complete(model: Any, state: ModelState, session: Session, mode: str) -> Run
     plan, counters = state.plan, state.counters
     report = None
     start = time.perf_counter()
+    check_folds(plan, state.witness, mode)  # an engine that folds every load: strict raises
     if len(plan):
         if session.layerwise:
             report = plan.refill(verify=True) if mode != "recompute" else plan.run(verify=True)
@@ -349,6 +369,9 @@ def _complete(model: Any, state: ModelState, session: Session, mode: str) -> Run
         counters.layerwise += 1
     else:
         counters.in_place += 1
+    guarded = restore_guard(model, state.guard, plan, mode, session.kind)
+    counters.guard_restored_last = len(guarded.restored) if guarded else 0
+    counters.guard_recapture_last = len(guarded.recapture) if guarded else 0
     result = AuditResult(list(report.moved or []) if report else [])
     found = None
     if session.watch is not None:
@@ -372,7 +395,8 @@ def _complete(model: Any, state: ModelState, session: Session, mode: str) -> Run
                      "loaded_names": len(session.runtime_names or session.names),
                      "report": report.as_dict() if report else None,
                      "strict": found.as_dict() if found is not None else None,
-                     "spec_values": specs.as_dict() if specs is not None else None}
+                     "spec_values": specs.as_dict() if specs is not None else None,
+                     "guard": guarded.as_dict() if guarded is not None else None}
     if report is not None:
         logger.info("derivgraph: %s %s reload: %s", type(model).__name__, session.kind, report)
     scalars = [p.removeprefix("scalar changed: ") for p in findings

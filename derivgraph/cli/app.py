@@ -11,7 +11,7 @@ from typing import Any
 
 from derivgraph.audit.table import text_table
 from derivgraph.cli import audit, bench, trace
-from derivgraph.cli.common import load_model_and_specs
+from derivgraph.cli.common import import_ref, load_model_and_specs
 from derivgraph.errors import DerivgraphError, SpecValidationError
 
 __all__ = ["main"]
@@ -45,6 +45,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         _out(str(exc))
         return 1
     issues = check_specs(specs)
+    if not issues and args.model:  # what only the model shows, without touching it
+        from derivgraph.planner import check_plan
+
+        issues = check_plan(import_ref(args.model)(), specs)
     if issues:
         _out(str(SpecValidationError(issues)))
         return 1
@@ -165,6 +169,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="check spec files (exit 1 on any error)")
     p.add_argument("paths", nargs="+")
+    p.add_argument("--model", help="MODULE:FACTORY returning a loaded, post-processed model: "
+                   "also check what compile_plan would refuse on it (binding, shapes, values, "
+                   "adoption), touching nothing")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("graph", help="draw a spec file's dependency graph")

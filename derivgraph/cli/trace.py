@@ -65,6 +65,8 @@ def _summary(name: str, outcome: Any) -> dict[str, Any]:
         "sources_replaced": draft.sources_replaced,
         "notes": draft.notes,
         "unproven": sorted(outcome.proof.unproven),
+        "complete": draft.complete,
+        "caveats": draft.caveats,
     }
 
 
@@ -82,6 +84,10 @@ def _print(summary: dict[str, Any]) -> None:
         _out(f"  source replaced by the step (kernel format): {p}")
     for n in summary["notes"]:
         _out(f"  note: {n}")
+    for c in summary["caveats"]:
+        _out(f"  caveat: {c}")
+    if not summary["complete"]:
+        _out("  the draft is not complete: see the caveats and what is not expressible")
 
 
 def _write(path: Path, outcome: Any, quiet: bool = False) -> bool:

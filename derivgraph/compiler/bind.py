@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from derivgraph.errors import Rule, SpecIssue
+from derivgraph.errors import FormulaError, Rule, SpecIssue, SpecValidationError
 from derivgraph.paths import MISSING, get_path, holder_dict, join, matches_class
 from derivgraph.spec.kinds import TensorKind
 from derivgraph.spec.model import DerivedTensor, Spec, Target, split_type_name
@@ -53,6 +53,10 @@ def _where_holds(module: nn.Module, where: dict[str, Any]) -> bool:
             return False
         if type_attr is not None:
             value = getattr(type(value), type_attr)
+        if isinstance(value, torch.Tensor):
+            raise FormulaError(Rule.INFERENCE, f"target.where {path!r} is a tensor; a where "
+                               "predicate compares config values (numbers, strings, enums)",
+                               "compare a config attribute, not a weight")
         if isinstance(wanted, dict) and set(wanted) == {"not"}:
             if _is_one_of(value, wanted["not"]):
                 return False
@@ -82,10 +86,17 @@ def match_specs(model: nn.Module, specs: Iterable[Spec]) -> list[BoundSpec]:
     """Every (spec, module) pair where the spec's target matches, in module order."""
     specs = list(specs)
     bound: list[BoundSpec] = []
+    issues: dict[str, SpecIssue] = {}
     for path, module in model.named_modules():
         for spec in specs:
-            if target_matches(spec.target, module):
-                bound.append(BoundSpec(spec, path, module))
+            try:
+                if target_matches(spec.target, module):
+                    bound.append(BoundSpec(spec, path, module))
+            except FormulaError as exc:
+                issues.setdefault(spec.name, SpecIssue(exc.rule, exc.message, exc.fix,
+                                                       spec.target.location, spec.name))
+    if issues:
+        raise SpecValidationError(list(issues.values()))
     return bound
 
 

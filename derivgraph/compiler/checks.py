@@ -11,10 +11,10 @@ from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef
 from derivgraph.compiler.infer import first_feeds
 from derivgraph.compiler.interpret import EagerInterpreter
 from derivgraph.compiler.ir import NodeKind
-from derivgraph.errors import Rule, SpecIssue
+from derivgraph.errors import Rule, SourceLocation, SpecIssue
 from derivgraph.ops.index import INDEX_ARGS
 
-__all__ = ["index_issues", "view_issues"]
+__all__ = ["fault_issue", "index_issues", "view_issues"]
 
 
 def view_issues(views: Iterable[tuple[DerivedNode, Any, Any]]) -> list[SpecIssue]:
@@ -95,3 +95,16 @@ def _cone(graph: DerivedGraph, node_id: str) -> list[str]:
                 need.add(ref)
                 stack.append(ref)
     return [n for n in graph.ordered() if n in need]
+
+
+def fault_issue(graph: DerivedGraph, node_id: str, exc: BaseException) -> SpecIssue:
+    """A ``DG030`` issue for an op that raised on the model's real values, at the derived
+    tensor it feeds (whose spec file:line the issue carries)."""
+    owner = graph.derived.get(node_id) or first_feeds(graph).get(node_id)
+    node = graph.nodes[node_id]
+    what = f"{node.op}(...)" if node.kind is NodeKind.OP else node_id
+    return SpecIssue(Rule.PASS_FAULT, f"{what} failed on the model's values: "
+                     f"{type(exc).__name__}: {exc}",
+                     "fix the formula or the op (nothing was written)",
+                     owner.decl.location if owner else SourceLocation(),
+                     owner.id if owner else node_id)

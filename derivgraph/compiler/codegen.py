@@ -26,6 +26,7 @@ from derivgraph.compiler.graph import NodeRef
 from derivgraph.compiler.ir import NodeKind
 from derivgraph.compiler.lower import Action, LowerContext, Step, is_bound, out_tensor
 from derivgraph.ops import OPS, OpKind
+from derivgraph.spec.kinds import TensorKind
 
 __all__ = ["Bindings", "Bound", "Constant", "GroupKey", "Helper", "OutView", "Program", "Stage",
            "TensorList", "build_program", "compile_function", "literal"]
@@ -202,6 +203,14 @@ class Emitter:
     def operand(self, ref: str) -> str:
         if ref in self.locals:
             return self.locals[ref]
+        derived = self.ctx.graph.derived.get(ref)
+        if derived is not None and derived.kind is TensorKind.SCALAR:
+            try:  # read the value staged by this pass, never the number bound at compile
+                stage = self.ctx.stage(ref)
+            except KeyError:
+                stage = None
+            if stage is not None:
+                return self.bindings.bind(Stage(ref), f"{ref}_stage", stage)
         node = self.ctx.graph.nodes[ref]
         if node.kind is NodeKind.SOURCE:
             hint = f"src_{ref}"

@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from derivgraph.compare import max_difference
 from derivgraph.compiler.graph import DerivedNode
 from derivgraph.errors import FormulaError, Rule
 from derivgraph.ops import DTYPES
@@ -74,9 +75,9 @@ def adoption_problem(node: DerivedNode, current: Any, value: Any) -> tuple[str, 
         return (Rule.ENGINE_VALUE, f"the engine's {node.id} has " + "; ".join(wrong),
                 "fix the declared dtype/shape to what the engine's op makes, or drop them")
     if isinstance(value, torch.Tensor) and value is not current:
-        same = value.shape == current.shape and value.dtype == current.dtype and (
-            value.numel() == 0 or float((value.detach().double() - current.detach().double()
-                                         .to(value.device)).abs().max()) <= decl.tolerance)
+        # equal infinities and NaN pairs agree (compare.max_difference)
+        same = value.shape == current.shape and value.dtype == current.dtype and \
+            max_difference(value, current.to(value.device)) <= decl.tolerance
         if not same:
             return (Rule.ADOPTION, f"the engine's {node.id} differs from the registered op's "
                     f"value {decl.formula!r}", "fix the op or the formula to match the engine")

@@ -43,7 +43,15 @@ from derivgraph.compare import bits_equal
 from derivgraph.compiler.bind import BoundSpec
 from derivgraph.compiler.graph import DerivedGraph, NodeRef
 from derivgraph.compiler.interpret import EagerInterpreter
-from derivgraph.errors import FoldReappliedError, FormulaError, Rule, SpecIssue
+from derivgraph.errors import (
+    FoldReappliedError,
+    FormulaError,
+    LimitError,
+    PassFault,
+    Rule,
+    SpecIssue,
+)
+from derivgraph.limits import check_bytes
 from derivgraph.paths import MISSING, get_path, join
 from derivgraph.spec.check import fold_formula_problem as formula_problem
 from derivgraph.spec.expr import Call, Const, Expr, Name, parse_formula
@@ -117,7 +125,7 @@ class FoldSet:
                         entry.decl.location, entry.id))
                     continue
                 if bits_equal(source, entry.folded):
-                    if bits_equal(entry.compute(source), source):
+                    if bits_equal(_computed(entry, source), source):
                         report.folds_skipped.append(entry.id)  # an identity fold: nothing to do
                         continue
                     if named:
@@ -132,14 +140,28 @@ class FoldSet:
                     else:
                         report.folds_skipped.append(entry.id)
                     continue
-                plan.append((entry, source, entry.compute(source)))
+                plan.append((entry, source, _computed(entry, source)))
             if refused:
                 raise FoldReappliedError(refused)
             for entry, source, value in plan:
                 source.copy_(value)  # the one sanctioned write to a source: the declared fold
-                entry.folded.copy_(source)
+                if entry.folded.shape != source.shape or entry.folded.dtype != source.dtype:
+                    entry.folded = source.detach().clone()  # a permissive reload changed it
+                else:
+                    entry.folded.copy_(source)
                 entry.applied += 1
                 report.folded.append(entry.id)
+
+
+def _computed(entry: FoldEntry, source: torch.Tensor) -> torch.Tensor:
+    """The fold of ``source`` (reads only); an op that raises is a :class:`PassFault` naming
+    the fold, raised before any source is written."""
+    try:
+        return entry.compute(source)
+    except Exception as exc:  # re-raised as a PassFault that names the fold
+        raise PassFault(f"the fold {entry.decl.formula!r} of {entry.id} (spec {entry.spec_name} "
+                        f"at {entry.decl.location}) failed: {type(exc).__name__}: {exc}. No "
+                        "source was written", [entry.id]) from exc
 
 
 def _lookup_config(bound: BoundSpec, model: nn.Module, path: str) -> Any:
@@ -226,8 +248,15 @@ def _compile_one(model: nn.Module, bound: BoundSpec, decl: DerivedTensor,
         return None
     graph, result = fold_graph(expr, key, decl.name, source, config)
     try:
-        meta = evaluate_fold(graph, result, key, source.detach().to("meta"))
-    except (RuntimeError, TypeError, ValueError) as exc:
+        env = EagerInterpreter(graph, {key: source.detach().to("meta")}).run()
+        meta = env[result.id] if isinstance(result, NodeRef) else result
+        for value in env.values():  # every intermediate: the pass would allocate it
+            if isinstance(value, torch.Tensor):
+                check_bytes(value.shape, value.element_size(), key)
+    except LimitError as exc:
+        issues.append(SpecIssue(exc.rule, exc.message, exc.fix, decl.location, key))
+        return None
+    except (RuntimeError, TypeError, ValueError, LookupError, ArithmeticError) as exc:
         issue(f"fold formula {decl.formula!r} fails on the source's shape and dtype: {exc}",
               "check the ops and the source tensor")
         return None

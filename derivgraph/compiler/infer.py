@@ -15,10 +15,10 @@ from derivgraph.compiler.engine import engine_meta
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode
 from derivgraph.compiler.interpret import Failed, MetaInterpreter
 from derivgraph.compiler.ir import NodeKind
-from derivgraph.errors import LimitError, Rule
-from derivgraph.limits import check_numel
+from derivgraph.errors import IndexOutOfRange, LimitError, Rule
+from derivgraph.limits import LIMITS, check_budget, check_bytes, check_numel
 from derivgraph.ops import DTYPES
-from derivgraph.spec.kinds import TensorKind, is_engine
+from derivgraph.spec.kinds import HELD_KINDS, TensorKind, is_engine
 
 __all__ = ["first_feeds", "infer_shapes", "meta_value"]
 
@@ -49,6 +49,7 @@ def infer_shapes(graph: DerivedGraph) -> None:
     graph.meta_env = env
     _check_sizes(graph, env)
     devices = _source_devices(graph)
+    reported: set[int] = set()
     for node_id, node in graph.derived.items():
         if node.input is None:
             if isinstance(env.get(node_id), torch.Tensor):  # engine hook: seeded above
@@ -56,11 +57,15 @@ def infer_shapes(graph: DerivedGraph) -> None:
             continue
         value = env[node_id]
         if isinstance(value, Failed):
-            if value.error is not None:
+            # an error anywhere below the top op, reported once (at the first derived tensor)
+            if value.error is not None and id(value) not in reported:
+                reported.add(id(value))
                 first = str(value.error).strip().split("\n")[0]
-                graph.issue(Rule.INFERENCE, f"formula {node.decl.formula or node.decl.of!r} fails "
+                rule = Rule.INDEX_OUT_OF_RANGE if isinstance(value.error, IndexOutOfRange) \
+                    else Rule.INFERENCE
+                graph.issue(rule, f"formula {node.decl.formula or node.decl.of!r} fails "
                             f"on shapes/dtypes: {first}",
-                            "check the shapes and dtypes the formula combines", node)
+                            "check the shapes, dtypes and indices the formula combines", node)
             continue
         if not isinstance(value, torch.Tensor):
             graph.issue(Rule.INFERENCE, f"formula gives a {type(value).__name__}, not a tensor",
@@ -85,10 +90,40 @@ def _check_sizes(graph: DerivedGraph, env: dict[str, Any]) -> None:
             continue
         try:
             check_numel(value.shape, n)
+            check_bytes(value.shape, value.element_size(), n)
         except LimitError as exc:
             oversized.add(n)
             if not any(p in oversized for p in nodes[n].inputs):  # once per oversized chain
                 graph.issue(exc.rule, exc.message, exc.fix, graph.derived.get(n) or feeds.get(n))
+    if not oversized:
+        _check_budgets(graph, env)
+
+
+def _check_budgets(graph: DerivedGraph, env: dict[str, Any]) -> None:
+    """Bytes of the held derived tensors per spec file and matched module, and per model."""
+    per_file: dict[tuple[str, str], int] = {}
+    total, over = 0, set()
+    for node_id, node in graph.derived.items():
+        value = env.get(node_id)
+        if node.kind not in HELD_KINDS or not isinstance(value, torch.Tensor):
+            continue
+        nbytes = value.numel() * value.element_size()
+        key = (node.decl.location.file, node.bound.module_path)
+        per_file[key] = per_file.get(key, 0) + nbytes
+        total += nbytes
+        budgets = ((key, per_file[key], LIMITS.max_file_alloc_bytes,
+                    f"the specs of {key[0]} for {key[1] or 'the model root'}",
+                    "DERIVGRAPH_MAX_FILE_BYTES"),
+                   ("model", total, LIMITS.max_model_alloc_bytes,
+                    f"the derived tensors of {type(graph.model).__name__}",
+                    "DERIVGRAPH_MAX_MODEL_BYTES"))
+        for which, used, limit, what, env_name in budgets:
+            try:
+                check_budget(used, limit, what, env_name)
+            except LimitError as exc:
+                if which not in over:  # once per budget, at the tensor that crosses it
+                    over.add(which)
+                    graph.issue(exc.rule, exc.message, exc.fix, node)
 
 
 def first_feeds(graph: DerivedGraph) -> dict[str, DerivedNode | None]:

@@ -39,6 +39,19 @@ class Failed:
         self.error = error
 
 
+def first_failure(value: Any) -> Failed | None:
+    """The first :class:`Failed` in ``value`` (nested lists, tuples, dicts), else None."""
+    if isinstance(value, Failed):
+        return value
+    items = value.values() if isinstance(value, dict) else value \
+        if isinstance(value, (list, tuple)) else ()
+    for v in items:
+        found = first_failure(v)
+        if found is not None:
+            return found
+    return None
+
+
 def has_failed(value: Any) -> bool:
     """Whether ``value`` is, or holds, a :class:`Failed` (an input that could not be computed)."""
     if isinstance(value, Failed):
@@ -118,8 +131,9 @@ class MetaInterpreter(Interpreter):
         return value
 
     def call(self, node: Node, op: OpDef, args: Any, kwargs: dict[str, Any]) -> Any:
-        if has_failed(args) or has_failed(kwargs):
-            return Failed()
+        failed = first_failure(args) or first_failure(kwargs)
+        if failed is not None:  # carry the error up: it is reported at the derived tensor
+            return failed
         if "device" in kwargs:
             kwargs["device"] = "meta"
         try:
@@ -133,8 +147,8 @@ class MetaInterpreter(Interpreter):
             value = _fast_meta(node.op, op, args, kwargs)
             if value is None:
                 value = (op.infer or op.fn)(*args, **kwargs)
-        except (RuntimeError, TypeError, ValueError, IndexError, AttributeError,
-                NotImplementedError) as exc:
+        except (RuntimeError, TypeError, ValueError, LookupError, AttributeError,
+                ArithmeticError, NotImplementedError) as exc:
             return Failed(exc)
         if key is not None:
             _remember(key, value)

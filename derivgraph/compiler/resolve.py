@@ -92,7 +92,10 @@ class Resolver:
                 return self.graph.op("getitem", (base, index), {})
             try:
                 return base[index]
-            except (TypeError, IndexError, KeyError) as exc:
+            except IndexError as exc:
+                raise self.fail(Rule.INFERENCE, f"cannot index {base!r} with {index!r}: {exc}",
+                                "index within the sequence's length") from None
+            except (TypeError, KeyError) as exc:
                 raise self.fail(Rule.UNKNOWN_NAME, f"cannot index {base!r} with {index!r}: {exc}",
                                 "index tensors, shapes or lists only") from None
         if isinstance(e, ListExpr):
@@ -193,6 +196,9 @@ class Resolver:
             raise self.fail(Rule.UNKNOWN_NAME, f"tensor attribute {'.'.join(rest)!r} is not "
                             "supported", "only .shape, .shape[i] and .dtype can be read")
         for part in rest:
+            if part.isdigit() and isinstance(value, (tuple, list)) and int(part) >= len(value):
+                raise self.fail(Rule.INFERENCE, f"index {part} is out of range for {value!r} "
+                                f"({len(value)} items)", "index within the sequence's length")
             value = get_path(value, part)
             if value is MISSING:
                 raise self.fail(Rule.UNKNOWN_NAME, f"no attribute {part!r}",
@@ -253,6 +259,10 @@ def _index_seq(seq: tuple[Any, ...], rest: list[str], resolver: Resolver) -> Any
         if not part.isdigit():
             raise resolver.fail(Rule.UNKNOWN_NAME, f"cannot read {part!r} of a shape",
                                 "index shapes with integers: x.shape[0]")
+        if int(part) >= len(value):
+            raise resolver.fail(Rule.INFERENCE, f"shape index {part} is out of range for a "
+                                f"shape of {len(value)} dims {list(value)}",
+                                "index the dims the tensor has")
         value = value[int(part)]
     return value
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from derivgraph.errors import IndexOutOfRange
 from derivgraph.ops.registry import OPS, dtype_of, register_op
 
 __all__: list[str] = []
@@ -144,7 +145,24 @@ def _stack(tensors: Any, dim: int = 0) -> torch.Tensor:
 
 # ---- views (allowed in `view` specs) --------------------------------------------------------
 
-@register_op("getitem", kind="view")
+def _check_int_indices(x: torch.Tensor, index: Any) -> None:
+    """Integer indices within their dims (meta tensors do not check bounds themselves)."""
+    items = index if isinstance(index, tuple) else (index,)
+    if len(items) > x.dim():
+        raise IndexError(f"too many indices ({len(items)}) for a {x.dim()}-d tensor")
+    for dim, i in enumerate(items):
+        if isinstance(i, int) and not isinstance(i, bool) and not -x.shape[dim] <= i < \
+                x.shape[dim]:
+            raise IndexOutOfRange(f"index {i} is out of bounds for dim {dim} of size "
+                                  f"{x.shape[dim]}")
+
+
+def _getitem_infer(x: torch.Tensor, index: Any) -> torch.Tensor:
+    _check_int_indices(x, index)
+    return x[index]
+
+
+@register_op("getitem", kind="view", infer=_getitem_infer)
 def _getitem(x: torch.Tensor, index: Any) -> torch.Tensor:
     """x[index] (slices and integers)."""
     return x[index]

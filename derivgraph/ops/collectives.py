@@ -25,7 +25,6 @@ evaluates every formula) and in each reload pass, in the plan's fixed step order
 from __future__ import annotations
 
 import logging
-from enum import Enum
 from typing import Any
 
 import torch
@@ -33,6 +32,7 @@ import torch.distributed as dist
 
 from derivgraph.errors import CollectiveGroupError
 from derivgraph.ops.registry import register_op
+from derivgraph.spec.kinds import GroupName, ReduceOp
 
 __all__ = [
     "CollectiveGroupError",
@@ -45,30 +45,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-
-class GroupName(str, Enum):
-    """The groups a formula may name."""
-
-    TP = "tp"    # tensor parallel
-    DCP = "dcp"  # decode context parallel
-    EP = "ep"    # expert parallel
-
-
-class ReduceOp(str, Enum):
-    """The reductions ``all_reduce`` accepts."""
-
-    SUM = "sum"
-    MAX = "max"
-    MIN = "min"
-    PRODUCT = "product"
-
-    def to_dist(self) -> Any:
-        """The matching ``torch.distributed.ReduceOp``."""
-        return {
-            ReduceOp.SUM: dist.ReduceOp.SUM, ReduceOp.MAX: dist.ReduceOp.MAX,
-            ReduceOp.MIN: dist.ReduceOp.MIN, ReduceOp.PRODUCT: dist.ReduceOp.PRODUCT,
-        }[self]
 
 
 _GROUPS: dict[GroupName, Any] = {}
@@ -129,8 +105,15 @@ def _gather_dim0(x: torch.Tensor, group: Any, out: torch.Tensor) -> None:
         dist.all_gather(list(out.chunk(size, 0)), x, group=group)
 
 
+def _gather_dim(x: torch.Tensor, dim: int) -> int:
+    if x.dim() == 0:
+        raise ValueError("all_gather needs a tensor of at least one dim, not a 0-d tensor")
+    return dim % x.dim()
+
+
 def _all_gather(x: torch.Tensor, dim: int = 0, group: str = "tp") -> torch.Tensor:
     """Concatenate x from every rank of ``group`` along ``dim`` (rank order)."""
+    _gather_dim(x, dim)
     pg = get_group(group)
     if pg is None:
         return x.clone()
@@ -146,7 +129,7 @@ def _all_gather(x: torch.Tensor, dim: int = 0, group: str = "tp") -> torch.Tenso
 def _all_gather_out(x: torch.Tensor, dim: int = 0, group: str = "tp", *,
                     out: torch.Tensor) -> torch.Tensor:
     pg = get_group(group)
-    if pg is not None and dim % x.dim() == 0 and out.is_contiguous():
+    if pg is not None and _gather_dim(x, dim) == 0 and out.is_contiguous():
         _gather_dim0(x.contiguous(), pg, out)  # straight into the startup storage
         return out
     return out.copy_(_all_gather(x, dim, group))
@@ -154,8 +137,7 @@ def _all_gather_out(x: torch.Tensor, dim: int = 0, group: str = "tp", *,
 
 def _all_gather_infer(x: torch.Tensor, dim: int = 0, group: str = "tp") -> torch.Tensor:
     shape = list(x.shape)
-    dim = dim % x.dim()
-    shape[dim] *= world_size(group)
+    shape[_gather_dim(x, dim)] *= world_size(group)
     return torch.empty(shape, dtype=x.dtype, device="meta")
 
 

@@ -121,7 +121,11 @@ def get_op(name: str) -> OpDef:
 
 def dtype_of(value: Any) -> torch.dtype:
     """A dtype named in a formula (``"float32"``) as a ``torch.dtype``; dtypes pass through."""
-    return DTYPES[value] if isinstance(value, str) else value
+    if isinstance(value, torch.dtype):
+        return value
+    if isinstance(value, str) and value in DTYPES:
+        return DTYPES[value]
+    raise ValueError(f"unknown dtype {value!r}; use one of {', '.join(sorted(DTYPES))}")
 
 
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:

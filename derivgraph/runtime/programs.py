@@ -178,6 +178,22 @@ class Programs:
                 report.written += 1
                 report.bytes += self.entries[step.target].nbytes()
 
+    def fault(self, prog: Program, exc: Exception) -> PassFault:
+        """``exc`` raised inside ``prog`` as a :class:`PassFault` naming the node and the
+        derived tensors it feeds."""
+        return self._fault(prog, exc)
+
+    def _fed(self, node_id: str) -> list[str]:
+        """The derived tensors an intermediate node feeds, through any chain of ops."""
+        users = self.tensors.graph.ir.users
+        seen, stack, out = {node_id}, [node_id], []
+        while stack:
+            for user in users.get(stack.pop(), []):
+                if user not in seen:
+                    seen.add(user)
+                    (out if user in self.entries else stack).append(user)
+        return sorted(out)
+
     def _fault(self, prog: Program, exc: Exception) -> PassFault:
         tb = exc.__traceback__
         nodes: tuple[str, ...] = ()
@@ -186,19 +202,22 @@ class Programs:
             if tb.tb_frame.f_code.co_filename == filename:
                 nodes = prog.line_nodes.get(tb.tb_lineno, ())
             tb = tb.tb_next
-        described = []
+        described, named = [], list(nodes)
         for n in nodes:
             entry = self.entries.get(n)
             if entry is not None:
                 described.append(f"{n} (owner {entry.node.owner_path or '<model>'}, spec "
                                  f"{entry.node.bound.spec.name} at {entry.node.decl.location})")
             else:
-                users = [u for u in self.tensors.graph.ir.users.get(n, []) if u in self.entries]
-                described.append(f"{n} (feeding {', '.join(users) or 'derived tensors'})")
+                fed = self._fed(n)
+                shown = [f"{u} (spec {self.entries[u].node.bound.spec.name} at "
+                         f"{self.entries[u].node.decl.location})" for u in fed[:3]]
+                described.append(f"{n} (feeding {', '.join(shown) or 'derived tensors'})")
+                named += [u for u in fed if u not in named]
         where = "; ".join(described) or "an unknown step"
         return PassFault(f"the reload pass failed at {where}: {type(exc).__name__}: {exc}. "
                          "No source was written; run the pass again once the cause is fixed "
-                         "(it rewrites every derived tensor from the sources)", list(nodes))
+                         "(it rewrites every derived tensor from the sources)", named)
 
     # ---- printing ----------------------------------------------------------------------------
     def source(self, entry: Program, called: Sequence[Program]) -> str:

@@ -10,13 +10,14 @@ imports torch, except to ask whether a declared CUDA device exists.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable
 
 import networkx as nx
 
 from derivgraph.errors import LimitError, Rule, SourceLocation, SpecIssue
-from derivgraph.limits import check_numel, check_path
+from derivgraph.limits import LIMITS, check_budget, check_entry_count, check_path
 from derivgraph.spec.expr import (
     Attr,
     Call,
@@ -32,10 +33,13 @@ from derivgraph.spec.expr import (
     op_signature,
     parse_formula,
 )
+from derivgraph.spec.formulas import formula_problems
 from derivgraph.spec.kinds import OpKind, TensorKind, is_engine, is_fold
 from derivgraph.spec.model import DerivedTensor, Spec, split_type_name, unsafe_name
 
 __all__ = ["check_device", "check_specs", "fold_formula_problem", "names_in", "spec_graph"]
+
+logger = logging.getLogger(__name__)
 
 
 def names_in(expr: Expr, bound: frozenset[str] = frozenset()) -> set[str]:
@@ -130,7 +134,6 @@ def _fold_issues(decl: DerivedTensor, expr: Expr, node: str) -> list[SpecIssue]:
 
 _DEVICE = re.compile(r"^(cpu|meta|cuda)(:\d+)?$")
 _OTHER_DEVICE = re.compile(r"^[a-z]+:\d+$")
-_CREATE_OPS = ("full", "ones", "zeros")
 
 
 def check_device(text: str) -> str | None:
@@ -183,31 +186,8 @@ def _copies(expr: Expr) -> bool:
     return True
 
 
-def _literal_shapes(expr: Expr) -> list[list[int]]:
-    """Shapes written as literals in creation ops (``full([E, K], 1.0)``, ``arange(n)``)."""
-    found: list[list[int]] = []
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, Call):
-            if e.op in _CREATE_OPS and e.args and isinstance(e.args[0], ListExpr) and all(
-                    isinstance(i, Const) and isinstance(i.value, int) for i in e.args[0].items):
-                found.append([i.value for i in e.args[0].items])
-            elif e.op == "arange" and e.args and isinstance(e.args[0], Const) \
-                    and isinstance(e.args[0].value, int):
-                found.append([e.args[0].value])  # arange(n) makes n elements
-            stack.extend(e.args)
-            stack.extend(v for _, v in e.kwargs)
-        elif isinstance(e, (Index, Attr)):
-            stack.append(e.base)
-        elif isinstance(e, ListExpr):
-            stack.extend(e.items)
-        elif isinstance(e, Comp):
-            stack.append(e.element)
-    return found
-
-
-def _derived_issues(spec: Spec, d: DerivedTensor, dtypes: frozenset[str]) -> list[SpecIssue]:
+def _derived_issues(spec: Spec, d: DerivedTensor, dtypes: frozenset[str],
+                    literal_bytes: dict[str, int]) -> list[SpecIssue]:
     node = f"{spec.name}:{d.name}"
     issues: list[SpecIssue] = []
 
@@ -233,6 +213,10 @@ def _derived_issues(spec: Spec, d: DerivedTensor, dtypes: frozenset[str]) -> lis
         expr = parse_formula(text or "")
     except FormulaError as exc:
         if is_engine(d) and exc.rule == Rule.UNKNOWN_OP:  # the engine's op: registered later
+            logger.warning("%s: %s: kind 'engine' formula %r is ignored (%s): the plan adopts "
+                           "the engine's tensor and run() cannot recompute it unless the op is "
+                           "registered with derivgraph.register_op", d.location, node, text,
+                           exc.message)
             return issues + _layout_issues(spec, d, dtypes, node)
         shown = text if len(text or "") <= 200 else (text or "")[:200] + "..."
         add(exc.rule, f"{shown!r}: {exc.message}", exc.fix)
@@ -250,10 +234,16 @@ def _derived_issues(spec: Spec, d: DerivedTensor, dtypes: frozenset[str]) -> lis
         add(Rule.ALIAS, f"view formula {text!r} uses ops that copy",
             "a view may only use view ops (slicing, view, reshape, transpose, squeeze, ...) over "
             "one tensor; use kind 'attribute' or 'buffer' for computed values")
-    for shape in _literal_shapes(expr):
-        try:
-            check_numel(shape, f"{node}")
-        except LimitError as exc:
+    problems, nbytes = formula_problems(expr, node, dtypes)
+    for rule, message, fix in problems:
+        add(rule, message, fix)
+    literal_bytes[d.location.file] = literal_bytes.get(d.location.file, 0) + nbytes
+    try:
+        check_budget(literal_bytes[d.location.file], LIMITS.max_file_alloc_bytes,
+                     f"the literal-shaped tensors of {d.location.file}",
+                     "DERIVGRAPH_MAX_FILE_BYTES")
+    except LimitError as exc:
+        if nbytes:  # reported once, at the declaration that crosses the budget
             add(exc.rule, exc.message, exc.fix)
     return issues + _layout_issues(spec, d, dtypes, node)
 
@@ -275,7 +265,8 @@ def _layout_issues(spec: Spec, d: DerivedTensor, dtypes: frozenset[str],
     return issues
 
 
-def _spec_issues(spec: Spec, dtypes: frozenset[str]) -> list[SpecIssue]:
+def _spec_issues(spec: Spec, dtypes: frozenset[str],
+                 literal_bytes: dict[str, int]) -> list[SpecIssue]:
     issues: list[SpecIssue] = []
     t = spec.target
     if t.object:
@@ -304,17 +295,23 @@ def _spec_issues(spec: Spec, dtypes: frozenset[str]) -> list[SpecIssue]:
                 f"{spec.name}:{d.name}"))
             continue
         seen[key] = d
-        issues += _derived_issues(spec, d, dtypes)
+        issues += _derived_issues(spec, d, dtypes, literal_bytes)
     if any(i.rule in (Rule.SYNTAX, Rule.RESOURCE_LIMIT) for i in issues):
         return issues  # the graph below would re-parse what already failed
     g = spec_graph(spec)
     derived_only = g.subgraph([n for n, k in g.nodes(data="kind") if k == "derived"])
-    for cycle in nx.simple_cycles(derived_only):
-        if len(cycle) == 1 and any(d.kind == TensorKind.ALIAS for d in spec.derived
-                                   if d.name == cycle[0]):
+    order = {d.name: i for i, d in reversed(list(enumerate(spec.derived)))}
+    # one cycle per strongly connected component: linear, where listing every cycle of a
+    # clique is exponential
+    for component in nx.strongly_connected_components(derived_only):
+        first_name = min(component, key=order.__getitem__)
+        if len(component) == 1 and not derived_only.has_edge(first_name, first_name):
             continue
-        order = [d.name for d in spec.derived]
-        start = min(range(len(cycle)), key=lambda i: order.index(cycle[i]))
+        if len(component) == 1 and any(d.kind == TensorKind.ALIAS for d in spec.derived
+                                       if d.name == first_name):
+            continue
+        cycle = [u for u, _ in nx.find_cycle(derived_only.subgraph(component), first_name)]
+        start = min(range(len(cycle)), key=lambda i: order[cycle[i]])
         cycle = cycle[start:] + cycle[:start]
         first = next(d for d in spec.derived if d.name == cycle[0])
         issues.append(SpecIssue(Rule.CYCLE, "derived tensors depend on each other in a "
@@ -330,12 +327,34 @@ def check_specs(specs: Iterable[Spec]) -> list[SpecIssue]:
     issues: list[SpecIssue] = []
     seen: dict[str, Spec] = {}
     dtypes = dtype_names()
+    specs = list(specs)
+    literal_bytes: dict[str, int] = {}
+    crowded = _crowded_files(specs)
+    issues += crowded.values()
     for spec in specs:
+        if spec.location.file in crowded:
+            continue
         if spec.name in seen:
             issues.append(SpecIssue(Rule.DUPLICATE, f"spec name {spec.name!r} is also used at "
                                     f"{seen[spec.name].location}", "give every spec a unique name",
                                     spec.location, spec.name))
         seen.setdefault(spec.name, spec)
-        issues += _spec_issues(spec, dtypes)
+        issues += _spec_issues(spec, dtypes, literal_bytes)
     return issues
 
+
+def _crowded_files(specs: list[Spec]) -> dict[str, SpecIssue]:
+    """Files declaring more derived entries than ``LIMITS.max_derived_per_file`` (DG016)."""
+    counts: dict[str, int] = {}
+    firsts: dict[str, Spec] = {}
+    for spec in specs:
+        counts[spec.location.file] = counts.get(spec.location.file, 0) + len(spec.derived)
+        firsts.setdefault(spec.location.file, spec)
+    crowded = {}
+    for file, n in counts.items():
+        try:
+            check_entry_count(n)
+        except LimitError as exc:
+            crowded[file] = SpecIssue(exc.rule, exc.message, exc.fix, firsts[file].location,
+                                      firsts[file].name)
+    return crowded

@@ -174,6 +174,9 @@ class _Converter:
                 return Const(fold_constant(op, left.value, right.value))
             except LimitError as exc:
                 raise _fail(exc.rule, exc.message, exc.fix) from None
+            except ZeroDivisionError:
+                raise _fail(Rule.INFERENCE, f"{_clip(self.text)} divides by zero",
+                            "fix the constants") from None
             except (ArithmeticError, TypeError, ValueError):
                 pass  # not a resource problem: the resolver reports it with its context
         return Call(op, (left, right))
@@ -243,7 +246,7 @@ def _bounded(value: Any) -> Any:
 
 def _check_name(name: str) -> None:
     why = unsafe_name(name)
-    if why is not None and name.startswith("__"):
+    if why is not None and name not in dtype_names():  # `float` is a dtype, not Module.float
         raise _fail(Rule.UNSAFE_NAME, f"a formula may not read {name!r}: {why}",
                     "read tensors, params and config numbers by their plain attribute paths")
 

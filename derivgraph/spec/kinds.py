@@ -10,7 +10,8 @@ from typing import Any
 
 from derivgraph._enum import StrEnum
 
-__all__ = ["HELD_KINDS", "TENSOR_KINDS", "OpKind", "TensorKind", "is_engine", "is_fold"]
+__all__ = ["HELD_KINDS", "TENSOR_KINDS", "GroupName", "OpKind", "ReduceOp", "TensorKind",
+           "is_engine", "is_fold"]
 
 
 class TensorKind(StrEnum):
@@ -49,3 +50,29 @@ class OpKind(StrEnum):
     COMPUTE = "compute"
     VIEW = "view"
     CREATE = "create"  # from shapes and values; the compiler passes ``device=``
+
+
+class GroupName(StrEnum):
+    """The process groups a collective in a formula may name (``group='tp'``)."""
+
+    TP = "tp"    # tensor parallel
+    DCP = "dcp"  # decode context parallel
+    EP = "ep"    # expert parallel
+
+
+class ReduceOp(StrEnum):
+    """The reductions ``all_reduce`` accepts."""
+
+    SUM = "sum"
+    MAX = "max"
+    MIN = "min"
+    PRODUCT = "product"
+
+    def to_dist(self) -> Any:
+        """The matching ``torch.distributed.ReduceOp`` (imports torch)."""
+        import torch.distributed as dist
+
+        return {
+            ReduceOp.SUM: dist.ReduceOp.SUM, ReduceOp.MAX: dist.ReduceOp.MAX,
+            ReduceOp.MIN: dist.ReduceOp.MIN, ReduceOp.PRODUCT: dist.ReduceOp.PRODUCT,
+        }[self]

@@ -21,7 +21,7 @@ import yaml
 from pydantic import ValidationError
 
 from derivgraph.errors import Rule, SourceLocation, SpecIssue, SpecValidationError
-from derivgraph.limits import LIMITS
+from derivgraph.limits import LIMITS, LimitError, check_entry_count
 from derivgraph.spec.model import Spec, SpecFile
 
 __all__ = [
@@ -163,6 +163,7 @@ def load_spec_text(text: str, file: str = "<string>") -> list[Spec]:
         raise SpecValidationError([SpecIssue(
             Rule.SCHEMA, "the YAML is nested too deeply to read", "flatten the document",
             SourceLocation(file, 1))]) from None
+    _check_entry_count(data, file, lines)
     try:
         parsed = SpecFile.model_validate(data)
     except ValidationError as exc:
@@ -181,6 +182,21 @@ def load_spec_text(text: str, file: str = "<string>") -> list[Spec]:
         for j, derived in enumerate(spec.derived):
             derived._location = SourceLocation(file, lines.get(("specs", i, "derived", j), 0))
     return parsed.specs
+
+
+def _check_entry_count(data: Any, file: str, lines: _Lines) -> None:
+    """Refuse a file of more derived entries than ``LIMITS.max_derived_per_file`` before the
+    schema validation spends time on each (DG016)."""
+    specs = data.get("specs") if isinstance(data, dict) else None
+    if not isinstance(specs, list):
+        return
+    count = sum(len(s["derived"]) for s in specs
+                if isinstance(s, dict) and isinstance(s.get("derived"), list))
+    try:
+        check_entry_count(count)
+    except LimitError as exc:
+        raise SpecValidationError([SpecIssue(exc.rule, exc.message, exc.fix, SourceLocation(
+            file, lines.get(("specs",), 1)))]) from None
 
 
 def _schema_fix(err: dict[str, Any]) -> str:

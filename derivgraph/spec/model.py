@@ -36,8 +36,8 @@ from derivgraph.errors import SourceLocation
 from derivgraph.spec.kinds import TensorKind
 
 __all__ = [
-    "MODULE_RESERVED", "DerivedTensor", "Spec", "SpecFile", "Target", "split_type_name",
-    "unsafe_name",
+    "MAX_TOLERANCE", "MODULE_RESERVED", "DerivedTensor", "Spec", "SpecFile", "Target",
+    "normalize_path", "split_type_name", "unsafe_name",
 ]
 
 # One class name or a list of them (normalized to a list).
@@ -46,7 +46,8 @@ ClassNames = Annotated[
     WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}),
 ]
 
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# \Z, not $: "forward\n" must not pass as "forward"
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 # Attribute names every torch.nn.Module has (methods, properties, its registries): a spec may
 # never bind, own or read through them. Kept literal so that spec checks need no torch;
@@ -90,12 +91,23 @@ def unsafe_name(name: str) -> str | None:
     if name in MODULE_RESERVED:
         return f"{name!r} is reserved by torch.nn.Module"
     return None
-_PATH = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*|\d+)(\.([A-Za-z_][A-Za-z0-9_]*|\d+))*$")
+_PATH = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|[0-9]+)(\.([A-Za-z_][A-Za-z0-9_]*|[0-9]+))*\Z")
+
+#: The documented range of ``tolerance``: finite, 0 to this bound.
+MAX_TOLERANCE = 1000.0
+
+
+def normalize_path(path: str) -> str:
+    """A path with each item index written canonically: ``layers.00`` -> ``layers.0``, so two
+    spellings of one owner are one owner (and a duplicate, DG009)."""
+    return ".".join(str(int(p)) if p.isdigit() else p for p in path.split(".")) if path else path
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False)
-    _location: SourceLocation = PrivateAttr(default_factory=SourceLocation)
+    # a shared default (SourceLocation is frozen): a default_factory costs a signature
+    # inspection per element, which dominates loading a large file
+    _location: SourceLocation = PrivateAttr(default=SourceLocation())
 
     @property
     def location(self) -> SourceLocation:
@@ -109,7 +121,7 @@ def _check_path(value: str, what: str) -> str:
             f"{what} {value!r} is not an attribute path; write dotted attribute names such as "
             "'quant_method.moe_kernel.fused_experts' (numbers select list items: 'layers.0')"
         )
-    return value
+    return normalize_path(value)
 
 
 class Target(_Strict):
@@ -206,7 +218,11 @@ class DerivedTensor(_Strict):
     tolerance: float = Field(
         default=0.0,
         ge=0.0,
-        description="Largest |engine - formula| accepted when adopting the engine's tensor.",
+        le=MAX_TOLERANCE,
+        allow_inf_nan=False,
+        strict=True,
+        description="Largest |engine - formula| accepted when adopting the engine's tensor: "
+        f"a finite number from 0 to {MAX_TOLERANCE:g}.",
     )
     replace: bool = Field(
         default=False,
@@ -223,10 +239,10 @@ class DerivedTensor(_Strict):
     @field_validator("name")
     @classmethod
     def _name_is_ident(cls, value: str) -> str:
-        if not _IDENT.match(value) and not value.isdigit():
+        if not _IDENT.match(value) and not re.fullmatch(r"[0-9]+", value):
             raise ValueError(f"name {value!r} must be a Python identifier (the attribute name), "
                              "or an item index of a tuple owner")
-        return value
+        return normalize_path(value)
 
     @field_validator("owner")
     @classmethod
@@ -284,3 +300,10 @@ class SpecFile(_Strict):
 
     version: Literal[1] = Field(default=1, description="Spec language version.")
     specs: list[Spec] = Field(description="The specs in this file.")
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _exactly_one(cls, value: Any) -> Any:
+        if type(value) is not int:  # true, 1.0 and "1" compare equal to 1 but are not versions
+            raise ValueError(f"version must be the integer 1, not {value!r}")
+        return value

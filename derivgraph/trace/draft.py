@@ -32,7 +32,7 @@ from derivgraph.trace.formula import (
     python_path,
 )
 from derivgraph.trace.recorder import Recorder
-from derivgraph.trace.stores import Slot, SlotKind, stored_slots
+from derivgraph.trace.stores import Slot, SlotKind, built_outside, stored_slots
 
 __all__ = ["Draft", "DraftEntry", "DraftSpec", "Unexpressed", "build_draft", "revise_entries"]
 
@@ -83,6 +83,14 @@ class Draft:
     unexpressed: list[Unexpressed]
     sources_replaced: list[str]
     notes: list[str]
+    #: why the draft may be wrong or partial though it proves: an integer named after one of
+    #: several equal shapes, tensors built outside the traced step
+    caveats: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """Nothing expressed ambiguously, nothing derived outside the traced step."""
+        return not self.caveats and not self.unexpressed
 
     @property
     def opaque_ops(self) -> list[str]:
@@ -252,6 +260,7 @@ def build_draft(model: nn.Module, recorder: Recorder, before: Census | None,
     unexpressed: list[Unexpressed] = []
     replaced = _classify_sources(ctx, slots, notes)
     config: list[str] = []  # Python numbers read from no tensor: config, not weight-derived
+    ambiguous: dict[str, list[str]] = {}
 
     # (instance prefix, entry) for every declaration, plus the params each used
     per_instance: dict[str, list[DraftEntry]] = {}
@@ -332,12 +341,18 @@ def build_draft(model: nn.Module, recorder: Recorder, before: Census | None,
         add(prefix, DraftEntry(slot.name, rel_owner, kind, formula=formula.text,
                                persistent=slot.persistent, alternative=alternative),
             emitter.ints.used)
+        ambiguous.update({k: v for k, v in emitter.ints.ambiguous.items()
+                          if k in emitter.ints.used})
 
     specs = _generalise(ctx, per_instance, params, primary, notes)
+    caveats = [f"ambiguous: {name} = {' or '.join(exprs)} (equal in the traced model; the draft "
+               f"uses {exprs[0]}): check it, or trace a model where they differ"
+               for name, exprs in sorted(ambiguous.items())]
+    caveats += built_outside(before, {s.path for s in slots}, set(ctx.registered))
     if config:
         notes.append(f"{len(config)} Python number(s) read from no tensor (config, not "
                      f"declared): {', '.join(config[:6])}" + (" ..." if len(config) > 6 else ""))
-    return Draft(specs, unexpressed, replaced, notes)
+    return Draft(specs, unexpressed, replaced, notes, caveats)
 
 
 def _one_element_sources(ctx: _Context, owner: str, value: float) -> list[tuple[str, Any]]:

@@ -67,6 +67,8 @@ class IntNamer:
                  is_source: Callable[[torch.Tensor], bool] | None = None):
         self.candidates: list[tuple[int, str, str]] = []  # (value, param name, expression)
         self.used: dict[str, str] = {}
+        #: name used -> every expression of equal value it could have been (a tie: ambiguous)
+        self.ambiguous: dict[str, list[str]] = {}
         if module is None:
             return
         for key, value in vars(module).items():
@@ -87,10 +89,14 @@ class IntNamer:
         for want, mult in ((value, 1), (value // 2, 2)):
             if mult == 2 and value % 2:
                 break
-            for v, name, expr in self.candidates:
-                if v == want:
-                    self.used[name] = expr
-                    return name if mult == 1 else f"2 * {name}"
+            hits = [(name, expr) for v, name, expr in self.candidates if v == want]
+            if hits:
+                name, expr = hits[0]
+                self.used[name] = expr
+                exprs = list(dict.fromkeys(e for _, e in hits))
+                if len(exprs) > 1:  # equal here; another instance may tell them apart
+                    self.ambiguous[name] = exprs
+                return name if mult == 1 else f"2 * {name}"
         return str(value)
 
 

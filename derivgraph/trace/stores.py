@@ -22,7 +22,8 @@ from torch import nn
 from derivgraph.audit.runtime.census import Census, take_census
 from derivgraph.paths import MISSING, get_path
 
-__all__ = ["Slot", "SlotKind", "shortest_path", "snapshot", "stored_slots", "spec_path"]
+__all__ = ["Slot", "SlotKind", "built_outside", "shortest_path", "snapshot", "stored_slots",
+           "spec_path"]
 
 logger = logging.getLogger(__name__)
 
@@ -180,3 +181,21 @@ def stored_slots(model: Any, before: Census | None, after: Census,
                              "hold the tensor at a named attribute"
             slots.append(Slot(owner_path, name, kind, value, persistent, unbindable))
     return slots
+
+
+def built_outside(before: Census | None, stored: set[str], registered: set[int]) -> list[str]:
+    """A caveat naming tensors that existed before the traced step outside every parameter
+    and buffer (``registered``: their ids) and that the step did not store again (``stored``
+    paths): built by ``__init__`` or ``load_weights``, where the trace did not look. Whether
+    they derive from weights, the trace cannot tell."""
+    if before is None:
+        return []
+    outside = sorted(path for path, e in before.tensors().items()
+                     if e.place not in ("parameter", "buffer") and path not in stored
+                     and id(e.value) not in registered)
+    if not outside:
+        return []
+    shown = ", ".join(outside[:6]) + (" ..." if len(outside) > 6 else "")
+    return [f"built outside the traced step: {len(outside)} tensor(s) held outside the "
+            f"parameters and buffers existed before it ({shown}); if they derive from weights "
+            "(e.g. built in load_weights), trace the step that builds them"]

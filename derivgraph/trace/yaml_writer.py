@@ -62,6 +62,8 @@ def render_yaml(draft: Draft, origin: str) -> str:
         lines += [f"#   - {p}" for p in draft.sources_replaced]
     for note in draft.notes:
         lines.append(f"# note: {note}")
+    for caveat in draft.caveats:
+        lines.append(f"# CAVEAT: {caveat}")
     lines += ["version: 1", "specs:" if draft.specs else "specs: []"]
     for spec in draft.specs:
         lines += _spec(spec)

@@ -1,6 +1,6 @@
 """The built-in spec library (specs/*.yaml) loads, validates, and binds without vLLM.
 
-The proofs against vLLM's real code are in test_vllm_specs.py; these checks need only torch.
+The proofs against vLLM's real code are in tests/vllm/test_specs_*.py; these checks need only torch.
 """
 
 from __future__ import annotations

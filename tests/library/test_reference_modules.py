@@ -1,7 +1,8 @@
 """New library specs on their reference modules (torch only): A -> B -> A, 0 moved, bit-exact
 with a cold start, idempotent, and a canary that shows each site breaks without the plan.
 
-Collective sites on 2 ranks are in test_collectives.py; vLLM's own code in test_vllm_specs.py.
+Collective sites on 2 ranks are in tests/ops/test_collectives.py; vLLM's own code in
+tests/vllm/test_specs_*.py.
 """
 
 from __future__ import annotations
@@ -150,7 +151,7 @@ def test_vllm_set_layout_moves_the_indexer_parameter() -> None:
     assert not torch.equal(fused[main.shape[0]:], attn.indexer.compressor.fused_wkv_wgate.weight)
 
 
-# ---- Gemma4 MTP gathered lm_head (TP = 1 here; 2 ranks in test_collectives.py) ---------------
+# ---- Gemma4 MTP gathered lm_head (TP = 1 here; 2 ranks in tests/ops/test_collectives.py) ----
 
 def test_gemma4_mtp_lm_head_cache_a_b_a_alone() -> None:
     model = build_gemma4_mtp(make_gemma4_mtp_weights(1))

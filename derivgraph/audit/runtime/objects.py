@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["Leaf", "attributes", "join_path", "leaf_kind", "registered_children"]
+__all__ = ["Leaf", "attributes", "join_path", "key_piece", "leaf_kind", "registered_children"]
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +60,8 @@ def registered_children(module: nn.Module) -> Iterator[tuple[str, Any, str]]:
             yield "." + name, m, "module"
 
 
-def _key_piece(key: Any, index: int) -> str | None:
+def key_piece(key: Any, index: int) -> str | None:
+    """The path piece of a dict item (``['k']``), or ``None`` for a tensor key (not walked)."""
     if isinstance(key, _KEY_ATOMS):
         return f"[{key!r}]"
     if isinstance(key, tuple) and all(isinstance(k, _KEY_ATOMS) for k in key):
@@ -210,7 +211,7 @@ def attributes(obj: Any) -> Iterator[tuple[str, Any, str]]:
         return
     if shape is _Shape.MAPPING:
         for i, (k, v) in enumerate(list(obj.items())):
-            piece = _key_piece(k, i)
+            piece = key_piece(k, i)
             if piece is not None:
                 yield piece, v, "item"
         return
