@@ -270,3 +270,11 @@ def test_precision_review_file_is_consistent(vllm_report):
     assert review["summary"]["tp"] == judged.count("TP")
     for row in review["sample"]:
         assert row["reader"] and row["reader_line"].strip()
+    # the population the sample was drawn from is what the audit reports now (findings
+    # declared by a spec merged after the draw count back in: named in the review)
+    since = set(review["specs_added_since"])
+    pool = [f for f in vllm_report.findings if f.severity is not Severity.INFO
+            and (not f.declared or f.spec in since)]
+    assert review["population"] == len(pool) == 96
+    drawn = {(f.file, f.line, f.attr) for f in pool}
+    assert all((r["file"], r["line"], r["attr"]) in drawn for r in review["sample"])
