@@ -36,6 +36,7 @@ __all__ = [
     "SpecValidationError",
     "StrictReloadError",
     "Unexpressible",
+    "UsageError",
 ]
 
 
@@ -251,6 +252,11 @@ class BaselineError(DerivgraphError, ValueError):
 
 class ChangedFilesError(DerivgraphError, RuntimeError):
     """``--changed-since REF``: git could not list the files changed since REF."""
+
+
+class UsageError(DerivgraphError):
+    """A command-line mistake the command cannot run with: a reference that does not resolve,
+    a factory that is no model factory, ``--device cuda`` without a GPU (exit 2, one line)."""
 
 
 class Unexpressible(DerivgraphError):

@@ -243,12 +243,18 @@ def _adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, 
     return planned
 
 
+#: Up to this many unmatched specs are named in the warning itself (more: counted).
+_NAMED_UNMATCHED = 3
+
+
 def compile_plan(model: nn.Module, specs: Iterable[Spec] | None = None, *,
-                 require_match: bool = False, strict: bool = True) -> Plan:
+                 require_match: bool | Iterable[str] = False, strict: bool = True) -> Plan:
     """Bind ``specs`` (default: built-in + plugins) to ``model`` and allocate-or-adopt once.
 
     Raises :class:`SpecValidationError` or :class:`AdoptionError` before touching any tensor.
-    ``require_match`` makes a spec that matches no module an error. ``strict`` (the plan's
+    ``require_match`` makes a spec that matches no module an error (``True``: every spec; a
+    collection of spec names: those). Otherwise explicit specs matching nothing are counted in
+    one WARNING line and listed at INFO; ``plan.unmatched`` names them. ``strict`` (the plan's
     default for :meth:`Plan.run`) refuses a reload whose sources changed shape or dtype.
     """
     gc_was_enabled = gc.isenabled()
@@ -261,7 +267,7 @@ def compile_plan(model: nn.Module, specs: Iterable[Spec] | None = None, *,
 
 
 def check_plan(model: nn.Module, specs: Iterable[Spec] | None = None, *,
-               require_match: bool = False) -> list[SpecIssue]:
+               require_match: bool | Iterable[str] = False) -> list[SpecIssue]:
     """Every issue :func:`compile_plan` would raise before allocating, without touching the
     model (``derivgraph validate --model``): the spec rules, binding, inference, evaluation
     of every formula on the model's values, and adoption."""
@@ -272,8 +278,9 @@ def check_plan(model: nn.Module, specs: Iterable[Spec] | None = None, *,
     return []
 
 
-def _prepare(model: nn.Module, specs: Iterable[Spec] | None, require_match: bool,
-             strict: bool) -> tuple[Plan, dict[str, Any], list[tuple[Entry, Extra]]]:
+def _prepare(model: nn.Module, specs: Iterable[Spec] | None,
+             require_match: bool | Iterable[str], strict: bool,
+             ) -> tuple[Plan, dict[str, Any], list[tuple[Entry, Extra]]]:
     """Everything before the first write: bind, build, infer, evaluate, plan adoption."""
     from derivgraph.spec.load import default_specs
 
@@ -291,19 +298,26 @@ def _prepare(model: nn.Module, specs: Iterable[Spec] | None, require_match: bool
     graph = build_graph(model, bound)
     matched = {b.spec.name for b in bound}
     unmatched = [spec for spec in specs if spec.name not in matched]
-    folds = compile_folds(model, bound, graph.issues, graph.derived)
-    if require_match:
-        for spec in unmatched:
+    folds = compile_folds(model, bound, graph.issues, graph.derived)  # fold hook
+    required = set() if require_match is False else None if require_match is True else \
+        set(require_match)
+    for spec in unmatched:
+        if required is None or spec.name in required:
             graph.issues.append(SpecIssue(
                 Rule.NO_MATCH, f"spec {spec.name!r} matches no module of "
                 f"{type(model).__name__}", "check target classes, object and where",
                 spec.location))
-    elif unmatched and explicit:
-        logger.warning("%d spec(s) match no module of %s: %s (pass require_match=True to make "
-                       "this an error)", len(unmatched), type(model).__name__,
-                       ", ".join(f"{s.name} ({s.location})" for s in unmatched))
+    if unmatched and explicit and not graph.issues:
+        names = ", ".join(f"{s.name} ({s.location})" for s in unmatched)
+        few = len(unmatched) <= _NAMED_UNMATCHED
+        logger.warning("%d of %d spec(s) match no module of %s%s (require_match makes it an "
+                       "error)", len(unmatched), len(specs), type(model).__name__,
+                       f": {names}" if few else "; listed at INFO level (-v)")
+        if not few:
+            logger.info("specs matching no module of %s: %s", type(model).__name__, names)
     graph.raise_if_issues()
     plan = Plan(model, graph)
+    plan.unmatched = [s.name for s in unmatched]
     plan.strict = strict
     plan.meta_env = graph.meta_env
     plan.folds = folds  # compile records the engine's first fold as applied
@@ -315,8 +329,8 @@ def _prepare(model: nn.Module, specs: Iterable[Spec] | None, require_match: bool
     return plan, values, planned
 
 
-def _compile(model: nn.Module, specs: Iterable[Spec] | None, require_match: bool,
-             strict: bool) -> Plan:
+def _compile(model: nn.Module, specs: Iterable[Spec] | None,
+             require_match: bool | Iterable[str], strict: bool) -> Plan:
     plan, values, planned = _prepare(model, specs, require_match, strict)
     graph = plan.graph
     # Nothing was touched so far. Now allocate, fill and bind: all of it, or none of it.

@@ -296,8 +296,11 @@ def _real_quant_method(qualified: str, build: Callable[[], object]) -> Callable[
             build()
         except (AssertionError, RuntimeError, AttributeError, NotImplementedError,
                 ImportError, ValueError, TypeError) as exc:
-            return f"{qualified.rpartition('.')[2]}: {type(exc).__name__}: " + \
-                " ".join(str(exc).split())[:240]
+            name = qualified.rpartition('.')[2]
+            if "vLLM config is not set" in str(exc):
+                return (f"{name} is built under a VllmConfig, which vLLM 0.33.0 cannot make on "
+                        "a machine where it infers no device (CPU wheel without vllm._C)")
+            return f"{name}: {type(exc).__name__}: " + " ".join(str(exc).split())[:240]
         return ("its post-load step calls compiled vLLM ops (torch.ops._C) that this CPU wheel "
                 "lacks (vllm-0.33-on-cpu.md §3)")
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import enum
 import inspect
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -197,13 +197,19 @@ def _run_case(case: Any, audit: ExecutableAudit, seeds: tuple[int, int]) -> None
 
 
 def run_audit(cases: Sequence[Any] | None = None, *, names: Sequence[str] = (),
-              seeds: tuple[int, int] = (0, 1)) -> ExecutableAudit:
-    """Run every case (or those in ``names``) and judge the static findings of its classes."""
+              seeds: tuple[int, int] = (0, 1),
+              progress: Callable[[int, int | None, str], None] | None = None) -> ExecutableAudit:
+    """Run every case (or those in ``names``) and judge the static findings of its classes;
+    ``progress(done, total, name)`` is called before each case and once at the end."""
     chosen = list(cases if cases is not None else all_cases())
     if names:
         chosen = [c for c in chosen if c.name in set(names)]
     audit = ExecutableAudit()
-    for case in chosen:
+    for i, case in enumerate(chosen):
         logger.info("audit vllm: %s", case.name)
+        if progress is not None:
+            progress(i, len(chosen), case.name)
         _run_case(case, audit, seeds)
+    if progress is not None:
+        progress(len(chosen), len(chosen), "")
     return audit

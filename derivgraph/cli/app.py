@@ -11,7 +11,19 @@ from typing import Any
 
 from derivgraph.audit.table import text_table
 from derivgraph.cli import audit, bench, trace
-from derivgraph.cli.common import import_ref, load_model_and_specs
+from derivgraph.cli.common import (
+    UsageError,
+    add_format,
+    add_require_match,
+    add_verbose,
+    check_device,
+    import_ref,
+    load_model_and_specs,
+    progress,
+    quiet_third_party,
+    require_some_match,
+    required_names,
+)
 from derivgraph.errors import DerivgraphError, SpecValidationError
 
 __all__ = ["main"]
@@ -28,8 +40,11 @@ def _out(text: str = "") -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     from derivgraph.tools.demo import render_table, run_demo  # lazy: torch at startup
 
-    result = run_demo(device=args.device)
-    _out(json.dumps(result.as_json()) if args.json else render_table(result))
+    check_device(args.device)
+    with progress("demo", enabled=args.format == "text") as step:
+        step(0, None, f"reloads on {args.device}")
+        result = run_demo(device=args.device)
+    _out(json.dumps(result.as_json()) if args.format == "json" else render_table(result))
     return 0 if result.ok() else 1
 
 
@@ -39,19 +54,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from derivgraph.spec.check import check_specs  # lazy: pydantic at startup
     from derivgraph.spec.load import load_specs  # lazy: pydantic at startup
 
-    try:
-        specs = load_specs(args.paths)
-    except SpecValidationError as exc:
-        _out(str(exc))
-        return 1
+    specs = load_specs(args.paths)  # SpecValidationError: main prints it on stderr, exit 1
     issues = check_specs(specs)
     if not issues and args.model:  # what only the model shows, without touching it
-        from derivgraph.planner import check_plan
+        from derivgraph.planner import check_plan  # lazy: torch
 
         issues = check_plan(import_ref(args.model)(), specs)
     if issues:
-        _out(str(SpecValidationError(issues)))
-        return 1
+        raise SpecValidationError(issues)
     _out(f"ok: {len(specs)} spec(s), {sum(len(s.derived) for s in specs)} derived tensor(s)")
     return 0
 
@@ -111,7 +121,7 @@ def cmd_specs(args: argparse.Namespace) -> int:
         "target": s.target.model_dump(exclude_defaults=True),
         "derived": [d.name if not d.owner else f"{d.owner}.{d.name}" for d in s.derived],
     } for s in specs]
-    if args.json:
+    if args.format == "json":
         _out(json.dumps(rows, indent=2))
     else:
         for r in rows:
@@ -122,11 +132,15 @@ def cmd_specs(args: argparse.Namespace) -> int:
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
-    from derivgraph.ops import OPS  # lazy: torch at startup
+    from derivgraph.spec.expr import op_catalogue  # torch-free: the committed catalogue
 
-    for name in sorted(OPS):
-        op = OPS[name]
-        _out(f"{op.signature():<60} {op.kind:<8} {'out=' if op.out else '    '} {op.doc}")
+    ops = op_catalogue()
+    if args.format == "json":
+        _out(json.dumps(ops, indent=2))
+        return 0
+    for op in ops.values():
+        _out(f"{op['signature']:<60} {op['kind']:<8} {'out=' if op['out'] else '    '} "
+             f"{op['doc']}")
     return 0
 
 
@@ -136,12 +150,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from derivgraph.planner import compile_plan  # lazy: torch at startup
 
     model, specs = load_model_and_specs(args)
-    plan = compile_plan(model, specs)
+    plan = compile_plan(model, specs, require_match=required_names(args))
+    require_some_match(args, len(plan), model)
     if args.source:
         _out(plan.source())
         return 0
     rows = plan.rows()
-    if args.json:
+    if args.format == "json":
         _out(json.dumps(rows, indent=2))
         return 0
     cols = ["node", "owner", "kind", "shape", "dtype", "bytes", "op"]
@@ -158,13 +173,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
 # ---- parser -------------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
+    from derivgraph import __version__
+
     parser = argparse.ArgumentParser(prog="derivgraph", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    parser.add_argument("--version", action="version", version=f"derivgraph {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="log at INFO level, list what is only counted otherwise")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("demo", help="naive vs derivgraph reload under a captured graph")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_format(p)
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("validate", help="check spec files (exit 1 on any error)")
@@ -176,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("graph", help="draw a spec file's dependency graph")
     p.add_argument("spec")
-    p.add_argument("--format", default="text", choices=["text", "dot", "mermaid"])
+    add_format(p, ("text", "dot", "mermaid"))
     p.set_defaults(func=cmd_graph)
 
     p = sub.add_parser("plan", help="the compiled plan of a model")
@@ -184,23 +203,35 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: the demo's reference model)")
     p.add_argument("--specs", nargs="*", help="extra YAML spec files or folders")
     p.add_argument("--source", action="store_true", help="print the reload pass as Python")
-    p.add_argument("--json", action="store_true")
+    add_require_match(p)
+    add_format(p)
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("schema", help="print the spec JSON Schema")
     p.set_defaults(func=cmd_schema)
 
     p = sub.add_parser("specs", help="list the built-in and plugin specs")
-    p.add_argument("--json", action="store_true")
+    add_format(p)
     p.set_defaults(func=cmd_specs)
 
     p = sub.add_parser("ops", help="list the formula ops")
+    add_format(p)
     p.set_defaults(func=cmd_ops)
 
     audit.add_audit_parser(sub)
     bench.add_parser(sub)
     trace.add_parser(sub)
+    _verbose_everywhere(parser)
     return parser
+
+
+def _verbose_everywhere(parser: argparse.ArgumentParser) -> None:
+    """Let every subcommand take ``-v`` after its name too."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                add_verbose(child)
+                _verbose_everywhere(child)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -209,9 +240,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    if not args.verbose:
+        quiet_third_party()
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         return func(args)
+    except UsageError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
     except DerivgraphError as exc:
         sys.stderr.write(f"{exc}\n")
         return 1

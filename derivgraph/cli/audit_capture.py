@@ -7,7 +7,16 @@ import json
 import sys
 from typing import Any
 
-from derivgraph.cli.common import import_ref, specs_from_args
+from derivgraph.cli.common import (
+    UsageError,
+    add_format,
+    add_require_match,
+    build_model,
+    import_ref,
+    require_some_match,
+    required_names,
+    specs_from_args,
+)
 
 __all__ = ["add_parser", "cmd_capture"]
 
@@ -25,8 +34,9 @@ protocol:
   no spec declares: stale or freed after a reload). Undeclared reads are shown with the
   ops that read them and a best-effort owner: a census path, a module global, or '?'.
 
-exit status: 0, or with --strict 1 when the graph reads an undeclared tensor (DG061);
-1 also when a spec is invalid or cannot be adopted.
+exit status: 0 (the last line says PASS, or FINDINGS: a report), or with --strict 1 (the
+last line says FAIL) when the graph reads an undeclared tensor (DG061); 1 also when a spec
+is invalid or cannot be adopted; 2 when a reference does not resolve.
 
 example:
   derivgraph audit capture --model my_models:build --forward my_models:static_input \\
@@ -51,7 +61,8 @@ def add_parser(audit_sub: Any) -> argparse.ArgumentParser:
                    help="compile no plan: every derived tensor the graph reads is undeclared")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when the graph reads an undeclared long-lived tensor")
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    add_format(p)
+    add_require_match(p)
     p.add_argument("--limit", type=int, default=30, help="reads shown per class (text)")
     p.set_defaults(func=cmd_capture)
     return p
@@ -64,18 +75,20 @@ def cmd_capture(args: argparse.Namespace) -> int:
     from derivgraph.audit.runtime.capture import audit_capture  # lazy: torch
     from derivgraph.planner import compile_plan  # lazy: torch
 
-    model = import_ref(args.model)()
+    model = build_model(args.model)
     made = import_ref(args.forward)(model)
     forward, static_input = made if isinstance(made, tuple) else (None, made)
     if not isinstance(static_input, torch.Tensor):
-        raise SystemExit(f"error: {args.forward} returned {type(static_input).__name__}, "
+        raise UsageError(f"{args.forward} returned {type(static_input).__name__}, "
                          "not a tensor or a (forward, tensor) pair")
     declared = None
     if not args.no_plan:
-        declared = compile_plan(model, specs_from_args(args.specs)).declared()
+        declared = compile_plan(model, specs_from_args(args.specs),
+                                require_match=required_names(args)).declared()
+        require_some_match(args, len(declared), model)
     report = audit_capture(model, static_input, forward, declared=declared)
     if args.format == "json":
         sys.stdout.write(json.dumps(report.as_json(), indent=2) + "\n")
     else:
-        sys.stdout.write(report.render(args.limit) + "\n")
+        sys.stdout.write(report.render(args.limit, strict=args.strict) + "\n")
     return 1 if args.strict and not report.ok() else 0

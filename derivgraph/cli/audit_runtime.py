@@ -8,7 +8,13 @@ import logging
 import sys
 from typing import Any
 
-from derivgraph.cli.common import import_ref, specs_from_args
+from derivgraph.cli.common import (
+    add_format,
+    add_require_match,
+    import_ref,
+    required_names,
+    specs_from_args,
+)
 
 __all__ = ["add_runtime_parser", "cmd_runtime"]
 
@@ -57,9 +63,11 @@ protocol:
   with a fresh evaluation of its spec after each reload (SPEC-VALUE, DG055): it catches a
   tensor something wrote after the pass, or an engine computing it otherwise than the spec.
 
-exit status: 0, or with --strict 1 on any moved, stale, unrefreshed or gone finding, any
+exit status: 0 (the last line then says PASS, or FINDINGS: a report), or with --strict 1
+(the last line says FAIL) on any moved, stale, unrefreshed or gone finding, any
 spec-value difference or any undeclared one (with --repeat: on any tensor or scalar
-changed); 1 also when a spec is invalid or cannot be adopted.
+changed); 1 also when a spec is invalid or cannot be adopted; 2 when a reference does not
+resolve.
 
 example:
   derivgraph audit runtime --model my_models:build_a --reload my_models:load_b \\
@@ -107,7 +115,8 @@ def add_runtime_parser(audit_sub: Any) -> argparse.ArgumentParser:
                    help="paths to skip, e.g. '*.workspace' (scratch with meaningless values)")
     p.add_argument("--max-depth", type=int, default=12,
                    help="attribute hops from a module the census follows (default 12)")
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    add_format(p)
+    add_require_match(p)
     p.add_argument("--limit", type=int, default=30, help="findings shown per reload (text)")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 on any moved, stale, gone or undeclared finding")
@@ -132,7 +141,8 @@ def cmd_runtime(args: argparse.Namespace) -> int:
     report = audit_reload(factory, reload, cold=cold,
                           reload_back=reload if args.round_trip else None, specs=specs,
                           refill=not args.no_refill, ignore=args.ignore,
-                          max_depth=args.max_depth, verify_specs=args.verify_specs)
+                          max_depth=args.max_depth, verify_specs=args.verify_specs,
+                          require_match=required_names(args))
     _emit(report, args)
     if not report.stale_checked:
         sys.stderr.write("note: stale values were not checked; give --cold or --round-trip\n")
@@ -144,7 +154,7 @@ def _emit(report: Any, args: argparse.Namespace) -> None:
     if args.format == "json":
         sys.stdout.write(json.dumps(report.as_json(), indent=2) + "\n")
     else:
-        sys.stdout.write(report.render(args.limit) + "\n")
+        sys.stdout.write(report.render(args.limit, strict=args.strict) + "\n")
 
 
 def _repeat(args: argparse.Namespace, factory: Any, reload: Any, cold: Any, specs: Any) -> int:
@@ -152,6 +162,6 @@ def _repeat(args: argparse.Namespace, factory: Any, reload: Any, cold: Any, spec
 
     report = repeat_oracle(factory, reload, cold=cold, repeat=args.repeat, specs=specs,
                            refill=not args.no_refill, ignore=args.ignore,
-                           max_depth=args.max_depth)
+                           max_depth=args.max_depth, require_match=required_names(args))
     _emit(report, args)
     return 1 if args.strict and not report.ok() else 0

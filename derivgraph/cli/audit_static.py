@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from derivgraph import __version__
-from derivgraph.cli.common import specs_from_args
+from derivgraph.cli.common import add_format, specs_from_args
 from derivgraph.errors import BaselineError, ChangedFilesError, PackageNotFound
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def add_static_parser(audit_sub: Any) -> None:
                    help="an installed package to scan, located without importing it (e.g. vllm)")
     p.add_argument("--specs", nargs="+", action="extend", default=[], metavar="PATH",
                    help="extra YAML spec files or folders (added to the built-in library)")
-    p.add_argument("--format", default="text", choices=["text", "json", "sarif"])
+    add_format(p, ("text", "json", "sarif"))
     p.add_argument("--strict", action="store_true",
                    help="exit 1 on any undeclared error or warning finding")
     p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE")
@@ -198,4 +198,7 @@ def cmd_static(args: argparse.Namespace) -> int:
     # against a baseline only new findings fail (SARIF keeps the unchanged ones, marked)
     failing = [f for f in report.undeclared()
                if f.baseline_state is None or f.baseline_state.value == "new"]
+    if args.strict and args.format == "text" and not args.output:
+        sys.stdout.write(("FAIL" if failing else "PASS") + f": {len(failing)} undeclared "
+                         "error/warning site(s) (--strict)\n")
     return 1 if args.strict and failing else 0

@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any
 
+from derivgraph.cli.common import UsageError, add_format, progress, quiet_third_party
+
 __all__ = ["add_parser", "cmd_vllm"]
 
 
@@ -21,25 +23,35 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--case", action="append", default=[], metavar="NAME",
                    help="run only this case (repeatable); default: every case")
     p.add_argument("--list", action="store_true", help="list the cases and exit")
-    p.add_argument("--json", action="store_true", help="JSON instead of the table")
+    add_format(p)
     p.set_defaults(func=cmd_vllm)
     return p
 
 
 def cmd_vllm(args: argparse.Namespace) -> int:
     """Run :func:`vllm_integration.executable_audit.run_audit`; 2 if vLLM is missing."""
+    import torch  # noqa: F401  (its log handlers exist before the filter is installed)
+
+    if not args.verbose:
+        quiet_third_party()
     try:
         from vllm_integration.builders import cases  # lazy: vLLM and torch
         from vllm_integration.executable_audit import run_audit  # lazy: vLLM and torch
     except ImportError as exc:
-        sys.stderr.write(f"derivgraph audit vllm needs vLLM installed: {exc}\n")
-        return 2
+        raise UsageError(f"derivgraph audit vllm needs vLLM installed: {exc}") from None
+    if not args.verbose:
+        quiet_third_party()  # vLLM installed its own handlers on import
     if args.list:
         for case in cases():
             sys.stdout.write(f"{case.name}: {', '.join(case.classes)}\n")
         return 0
-    audit = run_audit(names=args.case)
-    if args.json:
+    known = [c.name for c in cases()]
+    unknown = [n for n in args.case if n not in known]
+    if unknown:
+        raise UsageError(f"unknown case(s) {', '.join(unknown)}; --list shows {len(known)}")
+    with progress("audit vllm", enabled=args.format == "text") as step:
+        audit = run_audit(names=args.case, progress=step)
+    if args.format == "json":
         sys.stdout.write(json.dumps(audit.as_json(), indent=2) + "\n")
     else:
         sys.stdout.write(audit.render() + "\n")

@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any
 
+from derivgraph.cli.common import add_format, check_device, progress
+
 __all__ = ["add_parser"]
 
 
@@ -15,7 +17,7 @@ def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("bench", help="benchmark the reload pass against the naive rerun")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--workload", choices=["reference", "deepseek"], default="reference")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_format(p)
     p.add_argument("--repeat", type=int, default=21)
     p.add_argument("--layers", type=int, default=61)
     p.add_argument("--scale", type=float, default=None,
@@ -26,9 +28,12 @@ def add_parser(subparsers: Any) -> None:
 def _cmd(args: argparse.Namespace) -> int:
     from derivgraph.tools.bench import bench  # lazy: torch at startup
 
-    result = bench(args.device, args.workload, repeat=args.repeat, layers=args.layers,
-                   scale=args.scale)
-    if args.json:
+    check_device(args.device)
+    with progress("bench", enabled=args.format == "text") as step:
+        step(0, None, f"{args.workload} on {args.device}")
+        result = bench(args.device, args.workload, repeat=args.repeat, layers=args.layers,
+                       scale=args.scale)
+    if args.format == "json":
         sys.stdout.write(json.dumps(result) + "\n")
     else:
         for key, value in result.items():

@@ -10,7 +10,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from derivgraph.cli.common import import_ref
+from derivgraph.cli.common import (
+    UsageError,
+    add_format,
+    import_ref,
+    progress,
+    quiet_third_party,
+)
 
 __all__ = ["add_parser", "cmd_trace", "default_post_load"]
 
@@ -48,7 +54,7 @@ def add_parser(subparsers: Any) -> None:
                    "quant method and kernel vllm_integration.builders can build on CPU")
     p.add_argument("-o", "--output", help="write the proven draft here (with --package: a "
                    "folder, one file per case)")
-    p.add_argument("--json", action="store_true", help="print a JSON summary")
+    add_format(p)
     p.set_defaults(func=cmd_trace)
 
 
@@ -121,36 +127,49 @@ def cmd_trace(args: argparse.Namespace) -> int:
     post_load = import_ref(args.post_load) if args.post_load else default_post_load
     outcome = trace_model(factory, post_load, origin)
     summary = _summary(origin, outcome)
-    if not args.json:
+    if args.format == "text":
         _print(summary)
         if not args.output:
             _out("")
             _out(outcome.yaml.rstrip())
     if args.output:
-        written = _write(Path(args.output), outcome, quiet=args.json)
+        written = _write(Path(args.output), outcome, quiet=args.format == "json")
         summary["written"] = args.output if written else None
-    if args.json:
+    if args.format == "json":
         _out(json.dumps(summary, indent=2))
     return 0 if outcome.proof.ok else 1
 
 
 def _trace_package(args: argparse.Namespace) -> int:
+    import torch  # noqa: F401  (its log handlers exist before the noise filter is installed)
+
     try:  # by module name (sys.modules), not as the package's attribute
         builders = importlib.import_module("vllm_integration.builders")
     except ImportError as exc:
-        _out(f"error: --package vllm needs vllm_integration.builders (vLLM 0.33.0 and the "
-             f"derivgraph vLLM integration): {exc}")
-        return 2
+        raise UsageError(f"--package vllm needs vllm_integration.builders (vLLM 0.33.0 and the "
+                         f"derivgraph vLLM integration): {exc}") from None
+    if not args.verbose:
+        quiet_third_party()  # vLLM installed its own handlers on import
     from derivgraph.trace.api import trace_builder  # lazy: torch at startup
+
+    json_out = args.format == "json"
+    with progress("trace --package vllm", enabled=not json_out) as step:
+        return _trace_cases(args, builders, trace_builder, json_out, step)
+
+
+def _trace_cases(args: argparse.Namespace, builders: Any, trace_builder: Any, json_out: bool,
+                 step: Any) -> int:
 
     not_runnable = getattr(builders, "NotRunnable", ())
     rows, proven, total = [], 0, 0
-    for case in builders.cases():
+    all_cases = builders.cases()
+    for i, case in enumerate(all_cases):
+        step(i, len(all_cases), case.name)
         try:
             outcome = trace_builder(case.build, case.reload, case.name, label=case.name)
         except not_runnable as exc:  # type: ignore[misc]
             rows.append({"name": case.name, "not_runnable": str(exc)})
-            if not args.json:
+            if not json_out:
                 _out(f"== {case.name}: not runnable on this machine: {exc}")
             continue
         total += 1
@@ -158,12 +177,12 @@ def _trace_package(args: argparse.Namespace) -> int:
         summary = _summary(case.name, outcome)
         summary["vllm_classes"] = list(case.classes)
         rows.append(summary)
-        if not args.json:
+        if not json_out:
             _print(summary)
         if args.output:
             path = Path(args.output) / f"{case.name}.yaml"
-            summary["written"] = str(path) if _write(path, outcome, quiet=args.json) else None
-    if args.json:
+            summary["written"] = str(path) if _write(path, outcome, quiet=json_out) else None
+    if json_out:
         _out(json.dumps(rows, indent=2))
     else:
         _out(f"\n{proven}/{total} runnable case(s) drafted and proven; "

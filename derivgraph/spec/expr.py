@@ -299,10 +299,18 @@ def registry_catalogue() -> dict[str, Any]:
     return {
         "dtypes": sorted(DTYPES),
         "ops": {n: {"min_args": s.min_args, "max_args": s.max_args,
-                    "keywords": list(s.keywords), "kind": s.kind}
+                    "keywords": list(s.keywords), "kind": s.kind,
+                    "signature": OPS[n].signature(), "out": OPS[n].out is not None,
+                    "doc": OPS[n].doc}
                 for n, s in sorted((n, signature_of(n, op.fn, op.kind)) for n, op in OPS.items()
                                    if getattr(op.fn, "__module__", "") in BUILTIN_OP_MODULES)},
     }
+
+
+def op_catalogue() -> dict[str, Any]:
+    """Every built-in op (signature text, kind, ``out=`` variant, doc) without torch: what
+    ``derivgraph ops`` lists."""
+    return dict(_builtin_catalogue()["ops"])
 
 
 @cache

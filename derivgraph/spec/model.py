@@ -11,7 +11,9 @@ Example (YAML)::
       - name: cutlass-fp8-strides
         target: {module_class: [FusedMoE], object: quant_method.moe_kernel.fused_experts,
                  object_class: [CutlassExpertsFp8Base]}
-        params: {E: w13_weight.shape[0], K: w2_weight.shape[1]}
+        params:
+          E: w13_weight.shape[0]
+          K: w2_weight.shape[1]
         derived:
           - {name: ab_strides1, owner: quant_method.moe_kernel.fused_experts,
              kind: attribute, formula: "full([E], K, dtype=int64)"}

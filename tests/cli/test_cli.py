@@ -38,11 +38,11 @@ def test_validate_ok_and_bad(capsys, fixtures):
     code, out = _run(capsys, "validate", "derivgraph/tools/specs")
     assert code == 0 and out.startswith("ok: 4 spec(s), 14 derived tensor(s)")
     bad = fixtures / "specs" / "unknown_op.yaml"
-    code, out = _run(capsys, "validate", str(bad))
-    assert code == 1
-    assert f"{bad}:6: DG004 unknown-op" in out and "fix:" in out
-    code, out = _run(capsys, "validate", str(fixtures / "specs" / "bad_schema.yaml"))
-    assert code == 1 and ":9: DG001 schema" in out
+    assert main(["validate", str(bad)]) == 1
+    out, err = capsys.readouterr()  # errors go to stderr
+    assert out == "" and f"{bad}:6: DG004 unknown-op" in err and "fix:" in err
+    assert main(["validate", str(fixtures / "specs" / "bad_schema.yaml")]) == 1
+    assert ":9: DG001 schema" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("fmt", "needle"), [

@@ -40,8 +40,8 @@ def test_cli_rejects_a_broken_copy(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "full([E], K, dtype=int64)" in text
     target.write_text(text.replace("full([E], K, dtype=int64)", "fill([E], K)", 1))
     assert main(["validate", str(tmp_path)]) == 1
-    out = capsys.readouterr().out
-    assert "DG004 unknown-op" in out and "vllm_moe_cutlass.yaml" in out
+    err = capsys.readouterr().err  # errors go to stderr
+    assert "DG004 unknown-op" in err and "vllm_moe_cutlass.yaml" in err
 
 
 @pytest.mark.parametrize("path", SPEC_FILES, ids=[f.name for f in SPEC_FILES])

@@ -105,8 +105,8 @@ def test_validate_subprocess_whole_corpus_no_traceback_no_torch():
                           text=True, timeout=300)
     text = proc.stdout + proc.stderr
     assert "Traceback" not in text
-    assert text.rstrip().endswith("TORCH=False RC=1"), text[-2000:]
-    assert re.search(r"^\d+ spec problem\(s\):", text, re.M), text[-2000:]
+    assert proc.stdout.rstrip().endswith("TORCH=False RC=1"), text[-2000:]
+    assert re.search(r"^\d+ spec problem\(s\):", proc.stderr, re.M), text[-2000:]  # stderr
 
 
 def test_validate_of_good_specs_does_not_import_torch():

@@ -286,7 +286,7 @@ def test_cli_package_without_builders_says_so(monkeypatch, capsys):
 
     monkeypatch.setitem(sys.modules, "vllm_integration.builders", None)
     assert main(["trace", "--package", "vllm"]) == 2
-    assert "needs vllm_integration.builders" in capsys.readouterr().out
+    assert "needs vllm_integration.builders" in capsys.readouterr().err  # errors on stderr
 
 
 # ---- real vLLM 0.33.0 classes ----------------------------------------------------------------

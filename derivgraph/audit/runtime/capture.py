@@ -96,7 +96,8 @@ class CaptureAuditReport:
         return {"ok": self.ok(), "ops": self.ops, "counts": self.counts(),
                 "reads": [r.as_json() for r in self.reads]}
 
-    def render(self, limit: int = 30) -> str:
+    def render(self, limit: int = 30, strict: bool = True) -> str:
+        """Counts per class, the reads of each, and a verdict (FAIL only with ``strict``)."""
         counts = self.counts()
         lines = [f"capture audit: {self.ops} ops read {len(self.reads)} storages: "
                  + ", ".join(f"{v} {k}" for k, v in counts.items())]
@@ -113,7 +114,8 @@ class CaptureAuditReport:
                 lines.append(f"  ... {len(rows) - limit} more")
         lines.append("PASS: every long-lived tensor the graph reads is a parameter, a buffer or "
                      "declared" if self.ok() else
-                     f"FAIL: {len(self.undeclared)} undeclared long-lived tensor(s) read by the "
+                     f"{'FAIL' if strict else 'FINDINGS'}: {len(self.undeclared)} undeclared "
+                     "long-lived tensor(s) read by the "
                      "captured graph: a reload leaves them stale or frees them; declare them in "
                      "a spec")
         return "\n".join(lines)

@@ -180,6 +180,19 @@ def _max_abs_diff(a: Any, b: Any) -> float | None:
         return float(torch.nan_to_num(d, nan=math.inf).max())
 
 
+def _diff_note(value: Any, reference: Any) -> str:
+    """`` (max |diff| x)`` for a finding whose fingerprints differ, never a bare 0: the
+    reference may be the same tensor, changed in place since, or differ only bitwise."""
+    if value is reference:
+        return " (changed in place since the reference census: no max |diff|)"
+    worst = _max_abs_diff(value, reference)
+    if worst is None:
+        return ""
+    if worst == 0:
+        return " (bitwise only: -0.0 vs 0.0 or NaN payloads)"
+    return f" (max |diff| {worst:.6g})"
+
+
 class _Ignore:
     def __init__(self, patterns: Sequence[str]):
         self.patterns = list(patterns)
@@ -281,9 +294,8 @@ def _stale(before: Census, after: Census, cold: Census, declared: DeclaredSet, i
                 reason = (f"differs from a cold start: {a.identity.dtype}{list(a.identity.shape)} "
                           f"vs {ref.identity.dtype}{list(ref.identity.shape)}")
             else:
-                worst = _max_abs_diff(a.value, ref.value)
-                reason = "value differs from a cold start of the same weights" + (
-                    f" (max |diff| {worst:.6g})" if worst is not None else "")
+                reason = ("value differs from a cold start of the same weights"
+                          + _diff_note(a.value, ref.value))
             before_s, after_s = ref.identity.describe(), a.identity.describe()
         elif not a.is_tensor and not ref.is_tensor:
             reason = f"Python scalar {a.value!r} differs from the cold start's {ref.value!r}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import io
 import json
+from collections import Counter
 from collections.abc import Sequence
 from types import ModuleType
 
@@ -19,6 +20,9 @@ from derivgraph.audit.static.sites import CATEGORIES
 __all__ = ["render_json", "render_text", "sort_findings"]
 
 _COLUMNS = ("severity", "location", "class.function", "attribute", "category", "verdict", "why")
+_WHOLE = ("severity", "location", "attribute")
+#: Width the four other columns need to stay readable; narrower output gets plain blocks.
+_OTHER_COLUMNS_MIN = 70
 
 
 def render_json(report: StaticReport) -> str:
@@ -61,21 +65,26 @@ def _row(f: StaticFinding) -> tuple[str, ...]:
 
 
 def _summary(report: StaticReport) -> list[str]:
-    und, dec = report.undeclared(), report.declared()
-    sev = report.by_severity()
+    """Counts that add up: sites = undeclared (literal names) + computed names + info +
+    declared; the severity and category counts split the undeclared number exactly."""
+    und, dec, dyn, info = report.undeclared(), report.declared(), report.dynamic(), \
+        report.handled()
+    sev = Counter(f.severity.value for f in und)
     lines = [
         f"static audit: {report.files_scanned} files scanned, {report.files_audited} with "
-        f"post-load code, {len(report.findings)} sites: {len(und)} undeclared, {len(dec)} "
-        f"declared by {report.specs} spec(s), {report.seconds:.2f} s",
-        f"undeclared by severity: error {sev.get('error', 0)}, warning {sev.get('warning', 0)}, "
-        f"info {sev.get('info', 0)} (handled by the engine's reload; listed with --show-info)",
+        f"post-load code, {len(report.findings)} sites: {len(und)} undeclared error/warning, "
+        f"{len(dyn)} with a computed name, {len(info)} info, {len(dec)} declared by "
+        f"{report.specs} spec(s), {report.seconds:.2f} s",
+        f"undeclared by severity: error {sev.get('error', 0)}, warning "
+        f"{sev.get('warning', 0)}; info {len(info)} (handled by the engine's reload; listed "
+        "with --show-info)",
     ]
-    counts = report.by_category()
+    counts = Counter(f.category for f in und)
     if counts:
         lines.append("undeclared by category: " + ", ".join(
             f"{cat} {counts[cat]}" for cat in CATEGORIES if counts.get(cat)))
-    if report.dynamic():
-        lines.append(f"{len(report.dynamic())} site(s) have a computed attribute name: no spec "
+    if dyn:
+        lines.append(f"{len(dyn)} site(s) have a computed attribute name: no spec "
                      "can name them; review each")
     lines += [f"warning: {e}" for e in report.errors]
     if report.nothing_scanned:
@@ -102,6 +111,13 @@ def _plain(rows: list[tuple[str, ...]], title: str) -> list[str]:
     return out
 
 
+def _table_width(groups: list[tuple[str, list[tuple[str, ...]]]]) -> int:
+    """Columns a table needs to show severity and file:line whole and the rest readably."""
+    rows = [r for _, rs in groups for r in rs]
+    whole = sum(max((len(r[_COLUMNS.index(c)]) for r in rows), default=0) for c in _WHOLE)
+    return whole + _OTHER_COLUMNS_MIN
+
+
 def _rich_tables(rich: ModuleType, groups: list[tuple[str, list[tuple[str, ...]]]],
                  width: int, color: bool) -> str:
     console_mod = importlib.import_module("rich.console")
@@ -113,9 +129,12 @@ def _rich_tables(rich: ModuleType, groups: list[tuple[str, list[tuple[str, ...]]
         if not rows:
             continue
         table = table_mod.Table(title=title, show_lines=True, expand=True)
-        for col, ratio in zip(_COLUMNS, (1, 4, 3, 3, 2, 2, 6)):
-            table.add_column(col, overflow="fold", ratio=ratio,
-                             no_wrap=col in ("category", "severity"))
+        for i, (col, ratio) in enumerate(zip(_COLUMNS, (1, 4, 3, 3, 2, 2, 6))):
+            whole = col in _WHOLE  # never cut or wrapped: severity, clickable file:line, attribute
+            table.add_column(col, overflow="fold", ratio=None if whole else ratio,
+                             no_wrap=whole or col == "category",
+                             min_width=max(len(col), *(len(r[i]) for r in rows)) if whole
+                             else None)
         for r in rows:
             table.add_row(*(rich.markup.escape(v) for v in r))
         console.print(table)
@@ -141,6 +160,8 @@ def render_text(report: StaticReport, use_rich: bool | None = None, width: int =
     if show_declared:
         dec = sort_findings(report.declared())
         groups.append((f"declared by specs ({len(dec)})", [_row(f) for f in dec]))
+    if rich is not None and use_rich is None and width < _table_width(groups):
+        rich = None  # too narrow for a readable table: one block per finding instead
     if rich is not None:
         importlib.import_module("rich.markup")
         lines = [_rich_tables(rich, groups, width, color)] if any(r for _, r in groups) else []

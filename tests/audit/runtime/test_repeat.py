@@ -61,7 +61,7 @@ def test_fold_canary_text_table(capsys):  # noqa: ANN001
     assert lines[2].split() == ["1", "1/2", "0", "1", "0"]
     assert lines[3].split() == ["2", "1/2", "0", "1", "0"]
     assert "stale     UNDECLARED router.weight" in out and out.rstrip().startswith(
-        "same-weight") and "FAIL: 1 path(s) changed" in out
+        "same-weight") and "FINDINGS: 1 path(s) changed" in out  # FAIL: only with --strict
 
 
 def test_fold_canary_zero_with_the_fold_spec():

@@ -575,7 +575,7 @@ def test_cli_text_with_rich(capsys):
     assert "undeclared derived state (1)" in out
     assert "┃" in out or "│" in out  # a rich table
     assert "canary_strides" in out and "tensor-attr" in out and "error" in out
-    assert "1 undeclared, 0 declared" in out
+    assert "1 undeclared error/warning, 0 with a computed name, 0 info, 0 declared" in out
 
 
 def test_cli_text_without_rich(capsys, monkeypatch):
@@ -597,7 +597,7 @@ def test_cli_text_without_rich(capsys, monkeypatch):
     assert first[0].endswith("quant_method.py") and first[1] == "31"
     assert "consequence: stale under graphs" in out
     assert "fix: keep it as a device tensor" in out
-    assert "undeclared by severity: error 5, warning 1, info 11" in out
+    assert "undeclared by severity: error 5, warning 1; info 11" in out
     assert "suggested specs" in out and "- name: fp8-style-linear-method-input-scale-float" in out
 
 
@@ -614,7 +614,8 @@ def test_canary_strict_fails_then_passes_once_declared(capsys):
     assert main(["audit", "static", canary, "--strict"]) == 1
     assert "canary_strides" in capsys.readouterr().out
     assert main(["audit", "static", canary, "--strict", "--specs", str(SPECS / "canary.yaml")]) == 0
-    assert "0 undeclared, 1 declared" in capsys.readouterr().out
+    assert "0 undeclared error/warning, 0 with a computed name, 0 info, 1 declared" in \
+        capsys.readouterr().out
 
 
 def test_strict_exits_2_on_an_empty_tree(tmp_path, capsys):
