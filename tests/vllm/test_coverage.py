@@ -105,17 +105,29 @@ class LinearBase(nn.Module):
     """Stands in for vLLM's LinearBase (specs match class names along the MRO)."""
 
 
-def test_humming_locks_spec_keeps_the_startup_storage():
+HUMMING_HOLDERS = {  # spec -> (holder of the kernel object, its attribute)
+    "vllm-humming-locks-kernel": ("quant_method", "kernel"),
+    "vllm-humming-locks-fp8-linear": ("quant_method", "fp8_linear"),
+    "vllm-humming-locks-scheme-kernel": ("scheme", "kernel"),
+    "vllm-humming-locks-scheme-linear-kernel": ("scheme", "linear_kernel"),
+}
+
+
+@pytest.mark.parametrize("spec", sorted(HUMMING_HOLDERS))
+def test_humming_locks_spec_keeps_the_startup_storage(spec):
     from vllm.model_executor.kernels.linear.mixed_precision.humming import HummingLinearKernel
 
+    holder_name, attr = HUMMING_HOLDERS[spec]
     layer = LinearBase()
     layer.weight = nn.Parameter(torch.randn(4, 4), requires_grad=False)
-    layer.quant_method = type("GPTQLinearMethod", (), {})()
+    holder = type("GPTQLinearMethod", (), {})()
+    setattr(layer, holder_name, holder)
     kernel = object.__new__(HummingLinearKernel)  # its post-load needs a GPU
     kernel.locks = torch.zeros(16, dtype=torch.int32)
-    layer.quant_method.kernel = kernel
-    plan = compile_plan(layer, load_specs([ROOT / "specs" / "vllm_linear_humming.yaml"]))
-    assert list(plan.declared()) == ["quant_method.kernel.locks"]
+    setattr(holder, attr, kernel)
+    specs = [s for s in load_specs([ROOT / "specs" / "vllm_linear_humming.yaml"]) if s.name == spec]
+    plan = compile_plan(layer, specs)
+    assert list(plan.declared()) == [f"{holder_name}.{attr}.locks"]
     startup = kernel.locks
     kernel.locks = torch.zeros(16, dtype=torch.int32)  # what every post-load step does
     report = plan.refill(verify=True)

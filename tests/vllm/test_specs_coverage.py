@@ -40,11 +40,14 @@ def test_every_builtin_vllm_spec_is_exercised() -> None:
                   "vllm-kimi-k3-specialized-dense-down-tp16"}
     # bound on a real LlamaForCausalLM's Attention layers by tests/vllm/test_llama.py
     exercised |= {"vllm-attention-host-kv-scales"}
-    # issue12: proven on vLLM's own Muse Spark post-load code by tests/vllm/test_muse_spark.py
+    # proven on vLLM's own Muse Spark post-load code by tests/vllm/test_muse_spark.py
     exercised |= {"vllm-muse-spark-residual-gate-coefficients",
                   "vllm-muse-spark-router-output-multiplier-fold"}
     # proven on vLLM's own pack_front (through the installed hook) by
     # tests/vllm/test_kimi_k3_moe_front.py
     exercised |= {"vllm-kimi-k3-packed-moe-front"}
+    # bound on a HummingLinearKernel at each of its four holders by tests/vllm/test_coverage.py
+    exercised |= {"vllm-humming-locks-kernel", "vllm-humming-locks-fp8-linear",
+                  "vllm-humming-locks-scheme-kernel", "vllm-humming-locks-scheme-linear-kernel"}
     names = {s.name for s in SPECS if s.name.startswith("vllm-")}
     assert names == exercised, sorted(names ^ exercised)
