@@ -15,7 +15,9 @@ from derivgraph._enum import StrEnum
 
 __all__ = [
     "AdoptionError",
+    "BaselineError",
     "CaptureAuditError",
+    "ChangedFilesError",
     "CollectiveGroupError",
     "DerivgraphError",
     "EngineComputedError",
@@ -242,6 +244,14 @@ class CaptureAuditError(DerivgraphError):
 
 class PackageNotFound(DerivgraphError, LookupError):
     """``--package NAME`` names nothing importable from this interpreter."""
+
+
+class BaselineError(DerivgraphError, ValueError):
+    """``--baseline FILE`` is not a static-audit JSON or SARIF report."""
+
+
+class ChangedFilesError(DerivgraphError, RuntimeError):
+    """``--changed-since REF``: git could not list the files changed since REF."""
 
 
 class UsageError(DerivgraphError):

@@ -250,6 +250,22 @@ def _fp8_layer_qc(layer: nn.Module):  # noqa: ANN202
                                      layer.w2_input_scale, layer=layer)
 
 
+def _int8_channel_qc(layer: nn.Module):  # noqa: ANN202 - vLLM's FusedMoEQuantConfig
+    """int8 W8A8, per-channel weight scales, per-token activations, biased experts."""
+    from vllm.model_executor.layers.fused_moe.config import int8_w8a8_moe_quant_config
+
+    return int8_w8a8_moe_quant_config(w1_scale=layer.w13_weight_scale,
+                                      w2_scale=layer.w2_weight_scale, a1_scale=None,
+                                      a2_scale=None, w1_bias=layer.w13_bias,
+                                      w2_bias=layer.w2_bias, per_act_token_quant=True)
+
+
+_INT8 = {"w13_weight": ((E, 2 * N, H), torch.int8), "w2_weight": ((E, H, N), torch.int8),
+         "w13_weight_scale": ((E, 2 * N, 1), torch.float32),
+         "w2_weight_scale": ((E, H, 1), torch.float32),
+         "w13_bias": ((E, 2 * N), torch.bfloat16), "w2_bias": ((E, H), torch.bfloat16)}
+
+
 def _nvfp4_qc(layer: nn.Module):  # noqa: ANN202
     from vllm.model_executor.layers.fused_moe.oracle.nvfp4 import (
         NvFp4MoeBackend,
@@ -284,18 +300,62 @@ def _real_quant_method(qualified: str, build: Callable[[], object]) -> Callable[
             if "vLLM config is not set" in str(exc):
                 return (f"{name} is built under a VllmConfig, which vLLM 0.33.0 cannot make on "
                         "a machine where it infers no device (CPU wheel without vllm._C)")
-            return f"{name}: {type(exc).__name__}: " + str(exc).splitlines()[0][:160]
+            return f"{name}: {type(exc).__name__}: " + " ".join(str(exc).split())[:240]
         return ("its post-load step calls compiled vLLM ops (torch.ops._C) that this CPU wheel "
                 "lacks (vllm-0.33-on-cpu.md §3)")
 
     return reason
 
 
+@contextlib.contextmanager
+def _vllm_runtime() -> Iterator[None]:
+    """What vLLM's real quant methods ask for on construction: a current VllmConfig (with a
+    model config naming the dtype) and a one-process model-parallel group (gloo, CPU), torn
+    down again on exit so that no process group outlives the probe."""
+    import tempfile
+    import types
+
+    from vllm.config import DeviceConfig, VllmConfig, set_current_vllm_config
+    from vllm.distributed import init_distributed_environment, initialize_model_parallel
+    from vllm.distributed.parallel_state import (
+        destroy_distributed_environment,
+        destroy_model_parallel,
+        model_parallel_is_initialized,
+    )
+
+    config = VllmConfig(device_config=DeviceConfig(device="cpu"))
+    owned = not model_parallel_is_initialized()
+    with tempfile.TemporaryDirectory(prefix="dg-vllm-") as tmp:
+        try:
+            if owned:
+                with set_current_vllm_config(config):
+                    init_distributed_environment(
+                        world_size=1, rank=0, local_rank=0, backend="gloo",
+                        distributed_init_method=f"file://{tmp}/init")
+                    initialize_model_parallel(1, 1)
+            object.__setattr__(config, "model_config", types.SimpleNamespace(
+                dtype=torch.bfloat16, hf_config=None, is_encoder_decoder=False, is_moe=False))
+            with set_current_vllm_config(config):
+                yield
+        finally:
+            if owned:
+                destroy_model_parallel()
+                destroy_distributed_environment()
+
+
 def _fp8_linear() -> object:
+    """vLLM's real Fp8LinearMethod, built and run through its post-load step on one layer."""
     from vllm.model_executor.layers.quantization.fp8 import Fp8Config, Fp8LinearMethod
 
-    return Fp8LinearMethod(Fp8Config(is_checkpoint_fp8_serialized=True,
-                                     activation_scheme="static"))
+    with _vllm_runtime():
+        method = Fp8LinearMethod(Fp8Config(is_checkpoint_fp8_serialized=True,
+                                           activation_scheme="static"))
+        layer = nn.Module()
+        method.create_weights(layer, input_size_per_partition=H, output_partition_sizes=[N],
+                              input_size=H, output_size=N, params_dtype=torch.bfloat16,
+                              weight_loader=lambda p, w: p.data.copy_(w))
+        method.process_weights_after_loading(layer)
+    return method
 
 
 _EX = "vllm.model_executor.layers.fused_moe.experts"
@@ -321,6 +381,8 @@ def cases() -> list[VllmCase]:
                  (f"{_EX}.flashinfer_cutlass_moe.FlashInferExperts",), _NVFP4,
                  _experts(f"{_EX}.flashinfer_cutlass_moe.FlashInferExperts", _nvfp4_qc,
                           experts_post_load=True)),
+        VllmCase("int8-moe-zen-cpu", (f"{_EX}.cpu_moe.ZenCPUExpertsInt8",), _INT8,
+                 _experts(f"{_EX}.cpu_moe.ZenCPUExpertsInt8", _int8_channel_qc)),
         VllmCase("fp8-linear", ("vllm.model_executor.layers.quantization.fp8.Fp8LinearMethod",),
                  not_runnable=_real_quant_method(
                      "vllm.model_executor.layers.quantization.fp8.Fp8LinearMethod", _fp8_linear)),

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from derivgraph import __version__
 from derivgraph.cli.common import add_format, specs_from_args
-from derivgraph.errors import PackageNotFound
+from derivgraph.errors import BaselineError, ChangedFilesError, PackageNotFound
 
 if TYPE_CHECKING:
     from derivgraph.audit.static.finding import StaticReport
@@ -63,6 +63,13 @@ def add_static_parser(audit_sub: Any) -> None:
                    "refuted or not_runnable by what vLLM's own classes did under a real reload")
     p.add_argument("--show-info", action="store_true",
                    help="text format: also list info sites (handled by the engine's reload)")
+    p.add_argument("--baseline", metavar="FILE",
+                   help="a saved --format json or sarif report: list only findings it lacks "
+                   "(SARIF keeps all, with baselineState new/unchanged); --strict fails only "
+                   "on new ones")
+    p.add_argument("--changed-since", metavar="REF",
+                   help="audit only the .py files changed since git REF (its merge base with "
+                   "HEAD, plus untracked files); the whole tree still feeds calls and readers")
     p.set_defaults(func=cmd_static)
 
 
@@ -127,6 +134,36 @@ def _with_verdicts(report: StaticReport, path: Path) -> StaticReport:
     return dataclasses.replace(report, findings=apply_verdicts(report.findings, verdicts))
 
 
+def _changed(args: argparse.Namespace) -> frozenset[Path]:
+    from derivgraph.audit.static.changed import changed_files  # lazy: the static audit
+    from derivgraph.audit.static.sources import locate_package  # lazy: the static audit
+
+    roots = [Path(p) for p in args.paths]
+    if args.package:
+        roots.append(locate_package(args.package))
+    return changed_files(args.changed_since, [r.resolve() for r in roots])
+
+
+def _baseline(args: argparse.Namespace) -> frozenset[str]:
+    from derivgraph.audit.static.baseline import load_baseline  # lazy: the static audit
+
+    return load_baseline(Path(args.baseline))
+
+
+def _against_baseline(report: StaticReport, baseline: frozenset[str],
+                      keep_all: bool) -> StaticReport:
+    """Each finding marked new or unchanged; without ``keep_all`` only the new ones stay."""
+    from derivgraph.audit.static.baseline import (  # lazy: the static audit
+        BaselineState,
+        mark_baseline,
+    )
+
+    marked = mark_baseline(report.findings, baseline)
+    if not keep_all:
+        marked = [f for f in marked if f.baseline_state is BaselineState.NEW]
+    return dataclasses.replace(report, findings=marked)
+
+
 def cmd_static(args: argparse.Namespace) -> int:
     """Run the static audit; the exit status follows ``--strict``."""
     if not args.paths and not args.package:
@@ -136,14 +173,18 @@ def cmd_static(args: argparse.Namespace) -> int:
 
     specs = specs_from_args(args.specs)
     try:
+        changed = _changed(args) if args.changed_since else None
+        baseline = _baseline(args) if args.baseline else None
         with _progress() as progress:
             report = scan(args.paths, args.package, specs=specs, jobs=args.jobs,
-                          progress=progress)
-    except (PackageNotFound, FileNotFoundError) as exc:
+                          progress=progress, changed=changed)
+    except (PackageNotFound, FileNotFoundError, BaselineError, ChangedFilesError) as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
     if args.verdicts:
         report = _with_verdicts(report, Path(args.verdicts))
+    if baseline is not None:
+        report = _against_baseline(report, baseline, keep_all=args.format == "sarif")
     text = _render(report, args)
     if args.output:
         Path(args.output).write_text(text + "\n", encoding="utf-8")
@@ -154,8 +195,10 @@ def cmd_static(args: argparse.Namespace) -> int:
     if report.nothing_scanned:
         sys.stderr.write("error: nothing could be scanned (no Python files, or none parsed)\n")
         return 2
+    # against a baseline only new findings fail (SARIF keeps the unchanged ones, marked)
+    failing = [f for f in report.undeclared()
+               if f.baseline_state is None or f.baseline_state.value == "new"]
     if args.strict and args.format == "text" and not args.output:
-        failing = report.undeclared()
         sys.stdout.write(("FAIL" if failing else "PASS") + f": {len(failing)} undeclared "
                          "error/warning site(s) (--strict)\n")
-    return 1 if args.strict and report.undeclared() else 0
+    return 1 if args.strict and failing else 0

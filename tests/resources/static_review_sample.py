@@ -20,8 +20,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=3011)
     parser.add_argument("-n", type=int, default=40)
     args = parser.parse_args(argv)
-    from derivgraph.audit.static import scan
-    from derivgraph.audit.static_semantics import Severity
+    from derivgraph.audit.static.scan import scan
+    from derivgraph.audit.static.semantics import Severity
 
     report = scan(package="vllm")
     pool = sorted((f for f in report.findings if not f.declared

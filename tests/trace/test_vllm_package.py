@@ -73,6 +73,16 @@ EXPECTED: dict[str, dict[tuple[str, str], tuple[str, str]]] = {
         (f"{QC}._w2", "alpha_or_gscale"): ("alias", "w2_weight_scale_2"),
     },
 }
+EXPECTED["int8-moe-zen-cpu"] = {  # checkpoint dtypes already f32/bf16: the experts' copies alias
+    ("quant_method.experts", "_w1_bias_bf16"): ("alias", "w13_bias"),
+    ("quant_method.experts", "_w1_scale_f32"): ("view", "reshape(w13_weight_scale, [4, -1])"),
+    ("quant_method.experts", "_w2_bias_bf16"): ("alias", "w2_bias"),
+    ("quant_method.experts", "_w2_scale_f32"): ("view", "reshape(w2_weight_scale, [4, -1])"),
+    (f"{QC}._w1", "bias"): ("alias", "w13_bias"),
+    (f"{QC}._w1", "scale"): ("alias", "w13_weight_scale"),
+    (f"{QC}._w2", "bias"): ("alias", "w2_bias"),
+    (f"{QC}._w2", "scale"): ("alias", "w2_weight_scale"),
+}
 NOT_RUNNABLE = {"fp8-linear": "Fp8LinearMethod"}
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from derivgraph.audit.static.semantics import Severity
 from derivgraph.audit.static.sites import CATEGORIES
 
-__all__ = ["SourceFile", "StaticFinding", "StaticReport", "Verdict"]
+__all__ = ["BaselineState", "SourceFile", "StaticFinding", "StaticReport", "Verdict"]
 
 
 class Verdict(enum.Enum):
@@ -26,6 +26,13 @@ class Verdict(enum.Enum):
     REFUTED = "refuted"
     NOT_RUNNABLE = "not_runnable"
     UNCHECKED = "unchecked"
+
+
+class BaselineState(enum.Enum):
+    """SARIF ``baselineState`` of a finding against a saved baseline (:mod:`.baseline`)."""
+
+    NEW = "new"
+    UNCHANGED = "unchanged"
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,11 @@ class StaticFinding:
     fix: str = ""  # the fix in vLLM terms
     qualname: str = ""  # module-qualified class (or function) holding the code
     verdict: Verdict = Verdict.UNCHECKED  # set by the executable audit (:mod:`.verdicts`)
+    reader: str | None = None  # the first read after load (:class:`.readers.Reader`, in words)
+    reader_kind: str | None = None  # a :class:`.readers.ReaderKind` value
+    derives_from: str | None = None  # the weight the stored value is computed from
+    evidence: str = ""  # why the severity is what it is (:mod:`.evidence`)
+    baseline_state: BaselineState | None = None  # against ``--baseline`` (:mod:`.baseline`)
 
     @property
     def location(self) -> str:
@@ -92,6 +104,7 @@ class StaticFinding:
         out["via"] = list(self.via)
         out["severity"] = self.severity.value
         out["verdict"] = self.verdict.value
+        out["baseline_state"] = self.baseline_state.value if self.baseline_state else None
         out["key"] = list(self.key)
         out["rule_id"] = self.rule_id
         out["risk"] = self.risk

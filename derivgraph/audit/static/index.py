@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from derivgraph.audit.static.ast import returns_placeholder
 
-__all__ = ["ClassEntry", "TreeIndex", "build_index"]
+__all__ = ["DEF_HEADER_END", "ClassEntry", "TreeIndex", "build_index"]
 
 # Each pattern starts with a literal so the regex engine can skip ahead; line starts are
 # checked in code.
@@ -33,7 +33,11 @@ _ATTR_RE = re.compile(r"self\.(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*(?:[\w.]+\.)?([A-Z]
 _DATACLASS_RE = re.compile(r"@(?:dataclasses\.)?dataclass\b")
 _FIELD_RE = re.compile(r"^([ \t]+)\w+[ \t]*:[ \t]*([^=\n]*)", re.M)
 _TENSOR_TYPE = re.compile(r"\b(?:Tensor|Parameter)\b")
-_DEF_HEADER_END = re.compile(r"\)[ \t]*(?:->([^:\n]*))?:[ \t]*(?:#[^\n]*)?$", re.M)
+DEF_HEADER_END = re.compile(
+    r"\)[ \t]*(?:->((?:[^:\n\[]|\[(?:[^\[\]]|\[[^\[\]]*\])*\])*))?:[ \t]*(?:#[^\n]*)?$",
+    re.M)
+"""The end of a ``def`` header and its return annotation (which may span lines inside
+brackets: ``-> tuple[\n    torch.Tensor,\n    ...]``)."""
 _WORD = re.compile(r"\w+")
 _SCALAR_TYPE = re.compile(r"^\s*(?:float|int)\s*$")
 _PLACEHOLDER_HINT = re.compile(r"(?:empty|zeros)\(\s*(?:0\s*[,)]|\(\s*0\s*,)")
@@ -159,9 +163,9 @@ def _scan_text(index: TreeIndex, file: int, module: str, text: str) -> None:
             current = None
             qualified = f"{module}.{m.group(1)}" if module else m.group(1)
             index.functions.setdefault(qualified, file)
-            end = _DEF_HEADER_END.search(text, m.end())
+            end = DEF_HEADER_END.search(text, m.end())
             if end and end.group(1):
-                index.returns.setdefault(qualified, end.group(1).strip())
+                index.returns.setdefault(qualified, " ".join(end.group(1).split()))
             if hint and _returns_placeholder_text(text, pos, end.end() if end else m.end()):
                 index.placeholders.add(qualified)
         elif kind == "def" and current is not None:

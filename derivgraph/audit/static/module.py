@@ -47,6 +47,10 @@ class ModuleContext:
     # (qualified) annotated to return one
     placeholders: frozenset[str] = frozenset()  # qualified functions returning a 0-element tensor
 
+    def family(self, cls: str) -> frozenset[str]:
+        """``cls``, its ancestors and its subclasses (short names)."""
+        return self.ancestors.get(cls, frozenset({cls})) | self.tree.subclasses.get(cls, set())
+
 
 @dataclass(frozen=True)
 class ExternalRoot:

@@ -55,6 +55,12 @@ def _target(f: StaticFinding) -> str:
 def _row(f: StaticFinding) -> tuple[str, ...]:
     why = f"declared by {f.spec}" if f.declared else \
         f"{f.reason}\nconsequence: {f.consequence}\nfix: {f.fix}"
+    if not f.declared and f.evidence:
+        why += f"\nevidence: {f.evidence}"
+        if f.reader:
+            why += f"\nreader: {f.reader}"
+        if f.derives_from:
+            why += f"\nweight: {f.derives_from}"
     return (f.severity.value, f.location, _where(f), _target(f), f.category, f.verdict.value, why)
 
 

@@ -80,7 +80,23 @@ def audit_lazy_caches(scope: ModuleScope, imports: dict[str, str],
 
 
 def _has_lazy_guard(func: ast.AST) -> bool:
-    return any(isinstance(n, ast.If) and _guarded_chain(n.test) for n in ast.walk(func))
+    return any(isinstance(n, ast.If) and (_guarded_chain(n.test) or _early_return_chain(n))
+               for n in ast.walk(func))
+
+
+def _early_return_chain(stmt: ast.stmt) -> str | None:
+    """``self._x`` for ``if self._x is not None: ... return``: the statements after it run only
+    while ``self._x`` is None (a lazy cache with an early return)."""
+    if not (isinstance(stmt, ast.If) and not stmt.orelse and stmt.body
+            and isinstance(stmt.body[-1], ast.Return)):
+        return None
+    test = stmt.test
+    if (isinstance(test, ast.Compare) and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.IsNot) and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None):
+        chain = attr_chain(test.left)
+        return chain if chain and "." in chain else None
+    return None
 
 
 def _guarded_chain(test: ast.expr) -> str | None:
@@ -161,6 +177,7 @@ class FunctionAudit(CallRules, FoldRules, StoreRules):
         self.classes = tuple(sorted(classes))
         self.sites: list[RawSite] = []
         self.defs: dict[str, ast.expr] = {}  # last single-target definition of each local
+        self.history: dict[str, list[ast.expr]] = {}  # every tensor definition of each local
         self.loop_strings: dict[str, list[str]] = {}
         self.holders: dict[str, list[str]] = {}  # local -> the attributes it may be (x = layer.w)
         self.stored_locals: dict[str, str] = {}  # fresh local -> the first attribute storing it
@@ -205,8 +222,15 @@ class FunctionAudit(CallRules, FoldRules, StoreRules):
                                                       fresh=False, param=True)
 
     def _block(self, body: list[ast.stmt]) -> None:
+        pushed = 0
         for stmt in body:
             self._stmt(stmt)
+            chain = _early_return_chain(stmt)
+            if chain:  # the rest of the block runs only while the cache is empty
+                self.guards.append(chain)
+                pushed += 1
+        if pushed:
+            del self.guards[-pushed:]
 
     def _stmt(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -215,6 +239,8 @@ class FunctionAudit(CallRules, FoldRules, StoreRules):
         if isinstance(stmt, ast.ClassDef):
             return
         self._calls(stmt)
+        if self._lazy_update(stmt):
+            return
         self._folds(stmt)
         if isinstance(stmt, ast.Return) and self.inf.infer(stmt.value) is not None:
             self.returns_tensor = True
@@ -254,6 +280,20 @@ class FunctionAudit(CallRules, FoldRules, StoreRules):
             self._block(handler.body)
         for case in getattr(stmt, "cases", []) or []:
             self._block(case.body)
+
+    def _lazy_update(self, stmt: ast.stmt) -> bool:
+        """``self._x *= <from weights>`` behind ``if self._x is None:`` (a weight-free start,
+        ``self._x = 1.0``, then a factor from the weights): a lazy cache."""
+        if not isinstance(stmt, ast.AugAssign) or not isinstance(stmt.target, ast.Attribute):
+            return False
+        chain = attr_chain(stmt.target)
+        if chain not in self.guards or not self._from_weights(stmt.value):
+            return False
+        owner = attr_chain(stmt.target.value) or ""
+        self._emit(stmt, stmt.target.attr, owner, "lazy-cache",
+                   f"built once behind `if {chain} is None`: a weight-free start, then "
+                   f"`{short(stmt)}`", stmt.value, "scalar")
+        return True
 
     def _block_without(self, body: list[ast.stmt], name: str) -> None:
         """A branch where ``isinstance(name, torch.Tensor)`` is false: ``name`` is no tensor
@@ -371,6 +411,7 @@ class FunctionAudit(CallRules, FoldRules, StoreRules):
         if info is not None:
             self.inf.locals[name] = info
             self.defs[name] = value
+            self.history.setdefault(name, []).append(value)
         elif not (isinstance(value, ast.Constant) and value.value is None):
             self.inf.locals.pop(name, None)
             self.defs.pop(name, None)

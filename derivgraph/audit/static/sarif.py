@@ -11,11 +11,11 @@ relative to ``%SRCROOT%`` (the working directory) or ``%PKGROOT%`` (the folder h
 
 from __future__ import annotations
 
-import hashlib
 import urllib.parse
 from pathlib import Path
 from typing import Any
 
+from derivgraph.audit.static.baseline import FINGERPRINT_KEY, fingerprint
 from derivgraph.audit.static.finding import StaticFinding, StaticReport
 from derivgraph.audit.static.sites import CATEGORIES
 
@@ -47,11 +47,6 @@ def _uri(path: str) -> str:
     return urllib.parse.quote(path, safe="/")
 
 
-def _fingerprint(f: StaticFinding) -> str:
-    key = "\0".join([f.file, f.cls or "", f.function, f.owner, f.attr, f.category])
-    return hashlib.sha256(key.encode()).hexdigest()[:32]
-
-
 def _result(f: StaticFinding, rule_index: dict[str, int]) -> dict[str, Any]:
     where = f"{f.cls}.{f.function.rsplit('.', 1)[-1]}" if f.cls else f.function
     if f.declared:
@@ -77,15 +72,18 @@ def _result(f: StaticFinding, rule_index: dict[str, int]) -> dict[str, Any]:
             },
             "logicalLocations": [{"fullyQualifiedName": f.function, "kind": "function"}],
         }],
-        "partialFingerprints": {"derivgraphSite/v1": _fingerprint(f)},
+        "partialFingerprints": {FINGERPRINT_KEY: fingerprint(f)},
         "properties": {
             "attr": f.attr, "category": f.category, "declared": f.declared, "spec": f.spec,
             "cls": f.cls, "function": f.function, "owner": f.owner, "kind": f.kind,
             "expression": f.expr, "via": list(f.via), "severity": f.severity.value,
             "store": f.store, "consequence": f.consequence, "fix": f.fix,
-            "key": list(f.key), "verdict": f.verdict.value,
+            "key": list(f.key), "verdict": f.verdict.value, "reader": f.reader,
+            "readerKind": f.reader_kind, "derivesFrom": f.derives_from, "evidence": f.evidence,
         },
     }
+    if f.baseline_state is not None:
+        result["baselineState"] = f.baseline_state.value
     if f.suggestion:
         result["properties"]["suggestion"] = f.suggestion
     return result

@@ -34,8 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from derivgraph.audit.static.construction import built_at_construction
+from derivgraph.audit.static.evidence import apply_evidence
 from derivgraph.audit.static.finding import SourceFile, StaticFinding, StaticReport
-from derivgraph.audit.static.index import build_index
+from derivgraph.audit.static.index import DEF_HEADER_END, build_index
 from derivgraph.audit.static.match import SpecIndex, suggest_spec
 from derivgraph.audit.static.module import ExternalRoot, ModuleContext, audit_module
 from derivgraph.audit.static.scope import (
@@ -72,7 +73,6 @@ Progress = Callable[[int, int, str], None]
 """Progress callback: (files done, files to audit, the file just done)."""
 
 _DEF_RE = re.compile(r"def[ \t]+(\w+)[ \t]*\(")  # a literal start; column 0 is checked in code
-_HEADER_END_RE = re.compile(r"\)[ \t]*(?:->([^:\n]*))?:[ \t]*(?:#[^\n]*)?$", re.M)
 _TENSOR_WORD_RE = re.compile(r"Tensor|Parameter|Buffer")
 
 
@@ -89,9 +89,9 @@ def _tensor_functions(text: str) -> Iterator[tuple[str, str]]:
                 start >= 6 and text[start - 6:start] == "async " and
                 (start == 6 or text[start - 7] == "\n")):
             continue  # not a module-level function
-        end = _HEADER_END_RE.search(text, m.end())
+        end = DEF_HEADER_END.search(text, m.end())
         if end and end.group(1) and _TENSOR_WORD_RE.search(end.group(1)):
-            yield m.group(1), end.group(1)
+            yield m.group(1), " ".join(end.group(1).split())
 
 
 def _context(texts: Sequence[tuple[SourceFile, str]], tree: bool = True) -> ModuleContext:
@@ -163,13 +163,17 @@ def _read(src: SourceFile) -> str | None:
 
 def scan_files(files: Sequence[SourceFile], specs: Sequence[Spec] = (),
                jobs: int | None = None, progress: Progress | None = None,
-               declared_folds: Iterable[tuple[str, str]] = ()) -> StaticReport:
+               declared_folds: Iterable[tuple[str, str]] = (),
+               changed: frozenset[Path] | None = None) -> StaticReport:
     """Audit the given files, follow their calls into each other, and match every site
-    against ``specs``."""
+    against ``specs``. With ``changed`` (resolved paths), only those files are audited and
+    reported; every file still feeds the tree index and the reader search."""
     start = time.perf_counter()
     texts = [(src, text) for src in files if (text := _read(src)) is not None]
     context = _context(texts)
-    candidates = [i for i, (_, text) in enumerate(texts) if _is_candidate(text, context)]
+    keep = [changed is None or src.path.resolve() in changed for src, _ in texts]
+    candidates = [i for i, (_, text) in enumerate(texts)
+                  if keep[i] and _is_candidate(text, context)]
     logger.info("static audit: %d files, %d with post-load code", len(texts), len(candidates))
     report = StaticReport(files_scanned=len(texts), files_audited=len(candidates),
                           specs=len(specs))
@@ -178,8 +182,10 @@ def scan_files(files: Sequence[SourceFile], specs: Sequence[Spec] = (),
     report.files_parsed = len(candidates) - len(failed)
     if not report.files_parsed:  # tell an unparsable tree from one without post-load code
         chosen = set(candidates)
-        report.files_parsed = _check_parse([t for i, t in enumerate(texts) if i not in chosen],
-                                           report)
+        pool = [t for i, t in enumerate(texts) if i not in chosen and keep[i]]
+        # with ``changed`` and no changed file, the tree was read and nothing is to audit
+        report.files_parsed = _check_parse(pool, report) if pool or changed is None \
+            else len(texts)
     sites: dict[tuple[int, int, int, str, str], tuple[int, RawSite]] = {}
     pending: list[ExternalRoot] = []
     post_load: set[tuple[int, str | None, str]] = set()
@@ -214,8 +220,9 @@ def scan_files(files: Sequence[SourceFile], specs: Sequence[Spec] = (),
             pending += externals
     index = SpecIndex(specs, context.ancestors, declared_folds)
     _mark_built_once(sites, texts, post_load, context)
-    for i, site in sites.values():
-        report.findings.append(_finding(texts[i][0], site, index))
+    findings = [_finding(texts[i][0], site, index) for i, site in sites.values() if keep[i]]
+    report.findings = apply_evidence(findings, [(src.display, text) for src, text in texts],
+                                     post_load, context.family)
     report.findings.sort(key=lambda f: (f.file, f.line, f.col, f.attr, f.category))
     report.seconds = time.perf_counter() - start
     return report
@@ -309,16 +316,18 @@ def _finding(src: SourceFile, site: RawSite, index: SpecIndex) -> StaticFinding:
 def scan(paths: Iterable[str | Path] = (), package: str | None = None,
          specs: Sequence[Spec] | None = None, jobs: int | None = None,
          progress: Progress | None = None,
-         declared_folds: Iterable[tuple[str, str]] = ()) -> StaticReport:
+         declared_folds: Iterable[tuple[str, str]] = (),
+         changed: frozenset[Path] | None = None) -> StaticReport:
     """Scan files, folders and/or an installed package; ``specs`` default to the library.
 
     ``declared_folds``: ``(class short name, parameter name)`` pairs of in-place folds declared
-    outside the spec library (fold sites they name are declared)."""
+    outside the spec library (fold sites they name are declared). ``changed``: audit and report
+    only these files (resolved paths; :func:`.changed.changed_files`)."""
     if specs is None:
         specs = default_specs()
     files = collect_files(paths, package)
     report = scan_files(files, specs, jobs=jobs, progress=progress,
-                        declared_folds=declared_folds)
+                        declared_folds=declared_folds, changed=changed)
     if any(f.root == "SRCROOT" for f in files):
         report.roots["SRCROOT"] = str(Path.cwd())
     if package:

@@ -29,11 +29,20 @@ from derivgraph.audit.static.values import (
     dtype_view_of,
     is_allocation,
     is_container,
+    shape_free_chains,
     weight_named,
 )
 from derivgraph.audit.static.vocab import SCALAR_BUILTINS, SCALAR_METHODS, looks_like_tensor_attr
 
 __all__ = ["StoreRules"]
+
+
+_NOT_TENSOR_CALLS = frozenset({
+    "getattr", "get", "pop", "setdefault", "tuple", "list", "dict", "set", "sorted", "str",
+    "repr", "dumps", "compile", "deepcopy", "copy", "partial", "len", "id", "type", "vars"})
+"""Calls whose result is no tensor, whatever they are handed."""
+_TENSOR_NAMED = re.compile(r"weight|scale|bias|packed|w13|w1_|w2_|_w\d|qzeros|g_idx|sf\b|_sf_")
+_NOT_TENSOR_NAMED = re.compile(r"config|_str$|name|size|shape|dtype|_fn$|kernel$|module")
 
 
 class StoreRules:
@@ -48,6 +57,7 @@ class StoreRules:
         guards: list[str]
         defs: dict[str, ast.expr]
         nested_defs: dict[str, ast.AST]
+        history: dict[str, list[ast.expr]]
         closures: dict[str, list[str]]
         stored_locals: dict[str, str]
         backing: dict[str, list[int]]
@@ -104,10 +114,39 @@ class StoreRules:
         if info is None and isinstance(value, (ast.Dict, ast.DictComp)):
             info = self._dict_info(value)
         if info is None and isinstance(value, ast.Call):
-            info = self._dataclass_info(value)
+            info = (self._dataclass_info(value) or self._helper_info(value, attr)
+                    or self._wrapper_info(value))
         if info is None:
             return
         self._emit_store(target, value, info, stmt, owner=owner, attr=attr)
+
+    def _wrapper_info(self, call: ast.Call) -> TensorInfo | None:
+        """An object built around a tensor computed from weights in the call itself
+        (``make_config(a1_gscale=1.0 / layer.a1_scale)``): a container of a new tensor."""
+        if is_allocation(call):
+            return None
+        for arg in [*call.args, *(k.value for k in call.keywords)]:
+            info = self.inf.infer(arg)
+            if (info is not None and info.fresh and not info.param and not isinstance(arg, ast.Name)
+                    and self._from_weights(arg) and shape_free_chains(arg)):
+                return TensorInfo(why=f"a container (a wrapper object) built around a new tensor "
+                                  f"({short(arg, 60)})")
+        return None
+
+    def _helper_info(self, call: ast.Call, attr: str) -> TensorInfo | None:
+        """A helper the audit cannot read (another file, no annotation; a library call) handed
+        weights and stored under a weight-like name (``layer._packed_weight = pack(layer.weight)``):
+        judged a new tensor derived from those weights."""
+        name = call_name(call.func, self.imports) or ""
+        last = name.rsplit(".", 1)[-1]
+        if (not last or last[:1].isupper() or is_allocation(call) or last in _NOT_TENSOR_CALLS
+                or name.startswith("json.") or not _TENSOR_NAMED.search(attr)
+                or _NOT_TENSOR_NAMED.search(attr)):
+            return None
+        args = [*call.args, *(k.value for k in call.keywords)]
+        if not any(self._from_weights(a) and shape_free_chains(a) for a in args):
+            return None
+        return TensorInfo(why=f"returned by {last}() from weight arguments")
 
     def _dict_info(self, value: ast.Dict | ast.DictComp) -> TensorInfo | None:
         if isinstance(value, ast.DictComp):
@@ -128,6 +167,10 @@ class StoreRules:
         """A dataclass of the tree with tensor fields, built from tensors."""
         name = call.func.attr if isinstance(call.func, ast.Attribute) else (
             call.func.id if isinstance(call.func, ast.Name) else None)
+        built = False  # a classmethod constructor computes its fields (``W.from_ckpt(w)``)
+        if (isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
+                and call.func.value.id in self.containers):
+            name, built = call.func.value.id, True
         qualified = call_name(call.func, self.imports)
         local = self.scope.functions.get(name or "") if isinstance(call.func, ast.Name) else None
         returns = set(re.findall(r"\w+", ast.unparse(local.returns))) \
@@ -141,7 +184,7 @@ class StoreRules:
         if not infos:
             return None
         return TensorInfo(why=f"a container of tensors ({name}(...))",
-                          fresh=any(i.fresh for i in infos))
+                          fresh=built or any(i.fresh for i in infos))
 
     def _emit_store(self, target: ast.expr | None, value: ast.expr, info: TensorInfo,
                     stmt: ast.stmt, unpacked: bool = False, owner: str | None = None,
@@ -298,11 +341,16 @@ class StoreRules:
             return False  # zeros/empty/full take only shapes, dtypes and devices from weights
         names: list[str] = []
         nodes = [value]
-        for n in ast.walk(value):
-            if isinstance(n, ast.Name) and n.id in self.defs:
-                nodes.append(self.defs[n.id])
-            elif isinstance(n, ast.Name) and n.id in self.nested_defs:
-                nodes.append(self.nested_defs[n.id])  # a nested helper: what it reads
+        seen: set[str] = set()
+        for node in nodes:  # grows: the definitions of the locals it reads, transitively
+            for n in ast.walk(node):
+                if not isinstance(n, ast.Name) or n.id in seen:
+                    continue
+                seen.add(n.id)
+                if n.id in self.defs:
+                    nodes += self.history.get(n.id, [self.defs[n.id]])
+                elif n.id in self.nested_defs:
+                    nodes.append(self.nested_defs[n.id])  # a nested helper: what it reads
         for node in nodes:
             names += [n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)
                       and (attr_chain(n) or ".").split(".")[0] not in self.imports]

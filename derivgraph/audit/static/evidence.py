@@ -1,0 +1,157 @@
+"""Evidence per finding: the reader after load and the weight, and the severity they allow.
+
+An error or warning of the static audit must say who reads the stored tensor after loading
+(:class:`.readers.Reader`: a kernel call, a forward/apply method or a captured callable) and,
+for an error, which weight it derives from. :func:`apply_evidence` looks both up and lowers the
+severity where the evidence is missing:
+
+* no reader after load: at most ``info`` (a store onto a throwaway object, a quant-config field
+  no kernel reads, a value nothing uses);
+* a reader but no weight in the value: at most ``warning`` (a workspace or constant moved by a
+  rerun, never stale);
+* a fold (in-place write into a loaded parameter): ``warning`` only where it can run twice on
+  one load path, i.e. its function is also called by code that runs after loading; otherwise
+  ``info`` (every load path refills the parameter before the post-load step reruns);
+* a site inside vLLM's reload machinery (``model_loader/reload/``): ``info``, the machinery
+  is what refills the layers;
+* a local bound to a kept parameter and replaced by a copy only under a dtype test
+  (``ws = get_scale(l); if ws.dtype == e8m0: ws = upcast(ws)``), stored by the initial-load
+  hook: a reference to the parameter the reload refills, ``info``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from derivgraph.audit.static.readers import NOT_READERS, ReaderIndex, derives_from, escapes
+from derivgraph.audit.static.semantics import Severity
+
+if TYPE_CHECKING:
+    from derivgraph.audit.static.finding import StaticFinding
+
+__all__ = ["RELOAD_MACHINERY", "apply_evidence", "function_text"]
+
+RELOAD_MACHINERY = ("model_loader/reload/",)
+"""Path fragments of the engine's own reload code (vLLM 0.33's layerwise reload)."""
+
+_RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}
+_LOCAL = re.compile(r"[a-z_]\w*")
+_DEF = re.compile(r"(?:def|class)[ \t]+(\w+)")
+
+
+def function_text(text: str, function: str) -> str:
+    """The source of ``function`` (``"Class.method"`` or ``"func"``) in a file's text, or ``""``.
+    """
+    parts = function.split(".")
+    pos, indent = 0, -1
+    for part in parts:
+        found = None
+        for m in _DEF.finditer(text, pos):
+            start = text.rfind("\n", 0, m.start()) + 1
+            head = text[start:m.start()]
+            if m.group(1) == part and head.strip(" \t") in ("", "async") and len(head) > indent:
+                found = (start, len(head))
+                break
+        if found is None:
+            return ""
+        pos, indent = found
+    end = re.compile(rf"^[ \t]{{0,{indent}}}\S", re.M).search(text, text.find("\n", pos) + 1)
+    return text[pos:end.start() if end else len(text)]
+
+
+def _cap(finding: StaticFinding, most: Severity, note: str) -> StaticFinding:
+    if _RANK[finding.severity] <= _RANK[most]:
+        return dataclasses.replace(finding, evidence=note)
+    return dataclasses.replace(finding, severity=most, evidence=note)
+
+
+def _dtype_conditional_reference(finding: StaticFinding, body: str) -> bool:
+    """``ws = <lookup>`` then ``ws = <copy>`` only under ``if ws.dtype ...``: on the default
+    path the stored local is the kept parameter itself (also through a nested helper that
+    returns such a local, ``self._s = _prep(self.wo)``)."""
+    if finding.store != "initial-load-copy":
+        return False
+    local = finding.expr.strip()
+    helper = re.fullmatch(r"(\w+)\(.*\)", local)
+    if helper:
+        nested = function_text(body, helper.group(1)) if f"def {helper.group(1)}(" in body else ""
+        returned = [r for r in re.findall(r"^\s*return\s+(\w+)\s*$", nested, re.M)
+                    if r != "None"]
+        if not nested or len(set(returned)) != 1:
+            return False
+        body, local = nested, returned[0]
+    if not _LOCAL.fullmatch(local):
+        return False
+    n = re.escape(local)
+    binds = list(re.finditer(rf"^([ \t]*){n}\s*=\s*([^\n]+)", body, re.M))
+    if len(binds) < 2:
+        return False
+    first_indent = len(binds[0].group(1))
+    for b in binds[1:]:
+        before = body[:b.start()].rstrip().splitlines()
+        guard = next((ln for ln in reversed(before)
+                      if len(ln) - len(ln.lstrip()) < len(b.group(1))), "")
+        if len(b.group(1)) <= first_indent or not re.match(rf"\s*if\s+{n}\.dtype\b", guard):
+            return False
+    return not re.search(r"\.(?:clone|contiguous|to|float|t)\(", binds[0].group(2))
+
+
+def apply_evidence(findings: Iterable[StaticFinding], files: Sequence[tuple[str, str]],
+                   post_load: Iterable[tuple[int, str | None, str]],
+                   family: Callable[[str], frozenset[str]]) -> list[StaticFinding]:
+    """The findings with ``reader``, ``reader_kind``, ``derives_from`` and ``evidence`` filled
+    in, and severities lowered where the evidence is missing (see the module docstring)."""
+    findings = list(findings)
+    index = ReaderIndex(files, post_load, family)
+    by_display = {display: text for display, text in files}
+    index.prefetch({f.attr for f in findings if f.severity is not Severity.INFO})
+    out = []
+    for f in findings:
+        if f.severity is Severity.INFO or f.category == "dynamic-name" and not any(
+                m in f.file for m in RELOAD_MACHINERY):
+            out.append(f)
+            continue
+        out.append(_judge(f, index, by_display.get(f.file, "")))
+    return out
+
+
+def _judge(f: StaticFinding, index: ReaderIndex, text: str) -> StaticFinding:
+    if any(m in f.file for m in RELOAD_MACHINERY):
+        return _cap(f, Severity.INFO, "inside the engine's reload machinery, which refills the "
+                    "layers itself")
+    body = function_text(text, f.function) if text else ""
+    short = f.function.rsplit(".", 1)[-1]
+    if f.category == "fold":
+        rerun = None if NOT_READERS.match(short) else index.called_after_load(short)
+        if rerun is None:
+            return _cap(f, Severity.INFO, "applied once per load: every load path refills the "
+                        "parameter before this post-load step runs again")
+        return dataclasses.replace(f, reader=str(rerun), reader_kind=rerun.kind.value,
+                                   derives_from=f.owner + "." + f.attr,
+                                   evidence=f"can run twice on one load: {short}() is also "
+                                   f"called after load")
+    owner_root = f.owner.split(".", 1)[0]
+    if (owner_root not in ("self", "layer", "") and "." not in f.owner and body
+            and not escapes(body, owner_root)):
+        return _cap(f, Severity.INFO, f"stored on {owner_root}, an object built in this call "
+                    "that never leaves it: nothing reads it after load")
+    if body and _dtype_conditional_reference(f, body):
+        return _cap(f, Severity.INFO, "a reference to the kept parameter (copied only for one "
+                    "dtype): the reload refills it in place")
+    weight = derives_from(f.expr, body, f.attr)
+    if f.category == "set-storage":  # a registered parameter: its module's forward reads it
+        return dataclasses.replace(f, derives_from=weight or f"{f.owner}.{f.attr}",
+                                   evidence="a parameter of a module, read by its forward")
+    reader = index.reader(f.cls, f.owner, f.attr)
+    if reader is None:
+        return _cap(dataclasses.replace(f, derives_from=weight), Severity.INFO,
+                    "no reader after load: no kernel call, forward or captured path reads it")
+    f = dataclasses.replace(f, reader=str(reader), reader_kind=reader.kind.value,
+                            derives_from=weight)
+    if weight is None and f.category != "captured-tensor":
+        return _cap(f, Severity.WARNING, "read after load but derived from no weight: moved by "
+                    "a rerun, never stale")
+    return dataclasses.replace(f, evidence="read after load and derived from a weight")

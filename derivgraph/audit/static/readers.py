@@ -1,0 +1,337 @@
+"""Evidence per finding: who reads a stored tensor after loading, and which weight it holds.
+
+A derived tensor is a problem only when code that runs after loading reads it: a kernel call,
+a ``forward``/``apply`` method, or a captured callable. :class:`ReaderIndex` finds, in the text
+of the scanned tree, the reads of each finding's attribute outside post-load code (the reach the
+scan computed, plus constructors and weight loaders) and keeps the first one whose receiver fits
+the store:
+
+* ``self.x`` (or ``self.a.b.x``) stored by class ``C``: a read through ``self`` in ``C``, an
+  ancestor or a subclass, with the same last owner component (``._w2.scale``); a read in a
+  ``@property`` is followed to the reads of that property (up to :data:`PROPERTY_DEPTH`), which
+  must again be reads through ``self`` in that family; a read through another receiver anywhere
+  counts when the name is not a generic one (``weight``, ``scale``...).
+* ``layer.x`` or a local holder that escapes (returned, stored, passed on): a read anywhere.
+* a local object built in the function that never escapes (``ark = ARK(...)``; ``ark.scales =
+  ...``): a store onto a throwaway object, never read.
+
+:func:`derives_from` names the weight a stored value is computed from (one hop through a local
+assignment); :func:`fold_can_rerun` tells whether an in-place fold can run twice on one load
+path (its function is also called from code that runs after loading).
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import enum
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "NOT_READERS",
+    "PROPERTY_DEPTH",
+    "Reader",
+    "ReaderIndex",
+    "ReaderKind",
+    "derives_from",
+    "escapes",
+]
+
+PROPERTY_DEPTH = 3
+"""How many ``@property`` indirections a read is followed through."""
+
+GENERIC_NAMES = frozenset({
+    "weight", "bias", "scale", "scales", "data", "qweight", "weight_scale", "input_scale",
+    "output_scale", "zeros", "qzeros", "g_idx", "config", "handler",
+    "locks", "workspace", "shape", "dtype", "device", "weights",
+})
+"""Attribute names read through so many receivers that only a same-family read counts."""
+
+NOT_READERS = re.compile(
+    r"^(?:__init__|__post_init__|create_weights|_?load_weights?|weight_loader\w*|\w*_weight_loader"
+    r"|process_weights_after_loading|post_load_weights|__repr__|extra_repr|__getstate__"
+    r"|__setstate__|__del__|state_dict|load_state_dict)$")
+"""Methods whose reads happen before loading or do not feed a kernel."""
+
+_KERNEL_CALL = re.compile(r"\b(?:torch\.ops\.|ops\.|kernel|_C\.|triton|flashinfer|aiter|cutlass"
+                          r"|gemm|mm\(|matmul|bmm|linear|fused)", re.I)
+_DEF_RE = re.compile(r"(def|class)[ \t]+(\w+)")
+_WEIGHT_WORD = re.compile(
+    r"\b(?:[A-Za-z_]\w*\.)*(\w*(?:weight|scale|bias|qzeros|g_idx|gamma|lm_head|embed"
+    r"|alpha|w13|w2_|w1_|_w\d|kv_a|wkv|wq|wo_|gate|proj|norm)\w*)")
+
+_WEIGHT_PARAM = re.compile(r"^(?:w|w\d+|w13\w*|w2\w*|\w*weight\w*|\w*scale\w*|\w*bias\w*)$")
+_META_USE = re.compile(r"\.(?:device|dtype|shape|size\(|numel\(|dim\(|ndim)\b")
+
+
+class ReaderKind(enum.Enum):
+    """How code after loading reads the tensor."""
+
+    KERNEL_CALL = "kernel-call"  # an argument of a kernel or op call
+    FORWARD = "forward"  # read by forward/apply code (or a helper it calls)
+    CAPTURED = "captured"  # a stored callable that captures it is called
+
+
+@dataclass(frozen=True)
+class Reader:
+    """One read of a stored tensor in code that runs after loading."""
+
+    file: str
+    line: int
+    function: str
+    kind: ReaderKind
+    text: str  # the reading line, stripped
+
+    def __str__(self) -> str:
+        return f"{self.kind.value} {self.file}:{self.line} in {self.function}: {self.text}"
+
+
+@dataclass(frozen=True)
+class _Hit:
+    file: int
+    line: int
+    cls: str | None
+    funcs: tuple[str, ...]  # enclosing functions, outermost first
+    receiver: str  # the chain before ``.name``: "self.quant_config._w2", "layer", ""
+    text: str
+    in_property: str | None  # the enclosing @property's name
+    call: bool  # ``name(`` right after: a call of the attribute
+
+
+class _FileDefs:
+    """Where the functions and classes of one file start, for enclosing-scope lookups."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.rows: list[tuple[int, int, str, str, bool]] = []  # (pos, indent, kind, name, prop)
+        for m in _DEF_RE.finditer(text):
+            start = text.rfind("\n", 0, m.start()) + 1
+            head = text[start:m.start()]
+            if head.strip(" \t") not in ("", "async"):
+                continue
+            prev = text.rfind("\n", 0, max(start - 1, 0)) + 1
+            decorator = text[prev:start].strip()
+            prop = decorator.startswith("@") and decorator.endswith(("property", "property()"))
+            self.rows.append((start, len(head.expandtabs()) - (5 if "async" in head else 0),
+                              m.group(1), m.group(2), prop))
+        self.starts = [r[0] for r in self.rows]
+
+    def line_of(self, pos: int) -> int:
+        """The 0-based line of ``pos``."""
+        return self.text.count("\n", 0, pos)
+
+    def enclosing(self, pos: int, indent: int) -> tuple[str | None, tuple[str, ...], str | None]:
+        """(class, functions outermost first, enclosing property) around ``pos``."""
+        funcs: list[str] = []
+        cls: str | None = None
+        prop: str | None = None
+        k = bisect.bisect_right(self.starts, pos) - 1
+        while k >= 0 and indent > 0:
+            _, ind, kind, name, is_prop = self.rows[k]
+            if ind < indent:
+                if kind == "class":
+                    cls = name if cls is None else cls
+                    if ind == 0:
+                        break
+                else:
+                    funcs.insert(0, name)
+                    if is_prop and prop is None and len(funcs) == 1:
+                        prop = name
+                indent = ind
+            k -= 1
+        return cls, tuple(funcs), prop
+
+
+class ReaderIndex:
+    """The reads of a set of attribute names across the scanned tree (text only, no parse)."""
+
+    def __init__(self, files: Sequence[tuple[str, str]],
+                 post_load: Iterable[tuple[int, str | None, str]],
+                 family: Callable[[str], frozenset[str]]) -> None:
+        self.files = files
+        self.post_load = set(post_load)
+        self.family = family
+        self._hits: dict[str, list[_Hit]] = {}
+        self._defs: dict[int, _FileDefs] = {}
+
+    # ---- the text search --------------------------------------------------------------------
+
+    def prefetch(self, names: Iterable[str]) -> None:
+        """Find every read of ``names`` in one pass over the tree."""
+        todo = sorted({n for n in names if n and n not in self._hits and n.isidentifier()})
+        if not todo:
+            return
+        for n in todo:
+            self._hits[n] = []
+        alt = "|".join(map(re.escape, todo))
+        dotted = re.compile(rf"\.({alt})\b")
+        by_name = re.compile(rf"getattr\(\s*([\w.]+)\s*,\s*[\"']({alt})[\"']")
+        for i, (_, text) in enumerate(self.files):
+            for m in dotted.finditer(text):
+                hit = self._hit(i, text, m, m.group(1), None)
+                if hit is not None:
+                    self._hits[m.group(1)].append(hit)
+            if "getattr(" in text:
+                for m in by_name.finditer(text):
+                    hit = self._hit(i, text, m, m.group(2), m.group(1))
+                    if hit is not None:
+                        self._hits[m.group(2)].append(hit)
+
+    def _hit(self, i: int, text: str, m: re.Match[str], name: str,
+             by_name: str | None) -> _Hit | None:
+        name_end = m.end()
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        line_end = text.find("\n", name_end)
+        line = text[line_start:line_end if line_end >= 0 else len(text)]
+        rest = text[name_end:line_end if line_end >= 0 else len(text)].lstrip(" \t")
+        if by_name is None:
+            if (rest.startswith("=") and not rest.startswith("==")) or (
+                    len(rest) > 1 and rest[1] == "=" and rest[0] in "+-*/@%&|^"):
+                return None  # a store or an augmented store
+            head = text[line_start:m.start()]
+            if rest.startswith(":") and not head.strip(" \t").replace("self", "").strip("."):
+                return None  # an annotated store ``self.x: T = ...``
+            if head.lstrip().startswith("del "):
+                return None
+            k = m.start()
+            while k > line_start and (text[k - 1].isalnum() or text[k - 1] in "_."):
+                k -= 1
+            receiver = text[k:m.start()]
+        else:
+            receiver = by_name
+        stripped = line.lstrip(" \t")
+        if stripped.startswith("#"):
+            return None
+        defs = self._defs.get(i)
+        if defs is None:
+            defs = self._defs[i] = _FileDefs(text)
+        indent = len(line) - len(stripped)
+        cls, funcs, prop = defs.enclosing(m.start(), indent + 1)
+        return _Hit(i, defs.line_of(m.start()) + 1, cls, funcs, receiver, stripped,
+                    prop, rest.startswith("("))
+
+    # ---- queries ----------------------------------------------------------------------------
+
+    def _after_load(self, hit: _Hit) -> bool:
+        if not hit.funcs:
+            return False
+        if any(NOT_READERS.match(f) for f in hit.funcs):
+            return False
+        return not any((hit.file, hit.cls, f) in self.post_load for f in hit.funcs)
+
+    def _reader(self, hit: _Hit) -> Reader:
+        kind = ReaderKind.CAPTURED if hit.call else (
+            ReaderKind.KERNEL_CALL if _KERNEL_CALL.search(hit.text) else ReaderKind.FORWARD)
+        func = ".".join(x for x in (hit.cls, *hit.funcs) if x)
+        return Reader(self.files[hit.file][0], hit.line, func, kind, hit.text[:160])
+
+    def reader(self, cls: str | None, owner: str, attr: str) -> Reader | None:
+        """The first read after loading of ``owner.attr`` stored by code of class ``cls``."""
+        family = self.family(cls) if cls else frozenset()
+        return self._find(family, owner, attr, 0)
+
+    def _find(self, family: frozenset[str], owner: str, attr: str, depth: int,
+              seen: frozenset[str] = frozenset()) -> Reader | None:
+        self.prefetch([attr])
+        parts = owner.split(".") if owner else []
+        via_self = bool(parts) and parts[0] == "self"
+        last = parts[-1] if len(parts) > 1 else None
+        outside_ok = not via_self or (depth == 0 and last is None
+                                      and attr not in GENERIC_NAMES)
+        props: set[str] = set()
+        fallback: Reader | None = None
+        for hit in self._hits.get(attr, ()):
+            recv = hit.receiver.split(".")
+            if last is not None and recv[-1] != last:
+                continue
+            if hit.in_property is not None:
+                if not NOT_READERS.match(hit.in_property):
+                    props.add(hit.in_property)
+                continue
+            if not self._after_load(hit):
+                continue
+            same = hit.cls in family and recv[0] == "self"
+            if same or (not via_self and depth == 0):
+                return self._reader(hit)
+            if outside_ok and recv[0] != "self":
+                fallback = fallback or self._reader(hit)
+            elif not via_self:
+                fallback = fallback or self._reader(hit)
+        if fallback is not None:
+            return fallback
+        if depth >= PROPERTY_DEPTH:
+            return None
+        for prop in sorted(props - seen):
+            found = self._find(family, "self" if via_self else "", prop, depth + 1,
+                               seen | props)
+            if found is not None:
+                return found
+        return None
+
+    def called_after_load(self, func: str) -> Reader | None:
+        """A call of ``func`` from code that runs after loading (a fold that can rerun)."""
+        self.prefetch([func])
+        for hit in self._hits.get(func, ()):
+            if hit.call and self._after_load(hit):
+                return dataclasses.replace(self._reader(hit), kind=ReaderKind.FORWARD)
+        return None
+
+
+def escapes(function_text: str, name: str) -> bool:
+    """Whether the local ``name`` built in a function leaves it: returned, stored whole into
+    another holder, or passed as an argument. A local that does not is a throwaway object."""
+    n = re.escape(name)
+    if not re.search(rf"^\s*{n}\s*=\s*[\w.]+\(", function_text, re.M):
+        return True  # not built here: a parameter or a lookup, so it may be kept elsewhere
+    if re.search(rf"\breturn\b[^\n]*\b{n}\b(?!\.)", function_text):
+        return True
+    if re.search(rf"=\s*{n}\s*(?:$|[,)\]#])", function_text, re.M):
+        return True
+    if re.search(rf"[(,]\s*{n}\s*(?=[,)])", function_text):
+        return True
+    return bool(re.search(rf"[\[{{(,]\s*{n}\s*[,\]}}]", function_text))
+
+
+def derives_from(expr: str, function_text: str, stored: str,
+                 locals_seen: Mapping[str, str] | None = None) -> str | None:
+    """The weight the stored value is computed from: an attribute named like a weight in the
+    value, or (one hop) in the assignment of a local the value reads; None when neither names
+    one (a workspace, a constant)."""
+    found = _weight_in(expr, stored)
+    if found:
+        return found
+    seen = dict(locals_seen or {})
+    header = function_text[:function_text.find(")") + 1] if function_text else ""
+    params = set(re.findall(r"[(,]\s*\*{0,2}([A-Za-z_]\w*)", header))
+    for local in re.findall(r"\b([A-Za-z_]\w*)\b(?!\s*[(=])", expr):
+        if local in params and _WEIGHT_PARAM.match(local):
+            return f"argument {local}"
+        if local in seen or local in {"self", "layer", "torch", "None", "True", "False"}:
+            continue
+        m = re.search(rf"^\s*(?:[\w, ()]*\b)?{re.escape(local)}\b[\w, ()]*=\s*([^\n]+)",
+                      function_text, re.M)
+        if m:
+            seen[local] = m.group(1)
+            found = _weight_in(m.group(1), stored)
+            if found:
+                return found
+    return None
+
+
+def _weight_in(text: str, stored: str) -> str | None:
+    for m in _WEIGHT_WORD.finditer(text):
+        whole = m.group(0)
+        if _META_USE.match(text, m.end()):
+            continue  # only its device, dtype or shape
+        if m.group(1) == stored or whole.startswith(("torch.", "F.")):
+            continue
+        call = text[m.end():m.end() + 1] == "("
+        if "." not in whole and not call:
+            continue  # a bare local: its definition is followed instead
+        if call:
+            close = text.find(")", m.end())
+            return text[m.start():close + 1] if close > 0 else whole
+        return whole
+    return None
