@@ -1,0 +1,13 @@
+"""Fixtures shared by the static-audit test modules."""
+
+from __future__ import annotations
+
+import pytest
+
+from derivgraph.audit.static.scan import scan
+from tests.audit.static.expectations import CORPUS
+
+
+@pytest.fixture(scope="module")
+def corpus_report():
+    return scan([CORPUS], specs=[], jobs=1)
