@@ -1,0 +1,201 @@
+"""Adopt or allocate: where each derived tensor's startup storage comes from.
+
+For every derived tensor the compile driver asks one question: did the engine already make a
+tensor equal to what the formula computes (then adopt it: its address is the one captured
+graphs read), or must derivgraph allocate startup storage (then fill it from the formula)?
+Aliases and views get their storage from another entry. Nothing here writes to the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from derivgraph.compare import max_difference
+from derivgraph.compiler.engine import adoption_problem
+from derivgraph.compiler.graph import DerivedNode
+from derivgraph.compiler.interpret import (
+    view_base,
+)
+from derivgraph.compiler.transaction import overlap_problem, source_storages
+from derivgraph.errors import AdoptionError, Rule, SpecIssue
+from derivgraph.paths import Slot, get_path, slot_of
+from derivgraph.runtime.plan import Entry, Plan
+from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind, is_engine
+
+__all__ = ["AliasOf", "Extra", "ViewOf", "adopt_or_allocate", "allocate_like"]
+
+def _same_values(a: torch.Tensor, b: torch.Tensor, tol: float) -> tuple[bool, float]:
+    """Whether ``a`` and ``b`` agree within ``tol``; equal infinities and NaN pairs agree."""
+    worst = max_difference(a, b)
+    return worst <= tol, worst
+
+
+def _slot_for(node: DerivedNode, owner: Any, target: Any) -> Slot:
+    if node.kind in TENSOR_KINDS:
+        return Slot(node.kind.value)
+    if node.kind is TensorKind.SCALAR:
+        return Slot.ATTRIBUTE
+    current = slot_of(owner, node.decl.name)
+    if current == Slot.PARAMETER and isinstance(target, nn.Parameter):
+        return Slot.PARAMETER
+    if current == Slot.BUFFER and isinstance(owner, nn.Module):
+        return Slot.BUFFER
+    return Slot.ATTRIBUTE
+
+
+@dataclass(frozen=True)
+class AliasOf:
+    """Materialize as the same object as derived tensor ``target`` (once it has storage)."""
+
+    target: str
+
+
+@dataclass(frozen=True)
+class ViewOf:
+    """Materialize as a view replayed over ``base``'s storage."""
+
+    base: str
+
+
+# how an entry gets its storage: adopted (None), allocated from a value, an alias or a view
+Extra = AliasOf | ViewOf | torch.Tensor | None
+
+
+def allocate_like(value: torch.Tensor, kind: TensorKind) -> torch.Tensor:
+    """Fresh contiguous storage for a derived tensor of ``value``'s layout (a Parameter for
+    kind parameter); not filled."""
+    storage = torch.empty_like(value, memory_format=torch.contiguous_format)
+    if kind is TensorKind.PARAMETER:
+        storage = nn.Parameter(storage, requires_grad=False)
+    return storage
+
+
+_OVERLAP_FIX = ("declare it as kind 'view' (a view of the source, never written) or make the "
+                "engine hold a tensor of its own")
+
+
+def adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, Extra]]:
+    graph = plan.graph
+    issues: list[SpecIssue] = []
+    planned: list[tuple[Entry, Extra]] = []
+    by_id: dict[str, Entry] = {}
+    adopted_by: dict[int, str] = {}
+    owners: dict[str, Any] = {}
+    sources = source_storages(plan.model, [*graph.sources(), *plan.folds.entries],
+                              graph.derived)
+    deps = graph.source_deps()
+    for node_id in graph.ordered():
+        node = graph.derived.get(node_id)
+        if node is None:
+            continue
+        owner = owners.get(node.owner_path)
+        if owner is None:
+            owner = owners[node.owner_path] = get_path(plan.model, node.owner_path)
+        value = values[node_id]
+        name = node.decl.name
+        current = get_path(owner, name)
+        loc = node.decl.location
+
+        def issue(rule: str, msg: str, fix: str, node: DerivedNode = node, loc: Any = loc) -> None:
+            issues.append(SpecIssue(rule, msg, fix, loc, node.id))
+
+        if node.kind is TensorKind.SCALAR:
+            number = float(value.item()) if value.dtype.is_floating_point else value.item()
+            held = isinstance(current, (int, float)) and not isinstance(current, bool)
+            # an integer the engine holds is config: replaced only by the same number
+            tolerance = 0.0 if isinstance(current, int) else node.decl.tolerance
+            if held and abs(current - number) > tolerance and not (
+                    current != current and number != number):
+                issue(Rule.ADOPTION, f"the engine's {name} = {current!r} differs from the "
+                      f"formula {node.decl.formula!r} = {number!r}",
+                      "the spec or the engine is wrong: fix the formula to match the engine, "
+                      "or set `tolerance` if the difference is rounding")
+                continue
+            planned.append((Entry(node, number, Slot.ATTRIBUTE, held), None))
+            continue
+        if node.kind is TensorKind.ALIAS:
+            target_entry = by_id.get(node.input)
+            target = target_entry.storage if target_entry else value
+            if target_entry is not None and target_entry.storage is None:
+                target = value  # allocated (or a view) later: the alias is bound then
+            if isinstance(current, torch.Tensor) and current is not target:
+                ok, worst = _same_values(target, current, node.decl.tolerance)
+                if not ok:
+                    issue(Rule.ADOPTION, f"the engine holds a different tensor at {node_id} than "
+                          f"its alias target {node.input} (max |diff| {worst:g})",
+                          "fix `of`, or the engine: an alias must be the same object")
+            entry = Entry(node, target, _slot_for(node, owner, target), current is target)
+            by_id[node_id] = entry
+            planned.append((entry, AliasOf(node.input)))
+            continue
+        if node.kind is TensorKind.VIEW:
+            entry = Entry(node, None, _slot_for(node, owner, value), False)
+            by_id[node_id] = entry
+            planned.append((entry, ViewOf(view_base(graph, node.input))))
+            continue
+        slot = slot_of(owner, name)
+        if is_engine(node.decl):  # adopt what the engine made, never allocate
+            problem = adoption_problem(node, current, value)
+            overlap = overlap_problem(current, node_id, sources) \
+                if isinstance(current, torch.Tensor) else None
+            if problem is not None:
+                issue(*problem)
+            elif overlap is not None:
+                issue(Rule.ADOPTION, f"cannot adopt the engine's {name}: {overlap}",
+                      _OVERLAP_FIX)
+            elif id(current) in adopted_by:
+                issue(Rule.ALIAS, f"the engine holds {node_id} and {adopted_by[id(current)]} as "
+                      "the same tensor object", f"declare {name} as kind 'alias' of the other")
+            else:
+                adopted_by[id(current)] = node_id
+                planned.append((Entry(node, current, slot, True), None))
+            continue
+        if isinstance(current, torch.Tensor):
+            problems = []
+            if current.shape != value.shape:
+                problems.append(f"shape {list(current.shape)} vs formula {list(value.shape)}")
+            if current.dtype != value.dtype:
+                problems.append(f"dtype {current.dtype} vs formula {value.dtype}")
+            if current.device != value.device:
+                problems.append(f"device {current.device} vs formula {value.device}")
+            item = slot == Slot.ELEMENT and node.kind is TensorKind.ATTRIBUTE  # a tuple's item
+            if slot != node.kind and not item:
+                problems.append(f"the engine holds it as a {slot}, the spec says {node.kind}")
+            if problems:
+                issue(Rule.ADOPTION, f"cannot adopt the engine's {name}: " + "; ".join(problems),
+                      "make the spec match what the engine builds (kind, dtype, shape)")
+                continue
+            ok, worst = _same_values(current, value, node.decl.tolerance)
+            if not ok:
+                issue(Rule.ADOPTION, f"the engine's {name} differs from the formula "
+                      f"{node.decl.formula!r} by up to {worst:g}",
+                      "the spec or the engine is wrong: fix the formula to match the engine, "
+                      "or set `tolerance` if the difference is rounding")
+                continue
+            overlap = overlap_problem(current, node_id, sources, deps[node_id],
+                                      exact=worst == 0.0 and node.decl.tolerance == 0.0,
+                                      value=value)
+            if overlap is not None:
+                issue(Rule.ADOPTION, f"cannot adopt the engine's {name}: {overlap}", _OVERLAP_FIX)
+                continue
+            if id(current) in adopted_by:
+                issue(Rule.ALIAS, f"the engine holds {node_id} and {adopted_by[id(current)]} as "
+                      "the same tensor object", f"declare {name} as kind 'alias' of the other")
+                continue
+            adopted_by[id(current)] = node_id
+            entry = Entry(node, current, Slot.ELEMENT if item else Slot(node.kind.value), True)
+            by_id[node_id] = entry
+            planned.append((entry, None))
+        else:
+            entry = Entry(node, None, Slot(node.kind.value), False)
+            by_id[node_id] = entry
+            planned.append((entry, value))
+    if issues:
+        raise AdoptionError(issues)
+    return planned
+
+
