@@ -133,6 +133,8 @@ def _worker(rank: int, size: int, store_path: str) -> None:
         _run_mla(rank, size, world)
         _run_gemma4(rank, size, world)
         _run_all_reduce(rank, size)
+        dist.barrier()  # both ranks done before either tears gloo down
+        Path(f"{store_path}.rank{rank}.ok").touch()  # every check of this rank passed
     finally:
         clear_groups()
         dist.destroy_process_group()
@@ -215,6 +217,18 @@ def _run_all_reduce(rank: int, size: int) -> None:
 
 @pytest.mark.slow
 def test_two_gloo_ranks_reload_a_b_a_bit_exact() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        store = os.path.join(tmp, "store")
-        mp.spawn(_worker, args=(2, store), nprocs=2, join=True)
+    # On torch 2.14 a gloo rank on this machine sometimes dies of SIGABRT inside gloo ("terminate
+    # called without an active exception"), with no Python error. A failed check raises in the
+    # worker (ProcessRaisedException) and fails at once; only a death by signal is retried,
+    # at most 3 runs, and a run counts only when both ranks record that every check passed.
+    for attempt in range(3):
+        with tempfile.TemporaryDirectory() as tmp:
+            store = os.path.join(tmp, "store")
+            try:
+                mp.spawn(_worker, args=(2, store), nprocs=2, join=True)
+                return
+            except mp.ProcessExitedException as exc:
+                if exc.signal_name is None or attempt == 2:
+                    raise
+                if all(os.path.exists(f"{store}.rank{r}.ok") for r in range(2)):
+                    return  # every check ran and passed; gloo died in its teardown
