@@ -2,7 +2,7 @@
 
 For every case in tests/fixtures/trace_cases.py (the reference modules, the synthetic vLLM
 layers, and every real vLLM 0.33.0 MoE / drafter / Kimi-K3 MLA / MLAAttention configuration
-that tests/vllm/test_specs_*.py build on CPU): trace the post-load step, prove the draft
+that tests/vllm/specs/test_specs_*.py build on CPU): trace the post-load step, prove the draft
 (A->B->A, 0 moved, bit-exact vs cold start), then compare it with the hand-written specs per module
 class: same declared paths (owner + name), same kinds, same values at A, B and A again.
 

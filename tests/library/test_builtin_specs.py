@@ -1,6 +1,7 @@
 """The built-in spec library (specs/*.yaml) loads, validates, and binds without vLLM.
 
-The proofs against vLLM's real code are in tests/vllm/test_specs_*.py; these checks need only torch.
+The proofs against vLLM's real code are in tests/vllm/specs/test_specs_*.py; these checks need
+only torch.
 """
 
 from __future__ import annotations

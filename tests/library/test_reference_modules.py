@@ -2,7 +2,7 @@
 with a cold start, idempotent, and a canary that shows each site breaks without the plan.
 
 Collective sites on 2 ranks are in tests/ops/test_collectives.py; vLLM's own code in
-tests/vllm/test_specs_*.py.
+tests/vllm/specs/test_specs_*.py.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Each op: eager vs its ``out=`` path, its shape/dtype rule vs torch, its size bou
 a bad spec for its misuse, refused at the spec's file:line before any tensor is touched. Tuple
 holders: A -> B -> A through an engine post-load step that rebinds a new tuple (the startup
 tuple object and its items kept, bit-exact with a cold start), and DG043 for tuples that cannot
-be put back. vLLM's own LiLiCorr tuple is in tests/vllm/test_specs_*.py.
+be put back. vLLM's own LiLiCorr tuple is in tests/vllm/specs/test_specs_*.py.
 """
 
 from __future__ import annotations

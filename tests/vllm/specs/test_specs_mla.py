@@ -23,17 +23,9 @@ from tests.fixtures.vllm_attention_layers import (  # noqa: E402
     _mla_load,
 )
 from tests.fixtures.vllm_moe_checkpoints import _gen  # noqa: E402
-from tests.fixtures.vllm_moe_layers import cpu_accelerator  # noqa: E402
 
 SPECS = builtin_specs()
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _cpu_accelerator():
-    """The TRT-LLM experts constructors ask the accelerator for a device index; on a CPU-only
-    machine that raises "Found no NVIDIA driver". Point it at the CPU for this module."""
-    with cpu_accelerator():
-        yield
 
 
 # ---- MLA: W_UV / W_UK_T absorbed from kv_b_proj by vLLM's real MLAAttention ---------------------

@@ -1,6 +1,6 @@
 """Every built-in vLLM spec is proven against vLLM 0.33.0's own code by some case: the MoE
 ``CASES``, the ``DRAFTERS``, the ``MLA_CASES`` (``tests/fixtures/vllm_*.py``) and the named
-tests in ``tests/vllm/test_specs_*.py`` and the other ``tests/vllm`` modules."""
+tests in ``tests/vllm/specs/test_specs_*.py`` and the other ``tests/vllm`` modules."""
 
 from __future__ import annotations
 
@@ -14,17 +14,9 @@ from derivgraph.spec.load import builtin_specs  # noqa: E402
 from tests.fixtures.vllm_attention_layers import MLA_CASES  # noqa: E402
 from tests.fixtures.vllm_drafters import DRAFTERS  # noqa: E402
 from tests.fixtures.vllm_moe_cases import CASES  # noqa: E402
-from tests.fixtures.vllm_moe_layers import cpu_accelerator  # noqa: E402
 
 SPECS = builtin_specs()
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _cpu_accelerator():
-    """The TRT-LLM experts constructors ask the accelerator for a device index; on a CPU-only
-    machine that raises "Found no NVIDIA driver". Point it at the CPU for this module."""
-    with cpu_accelerator():
-        yield
 
 
 def test_every_builtin_vllm_spec_is_exercised() -> None:

@@ -43,7 +43,6 @@ from tests.fixtures.vllm_moe_layers import (  # noqa: E402
     Fp8MoEMethod,
     MoECase,
     cold_start,
-    cpu_accelerator,
     reload,
 )
 from tests.fixtures.vllm_spec_checks import (  # noqa: E402
@@ -54,16 +53,9 @@ from tests.fixtures.vllm_spec_checks import (  # noqa: E402
     snapshot,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SPECS = builtin_specs()
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _cpu_accelerator():
-    """The TRT-LLM experts constructors ask the accelerator for a device index; on a CPU-only
-    machine that raises "Found no NVIDIA driver". Point it at the CPU for this module."""
-    with cpu_accelerator():
-        yield
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

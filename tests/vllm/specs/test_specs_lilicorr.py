@@ -14,17 +14,9 @@ pytest.importorskip("vllm")
 from derivgraph import AdoptionError, compile_plan  # noqa: E402
 from derivgraph.paths import get_path  # noqa: E402
 from derivgraph.spec.load import builtin_specs  # noqa: E402
-from tests.fixtures.vllm_moe_layers import cpu_accelerator  # noqa: E402
 
 SPECS = builtin_specs()
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _cpu_accelerator():
-    """The TRT-LLM experts constructors ask the accelerator for a device index; on a CPU-only
-    machine that raises "Found no NVIDIA driver". Point it at the CPU for this module."""
-    with cpu_accelerator():
-        yield
 
 
 # ---- LiLiCorr head: vLLM's own materialize_inference_buffers -----------------------------------

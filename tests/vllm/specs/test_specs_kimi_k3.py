@@ -19,18 +19,10 @@ from derivgraph import compile_plan  # noqa: E402
 from derivgraph.paths import get_path  # noqa: E402
 from derivgraph.spec.load import builtin_specs  # noqa: E402
 from tests.fixtures.vllm_attention_layers import _kimi_layer, _kimi_load  # noqa: E402
-from tests.fixtures.vllm_moe_layers import cpu_accelerator  # noqa: E402
 from tests.fixtures.vllm_spec_checks import _same  # noqa: E402
 
 SPECS = builtin_specs()
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _cpu_accelerator():
-    """The TRT-LLM experts constructors ask the accelerator for a device index; on a CPU-only
-    machine that raises "Found no NVIDIA driver". Point it at the CPU for this module."""
-    with cpu_accelerator():
-        yield
 
 
 # ---- Kimi-K3 MLA: reciprocal scale buffers and host scale floats -------------------------------

@@ -18,18 +18,10 @@ from derivgraph.spec.load import builtin_specs  # noqa: E402
 from tests.fixtures.vllm_attention_layers import _Linear  # noqa: E402
 from tests.fixtures.vllm_drafters import DRAFTERS, Drafter  # noqa: E402
 from tests.fixtures.vllm_moe_checkpoints import _gen  # noqa: E402
-from tests.fixtures.vllm_moe_layers import cpu_accelerator  # noqa: E402
 from tests.fixtures.vllm_spec_checks import _same, snapshot  # noqa: E402
 
 SPECS = builtin_specs()
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _cpu_accelerator():
-    """The TRT-LLM experts constructors ask the accelerator for a device index; on a CPU-only
-    machine that raises "Found no NVIDIA driver". Point it at the CPU for this module."""
-    with cpu_accelerator():
-        yield
 
 
 # ---- drafters: fused K/V stacks built by load_weights --------------------------------------------
