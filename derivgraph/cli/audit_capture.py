@@ -10,6 +10,7 @@ from typing import Any
 from derivgraph.cli.common import (
     UsageError,
     add_format,
+    add_plan_specs,
     add_require_match,
     build_model,
     import_ref,
@@ -54,11 +55,7 @@ def add_parser(audit_sub: Any) -> argparse.ArgumentParser:
                    help="zero-argument callable returning a loaded, post-processed model")
     p.add_argument("--forward", required=True, metavar="MODULE:FUNC",
                    help="FUNC(model) -> static input, or (forward, static input)")
-    p.add_argument("--specs", nargs="*", default=[], metavar="PATH",
-                   help="extra YAML spec files or folders (built-in and plugin specs are "
-                   "always included unless --no-plan)")
-    p.add_argument("--no-plan", action="store_true",
-                   help="compile no plan: every derived tensor the graph reads is undeclared")
+    add_plan_specs(p, "compile no plan: every derived tensor the graph reads is undeclared")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when the graph reads an undeclared long-lived tensor")
     add_format(p)

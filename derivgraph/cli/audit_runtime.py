@@ -10,6 +10,7 @@ from typing import Any
 
 from derivgraph.cli.common import (
     add_format,
+    add_plan_specs,
     add_require_match,
     import_ref,
     required_names,
@@ -97,11 +98,7 @@ def add_runtime_parser(audit_sub: Any) -> argparse.ArgumentParser:
     mode.add_argument("--repeat", type=int, nargs="?", const=3, default=None, metavar="N",
                       help="same-weight oracle: FUNC reloads the SAME weights, N times "
                       "(default 3); COLD is then a cold start of those weights")
-    p.add_argument("--specs", nargs="*", default=[], metavar="PATH",
-                   help="extra YAML spec files or folders (built-in and plugin specs are "
-                   "always included unless --no-plan)")
-    p.add_argument("--no-plan", action="store_true",
-                   help="compile no plan: audit the engine alone (everything undeclared)")
+    add_plan_specs(p, "compile no plan: audit the engine alone (everything undeclared)")
     p.add_argument("--no-refill", action="store_true",
                    help="compile the plan to classify findings, but do not run its refill")
     p.add_argument("--verify-specs", action=argparse.BooleanOptionalAction, default=True,

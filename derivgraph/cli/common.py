@@ -127,6 +127,14 @@ def check_device(device: str) -> None:
 
 # ---- --require-match -----------------------------------------------------------------------------
 
+def add_plan_specs(p: argparse.ArgumentParser, no_plan_help: str) -> None:
+    """``--specs PATH...`` (extra spec files) and ``--no-plan`` (audit runtime, audit capture)."""
+    p.add_argument("--specs", nargs="*", default=[], metavar="PATH",
+                   help="extra YAML spec files or folders (built-in and plugin specs are "
+                   "always included unless --no-plan)")
+    p.add_argument("--no-plan", action="store_true", help=no_plan_help)
+
+
 def add_require_match(p: argparse.ArgumentParser) -> None:
     """``--require-match`` (plan, audit runtime, audit capture)."""
     p.add_argument("--require-match", action="store_true",
