@@ -7,8 +7,9 @@
 
 The seed and the sample size are read from static_precision_seed.json (or --seed-file, e.g.
 static_precision_seed_outside.json for the outside review), committed before any judging. The
-pool is every undeclared error and warning finding of ``derivgraph audit static --package vllm`` with the built-in spec library, sorted by
-(file, line, column, attribute, category); ``random.Random(seed).sample`` picks ``n``. Each
+pool is every undeclared error and warning finding of
+``derivgraph audit static --package vllm`` with the built-in spec library, sorted by (file,
+line, column, attribute, category); ``random.Random(seed).sample`` picks ``n``. Each
 picked row carries the finding's reader and weight evidence; the judged copy (with a verdict and
 the quoted reader line per site) is static_precision_vllm_0.33.json.
 """
