@@ -17,7 +17,15 @@ not. The pool of
 each list is sorted by (file, line, attr); ``random.Random(seed + k).sample`` picks ``n`` from
 list k (0, 1, 2). Seed and n are read from static_recall_outside_seed.json, committed first.
 Each candidate is then judged by reading the source (real derived-tensor site or not) in
-static_recall_outside_vllm_0.33.json, before the audit is run on it.
+static_recall_outside_v1_vllm_0.33.json, before the audit is run on it.
+
+``--tensor-only`` (stage v2, seed in static_recall_outside_seed_v2.json, committed after v1
+gave 1 and 2 real sites in the lazy and loader lists): keep only candidates in model code
+(``model_executor/``, ``models/``, ``v1/attention/``, ``v1/spec_decode/``,
+``v1/worker/gpu/spec_decode/``) whose stored expression builds a tensor (a ``torch.*`` or
+``ops.*`` call, or a tensor method such as ``contiguous``/``to``/``t``/``view``/``stack``) or
+whose target name reads like a tensor (weight, scale, bias, stride, workspace, lock, alpha,
+cache, packed, norm).
 """
 
 from __future__ import annotations
@@ -58,6 +66,36 @@ def _literal(value: ast.expr | None) -> bool:
     return isinstance(value, ast.UnaryOp) and isinstance(value.operand, ast.Constant)
 
 
+SCOPES = ("vllm/model_executor/", "vllm/models/", "vllm/v1/attention/", "vllm/v1/spec_decode/",
+          "vllm/v1/worker/gpu/spec_decode/")
+TENSOR_METHODS = frozenset({
+    "contiguous", "to", "t", "view", "reshape", "permute", "transpose", "float", "half",
+    "bfloat16", "detach", "clone", "stack", "cat", "repeat", "repeat_interleave", "new_zeros",
+    "new_ones", "new_full", "new_empty", "zeros", "ones", "full", "empty", "tensor", "item",
+    "reciprocal", "squeeze", "unsqueeze", "flatten", "split", "chunk", "narrow", "expand"})
+TENSOR_NAMES = ("weight", "scale", "bias", "stride", "workspace", "lock", "alpha", "cache",
+                "packed", "norm")
+TENSOR_ONLY = False
+
+
+def _root_name(node: ast.expr) -> str:
+    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _tensorish(value: ast.expr, targets: list[ast.Attribute]) -> bool:
+    if any(any(k in t.attr.lower() for k in TENSOR_NAMES) for t in targets):
+        return True
+    for node in ast.walk(value):
+        if isinstance(node, ast.Call):
+            if _root_name(node.func) in ("torch", "ops"):
+                return True
+            if isinstance(node.func, ast.Attribute) and node.func.attr in TENSOR_METHODS:
+                return True
+    return False
+
+
 def _stores(fn: ast.AST) -> list[tuple[int, str]]:
     args = set()
     if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -69,7 +107,10 @@ def _stores(fn: ast.AST) -> list[tuple[int, str]]:
             continue
         if isinstance(node.value, ast.Name) and node.value.id in args:
             continue  # an argument passed through, not derived here
-        out += [(t.lineno, t.attr) for t in _targets(node)]
+        targets = _targets(node)
+        if TENSOR_ONLY and not _tensorish(node.value, targets):
+            continue
+        out += [(t.lineno, t.attr) for t in targets]
     return out
 
 
@@ -145,15 +186,21 @@ def pools() -> dict[str, list[tuple[str, int, str]]]:
     out: dict[str, set[tuple[str, int, str]]] = {k: set() for k in LISTS}
     for path in sorted(root.rglob("*.py")):
         rel = "vllm/" + path.relative_to(root).as_posix()
+        if TENSOR_ONLY and not rel.startswith(SCOPES):
+            continue
         for k, v in _scan(path, rel).items():
             out[k] |= v
     return {k: sorted(v) for k, v in out.items()}
 
 
-def main() -> int:
-    seed_file = json.loads((HERE / "static_recall_outside_seed.json").read_text(encoding="utf-8"))
+def main(argv: list[str] | None = None) -> int:
+    global TENSOR_ONLY
+    args = list(sys.argv[1:] if argv is None else argv)
+    TENSOR_ONLY = "--tensor-only" in args
+    name = "static_recall_outside_seed" + ("_v2" if TENSOR_ONLY else "") + ".json"
+    seed_file = json.loads((HERE / name).read_text(encoding="utf-8"))
     seed, n = seed_file["seed"], seed_file["n"]
-    out = {"seed": seed, "n": n, "vllm": "0.33.0", "lists": {}}
+    out = {"seed": seed, "n": n, "vllm": "0.33.0", "tensor_only": TENSOR_ONLY, "lists": {}}
     for k, (name, pool) in enumerate(pools().items()):
         picked = sorted(random.Random(seed + k).sample(pool, min(n, len(pool))))
         out["lists"][name] = {"population": len(pool),
