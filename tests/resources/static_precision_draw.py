@@ -5,10 +5,11 @@
     PYTHONPATH=. python3 tests/resources/static_precision_draw.py \
         --count-declared-by vllm-humming-locks-kernel
 
-The seed and the sample size are read from static_precision_seed.json, committed before any
-judging. The pool is every undeclared error and warning finding of
-``derivgraph audit static --package vllm`` with the built-in spec library, sorted by
-(file, line, column, attribute, category); ``random.Random(seed).sample`` picks ``n``. Each
+The seed and the sample size are read from static_precision_seed.json (or --seed-file, e.g.
+static_precision_seed_outside.json for the outside review), committed before any judging. The
+pool is every undeclared error and warning finding of
+``derivgraph audit static --package vllm`` with the built-in spec library, sorted by (file,
+line, column, attribute, category); ``random.Random(seed).sample`` picks ``n``. Each
 picked row carries the finding's reader and weight evidence; the judged copy (with a verdict and
 the quoted reader line per site) is static_precision_vllm_0.33.json.
 """
@@ -29,9 +30,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count-declared-by", nargs="*", default=[], metavar="SPEC",
                         help="specs added to the library after the draw: findings they declare "
                         "count back in the pool, so the same sample is drawn again")
+    parser.add_argument("--seed-file", type=Path, default=HERE / "static_precision_seed.json",
+                        metavar="JSON", help="seed file ({\"seed\": int, \"n\": int}) committed "
+                        "before the draw; default static_precision_seed.json")
     args = parser.parse_args(argv)
     since = set(args.count_declared_by)
-    seed_file = json.loads((HERE / "static_precision_seed.json").read_text(encoding="utf-8"))
+    seed_file = json.loads(args.seed_file.read_text(encoding="utf-8"))
     from derivgraph.audit.static.scan import scan
     from derivgraph.audit.static.semantics import Severity
 
