@@ -131,6 +131,7 @@ class Node:
     first: int = 0           # its containers: [first, first + count) in the watch's arrays
     count: int = 0
     looked: list[str] = field(default_factory=list)  # pieces looked up one by one
+    expected: list[Any] = field(default_factory=list)  # what each looked piece held
     pieces: list[tuple[str | None, ...]] = field(default_factory=list)  # per container key
 
 
@@ -234,6 +235,7 @@ class Watch:
                     self.acc_container.append(index)
         if node.kind is not Kind.TUPLE:
             node.looked = [p for p in node.edges if p not in held]
+            node.expected = [lookup(node.obj, p) for p in node.looked]
 
     # ---- the sweep -----------------------------------------------------------------------------
 
@@ -305,7 +307,9 @@ class Watch:
                        if live.get(k, MISSING) is not old[k] and (p := _piece(node.kind, k, j))]
             pieces += [p for j, k in enumerate(live)
                        if k not in old and (p := _piece(node.kind, k, j))]
-        return list(dict.fromkeys([*pieces, *node.looked]))
+        looked = [p for p, was in zip(node.looked, node.expected)
+                  if lookup(node.obj, p) is not was]
+        return list(dict.fromkeys([*pieces, *looked]))
 
     def _kept(self, node: Node, out: Survey) -> None:
         self._done.add(id(node))
