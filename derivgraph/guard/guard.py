@@ -3,9 +3,12 @@
 After the engine's first post-load step, :meth:`Guard.snapshot` records every tensor reachable
 from the model (the runtime census walk: attributes, dicts/lists/tuples, ``functools.partial``
 args, closure cells, nested objects) except the ones a plan declares, with the chain of path
-pieces to each place holding it. After every later post-load step, :meth:`Guard.restore` finds
-each place again by following its chain (no walk: objects shared by several chains are looked
-up once), walks only the objects the engine rebuilt (to find tensors that are new), and:
+pieces to each place holding it, and builds a :class:`~derivgraph.guard.watch.Watch` of every
+object on those chains. After every later post-load step, :meth:`Guard.restore` sweeps the
+watched containers (C-level sweeps of lengths and item identities: an unchanged container proves
+nothing in it was rebound, removed or added) and the startup tensors' storage addresses, diffs
+only the containers that changed, descends the objects the engine rebuilt by the snapshot
+object's template (walking whole only what does not match, to find tensors that are new), and:
 
 * same tensor, same storage: nothing to do;
 * rebound to a new tensor of the same shape, dtype, strides and device: the new value is copied
@@ -20,8 +23,11 @@ up once), walks only the objects the engine rebuilt (to find tensors that are ne
 
 Weights (registered parameters, persistent buffers, and anything sharing their storage) are
 never written: a weight slot rebound to a bit-identical tensor is re-pointed; any other change
-to one is reported. ``restore(full=True)`` walks the whole model instead of the rebuilt objects
-only, so a new tensor attached to an object the engine kept is reported too.
+to one is reported. Copies go in one ``_foreach_copy_`` per dtype and device; a holder kept in
+a dict (a module registry or ``__dict__``, an object's ``__dict__``, a dict, a list) is
+re-pointed by one store. A new tensor attached to a kept object on a chain is found by the
+default restore; ``restore(full=True)`` walks the whole model instead, so one attached to a kept
+object that held no tensor at the snapshot (off every chain) is reported too.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -38,7 +44,6 @@ from torch import nn
 from derivgraph.compare import bits_equal
 from derivgraph.errors import RecaptureRequired
 from derivgraph.guard.holders import (
-    MISSING,
     Held,
     Repoint,
     held_tensors,
@@ -47,7 +52,7 @@ from derivgraph.guard.holders import (
     repoint,
 )
 from derivgraph.guard.report import Change, GuardReport, SlotChange
-from derivgraph.guard.watch import Place, Store, Watch
+from derivgraph.guard.watch import Store, Watch
 from derivgraph.runtime.engine import foreach_copy
 
 __all__ = ["Guard", "weight_storages"]

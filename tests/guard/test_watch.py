@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from derivgraph.guard import Change, Guard
+from derivgraph.guard import Change
 from derivgraph.guard.watch import Watch
 from tests.guard.test_guard import Kernel, Layer, _current, _startup
 
