@@ -8,7 +8,8 @@ address sweep, a diff of the changed containers, a template descent of the rebui
 whole model instead; ``copy_floor`` is one ``_foreach_copy_`` of the same tensors the restore
 copies (the guarded ones), from tensors of the same layouts: in guard-only mode every derived
 tensor is rebuilt by the engine and must be copied back, a floor no guard can beat.
-``snapshot`` is the one-off cost after the first post-load step. Two setups: ``guard-only``
+``snapshot`` is the one-off cost after the first post-load step. Objects made before the first
+round are frozen (``gc.freeze()``, as vLLM does after start-up). Two setups: ``guard-only``
 (no spec: the guard keeps every derived tensor) and ``plan+guard`` (the specs declare them; the
 guard keeps the rest, and the row also times ``plan.refill()`` for comparison).
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gc
 import json
 import statistics
 import time
@@ -77,6 +79,8 @@ def run(workload: str, layers: int, scale: float, repeat: int, with_plan: bool,
     snapshot_s = now_s() - start
     kept = [e.keep for e in guard.startup.values() if not e.weight]
     sources = [t.clone() for t in kept]
+    gc.collect()
+    gc.freeze()  # as vLLM does after start-up: collections then scan only what runs allocate
     times: dict[str, list[float]] = {k: [] for k in (
         "post", "census", "restore", "restore_full", "refill", "copy_floor")}
 
@@ -103,6 +107,7 @@ def run(workload: str, layers: int, scale: float, repeat: int, with_plan: bool,
             plan.refill()
         times["restore_full"].append(timed(
             functools.partial(guard.restore, model, full=True, declared=now))[0])
+    gc.unfreeze()
     med = {k: statistics.median(v) for k, v in times.items() if v}
     row = {"workload": workload, "setup": "plan+guard" if with_plan else "guard-only",
            "clock": clock, "layers": layers, "guarded": len(snap.guarded),

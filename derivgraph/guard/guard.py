@@ -41,6 +41,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from derivgraph.audit.runtime.walk import gc_paused
 from derivgraph.compare import bits_equal
 from derivgraph.errors import RecaptureRequired
 from derivgraph.guard.holders import (
@@ -209,14 +210,15 @@ class Guard:
         declared_now = self.declared | {id(t) for t in declared if isinstance(t, torch.Tensor)}
         report = self._report()
         self._claimed: dict[int, _Action] = {}
-        if full:
-            actions = self._plan_walked(model, declared_now, report)
-        else:
-            actions = self._plan_watched(declared_now, report)
-        if strict and report.recapture:
-            raise RecaptureRequired([c.describe() for c in report.recapture])
-        with torch.no_grad():
-            self._apply(actions, report)
+        with gc_paused():  # short-lived objects only: no full collection over the heap
+            if full:
+                actions = self._plan_walked(model, declared_now, report)
+            else:
+                actions = self._plan_watched(declared_now, report)
+            if strict and report.recapture:
+                raise RecaptureRequired([c.describe() for c in report.recapture])
+            with torch.no_grad():
+                self._apply(actions, report)
         self.restores += 1
         report.seconds = time.perf_counter() - start
         if report.recapture:
@@ -302,10 +304,7 @@ class Guard:
                   declared: set[int], actions: dict[tuple[int, int], _Action],
                   report: GuardReport, store: Store = None) -> None:
         if t is entry.tensor:
-            if entry.data_ptr and t.data_ptr() != entry.data_ptr and (
-                    (id(t), 0) not in actions):
-                self._decide(entry, None, hold, path, actions, report, store)
-            return
+            return  # in place; pointed at other storage (``.data =``): see _moved_storage
         if id(t) in declared or id(t) in self.startup:
             return  # another startup tensor, or one a plan keeps: moved between slots
         action = actions.get((id(t), id(entry.tensor)))
