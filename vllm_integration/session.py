@@ -352,7 +352,8 @@ def _complete(model: Any, state: ModelState, session: Session, mode: str) -> Run
     report = None
     start = time.perf_counter()
     check_folds(plan, state.witness, mode)  # an engine that folds every load: strict raises
-    if len(plan):
+    folds = getattr(plan, "folds", None)
+    if len(plan) or (folds is not None and len(folds)):  # a plan of folds only runs too
         if session.layerwise:
             report = plan.refill(verify=True) if mode != "recompute" else plan.run(verify=True)
         else:

@@ -3,9 +3,12 @@
 After the engine's first post-load step, :meth:`Guard.snapshot` records every tensor reachable
 from the model (the runtime census walk: attributes, dicts/lists/tuples, ``functools.partial``
 args, closure cells, nested objects) except the ones a plan declares, with the chain of path
-pieces to each place holding it. After every later post-load step, :meth:`Guard.restore` finds
-each place again by following its chain (no walk: objects shared by several chains are looked
-up once), walks only the objects the engine rebuilt (to find tensors that are new), and:
+pieces to each place holding it, and builds a :class:`~derivgraph.guard.watch.Watch` of every
+object on those chains. After every later post-load step, :meth:`Guard.restore` sweeps the
+watched containers (C-level sweeps of lengths and item identities: an unchanged container proves
+nothing in it was rebound, removed or added) and the startup tensors' storage addresses, diffs
+only the containers that changed, descends the objects the engine rebuilt by the snapshot
+object's template (walking whole only what does not match, to find tensors that are new), and:
 
 * same tensor, same storage: nothing to do;
 * rebound to a new tensor of the same shape, dtype, strides and device: the new value is copied
@@ -20,8 +23,11 @@ up once), walks only the objects the engine rebuilt (to find tensors that are ne
 
 Weights (registered parameters, persistent buffers, and anything sharing their storage) are
 never written: a weight slot rebound to a bit-identical tensor is re-pointed; any other change
-to one is reported. ``restore(full=True)`` walks the whole model instead of the rebuilt objects
-only, so a new tensor attached to an object the engine kept is reported too.
+to one is reported. Copies go in one ``_foreach_copy_`` per dtype and device; a holder kept in
+a dict (a module registry or ``__dict__``, an object's ``__dict__``, a dict, a list) is
+re-pointed by one store. A new tensor attached to a kept object on a chain is found by the
+default restore; ``restore(full=True)`` walks the whole model instead, so one attached to a kept
+object that held no tensor at the snapshot (off every chain) is reported too.
 """
 
 from __future__ import annotations
@@ -29,16 +35,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
 
+from derivgraph.audit.runtime.walk import gc_paused
 from derivgraph.compare import bits_equal
 from derivgraph.errors import RecaptureRequired
 from derivgraph.guard.holders import (
-    MISSING,
     Held,
     Repoint,
     held_tensors,
@@ -47,6 +53,8 @@ from derivgraph.guard.holders import (
     repoint,
 )
 from derivgraph.guard.report import Change, GuardReport, SlotChange
+from derivgraph.guard.watch import Store, Watch
+from derivgraph.runtime.engine import foreach_copy
 
 __all__ = ["Guard", "weight_storages"]
 
@@ -95,28 +103,24 @@ class _Startup:
     keep: torch.Tensor  # shares the startup storage and keeps it alive
 
 
-@dataclass
 class _Action:
-    startup: _Startup
-    new: torch.Tensor | None  # the engine's tensor (None: the startup tensor was rebound)
-    holds: list[tuple[Any, str]] = field(default_factory=list)
-    path: str = ""
+    """One slot to restore: the engine's tensor (None: the startup tensor was pointed at other
+    storage) and every place holding it, each with its direct store or None."""
 
+    __slots__ = ("startup", "new", "path", "holds", "stores", "seen")
 
-class _Resolver:
-    """Follows chains from the root, looking each shared prefix up once."""
+    def __init__(self, startup: _Startup, new: torch.Tensor | None, path: str) -> None:
+        self.startup, self.new, self.path = startup, new, path
+        self.holds: list[tuple[Any, str]] = []
+        self.stores: list[Store] = []
+        self.seen: set[tuple[int, str]] = set()
 
-    def __init__(self, model: Any) -> None:
-        self.memo: dict[Chain, Any] = {(): model}
-
-    def __call__(self, chain: Chain) -> Any:
-        memo = self.memo
-        if chain in memo:
-            return memo[chain]
-        parent = self(chain[:-1])
-        value = MISSING if parent is MISSING else lookup(parent, chain[-1])
-        memo[chain] = value
-        return value
+    def hold(self, holder: Any, piece: str, store: Store = None) -> None:
+        key = (id(holder), piece)
+        if key not in self.seen:
+            self.seen.add(key)
+            self.holds.append((holder, piece))
+            self.stores.append(store)
 
 
 class Guard:
@@ -127,6 +131,9 @@ class Guard:
         self.startup: dict[int, _Startup] = {}
         self.paths: dict[str, _Startup] = {}
         self.objects: dict[Chain, Any] = {}  # every holder on a chain, as at the snapshot
+        self.finals: dict[Chain, tuple[_Startup, str]] = {}  # each guarded chain: entry, path
+        self.watch: Watch | None = None
+        self._ptrs: tuple[list[torch.Tensor], list[int], list[_Startup]] = ([], [], [])
         self.declared: set[int] = set()
         self.restores = 0
         self.seconds = 0.0
@@ -150,7 +157,7 @@ class Guard:
         self.declared = {id(t) for t in declared if isinstance(t, torch.Tensor)}
         weights = weight_storages(model)
         self.startup, self.paths, self.objects, self._guarded = {}, {}, {}, None
-        resolve = _Resolver(model)
+        self.finals = {}
         for held in self._walk(model):
             t = held.tensor
             if id(t) in self.declared or t.is_sparse or t.layout != torch.strided:
@@ -161,10 +168,19 @@ class Guard:
             self.startup[id(t)] = entry
             for p in held.paths:
                 self.paths[p] = entry
-            for chain in held.chains:
-                for cut in range(len(chain)):
-                    self.objects.setdefault(chain[:cut], resolve(chain[:cut]))
+            for (chain, path), hold in zip(entry.chains, held.holds):
+                self.finals[chain] = (entry, path)
+                self.objects.setdefault(chain[:-1], hold[0])
+        self.objects[()] = model
+        for chain in sorted(self.objects, key=len):
+            for cut in range(1, len(chain)):  # the objects between the model and each holder
+                if chain[:cut] not in self.objects:
+                    self.objects[chain[:cut]] = lookup(self.objects[chain[:cut - 1]],
+                                                       chain[cut - 1])
         self.objects = dict(sorted(self.objects.items(), key=lambda kv: len(kv[0])))
+        self.watch = Watch(self.objects, self.finals)
+        moved = [e for e in self.startup.values() if e.data_ptr]
+        self._ptrs = ([e.tensor for e in moved], [e.data_ptr for e in moved], moved)
         self.seconds = time.perf_counter() - start
         report = self._report()
         report.seconds = self.seconds
@@ -194,15 +210,15 @@ class Guard:
         declared_now = self.declared | {id(t) for t in declared if isinstance(t, torch.Tensor)}
         report = self._report()
         self._claimed: dict[int, _Action] = {}
-        if full:
-            actions = self._plan_walked(model, declared_now, report)
-        else:
-            actions = self._plan_resolved(model, declared_now, report)
-        if strict and report.recapture:
-            raise RecaptureRequired([c.describe() for c in report.recapture])
-        with torch.no_grad():
-            for action in actions:
-                self._apply(action, report)
+        with gc_paused():  # short-lived objects only: no full collection over the heap
+            if full:
+                actions = self._plan_walked(model, declared_now, report)
+            else:
+                actions = self._plan_watched(declared_now, report)
+            if strict and report.recapture:
+                raise RecaptureRequired([c.describe() for c in report.recapture])
+            with torch.no_grad():
+                self._apply(actions, report)
         self.restores += 1
         report.seconds = time.perf_counter() - start
         if report.recapture:
@@ -210,52 +226,54 @@ class Guard:
                            "; ".join(c.describe() for c in report.recapture[:8]))
         return report
 
-    # ---- deciding: by following chains (default) -----------------------------------------------
+    # ---- deciding: by the watch (default) ------------------------------------------------------
 
-    def _plan_resolved(self, model: Any, declared: set[int],
-                       report: GuardReport) -> list[_Action]:
-        resolve = _Resolver(model)
+    def _plan_watched(self, declared: set[int], report: GuardReport) -> list[_Action]:
+        assert self.watch is not None, "restore() before snapshot()"
+        survey = self.watch.survey()
         actions: dict[tuple[int, int], _Action] = {}
-        for entry in self.startup.values():
-            for chain, path in entry.chains:
-                t = resolve(chain)
-                if t is MISSING or not isinstance(t, torch.Tensor):
-                    report.recapture.append(SlotChange(path, Change.DISAPPEARED))
-                    continue
-                hold = (resolve(chain[:-1]), chain[-1])
-                self._classify(entry, t, hold, path, declared, actions, report)
-        rebuilt = self._rebuilt(resolve)
-        if not rebuilt:
+        report.recapture += [SlotChange(path, Change.DISAPPEARED) for _, path in survey.gone]
+        for place in survey.places:
+            entry, path = place.slot
+            self._classify(entry, place.value, (place.holder, place.piece), path, declared,
+                           actions, report, place.store)
+        self._moved_storage(actions, report)
+        if not survey.loose and not survey.roots:
             return list(actions.values())
         by_new = {id(a.new): a for a in actions.values() if a.new is not None}
-        roots = [obj for _, obj in rebuilt]
-        for held in self._walk(roots):  # one walk over every rebuilt object
-            t = held.tensor
-            action = by_new.get(id(t))
-            if action is not None:  # a rebound tensor: every holder in the rebuilt objects
-                action.holds += [h for h in held.holds if h not in action.holds]
-                continue
-            if id(t) in self.startup or id(t) in declared:
-                continue
-            first = held.chains[0]  # ('[i]', ...): the i-th rebuilt object
-            prefix = rebuilt[int(first[0][1:-1])][0]
-            path = path_of((*prefix, *first[1:]))
-            if path not in self.paths:
-                report.recapture.append(SlotChange(path, Change.NEW, _describe(t)))
+        for place in survey.loose:
+            self._found(place.value, path_of(place.slot), [(place.holder, place.piece)],
+                        [place.store], by_new, declared, report)
+        roots = survey.roots
+        if roots:
+            for held in self._walk([obj for _, obj in roots]):  # one walk over all of them
+                first = held.chains[0]  # ('[i]', ...): under the i-th root
+                path = path_of((*roots[int(first[0][1:-1])][0], *first[1:]))
+                self._found(held.tensor, path, held.holds, [None] * len(held.holds), by_new,
+                            declared, report)
         return list(actions.values())
 
-    def _rebuilt(self, resolve: _Resolver) -> list[tuple[Chain, Any]]:
-        """The outermost objects on chains that are not the snapshot's objects any more."""
-        out: list[tuple[Chain, Any]] = []
-        seen: set[Chain] = set()
-        for prefix, before in self.objects.items():  # shortest first
-            if not prefix or any(prefix[:cut] in seen for cut in range(1, len(prefix))):
-                continue
-            now = resolve(prefix)
-            if now is not before and now is not MISSING and not isinstance(now, torch.Tensor):
-                out.append((prefix, now))
-                seen.add(prefix)
-        return out
+    def _found(self, t: torch.Tensor, path: str, holds: list[tuple[Any, str]],
+               stores: list[Store], by_new: dict[int, _Action], declared: set[int],
+               report: GuardReport) -> None:
+        """A tensor found off the guarded chains: a rebound one's other holders, or new."""
+        action = by_new.get(id(t))
+        if action is not None:
+            for (holder, piece), store in zip(holds, stores):
+                action.hold(holder, piece, store)
+        elif id(t) not in self.startup and id(t) not in declared and path not in self.paths:
+            report.recapture.append(SlotChange(path, Change.NEW, _describe(t)))
+
+    def _moved_storage(self, actions: dict[tuple[int, int], _Action],
+                       report: GuardReport) -> None:
+        """Startup tensors pointed at other storage (``.data =``): one sweep of addresses."""
+        tensors, ptrs, entries = self._ptrs
+        now = list(map(torch.Tensor.data_ptr, tensors))
+        if now == ptrs:
+            return
+        for entry, was, ptr in zip(entries, ptrs, now):
+            if ptr != was and (id(entry.tensor), 0) not in actions:
+                self._decide(entry, None, None, entry.paths[0], actions, report, None)
 
     # ---- deciding: by walking everything (full) ------------------------------------------------
 
@@ -271,6 +289,7 @@ class Guard:
                 continue
             for hold in held.holds:
                 self._classify(entry, held.tensor, hold, path, declared, actions, report)
+        self._moved_storage(actions, report)
         for held in found:
             t = held.tensor
             if id(t) in self.startup or id(t) in declared or any(p in self.paths
@@ -283,24 +302,20 @@ class Guard:
 
     def _classify(self, entry: _Startup, t: torch.Tensor, hold: tuple[Any, str], path: str,
                   declared: set[int], actions: dict[tuple[int, int], _Action],
-                  report: GuardReport) -> None:
+                  report: GuardReport, store: Store = None) -> None:
         if t is entry.tensor:
-            if entry.data_ptr and t.data_ptr() != entry.data_ptr and (
-                    (id(t), 0) not in actions):
-                self._decide(entry, None, hold, path, actions, report)
-            return
+            return  # in place; pointed at other storage (``.data =``): see _moved_storage
         if id(t) in declared or id(t) in self.startup:
             return  # another startup tensor, or one a plan keeps: moved between slots
         action = actions.get((id(t), id(entry.tensor)))
         if action is not None:
-            if hold not in action.holds:
-                action.holds.append(hold)
+            action.hold(*hold, store)
             return
-        self._decide(entry, t, hold, path, actions, report)
+        self._decide(entry, t, hold, path, actions, report, store)
 
-    def _decide(self, entry: _Startup, t: torch.Tensor | None, hold: tuple[Any, str],
+    def _decide(self, entry: _Startup, t: torch.Tensor | None, hold: tuple[Any, str] | None,
                 path: str, actions: dict[tuple[int, int], _Action],
-                report: GuardReport) -> None:
+                report: GuardReport, store: Store) -> None:
         value = entry.tensor if t is None else t
         if _layout(value) != entry.layout:
             was = _describe_layout(entry.layout)
@@ -317,27 +332,36 @@ class Guard:
                 report.recapture.append(SlotChange(path, Change.CONFLICT, other.path))
                 return
         key = (id(value), id(entry.tensor)) if t is not None else (id(value), 0)
-        actions[key] = action = _Action(entry, t, [hold], path)
+        actions[key] = action = _Action(entry, t, path)
+        if hold is not None:
+            action.hold(*hold, store)
         if t is not None:
             self._claimed[id(t)] = action
 
-    def _apply(self, action: _Action, report: GuardReport) -> None:
-        entry, new = action.startup, action.new
-        if new is None:  # the startup tensor itself was pointed at other storage
-            entry.keep.copy_(entry.tensor.detach())
-            entry.tensor.data = entry.keep
-            report.restored.append(SlotChange(action.path, Change.STORAGE))
-            return
-        if not entry.weight:
-            entry.keep.copy_(new)
-        fixed = [piece for holder, piece in action.holds
-                 if repoint(holder, piece, entry.tensor) is Repoint.FIXED]
-        if fixed:
-            report.copied_only.append(SlotChange(action.path, Change.FIXED_HOLDER,
-                                                 ", ".join(fixed)))
-        else:
-            report.restored.append(SlotChange(action.path, Change.WEIGHT_REPOINTED
-                                              if entry.weight else Change.REBOUND))
+    def _apply(self, actions: list[_Action], report: GuardReport) -> None:
+        """Copy every rebound value into its startup storage (one ``_foreach_copy_`` per dtype
+        and device), then point each holder back at the startup tensor."""
+        rebound = [a for a in actions if a.new is not None and not a.startup.weight]
+        foreach_copy([a.startup.keep for a in rebound], [a.new for a in rebound])
+        for action in actions:
+            entry = action.startup
+            if action.new is None:  # the startup tensor itself was pointed at other storage
+                entry.keep.copy_(entry.tensor.detach())
+                entry.tensor.data = entry.keep
+                report.restored.append(SlotChange(action.path, Change.STORAGE))
+                continue
+            fixed = []
+            for (holder, piece), store in zip(action.holds, action.stores):
+                if store is not None:
+                    store[0][store[1]] = entry.tensor
+                elif repoint(holder, piece, entry.tensor) is Repoint.FIXED:
+                    fixed.append(piece)
+            if fixed:
+                report.copied_only.append(SlotChange(action.path, Change.FIXED_HOLDER,
+                                                     ", ".join(fixed)))
+            else:
+                report.restored.append(SlotChange(action.path, Change.WEIGHT_REPOINTED
+                                                  if entry.weight else Change.REBOUND))
 
 
 def _describe_layout(layout: tuple[Any, ...]) -> str:

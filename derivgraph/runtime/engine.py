@@ -24,8 +24,8 @@ from derivgraph.runtime.accessors import HolderTable
 from derivgraph.runtime.entry import Entry
 from derivgraph.spec.kinds import is_engine
 
-__all__ = ["RefillTable", "Taken", "check_refillable", "engine_value", "opaque_entries",
-           "refuse_recompute", "take_engine_values"]
+__all__ = ["RefillTable", "Taken", "check_refillable", "engine_value", "foreach_copy",
+           "layout_spans", "opaque_entries", "refuse_recompute", "take_engine_values"]
 
 _is = operator.is_
 _not = operator.not_
@@ -131,6 +131,35 @@ def take_engine_values(model: Any, entries: Mapping[str, Entry], targets: Iterab
     return taken
 
 
+def layout_spans(tensors: list[torch.Tensor]) -> list[tuple[int, int]]:
+    """``[start, end)`` spans of equal (dtype, device) in ``tensors`` (sort them first)."""
+    kinds = [(t.dtype, t.device) for t in tensors]
+    cuts = [0] + [i for i in range(1, len(kinds)) if kinds[i] != kinds[i - 1]] + [len(kinds)]
+    return list(zip(cuts, cuts[1:]))
+
+
+def foreach_copy(ours: list[torch.Tensor], theirs: list[torch.Tensor],
+                 spans: list[tuple[int, int]] | None = None) -> None:
+    """``ours[i].copy_(theirs[i])`` for all i: one ``_foreach_copy_`` per (dtype, device) span
+    (each one a fused launch on CUDA). Without ``spans``, the lists are grouped here."""
+    if not ours:  # _foreach_copy_ refuses empty lists
+        return
+    if spans is None:
+        groups: dict[tuple[torch.dtype, torch.device], list[int]] = {}
+        for i, t in enumerate(ours):
+            groups.setdefault((t.dtype, t.device), []).append(i)
+        if len(groups) > 1:
+            for index in groups.values():
+                torch._foreach_copy_([ours[i] for i in index], [theirs[i] for i in index])
+            return
+        spans = [(0, len(ours))]
+    for start, end in spans:
+        if end - start == len(ours):
+            torch._foreach_copy_(ours, theirs)
+        elif end > start:
+            torch._foreach_copy_(ours[start:end], theirs[start:end])
+
+
 class Taken:
     """The outcome of a refill's fast read: which targets take the engine's value."""
 
@@ -143,14 +172,7 @@ class Taken:
 
     def copy(self) -> None:
         """One ``_foreach_copy_`` per (dtype, device) span: each one a fused launch on CUDA."""
-        ours, theirs = self.ours, self.theirs
-        if not ours:  # _foreach_copy_ refuses empty lists
-            return
-        for start, end in self.spans:
-            if end - start == len(ours):
-                torch._foreach_copy_(ours, theirs)
-            elif end > start:
-                torch._foreach_copy_(ours[start:end], theirs[start:end])
+        foreach_copy(self.ours, self.theirs, self.spans)
 
 
 class RefillTable:
@@ -172,9 +194,7 @@ class RefillTable:
             return str(storage.dtype), str(storage.device)
 
         usable.sort(key=layout)  # stable: contiguous (dtype, device) spans
-        kinds = [layout(t) for t in usable]
-        cuts = [0] + [i for i in range(1, len(kinds)) if kinds[i] != kinds[i - 1]] + [len(kinds)]
-        self.spans = list(zip(cuts, cuts[1:]))
+        self.spans = layout_spans([table.storages[position[t]] for t in usable])
         self.ids = usable
         self.index = [position[t] for t in usable]
         self.storages = [table.storages[i] for i in self.index]

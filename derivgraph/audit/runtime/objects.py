@@ -22,7 +22,8 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["Leaf", "attributes", "join_path", "key_piece", "leaf_kind", "registered_children"]
+__all__ = ["MODULE_INTERNALS", "Leaf", "attributes", "join_path", "key_piece", "leaf_kind",
+           "registered_children"]
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +35,7 @@ _MODULE_INTERNALS = frozenset({
     "_forward_pre_hooks_with_kwargs", "_state_dict_hooks", "_state_dict_pre_hooks",
     "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks", "_compiled_call_impl",
 })
+MODULE_INTERNALS = _MODULE_INTERNALS
 
 _ATOMS = (str, bytes, bytearray, int, bool, complex, type(None), enum.Enum, torch.dtype,
           torch.device, torch.Size, torch.layout, torch.memory_format, range, slice)
