@@ -36,6 +36,13 @@ class BoundSpec:
         """A path from the module, made relative to the model root."""
         return join(self.module_path, path)
 
+    def relative(self, path: str) -> str | None:
+        """``path`` (from the model root) from the module, None when it is not under it."""
+        if not self.module_path:
+            return path
+        prefix = self.module_path + "."
+        return path[len(prefix):] if path.startswith(prefix) else None
+
 
 def _is_one_of(value: Any, options: Any) -> bool:
     options = options if isinstance(options, list) else [options]

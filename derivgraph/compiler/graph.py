@@ -118,6 +118,7 @@ class DerivedGraph:
         self._cse: dict[Any, str] = {}
         self._op_count = 0
         self.cse_hits = 0
+        self.stamped = 0  # layers stamped from a template (derivgraph.compiler.stamp)
         self._deps: dict[str, frozenset[str]] = {}
         self._deps_version = -1
         self.meta_env: dict[str, Any] = {}  # node id -> meta value (set by shape inference)
