@@ -143,13 +143,20 @@ def _class_member(owner: Any, name: str) -> str | None:
     return None
 
 
-def _binding_problem(owner: Any, decl: DerivedTensor) -> str | None:
-    """Why binding ``decl`` on ``owner`` would replace something that is not a tensor slot."""
+def _binding_problem(owner: Any, decl: DerivedTensor,
+                     members: dict[tuple[type, str], str | None]) -> str | None:
+    """Why binding ``decl`` on ``owner`` would replace something that is not a tensor slot.
+
+    ``members`` memoizes :func:`_class_member` per (class, name) for one check.
+    """
     problem = _owner_problem(owner)
     if problem:
         return problem
     name = decl.name
-    member = _class_member(owner, name)
+    key = (type(owner), name)
+    if key not in members:
+        members[key] = _class_member(owner, name)
+    member = members[key]
     if member is not None:
         return f"{type(owner).__name__}.{name} is a {member} of the owner's class"
     current = get_path(owner, name)
@@ -173,6 +180,7 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
     from derivgraph.spec.check import check_device
 
     issues: list[SpecIssue] = []
+    members: dict[tuple[type, str], str | None] = {}
     for b in bound:
         for decl in b.spec.derived:
             node = join(b.qualify(decl.owner), decl.name)
@@ -186,7 +194,8 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
                                             "attribute (owner: the tuple, name: the item's index, "
                                             "kind: attribute)", decl.location, node))
                     continue
-                problem = None if is_container(owner) else _binding_problem(owner, decl)
+                problem = None if is_container(owner) else \
+                    _binding_problem(owner, decl, members)
                 if problem:
                     fix = ("set `replace: true` if the engine leaves None there to be filled"
                            if "is None" in problem else

@@ -49,12 +49,16 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
             continue
         nodes: list[DerivedNode] = []
         layers.append((bound, params, nodes))
+        devices: dict[str | None, Any] = {}  # decl.device -> device, read once per module
         for decl in bound.spec.derived:
             if is_fold(decl):  # fold hook: folds are bound by derivgraph.compiler.fold, not nodes
                 continue
             owner_path = bound.qualify(decl.owner)
+            device = devices.get(decl.device)
+            if device is None:
+                device = devices[decl.device] = device_of(bound, decl)
             node = DerivedNode(join(owner_path, decl.name), bound, decl, owner_path,
-                               device=device_of(bound, decl), params=params)
+                               device=device, params=params)
             if node.id in graph.derived:
                 other = graph.derived[node.id]
                 graph.issue(Rule.DUPLICATE, f"{node.id} is declared by {node.where} and by "
@@ -82,7 +86,7 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
     graph.stamped = stamper.stamped
     _check_cycles(graph)
     if not any(i.rule == Rule.CYCLE for i in graph.issues):
-        infer_shapes(graph)
+        infer_shapes(graph, stamper.twins)
         index_issues(graph)
     return graph
 

@@ -32,13 +32,33 @@ def meta_value(graph: DerivedGraph, node_id: str, cache: dict[str, Any]) -> Any:
     return cache[node_id]
 
 
-def infer_shapes(graph: DerivedGraph) -> None:
+class _StampedMeta(MetaInterpreter):
+    """Meta values where a stamped op takes its template op's value when that one is a tensor
+    (same op, same constants, inputs of equal layouts: the memoized value is the same object);
+    a failure is computed again, so each layer reports its own."""
+
+    def __init__(self, graph: DerivedGraph, twins: dict[str, str]):
+        super().__init__(graph)
+        self.twins = twins
+
+    def run_node(self, node: Any) -> Any:
+        twin = self.twins.get(node.id)
+        if twin is not None:
+            value = self.env.get(twin)
+            if isinstance(value, torch.Tensor):
+                return value
+        return super().run_node(node)
+
+
+def infer_shapes(graph: DerivedGraph, twins: dict[str, str] | None = None) -> None:
     """Infer every derived tensor's meta value and check it against its declaration.
 
     A derived tensor whose formula reads another that did not resolve is skipped: the issue
-    already reported for that one is the real problem.
+    already reported for that one is the real problem. ``twins`` maps stamped op nodes to the
+    template ops they copy (:mod:`derivgraph.compiler.stamp`); valid only for the layouts the
+    graph was built with.
     """
-    interp = MetaInterpreter(graph)
+    interp = _StampedMeta(graph, twins or {})
     for node_id, node in graph.derived.items():
         if node.input is None and is_engine(node.decl):  # engine hook: the engine's layout
             try:

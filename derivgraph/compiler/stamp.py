@@ -69,6 +69,7 @@ class Stamper:
         self.graph, self.resolve = graph, resolve
         self.templates: dict[Any, list[Template]] = {}
         self.stamped = 0  # layers stamped (for the log and the tests)
+        self.twins: dict[str, str] = {}  # a stamped op node -> the template's op it copies
 
     def resolve_bound(self, bound: BoundSpec, params: dict[str, Any],
                       nodes: list[DerivedNode]) -> None:
@@ -117,6 +118,8 @@ class Stamper:
                 _, name, args, kwargs, result = call
                 new = graph.op(name, substitute(args, ref), substitute(kwargs, ref))
                 ops[result] = new.id
+                if new.id != result:
+                    self.twins[new.id] = result
         for node, value in zip(nodes, template.inputs, strict=True):
             if value is not None:
                 graph.set_input(node, rename(value))
