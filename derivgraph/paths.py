@@ -35,6 +35,9 @@ class Slot(StrEnum):
 
 def join(*parts: str) -> str:
     """Join path pieces, skipping empty ones."""
+    if len(parts) == 2:  # the common case (a module path and a name), without a generator
+        a, b = parts
+        return f"{a}.{b}" if a and b else a or b
     return ".".join(p for p in parts if p)
 
 

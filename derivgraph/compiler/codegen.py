@@ -291,11 +291,20 @@ def _levels(ctx: LowerContext, steps: list[Step]) -> list[int]:
     last_write: dict[int, int] = {}
     last_read: dict[int, int] = {}
     levels = []
+    ptrs: dict[str, set[int]] = {}  # storage addresses per node (none move while scheduling)
+
+    def storage_ptrs(ref: str) -> set[int]:
+        found = ptrs.get(ref)
+        if found is None:
+            found = ptrs[ref] = ctx.storage_ptrs(ref)
+        return found
+
     for step in steps:
-        reads = step_reads(ctx, step)
+        step_refs = step.reads()
+        reads: set[int] = set().union(*map(storage_ptrs, step_refs))
         writes = step_writes(ctx, step)
         lvl = 0
-        for ref in step.reads():
+        for ref in step_refs:
             lvl = max(lvl, level_of_node.get(ref, -1) + 1)
         for ptr in reads:
             lvl = max(lvl, last_write.get(ptr, -1) + 1)

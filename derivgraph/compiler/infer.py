@@ -101,12 +101,16 @@ def _check_sizes(graph: DerivedGraph, env: dict[str, Any]) -> None:
     The issue is reported on the first derived tensor the oversized value feeds, so it carries
     that spec's file and line.
     """
-    feeds = first_feeds(graph)
+    feeds: dict[str, DerivedNode | None] | None = None
     nodes = graph.nodes
     oversized: set[str] = set()
+    within: set[tuple[Any, int]] = set()  # (shape, itemsize) found within the limits
     for n in graph.ordered():
         value = env.get(n)
         if not isinstance(value, torch.Tensor) or nodes[n].kind is NodeKind.SOURCE:
+            continue
+        layout = (value.shape, value.element_size())
+        if layout in within:
             continue
         try:
             check_numel(value.shape, n)
@@ -114,7 +118,10 @@ def _check_sizes(graph: DerivedGraph, env: dict[str, Any]) -> None:
         except LimitError as exc:
             oversized.add(n)
             if not any(p in oversized for p in nodes[n].inputs):  # once per oversized chain
+                feeds = first_feeds(graph) if feeds is None else feeds
                 graph.issue(exc.rule, exc.message, exc.fix, graph.derived.get(n) or feeds.get(n))
+            continue
+        within.add(layout)
     if not oversized:
         _check_budgets(graph, env)
 
@@ -131,6 +138,8 @@ def _check_budgets(graph: DerivedGraph, env: dict[str, Any]) -> None:
         key = (node.decl.location.file, node.bound.module_path)
         per_file[key] = per_file.get(key, 0) + nbytes
         total += nbytes
+        if per_file[key] <= LIMITS.max_file_alloc_bytes and total <= LIMITS.max_model_alloc_bytes:
+            continue  # within both budgets (the messages below are made only when needed)
         budgets = ((key, per_file[key], LIMITS.max_file_alloc_bytes,
                     f"the specs of {key[0]} for {key[1] or 'the model root'}",
                     "DERIVGRAPH_MAX_FILE_BYTES"),

@@ -114,8 +114,11 @@ class Stamper:
                 if tensor is None:
                     tensor = get_path(bound.module, rel)
                 graph.source(bound.qualify(rel), tensor)
+            elif not call[5]:  # no node in its arguments: the template's CSE node itself
+                graph.cse_hits += 1
+                ops[call[4]] = call[4]
             else:
-                _, name, args, kwargs, result = call
+                _, name, args, kwargs, result, _ = call
                 new = graph.op(name, substitute(args, ref), substitute(kwargs, ref))
                 ops[result] = new.id
                 if new.id != result:
@@ -155,10 +158,12 @@ def _matches(graph: DerivedGraph, template: Template, bound: BoundSpec,
 def _replayable(bound: BoundSpec, reads: Reads) -> bool:
     """Every node a call refers to is the layer's own (renamable) or made by an earlier call."""
     made: set[str] = set()
-    for call in reads.calls:
+    for i, call in enumerate(reads.calls):
         if call[0] == "op":
             _, _, args, kwargs, result = call
-            for ref in _refs(args) + _refs(kwargs):
+            refs = _refs(args) + _refs(kwargs)
+            reads.calls[i] = (*call, bool(refs))
+            for ref in refs:
                 if ref not in made and bound.relative(ref) is None:
                     return False
             made.add(result)
