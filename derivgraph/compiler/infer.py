@@ -33,9 +33,10 @@ def meta_value(graph: DerivedGraph, node_id: str, cache: dict[str, Any]) -> Any:
 
 
 class _StampedMeta(MetaInterpreter):
-    """Meta values where a stamped op takes its template op's value when that one is a tensor
-    (same op, same constants, inputs of equal layouts: the memoized value is the same object);
-    a failure is computed again, so each layer reports its own."""
+    """Meta values where a stamped op takes its template op's value: same op and constants
+    (the stamp replays the call), and here checked: inputs whose meta values have the same
+    layouts, so the memoized meta call would give that value. Only a tensor is taken; a
+    failure is computed again, so each layer reports its own."""
 
     def __init__(self, graph: DerivedGraph, twins: dict[str, str]):
         super().__init__(graph)
@@ -45,9 +46,23 @@ class _StampedMeta(MetaInterpreter):
         twin = self.twins.get(node.id)
         if twin is not None:
             value = self.env.get(twin)
-            if isinstance(value, torch.Tensor):
+            if isinstance(value, torch.Tensor) and self._same_inputs(
+                    node.inputs, self.graph.nodes[twin].inputs):
                 return value
         return super().run_node(node)
+
+    def _same_inputs(self, mine: tuple[str, ...], theirs: tuple[str, ...]) -> bool:
+        env = self.env
+        if len(mine) != len(theirs):
+            return False
+        for a, b in zip(mine, theirs, strict=True):
+            x, y = env.get(a), env.get(b)
+            if x is y and x is not None:
+                continue
+            if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor) or \
+                    (x.shape, x.stride(), x.dtype) != (y.shape, y.stride(), y.dtype):
+                return False
+        return True
 
 
 def infer_shapes(graph: DerivedGraph, twins: dict[str, str] | None = None) -> None:

@@ -230,3 +230,32 @@ def test_switch_turns_stamping_off(monkeypatch: pytest.MonkeyPatch) -> None:
     with stamping(False):
         assert compile_plan(scaling_model(3), [scaling_spec()]).graph.stamped == 0
     assert compile_plan(scaling_model(3), [scaling_spec()]).graph.stamped == 2
+
+
+def _inv_graph(twin_guard: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Layers 0 and 1 of different sizes, inferred with layer 1's op named a twin of layer 0's
+    (a wrong twin); ``twin_guard=False`` plants the bug of trusting the twin blindly."""
+    from derivgraph.compiler import infer
+    from derivgraph.compiler.bind import match_specs
+    from derivgraph.compiler.build import build_graph
+
+    if not twin_guard:
+        monkeypatch.setattr(infer._StampedMeta, "_same_inputs", lambda self, a, b: True)
+    model = Stack([{}, {"n": 6}])
+    with stamping(False):
+        graph = build_graph(model, match_specs(model, [_layer_spec()]))
+    ops = [graph.derived[f"layers.{i}.inv"].input for i in (0, 1)]
+    infer.infer_shapes(graph, {ops[1]: ops[0]})
+    return graph
+
+
+def test_a_twin_with_other_input_layouts_is_not_trusted(monkeypatch: pytest.MonkeyPatch) -> None:
+    graph = _inv_graph(True, monkeypatch)
+    assert tuple(graph.derived["layers.1.inv"].meta.shape) == (6,)
+    assert graph.issues == []
+
+
+def test_canary_a_twin_trusted_blindly_gives_the_wrong_layout(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    graph = _inv_graph(False, monkeypatch)
+    assert tuple(graph.derived["layers.1.inv"].meta.shape) == (8,)  # the planted bug shows
