@@ -133,7 +133,7 @@ def _key(bound: BoundSpec, params: dict[str, Any], nodes: list[DerivedNode]) -> 
     device (None when a param cannot be keyed: that layer resolves alone)."""
     try:
         key = (id(bound.spec), type(bound.module), freeze(params),
-               tuple((id(n.decl), str(n.device)) for n in nodes))
+               tuple((id(n.decl), n.device) for n in nodes))
         hash(key)
     except TypeError:
         return None
