@@ -12,6 +12,7 @@ the same probes on it.
 
 from __future__ import annotations
 
+import enum
 import fnmatch
 from collections.abc import Callable
 from typing import Any
@@ -36,8 +37,12 @@ class _Opaque:
     __slots__ = ()
 
 
-def _freeze(value: Any) -> Any:
-    """A hashable, type-exact summary of a config value (``_Opaque`` when there is none)."""
+def _freeze(value: Any, top: bool = False) -> Any:
+    """A hashable, type-exact summary of a config value (``_Opaque`` when there is none).
+
+    An object with a number or string ``value`` is summarised by it only where the resolver
+    reads nothing else of it: at the top of a path (it resolves to ``.value``), or an enum.
+    """
     if value is None or isinstance(value, (bool, int, str)):
         return (type(value).__name__, value)
     if isinstance(value, float):
@@ -49,8 +54,8 @@ def _freeze(value: Any) -> Any:
         return _Opaque() if any(isinstance(i, _Opaque) for i in items) else \
             (type(value).__name__, items)
     inner = getattr(value, "value", None)
-    if isinstance(inner, (int, float, str)):
-        return ("enum", type(value).__qualname__, _freeze(inner))
+    if isinstance(inner, (int, float, str)) and (top or isinstance(value, enum.Enum)):
+        return ("valued", type(value).__module__, type(value).__qualname__, _freeze(inner))
     return _Opaque()
 
 
@@ -72,8 +77,7 @@ def probe_path(graph: DerivedGraph, bound: BoundSpec, params: dict[str, Any],
             return ("missing", i), None
     if isinstance(obj, torch.Tensor):
         return ("tensor", len(parts), layout(obj)), obj
-    frozen = _freeze(obj)
-    return (frozen if isinstance(frozen, _Opaque) else ("value", frozen)), obj
+    return ("value", _freeze(obj, top=True)), obj
 
 
 def probe_derived(graph: DerivedGraph, bound: BoundSpec, params: dict[str, Any],
@@ -117,8 +121,8 @@ class Reads:
         self.keyable = True  # False once a fact could not be summarised
 
     def note(self, probe: Probe, args: tuple[Any, ...], fact: Any) -> None:
-        if isinstance(fact, _Opaque):
-            self.keyable = False
+        if isinstance(fact, tuple) and fact and isinstance(fact[-1], _Opaque):
+            self.keyable = False  # ("value", <a value the key cannot describe>)
         self.facts.setdefault((probe, args), fact)
 
     def call(self, item: tuple[Any, ...]) -> None:

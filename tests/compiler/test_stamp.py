@@ -259,3 +259,47 @@ def test_canary_a_twin_trusted_blindly_gives_the_wrong_layout(
         monkeypatch: pytest.MonkeyPatch) -> None:
     graph = _inv_graph(False, monkeypatch)
     assert tuple(graph.derived["layers.1.inv"].meta.shape) == (8,)  # the planted bug shows
+
+
+class _Knob:
+    """A config object the key cannot summarise (a plain object in a list)."""
+
+    def __init__(self, a: int):
+        self.a = a
+
+
+class KnobLayer(nn.Module):
+    def __init__(self, second: int):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(8), requires_grad=False)
+        self.knobs = [_Knob(1), _Knob(second)]
+
+
+class KnobStack(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList([KnobLayer(2), KnobLayer(3)])
+
+
+def _knob_plan() -> Any:
+    spec = Spec(name="knob", target=Target(module_class=["KnobLayer"]),
+                params={"E": "scale.shape[0]"},
+                derived=[DerivedTensor(name="ks", kind="attribute",
+                                       formula="full([E], knobs[E - 7].a, dtype=int64)")])
+    return compile_plan(KnobStack(), [spec])
+
+
+def test_a_value_the_key_cannot_describe_is_never_stamped() -> None:
+    plan = _knob_plan()
+    assert plan.graph.stamped == 0
+    assert plan.entries["layers.1.ks"].storage.tolist() == [3] * 8
+
+
+def test_canary_an_undescribed_value_taken_as_keyable_is_stamped_wrong(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from derivgraph.compiler import reads
+
+    monkeypatch.setattr(reads, "_freeze", lambda value, top=False: ("planted", type(value)))
+    plan = _knob_plan()
+    assert plan.graph.stamped == 1
+    assert plan.entries["layers.1.ks"].storage.tolist() == [2] * 8  # the planted bug shows
