@@ -270,14 +270,6 @@ class Emitter:
                                   [out_tensor(self.ctx, s) for s in steps])
 
 
-def step_reads(ctx: LowerContext, step: Step) -> set[int]:
-    """Storage addresses a step reads (bound tensors only)."""
-    out: set[int] = set()
-    for ref in step.reads():
-        out |= ctx.storage_ptrs(ref)
-    return out
-
-
 def step_writes(ctx: LowerContext, step: Step) -> set[int]:
     """Storage addresses a step writes (a scalar's stage is private to its step)."""
     if step.action in (Action.COMPUTE, Action.SCALAR):
