@@ -9,6 +9,7 @@ quant-config descriptors).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -34,6 +35,9 @@ class Slot(StrEnum):
 
 def join(*parts: str) -> str:
     """Join path pieces, skipping empty ones."""
+    if len(parts) == 2:  # the common case (a module path and a name), without a generator
+        a, b = parts
+        return f"{a}.{b}" if a and b else a or b
     return ".".join(p for p in parts if p)
 
 
@@ -41,9 +45,9 @@ def step_into(obj: Any, part: str) -> Any:
     """One hop of a dotted path: a submodule, parameter, buffer, attribute, item or element."""
     if isinstance(obj, nn.Module):
         d = obj.__dict__
-        for registry in ("_modules", "_parameters", "_buffers"):
-            if part in d[registry]:
-                return d[registry][part]
+        for registry in (d["_modules"], d["_parameters"], d["_buffers"]):
+            if part in registry:
+                return registry[part]
         if part in d:
             return d[part]
     if part.isdigit():
@@ -94,14 +98,22 @@ def get_path(root: Any, path: str) -> Any:
     Dunder segments (``__class__``, ``__globals__``) never resolve: a path from an untrusted
     spec cannot reach Python internals.
     """
+    parts = _split(path)
+    if parts is None:
+        return MISSING
     obj = root
-    for part in path.split(".") if path else ():
-        if _is_dunder(part):
-            return MISSING
+    for part in parts:
         obj = step_into(obj, part)
         if obj is MISSING:
             return MISSING
     return obj
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _split(path: str) -> tuple[str, ...] | None:
+    """A path's parts (cached: compile reads each path several times); None with a dunder."""
+    parts = tuple(path.split(".")) if path else ()
+    return None if any(_is_dunder(p) for p in parts) else parts
 
 
 def class_names(obj: Any) -> set[str]:

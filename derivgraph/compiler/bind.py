@@ -36,6 +36,13 @@ class BoundSpec:
         """A path from the module, made relative to the model root."""
         return join(self.module_path, path)
 
+    def relative(self, path: str) -> str | None:
+        """``path`` (from the model root) from the module, None when it is not under it."""
+        if not self.module_path:
+            return path
+        prefix = self.module_path + "."
+        return path[len(prefix):] if path.startswith(prefix) else None
+
 
 def _is_one_of(value: Any, options: Any) -> bool:
     options = options if isinstance(options, list) else [options]
@@ -136,13 +143,20 @@ def _class_member(owner: Any, name: str) -> str | None:
     return None
 
 
-def _binding_problem(owner: Any, decl: DerivedTensor) -> str | None:
-    """Why binding ``decl`` on ``owner`` would replace something that is not a tensor slot."""
+def _binding_problem(owner: Any, decl: DerivedTensor,
+                     members: dict[tuple[type, str], str | None]) -> str | None:
+    """Why binding ``decl`` on ``owner`` would replace something that is not a tensor slot.
+
+    ``members`` memoizes :func:`_class_member` per (class, name) for one check.
+    """
     problem = _owner_problem(owner)
     if problem:
         return problem
     name = decl.name
-    member = _class_member(owner, name)
+    key = (type(owner), name)
+    if key not in members:
+        members[key] = _class_member(owner, name)
+    member = members[key]
     if member is not None:
         return f"{type(owner).__name__}.{name} is a {member} of the owner's class"
     current = get_path(owner, name)
@@ -166,6 +180,7 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
     from derivgraph.spec.check import check_device
 
     issues: list[SpecIssue] = []
+    members: dict[tuple[type, str], str | None] = {}
     for b in bound:
         for decl in b.spec.derived:
             node = join(b.qualify(decl.owner), decl.name)
@@ -179,7 +194,8 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
                                             "attribute (owner: the tuple, name: the item's index, "
                                             "kind: attribute)", decl.location, node))
                     continue
-                problem = None if is_container(owner) else _binding_problem(owner, decl)
+                problem = None if is_container(owner) else \
+                    _binding_problem(owner, decl, members)
                 if problem:
                     fix = ("set `replace: true` if the engine leaves None there to be filled"
                            if "is None" in problem else

@@ -22,12 +22,14 @@ from derivgraph.compiler.engine import is_opaque
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef, natural_key, refs_in
 from derivgraph.compiler.infer import infer_shapes
 from derivgraph.compiler.ir import NodeKind
+from derivgraph.compiler.reads import Reads
 from derivgraph.compiler.resolve import (
     Resolver,
     device_of,
     parse_cached,
     resolve_params,
 )
+from derivgraph.compiler.stamp import Stamper
 from derivgraph.errors import FormulaError, Rule
 from derivgraph.ops import OPS, OpKind
 from derivgraph.paths import MISSING, get_path, join
@@ -40,17 +42,23 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
     """Resolve every bound spec into one DAG; problems are collected in ``graph.issues``."""
     graph = DerivedGraph(model)
     bound_specs = list(bound_specs)
-    nodes: list[tuple[DerivedNode, dict[str, Any]]] = []
+    layers: list[tuple[BoundSpec, dict[str, Any], list[DerivedNode]]] = []
     for bound in bound_specs:
         params = resolve_params(graph, bound)
         if params is None:
             continue
+        nodes: list[DerivedNode] = []
+        layers.append((bound, params, nodes))
+        devices: dict[str | None, Any] = {}  # decl.device -> device, read once per module
         for decl in bound.spec.derived:
             if is_fold(decl):  # fold hook: folds are bound by derivgraph.compiler.fold, not nodes
                 continue
             owner_path = bound.qualify(decl.owner)
+            device = devices.get(decl.device)
+            if device is None:
+                device = devices[decl.device] = device_of(bound, decl)
             node = DerivedNode(join(owner_path, decl.name), bound, decl, owner_path,
-                               device=device_of(bound, decl), params=params)
+                               device=device, params=params)
             if node.id in graph.derived:
                 other = graph.derived[node.id]
                 graph.issue(Rule.DUPLICATE, f"{node.id} is declared by {node.where} and by "
@@ -71,21 +79,24 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
                             "use kind 'attribute' for tensors on plain objects", node)
                 continue
             graph.add_derived(node)
-            nodes.append((node, params))
-    for node, params in nodes:
-        _resolve_derived(graph, node, params)
+            nodes.append(node)
+    stamper = Stamper(graph, lambda node, reads: _resolve_derived(graph, node, reads))
+    for bound, params, nodes in layers:
+        stamper.resolve_bound(bound, params, nodes)
+    graph.stamped = stamper.stamped
     _check_cycles(graph)
     if not any(i.rule == Rule.CYCLE for i in graph.issues):
-        infer_shapes(graph)
+        infer_shapes(graph, stamper.twins)
         index_issues(graph)
     return graph
 
 
-def _resolve_derived(graph: DerivedGraph, node: DerivedNode, params: dict[str, Any]) -> None:
-    resolver = Resolver(graph, node.bound, node, params, node.device)
+def _resolve_derived(graph: DerivedGraph, node: DerivedNode, reads: Reads | None) -> str | None:
+    """Resolve ``node``'s formula into graph nodes; its input id (None: an issue, or none)."""
+    resolver = Resolver(graph, node.bound, node, node.params, node.device, reads)
     decl = node.decl
     if is_opaque(decl):  # engine hook: no formula to resolve; the engine makes the value
-        return
+        return None
     try:
         if node.kind is TensorKind.ALIAS:
             assert decl.of is not None
@@ -101,18 +112,19 @@ def _resolve_derived(graph: DerivedGraph, node: DerivedNode, params: dict[str, A
             value = resolver.resolve(parse_cached(decl.formula))
     except FormulaError as exc:
         graph.issue(exc.rule, f"{decl.formula or decl.of!r}: {exc.message}", exc.fix, node)
-        return
+        return None
     if not isinstance(value, NodeRef):
         graph.issue(Rule.INFERENCE, f"formula {decl.formula!r} is the constant {value!r}, not a "
                     "tensor", "wrap constants in full([shape], value, dtype=...)", node)
-        return
+        return None
     if node.kind is TensorKind.VIEW and not _is_view_chain(graph, value.id):
         graph.issue(Rule.ALIAS, f"view formula {decl.formula!r} uses ops that copy",
                     "a view may only use view ops (slicing, view, reshape, transpose, squeeze, "
                     "...) over one tensor; use kind 'attribute' or 'buffer' for computed values",
                     node)
-        return
+        return None
     graph.set_input(node, value.id)
+    return value.id
 
 
 def _is_plain_path(text: str) -> bool:

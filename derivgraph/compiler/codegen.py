@@ -270,14 +270,6 @@ class Emitter:
                                   [out_tensor(self.ctx, s) for s in steps])
 
 
-def step_reads(ctx: LowerContext, step: Step) -> set[int]:
-    """Storage addresses a step reads (bound tensors only)."""
-    out: set[int] = set()
-    for ref in step.reads():
-        out |= ctx.storage_ptrs(ref)
-    return out
-
-
 def step_writes(ctx: LowerContext, step: Step) -> set[int]:
     """Storage addresses a step writes (a scalar's stage is private to its step)."""
     if step.action in (Action.COMPUTE, Action.SCALAR):
@@ -291,11 +283,20 @@ def _levels(ctx: LowerContext, steps: list[Step]) -> list[int]:
     last_write: dict[int, int] = {}
     last_read: dict[int, int] = {}
     levels = []
+    ptrs: dict[str, set[int]] = {}  # storage addresses per node (none move while scheduling)
+
+    def storage_ptrs(ref: str) -> set[int]:
+        found = ptrs.get(ref)
+        if found is None:
+            found = ptrs[ref] = ctx.storage_ptrs(ref)
+        return found
+
     for step in steps:
-        reads = step_reads(ctx, step)
+        step_refs = step.reads()
+        reads: set[int] = set().union(*map(storage_ptrs, step_refs))
         writes = step_writes(ctx, step)
         lvl = 0
-        for ref in step.reads():
+        for ref in step_refs:
             lvl = max(lvl, level_of_node.get(ref, -1) + 1)
         for ptr in reads:
             lvl = max(lvl, last_write.get(ptr, -1) + 1)

@@ -66,7 +66,22 @@ def natural_key(path: str) -> list[Any]:
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", path)]
 
 
+#: Python constants with no nodes inside: frozen as (type name, value), skipped by the walks
+_ATOMS = frozenset({int, str, bool, type(None)})
+
+
 def freeze(value: Any) -> Any:
+    t = type(value)
+    if t in _ATOMS:
+        return (t.__name__, value)
+    if t is NodeRef:
+        return ("ref", value.id)
+    if t is tuple or t is list:
+        return ("seq", tuple([freeze(v) for v in value]))
+    return _freeze_other(value)
+
+
+def _freeze_other(value: Any) -> Any:
     if isinstance(value, NodeRef):
         return ("ref", value.id)
     if isinstance(value, (list, tuple)):
@@ -84,6 +99,18 @@ def freeze(value: Any) -> Any:
 
 def refs_in(value: Any) -> list[str]:
     """Node ids referenced anywhere inside an op argument."""
+    t = type(value)
+    if t is NodeRef:
+        return [value.id]
+    if t is tuple or t is list:
+        out: list[str] = []
+        for v in value:
+            tv = type(v)
+            if tv is NodeRef:
+                out.append(v.id)
+            elif tv not in _ATOMS and tv is not float:
+                out += refs_in(v)
+        return out
     if isinstance(value, NodeRef):
         return [value.id]
     if isinstance(value, (list, tuple)):
@@ -95,12 +122,17 @@ def refs_in(value: Any) -> list[str]:
 
 def substitute(value: Any, lookup: Any) -> Any:
     """Replace every NodeRef in an op argument by ``lookup(node_id)``."""
+    t = type(value)
+    if t is NodeRef:
+        return lookup(value.id)
+    if t in _ATOMS or t is float:
+        return value
     if isinstance(value, NodeRef):
         return lookup(value.id)
     if isinstance(value, list):
         return [substitute(v, lookup) for v in value]
     if isinstance(value, tuple):
-        return tuple(substitute(v, lookup) for v in value)
+        return tuple([substitute(v, lookup) for v in value])
     if isinstance(value, dict):
         return {k: substitute(v, lookup) for k, v in value.items()}
     return value
@@ -118,6 +150,7 @@ class DerivedGraph:
         self._cse: dict[Any, str] = {}
         self._op_count = 0
         self.cse_hits = 0
+        self.stamped = 0  # layers stamped from a template (derivgraph.compiler.stamp)
         self._deps: dict[str, frozenset[str]] = {}
         self._deps_version = -1
         self.meta_env: dict[str, Any] = {}  # node id -> meta value (set by shape inference)

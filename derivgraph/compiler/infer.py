@@ -32,13 +32,48 @@ def meta_value(graph: DerivedGraph, node_id: str, cache: dict[str, Any]) -> Any:
     return cache[node_id]
 
 
-def infer_shapes(graph: DerivedGraph) -> None:
+class _StampedMeta(MetaInterpreter):
+    """Meta values where a stamped op takes its template op's value: same op and constants
+    (the stamp replays the call), and here checked: inputs whose meta values have the same
+    layouts, so the memoized meta call would give that value. Only a tensor is taken; a
+    failure is computed again, so each layer reports its own."""
+
+    def __init__(self, graph: DerivedGraph, twins: dict[str, str]):
+        super().__init__(graph)
+        self.twins = twins
+
+    def run_node(self, node: Any) -> Any:
+        twin = self.twins.get(node.id)
+        if twin is not None:
+            value = self.env.get(twin)
+            if isinstance(value, torch.Tensor) and self._same_inputs(
+                    node.inputs, self.graph.nodes[twin].inputs):
+                return value
+        return super().run_node(node)
+
+    def _same_inputs(self, mine: tuple[str, ...], theirs: tuple[str, ...]) -> bool:
+        env = self.env
+        if len(mine) != len(theirs):
+            return False
+        for a, b in zip(mine, theirs, strict=True):
+            x, y = env.get(a), env.get(b)
+            if x is y and x is not None:
+                continue
+            if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor) or \
+                    (x.shape, x.stride(), x.dtype) != (y.shape, y.stride(), y.dtype):
+                return False
+        return True
+
+
+def infer_shapes(graph: DerivedGraph, twins: dict[str, str] | None = None) -> None:
     """Infer every derived tensor's meta value and check it against its declaration.
 
     A derived tensor whose formula reads another that did not resolve is skipped: the issue
-    already reported for that one is the real problem.
+    already reported for that one is the real problem. ``twins`` maps stamped op nodes to the
+    template ops they copy (:mod:`derivgraph.compiler.stamp`); valid only for the layouts the
+    graph was built with.
     """
-    interp = MetaInterpreter(graph)
+    interp = _StampedMeta(graph, twins or {})
     for node_id, node in graph.derived.items():
         if node.input is None and is_engine(node.decl):  # engine hook: the engine's layout
             try:
@@ -81,12 +116,16 @@ def _check_sizes(graph: DerivedGraph, env: dict[str, Any]) -> None:
     The issue is reported on the first derived tensor the oversized value feeds, so it carries
     that spec's file and line.
     """
-    feeds = first_feeds(graph)
+    feeds: dict[str, DerivedNode | None] | None = None
     nodes = graph.nodes
     oversized: set[str] = set()
+    within: set[tuple[Any, int]] = set()  # (shape, itemsize) found within the limits
     for n in graph.ordered():
         value = env.get(n)
         if not isinstance(value, torch.Tensor) or nodes[n].kind is NodeKind.SOURCE:
+            continue
+        layout = (value.shape, value.element_size())
+        if layout in within:
             continue
         try:
             check_numel(value.shape, n)
@@ -94,7 +133,10 @@ def _check_sizes(graph: DerivedGraph, env: dict[str, Any]) -> None:
         except LimitError as exc:
             oversized.add(n)
             if not any(p in oversized for p in nodes[n].inputs):  # once per oversized chain
+                feeds = first_feeds(graph) if feeds is None else feeds
                 graph.issue(exc.rule, exc.message, exc.fix, graph.derived.get(n) or feeds.get(n))
+            continue
+        within.add(layout)
     if not oversized:
         _check_budgets(graph, env)
 
@@ -111,6 +153,8 @@ def _check_budgets(graph: DerivedGraph, env: dict[str, Any]) -> None:
         key = (node.decl.location.file, node.bound.module_path)
         per_file[key] = per_file.get(key, 0) + nbytes
         total += nbytes
+        if per_file[key] <= LIMITS.max_file_alloc_bytes and total <= LIMITS.max_model_alloc_bytes:
+            continue  # within both budgets (the messages below are made only when needed)
         budgets = ((key, per_file[key], LIMITS.max_file_alloc_bytes,
                     f"the specs of {key[0]} for {key[1] or 'the model root'}",
                     "DERIVGRAPH_MAX_FILE_BYTES"),

@@ -6,15 +6,21 @@ tensors become graph nodes, with identical subexpressions shared.
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 from typing import Any
 
 import torch
 
 from derivgraph.compiler.bind import BoundSpec
-from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef, natural_key, refs_in
-from derivgraph.compiler.ir import NodeKind
+from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef, refs_in
+from derivgraph.compiler.reads import (
+    Probe,
+    Reads,
+    probe_derived,
+    probe_each,
+    probe_meta,
+    probe_path,
+)
 from derivgraph.errors import LimitError, Rule, SpecIssue
 from derivgraph.limits import check_constant, check_constant_fold
 from derivgraph.ops import DTYPES, OPS, OpKind
@@ -55,10 +61,32 @@ class Resolver:
     """Partially evaluates one formula against one bound module."""
 
     def __init__(self, graph: DerivedGraph, bound: BoundSpec, node: DerivedNode | None,
-                 params: dict[str, Any], device: torch.device):
+                 params: dict[str, Any], device: torch.device, reads: Reads | None = None):
         self.graph, self.bound, self.node = graph, bound, node
         self.params, self.device = params, device
         self.locals: dict[str, Any] = {}
+        self.reads = reads  # every model fact the resolution reads, and its graph calls
+
+    # ---- every read of the model or the graph, and every graph call, goes through these -----
+    def _fact(self, probe: Probe, *args: Any) -> tuple[Any, Any]:
+        """``probe(graph, bound, params, *args)``: (fact, object), the fact recorded."""
+        fact, obj = probe(self.graph, self.bound, self.params, *args)
+        if self.reads is not None:
+            self.reads.note(probe, args, fact)
+        return fact, obj
+
+    def _source(self, rel: str, tensor: torch.Tensor) -> NodeRef:
+        self._fact(probe_derived, rel)  # a source path that is a derived tensor is its node
+        ref = self.graph.source(self.bound.qualify(rel), tensor)
+        if self.reads is not None:
+            self.reads.call(("source", rel))
+        return ref
+
+    def _op(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> NodeRef:
+        ref = self.graph.op(name, args, kwargs)
+        if self.reads is not None:
+            self.reads.call(("op", name, args, kwargs, ref.id))
+        return ref
 
     def fail(self, rule: str, message: str, fix: str) -> FormulaError:
         return FormulaError(rule, message, fix)
@@ -89,7 +117,7 @@ class Resolver:
             index = tuple(self._index(i) for i in e.index)
             index = index[0] if len(index) == 1 else index
             if isinstance(base, NodeRef):
-                return self.graph.op("getitem", (base, index), {})
+                return self._op("getitem", (base, index), {})
             try:
                 return base[index]
             except IndexError as exc:
@@ -148,27 +176,26 @@ class Resolver:
         return NodeRef(join(self.bound.qualify(d.owner), d.name))
 
     def _module_path(self, parts: list[str]) -> Any:
-        obj: Any = self.bound.module
-        for i, part in enumerate(parts):
-            if isinstance(obj, torch.Tensor):
-                if part.isdigit():  # x.0 is x[0]: an index into the source tensor (bug A)
-                    ref = self.graph.source(self.bound.qualify(".".join(parts[:i])), obj)
-                    return self._tensor_attr(ref, parts[i:])
-                # reading .shape/.dtype of a tensor needs no graph node
-                return self._tensor_attr(NodeRef(""), parts[i:], obj)
-            nxt = get_path(obj, part)
-            if nxt is MISSING:
-                where = ".".join(parts[:i]) or type(self.bound.module).__name__
-                raise self.fail(
-                    Rule.UNKNOWN_NAME if i == 0 else Rule.MISSING_SOURCE,
-                    f"{'.'.join(parts)!r}: {where} has no attribute {part!r}",
-                    "use a param, a derived tensor of this spec, a dtype, or an attribute path "
-                    f"that exists on {type(self.bound.module).__name__} after loading",
-                )
-            obj = nxt
+        fact, obj = self._fact(probe_path, tuple(parts))
+        if fact[0] == "missing":
+            i = fact[1]
+            where = ".".join(parts[:i]) or type(self.bound.module).__name__
+            raise self.fail(
+                Rule.UNKNOWN_NAME if i == 0 else Rule.MISSING_SOURCE,
+                f"{'.'.join(parts)!r}: {where} has no attribute {parts[i]!r}",
+                "use a param, a derived tensor of this spec, a dtype, or an attribute path "
+                f"that exists on {type(self.bound.module).__name__} after loading",
+            )
+        if fact[0] == "tensor" and fact[1] < len(parts):
+            i = fact[1]
+            if parts[i].isdigit():  # x.0 is x[0]: an index into the source tensor (bug A)
+                ref = self._source(".".join(parts[:i]), obj)
+                return self._tensor_attr(ref, parts[i:])
+            # reading .shape/.dtype of a tensor needs no graph node
+            return self._tensor_attr(NodeRef(""), parts[i:], obj)
         path = ".".join(parts)
         if isinstance(obj, torch.Tensor):
-            return self.graph.source(self.bound.qualify(path), obj)
+            return self._source(path, obj)
         if isinstance(obj, torch.Size):
             return tuple(obj)
         if isinstance(obj, (int, float, bool, str, tuple, list, torch.dtype)) or obj is None:
@@ -185,7 +212,7 @@ class Resolver:
         if isinstance(value, NodeRef):
             attr = rest[0]
             if attr.isdigit():  # d[0] on a tensor (flattened to the path d.0): index it
-                value = self.graph.op("getitem", (value, int(attr)), {})
+                value = self._op("getitem", (value, int(attr)), {})
                 return self._tensor_attr(value, rest[1:], None)
             meta = self._meta_of(value, live)
             if attr == "shape" and meta is not None:
@@ -208,29 +235,24 @@ class Resolver:
     def _meta_of(self, ref: NodeRef, live: torch.Tensor | None) -> torch.Tensor | None:
         if live is not None:
             return live
-        data = self.graph.nodes.get(ref.id)
-        if data is not None and data.kind is NodeKind.SOURCE:
-            return torch.empty(data.shape, dtype=data.dtype, device="meta")
-        node = self.graph.derived.get(ref.id)
-        if node is not None and node.decl.shape is not None and node.decl.dtype is not None:
-            shape = [self.params.get(s, s) if isinstance(s, str) else s for s in node.decl.shape]
-            return torch.empty(shape, dtype=DTYPES[node.decl.dtype], device="meta")
-        raise self.fail(Rule.UNKNOWN_NAME, f"the shape of derived {ref.id} is not known here",
-                        "declare `shape` and `dtype` on that derived tensor, or read the "
-                        "shape of a source instead")
+        fact, meta = self._fact(probe_meta, self.bound.relative(ref.id))
+        if meta is None:
+            raise self.fail(Rule.UNKNOWN_NAME, f"the shape of derived {ref.id} is not known "
+                            "here", "declare `shape` and `dtype` on that derived tensor, or "
+                            "read the shape of a source instead")
+        return meta
 
     def _comprehension(self, e: Comp) -> list[Any]:
         module = self.bound.module
-        names = [n for n, _ in module.named_parameters()] + [n for n, _ in module.named_buffers()]
-        hits = sorted({n for n in names if fnmatch.fnmatchcase(n, e.pattern)}, key=natural_key)
+        hits = self._fact(probe_each, e.pattern)[0]
         if not hits:
             raise self.fail(Rule.MISSING_SOURCE, f"each({e.pattern!r}) matches no parameter or "
                             f"buffer of {type(module).__name__}",
                             "check the pattern against model.named_parameters()")
         out = []
         for name in hits:
-            tensor = get_path(module, name)
-            self.locals[e.var] = self.graph.source(self.bound.qualify(name), tensor)
+            _, tensor = self._fact(probe_path, tuple(name.split(".")))
+            self.locals[e.var] = self._source(name, tensor)
             out.append(self.resolve(e.element))
         self.locals.pop(e.var, None)
         return out
@@ -250,7 +272,7 @@ class Resolver:
                                 "fix the constants") from None
         if op.kind is OpKind.CREATE:
             kwargs["device"] = self.device
-        return self.graph.op(e.op, args, kwargs)
+        return self._op(e.op, args, kwargs)
 
 
 def _index_seq(seq: tuple[Any, ...], rest: list[str], resolver: Resolver) -> Any:

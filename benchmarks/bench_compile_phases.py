@@ -1,0 +1,100 @@
+"""Per-phase CPU time of ``compile_plan`` on the scaling workload, stamping on and off.
+
+One process; compiles alternate (stamping on, then off) on fresh models of the scaling workload
+(:mod:`derivgraph.tools.bench_scaling`), after one untimed warm-up compile. Each phase is the
+process time spent in one compile function (wrapped for the run); nested phases are also
+counted in their parent (``build_graph`` holds ``stamp`` and ``infer_shapes``; ``_lower`` holds
+``bind_tensors``, ``lower_steps`` and ``install``). Medians of ``--repeat`` runs.
+
+    python3 benchmarks/bench_compile_phases.py --size 100000 --repeat 3 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gc
+import json
+import statistics
+import time
+from typing import Any
+
+import derivgraph.adoption as adoption
+import derivgraph.compiler.build as build
+import derivgraph.planner as planner
+from derivgraph.compiler.stamp import Stamper, stamping
+from derivgraph.runtime.plan import Plan
+from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+
+PHASES = [
+    (planner, "check_bindings", "bind: check_bindings"),
+    (planner, "build_graph", "build_graph"),
+    (build, "resolve_params", "  build: resolve_params"),
+    (Stamper, "resolve_bound", "  build: resolve / stamp"),
+    (build, "infer_shapes", "  build: infer_shapes"),
+    (build, "_check_cycles", "  build: check_cycles"),
+    (build, "index_issues", "  build: index_issues"),
+    (planner, "_evaluate_all", "evaluate"),
+    (planner, "adopt_or_allocate", "adopt_or_allocate"),
+    (adoption, "source_storages", "  adopt: source_storages"),
+    (planner, "_materialize", "materialize"),
+    (planner, "_record_startup", "record_startup"),
+    (planner, "_lower", "lower (all)"),
+    (Plan, "bind_tensors", "  lower: bind_tensors"),
+    (planner, "lower_steps", "  lower: lower_steps"),
+    (Plan, "install", "  lower: install (codegen)"),
+]
+
+
+def _instrument(times: dict[str, float]) -> None:
+    for owner, name, label in PHASES:
+        fn = getattr(owner, name)
+
+        @functools.wraps(fn)
+        def timed(*args: Any, __fn: Any = fn, __label: str = label, **kwargs: Any) -> Any:
+            start = time.process_time()
+            try:
+                return __fn(*args, **kwargs)
+            finally:
+                times[__label] = times.get(__label, 0.0) + time.process_time() - start
+
+        setattr(owner, name, timed)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--size", type=int, default=100000, help="derived tensors")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", default=None, help="write the result here")
+    args = parser.parse_args()
+    times: dict[str, float] = {}
+    _instrument(times)
+    spec, layers = scaling_spec(), max(1, args.size // 4)
+    planner.compile_plan(scaling_model(layers), [spec])  # warm-up: imports and caches
+    runs: dict[str, list[dict[str, float]]] = {"stamped": [], "plain": []}
+    for _ in range(args.repeat):
+        for label, on in (("stamped", True), ("plain", False)):
+            model = scaling_model(layers)
+            gc.collect()
+            times.clear()
+            with stamping(on):
+                start = time.process_time()
+                plan = planner.compile_plan(model, [spec])
+                total = time.process_time() - start
+            runs[label].append({"total": total, **times, "stamped_layers": plan.graph.stamped})
+            del plan, model
+    result: dict[str, Any] = {"size": args.size, "repeat": args.repeat}
+    for label, rows in runs.items():
+        result[label] = {k: round(statistics.median(r.get(k, 0.0) for r in rows), 4)
+                         for k in rows[0]}
+    width = max(len(label) for _, _, label in PHASES)
+    print(f"{'phase (process s, median)':{width}}  stamped    plain")  # noqa: T201
+    for key in result["stamped"]:
+        print(f"{key:{width}}  {result['stamped'][key]:7.3f}  {result['plain'][key]:7.3f}")  # noqa: T201
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

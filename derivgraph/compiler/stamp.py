@@ -1,0 +1,176 @@
+"""Compile once, stamp the rest: layers whose formulas resolve the same way share one template.
+
+A bound spec's resolution is a function of the spec, the params it resolved, its derived nodes'
+devices, and the model facts it read (:mod:`derivgraph.compiler.reads`: every path it walked,
+each tensor's class and layout, every ``each()`` expansion, every config value, whether a path
+is a derived tensor). The first layer of a kind is resolved with those reads recorded; it
+becomes a *template* when it resolved without an issue. Another layer of the same spec, class,
+params and devices whose probes give the same facts is *stamped*: the template's graph calls are
+replayed with its own paths (sources, CSE-shared ops and derived inputs in the same order), so
+its nodes, their numbering and the CSE sharing are exactly what resolving it would give.
+Everything after resolution (inference, checks, evaluation, adoption, lowering) runs on the
+whole graph as before. ``DERIVGRAPH_STAMP=0`` (or :func:`stamping` ``(False)``) turns it off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from derivgraph.compiler.bind import BoundSpec
+from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef, freeze, substitute
+from derivgraph.compiler.reads import Probe, Reads, probe_path
+from derivgraph.paths import get_path
+
+__all__ = ["Stamper", "stamping", "stamping_enabled"]
+
+_ENABLED = [os.environ.get("DERIVGRAPH_STAMP", "1") != "0"]
+
+#: Templates kept per (spec, class, params, devices): layers past this many kinds resolve alone.
+_MAX_TEMPLATES = 8
+
+
+def stamping_enabled() -> bool:
+    """Whether identical layers are stamped from a template (default; ``DERIVGRAPH_STAMP=0``
+    turns it off)."""
+    return _ENABLED[0]
+
+
+@contextlib.contextmanager
+def stamping(enabled: bool) -> Iterator[None]:
+    """Compile with stamping on or off inside the block (equivalence tests, debugging)."""
+    before, _ENABLED[0] = _ENABLED[0], enabled
+    try:
+        yield
+    finally:
+        _ENABLED[0] = before
+
+
+@dataclass
+class Template:
+    """One layer's resolution: the facts it read, its graph calls, each node's input."""
+
+    bound: BoundSpec
+    reads: Reads
+    inputs: list[str | None]
+
+
+#: resolve(node, reads) -> the node's input id (None: no input, or an issue was reported)
+Resolve = Callable[[DerivedNode, Reads | None], str | None]
+
+
+class Stamper:
+    """Resolves the bound specs of one graph, stamping layers that match a template."""
+
+    def __init__(self, graph: DerivedGraph, resolve: Resolve):
+        self.graph, self.resolve = graph, resolve
+        self.templates: dict[Any, list[Template]] = {}
+        self.stamped = 0  # layers stamped (for the log and the tests)
+        self.twins: dict[str, str] = {}  # a stamped op node -> the template's op it copies
+
+    def resolve_bound(self, bound: BoundSpec, params: dict[str, Any],
+                      nodes: list[DerivedNode]) -> None:
+        """Give every node of ``bound`` its input: from a matching template, or resolved."""
+        key = _key(bound, params, nodes) if stamping_enabled() and bound.module_path else None
+        kinds = self.templates.setdefault(key, []) if key is not None else []
+        for template in kinds:
+            objects = _matches(self.graph, template, bound, params)
+            if objects is not None:
+                self._replay(template, bound, nodes, objects)
+                self.stamped += 1
+                return
+        if key is None or len(kinds) >= _MAX_TEMPLATES:
+            for node in nodes:
+                self.resolve(node, None)
+            return
+        reads, issues = Reads(), len(self.graph.issues)
+        inputs = [self.resolve(node, reads) for node in nodes]
+        if reads.keyable and len(self.graph.issues) == issues and _replayable(bound, reads):
+            kinds.append(Template(bound, reads, inputs))
+
+    def _replay(self, template: Template, bound: BoundSpec, nodes: list[DerivedNode],
+                objects: dict[tuple[str, ...], Any]) -> None:
+        graph, old = self.graph, template.bound
+        ops: dict[str, str] = {}
+
+        def rename(node_id: str) -> str:
+            hit = ops.get(node_id)
+            if hit is not None:
+                return hit
+            rel = old.relative(node_id)
+            assert rel is not None  # checked by _replayable when the template was kept
+            return bound.qualify(rel)
+
+        def ref(node_id: str) -> NodeRef:
+            return NodeRef(rename(node_id))
+
+        for call in template.reads.calls:
+            if call[0] == "source":
+                rel = call[1]
+                tensor = objects.get(tuple(rel.split(".")))
+                if tensor is None:
+                    tensor = get_path(bound.module, rel)
+                graph.source(bound.qualify(rel), tensor)
+            elif not call[5]:  # no node in its arguments: the template's CSE node itself
+                graph.cse_hits += 1
+                ops[call[4]] = call[4]
+            else:
+                _, name, args, kwargs, result, _ = call
+                new = graph.op(name, substitute(args, ref), substitute(kwargs, ref))
+                ops[result] = new.id
+                if new.id != result:
+                    self.twins[new.id] = result
+        for node, value in zip(nodes, template.inputs, strict=True):
+            if value is not None:
+                graph.set_input(node, rename(value))
+
+
+def _key(bound: BoundSpec, params: dict[str, Any], nodes: list[DerivedNode]) -> Any:
+    """What selects the templates to try: spec, class, params, and each node's decl and
+    device (None when a param cannot be keyed: that layer resolves alone)."""
+    try:
+        key = (id(bound.spec), type(bound.module), freeze(params),
+               tuple((id(n.decl), n.device) for n in nodes))
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _matches(graph: DerivedGraph, template: Template, bound: BoundSpec,
+             params: dict[str, Any]) -> dict[tuple[str, ...], Any] | None:
+    """The objects the path probes found on ``bound`` when every probe of ``template`` gives
+    the same fact there; None at the first difference."""
+    objects: dict[tuple[str, ...], Any] = {}
+    probe: Probe
+    for (probe, args), fact in template.reads.facts.items():
+        got, obj = probe(graph, bound, params, *args)
+        if got != fact:
+            return None
+        if probe is probe_path:
+            objects[args[0]] = obj
+    return objects
+
+
+def _replayable(bound: BoundSpec, reads: Reads) -> bool:
+    """Every node a call refers to is the layer's own (renamable) or made by an earlier call."""
+    made: set[str] = set()
+    for i, call in enumerate(reads.calls):
+        if call[0] == "op":
+            _, _, args, kwargs, result = call
+            refs = _refs(args) + _refs(kwargs)
+            reads.calls[i] = (*call, bool(refs))
+            for ref in refs:
+                if ref not in made and bound.relative(ref) is None:
+                    return False
+            made.add(result)
+    return True
+
+
+def _refs(value: Any) -> list[str]:
+    found: list[str] = []
+    substitute(value, lambda node_id: found.append(node_id))
+    return found
