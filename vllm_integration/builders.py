@@ -19,9 +19,14 @@ metadata, loads a seeded checkpoint and runs the post-load step; ``reload`` is
 ``initialize_layerwise_reload`` -> ``load_weights`` -> ``finalize_layerwise_reload``.
 
 vLLM's real quant methods (``Fp8LinearMethod``, ...) need a vLLM config, a GPU platform and
-compiled ``_C`` ops for their post-load step: their cases raise :class:`NotRunnable` with the
-reason measured on this machine. TRTLLM experts need ``torch.accelerator.current_device_index``
-to answer on CPU; their cases patch it for the duration of the build/reload only.
+compiled ``_C`` ops for their post-load step: their cases try it and raise
+:class:`NotRunnable` with what vLLM raised (:mod:`vllm_integration.blockers`). TRTLLM
+experts need ``torch.accelerator.current_device_index`` to answer on CPU; their cases patch it
+for the duration of the build/reload only. A case may also bring a real vLLM layer
+(``layer``), answer other platform questions (``patch``) and run the forward-path call that
+fills a lazy cache after each load (``first_forward``; with ``once``, only after the first load,
+for objects vLLM builds once before graph capture); any failure of vLLM's code becomes
+:class:`NotRunnable` with its :class:`~vllm_integration.blockers.Blocker`.
 
 Importing this module imports vLLM (it is in ``vllm_integration``, never imported by
 ``derivgraph`` at load time).
@@ -39,6 +44,7 @@ import torch
 from torch import nn
 
 from derivgraph.errors import DerivgraphError
+from vllm_integration.blockers import Blocker, attempt, blocker_of
 
 __all__ = ["LAYERS", "NotRunnable", "VllmCase", "cases"]
 
@@ -48,11 +54,13 @@ E, H, N, LAYERS = 4, 256, 128, 2
 
 
 class NotRunnable(DerivgraphError, RuntimeError):
-    """vLLM's code for this case cannot run here; ``reason`` says why."""
+    """vLLM's code for this case cannot run here; ``reason`` says why (and ``blocker`` what
+    was raised, when vLLM's code was tried)."""
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str, blocker: Blocker | None = None):
         super().__init__(reason)
         self.reason = reason
+        self.blocker = blocker
 
 
 PostLoad = Callable[[nn.Module, nn.Module], None]  # (quant method, layer)
@@ -122,9 +130,9 @@ class CaseLayer(nn.Module):
 class CaseModel(nn.Module):
     """``LAYERS`` layers; ``load_weights`` as vLLM models do (new params after initialize)."""
 
-    def __init__(self, method_class: type):
+    def __init__(self, make_layer: Callable[[], nn.Module]):
         super().__init__()
-        self.layers = nn.ModuleList(CaseLayer(method_class) for _ in range(LAYERS))
+        self.layers = nn.ModuleList(make_layer() for _ in range(LAYERS))
 
     def load_weights(self, weights: dict[str, torch.Tensor]) -> set[str]:
         from vllm.model_executor.model_loader.weight_utils import default_weight_loader
@@ -158,12 +166,42 @@ class VllmCase:
     not_runnable: Callable[[], str | None] | None = field(default=None, repr=False,
                                                           compare=False)
     needs_cpu_accelerator: bool = field(default=False, repr=False, compare=False)
+    layer: Callable[[], nn.Module] | None = field(default=None, repr=False, compare=False)
+    first_forward: Callable[[nn.Module], None] | None = field(default=None, repr=False,
+                                                               compare=False)
+    patch: Callable[[], contextlib.AbstractContextManager] | None = field(
+        default=None, repr=False, compare=False)
+    once: bool = field(default=False, repr=False, compare=False)  # first_forward at build only
+
+    @contextlib.contextmanager
+    def _running(self) -> Iterator[None]:
+        """The case's platform answers, and vLLM's failures as :class:`NotRunnable`."""
+        try:
+            with _cpu_accelerator(self.needs_cpu_accelerator), \
+                    (self.patch() if self.patch else contextlib.nullcontext()):
+                yield
+        except NotRunnable:
+            raise
+        except Exception as exc:  # noqa: BLE001 - whatever vLLM's code raised is the blocker
+            found = blocker_of(exc)
+            raise NotRunnable(str(found), found) from exc
+
+    def _layer(self) -> nn.Module:
+        if self.layer is not None:
+            return self.layer()
+        assert self.post_load is not None
+        return CaseLayer(_method_class(self.shapes, self.post_load))
+
+    def _after_load(self, model: nn.Module) -> None:
+        if self.first_forward is not None:
+            for layer in model.layers:
+                self.first_forward(layer)
 
     def _check(self) -> None:
         reason = self.not_runnable() if self.not_runnable is not None else None
         if reason is not None:
-            raise NotRunnable(reason)
-        if self.post_load is None:
+            raise NotRunnable(reason, getattr(self.not_runnable, "blocker", None))
+        if self.post_load is None and self.layer is None:
             raise NotRunnable("no post-load step defined")
 
     def weights(self, seed: int) -> dict[str, torch.Tensor]:
@@ -174,16 +212,20 @@ class VllmCase:
 
     def build(self, seed: int) -> nn.Module:
         """A cold start: create_weights, record reload metadata, load ``seed``, post-load."""
+        from vllm.model_executor.layers.quantization.base_config import QuantizeMethodBase
         from vllm.model_executor.model_loader.reload import record_metadata_for_reloading
 
         self._check()
-        assert self.post_load is not None
-        with _cpu_accelerator(self.needs_cpu_accelerator):
-            model = CaseModel(_method_class(self.shapes, self.post_load))
+        with self._running():
+            model = CaseModel(self._layer)
             record_metadata_for_reloading(model)
             model.load_weights(self.weights(seed))
             for layer in model.layers:
-                layer.quant_method.process_weights_after_loading(layer)
+                for module in layer.modules():  # as vLLM's loader: every quant method
+                    method = getattr(module, "quant_method", None)
+                    if isinstance(method, QuantizeMethodBase):
+                        method.process_weights_after_loading(module)
+            self._after_load(model)
         return model
 
     def reload(self, model: nn.Module, seed: int) -> None:
@@ -193,10 +235,12 @@ class VllmCase:
             initialize_layerwise_reload,
         )
 
-        with _cpu_accelerator(self.needs_cpu_accelerator):
+        with self._running():
             initialize_layerwise_reload(model)
             model.load_weights(self.weights(seed))
             finalize_layerwise_reload(model, None)
+            if not self.once:
+                self._after_load(model)
 
 
 # ---- post-load steps calling vLLM's own builders -------------------------------------------------
@@ -289,24 +333,6 @@ def _import(qualified: str) -> type:
     return getattr(importlib.import_module(module), name)
 
 
-def _real_quant_method(qualified: str, build: Callable[[], object]) -> Callable[[], str | None]:
-    """A probe: why vLLM's real quant method cannot run its post-load step here."""
-    def reason() -> str | None:
-        try:
-            build()
-        except (AssertionError, RuntimeError, AttributeError, NotImplementedError,
-                ImportError, ValueError, TypeError) as exc:
-            name = qualified.rpartition('.')[2]
-            if "vLLM config is not set" in str(exc):
-                return (f"{name} is built under a VllmConfig, which vLLM 0.33.0 cannot make on "
-                        "a machine where it infers no device (CPU wheel without vllm._C)")
-            return f"{name}: {type(exc).__name__}: " + " ".join(str(exc).split())[:240]
-        return ("its post-load step calls compiled vLLM ops (torch.ops._C) that this CPU wheel "
-                "lacks (vllm-0.33-on-cpu.md §3)")
-
-    return reason
-
-
 @contextlib.contextmanager
 def _vllm_runtime() -> Iterator[None]:
     """What vLLM's real quant methods ask for on construction: a current VllmConfig (with a
@@ -364,7 +390,10 @@ _FP8 = {"w13_weight": ((E, 2 * N, H), torch.float8_e4m3fn),
 
 
 def cases() -> list[VllmCase]:
-    """Every case this module knows, runnable or not (``build`` raises :class:`NotRunnable`)."""
+    """Every case, runnable or not (``build`` raises :class:`NotRunnable`), with those of
+    :mod:`vllm_integration.class_cases` (one per undeclared error class of the static audit)."""
+    from vllm_integration.class_cases import class_cases
+
     return [
         VllmCase("fp8-moe-cutlass", (f"{_EX}.cutlass_moe.CutlassExpertsFp8",), _FP8,
                  _fp8_kernel(f"{_EX}.cutlass_moe.CutlassExpertsFp8", "VLLM_CUTLASS")),
@@ -384,6 +413,6 @@ def cases() -> list[VllmCase]:
         VllmCase("int8-moe-zen-cpu", (f"{_EX}.cpu_moe.ZenCPUExpertsInt8",), _INT8,
                  _experts(f"{_EX}.cpu_moe.ZenCPUExpertsInt8", _int8_channel_qc)),
         VllmCase("fp8-linear", ("vllm.model_executor.layers.quantization.fp8.Fp8LinearMethod",),
-                 not_runnable=_real_quant_method(
-                     "vllm.model_executor.layers.quantization.fp8.Fp8LinearMethod", _fp8_linear)),
+                 not_runnable=attempt("Fp8LinearMethod", _fp8_linear)),
+        *class_cases(),
     ]
