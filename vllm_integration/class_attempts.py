@@ -15,7 +15,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from vllm_integration import builders as b
+from vllm_integration import case_base as b
 
 __all__ = ["ATTEMPTS", "attention_args", "kv_b_proj", "mla_args"]
 
@@ -48,7 +48,7 @@ def _mla_impl(qualified: str, kv_cache_dtype: str = "auto", fp8: bool = False,
               post_load: bool = False) -> Callable[[], None]:
     def run() -> None:
         module, _, name = qualified.rpartition(".")
-        with b._vllm_runtime():
+        with b.vllm_runtime():
             impl = getattr(importlib.import_module(module), name)(
                 **attention_args(kv_cache_dtype), **_MLA, kv_b_proj=kv_b_proj(fp8))
             if post_load:
@@ -69,7 +69,7 @@ def _forward(impl: object) -> None:
 def _flashinfer_impl() -> None:
     from vllm.v1.attention.backends.flashinfer import FlashInferImpl
 
-    with b._vllm_runtime():
+    with b.vllm_runtime():
         _forward(FlashInferImpl(**attention_args("fp8")))
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 import torch
 from torch import nn
 
-from vllm_integration import builders as b
+from vllm_integration import case_base as b
 from vllm_integration import class_layers as att
 from vllm_integration.blockers import attempt
 from vllm_integration.class_attempts import ATTEMPTS
@@ -59,7 +59,7 @@ def _load(qualified: str) -> object:
 
 # ---- runnable: experts, router gate, MoE runner ---------------------------------------------
 
-_NVFP4_B12X = {"w13_weight": ((E, 2 * N, H // 2), torch.uint8), **b._NVFP4}
+_NVFP4_B12X = {"w13_weight": ((E, 2 * N, H // 2), torch.uint8), **b.NVFP4}
 
 
 def _nvfp4_b12x_qc(layer: nn.Module):  # noqa: ANN202 - vLLM's FusedMoEQuantConfig
@@ -78,7 +78,7 @@ def _nvfp4_b12x_qc(layer: nn.Module):  # noqa: ANN202 - vLLM's FusedMoEQuantConf
 def _rocm_bf16x3() -> Iterator[None]:
     from vllm.model_executor.layers.fused_moe.router import bf16x3_router_gemm_rocm as rocm
 
-    with b._vllm_runtime(), _answer(rocm, "platform_supported", lambda: True):
+    with b.vllm_runtime(), _answer(rocm, "platform_supported", lambda: True):
         yield
 
 
@@ -100,7 +100,7 @@ def _runner_layer() -> nn.Module:
 
     _runner_layer.count += 1  # type: ignore[attr-defined]
     return _load(_RUNNER)(
-        f"layers.{_runner_layer.count}.mlp", b._moe_config(), router=_Router(),  # type: ignore[attr-defined]
+        f"layers.{_runner_layer.count}.mlp", b.moe_config(), router=_Router(),  # type: ignore[attr-defined]
         routed_experts=_Router(),
         gate=ReplicatedLinear(H, E, bias=False, params_dtype=torch.bfloat16),
         shared_expert_gate=ReplicatedLinear(H, 1, bias=False, params_dtype=torch.bfloat16))
@@ -136,7 +136,7 @@ def _nvfp4_linear_layer() -> nn.Module:
                                ("weight_global_scale", (), torch.float32),
                                ("input_global_scale", (), torch.float32),
                                ("alpha", (), torch.float32)):
-        layer.register_parameter(name, nn.Parameter(b._random(shape, dtype, name, g),
+        layer.register_parameter(name, nn.Parameter(b.random_tensor(shape, dtype, name, g),
                                                     requires_grad=False))
     layer.output_size_per_partition, layer.input_size_per_partition = N, H
     return layer
@@ -160,7 +160,7 @@ def _wna8o8() -> None:
         compressed_tensors_wNa8o8 as m,
     )
 
-    with b._vllm_runtime():
+    with b.vllm_runtime():
         scheme = m.CompressedTensorsWNA8O8Int(8, "channel", has_input_act=True,
                                               has_output_act=True, quant_format="int-quantized")
         layer = nn.Module()
@@ -176,16 +176,16 @@ def _ark_moe() -> None:
     )
     from vllm.model_executor.layers.quantization.moe_wna16 import MoeWNA16Config
 
-    with b._vllm_runtime():
+    with b.vllm_runtime():
         INCARKWNA16MoEMethod(MoeWNA16Config("gptq", 4, 128, False, False, None, {}),
-                             b._moe_config())
+                             b.moe_config())
 
 
 def _modelopt_gather() -> None:
     from vllm.model_executor.layers.quantization import modelopt as m
     from vllm.model_executor.layers.quantization.utils.quant_utils import kNvfp4Static
 
-    with b._vllm_runtime():
+    with b.vllm_runtime():
         method = m.ModelOptLinearMethod(m.QuantSpec(weight=kNvfp4Static, activation=None),
                                         m.CkptCtx(group_size=16))
         layer = nn.Module()
@@ -209,7 +209,7 @@ def _flint_experts() -> None:
                                    ("down_proj", (H, N))):
             for kind, (dtype, per) in shapes.items():
                 experts.load_weights([(f"{e}.{proj}.{kind}",
-                                       b._random((rows, cols // per), dtype, kind, g))])
+                                       b.random_tensor((rows, cols // per), dtype, kind, g))])
             experts.load_weights([(f"{e}.{proj}.weight_scale_2", torch.tensor(1.0))])
 
 
@@ -217,7 +217,7 @@ def _step5_experts() -> None:
     from vllm.config import get_current_vllm_config
     from vllm.models.step5.nvidia.mega_moe import Step5MegaMoEExperts
 
-    with b._vllm_runtime():
+    with b.vllm_runtime():
         config = get_current_vllm_config()
         config.parallel_config.enable_expert_parallel = True  # it refuses to run without EP
         experts = Step5MegaMoEExperts(config, num_experts=E, top_k=2, hidden_size=H,
@@ -239,13 +239,13 @@ def class_cases() -> list[b.VllmCase]:
     b12x = f"{_EX}.flashinfer_b12x_moe.FlashInferB12xExperts"
     return [
         b.VllmCase("nvfp4-moe-flashinfer-b12x", (b12x,), _NVFP4_B12X,
-                   b._experts(b12x, _nvfp4_b12x_qc, experts_post_load=True)),
+                   b.experts(b12x, _nvfp4_b12x_qc, experts_post_load=True)),
         b.VllmCase("router-gate-bf16x3", (f"{_GATE}._GateLinearMethod",),
                    {"weight": ((E, H), torch.float32)}, layer=_gate_layer, patch=_rocm_bf16x3),
         b.VllmCase("moe-runner-fused-gate", (_RUNNER,),
                    {"gate.weight": ((E, H), torch.bfloat16),
                     "shared_expert_gate.weight": ((1, H), torch.bfloat16)},
-                   layer=_runner_layer, first_forward=_fuse_gates, patch=b._vllm_runtime),
+                   layer=_runner_layer, first_forward=_fuse_gates, patch=b.vllm_runtime),
         _tried("cpu-unquantized-gemm", (f"{_UTILS}.dispatch_cpu_unquantized_gemm",), _cpu_gemm),
         _tried("nvfp4-linear-b12x",
                ("vllm.model_executor.kernels.linear.nvfp4.b12x.B12xNvFp4W4A16LinearKernel",),
@@ -274,7 +274,7 @@ def class_cases() -> list[b.VllmCase]:
         b.VllmCase("mla-flashinfer-sparse", ("vllm.v1.attention.backends.mla"
                                               ".flashinfer_mla_sparse.FlashInferMLASparseImpl",),
                    att.KV_SCALES, layer=att.sparse_mla_layer, first_forward=att.prepare_mqa,
-                   patch=b._vllm_runtime),
+                   patch=b.vllm_runtime),
         *(_tried(name, (qualified,), run) for qualified, (name, run) in ATTEMPTS.items()),
         _tried("nvfp4-moe-step5-mega", ("vllm.models.step5.nvidia.mega_moe.Step5MegaMoEExperts",),
                _step5_experts),

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import inspect
 import logging
 from collections.abc import Callable, Iterable, Sequence
@@ -28,7 +29,7 @@ from typing import Any
 from derivgraph.audit.runtime.census import take_census
 from derivgraph.audit.runtime.diff import diff_censuses
 from derivgraph.audit.static.finding import Verdict  # one vocabulary with the static audit
-from derivgraph.audit.static.scan import collect_files, scan_files
+from derivgraph.audit.static.scan import collect_files, scan, scan_files
 from derivgraph.audit.table import text_table
 from vllm_integration.blockers import Blocker
 from vllm_integration.builders import NotRunnable
@@ -173,9 +174,17 @@ def static_findings(classes: Sequence[Any]) -> list[Any]:
                  if not isinstance(c, (type, Unimported))}
     files = sorted({_source(k) for c in classes for k in _vllm_mro(c)} - {None})
     report = scan_files(collect_files(files), [], jobs=1)
+    # a function's stores are found through the post-load roots that call it, in other files:
+    # those need the package-wide scan
+    whole = _package_findings() if functions else []
     return ([f for f in report.findings if f.cls in names]
-            + [dataclasses.replace(f, cls=f.qualname) for f in report.findings
+            + [dataclasses.replace(f, cls=f.qualname) for f in whole
                if f.cls is None and f.qualname in functions])
+
+
+@functools.cache
+def _package_findings() -> tuple[Any, ...]:
+    return tuple(scan(package="vllm", specs=[]).findings)
 
 
 def _resolve(model: Any, path: str) -> Any:

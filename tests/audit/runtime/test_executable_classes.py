@@ -116,3 +116,17 @@ def test_canary_blocker_of_a_failure_outside_vllm_has_no_frame():
         torch.ops._C.convert_weight_packed  # noqa: B018 - what vLLM's CPU path calls
     except AttributeError as exc:
         assert blocker_of(exc).first_vllm_frame is None
+
+
+def test_the_new_verdicts_feed_the_static_report(audit):
+    from derivgraph.audit.static.scan import scan
+    from derivgraph.audit.static.verdicts import apply_verdicts
+
+    marked = {(f.key[0].rpartition(".")[2], f.attr, f.line): f.verdict.value
+              for f in apply_verdicts(scan(package="vllm", specs=[]).findings,
+                                      audit.verdicts())}
+    assert marked[("MoERunner", "_combined_gate_weight", 353)] == "confirmed"
+    assert marked[("FlashInferMLASparseImpl", "bmm1_scale", 519)] == "confirmed"
+    assert marked[("PreparedMla", "weights", 153)] == "refuted"
+    assert marked[("_GateLinearMethod", "_bf16x3_weight", 398)] == "confirmed"
+    assert marked[("dispatch_cpu_unquantized_gemm", "cpu_linear", 627)] == "not_runnable"
