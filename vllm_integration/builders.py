@@ -46,6 +46,7 @@ from vllm_integration.case_base import (
     NotRunnable,
     PostLoad,
     VllmCase,
+    nvfp4_qc,
 )
 from vllm_integration.case_base import (
     NVFP4 as _NVFP4,
@@ -123,16 +124,7 @@ _INT8 = {"w13_weight": ((E, 2 * N, H), torch.int8), "w2_weight": ((E, H, N), tor
          "w13_bias": ((E, 2 * N), torch.bfloat16), "w2_bias": ((E, H), torch.bfloat16)}
 
 
-def _nvfp4_qc(layer: nn.Module):  # noqa: ANN202
-    from vllm.model_executor.layers.fused_moe.oracle.nvfp4 import (
-        NvFp4MoeBackend,
-        make_nvfp4_moe_quant_config,
-    )
-
-    return make_nvfp4_moe_quant_config(
-        NvFp4MoeBackend.FLASHINFER_CUTLASS, layer.w13_weight_scale, layer.w2_weight_scale,
-        layer.w13_weight_scale_2, layer.w2_weight_scale_2, layer.w13_input_scale,
-        layer.w2_input_scale)
+_nvfp4_qc = nvfp4_qc("FLASHINFER_CUTLASS")
 
 
 

@@ -23,7 +23,7 @@ from derivgraph.errors import DerivgraphError
 from vllm_integration.blockers import Blocker, blocker_of
 
 __all__ = ["LAYERS", "NVFP4", "CaseLayer", "CaseModel", "NotRunnable", "PostLoad", "VllmCase",
-           "experts", "load_class", "moe_config", "random_tensor", "vllm_runtime"]
+           "experts", "load_class", "moe_config", "nvfp4_qc", "random_tensor", "vllm_runtime"]
 
 logger = logging.getLogger(__name__)
 
@@ -232,6 +232,19 @@ def experts(experts: str, quant_config: Callable[[nn.Module], object],
 
     return post_load
 
+
+
+def nvfp4_qc(backend: str) -> Callable[[nn.Module], object]:
+    """make_nvfp4_moe_quant_config(``backend``) over a layer's NVFP4 scales (:data:`NVFP4`)."""
+    def quant_config(layer: nn.Module):  # noqa: ANN202 - vLLM's FusedMoEQuantConfig
+        from vllm.model_executor.layers.fused_moe.oracle import nvfp4
+
+        return nvfp4.make_nvfp4_moe_quant_config(
+            getattr(nvfp4.NvFp4MoeBackend, backend), layer.w13_weight_scale,
+            layer.w2_weight_scale, layer.w13_weight_scale_2, layer.w2_weight_scale_2,
+            layer.w13_input_scale, layer.w2_input_scale)
+
+    return quant_config
 
 
 NVFP4 = {"w13_weight_scale": ((E, 2 * N, H // 16), torch.float8_e4m3fn),

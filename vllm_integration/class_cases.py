@@ -62,16 +62,7 @@ def _load(qualified: str) -> object:
 _NVFP4_B12X = {"w13_weight": ((E, 2 * N, H // 2), torch.uint8), **b.NVFP4}
 
 
-def _nvfp4_b12x_qc(layer: nn.Module):  # noqa: ANN202 - vLLM's FusedMoEQuantConfig
-    from vllm.model_executor.layers.fused_moe.oracle.nvfp4 import (
-        NvFp4MoeBackend,
-        make_nvfp4_moe_quant_config,
-    )
-
-    return make_nvfp4_moe_quant_config(
-        NvFp4MoeBackend.FLASHINFER_B12X, layer.w13_weight_scale, layer.w2_weight_scale,
-        layer.w13_weight_scale_2, layer.w2_weight_scale_2, layer.w13_input_scale,
-        layer.w2_input_scale)
+_nvfp4_b12x_qc = b.nvfp4_qc("FLASHINFER_B12X")
 
 
 @contextlib.contextmanager
