@@ -63,7 +63,6 @@ from vllm_integration.case_base import (
 from vllm_integration.case_base import (
     vllm_runtime as _vllm_runtime,
 )
-from vllm_integration.class_cases import class_cases
 
 __all__ = ["LAYERS", "NotRunnable", "VllmCase", "cases"]
 
@@ -149,8 +148,9 @@ _FP8 = {"w13_weight": ((E, 2 * N, H), torch.float8_e4m3fn),
 
 
 def cases() -> list[VllmCase]:
-    """Every case, runnable or not (``build`` raises :class:`NotRunnable`), with those of
-    :mod:`vllm_integration.class_cases` (one per undeclared error class of the static audit)."""
+    """Every quant-method case, runnable or not (``build`` raises :class:`NotRunnable`); the
+    trace engine drafts specs for them. ``derivgraph audit vllm`` also runs those of
+    :mod:`vllm_integration.class_cases` (:func:`vllm_integration.executable_audit.audit_cases`)."""
     return [
         VllmCase("fp8-moe-cutlass", (f"{_EX}.cutlass_moe.CutlassExpertsFp8",), _FP8,
                  _fp8_kernel(f"{_EX}.cutlass_moe.CutlassExpertsFp8", "VLLM_CUTLASS")),
@@ -171,5 +171,4 @@ def cases() -> list[VllmCase]:
                  _experts(f"{_EX}.cpu_moe.ZenCPUExpertsInt8", _int8_channel_qc)),
         VllmCase("fp8-linear", ("vllm.model_executor.layers.quantization.fp8.Fp8LinearMethod",),
                  not_runnable=attempt("Fp8LinearMethod", _fp8_linear)),
-        *class_cases(),
     ]

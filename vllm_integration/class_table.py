@@ -132,8 +132,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from derivgraph.audit.static.scan import scan
     from derivgraph.spec.load import default_specs
-    from vllm_integration.builders import cases
     from vllm_integration.class_cases import PLATFORM_ANSWERS
+    from vllm_integration.executable_audit import audit_cases as cases
 
     classes = undeclared_error_classes(scan(package="vllm", specs=default_specs()).findings)
     case_of = {q: c.name for c in cases() for q in c.classes if q in classes}

@@ -33,9 +33,11 @@ from derivgraph.audit.static.scan import collect_files, scan, scan_files
 from derivgraph.audit.table import text_table
 from vllm_integration.blockers import Blocker
 from vllm_integration.builders import NotRunnable
-from vllm_integration.builders import cases as all_cases
+from vllm_integration.builders import cases as builder_cases
+from vllm_integration.class_cases import class_cases
 
-__all__ = ["AuditRow", "ExecutableAudit", "Verdict", "run_audit", "static_findings"]
+__all__ = ["AuditRow", "ExecutableAudit", "Verdict", "audit_cases", "run_audit",
+           "static_findings"]
 
 logger = logging.getLogger(__name__)
 
@@ -282,12 +284,18 @@ def _reload_failed(case: str, findings: Sequence[Any], reason: str,
             Verdict.CONFIRMED if named else Verdict.NOT_RUNNABLE, note=reason))
 
 
+def audit_cases() -> list[Any]:
+    """The cases of ``derivgraph audit vllm``: the quant-method cases of
+    :mod:`vllm_integration.builders` and one per undeclared error class of the static audit."""
+    return [*builder_cases(), *class_cases()]
+
+
 def run_audit(cases: Sequence[Any] | None = None, *, names: Sequence[str] = (),
               seeds: tuple[int, int] = (0, 1),
               progress: Callable[[int, int | None, str], None] | None = None) -> ExecutableAudit:
     """Run every case (or those in ``names``) and judge the static findings of its classes;
     ``progress(done, total, name)`` is called before each case and once at the end."""
-    chosen = list(cases if cases is not None else all_cases())
+    chosen = list(cases if cases is not None else audit_cases())
     if names:
         chosen = [c for c in chosen if c.name in set(names)]
     audit = ExecutableAudit()

@@ -11,9 +11,10 @@ vllm = pytest.importorskip("vllm")
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 from vllm_integration.blockers import attempt, blocker_of  # noqa: E402
-from vllm_integration.builders import NotRunnable, cases  # noqa: E402
+from vllm_integration.builders import NotRunnable  # noqa: E402
 from vllm_integration.class_table import TABLE  # noqa: E402
 from vllm_integration.executable_audit import Observed, Verdict, run_audit  # noqa: E402
+from vllm_integration.executable_audit import audit_cases as cases  # noqa: E402
 
 RUNS = ["nvfp4-moe-flashinfer-b12x", "router-gate-bf16x3", "moe-runner-fused-gate",
         "kimi-k3-prepared-kda", "kimi-k3-prepared-mla", "mla-flashinfer-sparse"]
