@@ -19,9 +19,14 @@ metadata, loads a seeded checkpoint and runs the post-load step; ``reload`` is
 ``initialize_layerwise_reload`` -> ``load_weights`` -> ``finalize_layerwise_reload``.
 
 vLLM's real quant methods (``Fp8LinearMethod``, ...) need a vLLM config, a GPU platform and
-compiled ``_C`` ops for their post-load step: their cases raise :class:`NotRunnable` with the
-reason measured on this machine. TRTLLM experts need ``torch.accelerator.current_device_index``
-to answer on CPU; their cases patch it for the duration of the build/reload only.
+compiled ``_C`` ops for their post-load step: their cases try it and raise
+:class:`NotRunnable` with what vLLM raised (:mod:`vllm_integration.blockers`). TRTLLM
+experts need ``torch.accelerator.current_device_index`` to answer on CPU; their cases patch it
+for the duration of the build/reload only. A case may also bring a real vLLM layer
+(``layer``), answer other platform questions (``patch``) and run the forward-path call that
+fills a lazy cache after each load (``first_forward``; with ``once``, only after the first load,
+for objects vLLM builds once before graph capture); any failure of vLLM's code becomes
+:class:`NotRunnable` with its :class:`~vllm_integration.blockers.Blocker`.
 
 Importing this module imports vLLM (it is in ``vllm_integration``, never imported by
 ``derivgraph`` at load time).
@@ -29,174 +34,37 @@ Importing this module imports vLLM (it is in ``vllm_integration``, never importe
 
 from __future__ import annotations
 
-import contextlib
-import importlib
-import logging
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-
 import torch
 from torch import nn
 
-from derivgraph.errors import DerivgraphError
+from vllm_integration.blockers import attempt
+from vllm_integration.case_base import (
+    LAYERS,
+    E,
+    H,
+    N,
+    NotRunnable,
+    PostLoad,
+    VllmCase,
+    nvfp4_qc,
+)
+from vllm_integration.case_base import (
+    NVFP4 as _NVFP4,
+)
+from vllm_integration.case_base import (
+    experts as _experts,
+)
+from vllm_integration.case_base import (
+    load_class as _import,
+)
+from vllm_integration.case_base import (
+    moe_config as _moe_config,
+)
+from vllm_integration.case_base import (
+    vllm_runtime as _vllm_runtime,
+)
 
 __all__ = ["LAYERS", "NotRunnable", "VllmCase", "cases"]
-
-logger = logging.getLogger(__name__)
-
-E, H, N, LAYERS = 4, 256, 128, 2
-
-
-class NotRunnable(DerivgraphError, RuntimeError):
-    """vLLM's code for this case cannot run here; ``reason`` says why."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-
-
-PostLoad = Callable[[nn.Module, nn.Module], None]  # (quant method, layer)
-
-
-@contextlib.contextmanager
-def _cpu_accelerator(needed: bool) -> Iterator[None]:
-    """TRTLLM experts ask ``torch.accelerator.current_device_index()`` (no driver on CPU)."""
-    if not needed:
-        yield
-        return
-    original = torch.accelerator.current_device_index
-    torch.accelerator.current_device_index = lambda: "cpu"  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        torch.accelerator.current_device_index = original
-
-
-def _moe_config():  # noqa: ANN202 - vLLM's FusedMoEConfig
-    from vllm.model_executor.layers.fused_moe.activation import MoEActivation
-    from vllm.model_executor.layers.fused_moe.config import (
-        FusedMoEConfig,
-        FusedMoEParallelConfig,
-        RoutingMethodType,
-    )
-
-    return FusedMoEConfig(
-        num_experts=E, experts_per_token=2, hidden_dim=H, intermediate_size=N,
-        num_local_experts=E, num_logical_experts=E, activation=MoEActivation.SILU, device="cpu",
-        routing_method=RoutingMethodType.Renormalize,
-        moe_parallel_config=FusedMoEParallelConfig.make_no_parallel(), in_dtype=torch.bfloat16)
-
-
-def _method_class(shapes: dict[str, tuple[tuple[int, ...], torch.dtype]],
-                  post_load: PostLoad) -> type:
-    from vllm.model_executor.layers.quantization.base_config import QuantizeMethodBase
-    from vllm.model_executor.model_loader.weight_utils import default_weight_loader
-    from vllm.model_executor.utils import set_weight_attrs
-
-    class CaseMethod(QuantizeMethodBase):
-        def create_weights(self, layer: nn.Module, *args: object, **kwargs: object) -> None:
-            for name, (shape, dtype) in shapes.items():
-                p = nn.Parameter(torch.empty(shape, dtype=dtype), requires_grad=False)
-                set_weight_attrs(p, {"weight_loader": default_weight_loader})
-                layer.register_parameter(name, p)
-
-        def apply(self, layer: nn.Module, x: torch.Tensor, *args: object,
-                  **kwargs: object) -> torch.Tensor:
-            return x
-
-        def process_weights_after_loading(self, layer: nn.Module) -> None:
-            post_load(self, layer)
-
-    return CaseMethod
-
-
-class CaseLayer(nn.Module):
-    """One layer: its ``quant_method`` creates the parameters and runs the post-load step."""
-
-    def __init__(self, method_class: type):
-        super().__init__()
-        self.quant_method = method_class()
-        self.quant_method.create_weights(self)
-
-
-class CaseModel(nn.Module):
-    """``LAYERS`` layers; ``load_weights`` as vLLM models do (new params after initialize)."""
-
-    def __init__(self, method_class: type):
-        super().__init__()
-        self.layers = nn.ModuleList(CaseLayer(method_class) for _ in range(LAYERS))
-
-    def load_weights(self, weights: dict[str, torch.Tensor]) -> set[str]:
-        from vllm.model_executor.model_loader.weight_utils import default_weight_loader
-
-        params = dict(self.named_parameters())
-        for name, w in weights.items():
-            getattr(params[name], "weight_loader", default_weight_loader)(params[name], w)
-        return set(weights)
-
-
-def _random(shape: tuple[int, ...], dtype: torch.dtype, name: str,
-            gen: torch.Generator) -> torch.Tensor:
-    if dtype.is_floating_point and dtype.itemsize == 1:  # fp8 weights
-        return (torch.randn(shape, generator=gen) * 0.5).to(dtype)
-    if not dtype.is_floating_point:
-        return torch.randint(0, 127, shape, generator=gen, dtype=torch.int64).to(dtype)
-    if "scale" in name:
-        return (0.01 + torch.rand(shape, generator=gen)).to(dtype)
-    return (torch.randn(shape, generator=gen) * 0.1).to(dtype)
-
-
-@dataclass(frozen=True)
-class VllmCase:
-    """One buildable vLLM configuration (see the module docstring for the contract)."""
-
-    name: str
-    classes: tuple[str, ...]
-    shapes: dict[str, tuple[tuple[int, ...], torch.dtype]] = field(
-        default_factory=dict, repr=False, compare=False)
-    post_load: PostLoad | None = field(default=None, repr=False, compare=False)
-    not_runnable: Callable[[], str | None] | None = field(default=None, repr=False,
-                                                          compare=False)
-    needs_cpu_accelerator: bool = field(default=False, repr=False, compare=False)
-
-    def _check(self) -> None:
-        reason = self.not_runnable() if self.not_runnable is not None else None
-        if reason is not None:
-            raise NotRunnable(reason)
-        if self.post_load is None:
-            raise NotRunnable("no post-load step defined")
-
-    def weights(self, seed: int) -> dict[str, torch.Tensor]:
-        """A seeded checkpoint (different seeds give different values everywhere)."""
-        gen = torch.Generator().manual_seed(seed)
-        return {f"layers.{i}.{name}": _random(shape, dtype, name, gen)
-                for i in range(LAYERS) for name, (shape, dtype) in self.shapes.items()}
-
-    def build(self, seed: int) -> nn.Module:
-        """A cold start: create_weights, record reload metadata, load ``seed``, post-load."""
-        from vllm.model_executor.model_loader.reload import record_metadata_for_reloading
-
-        self._check()
-        assert self.post_load is not None
-        with _cpu_accelerator(self.needs_cpu_accelerator):
-            model = CaseModel(_method_class(self.shapes, self.post_load))
-            record_metadata_for_reloading(model)
-            model.load_weights(self.weights(seed))
-            for layer in model.layers:
-                layer.quant_method.process_weights_after_loading(layer)
-        return model
-
-    def reload(self, model: nn.Module, seed: int) -> None:
-        """vLLM's real layerwise reload with the checkpoint of ``seed``."""
-        from vllm.model_executor.model_loader.reload import (
-            finalize_layerwise_reload,
-            initialize_layerwise_reload,
-        )
-
-        with _cpu_accelerator(self.needs_cpu_accelerator):
-            initialize_layerwise_reload(model)
-            model.load_weights(self.weights(seed))
-            finalize_layerwise_reload(model, None)
 
 
 # ---- post-load steps calling vLLM's own builders -------------------------------------------------
@@ -225,17 +93,6 @@ def _fp8_kernel(experts: str, backend: str) -> PostLoad:
 
     return post_load
 
-
-def _experts(experts: str, quant_config: Callable[[nn.Module], object],
-             experts_post_load: bool = False, **kwargs: object) -> PostLoad:
-    def post_load(method: nn.Module, layer: nn.Module) -> None:
-        qc = quant_config(layer)
-        method.moe_quant_config = qc
-        method.experts = _import(experts)(_moe_config(), qc, **kwargs)
-        if experts_post_load:
-            method.experts.process_weights_after_loading(layer)
-
-    return post_load
 
 
 def _fp8_layer_qc(layer: nn.Module):  # noqa: ANN202
@@ -266,81 +123,8 @@ _INT8 = {"w13_weight": ((E, 2 * N, H), torch.int8), "w2_weight": ((E, H, N), tor
          "w13_bias": ((E, 2 * N), torch.bfloat16), "w2_bias": ((E, H), torch.bfloat16)}
 
 
-def _nvfp4_qc(layer: nn.Module):  # noqa: ANN202
-    from vllm.model_executor.layers.fused_moe.oracle.nvfp4 import (
-        NvFp4MoeBackend,
-        make_nvfp4_moe_quant_config,
-    )
+_nvfp4_qc = nvfp4_qc("FLASHINFER_CUTLASS")
 
-    return make_nvfp4_moe_quant_config(
-        NvFp4MoeBackend.FLASHINFER_CUTLASS, layer.w13_weight_scale, layer.w2_weight_scale,
-        layer.w13_weight_scale_2, layer.w2_weight_scale_2, layer.w13_input_scale,
-        layer.w2_input_scale)
-
-
-_NVFP4 = {"w13_weight_scale": ((E, 2 * N, H // 16), torch.float8_e4m3fn),
-          "w2_weight_scale": ((E, H, N // 16), torch.float8_e4m3fn),
-          "w13_weight_scale_2": ((E,), torch.float32), "w2_weight_scale_2": ((E,), torch.float32),
-          "w13_input_scale": ((E,), torch.float32), "w2_input_scale": ((E,), torch.float32)}
-
-
-def _import(qualified: str) -> type:
-    module, _, name = qualified.rpartition(".")
-    return getattr(importlib.import_module(module), name)
-
-
-def _real_quant_method(qualified: str, build: Callable[[], object]) -> Callable[[], str | None]:
-    """A probe: why vLLM's real quant method cannot run its post-load step here."""
-    def reason() -> str | None:
-        try:
-            build()
-        except (AssertionError, RuntimeError, AttributeError, NotImplementedError,
-                ImportError, ValueError, TypeError) as exc:
-            name = qualified.rpartition('.')[2]
-            if "vLLM config is not set" in str(exc):
-                return (f"{name} is built under a VllmConfig, which vLLM 0.33.0 cannot make on "
-                        "a machine where it infers no device (CPU wheel without vllm._C)")
-            return f"{name}: {type(exc).__name__}: " + " ".join(str(exc).split())[:240]
-        return ("its post-load step calls compiled vLLM ops (torch.ops._C) that this CPU wheel "
-                "lacks (vllm-0.33-on-cpu.md §3)")
-
-    return reason
-
-
-@contextlib.contextmanager
-def _vllm_runtime() -> Iterator[None]:
-    """What vLLM's real quant methods ask for on construction: a current VllmConfig (with a
-    model config naming the dtype) and a one-process model-parallel group (gloo, CPU), torn
-    down again on exit so that no process group outlives the probe."""
-    import tempfile
-    import types
-
-    from vllm.config import DeviceConfig, VllmConfig, set_current_vllm_config
-    from vllm.distributed import init_distributed_environment, initialize_model_parallel
-    from vllm.distributed.parallel_state import (
-        destroy_distributed_environment,
-        destroy_model_parallel,
-        model_parallel_is_initialized,
-    )
-
-    config = VllmConfig(device_config=DeviceConfig(device="cpu"))
-    owned = not model_parallel_is_initialized()
-    with tempfile.TemporaryDirectory(prefix="dg-vllm-") as tmp:
-        try:
-            if owned:
-                with set_current_vllm_config(config):
-                    init_distributed_environment(
-                        world_size=1, rank=0, local_rank=0, backend="gloo",
-                        distributed_init_method=f"file://{tmp}/init")
-                    initialize_model_parallel(1, 1)
-            object.__setattr__(config, "model_config", types.SimpleNamespace(
-                dtype=torch.bfloat16, hf_config=None, is_encoder_decoder=False, is_moe=False))
-            with set_current_vllm_config(config):
-                yield
-        finally:
-            if owned:
-                destroy_model_parallel()
-                destroy_distributed_environment()
 
 
 def _fp8_linear() -> object:
@@ -364,7 +148,9 @@ _FP8 = {"w13_weight": ((E, 2 * N, H), torch.float8_e4m3fn),
 
 
 def cases() -> list[VllmCase]:
-    """Every case this module knows, runnable or not (``build`` raises :class:`NotRunnable`)."""
+    """Every quant-method case, runnable or not (``build`` raises :class:`NotRunnable`); the
+    trace engine drafts specs for them. ``derivgraph audit vllm`` also runs those of
+    :mod:`vllm_integration.class_cases` (:func:`vllm_integration.executable_audit.audit_cases`)."""
     return [
         VllmCase("fp8-moe-cutlass", (f"{_EX}.cutlass_moe.CutlassExpertsFp8",), _FP8,
                  _fp8_kernel(f"{_EX}.cutlass_moe.CutlassExpertsFp8", "VLLM_CUTLASS")),
@@ -384,6 +170,5 @@ def cases() -> list[VllmCase]:
         VllmCase("int8-moe-zen-cpu", (f"{_EX}.cpu_moe.ZenCPUExpertsInt8",), _INT8,
                  _experts(f"{_EX}.cpu_moe.ZenCPUExpertsInt8", _int8_channel_qc)),
         VllmCase("fp8-linear", ("vllm.model_executor.layers.quantization.fp8.Fp8LinearMethod",),
-                 not_runnable=_real_quant_method(
-                     "vllm.model_executor.layers.quantization.fp8.Fp8LinearMethod", _fp8_linear)),
+                 not_runnable=attempt("Fp8LinearMethod", _fp8_linear)),
     ]

@@ -5,7 +5,8 @@ seed B through vLLM's real layerwise path, take another census, build a cold sta
 diff the three (:func:`derivgraph.audit.runtime.diff.diff_censuses`). Every tensor a static finding
 names on one of the case's classes (or their vLLM base classes) is then
 
-* ``confirmed`` — observed moved, stale, unrefreshed or gone at that attribute;
+* ``confirmed`` — observed moved, stale, unrefreshed or gone at that attribute, or vLLM's
+  reload itself raised an error that names the attribute;
 * ``refuted`` — kept in place and equal to the cold start;
 * ``not_runnable`` — the case cannot run here, or the attribute was not built by the case.
 
@@ -16,7 +17,9 @@ finding names are listed too (``static`` false): the static audit's misses.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import functools
 import inspect
 import logging
 from collections.abc import Callable, Iterable, Sequence
@@ -26,12 +29,15 @@ from typing import Any
 from derivgraph.audit.runtime.census import take_census
 from derivgraph.audit.runtime.diff import diff_censuses
 from derivgraph.audit.static.finding import Verdict  # one vocabulary with the static audit
-from derivgraph.audit.static.scan import collect_files, scan_files
+from derivgraph.audit.static.scan import collect_files, scan, scan_files
 from derivgraph.audit.table import text_table
+from vllm_integration.blockers import Blocker
 from vllm_integration.builders import NotRunnable
-from vllm_integration.builders import cases as all_cases
+from vllm_integration.builders import cases as builder_cases
+from vllm_integration.class_cases import class_cases
 
-__all__ = ["AuditRow", "ExecutableAudit", "Verdict", "run_audit", "static_findings"]
+__all__ = ["AuditRow", "ExecutableAudit", "Verdict", "audit_cases", "run_audit",
+           "static_findings"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,11 +50,13 @@ class Observed(str, enum.Enum):
     UNREFRESHED = "unrefreshed"
     GONE = "gone"
     FRESH = "fresh"
+    RELOAD_FAILED = "reload failed"  # vLLM's reload raised, naming this attribute
     ABSENT = "absent"  # the case built nothing at this attribute
     NOT_RUN = "not run"
 
 
-_BROKEN = (Observed.MOVED, Observed.STALE, Observed.UNREFRESHED, Observed.GONE)
+_BROKEN = (Observed.MOVED, Observed.STALE, Observed.UNREFRESHED, Observed.GONE,
+           Observed.RELOAD_FAILED)
 _RANK = {Verdict.CONFIRMED: 2, Verdict.REFUTED: 1, Verdict.NOT_RUNNABLE: 0}
 
 
@@ -79,6 +87,7 @@ class ExecutableAudit:
 
     rows: list[AuditRow] = field(default_factory=list)
     cases: dict[str, str] = field(default_factory=dict)  # case -> "ran" or the reason
+    blockers: dict[str, Blocker] = field(default_factory=dict)  # case -> what vLLM raised
 
     def verdicts(self) -> dict[tuple[str, str], Verdict]:
         """``(class name, attribute name) -> Verdict``; confirmed beats refuted beats not run."""
@@ -93,6 +102,8 @@ class ExecutableAudit:
 
     def as_json(self) -> dict[str, Any]:
         return {"cases": self.cases, "rows": [r.as_json() for r in self.rows],
+                "blockers": {c: asdict(b) | {"in_vllm": b.in_vllm}
+                             for c, b in self.blockers.items()},
                 "verdicts": [{"class": c, "attribute": a, "verdict": v.value}
                              for (c, a), v in sorted(self.verdicts().items())]}
 
@@ -109,40 +120,96 @@ class ExecutableAudit:
                      + f"; runtime findings no static finding names: "
                      f"{sum(1 for r in self.rows if not r.static)}")
         for case, status in self.cases.items():
-            if status != "ran":
+            if status.startswith("reload failed"):
+                lines.append(f"{case}: {status}")
+            elif status != "ran":
                 lines.append(f"not runnable: {case}: {status}")
         return "\n".join(lines)
 
 
-def _classes(qualified: Iterable[str]) -> list[type]:
+class Unimported:
+    """A class whose module raises on import here (e.g. a ROCm module asking for a GPU): its
+    name and source file, found without running the module."""
+
+    def __init__(self, qualified: str):
+        import importlib.util
+
+        module, _, self.__name__ = qualified.rpartition(".")
+        try:
+            spec = importlib.util.find_spec(module)
+        except Exception:  # noqa: BLE001 - a parent package that raises on import
+            spec = None
+        self.file = spec.origin if spec is not None else None
+
+
+def _classes(qualified: Iterable[str]) -> list[Any]:
     import importlib
 
-    out = []
+    out: list[Any] = []
     for q in qualified:
         module, _, name = q.rpartition(".")
         try:
             out.append(getattr(importlib.import_module(module), name))
-        except (ImportError, AttributeError) as exc:
-            logger.warning("audit vllm: cannot import %s (%s)", q, exc)
+        except Exception as exc:  # noqa: BLE001 - the case reports why; the findings stay
+            logger.info("audit vllm: cannot import %s (%s: %s)", q, type(exc).__name__, exc)
+            out.append(Unimported(q))
     return out
 
 
-def _vllm_mro(cls: type) -> list[type]:
+def _vllm_mro(cls: Any) -> list[Any]:
+    if not isinstance(cls, type):  # a module-level function or an unimported class
+        return [cls]
     return [k for k in cls.__mro__ if k.__module__.startswith("vllm.")]
 
 
-def static_findings(classes: Sequence[type]) -> list[Any]:
-    """Static findings (``derivgraph.audit.static.scan``) on ``classes`` and their vLLM bases."""
-    names = {k.__name__ for c in classes for k in _vllm_mro(c)}
-    files = sorted({inspect.getsourcefile(k) for c in classes for k in _vllm_mro(c)} - {None})
+def _source(obj: Any) -> str | None:
+    return obj.file if isinstance(obj, Unimported) else inspect.getsourcefile(obj)
+
+
+def static_findings(classes: Sequence[Any]) -> list[Any]:
+    """Static findings (``derivgraph.audit.static.scan``) on ``classes`` and their vLLM bases;
+    a function in ``classes`` stands for the stores it makes outside any class (its findings'
+    ``cls`` is set to the function's qualified name, the key ``apply_verdicts`` reads)."""
+    names = {k.__name__ for c in classes if isinstance(c, (type, Unimported))
+             for k in _vllm_mro(c)}
+    functions = {f"{c.__module__}.{c.__qualname__}" for c in classes
+                 if not isinstance(c, (type, Unimported))}
+    files = sorted({_source(k) for c in classes for k in _vllm_mro(c)} - {None})
     report = scan_files(collect_files(files), [], jobs=1)
-    return [f for f in report.findings if f.cls in names]
+    # a function's stores are found through the post-load roots that call it, in other files:
+    # those need the package-wide scan
+    whole = _package_findings() if functions else []
+    return ([f for f in report.findings if f.cls in names]
+            + [dataclasses.replace(f, cls=f.qualname) for f in whole
+               if f.cls is None and f.qualname in functions])
 
 
-def _observe(diff: Any, census: Any, attr: str, holders: set[str]) -> tuple[Observed, tuple]:
+@functools.cache
+def _package_findings() -> tuple[Any, ...]:
+    return tuple(scan(package="vllm", specs=[]).findings)
+
+
+def _resolve(model: Any, path: str) -> Any:
+    """The object at a census path made of attribute names and indices (``layers.0.x``)."""
+    obj = model
+    for part in path.split("."):
+        obj = obj[int(part)] if part.isdigit() else getattr(obj, part, None)
+    return obj
+
+
+def _held(model: Any, path: str, entry: Any, attr: str, holders: set[str]) -> bool:
+    """Is ``path`` the attribute ``attr`` of a holder, or an entry of a container stored
+    there (``x.weights[0]`` of a tuple at ``x.weights``)?"""
+    if path == attr or path.endswith("." + attr):
+        return entry.holder in holders
+    owner, sep, _ = path.partition(f".{attr}[")
+    return bool(sep) and type(_resolve(model, owner)).__name__ in holders
+
+
+def _observe(diff: Any, census: Any, attr: str, holders: set[str],
+             model: Any = None) -> tuple[Observed, tuple]:
     paths = tuple(sorted(p for p, e in census.index().items()
-                         if e.holder in holders and (p.endswith("." + attr)
-                                                     or p == attr)))
+                         if _held(model, p, e, attr, holders)))
     if not paths:
         return Observed.ABSENT, ()
     for category in ("moved", "gone", "stale", "unrefreshed"):
@@ -159,12 +226,20 @@ def _run_case(case: Any, audit: ExecutableAudit, seeds: tuple[int, int]) -> None
         model = case.build(seeds[0])
     except NotRunnable as exc:
         audit.cases[case.name] = exc.reason
+        if exc.blocker is not None:
+            audit.blockers[case.name] = exc.blocker
         for f in findings:
             audit.rows.append(AuditRow(case.name, f.cls, f.attr, True, Observed.NOT_RUN,
                                        Verdict.NOT_RUNNABLE, note=exc.reason))
         return
     startup = take_census(model)
-    case.reload(model, seeds[1])
+    try:
+        case.reload(model, seeds[1])
+    except NotRunnable as exc:
+        _reload_failed(case.name, findings, exc.reason, audit)
+        if exc.blocker is not None:
+            audit.blockers[case.name] = exc.blocker
+        return
     after = take_census(model)
     cold = take_census(case.build(seeds[1]))
     diff = diff_censuses(startup, after, cold)
@@ -176,7 +251,7 @@ def _run_case(case: Any, audit: ExecutableAudit, seeds: tuple[int, int]) -> None
             holders_of.setdefault(k.__name__, set()).add(c.__name__)
     named: set[str] = set()
     for f in sorted(findings, key=lambda f: (f.cls, f.attr)):
-        observed, paths = _observe(diff, after, f.attr, holders_of.get(f.cls, {f.cls}))
+        observed, paths = _observe(diff, after, f.attr, holders_of.get(f.cls, {f.cls}), model)
         verdict = (Verdict.CONFIRMED if observed in _BROKEN else
                    Verdict.REFUTED if observed is Observed.FRESH else Verdict.NOT_RUNNABLE)
         note = "the case builds nothing at this attribute" if observed is Observed.ABSENT else ""
@@ -196,12 +271,31 @@ def _run_case(case: Any, audit: ExecutableAudit, seeds: tuple[int, int]) -> None
                                    tuple(paths), f"{len(paths)} path(s)"))
 
 
+def _reload_failed(case: str, findings: Sequence[Any], reason: str,
+                   audit: ExecutableAudit) -> None:
+    """The case built but vLLM's reload raised: a finding whose attribute the error names is
+    confirmed (the store breaks the reload); the others were not observed."""
+    audit.cases[case] = f"reload failed: {reason}"
+    for f in sorted(findings, key=lambda f: (f.cls, f.attr)):
+        named = f"'{f.attr}'" in reason
+        audit.rows.append(AuditRow(
+            case, f.cls, f.attr, True,
+            Observed.RELOAD_FAILED if named else Observed.NOT_RUN,
+            Verdict.CONFIRMED if named else Verdict.NOT_RUNNABLE, note=reason))
+
+
+def audit_cases() -> list[Any]:
+    """The cases of ``derivgraph audit vllm``: the quant-method cases of
+    :mod:`vllm_integration.builders` and one per undeclared error class of the static audit."""
+    return [*builder_cases(), *class_cases()]
+
+
 def run_audit(cases: Sequence[Any] | None = None, *, names: Sequence[str] = (),
               seeds: tuple[int, int] = (0, 1),
               progress: Callable[[int, int | None, str], None] | None = None) -> ExecutableAudit:
     """Run every case (or those in ``names``) and judge the static findings of its classes;
     ``progress(done, total, name)`` is called before each case and once at the end."""
-    chosen = list(cases if cases is not None else all_cases())
+    chosen = list(cases if cases is not None else audit_cases())
     if names:
         chosen = [c for c in chosen if c.name in set(names)]
     audit = ExecutableAudit()

@@ -35,8 +35,8 @@ def cmd_vllm(args: argparse.Namespace) -> int:
     if not args.verbose:
         quiet_third_party()
     try:
-        from vllm_integration.builders import cases  # lazy: vLLM and torch
-        from vllm_integration.executable_audit import run_audit  # lazy: vLLM and torch
+        from vllm_integration.executable_audit import audit_cases as cases  # lazy: torch
+        from vllm_integration.executable_audit import run_audit
     except ImportError as exc:
         raise UsageError(f"derivgraph audit vllm needs vLLM installed: {exc}") from None
     if not args.verbose:

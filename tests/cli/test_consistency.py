@@ -116,7 +116,7 @@ def test_user_mistakes_are_one_error_line(argv, message) -> None:
 
 
 def test_audit_vllm_unknown_case_and_a_not_runnable_case_read_as_sentences() -> None:
-    from vllm_integration.builders import cases
+    from vllm_integration.executable_audit import audit_cases as cases
 
     done = _cli("audit", "vllm", "--case", "no-such-case")
     assert done.returncode == 2 and done.stderr.strip().endswith(f"--list shows {len(cases())}")

@@ -1,0 +1,133 @@
+"""The undeclared error classes of the static audit, tried on CPU by ``derivgraph audit vllm``:
+real verdicts of the cases that run, observed blockers of those that cannot."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+vllm = pytest.importorskip("vllm")
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+
+from vllm_integration.blockers import attempt, blocker_of  # noqa: E402
+from vllm_integration.builders import NotRunnable  # noqa: E402
+from vllm_integration.class_table import TABLE  # noqa: E402
+from vllm_integration.executable_audit import Observed, Verdict, run_audit  # noqa: E402
+from vllm_integration.executable_audit import audit_cases as cases  # noqa: E402
+
+RUNS = ["nvfp4-moe-flashinfer-b12x", "router-gate-bf16x3", "moe-runner-fused-gate",
+        "kimi-k3-prepared-kda", "kimi-k3-prepared-mla", "mla-flashinfer-sparse"]
+BLOCKED = ["cpu-unquantized-gemm", "mla-amx-cpu", "nvfp4-linear-b12x", "fp8-linear"]
+
+
+@pytest.fixture(scope="module")
+def audit():
+    return run_audit(names=RUNS + BLOCKED)
+
+
+def _row(audit, cls, attr):
+    return next(r for r in audit.rows if r.cls == cls and r.attr == attr and r.static)
+
+
+def test_runnable_classes_get_their_real_verdicts(audit):
+    v = audit.verdicts()
+    for attr in ("w1_sf_mma", "w2_sf_mma", "_fc2_input_scale"):  # rebuilt experts: moved
+        assert v[("FlashInferB12xExperts", attr)] is Verdict.CONFIRMED
+        assert _row(audit, "FlashInferB12xExperts", attr).observed is Observed.MOVED
+    # the lazy fused gate is built once by the first forward and never rebuilt: stale
+    runner = _row(audit, "MoERunner", "_combined_gate_weight")
+    assert (runner.observed, runner.verdict) == (Observed.STALE, Verdict.CONFIRMED)
+    assert runner.paths == ("layers.0._combined_gate_weight", "layers.1._combined_gate_weight")
+    # Kimi-K3's prepared containers, built once after load (as build_providers does): the
+    # KDA tuple holds copies (stale after a reload), the MLA tuple only references to kept
+    # parameters (fresh: the static error is refuted)
+    kda = _row(audit, "PreparedKda", "weights")
+    assert (kda.observed, kda.verdict) == (Observed.STALE, Verdict.CONFIRMED)
+    assert "layers.0.core.weights[0]" in kda.paths
+    mla = _row(audit, "PreparedMla", "weights")
+    assert (mla.observed, mla.verdict) == (Observed.FRESH, Verdict.REFUTED)
+    assert v[("PreparedMla", "stock_scales")] is Verdict.CONFIRMED  # host floats of the scales
+    # host scale floats cached by the sparse MLA impl keep the first load's KV scales
+    for attr in ("bmm1_scale", "bmm2_scale"):
+        row = _row(audit, "FlashInferMLASparseImpl", attr)
+        assert (row.observed, row.verdict) == (Observed.STALE, Verdict.CONFIRMED)
+
+
+def test_the_bf16x3_router_reload_raises_in_vllm(audit):
+    row = _row(audit, "_GateLinearMethod", "_bf16x3_weight")
+    assert (row.observed, row.verdict) == (Observed.RELOAD_FAILED, Verdict.CONFIRMED)
+    blocker = audit.blockers["router-gate-bf16x3"]
+    assert blocker.exception == "KeyError" and "_bf16x3_weight" in blocker.message
+    assert blocker.last_vllm_frame.startswith("vllm/model_executor/model_loader/reload/"
+                                              "layerwise.py:446 ")
+    # the other findings of the case were not observed, not confirmed
+    assert _row(audit, "UnquantizedLinearMethod", "weight").verdict is Verdict.NOT_RUNNABLE
+
+
+def test_blocked_cases_report_the_observed_exception_and_frames(audit):
+    b = audit.blockers
+    assert (b["cpu-unquantized-gemm"].exception, b["cpu-unquantized-gemm"].last_vllm_frame) == (
+        "AttributeError", "vllm/model_executor/layers/utils.py:624 in "
+        "dispatch_cpu_unquantized_gemm")
+    assert "convert_weight_packed" in b["cpu-unquantized-gemm"].message
+    assert b["mla-amx-cpu"].last_vllm_frame.startswith(
+        "vllm/v1/attention/backends/mla/amx_mla.py:303 in process_weights_after_loading")
+    assert b["nvfp4-linear-b12x"].message == "NVFP4 weights must be on CUDA"
+    assert b["fp8-linear"].in_vllm and "ScaledMM" in b["fp8-linear"].message
+    key = ("vllm.model_executor.layers.utils.dispatch_cpu_unquantized_gemm", "cpu_linear")
+    assert audit.verdicts()[key] is Verdict.NOT_RUNNABLE
+    assert all(audit.cases[c] != "ran" for c in BLOCKED)
+
+
+def test_no_case_crashes_and_every_class_of_the_table_has_one():
+    table = json.loads(TABLE.read_text())["classes"]
+    names = {c.name for c in cases()}
+    assert table and all(r["case"] in names for r in table)
+    assert {r["outcome"] for r in table} <= {"ran", "reload failed", "blocked"}
+    for case in cases():
+        try:
+            case.build(0)
+        except NotRunnable as exc:  # the only way a case may fail to build
+            assert exc.reason
+
+
+def test_canary_a_container_of_another_class_is_not_matched(audit):
+    # plant: ask for the tuple entries under a class that does not hold them
+    from vllm_integration.executable_audit import _held
+
+    entry = type("E", (), {"holder": "tuple"})()
+    model = type("M", (), {})()
+    model.core = type("PreparedKda", (), {})()
+    assert _held(model, "core.weights[0]", entry, "weights", {"PreparedKda"})
+    assert not _held(model, "core.weights[0]", entry, "weights", {"PreparedMla"})
+    assert not _held(model, "core.weights[0]", entry, "scales", {"PreparedKda"})
+
+
+def test_canary_blocker_of_a_failure_outside_vllm_has_no_frame():
+    def harness():
+        raise LookupError("planted")
+
+    reason = attempt("X", harness)
+    assert reason() == "X: LookupError: planted (no vLLM frame)"
+    assert reason.blocker.in_vllm is False
+    try:
+        import torch
+
+        torch.ops._C.convert_weight_packed  # noqa: B018 - what vLLM's CPU path calls
+    except AttributeError as exc:
+        assert blocker_of(exc).first_vllm_frame is None
+
+
+def test_the_new_verdicts_feed_the_static_report(audit):
+    from derivgraph.audit.static.scan import scan
+    from derivgraph.audit.static.verdicts import apply_verdicts
+
+    marked = {(f.key[0].rpartition(".")[2], f.attr, f.line): f.verdict.value
+              for f in apply_verdicts(scan(package="vllm", specs=[]).findings,
+                                      audit.verdicts())}
+    assert marked[("MoERunner", "_combined_gate_weight", 353)] == "confirmed"
+    assert marked[("FlashInferMLASparseImpl", "bmm1_scale", 519)] == "confirmed"
+    assert marked[("PreparedMla", "weights", 153)] == "refuted"
+    assert marked[("_GateLinearMethod", "_bf16x3_weight", 398)] == "confirmed"
+    assert marked[("dispatch_cpu_unquantized_gemm", "cpu_linear", 627)] == "not_runnable"

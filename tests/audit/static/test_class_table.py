@@ -1,0 +1,54 @@
+"""The committed outcome table of the undeclared error classes and its generated doc section."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from vllm_integration.class_table import DOC, TABLE, main, render, splice, undeclared_error_classes
+
+
+def _rows():
+    return json.loads(TABLE.read_text())["classes"]
+
+
+def test_the_doc_section_renders_the_committed_table(capsys):
+    assert main(["--check"]) == 0
+    assert "doc matches the table" in capsys.readouterr().out
+
+
+def test_canary_an_edited_outcome_shows_in_the_doc():
+    rows = _rows()
+    planted = copy.deepcopy(rows)
+    blocked = next(r for r in planted if r["outcome"] == "blocked")
+    blocked["outcome"], blocked["verdicts"] = "ran", {"x": {"observed": "moved",
+                                                            "verdict": "confirmed"}}
+    doc = DOC.read_text()
+    assert splice(doc, render(rows)) == doc
+    assert splice(doc, render(planted)) != doc
+
+
+def test_every_class_has_a_case_and_an_observed_outcome():
+    for row in _rows():
+        assert row["case"], row["class"]
+        if row["outcome"] == "blocked":
+            b = row["blocker"]
+            assert b["exception"] and b["message"], row["class"]
+            assert b["in_vllm"] == (b["first_vllm_frame"] is not None)
+        else:
+            assert row["verdicts"], row["class"]
+
+
+@pytest.mark.slow
+def test_the_table_covers_exactly_the_undeclared_error_classes():
+    from derivgraph.audit.static.scan import scan
+    from derivgraph.spec.load import default_specs
+
+    pytest.importorskip("vllm")
+    classes = undeclared_error_classes(scan(package="vllm", specs=default_specs()).findings)
+    assert {r["class"] for r in _rows()} == set(classes)
+    for row in _rows():
+        assert {(f["line"], f["attr"]) for f in row["findings"]} == {
+            (f.line, f.attr) for f in classes[row["class"]]}

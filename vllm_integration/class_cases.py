@@ -1,0 +1,273 @@
+"""Cases for the undeclared error classes of ``derivgraph audit static --package vllm``.
+
+Each class whose stores the static audit calls an undeclared error gets one case here: either
+vLLM's real code for it is built on CPU and reloaded (the case runs and its census judges the
+findings), or the case *tries* that code and reports what stopped it (the exception and the
+vLLM frames, :mod:`vllm_integration.blockers`). Where vLLM asks the platform a yes/no question
+whose CPU answer skips the code under audit (is ROCm's bf16x3 router supported, does the CPU
+have AMX tiles, is the B12X/CuTe kernel supported), the case answers yes for the duration of
+the try and says so in :data:`PLATFORM_ANSWERS`; nothing else of vLLM is patched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Callable, Iterator
+
+import torch
+from torch import nn
+
+from vllm_integration import case_base as b
+from vllm_integration import class_layers as att
+from vllm_integration.blockers import attempt
+from vllm_integration.class_attempts import ATTEMPTS
+
+__all__ = ["PLATFORM_ANSWERS", "class_cases"]
+
+E, H, N = b.E, b.H, b.N
+_EX = "vllm.model_executor.layers.fused_moe.experts"
+_GATE = "vllm.model_executor.layers.fused_moe.router.gate_linear"
+_RUNNER = "vllm.model_executor.layers.fused_moe.runner.moe_runner.MoERunner"
+_UTILS = "vllm.model_executor.layers.utils"
+_KIMI = "vllm.models.kimi_k3.nvidia.specialized_decode.cutedsl"
+
+#: case -> the platform questions it answers "yes" (everything else is vLLM as installed)
+PLATFORM_ANSWERS: dict[str, str] = {
+    "router-gate-bf16x3": "bf16x3_router_gemm_rocm.platform_supported() (a ROCm-only tier)",
+    "cpu-unquantized-gemm": "torch.cpu._is_amx_tile_supported() and "
+                            "current_platform.is_zen_cpu()",
+    "nvfp4-linear-b12x": "the kernel's is_supported() (its constructor asserts a CUDA SM12x)",
+    "nvfp4-linear-flint": "the kernel's is_supported() (its constructor asserts CUDA)",
+}
+
+
+@contextlib.contextmanager
+def _answer(target: object, name: str, value: object) -> Iterator[None]:
+    original = getattr(target, name)
+    setattr(target, name, value)
+    try:
+        yield
+    finally:
+        setattr(target, name, original)
+
+
+def _load(qualified: str) -> object:
+    module, _, name = qualified.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+# ---- runnable: experts, router gate, MoE runner ---------------------------------------------
+
+_NVFP4_B12X = {"w13_weight": ((E, 2 * N, H // 2), torch.uint8), **b.NVFP4}
+
+
+_nvfp4_b12x_qc = b.nvfp4_qc("FLASHINFER_B12X")
+
+
+@contextlib.contextmanager
+def _rocm_bf16x3() -> Iterator[None]:
+    from vllm.model_executor.layers.fused_moe.router import bf16x3_router_gemm_rocm as rocm
+
+    with b.vllm_runtime(), _answer(rocm, "platform_supported", lambda: True):
+        yield
+
+
+def _gate_layer() -> nn.Module:
+    """vLLM's GateLinear with an fp32 router weight and fp32 logits: ROCm's bf16x3 tier."""
+    gate = _load(f"{_GATE}.GateLinear")(H, E, out_dtype=torch.float32,
+                                        params_dtype=torch.float32)
+    assert type(gate.quant_method).__name__ == "_GateLinearMethod", type(gate.quant_method)
+    return gate
+
+
+class _Router(nn.Module):
+    """Stands in for the router and routed experts, which the gate fusion never reads."""
+
+
+def _runner_layer() -> nn.Module:
+    """vLLM's MoERunner with a router gate and a shared-expert gate (the fused-gate path)."""
+    from vllm.model_executor.layers.linear import ReplicatedLinear
+
+    _runner_layer.count += 1  # type: ignore[attr-defined]
+    return _load(_RUNNER)(
+        f"layers.{_runner_layer.count}.mlp", b.moe_config(), router=_Router(),  # type: ignore[attr-defined]
+        routed_experts=_Router(),
+        gate=ReplicatedLinear(H, E, bias=False, params_dtype=torch.bfloat16),
+        shared_expert_gate=ReplicatedLinear(H, 1, bias=False, params_dtype=torch.bfloat16))
+
+
+_runner_layer.count = 0  # type: ignore[attr-defined]
+
+
+def _fuse_gates(layer: nn.Module) -> None:
+    """What MoERunner's forward does first (moe_runner.py:909) when both gates are set."""
+    layer._maybe_fuse_gate_weights()
+
+
+# ---- tried: vLLM's real code up to the first failure ----------------------------------------
+
+def _cpu_gemm() -> None:
+    """UnquantizedLinearMethod's CPU dispatch with AMX tiles and a Zen CPU answered yes."""
+    from vllm.model_executor.layers import utils
+    from vllm.platforms import current_platform
+
+    layer = nn.Module()
+    layer.weight = nn.Parameter(torch.randn(N, H, dtype=torch.bfloat16), requires_grad=False)
+    with _answer(torch.cpu, "_is_amx_tile_supported", lambda: True), \
+            _answer(current_platform, "is_zen_cpu", lambda: True):
+        utils.dispatch_cpu_unquantized_gemm(layer, remove_weight=False)
+
+
+def _nvfp4_linear_layer() -> nn.Module:
+    g = torch.Generator().manual_seed(0)
+    layer = nn.Module()
+    for name, shape, dtype in (("weight", (N, H // 2), torch.uint8),
+                               ("weight_scale", (N, H // 16), torch.float8_e4m3fn),
+                               ("weight_global_scale", (), torch.float32),
+                               ("input_global_scale", (), torch.float32),
+                               ("alpha", (), torch.float32)):
+        layer.register_parameter(name, nn.Parameter(b.random_tensor(shape, dtype, name, g),
+                                                    requires_grad=False))
+    layer.output_size_per_partition, layer.input_size_per_partition = N, H
+    return layer
+
+
+def _kernel_post_load(qualified: str) -> Callable[[], None]:
+    """Build the kernel past its platform assertion and run its post-load step."""
+    def run() -> None:
+        from vllm.model_executor.kernels.linear.nvfp4.base import NvFp4LinearLayerConfig
+
+        cls = _load(qualified)
+        with _answer(cls, "is_supported", classmethod(lambda c, cc=None: (True, None))):
+            kernel = cls(NvFp4LinearLayerConfig())
+        kernel.process_weights_after_loading(_nvfp4_linear_layer())
+
+    return run
+
+
+def _wna8o8() -> None:
+    from vllm.model_executor.layers.quantization.compressed_tensors.schemes import (
+        compressed_tensors_wNa8o8 as m,
+    )
+
+    with b.vllm_runtime():
+        scheme = m.CompressedTensorsWNA8O8Int(8, "channel", has_input_act=True,
+                                              has_output_act=True, quant_format="int-quantized")
+        layer = nn.Module()
+        scheme.create_weights(layer, output_size=N, input_size=H, output_partition_sizes=[N],
+                              input_size_per_partition=H, params_dtype=torch.bfloat16,
+                              weight_loader=lambda p, w: p.data.copy_(w))
+        scheme.process_weights_after_loading(layer)
+
+
+def _ark_moe() -> None:
+    from vllm.model_executor.layers.quantization.inc.schemes.inc_wna16_moe import (
+        INCARKWNA16MoEMethod,
+    )
+    from vllm.model_executor.layers.quantization.moe_wna16 import MoeWNA16Config
+
+    with b.vllm_runtime():
+        INCARKWNA16MoEMethod(MoeWNA16Config("gptq", 4, 128, False, False, None, {}),
+                             b.moe_config())
+
+
+def _modelopt_gather() -> None:
+    from vllm.model_executor.layers.quantization import modelopt as m
+    from vllm.model_executor.layers.quantization.utils.quant_utils import kNvfp4Static
+
+    with b.vllm_runtime():
+        method = m.ModelOptLinearMethod(m.QuantSpec(weight=kNvfp4Static, activation=None),
+                                        m.CkptCtx(group_size=16))
+        layer = nn.Module()
+        layer._retain_weight_for_gather = True
+        method.create_weights(layer, input_size_per_partition=H, output_partition_sizes=[N],
+                              input_size=H, output_size=N, params_dtype=torch.bfloat16,
+                              weight_loader=lambda p, w: p.data.copy_(w))
+        method.process_weights_after_loading(layer)
+
+
+def _flint_experts() -> None:
+    """Flint's NVFP4 experts, loaded expert by expert; the last weight triggers the repack
+    that FlintSparseMoeBlock.forward_ll's cache (``_ll_weights``) is built from."""
+    from vllm.models.flint.ops.moe import FlintNvfp4Experts
+
+    experts = FlintNvfp4Experts(E, H, N, 2)
+    shapes = {"weight": (torch.uint8, 2), "weight_scale": (torch.float8_e4m3fn, 16)}
+    g = torch.Generator().manual_seed(0)
+    for e in range(E):
+        for proj, (rows, cols) in (("gate_proj", (N, H)), ("up_proj", (N, H)),
+                                   ("down_proj", (H, N))):
+            for kind, (dtype, per) in shapes.items():
+                experts.load_weights([(f"{e}.{proj}.{kind}",
+                                       b.random_tensor((rows, cols // per), dtype, kind, g))])
+            experts.load_weights([(f"{e}.{proj}.weight_scale_2", torch.tensor(1.0))])
+
+
+def _step5_experts() -> None:
+    from vllm.config import get_current_vllm_config
+    from vllm.models.step5.nvidia.mega_moe import Step5MegaMoEExperts
+
+    with b.vllm_runtime():
+        config = get_current_vllm_config()
+        config.parallel_config.enable_expert_parallel = True  # it refuses to run without EP
+        experts = Step5MegaMoEExperts(config, num_experts=E, top_k=2, hidden_size=H,
+                                      intermediate_size=N, quant_config=None,
+                                      activation="silu", activation_clamp=None,
+                                      prefix="layers.0.mlp.experts")
+        experts.quant_method.process_weights_after_loading(experts)  # -> prepare_weights()
+
+
+# ---- the cases --------------------------------------------------------------------------
+
+def _tried(name: str, classes: tuple[str, ...], run: Callable[[], object]) -> b.VllmCase:
+    return b.VllmCase(name, classes,
+                      not_runnable=attempt(classes[0].rpartition(".")[2], run))
+
+
+def class_cases() -> list[b.VllmCase]:
+    """The cases of the undeclared error classes (``int8-moe-zen-cpu`` is in builders)."""
+    b12x = f"{_EX}.flashinfer_b12x_moe.FlashInferB12xExperts"
+    return [
+        b.VllmCase("nvfp4-moe-flashinfer-b12x", (b12x,), _NVFP4_B12X,
+                   b.experts(b12x, _nvfp4_b12x_qc, experts_post_load=True)),
+        b.VllmCase("router-gate-bf16x3", (f"{_GATE}._GateLinearMethod",),
+                   {"weight": ((E, H), torch.float32)}, layer=_gate_layer, patch=_rocm_bf16x3),
+        b.VllmCase("moe-runner-fused-gate", (_RUNNER,),
+                   {"gate.weight": ((E, H), torch.bfloat16),
+                    "shared_expert_gate.weight": ((1, H), torch.bfloat16)},
+                   layer=_runner_layer, first_forward=_fuse_gates, patch=b.vllm_runtime),
+        _tried("cpu-unquantized-gemm", (f"{_UTILS}.dispatch_cpu_unquantized_gemm",), _cpu_gemm),
+        _tried("nvfp4-linear-b12x",
+               ("vllm.model_executor.kernels.linear.nvfp4.b12x.B12xNvFp4W4A16LinearKernel",),
+               _kernel_post_load(
+                   "vllm.model_executor.kernels.linear.nvfp4.b12x.B12xNvFp4W4A16LinearKernel")),
+        _tried("nvfp4-linear-flint", ("vllm.models.flint.ops.linear.FlintNvFp4LinearKernel",),
+               _kernel_post_load("vllm.models.flint.ops.linear.FlintNvFp4LinearKernel")),
+        _tried("wna8o8-int-linear", ("vllm.model_executor.layers.quantization.compressed_tensors"
+                                     ".schemes.compressed_tensors_wNa8o8"
+                                     ".CompressedTensorsWNA8O8Int",), _wna8o8),
+        _tried("wna16-moe-inc-ark", ("vllm.model_executor.layers.quantization.inc.schemes"
+                                     ".inc_wna16_moe.INCARKWNA16MoEMethod",), _ark_moe),
+        _tried("nvfp4-linear-modelopt-gather",
+               ("vllm.model_executor.layers.quantization.modelopt.ModelOptLinearMethod",),
+               _modelopt_gather),
+        _tried("nvfp4-moe-flint", ("vllm.models.flint.ops.moe.FlintNvfp4Experts",),
+               _flint_experts),
+        _tried("flint-sparse-moe-ll", ("vllm.models.flint.model.FlintSparseMoeBlock",),
+               _flint_experts),
+        b.VllmCase("kimi-k3-prepared-kda", (f"{_KIMI}.kda.prepared.PreparedKda",),
+                   {**att.KDA, **att.KV_SCALES}, layer=lambda: att.kv_scaled_layer(att.KDA),
+                   first_forward=att.prepared_kda, once=True),
+        b.VllmCase("kimi-k3-prepared-mla", (f"{_KIMI}.mla.prepared.PreparedMla",),
+                   {**att.MLA, **att.KV_SCALES}, layer=lambda: att.kv_scaled_layer(att.MLA),
+                   first_forward=att.prepared_mla, once=True),
+        b.VllmCase("mla-flashinfer-sparse", ("vllm.v1.attention.backends.mla"
+                                              ".flashinfer_mla_sparse.FlashInferMLASparseImpl",),
+                   att.KV_SCALES, layer=att.sparse_mla_layer, first_forward=att.prepare_mqa,
+                   patch=b.vllm_runtime),
+        *(_tried(name, (qualified,), run) for qualified, (name, run) in ATTEMPTS.items()),
+        _tried("nvfp4-moe-step5-mega", ("vllm.models.step5.nvidia.mega_moe.Step5MegaMoEExperts",),
+               _step5_experts),
+    ]
+
