@@ -47,6 +47,7 @@ from derivgraph.guard.holders import (
     repoint,
 )
 from derivgraph.guard.report import Change, GuardReport, SlotChange
+from derivgraph.guard.slots import SlotTable
 
 __all__ = ["Guard", "weight_storages"]
 
@@ -132,6 +133,7 @@ class Guard:
         self.seconds = 0.0
         self._claimed: dict[int, _Action] = {}  # new tensor id -> its action (one restore)
         self._guarded: list[str] | None = None
+        self._slots: SlotTable | None = None  # the chains as accessors, made at first restore
 
     def __len__(self) -> int:
         return len(self.startup)
@@ -150,6 +152,7 @@ class Guard:
         self.declared = {id(t) for t in declared if isinstance(t, torch.Tensor)}
         weights = weight_storages(model)
         self.startup, self.paths, self.objects, self._guarded = {}, {}, {}, None
+        self._slots = None
         resolve = _Resolver(model)
         for held in self._walk(model):
             t = held.tensor
@@ -191,9 +194,13 @@ class Guard:
         ``full``: walk the whole model (finds new tensors on objects the engine kept too).
         """
         start = time.perf_counter()
-        declared_now = self.declared | {id(t) for t in declared if isinstance(t, torch.Tensor)}
         report = self._report()
-        self._claimed: dict[int, _Action] = {}
+        self._claimed = {}
+        if not full and self._table().unchanged():  # nothing to restore, nothing new
+            self.restores += 1
+            report.seconds = time.perf_counter() - start
+            return report
+        declared_now = self.declared | {id(t) for t in declared if isinstance(t, torch.Tensor)}
         if full:
             actions = self._plan_walked(model, declared_now, report)
         else:
@@ -209,6 +216,14 @@ class Guard:
             logger.warning("guard: %d slot(s) need a graph recapture: %s", len(report.recapture),
                            "; ".join(c.describe() for c in report.recapture[:8]))
         return report
+
+    def _table(self) -> SlotTable:
+        if self._slots is None:
+            self._slots = SlotTable(
+                self.objects, [(chain, s.tensor) for s in self.startup.values()
+                               for chain, _ in s.chains],
+                [(s.tensor, s.data_ptr) for s in self.startup.values() if s.data_ptr])
+        return self._slots
 
     # ---- deciding: by following chains (default) -----------------------------------------------
 
