@@ -86,11 +86,16 @@ def wrap_finalize(orig: Callable[..., Any]) -> Callable[..., Any]:
 def _recording(weights: Iterable[tuple[str, Any]], sink: list[str],
                model: Any = None) -> Iterator[tuple[str, Any]]:
     """Pass weights through, recording names (and, for ``model``, fold sources' values)."""
-    session = _session()
+    note = _session().witness_note(model) if model is not None else None  # once per load
+    append = sink.append
+    if note is None:  # no fold sources to witness: names only
+        for name, tensor in weights:
+            append(name)
+            yield name, tensor
+        return
     for name, tensor in weights:
-        sink.append(name)
-        if model is not None:
-            session.witness(model, name, tensor)
+        append(name)
+        note(name, tensor)
         yield name, tensor
 
 
