@@ -19,7 +19,7 @@ import torch
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.errors import SourceChanged
 from derivgraph.paths import MISSING, Slot, get_path, holder_dict, set_slot, slot_of
-from derivgraph.runtime.accessors import HolderTable, HopTable, holder_of
+from derivgraph.runtime.accessors import NO_DICT, HolderTable, HopTable, holder_of
 from derivgraph.runtime.entry import Entry, address_of
 from derivgraph.spec.kinds import TensorKind
 
@@ -45,6 +45,7 @@ class Holders:
             | None = None
         self._read: tuple[Any, HolderTable, list[Any]] | None = None  # see note_read
         self._outside: tuple[HolderTable, int, list[str]] | None = None
+        self._scalar_reads: tuple[list[dict[Any, Any]], list[str]] | None = None
 
     def walk(self) -> HopTable:
         """Walk every owner path once (sources' and derived tensors')."""
@@ -78,6 +79,19 @@ class Holders:
                                   if e.node.kind is not TensorKind.SCALAR  # own hop
                                   and e.slot is not Slot.ELEMENT], self._where)
         self._scalars = [e for e in self.entries.values() if e.node.kind is TensorKind.SCALAR]
+        self._scalar_reads = None
+
+    def _scalars_current(self) -> bool:
+        """Every derived scalar's holder holds a number equal to ours (one C-level sweep, the
+        holders resolved once per owner walk); False when any holder is outside a dict."""
+        reads = self._scalar_reads
+        if reads is None:
+            where = [self._where(e) for e in self._scalars]
+            reads = self._scalar_reads = ([d for _o, d, _k in where], [k for *_, k in where]) \
+                if all(d is not NO_DICT for _o, d, _k in where) else ([], [])
+        if len(reads[0]) != len(self._scalars):
+            return False
+        return all(map(operator.eq, map(dict.get, *reads), [e.storage for e in self._scalars]))
 
     def _where(self, entry: Entry) -> tuple[Any, dict[Any, Any], str]:
         return holder_of(self.hops.objects if self.hops else {}, self.model, entry)
@@ -95,6 +109,7 @@ class Holders:
         if any(p in self._source_hops for p in walked):
             return False
         self.table.refresh(self.table.under(walked), self._where)
+        self._scalar_reads = None
         return True
 
     # ---- sources -----------------------------------------------------------------------------
@@ -208,7 +223,7 @@ class Holders:
             count += self.rebind_entries([table.entries[i] for i in rest], report,
                                          self.hops.objects)
             table.refresh(rest, self._where)
-        if self._scalars:
+        if self._scalars and not self._scalars_current():
             count += self.rebind_entries(self._scalars, report, self.hops.objects)
         return count
 

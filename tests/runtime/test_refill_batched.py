@@ -278,3 +278,23 @@ def test_a_failed_refill_leaves_no_holder_read_for_the_next_run(monkeypatch):
     assert report.moved == []
     assert model.layers[2].inv is startup["layers.2.inv"]
     assert model.layers[1].inv is startup["layers.1.inv"]
+
+
+def test_a_scalar_the_engine_rewrote_is_put_back_and_equal_ones_are_not_walked(per_entry_spy):
+    model = Toy()
+    spec = Spec(name="s", target=Target(module_class=["Toy"]), derived=[
+        DerivedTensor(name="inv", kind="attribute", formula="1.0 / scale"),
+        DerivedTensor(name="scale_max", kind="scalar", formula="amax(scale)")])
+    plan = compile_plan(model, [spec])
+    plan.run()
+    kept = model.inv
+    model.inv = model.inv.clone()  # a tensor holder rebuilt: the rebind runs
+    model.scale_max = float(model.scale_max)  # an equal number in a new object
+    per_entry_spy.clear()
+    assert plan.rebind() == 1 and model.inv is kept
+    assert per_entry_spy == []  # the equal scalar was checked in the sweep, not walked
+    model.inv = model.inv.clone()
+    model.scale_max = 123.0  # the engine wrote another number
+    assert plan.rebind() == 2
+    assert model.scale_max == plan.entries["scale_max"].storage != 123.0
+    assert "scale_max" in per_entry_spy

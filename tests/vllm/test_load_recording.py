@@ -53,3 +53,21 @@ def test_without_folds_only_names_are_recorded(monkeypatch):
         assert session.witness_note(model) is None
     finally:
         session.detach(model)
+
+
+def test_arguments_are_read_and_replaced_as_passed():
+    def reload(vllm_config, model, weights_iterator, weights_path, is_checkpoint_format=True):
+        return model, weights_iterator, is_checkpoint_format
+
+    arguments = reload_wrappers._Arguments(reload)
+    assert arguments.simple
+    args, kwargs = ("cfg", "m", [1]), {"weights_path": None}
+    assert arguments.get(args, kwargs, "model") == "m"
+    assert arguments.get(args, kwargs, "is_checkpoint_format", True) is True
+    args2, kwargs2 = arguments.replace(args, kwargs, "weights_iterator", [2])
+    assert reload(*args2, **kwargs2) == ("m", [2], True) and args == ("cfg", "m", [1])
+    kw = {"model": "m", "weights_iterator": [1], "weights_path": None,
+          "is_checkpoint_format": False}
+    args3, kwargs3 = arguments.replace(("cfg",), kw, "weights_iterator", [3])
+    assert reload(*args3, **kwargs3) == ("m", [3], False) and kw["weights_iterator"] == [1]
+    assert not reload_wrappers._Arguments(lambda *a, **k: None).simple
