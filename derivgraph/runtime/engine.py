@@ -233,6 +233,8 @@ def _picker(index: list[int], size: int) -> Callable[[list[Any]], list[Any]] | N
     """A C-level pick of ``index`` from a list of ``size``; None when it is the whole list."""
     if index == list(range(size)):
         return None
+    if not index:
+        return lambda values: []
     if len(index) == 1:
         only = index[0]
         return lambda values: [values[only]]

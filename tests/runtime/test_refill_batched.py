@@ -18,7 +18,7 @@ from torch import nn
 
 from derivgraph import DerivedTensor, Spec, Target, compile_plan
 from derivgraph.errors import EngineComputedError
-from derivgraph.runtime.engine import RefillTable, Taken
+from derivgraph.runtime.engine import RefillTable, Taken, _picker
 from derivgraph.tools.deepseek_workload import DeepseekModel, deepseek_specs
 from tests.toy import Toy
 
@@ -298,3 +298,11 @@ def test_a_scalar_the_engine_rewrote_is_put_back_and_equal_ones_are_not_walked(p
     assert plan.rebind() == 2
     assert model.scale_max == plan.entries["scale_max"].storage != 123.0
     assert "scale_max" in per_entry_spy
+
+
+def test_the_precomputed_pick_of_refill_targets():
+    values = ["a", "b", "c"]
+    assert _picker([0, 1, 2], 3) is None  # the targets are the table, in its order
+    assert _picker([], 3)(values) == []  # no target is a dict store (the per-entry path)
+    assert _picker([1], 3)(values) == ["b"]
+    assert _picker([2, 0], 3)(values) == ["c", "a"]
