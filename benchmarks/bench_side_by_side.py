@@ -40,11 +40,16 @@ def main() -> None:
     for _ in range(args.rounds):
         for name, tree in trees.items():
             for workload in args.workloads:
+                inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                             if p and Path(p).resolve() not in trees.values()]
                 proc = subprocess.run([sys.executable, "-c", RUN, str(BENCH), workload,
                                        str(args.repeat), args.device], cwd=tree,
-                                      capture_output=True,
-                                      text=True, check=True,
-                                      env={**os.environ, "PYTHONPATH": str(tree)})
+                                      capture_output=True, text=True, check=False,
+                                      env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                          [str(tree), *inherited])})
+                if proc.returncode != 0:  # the tree first, then what the caller had
+                    sys.stderr.write(proc.stderr)
+                    raise SystemExit(f"{name} {workload}: exit status {proc.returncode}")
                 runs.setdefault(f"{name}_{workload}", []).append(
                     json.loads(proc.stdout.strip().splitlines()[-1]))
     text = json.dumps(runs)
