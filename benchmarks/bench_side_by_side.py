@@ -23,7 +23,7 @@ BENCH = ROOT / "derivgraph" / "tools" / "bench.py"
 RUN = ("import importlib.util, json, sys\n"
        "spec = importlib.util.spec_from_file_location('bench_tool', sys.argv[1])\n"
        "mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)\n"
-       "print(json.dumps(mod.bench('cpu', sys.argv[2], repeat=int(sys.argv[3]))))\n")
+       "print(json.dumps(mod.bench(sys.argv[4], sys.argv[2], repeat=int(sys.argv[3]))))\n")
 
 
 def main() -> None:
@@ -32,6 +32,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=21)
     parser.add_argument("--workloads", nargs="+", default=["deepseek", "reference"])
+    parser.add_argument("--device", default="cpu")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     trees = {"this": ROOT, "against": Path(args.against).resolve()}
@@ -39,10 +40,16 @@ def main() -> None:
     for _ in range(args.rounds):
         for name, tree in trees.items():
             for workload in args.workloads:
+                inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                             if p and Path(p).resolve() not in trees.values()]
                 proc = subprocess.run([sys.executable, "-c", RUN, str(BENCH), workload,
-                                       str(args.repeat)], cwd=tree, capture_output=True,
-                                      text=True, check=True,
-                                      env={**os.environ, "PYTHONPATH": str(tree)})
+                                       str(args.repeat), args.device], cwd=tree,
+                                      capture_output=True, text=True, check=False,
+                                      env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                          [str(tree), *inherited])})
+                if proc.returncode != 0:  # the tree first, then what the caller had
+                    sys.stderr.write(proc.stderr)
+                    raise SystemExit(f"{name} {workload}: exit status {proc.returncode}")
                 runs.setdefault(f"{name}_{workload}", []).append(
                     json.loads(proc.stdout.strip().splitlines()[-1]))
     text = json.dumps(runs)

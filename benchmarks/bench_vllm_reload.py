@@ -9,7 +9,8 @@ timing are frozen with ``gc.freeze()``, as vLLM does after start-up), vLLM's
 ``reload_weights(checkpoint A or B)`` is timed with ``DERIVGRAPH_VLLM_MODE=off`` (the hooks
 forward straight to vLLM: vLLM alone) and with the plugin's default mode (``refill``: vLLM's
 reload, then derivgraph's pass into the startup storage). Medians; ``plugin_over_off`` is the
-ratio (goal <= 1.05); minima too (``min_*``: on a loaded host the floor of each).
+ratio (goal <= 1.05); minima too (``min_*``: on a loaded host the floor of each), and the
+10th and 25th percentiles (``q10_*``, ``q25_*``) with their ratios.
 
     python3 benchmarks/bench_vllm_reload.py --repeat 41 \
         --json benchmarks/results/vllm_reload_cpu.json
@@ -29,6 +30,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _quantile(values: list[float], q: int) -> float:
+    """The ``q``-th percentile (a loaded host's lower quantiles are steadier than its median)."""
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
 def main() -> None:
@@ -88,6 +94,10 @@ def main() -> None:
         "min_off_ms": round(min(times["off"]), 3),
         "min_plugin_ms": round(min(times[args.mode]), 3),
         "min_plugin_over_off": round(min(times[args.mode]) / min(times["off"]), 3),
+        **{f"q{q}_{k}_ms": round(_quantile(times[m], q), 3)
+           for q in (10, 25) for k, m in (("off", "off"), ("plugin", args.mode))},
+        **{f"q{q}_plugin_over_off": round(_quantile(times[args.mode], q)
+                                         / _quantile(times["off"], q), 3) for q in (10, 25)},
         "moved_after_plugin_reload": len(moved),
         "runs_ms": {k: [round(t, 3) for t in v] for k, v in times.items()},
     }

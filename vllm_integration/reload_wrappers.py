@@ -86,31 +86,65 @@ def wrap_finalize(orig: Callable[..., Any]) -> Callable[..., Any]:
 def _recording(weights: Iterable[tuple[str, Any]], sink: list[str],
                model: Any = None) -> Iterator[tuple[str, Any]]:
     """Pass weights through, recording names (and, for ``model``, fold sources' values)."""
-    session = _session()
+    note = _session().witness_note(model) if model is not None else None  # once per load
+    append = sink.append
+    if note is None:  # no fold sources to witness: names only
+        for name, tensor in weights:
+            append(name)
+            yield name, tensor
+        return
     for name, tensor in weights:
-        sink.append(name)
-        if model is not None:
-            session.witness(model, name, tensor)
+        append(name)
+        note(name, tensor)
         yield name, tensor
 
 
+class _Arguments:
+    """Reads and replaces a wrapped function's arguments by name without binding a signature
+    per call (``inspect.Signature.bind`` costs more than the rest of a wrapper)."""
+
+    def __init__(self, fn: Callable[..., Any]):
+        self.signature = inspect.signature(fn)
+        kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        self.simple = all(p.kind in kinds for p in self.signature.parameters.values())
+        self.position = {name: i for i, (name, p) in enumerate(self.signature.parameters.items())
+                         if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD}
+
+    def get(self, args: tuple[Any, ...], kwargs: dict[str, Any], name: str,
+            default: Any = None) -> Any:
+        """The argument ``name`` as passed (``default`` when it was not)."""
+        i = self.position.get(name)
+        return args[i] if i is not None and i < len(args) else kwargs.get(name, default)
+
+    def replace(self, args: tuple[Any, ...], kwargs: dict[str, Any], name: str,
+                value: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """``(args, kwargs)`` with the passed argument ``name`` replaced by ``value``."""
+        i = self.position.get(name)
+        if i is not None and i < len(args):
+            return (*args[:i], value, *args[i + 1:]), kwargs
+        return args, {**kwargs, name: value}
+
+
 def wrap_reload_weights(orig: Callable[..., Any]) -> Callable[..., Any]:
-    signature = inspect.signature(orig)
+    arguments = _Arguments(orig)
 
     @functools.wraps(orig)
     def reload_weights(*args: Any, **kwargs: Any) -> Any:
         if not active():
             return orig(*args, **kwargs)
-        bound = signature.bind(*args, **kwargs)
-        model = bound.arguments["model"]
-        kernel_format = not bound.arguments.get("is_checkpoint_format", True)
+        if not arguments.simple:  # *args or **kwargs in the signature: bind it
+            bound = arguments.signature.bind(*args, **kwargs)
+            args, kwargs = bound.args, bound.kwargs
+        model = arguments.get(args, kwargs, "model")
+        kernel_format = not arguments.get(args, kwargs, "is_checkpoint_format", True)
         names: list[str] = []
-        if bound.arguments.get("weights_iterator") is not None:
-            bound.arguments["weights_iterator"] = _recording(bound.arguments["weights_iterator"],
-                                                             names, model)
+        weights = arguments.get(args, kwargs, "weights_iterator")
+        if weights is not None:
+            args, kwargs = arguments.replace(args, kwargs, "weights_iterator",
+                                             _recording(weights, names, model))
         session = _session()
         session.begin(model, "kernel-format" if kernel_format else "checkpoint-format")
-        result = _aborting_on_error(model, orig, *bound.args, **bound.kwargs)
+        result = _aborting_on_error(model, orig, *args, **kwargs)
         # kernel format: the names are runtime names (vLLM copies into get_parameter(name))
         session.note_names(model, names, runtime=kernel_format)
         session.end(model)

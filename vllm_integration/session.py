@@ -37,7 +37,7 @@ import threading
 import time
 import types
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +62,7 @@ __all__ = [
     "ALLOW_RECAPTURE_ENV", "VERIFY_SPECS_ENV", "Counters", "ModelState", "abort", "attach",
     "audit", "begin", "detach", "end", "note_names", "on_post_load", "plan_for", "planned_models",
     "recapture_allowed", "replan", "same_weight_oracle", "state_for", "strict_findings",
-    "verify_specs_enabled", "witness",
+    "verify_specs_enabled", "witness", "witness_note",
 ]
 
 logger = logging.getLogger(__name__)
@@ -306,6 +306,13 @@ def witness(model: Any, name: str, tensor: Any) -> None:
     state = state_for(model)
     if state is not None and state.witness is not None:
         state.witness.note(name, tensor)
+
+
+def witness_note(model: Any) -> Callable[[str, Any], None] | None:
+    """What :func:`witness` calls for ``model`` (None when it keeps no fold source): a loader
+    wrapper resolves it once per load instead of once per weight."""
+    state = state_for(model)
+    return state.witness.note if state is not None and state.witness is not None else None
 
 
 def abort(model: Any) -> None:

@@ -35,6 +35,10 @@ import torch
 from torch import nn
 
 from derivgraph.audit.runtime.objects import MODULE_INTERNALS, Leaf, key_piece, leaf_kind
+
+#: module ``__dict__`` keys not swept item by item; the three registries are (a replaced
+#: ``_buffers`` dict is a change even though the old dict is untouched)
+_BOOKKEEPING = MODULE_INTERNALS - {"_parameters", "_buffers", "_modules"}
 from derivgraph.guard.holders import MISSING, lookup
 
 __all__ = ["Chain", "Edge", "Node", "Place", "Survey", "Watch"]
@@ -228,7 +232,7 @@ class Watch:
             held |= {p for p in node.pieces[-1] if p}
             internals = node.kind is Kind.MODULE and c is node.obj.__dict__
             for k, v in c.items():
-                if not (internals and k in MODULE_INTERNALS):  # a module's own bookkeeping
+                if not (internals and k in _BOOKKEEPING):  # a module's hooks and flags
                     self.acc_dicts.append(c)
                     self.acc_keys.append(k)
                     self.acc_values.append(v)

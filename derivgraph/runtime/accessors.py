@@ -16,8 +16,9 @@ of :class:`derivgraph.runtime.holders.Holders`, which is the reference.
 from __future__ import annotations
 
 import operator
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import compress
+from itertools import compress, repeat
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -182,7 +183,8 @@ def _store_binds(entry: Entry, owner: Any, d: dict[Any, Any]) -> bool:
 class HolderTable:
     """The accessors of every tensor holder (derived scalars and tuple items excluded)."""
 
-    __slots__ = ("entries", "ids", "dicts", "keys", "storages", "ptrs", "fast", "_by_owner")
+    __slots__ = ("entries", "ids", "dicts", "keys", "storages", "ptrs", "fast", "generation",
+                 "_all_fast", "_by_owner")
 
     def __init__(self, entries: Sequence[Entry],
                  where: Callable[[Entry], tuple[Any, dict[Any, Any], str]]):
@@ -198,6 +200,8 @@ class HolderTable:
             self.fast.append(_store_binds(entry, owner, d))
         self.storages = [e.storage for e in self.entries]
         self.ptrs = [e.startup_ptr for e in self.entries]
+        self.generation = 0  # bumped when a holder changes between a dict store and the slow path
+        self._all_fast = all(self.fast)
         self._by_owner: dict[str, list[int]] = {}
         for i, entry in enumerate(self.entries):
             self._by_owner.setdefault(entry.node.owner_path, []).append(i)
@@ -228,8 +232,12 @@ class HolderTable:
         Returns (how many were stored, the indices left for the per-entry path: a holder
         gone from its registry or outside a dict).
         """
-        done, rest = 0, []
         dicts, keys, storages, fast = self.dicts, self.keys, self.storages, self.fast
+        if len(stale) == len(storages) and self._all_fast \
+                and not any(map(_is, current, repeat(None))):
+            deque(map(operator.setitem, dicts, keys, storages), 0)  # every holder: one C sweep
+            return len(stale), []
+        done, rest = 0, []
         for i in stale:
             if fast[i] and current[i] is not None:
                 dicts[i][keys[i]] = storages[i]
@@ -254,4 +262,7 @@ class HolderTable:
             fast = _store_binds(entry, owner, self.dicts[i])
             flipped |= fast != self.fast[i]
             self.fast[i] = fast
+        if flipped:
+            self.generation += 1
+            self._all_fast = all(self.fast)
         return flipped

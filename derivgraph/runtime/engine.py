@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import fnmatch
 import operator
-from collections.abc import Iterable, Mapping
-from itertools import accumulate, compress, repeat
+from collections.abc import Callable, Iterable, Mapping
+from itertools import accumulate, compress
 from typing import Any
 
 import torch
@@ -177,10 +177,17 @@ class Taken:
 
 class RefillTable:
     """The refill targets (derived tensors computed by the pass, constants, engine tensors) as
-    positions in a :class:`HolderTable`, with their layouts and sizes precomputed."""
+    positions in a :class:`HolderTable`, with their layouts and sizes precomputed.
+
+    Everything a refill can know before the engine ran is computed here, once per table: the
+    positions to pick (none when the targets are the table in its order), the expected shapes
+    and dtypes, the byte counts and the (dtype, device) spans of the copies. A refill then reads
+    the fresh tensors in one sweep and checks them in one sweep per property (:meth:`take`).
+    """
 
     __slots__ = ("table", "ids", "index", "storages", "shapes", "dtypes", "nbytes",
-                 "is_constant", "engine", "complete", "spans")
+                 "is_constant", "engine", "complete", "spans", "_pick", "_total", "_constants",
+                 "_generation")
 
     def __init__(self, table: HolderTable, targets: list[str], constants: set[str],
                  engine: set[str]):
@@ -188,6 +195,7 @@ class RefillTable:
         usable = [t for t in targets if t in position and table.fast[position[t]]]
         self.table = table
         self.complete = len(usable) == len(targets)  # else: the per-entry path
+        self._generation = table.generation  # fast[] as checked here
 
         def layout(t: str) -> tuple[str, str]:
             storage = table.storages[position[t]]
@@ -197,32 +205,29 @@ class RefillTable:
         self.spans = layout_spans([table.storages[position[t]] for t in usable])
         self.ids = usable
         self.index = [position[t] for t in usable]
+        self._pick: Callable[[list[Any]], list[Any]] | None = _picker(self.index, len(table))
         self.storages = [table.storages[i] for i in self.index]
         self.shapes = [s.shape for s in self.storages]
         self.dtypes = [s.dtype for s in self.storages]
         self.nbytes = [s.numel() * s.element_size() for s in self.storages]
+        self._total = sum(self.nbytes)
         self.is_constant = [t in constants for t in usable]
+        self._constants = any(self.is_constant)
         self.engine = [t in engine for t in usable]
 
     def take(self, current: list[Any]) -> Taken | None:
         """The engine's fresh tensors, checked in a few C-level sweeps; None when any target
         needs the per-entry path (a missing holder, another layout, a meta tensor)."""
-        if not self.complete:
-            return None
-        index = self.index
-        if not index:
+        if not self.complete or self._generation != self.table.generation:
+            return None  # a holder left the dict store path since the table was made
+        if not self.index:
             return Taken([], [], (), 0, False, [])
-        pick = operator.itemgetter(*index) if len(index) > 1 else None
-        picked = list(pick(current)) if pick else [current[index[0]]]
-        if not all(pick(self.table.fast) if pick else [self.table.fast[index[0]]]):
-            return None  # a holder left the dict store path since
-        if any(map(_is, picked, repeat(None))):
-            return None
+        picked = current if self._pick is None else self._pick(current)
         mask = tuple(map(_not, map(_is, picked, self.storages)))
         spans = self.spans
-        if all(mask):
+        if all(mask):  # the engine rebuilt every target (its post-load step ran everywhere)
             theirs, ours, shapes, dtypes = picked, self.storages, self.shapes, self.dtypes
-            nbytes = sum(self.nbytes)
+            nbytes, constants = self._total, self._constants
         else:
             sizes = [sum(mask[a:b]) for a, b in spans]
             cuts = [0, *accumulate(sizes)]
@@ -234,10 +239,24 @@ class RefillTable:
             shapes = list(compress(self.shapes, mask))
             dtypes = list(compress(self.dtypes, mask))
             nbytes = sum(compress(self.nbytes, mask))
-        try:
+            constants = any(compress(self.is_constant, mask))
+        try:  # a holder gone (None) or not a tensor has no shape: the per-entry path decides
             if list(map(_shape, theirs)) != shapes or list(map(_dtype, theirs)) != dtypes \
                     or any(map(_is_meta, theirs)):
                 return None
-        except AttributeError:  # not a tensor
+        except AttributeError:
             return None
-        return Taken(ours, theirs, mask, nbytes, any(compress(self.is_constant, mask)), spans)
+        return Taken(ours, theirs, mask, nbytes, constants, spans)
+
+
+def _picker(index: list[int], size: int) -> Callable[[list[Any]], list[Any]] | None:
+    """A C-level pick of ``index`` from a list of ``size``; None when it is the whole list."""
+    if index == list(range(size)):
+        return None
+    if not index:
+        return lambda values: []
+    if len(index) == 1:
+        only = index[0]
+        return lambda values: [values[only]]
+    getter = operator.itemgetter(*index)
+    return lambda values: list(getter(values))

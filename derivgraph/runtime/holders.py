@@ -19,7 +19,7 @@ import torch
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.errors import SourceChanged
 from derivgraph.paths import MISSING, Slot, get_path, holder_dict, set_slot, slot_of
-from derivgraph.runtime.accessors import HolderTable, HopTable, holder_of
+from derivgraph.runtime.accessors import NO_DICT, HolderTable, HopTable, holder_of
 from derivgraph.runtime.entry import Entry, address_of
 from derivgraph.spec.kinds import TensorKind
 
@@ -41,7 +41,11 @@ class Holders:
         self._sources: list[tuple[str, Any, torch.Tensor, int]] = []
         self._source_checks: tuple[list[Any], list[str], list[Any], list[int]] | None = None
         self._source_hops: frozenset[str] = frozenset()
-        self._proven: tuple[Mapping[str, tuple[int, int]], frozenset[str]] | None = None
+        self._proven: tuple[Mapping[str, tuple[int, int]], int, frozenset[str], list[str]] \
+            | None = None
+        self._read: tuple[Any, HolderTable, list[Any]] | None = None  # see note_read
+        self._outside: tuple[HolderTable, int, list[str]] | None = None
+        self._scalar_reads: tuple[list[dict[Any, Any]], list[str]] | None = None
 
     def walk(self) -> HopTable:
         """Walk every owner path once (sources' and derived tensors')."""
@@ -75,6 +79,19 @@ class Holders:
                                   if e.node.kind is not TensorKind.SCALAR  # own hop
                                   and e.slot is not Slot.ELEMENT], self._where)
         self._scalars = [e for e in self.entries.values() if e.node.kind is TensorKind.SCALAR]
+        self._scalar_reads = None
+
+    def _scalars_current(self) -> bool:
+        """Every derived scalar's holder holds a number equal to ours (one C-level sweep, the
+        holders resolved once per owner walk); False when any holder is outside a dict."""
+        reads = self._scalar_reads
+        if reads is None:
+            where = [self._where(e) for e in self._scalars]
+            reads = self._scalar_reads = ([d for _o, d, _k in where], [k for *_, k in where]) \
+                if all(d is not NO_DICT for _o, d, _k in where) else ([], [])
+        if len(reads[0]) != len(self._scalars):
+            return False
+        return all(map(operator.eq, map(dict.get, *reads), [e.storage for e in self._scalars]))
 
     def _where(self, entry: Entry) -> tuple[Any, dict[Any, Any], str]:
         return holder_of(self.hops.objects if self.hops else {}, self.model, entry)
@@ -92,6 +109,7 @@ class Holders:
         if any(p in self._source_hops for p in walked):
             return False
         self.table.refresh(self.table.under(walked), self._where)
+        self._scalar_reads = None
         return True
 
     # ---- sources -----------------------------------------------------------------------------
@@ -133,51 +151,80 @@ class Holders:
         table = self.table
         fast = self.hops is not None and self.hops.intact() and table.intact() \
             and table.at_startup_addresses()
-        proven = table.ids if fast else frozenset()
+        entries = self.entries
+        keys = self._unproven() if fast else [k for k, e in entries.items()
+                                               if e.node.kind is not TensorKind.SCALAR]
         moved = []
-        for key, entry in self.entries.items():
-            if entry.node.kind is TensorKind.SCALAR or key in proven:
-                continue
+        for key in keys:
+            entry = entries[key]
             current = get_path(self.model, key)
             if current is not entry.storage or address_of(current) != entry.startup_ptr:
                 moved.append(key)
-        proven_sources = self._startup_sources(source_ptrs) if self.sources_intact() else ()
-        for path, (obj_id, ptr) in source_ptrs.items():
-            if path in proven_sources:
-                continue
+        paths = self._startup_sources(source_ptrs)[1] if self.sources_intact() else source_ptrs
+        for path in paths:
+            obj_id, ptr = source_ptrs[path]
             current = get_path(self.model, path)
             if id(current) != obj_id or address_of(current) != ptr:
                 moved.append(path)
         return moved
 
-    def _startup_sources(self, source_ptrs: Mapping[str, tuple[int, int]]) -> frozenset[str]:
-        """The bound sources that are the startup objects at their startup addresses."""
+    def _unproven(self) -> list[str]:
+        """The derived tensors (not scalars) outside :attr:`table`: checked one by one."""
+        cached = self._outside
+        if cached is None or cached[0] is not self.table or cached[1] != len(self.entries):
+            ids = self.table.ids
+            cached = self._outside = (self.table, len(self.entries), [
+                k for k, e in self.entries.items()
+                if e.node.kind is not TensorKind.SCALAR and k not in ids])
+        return cached[2]
+
+    def _startup_sources(self, source_ptrs: Mapping[str, tuple[int, int]]) \
+            -> tuple[frozenset[str], list[str]]:
+        """The bound sources that are the startup objects at their startup addresses, and the
+        other paths of ``source_ptrs`` (checked one by one)."""
         cached = self._proven
-        if cached is None or cached[0] is not source_ptrs:
-            cached = self._proven = (source_ptrs, frozenset(
-                src for src, _w, tensor, ptr in self._sources
-                if source_ptrs.get(src) == (id(tensor), ptr)))
-        return cached[1]
+        if cached is None or cached[0] is not source_ptrs or cached[1] != len(source_ptrs):
+            proven = frozenset(src for src, _w, tensor, ptr in self._sources
+                               if source_ptrs.get(src) == (id(tensor), ptr))
+            cached = self._proven = (source_ptrs, len(source_ptrs), proven,
+                                     [p for p in source_ptrs if p not in proven])
+        return cached[2], cached[3]
 
     # ---- rebinding ---------------------------------------------------------------------------
+    def note_read(self, report: Any, current: list[Any]) -> None:
+        """``current`` is what every holder of :attr:`table` held when this run (``report``)
+        read them, owners up to date: its :meth:`rebind` reuses it while no owner changed."""
+        self._read = (report, self.table, current)
+
     def rebind(self, report: Any = None) -> int:
         """Point every holder back at the startup object; returns how many were re-bound."""
-        if self.hops is not None and self.owners_current():
-            table = self.table
-            current = table.current()
-            stale = table.stale(current)
-            if not stale:
-                return 0
-            count, rest = table.rebind(stale, current)
-            if rest:
-                count += self.rebind_entries([table.entries[i] for i in rest], report,
-                                             self.hops.objects)
-                table.refresh(rest, self._where)
-            if self._scalars:
-                count += self.rebind_entries(self._scalars, report, self.hops.objects)
-            return count
+        read, self._read = self._read, None
+        if self.hops is not None:
+            if read is not None and report is not None and read[0] is report \
+                    and read[1] is self.table and self.hops.intact():
+                current = read[2]  # read by this run's refill; nothing re-walked since
+            elif self.owners_current():
+                current = self.table.current()
+            else:
+                current = None
+            if current is not None:
+                return self._rebind_table(current, report)
         count = self.rebind_entries(self.entries.values(), report, self.walk().objects)
         self.refresh()
+        return count
+
+    def _rebind_table(self, current: list[Any], report: Any) -> int:
+        table = self.table
+        stale = table.stale(current)
+        if not stale:
+            return 0
+        count, rest = table.rebind(stale, current)
+        if rest:
+            count += self.rebind_entries([table.entries[i] for i in rest], report,
+                                         self.hops.objects)
+            table.refresh(rest, self._where)
+        if self._scalars and not self._scalars_current():
+            count += self.rebind_entries(self._scalars, report, self.hops.objects)
         return count
 
     def rebind_entries(self, entries: Iterable[Entry], report: Any = None,

@@ -274,10 +274,12 @@ class Plan:
                 holders.table, self._refill_targets(), set(self.constant_entries),
                 set(self._opaque()))
             self._rest = {}
-        taken = table.take(holders.table.current())
+        current = holders.table.current()
+        taken = table.take(current)
         if taken is None:
             return None
         taken.copy()
+        holders.note_read(report, current)  # this run's rebind reuses the read
         report.bytes += taken.nbytes
         report.taken_from_engine = report.written = report.steps = len(taken.ours)
         ids = self._taken_ids.get(taken.mask)

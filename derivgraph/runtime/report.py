@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -47,7 +47,9 @@ class RunReport:
     folds_skipped: list[str] = field(default_factory=list)  # not loaded since
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The fields as plain data (lists copied): ``dataclasses.asdict`` without its deep
+        copy, which a reload pays every time."""
+        return {k: list(v) if isinstance(v, list) else v for k, v in vars(self).items()}
 
     def __str__(self) -> str:
         text = (f"{self.mode}: {self.steps} steps, {self.written} tensors / {self.bytes} bytes "

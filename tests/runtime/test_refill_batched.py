@@ -18,6 +18,7 @@ from torch import nn
 
 from derivgraph import DerivedTensor, Spec, Target, compile_plan
 from derivgraph.errors import EngineComputedError
+from derivgraph.runtime.engine import RefillTable, Taken, _picker
 from derivgraph.tools.deepseek_workload import DeepseekModel, deepseek_specs
 from tests.toy import Toy
 
@@ -217,3 +218,91 @@ def test_deepseek_workload_refill_matches_a_cold_start(per_entry_spy):
             assert model.get_submodule(owner).__dict__[name] is tensor
             assert torch.equal(tensor, getattr(cold.get_submodule(owner), name)), key
     assert per_entry_spy == []
+
+
+@pytest.mark.parametrize("layout", ["dtype", "shape", "meta"])
+def test_a_fresh_value_of_another_layout_is_not_copied_on_the_fast_path(per_entry_spy, layout):
+    model, plan, startup = _compiled_and_refilled(per_entry_spy)
+    model.load(1)
+    model.post_load()
+    layer = model.layers[3]
+    # the engine's fresh `inv` has another layout; its values are wrong on purpose: copying it
+    # would leave zeros where the formula gives 1 / scale
+    wrong = {"dtype": torch.zeros(6, dtype=torch.float64), "shape": torch.zeros(1),
+             "meta": torch.empty(6, device="meta")}[layout]
+    layer._parameters["inv"] = nn.Parameter(wrong, requires_grad=False)
+    report = plan.refill(verify=True)
+    assert "layers.3.inv" in per_entry_spy  # the batched read declined; the reference decided
+    assert report.moved == [] and layer.inv is startup["layers.3.inv"]
+    _check_against_cold(model, startup, 1)  # recomputed from its formula, not the engine's
+
+
+def test_canary_without_the_layout_check_the_wrong_value_is_copied(monkeypatch):
+    model = _stack(0)
+    plan = compile_plan(model, [SPEC])
+    startup = {k: e.storage for k, e in plan.entries.items()}
+    plan.refill()
+    monkeypatch.setattr(RefillTable, "take", _take_unchecked)
+    model.load(1)
+    model.post_load()
+    model.layers[3]._parameters["inv"] = nn.Parameter(torch.zeros(6, dtype=torch.float64),
+                                                      requires_grad=False)
+    plan.refill()
+    assert torch.equal(startup["layers.3.inv"], torch.zeros(6))  # red: the engine's zeros
+
+
+def _take_unchecked(self: RefillTable, current: list[Any]) -> Taken:
+    """The fast read without its shape, dtype and meta sweeps (the canary's planted bug)."""
+    picked = [current[i] for i in self.index]
+    return Taken(list(self.storages), picked, (True,) * len(picked), sum(self.nbytes),
+                 any(self.is_constant), self.spans)
+
+
+def test_a_failed_refill_leaves_no_holder_read_for_the_next_run(monkeypatch):
+    """The read a refill's rebind reuses belongs to that run only: a refill that fails after
+    the read, then a rebuild, then a plain run re-binds every rebuilt holder."""
+    model, plan, startup = _compiled_and_refilled([])
+    model.load(1)
+    model.layers[1].post_load()  # one layer rebuilt: the others are recomputed by the pass
+    execute = plan.bindings["execute"]  # what the generated refill calls after the read
+
+    def failing(fn: Any, report: Any) -> None:
+        raise RuntimeError("a planted failure after the holder read")
+
+    monkeypatch.setitem(plan.bindings, "execute", failing)
+    with pytest.raises(RuntimeError, match="planted"):
+        plan.refill()
+    monkeypatch.setitem(plan.bindings, "execute", execute)
+    model.layers[2].post_load()  # rebuilt after the read the failed refill made
+    report = plan.run(verify=True)
+    assert report.moved == []
+    assert model.layers[2].inv is startup["layers.2.inv"]
+    assert model.layers[1].inv is startup["layers.1.inv"]
+
+
+def test_a_scalar_the_engine_rewrote_is_put_back_and_equal_ones_are_not_walked(per_entry_spy):
+    model = Toy()
+    spec = Spec(name="s", target=Target(module_class=["Toy"]), derived=[
+        DerivedTensor(name="inv", kind="attribute", formula="1.0 / scale"),
+        DerivedTensor(name="scale_max", kind="scalar", formula="amax(scale)")])
+    plan = compile_plan(model, [spec])
+    plan.run()
+    kept = model.inv
+    model.inv = model.inv.clone()  # a tensor holder rebuilt: the rebind runs
+    model.scale_max = float(model.scale_max)  # an equal number in a new object
+    per_entry_spy.clear()
+    assert plan.rebind() == 1 and model.inv is kept
+    assert per_entry_spy == []  # the equal scalar was checked in the sweep, not walked
+    model.inv = model.inv.clone()
+    model.scale_max = 123.0  # the engine wrote another number
+    assert plan.rebind() == 2
+    assert model.scale_max == plan.entries["scale_max"].storage != 123.0
+    assert "scale_max" in per_entry_spy
+
+
+def test_the_precomputed_pick_of_refill_targets():
+    values = ["a", "b", "c"]
+    assert _picker([0, 1, 2], 3) is None  # the targets are the table, in its order
+    assert _picker([], 3)(values) == []  # no target is a dict store (the per-entry path)
+    assert _picker([1], 3)(values) == ["b"]
+    assert _picker([2, 0], 3)(values) == ["c", "a"]
