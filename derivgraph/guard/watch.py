@@ -35,11 +35,11 @@ import torch
 from torch import nn
 
 from derivgraph.audit.runtime.objects import MODULE_INTERNALS, Leaf, key_piece, leaf_kind
+from derivgraph.guard.holders import MISSING, lookup
 
 #: module ``__dict__`` keys not swept item by item; the three registries are (a replaced
 #: ``_buffers`` dict is a change even though the old dict is untouched)
 _BOOKKEEPING = MODULE_INTERNALS - {"_parameters", "_buffers", "_modules"}
-from derivgraph.guard.holders import MISSING, lookup
 
 __all__ = ["Chain", "Edge", "Node", "Place", "Survey", "Watch"]
 
