@@ -164,6 +164,8 @@ class Holders:
         """Point every holder back at the startup object; returns how many were re-bound."""
         if self.hops is not None and self.owners_current():
             table = self.table
+            if table.intact():  # the common case: one sweep, no list
+                return 0
             current = table.current()
             stale = table.stale(current)
             if not stale:
