@@ -145,7 +145,8 @@ def bench(device: str = "cpu", workload: str = "reference", *, repeat: int = 21,
             plan._captured = True
 
     def serial_run() -> None:  # the captured run with its host checks before the replay
-        overlap, plan.overlap_checks = plan.overlap_checks, False
+        # getattr: side by side, the same benchmark runs against trees without the attribute
+        overlap, plan.overlap_checks = getattr(plan, "overlap_checks", None), False
         try:
             plan.run()
         finally:
