@@ -193,6 +193,8 @@ class Plan:
         source changed object or address. ``strict`` (default: the plan's ``strict``) refuses a
         source whose shape or dtype changed; otherwise the affected derived tensors are
         re-allocated and reported (graph recapture required). :meth:`source` prints the code.
+        A full run of a captured plan on CUDA launches the replay before its host checks
+        (:attr:`overlap_checks`; see :meth:`capture`).
         """
         names = None if updated is None else tuple(updated)
         if not take_engine_values and self._opaque():  # refused before anything is written
