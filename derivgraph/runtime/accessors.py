@@ -215,8 +215,9 @@ class HolderTable:
 
     def intact(self, current: list[Any] | None = None) -> bool:
         """Every holder still holds the startup object (one C-level sweep)."""
-        cur = self.current() if current is None else current
-        return all(map(_is, cur, self.storages))
+        if current is None:  # no list: one C-level sweep that stops at the first change
+            return all(map(_is, map(dict.get, self.dicts, self.keys), self.storages))
+        return all(map(_is, current, self.storages))
 
     def at_startup_addresses(self) -> bool:
         """Every storage still at its startup address (one C-level sweep)."""

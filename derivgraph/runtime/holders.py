@@ -204,6 +204,8 @@ class Holders:
                     and read[1] is self.table and self.hops.intact():
                 current = read[2]  # read by this run's refill; nothing re-walked since
             elif self.owners_current():
+                if self.table.intact():  # the common case: one sweep, no list
+                    return 0
                 current = self.table.current()
             else:
                 current = None

@@ -46,7 +46,7 @@ from derivgraph.runtime.engine import (
 from derivgraph.runtime.entry import Entry, address_of  # noqa: F401 - re-exported
 from derivgraph.runtime.holders import Holders
 from derivgraph.runtime.programs import PassKind, Programs
-from derivgraph.runtime.replay import CpuPass
+from derivgraph.runtime.replay import CpuPass, WriteRecorder, storages_read
 from derivgraph.runtime.report import RunReport, rows
 from derivgraph.runtime.storage import BoundTensors
 from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind
@@ -78,6 +78,9 @@ class Plan:
             "execute": self.programs.execute, "take_engine_values": self._take_engine_values,
             "pass_for": self._pass_for, "set_scalars": self._set_scalars, "rebind": self.rebind}
         self._constants_from_engine = False  # a refill wrote engine values into constants
+        # a full run() of a captured plan replays before its host checks (None: on CUDA)
+        self.overlap_checks: bool | None = None
+        self._keep: list[Any] = []  # every storage the recording reads, kept alive by the plan
         self._grouped = True
         self._recording: Any = None  # the captured pass: a CUDA graph or a CPU recording
         self._captured = False
@@ -143,7 +146,8 @@ class Plan:
         assert self.program is not None
         kind = PassKind(kind)
         names = None if updated is None else tuple(updated)
-        entry = self._entry(kind, names)
+        launched = names is None and kind is PassKind.RUN and self._launches()
+        entry = self._entry(kind, names, launched)
         called = self.program if names is None or kind is PassKind.REFILL else \
             self.programs.partial(self._needed_nodes(names))
         return self.programs.source(entry, [called])
@@ -169,7 +173,7 @@ class Plan:
     def install(self, steps: list[Step], *, group: bool = True) -> Program:
         """Compile ``steps`` as the pass (grouped into foreach calls unless ``group=False``)."""
         self._grouped = group
-        self._recording, self._captured = None, False
+        self._recording, self._captured, self._keep = None, False, []
         return self.programs.install(steps, group=group)
 
     def _bind_all(self) -> None:
@@ -189,17 +193,24 @@ class Plan:
         source changed object or address. ``strict`` (default: the plan's ``strict``) refuses a
         source whose shape or dtype changed; otherwise the affected derived tensors are
         re-allocated and reported (graph recapture required). :meth:`source` prints the code.
+        A full run of a captured plan on CUDA launches the replay before its host checks
+        (:attr:`overlap_checks`; see :meth:`capture`).
         """
         names = None if updated is None else tuple(updated)
         if not take_engine_values and self._opaque():  # refused before anything is written
             refuse_recompute(self.entries, names)
         report = RunReport(mode="refill" if take_engine_values else "recompute")
         start = time.perf_counter()
+        launched = names is None and not take_engine_values and self._launch(report)
         if not self.holders.sources_intact():
+            if launched:  # it read the startup sources (kept alive): wait, then run eagerly
+                self._wait()
+                report.replayed, launched = False, False
+                report.steps = report.written = report.bytes = 0
             self._sources_changed(report, self.strict if strict is None else strict)
         kind = PassKind.REFILL if take_engine_values else PassKind.RUN
         with torch.no_grad():
-            self._entry(kind, names).fn(report)
+            self._entry(kind, names, launched).fn(report)
         report.seconds = time.perf_counter() - start
         if verify:
             report.moved = self.moved()
@@ -215,10 +226,44 @@ class Plan:
         """After an engine reran its post-load step: keep its values, restore our storage."""
         return self.run(None, verify=verify, take_engine_values=True)
 
-    def _entry(self, kind: PassKind, names: tuple[str, ...] | None) -> Program:
+    def _entry(self, kind: PassKind, names: tuple[str, ...] | None,
+               launched: bool = False) -> Program:
         needed = frozenset() if names is None else self._needed_nodes(names)
         return self.programs.entry(kind, names, needed, list(self.folds.entries.values()),
-                                   bool(self.constant_entries))
+                                   bool(self.constant_entries), launched=launched)
+
+    # ---- the captured pass, launched before the host checks ----------------------------------
+    def _launches(self) -> bool:
+        """Whether a full :meth:`run` launches the recording before its host checks.
+
+        Only a captured plan with nothing to write before the pass (no fold, no constant a
+        refill overwrote); :attr:`overlap_checks` (default: on CUDA, where a replay is
+        asynchronous) picks the order.
+        """
+        overlap = self.overlap_checks
+        if overlap is None:
+            overlap = self._on_cuda()
+        return overlap and self._captured and self._recording is not None \
+            and not self.folds.entries and not self._constants_from_engine
+
+    def _launch(self, report: RunReport) -> bool:
+        """Replay the recording now, before the host checks that then overlap it on CUDA.
+
+        Safe because the recording writes only derived storage (never a source) and keeps
+        every storage it reads alive (:attr:`_keep`): if a check then fails, :meth:`run`
+        waits and runs eagerly, which rewrites every derived tensor from the current sources.
+        """
+        if not self._launches():
+            return False
+        self._recording.replay()
+        report.replayed = True
+        self.programs.count(self.programs.program, report)
+        return True
+
+    def _wait(self) -> None:
+        """Wait for a launched replay (a no-op on CPU, where a replay is synchronous)."""
+        if self._on_cuda():
+            torch.cuda.current_stream().synchronize()
 
     def _needed_nodes(self, names: tuple[str, ...]) -> frozenset[str]:
         return self.programs.needed(names, self.source_ptrs)
@@ -323,27 +368,47 @@ class Plan:
 
         On CUDA this is one ``torch.cuda.CUDAGraph`` (warmed up on a side stream). On CPU it is
         a dispatch recording (:class:`derivgraph.runtime.replay.CpuPass`) that replays the same
-        aten ops over the same tensor objects, so tests prove a recorded pass is bit-exact with
-        fixed storage. Selective runs and :meth:`refill` stay eager: they read holders the
-        engine just rebuilt, which a recording cannot know. A source whose object or address
+        aten ops over the storages they had at capture, as a CUDA graph does, so tests prove a
+        recorded pass is bit-exact with fixed storage. The plan keeps every storage the
+        recording reads alive. Selective runs and :meth:`refill` stay eager: they read holders
+        the engine just rebuilt, which a recording cannot know. A source whose object or address
         changed makes :meth:`run` fall back to eager and drop the recording (recapture required).
+        Where :attr:`overlap_checks` holds (default: on CUDA) a full :meth:`run` launches the
+        replay first and runs its host checks while the device works; a failed check waits for
+        the replay, then runs eagerly (or refuses) exactly as without the overlap.
         """
         assert self.program is not None
         fn = self.program.fn
+        writes = WriteRecorder()
         with torch.no_grad():
             if self._on_cuda():
                 stream = torch.cuda.Stream()
                 stream.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(stream):
+                with torch.cuda.stream(stream), writes:
                     fn()
                 torch.cuda.current_stream().wait_stream(stream)
                 graph = torch.cuda.CUDAGraph()
                 with torch.cuda.graph(graph):
                     fn()
                 self._recording = graph
+                self._keep = storages_read(fn.__globals__.values())
             else:
+                with writes:
+                    fn()
                 self._recording = CpuPass(fn)
+                self._keep = self._recording.storages()
+        self._refuse_source_writes(writes.written)
         self._captured = True
+
+    def _refuse_source_writes(self, written: set[int]) -> None:
+        """A recording that writes a source is refused: :meth:`run` replays before its checks
+        and relies on every source being read only."""
+        hit = [path for path, t in self.tensors.sources.items() if isinstance(t, torch.Tensor)
+               and not t.is_meta and t.untyped_storage().data_ptr() in written]
+        if hit:
+            self._recording, self._keep = None, []
+            raise PassFault(f"the reload pass writes the source(s) {', '.join(hit)}: it must "
+                            "only read sources; nothing was captured", hit)
 
     @property
     def captured(self) -> bool:

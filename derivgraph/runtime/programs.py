@@ -62,7 +62,7 @@ class Programs:
         self.steps: list[Step] = []
         self.program: Program | None = None
         self._partial: dict[frozenset[str], Program] = {}
-        self._entry: dict[tuple[PassKind, tuple[str, ...] | None], Program] = {}
+        self._entry: dict[tuple[PassKind, tuple[str, ...] | None, bool], Program] = {}
         self._by_name: dict[str, Program] = {}
         self._needed: dict[tuple[str, ...], frozenset[str]] = {}
 
@@ -120,14 +120,27 @@ class Programs:
 
     # ---- entry functions ---------------------------------------------------------------------
     def entry(self, kind: PassKind, updated: tuple[str, ...] | None, needed: frozenset[str],
-              folds: Sequence[Any], constants: bool) -> Program:
-        """The function ``run(updated=...)`` (or ``refill()``) calls with its report."""
-        key = (kind, updated)
+              folds: Sequence[Any], constants: bool, *, launched: bool = False) -> Program:
+        """The function ``run(updated=...)`` (or ``refill()``) calls with its report;
+        ``launched``: what a full run does after it replayed the captured pass."""
+        key = (kind, updated, launched)
         prog = self._entry.get(key)
         if prog is None:
-            prog = self._entry[key] = self._entry_function(kind, updated, needed, folds,
-                                                           constants)
+            prog = self._entry[key] = self._launched_function() if launched else \
+                self._entry_function(kind, updated, needed, folds, constants)
         return prog
+
+    def _launched_function(self) -> Program:
+        body = ["# run() launched the captured pass (it writes startup storage only) before "
+                "this, and found every source in place",
+                "report.restored = restore_storage()"]
+        if self.tensors.stages:
+            body.append(f"set_scalars({literal(list(self.tensors.stages))}, report)  # NOT "
+                        "refillable: a captured graph baked the old number")
+        body.append("report.rebinds = rebind(report)  # holders the engine rebuilt")
+        return compile_function(self.bindings, self.bindings.fresh("run_launched"),
+                                [(line, ()) for line in body], params="report",
+                                doc="plan.run() after the captured pass was launched")
 
     def _entry_function(self, kind: PassKind, updated: tuple[str, ...] | None,
                         needed: frozenset[str], folds: Sequence[Any], constants: bool) -> Program:

@@ -9,14 +9,14 @@ capture of the demo and the tests is :mod:`derivgraph.tools.forward_capture`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map
 
-__all__ = ["CpuGraph", "CpuPass"]
+__all__ = ["CpuGraph", "CpuPass", "WriteRecorder", "pinned", "storages_read"]
 
 class CpuGraph(TorchDispatchMode):
     """Records aten ops and the external tensor objects they read; replays them."""
@@ -100,15 +100,108 @@ def _bind_outputs(enc: Any, out: Any, env: dict[int, Any]) -> None:
             _bind_outputs(e, o, env)
 
 
+class WriteRecorder(TorchDispatchMode):
+    """The storage of every tensor an aten op writes (``Tensor(a!)`` in its schema)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written: set[int] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        kwargs = kwargs or {}
+        for i, arg in enumerate(func._schema.arguments):
+            if arg.alias_info is None or not arg.alias_info.is_write:
+                continue
+            value = args[i] if i < len(args) else kwargs.get(arg.name)
+            for t in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(t, torch.Tensor) and t.device.type != "meta":
+                    self.written.add(t.untyped_storage().data_ptr())
+        return func(*args, **kwargs)
+
+
+def pinned(t: torch.Tensor) -> torch.Tensor:
+    """A new tensor object over ``t``'s current storage, offset, sizes and strides: what a CUDA
+    graph bakes in (an address), kept alive by the recording whatever ``t.data`` becomes."""
+    return torch.empty(0, dtype=t.dtype, device=t.device).set_(
+        t.untyped_storage(), t.storage_offset(), t.size(), t.stride())
+
+
+def storages_read(values: Iterable[Any]) -> list[Any]:
+    """The storage of every tensor in ``values`` (lists, tuples and dicts are looked into)."""
+    out: dict[int, Any] = {}
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, torch.Tensor):
+            if value.device.type != "meta":
+                storage = value.untyped_storage()
+                out.setdefault(storage.data_ptr(), storage)
+        elif isinstance(value, (list, tuple)):
+            stack.extend(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+    return list(out.values())
+
+
 class CpuPass:
-    """A CPU recording of the reload pass (aten ops over fixed tensor objects), replayed as is."""
+    """A CPU recording of the reload pass, replayed like a CUDA graph.
+
+    Every tensor the pass read or wrote from outside the recording is replayed through a
+    :func:`pinned` alias of the storage it had at capture: a replay reads and writes the
+    startup addresses, never whatever ``t.data`` points at now, and the recording keeps those
+    storages alive. Arguments without a recorded intermediate are decoded once, at capture, so
+    a replay is one call per aten op.
+    """
 
     def __init__(self, fn: Callable[[], Any]):
         recorder = CpuGraph()
         with torch.no_grad(), recorder:
             fn()
         recorder.drop_capture_refs()
-        self._recorder = recorder
+        pins = {key: pinned(t) for key, t in recorder.externals.items()}
+        read = {slot for _f, a, k, _o, _ in recorder.ops for slot in _tmp_slots((a, k))}
+
+        def decode(item: Any) -> Any:
+            tag, value = item
+            return pins[id(value)] if tag == "ext" else value
+
+        self._ops: list[tuple[Any, Any, Any, bool, Any]] = []
+        for func, enc_args, enc_kwargs, enc_out, _ in recorder.ops:
+            static = not _tmp_slots((enc_args, enc_kwargs))
+            if static:
+                enc_args = _decode_tree(enc_args, decode)
+                enc_kwargs = _decode_tree(enc_kwargs, decode)
+            binds = enc_out if read & set(_tmp_slots(enc_out)) else None
+            self._ops.append((func, enc_args, enc_kwargs, static, binds))
+        self._pins = pins
+
+    def storages(self) -> list[Any]:
+        """The storages the recording reads and writes (kept alive by it)."""
+        return storages_read(self._pins.values())
 
     def replay(self) -> None:
-        self._recorder.replay_slots()
+        env: dict[int, Any] = {}
+        pins = self._pins
+
+        def decode(item: Any) -> Any:
+            tag, value = item
+            return env[value] if tag == "tmp" else pins[id(value)] if tag == "ext" else value
+
+        for func, args, kwargs, static, binds in self._ops:
+            if not static:
+                args = _decode_tree(args, decode)
+                kwargs = _decode_tree(kwargs, decode)
+            out = func(*args, **kwargs)
+            if binds is not None:
+                _bind_outputs(binds, out, env)
+
+
+def _tmp_slots(tree: Any) -> list[int]:
+    """The recorded intermediates an encoded tree refers to."""
+    if _is_leaf(tree):
+        return [tree[1]] if tree[0] == "tmp" else []
+    if isinstance(tree, (list, tuple)):
+        return [s for t in tree for s in _tmp_slots(t)]
+    if isinstance(tree, dict):
+        return [s for t in tree.values() for s in _tmp_slots(t)]
+    return []

@@ -14,7 +14,7 @@ def test_bench_prints_every_figure_with_ratios(capsys):
                  "--format", "json"]) == 0
     result = json.loads(capsys.readouterr().out)
     for key in ("naive", "pass", "selective", "refill", "refill_host", "post_load_refill",
-                "graph", "graph_alone"):
+                "graph", "graph_serial", "graph_alone"):
         assert result[f"{key}_ms"] > 0, key
         assert result["min_ms"][key] <= result[f"{key}_ms"]
     assert result["derived"] == 2 * 8 + 8  # 2 MoE layers x 8, 8 drafter K/V stacks
@@ -22,6 +22,8 @@ def test_bench_prints_every_figure_with_ratios(capsys):
     assert result["post_load_refill_over_post_load"] == round(
         result["post_load_refill_ms"] / result["naive_ms"], 2)
     assert result["floor_ms"] is None  # CPU: no HBM floor
+    assert result["naive_over_graph_serial"] == round(
+        result["naive_ms"] / result["graph_serial_ms"], 2)
 
 
 def test_bench_scaling_reports_compile_against_construction(capsys):
