@@ -16,7 +16,10 @@ severity where the evidence is missing:
   is what refills the layers;
 * a local bound to a kept parameter and replaced by a copy only under a dtype test
   (``ws = get_scale(l); if ws.dtype == e8m0: ws = upcast(ws)``), stored by the initial-load
-  hook: a reference to the parameter the reload refills, ``info``.
+  hook: a reference to the parameter the reload refills, ``info``;
+* a store or reader that runs only on the CPU platform (:mod:`.platforms`), unless it copies a
+  kept parameter a kernel-format reload refills: ``info``, no device graph is captured there
+  and the reader looks the attribute up again on every call.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from derivgraph.audit.static.platforms import cpu_only, source_dropped
 from derivgraph.audit.static.readers import NOT_READERS, ReaderIndex, derives_from, escapes
 from derivgraph.audit.static.semantics import Severity
 
@@ -58,7 +62,9 @@ def function_text(text: str, function: str) -> str:
         if found is None:
             return ""
         pos, indent = found
-    end = re.compile(rf"^[ \t]{{0,{indent}}}\S", re.M).search(text, text.find("\n", pos) + 1)
+    # a line at the def's indent or less ends it, unless it closes the signature (``) -> T:``)
+    end = re.compile(rf"^[ \t]{{0,{indent}}}(?![)\]])\S", re.M).search(
+        text, text.find("\n", pos) + 1)
     return text[pos:end.start() if end else len(text)]
 
 
@@ -101,7 +107,9 @@ def _dtype_conditional_reference(finding: StaticFinding, body: str) -> bool:
 
 def apply_evidence(findings: Iterable[StaticFinding], files: Sequence[tuple[str, str]],
                    post_load: Iterable[tuple[int, str | None, str]],
-                   family: Callable[[str], frozenset[str]]) -> list[StaticFinding]:
+                   family: Callable[[str], frozenset[str]],
+                   ancestors: Callable[[str], frozenset[str]] | None = None
+                   ) -> list[StaticFinding]:
     """The findings with ``reader``, ``reader_kind``, ``derives_from`` and ``evidence`` filled
     in, and severities lowered where the evidence is missing (see the module docstring)."""
     findings = list(findings)
@@ -114,8 +122,31 @@ def apply_evidence(findings: Iterable[StaticFinding], files: Sequence[tuple[str,
                 m in f.file for m in RELOAD_MACHINERY):
             out.append(f)
             continue
-        out.append(_judge(f, index, by_display.get(f.file, "")))
+        judged = _judge(f, index, by_display.get(f.file, ""))
+        out.append(_on_cpu(judged, by_display, ancestors) if judged.reader else judged)
     return out
+
+
+def _on_cpu(f: StaticFinding, by_display: dict[str, str],
+            ancestors: Callable[[str], frozenset[str]] | None) -> StaticFinding:
+    """Lower to ``info`` a finding whose store or reader runs only on the CPU platform."""
+    if f.severity is Severity.INFO:
+        return f
+    text = by_display.get(f.file, "")
+    body = function_text(text, f.function) if text else ""
+    start = text.count("\n", 0, text.find(body)) + 1 if body else f.line
+    lineage = ancestors(f.cls) if ancestors and f.cls else frozenset({f.cls} - {None})
+    context: list[str] = []
+    m = re.match(r"\S+ (\S+):(\d+) in (\S+):", f.reader or "")
+    if m:
+        lines = by_display.get(m.group(1), "").splitlines()
+        at = int(m.group(2))
+        context = [lines[i - 1] for i in range(at, max(at - 4, 0), -1) if i <= len(lines)]
+    why = cpu_only(f.file, lineage, body, f.line - start, m.group(3) if m else None, context)
+    if why is None or not source_dropped(f.derives_from, body, by_display.values()):
+        return f
+    return _cap(f, Severity.INFO, f"runs only on the CPU platform ({why}): no device graph is "
+                "captured there and the reader looks the attribute up on every call")
 
 
 def _judge(f: StaticFinding, index: ReaderIndex, text: str) -> StaticFinding:

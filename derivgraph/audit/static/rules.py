@@ -168,7 +168,8 @@ class FunctionAudit(CallRules, FoldRules, StoreRules):
         self.index = scope.function_index(reached.func)
         self.imports = imports
         self.module_returns_tensor = returns_tensor
-        self.inf = TensorInference(imports, self._returns_tensor, scope.method_names())
+        self.inf = TensorInference(imports, self._returns_tensor, scope.method_names(),
+                                   view_helpers=scope.view_helpers())
         self.tensor_nested: set[str] = set()  # nested functions that return tensors
         self.returns_tensor = False  # whether a `return` of this function gives a tensor
         classes = set(reached.root_classes)

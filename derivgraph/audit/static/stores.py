@@ -115,22 +115,31 @@ class StoreRules:
             info = self._dict_info(value)
         if info is None and isinstance(value, ast.Call):
             info = (self._dataclass_info(value) or self._helper_info(value, attr)
-                    or self._wrapper_info(value))
+                    or self._wrapper_info(value, lazy=f"{owner}.{attr}" in self.guards))
         if info is None:
             return
         self._emit_store(target, value, info, stmt, owner=owner, attr=attr)
 
-    def _wrapper_info(self, call: ast.Call) -> TensorInfo | None:
+    def _wrapper_info(self, call: ast.Call, lazy: bool = False) -> TensorInfo | None:
         """An object built around a tensor computed from weights in the call itself
-        (``make_config(a1_gscale=1.0 / layer.a1_scale)``): a container of a new tensor."""
+        (``make_config(a1_gscale=1.0 / layer.a1_scale)``): a container of a new tensor. Built
+        once behind a lazy guard, views of kept tensors (``w.view(torch.uint8)``) are no new
+        tensors: the container then holds views the reload refills in place."""
         if is_allocation(call):
             return None
+        views = None
         for arg in [*call.args, *(k.value for k in call.keywords)]:
             info = self.inf.infer(arg)
             if (info is not None and info.fresh and not info.param and not isinstance(arg, ast.Name)
                     and self._from_weights(arg) and shape_free_chains(arg)):
+                if lazy and info.view and info.of_kept:
+                    views = views or arg
+                    continue
                 return TensorInfo(why=f"a container (a wrapper object) built around a new tensor "
                                   f"({short(arg, 60)})")
+        if views is not None:
+            return TensorInfo(why=f"a container of references and views of kept tensors "
+                              f"({short(views, 60)})", view=True, of_kept=True)
         return None
 
     def _helper_info(self, call: ast.Call, attr: str) -> TensorInfo | None:
