@@ -182,6 +182,9 @@ class FunctionAudit(CallRules, FoldRules, StoreRules):
         self.loop_strings: dict[str, list[str]] = {}
         self.holders: dict[str, list[str]] = {}  # local -> the attributes it may be (x = layer.w)
         self.stored_locals: dict[str, str] = {}  # fresh local -> the first attribute storing it
+        # locals that may hold a host scalar taken from a weight (``k = layer.k_scale.item()``);
+        # a constant in another branch (``k = 1.0``) does not clear it
+        self.scalar_locals: dict[str, str] = {}
         self.closures: dict[str, list[str]] = {}  # nested function -> captured tensor locals
         self.params: set[str] = set()
         self.shadowed: set[str] = set()  # constant parameters rebound or shadowed here
@@ -400,6 +403,12 @@ class FunctionAudit(CallRules, FoldRules, StoreRules):
 
     def _assign_local(self, name: str, value: ast.expr) -> None:
         self.shadowed.add(name)
+        if not isinstance(value, ast.Constant):
+            scalar = self._scalar_reason(value)
+            if scalar and self._from_weights(value):
+                self.scalar_locals[name] = scalar
+            elif not scalar:  # another host scalar (another branch) keeps what it may hold
+                self.scalar_locals.pop(name, None)
         holders = self._holders_of(value)
         if holders:
             self.holders[name] = holders

@@ -60,6 +60,7 @@ class StoreRules:
         history: dict[str, list[ast.expr]]
         closures: dict[str, list[str]]
         stored_locals: dict[str, str]
+        scalar_locals: dict[str, str]
         backing: dict[str, list[int]]
         containers: frozenset[str]
         scalar_functions: frozenset[str]
@@ -96,6 +97,8 @@ class StoreRules:
         if isinstance(value, ast.Constant):
             return
         scalar = self._scalar_reason(value)
+        if scalar is None and isinstance(value, ast.Name) and value.id in self.scalar_locals:
+            scalar = f"{self.scalar_locals[value.id]} (through local {value.id})"
         if scalar:
             if f"{owner}.{attr}" in self.guards:  # a host scalar taken once, on first use
                 self._emit(stmt, attr, owner, "lazy-cache",
