@@ -54,6 +54,7 @@ class StoreRules:
         holders: dict[str, list[str]]
         scope: ModuleScope
         reached: Reached
+        lineage: tuple[str, ...]
         guards: list[str]
         defs: dict[str, ast.expr]
         nested_defs: dict[str, ast.AST]
@@ -117,7 +118,8 @@ class StoreRules:
         if info is None and isinstance(value, (ast.Dict, ast.DictComp)):
             info = self._dict_info(value)
         if info is None and isinstance(value, ast.Call):
-            info = (self._dataclass_info(value) or self._helper_info(value, attr)
+            info = (self._dataclass_info(value) or self._returned_container_info(value)
+                    or self._helper_info(value, attr)
                     or self._wrapper_info(value, lazy=f"{owner}.{attr}" in self.guards))
         if info is None:
             return
@@ -174,6 +176,38 @@ class StoreRules:
             return None
         return TensorInfo(why=f"a container of tensors ({short(value, 40)})",
                           fresh=any(i.fresh for i in infos))
+
+    def _returned_container_info(self, call: ast.Call) -> TensorInfo | None:
+        """A call of a method of this class's lineage (``self.make_config(layer)``) or of a
+        function, annotated to return a dataclass holding tensors (a quant config of
+        descriptors), or returning one it constructs: a new container each run."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                and func.value.id == "self" and self.reached.cls:
+            for cls in (self.reached.cls, *self.lineage):
+                kind = self._container_returned(cls, func.attr)
+                if kind:
+                    return TensorInfo(why=f"a container of tensors ({kind}) returned by "
+                                      f"{func.attr}()")
+            return None
+        qualified = call_name(func, self.imports)
+        if qualified is not None and qualified in self.containers and "." in qualified:
+            return TensorInfo(why=f"a container of tensors returned by {qualified}()")
+        return None
+
+    def _container_returned(self, cls: str, method: str) -> str | None:
+        """The container class ``cls.method`` is annotated to return (any file), or
+        constructs in a ``return`` (this file)."""
+        if f"{cls}.{method}" in self.containers:
+            return f"{cls}.{method}() annotation"
+        info = self.scope.classes.get(cls)
+        func = info.methods.get(method) if info else None
+        for node in ast.walk(func) if func is not None else ():
+            if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
+                name = call_name(node.value.func, self.imports) or ""
+                if name.rsplit(".", 1)[-1] in self.containers:
+                    return name.rsplit(".", 1)[-1]
+        return None
 
     def _dataclass_info(self, call: ast.Call) -> TensorInfo | None:
         """A dataclass of the tree with tensor fields, built from tensors."""
