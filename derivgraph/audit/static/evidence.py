@@ -5,6 +5,8 @@ An error or warning of the static audit must say who reads the stored tensor aft
 for an error, which weight it derives from. :func:`apply_evidence` looks both up and lowers the
 severity where the evidence is missing:
 
+* a reader may be a config builder (a method annotated to return a config of tensors) of the
+  storing class: the config carries the value to the kernels;
 * no reader after load: at most ``info`` (a store onto a throwaway object, a quant-config field
   no kernel reads, a value nothing uses);
 * a reader but no weight in the value: at most ``warning`` (a workspace or constant moved by a
@@ -108,12 +110,12 @@ def _dtype_conditional_reference(finding: StaticFinding, body: str) -> bool:
 def apply_evidence(findings: Iterable[StaticFinding], files: Sequence[tuple[str, str]],
                    post_load: Iterable[tuple[int, str | None, str]],
                    family: Callable[[str], frozenset[str]],
-                   ancestors: Callable[[str], frozenset[str]] | None = None
-                   ) -> list[StaticFinding]:
+                   ancestors: Callable[[str], frozenset[str]] | None = None,
+                   config_builders: frozenset[str] = frozenset()) -> list[StaticFinding]:
     """The findings with ``reader``, ``reader_kind``, ``derives_from`` and ``evidence`` filled
     in, and severities lowered where the evidence is missing (see the module docstring)."""
     findings = list(findings)
-    index = ReaderIndex(files, post_load, family)
+    index = ReaderIndex(files, post_load, family, config_builders)
     by_display = {display: text for display, text in files}
     index.prefetch({f.attr for f in findings if f.severity is not Severity.INFO})
     out = []

@@ -223,7 +223,9 @@ def scan_files(files: Sequence[SourceFile], specs: Sequence[Spec] = (),
     findings = [_finding(texts[i][0], site, index) for i, site in sites.values() if keep[i]]
     report.findings = apply_evidence(findings, [(src.display, text) for src, text in texts],
                                      post_load, context.family,
-                                     lambda c: context.ancestors.get(c, frozenset({c})))
+                                     lambda c: context.ancestors.get(c, frozenset({c})),
+                                     frozenset(n for n in context.containers if "." in n
+                                               and n.split(".", 1)[0] in context.tree.classes))
     report.findings.sort(key=lambda f: (f.file, f.line, f.col, f.attr, f.category))
     report.seconds = time.perf_counter() - start
     return report
