@@ -14,6 +14,8 @@ severity where the evidence is missing:
 * a fold (in-place write into a loaded parameter): ``warning`` only where it can run twice on
   one load path, i.e. its function is also called by code that runs after loading; otherwise
   ``info`` (every load path refills the parameter before the post-load step reruns);
+* a value made once (model-level, initial load only) from ``self.x`` that the same step then
+  deletes: ``info``, a reload carrying ``x`` fails loudly, one without it leaves the value right;
 * a site inside vLLM's reload machinery (``model_loader/reload/``): ``info``, the machinery
   is what refills the layers;
 * a local bound to a kept parameter and replaced by a copy only under a dtype test
@@ -107,6 +109,20 @@ def _dtype_conditional_reference(finding: StaticFinding, body: str) -> bool:
     return not re.search(r"\.(?:clone|contiguous|to|float|t)\(", binds[0].group(2))
 
 
+def _deleted_source(finding: StaticFinding, body: str) -> str | None:
+    """``self.x`` when a model-level, initial-load-only step derives the value from ``self.x``
+    and then deletes it (``del self.x``, ``delattr(self, "x")``): nothing can refill the source,
+    so no reload can leave the value stale without failing."""
+    if finding.store != "initial-load-copy" or not body:
+        return None
+    for m in re.finditer(r"^[ \t]*(?:del[ \t]+(self\.\w+)[ \t]*$|delattr\(self,[ \t]*"
+                         r"[\"'](\w+)[\"']\))", body, re.M):
+        chain = m.group(1) or f"self.{m.group(2)}"
+        if re.search(rf"{re.escape(chain)}\b(?!\s*=[^=])", body[:m.start()]):
+            return chain
+    return None
+
+
 def apply_evidence(findings: Iterable[StaticFinding], files: Sequence[tuple[str, str]],
                    post_load: Iterable[tuple[int, str | None, str]],
                    family: Callable[[str], frozenset[str]],
@@ -171,6 +187,11 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str) -> StaticFinding:
             and not escapes(body, owner_root)):
         return _cap(f, Severity.INFO, f"stored on {owner_root}, an object built in this call "
                     "that never leaves it: nothing reads it after load")
+    dropped = _deleted_source(f, body)
+    if dropped:
+        return _cap(f, Severity.INFO, f"made once from `{dropped}`, which the same step deletes: a "
+                    "reload carrying it fails on an unknown name, one without it leaves the value "
+                    "right")
     if body and _dtype_conditional_reference(f, body):
         return _cap(f, Severity.INFO, "a reference to the kept parameter (copied only for one "
                     "dtype): the reload refills it in place")
