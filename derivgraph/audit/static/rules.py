@@ -30,6 +30,7 @@ from derivgraph.audit.static.ast import (
     is_placeholder,
     literal_chains,
     literal_strings,
+    not_tensor_branch,
     owner_attr,
     owner_base,
     returns_placeholder,
@@ -119,26 +120,6 @@ def _guarded_chain(test: ast.expr) -> str | None:
         owner, name = attr_chain(test.operand.args[0]), const_str(test.operand.args[1])
         return f"{owner}.{name}" if owner and name else None
     return None
-
-
-_TENSOR_TYPE_NAMES = frozenset({"Tensor", "Parameter", "Buffer"})
-
-
-def _not_tensor_branch(test: ast.expr) -> tuple[str, bool] | None:
-    """``(name, True)`` when the body of ``if <test>:`` runs only if local ``name`` is not a
-    tensor (``not isinstance(x, torch.Tensor)``); ``(name, False)`` when the else branch does
-    (``isinstance(x, torch.Tensor)``)."""
-    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
-    call = test.operand if negated else test  # type: ignore[attr-defined]
-    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
-            and call.func.id == "isinstance" and len(call.args) == 2
-            and isinstance(call.args[0], ast.Name)):
-        return None
-    kinds = call.args[1].elts if isinstance(call.args[1], ast.Tuple) else [call.args[1]]
-    names = [k.attr if isinstance(k, ast.Attribute) else getattr(k, "id", "") for k in kinds]
-    if not names or not all(n in _TENSOR_TYPE_NAMES for n in names):
-        return None
-    return call.args[0].id, negated
 
 
 def returns_tensor(reached: Reached, imports: dict[str, str], module_returns: ReturnsTensor,
@@ -260,7 +241,7 @@ class FunctionAudit(CallRules, FoldRules, StoreRules):
             if live is not None:  # a guard on a parameter every caller binds to a constant
                 self._block(stmt.body if live else stmt.orelse)
                 return
-            narrowed = _not_tensor_branch(stmt.test)
+            narrowed = not_tensor_branch(stmt.test)
             if narrowed is not None and narrowed[0] in self.inf.locals:
                 name, in_body = narrowed
                 for block, not_tensor in ((stmt.body, in_body), (stmt.orelse, not in_body)):
