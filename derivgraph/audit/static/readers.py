@@ -66,6 +66,11 @@ _WEIGHT_PARAM = re.compile(r"^(?:w|w\d+|w13\w*|w2\w*|\w*weight\w*|\w*scale\w*|\w
 _META_USE = re.compile(r"\.(?:device|dtype|shape|size\(|numel\(|dim\(|ndim)\b")
 
 
+_WEAK_READ = re.compile(r"^assert\b|\bis (?:not )?None\b")
+"""A read that only checks presence (an ``assert``, an ``is None`` test): a later read of the
+same builder is quoted instead."""
+
+
 class ReaderKind(enum.Enum):
     """How code after loading reads the tensor."""
 
@@ -257,7 +262,8 @@ class ReaderIndex:
                     props.add(hit.in_property)
                 continue
             if not self._after_load(hit):
-                if via_self and built is None and self._builds_config(hit, family):
+                if via_self and (built is None or _WEAK_READ.search(built.text)) \
+                        and self._builds_config(hit, family):
                     built = dataclasses.replace(self._reader(hit), kind=ReaderKind.CONFIG)
                 continue
             same = hit.cls in family and recv[0] == "self"
