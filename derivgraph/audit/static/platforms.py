@@ -47,10 +47,15 @@ def names_cpu(text: str) -> bool:
     return bool(_CPU.search(text)) and not _XPU.search(text) and not _OFFLOAD.search(text)
 
 
+_HEADER_END = re.compile(r"\)[ \t]*(?:->[^\n]*?)?:[ \t]*(?:#[^\n]*)?$", re.M)
+
+
 def _signature(body: str) -> str:
-    """The ``def`` line(s) of a function's text, up to the colon that opens its body."""
-    end = body.find(":\n")
-    return body[:end if end > 0 else len(body)]
+    """The ``def`` line(s) of a function's text, up to the colon that opens its body, without
+    comments."""
+    end = _HEADER_END.search(body)
+    header = body[:end.end()] if end else body.split("\n", 1)[0]
+    return re.sub(r"#[^\n]*", "", header)
 
 
 def _under_cpu_test(body: str, offset: int) -> bool:
