@@ -328,3 +328,25 @@ def test_canary_a_config_builder_without_its_annotation_is_no_reader(tmp_path):
     # the configs are still found by the constructor the builders return
     assert sum(a == "quant_config" and f.severity is Severity.WARNING
                for (_, a), f in got.items()) == 2
+
+
+def test_cpu_only_names_and_signals():
+    from derivgraph.audit.static.platforms import cpu_only, names_cpu, source_dropped
+
+    assert names_cpu("CPUWNA16LinearKernel") and names_cpu("AMXMLAImpl")
+    assert names_cpu("dispatch_cpu_unquantized_gemm") and names_cpu("bmm_cpu")
+    assert not names_cpu("num_cpus") and not names_cpu("example_amxfoo")
+    assert not names_cpu("cpu_or_xpu_kernel") and not names_cpu("CpuOffloadedLinear")
+    body = ("def f(layer):\n    if current_platform.is_cpu():\n        layer.a = g(layer.w)\n"
+            "    layer.b = g(layer.w)\n")
+    assert cpu_only("m.py", (), body, 2, None, []) == "stored under a CPU platform test"
+    assert cpu_only("m.py", (), body, 3, None, []) is None
+    early = "def f(layer):\n    if not current_platform.is_cpu():\n        return\n    x = 1\n"
+    assert cpu_only("m.py", (), early, 3, None, []) == "stored under a CPU platform test"
+    # a comment in the body does not make the signature CPU-only
+    assert cpu_only("m.py", (), "def f(x):  # runs on cpu\n    y = 1\n", 1, None, []) is None
+    # a kept scale copied, not emptied: a kernel-format reload leaves the copy stale
+    assert not source_dropped("self.w1_scale", "self._s = self.w1_scale.float()\n", [])
+    assert source_dropped("self.w1_scale", "p.data = torch.empty(0)\n", [])
+    assert source_dropped("self.proj", "", ["self.proj.weight = self.proj.weight.new_empty(0)"])
+    assert source_dropped(None, "", [])
