@@ -9,7 +9,8 @@ from derivgraph.audit.static.infer import attr_chain
 
 __all__ = [
     "Draft", "const_str", "copy_expr", "free_names", "is_getattr", "is_placeholder", "kwarg",
-    "literal_chains", "literal_strings", "owner_attr", "owner_base", "returns_placeholder",
+    "literal_chains", "literal_strings", "not_tensor_branch", "owner_attr", "owner_base",
+    "returns_placeholder",
     "short", "walk_no_lambda",
 ]
 
@@ -145,3 +146,23 @@ def returns_placeholder(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     vLLM's ``marlin_make_empty``); nested functions are not looked into."""
     returns = [n for n in walk_no_lambda(func) if isinstance(n, ast.Return)]
     return bool(returns) and all(is_placeholder(r.value) for r in returns)
+
+
+_TENSOR_TYPE_NAMES = frozenset({"Tensor", "Parameter", "Buffer"})
+
+
+def not_tensor_branch(test: ast.expr) -> tuple[str, bool] | None:
+    """``(name, True)`` when the body of ``if <test>:`` runs only if local ``name`` is not a
+    tensor (``not isinstance(x, torch.Tensor)``); ``(name, False)`` when the else branch does
+    (``isinstance(x, torch.Tensor)``)."""
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    call = test.operand if negated else test  # type: ignore[attr-defined]
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+            and call.func.id == "isinstance" and len(call.args) == 2
+            and isinstance(call.args[0], ast.Name)):
+        return None
+    kinds = call.args[1].elts if isinstance(call.args[1], ast.Tuple) else [call.args[1]]
+    names = [k.attr if isinstance(k, ast.Attribute) else getattr(k, "id", "") for k in kinds]
+    if not names or not all(n in _TENSOR_TYPE_NAMES for n in names):
+        return None
+    return call.args[0].id, negated

@@ -5,6 +5,8 @@ An error or warning of the static audit must say who reads the stored tensor aft
 for an error, which weight it derives from. :func:`apply_evidence` looks both up and lowers the
 severity where the evidence is missing:
 
+* a reader may be a config builder (a method annotated to return a config of tensors) of the
+  storing class: the config carries the value to the kernels;
 * no reader after load: at most ``info`` (a store onto a throwaway object, a quant-config field
   no kernel reads, a value nothing uses);
 * a reader but no weight in the value: at most ``warning`` (a workspace or constant moved by a
@@ -12,11 +14,16 @@ severity where the evidence is missing:
 * a fold (in-place write into a loaded parameter): ``warning`` only where it can run twice on
   one load path, i.e. its function is also called by code that runs after loading; otherwise
   ``info`` (every load path refills the parameter before the post-load step reruns);
+* a value made once (model-level, initial load only) from ``self.x`` that the same step then
+  deletes: ``info``, a reload carrying ``x`` fails loudly, one without it leaves the value right;
 * a site inside vLLM's reload machinery (``model_loader/reload/``): ``info``, the machinery
   is what refills the layers;
 * a local bound to a kept parameter and replaced by a copy only under a dtype test
   (``ws = get_scale(l); if ws.dtype == e8m0: ws = upcast(ws)``), stored by the initial-load
-  hook: a reference to the parameter the reload refills, ``info``.
+  hook: a reference to the parameter the reload refills, ``info``;
+* a store or reader that runs only on the CPU platform (:mod:`.platforms`), unless it copies a
+  kept parameter a kernel-format reload refills: ``info``, no device graph is captured there
+  and the reader looks the attribute up again on every call.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from derivgraph.audit.static.platforms import cpu_only, source_dropped
 from derivgraph.audit.static.readers import NOT_READERS, ReaderIndex, derives_from, escapes
 from derivgraph.audit.static.semantics import Severity
 
@@ -58,7 +66,9 @@ def function_text(text: str, function: str) -> str:
         if found is None:
             return ""
         pos, indent = found
-    end = re.compile(rf"^[ \t]{{0,{indent}}}\S", re.M).search(text, text.find("\n", pos) + 1)
+    # a line at the def's indent or less ends it, unless it closes the signature (``) -> T:``)
+    end = re.compile(rf"^[ \t]{{0,{indent}}}(?![)\]])\S", re.M).search(
+        text, text.find("\n", pos) + 1)
     return text[pos:end.start() if end else len(text)]
 
 
@@ -99,13 +109,29 @@ def _dtype_conditional_reference(finding: StaticFinding, body: str) -> bool:
     return not re.search(r"\.(?:clone|contiguous|to|float|t)\(", binds[0].group(2))
 
 
+def _deleted_source(finding: StaticFinding, body: str) -> str | None:
+    """``self.x`` when a model-level, initial-load-only step derives the value from ``self.x``
+    and then deletes it (``del self.x``, ``delattr(self, "x")``): nothing can refill the source,
+    so no reload can leave the value stale without failing."""
+    if finding.store != "initial-load-copy" or not body:
+        return None
+    for m in re.finditer(r"^[ \t]*(?:del[ \t]+(self\.\w+)[ \t]*$|delattr\(self,[ \t]*"
+                         r"[\"'](\w+)[\"']\))", body, re.M):
+        chain = m.group(1) or f"self.{m.group(2)}"
+        if re.search(rf"{re.escape(chain)}\b(?!\s*=[^=])", body[:m.start()]):
+            return chain
+    return None
+
+
 def apply_evidence(findings: Iterable[StaticFinding], files: Sequence[tuple[str, str]],
                    post_load: Iterable[tuple[int, str | None, str]],
-                   family: Callable[[str], frozenset[str]]) -> list[StaticFinding]:
+                   family: Callable[[str], frozenset[str]],
+                   ancestors: Callable[[str], frozenset[str]] | None = None,
+                   config_builders: frozenset[str] = frozenset()) -> list[StaticFinding]:
     """The findings with ``reader``, ``reader_kind``, ``derives_from`` and ``evidence`` filled
     in, and severities lowered where the evidence is missing (see the module docstring)."""
     findings = list(findings)
-    index = ReaderIndex(files, post_load, family)
+    index = ReaderIndex(files, post_load, family, config_builders)
     by_display = {display: text for display, text in files}
     index.prefetch({f.attr for f in findings if f.severity is not Severity.INFO})
     out = []
@@ -114,8 +140,31 @@ def apply_evidence(findings: Iterable[StaticFinding], files: Sequence[tuple[str,
                 m in f.file for m in RELOAD_MACHINERY):
             out.append(f)
             continue
-        out.append(_judge(f, index, by_display.get(f.file, "")))
+        judged = _judge(f, index, by_display.get(f.file, ""))
+        out.append(_on_cpu(judged, by_display, ancestors) if judged.reader else judged)
     return out
+
+
+def _on_cpu(f: StaticFinding, by_display: dict[str, str],
+            ancestors: Callable[[str], frozenset[str]] | None) -> StaticFinding:
+    """Lower to ``info`` a finding whose store or reader runs only on the CPU platform."""
+    if f.severity is Severity.INFO:
+        return f
+    text = by_display.get(f.file, "")
+    body = function_text(text, f.function) if text else ""
+    start = text.count("\n", 0, text.find(body)) + 1 if body else f.line
+    lineage = ancestors(f.cls) if ancestors and f.cls else frozenset({f.cls} - {None})
+    context: list[str] = []
+    m = re.match(r"\S+ (\S+):(\d+) in (\S+):", f.reader or "")
+    if m:
+        lines = by_display.get(m.group(1), "").splitlines()
+        at = int(m.group(2))
+        context = [lines[i - 1] for i in range(at, max(at - 4, 0), -1) if i <= len(lines)]
+    why = cpu_only(f.file, lineage, body, f.line - start, m.group(3) if m else None, context)
+    if why is None or not source_dropped(f.derives_from, body, by_display.values()):
+        return f
+    return _cap(f, Severity.INFO, f"runs only on the CPU platform ({why}): no device graph is "
+                "captured there and the reader looks the attribute up on every call")
 
 
 def _judge(f: StaticFinding, index: ReaderIndex, text: str) -> StaticFinding:
@@ -138,6 +187,11 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str) -> StaticFinding:
             and not escapes(body, owner_root)):
         return _cap(f, Severity.INFO, f"stored on {owner_root}, an object built in this call "
                     "that never leaves it: nothing reads it after load")
+    dropped = _deleted_source(f, body)
+    if dropped:
+        return _cap(f, Severity.INFO, f"made once from `{dropped}`, which the same step deletes: a "
+                    "reload carrying it fails on an unknown name, one without it leaves the value "
+                    "right")
     if body and _dtype_conditional_reference(f, body):
         return _cap(f, Severity.INFO, "a reference to the kept parameter (copied only for one "
                     "dtype): the reload refills it in place")

@@ -55,6 +55,7 @@ class ClassEntry:
     methods: set[str] = field(default_factory=set)
     tensor_fields: bool = False
     dataclass: bool = False
+    field_types: frozenset[str] = frozenset()  # words of the field annotations (dataclasses)
 
 
 @dataclass
@@ -69,21 +70,32 @@ class TreeIndex:
     method_owners: dict[str, set[str]] = field(default_factory=dict)  # method -> class names
     subclasses: dict[str, set[str]] = field(default_factory=dict)  # class -> descendants
     placeholders: set[str] = field(default_factory=set)  # qualified: returns a 0-element tensor
+    method_returns: dict[str, str] = field(default_factory=dict)  # "Class.method" -> annotation
 
     def entries(self, name: str) -> list[ClassEntry]:
         """Every class statement with this short name."""
         return self.classes.get(name, [])
 
     def containers(self) -> frozenset[str]:
-        """Dataclasses of the tree with a tensor-annotated field."""
-        return frozenset(n for n, es in self.classes.items()
-                         if any(e.dataclass and e.tensor_fields for e in es))
+        """Dataclasses of the tree with a tensor-annotated field, dataclasses with a field of
+        such a type (a config of descriptors), and the subclasses of all of these."""
+        found = {n for n, es in self.classes.items()
+                 if any(e.dataclass and e.tensor_fields for e in es)}
+        grew = True
+        while grew:
+            more = {n for n, es in self.classes.items() if n not in found and any(
+                e.dataclass and e.field_types & found for e in es)}
+            more |= {sub for n in found for sub in self.subclasses.get(n, ())} - found
+            grew = bool(more)
+            found |= more
+        return frozenset(found)
 
     def container_functions(self) -> frozenset[str]:
-        """Qualified functions annotated to return such a dataclass (``-> ScaleDesc``)."""
+        """Qualified functions, and ``Class.method`` names, annotated to return such a
+        dataclass (``-> ScaleDesc``, ``-> QuantConfig | None``)."""
         kinds = self.containers()
-        return frozenset(n for n, a in self.returns.items()
-                         if kinds.intersection(_WORD.findall(a)))
+        return frozenset(n for table in (self.returns, self.method_returns)
+                         for n, a in table.items() if kinds.intersection(_WORD.findall(a)))
 
     def placeholder_functions(self) -> frozenset[str]:
         """Qualified module-level functions whose every ``return`` gives a 0-element tensor
@@ -156,9 +168,9 @@ def _scan_text(index: TreeIndex, file: int, module: str, text: str) -> None:
             method_indent = None
             if is_dc:
                 end = _next_col0(text, m.end())
-                current.tensor_fields = any(
-                    _TENSOR_TYPE.search(f.group(2))
-                    for f in _FIELD_RE.finditer(text, m.end(), end))
+                fields = [f.group(2) for f in _FIELD_RE.finditer(text, m.end(), end)]
+                current.tensor_fields = any(_TENSOR_TYPE.search(f) for f in fields)
+                current.field_types = frozenset(w for f in fields for w in _WORD.findall(f))
         elif kind == "def" and indent == "":
             current = None
             qualified = f"{module}.{m.group(1)}" if module else m.group(1)
@@ -174,6 +186,10 @@ def _scan_text(index: TreeIndex, file: int, module: str, text: str) -> None:
             if indent == method_indent:
                 current.methods.add(m.group(1))
                 index.method_owners.setdefault(m.group(1), set()).add(current.name)
+                end = DEF_HEADER_END.search(text, m.end())
+                if end and end.group(1):
+                    index.method_returns.setdefault(f"{current.name}.{m.group(1)}",
+                                                    " ".join(end.group(1).split()))
         elif kind == "attr" and current is not None:
             index.attr_types.setdefault((current.name, m.group(1)), set()).add(m.group(2))
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from derivgraph.audit.static.vocab import (
@@ -138,11 +138,12 @@ class TensorInference:
     methods: frozenset[str] = frozenset()  # method names of the file's classes: not tensors
     locals: dict[str, TensorInfo] = field(default_factory=dict)
     stored: set[str] = field(default_factory=set)  # dotted attrs this function stored tensors in
+    view_helpers: frozenset[str] = frozenset()  # same-file functions returning a view of arg 0
 
     def fork(self) -> TensorInference:
         """A copy for a nested scope (lambda, nested function)."""
         return TensorInference(self.imports, self.returns_tensor, self.methods,
-                               dict(self.locals), set(self.stored))
+                               dict(self.locals), set(self.stored), self.view_helpers)
 
     def qualified(self, func: ast.expr) -> str | None:
         return call_name(func, self.imports)
@@ -248,6 +249,14 @@ class TensorInference:
             info = self._method_call(func, node)
             if info is not None:
                 return info if info.why else None
+        if isinstance(func, ast.Name) and func.id in self.view_helpers and node.args:
+            first = self.infer(node.args[0])
+            if first is None and isinstance(node.args[0], ast.Attribute):
+                chain = attr_chain(node.args[0])
+                first = TensorInfo(why=chain or "", fresh=False, source=chain) if chain else None
+            if first is not None and first.shares_storage:
+                return TensorInfo(why=f"{func.id}() returns {first.why} or a view of it",
+                                  view=True, of_kept=True)
         returned = self.returns_tensor(node)
         if any(returned) if isinstance(returned, tuple) else returned:
             target = _short(func, 40)
@@ -332,6 +341,37 @@ _PREDICATE = re.compile(r"^(?:is|has|get|supports?|can|should)_")
 _VIEW_HELPER = re.compile(r"(?:^|_)views?(?:_|$)")
 """A helper named as returning a view (``get_accelerator_view_from_cpu_tensor``): called on a
 kept tensor, its result shares that tensor's storage."""
+
+
+_VIEW_METHODS = frozenset({"view", "t", "transpose", "permute", "narrow", "expand", "squeeze",
+                           "unsqueeze", "view_as", "as_strided", "movedim", "swapaxes", "detach"})
+
+
+def view_helpers(functions: Mapping[str, ast.AST]) -> frozenset[str]:
+    """Functions whose every ``return`` gives their first argument itself or a view of it
+    (``return s if s.dtype == torch.uint8 else s.view(torch.uint8)``): called on a kept
+    tensor, the result shares its storage."""
+    out = set()
+    for name, func in functions.items():
+        args = getattr(func, "args", None)
+        if args is None or not [*args.posonlyargs, *args.args]:
+            continue
+        first = [*args.posonlyargs, *args.args][0].arg
+        returns = [n.value for n in ast.walk(func) if isinstance(n, ast.Return)]
+        if returns and all(_is_view_of(r, first) for r in returns):
+            out.add(name)
+    return frozenset(out)
+
+
+def _is_view_of(node: ast.expr | None, name: str) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id == name
+    if isinstance(node, ast.IfExp):
+        return _is_view_of(node.body, name) and _is_view_of(node.orelse, name)
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _VIEW_METHODS):
+        return _is_view_of(node.func.value, name)
+    return False
 
 
 def _reshapes(index: ast.expr) -> bool:

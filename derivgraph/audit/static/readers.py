@@ -66,12 +66,18 @@ _WEIGHT_PARAM = re.compile(r"^(?:w|w\d+|w13\w*|w2\w*|\w*weight\w*|\w*scale\w*|\w
 _META_USE = re.compile(r"\.(?:device|dtype|shape|size\(|numel\(|dim\(|ndim)\b")
 
 
+_WEAK_READ = re.compile(r"^assert\b|\bis (?:not )?None\b")
+"""A read that only checks presence (an ``assert``, an ``is None`` test): a later read of the
+same builder is quoted instead."""
+
+
 class ReaderKind(enum.Enum):
     """How code after loading reads the tensor."""
 
     KERNEL_CALL = "kernel-call"  # an argument of a kernel or op call
     FORWARD = "forward"  # read by forward/apply code (or a helper it calls)
     CAPTURED = "captured"  # a stored callable that captures it is called
+    CONFIG = "config"  # read into a config of tensors (a builder annotated to return one)
 
 
 @dataclass(frozen=True)
@@ -149,10 +155,14 @@ class ReaderIndex:
 
     def __init__(self, files: Sequence[tuple[str, str]],
                  post_load: Iterable[tuple[int, str | None, str]],
-                 family: Callable[[str], frozenset[str]]) -> None:
+                 family: Callable[[str], frozenset[str]],
+                 config_builders: frozenset[str] = frozenset()) -> None:
         self.files = files
         self.post_load = set(post_load)
         self.family = family
+        # methods annotated to return a config or dataclass of tensors ("Class.method"): what
+        # they read goes into the config they build, which kernels read after load
+        self.config_builders = config_builders
         self._hits: dict[str, list[_Hit]] = {}
         self._defs: dict[int, _FileDefs] = {}
 
@@ -242,6 +252,7 @@ class ReaderIndex:
                                       and attr not in GENERIC_NAMES)
         props: set[str] = set()
         fallback: Reader | None = None
+        built: Reader | None = None  # a read by a config builder of this class (last resort)
         for hit in self._hits.get(attr, ()):
             recv = hit.receiver.split(".")
             if last is not None and recv[-1] != last:
@@ -251,6 +262,9 @@ class ReaderIndex:
                     props.add(hit.in_property)
                 continue
             if not self._after_load(hit):
+                if via_self and (built is None or _WEAK_READ.search(built.text)) \
+                        and self._builds_config(hit, family):
+                    built = dataclasses.replace(self._reader(hit), kind=ReaderKind.CONFIG)
                 continue
             same = hit.cls in family and recv[0] == "self"
             if same or (not via_self and depth == 0):
@@ -262,13 +276,22 @@ class ReaderIndex:
         if fallback is not None:
             return fallback
         if depth >= PROPERTY_DEPTH:
-            return None
+            return built
         for prop in sorted(props - seen):
             found = self._find(family, "self" if via_self else "", prop, depth + 1,
                                seen | props)
             if found is not None:
                 return found
-        return None
+        return built
+
+    def _builds_config(self, hit: _Hit, family: frozenset[str]) -> bool:
+        """A read of ``self.x`` by a method of the same class family that builds a config of
+        tensors (annotated ``-> QuantConfig``, here or on an ancestor): the config carries the
+        value to the kernels that read it after load."""
+        if hit.cls not in family or not hit.receiver.startswith("self") or not hit.funcs:
+            return False
+        method = hit.funcs[0]
+        return any(f"{c}.{method}" in self.config_builders for c in self.family(hit.cls))
 
     def called_after_load(self, func: str) -> Reader | None:
         """A call of ``func`` from code that runs after loading (a fold that can rerun)."""

@@ -30,6 +30,7 @@ from derivgraph.audit.static.ast import (
     is_placeholder,
     literal_chains,
     literal_strings,
+    not_tensor_branch,
     owner_attr,
     owner_base,
     returns_placeholder,
@@ -121,26 +122,6 @@ def _guarded_chain(test: ast.expr) -> str | None:
     return None
 
 
-_TENSOR_TYPE_NAMES = frozenset({"Tensor", "Parameter", "Buffer"})
-
-
-def _not_tensor_branch(test: ast.expr) -> tuple[str, bool] | None:
-    """``(name, True)`` when the body of ``if <test>:`` runs only if local ``name`` is not a
-    tensor (``not isinstance(x, torch.Tensor)``); ``(name, False)`` when the else branch does
-    (``isinstance(x, torch.Tensor)``)."""
-    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
-    call = test.operand if negated else test  # type: ignore[attr-defined]
-    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
-            and call.func.id == "isinstance" and len(call.args) == 2
-            and isinstance(call.args[0], ast.Name)):
-        return None
-    kinds = call.args[1].elts if isinstance(call.args[1], ast.Tuple) else [call.args[1]]
-    names = [k.attr if isinstance(k, ast.Attribute) else getattr(k, "id", "") for k in kinds]
-    if not names or not all(n in _TENSOR_TYPE_NAMES for n in names):
-        return None
-    return call.args[0].id, negated
-
-
 def returns_tensor(reached: Reached, imports: dict[str, str], module_returns: ReturnsTensor,
                    scope: ModuleScope) -> bool:
     """Whether a function without a return annotation returns a tensor (by its ``return``s)."""
@@ -168,7 +149,8 @@ class FunctionAudit(CallRules, FoldRules, StoreRules):
         self.index = scope.function_index(reached.func)
         self.imports = imports
         self.module_returns_tensor = returns_tensor
-        self.inf = TensorInference(imports, self._returns_tensor, scope.method_names())
+        self.inf = TensorInference(imports, self._returns_tensor, scope.method_names(),
+                                   view_helpers=scope.view_helpers())
         self.tensor_nested: set[str] = set()  # nested functions that return tensors
         self.returns_tensor = False  # whether a `return` of this function gives a tensor
         classes = set(reached.root_classes)
@@ -181,6 +163,9 @@ class FunctionAudit(CallRules, FoldRules, StoreRules):
         self.loop_strings: dict[str, list[str]] = {}
         self.holders: dict[str, list[str]] = {}  # local -> the attributes it may be (x = layer.w)
         self.stored_locals: dict[str, str] = {}  # fresh local -> the first attribute storing it
+        # locals that may hold a host scalar taken from a weight (``k = layer.k_scale.item()``);
+        # a constant in another branch (``k = 1.0``) does not clear it
+        self.scalar_locals: dict[str, str] = {}
         self.closures: dict[str, list[str]] = {}  # nested function -> captured tensor locals
         self.params: set[str] = set()
         self.shadowed: set[str] = set()  # constant parameters rebound or shadowed here
@@ -256,7 +241,7 @@ class FunctionAudit(CallRules, FoldRules, StoreRules):
             if live is not None:  # a guard on a parameter every caller binds to a constant
                 self._block(stmt.body if live else stmt.orelse)
                 return
-            narrowed = _not_tensor_branch(stmt.test)
+            narrowed = not_tensor_branch(stmt.test)
             if narrowed is not None and narrowed[0] in self.inf.locals:
                 name, in_body = narrowed
                 for block, not_tensor in ((stmt.body, in_body), (stmt.orelse, not in_body)):
@@ -399,6 +384,12 @@ class FunctionAudit(CallRules, FoldRules, StoreRules):
 
     def _assign_local(self, name: str, value: ast.expr) -> None:
         self.shadowed.add(name)
+        if not isinstance(value, ast.Constant):
+            scalar = self._scalar_reason(value)
+            if scalar and self._from_weights(value):
+                self.scalar_locals[name] = scalar
+            elif not scalar:  # another host scalar (another branch) keeps what it may hold
+                self.scalar_locals.pop(name, None)
         holders = self._holders_of(value)
         if holders:
             self.holders[name] = holders

@@ -222,7 +222,10 @@ def scan_files(files: Sequence[SourceFile], specs: Sequence[Spec] = (),
     _mark_built_once(sites, texts, post_load, context)
     findings = [_finding(texts[i][0], site, index) for i, site in sites.values() if keep[i]]
     report.findings = apply_evidence(findings, [(src.display, text) for src, text in texts],
-                                     post_load, context.family)
+                                     post_load, context.family,
+                                     lambda c: context.ancestors.get(c, frozenset({c})),
+                                     frozenset(n for n in context.containers if "." in n
+                                               and n.split(".", 1)[0] in context.tree.classes))
     report.findings.sort(key=lambda f: (f.file, f.line, f.col, f.attr, f.category))
     report.seconds = time.perf_counter() - start
     return report
@@ -232,11 +235,15 @@ def _mark_built_once(sites: dict[Any, tuple[int, RawSite]],
                      texts: Sequence[tuple[SourceFile, str]],
                      post_load: set[tuple[int, str | None, str]],
                      context: ModuleContext) -> None:
-    """Mark the weight-free sites of rebuilt-object constructors whose class the tree builds
-    only outside post-load code (:mod:`.construction`): built once, never rerun."""
+    """Mark the weight-free sites, and the references and views of kept tensors, of
+    rebuilt-object constructors whose class the tree builds only outside post-load code
+    (:mod:`.construction`): built once, never rerun, so a reference points at the kept tensor
+    the reload refills in place."""
     def built_class(site: RawSite) -> str | None:
         root = site.via[0] if site.via else ""
-        if site.from_weights or not is_constructor_root(root, context.ancestors):
+        shares = site.view_of_kept or site.category == "alias"
+        if (site.from_weights and not shares) or not is_constructor_root(root,
+                                                                         context.ancestors):
             return None
         return root.rpartition(".")[0]
 

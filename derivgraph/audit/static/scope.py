@@ -38,6 +38,8 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
+from derivgraph.audit.static.infer import view_helpers
+
 __all__ = [
     "is_constructor_root",
     "is_initial_load_root",
@@ -231,6 +233,7 @@ class ModuleScope:
         self.ancestors = ancestors
         self._index = cache if cache is not None else {}
         self._methods: frozenset[str] | None = None
+        self._view_helpers: frozenset[str] | None = None
         self._assigned: list[tuple[FuncNode, str | None, str]] | None = None
         self.has_assigned_roots = True  # callers that read the text can rule them out cheaply
         self.classes: dict[str, _ClassInfo] = {}
@@ -259,6 +262,13 @@ class ModuleScope:
         if self._methods is None:
             self._methods = frozenset(m for info in self.classes.values() for m in info.methods)
         return self._methods
+
+    def view_helpers(self) -> frozenset[str]:
+        """Module functions that return their first argument or a view of it
+        (:func:`.infer.view_helpers`)."""
+        if self._view_helpers is None:
+            self._view_helpers = view_helpers(self.functions)
+        return self._view_helpers
 
     def function_index(self, func: FuncNode) -> FunctionIndex:
         """The calls of a function (computed once per function node)."""

@@ -285,9 +285,9 @@ def refine(site: RawSite, store: Store) -> Store:
         return Store.VIEW_OF_KEPT  # views of kept storage, made once: refilled in place
     if store not in _SHARED_OR_WEIGHT_FREE:
         return store
-    if site.built_once:
-        return Store.BUILT_AT_CONSTRUCTION
     shares = site.view_of_kept or store is Store.REFERENCE
+    if site.built_once:  # a reference made once points at the kept tensor, refilled in place
+        return Store.VIEW_OF_KEPT if shares else Store.BUILT_AT_CONSTRUCTION
     if site.initial_load_only:
         # built once: nothing moves; only a copy of the weights can go stale
         if shares or site.allocation or site.weight_free:

@@ -54,12 +54,14 @@ class StoreRules:
         holders: dict[str, list[str]]
         scope: ModuleScope
         reached: Reached
+        lineage: tuple[str, ...]
         guards: list[str]
         defs: dict[str, ast.expr]
         nested_defs: dict[str, ast.AST]
         history: dict[str, list[ast.expr]]
         closures: dict[str, list[str]]
         stored_locals: dict[str, str]
+        scalar_locals: dict[str, str]
         backing: dict[str, list[int]]
         containers: frozenset[str]
         scalar_functions: frozenset[str]
@@ -96,6 +98,8 @@ class StoreRules:
         if isinstance(value, ast.Constant):
             return
         scalar = self._scalar_reason(value)
+        if scalar is None and isinstance(value, ast.Name) and value.id in self.scalar_locals:
+            scalar = f"{self.scalar_locals[value.id]} (through local {value.id})"
         if scalar:
             if f"{owner}.{attr}" in self.guards:  # a host scalar taken once, on first use
                 self._emit(stmt, attr, owner, "lazy-cache",
@@ -114,23 +118,33 @@ class StoreRules:
         if info is None and isinstance(value, (ast.Dict, ast.DictComp)):
             info = self._dict_info(value)
         if info is None and isinstance(value, ast.Call):
-            info = (self._dataclass_info(value) or self._helper_info(value, attr)
-                    or self._wrapper_info(value))
+            info = (self._dataclass_info(value) or self._returned_container_info(value)
+                    or self._helper_info(value, attr)
+                    or self._wrapper_info(value, lazy=f"{owner}.{attr}" in self.guards))
         if info is None:
             return
         self._emit_store(target, value, info, stmt, owner=owner, attr=attr)
 
-    def _wrapper_info(self, call: ast.Call) -> TensorInfo | None:
+    def _wrapper_info(self, call: ast.Call, lazy: bool = False) -> TensorInfo | None:
         """An object built around a tensor computed from weights in the call itself
-        (``make_config(a1_gscale=1.0 / layer.a1_scale)``): a container of a new tensor."""
+        (``make_config(a1_gscale=1.0 / layer.a1_scale)``): a container of a new tensor. Built
+        once behind a lazy guard, views of kept tensors (``w.view(torch.uint8)``) are no new
+        tensors: the container then holds views the reload refills in place."""
         if is_allocation(call):
             return None
+        views = None
         for arg in [*call.args, *(k.value for k in call.keywords)]:
             info = self.inf.infer(arg)
             if (info is not None and info.fresh and not info.param and not isinstance(arg, ast.Name)
                     and self._from_weights(arg) and shape_free_chains(arg)):
+                if lazy and info.view and info.of_kept:
+                    views = views or arg
+                    continue
                 return TensorInfo(why=f"a container (a wrapper object) built around a new tensor "
                                   f"({short(arg, 60)})")
+        if views is not None:
+            return TensorInfo(why=f"a container of references and views of kept tensors "
+                              f"({short(views, 60)})", view=True, of_kept=True)
         return None
 
     def _helper_info(self, call: ast.Call, attr: str) -> TensorInfo | None:
@@ -162,6 +176,38 @@ class StoreRules:
             return None
         return TensorInfo(why=f"a container of tensors ({short(value, 40)})",
                           fresh=any(i.fresh for i in infos))
+
+    def _returned_container_info(self, call: ast.Call) -> TensorInfo | None:
+        """A call of a method of this class's lineage (``self.make_config(layer)``) or of a
+        function, annotated to return a dataclass holding tensors (a quant config of
+        descriptors), or returning one it constructs: a new container each run."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                and func.value.id == "self" and self.reached.cls:
+            for cls in (self.reached.cls, *self.lineage):
+                kind = self._container_returned(cls, func.attr)
+                if kind:
+                    return TensorInfo(why=f"a container of tensors ({kind}) returned by "
+                                      f"{func.attr}()")
+            return None
+        qualified = call_name(func, self.imports)
+        if qualified is not None and qualified in self.containers and "." in qualified:
+            return TensorInfo(why=f"a container of tensors returned by {qualified}()")
+        return None
+
+    def _container_returned(self, cls: str, method: str) -> str | None:
+        """The container class ``cls.method`` is annotated to return (any file), or
+        constructs in a ``return`` (this file)."""
+        if f"{cls}.{method}" in self.containers:
+            return f"{cls}.{method}() annotation"
+        info = self.scope.classes.get(cls)
+        func = info.methods.get(method) if info else None
+        for node in ast.walk(func) if func is not None else ():
+            if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
+                name = call_name(node.value.func, self.imports) or ""
+                if name.rsplit(".", 1)[-1] in self.containers:
+                    return name.rsplit(".", 1)[-1]
+        return None
 
     def _dataclass_info(self, call: ast.Call) -> TensorInfo | None:
         """A dataclass of the tree with tensor fields, built from tensors."""

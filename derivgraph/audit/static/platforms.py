@@ -1,0 +1,153 @@
+"""CPU-only code paths: where vLLM 0.33 captures no device graph, so a rebind is not stale.
+
+On the CPU platform vLLM captures no CUDA, HIP or XPU graph: a reader that looks the attribute
+up on every call sees what the rerun post-load step stored, so a rebind there is not stale.
+:func:`cpu_only` names the first signal that a site's store or its reader runs only on the CPU
+platform, or returns None:
+
+* the storing class or one of its ancestors is named for the CPU (``CPUFooKernel``) or for a
+  CPU-only instruction set (AMX);
+* the storing function's signature (its name, parameter or return annotations) is;
+* the store sits under a CPU platform test (``if current_platform.is_cpu():``, also after
+  ``if not ...is_cpu(): return``);
+* the scanned file's path names the CPU (``.../cpu.py``, ``cpu/``, ``cpu_*.py``);
+* the reader's function, or the call the reader's line is an argument of, is a CPU op
+  (``bmm_cpu(...)``).
+
+A site whose signals also name XPU is never CPU-only (XPU graphs exist with torch >= 2.11), and
+neither is CPU offloading (a GPU feature that keeps weights in host memory).
+
+A CPU-only site still goes stale when a kernel-format reload refills a kept source parameter
+but not the copy built from it (``self._s32 = self.w_scale.float()``). :func:`source_dropped`
+tells the cases where no such reload can leave it stale: the value derives from no kept
+attribute, or the source parameter is emptied (``torch.empty(0)``), so a reload into it fails
+instead.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+__all__ = ["cpu_only", "names_cpu", "source_dropped"]
+
+_CPU = re.compile(r"(?<![a-z])(?:cpu|amx)(?![a-z])|(?<![A-Z])(?:CPU|AMX)|(?:Cpu|Amx)(?![a-z])")
+_XPU = re.compile(r"(?<![a-z])xpu(?![a-z])|(?<![A-Z])XPU|Xpu(?![a-z])")
+_OFFLOAD = re.compile(r"offload", re.I)
+_CPU_TEST = re.compile(r"\bis_\w*cpu\w*\(\)")
+_IF = re.compile(r"^([ \t]*)(?:el)?if\b(.*)$")
+_CALL = re.compile(r"([A-Za-z_][\w.]*)\s*\($")
+_EMPTIED = re.compile(r"\b(?:new_)?empty\(\s*\(?0\s*[,)]")
+_KEPT = re.compile(r"^(?:self|layer)((?:\.\w+)+)$")
+_PARAM_NAME = re.compile(r"^(?:w\d*|w13\w*|w2\w*|\w*weight\w*|\w*scale\w*|\w*bias\w*)$")
+
+
+def names_cpu(text: str) -> bool:
+    """Whether a name (or a few names) marks CPU-only code and no XPU or offloading."""
+    return bool(_CPU.search(text)) and not _XPU.search(text) and not _OFFLOAD.search(text)
+
+
+_HEADER_END = re.compile(r"\)[ \t]*(?:->[^\n]*?)?:[ \t]*(?:#[^\n]*)?$", re.M)
+
+
+def _signature(body: str) -> str:
+    """The ``def`` line(s) of a function's text, up to the colon that opens its body, without
+    comments."""
+    end = _HEADER_END.search(body)
+    header = body[:end.end()] if end else body.split("\n", 1)[0]
+    return re.sub(r"#[^\n]*", "", header)
+
+
+def _under_cpu_test(body: str, offset: int) -> bool:
+    """Whether line ``offset`` (0-based) of ``body`` sits under ``if ...is_cpu():`` or after
+    ``if not ...is_cpu(): return``."""
+    lines = body.splitlines()
+    if not 0 <= offset < len(lines):
+        return False
+    indent = len(lines[offset]) - len(lines[offset].lstrip())
+    for i in range(offset - 1, 0, -1):
+        text = lines[i]
+        if not text.strip():
+            continue
+        own = len(text) - len(text.lstrip())
+        m = _IF.match(text)
+        if m is None or not _CPU_TEST.search(m.group(2)) or _XPU.search(m.group(2)):
+            if own < indent:
+                indent = own
+            continue
+        negated = re.match(r"\s*not\b", m.group(2)) is not None
+        if own < indent and not negated:
+            return True
+        if negated and own <= indent and _returns(lines, i, own):
+            return True
+        indent = min(indent, own)
+    return False
+
+
+def _returns(lines: list[str], at: int, indent: int) -> bool:
+    """Whether the block opened by the ``if`` at line ``at`` ends in ``return`` or ``raise``."""
+    last = ""
+    for text in lines[at + 1:]:
+        if text.strip() and len(text) - len(text.lstrip()) <= indent:
+            break
+        if text.strip():
+            last = text.strip()
+    return last.startswith(("return", "raise"))
+
+
+def _reader_calls(reader_lines: list[str]) -> list[str]:
+    """The callees the reader's line calls, or the call it is an argument line of (the
+    nearest earlier line that opens one: ``ops.bmm_cpu(``)."""
+    if not reader_lines:
+        return []
+    found = re.findall(r"([A-Za-z_][\w.]*)\s*\(", reader_lines[0])
+    if found:
+        return found
+    for text in reader_lines[1:]:
+        m = _CALL.search(text.rstrip())
+        if m:
+            return [m.group(1)]
+    return []
+
+
+def cpu_only(file: str, lineage: Iterable[str], body: str, store_offset: int,
+             reader_function: str | None, reader_context: list[str]) -> str | None:
+    """Why a site runs only on the CPU platform (see the module docstring), or None.
+
+    ``body`` is the storing function's text and ``store_offset`` the store's line in it;
+    ``reader_context`` is the reader's line and the lines before it, nearest first."""
+    cpu_classes = sorted(c for c in lineage if names_cpu(c))
+    if cpu_classes:
+        return f"stored by a CPU-only class ({cpu_classes[0]})"
+    signature = _signature(body)
+    if signature and names_cpu(signature):
+        return f"stored by a CPU-only function ({' '.join(signature.split())[:80]})"
+    if body and _under_cpu_test(body, store_offset):
+        return "stored under a CPU platform test"
+    parts = re.split(r"[/\\]", file)
+    if any(names_cpu(p.removesuffix(".py")) for p in parts[-3:]):
+        return f"in a CPU-only module ({file})"
+    if reader_function and names_cpu(reader_function.rsplit(".", 1)[-1]):
+        return f"read by a CPU-only function ({reader_function})"
+    for callee in _reader_calls(reader_context):
+        if names_cpu(callee.rsplit(".", 1)[-1]):
+            return f"read by a CPU op ({callee})"
+    return None
+
+
+def source_dropped(derives_from: str | None, body: str, tree: Iterable[str]) -> bool:
+    """Whether no kernel-format reload can leave a CPU-only value stale: it derives from no
+    kept attribute (``self.x``/``layer.x``), or its storing function empties a parameter, or
+    the submodule it derives from has its parameter emptied somewhere in the tree."""
+    m = _KEPT.match((derives_from or "").strip())
+    if m is None:
+        return True
+    if _EMPTIED.search(body):
+        return True
+    segments = m.group(1).strip(".").split(".")
+    module = segments[-1] if not _PARAM_NAME.match(segments[-1]) else (
+        segments[-2] if len(segments) > 1 else None)
+    if module is None:
+        return False
+    line = re.compile(rf"\b{re.escape(module)}\b[^\n]*\b(?:new_)?empty\(\s*\(?0\s*[,)]")
+    return any(line.search(text) for text in tree)
