@@ -26,6 +26,9 @@ gave 1 and 2 real sites in the lazy and loader lists): keep only candidates in m
 ``ops.*`` call, or a tensor method such as ``contiguous``/``to``/``t``/``view``/``stack``) or
 whose target name reads like a tensor (weight, scale, bias, stride, workspace, lock, alpha,
 cache, packed, norm).
+
+``--seed-file`` names another committed seed file and ``--exclude`` drops the candidates of
+earlier lists from the pools (stage v3, the second outside review).
 """
 
 from __future__ import annotations
@@ -193,15 +196,48 @@ def pools() -> dict[str, list[tuple[str, int, str]]]:
     return {k: sorted(v) for k, v in out.items()}
 
 
+def _keys(node: object) -> set[tuple[str, int, str]]:
+    """Every (file, line, attr) named by a dict anywhere in a JSON document."""
+    out: set[tuple[str, int, str]] = set()
+    if isinstance(node, dict):
+        if {"file", "line", "attr"} <= node.keys():
+            out.add((node["file"], node["line"], node["attr"]))
+        for v in node.values():
+            out |= _keys(v)
+    elif isinstance(node, list):
+        for v in node:
+            out |= _keys(v)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
+    import argparse
+
     global TENSOR_ONLY
-    args = list(sys.argv[1:] if argv is None else argv)
-    TENSOR_ONLY = "--tensor-only" in args
+    ap = argparse.ArgumentParser(description="Draw the outside review's held-out recall "
+                                 "candidates (seed committed first).")
+    ap.add_argument("--tensor-only", action="store_true",
+                    help="stage v2 filter: model code, tensor-building stores")
+    ap.add_argument("--seed-file", metavar="JSON",
+                    help='seed file ({"seed": int, "n": int}) committed before the draw; '
+                    "default static_recall_outside_seed[_v2].json")
+    ap.add_argument("--exclude", nargs="*", default=[], metavar="JSON",
+                    help="earlier candidate lists: their (file, line, attr) leave the pools "
+                    "before the draw, so a new draw holds only fresh candidates")
+    ns = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    TENSOR_ONLY = ns.tensor_only
     name = "static_recall_outside_seed" + ("_v2" if TENSOR_ONLY else "") + ".json"
-    seed_file = json.loads((HERE / name).read_text(encoding="utf-8"))
+    seed_path = Path(ns.seed_file) if ns.seed_file else HERE / name
+    seed_file = json.loads(seed_path.read_text(encoding="utf-8"))
     seed, n = seed_file["seed"], seed_file["n"]
+    excluded: set[tuple[str, int, str]] = set()
+    for path in ns.exclude:
+        excluded |= _keys(json.loads(Path(path).read_text(encoding="utf-8")))
     out = {"seed": seed, "n": n, "vllm": "0.33.0", "tensor_only": TENSOR_ONLY, "lists": {}}
+    if ns.exclude:
+        out["excluded"] = {"files": [Path(p).name for p in ns.exclude], "keys": len(excluded)}
     for k, (name, pool) in enumerate(pools().items()):
+        pool = [c for c in pool if c not in excluded]
         picked = sorted(random.Random(seed + k).sample(pool, min(n, len(pool))))
         out["lists"][name] = {"population": len(pool),
                               "candidates": [{"file": f, "line": ln, "attr": a}

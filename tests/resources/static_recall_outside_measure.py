@@ -8,6 +8,7 @@ committed, with every candidate judged real or not, before the audit was run on 
 a real site as found when an error, a warning or a declared finding naming the same attribute in
 the same file lies within 3 lines (the published rule). Prints per list found/real, the Wilson
 95 % interval and, for each miss, what the audit reported near it (an info finding, or nothing).
+``--lists`` measures other judged lists instead (the second outside review's v3 list).
 """
 
 from __future__ import annotations
@@ -31,7 +32,16 @@ def wilson(k: int, n: int, z: float = 1.959964) -> list[float] | None:
     return [round(c - h, 4), round(c + h, 4)]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Measure the static audit's recall on judged "
+                                 "held-out lists.")
+    ap.add_argument("--lists", nargs="+", metavar="JSON",
+                    help="judged candidate lists to measure (default: the v1 and v2 lists)")
+    ns = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    paths = ([Path(p) for p in ns.lists] if ns.lists else
+             [HERE / f"static_recall_outside_{stage}_vllm_0.33.json" for stage in STAGES])
     from derivgraph.audit.static.scan import scan
     from derivgraph.audit.static.semantics import Severity
 
@@ -43,8 +53,9 @@ def main() -> int:
                 and (not counted or f.declared or f.severity is not Severity.INFO)]
 
     lists: dict[str, list[dict]] = {}
-    for stage in STAGES:
-        data = json.loads((HERE / f"static_recall_outside_{stage}_vllm_0.33.json").read_text())
+    for path in paths:
+        stage = path.name.removeprefix("static_recall_outside_").removesuffix("_vllm_0.33.json")
+        data = json.loads(path.read_text())
         for name, body in data["lists"].items():
             for c in body["candidates"]:
                 if not c["real"]:
