@@ -30,6 +30,7 @@ from derivgraph.audit.runtime.census import take_census
 from derivgraph.audit.runtime.diff import diff_censuses
 from derivgraph.audit.static.finding import Verdict  # one vocabulary with the static audit
 from derivgraph.audit.static.scan import collect_files, scan, scan_files
+from derivgraph.audit.static.semantics import Store
 from derivgraph.audit.table import text_table
 from vllm_integration.blockers import Blocker
 from vllm_integration.builders import NotRunnable
@@ -249,9 +250,14 @@ def _run_case(case: Any, audit: ExecutableAudit, seeds: tuple[int, int]) -> None
     for c in classes:
         for k in _vllm_mro(c):
             holders_of.setdefault(k.__name__, set()).add(c.__name__)
+    # a layer-attribute store is held by the module the method was given: a layer of the case
+    layers = {type(m).__name__ for layer in model.layers for m in layer.modules()}
     named: set[str] = set()
     for f in sorted(findings, key=lambda f: (f.cls, f.attr)):
-        observed, paths = _observe(diff, after, f.attr, holders_of.get(f.cls, {f.cls}), model)
+        holders = holders_of.get(f.cls, {f.cls})
+        if f.store == Store.LAYER_ATTRIBUTE.value:
+            holders = holders | layers
+        observed, paths = _observe(diff, after, f.attr, holders, model)
         verdict = (Verdict.CONFIRMED if observed in _BROKEN else
                    Verdict.REFUTED if observed is Observed.FRESH else Verdict.NOT_RUNNABLE)
         note = "the case builds nothing at this attribute" if observed is Observed.ABSENT else ""
