@@ -220,6 +220,13 @@ def _observe(diff: Any, census: Any, attr: str, holders: set[str],
     return Observed.FRESH, paths
 
 
+def _holders(finding: Any, holders_of: dict[str, set[str]], layers: set[str]) -> set[str]:
+    """The classes that may hold ``finding``'s store: the classes below the one making it,
+    and for a layer-attribute store also the case's layers (the module the method was given)."""
+    holders = holders_of.get(finding.cls, {finding.cls})
+    return holders | layers if finding.store == Store.LAYER_ATTRIBUTE.value else holders
+
+
 def _run_case(case: Any, audit: ExecutableAudit, seeds: tuple[int, int]) -> None:
     classes = _classes(case.classes)
     findings = static_findings(classes)
@@ -250,14 +257,10 @@ def _run_case(case: Any, audit: ExecutableAudit, seeds: tuple[int, int]) -> None
     for c in classes:
         for k in _vllm_mro(c):
             holders_of.setdefault(k.__name__, set()).add(c.__name__)
-    # a layer-attribute store is held by the module the method was given: a layer of the case
     layers = {type(m).__name__ for layer in model.layers for m in layer.modules()}
     named: set[str] = set()
     for f in sorted(findings, key=lambda f: (f.cls, f.attr)):
-        holders = holders_of.get(f.cls, {f.cls})
-        if f.store == Store.LAYER_ATTRIBUTE.value:
-            holders = holders | layers
-        observed, paths = _observe(diff, after, f.attr, holders, model)
+        observed, paths = _observe(diff, after, f.attr, _holders(f, holders_of, layers), model)
         verdict = (Verdict.CONFIRMED if observed in _BROKEN else
                    Verdict.REFUTED if observed is Observed.FRESH else Verdict.NOT_RUNNABLE)
         note = "the case builds nothing at this attribute" if observed is Observed.ABSENT else ""
