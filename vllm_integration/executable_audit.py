@@ -177,10 +177,14 @@ def static_findings(classes: Sequence[Any]) -> list[Any]:
                  if not isinstance(c, (type, Unimported))}
     files = sorted({_source(k) for c in classes for k in _vllm_mro(c)} - {None})
     report = scan_files(collect_files(files), [], jobs=1)
-    # a function's stores are found through the post-load roots that call it, in other files:
-    # those need the package-wide scan
-    whole = _package_findings() if functions else []
-    return ([f for f in report.findings if f.cls in names]
+    local = [f for f in report.findings if f.cls in names]
+    # a store reached only through a post-load root in another file (a function's stores, a
+    # method called from another module) is found by the package-wide scan
+    whole = _package_findings()
+    seen = {(f.cls, f.attr, f.line) for f in local}
+    return (local
+            + [f for f in whole if f.cls in names and (f.cls, f.attr, f.line) not in seen
+               and any(path.endswith("/" + f.file) for path in files)]
             + [dataclasses.replace(f, cls=f.qualname) for f in whole
                if f.cls is None and f.qualname in functions])
 
