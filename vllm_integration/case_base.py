@@ -286,7 +286,8 @@ def vllm_runtime() -> Iterator[None]:
                         distributed_init_method=f"file://{tmp}/init")
                     initialize_model_parallel(1, 1)
             object.__setattr__(config, "model_config", types.SimpleNamespace(
-                dtype=torch.bfloat16, hf_config=None, is_encoder_decoder=False, is_moe=False))
+                dtype=torch.bfloat16, hf_config=None, is_encoder_decoder=False, is_moe=False,
+                quantization_config=None))
             with set_current_vllm_config(config):
                 yield
         finally:

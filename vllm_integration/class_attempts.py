@@ -44,17 +44,12 @@ def kv_b_proj(fp8: bool) -> nn.Module:
     return proj
 
 
-def _mla_impl(qualified: str, kv_cache_dtype: str = "auto", fp8: bool = False,
-              post_load: bool = False) -> Callable[[], None]:
+def _mla_impl(qualified: str, kv_cache_dtype: str = "auto") -> Callable[[], None]:
     def run() -> None:
         module, _, name = qualified.rpartition(".")
         with b.vllm_runtime():
-            impl = getattr(importlib.import_module(module), name)(
-                **attention_args(kv_cache_dtype), **_MLA, kv_b_proj=kv_b_proj(fp8))
-            if post_load:
-                impl.process_weights_after_loading(torch.bfloat16)
-            else:
-                _forward(impl)
+            _forward(getattr(importlib.import_module(module), name)(
+                **attention_args(kv_cache_dtype), **_MLA, kv_b_proj=kv_b_proj(False)))
 
     return run
 
@@ -84,9 +79,6 @@ def _import(module: str) -> Callable[[], None]:
 
 #: class qualified name -> (case name, the try)
 ATTEMPTS: dict[str, tuple[str, Callable[[], None]]] = {
-    "vllm.v1.attention.backends.mla.amx_mla.AMXMLAImpl":
-        ("mla-amx-cpu", _mla_impl("vllm.v1.attention.backends.mla.amx_mla.AMXMLAImpl",
-                                  fp8=True, post_load=True)),
     "vllm.v1.attention.backends.flashinfer.FlashInferImpl":
         ("attention-flashinfer", _flashinfer_impl),
     "vllm.v1.attention.backends.mla.flashinfer_mla.FlashInferMLAImpl":
@@ -101,8 +93,6 @@ ATTEMPTS: dict[str, tuple[str, Callable[[], None]]] = {
         ("deepseek-v4-amd-wo-a", _import("vllm.models.deepseek_v4.amd.rocm")),
     "vllm.models.deepseek_v4.amd.mono_decode.MonoDecodeLayer":
         ("deepseek-v4-amd-mono-decode", _import("vllm.models.deepseek_v4.amd.model")),
-    "vllm.models.deepseek_v41.amd.mono_decode.MonoDecodeLayer":
-        ("deepseek-v41-amd-mono-decode", _import("vllm.models.deepseek_v41.amd.model")),
 }
 ATTEMPTS.update({
     "vllm.models.kimi_k3.nvidia.dspark_mla.K3DSparkModel":

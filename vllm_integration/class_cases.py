@@ -4,8 +4,8 @@ Each class whose stores the static audit calls an undeclared error gets one case
 vLLM's real code for it is built on CPU and reloaded (the case runs and its census judges the
 findings), or the case *tries* that code and reports what stopped it (the exception and the
 vLLM frames, :mod:`vllm_integration.blockers`). Where vLLM asks the platform a yes/no question
-whose CPU answer skips the code under audit (is ROCm's bf16x3 router supported, does the CPU
-have AMX tiles, is the B12X/CuTe kernel supported), the case answers yes for the duration of
+whose CPU answer skips the code under audit (is ROCm's bf16x3 router supported, is the
+B12X/CuTe kernel supported, is this an XPU), the case answers yes for the duration of
 the try and says so in :data:`PLATFORM_ANSWERS`; nothing else of vLLM is patched.
 """
 
@@ -29,14 +29,13 @@ E, H, N = b.E, b.H, b.N
 _EX = "vllm.model_executor.layers.fused_moe.experts"
 _GATE = "vllm.model_executor.layers.fused_moe.router.gate_linear"
 _RUNNER = "vllm.model_executor.layers.fused_moe.runner.moe_runner.MoERunner"
-_UTILS = "vllm.model_executor.layers.utils"
 _KIMI = "vllm.models.kimi_k3.nvidia.specialized_decode.cutedsl"
 
 #: case -> the platform questions it answers "yes" (everything else is vLLM as installed)
 PLATFORM_ANSWERS: dict[str, str] = {
     "router-gate-bf16x3": "bf16x3_router_gemm_rocm.platform_supported() (a ROCm-only tier)",
-    "cpu-unquantized-gemm": "torch.cpu._is_amx_tile_supported() and "
-                            "current_platform.is_zen_cpu()",
+    "mxfp8-linear-xpu-bmm": "the kernel's is_supported() (current_platform.is_xpu())",
+    "fp8-block-linear-xpu-bmm": "the kernel's is_supported() (current_platform.is_xpu())",
     "nvfp4-linear-b12x": "the kernel's is_supported() (its constructor asserts a CUDA SM12x)",
     "nvfp4-linear-flint": "the kernel's is_supported() (its constructor asserts CUDA)",
 }
@@ -107,18 +106,6 @@ def _fuse_gates(layer: nn.Module) -> None:
 
 # ---- tried: vLLM's real code up to the first failure ----------------------------------------
 
-def _cpu_gemm() -> None:
-    """UnquantizedLinearMethod's CPU dispatch with AMX tiles and a Zen CPU answered yes."""
-    from vllm.model_executor.layers import utils
-    from vllm.platforms import current_platform
-
-    layer = nn.Module()
-    layer.weight = nn.Parameter(torch.randn(N, H, dtype=torch.bfloat16), requires_grad=False)
-    with _answer(torch.cpu, "_is_amx_tile_supported", lambda: True), \
-            _answer(current_platform, "is_zen_cpu", lambda: True):
-        utils.dispatch_cpu_unquantized_gemm(layer, remove_weight=False)
-
-
 def _nvfp4_linear_layer() -> nn.Module:
     g = torch.Generator().manual_seed(0)
     layer = nn.Module()
@@ -133,17 +120,86 @@ def _nvfp4_linear_layer() -> nn.Module:
     return layer
 
 
+def _kernel(qualified: str, config: object) -> object:
+    """The kernel ``qualified`` built past its platform assertion (``is_supported``)."""
+    cls = _load(qualified)
+    with _answer(cls, "is_supported", classmethod(lambda c, cc=None: (True, None))):
+        return cls(config)
+
+
 def _kernel_post_load(qualified: str) -> Callable[[], None]:
     """Build the kernel past its platform assertion and run its post-load step."""
     def run() -> None:
         from vllm.model_executor.kernels.linear.nvfp4.base import NvFp4LinearLayerConfig
 
-        cls = _load(qualified)
-        with _answer(cls, "is_supported", classmethod(lambda c, cc=None: (True, None))):
-            kernel = cls(NvFp4LinearLayerConfig())
-        kernel.process_weights_after_loading(_nvfp4_linear_layer())
+        _kernel(qualified, NvFp4LinearLayerConfig()).process_weights_after_loading(
+            _nvfp4_linear_layer())
 
     return run
+
+
+_XPU = "vllm.model_executor.kernels.linear"
+_MXFP8_XPU = f"{_XPU}.mxfp8.xpu.XPUMxFp8LinearKernel"
+_FP8_BLOCK_XPU = f"{_XPU}.scaled_mm.xpu.XPUFp8BlockScaledMMKernel"
+_BMM = 2  # the groups of a grouped (bmm) linear layer, e.g. DeepSeek's wo_a
+
+
+def _bmm_post_load(make_kernel: Callable[[], object]) -> b.PostLoad:
+    """The XPU kernel's post-load on a grouped layer (``is_bmm``, ``bmm_batch_size``: what
+    the kernel reads to precompute its batched weight and scale)."""
+    def post_load(method: nn.Module, layer: nn.Module) -> None:
+        layer.is_bmm, layer.bmm_batch_size = True, _BMM
+        make_kernel().process_weights_after_loading(layer)
+
+    return post_load
+
+
+def _mxfp8_xpu() -> object:
+    from vllm.model_executor.kernels.linear.mxfp8.Mxfp8LinearKernel import (
+        Mxfp8LinearLayerConfig,
+    )
+
+    return _kernel(_MXFP8_XPU, Mxfp8LinearLayerConfig((N, H), bmm_batch_size=_BMM))
+
+
+def _fp8_block_xpu() -> object:
+    from vllm.model_executor.kernels.linear.scaled_mm.ScaledMMLinearKernel import (
+        FP8ScaledMMLinearLayerConfig,
+    )
+    from vllm.model_executor.layers.quantization.utils import quant_utils as q
+
+    return _kernel(_FP8_BLOCK_XPU, FP8ScaledMMLinearLayerConfig(
+        weight_quant_key=q.kFp8Static128BlockSym, activation_quant_key=q.kFp8Dynamic128Sym,
+        weight_shape=(H, H), input_dtype=torch.bfloat16, out_dtype=torch.bfloat16))
+
+
+_MXFP8 = {"weight": ((N, H), torch.float8_e4m3fn), "weight_scale": ((N, H // 32), torch.uint8)}
+# 128x128 blocks: two blocks of rows, one per bmm group
+_FP8_BLOCK = {"weight": ((H, H), torch.float8_e4m3fn),
+              "weight_scale_inv": ((H // 128, H // 128), torch.float32)}
+
+
+def _mxfp4_moe(make: Callable[[nn.Module], object]) -> Callable[[], None]:
+    """Build the MXFP4 MoE method on the case's MoE config (its constructor picks the backend
+    whose post-load makes the stores)."""
+    def run() -> None:
+        with b.vllm_runtime():
+            make(b.moe_config())
+
+    return run
+
+
+_MXFP4 = "vllm.model_executor.layers.quantization"
+#: class qualified name -> (case name, the constructor tried)
+_MXFP4_MOE: dict[str, tuple[str, Callable[[nn.Module], object]]] = {
+    f"{_MXFP4}.mxfp4.GptOssMxfp4MoEMethod":
+        ("mxfp4-moe-gpt-oss", lambda moe: _load(f"{_MXFP4}.mxfp4.GptOssMxfp4MoEMethod")(moe)),
+    f"{_MXFP4}.mxfp4.Mxfp4MoEMethod":
+        ("mxfp4-moe", lambda moe: _load(f"{_MXFP4}.mxfp4.Mxfp4MoEMethod")(moe)),
+    f"{_MXFP4}.online.mxfp4.Mxfp4OnlineMoEMethod":
+        ("mxfp4-moe-online",
+         lambda moe: _load(f"{_MXFP4}.online.mxfp4.Mxfp4OnlineMoEMethod")(moe=moe)),
+}
 
 
 def _wna8o8() -> None:
@@ -237,7 +293,11 @@ def class_cases() -> list[b.VllmCase]:
                    {"gate.weight": ((E, H), torch.bfloat16),
                     "shared_expert_gate.weight": ((1, H), torch.bfloat16)},
                    layer=_runner_layer, first_forward=_fuse_gates, patch=b.vllm_runtime),
-        _tried("cpu-unquantized-gemm", (f"{_UTILS}.dispatch_cpu_unquantized_gemm",), _cpu_gemm),
+        b.VllmCase("mxfp8-linear-xpu-bmm", (_MXFP8_XPU,), _MXFP8, _bmm_post_load(_mxfp8_xpu)),
+        b.VllmCase("fp8-block-linear-xpu-bmm", (_FP8_BLOCK_XPU,), _FP8_BLOCK,
+                   _bmm_post_load(_fp8_block_xpu), patch=b.vllm_runtime),
+        *(_tried(name, (qualified,), _mxfp4_moe(make)) for qualified, (name, make) in
+          _MXFP4_MOE.items()),
         _tried("nvfp4-linear-b12x",
                ("vllm.model_executor.kernels.linear.nvfp4.b12x.B12xNvFp4W4A16LinearKernel",),
                _kernel_post_load(

@@ -30,6 +30,7 @@ from derivgraph.audit.runtime.census import take_census
 from derivgraph.audit.runtime.diff import diff_censuses
 from derivgraph.audit.static.finding import Verdict  # one vocabulary with the static audit
 from derivgraph.audit.static.scan import collect_files, scan, scan_files
+from derivgraph.audit.static.semantics import Store
 from derivgraph.audit.table import text_table
 from vllm_integration.blockers import Blocker
 from vllm_integration.builders import NotRunnable
@@ -176,10 +177,14 @@ def static_findings(classes: Sequence[Any]) -> list[Any]:
                  if not isinstance(c, (type, Unimported))}
     files = sorted({_source(k) for c in classes for k in _vllm_mro(c)} - {None})
     report = scan_files(collect_files(files), [], jobs=1)
-    # a function's stores are found through the post-load roots that call it, in other files:
-    # those need the package-wide scan
-    whole = _package_findings() if functions else []
-    return ([f for f in report.findings if f.cls in names]
+    local = [f for f in report.findings if f.cls in names]
+    # a store reached only through a post-load root in another file (a function's stores, a
+    # method called from another module) is found by the package-wide scan
+    whole = _package_findings()
+    seen = {(f.cls, f.attr, f.line) for f in local}
+    return (local
+            + [f for f in whole if f.cls in names and (f.cls, f.attr, f.line) not in seen
+               and any(path.endswith("/" + f.file) for path in files)]
             + [dataclasses.replace(f, cls=f.qualname) for f in whole
                if f.cls is None and f.qualname in functions])
 
@@ -219,6 +224,13 @@ def _observe(diff: Any, census: Any, attr: str, holders: set[str],
     return Observed.FRESH, paths
 
 
+def _holders(finding: Any, holders_of: dict[str, set[str]], layers: set[str]) -> set[str]:
+    """The classes that may hold ``finding``'s store: the classes below the one making it,
+    and for a layer-attribute store also the case's layers (the module the method was given)."""
+    holders = holders_of.get(finding.cls, {finding.cls})
+    return holders | layers if finding.store == Store.LAYER_ATTRIBUTE.value else holders
+
+
 def _run_case(case: Any, audit: ExecutableAudit, seeds: tuple[int, int]) -> None:
     classes = _classes(case.classes)
     findings = static_findings(classes)
@@ -249,9 +261,10 @@ def _run_case(case: Any, audit: ExecutableAudit, seeds: tuple[int, int]) -> None
     for c in classes:
         for k in _vllm_mro(c):
             holders_of.setdefault(k.__name__, set()).add(c.__name__)
+    layers = {type(m).__name__ for layer in model.layers for m in layer.modules()}
     named: set[str] = set()
     for f in sorted(findings, key=lambda f: (f.cls, f.attr)):
-        observed, paths = _observe(diff, after, f.attr, holders_of.get(f.cls, {f.cls}), model)
+        observed, paths = _observe(diff, after, f.attr, _holders(f, holders_of, layers), model)
         verdict = (Verdict.CONFIRMED if observed in _BROKEN else
                    Verdict.REFUTED if observed is Observed.FRESH else Verdict.NOT_RUNNABLE)
         note = "the case builds nothing at this attribute" if observed is Observed.ABSENT else ""

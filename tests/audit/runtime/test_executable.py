@@ -57,7 +57,7 @@ def test_refuted_when_the_tensor_is_kept_and_fresh():
     from vllm_integration import executable_audit as ea
 
     class Finding:
-        cls, attr = "CaseLayer", "g1_alphas"
+        cls, attr, store = "CaseLayer", "g1_alphas", "layer-parameter"
 
     case = next(c for c in cases() if c.name == "fp8-moe-flashinfer-cutlass")
     original = ea.static_findings

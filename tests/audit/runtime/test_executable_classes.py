@@ -12,13 +12,16 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 from vllm_integration.blockers import attempt, blocker_of  # noqa: E402
 from vllm_integration.builders import NotRunnable  # noqa: E402
+from vllm_integration.class_cases import class_cases  # noqa: E402
 from vllm_integration.class_table import TABLE  # noqa: E402
 from vllm_integration.executable_audit import Observed, Verdict, run_audit  # noqa: E402
 from vllm_integration.executable_audit import audit_cases as cases  # noqa: E402
 
 RUNS = ["nvfp4-moe-flashinfer-b12x", "router-gate-bf16x3", "moe-runner-fused-gate",
-        "kimi-k3-prepared-kda", "kimi-k3-prepared-mla", "mla-flashinfer-sparse"]
-BLOCKED = ["cpu-unquantized-gemm", "mla-amx-cpu", "nvfp4-linear-b12x", "fp8-linear"]
+        "kimi-k3-prepared-kda", "kimi-k3-prepared-mla", "mla-flashinfer-sparse",
+        "mxfp8-linear-xpu-bmm", "fp8-block-linear-xpu-bmm"]
+BLOCKED = ["mxfp4-moe-gpt-oss", "mxfp4-moe", "mxfp4-moe-online", "nvfp4-linear-b12x",
+           "fp8-linear", "attention-flashinfer"]
 
 
 @pytest.fixture(scope="module")
@@ -47,11 +50,26 @@ def test_runnable_classes_get_their_real_verdicts(audit):
     assert "layers.0.core.weights[0]" in kda.paths
     mla = _row(audit, "PreparedMla", "weights")
     assert (mla.observed, mla.verdict) == (Observed.FRESH, Verdict.REFUTED)
-    assert v[("PreparedMla", "stock_scales")] is Verdict.CONFIRMED  # host floats of the scales
+    # the host floats of the KV scales, kept in a tuple built once
+    stock = _row(audit, "PreparedMla", "stock_scales")
+    assert (stock.observed, stock.verdict) == (Observed.STALE, Verdict.CONFIRMED)
+    assert "layers.0.core.stock_scales[0]" in stock.paths
     # host scale floats cached by the sparse MLA impl keep the first load's KV scales
     for attr in ("bmm1_scale", "bmm2_scale"):
         row = _row(audit, "FlashInferMLASparseImpl", attr)
         assert (row.observed, row.verdict) == (Observed.STALE, Verdict.CONFIRMED)
+
+
+def test_the_xpu_bmm_kernels_rebuild_their_batched_tensors_on_the_layer(audit):
+    # the XPU kernels' post-load (platform answered "XPU") stores the batched weight and scale
+    # of a grouped layer as plain layer attributes: new tensors on every reload
+    for cls, attr in (("XPUMxFp8LinearKernel", "bmm_scale"),
+                      ("XPUMxFp8LinearKernel", "bmm_weight"),
+                      ("XPUFp8BlockScaledMMKernel", "bmm_scale")):
+        row = _row(audit, cls, attr)
+        assert (row.observed, row.verdict) == (Observed.MOVED, Verdict.CONFIRMED), (cls, attr)
+        assert row.paths == (f"layers.0.{attr}", f"layers.1.{attr}")
+    assert audit.cases["mxfp8-linear-xpu-bmm"] == audit.cases["fp8-block-linear-xpu-bmm"] == "ran"
 
 
 def test_the_bf16x3_router_reload_raises_in_vllm(audit):
@@ -67,16 +85,24 @@ def test_the_bf16x3_router_reload_raises_in_vllm(audit):
 
 def test_blocked_cases_report_the_observed_exception_and_frames(audit):
     b = audit.blockers
-    assert (b["cpu-unquantized-gemm"].exception, b["cpu-unquantized-gemm"].last_vllm_frame) == (
-        "AttributeError", "vllm/model_executor/layers/utils.py:624 in "
-        "dispatch_cpu_unquantized_gemm")
-    assert "convert_weight_packed" in b["cpu-unquantized-gemm"].message
-    assert b["mla-amx-cpu"].last_vllm_frame.startswith(
-        "vllm/v1/attention/backends/mla/amx_mla.py:303 in process_weights_after_loading")
+    oracle = "vllm/model_executor/layers/fused_moe/oracle/mxfp4.py"
+    for case, first, last in (
+            ("mxfp4-moe-gpt-oss", "vllm/model_executor/layers/quantization/mxfp4.py:158 in "
+             "__init__", f"{oracle}:754 in select_mxfp4_moe_backend"),
+            ("mxfp4-moe", "vllm/model_executor/layers/quantization/mxfp4.py:578 in __init__",
+             f"{oracle}:832 in select_deepseek_v4_mxfp4_moe_backend"),
+            ("mxfp4-moe-online", "vllm/model_executor/layers/quantization/online/mxfp4.py:155 "
+             "in __init__", f"{oracle}:754 in select_mxfp4_moe_backend")):
+        assert (b[case].exception, b[case].first_vllm_frame, b[case].last_vllm_frame) == (
+            "NotImplementedError", first, last), case
+        assert b[case].message.startswith("No MXFP4 MoE backend supports the deployment")
+    assert b["attention-flashinfer"].last_vllm_frame.startswith(
+        "vllm/v1/attention/backends/flashinfer.py:2099 in __init__")
+    assert _row(audit, "FlashInferImpl", "_o_scale_float").verdict is Verdict.NOT_RUNNABLE
     assert b["nvfp4-linear-b12x"].message == "NVFP4 weights must be on CUDA"
     assert b["fp8-linear"].in_vllm and "ScaledMM" in b["fp8-linear"].message
-    key = ("vllm.model_executor.layers.utils.dispatch_cpu_unquantized_gemm", "cpu_linear")
-    assert audit.verdicts()[key] is Verdict.NOT_RUNNABLE
+    for attr in ("w13_weight", "w2_weight", "w13_precision_config", "w2_precision_config"):
+        assert audit.verdicts()[("GptOssMxfp4MoEMethod", attr)] is Verdict.NOT_RUNNABLE
     assert all(audit.cases[c] != "ran" for c in BLOCKED)
 
 
@@ -84,6 +110,8 @@ def test_no_case_crashes_and_every_class_of_the_table_has_one():
     table = json.loads(TABLE.read_text())["classes"]
     names = {c.name for c in cases()}
     assert table and all(r["case"] in names for r in table)
+    # and no class case outlives its class: each is there for a class of the table
+    assert {q for c in class_cases() for q in c.classes} <= {r["class"] for r in table}
     assert {r["outcome"] for r in table} <= {"ran", "reload failed", "blocked"}
     for case in cases():
         try:
@@ -102,6 +130,16 @@ def test_canary_a_container_of_another_class_is_not_matched(audit):
     assert _held(model, "core.weights[0]", entry, "weights", {"PreparedKda"})
     assert not _held(model, "core.weights[0]", entry, "weights", {"PreparedMla"})
     assert not _held(model, "core.weights[0]", entry, "scales", {"PreparedKda"})
+
+
+def test_canary_only_a_layer_attribute_store_is_looked_for_on_the_layer():
+    from vllm_integration.executable_audit import _holders
+
+    of = {"XPUMxFp8LinearKernel": {"XPUMxFp8LinearKernel"}}
+    store = type("F", (), {"cls": "XPUMxFp8LinearKernel", "store": "layer-attribute"})()
+    assert _holders(store, of, {"CaseLayer"}) == {"XPUMxFp8LinearKernel", "CaseLayer"}
+    store.store = "object-attribute"  # plant: kept on the kernel, not on the layer
+    assert _holders(store, of, {"CaseLayer"}) == {"XPUMxFp8LinearKernel"}
 
 
 def test_canary_blocker_of_a_failure_outside_vllm_has_no_frame():
@@ -130,4 +168,6 @@ def test_the_new_verdicts_feed_the_static_report(audit):
     assert marked[("FlashInferMLASparseImpl", "bmm1_scale", 519)] == "confirmed"
     assert marked[("PreparedMla", "weights", 153)] == "refuted"
     assert marked[("_GateLinearMethod", "_bf16x3_weight", 398)] == "confirmed"
-    assert marked[("dispatch_cpu_unquantized_gemm", "cpu_linear", 627)] == "not_runnable"
+    assert marked[("XPUMxFp8LinearKernel", "bmm_scale", 53)] == "confirmed"
+    assert marked[("XPUFp8BlockScaledMMKernel", "bmm_scale", 256)] == "confirmed"
+    assert marked[("Mxfp4OnlineMoEMethod", "w13_weight", 238)] == "not_runnable"

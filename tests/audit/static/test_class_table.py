@@ -33,6 +33,8 @@ def test_canary_an_edited_outcome_shows_in_the_doc():
 def test_every_class_has_a_case_and_an_observed_outcome():
     for row in _rows():
         assert row["case"], row["class"]
+        # every finding of the class has its verdict (observed, or not run when blocked)
+        assert set(row["verdicts"]) == {f["attr"] for f in row["findings"]}, row["class"]
         if row["outcome"] == "blocked":
             b = row["blocker"]
             assert b["exception"] and b["message"], row["class"]
