@@ -207,14 +207,13 @@ class Guard:
         ``full``: walk the whole model (finds new tensors on objects the engine kept too).
         """
         start = time.perf_counter()
-        declared_now = self.declared | {id(t) for t in declared if isinstance(t, torch.Tensor)}
         report = self._report()
         self._claimed: dict[int, _Action] = {}
         with gc_paused():  # short-lived objects only: no full collection over the heap
             if full:
-                actions = self._plan_walked(model, declared_now, report)
+                actions = self._plan_walked(model, self._declared_ids(declared), report)
             else:
-                actions = self._plan_watched(declared_now, report)
+                actions = self._plan_watched(declared, report)
             if strict and report.recapture:
                 raise RecaptureRequired([c.describe() for c in report.recapture])
             with torch.no_grad():
@@ -228,9 +227,15 @@ class Guard:
 
     # ---- deciding: by the watch (default) ------------------------------------------------------
 
-    def _plan_watched(self, declared: set[int], report: GuardReport) -> list[_Action]:
+    def _declared_ids(self, declared: Iterable[Any]) -> set[int]:
+        return self.declared | {id(t) for t in declared if isinstance(t, torch.Tensor)}
+
+    def _plan_watched(self, tensors: Iterable[Any], report: GuardReport) -> list[_Action]:
         assert self.watch is not None, "restore() before snapshot()"
         survey = self.watch.survey()
+        # the plan's tensors are read only when something changed (the common reload: nothing)
+        changed = survey.places or survey.loose or survey.roots
+        declared = self._declared_ids(tensors) if changed else self.declared
         actions: dict[tuple[int, int], _Action] = {}
         report.recapture += [SlotChange(path, Change.DISAPPEARED) for _, path in survey.gone]
         for place in survey.places:
