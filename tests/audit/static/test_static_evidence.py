@@ -284,7 +284,7 @@ def test_precision_review_file_is_consistent(vllm_report):
     assert review["population"] == 96 and len(pool) == 121
     drawn = {(f.file, f.line, f.attr) for f in pool}
     gone = [r for r in review["sample"] if (r["file"], r["line"], r["attr"]) not in drawn]
-    assert len(gone) == 10
+    assert len(gone) == 8  # 10, less the two zentorch sites the rerun-guard rule keeps loud
     for r in gone:  # each is info now, by one of those named rules
         (f,) = [f for f in vllm_report.findings
                 if (f.file, f.line, f.attr) == (r["file"], r["line"], r["attr"])]
