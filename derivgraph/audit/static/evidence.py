@@ -22,8 +22,9 @@ severity where the evidence is missing:
   (``ws = get_scale(l); if ws.dtype == e8m0: ws = upcast(ws)``), stored by the initial-load
   hook: a reference to the parameter the reload refills, ``info``;
 * a store or reader that runs only on the CPU platform (:mod:`.platforms`), unless it copies a
-  kept parameter a kernel-format reload refills: ``info``, no device graph is captured there
-  and the reader looks the attribute up again on every call.
+  kept parameter a kernel-format reload refills or its step returns early on a flag it sets
+  (:func:`.platforms.rerun_guard`: a reload cannot rebuild it): ``info``, no device graph is
+  captured there and the reader looks the attribute up again on every call.
 """
 
 from __future__ import annotations
@@ -33,9 +34,15 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from derivgraph.audit.static.platforms import cpu_only, source_dropped
+from derivgraph.audit.static.loaders import refilled_in_place
+from derivgraph.audit.static.platforms import (
+    cpu_only,
+    rerun_guard,
+    reset_flags,
+    source_dropped,
+)
 from derivgraph.audit.static.readers import NOT_READERS, ReaderIndex, derives_from, escapes
-from derivgraph.audit.static.semantics import Severity
+from derivgraph.audit.static.semantics import Severity, Store
 
 if TYPE_CHECKING:
     from derivgraph.audit.static.finding import StaticFinding
@@ -134,6 +141,8 @@ def apply_evidence(findings: Iterable[StaticFinding], files: Sequence[tuple[str,
     index = ReaderIndex(files, post_load, family, config_builders)
     by_display = {display: text for display, text in files}
     index.prefetch({f.attr for f in findings if f.severity is not Severity.INFO})
+    reset = reset_flags(text for display, text in files
+                        if any(m in display for m in RELOAD_MACHINERY))
     out = []
     for f in findings:
         if f.severity is Severity.INFO or f.category == "dynamic-name" and not any(
@@ -141,12 +150,13 @@ def apply_evidence(findings: Iterable[StaticFinding], files: Sequence[tuple[str,
             out.append(f)
             continue
         judged = _judge(f, index, by_display.get(f.file, ""))
-        out.append(_on_cpu(judged, by_display, ancestors) if judged.reader else judged)
+        out.append(_on_cpu(judged, by_display, ancestors, reset) if judged.reader else judged)
     return out
 
 
 def _on_cpu(f: StaticFinding, by_display: dict[str, str],
-            ancestors: Callable[[str], frozenset[str]] | None) -> StaticFinding:
+            ancestors: Callable[[str], frozenset[str]] | None,
+            reset: frozenset[str] = frozenset()) -> StaticFinding:
     """Lower to ``info`` a finding whose store or reader runs only on the CPU platform."""
     if f.severity is Severity.INFO:
         return f
@@ -161,7 +171,15 @@ def _on_cpu(f: StaticFinding, by_display: dict[str, str],
         at = int(m.group(2))
         context = [lines[i - 1] for i in range(at, max(at - 4, 0), -1) if i <= len(lines)]
     why = cpu_only(f.file, lineage, body, f.line - start, m.group(3) if m else None, context)
-    if why is None or not source_dropped(f.derives_from, body, by_display.values()):
+    if why is None:
+        return f
+    flag = rerun_guard(body, text, reset)
+    if flag:
+        return dataclasses.replace(f, evidence=f"runs only on the CPU platform, but the step "
+                                   f"sets `{flag}` and returns early when it is set: a reload "
+                                   "reruns it without rebuilding this, so it keeps the first "
+                                   "weights")
+    if not source_dropped(f.derives_from, body, by_display.values()):
         return f
     return _cap(f, Severity.INFO, f"runs only on the CPU platform ({why}): no device graph is "
                 "captured there and the reader looks the attribute up on every call")
@@ -199,6 +217,8 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str) -> StaticFinding:
     if f.category == "set-storage":  # a registered parameter: its module's forward reads it
         return dataclasses.replace(f, derives_from=weight or f"{f.owner}.{f.attr}",
                                    evidence="a parameter of a module, read by its forward")
+    if f.store == Store.LOADER_REBIND.value:
+        return _loader_rebind(f, index, body, text, weight)
     reader = index.reader(f.cls, f.owner, f.attr)
     if reader is None:
         return _cap(dataclasses.replace(f, derives_from=weight), Severity.INFO,
@@ -209,3 +229,22 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str) -> StaticFinding:
         return _cap(f, Severity.WARNING, "read after load but derived from no weight: moved by "
                     "a rerun, never stale")
     return dataclasses.replace(f, evidence="read after load and derived from a weight")
+
+
+def _loader_rebind(f: StaticFinding, index: ReaderIndex, body: str, text: str,
+                   weight: str | None) -> StaticFinding:
+    """A weight loader's new Parameter: ``info`` where it still leaves one kept object the
+    loader fills in place (:func:`.loaders.refilled_in_place`), else its module's forward (or
+    the reader found) reads the replaced object."""
+    lines = text.splitlines()
+    line_text = lines[f.line - 1] if 0 < f.line <= len(lines) else ""
+    why = refilled_in_place(f.attr, f.expr, body, line_text)
+    if why:
+        return _cap(f, Severity.INFO, why)
+    reader = index.reader(f.cls, f.owner, f.attr)
+    return dataclasses.replace(
+        f, reader=str(reader) if reader else None,
+        reader_kind=reader.kind.value if reader else None,
+        derives_from=weight or f"{f.owner}.{f.attr}",
+        evidence="a weight loader binds a new Parameter on every load: the module's forward "
+        "reads the object a captured graph holds, which the next load replaces")

@@ -22,6 +22,14 @@ but not the copy built from it (``self._s32 = self.w_scale.float()``). :func:`so
 tells the cases where no such reload can leave it stale: the value derives from no kept
 attribute, or the source parameter is emptied (``torch.empty(0)``), so a reload into it fails
 instead.
+
+A CPU-only site stays loud when the step cannot rerun: :func:`rerun_guard` finds a flag the
+storing function sets (``layer._done = True``) that the file tests with an early return
+(``if getattr(layer, "_done", False): return``) and the engine's reload code does not
+delete before the rerun (as vLLM 0.33 deletes ``_already_called_process_weights_after_loading``).
+A reload then reruns the post-load step, which
+returns at once: the copy keeps the first weights (and a source the step emptied cannot take a
+kernel-format reload either).
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["cpu_only", "names_cpu", "source_dropped"]
+__all__ = ["cpu_only", "names_cpu", "rerun_guard", "reset_flags", "source_dropped"]
 
 _CPU = re.compile(r"(?<![a-z])(?:cpu|amx)(?![a-z])|(?<![A-Z])(?:CPU|AMX)|(?:Cpu|Amx)(?![a-z])")
 _XPU = re.compile(r"(?<![a-z])xpu(?![a-z])|(?<![A-Z])XPU|Xpu(?![a-z])")
@@ -151,3 +159,26 @@ def source_dropped(derives_from: str | None, body: str, tree: Iterable[str]) -> 
         return False
     line = re.compile(rf"\b{re.escape(module)}\b[^\n]*\b(?:new_)?empty\(\s*\(?0\s*[,)]")
     return any(line.search(text) for text in tree)
+
+
+_DELATTR = re.compile(r"\bdelattr\(\s*\w+\s*,\s*[\"'](\w+)[\"']\s*\)")
+_SETS_FLAG = re.compile(r"^[ \t]*(?:self|layer)\.(\w+)[ \t]*=[ \t]*True\b", re.M)
+
+
+def reset_flags(machinery: Iterable[str]) -> frozenset[str]:
+    """The flags the engine's reload code deletes before rerunning post-load steps
+    (``delattr(layer, "_already_called_process_weights_after_loading")``)."""
+    return frozenset(f for text in machinery for f in _DELATTR.findall(text))
+
+
+def rerun_guard(body: str, text: str, reset: frozenset[str] = frozenset()) -> str | None:
+    """The flag that makes a rerun of the storing step return early, or None: ``body`` (the
+    storing function) sets ``self.F``/``layer.F = True`` and ``text`` (its file) tests it
+    with a bare early return (``if getattr(x, "F", False): return`` or ``if x.F: return``),
+    and the reload machinery does not reset it (``reset``, :func:`reset_flags`)."""
+    for flag in dict.fromkeys(f for f in _SETS_FLAG.findall(body) if f not in reset):
+        f = re.escape(flag)
+        test = rf"(?:getattr\(\s*\w+\s*,\s*[\"']{f}[\"'][^)]*\)|\w+\.{f}\b)"
+        if re.search(rf"^[ \t]*if[ \t]+{test}[ \t]*:[ \t]*\n[ \t]*return[ \t]*$", text, re.M):
+            return flag
+    return None

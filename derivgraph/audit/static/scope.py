@@ -244,6 +244,9 @@ class ModuleScope:
         for node in body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.functions.setdefault(node.name, node)
+                # a class factory (``def as_seq_cls_model(cls): class M(cls): ...``): its
+                # classes are classes of the module
+                self._collect([n for n in node.body if isinstance(n, ast.ClassDef)])
             elif isinstance(node, ast.ClassDef):
                 bases = [b for b in (base_short_name(x) for x in node.bases) if b]
                 info = _ClassInfo(node, bases)

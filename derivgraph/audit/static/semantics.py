@@ -30,6 +30,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from derivgraph.audit.static.loaders import loader_rebind
 from derivgraph.audit.static.scope import MODULE_CLASS_NAMES, is_rebuilt_lineage
 from derivgraph.audit.static.sites import RawSite
 
@@ -80,6 +81,7 @@ class Store(enum.Enum):
     INITIAL_LOAD_COPY = "initial-load-copy"  # derived from weights by the initial-load-only hook
     INITIAL_LOAD_KEPT = "initial-load-kept"  # made once at initial load, weight-free or shared
     BUILT_AT_CONSTRUCTION = "built-at-construction"  # weight-free, by an object built once
+    LOADER_REBIND = "loader-rebind"  # a weight loader binds a new Parameter on every load
 
 
 class OwnerRole(enum.Enum):
@@ -183,6 +185,12 @@ VLLM_0_33: Mapping[Store, Semantics] = dict([
          "in construction or set-up code no reload reruns), as a workspace or weight-free "
          "table: it keeps its storage and holds no weight values",
          "nothing, unless post-load code rebuilds the object: then declare it in a spec"),
+    _row(Store.LOADER_REBIND, False, Severity.WARNING,
+         "moved: the weight loader binds a new Parameter (or rebinds `.data`) on every load; "
+         "the layerwise copy-back keeps only the objects it recorded, so a captured graph keeps "
+         "reading the old storage when the new object lands after it",
+         "copy the checkpoint tensor into the kept Parameter (`param.data.copy_(w)` or its "
+         "weight_loader), registering it once"),
 ])
 """vLLM 0.33.0's layerwise reload (``reload/layerwise.py``), store by store."""
 
@@ -277,6 +285,8 @@ _SHARED_OR_WEIGHT_FREE = frozenset({Store.LAYER_ATTRIBUTE, Store.OBJECT_ATTRIBUT
 def refine(site: RawSite, store: Store) -> Store:
     """The store once what the value is (a view, weight-free, an allocation) and whether the code
     reruns on a reload are known."""
+    if loader_rebind(site.function, site.category, site.expr, site.allocation, site.empty):
+        return Store.LOADER_REBIND
     if store is Store.STORAGE_SWAP and site.initial_load_only:
         # swapped once, before any graph capture: the kept Parameter now views the fused
         # storage, and every reload's copy-back writes through it into that storage

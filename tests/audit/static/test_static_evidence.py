@@ -257,8 +257,10 @@ def test_held_out_recall_figures(vllm_report):
     assert _held_out_recall(vllm_report) == HELD_OUT
 
 
-HELD_OUT = {"helpers": (5, 7), "lazy": (8, 9), "loaders": (11, 12)}
-"""Measured after the rule changes (before them: 5/7, 3/9, 7/12)."""
+HELD_OUT = {"helpers": (6, 7), "lazy": (8, 9), "loaders": (11, 12)}
+"""Measured after the rule changes (before them: 5/7, 3/9, 7/12); ``helpers`` went 6/7, then 5/7
+under the CPU-only rule, and 6/7 again once a CPU step that returns early on its own flag stays
+loud (``zentorch.py:255``)."""
 
 
 def test_precision_review_file_is_consistent(vllm_report):
@@ -276,11 +278,13 @@ def test_precision_review_file_is_consistent(vllm_report):
     pool = [f for f in vllm_report.findings if f.severity is not Severity.INFO
             and (not f.declared or f.spec in since)]
     # the rules since the draw (CPU-only paths, a deleted source, references built once: info;
-    # quant configs returned by helpers: new warnings) moved the pool from 96 to 115
-    assert review["population"] == 96 and len(pool) == 115
+    # quant configs returned by helpers: new warnings) moved the pool from 96 to 115; CPU steps
+    # that return early on their own flag (5 zentorch sites) and a loader binding a new
+    # Parameter (adapters) to 121
+    assert review["population"] == 96 and len(pool) == 121
     drawn = {(f.file, f.line, f.attr) for f in pool}
     gone = [r for r in review["sample"] if (r["file"], r["line"], r["attr"]) not in drawn]
-    assert len(gone) == 10
+    assert len(gone) == 8  # 10, less the two zentorch sites the rerun-guard rule keeps loud
     for r in gone:  # each is info now, by one of those named rules
         (f,) = [f for f in vllm_report.findings
                 if (f.file, f.line, f.attr) == (r["file"], r["line"], r["attr"])]

@@ -162,8 +162,10 @@ def test_vllm_refinements_keep_every_true_positive_of_the_first_review(vllm_repo
 
     tps = [s for s in review["sample"] if s["judgement"] == "TP"]
     assert all(acted_on(s) or _demoted(vllm_report, s) for s in tps)
-    assert sum(_demoted(vllm_report, s) for s in tps) == 9 + 7
-    assert sum(_demoted_by_outside_reading(vllm_report, s) for s in tps) == 7
+    # 7 were info by the outside review's readings; two of them (zentorch, whose step returns
+    # early on its own flag, so a reload cannot rebuild the copy) are warnings again
+    assert sum(_demoted(vllm_report, s) for s in tps) == 9 + 5
+    assert sum(_demoted_by_outside_reading(vllm_report, s) for s in tps) == 5
     cleared = {(s["file"].rsplit("/", 1)[-1], s["line"]) for s in review["sample"]
                if s["judgement"] == "FP" and not acted_on(s)}
     assert {("xpu.py", 263), ("deepep_ll.py", 110), ("rocm.py", 1185), ("rocm.py", 1193),

@@ -1,0 +1,67 @@
+"""Weight loaders that bind a new Parameter on every load: a loader-site class.
+
+A weight loader (``load_weights``, ``weight_loader``...) normally copies each checkpoint tensor
+into the Parameter the layer already holds, so the object a captured graph reads keeps its
+storage. A loader that instead binds a *new* Parameter or buffer object
+(``self.score.bias = nn.Parameter(w)``, ``register_parameter(name, Parameter(w))``) or rebinds
+``.data`` replaces that object on every reload: vLLM 0.33's layerwise copy-back keeps only the
+objects it recorded for the layer, and a kernel-format reload runs no loader at all, so the
+graph keeps reading the old storage whenever the new object lands after the copy-back.
+
+:func:`is_loader_function` names the loader functions and :func:`loader_rebind` tells a site
+that binds a new object in one; :func:`refilled_in_place` names the loader stores that still
+leave one kept object: a Parameter registered once under a flag the same block sets
+(``if not layer.is_fallback: layer.is_fallback = True; layer.weight = Parameter(empty)``),
+then filled in place, and a ``.data`` rebind to a conversion of the same storage
+(``p.data = p.data.to(dtype)``: a reload finds it converted and copies into it).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["is_loader_function", "loader_rebind", "refilled_in_place"]
+
+_LOADER = re.compile(r"^(?:_?load_weights?|weight_loader\w*|\w*_weight_loader|load_\w*weights)$")
+_NEW_OBJECT = re.compile(r"^(?:[\w.]*\.)?\w*(?:Parameter|Buffer)\(")
+_CATEGORIES = frozenset({"tensor-attr", "register", "data-rebind"})
+
+
+def is_loader_function(qualname: str) -> bool:
+    """Whether any segment of a function's qualified name is a weight loader's name."""
+    return any(_LOADER.match(part) for part in qualname.split("."))
+
+
+def loader_rebind(function: str, category: str, expr: str, allocation: bool,
+                  empty: bool) -> bool:
+    """Whether a site binds a new Parameter/buffer object (or rebinds ``.data``) inside a
+    weight loader, with values of the checkpoint (not a fresh allocation or placeholder)."""
+    if category not in _CATEGORIES or allocation or empty or not is_loader_function(function):
+        return False
+    return category == "data-rebind" or bool(_NEW_OBJECT.match(expr.strip()))
+
+
+def refilled_in_place(attr: str, expr: str, body: str, line_text: str) -> str | None:
+    """Why a loader store still leaves one kept object the loader fills in place, or None.
+
+    ``body`` is the storing function's text and ``line_text`` the store's line."""
+    if re.match(rf"^(?:[\w.]*\.)?{re.escape(attr)}\.data\.to\(", expr.strip()):
+        return "converts the parameter's own storage: a reload finds it converted and the " \
+               "loader copies into it"
+    lines = body.splitlines()
+    at = next((i for i, text in enumerate(lines) if text.strip() == line_text.strip()), None)
+    if at is None:
+        return None
+    indent = len(lines[at]) - len(lines[at].lstrip())
+    for i in range(at - 1, -1, -1):
+        text = lines[i]
+        own = len(text) - len(text.lstrip())
+        if not text.strip() or own >= indent:
+            continue
+        indent = own
+        m = re.match(r"[ \t]*if[ \t]+not[ \t]+([\w.]+)\.(\w+)[ \t]*:", text)
+        if m and re.search(rf"^[ \t]+{re.escape(m.group(1))}\.{m.group(2)}[ \t]*=[ \t]*True\b",
+                           "\n".join(lines[i + 1:at]), re.M):
+            return f"registered once (under `{m.group(1)}.{m.group(2)}`), then filled in place " \
+                   "by the loader"
+    return None
