@@ -1,0 +1,129 @@
+"""The third outside review's recall files agree: seed published first, totals, quotes.
+
+The v4 list (static_recall_outside_v4_vllm_0.33.json) must carry its published seed, the v4
+pools' sizes, a verdict with quotes for every candidate, no candidate of an earlier list, and
+quotes that are the installed vLLM 0.33.0 source (one of them the candidate's own store).
+The result file must count exactly the list's real sites with Wilson 95 % intervals.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from tests.audit.static.test_static_outside_review import (
+    _load,
+    _vllm_parent,
+    _wilson,
+    quote_matches,
+)
+
+SEED = "static_recall_outside_seed_v4.json"
+RECALL = "static_recall_outside_v4_vllm_0.33.json"
+RESULT = "static_recall_outside_result_v4_vllm_0.33.json"
+EARLIER = ("v1", "v2", "v3")
+
+
+def list_problems(lists: dict, seed: dict) -> list[str]:
+    """What is wrong with a judged list against its published seed (empty when consistent)."""
+    out = []
+    if (lists["seed"], lists["n"]) != (seed["seed"], seed["n"]) or not lists["tensor_only"]:
+        out.append("seed, n or tensor_only differ from the published seed file")
+    for name, body in lists["lists"].items():
+        cands = body["candidates"]
+        if len(cands) != min(seed["n"], body["population"]):
+            out.append(f"{name}: {len(cands)} candidates for population {body['population']}")
+        if body["real"] != sum(c["real"] for c in cands):
+            out.append(f"{name}: real {body['real']} is not the count of real verdicts")
+        for c in cands:
+            where = f"{c['file']}:{c['line']} {c['attr']}"
+            if not (isinstance(c["real"], bool) and c["why"] and c["quotes"]):
+                out.append(f"{where}: no verdict, reason or quote")
+            elif c["real"] and c["host_scalar"]:
+                out.append(f"{where}: a host scalar counted as real")
+            elif not any(q.startswith(f"{c['file']}:{c['line']} ") for q in c["quotes"]):
+                out.append(f"{where}: no quote of the store line")
+    return out
+
+
+def result_problems(result: dict, lists: dict) -> list[str]:
+    """What is wrong with a measured result against the judged list (empty when consistent)."""
+    out = []
+    real = {name: {(c["file"], c["line"], c["attr"]) for c in body["candidates"] if c["real"]}
+            for name, body in lists["lists"].items()}
+    if {n for n, sites in real.items() if sites} != set(result["lists"]):
+        out.append("the result's lists are not the lists with real sites")
+    for name, body in result["lists"].items():
+        if {(s["file"], s["line"], s["attr"]) for s in body["sites"]} != real.get(name):
+            out.append(f"{name}: sites differ from the real verdicts")
+        if body["found"] != sum(s["found"] for s in body["sites"]):
+            out.append(f"{name}: found is not the count of found sites")
+        if body["real"] != len(body["sites"]) or body["wilson95"] != _wilson(
+                body["found"], body["real"]):
+            out.append(f"{name}: real or Wilson interval wrong")
+    if (result["all"]["found"] != sum(b["found"] for b in result["lists"].values())
+            or result["all"]["real"] != sum(len(s) for s in real.values())):
+        out.append("the all-lists totals are wrong")
+    return out
+
+
+def test_recall_v4_uses_the_published_seed_and_is_judged():
+    lists = _load(RECALL)
+    assert list_problems(lists, _load(SEED)) == []
+    assert {k: v["population"] for k, v in lists["lists"].items()} == {
+        "pwal": 130, "lazy": 0, "loader": 90}
+    assert {k: v["real"] for k, v in lists["lists"].items()} == {
+        "pwal": 7, "lazy": 0, "loader": 6}
+
+
+def test_recall_v4_check_goes_red_on_a_flipped_verdict_or_a_moved_quote():
+    lists, seed = _load(RECALL), _load(SEED)
+    flipped = copy.deepcopy(lists)
+    c = flipped["lists"]["pwal"]["candidates"][0]
+    c["real"] = not c["real"]
+    assert list_problems(flipped, seed)
+    moved = copy.deepcopy(lists)
+    c = moved["lists"]["loader"]["candidates"][0]
+    store = f"{c['file']}:{c['line']} "
+    c["quotes"] = [q.replace(store, f"{c['file']}:{c['line'] + 1} ") for q in c["quotes"]]
+    assert list_problems(moved, seed)
+    reseeded = dict(lists, seed=lists["seed"] + 1)
+    assert list_problems(reseeded, seed)
+
+
+def test_recall_v4_holds_no_earlier_candidate():
+    earlier = set()
+    for stage in EARLIER:
+        for body in _load(f"static_recall_outside_{stage}_vllm_0.33.json")["lists"].values():
+            earlier |= {(c["file"], c["line"], c["attr"]) for c in body["candidates"]}
+    v4 = {(c["file"], c["line"], c["attr"])
+          for body in _load(RECALL)["lists"].values() for c in body["candidates"]}
+    assert len(v4) == 40 and not v4 & earlier
+
+
+def test_recall_v4_quotes_are_the_installed_source():
+    root = _vllm_parent()
+    if root is None:
+        pytest.skip("vLLM is not installed")
+    quotes = [q for body in _load(RECALL)["lists"].values() for c in body["candidates"]
+              for q in c["quotes"]]
+    assert len(quotes) > 40
+    assert [q for q in quotes if not quote_matches(q, root)] == []
+
+
+def test_recall_v4_result_counts_exactly_the_real_sites():
+    result, lists = _load(RESULT), _load(RECALL)
+    assert result_problems(result, lists) == []
+    assert (result["all"]["real"], result["all"]["wilson95"]) == (
+        13, _wilson(result["all"]["found"], 13))
+
+
+def test_recall_v4_result_check_goes_red_on_a_dropped_or_recounted_site():
+    result, lists = _load(RESULT), _load(RECALL)
+    dropped = copy.deepcopy(result)
+    dropped["lists"]["pwal"]["sites"].pop()
+    assert result_problems(dropped, lists)
+    recounted = copy.deepcopy(result)
+    recounted["lists"]["loader"]["found"] += 1
+    assert result_problems(recounted, lists)
