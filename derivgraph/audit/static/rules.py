@@ -163,6 +163,9 @@ class FunctionAudit(CallRules, FoldRules, StoreRules):
         self.loop_strings: dict[str, list[str]] = {}
         self.holders: dict[str, list[str]] = {}  # local -> the attributes it may be (x = layer.w)
         self.stored_locals: dict[str, str] = {}  # fresh local -> the first attribute storing it
+        # locals bound to a call the audit cannot read (``packed = api.pack_weight(w)``): judged
+        # where the local is stored, as the call would be (``_helper_info``)
+        self.call_locals: dict[str, ast.Call] = {}
         # locals that may hold a host scalar taken from a weight (``k = layer.k_scale.item()``);
         # a constant in another branch (``k = 1.0``) does not clear it
         self.scalar_locals: dict[str, str] = {}
@@ -399,6 +402,10 @@ class FunctionAudit(CallRules, FoldRules, StoreRules):
         if isinstance(value, ast.Call) and is_getattr(value):
             info = info or self._getattr_info(value)
         self.stored_locals.pop(name, None)
+        if info is None and isinstance(value, ast.Call):
+            self.call_locals[name] = value
+        else:
+            self.call_locals.pop(name, None)
         if info is not None:
             self.inf.locals[name] = info
             self.defs[name] = value

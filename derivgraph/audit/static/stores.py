@@ -61,6 +61,7 @@ class StoreRules:
         history: dict[str, list[ast.expr]]
         closures: dict[str, list[str]]
         stored_locals: dict[str, str]
+        call_locals: dict[str, ast.Call]
         scalar_locals: dict[str, str]
         backing: dict[str, list[int]]
         containers: frozenset[str]
@@ -121,6 +122,8 @@ class StoreRules:
             info = (self._dataclass_info(value) or self._returned_container_info(value)
                     or self._helper_info(value, attr)
                     or self._wrapper_info(value, lazy=f"{owner}.{attr}" in self.guards))
+        if info is None and isinstance(value, ast.Name) and value.id in self.call_locals:
+            info = self._helper_info(self.call_locals[value.id], attr)  # kept through a local
         if info is None:
             return
         self._emit_store(target, value, info, stmt, owner=owner, attr=attr)
