@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from derivgraph.audit.static.ast import (
     Draft,
@@ -57,10 +57,12 @@ def audit_function(reached: Reached, imports: dict[str, str],
                    returns_tensor: ReturnsTensor, scope: ModuleScope,
                    scalar_functions: frozenset[str] = frozenset(),
                    containers: frozenset[str] = frozenset(),
-                   placeholders: frozenset[str] = frozenset()) -> list[RawSite]:
-    """Every site in one reached function (and the functions nested in it)."""
+                   placeholders: frozenset[str] = frozenset(),
+                   property_chains: Mapping[str, str] | None = None) -> list[RawSite]:
+    """Every site in one reached function (and the functions nested in it).
+    ``property_chains``: ``"Class.prop" -> "obj.field"`` (``TreeIndex.property_chains``)."""
     return FunctionAudit(reached, imports, returns_tensor, scope, scalar_functions,
-                         containers, placeholders).run()
+                         containers, placeholders, property_chains).run()
 
 
 def audit_lazy_caches(scope: ModuleScope, imports: dict[str, str],
@@ -136,7 +138,8 @@ class FunctionAudit(CallRules, FoldRules, StoreRules):
     def __init__(self, reached: Reached, imports: dict[str, str], returns_tensor: ReturnsTensor,
                  scope: ModuleScope, scalar_functions: frozenset[str] = frozenset(),
                  containers: frozenset[str] = frozenset(),
-                 placeholders: frozenset[str] = frozenset()) -> None:
+                 placeholders: frozenset[str] = frozenset(),
+                 property_chains: Mapping[str, str] | None = None) -> None:
         self.reached = reached
         self.scope = scope
         self.scalar_functions = scalar_functions
@@ -157,6 +160,10 @@ class FunctionAudit(CallRules, FoldRules, StoreRules):
         if reached.cls:
             classes |= scope.lineage(reached.cls)
         self.classes = tuple(sorted(classes))
+        # properties of the lineage that return another object's field: prop -> "obj.field"
+        self.property_chains = {key.split(".", 1)[1]: chain
+                                for key, chain in (property_chains or {}).items()
+                                if key.split(".", 1)[0] in self.lineage}
         self.sites: list[RawSite] = []
         self.defs: dict[str, ast.expr] = {}  # last single-target definition of each local
         self.history: dict[str, list[ast.expr]] = {}  # every tensor definition of each local
