@@ -236,11 +236,11 @@ class RefillTable:
         if not self.index:
             return Taken([], [], (), 0, False, [])
         picked = current if self._pick is None else self._pick(current)
-        mask = tuple(map(_not, map(_is, picked, self.storages)))
-        if all(mask):  # the engine rebuilt every target (its post-load step ran everywhere)
+        if not any(map(_is, picked, self.storages)):  # the engine rebuilt every target
             if not self._layouts_match(picked):
                 return None
             return Taken(self.storages, picked, None, self._total, self._constants, self.spans)
+        mask = tuple(map(_not, map(_is, picked, self.storages)))
         if any(compress(self.engine, map(_not, mask))):
             return None  # an engine tensor not rebuilt: check_refillable decides
         cuts = [0, *accumulate(sum(mask[a:b]) for a, b in self.spans)]
