@@ -44,8 +44,9 @@ def _phases(plan: Any) -> list[tuple[str, Callable[[dict[str, Any]], Any]]]:
     def read(state: dict[str, Any]) -> None:
         state["current"] = holders.table.current()
 
-    def rebind(state: dict[str, Any]) -> None:
-        holders.note_read(state["report"], state["current"])
+    def rebind(state: dict[str, Any]) -> None:  # as the refill does: the read's proof reused
+        every = plan._refill_table.whole and state["taken"].mask is None
+        holders.note_read(state["report"], state["current"], every=every)
         holders.rebind(state["report"])
 
     return [("restore", lambda s: plan.tensors.restore_storage()),

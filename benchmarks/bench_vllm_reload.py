@@ -10,10 +10,13 @@ timing are frozen with ``gc.freeze()``, as vLLM does after start-up), vLLM's
 forward straight to vLLM: vLLM alone) and with the plugin's default mode (``refill``: vLLM's
 reload, then derivgraph's pass into the startup storage). Medians; ``plugin_over_off`` is the
 ratio (goal <= 1.05); minima too (``min_*``: on a loaded host the floor of each), and the
-10th and 25th percentiles (``q10_*``, ``q25_*``) with their ratios.
+10th and 25th percentiles (``q10_*``, ``q25_*``) with their ratios. ``--clock cpu`` times with
+the thread's CPU clock (``time.thread_time``, torch on one thread so the clock sees every op),
+which a shared, loaded machine does not inflate by descheduling.
 
     python3 benchmarks/bench_vllm_reload.py --repeat 41 \
         --json benchmarks/results/vllm_reload_cpu.json
+    python3 benchmarks/bench_vllm_reload.py --clock cpu --repeat 301
 """
 
 from __future__ import annotations
@@ -42,7 +45,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=21)
     parser.add_argument("--mode", default="refill", help="the plugin's mode to time")
     parser.add_argument("--json", default=None, help="also write the result here")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                        help="wall: time.perf_counter; cpu: the thread's CPU clock")
     args = parser.parse_args()
+    now = time.thread_time if args.clock == "cpu" else time.perf_counter
     os.environ["VLLM_TARGET_DEVICE"] = "cpu"  # before vLLM is imported
     os.environ.setdefault("VLLM_PLUGINS", "derivgraph")
     os.environ.setdefault("DERIVGRAPH_SPECS",
@@ -52,6 +58,9 @@ def main() -> None:
 
     import torch
     from vllm.model_executor.model_loader.reload import inplace
+
+    if args.clock == "cpu":
+        torch.set_num_threads(1)  # the thread's CPU clock must see every op's work
 
     from tests.fixtures.vllm_llama_reload import checkpoint, cold_start, tiny_llama_vllm
     from vllm_integration import session
@@ -67,10 +76,10 @@ def main() -> None:
         def reload(i: int, mode: str) -> float:
             os.environ["DERIVGRAPH_VLLM_MODE"] = mode
             items = iter(weights[i % 2].items())
-            start = time.perf_counter()
+            start = now()
             with torch.no_grad():
                 inplace.reload_weights(vc, model, items, None, True)
-            return time.perf_counter() - start
+            return now() - start
 
         for mode in times:  # warm-up: one reload each
             reload(1, mode)
@@ -88,7 +97,7 @@ def main() -> None:
     on = statistics.median(times[args.mode])
     result = {
         "model": "tiny LlamaForCausalLM (tests/fixtures/vllm_llama_reload.py)",
-        "derived": len(plan), "repeat": args.repeat, "mode": args.mode,
+        "derived": len(plan), "repeat": args.repeat, "mode": args.mode, "clock": args.clock,
         "torch": torch.__version__, "vllm_off_ms": round(off, 3),
         "vllm_plugin_ms": round(on, 3), "plugin_over_off": round(on / off, 3),
         "min_off_ms": round(min(times["off"]), 3),

@@ -53,8 +53,10 @@ def wrap_post_load(orig: Callable[..., Any]) -> Callable[..., Any]:
             from vllm_integration import groups  # lazy: torch and vLLM at plugin load
 
             groups.register_vllm_groups()  # vLLM's tp/dcp/ep groups, before a compile
-            _session().on_post_load(model)
-            _instrument_model(model)
+            # the live load_weights goes in before the guard's snapshot: were it installed
+            # after, every reload's guard would find it as a new object and walk it
+            _session().on_post_load(model, prepare=_instrument_model)
+            _instrument_model(model)  # a plan compiled earlier (attach by hand): once
         return result
 
     return process_weights_after_loading

@@ -192,12 +192,15 @@ def planned_models() -> list[Any]:
         return list(_MODELS)
 
 
-def attach(model: nn.Module, specs: Iterable[Spec] | None = None) -> Plan:
+def attach(model: nn.Module, specs: Iterable[Spec] | None = None, *,
+           prepare: Callable[[nn.Module], None] | None = None) -> Plan:
     """Compile ``model``'s plan (default: the plugin's spec library) and track its reloads.
 
     The hooks do this after vLLM's initial post-load step; call it by hand for a model loaded
     before the plugin was installed. Returns the existing plan if there is one. A spec that
     fails to compile is dropped loudly (``strict`` raises); the guard keeps its tensors.
+    ``prepare``: called with the model once its plan is stored and before the guard's
+    snapshot (the plugin installs its own attributes there, so no reload sees them as new).
     """
     with _LOCK:
         state = state_for(model)
@@ -207,8 +210,11 @@ def attach(model: nn.Module, specs: Iterable[Spec] | None = None) -> Plan:
         start = time.perf_counter()
         plan, dropped = compile_isolated(model, specs_for(model, library),
                                          strict=current_mode() == "strict")
-        _store(model, ModelState(plan, dropped=dropped, guard=start_guard(model, plan),
-                                 witness=start_witness(plan)))
+        state = ModelState(plan, dropped=dropped, witness=start_witness(plan))
+        _store(model, state)
+        if prepare is not None:
+            prepare(model)
+        state.guard = start_guard(model, plan)
     logger.info("derivgraph: %s plan compiled in %.3f s: %d derived tensors from %d specs",
                 type(model).__name__, time.perf_counter() - start, len(plan),
                 len({e.node.bound.spec.name for e in plan.entries.values()}))
@@ -237,11 +243,13 @@ def replan(model: nn.Module, specs: Iterable[Spec] | None = None) -> Plan:
     return plan
 
 
-def on_post_load(model: nn.Module) -> None:
+def on_post_load(model: nn.Module, *, prepare: Callable[[nn.Module], None] | None = None) \
+        -> None:
     """vLLM's post-load step finished on ``model``: compile its plan, or refill an existing one.
 
     A spec problem fails the load in ``strict`` mode; otherwise the specs that compile make
     the plan, and if none can be singled out the model gets an empty plan: the guard alone.
+    ``prepare``: see :func:`attach` (a first load only).
     """
     mode = current_mode()
     if mode == "off":
@@ -252,13 +260,13 @@ def on_post_load(model: nn.Module) -> None:
             _complete(model, state, Session("post-load", layerwise=True), mode)
         return
     try:
-        attach(model)
+        attach(model, prepare=prepare)
     except DerivgraphError as exc:
         if mode == "strict":
             raise
         logger.error("derivgraph: no plan for %s, only the guard keeps its derived tensors "
                      "across reloads:\n%s", type(model).__name__, exc)
-        attach(model, specs=[])
+        attach(model, specs=[], prepare=prepare)
 
 
 # ---- reload sessions --------------------------------------------------------------------------

@@ -184,7 +184,7 @@ class HolderTable:
     """The accessors of every tensor holder (derived scalars and tuple items excluded)."""
 
     __slots__ = ("entries", "ids", "dicts", "keys", "storages", "ptrs", "fast", "generation",
-                 "_all_fast", "_by_owner")
+                 "every", "_all_fast", "_by_owner")
 
     def __init__(self, entries: Sequence[Entry],
                  where: Callable[[Entry], tuple[Any, dict[Any, Any], str]]):
@@ -199,6 +199,7 @@ class HolderTable:
             self.keys.append(key)
             self.fast.append(_store_binds(entry, owner, d))
         self.storages = [e.storage for e in self.entries]
+        self.every = range(len(self.entries))  # the indices of every holder
         self.ptrs = [e.startup_ptr for e in self.entries]
         self.generation = 0  # bumped when a holder changes between a dict store and the slow path
         self._all_fast = all(self.fast)
@@ -227,15 +228,17 @@ class HolderTable:
         """Indices of the holders that hold another object than the startup one."""
         return list(compress(range(len(current)), map(_not, map(_is, current, self.storages))))
 
-    def rebind(self, stale: list[int], current: list[Any]) -> tuple[int, list[int]]:
+    def rebind(self, stale: Sequence[int], current: list[Any], every: bool = False) \
+            -> tuple[int, list[int]]:
         """Store the startup object back where the engine left a new one in the same registry.
 
+        ``every``: the caller proved that every holder holds a new tensor (none gone).
         Returns (how many were stored, the indices left for the per-entry path: a holder
         gone from its registry or outside a dict).
         """
         dicts, keys, storages, fast = self.dicts, self.keys, self.storages, self.fast
         if len(stale) == len(storages) and self._all_fast \
-                and not any(map(_is, current, repeat(None))):
+                and (every or not any(map(_is, current, repeat(None)))):
             deque(map(operator.setitem, dicts, keys, storages), 0)  # every holder: one C sweep
             return len(stale), []
         done, rest = 0, []

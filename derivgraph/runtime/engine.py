@@ -32,6 +32,8 @@ _not = operator.not_
 _shape = operator.attrgetter("shape")
 _dtype = operator.attrgetter("dtype")
 _is_meta = operator.attrgetter("is_meta")
+_numel = torch.Tensor.numel
+_dim = torch.Tensor.dim
 
 
 def opaque_entries(entries: Mapping[str, Entry]) -> list[str]:
@@ -161,11 +163,13 @@ def foreach_copy(ours: list[torch.Tensor], theirs: list[torch.Tensor],
 
 
 class Taken:
-    """The outcome of a refill's fast read: which targets take the engine's value."""
+    """The outcome of a refill's fast read: which targets take the engine's value (``mask``
+    over the table's targets; ``None``: every target, the engine rebuilt them all)."""
 
     __slots__ = ("ours", "theirs", "mask", "nbytes", "constants", "spans")
 
-    def __init__(self, ours: list[torch.Tensor], theirs: list[torch.Tensor], mask: tuple[bool, ...],
+    def __init__(self, ours: list[torch.Tensor], theirs: list[torch.Tensor],
+                 mask: tuple[bool, ...] | None,
                  nbytes: int, constants: bool, spans: list[tuple[int, int]]):
         self.ours, self.theirs, self.mask = ours, theirs, mask
         self.nbytes, self.constants, self.spans = nbytes, constants, spans
@@ -186,8 +190,8 @@ class RefillTable:
     """
 
     __slots__ = ("table", "ids", "index", "storages", "shapes", "dtypes", "nbytes",
-                 "is_constant", "engine", "complete", "spans", "_pick", "_total", "_constants",
-                 "_generation")
+                 "is_constant", "engine", "complete", "spans", "whole", "_pick", "_total",
+                 "_constants", "_generation", "_sizes", "_nd")
 
     def __init__(self, table: HolderTable, targets: list[str], constants: set[str],
                  engine: set[str]):
@@ -214,6 +218,15 @@ class RefillTable:
         self.is_constant = [t in constants for t in usable]
         self._constants = any(self.is_constant)
         self.engine = [t in engine for t in usable]
+        self.whole = self._pick is None  # the targets are every holder of the table, in order
+        # the shape check of an all-rebuilt read: (numel, ndim) decide a shape of ndim <= 1, so
+        # only the targets of ndim >= 2 have their shape read (torch.Size is the costly read)
+        nd = [i for i, shape in enumerate(self.shapes) if len(shape) > 1]
+        self._sizes: tuple[list[int], list[int]] | None = None
+        self._nd: tuple[Callable[[list[Any]], list[Any]] | None, list[Any]] | None = None
+        if 2 * len(nd) < len(self.shapes):
+            self._sizes = ([s.numel() for s in self.storages], [len(s) for s in self.shapes])
+            self._nd = (_picker(nd, len(self.shapes)), [self.shapes[i] for i in nd])
 
     def take(self, current: list[Any]) -> Taken | None:
         """The engine's fresh tensors, checked in a few C-level sweeps; None when any target
@@ -223,30 +236,41 @@ class RefillTable:
         if not self.index:
             return Taken([], [], (), 0, False, [])
         picked = current if self._pick is None else self._pick(current)
+        if not any(map(_is, picked, self.storages)):  # the engine rebuilt every target
+            if not self._layouts_match(picked):
+                return None
+            return Taken(self.storages, picked, None, self._total, self._constants, self.spans)
         mask = tuple(map(_not, map(_is, picked, self.storages)))
-        spans = self.spans
-        if all(mask):  # the engine rebuilt every target (its post-load step ran everywhere)
-            theirs, ours, shapes, dtypes = picked, self.storages, self.shapes, self.dtypes
-            nbytes, constants = self._total, self._constants
-        else:
-            sizes = [sum(mask[a:b]) for a, b in spans]
-            cuts = [0, *accumulate(sizes)]
-            spans = list(zip(cuts, cuts[1:]))
-            if any(compress(self.engine, map(_not, mask))):
-                return None  # an engine tensor not rebuilt: check_refillable decides
-            theirs = list(compress(picked, mask))
-            ours = list(compress(self.storages, mask))
-            shapes = list(compress(self.shapes, mask))
-            dtypes = list(compress(self.dtypes, mask))
-            nbytes = sum(compress(self.nbytes, mask))
-            constants = any(compress(self.is_constant, mask))
+        if any(compress(self.engine, map(_not, mask))):
+            return None  # an engine tensor not rebuilt: check_refillable decides
+        cuts = [0, *accumulate(sum(mask[a:b]) for a, b in self.spans)]
+        theirs = list(compress(picked, mask))
         try:  # a holder gone (None) or not a tensor has no shape: the per-entry path decides
-            if list(map(_shape, theirs)) != shapes or list(map(_dtype, theirs)) != dtypes \
+            if list(map(_shape, theirs)) != list(compress(self.shapes, mask)) \
+                    or list(map(_dtype, theirs)) != list(compress(self.dtypes, mask)) \
                     or any(map(_is_meta, theirs)):
                 return None
         except AttributeError:
             return None
-        return Taken(ours, theirs, mask, nbytes, constants, spans)
+        return Taken(list(compress(self.storages, mask)), theirs, mask,
+                     sum(compress(self.nbytes, mask)), any(compress(self.is_constant, mask)),
+                     list(zip(cuts, cuts[1:])))
+
+    def _layouts_match(self, theirs: list[Any]) -> bool:
+        """Every fresh tensor has its target's dtype and shape and is not a meta tensor (one
+        C-level sweep per property); False for a holder gone (None) or not a tensor."""
+        try:
+            if list(map(_dtype, theirs)) != self.dtypes or any(map(_is_meta, theirs)):
+                return False
+            if self._sizes is None:
+                return list(map(_shape, theirs)) == self.shapes
+            numels, dims = self._sizes
+            pick, shapes = self._nd  # type: ignore[misc]
+            return list(map(_numel, theirs)) == numels and list(map(_dim, theirs)) == dims \
+                and (not shapes or list(map(_shape, theirs if pick is None else pick(theirs)))
+                     == shapes)
+        except (AttributeError, TypeError):  # not a tensor: the per-entry path decides
+            return False
 
 
 def _picker(index: list[int], size: int) -> Callable[[list[Any]], list[Any]] | None:

@@ -43,7 +43,7 @@ class Holders:
         self._source_hops: frozenset[str] = frozenset()
         self._proven: tuple[Mapping[str, tuple[int, int]], int, frozenset[str], list[str]] \
             | None = None
-        self._read: tuple[Any, HolderTable, list[Any]] | None = None  # see note_read
+        self._read: tuple[Any, HolderTable, list[Any], bool] | None = None  # see note_read
         self._outside: tuple[HolderTable, int, list[str]] | None = None
         self._scalar_reads: tuple[list[dict[Any, Any]], list[str]] | None = None
 
@@ -191,10 +191,11 @@ class Holders:
         return cached[2], cached[3]
 
     # ---- rebinding ---------------------------------------------------------------------------
-    def note_read(self, report: Any, current: list[Any]) -> None:
+    def note_read(self, report: Any, current: list[Any], every: bool = False) -> None:
         """``current`` is what every holder of :attr:`table` held when this run (``report``)
-        read them, owners up to date: its :meth:`rebind` reuses it while no owner changed."""
-        self._read = (report, self.table, current)
+        read them, owners up to date: its :meth:`rebind` reuses it while no owner changed.
+        ``every``: the caller proved every holder holds a new tensor (none kept, none gone)."""
+        self._read = (report, self.table, current, every)
 
     def rebind(self, report: Any = None) -> int:
         """Point every holder back at the startup object; returns how many were re-bound."""
@@ -202,8 +203,9 @@ class Holders:
         if self.hops is not None:
             if read is not None and report is not None and read[0] is report \
                     and read[1] is self.table and self.hops.intact():
-                current = read[2]  # read by this run's refill; nothing re-walked since
-            elif self.owners_current():
+                # read by this run's refill; nothing re-walked since
+                return self._rebind_table(read[2], report, read[3])
+            if self.owners_current():
                 if self.table.intact():  # the common case: one sweep, no list
                     return 0
                 current = self.table.current()
@@ -215,12 +217,12 @@ class Holders:
         self.refresh()
         return count
 
-    def _rebind_table(self, current: list[Any], report: Any) -> int:
+    def _rebind_table(self, current: list[Any], report: Any, every: bool = False) -> int:
         table = self.table
-        stale = table.stale(current)
+        stale = table.every if every else table.stale(current)
         if not stale:
             return 0
-        count, rest = table.rebind(stale, current)
+        count, rest = table.rebind(stale, current, every)
         if rest:
             count += self.rebind_entries([table.entries[i] for i in rest], report,
                                          self.hops.objects)

@@ -23,7 +23,7 @@ and what a run reports (:mod:`.report`). Plans are made by
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from itertools import compress
 from typing import Any
 
@@ -87,7 +87,8 @@ class Plan:
         self._cuda: bool | None = None
         self._opaque_ids: list[str] | None = None
         self._refill_table: RefillTable | None = None  # refill targets, through the accessors
-        self._taken_ids: dict[tuple[bool, ...], set[str]] = {}
+        # what a refill still computes, by the mask of its batched read (None: every target)
+        self._taken_rest: dict[tuple[bool, ...] | None, frozenset[str] | None] = {}
         self._rest: dict[frozenset[str], frozenset[str]] = {}  # what a refill still computes
 
     # ---- reading -----------------------------------------------------------------------------
@@ -285,31 +286,43 @@ class Plan:
             self.programs.execute(fn, report)
 
     def _take_engine_values(self, report: RunReport) -> frozenset[str] | None:
-        taken = self._take_batched(report)
-        if taken is None:  # the per-entry path, the reference
-            owners = self.holders.walk().objects  # the engine rebuilt holders: rebind reuses it
-            self.holders.refresh()
-            taken = take_engine_values(self.model, self.entries, self._refill_targets(),
-                                       owners, report)
+        """Copy the engine's fresh values in; returns what the pass must still compute (None:
+        everything, nothing was taken)."""
+        batched = self._take_batched(report)
+        if batched is not None:
+            constants, rest = batched
+            self._constants_from_engine |= constants
+            return rest
+        owners = self.holders.walk().objects  # the per-entry path, the reference (the engine
+        self.holders.refresh()  # rebuilt holders: rebind reuses this walk)
+        taken = take_engine_values(self.model, self.entries, self._refill_targets(), owners,
+                                   report)
         self._constants_from_engine |= any(n in taken for n in self.constant_entries)
+        return self._rest_after(taken)
+
+    def _rest_after(self, taken: Collection[str]) -> frozenset[str] | None:
+        """What a refill that took ``taken`` from the engine still computes (computed once per
+        set); None when nothing was taken."""
         if not taken:
             return None
-        rest = self._rest.get(frozenset(taken))
+        key = frozenset(taken)
+        rest = self._rest.get(key)
         if rest is None:
             left = [s for s in self.steps if s.action is not Action.COMPUTE
-                    and s.target not in taken]
-            rest = self._rest[frozenset(taken)] = frozenset(
+                    and s.target not in key]
+            rest = self._rest[key] = frozenset(
                 n for s in self.steps for n in (s.node, s.target)
-                if n and s.target not in taken) if left else frozenset()
+                if n and s.target not in key) if left else frozenset()
         return rest
 
     def _refill_targets(self) -> list[str]:
         return [s.target for s in self.steps if s.action in (Action.OUT, Action.COPY)] \
             + self.constant_entries + self._opaque()
 
-    def _take_batched(self, report: RunReport) -> set[str] | None:
-        """The engine's fresh values through the holder accessors, one ``_foreach_copy_``;
-        None when the accessors cannot prove every target (nothing was copied then)."""
+    def _take_batched(self, report: RunReport) -> tuple[bool, frozenset[str] | None] | None:
+        """The engine's fresh values through the holder accessors, one ``_foreach_copy_``:
+        (whether a constant was taken, what the pass still computes); None when the accessors
+        cannot prove every target (nothing was copied then)."""
         holders = self.holders
         if not holders.owners_current():
             return None
@@ -318,19 +331,24 @@ class Plan:
             table = self._refill_table = RefillTable(
                 holders.table, self._refill_targets(), set(self.constant_entries),
                 set(self._opaque()))
-            self._rest = {}
+            self._rest, self._taken_rest = {}, {}
         current = holders.table.current()
         taken = table.take(current)
         if taken is None:
             return None
         taken.copy()
-        holders.note_read(report, current)  # this run's rebind reuses the read
+        # this run's rebind reuses the read; every holder holds a fresh tensor when the
+        # targets are the whole table and the engine rebuilt them all
+        holders.note_read(report, current, every=table.whole and taken.mask is None)
         report.bytes += taken.nbytes
         report.taken_from_engine = report.written = report.steps = len(taken.ours)
-        ids = self._taken_ids.get(taken.mask)
-        if ids is None:
-            ids = self._taken_ids[taken.mask] = set(compress(table.ids, taken.mask))
-        return ids
+        mask = taken.mask  # None: every target, the common case (no tuple hashed)
+        if mask in self._taken_rest:
+            rest = self._taken_rest[mask]
+        else:
+            rest = self._taken_rest[mask] = self._rest_after(
+                table.ids if mask is None else list(compress(table.ids, mask)))
+        return taken.constants, rest
 
     def _pass_for(self, nodes: frozenset[str]) -> Any:
         return self.programs.partial(nodes).fn

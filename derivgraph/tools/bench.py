@@ -71,8 +71,8 @@ def _traffic(plan: Any) -> tuple[int, int]:
     return written, read
 
 
-_KEYS = ("naive", "pass", "selective", "refill", "refill_host", "post_load_refill", "graph",
-         "graph_serial", "graph_alone")
+_KEYS = ("naive", "pass", "selective", "refill", "refill_host", "refill_host_cpu",
+         "post_load_refill", "graph", "graph_serial", "graph_alone")
 
 
 def _copy_bandwidth(sync: Callable[[], None]) -> float:
@@ -94,14 +94,16 @@ def bench(device: str = "cpu", workload: str = "reference", *, repeat: int = 21,
     """Run the benchmark; returns the result object (``None`` where not applicable).
 
     Per round, interleaved: ``naive`` (the engine's post-load step alone), ``refill`` (then
-    ``plan.refill()`` alone; ``refill_host`` the same call without waiting for the device),
-    ``post_load_refill`` (both in one timing), ``pass`` (``plan.run()`` eager), ``selective``
-    (one layer), ``graph`` (``plan.run()`` on the captured plan: the public path, host checks
-    included; on CUDA the replay is launched before the host checks, which overlap it),
-    ``graph_serial`` (the same with the checks before the replay) and ``graph_alone`` (the same
-    recording replayed, no host work); these three run in an order rotated every round (the
-    first replay after other device work starts with colder caches). The objects
-    made before the first timing are frozen (``gc.freeze()``, as vLLM does after start-up);
+    ``plan.refill()`` alone; ``refill_host`` the same call without waiting for the device;
+    ``refill_host_cpu`` the same call on the thread's CPU clock: on a busy host the wall
+    clock counts waits for a core, this does not), ``post_load_refill`` (both in one timing),
+    ``pass`` (``plan.run()`` eager), ``selective`` (one layer), ``graph`` (``plan.run()`` on
+    the captured plan: the public path, host checks included; on CUDA the replay is launched
+    before the host checks, which overlap it), ``graph_serial`` (the same with the checks
+    before the replay) and ``graph_alone`` (the same recording replayed, no host work); these
+    three run in an order rotated every round (the first replay after other device work
+    starts with colder caches). The objects made before the first timing are frozen
+    (``gc.freeze()``, as vLLM does after start-up);
     medians, and minima in ``min_ms``.
     """
     cuda = device == "cuda"
@@ -124,16 +126,19 @@ def bench(device: str = "cpu", workload: str = "reference", *, repeat: int = 21,
     gc.collect()
     gc.freeze()  # as vLLM does after start-up: collections then scan only what runs allocate
 
-    def timed(key: str, fn: Callable[[], Any], *, wait: bool = True) -> None:
+    def timed(key: str, fn: Callable[[], Any], *, wait: bool = True,
+              cpu: str | None = None) -> None:
         sync()
         if cuda:
             torch.cuda.reset_peak_memory_stats()
             base = torch.cuda.memory_allocated()
-        t0 = time.perf_counter()
+        c0, t0 = time.thread_time(), time.perf_counter()
         fn()
         if wait:
             sync()
         times[key].append((time.perf_counter() - t0) * 1e3)
+        if cpu is not None:  # the same call on this thread's CPU clock (a busy host's check)
+            times[cpu].append((time.thread_time() - c0) * 1e3)
         if cuda:
             sync()
             peaks[key] = max(peaks[key], torch.cuda.max_memory_allocated() - base)
@@ -163,7 +168,7 @@ def bench(device: str = "cpu", workload: str = "reference", *, repeat: int = 21,
         timed("refill", plan.refill)
         reload(i + 1)
         post_load()
-        timed("refill_host", plan.refill, wait=False)
+        timed("refill_host", plan.refill, wait=False, cpu="refill_host_cpu")
         reload(i)
         timed("post_load_refill", both)
         reload(i + 1)

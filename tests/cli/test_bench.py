@@ -13,8 +13,8 @@ def test_bench_prints_every_figure_with_ratios(capsys):
     assert main(["bench", "--workload", "deepseek", "--layers", "2", "--repeat", "2",
                  "--format", "json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    for key in ("naive", "pass", "selective", "refill", "refill_host", "post_load_refill",
-                "graph", "graph_serial", "graph_alone"):
+    for key in ("naive", "pass", "selective", "refill", "refill_host", "refill_host_cpu",
+                "post_load_refill", "graph", "graph_serial", "graph_alone"):
         assert result[f"{key}_ms"] > 0, key
         assert result["min_ms"][key] <= result[f"{key}_ms"]
     assert result["derived"] == 2 * 8 + 8  # 2 MoE layers x 8, 8 drafter K/V stacks

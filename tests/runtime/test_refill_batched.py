@@ -220,20 +220,26 @@ def test_deepseek_workload_refill_matches_a_cold_start(per_entry_spy):
     assert per_entry_spy == []
 
 
-@pytest.mark.parametrize("layout", ["dtype", "shape", "meta"])
+@pytest.mark.parametrize("layout", ["dtype", "shape", "meta", "ndim", "transposed"])
 def test_a_fresh_value_of_another_layout_is_not_copied_on_the_fast_path(per_entry_spy, layout):
     model, plan, startup = _compiled_and_refilled(per_entry_spy)
     model.load(1)
     model.post_load()
     layer = model.layers[3]
-    # the engine's fresh `inv` has another layout; its values are wrong on purpose: copying it
-    # would leave zeros where the formula gives 1 / scale
-    wrong = {"dtype": torch.zeros(6, dtype=torch.float64), "shape": torch.zeros(1),
-             "meta": torch.empty(6, device="meta")}[layout]
-    layer._parameters["inv"] = nn.Parameter(wrong, requires_grad=False)
+    # the engine's fresh value has another layout; its values are wrong on purpose: copying it
+    # would leave zeros where the formula gives the right value ("ndim": the same numel in
+    # [1, 6]; "transposed": `wt` [6, 4] for [4, 6], the same numel and ndim)
+    name, wrong = {"dtype": ("inv", torch.zeros(6, dtype=torch.float64)),
+                   "shape": ("inv", torch.zeros(1)), "ndim": ("inv", torch.zeros(1, 6)),
+                   "meta": ("inv", torch.empty(6, device="meta")),
+                   "transposed": ("wt", torch.zeros(6, 4))}[layout]
+    if name == "inv":
+        layer._parameters["inv"] = nn.Parameter(wrong, requires_grad=False)
+    else:
+        layer.wt = wrong
     report = plan.refill(verify=True)
-    assert "layers.3.inv" in per_entry_spy  # the batched read declined; the reference decided
-    assert report.moved == [] and layer.inv is startup["layers.3.inv"]
+    assert f"layers.3.{name}" in per_entry_spy  # the batched read declined; the reference did
+    assert report.moved == [] and getattr(layer, name) is startup[f"layers.3.{name}"]
     _check_against_cold(model, startup, 1)  # recomputed from its formula, not the engine's
 
 
@@ -256,6 +262,30 @@ def _take_unchecked(self: RefillTable, current: list[Any]) -> Taken:
     picked = [current[i] for i in self.index]
     return Taken(list(self.storages), picked, (True,) * len(picked), sum(self.nbytes),
                  any(self.is_constant), self.spans)
+
+
+def test_canary_without_the_shape_sweep_of_multi_dim_targets_a_transposed_value_is_copied(
+        monkeypatch):
+    """(numel, ndim) decide only shapes of ndim <= 1: a fast check that stopped there hands a
+    transposed fresh value of the same numel to the copy, which fails mid-refill (red) instead
+    of the per-entry path recomputing it."""
+    model = _stack(0)
+    plan = compile_plan(model, [SPEC])
+    startup = {k: e.storage for k, e in plan.entries.items()}
+    plan.refill()
+
+    def sizes_only(self: RefillTable, theirs: list[Any]) -> bool:
+        return [t.dtype for t in theirs] == self.dtypes \
+            and [(t.numel(), t.dim()) for t in theirs] == \
+            [(s.numel(), s.dim()) for s in self.storages]
+
+    monkeypatch.setattr(RefillTable, "_layouts_match", sizes_only)
+    model.load(1)
+    model.post_load()
+    model.layers[3].wt = torch.zeros(6, 4)
+    with pytest.raises(RuntimeError, match="must match the size"):  # red: a broken refill
+        plan.refill()
+    assert model.layers[3].wt is not startup["layers.3.wt"]  # and its holders not re-bound
 
 
 def test_a_failed_refill_leaves_no_holder_read_for_the_next_run(monkeypatch):

@@ -159,3 +159,25 @@ def test_strict_raises_naming_each_resized_slot(monkeypatch):
             _reload(model, B)
     assert sorted(s.split(":")[0] for s in err.value.slots) == [
         f"layers.{i}.moe.quant_method.scratch" for i in range(vm.LAYERS)]
+
+
+def _roots_after_a_reload() -> list[tuple[str, ...]]:
+    """The chains the guard's watch finds as new objects after a plugin reload."""
+    with vm.derivgraph_hooks(mode="refill"):
+        model = vm.build(A)
+        assert "load_weights" in model.__dict__  # the plugin's live loader
+        _reload(model, B)
+        survey = session.state_for(model).guard.watch.survey()
+    return [chain for chain, _ in survey.roots]
+
+
+def test_the_plugins_own_load_weights_is_not_a_new_object_to_the_guard():
+    """The live loader goes in before the guard's snapshot: no reload walks it as new."""
+    assert (".load_weights",) not in _roots_after_a_reload()
+
+
+def test_canary_a_loader_installed_after_the_snapshot_is_walked_on_every_reload(monkeypatch):
+    on_post_load = session.on_post_load
+    monkeypatch.setattr(session, "on_post_load",  # the order before: snapshot, then loader
+                        lambda model, prepare=None: on_post_load(model))
+    assert (".load_weights",) in _roots_after_a_reload()  # red: a new root every reload
