@@ -22,6 +22,7 @@ from vllm_integration import case_base as b
 from vllm_integration import class_layers as att
 from vllm_integration.blockers import attempt
 from vllm_integration.class_attempts import ATTEMPTS
+from vllm_integration.class_models import CPU_ATTENTION, model_cases
 
 __all__ = ["PLATFORM_ANSWERS", "class_cases"]
 
@@ -38,6 +39,8 @@ PLATFORM_ANSWERS: dict[str, str] = {
     "fp8-block-linear-xpu-bmm": "the kernel's is_supported() (current_platform.is_xpu())",
     "nvfp4-linear-b12x": "the kernel's is_supported() (its constructor asserts a CUDA SM12x)",
     "nvfp4-linear-flint": "the kernel's is_supported() (its constructor asserts CUDA)",
+    "dflash2-beam-context-kv": CPU_ATTENTION,
+    "kimi-k3-dspark-context-kv": CPU_ATTENTION,
 }
 
 
@@ -274,6 +277,31 @@ def _step5_experts() -> None:
         experts.quant_method.process_weights_after_loading(experts)  # -> prepare_weights()
 
 
+_MUSE = "vllm.models.muse_spark.nvidia.muse_moe_runner.MuseSparkModelOptNvFp4FusedMoE"
+
+
+def _muse_spark() -> None:
+    """The MoE method MuseSparkRoutedExperts builds for an NVFP4 ModelOpt checkpoint."""
+    from vllm.model_executor.layers.quantization.modelopt import ModelOptNvFp4Config
+
+    with b.vllm_runtime():
+        config = ModelOptNvFp4Config.from_config({"quantization": {
+            "quant_algo": "NVFP4", "group_size": 16, "exclude_modules": [],
+            "kv_cache_quant_algo": None}})
+        _load(_MUSE)(config, b.moe_config())
+
+
+_MLA = "vllm.v1.attention.backends.mla"
+#: (case, MLA impl, its metadata class, query dtype, where its first decode step needs a GPU)
+_MLA_DECODE = (
+    ("mla-flashinfer", f"{_MLA}.flashinfer_mla.FlashInferMLAImpl",
+     f"{_MLA}.flashinfer_mla.FlashInferMLAMetadata", torch.bfloat16, "_get_workspace_buffer"),
+    ("mla-tokenspeed", f"{_MLA}.tokenspeed_mla.TokenspeedMLAImpl",
+     "vllm.model_executor.layers.attention.mla_attention.MLACommonMetadata",
+     torch.float8_e4m3fn, "_get_workspace"),
+)
+
+
 # ---- the cases --------------------------------------------------------------------------
 
 def _tried(name: str, classes: tuple[str, ...], run: Callable[[], object]) -> b.VllmCase:
@@ -322,10 +350,17 @@ def class_cases() -> list[b.VllmCase]:
         b.VllmCase("kimi-k3-prepared-mla", (f"{_KIMI}.mla.prepared.PreparedMla",),
                    {**att.MLA, **att.KV_SCALES}, layer=lambda: att.kv_scaled_layer(att.MLA),
                    first_forward=att.prepared_mla, once=True),
-        b.VllmCase("mla-flashinfer-sparse", ("vllm.v1.attention.backends.mla"
-                                              ".flashinfer_mla_sparse.FlashInferMLASparseImpl",),
-                   att.KV_SCALES, layer=att.sparse_mla_layer, first_forward=att.prepare_mqa,
-                   patch=b.vllm_runtime),
+        b.VllmCase("mla-flashinfer-sparse", (f"{_MLA}.flashinfer_mla_sparse"
+                                              ".FlashInferMLASparseImpl",),
+                   att.KV_SCALES, layer=att.mla_layer(f"{_MLA}.flashinfer_mla_sparse"
+                                                      ".FlashInferMLASparseImpl"),
+                   first_forward=att.prepare_mqa, patch=b.vllm_runtime),
+        *(b.VllmCase(name, (impl,), att.KV_SCALES, layer=att.mla_layer(impl),
+                     first_forward=att.decode_step(metadata, q_dtype), forward_stop=stop,
+                     patch=b.vllm_runtime)
+          for name, impl, metadata, q_dtype, stop in _MLA_DECODE),
+        *model_cases(),
+        _tried("muse-spark-nvfp4-moe", (_MUSE,), _muse_spark),
         *(_tried(name, (qualified,), run) for qualified, (name, run) in ATTEMPTS.items()),
         _tried("nvfp4-moe-step5-mega", ("vllm.models.step5.nvidia.mega_moe.Step5MegaMoEExperts",),
                _step5_experts),
