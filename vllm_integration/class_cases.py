@@ -12,6 +12,7 @@ the try and says so in :data:`PLATFORM_ANSWERS`; nothing else of vLLM is patched
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 from collections.abc import Callable, Iterator
 
@@ -39,6 +40,8 @@ PLATFORM_ANSWERS: dict[str, str] = {
     "fp8-block-linear-xpu-bmm": "the kernel's is_supported() (current_platform.is_xpu())",
     "nvfp4-linear-b12x": "the kernel's is_supported() (its constructor asserts a CUDA SM12x)",
     "nvfp4-linear-flint": "the kernel's is_supported() (its constructor asserts CUDA)",
+    "muse-spark-nvfp4-moe": "MarlinExperts.is_supported_config() and "
+                            "is_device_capability_family(90) (Hopper, with --moe-backend marlin)",
     "dflash2-beam-context-kv": CPU_ATTENTION,
     "kimi-k3-dspark-context-kv": CPU_ATTENTION,
 }
@@ -46,12 +49,17 @@ PLATFORM_ANSWERS: dict[str, str] = {
 
 @contextlib.contextmanager
 def _answer(target: object, name: str, value: object) -> Iterator[None]:
-    original = getattr(target, name)
+    """``target.name`` is ``value`` for the duration (an inherited one is inherited again)."""
+    own = vars(target)
+    had, original = name in own, own.get(name)
     setattr(target, name, value)
     try:
         yield
     finally:
-        setattr(target, name, original)
+        if had:
+            setattr(target, name, original)
+        else:
+            delattr(target, name)
 
 
 def _load(qualified: str) -> object:
@@ -281,14 +289,32 @@ _MUSE = "vllm.models.muse_spark.nvidia.muse_moe_runner.MuseSparkModelOptNvFp4Fus
 
 
 def _muse_spark() -> None:
-    """The MoE method MuseSparkRoutedExperts builds for an NVFP4 ModelOpt checkpoint."""
+    """The MoE method MuseSparkRoutedExperts builds for an NVFP4 ModelOpt checkpoint, on its
+    Hopper Marlin path (the one making the store): built, weights created and loaded, then
+    its post-load step."""
+    from vllm.model_executor.layers.fused_moe.experts.marlin_moe import MarlinExperts
     from vllm.model_executor.layers.quantization.modelopt import ModelOptNvFp4Config
+    from vllm.model_executor.model_loader.weight_utils import default_weight_loader
+    from vllm.platforms import current_platform
 
-    with b.vllm_runtime():
+    moe = dataclasses.replace(b.moe_config(), moe_backend="marlin")  # --moe-backend marlin
+    with b.vllm_runtime(), \
+            _answer(MarlinExperts, "is_supported_config", lambda *a, **k: (True, None)), \
+            _answer(type(current_platform), "is_device_capability_family",
+                    classmethod(lambda cls, family, device_id=0: family == 90)):
         config = ModelOptNvFp4Config.from_config({"quantization": {
             "quant_algo": "NVFP4", "group_size": 16, "exclude_modules": [],
             "kv_cache_quant_algo": None}})
-        _load(_MUSE)(config, b.moe_config())
+        method = _load(_MUSE)(config, moe)
+        layer = nn.Module()  # what prepare_nvfp4_moe_layer_for_marlin reads of RoutedExperts
+        layer.hidden_size, layer.intermediate_size_per_partition = H, N
+        method.create_weights(layer, num_experts=E, hidden_size=H,
+                              intermediate_size_per_partition=N, params_dtype=torch.bfloat16,
+                              weight_loader=default_weight_loader)
+        g = torch.Generator().manual_seed(0)
+        for name, p in layer.named_parameters():
+            p.data.copy_(b.random_tensor(tuple(p.shape), p.dtype, name, g))
+        method.process_weights_after_loading(layer)
 
 
 _MLA = "vllm.v1.attention.backends.mla"

@@ -95,7 +95,7 @@ def render(rows: list[dict[str, Any]]) -> str:
                              for a, v in sorted(r["verdicts"].items()))
             if r.get("forward_stop"):
                 stop = r["forward_stop"]
-                what += (f"; its forward filled them, then stopped at "
+                what += (f"; its decode step filled the cache, then stopped at "
                          f"`{stop['last_vllm_frame']}` ({stop['exception']}: a GPU step)")
             if r["outcome"] == "reload failed" and r["blocker"]:
                 b = r["blocker"]
