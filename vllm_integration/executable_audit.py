@@ -128,6 +128,8 @@ class ExecutableAudit:
                 lines.append(f"{case}: {status}")
             elif status != "ran":
                 lines.append(f"not runnable: {case}: {status}")
+        for case, stop in self.stops.items():
+            lines.append(f"{case}: its forward stopped after the code under audit: {stop}")
         return "\n".join(lines)
 
 
