@@ -15,6 +15,7 @@ import importlib
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import nn
@@ -149,6 +150,11 @@ class VllmCase:
     patch: Callable[[], contextlib.AbstractContextManager] | None = field(
         default=None, repr=False, compare=False)
     once: bool = field(default=False, repr=False, compare=False)  # first_forward at build only
+    #: the vLLM function where ``first_forward`` may stop (a GPU-only step after the code
+    #: under audit, e.g. a kernel's CUDA workspace); any other failure is a blocker
+    forward_stop: str | None = field(default=None, repr=False, compare=False)
+    #: what stopped the last ``first_forward`` at ``forward_stop`` (``"forward"``)
+    stops: dict[str, Blocker] = field(default_factory=dict, repr=False, compare=False)
 
     @contextlib.contextmanager
     def _running(self) -> Iterator[None]:
@@ -169,10 +175,26 @@ class VllmCase:
         assert self.post_load is not None
         return CaseLayer(_method_class(self.shapes, self.post_load))
 
+    def layer_modules(self, model: nn.Module) -> list[nn.Module]:
+        """The modules a post-load step was given (a layer-attribute store lands there)."""
+        return [m for layer in model.layers for m in layer.modules()]
+
     def _after_load(self, model: nn.Module) -> None:
         if self.first_forward is not None:
             for layer in model.layers:
-                self.first_forward(layer)
+                self._forward(layer)
+
+    def _forward(self, layer: nn.Module) -> None:
+        """``first_forward`` on ``layer``; a failure inside ``forward_stop`` is recorded as
+        where the forward stopped (after the code under audit ran), any other is raised."""
+        try:
+            self.first_forward(layer)  # type: ignore[misc]
+        except Exception as exc:  # noqa: BLE001 - only the declared stop is accepted
+            found = blocker_of(exc)
+            if self.forward_stop is None or not (found.last_vllm_frame or "").endswith(
+                    f" in {self.forward_stop}"):
+                raise
+            self.stops["forward"] = found
 
     def _check(self) -> None:
         reason = self.not_runnable() if self.not_runnable is not None else None
@@ -260,10 +282,11 @@ def load_class(qualified: str) -> type:
 
 
 @contextlib.contextmanager
-def vllm_runtime() -> Iterator[None]:
+def vllm_runtime(vllm_config: Any = None) -> Iterator[None]:
     """What vLLM's real quant methods ask for on construction: a current VllmConfig (with a
-    model config naming the dtype) and a one-process model-parallel group (gloo, CPU), torn
-    down again on exit so that no process group outlives the probe."""
+    model config naming the dtype, or ``vllm_config`` as given) and a one-process
+    model-parallel group (gloo, CPU), torn down again on exit so that no process group
+    outlives the probe."""
     import tempfile
     import types
 
@@ -275,7 +298,7 @@ def vllm_runtime() -> Iterator[None]:
         model_parallel_is_initialized,
     )
 
-    config = VllmConfig(device_config=DeviceConfig(device="cpu"))
+    config = vllm_config or VllmConfig(device_config=DeviceConfig(device="cpu"))
     owned = not model_parallel_is_initialized()
     with tempfile.TemporaryDirectory(prefix="dg-vllm-") as tmp:
         try:
@@ -285,9 +308,10 @@ def vllm_runtime() -> Iterator[None]:
                         world_size=1, rank=0, local_rank=0, backend="gloo",
                         distributed_init_method=f"file://{tmp}/init")
                     initialize_model_parallel(1, 1)
-            object.__setattr__(config, "model_config", types.SimpleNamespace(
-                dtype=torch.bfloat16, hf_config=None, is_encoder_decoder=False, is_moe=False,
-                quantization_config=None))
+            if vllm_config is None:
+                object.__setattr__(config, "model_config", types.SimpleNamespace(
+                    dtype=torch.bfloat16, hf_config=None, is_encoder_decoder=False,
+                    is_moe=False, quantization_config=None))
             with set_current_vllm_config(config):
                 yield
         finally:

@@ -44,16 +44,6 @@ def kv_b_proj(fp8: bool) -> nn.Module:
     return proj
 
 
-def _mla_impl(qualified: str, kv_cache_dtype: str = "auto") -> Callable[[], None]:
-    def run() -> None:
-        module, _, name = qualified.rpartition(".")
-        with b.vllm_runtime():
-            _forward(getattr(importlib.import_module(module), name)(
-                **attention_args(kv_cache_dtype), **_MLA, kv_b_proj=kv_b_proj(False)))
-
-    return run
-
-
 def _forward(impl: object) -> None:
     """The lazy caches are filled inside forward, after it reads the attention metadata."""
     raise NotImplementedError(
@@ -81,12 +71,6 @@ def _import(module: str) -> Callable[[], None]:
 ATTEMPTS: dict[str, tuple[str, Callable[[], None]]] = {
     "vllm.v1.attention.backends.flashinfer.FlashInferImpl":
         ("attention-flashinfer", _flashinfer_impl),
-    "vllm.v1.attention.backends.mla.flashinfer_mla.FlashInferMLAImpl":
-        ("mla-flashinfer", _mla_impl(
-            "vllm.v1.attention.backends.mla.flashinfer_mla.FlashInferMLAImpl", "fp8")),
-    "vllm.v1.attention.backends.mla.tokenspeed_mla.TokenspeedMLAImpl":
-        ("mla-tokenspeed", _mla_impl(
-            "vllm.v1.attention.backends.mla.tokenspeed_mla.TokenspeedMLAImpl", "fp8")),
     "vllm.models.deepseek_v4.amd.model.DeepseekV4HeterogeneousSharedRoutedExperts":
         ("deepseek-v4-amd-shared-expert", _import("vllm.models.deepseek_v4.amd.model")),
     "vllm.models.deepseek_v4.amd.rocm.DeepseekV4ROCMAiterMLAAttention":
@@ -94,11 +78,3 @@ ATTEMPTS: dict[str, tuple[str, Callable[[], None]]] = {
     "vllm.models.deepseek_v4.amd.mono_decode.MonoDecodeLayer":
         ("deepseek-v4-amd-mono-decode", _import("vllm.models.deepseek_v4.amd.model")),
 }
-ATTEMPTS.update({
-    "vllm.models.kimi_k3.nvidia.dspark_mla.K3DSparkModel":
-        ("kimi-k3-dspark-context-kv", _import("vllm.models.kimi_k3.nvidia.dspark_mla")),
-    "vllm.models.beam.nvidia.dflash2.DFlash2BeamModel":
-        ("dflash2-beam-context-kv", _import("vllm.models.beam.nvidia.dflash2")),
-    "vllm.models.muse_spark.nvidia.muse_moe_runner.MuseSparkModelOptNvFp4FusedMoE":
-        ("muse-spark-nvfp4-moe", _import("vllm.models.muse_spark.nvidia.muse_moe_runner")),
-})

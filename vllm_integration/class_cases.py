@@ -12,6 +12,7 @@ the try and says so in :data:`PLATFORM_ANSWERS`; nothing else of vLLM is patched
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 from collections.abc import Callable, Iterator
 
@@ -22,6 +23,7 @@ from vllm_integration import case_base as b
 from vllm_integration import class_layers as att
 from vllm_integration.blockers import attempt
 from vllm_integration.class_attempts import ATTEMPTS
+from vllm_integration.class_models import CPU_ATTENTION, model_cases
 
 __all__ = ["PLATFORM_ANSWERS", "class_cases"]
 
@@ -38,17 +40,26 @@ PLATFORM_ANSWERS: dict[str, str] = {
     "fp8-block-linear-xpu-bmm": "the kernel's is_supported() (current_platform.is_xpu())",
     "nvfp4-linear-b12x": "the kernel's is_supported() (its constructor asserts a CUDA SM12x)",
     "nvfp4-linear-flint": "the kernel's is_supported() (its constructor asserts CUDA)",
+    "muse-spark-nvfp4-moe": "MarlinExperts.is_supported_config() and "
+                            "is_device_capability_family(90) (Hopper, with --moe-backend marlin)",
+    "dflash2-beam-context-kv": CPU_ATTENTION,
+    "kimi-k3-dspark-context-kv": CPU_ATTENTION,
 }
 
 
 @contextlib.contextmanager
 def _answer(target: object, name: str, value: object) -> Iterator[None]:
-    original = getattr(target, name)
+    """``target.name`` is ``value`` for the duration (an inherited one is inherited again)."""
+    own = vars(target)
+    had, original = name in own, own.get(name)
     setattr(target, name, value)
     try:
         yield
     finally:
-        setattr(target, name, original)
+        if had:
+            setattr(target, name, original)
+        else:
+            delattr(target, name)
 
 
 def _load(qualified: str) -> object:
@@ -274,6 +285,49 @@ def _step5_experts() -> None:
         experts.quant_method.process_weights_after_loading(experts)  # -> prepare_weights()
 
 
+_MUSE = "vllm.models.muse_spark.nvidia.muse_moe_runner.MuseSparkModelOptNvFp4FusedMoE"
+
+
+def _muse_spark() -> None:
+    """The MoE method MuseSparkRoutedExperts builds for an NVFP4 ModelOpt checkpoint, on its
+    Hopper Marlin path (the one making the store): built, weights created and loaded, then
+    its post-load step."""
+    from vllm.model_executor.layers.fused_moe.experts.marlin_moe import MarlinExperts
+    from vllm.model_executor.layers.quantization.modelopt import ModelOptNvFp4Config
+    from vllm.model_executor.model_loader.weight_utils import default_weight_loader
+    from vllm.platforms import current_platform
+
+    moe = dataclasses.replace(b.moe_config(), moe_backend="marlin")  # --moe-backend marlin
+    with b.vllm_runtime(), \
+            _answer(MarlinExperts, "is_supported_config", lambda *a, **k: (True, None)), \
+            _answer(type(current_platform), "is_device_capability_family",
+                    classmethod(lambda cls, family, device_id=0: family == 90)):
+        config = ModelOptNvFp4Config.from_config({"quantization": {
+            "quant_algo": "NVFP4", "group_size": 16, "exclude_modules": [],
+            "kv_cache_quant_algo": None}})
+        method = _load(_MUSE)(config, moe)
+        layer = nn.Module()  # what prepare_nvfp4_moe_layer_for_marlin reads of RoutedExperts
+        layer.hidden_size, layer.intermediate_size_per_partition = H, N
+        method.create_weights(layer, num_experts=E, hidden_size=H,
+                              intermediate_size_per_partition=N, params_dtype=torch.bfloat16,
+                              weight_loader=default_weight_loader)
+        g = torch.Generator().manual_seed(0)
+        for name, p in layer.named_parameters():
+            p.data.copy_(b.random_tensor(tuple(p.shape), p.dtype, name, g))
+        method.process_weights_after_loading(layer)
+
+
+_MLA = "vllm.v1.attention.backends.mla"
+#: (case, MLA impl, its metadata class, query dtype, where its first decode step needs a GPU)
+_MLA_DECODE = (
+    ("mla-flashinfer", f"{_MLA}.flashinfer_mla.FlashInferMLAImpl",
+     f"{_MLA}.flashinfer_mla.FlashInferMLAMetadata", torch.bfloat16, "_get_workspace_buffer"),
+    ("mla-tokenspeed", f"{_MLA}.tokenspeed_mla.TokenspeedMLAImpl",
+     "vllm.model_executor.layers.attention.mla_attention.MLACommonMetadata",
+     torch.float8_e4m3fn, "_get_workspace"),
+)
+
+
 # ---- the cases --------------------------------------------------------------------------
 
 def _tried(name: str, classes: tuple[str, ...], run: Callable[[], object]) -> b.VllmCase:
@@ -322,10 +376,17 @@ def class_cases() -> list[b.VllmCase]:
         b.VllmCase("kimi-k3-prepared-mla", (f"{_KIMI}.mla.prepared.PreparedMla",),
                    {**att.MLA, **att.KV_SCALES}, layer=lambda: att.kv_scaled_layer(att.MLA),
                    first_forward=att.prepared_mla, once=True),
-        b.VllmCase("mla-flashinfer-sparse", ("vllm.v1.attention.backends.mla"
-                                              ".flashinfer_mla_sparse.FlashInferMLASparseImpl",),
-                   att.KV_SCALES, layer=att.sparse_mla_layer, first_forward=att.prepare_mqa,
-                   patch=b.vllm_runtime),
+        b.VllmCase("mla-flashinfer-sparse", (f"{_MLA}.flashinfer_mla_sparse"
+                                              ".FlashInferMLASparseImpl",),
+                   att.KV_SCALES, layer=att.mla_layer(f"{_MLA}.flashinfer_mla_sparse"
+                                                      ".FlashInferMLASparseImpl"),
+                   first_forward=att.prepare_mqa, patch=b.vllm_runtime),
+        *(b.VllmCase(name, (impl,), att.KV_SCALES, layer=att.mla_layer(impl),
+                     first_forward=att.decode_step(metadata, q_dtype), forward_stop=stop,
+                     patch=b.vllm_runtime)
+          for name, impl, metadata, q_dtype, stop in _MLA_DECODE),
+        *model_cases(),
+        _tried("muse-spark-nvfp4-moe", (_MUSE,), _muse_spark),
         *(_tried(name, (qualified,), run) for qualified, (name, run) in ATTEMPTS.items()),
         _tried("nvfp4-moe-step5-mega", ("vllm.models.step5.nvidia.mega_moe.Step5MegaMoEExperts",),
                _step5_experts),

@@ -1,6 +1,7 @@
 """Attention-side cases for undeclared error classes: Kimi-K3's prepared decode containers
-and the sparse FlashInfer MLA impl, built on layers whose KV-cache scales go through vLLM's
-own ``BaseKVCacheMethod`` (which makes the host floats ``_k_scale_float`` etc.).
+and vLLM's MLA impls (sparse FlashInfer, FlashInfer, Tokenspeed), built on layers whose
+KV-cache scales go through vLLM's own ``BaseKVCacheMethod`` (which makes the host floats
+``_k_scale_float`` etc.).
 
 The Kimi-K3 containers are built as the specialized-decode provider builds them
 (``runtime/providers.py:84,96``), from a view of the case layer's own parameters, once after
@@ -10,6 +11,8 @@ capture (``runtime/decode.py:125``), and no reload path calls it again.
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from types import SimpleNamespace
 
 import torch
@@ -17,8 +20,8 @@ from torch import nn
 
 from vllm_integration.class_attempts import attention_args, kv_b_proj, mla_args
 
-__all__ = ["KDA", "KV_SCALES", "MLA", "kv_scaled_layer", "prepare_mqa", "prepared_kda",
-           "prepared_mla", "sparse_mla_layer"]
+__all__ = ["KDA", "KV_SCALES", "MLA", "decode_step", "kv_scaled_layer", "mla_layer",
+           "prepare_mqa", "prepared_kda", "prepared_mla"]
 
 KDA = {"conv1d_weight": ((3 * 256, 1, 4), torch.bfloat16), "dt_bias": ((256,), torch.float32),
         "A_log": ((2,), torch.float32), "f_b_proj_weight": ((256, 16), torch.bfloat16),
@@ -77,14 +80,41 @@ def prepared_mla(layer: nn.Module) -> None:
     layer.core = PreparedMla(view, {1: 16}, torch.empty(64, 2, 576, dtype=torch.uint8))
 
 
-def sparse_mla_layer() -> nn.Module:
-    """An MLA attention layer's KV-cache scales and vLLM's FlashInferMLASparseImpl."""
-    from vllm.v1.attention.backends.mla.flashinfer_mla_sparse import FlashInferMLASparseImpl
+def mla_layer(qualified: str) -> Callable[[], nn.Module]:
+    """An MLA attention layer's KV-cache scales and vLLM's MLA impl ``qualified`` (built as
+    its backend builds it, on an fp8 KV cache)."""
+    def make() -> nn.Module:
+        module, _, name = qualified.rpartition(".")
+        layer = kv_scaled_layer({})
+        layer.impl = getattr(importlib.import_module(module), name)(
+            **attention_args("fp8"), **mla_args, kv_b_proj=kv_b_proj(False))
+        return layer
 
-    layer = kv_scaled_layer({})
-    layer.impl = FlashInferMLASparseImpl(**attention_args("fp8"), **mla_args,
-                                         kv_b_proj=kv_b_proj(False))
-    return layer
+    return make
+
+
+def decode_step(metadata: str, q_dtype: torch.dtype) -> Callable[[nn.Module], None]:
+    """One decode step of the impl's ``forward_mqa``: one request, one token, one KV block,
+    vLLM's own metadata dataclasses (``metadata``: the backend's metadata class, whose
+    ``decode`` field type is looked up beside it). The impls fill their lazy scale caches
+    before the first step that needs a GPU (a CUDA workspace), which is where it stops."""
+    def step(layer: nn.Module) -> None:
+        module, _, name = metadata.rpartition(".")
+        mod = importlib.import_module(module)
+        meta_cls = getattr(mod, name)
+        decode_cls = getattr(mod, name.replace("Metadata", "DecodeMetadata"))
+        one = torch.ones(1, dtype=torch.int32)
+        decode = decode_cls(block_table=torch.zeros(1, 1, dtype=torch.int32), seq_lens=one,
+                            dcp_tot_seq_lens=None)
+        md = meta_cls(num_reqs=1, max_query_len=1, max_seq_len=1, num_actual_tokens=1,
+                      query_start_loc=torch.tensor([0, 1], dtype=torch.int32),
+                      slot_mapping=torch.zeros(1, dtype=torch.int64), num_decodes=1,
+                      num_decode_tokens=1, num_prefills=0, decode=decode)
+        latent = mla_args["kv_lora_rank"] + mla_args["qk_rope_head_dim"]
+        q = torch.zeros(1, attention_args("fp8")["num_heads"], latent, dtype=q_dtype)
+        layer.impl.forward_mqa(q, torch.zeros(1, 64, latent, dtype=torch.uint8), md, layer)
+
+    return step
 
 
 def prepare_mqa(layer: nn.Module) -> None:

@@ -69,6 +69,7 @@ def build_table(classes: Mapping[str, list[Any]], case_of: Mapping[str, str],
                                   "verdict": seen[f.attr]["verdict"]}
                          for f in findings if f.attr in seen},
             "blocker": audit.get("blockers", {}).get(case),
+            "forward_stop": audit.get("stops", {}).get(case),
             "platform_answers": answers.get(case) if case else None,
         })
     return rows
@@ -92,6 +93,10 @@ def render(rows: list[dict[str, Any]]) -> str:
         if r["outcome"] in ("ran", "reload failed"):
             what = "; ".join(f"`{a}` {v['observed']} ({v['verdict']})"
                              for a, v in sorted(r["verdicts"].items()))
+            if r.get("forward_stop"):
+                stop = r["forward_stop"]
+                what += (f"; its decode step filled the cache, then stopped at "
+                         f"`{stop['last_vllm_frame']}` ({stop['exception']}: a GPU step)")
             if r["outcome"] == "reload failed" and r["blocker"]:
                 b = r["blocker"]
                 what += f"; vLLM's reload raised {b['exception']} at `{b['last_vllm_frame']}`"

@@ -89,6 +89,8 @@ class ExecutableAudit:
     rows: list[AuditRow] = field(default_factory=list)
     cases: dict[str, str] = field(default_factory=dict)  # case -> "ran" or the reason
     blockers: dict[str, Blocker] = field(default_factory=dict)  # case -> what vLLM raised
+    #: case -> where its forward stopped, after filling what the findings name
+    stops: dict[str, Blocker] = field(default_factory=dict)
 
     def verdicts(self) -> dict[tuple[str, str], Verdict]:
         """``(class name, attribute name) -> Verdict``; confirmed beats refuted beats not run."""
@@ -105,6 +107,7 @@ class ExecutableAudit:
         return {"cases": self.cases, "rows": [r.as_json() for r in self.rows],
                 "blockers": {c: asdict(b) | {"in_vllm": b.in_vllm}
                              for c, b in self.blockers.items()},
+                "stops": {c: asdict(b) | {"in_vllm": b.in_vllm} for c, b in self.stops.items()},
                 "verdicts": [{"class": c, "attribute": a, "verdict": v.value}
                              for (c, a), v in sorted(self.verdicts().items())]}
 
@@ -125,6 +128,8 @@ class ExecutableAudit:
                 lines.append(f"{case}: {status}")
             elif status != "ran":
                 lines.append(f"not runnable: {case}: {status}")
+        for case, stop in self.stops.items():
+            lines.append(f"{case}: its forward stopped after the code under audit: {stop}")
         return "\n".join(lines)
 
 
@@ -256,12 +261,14 @@ def _run_case(case: Any, audit: ExecutableAudit, seeds: tuple[int, int]) -> None
     cold = take_census(case.build(seeds[1]))
     diff = diff_censuses(startup, after, cold)
     audit.cases[case.name] = "ran"
+    if "forward" in case.stops:
+        audit.stops[case.name] = case.stops["forward"]
     # a finding on a base class is about every concrete class below it
     holders_of: dict[str, set[str]] = {}
     for c in classes:
         for k in _vllm_mro(c):
             holders_of.setdefault(k.__name__, set()).add(c.__name__)
-    layers = {type(m).__name__ for layer in model.layers for m in layer.modules()}
+    layers = {type(m).__name__ for m in case.layer_modules(model)}
     named: set[str] = set()
     for f in sorted(findings, key=lambda f: (f.cls, f.attr)):
         observed, paths = _observe(diff, after, f.attr, _holders(f, holders_of, layers), model)

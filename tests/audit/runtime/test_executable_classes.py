@@ -19,9 +19,10 @@ from vllm_integration.executable_audit import audit_cases as cases  # noqa: E402
 
 RUNS = ["nvfp4-moe-flashinfer-b12x", "router-gate-bf16x3", "moe-runner-fused-gate",
         "kimi-k3-prepared-kda", "kimi-k3-prepared-mla", "mla-flashinfer-sparse",
-        "mxfp8-linear-xpu-bmm", "fp8-block-linear-xpu-bmm"]
+        "mxfp8-linear-xpu-bmm", "fp8-block-linear-xpu-bmm", "mla-flashinfer", "mla-tokenspeed",
+        "dflash2-beam-context-kv", "kimi-k3-dspark-context-kv"]
 BLOCKED = ["mxfp4-moe-gpt-oss", "mxfp4-moe", "mxfp4-moe-online", "nvfp4-linear-b12x",
-           "fp8-linear", "attention-flashinfer"]
+           "fp8-linear", "attention-flashinfer", "muse-spark-nvfp4-moe"]
 
 
 @pytest.fixture(scope="module")
@@ -171,3 +172,103 @@ def test_the_new_verdicts_feed_the_static_report(audit):
     assert marked[("XPUMxFp8LinearKernel", "bmm_scale", 53)] == "confirmed"
     assert marked[("XPUFp8BlockScaledMMKernel", "bmm_scale", 256)] == "confirmed"
     assert marked[("Mxfp4OnlineMoEMethod", "w13_weight", 238)] == "not_runnable"
+    assert marked[("FlashInferMLAImpl", "bmm1_scale", 374)] == "confirmed"
+    assert marked[("TokenspeedMLAImpl", "softmax_scale", 316)] == "confirmed"
+    assert marked[("DFlash2BeamModel", "_context_kv_weight", 389)] == "confirmed"
+    assert marked[("K3DSparkModel", "_context_kv_norm_weights", 247)] == "confirmed"
+    assert marked[("K3DSparkModel", "_context_kv_scales", 259)] == "not_runnable"
+    assert marked[("MuseSparkModelOptNvFp4FusedMoE", "moe_quant_config", 711)] == "not_runnable"
+
+
+def test_mla_impls_fill_their_scale_caches_in_a_decode_step_then_stop_at_a_gpu_workspace(audit):
+    # the first decode step fills the host-float caches from the layer's KV scales, then
+    # needs a CUDA workspace; the reload refreshes the scales, the caches keep the first load's
+    for cls, attr in (("FlashInferMLAImpl", "bmm1_scale"), ("FlashInferMLAImpl", "bmm2_scale"),
+                      ("TokenspeedMLAImpl", "softmax_scale")):
+        row = _row(audit, cls, attr)
+        assert (row.observed, row.verdict) == (Observed.STALE, Verdict.CONFIRMED), (cls, attr)
+        assert row.paths == (f"layers.0.impl.{attr}", f"layers.1.impl.{attr}")
+    mla = "vllm/v1/attention/backends/mla"
+    for case, first, last in (
+            ("mla-flashinfer", f"{mla}/flashinfer_mla.py:382 in forward_mqa",
+             f"{mla}/flashinfer_mla.py:88 in _get_workspace_buffer"),
+            ("mla-tokenspeed", f"{mla}/tokenspeed_mla.py:321 in forward_mqa",
+             f"{mla}/tokenspeed_mla.py:57 in _get_workspace")):
+        stop = audit.stops[case]
+        assert (stop.exception, stop.first_vllm_frame, stop.last_vllm_frame) == (
+            "RuntimeError", first, last), case
+        assert "NVIDIA driver" in stop.message
+        assert audit.cases[case] == "ran"
+
+
+def test_the_drafter_models_run_through_vllms_load_and_reload_weights_muse_is_blocked(audit):
+    # DFlash2 rebuilds its stacked K/V weight in load_weights: a new tensor on every reload
+    for attr in ("_context_kv_weight", "_context_k_norm_weight"):
+        row = _row(audit, "DFlash2BeamModel", attr)
+        assert (row.observed, row.verdict) == (Observed.MOVED, Verdict.CONFIRMED), attr
+        assert row.paths == (f"model.{attr}",)
+    # K3 DSpark stacks the KV norms in the model-level post-load, which reload_weights never
+    # reruns: the stack keeps the first load's values
+    row = _row(audit, "K3DSparkModel", "_context_kv_norm_weights")
+    assert (row.observed, row.verdict) == (Observed.STALE, Verdict.CONFIRMED)
+    assert row.paths == ("model._context_kv_norm_weights",)
+    # the KV-scale stack exists only with an fp8 KV cache, which CPU's MLA refuses (below)
+    scales = _row(audit, "K3DSparkModel", "_context_kv_scales")
+    assert (scales.observed, scales.verdict) == (Observed.ABSENT, Verdict.NOT_RUNNABLE)
+    b = audit.blockers["muse-spark-nvfp4-moe"]
+    # MuseSpark's Hopper Marlin post-load needs the Marlin repack, a CUDA op missing here
+    assert (b.exception, b.first_vllm_frame, b.last_vllm_frame) == (
+        "AttributeError",
+        "vllm/models/muse_spark/nvidia/muse_moe_runner.py:608 in process_weights_after_loading",
+        "vllm/_custom_ops.py:1111 in gptq_marlin_repack")
+    assert "gptq_marlin_repack" in b.message
+
+
+def test_the_k3_drafter_on_an_fp8_kv_cache_is_refused_by_cpus_mla():
+    import dataclasses
+
+    from vllm_integration.class_models import model_cases
+
+    k3 = next(c for c in model_cases() if c.name == "kimi-k3-dspark-context-kv")
+    with pytest.raises(NotRunnable) as info:
+        dataclasses.replace(k3, cache_dtype="fp8").build(0)
+    assert info.value.blocker.message == (
+        "--kv-cache-dtype fp8 is not supported by MLA attention on CPU.")
+    assert info.value.blocker.last_vllm_frame.startswith(
+        "vllm/platforms/cpu.py:159 in get_attn_backend_cls")
+
+
+def test_canary_a_forward_failing_before_its_declared_stop_is_a_blocker():
+    from torch import nn
+
+    from vllm_integration.case_base import VllmCase
+
+    def forward(layer):  # fails in a vLLM function other than the declared stop
+        from vllm.v1.attention.backends.mla import flashinfer_mla
+
+        flashinfer_mla._get_workspace_buffer(False)
+
+    planted = VllmCase("x", (), forward_stop="_get_multi_ctas_kv_counter_buffer",
+                       first_forward=forward)
+    with pytest.raises(RuntimeError):
+        planted._forward(nn.Module())
+    assert not planted.stops
+    declared = VllmCase("x", (), forward_stop="_get_workspace_buffer", first_forward=forward)
+    declared._forward(nn.Module())
+    assert declared.stops["forward"].last_vllm_frame.endswith(" in _get_workspace_buffer")
+
+
+def test_the_committed_table_matches_this_run_for_the_cases_run_here(audit):
+    from types import SimpleNamespace
+
+    from vllm_integration.class_cases import PLATFORM_ANSWERS
+    from vllm_integration.class_table import build_table
+
+    committed = [r for r in json.loads(TABLE.read_text())["classes"]
+                 if r["case"] in RUNS + BLOCKED]
+    assert {r["case"] for r in committed} == set(RUNS + BLOCKED) - {"fp8-linear"}
+    classes = {r["class"]: [SimpleNamespace(file=r["file"], **f) for f in r["findings"]]
+               for r in committed}
+    fresh = build_table(classes, {r["class"]: r["case"] for r in committed},
+                        json.loads(json.dumps(audit.as_json())), PLATFORM_ANSWERS)
+    assert fresh == committed

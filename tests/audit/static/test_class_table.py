@@ -54,3 +54,29 @@ def test_the_table_covers_exactly_the_undeclared_error_classes():
     for row in _rows():
         assert {(f["line"], f["attr"]) for f in row["findings"]} == {
             (f.line, f.attr) for f in classes[row["class"]]}
+
+
+def test_the_outcome_counts_and_every_blocker_is_inside_vllm():
+    from collections import Counter
+
+    rows = _rows()
+    assert Counter(r["outcome"] for r in rows) == {"ran": 12, "reload failed": 1, "blocked": 16}
+    # every blocked class was tried as far as vLLM's own code goes here: no try stops in
+    # the harness around it
+    assert all(r["blocker"]["in_vllm"] for r in rows if r["outcome"] == "blocked")
+    # a decode step that stopped at a GPU step did so after its cache fill, inside vLLM
+    stopped = {r["case"]: r["forward_stop"] for r in rows if r.get("forward_stop")}
+    assert set(stopped) == {"mla-flashinfer", "mla-tokenspeed"}
+    assert all(s["in_vllm"] and s["exception"] == "RuntimeError" for s in stopped.values())
+
+
+def test_canary_a_forward_stop_shows_in_the_doc_row():
+    rows = _rows()
+    planted = copy.deepcopy(rows)
+    row = next(r for r in planted if r["case"] == "mla-flashinfer-sparse")
+    assert row["forward_stop"] is None
+    row["forward_stop"] = {"exception": "RuntimeError", "last_vllm_frame": "vllm/x.py:1 in f",
+                           "first_vllm_frame": "vllm/x.py:1 in f", "message": "m",
+                           "in_vllm": True}
+    assert "stopped at `vllm/x.py:1 in f`" in render(planted)
+    assert "stopped at `vllm/x.py:1 in f`" not in render(rows)
