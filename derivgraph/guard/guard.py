@@ -73,7 +73,7 @@ def _storage_ptr(t: torch.Tensor) -> int:
 
 
 def _layout(t: torch.Tensor) -> tuple[Any, ...]:
-    return tuple(t.shape), tuple(t.stride()), t.dtype, t.device
+    return t.shape, t.stride(), t.dtype, t.device  # a torch.Size compares as a tuple
 
 
 def weight_storages(model: Any) -> set[int]:
@@ -107,18 +107,16 @@ class _Action:
     """One slot to restore: the engine's tensor (None: the startup tensor was pointed at other
     storage) and every place holding it, each with its direct store or None."""
 
-    __slots__ = ("startup", "new", "path", "holds", "stores", "seen")
+    __slots__ = ("startup", "new", "path", "holds", "stores")
 
     def __init__(self, startup: _Startup, new: torch.Tensor | None, path: str) -> None:
         self.startup, self.new, self.path = startup, new, path
         self.holds: list[tuple[Any, str]] = []
         self.stores: list[Store] = []
-        self.seen: set[tuple[int, str]] = set()
 
     def hold(self, holder: Any, piece: str, store: Store = None) -> None:
-        key = (id(holder), piece)
-        if key not in self.seen:
-            self.seen.add(key)
+        # a slot has one or two holders: a scan is cheaper than a set per action
+        if not any(h is holder and p == piece for h, p in self.holds):
             self.holds.append((holder, piece))
             self.stores.append(store)
 
@@ -208,16 +206,19 @@ class Guard:
         """
         start = time.perf_counter()
         report = self._report()
-        self._claimed: dict[int, _Action] = {}
-        with gc_paused():  # short-lived objects only: no full collection over the heap
-            if full:
-                actions = self._plan_walked(model, self._declared_ids(declared), report)
-            else:
-                actions = self._plan_watched(declared, report)
-            if strict and report.recapture:
-                raise RecaptureRequired([c.describe() for c in report.recapture])
-            with torch.no_grad():
-                self._apply(actions, report)
+        self._claimed = {}
+        try:
+            with gc_paused():  # short-lived objects only: no full collection over the heap
+                if full:
+                    actions = self._plan_walked(model, self._declared_ids(declared), report)
+                else:
+                    actions = self._plan_watched(declared, report)
+                if strict and report.recapture:
+                    raise RecaptureRequired([c.describe() for c in report.recapture])
+                with torch.no_grad():
+                    self._apply(actions, report)
+        finally:
+            self._claimed = {}  # the engine's tensors are not kept alive past the restore
         self.restores += 1
         report.seconds = time.perf_counter() - start
         if report.recapture:

@@ -137,6 +137,7 @@ class Node:
     looked: list[str] = field(default_factory=list)  # pieces looked up one by one
     expected: list[Any] = field(default_factory=list)  # what each looked piece held
     pieces: list[tuple[str | None, ...]] = field(default_factory=list)  # per container key
+    template: Template | None = None  # a plain object's fast check when the engine rebuilds it
 
 
 class Edge(NamedTuple):
@@ -146,6 +147,19 @@ class Edge(NamedTuple):
     chain: Chain
     slot: Any
     node: Node | None
+
+
+class Template(NamedTuple):
+    """How a rebuilt plain object is checked against its snapshot object in a few C calls: the
+    snapshot keys, the edges by value index, the indices whose snapshot values held no tensor
+    with those values' exact classes (the same classes now: still none), and the indices of the
+    other values off every chain (checked one by one)."""
+
+    keys: tuple[Any, ...]
+    edges: tuple[tuple[int, str], ...]
+    atoms: tuple[int, ...]
+    atom_types: tuple[type, ...]
+    others: tuple[tuple[int, str, Any], ...]  # (index, piece, key)
 
 
 class Place(NamedTuple):
@@ -199,9 +213,16 @@ class Watch:
                                                   self.nodes.get(target))
         for node in self.nodes.values():
             self._watch(node)
-        self.lens = list(map(len, self.live))
+        # the sweeps visit containers by address: neighbours share cache lines and pages
+        self.by_address = sorted(range(len(self.live)), key=lambda i: id(self.live[i]))
+        self.live_by_address = [self.live[i] for i in self.by_address]
+        self.lens = list(map(len, self.live_by_address))
+        acc = sorted(zip(self.acc_dicts, self.acc_keys, self.acc_values, self.acc_container),
+                     key=lambda a: id(a[0]))
+        self.acc_dicts, self.acc_keys, self.acc_values, self.acc_container = (
+            list(column) for column in zip(*acc)) if acc else ([], [], [], [])
         self.list_values = list(chain.from_iterable(self.live[i] for i in self.lists))
-        self.list_offsets = [0, *self._cumulative([self.lens[i] for i in self.lists])]
+        self.list_offsets = [0, *self._cumulative([len(self.values[i]) for i in self.lists])]
         self.opaque = [n for n in self.nodes.values() if n.looked]
         self._node_ids = {id(n.obj) for n in self.nodes.values()}
 
@@ -240,16 +261,34 @@ class Watch:
         if node.kind is not Kind.TUPLE:
             node.looked = [p for p in node.edges if p not in held]
             node.expected = [lookup(node.obj, p) for p in node.looked]
+        if node.kind is Kind.OBJECT:
+            node.template = self._template(node)
+
+    def _template(self, node: Node) -> Template:
+        keys, values = self.keys[node.first], self.values[node.first]
+        edges, atoms, others = [], [], []
+        for j, (piece, key, value) in enumerate(zip(node.pieces[0], keys, values)):
+            if piece is None:
+                continue
+            if piece in node.edges:
+                edges.append((j, piece))
+            elif leaf_kind(value) in _NO_TENSORS:  # decided by class: the same class, the same
+                atoms.append(j)
+            else:
+                others.append((j, piece, key))
+        return Template(keys, tuple(edges), tuple(atoms),
+                        tuple(type(values[j]) for j in atoms), tuple(others))
 
     # ---- the sweep -----------------------------------------------------------------------------
 
     def _dirty(self) -> set[int]:
         """Indices of the containers that changed: one sweep of lengths, one of the watched dict
         items (a removed key reads as MISSING) and one of list items."""
-        lens = list(map(len, self.live))
+        lens = list(map(len, self.live_by_address))
         dirty: set[int] = set()
         if lens != self.lens:
-            dirty = {i for i, (a, b) in enumerate(zip(lens, self.lens)) if a != b}
+            dirty = {self.by_address[i] for i, (a, b) in enumerate(zip(lens, self.lens))
+                     if a != b}
         acc = self.acc_values
         bad = compress(range(len(acc)), map(_not, map(_is, map(
             dict.get, self.acc_dicts, self.acc_keys, repeat(MISSING, len(acc))), acc)))
@@ -363,6 +402,10 @@ class Watch:
         if obj is MISSING or leaf_kind(obj) in _NO_TENSORS:
             out.gone += [self.finals[f] for f in self.below[node.chain]]
             return
+        template = node.template
+        if template is not None and type(obj) is type(node.obj) and self._by_template(
+                node, template, obj, out):
+            return
         if not self._matches(node, obj):
             self._resolve(node, obj, out)
             return
@@ -388,6 +431,28 @@ class Watch:
         for piece in node.looked:
             value, store = _place(obj, node.kind, piece)
             self._at(node, obj, piece, value, store, out)
+
+    def _by_template(self, node: Node, template: Template, obj: Any, out: Survey) -> bool:
+        """The fast check of a rebuilt plain object of the snapshot object's class: False (nothing
+        done) when its keys or the classes of its atom values differ from the template's."""
+        d = obj.__dict__
+        if tuple(d) != template.keys:
+            return False
+        values = tuple(d.values())
+        if tuple(map(type, map(values.__getitem__, template.atoms))) != template.atom_types:
+            return False
+        self._seen.add(id(obj))
+        at = self._at
+        for j, piece in template.edges:
+            at(node, obj, piece, values[j], (d, template.keys[j]), out)
+        off_chain = self._off_chain
+        for j, piece, key in template.others:
+            if not off_chain(values[j]):
+                at(node, obj, piece, values[j], (d, key), out)
+        for piece in node.looked:
+            value, store = _place(obj, node.kind, piece)
+            at(node, obj, piece, value, store, out)
+        return True
 
     def _matches(self, node: Node, obj: Any) -> bool:
         """``obj`` has the snapshot object's class and keys (a template descent is exact)."""
