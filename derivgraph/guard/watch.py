@@ -151,12 +151,13 @@ class Edge(NamedTuple):
 
 class Template(NamedTuple):
     """How a rebuilt plain object is checked against its snapshot object in a few C calls: the
-    snapshot keys, the edges by value index, the indices whose snapshot values held no tensor
-    with those values' exact classes (the same classes now: still none), and the indices of the
-    other values off every chain (checked one by one)."""
+    snapshot keys, the edges by value index (with the snapshot value: a guarded slot holding it
+    still is unchanged), the indices whose snapshot values held no tensor with those values'
+    exact classes (the same classes now: still none), and the indices of the other values off
+    every chain (checked one by one)."""
 
     keys: tuple[Any, ...]
-    edges: tuple[tuple[int, str], ...]
+    edges: tuple[tuple[int, str, Any, bool], ...]  # (index, piece, snapshot value, a bare slot)
     atoms: tuple[int, ...]
     atom_types: tuple[type, ...]
     others: tuple[tuple[int, str, Any], ...]  # (index, piece, key)
@@ -271,7 +272,7 @@ class Watch:
             if piece is None:
                 continue
             if piece in node.edges:
-                edges.append((j, piece))
+                edges.append((j, piece, value, node.edges[piece].node is None))
             elif leaf_kind(value) in _NO_TENSORS:  # decided by class: the same class, the same
                 atoms.append(j)
             else:
@@ -443,8 +444,10 @@ class Watch:
             return False
         self._seen.add(id(obj))
         at = self._at
-        for j, piece in template.edges:
-            at(node, obj, piece, values[j], (d, template.keys[j]), out)
+        for j, piece, was, bare in template.edges:
+            value = values[j]
+            if value is not was or not bare:  # a bare slot still holding its startup tensor
+                at(node, obj, piece, value, (d, template.keys[j]), out)
         off_chain = self._off_chain
         for j, piece, key in template.others:
             if not off_chain(values[j]):
