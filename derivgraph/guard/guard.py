@@ -137,6 +137,7 @@ class Guard:
         self.seconds = 0.0
         self._claimed: dict[int, _Action] = {}  # new tensor id -> its action (one restore)
         self._guarded: list[str] | None = None
+        self._rebound: dict[str, SlotChange] = {}  # each slot's "rebound" record (frozen)
 
     def __len__(self) -> int:
         return len(self.startup)
@@ -155,6 +156,7 @@ class Guard:
         self.declared = {id(t) for t in declared if isinstance(t, torch.Tensor)}
         weights = weight_storages(model)
         self.startup, self.paths, self.objects, self._guarded = {}, {}, {}, None
+        self._rebound = {}
         self.finals = {}
         for held in self._walk(model):
             t = held.tensor
@@ -366,8 +368,11 @@ class Guard:
                 report.copied_only.append(SlotChange(action.path, Change.FIXED_HOLDER,
                                                      ", ".join(fixed)))
             else:
-                report.restored.append(SlotChange(action.path, Change.WEIGHT_REPOINTED
-                                                  if entry.weight else Change.REBOUND))
+                change = self._rebound.get(action.path)  # the same slot, the same record
+                if change is None:
+                    change = self._rebound[action.path] = SlotChange(
+                        action.path, Change.WEIGHT_REPOINTED if entry.weight else Change.REBOUND)
+                report.restored.append(change)
 
 
 def _describe_layout(layout: tuple[Any, ...]) -> str:
