@@ -115,10 +115,11 @@ class _Action:
         self.stores: list[Store] = []
 
     def hold(self, holder: Any, piece: str, store: Store = None) -> None:
-        # a slot has one or two holders: a scan is cheaper than a set per action
-        if not any(h is holder and p == piece for h, p in self.holds):
-            self.holds.append((holder, piece))
-            self.stores.append(store)
+        for h, p in self.holds:  # one or two holders: a scan is cheaper than a set per action
+            if h is holder and p == piece:
+                return
+        self.holds.append((holder, piece))
+        self.stores.append(store)
 
 
 class Guard:
@@ -313,9 +314,10 @@ class Guard:
                   report: GuardReport, store: Store = None) -> None:
         if t is entry.tensor:
             return  # in place; pointed at other storage (``.data =``): see _moved_storage
-        if id(t) in declared or id(t) in self.startup:
+        tid = id(t)
+        if tid in declared or tid in self.startup:
             return  # another startup tensor, or one a plan keeps: moved between slots
-        action = actions.get((id(t), id(entry.tensor)))
+        action = actions.get((tid, id(entry.tensor)))
         if action is not None:
             action.hold(*hold, store)
             return
@@ -333,18 +335,19 @@ class Guard:
         if entry.weight and (t is None or not bits_equal(t, entry.keep)):
             report.recapture.append(SlotChange(path, Change.WEIGHT))
             return
+        tid = id(value)
         if t is not None:
-            other = self._claimed.get(id(t))
+            other = self._claimed.get(tid)
             if other is not None and other.startup is not entry:
                 # one new tensor now stands where two startup tensors stood
                 report.recapture.append(SlotChange(path, Change.CONFLICT, other.path))
                 return
-        key = (id(value), id(entry.tensor)) if t is not None else (id(value), 0)
-        actions[key] = action = _Action(entry, t, path)
+        actions[(tid, id(entry.tensor) if t is not None else 0)] = action = _Action(entry, t,
+                                                                                     path)
         if hold is not None:
             action.hold(*hold, store)
         if t is not None:
-            self._claimed[id(t)] = action
+            self._claimed[tid] = action
 
     def _apply(self, actions: list[_Action], report: GuardReport) -> None:
         """Copy every rebound value into its startup storage (one ``_foreach_copy_`` per dtype
