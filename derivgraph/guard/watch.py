@@ -157,7 +157,7 @@ class Template(NamedTuple):
     every chain (checked one by one)."""
 
     keys: tuple[Any, ...]
-    edges: tuple[tuple[int, str, Any, bool], ...]  # (index, piece, snapshot value, a bare slot)
+    edges: tuple[tuple[int, str, Any, Any], ...]  # (index, piece, snapshot value, bare slot)
     atoms: tuple[int, ...]
     atom_types: tuple[type, ...]
     others: tuple[tuple[int, str, Any], ...]  # (index, piece, key)
@@ -272,7 +272,8 @@ class Watch:
             if piece is None:
                 continue
             if piece in node.edges:
-                edges.append((j, piece, value, node.edges[piece].node is None))
+                edge = node.edges[piece]  # a bare slot: a guarded tensor, no object on a chain
+                edges.append((j, piece, value, edge.slot if edge.node is None else None))
             elif leaf_kind(value) in _NO_TENSORS:  # decided by class: the same class, the same
                 atoms.append(j)
             else:
@@ -446,8 +447,13 @@ class Watch:
         at = self._at
         for j, piece, was, bare in template.edges:
             value = values[j]
-            if value is not was or not bare:  # a bare slot still holding its startup tensor
+            if bare is None:
                 at(node, obj, piece, value, (d, template.keys[j]), out)
+            elif value is not was:  # else a bare slot still holding its startup tensor
+                if isinstance(value, torch.Tensor):
+                    out.places.append(Place(bare, value, obj, piece, (d, template.keys[j])))
+                else:
+                    out.gone.append(bare)
         off_chain = self._off_chain
         for j, piece, key in template.others:
             if not off_chain(values[j]):
