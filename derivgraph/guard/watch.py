@@ -3,15 +3,19 @@
 At the snapshot, every object on a chain to a guarded tensor keeps its containers as live views
 (a module's ``__dict__``, ``_parameters``, ``_buffers`` and ``_modules``, a plain object's
 ``__dict__``, a dict, a list) with the keys and values they held. :meth:`Watch.survey` compares
-them all with one sweep of lengths, one of value identities and one of keys: an unchanged
-container proves that nothing in it was rebound, removed or added. Only the changed ones are
+them all with one sweep of lengths, one of value identities and one of keys (in address order:
+neighbours share cache lines and pages): an unchanged container proves that nothing in it was
+rebound, removed or added. Only the changed ones are
 looked at, by place:
 
 * a guarded slot holding another value: handed to the guard to classify (with a direct
   ``(container, key)`` store for re-pointing it);
 * an object on a chain the engine rebuilt: matched against the snapshot object's template (same
   class, same keys; every other value an atom or an object the walk already knows) and
-  descended; what does not match is resolved by its chains and walked whole for new tensors;
+  descended; what does not match is resolved by its chains and walked whole for new tensors. A
+  plain object is matched by its node's :class:`~derivgraph.guard.template.Template` in a few
+  C calls (keys, the classes of the values that held no tensor), and a guarded slot in it still
+  holding its startup tensor is not handed on (its storage is swept with every startup tensor's);
 * anything else that changed and may hold tensors: walked for new tensors.
 
 Objects the watch cannot see through (tuples are immutable; partials, functions, tensors with
@@ -34,21 +38,21 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
-from derivgraph.audit.runtime.objects import MODULE_INTERNALS, Leaf, key_piece, leaf_kind
+from derivgraph.audit.runtime.objects import MODULE_INTERNALS, key_piece, leaf_kind
 from derivgraph.guard.holders import MISSING, lookup
+from derivgraph.guard.template import NO_TENSORS, Template, template_of
 
 #: module ``__dict__`` keys not swept item by item; the three registries are (a replaced
 #: ``_buffers`` dict is a change even though the old dict is untouched)
 _BOOKKEEPING = MODULE_INTERNALS - {"_parameters", "_buffers", "_modules"}
 
-__all__ = ["Chain", "Edge", "Node", "Place", "Survey", "Watch"]
+__all__ = ["Chain", "Edge", "Node", "Place", "Survey", "Template", "Watch"]
 
 Chain = tuple[str, ...]
 Store = tuple[Any, Any] | None  # (container, key): a direct store that re-points the place
 
 _is, _not = operator.is_, operator.not_
 _REGISTRIES = ("_parameters", "_buffers", "_modules")
-_NO_TENSORS = (Leaf.ATOM, Leaf.INT, Leaf.FLOAT)
 _DICTS = (dict, OrderedDict, defaultdict)
 _CALLABLES = (functools.partial, types.FunctionType, types.MethodType, types.BuiltinFunctionType)
 
@@ -147,20 +151,6 @@ class Edge(NamedTuple):
     chain: Chain
     slot: Any
     node: Node | None
-
-
-class Template(NamedTuple):
-    """How a rebuilt plain object is checked against its snapshot object in a few C calls: the
-    snapshot keys, the edges by value index (with the snapshot value: a guarded slot holding it
-    still is unchanged), the indices whose snapshot values held no tensor with those values'
-    exact classes (the same classes now: still none), and the indices of the other values off
-    every chain (checked one by one)."""
-
-    keys: tuple[Any, ...]
-    edges: tuple[tuple[int, str, Any, Any], ...]  # (index, piece, snapshot value, bare slot)
-    atoms: tuple[int, ...]
-    atom_types: tuple[type, ...]
-    others: tuple[tuple[int, str, Any], ...]  # (index, piece, key)
 
 
 class Place(NamedTuple):
@@ -266,20 +256,8 @@ class Watch:
             node.template = self._template(node)
 
     def _template(self, node: Node) -> Template:
-        keys, values = self.keys[node.first], self.values[node.first]
-        edges, atoms, others = [], [], []
-        for j, (piece, key, value) in enumerate(zip(node.pieces[0], keys, values)):
-            if piece is None:
-                continue
-            if piece in node.edges:
-                edge = node.edges[piece]  # a bare slot: a guarded tensor, no object on a chain
-                edges.append((j, piece, value, edge.slot if edge.node is None else None))
-            elif leaf_kind(value) in _NO_TENSORS:  # decided by class: the same class, the same
-                atoms.append(j)
-            else:
-                others.append((j, piece, key))
-        return Template(keys, tuple(edges), tuple(atoms),
-                        tuple(type(values[j]) for j in atoms), tuple(others))
+        return template_of(node.pieces[0], self.keys[node.first], self.values[node.first],
+                           node.edges)
 
     # ---- the sweep -----------------------------------------------------------------------------
 
@@ -366,7 +344,7 @@ class Watch:
     def _off_chain(self, value: Any) -> bool:
         """Whether a value off the chains cannot bring a new tensor: no tensor can be in it, or
         it is an object the watch keeps (its own containers are swept)."""
-        return leaf_kind(value) in _NO_TENSORS or id(value) in self._node_ids
+        return leaf_kind(value) in NO_TENSORS or id(value) in self._node_ids
 
     def _at(self, node: Node, holder: Any, piece: str, value: Any, store: Store,
             out: Survey) -> None:
@@ -401,7 +379,7 @@ class Watch:
 
     def _rebuilt(self, node: Node, obj: Any, out: Survey) -> None:
         self._replaced.add(node.chain)
-        if obj is MISSING or leaf_kind(obj) in _NO_TENSORS:
+        if obj is MISSING or leaf_kind(obj) in NO_TENSORS:
             out.gone += [self.finals[f] for f in self.below[node.chain]]
             return
         template = node.template
