@@ -27,7 +27,8 @@ to one is reported. Copies go in one ``_foreach_copy_`` per dtype and device; a 
 a dict (a module registry or ``__dict__``, an object's ``__dict__``, a dict, a list) is
 re-pointed by one store. A new tensor attached to a kept object on a chain is found by the
 default restore; ``restore(full=True)`` walks the whole model instead, so one attached to a kept
-object that held no tensor at the snapshot (off every chain) is reported too.
+object that held no tensor at the snapshot (off every chain) is reported too. The engine's
+tensors are let go when the restore returns (the guard keeps only the startup ones).
 """
 
 from __future__ import annotations
