@@ -5,8 +5,7 @@ At the snapshot, every object on a chain to a guarded tensor keeps its container
 ``__dict__``, a dict, a list) with the keys and values they held. :meth:`Watch.survey` compares
 them all with one sweep of lengths, one of value identities and one of keys (in address order:
 neighbours share cache lines and pages): an unchanged container proves that nothing in it was
-rebound, removed or added. Only the changed ones are
-looked at, by place:
+rebound, removed or added. Only the changed ones are looked at, by place:
 
 * a guarded slot holding another value: handed to the guard to classify (with a direct
   ``(container, key)`` store for re-pointing it);
