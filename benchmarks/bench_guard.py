@@ -8,10 +8,13 @@ address sweep, a diff of the changed containers, a template descent of the rebui
 whole model instead; ``copy_floor`` is one ``_foreach_copy_`` of the same tensors the restore
 copies (the guarded ones), from tensors of the same layouts: in guard-only mode every derived
 tensor is rebuilt by the engine and must be copied back, a floor no guard can beat.
-``snapshot`` is the one-off cost after the first post-load step. Objects made before the first
-round are frozen (``gc.freeze()``, as vLLM does after start-up). Two setups: ``guard-only``
-(no spec: the guard keeps every derived tensor) and ``plan+guard`` (the specs declare them; the
-guard keeps the rest, and the row also times ``plan.refill()`` for comparison).
+``sweep`` is the restore's two C-level sweeps alone (the watched containers' lengths and item
+identities, the startup storage addresses), timed after a reload of their own: what proving
+"nothing moved" costs before any Python work per change. ``snapshot`` is the one-off cost
+after the first post-load step. Objects made before the first round are frozen (``gc.freeze()``,
+as vLLM does after start-up). Two setups: ``guard-only`` (no spec: the guard keeps every derived
+tensor) and ``plan+guard`` (the specs declare them; the guard keeps the rest, and the row also
+times ``plan.refill()`` for comparison).
 
 Workloads: ``reference`` (derivgraph/tools/reference_models.py, tiny per-expert scales: a
 post-load step dominated by Python) and ``deepseek`` (derivgraph/tools/deepseek_workload.py:
@@ -67,6 +70,14 @@ def _workload(name: str, layers: int, scale: float) -> tuple[Any, Callable[[int]
             model.process_weights_after_loading, load_specs([reference_spec_path()]))
 
 
+def _sweeps(guard: Guard) -> bool:
+    """The restore's two C-level sweeps alone: the watched containers (lengths, item
+    identities) and the startup storage addresses (the guard's internals, read for this row)."""
+    assert guard.watch is not None
+    tensors, ptrs, _ = guard._ptrs
+    return not guard.watch._dirty() and list(map(torch.Tensor.data_ptr, tensors)) == ptrs
+
+
 def run(workload: str, layers: int, scale: float, repeat: int, with_plan: bool,
         clock: str) -> dict[str, Any]:
     now_s = CLOCKS[clock]
@@ -82,7 +93,7 @@ def run(workload: str, layers: int, scale: float, repeat: int, with_plan: bool,
     gc.collect()
     gc.freeze()  # as vLLM does after start-up: collections then scan only what runs allocate
     times: dict[str, list[float]] = {k: [] for k in (
-        "post", "census", "restore", "restore_full", "refill", "copy_floor")}
+        "post", "census", "restore", "restore_full", "refill", "copy_floor", "sweep")}
 
     def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
         start = now_s()
@@ -107,6 +118,13 @@ def run(workload: str, layers: int, scale: float, repeat: int, with_plan: bool,
             plan.refill()
         times["restore_full"].append(timed(
             functools.partial(guard.restore, model, full=True, declared=now))[0])
+        # the sweeps alone, after their own reload: what proving "nothing moved" costs
+        load(i)
+        post()
+        if plan is not None:
+            plan.refill()
+        times["sweep"].append(timed(functools.partial(_sweeps, guard))[0])
+        guard.restore(model, declared=now)
     gc.unfreeze()
     med = {k: statistics.median(v) for k, v in times.items() if v}
     row = {"workload": workload, "setup": "plan+guard" if with_plan else "guard-only",
@@ -117,7 +135,8 @@ def run(workload: str, layers: int, scale: float, repeat: int, with_plan: bool,
            **{f"{k}_ms": round(v * 1e3, 3) for k, v in med.items()},
            "restore_over_post": round(med["restore"] / med["post"], 3),
            "restore_full_over_post": round(med["restore_full"] / med["post"], 2),
-           "census_over_post": round(med["census"] / med["post"], 2)}
+           "census_over_post": round(med["census"] / med["post"], 2),
+           "sweep_over_post": round(med["sweep"] / med["post"], 3)}
     if "copy_floor" in med:
         row["copy_floor_over_post"] = round(med["copy_floor"] / med["post"], 3)
         row["restore_over_copy_floor"] = round(med["restore"] / med["copy_floor"], 2)

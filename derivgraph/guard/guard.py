@@ -27,7 +27,8 @@ to one is reported. Copies go in one ``_foreach_copy_`` per dtype and device; a 
 a dict (a module registry or ``__dict__``, an object's ``__dict__``, a dict, a list) is
 re-pointed by one store. A new tensor attached to a kept object on a chain is found by the
 default restore; ``restore(full=True)`` walks the whole model instead, so one attached to a kept
-object that held no tensor at the snapshot (off every chain) is reported too.
+object that held no tensor at the snapshot (off every chain) is reported too. The engine's
+tensors are let go when the restore returns (the guard keeps only the startup ones).
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def _storage_ptr(t: torch.Tensor) -> int:
 
 
 def _layout(t: torch.Tensor) -> tuple[Any, ...]:
-    return tuple(t.shape), tuple(t.stride()), t.dtype, t.device
+    return t.shape, t.stride(), t.dtype, t.device  # a torch.Size compares as a tuple
 
 
 def weight_storages(model: Any) -> set[int]:
@@ -107,20 +108,19 @@ class _Action:
     """One slot to restore: the engine's tensor (None: the startup tensor was pointed at other
     storage) and every place holding it, each with its direct store or None."""
 
-    __slots__ = ("startup", "new", "path", "holds", "stores", "seen")
+    __slots__ = ("startup", "new", "path", "holds", "stores")
 
     def __init__(self, startup: _Startup, new: torch.Tensor | None, path: str) -> None:
         self.startup, self.new, self.path = startup, new, path
         self.holds: list[tuple[Any, str]] = []
         self.stores: list[Store] = []
-        self.seen: set[tuple[int, str]] = set()
 
     def hold(self, holder: Any, piece: str, store: Store = None) -> None:
-        key = (id(holder), piece)
-        if key not in self.seen:
-            self.seen.add(key)
-            self.holds.append((holder, piece))
-            self.stores.append(store)
+        for h, p in self.holds:  # one or two holders: a scan is cheaper than a set per action
+            if h is holder and p == piece:
+                return
+        self.holds.append((holder, piece))
+        self.stores.append(store)
 
 
 class Guard:
@@ -139,6 +139,7 @@ class Guard:
         self.seconds = 0.0
         self._claimed: dict[int, _Action] = {}  # new tensor id -> its action (one restore)
         self._guarded: list[str] | None = None
+        self._rebound: dict[str, SlotChange] = {}  # each slot's "rebound" record (frozen)
 
     def __len__(self) -> int:
         return len(self.startup)
@@ -157,6 +158,7 @@ class Guard:
         self.declared = {id(t) for t in declared if isinstance(t, torch.Tensor)}
         weights = weight_storages(model)
         self.startup, self.paths, self.objects, self._guarded = {}, {}, {}, None
+        self._rebound = {}
         self.finals = {}
         for held in self._walk(model):
             t = held.tensor
@@ -208,16 +210,19 @@ class Guard:
         """
         start = time.perf_counter()
         report = self._report()
-        self._claimed: dict[int, _Action] = {}
-        with gc_paused():  # short-lived objects only: no full collection over the heap
-            if full:
-                actions = self._plan_walked(model, self._declared_ids(declared), report)
-            else:
-                actions = self._plan_watched(declared, report)
-            if strict and report.recapture:
-                raise RecaptureRequired([c.describe() for c in report.recapture])
-            with torch.no_grad():
-                self._apply(actions, report)
+        self._claimed = {}
+        try:
+            with gc_paused():  # short-lived objects only: no full collection over the heap
+                if full:
+                    actions = self._plan_walked(model, self._declared_ids(declared), report)
+                else:
+                    actions = self._plan_watched(declared, report)
+                if strict and report.recapture:
+                    raise RecaptureRequired([c.describe() for c in report.recapture])
+                with torch.no_grad():
+                    self._apply(actions, report)
+        finally:
+            self._claimed = {}  # the engine's tensors are not kept alive past the restore
         self.restores += 1
         report.seconds = time.perf_counter() - start
         if report.recapture:
@@ -310,9 +315,10 @@ class Guard:
                   report: GuardReport, store: Store = None) -> None:
         if t is entry.tensor:
             return  # in place; pointed at other storage (``.data =``): see _moved_storage
-        if id(t) in declared or id(t) in self.startup:
+        tid = id(t)
+        if tid in declared or tid in self.startup:
             return  # another startup tensor, or one a plan keeps: moved between slots
-        action = actions.get((id(t), id(entry.tensor)))
+        action = actions.get((tid, id(entry.tensor)))
         if action is not None:
             action.hold(*hold, store)
             return
@@ -330,18 +336,19 @@ class Guard:
         if entry.weight and (t is None or not bits_equal(t, entry.keep)):
             report.recapture.append(SlotChange(path, Change.WEIGHT))
             return
+        tid = id(value)
         if t is not None:
-            other = self._claimed.get(id(t))
+            other = self._claimed.get(tid)
             if other is not None and other.startup is not entry:
                 # one new tensor now stands where two startup tensors stood
                 report.recapture.append(SlotChange(path, Change.CONFLICT, other.path))
                 return
-        key = (id(value), id(entry.tensor)) if t is not None else (id(value), 0)
-        actions[key] = action = _Action(entry, t, path)
+        actions[(tid, id(entry.tensor) if t is not None else 0)] = action = _Action(entry, t,
+                                                                                     path)
         if hold is not None:
             action.hold(*hold, store)
         if t is not None:
-            self._claimed[id(t)] = action
+            self._claimed[tid] = action
 
     def _apply(self, actions: list[_Action], report: GuardReport) -> None:
         """Copy every rebound value into its startup storage (one ``_foreach_copy_`` per dtype
@@ -365,8 +372,11 @@ class Guard:
                 report.copied_only.append(SlotChange(action.path, Change.FIXED_HOLDER,
                                                      ", ".join(fixed)))
             else:
-                report.restored.append(SlotChange(action.path, Change.WEIGHT_REPOINTED
-                                                  if entry.weight else Change.REBOUND))
+                change = self._rebound.get(action.path)  # the same slot, the same record
+                if change is None:
+                    change = self._rebound[action.path] = SlotChange(
+                        action.path, Change.WEIGHT_REPOINTED if entry.weight else Change.REBOUND)
+                report.restored.append(change)
 
 
 def _describe_layout(layout: tuple[Any, ...]) -> str:

@@ -3,15 +3,18 @@
 At the snapshot, every object on a chain to a guarded tensor keeps its containers as live views
 (a module's ``__dict__``, ``_parameters``, ``_buffers`` and ``_modules``, a plain object's
 ``__dict__``, a dict, a list) with the keys and values they held. :meth:`Watch.survey` compares
-them all with one sweep of lengths, one of value identities and one of keys: an unchanged
-container proves that nothing in it was rebound, removed or added. Only the changed ones are
-looked at, by place:
+them all with one sweep of lengths, one of value identities and one of keys (in address order:
+neighbours share cache lines and pages): an unchanged container proves that nothing in it was
+rebound, removed or added. Only the changed ones are looked at, by place:
 
 * a guarded slot holding another value: handed to the guard to classify (with a direct
   ``(container, key)`` store for re-pointing it);
 * an object on a chain the engine rebuilt: matched against the snapshot object's template (same
   class, same keys; every other value an atom or an object the walk already knows) and
-  descended; what does not match is resolved by its chains and walked whole for new tensors;
+  descended; what does not match is resolved by its chains and walked whole for new tensors. A
+  plain object is matched by its node's :class:`~derivgraph.guard.template.Template` in a few
+  C calls (keys, the classes of the values that held no tensor), and a guarded slot in it still
+  holding its startup tensor is not handed on (its storage is swept with every startup tensor's);
 * anything else that changed and may hold tensors: walked for new tensors.
 
 Objects the watch cannot see through (tuples are immutable; partials, functions, tensors with
@@ -34,21 +37,21 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
-from derivgraph.audit.runtime.objects import MODULE_INTERNALS, Leaf, key_piece, leaf_kind
+from derivgraph.audit.runtime.objects import MODULE_INTERNALS, key_piece, leaf_kind
 from derivgraph.guard.holders import MISSING, lookup
+from derivgraph.guard.template import NO_TENSORS, Template, template_of
 
 #: module ``__dict__`` keys not swept item by item; the three registries are (a replaced
 #: ``_buffers`` dict is a change even though the old dict is untouched)
 _BOOKKEEPING = MODULE_INTERNALS - {"_parameters", "_buffers", "_modules"}
 
-__all__ = ["Chain", "Edge", "Node", "Place", "Survey", "Watch"]
+__all__ = ["Chain", "Edge", "Node", "Place", "Survey", "Template", "Watch"]
 
 Chain = tuple[str, ...]
 Store = tuple[Any, Any] | None  # (container, key): a direct store that re-points the place
 
 _is, _not = operator.is_, operator.not_
 _REGISTRIES = ("_parameters", "_buffers", "_modules")
-_NO_TENSORS = (Leaf.ATOM, Leaf.INT, Leaf.FLOAT)
 _DICTS = (dict, OrderedDict, defaultdict)
 _CALLABLES = (functools.partial, types.FunctionType, types.MethodType, types.BuiltinFunctionType)
 
@@ -137,6 +140,7 @@ class Node:
     looked: list[str] = field(default_factory=list)  # pieces looked up one by one
     expected: list[Any] = field(default_factory=list)  # what each looked piece held
     pieces: list[tuple[str | None, ...]] = field(default_factory=list)  # per container key
+    template: Template | None = None  # a plain object's fast check when the engine rebuilds it
 
 
 class Edge(NamedTuple):
@@ -199,9 +203,16 @@ class Watch:
                                                   self.nodes.get(target))
         for node in self.nodes.values():
             self._watch(node)
-        self.lens = list(map(len, self.live))
+        # the sweeps visit containers by address: neighbours share cache lines and pages
+        self.by_address = sorted(range(len(self.live)), key=lambda i: id(self.live[i]))
+        self.live_by_address = [self.live[i] for i in self.by_address]
+        self.lens = list(map(len, self.live_by_address))
+        acc = sorted(zip(self.acc_dicts, self.acc_keys, self.acc_values, self.acc_container),
+                     key=lambda a: id(a[0]))
+        self.acc_dicts, self.acc_keys, self.acc_values, self.acc_container = (
+            list(column) for column in zip(*acc)) if acc else ([], [], [], [])
         self.list_values = list(chain.from_iterable(self.live[i] for i in self.lists))
-        self.list_offsets = [0, *self._cumulative([self.lens[i] for i in self.lists])]
+        self.list_offsets = [0, *self._cumulative([len(self.values[i]) for i in self.lists])]
         self.opaque = [n for n in self.nodes.values() if n.looked]
         self._node_ids = {id(n.obj) for n in self.nodes.values()}
 
@@ -240,16 +251,23 @@ class Watch:
         if node.kind is not Kind.TUPLE:
             node.looked = [p for p in node.edges if p not in held]
             node.expected = [lookup(node.obj, p) for p in node.looked]
+        if node.kind is Kind.OBJECT:
+            node.template = self._template(node)
+
+    def _template(self, node: Node) -> Template:
+        return template_of(node.pieces[0], self.keys[node.first], self.values[node.first],
+                           node.edges)
 
     # ---- the sweep -----------------------------------------------------------------------------
 
     def _dirty(self) -> set[int]:
         """Indices of the containers that changed: one sweep of lengths, one of the watched dict
         items (a removed key reads as MISSING) and one of list items."""
-        lens = list(map(len, self.live))
+        lens = list(map(len, self.live_by_address))
         dirty: set[int] = set()
         if lens != self.lens:
-            dirty = {i for i, (a, b) in enumerate(zip(lens, self.lens)) if a != b}
+            dirty = {self.by_address[i] for i, (a, b) in enumerate(zip(lens, self.lens))
+                     if a != b}
         acc = self.acc_values
         bad = compress(range(len(acc)), map(_not, map(_is, map(
             dict.get, self.acc_dicts, self.acc_keys, repeat(MISSING, len(acc))), acc)))
@@ -325,7 +343,7 @@ class Watch:
     def _off_chain(self, value: Any) -> bool:
         """Whether a value off the chains cannot bring a new tensor: no tensor can be in it, or
         it is an object the watch keeps (its own containers are swept)."""
-        return leaf_kind(value) in _NO_TENSORS or id(value) in self._node_ids
+        return leaf_kind(value) in NO_TENSORS or id(value) in self._node_ids
 
     def _at(self, node: Node, holder: Any, piece: str, value: Any, store: Store,
             out: Survey) -> None:
@@ -360,8 +378,12 @@ class Watch:
 
     def _rebuilt(self, node: Node, obj: Any, out: Survey) -> None:
         self._replaced.add(node.chain)
-        if obj is MISSING or leaf_kind(obj) in _NO_TENSORS:
+        if obj is MISSING or leaf_kind(obj) in NO_TENSORS:
             out.gone += [self.finals[f] for f in self.below[node.chain]]
+            return
+        template = node.template
+        if template is not None and type(obj) is type(node.obj) and self._by_template(
+                node, template, obj, out):
             return
         if not self._matches(node, obj):
             self._resolve(node, obj, out)
@@ -388,6 +410,35 @@ class Watch:
         for piece in node.looked:
             value, store = _place(obj, node.kind, piece)
             self._at(node, obj, piece, value, store, out)
+
+    def _by_template(self, node: Node, template: Template, obj: Any, out: Survey) -> bool:
+        """The fast check of a rebuilt plain object of the snapshot object's class: False (nothing
+        done) when its keys or the classes of its atom values differ from the template's."""
+        d = obj.__dict__
+        if tuple(d) != template.keys:
+            return False
+        values = tuple(d.values())
+        if tuple(map(type, map(values.__getitem__, template.atoms))) != template.atom_types:
+            return False
+        self._seen.add(id(obj))
+        at = self._at
+        for j, piece, was, bare in template.edges:
+            value = values[j]
+            if bare is None:
+                at(node, obj, piece, value, (d, template.keys[j]), out)
+            elif value is not was:  # else a bare slot still holding its startup tensor
+                if isinstance(value, torch.Tensor):
+                    out.places.append(Place(bare, value, obj, piece, (d, template.keys[j])))
+                else:
+                    out.gone.append(bare)
+        off_chain = self._off_chain
+        for j, piece, key in template.others:
+            if not off_chain(values[j]):
+                at(node, obj, piece, values[j], (d, key), out)
+        for piece in node.looked:
+            value, store = _place(obj, node.kind, piece)
+            at(node, obj, piece, value, store, out)
+        return True
 
     def _matches(self, node: Node, obj: Any) -> bool:
         """``obj`` has the snapshot object's class and keys (a template descent is exact)."""
