@@ -254,6 +254,16 @@ def _modelopt_gather() -> None:
         method.process_weights_after_loading(layer)
 
 
+def _modelopt_block_linear() -> None:
+    """The b12x block-quantized dense method (its post-load packs the weight for b12x)."""
+    from vllm.model_executor.layers.quantization.modelopt_block_quant import (
+        ModelOptBlockQuantLinearMethod,
+    )
+
+    with b.vllm_runtime():
+        ModelOptBlockQuantLinearMethod()
+
+
 def _flint_experts() -> None:
     """Flint's NVFP4 experts, loaded expert by expert; the last weight triggers the repack
     that FlintSparseMoeBlock.forward_ll's cache (``_ll_weights``) is built from."""
@@ -366,6 +376,9 @@ def class_cases() -> list[b.VllmCase]:
         _tried("nvfp4-linear-modelopt-gather",
                ("vllm.model_executor.layers.quantization.modelopt.ModelOptLinearMethod",),
                _modelopt_gather),
+        _tried("block-linear-modelopt-b12x",
+               ("vllm.model_executor.layers.quantization.modelopt_block_quant"
+                ".ModelOptBlockQuantLinearMethod",), _modelopt_block_linear),
         _tried("nvfp4-moe-flint", ("vllm.models.flint.ops.moe.FlintNvfp4Experts",),
                _flint_experts),
         _tried("flint-sparse-moe-ll", ("vllm.models.flint.model.FlintSparseMoeBlock",),
