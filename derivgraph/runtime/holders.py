@@ -46,6 +46,9 @@ class Holders:
         self._read: tuple[Any, HolderTable, list[Any], bool] | None = None  # see note_read
         self._outside: tuple[HolderTable, int, list[str]] | None = None
         self._scalar_reads: tuple[list[dict[Any, Any]], list[str]] | None = None
+        # the run whose source check proved the owners current (its rebind skips the hop sweep)
+        self._owners_checked: tuple[Any, HopTable] | None = None
+        self._sources_stale = False  # an owner on a source's path was rebuilt: bind() again
 
     def walk(self) -> HopTable:
         """Walk every owner path once (sources' and derived tensors')."""
@@ -71,6 +74,7 @@ class Holders:
         self._sources = rows
         self._source_hops = frozenset(prefixes)
         self._proven = None
+        self._sources_stale = False
         self.refresh()
 
     def refresh(self) -> None:
@@ -113,8 +117,24 @@ class Holders:
         return True
 
     # ---- sources -----------------------------------------------------------------------------
-    def sources_intact(self) -> bool:
-        """One C-level identity sweep and one address sweep over every source."""
+    def sources_intact(self, report: Any = None) -> bool:
+        """Every owner on the way to a source is the object the sources were bound under (the
+        hop sweep, which also brings the holder accessors up to date), then one C-level
+        identity sweep and one address sweep over every source.
+
+        An owner rebuilt on a source's path makes this False until :meth:`bind` runs again: the
+        bound source would be the old owner's tensor. ``report``: this run's, whose
+        :meth:`rebind` then reuses the hop sweep.
+        """
+        self._owners_checked = None
+        if self._sources_stale:
+            return False
+        if self.hops is not None:
+            if not self.owners_current():
+                self._sources_stale = True
+                return False
+            if report is not None:
+                self._owners_checked = (report, self.hops)
         checks = self._source_checks
         if checks is None:
             rows = self._sources
@@ -200,12 +220,16 @@ class Holders:
     def rebind(self, report: Any = None) -> int:
         """Point every holder back at the startup object; returns how many were re-bound."""
         read, self._read = self._read, None
+        checked, self._owners_checked = self._owners_checked, None
         if self.hops is not None:
             if read is not None and report is not None and read[0] is report \
                     and read[1] is self.table and self.hops.intact():
                 # read by this run's refill; nothing re-walked since
                 return self._rebind_table(read[2], report, read[3])
-            if self.owners_current():
+            if (report is not None and checked is not None and checked[0] is report
+                    and checked[1] is self.hops) or self.owners_current():
+                # this run's source check brought the owners up to date (only the pass ran
+                # since: it writes tensors, never a module), else one hop sweep now
                 if self.table.intact():  # the common case: one sweep, no list
                     return 0
                 current = self.table.current()

@@ -203,7 +203,7 @@ class Plan:
         report = RunReport(mode="refill" if take_engine_values else "recompute")
         start = time.perf_counter()
         launched = names is None and not take_engine_values and self._launch(report)
-        if not self.holders.sources_intact():
+        if not self.holders.sources_intact(report):
             if launched:  # it read the startup sources (kept alive): wait, then run eagerly
                 self._wait()
                 report.replayed, launched = False, False

@@ -69,7 +69,7 @@ def _order(plan, monkeypatch) -> list[str]:  # noqa: ANN001
     replay, intact = plan._recording.replay, plan.holders.sources_intact
     monkeypatch.setattr(plan._recording, "replay", lambda: (calls.append("replay"), replay())[1])
     monkeypatch.setattr(plan.holders, "sources_intact",
-                        lambda: (calls.append("check"), intact())[1])
+                        lambda *a: (calls.append("check"), intact(*a))[1])
     return calls
 
 
