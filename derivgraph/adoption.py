@@ -98,10 +98,9 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, E
         value = values[node_id]
         name = node.decl.name
         current = get_path(owner, name)
-        loc = node.decl.location
 
-        def issue(rule: str, msg: str, fix: str, node: DerivedNode = node, loc: Any = loc) -> None:
-            issues.append(SpecIssue(rule, msg, fix, loc, node.id))
+        def issue(rule: str, msg: str, fix: str, node: DerivedNode = node) -> None:
+            issues.append(SpecIssue(rule, msg, fix, node.decl.location, node.id))
 
         if node.kind is TensorKind.SCALAR:
             number = float(value.item()) if value.dtype.is_floating_point else value.item()

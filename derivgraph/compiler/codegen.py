@@ -108,7 +108,10 @@ class Bindings:
 
     def fresh(self, hint: str) -> str:
         """A new identifier made from ``hint``, unique in this namespace."""
-        base = re.sub(r"\W+", "_", hint).strip("_") or "v"
+        base = hint.replace(".", "_")  # a dotted path: what the pattern below makes of it
+        if ".." in hint or not (base.isascii() and base.isidentifier()):
+            base = re.sub(r"\W+", "_", hint)
+        base = base.strip("_") or "v"
         if base[0].isdigit():
             base = f"_{base}"
         name, n = base, 1
