@@ -8,6 +8,7 @@ quant-config descriptors).
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
@@ -55,7 +56,13 @@ def _absent_on_class(cls: type, part: str) -> bool:
     for c in cls.__mro__:
         if part in c.__dict__:
             return False
-    return not issubclass(cls, Mapping)
+    return not _is_mapping(cls, abc.get_cache_token())
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_mapping(cls: type, token: object) -> bool:
+    """``issubclass(cls, Mapping)``, remembered until an ABC registers a class (the token)."""
+    return issubclass(cls, Mapping)
 
 
 def step_into(obj: Any, part: str) -> Any:

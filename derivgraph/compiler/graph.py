@@ -127,6 +127,15 @@ def substitute(value: Any, lookup: Any) -> Any:
         return lookup(value.id)
     if t in _ATOMS or t is float:
         return value
+    if t is tuple:  # the common case (op arguments), without a call per plain item
+        out = []
+        for v in value:
+            tv = type(v)
+            out.append(lookup(v.id) if tv is NodeRef else
+                       v if tv in _ATOMS or tv is float else substitute(v, lookup))
+        return tuple(out)
+    if t is dict and not value:
+        return {}
     if isinstance(value, NodeRef):
         return lookup(value.id)
     if isinstance(value, list):
