@@ -78,7 +78,9 @@ class HopTable:
         self.keys: list[str] = []
         self.expected: list[Any] = []
         self.slow: list[int] = []  # hops without a dict entry: checked one by one
-        for path in paths:
+        for path in dict.fromkeys(paths):  # each path once (owners hold several tensors)
+            if path in self.objects:
+                continue  # a prefix of a path walked before: every hop to it is resolved
             parts = path.split(".") if path else []
             for i in range(len(parts)):
                 prefix = ".".join(parts[: i + 1])

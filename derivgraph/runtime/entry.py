@@ -20,7 +20,7 @@ class Entry:
     def __init__(self, node: DerivedNode, storage: Any, slot: Slot | str, adopted: bool):
         self.node = node
         self.storage = storage
-        self.slot = Slot(slot)
+        self.slot = slot if type(slot) is Slot else Slot(slot)
         self.adopted = adopted
         self.startup_ptr = 0
         self.startup_data: Any = None  # a detached alias of the startup storage
