@@ -78,6 +78,10 @@ def freeze(value: Any) -> Any:
         return ("ref", value.id)
     if t is tuple or t is list:
         return ("seq", tuple([freeze(v) for v in value]))
+    if t is float:  # what _freeze_other gives a float, without its isinstance chain
+        return ("float", value.hex())
+    if t is dict:
+        return ("dict", tuple(sorted((k, freeze(v)) for k, v in value.items())))
     return _freeze_other(value)
 
 
