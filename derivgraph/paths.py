@@ -69,9 +69,15 @@ def step_into(obj: Any, part: str) -> Any:
     """One hop of a dotted path: a submodule, parameter, buffer, attribute, item or element."""
     if isinstance(obj, nn.Module):
         d = obj.__dict__
-        for registry in (d["_modules"], d["_parameters"], d["_buffers"]):
-            if part in registry:
-                return registry[part]
+        registry = d["_modules"]  # then parameters, buffers and the instance dict, in order
+        if part in registry:
+            return registry[part]
+        registry = d["_parameters"]
+        if part in registry:
+            return registry[part]
+        registry = d["_buffers"]
+        if part in registry:
+            return registry[part]
         if part in d:
             return d[part]
         if not part.isdigit() and obj.__class__ is type(obj) \
