@@ -36,4 +36,4 @@ class Entry:
 
 def address_of(t: Any) -> int:
     """A tensor's data pointer (what a captured graph bakes in); 0 for meta and non-tensors."""
-    return t.data_ptr() if isinstance(t, torch.Tensor) and t.device.type != "meta" else 0
+    return t.data_ptr() if isinstance(t, torch.Tensor) and not t.is_meta else 0
