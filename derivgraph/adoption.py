@@ -47,6 +47,15 @@ def _slot_for(node: DerivedNode, owner: Any, target: Any) -> Slot:
     return Slot.ATTRIBUTE
 
 
+_KIND_SLOTS = {kind: Slot(kind.value) for kind in TensorKind if kind.value in set(Slot)}
+
+
+def _slot(kind: TensorKind) -> Slot:
+    """The slot of a tensor kind's name (``Slot(kind.value)``, looked up once)."""
+    slot = _KIND_SLOTS.get(kind)
+    return slot if slot is not None else Slot(kind.value)
+
+
 @dataclass(frozen=True)
 class AliasOf:
     """Materialize as the same object as derived tensor ``target`` (once it has storage)."""
@@ -98,10 +107,9 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, E
         value = values[node_id]
         name = node.decl.name
         current = get_path(owner, name)
-        loc = node.decl.location
 
-        def issue(rule: str, msg: str, fix: str, node: DerivedNode = node, loc: Any = loc) -> None:
-            issues.append(SpecIssue(rule, msg, fix, loc, node.id))
+        def issue(rule: str, msg: str, fix: str, node: DerivedNode = node) -> None:
+            issues.append(SpecIssue(rule, msg, fix, node.decl.location, node.id))
 
         if node.kind is TensorKind.SCALAR:
             number = float(value.item()) if value.dtype.is_floating_point else value.item()
@@ -187,11 +195,11 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, E
                       "the same tensor object", f"declare {name} as kind 'alias' of the other")
                 continue
             adopted_by[id(current)] = node_id
-            entry = Entry(node, current, Slot.ELEMENT if item else Slot(node.kind.value), True)
+            entry = Entry(node, current, Slot.ELEMENT if item else _slot(node.kind), True)
             by_id[node_id] = entry
             planned.append((entry, None))
         else:
-            entry = Entry(node, None, Slot(node.kind.value), False)
+            entry = Entry(node, None, _slot(node.kind), False)
             by_id[node_id] = entry
             planned.append((entry, value))
     if issues:

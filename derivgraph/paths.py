@@ -8,6 +8,7 @@ quant-config descriptors).
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
@@ -41,15 +42,47 @@ def join(*parts: str) -> str:
     return ".".join(p for p in parts if p)
 
 
+_MODULE_GETATTR = nn.Module.__getattr__
+_GETATTRIBUTE = object.__getattribute__
+
+
+def _absent_on_class(cls: type, part: str) -> bool:
+    """Whether ``getattr`` on a module of class ``cls`` that holds ``part`` in no registry and
+    not in its ``__dict__`` can only raise: the plain attribute protocol of ``nn.Module``, no
+    class attribute ``part`` anywhere in the MRO (read now: classes can change), not a
+    mapping."""
+    if cls.__getattr__ is not _MODULE_GETATTR or cls.__getattribute__ is not _GETATTRIBUTE:
+        return False
+    for c in cls.__mro__:
+        if part in c.__dict__:
+            return False
+    return not _is_mapping(cls, abc.get_cache_token())
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_mapping(cls: type, token: object) -> bool:
+    """``issubclass(cls, Mapping)``, remembered until an ABC registers a class (the token)."""
+    return issubclass(cls, Mapping)
+
+
 def step_into(obj: Any, part: str) -> Any:
     """One hop of a dotted path: a submodule, parameter, buffer, attribute, item or element."""
     if isinstance(obj, nn.Module):
         d = obj.__dict__
-        for registry in (d["_modules"], d["_parameters"], d["_buffers"]):
-            if part in registry:
-                return registry[part]
+        registry = d["_modules"]  # then parameters, buffers and the instance dict, in order
+        if part in registry:
+            return registry[part]
+        registry = d["_parameters"]
+        if part in registry:
+            return registry[part]
+        registry = d["_buffers"]
+        if part in registry:
+            return registry[part]
         if part in d:
             return d[part]
+        if not part.isdigit() and obj.__class__ is type(obj) \
+                and _absent_on_class(type(obj), part):
+            return MISSING  # what getattr would say, without raising and catching
     if part.isdigit():
         if isinstance(obj, Mapping):
             return obj.get(part, obj.get(int(part), MISSING))
@@ -138,6 +171,9 @@ def slot_of(owner: Any, name: str) -> Slot:
             return Slot.PARAMETER
         if name in owner._buffers:
             return Slot.BUFFER
+        if name not in owner._modules and name not in owner.__dict__ \
+                and owner.__class__ is type(owner) and _absent_on_class(type(owner), name):
+            return Slot.MISSING  # what hasattr would say, without raising and catching
     if isinstance(owner, Mapping):
         return Slot.ATTRIBUTE if name in owner else Slot.MISSING
     if isinstance(owner, tuple):  # an item of an immutable container

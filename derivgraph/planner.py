@@ -62,12 +62,14 @@ class CompileValues(EagerInterpreter):
 def _evaluate_all(graph: DerivedGraph) -> dict[str, Any]:
     """Every node's value (reads only); an op that raises is a DG030 issue naming the node."""
     interp = CompileValues(graph)
+    order = graph.ordered()
     with torch.no_grad():
-        for node_id in graph.ordered():
-            try:
-                interp.run([node_id])
-            except Exception as exc:  # re-raised as a spec issue that names the node
-                raise SpecValidationError([fault_issue(graph, node_id, exc)]) from exc
+        try:
+            interp.run(order)
+        except Exception as exc:  # re-raised as a spec issue that names the node
+            env = interp.env  # every node before the one that raised has its value
+            node_id = next(n for n in order if n not in env)
+            raise SpecValidationError([fault_issue(graph, node_id, exc)]) from exc
     return interp.env
 
 

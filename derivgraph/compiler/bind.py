@@ -33,8 +33,9 @@ class BoundSpec:
     module: nn.Module
 
     def qualify(self, path: str) -> str:
-        """A path from the module, made relative to the model root."""
-        return join(self.module_path, path)
+        """A path from the module, made relative to the model root (``join`` of the two)."""
+        base = self.module_path
+        return f"{base}.{path}" if base and path else base or path
 
     def relative(self, path: str) -> str | None:
         """``path`` (from the model root) from the module, None when it is not under it."""
@@ -144,16 +145,23 @@ def _class_member(owner: Any, name: str) -> str | None:
 
 
 def _binding_problem(owner: Any, decl: DerivedTensor,
-                     members: dict[tuple[type, str], str | None]) -> str | None:
+                     members: dict[Any, str | None]) -> str | None:
     """Why binding ``decl`` on ``owner`` would replace something that is not a tensor slot.
 
-    ``members`` memoizes :func:`_class_member` per (class, name) for one check.
+    ``members`` memoizes :func:`_class_member` per (class, name) and :func:`_owner_problem`
+    per class (every test it makes is of the owner's type) for one check.
     """
-    problem = _owner_problem(owner)
+    cls = type(owner)
+    if owner.__class__ is not cls:  # isinstance reads __class__: not a test of the type
+        problem = _owner_problem(owner)
+    elif cls in members:
+        problem = members[cls]
+    else:
+        problem = members[cls] = _owner_problem(owner)
     if problem:
         return problem
     name = decl.name
-    key = (type(owner), name)
+    key = (cls, name)
     if key not in members:
         members[key] = _class_member(owner, name)
     member = members[key]
@@ -180,7 +188,7 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
     from derivgraph.spec.check import check_device
 
     issues: list[SpecIssue] = []
-    members: dict[tuple[type, str], str | None] = {}
+    members: dict[Any, str | None] = {}
     for b in bound:
         for decl in b.spec.derived:
             node = join(b.qualify(decl.owner), decl.name)

@@ -50,6 +50,7 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
         nodes: list[DerivedNode] = []
         layers.append((bound, params, nodes))
         devices: dict[str | None, Any] = {}  # decl.device -> device, read once per module
+        owners: dict[str, Any] = {}  # owner path -> the owner, read once per module
         for decl in bound.spec.derived:
             if is_fold(decl):  # fold hook: folds are bound by derivgraph.compiler.fold, not nodes
                 continue
@@ -65,7 +66,9 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
                             f"{other.where} ({other.decl.location})",
                             "declare each derived tensor once; make the other an alias", node)
                 continue
-            owner = get_path(model, owner_path)
+            owner = owners.get(owner_path, MISSING)
+            if owner is MISSING:
+                owner = owners[owner_path] = get_path(model, owner_path)
             if owner is MISSING or owner is None:
                 graph.issue(Rule.MISSING_SOURCE, f"owner path {decl.owner!r} does not exist on "
                             f"{type(bound.module).__name__} at {bound.module_path or '<root>'}",

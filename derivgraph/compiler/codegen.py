@@ -24,7 +24,7 @@ import torch
 from derivgraph._enum import StrEnum
 from derivgraph.compiler.graph import NodeRef
 from derivgraph.compiler.ir import NodeKind
-from derivgraph.compiler.lower import Action, LowerContext, Step, is_bound, out_tensor
+from derivgraph.compiler.lower import Action, LowerContext, Step, out_tensor
 from derivgraph.ops import OPS, OpKind
 from derivgraph.spec.kinds import TensorKind
 
@@ -108,7 +108,10 @@ class Bindings:
 
     def fresh(self, hint: str) -> str:
         """A new identifier made from ``hint``, unique in this namespace."""
-        base = re.sub(r"\W+", "_", hint).strip("_") or "v"
+        base = hint.replace(".", "_")  # a dotted path: what the pattern below makes of it
+        if ".." in hint or not (base.isascii() and base.isidentifier()):
+            base = re.sub(r"\W+", "_", hint)
+        base = base.strip("_") or "v"
         if base[0].isdigit():
             base = f"_{base}"
         name, n = base, 1
@@ -202,8 +205,9 @@ class Emitter:
         self.locals: dict[str, str] = {}
 
     def operand(self, ref: str) -> str:
-        if ref in self.locals:
-            return self.locals[ref]
+        local = self.locals.get(ref)
+        if local is not None:
+            return local
         derived = self.ctx.graph.derived.get(ref)
         if derived is not None and derived.kind is TensorKind.SCALAR:
             try:  # read the value staged by this pass, never the number bound at compile
@@ -256,12 +260,17 @@ class Emitter:
 
     def tensors(self, refs: list[str]) -> str:
         """A prebuilt global list when every tensor is bound, else a list of local names."""
-        if all(r not in self.locals and is_bound(self.ctx, r) for r in refs):
+        local, bound, values = self.locals, self.ctx.bound, []
+        try:
             for r in refs:
-                self.operand(r)
-            return self.bindings.bind(TensorList(tuple(Bound(r) for r in refs)), "group",
-                                      [self.ctx.bound(r) for r in refs])
-        return "[" + ", ".join(self.operand(r) for r in refs) + "]"
+                if r in local:
+                    raise KeyError(r)
+                values.append(bound(r))
+        except KeyError:  # a local (or an unbound node) among them
+            return "[" + ", ".join(self.operand(r) for r in refs) + "]"
+        for r in refs:
+            self.operand(r)
+        return self.bindings.bind(TensorList(tuple(Bound(r) for r in refs)), "group", values)
 
     def outs(self, steps: list[Step]) -> str:
         for s in steps:
@@ -295,21 +304,29 @@ def _levels(ctx: LowerContext, steps: list[Step]) -> list[int]:
         step_refs = step.reads()
         reads: set[int] = set().union(*map(storage_ptrs, step_refs))
         writes = step_writes(ctx, step)
-        lvl = 0
+        lvl = 0  # one past the latest level of what it reads, and of what touched its memory
         for ref in step_refs:
-            lvl = max(lvl, level_of_node.get(ref, -1) + 1)
+            after = level_of_node.get(ref, -1) + 1
+            if after > lvl:
+                lvl = after
         for ptr in reads:
-            lvl = max(lvl, last_write.get(ptr, -1) + 1)
+            after = last_write.get(ptr, -1) + 1
+            if after > lvl:
+                lvl = after
         for ptr in writes:
-            lvl = max(lvl, last_write.get(ptr, -1) + 1, last_read.get(ptr, -1) + 1)
+            after = max(last_write.get(ptr, -1), last_read.get(ptr, -1)) + 1
+            if after > lvl:
+                lvl = after
         levels.append(lvl)
         level_of_node[step.node] = lvl
         if step.target:
             level_of_node[step.target] = lvl
         for ptr in reads:
-            last_read[ptr] = max(last_read.get(ptr, -1), lvl)
+            if last_read.get(ptr, -1) < lvl:
+                last_read[ptr] = lvl
         for ptr in writes:
-            last_write[ptr] = max(last_write.get(ptr, -1), lvl)
+            if last_write.get(ptr, -1) < lvl:
+                last_write[ptr] = lvl
     return levels
 
 

@@ -78,6 +78,10 @@ def freeze(value: Any) -> Any:
         return ("ref", value.id)
     if t is tuple or t is list:
         return ("seq", tuple([freeze(v) for v in value]))
+    if t is float:  # what _freeze_other gives a float, without its isinstance chain
+        return ("float", value.hex())
+    if t is dict:
+        return ("dict", tuple(sorted((k, freeze(v)) for k, v in value.items())))
     return _freeze_other(value)
 
 
@@ -127,6 +131,15 @@ def substitute(value: Any, lookup: Any) -> Any:
         return lookup(value.id)
     if t in _ATOMS or t is float:
         return value
+    if t is tuple:  # the common case (op arguments), without a call per plain item
+        out = []
+        for v in value:
+            tv = type(v)
+            out.append(lookup(v.id) if tv is NodeRef else
+                       v if tv in _ATOMS or tv is float else substitute(v, lookup))
+        return tuple(out)
+    if t is dict and not value:
+        return {}
     if isinstance(value, NodeRef):
         return lookup(value.id)
     if isinstance(value, list):

@@ -120,12 +120,15 @@ def _check_sizes(graph: DerivedGraph, env: dict[str, Any]) -> None:
     nodes = graph.nodes
     oversized: set[str] = set()
     within: set[tuple[Any, int]] = set()  # (shape, itemsize) found within the limits
+    checked: set[int] = set()  # ids of the values found within (a stamped op shares its twin's)
     for n in graph.ordered():
         value = env.get(n)
-        if not isinstance(value, torch.Tensor) or nodes[n].kind is NodeKind.SOURCE:
+        if id(value) in checked or not isinstance(value, torch.Tensor) \
+                or nodes[n].kind is NodeKind.SOURCE:
             continue
         layout = (value.shape, value.element_size())
         if layout in within:
+            checked.add(id(value))
             continue
         try:
             check_numel(value.shape, n)
@@ -137,6 +140,7 @@ def _check_sizes(graph: DerivedGraph, env: dict[str, Any]) -> None:
                 graph.issue(exc.rule, exc.message, exc.fix, graph.derived.get(n) or feeds.get(n))
             continue
         within.add(layout)
+        checked.add(id(value))
     if not oversized:
         _check_budgets(graph, env)
 
@@ -144,13 +148,17 @@ def _check_sizes(graph: DerivedGraph, env: dict[str, Any]) -> None:
 def _check_budgets(graph: DerivedGraph, env: dict[str, Any]) -> None:
     """Bytes of the held derived tensors per spec file and matched module, and per model."""
     per_file: dict[tuple[str, str], int] = {}
+    files: dict[int, str] = {}  # id(decl) -> its spec file
     total, over = 0, set()
     for node_id, node in graph.derived.items():
         value = env.get(node_id)
         if node.kind not in HELD_KINDS or not isinstance(value, torch.Tensor):
             continue
         nbytes = value.numel() * value.element_size()
-        key = (node.decl.location.file, node.bound.module_path)
+        file = files.get(id(node.decl))
+        if file is None:
+            file = files[id(node.decl)] = node.decl.location.file
+        key = (file, node.bound.module_path)
         per_file[key] = per_file.get(key, 0) + nbytes
         total += nbytes
         if per_file[key] <= LIMITS.max_file_alloc_bytes and total <= LIMITS.max_model_alloc_bytes:

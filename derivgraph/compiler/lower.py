@@ -135,14 +135,14 @@ class Lowerer(Interpreter):
 
     def lower(self) -> list[Step]:
         graph = self.graph
+        nodes, derived = graph.nodes, graph.derived
         for node_id in graph.ordered():
-            node = graph.nodes[node_id]
-            if node.kind is NodeKind.DERIVED:
-                self._derived(graph.derived[node_id])
+            if nodes[node_id].kind is NodeKind.DERIVED:
+                self._derived(derived[node_id])
         by_target = {s.target: s for s in self.steps}
         out: list[Step] = []
         for node_id in graph.ordered():
-            node = graph.nodes[node_id]
+            node = nodes[node_id]
             if node.kind is NodeKind.OP:
                 if node_id in self.fused or not self.deps[node_id] \
                         or is_bound(self.ctx, node_id) \

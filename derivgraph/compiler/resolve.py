@@ -10,6 +10,7 @@ import functools
 from typing import Any
 
 import torch
+from torch import nn
 
 from derivgraph.compiler.bind import BoundSpec
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef, refs_in
@@ -298,11 +299,22 @@ def device_of(bound: BoundSpec, decl: DerivedTensor) -> torch.device:
             return value.device
         if isinstance(value, (str, torch.device)):
             return torch.device(value)
-    for t in bound.module.parameters():
+    module = bound.module
+    if _plain_members(type(module)):  # the first of parameters(): the module's own, if any
+        for t in module._parameters.values():
+            if t is not None:
+                return t.device
+    for t in module.parameters():
         return t.device
-    for t in bound.module.buffers():
+    for t in module.buffers():
         return t.device
     return torch.device("cpu")
+
+
+def _plain_members(cls: type) -> bool:
+    """Whether ``cls.parameters()`` is ``nn.Module``'s own walk (its own parameters first)."""
+    return all(getattr(cls, name) is getattr(nn.Module, name) for name in
+               ("parameters", "named_parameters", "_named_members", "named_modules"))
 
 
 def resolve_params(graph: DerivedGraph, bound: BoundSpec) -> dict[str, Any] | None:

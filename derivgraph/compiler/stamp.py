@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from derivgraph.compiler.bind import BoundSpec
@@ -56,6 +56,15 @@ class Template:
     bound: BoundSpec
     reads: Reads
     inputs: list[str | None]
+    rels: dict[str, str] = field(default_factory=dict)  # a node of the template -> its path
+    _parts: dict[str, tuple[str, ...]] = field(default_factory=dict)  # from the module
+
+    def parts(self, rel: str) -> tuple[str, ...]:
+        """``rel`` split at its dots (once per template)."""
+        found = self._parts.get(rel)
+        if found is None:
+            found = self._parts[rel] = tuple(rel.split("."))
+        return found
 
 
 #: resolve(node, reads) -> the node's input id (None: no input, or an issue was reported)
@@ -93,15 +102,17 @@ class Stamper:
 
     def _replay(self, template: Template, bound: BoundSpec, nodes: list[DerivedNode],
                 objects: dict[tuple[str, ...], Any]) -> None:
-        graph, old = self.graph, template.bound
+        graph, rels = self.graph, template.rels
         ops: dict[str, str] = {}
 
         def rename(node_id: str) -> str:
             hit = ops.get(node_id)
             if hit is not None:
                 return hit
-            rel = old.relative(node_id)
-            assert rel is not None  # checked by _replayable when the template was kept
+            rel = rels.get(node_id)
+            if rel is None:
+                rel = rels[node_id] = template.bound.relative(node_id)
+                assert rel is not None  # checked by _replayable when the template was kept
             return bound.qualify(rel)
 
         def ref(node_id: str) -> NodeRef:
@@ -109,8 +120,8 @@ class Stamper:
 
         for call in template.reads.calls:
             if call[0] == "source":
-                rel = call[1]
-                tensor = objects.get(tuple(rel.split(".")))
+                rel, parts = call[1], template.parts(call[1])
+                tensor = objects.get(parts)
                 if tensor is None:
                     tensor = get_path(bound.module, rel)
                 graph.source(bound.qualify(rel), tensor)

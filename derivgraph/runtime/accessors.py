@@ -45,6 +45,11 @@ _IN_OBJ_DICT: set[tuple[type, str]] = set()
 def locate(parent: Any, key: str) -> tuple[Any, tuple[Any, Any] | None]:
     """``(step_into(parent, key), holder_dict(parent, key))`` at the cost of two dict lookups
     for the common case: a rebuilt plain object of a class seen before."""
+    if isinstance(parent, nn.Module):  # the registries step_into and holder_dict both read
+        d = parent.__dict__
+        for registry in (d["_modules"], d["_parameters"], d["_buffers"], d):
+            if key in registry:
+                return registry[key], (registry, key)
     cls = type(parent)
     if (cls, key) in _IN_OBJ_DICT:
         d = parent.__dict__
@@ -78,7 +83,9 @@ class HopTable:
         self.keys: list[str] = []
         self.expected: list[Any] = []
         self.slow: list[int] = []  # hops without a dict entry: checked one by one
-        for path in paths:
+        for path in dict.fromkeys(paths):  # each path once (owners hold several tensors)
+            if path in self.objects:
+                continue  # a prefix of a path walked before: every hop to it is resolved
             parts = path.split(".") if path else []
             for i in range(len(parts)):
                 prefix = ".".join(parts[: i + 1])

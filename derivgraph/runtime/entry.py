@@ -20,7 +20,7 @@ class Entry:
     def __init__(self, node: DerivedNode, storage: Any, slot: Slot | str, adopted: bool):
         self.node = node
         self.storage = storage
-        self.slot = Slot(slot)
+        self.slot = slot if type(slot) is Slot else Slot(slot)
         self.adopted = adopted
         self.startup_ptr = 0
         self.startup_data: Any = None  # a detached alias of the startup storage
@@ -36,4 +36,4 @@ class Entry:
 
 def address_of(t: Any) -> int:
     """A tensor's data pointer (what a captured graph bakes in); 0 for meta and non-tensors."""
-    return t.data_ptr() if isinstance(t, torch.Tensor) and t.device.type != "meta" else 0
+    return t.data_ptr() if isinstance(t, torch.Tensor) and not t.is_meta else 0

@@ -95,7 +95,7 @@ class BoundTensors:
             value = self.bound(ref)
         except KeyError:
             return set()
-        if isinstance(value, torch.Tensor) and value.device.type != "meta":
+        if isinstance(value, torch.Tensor) and not value.is_meta:
             return {value.untyped_storage().data_ptr()}
         return set()
 

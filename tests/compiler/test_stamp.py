@@ -303,3 +303,22 @@ def test_canary_an_undescribed_value_taken_as_keyable_is_stamped_wrong(
     plan = _knob_plan()
     assert plan.graph.stamped == 1
     assert plan.entries["layers.1.ks"].storage.tolist() == [2] * 8  # the planted bug shows
+
+
+@pytest.mark.parametrize("on", [False, True], ids=["plain", "stamped"])
+def test_every_layer_reports_its_own_oversized_values(monkeypatch: pytest.MonkeyPatch,
+                                                      on: bool) -> None:
+    """The size check runs once per meta value object (a stamped op shares its template's):
+    a value found within the limits is not checked again, an oversized one is, so every
+    layer reports its own oversized values (1 / scale, scale * weight, the alias), and the
+    one ``full`` node all layers share (CSE) is reported once."""
+    from derivgraph.errors import SpecValidationError
+    from derivgraph.limits import LIMITS
+
+    monkeypatch.setattr(LIMITS, "max_numel", 4)  # every [8] value is oversized
+    with stamping(on), pytest.raises(SpecValidationError) as raised:
+        compile_plan(scaling_model(5), [scaling_spec()])
+    oversized = [i for i in raised.value.issues if "elements (limit 4" in i.message]
+    assert len(oversized) == 16
+    assert sorted(i.node for i in oversized if not i.node.endswith("strides")) == sorted(
+        f"layers.{n}.{name}" for n in range(5) for name in ("inv", "prod", "scale_alias"))
