@@ -39,6 +39,9 @@ DEF_HEADER_END = re.compile(
 """The end of a ``def`` header and its return annotation (which may span lines inside
 brackets: ``-> tuple[\n    torch.Tensor,\n    ...]``)."""
 _WORD = re.compile(r"\w+")
+_PROPERTY_RETURN = re.compile(
+    r"[ \t]*\n[ \t]*return[ \t]+self\.(\w+(?:\.\w+)+)[ \t]*(?:#[^\n]*)?\n")
+"""A method body that is one ``return self.<object>.<field>`` (after the header)."""
 _SCALAR_TYPE = re.compile(r"^\s*(?:float|int)\s*$")
 _PLACEHOLDER_HINT = re.compile(r"(?:empty|zeros)\(\s*(?:0\s*[,)]|\(\s*0\s*,)")
 """A 0-element allocation in the text: the file may define a helper returning a placeholder."""
@@ -71,6 +74,8 @@ class TreeIndex:
     subclasses: dict[str, set[str]] = field(default_factory=dict)  # class -> descendants
     placeholders: set[str] = field(default_factory=set)  # qualified: returns a 0-element tensor
     method_returns: dict[str, str] = field(default_factory=dict)  # "Class.method" -> annotation
+    # "Class.prop" -> "obj.field": a @property whose body is ``return self.obj.field``
+    property_chains: dict[str, str] = field(default_factory=dict)
 
     def entries(self, name: str) -> list[ClassEntry]:
         """Every class statement with this short name."""
@@ -190,6 +195,11 @@ def _scan_text(index: TreeIndex, file: int, module: str, text: str) -> None:
                 if end and end.group(1):
                     index.method_returns.setdefault(f"{current.name}.{m.group(1)}",
                                                     " ".join(end.group(1).split()))
+                if end and "@property" in text[text.rfind("\n", 0, pos - len(indent) - 1):pos]:
+                    body = _PROPERTY_RETURN.match(text, end.end())
+                    if body:
+                        index.property_chains.setdefault(f"{current.name}.{m.group(1)}",
+                                                         body.group(1))
         elif kind == "attr" and current is not None:
             index.attr_types.setdefault((current.name, m.group(1)), set()).add(m.group(2))
 

@@ -116,7 +116,7 @@ def audit_module(text: str, filename: str, module_name: str, is_package: bool,
     for item in reached:
         for site in audit_function(item, imports, returns.bound(item.cls), scope,
                                    context.scalar_functions, context.containers,
-                                   context.placeholders):
+                                   context.placeholders, context.tree.property_chains):
             sites.setdefault((site.line, site.col, site.attr, site.category), site)
     if not extra and LAZY_GUARD_RE.search(text):
         done = {id(r.func) for r in reached}

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from derivgraph.audit.static.ast import (
     Draft,
@@ -57,10 +57,12 @@ def audit_function(reached: Reached, imports: dict[str, str],
                    returns_tensor: ReturnsTensor, scope: ModuleScope,
                    scalar_functions: frozenset[str] = frozenset(),
                    containers: frozenset[str] = frozenset(),
-                   placeholders: frozenset[str] = frozenset()) -> list[RawSite]:
-    """Every site in one reached function (and the functions nested in it)."""
+                   placeholders: frozenset[str] = frozenset(),
+                   property_chains: Mapping[str, str] | None = None) -> list[RawSite]:
+    """Every site in one reached function (and the functions nested in it).
+    ``property_chains``: ``"Class.prop" -> "obj.field"`` (``TreeIndex.property_chains``)."""
     return FunctionAudit(reached, imports, returns_tensor, scope, scalar_functions,
-                         containers, placeholders).run()
+                         containers, placeholders, property_chains).run()
 
 
 def audit_lazy_caches(scope: ModuleScope, imports: dict[str, str],
@@ -136,7 +138,8 @@ class FunctionAudit(CallRules, FoldRules, StoreRules):
     def __init__(self, reached: Reached, imports: dict[str, str], returns_tensor: ReturnsTensor,
                  scope: ModuleScope, scalar_functions: frozenset[str] = frozenset(),
                  containers: frozenset[str] = frozenset(),
-                 placeholders: frozenset[str] = frozenset()) -> None:
+                 placeholders: frozenset[str] = frozenset(),
+                 property_chains: Mapping[str, str] | None = None) -> None:
         self.reached = reached
         self.scope = scope
         self.scalar_functions = scalar_functions
@@ -157,12 +160,19 @@ class FunctionAudit(CallRules, FoldRules, StoreRules):
         if reached.cls:
             classes |= scope.lineage(reached.cls)
         self.classes = tuple(sorted(classes))
+        # properties of the lineage that return another object's field: prop -> "obj.field"
+        self.property_chains = {key.split(".", 1)[1]: chain
+                                for key, chain in (property_chains or {}).items()
+                                if key.split(".", 1)[0] in self.lineage}
         self.sites: list[RawSite] = []
         self.defs: dict[str, ast.expr] = {}  # last single-target definition of each local
         self.history: dict[str, list[ast.expr]] = {}  # every tensor definition of each local
         self.loop_strings: dict[str, list[str]] = {}
         self.holders: dict[str, list[str]] = {}  # local -> the attributes it may be (x = layer.w)
         self.stored_locals: dict[str, str] = {}  # fresh local -> the first attribute storing it
+        # locals bound to a call the audit cannot read (``packed = api.pack_weight(w)``): judged
+        # where the local is stored, as the call would be (``_helper_info``)
+        self.call_locals: dict[str, ast.Call] = {}
         # locals that may hold a host scalar taken from a weight (``k = layer.k_scale.item()``);
         # a constant in another branch (``k = 1.0``) does not clear it
         self.scalar_locals: dict[str, str] = {}
@@ -399,6 +409,10 @@ class FunctionAudit(CallRules, FoldRules, StoreRules):
         if isinstance(value, ast.Call) and is_getattr(value):
             info = info or self._getattr_info(value)
         self.stored_locals.pop(name, None)
+        if info is None and isinstance(value, ast.Call):
+            self.call_locals[name] = value
+        else:
+            self.call_locals.pop(name, None)
         if info is not None:
             self.inf.locals[name] = info
             self.defs[name] = value

@@ -61,6 +61,8 @@ class StoreRules:
         history: dict[str, list[ast.expr]]
         closures: dict[str, list[str]]
         stored_locals: dict[str, str]
+        call_locals: dict[str, ast.Call]
+        property_chains: dict[str, str]
         scalar_locals: dict[str, str]
         backing: dict[str, list[int]]
         containers: frozenset[str]
@@ -97,6 +99,7 @@ class StoreRules:
                         stmt: ast.stmt) -> None:
         if isinstance(value, ast.Constant):
             return
+        value = self._through_property(value)
         scalar = self._scalar_reason(value)
         if scalar is None and isinstance(value, ast.Name) and value.id in self.scalar_locals:
             scalar = f"{self.scalar_locals[value.id]} (through local {value.id})"
@@ -121,9 +124,23 @@ class StoreRules:
             info = (self._dataclass_info(value) or self._returned_container_info(value)
                     or self._helper_info(value, attr)
                     or self._wrapper_info(value, lazy=f"{owner}.{attr}" in self.guards))
+        if info is None and isinstance(value, ast.Name) and value.id in self.call_locals:
+            info = self._helper_info(self.call_locals[value.id], attr)  # kept through a local
         if info is None:
             return
         self._emit_store(target, value, info, stmt, owner=owner, attr=attr)
+
+    def _through_property(self, value: ast.expr) -> ast.expr:
+        """``self.p`` where ``p`` is a property of the lineage returning ``self.obj.field``
+        (``a2_gscale`` -> ``self.quant_config.a2_gscale``, any file): the field it reads, so
+        the store is judged as a reference into that object, not a second name on ``self``."""
+        if not (isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)
+                and value.value.id == "self" and value.attr in self.property_chains):
+            return value
+        resolved = ast.parse(f"self.{self.property_chains[value.attr]}", mode="eval").body
+        for node in ast.walk(resolved):
+            ast.copy_location(node, value)
+        return resolved
 
     def _wrapper_info(self, call: ast.Call, lazy: bool = False) -> TensorInfo | None:
         """An object built around a tensor computed from weights in the call itself
