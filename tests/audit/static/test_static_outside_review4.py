@@ -16,7 +16,12 @@ import pytest
 
 from tests.audit.static.test_static_outside_review import _load, _vllm_parent, quote_matches
 from tests.audit.static.test_static_outside_review2 import precision_totals
-from tests.audit.static.test_static_outside_review3 import list_problems
+from tests.audit.static.test_static_outside_review3 import (
+    broken_lists,
+    held_out_problems,
+    list_problems,
+    list_quotes,
+)
 
 SEED = "static_recall_outside_seed_v5.json"
 RECALL = "static_recall_outside_v5_vllm_0.33.json"
@@ -58,36 +63,20 @@ def test_recall_v5_uses_the_published_seed_and_is_judged():
 
 def test_recall_v5_check_goes_red_on_a_flipped_verdict_or_a_moved_quote():
     lists, seed = _load(RECALL), _load(SEED)
-    flipped = copy.deepcopy(lists)
-    c = flipped["lists"]["loader"]["candidates"][0]
-    c["real"] = not c["real"]
-    assert list_problems(flipped, seed)
-    moved = copy.deepcopy(lists)
-    c = moved["lists"]["pwal"]["candidates"][0]
-    store = f"{c['file']}:{c['line']} "
-    c["quotes"] = [q.replace(store, f"{c['file']}:{c['line'] + 1} ") for q in c["quotes"]]
-    assert list_problems(moved, seed)
-    assert list_problems(dict(lists, seed=lists["seed"] + 1), seed)
+    assert all(list_problems(broken, seed) for broken in broken_lists(lists))
 
 
 def test_recall_v5_holds_no_earlier_candidate():
-    earlier = set()
-    for stage in EARLIER:
-        for body in _load(f"static_recall_outside_{stage}_vllm_0.33.json")["lists"].values():
-            earlier |= {(c["file"], c["line"], c["attr"]) for c in body["candidates"]}
-    v5 = {(c["file"], c["line"], c["attr"])
-          for body in _load(RECALL)["lists"].values() for c in body["candidates"]}
-    assert len(v5) == 40 and not v5 & earlier
+    assert held_out_problems(RECALL, EARLIER) == []
+    assert held_out_problems(RECALL, EARLIER + ("v5",))
 
 
 def test_recall_v5_quotes_are_the_installed_source():
     root = _vllm_parent()
     if root is None:
         pytest.skip("vLLM is not installed")
-    quotes = [q for body in _load(RECALL)["lists"].values() for c in body["candidates"]
-              for q in c["quotes"]]
-    assert len(quotes) > 40
-    assert [q for q in quotes if not quote_matches(q, root)] == []
+    quotes = list_quotes(RECALL)
+    assert len(quotes) > 40 and [q for q in quotes if not quote_matches(q, root)] == []
     bent = [quotes[0].replace(" ", "  x ", 1)]
     assert [q for q in bent if not quote_matches(q, root)] == bent
 
