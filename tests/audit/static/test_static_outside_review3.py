@@ -25,6 +25,26 @@ RESULT = "static_recall_outside_result_v4_vllm_0.33.json"
 EARLIER = ("v1", "v2", "v3")
 
 
+def candidate_keys(*names: str) -> set[tuple]:
+    """(file, line, attr) of every candidate of the named judged recall lists."""
+    return {(c["file"], c["line"], c["attr"]) for name in names
+            for body in _load(name)["lists"].values() for c in body["candidates"]}
+
+
+def list_quotes(name: str) -> list[str]:
+    """Every quote of every candidate of a judged recall list."""
+    return [q for body in _load(name)["lists"].values() for c in body["candidates"]
+            for q in c["quotes"]]
+
+
+def held_out_problems(name: str, earlier: tuple[str, ...], size: int = 40) -> list[str]:
+    """Whether a judged list has ``size`` candidates, none of them in an earlier stage's list."""
+    keys = candidate_keys(name)
+    seen = candidate_keys(*(f"static_recall_outside_{s}_vllm_0.33.json" for s in earlier))
+    return ([f"{len(keys)} candidates, not {size}"] if len(keys) != size else []) + [
+        f"{k} was in an earlier list" for k in sorted(keys & seen)]
+
+
 def list_problems(lists: dict, seed: dict) -> list[str]:
     """What is wrong with a judged list against its published seed (empty when consistent)."""
     out = []
@@ -77,37 +97,34 @@ def test_recall_v4_uses_the_published_seed_and_is_judged():
         "pwal": 7, "lazy": 0, "loader": 6}
 
 
-def test_recall_v4_check_goes_red_on_a_flipped_verdict_or_a_moved_quote():
-    lists, seed = _load(RECALL), _load(SEED)
+def broken_lists(lists: dict) -> list[dict]:
+    """Copies of a judged list with one planted fault each: a flipped verdict (first pwal
+    candidate), the store quotes moved one line (first loader candidate), another seed."""
     flipped = copy.deepcopy(lists)
     c = flipped["lists"]["pwal"]["candidates"][0]
     c["real"] = not c["real"]
-    assert list_problems(flipped, seed)
     moved = copy.deepcopy(lists)
     c = moved["lists"]["loader"]["candidates"][0]
     store = f"{c['file']}:{c['line']} "
     c["quotes"] = [q.replace(store, f"{c['file']}:{c['line'] + 1} ") for q in c["quotes"]]
-    assert list_problems(moved, seed)
-    reseeded = dict(lists, seed=lists["seed"] + 1)
-    assert list_problems(reseeded, seed)
+    return [flipped, moved, dict(lists, seed=lists["seed"] + 1)]
+
+
+def test_recall_v4_check_goes_red_on_a_flipped_verdict_or_a_moved_quote():
+    lists, seed = _load(RECALL), _load(SEED)
+    assert all(list_problems(broken, seed) for broken in broken_lists(lists))
 
 
 def test_recall_v4_holds_no_earlier_candidate():
-    earlier = set()
-    for stage in EARLIER:
-        for body in _load(f"static_recall_outside_{stage}_vllm_0.33.json")["lists"].values():
-            earlier |= {(c["file"], c["line"], c["attr"]) for c in body["candidates"]}
-    v4 = {(c["file"], c["line"], c["attr"])
-          for body in _load(RECALL)["lists"].values() for c in body["candidates"]}
-    assert len(v4) == 40 and not v4 & earlier
+    assert held_out_problems(RECALL, EARLIER) == []
+    assert held_out_problems(RECALL, EARLIER + ("v4",))
 
 
 def test_recall_v4_quotes_are_the_installed_source():
     root = _vllm_parent()
     if root is None:
         pytest.skip("vLLM is not installed")
-    quotes = [q for body in _load(RECALL)["lists"].values() for c in body["candidates"]
-              for q in c["quotes"]]
+    quotes = list_quotes(RECALL)
     assert len(quotes) > 40
     assert [q for q in quotes if not quote_matches(q, root)] == []
 
