@@ -33,9 +33,8 @@ class BoundSpec:
     module: nn.Module
 
     def qualify(self, path: str) -> str:
-        """A path from the module, made relative to the model root (``join`` of the two)."""
-        base = self.module_path
-        return f"{base}.{path}" if base and path else base or path
+        """A path from the module, made relative to the model root."""
+        return join(self.module_path, path)
 
     def relative(self, path: str) -> str | None:
         """``path`` (from the model root) from the module, None when it is not under it."""

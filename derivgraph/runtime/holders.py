@@ -226,10 +226,7 @@ class Holders:
                     and read[1] is self.table and self.hops.intact():
                 # read by this run's refill; nothing re-walked since
                 return self._rebind_table(read[2], report, read[3])
-            if (report is not None and checked is not None and checked[0] is report
-                    and checked[1] is self.hops) or self.owners_current():
-                # this run's source check brought the owners up to date (only the pass ran
-                # since: it writes tensors, never a module), else one hop sweep now
+            if self._checked_by(report, checked) or self.owners_current():
                 if self.table.intact():  # the common case: one sweep, no list
                     return 0
                 current = self.table.current()
@@ -240,6 +237,17 @@ class Holders:
         count = self.rebind_entries(self.entries.values(), report, self.walk().objects)
         self.refresh()
         return count
+
+    def owners_current_for(self, report: Any) -> bool:
+        """:meth:`owners_current`, without its hop sweep when this run's source check
+        (``report``) already brought the owners up to date."""
+        return self._checked_by(report, self._owners_checked) or self.owners_current()
+
+    def _checked_by(self, report: Any, checked: tuple[Any, HopTable] | None) -> bool:
+        """Whether this run's source check brought the owners up to date (only the pass or
+        the refill's copy ran since: they write tensors, never a module)."""
+        return report is not None and checked is not None and checked[0] is report \
+            and checked[1] is self.hops
 
     def _rebind_table(self, current: list[Any], report: Any, every: bool = False) -> int:
         table = self.table

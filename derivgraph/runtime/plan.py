@@ -324,7 +324,7 @@ class Plan:
         (whether a constant was taken, what the pass still computes); None when the accessors
         cannot prove every target (nothing was copied then)."""
         holders = self.holders
-        if not holders.owners_current():
+        if not holders.owners_current_for(report):
             return None
         table = self._refill_table
         if table is None or table.table is not holders.table:
