@@ -31,8 +31,8 @@ def _line_of(path: Path, text: str) -> int:
 
 def test_a_view_made_by_a_layer_step_is_a_reference_to_the_reload_temporary():
     got = _findings(CORPUS / NAME)
-    line = _line_of(CORPUS / NAME, "layer.grouped_bmm_weight = ")
-    assert got["grouped_bmm_weight"] == ("warning", "reference", line)
+    line = _line_of(CORPUS / NAME, "layer.bmm_weight = ")
+    assert got["bmm_weight"] == ("warning", "reference", line)
     # the false positive of the class: an attention step's view of the live kept tensor
     assert got["grouped_sink_weight"][:2] == ("info", "view-of-kept")
 
@@ -48,7 +48,7 @@ def test_a_copy_refilled_only_by_post_load_code_is_stale_after_a_kernel_format_r
 def test_canary_without_the_temporary_view_rule_the_view_is_quiet(monkeypatch):
     monkeypatch.setattr(semantics, "runs_on_kept", lambda site: True)
     got = _findings(CORPUS / NAME)
-    assert got["grouped_bmm_weight"][:2] == ("info", "view-of-kept")
+    assert got["bmm_weight"][:2] == ("info", "view-of-kept")
 
 
 def test_canary_without_the_refilled_copy_rule_the_copy_is_quiet(monkeypatch):
