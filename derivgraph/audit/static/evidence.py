@@ -21,6 +21,8 @@ severity where the evidence is missing:
 * a local bound to a kept parameter and replaced by a copy only under a dtype test
   (``ws = get_scale(l); if ws.dtype == e8m0: ws = upcast(ws)``), stored by the initial-load
   hook: a reference to the parameter the reload refills, ``info``;
+* a copy made once and refilled with ``copy_`` by its post-load step (stale only after a
+  kernel-format reload) that code running after load also refreshes from its source: ``info``;
 * a store or reader that runs only on the CPU platform (:mod:`.platforms`), unless it copies a
   kept parameter a kernel-format reload refills or its step returns early on a flag it sets
   (:func:`.platforms.rerun_guard`: a reload cannot rebuild it): ``info``, no device graph is
@@ -219,12 +221,21 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str) -> StaticFinding:
                                    evidence="a parameter of a module, read by its forward")
     if f.store == Store.LOADER_REBIND.value:
         return _loader_rebind(f, index, body, text, weight)
+    refresh = index.refreshed_after_load(f.cls, f.owner, f.attr) \
+        if f.store == Store.REFILLED_COPY.value else None
+    if refresh is not None:
+        return _cap(dataclasses.replace(f, derives_from=weight), Severity.INFO,
+                    f"refreshed from its source where it is used ({refresh}): a kernel-format "
+                    "reload's values reach it")
     reader = index.reader(f.cls, f.owner, f.attr)
     if reader is None:
         return _cap(dataclasses.replace(f, derives_from=weight), Severity.INFO,
                     "no reader after load: no kernel call, forward or captured path reads it")
     f = dataclasses.replace(f, reader=str(reader), reader_kind=reader.kind.value,
                             derives_from=weight)
+    if weight is None and f.store == Store.REFILLED_COPY.value:
+        return dataclasses.replace(f, evidence="read after load; no weight named, but the step "
+                                   "refills it from its source, so a reload changes that source")
     if weight is None and f.category != "captured-tensor":
         return _cap(f, Severity.WARNING, "read after load but derived from no weight: moved by "
                     "a rerun, never stale")

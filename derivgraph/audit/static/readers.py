@@ -60,7 +60,7 @@ _KERNEL_CALL = re.compile(r"\b(?:torch\.ops\.|ops\.|kernel|_C\.|triton|flashinfe
 _DEF_RE = re.compile(r"(def|class)[ \t]+(\w+)")
 _WEIGHT_WORD = re.compile(
     r"\b(?:[A-Za-z_]\w*\.)*(\w*(?:weight|scale|bias|qzeros|g_idx|gamma|lm_head|embed"
-    r"|alpha|w13|w2_|w1_|_w\d|kv_a|wkv|wq|wo_|gate|proj|norm)\w*)")
+    r"|alpha|w13|w2_|w1_|_w\d|kv_a|wkv|wq|wo_|gate|proj|norm|sink)\w*)")
 
 _WEIGHT_PARAM = re.compile(r"^(?:w|w\d+|w13\w*|w2\w*|\w*weight\w*|\w*scale\w*|\w*bias\w*)$")
 _META_USE = re.compile(r"\.(?:device|dtype|shape|size\(|numel\(|dim\(|ndim)\b")
@@ -298,6 +298,21 @@ class ReaderIndex:
         self.prefetch([func])
         for hit in self._hits.get(func, ()):
             if hit.call and self._after_load(hit):
+                return dataclasses.replace(self._reader(hit), kind=ReaderKind.FORWARD)
+        return None
+
+
+    def refreshed_after_load(self, cls: str | None, owner: str, attr: str) -> Reader | None:
+        """A ``<owner>.<attr>.copy_(...)`` in code that runs after loading, through the same
+        receiver (``self`` in the storing class's family): the copy is refreshed where it is
+        used, so it follows its source whatever reloaded it."""
+        self.prefetch([attr])
+        family = self.family(cls) if cls else frozenset()
+        root = owner.split(".", 1)[0]
+        for hit in self._hits.get(attr, ()):
+            if (f".{attr}.copy_(" in hit.text and self._after_load(hit)
+                    and hit.receiver.split(".", 1)[0] == root
+                    and (root != "self" or hit.cls in family)):
                 return dataclasses.replace(self._reader(hit), kind=ReaderKind.FORWARD)
         return None
 

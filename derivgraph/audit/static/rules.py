@@ -7,8 +7,8 @@ a captured graph holds. The exception is a *fold*: an in-place write into a load
 whose value depends on the parameter itself (``p.mul_(c)``, ``p *= c``, ``p.copy_(f(p))``,
 ``torch.mul(p, c, out=p)``): a rerun applies it twice.
 
-Beyond post-load code, any method with a guarded first assignment (``if self._x is None:
-self._x = torch.cat(...)``) built from weights is a *lazy cache* (:func:`audit_lazy_caches`).
+Beyond post-load code, a guarded first assignment built from weights (``if self._x is None:
+self._x = torch.cat(...)``) in any method is a *lazy cache* (:func:`audit_lazy_caches`).
 
 :class:`FunctionAudit` walks a function in order and tracks what its locals hold; the rules
 themselves are mixins by category: attribute stores and containers (:mod:`.stores`), folds
@@ -466,7 +466,7 @@ class FunctionAudit(CallRules, FoldRules, StoreRules):
     def _emit(self, stmt: ast.stmt, attr: str, owner: str, category: str, reason: str,
               value: ast.expr, kind: str, alias_of: str | None = None,
               line: int | None = None, col: int | None = None, persistent: bool = True,
-              view_of_kept: bool = False) -> None:
+              view_of_kept: bool = False, refilled: bool = False) -> None:
         self.sites.append(RawSite(
             line=line or stmt.lineno, col=col if col is not None else stmt.col_offset,
             cls=self.reached.cls, function=self.reached.qualname, attr=attr, owner=owner,
@@ -474,7 +474,7 @@ class FunctionAudit(CallRules, FoldRules, StoreRules):
             via=self.reached.via, classes=self.classes, formula=self._formula(value, owner),
             alias_of=alias_of, lineage=self.lineage, persistent=persistent,
             empty=is_placeholder(value) or self._returns_placeholder(value),
-            view_of_kept=view_of_kept,
+            view_of_kept=view_of_kept, refilled=refilled,
             weight_free=self._weight_free(value), allocation=is_allocation(value),
             constructed=is_construction(value),
             initial_load_only=self.reached.initial_load_only,

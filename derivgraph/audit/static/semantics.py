@@ -35,7 +35,7 @@ from derivgraph.audit.static.scope import MODULE_CLASS_NAMES, is_rebuilt_lineage
 from derivgraph.audit.static.sites import RawSite
 
 __all__ = ["ENGINES", "VLLM_0_33", "Engine", "OwnerRole", "Semantics", "Severity", "Store",
-           "classify", "owner_role", "refine", "semantics_of"]
+           "classify", "owner_role", "refine", "runs_on_kept", "semantics_of"]
 
 
 class Engine(enum.Enum):
@@ -82,6 +82,7 @@ class Store(enum.Enum):
     INITIAL_LOAD_KEPT = "initial-load-kept"  # made once at initial load, weight-free or shared
     BUILT_AT_CONSTRUCTION = "built-at-construction"  # weight-free, by an object built once
     LOADER_REBIND = "loader-rebind"  # a weight loader binds a new Parameter on every load
+    REFILLED_COPY = "refilled-copy"  # a copy refilled with copy_ only by post-load code
 
 
 class OwnerRole(enum.Enum):
@@ -164,9 +165,9 @@ VLLM_0_33: Mapping[Store, Semantics] = dict([
          "harmless: a 0-element placeholder holds no values to keep fresh",
          "nothing"),
     _row(Store.VIEW_OF_KEPT, True, Severity.INFO,
-         "a view into the tensor it was made from: the copy-back refills that storage in place, "
-         "so a captured graph reading the view sees the new weights (eager code may read the "
-         "reload temporary, with the same values, until post-load code reruns)",
+         "a view into a kept tensor, made where the code reads the kept tensor itself (once, or "
+         "by an attention step on the live tensors): the reload refills that storage in place, "
+         "so every reader of the view sees the new weights",
          "nothing for layerwise reloads; read it through its owner if the base can be rebound"),
     _row(Store.NOT_FROM_WEIGHTS, True, Severity.INFO,
          "reads no weight (a routing map, rotary cache, pointer table...): a weight reload does "
@@ -191,6 +192,12 @@ VLLM_0_33: Mapping[Store, Semantics] = dict([
          "reading the old storage when the new object lands after it",
          "copy the checkpoint tensor into the kept Parameter (`param.data.copy_(w)` or its "
          "weight_loader), registering it once"),
+    _row(Store.REFILLED_COPY, False, Severity.WARNING,
+         "stale after a kernel-format reload: the post-load step made this copy once and "
+         "refills it with `copy_` when it reruns (right for a layerwise reload), but a "
+         "kernel-format reload runs no post-load code and refills only the tensor it copies",
+         "read the source tensor where the copy is used (or refresh the copy there), or declare "
+         "it in a spec"),
 ])
 """vLLM 0.33.0's layerwise reload (``reload/layerwise.py``), store by store."""
 
@@ -282,6 +289,14 @@ _SHARED_OR_WEIGHT_FREE = frozenset({Store.LAYER_ATTRIBUTE, Store.OBJECT_ATTRIBUT
 """Stores whose severity depends on whether the value has storage and weights of its own."""
 
 
+def runs_on_kept(site: RawSite) -> bool:
+    """Whether the storing step reads the kept tensors themselves on a reload: attention code
+    (its post-load step runs on the live tensors), not a layer's or a rebuilt object's step,
+    which vLLM runs on the reload's temporaries before copying them back."""
+    lineage = frozenset(site.lineage) or frozenset({site.cls} - {None})
+    return _is_attention(set(lineage)) and not is_rebuilt_lineage(lineage)
+
+
 def refine(site: RawSite, store: Store) -> Store:
     """The store once what the value is (a view, weight-free, an allocation) and whether the code
     reruns on a reload are known."""
@@ -303,8 +318,13 @@ def refine(site: RawSite, store: Store) -> Store:
         if shares or site.allocation or site.weight_free:
             return Store.INITIAL_LOAD_KEPT
         return Store.INITIAL_LOAD_COPY
+    if site.refilled and store in (Store.LAYER_ATTRIBUTE, Store.OBJECT_ATTRIBUTE):
+        return Store.REFILLED_COPY
     if site.view_of_kept and store in (Store.LAYER_ATTRIBUTE, Store.OBJECT_ATTRIBUTE):
-        return Store.VIEW_OF_KEPT
+        # a view has the storage of its base: an attention step runs on the live kept tensors
+        # (refilled in place); any other rerunning step runs on the reload's temporaries, so
+        # the view aliases a temporary, exactly as a reference to it would
+        return Store.VIEW_OF_KEPT if runs_on_kept(site) else Store.REFERENCE
     if site.view_of_kept and site.category == "register":
         return Store.VIEW_OF_KEPT  # a buffer over the storage of a tensor the layer keeps
     if (store in (Store.LAYER_ATTRIBUTE, Store.OBJECT_ATTRIBUTE) and site.weight_free

@@ -94,3 +94,4 @@ class RawSite:
     initial_load_only: bool = False  # reached only from the model-level initial-load hook
     from_weights: bool = True  # the value reads an attribute named like a weight
     built_once: bool = False  # in the constructor of a class built only at model construction
+    refilled: bool = False  # made once, then refilled with copy_ by the post-load step itself

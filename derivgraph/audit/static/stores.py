@@ -29,6 +29,7 @@ from derivgraph.audit.static.values import (
     dtype_view_of,
     is_allocation,
     is_container,
+    refills,
     shape_free_chains,
     weight_named,
 )
@@ -41,6 +42,9 @@ _NOT_TENSOR_CALLS = frozenset({
     "getattr", "get", "pop", "setdefault", "tuple", "list", "dict", "set", "sorted", "str",
     "repr", "dumps", "compile", "deepcopy", "copy", "partial", "len", "id", "type", "vars"})
 """Calls whose result is no tensor, whatever they are handed."""
+_COPY_METHODS = frozenset({"to", "float", "half", "bfloat16", "double", "clone", "contiguous",
+                           "type"})
+"""Methods that copy a tensor into another dtype, device or layout."""
 _TENSOR_NAMED = re.compile(r"weight|scale|bias|packed|w13|w1_|w2_|_w\d|qzeros|g_idx|sf\b|_sf_")
 _NOT_TENSOR_NAMED = re.compile(r"config|_str$|name|size|shape|dtype|_fn$|kernel$|module")
 
@@ -72,7 +76,8 @@ class StoreRules:
         def _emit(self, stmt: ast.stmt, attr: str, owner: str, category: str, reason: str,
                   value: ast.expr, kind: str, alias_of: str | None = None,
                   line: int | None = None, col: int | None = None,
-                  persistent: bool = True, view_of_kept: bool = False) -> None: ...
+                  persistent: bool = True, view_of_kept: bool = False,
+                  refilled: bool = False) -> None: ...
 
         def _targets(self, chain: str) -> list[tuple[str, str]]: ...
 
@@ -126,6 +131,8 @@ class StoreRules:
                     or self._wrapper_info(value, lazy=f"{owner}.{attr}" in self.guards))
         if info is None and isinstance(value, ast.Name) and value.id in self.call_locals:
             info = self._helper_info(self.call_locals[value.id], attr)  # kept through a local
+        if info is None and f"{owner}.{attr}" in self.guards:
+            info = self._refilled_copy_info(value, f"{owner}.{attr}")
         if info is None:
             return
         self._emit_store(target, value, info, stmt, owner=owner, attr=attr)
@@ -162,6 +169,22 @@ class StoreRules:
         if views is not None:
             return TensorInfo(why=f"a container of references and views of kept tensors "
                               f"({short(views, 60)})", view=True, of_kept=True)
+        return None
+
+    def _refilled_copy_info(self, value: ast.expr, path: str) -> TensorInfo | None:
+        """``src.to(torch.float32)`` (or ``.float()``, ``.clone()``...) made once behind a guard
+        on ``path``, where the step refills ``path.copy_(src)``: the refill shows ``src`` is a
+        tensor, whatever its name says."""
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+                and value.func.attr in _COPY_METHODS):
+            return None
+        source = ast.dump(value.func.value)
+        for node in ast.walk(self.reached.func):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "copy_" and attr_chain(node.func.value) == path
+                    and node.args and ast.dump(node.args[0]) == source):
+                return TensorInfo(why=f"a copy of {short(value.func.value, 40)} "
+                                  f"(.{value.func.attr}())")
         return None
 
     def _helper_info(self, call: ast.Call, attr: str) -> TensorInfo | None:
@@ -293,21 +316,30 @@ class StoreRules:
         if info.parameter:
             why += "; replaces the registered Parameter object (and drops its weight_loader)"
         category = "tensor-attr"
+        refilled = False
         if path in self.guards:
             if self._copies is None:
                 self._copies = calls_copy(self.reached.func)
-            if self._copies:
-                return  # built once, then refilled with copy_ (the keep-the-object pattern)
-            if not self._from_weights(value):
+            # made once, then refilled with copy_ (the keep-the-object pattern): right only
+            # where post-load code reruns; the refill shows its source is reloaded data
+            refilled = bool(self._copies) and refills(self.reached.func, path) \
+                and not is_allocation(value)
+            if not refilled and not self._from_weights(value):
                 return  # a lazily made workspace or constant: no weight values to go stale
-            category = "lazy-cache"
-            why = f"built once behind `if {path} is None`: {why}"
+            if refilled:
+                why = f"made once behind `if {path} is None`, then refilled with " \
+                    f"`{path}.copy_(...)` by this step: {why}"
+            elif self._copies:
+                return  # refilled with copy_ into something else: the keep-the-object pattern
+            else:
+                category = "lazy-cache"
+                why = f"built once behind `if {path} is None`: {why}"
         elif is_container(value) or info.why.startswith(("a container", "a list")):
             category = "container"
         if backs_kept:
             why += " (tensors kept by the layer were `.set_()` into it: it shares their storage)"
         self._emit(stmt, attr, owner, category, why, value, kind,
-                   view_of_kept=(info.view and info.of_kept) or backs_kept)
+                   view_of_kept=(info.view and info.of_kept) or backs_kept, refilled=refilled)
 
     def _source_of(self, value: ast.expr) -> str | None:
         if isinstance(value, ast.Name):

@@ -19,13 +19,14 @@ from derivgraph.audit.static.vocab import (
 
 __all__ = [
     "ALLOCATIONS", "LOADED_NAMES", "WEIGHT_FREE_RE", "WEIGHT_WORDS", "calls_copy",
-    "dtype_view_of", "is_allocation", "is_construction", "is_container", "shape_free_chains",
-    "weight_named",
+    "dtype_view_of", "is_allocation", "is_construction", "is_container", "refills",
+    "shape_free_chains", "weight_named",
 ]
 
 LOADED_NAMES = frozenset({"weight", "bias"})
 """Attribute names of loaded parameters."""
-WEIGHT_WORDS = ("weight", "bias", "scale", "proj", "norm", "embed", "qkv", "w1", "w2", "w13")
+WEIGHT_WORDS = ("weight", "bias", "scale", "proj", "norm", "embed", "qkv", "w1", "w2", "w13",
+                "sink")
 """Words in a name that can hold weight values."""
 WEIGHT_FREE_RE = re.compile(
     r"(?:^|_)(?:cos|sin|rotary|rope|freqs|inv_freq|positions?|token_ids|"
@@ -87,6 +88,13 @@ def calls_copy(func: ast.AST) -> bool:
     """Whether a function refills something with ``.copy_(...)`` (keep-the-object pattern)."""
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                and n.func.attr == "copy_" for n in ast.walk(func))
+
+
+def refills(func: ast.AST, chain: str) -> bool:
+    """Whether a function refills ``chain`` itself with ``<chain>.copy_(...)``."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and n.func.attr == "copy_" and attr_chain(n.func.value) == chain
+               for n in ast.walk(func))
 
 
 def dtype_view_of(value: ast.expr, chain: str, imports: dict[str, str]) -> bool:

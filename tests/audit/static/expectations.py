@@ -207,7 +207,9 @@ REVIEW_FIXES = {
 # What the value is and whether its code reruns, per site of reload_refinements.py: each rule
 # has a true positive (still error/warning) next to the false positive it now clears (info).
 REFINED = {
-    (16, "w_view"): ("info", "view-of-kept"),  # a view of layer.weight: shares refilled storage
+    # a view of layer.weight made by a layer kernel's step, which a reload runs on its
+    # temporaries: the view aliases the temporary, as a reference to it would
+    (16, "w_view"): ("warning", "reference"),
     (17, "w_copy"): ("error", "layer-attribute"),  # the same chain made contiguous: a new copy
     (19, "s_view"): ("error", "layer-attribute"),  # a view of a fresh tensor: not kept storage
     (20, "routing"): ("info", "not-from-weights"),  # a routing map, cast: no weight in it

@@ -282,8 +282,11 @@ def test_precision_review_file_is_consistent(vllm_report):
     # that return early on their own flag (5 zentorch sites) and a loader binding a new
     # Parameter (adapters) to 121; a library call's result kept through a local
     # (``modelopt_block_quant.py:366``) and a property alias of a config tensor
-    # (``flashinfer_b12x_moe.py:125``) to 123
-    assert review["population"] == 96 and len(pool) == 123
+    # (``flashinfer_b12x_moe.py:125``) to 123; a view made by a layer kernel's rerunning step
+    # (``scaled_mm/xpu.py:263``, a reference to the reload temporary) and three copies refilled
+    # only by post-load code (the b12x and FlashInfer fp32 sinks, the MuseSpark AMD router
+    # planes) to 127
+    assert review["population"] == 96 and len(pool) == 127
     drawn = {(f.file, f.line, f.attr) for f in pool}
     gone = [r for r in review["sample"] if (r["file"], r["line"], r["attr"]) not in drawn]
     assert len(gone) == 8  # 10, less the two zentorch sites the rerun-guard rule keeps loud
