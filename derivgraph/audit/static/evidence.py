@@ -237,7 +237,7 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str) -> StaticFinding:
         return _cap(dataclasses.replace(f, derives_from=weight), Severity.INFO,
                     f"refreshed from its source where it is used ({refresh}): a kernel-format "
                     "reload's values reach it")
-    reader = index.reader(f.cls, f.owner, f.attr)
+    reader = index.reader(f.cls, f.owner, f.attr, f.file)
     if reader is None:
         return _cap(dataclasses.replace(f, derives_from=weight), Severity.INFO,
                     "no reader after load: no kernel call, forward or captured path reads it")
@@ -270,7 +270,7 @@ def _loader_rebind(f: StaticFinding, index: ReaderIndex, body: str, text: str,
     why = refilled_in_place(f.attr, f.expr, body, line_text)
     if why:
         return _cap(f, Severity.INFO, why)
-    reader = index.reader(f.cls, f.owner, f.attr)
+    reader = index.reader(f.cls, f.owner, f.attr, f.file)
     return dataclasses.replace(
         f, reader=str(reader) if reader else None,
         reader_kind=reader.kind.value if reader else None,
