@@ -105,15 +105,27 @@ class CaseLayer(nn.Module):
         self.quant_method.create_weights(self)
 
 
-class CaseModel(nn.Module):
-    """``LAYERS`` layers; ``load_weights`` as vLLM models do (new params after initialize)."""
+LoadOne = Callable[[nn.Module, str, torch.Tensor], object]
+"""A model's own loader of one checkpoint tensor: (layer, name relative to it, tensor)."""
 
-    def __init__(self, make_layer: Callable[[], nn.Module]):
+
+class CaseModel(nn.Module):
+    """``LAYERS`` layers; ``load_weights`` as vLLM models do (new params after initialize), or
+    through ``load`` (the model's own per-layer loader) when one is given."""
+
+    def __init__(self, make_layer: Callable[[], nn.Module], load: LoadOne | None = None):
         super().__init__()
         self.layers = nn.ModuleList(make_layer() for _ in range(LAYERS))
+        self._load = load
 
     def load_weights(self, weights: dict[str, torch.Tensor]) -> set[str]:
         from vllm.model_executor.model_loader.weight_utils import default_weight_loader
+
+        if self._load is not None:
+            for name, w in weights.items():
+                index, _, local = name.removeprefix("layers.").partition(".")
+                self._load(self.layers[int(index)], local, w)
+            return set(weights)
 
         params = dict(self.named_parameters())
         for name, w in weights.items():
@@ -155,6 +167,8 @@ class VllmCase:
     forward_stop: str | None = field(default=None, repr=False, compare=False)
     #: what stopped the last ``first_forward`` at ``forward_stop`` (``"forward"``)
     stops: dict[str, Blocker] = field(default_factory=dict, repr=False, compare=False)
+    #: the model's own loader of one layer tensor, in place of the parameters' weight_loader
+    load: LoadOne | None = field(default=None, repr=False, compare=False)
 
     @contextlib.contextmanager
     def _running(self) -> Iterator[None]:
@@ -216,7 +230,7 @@ class VllmCase:
 
         self._check()
         with self._running():
-            model = CaseModel(self._layer)
+            model = CaseModel(self._layer, self.load)
             record_metadata_for_reloading(model)
             model.load_weights(self.weights(seed))
             for layer in model.layers:

@@ -24,6 +24,7 @@ from vllm_integration import class_layers as att
 from vllm_integration.blockers import attempt
 from vllm_integration.class_attempts import ATTEMPTS
 from vllm_integration.class_models import CPU_ATTENTION, model_cases
+from vllm_integration.loader_cases import loader_cases
 
 __all__ = ["PLATFORM_ANSWERS", "class_cases"]
 
@@ -399,6 +400,7 @@ def class_cases() -> list[b.VllmCase]:
                      patch=b.vllm_runtime)
           for name, impl, metadata, q_dtype, stop in _MLA_DECODE),
         *model_cases(),
+        *loader_cases(),
         _tried("muse-spark-nvfp4-moe", (_MUSE,), _muse_spark),
         *(_tried(name, (qualified,), run) for qualified, (name, run) in ATTEMPTS.items()),
         _tried("nvfp4-moe-step5-mega", ("vllm.models.step5.nvidia.mega_moe.Step5MegaMoEExperts",),

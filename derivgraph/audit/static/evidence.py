@@ -20,7 +20,11 @@ severity where the evidence is missing:
   is what refills the layers;
 * a local bound to a kept parameter and replaced by a copy only under a dtype test
   (``ws = get_scale(l); if ws.dtype == e8m0: ws = upcast(ws)``), stored by the initial-load
-  hook: a reference to the parameter the reload refills, ``info``;
+  hook: a reference to the parameter the reload refills for every other dtype, but a copy no
+  reload rebuilds for that one: at most ``warning`` (with a reader); a dtype *view* under the
+  test (``ws = ws.view(dtype)``) shares the kept storage on both paths: ``info``;
+* a registered parameter loaded around its ``weight_loader`` (:mod:`.classwide`): an error
+  when read after load, whatever it derives from (it is the checkpoint weight itself);
 * a copy made once and refilled with ``copy_`` by its post-load step (stale only after a
   kernel-format reload) that code running after load also refreshes from its source: ``info``;
 * a store or reader that runs only on the CPU platform (:mod:`.platforms`), unless it copies a
@@ -87,12 +91,14 @@ def _cap(finding: StaticFinding, most: Severity, note: str) -> StaticFinding:
     return dataclasses.replace(finding, severity=most, evidence=note)
 
 
-def _dtype_conditional_reference(finding: StaticFinding, body: str) -> bool:
+def _dtype_conditional_reference(finding: StaticFinding, body: str) -> str | None:
     """``ws = <lookup>`` then ``ws = <copy>`` only under ``if ws.dtype ...``: on the default
     path the stored local is the kept parameter itself (also through a nested helper that
-    returns such a local, ``self._s = _prep(self.wo)``)."""
+    returns such a local, ``self._s = _prep(self.wo)``). ``"view"`` when every conditional
+    rebind is a dtype view (``ws = ws.view(dtype)``: the kept storage on both paths),
+    ``"copy"`` otherwise, None when the pattern does not hold."""
     if finding.store != "initial-load-copy":
-        return False
+        return None
     local = finding.expr.strip()
     helper = re.fullmatch(r"(\w+)\(.*\)", local)
     if helper:
@@ -100,22 +106,25 @@ def _dtype_conditional_reference(finding: StaticFinding, body: str) -> bool:
         returned = [r for r in re.findall(r"^\s*return\s+(\w+)\s*$", nested, re.M)
                     if r != "None"]
         if not nested or len(set(returned)) != 1:
-            return False
+            return None
         body, local = nested, returned[0]
     if not _LOCAL.fullmatch(local):
-        return False
+        return None
     n = re.escape(local)
     binds = list(re.finditer(rf"^([ \t]*){n}\s*=\s*([^\n]+)", body, re.M))
     if len(binds) < 2:
-        return False
+        return None
     first_indent = len(binds[0].group(1))
     for b in binds[1:]:
         before = body[:b.start()].rstrip().splitlines()
         guard = next((ln for ln in reversed(before)
                       if len(ln) - len(ln.lstrip()) < len(b.group(1))), "")
         if len(b.group(1)) <= first_indent or not re.match(rf"\s*if\s+{n}\.dtype\b", guard):
-            return False
-    return not re.search(r"\.(?:clone|contiguous|to|float|t)\(", binds[0].group(2))
+            return None
+    if re.search(r"\.(?:clone|contiguous|to|float|t)\(", binds[0].group(2)):
+        return None
+    views = all(re.fullmatch(rf"{n}\.view\([^()]*\)\s*", b.group(2)) for b in binds[1:])
+    return "view" if views else "copy"
 
 
 def _deleted_source(finding: StaticFinding, body: str) -> str | None:
@@ -212,9 +221,10 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str) -> StaticFinding:
         return _cap(f, Severity.INFO, f"made once from `{dropped}`, which the same step deletes: a "
                     "reload carrying it fails on an unknown name, one without it leaves the value "
                     "right")
-    if body and _dtype_conditional_reference(f, body):
-        return _cap(f, Severity.INFO, "a reference to the kept parameter (copied only for one "
-                    "dtype): the reload refills it in place")
+    conditional = _dtype_conditional_reference(f, body) if body else None
+    if conditional == "view":
+        return _cap(f, Severity.INFO, "a reference to the kept parameter (a dtype view under "
+                    "the dtype test): the reload refills it in place")
     weight = derives_from(f.expr, body, f.attr)
     if f.category == "set-storage":  # a registered parameter: its module's forward reads it
         return dataclasses.replace(f, derives_from=weight or f"{f.owner}.{f.attr}",
@@ -227,12 +237,20 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str) -> StaticFinding:
         return _cap(dataclasses.replace(f, derives_from=weight), Severity.INFO,
                     f"refreshed from its source where it is used ({refresh}): a kernel-format "
                     "reload's values reach it")
-    reader = index.reader(f.cls, f.owner, f.attr)
+    reader = index.reader(f.cls, f.owner, f.attr, f.file)
     if reader is None:
         return _cap(dataclasses.replace(f, derives_from=weight), Severity.INFO,
                     "no reader after load: no kernel call, forward or captured path reads it")
     f = dataclasses.replace(f, reader=str(reader), reader_kind=reader.kind.value,
                             derives_from=weight)
+    if f.category == "loader-bypass":
+        return dataclasses.replace(f, derives_from=f"{f.owner}.{f.attr} (the checkpoint weight)",
+                                   evidence="read after load; its loader writes `.data` around "
+                                   "the weight_loader a layerwise reload counts")
+    if conditional:
+        return _cap(f, Severity.WARNING, "copied only for one dtype: then made once by the "
+                    "model-level step no reload reruns, so stale after a reload; with any other "
+                    "dtype a reference to the kept parameter, refilled in place")
     if weight is None and f.store == Store.REFILLED_COPY.value:
         return dataclasses.replace(f, evidence="read after load; no weight named, but the step "
                                    "refills it from its source, so a reload changes that source")
@@ -252,7 +270,7 @@ def _loader_rebind(f: StaticFinding, index: ReaderIndex, body: str, text: str,
     why = refilled_in_place(f.attr, f.expr, body, line_text)
     if why:
         return _cap(f, Severity.INFO, why)
-    reader = index.reader(f.cls, f.owner, f.attr)
+    reader = index.reader(f.cls, f.owner, f.attr, f.file)
     return dataclasses.replace(
         f, reader=str(reader) if reader else None,
         reader_kind=reader.kind.value if reader else None,

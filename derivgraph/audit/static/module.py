@@ -8,6 +8,7 @@ import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from derivgraph.audit.static.classwide import audit_class_wide
 from derivgraph.audit.static.index import TreeIndex
 from derivgraph.audit.static.infer import call_name, import_map
 from derivgraph.audit.static.rules import audit_function, audit_lazy_caches, returns_tensor
@@ -83,6 +84,13 @@ def parse_for_audit(text: str, filename: str, context: ModuleContext,
     return scope
 
 
+def _lineage(context: ModuleContext, cls: str, bases: Sequence[str]) -> frozenset[str]:
+    names = set(context.ancestors.get(cls, frozenset({cls})))
+    for base in bases:
+        names |= context.ancestors.get(base, frozenset({base}))
+    return frozenset(names)
+
+
 def _seeds(scope: ModuleScope, extra: Sequence[ExternalRoot]) -> list[Reached]:
     out = []
     for e in extra:
@@ -121,6 +129,10 @@ def audit_module(text: str, filename: str, module_name: str, is_package: bool,
     if not extra and LAZY_GUARD_RE.search(text):
         done = {id(r.func) for r in reached}
         for site in audit_lazy_caches(scope, imports, returns.bound, done):
+            sites.setdefault((site.line, site.col, site.attr, site.category), site)
+    if not extra:
+        for site in audit_class_wide(text, filename, lambda cls, bases: _lineage(context, cls,
+                                                                                 bases)):
             sites.setdefault((site.line, site.col, site.attr, site.category), site)
     externals = list(_externals(scope, reached, imports, context, file_index)) \
         if context.tree.modules else []

@@ -237,10 +237,21 @@ class ReaderIndex:
         func = ".".join(x for x in (hit.cls, *hit.funcs) if x)
         return Reader(self.files[hit.file][0], hit.line, func, kind, hit.text[:160])
 
-    def reader(self, cls: str | None, owner: str, attr: str) -> Reader | None:
-        """The first read after loading of ``owner.attr`` stored by code of class ``cls``."""
+    def reader(self, cls: str | None, owner: str, attr: str,
+               file: str | None = None) -> Reader | None:
+        """The first read after loading of ``owner.attr`` stored by code of class ``cls``; with
+        ``file`` (where the store is), a read through ``self`` in that file by the same class
+        comes first (two files may define classes of one name: ``amd/`` and ``nvidia/``)."""
         family = self.family(cls) if cls else frozenset()
-        return self._find(family, owner, attr, 0)
+        found = self._find(family, owner, attr, 0)
+        if file is None or found is None or found.file == file or owner != "self":
+            return found
+        for hit in self._hits.get(attr, ()):
+            if self.files[hit.file][0] == file and hit.cls in family \
+                    and hit.receiver == "self" and hit.in_property is None \
+                    and self._after_load(hit):
+                return self._reader(hit)
+        return found
 
     def _find(self, family: frozenset[str], owner: str, attr: str, depth: int,
               seen: frozenset[str] = frozenset()) -> Reader | None:

@@ -33,6 +33,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from derivgraph.audit.static.classwide import GATE_RE as CLASS_WIDE_RE
 from derivgraph.audit.static.construction import built_at_construction
 from derivgraph.audit.static.evidence import apply_evidence
 from derivgraph.audit.static.finding import SourceFile, StaticFinding, StaticReport
@@ -113,7 +114,8 @@ def _context(texts: Sequence[tuple[SourceFile, str]], tree: bool = True) -> Modu
 
 def _is_candidate(text: str, context: ModuleContext) -> bool:
     """Whether a file can hold post-load code (cheap text test before parsing)."""
-    if ROOT_DEF_RE.search(text) or ROOT_ASSIGN_RE.search(text) or LAZY_GUARD_RE.search(text):
+    if ROOT_DEF_RE.search(text) or ROOT_ASSIGN_RE.search(text) or LAZY_GUARD_RE.search(text) \
+            or CLASS_WIDE_RE.search(text):
         return True
     if "def __init__" not in text:
         return False

@@ -83,6 +83,7 @@ class Store(enum.Enum):
     BUILT_AT_CONSTRUCTION = "built-at-construction"  # weight-free, by an object built once
     LOADER_REBIND = "loader-rebind"  # a weight loader binds a new Parameter on every load
     REFILLED_COPY = "refilled-copy"  # a copy refilled with copy_ only by post-load code
+    LOADER_BYPASS = "loader-bypass"  # a registered parameter loaded around its weight_loader
 
 
 class OwnerRole(enum.Enum):
@@ -177,6 +178,13 @@ VLLM_0_33: Mapping[Store, Semantics] = dict([
          "stale: made from the weights by the model-level process_weights_after_loading(), which "
          "vLLM 0.33 runs at initial load only; no reload rebuilds it (nor moves it)",
          "move it into a layer's or quant method's post-load step, or declare it in a spec"),
+    _row(Store.LOADER_BYPASS, False, Severity.ERROR,
+         "stale: a layerwise reload_weights wraps only the parameter's weight_loader; this "
+         "loader copies into `.data` directly, which is the meta placeholder during the reload, "
+         "so the layer counts no loaded elements and finalize_layerwise_processing puts the old "
+         "tensor back ('Failed to load weights')",
+         "load it through its weight_loader (set_weight_attrs with a weight_loader, or "
+         "default_weight_loader(param, w)), or declare it in a spec"),
     _row(Store.INITIAL_LOAD_KEPT, True, Severity.INFO,
          "made once at initial load (model-level hook, never rerun) as a workspace, a weight-free "
          "value or a view/reference of a kept tensor the copy-back refills: stays right",
@@ -251,6 +259,7 @@ _STORE_OF_CATEGORY = {
     "set-storage": Store.STORAGE_SWAP,
     "fold": Store.IN_PLACE_FOLD,
     "alias": Store.REFERENCE,
+    "loader-bypass": Store.LOADER_BYPASS,
 }
 """Categories whose store does not depend on the receiver."""
 

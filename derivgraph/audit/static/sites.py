@@ -63,6 +63,10 @@ CATEGORIES: dict[str, Category] = {c.id: c for c in (
     Category("dynamic-name", "DGS012", "site with a computed attribute name",
              "the attribute name is computed at run time (`setattr(layer, name, ...)`), so no "
              "spec can name it; review the site and declare each concrete name it takes"),
+    Category("loader-bypass", "DGS013", "registered parameter loaded around its weight_loader",
+             "the model's loader fills a registered parameter by `.data.copy_` instead of its "
+             "weight_loader; a layerwise reload wraps only weight_loader, so the copy lands in the "
+             "meta placeholder and the old tensor is put back: the weight stays stale"),
 )}
 
 
