@@ -6,7 +6,7 @@ At the snapshot, every object on a chain to a guarded tensor keeps its container
 them all with one sweep of lengths, one of value identities and one of keys (in address order:
 neighbours share cache lines and pages; :mod:`derivgraph.guard.sweep`): an unchanged container
 proves that nothing in it was rebound, removed or added. A place off every chain whose snapshot
-value held no tensor keeps that value's template (:func:`~derivgraph.guard.template.value_template`):
+value held no tensor keeps its template (:func:`~derivgraph.guard.template.value_template`):
 a new value there that provably holds none either (an atom; a rebuilt closure or partial of the
 same code and cell classes) is no change, and a dict that only gained such values is re-based.
 Only the changed ones are looked at, by place:
