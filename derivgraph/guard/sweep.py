@@ -30,6 +30,16 @@ _is, _not = operator.is_, operator.not_
 MAX_GROWS = 4
 
 
+def _mismatches(flags: list[bool]) -> list[int]:
+    """The indices of the False flags (one C-level scan per hit)."""
+    out: list[int] = []
+    i = -1
+    for _ in range(flags.count(False)):
+        i = flags.index(False, i + 1)
+        out.append(i)
+    return out
+
+
 class Sweep:
     """Flat arrays over the watched containers (see the module docstring)."""
 
@@ -95,9 +105,8 @@ class Sweep:
                        if a != b]
         acc = self.acc_values
         now = list(map(dict.get, self.acc_dicts, self.acc_keys, repeat(MISSING, len(acc))))
-        bad = compress(range(len(acc)), map(_not, map(_is, now, acc)))
         templates, owners = self.acc_templates, self.acc_container
-        dirty = {owners[b] for b in bad
+        dirty = {owners[b] for b in _mismatches(list(map(_is, now, acc)))
                  if templates[b] is None or not harmless(templates[b], now[b])}
         lists = self.lists
         if lists:
