@@ -239,9 +239,9 @@ def _lower(plan: Plan, values: dict[str, Any]) -> None:
                             if isinstance(values.get(n), torch.Tensor)}
     plan.bind_tensors()
     steps = lower_steps(plan.tensors)
-    plan.tensors.stages = {s.target: torch.empty_like(values[s.input]) for s in steps
-                           if s.action is Action.SCALAR
-                           and isinstance(values.get(s.input), torch.Tensor)}
+    plan.tensors.alloc_stages({s.target: values[s.input] for s in steps
+                               if s.action is Action.SCALAR
+                               and isinstance(values.get(s.input), torch.Tensor)})
     program = plan.install(steps)
     if not steps:
         return

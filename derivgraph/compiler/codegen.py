@@ -37,6 +37,8 @@ _FOREACH_BINARY = {"add": "_foreach_add_", "sub": "_foreach_sub_", "mul": "_fore
                    "div": "_foreach_div_", "maximum": "_foreach_maximum_",
                    "minimum": "_foreach_minimum_"}
 _SCALAR_OK = frozenset({"add", "sub", "mul"})  # `x / c` is not grouped: CUDA multiplies by 1/c
+#: reductions of one-element tensors grouped into one call (one element: the same bits)
+_FOREACH_REDUCE = {"amax": "_foreach_max"}
 
 
 # ---- binding keys: what each global of the generated code holds ----------
@@ -74,7 +76,7 @@ class Constant:
 class TensorList:
     """A prebuilt list of bound tensors (the operand of a ``torch._foreach_*`` call)."""
 
-    items: tuple[Bound | OutView, ...]
+    items: tuple[Bound | OutView | Stage, ...]
 
 
 @dataclass(frozen=True)
@@ -337,6 +339,8 @@ class GroupKind(StrEnum):
     UNARY = "unary"    # copy, then _foreach_<op>_(outs) [and _foreach_mul_(outs, scale)]
     BINARY = "binary"  # copy, then _foreach_<op>_(outs, tensors)
     SCALAR = "scalar"  # copy, then _foreach_<op>_(outs, number)
+    STAGE = "stage"    # _foreach_copy_(stages, ins): derived Python scalars staged
+    REDUCE = "reduce"  # locals = _foreach_<op>(ins): a reduction of one-element tensors
 
 
 class GroupKey(NamedTuple):
@@ -353,6 +357,10 @@ class GroupKey(NamedTuple):
 def _group_key(ctx: LowerContext, step: Step) -> GroupKey | None:
     if step.action is Action.COPY:
         return GroupKey(GroupKind.COPY)
+    if step.action is Action.SCALAR:
+        return GroupKey(GroupKind.STAGE)
+    if step.action is Action.COMPUTE:
+        return _reduce_key(ctx, step)
     if step.action is not Action.OUT or step.kwargs:
         return None
     out = out_tensor(ctx, step)
@@ -375,6 +383,18 @@ def _group_key(ctx: LowerContext, step: Step) -> GroupKey | None:
             return GroupKey(GroupKind.SCALAR, step.op, out.dtype, out.device,
                             scalar=float(b).hex())
     return None
+
+
+def _reduce_key(ctx: LowerContext, step: Step) -> GroupKey | None:
+    """A whole-tensor reduction of a one-element tensor (its value, bit for bit, whatever the
+    kernel): grouped with the others of its op."""
+    if step.op not in _FOREACH_REDUCE or step.kwargs or len(step.args) != 1 \
+            or not isinstance(step.args[0], NodeRef):
+        return None
+    a = ctx.meta_of(step.args[0])
+    if a is None or a.numel() != 1:
+        return None
+    return GroupKey(GroupKind.REDUCE, step.op, a.dtype, a.device)
 
 
 Lines = list[tuple[str, tuple[str, ...]]]
@@ -426,7 +446,21 @@ def _emit_single(em: Emitter, step: Step) -> Lines:
 
 
 def _emit_group(em: Emitter, key: GroupKey, members: list[Step]) -> Lines:
+    if key.kind is GroupKind.REDUCE:
+        ins = em.tensors([s.args[0].id for s in members])
+        names = []
+        for s in members:
+            names.append(em.bindings.fresh(f"t_{s.op}"))
+            em.locals[s.node] = names[-1]
+        return [(f"{', '.join(names)}, = torch.{_FOREACH_REDUCE[key.op]}({ins})",
+                 tuple(s.node for s in members))]
     nodes = tuple(s.target for s in members)
+    if key.kind is GroupKind.STAGE:
+        stages = em.bindings.bind(TensorList(tuple(Stage(s.target) for s in members)),
+                                  "stages", [em.ctx.stage(s.target) for s in members])
+        ins = em.tensors([s.input for s in members])
+        return [(f"torch._foreach_copy_({stages}, {ins})  # Python scalars set after the pass; "
+                 "NOT refillable: graph recapture required", nodes)]
     outs = em.outs(members)
     if key.kind is GroupKind.COPY:
         ins = em.tensors([s.input for s in members])

@@ -212,13 +212,14 @@ class Guard:
         report = self._report()
         self._claimed = {}
         try:
-            with gc_paused():  # short-lived objects only: no full collection over the heap
-                if full:
+            if full:
+                with gc_paused():  # short-lived objects only: no full collection over the heap
                     actions = self._plan_walked(model, self._declared_ids(declared), report)
-                else:
-                    actions = self._plan_watched(declared, report)
-                if strict and report.recapture:
-                    raise RecaptureRequired([c.describe() for c in report.recapture])
+            else:  # the common reload walks nothing (a walk pauses the collector itself)
+                actions = self._plan_watched(declared, report)
+            if strict and report.recapture:
+                raise RecaptureRequired([c.describe() for c in report.recapture])
+            if actions:
                 with torch.no_grad():
                     self._apply(actions, report)
         finally:

@@ -4,8 +4,12 @@ At the snapshot, every object on a chain to a guarded tensor keeps its container
 (a module's ``__dict__``, ``_parameters``, ``_buffers`` and ``_modules``, a plain object's
 ``__dict__``, a dict, a list) with the keys and values they held. :meth:`Watch.survey` compares
 them all with one sweep of lengths, one of value identities and one of keys (in address order:
-neighbours share cache lines and pages): an unchanged container proves that nothing in it was
-rebound, removed or added. Only the changed ones are looked at, by place:
+neighbours share cache lines and pages; :mod:`derivgraph.guard.sweep`): an unchanged container
+proves that nothing in it was rebound, removed or added. A place off every chain whose snapshot
+value held no tensor keeps its template (:func:`~derivgraph.guard.template.value_template`):
+a new value there that provably holds none either (an atom; a rebuilt closure or partial of the
+same code and cell classes) is no change, and a dict that only gained such values is re-based.
+Only the changed ones are looked at, by place:
 
 * a guarded slot holding another value: handed to the guard to classify (with a direct
   ``(container, key)`` store for re-pointing it);
@@ -28,10 +32,9 @@ import enum
 import functools
 import operator
 import types
-from bisect import bisect_right
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, field, fields, is_dataclass
-from itertools import chain, compress, repeat
+from itertools import compress
 from typing import Any, NamedTuple
 
 import torch
@@ -39,7 +42,8 @@ from torch import nn
 
 from derivgraph.audit.runtime.objects import MODULE_INTERNALS, key_piece, leaf_kind
 from derivgraph.guard.holders import MISSING, lookup
-from derivgraph.guard.template import NO_TENSORS, Template, template_of
+from derivgraph.guard.sweep import Sweep
+from derivgraph.guard.template import NO_TENSORS, Template, harmless, template_of, value_template
 
 #: module ``__dict__`` keys not swept item by item; the three registries are (a replaced
 #: ``_buffers`` dict is a change even though the old dict is untouched)
@@ -141,6 +145,7 @@ class Node:
     expected: list[Any] = field(default_factory=list)  # what each looked piece held
     pieces: list[tuple[str | None, ...]] = field(default_factory=list)  # per container key
     template: Template | None = None  # a plain object's fast check when the engine rebuilds it
+    harmless: dict[str, Any] = field(default_factory=dict)  # piece -> value template (off chain)
 
 
 class Edge(NamedTuple):
@@ -183,16 +188,9 @@ class Watch:
         for final in self.finals:
             for cut in range(len(final)):
                 self.below[final[:cut]].append(final)
-        self.live: list[Any] = []    # every container
-        self.keys: list[tuple[Any, ...] | None] = []  # its keys (None: a list)
-        self.values: list[tuple[Any, ...]] = []
+        self.sweep = sweep = Sweep()
+        self.live, self.keys, self.values = sweep.live, sweep.keys, sweep.values
         self.owner: list[Node] = []
-        self.lists: list[int] = []   # the containers that are lists
-        # one accessor per watched dict item: dict.get(dicts[i], keys[i]) is expected[i]
-        self.acc_dicts: list[dict[Any, Any]] = []
-        self.acc_keys: list[Any] = []
-        self.acc_values: list[Any] = []
-        self.acc_container: list[int] = []
         for chain_, obj in objects.items():
             self.nodes[chain_] = Node(chain_, obj, _kind(obj), {})
         for target in (*self.finals, *objects):
@@ -203,56 +201,47 @@ class Watch:
                                                   self.nodes.get(target))
         for node in self.nodes.values():
             self._watch(node)
-        # the sweeps visit containers by address: neighbours share cache lines and pages
-        self.by_address = sorted(range(len(self.live)), key=lambda i: id(self.live[i]))
-        self.live_by_address = [self.live[i] for i in self.by_address]
-        self.lens = list(map(len, self.live_by_address))
-        acc = sorted(zip(self.acc_dicts, self.acc_keys, self.acc_values, self.acc_container),
-                     key=lambda a: id(a[0]))
-        self.acc_dicts, self.acc_keys, self.acc_values, self.acc_container = (
-            list(column) for column in zip(*acc)) if acc else ([], [], [], [])
-        self.list_values = list(chain.from_iterable(self.live[i] for i in self.lists))
-        self.list_offsets = [0, *self._cumulative([len(self.values[i]) for i in self.lists])]
+        sweep.seal()
         self.opaque = [n for n in self.nodes.values() if n.looked]
         self._node_ids = {id(n.obj) for n in self.nodes.values()}
-
-    @staticmethod
-    def _cumulative(lens: list[int]) -> list[int]:
-        out, total = [], 0
-        for n in lens:
-            total += n
-            out.append(total)
-        return out
 
     def _watch(self, node: Node) -> None:
         containers = _containers(node.obj, node.kind)
         node.first, node.count = len(self.live), len(containers)
         held: set[str] = set()
         for c in containers:
-            index = len(self.live)
-            self.live.append(c)
             self.owner.append(node)
-            self.values.append(tuple(c.values()) if isinstance(c, dict) else tuple(c))
             if not isinstance(c, dict):
-                self.lists.append(index)
-                self.keys.append(None)
+                self.sweep.add(c, None)
                 held |= {f"[{i}]" for i in range(len(c))}
                 continue
-            self.keys.append(tuple(c))
-            node.pieces.append(tuple(_piece(node.kind, k, i) for i, k in enumerate(c)))
-            held |= {p for p in node.pieces[-1] if p}
             internals = node.kind is Kind.MODULE and c is node.obj.__dict__
-            for k, v in c.items():
-                if not (internals and k in _BOOKKEEPING):  # a module's hooks and flags
-                    self.acc_dicts.append(c)
-                    self.acc_keys.append(k)
-                    self.acc_values.append(v)
-                    self.acc_container.append(index)
+            pieces = tuple(_piece(node.kind, k, i) for i, k in enumerate(c))
+            node.pieces.append(pieces)
+            held |= {p for p in pieces if p}
+            self.sweep.add(c, self._items(node, internals, c, pieces, c.keys()))
         if node.kind is not Kind.TUPLE:
             node.looked = [p for p in node.edges if p not in held]
             node.expected = [lookup(node.obj, p) for p in node.looked]
         if node.kind is Kind.OBJECT:
             node.template = self._template(node)
+
+    def _items(self, node: Node, internals: bool, c: dict[Any, Any],
+               pieces: tuple[str | None, ...], keys: Any) -> list[tuple[Any, Any, Any]]:
+        """The swept items of ``c`` among ``keys`` (key, value, value template): a value off every
+        chain that held no tensor gets a template (recorded on the node by piece too)."""
+        items = []
+        for k, piece in zip(keys, pieces):
+            if internals and k in _BOOKKEEPING:  # a module's hooks and flags
+                continue
+            v = c[k]
+            template = None
+            if piece is not None and piece not in node.edges:
+                template = value_template(v)
+                if template is not None:
+                    node.harmless[piece] = template
+            items.append((k, v, template))
+        return items
 
     def _template(self, node: Node) -> Template:
         return template_of(node.pieces[0], self.keys[node.first], self.values[node.first],
@@ -261,30 +250,38 @@ class Watch:
     # ---- the sweep -----------------------------------------------------------------------------
 
     def _dirty(self) -> set[int]:
-        """Indices of the containers that changed: one sweep of lengths, one of the watched dict
-        items (a removed key reads as MISSING) and one of list items."""
-        lens = list(map(len, self.live_by_address))
-        dirty: set[int] = set()
-        if lens != self.lens:
-            dirty = {self.by_address[i] for i, (a, b) in enumerate(zip(lens, self.lens))
-                     if a != b}
-        acc = self.acc_values
-        bad = compress(range(len(acc)), map(_not, map(_is, map(
-            dict.get, self.acc_dicts, self.acc_keys, repeat(MISSING, len(acc))), acc)))
-        dirty.update(map(self.acc_container.__getitem__, bad))
-        lists = self.lists
-        if lists and not dirty.intersection(lists):
-            flat = self.list_values
-            now = chain.from_iterable(map(self.live.__getitem__, lists))
-            wrong = list(compress(range(len(flat)), map(_not, map(_is, now, flat))))
-            offsets = self.list_offsets
-            dirty.update(lists[bisect_right(offsets, i) - 1] for i in wrong)
-        elif lists:
-            dirty.update(i for i in lists if not all(map(_is, self.live[i], self.values[i])))
+        """Indices of the containers that changed (:meth:`Sweep.dirty`); a dict that only
+        gained keys off every chain holding values that provably hold no tensor is re-based
+        instead (vLLM's layerwise reload adds two flags to the model on its first reload)."""
+        dirty, resized = self.sweep.dirty()
+        for i in resized:
+            if not self._grown(i):
+                dirty.add(i)
         return dirty
 
+    def _grown(self, i: int) -> bool:
+        """Re-base dict ``i`` when it only gained such keys (see :meth:`_dirty`)."""
+        added = self.sweep.appended(i)
+        node = self.owner[i]
+        if added is None or node.kind not in (Kind.MODULE, Kind.OBJECT, Kind.DICT):
+            return False
+        c, start = self.live[i], len(self.keys[i])
+        pieces = tuple(_piece(node.kind, k, start + j) for j, k in enumerate(added))
+        if any(p is None or p in node.edges for p in pieces):
+            return False
+        internals = node.kind is Kind.MODULE and c is node.obj.__dict__
+        items = self._items(node, internals, c, pieces, added)
+        if any(template is None for _k, _v, template in items):
+            return False
+        self.sweep.grow(i, items)
+        node.pieces[i - node.first] += pieces
+        if node.kind is Kind.OBJECT:
+            node.template = self._template(node)
+        return True
+
     def survey(self) -> Survey:
-        """Every change under the model since the snapshot (reads only)."""
+        """Every change under the model since the snapshot (reads the model only; may re-base
+        the watch, see :meth:`_dirty`)."""
         out = Survey()
         dirty = self._dirty()
         todo = {id(self.owner[i]): self.owner[i] for i in sorted(dirty)}
@@ -350,7 +347,9 @@ class Watch:
         """``holder`` (the live object at ``node``'s chain) holds ``value`` under ``piece``."""
         edge = node.edges.get(piece)
         if edge is None:  # not on a chain: may bring new tensors
-            self._loose(node.chain + (piece,), holder, piece, value, store, out)
+            template = node.harmless.get(piece)
+            if template is None or not harmless(template, value):
+                self._loose(node.chain + (piece,), holder, piece, value, store, out)
             return
         if edge.slot is not None:
             if isinstance(value, torch.Tensor):

@@ -354,9 +354,10 @@ class Plan:
         return self.programs.partial(nodes).fn
 
     def _set_scalars(self, targets: list[str], report: RunReport) -> None:
+        staged = self.tensors.staged(targets)  # one host transfer per staging buffer
         for target in targets:
-            stage, entry = self.tensors.stages[target], self.entries[target]
-            new = float(stage.item()) if entry.storage.__class__ is float else stage.item()
+            entry = self.entries[target]
+            new = float(staged[target]) if entry.storage.__class__ is float else staged[target]
             if new != entry.storage and not (new != new and entry.storage != entry.storage):
                 report.recapture_required.append(target)
                 entry.storage = new

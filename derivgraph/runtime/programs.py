@@ -258,7 +258,8 @@ class Programs:
     def _describe(self, key: Any) -> str | None:
         tensors, graph = self.tensors, self.tensors.graph
         if isinstance(key, TensorList):
-            refs = [i.target if isinstance(i, OutView) else
+            refs = [i.target if isinstance(i, OutView) else f"{i.target} (staged)"
+                    if isinstance(i, Stage) else
                     self.bindings.names[i] if graph.nodes[i.ref].kind is NodeKind.OP else i.ref
                     for i in key.items]
             return f"[{', '.join(refs)}]"

@@ -56,6 +56,7 @@ class BoundTensors:
         self.sources: dict[str, torch.Tensor] = {}
         self.views: dict[str, torch.Tensor] = {}
         self.stages: dict[str, torch.Tensor] = {}  # derived Python scalars, staged
+        self.stage_groups: list[tuple[torch.Tensor, list[str]]] = []  # one buffer, its stages
         self.constants: dict[str, torch.Tensor] = {}  # op nodes no source feeds: made at compile
         self._startup: tuple[list[Any], list[int]] | None = None
 
@@ -98,6 +99,35 @@ class BoundTensors:
         if isinstance(value, torch.Tensor) and not value.is_meta:
             return {value.untyped_storage().data_ptr()}
         return set()
+
+    # ---- derived Python scalars -------------------------------------------------------------
+    def alloc_stages(self, values: dict[str, torch.Tensor]) -> None:
+        """A staging tensor per derived Python scalar shaped like its value (target -> value):
+        the one-element ones of a dtype and device are the elements of one buffer, read back
+        to the host in one transfer (:meth:`staged`)."""
+        by_kind: dict[tuple[torch.dtype, torch.device], list[str]] = {}
+        self.stages, self.stage_groups = {}, []
+        for target, value in values.items():
+            if value.dim() == 0:
+                by_kind.setdefault((value.dtype, value.device), []).append(target)
+            else:
+                self.stages[target] = torch.empty_like(value)
+        for (dtype, device), targets in by_kind.items():
+            buffer = torch.empty(len(targets), dtype=dtype, device=device)
+            self.stage_groups.append((buffer, targets))
+            self.stages.update((t, buffer[i]) for i, t in enumerate(targets))
+
+    def staged(self, targets: list[str]) -> dict[str, Any]:
+        """The Python numbers staged for ``targets``: one ``tolist()`` per buffer."""
+        wanted = set(targets)
+        out: dict[str, Any] = {}
+        for buffer, group in self.stage_groups:
+            if not wanted.isdisjoint(group):
+                out.update(zip(group, buffer.tolist()))
+        for target in targets:
+            if target not in out:
+                out[target] = self.stages[target].item()
+        return out
 
     # ---- startup storage -------------------------------------------------------------------
     def restore_storage(self) -> list[str]:
