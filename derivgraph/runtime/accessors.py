@@ -37,16 +37,17 @@ _data_ptr = torch.Tensor.data_ptr
 NO_DICT: dict[str, Any] = {}  # the accessor of a holder without a dict entry: always "rebuilt"
 
 
-def changes(sweep: Iterable[bool]) -> list[int]:
-    """Indices of the False items of an identity sweep (``map(operator.is_, ...)``), read in
-    ONE pass: the C-level search for the first False goes on from there, so a sweep that
-    finds a change reads nothing twice; empty (the common case) costs what ``all()`` does."""
+def changes(sweep: Iterable[bool], size: int) -> list[int]:
+    """Indices of the False items of an identity sweep of ``size`` items
+    (``map(operator.is_, ...)``), each item read once: ``all()`` (the common case, nothing
+    changed: its cost alone) stops at the first change, then the rest of the same sweep is
+    read to its end; nothing is read twice."""
     sweep = iter(sweep)
-    try:
-        first = operator.indexOf(sweep, False)  # consumes the sweep up to the first change
-    except ValueError:
+    if all(sweep):  # consumes the sweep up to and including the first change
         return []
-    return [first, *compress(count(first + 1), map(_not, sweep))]
+    rest = list(map(_not, sweep))  # True where an item after the first change changed
+    first = size - len(rest) - 1
+    return [first, *compress(count(first + 1), rest)]
 
 
 #: classes (not modules, dicts or mappings) whose instances keep ``key`` in their ``__dict__``
@@ -135,7 +136,8 @@ class HopTable:
 
     def _stale(self) -> list[int]:
         """Indices of the hops whose parent now holds another child (one sweep)."""
-        bad = changes(map(_is, map(dict.get, self.dicts, self.keys), self.expected))
+        bad = changes(map(_is, map(dict.get, self.dicts, self.keys), self.expected),
+                      len(self.dicts))
         objects, prefixes, parents, parts = self.objects, self.prefixes, self.parents, self.parts
         bad += [i for i in self.slow
                 if step_into(objects[parents[i]], parts[i]) is not objects[prefixes[i]]]
@@ -247,7 +249,8 @@ class HolderTable:
     def changed(self) -> list[int]:
         """:meth:`stale` of what every holder holds now, read in one C-level sweep
         (:func:`changes`); empty when every holder holds the startup object."""
-        return changes(map(_is, map(dict.get, self.dicts, self.keys), self.storages))
+        return changes(map(_is, map(dict.get, self.dicts, self.keys), self.storages),
+                       len(self.dicts))
 
     def values(self, indices: Sequence[int]) -> list[Any]:
         """What the holders at ``indices`` hold now (None where the key is gone)."""

@@ -43,7 +43,7 @@ class _Counted:
     ([True, True, False], [2]), ([], [])])
 def test_changes_reads_each_item_once_and_finds_every_change(sweep, expected):
     counted = _Counted(sweep)
-    assert changes(counted) == expected
+    assert changes(counted, len(sweep)) == expected
     assert counted.read == len(sweep)  # one pass, every item: none skipped, none re-read
 
 
@@ -92,7 +92,8 @@ def test_canary_a_sweep_that_stops_at_the_first_change_leaves_holders_rebuilt(mo
     plan.run()
     _rebuild_first_middle_last(model)
     monkeypatch.setattr(HolderTable, "changed", lambda self: changes(
-        map(lambda a, b: a is b, map(dict.get, self.dicts, self.keys), self.storages))[:1])
+        map(lambda a, b: a is b, map(dict.get, self.dicts, self.keys), self.storages),
+        len(self.dicts))[:1])
     assert plan.run().rebinds == 1
     assert model.layers[2].sq is not startup["layers.2.sq"]  # red: left as the engine built it
     assert sorted(plan.moved()) == ["layers.2.sq", "layers.3.strides"]
