@@ -19,7 +19,12 @@ from derivgraph import DerivedTensor, Spec, Target, compile_plan
 from derivgraph.runtime.accessors import HolderTable, HopTable, changes
 from derivgraph.runtime.engine import RefillTable
 from derivgraph.runtime.holders import Holders
-from tests.runtime.test_refill_batched import SPEC, _check_against_cold, _stack
+from tests.runtime.test_refill_batched import (
+    KERNEL_SPEC,
+    SPEC,
+    _check_against_cold,
+    _stack,
+)
 from tests.toy import Toy
 
 
@@ -66,12 +71,18 @@ def _no_second_read(monkeypatch: pytest.MonkeyPatch,
         monkeypatch.setattr(cls, name, refused)
 
 
-def test_a_run_rebinds_every_rebuilt_holder_from_one_sweep(monkeypatch):
+def _run_then_rebuilt() -> tuple[nn.Module, Any, dict[str, torch.Tensor]]:
+    """A stack after one run, then three of its holders rebuilt by the engine."""
     model = _stack(0)
     plan = compile_plan(model, [SPEC])
     startup = {k: e.storage for k, e in plan.entries.items()}
     plan.run()
     _rebuild_first_middle_last(model)
+    return model, plan, startup
+
+
+def test_a_run_rebinds_every_rebuilt_holder_from_one_sweep(monkeypatch):
+    model, plan, startup = _run_then_rebuilt()
     _no_second_read(monkeypatch)
     report = plan.run()
     assert report.rebinds == 3
@@ -86,11 +97,7 @@ def test_a_run_rebinds_every_rebuilt_holder_from_one_sweep(monkeypatch):
 
 def test_canary_a_sweep_that_stops_at_the_first_change_leaves_holders_rebuilt(monkeypatch):
     """The planted bug: the rebind's sweep stops where ``all()`` would (the first change)."""
-    model = _stack(0)
-    plan = compile_plan(model, [SPEC])
-    startup = {k: e.storage for k, e in plan.entries.items()}
-    plan.run()
-    _rebuild_first_middle_last(model)
+    model, plan, startup = _run_then_rebuilt()
     monkeypatch.setattr(HolderTable, "changed", lambda self: changes(
         map(lambda a, b: a is b, map(dict.get, self.dicts, self.keys), self.storages),
         len(self.dicts))[:1])
@@ -159,13 +166,7 @@ def test_whole_is_every_holder_exactly_once():
 def _kernel_plan() -> tuple[Toy, Any, dict[str, torch.Tensor]]:
     model = Toy()
     model.post_load()
-    spec = Spec(name="k", target=Target(module_class=["Toy"], object="kernel"),
-                params={"E": "weight.shape[0]", "C": "weight.shape[1]"}, derived=[
-                    DerivedTensor(name="strides", kind="attribute", owner="kernel",
-                                  formula="full([E], C, dtype=int64)"),
-                    DerivedTensor(name="gscale", kind="attribute", owner="kernel.desc",
-                                  formula="1.0 / scale")])
-    plan = compile_plan(model, [spec])
+    plan = compile_plan(model, [KERNEL_SPEC])
     plan.refill()
     return model, plan, {k: e.storage for k, e in plan.entries.items()}
 
