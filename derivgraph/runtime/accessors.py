@@ -18,7 +18,7 @@ from __future__ import annotations
 import operator
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import compress, repeat
+from itertools import compress, count, repeat
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -29,12 +29,25 @@ from derivgraph.paths import MISSING, Slot, holder_dict, step_into
 if TYPE_CHECKING:
     from derivgraph.runtime.entry import Entry
 
-__all__ = ["NO_DICT", "HolderTable", "HopTable", "holder_of", "locate"]
+__all__ = ["NO_DICT", "HolderTable", "HopTable", "changes", "holder_of", "locate"]
 
 _is = operator.is_
 _not = operator.not_
 _data_ptr = torch.Tensor.data_ptr
 NO_DICT: dict[str, Any] = {}  # the accessor of a holder without a dict entry: always "rebuilt"
+
+
+def changes(sweep: Iterable[bool], size: int) -> list[int]:
+    """Indices of the False items of an identity sweep of ``size`` items
+    (``map(operator.is_, ...)``), each item read once: ``all()`` (the common case, nothing
+    changed: its cost alone) stops at the first change, then the rest of the same sweep is
+    read to its end; nothing is read twice."""
+    sweep = iter(sweep)
+    if all(sweep):  # consumes the sweep up to and including the first change
+        return []
+    rest = list(map(_not, sweep))  # True where an item after the first change changed
+    first = size - len(rest) - 1
+    return [first, *compress(count(first + 1), rest)]
 
 
 #: classes (not modules, dicts or mappings) whose instances keep ``key`` in their ``__dict__``
@@ -122,9 +135,9 @@ class HopTable:
                 self.slow.remove(index)
 
     def _stale(self) -> list[int]:
-        dicts, keys, expected = self.dicts, self.keys, self.expected
-        bad = list(compress(range(len(dicts)), map(_not, map(
-            _is, map(dict.get, dicts, keys), expected))))
+        """Indices of the hops whose parent now holds another child (one sweep)."""
+        bad = changes(map(_is, map(dict.get, self.dicts, self.keys), self.expected),
+                      len(self.dicts))
         objects, prefixes, parents, parts = self.objects, self.prefixes, self.parents, self.parts
         bad += [i for i in self.slow
                 if step_into(objects[parents[i]], parts[i]) is not objects[prefixes[i]]]
@@ -140,9 +153,7 @@ class HopTable:
 
     def refresh(self) -> list[str]:
         """Re-walk the hops under every rebuilt one; returns the prefixes re-walked."""
-        if self.intact():  # the common case: one C-level sweep
-            return []
-        bad = self._stale()
+        bad = self._stale()  # one C-level sweep: empty in the common case
         if not bad:
             return []
         done: set[int] = set()
@@ -235,22 +246,34 @@ class HolderTable:
         """Indices of the holders that hold another object than the startup one."""
         return list(compress(range(len(current)), map(_not, map(_is, current, self.storages))))
 
-    def rebind(self, stale: Sequence[int], current: list[Any], every: bool = False) \
+    def changed(self) -> list[int]:
+        """:meth:`stale` of what every holder holds now, read in one C-level sweep
+        (:func:`changes`); empty when every holder holds the startup object."""
+        return changes(map(_is, map(dict.get, self.dicts, self.keys), self.storages),
+                       len(self.dicts))
+
+    def values(self, indices: Sequence[int]) -> list[Any]:
+        """What the holders at ``indices`` hold now (None where the key is gone)."""
+        dicts, keys = self.dicts, self.keys
+        return [dicts[i].get(keys[i]) for i in indices]
+
+    def rebind(self, stale: Sequence[int], values: Sequence[Any], every: bool = False) \
             -> tuple[int, list[int]]:
         """Store the startup object back where the engine left a new one in the same registry.
 
-        ``every``: the caller proved that every holder holds a new tensor (none gone).
-        Returns (how many were stored, the indices left for the per-entry path: a holder
-        gone from its registry or outside a dict).
+        ``values``: what the holders at ``stale`` hold, in the same order. ``every``: the
+        caller proved that every holder holds a new tensor (none gone). Returns (how many were
+        stored, the indices left for the per-entry path: a holder gone from its registry or
+        outside a dict).
         """
         dicts, keys, storages, fast = self.dicts, self.keys, self.storages, self.fast
         if len(stale) == len(storages) and self._all_fast \
-                and (every or not any(map(_is, current, repeat(None)))):
+                and (every or not any(map(_is, values, repeat(None)))):
             deque(map(operator.setitem, dicts, keys, storages), 0)  # every holder: one C sweep
             return len(stale), []
         done, rest = 0, []
-        for i in stale:
-            if fast[i] and current[i] is not None:
+        for i, value in zip(stale, values):
+            if fast[i] and value is not None:
                 dicts[i][keys[i]] = storages[i]
                 done += 1
             else:

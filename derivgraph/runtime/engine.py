@@ -218,7 +218,9 @@ class RefillTable:
         self.is_constant = [t in constants for t in usable]
         self._constants = any(self.is_constant)
         self.engine = [t in engine for t in usable]
-        self.whole = self._pick is None  # the targets are every holder of the table, in order
+        # the targets are every holder of the table (in any order): a read that finds every
+        # target rebuilt proves every holder holds a fresh tensor (the rebind sweeps no more)
+        self.whole = len(self.index) == len(table) and set(self.index) == set(range(len(table)))
         # the shape check of an all-rebuilt read: (numel, ndim) decide a shape of ndim <= 1, so
         # only the targets of ndim >= 2 have their shape read (torch.Size is the costly read)
         nd = [i for i, shape in enumerate(self.shapes) if len(shape) > 1]

@@ -11,7 +11,7 @@ What the accessors cannot prove takes the per-entry path (:meth:`Holders.rebind_
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -222,18 +222,16 @@ class Holders:
         read, self._read = self._read, None
         checked, self._owners_checked = self._owners_checked, None
         if self.hops is not None:
+            owners = self._checked_by(report, checked)  # by this run's source check
             if read is not None and report is not None and read[0] is report \
-                    and read[1] is self.table and self.hops.intact():
+                    and read[1] is self.table and (owners or self.hops.intact()):
                 # read by this run's refill; nothing re-walked since
-                return self._rebind_table(read[2], report, read[3])
-            if self._checked_by(report, checked) or self.owners_current():
-                if self.table.intact():  # the common case: one sweep, no list
-                    return 0
-                current = self.table.current()
-            else:
-                current = None
-            if current is not None:
-                return self._rebind_table(current, report)
+                current, every = read[2], read[3]
+                stale = self.table.every if every else self.table.stale(current)
+                return self._rebind_stale(stale, current, report, every)
+            if owners or self.owners_current():
+                stale = self.table.changed()  # one sweep; empty: the common case
+                return self._rebind_stale(stale, None, report) if stale else 0
         count = self.rebind_entries(self.entries.values(), report, self.walk().objects)
         self.refresh()
         return count
@@ -249,12 +247,16 @@ class Holders:
         return report is not None and checked is not None and checked[0] is report \
             and checked[1] is self.hops
 
-    def _rebind_table(self, current: list[Any], report: Any, every: bool = False) -> int:
+    def _rebind_stale(self, stale: Sequence[int], current: list[Any] | None, report: Any,
+                      every: bool = False) -> int:
+        """Re-bind the holders at ``stale``; ``current``: what every holder of the table held
+        when read (None: the stale ones are read here)."""
         table = self.table
-        stale = table.every if every else table.stale(current)
         if not stale:
             return 0
-        count, rest = table.rebind(stale, current, every)
+        values = table.values(stale) if current is None else \
+            current if len(stale) == len(current) else [current[i] for i in stale]
+        count, rest = table.rebind(stale, values, every)
         if rest:
             count += self.rebind_entries([table.entries[i] for i in rest], report,
                                          self.hops.objects)

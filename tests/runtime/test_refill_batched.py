@@ -130,16 +130,19 @@ def test_refill_when_the_engine_rebuilt_only_some_holders(per_entry_spy):
     _check_against_cold(model, startup, 1)
 
 
+#: the Toy's kernel, rebuilt by every post-load step, and the descriptor under it
+KERNEL_SPEC = Spec(name="k", target=Target(module_class=["Toy"], object="kernel"),
+                   params={"E": "weight.shape[0]", "C": "weight.shape[1]"}, derived=[
+                       DerivedTensor(name="strides", kind="attribute", owner="kernel",
+                                     formula="full([E], C, dtype=int64)"),
+                       DerivedTensor(name="gscale", kind="attribute", owner="kernel.desc",
+                                     formula="1.0 / scale")])
+
+
 def test_an_owner_rebuilt_is_re_walked_under_it_only(per_entry_spy):
     model = Toy()
     model.post_load()
-    spec = Spec(name="k", target=Target(module_class=["Toy"], object="kernel"),
-                params={"E": "weight.shape[0]", "C": "weight.shape[1]"}, derived=[
-                    DerivedTensor(name="strides", kind="attribute", owner="kernel",
-                                  formula="full([E], C, dtype=int64)"),
-                    DerivedTensor(name="gscale", kind="attribute", owner="kernel.desc",
-                                  formula="1.0 / scale")])
-    plan = compile_plan(model, [spec])
+    plan = compile_plan(model, [KERNEL_SPEC])
     startup = {k: e.storage for k, e in plan.entries.items()}
     for seed in (5, 6):
         model.load(seed)
