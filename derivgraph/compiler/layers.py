@@ -38,12 +38,16 @@ def closed_layers(graph: DerivedGraph) -> list[StampedLayer]:
         total = totals.get(layer.template)
         if total is None:
             total = totals[layer.template] = _closed_users(graph, layer.template)
-        ids = layer.ids
-        if total >= 0 and len(set(ids)) == len(ids) \
-                and sum(map(len, map(users.__getitem__, ids))) == total:
+        if total >= 0 and len(set(layer.ids)) == len(layer.ids) \
+                and not _users_differ(users, layer.ids, total):
             found.append(layer)
     graph.layer_cache = (graph.ir.version, found)
     return found
+
+
+def _users_differ(users: dict[str, list[str]], ids: tuple[str, ...], total: int) -> bool:
+    """Whether the layer's nodes have another number of users than its template's."""
+    return sum(map(len, map(users.__getitem__, ids))) != total
 
 
 def _closed_users(graph: DerivedGraph, template: tuple[str, ...]) -> int:

@@ -18,15 +18,18 @@ The lowering knows no plan: it reads the bound tensors through a :class:`LowerCo
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import torch
 
 from derivgraph._enum import StrEnum
-from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef, refs_in
+from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef, refs_in, substitute
 from derivgraph.compiler.interpret import Interpreter
 from derivgraph.compiler.ir import NodeKind
+from derivgraph.compiler.layers import layer_map
+from derivgraph.compiler.lower_layers import provable_layers
 from derivgraph.ops import OPS, OpKind
 from derivgraph.spec.kinds import TensorKind
 
@@ -66,11 +69,25 @@ class Step:
         """The node ids this step reads."""
         return refs_in(self.args) + refs_in(self.kwargs) + ([self.input] if self.input else [])
 
+    def renamed(self, names: dict[str, str]) -> Step:
+        """This step of a template, for the stamped layer whose nodes ``names`` maps the
+        template's to (a node not in ``names``, a shared constant, keeps its id)."""
+        get = names.get
+
+        def ref(node_id: str) -> NodeRef:
+            return NodeRef(get(node_id, node_id))
+
+        return Step(get(self.node, self.node), self.action, self.op,
+                    substitute(self.args, ref), substitute(self.kwargs, ref),
+                    None if self.input is None else get(self.input, self.input),
+                    get(self.target, self.target), self.scale, self.out_shape)
+
 
 class LowerContext(Protocol):
     """What lowering and code generation read of the bound tensors (a plan implements it)."""
 
     graph: DerivedGraph
+    meta_env: dict[str, Any]  # node id -> its inferred meta value
 
     def meta_of(self, ref: Any) -> torch.Tensor | None:
         """The inferred meta tensor of a node (id or NodeRef), None when not a tensor."""
@@ -80,6 +97,9 @@ class LowerContext(Protocol):
 
     def bound(self, ref: str) -> Any:
         """The tensor bound at compile for node ``ref``; KeyError when it is not bound."""
+
+    def bound_values(self, refs: Iterable[str], missing: Any = None) -> list[Any]:
+        """:meth:`bound` of each ref, ``missing`` where nothing is bound."""
 
     def storage_ptrs(self, ref: str) -> set[int]:
         """The storage addresses a bound node's tensor lives in (empty when not bound)."""
@@ -134,24 +154,42 @@ class Lowerer(Interpreter):
         self.fused: set[str] = set()
 
     def lower(self) -> list[Step]:
+        """Every step in topological order; a stamped layer whose facts are its template's
+        (:func:`~derivgraph.compiler.lower_layers.provable_layers`) takes the template's
+        steps renamed, every other node is lowered here."""
         graph = self.graph
         nodes, derived = graph.nodes, graph.derived
-        for node_id in graph.ordered():
+        layers = provable_layers(self.ctx)
+        held = set(layer_map(layers))
+        order = graph.ordered()
+        rest = [n for n in order if n not in held] if held else order
+        for node_id in rest:
             if nodes[node_id].kind is NodeKind.DERIVED:
                 self._derived(derived[node_id])
         by_target = {s.target: s for s in self.steps}
-        out: list[Step] = []
-        for node_id in graph.ordered():
+        chosen: dict[str, Step] = {}
+        for node_id in rest:
             node = nodes[node_id]
             if node.kind is NodeKind.OP:
                 if node_id in self.fused or not self.deps[node_id] \
                         or is_bound(self.ctx, node_id) \
                         or _only_feeds_views(graph, self.users, node_id):
                     continue
-                out.append(Step(node_id, Action.COMPUTE, node.op, node.args, node.kwargs))
+                chosen[node_id] = Step(node_id, Action.COMPUTE, node.op, node.args, node.kwargs)
             elif node_id in by_target:
-                out.append(by_target[node_id])
-        return out
+                chosen[node_id] = by_target[node_id]
+        if not held:
+            return list(chosen.values())
+        steps: dict[tuple[str, ...], list[tuple[int, Step]]] = {}  # template -> its steps
+        for layer in layers:
+            mine = steps.get(layer.template)
+            if mine is None:
+                mine = steps[layer.template] = [(i, chosen[t]) for i, t in
+                                                enumerate(layer.template) if t in chosen]
+            names = dict(zip(layer.template, layer.ids))
+            for i, step in mine:
+                chosen[layer.ids[i]] = step.renamed(names)
+        return [chosen[n] for n in order if n in chosen]
 
     def _derived(self, node: DerivedNode) -> None:
         kind = node.kind

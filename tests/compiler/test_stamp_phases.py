@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 import torch
-from torch import nn
 
 from derivgraph import DerivedTensor, Spec, Target, compile_plan
 from derivgraph.compiler import infer, layers, stamp
@@ -43,3 +42,98 @@ def test_canary_inference_without_the_layout_check_takes_the_templates_dtype(
     monkeypatch.setattr(infer, "_layout", lambda node: None)  # planted: every layout matches
     graph = _fp16_second_layer(monkeypatch)
     assert graph.derived["layers.1.inv"].meta.dtype == torch.float32  # the planted bug shows
+
+
+def _tagged_stack() -> Stack:
+    """Four identical layers; layer 2 is tagged for a second spec (below)."""
+    model = Stack([{}, {}, {}, {}])
+    model.load("A")
+    model.layers[2].tag = 1
+    return model
+
+
+def _shared_spec() -> Spec:
+    """On the tagged layer only: the same formula as its ``inv`` (one op, shared by CSE)."""
+    return Spec(name="again", target=Target(module_class=["Layer"], where={"tag": 1}),
+                derived=[DerivedTensor(name="inv_again", kind="attribute", formula="1.0 / scale")])
+
+
+def _by_target(plan: Any) -> dict[str, Any]:
+    return {s.target: s.action for s in plan.steps}
+
+
+def test_a_layer_whose_op_another_spec_shares_is_lowered_on_its_own() -> None:
+    plan = _check_equivalent(_tagged_stack, lambda: [_layer_spec(), _shared_spec()],
+                             lambda model, which: model.load(which))
+    assert plan.graph.stamped == 3  # resolution stamps layers 1-3 of the first spec
+    assert [layer.ids[0] for layer in layers.closed_layers(plan.graph)] == \
+        ["layers.1.inv", "layers.3.inv"]
+    actions = _by_target(plan)  # the shared op writes no storage straight: two copies
+    assert actions["layers.2.inv"] == actions["layers.2.inv_again"] == "copy"
+    assert actions["layers.1.inv"] == actions["layers.3.inv"] == "out"
+
+
+def test_canary_a_layer_with_an_outside_user_taken_as_closed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planted bug: the users' count is not compared, so layer 2 is taken as closed; its
+    nodes are then inferred from the template while the other spec's tensor reads its op
+    before it has a value."""
+    monkeypatch.setattr(layers, "_users_differ", lambda users, ids, total: False)
+    with pytest.raises(KeyError):
+        compile_plan(_tagged_stack(), [_layer_spec(), _shared_spec()])
+
+
+def _strided_stack() -> Stack:
+    """Four identical layers; the engine already holds layer 2's ``inv``, equal to the
+    formula but not contiguous (adopted as it is: the pass must copy into it)."""
+    model = Stack([{}, {}, {}, {}])
+    model.load("A")
+    layer = model.layers[2]
+    held = torch.empty(2 * layer.scale.numel())[::2]
+    held.copy_(1.0 / layer.scale)
+    layer.inv = held
+    return model
+
+
+def test_a_layer_whose_adopted_storage_differs_is_lowered_on_its_own() -> None:
+    plan = _check_equivalent(_strided_stack, lambda: [_layer_spec()],
+                             lambda model, which: model.load(which))
+    assert plan.entries["layers.2.inv"].adopted
+    assert not plan.entries["layers.2.inv"].storage.is_contiguous()
+    actions = _by_target(plan)
+    assert actions["layers.2.inv"] == "copy"
+    assert actions["layers.1.inv"] == actions["layers.3.inv"] == "out"
+
+
+def test_canary_a_layer_taken_without_its_storage_facts(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planted bug: the storage facts are not compared, so layer 2 takes its template's
+    ``out=`` step into storage that is not contiguous."""
+    from derivgraph.compiler import lower_layers
+
+    monkeypatch.setattr(lower_layers, "layer_facts", lambda ctx, ids: ())
+    monkeypatch.setattr(lower_layers, "_columns_hold", lambda *args: True)
+    with stamp.stamping(False):
+        plain = compile_plan(_strided_stack(), [_layer_spec()])
+    stamped = compile_plan(_strided_stack(), [_layer_spec()])
+    assert _by_target(stamped)["layers.2.inv"] == "out"
+    assert "steps" in _differences(plain, stamped)
+
+
+def test_the_column_check_and_the_layer_check_agree() -> None:
+    """The columns of a template's layers fail where one layer differs; each layer's own
+    check then keeps every other one."""
+    from derivgraph.compiler import lower_layers
+
+    plan = compile_plan(_strided_stack(), [_layer_spec()])
+    group = layers.closed_layers(plan.graph)
+    assert [layer.ids[0] for layer in group] == ["layers.1.inv", "layers.2.inv", "layers.3.inv"]
+    ctx = plan.tensors
+    facts = lower_layers.layer_facts(ctx, group[0].template)
+    metas = [ctx.meta_env.get(n) for n in group[0].template]
+    assert not lower_layers._columns_hold(ctx, group, (), metas, facts)
+    assert lower_layers._columns_hold(ctx, [group[0], group[2]], (), metas, facts)
+    assert [lower_layers.layer_facts(ctx, layer.ids) == facts for layer in group] == \
+        [True, False, True]
+    assert [layer.ids[0] for layer in lower_layers.provable_layers(ctx)] == \
+        ["layers.1.inv", "layers.3.inv"]
