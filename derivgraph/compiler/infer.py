@@ -8,7 +8,8 @@ and input layout), so a spec's shapes and dtypes are checked without touching re
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, compress
+from operator import attrgetter
 from typing import Any
 
 import torch
@@ -122,8 +123,8 @@ def infer_shapes(graph: DerivedGraph, twins: dict[str, str] | None = None) -> No
             clean[node_id] = node.device
 
 
-def _layout(node: Any) -> tuple[Any, ...]:
-    return (node.shape, node.stride, node.dtype, node.device)
+#: what shape inference reads of a source node: its shape, stride, dtype and device
+_layout = attrgetter("shape", "stride", "dtype", "device")
 
 
 @dataclass
@@ -149,22 +150,28 @@ def _run_stamped(graph: DerivedGraph, interp: MetaInterpreter) -> _Stamped:
     held = set(layer_map(layers))
     out.rest = [n for n in graph.ordered() if n not in held]
     interp.run(out.rest)  # the templates among them
-    plans: dict[tuple[str, ...], Any] = {}  # template -> (values, sources' layouts) or None
+    groups: dict[tuple[str, ...], list[StampedLayer]] = {}
+    for layer in layers:
+        groups.setdefault(layer.template, []).append(layer)
     again: set[str] = set()
     ids: list[tuple[str, ...]] = []
     values: list[list[Any]] = []
-    for layer in layers:
-        plan = plans.get(layer.template, False)
-        if plan is False:
-            plan = plans[layer.template] = _template_plan(graph, env, layer.template)
-            if plan is not None:
-                out.leading[layer.template] = plan[3]
-        if plan is None or [_layout(nodes[layer.ids[i]]) for i in plan[1]] != plan[2]:
-            again.update(layer.ids)
+    for template, group in groups.items():
+        plan = _template_plan(graph, env, template)
+        if plan is None:
+            again.update(chain.from_iterable(layer.ids for layer in group))
             continue
-        out.layers.append(layer)
-        ids.append(layer.ids)
-        values.append(plan[0])
+        out.leading[template] = plan[3]
+        if not all(set(map(_layout, map(nodes.__getitem__, [layer.ids[i] for layer in group])))
+                   == {want} for i, want in zip(plan[1], plan[2])):  # one sweep per source
+            keep = [[_layout(nodes[layer.ids[i]]) for i in plan[1]] == plan[2]
+                    for layer in group]
+            again.update(chain.from_iterable(layer.ids for layer, ok in zip(group, keep)
+                                             if not ok))
+            group = list(compress(group, keep))
+        out.layers += group
+        ids += [layer.ids for layer in group]
+        values += [plan[0]] * len(group)
     env.update(zip(chain.from_iterable(ids), chain.from_iterable(values)))
     for layer in out.layers:
         k = out.leading[layer.template]
