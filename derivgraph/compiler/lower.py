@@ -152,6 +152,7 @@ class Lowerer(Interpreter):
         self.users = ctx.graph.ir.users
         self.steps: list[Step] = []
         self.fused: set[str] = set()
+        self.producers: dict[str, str] = {}  # an OUT step's target -> the op it runs
 
     def lower(self) -> list[Step]:
         """Every step in topological order; a stamped layer whose facts are its template's
@@ -180,16 +181,53 @@ class Lowerer(Interpreter):
                 chosen[node_id] = by_target[node_id]
         if not held:
             return list(chosen.values())
-        steps: dict[tuple[str, ...], list[tuple[int, Step]]] = {}  # template -> its steps
+        recipes: dict[tuple[str, ...], list[_Recipe]] = {}  # template -> how to make its steps
         for layer in layers:
-            mine = steps.get(layer.template)
-            if mine is None:
-                mine = steps[layer.template] = [(i, chosen[t]) for i, t in
-                                                enumerate(layer.template) if t in chosen]
-            names = dict(zip(layer.template, layer.ids))
-            for i, step in mine:
-                chosen[layer.ids[i]] = step.renamed(names)
+            recipe = recipes.get(layer.template)
+            if recipe is None:
+                recipe = recipes[layer.template] = self._recipe(layer.template, chosen)
+            ids, names = layer.ids, None
+            for i, step, at, tail, inp in recipe:
+                if at is None:  # arguments of another shape: renamed one by one
+                    names = names or dict(zip(layer.template, ids))
+                    chosen[ids[i]] = step.renamed(names)
+                    continue
+                args, kwargs = step.args, step.kwargs
+                if at >= 0:
+                    src = nodes[ids[at]]
+                    args, kwargs = (src.args[1],) if tail else src.args, src.kwargs
+                chosen[ids[i]] = Step(ids[i], step.action, step.op, args, kwargs,
+                                      step.input if inp < 0 else ids[inp],
+                                      ids[i] if step.target else "", step.scale, step.out_shape)
         return [chosen[n] for n in order if n in chosen]
+
+    def _recipe(self, template: tuple[str, ...], chosen: dict[str, Step]) -> list[_Recipe]:
+        """Per step of a template: its position, the step, the position of the op whose
+        arguments it takes (-1: none; None: renamed one by one), whether it takes only the
+        second of them (``c / x`` as ``reciprocal(x)``), and its input's position (-1: a
+        node every layer shares)."""
+        where = {t: i for i, t in enumerate(template)}
+        nodes, out = self.graph.nodes, []
+        for i, t in enumerate(template):
+            step = chosen.get(t)
+            if step is None:
+                continue
+            src = t if step.action is Action.COMPUTE else self.producers.get(t)
+            at: int | None = -1
+            tail = False
+            if src is not None:
+                node, at = nodes[src], where.get(src)
+                tail = step.args is not node.args
+                if at is None or step.kwargs is not node.kwargs or \
+                        (tail and step.args != (node.args[1],)):
+                    at = None
+            elif step.args or step.kwargs:
+                at = None
+            inp = -1 if step.input is None else where.get(step.input, -1)
+            if step.input is not None and inp < 0 and step.input in self.graph.derived:
+                at = None  # a derived tensor outside the layer: renamed as a path
+            out.append((i, step, at, tail, inp))
+        return out
 
     def _derived(self, node: DerivedNode) -> None:
         kind = node.kind
@@ -213,6 +251,7 @@ class Lowerer(Interpreter):
                     op = None
             if op is not None and (op == "reciprocal" or refs_in(args[:1])):
                 self.fused.add(producer)
+                self.producers[node.id] = producer
                 self.fused.update(self._chain_between(node.input, producer))
                 self.steps.append(Step(node.id, Action.OUT, op, args, p.kwargs, input=None,
                                        target=node.id, scale=scale, out_shape=out_shape))
@@ -284,6 +323,10 @@ class Lowerer(Interpreter):
                 return None, None
             shape = tuple(meta.shape)
         return cur.id, shape
+
+
+#: (position, template step, position of its op or -1 / None, second argument only, input)
+_Recipe = tuple[int, Step, "int | None", bool, int]
 
 
 def _only_feeds_views(graph: DerivedGraph, users: dict[str, list[str]], node_id: str) -> bool:
