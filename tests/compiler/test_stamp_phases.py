@@ -15,9 +15,11 @@ import pytest
 import torch
 
 from derivgraph import DerivedTensor, Spec, Target, compile_plan
+from derivgraph.compare import bits_equal
 from derivgraph.compiler import infer, layers, stamp
 from derivgraph.compiler.bind import match_specs
 from derivgraph.compiler.build import build_graph
+from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 from tests.compiler.test_stamp import Stack, _check_equivalent, _differences, _layer_spec
 
 
@@ -137,3 +139,23 @@ def test_the_column_check_and_the_layer_check_agree() -> None:
         [True, False, True]
     assert [layer.ids[0] for layer in lower_layers.provable_layers(ctx)] == \
         ["layers.1.inv", "layers.3.inv"]
+
+
+def test_a_relayout_of_the_template_relowers_its_layers_on_their_own() -> None:
+    """A permissive reload that changes the template layer's sources re-infers and re-lowers:
+    the stamped layers no longer share its meta values and are lowered node by node, the
+    same plan as without stamping."""
+    plans = []
+    for on in (False, True):
+        with stamp.stamping(on):
+            torch.manual_seed(0)
+            model = scaling_model(4)
+            plan = compile_plan(model, [scaling_spec()])
+            layer = model.layers[0]
+            layer.scale.data = torch.rand(6) + 0.5
+            layer.weight.data = torch.rand(6)
+            assert plan.run(strict=False).reallocated == ["layers.0.inv", "layers.0.prod"]
+            assert bits_equal(plan.entries["layers.0.prod"].storage, layer.scale * layer.weight)
+            plans.append(plan)
+    assert plans[1].graph.stamped == 3
+    assert _differences(*plans) == []
