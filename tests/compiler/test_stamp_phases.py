@@ -159,3 +159,36 @@ def test_a_relayout_of_the_template_relowers_its_layers_on_their_own() -> None:
             plans.append(plan)
     assert plans[1].graph.stamped == 3
     assert _differences(*plans) == []
+
+
+def _budget_issues(on: bool, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, str]]:
+    from derivgraph.errors import SpecValidationError
+    from derivgraph.limits import LIMITS
+
+    monkeypatch.setattr(LIMITS, "max_model_alloc_bytes", 300)  # crossed in the third layer
+    with stamp.stamping(on), pytest.raises(SpecValidationError) as raised:
+        compile_plan(scaling_model(5), [scaling_spec()])
+    return [(i.rule, i.message, i.node) for i in raised.value.issues]
+
+
+def test_a_budget_crossed_only_by_stamped_layers_is_reported_as_without_stamping(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each layer holds 128 bytes (inv and prod 32 each, strides 64); the model's budget (300)
+    is crossed at layer 2's prod, which took its template's value: the issue is the one the
+    plain compile reports."""
+    plain = _budget_issues(False, monkeypatch)
+    assert [node for _, _, node in plain] == ["layers.2.prod"]
+    assert _budget_issues(True, monkeypatch) == plain
+
+
+def test_canary_budgets_taken_as_held_miss_the_crossing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planted bug: the totals are not summed (every budget taken as held), so the layers
+    that took their template's values are never counted and the crossing goes unreported."""
+    from derivgraph.limits import LIMITS
+
+    monkeypatch.setattr(infer, "_within_budgets", lambda graph, env, stamped: True)
+    monkeypatch.setattr(LIMITS, "max_model_alloc_bytes", 300)
+    plan = compile_plan(scaling_model(5), [scaling_spec()])  # no SpecValidationError
+    assert sum(e.storage.nbytes for n, e in plan.entries.items()
+               if not n.endswith("alias")) == 640  # over the budget: the planted bug shows
