@@ -35,6 +35,8 @@ def closed_layers(graph: DerivedGraph) -> list[StampedLayer]:
     totals: dict[tuple[str, ...], int] = {}  # template -> its users' count (-1: not closed)
     found = []
     for layer in graph.stamps:
+        if not layer.ids:  # nothing of its own (folds only): nothing to take from a template
+            continue
         total = totals.get(layer.template)
         if total is None:
             total = totals[layer.template] = _closed_users(graph, layer.template)

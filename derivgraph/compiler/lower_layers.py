@@ -17,15 +17,15 @@ from __future__ import annotations
 
 from itertools import repeat
 from operator import attrgetter, eq, is_
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from derivgraph.compiler.layers import closed_layers
 from derivgraph.compiler.stamp import StampedLayer
 
-if TYPE_CHECKING:
-    from derivgraph.compiler.lower import LowerContext
+#: a :class:`~derivgraph.compiler.lower.LowerContext` (not imported: lower imports this module)
+LowerContext = Any
 
 __all__ = ["layer_facts", "provable_layers"]
 
@@ -95,6 +95,7 @@ def _columns_hold(ctx: LowerContext, group: list[StampedLayer], shared: tuple[st
         if not all(map(is_, map(env.get, column), repeat(meta, n))):
             return False
     ptrs: dict[int, list[int]] = {}  # position -> its storage addresses, layer by layer
+    own: list[int] = []  # the positions whose storage is first seen there in the template
     for k, (column, fact) in enumerate(zip(columns, facts, strict=True)):
         values = ctx.bound_values(column, _UNBOUND)
         if fact is None:
@@ -115,7 +116,7 @@ def _columns_hold(ctx: LowerContext, group: list[StampedLayer], shared: tuple[st
         mine = ptrs[k] = list(map(_data_ptr, map(_untyped, values)))
         if at != k and not all(map(eq, mine, ptrs[at])):
             return False  # the template shares storage with position `at` here
-        if at == k and any(any(map(eq, mine, ptrs[j])) for j, f in enumerate(facts[:k])
-                           if f is not None and len(f) > 1 and f[4] == j):
-            return False  # the template's storage here is its own
-    return True
+        if at == k:
+            own.append(k)
+    # storage the template holds apart is apart in every layer too
+    return all(len(set(row)) == len(own) for row in zip(*(ptrs[k] for k in own)))

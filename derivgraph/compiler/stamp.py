@@ -117,9 +117,10 @@ class Stamper:
             template = Template(bound, reads, inputs)
             raw = [n.id for n in nodes] + [_made(bound, call) for call in reads.calls
                                            if call[0] == "source" or call[5]]
-            first = dict.fromkeys(raw)
-            template.keep = tuple(raw.index(n) for n in first)
-            template.ids = tuple(first)
+            first: dict[str, int] = {}  # each node -> the position of its first use
+            for i, node_id in enumerate(raw):
+                first.setdefault(node_id, i)
+            template.ids, template.keep = tuple(first), tuple(first.values())
             kinds.append(template)
 
     def _replay(self, template: Template, bound: BoundSpec, nodes: list[DerivedNode],

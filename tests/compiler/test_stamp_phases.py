@@ -192,3 +192,40 @@ def test_canary_budgets_taken_as_held_miss_the_crossing(
     plan = compile_plan(scaling_model(5), [scaling_spec()])  # no SpecValidationError
     assert sum(e.storage.nbytes for n, e in plan.entries.items()
                if not n.endswith("alias")) == 640  # over the budget: the planted bug shows
+
+
+class _Bound:
+    """A stand-in lowering context: the tensors bound at each node id, no meta values."""
+
+    def __init__(self, table: dict[str, torch.Tensor]):
+        self.table, self.meta_env = table, {}
+
+    def bound_values(self, refs: Any, missing: Any = None) -> list[Any]:
+        return [self.table.get(r, missing) for r in refs]
+
+
+@pytest.mark.parametrize("template_shares", [False, True], ids=["apart", "shared"])
+def test_storage_sharing_is_compared_position_by_position(template_shares: bool) -> None:
+    """Layer ``x`` shares storage between its two nodes as the template does or does not;
+    layer ``y`` the other way. The column check and the layer check keep only ``x``."""
+    from derivgraph.compiler.lower_layers import _columns_hold, layer_facts
+    from derivgraph.compiler.stamp import StampedLayer
+
+    def pair(shared: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        base = torch.zeros(2, 4)
+        return (base[0], base[1]) if shared else (torch.zeros(4), torch.zeros(4))
+
+    table: dict[str, torch.Tensor] = {}
+    for prefix, shared in (("t", template_shares), ("x", template_shares),
+                           ("y", not template_shares)):
+        table[f"{prefix}.a"], table[f"{prefix}.b"] = pair(shared)
+    ctx = _Bound(table)
+    template = ("t.a", "t.b")
+    facts = layer_facts(ctx, template)
+    assert (facts[1][4] == 0) is template_shares  # b's storage first seen at a
+    x, y = (StampedLayer(template, (f"{p}.a", f"{p}.b")) for p in "xy")
+    metas = [None, None]
+    assert _columns_hold(ctx, [x], (), metas, facts)
+    assert not _columns_hold(ctx, [y], (), metas, facts)
+    assert not _columns_hold(ctx, [x, y], (), metas, facts)
+    assert layer_facts(ctx, x.ids) == facts and layer_facts(ctx, y.ids) != facts
