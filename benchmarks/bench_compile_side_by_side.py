@@ -3,8 +3,8 @@
 Each process imports one tree's ``derivgraph``, builds the scaling workload (the model code of
 this tree's ``derivgraph/tools/bench_scaling.py``, so both trees compile the same models),
 compiles once untimed (imports, caches), then ``--repeat`` times on fresh models, recording the
-process (CPU) time and the wall time of each ``compile_plan`` and the time to construct each
-model. Processes alternate between the trees for ``--rounds`` rounds, so load drifts on a shared
+process (CPU) time and the wall time of each ``compile_plan`` and of constructing each model.
+Processes alternate between the trees for ``--rounds`` rounds, so load drifts on a shared
 machine hit both alike; CPU time is the steadier figure there. Prints one JSON object.
 
     mkdir -p /tmp/base && git archive main derivgraph | tar -x -C /tmp/base
@@ -34,13 +34,14 @@ compile_plan(mod.scaling_model(layers), [mod.scaling_spec()])
 rows = []
 for _ in range(repeat):
     gc.collect()
-    t = time.perf_counter()
+    t, tc = time.perf_counter(), time.process_time()
     model = mod.scaling_model(layers)
-    construct = time.perf_counter() - t
+    construct, construct_cpu = time.perf_counter() - t, time.process_time() - tc
     gc.collect()
     w, c = time.perf_counter(), time.process_time()
     plan = compile_plan(model, [mod.scaling_spec()])
-    rows.append({"construct_s": construct, "compile_cpu_s": time.process_time() - c,
+    rows.append({"construct_s": construct, "construct_cpu_s": construct_cpu,
+                 "compile_cpu_s": time.process_time() - c,
                  "compile_wall_s": time.perf_counter() - w, "derived": len(plan.entries)})
     del plan, model
 print(json.dumps(rows))
@@ -69,11 +70,15 @@ def main() -> None:
     for size in args.sizes:
         row: dict = {"size": size}
         for name in trees:
-            for key in ("construct_s", "compile_cpu_s", "compile_wall_s"):
+            for key in ("construct_s", "construct_cpu_s", "compile_cpu_s", "compile_wall_s"):
                 row[f"{name}_{key}"] = round(statistics.median(
-                    r[key] for r in runs[name][size]), 4)
+                    r.get(key, float("nan")) for r in runs[name][size]), 4)
+            row[f"{name}_compile_cpu_min_s"] = round(min(
+                r["compile_cpu_s"] for r in runs[name][size]), 4)
             row[f"{name}_compile_over_construct"] = round(
                 row[f"{name}_compile_wall_s"] / row[f"{name}_construct_s"], 2)
+            row[f"{name}_compile_over_construct_cpu"] = round(
+                row[f"{name}_compile_cpu_s"] / row[f"{name}_construct_cpu_s"], 2)
         row["cpu_this_over_against"] = round(row["this_compile_cpu_s"] /
                                              row["against_compile_cpu_s"], 3)
         row["wall_this_over_against"] = round(row["this_compile_wall_s"] /

@@ -145,8 +145,8 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, E
             by_id[node_id] = entry
             planned.append((entry, ViewOf(view_base(graph, node.input))))
             continue
-        slot = slot_of(owner, name)
         if is_engine(node.decl):  # adopt what the engine made, never allocate
+            slot = slot_of(owner, name)
             problem = adoption_problem(node, current, value)
             overlap = overlap_problem(current, node_id, sources) \
                 if isinstance(current, torch.Tensor) else None
@@ -163,6 +163,7 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, E
                 planned.append((Entry(node, current, slot, True), None))
             continue
         if isinstance(current, torch.Tensor):
+            slot = slot_of(owner, name)  # where the engine holds it (only read to adopt it)
             problems = []
             if current.shape != value.shape:
                 problems.append(f"shape {list(current.shape)} vs formula {list(value.shape)}")

@@ -86,7 +86,7 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
     stamper = Stamper(graph, lambda node, reads: _resolve_derived(graph, node, reads))
     for bound, params, nodes in layers:
         stamper.resolve_bound(bound, params, nodes)
-    graph.stamped = stamper.stamped
+    graph.stamped, graph.stamps = stamper.stamped, stamper.layers
     _check_cycles(graph)
     if not any(i.rule == Rule.CYCLE for i in graph.issues):
         infer_shapes(graph, stamper.twins)

@@ -164,6 +164,8 @@ class DerivedGraph:
         self._op_count = 0
         self.cse_hits = 0
         self.stamped = 0  # layers stamped from a template (derivgraph.compiler.stamp)
+        self.stamps: list[Any] = []  # their StampedLayer records (derivgraph.compiler.layers)
+        self.layer_cache: tuple[int, Any] = (-1, None)  # the proven ones, by graph version
         self._deps: dict[str, frozenset[str]] = {}
         self._deps_version = -1
         self.meta_env: dict[str, Any] = {}  # node id -> meta value (set by shape inference)

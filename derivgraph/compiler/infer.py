@@ -7,6 +7,9 @@ and input layout), so a spec's shapes and dtypes are checked without touching re
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from itertools import chain, compress
+from operator import attrgetter
 from typing import Any
 
 import torch
@@ -15,6 +18,8 @@ from derivgraph.compiler.engine import engine_meta
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode
 from derivgraph.compiler.interpret import Failed, MetaInterpreter
 from derivgraph.compiler.ir import NodeKind
+from derivgraph.compiler.layers import closed_layers, layer_map
+from derivgraph.compiler.stamp import StampedLayer
 from derivgraph.errors import IndexOutOfRange, LimitError, Rule
 from derivgraph.limits import LIMITS, check_budget, check_bytes, check_numel
 from derivgraph.ops import DTYPES
@@ -80,12 +85,18 @@ def infer_shapes(graph: DerivedGraph, twins: dict[str, str] | None = None) -> No
                 interp.env[node_id] = engine_meta(graph.model, node_id)
             except ValueError:
                 pass  # reported as DG082 when the plan adopts the tensor
-    env = interp.run()
-    graph.meta_env = env
-    _check_sizes(graph, env)
-    devices = _source_devices(graph)
+    stamped = _run_stamped(graph, interp)
+    env = graph.meta_env = interp.env
+    _check_limits(graph, env, stamped)
+    devices = _source_devices(graph, stamped.rest)
     reported: set[int] = set()
+    clean: dict[str, Any] = {}  # a template's derived tensor checked without an issue -> device
     for node_id, node in graph.derived.items():
+        twin = stamped.derived.get(node_id)
+        if twin is not None and twin in clean:  # the template's value, inputs and declaration
+            node.meta, node.device = env[node_id], clean[twin]
+            continue
+        issues = len(graph.issues)
         if node.input is None:
             if isinstance(env.get(node_id), torch.Tensor):  # engine hook: seeded above
                 node.meta = env[node_id]
@@ -108,9 +119,100 @@ def infer_shapes(graph: DerivedGraph, twins: dict[str, str] | None = None) -> No
             continue
         node.meta = value
         _check_declared(graph, node, value, devices[node_id])
+        if len(graph.issues) == issues:
+            clean[node_id] = node.device
 
 
-def _check_sizes(graph: DerivedGraph, env: dict[str, Any]) -> None:
+#: what shape inference reads of a source node: its shape, stride, dtype and device
+_layout = attrgetter("shape", "stride", "dtype", "device")
+
+
+@dataclass
+class _Stamped:
+    """The layers that took their template's meta values, and every other node's order."""
+
+    layers: list[StampedLayer] = field(default_factory=list)
+    derived: dict[str, str] = field(default_factory=dict)  # their derived -> the template's
+    leading: dict[tuple[str, ...], int] = field(default_factory=dict)  # template -> #derived
+    rest: list[str] | None = None  # None: every node
+
+
+def _run_stamped(graph: DerivedGraph, interp: MetaInterpreter) -> _Stamped:
+    """Run ``interp`` over the graph, a closed stamped layer (:func:`closed_layers`) whose
+    sources have its template's layouts (shape, stride, dtype, device) taking the template's
+    meta values (the same ops and constants over the same layouts) when they are all tensors.
+    Every other layer is inferred node by node (so each reports its own failures)."""
+    layers, out = closed_layers(graph), _Stamped()
+    if not layers:
+        interp.run()
+        return out
+    nodes, env = graph.nodes, interp.env
+    held = set(layer_map(layers))
+    out.rest = [n for n in graph.ordered() if n not in held]
+    interp.run(out.rest)  # the templates among them
+    groups: dict[tuple[str, ...], list[StampedLayer]] = {}
+    for layer in layers:
+        groups.setdefault(layer.template, []).append(layer)
+    again: set[str] = set()
+    ids: list[tuple[str, ...]] = []
+    values: list[list[Any]] = []
+    for template, group in groups.items():
+        plan = _template_plan(graph, env, template)
+        if plan is None:
+            again.update(chain.from_iterable(layer.ids for layer in group))
+            continue
+        out.leading[template] = plan[3]
+        if not all(set(map(_layout, map(nodes.__getitem__, [layer.ids[i] for layer in group])))
+                   == {want} for i, want in zip(plan[1], plan[2])):  # one sweep per source
+            keep = [[_layout(nodes[layer.ids[i]]) for i in plan[1]] == plan[2]
+                    for layer in group]
+            again.update(chain.from_iterable(layer.ids for layer, ok in zip(group, keep)
+                                             if not ok))
+            group = list(compress(group, keep))
+        out.layers += group
+        ids += [layer.ids for layer in group]
+        values += [plan[0]] * len(group)
+    env.update(zip(chain.from_iterable(ids), chain.from_iterable(values)))
+    for layer in out.layers:
+        k = out.leading[layer.template]
+        out.derived.update(zip(layer.ids[:k], layer.template[:k]))
+    if again:
+        interp.run([n for n in graph.ordered() if n in again])
+        out.rest = [n for n in graph.ordered() if n not in held or n in again]
+    return out
+
+
+def _template_plan(graph: DerivedGraph, env: dict[str, Any], template: tuple[str, ...],
+                   ) -> tuple[list[Any], list[int], list[Any], int] | None:
+    """A template's meta values, its sources' positions and layouts, and how many derived
+    tensors it leads with; None when a value is not a tensor."""
+    values = [env.get(n) for n in template]
+    if not all(isinstance(v, torch.Tensor) for v in values):
+        return None
+    nodes = graph.nodes
+    sources = [i for i, n in enumerate(template) if nodes[n].kind is NodeKind.SOURCE]
+    derived = next((i for i, n in enumerate(template) if n not in graph.derived), len(template))
+    return values, sources, [_layout(nodes[template[i]]) for i in sources], derived
+
+
+def _check_limits(graph: DerivedGraph, env: dict[str, Any], stamped: _Stamped) -> None:
+    """The size and budget checks. A layer that took its template's values holds the same
+    value objects, so when every other node is within the size limits and the budgets hold at
+    the totals (bytes only add up), no check can fail; otherwise the full checks run, so the
+    issues are exactly the plain ones."""
+    if stamped.rest is None:
+        _check_sizes(graph, env)
+        return
+    issues = len(graph.issues)
+    _check_sizes(graph, env, stamped.rest, budgets=False)
+    if len(graph.issues) == issues and _within_budgets(graph, env, stamped):
+        return
+    del graph.issues[issues:]
+    _check_sizes(graph, env)
+
+
+def _check_sizes(graph: DerivedGraph, env: dict[str, Any], order: list[str] | None = None,
+                 budgets: bool = True) -> None:
     """Refuse any inferred tensor (intermediates too) above the element limit, before allocation.
 
     The issue is reported on the first derived tensor the oversized value feeds, so it carries
@@ -121,7 +223,7 @@ def _check_sizes(graph: DerivedGraph, env: dict[str, Any]) -> None:
     oversized: set[str] = set()
     within: set[tuple[Any, int]] = set()  # (shape, itemsize) found within the limits
     checked: set[int] = set()  # ids of the values found within (a stamped op shares its twin's)
-    for n in graph.ordered():
+    for n in graph.ordered() if order is None else order:
         value = env.get(n)
         if id(value) in checked or not isinstance(value, torch.Tensor) \
                 or nodes[n].kind is NodeKind.SOURCE:
@@ -141,8 +243,50 @@ def _check_sizes(graph: DerivedGraph, env: dict[str, Any]) -> None:
             continue
         within.add(layout)
         checked.add(id(value))
-    if not oversized:
+    if not oversized and budgets:
         _check_budgets(graph, env)
+
+
+def _held_bytes(node: DerivedNode, value: Any) -> int:
+    """Bytes a derived tensor holds towards the budgets (0: not a held tensor)."""
+    if node.kind not in HELD_KINDS or not isinstance(value, torch.Tensor):
+        return 0
+    return value.numel() * value.element_size()
+
+
+def _within_budgets(graph: DerivedGraph, env: dict[str, Any], stamped: _Stamped) -> bool:
+    """Whether the per-file and per-model budgets hold at the totals; a layer that took its
+    template's values counts the template's bytes (per spec file) at its own module."""
+    per_file: dict[tuple[str, str], int] = {}
+    files: dict[int, str] = {}  # id(decl) -> its spec file
+    by_template: dict[tuple[str, ...], dict[str, int]] = {}  # template -> spec file -> bytes
+
+    def add(node: DerivedNode, nbytes: int, into: dict[Any, int], path: bool) -> None:
+        file = files.get(id(node.decl))
+        if file is None:
+            file = files[id(node.decl)] = node.decl.location.file
+        key = (file, node.bound.module_path) if path else file
+        into[key] = into.get(key, 0) + nbytes
+
+    derived = graph.derived
+    for node_id in stamped.rest or ():  # every node outside those layers
+        node = derived.get(node_id)
+        nbytes = 0 if node is None else _held_bytes(node, env.get(node_id))
+        if nbytes:
+            add(node, nbytes, per_file, True)
+    for layer in stamped.layers:
+        sizes = by_template.get(layer.template)
+        if sizes is None:
+            sizes = by_template[layer.template] = {}
+            for t in layer.template[:stamped.leading[layer.template]]:
+                nbytes = _held_bytes(derived[t], env.get(t))
+                if nbytes:
+                    add(derived[t], nbytes, sizes, False)
+        path = derived[layer.ids[0]].bound.module_path
+        for file, nbytes in sizes.items():
+            per_file[file, path] = per_file.get((file, path), 0) + nbytes
+    return sum(per_file.values()) <= LIMITS.max_model_alloc_bytes and \
+        all(v <= LIMITS.max_file_alloc_bytes for v in per_file.values())
 
 
 def _check_budgets(graph: DerivedGraph, env: dict[str, Any]) -> None:
@@ -189,12 +333,13 @@ def first_feeds(graph: DerivedGraph) -> dict[str, DerivedNode | None]:
     return feeds
 
 
-def _source_devices(graph: DerivedGraph) -> dict[str, frozenset[Any]]:
-    """Node id -> devices of the sources it reads (one sweep)."""
+def _source_devices(graph: DerivedGraph, order: list[str] | None = None,
+                    ) -> dict[str, frozenset[Any]]:
+    """Node id -> devices of the sources it reads (one sweep over ``order``, default: all)."""
     out: dict[str, frozenset[Any]] = {}
     empty: frozenset[Any] = frozenset()
     nodes = graph.nodes
-    for n in graph.ordered():
+    for n in graph.ordered() if order is None else order:
         node = nodes[n]
         if node.kind is NodeKind.SOURCE:
             out[n] = frozenset((node.device,))

@@ -18,15 +18,18 @@ The lowering knows no plan: it reads the bound tensors through a :class:`LowerCo
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import torch
 
 from derivgraph._enum import StrEnum
-from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef, refs_in
+from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef, refs_in, substitute
 from derivgraph.compiler.interpret import Interpreter
 from derivgraph.compiler.ir import NodeKind
+from derivgraph.compiler.layers import layer_map
+from derivgraph.compiler.lower_layers import provable_layers
 from derivgraph.ops import OPS, OpKind
 from derivgraph.spec.kinds import TensorKind
 
@@ -66,11 +69,25 @@ class Step:
         """The node ids this step reads."""
         return refs_in(self.args) + refs_in(self.kwargs) + ([self.input] if self.input else [])
 
+    def renamed(self, names: dict[str, str]) -> Step:
+        """This step of a template, for the stamped layer whose nodes ``names`` maps the
+        template's to (a node not in ``names``, a shared constant, keeps its id)."""
+        get = names.get
+
+        def ref(node_id: str) -> NodeRef:
+            return NodeRef(get(node_id, node_id))
+
+        return Step(get(self.node, self.node), self.action, self.op,
+                    substitute(self.args, ref), substitute(self.kwargs, ref),
+                    None if self.input is None else get(self.input, self.input),
+                    get(self.target, self.target), self.scale, self.out_shape)
+
 
 class LowerContext(Protocol):
     """What lowering and code generation read of the bound tensors (a plan implements it)."""
 
     graph: DerivedGraph
+    meta_env: dict[str, Any]  # node id -> its inferred meta value
 
     def meta_of(self, ref: Any) -> torch.Tensor | None:
         """The inferred meta tensor of a node (id or NodeRef), None when not a tensor."""
@@ -80,6 +97,9 @@ class LowerContext(Protocol):
 
     def bound(self, ref: str) -> Any:
         """The tensor bound at compile for node ``ref``; KeyError when it is not bound."""
+
+    def bound_values(self, refs: Iterable[str], missing: Any = None) -> list[Any]:
+        """:meth:`bound` of each ref, ``missing`` where nothing is bound."""
 
     def storage_ptrs(self, ref: str) -> set[int]:
         """The storage addresses a bound node's tensor lives in (empty when not bound)."""
@@ -132,25 +152,81 @@ class Lowerer(Interpreter):
         self.users = ctx.graph.ir.users
         self.steps: list[Step] = []
         self.fused: set[str] = set()
+        self.producers: dict[str, str] = {}  # an OUT step's target -> the op it runs
 
     def lower(self) -> list[Step]:
+        """Every step in topological order; a stamped layer whose facts are its template's
+        (:func:`~derivgraph.compiler.lower_layers.provable_layers`) takes the template's
+        steps renamed, every other node is lowered here."""
         graph = self.graph
         nodes, derived = graph.nodes, graph.derived
-        for node_id in graph.ordered():
+        layers = provable_layers(self.ctx)
+        held = set(layer_map(layers))
+        order = graph.ordered()
+        rest = [n for n in order if n not in held] if held else order
+        for node_id in rest:
             if nodes[node_id].kind is NodeKind.DERIVED:
                 self._derived(derived[node_id])
         by_target = {s.target: s for s in self.steps}
-        out: list[Step] = []
-        for node_id in graph.ordered():
+        chosen: dict[str, Step] = {}
+        for node_id in rest:
             node = nodes[node_id]
             if node.kind is NodeKind.OP:
                 if node_id in self.fused or not self.deps[node_id] \
                         or is_bound(self.ctx, node_id) \
                         or _only_feeds_views(graph, self.users, node_id):
                     continue
-                out.append(Step(node_id, Action.COMPUTE, node.op, node.args, node.kwargs))
+                chosen[node_id] = Step(node_id, Action.COMPUTE, node.op, node.args, node.kwargs)
             elif node_id in by_target:
-                out.append(by_target[node_id])
+                chosen[node_id] = by_target[node_id]
+        if not held:
+            return list(chosen.values())
+        recipes: dict[tuple[str, ...], list[_Recipe]] = {}  # template -> how to make its steps
+        for layer in layers:
+            recipe = recipes.get(layer.template)
+            if recipe is None:
+                recipe = recipes[layer.template] = self._recipe(layer.template, chosen)
+            ids, names = layer.ids, None
+            for i, step, at, tail, inp in recipe:
+                if at is None:  # arguments of another shape: renamed one by one
+                    names = names or dict(zip(layer.template, ids))
+                    chosen[ids[i]] = step.renamed(names)
+                    continue
+                args, kwargs = step.args, step.kwargs
+                if at >= 0:
+                    src = nodes[ids[at]]
+                    args, kwargs = (src.args[1],) if tail else src.args, src.kwargs
+                chosen[ids[i]] = Step(ids[i], step.action, step.op, args, kwargs,
+                                      step.input if inp < 0 else ids[inp],
+                                      ids[i] if step.target else "", step.scale, step.out_shape)
+        return [chosen[n] for n in order if n in chosen]
+
+    def _recipe(self, template: tuple[str, ...], chosen: dict[str, Step]) -> list[_Recipe]:
+        """Per step of a template: its position, the step, the position of the op whose
+        arguments it takes (-1: none; None: renamed one by one), whether it takes only the
+        second of them (``c / x`` as ``reciprocal(x)``), and its input's position (-1: a
+        node every layer shares)."""
+        where = {t: i for i, t in enumerate(template)}
+        nodes, out = self.graph.nodes, []
+        for i, t in enumerate(template):
+            step = chosen.get(t)
+            if step is None:
+                continue
+            src = t if step.action is Action.COMPUTE else self.producers.get(t)
+            at: int | None = -1
+            tail = False
+            if src is not None:
+                node, at = nodes[src], where.get(src)
+                tail = step.args is not node.args
+                if at is None or step.kwargs is not node.kwargs or \
+                        (tail and step.args != (node.args[1],)):
+                    at = None
+            elif step.args or step.kwargs:
+                at = None
+            inp = -1 if step.input is None else where.get(step.input, -1)
+            if step.input is not None and inp < 0 and step.input in self.graph.derived:
+                at = None  # a derived tensor outside the layer: renamed as a path
+            out.append((i, step, at, tail, inp))
         return out
 
     def _derived(self, node: DerivedNode) -> None:
@@ -175,6 +251,7 @@ class Lowerer(Interpreter):
                     op = None
             if op is not None and (op == "reciprocal" or refs_in(args[:1])):
                 self.fused.add(producer)
+                self.producers[node.id] = producer
                 self.fused.update(self._chain_between(node.input, producer))
                 self.steps.append(Step(node.id, Action.OUT, op, args, p.kwargs, input=None,
                                        target=node.id, scale=scale, out_shape=out_shape))
@@ -246,6 +323,10 @@ class Lowerer(Interpreter):
                 return None, None
             shape = tuple(meta.shape)
         return cur.id, shape
+
+
+#: (position, template step, position of its op or -1 / None, second argument only, input)
+_Recipe = tuple[int, Step, "int | None", bool, int]
 
 
 def _only_feeds_views(graph: DerivedGraph, users: dict[str, list[str]], node_id: str) -> bool:

@@ -25,7 +25,7 @@ from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef, freeze
 from derivgraph.compiler.reads import Probe, Reads, probe_path
 from derivgraph.paths import get_path
 
-__all__ = ["Stamper", "stamping", "stamping_enabled"]
+__all__ = ["StampedLayer", "Stamper", "stamping", "stamping_enabled"]
 
 _ENABLED = [os.environ.get("DERIVGRAPH_STAMP", "1") != "0"]
 
@@ -58,6 +58,13 @@ class Template:
     inputs: list[str | None]
     rels: dict[str, str] = field(default_factory=dict)  # a node of the template -> its path
     _parts: dict[str, tuple[str, ...]] = field(default_factory=dict)  # from the module
+    ids: tuple[str, ...] = ()  # its own nodes: derived, then what its calls made (first use)
+    keep: tuple[int, ...] = ()  # the positions of those first uses among every call's node
+
+    def own(self, derived: list[str], made: list[str]) -> tuple[str, ...]:
+        """A layer's own nodes aligned with :attr:`ids` (``made``: each call's node)."""
+        raw = derived + made
+        return tuple([raw[i] for i in self.keep])
 
     def parts(self, rel: str) -> tuple[str, ...]:
         """``rel`` split at its dots (once per template)."""
@@ -65,6 +72,14 @@ class Template:
         if found is None:
             found = self._parts[rel] = tuple(rel.split("."))
         return found
+
+
+@dataclass(frozen=True)
+class StampedLayer:
+    """A stamped layer's own nodes, position by position the template's (same role)."""
+
+    template: tuple[str, ...]
+    ids: tuple[str, ...]
 
 
 #: resolve(node, reads) -> the node's input id (None: no input, or an issue was reported)
@@ -79,6 +94,7 @@ class Stamper:
         self.templates: dict[Any, list[Template]] = {}
         self.stamped = 0  # layers stamped (for the log and the tests)
         self.twins: dict[str, str] = {}  # a stamped op node -> the template's op it copies
+        self.layers: list[StampedLayer] = []  # every stamped layer, with its template's nodes
 
     def resolve_bound(self, bound: BoundSpec, params: dict[str, Any],
                       nodes: list[DerivedNode]) -> None:
@@ -98,12 +114,20 @@ class Stamper:
         reads, issues = Reads(), len(self.graph.issues)
         inputs = [self.resolve(node, reads) for node in nodes]
         if reads.keyable and len(self.graph.issues) == issues and _replayable(bound, reads):
-            kinds.append(Template(bound, reads, inputs))
+            template = Template(bound, reads, inputs)
+            raw = [n.id for n in nodes] + [_made(bound, call) for call in reads.calls
+                                           if call[0] == "source" or call[5]]
+            first: dict[str, int] = {}  # each node -> the position of its first use
+            for i, node_id in enumerate(raw):
+                first.setdefault(node_id, i)
+            template.ids, template.keep = tuple(first), tuple(first.values())
+            kinds.append(template)
 
     def _replay(self, template: Template, bound: BoundSpec, nodes: list[DerivedNode],
                 objects: dict[tuple[str, ...], Any]) -> None:
         graph, rels = self.graph, template.rels
         ops: dict[str, str] = {}
+        made: list[str] = []
 
         def rename(node_id: str) -> str:
             hit = ops.get(node_id)
@@ -124,7 +148,7 @@ class Stamper:
                 tensor = objects.get(parts)
                 if tensor is None:
                     tensor = get_path(bound.module, rel)
-                graph.source(bound.qualify(rel), tensor)
+                made.append(graph.source(bound.qualify(rel), tensor).id)
             elif not call[5]:  # no node in its arguments: the template's CSE node itself
                 graph.cse_hits += 1
                 ops[call[4]] = call[4]
@@ -132,11 +156,13 @@ class Stamper:
                 _, name, args, kwargs, result, _ = call
                 new = graph.op(name, substitute(args, ref), substitute(kwargs, ref))
                 ops[result] = new.id
+                made.append(new.id)
                 if new.id != result:
                     self.twins[new.id] = result
         for node, value in zip(nodes, template.inputs, strict=True):
             if value is not None:
                 graph.set_input(node, rename(value))
+        self.layers.append(StampedLayer(template.ids, template.own([n.id for n in nodes], made)))
 
 
 def _key(bound: BoundSpec, params: dict[str, Any], nodes: list[DerivedNode]) -> Any:
@@ -164,6 +190,11 @@ def _matches(graph: DerivedGraph, template: Template, bound: BoundSpec,
         if probe is probe_path:
             objects[args[0]] = obj
     return objects
+
+
+def _made(bound: BoundSpec, call: tuple[Any, ...]) -> str:
+    """The node a template's graph call made (or found)."""
+    return bound.qualify(call[1]) if call[0] == "source" else call[4]
 
 
 def _replayable(bound: BoundSpec, reads: Reads) -> bool:

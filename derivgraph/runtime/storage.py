@@ -7,7 +7,8 @@ compiler lowers against.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from itertools import repeat
 from typing import Any
 
 import torch
@@ -22,6 +23,7 @@ from derivgraph.runtime.entry import Entry
 __all__ = ["BoundTensors", "BoundViews"]
 
 _data_ptr = torch.Tensor.data_ptr
+_UNSET = object()
 
 
 class BoundViews(Interpreter):
@@ -79,6 +81,30 @@ class BoundTensors:
             if ref in table:
                 return table[ref]
         raise KeyError(ref)
+
+    def bound_values(self, refs: Iterable[str], missing: Any = None) -> list[Any]:
+        """:meth:`bound` of each ref, ``missing`` where nothing is bound: one C-level sweep per
+        table, in :meth:`bound` 's order (the refs of one column of stamped layers are usually
+        all sources, or all derived tensors)."""
+        refs = list(refs)
+        out = list(map(self.sources.get, refs, repeat(_UNSET)))
+        todo = [i for i, value in enumerate(out) if value is _UNSET]
+        if todo:
+            found = list(map(self.entries.get, [refs[i] for i in todo]))
+            for i, entry in zip(todo, found):
+                if entry is not None:
+                    out[i] = entry.storage
+            todo = [i for i, entry in zip(todo, found) if entry is None]
+        for table in (self.views, self.stages, self.constants):
+            if not todo:
+                break
+            found = list(map(table.get, [refs[i] for i in todo], repeat(_UNSET)))
+            for i, value in zip(todo, found):
+                out[i] = value
+            todo = [i for i, value in zip(todo, found) if value is _UNSET]
+        for i in todo:
+            out[i] = missing
+        return out
 
     def storage_of(self, node_id: str) -> Any:
         return self.entries[node_id].storage
