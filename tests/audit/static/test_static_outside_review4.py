@@ -98,12 +98,18 @@ def test_precision3_check_goes_red_on_a_flipped_verdict_or_another_seed():
     assert precision_problems(dict(review, seed=review["seed"] + 1), seed)
 
 
-def test_precision3_reader_quotes_are_the_installed_source():
+def check_reader_quotes(name: str, moved_index: int) -> None:
+    """Every reader quote of the judged sample ``name`` is the installed source, and the quote
+    of item ``moved_index`` (a ``:109`` line) no longer matches once moved a line down."""
     root = _vllm_parent()
     if root is None:
         pytest.skip("vLLM is not installed")
-    review = _load(PRECISION)
+    review = _load(name)
     assert [r["reader_quote"] for r in review["items"]
             if not quote_matches(r["reader_quote"], root)] == []
-    moved = review["items"][0]["reader_quote"].replace(":109 ", ":110 ", 1)
+    moved = review["items"][moved_index]["reader_quote"].replace(":109 ", ":110 ", 1)
     assert not quote_matches(moved, root)
+
+
+def test_precision3_reader_quotes_are_the_installed_source():
+    check_reader_quotes(PRECISION, 0)

@@ -11,15 +11,11 @@ from __future__ import annotations
 
 import copy
 
-import pytest
-
 from tests.audit.static.test_static_outside_review import (
     _load,
-    _vllm_parent,
     _wilson,
-    quote_matches,
 )
-from tests.audit.static.test_static_outside_review4 import precision_problems
+from tests.audit.static.test_static_outside_review4 import check_reader_quotes, precision_problems
 
 PRECISION = "static_precision_outside4_vllm_0.33.json"
 PRECISION_SEED = "static_precision_seed_outside4.json"
@@ -64,11 +60,4 @@ def test_precision4_check_goes_red_on_a_flipped_verdict_or_another_seed():
 
 
 def test_precision4_reader_quotes_are_the_installed_source():
-    root = _vllm_parent()
-    if root is None:
-        pytest.skip("vLLM is not installed")
-    review = _load(PRECISION)
-    assert [r["reader_quote"] for r in review["items"]
-            if not quote_matches(r["reader_quote"], root)] == []
-    moved = review["items"][1]["reader_quote"].replace(":109 ", ":110 ", 1)
-    assert not quote_matches(moved, root)
+    check_reader_quotes(PRECISION, 1)
