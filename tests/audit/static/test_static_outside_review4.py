@@ -89,13 +89,17 @@ def test_precision3_uses_the_published_seed_and_adds_up():
     assert (t["tp"], t["fp"], t["tp_weight_derived"]) == (37, 3, 36)
 
 
-def test_precision3_check_goes_red_on_a_flipped_verdict_or_another_seed():
-    review, seed = _load(PRECISION), _load(PRECISION_SEED)
+def check_goes_red(review: dict, seed: dict) -> None:
+    """:func:`precision_problems` finds a flipped first verdict and a changed seed."""
     flipped = copy.deepcopy(review)
     item = flipped["items"][0]
     item["judgement"] = "FP" if item["judgement"] == "TP" else "TP"
     assert precision_problems(flipped, seed)
     assert precision_problems(dict(review, seed=review["seed"] + 1), seed)
+
+
+def test_precision3_check_goes_red_on_a_flipped_verdict_or_another_seed():
+    check_goes_red(_load(PRECISION), _load(PRECISION_SEED))
 
 
 def check_reader_quotes(name: str, moved_index: int) -> None:
