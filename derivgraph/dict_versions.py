@@ -12,10 +12,11 @@ dict's items as before.
 This reads interpreter memory, so it is used only where a self-test at import proves the layout
 on the running interpreter (:data:`AVAILABLE`): CPython with the GIL, and every kind of store the
 test makes (insert, replace, delete, pop, clear, update, an instance attribute through a hot
-specialised store, a module attribute, an ``OrderedDict``) moves the tag read at the expected
-offset. Elsewhere (CPython 3.14 removed the tag, free-threaded builds, other interpreters)
-:func:`watch_dicts` returns None and callers sweep the items instead. The watched dicts are held
-alive by the :class:`DictVersions`, so every address read is a live dict.
+specialised store, a module attribute, an ``OrderedDict``, a ``defaultdict``'s default) moves
+the tag read at the expected offset. Elsewhere (CPython 3.14 removed the tag, free-threaded
+builds, other interpreters) :func:`watch_dicts` returns None and callers sweep the items instead.
+The watched dicts are held alive by the :class:`DictVersions`, so every address read is a live
+dict.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import ctypes
 import logging
 import platform
 import sysconfig
-from collections import OrderedDict
+from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
@@ -109,7 +110,8 @@ def _self_test() -> bool:
     instance = probe.__dict__
     module = torch.nn.Module()
     module_dict = module.__dict__
-    versions = DictVersions([plain, ordered, instance, module_dict])
+    defaulted: defaultdict[Any, Any] = defaultdict(list)
+    versions = DictVersions([plain, ordered, instance, module_dict, defaulted])
 
     def moved(position: int, mutate: Any) -> bool:
         versions.rebase()
@@ -128,6 +130,7 @@ def _self_test() -> bool:
         (1, lambda: ordered.pop("a")),
         (3, lambda: setattr(module, "held", torch.zeros(1))),
         (3, lambda: setattr(module, "held", object())),
+        (4, lambda: defaulted.__getitem__("missing")),       # a default inserted on read
     ]
     steps += [(2, lambda: _store(probe, object())) for _ in range(24)]  # hot, specialised
     return all(moved(position, mutate) for position, mutate in steps)
