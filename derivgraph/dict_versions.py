@@ -1,6 +1,6 @@
 """Which of many dicts changed, in one vectorised read of their PEP 509 version tags.
 
-CPython 3.6-3.13 gives every dict a version tag (``ma_version_tag``, PEP 509) that takes a new
+CPython 3.6-3.12 gives every dict a version tag (``ma_version_tag``, PEP 509) that takes a new
 value on every mutation that stores, replaces or removes a value, including the specialised
 attribute stores of the interpreter. Reading it for a thousand dicts one by one from Python costs
 as much as comparing their items; instead, :class:`DictVersions` views the address range that
@@ -13,10 +13,10 @@ This reads interpreter memory, so it is used only where a self-test at import pr
 on the running interpreter (:data:`AVAILABLE`): CPython with the GIL, and every kind of store the
 test makes (insert, replace, delete, pop, clear, update, an instance attribute through a hot
 specialised store, a module attribute, an ``OrderedDict``, a ``defaultdict``'s default) moves
-the tag read at the expected offset. Elsewhere (CPython 3.14 removed the tag, free-threaded
-builds, other interpreters) :func:`watch_dicts` returns None and callers sweep the items instead.
-The watched dicts are held alive by the :class:`DictVersions`, so every address read is a live
-dict.
+the tag read at the expected offset. Elsewhere (CPython 3.13 keeps the field but stops moving
+it, 3.14 removed it; free-threaded builds; other interpreters) :func:`watch_dicts` returns None
+and callers sweep the items instead. The watched dicts are held alive by the
+:class:`DictVersions`, so every address read is a live dict.
 """
 
 from __future__ import annotations
@@ -108,10 +108,13 @@ def _self_test() -> bool:
     probe = _Probe()
     probe.attr = object()
     instance = probe.__dict__
+    early = _Probe()
+    early.attr = object()  # stored inline before its __dict__ is made
+    early_dict = early.__dict__
     module = torch.nn.Module()
     module_dict = module.__dict__
     defaulted: defaultdict[Any, Any] = defaultdict(list)
-    versions = DictVersions([plain, ordered, instance, module_dict, defaulted])
+    versions = DictVersions([plain, ordered, instance, module_dict, defaulted, early_dict])
 
     def moved(position: int, mutate: Any) -> bool:
         versions.rebase()
@@ -133,6 +136,7 @@ def _self_test() -> bool:
         (4, lambda: defaulted.__getitem__("missing")),       # a default inserted on read
     ]
     steps += [(2, lambda: _store(probe, object())) for _ in range(24)]  # hot, specialised
+    steps += [(5, lambda: _store(early, object())) for _ in range(24)]
     return all(moved(position, mutate) for position, mutate in steps)
 
 
