@@ -215,6 +215,7 @@ class ReaderIndex:
         self.config_builders = config_builders
         self._hits: dict[str, list[_Hit]] = {}
         self._defs: dict[int, _FileDefs] = {}
+        self._file_index: dict[str, int] | None = None
 
     # ---- the text search --------------------------------------------------------------------
 
@@ -294,8 +295,9 @@ class ReaderIndex:
         file rank before reads elsewhere (two files may define classes of one name: ``amd/`` and
         ``nvidia/``)."""
         family = self.family(cls) if cls else frozenset()
-        at = next((i for i, (display, _) in enumerate(self.files) if display == file), None)
-        return self._find(family, owner, attr, 0, at=at)
+        if self._file_index is None:
+            self._file_index = {display: i for i, (display, _) in enumerate(self.files)}
+        return self._find(family, owner, attr, 0, at=self._file_index.get(file or ""))
 
     def _find(self, family: frozenset[str], owner: str, attr: str, depth: int,
               seen: frozenset[str] = frozenset(), at: int | None = None) -> Reader | None:
