@@ -362,6 +362,16 @@ class ReaderIndex:
         return bool(chain) and start < hit.pos and re.match(
             rf"{re.escape(chain)}[ \t]*(?:[-+*/@%&|^]|//)?=(?!=)", text[start:hit.pos]) is not None
 
+    def accessor_read(self, cls: str, holder: str, field: str) -> Reader | None:
+        """The read of ``self.<holder>.<field>`` by code of class ``cls`` that runs after
+        loading, an accessor property's body included (a check only when nothing else)."""
+        self.prefetch([field])
+        hits = [h for h in self._hits.get(field, ()) if h.cls == cls
+                and h.receiver == f"self.{holder}" and self._after_load(h)]
+        if not hits:
+            return None
+        return self._reader(next((h for h in hits if not self._weak(h)), hits[0]))
+
     def _builds_config(self, hit: _Hit, family: frozenset[str]) -> bool:
         """A read of ``self.x`` by a method of the same class family that builds a config of
         tensors (annotated ``-> QuantConfig``, here or on an ancestor): the config carries the

@@ -1,9 +1,10 @@
 """Which read the static audit names as a finding's reader, and how it agrees with an outside
 reviewer's reader lines on vLLM 0.33.0.
 
-Corpus: tests/fixtures/static_corpus_evidence/reader_cases.py (and reader_aux.py, a sibling
-backend scanned first), where ``# reads: ATTR`` marks the reader the audit must name and
-``# other reader: ATTR`` an earlier read it must not name.
+Corpus: tests/fixtures/static_corpus_evidence/reader_cases.py, config_keeper_cases.py and
+reader_aux.py (a sibling backend and config hand-offs, scanned before reader_cases.py), where
+``# reads: ATTR`` marks the reader the audit must name and ``# other reader: ATTR`` an earlier
+read it must not name.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from derivgraph.audit.static import readers
+from derivgraph.audit.static import evidence, readers
 from derivgraph.audit.static.readers import ReaderIndex, _FileDefs
 from derivgraph.audit.static.scan import scan
 from tests.resources import static_reader_agreement as agreement
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "static_corpus_evidence"
-FILES = [FIXTURES / "reader_aux.py", FIXTURES / "reader_cases.py"]
+FILES = [FIXTURES / "config_keeper_cases.py", FIXTURES / "reader_aux.py",
+         FIXTURES / "reader_cases.py"]
 _MARK = re.compile(r"# (reads|other reader): ([a-z_]\w*)")
 
 
@@ -55,18 +57,23 @@ def test_every_marked_reader_is_the_one_named():
     ("weak", {"_rd_scale", "_rd_gate", "w_rd_packed", "rd_out_scale"}),
     # without the nearness ranking, the sibling backend (scanned first) and the closure win
     ("scope", {"w_rd_fused", "w_rd_blocked"}),
+    # without the keeper's read, the line handing the config on is named
+    ("config", {"kept_config"}),
 ])
 def test_canary_without_the_ranking_an_other_read_is_named(monkeypatch, patch, moved):
     if patch == "weak":
         monkeypatch.setattr(ReaderIndex, "_weak", lambda self, hit: False)
-    else:
+    elif patch == "scope":
         monkeypatch.setattr(readers, "_scope", lambda *args: (0, 0))
+    else:
+        monkeypatch.setattr(evidence, "config_reader", lambda *args: None)
     got = _readers()
     others = _marks("other reader")
     wrong = {a for a, w in got.items() if w in others.get(a, set())}
     assert wrong == moved
     # the twins whose only read is that kind of read keep it
-    assert got["_rd_checked"][1] and got["w_rd_queried"][1] and got["w_rd_closed"][1]
+    for attr in ("_rd_checked", "w_rd_queried", "w_rd_closed", "loose_config"):
+        assert got[attr] in _marks("reads")[attr]
 
 
 def test_statement_start_skips_strings_comments_and_brackets():
@@ -122,4 +129,4 @@ def test_reader_agreement_on_the_fifth_outside_review_sample():
     assert lost == {23}
 
 
-AFTER = 27
+AFTER = 32
