@@ -37,7 +37,7 @@ def config_reader(index: ReaderIndex, expr: str, text: str, cls: str | None,
         return None
     name = m.group(1)
     if expr.lstrip().startswith("self."):  # a method of the storing class
-        body = re.search(rf"^class[ \t]+{re.escape(cls or '')}\b", text, re.M)
+        body = re.search(rf"^class[ \t]+{re.escape(cls)}\b", text, re.M) if cls else None
         builder = _def_text(text[body.start():_next_class(text, body.end())], name) \
             if body else ""
     else:  # a function of any file
