@@ -40,6 +40,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from derivgraph.audit.static.config_reader import config_reader
 from derivgraph.audit.static.loaders import refilled_in_place
 from derivgraph.audit.static.platforms import (
     cpu_only,
@@ -152,6 +153,7 @@ def apply_evidence(findings: Iterable[StaticFinding], files: Sequence[tuple[str,
     index = ReaderIndex(files, post_load, family, config_builders)
     by_display = {display: text for display, text in files}
     index.prefetch({f.attr for f in findings if f.severity is not Severity.INFO})
+    keepers: dict[frozenset[str], tuple[str, str] | None] = {}
     reset = reset_flags(text for display, text in files
                         if any(m in display for m in RELOAD_MACHINERY))
     out = []
@@ -160,7 +162,7 @@ def apply_evidence(findings: Iterable[StaticFinding], files: Sequence[tuple[str,
                 m in f.file for m in RELOAD_MACHINERY):
             out.append(f)
             continue
-        judged = _judge(f, index, by_display.get(f.file, ""))
+        judged = _judge(f, index, by_display.get(f.file, ""), family, keepers)
         out.append(_on_cpu(judged, by_display, ancestors, reset) if judged.reader else judged)
     return out
 
@@ -196,7 +198,9 @@ def _on_cpu(f: StaticFinding, by_display: dict[str, str],
                 "captured there and the reader looks the attribute up on every call")
 
 
-def _judge(f: StaticFinding, index: ReaderIndex, text: str) -> StaticFinding:
+def _judge(f: StaticFinding, index: ReaderIndex, text: str,
+           family: Callable[[str], frozenset[str]],
+           keepers: dict[frozenset[str], tuple[str, str] | None]) -> StaticFinding:
     if any(m in f.file for m in RELOAD_MACHINERY):
         return _cap(f, Severity.INFO, "inside the engine's reload machinery, which refills the "
                     "layers itself")
@@ -238,6 +242,9 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str) -> StaticFinding:
                     f"refreshed from its source where it is used ({refresh}): a kernel-format "
                     "reload's values reach it")
     reader = index.reader(f.cls, f.owner, f.attr, f.file)
+    if reader is not None and reader.file != f.file and f.category == "container":
+        # handed on elsewhere: name where the class keeping such configs reads its field
+        reader = config_reader(index, f.expr, text, f.cls, family, keepers) or reader
     if reader is None:
         return _cap(dataclasses.replace(f, derives_from=weight), Severity.INFO,
                     "no reader after load: no kernel call, forward or captured path reads it")

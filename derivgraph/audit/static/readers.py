@@ -67,6 +67,9 @@ _META_USE = re.compile(r"\.(?:device|dtype|shape|size\(|numel\(|dim\(|ndim)\b")
 
 
 _WEAK_READ = re.compile(r"^assert\b|\bis (?:not )?None\b")
+_META_READ = re.compile(r"\.(?:device|dtype|shape|ndim|is_cuda)\b|\.(?:size|numel|dim)\(")
+_NONE_TEST = re.compile(r"[ \t]*(?:is(?:[ \t]+not)?|[!=]=)[ \t]*None\b")
+_CONDITION = re.compile(r"(?:assert|if|elif|while)\b")
 """A read that only checks presence (an ``assert``, an ``is None`` test): a later read of the
 same builder is quoted instead."""
 
@@ -104,6 +107,8 @@ class _Hit:
     text: str
     in_property: str | None  # the enclosing @property's name
     call: bool  # ``name(`` right after: a call of the attribute
+    pos: int  # where the read starts in the file's text
+    end: int  # just past the attribute name
 
 
 class _FileDefs:
@@ -149,6 +154,51 @@ class _FileDefs:
             k -= 1
         return cls, tuple(funcs), prop
 
+    def statement_start(self, pos: int) -> int:
+        """Where the logical statement holding ``pos`` starts (after its indent): scanned from
+        the nearest ``def``/``class`` line before it, skipping strings, comments and bracketed
+        continuation lines."""
+        text = self.text
+        k = bisect.bisect_right(self.starts, pos) - 1
+        i = start = self.starts[k] if k >= 0 else 0
+        depth, quote = 0, ""
+        while i < pos:
+            c = text[i]
+            if quote:
+                if c == "\\":
+                    i += 2
+                    continue
+                if text.startswith(quote, i):
+                    i += len(quote) - 1
+                    quote = ""
+            elif c == "#":
+                i = text.find("\n", i)
+                if i < 0:
+                    break
+                continue
+            elif c in "\"'":
+                quote = text[i:i + 3] if text[i:i + 3] in ('"""', "'''") else c
+                i += len(quote) - 1
+            elif c in "([{":
+                depth += 1
+            elif c in ")]}":
+                depth = max(depth - 1, 0)
+            elif c in "\n;" and depth == 0 and text[i - 1] != "\\":
+                start = i + 1
+            i += 1
+        while start < pos and text[start] in " \t":
+            start += 1
+        return start
+
+
+def _scope(hit: _Hit, family: frozenset[str], at: int | None, same: bool,
+           via_self: bool) -> tuple[int, int]:
+    """How near a read is to the store: 0 in the storing class family and file, 1 in the
+    family, 2 in the file, 3 elsewhere; then 0 in a method or function, 1 in a closure."""
+    kin = same if via_self else hit.cls in family
+    level = (0 if hit.file == at else 1) if kin else (2 if hit.file == at else 3)
+    return level, int(len(hit.funcs) > 1)
+
 
 class ReaderIndex:
     """The reads of a set of attribute names across the scanned tree (text only, no parse)."""
@@ -165,6 +215,7 @@ class ReaderIndex:
         self.config_builders = config_builders
         self._hits: dict[str, list[_Hit]] = {}
         self._defs: dict[int, _FileDefs] = {}
+        self._file_index: dict[str, int] | None = None
 
     # ---- the text search --------------------------------------------------------------------
 
@@ -220,7 +271,7 @@ class ReaderIndex:
         indent = len(line) - len(stripped)
         cls, funcs, prop = defs.enclosing(m.start(), indent + 1)
         return _Hit(i, defs.line_of(m.start()) + 1, cls, funcs, receiver, stripped,
-                    prop, rest.startswith("("))
+                    prop, rest.startswith("("), m.start(), name_end)
 
     # ---- queries ----------------------------------------------------------------------------
 
@@ -239,22 +290,17 @@ class ReaderIndex:
 
     def reader(self, cls: str | None, owner: str, attr: str,
                file: str | None = None) -> Reader | None:
-        """The first read after loading of ``owner.attr`` stored by code of class ``cls``; with
-        ``file`` (where the store is), a read through ``self`` in that file by the same class
-        comes first (two files may define classes of one name: ``amd/`` and ``nvidia/``)."""
+        """The read after loading of ``owner.attr`` stored by code of class ``cls`` that best
+        shows who consumes it (:meth:`_best`); with ``file`` (where the store is), reads in that
+        file rank before reads elsewhere (two files may define classes of one name: ``amd/`` and
+        ``nvidia/``)."""
         family = self.family(cls) if cls else frozenset()
-        found = self._find(family, owner, attr, 0)
-        if file is None or found is None or found.file == file or owner != "self":
-            return found
-        for hit in self._hits.get(attr, ()):
-            if self.files[hit.file][0] == file and hit.cls in family \
-                    and hit.receiver == "self" and hit.in_property is None \
-                    and self._after_load(hit):
-                return self._reader(hit)
-        return found
+        if self._file_index is None:
+            self._file_index = {display: i for i, (display, _) in enumerate(self.files)}
+        return self._find(family, owner, attr, 0, at=self._file_index.get(file or ""))
 
     def _find(self, family: frozenset[str], owner: str, attr: str, depth: int,
-              seen: frozenset[str] = frozenset()) -> Reader | None:
+              seen: frozenset[str] = frozenset(), at: int | None = None) -> Reader | None:
         self.prefetch([attr])
         parts = owner.split(".") if owner else []
         via_self = bool(parts) and parts[0] == "self"
@@ -262,9 +308,9 @@ class ReaderIndex:
         outside_ok = not via_self or (depth == 0 and last is None
                                       and attr not in GENERIC_NAMES)
         props: set[str] = set()
-        fallback: Reader | None = None
+        ranked: list[tuple[tuple[int, int], int, _Hit]] = []
         built: Reader | None = None  # a read by a config builder of this class (last resort)
-        for hit in self._hits.get(attr, ()):
+        for n, hit in enumerate(self._hits.get(attr, ())):
             recv = hit.receiver.split(".")
             if last is not None and recv[-1] != last:
                 continue
@@ -278,22 +324,53 @@ class ReaderIndex:
                     built = dataclasses.replace(self._reader(hit), kind=ReaderKind.CONFIG)
                 continue
             same = hit.cls in family and recv[0] == "self"
-            if same or (not via_self and depth == 0):
-                return self._reader(hit)
-            if outside_ok and recv[0] != "self":
-                fallback = fallback or self._reader(hit)
-            elif not via_self:
-                fallback = fallback or self._reader(hit)
-        if fallback is not None:
-            return fallback
+            if not (same or not via_self or (outside_ok and recv[0] != "self")):
+                continue
+            ranked.append((_scope(hit, family, at, same, via_self), n, hit))
+        if ranked:
+            return self._reader(self._best(ranked))
         if depth >= PROPERTY_DEPTH:
             return built
         for prop in sorted(props - seen):
             found = self._find(family, "self" if via_self else "", prop, depth + 1,
-                               seen | props)
+                               seen | props, at)
             if found is not None:
                 return found
         return built
+
+    def _best(self, ranked: list[tuple[tuple[int, int], int, _Hit]]) -> _Hit:
+        """The read that shows who consumes the value: the nearest to the store (the storing
+        class family, then its file, then anywhere; a method before a closure nested in one),
+        and among those the first that passes the value on; a presence or metadata check
+        (:meth:`_weak`) only when no other read exists."""
+        ranked.sort(key=lambda r: r[:2])
+        return next((hit for _, _, hit in ranked if not self._weak(hit)), ranked[0][2])
+
+    def _weak(self, hit: _Hit) -> bool:
+        """A read that only checks or updates the value: its metadata (``.device``,
+        ``.shape``...), a test for ``None``, any read in an ``assert`` or the condition of an
+        ``if``/``while``, or the right side of a store back into the same attribute."""
+        text = self.files[hit.file][1]
+        if _META_READ.match(text, hit.end) or _NONE_TEST.match(text, hit.end):
+            return True
+        start = self._defs[hit.file].statement_start(hit.pos)
+        if _CONDITION.match(text, start):
+            return True
+        # ``self.x = self.x / s``: the attribute recomputed from itself, not consumed
+        dotted = hit.receiver and text[hit.pos] == "."
+        chain = f"{hit.receiver}{text[hit.pos:hit.end]}" if dotted else ""
+        return bool(chain) and start < hit.pos and re.match(
+            rf"{re.escape(chain)}[ \t]*(?:[-+*/@%&|^]|//)?=(?!=)", text[start:hit.pos]) is not None
+
+    def accessor_read(self, cls: str, holder: str, field: str) -> Reader | None:
+        """The read of ``self.<holder>.<field>`` by code of class ``cls`` that runs after
+        loading, an accessor property's body included (a check only when nothing else)."""
+        self.prefetch([field])
+        hits = [h for h in self._hits.get(field, ()) if h.cls == cls
+                and h.receiver == f"self.{holder}" and self._after_load(h)]
+        if not hits:
+            return None
+        return self._reader(next((h for h in hits if not self._weak(h)), hits[0]))
 
     def _builds_config(self, hit: _Hit, family: frozenset[str]) -> bool:
         """A read of ``self.x`` by a method of the same class family that builds a config of

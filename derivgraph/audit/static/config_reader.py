@@ -1,0 +1,101 @@
+"""The reader of a config container: where the class that keeps such configs reads a tensor.
+
+A config of tensors stored by post-load code (``self.moe_quant_config =
+self.get_fused_moe_quant_config(layer)``) is rarely read as a whole after load: it is handed to
+a kernel object's constructor, which keeps it (``def __init__(self, quant_config: QuantConfig):
+self.quant_config = quant_config``), and the kernels read its fields through that attribute,
+often by an accessor of their common base class (``return self.quant_config.w1_scale``). The
+reader named for such a finding is that read in the class that keeps the config's type and has
+the most subclasses (the base every consumer shares), of the first field the builder fills from
+a weight (``w1_scale=layer.w13_weight_scale``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from derivgraph.audit.static.readers import Reader, ReaderIndex, derives_from
+
+__all__ = ["config_reader"]
+
+_CALLEE = re.compile(r"^\s*(?:self\.)?([A-Za-z_]\w*)\s*\(")
+_KEYWORD = re.compile(r"(?<![=!<>\w])([a-z_]\w*)[ \t]*=(?!=)[ \t]*([^,\n]+)")
+_RETURNS = re.compile(r"->\s*(?:Optional\[)?([A-Z]\w*)")
+
+
+def config_reader(index: ReaderIndex, expr: str, text: str, cls: str | None,
+                  family: Callable[[str], frozenset[str]],
+                  keepers: dict[frozenset[str], tuple[str, str] | None]) -> Reader | None:
+    """The keeper's read of the stored config (module docstring), or None when the config's
+    type, a field filled from a weight, or a class keeping that type is not found.
+
+    ``expr`` is the stored value, ``text`` the storing file's source, ``cls`` the storing
+    class; ``keepers`` caches the keeper found per set of type names."""
+    m = _CALLEE.match(expr)
+    if m is None:
+        return None
+    name = m.group(1)
+    if expr.lstrip().startswith("self."):  # a method of the storing class
+        body = re.search(rf"^class[ \t]+{re.escape(cls)}\b", text, re.M) if cls else None
+        builder = _def_text(text[body.start():_next_class(text, body.end())], name) \
+            if body else ""
+    else:  # a function of any file
+        builder = next((d for _, t in index.files if f"def {name}(" in t
+                        for d in [_def_text(t, name)] if d), "")
+    if name[:1].isupper():  # a constructor: the type is its class
+        kinds, keywords = family(name), expr
+    else:
+        ret = _RETURNS.search(builder[:builder.find(":\n") + 1] if builder else "")
+        if ret is None:
+            return None
+        kinds, keywords = family(ret.group(1)), expr + "\n" + builder
+    field = next((k.group(1) for k in _KEYWORD.finditer(keywords)
+                  if derives_from(k.group(2), "", k.group(1))), None)
+    if kinds not in keepers:
+        keepers[kinds] = _keeper(index.files, kinds, family)
+    keeper = keepers[kinds]
+    if field is None or keeper is None:
+        return None
+    return index.accessor_read(*keeper, field)
+
+
+def _def_text(text: str, name: str) -> str:
+    """The text of the first ``def name(`` in ``text`` up to the next line at its indent."""
+    m = re.search(rf"^([ \t]*)def[ \t]+{re.escape(name)}[ \t]*\(", text, re.M)
+    if m is None:
+        return ""
+    end = re.compile(rf"^[ \t]{{0,{len(m.group(1))}}}(?![)\]])\S", re.M).search(
+        text, text.find("\n", m.end()) + 1)
+    return text[m.start():end.start() if end else len(text)]
+
+
+def _keeper(files: Sequence[tuple[str, str]], kinds: frozenset[str],
+            family: Callable[[str], frozenset[str]]) -> tuple[str, str] | None:
+    """``(class, attribute)`` of the class keeping a constructor argument annotated with one of
+    ``kinds`` on ``self`` that has the largest family (ties: the first in the scan order)."""
+    if not kinds:
+        return None
+    alt = "|".join(map(re.escape, sorted(kinds)))
+    param = re.compile(rf"[(,][ \t\n]*(\w+)[ \t]*:[ \t]*(?:Optional\[)?(?:{alt})\b")
+    best: tuple[int, str, str] | None = None
+    for _, text in files:
+        if not any(k in text for k in kinds):
+            continue
+        for cls in re.finditer(r"^class[ \t]+(\w+)", text, re.M):
+            init = _def_text(text[cls.start():_next_class(text, cls.end())], "__init__")
+            header = init[:init.find(":\n")]
+            for p in param.finditer(header):
+                kept = re.search(rf"^[ \t]+self\.(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*{p.group(1)}"
+                                 r"[ \t]*$", init, re.M)
+                size = len(family(cls.group(1)))
+                if kept and (best is None or size > best[0]):
+                    best = (size, cls.group(1), kept.group(1))
+    return best[1:] if best else None
+
+
+def _next_class(text: str, pos: int) -> int:
+    m = re.compile(r"^\S", re.M).search(text, pos)
+    while m and text.startswith(("#", "@", ")"), m.start()):
+        m = re.compile(r"^\S", re.M).search(text, m.end())
+    return m.start() if m else len(text)
