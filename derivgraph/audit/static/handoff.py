@@ -36,7 +36,7 @@ from derivgraph.audit.static.values import WEIGHT_WORDS, is_allocation, shape_fr
 from derivgraph.audit.static.vocab import looks_like_tensor_attr
 
 if TYPE_CHECKING:
-    from derivgraph.audit.static.index import TreeIndex
+    from derivgraph.audit.static.index import ClassEntry, TreeIndex
     from derivgraph.audit.static.scope import ModuleScope, Reached
 
 __all__ = ["Handed", "Handoff", "HandoffRules", "dataclass_sites", "handoff_roots"]
@@ -69,7 +69,6 @@ class Handoff:
     target: str
     method: str
     handed: tuple[Handed, ...]
-    line: int
 
 
 _SIMPLE = (ast.Assign, ast.AnnAssign, ast.Return, ast.Expr)
@@ -103,7 +102,7 @@ class HandoffRules:
             handed = [h for key, arg in _arguments(call)
                       if (h := self._handed_value(key, arg, call)) is not None]
             if handed and self._kept(stmt, call):
-                self.handoffs.append(Handoff(*target, tuple(handed), call.lineno))
+                self.handoffs.append(Handoff(*target, tuple(handed)))
 
     def _handoff_target(self, call: ast.Call) -> tuple[str, str] | None:
         """(class as resolved, method) for ``C(...)``, ``mod.C(...)``, ``cls(...)`` and
@@ -239,7 +238,7 @@ def _is_static(func: ast.AST) -> bool:
 
 
 def _calls(node: ast.AST) -> Iterator[ast.Call]:
-    """The calls in an expression, outside lambdas and comprehensions' own scopes."""
+    """The calls in an expression, outside lambdas."""
     stack = [node]
     while stack:
         n = stack.pop()
@@ -262,13 +261,18 @@ def _arguments(call: ast.Call) -> Iterator[tuple[int | str, ast.expr]]:
 
 # ---- resolving handoffs across the tree ----------------------------------------------------------
 
-def _entries(target: str, tree: TreeIndex, this_file: int):  # noqa: ANN202 - ClassEntry list
+def _entries(target: str, tree: TreeIndex, this_file: int) -> list[ClassEntry]:
+    """The classes a resolved call target names: a class of the caller's file (a short name),
+    of the module it was imported from, or (re-exported by a package) the one class of that
+    name in the same top-level package."""
     module, _, name = target.rpartition(".")
     found = tree.entries(name)
     if not module:
         return [e for e in found if e.file == this_file]
     exact = [e for e in found if e.module == module]
-    return exact or (found if len(found) == 1 else [])
+    top = module.split(".")[0]
+    same = [e for e in found if e.module.split(".")[0] == top]
+    return exact or (same if len(same) == 1 else [])
 
 
 def handoff_roots(handoffs: Sequence[Handoff], tree: TreeIndex,
