@@ -390,6 +390,9 @@ def class_cases() -> list[b.VllmCase]:
         b.VllmCase("kimi-k3-prepared-mla", (f"{_KIMI}.mla.prepared.PreparedMla",),
                    {**att.MLA, **att.KV_SCALES}, layer=lambda: att.kv_scaled_layer(att.MLA),
                    first_forward=att.prepared_mla, once=True),
+        b.VllmCase("kimi-k3-prepared-projection", (f"{_KIMI}.gemm.projection.PreparedProjection",),
+                   att.DENSE_DOWN, lambda qm, layer: None,  # an unquantized layer's step
+                   first_forward=att.prepared_projection, once=True),
         b.VllmCase("mla-flashinfer-sparse", (f"{_MLA}.flashinfer_mla_sparse"
                                               ".FlashInferMLASparseImpl",),
                    att.KV_SCALES, layer=att.mla_layer(f"{_MLA}.flashinfer_mla_sparse"

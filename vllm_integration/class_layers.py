@@ -44,6 +44,25 @@ def prepared_kda(layer: nn.Module) -> None:
     layer.core = PreparedKda(view, {}, False)
 
 
+DENSE_DOWN = {"down_proj_weight": ((64, 96), torch.bfloat16)}
+"""A dense MLP's down projection [hidden, intermediate] whose K needs padding to 128."""
+
+
+def prepared_projection(layer: nn.Module) -> None:
+    """What ``PreparedDenseMLP.__init__`` does with the down projection (dense.py:61-72): pad K
+    to a multiple of 128 once, hand the copy to vLLM's ``PreparedProjection`` (its ``prepare``
+    compiles a GPU kernel, so it is not called)."""
+    from vllm.models.kimi_k3.nvidia.specialized_decode.cutedsl.gemm.projection import (
+        PreparedProjection,
+    )
+
+    down = layer.down_proj_weight
+    hidden = down.shape[1]
+    padded = (hidden + 127) // 128 * 128
+    down = torch.nn.functional.pad(down.detach(), (0, padded - hidden))
+    layer.down = PreparedProjection(down, {})
+
+
 def kv_scaled_layer(shapes: dict[str, tuple[tuple[int, ...], torch.dtype]]) -> nn.Module:
     """Parameters of ``shapes`` plus an attention layer's KV-cache scales: vLLM's
     BaseKVCacheMethod turns the loaded scales into the host floats ``_k_scale_float`` etc."""

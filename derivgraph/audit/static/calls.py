@@ -38,9 +38,12 @@ class CallRules:
 
         def _targets(self, chain: str) -> list[tuple[str, str]]: ...
 
+        def _handoffs(self, stmt: ast.stmt) -> None: ...
+
     # ---- calls ----------------------------------
 
     def _calls(self, stmt: ast.stmt) -> None:
+        self._handoffs(stmt)  # new tensors handed to a constructor (:mod:`.handoff`)
         for node in self.index.site_calls.get(id(stmt), ()):
             f = node.func
             if isinstance(f, ast.Attribute):

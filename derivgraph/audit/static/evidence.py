@@ -229,7 +229,7 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
     if conditional == "view":
         return _cap(f, Severity.INFO, "a reference to the kept parameter (a dtype view under "
                     "the dtype test): the reload refills it in place")
-    weight = derives_from(f.expr, body, f.attr)
+    weight = f.derives_from or derives_from(f.expr, body, f.attr)  # set: a caller's (.handoff)
     if f.category == "set-storage":  # a registered parameter: its module's forward reads it
         return dataclasses.replace(f, derives_from=weight or f"{f.owner}.{f.attr}",
                                    evidence="a parameter of a module, read by its forward")

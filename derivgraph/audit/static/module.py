@@ -6,12 +6,13 @@ import ast
 import functools
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from derivgraph.audit.static.classwide import audit_class_wide
+from derivgraph.audit.static.handoff import Handed, dataclass_sites, handoff_roots
 from derivgraph.audit.static.index import TreeIndex
 from derivgraph.audit.static.infer import call_name, import_map
-from derivgraph.audit.static.rules import audit_function, audit_lazy_caches, returns_tensor
+from derivgraph.audit.static.rules import FunctionAudit, audit_lazy_caches, returns_tensor
 from derivgraph.audit.static.scope import (
     LAZY_GUARD_RE,
     ROOT_ASSIGN_RE,
@@ -63,6 +64,7 @@ class ExternalRoot:
     via: tuple[str, ...]
     root_classes: frozenset[str]
     initial_load_only: bool = False  # reached only from the model-level initial-load hook
+    handed: tuple[Handed, ...] = ()  # parameters callers bind to new tensors (:mod:`.handoff`)
 
 
 def parse_for_audit(text: str, filename: str, context: ModuleContext,
@@ -92,14 +94,19 @@ def _lineage(context: ModuleContext, cls: str, bases: Sequence[str]) -> frozense
 
 
 def _seeds(scope: ModuleScope, extra: Sequence[ExternalRoot]) -> list[Reached]:
-    out = []
+    out: dict[tuple[str | None, str], Reached] = {}
     for e in extra:
         func = scope.find(e.cls, e.func)
-        if func is not None:
-            q = f"{e.cls}.{e.func}" if e.cls else e.func
-            out.append(Reached(func, e.cls, q, (*e.via, q), e.root_classes,
-                               initial_load_only=e.initial_load_only))
-    return out
+        if func is None:
+            continue
+        q = f"{e.cls}.{e.func}" if e.cls else e.func
+        first = out.get((e.cls, e.func))
+        if first is not None:  # one function, several callers: every handed parameter counts
+            out[(e.cls, e.func)] = replace(first, handed=(*first.handed, *e.handed))
+            continue
+        out[(e.cls, e.func)] = Reached(func, e.cls, q, (*e.via, q), e.root_classes,
+                                       initial_load_only=e.initial_load_only, handed=e.handed)
+    return list(out.values())
 
 
 def audit_source(text: str, filename: str, module_name: str, is_package: bool,
@@ -121,11 +128,24 @@ def audit_module(text: str, filename: str, module_name: str, is_package: bool,
     returns = _Returns(scope, imports, module_name, context)
     sites: dict[tuple[int, int, str, str], RawSite] = {}
     reached = scope.reached(_seeds(scope, extra) if extra else None)
+    handoffs: list[ExternalRoot] = []
     for item in reached:
-        for site in audit_function(item, imports, returns.bound(item.cls), scope,
-                                   context.scalar_functions, context.containers,
-                                   context.placeholders, context.tree.property_chains):
+        audit = FunctionAudit(item, imports, returns.bound(item.cls), scope,
+                              context.scalar_functions, context.containers,
+                              context.placeholders, context.tree.property_chains)
+        for site in audit.handed_sites(audit.run()):
             sites.setdefault((site.line, site.col, site.attr, site.category), site)
+        if audit.handoffs and context.tree.modules:
+            roots = item.root_classes or (scope.lineage(item.cls) if item.cls else frozenset())
+            handoffs += [ExternalRoot(file, cls, func, item.via, frozenset(roots),
+                                      item.initial_load_only, handed)
+                         for file, cls, func, handed in handoff_roots(
+                             audit.handoffs, context.tree, context.ancestors,
+                             context.containers, file_index, filename)]
+    for e in extra:  # a dataclass's generated constructor keeps what it is handed
+        if e.handed and e.cls and scope.find(e.cls, e.func) is None:
+            for site in dataclass_sites(scope, e.cls, e.via, e.handed, e.root_classes):
+                sites.setdefault((site.line, site.col, site.attr, site.category), site)
     if not extra and LAZY_GUARD_RE.search(text):
         done = {id(r.func) for r in reached}
         for site in audit_lazy_caches(scope, imports, returns.bound, done):
@@ -134,7 +154,7 @@ def audit_module(text: str, filename: str, module_name: str, is_package: bool,
         for site in audit_class_wide(text, filename, lambda cls, bases: _lineage(context, cls,
                                                                                  bases)):
             sites.setdefault((site.line, site.col, site.attr, site.category), site)
-    externals = list(_externals(scope, reached, imports, context, file_index)) \
+    externals = list(_externals(scope, reached, imports, context, file_index)) + handoffs \
         if context.tree.modules else []
     post_load = [(r.cls, r.func.name) for r in reached
                  if not is_constructor_root(r.via[0], context.ancestors)]

@@ -38,6 +38,7 @@ from derivgraph.audit.static.ast import (
 )
 from derivgraph.audit.static.calls import CallRules
 from derivgraph.audit.static.folds import FoldRules
+from derivgraph.audit.static.handoff import HandoffRules
 from derivgraph.audit.static.infer import TensorInference, TensorInfo, attr_chain, call_name
 from derivgraph.audit.static.scope import ModuleScope, Reached
 from derivgraph.audit.static.sites import RawSite
@@ -132,7 +133,7 @@ def returns_tensor(reached: Reached, imports: dict[str, str], module_returns: Re
     return audit.returns_tensor
 
 
-class FunctionAudit(CallRules, FoldRules, StoreRules):
+class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
     """Walks one function in order, tracking what its locals hold, and emits its sites."""
 
     def __init__(self, reached: Reached, imports: dict[str, str], returns_tensor: ReturnsTensor,
@@ -187,6 +188,7 @@ class FunctionAudit(CallRules, FoldRules, StoreRules):
     def run(self) -> list[RawSite]:
         func = self.reached.func
         self._bind_params(func.args)
+        self._start_handoffs(func.args)
         self._block(func.body)
         self._name_set_storage()
         return self.sites
@@ -195,11 +197,9 @@ class FunctionAudit(CallRules, FoldRules, StoreRules):
         """A ``.set_()`` onto a local that is then stored (``self._fused = fused``) names that
         attribute as what it swaps into, so a spec declaring the fused tensor declares it."""
         for local, indices in self.backing.items():
-            path = self.stored_locals.get(local)
-            if path is None:
-                continue
-            for i in indices:
-                self.sites[i] = dataclasses.replace(self.sites[i], alias_of=path)
+            if (path := self.stored_locals.get(local)) is not None:
+                for i in indices:
+                    self.sites[i] = dataclasses.replace(self.sites[i], alias_of=path)
 
     def _returns_tensor(self, call: ast.Call) -> Returned:
         if isinstance(call.func, ast.Name) and call.func.id in self.tensor_nested:

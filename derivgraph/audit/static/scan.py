@@ -199,11 +199,11 @@ def scan_files(files: Sequence[SourceFile], specs: Sequence[Spec] = (),
         for site in found:
             sites.setdefault((i, site.line, site.col, site.attr, site.category), (i, site))
         pending += externals
-    seen = {(i, None, None) for i in candidates}
+    seen = {(i, None, None, ()) for i in candidates}
     for _ in range(MAX_ROUNDS):
         grouped: dict[int, list[ExternalRoot]] = {}
         for ext in pending:
-            key = (ext.file, ext.cls, ext.func)
+            key = (ext.file, ext.cls, ext.func, ext.handed)
             if key not in seen and ext.file not in failed:
                 seen.add(key)  # type: ignore[arg-type]
                 grouped.setdefault(ext.file, []).append(ext)
@@ -316,7 +316,7 @@ def _finding(src: SourceFile, site: RawSite, index: SpecIndex) -> StaticFinding:
         expr=site.expr, kind=site.kind, via=site.via, declared=spec is not None, spec=spec,
         suggestion=None if spec or category == "dynamic-name" else suggest_spec(site,
                                                                                 src.display),
-        root=src.root, severity=rule.severity, store=rule.store.value,
+        root=src.root, severity=rule.severity, store=rule.store.value, derives_from=site.derives,
         consequence=rule.consequence, fix=rule.fix,
         qualname=f"{src.module}.{holder}" if src.module else holder,
     )

@@ -37,8 +37,12 @@ import ast
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from derivgraph.audit.static.infer import view_helpers
+
+if TYPE_CHECKING:
+    from derivgraph.audit.static.handoff import Handed
 
 __all__ = [
     "is_constructor_root",
@@ -157,6 +161,9 @@ class Reached:
     initial_load_only: bool = False
     """Reached from a module's argument-less ``process_weights_after_loading(self)``: the
     model-level post-load step, which vLLM 0.33 runs at initial load only (never on a reload)."""
+    handed: tuple[Handed, ...] = ()
+    """Parameters callers in post-load code bind to new tensors derived from weights
+    (:class:`.handoff.Handed`; seeds only)."""
 
 
 def is_constructor_root(qualname: str, ancestors: Mapping[str, frozenset[str]]) -> bool:

@@ -99,3 +99,4 @@ class RawSite:
     from_weights: bool = True  # the value reads an attribute named like a weight
     built_once: bool = False  # in the constructor of a class built only at model construction
     refilled: bool = False  # made once, then refilled with copy_ by the post-load step itself
+    derives: str | None = None  # the weight a caller's handed value derives from (.handoff)

@@ -18,7 +18,8 @@ from vllm_integration.executable_audit import Observed, Verdict, run_audit  # no
 from vllm_integration.executable_audit import audit_cases as cases  # noqa: E402
 
 RUNS = ["nvfp4-moe-flashinfer-b12x", "router-gate-bf16x3", "moe-runner-fused-gate",
-        "kimi-k3-prepared-kda", "kimi-k3-prepared-mla", "mla-flashinfer-sparse",
+        "kimi-k3-prepared-kda", "kimi-k3-prepared-mla", "kimi-k3-prepared-projection",
+        "mla-flashinfer-sparse",
         "mxfp8-linear-xpu-bmm", "fp8-block-linear-xpu-bmm", "mla-flashinfer", "mla-tokenspeed",
         "dflash2-beam-context-kv", "kimi-k3-dspark-context-kv"]
 BLOCKED = ["mxfp4-moe-gpt-oss", "mxfp4-moe", "mxfp4-moe-online", "nvfp4-linear-b12x",
