@@ -71,11 +71,11 @@ def _workload(name: str, layers: int, scale: float) -> tuple[Any, Callable[[int]
 
 
 def _sweeps(guard: Guard) -> bool:
-    """The restore's two C-level sweeps alone: the watched containers (lengths, item
-    identities) and the startup storage addresses (the guard's internals, read for this row)."""
+    """The restore's two C-level sweeps alone: the watched containers (lengths and item
+    identities, of the dicts whose version tag moved where the tags are proven) and the startup
+    storage addresses (the guard's internals, read for this row)."""
     assert guard.watch is not None
-    tensors, ptrs, _ = guard._ptrs
-    return not guard.watch._dirty() and list(map(torch.Tensor.data_ptr, tensors)) == ptrs
+    return not guard.watch._dirty() and guard.storage_kept()
 
 
 def run(workload: str, layers: int, scale: float, repeat: int, with_plan: bool,

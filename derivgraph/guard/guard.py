@@ -63,6 +63,10 @@ logger = logging.getLogger(__name__)
 
 Chain = tuple[str, ...]
 
+#: torch's one C++ loop comparing many tensors' data pointers (CUDA graph trees use it on every
+#: replay); where a build lacks it, the addresses are read one by one
+_PTRS_EQUAL = getattr(torch._C, "_tensors_data_ptrs_at_indices_equal", None)
+
 
 def _storage_ptr(t: torch.Tensor) -> int:
     if t.is_sparse or t.layout != torch.strided or t.device.type == "meta":
@@ -134,6 +138,7 @@ class Guard:
         self.finals: dict[Chain, tuple[_Startup, str]] = {}  # each guarded chain: entry, path
         self.watch: Watch | None = None
         self._ptrs: tuple[list[torch.Tensor], list[int], list[_Startup]] = ([], [], [])
+        self._ptr_indices: list[int] = []
         self.declared: set[int] = set()
         self.restores = 0
         self.seconds = 0.0
@@ -183,6 +188,7 @@ class Guard:
         self.watch = Watch(self.objects, self.finals)
         moved = [e for e in self.startup.values() if e.data_ptr]
         self._ptrs = ([e.tensor for e in moved], [e.data_ptr for e in moved], moved)
+        self._ptr_indices = list(range(len(moved)))
         self.seconds = time.perf_counter() - start
         report = self._report()
         report.seconds = self.seconds
@@ -211,12 +217,14 @@ class Guard:
         start = time.perf_counter()
         report = self._report()
         self._claimed = {}
+        unwritten = False  # nothing stored since the watch's sweep (its tags need no re-read)
         try:
             if full:
                 with gc_paused():  # short-lived objects only: no full collection over the heap
                     actions = self._plan_walked(model, self._declared_ids(declared), report)
             else:  # the common reload walks nothing (a walk pauses the collector itself)
                 actions = self._plan_watched(declared, report)
+                unwritten = not actions
             if strict and report.recapture:
                 raise RecaptureRequired([c.describe() for c in report.recapture])
             if actions:
@@ -224,6 +232,8 @@ class Guard:
                     self._apply(actions, report)
         finally:
             self._claimed = {}  # the engine's tensors are not kept alive past the restore
+            if self.watch is not None:
+                self.watch.sweep.settle(unwritten=unwritten)  # after the restore's own stores
         self.restores += 1
         report.seconds = time.perf_counter() - start
         if report.recapture:
@@ -278,13 +288,20 @@ class Guard:
     def _moved_storage(self, actions: dict[tuple[int, int], _Action],
                        report: GuardReport) -> None:
         """Startup tensors pointed at other storage (``.data =``): one sweep of addresses."""
+        if self.storage_kept():
+            return
         tensors, ptrs, entries = self._ptrs
         now = list(map(torch.Tensor.data_ptr, tensors))
-        if now == ptrs:
-            return
         for entry, was, ptr in zip(entries, ptrs, now):
             if ptr != was and (id(entry.tensor), 0) not in actions:
                 self._decide(entry, None, None, entry.paths[0], actions, report, None)
+
+    def storage_kept(self) -> bool:
+        """Every startup tensor still points at its startup storage (one C++ loop over them)."""
+        tensors, ptrs, _ = self._ptrs
+        if _PTRS_EQUAL is not None:
+            return _PTRS_EQUAL(tensors, ptrs, self._ptr_indices)
+        return list(map(torch.Tensor.data_ptr, tensors)) == ptrs
 
     # ---- deciding: by walking everything (full) ------------------------------------------------
 

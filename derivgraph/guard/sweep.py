@@ -9,6 +9,16 @@ items. A dict item whose snapshot value held no tensor has a value template
 tensor either (an atom; a rebuilt closure of the same shape) does not make its container dirty.
 A dict that only grew by such values can be re-based (:meth:`Sweep.grow`) so that later sweeps
 see it unchanged.
+
+Where the interpreter's dict version tags are proven
+(:func:`~derivgraph.dict_versions.watch_dicts`), the dicts are not swept whole: one gather of
+their tags names the dicts mutated since the last :meth:`Sweep.settle`, and only those (with
+the ones still differing from their snapshot at the last settle) get the length and item checks
+above, with the same verdicts. :meth:`Sweep.settle` (after the restore's own writes, which store
+into dicts too) takes the current tags as the new base and keeps re-checking every dict that
+does not hold exactly its snapshot items by identity (a harmless new value is re-checked on
+every sweep, as without tags). Lists are swept as before; without proven tags every container
+is swept as before.
 """
 
 from __future__ import annotations
@@ -18,12 +28,13 @@ from bisect import bisect_right
 from itertools import chain, compress, repeat
 from typing import Any
 
+from derivgraph.dict_versions import DictVersions, watch_dicts
 from derivgraph.guard.holders import MISSING
 from derivgraph.guard.template import harmless
 
 __all__ = ["Sweep"]
 
-_is, _not = operator.is_, operator.not_
+_is, _not, _get = operator.is_, operator.not_, dict.get
 
 #: how many times one container may be re-based (an engine adding keys on every reload would
 #: otherwise grow the accessors without bound; past this its container is diffed every time)
@@ -54,6 +65,11 @@ class Sweep:
         self.acc_container: list[int] = []
         self.acc_templates: list[Any] = []  # a value template, or None
         self.grows: dict[int, int] = {}
+        self.tags: DictVersions | None = None
+        self.tagged: list[int] = []  # the container of each tag position
+        self.acc_of: dict[int, list[int]] = {}  # a dict's accessor indices
+        self.recheck: set[int] = set()  # dicts not identical to their snapshot at the last settle
+        self.read: list[int] = []  # the dicts the last tagged sweep checked
 
     def add(self, container: Any, items: list[tuple[Any, Any, Any]] | None) -> int:
         """Watch ``container``; ``items``: the dict items to sweep as (key, value, template)
@@ -93,11 +109,20 @@ class Sweep:
         self.list_offsets = [0]
         for i in self.lists:
             self.list_offsets.append(self.list_offsets[-1] + len(self.values[i]))
+        self.acc_of = {}
+        for b, i in enumerate(self.acc_container):
+            self.acc_of.setdefault(i, []).append(b)
+        self.tagged = [i for i in self.by_address if self.keys[i] is not None]
+        self.tags = watch_dicts([self.live[i] for i in self.tagged]) if self.tagged else None
+        self.recheck = set()
 
     def dirty(self) -> tuple[set[int], list[int]]:
         """(the containers that changed, the dicts among the rest that only changed length):
         one sweep of lengths, one of the watched dict items (a removed key reads as MISSING; a
-        new value its template proves tensor-free is no change) and one of list items."""
+        new value its template proves tensor-free is no change) and one of list items; with
+        version tags, the lengths and items of the dicts whose tag moved, and the lists'."""
+        if self.tags is not None:
+            return self._dirty_tagged(self.tags)
         lens = list(map(len, self.live_by_address))
         resized: list[int] = []
         if lens != self.lens:
@@ -108,9 +133,13 @@ class Sweep:
         templates, owners = self.acc_templates, self.acc_container
         dirty = {owners[b] for b in _mismatches(list(map(_is, now, acc)))
                  if templates[b] is None or not harmless(templates[b], now[b])}
+        self._lists(dirty, [i for i in resized if self.keys[i] is None])
+        return dirty, [i for i in resized if i not in dirty]
+
+    def _lists(self, dirty: set[int], resized: list[int]) -> None:
+        """Add the lists that changed to ``dirty`` (``resized``: the lists whose length did)."""
         lists = self.lists
-        if lists:
-            dirty.update(i for i in resized if self.keys[i] is None)
+        dirty.update(resized)
         if lists and not dirty.intersection(lists):
             flat = self.list_values
             current = chain.from_iterable(map(self.live.__getitem__, lists))
@@ -119,7 +148,52 @@ class Sweep:
             dirty.update(lists[bisect_right(offsets, i) - 1] for i in wrong)
         elif lists:
             dirty.update(i for i in lists if not all(map(_is, self.live[i], self.values[i])))
+
+    # ---- with version tags ---------------------------------------------------------------------
+
+    def _dirty_tagged(self, tags: DictVersions) -> tuple[set[int], list[int]]:
+        """:meth:`dirty` checking only the dicts whose tag moved (and :attr:`recheck`)."""
+        tagged = self.tagged
+        moved = sorted(self.recheck.union(map(tagged.__getitem__, tags.changed())))
+        self.read = moved
+        live, lens, position = self.live, self.lens, self.position
+        resized = [i for i in moved if len(live[i]) != lens[position[i]]]
+        dirty: set[int] = set()
+        acc_dicts, acc_keys, acc_values = self.acc_dicts, self.acc_keys, self.acc_values
+        templates = self.acc_templates
+        for i in moved:
+            for b in self.acc_of.get(i, ()):
+                now = _get(acc_dicts[b], acc_keys[b], MISSING)
+                if now is not acc_values[b] and (templates[b] is None
+                                                 or not harmless(templates[b], now)):
+                    dirty.add(i)
+                    break
+        if self.lists:
+            self._lists(dirty, [i for i in self.lists if len(live[i]) != lens[position[i]]])
         return dirty, [i for i in resized if i not in dirty]
+
+    def _identical(self, i: int) -> bool:
+        """Dict ``i`` holds its snapshot length and every swept item's snapshot value."""
+        d, values = self.live[i], self.acc_values
+        return len(d) == self.lens[self.position[i]] and all(
+            _get(d, self.acc_keys[b], MISSING) is values[b] for b in self.acc_of.get(i, ()))
+
+    def settle(self, *, unwritten: bool = False) -> None:
+        """Take the current tags as the base (after the restore's writes): a dict mutated since
+        the last base is re-checked on every sweep until it is identical to its snapshot.
+        ``unwritten``: nothing was stored into a watched dict since the last :meth:`dirty`, so
+        the dicts it read are the ones to verify (no second read of the tags)."""
+        tags = self.tags
+        if tags is None:
+            return
+        if unwritten:
+            candidates = set(self.read)
+        else:
+            candidates = self.recheck.union(map(self.tagged.__getitem__, tags.changed()))
+        if not candidates.difference(self.recheck):
+            return  # the re-checked dicts were not touched since: they still differ
+        tags.rebase()
+        self.recheck = {i for i in candidates if not self._identical(i)}
 
     def appended(self, index: int) -> tuple[Any, ...] | None:
         """The keys a dict gained after its snapshot keys (which it still holds in order), or
@@ -137,4 +211,6 @@ class Sweep:
         self.keys[index] += tuple(k for k, _v, _t in items)
         self.values[index] += tuple(v for _k, v, _t in items)
         self.lens[self.position[index]] = len(self.keys[index])
+        start = len(self.acc_dicts)
         self._accessors(self.live[index], index, items)
+        self.acc_of.setdefault(index, []).extend(range(start, len(self.acc_dicts)))
