@@ -67,9 +67,11 @@ class Sweep:
         self.grows: dict[int, int] = {}
         self.tags: DictVersions | None = None
         self.tagged: list[int] = []  # the container of each tag position
-        self.acc_of: dict[int, list[int]] = {}  # a dict's accessor indices
+        self.acc_of: list[list[int]] = []  # each container's accessor indices
+        self.length: list[int] = []  # each container's snapshot length
         self.recheck: set[int] = set()  # dicts not identical to their snapshot at the last settle
-        self.read: list[int] = []  # the dicts the last tagged sweep checked
+        self.read: set[int] = set()  # the dicts the last tagged sweep checked
+        self.differ: set[int] = set()  # those of them not identical to their snapshot
 
     def add(self, container: Any, items: list[tuple[Any, Any, Any]] | None) -> int:
         """Watch ``container``; ``items``: the dict items to sweep as (key, value, template)
@@ -109,12 +111,13 @@ class Sweep:
         self.list_offsets = [0]
         for i in self.lists:
             self.list_offsets.append(self.list_offsets[-1] + len(self.values[i]))
-        self.acc_of = {}
+        self.acc_of = [[] for _ in self.live]
         for b, i in enumerate(self.acc_container):
-            self.acc_of.setdefault(i, []).append(b)
+            self.acc_of[i].append(b)
+        self.length = list(map(len, self.live))
         self.tagged = [i for i in self.by_address if self.keys[i] is not None]
         self.tags = watch_dicts([self.live[i] for i in self.tagged]) if self.tagged else None
-        self.recheck = set()
+        self.recheck, self.read, self.differ = set(), set(), set()
 
     def dirty(self) -> tuple[set[int], list[int]]:
         """(the containers that changed, the dicts among the rest that only changed length):
@@ -153,48 +156,52 @@ class Sweep:
 
     def _dirty_tagged(self, tags: DictVersions) -> tuple[set[int], list[int]]:
         """:meth:`dirty` checking only the dicts whose tag moved (and :attr:`recheck`)."""
-        tagged = self.tagged
-        moved = sorted(self.recheck.union(map(tagged.__getitem__, tags.changed())))
-        self.read = moved
-        live, lens, position = self.live, self.lens, self.position
-        resized = [i for i in moved if len(live[i]) != lens[position[i]]]
+        moved = self.recheck.union(map(self.tagged.__getitem__, tags.changed()))
+        self.read, self.differ = moved, set()
         dirty: set[int] = set()
-        acc_dicts, acc_keys, acc_values = self.acc_dicts, self.acc_keys, self.acc_values
-        templates = self.acc_templates
-        for i in moved:
-            for b in self.acc_of.get(i, ()):
-                now = _get(acc_dicts[b], acc_keys[b], MISSING)
-                if now is not acc_values[b] and (templates[b] is None
-                                                 or not harmless(templates[b], now)):
-                    dirty.add(i)
-                    break
+        resized: list[int] = []
+        if moved:
+            resized, wrong, now = self._compare(moved)
+            templates, owners = self.acc_templates, self.acc_container
+            dirty = {owners[b] for b, v in zip(wrong, now)
+                     if templates[b] is None or not harmless(templates[b], v)}
+            self.differ = {*resized, *map(owners.__getitem__, wrong)}
+        live, lens, position = self.live, self.lens, self.position
         if self.lists:
             self._lists(dirty, [i for i in self.lists if len(live[i]) != lens[position[i]]])
         return dirty, [i for i in resized if i not in dirty]
 
-    def _identical(self, i: int) -> bool:
-        """Dict ``i`` holds its snapshot length and every swept item's snapshot value."""
-        d, values = self.live[i], self.acc_values
-        return len(d) == self.lens[self.position[i]] and all(
-            _get(d, self.acc_keys[b], MISSING) is values[b] for b in self.acc_of.get(i, ()))
+    def _compare(self, dicts: set[int]) -> tuple[list[int], list[int], list[Any]]:
+        """For ``dicts``: those whose length changed, the swept items (accessor indices) not
+        holding their snapshot value, and the values they hold now (C-level sweeps)."""
+        order = sorted(dicts)
+        resized = [i for i, n, was in zip(order, map(len, map(self.live.__getitem__, order)),
+                                           map(self.length.__getitem__, order)) if n != was]
+        acc = list(chain.from_iterable(map(self.acc_of.__getitem__, order)))
+        now = list(map(_get, map(self.acc_dicts.__getitem__, acc),
+                       map(self.acc_keys.__getitem__, acc), repeat(MISSING, len(acc))))
+        flags = list(map(_is, now, map(self.acc_values.__getitem__, acc)))
+        hits = _mismatches(flags)
+        return resized, [acc[j] for j in hits], [now[j] for j in hits]
 
     def settle(self, *, unwritten: bool = False) -> None:
         """Take the current tags as the base (after the restore's writes): a dict mutated since
         the last base is re-checked on every sweep until it is identical to its snapshot.
         ``unwritten``: nothing was stored into a watched dict since the last :meth:`dirty`, so
-        the dicts it read are the ones to verify (no second read of the tags)."""
+        what it found holds (no second read of the tags or the dicts)."""
         tags = self.tags
         if tags is None:
             return
         if unwritten:
-            candidates = set(self.read)
+            candidates, differ = self.read, self.differ
         else:
             candidates = self.recheck.union(map(self.tagged.__getitem__, tags.changed()))
+            resized, wrong, _ = self._compare(candidates)
+            differ = {*resized, *map(self.acc_container.__getitem__, wrong)}
         if not candidates.difference(self.recheck):
             return  # the re-checked dicts were not touched since: they still differ
         tags.rebase()
-        self.recheck = {i for i in candidates if not self._identical(i)}
-
+        self.recheck = differ
     def appended(self, index: int) -> tuple[Any, ...] | None:
         """The keys a dict gained after its snapshot keys (which it still holds in order), or
         None when it changed otherwise or was re-based :data:`MAX_GROWS` times already."""
@@ -210,7 +217,7 @@ class Sweep:
         self.grows[index] = self.grows.get(index, 0) + 1
         self.keys[index] += tuple(k for k, _v, _t in items)
         self.values[index] += tuple(v for _k, v, _t in items)
-        self.lens[self.position[index]] = len(self.keys[index])
+        self.lens[self.position[index]] = self.length[index] = len(self.keys[index])
         start = len(self.acc_dicts)
         self._accessors(self.live[index], index, items)
-        self.acc_of.setdefault(index, []).extend(range(start, len(self.acc_dicts)))
+        self.acc_of[index].extend(range(start, len(self.acc_dicts)))
