@@ -2,7 +2,8 @@
 
 One process, interleaved rounds, medians: ``post`` is the engine's post-load step (every derived
 tensor rebuilt); ``census`` is the runtime census walk (``reach``, no hashing); ``restore`` is
-``Guard.restore`` right after a post-load step (the watch's container sweeps, the storage
+``Guard.restore`` right after a post-load step (the watch's container sweeps: with dict version
+tags, one gather of the tags and the lengths and items of the dicts whose tag moved; the storage
 address sweep, a diff of the changed containers, a template descent of the rebuilt objects, one
 ``_foreach_copy_`` per dtype and device, the holders re-pointed); ``restore_full`` walks the
 whole model instead; ``copy_floor`` is one ``_foreach_copy_`` of the same tensors the restore

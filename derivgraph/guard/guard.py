@@ -6,9 +6,11 @@ args, closure cells, nested objects) except the ones a plan declares, with the c
 pieces to each place holding it, and builds a :class:`~derivgraph.guard.watch.Watch` of every
 object on those chains. After every later post-load step, :meth:`Guard.restore` sweeps the
 watched containers (C-level sweeps of lengths and item identities: an unchanged container proves
-nothing in it was rebound, removed or added) and the startup tensors' storage addresses, diffs
-only the containers that changed, descends the objects the engine rebuilt by the snapshot
-object's template (walking whole only what does not match, to find tensors that are new), and:
+nothing in it was rebound, removed or added; where the interpreter's dict version tags are
+proven, only the dicts whose tag moved are compared) and the startup tensors' storage addresses
+(one C++ loop), diffs only the containers that changed, descends the objects the engine rebuilt
+by the snapshot object's template (walking whole only what does not match, to find tensors that
+are new), and:
 
 * same tensor, same storage: nothing to do;
 * rebound to a new tensor of the same shape, dtype, strides and device: the new value is copied
