@@ -51,6 +51,13 @@ def _mismatches(flags: list[bool]) -> list[int]:
     return out
 
 
+def _same(d: dict[Any, Any], keys: tuple[Any, ...] | None, values: tuple[Any, ...]) -> bool:
+    """``d`` holds exactly its snapshot keys and values, by identity (one pass over its entries,
+    no key lookups): every swept item of it is unchanged."""
+    return len(d) == len(values) and all(map(_is, d.values(), values)) and all(
+        map(_is, d, keys))  # type: ignore[arg-type]
+
+
 class Sweep:
     """Flat arrays over the watched containers (see the module docstring)."""
 
@@ -173,8 +180,10 @@ class Sweep:
 
     def _compare(self, dicts: set[int]) -> tuple[list[int], list[int], list[Any]]:
         """For ``dicts``: those whose length changed, the swept items (accessor indices) not
-        holding their snapshot value, and the values they hold now (C-level sweeps)."""
-        order = sorted(dicts)
+        holding their snapshot value, and the values they hold now (C-level sweeps; a dict
+        holding exactly its snapshot keys and values is passed in one pass)."""
+        live, keys, values = self.live, self.keys, self.values
+        order = [i for i in sorted(dicts) if not _same(live[i], keys[i], values[i])]
         resized = [i for i, n, was in zip(order, map(len, map(self.live.__getitem__, order)),
                                            map(self.length.__getitem__, order)) if n != was]
         acc = list(chain.from_iterable(map(self.acc_of.__getitem__, order)))
