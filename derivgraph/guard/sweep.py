@@ -211,6 +211,7 @@ class Sweep:
             return  # the re-checked dicts were not touched since: they still differ
         tags.rebase()
         self.recheck = differ
+
     def appended(self, index: int) -> tuple[Any, ...] | None:
         """The keys a dict gained after its snapshot keys (which it still holds in order), or
         None when it changed otherwise or was re-based :data:`MAX_GROWS` times already."""
