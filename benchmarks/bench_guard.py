@@ -2,7 +2,8 @@
 
 One process, interleaved rounds, medians: ``post`` is the engine's post-load step (every derived
 tensor rebuilt); ``census`` is the runtime census walk (``reach``, no hashing); ``restore`` is
-``Guard.restore`` right after a post-load step (the watch's container sweeps, the storage
+``Guard.restore`` right after a post-load step (the watch's container sweeps: with dict version
+tags, one gather of the tags and the lengths and items of the dicts whose tag moved; the storage
 address sweep, a diff of the changed containers, a template descent of the rebuilt objects, one
 ``_foreach_copy_`` per dtype and device, the holders re-pointed); ``restore_full`` walks the
 whole model instead; ``copy_floor`` is one ``_foreach_copy_`` of the same tensors the restore
@@ -71,11 +72,11 @@ def _workload(name: str, layers: int, scale: float) -> tuple[Any, Callable[[int]
 
 
 def _sweeps(guard: Guard) -> bool:
-    """The restore's two C-level sweeps alone: the watched containers (lengths, item
-    identities) and the startup storage addresses (the guard's internals, read for this row)."""
+    """The restore's two C-level sweeps alone: the watched containers (lengths and item
+    identities, of the dicts whose version tag moved where the tags are proven) and the startup
+    storage addresses (the guard's internals, read for this row)."""
     assert guard.watch is not None
-    tensors, ptrs, _ = guard._ptrs
-    return not guard.watch._dirty() and list(map(torch.Tensor.data_ptr, tensors)) == ptrs
+    return not guard.watch._dirty() and guard.storage_kept()
 
 
 def run(workload: str, layers: int, scale: float, repeat: int, with_plan: bool,

@@ -5,12 +5,17 @@ restore runs in ``bench_guard.py``: caches as cold as a real reload leaves them;
 ``--repeat`` rounds in one process. The parts read the guard's internals (this is a breakdown,
 not an API).
 
-* plan+guard: ``lengths`` (every watched container's length), ``items`` (the identity of every
-  watched dict item, a C-level ``dict.get`` sweep), ``storage`` (every startup tensor's storage
-  address), and ``restore`` itself.
+* plan+guard: the sweeps without version tags, ``lengths`` (every watched container's length)
+  and ``items`` (the identity of every watched dict item, a C-level ``dict.get`` sweep); with
+  them, ``tags`` (one gather of every watched dict's version tag) and ``dirty`` (the sweep the
+  restore runs: the tags, then the lengths and items of the dicts whose tag moved);
+  ``storage_each`` (every startup tensor's storage address read from Python) and ``storage``
+  (the restore's check: one C++ loop over them); ``settle`` (the tags re-based after a restore);
+  and ``restore`` itself.
 * guard-only: the restore in phases: ``survey`` (the sweeps, the diff of the changed containers,
   the template descent of the rebuilt objects), ``classify``, ``apply`` (one ``_foreach_copy_``,
-  the holders re-pointed) and ``release`` (the engine's tensors and the restore's records let go).
+  the holders re-pointed), ``release`` (the engine's tensors and the restore's records let go)
+  and ``settle``.
 
     python3 benchmarks/bench_guard_parts.py --repeat 9
 """
@@ -38,16 +43,22 @@ _ns = time.thread_time_ns
 
 
 def _plan_parts(guard: Guard, model: Any) -> dict[str, Callable[[], Any]]:
-    watch = guard.watch
-    assert watch is not None
+    assert guard.watch is not None
+    sweep, watch = guard.watch.sweep, guard.watch
     tensors = guard._ptrs[0]
-    return {
-        "lengths": lambda: list(map(len, watch.live_by_address)),
-        "items": lambda: list(map(dict.get, watch.acc_dicts, watch.acc_keys,
-                                  repeat(MISSING, len(watch.acc_keys)))),
-        "storage": lambda: list(map(torch.Tensor.data_ptr, tensors)),
+    parts = {
+        "lengths": lambda: list(map(len, sweep.live_by_address)),
+        "items": lambda: list(map(dict.get, sweep.acc_dicts, sweep.acc_keys,
+                                  repeat(MISSING, len(sweep.acc_keys)))),
+        "dirty": watch._dirty,
+        "storage_each": lambda: list(map(torch.Tensor.data_ptr, tensors)),
+        "storage": guard.storage_kept,
+        "settle": sweep.settle,
         "restore": lambda: guard.restore(model),
     }
+    if sweep.tags is not None:
+        parts["tags"] = sweep.tags.changed
+    return parts
 
 
 def _phases(guard: Guard) -> dict[str, float]:
@@ -70,7 +81,10 @@ def _phases(guard: Guard) -> dict[str, float]:
     del actions, survey, report  # noqa: F821
     guard._claimed = {}
     t4 = _ns()
-    return {"survey": t1 - t0, "classify": t2 - t1, "apply": t3 - t2, "release": t4 - t3}
+    watch.sweep.settle()
+    t5 = _ns()
+    return {"survey": t1 - t0, "classify": t2 - t1, "apply": t3 - t2, "release": t4 - t3,
+            "settle": t5 - t4}
 
 
 def main() -> None:

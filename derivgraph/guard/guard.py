@@ -6,9 +6,11 @@ args, closure cells, nested objects) except the ones a plan declares, with the c
 pieces to each place holding it, and builds a :class:`~derivgraph.guard.watch.Watch` of every
 object on those chains. After every later post-load step, :meth:`Guard.restore` sweeps the
 watched containers (C-level sweeps of lengths and item identities: an unchanged container proves
-nothing in it was rebound, removed or added) and the startup tensors' storage addresses, diffs
-only the containers that changed, descends the objects the engine rebuilt by the snapshot
-object's template (walking whole only what does not match, to find tensors that are new), and:
+nothing in it was rebound, removed or added; where the interpreter's dict version tags are
+proven, only the dicts whose tag moved are compared) and the startup tensors' storage addresses
+(one C++ loop), diffs only the containers that changed, descends the objects the engine rebuilt
+by the snapshot object's template (walking whole only what does not match, to find tensors that
+are new), and:
 
 * same tensor, same storage: nothing to do;
 * rebound to a new tensor of the same shape, dtype, strides and device: the new value is copied
@@ -62,6 +64,10 @@ __all__ = ["Guard", "weight_storages"]
 logger = logging.getLogger(__name__)
 
 Chain = tuple[str, ...]
+
+#: torch's one C++ loop comparing many tensors' data pointers (CUDA graph trees use it on every
+#: replay); where a build lacks it, the addresses are read one by one
+_PTRS_EQUAL = getattr(torch._C, "_tensors_data_ptrs_at_indices_equal", None)
 
 
 def _storage_ptr(t: torch.Tensor) -> int:
@@ -134,6 +140,7 @@ class Guard:
         self.finals: dict[Chain, tuple[_Startup, str]] = {}  # each guarded chain: entry, path
         self.watch: Watch | None = None
         self._ptrs: tuple[list[torch.Tensor], list[int], list[_Startup]] = ([], [], [])
+        self._ptr_indices: list[int] = []
         self.declared: set[int] = set()
         self.restores = 0
         self.seconds = 0.0
@@ -183,6 +190,7 @@ class Guard:
         self.watch = Watch(self.objects, self.finals)
         moved = [e for e in self.startup.values() if e.data_ptr]
         self._ptrs = ([e.tensor for e in moved], [e.data_ptr for e in moved], moved)
+        self._ptr_indices = list(range(len(moved)))
         self.seconds = time.perf_counter() - start
         report = self._report()
         report.seconds = self.seconds
@@ -211,12 +219,14 @@ class Guard:
         start = time.perf_counter()
         report = self._report()
         self._claimed = {}
+        unwritten = False  # nothing stored since the watch's sweep (its tags need no re-read)
         try:
             if full:
                 with gc_paused():  # short-lived objects only: no full collection over the heap
                     actions = self._plan_walked(model, self._declared_ids(declared), report)
             else:  # the common reload walks nothing (a walk pauses the collector itself)
                 actions = self._plan_watched(declared, report)
+                unwritten = not actions
             if strict and report.recapture:
                 raise RecaptureRequired([c.describe() for c in report.recapture])
             if actions:
@@ -224,6 +234,8 @@ class Guard:
                     self._apply(actions, report)
         finally:
             self._claimed = {}  # the engine's tensors are not kept alive past the restore
+            if self.watch is not None:
+                self.watch.sweep.settle(unwritten=unwritten)  # after the restore's own stores
         self.restores += 1
         report.seconds = time.perf_counter() - start
         if report.recapture:
@@ -278,13 +290,20 @@ class Guard:
     def _moved_storage(self, actions: dict[tuple[int, int], _Action],
                        report: GuardReport) -> None:
         """Startup tensors pointed at other storage (``.data =``): one sweep of addresses."""
+        if self.storage_kept():
+            return
         tensors, ptrs, entries = self._ptrs
         now = list(map(torch.Tensor.data_ptr, tensors))
-        if now == ptrs:
-            return
         for entry, was, ptr in zip(entries, ptrs, now):
             if ptr != was and (id(entry.tensor), 0) not in actions:
                 self._decide(entry, None, None, entry.paths[0], actions, report, None)
+
+    def storage_kept(self) -> bool:
+        """Every startup tensor still points at its startup storage (one C++ loop over them)."""
+        tensors, ptrs, _ = self._ptrs
+        if _PTRS_EQUAL is not None:
+            return _PTRS_EQUAL(tensors, ptrs, self._ptr_indices)
+        return list(map(torch.Tensor.data_ptr, tensors)) == ptrs
 
     # ---- deciding: by walking everything (full) ------------------------------------------------
 

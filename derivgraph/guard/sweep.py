@@ -9,6 +9,16 @@ items. A dict item whose snapshot value held no tensor has a value template
 tensor either (an atom; a rebuilt closure of the same shape) does not make its container dirty.
 A dict that only grew by such values can be re-based (:meth:`Sweep.grow`) so that later sweeps
 see it unchanged.
+
+Where the interpreter's dict version tags are proven
+(:func:`~derivgraph.dict_versions.watch_dicts`), the dicts are not swept whole: one gather of
+their tags names the dicts mutated since the last :meth:`Sweep.settle`, and only those (with
+the ones still differing from their snapshot at the last settle) get the length and item checks
+above, with the same verdicts. :meth:`Sweep.settle` (after the restore's own writes, which store
+into dicts too) takes the current tags as the new base and keeps re-checking every dict that
+does not hold exactly its snapshot items by identity (a harmless new value is re-checked on
+every sweep, as without tags). Lists are swept as before; without proven tags every container
+is swept as before.
 """
 
 from __future__ import annotations
@@ -18,12 +28,13 @@ from bisect import bisect_right
 from itertools import chain, compress, repeat
 from typing import Any
 
+from derivgraph.dict_versions import DictVersions, watch_dicts
 from derivgraph.guard.holders import MISSING
 from derivgraph.guard.template import harmless
 
 __all__ = ["Sweep"]
 
-_is, _not = operator.is_, operator.not_
+_is, _not, _get = operator.is_, operator.not_, dict.get
 
 #: how many times one container may be re-based (an engine adding keys on every reload would
 #: otherwise grow the accessors without bound; past this its container is diffed every time)
@@ -40,6 +51,13 @@ def _mismatches(flags: list[bool]) -> list[int]:
     return out
 
 
+def _same(d: dict[Any, Any], keys: tuple[Any, ...] | None, values: tuple[Any, ...]) -> bool:
+    """``d`` holds exactly its snapshot keys and values, by identity (one pass over its entries,
+    no key lookups): every swept item of it is unchanged."""
+    return len(d) == len(values) and all(map(_is, d.values(), values)) and all(
+        map(_is, d, keys))  # type: ignore[arg-type]
+
+
 class Sweep:
     """Flat arrays over the watched containers (see the module docstring)."""
 
@@ -54,6 +72,13 @@ class Sweep:
         self.acc_container: list[int] = []
         self.acc_templates: list[Any] = []  # a value template, or None
         self.grows: dict[int, int] = {}
+        self.tags: DictVersions | None = None
+        self.tagged: list[int] = []  # the container of each tag position
+        self.acc_of: list[list[int]] = []  # each container's accessor indices
+        self.length: list[int] = []  # each container's snapshot length
+        self.recheck: set[int] = set()  # dicts not identical to their snapshot at the last settle
+        self.read: set[int] = set()  # the dicts the last tagged sweep checked
+        self.differ: set[int] = set()  # those of them not identical to their snapshot
 
     def add(self, container: Any, items: list[tuple[Any, Any, Any]] | None) -> int:
         """Watch ``container``; ``items``: the dict items to sweep as (key, value, template)
@@ -93,11 +118,21 @@ class Sweep:
         self.list_offsets = [0]
         for i in self.lists:
             self.list_offsets.append(self.list_offsets[-1] + len(self.values[i]))
+        self.acc_of = [[] for _ in self.live]
+        for b, i in enumerate(self.acc_container):
+            self.acc_of[i].append(b)
+        self.length = list(map(len, self.live))
+        self.tagged = [i for i in self.by_address if self.keys[i] is not None]
+        self.tags = watch_dicts([self.live[i] for i in self.tagged]) if self.tagged else None
+        self.recheck, self.read, self.differ = set(), set(), set()
 
     def dirty(self) -> tuple[set[int], list[int]]:
         """(the containers that changed, the dicts among the rest that only changed length):
         one sweep of lengths, one of the watched dict items (a removed key reads as MISSING; a
-        new value its template proves tensor-free is no change) and one of list items."""
+        new value its template proves tensor-free is no change) and one of list items; with
+        version tags, the lengths and items of the dicts whose tag moved, and the lists'."""
+        if self.tags is not None:
+            return self._dirty_tagged(self.tags)
         lens = list(map(len, self.live_by_address))
         resized: list[int] = []
         if lens != self.lens:
@@ -108,9 +143,13 @@ class Sweep:
         templates, owners = self.acc_templates, self.acc_container
         dirty = {owners[b] for b in _mismatches(list(map(_is, now, acc)))
                  if templates[b] is None or not harmless(templates[b], now[b])}
+        self._lists(dirty, [i for i in resized if self.keys[i] is None])
+        return dirty, [i for i in resized if i not in dirty]
+
+    def _lists(self, dirty: set[int], resized: list[int]) -> None:
+        """Add the lists that changed to ``dirty`` (``resized``: the lists whose length did)."""
         lists = self.lists
-        if lists:
-            dirty.update(i for i in resized if self.keys[i] is None)
+        dirty.update(resized)
         if lists and not dirty.intersection(lists):
             flat = self.list_values
             current = chain.from_iterable(map(self.live.__getitem__, lists))
@@ -119,7 +158,59 @@ class Sweep:
             dirty.update(lists[bisect_right(offsets, i) - 1] for i in wrong)
         elif lists:
             dirty.update(i for i in lists if not all(map(_is, self.live[i], self.values[i])))
+
+    # ---- with version tags ---------------------------------------------------------------------
+
+    def _dirty_tagged(self, tags: DictVersions) -> tuple[set[int], list[int]]:
+        """:meth:`dirty` checking only the dicts whose tag moved (and :attr:`recheck`)."""
+        moved = self.recheck.union(map(self.tagged.__getitem__, tags.changed()))
+        self.read, self.differ = moved, set()
+        dirty: set[int] = set()
+        resized: list[int] = []
+        if moved:
+            resized, wrong, now = self._compare(moved)
+            templates, owners = self.acc_templates, self.acc_container
+            dirty = {owners[b] for b, v in zip(wrong, now)
+                     if templates[b] is None or not harmless(templates[b], v)}
+            self.differ = {*resized, *map(owners.__getitem__, wrong)}
+        live, lens, position = self.live, self.lens, self.position
+        if self.lists:
+            self._lists(dirty, [i for i in self.lists if len(live[i]) != lens[position[i]]])
         return dirty, [i for i in resized if i not in dirty]
+
+    def _compare(self, dicts: set[int]) -> tuple[list[int], list[int], list[Any]]:
+        """For ``dicts``: those whose length changed, the swept items (accessor indices) not
+        holding their snapshot value, and the values they hold now (C-level sweeps; a dict
+        holding exactly its snapshot keys and values is passed in one pass)."""
+        live, keys, values = self.live, self.keys, self.values
+        order = [i for i in sorted(dicts) if not _same(live[i], keys[i], values[i])]
+        resized = [i for i, n, was in zip(order, map(len, map(self.live.__getitem__, order)),
+                                           map(self.length.__getitem__, order)) if n != was]
+        acc = list(chain.from_iterable(map(self.acc_of.__getitem__, order)))
+        now = list(map(_get, map(self.acc_dicts.__getitem__, acc),
+                       map(self.acc_keys.__getitem__, acc), repeat(MISSING, len(acc))))
+        flags = list(map(_is, now, map(self.acc_values.__getitem__, acc)))
+        hits = _mismatches(flags)
+        return resized, [acc[j] for j in hits], [now[j] for j in hits]
+
+    def settle(self, *, unwritten: bool = False) -> None:
+        """Take the current tags as the base (after the restore's writes): a dict mutated since
+        the last base is re-checked on every sweep until it is identical to its snapshot.
+        ``unwritten``: nothing was stored into a watched dict since the last :meth:`dirty`, so
+        what it found holds (no second read of the tags or the dicts)."""
+        tags = self.tags
+        if tags is None:
+            return
+        if unwritten:
+            candidates, differ = self.read, self.differ
+        else:
+            candidates = self.recheck.union(map(self.tagged.__getitem__, tags.changed()))
+            resized, wrong, _ = self._compare(candidates)
+            differ = {*resized, *map(self.acc_container.__getitem__, wrong)}
+        if not candidates.difference(self.recheck):
+            return  # the re-checked dicts were not touched since: they still differ
+        tags.rebase()
+        self.recheck = differ
 
     def appended(self, index: int) -> tuple[Any, ...] | None:
         """The keys a dict gained after its snapshot keys (which it still holds in order), or
@@ -136,5 +227,7 @@ class Sweep:
         self.grows[index] = self.grows.get(index, 0) + 1
         self.keys[index] += tuple(k for k, _v, _t in items)
         self.values[index] += tuple(v for _k, v, _t in items)
-        self.lens[self.position[index]] = len(self.keys[index])
+        self.lens[self.position[index]] = self.length[index] = len(self.keys[index])
+        start = len(self.acc_dicts)
         self._accessors(self.live[index], index, items)
+        self.acc_of[index].extend(range(start, len(self.acc_dicts)))
