@@ -21,6 +21,7 @@ from derivgraph.errors import SourceChanged
 from derivgraph.paths import MISSING, Slot, get_path, holder_dict, set_slot, slot_of
 from derivgraph.runtime.accessors import NO_DICT, HolderTable, HopTable, holder_of
 from derivgraph.runtime.entry import Entry, address_of
+from derivgraph.runtime.watch import ItemWatch, watch_items
 from derivgraph.spec.kinds import TensorKind
 
 __all__ = ["Holders", "HopTable"]
@@ -40,6 +41,7 @@ class Holders:
         self._scalars: list[Entry] = []
         self._sources: list[tuple[str, Any, torch.Tensor, int]] = []
         self._source_checks: tuple[list[Any], list[str], list[Any], list[int]] | None = None
+        self._source_watch: ItemWatch | None = None  # tags of the sources' holder dicts
         self._source_hops: frozenset[str] = frozenset()
         self._proven: tuple[Mapping[str, tuple[int, int]], int, frozenset[str], list[str]] \
             | None = None
@@ -60,7 +62,7 @@ class Holders:
         """Record where each source is held, walk the owners and set up the identity checks."""
         self._sources = [(src, None, tensor, address_of(tensor)) for src, tensor in
                          sources.items()]
-        self._source_checks = None
+        self._source_checks = self._source_watch = None
         objs = self.walk().objects
         rows = []
         prefixes: set[str] = set()
@@ -144,9 +146,25 @@ class Holders:
                                             [w[1] for _s, w, _t, _p in rows],
                                             [t for _s, _w, t, _p in rows],
                                             [p for _s, _w, _t, p in rows])
-        dicts, keys, tensors, ptrs = checks
-        return all(map(_is, map(dict.get, dicts, keys), tensors)) and \
-            list(map(_data_ptr, tensors)) == ptrs
+        return self._sources_held(checks) and list(map(_data_ptr, checks[2])) == checks[3]
+
+    def _sources_held(self, checks: tuple[list[Any], list[str], list[Any], list[int]]) -> bool:
+        """Every source's holder holds the bound source: one identity sweep, or only the
+        holders in the dicts whose version tag moved (then the tags are settled)."""
+        dicts, keys, tensors, _ptrs = checks
+        watch = self._source_watch
+        if watch is None:
+            if not all(map(_is, map(dict.get, dicts, keys), tensors)):
+                return False
+            self._source_watch = watch_items(dicts, NO_DICT)
+            return True
+        suspects = watch.suspects()
+        if not suspects:
+            return True
+        if any(dicts[i].get(keys[i]) is not tensors[i] for i in suspects):
+            return False  # not settled: reported until the sources are bound again
+        watch.settle()
+        return True
 
     def changed_sources(self, graph: DerivedGraph) -> tuple[list[str], list[str]]:
         """(sources whose shape or dtype changed, sources that only moved)."""
@@ -253,6 +271,7 @@ class Holders:
         when read (None: the stale ones are read here)."""
         table = self.table
         if not stale:
+            table.settle()  # read in full by this run's refill: every holder proven
             return 0
         values = table.values(stale) if current is None else \
             current if len(stale) == len(current) else [current[i] for i in stale]
@@ -263,6 +282,10 @@ class Holders:
             table.refresh(rest, self._where)
         if self._scalars and not self._scalars_current():
             count += self.rebind_entries(self._scalars, report, self.hops.objects)
+        # the plan's own stores moved the tags of the dicts it wrote: every holder is proven
+        # now, and so is every hop (checked by this rebind or this run, nothing else ran since)
+        table.settle()
+        self.hops.settle()
         return count
 
     def rebind_entries(self, entries: Iterable[Entry], report: Any = None,
