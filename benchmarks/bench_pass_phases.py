@@ -8,7 +8,9 @@ call); reloads again and times the phases ``run`` is made of, in its order: ``re
 (startup storage under re-pointed tensors: one address sweep), ``sources`` (the source check:
 on trees that have it, the owner-hop sweep too), ``pass`` (the generated pass alone) and
 ``rebind`` (holders the engine rebuilt; the hop sweep where the source check did not do it).
-Medians and minima in microseconds, and ``naive_over_run``.
+Then, after another reload, ``pass_cold``: the generated pass alone with no sweep before it
+(the objects the sweeps would have read are then cold for the pass: the floor of ``run``
+without host checks). Medians and minima in microseconds, and ``naive_over_run``.
 
 ``--against TREE`` runs this script on this tree and on ``TREE`` (a directory holding
 ``derivgraph/``) in alternating processes, ``--rounds`` times each, and prints both:
@@ -49,7 +51,7 @@ def measure(workload: str, repeat: int) -> dict[str, Any]:
     holders = plan.holders
     takes_report = "report" in inspect.signature(holders.sources_intact).parameters
     clock = time.thread_time_ns
-    times: dict[str, list[float]] = {k: [] for k in ("naive", "run", *PHASES)}
+    times: dict[str, list[float]] = {k: [] for k in ("naive", "run", *PHASES, "pass_cold")}
     gc.collect()
     gc.freeze()
     with torch.no_grad():
@@ -75,6 +77,10 @@ def measure(workload: str, repeat: int) -> dict[str, Any]:
                 times[name].append(clock() - t0)
                 if name == "sources" and not ok:
                     raise SystemExit("the source check failed: not the eager run's path")
+            reload(i + 1)
+            t0 = clock()
+            plan.program.fn()
+            times["pass_cold"].append(clock() - t0)
     gc.unfreeze()
     med = {k: round(statistics.median(v) / 1e3, 1) for k, v in times.items()}
     return {"workload": workload, "repeat": repeat, "derived": len(plan.entries),

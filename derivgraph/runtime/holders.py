@@ -42,6 +42,7 @@ class Holders:
         self._sources: list[tuple[str, Any, torch.Tensor, int]] = []
         self._source_checks: tuple[list[Any], list[str], list[Any], list[int]] | None = None
         self._source_watch: ItemWatch | None = None  # tags of the sources' holder dicts
+        self._sources_checked: Any = None  # the run (report) whose source check passed
         self._source_hops: frozenset[str] = frozenset()
         self._proven: tuple[Mapping[str, tuple[int, int]], int, frozenset[str], list[str]] \
             | None = None
@@ -128,7 +129,7 @@ class Holders:
         bound source would be the old owner's tensor. ``report``: this run's, whose
         :meth:`rebind` then reuses the hop sweep.
         """
-        self._owners_checked = None
+        self._owners_checked = self._sources_checked = None
         if self._sources_stale:
             return False
         if self.hops is not None:
@@ -146,7 +147,10 @@ class Holders:
                                             [w[1] for _s, w, _t, _p in rows],
                                             [t for _s, _w, t, _p in rows],
                                             [p for _s, _w, _t, p in rows])
-        return self._sources_held(checks) and list(map(_data_ptr, checks[2])) == checks[3]
+        if not (self._sources_held(checks) and list(map(_data_ptr, checks[2])) == checks[3]):
+            return False
+        self._sources_checked = report
+        return True
 
     def _sources_held(self, checks: tuple[list[Any], list[str], list[Any], list[int]]) -> bool:
         """Every source's holder holds the bound source: one identity sweep, or only the
@@ -284,8 +288,12 @@ class Holders:
             count += self.rebind_entries(self._scalars, report, self.hops.objects)
         # the plan's own stores moved the tags of the dicts it wrote: every holder is proven
         # now, and so is every hop (checked by this rebind or this run, nothing else ran since)
+        # and every source where this run's source check passed
         table.settle()
         self.hops.settle()
+        if report is not None and self._sources_checked is report \
+                and self._source_watch is not None:
+            self._source_watch.settle()
         return count
 
     def rebind_entries(self, entries: Iterable[Entry], report: Any = None,
