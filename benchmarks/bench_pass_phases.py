@@ -17,6 +17,9 @@ without host checks). Medians and minima in microseconds, and ``naive_over_run``
 
     mkdir -p /tmp/base && git archive main derivgraph | tar -x -C /tmp/base
     python3 benchmarks/bench_pass_phases.py --against /tmp/base --rounds 2 --repeat 11
+
+``--no-tags`` runs one process with the dict version tags unavailable (the same code, every
+identity check a full sweep), for an A/B of the tags alone.
 """
 
 from __future__ import annotations
@@ -37,9 +40,15 @@ PHASES = ("restore", "sources", "pass", "rebind")
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def measure(workload: str, repeat: int) -> dict[str, Any]:
-    """One process: every figure of one tree (the ``derivgraph`` on ``sys.path``)."""
+def measure(workload: str, repeat: int, tags: bool = True) -> dict[str, Any]:
+    """One process: every figure of one tree (the ``derivgraph`` on ``sys.path``); ``tags``
+    False: the dict version tags unavailable (every identity check a full sweep)."""
     import torch
+
+    if not tags:
+        from derivgraph import dict_versions
+
+        dict_versions.AVAILABLE = False
 
     from derivgraph.planner import compile_plan
     from derivgraph.runtime.report import RunReport
@@ -83,7 +92,7 @@ def measure(workload: str, repeat: int) -> dict[str, Any]:
             times["pass_cold"].append(clock() - t0)
     gc.unfreeze()
     med = {k: round(statistics.median(v) / 1e3, 1) for k, v in times.items()}
-    return {"workload": workload, "repeat": repeat, "derived": len(plan.entries),
+    return {"workload": workload, "repeat": repeat, "derived": len(plan.entries), "tags": tags,
             "torch": torch.__version__, "median_us": med,
             "min_us": {k: round(min(v) / 1e3, 1) for k, v in times.items()},
             "phases_sum_median_us": round(sum(med[k] for k in PHASES), 1),
@@ -97,9 +106,11 @@ def main() -> None:
     parser.add_argument("--against", default=None, help="a directory holding derivgraph/")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--json", default=None, help="also write the result here")
+    parser.add_argument("--no-tags", action="store_true",
+                        help="run with the dict version tags unavailable")
     args = parser.parse_args()
     if args.against is None:
-        result: Any = measure(args.workload, args.repeat)
+        result: Any = measure(args.workload, args.repeat, not args.no_tags)
     else:
         result = {"this": [], "against": []}
         trees = {"this": ROOT, "against": Path(args.against).resolve()}
