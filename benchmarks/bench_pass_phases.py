@@ -8,13 +8,18 @@ call); reloads again and times the phases ``run`` is made of, in its order: ``re
 (startup storage under re-pointed tensors: one address sweep), ``sources`` (the source check:
 on trees that have it, the owner-hop sweep too), ``pass`` (the generated pass alone) and
 ``rebind`` (holders the engine rebuilt; the hop sweep where the source check did not do it).
-Medians and minima in microseconds, and ``naive_over_run``.
+Then, after another reload, ``pass_cold``: the generated pass alone with no sweep before it
+(the objects the sweeps would have read are then cold for the pass: the floor of ``run``
+without host checks). Medians and minima in microseconds, and ``naive_over_run``.
 
 ``--against TREE`` runs this script on this tree and on ``TREE`` (a directory holding
 ``derivgraph/``) in alternating processes, ``--rounds`` times each, and prints both:
 
     mkdir -p /tmp/base && git archive main derivgraph | tar -x -C /tmp/base
     python3 benchmarks/bench_pass_phases.py --against /tmp/base --rounds 2 --repeat 11
+
+``--no-tags`` runs one process with the dict version tags unavailable (the same code, every
+identity check a full sweep), for an A/B of the tags alone.
 """
 
 from __future__ import annotations
@@ -35,9 +40,15 @@ PHASES = ("restore", "sources", "pass", "rebind")
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def measure(workload: str, repeat: int) -> dict[str, Any]:
-    """One process: every figure of one tree (the ``derivgraph`` on ``sys.path``)."""
+def measure(workload: str, repeat: int, tags: bool = True) -> dict[str, Any]:
+    """One process: every figure of one tree (the ``derivgraph`` on ``sys.path``); ``tags``
+    False: the dict version tags unavailable (every identity check a full sweep)."""
     import torch
+
+    if not tags:
+        from derivgraph import dict_versions
+
+        dict_versions.AVAILABLE = False
 
     from derivgraph.planner import compile_plan
     from derivgraph.runtime.report import RunReport
@@ -49,7 +60,7 @@ def measure(workload: str, repeat: int) -> dict[str, Any]:
     holders = plan.holders
     takes_report = "report" in inspect.signature(holders.sources_intact).parameters
     clock = time.thread_time_ns
-    times: dict[str, list[float]] = {k: [] for k in ("naive", "run", *PHASES)}
+    times: dict[str, list[float]] = {k: [] for k in ("naive", "run", *PHASES, "pass_cold")}
     gc.collect()
     gc.freeze()
     with torch.no_grad():
@@ -75,9 +86,13 @@ def measure(workload: str, repeat: int) -> dict[str, Any]:
                 times[name].append(clock() - t0)
                 if name == "sources" and not ok:
                     raise SystemExit("the source check failed: not the eager run's path")
+            reload(i + 1)
+            t0 = clock()
+            plan.program.fn()
+            times["pass_cold"].append(clock() - t0)
     gc.unfreeze()
     med = {k: round(statistics.median(v) / 1e3, 1) for k, v in times.items()}
-    return {"workload": workload, "repeat": repeat, "derived": len(plan.entries),
+    return {"workload": workload, "repeat": repeat, "derived": len(plan.entries), "tags": tags,
             "torch": torch.__version__, "median_us": med,
             "min_us": {k: round(min(v) / 1e3, 1) for k, v in times.items()},
             "phases_sum_median_us": round(sum(med[k] for k in PHASES), 1),
@@ -91,9 +106,11 @@ def main() -> None:
     parser.add_argument("--against", default=None, help="a directory holding derivgraph/")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--json", default=None, help="also write the result here")
+    parser.add_argument("--no-tags", action="store_true",
+                        help="run with the dict version tags unavailable")
     args = parser.parse_args()
     if args.against is None:
-        result: Any = measure(args.workload, args.repeat)
+        result: Any = measure(args.workload, args.repeat, not args.no_tags)
     else:
         result = {"this": [], "against": []}
         trees = {"this": ROOT, "against": Path(args.against).resolve()}

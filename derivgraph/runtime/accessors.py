@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from derivgraph.paths import MISSING, Slot, holder_dict, step_into
+from derivgraph.runtime.watch import ItemWatch, watch_items
 
 if TYPE_CHECKING:
     from derivgraph.runtime.entry import Entry
@@ -96,6 +97,8 @@ class HopTable:
         self.keys: list[str] = []
         self.expected: list[Any] = []
         self.slow: list[int] = []  # hops without a dict entry: checked one by one
+        self.watch: ItemWatch | None = None  # built after a check proved every hop
+        self.churn = 0  # consecutive checks that found a rebuilt owner (see settle)
         for path in dict.fromkeys(paths):  # each path once (owners hold several tensors)
             if path in self.objects:
                 continue  # a prefix of a path walked before: every hop to it is resolved
@@ -135,27 +138,51 @@ class HopTable:
                 self.slow.remove(index)
 
     def _stale(self) -> list[int]:
-        """Indices of the hops whose parent now holds another child (one sweep)."""
-        bad = changes(map(_is, map(dict.get, self.dicts, self.keys), self.expected),
-                      len(self.dicts))
+        """Indices of the hops whose parent now holds another child: one sweep, or only the
+        hops in the dicts whose version tag moved (:attr:`watch`)."""
+        dicts, keys, expected = self.dicts, self.keys, self.expected
+        if self.watch is None:
+            bad = changes(map(_is, map(dict.get, dicts, keys), expected), len(dicts))
+        else:
+            bad = [i for i in self.watch.suspects() if dicts[i].get(keys[i]) is not expected[i]]
         objects, prefixes, parents, parts = self.objects, self.prefixes, self.parents, self.parts
         bad += [i for i in self.slow
                 if step_into(objects[parents[i]], parts[i]) is not objects[prefixes[i]]]
         return bad
 
     def intact(self) -> bool:
-        """No owner on any path was rebuilt (one C-level sweep, plus the few non-dict hops)."""
+        """No owner on any path was rebuilt (one C-level sweep, plus the few non-dict hops;
+        the version tags are not trusted here: this is the reference check)."""
         if not all(map(_is, map(dict.get, self.dicts, self.keys), self.expected)):
             return False
         objects, prefixes, parents, parts = self.objects, self.prefixes, self.parents, self.parts
         return all(step_into(objects[parents[i]], parts[i]) is objects[prefixes[i]]
                    for i in self.slow)
 
+    @property
+    def steady(self) -> bool:
+        """Whether watches are worth building: the owners were not rebuilt by two checks in a
+        row (an engine that rebuilds them on every reload would have every watch rebuilt,
+        at more than the sweeps it saves)."""
+        return self.churn <= 1
+
+    def settle(self, build: bool = True) -> None:
+        """Every hop was just proven (or walked again): snapshot the tags of their dicts
+        (``build``: make a watch where there is none)."""
+        if self.watch is not None:
+            self.watch.settle()
+        elif build and self.steady:
+            self.watch = watch_items(self.dicts, NO_DICT)
+
     def refresh(self) -> list[str]:
         """Re-walk the hops under every rebuilt one; returns the prefixes re-walked."""
-        bad = self._stale()  # one C-level sweep: empty in the common case
+        bad = self._stale()  # empty in the common case
         if not bad:
+            self.churn = 0
+            if self.watch is None or self.watch.moved:
+                self.settle()
             return []
+        self.churn += 1
         done: set[int] = set()
         walked: list[str] = []
         stack = sorted(set(bad), reverse=True)
@@ -167,6 +194,8 @@ class HopTable:
             self._resolve(index)
             walked.append(self.prefixes[index])
             stack.extend(reversed(self.children[self.prefixes[index]]))
+        self.watch = None  # other dicts now: watched afresh, every hop proven
+        self.settle()
         return walked
 
 
@@ -202,7 +231,7 @@ class HolderTable:
     """The accessors of every tensor holder (derived scalars and tuple items excluded)."""
 
     __slots__ = ("entries", "ids", "dicts", "keys", "storages", "ptrs", "fast", "generation",
-                 "every", "_all_fast", "_by_owner")
+                 "every", "watch", "_all_fast", "_by_owner")
 
     def __init__(self, entries: Sequence[Entry],
                  where: Callable[[Entry], tuple[Any, dict[Any, Any], str]]):
@@ -220,6 +249,7 @@ class HolderTable:
         self.every = range(len(self.entries))  # the indices of every holder
         self.ptrs = [e.startup_ptr for e in self.entries]
         self.generation = 0  # bumped when a holder changes between a dict store and the slow path
+        self.watch: ItemWatch | None = None  # built after a check proved every holder
         self._all_fast = all(self.fast)
         self._by_owner: dict[str, list[int]] = {}
         for i, entry in enumerate(self.entries):
@@ -233,7 +263,8 @@ class HolderTable:
         return list(map(dict.get, self.dicts, self.keys))
 
     def intact(self, current: list[Any] | None = None) -> bool:
-        """Every holder still holds the startup object (one C-level sweep)."""
+        """Every holder still holds the startup object (one C-level sweep; the version tags
+        are not trusted here: this is the reference check)."""
         if current is None:  # no list: one C-level sweep that stops at the first change
             return all(map(_is, map(dict.get, self.dicts, self.keys), self.storages))
         return all(map(_is, current, self.storages))
@@ -247,10 +278,26 @@ class HolderTable:
         return list(compress(range(len(current)), map(_not, map(_is, current, self.storages))))
 
     def changed(self) -> list[int]:
-        """:meth:`stale` of what every holder holds now, read in one C-level sweep
-        (:func:`changes`); empty when every holder holds the startup object."""
-        return changes(map(_is, map(dict.get, self.dicts, self.keys), self.storages),
-                       len(self.dicts))
+        """:meth:`stale` of what every holder holds now: one C-level sweep (:func:`changes`),
+        or only the holders in the dicts whose version tag moved; empty when every holder
+        holds the startup object (a watch is then settled; the caller makes one where there
+        is none, re-binds the rest and settles after its stores)."""
+        dicts, keys, storages = self.dicts, self.keys, self.storages
+        if self.watch is None:
+            stale = changes(map(_is, map(dict.get, dicts, keys), storages), len(dicts))
+        else:
+            stale = [i for i in self.watch.suspects() if dicts[i].get(keys[i]) is not storages[i]]
+        if not stale and self.watch is not None and self.watch.moved:
+            self.watch.settle()
+        return stale
+
+    def settle(self, build: bool = True) -> None:
+        """Every holder was just proven or re-bound: snapshot the tags of their dicts
+        (``build``: make a watch where there is none)."""
+        if self.watch is not None:
+            self.watch.settle()
+        elif build:
+            self.watch = watch_items(self.dicts, NO_DICT)
 
     def values(self, indices: Sequence[int]) -> list[Any]:
         """What the holders at ``indices`` hold now (None where the key is gone)."""
@@ -292,7 +339,10 @@ class HolderTable:
         flipped = False
         for i in indices:
             entry = self.entries[i]
+            d = self.dicts[i]
             owner, self.dicts[i], self.keys[i] = where(entry)
+            if self.dicts[i] is not d:
+                self.watch = None  # another dict: watched afresh after the next full check
             fast = _store_binds(entry, owner, self.dicts[i])
             flipped |= fast != self.fast[i]
             self.fast[i] = fast

@@ -21,6 +21,7 @@ from derivgraph.errors import SourceChanged
 from derivgraph.paths import MISSING, Slot, get_path, holder_dict, set_slot, slot_of
 from derivgraph.runtime.accessors import NO_DICT, HolderTable, HopTable, holder_of
 from derivgraph.runtime.entry import Entry, address_of
+from derivgraph.runtime.watch import ItemWatch, watch_items
 from derivgraph.spec.kinds import TensorKind
 
 __all__ = ["Holders", "HopTable"]
@@ -40,6 +41,8 @@ class Holders:
         self._scalars: list[Entry] = []
         self._sources: list[tuple[str, Any, torch.Tensor, int]] = []
         self._source_checks: tuple[list[Any], list[str], list[Any], list[int]] | None = None
+        self._source_watch: ItemWatch | None = None  # tags of the sources' holder dicts
+        self._sources_checked: Any = None  # the run (report) whose source check passed
         self._source_hops: frozenset[str] = frozenset()
         self._proven: tuple[Mapping[str, tuple[int, int]], int, frozenset[str], list[str]] \
             | None = None
@@ -60,7 +63,7 @@ class Holders:
         """Record where each source is held, walk the owners and set up the identity checks."""
         self._sources = [(src, None, tensor, address_of(tensor)) for src, tensor in
                          sources.items()]
-        self._source_checks = None
+        self._source_checks = self._source_watch = None
         objs = self.walk().objects
         rows = []
         prefixes: set[str] = set()
@@ -126,7 +129,7 @@ class Holders:
         bound source would be the old owner's tensor. ``report``: this run's, whose
         :meth:`rebind` then reuses the hop sweep.
         """
-        self._owners_checked = None
+        self._owners_checked = self._sources_checked = None
         if self._sources_stale:
             return False
         if self.hops is not None:
@@ -144,9 +147,28 @@ class Holders:
                                             [w[1] for _s, w, _t, _p in rows],
                                             [t for _s, _w, t, _p in rows],
                                             [p for _s, _w, _t, p in rows])
-        dicts, keys, tensors, ptrs = checks
-        return all(map(_is, map(dict.get, dicts, keys), tensors)) and \
-            list(map(_data_ptr, tensors)) == ptrs
+        if not (self._sources_held(checks) and list(map(_data_ptr, checks[2])) == checks[3]):
+            return False
+        self._sources_checked = report
+        return True
+
+    def _sources_held(self, checks: tuple[list[Any], list[str], list[Any], list[int]]) -> bool:
+        """Every source's holder holds the bound source: one identity sweep, or only the
+        holders in the dicts whose version tag moved (then the tags are settled)."""
+        dicts, keys, tensors, _ptrs = checks
+        watch = self._source_watch
+        if watch is None:
+            if not all(map(_is, map(dict.get, dicts, keys), tensors)):
+                return False
+            self._source_watch = watch_items(dicts, NO_DICT)
+            return True
+        suspects = watch.suspects()
+        if not suspects:
+            return True
+        if any(dicts[i].get(keys[i]) is not tensors[i] for i in suspects):
+            return False  # not settled: reported until the sources are bound again
+        watch.settle()
+        return True
 
     def changed_sources(self, graph: DerivedGraph) -> tuple[list[str], list[str]]:
         """(sources whose shape or dtype changed, sources that only moved)."""
@@ -231,7 +253,11 @@ class Holders:
                 return self._rebind_stale(stale, current, report, every)
             if owners or self.owners_current():
                 stale = self.table.changed()  # one sweep; empty: the common case
-                return self._rebind_stale(stale, None, report) if stale else 0
+                if stale:
+                    return self._rebind_stale(stale, None, report)
+                if self.table.watch is None:  # every holder just proven by the full sweep
+                    self.table.settle(self.hops.steady)
+                return 0
         count = self.rebind_entries(self.entries.values(), report, self.walk().objects)
         self.refresh()
         return count
@@ -253,6 +279,7 @@ class Holders:
         when read (None: the stale ones are read here)."""
         table = self.table
         if not stale:
+            table.settle(self.hops.steady)  # read in full by this run's refill
             return 0
         values = table.values(stale) if current is None else \
             current if len(stale) == len(current) else [current[i] for i in stale]
@@ -263,6 +290,15 @@ class Holders:
             table.refresh(rest, self._where)
         if self._scalars and not self._scalars_current():
             count += self.rebind_entries(self._scalars, report, self.hops.objects)
+        # the plan's own stores moved the tags of the dicts it wrote: every holder is proven
+        # now, and so is every hop (checked by this rebind or this run, nothing else ran since)
+        # and every source where this run's source check passed
+        steady = self.hops.steady
+        table.settle(steady)
+        self.hops.settle(steady)
+        if report is not None and self._sources_checked is report \
+                and self._source_watch is not None:
+            self._source_watch.settle()
         return count
 
     def rebind_entries(self, entries: Iterable[Entry], report: Any = None,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
+from derivgraph import dict_versions
 from derivgraph.runtime import engine
 from derivgraph.runtime.holders import Holders
 
@@ -26,3 +29,22 @@ def per_entry_spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     monkeypatch.setattr(engine, "engine_value", spy_value)
     monkeypatch.setattr(Holders, "rebind_entries", spy_rebind)
     return calls
+
+
+@pytest.fixture(params=["tags", "no-tags"])
+def dict_tags(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Runs a test with the dicts' version tags proven (the checks answered by the tags), and
+    again with them unavailable (every check a full sweep); the value says which."""
+    if request.param == "no-tags":
+        monkeypatch.setattr(dict_versions, "AVAILABLE", False)
+        return False
+    if not dict_versions.AVAILABLE:
+        pytest.skip("no PEP 509 version tags on this interpreter")
+    return True
+
+
+@pytest.fixture(autouse=True)
+def _no_dict_tags_by_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``DERIVGRAPH_TEST_NO_DICT_TAGS=1`` runs every runtime test with the tags unavailable."""
+    if os.environ.get("DERIVGRAPH_TEST_NO_DICT_TAGS"):
+        monkeypatch.setattr(dict_versions, "AVAILABLE", False)

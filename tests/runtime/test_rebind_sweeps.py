@@ -27,6 +27,8 @@ from tests.runtime.test_refill_batched import (
 )
 from tests.toy import Toy
 
+pytestmark = pytest.mark.usefixtures("dict_tags")  # with the version tags and without
+
 
 class _Counted:
     """An iterator over ``items`` that counts what was read."""

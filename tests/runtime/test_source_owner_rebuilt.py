@@ -23,6 +23,8 @@ from derivgraph.tools.reference_models import (
     reference_spec_path,
 )
 
+pytestmark = pytest.mark.usefixtures("dict_tags")  # with the version tags and without
+
 CFG = RefConfig()
 CONFIG = "layers.0.moe.quant_method.moe_quant_config"
 

@@ -1,0 +1,74 @@
+"""Which items of a table of ``(dict, key)`` accessors may have changed, from the version tags
+of the dicts that hold them (:mod:`derivgraph.dict_versions`, one gather for every dict).
+
+An accessor table (owner hops, source holders, derived-tensor holders) checks each item by
+identity: ``dicts[i].get(keys[i]) is expected[i]``. A dict whose tag did not move since the
+last :meth:`ItemWatch.settle` holds the same values by identity, so only the items of the dicts
+whose tag moved (and the items outside any dict) need that check. A watch is built right after
+a check that proved every item (:func:`watch_items`), and settled only after a check (or the
+plan's own stores) left every item proven again; anything else leaves the snapshot as it was,
+so a change is reported until someone checks it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from derivgraph import dict_versions
+
+__all__ = ["ItemWatch", "watch_items"]
+
+
+class ItemWatch:
+    """The items of an accessor table, grouped by the dict that holds them."""
+
+    __slots__ = ("versions", "members", "always", "moved")
+
+    def __init__(self, versions: dict_versions.DictVersions, members: list[list[int]],
+                 always: list[int]):
+        self.versions = versions
+        self.members = members  # per watched dict, the indices of the items it holds
+        self.always = always  # items outside any watched dict: checked every time
+        self.moved = False  # whether the last :meth:`suspects` found a dict mutated
+
+    def suspects(self) -> list[int]:
+        """Indices (ascending) of the items whose dict was mutated since the snapshot, and of
+        the items outside any watched dict; empty when nothing can have changed."""
+        moved = self.versions.changed()
+        self.moved = bool(moved)
+        if not moved:
+            return self.always
+        members = self.members
+        return sorted([*self.always, *(i for p in moved for i in members[p])])
+
+    def unchanged(self) -> bool:
+        """No watched dict was mutated since the snapshot (items outside a dict excluded)."""
+        return self.versions.unchanged()
+
+    def settle(self) -> None:
+        """Take the current tags as the snapshot: the caller just proved every item."""
+        self.versions.rebase()
+
+
+def watch_items(dicts: Sequence[dict[Any, Any]], outside: dict[Any, Any]) -> ItemWatch | None:
+    """A watch over the items held in ``dicts`` (``outside``: the placeholder dict of items
+    held in no dict, checked every time); None where the tags are not proven here."""
+    if not dict_versions.AVAILABLE:
+        return None
+    positions: dict[int, int] = {}
+    unique: list[dict[Any, Any]] = []
+    members: list[list[int]] = []
+    always: list[int] = []
+    for i, d in enumerate(dicts):
+        if d is outside:
+            always.append(i)
+            continue
+        p = positions.get(id(d))
+        if p is None:
+            p = positions[id(d)] = len(unique)
+            unique.append(d)
+            members.append([])
+        members[p].append(i)
+    versions = dict_versions.watch_dicts(unique)
+    return None if versions is None else ItemWatch(versions, members, always)
