@@ -67,8 +67,7 @@ def env_flag(name: str) -> bool | None:
 
 def capture_audit_enabled() -> bool:
     """True in ``strict`` mode unless ``DERIVGRAPH_CAPTURE_AUDIT=0``."""
-    flag = os.environ.get(CAPTURE_AUDIT_ENV, "").strip().lower()
-    return current_mode() == "strict" and flag not in ("0", "false", "no", "off")
+    return current_mode() == "strict" and env_flag(CAPTURE_AUDIT_ENV) is not False
 
 
 def extra_spec_paths() -> list[str]:

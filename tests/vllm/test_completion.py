@@ -169,3 +169,30 @@ def test_a_load_failing_inside_a_recorded_reload_drops_the_session():
         assert state.session is None and state.counters.reloads == 0
         _reload(vm, model, iter(B.items()))  # the next reload completes as usual
         assert state.counters.reloads == 1 and state.counters.last["report"]["moved"] == []
+
+
+def test_switches_are_read_on_every_call(monkeypatch):
+    from vllm_integration.config import MODE_ENV, current_mode, env_flag
+
+    for raw, flag in [("1", True), (" Yes", True), ("on", True), ("0", False), ("OFF", False),
+                      ("no", False), ("", None), ("maybe", None)]:
+        monkeypatch.setenv("DG_TEST_FLAG", raw)
+        assert env_flag("DG_TEST_FLAG") is flag, raw
+    monkeypatch.delenv("DG_TEST_FLAG")
+    assert env_flag("DG_TEST_FLAG") is None
+    # each raw mode is parsed once, and a changed value is seen at once (the canary of a cache
+    # that would keep the first mode it read)
+    for raw, mode in [("strict", "strict"), ("refill", "refill"), (" Strict ", "strict"),
+                      ("", "refill"), ("off", "off")]:
+        monkeypatch.setenv(MODE_ENV, raw)
+        assert current_mode() == mode and current_mode() == mode
+    monkeypatch.setenv(MODE_ENV, "sometimes")
+    for _ in range(2):  # an invalid value is never cached
+        with pytest.raises(ValueError, match="sometimes"):
+            current_mode()
+    monkeypatch.setenv(completion.VERIFY_SPECS_ENV, "0")
+    assert not completion.verify_specs_enabled("strict")
+    monkeypatch.delenv(completion.VERIFY_SPECS_ENV)
+    assert completion.verify_specs_enabled("strict") and not completion.verify_specs_enabled("off")
+    monkeypatch.setenv(completion.ALLOW_RECAPTURE_ENV, "true")
+    assert completion.recapture_allowed()
