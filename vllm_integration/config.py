@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CAPTURE_AUDIT_ENV", "MODES", "MODE_ENV", "SPECS_ENV", "capture_audit_enabled",
-    "current_mode", "spec_library", "specs_for",
+    "current_mode", "env_flag", "spec_library", "specs_for",
 ]
 
 MODE_ENV = "DERIVGRAPH_VLLM_MODE"
@@ -34,21 +34,40 @@ DEFAULT_MODE = "refill"
 _library_cache: dict[str, list[Any]] = {}
 
 
+_parsed_modes: dict[str, str] = {}  # raw DERIVGRAPH_VLLM_MODE value -> its valid mode
+
+
 def current_mode() -> str:
-    """The mode from ``DERIVGRAPH_VLLM_MODE``; raises ``ValueError`` on an unknown value."""
-    mode = os.environ.get(MODE_ENV, "").strip().lower() or DEFAULT_MODE
-    if mode not in MODES:
-        raise ValueError(
-            f"{MODE_ENV}={mode!r} is not a derivgraph mode; set it to one of {', '.join(MODES)} "
-            f"(default {DEFAULT_MODE})"
-        )
+    """The mode from ``DERIVGRAPH_VLLM_MODE``; raises ``ValueError`` on an unknown value.
+
+    Read on every call (a process may change it between reloads); each raw value is parsed
+    once (every hook asks, so the read is one environment lookup and one dict lookup).
+    """
+    raw = os.environ.get(MODE_ENV, "")
+    mode = _parsed_modes.get(raw)
+    if mode is None:
+        mode = raw.strip().lower() or DEFAULT_MODE
+        if mode not in MODES:
+            raise ValueError(
+                f"{MODE_ENV}={mode!r} is not a derivgraph mode; set it to one of "
+                f"{', '.join(MODES)} (default {DEFAULT_MODE})"
+            )
+        _parsed_modes[raw] = mode
     return mode
+
+
+def env_flag(name: str) -> bool | None:
+    """A boolean switch: True for 1 / true / yes / on, False for 0 / false / no / off, None
+    when unset or anything else (the caller's default)."""
+    value = os.environ.get(name, "").strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    return False if value in ("0", "false", "no", "off") else None
 
 
 def capture_audit_enabled() -> bool:
     """True in ``strict`` mode unless ``DERIVGRAPH_CAPTURE_AUDIT=0``."""
-    flag = os.environ.get(CAPTURE_AUDIT_ENV, "").strip().lower()
-    return current_mode() == "strict" and flag not in ("0", "false", "no", "off")
+    return current_mode() == "strict" and env_flag(CAPTURE_AUDIT_ENV) is not False
 
 
 def extra_spec_paths() -> list[str]:

@@ -17,11 +17,11 @@ around every reload (see :mod:`derivgraph.guard` and :mod:`derivgraph.isolation`
 from __future__ import annotations
 
 import logging
-import os
 from typing import TYPE_CHECKING, Any
 
 from derivgraph.guard import Guard, GuardReport
 from derivgraph.guard.refold import LoadWitness, check_refolds
+from vllm_integration.config import env_flag
 
 if TYPE_CHECKING:
     from torch import nn
@@ -40,7 +40,7 @@ GUARD_ENV = "DERIVGRAPH_GUARD"
 
 def guard_enabled() -> bool:
     """``DERIVGRAPH_GUARD`` is not 0 / false / no / off."""
-    return os.environ.get(GUARD_ENV, "").strip().lower() not in ("0", "false", "no", "off")
+    return env_flag(GUARD_ENV) is not False
 
 
 def start_guard(model: nn.Module, plan: Plan) -> Guard | None:

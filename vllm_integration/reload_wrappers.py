@@ -145,7 +145,10 @@ def wrap_reload_weights(orig: Callable[..., Any]) -> Callable[..., Any]:
             args, kwargs = arguments.replace(args, kwargs, "weights_iterator",
                                              _recording(weights, names, model))
         session = _session()
-        session.begin(model, "kernel-format" if kernel_format else "checkpoint-format")
+        # checkpoint format: vLLM hands this iterator to the model's load_weights, whose live
+        # wrapper then passes it through instead of recording every weight a second time
+        session.begin(model, "kernel-format" if kernel_format else "checkpoint-format",
+                      records=weights is not None and not kernel_format)
         result = _aborting_on_error(model, orig, *args, **kwargs)
         # kernel format: the names are runtime names (vLLM copies into get_parameter(name))
         session.note_names(model, names, runtime=kernel_format)
@@ -224,8 +227,10 @@ class _LiveLoadWeights:
 
     It holds the model weakly and the class's function, so a census of the model finds no new
     tensor paths through it. Inside a session (layerwise reload, weight transfer) it only
-    records names; a call on a live model opens its own session, and closing it recomputes the
-    derived tensors that the loaded names feed (vLLM reruns no post-load step there).
+    records names, or passes the weights through where the session records them already
+    (``reload_weights`` in checkpoint format); a call on a live model opens its own session,
+    and closing it recomputes the derived tensors that the loaded names feed (vLLM reruns no
+    post-load step there).
     """
 
     __slots__ = ("_load", "_model")
@@ -236,10 +241,12 @@ class _LiveLoadWeights:
 
     def __call__(self, weights: Iterable[tuple[str, Any]], *args: Any, **kwargs: Any) -> Any:
         model = self._model()
-        if model is None or not active():
+        session = _session()
+        if model is None or not active() or session.recording(model):
+            # inside a reload that records these weights already, a scope of its own would only
+            # count depth: the outer scope's end (or its abort on an error) completes it
             return self._load(model, weights, *args, **kwargs)
         names: list[str] = []
-        session = _session()
         session.begin(model, "load-weights")
         result = _aborting_on_error(model, self._load, model,
                                     _recording(weights, names, model), *args, **kwargs)

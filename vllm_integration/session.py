@@ -32,94 +32,50 @@ a recapture makes it current. ``DERIVGRAPH_ALLOW_RECAPTURE=1`` says the deployme
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 import types
 import weakref
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from derivgraph import DerivgraphError, StrictReloadError, compile_plan
+from derivgraph import DerivgraphError, compile_plan
 from derivgraph.audit.runtime.declared import DeclaredSet
 from derivgraph.audit.runtime.reload_watch import watch
 from derivgraph.audit.runtime.repeat import same_weight_rounds
-from derivgraph.audit.runtime.spec_values import verify_spec_values
 from derivgraph.isolation import compile_isolated
+from vllm_integration.completion import (
+    ALLOW_RECAPTURE_ENV,
+    VERIFY_SPECS_ENV,
+    Counters,
+    complete,
+    recapture_allowed,
+    strict_findings,
+    verify_specs_enabled,
+)
 from vllm_integration.config import current_mode, spec_library, specs_for
-from vllm_integration.guarding import check_folds, restore_guard, start_guard, start_witness
+from vllm_integration.guarding import start_guard, start_witness
 from vllm_integration.snapshot import AuditResult, Snapshot, compare, snapshot
 
 if TYPE_CHECKING:
     from torch import nn
 
     from derivgraph import Plan, RunReport, Spec
-    from derivgraph.audit.runtime.reload_watch import ReloadWatch, WatchResult
-    from derivgraph.audit.runtime.spec_values import SpecValueCheck
+    from derivgraph.audit.runtime.reload_watch import ReloadWatch
 
 __all__ = [
     "ALLOW_RECAPTURE_ENV", "VERIFY_SPECS_ENV", "Counters", "ModelState", "abort", "attach",
     "audit", "begin", "detach", "end", "note_names", "on_post_load", "plan_for", "planned_models",
-    "recapture_allowed", "replan", "same_weight_oracle", "state_for", "strict_findings",
-    "verify_specs_enabled", "witness", "witness_note",
+    "recapture_allowed", "recording", "replan", "same_weight_oracle", "state_for",
+    "strict_findings", "verify_specs_enabled", "witness", "witness_note",
 ]
 
 logger = logging.getLogger(__name__)
-#: vLLM configures the ``vllm`` logger (handler, level INFO): its children show by default.
-vllm_logger = logging.getLogger("vllm.derivgraph")
-
-#: Set to 1 when the deployment recaptures graphs (or runs eager) after a reload.
-ALLOW_RECAPTURE_ENV = "DERIVGRAPH_ALLOW_RECAPTURE"
-
-
-def recapture_allowed() -> bool:
-    """``DERIVGRAPH_ALLOW_RECAPTURE`` is set to 1 / true / yes / on."""
-    return os.environ.get(ALLOW_RECAPTURE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-#: 1: compare declared tensors with their specs after every reload in any mode (a WARNING on
-#: the ``vllm`` logger outside strict mode); 0: never. Default: on in strict mode only.
-VERIFY_SPECS_ENV = "DERIVGRAPH_VERIFY_SPECS"
-
-
-def verify_specs_enabled(mode: str) -> bool:
-    """Whether a reload in ``mode`` runs the spec-value check (see :data:`VERIFY_SPECS_ENV`)."""
-    flag = os.environ.get(VERIFY_SPECS_ENV, "").strip().lower()
-    if flag in ("0", "false", "no", "off"):
-        return False
-    return mode == "strict" or flag in ("1", "true", "yes", "on")
 
 _ATTR = "_derivgraph_state"
 _MODELS: weakref.WeakSet[Any] = weakref.WeakSet()
 _LOCK = threading.RLock()
-
-
-@dataclass
-class Counters:
-    """What one model's session recorded since its plan was compiled."""
-
-    reloads: int = 0
-    layerwise: int = 0
-    in_place: int = 0
-    refills: int = 0
-    recomputes: int = 0
-    tensors_written: int = 0
-    bytes_written: int = 0
-    rebinds: int = 0
-    moved_last: int = 0
-    undeclared_last: int = 0
-    unrefreshed_last: int = 0
-    scalars_changed_last: int = 0
-    spec_mismatches_last: int = 0
-    strict_failures: int = 0
-    guard_restored_last: int = 0
-    guard_recapture_last: int = 0
-    seconds_last: float = 0.0
-    last: dict[str, Any] | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass
@@ -134,6 +90,7 @@ class Session:
     runtime_names: set[str] = field(default_factory=set)
     before: Snapshot | None = None
     watch: ReloadWatch | None = None
+    recording: bool = False  # an outer scope records every loaded weight (see recording())
 
 
 @dataclass
@@ -271,23 +228,25 @@ def on_post_load(model: nn.Module, *, prepare: Callable[[nn.Module], None] | Non
 
 # ---- reload sessions --------------------------------------------------------------------------
 
-def begin(model: Any, kind: str, *, layerwise: bool = False, restart: bool = False) -> None:
+def begin(model: Any, kind: str, *, layerwise: bool = False, restart: bool = False,
+          records: bool = False) -> None:
     """Open a reload scope on ``model`` (no-op for models without a plan).
 
     ``layerwise``: this scope is vLLM's initialize_layerwise_reload (closed by finalize).
     ``restart``: drop a session left open by a failed update (a weight-transfer start).
+    ``records``: this scope records every weight its reload loads (see :func:`recording`).
     """
     state = state_for(model)
     if state is None:
         return
-    mode = current_mode()
     with _LOCK:
         session = state.session
         if session is not None and (restart or (layerwise and session.layerwise_open)):
             logger.warning("derivgraph: %s: dropping an unfinished %s reload session",
                            type(model).__name__, session.kind)
             session = state.session = None
-        if session is None:
+        if session is None:  # the outermost scope: the mode decides the baseline
+            mode = current_mode()
             session = state.session = Session(kind)
             baseline = mode == "strict" or len(state.plan) > 0
             if mode == "strict":
@@ -296,8 +255,17 @@ def begin(model: Any, kind: str, *, layerwise: bool = False, restart: bool = Fal
             if state.baseline is None and baseline:
                 state.baseline = session.before or snapshot(model)
         session.depth += 1
+        session.recording |= records
         if layerwise:
             session.layerwise = session.layerwise_open = True
+
+
+def recording(model: Any) -> bool:
+    """Whether ``model``'s open reload session records the names and fold sources of the
+    weights it loads already (a ``reload_weights`` in checkpoint format): a loader called inside
+    it passes the weights through as they are."""
+    state = state_for(model)
+    return state is not None and state.session is not None and state.session.recording
 
 
 def note_names(model: Any, names: Iterable[str], *, runtime: bool) -> None:
@@ -349,6 +317,10 @@ def end(model: Any, *, layerwise: bool = False) -> RunReport | None:
         return _complete(model, state, session, current_mode())
 
 
+def _complete(model: Any, state: ModelState, session: Session, mode: str) -> RunReport | None:
+    return complete(model, state, session, mode, lambda: _updated(state, model, session))
+
+
 def _updated(state: ModelState, model: Any, session: Session) -> list[str] | None:
     """The dirty sources for an in-place update, or None for "recompute everything"."""
     names = session.runtime_names or session.names
@@ -358,119 +330,6 @@ def _updated(state: ModelState, model: Any, session: Session) -> list[str] | Non
     if any(n not in known for n in names):  # checkpoint names vLLM fuses or renames
         return None
     return sorted(names)
-
-
-def _complete(model: Any, state: ModelState, session: Session, mode: str) -> RunReport | None:
-    if mode == "off":
-        return None
-    plan, counters = state.plan, state.counters
-    report = None
-    start = time.perf_counter()
-    check_folds(plan, state.witness, mode)  # an engine that folds every load: strict raises
-    folds = getattr(plan, "folds", None)
-    if len(plan) or (folds is not None and len(folds)):  # a plan of folds only runs too
-        if session.layerwise:
-            report = plan.refill(verify=True) if mode != "recompute" else plan.run(verify=True)
-        else:
-            report = plan.run(_updated(state, model, session), verify=True)
-        if report.mode == "refill":
-            counters.refills += 1
-        else:
-            counters.recomputes += 1
-        counters.tensors_written += report.written
-        counters.bytes_written += report.bytes
-        counters.rebinds += report.rebinds
-    counters.reloads += 1
-    if session.layerwise:
-        counters.layerwise += 1
-    else:
-        counters.in_place += 1
-    guarded = restore_guard(model, state.guard, plan, mode, session.kind)
-    counters.guard_restored_last = len(guarded.restored) if guarded else 0
-    counters.guard_recapture_last = len(guarded.recapture) if guarded else 0
-    result = AuditResult(list(report.moved or []) if report else [])
-    found = None
-    if session.watch is not None:
-        found = session.watch.check(model, plan.declared().values())
-        result.moved = sorted(set(result.moved) | set(found.moved))
-        result.undeclared, result.tensors = found.undeclared, found.tensors
-    elif session.before is not None:
-        legacy = compare(session.before, model, plan.declared().values())
-        result.moved = sorted(set(result.moved) | set(legacy.moved))
-        result.undeclared, result.tensors = legacy.undeclared, legacy.tensors
-    specs = None
-    if len(plan) and verify_specs_enabled(mode):
-        specs = verify_spec_values(plan)
-    findings = strict_findings(result, found, report, specs)
-    counters.moved_last, counters.undeclared_last = len(result.moved), len(result.undeclared)
-    counters.unrefreshed_last = len(found.unrefreshed) if found is not None else 0
-    counters.scalars_changed_last = sum(p.startswith("scalar changed: ") for p in findings)
-    counters.spec_mismatches_last = len(specs.mismatches) if specs is not None else 0
-    counters.seconds_last = time.perf_counter() - start
-    counters.last = {"session": session.kind, "mode": mode, "layerwise": session.layerwise,
-                     "loaded_names": len(session.runtime_names or session.names),
-                     "report": report.as_dict() if report else None,
-                     "strict": found.as_dict() if found is not None else None,
-                     "spec_values": specs.as_dict() if specs is not None else None,
-                     "guard": guarded.as_dict() if guarded is not None else None}
-    if report is not None:
-        logger.info("derivgraph: %s %s reload: %s", type(model).__name__, session.kind, report)
-    scalars = [p.removeprefix("scalar changed: ") for p in findings
-               if p.startswith("scalar changed: ")]
-    if scalars:
-        vllm_logger.warning(
-            "derivgraph: the %s reload of %s changed %d Python scalar(s) a captured graph baked "
-            "at capture time: %s. Recapture CUDA graphs (or run eager) after this reload%s.",
-            session.kind, type(model).__name__, len(scalars), ", ".join(scalars[:8]),
-            "" if recapture_allowed() else
-            f"; set {ALLOW_RECAPTURE_ENV}=1 once the deployment does")
-    if specs is not None and specs.mismatches and mode != "strict":
-        vllm_logger.warning(
-            "derivgraph: after the %s reload of %s, %d declared derived tensor(s) differ from "
-            "what their spec computes: %s", session.kind, type(model).__name__,
-            len(specs.mismatches), "; ".join(m.reason() for m in specs.mismatches[:4]))
-    failing = [p for p in findings
-               if not (p.startswith("scalar changed: ") and recapture_allowed())]
-    if mode == "strict" and failing:
-        counters.strict_failures += 1
-        raise StrictReloadError(
-            f"derivgraph strict mode: the {session.kind} reload of {type(model).__name__} left "
-            f"{len(result.moved)} graph-visible tensor path(s) moved, "
-            f"{len(result.undeclared)} undeclared derived tensor(s), "
-            f"{counters.unrefreshed_last} tensor(s) stale in place, "
-            f"{counters.spec_mismatches_last} declared tensor(s) differing from their spec and "
-            f"{counters.scalars_changed_last} changed Python scalar(s); a captured graph would "
-            "read stale or freed memory or a baked number. Declare them in a spec "
-            f"(DERIVGRAPH_SPECS), fix the post-load step, or for scalars set "
-            f"{ALLOW_RECAPTURE_ENV}=1 if graphs are recaptured.", failing)
-    if result.moved:
-        logger.warning("derivgraph: %s: %d tensor path(s) moved in the %s reload: %s",
-                       type(model).__name__, len(result.moved), session.kind,
-                       ", ".join(result.moved[:8]))
-    return report
-
-
-def strict_findings(result: AuditResult, found: WatchResult | None,
-                    report: RunReport | None, specs: SpecValueCheck | None = None) -> list[str]:
-    """What strict mode fails on, one ``"<what>: <path>"`` line each.
-
-    ``moved``, ``undeclared``, ``stale in place`` (with the heuristic's reason), ``spec value
-    differs`` (a declared tensor against a fresh evaluation of its spec, naming the spec) and
-    ``scalar changed`` (declared scalars the plan rewrote, and any float the watch saw change).
-    Called by :func:`_complete`; exposed so the hooks or a test can ask the same question.
-    """
-    lines = [*(f"moved: {p}" for p in result.moved),
-             *(f"undeclared: {p}" for p in result.undeclared)]
-    if found is not None:
-        lines += [f"stale in place: {u.path} ({u.reason()})" for u in found.unrefreshed]
-    if specs is not None:
-        lines += [f"spec value differs: {m.path} ({m.reason()})" for m in specs.mismatches]
-    scalars: list[str] = list(report.recapture_required) if report is not None else []
-    if found is not None:
-        scalars += [f"{c.path} ({c.before!r} -> {c.after!r})" for c in found.scalars
-                    if not any(c.path == s or c.path.endswith("." + s) for s in scalars)]
-    lines += [f"scalar changed: {s}" for s in dict.fromkeys(scalars)]
-    return lines
 
 
 # ---- runtime audit ----------------------------------------------------------------------------
