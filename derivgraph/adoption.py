@@ -94,9 +94,15 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, E
     by_id: dict[str, Entry] = {}
     adopted_by: dict[int, str] = {}
     owners: dict[str, Any] = {}
-    sources = source_storages(plan.model, [*graph.sources(), *plan.folds.entries],
-                              graph.derived)
-    deps = graph.source_deps()
+    found: list[dict[str, torch.Tensor]] = []
+
+    def sources() -> dict[str, torch.Tensor]:
+        """What the pass must never write (read once, only when a tensor may be adopted)."""
+        if not found:
+            found.append(source_storages(plan.model, [*graph.sources(), *plan.folds.entries],
+                                         graph.derived))
+        return found[0]
+
     for node_id in graph.ordered():
         node = graph.derived.get(node_id)
         if node is None:
@@ -148,7 +154,7 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, E
         if is_engine(node.decl):  # adopt what the engine made, never allocate
             slot = slot_of(owner, name)
             problem = adoption_problem(node, current, value)
-            overlap = overlap_problem(current, node_id, sources) \
+            overlap = overlap_problem(current, node_id, sources()) \
                 if isinstance(current, torch.Tensor) else None
             if problem is not None:
                 issue(*problem)
@@ -185,7 +191,7 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, E
                       "the spec or the engine is wrong: fix the formula to match the engine, "
                       "or set `tolerance` if the difference is rounding")
                 continue
-            overlap = overlap_problem(current, node_id, sources, deps[node_id],
+            overlap = overlap_problem(current, node_id, sources(), graph.source_deps()[node_id],
                                       exact=worst == 0.0 and node.decl.tolerance == 0.0,
                                       value=value)
             if overlap is not None:
