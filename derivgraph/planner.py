@@ -34,6 +34,7 @@ from derivgraph.compiler.interpret import (
 )
 from derivgraph.compiler.ir import Node, NodeKind
 from derivgraph.compiler.lower import Action, lower_steps
+from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.transaction import ModelTransaction
 from derivgraph.errors import AdoptionError, Rule, SpecIssue, SpecValidationError
 from derivgraph.paths import get_path
@@ -55,7 +56,7 @@ class CompileValues(EagerInterpreter):
     def derived(self, node: Node, value: Any) -> Any:
         decl = self.graph.derived[node.id]
         if decl.input is None and is_engine(decl.decl):
-            return get_path(self.graph.model, node.id)
+            return self.paths.get(node.id)
         return value
 
 
@@ -220,8 +221,9 @@ def _record_startup(plan: Plan) -> None:
         if entry.node.kind in HELD_KINDS:
             entry.startup_data = entry.storage.detach()
     plan.source_ptrs = {}
+    paths = PathReader(plan.model)
     for src in [*plan.graph.sources(), *plan.folds.entries]:
-        tensor = get_path(plan.model, src)
+        tensor = paths.get(src)
         plan.source_ptrs[src] = (id(tensor), address_of(tensor))
 
 
