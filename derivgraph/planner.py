@@ -271,14 +271,46 @@ def _lower(plan: Plan, values: dict[str, Any]) -> None:
 
 
 def _mismatches(plan: Plan, values: dict[str, Any]) -> list[str]:
-    bad = []
-    for step in plan.steps:
-        if step.action not in (Action.OUT, Action.COPY):
+    """The targets of written steps whose storage is not bit for bit their eager value."""
+    targets = [s.target for s in plan.steps if s.action in (Action.OUT, Action.COPY)]
+    pairs = [(plan.entries[t].storage, values[t]) for t in targets]
+    same = _bits_equal_all(pairs)
+    return [t for t, ok in zip(targets, same) if not ok]
+
+
+#: dtypes compared in batches (flattened, concatenated, read as integers of their size)
+_BATCHED_BITS = {torch.float16: torch.int16, torch.bfloat16: torch.int16,
+                 torch.float32: torch.int32, torch.float64: torch.int64,
+                 torch.int8: torch.int8, torch.uint8: torch.uint8, torch.int16: torch.int16,
+                 torch.int32: torch.int32, torch.int64: torch.int64, torch.bool: torch.uint8}
+
+
+#: larger tensors are compared on their own (a batch copies what it compares)
+_BATCH_NUMEL = 1 << 16
+
+
+def _bits_equal_all(pairs: list[tuple[Any, Any]]) -> list[bool]:
+    """:func:`bits_equal` of each pair: the pairs of one dtype and device whose shapes and
+    dtypes agree (small ones) are compared in one concatenation (equal as a whole: each pair
+    equal, the pieces having equal sizes); any other pair, and every pair of a batch that
+    differs, on its own."""
+    out: list[bool | None] = [None] * len(pairs)
+    batches: dict[tuple[torch.dtype, torch.device], list[int]] = {}
+    for i, (a, b) in enumerate(pairs):
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype == b.dtype \
+                and a.shape == b.shape and a.device == b.device and a.dtype in _BATCHED_BITS \
+                and a.numel() <= _BATCH_NUMEL:
+            batches.setdefault((a.dtype, a.device), []).append(i)
+    for (dtype, _), members in batches.items():
+        if len(members) < 2:
             continue
-        entry = plan.entries[step.target]
-        if not bits_equal(entry.storage, values[step.target]):
-            bad.append(step.target)
-    return bad
+        as_int = _BATCHED_BITS[dtype]
+        left = torch.cat([pairs[i][0].reshape(-1) for i in members]).view(as_int)
+        right = torch.cat([pairs[i][1].reshape(-1) for i in members]).view(as_int)
+        if torch.equal(left, right):
+            for i in members:
+                out[i] = True
+    return [bits_equal(*pairs[i]) if ok is None else ok for i, ok in enumerate(out)]
 
 
 def refresh_layouts(plan: Plan, changed: list[str]) -> list[str]:
