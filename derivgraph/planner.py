@@ -39,6 +39,7 @@ from derivgraph.compiler.transaction import ModelTransaction
 from derivgraph.errors import AdoptionError, Rule, SpecIssue, SpecValidationError
 from derivgraph.paths import get_path
 from derivgraph.runtime.containers import collect_containers
+from derivgraph.runtime.engine import foreach_copy
 from derivgraph.runtime.plan import Entry, Plan, Step, address_of
 from derivgraph.spec.check import check_specs
 from derivgraph.spec.kinds import HELD_KINDS, TensorKind, is_engine
@@ -169,10 +170,12 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
                                    [e.storage for e, x in planned
                                     if x is None and isinstance(e.storage, torch.Tensor)])
     try:
+        fills: list[tuple[torch.Tensor, torch.Tensor]] = []  # new storage, its value
         with torch.no_grad():
             for entry, extra in planned:
-                _materialize(plan, entry, extra)
+                _materialize(plan, entry, extra, fills)
                 plan.entries[entry.id] = entry
+            foreach_copy([s for s, _ in fills], [v for _, v in fills])  # nothing read them yet
         _raise_if(view_issues((e.node, e.storage,
                                _storage_of(plan, view_base(graph, e.node.input)))
                               for e in plan.entries.values() if e.node.kind is TensorKind.VIEW))
@@ -201,8 +204,10 @@ def _storage_of(plan: Plan, node_id: str) -> Any:
     return entry.storage if entry is not None else get_path(plan.model, node_id)
 
 
-def _materialize(plan: Plan, entry: Entry, extra: Extra) -> None:
-    """Give ``entry`` its storage: allocate-and-fill, or the alias/view target's object."""
+def _materialize(plan: Plan, entry: Entry, extra: Extra,
+                 fills: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+    """Give ``entry`` its storage: allocate (its fill appended to ``fills``), or the alias/view
+    target's object."""
     if isinstance(extra, AliasOf):
         target = plan.entries.get(extra.target)
         if target is not None:
@@ -212,7 +217,7 @@ def _materialize(plan: Plan, entry: Entry, extra: Extra) -> None:
         entry.storage = ViewRebuilder(plan.graph, base).rebuild(entry.node.input)
     elif isinstance(extra, torch.Tensor):
         entry.storage = allocate_like(extra, entry.node.kind)
-        entry.storage.copy_(extra)
+        fills.append((entry.storage, extra))
 
 
 def _record_startup(plan: Plan) -> None:
