@@ -54,6 +54,20 @@ class CompileValues(EagerInterpreter):
     """Every node's value from the live sources (reads only); an engine tensor without a
     formula is the engine's own."""
 
+    def run(self, order: list[str] | None = None) -> dict[str, Any]:
+        """As :meth:`Interpreter.run`; a derived tensor with an input is that input's value
+        (what :meth:`derived` gives it), taken in the sweep without a call per node."""
+        nodes, env, derived = self.graph.nodes, self.env, self.graph.derived
+        for node_id in self.graph.ordered() if order is None else order:
+            if node_id in env:
+                continue
+            decl = derived.get(node_id)
+            if decl is not None and decl.input is not None:
+                env[node_id] = env[decl.input]
+            else:
+                env[node_id] = self.run_node(nodes[node_id])
+        return env
+
     def derived(self, node: Node, value: Any) -> Any:
         decl = self.graph.derived[node.id]
         if decl.input is None and is_engine(decl.decl):
