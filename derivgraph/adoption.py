@@ -17,9 +17,8 @@ from torch import nn
 from derivgraph.compare import max_difference
 from derivgraph.compiler.engine import adoption_problem
 from derivgraph.compiler.graph import DerivedNode
-from derivgraph.compiler.interpret import (
-    view_base,
-)
+from derivgraph.compiler.interpret import view_base
+from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.transaction import overlap_problem, source_storages
 from derivgraph.errors import AdoptionError, Rule, SpecIssue
 from derivgraph.paths import Slot, get_path, slot_of
@@ -93,7 +92,7 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, E
     planned: list[tuple[Entry, Extra]] = []
     by_id: dict[str, Entry] = {}
     adopted_by: dict[int, str] = {}
-    owners: dict[str, Any] = {}
+    owners = PathReader(plan.model)  # each owner read once
     found: list[dict[str, torch.Tensor]] = []
 
     def sources() -> dict[str, torch.Tensor]:
@@ -103,13 +102,12 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, E
                                          graph.derived))
         return found[0]
 
+    derived = graph.derived
     for node_id in graph.ordered():
-        node = graph.derived.get(node_id)
+        node = derived.get(node_id)
         if node is None:
             continue
-        owner = owners.get(node.owner_path)
-        if owner is None:
-            owner = owners[node.owner_path] = get_path(plan.model, node.owner_path)
+        owner = owners.owner(node.owner_path)
         value = values[node_id]
         name = node.decl.name
         current = get_path(owner, name)
