@@ -18,7 +18,7 @@ from torch import nn
 
 from derivgraph import compile_plan, load_specs
 from derivgraph.compare import bits_equal
-from derivgraph.compiler import codegen
+from derivgraph.compiler import codegen, schedule
 from derivgraph.compiler.ir import Graph, Node, NodeKind
 from derivgraph.compiler.owners import PathReader
 from derivgraph.paths import MISSING, get_path
@@ -263,7 +263,7 @@ def plans() -> list[Any]:
 def test_levels_are_the_per_step_rule(plans: list[Any]) -> None:
     deepest = []
     for plan in plans:
-        levels = codegen._levels(plan.tensors, plan.steps)
+        levels = schedule.levels(plan.tensors, plan.steps)
         assert levels == _levels_reference(plan.tensors, plan.steps)
         deepest.append(max(levels))
     assert max(deepest) > 0, deepest  # something waits on something: the comparison has teeth
@@ -291,10 +291,10 @@ def test_canary_levels_blind_to_shared_storage_differ() -> None:
     steps = [Step("a", Action.OUT, "neg", (NodeRef("s"),), {}, None, "a"),
              Step("b", Action.OUT, "neg", (NodeRef("s"),), {}, None, "b")]
     ctx = Ctx()
-    assert codegen._levels(ctx, steps) == _levels_reference(ctx, steps) == [0, 1]
+    assert schedule.levels(ctx, steps) == _levels_reference(ctx, steps) == [0, 1]
     blind = Ctx()
     blind.bound_values = lambda refs, missing=None: [missing for _ in refs]  # type: ignore
-    assert codegen._levels(blind, steps) == [0, 0]
+    assert schedule.levels(blind, steps) == [0, 0]
 
 
 def test_operand_lists_name_each_tensor_as_operand_does(plans: list[Any]) -> None:
