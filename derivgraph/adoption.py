@@ -17,9 +17,8 @@ from torch import nn
 from derivgraph.compare import max_difference
 from derivgraph.compiler.engine import adoption_problem
 from derivgraph.compiler.graph import DerivedNode
-from derivgraph.compiler.interpret import (
-    view_base,
-)
+from derivgraph.compiler.interpret import view_base
+from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.transaction import overlap_problem, source_storages
 from derivgraph.errors import AdoptionError, Rule, SpecIssue
 from derivgraph.paths import Slot, get_path, slot_of
@@ -93,17 +92,22 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, E
     planned: list[tuple[Entry, Extra]] = []
     by_id: dict[str, Entry] = {}
     adopted_by: dict[int, str] = {}
-    owners: dict[str, Any] = {}
-    sources = source_storages(plan.model, [*graph.sources(), *plan.folds.entries],
-                              graph.derived)
-    deps = graph.source_deps()
+    owners = PathReader(plan.model)  # each owner read once
+    found: list[dict[str, torch.Tensor]] = []
+
+    def sources() -> dict[str, torch.Tensor]:
+        """What the pass must never write (read once, only when a tensor may be adopted)."""
+        if not found:
+            found.append(source_storages(plan.model, [*graph.sources(), *plan.folds.entries],
+                                         graph.derived))
+        return found[0]
+
+    derived = graph.derived
     for node_id in graph.ordered():
-        node = graph.derived.get(node_id)
+        node = derived.get(node_id)
         if node is None:
             continue
-        owner = owners.get(node.owner_path)
-        if owner is None:
-            owner = owners[node.owner_path] = get_path(plan.model, node.owner_path)
+        owner = owners.owner(node.owner_path)
         value = values[node_id]
         name = node.decl.name
         current = get_path(owner, name)
@@ -148,7 +152,7 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, E
         if is_engine(node.decl):  # adopt what the engine made, never allocate
             slot = slot_of(owner, name)
             problem = adoption_problem(node, current, value)
-            overlap = overlap_problem(current, node_id, sources) \
+            overlap = overlap_problem(current, node_id, sources()) \
                 if isinstance(current, torch.Tensor) else None
             if problem is not None:
                 issue(*problem)
@@ -185,7 +189,7 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, E
                       "the spec or the engine is wrong: fix the formula to match the engine, "
                       "or set `tolerance` if the difference is rounding")
                 continue
-            overlap = overlap_problem(current, node_id, sources, deps[node_id],
+            overlap = overlap_problem(current, node_id, sources(), graph.source_deps()[node_id],
                                       exact=worst == 0.0 and node.decl.tolerance == 0.0,
                                       value=value)
             if overlap is not None:

@@ -34,10 +34,12 @@ from derivgraph.compiler.interpret import (
 )
 from derivgraph.compiler.ir import Node, NodeKind
 from derivgraph.compiler.lower import Action, lower_steps
+from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.transaction import ModelTransaction
 from derivgraph.errors import AdoptionError, Rule, SpecIssue, SpecValidationError
 from derivgraph.paths import get_path
 from derivgraph.runtime.containers import collect_containers
+from derivgraph.runtime.engine import foreach_copy
 from derivgraph.runtime.plan import Entry, Plan, Step, address_of
 from derivgraph.spec.check import check_specs
 from derivgraph.spec.kinds import HELD_KINDS, TensorKind, is_engine
@@ -52,10 +54,24 @@ class CompileValues(EagerInterpreter):
     """Every node's value from the live sources (reads only); an engine tensor without a
     formula is the engine's own."""
 
+    def run(self, order: list[str] | None = None) -> dict[str, Any]:
+        """As :meth:`Interpreter.run`; a derived tensor with an input is that input's value
+        (what :meth:`derived` gives it), taken in the sweep without a call per node."""
+        nodes, env, derived = self.graph.nodes, self.env, self.graph.derived
+        for node_id in self.graph.ordered() if order is None else order:
+            if node_id in env:
+                continue
+            decl = derived.get(node_id)
+            if decl is not None and decl.input is not None:
+                env[node_id] = env[decl.input]
+            else:
+                env[node_id] = self.run_node(nodes[node_id])
+        return env
+
     def derived(self, node: Node, value: Any) -> Any:
         decl = self.graph.derived[node.id]
         if decl.input is None and is_engine(decl.decl):
-            return get_path(self.graph.model, node.id)
+            return self.paths.get(node.id)
         return value
 
 
@@ -168,10 +184,12 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
                                    [e.storage for e, x in planned
                                     if x is None and isinstance(e.storage, torch.Tensor)])
     try:
+        fills: list[tuple[torch.Tensor, torch.Tensor]] = []  # new storage, its value
         with torch.no_grad():
             for entry, extra in planned:
-                _materialize(plan, entry, extra)
+                _materialize(plan, entry, extra, fills)
                 plan.entries[entry.id] = entry
+            foreach_copy([s for s, _ in fills], [v for _, v in fills])  # nothing read them yet
         _raise_if(view_issues((e.node, e.storage,
                                _storage_of(plan, view_base(graph, e.node.input)))
                               for e in plan.entries.values() if e.node.kind is TensorKind.VIEW))
@@ -200,8 +218,10 @@ def _storage_of(plan: Plan, node_id: str) -> Any:
     return entry.storage if entry is not None else get_path(plan.model, node_id)
 
 
-def _materialize(plan: Plan, entry: Entry, extra: Extra) -> None:
-    """Give ``entry`` its storage: allocate-and-fill, or the alias/view target's object."""
+def _materialize(plan: Plan, entry: Entry, extra: Extra,
+                 fills: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+    """Give ``entry`` its storage: allocate (its fill appended to ``fills``), or the alias/view
+    target's object."""
     if isinstance(extra, AliasOf):
         target = plan.entries.get(extra.target)
         if target is not None:
@@ -211,7 +231,7 @@ def _materialize(plan: Plan, entry: Entry, extra: Extra) -> None:
         entry.storage = ViewRebuilder(plan.graph, base).rebuild(entry.node.input)
     elif isinstance(extra, torch.Tensor):
         entry.storage = allocate_like(extra, entry.node.kind)
-        entry.storage.copy_(extra)
+        fills.append((entry.storage, extra))
 
 
 def _record_startup(plan: Plan) -> None:
@@ -220,8 +240,9 @@ def _record_startup(plan: Plan) -> None:
         if entry.node.kind in HELD_KINDS:
             entry.startup_data = entry.storage.detach()
     plan.source_ptrs = {}
+    paths = PathReader(plan.model)
     for src in [*plan.graph.sources(), *plan.folds.entries]:
-        tensor = get_path(plan.model, src)
+        tensor = paths.get(src)
         plan.source_ptrs[src] = (id(tensor), address_of(tensor))
 
 
@@ -269,14 +290,46 @@ def _lower(plan: Plan, values: dict[str, Any]) -> None:
 
 
 def _mismatches(plan: Plan, values: dict[str, Any]) -> list[str]:
-    bad = []
-    for step in plan.steps:
-        if step.action not in (Action.OUT, Action.COPY):
+    """The targets of written steps whose storage is not bit for bit their eager value."""
+    targets = [s.target for s in plan.steps if s.action in (Action.OUT, Action.COPY)]
+    pairs = [(plan.entries[t].storage, values[t]) for t in targets]
+    same = _bits_equal_all(pairs)
+    return [t for t, ok in zip(targets, same) if not ok]
+
+
+#: dtypes compared in batches (flattened, concatenated, read as integers of their size)
+_BATCHED_BITS = {torch.float16: torch.int16, torch.bfloat16: torch.int16,
+                 torch.float32: torch.int32, torch.float64: torch.int64,
+                 torch.int8: torch.int8, torch.uint8: torch.uint8, torch.int16: torch.int16,
+                 torch.int32: torch.int32, torch.int64: torch.int64, torch.bool: torch.uint8}
+
+
+#: larger tensors are compared on their own (a batch copies what it compares)
+_BATCH_NUMEL = 1 << 16
+
+
+def _bits_equal_all(pairs: list[tuple[Any, Any]]) -> list[bool]:
+    """:func:`bits_equal` of each pair: the pairs of one dtype and device whose shapes and
+    dtypes agree (small ones) are compared in one concatenation (equal as a whole: each pair
+    equal, the pieces having equal sizes); any other pair, and every pair of a batch that
+    differs, on its own."""
+    out: list[bool | None] = [None] * len(pairs)
+    batches: dict[tuple[torch.dtype, torch.device], list[int]] = {}
+    for i, (a, b) in enumerate(pairs):
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype == b.dtype \
+                and a.shape == b.shape and a.device == b.device and a.dtype in _BATCHED_BITS \
+                and a.numel() <= _BATCH_NUMEL:
+            batches.setdefault((a.dtype, a.device), []).append(i)
+    for (dtype, _), members in batches.items():
+        if len(members) < 2:
             continue
-        entry = plan.entries[step.target]
-        if not bits_equal(entry.storage, values[step.target]):
-            bad.append(step.target)
-    return bad
+        as_int = _BATCHED_BITS[dtype]
+        left = torch.cat([pairs[i][0].reshape(-1) for i in members]).view(as_int)
+        right = torch.cat([pairs[i][1].reshape(-1) for i in members]).view(as_int)
+        if torch.equal(left, right):
+            for i in members:
+                out[i] = True
+    return [bits_equal(*pairs[i]) if ok is None else ok for i, ok in enumerate(out)]
 
 
 def refresh_layouts(plan: Plan, changed: list[str]) -> list[str]:

@@ -190,7 +190,6 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
     members: dict[Any, str | None] = {}
     for b in bound:
         for decl in b.spec.derived:
-            node = join(b.qualify(decl.owner), decl.name)
             owner = get_path(b.module, decl.owner)
             if owner is not MISSING and owner is not None:
                 # a tuple owner is kept whole (derivgraph.runtime.containers), never bound into
@@ -199,7 +198,8 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
                     issues.append(SpecIssue(Rule.CONTAINER_HOLDER, problem,
                                             "declare tensor items of a tuple held in a plain "
                                             "attribute (owner: the tuple, name: the item's index, "
-                                            "kind: attribute)", decl.location, node))
+                                            "kind: attribute)", decl.location,
+                                            _node_id(b, decl)))
                     continue
                 problem = None if is_container(owner) else \
                     _binding_problem(owner, decl, members)
@@ -208,7 +208,8 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
                            if "is None" in problem else
                            "bind only attributes that hold tensors (or nothing yet); choose "
                            "another name or owner")
-                    issues.append(SpecIssue(Rule.UNSAFE_NAME, problem, fix, decl.location, node))
+                    issues.append(SpecIssue(Rule.UNSAFE_NAME, problem, fix, decl.location,
+                                            _node_id(b, decl)))
             if decl.device and check_device(decl.device) is None and \
                     not _is_device_name(decl.device):
                 value = get_path(b.module, decl.device)
@@ -217,8 +218,13 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
                         Rule.UNKNOWN_DEVICE, f"device {decl.device!r} is neither a device nor a "
                         f"path to a tensor on {type(b.module).__name__}",
                         "write cpu, cuda or cuda:N, or the path of a tensor whose device to use",
-                        decl.location, node))
+                        decl.location, _node_id(b, decl)))
     return issues
+
+
+def _node_id(b: BoundSpec, decl: DerivedTensor) -> str:
+    """The derived tensor's node id (made only for an issue)."""
+    return join(b.qualify(decl.owner), decl.name)
 
 
 def is_container(obj: Any) -> bool:

@@ -17,6 +17,8 @@ import math
 import re
 import weakref
 from dataclasses import dataclass
+from itertools import repeat
+from operator import is_
 from typing import Any, NamedTuple
 
 import torch
@@ -25,6 +27,7 @@ from derivgraph._enum import StrEnum
 from derivgraph.compiler.graph import NodeRef
 from derivgraph.compiler.ir import NodeKind
 from derivgraph.compiler.lower import Action, LowerContext, Step, out_tensor
+from derivgraph.compiler.schedule import levels as _levels
 from derivgraph.ops import OPS, OpKind
 from derivgraph.spec.kinds import TensorKind
 
@@ -39,6 +42,7 @@ _FOREACH_BINARY = {"add": "_foreach_add_", "sub": "_foreach_sub_", "mul": "_fore
 _SCALAR_OK = frozenset({"add", "sub", "mul"})  # `x / c` is not grouped: CUDA multiplies by 1/c
 #: reductions of one-element tensors grouped into one call (one element: the same bits)
 _FOREACH_REDUCE = {"amax": "_foreach_max"}
+_UNBOUND = object()
 
 
 # ---- binding keys: what each global of the generated code holds ----------
@@ -262,74 +266,50 @@ class Emitter:
 
     def tensors(self, refs: list[str]) -> str:
         """A prebuilt global list when every tensor is bound, else a list of local names."""
-        local, bound, values = self.locals, self.ctx.bound, []
-        try:
-            for r in refs:
-                if r in local:
-                    raise KeyError(r)
-                values.append(bound(r))
-        except KeyError:  # a local (or an unbound node) among them
+        local = self.locals
+        values = self.ctx.bound_values(refs, _UNBOUND) if local.keys().isdisjoint(refs) \
+            else [_UNBOUND]
+        if any(map(is_, values, repeat(_UNBOUND))):  # a local (or an unbound node) among them
             return "[" + ", ".join(self.operand(r) for r in refs) + "]"
-        for r in refs:
-            self.operand(r)
-        return self.bindings.bind(TensorList(tuple(Bound(r) for r in refs)), "group", values)
+        keys = self._operands(refs, values)
+        return self.bindings.bind(TensorList(keys), "group", values)
+
+    def _operands(self, refs: list[str], values: list[Any]) -> tuple[Bound, ...]:
+        """:meth:`operand` of each of ``refs`` (none a local; ``values``: what each has bound)
+        in one sweep: a source or derived tensor named here, any other node by ``operand``."""
+        bindings, nodes, derived = self.bindings, self.ctx.graph.nodes, self.ctx.graph.derived
+        names, glob = bindings.names, bindings.globals
+        keys = tuple(map(Bound, refs))
+        for key, ref, value in zip(keys, refs, values):
+            name = names.get(key)
+            if name is None:
+                kind = nodes[ref].kind
+                if kind is NodeKind.SOURCE:
+                    hint = f"src_{ref}"
+                elif kind is NodeKind.DERIVED and derived[ref].kind is not TensorKind.SCALAR:
+                    hint = ref
+                else:  # a view (its base named first), a constant or a staged scalar
+                    self.operand(ref)
+                    continue
+                name = names[key] = bindings.fresh(hint)
+            glob[name] = value
+        return keys
 
     def outs(self, steps: list[Step]) -> str:
-        for s in steps:
-            self.out(s)
-        return self.bindings.bind(TensorList(tuple(self.out_key(s) for s in steps)), "group",
-                                  [out_tensor(self.ctx, s) for s in steps])
-
-
-def step_writes(ctx: LowerContext, step: Step) -> set[int]:
-    """Storage addresses a step writes (a scalar's stage is private to its step)."""
-    if step.action in (Action.COMPUTE, Action.SCALAR):
-        return set()
-    return ctx.storage_ptrs(step.target)
-
-
-def _levels(ctx: LowerContext, steps: list[Step]) -> list[int]:
-    """A dependency level per step: after what it reads (values and aliasing storage)."""
-    level_of_node: dict[str, int] = {}
-    last_write: dict[int, int] = {}
-    last_read: dict[int, int] = {}
-    levels = []
-    ptrs: dict[str, set[int]] = {}  # storage addresses per node (none move while scheduling)
-
-    def storage_ptrs(ref: str) -> set[int]:
-        found = ptrs.get(ref)
-        if found is None:
-            found = ptrs[ref] = ctx.storage_ptrs(ref)
-        return found
-
-    for step in steps:
-        step_refs = step.reads()
-        reads: set[int] = set().union(*map(storage_ptrs, step_refs))
-        writes = step_writes(ctx, step)
-        lvl = 0  # one past the latest level of what it reads, and of what touched its memory
-        for ref in step_refs:
-            after = level_of_node.get(ref, -1) + 1
-            if after > lvl:
-                lvl = after
-        for ptr in reads:
-            after = last_write.get(ptr, -1) + 1
-            if after > lvl:
-                lvl = after
-        for ptr in writes:
-            after = max(last_write.get(ptr, -1), last_read.get(ptr, -1)) + 1
-            if after > lvl:
-                lvl = after
-        levels.append(lvl)
-        level_of_node[step.node] = lvl
-        if step.target:
-            level_of_node[step.target] = lvl
-        for ptr in reads:
-            if last_read.get(ptr, -1) < lvl:
-                last_read[ptr] = lvl
-        for ptr in writes:
-            if last_write.get(ptr, -1) < lvl:
-                last_write[ptr] = lvl
-    return levels
+        if any(s.out_shape is not None for s in steps):
+            for s in steps:
+                self.out(s)
+            return self.bindings.bind(TensorList(tuple(self.out_key(s) for s in steps)),
+                                      "group", [out_tensor(self.ctx, s) for s in steps])
+        targets = [s.target for s in steps]
+        values = list(map(self.ctx.storage_of, targets))
+        if not self.locals.keys().isdisjoint(targets):
+            for s in steps:
+                self.out(s)
+            keys = tuple(map(Bound, targets))
+        else:
+            keys = self._operands(targets, values)
+        return self.bindings.bind(TensorList(keys), "group", values)
 
 
 class GroupKind(StrEnum):

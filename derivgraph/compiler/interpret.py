@@ -23,8 +23,9 @@ import torch
 
 from derivgraph.compiler.graph import DerivedGraph, freeze, substitute
 from derivgraph.compiler.ir import Node, NodeKind
+from derivgraph.compiler.owners import PathReader
 from derivgraph.ops import OPS, OpDef, broadcast_shapes, dtype_of
-from derivgraph.paths import MISSING, get_path
+from derivgraph.paths import MISSING
 
 __all__ = ["EagerInterpreter", "Failed", "Interpreter", "MetaInterpreter", "ViewRebuilder",
            "has_failed", "view_base"]
@@ -258,11 +259,12 @@ class EagerInterpreter(Interpreter):
     def __init__(self, graph: DerivedGraph, sources: dict[str, torch.Tensor] | None = None):
         super().__init__(graph)
         self.sources = sources
+        self.paths = PathReader(graph.model)  # one run reads; nothing is written meanwhile
 
     def source(self, node: Node) -> Any:
         if self.sources is not None and node.id in self.sources:
             return self.sources[node.id]
-        value = get_path(self.graph.model, node.id)
+        value = self.paths.get(node.id)
         if value is MISSING:
             raise KeyError(f"source {node.id} is gone from the model")
         return value

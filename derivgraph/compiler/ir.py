@@ -93,27 +93,30 @@ class Graph:
         order: list[str] = []
         state: dict[str, int] = {}  # 1: on the stack, 2: done
         nodes = self.nodes
-        for root in nodes:
+        append = order.append
+        for root, node in nodes.items():
             if root in state:
                 continue
-            stack: list[tuple[str, int]] = [(root, 0)]
+            if not node.inputs:  # a leaf (every source): done at once
+                state[root] = 2
+                append(root)
+                continue
             state[root] = 1
+            stack = [(root, iter(node.inputs))]
             while stack:
-                node_id, i = stack[-1]
-                inputs = nodes[node_id].inputs
-                if i < len(inputs):
-                    stack[-1] = (node_id, i + 1)
-                    ref = inputs[i]
+                node_id, rest = stack[-1]
+                for ref in rest:
                     s = state.get(ref)
                     if s is None:
                         state[ref] = 1
-                        stack.append((ref, 0))
-                    elif s == 1:
+                        stack.append((ref, iter(nodes[ref].inputs)))
+                        break
+                    if s == 1:
                         raise ValueError(f"cycle through {ref}")
                 else:
                     stack.pop()
                     state[node_id] = 2
-                    order.append(node_id)
+                    append(node_id)
         self._order, self._order_version = order, self.version
         return order
 

@@ -20,22 +20,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from derivgraph.paths import MISSING, get_path
+from derivgraph.compiler.owners import PathReader
 
 __all__ = ["ModelTransaction", "overlap_problem", "source_storages"]
 
 _REGISTRIES = ("_parameters", "_buffers", "_modules")
-
-
-def _objects_on(model: Any, path: str) -> list[Any]:
-    """The model and every object on ``path`` (the owner included)."""
-    out, obj = [model], model
-    for part in path.split(".") if path else ():
-        obj = get_path(obj, part)
-        if obj is MISSING or obj is None:
-            break
-        out.append(obj)
-    return out
 
 
 class ModelTransaction:
@@ -45,8 +34,9 @@ class ModelTransaction:
                  adopted: Iterable[torch.Tensor]):
         self._dicts: list[tuple[dict[str, Any], dict[str, Any]]] = []
         seen: set[int] = set()
+        paths = PathReader(model)  # the model and every object on each owner's path
         for path in set(owner_paths):
-            for obj in _objects_on(model, path):
+            for obj in paths.chain(path):
                 if id(obj) in seen:
                     continue
                 seen.add(id(obj))
@@ -86,8 +76,9 @@ def source_storages(model: nn.Module, sources: Iterable[str],
     own = set(derived)
     out = {n: t for n, t in model.named_parameters(remove_duplicate=False) if n not in own}
     out.update((n, t) for n, t in model.named_buffers(remove_duplicate=False) if n not in own)
+    paths = PathReader(model)
     for src in sources:
-        tensor = get_path(model, src)
+        tensor = paths.get(src)
         if isinstance(tensor, torch.Tensor):
             out[src] = tensor
     return out

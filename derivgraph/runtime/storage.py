@@ -16,8 +16,8 @@ import torch
 from derivgraph.compiler.graph import DerivedGraph, NodeRef, refs_in
 from derivgraph.compiler.interpret import Interpreter
 from derivgraph.compiler.ir import Node, NodeKind
+from derivgraph.compiler.owners import PathReader
 from derivgraph.ops import OPS, OpKind
-from derivgraph.paths import get_path
 from derivgraph.runtime.entry import Entry
 
 __all__ = ["BoundTensors", "BoundViews"]
@@ -64,7 +64,8 @@ class BoundTensors:
 
     def bind(self, model: Any) -> None:
         """Resolve the sources, then every view over a bound tensor."""
-        self.sources = {src: get_path(model, src) for src in self.graph.sources()}
+        sources = self.graph.sources()
+        self.sources = dict(zip(sources, map(PathReader(model).get, sources)))
         self._startup = None
         bound: dict[str, Any] = {**self.sources, **self.constants}
         bound.update((k, e.storage) for k, e in self.entries.items()

@@ -2,7 +2,8 @@
 
 The oracle for every model: compile with stamping off and on (two identical models) and compare
 the printed pass, the node set and order (with every node's op, arguments and layout), the
-steps, every entry's storage binding, and the values after A -> B -> A reloads, bit for bit.
+steps, every entry's storage binding, the generated pass's namespace (every bound key, its name
+and the tensor or list it holds), and the values after A -> B -> A reloads, bit for bit.
 Canaries: layers that differ only in a fact the key must hold (a config number read by a
 formula, a source dtype, an ``each()`` expansion) are never stamped together, and a matcher
 that ignores the facts (a planted bug) makes the comparison go red.
@@ -37,6 +38,27 @@ def _node_facts(plan: Any) -> list[tuple[Any, ...]]:
              n.stride, str(n.dtype), str(n.device)) for n in plan.graph.nodes.values()]
 
 
+def _bindings(plan: Any) -> list[tuple[Any, str, Any]]:
+    """The generated pass's namespace: each key, its name and what the name holds (a tensor
+    by id of its storage's first position in the plan, a list item by item)."""
+    where = {}
+    for node_id, entry in plan.entries.items():
+        if isinstance(entry.storage, torch.Tensor):
+            where.setdefault(id(entry.storage), node_id)
+    for node_id, tensor in plan.tensors.sources.items():
+        where.setdefault(id(tensor), node_id)
+
+    def held(value: Any) -> Any:
+        if isinstance(value, list):
+            return [held(v) for v in value]
+        if isinstance(value, torch.Tensor):
+            return where.get(id(value), (tuple(value.shape), str(value.dtype)))
+        return type(value).__name__
+
+    b = plan.programs.bindings
+    return [(key, name, held(b.globals.get(name))) for key, name in b.names.items()]
+
+
 def _differences(plain: Any, stamped: Any) -> list[str]:
     """Every way the stamped plan differs from the plain one (empty: the same plan)."""
     out = []
@@ -49,6 +71,8 @@ def _differences(plain: Any, stamped: Any) -> list[str]:
         out.append("steps")
     if list(stamped.entries) != list(plain.entries):
         out.append("entry ids")
+    if _bindings(stamped) != _bindings(plain):
+        out.append("bindings")
     for node_id, entry in plain.entries.items():
         other = stamped.entries.get(node_id)
         if other is None:
@@ -322,3 +346,24 @@ def test_every_layer_reports_its_own_oversized_values(monkeypatch: pytest.Monkey
     assert len(oversized) == 16
     assert sorted(i.node for i in oversized if not i.node.endswith("strides")) == sorted(
         f"layers.{n}.{name}" for n in range(5) for name in ("inv", "prod", "scale_alias"))
+
+
+def test_canary_names_bound_to_another_layers_tensor_are_caught(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planted bug: a stamped compile binds each tensor's own global name to another layer's
+    tensor (the prebuilt lists stay right, so the pass computes the same values). The printed
+    pass, steps and entries are unchanged; the namespace comparison is what goes red."""
+    from derivgraph.compiler import codegen
+
+    real = codegen.Emitter._operands
+
+    def swapped(self: Any, refs: list[str], values: list[Any]) -> Any:
+        return real(self, refs, values[::-1] if stamp.stamping_enabled() else values)
+
+    monkeypatch.setattr(codegen.Emitter, "_operands", swapped)
+    plans = []
+    for on in (False, True):
+        torch.manual_seed(0)
+        with stamping(on):
+            plans.append(compile_plan(scaling_model(6), [scaling_spec()]))
+    assert _differences(*plans) == ["bindings"]

@@ -1,0 +1,55 @@
+"""Many dotted paths of one model read at once: each owner on the way walked once.
+
+:func:`~derivgraph.paths.get_path` walks a path from the root on every call; a compile phase
+reads every source and derived path (tens of thousands under a few owners each), so
+:class:`PathReader` walks each owner path once and takes the last hop from there. A path is
+the fold of its parts, so ``get(path)`` is ``get_path(root, path)`` while nothing on the way
+changes: a reader lives for one phase that writes nothing to the model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from derivgraph.paths import MISSING, get_path
+
+__all__ = ["PathReader"]
+
+
+class PathReader:
+    """``get_path(root, path)`` for many paths: each owner (the path up to its last dot) is
+    read once, one hop from its own owner."""
+
+    def __init__(self, root: Any):
+        self.root = root
+        self._owners: dict[str, Any] = {"": root}
+
+    def owner(self, owner_path: str) -> Any:
+        """The object at ``owner_path`` (walked once), or :data:`MISSING`."""
+        owners = self._owners
+        found = owners.get(owner_path, owners)
+        if found is owners:
+            found = owners[owner_path] = self.get(owner_path)
+        return found
+
+    def get(self, path: str) -> Any:
+        """The object at ``path``, or :data:`MISSING` (as :func:`get_path`): one hop from its
+        owner."""
+        owner_path, _, name = path.rpartition(".")
+        owner = self.owner(owner_path)
+        if owner is MISSING:
+            return MISSING
+        return get_path(owner, name)
+
+    def chain(self, path: str) -> list[Any]:
+        """The root and every object on ``path`` (the last included), up to the first that is
+        missing or None."""
+        out = [self.root]
+        if path:
+            parts = path.split(".")
+            for i in range(1, len(parts) + 1):
+                obj = self.owner(".".join(parts[:i]))
+                if obj is MISSING or obj is None:
+                    break
+                out.append(obj)
+        return out
