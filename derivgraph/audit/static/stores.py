@@ -281,12 +281,15 @@ class StoreRules:
             return
         attr = attr or target.attr  # type: ignore[union-attr]
         path = f"{owner}.{attr}"
+        # an unpacked store is reported where its own target is, not where the statement starts
+        at = {"line": target.lineno, "col": target.col_offset} \
+            if unpacked and target is not None else {}
         self.inf.stored.add(path)
         if info.param:
             return  # a tensor handed in by the caller: the caller's allocation is the site
         if not info.fresh and info.why.startswith("a container") and info.source is None:
             self._emit(stmt, attr, owner, "container", f"stores {info.why} (references)", value,
-                       "alias")
+                       "alias", **at)
             return
         if not info.fresh:
             source = info.source or self._source_of(value)
@@ -297,13 +300,13 @@ class StoreRules:
                 # keeps or rebuilds both together, and the first store is the site
                 return
             self._emit(stmt, attr, owner, "alias", f"stores a reference to `{source}`", value,
-                       "alias", alias_of=source)
+                       "alias", alias_of=source, **at)
             return
         if isinstance(value, ast.Name) and value.id in self.stored_locals:
             first = self.stored_locals[value.id]
             self._emit(stmt, attr, owner, "alias",
                        f"the same tensor object as `{first}` (both hold local {value.id})", value,
-                       "alias", alias_of=first)
+                       "alias", alias_of=first, **at)
             return
         if isinstance(value, ast.Name):
             self.stored_locals[value.id] = path
@@ -339,7 +342,7 @@ class StoreRules:
         if backs_kept:
             why += " (tensors kept by the layer were `.set_()` into it: it shares their storage)"
         self._emit(stmt, attr, owner, category, why, value, kind,
-                   view_of_kept=(info.view and info.of_kept) or backs_kept, refilled=refilled)
+                   view_of_kept=(info.view and info.of_kept) or backs_kept, refilled=refilled, **at)
 
     def _source_of(self, value: ast.expr) -> str | None:
         if isinstance(value, ast.Name):
