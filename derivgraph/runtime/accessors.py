@@ -98,7 +98,6 @@ class HopTable:
         self.expected: list[Any] = []
         self.slow: list[int] = []  # hops without a dict entry: checked one by one
         self.watch: ItemWatch | None = None  # built after a check proved every hop
-        self.churn = 0  # consecutive checks that found a rebuilt owner (see settle)
         for path in dict.fromkeys(paths):  # each path once (owners hold several tensors)
             if path in self.objects:
                 continue  # a prefix of a path walked before: every hop to it is resolved
@@ -159,30 +158,20 @@ class HopTable:
         return all(step_into(objects[parents[i]], parts[i]) is objects[prefixes[i]]
                    for i in self.slow)
 
-    @property
-    def steady(self) -> bool:
-        """Whether watches are worth building: the owners were not rebuilt by two checks in a
-        row (an engine that rebuilds them on every reload would have every watch rebuilt,
-        at more than the sweeps it saves)."""
-        return self.churn <= 1
-
-    def settle(self, build: bool = True) -> None:
-        """Every hop was just proven (or walked again): snapshot the tags of their dicts
-        (``build``: make a watch where there is none)."""
-        if self.watch is not None:
-            self.watch.settle()
-        elif build and self.steady:
+    def settle(self) -> None:
+        """Every hop was just proven (or walked again): snapshot the tags of their dicts."""
+        if self.watch is None:
             self.watch = watch_items(self.dicts, NO_DICT)
+        else:
+            self.watch.settle()
 
     def refresh(self) -> list[str]:
         """Re-walk the hops under every rebuilt one; returns the prefixes re-walked."""
         bad = self._stale()  # empty in the common case
         if not bad:
-            self.churn = 0
             if self.watch is None or self.watch.moved:
                 self.settle()
             return []
-        self.churn += 1
         done: set[int] = set()
         walked: list[str] = []
         stack = sorted(set(bad), reverse=True)
@@ -280,24 +269,23 @@ class HolderTable:
     def changed(self) -> list[int]:
         """:meth:`stale` of what every holder holds now: one C-level sweep (:func:`changes`),
         or only the holders in the dicts whose version tag moved; empty when every holder
-        holds the startup object (a watch is then settled; the caller makes one where there
-        is none, re-binds the rest and settles after its stores)."""
+        holds the startup object (the watch is then settled: the caller re-binds the rest
+        and settles after its stores)."""
         dicts, keys, storages = self.dicts, self.keys, self.storages
         if self.watch is None:
             stale = changes(map(_is, map(dict.get, dicts, keys), storages), len(dicts))
         else:
             stale = [i for i in self.watch.suspects() if dicts[i].get(keys[i]) is not storages[i]]
-        if not stale and self.watch is not None and self.watch.moved:
-            self.watch.settle()
+        if not stale and (self.watch is None or self.watch.moved):
+            self.settle()
         return stale
 
-    def settle(self, build: bool = True) -> None:
-        """Every holder was just proven or re-bound: snapshot the tags of their dicts
-        (``build``: make a watch where there is none)."""
-        if self.watch is not None:
-            self.watch.settle()
-        elif build:
+    def settle(self) -> None:
+        """Every holder was just proven or re-bound: snapshot the tags of their dicts."""
+        if self.watch is None:
             self.watch = watch_items(self.dicts, NO_DICT)
+        else:
+            self.watch.settle()
 
     def values(self, indices: Sequence[int]) -> list[Any]:
         """What the holders at ``indices`` hold now (None where the key is gone)."""

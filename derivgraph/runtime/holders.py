@@ -253,11 +253,7 @@ class Holders:
                 return self._rebind_stale(stale, current, report, every)
             if owners or self.owners_current():
                 stale = self.table.changed()  # one sweep; empty: the common case
-                if stale:
-                    return self._rebind_stale(stale, None, report)
-                if self.table.watch is None:  # every holder just proven by the full sweep
-                    self.table.settle(self.hops.steady)
-                return 0
+                return self._rebind_stale(stale, None, report) if stale else 0
         count = self.rebind_entries(self.entries.values(), report, self.walk().objects)
         self.refresh()
         return count
@@ -279,7 +275,7 @@ class Holders:
         when read (None: the stale ones are read here)."""
         table = self.table
         if not stale:
-            table.settle(self.hops.steady)  # read in full by this run's refill
+            table.settle()  # read in full by this run's refill: every holder proven
             return 0
         values = table.values(stale) if current is None else \
             current if len(stale) == len(current) else [current[i] for i in stale]
@@ -293,9 +289,8 @@ class Holders:
         # the plan's own stores moved the tags of the dicts it wrote: every holder is proven
         # now, and so is every hop (checked by this rebind or this run, nothing else ran since)
         # and every source where this run's source check passed
-        steady = self.hops.steady
-        table.settle(steady)
-        self.hops.settle(steady)
+        table.settle()
+        self.hops.settle()
         if report is not None and self._sources_checked is report \
                 and self._source_watch is not None:
             self._source_watch.settle()

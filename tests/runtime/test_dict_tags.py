@@ -16,8 +16,7 @@ from torch import nn
 
 from derivgraph import compile_plan
 from derivgraph.runtime.watch import ItemWatch
-from tests.runtime.test_refill_batched import KERNEL_SPEC, SPEC, _check_against_cold, _stack
-from tests.toy import Toy
+from tests.runtime.test_refill_batched import SPEC, _check_against_cold, _stack
 
 
 class _Suspects:
@@ -125,29 +124,6 @@ def test_a_rebuilt_owner_is_walked_again(dict_tags):
     assert new.inv is startup["layers.2.inv"] and torch.equal(new.inv, 1.0 / new.scale)
     assert plan.run().rebinds == 0
     assert sorted(plan.moved()) == ["layers.2.scale", "layers.2.weight"]  # since compile
-
-
-def test_owners_rebuilt_on_every_reload_are_swept_without_watches(dict_tags):
-    """An engine that rebuilds an owner on every reload: after two such reloads in a row no
-    watch is made (each would be made again at once); the first quiet run makes them again."""
-    model = Toy()
-    model.post_load()
-    plan = compile_plan(model, [KERNEL_SPEC])
-    startup = {k: e.storage for k, e in plan.entries.items()}
-    hops = plan.holders.hops
-    for seed in (5, 6, 7):
-        model.load(seed)
-        model.post_load()  # a new kernel object (and descriptor) on the way to the holders
-        report = plan.refill(verify=True)
-        assert report.moved == [] and report.taken_from_engine == 2
-        assert model.kernel.desc.gscale is startup["kernel.desc.gscale"]
-        assert torch.equal(startup["kernel.desc.gscale"], 1.0 / model.scale)
-    assert hops.churn == 3 and hops.watch is None and plan.holders.table.watch is None
-    model.load(8)
-    plan.run()  # nothing rebuilt: proven by full sweeps, then watched
-    assert hops.churn == 0
-    assert (hops.watch is not None and plan.holders.table.watch is not None) == dict_tags
-    assert torch.equal(startup["kernel.desc.gscale"], 1.0 / model.scale)
 
 
 def test_canary_without_the_settle_after_its_own_stores_every_later_run_is_dirty(monkeypatch):
