@@ -87,3 +87,13 @@ def test_canary_a_gather_that_always_agrees_misses_the_storage_swap(monkeypatch,
     ptr = kept["buffer"].data_ptr()
     kept["buffer"].data = kept["buffer"].clone()
     assert guard.restore(layer).restored == [] and kept["buffer"].data_ptr() != ptr
+
+
+def test_the_self_test_proves_the_found_layout_and_refuses_one_missing_a_swap(monkeypatch,
+                                                                              words_on) -> None:
+    layout = addresses_module._layout()
+    assert layout is not None and addresses_module._self_test() == layout
+    storage, _offset, data = layout
+    # planted: the offset word read from the storage word (a `set_` to another offset unseen)
+    monkeypatch.setattr(addresses_module, "_layout", lambda: (storage, storage, data))
+    assert addresses_module._self_test() is None
