@@ -4,18 +4,18 @@ One process, interleaved rounds, medians: ``post`` is the engine's post-load ste
 tensor rebuilt); ``census`` is the runtime census walk (``reach``, no hashing); ``restore`` is
 ``Guard.restore`` right after a post-load step (the watch's container sweeps: with dict version
 tags, one gather of the tags and the lengths and items of the dicts whose tag moved; the storage
-address sweep, a diff of the changed containers, a template descent of the rebuilt objects, one
-``_foreach_copy_`` per dtype and device, the holders re-pointed); ``restore_full`` walks the
-whole model instead; ``copy_floor`` is one ``_foreach_copy_`` of the same tensors the restore
-copies (the guarded ones), from tensors of the same layouts: in guard-only mode every derived
-tensor is rebuilt by the engine and must be copied back, a floor no guard can beat.
-``sweep`` is the restore's two C-level sweeps alone (the watched containers' lengths and item
-identities, the startup storage addresses), timed after a reload of their own: what proving
-"nothing moved" costs before any Python work per change. ``snapshot`` is the one-off cost
-after the first post-load step. Objects made before the first round are frozen (``gc.freeze()``,
-as vLLM does after start-up). Two setups: ``guard-only`` (no spec: the guard keeps every derived
-tensor) and ``plan+guard`` (the specs declare them; the guard keeps the rest, and the row also
-times ``plan.refill()`` for comparison).
+address check (one gather of the storage words where proven), a diff of the changed containers, a
+template descent of the rebuilt objects, one ``_foreach_copy_`` per dtype and device, the holders
+re-pointed); ``restore_full`` walks the whole model instead; ``copy_floor`` is one
+``_foreach_copy_`` of the same tensors the restore copies (the guarded ones), from tensors of the
+same layouts: in guard-only mode every derived tensor is rebuilt by the engine and must be copied
+back, a floor no guard can beat. ``sweep`` is the restore's two C-level sweeps alone (the watched
+containers' lengths and item identities, the startup storage addresses), timed after a reload of
+their own: what proving "nothing moved" costs before any Python work per change. ``snapshot`` is the
+one-off cost after the first post-load step. Objects made before the first round are frozen
+(``gc.freeze()``, as vLLM does after start-up). Two setups: ``guard-only`` (no spec: the guard keeps
+every derived tensor) and ``plan+guard`` (the specs declare them; the guard keeps the rest, and the
+row also times ``plan.refill()`` for comparison).
 
 Workloads: ``reference`` (derivgraph/tools/reference_models.py, tiny per-expert scales: a
 post-load step dominated by Python) and ``deepseek`` (derivgraph/tools/deepseek_workload.py:

@@ -10,8 +10,9 @@ not an API).
   them, ``tags`` (one gather of every watched dict's version tag) and ``dirty`` (the sweep the
   restore runs: the tags, then the lengths and items of the dicts whose tag moved);
   ``storage_each`` (every startup tensor's storage address read from Python) and ``storage``
-  (the restore's check: one C++ loop over them); ``settle`` (the tags re-based after a restore);
-  and ``restore`` itself.
+  (the restore's check: one gather of their storage words where proven,
+  :mod:`derivgraph.guard.addresses`, else one C++ loop over them); ``settle`` (the tags
+  re-based after a restore); and ``restore`` itself.
 * guard-only: the restore in phases: ``survey`` (the sweeps, the diff of the changed containers,
   the template descent of the rebuilt objects), ``classify``, ``apply`` (one ``_foreach_copy_``,
   the holders re-pointed), ``release`` (the engine's tensors and the restore's records let go)

@@ -8,9 +8,9 @@ object on those chains. After every later post-load step, :meth:`Guard.restore` 
 watched containers (C-level sweeps of lengths and item identities: an unchanged container proves
 nothing in it was rebound, removed or added; where the interpreter's dict version tags are
 proven, only the dicts whose tag moved are compared) and the startup tensors' storage addresses
-(one C++ loop), diffs only the containers that changed, descends the objects the engine rebuilt
-by the snapshot object's template (walking whole only what does not match, to find tensors that
-are new), and:
+(one gather of their storage words where proven, else one C++ loop), diffs only the containers
+that changed, descends the objects the engine rebuilt by the snapshot object's template (walking
+whole only what does not match, to find tensors that are new), and:
 
 * same tensor, same storage: nothing to do;
 * rebound to a new tensor of the same shape, dtype, strides and device: the new value is copied
@@ -47,6 +47,7 @@ from torch import nn
 from derivgraph.audit.runtime.walk import gc_paused
 from derivgraph.compare import bits_equal
 from derivgraph.errors import RecaptureRequired
+from derivgraph.guard.addresses import Addresses, addresses
 from derivgraph.guard.holders import (
     Held,
     Repoint,
@@ -141,6 +142,7 @@ class Guard:
         self.watch: Watch | None = None
         self._ptrs: tuple[list[torch.Tensor], list[int], list[_Startup]] = ([], [], [])
         self._ptr_indices: list[int] = []
+        self._words: Addresses | None = None  # the storage words of the startup tensors
         self.declared: set[int] = set()
         self.restores = 0
         self.seconds = 0.0
@@ -191,6 +193,7 @@ class Guard:
         moved = [e for e in self.startup.values() if e.data_ptr]
         self._ptrs = ([e.tensor for e in moved], [e.data_ptr for e in moved], moved)
         self._ptr_indices = list(range(len(moved)))
+        self._words = addresses(self._ptrs[0])
         self.seconds = time.perf_counter() - start
         report = self._report()
         report.seconds = self.seconds
@@ -299,7 +302,12 @@ class Guard:
                 self._decide(entry, None, None, entry.paths[0], actions, report, None)
 
     def storage_kept(self) -> bool:
-        """Every startup tensor still points at its startup storage (one C++ loop over them)."""
+        """Every startup tensor still points at its startup storage: one gather of their
+        storage words where proven (:mod:`~derivgraph.guard.addresses`), else, or when a word
+        moved, their data addresses compared (one C++ loop over them)."""
+        words = self._words
+        if words is not None and words.kept():
+            return True
         tensors, ptrs, _ = self._ptrs
         if _PTRS_EQUAL is not None:
             return _PTRS_EQUAL(tensors, ptrs, self._ptr_indices)

@@ -1,0 +1,148 @@
+"""Whether many tensors still point at their startup storage, in one NumPy gather of their words.
+
+A tensor's data address is its storage's data address plus its storage offset. Reading it from
+Python costs a call per tensor, and torch's one C++ loop (``_tensors_data_ptrs_at_indices_equal``)
+still unpacks every Python tensor and every Python int: right after a reload has streamed the
+weights through the caches, each of those objects is a cache miss. :class:`Addresses` reads
+instead, for every tensor, the two words of its ``TensorImpl`` that hold its ``StorageImpl``
+address and its storage offset, and the word of each ``StorageImpl`` that holds the data address
+(two gathers over ``int64`` views of that memory, as :mod:`derivgraph.dict_versions` reads dict
+tags). All three unchanged prove the data address unchanged; any word that moved (a ``.data =``,
+a ``set_``, a storage resized) only says "look": the caller then compares the data addresses
+exactly.
+
+This reads torch's C++ objects, so it is used only where a self-test at import finds each word
+unambiguously on the running build and proves that every kind of swap the test makes moves a
+read word (:data:`AVAILABLE`); elsewhere :func:`addresses` returns None and callers compare the
+data addresses. The tensors and their startup storages are held alive by the
+:class:`Addresses`, so every word read belongs to a live object.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+__all__ = ["AVAILABLE", "Addresses", "addresses"]
+
+logger = logging.getLogger(__name__)
+
+_WORD = 8
+_SEARCH = 32  # words of each object searched for a field at the self-test
+
+
+def _words(address: int, count: int) -> list[int]:
+    return list((ctypes.c_int64 * count).from_address(address))
+
+
+def _view(addresses: list[int]) -> tuple[np.ndarray, int]:
+    """An int64 view of the words spanning ``addresses`` (plus a search's length) and its base."""
+    low = min(addresses)
+    words = (max(addresses) - low) // _WORD + _SEARCH
+    return np.frombuffer((ctypes.c_int64 * words).from_address(low), dtype=np.int64), low
+
+
+def _only(found: list[set[int]]) -> int | None:
+    """The one word index every search found, else None."""
+    common = set.intersection(*found)
+    return common.pop() if len(common) == 1 else None
+
+
+def _layout() -> tuple[int, int, int] | None:
+    """(the ``TensorImpl`` word of the ``StorageImpl`` address, the ``TensorImpl`` word of the
+    storage offset, the ``StorageImpl`` word of the data address), each found unambiguously."""
+    base = torch.zeros(64)
+    views = [base[5:], base[9:20], torch.zeros(8)[3:]]
+    storage = _only([{i for i, w in enumerate(_words(t._cdata, _SEARCH))
+                      if w == t.untyped_storage()._cdata} for t in views])
+    offset = _only([{i for i, w in enumerate(_words(t._cdata, _SEARCH)) if w == t.storage_offset()}
+                    for t in views])
+    # a storage over NumPy memory: its deleter context is not its data address
+    outside = [torch.from_numpy(np.zeros(n)).untyped_storage() for n in (4, 7)]
+    data = _only([{i for i, w in enumerate(_words(s._cdata, _SEARCH)) if w == s.data_ptr()}
+                  for s in (*outside, base.untyped_storage())])
+    if storage is None or offset is None or data is None:
+        return None
+    return storage, offset, data
+
+
+class Addresses:
+    """The startup words of a fixed sequence of tensors (see the module docstring)."""
+
+    def __init__(self, tensors: Sequence[torch.Tensor], layout: tuple[int, int, int]):
+        self.tensors = list(tensors)  # keeps every TensorImpl alive
+        self.storages = [t.untyped_storage() for t in self.tensors]  # and each StorageImpl
+        storage, offset, data = layout
+        impls = [t._cdata for t in self.tensors]
+        self._impls, low = _view(impls)
+        self._impl_index = np.array([(a - low) // _WORD + w for a in impls
+                                     for w in (storage, offset)], dtype=np.intp)
+        stores = [s._cdata for s in self.storages]
+        self._stores, low = _view(stores)
+        self._store_index = np.array([(a - low) // _WORD + data for a in stores], dtype=np.intp)
+        self._expected = (self._impls[self._impl_index], self._stores[self._store_index])
+
+    def __len__(self) -> int:
+        return len(self.tensors)
+
+    def kept(self) -> bool:
+        """True when every word is as at the start: no tensor's data address moved. False says
+        only that one may have."""
+        impls, stores = self._expected
+        return bool(np.array_equal(self._impls[self._impl_index], impls)) and bool(
+            np.array_equal(self._stores[self._store_index], stores))
+
+
+def _self_test() -> tuple[int, int, int] | None:
+    """The layout, where every kind of swap the test makes is seen (else None)."""
+    layout = _layout()
+    if layout is None:
+        return None
+    tensors = [torch.zeros(6), torch.zeros(6)[2:], torch.nn.Parameter(torch.zeros(4)),
+               torch.zeros(3, 3).t()]
+    watch = Addresses(tensors, layout)
+    tensors[0].add_(1)  # in place: nothing moves
+    tensors[3].mul_(2)
+    if not watch.kept():
+        return None
+    swaps = [
+        lambda: setattr(tensors[2], "data", torch.zeros(4)),      # `.data =`: other storage
+        lambda: tensors[1].set_(tensors[1].untyped_storage(), 3, (2,), (1,)),  # other offset
+        lambda: tensors[0].untyped_storage().resize_(4096),       # the storage reallocated
+    ]
+    for swap in swaps:
+        watch = Addresses(tensors, layout)
+        swap()
+        if watch.kept():
+            return None
+    return layout
+
+
+def _available() -> tuple[int, int, int] | None:
+    try:
+        return _self_test()
+    except (ValueError, TypeError, OverflowError, RuntimeError, AttributeError) as error:
+        logger.debug("storage address words unavailable: %s", error)
+        return None
+
+
+_LAYOUT = _available()
+
+#: whether :class:`Addresses` is proven on this build (see the module docstring)
+AVAILABLE: bool = _LAYOUT is not None
+
+
+def addresses(tensors: Sequence[torch.Tensor]) -> Addresses | None:
+    """An :class:`Addresses` over ``tensors`` where the layout is proven, else None (also for
+    no tensors, or tensors whose words cannot be viewed)."""
+    if not AVAILABLE or _LAYOUT is None or not tensors:
+        return None
+    try:
+        return Addresses(tensors, _LAYOUT)
+    except (ValueError, OverflowError, RuntimeError) as error:  # e.g. a storage without impl
+        logger.debug("storage address words not viewable here: %s", error)
+        return None

@@ -1,0 +1,116 @@
+"""The dicts whose version tag moved are proven in one sweep when each holds exactly its
+snapshot items again (the common reload: the engine re-registers, the plan re-points), and a
+settle after a restore that stored nothing takes the tags the sweep read (no second gather).
+Each rule has a canary: planted away, a change goes unseen.
+
+Every test here runs with the tags and with them forced off (tests/guard/conftest.py): the
+verdicts must be the same."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from derivgraph.dict_versions import DictVersions
+from derivgraph.guard import sweep as sweep_module
+from derivgraph.guard.sweep import Sweep
+
+
+@pytest.fixture
+def tags_on(version_tags: bool) -> None:
+    if not version_tags:
+        pytest.skip("no version tags in this run (or none proven on this interpreter)")
+
+
+def _sweep(n: int = 8) -> tuple[Sweep, list[dict[str, Any]]]:
+    dicts = [{"w": object(), "x": object()} for _ in range(n)]
+    sweep = Sweep()
+    for d in dicts:
+        sweep.add(d, [(k, v, None) for k, v in d.items()])
+    sweep.seal()
+    return sweep, dicts
+
+
+def _reregistered(dicts: list[dict[str, Any]]) -> None:
+    """Each dict's slot stored anew and re-pointed: the tag moves, the items are the same."""
+    for d in dicts:
+        kept = d["w"]
+        d["w"] = object()
+        d["w"] = kept
+
+
+def _index(sweep: Sweep, d: dict[str, Any]) -> int:
+    return next(i for i, c in enumerate(sweep.live) if c is d)
+
+
+def test_moved_dicts_holding_their_snapshot_items_again_are_unchanged() -> None:
+    sweep, dicts = _sweep()
+    _reregistered(dicts[:6])
+    assert sweep.dirty() == (set(), [])
+
+
+@pytest.mark.parametrize("change", ["value", "renamed", "added", "removed"])
+def test_one_changed_dict_among_the_moved_ones_is_dirty(change: str) -> None:
+    sweep, dicts = _sweep()
+    _reregistered(dicts[:6])
+    d = dicts[3]
+    if change == "value":
+        d["x"] = object()
+    elif change == "renamed":
+        d["y"] = d.pop("x")  # the same value under another key
+    elif change == "added":
+        d["z"] = object()
+    else:
+        del d["x"]
+    dirty, resized = sweep.dirty()
+    i = _index(sweep, d)
+    if change == "added":  # grown only: the watch decides whether it may be re-based
+        assert dirty == set() and resized == [i]
+    else:
+        assert dirty == {i}
+
+
+def test_canary_a_one_sweep_proof_that_always_agrees_misses_the_renamed_key(monkeypatch,
+                                                                             tags_on) -> None:
+    monkeypatch.setattr(sweep_module, "_all_same", lambda *args: True)  # planted
+    sweep, dicts = _sweep()
+    _reregistered(dicts[:6])
+    dicts[3]["y"] = dicts[3].pop("x")
+    assert sweep.dirty() == (set(), [])
+
+
+def test_an_unwritten_settle_keeps_a_store_made_after_the_sweep_visible() -> None:
+    """``settle(unwritten=True)`` takes the tags as the sweep read them: a store that came
+    after the sweep (none should, but one would not be hidden) is found by the next sweep."""
+    sweep, dicts = _sweep()
+    _reregistered(dicts[:2])
+    assert sweep.dirty() == (set(), [])
+    dicts[5]["x"] = object()  # after the sweep, before the settle
+    sweep.settle(unwritten=True)
+    assert sweep.dirty()[0] == {_index(sweep, dicts[5])}
+
+
+def test_canary_an_unwritten_settle_that_reads_the_tags_again_hides_the_store(monkeypatch,
+                                                                             tags_on) -> None:
+    monkeypatch.setattr(DictVersions, "adopt", DictVersions.rebase)  # planted: a fresh read
+    sweep, dicts = _sweep()
+    _reregistered(dicts[:2])
+    assert sweep.dirty() == (set(), [])
+    dicts[5]["x"] = object()
+    sweep.settle(unwritten=True)
+    assert sweep.dirty() == (set(), [])  # the planted bug: the change goes unseen
+
+
+def test_the_tags_name_exactly_the_mutated_dicts_and_adopt_takes_the_last_read(tags_on):
+    dicts: list[dict[str, Any]] = [{"k": i} for i in range(40)]
+    versions = DictVersions(dicts)
+    assert versions.changed() == [] and versions.unchanged()
+    dicts[3]["k"] = -1
+    dicts[31]["new"] = 0
+    assert versions.changed() == [3, 31] and not versions.unchanged()
+    dicts[7]["k"] = -1  # after the read: adopting that read keeps it visible
+    versions.adopt()
+    assert versions.changed() == [7]
+    versions.rebase()
+    assert versions.changed() == []

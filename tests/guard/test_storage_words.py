@@ -1,0 +1,99 @@
+"""The startup storage check by one gather of the tensors' storage words: every kind of swap
+moves a read word (then the data addresses are compared exactly), an in-place write moves none,
+and the guard restores a swap with the words on or off. The canary plants a gather that always
+agrees: the swap goes unseen."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+
+from derivgraph.guard import Change
+from derivgraph.guard import addresses as addresses_module
+from derivgraph.guard import guard as guard_module
+from derivgraph.guard.addresses import Addresses, addresses
+from tests.guard.test_guard import Layer, _startup
+
+
+@pytest.fixture
+def words_on() -> None:
+    if not addresses_module.AVAILABLE:
+        pytest.skip("the storage words are not proven on this torch build")
+
+
+def _tensors() -> list[torch.Tensor]:
+    return [torch.zeros(6), torch.arange(8.0)[2:], torch.nn.Parameter(torch.ones(4)),
+            torch.zeros(3, 3).t()]
+
+
+SWAPS: dict[str, Callable[[list[torch.Tensor]], object]] = {
+    "data": lambda ts: setattr(ts[2], "data", torch.ones(4)),
+    "offset": lambda ts: ts[1].set_(ts[1].untyped_storage(), 3, (2,), (1,)),
+    "other storage": lambda ts: ts[3].set_(torch.zeros(9).untyped_storage(), 0, (3, 3), (1, 3)),
+    "resized": lambda ts: ts[0].untyped_storage().resize_(1 << 16),
+}
+
+
+@pytest.mark.parametrize("swap", sorted(SWAPS))
+def test_every_swap_moves_a_read_word(words_on, swap: str) -> None:
+    tensors = _tensors()
+    words = addresses(tensors)
+    ptrs = [t.data_ptr() for t in tensors]
+    assert words is not None and words.kept()
+    SWAPS[swap](tensors)
+    assert [t.data_ptr() for t in tensors] != ptrs  # a real swap
+    assert not words.kept()
+
+
+def test_in_place_writes_move_no_word(words_on) -> None:
+    tensors = _tensors()
+    words = addresses(tensors)
+    for t in tensors:
+        t.data.mul_(3)
+    tensors[0].copy_(torch.ones(6))
+    assert words is not None and words.kept()
+
+
+def test_no_words_where_unproven(monkeypatch) -> None:
+    monkeypatch.setattr(addresses_module, "AVAILABLE", False)
+    assert addresses(_tensors()) is None
+    assert addresses([]) is None
+
+
+@pytest.mark.parametrize("words", ["on", "off"])
+def test_a_storage_swap_is_restored_with_the_words_on_or_off(monkeypatch, words: str) -> None:
+    if words == "off":
+        monkeypatch.setattr(guard_module, "addresses", lambda tensors: None)
+    layer = Layer()
+    guard, kept = _startup(layer)
+    assert (guard._words is not None) is (words == "on" and addresses_module.AVAILABLE)
+    assert guard.storage_kept()
+    kept["buffer"].data = kept["buffer"].clone()  # `.data =`: no dict store at all
+    assert not guard.storage_kept()
+    report = guard.restore(layer)
+    assert [(c.path, c.change) for c in report.restored] == [("inv", Change.STORAGE)]
+    assert guard.storage_kept()
+    if guard._words is not None:  # the startup storage is back under the tensor: words too
+        assert guard._words.kept()
+
+
+def test_canary_a_gather_that_always_agrees_misses_the_storage_swap(monkeypatch,
+                                                                   words_on) -> None:
+    monkeypatch.setattr(Addresses, "kept", lambda self: True)  # planted
+    layer = Layer()
+    guard, kept = _startup(layer)
+    ptr = kept["buffer"].data_ptr()
+    kept["buffer"].data = kept["buffer"].clone()
+    assert guard.restore(layer).restored == [] and kept["buffer"].data_ptr() != ptr
+
+
+def test_the_self_test_proves_the_found_layout_and_refuses_one_missing_a_swap(monkeypatch,
+                                                                              words_on) -> None:
+    layout = addresses_module._layout()
+    assert layout is not None and addresses_module._self_test() == layout
+    storage, _offset, data = layout
+    # planted: the offset word read from the storage word (a `set_` to another offset unseen)
+    monkeypatch.setattr(addresses_module, "_layout", lambda: (storage, storage, data))
+    assert addresses_module._self_test() is None
