@@ -190,17 +190,23 @@ class DerivedGraph:
         return NodeRef(path)
 
     def op(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> NodeRef:
-        key = (name, freeze(args), freeze(kwargs))
+        return NodeRef(self.op_keyed(name, args, kwargs, (name, freeze(args), freeze(kwargs)),
+                                     refs_in(args) + refs_in(kwargs)))
+
+    def op_keyed(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], key: Any,
+                 refs: list[str]) -> str:
+        """The op node of ``key`` (``(name, freeze(args), freeze(kwargs))``; ``refs``: the
+        node ids in ``args`` then ``kwargs``): the one CSE already holds, or a new one."""
         hit = self._cse.get(key)
         if hit is not None:
             self.cse_hits += 1
-            return NodeRef(hit)
+            return hit
         self._op_count += 1
         node_id = f"%{self._op_count}:{name}"
-        inputs = tuple(dict.fromkeys(refs_in(args) + refs_in(kwargs)))
-        self.ir.add(Node(node_id, NodeKind.OP, op=name, args=args, kwargs=kwargs, inputs=inputs))
+        self.ir.add(Node(node_id, NodeKind.OP, op=name, args=args, kwargs=kwargs,
+                         inputs=tuple(dict.fromkeys(refs))))
         self._cse[key] = node_id
-        return NodeRef(node_id)
+        return node_id
 
     def add_derived(self, node: DerivedNode) -> None:
         self.derived[node.id] = node
