@@ -164,6 +164,7 @@ class DerivedGraph:
         self._op_count = 0
         self.cse_hits = 0
         self.stamped = 0  # layers stamped from a template (derivgraph.compiler.stamp)
+        self.params_stamped = 0  # bound specs whose params came from a template
         self.stamps: list[Any] = []  # their StampedLayer records (derivgraph.compiler.layers)
         self.layer_cache: tuple[int, Any] = (-1, None)  # the proven ones, by graph version
         self._deps: dict[str, frozenset[str]] = {}

@@ -25,12 +25,12 @@ from derivgraph.compiler.graph import DerivedGraph, DerivedNode, freeze, substit
 from derivgraph.compiler.reads import Probe, Reads, probe_path
 from derivgraph.compiler.replay import Replay
 
-__all__ = ["StampedLayer", "Stamper", "stamping", "stamping_enabled"]
+__all__ = ["StampedLayer", "Stamper", "facts_hold", "stamping", "stamping_enabled"]
 
 _ENABLED = [os.environ.get("DERIVGRAPH_STAMP", "1") != "0"]
 
 #: Templates kept per (spec, class, params, devices): layers past this many kinds resolve alone.
-_MAX_TEMPLATES = 8
+MAX_TEMPLATES = 8
 
 
 def stamping_enabled() -> bool:
@@ -99,7 +99,7 @@ class Stamper:
                 self._replay(template, bound, nodes, objects)
                 self.stamped += 1
                 return
-        if key is None or len(kinds) >= _MAX_TEMPLATES:
+        if key is None or len(kinds) >= MAX_TEMPLATES:
             for node in nodes:
                 self.resolve(node, None)
             return
@@ -144,9 +144,16 @@ def _matches(graph: DerivedGraph, template: Template, bound: BoundSpec,
              params: dict[str, Any]) -> dict[tuple[str, ...], Any] | None:
     """The objects the path probes found on ``bound`` when every probe of ``template`` gives
     the same fact there; None at the first difference."""
+    return facts_hold(graph, template.reads, bound, params)
+
+
+def facts_hold(graph: DerivedGraph, reads: Reads, bound: BoundSpec,
+               params: dict[str, Any]) -> dict[tuple[str, ...], Any] | None:
+    """The objects the path probes found on ``bound`` when every probe of ``reads`` gives the
+    same fact there; None at the first difference."""
     objects: dict[tuple[str, ...], Any] = {}
     probe: Probe
-    for (probe, args), fact in template.reads.facts.items():
+    for (probe, args), fact in reads.facts.items():
         got, obj = probe(graph, bound, params, *args)
         if got != fact:
             return None
