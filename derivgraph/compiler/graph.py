@@ -36,6 +36,10 @@ class NodeRef:
     id: str
 
 
+#: a spec's kind string -> its TensorKind
+_KINDS: dict[str, TensorKind] = {kind.value: kind for kind in TensorKind}
+
+
 @dataclass
 class DerivedNode:
     """A declared derived tensor bound to one module."""
@@ -51,7 +55,8 @@ class DerivedNode:
     _kind: TensorKind = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._kind = TensorKind(self.decl.kind)
+        kind = _KINDS.get(self.decl.kind)  # TensorKind(...) without the enum call per node
+        self._kind = TensorKind(self.decl.kind) if kind is None else kind
 
     @property
     def kind(self) -> TensorKind:
