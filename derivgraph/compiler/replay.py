@@ -68,10 +68,15 @@ class Replay:
 
         raw: list[tuple[Any, ...]] = []
         self.hits = 0  # calls with no node argument: CSE hits on the template's node
+        seen: set[int] = set()  # path slots a source call made (a later call finds it)
         constants: list[tuple[str, str]] = []  # (op result, the template's node)
         for call in calls:
             if call[0] == "source":
-                raw.append(("source", rel(call[1]), tuple(call[1].split(".")), call[1]))
+                slot = rel(call[1])
+                # graph.source is idempotent: a path made once is only named again ("again")
+                raw.append(("again" if slot in seen else "source", slot,
+                            tuple(call[1].split(".")), call[1]))
+                seen.add(slot)
                 continue
             _, name, args, kwargs, result, has_refs = call
             if not has_refs:
@@ -96,7 +101,7 @@ class Replay:
 
         self.steps: list[tuple[Any, ...]] = []
         for item in raw:
-            if item[0] == "source":
+            if item[0] in ("source", "again"):
                 self.steps.append(item)
                 continue
             _, name, args, kwargs, result, slots = item
@@ -133,6 +138,8 @@ class Replay:
                 if tensor is None:
                     tensor = get_path(module, rel)
                 made.append(graph.source(vals[slot], tensor).id)
+            elif kind == "again":
+                made.append(vals[step[1]])
             elif kind == "flat":
                 _, name, parts, frozen, kwargs, fkw, order, out, result = step
                 args = tuple([NodeRef(vals[s]) if s >= 0 else v for s, v in parts])
