@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from derivgraph.paths import MISSING, get_path
+from derivgraph.paths import MISSING, get_path, step_into
 
 __all__ = ["PathReader"]
 
@@ -39,6 +39,8 @@ class PathReader:
         owner = self.owner(owner_path)
         if owner is MISSING:
             return MISSING
+        if name and not (name.startswith("__") and name.endswith("__")):
+            return step_into(owner, name)  # get_path's one hop, without splitting the name
         return get_path(owner, name)
 
     def chain(self, path: str) -> list[Any]:
