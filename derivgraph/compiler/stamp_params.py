@@ -6,8 +6,9 @@ A spec's params (``E: w.shape[0]``) are resolved on every bound module before it
 probes of :mod:`derivgraph.compiler.reads` (a path's tensor layout, a config value, an
 ``each()`` expansion) and folds constants; so the first layer of a spec and class is resolved
 with its reads recorded, and becomes a params template when it resolved without an issue,
-made no graph node (a param that is a tensor reports an issue), and read only describable
-facts, none of them a node's meta value. Another layer of the same spec and class whose probes
+made no graph node (a param that is a tensor reports an issue), read only describable
+facts, none of them a node's meta value, and holds only numbers, strings and tuples of them
+(no config list the layers would share). Another layer of the same spec and class whose probes
 give the same facts has the same params (a copy of the template's dict).
 """
 
@@ -22,6 +23,14 @@ from derivgraph.compiler.resolve import resolve_params
 from derivgraph.compiler.stamp import MAX_TEMPLATES, facts_hold, stamping_enabled
 
 __all__ = ["ParamStamper"]
+
+
+_ATOMS = (int, float, bool, str, type(None))
+
+
+def _immutable(value: Any) -> bool:
+    """A number, string, None, or a tuple of them: a value a copy of the dict may share."""
+    return isinstance(value, _ATOMS) or (type(value) is tuple and all(map(_immutable, value)))
 
 
 def _param_matches(graph: DerivedGraph, reads: Reads, bound: BoundSpec) -> bool:
@@ -53,6 +62,7 @@ class ParamStamper:
         params = resolve_params(graph, bound, reads)
         if params is not None and reads.keyable and not reads.calls \
                 and len(graph.issues) == issues \
-                and all(probe is not probe_meta for probe, _ in reads.facts):
+                and all(probe is not probe_meta for probe, _ in reads.facts) \
+                and all(map(_immutable, params.values())):
             kinds.append((reads, dict(params)))
         return params

@@ -74,3 +74,37 @@ def test_config_numbers_read_by_params_are_facts() -> None:
     assert plan.graph.params_stamped == 1
     assert plan.entries["layers.1.ks"].storage.shape == torch.Size([3])
     assert plan.entries["layers.2.ks"].storage.shape == torch.Size([7])
+
+
+def _listed() -> Stack:
+    model = Stack([{}, {}, {}])
+    for layer in model.layers:
+        layer.sizes = [8]  # a config list: each layer's own object
+    return model
+
+
+def _list_spec() -> Spec:
+    return Spec(name="listed", target=Target(module_class=["Layer"]), params={"S": "sizes"},
+                derived=[DerivedTensor(name="ks", kind="attribute",
+                                       formula="full(S, 1, dtype=int64)")])
+
+
+def _params_hold_own_lists() -> bool:
+    from derivgraph.compiler.bind import match_specs
+    from derivgraph.compiler.build import build_graph
+
+    model = _listed()
+    graph = build_graph(model, match_specs(model, [_list_spec()]))
+    return all(graph.derived[f"layers.{i}.ks"].params["S"] is model.layers[i].sizes
+               for i in range(3))
+
+
+def test_a_param_holding_a_config_list_is_each_layers_own() -> None:
+    plan = _check_equivalent(_listed, lambda: [_list_spec()])
+    assert plan.graph.params_stamped == 0
+    assert _params_hold_own_lists()
+
+
+def test_canary_a_shared_config_list_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stamp_params, "_immutable", lambda value: True)
+    assert not _params_hold_own_lists()
