@@ -13,7 +13,15 @@ from typing import Any
 
 from derivgraph.paths import MISSING, get_path, step_into
 
-__all__ = ["PathReader"]
+__all__ = ["PathReader", "child"]
+
+
+def child(owner: Any, name: str) -> Any:
+    """``get_path(owner, name)`` for a name read from ``owner`` (one hop when it holds no dot
+    and is no dunder, without splitting it)."""
+    if name and "." not in name and not (name.startswith("__") and name.endswith("__")):
+        return step_into(owner, name)
+    return get_path(owner, name)
 
 
 class PathReader:
@@ -39,9 +47,7 @@ class PathReader:
         owner = self.owner(owner_path)
         if owner is MISSING:
             return MISSING
-        if name and not (name.startswith("__") and name.endswith("__")):
-            return step_into(owner, name)  # get_path's one hop, without splitting the name
-        return get_path(owner, name)
+        return child(owner, name)
 
     def chain(self, path: str) -> list[Any]:
         """The root and every object on ``path`` (the last included), up to the first that is
