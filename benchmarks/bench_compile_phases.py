@@ -23,13 +23,14 @@ import derivgraph.adoption as adoption
 import derivgraph.compiler.build as build
 import derivgraph.planner as planner
 from derivgraph.compiler.stamp import Stamper, stamping
+from derivgraph.compiler.stamp_params import ParamStamper
 from derivgraph.runtime.plan import Plan
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
 PHASES = [
     (planner, "check_bindings", "bind: check_bindings"),
     (planner, "build_graph", "build_graph"),
-    (build, "resolve_params", "  build: resolve_params"),
+    (ParamStamper, "resolve", "  build: resolve_params"),
     (Stamper, "resolve_bound", "  build: resolve / stamp"),
     (build, "infer_shapes", "  build: infer_shapes"),
     (build, "_check_cycles", "  build: check_cycles"),

@@ -18,10 +18,10 @@ from derivgraph.compare import max_difference
 from derivgraph.compiler.engine import adoption_problem
 from derivgraph.compiler.graph import DerivedNode
 from derivgraph.compiler.interpret import view_base
-from derivgraph.compiler.owners import PathReader
+from derivgraph.compiler.owners import PathReader, child
 from derivgraph.compiler.transaction import overlap_problem, source_storages
 from derivgraph.errors import AdoptionError, Rule, SpecIssue
-from derivgraph.paths import Slot, get_path, slot_of
+from derivgraph.paths import Slot, slot_of
 from derivgraph.runtime.plan import Entry, Plan
 from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind, is_engine
 
@@ -110,7 +110,7 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, E
         owner = owners.owner(node.owner_path)
         value = values[node_id]
         name = node.decl.name
-        current = get_path(owner, name)
+        current = child(owner, name)
 
         def issue(rule: str, msg: str, fix: str, node: DerivedNode = node) -> None:
             issues.append(SpecIssue(rule, msg, fix, node.decl.location, node.id))

@@ -314,18 +314,26 @@ def _bits_equal_all(pairs: list[tuple[Any, Any]]) -> list[bool]:
     equal, the pieces having equal sizes); any other pair, and every pair of a batch that
     differs, on its own."""
     out: list[bool | None] = [None] * len(pairs)
-    batches: dict[tuple[torch.dtype, torch.device], list[int]] = {}
+    # (dtype, device, the sizes past the first dim: None for 0-dim) -> pair indices; tensors
+    # of one batch concatenate along dim 0 as they are (a 0-dim one flattened)
+    batches: dict[tuple[torch.dtype, torch.device, Any], list[int]] = {}
     for i, (a, b) in enumerate(pairs):
         if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype == b.dtype \
                 and a.shape == b.shape and a.device == b.device and a.dtype in _BATCHED_BITS \
                 and a.numel() <= _BATCH_NUMEL:
-            batches.setdefault((a.dtype, a.device), []).append(i)
-    for (dtype, _), members in batches.items():
+            shape = a.shape
+            batches.setdefault((a.dtype, a.device, shape[1:] if shape else None), []).append(i)
+    for (dtype, _, rest), members in batches.items():
         if len(members) < 2:
             continue
         as_int = _BATCHED_BITS[dtype]
-        left = torch.cat([pairs[i][0].reshape(-1) for i in members]).view(as_int)
-        right = torch.cat([pairs[i][1].reshape(-1) for i in members]).view(as_int)
+        if rest is None:
+            left = torch.cat([pairs[i][0].reshape(-1) for i in members])
+            right = torch.cat([pairs[i][1].reshape(-1) for i in members])
+        else:
+            left = torch.cat([pairs[i][0] for i in members])
+            right = torch.cat([pairs[i][1] for i in members])
+        left, right = left.reshape(-1).view(as_int), right.reshape(-1).view(as_int)
         if torch.equal(left, right):
             for i in members:
                 out[i] = True

@@ -23,13 +23,9 @@ from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef, natura
 from derivgraph.compiler.infer import infer_shapes
 from derivgraph.compiler.ir import NodeKind
 from derivgraph.compiler.reads import Reads
-from derivgraph.compiler.resolve import (
-    Resolver,
-    device_of,
-    parse_cached,
-    resolve_params,
-)
+from derivgraph.compiler.resolve import Resolver, device_of, parse_cached
 from derivgraph.compiler.stamp import Stamper
+from derivgraph.compiler.stamp_params import ParamStamper
 from derivgraph.errors import FormulaError, Rule
 from derivgraph.ops import OPS, OpKind
 from derivgraph.paths import MISSING, get_path, join
@@ -43,8 +39,9 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
     graph = DerivedGraph(model)
     bound_specs = list(bound_specs)
     layers: list[tuple[BoundSpec, dict[str, Any], list[DerivedNode]]] = []
+    param_stamper = ParamStamper(graph)
     for bound in bound_specs:
-        params = resolve_params(graph, bound)
+        params = param_stamper.resolve(bound)
         if params is None:
             continue
         nodes: list[DerivedNode] = []
@@ -87,6 +84,7 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
     for bound, params, nodes in layers:
         stamper.resolve_bound(bound, params, nodes)
     graph.stamped, graph.stamps = stamper.stamped, stamper.layers
+    graph.params_stamped = param_stamper.stamped
     _check_cycles(graph)
     if not any(i.rule == Rule.CYCLE for i in graph.issues):
         infer_shapes(graph, stamper.twins)

@@ -36,6 +36,10 @@ class NodeRef:
     id: str
 
 
+#: a spec's kind string -> its TensorKind
+_KINDS: dict[str, TensorKind] = {kind.value: kind for kind in TensorKind}
+
+
 @dataclass
 class DerivedNode:
     """A declared derived tensor bound to one module."""
@@ -51,7 +55,8 @@ class DerivedNode:
     _kind: TensorKind = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._kind = TensorKind(self.decl.kind)
+        kind = _KINDS.get(self.decl.kind)  # TensorKind(...) without the enum call per node
+        self._kind = TensorKind(self.decl.kind) if kind is None else kind
 
     @property
     def kind(self) -> TensorKind:
@@ -164,6 +169,7 @@ class DerivedGraph:
         self._op_count = 0
         self.cse_hits = 0
         self.stamped = 0  # layers stamped from a template (derivgraph.compiler.stamp)
+        self.params_stamped = 0  # bound specs whose params came from a template
         self.stamps: list[Any] = []  # their StampedLayer records (derivgraph.compiler.layers)
         self.layer_cache: tuple[int, Any] = (-1, None)  # the proven ones, by graph version
         self._deps: dict[str, frozenset[str]] = {}
@@ -190,17 +196,23 @@ class DerivedGraph:
         return NodeRef(path)
 
     def op(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> NodeRef:
-        key = (name, freeze(args), freeze(kwargs))
+        return NodeRef(self.op_keyed(name, args, kwargs, (name, freeze(args), freeze(kwargs)),
+                                     refs_in(args) + refs_in(kwargs)))
+
+    def op_keyed(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], key: Any,
+                 refs: list[str]) -> str:
+        """The op node of ``key`` (``(name, freeze(args), freeze(kwargs))``; ``refs``: the
+        node ids in ``args`` then ``kwargs``): the one CSE already holds, or a new one."""
         hit = self._cse.get(key)
         if hit is not None:
             self.cse_hits += 1
-            return NodeRef(hit)
+            return hit
         self._op_count += 1
         node_id = f"%{self._op_count}:{name}"
-        inputs = tuple(dict.fromkeys(refs_in(args) + refs_in(kwargs)))
-        self.ir.add(Node(node_id, NodeKind.OP, op=name, args=args, kwargs=kwargs, inputs=inputs))
+        self.ir.add(Node(node_id, NodeKind.OP, op=name, args=args, kwargs=kwargs,
+                         inputs=tuple(dict.fromkeys(refs))))
         self._cse[key] = node_id
-        return NodeRef(node_id)
+        return node_id
 
     def add_derived(self, node: DerivedNode) -> None:
         self.derived[node.id] = node

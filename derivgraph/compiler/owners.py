@@ -11,9 +11,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from derivgraph.paths import MISSING, get_path
+from derivgraph.paths import MISSING, get_path, step_into
 
-__all__ = ["PathReader"]
+__all__ = ["PathReader", "child"]
+
+
+def child(owner: Any, name: str) -> Any:
+    """``get_path(owner, name)`` for a name read from ``owner`` (one hop when it holds no dot
+    and is no dunder, without splitting it)."""
+    if name and "." not in name and not (name.startswith("__") and name.endswith("__")):
+        return step_into(owner, name)
+    return get_path(owner, name)
 
 
 class PathReader:
@@ -39,7 +47,7 @@ class PathReader:
         owner = self.owner(owner_path)
         if owner is MISSING:
             return MISSING
-        return get_path(owner, name)
+        return child(owner, name)
 
     def chain(self, path: str) -> list[Any]:
         """The root and every object on ``path`` (the last included), up to the first that is

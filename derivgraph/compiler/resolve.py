@@ -317,9 +317,12 @@ def _plain_members(cls: type) -> bool:
                ("parameters", "named_parameters", "_named_members", "named_modules"))
 
 
-def resolve_params(graph: DerivedGraph, bound: BoundSpec) -> dict[str, Any] | None:
+def resolve_params(graph: DerivedGraph, bound: BoundSpec,
+                   reads: Reads | None = None) -> dict[str, Any] | None:
+    """The spec's params on ``bound`` (None: an issue was reported); ``reads`` records the
+    model facts and graph calls of the resolution (:mod:`derivgraph.compiler.stamp_params`)."""
     params: dict[str, Any] = {}
-    resolver = Resolver(graph, bound, None, params, torch.device("meta"))
+    resolver = Resolver(graph, bound, None, params, torch.device("meta"), reads)
     for name, text in bound.spec.params.items():
         try:
             value = resolver.resolve(parse_cached(text))

@@ -17,20 +17,20 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from derivgraph.compiler.bind import BoundSpec
-from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef, freeze, substitute
+from derivgraph.compiler.graph import DerivedGraph, DerivedNode, freeze, substitute
 from derivgraph.compiler.reads import Probe, Reads, probe_path
-from derivgraph.paths import get_path
+from derivgraph.compiler.replay import Replay
 
-__all__ = ["StampedLayer", "Stamper", "stamping", "stamping_enabled"]
+__all__ = ["StampedLayer", "Stamper", "facts_hold", "stamping", "stamping_enabled"]
 
 _ENABLED = [os.environ.get("DERIVGRAPH_STAMP", "1") != "0"]
 
 #: Templates kept per (spec, class, params, devices): layers past this many kinds resolve alone.
-_MAX_TEMPLATES = 8
+MAX_TEMPLATES = 8
 
 
 def stamping_enabled() -> bool:
@@ -56,22 +56,14 @@ class Template:
     bound: BoundSpec
     reads: Reads
     inputs: list[str | None]
-    rels: dict[str, str] = field(default_factory=dict)  # a node of the template -> its path
-    _parts: dict[str, tuple[str, ...]] = field(default_factory=dict)  # from the module
     ids: tuple[str, ...] = ()  # its own nodes: derived, then what its calls made (first use)
     keep: tuple[int, ...] = ()  # the positions of those first uses among every call's node
+    program: Replay | None = None  # its calls compiled for replay (set when it is kept)
 
     def own(self, derived: list[str], made: list[str]) -> tuple[str, ...]:
         """A layer's own nodes aligned with :attr:`ids` (``made``: each call's node)."""
         raw = derived + made
         return tuple([raw[i] for i in self.keep])
-
-    def parts(self, rel: str) -> tuple[str, ...]:
-        """``rel`` split at its dots (once per template)."""
-        found = self._parts.get(rel)
-        if found is None:
-            found = self._parts[rel] = tuple(rel.split("."))
-        return found
 
 
 @dataclass(frozen=True)
@@ -107,7 +99,7 @@ class Stamper:
                 self._replay(template, bound, nodes, objects)
                 self.stamped += 1
                 return
-        if key is None or len(kinds) >= _MAX_TEMPLATES:
+        if key is None or len(kinds) >= MAX_TEMPLATES:
             for node in nodes:
                 self.resolve(node, None)
             return
@@ -121,47 +113,18 @@ class Stamper:
             for i, node_id in enumerate(raw):
                 first.setdefault(node_id, i)
             template.ids, template.keep = tuple(first), tuple(first.values())
+            template.program = Replay(bound.relative, reads.calls, inputs)
             kinds.append(template)
 
     def _replay(self, template: Template, bound: BoundSpec, nodes: list[DerivedNode],
                 objects: dict[tuple[str, ...], Any]) -> None:
-        graph, rels = self.graph, template.rels
-        ops: dict[str, str] = {}
-        made: list[str] = []
-
-        def rename(node_id: str) -> str:
-            hit = ops.get(node_id)
-            if hit is not None:
-                return hit
-            rel = rels.get(node_id)
-            if rel is None:
-                rel = rels[node_id] = template.bound.relative(node_id)
-                assert rel is not None  # checked by _replayable when the template was kept
-            return bound.qualify(rel)
-
-        def ref(node_id: str) -> NodeRef:
-            return NodeRef(rename(node_id))
-
-        for call in template.reads.calls:
-            if call[0] == "source":
-                rel, parts = call[1], template.parts(call[1])
-                tensor = objects.get(parts)
-                if tensor is None:
-                    tensor = get_path(bound.module, rel)
-                made.append(graph.source(bound.qualify(rel), tensor).id)
-            elif not call[5]:  # no node in its arguments: the template's CSE node itself
-                graph.cse_hits += 1
-                ops[call[4]] = call[4]
-            else:
-                _, name, args, kwargs, result, _ = call
-                new = graph.op(name, substitute(args, ref), substitute(kwargs, ref))
-                ops[result] = new.id
-                made.append(new.id)
-                if new.id != result:
-                    self.twins[new.id] = result
-        for node, value in zip(nodes, template.inputs, strict=True):
-            if value is not None:
-                graph.set_input(node, rename(value))
+        program = template.program
+        assert program is not None  # set when the template was kept
+        graph = self.graph
+        vals, made = program.run(graph, bound.module_path, bound.module, objects, self.twins)
+        for node, slot in zip(nodes, program.inputs, strict=True):
+            if slot is not None:
+                graph.set_input(node, vals[slot])
         self.layers.append(StampedLayer(template.ids, template.own([n.id for n in nodes], made)))
 
 
@@ -181,9 +144,16 @@ def _matches(graph: DerivedGraph, template: Template, bound: BoundSpec,
              params: dict[str, Any]) -> dict[tuple[str, ...], Any] | None:
     """The objects the path probes found on ``bound`` when every probe of ``template`` gives
     the same fact there; None at the first difference."""
+    return facts_hold(graph, template.reads, bound, params)
+
+
+def facts_hold(graph: DerivedGraph, reads: Reads, bound: BoundSpec,
+               params: dict[str, Any]) -> dict[tuple[str, ...], Any] | None:
+    """The objects the path probes found on ``bound`` when every probe of ``reads`` gives the
+    same fact there; None at the first difference."""
     objects: dict[tuple[str, ...], Any] = {}
     probe: Probe
-    for (probe, args), fact in template.reads.facts.items():
+    for (probe, args), fact in reads.facts.items():
         got, obj = probe(graph, bound, params, *args)
         if got != fact:
             return None

@@ -20,8 +20,8 @@ from derivgraph import compile_plan, load_specs
 from derivgraph.compare import bits_equal
 from derivgraph.compiler import codegen, schedule
 from derivgraph.compiler.ir import Graph, Node, NodeKind
-from derivgraph.compiler.owners import PathReader
-from derivgraph.paths import MISSING, get_path
+from derivgraph.compiler.owners import PathReader, child
+from derivgraph.paths import MISSING, get_path, step_into
 from derivgraph.planner import _bits_equal_all
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 from derivgraph.tools.deepseek_workload import DeepseekModel, deepseek_specs
@@ -124,6 +124,30 @@ def test_path_reader_reads_what_get_path_reads() -> None:
     reader = PathReader(model)
     for path in PATHS * 2:  # the second time from the owners already read
         assert reader.get(path) is get_path(model, path), path
+
+
+NAMES = ["w", "holder", "sub", "missing", "__class__", "__dict__", "", "holder.cfg", "0",
+         "training", "_parameters"]
+
+
+def _agrees(read: Any) -> bool:
+    """Whether ``read(owner, name)`` is ``get_path(owner, name)`` for every owner and name."""
+    block = _Block()
+    return all(read(owner, name) is get_path(owner, name)
+               for owner in (block, block.holder, block.sub, [1, 2], {"w": 3}) for name in NAMES)
+
+
+def test_child_reads_what_get_path_reads() -> None:
+    assert _agrees(child)
+
+
+@pytest.mark.parametrize("planted", [
+    lambda owner, name: step_into(owner, name) if name else owner,  # no dunder, no dot check
+    lambda owner, name: step_into(owner, name) if name and "." not in name else
+    get_path(owner, name)],  # no dunder check
+    ids=["one-hop-always", "dunder-read"])
+def test_canary_a_child_without_its_checks_is_caught(planted: Any) -> None:
+    assert not _agrees(planted)
 
 
 def _objects_on(model: Any, path: str) -> list[Any]:

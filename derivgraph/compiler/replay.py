@@ -1,0 +1,166 @@
+"""A template's graph calls compiled once, replayed per stamped layer with slot lookups.
+
+:class:`~derivgraph.compiler.stamp.Stamper` replays a template's recorded graph calls on every
+layer it stamps: each source and op renamed to the layer's paths, CSE looked up, the derived
+tensors' inputs set. :class:`Replay` does the template-side work of that once: every node a
+call names gets a *slot* (the layer's path from the template's relative path, or the node the
+layer's own op call made), each op's arguments are split into the constant part (frozen once,
+as :func:`~derivgraph.compiler.graph.freeze` gives it) and the slots of its node references,
+so a layer costs a list of its paths, one tuple per argument list and one CSE lookup per op.
+The result is exactly what the generic replay gives (same nodes, numbering, CSE hits and
+twins): :meth:`DerivedGraph.op_keyed <derivgraph.compiler.graph.DerivedGraph.op_keyed>` is the
+one CSE rule, fed the key :func:`freeze` would build.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from derivgraph.compiler.graph import DerivedGraph, NodeRef, freeze, refs_in, substitute
+from derivgraph.paths import get_path
+
+__all__ = ["Replay"]
+
+#: kwarg values copied as they are (immutable, no node inside)
+_PLAIN = frozenset({int, str, bool, type(None), float, torch.device, torch.dtype})
+
+
+def _flat(args: Any) -> bool:
+    """A tuple of node references and immutable constants (no nesting)."""
+    return type(args) is tuple and all(type(v) is NodeRef or type(v) in _PLAIN for v in args)
+
+
+def _plain_kwargs(kwargs: Any) -> bool:
+    return type(kwargs) is dict and all(type(v) in _PLAIN for v in kwargs.values())
+
+
+class Replay:
+    """The template's calls as slot operations (built once per template).
+
+    Slots ``0 .. len(rels) - 1`` hold the layer's path of each relative path in :attr:`rels`;
+    the others hold what the layer's op calls give (or, for a call with no node argument, the
+    template's own CSE node).
+    """
+
+    def __init__(self, relative: Callable[[str], str | None], calls: list[tuple[Any, ...]],
+                 inputs: list[str | None]):
+        rel_slot: dict[str, int] = {}
+        op_slot: dict[str, int] = {}
+        self.rels: list[str] = []
+
+        def rel(path: str) -> int:
+            slot = rel_slot.get(path)
+            if slot is None:
+                slot = rel_slot[path] = len(self.rels)
+                self.rels.append(path)
+            return slot
+
+        def node(node_id: str) -> int | str:
+            """An op result's name (resolved to a slot below) or a path's slot."""
+            if node_id in op_slot:
+                return node_id
+            found = relative(node_id)
+            assert found is not None  # checked by stamp._replayable when the template was kept
+            return rel(found)
+
+        raw: list[tuple[Any, ...]] = []
+        self.hits = 0  # calls with no node argument: CSE hits on the template's node
+        seen: set[int] = set()  # path slots a source call made (a later call finds it)
+        constants: list[tuple[str, str]] = []  # (op result, the template's node)
+        for call in calls:
+            if call[0] == "source":
+                slot = rel(call[1])
+                # graph.source is idempotent: a path made once is only named again ("again")
+                raw.append(("again" if slot in seen else "source", slot,
+                            tuple(call[1].split(".")), call[1]))
+                seen.add(slot)
+                continue
+            _, name, args, kwargs, result, has_refs = call
+            if not has_refs:
+                self.hits += 1
+                op_slot[result] = -1
+                constants.append((result, result))
+                continue
+            refs = list(dict.fromkeys(refs_in(args) + refs_in(kwargs)))
+            slots = {r: node(r) for r in refs}
+            op_slot[result] = -1
+            raw.append(("op", name, args, kwargs, result, slots))
+        found_inputs = [None if v is None else node(v) for v in inputs]
+        # op slots after the path slots
+        base = len(self.rels)
+        for i, op_id in enumerate(op_slot):
+            op_slot[op_id] = base + i
+        self.size = base + len(op_slot)
+        self.constants = [(op_slot[r], value) for r, value in constants]
+
+        def slot_of(found: int | str) -> int:
+            return op_slot[found] if isinstance(found, str) else found
+
+        self.steps: list[tuple[Any, ...]] = []
+        for item in raw:
+            if item[0] in ("source", "again"):
+                self.steps.append(item)
+                continue
+            _, name, args, kwargs, result, slots = item
+            resolved = {r: slot_of(s) for r, s in slots.items()}
+            if _flat(args) and _plain_kwargs(kwargs):
+                parts = tuple((resolved[v.id], None) if type(v) is NodeRef else (-1, v)
+                              for v in args)
+                frozen = tuple(None if s >= 0 else freeze(v) for s, v in parts)
+                order = [resolved[v.id] for v in args if type(v) is NodeRef]
+                self.steps.append(("flat", name, parts, frozen, dict(kwargs), freeze(kwargs),
+                                   order, op_slot[result], result))
+            else:
+                self.steps.append(("any", name, args, kwargs, resolved, op_slot[result],
+                                   result))
+        self.inputs = [None if v is None else slot_of(v) for v in found_inputs]
+
+    def run(self, graph: DerivedGraph, module_path: str, module: Any,
+            objects: dict[tuple[str, ...], Any], twins: dict[str, str]) -> tuple[list[str],
+                                                                                 list[str]]:
+        """Replay on the layer at ``module_path``: (every slot's node, each call's node)."""
+        prefix = module_path + "."
+        vals: list[Any] = [prefix + r if r else module_path for r in self.rels]
+        vals.extend([None] * (self.size - len(vals)))
+        for slot, value in self.constants:
+            vals[slot] = value
+        graph.cse_hits += self.hits
+        made: list[str] = []
+        op_keyed = graph.op_keyed
+        for step in self.steps:
+            kind = step[0]
+            if kind == "source":
+                _, slot, parts, rel = step
+                tensor = objects.get(parts)
+                if tensor is None:
+                    tensor = get_path(module, rel)
+                made.append(graph.source(vals[slot], tensor).id)
+            elif kind == "again":
+                made.append(vals[step[1]])
+            elif kind == "flat":
+                _, name, parts, frozen, kwargs, fkw, order, out, result = step
+                args = tuple([NodeRef(vals[s]) if s >= 0 else v for s, v in parts])
+                key = (name, ("seq", tuple([("ref", vals[s]) if f is None else f
+                                            for (s, _), f in zip(parts, frozen)])), fkw)
+                new = op_keyed(name, args, dict(kwargs), key, [vals[s] for s in order])
+                vals[out] = new
+                made.append(new)
+                if new != result:
+                    twins[new] = result
+            else:
+                _, name, args, kwargs, resolved, out, result = step
+
+                def lookup(node_id: str, resolved: dict[str, int] = resolved) -> NodeRef:
+                    return NodeRef(vals[resolved[node_id]])
+
+                args, kwargs = substitute(args, lookup), substitute(kwargs, lookup)
+                new = op_keyed(name, args, kwargs, (name, freeze(args), freeze(kwargs)),
+                               refs_in(args) + refs_in(kwargs))
+                vals[out] = new
+                made.append(new)
+                if new != result:
+                    twins[new] = result
+        return vals, made
