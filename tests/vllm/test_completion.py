@@ -196,3 +196,37 @@ def test_switches_are_read_on_every_call(monkeypatch):
     assert completion.verify_specs_enabled("strict") and not completion.verify_specs_enabled("off")
     monkeypatch.setenv(completion.ALLOW_RECAPTURE_ENV, "true")
     assert completion.recapture_allowed()
+
+
+def test_the_environment_reader_sees_every_write(monkeypatch):
+    """:func:`~vllm_integration.config.environ_value` reads the environment mapping's own dict:
+    it answers as ``os.environ.get`` after every kind of write, and reads a stand-in that
+    replaced ``os.environ``; a planted reader that keeps its first answer fails here."""
+    import os
+
+    from vllm_integration import config
+
+    name = "DG_TEST_READER"
+    monkeypatch.delenv(name, raising=False)
+    writes = [lambda: os.environ.__setitem__(name, "strict"),
+              lambda: os.environ.update({name: "off"}),
+              lambda: os.environ.__setitem__(name, "caf\u00e9 \udcff"),  # non-ASCII, undecodable
+              lambda: os.environ.pop(name),
+              lambda: os.environ.setdefault(name, "refill"),
+              lambda: os.environ.__delitem__(name)]
+
+    def kept_first(read):  # the canary: a reader that caches by name
+        seen: dict[str, str] = {}
+        return lambda n: seen.setdefault(n, read(n))
+
+    for reader, planted in [(config.environ_value, False), (kept_first(config.environ_value),
+                                                            True)]:
+        answers = []
+        for write in writes:
+            write()
+            answers.append(reader(name) == os.environ.get(name, ""))
+        assert all(answers) is not planted
+    monkeypatch.setattr(os, "environ", {name: "recompute"})  # replaced wholesale
+    assert config.environ_value(name) == "recompute" and config.current_mode() == "refill"
+    monkeypatch.setitem(os.environ, config.MODE_ENV, "strict")
+    assert config.current_mode() == "strict"
