@@ -4,10 +4,11 @@ CPython 3.6-3.12 gives every dict a version tag (``ma_version_tag``, PEP 509) th
 value on every mutation that stores, replaces or removes a value, including the specialised
 attribute stores of the interpreter. Reading it for a thousand dicts one by one from Python costs
 as much as comparing their items; instead, :class:`DictVersions` views the address range that
-holds the watched dicts as one ``int64`` tensor (no copy: a ``ctypes`` array over that range) and
-reads every tag with one ``index_select``. A tag that did not move proves its dict holds exactly
-the values it held (by identity); one that moved only says "look": the caller compares that
-dict's items as before.
+holds the watched dicts as one ``int64`` array (no copy: a numpy view of a ``ctypes`` array over
+that range) and reads every tag with one ``take`` (numpy: a few microseconds where a torch op's
+dispatch costs tens; a watch is read several times per reload). A tag that did not move proves
+its dict holds exactly the values it held (by identity); one that moved only says "look": the
+caller compares that dict's items as before.
 
 This reads interpreter memory, so it is used only where a self-test at import proves the layout
 on the running interpreter (:data:`AVAILABLE`): CPython with the GIL, and every kind of store the
@@ -29,6 +30,7 @@ from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 __all__ = ["AVAILABLE", "DictVersions", "watch_dicts"]
@@ -40,15 +42,14 @@ _WORD = 8
 _TAG_OFFSET = 24
 
 
-def _views(dicts: Sequence[dict[Any, Any]]) -> tuple[torch.Tensor, torch.Tensor]:
+def _views(dicts: Sequence[dict[Any, Any]]) -> tuple[np.ndarray, np.ndarray]:
     """An int64 view of the words spanning ``dicts`` and the index of each one's tag in it."""
     addresses = [id(d) for d in dicts]
     low = min(addresses)
     words = (max(addresses) - low + _TAG_OFFSET) // _WORD + 1
     span = (ctypes.c_int64 * words).from_address(low)
-    view = torch.frombuffer(span, dtype=torch.int64)  # type: ignore[arg-type]
-    index = torch.tensor([(a - low + _TAG_OFFSET) // _WORD for a in addresses],
-                         dtype=torch.int64)
+    view = np.frombuffer(span, dtype=np.int64)  # keeps ``span`` alive
+    index = np.array([(a - low + _TAG_OFFSET) // _WORD for a in addresses], dtype=np.intp)
     return view, index
 
 
@@ -63,31 +64,33 @@ class DictVersions:
         self.dicts = list(dicts)  # keeps every watched dict alive
         self._view, self._index = _views(self.dicts) if self.dicts else (None, None)
         self._tags = self._read()
+        self._bytes = self._tags.tobytes() if self._tags is not None else b""
 
-    def _read(self) -> torch.Tensor | None:
+    def _read(self) -> np.ndarray | None:
         if self._view is None:
             return None
-        return self._view.index_select(0, self._index)
+        return self._view.take(self._index)
 
     def __len__(self) -> int:
         return len(self.dicts)
 
     def unchanged(self) -> bool:
         """True when no watched dict was mutated since the snapshot."""
-        return self._tags is None or torch.equal(self._read(), self._tags)
+        return self._tags is None or self._read().tobytes() == self._bytes
 
     def changed(self) -> list[int]:
         """Positions (in the order given) of the dicts mutated since the snapshot."""
         if self._tags is None:
             return []
         now = self._read()
-        if torch.equal(now, self._tags):
+        if now.tobytes() == self._bytes:
             return []
-        return (now != self._tags).nonzero().flatten().tolist()
+        return np.flatnonzero(now != self._tags).tolist()
 
     def rebase(self) -> None:
         """Take the current tags as the snapshot (after the caller checked or wrote them)."""
         self._tags = self._read()
+        self._bytes = self._tags.tobytes() if self._tags is not None else b""
 
 
 class _Probe:
