@@ -97,6 +97,33 @@ def test_a_clean_refill_reports_nothing(caplog):
     assert caplog.records == []
 
 
+def test_clean_and_moved_reloads_in_turn_keep_their_own_findings(monkeypatch):
+    """A clean reload shares one read-only empty result; a reload that moved something gets its
+    own. A planted completion that writes the moved paths into the shared result makes the next
+    clean reload report them (the canary)."""
+    plan = _Plan(RunReport(mode="refill", moved=[]))
+    state = SimpleNamespace(plan=plan, counters=Counters(), witness=None, guard=None)
+    session = SimpleNamespace(kind="checkpoint-format", layerwise=True, watch=None, before=None,
+                              names={"w"}, runtime_names=set())
+
+    def run(moved: list[str]) -> int:
+        plan.report = RunReport(mode="refill", moved=moved)
+        complete(object(), state, session, "refill", lambda: None)
+        return state.counters.moved_last
+
+    def polluting(moved: list[str], clean: AuditResult = completion._CLEAN) -> AuditResult:
+        clean.moved.extend(moved)
+        return clean
+
+    for planted in (False, True):
+        if planted:
+            monkeypatch.setattr(completion, "AuditResult", polluting)
+        seen = [run([]), run(["x.w"]), run([])]
+        assert (seen == [0, 1, 0]) is not planted, seen
+    monkeypatch.undo()
+    completion._CLEAN.moved.clear()  # the canary's pollution, not the fixed code's
+
+
 def test_the_last_record_describes_its_own_reload_when_read_later():
     first = RunReport(mode="refill", moved=[], written=3)
     counters = _complete(first)
