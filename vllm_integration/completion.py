@@ -152,24 +152,25 @@ def complete(model: Any, state: Any, session: Any, mode: str, updated: Any) -> R
     else:
         counters.in_place += 1
     guarded = restore_guard(model, state.guard, plan, mode, session.kind)
-    counters.guard_restored_last = len(guarded.restored) if guarded else 0
-    counters.guard_recapture_last = len(guarded.recapture) if guarded else 0
-    result = AuditResult(list(report.moved or []) if report else [])
+    if guarded is None:
+        counters.guard_restored_last = counters.guard_recapture_last = 0
+    else:
+        counters.guard_restored_last = len(guarded.restored)
+        counters.guard_recapture_last = len(guarded.recapture)
+    moved = report.moved if report is not None and report.moved else _NONE
     found = None
-    if session.watch is not None:
-        found = session.watch.check(model, plan.declared().values())
-        result.moved = sorted(set(result.moved) | set(found.moved))
-        result.undeclared, result.tensors = found.undeclared, found.tensors
-    elif session.before is not None:
-        legacy = compare(session.before, model, plan.declared().values())
-        result.moved = sorted(set(result.moved) | set(legacy.moved))
-        result.undeclared, result.tensors = legacy.undeclared, legacy.tensors
-    specs = verify_spec_values(plan) if len(plan) and verify_specs_enabled(mode) else None
+    if session.watch is None and session.before is None:  # refill / recompute: no census
+        result = _CLEAN if not moved else AuditResult(list(moved))
+    else:
+        result = _census(model, plan, session, moved)
+        found = result.found
+    specs = verify_spec_values(plan) if verify_specs_enabled(mode) and len(plan) else None
     findings = strict_findings(result, found, report, specs) \
-        if _anything(result, found, report, specs) else []
+        if _anything(result, found, report, specs) else _NONE
     counters.moved_last, counters.undeclared_last = len(result.moved), len(result.undeclared)
     counters.unrefreshed_last = len(found.unrefreshed) if found is not None else 0
-    counters.scalars_changed_last = sum(p.startswith(_SCALAR) for p in findings)
+    counters.scalars_changed_last = sum(p.startswith(_SCALAR) for p in findings) \
+        if findings else 0
     counters.spec_mismatches_last = len(specs.mismatches) if specs is not None else 0
     counters.seconds_last = time.perf_counter() - start
     counters.last = LastReload(session.kind, mode, session.layerwise,
@@ -184,6 +185,31 @@ def complete(model: Any, state: Any, session: Any, mode: str, updated: Any) -> R
                        type(model).__name__, len(result.moved), session.kind,
                        ", ".join(result.moved[:8]))
     return report
+
+
+#: the result of a reload no census watched and nothing moved in (read only)
+_CLEAN = AuditResult()
+_NONE: list[str] = []  # read only
+
+
+class _Census(AuditResult):
+    """An audit result with the strict watch's own findings (None: the legacy snapshot)."""
+
+    found: WatchResult | None = None
+
+
+def _census(model: Any, plan: Plan, session: Any, moved: list[str]) -> _Census:
+    """Strict mode's watch (or the legacy snapshot) after the pass, merged with ``moved``."""
+    result = _Census(list(moved))
+    if session.watch is not None:
+        found = result.found = session.watch.check(model, plan.declared().values())
+        result.moved = sorted(set(result.moved) | set(found.moved))
+        result.undeclared, result.tensors = found.undeclared, found.tensors
+    else:
+        legacy = compare(session.before, model, plan.declared().values())
+        result.moved = sorted(set(result.moved) | set(legacy.moved))
+        result.undeclared, result.tensors = legacy.undeclared, legacy.tensors
+    return result
 
 
 def _anything(result: AuditResult, found: WatchResult | None, report: RunReport | None,

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CAPTURE_AUDIT_ENV", "MODES", "MODE_ENV", "SPECS_ENV", "capture_audit_enabled",
-    "current_mode", "env_flag", "spec_library", "specs_for",
+    "current_mode", "env_flag", "environ_value", "spec_library", "specs_for",
 ]
 
 MODE_ENV = "DERIVGRAPH_VLLM_MODE"
@@ -34,6 +35,47 @@ DEFAULT_MODE = "refill"
 _library_cache: dict[str, list[Any]] = {}
 
 
+def _environ_reader() -> Callable[[str], str]:
+    """``name -> os.environ.get(name, "")``, read on every call.
+
+    ``os.environ.get`` encodes the key and walks ``Mapping.get`` in Python (~2-5 us; a reload
+    asks for the mode about eight times). On CPython's POSIX ``os._Environ`` this reads the
+    mapping's own dict under the key encoded once per name: the same value (``os.environ``'s
+    writes store into that dict), a fraction of the cost. Elsewhere, or once ``os.environ``
+    is replaced by another object: ``os.environ.get``.
+    """
+    environ = os.environ
+    data = getattr(environ, "_data", None)
+    encode = getattr(environ, "encodekey", None)
+    decode = getattr(environ, "decodevalue", None)
+    if os.name != "posix" or type(environ) is not os._Environ or not isinstance(data, dict) \
+            or encode is None or decode is None:
+        return lambda name: environ.get(name, "")
+    keys: dict[str, Any] = {}
+    values: dict[Any, str] = {}  # raw -> decoded, for the few values a switch takes
+
+    def read(name: str) -> str:
+        if os.environ is not environ:  # replaced wholesale (a test's stand-in): read that
+            return os.environ.get(name, "")
+        key = keys.get(name)
+        if key is None:
+            key = keys[name] = encode(name)
+        raw = data.get(key)
+        if raw is None:
+            return ""
+        value = values.get(raw)
+        if value is None:
+            value = decode(raw)
+            if len(values) < 64:
+                values[raw] = value
+        return value
+
+    return read
+
+
+#: reads one environment variable now ("" when unset); see :func:`_environ_reader`
+environ_value: Callable[[str], str] = _environ_reader()
+
 _parsed_modes: dict[str, str] = {}  # raw DERIVGRAPH_VLLM_MODE value -> its valid mode
 
 
@@ -41,9 +83,10 @@ def current_mode() -> str:
     """The mode from ``DERIVGRAPH_VLLM_MODE``; raises ``ValueError`` on an unknown value.
 
     Read on every call (a process may change it between reloads); each raw value is parsed
-    once (every hook asks, so the read is one environment lookup and one dict lookup).
+    once (every hook asks, so the read is one dict lookup of the environment and one of the
+    parsed values).
     """
-    raw = os.environ.get(MODE_ENV, "")
+    raw = environ_value(MODE_ENV)
     mode = _parsed_modes.get(raw)
     if mode is None:
         mode = raw.strip().lower() or DEFAULT_MODE
@@ -56,13 +99,22 @@ def current_mode() -> str:
     return mode
 
 
+_FLAGS = {"1": True, "true": True, "yes": True, "on": True,
+          "0": False, "false": False, "no": False, "off": False}
+_parsed_flags: dict[str, bool | None] = {}  # raw value -> its flag
+
+
 def env_flag(name: str) -> bool | None:
     """A boolean switch: True for 1 / true / yes / on, False for 0 / false / no / off, None
-    when unset or anything else (the caller's default)."""
-    value = os.environ.get(name, "").strip().lower()
-    if value in ("1", "true", "yes", "on"):
-        return True
-    return False if value in ("0", "false", "no", "off") else None
+    when unset or anything else (the caller's default). Read on every call; each raw value is
+    parsed once."""
+    raw = environ_value(name)
+    if raw in _parsed_flags:
+        return _parsed_flags[raw]
+    flag = _FLAGS.get(raw.strip().lower())
+    if len(_parsed_flags) < 64:
+        _parsed_flags[raw] = flag
+    return flag
 
 
 def capture_audit_enabled() -> bool:

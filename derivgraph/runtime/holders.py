@@ -184,11 +184,15 @@ class Holders:
                 moved.append(src)
         return changed, moved
 
-    def moved(self, source_ptrs: Mapping[str, tuple[int, int]]) -> list[str]:
+    def moved(self, source_ptrs: Mapping[str, tuple[int, int]], report: Any = None) \
+            -> list[str]:
         """Derived tensors and sources whose holder now has another object or address.
 
         Holders and sources the accessors prove in place (owners intact, every holder the
         startup object at its startup address) are not walked; the rest are, one by one.
+        ``report``: the run this check closes; a source check that run passed stands (only its
+        pass, copies and rebind ran since: they write derived tensors and their holders, never
+        a source), once: the run's proof is used up here.
         """
         table = self.table
         fast = self.hops is not None and self.hops.intact() and table.intact() \
@@ -202,7 +206,9 @@ class Holders:
             current = get_path(self.model, key)
             if current is not entry.storage or address_of(current) != entry.startup_ptr:
                 moved.append(key)
-        paths = self._startup_sources(source_ptrs)[1] if self.sources_intact() else source_ptrs
+        checked, self._sources_checked = self._sources_checked, None
+        intact = (report is not None and checked is report) or self.sources_intact()
+        paths = self._startup_sources(source_ptrs)[1] if intact else source_ptrs
         for path in paths:
             obj_id, ptr = source_ptrs[path]
             current = get_path(self.model, path)

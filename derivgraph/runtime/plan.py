@@ -213,8 +213,8 @@ class Plan:
         with torch.no_grad():
             self._entry(kind, names, launched).fn(report)
         report.seconds = time.perf_counter() - start
-        if verify:
-            report.moved = self.moved()
+        if verify:  # this run's source check stands (see Holders.moved)
+            report.moved = self.holders.moved(self.source_ptrs, report)
         return report
 
     def _opaque(self) -> list[str]:

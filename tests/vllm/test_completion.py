@@ -97,6 +97,33 @@ def test_a_clean_refill_reports_nothing(caplog):
     assert caplog.records == []
 
 
+def test_clean_and_moved_reloads_in_turn_keep_their_own_findings(monkeypatch):
+    """A clean reload shares one read-only empty result; a reload that moved something gets its
+    own. A planted completion that writes the moved paths into the shared result makes the next
+    clean reload report them (the canary)."""
+    plan = _Plan(RunReport(mode="refill", moved=[]))
+    state = SimpleNamespace(plan=plan, counters=Counters(), witness=None, guard=None)
+    session = SimpleNamespace(kind="checkpoint-format", layerwise=True, watch=None, before=None,
+                              names={"w"}, runtime_names=set())
+
+    def run(moved: list[str]) -> int:
+        plan.report = RunReport(mode="refill", moved=moved)
+        complete(object(), state, session, "refill", lambda: None)
+        return state.counters.moved_last
+
+    def polluting(moved: list[str], clean: AuditResult = completion._CLEAN) -> AuditResult:
+        clean.moved.extend(moved)
+        return clean
+
+    for planted in (False, True):
+        if planted:
+            monkeypatch.setattr(completion, "AuditResult", polluting)
+        seen = [run([]), run(["x.w"]), run([])]
+        assert (seen == [0, 1, 0]) is not planted, seen
+    monkeypatch.undo()
+    completion._CLEAN.moved.clear()  # the canary's pollution, not the fixed code's
+
+
 def test_the_last_record_describes_its_own_reload_when_read_later():
     first = RunReport(mode="refill", moved=[], written=3)
     counters = _complete(first)
@@ -196,3 +223,37 @@ def test_switches_are_read_on_every_call(monkeypatch):
     assert completion.verify_specs_enabled("strict") and not completion.verify_specs_enabled("off")
     monkeypatch.setenv(completion.ALLOW_RECAPTURE_ENV, "true")
     assert completion.recapture_allowed()
+
+
+def test_the_environment_reader_sees_every_write(monkeypatch):
+    """:func:`~vllm_integration.config.environ_value` reads the environment mapping's own dict:
+    it answers as ``os.environ.get`` after every kind of write, and reads a stand-in that
+    replaced ``os.environ``; a planted reader that keeps its first answer fails here."""
+    import os
+
+    from vllm_integration import config
+
+    name = "DG_TEST_READER"
+    monkeypatch.delenv(name, raising=False)
+    writes = [lambda: os.environ.__setitem__(name, "strict"),
+              lambda: os.environ.update({name: "off"}),
+              lambda: os.environ.__setitem__(name, "caf\u00e9 \udcff"),  # non-ASCII, undecodable
+              lambda: os.environ.pop(name),
+              lambda: os.environ.setdefault(name, "refill"),
+              lambda: os.environ.__delitem__(name)]
+
+    def kept_first(read):  # the canary: a reader that caches by name
+        seen: dict[str, str] = {}
+        return lambda n: seen.setdefault(n, read(n))
+
+    for reader, planted in [(config.environ_value, False), (kept_first(config.environ_value),
+                                                            True)]:
+        answers = []
+        for write in writes:
+            write()
+            answers.append(reader(name) == os.environ.get(name, ""))
+        assert all(answers) is not planted
+    monkeypatch.setattr(os, "environ", {name: "recompute"})  # replaced wholesale
+    assert config.environ_value(name) == "recompute" and config.current_mode() == "refill"
+    monkeypatch.setitem(os.environ, config.MODE_ENV, "strict")
+    assert config.current_mode() == "strict"
