@@ -504,7 +504,7 @@ def _emit_flat(em: Emitter, key: GroupKey, members: list[Step]) -> Lines | None:
         return None
     total = sum(o.numel() for o in outs)
     if dtype not in (flat.COPY_DTYPES if kind is GroupKind.COPY else flat.OP_DTYPES) \
-            or total > flat.MAX_MEAN * n:
+            or total > min(flat.MAX_MEAN * n, flat.MAX_ELEMENTS):
         return None
     shapes = [o.shape for o in outs]
     a, b = values[:n], values[n:]
