@@ -2,7 +2,9 @@
 
 :meth:`Plan.run` is the reload pass: generated Python (:mod:`derivgraph.compiler.codegen`) that
 writes into the startup storage through ``torch._foreach_*`` and ``out=`` calls over tensors
-bound at compile, then re-binds every holder the engine rebuilt. :meth:`Plan.capture` records
+bound at compile (on CPU, a group of many small tensors as one gather, one op and one scatter
+over the memory that holds them: :mod:`derivgraph.compiler.flat`), then re-binds every holder
+the engine rebuilt. :meth:`Plan.capture` records
 the pass into one CUDA graph (on CPU: a dispatch recording) that :meth:`Plan.run` replays. No
 step synchronizes with the host and no step allocates a tensor a captured graph can see.
 
