@@ -6,9 +6,8 @@ drawn from the same name supply. :func:`build_program` schedules steps in depend
 (also respecting storage that aliases across tensors), groups identical ops of one level into
 ``torch._foreach_*`` calls over prebuilt lists (on CPU, many small tensors as whole-buffer ops
 over the memory that holds them: :mod:`derivgraph.compiler.flat`), and emits a function that
-is compiled and
-registered with :mod:`linecache` (tracebacks through the pass show the generated line): the
-printed pass is the pass.
+is compiled and registered with :mod:`linecache` (tracebacks through the pass show the
+generated line): the printed pass is the pass.
 """
 
 from __future__ import annotations
