@@ -4,9 +4,10 @@
 prebuilt list, a constant, a runtime helper) is named once through a typed key, and locals are
 drawn from the same name supply. :func:`build_program` schedules steps in dependency levels
 (also respecting storage that aliases across tensors), groups identical ops of one level into
-``torch._foreach_*`` calls over prebuilt lists, and emits a function that is compiled and
-registered with :mod:`linecache` (tracebacks through the pass show the generated line): the
-printed pass is the pass.
+``torch._foreach_*`` calls over prebuilt lists (on CPU, many small tensors as whole-buffer ops
+over the memory that holds them: :mod:`derivgraph.compiler.flat`), and emits a function that
+is compiled and registered with :mod:`linecache` (tracebacks through the pass show the
+generated line): the printed pass is the pass.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any, NamedTuple
 import torch
 
 from derivgraph._enum import StrEnum
+from derivgraph.compiler import flat
 from derivgraph.compiler.graph import NodeRef
 from derivgraph.compiler.ir import NodeKind
 from derivgraph.compiler.lower import Action, LowerContext, Step, out_tensor
@@ -31,8 +33,8 @@ from derivgraph.compiler.schedule import levels as _levels
 from derivgraph.ops import OPS, OpKind
 from derivgraph.spec.kinds import TensorKind
 
-__all__ = ["Bindings", "Bound", "Constant", "GroupKey", "Helper", "OutView", "Program", "Stage",
-           "TensorList", "build_program", "compile_function", "literal"]
+__all__ = ["Bindings", "Bound", "Constant", "Flat", "GroupKey", "Helper", "OutView", "Program",
+           "Stage", "TensorList", "build_program", "compile_function", "literal"]
 
 _FOREACH_UNARY = {name: f"_foreach_{name}_" for name in
                   ("reciprocal", "abs", "exp", "log", "sqrt", "rsqrt", "neg")}
@@ -84,13 +86,25 @@ class TensorList:
 
 
 @dataclass(frozen=True)
+class Flat:
+    """A global of a group run over flat buffers (:mod:`derivgraph.compiler.flat`): ``role``
+    is ``span_out``/``span_in`` (the memory holding the outputs / the operands), ``at_out``,
+    ``at_a``, ``at_b`` (element indices in them), ``buf``, ``buf_b`` (the buffers) or
+    ``held`` (the storages addressed, kept alive by the pass)."""
+
+    role: str
+    targets: tuple[str, ...]
+    operands: tuple[str, ...] = ()  # at_a, at_b: the nodes read, in the targets' order
+
+
+@dataclass(frozen=True)
 class Helper:
     """A runtime function the generated code calls (``torch``, ``ops``, plan helpers)."""
 
     name: str
 
 
-BindingKey = Bound | OutView | Stage | Constant | TensorList | Helper
+BindingKey = Bound | OutView | Stage | Constant | TensorList | Flat | Helper
 
 
 class Bindings:
@@ -205,10 +219,11 @@ def literal(value: Any) -> str | None:
 class Emitter:
     """Renders operands as names in the shared :class:`Bindings`."""
 
-    def __init__(self, ctx: LowerContext, bindings: Bindings):
+    def __init__(self, ctx: LowerContext, bindings: Bindings, *, flat: bool = False):
         self.ctx = ctx
         self.bindings = bindings
         self.locals: dict[str, str] = {}
+        self.flat = flat  # groups of small CPU tensors over flat buffers (compiler.flat)
 
     def operand(self, ref: str) -> str:
         local = self.locals.get(ref)
@@ -381,9 +396,10 @@ Lines = list[tuple[str, tuple[str, ...]]]
 
 
 def build_program(ctx: LowerContext, bindings: Bindings, steps: list[Step], name: str, *,
-                  group: bool = True) -> Program:
-    """Schedule, group and emit ``steps`` as a Python function ``name`` and compile it."""
-    em = Emitter(ctx, bindings)
+                  group: bool = True, flat: bool = True) -> Program:
+    """Schedule, group and emit ``steps`` as a Python function ``name`` and compile it
+    (``flat``: groups of many small CPU tensors as whole-buffer ops, :mod:`.flat`)."""
+    em = Emitter(ctx, bindings, flat=flat)
     levels = _levels(ctx, steps)
     order = sorted(range(len(steps)), key=lambda i: levels[i])  # stable within a level
     lines: Lines = []
@@ -441,6 +457,9 @@ def _emit_group(em: Emitter, key: GroupKey, members: list[Step]) -> Lines:
         ins = em.tensors([s.input for s in members])
         return [(f"torch._foreach_copy_({stages}, {ins})  # Python scalars set after the pass; "
                  "NOT refillable: graph recapture required", nodes)]
+    flat = _emit_flat(em, key, members) if em.flat else None
+    if flat is not None:
+        return flat
     outs = em.outs(members)
     if key.kind is GroupKind.COPY:
         ins = em.tensors([s.input for s in members])
@@ -458,6 +477,71 @@ def _emit_group(em: Emitter, key: GroupKey, members: list[Step]) -> Lines:
         value = float.fromhex(key.scalar)
         lines.append((f"torch.{_FOREACH_BINARY[key.op]}({outs}, {em.value(value)})", nodes))
     return lines
+
+
+#: ops whose result is the same bits on one element or a vector of them (IEEE exact)
+_FLAT_UNARY = frozenset({"reciprocal", "abs", "neg", "sqrt"})
+_FLAT_BINARY = frozenset({"add", "sub", "mul", "div", "maximum", "minimum"})
+
+
+def _emit_flat(em: Emitter, key: GroupKey, members: list[Step]) -> Lines | None:
+    """A group of many small CPU tensors as whole-buffer ops over the memory that holds them
+    (:mod:`derivgraph.compiler.flat`); None where that path does not apply."""
+    kind = key.kind
+    if kind is GroupKind.UNARY and key.op not in _FLAT_UNARY or kind in (
+            GroupKind.BINARY, GroupKind.SCALAR) and key.op not in _FLAT_BINARY:
+        return None
+    firsts = [s.input if kind is GroupKind.COPY else s.args[0].id for s in members]
+    refs = firsts + ([s.args[1].id for s in members] if kind is GroupKind.BINARY else [])
+    if not em.locals.keys().isdisjoint(refs):
+        return None
+    values = em.ctx.bound_values(refs, _UNBOUND)
+    outs = [out_tensor(em.ctx, s) for s in members]
+    if not all(isinstance(v, torch.Tensor) for v in values) or not all(
+            isinstance(o, torch.Tensor) and o.is_contiguous() for o in outs):
+        return None
+    dtype, n = outs[0].dtype, len(outs)
+    if n < flat.MIN_GROUP:
+        return None
+    total = sum(o.numel() for o in outs)
+    if dtype not in (flat.COPY_DTYPES if kind is GroupKind.COPY else flat.OP_DTYPES) \
+            or total > min(flat.MAX_MEAN * n, flat.MAX_ELEMENTS):
+        return None
+    shapes = [o.shape for o in outs]
+    a, b = values[:n], values[n:]
+    if any(t.shape != s for t, s in zip(a, shapes)) or any(
+            torch.broadcast_shapes(t.shape, s) != s for t, s in zip(b, shapes)):
+        return None
+    span_out, span_in = flat.span_of(outs), flat.span_of(a + b)
+    if span_out is None or span_in is None:
+        return None
+    at_out = span_out.index(outs)
+    if at_out.unique().numel() != total:  # two outputs share memory: not independent steps
+        return None
+    targets = tuple(s.target for s in members)
+    bind = em.bindings.bind
+    # the pass holds every storage it addresses: none is freed while its addresses are bound
+    bind(Flat("held", targets), "held", [t.untyped_storage() for t in outs + values])
+    mem_out = bind(Flat("span_out", targets), "out_mem", span_out.view)
+    mem_in = bind(Flat("span_in", targets), "in_mem", span_in.view)
+    out_at = bind(Flat("at_out", targets), "at", at_out)
+    a_at = bind(Flat("at_a", targets, tuple(firsts)), "at", span_in.index(a))
+    buf = bind(Flat("buf", targets), "flat", torch.empty(total, dtype=dtype))
+    what = f"the {n} tensors"
+    lines = [f"torch.index_select({mem_in}, 0, {a_at}, out={buf})  # {what} read, by address"]
+    if kind is GroupKind.UNARY:
+        lines.append(f"torch.{key.op}({buf}, out={buf})")
+        if key.scale is not None:
+            lines.append(f"torch.mul({buf}, {em.value(key.scale)}, out={buf})")
+    elif kind is GroupKind.BINARY:
+        b_at = bind(Flat("at_b", targets, tuple(refs[n:])), "at", span_in.index(b, shapes))
+        buf_b = bind(Flat("buf_b", targets), "flat", torch.empty(total, dtype=dtype))
+        lines += [f"torch.index_select({mem_in}, 0, {b_at}, out={buf_b})",
+                  f"torch.{key.op}({buf}, {buf_b}, out={buf})"]
+    elif kind is GroupKind.SCALAR:
+        lines.append(f"torch.{key.op}({buf}, {em.value(float.fromhex(key.scalar))}, out={buf})")
+    lines.append(f"{mem_out}.index_copy_(0, {out_at}, {buf})  # into {what}' startup storage")
+    return [(line, targets) for line in lines]
 
 
 def view_source(ctx: LowerContext, bindings: Bindings, ref: str) -> str:

@@ -2,7 +2,9 @@
 
 :meth:`Plan.run` is the reload pass: generated Python (:mod:`derivgraph.compiler.codegen`) that
 writes into the startup storage through ``torch._foreach_*`` and ``out=`` calls over tensors
-bound at compile, then re-binds every holder the engine rebuilt. :meth:`Plan.capture` records
+bound at compile (on CPU, a group of many small tensors as one gather, one op and one scatter
+over the memory that holds them: :mod:`derivgraph.compiler.flat`), then re-binds every holder
+the engine rebuilt. :meth:`Plan.capture` records
 the pass into one CUDA graph (on CPU: a dispatch recording) that :meth:`Plan.run` replays. No
 step synchronizes with the host and no step allocates a tensor a captured graph can see.
 
@@ -397,6 +399,8 @@ class Plan:
         the replay, then runs eagerly (or refuses) exactly as without the overlap.
         """
         assert self.program is not None
+        if self.programs.flat and ".index_copy_(" in self.program.source:
+            self._install_recordable()
         fn = self.program.fn
         writes = WriteRecorder()
         with torch.no_grad():
@@ -415,9 +419,18 @@ class Plan:
                 with writes:
                     fn()
                 self._recording = CpuPass(fn)
-                self._keep = self._recording.storages()
+                # and the storages a flat group addresses by memory (compiler.flat)
+                self._keep = self._recording.storages() + storages_read(
+                    fn.__globals__.values())
         self._refuse_source_writes(writes.written)
         self._captured = True
+
+    def _install_recordable(self) -> None:
+        """The pass with one ``torch._foreach_*`` call per operation, for a recording: a flat
+        group (:mod:`derivgraph.compiler.flat`) writes through one view over the memory of
+        many storages, which the write check cannot split into the storages written."""
+        self.programs.flat = False
+        self.install(self.steps, group=self._grouped)
 
     def _refuse_source_writes(self, written: set[int]) -> None:
         """A recording that writes a source is refused: :meth:`run` replays before its checks

@@ -19,6 +19,7 @@ from derivgraph._enum import StrEnum
 from derivgraph.compiler.codegen import (
     Bindings,
     Constant,
+    Flat,
     Helper,
     OutView,
     Program,
@@ -65,6 +66,9 @@ class Programs:
         self._entry: dict[tuple[PassKind, tuple[str, ...] | None, bool], Program] = {}
         self._by_name: dict[str, Program] = {}
         self._needed: dict[tuple[str, ...], frozenset[str]] = {}
+        # groups of many small CPU tensors run over flat buffers (derivgraph.compiler.flat);
+        # False: one torch._foreach_* call per operation (the reference)
+        self.flat = True
 
     def install(self, steps: list[Step], *, group: bool = True) -> Program:
         """Bind a fresh namespace and compile the full pass over ``steps``."""
@@ -83,7 +87,7 @@ class Programs:
 
     def _compile(self, steps: list[Step], hint: str, group: bool = True) -> Program:
         prog = build_program(self.tensors, self.bindings, steps, self.bindings.fresh(hint),
-                             group=group)
+                             group=group, flat=self.flat)
         self._by_name[prog.name] = prog
         return prog
 
@@ -267,6 +271,8 @@ class Programs:
             return f"{key.target}.view({key.shape})  # out= through a reshape"
         if isinstance(key, Stage):
             return f"a tensor staging {key.target}  # a derived Python scalar"
+        if isinstance(key, Flat):
+            return _describe_flat(key)
         if isinstance(key, (Constant, Helper)):
             return None
         ref = key.ref
@@ -281,3 +287,20 @@ class Programs:
         if graph.nodes[ref].kind is NodeKind.OP:
             return "a constant made at compile (no source feeds it)"
         return None
+
+
+_FLAT_ROLES = {
+    "span_out": "the memory holding the startup storage of",
+    "span_in": "the memory holding the operands of",
+    "at_out": "the element addresses (in its mem) of",
+    "at_a": "the element addresses (in its mem) of the first operands of",
+    "at_b": "the element addresses (in its mem, broadcast) of the second operands of",
+    "buf": "a buffer of the elements of",
+    "buf_b": "a buffer of the second operands' elements of",
+    "held": "the storages addressed (kept alive by the pass) of"}
+
+
+def _describe_flat(key: Flat) -> str:
+    """A header line for a global of a group run over flat buffers."""
+    read = f" (reading [{', '.join(key.operands)}])" if key.operands else ""
+    return f"{_FLAT_ROLES[key.role]} [{', '.join(key.targets)}]{read}  # derivgraph.compiler.flat"

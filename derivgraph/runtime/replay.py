@@ -127,12 +127,15 @@ def pinned(t: torch.Tensor) -> torch.Tensor:
 
 
 def storages_read(values: Iterable[Any]) -> list[Any]:
-    """The storage of every tensor in ``values`` (lists, tuples and dicts are looked into)."""
+    """The storage of every tensor (and every storage) in ``values`` (lists, tuples and dicts
+    are looked into)."""
     out: dict[int, Any] = {}
     stack = list(values)
     while stack:
         value = stack.pop()
-        if isinstance(value, torch.Tensor):
+        if isinstance(value, torch.UntypedStorage):  # held by a flat group of the pass
+            out.setdefault(value.data_ptr(), value)
+        elif isinstance(value, torch.Tensor):
             if value.device.type != "meta":
                 storage = value.untyped_storage()
                 out.setdefault(storage.data_ptr(), storage)

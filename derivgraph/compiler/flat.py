@@ -1,0 +1,100 @@
+"""A foreach group of many small CPU tensors as a few whole-buffer ops, addressed by memory.
+
+On CPU a ``torch._foreach_*`` call is a loop of one aten op per tensor (no fused kernel), so a
+group of hundreds of tiny derived tensors costs hundreds of op dispatches per call, and a
+grouped step is two calls (copy, then the op in place). The outputs cannot be moved into one
+buffer: they are adopted engine tensors at their own addresses, the addresses a captured graph
+reads. Instead, :func:`emit` addresses them where they are: the memory range that holds every
+tensor of the group is seen as one flat tensor of the group's dtype (:class:`Span`, a view over
+that range, no copy), and the group runs as
+
+* one ``index_select`` per operand list into a preallocated buffer (the elements of every
+  operand, broadcast to its output's shape, in order),
+* the op once on the buffers, bit for bit the op each tensor would run (only exact IEEE ops:
+  ``+ - * /``, ``reciprocal``, ``sqrt``, ``abs``, ``neg``, ``maximum``, ``minimum``),
+* one ``index_copy_`` that writes every element of every output at its startup address.
+
+The element indices are computed once, at compile, from each tensor's ``data_ptr`` and
+strides; they hold while every tensor the group reads or writes is at that address, which the
+plan checks before each pass (startup storage restored under re-pointed tensors, sources
+checked by identity and address, the pass recompiled when a source moved). The buffers and
+spans are bound globals of the generated code: the printed pass is the pass, and nothing is
+allocated when it runs. Used only for CPU tensors of one plain dtype whose outputs are
+contiguous, and only where the group is many (:data:`MIN_GROUP`) small tensors (mean size
+:data:`MAX_MEAN` or less: above it the per-tensor loop is memcpy-bound, not dispatch-bound).
+
+The eager pass only: :meth:`derivgraph.runtime.plan.Plan.capture` records the pass with one
+``torch._foreach_*`` call per operation (a recording addresses each storage it writes, which the
+capture's write check reads).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["MAX_ELEMENTS", "MAX_MEAN", "MIN_GROUP", "OP_DTYPES", "Span", "span_of"]
+
+#: the largest mean number of elements per tensor of a group that takes the flat path
+MAX_MEAN = 1024
+#: the fewest tensors of a group that takes the flat path (below, the dispatches saved are few)
+MIN_GROUP = 32
+#: the most elements of a group that takes the flat path: aten's grain size, above which its CPU
+#: ops split across threads (measured: slower than the per-tensor loop on a loaded 2-core host)
+MAX_ELEMENTS = 32768
+#: dtypes an op (not only a copy) runs on in the flat path
+OP_DTYPES = frozenset({torch.float32, torch.float64})
+#: dtypes a plain copy runs on in the flat path (any element is copied bit for bit)
+COPY_DTYPES = OP_DTYPES | frozenset({torch.float16, torch.bfloat16, torch.int8, torch.uint8,
+                                     torch.int16, torch.int32, torch.int64, torch.bool})
+
+
+@dataclass(frozen=True)
+class Span:
+    """The memory from the lowest to the highest element of a set of tensors, as one 1-D tensor
+    of their dtype (``view``), and each tensor's first element in it."""
+
+    view: torch.Tensor
+    low: int
+    itemsize: int
+
+    def index(self, tensors: Sequence[torch.Tensor],
+              shapes: Sequence[torch.Size] | None = None) -> torch.Tensor:
+        """The position in :attr:`view` of every element of ``tensors`` in row-major order,
+        each tensor broadcast to ``shapes[i]`` when given (int64, made once)."""
+        parts = []
+        for i, t in enumerate(tensors):
+            start = (t.data_ptr() - self.low) // self.itemsize
+            extent = 1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
+            at = torch.arange(start, start + extent, dtype=torch.int64).as_strided(
+                t.shape, t.stride())
+            if shapes is not None:
+                at = at.expand(shapes[i])
+            parts.append(at.reshape(-1))
+        return torch.cat(parts)
+
+
+def span_of(tensors: Sequence[torch.Tensor]) -> Span | None:
+    """A :class:`Span` over every tensor of ``tensors`` (CPU, one dtype, each element at a whole
+    number of elements from the lowest); None where that does not hold."""
+    if not tensors:
+        return None
+    dtype = tensors[0].dtype
+    itemsize = tensors[0].element_size()
+    ends = []
+    for t in tensors:
+        if t.device.type != "cpu" or t.dtype is not dtype or t.numel() == 0 \
+                or t.is_quantized or t.is_sparse or any(s < 0 for s in t.stride()):
+            return None
+        extent = sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
+        ends.append((t.data_ptr(), t.data_ptr() + (extent + 1) * itemsize))
+    low = min(a for a, _ in ends)
+    high = max(b for _, b in ends)
+    if any((a - low) % itemsize for a, _ in ends):
+        return None
+    raw = (ctypes.c_char * (high - low)).from_address(low)
+    view = torch.frombuffer(raw, dtype=dtype)  # type: ignore[arg-type]
+    return Span(view, low, itemsize)
