@@ -62,13 +62,17 @@ def test_no_words_where_unproven(monkeypatch) -> None:
     assert addresses([]) is None
 
 
-@pytest.mark.parametrize("words", ["on", "off"])
-def test_a_storage_swap_is_restored_with_the_words_on_or_off(monkeypatch, words: str) -> None:
-    if words == "off":
+@pytest.mark.parametrize("check", ["words", "c++ loop", "python loop"])
+def test_a_storage_swap_is_restored_by_every_address_check(monkeypatch, check: str) -> None:
+    """``.data =`` stores into no dict: the storage words (or, without them, the C++ address
+    loop or the Python one) must find the swap, and the restore must put the startup back."""
+    if check != "words":
         monkeypatch.setattr(guard_module, "addresses", lambda tensors: None)
+    if check == "python loop":
+        monkeypatch.setattr(guard_module, "_PTRS_EQUAL", None)
     layer = Layer()
     guard, kept = _startup(layer)
-    assert (guard._words is not None) is (words == "on" and addresses_module.AVAILABLE)
+    assert (guard._words is not None) is (check == "words" and addresses_module.AVAILABLE)
     assert guard.storage_kept()
     kept["buffer"].data = kept["buffer"].clone()  # `.data =`: no dict store at all
     assert not guard.storage_kept()
