@@ -150,6 +150,7 @@ def load_spec_text(text: str, file: str = "<string>") -> list[Spec]:
             Rule.SCHEMA, "the file is empty", "write `version: 1` and a `specs:` list",
             SourceLocation(file, 1),
         )])
+    _check_entry_count(root, file)  # on the composed nodes: before any Python data is built
     lines: _Lines = {}
     try:
         data = _plain(root, (), lines, file)
@@ -163,7 +164,6 @@ def load_spec_text(text: str, file: str = "<string>") -> list[Spec]:
         raise SpecValidationError([SpecIssue(
             Rule.SCHEMA, "the YAML is nested too deeply to read", "flatten the document",
             SourceLocation(file, 1))]) from None
-    _check_entry_count(data, file, lines)
     try:
         parsed = SpecFile.model_validate(data)
     except ValidationError as exc:
@@ -184,19 +184,31 @@ def load_spec_text(text: str, file: str = "<string>") -> list[Spec]:
     return parsed.specs
 
 
-def _check_entry_count(data: Any, file: str, lines: _Lines) -> None:
-    """Refuse a file of more derived entries than ``LIMITS.max_derived_per_file`` before the
-    schema validation spends time on each (DG016)."""
-    specs = data.get("specs") if isinstance(data, dict) else None
-    if not isinstance(specs, list):
+def _entry(node: yaml.Node, key: str) -> yaml.Node | None:
+    """The value node of ``key`` in a composed mapping node (None when absent or not a mapping)."""
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    return next((v for k, v in node.value
+                 if isinstance(k, yaml.ScalarNode) and k.value == key), None)
+
+
+def _check_entry_count(root: yaml.Node, file: str) -> None:
+    """Refuse a file of more derived entries than ``LIMITS.max_derived_per_file`` (DG016),
+    counted on the composed YAML nodes: before the document becomes Python data and before the
+    schema validation spends time on each entry."""
+    specs = _entry(root, "specs")
+    if not isinstance(specs, yaml.SequenceNode):
         return
-    count = sum(len(s["derived"]) for s in specs
-                if isinstance(s, dict) and isinstance(s.get("derived"), list))
+    count = 0
+    for spec in specs.value:
+        derived = _entry(spec, "derived")
+        if isinstance(derived, yaml.SequenceNode):
+            count += len(derived.value)
     try:
         check_entry_count(count)
     except LimitError as exc:
         raise SpecValidationError([SpecIssue(exc.rule, exc.message, exc.fix, SourceLocation(
-            file, lines.get(("specs",), 1)))]) from None
+            file, specs.start_mark.line + 1))]) from None
 
 
 def _schema_fix(err: dict[str, Any]) -> str:
