@@ -13,6 +13,7 @@ import importlib.resources
 import logging
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,7 @@ def load_spec_text(text: str, file: str = "<string>") -> list[Spec]:
             SourceLocation(file, 1))])
     _check_flow_depth(text, file)
     try:
+        _check_entry_count(text, file)  # on the event stream: before any node is built
         root = yaml.compose(text, Loader=_LOADER)
     except RecursionError:
         raise SpecValidationError([SpecIssue(
@@ -150,7 +152,6 @@ def load_spec_text(text: str, file: str = "<string>") -> list[Spec]:
             Rule.SCHEMA, "the file is empty", "write `version: 1` and a `specs:` list",
             SourceLocation(file, 1),
         )])
-    _check_entry_count(root, file)  # on the composed nodes: before any Python data is built
     lines: _Lines = {}
     try:
         data = _plain(root, (), lines, file)
@@ -184,31 +185,65 @@ def load_spec_text(text: str, file: str = "<string>") -> list[Spec]:
     return parsed.specs
 
 
-def _entry(node: yaml.Node, key: str) -> yaml.Node | None:
-    """The value node of ``key`` in a composed mapping node (None when absent or not a mapping)."""
-    if not isinstance(node, yaml.MappingNode):
-        return None
-    return next((v for k, v in node.value
-                 if isinstance(k, yaml.ScalarNode) and k.value == key), None)
+@dataclass
+class _Frame:
+    """An open YAML collection while :func:`_check_entry_count` reads the event stream."""
+
+    role: str  # "root", "specs", "spec", "derived" or "" (anything else)
+    mapping: bool
+    key: str | None = None  # the key whose value comes next (mappings)
+    at_key: bool = True  # a mapping's next node is a key
 
 
-def _check_entry_count(root: yaml.Node, file: str) -> None:
+def derived_entry_count(text: str) -> tuple[int, int]:
+    """The number of derived entries in a spec document and the line of its ``specs:`` list,
+    read from the YAML event stream (no node or Python object of the document is built)."""
+    stack: list[_Frame] = []
+    count, specs_line = 0, 1
+    for event in yaml.parse(text, Loader=_LOADER):
+        if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            stack.pop()
+            if stack and stack[-1].mapping:
+                stack[-1].at_key = not stack[-1].at_key
+            continue
+        if not isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent,
+                                  yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            continue
+        parent = stack[-1] if stack else None
+        is_key = parent is not None and parent.mapping and parent.at_key
+        label = parent.key if parent is not None and parent.mapping and not is_key else None
+        if parent is not None and parent.role == "derived":
+            count += 1
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            mapping = isinstance(event, yaml.MappingStartEvent)
+            role = ""
+            if parent is None and mapping:
+                role = "root"
+            elif parent is not None and not is_key:
+                if parent.role == "root" and label == "specs" and not mapping:
+                    role, specs_line = "specs", event.start_mark.line + 1
+                elif parent.role == "specs" and mapping:
+                    role = "spec"
+                elif parent.role == "spec" and label == "derived" and not mapping:
+                    role = "derived"
+            stack.append(_Frame(role, mapping))
+            continue
+        if parent is not None and parent.mapping:
+            if is_key:
+                parent.key = event.value if isinstance(event, yaml.ScalarEvent) else None
+            parent.at_key = not parent.at_key
+    return count, specs_line
+
+
+def _check_entry_count(text: str, file: str) -> None:
     """Refuse a file of more derived entries than ``LIMITS.max_derived_per_file`` (DG016),
-    counted on the composed YAML nodes: before the document becomes Python data and before the
-    schema validation spends time on each entry."""
-    specs = _entry(root, "specs")
-    if not isinstance(specs, yaml.SequenceNode):
-        return
-    count = 0
-    for spec in specs.value:
-        derived = _entry(spec, "derived")
-        if isinstance(derived, yaml.SequenceNode):
-            count += len(derived.value)
+    before the document is composed: a huge file costs one parse."""
+    count, specs_line = derived_entry_count(text)
     try:
         check_entry_count(count)
     except LimitError as exc:
-        raise SpecValidationError([SpecIssue(exc.rule, exc.message, exc.fix, SourceLocation(
-            file, specs.start_mark.line + 1))]) from None
+        raise SpecValidationError([SpecIssue(exc.rule, exc.message, exc.fix,
+                                             SourceLocation(file, specs_line))]) from None
 
 
 def _schema_fix(err: dict[str, Any]) -> str:
