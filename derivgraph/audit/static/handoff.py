@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from derivgraph.audit.static.ast import short
 from derivgraph.audit.static.infer import TensorInference, TensorInfo, attr_chain, call_name
-from derivgraph.audit.static.sites import RawSite
+from derivgraph.audit.static.sites import Handed, RawSite
 from derivgraph.audit.static.values import WEIGHT_WORDS, is_allocation, shape_free_chains
 from derivgraph.audit.static.vocab import looks_like_tensor_attr
 
@@ -39,25 +39,7 @@ if TYPE_CHECKING:
     from derivgraph.audit.static.index import ClassEntry, TreeIndex
     from derivgraph.audit.static.scope import ModuleScope, Reached
 
-__all__ = ["Handed", "Handoff", "HandoffRules", "dataclass_sites", "handoff_roots"]
-
-
-@dataclass(frozen=True)
-class Handed:
-    """A parameter a caller binds to a new tensor derived from a weight."""
-
-    key: int | str  # position after ``self``/``cls``, or the keyword
-    value: str  # the caller's argument, as written (shortened)
-    caller: str  # the caller's qualified name
-    line: int
-    weight: str  # the weight it derives from (``mlp.down_proj.weight``)
-    file: str = ""  # the caller's file (filled in when the handoff is resolved)
-    origin: str = ""  # where a handed-on parameter came from (a factory's caller)
-
-    @property
-    def why(self) -> str:
-        here = f"`{self.value}` handed in by {self.caller} ({self.file}:{self.line})"
-        return f"{here}, from {self.origin}" if self.origin else here
+__all__ = ["Handoff", "HandoffRules", "dataclass_sites", "handoff_roots"]
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from derivgraph.audit.static.classwide import audit_class_wide
-from derivgraph.audit.static.handoff import Handed, dataclass_sites, handoff_roots
+from derivgraph.audit.static.handoff import dataclass_sites, handoff_roots
 from derivgraph.audit.static.index import TreeIndex
 from derivgraph.audit.static.infer import call_name, import_map
 from derivgraph.audit.static.rules import FunctionAudit, audit_lazy_caches, returns_tensor
@@ -23,7 +23,7 @@ from derivgraph.audit.static.scope import (
     is_rebuilt_lineage,
 )
 from derivgraph.audit.static.segments import parse_relevant
-from derivgraph.audit.static.sites import RawSite
+from derivgraph.audit.static.sites import Handed, RawSite
 from derivgraph.audit.static.vocab import (
     NON_TENSOR_METHODS,
     STRONG_METHODS,

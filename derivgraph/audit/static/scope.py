@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 from derivgraph.audit.static.infer import view_helpers
 
 if TYPE_CHECKING:
-    from derivgraph.audit.static.handoff import Handed
+    from derivgraph.audit.static.sites import Handed
 
 __all__ = [
     "is_constructor_root",
@@ -163,7 +163,7 @@ class Reached:
     model-level post-load step, which vLLM 0.33 runs at initial load only (never on a reload)."""
     handed: tuple[Handed, ...] = ()
     """Parameters callers in post-load code bind to new tensors derived from weights
-    (:class:`.handoff.Handed`; seeds only)."""
+    (:class:`.sites.Handed`; seeds only)."""
 
 
 def is_constructor_root(qualname: str, ancestors: Mapping[str, frozenset[str]]) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CATEGORIES", "Category", "RawSite"]
+__all__ = ["CATEGORIES", "Category", "Handed", "RawSite"]
 
 
 @dataclass(frozen=True)
@@ -100,3 +100,21 @@ class RawSite:
     built_once: bool = False  # in the constructor of a class built only at model construction
     refilled: bool = False  # made once, then refilled with copy_ by the post-load step itself
     derives: str | None = None  # the weight a caller's handed value derives from (.handoff)
+
+
+@dataclass(frozen=True)
+class Handed:
+    """A parameter a caller binds to a new tensor derived from a weight."""
+
+    key: int | str  # position after ``self``/``cls``, or the keyword
+    value: str  # the caller's argument, as written (shortened)
+    caller: str  # the caller's qualified name
+    line: int
+    weight: str  # the weight it derives from (``mlp.down_proj.weight``)
+    file: str = ""  # the caller's file (filled in when the handoff is resolved)
+    origin: str = ""  # where a handed-on parameter came from (a factory's caller)
+
+    @property
+    def why(self) -> str:
+        here = f"`{self.value}` handed in by {self.caller} ({self.file}:{self.line})"
+        return f"{here}, from {self.origin}" if self.origin else here
