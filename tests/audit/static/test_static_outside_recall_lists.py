@@ -1,0 +1,146 @@
+"""Each outside review's recall list (v6 onwards) agrees with its published seed, draw and source.
+
+One row per review: the judged list must carry the seed published first, the pools' sizes,
+exactly the candidates of the committed raw draw, a verdict with quotes for every candidate, no
+candidate of an earlier list, and quotes that are the installed vLLM 0.33.0 source (one of them
+the candidate's own store). Each check has a canary: a planted change makes it red.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import pytest
+
+from tests.audit.static.test_static_outside_review import _load, _vllm_parent, quote_matches
+from tests.audit.static.test_static_outside_review3 import (
+    broken_lists,
+    held_out_problems,
+    list_problems,
+    list_quotes,
+)
+
+
+@dataclass(frozen=True)
+class RecallReview:
+    """One judged recall list and the totals its review published."""
+
+    stage: str
+    rules_commit: str
+    population: dict[str, int]
+    real: dict[str, int]
+    close_calls: dict[str, int]
+    host_scalars: dict[str, int]
+    drawn: int
+    seed: int | None = None  # asserted where the review's doc quotes it
+    n: int | None = None
+
+    @property
+    def recall(self) -> str:
+        return f"static_recall_outside_{self.stage}_vllm_0.33.json"
+
+    @property
+    def seed_file(self) -> str:
+        return f"static_recall_outside_seed_{self.stage}.json"
+
+    @property
+    def draw(self) -> str:
+        return f"static_recall_outside_{self.stage}_draw.json"
+
+    @property
+    def earlier(self) -> tuple[str, ...]:
+        upto = int(self.stage.removeprefix("v"))
+        return tuple(f"v{k}" for k in range(1, upto))
+
+
+REVIEWS = [
+    RecallReview("v6", "56e78d6", population={"pwal": 90, "lazy": 0, "loader": 50},
+                 real={"pwal": 9, "lazy": 0, "loader": 13},
+                 close_calls={"pwal": 6, "lazy": 0, "loader": 7},
+                 host_scalars={"pwal": 2, "lazy": 0, "loader": 1}, drawn=80),
+    RecallReview("v7", "c8b75f0", population={"pwal": 50, "lazy": 0, "loader": 10},
+                 real={"pwal": 9, "lazy": 0, "loader": 2},
+                 close_calls={"pwal": 2, "lazy": 0, "loader": 2},
+                 host_scalars={"pwal": 4, "lazy": 0, "loader": 0}, drawn=50,
+                 seed=11761323406645978744, n=40),
+]
+IDS = [r.stage for r in REVIEWS]
+
+
+def draw_problems(lists: dict, draw: dict) -> list[str]:
+    """Where the judged list departs from the committed raw draw (empty when it does not)."""
+    out = []
+    if (lists["seed"], lists["n"], lists["excluded"]) != (draw["seed"], draw["n"],
+                                                          draw["excluded"]):
+        out.append("seed, n or exclusions differ from the raw draw")
+    for name, body in draw["lists"].items():
+        judged = lists["lists"][name]
+        keys = [(c["file"], c["line"], c["attr"]) for c in judged["candidates"]]
+        if judged["population"] != body["population"] or keys != [
+                (c["file"], c["line"], c["attr"]) for c in body["candidates"]]:
+            out.append(f"{name}: population or candidates differ from the raw draw")
+    return out
+
+
+def _counts(lists: dict, field: str) -> dict[str, int]:
+    return {k: sum(bool(c[field]) for c in v["candidates"]) for k, v in lists["lists"].items()}
+
+
+@pytest.mark.parametrize("review", REVIEWS, ids=IDS)
+def test_recall_list_uses_the_published_seed_and_is_judged(review: RecallReview):
+    lists = _load(review.recall)
+    assert list_problems(lists, _load(review.seed_file)) == []
+    assert lists["rules_commit"] == review.rules_commit
+    if review.seed is not None:
+        assert (lists["seed"], lists["n"]) == (review.seed, review.n)
+    assert lists["definition"] == _load("static_recall_outside_v6_vllm_0.33.json")["definition"]
+    assert lists["excluded"]["files"] == [
+        f"static_recall_outside_{s}_vllm_0.33.json" for s in review.earlier]
+    assert {k: v["population"] for k, v in lists["lists"].items()} == review.population
+    assert {k: v["real"] for k, v in lists["lists"].items()} == review.real
+    assert all(c["real"] in (True, False) for v in lists["lists"].values()
+               for c in v["candidates"])
+    assert _counts(lists, "real") == review.real
+    assert _counts(lists, "close_call") == review.close_calls
+    assert _counts(lists, "host_scalar") == review.host_scalars
+    assert not any(c["real"] and c["host_scalar"] for v in lists["lists"].values()
+                   for c in v["candidates"])
+
+
+@pytest.mark.parametrize("review", REVIEWS, ids=IDS)
+def test_recall_list_holds_exactly_the_committed_draw(review: RecallReview):
+    lists, draw = _load(review.recall), _load(review.draw)
+    assert draw_problems(lists, draw) == []
+    # canaries: a moved candidate, a renamed one, another seed
+    name = next(k for k, v in lists["lists"].items() if v["candidates"])
+    for change in ({"line": lists["lists"][name]["candidates"][0]["line"] + 1},
+                   {"attr": "renamed_attr"}):
+        swapped = copy.deepcopy(lists)
+        swapped["lists"][name]["candidates"][0].update(change)
+        assert draw_problems(swapped, draw)
+    assert draw_problems(dict(lists, seed=lists["seed"] + 1), draw)
+
+
+@pytest.mark.parametrize("review", REVIEWS, ids=IDS)
+def test_recall_list_check_goes_red_on_a_flipped_verdict_or_a_moved_quote(review: RecallReview):
+    lists, seed = _load(review.recall), _load(review.seed_file)
+    assert all(list_problems(broken, seed) for broken in broken_lists(lists))
+
+
+@pytest.mark.parametrize("review", REVIEWS, ids=IDS)
+def test_recall_list_holds_no_earlier_candidate(review: RecallReview):
+    assert held_out_problems(review.recall, review.earlier, size=review.drawn) == []
+    assert held_out_problems(review.recall, review.earlier + (review.stage,), size=review.drawn)
+    assert held_out_problems(review.recall, review.earlier, size=review.drawn + 1)
+
+
+@pytest.mark.parametrize("review", REVIEWS, ids=IDS)
+def test_recall_list_quotes_are_the_installed_source(review: RecallReview):
+    root = _vllm_parent()
+    if root is None:
+        pytest.skip("vLLM is not installed")
+    quotes = list_quotes(review.recall)
+    assert len(quotes) > review.drawn and [q for q in quotes if not quote_matches(q, root)] == []
+    bent = [quotes[-1].replace(" ", "  x ", 1)]
+    assert [q for q in bent if not quote_matches(q, root)] == bent
