@@ -1,10 +1,14 @@
 """CPU check: MuseSpark MegaMoE's load pattern (module load_weights calling its bound
 weight_loader, finalize with an early-return guard that drops w13) under vLLM's layerwise reload."""
 import logging
+
 import torch
 from torch import nn
 from vllm.model_executor.model_loader.reload.layerwise import (
-    record_metadata_for_reloading, initialize_layerwise_reload, finalize_layerwise_reload)
+    finalize_layerwise_reload,
+    initialize_layerwise_reload,
+    record_metadata_for_reloading,
+)
 from vllm.model_executor.utils import set_weight_attrs
 
 logging.basicConfig(level=logging.WARNING)
@@ -46,9 +50,10 @@ class Model(nn.Module):
 m = Model()
 record_metadata_for_reloading(m)
 m.load_weights([("w13_weight", torch.ones(2, 4)), ("w2_weight", torch.ones(2, 4))])
-print("after load: l1", m.experts._transformed_l1[0, 0].item(), "w2", m.experts.w2_weight[0, 0].item())
+e = m.experts
+print("after load: l1", e._transformed_l1[0, 0].item(), "w2", e.w2_weight[0, 0].item())
 initialize_layerwise_reload(m)
-print("during reload, w13_weight:", type(m.experts.w13_weight).__name__, m.experts.w13_weight.device)
+print("during reload, w13_weight:", type(e.w13_weight).__name__, e.w13_weight.device)
 m.load_weights([("w13_weight", torch.full((2, 4), 2.0)), ("w2_weight", torch.full((2, 4), 2.0))])
 finalize_layerwise_reload(m, None)
-print("after reload: l1", m.experts._transformed_l1[0, 0].item(), "w2", m.experts.w2_weight[0, 0].item())
+print("after reload: l1", e._transformed_l1[0, 0].item(), "w2", e.w2_weight[0, 0].item())
