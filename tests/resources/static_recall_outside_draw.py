@@ -29,6 +29,34 @@ cache, packed, norm).
 
 ``--seed-file`` names another committed seed file and ``--exclude`` drops the candidates of
 earlier lists from the pools (stage v3, the second outside review).
+
+``--lists`` (stage v8, the eighth outside review) names the lists to draw; the default is the
+three above, so earlier draws reproduce unchanged. Three more lists cover classes of store that
+the first three miss; a key already in an earlier list of ``ALL_LISTS`` (in that order) is left
+out of a later one, so each new list holds only stores the old rules do not reach:
+
+- ``pwal_calls``: a call ``<obj>.register_buffer(name, v)``, ``<obj>.register_parameter(name,
+  v)``, ``setattr(obj, name, v)`` or ``replace_parameter(obj, name, v)`` (any receiver) in the
+  functions that ``pwal`` scans. The key is the call's line and the name argument (the string,
+  or the source text of a non-literal name).
+- ``pwal_xfile``: the stores of both kinds above (attribute stores and store calls) in
+  functions of OTHER vLLM files that those functions call, resolved by name through the file's
+  imports (``from m import f`` then ``f(...)``, ``import m as x`` / ``from pkg import m`` then
+  ``x.f(...)``, relative imports included; a called imported class resolves to its
+  ``__init__``), and in the same-file callees of the resolved function, transitively by name.
+- ``lazy2``: in any function other than ``__init__``, a cache built on first use behind a guard
+  other than the single ``<obj>.attr is None`` of ``lazy``: ``not hasattr(obj, "attr")``,
+  ``getattr(obj, "attr", d) is None`` / ``not getattr(...)``, ``not obj.attr``, ``obj.attr is
+  None`` inside ``and``/``or``, or ``k not in obj.attr``; the body stores ``obj.attr`` (an
+  attribute store, an ``obj.attr[k] = v`` store or ``setattr(obj, "attr", v)``). The early-return
+  form counts too: ``if <guard on obj.attr>: return ...`` (``obj.attr is not None``,
+  ``hasattr(obj, "attr")``, ``k in obj.attr``, ``obj.attr``) followed, later in the same block,
+  by such a store.
+
+A seed file may carry ``n_by_list`` (list name -> n) to override ``n`` for some lists (v8:
+the whole rest of ``pwal``, fewer of each new list). The stored value obeys the same literal /
+passed-through-argument exclusion and, under ``--tensor-only``, the same scope and tensor
+filter (on the value and the name).
 """
 
 from __future__ import annotations
@@ -41,6 +69,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 LISTS = ("pwal", "lazy", "loader")
+NEW_LISTS = ("pwal_calls", "pwal_xfile", "lazy2")
+ALL_LISTS = LISTS + NEW_LISTS
 
 
 def _vllm_root() -> Path:
@@ -129,11 +159,274 @@ def _called_names(fn: ast.AST) -> set[str]:
     return names
 
 
+_TREES: dict[Path, ast.Module | None] = {}
+
+
+def _parse(path: Path) -> ast.Module | None:
+    if path not in _TREES:
+        try:
+            _TREES[path] = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            _TREES[path] = None
+    return _TREES[path]
+
+
+# store calls: name -> (index of the name argument, index of the value argument)
+STORE_CALLS = {"register_buffer": (0, 1), "register_parameter": (0, 1), "setattr": (1, 2),
+               "replace_parameter": (1, 2)}
+STORE_KWARGS = {"name", "param_name", "tensor", "param", "new", "new_tensor", "value"}
+
+
+def _args_of(fn: ast.AST) -> set[str]:
+    if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        a = fn.args
+        return {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
+    return set()
+
+
+def _store_call(node: ast.AST) -> tuple[ast.expr, str, ast.expr] | None:
+    """(receiver, name text, value) of a store call, or None."""
+    if not isinstance(node, ast.Call):
+        return None
+    f = node.func
+    fname = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+    if fname not in STORE_CALLS:
+        return None
+    i_name, i_value = STORE_CALLS[fname]
+    kw = {k.arg: k.value for k in node.keywords if k.arg in STORE_KWARGS}
+    args = list(node.args)
+    name = args[i_name] if len(args) > i_name else kw.get("name", kw.get("param_name"))
+    value = args[i_value] if len(args) > i_value else next(
+        (kw[k] for k in ("tensor", "param", "new", "new_tensor", "value") if k in kw), None)
+    if name is None:
+        return None
+    if fname in ("setattr", "replace_parameter"):
+        recv = args[0] if args else None
+    else:
+        recv = f.value if isinstance(f, ast.Attribute) else None
+    if recv is None:
+        return None
+    text = name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) \
+        else ast.unparse(name)
+    return recv, text, value  # type: ignore[return-value]
+
+
+def _keep(value: ast.expr | None, name: str, args: set[str]) -> bool:
+    """The literal / passed-through-argument exclusion and the --tensor-only filter."""
+    if _literal(value):
+        return False
+    assert value is not None
+    if isinstance(value, ast.Name) and value.id in args:
+        return False
+    if TENSOR_ONLY:
+        fake = ast.Attribute(value=ast.Name(id="_"), attr=name)
+        return _tensorish(value, [fake])
+    return True
+
+
+def _call_stores(fn: ast.AST) -> list[tuple[int, str]]:
+    args = _args_of(fn)
+    out = []
+    for node in ast.walk(fn):
+        hit = _store_call(node)
+        if hit is not None and _keep(hit[2], hit[1], args):
+            out.append((node.lineno, hit[1]))  # type: ignore[attr-defined]
+    return out
+
+
+def _guarded(test: ast.expr, negated: bool) -> tuple[str, str] | None:
+    """(attr, kind) when ``test`` guards a first-use build of ``obj.attr`` (kind "attr" or
+    "item"), other than the single ``obj.attr is None`` of ``lazy``; ``negated`` asks for the
+    opposite polarity (the early-return form: the test holds when the cache exists)."""
+    def hasattr_name(e: ast.expr) -> str | None:
+        if (isinstance(e, ast.Call) and isinstance(e.func, ast.Name)
+                and e.func.id in ("hasattr", "getattr") and len(e.args) >= 2
+                and isinstance(e.args[1], ast.Constant) and isinstance(e.args[1].value, str)):
+            return e.args[1].value
+        return None
+
+    if isinstance(test, ast.BoolOp):
+        for v in test.values:
+            if (isinstance(v, ast.Compare) and isinstance(v.left, ast.Attribute)
+                    and len(v.ops) == 1
+                    and isinstance(v.ops[0], ast.IsNot if negated else ast.Is)
+                    and isinstance(v.comparators[0], ast.Constant)
+                    and v.comparators[0].value is None):
+                return v.left.attr, "attr"
+            hit = _guarded(v, negated)
+            if hit:
+                return hit
+        return None
+    pos = test
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        if negated:
+            return None
+        pos = test.operand
+    elif not negated:
+        # not-negated positive forms: getattr(...) is None, k not in obj.attr
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            op, right = test.ops[0], test.comparators[0]
+            name = hasattr_name(test.left)
+            if (name and isinstance(test.left, ast.Call) and test.left.func.id == "getattr"
+                    and isinstance(op, ast.Is) and isinstance(right, ast.Constant)
+                    and right.value is None):
+                return name, "attr"
+            if isinstance(op, ast.NotIn) and isinstance(right, ast.Attribute):
+                return right.attr, "item"
+        return None
+    else:
+        # negated (early return) forms: obj.attr is not None, k in obj.attr, hasattr(...)
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            op, right = test.ops[0], test.comparators[0]
+            if (isinstance(test.left, ast.Attribute) and isinstance(op, ast.IsNot)
+                    and isinstance(right, ast.Constant) and right.value is None):
+                return test.left.attr, "attr"
+            name = hasattr_name(test.left)
+            if (name and isinstance(op, ast.IsNot) and isinstance(right, ast.Constant)
+                    and right.value is None):
+                return name, "attr"
+            if isinstance(op, ast.In) and isinstance(right, ast.Attribute):
+                return right.attr, "item"
+            return None
+    name = hasattr_name(pos)
+    if name:
+        return name, "attr"
+    if isinstance(pos, ast.Attribute):
+        return pos.attr, "attr"
+    return None
+
+
+def _stores_of(stmts: list[ast.stmt], attr: str, args: set[str]) -> list[tuple[int, str]]:
+    """Stores of ``<obj>.attr``, ``<obj>.attr[k]`` or ``setattr(obj, "attr", v)`` in stmts."""
+    out = []
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                flat = [e for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+                for t in flat:
+                    base = t.value if isinstance(t, ast.Subscript) else t
+                    if (isinstance(base, ast.Attribute) and base.attr == attr
+                            and _keep(node.value, attr, args)):
+                        out.append((base.lineno, attr))
+            hit = _store_call(node)
+            if hit is not None and hit[1] == attr and _keep(hit[2], attr, args):
+                out.append((node.lineno, attr))  # type: ignore[attr-defined]
+    return out
+
+
+def _lazy2_stores(fn: ast.AST) -> list[tuple[int, str]]:
+    args = _args_of(fn)
+    out: list[tuple[int, str]] = []
+    for block in ast.walk(fn):
+        for field in ("body", "orelse", "finalbody"):
+            stmts = getattr(block, field, None)
+            if not isinstance(stmts, list):
+                continue
+            for i, node in enumerate(stmts):
+                if not isinstance(node, ast.If):
+                    continue
+                hit = _guarded(node.test, negated=False)
+                if hit:
+                    out += _stores_of(node.body, hit[0], args)
+                hit = _guarded(node.test, negated=True)
+                if hit and node.body and isinstance(node.body[-1], ast.Return):
+                    out += _stores_of(stmts[i + 1:], hit[0], args)
+    return out
+
+
+def _module_file(module: str) -> Path | None:
+    if not module.startswith("vllm.") and module != "vllm":
+        return None
+    root = _vllm_root()
+    parts = module.split(".")[1:]
+    base = root.joinpath(*parts) if parts else root
+    for cand in (base.with_suffix(".py"), base / "__init__.py"):
+        if cand.is_file():
+            return cand
+    return None
+
+
+def _imports(tree: ast.Module, rel: str) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
+    """(name -> (module, object name) for ``from m import f``, alias -> module for modules)."""
+    here = rel[:-3].split("/")  # vllm/a/b.py -> [vllm, a, b]
+    pkg = here[:-1] if here[-1] != "__init__" else here[:-1]
+    names: dict[str, tuple[str, str]] = {}
+    mods: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg[:len(pkg) - node.level + 1] if node.level > 1 else pkg
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            for a in node.names:
+                local = a.asname or a.name
+                if _module_file(f"{mod}.{a.name}") is not None:
+                    mods[local] = f"{mod}.{a.name}"
+                else:
+                    names[local] = (mod, a.name)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    mods[a.asname] = a.name
+    return names, mods
+
+
+def _xfile_callees(tree: ast.Module, rel: str,
+                   fns: list[ast.AST]) -> list[tuple[str, ast.AST]]:
+    """(file, function) of other vLLM files that ``fns`` call, with their same-file callees."""
+    names, mods = _imports(tree, rel)
+    root = _vllm_root()
+    wanted: set[tuple[str, str]] = set()
+    for fn in fns:
+        for node in ast.walk(fn):
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            if isinstance(f, ast.Name) and f.id in names:
+                wanted.add(names[f.id])
+            elif (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
+                  and f.value.id in mods):
+                wanted.add((mods[f.value.id], f.attr))
+    out: list[tuple[str, ast.AST]] = []
+    for mod, obj in sorted(wanted):
+        path = _module_file(mod)
+        if path is None:
+            continue
+        target = "vllm/" + path.relative_to(root).as_posix()
+        if target == rel:
+            continue
+        other = _parse(path)
+        if other is None:
+            continue
+        funcs: dict[str, list[ast.AST]] = {}
+        for node in ast.walk(other):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                funcs.setdefault(node.name, []).append(node)
+        todo: list[ast.AST] = []
+        for node in other.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == obj:
+                todo.append(node)
+            elif isinstance(node, ast.ClassDef) and node.name == obj:
+                todo += [i for i in node.body if isinstance(i, ast.FunctionDef)
+                         and i.name == "__init__"]
+        seen: set[int] = set()
+        while todo:
+            g = todo.pop()
+            if id(g) in seen:
+                continue
+            seen.add(id(g))
+            out.append((target, g))
+            for name in _called_names(g):
+                todo += [h for h in funcs.get(name, []) if name != "__init__"]
+    return out
+
+
 def _scan(path: Path, rel: str) -> dict[str, set[tuple[str, int, str]]]:
-    found: dict[str, set[tuple[str, int, str]]] = {k: set() for k in LISTS}
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-    except (SyntaxError, UnicodeDecodeError):
+    found: dict[str, set[tuple[str, int, str]]] = {k: set() for k in ALL_LISTS}
+    tree = _parse(path)
+    if tree is None:
         return found
     funcs: dict[str, list[ast.AST]] = {}
     owner: dict[ast.AST, str] = {}
@@ -146,6 +439,7 @@ def _scan(path: Path, rel: str) -> dict[str, set[tuple[str, int, str]]]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             funcs.setdefault(node.name, []).append(node)
     # pwal: PWAL bodies and same-file callees, transitively by name
+    pwal_fns: list[ast.AST] = []
     todo, seen = list(funcs.get("process_weights_after_loading", [])), set()
     while todo:
         fn = todo.pop()
@@ -153,6 +447,8 @@ def _scan(path: Path, rel: str) -> dict[str, set[tuple[str, int, str]]]:
             continue
         seen.add(id(fn))
         found["pwal"] |= {(rel, ln, a) for ln, a in _stores(fn)}
+        found["pwal_calls"] |= {(rel, ln, a) for ln, a in _call_stores(fn)}
+        pwal_fns.append(fn)
         for name in _called_names(fn):
             todo += [g for g in funcs.get(name, []) if name != "__init__"]
     # lazy: if <obj>.attr is None: ... <obj>.attr = expr
@@ -181,19 +477,34 @@ def _scan(path: Path, rel: str) -> dict[str, set[tuple[str, int, str]]]:
         cls = owner.get(fn, "")
         if any(k in cls for k in ("Experts", "Kernel", "Prepared")):
             found["loader"] |= {(rel, ln, a) for ln, a in _stores(fn)}
+    # lazy2: caches built on first use behind other guards
+    for fns in funcs.values():
+        for fn in fns:
+            if fn.name != "__init__":
+                found["lazy2"] |= {(rel, ln, a) for ln, a in _lazy2_stores(fn)}
+    # pwal_xfile: functions of other files that the pwal functions call
+    for target, fn in _xfile_callees(tree, rel, pwal_fns):
+        found["pwal_xfile"] |= {(target, ln, a) for ln, a in _stores(fn) + _call_stores(fn)}
     return found
 
 
-def pools() -> dict[str, list[tuple[str, int, str]]]:
+def pools(lists: tuple[str, ...] = LISTS) -> dict[str, list[tuple[str, int, str]]]:
     root = _vllm_root()
-    out: dict[str, set[tuple[str, int, str]]] = {k: set() for k in LISTS}
+    out: dict[str, set[tuple[str, int, str]]] = {k: set() for k in ALL_LISTS}
     for path in sorted(root.rglob("*.py")):
         rel = "vllm/" + path.relative_to(root).as_posix()
         if TENSOR_ONLY and not rel.startswith(SCOPES):
             continue
         for k, v in _scan(path, rel).items():
             out[k] |= v
-    return {k: sorted(v) for k, v in out.items()}
+    if TENSOR_ONLY:  # pwal_xfile targets may lie outside the scanned scope
+        out["pwal_xfile"] = {c for c in out["pwal_xfile"] if c[0].startswith(SCOPES)}
+    earlier: set[tuple[str, int, str]] = set()
+    for k in ALL_LISTS:  # each new list holds only keys no earlier list holds
+        if k in NEW_LISTS:
+            out[k] -= earlier
+        earlier |= out[k]
+    return {k: sorted(out[k]) for k in lists}
 
 
 def _keys(node: object) -> set[tuple[str, int, str]]:
@@ -224,6 +535,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--exclude", nargs="*", default=[], metavar="JSON",
                     help="earlier candidate lists: their (file, line, attr) leave the pools "
                     "before the draw, so a new draw holds only fresh candidates")
+    ap.add_argument("--lists", nargs="+", default=list(LISTS), choices=ALL_LISTS,
+                    help="lists to draw (stage v8); list k of ALL_LISTS uses seed + k")
     ns = ap.parse_args(sys.argv[1:] if argv is None else argv)
     TENSOR_ONLY = ns.tensor_only
     name = "static_recall_outside_seed" + ("_v2" if TENSOR_ONLY else "") + ".json"
@@ -236,9 +549,12 @@ def main(argv: list[str] | None = None) -> int:
     out = {"seed": seed, "n": n, "vllm": "0.33.0", "tensor_only": TENSOR_ONLY, "lists": {}}
     if ns.exclude:
         out["excluded"] = {"files": [Path(p).name for p in ns.exclude], "keys": len(excluded)}
-    for k, (name, pool) in enumerate(pools().items()):
+    lists = tuple(ns.lists)
+    for name, pool in pools(lists).items():
+        k = ALL_LISTS.index(name)
         pool = [c for c in pool if c not in excluded]
-        picked = sorted(random.Random(seed + k).sample(pool, min(n, len(pool))))
+        size = seed_file.get("n_by_list", {}).get(name, n)  # stage v8: per-list n
+        picked = sorted(random.Random(seed + k).sample(pool, min(size, len(pool))))
         out["lists"][name] = {"population": len(pool),
                               "candidates": [{"file": f, "line": ln, "attr": a}
                                              for f, ln, a in picked]}
