@@ -1,4 +1,5 @@
 #!/bin/bash
+# the branch tree: /tmp/e2e20c_snap_m1 (git archive of the measured commit); the base: /tmp/base_e2e (eb637cd)
 OUT=/work/wt/e2e20c/benchmarks/results/e2e20c
 for r in 1 2; do
   if [ $r = 1 ]; then order="branch base"; else order="base branch"; fi

@@ -1,4 +1,5 @@
 #!/bin/bash
+# the branch tree is a copy of this commit: mkdir -p /tmp/e2e20c_snap_$TAG && git archive HEAD | tar -x -C /tmp/e2e20c_snap_$TAG
 # usage: side.sh TAG REPEAT ROUNDS
 set -e
 TAG=$1; REP=$2; ROUNDS=$3
