@@ -78,14 +78,16 @@ class DictVersions:
 
     def unchanged(self) -> bool:
         """True when no watched dict was mutated since the snapshot."""
-        return self._tags is None or bool(np.array_equal(self._read(), self._tags))
+        # the arrays' own methods: np.array_equal's Python wrapper costs more than the compare
+        return self._tags is None or not (self._read() != self._tags).any()
 
     def changed(self) -> list[int]:
         """Positions (in the order given) of the dicts mutated since the snapshot."""
         if self._tags is None:
             return []
         self._last = now = self._read()
-        return np.flatnonzero(now != self._tags).tolist()  # type: ignore[no-any-return]
+        # 1-D: nonzero()[0] is flatnonzero without its Python wrappers (ravel, asanyarray)
+        return (now != self._tags).nonzero()[0].tolist()  # type: ignore[no-any-return]
 
     def rebase(self) -> None:
         """Take the current tags as the snapshot (after the caller checked or wrote them)."""

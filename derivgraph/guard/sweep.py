@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import operator
 from bisect import bisect_right
-from itertools import chain, compress, repeat
+from itertools import accumulate, chain, compress, repeat
 from typing import Any
 
 from derivgraph.dict_versions import DictVersions, watch_dicts
@@ -58,15 +58,17 @@ def _same(d: dict[Any, Any], keys: tuple[Any, ...] | None, values: tuple[Any, ..
         map(_is, d, keys))  # type: ignore[arg-type]
 
 
-def _all_same(dicts: list[dict[Any, Any]], keys: list[tuple[Any, ...]],
-              values: list[tuple[Any, ...]]) -> bool:
-    """:func:`_same` of every dict at once: one sweep of lengths, one over all their values and
-    one over all their keys (a dozen C calls however many dicts the engine touched)."""
-    if list(map(len, dicts)) != list(map(len, values)):
-        return False
-    return all(map(_is, chain.from_iterable(map(dict.values, dicts)),
-                   chain.from_iterable(values))) and all(
-        map(_is, chain.from_iterable(dicts), chain.from_iterable(keys)))
+def _item_mismatches(dicts: list[dict[Any, Any]], keys: list[tuple[Any, ...]],
+                     values: list[tuple[Any, ...]]) -> list[int] | None:
+    """Where every dict holds its snapshot keys in order (one sweep of lengths, one over all
+    their keys by identity): the flat positions, over all their items in order, of the values
+    that are not their snapshot values by identity (one sweep over all their values); else None
+    (a key was added, removed, renamed or reordered: the caller diffs those dicts by key)."""
+    if list(map(len, dicts)) != list(map(len, values)) or not all(
+            map(_is, chain.from_iterable(dicts), chain.from_iterable(keys))):
+        return None
+    return _mismatches(list(map(_is, chain.from_iterable(map(dict.values, dicts)),
+                                chain.from_iterable(values))))
 
 
 class Sweep:
@@ -90,6 +92,7 @@ class Sweep:
         self.recheck: set[int] = set()  # dicts not identical to their snapshot at the last settle
         self.read: set[int] = set()  # the dicts the last tagged sweep checked
         self.differ: set[int] = set()  # those of them not identical to their snapshot
+        self.slots: dict[int, tuple[int, ...]] = {}  # a dict's accessor by item position
 
     def add(self, container: Any, items: list[tuple[Any, Any, Any]] | None) -> int:
         """Watch ``container``; ``items``: the dict items to sweep as (key, value, template)
@@ -136,6 +139,7 @@ class Sweep:
         self.tagged = [i for i in self.by_address if self.keys[i] is not None]
         self.tags = watch_dicts([self.live[i] for i in self.tagged]) if self.tagged else None
         self.recheck, self.read, self.differ = set(), set(), set()
+        self.slots = {}
 
     def dirty(self) -> tuple[set[int], list[int]]:
         """(the containers that changed, the dicts among the rest that only changed length):
@@ -191,14 +195,18 @@ class Sweep:
 
     def _compare(self, dicts: set[int]) -> tuple[list[int], list[int], list[Any]]:
         """For ``dicts``: those whose length changed, the swept items (accessor indices) not
-        holding their snapshot value, and the values they hold now (C-level sweeps; a dict
-        holding exactly its snapshot keys and values is passed in one pass)."""
+        holding their snapshot value, and the values they hold now. The common case (each holds
+        its snapshot keys in order) takes one pass over all their items
+        (:func:`_item_mismatches`); otherwise each dict not holding exactly its snapshot items
+        is diffed by its accessors."""
         live, keys, values = self.live, self.keys, self.values
         order = sorted(dicts)
-        if _all_same(list(map(live.__getitem__, order)),
-                     list(map(keys.__getitem__, order)),  # type: ignore[arg-type]
-                     list(map(values.__getitem__, order))):
-            return [], [], []  # the common case: each holds exactly its snapshot items again
+        snapshot = list(map(values.__getitem__, order))
+        hits = _item_mismatches(list(map(live.__getitem__, order)),
+                                list(map(keys.__getitem__, order)),  # type: ignore[arg-type]
+                                snapshot)
+        if hits is not None:
+            return self._at_positions(order, snapshot, hits)
         order = [i for i in order if not _same(live[i], keys[i], values[i])]
         resized = [i for i, n, was in zip(order, map(len, map(self.live.__getitem__, order)),
                                            map(self.length.__getitem__, order)) if n != was]
@@ -208,6 +216,34 @@ class Sweep:
         flags = list(map(_is, now, map(self.acc_values.__getitem__, acc)))
         hits = _mismatches(flags)
         return resized, [acc[j] for j in hits], [now[j] for j in hits]
+
+    def _at_positions(self, order: list[int], snapshot: list[tuple[Any, ...]],
+                      hits: list[int]) -> tuple[list[int], list[int], list[Any]]:
+        """:meth:`_compare`'s answer from the flat item positions ``hits`` of the dicts
+        ``order`` (each holding its snapshot keys in order): a position no accessor sweeps (a
+        module's bookkeeping) is no change."""
+        if not hits:
+            return [], [], []
+        starts = list(accumulate(map(len, snapshot), initial=0))
+        wrong: list[int] = []
+        now: list[Any] = []
+        for p in hits:
+            k = bisect_right(starts, p) - 1
+            i, j = order[k], p - starts[k]
+            b = self._slots(i)[j]
+            if b >= 0:
+                wrong.append(b)
+                now.append(self.live[i][self.keys[i][j]])  # type: ignore[index]
+        return [], wrong, now
+
+    def _slots(self, index: int) -> tuple[int, ...]:
+        """Dict ``index``'s accessor by snapshot item position (-1: not swept)."""
+        slots = self.slots.get(index)
+        if slots is None:
+            by_key = {self.acc_keys[b]: b for b in self.acc_of[index]}
+            slots = self.slots[index] = tuple(by_key.get(k, -1)
+                                              for k in self.keys[index])  # type: ignore[union-attr]
+        return slots
 
     def settle(self, *, unwritten: bool = False) -> None:
         """Take the current tags as the base (after the restore's writes): a dict mutated since
@@ -245,6 +281,7 @@ class Sweep:
         """Re-base a dict that gained ``items`` (key, value, template) after its snapshot keys:
         later sweeps see it unchanged (its other items keep their snapshot values)."""
         self.grows[index] = self.grows.get(index, 0) + 1
+        self.slots.pop(index, None)
         self.keys[index] += tuple(k for k, _v, _t in items)
         self.values[index] += tuple(v for _k, v, _t in items)
         self.lens[self.position[index]] = self.length[index] = len(self.keys[index])

@@ -28,6 +28,17 @@ __all__ = ["Holders", "HopTable"]
 
 _is = operator.is_
 _data_ptr = torch.Tensor.data_ptr
+#: torch's one C++ loop comparing tensors' data addresses: an engine's parameter subclass (vLLM's
+#: ``BasevLLMParameter``) answers ``data_ptr()`` through its Python ``__torch_function__``, this
+#: reads the address directly (a build without it reads them one by one)
+_PTRS_EQUAL = getattr(torch._C, "_tensors_data_ptrs_at_indices_equal", None)
+
+
+def _addresses_equal(tensors: list[Any], ptrs: list[int]) -> bool:
+    """Every tensor's data address is its entry of ``ptrs``."""
+    if _PTRS_EQUAL is not None and len(tensors) == len(ptrs):
+        return bool(_PTRS_EQUAL(tensors, ptrs, list(range(len(ptrs)))))
+    return list(map(_data_ptr, tensors)) == ptrs
 
 
 class Holders:
@@ -147,7 +158,7 @@ class Holders:
                                             [w[1] for _s, w, _t, _p in rows],
                                             [t for _s, _w, t, _p in rows],
                                             [p for _s, _w, _t, p in rows])
-        if not (self._sources_held(checks) and list(map(_data_ptr, checks[2])) == checks[3]):
+        if not (self._sources_held(checks) and _addresses_equal(checks[2], checks[3])):
             return False
         self._sources_checked = report
         return True

@@ -73,10 +73,75 @@ def test_one_changed_dict_among_the_moved_ones_is_dirty(change: str) -> None:
 
 def test_canary_a_one_sweep_proof_that_always_agrees_misses_the_renamed_key(monkeypatch,
                                                                              tags_on) -> None:
-    monkeypatch.setattr(sweep_module, "_all_same", lambda *args: True)  # planted
+    monkeypatch.setattr(sweep_module, "_item_mismatches", lambda *args: [])  # planted
     sweep, dicts = _sweep()
     _reregistered(dicts[:6])
     dicts[3]["y"] = dicts[3].pop("x")
+    assert sweep.dirty() == (set(), [])
+
+
+def test_the_one_pass_names_each_changed_item_among_many_moved_dicts(tags_on) -> None:
+    """Several dicts holding their snapshot keys, a few values replaced: exactly those items
+    (accessor, value now) are found in the one pass over every moved dict's items."""
+    sweep, dicts = _sweep()
+    _reregistered(dicts)
+    new = {1: object(), 6: object()}
+    dicts[1]["x"], dicts[6]["w"] = new[1], new[6]
+    resized, wrong, now = sweep._compare(set(range(len(dicts))))
+    assert resized == []
+    found = {(sweep.acc_dicts[b] is dicts[1] and sweep.acc_keys[b] == "x")
+             or (sweep.acc_dicts[b] is dicts[6] and sweep.acc_keys[b] == "w") for b in wrong}
+    assert found == {True} and len(wrong) == 2 and {id(v) for v in now} == {id(v) for v in
+                                                                           new.values()}
+    assert sweep.dirty()[0] == {_index(sweep, dicts[1]), _index(sweep, dicts[6])}
+
+
+def test_a_changed_item_no_accessor_sweeps_is_no_change_in_the_one_pass(tags_on) -> None:
+    """A key the sweep does not watch (a module's bookkeeping) changing is no change, as in the
+    diff by accessors."""
+    d = {"w": object(), "_hooks": object()}
+    sweep = Sweep()
+    sweep.add(d, [("w", d["w"], None)])
+    sweep.seal()
+    d["_hooks"] = object()
+    assert sweep.dirty() == (set(), [])
+    d["w"] = object()
+    assert sweep.dirty()[0] == {0}
+
+
+@pytest.mark.parametrize("change", ["reordered", "renamed"])
+def test_keys_out_of_their_snapshot_order_leave_the_one_pass(change: str, tags_on) -> None:
+    """The same values under reordered or renamed keys: the one pass cannot map positions to
+    keys, so the dicts are diffed by key (a renamed key is a change; a reorder is not)."""
+    sweep, dicts = _sweep()
+    d = dicts[2]
+    x = d.pop("x")
+    if change == "reordered":
+        w = d.pop("w")
+        d["x"], d["w"] = x, w
+    else:
+        d["y"] = x
+    dirty, resized = sweep.dirty()
+    assert dirty == (set() if change == "reordered" else {_index(sweep, d)}) and resized == []
+
+
+def test_canary_one_pass_positions_mapped_to_the_wrong_accessor_miss_the_change(
+        monkeypatch, tags_on) -> None:
+    """Planted: each dict's accessors by position reversed. The changed item's position maps to
+    an unchanged item, whose template (an atom's) clears the new atom: the change goes
+    unseen (correctly mapped, the changed item has no template: dirty)."""
+    from derivgraph.guard.template import ATOM
+
+    d = {"w": 1, "x": object()}
+    sweep = Sweep()
+    sweep.add(d, [("w", 1, ATOM), ("x", d["x"], None)])
+    sweep.seal()
+    real = Sweep._slots
+    d["x"] = 5
+    assert sweep.dirty()[0] == {0}
+    sweep.settle()
+    d["x"] = 6
+    monkeypatch.setattr(Sweep, "_slots", lambda self, i: real(self, i)[::-1])
     assert sweep.dirty() == (set(), [])
 
 

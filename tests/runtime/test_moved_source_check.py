@@ -102,3 +102,45 @@ def test_the_run_s_proof_is_used_up_by_its_verify():
     path = _swap_weight(model)
     assert path in plan.holders.moved(plan.source_ptrs, report)  # the same report: checked
     assert torch.equal(model.layers[1].weight, plan.tensors.sources[path])
+
+
+class _EngineParameter(nn.Parameter):
+    """An engine's parameter subclass answering every torch call through Python (as vLLM's
+    ``BasevLLMParameter`` does): the source check must see its address all the same."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def _subclassed(model: Any) -> None:
+    for layer in model.layers:
+        layer.weight = _EngineParameter(layer.weight.detach(), requires_grad=False)
+
+
+@pytest.mark.parametrize("subclass", [False, True])
+def test_a_source_pointed_at_other_storage_in_place_fails_the_source_check(subclass):
+    """The same source object, its data moved (``.data =``): not intact (the address sweep)."""
+    model = _stack(0)
+    if subclass:
+        _subclassed(model)
+    plan = compile_plan(model, [SPEC])
+    plan.refill(verify=True)
+    assert plan.holders.sources_intact()
+    weight = model.layers[1].weight
+    weight.data = weight.detach().clone()
+    assert model.layers[1].weight is weight
+    assert not plan.holders.sources_intact()
+    assert "layers.1.weight" in plan.moved()
+
+
+def test_canary_an_address_sweep_that_always_agrees_misses_the_moved_data(monkeypatch):
+    from derivgraph.runtime import holders
+
+    monkeypatch.setattr(holders, "_addresses_equal", lambda tensors, ptrs: True)  # planted
+    model = _stack(0)
+    plan = compile_plan(model, [SPEC])
+    plan.refill(verify=True)
+    weight = model.layers[1].weight
+    weight.data = weight.detach().clone()
+    assert plan.holders.sources_intact()  # the planted bug: the moved data goes unseen
