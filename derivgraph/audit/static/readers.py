@@ -28,6 +28,7 @@ import enum
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 __all__ = [
     "NOT_READERS",
@@ -38,6 +39,8 @@ __all__ = [
     "derives_from",
     "escapes",
 ]
+
+_T = TypeVar("_T")
 
 PROPERTY_DEPTH = 3
 """How many ``@property`` indirections a read is followed through."""
@@ -92,6 +95,7 @@ class Reader:
     function: str
     kind: ReaderKind
     text: str  # the reading line, stripped
+    handed: tuple[str, ...] = ()  # the calls that hand the tensor on to the reading object
 
     def __str__(self) -> str:
         return f"{self.kind.value} {self.file}:{self.line} in {self.function}: {self.text}"
@@ -216,6 +220,13 @@ class ReaderIndex:
         self._hits: dict[str, list[_Hit]] = {}
         self._defs: dict[int, _FileDefs] = {}
         self._file_index: dict[str, int] | None = None
+        self._memo: dict[str, object] = {}
+
+    def memo(self, key: str, make: Callable[[], _T]) -> _T:
+        """``make()``, computed once per index (a derived table some queries share)."""
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]  # type: ignore[return-value]
 
     # ---- the text search --------------------------------------------------------------------
 
