@@ -195,10 +195,12 @@ def _on_cpu(f: StaticFinding, by_display: dict[str, str],
                                    f"sets `{flag}` and returns early when it is set: a reload "
                                    "reruns it without rebuilding this, so it keeps the first "
                                    "weights")
-    if not source_dropped(f.derives_from, body, by_display.values()):
+    dropped = source_dropped(f.derives_from, body, by_display)
+    if dropped is None:
         return f
     return _cap(f, Severity.INFO, f"runs only on the CPU platform ({why}): no device graph is "
-                "captured there and the reader looks the attribute up on every call")
+                "captured there and the reader looks the attribute up on every call"
+                + ("" if dropped.startswith("it derives from no") else f"; {dropped}"))
 
 
 def _judge(f: StaticFinding, index: ReaderIndex, text: str,

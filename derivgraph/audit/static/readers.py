@@ -66,6 +66,7 @@ _WEIGHT_WORD = re.compile(
     r"|alpha|w13|w2_|w1_|_w\d|kv_a|wkv|wq|wo_|gate|proj|norm|sink)\w*)")
 
 _WEIGHT_PARAM = re.compile(r"^(?:w|w\d+|w13\w*|w2\w*|\w*weight\w*|\w*scale\w*|\w*bias\w*)$")
+_META_NAME = re.compile(r"_(?:type|dtype|name|names|shape|size|dim|bits|mode|format|layout)$")
 _META_USE = re.compile(r"\.(?:device|dtype|shape|size\(|numel\(|dim\(|ndim)\b")
 
 
@@ -431,44 +432,82 @@ def escapes(function_text: str, name: str) -> bool:
     return bool(re.search(rf"[\[{{(,]\s*{n}\s*[,\]}}]", function_text))
 
 
+LOCAL_HOPS = 6
+"""How many local assignments :func:`derives_from` follows back from the stored value."""
+
+_GETATTR = re.compile(r"\bgetattr\(\s*([A-Za-z_][\w.]*)\s*,\s*[\"'](\w+)[\"']\s*(?:,[^()]*)?\)")
+_SKIP_LOCALS = frozenset({"self", "layer", "torch", "None", "True", "False"})
+
+
 def derives_from(expr: str, function_text: str, stored: str,
                  locals_seen: Mapping[str, str] | None = None) -> str | None:
     """The weight the stored value is computed from: an attribute named like a weight in the
-    value, or (one hop) in the assignment of a local the value reads; None when neither names
-    one (a workspace, a constant)."""
-    found = _weight_in(expr, stored)
+    value (``getattr(obj, "name")`` read as ``obj.name``), or in the first assignment of each
+    local the value reads, followed back local by local (tuple targets and bracketed
+    continuation lines included) for up to :data:`LOCAL_HOPS` locals; None when none names one
+    (a workspace, a constant). A name for metadata (``weight_type``, ``weight_dtype``...) is
+    not a weight."""
+    found = _weight_in(_GETATTR.sub(r"\1.\2", expr), stored)
     if found:
         return found
-    seen = dict(locals_seen or {})
     header = function_text[:function_text.find(")") + 1] if function_text else ""
     params = set(re.findall(r"[(,]\s*\*{0,2}([A-Za-z_]\w*)", header))
-    for local in re.findall(r"\b([A-Za-z_]\w*)\b(?!\s*[(=])", expr):
-        if local in params and _WEIGHT_PARAM.match(local):
-            return f"argument {local}"
-        if local in seen or local in {"self", "layer", "torch", "None", "True", "False"}:
-            continue
-        m = re.search(rf"^\s*(?:[\w, ()]*\b)?{re.escape(local)}\b[\w, ()]*=\s*([^\n]+)",
-                      function_text, re.M)
-        if m:
-            seen[local] = m.group(1)
-            found = _weight_in(m.group(1), stored)
-            if found:
-                return found
+    seen = set(locals_seen or ()) | _SKIP_LOCALS
+    queue = [expr]
+    hops = 0
+    while queue and hops <= LOCAL_HOPS:
+        value = queue.pop(0)
+        for local in re.findall(r"\b([A-Za-z_]\w*)\b(?!\s*[(=])", value):
+            if local in params and _WEIGHT_PARAM.match(local):
+                return f"argument {local}"
+            if local in seen or hops >= LOCAL_HOPS:
+                continue
+            seen.add(local)
+            bounds = _assignments(function_text, local)
+            hops += bool(bounds)
+            for bound in bounds[:1]:
+                found = _weight_in(bound, stored)
+                if found:
+                    return found
+                queue.append(bound)
     return None
+
+
+def _assignments(function_text: str, local: str) -> list[str]:
+    """The values assigned to ``local`` in ``function_text`` (whole statements, one line each,
+    ``getattr(obj, "name")`` read as ``obj.name``), in source order."""
+    out = []
+    for m in re.finditer(rf"^[ \t]*(?:[\w, ().]*[^\w.])?{re.escape(local)}\b[\w, ().]*=(?!=)[ \t]*",
+                         function_text, re.M):
+        end, depth = m.end(), 0
+        while end < len(function_text):
+            c = function_text[end]
+            if c in "([{":
+                depth += 1
+            elif c in ")]}":
+                depth -= 1
+            elif c == "\n" and depth <= 0:
+                break
+            end += 1
+        lines = [re.sub(r"#[^\"'\n]*$", "", ln) for ln in function_text[m.end():end].split("\n")]
+        value = re.sub(r"(?<=[(\[]) | (?=[)\]])", "", " ".join(" ".join(lines).split()))
+        out.append(_GETATTR.sub(r"\1.\2", value))
+    return out
 
 
 def _weight_in(text: str, stored: str) -> str | None:
     for m in _WEIGHT_WORD.finditer(text):
         whole = m.group(0)
-        if _META_USE.match(text, m.end()):
-            continue  # only its device, dtype or shape
+        call = text[m.end():m.end() + 1] == "("
+        if _META_USE.match(text, m.end()) or (not call and _META_NAME.search(m.group(1))):
+            continue  # only its device, dtype or shape, or a name for metadata
         if m.group(1) == stored or whole.startswith(("torch.", "F.")):
             continue
-        call = text[m.end():m.end() + 1] == "("
         if "." not in whole and not call:
             continue  # a bare local: its definition is followed instead
         if call:
             close = text.find(")", m.end())
-            return text[m.start():close + 1] if close > 0 else whole
+            found = text[m.start():close + 1] if close > 0 else whole
+            return found if len(found) <= 160 else found[:156] + "...)"
         return whole
     return None
