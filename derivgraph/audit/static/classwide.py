@@ -165,25 +165,28 @@ def _installed_loaders(node: ast.AST, methods: Mapping[str, ast.AST]) -> set[str
 
 def _bypasses(cls: str, methods: Mapping[str, ast.AST],
               lineage: frozenset[str]) -> Iterator[RawSite]:
+    # the copies first (few classes have one), then what registers and installs loaders
+    copies = [(name, node, attr) for name, func in methods.items()
+              if "load" in name and name not in _STATE_DICT_HOOKS
+              for node in ast.walk(func)
+              if isinstance(node, ast.Call) and (attr := bypass_copy(node)) is not None]
+    if not copies:
+        return
     registered = _registrations(methods)
     if not registered:
         return
     loaders = _loader_methods(methods)
     seen: set[str] = set()
-    for name, func in methods.items():
-        if "load" not in name or name in loaders or name in _STATE_DICT_HOOKS:
+    for name, node, attr in copies:
+        if name in loaders or attr not in registered or attr in seen:
             continue
-        for node in ast.walk(func):
-            attr = bypass_copy(node) if isinstance(node, ast.Call) else None
-            if attr is None or attr not in registered or attr in seen:
-                continue
-            seen.add(attr)
-            where, stmt, value = registered[attr]
-            reason = (f"registered parameter filled by `{short(node, 70)}` (line {node.lineno}, "
-                      f"in {name}) around its weight_loader: a layerwise reload copies into the "
-                      "meta placeholder, counts nothing loaded and restores the old tensor")
-            yield _site(cls, where, stmt, attr, "loader-bypass", reason, value, "parameter",
-                        f"{cls}.{name}", lineage)
+        seen.add(attr)
+        where, stmt, value = registered[attr]
+        reason = (f"registered parameter filled by `{short(node, 70)}` (line {node.lineno}, "
+                  f"in {name}) around its weight_loader: a layerwise reload copies into the "
+                  "meta placeholder, counts nothing loaded and restores the old tensor")
+        yield _site(cls, where, stmt, attr, "loader-bypass", reason, value, "parameter",
+                    f"{cls}.{name}", lineage)
 
 
 # ---- lazy containers on rebuilt objects ---------------------------------------------------------

@@ -42,8 +42,9 @@ HANDOFF_DEPTH = 3
 """How many calls an argument is followed through (a builder, a builder it calls, the
 constructor)."""
 
-_CLASS = re.compile(r"^class[ \t]+(\w+)", re.M)
-_FUNC = re.compile(r"^def[ \t]+(\w+)[ \t]*\(", re.M)
+# a literal start (``\n``) lets the regex engine skip ahead; the file's first line is apart
+_CLASS = re.compile(r"\nclass[ \t]+(\w+)")
+_FUNC = re.compile(r"\ndef[ \t]+(\w+)[ \t]*\(")
 _CLASS_WORD = re.compile(r"\b([A-Z]\w+)\b")
 _SEARCH_BACK = 4000
 """How far before an argument the opening bracket of its call is looked for."""
@@ -76,6 +77,7 @@ class _Tree:
         self.classes: dict[str, list[tuple[int, int]]] = {}
         self.functions: dict[str, list[tuple[int, int]]] = {}
         for i, (_, text) in enumerate(index.files):
+            text = "\n" + text  # positions below are one past the newline: offsets in text
             for m in _CLASS.finditer(text):
                 self.classes.setdefault(m.group(1), []).append((i, m.start()))
             for m in _FUNC.finditer(text):

@@ -161,7 +161,7 @@ def source_dropped(derives_from: str | None, body: str,
         return None
     line = re.compile(rf"\b{re.escape(module)}\b[^\n]*\b(?:new_)?empty\(\s*\(?0\s*[,)]")
     for display, text in tree.items():
-        hit = line.search(text)
+        hit = line.search(text) if module in text else None
         if hit:
             return (f"`{module}`'s parameter is emptied at "
                     f"{display}:{text.count(chr(10), 0, hit.start()) + 1}: a reload into it "

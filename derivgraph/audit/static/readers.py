@@ -70,6 +70,8 @@ _META_NAME = re.compile(r"_(?:type|dtype|name|names|shape|size|dim|bits|mode|for
 _META_USE = re.compile(r"\.(?:device|dtype|shape|size\(|numel\(|dim\(|ndim)\b")
 
 
+_ATTR_NAME = re.compile(r"\.([A-Za-z_]\w*)")
+_GETATTR_NAME = re.compile(r"getattr\(\s*[\w.]+\s*,\s*[\"'](\w+)[\"']")
 _WEAK_READ = re.compile(r"^assert\b|\bis (?:not )?None\b")
 _META_READ = re.compile(r"\.(?:device|dtype|shape|ndim|is_cuda)\b|\.(?:size|numel|dim)\(")
 _NONE_TEST = re.compile(r"[ \t]*(?:is(?:[ \t]+not)?|[!=]=)[ \t]*None\b")
@@ -222,6 +224,7 @@ class ReaderIndex:
         self._defs: dict[int, _FileDefs] = {}
         self._file_index: dict[str, int] | None = None
         self._memo: dict[str, object] = {}
+        self._where: dict[str, list[int]] | None = None
 
     def memo(self, key: str, make: Callable[[], _T]) -> _T:
         """``make()``, computed once per index (a derived table some queries share)."""
@@ -241,7 +244,9 @@ class ReaderIndex:
         alt = "|".join(map(re.escape, todo))
         dotted = re.compile(rf"\.({alt})\b")
         by_name = re.compile(rf"getattr\(\s*([\w.]+)\s*,\s*[\"']({alt})[\"']")
-        for i, (_, text) in enumerate(self.files):
+        where = self._word_files()
+        for i in sorted({i for n in todo for i in where.get(n, ())}):
+            text = self.files[i][1]
             for m in dotted.finditer(text):
                 hit = self._hit(i, text, m, m.group(1), None)
                 if hit is not None:
@@ -251,6 +256,19 @@ class ReaderIndex:
                     hit = self._hit(i, text, m, m.group(2), m.group(1))
                     if hit is not None:
                         self._hits[m.group(2)].append(hit)
+
+    def _word_files(self) -> dict[str, list[int]]:
+        """Attribute name -> the files that hold ``.name`` or ``getattr(x, "name")``: one
+        pass over the tree, so that each later search reads only the files naming it."""
+        if self._where is None:
+            self._where = {}
+            for i, (_, text) in enumerate(self.files):
+                words = set(_ATTR_NAME.findall(text))
+                if "getattr(" in text:
+                    words.update(_GETATTR_NAME.findall(text))
+                for w in words:
+                    self._where.setdefault(w, []).append(i)
+        return self._where
 
     def _hit(self, i: int, text: str, m: re.Match[str], name: str,
              by_name: str | None) -> _Hit | None:
@@ -436,6 +454,9 @@ LOCAL_HOPS = 6
 """How many local assignments :func:`derives_from` follows back from the stored value."""
 
 _GETATTR = re.compile(r"\bgetattr\(\s*([A-Za-z_][\w.]*)\s*,\s*[\"'](\w+)[\"']\s*(?:,[^()]*)?\)")
+_TARGET_HEAD = re.compile(r"[ \t]*(?:[\w, ().]*[^\w.])?")
+_TARGET_TAIL = re.compile(r"[\w, ().]*=(?!=)[ \t]*")
+"""An assignment target list around a local's name: ``a, (b, self.c) = ...``."""
 _SKIP_LOCALS = frozenset({"self", "layer", "torch", "None", "True", "False"})
 
 
@@ -477,8 +498,11 @@ def _assignments(function_text: str, local: str) -> list[str]:
     """The values assigned to ``local`` in ``function_text`` (whole statements, one line each,
     ``getattr(obj, "name")`` read as ``obj.name``), in source order."""
     out = []
-    for m in re.finditer(rf"^[ \t]*(?:[\w, ().]*[^\w.])?{re.escape(local)}\b[\w, ().]*=(?!=)[ \t]*",
-                         function_text, re.M):
+    for name in re.finditer(rf"(?<![\w.]){re.escape(local)}\b", function_text):
+        head = function_text[function_text.rfind("\n", 0, name.start()) + 1:name.start()]
+        m = _TARGET_TAIL.match(function_text, name.end())
+        if m is None or not _TARGET_HEAD.fullmatch(head):
+            continue
         end, depth = m.end(), 0
         while end < len(function_text):
             c = function_text[end]
