@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator, Mapping
 from derivgraph.audit.static.ast import short
 from derivgraph.audit.static.infer import attr_chain
 from derivgraph.audit.static.scope import base_short_name, is_rebuilt_lineage, regex_classes
+from derivgraph.audit.static.segments import split_blocks
 from derivgraph.audit.static.sites import RawSite
 from derivgraph.audit.static.values import is_allocation, is_construction
 
@@ -38,6 +39,9 @@ EMPTY_RE = re.compile(r"self\.\w+(?:[ \t]*:[^=\n]+)?[ \t]*=[ \t]*"
 """A file can hold a lazy container only if it stores an empty container on ``self`` (and
 holds a rebuilt class)."""
 
+_LOOSE_EMPTY = re.compile(r"\{\s*\}|\[\s*\]|\b(?:dict|list)\(\s*\)")
+"""Any empty container in a block's text (looser than :data:`EMPTY_RE`: a block without one
+holds no lazy container)."""
 _EMPTY_CALLS = frozenset({"dict", "list"})
 _FILL_METHODS = frozenset({"append", "setdefault", "insert"})
 _STATE_DICT_HOOKS = frozenset({"_load_from_state_dict", "load_state_dict"})
@@ -52,7 +56,7 @@ def audit_class_wide(text: str, filename: str,
             is_rebuilt_lineage(lineage_of(c, bases)) for c, bases in regex_classes(text))):
         return []
     out: list[RawSite] = []
-    for cls in _classes(ast.parse(text, filename=filename)):
+    for cls in _classes(_parse_candidates(text, filename)):
         bases = [b for b in (base_short_name(x) for x in cls.bases) if b]
         lineage = lineage_of(cls.name, bases)
         methods = {m.name: m for m in cls.body
@@ -61,6 +65,21 @@ def audit_class_wide(text: str, filename: str,
         if is_rebuilt_lineage(lineage):
             out.extend(_lazy_containers(cls.name, methods, lineage))
     return out
+
+
+def _parse_candidates(text: str, filename: str) -> ast.Module:
+    """The file's top-level blocks that can hold a bypass copy or an empty container (the rest
+    cannot give a site), each parsed on its own at its true line; the whole file when a block
+    does not parse alone (:mod:`.segments`)."""
+    body: list[ast.stmt] = []
+    try:
+        for block in split_blocks(text):
+            source = text[block.start:block.end]
+            if GATE_RE.search(source) or _LOOSE_EMPTY.search(source):
+                body += ast.parse("\n" * (block.line - 1) + source, filename).body
+    except SyntaxError:
+        return ast.parse(text, filename=filename)
+    return ast.Module(body=body, type_ignores=[])
 
 
 def _classes(tree: ast.AST) -> Iterator[ast.ClassDef]:
