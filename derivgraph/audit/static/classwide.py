@@ -29,6 +29,7 @@ from derivgraph.audit.static.scope import base_short_name, is_rebuilt_lineage, r
 from derivgraph.audit.static.segments import split_blocks
 from derivgraph.audit.static.sites import RawSite
 from derivgraph.audit.static.values import is_allocation, is_construction
+from derivgraph.audit.static.walk import walk
 
 __all__ = ["GATE_RE", "audit_class_wide", "bypass_copy", "lazy_container_fill"]
 
@@ -83,7 +84,7 @@ def _parse_candidates(text: str, filename: str) -> ast.Module:
 
 
 def _classes(tree: ast.AST) -> Iterator[ast.ClassDef]:
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.ClassDef):
             yield node
 
@@ -98,7 +99,7 @@ def _site(cls: str, func: str, stmt: ast.stmt, attr: str, category: str, reason:
 
 def _self_stores(func: ast.AST) -> Iterator[tuple[ast.stmt, str, ast.expr]]:
     """``(statement, attr, value)`` of every ``self.attr = value`` (annotated or not)."""
-    for node in ast.walk(func):
+    for node in walk(func):
         if isinstance(node, ast.Assign):
             targets, value = node.targets, node.value
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
@@ -127,7 +128,7 @@ def _registrations(methods: Mapping[str, ast.AST]) -> dict[str, tuple[str, ast.s
         for stmt, attr, value in _self_stores(func):
             if (_call_tail(value) or "").endswith("Parameter"):
                 out.setdefault(attr, (name, stmt, value))
-        for node in ast.walk(func):
+        for node in walk(func):
             if isinstance(node, ast.Expr) and _call_tail(node.value) == "register_parameter" \
                     and attr_chain(node.value.func) == "self.register_parameter" \
                     and node.value.args and isinstance(node.value.args[0], ast.Constant) \
@@ -153,7 +154,7 @@ def _loader_methods(methods: Mapping[str, ast.AST]) -> frozenset[str]:
     layerwise reload wraps them, so a copy in them is counted."""
     out = {"weight_loader"}
     for func in methods.values():
-        for node in ast.walk(func):
+        for node in walk(func):
             if isinstance(node, (ast.Assign, ast.keyword, ast.Dict)):
                 out.update(_installed_loaders(node, methods))
     return frozenset(out)
@@ -187,7 +188,7 @@ def _bypasses(cls: str, methods: Mapping[str, ast.AST],
     # the copies first (few classes have one), then what registers and installs loaders
     copies = [(name, node, attr) for name, func in methods.items()
               if "load" in name and name not in _STATE_DICT_HOOKS
-              for node in ast.walk(func)
+              for node in walk(func)
               if isinstance(node, ast.Call) and (attr := bypass_copy(node)) is not None]
     if not copies:
         return
@@ -230,13 +231,13 @@ def _makes_tensor(value: ast.expr, func: ast.AST) -> bool:
         return False
     return any(isinstance(n, ast.Assign) and tensor_call(n.value)
                and any(isinstance(t, ast.Name) and t.id == value.id for t in n.targets)
-               for n in ast.walk(func))
+               for n in walk(func))
 
 
 def lazy_container_fill(func: ast.AST, attr: str) -> ast.AST | None:
     """The first statement of ``func`` that puts a new tensor into ``self.<attr>``
     (``self.<attr>[k] = t``, ``self.<attr>.append(t)``, ``.setdefault(k, t)``)."""
-    for node in ast.walk(func):
+    for node in walk(func):
         if isinstance(node, ast.Assign):
             for t in node.targets:
                 if isinstance(t, ast.Subscript) and attr_chain(t.value) == f"self.{attr}" \
