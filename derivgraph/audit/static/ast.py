@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from derivgraph.audit.static.infer import attr_chain
+from derivgraph.audit.static.walk import children, walk
 
 __all__ = [
     "Draft", "const_str", "copy_expr", "free_names", "is_getattr", "is_placeholder", "kwarg",
@@ -98,7 +99,7 @@ def free_names(node: ast.AST) -> set[str]:
         bound |= {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
         bound |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
     used: set[str] = set()
-    for sub in ast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, ast.Name):
             (bound if isinstance(sub.ctx, ast.Store) else used).add(sub.id)
     return used - bound
@@ -109,7 +110,7 @@ def walk_no_lambda(node: ast.AST) -> Iterator[ast.AST]:
     while stack:
         cur = stack.pop()
         yield cur
-        for child in ast.iter_child_nodes(cur):
+        for child in children(cur):
             if not isinstance(child, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)):
                 stack.append(child)
 

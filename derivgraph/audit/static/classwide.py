@@ -26,8 +26,10 @@ from collections.abc import Callable, Iterator, Mapping
 from derivgraph.audit.static.ast import short
 from derivgraph.audit.static.infer import attr_chain
 from derivgraph.audit.static.scope import base_short_name, is_rebuilt_lineage, regex_classes
+from derivgraph.audit.static.segments import split_blocks
 from derivgraph.audit.static.sites import RawSite
 from derivgraph.audit.static.values import is_allocation, is_construction
+from derivgraph.audit.static.walk import walk
 
 __all__ = ["GATE_RE", "audit_class_wide", "bypass_copy", "lazy_container_fill"]
 
@@ -38,6 +40,9 @@ EMPTY_RE = re.compile(r"self\.\w+(?:[ \t]*:[^=\n]+)?[ \t]*=[ \t]*"
 """A file can hold a lazy container only if it stores an empty container on ``self`` (and
 holds a rebuilt class)."""
 
+_LOOSE_EMPTY = re.compile(r"\{\s*\}|\[\s*\]|\b(?:dict|list)\(\s*\)")
+"""Any empty container in a block's text (looser than :data:`EMPTY_RE`: a block without one
+holds no lazy container)."""
 _EMPTY_CALLS = frozenset({"dict", "list"})
 _FILL_METHODS = frozenset({"append", "setdefault", "insert"})
 _STATE_DICT_HOOKS = frozenset({"_load_from_state_dict", "load_state_dict"})
@@ -52,7 +57,7 @@ def audit_class_wide(text: str, filename: str,
             is_rebuilt_lineage(lineage_of(c, bases)) for c, bases in regex_classes(text))):
         return []
     out: list[RawSite] = []
-    for cls in _classes(ast.parse(text, filename=filename)):
+    for cls in _classes(_parse_candidates(text, filename)):
         bases = [b for b in (base_short_name(x) for x in cls.bases) if b]
         lineage = lineage_of(cls.name, bases)
         methods = {m.name: m for m in cls.body
@@ -63,8 +68,23 @@ def audit_class_wide(text: str, filename: str,
     return out
 
 
+def _parse_candidates(text: str, filename: str) -> ast.Module:
+    """The file's top-level blocks that can hold a bypass copy or an empty container (the rest
+    cannot give a site), each parsed on its own at its true line; the whole file when a block
+    does not parse alone (:mod:`.segments`)."""
+    body: list[ast.stmt] = []
+    try:
+        for block in split_blocks(text):
+            source = text[block.start:block.end]
+            if GATE_RE.search(source) or _LOOSE_EMPTY.search(source):
+                body += ast.parse("\n" * (block.line - 1) + source, filename).body
+    except SyntaxError:
+        return ast.parse(text, filename=filename)
+    return ast.Module(body=body, type_ignores=[])
+
+
 def _classes(tree: ast.AST) -> Iterator[ast.ClassDef]:
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.ClassDef):
             yield node
 
@@ -79,7 +99,7 @@ def _site(cls: str, func: str, stmt: ast.stmt, attr: str, category: str, reason:
 
 def _self_stores(func: ast.AST) -> Iterator[tuple[ast.stmt, str, ast.expr]]:
     """``(statement, attr, value)`` of every ``self.attr = value`` (annotated or not)."""
-    for node in ast.walk(func):
+    for node in walk(func):
         if isinstance(node, ast.Assign):
             targets, value = node.targets, node.value
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
@@ -108,7 +128,7 @@ def _registrations(methods: Mapping[str, ast.AST]) -> dict[str, tuple[str, ast.s
         for stmt, attr, value in _self_stores(func):
             if (_call_tail(value) or "").endswith("Parameter"):
                 out.setdefault(attr, (name, stmt, value))
-        for node in ast.walk(func):
+        for node in walk(func):
             if isinstance(node, ast.Expr) and _call_tail(node.value) == "register_parameter" \
                     and attr_chain(node.value.func) == "self.register_parameter" \
                     and node.value.args and isinstance(node.value.args[0], ast.Constant) \
@@ -134,7 +154,7 @@ def _loader_methods(methods: Mapping[str, ast.AST]) -> frozenset[str]:
     layerwise reload wraps them, so a copy in them is counted."""
     out = {"weight_loader"}
     for func in methods.values():
-        for node in ast.walk(func):
+        for node in walk(func):
             if isinstance(node, (ast.Assign, ast.keyword, ast.Dict)):
                 out.update(_installed_loaders(node, methods))
     return frozenset(out)
@@ -165,25 +185,28 @@ def _installed_loaders(node: ast.AST, methods: Mapping[str, ast.AST]) -> set[str
 
 def _bypasses(cls: str, methods: Mapping[str, ast.AST],
               lineage: frozenset[str]) -> Iterator[RawSite]:
+    # the copies first (few classes have one), then what registers and installs loaders
+    copies = [(name, node, attr) for name, func in methods.items()
+              if "load" in name and name not in _STATE_DICT_HOOKS
+              for node in walk(func)
+              if isinstance(node, ast.Call) and (attr := bypass_copy(node)) is not None]
+    if not copies:
+        return
     registered = _registrations(methods)
     if not registered:
         return
     loaders = _loader_methods(methods)
     seen: set[str] = set()
-    for name, func in methods.items():
-        if "load" not in name or name in loaders or name in _STATE_DICT_HOOKS:
+    for name, node, attr in copies:
+        if name in loaders or attr not in registered or attr in seen:
             continue
-        for node in ast.walk(func):
-            attr = bypass_copy(node) if isinstance(node, ast.Call) else None
-            if attr is None or attr not in registered or attr in seen:
-                continue
-            seen.add(attr)
-            where, stmt, value = registered[attr]
-            reason = (f"registered parameter filled by `{short(node, 70)}` (line {node.lineno}, "
-                      f"in {name}) around its weight_loader: a layerwise reload copies into the "
-                      "meta placeholder, counts nothing loaded and restores the old tensor")
-            yield _site(cls, where, stmt, attr, "loader-bypass", reason, value, "parameter",
-                        f"{cls}.{name}", lineage)
+        seen.add(attr)
+        where, stmt, value = registered[attr]
+        reason = (f"registered parameter filled by `{short(node, 70)}` (line {node.lineno}, "
+                  f"in {name}) around its weight_loader: a layerwise reload copies into the "
+                  "meta placeholder, counts nothing loaded and restores the old tensor")
+        yield _site(cls, where, stmt, attr, "loader-bypass", reason, value, "parameter",
+                    f"{cls}.{name}", lineage)
 
 
 # ---- lazy containers on rebuilt objects ---------------------------------------------------------
@@ -208,13 +231,13 @@ def _makes_tensor(value: ast.expr, func: ast.AST) -> bool:
         return False
     return any(isinstance(n, ast.Assign) and tensor_call(n.value)
                and any(isinstance(t, ast.Name) and t.id == value.id for t in n.targets)
-               for n in ast.walk(func))
+               for n in walk(func))
 
 
 def lazy_container_fill(func: ast.AST, attr: str) -> ast.AST | None:
     """The first statement of ``func`` that puts a new tensor into ``self.<attr>``
     (``self.<attr>[k] = t``, ``self.<attr>.append(t)``, ``.setdefault(k, t)``)."""
-    for node in ast.walk(func):
+    for node in walk(func):
         if isinstance(node, ast.Assign):
             for t in node.targets:
                 if isinstance(t, ast.Subscript) and attr_chain(t.value) == f"self.{attr}" \

@@ -7,6 +7,8 @@ severity where the evidence is missing:
 
 * a reader may be a config builder (a method annotated to return a config of tensors) of the
   storing class: the config carries the value to the kernels;
+* ``self.x`` no method of its class family reads after load may be handed to an object the
+  family builds (a constructor or builder argument, :mod:`.handed_reader`): that object's read;
 * no reader after load: at most ``info`` (a store onto a throwaway object, a quant-config field
   no kernel reads, a value nothing uses);
 * a reader but no weight in the value: at most ``warning`` (a workspace or constant moved by a
@@ -41,6 +43,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from derivgraph.audit.static.config_reader import config_reader
+from derivgraph.audit.static.handed_reader import handed_reader
 from derivgraph.audit.static.loaders import refilled_in_place
 from derivgraph.audit.static.platforms import (
     cpu_only,
@@ -192,10 +195,12 @@ def _on_cpu(f: StaticFinding, by_display: dict[str, str],
                                    f"sets `{flag}` and returns early when it is set: a reload "
                                    "reruns it without rebuilding this, so it keeps the first "
                                    "weights")
-    if not source_dropped(f.derives_from, body, by_display.values()):
+    dropped = source_dropped(f.derives_from, body, by_display)
+    if dropped is None:
         return f
     return _cap(f, Severity.INFO, f"runs only on the CPU platform ({why}): no device graph is "
-                "captured there and the reader looks the attribute up on every call")
+                "captured there and the reader looks the attribute up on every call"
+                + ("" if dropped.startswith("it derives from no") else f"; {dropped}"))
 
 
 def _judge(f: StaticFinding, index: ReaderIndex, text: str,
@@ -242,14 +247,25 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
                     f"refreshed from its source where it is used ({refresh}): a kernel-format "
                     "reload's values reach it")
     reader = index.reader(f.cls, f.owner, f.attr, f.file)
+    if reader is None and f.owner == "self":  # handed to an object the class builds
+        reader = handed_reader(index, f.cls, f.attr)
     if reader is not None and reader.file != f.file and f.category == "container":
         # handed on elsewhere: name where the class keeping such configs reads its field
         reader = config_reader(index, f.expr, text, f.cls, family, keepers) or reader
     if reader is None:
         return _cap(dataclasses.replace(f, derives_from=weight), Severity.INFO,
                     "no reader after load: no kernel call, forward or captured path reads it")
-    f = dataclasses.replace(f, reader=str(reader), reader_kind=reader.kind.value,
-                            derives_from=weight)
+    f = _read_verdict(dataclasses.replace(f, reader=str(reader), reader_kind=reader.kind.value,
+                                          derives_from=weight), conditional, weight)
+    if reader.handed:
+        return dataclasses.replace(f, evidence=f"{f.evidence}; handed on through "
+                                   f"{' -> '.join(reader.handed)}")
+    return f
+
+
+def _read_verdict(f: StaticFinding, conditional: str | None,
+                  weight: str | None) -> StaticFinding:
+    """The severity and evidence of a finding read after load."""
     if f.category == "loader-bypass":
         return dataclasses.replace(f, derives_from=f"{f.owner}.{f.attr} (the checkpoint weight)",
                                    evidence="read after load; its loader writes `.data` around "

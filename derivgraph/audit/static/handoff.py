@@ -34,6 +34,7 @@ from derivgraph.audit.static.infer import TensorInference, TensorInfo, attr_chai
 from derivgraph.audit.static.sites import Handed, RawSite
 from derivgraph.audit.static.values import WEIGHT_WORDS, is_allocation, shape_free_chains
 from derivgraph.audit.static.vocab import looks_like_tensor_attr
+from derivgraph.audit.static.walk import walk
 
 if TYPE_CHECKING:
     from derivgraph.audit.static.index import ClassEntry, TreeIndex
@@ -125,13 +126,13 @@ class HandoffRules:
         locals it reads through every definition."""
         nodes, seen = [value], set()
         for node in nodes:
-            for n in ast.walk(node):
+            for n in walk(node):
                 if isinstance(n, ast.Name) and n.id not in seen and n.id in self.defs:
                     seen.add(n.id)
                     nodes += self.history.get(n.id, [self.defs[n.id]])
         for node in nodes:
             read = shape_free_chains(node)
-            found = [(n.lineno, n.col_offset, -len(c), c) for n in ast.walk(node)
+            found = [(n.lineno, n.col_offset, -len(c), c) for n in walk(node)
                      if isinstance(n, ast.Attribute) and (c := attr_chain(n) or "") in read
                      and c.split(".")[0] not in self.imports and _weight_attr(n.attr)]
             if found:
@@ -144,10 +145,10 @@ class HandoffRules:
         if isinstance(stmt, ast.Return):
             return True
         if isinstance(stmt, ast.Expr):
-            return any(call in ast.walk(a) for c in _calls(stmt.value) if c is not call
+            return any(call in walk(a) for c in _calls(stmt.value) if c is not call
                        for a in [*c.args, *(k.value for k in c.keywords)])
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]  # type: ignore
-        names = [n for t in targets for n in ast.walk(t)]
+        names = [n for t in targets for n in walk(t)]
         if any(isinstance(n, (ast.Attribute, ast.Subscript)) for n in names):
             return True
         return bool({n.id for n in names if isinstance(n, ast.Name)} & self._escaping_locals())
@@ -157,8 +158,8 @@ class HandoffRules:
         container), not only as the receiver of an attribute or method."""
         if self._escaping is None:
             func = self.reached.func
-            receivers = {id(n.value) for n in ast.walk(func) if isinstance(n, ast.Attribute)}
-            self._escaping = frozenset(n.id for n in ast.walk(func) if isinstance(n, ast.Name)
+            receivers = {id(n.value) for n in walk(func) if isinstance(n, ast.Attribute)}
+            self._escaping = frozenset(n.id for n in walk(func) if isinstance(n, ast.Name)
                                        and isinstance(n.ctx, ast.Load)
                                        and id(n) not in receivers)
         return self._escaping

@@ -39,6 +39,7 @@ from derivgraph.audit.static.vocab import (
     ReturnsTensor,
     looks_like_tensor_attr,
 )
+from derivgraph.audit.static.walk import walk
 
 __all__ = ["TensorInference", "TensorInfo", "attr_chain", "call_name", "import_map"]
 
@@ -357,7 +358,7 @@ def view_helpers(functions: Mapping[str, ast.AST]) -> frozenset[str]:
         if args is None or not [*args.posonlyargs, *args.args]:
             continue
         first = [*args.posonlyargs, *args.args][0].arg
-        returns = [n.value for n in ast.walk(func) if isinstance(n, ast.Return)]
+        returns = [n.value for n in walk(func) if isinstance(n, ast.Return)]
         if returns and all(_is_view_of(r, first) for r in returns):
             out.add(name)
     return frozenset(out)

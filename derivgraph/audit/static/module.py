@@ -31,6 +31,7 @@ from derivgraph.audit.static.vocab import (
     Returned,
     annotation_shape,
 )
+from derivgraph.audit.static.walk import walk
 
 __all__ = ["ExternalRoot", "ModuleContext", "audit_module", "audit_source", "parse_for_audit"]
 
@@ -176,7 +177,7 @@ _MAX_OVERRIDES = 6
 def _getattr_locals(func: FuncNode) -> dict[str, str]:
     """Locals bound to a method looked up by name: ``fold = getattr(module, "fold_x", None)``."""
     out: dict[str, str] = {}
-    for node in ast.walk(func):
+    for node in walk(func):
         if (isinstance(node, ast.Assign) and len(node.targets) == 1
                 and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Call)
                 and isinstance(node.value.func, ast.Name) and node.value.func.id == "getattr"

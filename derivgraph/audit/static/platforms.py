@@ -35,7 +35,7 @@ kernel-format reload either).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 __all__ = ["cpu_only", "names_cpu", "rerun_guard", "reset_flags", "source_dropped"]
 
@@ -143,22 +143,31 @@ def cpu_only(file: str, lineage: Iterable[str], body: str, store_offset: int,
     return None
 
 
-def source_dropped(derives_from: str | None, body: str, tree: Iterable[str]) -> bool:
-    """Whether no kernel-format reload can leave a CPU-only value stale: it derives from no
-    kept attribute (``self.x``/``layer.x``), or its storing function empties a parameter, or
-    the submodule it derives from has its parameter emptied somewhere in the tree."""
+def source_dropped(derives_from: str | None, body: str,
+                   tree: Mapping[str, str]) -> str | None:
+    """Why no kernel-format reload can leave a CPU-only value stale, or None when one can: it
+    derives from no kept attribute (``self.x``/``layer.x``), or its storing function empties a
+    parameter, or the submodule it derives from has its parameter emptied somewhere in the tree
+    (``tree``: display path -> text), so a reload into that parameter fails on its shape."""
     m = _KEPT.match((derives_from or "").strip())
     if m is None:
-        return True
+        return "it derives from no kept attribute"
     if _EMPTIED.search(body):
-        return True
+        return "its step empties the parameter it reads"
     segments = m.group(1).strip(".").split(".")
     module = segments[-1] if not _PARAM_NAME.match(segments[-1]) else (
         segments[-2] if len(segments) > 1 else None)
     if module is None:
-        return False
+        return None
     line = re.compile(rf"\b{re.escape(module)}\b[^\n]*\b(?:new_)?empty\(\s*\(?0\s*[,)]")
-    return any(line.search(text) for text in tree)
+    for display, text in tree.items():
+        hit = line.search(text) if module in text else None
+        if hit:
+            return (f"`{module}`'s parameter is emptied at "
+                    f"{display}:{text.count(chr(10), 0, hit.start()) + 1}: a reload into it "
+                    "raises (0 elements, not the checkpoint's shape) instead of leaving this "
+                    "stale")
+    return None
 
 
 _DELATTR = re.compile(r"\bdelattr\(\s*\w+\s*,\s*[\"'](\w+)[\"']\s*\)")

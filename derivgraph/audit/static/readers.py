@@ -28,6 +28,7 @@ import enum
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 __all__ = [
     "NOT_READERS",
@@ -38,6 +39,8 @@ __all__ = [
     "derives_from",
     "escapes",
 ]
+
+_T = TypeVar("_T")
 
 PROPERTY_DEPTH = 3
 """How many ``@property`` indirections a read is followed through."""
@@ -63,9 +66,12 @@ _WEIGHT_WORD = re.compile(
     r"|alpha|w13|w2_|w1_|_w\d|kv_a|wkv|wq|wo_|gate|proj|norm|sink)\w*)")
 
 _WEIGHT_PARAM = re.compile(r"^(?:w|w\d+|w13\w*|w2\w*|\w*weight\w*|\w*scale\w*|\w*bias\w*)$")
+_META_NAME = re.compile(r"_(?:type|dtype|name|names|shape|size|dim|bits|mode|format|layout)$")
 _META_USE = re.compile(r"\.(?:device|dtype|shape|size\(|numel\(|dim\(|ndim)\b")
 
 
+_ATTR_NAME = re.compile(r"\.([A-Za-z_]\w*)")
+_GETATTR_NAME = re.compile(r"getattr\(\s*[\w.]+\s*,\s*[\"'](\w+)[\"']")
 _WEAK_READ = re.compile(r"^assert\b|\bis (?:not )?None\b")
 _META_READ = re.compile(r"\.(?:device|dtype|shape|ndim|is_cuda)\b|\.(?:size|numel|dim)\(")
 _NONE_TEST = re.compile(r"[ \t]*(?:is(?:[ \t]+not)?|[!=]=)[ \t]*None\b")
@@ -92,6 +98,7 @@ class Reader:
     function: str
     kind: ReaderKind
     text: str  # the reading line, stripped
+    handed: tuple[str, ...] = ()  # the calls that hand the tensor on to the reading object
 
     def __str__(self) -> str:
         return f"{self.kind.value} {self.file}:{self.line} in {self.function}: {self.text}"
@@ -216,6 +223,14 @@ class ReaderIndex:
         self._hits: dict[str, list[_Hit]] = {}
         self._defs: dict[int, _FileDefs] = {}
         self._file_index: dict[str, int] | None = None
+        self._memo: dict[str, object] = {}
+        self._where: dict[str, list[int]] | None = None
+
+    def memo(self, key: str, make: Callable[[], _T]) -> _T:
+        """``make()``, computed once per index (a derived table some queries share)."""
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]  # type: ignore[return-value]
 
     # ---- the text search --------------------------------------------------------------------
 
@@ -229,7 +244,9 @@ class ReaderIndex:
         alt = "|".join(map(re.escape, todo))
         dotted = re.compile(rf"\.({alt})\b")
         by_name = re.compile(rf"getattr\(\s*([\w.]+)\s*,\s*[\"']({alt})[\"']")
-        for i, (_, text) in enumerate(self.files):
+        where = self._word_files()
+        for i in sorted({i for n in todo for i in where.get(n, ())}):
+            text = self.files[i][1]
             for m in dotted.finditer(text):
                 hit = self._hit(i, text, m, m.group(1), None)
                 if hit is not None:
@@ -239,6 +256,19 @@ class ReaderIndex:
                     hit = self._hit(i, text, m, m.group(2), m.group(1))
                     if hit is not None:
                         self._hits[m.group(2)].append(hit)
+
+    def _word_files(self) -> dict[str, list[int]]:
+        """Attribute name -> the files that hold ``.name`` or ``getattr(x, "name")``: one
+        pass over the tree, so that each later search reads only the files naming it."""
+        if self._where is None:
+            self._where = {}
+            for i, (_, text) in enumerate(self.files):
+                words = set(_ATTR_NAME.findall(text))
+                if "getattr(" in text:
+                    words.update(_GETATTR_NAME.findall(text))
+                for w in words:
+                    self._where.setdefault(w, []).append(i)
+        return self._where
 
     def _hit(self, i: int, text: str, m: re.Match[str], name: str,
              by_name: str | None) -> _Hit | None:
@@ -420,44 +450,88 @@ def escapes(function_text: str, name: str) -> bool:
     return bool(re.search(rf"[\[{{(,]\s*{n}\s*[,\]}}]", function_text))
 
 
+LOCAL_HOPS = 6
+"""How many local assignments :func:`derives_from` follows back from the stored value."""
+
+_GETATTR = re.compile(r"\bgetattr\(\s*([A-Za-z_][\w.]*)\s*,\s*[\"'](\w+)[\"']\s*(?:,[^()]*)?\)")
+_TARGET_HEAD = re.compile(r"[ \t]*(?:[\w, ().]*[^\w.])?")
+_TARGET_TAIL = re.compile(r"[\w, ().]*=(?!=)[ \t]*")
+"""An assignment target list around a local's name: ``a, (b, self.c) = ...``."""
+_SKIP_LOCALS = frozenset({"self", "layer", "torch", "None", "True", "False"})
+
+
 def derives_from(expr: str, function_text: str, stored: str,
                  locals_seen: Mapping[str, str] | None = None) -> str | None:
     """The weight the stored value is computed from: an attribute named like a weight in the
-    value, or (one hop) in the assignment of a local the value reads; None when neither names
-    one (a workspace, a constant)."""
-    found = _weight_in(expr, stored)
+    value (``getattr(obj, "name")`` read as ``obj.name``), or in the first assignment of each
+    local the value reads, followed back local by local (tuple targets and bracketed
+    continuation lines included) for up to :data:`LOCAL_HOPS` locals; None when none names one
+    (a workspace, a constant). A name for metadata (``weight_type``, ``weight_dtype``...) is
+    not a weight."""
+    found = _weight_in(_GETATTR.sub(r"\1.\2", expr), stored)
     if found:
         return found
-    seen = dict(locals_seen or {})
     header = function_text[:function_text.find(")") + 1] if function_text else ""
     params = set(re.findall(r"[(,]\s*\*{0,2}([A-Za-z_]\w*)", header))
-    for local in re.findall(r"\b([A-Za-z_]\w*)\b(?!\s*[(=])", expr):
-        if local in params and _WEIGHT_PARAM.match(local):
-            return f"argument {local}"
-        if local in seen or local in {"self", "layer", "torch", "None", "True", "False"}:
-            continue
-        m = re.search(rf"^\s*(?:[\w, ()]*\b)?{re.escape(local)}\b[\w, ()]*=\s*([^\n]+)",
-                      function_text, re.M)
-        if m:
-            seen[local] = m.group(1)
-            found = _weight_in(m.group(1), stored)
-            if found:
-                return found
+    seen = set(locals_seen or ()) | _SKIP_LOCALS
+    queue = [expr]
+    hops = 0
+    while queue and hops <= LOCAL_HOPS:
+        value = queue.pop(0)
+        for local in re.findall(r"\b([A-Za-z_]\w*)\b(?!\s*[(=])", value):
+            if local in params and _WEIGHT_PARAM.match(local):
+                return f"argument {local}"
+            if local in seen or hops >= LOCAL_HOPS:
+                continue
+            seen.add(local)
+            bounds = _assignments(function_text, local)
+            hops += bool(bounds)
+            for bound in bounds[:1]:
+                found = _weight_in(bound, stored)
+                if found:
+                    return found
+                queue.append(bound)
     return None
+
+
+def _assignments(function_text: str, local: str) -> list[str]:
+    """The values assigned to ``local`` in ``function_text`` (whole statements, one line each,
+    ``getattr(obj, "name")`` read as ``obj.name``), in source order."""
+    out = []
+    for name in re.finditer(rf"(?<![\w.]){re.escape(local)}\b", function_text):
+        head = function_text[function_text.rfind("\n", 0, name.start()) + 1:name.start()]
+        m = _TARGET_TAIL.match(function_text, name.end())
+        if m is None or not _TARGET_HEAD.fullmatch(head):
+            continue
+        end, depth = m.end(), 0
+        while end < len(function_text):
+            c = function_text[end]
+            if c in "([{":
+                depth += 1
+            elif c in ")]}":
+                depth -= 1
+            elif c == "\n" and depth <= 0:
+                break
+            end += 1
+        lines = [re.sub(r"#[^\"'\n]*$", "", ln) for ln in function_text[m.end():end].split("\n")]
+        value = re.sub(r"(?<=[(\[]) | (?=[)\]])", "", " ".join(" ".join(lines).split()))
+        out.append(_GETATTR.sub(r"\1.\2", value))
+    return out
 
 
 def _weight_in(text: str, stored: str) -> str | None:
     for m in _WEIGHT_WORD.finditer(text):
         whole = m.group(0)
-        if _META_USE.match(text, m.end()):
-            continue  # only its device, dtype or shape
+        call = text[m.end():m.end() + 1] == "("
+        if _META_USE.match(text, m.end()) or (not call and _META_NAME.search(m.group(1))):
+            continue  # only its device, dtype or shape, or a name for metadata
         if m.group(1) == stored or whole.startswith(("torch.", "F.")):
             continue
-        call = text[m.end():m.end() + 1] == "("
         if "." not in whole and not call:
             continue  # a bare local: its definition is followed instead
         if call:
             close = text.find(")", m.end())
-            return text[m.start():close + 1] if close > 0 else whole
+            found = text[m.start():close + 1] if close > 0 else whole
+            return found if len(found) <= 160 else found[:156] + "...)"
         return whole
     return None

@@ -50,6 +50,7 @@ from derivgraph.audit.static.vocab import (
     annotation_is_tensor,
     looks_like_tensor_attr,
 )
+from derivgraph.audit.static.walk import walk
 
 __all__ = ["FunctionAudit", "audit_function", "audit_lazy_caches", "returns_tensor"]
 
@@ -85,7 +86,7 @@ def audit_lazy_caches(scope: ModuleScope, imports: dict[str, str],
 
 def _has_lazy_guard(func: ast.AST) -> bool:
     return any(isinstance(n, ast.If) and (_guarded_chain(n.test) or _early_return_chain(n))
-               for n in ast.walk(func))
+               for n in walk(func))
 
 
 def _early_return_chain(stmt: ast.stmt) -> str | None:

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from derivgraph.audit.static.infer import view_helpers
+from derivgraph.audit.static.walk import children, walk
 
 if TYPE_CHECKING:
     from derivgraph.audit.static.sites import Handed
@@ -217,7 +218,7 @@ class FunctionIndex:
                 if not in_lambda and ((isinstance(f, ast.Attribute) and f.attr in _SITE_ATTRS)
                                       or (isinstance(f, ast.Name) and f.id in _SITE_NAMES)):
                     sites.setdefault(id(stmt), []).append(node)
-            for child in ast.iter_child_nodes(node):
+            for child in children(node):
                 stack.append((child, stmt, in_lambda))
         for found in sites.values():
             found.sort(key=lambda c: (c.lineno, c.col_offset))
@@ -339,9 +340,9 @@ class ModuleScope:
         holders: list[tuple[FuncNode, str | None]] = [(f, None) for f in self.functions.values()]
         holders += [(f, c) for c, info in self.classes.items() for f in info.methods.values()]
         for holder, cls in holders:
-            nested = {n.name: n for n in ast.walk(holder)
+            nested = {n.name: n for n in walk(holder)
                       if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n is not holder}
-            for node in ast.walk(holder):
+            for node in walk(holder):
                 if not isinstance(node, ast.Assign):
                     continue
                 if not any(isinstance(t, ast.Attribute) and t.attr in ROOT_FUNCTIONS

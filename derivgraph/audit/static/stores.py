@@ -34,6 +34,7 @@ from derivgraph.audit.static.values import (
     weight_named,
 )
 from derivgraph.audit.static.vocab import SCALAR_BUILTINS, SCALAR_METHODS, looks_like_tensor_attr
+from derivgraph.audit.static.walk import walk
 
 __all__ = ["StoreRules"]
 
@@ -145,7 +146,7 @@ class StoreRules:
                 and value.value.id == "self" and value.attr in self.property_chains):
             return value
         resolved = ast.parse(f"self.{self.property_chains[value.attr]}", mode="eval").body
-        for node in ast.walk(resolved):
+        for node in walk(resolved):
             ast.copy_location(node, value)
         return resolved
 
@@ -179,7 +180,7 @@ class StoreRules:
                 and value.func.attr in _COPY_METHODS):
             return None
         source = ast.dump(value.func.value)
-        for node in ast.walk(self.reached.func):
+        for node in walk(self.reached.func):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr == "copy_" and attr_chain(node.func.value) == path
                     and node.args and ast.dump(node.args[0]) == source):
@@ -242,7 +243,7 @@ class StoreRules:
             return f"{cls}.{method}() annotation"
         info = self.scope.classes.get(cls)
         func = info.methods.get(method) if info else None
-        for node in ast.walk(func) if func is not None else ():
+        for node in walk(func) if func is not None else ():
             if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
                 name = call_name(node.value.func, self.imports) or ""
                 if name.rsplit(".", 1)[-1] in self.containers:
@@ -421,11 +422,11 @@ class StoreRules:
         pointer tables) and nothing named like a weight, directly or through earlier locals."""
         names: list[str] = []
         nodes = [value]
-        for n in ast.walk(value):
+        for n in walk(value):
             if isinstance(n, ast.Name) and n.id in self.defs:
                 nodes.append(self.defs[n.id])
         for node in nodes:
-            names += [n.attr if isinstance(n, ast.Attribute) else n.id for n in ast.walk(node)
+            names += [n.attr if isinstance(n, ast.Attribute) else n.id for n in walk(node)
                       if isinstance(n, (ast.Attribute, ast.Name))]
         names = [n for n in names if n not in ("self", "layer", "torch")]
         return any(WEIGHT_FREE_RE.search(n) for n in names) and not any(
@@ -441,7 +442,7 @@ class StoreRules:
         nodes = [value]
         seen: set[str] = set()
         for node in nodes:  # grows: the definitions of the locals it reads, transitively
-            for n in ast.walk(node):
+            for n in walk(node):
                 if not isinstance(n, ast.Name) or n.id in seen:
                     continue
                 seen.add(n.id)
@@ -450,7 +451,7 @@ class StoreRules:
                 elif n.id in self.nested_defs:
                     nodes.append(self.nested_defs[n.id])  # a nested helper: what it reads
         for node in nodes:
-            names += [n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)
+            names += [n.attr for n in walk(node) if isinstance(n, ast.Attribute)
                       and (attr_chain(n) or ".").split(".")[0] not in self.imports]
         return any(looks_like_tensor_attr(a) or any(w in a for w in WEIGHT_WORDS) for a in names)
 

@@ -16,6 +16,7 @@ from derivgraph.audit.static.vocab import (
     NON_TENSOR_METHODS,
     looks_like_tensor_attr,
 )
+from derivgraph.audit.static.walk import walk
 
 __all__ = [
     "ALLOCATIONS", "LOADED_NAMES", "WEIGHT_FREE_RE", "WEIGHT_WORDS", "calls_copy",
@@ -70,13 +71,13 @@ def is_allocation(value: ast.expr) -> bool:
 def shape_free_chains(node: ast.expr) -> set[str]:
     """Dotted names an expression reads as tensors (not only for .shape/.dtype/.size())."""
     skip: set[int] = set()
-    for n in ast.walk(node):
+    for n in walk(node):
         if isinstance(n, ast.Attribute) and n.attr in NON_TENSOR_ATTRS:
-            skip.update(id(m) for m in ast.walk(n.value))
+            skip.update(id(m) for m in walk(n.value))
         elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
               and n.func.attr in NON_TENSOR_METHODS):
-            skip.update(id(m) for m in ast.walk(n.func.value))
-    return {c.removesuffix(".data") for n in ast.walk(node) if id(n) not in skip
+            skip.update(id(m) for m in walk(n.func.value))
+    return {c.removesuffix(".data") for n in walk(node) if id(n) not in skip
             and isinstance(n, (ast.Attribute, ast.Name)) and (c := attr_chain(n))}
 
 
@@ -87,14 +88,14 @@ def is_container(value: ast.expr) -> bool:
 def calls_copy(func: ast.AST) -> bool:
     """Whether a function refills something with ``.copy_(...)`` (keep-the-object pattern)."""
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-               and n.func.attr == "copy_" for n in ast.walk(func))
+               and n.func.attr == "copy_" for n in walk(func))
 
 
 def refills(func: ast.AST, chain: str) -> bool:
     """Whether a function refills ``chain`` itself with ``<chain>.copy_(...)``."""
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                and n.func.attr == "copy_" and attr_chain(n.func.value) == chain
-               for n in ast.walk(func))
+               for n in walk(func))
 
 
 def dtype_view_of(value: ast.expr, chain: str, imports: dict[str, str]) -> bool:

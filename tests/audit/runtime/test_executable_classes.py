@@ -111,10 +111,13 @@ def test_blocked_cases_report_the_observed_exception_and_frames(audit):
 def test_no_case_crashes_and_every_class_of_the_table_has_one():
     table = json.loads(TABLE.read_text())["classes"]
     names = {c.name for c in cases()}
-    assert table and all(r["case"] in names for r in table)
+    # a class without a case yet is marked so (QuarkOCP_MX_MoEMethod: test_class_table.py)
+    tried = [r for r in table if r["outcome"] != "no case"]
+    assert all(r["case"] is None for r in table if r["outcome"] == "no case")
+    assert tried and all(r["case"] in names for r in tried)
     # and no class case outlives its class: each is there for a class of the table
     assert {q for c in class_cases() for q in c.classes} <= {r["class"] for r in table}
-    assert {r["outcome"] for r in table} <= {"ran", "reload failed", "blocked"}
+    assert {r["outcome"] for r in table} <= {"ran", "reload failed", "blocked", "no case"}
     for case in cases():
         try:
             case.build(0)

@@ -31,7 +31,15 @@ def test_canary_an_edited_outcome_shows_in_the_doc():
 
 
 def test_every_class_has_a_case_and_an_observed_outcome():
+    # the one class without a case: Quark OCP MX MoE, an error since weight lineage follows
+    # its tuple-unpacked conversion of the layer's weights (rules21c); its GPT-OSS MXFP4
+    # siblings (mxfp4.py) were tried and blocked
+    untried = [r["class"].rpartition(".")[2] for r in _rows() if r["outcome"] == "no case"]
+    assert untried == ["QuarkOCP_MX_MoEMethod"]
     for row in _rows():
+        if row["outcome"] == "no case":
+            assert not row["case"] and not row["verdicts"] and not row["blocker"], row["class"]
+            continue
         assert row["case"], row["class"]
         # every finding of the class has its verdict (observed, or not run when blocked)
         assert set(row["verdicts"]) == {f["attr"] for f in row["findings"]}, row["class"]
@@ -62,7 +70,8 @@ def test_the_outcome_counts_and_every_blocker_is_inside_vllm():
     rows = _rows()
     # 16 ran, three of them the loader-bypass classes (Inkling AMD/NVIDIA sinks, LongCat n-gram)
     # and one the Kimi-K3 projection handed a padded copy
-    assert Counter(r["outcome"] for r in rows) == {"ran": 16, "reload failed": 1, "blocked": 17}
+    assert Counter(r["outcome"] for r in rows) == {"ran": 16, "reload failed": 1, "blocked": 17,
+                                                   "no case": 1}
     # every blocked class was tried as far as vLLM's own code goes here: no try stops in
     # the harness around it
     assert all(r["blocker"]["in_vllm"] for r in rows if r["outcome"] == "blocked")

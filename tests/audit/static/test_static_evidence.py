@@ -359,7 +359,10 @@ def test_cpu_only_names_and_signals():
     # a comment in the body does not make the signature CPU-only
     assert cpu_only("m.py", (), "def f(x):  # runs on cpu\n    y = 1\n", 1, None, []) is None
     # a kept scale copied, not emptied: a kernel-format reload leaves the copy stale
-    assert not source_dropped("self.w1_scale", "self._s = self.w1_scale.float()\n", [])
-    assert source_dropped("self.w1_scale", "p.data = torch.empty(0)\n", [])
-    assert source_dropped("self.proj", "", ["self.proj.weight = self.proj.weight.new_empty(0)"])
-    assert source_dropped(None, "", [])
+    assert source_dropped("self.w1_scale", "self._s = self.w1_scale.float()\n", {}) is None
+    assert source_dropped("self.w1_scale", "p.data = torch.empty(0)\n", {})
+    assert source_dropped("self.proj", "", {"m.py": "x = 1\nself.proj.weight = "
+                                            "self.proj.weight.new_empty(0)"}) == (
+        "`proj`'s parameter is emptied at m.py:2: a reload into it raises (0 elements, not the "
+        "checkpoint's shape) instead of leaving this stale")
+    assert source_dropped(None, "", {})
