@@ -14,9 +14,9 @@ import copy
 
 import pytest
 
+from tests.audit.static.test_static_outside_recall_lists import draw_problems
 from tests.audit.static.test_static_outside_review import _load, _vllm_parent, quote_matches
 from tests.audit.static.test_static_outside_review3 import held_out_problems, list_quotes
-from tests.audit.static.test_static_outside_recall_lists import draw_problems
 
 SEED = "static_recall_outside_seed_v8.json"
 DRAW = "static_recall_outside_v8_draw.json"
