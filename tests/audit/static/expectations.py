@@ -10,6 +10,7 @@ from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 CORPUS = FIXTURES / "static_corpus"
+EVIDENCE_CORPUS = FIXTURES / "static_corpus_evidence"
 SPECS = FIXTURES / "static_specs"
 SARIF_SCHEMA = FIXTURES / "sarif" / "sarif-schema-2.1.0.json"
 
@@ -252,3 +253,13 @@ DECLARED = {
     (41, "_k_scale_float"): "corpus-attention-host-scale",
     (46, "method_scale"): "corpus-quant-method-owner",
 }
+
+
+def planted_copy(source: Path, directory: Path, old: str, new: str) -> Path:
+    """Copy ``source`` into ``directory`` with its one ``old`` text replaced by ``new`` (a planted
+    change for a canary); fails when ``old`` is not there exactly once."""
+    text = source.read_text()
+    assert text.count(old) == 1, f"{source.name}: {old!r} occurs {text.count(old)} times"
+    path = directory / source.name
+    path.write_text(text.replace(old, new))
+    return path

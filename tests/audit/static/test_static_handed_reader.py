@@ -4,7 +4,6 @@ vLLM 0.33.0 the W4A8 ``b_strides1``/``b_strides2`` the CUTLASS W4A8 experts read
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -12,8 +11,9 @@ import pytest
 from derivgraph.audit.static import handed_reader
 from derivgraph.audit.static.scan import scan
 from derivgraph.audit.static.semantics import Severity
+from tests.audit.static.expectations import EVIDENCE_CORPUS as CORPUS
+from tests.audit.static.expectations import planted_copy
 
-CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "static_corpus_evidence"
 NAME = "handed_reader_cases.py"
 
 
@@ -45,12 +45,8 @@ def test_strides_kept_by_an_unread_object_or_an_unnamed_class_have_no_reader():
 def test_canary_a_constructor_keeping_the_argument_under_an_unread_name_has_no_reader(tmp_path):
     """Keep the handed strides under a name ``apply`` does not read: the chain then ends at a
     store nothing reads after load, and the finding drops to info."""
-    path = tmp_path / NAME
-    shutil.copy(CORPUS / NAME, path)
-    text = path.read_text()
     old = "        self.b_strides_h = b_strides_h\n"
-    assert text.count(old) == 1
-    path.write_text(text.replace(old, "        self.unused_strides = b_strides_h\n"))
+    path = planted_copy(CORPUS / NAME, tmp_path, old, "        self.unused_strides = b_strides_h\n")
     strides = _findings(path)["b_strides_h"]
     assert strides.reader is None and strides.severity is Severity.INFO
 

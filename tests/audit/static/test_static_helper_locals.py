@@ -5,13 +5,13 @@ field (``property_alias_cases.py``)."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from derivgraph.audit.static.scan import scan
 from derivgraph.audit.static.semantics import Severity
+from tests.audit.static.expectations import EVIDENCE_CORPUS as CORPUS
+from tests.audit.static.expectations import planted_copy
 
-CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "static_corpus_evidence"
 NAME = "helper_local_cases.py"
 
 
@@ -39,12 +39,8 @@ def test_a_packed_weight_kept_through_a_local_is_an_error():
 def test_the_local_rebound_to_a_kept_parameter_is_quiet(tmp_path):
     """Rebinding the local to the kept parameter before the store must drop the helper call:
     the rule follows the local's last binding, not any call it once held."""
-    path = tmp_path / NAME
-    shutil.copy(CORPUS / NAME, path)
-    text = path.read_text()
     old = "        layer.packed_block_weight = packed"
-    assert text.count(old) == 1
-    path.write_text(text.replace(old, "        packed = layer.weight\n" + old))
+    path = planted_copy(CORPUS / NAME, tmp_path, old, "        packed = layer.weight\n" + old)
     got = _findings(path)
     assert [f.severity for f in got.get("packed_block_weight", [])
             if f.severity is not Severity.INFO] == []
@@ -64,11 +60,7 @@ def test_a_property_alias_of_a_config_tensor_is_a_reference_into_the_config():
 def test_canary_a_property_of_self_only_stays_a_second_name(tmp_path):
     """Make the property return the object's own attribute: the store is then a second name
     for a tensor ``self`` holds, and quiet (the rule resolves only other objects' fields)."""
-    path = tmp_path / PROPS
-    shutil.copy(CORPUS / PROPS, path)
-    text = path.read_text()
     old = "        return self.quant_config.a2_gscale\n"
-    assert text.count(old) == 1
-    path.write_text(text.replace(old, "        return self._a2_gscale\n"))
+    path = planted_copy(CORPUS / PROPS, tmp_path, old, "        return self._a2_gscale\n")
     got = _findings(path)
     assert [f for f in got.get("_fc2_input_scale", []) if f.severity is not Severity.INFO] == []

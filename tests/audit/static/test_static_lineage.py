@@ -6,7 +6,6 @@ reload raises rather than going stale (vLLM 0.33.0: AMX MLA ``_w_uk_packed``).""
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -14,8 +13,9 @@ import pytest
 from derivgraph.audit.static import readers
 from derivgraph.audit.static.scan import scan
 from derivgraph.audit.static.semantics import Severity
+from tests.audit.static.expectations import EVIDENCE_CORPUS as CORPUS
+from tests.audit.static.expectations import planted_copy
 
-CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "static_corpus_evidence"
 NAME = "lineage_cases.py"
 
 
@@ -55,12 +55,8 @@ def test_canary_metadata_names_read_as_weights_make_the_workspace_an_error(monke
 def test_canary_a_cpu_pack_whose_source_is_kept_stays_loud(tmp_path):
     """Without the line emptying ``kv_up_proj.weight`` a kernel-format reload refills the source
     but not the pack: stale even on the CPU, so not lowered to info."""
-    path = tmp_path / NAME
-    shutil.copy(CORPUS / NAME, path)
-    text = path.read_text()
     old = "        self.kv_up_proj.weight.data = self.kv_up_proj.weight.new_empty(0)\n"
-    assert text.count(old) == 1
-    path.write_text(text.replace(old, "        pass\n"))
+    path = planted_copy(CORPUS / NAME, tmp_path, old, "        pass\n")
     f = _findings(path)["_w_amx_packed"]
     assert f.severity is Severity.ERROR and "emptied" not in f.evidence
 

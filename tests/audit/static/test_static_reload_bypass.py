@@ -8,7 +8,6 @@ positive go quiet; others edit a false positive until it is flagged, for its own
 from __future__ import annotations
 
 import importlib.util
-import shutil
 from pathlib import Path
 
 import pytest
@@ -16,8 +15,9 @@ import pytest
 from derivgraph.audit.static import classwide, evidence
 from derivgraph.audit.static.scan import scan
 from derivgraph.audit.static.semantics import Severity
+from tests.audit.static.expectations import EVIDENCE_CORPUS as CORPUS
+from tests.audit.static.expectations import planted_copy
 
-CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "static_corpus_evidence"
 NAME = "reload_bypass_cases.py"
 
 
@@ -100,11 +100,7 @@ def test_canary_without_the_dtype_copy_rule_the_scale_is_info(monkeypatch):
 ])
 def test_canary_each_false_positive_is_quiet_only_for_its_reason(tmp_path, old, new, attr,
                                                                  severity):
-    path = tmp_path / NAME
-    shutil.copy(CORPUS / NAME, path)
-    text = path.read_text()
-    assert text.count(old) == 1
-    path.write_text(text.replace(old, new))
+    path = planted_copy(CORPUS / NAME, tmp_path, old, new)
     assert Severity(_findings(path)[attr][0]) is severity
 
 

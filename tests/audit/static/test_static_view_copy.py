@@ -7,7 +7,6 @@ positive go quiet."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,8 +14,9 @@ import pytest
 from derivgraph.audit.static import semantics, stores
 from derivgraph.audit.static.scan import scan
 from derivgraph.audit.static.semantics import Severity
+from tests.audit.static.expectations import EVIDENCE_CORPUS as CORPUS
+from tests.audit.static.expectations import planted_copy
 
-CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "static_corpus_evidence"
 NAME = "view_copy_cases.py"
 
 
@@ -64,9 +64,5 @@ def test_canary_without_the_refilled_copy_rule_the_copy_is_quiet(monkeypatch):
     ("        self.bias_f32.copy_(self._bias_source)\n", "", "bias_f32"),
 ])
 def test_canary_each_false_positive_is_quiet_only_for_its_reason(tmp_path, old, new, attr):
-    path = tmp_path / NAME
-    shutil.copy(CORPUS / NAME, path)
-    text = path.read_text()
-    assert text.count(old) == 1
-    path.write_text(text.replace(old, new))
+    path = planted_copy(CORPUS / NAME, tmp_path, old, new)
     assert Severity(_findings(path)[attr][0]) is Severity.WARNING
