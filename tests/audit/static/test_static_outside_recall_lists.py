@@ -64,6 +64,12 @@ REVIEWS = [
                  close_calls={"pwal": 2, "lazy": 0, "loader": 2},
                  host_scalars={"pwal": 4, "lazy": 0, "loader": 0}, drawn=50,
                  seed=11761323406645978744, n=40),
+    RecallReview("v8", "eb637cd",
+                 population={"pwal": 10, "pwal_calls": 402, "pwal_xfile": 48, "lazy2": 42},
+                 real={"pwal": 1, "pwal_calls": 0, "pwal_xfile": 0, "lazy2": 2},
+                 close_calls={"pwal": 1, "pwal_calls": 0, "pwal_xfile": 0, "lazy2": 3},
+                 host_scalars={"pwal": 0, "pwal_calls": 0, "pwal_xfile": 0, "lazy2": 0},
+                 drawn=34, seed=8675706513435467143, n=8),
 ]
 IDS = [r.stage for r in REVIEWS]
 
@@ -144,3 +150,17 @@ def test_recall_list_quotes_are_the_installed_source(review: RecallReview):
     assert len(quotes) > review.drawn and [q for q in quotes if not quote_matches(q, root)] == []
     bent = [quotes[-1].replace(" ", "  x ", 1)]
     assert [q for q in bent if not quote_matches(q, root)] == bent
+
+
+def test_recall_v8_publishes_its_lists_per_list_sizes_and_draw_rules():
+    """v8 drew four lists (three new text rules, committed with the seed in 9b4bdf2), all of
+    the remaining ``pwal`` pool and 8 from each new list."""
+    lists, seed = _load("static_recall_outside_v8_vllm_0.33.json"), _load(
+        "static_recall_outside_seed_v8.json")
+    assert tuple(lists["lists"]) == ("pwal", "pwal_calls", "pwal_xfile", "lazy2")
+    assert seed["n_by_list"] == lists["n_by_list"] == {"pwal": 10}
+    assert lists["draw_rules_commit"] == "9b4bdf2"
+    assert {k: len(v["candidates"]) for k, v in lists["lists"].items()} == {
+        "pwal": 10, "pwal_calls": 8, "pwal_xfile": 8, "lazy2": 8}
+    resized = dict(seed, n_by_list={"pwal": 9})
+    assert list_problems(lists, resized)

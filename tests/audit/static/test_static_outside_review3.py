@@ -52,7 +52,8 @@ def list_problems(lists: dict, seed: dict) -> list[str]:
         out.append("seed, n or tensor_only differ from the published seed file")
     for name, body in lists["lists"].items():
         cands = body["candidates"]
-        if len(cands) != min(seed["n"], body["population"]):
+        n = seed.get("n_by_list", {}).get(name, seed["n"])
+        if len(cands) != min(n, body["population"]):
             out.append(f"{name}: {len(cands)} candidates for population {body['population']}")
         if body["real"] != sum(c["real"] for c in cands):
             out.append(f"{name}: real {body['real']} is not the count of real verdicts")
@@ -60,6 +61,8 @@ def list_problems(lists: dict, seed: dict) -> list[str]:
             where = f"{c['file']}:{c['line']} {c['attr']}"
             if not (isinstance(c["real"], bool) and c["why"] and c["quotes"]):
                 out.append(f"{where}: no verdict, reason or quote")
+            elif not all(isinstance(c.get(k, False), bool) for k in ("close_call", "host_scalar")):
+                out.append(f"{where}: close_call or host_scalar is not a bool")
             elif c["real"] and c["host_scalar"]:
                 out.append(f"{where}: a host scalar counted as real")
             elif not any(q.startswith(f"{c['file']}:{c['line']} ") for q in c["quotes"]):
@@ -98,16 +101,27 @@ def test_recall_v4_uses_the_published_seed_and_is_judged():
 
 
 def broken_lists(lists: dict) -> list[dict]:
-    """Copies of a judged list with one planted fault each: a flipped verdict (first pwal
-    candidate), the store quotes moved one line (first loader candidate), another seed."""
+    """Copies of a judged list with one planted fault each: a flipped verdict (first candidate
+    of the first list), the store quotes moved one line and a dropped candidate (first and last
+    candidate of the last list with candidates), another seed, and a real site counted as a
+    host scalar."""
+    names = [k for k, v in lists["lists"].items() if v["candidates"]]
     flipped = copy.deepcopy(lists)
-    c = flipped["lists"]["pwal"]["candidates"][0]
+    c = flipped["lists"][names[0]]["candidates"][0]
     c["real"] = not c["real"]
     moved = copy.deepcopy(lists)
-    c = moved["lists"]["loader"]["candidates"][0]
+    c = moved["lists"][names[-1]]["candidates"][0]
     store = f"{c['file']}:{c['line']} "
     c["quotes"] = [q.replace(store, f"{c['file']}:{c['line'] + 1} ") for q in c["quotes"]]
-    return [flipped, moved, dict(lists, seed=lists["seed"] + 1)]
+    dropped = copy.deepcopy(lists)
+    dropped["lists"][names[-1]]["candidates"].pop()
+    out = [flipped, moved, dropped, dict(lists, seed=lists["seed"] + 1)]
+    scalar = copy.deepcopy(lists)
+    real = [c for k in names for c in scalar["lists"][k]["candidates"] if c["real"]]
+    if real:
+        real[0]["host_scalar"] = True
+        out.append(scalar)
+    return out
 
 
 def test_recall_v4_check_goes_red_on_a_flipped_verdict_or_a_moved_quote():
