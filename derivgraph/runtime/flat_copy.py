@@ -1,11 +1,11 @@
-"""A refill's copies of many small CPU tensors as one ``cat`` and one ``index_copy_``.
+"""A refill's copies of many small CPU tensors as one ``cat`` and one ``scatter_``.
 
 On CPU ``torch._foreach_copy_`` is a loop of one aten copy per tensor, and a DeepSeek-scale
 refill copies hundreds of tiny engine tensors (per-layer scales, strides). The engine's fresh
 tensors are new objects at new addresses every reload, but the startup storage they are copied
 into is fixed: :class:`FlatCopy` concatenates the fresh tensors of a run of targets of one
 dtype and one shape into a preallocated buffer (``torch.cat(out=)``: one op, any strides), then
-writes every element at its startup address with one ``index_copy_`` over the memory that holds
+writes every element at its startup address with one ``scatter_`` over the memory that holds
 the targets (:class:`derivgraph.compiler.flat.Span`, addresses computed once). Bit for bit a
 copy. Only where the caller proved every fresh tensor has its target's dtype and shape (the
 refill's layout check) and every target is at its startup address (the refill restores startup
@@ -25,7 +25,8 @@ __all__ = ["FlatCopy", "flat_runs"]
 
 class FlatCopy:
     """``ours[i].copy_(theirs[i])`` for a fixed list ``ours`` of CPU tensors of one dtype and
-    one shape (ndim >= 1, no two overlapping), as ``cat`` + ``index_copy_``."""
+    one shape (ndim >= 1, no two overlapping), as ``cat`` + ``scatter_`` (for 32,768 elements
+    ``index_copy_`` measured ~8x slower than ``scatter_`` here: no overlap, so the same writes)."""
 
     __slots__ = ("held", "out", "at", "buf")
 
@@ -39,7 +40,7 @@ class FlatCopy:
 
     def copy(self, theirs: Sequence[torch.Tensor]) -> None:
         torch.cat(theirs, 0, out=self.buf)
-        self.out.index_copy_(0, self.at, self.buf.view(-1))
+        self.out.scatter_(0, self.at, self.buf.view(-1))
 
 
 def _flat_copy(ours: Sequence[torch.Tensor]) -> FlatCopy | None:

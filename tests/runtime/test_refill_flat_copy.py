@@ -1,5 +1,5 @@
 """The refill's flat copy (:mod:`derivgraph.runtime.flat_copy`): runs of many small CPU
-targets of one dtype and shape are copied by one ``cat`` and one ``index_copy_`` at their
+targets of one dtype and shape are copied by one ``cat`` and one ``scatter_`` at their
 startup addresses, bit for bit what ``_foreach_copy_`` writes. The canary rotates the
 addresses: the planted bug goes red."""
 
