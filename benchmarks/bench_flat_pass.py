@@ -12,12 +12,11 @@ drifts hit both alike. Medians and minima in microseconds of ``run`` (the public
 from __future__ import annotations
 
 import argparse
-import gc
 import json
-import statistics
-import time
 from pathlib import Path
 from typing import Any
+
+from _harness import Timings
 
 
 def measure(workload: str, repeat: int) -> dict[str, Any]:
@@ -28,39 +27,17 @@ def measure(workload: str, repeat: int) -> dict[str, Any]:
 
     model, specs, reload, post_load, _ = _workload("cpu", workload, 61, None)
     plan = compile_plan(model, specs)
-    programs = {}
-    for flat in (False, True):
-        plan.programs.flat = flat
-        plan.install(plan.steps)
-        programs[flat] = plan.programs
-    clock = time.thread_time_ns
-    times: dict[str, list[int]] = {k: [] for k in (
-        "naive", "run_flat", "run_foreach", "pass_flat", "pass_foreach")}
-    gc.collect()
-    gc.freeze()
-    with torch.no_grad():
-        for i in range(repeat):
+    timings = Timings("run_flat", "run_foreach", "pass_flat", "pass_foreach")
+    for i in timings.rounds(repeat, reload, post_load, plan):
+        for flat in (True, False):
+            name = "flat" if flat else "foreach"
+            plan.programs.flat = flat
+            plan.install(plan.steps)
+            reload(i + 1)
+            timings.timed(f"run_{name}", plan.run)
             reload(i)
-            t0 = clock()
-            post_load()
-            times["naive"].append(clock() - t0)
-            plan.rebind()
-            for flat in (True, False):
-                name = "flat" if flat else "foreach"
-                plan.programs.flat = flat
-                plan.install(plan.steps)
-                reload(i + 1)
-                t0 = clock()
-                plan.run()
-                times[f"run_{name}"].append(clock() - t0)
-                reload(i)
-                fn = plan.program.fn
-                t0 = clock()
-                fn()
-                times[f"pass_{name}"].append(clock() - t0)
-    gc.unfreeze()
-    med = {k: round(statistics.median(v) / 1e3, 1) for k, v in times.items()}
-    low = {k: round(min(v) / 1e3, 1) for k, v in times.items()}
+            timings.timed(f"pass_{name}", plan.program.fn)
+    med, low = timings.medians_us(), timings.minima_us()
     return {"workload": workload, "repeat": repeat, "torch": torch.__version__,
             "median_us": med, "min_us": low,
             "naive_over_run": {k: round(med["naive"] / med[f"run_{k}"], 2)

@@ -11,7 +11,7 @@ not an API).
   restore runs: the tags, then the lengths and items of the dicts whose tag moved);
   ``storage_each`` (every startup tensor's storage address read from Python) and ``storage``
   (the restore's check: one gather of their storage words where proven,
-  :mod:`derivgraph.guard.addresses`, else one C++ loop over them); ``settle`` (the tags
+  :mod:`derivgraph.addresses`, else one C++ loop over them); ``settle`` (the tags
   re-based after a restore); and ``restore`` itself.
 * guard-only: the restore in phases: ``survey`` (the sweeps, the diff of the changed containers,
   the template descent of the rebuilt objects), ``classify``, ``apply`` (one ``_foreach_copy_``,

@@ -25,16 +25,15 @@ identity check a full sweep), for an A/B of the tags alone.
 from __future__ import annotations
 
 import argparse
-import gc
 import inspect
 import json
 import os
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
+
+from _harness import Timings
 
 PHASES = ("restore", "sources", "pass", "rebind")
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,42 +58,26 @@ def measure(workload: str, repeat: int, tags: bool = True) -> dict[str, Any]:
     plan.run()
     holders = plan.holders
     takes_report = "report" in inspect.signature(holders.sources_intact).parameters
-    clock = time.thread_time_ns
-    times: dict[str, list[float]] = {k: [] for k in ("naive", "run", *PHASES, "pass_cold")}
-    gc.collect()
-    gc.freeze()
-    with torch.no_grad():
-        for i in range(repeat):
-            reload(i)
-            t0 = clock()
-            post_load()
-            times["naive"].append(clock() - t0)
-            plan.rebind()  # untimed: the holders the post-load rebuilt, as bench's refill does
-            reload(i + 1)
-            t0 = clock()
-            plan.run()
-            times["run"].append(clock() - t0)
-            reload(i)
-            report = RunReport()
-            steps = [("restore", plan.tensors.restore_storage),
-                     ("sources", (lambda r=report: holders.sources_intact(r)) if takes_report
-                      else holders.sources_intact),
-                     ("pass", plan.program.fn), ("rebind", lambda r=report: plan.rebind(r))]
-            for name, step in steps:
-                t0 = clock()
-                ok = step()
-                times[name].append(clock() - t0)
-                if name == "sources" and not ok:
-                    raise SystemExit("the source check failed: not the eager run's path")
-            reload(i + 1)
-            t0 = clock()
-            plan.program.fn()
-            times["pass_cold"].append(clock() - t0)
-    gc.unfreeze()
-    med = {k: round(statistics.median(v) / 1e3, 1) for k, v in times.items()}
+    timings = Timings("run", *PHASES, "pass_cold")
+    for i in timings.rounds(repeat, reload, post_load, plan):
+        reload(i + 1)
+        timings.timed("run", plan.run)
+        reload(i)
+        report = RunReport()
+        steps = [("restore", plan.tensors.restore_storage),
+                 ("sources", (lambda r=report: holders.sources_intact(r)) if takes_report
+                  else holders.sources_intact),
+                 ("pass", plan.program.fn), ("rebind", lambda r=report: plan.rebind(r))]
+        for name, step in steps:
+            ok = timings.timed(name, step)
+            if name == "sources" and not ok:
+                raise SystemExit("the source check failed: not the eager run's path")
+        reload(i + 1)
+        timings.timed("pass_cold", plan.program.fn)
+    med = timings.medians_us()
     return {"workload": workload, "repeat": repeat, "derived": len(plan.entries), "tags": tags,
             "torch": torch.__version__, "median_us": med,
-            "min_us": {k: round(min(v) / 1e3, 1) for k, v in times.items()},
+            "min_us": timings.minima_us(),
             "phases_sum_median_us": round(sum(med[k] for k in PHASES), 1),
             "naive_over_run": round(med["naive"] / med["run"], 2)}
 

@@ -44,10 +44,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from derivgraph.addresses import Addresses, addresses
 from derivgraph.audit.runtime.walk import gc_paused
 from derivgraph.compare import bits_equal
 from derivgraph.errors import RecaptureRequired
-from derivgraph.guard.addresses import Addresses, addresses
 from derivgraph.guard.holders import (
     Held,
     Repoint,
@@ -303,7 +303,7 @@ class Guard:
 
     def storage_kept(self) -> bool:
         """Every startup tensor still points at its startup storage: one gather of their
-        storage words where proven (:mod:`~derivgraph.guard.addresses`), else, or when a word
+        storage words where proven (:mod:`~derivgraph.addresses`), else, or when a word
         moved, their data addresses compared (one C++ loop over them)."""
         words = self._words
         if words is not None and words.kept():

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import operator
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import accumulate, compress
 from typing import Any
 
@@ -22,6 +22,7 @@ from derivgraph.errors import EngineComputedError, Rule, SpecIssue
 from derivgraph.paths import MISSING, get_path, step_into
 from derivgraph.runtime.accessors import HolderTable
 from derivgraph.runtime.entry import Entry
+from derivgraph.runtime.flat_copy import FlatCopy, flat_runs
 from derivgraph.spec.kinds import is_engine
 
 __all__ = ["RefillTable", "Taken", "check_refillable", "engine_value", "foreach_copy",
@@ -166,17 +167,23 @@ class Taken:
     """The outcome of a refill's fast read: which targets take the engine's value (``mask``
     over the table's targets; ``None``: every target, the engine rebuilt them all)."""
 
-    __slots__ = ("ours", "theirs", "mask", "nbytes", "constants", "spans")
+    __slots__ = ("ours", "theirs", "mask", "nbytes", "constants", "spans", "flat")
 
     def __init__(self, ours: list[torch.Tensor], theirs: list[torch.Tensor],
                  mask: tuple[bool, ...] | None,
-                 nbytes: int, constants: bool, spans: list[tuple[int, int]]):
+                 nbytes: int, constants: bool, spans: list[tuple[int, int]],
+                 flat: Sequence[tuple[int, int, FlatCopy]] = ()):
         self.ours, self.theirs, self.mask = ours, theirs, mask
         self.nbytes, self.constants, self.spans = nbytes, constants, spans
+        self.flat = flat  # runs of small CPU tensors copied flat; ``spans`` cover the rest
 
     def copy(self) -> None:
-        """One ``_foreach_copy_`` per (dtype, device) span: each one a fused launch on CUDA."""
-        foreach_copy(self.ours, self.theirs, self.spans)
+        """One :class:`~derivgraph.runtime.flat_copy.FlatCopy` per flat run, then one
+        ``_foreach_copy_`` per (dtype, device) span of the rest: each a fused launch on CUDA."""
+        theirs = self.theirs
+        for start, end, run in self.flat:
+            run.copy(theirs[start:end])
+        foreach_copy(self.ours, theirs, self.spans)
 
 
 class RefillTable:
@@ -191,7 +198,7 @@ class RefillTable:
 
     __slots__ = ("table", "ids", "index", "storages", "shapes", "dtypes", "nbytes",
                  "is_constant", "engine", "complete", "spans", "whole", "_pick", "_total",
-                 "_constants", "_generation", "_sizes", "_nd")
+                 "_constants", "_generation", "_sizes", "_nd", "flat", "rest_spans")
 
     def __init__(self, table: HolderTable, targets: list[str], constants: set[str],
                  engine: set[str]):
@@ -201,11 +208,11 @@ class RefillTable:
         self.complete = len(usable) == len(targets)  # else: the per-entry path
         self._generation = table.generation  # fast[] as checked here
 
-        def layout(t: str) -> tuple[str, str]:
+        def layout(t: str) -> tuple[str, str, tuple[int, ...]]:
             storage = table.storages[position[t]]
-            return str(storage.dtype), str(storage.device)
+            return str(storage.dtype), str(storage.device), tuple(storage.shape)
 
-        usable.sort(key=layout)  # stable: contiguous (dtype, device) spans
+        usable.sort(key=layout)  # stable: contiguous (dtype, device) spans, shapes adjacent
         self.spans = layout_spans([table.storages[position[t]] for t in usable])
         self.ids = usable
         self.index = [position[t] for t in usable]
@@ -215,6 +222,9 @@ class RefillTable:
         self.dtypes = [s.dtype for s in self.storages]
         self.nbytes = [s.numel() * s.element_size() for s in self.storages]
         self._total = sum(self.nbytes)
+        # an all-rebuilt read copies runs of small CPU tensors flat, the rest by foreach
+        self.flat = flat_runs(self.storages)
+        self.rest_spans = _without(self.spans, [(a, b) for a, b, _ in self.flat])
         self.is_constant = [t in constants for t in usable]
         self._constants = any(self.is_constant)
         self.engine = [t in engine for t in usable]
@@ -241,7 +251,8 @@ class RefillTable:
         if not any(map(_is, picked, self.storages)):  # the engine rebuilt every target
             if not self._layouts_match(picked):
                 return None
-            return Taken(self.storages, picked, None, self._total, self._constants, self.spans)
+            return Taken(self.storages, picked, None, self._total, self._constants,
+                         self.rest_spans, self.flat)
         mask = tuple(map(_not, map(_is, picked, self.storages)))
         if any(compress(self.engine, map(_not, mask))):
             return None  # an engine tensor not rebuilt: check_refillable decides
@@ -273,6 +284,22 @@ class RefillTable:
                      == shapes)
         except (AttributeError, TypeError):  # not a tensor: the per-entry path decides
             return False
+
+
+def _without(spans: list[tuple[int, int]], runs: list[tuple[int, int]]) \
+        -> list[tuple[int, int]]:
+    """The parts of ``spans`` outside ``runs`` (sorted, each inside one span)."""
+    out = []
+    for start, end in spans:
+        at = start
+        for a, b in runs:
+            if start <= a < end:
+                if a > at:
+                    out.append((at, a))
+                at = b
+        if end > at:
+            out.append((at, end))
+    return out
 
 
 def _picker(index: list[int], size: int) -> Callable[[list[Any]], list[Any]] | None:

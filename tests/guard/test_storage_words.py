@@ -10,10 +10,10 @@ from collections.abc import Callable
 import pytest
 import torch
 
+from derivgraph import addresses as addresses_module
+from derivgraph.addresses import Addresses, addresses
 from derivgraph.guard import Change
-from derivgraph.guard import addresses as addresses_module
 from derivgraph.guard import guard as guard_module
-from derivgraph.guard.addresses import Addresses, addresses
 from tests.guard.test_guard import Layer, _startup
 
 

@@ -14,8 +14,15 @@ exactly.
 This reads torch's C++ objects, so it is used only where a self-test at import finds each word
 unambiguously on the running build and proves that every kind of swap the test makes moves a
 read word (:data:`AVAILABLE`); elsewhere :func:`addresses` returns None and callers compare the
-data addresses. The tensors and their startup storages are held alive by the
-:class:`Addresses`, so every word read belongs to a live object.
+data addresses. Every word read belongs to a live object: the tensors are held by the
+:class:`Addresses`, and a ``StorageImpl`` is read only after every tensor's word proved it still
+its tensor's storage (so held by that tensor); ``hold=True`` also keeps the startup storages
+alive (the guard restores them), ``hold=False`` keeps no storage a swap released (the plan's
+sources: an engine's old weights are freed as soon as it drops them).
+
+Used by the guard (its startup tensors) and by the plan's run-time checks
+(:class:`derivgraph.runtime.storage.BoundTensors`: derived tensors re-pointed;
+:class:`derivgraph.runtime.holders.Holders`: sources moved).
 """
 
 from __future__ import annotations
@@ -73,15 +80,17 @@ def _layout() -> tuple[int, int, int] | None:
 class Addresses:
     """The startup words of a fixed sequence of tensors (see the module docstring)."""
 
-    def __init__(self, tensors: Sequence[torch.Tensor], layout: tuple[int, int, int]):
+    def __init__(self, tensors: Sequence[torch.Tensor], layout: tuple[int, int, int],
+                 hold: bool = True):
         self.tensors = list(tensors)  # keeps every TensorImpl alive
-        self.storages = [t.untyped_storage() for t in self.tensors]  # and each StorageImpl
+        storages = [t.untyped_storage() for t in self.tensors]
+        self.storages = storages if hold else []  # keeps each startup StorageImpl alive
         storage, offset, data = layout
         impls = [t._cdata for t in self.tensors]
         self._impls, low = _view(impls)
         self._impl_index = np.array([(a - low) // _WORD + w for a in impls
                                      for w in (storage, offset)], dtype=np.intp)
-        stores = [s._cdata for s in self.storages]
+        stores = [s._cdata for s in storages]
         self._stores, low = _view(stores)
         self._store_index = np.array([(a - low) // _WORD + data for a in stores], dtype=np.intp)
         self._expected = (self._impls[self._impl_index], self._stores[self._store_index])
@@ -91,7 +100,8 @@ class Addresses:
 
     def kept(self) -> bool:
         """True when every word is as at the start: no tensor's data address moved. False says
-        only that one may have."""
+        only that one may have. The storages' words are read only when every tensor still holds
+        its startup ``StorageImpl`` (then each is alive, held by its tensor)."""
         impls, stores = self._expected  # the arrays' own methods (no np.array_equal wrapper)
         return not (self._impls[self._impl_index] != impls).any() and not (
             self._stores[self._store_index] != stores).any()
@@ -136,13 +146,14 @@ _LAYOUT = _available()
 AVAILABLE: bool = _LAYOUT is not None
 
 
-def addresses(tensors: Sequence[torch.Tensor]) -> Addresses | None:
+def addresses(tensors: Sequence[torch.Tensor], hold: bool = True) -> Addresses | None:
     """An :class:`Addresses` over ``tensors`` where the layout is proven, else None (also for
-    no tensors, or tensors whose words cannot be viewed)."""
+    no tensors, or tensors whose words cannot be viewed); ``hold``: keep the startup storages
+    alive too."""
     if not AVAILABLE or _LAYOUT is None or not tensors:
         return None
     try:
-        return Addresses(tensors, _LAYOUT)
+        return Addresses(tensors, _LAYOUT, hold)
     except (ValueError, OverflowError, RuntimeError) as error:  # e.g. a storage without impl
         logger.debug("storage address words not viewable here: %s", error)
         return None
