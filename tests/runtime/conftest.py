@@ -31,16 +31,24 @@ def per_entry_spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return calls
 
 
+def fast_path_on_off(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+                     module: object, unproven: str) -> bool:
+    """For a fixture parametrized ``[on, off]``: off makes ``module.AVAILABLE`` False (the exact
+    fallback); on skips where the module's self-test did not prove its fast path."""
+    if request.param.startswith("no-"):
+        monkeypatch.setattr(module, "AVAILABLE", False)
+        return False
+    if not module.AVAILABLE:  # type: ignore[attr-defined]
+        pytest.skip(unproven)
+    return True
+
+
 @pytest.fixture(params=["tags", "no-tags"])
 def dict_tags(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
     """Runs a test with the dicts' version tags proven (the checks answered by the tags), and
     again with them unavailable (every check a full sweep); the value says which."""
-    if request.param == "no-tags":
-        monkeypatch.setattr(dict_versions, "AVAILABLE", False)
-        return False
-    if not dict_versions.AVAILABLE:
-        pytest.skip("no PEP 509 version tags on this interpreter")
-    return True
+    return fast_path_on_off(request, monkeypatch, dict_versions,
+                            "no PEP 509 version tags on this interpreter")
 
 
 @pytest.fixture(autouse=True)

@@ -14,23 +14,27 @@ import pytest
 import torch
 
 from derivgraph import addresses as addresses_module
+from tests.runtime.conftest import fast_path_on_off
 from tests.runtime.test_flat_pass import _compiled, _wrong
 
 
 @pytest.fixture(params=["words", "no-words"])
 def words(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
     """Runs a test with the storage words proven, and again with them unavailable."""
-    if request.param == "no-words":
-        monkeypatch.setattr(addresses_module, "AVAILABLE", False)
-        return False
+    return fast_path_on_off(request, monkeypatch, addresses_module,
+                            "the storage words are not proven on this torch build")
+
+
+@pytest.fixture
+def compiled_always_kept(monkeypatch: pytest.MonkeyPatch):
+    """A compiled model run once, then the planted bug: a gather that always agrees, and no
+    address compare after it (skipped where the words are not proven)."""
     if not addresses_module.AVAILABLE:
         pytest.skip("the storage words are not proven on this torch build")
-    return True
-
-
-def _plant_always_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The planted bug: a gather that always agrees, and no address compare after it."""
+    model, plan = _compiled()
+    plan.run()
     monkeypatch.setattr(addresses_module.Addresses, "kept", lambda self: True)
+    return model, plan
 
 
 def test_a_repointed_derived_tensor_is_restored(words):
@@ -49,12 +53,8 @@ def test_a_repointed_derived_tensor_is_restored(words):
     assert plan.run().restored == []  # the words agree again once restored
 
 
-def test_canary_a_gather_that_always_agrees_hides_a_repointed_tensor(monkeypatch):
-    if not addresses_module.AVAILABLE:
-        pytest.skip("the storage words are not proven on this torch build")
-    model, plan = _compiled()
-    plan.run()
-    _plant_always_kept(monkeypatch)
+def test_canary_a_gather_that_always_agrees_hides_a_repointed_tensor(compiled_always_kept):
+    model, plan = compiled_always_kept
     model[5].total.data = torch.zeros(8)
     for layer in model:
         layer.load(7)
@@ -74,12 +74,8 @@ def test_a_moved_source_is_found_and_read_at_its_new_address(words):
     assert torch.equal(model[4].rw, torch.full((8,), 0.25))
 
 
-def test_canary_a_gather_that_always_agrees_hides_a_moved_source(monkeypatch):
-    if not addresses_module.AVAILABLE:
-        pytest.skip("the storage words are not proven on this torch build")
-    model, plan = _compiled()
-    plan.run()
-    _plant_always_kept(monkeypatch)
+def test_canary_a_gather_that_always_agrees_hides_a_moved_source(compiled_always_kept):
+    model, plan = compiled_always_kept
     model[4].w.data = torch.full((8,), 4.0)
     report = plan.run()
     assert not any(r.startswith("4.w ") for r in report.recapture_required)
