@@ -72,7 +72,7 @@ def _traffic(plan: Any) -> tuple[int, int]:
 
 
 _KEYS = ("naive", "pass", "selective", "refill", "refill_host", "refill_host_cpu",
-         "post_load_refill", "graph", "graph_serial", "graph_alone")
+         "post_load_refill", "pass_captured_plan", "graph", "graph_serial", "graph_alone")
 
 
 def _copy_bandwidth(sync: Callable[[], None]) -> float:
@@ -93,18 +93,22 @@ def bench(device: str = "cpu", workload: str = "reference", *, repeat: int = 21,
           layers: int = 61, scale: float | None = None) -> dict[str, Any]:
     """Run the benchmark; returns the result object (``None`` where not applicable).
 
-    Per round, interleaved: ``naive`` (the engine's post-load step alone), ``refill`` (then
-    ``plan.refill()`` alone; ``refill_host`` the same call without waiting for the device;
-    ``refill_host_cpu`` the same call on the thread's CPU clock: on a busy host the wall
-    clock counts waits for a core, this does not), ``post_load_refill`` (both in one timing),
-    ``pass`` (``plan.run()`` eager), ``selective`` (one layer), ``graph`` (``plan.run()`` on
-    the captured plan: the public path, host checks included; on CUDA the replay is launched
-    before the host checks, which overlap it), ``graph_serial`` (the same with the checks
-    before the replay) and ``graph_alone`` (the same recording replayed, no host work); these
-    three run in an order rotated every round (the first replay after other device work
-    starts with colder caches). The objects made before the first timing are frozen
-    (``gc.freeze()``, as vLLM does after start-up);
-    medians, and minima in ``min_ms``.
+    Two sets of rounds on one plan. First, before :meth:`Plan.capture`, per round interleaved:
+    ``naive`` (the engine's post-load step alone), ``refill`` (then ``plan.refill()`` alone;
+    ``refill_host`` the same call without waiting for the device; ``refill_host_cpu`` the same
+    call on the thread's CPU clock: on a busy host the wall clock counts waits for a core,
+    this does not), ``post_load_refill`` (both in one timing), ``pass`` (``plan.run()`` of the
+    plan as compiled, eager) and ``selective`` (one layer). Then the plan is captured, and per
+    round: ``pass_captured_plan`` (an eager run of the captured plan: the program a recording
+    needs, which on CPU is one ``torch._foreach_*`` call per operation instead of the flat
+    groups of :mod:`derivgraph.compiler.flat`; what a captured plan's eager fallback costs),
+    ``graph`` (``plan.run()`` on the captured plan: the public path, host checks included; on
+    CUDA the replay is launched before the host checks, which overlap it), ``graph_serial``
+    (the same with the checks before the replay) and ``graph_alone`` (the same recording
+    replayed, no host work); these three run in an order rotated every round (the first
+    replay after other device work starts with colder caches). The objects made before the
+    first timing are frozen (``gc.freeze()``, as vLLM does after start-up); medians, and
+    minima in ``min_ms``.
     """
     cuda = device == "cuda"
     model, specs, reload, post_load, layer0 = _workload(device, workload, layers, scale)
@@ -117,8 +121,6 @@ def bench(device: str = "cpu", workload: str = "reference", *, repeat: int = 21,
     plan = compile_plan(model, specs)
     compile_ms = (time.perf_counter() - start) * 1e3
     plan.run()
-    sync()
-    plan.capture()  # a CUDA graph on CUDA, a dispatch recording on CPU
     sync()
     times: dict[str, list[float]] = {k: [] for k in _KEYS}
     peaks: dict[str, int] = {k: 0 for k in times}
@@ -162,7 +164,7 @@ def bench(device: str = "cpu", workload: str = "reference", *, repeat: int = 21,
         post_load()
         plan.refill()
 
-    for i in range(repeat):
+    for i in range(repeat):  # the plan as compiled: eager
         reload(i)
         timed("naive", post_load)
         timed("refill", plan.refill)
@@ -172,8 +174,13 @@ def bench(device: str = "cpu", workload: str = "reference", *, repeat: int = 21,
         reload(i)
         timed("post_load_refill", both)
         reload(i + 1)
-        timed("pass", eager_run)
+        timed("pass", plan.run)
         timed("selective", lambda: plan.run(updated=[layer0]))
+    plan.capture()  # a CUDA graph on CUDA, a dispatch recording on CPU
+    sync()
+    for i in range(repeat):  # the captured plan
+        reload(i + 1)
+        timed("pass_captured_plan", eager_run)
         # the first replay after other device work starts colder (caches, TLB): rotate the
         # order so that no captured variant is always the one that pays for it
         captured = [("graph", plan.run), ("graph_serial", serial_run),
@@ -201,7 +208,8 @@ def bench(device: str = "cpu", workload: str = "reference", *, repeat: int = 21,
     }
     gc.unfreeze()
     naive = result["naive_ms"]
-    for key in ("pass", "graph", "graph_serial", "graph_alone", "selective"):
+    for key in ("pass", "pass_captured_plan", "graph", "graph_serial", "graph_alone",
+                "selective"):
         value = result[f"{key}_ms"]
         result[f"naive_over_{key}"] = round(naive / value, 2) if naive and value else None
         if floor_ms:

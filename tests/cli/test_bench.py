@@ -14,7 +14,8 @@ def test_bench_prints_every_figure_with_ratios(capsys):
                  "--format", "json"]) == 0
     result = json.loads(capsys.readouterr().out)
     for key in ("naive", "pass", "selective", "refill", "refill_host", "refill_host_cpu",
-                "post_load_refill", "graph", "graph_serial", "graph_alone"):
+                "post_load_refill", "pass_captured_plan", "graph", "graph_serial",
+                "graph_alone"):
         assert result[f"{key}_ms"] > 0, key
         assert result["min_ms"][key] <= result[f"{key}_ms"]
     assert result["derived"] == 2 * 8 + 8  # 2 MoE layers x 8, 8 drafter K/V stacks
@@ -32,3 +33,32 @@ def test_bench_scaling_reports_compile_against_construction(capsys):
     assert row["derived"] == 40 and row["nodes"] == 81
     assert row["compile_over_construct"] == pytest.approx(  # ratio of the unrounded times
         row["compile_warm_s"] / row["construct_s"], rel=0.2)
+
+
+def test_bench_times_the_eager_pass_of_the_plan_as_compiled(monkeypatch):
+    """``pass`` is the eager run of the uncaptured plan (on CPU the flat program);
+    ``pass_captured_plan`` the eager run after :meth:`Plan.capture` (the recordable one)."""
+    from derivgraph.runtime.plan import Plan
+    from derivgraph.tools.bench import bench
+
+    seen: list[tuple[bool, bool]] = []  # (capture called yet, the flat program ran)
+    captures: list[bool] = []
+    run, capture = Plan.run, Plan.capture
+
+    def run_spy(self, *args, **kwargs):
+        if not args and not kwargs:  # full runs only (not selective ones)
+            seen.append((bool(captures), ".index_copy_(" in self.program.source))
+        return run(self, *args, **kwargs)
+
+    def capture_spy(self):
+        captures.append(True)
+        return capture(self)
+
+    monkeypatch.setattr(Plan, "run", run_spy)
+    monkeypatch.setattr(Plan, "capture", capture_spy)
+    result = bench("cpu", "reference", repeat=2, layers=16)  # enough layers for flat groups
+    assert result["pass_ms"] > 0 and result["pass_captured_plan_ms"] > 0
+    before = [flat for after_capture, flat in seen if not after_capture]
+    assert before == [True] * 3  # the plan run once, then the 2 timed passes: flat
+    after = [flat for after_capture, flat in seen if after_capture]
+    assert len(after) == 2 * 3 and not any(after)  # pass_captured_plan, graph, graph_serial
