@@ -93,22 +93,22 @@ def bench(device: str = "cpu", workload: str = "reference", *, repeat: int = 21,
           layers: int = 61, scale: float | None = None) -> dict[str, Any]:
     """Run the benchmark; returns the result object (``None`` where not applicable).
 
-    Two sets of rounds on one plan. First, before :meth:`Plan.capture`, per round interleaved:
-    ``naive`` (the engine's post-load step alone), ``refill`` (then ``plan.refill()`` alone;
-    ``refill_host`` the same call without waiting for the device; ``refill_host_cpu`` the same
-    call on the thread's CPU clock: on a busy host the wall clock counts waits for a core,
-    this does not), ``post_load_refill`` (both in one timing), ``pass`` (``plan.run()`` of the
-    plan as compiled, eager) and ``selective`` (one layer). Then the plan is captured, and per
-    round: ``pass_captured_plan`` (an eager run of the captured plan: the program a recording
-    needs, which on CPU is one ``torch._foreach_*`` call per operation instead of the flat
-    groups of :mod:`derivgraph.compiler.flat`; what a captured plan's eager fallback costs),
-    ``graph`` (``plan.run()`` on the captured plan: the public path, host checks included; on
-    CUDA the replay is launched before the host checks, which overlap it), ``graph_serial``
-    (the same with the checks before the replay) and ``graph_alone`` (the same recording
-    replayed, no host work); these three run in an order rotated every round (the first
-    replay after other device work starts with colder caches). The objects made before the
-    first timing are frozen (``gc.freeze()``, as vLLM does after start-up); medians, and
-    minima in ``min_ms``.
+    Per round, interleaved: ``naive`` (the engine's post-load step alone), ``refill`` (then
+    ``plan.refill()`` alone; ``refill_host`` the same call without waiting for the device;
+    ``refill_host_cpu`` the same call on the thread's CPU clock: on a busy host the wall
+    clock counts waits for a core, this does not), ``post_load_refill`` (both in one timing),
+    ``pass`` (``plan.run()`` eager, on a second copy of the workload whose plan is never
+    captured: the program of a plan as compiled, on CPU the flat groups of
+    :mod:`derivgraph.compiler.flat`), ``pass_captured_plan`` (an eager run of the captured plan:
+    the program a recording needs, on CPU one ``torch._foreach_*`` call per operation; what a
+    captured plan's eager fallback costs), ``selective`` (one layer), ``graph`` (``plan.run()`` on
+    the captured plan: the public path, host checks included; on CUDA the replay is launched
+    before the host checks, which overlap it), ``graph_serial`` (the same with the checks
+    before the replay) and ``graph_alone`` (the same recording replayed, no host work); these
+    three run in an order rotated every round (the first replay after other device work
+    starts with colder caches). The objects made before the first timing are frozen
+    (``gc.freeze()``, as vLLM does after start-up);
+    medians, and minima in ``min_ms``.
     """
     cuda = device == "cuda"
     model, specs, reload, post_load, layer0 = _workload(device, workload, layers, scale)
@@ -121,6 +121,13 @@ def bench(device: str = "cpu", workload: str = "reference", *, repeat: int = 21,
     plan = compile_plan(model, specs)
     compile_ms = (time.perf_counter() - start) * 1e3
     plan.run()
+    # the eager pass of a plan as compiled: capture() below swaps the CPU program for one a
+    # recording can check, so the uncaptured plan is a second copy of the workload
+    _model, _specs, reload_eager, _post_load, _layer = _workload(device, workload, layers, scale)
+    eager_plan = compile_plan(_model, _specs)
+    eager_plan.run()
+    sync()
+    plan.capture()  # a CUDA graph on CUDA, a dispatch recording on CPU
     sync()
     times: dict[str, list[float]] = {k: [] for k in _KEYS}
     peaks: dict[str, int] = {k: 0 for k in times}
@@ -164,7 +171,7 @@ def bench(device: str = "cpu", workload: str = "reference", *, repeat: int = 21,
         post_load()
         plan.refill()
 
-    for i in range(repeat):  # the plan as compiled: eager
+    for i in range(repeat):
         reload(i)
         timed("naive", post_load)
         timed("refill", plan.refill)
@@ -173,14 +180,11 @@ def bench(device: str = "cpu", workload: str = "reference", *, repeat: int = 21,
         timed("refill_host", plan.refill, wait=False, cpu="refill_host_cpu")
         reload(i)
         timed("post_load_refill", both)
-        reload(i + 1)
-        timed("pass", plan.run)
-        timed("selective", lambda: plan.run(updated=[layer0]))
-    plan.capture()  # a CUDA graph on CUDA, a dispatch recording on CPU
-    sync()
-    for i in range(repeat):  # the captured plan
+        reload_eager(i + 1)
+        timed("pass", eager_plan.run)
         reload(i + 1)
         timed("pass_captured_plan", eager_run)
+        timed("selective", lambda: plan.run(updated=[layer0]))
         # the first replay after other device work starts colder (caches, TLB): rotate the
         # order so that no captured variant is always the one that pays for it
         captured = [("graph", plan.run), ("graph_serial", serial_run),

@@ -35,30 +35,24 @@ def test_bench_scaling_reports_compile_against_construction(capsys):
         row["compile_warm_s"] / row["construct_s"], rel=0.2)
 
 
-def test_bench_times_the_eager_pass_of_the_plan_as_compiled(monkeypatch):
-    """``pass`` is the eager run of the uncaptured plan (on CPU the flat program);
-    ``pass_captured_plan`` the eager run after :meth:`Plan.capture` (the recordable one)."""
+def test_bench_times_the_eager_pass_of_a_plan_never_captured(monkeypatch):
+    """``pass`` is the eager run of a plan that is never captured (on CPU the flat program);
+    ``pass_captured_plan`` the eager run of the captured plan (the recordable program)."""
     from derivgraph.runtime.plan import Plan
     from derivgraph.tools.bench import bench
 
-    seen: list[tuple[bool, bool]] = []  # (capture called yet, the flat program ran)
-    captures: list[bool] = []
-    run, capture = Plan.run, Plan.capture
+    seen: list[tuple[bool, bool]] = []  # (this plan was captured, the flat program ran)
+    run = Plan.run
 
     def run_spy(self, *args, **kwargs):
         if not args and not kwargs:  # full runs only (not selective ones)
-            seen.append((bool(captures), ".index_copy_(" in self.program.source))
+            seen.append((self._recording is not None, ".index_copy_(" in self.program.source))
         return run(self, *args, **kwargs)
 
-    def capture_spy(self):
-        captures.append(True)
-        return capture(self)
-
     monkeypatch.setattr(Plan, "run", run_spy)
-    monkeypatch.setattr(Plan, "capture", capture_spy)
     result = bench("cpu", "reference", repeat=2, layers=16)  # enough layers for flat groups
     assert result["pass_ms"] > 0 and result["pass_captured_plan_ms"] > 0
-    before = [flat for after_capture, flat in seen if not after_capture]
-    assert before == [True] * 3  # the plan run once, then the 2 timed passes: flat
-    after = [flat for after_capture, flat in seen if after_capture]
+    never = [flat for captured, flat in seen if not captured]
+    assert never == [True] * 4  # both plans' first runs, then the 2 timed passes: flat
+    after = [flat for captured, flat in seen if captured]
     assert len(after) == 2 * 3 and not any(after)  # pass_captured_plan, graph, graph_serial
