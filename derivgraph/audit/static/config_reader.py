@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from derivgraph.audit.static.def_text import def_text
 from derivgraph.audit.static.readers import Reader, ReaderIndex, derives_from
 
 __all__ = ["config_reader"]
@@ -38,11 +39,11 @@ def config_reader(index: ReaderIndex, expr: str, text: str, cls: str | None,
     name = m.group(1)
     if expr.lstrip().startswith("self."):  # a method of the storing class
         body = re.search(rf"^class[ \t]+{re.escape(cls)}\b", text, re.M) if cls else None
-        builder = _def_text(text[body.start():_next_class(text, body.end())], name) \
+        builder = def_text(text[body.start():_next_class(text, body.end())], name) \
             if body else ""
     else:  # a function of any file
         builder = next((d for _, t in index.files if f"def {name}(" in t
-                        for d in [_def_text(t, name)] if d), "")
+                        for d in [def_text(t, name)] if d), "")
     if name[:1].isupper():  # a constructor: the type is its class
         kinds, keywords = family(name), expr
     else:
@@ -60,16 +61,6 @@ def config_reader(index: ReaderIndex, expr: str, text: str, cls: str | None,
     return index.accessor_read(*keeper, field)
 
 
-def _def_text(text: str, name: str) -> str:
-    """The text of the first ``def name(`` in ``text`` up to the next line at its indent."""
-    m = re.search(rf"^([ \t]*)def[ \t]+{re.escape(name)}[ \t]*\(", text, re.M)
-    if m is None:
-        return ""
-    end = re.compile(rf"^[ \t]{{0,{len(m.group(1))}}}(?![)\]])\S", re.M).search(
-        text, text.find("\n", m.end()) + 1)
-    return text[m.start():end.start() if end else len(text)]
-
-
 def _keeper(files: Sequence[tuple[str, str]], kinds: frozenset[str],
             family: Callable[[str], frozenset[str]]) -> tuple[str, str] | None:
     """``(class, attribute)`` of the class keeping a constructor argument annotated with one of
@@ -83,7 +74,7 @@ def _keeper(files: Sequence[tuple[str, str]], kinds: frozenset[str],
         if not any(k in text for k in kinds):
             continue
         for cls in re.finditer(r"^class[ \t]+(\w+)", text, re.M):
-            init = _def_text(text[cls.start():_next_class(text, cls.end())], "__init__")
+            init = def_text(text[cls.start():_next_class(text, cls.end())], "__init__")
             header = init[:init.find(":\n")]
             for p in param.finditer(header):
                 kept = re.search(rf"^[ \t]+self\.(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*{p.group(1)}"

@@ -34,6 +34,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+from derivgraph.audit.static.def_text import def_text
 from derivgraph.audit.static.readers import Reader, ReaderIndex
 
 __all__ = ["HANDOFF_DEPTH", "handed_reader"]
@@ -88,7 +89,7 @@ class _Tree:
         for i, pos in self.classes.get(cls, ()):
             text = self.index.files[i][1]
             body = text[pos:_block_end(text, pos)]
-            found = def_text(body, name, nested=True)
+            found = def_text(body, name, indent=r"[ \t]+")
             if found:
                 return _Def(i, cls, name, found)
         return None
@@ -97,18 +98,6 @@ class _Tree:
         for i, pos in self.functions.get(name, ()):
             text = self.index.files[i][1]
             yield _Def(i, None, name, text[pos:_block_end(text, pos)])
-
-
-def def_text(text: str, name: str, nested: bool = False) -> str:
-    """The text of the first ``def name(`` in ``text`` (indented when ``nested``) up to the
-    next line at its indent or less."""
-    indent = r"[ \t]+" if nested else ""
-    m = re.search(rf"^({indent})(?:async[ \t]+)?def[ \t]+{re.escape(name)}[ \t]*\(", text, re.M)
-    if m is None:
-        return ""
-    end = re.compile(rf"^[ \t]{{0,{len(m.group(1))}}}(?![)\]])\S", re.M).search(
-        text, text.find("\n", m.end()) + 1)
-    return text[m.start():end.start() if end else len(text)]
 
 
 def _block_end(text: str, pos: int) -> int:
