@@ -70,6 +70,11 @@ REVIEWS = [
                  close_calls={"pwal": 1, "pwal_calls": 0, "pwal_xfile": 0, "lazy2": 3},
                  host_scalars={"pwal": 0, "pwal_calls": 0, "pwal_xfile": 0, "lazy2": 0},
                  drawn=34, seed=8675706513435467143, n=8),
+    RecallReview("v9", "001875c", population={"lazy2": 34, "pwal_xfile": 40},
+                 real={"lazy2": 2, "pwal_xfile": 1},
+                 close_calls={"lazy2": 1, "pwal_xfile": 2},
+                 host_scalars={"lazy2": 0, "pwal_xfile": 0},
+                 drawn=42, seed=13992828777516879383, n=8),
 ]
 IDS = [r.stage for r in REVIEWS]
 
@@ -163,4 +168,19 @@ def test_recall_v8_publishes_its_lists_per_list_sizes_and_draw_rules():
     assert {k: len(v["candidates"]) for k, v in lists["lists"].items()} == {
         "pwal": 10, "pwal_calls": 8, "pwal_xfile": 8, "lazy2": 8}
     resized = dict(seed, n_by_list={"pwal": 9})
+    assert list_problems(lists, resized)
+
+
+def test_recall_v9_draws_the_whole_rest_of_lazy2_and_8_of_pwal_xfile():
+    """v9 drew two lists with the stage-v8 rules unchanged (9b4bdf2): all 34 candidates left in
+    ``lazy2`` after v1-v8 and 8 of the 40 left in ``pwal_xfile``."""
+    lists, seed = _load("static_recall_outside_v9_vllm_0.33.json"), _load(
+        "static_recall_outside_seed_v9.json")
+    assert tuple(lists["lists"]) == ("lazy2", "pwal_xfile")
+    assert seed["n_by_list"] == lists["n_by_list"] == {"lazy2": 34, "pwal_xfile": 8}
+    assert lists["draw_rules_commit"] == "9b4bdf2"
+    assert {k: len(v["candidates"]) for k, v in lists["lists"].items()} == {
+        "lazy2": 34, "pwal_xfile": 8}
+    assert lists["lists"]["lazy2"]["population"] == len(lists["lists"]["lazy2"]["candidates"])
+    resized = dict(seed, n_by_list={"lazy2": 33, "pwal_xfile": 8})
     assert list_problems(lists, resized)
