@@ -24,6 +24,20 @@ cost less the completion (the hooks and the session scopes).
         --json benchmarks/results/vllm_reload_cpu.json
     python3 benchmarks/bench_vllm_reload.py --clock cpu --repeat 301
     python3 benchmarks/bench_vllm_reload.py --clock cpu --repeat 301 --pieces
+    python3 benchmarks/bench_vllm_reload.py --clock cpu --repeat 301 --unhooked
+
+Paired figures (the decisive ones on a loaded machine): each round times every arm back to
+back, so ``paired`` is, per round, ``plugin / off`` and ``plugin - off``: their medians with a
+95 % bootstrap interval over the rounds (``--boot`` resamples). ``--unhooked`` adds a third
+arm, vLLM with every hooked binding swapped back to vLLM's own function for that reload (the
+model's live ``load_weights`` stays: it forwards when the mode is ``off``): what the process
+would run without the plugin at all; ``unhooked`` against ``off`` says whether ``off`` is a
+fair baseline. ``--hooks-only`` adds an arm in the plugin's mode whose completion (the refill,
+the guard, the checks) is skipped: ``hooks_only - off`` is what the hooks and the session
+scopes cost around vLLM's reload (a diagnostic: that arm leaves the derived tensors stale for
+the next reload to refill). ``--no-guard`` adds an arm in the plugin's mode with the guard's
+restore skipped (the model's guard set aside for that reload): ``no_guard - off`` is the
+refill and the plugin's bookkeeping without the guard (a diagnostic as well).
 """
 
 from __future__ import annotations
@@ -42,6 +56,45 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bootstrap_median(values: list[float], boot: int, seed: int = 0) -> list[float]:
+    """A 95 % percentile bootstrap interval of the median of ``values`` (resampled rounds)."""
+    import random
+
+    rng = random.Random(seed)
+    n = len(values)
+    medians = sorted(statistics.median(rng.choices(values, k=n)) for _ in range(boot))
+    return [medians[int(0.025 * boot)], medians[min(boot - 1, int(0.975 * boot))]]
+
+
+def _paired(on: list[float], off: list[float], boot: int) -> dict[str, Any]:
+    """Per-round ``on / off`` and ``on - off`` (us): medians with 95 % bootstrap intervals."""
+    ratios = [a / b for a, b in zip(on, off)]
+    deltas = [(a - b) * 1e3 for a, b in zip(on, off)]
+    return {"ratio_median": round(statistics.median(ratios), 4),
+            "ratio_ci95": [round(x, 4) for x in _bootstrap_median(ratios, boot)],
+            "delta_us_median": round(statistics.median(deltas), 1),
+            "delta_us_ci95": [round(x, 1) for x in _bootstrap_median(deltas, boot)],
+            "ratio_q25_q75": [round(_quantile(ratios, 25), 4), round(_quantile(ratios, 75), 4)]}
+
+
+class _Unhooked:
+    """Swaps every binding the plugin patched back to vLLM's own function, and back again."""
+
+    def __init__(self) -> None:
+        from vllm_integration import hooks
+
+        self.patched = list(hooks._patched)  # (owner, attribute, original)
+        self.wrappers = [getattr(o, n) for o, n, _ in self.patched]
+
+    def __enter__(self) -> None:
+        for owner, name, original in self.patched:
+            setattr(owner, name, original)
+
+    def __exit__(self, *exc: object) -> None:
+        for (owner, name, _), wrapper in zip(self.patched, self.wrappers):
+            setattr(owner, name, wrapper)
 
 
 def _quantile(values: list[float], q: int) -> float:
@@ -101,6 +154,12 @@ def _probe(probes: _Probes, session: Any, plan: Any) -> None:
     # calls) on every tree since, where run() calls it with its report
     probes.wrap(type(plan.holders), "moved", "plan.refill: moved")
     probes.wrap(type(plan.holders), "sources_intact", "plan.refill: sources_intact (each)")
+    for part in ("owners_current", "_sources_held", "_sources_at_startup"):
+        probes.wrap(type(plan.holders), part, f"plan.refill: sources_intact: {part}")
+    probes.wrap(type(guard.watch.sweep) if guard is not None else {}, "dirty",
+                "guard.restore: survey: sweep.dirty")
+    probes.wrap(type(guard.watch.sweep) if guard is not None else {}, "_compare",
+                "guard.restore: survey: sweep._compare")
 
 
 def _pieces(probes: _Probes, off: list[float], on: list[float]) -> dict[str, Any]:
@@ -124,6 +183,13 @@ def main() -> None:
                         help="wall: time.perf_counter; cpu: the thread's CPU clock")
     parser.add_argument("--pieces", action="store_true",
                         help="also time the plugin's pieces (a separate run: probes cost)")
+    parser.add_argument("--unhooked", action="store_true",
+                        help="a third arm: vLLM's own functions swapped back in (no hooks)")
+    parser.add_argument("--hooks-only", action="store_true",
+                        help="a diagnostic arm: the plugin's hooks without the completion")
+    parser.add_argument("--no-guard", action="store_true",
+                        help="a diagnostic arm: the plugin without the guard's restore")
+    parser.add_argument("--boot", type=int, default=2000, help="bootstrap resamples")
     args = parser.parse_args()
     now = time.thread_time if args.clock == "cpu" else time.perf_counter
     os.environ["VLLM_TARGET_DEVICE"] = "cpu"  # before vLLM is imported
@@ -143,6 +209,12 @@ def main() -> None:
     from vllm_integration import session
 
     times: dict[str, list[float]] = {"off": [], args.mode: []}
+    if args.unhooked:
+        times["unhooked"] = []
+    if args.hooks_only:
+        times["hooks_only"] = []
+    if args.no_guard:
+        times["no_guard"] = []
     with tempfile.TemporaryDirectory() as tmp, tiny_llama_vllm(Path(tmp)) as (mc, vc):
         weights = [checkpoint(0), checkpoint(1)]
         model = cold_start(mc, vc, weights[0], "")
@@ -150,13 +222,31 @@ def main() -> None:
         if plan is None:
             raise SystemExit("the plugin compiled no plan: is VLLM_PLUGINS=derivgraph set?")
 
-        def reload(i: int, mode: str) -> float:
+        unhooked = _Unhooked() if args.unhooked else None
+        complete = session.complete
+
+        def reload(i: int, arm: str) -> float:
+            mode = {"unhooked": "off", "hooks_only": args.mode, "no_guard": args.mode}.get(arm, arm)
             os.environ["DERIVGRAPH_VLLM_MODE"] = mode
             items = iter(weights[i % 2].items())
-            start = now()
-            with torch.no_grad():
-                inplace.reload_weights(vc, model, items, None, True)
-            return now() - start
+            if unhooked is not None and arm == "unhooked":
+                unhooked.__enter__()
+            if arm == "hooks_only":
+                session.complete = lambda *a, **k: None
+            state, guard = session.state_for(model), None
+            if arm == "no_guard":
+                guard, state.guard = state.guard, None
+            try:
+                start = now()
+                with torch.no_grad():
+                    inplace.reload_weights(vc, model, items, None, True)
+                return now() - start
+            finally:
+                if unhooked is not None and arm == "unhooked":
+                    unhooked.__exit__()
+                session.complete = complete
+                if guard is not None:
+                    state.guard = guard
 
         probes = _Probes(now)
         if args.pieces:
@@ -167,7 +257,9 @@ def main() -> None:
         gc.collect()
         gc.freeze()  # as vLLM does after start-up: collections scan only what reloads allocate
         for i in range(args.repeat):
-            order = list(times) if i % 2 == 0 else list(times)[::-1]
+            arms = list(times)  # rotate and reverse: each arm in each position equally often
+            arms = arms[i % len(arms):] + arms[:i % len(arms)]
+            order = arms if (i // len(arms)) % 2 == 0 else arms[::-1]
             for mode in order:
                 times[mode].append(reload(i, mode) * 1e3)
         pieces = _pieces(probes, times["off"], times[args.mode]) if args.pieces else None
@@ -175,6 +267,7 @@ def main() -> None:
         os.environ["DERIVGRAPH_VLLM_MODE"] = args.mode
         reload(args.repeat, args.mode)
         moved = plan.moved()
+    load = os.getloadavg()
     off = statistics.median(times["off"])
     on = statistics.median(times[args.mode])
     result = {
@@ -191,6 +284,23 @@ def main() -> None:
                                          / _quantile(times["off"], q), 3) for q in (10, 25)},
         "paired_plugin_cost_ms": round(statistics.median(
             a - b for a, b in zip(times[args.mode], times["off"])), 3),
+        "paired": _paired(times[args.mode], times["off"], args.boot),
+        **({"unhooked_ms": round(statistics.median(times["unhooked"]), 3),
+            "paired_off_vs_unhooked": _paired(times["off"], times["unhooked"], args.boot),
+            "paired_plugin_vs_unhooked": _paired(times[args.mode], times["unhooked"],
+                                                 args.boot)}
+           if args.unhooked else {}),
+        **({"hooks_only_ms": round(statistics.median(times["hooks_only"]), 3),
+            "paired_hooks_only_vs_off": _paired(times["hooks_only"], times["off"], args.boot),
+            "paired_plugin_vs_hooks_only": _paired(times[args.mode], times["hooks_only"],
+                                                   args.boot)}
+           if args.hooks_only else {}),
+        **({"no_guard_ms": round(statistics.median(times["no_guard"]), 3),
+            "paired_no_guard_vs_off": _paired(times["no_guard"], times["off"], args.boot),
+            "paired_plugin_vs_no_guard": _paired(times[args.mode], times["no_guard"],
+                                                 args.boot)}
+           if args.no_guard else {}),
+        "load_after": [round(x, 2) for x in load],
         "moved_after_plugin_reload": len(moved),
         **({"pieces_us": pieces} if pieces is not None else {}),
         "runs_ms": {k: [round(t, 3) for t in v] for k, v in times.items()},
