@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import ast
 import concurrent.futures as cf
+import contextlib
+import gc
 import logging
 import multiprocessing
 import os
@@ -136,6 +138,24 @@ MAX_ROUNDS = 6
 """Rounds of following calls into other files (each round reaches one call deeper)."""
 
 
+@contextlib.contextmanager
+def young_collections_only() -> Iterator[None]:
+    """Pause the automatic cyclic garbage collector for the scan, restoring its state after.
+
+    Its full collections walk every object the scan keeps (the tree index, the texts' parsed
+    blocks) again and again, about a sixth of the scan's CPU time; instead the audit of each
+    file collects the youngest generation (:func:`_audit_one`), which holds that audit's
+    cyclic garbage, so memory stays as low as with the collector on. Forked workers inherit
+    the pause and so do not copy the parent's pages by walking them."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def _audit_one(src: SourceFile, text: str, context: ModuleContext, index: int,
                extra: tuple[ExternalRoot, ...] = ()) -> _Result:
     try:
@@ -146,6 +166,9 @@ def _audit_one(src: SourceFile, text: str, context: ModuleContext, index: int,
         return [], [], [], f"{src.display}:{exc.lineno or 0}: not parsed ({exc.msg}); skipped"
     except RecursionError:
         return [], [], [], f"{src.display}: too deeply nested to audit; skipped"
+    finally:
+        if not gc.isenabled():  # under young_collections_only: this audit's cyclic garbage
+            gc.collect(0)
 
 
 def _audit_chunk(jobs: list[_Job]) -> list[_Result]:
@@ -170,6 +193,13 @@ def scan_files(files: Sequence[SourceFile], specs: Sequence[Spec] = (),
     """Audit the given files, follow their calls into each other, and match every site
     against ``specs``. With ``changed`` (resolved paths), only those files are audited and
     reported; every file still feeds the tree index and the reader search."""
+    with young_collections_only():
+        return _scan_files(files, specs, jobs, progress, declared_folds, changed)
+
+
+def _scan_files(files: Sequence[SourceFile], specs: Sequence[Spec], jobs: int | None,
+                progress: Progress | None, declared_folds: Iterable[tuple[str, str]],
+                changed: frozenset[Path] | None) -> StaticReport:
     start = time.perf_counter()
     texts = [(src, text) for src in files if (text := _read(src)) is not None]
     context = _context(texts)
