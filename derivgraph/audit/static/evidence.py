@@ -31,7 +31,8 @@ severity where the evidence is missing:
   kernel-format reload) that code running after load also refreshes from its source: ``info``;
 * a store or reader that runs only on the CPU platform (:mod:`.platforms`), unless it copies a
   kept parameter a kernel-format reload refills or its step returns early on a flag it sets
-  (:func:`.platforms.rerun_guard`: a reload cannot rebuild it): ``info``, no device graph is
+  (:func:`.platforms.rerun_guard`: a reload cannot rebuild it) without emptying its source
+  parameters (emptied, both reload paths raise instead): ``info``, no device graph is
   captured there and the reader looks the attribute up again on every call.
 """
 
@@ -47,6 +48,7 @@ from derivgraph.audit.static.handed_reader import handed_reader
 from derivgraph.audit.static.loaders import refilled_in_place
 from derivgraph.audit.static.platforms import (
     cpu_only,
+    empties_source,
     rerun_guard,
     reset_flags,
     source_dropped,
@@ -190,6 +192,11 @@ def _on_cpu(f: StaticFinding, by_display: dict[str, str],
     if why is None:
         return f
     flag = rerun_guard(body, text, reset)
+    if flag and empties_source(body):
+        return _cap(f, Severity.INFO, f"runs only on the CPU platform ({why}); its step empties "
+                    f"the source parameters it reads and returns early on `{flag}`: both reload "
+                    "paths then raise (0 elements against the checkpoint's shape) instead of "
+                    "leaving this stale")
     if flag:
         return dataclasses.replace(f, evidence=f"runs only on the CPU platform, but the step "
                                    f"sets `{flag}` and returns early when it is set: a reload "
