@@ -29,6 +29,8 @@ severity where the evidence is missing:
   when read after load, whatever it derives from (it is the checkpoint weight itself);
 * a copy made once and refilled with ``copy_`` by its post-load step (stale only after a
   kernel-format reload) that code running after load also refreshes from its source: ``info``;
+* a container returned by a builder of its class that reads no argument, no ``torch`` and no
+  tensor attribute (:mod:`.tensor_free`): ``info``, it holds dtypes and scalars only;
 * a store or reader that runs only on the CPU platform (:mod:`.platforms`), unless it copies a
   kept parameter a kernel-format reload refills or its step returns early on a flag it sets
   (:func:`.platforms.rerun_guard`: a reload cannot rebuild it) without emptying its source
@@ -55,6 +57,7 @@ from derivgraph.audit.static.platforms import (
 )
 from derivgraph.audit.static.readers import NOT_READERS, ReaderIndex, derives_from, escapes
 from derivgraph.audit.static.semantics import Severity, Store
+from derivgraph.audit.static.tensor_free import tensor_free_builder
 
 if TYPE_CHECKING:
     from derivgraph.audit.static.finding import StaticFinding
@@ -237,6 +240,12 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
         return _cap(f, Severity.INFO, f"made once from `{dropped}`, which the same step deletes: a "
                     "reload carrying it fails on an unknown name, one without it leaves the value "
                     "right")
+    builder = re.match(r"self\.(\w+)\(", f.expr) if f.category == "container" and f.cls else None
+    if builder and tensor_free_builder(
+            f.expr, function_text(text, f"{f.cls}.{builder.group(1)}"), text):
+        return _cap(f, Severity.INFO, f"{builder.group(1)}() reads no argument, no torch and no "
+                    "tensor attribute: the container holds dtypes and scalars only, nothing a "
+                    "reload refills or moves")
     conditional = _dtype_conditional_reference(f, body) if body else None
     if conditional == "view":
         return _cap(f, Severity.INFO, "a reference to the kept parameter (a dtype view under "

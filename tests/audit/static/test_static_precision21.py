@@ -1,0 +1,53 @@
+"""Issue 21: classes of the eighth outside precision review's false positives, each a rule with
+a true-positive twin in the evidence corpus and a canary that plants the signal back."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from derivgraph.audit.static.scan import scan
+from derivgraph.audit.static.semantics import Severity
+from derivgraph.audit.static.tensor_free import tensor_free_builder
+from tests.audit.static.expectations import EVIDENCE_CORPUS, planted_copy
+
+
+def _scan(path: Path) -> dict[tuple[str | None, str], object]:
+    return {(f.cls, f.attr): f for f in scan([path], specs=[], jobs=1).findings}
+
+
+def _planted(tmp_path: Path, name: str, old: str, new: str) -> dict[tuple[str | None, str], object]:
+    dst = tmp_path / "corpus"
+    shutil.copytree(EVIDENCE_CORPUS, dst)
+    return _scan(planted_copy(EVIDENCE_CORPUS / name, dst, old, new))
+
+
+# ---- a container whose builder reads no layer, no torch and no tensor attribute ----------------
+
+def test_tensor_free_builder_is_info_and_its_twins_stay_warnings():
+    got = _scan(EVIDENCE_CORPUS / "config_cases.py")
+    free = got[("BlockCodecMethod", "quant_config")]
+    assert free.severity is Severity.INFO and "dtypes and scalars only" in free.evidence
+    assert got[("GroupedFp8Method", "quant_config")].severity is Severity.WARNING  # reads layer
+    assert got[("PrecisionMethod", "quant_config")].severity is Severity.WARNING  # tensor attr
+
+
+def test_canary_a_builder_reading_the_layer_holds_tensors_again(tmp_path):
+    got = _planted(tmp_path, "config_cases.py",
+                   "        return GroupedQuantConfig(CodecDescriptor(dtype=self.codec),\n",
+                   "        return GroupedQuantConfig(CodecDescriptor(layer.w13_weight_scale),\n")
+    assert got[("BlockCodecMethod", "quant_config")].severity is Severity.WARNING
+
+
+def test_tensor_free_builder_on_text():
+    file_text = "class M:\n    def __init__(self, c):\n        self.codec = c.lower()\n" \
+                "        self.scale_t = torch.ones(2)\n"
+    plain = "    def make(self, layer):\n        return Cfg(dtype=self.codec)\n"
+    assert tensor_free_builder("self.make(layer)", plain, file_text) == "make"
+    assert tensor_free_builder("self.make(layer)", plain.replace("self.codec", "self.scale_t"),
+                               file_text) is None
+    assert tensor_free_builder("self.make(layer)", plain.replace("self.codec", "layer.w"),
+                               file_text) is None
+    assert tensor_free_builder("self.make(layer)", plain.replace("Cfg(", "torch.tensor("),
+                               file_text) is None
+    assert tensor_free_builder("make(layer)", plain, file_text) is None
