@@ -16,8 +16,9 @@ severity where the evidence is missing:
 * a fold (in-place write into a loaded parameter): ``warning`` only where it can run twice on
   one load path, i.e. its function is also called by code that runs after loading; otherwise
   ``info`` (every load path refills the parameter before the post-load step reruns);
-* a value made once (model-level, initial load only) from ``self.x`` that the same step then
-  deletes: ``info``, a reload carrying ``x`` fails loudly, one without it leaves the value right;
+* a value made once (model-level, initial load only, or in a step a weight loader calls) from
+  ``self.x`` that the same step then deletes (also by deleting every registered parameter):
+  ``info``, a reload carrying ``x`` fails loudly, one without it leaves the value right;
 * a site inside vLLM's reload machinery (``model_loader/reload/``): ``info``, the machinery
   is what refills the layers;
 * a local bound to a kept parameter and replaced by a copy only under a dtype test
@@ -47,7 +48,7 @@ from typing import TYPE_CHECKING
 
 from derivgraph.audit.static.config_reader import config_reader
 from derivgraph.audit.static.handed_reader import handed_reader
-from derivgraph.audit.static.loaders import refilled_in_place
+from derivgraph.audit.static.loaders import is_loader_function, refilled_in_place
 from derivgraph.audit.static.platforms import (
     cpu_only,
     empties_source,
@@ -137,17 +138,31 @@ def _dtype_conditional_reference(finding: StaticFinding, body: str) -> str | Non
 
 
 def _deleted_source(finding: StaticFinding, body: str) -> str | None:
-    """``self.x`` when a model-level, initial-load-only step derives the value from ``self.x``
-    and then deletes it (``del self.x``, ``delattr(self, "x")``): nothing can refill the source,
-    so no reload can leave the value stale without failing."""
-    if finding.store != "initial-load-copy" or not body:
+    """``self.x`` when a step that runs once per load (a model-level, initial-load-only step,
+    or one a weight loader calls, ``load_weights -> _repack``) derives the value from ``self.x``
+    and then deletes it (``del self.x``, ``delattr(self, "x")``, or every registered parameter:
+    ``for n in list(self._parameters): delattr(self, n)``): nothing can refill the source, so
+    no reload can leave the value stale without failing."""
+    once = finding.store == "initial-load-copy" or bool(
+        finding.via and is_loader_function(finding.via[0]))
+    if not once or not body:
         return None
     for m in re.finditer(r"^[ \t]*(?:del[ \t]+(self\.\w+)[ \t]*$|delattr\(self,[ \t]*"
                          r"[\"'](\w+)[\"']\))", body, re.M):
         chain = m.group(1) or f"self.{m.group(2)}"
         if re.search(rf"{re.escape(chain)}\b(?!\s*=[^=])", body[:m.start()]):
             return chain
+    every = _DELETES_EVERY_PARAMETER.search(body)
+    read = re.search(r"\bself\.\w+", finding.expr)
+    if every and read and re.search(rf"{re.escape(read.group(0))}\b(?!\s*=[^=])",
+                                    body[:every.start()]):
+        return f"{read.group(0)} (every registered parameter)"
     return None
+
+
+_DELETES_EVERY_PARAMETER = re.compile(
+    r"^[ \t]*for[ \t]+(\w+)[ \t]+in[ \t]+list\(self\._parameters\)[ \t]*:[ \t]*\n"
+    r"[ \t]*delattr\(self,[ \t]*\1[ \t]*\)", re.M)
 
 
 def apply_evidence(findings: Iterable[StaticFinding], files: Sequence[tuple[str, str]],

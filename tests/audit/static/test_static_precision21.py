@@ -51,3 +51,20 @@ def test_tensor_free_builder_on_text():
     assert tensor_free_builder("self.make(layer)", plain.replace("Cfg(", "torch.tensor("),
                                file_text) is None
     assert tensor_free_builder("make(layer)", plain, file_text) is None
+
+
+# ---- a loader-called step that deletes the parameters it read --------------------------------
+
+def test_loader_step_deleting_every_parameter_is_info_and_its_twin_an_error():
+    got = _scan(EVIDENCE_CORPUS / "precision21_cases.py")
+    dropped = got[("DroppingPackedExperts", "weights")]
+    assert dropped.severity is Severity.INFO
+    assert "every registered parameter" in dropped.evidence
+    assert got[("KeepingPackedExperts", "weights")].severity is Severity.ERROR
+
+
+def test_canary_a_loader_step_keeping_its_parameters_is_an_error_again(tmp_path):
+    got = _planted(tmp_path, "precision21_cases.py",
+                   "        for name in list(self._parameters):\n            delattr(self, name)\n",
+                   "")
+    assert got[("DroppingPackedExperts", "weights")].severity is Severity.ERROR
