@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 
 from derivgraph.audit.static.config_reader import config_reader
 from derivgraph.audit.static.handed_reader import handed_reader
-from derivgraph.audit.static.loaders import is_loader_function, refilled_in_place
+from derivgraph.audit.static.loaders import is_loader_function, pooler_only, refilled_in_place
 from derivgraph.audit.static.platforms import (
     cpu_only,
     empties_source,
@@ -317,14 +317,20 @@ def _read_verdict(f: StaticFinding, conditional: str | None,
 def _loader_rebind(f: StaticFinding, index: ReaderIndex, body: str, text: str,
                    weight: str | None) -> StaticFinding:
     """A weight loader's new Parameter: ``info`` where it still leaves one kept object the
-    loader fills in place (:func:`.loaders.refilled_in_place`), else its module's forward (or
-    the reader found) reads the replaced object."""
+    loader fills in place (:func:`.loaders.refilled_in_place`), or where no reader is found
+    and the class hands the submodule only to its pooler (:func:`.loaders.pooler_only`), else
+    its module's forward (or the reader found) reads the replaced object."""
     lines = text.splitlines()
     line_text = lines[f.line - 1] if 0 < f.line <= len(lines) else ""
     why = refilled_in_place(f.attr, f.expr, body, line_text)
     if why:
         return _cap(f, Severity.INFO, why)
     reader = index.reader(f.cls, f.owner, f.attr, f.file)
+    pooler = pooler_only(f.owner, function_text(text, f.cls)) if reader is None and f.cls else None
+    if pooler:
+        return _cap(f, Severity.INFO, f"`{f.owner}` is handed only to the pooler ({pooler}()), "
+                    "which runs outside the captured forward and looks the rebound Parameter up "
+                    "on each call")
     return dataclasses.replace(
         f, reader=str(reader) if reader else None,
         reader_kind=reader.kind.value if reader else None,

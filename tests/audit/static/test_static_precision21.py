@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from derivgraph.audit.static.loaders import pooler_only
 from derivgraph.audit.static.scan import scan
 from derivgraph.audit.static.semantics import Severity
 from derivgraph.audit.static.tensor_free import tensor_free_builder
@@ -68,3 +69,30 @@ def test_canary_a_loader_step_keeping_its_parameters_is_an_error_again(tmp_path)
                    "        for name in list(self._parameters):\n            delattr(self, name)\n",
                    "")
     assert got[("DroppingPackedExperts", "weights")].severity is Severity.ERROR
+
+
+# ---- a loader's new Parameter on a submodule handed only to the pooler -----------------------
+
+def test_loader_rebind_of_a_pooler_only_head_is_info_and_its_forward_twin_a_warning():
+    got = _scan(EVIDENCE_CORPUS / "loader_cases.py")
+    pooled = got[("PooledModel", "bias")]
+    assert pooled.severity is Severity.INFO and "_init_pooler()" in pooled.evidence
+    assert got[("ScoredModel", "bias")].severity is Severity.WARNING  # its forward reads score
+
+
+def test_canary_a_forward_reading_the_pooled_head_is_a_warning_again(tmp_path):
+    got = _planted(tmp_path, "loader_cases.py",
+                   "    class PooledModel(cls):  # the score head is handed only to the pooler, "
+                   "never to forward\n",
+                   "    class PooledModel(cls):\n        def forward(self, x):\n"
+                   "            return self.score(x)\n\n")
+    assert got[("PooledModel", "bias")].severity is Severity.WARNING
+
+
+def test_pooler_only_on_text():
+    cls = ("class M:\n    def _init_pooler(self):\n        return P(self.score)\n\n"
+           "    def load_weights(self, w):\n        self.score.bias = w\n")
+    assert pooler_only("self.score", cls) == "_init_pooler"
+    assert pooler_only("self.score", cls + "\n    def forward(self, x):\n"
+                       "        return self.score(x)\n") is None
+    assert pooler_only("self.head", cls) is None  # nothing hands it on
