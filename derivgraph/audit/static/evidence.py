@@ -32,6 +32,10 @@ severity where the evidence is missing:
   kernel-format reload) that code running after load also refreshes from its source: ``info``;
 * a container returned by a builder of its class that reads no argument, no ``torch`` and no
   tensor attribute (:mod:`.tensor_free`): ``info``, it holds dtypes and scalars only;
+* a container built only on the first post-load run (:mod:`.first_run`: its call sits under
+  ``if self.Y is None`` or a local ``not (self.Y is not None)`` that the storing function sets)
+  by a builder handing on only references to the layer's attributes: ``info``, the kept
+  parameters are refilled in place;
 * a store or reader that runs only on the CPU platform (:mod:`.platforms`), unless it copies a
   kept parameter a kernel-format reload refills or its step returns early on a flag it sets
   (:func:`.platforms.rerun_guard`: a reload cannot rebuild it) without emptying its source
@@ -47,6 +51,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from derivgraph.audit.static.config_reader import config_reader
+from derivgraph.audit.static.first_run import first_run_guard, references_only
 from derivgraph.audit.static.handed_reader import handed_reader
 from derivgraph.audit.static.loaders import is_loader_function, pooler_only, refilled_in_place
 from derivgraph.audit.static.platforms import (
@@ -256,11 +261,17 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
                     "reload carrying it fails on an unknown name, one without it leaves the value "
                     "right")
     builder = re.match(r"self\.(\w+)\(", f.expr) if f.category == "container" and f.cls else None
-    if builder and tensor_free_builder(
-            f.expr, function_text(text, f"{f.cls}.{builder.group(1)}"), text):
+    built = function_text(text, f"{f.cls}.{builder.group(1)}") if builder else ""
+    if builder and tensor_free_builder(f.expr, built, text):
         return _cap(f, Severity.INFO, f"{builder.group(1)}() reads no argument, no torch and no "
                     "tensor attribute: the container holds dtypes and scalars only, nothing a "
                     "reload refills or moves")
+    guard = first_run_guard(short, function_text(text, f.cls)) if built else None
+    if guard and references_only(built):
+        return _cap(f, Severity.INFO, f"built only on the first post-load run (its call waits "
+                    f"for `{guard}`, which {short}() sets) by {builder.group(1)}(), which hands on "
+                    "only references to the layer's attributes: kept parameters both reload paths "
+                    "refill in place")
     conditional = _dtype_conditional_reference(f, body) if body else None
     if conditional == "view":
         return _cap(f, Severity.INFO, "a reference to the kept parameter (a dtype view under "

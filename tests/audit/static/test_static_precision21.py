@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from derivgraph.audit.static.first_run import first_run_guard, references_only
 from derivgraph.audit.static.loaders import pooler_only
 from derivgraph.audit.static.scan import scan
 from derivgraph.audit.static.semantics import Severity
@@ -96,3 +97,43 @@ def test_pooler_only_on_text():
     assert pooler_only("self.score", cls + "\n    def forward(self, x):\n"
                        "        return self.score(x)\n") is None
     assert pooler_only("self.head", cls) is None  # nothing hands it on
+
+
+# ---- a config built only on the first post-load run, over references to kept parameters -------
+
+def test_first_run_reference_config_is_info_and_its_twins_warnings():
+    got = _scan(EVIDENCE_CORPUS / "precision21_cases.py")
+    once = got[("OnceBiasMethod", "quant_config")]
+    assert once.severity is Severity.INFO and "`self.kernel`" in once.evidence
+    assert got[("RerunBiasMethod", "quant_config")].severity is Severity.WARNING  # every run
+    assert got[("OnceScaledMethod", "quant_config")].severity is Severity.WARNING  # 1 / scale
+
+
+def test_canary_a_config_rebuilt_on_every_run_is_a_warning_again(tmp_path):
+    got = _planted(tmp_path, "precision21_cases.py",
+                   "        if not is_update:\n            self._init_kernel(layer)\n",
+                   "        self._init_kernel(layer)\n")
+    assert got[("OnceBiasMethod", "quant_config")].severity is Severity.WARNING
+
+
+def test_first_run_guard_and_references_on_text():
+    cls = ("class M:\n    def setup(self, layer):\n        upd = self.k is not None\n"
+           "        if not upd:\n            self._init(layer)\n\n"
+           "    def _init(self, layer):\n        self.k = 1\n")
+    assert first_run_guard("_init", cls) == "self.k"
+    assert first_run_guard("_init", cls.replace("        self.k = 1\n", "        pass\n")) is None
+    assert first_run_guard("_init", cls + "\n    def again(self, layer):\n"
+                           "        self._init(layer)\n") is None  # an unguarded call
+    assert first_run_guard("_init", cls.replace("        upd = self.k is not None\n"
+                                                "        if not upd:\n",
+                                                "        if self.k is None:\n")) == "self.k"
+    initial = cls.replace("    def _init(self, layer):",
+                          "    def pre(self, layer):\n        if is_weights_pre_processed():\n"
+                          "            self._init(layer)\n\n    def _init(self, layer):")
+    assert first_run_guard("_init", initial) == "self.k"
+    assert first_run_guard("_init", initial.replace("is_weights_pre_processed", "is_ready")) is None
+    ref = "    def b(self, layer):\n        a = getattr(layer, 'x', None)\n" \
+          "        return mk(layer.w13_bias, alpha=a)\n"
+    assert references_only(ref)
+    assert not references_only(ref.replace("layer.w13_bias", "1.0 / layer.s"))
+    assert not references_only(ref.replace("layer.w13_bias", "layer.s.float()"))
