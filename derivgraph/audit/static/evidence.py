@@ -36,6 +36,9 @@ severity where the evidence is missing:
   ``if self.Y is None`` or a local ``not (self.Y is not None)`` that the storing function sets)
   by a builder handing on only references to the layer's attributes: ``info``, the kept
   parameters are refilled in place;
+* a weight-free container whose reader's function only post-load code calls (transitively,
+  :meth:`.readers.ReaderIndex.only_post_load`): ``info``, it is read while the weights are
+  prepared, before any capture;
 * a store or reader that runs only on the CPU platform (:mod:`.platforms`), unless it copies a
   kept parameter a kernel-format reload refills or its step returns early on a flag it sets
   (:func:`.platforms.rerun_guard`: a reload cannot rebuild it) without emptying its source
@@ -297,6 +300,13 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
     if reader is None:
         return _cap(dataclasses.replace(f, derives_from=weight), Severity.INFO,
                     "no reader after load: no kernel call, forward or captured path reads it")
+    prep = reader.function.rsplit(".", 1)[-1]
+    if (weight is None and f.category != "captured-tensor" and f.store != Store.REFILLED_COPY.value
+            and index.only_post_load(prep)):
+        return _cap(dataclasses.replace(f, reader=str(reader), reader_kind=reader.kind.value),
+                    Severity.INFO, f"derived from no weight and read only by {prep}(), which "
+                    "only post-load code calls: read while the weights are prepared, before any "
+                    "capture, never by a captured path")
     f = _read_verdict(dataclasses.replace(f, reader=str(reader), reader_kind=reader.kind.value,
                                           derives_from=weight), conditional, weight)
     if reader.handed:

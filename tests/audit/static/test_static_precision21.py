@@ -8,6 +8,7 @@ from pathlib import Path
 
 from derivgraph.audit.static.first_run import first_run_guard, references_only
 from derivgraph.audit.static.loaders import pooler_only
+from derivgraph.audit.static.readers import ReaderIndex
 from derivgraph.audit.static.scan import scan
 from derivgraph.audit.static.semantics import Severity
 from derivgraph.audit.static.tensor_free import tensor_free_builder
@@ -137,3 +138,40 @@ def test_first_run_guard_and_references_on_text():
     assert references_only(ref)
     assert not references_only(ref.replace("layer.w13_bias", "1.0 / layer.s"))
     assert not references_only(ref.replace("layer.w13_bias", "layer.s.float()"))
+
+
+# ---- a weight-free value read only by a function only post-load code calls -------------------
+
+_PREP = """class E:
+    def _unit(self, n):
+        buf = self._bufs.get(n)
+        return buf
+
+    def _global(self, n):
+        return self._unit(n)
+
+    def _prepare(self, *, n):
+        return ops.prepare(self._unit(n), self._global(n))
+
+    def process_weights_after_loading(self, layer):
+        self._prepared = self._prepare(n=4)
+
+    def apply(self, x):
+        return ops.run(x, self._prepared)
+"""
+
+
+def _index(text: str) -> ReaderIndex:
+    return ReaderIndex([("e.py", text)], {(0, "E", "process_weights_after_loading")},
+                       lambda c: frozenset({c}))
+
+
+def test_only_post_load_follows_the_callers_to_the_post_load_step():
+    assert _index(_PREP).only_post_load("_unit")
+    assert not _index(_PREP).only_post_load("apply")  # nothing calls it: no evidence
+
+
+def test_canary_a_call_from_apply_makes_the_reader_run_after_load():
+    planted = _PREP.replace("return ops.run(x, self._prepared)",
+                            "return ops.run(x, self._prepared, self._global(2))")
+    assert not _index(planted).only_post_load("_unit")
