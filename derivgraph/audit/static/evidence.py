@@ -301,7 +301,7 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
         return _cap(dataclasses.replace(f, derives_from=weight), Severity.INFO,
                     "no reader after load: no kernel call, forward or captured path reads it")
     prep = reader.function.rsplit(".", 1)[-1]
-    if (weight is None and f.category != "captured-tensor" and f.store != Store.REFILLED_COPY.value
+    if (weight is None and f.category == "container" and f.store != Store.REFILLED_COPY.value
             and index.only_post_load(prep)):
         return _cap(dataclasses.replace(f, reader=str(reader), reader_kind=reader.kind.value),
                     Severity.INFO, f"derived from no weight and read only by {prep}(), which "
