@@ -380,8 +380,6 @@ def class_cases() -> list[b.VllmCase]:
         _tried("block-linear-modelopt-b12x",
                ("vllm.model_executor.layers.quantization.modelopt_block_quant"
                 ".ModelOptBlockQuantLinearMethod",), _modelopt_block_linear),
-        _tried("nvfp4-moe-flint", ("vllm.models.flint.ops.moe.FlintNvfp4Experts",),
-               _flint_experts),
         _tried("flint-sparse-moe-ll", ("vllm.models.flint.model.FlintSparseMoeBlock",),
                _flint_experts),
         b.VllmCase("kimi-k3-prepared-kda", (f"{_KIMI}.kda.prepared.PreparedKda",),

@@ -16,8 +16,9 @@ severity where the evidence is missing:
 * a fold (in-place write into a loaded parameter): ``warning`` only where it can run twice on
   one load path, i.e. its function is also called by code that runs after loading; otherwise
   ``info`` (every load path refills the parameter before the post-load step reruns);
-* a value made once (model-level, initial load only) from ``self.x`` that the same step then
-  deletes: ``info``, a reload carrying ``x`` fails loudly, one without it leaves the value right;
+* a value made once (model-level, initial load only, or in a step a weight loader calls) from
+  ``self.x`` that the same step then deletes (also by deleting every registered parameter):
+  ``info``, a reload carrying ``x`` fails loudly, one without it leaves the value right;
 * a site inside vLLM's reload machinery (``model_loader/reload/``): ``info``, the machinery
   is what refills the layers;
 * a local bound to a kept parameter and replaced by a copy only under a dtype test
@@ -29,9 +30,19 @@ severity where the evidence is missing:
   when read after load, whatever it derives from (it is the checkpoint weight itself);
 * a copy made once and refilled with ``copy_`` by its post-load step (stale only after a
   kernel-format reload) that code running after load also refreshes from its source: ``info``;
+* a container returned by a builder of its class that reads no argument, no ``torch`` and no
+  tensor attribute (:mod:`.tensor_free`): ``info``, it holds dtypes and scalars only;
+* a container built only on the first post-load run (:mod:`.first_run`: its call sits under
+  ``if self.Y is None`` or a local ``not (self.Y is not None)`` that the storing function sets)
+  by a builder handing on only references to the layer's attributes: ``info``, the kept
+  parameters are refilled in place;
+* a weight-free container whose reader's function only post-load code calls (transitively,
+  :meth:`.readers.ReaderIndex.only_post_load`): ``info``, it is read while the weights are
+  prepared, before any capture;
 * a store or reader that runs only on the CPU platform (:mod:`.platforms`), unless it copies a
   kept parameter a kernel-format reload refills or its step returns early on a flag it sets
-  (:func:`.platforms.rerun_guard`: a reload cannot rebuild it): ``info``, no device graph is
+  (:func:`.platforms.rerun_guard`: a reload cannot rebuild it) without emptying its source
+  parameters (emptied, both reload paths raise instead): ``info``, no device graph is
   captured there and the reader looks the attribute up again on every call.
 """
 
@@ -43,16 +54,19 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from derivgraph.audit.static.config_reader import config_reader
+from derivgraph.audit.static.first_run import first_run_guard, references_only
 from derivgraph.audit.static.handed_reader import handed_reader
-from derivgraph.audit.static.loaders import refilled_in_place
+from derivgraph.audit.static.loaders import is_loader_function, pooler_only, refilled_in_place
 from derivgraph.audit.static.platforms import (
     cpu_only,
+    empties_source,
     rerun_guard,
     reset_flags,
     source_dropped,
 )
 from derivgraph.audit.static.readers import NOT_READERS, ReaderIndex, derives_from, escapes
 from derivgraph.audit.static.semantics import Severity, Store
+from derivgraph.audit.static.tensor_free import tensor_free_builder
 
 if TYPE_CHECKING:
     from derivgraph.audit.static.finding import StaticFinding
@@ -132,17 +146,31 @@ def _dtype_conditional_reference(finding: StaticFinding, body: str) -> str | Non
 
 
 def _deleted_source(finding: StaticFinding, body: str) -> str | None:
-    """``self.x`` when a model-level, initial-load-only step derives the value from ``self.x``
-    and then deletes it (``del self.x``, ``delattr(self, "x")``): nothing can refill the source,
-    so no reload can leave the value stale without failing."""
-    if finding.store != "initial-load-copy" or not body:
+    """``self.x`` when a step that runs once per load (a model-level, initial-load-only step,
+    or one a weight loader calls, ``load_weights -> _repack``) derives the value from ``self.x``
+    and then deletes it (``del self.x``, ``delattr(self, "x")``, or every registered parameter:
+    ``for n in list(self._parameters): delattr(self, n)``): nothing can refill the source, so
+    no reload can leave the value stale without failing."""
+    once = finding.store == "initial-load-copy" or bool(
+        finding.via and is_loader_function(finding.via[0]))
+    if not once or not body:
         return None
     for m in re.finditer(r"^[ \t]*(?:del[ \t]+(self\.\w+)[ \t]*$|delattr\(self,[ \t]*"
                          r"[\"'](\w+)[\"']\))", body, re.M):
         chain = m.group(1) or f"self.{m.group(2)}"
         if re.search(rf"{re.escape(chain)}\b(?!\s*=[^=])", body[:m.start()]):
             return chain
+    every = _DELETES_EVERY_PARAMETER.search(body)
+    read = re.search(r"\bself\.\w+", finding.expr)
+    if every and read and re.search(rf"{re.escape(read.group(0))}\b(?!\s*=[^=])",
+                                    body[:every.start()]):
+        return f"{read.group(0)} (every registered parameter)"
     return None
+
+
+_DELETES_EVERY_PARAMETER = re.compile(
+    r"^[ \t]*for[ \t]+(\w+)[ \t]+in[ \t]+list\(self\._parameters\)[ \t]*:[ \t]*\n"
+    r"[ \t]*delattr\(self,[ \t]*\1[ \t]*\)", re.M)
 
 
 def apply_evidence(findings: Iterable[StaticFinding], files: Sequence[tuple[str, str]],
@@ -190,6 +218,11 @@ def _on_cpu(f: StaticFinding, by_display: dict[str, str],
     if why is None:
         return f
     flag = rerun_guard(body, text, reset)
+    if flag and empties_source(body):
+        return _cap(f, Severity.INFO, f"runs only on the CPU platform ({why}); its step empties "
+                    f"the source parameters it reads and returns early on `{flag}`: both reload "
+                    "paths then raise (0 elements against the checkpoint's shape) instead of "
+                    "leaving this stale")
     if flag:
         return dataclasses.replace(f, evidence=f"runs only on the CPU platform, but the step "
                                    f"sets `{flag}` and returns early when it is set: a reload "
@@ -230,6 +263,18 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
         return _cap(f, Severity.INFO, f"made once from `{dropped}`, which the same step deletes: a "
                     "reload carrying it fails on an unknown name, one without it leaves the value "
                     "right")
+    builder = re.match(r"self\.(\w+)\(", f.expr) if f.category == "container" and f.cls else None
+    built = function_text(text, f"{f.cls}.{builder.group(1)}") if builder else ""
+    if builder and tensor_free_builder(f.expr, built, text):
+        return _cap(f, Severity.INFO, f"{builder.group(1)}() reads no argument, no torch and no "
+                    "tensor attribute: the container holds dtypes and scalars only, nothing a "
+                    "reload refills or moves")
+    guard = first_run_guard(short, function_text(text, f.cls)) if built else None
+    if guard and references_only(built):
+        return _cap(f, Severity.INFO, f"built only on the first post-load run (its call waits "
+                    f"for `{guard}`, which {short}() sets) by {builder.group(1)}(), which hands on "
+                    "only references to the layer's attributes: kept parameters both reload paths "
+                    "refill in place")
     conditional = _dtype_conditional_reference(f, body) if body else None
     if conditional == "view":
         return _cap(f, Severity.INFO, "a reference to the kept parameter (a dtype view under "
@@ -255,6 +300,13 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
     if reader is None:
         return _cap(dataclasses.replace(f, derives_from=weight), Severity.INFO,
                     "no reader after load: no kernel call, forward or captured path reads it")
+    prep = reader.function.rsplit(".", 1)[-1]
+    if (weight is None and f.category == "container" and f.store != Store.REFILLED_COPY.value
+            and index.only_post_load(prep)):
+        return _cap(dataclasses.replace(f, reader=str(reader), reader_kind=reader.kind.value),
+                    Severity.INFO, f"derived from no weight and read only by {prep}(), which "
+                    "only post-load code calls: read while the weights are prepared, before any "
+                    "capture, never by a captured path")
     f = _read_verdict(dataclasses.replace(f, reader=str(reader), reader_kind=reader.kind.value,
                                           derives_from=weight), conditional, weight)
     if reader.handed:
@@ -286,14 +338,20 @@ def _read_verdict(f: StaticFinding, conditional: str | None,
 def _loader_rebind(f: StaticFinding, index: ReaderIndex, body: str, text: str,
                    weight: str | None) -> StaticFinding:
     """A weight loader's new Parameter: ``info`` where it still leaves one kept object the
-    loader fills in place (:func:`.loaders.refilled_in_place`), else its module's forward (or
-    the reader found) reads the replaced object."""
+    loader fills in place (:func:`.loaders.refilled_in_place`), or where no reader is found
+    and the class hands the submodule only to its pooler (:func:`.loaders.pooler_only`), else
+    its module's forward (or the reader found) reads the replaced object."""
     lines = text.splitlines()
     line_text = lines[f.line - 1] if 0 < f.line <= len(lines) else ""
     why = refilled_in_place(f.attr, f.expr, body, line_text)
     if why:
         return _cap(f, Severity.INFO, why)
     reader = index.reader(f.cls, f.owner, f.attr, f.file)
+    pooler = pooler_only(f.owner, function_text(text, f.cls)) if reader is None and f.cls else None
+    if pooler:
+        return _cap(f, Severity.INFO, f"`{f.owner}` is handed only to the pooler ({pooler}()), "
+                    "which runs outside the captured forward and looks the rebound Parameter up "
+                    "on each call")
     return dataclasses.replace(
         f, reader=str(reader) if reader else None,
         reader_kind=reader.kind.value if reader else None,

@@ -14,13 +14,16 @@ leave one kept object: a Parameter registered once under a flag the same block s
 (``if not layer.is_fallback: layer.is_fallback = True; layer.weight = Parameter(empty)``),
 then filled in place, and a ``.data`` rebind to a conversion of the same storage
 (``p.data = p.data.to(dtype)``: a reload finds it converted and copies into it).
+:func:`pooler_only` names the submodule stores no captured path reads: the class hands the
+submodule only to its pooler (``_init_pooler``: ``Pooler(classifier=self.score)``), which runs
+after the captured forward and looks the rebound Parameter up on each call.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["is_loader_function", "loader_rebind", "refilled_in_place"]
+__all__ = ["is_loader_function", "loader_rebind", "pooler_only", "refilled_in_place"]
 
 _LOADER = re.compile(r"^(?:_?load_weights?|weight_loader\w*|\w*_weight_loader|load_\w*weights)$")
 _NEW_OBJECT = re.compile(r"^(?:[\w.]*\.)?\w*(?:Parameter|Buffer)\(")
@@ -65,3 +68,27 @@ def refilled_in_place(attr: str, expr: str, body: str, line_text: str) -> str | 
             return f"registered once (under `{m.group(1)}.{m.group(2)}`), then filled in place " \
                    "by the loader"
     return None
+
+
+def pooler_only(owner: str, class_text: str) -> str | None:
+    """The pooler method (``_init_pooler``) when every method of ``class_text`` (a class's
+    source) that reads the submodule ``owner`` (``self.score``), other than weight loaders, is
+    a pooler method; None when another method (``forward``) reads it, or none does."""
+    if not re.fullmatch(r"self\.\w+", owner) or not class_text:
+        return None
+    heads = list(re.finditer(r"^([ \t]+)def[ \t]+(\w+)", class_text, re.M))
+    if not heads:
+        return None
+    indent = min(len(h.group(1)) for h in heads)
+    methods = [h for h in heads if len(h.group(1)) == indent]
+    read = re.compile(rf"{re.escape(owner)}\b(?![ \t]*=[^=])")
+    poolers = []
+    for i, head in enumerate(methods):
+        end = methods[i + 1].start() if i + 1 < len(methods) else len(class_text)
+        name = head.group(2)
+        if is_loader_function(name) or not read.search(class_text, head.end(), end):
+            continue
+        if "pooler" not in name.lower():
+            return None
+        poolers.append(name)
+    return poolers[0] if poolers else None

@@ -28,8 +28,11 @@ storing function sets (``layer._done = True``) that the file tests with an early
 (``if getattr(layer, "_done", False): return``) and the engine's reload code does not
 delete before the rerun (as vLLM 0.33 deletes ``_already_called_process_weights_after_loading``).
 A reload then reruns the post-load step, which
-returns at once: the copy keeps the first weights (and a source the step emptied cannot take a
-kernel-format reload either).
+returns at once: the copy keeps the first weights. Where that step also empties the source
+parameters it reads (:func:`empties_source`), no reload gets that far: the layerwise copy-back
+of the checkpoint's shape into the emptied parameter raises, and so does a kernel-format
+``copy_``; the site is then not stale (a loud failure) and the rule of the emptied source
+applies.
 """
 
 from __future__ import annotations
@@ -37,7 +40,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-__all__ = ["cpu_only", "names_cpu", "rerun_guard", "reset_flags", "source_dropped"]
+__all__ = ["cpu_only", "empties_source", "names_cpu", "rerun_guard", "reset_flags",
+           "source_dropped"]
 
 _CPU = re.compile(r"(?<![a-z])(?:cpu|amx)(?![a-z])|(?<![A-Z])(?:CPU|AMX)|(?:Cpu|Amx)(?![a-z])")
 _XPU = re.compile(r"(?<![a-z])xpu(?![a-z])|(?<![A-Z])XPU|Xpu(?![a-z])")
@@ -152,7 +156,7 @@ def source_dropped(derives_from: str | None, body: str,
     m = _KEPT.match((derives_from or "").strip())
     if m is None:
         return "it derives from no kept attribute"
-    if _EMPTIED.search(body):
+    if empties_source(body):
         return "its step empties the parameter it reads"
     segments = m.group(1).strip(".").split(".")
     module = segments[-1] if not _PARAM_NAME.match(segments[-1]) else (
@@ -168,6 +172,11 @@ def source_dropped(derives_from: str | None, body: str,
                     "raises (0 elements, not the checkpoint's shape) instead of leaving this "
                     "stale")
     return None
+
+
+def empties_source(body: str) -> bool:
+    """Whether a step's text empties a parameter (``p.data = torch.empty(0)``)."""
+    return _EMPTIED.search(body) is not None
 
 
 _DELATTR = re.compile(r"\bdelattr\(\s*\w+\s*,\s*[\"'](\w+)[\"']\s*\)")

@@ -420,6 +420,24 @@ class ReaderIndex:
         return None
 
 
+    def only_post_load(self, func: str, depth: int = 3) -> bool:
+        """Whether every call of ``func`` in the tree (any receiver) sits in post-load code, or
+        in a method only post-load code calls (up to ``depth`` hops), and one call exists: code
+        that runs while the weights are prepared, before any graph is captured."""
+        self.prefetch([func])
+        calls = [h for h in self._hits.get(func, ()) if h.call]
+        if not calls:
+            return False
+        for hit in calls:
+            if not hit.funcs:
+                return False
+            if any((hit.file, hit.cls, f) in self.post_load for f in hit.funcs):
+                continue
+            if depth == 0 or hit.funcs[0] == func or not self.only_post_load(hit.funcs[0],
+                                                                             depth - 1):
+                return False
+        return True
+
     def refreshed_after_load(self, cls: str | None, owner: str, attr: str) -> Reader | None:
         """A ``<owner>.<attr>.copy_(...)`` in code that runs after loading, through the same
         receiver (``self`` in the storing class's family): the copy is refreshed where it is

@@ -162,11 +162,12 @@ def test_vllm_refinements_keep_every_true_positive_of_the_first_review(vllm_repo
 
     tps = [s for s in review["sample"] if s["judgement"] == "TP"]
     assert all(acted_on(s) or _demoted(vllm_report, s) for s in tps)
-    # 7 were info by the outside review's readings; two of them (zentorch, whose step returns
-    # early on its own flag, so a reload cannot rebuild the copy) are warnings again, and so is
-    # the DeepSeek-V4 ROCm scale copied for one dtype by the model-level step
-    assert sum(_demoted(vllm_report, s) for s in tps) == 8 + 5
-    assert sum(_demoted_by_outside_reading(vllm_report, s) for s in tps) == 5
+    # 7 are info by the outside review's readings (the two zentorch sites, whose step returns
+    # early on its own flag, were warnings again for a while; issue 21: that step also empties
+    # its source parameters, so both reload paths raise, the published CPU reading); the
+    # DeepSeek-V4 ROCm scale copied for one dtype by the model-level step is a warning again
+    assert sum(_demoted(vllm_report, s) for s in tps) == 8 + 7
+    assert sum(_demoted_by_outside_reading(vllm_report, s) for s in tps) == 7
     cleared = {(s["file"].rsplit("/", 1)[-1], s["line"]) for s in review["sample"]
                if s["judgement"] == "FP" and not acted_on(s)}
     assert {("deepep_ll.py", 110), ("rocm.py", 1185), ("rocm.py", 1193),
