@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 from derivgraph.compiler import flat
@@ -49,7 +50,8 @@ def _flat_copy(ours: Sequence[torch.Tensor]) -> FlatCopy | None:
     if span is None:
         return None
     copy = FlatCopy(ours, span)
-    if copy.at.unique().numel() != copy.at.numel():  # overlapping targets: foreach order
+    at = np.sort(copy.at.numpy())  # one NumPy sort: torch's unique costs ~6x (and more cold)
+    if (at[1:] == at[:-1]).any():  # overlapping targets: foreach order
         return None
     return copy
 
