@@ -20,7 +20,10 @@ its tensor's storage (so held by that tensor); ``hold=True`` also keeps the star
 alive (the guard restores them), ``hold=False`` keeps no storage a swap released (the plan's
 sources: an engine's old weights are freed as soon as it drops them).
 
-Used by the guard (its startup tensors) and by the plan's run-time checks
+The rule every caller follows is :class:`AtAddresses` (tensors and the data addresses they
+must have): one gather of the words where they were taken, else the exact compare
+(:func:`addresses_equal`, torch's one C++ loop), and the words taken once, right after an exact
+compare passed. Used by the guard (its startup tensors) and by the plan's run-time checks
 (:class:`derivgraph.runtime.storage.BoundTensors`: derived tensors re-pointed;
 :class:`derivgraph.runtime.holders.Holders`: sources moved).
 """
@@ -30,15 +33,22 @@ from __future__ import annotations
 import ctypes
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
-__all__ = ["AVAILABLE", "Addresses", "addresses"]
+__all__ = ["AVAILABLE", "Addresses", "AtAddresses", "addresses", "addresses_equal"]
 
 logger = logging.getLogger(__name__)
 
 _WORD = 8
+_data_ptr = torch.Tensor.data_ptr
+#: torch's one C++ loop comparing tensors' data addresses (CUDA graph trees use it on every
+#: replay): an engine's parameter subclass (vLLM's ``BasevLLMParameter``) answers ``data_ptr()``
+#: through its Python ``__torch_function__``, this reads the address directly (a build without
+#: it reads them one by one)
+_PTRS_EQUAL = getattr(torch._C, "_tensors_data_ptrs_at_indices_equal", None)
 _SEARCH = 32  # words of each object searched for a field at the self-test
 
 
@@ -157,3 +167,50 @@ def addresses(tensors: Sequence[torch.Tensor], hold: bool = True) -> Addresses |
     except (ValueError, OverflowError, RuntimeError) as error:  # e.g. a storage without impl
         logger.debug("storage address words not viewable here: %s", error)
         return None
+
+
+def addresses_equal(tensors: list[Any], ptrs: list[int], indices: list[int] | None = None) \
+        -> bool:
+    """Every tensor's data address is its entry of ``ptrs`` (exact; ``indices``:
+    ``range(len(ptrs))``, passed by a caller that keeps it)."""
+    if _PTRS_EQUAL is not None and len(tensors) == len(ptrs):
+        return bool(_PTRS_EQUAL(tensors, ptrs,
+                                list(range(len(ptrs))) if indices is None else indices))
+    return list(map(_data_ptr, tensors)) == ptrs
+
+
+class AtAddresses:
+    """Tensors that must be at fixed data addresses: :meth:`intact` says whether they are.
+
+    One gather of the tensors' storage words (:class:`Addresses`) where those were taken; else,
+    or when a word moved, the addresses compared exactly (:func:`addresses_equal`). The words
+    are taken once, right after the first exact compare that passed (so they describe a state
+    proven at the expected addresses), and never again: a later exact pass (the tensors put
+    back) does not retake them, they are still the proven startup words. ``hold``: the words
+    keep the startup storages alive (the guard restores them); ``False`` keeps none (an
+    engine's dropped weights are freed)."""
+
+    __slots__ = ("tensors", "ptrs", "words", "_indices", "_hold", "_taken")
+
+    def __init__(self, tensors: Sequence[Any], ptrs: Sequence[int], *, hold: bool = False):
+        self.tensors = list(tensors)
+        self.ptrs = list(ptrs)
+        self.words: Addresses | None = None
+        self._indices = list(range(len(self.ptrs)))
+        self._hold = hold
+        self._taken = False
+
+    def __len__(self) -> int:
+        return len(self.tensors)
+
+    def intact(self) -> bool:
+        """Every tensor at its expected data address (see the class docstring)."""
+        words = self.words
+        if words is not None and words.kept():
+            return True
+        if not addresses_equal(self.tensors, self.ptrs, self._indices):
+            return False
+        if not self._taken:  # the words of a state just proven (None where unproven)
+            self.words = addresses(self.tensors, hold=self._hold)
+            self._taken = True
+        return True

@@ -197,6 +197,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
         plan.containers = collect_containers(plan.entries.values(), model)  # the engine's tuples
         _record_startup(plan)
         _lower(plan, values)
+        plan.prepare()  # what the first run and refill would build lazily
     except BaseException:
         transaction.rollback()
         raise

@@ -44,7 +44,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from derivgraph.addresses import Addresses, addresses
+from derivgraph.addresses import AtAddresses
 from derivgraph.audit.runtime.walk import gc_paused
 from derivgraph.compare import bits_equal
 from derivgraph.errors import RecaptureRequired
@@ -65,11 +65,6 @@ __all__ = ["Guard", "weight_storages"]
 logger = logging.getLogger(__name__)
 
 Chain = tuple[str, ...]
-
-#: torch's one C++ loop comparing many tensors' data pointers (CUDA graph trees use it on every
-#: replay); where a build lacks it, the addresses are read one by one
-_PTRS_EQUAL = getattr(torch._C, "_tensors_data_ptrs_at_indices_equal", None)
-
 
 def _storage_ptr(t: torch.Tensor) -> int:
     if t.is_sparse or t.layout != torch.strided or t.device.type == "meta":
@@ -140,9 +135,8 @@ class Guard:
         self.objects: dict[Chain, Any] = {}  # every holder on a chain, as at the snapshot
         self.finals: dict[Chain, tuple[_Startup, str]] = {}  # each guarded chain: entry, path
         self.watch: Watch | None = None
-        self._ptrs: tuple[list[torch.Tensor], list[int], list[_Startup]] = ([], [], [])
-        self._ptr_indices: list[int] = []
-        self._words: Addresses | None = None  # the storage words of the startup tensors
+        self._at = AtAddresses([], [], hold=True)  # the startup tensors at their addresses
+        self._moved: list[_Startup] = []  # their entries, in the same order
         self.declared: set[int] = set()
         self.restores = 0
         self.seconds = 0.0
@@ -191,9 +185,10 @@ class Guard:
         self.objects = dict(sorted(self.objects.items(), key=lambda kv: len(kv[0])))
         self.watch = Watch(self.objects, self.finals)
         moved = [e for e in self.startup.values() if e.data_ptr]
-        self._ptrs = ([e.tensor for e in moved], [e.data_ptr for e in moved], moved)
-        self._ptr_indices = list(range(len(moved)))
-        self._words = addresses(self._ptrs[0])
+        self._moved = moved
+        self._at = AtAddresses([e.tensor for e in moved], [e.data_ptr for e in moved],
+                               hold=True)
+        self._at.intact()  # the addresses were just read: the words are taken now
         self.seconds = time.perf_counter() - start
         report = self._report()
         report.seconds = self.seconds
@@ -295,23 +290,16 @@ class Guard:
         """Startup tensors pointed at other storage (``.data =``): one sweep of addresses."""
         if self.storage_kept():
             return
-        tensors, ptrs, entries = self._ptrs
-        now = list(map(torch.Tensor.data_ptr, tensors))
-        for entry, was, ptr in zip(entries, ptrs, now):
+        at = self._at
+        now = list(map(torch.Tensor.data_ptr, at.tensors))
+        for entry, was, ptr in zip(self._moved, at.ptrs, now):
             if ptr != was and (id(entry.tensor), 0) not in actions:
                 self._decide(entry, None, None, entry.paths[0], actions, report, None)
 
     def storage_kept(self) -> bool:
-        """Every startup tensor still points at its startup storage: one gather of their
-        storage words where proven (:mod:`~derivgraph.addresses`), else, or when a word
-        moved, their data addresses compared (one C++ loop over them)."""
-        words = self._words
-        if words is not None and words.kept():
-            return True
-        tensors, ptrs, _ = self._ptrs
-        if _PTRS_EQUAL is not None:
-            return _PTRS_EQUAL(tensors, ptrs, self._ptr_indices)
-        return list(map(torch.Tensor.data_ptr, tensors)) == ptrs
+        """Every startup tensor still points at its startup storage
+        (:meth:`AtAddresses.intact <derivgraph.addresses.AtAddresses.intact>`)."""
+        return self._at.intact()
 
     # ---- deciding: by walking everything (full) ------------------------------------------------
 

@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import compress, count, repeat
 from typing import TYPE_CHECKING, Any
 
-import torch
 from torch import nn
 
+from derivgraph.addresses import addresses_equal
 from derivgraph.paths import MISSING, Slot, holder_dict, step_into
 from derivgraph.runtime.watch import ItemWatch, watch_items
 
@@ -34,7 +34,6 @@ __all__ = ["NO_DICT", "HolderTable", "HopTable", "changes", "holder_of", "locate
 
 _is = operator.is_
 _not = operator.not_
-_data_ptr = torch.Tensor.data_ptr
 NO_DICT: dict[str, Any] = {}  # the accessor of a holder without a dict entry: always "rebuilt"
 
 
@@ -259,8 +258,8 @@ class HolderTable:
         return all(map(_is, current, self.storages))
 
     def at_startup_addresses(self) -> bool:
-        """Every storage still at its startup address (one C-level sweep)."""
-        return list(map(_data_ptr, self.storages)) == self.ptrs
+        """Every storage still at its startup address (one C++ loop)."""
+        return addresses_equal(self.storages, self.ptrs)
 
     def stale(self, current: list[Any]) -> list[int]:
         """Indices of the holders that hold another object than the startup one."""

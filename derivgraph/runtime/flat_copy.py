@@ -1,21 +1,25 @@
-"""A refill's copies of many small CPU tensors as one ``cat`` and one ``scatter_``.
+"""A refill's copies of many small CPU tensors as one ``cat`` and one row assignment.
 
 On CPU ``torch._foreach_copy_`` is a loop of one aten copy per tensor, and a DeepSeek-scale
 refill copies hundreds of tiny engine tensors (per-layer scales, strides). The engine's fresh
 tensors are new objects at new addresses every reload, but the startup storage they are copied
-into is fixed: :class:`FlatCopy` concatenates the fresh tensors of a run of targets of one
-dtype and one shape into a preallocated buffer (``torch.cat(out=)``: one op, any strides), then
-writes every element at its startup address with one ``scatter_`` over the memory that holds
-the targets (:class:`derivgraph.compiler.flat.Span`, addresses computed once). Bit for bit a
-copy. Only where the caller proved every fresh tensor has its target's dtype and shape (the
-refill's layout check) and every target is at its startup address (the refill restores startup
-storage first); the addresses are those of the storages held here.
+into is fixed: :class:`FlatCopy` concatenates the fresh tensors of a run of contiguous targets
+of one dtype and one shape into a preallocated buffer (``torch.cat(out=)``: one op, any
+strides), then writes each target's bytes at its startup address with one NumPy row assignment
+over the memory that holds the targets (:class:`derivgraph.compiler.flat.Span`; the rows are a
+view of that memory with a row at every byte, one start per target: an index of one word per
+target, where an element index (``scatter_``) read one word per element and cost ~2x cold).
+Bit for bit a copy (bytes). Only where the caller proved every fresh tensor has its target's
+dtype and shape (the refill's layout check) and every target is at its startup address (the
+refill restores startup storage first); the addresses are those of the storages held here, and
+no two targets overlap (checked here: then the rows written are disjoint).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 from derivgraph.compiler import flat
@@ -24,32 +28,41 @@ __all__ = ["FlatCopy", "flat_runs"]
 
 
 class FlatCopy:
-    """``ours[i].copy_(theirs[i])`` for a fixed list ``ours`` of CPU tensors of one dtype and
-    one shape (ndim >= 1, no two overlapping), as ``cat`` + ``scatter_`` (for 32,768 elements
-    ``index_copy_`` measured ~8x slower than ``scatter_`` here: no overlap, so the same writes)."""
+    """``ours[i].copy_(theirs[i])`` for a fixed list ``ours`` of contiguous CPU tensors of one
+    dtype and one shape (ndim >= 1, no two overlapping), as ``cat`` + one NumPy row assignment
+    of their bytes (``rows[starts] = src``)."""
 
-    __slots__ = ("held", "out", "at", "buf")
+    __slots__ = ("held", "rows", "starts", "buf", "src")
 
     def __init__(self, ours: Sequence[torch.Tensor], span: flat.Span):
         first = ours[0]
         self.held = [t.untyped_storage() for t in ours]  # every address below stays valid
-        self.out = span.view
-        self.at = span.index(ours)
+        size = first.numel() * first.element_size()
+        memory = span.view.view(torch.uint8).numpy()  # the bytes from the lowest target on
+        # a row of ``size`` bytes at every byte: target i is row starts[i] (written, never read)
+        self.rows = np.lib.stride_tricks.as_strided(
+            memory, shape=(memory.size - size + 1, size), strides=(1, 1), writeable=True)
+        self.starts = np.array([t.data_ptr() - span.low for t in ours], dtype=np.intp)
         self.buf = torch.empty((len(ours) * first.shape[0], *first.shape[1:]),
                                dtype=first.dtype)
+        self.src = self.buf.view(-1).view(torch.uint8).numpy().reshape(len(ours), size)
 
     def copy(self, theirs: Sequence[torch.Tensor]) -> None:
         torch.cat(theirs, 0, out=self.buf)
-        self.out.scatter_(0, self.at, self.buf.view(-1))
+        self.rows[self.starts] = self.src
 
 
 def _flat_copy(ours: Sequence[torch.Tensor]) -> FlatCopy | None:
-    """A :class:`FlatCopy` over ``ours``, None where one cannot copy them exactly."""
+    """A :class:`FlatCopy` over ``ours``, None where one cannot copy them exactly (a target not
+    contiguous, or two overlapping: foreach order)."""
+    if not all(t.is_contiguous() for t in ours):
+        return None
     span = flat.span_of(ours)
     if span is None:
         return None
     copy = FlatCopy(ours, span)
-    if copy.at.unique().numel() != copy.at.numel():  # overlapping targets: foreach order
+    starts = np.sort(copy.starts)
+    if (np.diff(starts) < copy.src.shape[1]).any():  # overlapping targets
         return None
     return copy
 

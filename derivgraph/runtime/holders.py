@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from derivgraph.addresses import Addresses, addresses
+from derivgraph.addresses import AtAddresses
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.errors import SourceChanged
 from derivgraph.paths import MISSING, Slot, get_path, holder_dict, set_slot, slot_of
@@ -28,18 +28,6 @@ from derivgraph.spec.kinds import TensorKind
 __all__ = ["Holders", "HopTable"]
 
 _is = operator.is_
-_data_ptr = torch.Tensor.data_ptr
-#: torch's one C++ loop comparing tensors' data addresses: an engine's parameter subclass (vLLM's
-#: ``BasevLLMParameter``) answers ``data_ptr()`` through its Python ``__torch_function__``, this
-#: reads the address directly (a build without it reads them one by one)
-_PTRS_EQUAL = getattr(torch._C, "_tensors_data_ptrs_at_indices_equal", None)
-
-
-def _addresses_equal(tensors: list[Any], ptrs: list[int]) -> bool:
-    """Every tensor's data address is its entry of ``ptrs``."""
-    if _PTRS_EQUAL is not None and len(tensors) == len(ptrs):
-        return bool(_PTRS_EQUAL(tensors, ptrs, list(range(len(ptrs)))))
-    return list(map(_data_ptr, tensors)) == ptrs
 
 
 class Holders:
@@ -52,10 +40,8 @@ class Holders:
         self.table = HolderTable([], self._where)
         self._scalars: list[Entry] = []
         self._sources: list[tuple[str, Any, torch.Tensor, int]] = []
-        self._source_checks: tuple[list[Any], list[str], list[Any], list[int]] | None = None
+        self._source_checks: tuple[list[Any], list[str], AtAddresses] | None = None
         self._source_watch: ItemWatch | None = None  # tags of the sources' holder dicts
-        self._source_words: Addresses | None = None  # the sources' storage words
-        self._source_words_taken = False
         self._sources_checked: Any = None  # the run (report) whose source check passed
         self._source_hops: frozenset[str] = frozenset()
         self._proven: tuple[Mapping[str, tuple[int, int]], int, frozenset[str], list[str]] \
@@ -77,8 +63,7 @@ class Holders:
         """Record where each source is held, walk the owners and set up the identity checks."""
         self._sources = [(src, None, tensor, address_of(tensor)) for src, tensor in
                          sources.items()]
-        self._source_checks = self._source_watch = self._source_words = None
-        self._source_words_taken = False
+        self._source_checks = self._source_watch = None
         objs = self.walk().objects
         rows = []
         prefixes: set[str] = set()
@@ -138,7 +123,8 @@ class Holders:
     def sources_intact(self, report: Any = None) -> bool:
         """Every owner on the way to a source is the object the sources were bound under (the
         hop sweep, which also brings the holder accessors up to date), then one C-level
-        identity sweep and one address check over every source (:meth:`_sources_at_startup`).
+        identity sweep and one address check over every source
+        (:class:`~derivgraph.addresses.AtAddresses`).
 
         An owner rebuilt on a source's path makes this False until :meth:`bind` runs again: the
         bound source would be the old owner's tensor. ``report``: this run's, whose
@@ -158,35 +144,21 @@ class Holders:
             rows = self._sources
             if any(where is None for _s, where, _t, _p in rows):
                 return False
-            checks = self._source_checks = ([w[0] for _s, w, _t, _p in rows],
-                                            [w[1] for _s, w, _t, _p in rows],
-                                            [t for _s, _w, t, _p in rows],
-                                            [p for _s, _w, _t, p in rows])
-        if not (self._sources_held(checks) and self._sources_at_startup(checks)):
+            checks = self._source_checks = (
+                [w[0] for _s, w, _t, _p in rows], [w[1] for _s, w, _t, _p in rows],
+                AtAddresses([t for _s, _w, t, _p in rows], [p for _s, _w, _t, p in rows]))
+        # every bound source at its bound address: one gather of storage words, holding no
+        # storage (an engine's dropped weights are freed), else the addresses compared
+        if not (self._sources_held(checks) and checks[2].intact()):
             return False
         self._sources_checked = report
         return True
 
-    def _sources_at_startup(self, checks: tuple[list[Any], list[str], list[Any], list[int]]) \
-            -> bool:
-        """Every bound source at its bound data address: one gather of their storage words
-        (:mod:`derivgraph.addresses`; taken the first time the addresses were compared equal
-        to the bound ones, and holding no storage: an engine's dropped weights are freed), else,
-        or when a word moved, the addresses compared (:func:`_addresses_equal`)."""
-        words = self._source_words
-        if words is not None and words.kept():
-            return True
-        if not _addresses_equal(checks[2], checks[3]):
-            return False
-        if not self._source_words_taken:  # the words of a state just proven
-            self._source_words = addresses(checks[2], hold=False)
-            self._source_words_taken = True
-        return True
-
-    def _sources_held(self, checks: tuple[list[Any], list[str], list[Any], list[int]]) -> bool:
+    def _sources_held(self, checks: tuple[list[Any], list[str], AtAddresses]) -> bool:
         """Every source's holder holds the bound source: one identity sweep, or only the
         holders in the dicts whose version tag moved (then the tags are settled)."""
-        dicts, keys, tensors, _ptrs = checks
+        dicts, keys, at = checks
+        tensors = at.tensors
         watch = self._source_watch
         if watch is None:
             if not all(map(_is, map(dict.get, dicts, keys), tensors)):

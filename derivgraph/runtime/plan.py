@@ -183,6 +183,28 @@ class Plan:
         self.bind_tensors()
         self.install(self.steps, group=self._grouped)
 
+    def prepare(self) -> None:
+        """Build now what the first run and the first refill of a process would build lazily
+        (compile_plan and :meth:`capture` call this; a re-bind after moved sources, already a
+        recapture, leaves it to the next run): the refill table with its flat
+        copies (:class:`~derivgraph.runtime.engine.RefillTable`), what a full refill still
+        computes, the entry functions of a full run and a refill, and the proofs the checks
+        keep: the source checks with their dict tags and storage words, the holders' dict tags
+        and the startup tensors' storage words. Each proof is taken only by its own full check
+        passing here (the state now, just bound); a check that fails takes none and the run
+        decides as without this."""
+        if self.program is None:
+            return
+        self.holders.sources_intact()  # the full source check: its tags and words once proven
+        self.tensors.startup_addresses().intact()  # the startup tensors' words once proven
+        if self.holders.hops is not None and self.holders.owners_current():
+            self.holders.table.changed()  # a full sweep; nothing stale: the tags are settled
+            table = self._refill_table_now()
+            if table.complete:
+                self._rest_for(None, table)
+        self._entry(PassKind.REFILL, None)
+        self._entry(PassKind.RUN, None, self._launches())
+
     # ---- running -----------------------------------------------------------------------------
     def run(self, updated: Iterable[str] | None = None, *, verify: bool = False,
             take_engine_values: bool = False, strict: bool | None = None) -> RunReport:
@@ -328,12 +350,7 @@ class Plan:
         holders = self.holders
         if not holders.owners_current_for(report):
             return None
-        table = self._refill_table
-        if table is None or table.table is not holders.table:
-            table = self._refill_table = RefillTable(
-                holders.table, self._refill_targets(), set(self.constant_entries),
-                set(self._opaque()))
-            self._rest, self._taken_rest = {}, {}
+        table = self._refill_table_now()
         current = holders.table.current()
         taken = table.take(current)
         if taken is None:
@@ -344,13 +361,28 @@ class Plan:
         holders.note_read(report, current, every=table.whole and taken.mask is None)
         report.bytes += taken.nbytes
         report.taken_from_engine = report.written = report.steps = len(taken.ours)
-        mask = taken.mask  # None: every target, the common case (no tuple hashed)
+        return taken.constants, self._rest_for(taken.mask, table)
+
+    def _refill_table_now(self) -> RefillTable:
+        """The refill table over the holders' current table (made once per holder table)."""
+        holders = self.holders
+        table = self._refill_table
+        if table is None or table.table is not holders.table:
+            table = self._refill_table = RefillTable(
+                holders.table, self._refill_targets(), set(self.constant_entries),
+                set(self._opaque()))
+            self._rest, self._taken_rest = {}, {}
+        return table
+
+    def _rest_for(self, mask: tuple[bool, ...] | None, table: RefillTable) \
+            -> frozenset[str] | None:
+        """What a refill whose batched read took ``mask`` of ``table`` still computes (None:
+        every target, the common case: no tuple hashed)."""
         if mask in self._taken_rest:
-            rest = self._taken_rest[mask]
-        else:
-            rest = self._taken_rest[mask] = self._rest_after(
-                table.ids if mask is None else list(compress(table.ids, mask)))
-        return taken.constants, rest
+            return self._taken_rest[mask]
+        rest = self._taken_rest[mask] = self._rest_after(
+            table.ids if mask is None else list(compress(table.ids, mask)))
+        return rest
 
     def _pass_for(self, nodes: frozenset[str]) -> Any:
         return self.programs.partial(nodes).fn
@@ -424,6 +456,7 @@ class Plan:
                     fn.__globals__.values())
         self._refuse_source_writes(writes.written)
         self._captured = True
+        self.prepare()  # the entry functions of the captured plan
 
     def _install_recordable(self) -> None:
         """The pass with one ``torch._foreach_*`` call per operation, for a recording: a flat

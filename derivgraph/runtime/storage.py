@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from derivgraph.addresses import Addresses, addresses
+from derivgraph.addresses import AtAddresses
 from derivgraph.compiler.graph import DerivedGraph, NodeRef, refs_in
 from derivgraph.compiler.interpret import Interpreter
 from derivgraph.compiler.ir import Node, NodeKind
@@ -23,7 +23,6 @@ from derivgraph.runtime.entry import Entry
 
 __all__ = ["BoundTensors", "BoundViews"]
 
-_data_ptr = torch.Tensor.data_ptr
 _UNSET = object()
 
 
@@ -61,9 +60,8 @@ class BoundTensors:
         self.stages: dict[str, torch.Tensor] = {}  # derived Python scalars, staged
         self.stage_groups: list[tuple[torch.Tensor, list[str]]] = []  # one buffer, its stages
         self.constants: dict[str, torch.Tensor] = {}  # op nodes no source feeds: made at compile
-        # the tensors a refill may re-point, their startup addresses, their storage words
-        # and whether those were taken
-        self._startup: tuple[list[Any], list[int], Addresses | None, bool] | None = None
+        # the tensors a refill may re-point, at their startup addresses
+        self._startup: AtAddresses | None = None
 
     def bind(self, model: Any) -> None:
         """Resolve the sources, then every view over a bound tensor."""
@@ -163,20 +161,10 @@ class BoundTensors:
     def restore_storage(self) -> list[str]:
         """Put startup storage back under tensors the engine re-pointed (``t.data = new``).
 
-        Nothing re-pointed (the common case) is proven by one gather of the tensors' storage
-        words (:mod:`derivgraph.addresses`), taken the first time their data addresses were
-        compared equal to the startup ones; else, or when a word moved, by the addresses."""
-        held = self._startup
-        if held is None:
-            kept = [e for e in self.entries.values() if e.startup_data is not None]
-            held = self._startup = ([e.storage for e in kept], [e.startup_ptr for e in kept],
-                                    None, False)
-        tensors, ptrs, words, tried = held
-        if words is not None and words.kept():
-            return []
-        if list(map(_data_ptr, tensors)) == ptrs:
-            if not tried:  # the words of a state just proven (None where unproven)
-                self._startup = (tensors, ptrs, addresses(tensors, hold=False), True)
+        Nothing re-pointed (the common case) is proven by :meth:`AtAddresses.intact
+        <derivgraph.addresses.AtAddresses.intact>` (one gather of storage words, else the
+        addresses compared)."""
+        if self.startup_addresses().intact():
             return []
         restored = []
         for key, entry in self.entries.items():
@@ -186,4 +174,11 @@ class BoundTensors:
             restored.append(key)
         return restored
 
-
+    def startup_addresses(self) -> AtAddresses:
+        """The derived tensors a refill may re-point, at their startup addresses (made once)."""
+        held = self._startup
+        if held is None:
+            kept = [e for e in self.entries.values() if e.startup_data is not None]
+            held = self._startup = AtAddresses([e.storage for e in kept],
+                                               [e.startup_ptr for e in kept])
+        return held

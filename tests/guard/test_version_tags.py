@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from derivgraph import addresses as addresses_module
 from derivgraph.dict_versions import DictVersions
 from derivgraph.guard import Change
-from derivgraph.guard import guard as guard_module
 from derivgraph.guard.sweep import Sweep
 from tests.guard.test_guard import Layer, _reload, _startup
 from tests.guard.test_value_templates import _dispatch
@@ -143,7 +143,7 @@ def test_canary_a_sweep_skipping_the_moved_dicts_misses_the_rebound_slot(monkeyp
 def test_canary_an_address_sweep_that_always_agrees_misses_the_storage_swap(monkeypatch):
     layer = Layer()
     guard, kept = _startup(layer)
-    monkeypatch.setattr(guard_module, "_PTRS_EQUAL", lambda *args: True)
+    monkeypatch.setattr(addresses_module, "_PTRS_EQUAL", lambda *args: True)
     ptr = kept["buffer"].data_ptr()
     kept["buffer"].data = kept["buffer"].clone()
     assert guard.restore(layer).restored == [] and kept["buffer"].data_ptr() != ptr

@@ -41,7 +41,7 @@ def test_a_repointed_derived_tensor_is_restored(words):
     model, plan = _compiled()
     plan.run()
     plan.run()  # the words are taken by a check that compared the addresses
-    assert (plan.tensors._startup[2] is not None) == words
+    assert (plan.tensors.startup_addresses().words is not None) == words
     startup = model[5].total.data_ptr()
     model[5].total.data = torch.zeros(8)
     for layer in model:
@@ -66,7 +66,7 @@ def test_a_moved_source_is_found_and_read_at_its_new_address(words):
     model, plan = _compiled()
     plan.run()
     plan.run()
-    assert (plan.holders._source_words is not None) == words
+    assert (plan.holders._source_checks[2].words is not None) == words
     model[4].w.data = torch.full((8,), 4.0)
     report = plan.run()
     assert any(r.startswith("4.w ") for r in report.recapture_required)
@@ -95,5 +95,6 @@ def test_the_source_words_keep_no_dropped_storage_alive(words):
     holders = plan.holders
     assert not holders.sources_intact()  # the check ran over the moved source
     if words:
-        assert holders._source_words is not None and holders._source_words.storages == []
+        source_words = holders._source_checks[2].words
+        assert source_words is not None and source_words.storages == []
     assert gone() is None  # nothing else holds it: not the words either
