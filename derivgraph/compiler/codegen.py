@@ -380,28 +380,6 @@ def _group_key(ctx: LowerContext, step: Step) -> GroupKey | None:
     return None
 
 
-class _TwinKeys:
-    """:func:`_group_key` of each step, decided once per template step: a step of a provable
-    stamped layer (:attr:`Step.twin`) has its template step's key (same op, arguments and
-    meta values, and storage of the same dtype, shape and device: what
-    :func:`~derivgraph.compiler.lower_layers.provable_layers` proved)."""
-
-    def __init__(self, ctx: LowerContext):
-        self.ctx = ctx
-        self.keys: dict[int, GroupKey | None] = {}  # id(template step) -> its key
-
-    def of(self, step: Step) -> GroupKey | None:
-        twin = step.twin
-        if twin is None:
-            return _group_key(self.ctx, step)
-        keys = self.keys
-        at = id(twin)
-        if at in keys:
-            return keys[at]
-        key = keys[at] = _group_key(self.ctx, twin)
-        return key
-
-
 def _reduce_key(ctx: LowerContext, step: Step) -> GroupKey | None:
     """A whole-tensor reduction of a one-element tensor (its value, bit for bit, whatever the
     kernel): grouped with the others of its op."""
@@ -426,12 +404,11 @@ def build_program(ctx: LowerContext, bindings: Bindings, steps: list[Step], name
     order = sorted(range(len(steps)), key=lambda i: levels[i])  # stable within a level
     lines: Lines = []
     groups = 0
-    keys = _TwinKeys(ctx)
     for _lvl, members in itertools.groupby(order, key=lambda i: levels[i]):
         by_key: dict[GroupKey, list[Step]] = {}
         singles: list[Step] = []
         for step in (steps[k] for k in members):
-            key = keys.of(step) if group else None
+            key = _group_key(ctx, step) if group else None
             (by_key.setdefault(key, []) if key is not None else singles).append(step)
         for step in singles:
             lines += _emit_single(em, step)
