@@ -24,6 +24,7 @@ from derivgraph.compare import bits_equal
 from derivgraph.compiler.bind import check_bindings, match_specs
 from derivgraph.compiler.build import build_graph
 from derivgraph.compiler.checks import fault_issue, index_issues, view_issues
+from derivgraph.compiler.columns import evaluate_columns
 from derivgraph.compiler.fold import compile_folds
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.interpret import (
@@ -80,6 +81,7 @@ def _evaluate_all(graph: DerivedGraph) -> dict[str, Any]:
     interp = CompileValues(graph)
     order = graph.ordered()
     with torch.no_grad():
+        evaluate_columns(graph, interp.env, interp.run_node)  # stamped layers: one call a column
         try:
             interp.run(order)
         except Exception as exc:  # re-raised as a spec issue that names the node

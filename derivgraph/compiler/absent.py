@@ -17,6 +17,7 @@ value) is read the generic way.
 from __future__ import annotations
 
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode
+from derivgraph.compiler.stamp import by_template
 from derivgraph.paths import _absent_on_class
 from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind, is_engine
 
@@ -39,11 +40,8 @@ def absent_names(graph: DerivedGraph) -> set[str]:
     """The derived nodes of stamped layers whose owner holds nothing at their name (what
     adoption would read as :data:`~derivgraph.paths.MISSING`), proven column by column."""
     derived = graph.derived
-    groups: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
-    for layer in graph.stamps:
-        groups.setdefault(layer.template, []).append(layer.ids)
     out: set[str] = set()
-    for template, layers in groups.items():
+    for template, layers in by_template(graph.stamps).items():
         for k, template_id in enumerate(template):
             first = derived.get(template_id)
             if first is None or not _column_kind(first):

@@ -479,17 +479,12 @@ def _emit_group(em: Emitter, key: GroupKey, members: list[Step]) -> Lines:
     return lines
 
 
-#: ops whose result is the same bits on one element or a vector of them (IEEE exact)
-_FLAT_UNARY = frozenset({"reciprocal", "abs", "neg", "sqrt"})
-_FLAT_BINARY = frozenset({"add", "sub", "mul", "div", "maximum", "minimum"})
-
-
 def _emit_flat(em: Emitter, key: GroupKey, members: list[Step]) -> Lines | None:
     """A group of many small CPU tensors as whole-buffer ops over the memory that holds them
     (:mod:`derivgraph.compiler.flat`); None where that path does not apply."""
     kind = key.kind
-    if kind is GroupKind.UNARY and key.op not in _FLAT_UNARY or kind in (
-            GroupKind.BINARY, GroupKind.SCALAR) and key.op not in _FLAT_BINARY:
+    if kind is GroupKind.UNARY and key.op not in flat.EXACT_UNARY or kind in (
+            GroupKind.BINARY, GroupKind.SCALAR) and key.op not in flat.EXACT_BINARY:
         return None
     firsts = [s.input if kind is GroupKind.COPY else s.args[0].id for s in members]
     refs = firsts + ([s.args[1].id for s in members] if kind is GroupKind.BINARY else [])
