@@ -45,6 +45,7 @@ _SCALAR_OK = frozenset({"add", "sub", "mul"})  # `x / c` is not grouped: CUDA mu
 #: reductions of one-element tensors grouped into one call (one element: the same bits)
 _FOREACH_REDUCE = {"amax": "_foreach_max"}
 _UNBOUND = object()
+_SOURCE, _DERIVED, _SCALAR = NodeKind.SOURCE, NodeKind.DERIVED, TensorKind.SCALAR
 
 
 # ---- binding keys: what each global of the generated code holds ----------
@@ -286,29 +287,21 @@ class Emitter:
             else [_UNBOUND]
         if any(map(is_, values, repeat(_UNBOUND))):  # a local (or an unbound node) among them
             return "[" + ", ".join(self.operand(r) for r in refs) + "]"
-        keys = self._operands(refs, values)
+        keys = self._operands(refs)
         return self.bindings.bind(TensorList(keys), "group", values)
 
-    def _operands(self, refs: list[str], values: list[Any]) -> tuple[Bound, ...]:
-        """:meth:`operand` of each of ``refs`` (none a local; ``values``: what each has bound)
-        in one sweep: a source or derived tensor named here, any other node by ``operand``."""
-        bindings, nodes, derived = self.bindings, self.ctx.graph.nodes, self.ctx.graph.derived
-        names, glob = bindings.names, bindings.globals
-        keys = tuple(map(Bound, refs))
-        for key, ref, value in zip(keys, refs, values):
-            name = names.get(key)
-            if name is None:
-                kind = nodes[ref].kind
-                if kind is NodeKind.SOURCE:
-                    hint = f"src_{ref}"
-                elif kind is NodeKind.DERIVED and derived[ref].kind is not TensorKind.SCALAR:
-                    hint = ref
-                else:  # a view (its base named first), a constant or a staged scalar
-                    self.operand(ref)
-                    continue
-                name = names[key] = bindings.fresh(hint)
-            glob[name] = value
-        return keys
+    def _operands(self, refs: list[str]) -> tuple[Bound, ...]:
+        """The keys of ``refs`` (none a local), the members of one prebuilt list: a source or
+        a derived tensor is named by the list alone (the header prints the list by path, one
+        global per list, not per tensor); any other node (a view, named over its base; a
+        constant; a staged scalar) by :meth:`operand`."""
+        nodes, derived = self.ctx.graph.nodes, self.ctx.graph.derived
+        for ref in refs:
+            kind = nodes[ref].kind
+            if kind is _SOURCE or kind is _DERIVED and derived[ref].kind is not _SCALAR:
+                continue
+            self.operand(ref)
+        return tuple(map(Bound, refs))
 
     def outs(self, steps: list[Step]) -> str:
         if any(s.out_shape is not None for s in steps):
@@ -323,7 +316,7 @@ class Emitter:
                 self.out(s)
             keys = tuple(map(Bound, targets))
         else:
-            keys = self._operands(targets, values)
+            keys = self._operands(targets)
         return self.bindings.bind(TensorList(keys), "group", values)
 
 
