@@ -174,6 +174,8 @@ class DerivedGraph:
         self.layer_cache: tuple[int, Any] = (-1, None)  # the proven ones, by graph version
         self._deps: dict[str, frozenset[str]] = {}
         self._deps_version = -1
+        self._sources: list[str] = []
+        self._sources_version = -1
         self.meta_env: dict[str, Any] = {}  # node id -> meta value (set by shape inference)
 
     @property
@@ -231,7 +233,12 @@ class DerivedGraph:
         return self.ir.nodes[node_id].kind
 
     def sources(self) -> list[str]:
-        return [n for n, d in self.ir.nodes.items() if d.kind is NodeKind.SOURCE]
+        """The source node ids, in insertion order (cached until the graph changes)."""
+        if self._sources_version != self.ir.version:
+            source = NodeKind.SOURCE  # the enum member read once, not per node
+            self._sources = [n for n, d in self.ir.nodes.items() if d.kind is source]
+            self._sources_version = self.ir.version
+        return list(self._sources)
 
     def ordered(self) -> list[str]:
         """Node ids in a deterministic topological order (cached until the graph changes)."""
