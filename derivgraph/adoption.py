@@ -15,14 +15,13 @@ import torch
 from torch import nn
 
 from derivgraph.compare import max_difference
-from derivgraph.compiler.absent import absent_names
 from derivgraph.compiler.engine import adoption_problem
 from derivgraph.compiler.graph import DerivedNode
 from derivgraph.compiler.interpret import view_base
 from derivgraph.compiler.owners import PathReader, child
 from derivgraph.compiler.transaction import overlap_problem, source_storages
 from derivgraph.errors import AdoptionError, Rule, SpecIssue
-from derivgraph.paths import MISSING, Slot, slot_of
+from derivgraph.paths import Slot, slot_of
 from derivgraph.runtime.plan import Entry, Plan
 from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind, is_engine
 
@@ -104,7 +103,6 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, E
         return found[0]
 
     derived = graph.derived
-    absent = absent_names(graph)  # stamped layers' names proven unheld, column by column
     for node_id in graph.ordered():
         node = derived.get(node_id)
         if node is None:
@@ -112,7 +110,7 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, E
         owner = owners.owner(node.owner_path)
         value = values[node_id]
         name = node.decl.name
-        current = MISSING if node_id in absent else child(owner, name)
+        current = child(owner, name)
 
         def issue(rule: str, msg: str, fix: str, node: DerivedNode = node) -> None:
             issues.append(SpecIssue(rule, msg, fix, node.decl.location, node.id))
