@@ -175,6 +175,9 @@ class DerivedGraph:
         self._deps: dict[str, frozenset[str]] = {}
         self._deps_version = -1
         self._sources: list[str] = []
+        # each source tensor as building read it (handed to the compile's evaluation, then
+        # dropped: a plan must not keep a tensor the engine may replace)
+        self.read_sources: dict[str, torch.Tensor] = {}
         self._sources_version = -1
         self.meta_env: dict[str, Any] = {}  # node id -> meta value (set by shape inference)
 
@@ -195,6 +198,7 @@ class DerivedGraph:
             self.ir.add(Node(path, NodeKind.SOURCE, shape=tuple(tensor.shape),
                              stride=tuple(tensor.stride()), dtype=tensor.dtype,
                              device=tensor.device))
+            self.read_sources[path] = tensor
         return NodeRef(path)
 
     def op(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> NodeRef:

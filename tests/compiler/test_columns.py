@@ -104,3 +104,16 @@ def test_canary_values_handed_to_the_wrong_layers_are_refused(
     monkeypatch.setattr(columns, "_column", shifted)
     with pytest.raises(SpecValidationError, match="differs from eager evaluation"):
         compile_plan(_model(), [scaling_spec()])
+
+
+def test_sources_read_by_building_are_the_models_and_are_dropped() -> None:
+    """The evaluation takes each source as building the graph read it (the model's own
+    object, not a copy); the compiled plan keeps none of them (the engine may replace one)."""
+    model = _model()
+    graph = build_graph(model, match_specs(model, [scaling_spec()]))
+    assert set(graph.read_sources) == set(graph.sources())
+    for i, layer in enumerate(model.layers):
+        assert graph.read_sources[f"layers.{i}.scale"] is layer.scale
+        assert graph.read_sources[f"layers.{i}.weight"] is layer.weight
+    plan = compile_plan(_model(), [scaling_spec()])
+    assert plan.graph.read_sources == {}
