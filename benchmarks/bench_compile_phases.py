@@ -24,10 +24,12 @@ import derivgraph.compiler.build as build
 import derivgraph.planner as planner
 from derivgraph.compiler.stamp import Stamper, stamping
 from derivgraph.compiler.stamp_params import ParamStamper
+from derivgraph.runtime.holders import Holders
 from derivgraph.runtime.plan import Plan
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
 PHASES = [
+    (planner, "match_specs", "bind: match_specs"),
     (planner, "check_bindings", "bind: check_bindings"),
     (planner, "build_graph", "build_graph"),
     (ParamStamper, "resolve", "  build: resolve_params"),
@@ -38,12 +40,16 @@ PHASES = [
     (planner, "_evaluate_all", "evaluate"),
     (planner, "adopt_or_allocate", "adopt_or_allocate"),
     (adoption, "source_storages", "  adopt: source_storages"),
+    (planner.ModelTransaction, "__init__", "transaction"),
     (planner, "_materialize", "materialize"),
+    (Holders, "rebind_entries", "holders: rebind_entries"),
+    (planner, "collect_containers", "collect_containers"),
     (planner, "_record_startup", "record_startup"),
     (planner, "_lower", "lower (all)"),
     (Plan, "bind_tensors", "  lower: bind_tensors"),
     (planner, "lower_steps", "  lower: lower_steps"),
     (Plan, "install", "  lower: install (codegen)"),
+    (planner, "_mismatches", "  lower: bit check (_mismatches)"),
 ]
 
 

@@ -24,6 +24,7 @@ from derivgraph.compare import bits_equal
 from derivgraph.compiler.bind import check_bindings, match_specs
 from derivgraph.compiler.build import build_graph
 from derivgraph.compiler.checks import fault_issue, index_issues, view_issues
+from derivgraph.compiler.columns import evaluate_columns
 from derivgraph.compiler.fold import compile_folds
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.interpret import (
@@ -75,11 +76,13 @@ class CompileValues(EagerInterpreter):
         return value
 
 
-def _evaluate_all(graph: DerivedGraph) -> dict[str, Any]:
-    """Every node's value (reads only); an op that raises is a DG030 issue naming the node."""
-    interp = CompileValues(graph)
+def _evaluate_all(graph: DerivedGraph, sources: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every node's value (reads only; ``sources``: source tensors already read, by path); an
+    op that raises is a DG030 issue naming the node."""
+    interp = CompileValues(graph, sources)
     order = graph.ordered()
     with torch.no_grad():
+        evaluate_columns(graph, interp.env, interp.run_node)  # stamped layers: one call a column
         try:
             interp.run(order)
         except Exception as exc:  # re-raised as a spec issue that names the node
@@ -168,7 +171,9 @@ def _prepare(model: nn.Module, specs: Iterable[Spec] | None,
     plan.meta_env = graph.meta_env
     plan.folds = folds  # compile records the engine's first fold as applied
     plan.relayout = refresh_layouts  # run(strict=False) re-allocates through the driver
-    values = _evaluate_all(graph)
+    # the sources as building the graph read them (nothing was written since), then dropped
+    sources, graph.read_sources = graph.read_sources, {}
+    values = _evaluate_all(graph, sources)
     planned = adopt_or_allocate(plan, values)
     _raise_if(view_issues((e.node, values.get(e.id), values.get(x.base))
                           for e, x in planned if isinstance(x, ViewOf)))

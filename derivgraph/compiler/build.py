@@ -64,8 +64,9 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
                             "declare each derived tensor once; make the other an alias", node)
                 continue
             owner = owners.get(owner_path, MISSING)
-            if owner is MISSING:
-                owner = owners[owner_path] = get_path(model, owner_path)
+            if owner is MISSING:  # the module itself (as matched, a walk of `_modules`), or read
+                owner = owners[owner_path] = bound.module if not decl.owner \
+                    else get_path(model, owner_path)
             if owner is MISSING or owner is None:
                 graph.issue(Rule.MISSING_SOURCE, f"owner path {decl.owner!r} does not exist on "
                             f"{type(bound.module).__name__} at {bound.module_path or '<root>'}",

@@ -45,6 +45,7 @@ _SCALAR_OK = frozenset({"add", "sub", "mul"})  # `x / c` is not grouped: CUDA mu
 #: reductions of one-element tensors grouped into one call (one element: the same bits)
 _FOREACH_REDUCE = {"amax": "_foreach_max"}
 _UNBOUND = object()
+_SOURCE, _DERIVED, _SCALAR = NodeKind.SOURCE, NodeKind.DERIVED, TensorKind.SCALAR
 
 
 # ---- binding keys: what each global of the generated code holds ----------
@@ -286,29 +287,21 @@ class Emitter:
             else [_UNBOUND]
         if any(map(is_, values, repeat(_UNBOUND))):  # a local (or an unbound node) among them
             return "[" + ", ".join(self.operand(r) for r in refs) + "]"
-        keys = self._operands(refs, values)
+        keys = self._operands(refs)
         return self.bindings.bind(TensorList(keys), "group", values)
 
-    def _operands(self, refs: list[str], values: list[Any]) -> tuple[Bound, ...]:
-        """:meth:`operand` of each of ``refs`` (none a local; ``values``: what each has bound)
-        in one sweep: a source or derived tensor named here, any other node by ``operand``."""
-        bindings, nodes, derived = self.bindings, self.ctx.graph.nodes, self.ctx.graph.derived
-        names, glob = bindings.names, bindings.globals
-        keys = tuple(map(Bound, refs))
-        for key, ref, value in zip(keys, refs, values):
-            name = names.get(key)
-            if name is None:
-                kind = nodes[ref].kind
-                if kind is NodeKind.SOURCE:
-                    hint = f"src_{ref}"
-                elif kind is NodeKind.DERIVED and derived[ref].kind is not TensorKind.SCALAR:
-                    hint = ref
-                else:  # a view (its base named first), a constant or a staged scalar
-                    self.operand(ref)
-                    continue
-                name = names[key] = bindings.fresh(hint)
-            glob[name] = value
-        return keys
+    def _operands(self, refs: list[str]) -> tuple[Bound, ...]:
+        """The keys of ``refs`` (none a local), the members of one prebuilt list: a source or
+        a derived tensor is named by the list alone (the header prints the list by path, one
+        global per list, not per tensor); any other node (a view, named over its base; a
+        constant; a staged scalar) by :meth:`operand`."""
+        nodes, derived = self.ctx.graph.nodes, self.ctx.graph.derived
+        for ref in refs:
+            kind = nodes[ref].kind
+            if kind is _SOURCE or kind is _DERIVED and derived[ref].kind is not _SCALAR:
+                continue
+            self.operand(ref)
+        return tuple(map(Bound, refs))
 
     def outs(self, steps: list[Step]) -> str:
         if any(s.out_shape is not None for s in steps):
@@ -323,7 +316,7 @@ class Emitter:
                 self.out(s)
             keys = tuple(map(Bound, targets))
         else:
-            keys = self._operands(targets, values)
+            keys = self._operands(targets)
         return self.bindings.bind(TensorList(keys), "group", values)
 
 
@@ -380,28 +373,6 @@ def _group_key(ctx: LowerContext, step: Step) -> GroupKey | None:
     return None
 
 
-class _TwinKeys:
-    """:func:`_group_key` of each step, decided once per template step: a step of a provable
-    stamped layer (:attr:`Step.twin`) has its template step's key (same op, arguments and
-    meta values, and storage of the same dtype, shape and device: what
-    :func:`~derivgraph.compiler.lower_layers.provable_layers` proved)."""
-
-    def __init__(self, ctx: LowerContext):
-        self.ctx = ctx
-        self.keys: dict[int, GroupKey | None] = {}  # id(template step) -> its key
-
-    def of(self, step: Step) -> GroupKey | None:
-        twin = step.twin
-        if twin is None:
-            return _group_key(self.ctx, step)
-        keys = self.keys
-        at = id(twin)
-        if at in keys:
-            return keys[at]
-        key = keys[at] = _group_key(self.ctx, twin)
-        return key
-
-
 def _reduce_key(ctx: LowerContext, step: Step) -> GroupKey | None:
     """A whole-tensor reduction of a one-element tensor (its value, bit for bit, whatever the
     kernel): grouped with the others of its op."""
@@ -426,12 +397,11 @@ def build_program(ctx: LowerContext, bindings: Bindings, steps: list[Step], name
     order = sorted(range(len(steps)), key=lambda i: levels[i])  # stable within a level
     lines: Lines = []
     groups = 0
-    keys = _TwinKeys(ctx)
     for _lvl, members in itertools.groupby(order, key=lambda i: levels[i]):
         by_key: dict[GroupKey, list[Step]] = {}
         singles: list[Step] = []
         for step in (steps[k] for k in members):
-            key = keys.of(step) if group else None
+            key = _group_key(ctx, step) if group else None
             (by_key.setdefault(key, []) if key is not None else singles).append(step)
         for step in singles:
             lines += _emit_single(em, step)
@@ -502,17 +472,12 @@ def _emit_group(em: Emitter, key: GroupKey, members: list[Step]) -> Lines:
     return lines
 
 
-#: ops whose result is the same bits on one element or a vector of them (IEEE exact)
-_FLAT_UNARY = frozenset({"reciprocal", "abs", "neg", "sqrt"})
-_FLAT_BINARY = frozenset({"add", "sub", "mul", "div", "maximum", "minimum"})
-
-
 def _emit_flat(em: Emitter, key: GroupKey, members: list[Step]) -> Lines | None:
     """A group of many small CPU tensors as whole-buffer ops over the memory that holds them
     (:mod:`derivgraph.compiler.flat`); None where that path does not apply."""
     kind = key.kind
-    if kind is GroupKind.UNARY and key.op not in _FLAT_UNARY or kind in (
-            GroupKind.BINARY, GroupKind.SCALAR) and key.op not in _FLAT_BINARY:
+    if kind is GroupKind.UNARY and key.op not in flat.EXACT_UNARY or kind in (
+            GroupKind.BINARY, GroupKind.SCALAR) and key.op not in flat.EXACT_BINARY:
         return None
     firsts = [s.input if kind is GroupKind.COPY else s.args[0].id for s in members]
     refs = firsts + ([s.args[1].id for s in members] if kind is GroupKind.BINARY else [])

@@ -36,7 +36,8 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["MAX_ELEMENTS", "MAX_MEAN", "MIN_GROUP", "OP_DTYPES", "Span", "span_of"]
+__all__ = ["EXACT_BINARY", "EXACT_UNARY", "MAX_ELEMENTS", "MAX_MEAN", "MIN_GROUP", "OP_DTYPES",
+           "Span", "span_of"]
 
 #: the largest mean number of elements per tensor of a group that takes the flat path
 MAX_MEAN = 1024
@@ -45,6 +46,9 @@ MIN_GROUP = 32
 #: the most elements of a group that takes the flat path: aten's grain size, above which its CPU
 #: ops split across threads (measured: slower than the per-tensor loop on a loaded 2-core host)
 MAX_ELEMENTS = 32768
+#: ops whose result is the same bits on one element or a vector of them (IEEE exact)
+EXACT_UNARY = frozenset({"reciprocal", "abs", "neg", "sqrt"})
+EXACT_BINARY = frozenset({"add", "sub", "mul", "div", "maximum", "minimum"})
 #: dtypes an op (not only a copy) runs on in the flat path
 OP_DTYPES = frozenset({torch.float32, torch.float64})
 #: dtypes a plain copy runs on in the flat path (any element is copied bit for bit)

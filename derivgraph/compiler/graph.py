@@ -174,6 +174,11 @@ class DerivedGraph:
         self.layer_cache: tuple[int, Any] = (-1, None)  # the proven ones, by graph version
         self._deps: dict[str, frozenset[str]] = {}
         self._deps_version = -1
+        self._sources: list[str] = []
+        # each source tensor as building read it (handed to the compile's evaluation, then
+        # dropped: a plan must not keep a tensor the engine may replace)
+        self.read_sources: dict[str, torch.Tensor] = {}
+        self._sources_version = -1
         self.meta_env: dict[str, Any] = {}  # node id -> meta value (set by shape inference)
 
     @property
@@ -193,6 +198,7 @@ class DerivedGraph:
             self.ir.add(Node(path, NodeKind.SOURCE, shape=tuple(tensor.shape),
                              stride=tuple(tensor.stride()), dtype=tensor.dtype,
                              device=tensor.device))
+            self.read_sources[path] = tensor
         return NodeRef(path)
 
     def op(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> NodeRef:
@@ -231,7 +237,12 @@ class DerivedGraph:
         return self.ir.nodes[node_id].kind
 
     def sources(self) -> list[str]:
-        return [n for n, d in self.ir.nodes.items() if d.kind is NodeKind.SOURCE]
+        """The source node ids, in insertion order (cached until the graph changes)."""
+        if self._sources_version != self.ir.version:
+            source = NodeKind.SOURCE  # the enum member read once, not per node
+            self._sources = [n for n, d in self.ir.nodes.items() if d.kind is source]
+            self._sources_version = self.ir.version
+        return list(self._sources)
 
     def ordered(self) -> list[str]:
         """Node ids in a deterministic topological order (cached until the graph changes)."""

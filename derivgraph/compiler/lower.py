@@ -64,9 +64,6 @@ class Step:
     target: str = ""          # the derived node written (OUT, COPY, SCALAR)
     scale: float | None = None  # `c / x` lowered to reciprocal(out=) then mul_(c)
     out_shape: tuple[int, ...] | None = None  # OUT through a reshape: write a view of storage
-    # the template's step this one repeats (a provable stamped layer's step): what codegen
-    # decides from the bound values of the template's step holds for this one (None: its own)
-    twin: Step | None = field(default=None, compare=False, repr=False)
 
     def reads(self) -> list[str]:
         """The node ids this step reads."""
@@ -193,8 +190,7 @@ class Lowerer(Interpreter):
             for i, step, at, tail, inp in recipe:
                 if at is None:  # arguments of another shape: renamed one by one
                     names = names or dict(zip(layer.template, ids))
-                    chosen[ids[i]] = renamed = step.renamed(names)
-                    renamed.twin = step
+                    chosen[ids[i]] = step.renamed(names)
                     continue
                 args, kwargs = step.args, step.kwargs
                 if at >= 0:
@@ -202,8 +198,7 @@ class Lowerer(Interpreter):
                     args, kwargs = (src.args[1],) if tail else src.args, src.kwargs
                 chosen[ids[i]] = Step(ids[i], step.action, step.op, args, kwargs,
                                       step.input if inp < 0 else ids[inp],
-                                      ids[i] if step.target else "", step.scale, step.out_shape,
-                                      step)
+                                      ids[i] if step.target else "", step.scale, step.out_shape)
         return [chosen[n] for n in order if n in chosen]
 
     def _recipe(self, template: tuple[str, ...], chosen: dict[str, Step]) -> list[_Recipe]:

@@ -25,7 +25,7 @@ from derivgraph.compiler.graph import DerivedGraph, DerivedNode, freeze, substit
 from derivgraph.compiler.reads import Probe, Reads, probe_path
 from derivgraph.compiler.replay import Replay
 
-__all__ = ["StampedLayer", "Stamper", "facts_hold", "stamping", "stamping_enabled"]
+__all__ = ["StampedLayer", "Stamper", "by_template", "facts_hold", "stamping", "stamping_enabled"]
 
 _ENABLED = [os.environ.get("DERIVGRAPH_STAMP", "1") != "0"]
 
@@ -72,6 +72,15 @@ class StampedLayer:
 
     template: tuple[str, ...]
     ids: tuple[str, ...]
+
+
+def by_template(layers: list[StampedLayer]) -> dict[tuple[str, ...], list[tuple[str, ...]]]:
+    """The stamped layers' node ids grouped by template (the template's ids -> each layer's,
+    in stamping order): the instance table of each template."""
+    groups: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+    for layer in layers:
+        groups.setdefault(layer.template, []).append(layer.ids)
+    return groups
 
 
 #: resolve(node, reads) -> the node's input id (None: no input, or an issue was reported)

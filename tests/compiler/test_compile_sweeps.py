@@ -23,6 +23,7 @@ from derivgraph.compiler.ir import Graph, Node, NodeKind
 from derivgraph.compiler.owners import PathReader, child
 from derivgraph.paths import MISSING, get_path, step_into
 from derivgraph.planner import _bits_equal_all
+from derivgraph.spec.kinds import TensorKind
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 from derivgraph.tools.deepseek_workload import DeepseekModel, deepseek_specs
 from derivgraph.tools.reference_models import (
@@ -321,10 +322,12 @@ def test_canary_levels_blind_to_shared_storage_differ() -> None:
     assert schedule.levels(blind, steps) == [0, 0]
 
 
-def test_operand_lists_name_each_tensor_as_operand_does(plans: list[Any]) -> None:
-    """Each prebuilt list named in one sweep binds every tensor under the name, and to the
-    value, that naming its operands one by one gives."""
+def test_operand_lists_bind_what_operand_binds_and_name_only_the_list(plans: list[Any]) -> None:
+    """Each prebuilt list binds, tensor by tensor, the value naming its operands one by one
+    gives; its sources and derived tensors are named by the list alone (one global per list),
+    any other member (a view, a constant) as :meth:`Emitter.operand` names it."""
     for plan in plans:
+        graph = plan.graph
         groups = [key.items for key in plan.programs.bindings.names
                   if isinstance(key, codegen.TensorList)
                   and all(isinstance(k, codegen.Bound) for k in key.items)]
@@ -332,14 +335,14 @@ def test_operand_lists_name_each_tensor_as_operand_does(plans: list[Any]) -> Non
         for items in groups:
             refs = [k.ref for k in items]
             swept, single = codegen.Bindings(), codegen.Bindings()
-            codegen.Emitter(plan.tensors, swept).tensors(refs)
+            name = codegen.Emitter(plan.tensors, swept).tensors(refs)
             one = codegen.Emitter(plan.tensors, single)
-            names = [one.operand(r) for r in refs]
-            single.bind(codegen.TensorList(items), "group", [single.globals[n] for n in names])
-            assert list(swept.names.items()) == list(single.names.items())
-            for name, value in single.globals.items():
-                got = swept.globals[name]
-                if isinstance(value, list):
-                    assert list(map(id, got)) == list(map(id, value)), name
-                else:
-                    assert got is value, name
+            values = [single.globals[one.operand(r)] for r in refs]
+            assert list(map(id, swept.globals[name])) == list(map(id, values))
+            plain = {r for r in refs if graph.nodes[r].kind is NodeKind.SOURCE
+                     or r in graph.derived and graph.derived[r].kind is not TensorKind.SCALAR}
+            assert plain and not any(codegen.Bound(r) in swept.names for r in plain)
+            named = {k: v for k, v in single.names.items()
+                     if getattr(k, "ref", None) not in plain}
+            assert {k: v for k, v in swept.names.items()
+                    if not isinstance(k, codegen.TensorList)} == named

@@ -356,19 +356,22 @@ def test_every_layer_reports_its_own_oversized_values(monkeypatch: pytest.Monkey
         f"layers.{n}.{name}" for n in range(5) for name in ("inv", "prod", "scale_alias"))
 
 
-def test_canary_names_bound_to_another_layers_tensor_are_caught(
+def test_canary_lists_bound_in_another_layer_order_are_caught(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Planted bug: a stamped compile binds each tensor's own global name to another layer's
-    tensor (the prebuilt lists stay right, so the pass computes the same values). The printed
-    pass, steps and entries are unchanged; the namespace comparison is what goes red."""
+    """Planted bug: a stamped compile binds every prebuilt list reversed (each list of a
+    grouped call reversed alike, so every output still meets its own operands and the pass
+    computes the same values). The printed pass, steps and entries are unchanged; the
+    namespace comparison is what goes red."""
     from derivgraph.compiler import codegen
 
-    real = codegen.Emitter._operands
+    real = codegen.Bindings.bind
 
-    def swapped(self: Any, refs: list[str], values: list[Any]) -> Any:
-        return real(self, refs, values[::-1] if stamp.stamping_enabled() else values)
+    def swapped(self: Any, key: Any, hint: str, value: Any) -> str:
+        if isinstance(key, codegen.TensorList) and stamp.stamping_enabled():
+            value = value[::-1]
+        return real(self, key, hint, value)
 
-    monkeypatch.setattr(codegen.Emitter, "_operands", swapped)
+    monkeypatch.setattr(codegen.Bindings, "bind", swapped)
     plans = []
     for on in (False, True):
         torch.manual_seed(0)
