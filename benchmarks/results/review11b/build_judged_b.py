@@ -73,7 +73,7 @@ J = {
       "reload and keeps 6.0 after a kernel-format copy of 30.0. TP only through the kernel-format clause (reading 2)."),
  20: (MK, 767, "TP", True, False, True,
       "Container store online/mxfp8.py:198 in Mxfp8OnlineMoEMethod._setup_kernel (every PWAL): get_fused_moe_quant_config "
-      "(online/mxfp8.py:213-234) references layer.w13_weight_scale (set by replace_parameter at :196), block_shape [1,32] so "
+      "(online/mxfp8.py:213-234) references layer.w13_weight_scale (set by replace_parameter at :195), block_shape [1,32] so "
       "no fresh per-tensor alphas. Forward reader: experts' modular_kernel.py:767 `return self.quant_config.w1_scale` "
       "(the audit's eep_reconfigure.py:37 only runs on elastic-EP reconfigure). After a layerwise reload the config built by "
       "PWAL on the temporaries points at the reload temporary; a kernel-format reload after it copies into the kept Parameter "
@@ -81,7 +81,7 @@ J = {
       "w1_scale is the quantized weight's scale. TP only through the kernel-format clause."),
  21: (MK, 775, "TP", True, False, True,
       "Container store quark_moe.py:498 in QuarkW4A16Int4MoEMethod._setup_kernel (every PWAL): get_fused_moe_quant_config "
-      "(quark_moe.py:509-520) references layer.w13_weight_zero_point (asymmetric), layer.w13_weight_scale; read in forward by "
+      "(quark_moe.py:508-520) references layer.w13_weight_zero_point (asymmetric), layer.w13_weight_scale; read in forward by "
       "modular_kernel.py:775 `return self.quant_config.w1_zp` (Marlin w1_zeros=self.w1_zp, marlin_moe.py:778; triton_moe.py:791). "
       "After a layerwise reload these are the reload temporaries (zero-point and scale are registered Parameters, copy-back "
       "refills the kept ones and re-registers them); a kernel-format reload after it refills only the kept Parameters, so the "
