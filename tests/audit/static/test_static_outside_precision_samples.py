@@ -27,6 +27,7 @@ class PrecisionReview:
     k: int
     judges: str
     rules_commit: str
+    population: int
     tp_fp_weight: tuple[int, int, int]
     unclaused_close: tuple[int, int]
     wilson95: list[float]
@@ -49,8 +50,9 @@ class PrecisionReview:
 
 
 REVIEWS = [
-    PrecisionReview(5, "ab", "ace6f47", (32, 8, 28), (19, 11), [0.6524, 0.895]),
-    PrecisionReview(6, "abc", "2c3cde6", (31, 9, 27), (17, 11), [0.625, 0.8768]),
+    PrecisionReview(5, "ab", "ace6f47", 132, (32, 8, 28), (19, 11), [0.6524, 0.895]),
+    PrecisionReview(6, "abc", "2c3cde6", 132, (31, 9, 27), (17, 11), [0.625, 0.8768]),
+    PrecisionReview(7, "abc", "5228e54", 122, (38, 2, 34), (25, 10), [0.835, 0.9862]),
 ]
 IDS = [f"outside{r.k}" for r in REVIEWS]
 
@@ -76,7 +78,7 @@ def test_precision_sample_uses_the_published_seed_and_adds_up(row: PrecisionRevi
     assert precision_problems(review, _load(row.seed)) == []
     assert clause_problems(review) == []
     assert draw_problems(review, _load(row.draw), row.judged) == []
-    assert review["population"] == 132 and review["rules_commit"] == row.rules_commit
+    assert (review["population"], review["rules_commit"]) == (row.population, row.rules_commit)
     t = review["totals"]
     assert (t["tp"], t["fp"], t["tp_weight_derived"]) == row.tp_fp_weight
     assert (t["tp_without_kernel_format_clause"], t["close_calls"]) == row.unclaused_close
