@@ -26,7 +26,7 @@ from __future__ import annotations
 import operator
 from bisect import bisect_right
 from itertools import accumulate, chain, compress, repeat
-from typing import Any
+from typing import Any, NamedTuple
 
 from derivgraph.dict_versions import DictVersions, watch_dicts
 from derivgraph.guard.holders import MISSING
@@ -39,6 +39,8 @@ _is, _not, _get = operator.is_, operator.not_, dict.get
 #: how many times one container may be re-based (an engine adding keys on every reload would
 #: otherwise grow the accessors without bound; past this its container is diffed every time)
 MAX_GROWS = 4
+#: how many sets of moved dicts keep their flat accessor columns (:meth:`Sweep._gather`)
+MAX_GATHERS = 8
 
 
 def _mismatches(flags: list[bool]) -> list[int]:
@@ -49,13 +51,6 @@ def _mismatches(flags: list[bool]) -> list[int]:
         i = flags.index(False, i + 1)
         out.append(i)
     return out
-
-
-def _same(d: dict[Any, Any], keys: tuple[Any, ...] | None, values: tuple[Any, ...]) -> bool:
-    """``d`` holds exactly its snapshot keys and values, by identity (one pass over its entries,
-    no key lookups): every swept item of it is unchanged."""
-    return len(d) == len(values) and all(map(_is, d.values(), values)) and all(
-        map(_is, d, keys))  # type: ignore[arg-type]
 
 
 def _item_mismatches(dicts: list[dict[Any, Any]], keys: list[tuple[Any, ...]],
@@ -69,6 +64,18 @@ def _item_mismatches(dicts: list[dict[Any, Any]], keys: list[tuple[Any, ...]],
         return None
     return _mismatches(list(map(_is, chain.from_iterable(map(dict.values, dicts)),
                                 chain.from_iterable(values))))
+
+
+class _Gather(NamedTuple):
+    """The columns :meth:`Sweep._compare` reads for one set of dicts: the dicts and their
+    snapshot lengths, then their accessors (indices, dicts, keys, snapshot values) in order."""
+
+    dicts: list[dict[Any, Any]]
+    lengths: list[int]
+    acc: list[int]
+    acc_dicts: list[dict[Any, Any]]
+    acc_keys: list[Any]
+    acc_values: list[Any]
 
 
 class Sweep:
@@ -93,6 +100,7 @@ class Sweep:
         self.read: set[int] = set()  # the dicts the last tagged sweep checked
         self.differ: set[int] = set()  # those of them not identical to their snapshot
         self.slots: dict[int, tuple[int, ...]] = {}  # a dict's accessor by item position
+        self.gathers: dict[tuple[int, ...], _Gather] = {}  # by set of dicts (see _gather)
 
     def add(self, container: Any, items: list[tuple[Any, Any, Any]] | None) -> int:
         """Watch ``container``; ``items``: the dict items to sweep as (key, value, template)
@@ -139,7 +147,7 @@ class Sweep:
         self.tagged = [i for i in self.by_address if self.keys[i] is not None]
         self.tags = watch_dicts([self.live[i] for i in self.tagged]) if self.tagged else None
         self.recheck, self.read, self.differ = set(), set(), set()
-        self.slots = {}
+        self.slots, self.gathers = {}, {}
 
     def dirty(self) -> tuple[set[int], list[int]]:
         """(the containers that changed, the dicts among the rest that only changed length):
@@ -197,8 +205,9 @@ class Sweep:
         """For ``dicts``: those whose length changed, the swept items (accessor indices) not
         holding their snapshot value, and the values they hold now. The common case (each holds
         its snapshot keys in order) takes one pass over all their items
-        (:func:`_item_mismatches`); otherwise each dict not holding exactly its snapshot items
-        is diffed by its accessors."""
+        (:func:`_item_mismatches`); otherwise (keys reordered, as vLLM's reload does to a
+        layer's ``_parameters``, or renamed, added, removed) every swept item of them is read by
+        its key, from flat columns built once per set of dicts (:meth:`_gather`)."""
         live, keys, values = self.live, self.keys, self.values
         order = sorted(dicts)
         snapshot = list(map(values.__getitem__, order))
@@ -207,15 +216,29 @@ class Sweep:
                                 snapshot)
         if hits is not None:
             return self._at_positions(order, snapshot, hits)
-        order = [i for i in order if not _same(live[i], keys[i], values[i])]
-        resized = [i for i, n, was in zip(order, map(len, map(self.live.__getitem__, order)),
-                                           map(self.length.__getitem__, order)) if n != was]
-        acc = list(chain.from_iterable(map(self.acc_of.__getitem__, order)))
-        now = list(map(_get, map(self.acc_dicts.__getitem__, acc),
-                       map(self.acc_keys.__getitem__, acc), repeat(MISSING, len(acc))))
-        flags = list(map(_is, now, map(self.acc_values.__getitem__, acc)))
-        hits = _mismatches(flags)
+        gather = self._gather(tuple(order))
+        lens = list(map(len, gather.dicts))
+        resized = [] if lens == gather.lengths else [
+            i for i, n, was in zip(order, lens, gather.lengths) if n != was]
+        acc = gather.acc
+        now = list(map(_get, gather.acc_dicts, gather.acc_keys, repeat(MISSING, len(acc))))
+        hits = _mismatches(list(map(_is, now, gather.acc_values)))
         return resized, [acc[j] for j in hits], [now[j] for j in hits]
+
+    def _gather(self, order: tuple[int, ...]) -> _Gather:
+        """The flat accessor columns of the dicts ``order`` (built once per set of dicts: a
+        reload moves the same dicts every time; :meth:`grow` drops them)."""
+        gather = self.gathers.get(order)
+        if gather is None:
+            if len(self.gathers) >= MAX_GATHERS:
+                self.gathers.clear()
+            acc = list(chain.from_iterable(map(self.acc_of.__getitem__, order)))
+            gather = self.gathers[order] = _Gather(
+                list(map(self.live.__getitem__, order)), list(map(self.length.__getitem__, order)),
+                acc, list(map(self.acc_dicts.__getitem__, acc)),
+                list(map(self.acc_keys.__getitem__, acc)),
+                list(map(self.acc_values.__getitem__, acc)))
+        return gather
 
     def _at_positions(self, order: list[int], snapshot: list[tuple[Any, ...]],
                       hits: list[int]) -> tuple[list[int], list[int], list[Any]]:
@@ -282,6 +305,7 @@ class Sweep:
         later sweeps see it unchanged (its other items keep their snapshot values)."""
         self.grows[index] = self.grows.get(index, 0) + 1
         self.slots.pop(index, None)
+        self.gathers.clear()
         self.keys[index] += tuple(k for k, _v, _t in items)
         self.values[index] += tuple(v for _k, v, _t in items)
         self.lens[self.position[index]] = self.length[index] = len(self.keys[index])

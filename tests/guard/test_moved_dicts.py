@@ -179,3 +179,74 @@ def test_the_tags_name_exactly_the_mutated_dicts_and_adopt_takes_the_last_read(t
     assert versions.changed() == [7]
     versions.rebase()
     assert versions.changed() == []
+
+
+def _reordered(d: dict[str, Any]) -> None:
+    """The same items, the keys in another order (vLLM's reload re-registers a layer's
+    ``weight`` after its ``bias``): the one pass cannot map positions to keys."""
+    for k in list(d)[:-1]:
+        d[k] = d.pop(k)
+
+
+@pytest.mark.parametrize("change", ["none", "value", "renamed", "removed", "added"])
+def test_reordered_dicts_are_read_by_key_on_every_sweep(change: str) -> None:
+    """Reordered dicts leave the one pass on every sweep: the columns built for that set of
+    dicts on the first one answer the later ones too, reading the values held now."""
+    sweep, dicts = _sweep()
+    for d in dicts[:5]:
+        _reordered(d)
+    for _ in range(3):  # the columns are built once, then reused
+        assert sweep.dirty() == (set(), [])
+        sweep.settle()
+        _reregistered(dicts[:5])
+    d = dicts[2]
+    if change == "value":
+        d["x"] = object()
+    elif change == "renamed":
+        d["y"] = d.pop("x")
+    elif change == "removed":
+        del d["w"]
+    elif change == "added":
+        d["z"] = object()
+    dirty, resized = sweep.dirty()
+    i = _index(sweep, d)
+    expected = {"none": (set(), []), "added": (set(), [i])}.get(change, ({i}, []))
+    assert (dirty, resized) == expected
+
+
+def _grown_then_changed(sweep: Sweep, dicts: list[dict[str, Any]]) -> tuple[set[int], int]:
+    from derivgraph.guard.template import ATOM
+
+    d = dicts[1]
+    _reordered(d)
+    assert sweep.dirty() == (set(), [])  # the columns for {d} are built
+    sweep.settle()
+    d["flag"] = True
+    i = _index(sweep, d)
+    assert sweep.dirty() == (set(), [i])
+    sweep.grow(i, [("flag", True, ATOM)])  # re-based: the watch proved the new flag harmless
+    sweep.settle()
+    d["flag"] = object()  # no atom: it may hold a tensor
+    return sweep.dirty()[0], i
+
+
+def test_a_grown_dict_is_read_with_its_new_item() -> None:
+    sweep, dicts = _sweep()
+    dirty, i = _grown_then_changed(sweep, dicts)
+    assert dirty == {i}
+
+
+def test_canary_columns_kept_past_a_grow_miss_the_grown_item(monkeypatch, tags_on) -> None:
+    """Planted: :meth:`Sweep.grow` keeps the columns built before it. They lack the new item's
+    accessor (and hold the old length): the changed new item goes unseen."""
+    real = Sweep.grow
+
+    def grow_keeping_columns(self: Sweep, index: int, items: Any) -> None:
+        kept = dict(self.gathers)
+        real(self, index, items)
+        self.gathers.update(kept)
+
+    monkeypatch.setattr(Sweep, "grow", grow_keeping_columns)
+    sweep, dicts = _sweep()
+    dirty, _ = _grown_then_changed(sweep, dicts)
+    assert dirty == set()
