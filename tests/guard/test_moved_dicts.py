@@ -250,3 +250,18 @@ def test_canary_columns_kept_past_a_grow_miss_the_grown_item(monkeypatch, tags_o
     sweep, dicts = _sweep()
     dirty, _ = _grown_then_changed(sweep, dicts)
     assert dirty == set()
+
+
+def test_a_change_in_order_and_one_reordered_among_the_same_moved_dicts_are_both_found():
+    """Moved dicts in their snapshot key order and reordered ones in one sweep: each part
+    names its own changed item (the one pass, and the read by key)."""
+    sweep, dicts = _sweep()
+    for d in dicts[:5]:
+        _reordered(d)
+    _reregistered(dicts[5:])
+    assert sweep.dirty() == (set(), [])
+    sweep.settle()
+    new = {1: object(), 6: object()}
+    dicts[1]["x"], dicts[6]["w"] = new[1], new[6]
+    dirty, resized = sweep.dirty()
+    assert dirty == {_index(sweep, dicts[1]), _index(sweep, dicts[6])} and resized == []
