@@ -12,21 +12,22 @@ see it unchanged.
 
 Where the interpreter's dict version tags are proven
 (:func:`~derivgraph.dict_versions.watch_dicts`), the dicts are not swept whole: one gather of
-their tags names the dicts mutated since the last :meth:`Sweep.settle`, and only those (with
-the ones still differing from their snapshot at the last settle) get the length and item checks
-above, with the same verdicts. :meth:`Sweep.settle` (after the restore's own writes, which store
-into dicts too) takes the current tags as the new base and keeps re-checking every dict that
-does not hold exactly its snapshot items by identity (a harmless new value is re-checked on
-every sweep, as without tags). Lists are swept as before; without proven tags every container
-is swept as before.
+their tags names the dicts mutated since the last :meth:`Sweep.settle`, and only those (with the
+ones still differing from their snapshot at the last settle) get the length and item checks
+above, with the same verdicts (every swept item read by its key, in whatever order the keys now
+are, from flat columns built once per set of such dicts). :meth:`Sweep.settle` (after the
+restore's own writes, which store into dicts too) takes the current tags as the new base and
+keeps re-checking every dict that does not hold exactly its snapshot items by identity (a
+harmless new value is re-checked on every sweep, as without tags). Lists are swept as before;
+without proven tags every container is swept as before.
 """
 
 from __future__ import annotations
 
 import operator
 from bisect import bisect_right
-from itertools import accumulate, chain, compress, repeat
-from typing import Any
+from itertools import chain, compress, repeat
+from typing import Any, NamedTuple
 
 from derivgraph.dict_versions import DictVersions, watch_dicts
 from derivgraph.guard.holders import MISSING
@@ -39,6 +40,8 @@ _is, _not, _get = operator.is_, operator.not_, dict.get
 #: how many times one container may be re-based (an engine adding keys on every reload would
 #: otherwise grow the accessors without bound; past this its container is diffed every time)
 MAX_GROWS = 4
+#: how many sets of moved dicts keep their flat accessor columns (:meth:`Sweep._gather`)
+MAX_GATHERS = 8
 
 
 def _mismatches(flags: list[bool]) -> list[int]:
@@ -51,24 +54,16 @@ def _mismatches(flags: list[bool]) -> list[int]:
     return out
 
 
-def _same(d: dict[Any, Any], keys: tuple[Any, ...] | None, values: tuple[Any, ...]) -> bool:
-    """``d`` holds exactly its snapshot keys and values, by identity (one pass over its entries,
-    no key lookups): every swept item of it is unchanged."""
-    return len(d) == len(values) and all(map(_is, d.values(), values)) and all(
-        map(_is, d, keys))  # type: ignore[arg-type]
+class _Gather(NamedTuple):
+    """The columns :meth:`Sweep._compare` reads for one set of dicts: the dicts and their
+    snapshot lengths, then their accessors (indices, dicts, keys, snapshot values) in order."""
 
-
-def _item_mismatches(dicts: list[dict[Any, Any]], keys: list[tuple[Any, ...]],
-                     values: list[tuple[Any, ...]]) -> list[int] | None:
-    """Where every dict holds its snapshot keys in order (one sweep of lengths, one over all
-    their keys by identity): the flat positions, over all their items in order, of the values
-    that are not their snapshot values by identity (one sweep over all their values); else None
-    (a key was added, removed, renamed or reordered: the caller diffs those dicts by key)."""
-    if list(map(len, dicts)) != list(map(len, values)) or not all(
-            map(_is, chain.from_iterable(dicts), chain.from_iterable(keys))):
-        return None
-    return _mismatches(list(map(_is, chain.from_iterable(map(dict.values, dicts)),
-                                chain.from_iterable(values))))
+    dicts: list[dict[Any, Any]]
+    lengths: list[int]
+    acc: list[int]
+    acc_dicts: list[dict[Any, Any]]
+    acc_keys: list[Any]
+    acc_values: list[Any]
 
 
 class Sweep:
@@ -92,7 +87,7 @@ class Sweep:
         self.recheck: set[int] = set()  # dicts not identical to their snapshot at the last settle
         self.read: set[int] = set()  # the dicts the last tagged sweep checked
         self.differ: set[int] = set()  # those of them not identical to their snapshot
-        self.slots: dict[int, tuple[int, ...]] = {}  # a dict's accessor by item position
+        self.gathers: dict[tuple[int, ...], _Gather] = {}  # by set of dicts (see _gather)
 
     def add(self, container: Any, items: list[tuple[Any, Any, Any]] | None) -> int:
         """Watch ``container``; ``items``: the dict items to sweep as (key, value, template)
@@ -139,7 +134,7 @@ class Sweep:
         self.tagged = [i for i in self.by_address if self.keys[i] is not None]
         self.tags = watch_dicts([self.live[i] for i in self.tagged]) if self.tagged else None
         self.recheck, self.read, self.differ = set(), set(), set()
-        self.slots = {}
+        self.gathers = {}
 
     def dirty(self) -> tuple[set[int], list[int]]:
         """(the containers that changed, the dicts among the rest that only changed length):
@@ -195,55 +190,34 @@ class Sweep:
 
     def _compare(self, dicts: set[int]) -> tuple[list[int], list[int], list[Any]]:
         """For ``dicts``: those whose length changed, the swept items (accessor indices) not
-        holding their snapshot value, and the values they hold now. The common case (each holds
-        its snapshot keys in order) takes one pass over all their items
-        (:func:`_item_mismatches`); otherwise each dict not holding exactly its snapshot items
-        is diffed by its accessors."""
-        live, keys, values = self.live, self.keys, self.values
-        order = sorted(dicts)
-        snapshot = list(map(values.__getitem__, order))
-        hits = _item_mismatches(list(map(live.__getitem__, order)),
-                                list(map(keys.__getitem__, order)),  # type: ignore[arg-type]
-                                snapshot)
-        if hits is not None:
-            return self._at_positions(order, snapshot, hits)
-        order = [i for i in order if not _same(live[i], keys[i], values[i])]
-        resized = [i for i, n, was in zip(order, map(len, map(self.live.__getitem__, order)),
-                                           map(self.length.__getitem__, order)) if n != was]
-        acc = list(chain.from_iterable(map(self.acc_of.__getitem__, order)))
-        now = list(map(_get, map(self.acc_dicts.__getitem__, acc),
-                       map(self.acc_keys.__getitem__, acc), repeat(MISSING, len(acc))))
-        flags = list(map(_is, now, map(self.acc_values.__getitem__, acc)))
-        hits = _mismatches(flags)
+        holding their snapshot value, and the values they hold now: every swept item of them
+        read by its key (whatever the order of their keys: vLLM's reload re-registers a
+        layer's ``weight`` after its ``bias`` every time), from flat columns built once per set
+        of dicts (:meth:`_gather`)."""
+        order = tuple(sorted(dicts))
+        gather = self._gather(order)
+        lens = list(map(len, gather.dicts))
+        resized = [] if lens == gather.lengths else [
+            i for i, n, was in zip(order, lens, gather.lengths) if n != was]
+        acc = gather.acc
+        now = list(map(_get, gather.acc_dicts, gather.acc_keys, repeat(MISSING, len(acc))))
+        hits = _mismatches(list(map(_is, now, gather.acc_values)))
         return resized, [acc[j] for j in hits], [now[j] for j in hits]
 
-    def _at_positions(self, order: list[int], snapshot: list[tuple[Any, ...]],
-                      hits: list[int]) -> tuple[list[int], list[int], list[Any]]:
-        """:meth:`_compare`'s answer from the flat item positions ``hits`` of the dicts
-        ``order`` (each holding its snapshot keys in order): a position no accessor sweeps (a
-        module's bookkeeping) is no change."""
-        if not hits:
-            return [], [], []
-        starts = list(accumulate(map(len, snapshot), initial=0))
-        wrong: list[int] = []
-        now: list[Any] = []
-        for p in hits:
-            k = bisect_right(starts, p) - 1
-            i, j = order[k], p - starts[k]
-            b = self._slots(i)[j]
-            if b >= 0:
-                wrong.append(b)
-                now.append(self.live[i][self.keys[i][j]])  # type: ignore[index]
-        return [], wrong, now
-
-    def _slots(self, index: int) -> tuple[int, ...]:
-        """Dict ``index``'s accessor by snapshot item position (-1: not swept)."""
-        slots = self.slots.get(index)
-        if slots is None:
-            by_key = {self.acc_keys[b]: b for b in self.acc_of[index]}
-            slots = self.slots[index] = tuple(by_key.get(k, -1)
-                                              for k in self.keys[index])  # type: ignore[union-attr]
-        return slots
+    def _gather(self, order: tuple[int, ...]) -> _Gather:
+        """The flat accessor columns of the dicts ``order`` (built once per set of dicts: a
+        reload moves the same dicts every time; :meth:`grow` drops them)."""
+        gather = self.gathers.get(order)
+        if gather is None:
+            if len(self.gathers) >= MAX_GATHERS:
+                self.gathers.clear()
+            acc = list(chain.from_iterable(map(self.acc_of.__getitem__, order)))
+            gather = self.gathers[order] = _Gather(
+                list(map(self.live.__getitem__, order)), list(map(self.length.__getitem__, order)),
+                acc, list(map(self.acc_dicts.__getitem__, acc)),
+                list(map(self.acc_keys.__getitem__, acc)),
+                list(map(self.acc_values.__getitem__, acc)))
+        return gather
 
     def settle(self, *, unwritten: bool = False) -> None:
         """Take the current tags as the base (after the restore's writes): a dict mutated since
@@ -281,7 +255,7 @@ class Sweep:
         """Re-base a dict that gained ``items`` (key, value, template) after its snapshot keys:
         later sweeps see it unchanged (its other items keep their snapshot values)."""
         self.grows[index] = self.grows.get(index, 0) + 1
-        self.slots.pop(index, None)
+        self.gathers.clear()
         self.keys[index] += tuple(k for k, _v, _t in items)
         self.values[index] += tuple(v for _k, v, _t in items)
         self.lens[self.position[index]] = self.length[index] = len(self.keys[index])

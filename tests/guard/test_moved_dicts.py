@@ -1,5 +1,6 @@
-"""The dicts whose version tag moved are proven in one sweep when each holds exactly its
-snapshot items again (the common reload: the engine re-registers, the plan re-points), and a
+"""The dicts whose version tag moved are proven by one read of their swept items by key when each
+holds its snapshot items again, in any key order (the common reload: the engine re-registers,
+the plan re-points), and a
 settle after a restore that stored nothing takes the tags the sweep read (no second gather).
 Each rule has a canary: planted away, a change goes unseen.
 
@@ -13,7 +14,6 @@ from typing import Any
 import pytest
 
 from derivgraph.dict_versions import DictVersions
-from derivgraph.guard import sweep as sweep_module
 from derivgraph.guard.sweep import Sweep
 
 
@@ -71,18 +71,27 @@ def test_one_changed_dict_among_the_moved_ones_is_dirty(change: str) -> None:
         assert dirty == {i}
 
 
-def test_canary_a_one_sweep_proof_that_always_agrees_misses_the_renamed_key(monkeypatch,
-                                                                             tags_on) -> None:
-    monkeypatch.setattr(sweep_module, "_item_mismatches", lambda *args: [])  # planted
+def test_canary_columns_read_by_position_miss_the_renamed_key(monkeypatch, tags_on) -> None:
+    """Planted: each accessor reads the key now at its snapshot position (not its own key). A
+    key renamed with its value kept reads the same value: the change goes unseen."""
+    real = Sweep._gather
+
+    def by_position(self: Sweep, order: tuple[int, ...]) -> Any:
+        gather = real(self, order)
+        now = [list(d)[list(self.keys[self.acc_container[b]]).index(k)]
+               for b, d, k in zip(gather.acc, gather.acc_dicts, gather.acc_keys)]
+        return gather._replace(acc_keys=now)
+
+    monkeypatch.setattr(Sweep, "_gather", by_position)
     sweep, dicts = _sweep()
     _reregistered(dicts[:6])
     dicts[3]["y"] = dicts[3].pop("x")
     assert sweep.dirty() == (set(), [])
 
 
-def test_the_one_pass_names_each_changed_item_among_many_moved_dicts(tags_on) -> None:
+def test_the_columns_name_each_changed_item_among_many_moved_dicts(tags_on) -> None:
     """Several dicts holding their snapshot keys, a few values replaced: exactly those items
-    (accessor, value now) are found in the one pass over every moved dict's items."""
+    (accessor, value now) are found in the one read of every moved dict's swept items."""
     sweep, dicts = _sweep()
     _reregistered(dicts)
     new = {1: object(), 6: object()}
@@ -96,7 +105,7 @@ def test_the_one_pass_names_each_changed_item_among_many_moved_dicts(tags_on) ->
     assert sweep.dirty()[0] == {_index(sweep, dicts[1]), _index(sweep, dicts[6])}
 
 
-def test_a_changed_item_no_accessor_sweeps_is_no_change_in_the_one_pass(tags_on) -> None:
+def test_a_changed_item_no_accessor_sweeps_is_no_change(tags_on) -> None:
     """A key the sweep does not watch (a module's bookkeeping) changing is no change, as in the
     diff by accessors."""
     d = {"w": object(), "_hooks": object()}
@@ -110,9 +119,9 @@ def test_a_changed_item_no_accessor_sweeps_is_no_change_in_the_one_pass(tags_on)
 
 
 @pytest.mark.parametrize("change", ["reordered", "renamed"])
-def test_keys_out_of_their_snapshot_order_leave_the_one_pass(change: str, tags_on) -> None:
-    """The same values under reordered or renamed keys: the one pass cannot map positions to
-    keys, so the dicts are diffed by key (a renamed key is a change; a reorder is not)."""
+def test_keys_out_of_their_snapshot_order_are_read_by_key(change: str, tags_on) -> None:
+    """The same values under reordered or renamed keys: every swept item is read by its key
+    (a renamed key is a change; a reorder is not)."""
     sweep, dicts = _sweep()
     d = dicts[2]
     x = d.pop("x")
@@ -125,23 +134,23 @@ def test_keys_out_of_their_snapshot_order_leave_the_one_pass(change: str, tags_o
     assert dirty == (set() if change == "reordered" else {_index(sweep, d)}) and resized == []
 
 
-def test_canary_one_pass_positions_mapped_to_the_wrong_accessor_miss_the_change(
-        monkeypatch, tags_on) -> None:
-    """Planted: each dict's accessors by position reversed. The changed item's position maps to
-    an unchanged item, whose template (an atom's) clears the new atom: the change goes
-    unseen (correctly mapped, the changed item has no template: dirty)."""
+def test_canary_columns_naming_the_wrong_accessor_miss_the_change(monkeypatch, tags_on):
+    """Planted: the columns' accessor indices reversed. The changed item is named as an
+    unchanged one, whose template (an atom's) clears the new atom: the change goes unseen
+    (correctly named, the changed item has no template: dirty)."""
     from derivgraph.guard.template import ATOM
 
     d = {"w": 1, "x": object()}
     sweep = Sweep()
     sweep.add(d, [("w", 1, ATOM), ("x", d["x"], None)])
     sweep.seal()
-    real = Sweep._slots
+    real = Sweep._gather
     d["x"] = 5
     assert sweep.dirty()[0] == {0}
     sweep.settle()
     d["x"] = 6
-    monkeypatch.setattr(Sweep, "_slots", lambda self, i: real(self, i)[::-1])
+    monkeypatch.setattr(Sweep, "_gather", lambda self, order: real(self, order)._replace(
+        acc=real(self, order).acc[::-1]))
     assert sweep.dirty() == (set(), [])
 
 
@@ -179,3 +188,89 @@ def test_the_tags_name_exactly_the_mutated_dicts_and_adopt_takes_the_last_read(t
     assert versions.changed() == [7]
     versions.rebase()
     assert versions.changed() == []
+
+
+def _reordered(d: dict[str, Any]) -> None:
+    """The same items, the keys in another order (vLLM's reload re-registers a layer's
+    ``weight`` after its ``bias``): the one pass cannot map positions to keys."""
+    for k in list(d)[:-1]:
+        d[k] = d.pop(k)
+
+
+@pytest.mark.parametrize("change", ["none", "value", "renamed", "removed", "added"])
+def test_reordered_dicts_are_read_by_key_on_every_sweep(change: str) -> None:
+    """Reordered dicts leave the one pass on every sweep: the columns built for that set of
+    dicts on the first one answer the later ones too, reading the values held now."""
+    sweep, dicts = _sweep()
+    for d in dicts[:5]:
+        _reordered(d)
+    for _ in range(3):  # the columns are built once, then reused
+        assert sweep.dirty() == (set(), [])
+        sweep.settle()
+        _reregistered(dicts[:5])
+    d = dicts[2]
+    if change == "value":
+        d["x"] = object()
+    elif change == "renamed":
+        d["y"] = d.pop("x")
+    elif change == "removed":
+        del d["w"]
+    elif change == "added":
+        d["z"] = object()
+    dirty, resized = sweep.dirty()
+    i = _index(sweep, d)
+    expected = {"none": (set(), []), "added": (set(), [i])}.get(change, ({i}, []))
+    assert (dirty, resized) == expected
+
+
+def _grown_then_changed(sweep: Sweep, dicts: list[dict[str, Any]]) -> tuple[set[int], int]:
+    from derivgraph.guard.template import ATOM
+
+    d = dicts[1]
+    _reordered(d)
+    assert sweep.dirty() == (set(), [])  # the columns for {d} are built
+    sweep.settle()
+    d["flag"] = True
+    i = _index(sweep, d)
+    assert sweep.dirty() == (set(), [i])
+    sweep.grow(i, [("flag", True, ATOM)])  # re-based: the watch proved the new flag harmless
+    sweep.settle()
+    d["flag"] = object()  # no atom: it may hold a tensor
+    return sweep.dirty()[0], i
+
+
+def test_a_grown_dict_is_read_with_its_new_item() -> None:
+    sweep, dicts = _sweep()
+    dirty, i = _grown_then_changed(sweep, dicts)
+    assert dirty == {i}
+
+
+def test_canary_columns_kept_past_a_grow_miss_the_grown_item(monkeypatch, tags_on) -> None:
+    """Planted: :meth:`Sweep.grow` keeps the columns built before it. They lack the new item's
+    accessor (and hold the old length): the changed new item goes unseen."""
+    real = Sweep.grow
+
+    def grow_keeping_columns(self: Sweep, index: int, items: Any) -> None:
+        kept = dict(self.gathers)
+        real(self, index, items)
+        self.gathers.update(kept)
+
+    monkeypatch.setattr(Sweep, "grow", grow_keeping_columns)
+    sweep, dicts = _sweep()
+    dirty, _ = _grown_then_changed(sweep, dicts)
+    assert dirty == set()
+
+
+def test_a_change_in_order_and_one_reordered_among_the_same_moved_dicts_are_both_found():
+    """Moved dicts in their snapshot key order and reordered ones in one sweep: each part
+    names its own changed item (the one pass, and the read by key)."""
+    sweep, dicts = _sweep()
+    for d in dicts[:5]:
+        _reordered(d)
+    _reregistered(dicts[5:])
+    assert sweep.dirty() == (set(), [])
+    sweep.settle()
+    new = {1: object(), 6: object()}
+    dicts[1]["x"], dicts[6]["w"] = new[1], new[6]
+    dirty, resized = sweep.dirty()
+    assert dirty == {_index(sweep, dicts[1]), _index(sweep, dicts[6])} and resized == []
