@@ -294,9 +294,14 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
     reader = index.reader(f.cls, f.owner, f.attr, f.file)
     if reader is None and f.owner == "self":  # handed to an object the class builds
         reader = handed_reader(index, f.cls, f.attr)
-    if reader is not None and reader.file != f.file and f.category == "container":
-        # handed on elsewhere: name where the class keeping such configs reads its field
-        reader = config_reader(index, f.expr, text, f.cls, family, keepers) or reader
+    if reader is not None and f.category == "container" and (weight is None
+                                                              or reader.file != f.file):
+        # a config: the weight its builder fills a field from, and, handed on elsewhere, where
+        # the class keeping such configs reads that field
+        config = config_reader(index, f.expr, text, f.cls, family, keepers)
+        if config is not None:
+            weight = weight or config.weight
+            reader = config.reader if config.reader and reader.file != f.file else reader
     if reader is None:
         return _cap(dataclasses.replace(f, derives_from=weight), Severity.INFO,
                     "no reader after load: no kernel call, forward or captured path reads it")

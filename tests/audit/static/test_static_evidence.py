@@ -349,6 +349,38 @@ def test_canary_a_config_builder_without_its_annotation_is_no_reader(tmp_path):
                for (_, a), f in got.items()) == 2
 
 
+_CONFIGS = ("kept_config", "loose_config", "quoted_config")
+
+
+def _config_findings() -> dict[str, object]:
+    files = [CORPUS / "config_keeper_cases.py", CORPUS / "reader_aux.py"]
+    return {f.attr: f for f in scan(files, specs=[], jobs=1).findings if f.attr in _CONFIGS}
+
+
+def test_a_config_derives_from_the_weight_its_builder_fills_a_field_from():
+    got = _config_findings()
+    assert {a: (got[a].severity, got[a].derives_from) for a in _CONFIGS} == {
+        a: (Severity.ERROR, "layer.w13_weight_scale") for a in _CONFIGS}
+
+
+@pytest.mark.parametrize(("planted", "plain"), [
+    # the builder's weight is not consulted: every config is "derived from no weight" again
+    ("no builder weight", set(_CONFIGS)),
+    # a quoted return annotation hides the config's type: that builder gives nothing
+    ("unquoted only", {"quoted_config"}),
+])
+def test_canary_without_the_builder_a_config_derives_from_no_weight(monkeypatch, planted, plain):
+    from derivgraph.audit.static import config_reader, evidence
+    if planted == "no builder weight":
+        monkeypatch.setattr(evidence, "config_reader", lambda *args: None)
+    else:
+        monkeypatch.setattr(config_reader, "_RETURNS",
+                            re.compile(r"->\s*(?:Optional\[)?([A-Z]\w*)"))
+    got = _config_findings()
+    assert {a for a in _CONFIGS if got[a].derives_from is None
+            and got[a].severity is Severity.WARNING} == plain
+
+
 def test_cpu_only_names_and_signals():
     from derivgraph.audit.static.platforms import cpu_only, names_cpu, source_dropped
 
