@@ -8,7 +8,8 @@ often by an accessor of their common base class (``return self.quant_config.w1_s
 reader named for such a finding is that read in the class that keeps the config's type and has
 the most subclasses (the base every consumer shares), of the first field the builder fills from
 a weight (``w1_scale=layer.w13_weight_scale``, or a local of the builder bound to one) that the
-keeper reads; the weight named for the finding is the first such field's.
+keeper reads; the weight named for the finding is that field's (the first weight field's when
+the keeper reads none).
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ _RETURNS = re.compile(r"->\s*[\"']?(?:Optional\[)?([A-Z]\w*)")
 
 
 class ConfigEvidence(NamedTuple):
-    """What a config builder tells about the stored config: the keeper's read (None when no
-    class keeping the config's type reads a weight field) and the weight of its first field
-    filled from one."""
+    """What a config builder tells about the stored config: the keeper's read of the first
+    field filled from a weight that it reads, and that field's weight (no read: None and the
+    first such field's weight)."""
 
     reader: Reader | None
     weight: str
@@ -71,8 +72,10 @@ def config_reader(index: ReaderIndex, expr: str, text: str, cls: str | None,
     if kinds not in keepers:
         keepers[kinds] = _keeper(index.files, kinds, family)
     keeper = keepers[kinds]
-    reads = (index.accessor_read(*keeper, field) for field, _ in fields) if keeper else ()
-    return ConfigEvidence(next((r for r in reads if r is not None), None), fields[0][1])
+    reads = ((index.accessor_read(*keeper, field), weight) for field, weight in fields) \
+        if keeper else ()
+    return next((ConfigEvidence(r, weight) for r, weight in reads if r is not None),
+                ConfigEvidence(None, fields[0][1]))
 
 
 def _keeper(files: Sequence[tuple[str, str]], kinds: frozenset[str],
