@@ -25,6 +25,10 @@ __all__ = ["ConfigEvidence", "config_reader"]
 
 _CALLEE = re.compile(r"^\s*(?:self\.)?([A-Za-z_]\w*)\s*\(")
 _KEYWORD = re.compile(r"(?<![=!<>\w])([a-z_]\w*)[ \t]*=(?!=)[ \t]*([^,\n]+)")
+_NAMED_GETATTR = re.compile(
+    r"\bgetattr\(\s*([A-Za-z_][\w.]*)\s*,\s*f[\"'](\w*)\{(?:[\w.]*\.)?(\w+)_name\}(\w*)[\"']\s*\)")
+"""``getattr(layer, f"w13_{self.weight_scale_name}")``: read as ``layer.w13_weight_scale`` (a
+``*_name`` attribute holds the name of the attribute it stands for)."""
 _RETURNS = re.compile(r"->\s*[\"']?(?:Optional\[)?([A-Z]\w*)")
 
 
@@ -64,6 +68,7 @@ def config_reader(index: ReaderIndex, expr: str, text: str, cls: str | None,
             return None
         kinds = family(ret.group(1))
     # the call's own keywords, then the builder's (its locals followed back to a weight)
+    builder = _NAMED_GETATTR.sub(r"\1.\2\3\4", builder)
     fields = [(k.group(1), weight) for source, body in ((expr, ""), (builder, builder))
               for k in _KEYWORD.finditer(source)
               for weight in [derives_from(k.group(2), body, k.group(1))] if weight]
