@@ -7,29 +7,45 @@ self.quant_config = quant_config``), and the kernels read its fields through tha
 often by an accessor of their common base class (``return self.quant_config.w1_scale``). The
 reader named for such a finding is that read in the class that keeps the config's type and has
 the most subclasses (the base every consumer shares), of the first field the builder fills from
-a weight (``w1_scale=layer.w13_weight_scale``).
+a weight (``w1_scale=layer.w13_weight_scale``, or a local of the builder bound to one) that the
+keeper reads; the weight named for the finding is that field's (the first weight field's when
+the keeper reads none).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from derivgraph.audit.static.def_text import def_text
 from derivgraph.audit.static.readers import Reader, ReaderIndex, derives_from
 
-__all__ = ["config_reader"]
+__all__ = ["ConfigEvidence", "config_reader"]
 
 _CALLEE = re.compile(r"^\s*(?:self\.)?([A-Za-z_]\w*)\s*\(")
 _KEYWORD = re.compile(r"(?<![=!<>\w])([a-z_]\w*)[ \t]*=(?!=)[ \t]*([^,\n]+)")
-_RETURNS = re.compile(r"->\s*(?:Optional\[)?([A-Z]\w*)")
+_NAMED_GETATTR = re.compile(
+    r"\bgetattr\(\s*([A-Za-z_][\w.]*)\s*,\s*f[\"'](\w*)\{(?:[\w.]*\.)?(\w+)_name\}(\w*)[\"']\s*\)")
+"""``getattr(layer, f"w13_{self.weight_scale_name}")``: read as ``layer.w13_weight_scale`` (a
+``*_name`` attribute holds the name of the attribute it stands for)."""
+_RETURNS = re.compile(r"->\s*[\"']?(?:Optional\[)?([A-Z]\w*)")
+
+
+class ConfigEvidence(NamedTuple):
+    """What a config builder tells about the stored config: the keeper's read of the first
+    field filled from a weight that it reads, and that field's weight (no read: None and the
+    first such field's weight)."""
+
+    reader: Reader | None
+    weight: str
 
 
 def config_reader(index: ReaderIndex, expr: str, text: str, cls: str | None,
                   family: Callable[[str], frozenset[str]],
-                  keepers: dict[frozenset[str], tuple[str, str] | None]) -> Reader | None:
-    """The keeper's read of the stored config (module docstring), or None when the config's
-    type, a field filled from a weight, or a class keeping that type is not found.
+                  keepers: dict[frozenset[str], tuple[str, str] | None]) -> ConfigEvidence | None:
+    """The keeper's read of the stored config and the weight it holds (module docstring), or
+    None when the config's type or a field filled from a weight is not found.
 
     ``expr`` is the stored value, ``text`` the storing file's source, ``cls`` the storing
     class; ``keepers`` caches the keeper found per set of type names."""
@@ -45,20 +61,26 @@ def config_reader(index: ReaderIndex, expr: str, text: str, cls: str | None,
         builder = next((d for _, t in index.files if f"def {name}(" in t
                         for d in [def_text(t, name)] if d), "")
     if name[:1].isupper():  # a constructor: the type is its class
-        kinds, keywords = family(name), expr
+        kinds, builder = family(name), ""
     else:
         ret = _RETURNS.search(builder[:builder.find(":\n") + 1] if builder else "")
         if ret is None:
             return None
-        kinds, keywords = family(ret.group(1)), expr + "\n" + builder
-    field = next((k.group(1) for k in _KEYWORD.finditer(keywords)
-                  if derives_from(k.group(2), "", k.group(1))), None)
+        kinds = family(ret.group(1))
+    # the call's own keywords, then the builder's (its locals followed back to a weight)
+    builder = _NAMED_GETATTR.sub(r"\1.\2\3\4", builder)
+    fields = [(k.group(1), weight) for source, body in ((expr, ""), (builder, builder))
+              for k in _KEYWORD.finditer(source)
+              for weight in [derives_from(k.group(2), body, k.group(1))] if weight]
+    if not fields:
+        return None
     if kinds not in keepers:
         keepers[kinds] = _keeper(index.files, kinds, family)
     keeper = keepers[kinds]
-    if field is None or keeper is None:
-        return None
-    return index.accessor_read(*keeper, field)
+    reads = ((index.accessor_read(*keeper, field), weight) for field, weight in fields) \
+        if keeper else ()
+    return next((ConfigEvidence(r, weight) for r, weight in reads if r is not None),
+                ConfigEvidence(None, fields[0][1]))
 
 
 def _keeper(files: Sequence[tuple[str, str]], kinds: frozenset[str],

@@ -12,7 +12,10 @@ severity where the evidence is missing:
 * no reader after load: at most ``info`` (a store onto a throwaway object, a quant-config field
   no kernel reads, a value nothing uses);
 * a reader but no weight in the value: at most ``warning`` (a workspace or constant moved by a
-  rerun, never stale);
+  rerun, never stale); a config whose weight only its builder's arguments name
+  (``w1_scale=layer.w13_weight_scale``, :mod:`.config_reader`) names that weight and stays at most
+  ``warning``: it holds a reference to the layer's parameter, refilled in place, or a product
+  made with it, moved by a rerun;
 * a fold (in-place write into a loaded parameter): ``warning`` only where it can run twice on
   one load path, i.e. its function is also called by code that runs after loading; otherwise
   ``info`` (every load path refills the parameter before the post-load step reruns);
@@ -292,11 +295,17 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
                     f"refreshed from its source where it is used ({refresh}): a kernel-format "
                     "reload's values reach it")
     reader = index.reader(f.cls, f.owner, f.attr, f.file)
+    held = None  # a weight the config's builder hands on (``w1_scale=layer.w13_weight_scale``)
     if reader is None and f.owner == "self":  # handed to an object the class builds
         reader = handed_reader(index, f.cls, f.attr)
-    if reader is not None and reader.file != f.file and f.category == "container":
-        # handed on elsewhere: name where the class keeping such configs reads its field
-        reader = config_reader(index, f.expr, text, f.cls, family, keepers) or reader
+    if reader is not None and f.category == "container" and (weight is None
+                                                              or reader.file != f.file):
+        # a config: the weight its builder fills a field from, and, handed on elsewhere, where
+        # the class keeping such configs reads that field
+        config = config_reader(index, f.expr, text, f.cls, family, keepers)
+        if config is not None:
+            held = None if weight else config.weight
+            reader = config.reader if config.reader and reader.file != f.file else reader
     if reader is None:
         return _cap(dataclasses.replace(f, derives_from=weight), Severity.INFO,
                     "no reader after load: no kernel call, forward or captured path reads it")
@@ -309,6 +318,12 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
                     "capture, never by a captured path")
     f = _read_verdict(dataclasses.replace(f, reader=str(reader), reader_kind=reader.kind.value,
                                           derives_from=weight), conditional, weight)
+    if held:
+        f = dataclasses.replace(f, derives_from=held, evidence="read after load; it holds "
+                                f"`{held}` only as its builder's argument: a reference to "
+                                "the layer's parameter, which a reload refills in place (stale "
+                                "only through a kernel-format reload after a layerwise one), or "
+                                "a product made with it, which a rerun moves")
     if reader.handed:
         return dataclasses.replace(f, evidence=f"{f.evidence}; handed on through "
                                    f"{' -> '.join(reader.handed)}")

@@ -349,6 +349,48 @@ def test_canary_a_config_builder_without_its_annotation_is_no_reader(tmp_path):
                for (_, a), f in got.items()) == 2
 
 
+_CONFIGS = ("kept_config", "loose_config", "quoted_config", "named_config")
+
+
+def _config_findings() -> dict[str, object]:
+    files = [CORPUS / "config_keeper_cases.py", CORPUS / "reader_aux.py"]
+    return {f.attr: f for f in scan(files, specs=[], jobs=1).findings if f.attr in _CONFIGS}
+
+
+def test_a_config_derives_from_the_weight_its_builder_fills_a_field_from():
+    got = _config_findings()
+    # named, but at most a warning: the builder hands the layer's parameter on by reference
+    assert {a: (got[a].severity, got[a].derives_from) for a in _CONFIGS} == {
+        **{a: (Severity.WARNING, "layer.w13_weight_scale") for a in _CONFIGS},
+        "named_config": (Severity.WARNING, "layer.w2_weight_scale")}
+    assert "return self.quant_config.w2_scale" in got["named_config"].reader
+    assert all("only as its builder's argument" in got[a].evidence for a in _CONFIGS)
+
+
+@pytest.mark.parametrize(("planted", "plain"), [
+    # the builder's weight is not consulted: every config is "derived from no weight" again
+    ("no builder weight", set(_CONFIGS)),
+    # a quoted return annotation hides the config's type: that builder gives nothing
+    ("unquoted only", {"quoted_config", "named_config"}),
+    # without the name attribute read, the input scale is named (the keeper reads no a1_scale)
+    ("no named getattr", set()),
+])
+def test_canary_without_the_builder_a_config_derives_from_no_weight(monkeypatch, planted, plain):
+    from derivgraph.audit.static import config_reader, evidence
+    if planted == "no builder weight":
+        monkeypatch.setattr(evidence, "config_reader", lambda *args: None)
+    elif planted == "no named getattr":
+        monkeypatch.setattr(config_reader, "_NAMED_GETATTR", re.compile(r"(?!)(a)(b)(c)(d)"))
+    else:
+        monkeypatch.setattr(config_reader, "_RETURNS",
+                            re.compile(r"->\s*(?:Optional\[)?([A-Z]\w*)"))
+    got = _config_findings()
+    assert {a for a in _CONFIGS if got[a].derives_from is None
+            and got[a].severity is Severity.WARNING} == plain
+    if planted == "no named getattr":
+        assert got["named_config"].derives_from == "layer.w13_input_scale"
+
+
 def test_cpu_only_names_and_signals():
     from derivgraph.audit.static.platforms import cpu_only, names_cpu, source_dropped
 
