@@ -165,3 +165,121 @@ def test_construction_sites_comparison_goes_red_when_a_text_is_skipped():
     """Canary: dropping one mentioning text changes the sites."""
     texts = ["x = Linear(3)\n", "y = Linear(4)\n"]
     assert construction_sites(texts[:1] + [""], {"Linear"}) != _reference_sites(texts, {"Linear"})
+
+
+# ---- evidence.function_text ----------------------------------------------------------------
+
+_DEF = re.compile(r"(?:def|class)[ \t]+(\w+)")
+
+
+def _reference_function_text(text: str, function: str) -> str:
+    """``evidence.function_text`` before scan21e (a scan of every header)."""
+    pos, indent = 0, -1
+    for part in function.split("."):
+        found = None
+        for m in _DEF.finditer(text, pos):
+            start = text.rfind("\n", 0, m.start()) + 1
+            head = text[start:m.start()]
+            if m.group(1) == part and head.strip(" \t") in ("", "async") and len(head) > indent:
+                found = (start, len(head))
+                break
+        if found is None:
+            return ""
+        pos, indent = found
+    end = re.compile(rf"^[ \t]{{0,{indent}}}(?![)\]])\S", re.M).search(
+        text, text.find("\n", pos) + 1)
+    return text[pos:end.start() if end else len(text)]
+
+
+_TRICKY = ("class A:\n    def undef(self): pass\n    redef f(x)\n    def f(self):\n"
+           "        return 1\n    async def g(self): pass\n\ndef f_(): pass\ndef f(): pass\n"
+           "x = 1; def_h = 2\n")
+
+
+def _function_names(text: str) -> list[str]:
+    names = ["", "<lambda>", "A.", ".f", "A.f.x", "Missing", "A.missing"]
+    cls = None
+    for line in text.splitlines():
+        m = re.match(r"([ \t]*)(?:async[ \t]+)?(def|class)[ \t]+(\w+)", line)
+        if m:
+            if not m.group(1):
+                cls = m.group(3) if m.group(2) == "class" else None
+                names.append(m.group(3))
+            elif cls:
+                names.append(f"{cls}.{m.group(3)}")
+    return names
+
+
+def test_function_text_is_the_former_header_scan():
+    from derivgraph.audit.static.evidence import function_text
+    checked = found = 0
+    for text in [*_texts(), _TRICKY]:
+        for name in _function_names(text):
+            got = function_text(text, name)
+            assert got == _reference_function_text(text, name), name
+            checked += 1
+            found += bool(got)
+    assert checked > 500 and found > 400
+
+
+def test_function_text_comparison_goes_red_on_a_prefix_match():
+    """Canary: taking ``def f_`` for ``f`` (no word end) gives another text."""
+    wrong = re.search(r"^def f_\(\).*\n", _TRICKY, re.M).group(0)
+    assert wrong != _reference_function_text(_TRICKY, "f")
+
+
+# ---- config_reader._keeper -----------------------------------------------------------------
+
+
+def _reference_keeper(files, kinds, family):
+    """``config_reader._keeper`` before scan21e (no per-class text test)."""
+    from derivgraph.audit.static.config_reader import _next_class
+    from derivgraph.audit.static.def_text import def_text
+    if not kinds:
+        return None
+    alt = "|".join(map(re.escape, sorted(kinds)))
+    param = re.compile(rf"[(,][ \t\n]*(\w+)[ \t]*:[ \t]*(?:Optional\[)?(?:{alt})\b")
+    best = None
+    for _, text in files:
+        if not any(k in text for k in kinds):
+            continue
+        for cls in re.finditer(r"^class[ \t]+(\w+)", text, re.M):
+            init = def_text(text[cls.start():_next_class(text, cls.end())], "__init__")
+            header = init[:init.find(":\n")]
+            for p in param.finditer(header):
+                kept = re.search(rf"^[ \t]+self\.(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*{p.group(1)}"
+                                 r"[ \t]*$", init, re.M)
+                size = len(family(cls.group(1)))
+                if kept and (best is None or size > best[0]):
+                    best = (size, cls.group(1), kept.group(1))
+    return best[1:] if best else None
+
+
+_KEEPERS = [
+    ("a.py", "class Cfg:\n    pass\n\nclass Base:\n    def __init__(self, cfg: Cfg):\n"
+             "        self.cfg = cfg\n\nclass Sub(Base):\n    def __init__(self, c: Optional[Cfg]"
+             ", x: int):\n        self.kept = c\n"),
+    ("b.py", "class Other:\n    def __init__(self, q: QCfg):\n        self.q = q\n"),
+]
+
+
+@pytest.mark.parametrize("kinds", [frozenset({"Cfg"}), frozenset({"QCfg", "Cfg"}),
+                                   frozenset({"Tensor"}), frozenset({"Missing"}), frozenset()])
+def test_keeper_is_the_former_search(kinds):
+    from derivgraph.audit.static.config_reader import _keeper
+    files = [(str(i), t) for i, t in enumerate(_texts())] + _KEEPERS
+    sizes = {"Base": 3, "Sub": 1, "Other": 2}
+
+    def family(c):
+        return frozenset(range(sizes.get(c, 1)))
+    assert _keeper(files, kinds, family) == _reference_keeper(files, kinds, family)
+
+
+def test_keeper_comparison_goes_red_on_a_smaller_family():
+    """Canary: the keeper with the larger family wins (Base over Sub)."""
+    from derivgraph.audit.static.config_reader import _keeper
+    assert _keeper(_KEEPERS, frozenset({"Cfg"}), lambda c: frozenset(range(3 if c == "Base"
+                                                                          else 1))) \
+        == ("Base", "cfg")
+    assert _reference_keeper(_KEEPERS, frozenset({"Cfg"}), lambda c: frozenset(
+        range(1 if c == "Base" else 3))) != ("Base", "cfg")
