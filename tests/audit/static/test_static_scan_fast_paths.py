@@ -283,3 +283,45 @@ def test_keeper_comparison_goes_red_on_a_smaller_family():
         == ("Base", "cfg")
     assert _reference_keeper(_KEEPERS, frozenset({"Cfg"}), lambda c: frozenset(
         range(1 if c == "Base" else 3))) != ("Base", "cfg")
+
+
+# ---- readers._FileDefs ---------------------------------------------------------------------
+
+
+def _reference_rows(text: str) -> list[tuple[int, int, str, str, bool]]:
+    """``readers._FileDefs`` rows before scan21e (every ``def``/``class`` word, head tested)."""
+    rows = []
+    for m in re.finditer(r"(def|class)[ \t]+(\w+)", text):
+        start = text.rfind("\n", 0, m.start()) + 1
+        head = text[start:m.start()]
+        if head.strip(" \t") not in ("", "async"):
+            continue
+        prev = text.rfind("\n", 0, max(start - 1, 0)) + 1
+        decorator = text[prev:start].strip()
+        prop = decorator.startswith("@") and decorator.endswith(("property", "property()"))
+        rows.append((start, len(head.expandtabs()) - (5 if "async" in head else 0),
+                     m.group(1), m.group(2), prop))
+    return rows
+
+
+_HEADERS = ("def a(): pass\nclass B:\n    @property\n    def p(self): pass\n\tasync def c(): pass\n"
+            "    asyncdef d(): pass\n    async_def e(): pass\n  x = 1; def f(): pass\n"
+            "# subclass C of B\nundef g\n\n\rdef h(): pass\n\r\nclass  I : pass\n"
+            "    async \t def j(): pass\n    def class k(): pass")
+
+
+def test_file_defs_rows_are_the_former_ones():
+    from derivgraph.audit.static.readers import _FileDefs
+    total = 0
+    for text in [*_texts(), _HEADERS]:
+        rows = _FileDefs(text).rows
+        assert rows == _reference_rows(text)
+        total += len(rows)
+    assert total > 500
+    assert [r[3] for r in _FileDefs(_HEADERS).rows] == ["a", "B", "p", "c", "d", "I", "j", "class"]
+
+
+def test_file_defs_comparison_goes_red_on_a_header_after_code():
+    """Canary: taking ``def f`` after ``x = 1;`` as a header adds a row."""
+    loose = [m.group(2) for m in re.finditer(r"(def|class)[ \t]+(\w+)", _HEADERS)]
+    assert "f" in loose and loose != [r[3] for r in _reference_rows(_HEADERS)]
