@@ -60,8 +60,7 @@ NOT_READERS = re.compile(
 
 _KERNEL_CALL = re.compile(r"\b(?:torch\.ops\.|ops\.|kernel|_C\.|triton|flashinfer|aiter|cutlass"
                           r"|gemm|mm\(|matmul|bmm|linear|fused)", re.I)
-_DEF_LINE = re.compile(r"^[ \t]*(?:async[ \t]*)?(def|class)[ \t]+(\w+)", re.M)
-"""A ``def``/``class`` header: only blanks, or ``async``, before it on its line."""
+_DEF_RE = re.compile(r"(def|class)[ \t]+(\w+)")
 _WEIGHT_WORD = re.compile(
     r"\b(?:[A-Za-z_]\w*\.)*(\w*(?:weight|scale|bias|qzeros|g_idx|gamma|lm_head|embed"
     r"|alpha|w13|w2_|w1_|_w\d|kv_a|wkv|wq|wo_|gate|proj|norm|sink)\w*)")
@@ -125,9 +124,11 @@ class _FileDefs:
     def __init__(self, text: str) -> None:
         self.text = text
         self.rows: list[tuple[int, int, str, str, bool]] = []  # (pos, indent, kind, name, prop)
-        for m in _DEF_LINE.finditer(text):
-            start = m.start()
-            head = text[start:m.start(1)]
+        for m in _DEF_RE.finditer(text):
+            start = text.rfind("\n", 0, m.start()) + 1
+            head = text[start:m.start()]
+            if head.strip(" \t") not in ("", "async"):
+                continue
             prev = text.rfind("\n", 0, max(start - 1, 0)) + 1
             decorator = text[prev:start].strip()
             prop = decorator.startswith("@") and decorator.endswith(("property", "property()"))
