@@ -78,7 +78,7 @@ RELOAD_MACHINERY = ("model_loader/reload/",)
 
 _RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}
 _LOCAL = re.compile(r"[a-z_]\w*")
-_WORD = re.compile(r"\w+")
+_DEF = re.compile(r"(?:def|class)[ \t]+(\w+)")
 
 
 def function_text(text: str, function: str) -> str:
@@ -88,14 +88,10 @@ def function_text(text: str, function: str) -> str:
     pos, indent = 0, -1
     for part in parts:
         found = None
-        if not _WORD.fullmatch(part):
-            return ""  # no header names it (a header's name is one word)
-        # only the headers naming ``part`` (one found inside another header's text, which a
-        # scan of every header would step over, has that text before it: not taken either)
-        for m in re.compile(rf"(?:def|class)[ \t]+{re.escape(part)}\b").finditer(text, pos):
+        for m in _DEF.finditer(text, pos):
             start = text.rfind("\n", 0, m.start()) + 1
             head = text[start:m.start()]
-            if head.strip(" \t") in ("", "async") and len(head) > indent:
+            if m.group(1) == part and head.strip(" \t") in ("", "async") and len(head) > indent:
                 found = (start, len(head))
                 break
         if found is None:
