@@ -1,11 +1,10 @@
-"""Each scan21e fast path against its former code (kept in the tests) on vLLM 0.33.0 texts: CPU s."""
+"""Each scan21e fast path against its former code (kept in the tests), vLLM 0.33.0: CPU s."""
 import ast
+import gc
+import importlib.util
 import pathlib
 import re
 import time
-
-import gc
-import importlib.util
 
 import vllm
 
