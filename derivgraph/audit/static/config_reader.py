@@ -96,7 +96,10 @@ def _keeper(files: Sequence[tuple[str, str]], kinds: frozenset[str],
         if not any(k in text for k in kinds):
             continue
         for cls in re.finditer(r"^class[ \t]+(\w+)", text, re.M):
-            init = def_text(text[cls.start():_next_class(text, cls.end())], "__init__")
+            body = text[cls.start():_next_class(text, cls.end())]
+            if not any(k in body for k in kinds):
+                continue  # no parameter of the class can be annotated with one of ``kinds``
+            init = def_text(body, "__init__")
             header = init[:init.find(":\n")]
             for p in param.finditer(header):
                 kept = re.search(rf"^[ \t]+self\.(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*{p.group(1)}"

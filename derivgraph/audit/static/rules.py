@@ -40,6 +40,7 @@ from derivgraph.audit.static.calls import CallRules
 from derivgraph.audit.static.folds import FoldRules
 from derivgraph.audit.static.handoff import HandoffRules
 from derivgraph.audit.static.infer import TensorInference, TensorInfo, attr_chain, call_name
+from derivgraph.audit.static.property_chains import lineage_chains
 from derivgraph.audit.static.scope import ModuleScope, Reached
 from derivgraph.audit.static.sites import RawSite
 from derivgraph.audit.static.stores import StoreRules
@@ -163,9 +164,7 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
             classes |= scope.lineage(reached.cls)
         self.classes = tuple(sorted(classes))
         # properties of the lineage that return another object's field: prop -> "obj.field"
-        self.property_chains = {key.split(".", 1)[1]: chain
-                                for key, chain in (property_chains or {}).items()
-                                if key.split(".", 1)[0] in self.lineage}
+        self.property_chains = lineage_chains(property_chains or {}, self.lineage)
         self.sites: list[RawSite] = []
         self.defs: dict[str, ast.expr] = {}  # last single-target definition of each local
         self.history: dict[str, list[ast.expr]] = {}  # every tensor definition of each local

@@ -206,20 +206,22 @@ class FunctionIndex:
         calls: list[ast.Call] = []
         sites: dict[int, list[ast.Call]] = {}
         stack: list[tuple[ast.AST, ast.AST, bool]] = [(func, func, False)]
+        pop, push = stack.pop, stack.append
+        stmt_type, lambda_type, call_type = ast.stmt, ast.Lambda, ast.Call
         while stack:
-            node, stmt, in_lambda = stack.pop()
-            if isinstance(node, ast.stmt):
+            node, stmt, in_lambda = pop()
+            if isinstance(node, stmt_type):
                 stmt = node
-            elif isinstance(node, ast.Lambda):
+            elif isinstance(node, lambda_type):
                 in_lambda = True
-            elif isinstance(node, ast.Call):
+            elif isinstance(node, call_type):
                 calls.append(node)
                 f = node.func
                 if not in_lambda and ((isinstance(f, ast.Attribute) and f.attr in _SITE_ATTRS)
                                       or (isinstance(f, ast.Name) and f.id in _SITE_NAMES)):
                     sites.setdefault(id(stmt), []).append(node)
             for child in children(node):
-                stack.append((child, stmt, in_lambda))
+                push((child, stmt, in_lambda))
         for found in sites.values():
             found.sort(key=lambda c: (c.lineno, c.col_offset))
         return cls(calls, sites)

@@ -41,11 +41,14 @@ def _fields(kind: type) -> tuple[str, ...]:
 def children(node: ast.AST) -> list[ast.AST]:
     """``ast.iter_child_nodes(node)`` as a list, expression contexts left out."""
     out: list[ast.AST] = []
-    for name in _fields(type(node)):
+    kind = type(node)
+    names = _FIELDS.get(kind)
+    node_type = ast.AST
+    for name in names if names is not None else _fields(kind):
         value = getattr(node, name, None)
-        if isinstance(value, list):
-            out.extend(v for v in value if isinstance(v, ast.AST))
-        elif isinstance(value, ast.AST):
+        if type(value) is list:
+            out.extend([v for v in value if isinstance(v, node_type)])
+        elif isinstance(value, node_type):
             out.append(value)
     return out
 
