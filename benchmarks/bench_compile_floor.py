@@ -17,13 +17,12 @@ the instance-table design could reach. ``--check`` compares its values with
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 from collections.abc import Callable
 from typing import Any
 
 import torch
+from _compile_cli import compile_parser, emit
 
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
@@ -100,10 +99,8 @@ def _check(layers: int) -> bool:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--size", type=int, default=100000, help="derived tensors")
+    parser = compile_parser(__doc__)
     parser.add_argument("--check", type=int, default=200, help="layers compared with compile_plan")
-    parser.add_argument("--json", default=None, help="write the result here")
     args = parser.parse_args()
     layers = max(1, args.size // 4)
     times: dict[str, float] = {}
@@ -119,10 +116,7 @@ def main() -> None:
     result = {"size": args.size, "construct_s": round(construct, 4), "floor_total_s": total,
               "floor_over_construct": round(total / construct, 3), "phases": times,
               "bit_exact_vs_compile_plan": _check(args.check) if args.check else None}
-    print(json.dumps(result, indent=1))  # noqa: T201
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
+    emit(result, args.json)
 
 
 if __name__ == "__main__":

@@ -11,13 +11,13 @@ counted in their parent (``build_graph`` holds ``stamp`` and ``infer_shapes``; `
 
 from __future__ import annotations
 
-import argparse
 import functools
 import gc
-import json
 import statistics
 import time
 from typing import Any
+
+from _compile_cli import compile_parser, write_json
 
 import derivgraph.adoption as adoption
 import derivgraph.compiler.build as build
@@ -69,10 +69,8 @@ def _instrument(times: dict[str, float]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--size", type=int, default=100000, help="derived tensors")
+    parser = compile_parser(__doc__)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--json", default=None, help="write the result here")
     args = parser.parse_args()
     times: dict[str, float] = {}
     _instrument(times)
@@ -98,9 +96,7 @@ def main() -> None:
     print(f"{'phase (process s, median)':{width}}  stamped    plain")  # noqa: T201
     for key in result["stamped"]:
         print(f"{key:{width}}  {result['stamped'][key]:7.3f}  {result['plain'][key]:7.3f}")  # noqa: T201
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
+    write_json(result, args.json)
 
 
 if __name__ == "__main__":

@@ -12,11 +12,11 @@ keeps one record per tensor. Process seconds, best of ``--repeat``.
 
 from __future__ import annotations
 
-import argparse
 import gc
-import json
 import time
 from typing import Any
+
+from _compile_cli import compile_parser, emit
 
 from derivgraph.compiler.bind import BoundSpec
 from derivgraph.compiler.graph import DerivedNode, NodeRef
@@ -65,10 +65,8 @@ def _records(layers: int, times: dict[str, float]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--size", type=int, default=100000, help="derived tensors")
+    parser = compile_parser(__doc__)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--json", default=None, help="write the result here")
     args = parser.parse_args()
     times: dict[str, float] = {}
     gc.disable()  # as compile_plan runs
@@ -76,10 +74,7 @@ def main() -> None:
         _records(max(1, args.size // 4), times)
     result = {"size": args.size, "records_s": {k: round(v, 4) for k, v in times.items()},
               "total_s": round(sum(times.values()), 4)}
-    print(json.dumps(result, indent=1))  # noqa: T201
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
+    emit(result, args.json)
 
 
 if __name__ == "__main__":
