@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["def_text"]
+__all__ = ["def_end", "def_text"]
+
+_INDENT = re.compile(r"[ \t]*")
 
 
 def def_text(text: str, name: str, indent: str = r"[ \t]*") -> str:
@@ -13,6 +15,13 @@ def def_text(text: str, name: str, indent: str = r"[ \t]*") -> str:
     m = re.search(rf"^({indent})(?:async[ \t]+)?def[ \t]+{re.escape(name)}[ \t]*\(", text, re.M)
     if m is None:
         return ""
-    end = re.compile(rf"^[ \t]{{0,{len(m.group(1))}}}(?![)\]])\S", re.M).search(
-        text, text.find("\n", m.end()) + 1)
-    return text[m.start():end.start() if end else len(text)]
+    return text[m.start():def_end(text, m.start())]
+
+
+def def_end(text: str, start: int) -> int:
+    """The end of the definition whose line starts at ``start``: the next line at its indent or
+    less that is not a closing bracket (``len(text)`` when there is none)."""
+    indent = _INDENT.match(text, start).end() - start
+    end = re.compile(rf"^[ \t]{{0,{indent}}}(?![)\]])\S", re.M).search(
+        text, text.find("\n", start) + 1)
+    return end.start() if end else len(text)

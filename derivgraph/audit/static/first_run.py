@@ -25,6 +25,8 @@ import ast
 import re
 import textwrap
 
+from derivgraph.audit.static.def_text import def_end
+
 __all__ = ["INITIAL_LOAD_TESTS", "first_run_guard", "references_only"]
 
 INITIAL_LOAD_TESTS = frozenset({"is_weights_pre_processed"})
@@ -47,7 +49,7 @@ def first_run_guard(function: str, class_text: str) -> str | None:
         return None
     guards = set()
     for at in calls:
-        if head.start() <= at < _end_of_def(class_text, head.start()):
+        if head.start() <= at < def_end(class_text, head.start()):
             return None  # a recursive call
         guard = _enclosing_first_run_test(class_text, at)
         if guard is None:
@@ -57,17 +59,10 @@ def first_run_guard(function: str, class_text: str) -> str | None:
     if len(guards) != 1:
         return None
     (attr,) = guards
-    own = class_text[head.start():_end_of_def(class_text, head.start())]
+    own = class_text[head.start():def_end(class_text, head.start())]
     if not re.search(rf"^[ \t]*self\.{attr}[ \t]*=(?!=)", own, re.M):
         return None
     return f"self.{attr}"
-
-
-def _end_of_def(text: str, start: int) -> int:
-    indent = len(text[start:]) - len(text[start:].lstrip(" \t"))
-    end = re.compile(rf"^[ \t]{{0,{indent}}}(?![)\]])\S", re.M).search(
-        text, text.find("\n", start) + 1)
-    return end.start() if end else len(text)
 
 
 def _enclosing_first_run_test(text: str, at: int) -> str | None:
