@@ -75,6 +75,9 @@ REVIEWS = [
                  close_calls={"lazy2": 1, "pwal_xfile": 2},
                  host_scalars={"lazy2": 0, "pwal_xfile": 0},
                  drawn=42, seed=13992828777516879383, n=8),
+    RecallReview("v10", "671b8a1", population={"pwal_xfile": 32},
+                 real={"pwal_xfile": 2}, close_calls={"pwal_xfile": 6},
+                 host_scalars={"pwal_xfile": 0}, drawn=32, seed=11240739590851650122, n=32),
 ]
 IDS = [r.stage for r in REVIEWS]
 
@@ -183,4 +186,18 @@ def test_recall_v9_draws_the_whole_rest_of_lazy2_and_8_of_pwal_xfile():
         "lazy2": 34, "pwal_xfile": 8}
     assert lists["lists"]["lazy2"]["population"] == len(lists["lists"]["lazy2"]["candidates"])
     resized = dict(seed, n_by_list={"lazy2": 33, "pwal_xfile": 8})
+    assert list_problems(lists, resized)
+
+
+def test_recall_v10_draws_the_whole_rest_of_pwal_xfile():
+    """v10 drew one list with the stage-v8 rules unchanged (9b4bdf2): all 32 candidates left in
+    ``pwal_xfile`` after v1-v9, so that pool is a census and is now exhausted."""
+    lists, seed = _load("static_recall_outside_v10_vllm_0.33.json"), _load(
+        "static_recall_outside_seed_v10.json")
+    assert tuple(lists["lists"]) == ("pwal_xfile",)
+    assert seed["n_by_list"] == lists["n_by_list"] == {"pwal_xfile": 32}
+    assert lists["draw_rules_commit"] == "9b4bdf2"
+    body = lists["lists"]["pwal_xfile"]
+    assert body["population"] == len(body["candidates"]) == 32
+    resized = dict(seed, n_by_list={"pwal_xfile": 31})
     assert list_problems(lists, resized)
