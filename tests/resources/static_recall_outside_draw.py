@@ -57,11 +57,25 @@ A seed file may carry ``n_by_list`` (list name -> n) to override ``n`` for some 
 the whole rest of ``pwal``, fewer of each new list). The stored value obeys the same literal /
 passed-through-argument exclusion and, under ``--tensor-only``, the same scope and tensor
 filter (on the value and the name).
+
+Stage v10 adds one list, after the others in ``ALL_LISTS`` (so it holds no key of an earlier
+list), for the receivers and speculators the stage-v8 lists do not reach:
+
+- ``recv_spec``: (a) the stores of both kinds in methods of OTHER vLLM files reached through a
+  call receiver: a call ``<recv>.m(...)`` (``recv`` not an imported module) in the functions
+  that ``pwal`` scans or in ``load_weights`` / ``post_load_weights`` and their same-file callees
+  (transitively, by name), resolved to method ``m`` (not ``__init__``) of each class that the
+  file imports by name (``from m import C``, relative imports included) and defined in
+  another file, with that method's same-file callees, transitively by name (base classes are
+  not followed); (b) the stores of both kinds in every function other than ``__init__`` of
+  the worker-side speculator files (``v1/spec_decode/``, ``v1/worker/gpu/spec_decode/``:
+  ``load_model``, weight sharing, graph setup and per-step code alike).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import random
 import sys
@@ -70,7 +84,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 LISTS = ("pwal", "lazy", "loader")
 NEW_LISTS = ("pwal_calls", "pwal_xfile", "lazy2")
-ALL_LISTS = LISTS + NEW_LISTS
+V10_LISTS = ("recv_spec",)
+ALL_LISTS = LISTS + NEW_LISTS + V10_LISTS
+SPEC_WORKER = ("vllm/v1/spec_decode/", "vllm/v1/worker/gpu/spec_decode/")
 
 
 def _vllm_root() -> Path:
@@ -335,6 +351,7 @@ def _lazy2_stores(fn: ast.AST) -> list[tuple[int, str]]:
     return out
 
 
+@functools.cache
 def _module_file(module: str) -> Path | None:
     if not module.startswith("vllm.") and module != "vllm":
         return None
@@ -423,6 +440,56 @@ def _xfile_callees(tree: ast.Module, rel: str,
     return out
 
 
+def _same_file_closure(funcs: dict[str, list[ast.AST]], start: list[ast.AST]) -> list[ast.AST]:
+    """``start`` and its same-file callees, transitively by name (``__init__`` not followed)."""
+    todo, seen, out = list(start), set(), []
+    while todo:
+        fn = todo.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        out.append(fn)
+        for name in _called_names(fn):
+            todo += [g for g in funcs.get(name, []) if name != "__init__"]
+    return out
+
+
+def _recv_callees(tree: ast.Module, rel: str,
+                  fns: list[ast.AST]) -> list[tuple[str, ast.AST]]:
+    """(file, method) of other vLLM files reached from ``fns`` by a call ``<recv>.m(...)``:
+    method ``m`` of each class the file imports by name, with its same-file callees."""
+    names, mods = _imports(tree, rel)
+    wanted: set[str] = set()
+    for fn in fns:
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                recv = node.func.value
+                if not (isinstance(recv, ast.Name) and recv.id in mods):
+                    wanted.add(node.func.attr)
+    wanted.discard("__init__")
+    root = _vllm_root()
+    out: list[tuple[str, ast.AST]] = []
+    for mod, obj in sorted(set(names.values())):
+        path = _module_file(mod)
+        if path is None or not wanted:
+            continue
+        target = "vllm/" + path.relative_to(root).as_posix()
+        other = _parse(path) if target != rel else None
+        if other is None:
+            continue
+        start = [i for node in other.body if isinstance(node, ast.ClassDef) and node.name == obj
+                 for i in node.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and i.name in wanted]
+        if not start:
+            continue
+        funcs: dict[str, list[ast.AST]] = {}
+        for node in ast.walk(other):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                funcs.setdefault(node.name, []).append(node)
+        out += [(target, g) for g in _same_file_closure(funcs, start)]
+    return out
+
+
 def _scan(path: Path, rel: str) -> dict[str, set[tuple[str, int, str]]]:
     found: dict[str, set[tuple[str, int, str]]] = {k: set() for k in ALL_LISTS}
     tree = _parse(path)
@@ -485,6 +552,16 @@ def _scan(path: Path, rel: str) -> dict[str, set[tuple[str, int, str]]]:
     # pwal_xfile: functions of other files that the pwal functions call
     for target, fn in _xfile_callees(tree, rel, pwal_fns):
         found["pwal_xfile"] |= {(target, ln, a) for ln, a in _stores(fn) + _call_stores(fn)}
+    # recv_spec (stage v10): receiver calls into other files' classes, speculator code
+    loader_fns = _same_file_closure(funcs, funcs.get("load_weights", [])
+                                    + funcs.get("post_load_weights", []))
+    for target, fn in _recv_callees(tree, rel, pwal_fns + loader_fns):
+        found["recv_spec"] |= {(target, ln, a) for ln, a in _stores(fn) + _call_stores(fn)}
+    if rel.startswith(SPEC_WORKER):
+        for fns in funcs.values():
+            for fn in fns:
+                if fn.name != "__init__":
+                    found["recv_spec"] |= {(rel, ln, a) for ln, a in _stores(fn) + _call_stores(fn)}
     return found
 
 
@@ -497,11 +574,12 @@ def pools(lists: tuple[str, ...] = LISTS) -> dict[str, list[tuple[str, int, str]
             continue
         for k, v in _scan(path, rel).items():
             out[k] |= v
-    if TENSOR_ONLY:  # pwal_xfile targets may lie outside the scanned scope
-        out["pwal_xfile"] = {c for c in out["pwal_xfile"] if c[0].startswith(SCOPES)}
+    if TENSOR_ONLY:  # pwal_xfile and recv_spec targets may lie outside the scanned scope
+        for k in ("pwal_xfile", "recv_spec"):
+            out[k] = {c for c in out[k] if c[0].startswith(SCOPES)}
     earlier: set[tuple[str, int, str]] = set()
     for k in ALL_LISTS:  # each new list holds only keys no earlier list holds
-        if k in NEW_LISTS:
+        if k in NEW_LISTS + V10_LISTS:
             out[k] -= earlier
         earlier |= out[k]
     return {k: sorted(out[k]) for k in lists}
@@ -536,7 +614,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="earlier candidate lists: their (file, line, attr) leave the pools "
                     "before the draw, so a new draw holds only fresh candidates")
     ap.add_argument("--lists", nargs="+", default=list(LISTS), choices=ALL_LISTS,
-                    help="lists to draw (stage v8); list k of ALL_LISTS uses seed + k")
+                    help="lists to draw (stage v8, v10); list k of ALL_LISTS uses seed + k")
     ns = ap.parse_args(sys.argv[1:] if argv is None else argv)
     TENSOR_ONLY = ns.tensor_only
     name = "static_recall_outside_seed" + ("_v2" if TENSOR_ONLY else "") + ".json"

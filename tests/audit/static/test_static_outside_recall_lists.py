@@ -50,7 +50,7 @@ class RecallReview:
 
     @property
     def earlier(self) -> tuple[str, ...]:
-        upto = int(self.stage.removeprefix("v"))
+        upto = int("".join(ch for ch in self.stage if ch.isdigit()))  # v10b -> 10
         return tuple(f"v{k}" for k in range(1, upto))
 
 
@@ -78,6 +78,9 @@ REVIEWS = [
     RecallReview("v10", "671b8a1", population={"pwal_xfile": 32},
                  real={"pwal_xfile": 2}, close_calls={"pwal_xfile": 6},
                  host_scalars={"pwal_xfile": 0}, drawn=32, seed=11240739590851650122, n=32),
+    RecallReview("v10b", "671b8a1", population={"recv_spec": 51}, real={"recv_spec": 4},
+                 close_calls={"recv_spec": 6}, host_scalars={"recv_spec": 0}, drawn=30,
+                 seed=14408267240178577638, n=30),
 ]
 IDS = [r.stage for r in REVIEWS]
 
@@ -201,3 +204,16 @@ def test_recall_v10_draws_the_whole_rest_of_pwal_xfile():
     assert body["population"] == len(body["candidates"]) == 32
     resized = dict(seed, n_by_list={"pwal_xfile": 31})
     assert list_problems(lists, resized)
+
+
+def test_recall_v10b_draws_30_of_the_stage_v10_list_recv_spec():
+    """v10b drew 30 of the 51 candidates of the stage-v10 list ``recv_spec`` (receiver calls
+    into imported classes from the pwal and load_weights functions, and worker-side
+    speculator code), whose rule was committed with the seed in e075a8f."""
+    lists, seed = _load("static_recall_outside_v10b_vllm_0.33.json"), _load(
+        "static_recall_outside_seed_v10b.json")
+    assert tuple(lists["lists"]) == ("recv_spec",)
+    assert lists["draw_rules_commit"] == "e075a8f"
+    assert "n_by_list" not in seed
+    assert len(lists["lists"]["recv_spec"]["candidates"]) == 30
+    assert list_problems(lists, dict(seed, n=29))
