@@ -81,10 +81,10 @@ LAZY_GUARD_RE = re.compile(
     r"|getattr\(\s*self\s*,\s*['\"](\w+)['\"]\s*,\s*None\s*\)\s+is\s+None)\s*:[ \t]*\n"
     r"(?:[^\n]*\n){0,8}?\s+self\.(?:\1|\2|\3)\s*(?::[^=\n]*)?=[^=]"
     r"|if\s+self\.(\w+)\s+is\s+not\s+None\s*:[ \t]*\n\s+return\s+self\.\4\b"
-    r"|self\.\w+\s+is\s+not\s+None\s+or\b")
+    r"|if\s*\(?\s*self\.\w+\s+is\s+not\s+None\s+or\b")
 """Text test for a lazily built cache (``if self._x is None:``, or an early
-``if self._x is not None: return self._x``, or ``if self._x is not None or ...: return``), in
-any method."""
+``if self._x is not None: return self._x``, or ``if self._x is not None or ...: return``, that
+test first), in any method."""
 # Starts with a literal so the regex engine can skip ahead; the line start is checked in code.
 _CLASS_RE = re.compile(r"class[ \t]+(\w+)[ \t]*(?:\(((?:[^()]|\([^()]*\))*)\))?[ \t]*:")
 _TOKEN_RE = re.compile("|".join(REBUILT_CLASS_TOKENS))

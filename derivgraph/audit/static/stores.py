@@ -459,12 +459,12 @@ class StoreRules:
         """``tables[k] = <from weights>`` (or ``.append``) into a local container: a tensor (by
         inference, or by the local's ``dict[str, torch.Tensor]`` annotation) read from weights
         makes the local a container of tensors, judged where it is stored."""
-        if name in self.imports or name in self.params or not self._from_weights(value):
-            return
+        if name in self.imports or name in self.params or name in self.inf.locals:
+            return  # a module, an argument, or a tensor written in place
         info = self.inf.infer(value)
-        if info is None and name not in self.tensor_containers:
+        if info is None and name not in self.tensor_containers or info is not None and info.param:
             return
-        if info is not None and info.param:
+        if not self._from_weights(value):
             return
         fresh = info is None or info.fresh or bool(self.filled.get(name, info).fresh)
         self.filled[name] = TensorInfo(why=f"a container of tensors filled with "
@@ -554,7 +554,8 @@ class StoreRules:
             name = call_name(value.func, self.imports)
             if name in ("functools.partial", "partial"):
                 captured = [a for a in [*value.args[1:], *(k.value for k in value.keywords)]
-                            if self.inf.infer(a) is not None]
+                            if self.inf.infer(a) is not None
+                            or isinstance(a, ast.Name) and self._captures_tensor(a.id)]
                 if captured:
                     names = ", ".join(short(a, 30) for a in captured)
                     return f"functools.partial captures tensor(s) {names}"

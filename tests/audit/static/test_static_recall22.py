@@ -19,6 +19,12 @@ from tests.audit.static.expectations import EVIDENCE_CORPUS, planted_copy
 _CASES = "recall22_cases.py"
 
 
+def _line(text: str) -> int:
+    """The 1-based line of ``text`` in the corpus file."""
+    source = (EVIDENCE_CORPUS / _CASES).read_text()
+    return source.count("\n", 0, source.index(text)) + 1
+
+
 def _scan(path: Path) -> dict[tuple[str | None, str], object]:
     return {(f.cls, f.attr): f for f in scan([path], specs=[], jobs=1).findings}
 
@@ -33,12 +39,13 @@ def _planted(tmp_path: Path, old: str, new: str) -> dict[tuple[str | None, str],
 
 def test_lazy_tables_stored_by_a_tuple_unpack_are_errors_with_reader_and_weight():
     got = _scan(EVIDENCE_CORPUS / _CASES)
+    build = f":{_line('ops.make_metadata(')} "
     for attr, weight in (("k_scale", "layer._k_scale_float"), ("v_scale", "layer._v_scale_float")):
         f = got[("ScaleTableMetadataBuilder", attr)]
         assert (f.category, f.severity) == ("lazy-cache", Severity.ERROR)
         assert f.derives_from == weight
         # the reader is the kernel call in build(), not the unpack that stores it
-        assert f.reader.startswith("kernel-call ") and ":40 " in f.reader
+        assert f.reader.startswith("kernel-call ") and build in f.reader
     assert ("ScaleTableMetadataBuilder", "block_tables") not in got  # allocations only
 
 
@@ -74,6 +81,20 @@ def test_lambda_over_a_weight_handle_is_an_error_and_a_workspace_handle_nothing(
     assert "handle create_gemm_handle() made from weights" in f.reason
     assert f.derives_from == "layer.weight" and f.reader.startswith("captured ")
     assert ("HandleLinearMethod", "run_workspace") not in got  # a size, not the weight
+
+
+def test_partial_over_a_weight_handle_is_an_error_and_a_size_handle_nothing():
+    got = _scan(EVIDENCE_CORPUS / _CASES)
+    f = got[("PartialHandleMethod", "run")]
+    assert (f.category, f.severity) == ("captured-tensor", Severity.ERROR)
+    assert f.derives_from == "layer.weight"
+    assert ("PartialHandleMethod", "run_sizes") not in got  # made from .numel()
+
+
+def test_canary_a_size_handle_made_from_the_weight_is_captured_again(tmp_path):
+    got = _planted(tmp_path, "ops.create_gemm_workspace(layer.weight.numel())",
+                   "ops.create_gemm_workspace(layer.weight)")
+    assert got[("PartialHandleMethod", "run_sizes")].severity is Severity.ERROR
 
 
 def test_canary_a_workspace_handle_made_from_the_weight_is_captured_again(tmp_path):
