@@ -302,7 +302,10 @@ def test_precision_review_file_is_consistent(vllm_report):
     assert review["population"] == 96 and len(pool) == 133
     drawn = {(f.file, f.line, f.attr) for f in pool}
     gone = [r for r in review["sample"] if (r["file"], r["line"], r["attr"]) not in drawn]
-    assert len(gone) == 10  # with the two zentorch sites, info again (their source is emptied)
+    # with the two zentorch sites, info again (their source is emptied); `layers/utils.py:599`
+    # (judged TP) is back since its step empties the weight only for callers that ask for it and
+    # the embedding's method does not (rules22)
+    assert len(gone) == 9
     for r in gone:  # each is info now, by one of those named rules
         (f,) = [f for f in vllm_report.findings
                 if (f.file, f.line, f.attr) == (r["file"], r["line"], r["attr"])]
