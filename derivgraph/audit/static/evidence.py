@@ -231,7 +231,7 @@ def _on_cpu(f: StaticFinding, by_display: dict[str, str],
                                    f"sets `{flag}` and returns early when it is set: a reload "
                                    "reruns it without rebuilding this, so it keeps the first "
                                    "weights")
-    dropped = source_dropped(f.derives_from, body, by_display)
+    dropped = source_dropped(f.derives_from, body, by_display, f.line - start)
     if dropped is None:
         return f
     return _cap(f, Severity.INFO, f"runs only on the CPU platform ({why}): no device graph is "

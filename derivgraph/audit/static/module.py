@@ -77,12 +77,15 @@ def parse_for_audit(text: str, filename: str, context: ModuleContext,
             return is_rebuilt_lineage(context.ancestors.get(name, frozenset({name})))
 
         try:
-            return parse_relevant(text, filename, context.ancestors, is_rebuilt,
-                                  extra=[(e.cls, e.func) for e in extra], own_roots=not extra,
-                                  seeds=(lambda scope: _seeds(scope, extra)) if extra else None)
+            scope = parse_relevant(text, filename, context.ancestors, is_rebuilt,
+                                   extra=[(e.cls, e.func) for e in extra], own_roots=not extra,
+                                   seeds=(lambda scope: _seeds(scope, extra)) if extra else None)
+            scope.text = text
+            return scope
         except SyntaxError as exc:  # a cut inside a string: the whole file decides
             logger.debug("%s: block parse failed (%s); parsing the whole file", filename, exc.msg)
     scope = ModuleScope(ast.parse(text, filename=filename), context.ancestors)
+    scope.text = text
     scope.has_assigned_roots = not extra and bool(ROOT_ASSIGN_RE.search(text))
     return scope
 

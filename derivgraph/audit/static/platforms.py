@@ -21,7 +21,8 @@ A CPU-only site still goes stale when a kernel-format reload refills a kept sour
 but not the copy built from it (``self._s32 = self.w_scale.float()``). :func:`source_dropped`
 tells the cases where no such reload can leave it stale: the value derives from no kept
 attribute, or the source parameter is emptied (``torch.empty(0)``), so a reload into it fails
-instead.
+instead; not when the step empties it only under ``if flag:`` and some caller passes
+``flag=False`` (:func:`kept_by_a_caller`): that caller's source stays refillable.
 
 A CPU-only site stays loud when the step cannot rerun: :func:`rerun_guard` finds a flag the
 storing function sets (``layer._done = True``) that the file tests with an early return
@@ -40,8 +41,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-__all__ = ["cpu_only", "empties_source", "names_cpu", "rerun_guard", "reset_flags",
-           "source_dropped"]
+__all__ = ["cpu_only", "empties_source", "kept_by_a_caller", "names_cpu", "rerun_guard",
+           "reset_flags", "source_dropped"]
 
 _CPU = re.compile(r"(?<![a-z])(?:cpu|amx)(?![a-z])|(?<![A-Z])(?:CPU|AMX)|(?:Cpu|Amx)(?![a-z])")
 _XPU = re.compile(r"(?<![a-z])xpu(?![a-z])|(?<![A-Z])XPU|Xpu(?![a-z])")
@@ -51,6 +52,7 @@ _IF = re.compile(r"^([ \t]*)(?:el)?if\b(.*)$")
 _CALL = re.compile(r"([A-Za-z_][\w.]*)\s*\($")
 _EMPTIED = re.compile(r"\b(?:new_)?empty\(\s*\(?0\s*[,)]")
 _KEPT = re.compile(r"^(?:self|layer)((?:\.\w+)+)$")
+_DEF_HEAD = re.compile(r"\s*(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(([^)]*)\)")
 _PARAM_NAME = re.compile(r"^(?:w\d*|w13\w*|w2\w*|\w*weight\w*|\w*scale\w*|\w*bias\w*)$")
 
 
@@ -148,15 +150,16 @@ def cpu_only(file: str, lineage: Iterable[str], body: str, store_offset: int,
 
 
 def source_dropped(derives_from: str | None, body: str,
-                   tree: Mapping[str, str]) -> str | None:
+                   tree: Mapping[str, str], at: int | None = None) -> str | None:
     """Why no kernel-format reload can leave a CPU-only value stale, or None when one can: it
     derives from no kept attribute (``self.x``/``layer.x``), or its storing function empties a
     parameter, or the submodule it derives from has its parameter emptied somewhere in the tree
-    (``tree``: display path -> text), so a reload into that parameter fails on its shape."""
+    (``tree``: display path -> text), so a reload into that parameter fails on its shape.
+    ``at``: the store's line in ``body`` (0-based), for :func:`kept_by_a_caller`."""
     m = _KEPT.match((derives_from or "").strip())
     if m is None:
         return "it derives from no kept attribute"
-    if empties_source(body):
+    if empties_source(body) and (at is None or kept_by_a_caller(body, tree, at) is None):
         return "its step empties the parameter it reads"
     segments = m.group(1).strip(".").split(".")
     module = segments[-1] if not _PARAM_NAME.match(segments[-1]) else (
@@ -171,6 +174,59 @@ def source_dropped(derives_from: str | None, body: str,
                     f"{display}:{text.count(chr(10), 0, hit.start()) + 1}: a reload into it "
                     "raises (0 elements, not the checkpoint's shape) instead of leaving this "
                     "stale")
+    return None
+
+
+def kept_by_a_caller(body: str, tree: Mapping[str, str], at: int) -> str | None:
+    """``display:line`` of a call passing ``flag=False`` to the step ``body`` when the store on
+    line ``at`` (0-based in ``body``) is followed, on its own path, by an emptying of the source
+    only under ``if flag:`` (a parameter of the step): that caller's source stays a full
+    parameter, which a kernel-format reload refills while the value built from it goes stale
+    (``dispatch_cpu_unquantized_gemm(layer, remove_weight=False)`` for an embedding's CPU
+    GEMM). None when the step empties it unconditionally, every caller sets the flag, or the
+    store's branch returns before the emptying."""
+    head = _DEF_HEAD.match(body)
+    lines = body.split("\n")
+    if head is None or not 0 <= at < len(lines):
+        return None
+    indent = len(lines[at]) - len(lines[at].lstrip(" \t"))
+    after = sum(len(line) + 1 for line in lines[:at + 1])
+    first = next((m for m in _EMPTIED.finditer(body) if m.start() >= after), None)
+    if first is None or any(
+            re.match(rf"[ \t]{{0,{indent}}}(?:return|raise)\b", line)
+            for line in body[after:first.start()].split("\n")):
+        return None  # no emptying on the store's own path
+    params = set(re.findall(r"(\w+)[ \t]*[:=,)]", head.group(2) + ")"))
+    flags = set()
+    for m in _EMPTIED.finditer(body):
+        flag = _guarding_flag(body, m.start(), params)
+        if flag is None:
+            return None  # emptied whatever the caller passes
+        flags.add(flag)
+    for flag in sorted(flags):
+        call = re.compile(rf"\b{re.escape(head.group(1))}\([^()]*\b{flag}[ \t]*=[ \t]*False\b")
+        for display, text in tree.items():
+            hit = call.search(text) if head.group(1) in text else None
+            if hit:
+                return f"{display}:{text.count(chr(10), 0, hit.start()) + 1}"
+    return None
+
+
+def _guarding_flag(body: str, at: int, params: set[str]) -> str | None:
+    """The parameter ``p`` of the nearest enclosing ``if p:`` around offset ``at``, or None."""
+    lines = body[:at].split("\n")
+    limit = len(lines[-1]) - len(lines[-1].lstrip(" \t"))
+    for line in reversed(lines[:-1]):
+        stripped = line.lstrip(" \t")
+        indent = len(line) - len(stripped)
+        if not stripped or stripped.startswith("#") or indent >= limit:
+            continue
+        limit = indent
+        if stripped.startswith(("def ", "async def ")):
+            return None
+        m = re.match(r"if[ \t]+(\w+)[ \t]*:", stripped)
+        if m and m.group(1) in params:
+            return m.group(1)
     return None
 
 

@@ -78,6 +78,8 @@ _NONE_TEST = re.compile(r"[ \t]*(?:is(?:[ \t]+not)?|[!=]=)[ \t]*None\b")
 _CONDITION = re.compile(r"(?:assert|if|elif|while)\b")
 """A read that only checks presence (an ``assert``, an ``is None`` test): a later read of the
 same builder is quoted instead."""
+_UNPACK_TARGETS = re.compile(r"[ \t]*[\w.]+(?:[ \t]*,[ \t]*[\w.]+)+[ \t]*,?[ \t]*=(?!=)")
+"""A line whose targets are a tuple of dotted names: ``self.k, self.v = k, v``."""
 
 
 class ReaderKind(enum.Enum):
@@ -281,6 +283,9 @@ class ReaderIndex:
             if (rest.startswith("=") and not rest.startswith("==")) or (
                     len(rest) > 1 and rest[1] == "=" and rest[0] in "+-*/@%&|^"):
                 return None  # a store or an augmented store
+            targets = _UNPACK_TARGETS.match(line) if rest.startswith(",") else None
+            if targets is not None and name_end - line_start < targets.end():
+                return None  # a target of a tuple unpack ``self.a, self.b = a, b``
             head = text[line_start:m.start()]
             if rest.startswith(":") and not head.strip(" \t").replace("self", "").strip("."):
                 return None  # an annotated store ``self.x: T = ...``

@@ -48,6 +48,7 @@ from derivgraph.audit.static.values import is_allocation, is_construction
 from derivgraph.audit.static.vocab import (
     Returned,
     ReturnsTensor,
+    annotation_holds_tensors,
     annotation_is_tensor,
     looks_like_tensor_attr,
 )
@@ -91,17 +92,23 @@ def _has_lazy_guard(func: ast.AST) -> bool:
 
 
 def _early_return_chain(stmt: ast.stmt) -> str | None:
-    """``self._x`` for ``if self._x is not None: ... return``: the statements after it run only
-    while ``self._x`` is None (a lazy cache with an early return)."""
+    """``self._x`` for ``if self._x is not None: ... return`` (also as an operand of an ``or``):
+    the statements after it run only while ``self._x`` is None (a lazy cache with an early
+    return)."""
     if not (isinstance(stmt, ast.If) and not stmt.orelse and stmt.body
             and isinstance(stmt.body[-1], ast.Return)):
         return None
-    test = stmt.test
-    if (isinstance(test, ast.Compare) and len(test.ops) == 1
-            and isinstance(test.ops[0], ast.IsNot) and isinstance(test.comparators[0], ast.Constant)
-            and test.comparators[0].value is None):
-        chain = attr_chain(test.left)
-        return chain if chain and "." in chain else None
+    # ``if self._x is not None or not enabled(): return``: past it, every operand was false
+    tests = stmt.test.values if isinstance(stmt.test, ast.BoolOp) \
+        and isinstance(stmt.test.op, ast.Or) else [stmt.test]
+    for test in tests:
+        if (isinstance(test, ast.Compare) and len(test.ops) == 1
+                and isinstance(test.ops[0], ast.IsNot)
+                and isinstance(test.comparators[0], ast.Constant)
+                and test.comparators[0].value is None):
+            chain = attr_chain(test.left)
+            if chain and "." in chain:
+                return chain
     return None
 
 
@@ -178,6 +185,10 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
         # a constant in another branch (``k = 1.0``) does not clear it
         self.scalar_locals: dict[str, str] = {}
         self.closures: dict[str, list[str]] = {}  # nested function -> captured tensor locals
+        # local containers filled with tensors read from weights (``tables[k] = f(layer.s)``)
+        self.filled: dict[str, TensorInfo] = {}
+        self.tensor_containers: set[str] = set()  # locals annotated ``dict[str, torch.Tensor]``
+        self.copy_calls: dict[int, str] = {}  # id of a helper call returning copies -> source
         self.params: set[str] = set()
         self.shadowed: set[str] = set()  # constant parameters rebound or shadowed here
         # locals whose storage tensors were `.set_()` onto -> the indices of those sites
@@ -244,6 +255,8 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
                 self._assign(target, stmt.value, stmt)
         elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
             self._assign(stmt.target, stmt.value, stmt)
+            if isinstance(stmt.target, ast.Name) and annotation_holds_tensors(stmt.annotation):
+                self.tensor_containers.add(stmt.target.id)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             self._for(stmt)
         elif isinstance(stmt, ast.If):
@@ -353,16 +366,28 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
         self.inf, self.defs, self.holders, self.returns_tensor, self.shadowed = saved
 
     def _captures_tensor(self, name: str) -> bool:
+        """A local holding a tensor, or a handle a library call made from weights (a oneDNN
+        handler of ``ops.create_onednn_mm(w.t(), 32)`` keeps its own prepacked copy)."""
         info = self.inf.locals.get(name)
-        return info is not None and not info.param
+        if info is not None:
+            return not info.param
+        call = self.call_locals.get(name)
+        return call is not None and self._weight_handle(call) is not None
 
     # ---- assignments and locals --------------------------------------------------------------
 
     def _assign(self, target: ast.expr, value: ast.expr, stmt: ast.stmt) -> None:
         if isinstance(target, (ast.Tuple, ast.List)):
             if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+                # ``self.k, self.v = k, v`` behind a guard on ``self.k``: both are built once
+                chains = [c for t in target.elts if (c := attr_chain(t)) and "." in c]
+                shared = [c for c in chains if c not in self.guards] \
+                    if any(c in self.guards for c in chains) else []
+                self.guards += shared
                 for t, v in zip(target.elts, value.elts):
                     self._assign(t, v, stmt)
+                if shared:
+                    del self.guards[-len(shared):]
                 return
             info = self.inf.infer(value)
             shape = self._returns_tensor(value) if isinstance(value, ast.Call) else False
@@ -394,6 +419,8 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
 
     def _assign_local(self, name: str, value: ast.expr) -> None:
         self.shadowed.add(name)
+        self.filled.pop(name, None)
+        self.tensor_containers.discard(name)
         if not isinstance(value, ast.Constant):
             scalar = self._scalar_reason(value)
             if scalar and self._from_weights(value):
@@ -466,7 +493,8 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
     def _emit(self, stmt: ast.stmt, attr: str, owner: str, category: str, reason: str,
               value: ast.expr, kind: str, alias_of: str | None = None,
               line: int | None = None, col: int | None = None, persistent: bool = True,
-              view_of_kept: bool = False, refilled: bool = False) -> None:
+              view_of_kept: bool = False, refilled: bool = False,
+              derives: str | None = None) -> None:
         self.sites.append(RawSite(
             line=line or stmt.lineno, col=col if col is not None else stmt.col_offset,
             cls=self.reached.cls, function=self.reached.qualname, attr=attr, owner=owner,
@@ -478,7 +506,7 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
             weight_free=self._weight_free(value), allocation=is_allocation(value),
             constructed=is_construction(value),
             initial_load_only=self.reached.initial_load_only,
-            from_weights=self._from_weights(value),
+            from_weights=self._from_weights(value), derives=derives,
         ))
 
     def _returns_placeholder(self, value: ast.expr) -> bool:

@@ -80,9 +80,11 @@ LAZY_GUARD_RE = re.compile(
     r"if\s+(?:self\.(\w+)\s+is\s+None|not\s+hasattr\(\s*self\s*,\s*['\"](\w+)['\"]\s*\)"
     r"|getattr\(\s*self\s*,\s*['\"](\w+)['\"]\s*,\s*None\s*\)\s+is\s+None)\s*:[ \t]*\n"
     r"(?:[^\n]*\n){0,8}?\s+self\.(?:\1|\2|\3)\s*(?::[^=\n]*)?=[^=]"
-    r"|if\s+self\.(\w+)\s+is\s+not\s+None\s*:[ \t]*\n\s+return\s+self\.\4\b")
+    r"|if\s+self\.(\w+)\s+is\s+not\s+None\s*:[ \t]*\n\s+return\s+self\.\4\b"
+    r"|if\s*\(?\s*self\.\w+\s+is\s+not\s+None\s+or\b")
 """Text test for a lazily built cache (``if self._x is None:``, or an early
-``if self._x is not None: return self._x``), in any method."""
+``if self._x is not None: return self._x``, or ``if self._x is not None or ...: return``, that
+test first), in any method."""
 # Starts with a literal so the regex engine can skip ahead; the line start is checked in code.
 _CLASS_RE = re.compile(r"class[ \t]+(\w+)[ \t]*(?:\(((?:[^()]|\([^()]*\))*)\))?[ \t]*:")
 _TOKEN_RE = re.compile("|".join(REBUILT_CLASS_TOKENS))
@@ -248,6 +250,7 @@ class ModuleScope:
         self.has_assigned_roots = True  # callers that read the text can rule them out cheaply
         self.classes: dict[str, _ClassInfo] = {}
         self.functions: dict[str, FuncNode] = {}
+        self.text = ""  # the file's source, for text checks of code a segmented parse left out
         self._collect(tree.body)
 
     def _collect(self, body: list[ast.stmt]) -> None:

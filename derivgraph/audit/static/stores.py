@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from derivgraph.audit.static.ast import (
@@ -20,8 +21,10 @@ from derivgraph.audit.static.ast import (
     walk_no_lambda,
 )
 from derivgraph.audit.static.infer import TensorInference, TensorInfo, attr_chain, call_name
+from derivgraph.audit.static.returned_copies import refilled_in_place, returned_copies
 from derivgraph.audit.static.scope import ModuleScope, Reached
 from derivgraph.audit.static.values import (
+    COPY_METHODS,
     LOADED_NAMES,
     WEIGHT_FREE_RE,
     WEIGHT_WORDS,
@@ -33,7 +36,13 @@ from derivgraph.audit.static.values import (
     shape_free_chains,
     weight_named,
 )
-from derivgraph.audit.static.vocab import SCALAR_BUILTINS, SCALAR_METHODS, looks_like_tensor_attr
+from derivgraph.audit.static.vocab import (
+    NON_TENSOR_ATTRS,
+    NON_TENSOR_METHODS,
+    SCALAR_BUILTINS,
+    SCALAR_METHODS,
+    looks_like_tensor_attr,
+)
 from derivgraph.audit.static.walk import walk
 
 __all__ = ["StoreRules"]
@@ -43,9 +52,6 @@ _NOT_TENSOR_CALLS = frozenset({
     "getattr", "get", "pop", "setdefault", "tuple", "list", "dict", "set", "sorted", "str",
     "repr", "dumps", "compile", "deepcopy", "copy", "partial", "len", "id", "type", "vars"})
 """Calls whose result is no tensor, whatever they are handed."""
-_COPY_METHODS = frozenset({"to", "float", "half", "bfloat16", "double", "clone", "contiguous",
-                           "type"})
-"""Methods that copy a tensor into another dtype, device or layout."""
 _TENSOR_NAMED = re.compile(r"weight|scale|bias|packed|w13|w1_|w2_|_w\d|qzeros|g_idx|sf\b|_sf_")
 _NOT_TENSOR_NAMED = re.compile(r"config|_str$|name|size|shape|dtype|_fn$|kernel$|module")
 
@@ -67,6 +73,10 @@ class StoreRules:
         closures: dict[str, list[str]]
         stored_locals: dict[str, str]
         call_locals: dict[str, ast.Call]
+        filled: dict[str, TensorInfo]
+        copy_calls: dict[int, str]
+        tensor_containers: set[str]
+        params: set[str]
         property_chains: dict[str, str]
         scalar_locals: dict[str, str]
         backing: dict[str, list[int]]
@@ -78,7 +88,9 @@ class StoreRules:
                   value: ast.expr, kind: str, alias_of: str | None = None,
                   line: int | None = None, col: int | None = None,
                   persistent: bool = True, view_of_kept: bool = False,
-                  refilled: bool = False) -> None: ...
+                  refilled: bool = False, derives: str | None = None) -> None: ...
+
+        def _weight_of(self, value: ast.expr) -> str | None: ...
 
         def _targets(self, chain: str) -> list[tuple[str, str]]: ...
 
@@ -128,8 +140,10 @@ class StoreRules:
             info = self._dict_info(value)
         if info is None and isinstance(value, ast.Call):
             info = (self._dataclass_info(value) or self._returned_container_info(value)
-                    or self._helper_info(value, attr)
+                    or self._helper_info(value, attr) or self._copies_info(value)
                     or self._wrapper_info(value, lazy=f"{owner}.{attr}" in self.guards))
+        if info is None and isinstance(value, ast.Name) and value.id in self.filled:
+            info = self.filled[value.id]  # a local container filled with tensors
         if info is None and isinstance(value, ast.Name) and value.id in self.call_locals:
             info = self._helper_info(self.call_locals[value.id], attr)  # kept through a local
         if info is None and f"{owner}.{attr}" in self.guards:
@@ -177,7 +191,7 @@ class StoreRules:
         on ``path``, where the step refills ``path.copy_(src)``: the refill shows ``src`` is a
         tensor, whatever its name says."""
         if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
-                and value.func.attr in _COPY_METHODS):
+                and value.func.attr in COPY_METHODS):
             return None
         source = ast.dump(value.func.value)
         for node in walk(self.reached.func):
@@ -192,16 +206,34 @@ class StoreRules:
         """A helper the audit cannot read (another file, no annotation; a library call) handed
         weights and stored under a weight-like name (``layer._packed_weight = pack(layer.weight)``):
         judged a new tensor derived from those weights."""
+        if not _TENSOR_NAMED.search(attr) or _NOT_TENSOR_NAMED.search(attr):
+            return None
+        last = self._opaque_call_on_weights(call, lambda a: bool(shape_free_chains(a)))
+        return TensorInfo(why=f"returned by {last}() from weight arguments") if last else None
+
+    def _opaque_call_on_weights(self, call: ast.Call,
+                                tensor_arg: Callable[[ast.expr], bool]) -> str | None:
+        """The callee's name when ``call`` is a function the audit cannot read (not a class,
+        not an allocation, not a known non-tensor call) handed an argument that reads weights
+        and passes ``tensor_arg``; else None."""
         name = call_name(call.func, self.imports) or ""
         last = name.rsplit(".", 1)[-1]
         if (not last or last[:1].isupper() or is_allocation(call) or last in _NOT_TENSOR_CALLS
-                or name.startswith("json.") or not _TENSOR_NAMED.search(attr)
-                or _NOT_TENSOR_NAMED.search(attr)):
+                or name.startswith("json.")):
             return None
         args = [*call.args, *(k.value for k in call.keywords)]
-        if not any(self._from_weights(a) and shape_free_chains(a) for a in args):
-            return None
-        return TensorInfo(why=f"returned by {last}() from weight arguments")
+        return last if any(self._from_weights(a) and tensor_arg(a) for a in args) else None
+
+    def _weight_handle(self, call: ast.Call) -> str | None:
+        """The callee when ``call`` is a library or op call (``ops.create_onednn_mm(w.t(), 32)``)
+        handed a weight itself, not only its shape, dtype or size: the handle it returns may
+        keep its own copy of the weight (a prepacked oneDNN matrix)."""
+        if (attr_chain(call.func) or "").split(".")[0] not in self.imports:
+            return None  # a method of this object or a local helper: read by the other rules
+        return self._opaque_call_on_weights(call, lambda a: not any(
+            isinstance(n, ast.Attribute) and n.attr in NON_TENSOR_ATTRS
+            or isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+            and n.func.attr in NON_TENSOR_METHODS for n in walk(a)))
 
     def _dict_info(self, value: ast.Dict | ast.DictComp) -> TensorInfo | None:
         if isinstance(value, ast.DictComp):
@@ -235,6 +267,33 @@ class StoreRules:
         if qualified is not None and qualified in self.containers and "." in qualified:
             return TensorInfo(why=f"a container of tensors returned by {qualified}()")
         return None
+
+    def _copies_info(self, call: ast.Call) -> TensorInfo | None:
+        """``self.helper(...)`` where a method of the lineage (this file) returns a container
+        it builds from copies of weights (:func:`.returned_copies.returned_copies`)."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                and func.value.id == "self" and self.reached.cls):
+            return None
+        for cls in (self.reached.cls, *self.lineage):
+            info = self.scope.classes.get(cls)
+            helper = info.methods.get(func.attr) if info else None
+            found = returned_copies(helper) if helper is not None else None
+            if found is None:
+                continue
+            self.copy_calls[id(call)] = f"{found.source} (in {func.attr}())"
+            keeper = refilled_in_place(owner_attr(found.source), self.scope.text) \
+                if found.kept_tuple else None
+            if keeper is not None:
+                return TensorInfo(why=f"a container ({found.container}) returned by "
+                                  f"{func.attr}() of references to `{found.source}`, which "
+                                  f"{keeper}() refills in place with copy_", view=True,
+                                  of_kept=True)
+            return TensorInfo(why=f"a container ({found.container}) holding copies "
+                              f"returned by {func.attr}(): {found.argument} from "
+                              f"`{found.source}`")
+        return None
+
 
     def _container_returned(self, cls: str, method: str) -> str | None:
         """The container class ``cls.method`` is annotated to return (any file), or
@@ -342,8 +401,12 @@ class StoreRules:
             category = "container"
         if backs_kept:
             why += " (tensors kept by the layer were `.set_()` into it: it shares their storage)"
+        # a local container filled item by item: its weight is in the items, not its `{}`
+        derives = self._filled_weight(value.id) if isinstance(value, ast.Name) \
+            and value.id in self.filled else self.copy_calls.get(id(value))
         self._emit(stmt, attr, owner, category, why, value, kind,
-                   view_of_kept=(info.view and info.of_kept) or backs_kept, refilled=refilled, **at)
+                   view_of_kept=(info.view and info.of_kept) or backs_kept, refilled=refilled,
+                   derives=derives, **at)
 
     def _source_of(self, value: ast.expr) -> str | None:
         if isinstance(value, ast.Name):
@@ -356,6 +419,8 @@ class StoreRules:
     def _container_item(self, target: ast.Subscript, value: ast.expr, stmt: ast.stmt) -> None:
         """``self.cache[k] = tensor``: a tensor put into a container held on an object."""
         chain = attr_chain(target.value)
+        if chain is not None and "." not in chain:
+            self._fill_local(chain, value)
         if chain is None or "." not in chain or chain.split(".")[0] in self.imports:
             return
         attr = owner_attr(chain)
@@ -378,6 +443,8 @@ class StoreRules:
         if not (isinstance(f, ast.Attribute) and f.attr in ("append", "extend", "insert")):
             return
         chain = attr_chain(f.value)
+        if chain is not None and "." not in chain and call.args:
+            self._fill_local(chain, call.args[-1])
         if chain is None or "." not in chain or chain.split(".")[0] in self.imports:
             return
         value = call.args[-1] if call.args else None
@@ -387,6 +454,31 @@ class StoreRules:
         self._emit(stmt, owner_attr(chain), owner_base(chain), "container",
                    f"`{chain}.{f.attr}(...)` adds {'a new tensor' if info.fresh else 'a reference'}"
                    f" ({info.why})", value, "attribute" if info.fresh else "alias")
+
+    def _fill_local(self, name: str, value: ast.expr) -> None:
+        """``tables[k] = <from weights>`` (or ``.append``) into a local container: a tensor (by
+        inference, or by the local's ``dict[str, torch.Tensor]`` annotation) read from weights
+        makes the local a container of tensors, judged where it is stored."""
+        if name in self.imports or name in self.params or name in self.inf.locals:
+            return  # a module, an argument, or a tensor written in place
+        info = self.inf.infer(value)
+        if info is None and name not in self.tensor_containers or info is not None and info.param:
+            return
+        if not self._from_weights(value):
+            return
+        fresh = info is None or info.fresh or bool(self.filled.get(name, info).fresh)
+        self.filled[name] = TensorInfo(why=f"a container of tensors filled with "
+                                       f"{short(value, 50)}", fresh=fresh)
+        self.history.setdefault(name, []).append(value)
+        self.defs.setdefault(name, value)
+
+    def _filled_weight(self, name: str) -> str | None:
+        """The weight a filled local container derives from: what its items' calls are handed
+        (``tables.get(device, n, layer._k_scale_float)``) before their receivers."""
+        items = self.history.get(name, [])
+        handed = [a for v in items if isinstance(v, ast.Call)
+                  for a in [*v.args, *(k.value for k in v.keywords)]]
+        return next((w for v in [*handed, *items] if (w := self._weight_of(v))), None)
 
     # ---- value shapes --------------------------------------------------------------------------
 
@@ -435,6 +527,8 @@ class StoreRules:
     def _from_weights(self, value: ast.expr) -> bool:
         """Whether a value reads weights: an attribute named like a weight, directly or through a
         local defined earlier."""
+        if id(value) in self.copy_calls:
+            return True  # a helper's container of weight copies
         if is_allocation(value) or (is_container(value) and all(
                 is_allocation(e) for e in getattr(value, "elts", [None]))):
             return False  # zeros/empty/full take only shapes, dtypes and devices from weights
@@ -460,13 +554,19 @@ class StoreRules:
             name = call_name(value.func, self.imports)
             if name in ("functools.partial", "partial"):
                 captured = [a for a in [*value.args[1:], *(k.value for k in value.keywords)]
-                            if self.inf.infer(a) is not None]
+                            if self.inf.infer(a) is not None
+                            or isinstance(a, ast.Name) and self._captures_tensor(a.id)]
                 if captured:
                     names = ", ".join(short(a, 30) for a in captured)
                     return f"functools.partial captures tensor(s) {names}"
             return None
         if isinstance(value, ast.Lambda):
             captured = sorted(n for n in free_names(value) if self._captures_tensor(n))
+            handles = [n for n in captured if n not in self.inf.locals]
+            if handles:
+                made = ", ".join(f"{n} (a handle {self._weight_handle(self.call_locals[n])}() "
+                                 f"made from weights)" for n in handles)
+                return f"a lambda captures {made}"
             if captured:
                 return f"a lambda captures tensor local(s) {', '.join(captured)}"
         if isinstance(value, ast.Name) and value.id in self.closures:

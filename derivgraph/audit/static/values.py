@@ -24,6 +24,9 @@ __all__ = [
     "shape_free_chains", "weight_named",
 ]
 
+COPY_METHODS = frozenset({"to", "float", "half", "bfloat16", "double", "clone", "contiguous",
+                          "type"})
+"""Methods that copy a tensor into another dtype, device or layout."""
 LOADED_NAMES = frozenset({"weight", "bias"})
 """Attribute names of loaded parameters."""
 WEIGHT_WORDS = ("weight", "bias", "scale", "proj", "norm", "embed", "qkv", "w1", "w2", "w13",

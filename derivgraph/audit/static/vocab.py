@@ -145,3 +145,19 @@ def annotation_is_tensor(node: ast.expr | None) -> bool:
     return any(shape) if isinstance(shape, tuple) else shape
 
 
+
+
+_MAPPING_TYPES = frozenset({"dict", "Dict", "Mapping", "MutableMapping"})
+
+
+def annotation_holds_tensors(node: ast.expr | None) -> bool:
+    """Whether an annotation is a container of tensors: ``dict[str, torch.Tensor]`` or
+    ``list[torch.Tensor]`` (not a bare tensor)."""
+    if not isinstance(node, ast.Subscript):
+        return False
+    outer = node.value.id if isinstance(node.value, ast.Name) else (
+        node.value.attr if isinstance(node.value, ast.Attribute) else "")
+    args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    if outer in _MAPPING_TYPES and len(args) == 2:
+        return annotation_is_tensor(args[1])
+    return outer in _SEQUENCE_TYPES and annotation_is_tensor(node)

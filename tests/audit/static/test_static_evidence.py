@@ -295,11 +295,17 @@ def test_precision_review_file_is_consistent(vllm_report):
     # CuTe view of it, ``:78``) to 139; issue 21's rules (a CPU step that empties its source
     # behind its own flag: 5 zentorch sites; a tensor-free config builder; a loader step that
     # deletes its parameters; a pooler-only head; a first-run config of references; a cache read
-    # only by post-load code) to 129
-    assert review["population"] == 96 and len(pool) == 129
+    # only by post-load code) to 129; the recall classes after v9 (lazy per-layer scale tables
+    # stored by a tuple unpack, ``rocm_aiter_fa.py:620`` k/v; CPU closures over a weight handle
+    # or prepacked copy whose source an embedding caller keeps, ``layers/utils.py:599``, ``:650``)
+    # to 133
+    assert review["population"] == 96 and len(pool) == 133
     drawn = {(f.file, f.line, f.attr) for f in pool}
     gone = [r for r in review["sample"] if (r["file"], r["line"], r["attr"]) not in drawn]
-    assert len(gone) == 10  # with the two zentorch sites, info again (their source is emptied)
+    # with the two zentorch sites, info again (their source is emptied); `layers/utils.py:599`
+    # (judged TP) is back since its step empties the weight only for callers that ask for it and
+    # the embedding's method does not (rules22)
+    assert len(gone) == 9
     for r in gone:  # each is info now, by one of those named rules
         (f,) = [f for f in vllm_report.findings
                 if (f.file, f.line, f.attr) == (r["file"], r["line"], r["attr"])]

@@ -120,8 +120,10 @@ def test_vllm_reviewed_sample_is_still_reported_and_precision_is_recorded(vllm_r
         assert _acted_on_or_demoted(vllm_report, s), f"{s['file']}:{s['line']} {s['attr']}"
     # 14 judged TP under the old criterion (6 b12x config fields, 8 folds) and the throwaway
     # `ark_linear.scales` FP; the DeepSeek-V4 ROCm scale copied for one dtype is a warning again
-    assert sum(_demoted(vllm_report, s) for s in sample) == 15 + 7
-    assert sum(_demoted_by_outside_reading(vllm_report, s) for s in sample) == 7
+    # (rules22: the zentorch `layers/utils.py:599` closure, judged TP, is an error again: the
+    # embedding's method keeps the weight its step empties only on request)
+    assert sum(_demoted(vllm_report, s) for s in sample) == 15 + 6
+    assert sum(_demoted_by_outside_reading(vllm_report, s) for s in sample) == 6
     assert review["summary"]["precision"] >= 0.8
 
 
@@ -162,12 +164,13 @@ def test_vllm_refinements_keep_every_true_positive_of_the_first_review(vllm_repo
 
     tps = [s for s in review["sample"] if s["judgement"] == "TP"]
     assert all(acted_on(s) or _demoted(vllm_report, s) for s in tps)
-    # 7 are info by the outside review's readings (the two zentorch sites, whose step returns
+    # 6 are info by the outside review's readings (the two zentorch sites, whose step returns
     # early on its own flag, were warnings again for a while; issue 21: that step also empties
     # its source parameters, so both reload paths raise, the published CPU reading); the
     # DeepSeek-V4 ROCm scale copied for one dtype by the model-level step is a warning again
-    assert sum(_demoted(vllm_report, s) for s in tps) == 8 + 7
-    assert sum(_demoted_by_outside_reading(vllm_report, s) for s in tps) == 7
+    # (rules22: `layers/utils.py:599`, a TP, is an error again: the embedding keeps its weight)
+    assert sum(_demoted(vllm_report, s) for s in tps) == 8 + 6
+    assert sum(_demoted_by_outside_reading(vllm_report, s) for s in tps) == 6
     cleared = {(s["file"].rsplit("/", 1)[-1], s["line"]) for s in review["sample"]
                if s["judgement"] == "FP" and not acted_on(s)}
     assert {("deepep_ll.py", 110), ("rocm.py", 1185), ("rocm.py", 1193),
