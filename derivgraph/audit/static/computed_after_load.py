@@ -25,6 +25,7 @@ from derivgraph.audit.static.readers import ReaderIndex
 
 __all__ = ["computed_after_load", "computed_weight", "preferrer"]
 
+_RECEIVER = re.compile(r"[ \t]*[A-Za-z_]\w*")
 _POST_LOAD = re.compile(r"^(?:process_weights_after_loading|post_load_weights|_?load_weights?"
                         r"|weight_loader\w*|\w*_weight_loader)$")
 
@@ -39,19 +40,17 @@ def _stored_after_load(index: ReaderIndex, attr: str) -> bool:
         return False
     registered = re.compile(rf"\b(?:register_parameter|replace_parameter|register_buffer)\("
                             rf"\s*(?:[\w.]+\s*,\s*)?[\"']{re.escape(attr)}[\"']([^)\n]*)")
-    store = re.compile(rf"(?<![\w.])[A-Za-z_]\w*\.{re.escape(attr)}[ \t]*"
-                       r"(?::[^=\n]*)?(?:[-+*/@%&|^]|//)?=(?!=)[ \t]*([^\n]*)")
-    quoted = (f'"{attr}"', f"'{attr}'")
-    named = set(index.files_naming(attr)) | {
-        i for i, (_, text) in enumerate(index.files) if any(q in text for q in quoted)}
-    for i in sorted(named):
+    store = re.compile(rf"\.{re.escape(attr)}[ \t]*(?::[^=\n]*)?(?:[-+*/@%&|^]|//)?=(?!=)")
+    for i in index.files_naming(attr):  # a registration without a ``.attr`` read is missed
         text = index.files[i][1]
-        if any("persistent=False" not in r.group(1) for r in registered.finditer(text)):
+        quoted = f"{attr}'" in text or f'{attr}"' in text
+        if quoted and any("persistent=False" not in r.group(1)
+                          for r in registered.finditer(text)):
             return True  # a parameter (or persistent buffer) the checkpoint loads
         for m in store.finditer(text):
             line_start = text.rfind("\n", 0, m.start()) + 1
-            if text[line_start:m.start()].strip(" \t"):
-                continue  # not a statement's target
+            if not _RECEIVER.fullmatch(text, line_start, m.start()):
+                continue  # not a statement's target through a one-name receiver
             cls, funcs = index.enclosing(i, m.start())
             if any(_POST_LOAD.match(f) or (i, cls, f) in index.post_load for f in funcs):
                 return True

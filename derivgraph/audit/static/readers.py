@@ -555,9 +555,9 @@ def _assignments(function_text: str, local: str) -> list[str]:
 
 def _weight_in(text: str, stored: str,
                prefer: Callable[[str], bool] | None = None) -> str | None:
-    """The first weight named in ``text``; with ``prefer``, the first attribute read it holds
-    when there is one (a call named before it still comes first)."""
-    first = None
+    """The first weight named in ``text``; with ``prefer``, among several attribute reads
+    before the first call, the first one ``prefer`` holds (else the first)."""
+    reads: list[tuple[str, str]] = []  # (whole, attribute) of the attribute reads so far
     for m in _WEIGHT_WORD.finditer(text):
         whole = m.group(0)
         call = text[m.end():m.end() + 1] == "("
@@ -568,10 +568,14 @@ def _weight_in(text: str, stored: str,
         if "." not in whole and not call:
             continue  # a bare local: its definition is followed instead
         if call:
+            if reads:
+                break
             close = text.find(")", m.end())
             found = text[m.start():close + 1] if close > 0 else whole
-            return first or (found if len(found) <= 160 else found[:156] + "...)")
-        if prefer is None or prefer(m.group(1)):
+            return found if len(found) <= 160 else found[:156] + "...)"
+        if prefer is None:
             return whole
-        first = first or whole
-    return first
+        reads.append((whole, m.group(1)))
+    if len(reads) > 1:
+        return next((whole for whole, attr in reads if prefer(attr)), reads[0][0])
+    return reads[0][0] if reads else None

@@ -475,7 +475,8 @@ def test_computed_after_load_reads_registrations_and_post_load_stores():
             "        self.register_parameter('w_scale', None)\n"
             "    def process_weights_after_loading(self, layer):\n"
             "        layer.q_float = layer.q.item()\n"
-            "        self.tmp.mul_(2); self.alpha2 = self.alpha\n")
+            "        self.tmp.mul_(2); self.alpha2 = self.alpha\n"
+            "    def forward(self, x):\n        return x * self.w_scale\n")
     index = ReaderIndex([("m.py", text)], [], lambda c: frozenset({c}))
     assert {a: computed_after_load(index, a) for a in ("alpha", "tmp", "w_scale", "q_float")} \
         == {"alpha": False, "tmp": False, "w_scale": True, "q_float": True}
