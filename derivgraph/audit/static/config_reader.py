@@ -15,9 +15,10 @@ the keeper reads none).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import NamedTuple
 
+from derivgraph.audit.static.computed_after_load import computed_weight, preferrer
 from derivgraph.audit.static.def_text import def_text
 from derivgraph.audit.static.readers import Reader, ReaderIndex, derives_from
 
@@ -67,11 +68,19 @@ def config_reader(index: ReaderIndex, expr: str, text: str, cls: str | None,
         if ret is None:
             return None
         kinds = family(ret.group(1))
-    # the call's own keywords, then the builder's (its locals followed back to a weight)
+    # the call's own keywords, then the returned config call's, then the builder's other ones
+    # (its locals followed back to a weight); a field holding an attribute that is neither a
+    # parameter nor computed after load (``gemm1_alpha=layer.swiglu_alpha``, a constructor's
+    # constant) last; when no field holds a loaded one and the builder only wraps a helper of
+    # another file, the helper's fields that do come first
+    prefer = preferrer(index)
     builder = _NAMED_GETATTR.sub(r"\1.\2\3\4", builder)
-    fields = [(k.group(1), weight) for source, body in ((expr, ""), (builder, builder))
-              for k in _KEYWORD.finditer(source)
-              for weight in [derives_from(k.group(2), body, k.group(1))] if weight]
+    fields = _fields(((expr, ""), (_returned_call(builder), builder), (builder, builder)), prefer)
+    if builder and not any(computed_weight(index, w) for _, w in fields):
+        helper = _wrapped_helper(index, builder)
+        fields = [f for f in _fields([(helper, helper)], prefer)
+                  if computed_weight(index, f[1])] + fields
+    fields.sort(key=lambda f: _constant(index, f[1]))
     if not fields:
         return None
     if kinds not in keepers:
@@ -81,6 +90,71 @@ def config_reader(index: ReaderIndex, expr: str, text: str, cls: str | None,
         if keeper else ()
     return next((ConfigEvidence(r, weight) for r, weight in reads if r is not None),
                 ConfigEvidence(None, fields[0][1]))
+
+
+def _fields(sources: Iterable[tuple[str, str]],
+            prefer: Callable[[str], bool]) -> list[tuple[str, str]]:
+    """``(keyword, weight)`` of each ``name=value`` in each source whose value names a weight
+    (followed through the locals of the paired function text)."""
+    return [(name, weight) for source, body in sources for name, value in _keywords(source)
+            for weight in [derives_from(value, body, name, prefer=prefer)] if weight]
+
+
+def _keywords(source: str) -> Iterator[tuple[str, str]]:
+    """``(name, value)`` of each keyword argument or assignment in ``source``; the value runs
+    to the first comma, newline or closing bracket outside brackets it opens
+    (``w1_scale=getattr(layer, "w13_scale", None)`` keeps its whole call)."""
+    for k in _KEYWORD.finditer(source):
+        end, depth, quote = k.start(2), 0, ""
+        while end < len(source):
+            c = source[end]
+            if quote:
+                quote = "" if c == quote else quote
+            elif c in "\"'":
+                quote = c
+            elif c in "([{":
+                depth += 1
+            elif c in ")]}":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif depth == 0 and c in ",\n":
+                break
+            end += 1
+        yield k.group(1), " ".join(source[k.start(2):end].split())
+
+
+def _returned_call(builder: str) -> str:
+    """The text of the calls the builder returns (``return make_config(w1_scale=...)``): its
+    keywords are the config's fields, before the builder's locals of the same names."""
+    out = []
+    for m in re.finditer(r"^[ \t]+return[ \t]+[\w.]+\(", builder, re.M):
+        end, depth = m.end(), 1
+        while end < len(builder) and depth:
+            depth += {"(": 1, ")": -1}.get(builder[end], 0)
+            end += 1
+        out.append(builder[m.end():end - 1])
+    return "\n".join(out)
+
+
+def _wrapped_helper(index: ReaderIndex, builder: str) -> str:
+    """The text of the function of another file that the builder wraps (every ``return`` of
+    the builder calls it: ``return get_humming_moe_quant_config(layer, ...)``), or ""."""
+    called = {m.group(1) for m in re.finditer(r"^[ \t]+return[ \t]+([\w.]+)", builder, re.M)}
+    if len(called) != 1:
+        return ""
+    (name,) = called
+    if not re.fullmatch(r"[a-z_]\w*", name) or re.search(rf"^[ \t]*def[ \t]+{name}\(",
+                                                         builder, re.M):
+        return ""  # a method, a constructor or a nested function of the builder
+    return next((d for _, t in index.files if f"def {name}(" in t
+                 for d in [def_text(t, name, "")] if d), "")
+
+
+def _constant(index: ReaderIndex, weight: str) -> bool:
+    """An attribute read (``layer.swiglu_alpha``) whose attribute is neither a parameter nor
+    computed after load."""
+    return re.fullmatch(r"[\w.]*\.\w+", weight) is not None and not computed_weight(index, weight)
 
 
 def _keeper(files: Sequence[tuple[str, str]], kinds: frozenset[str],

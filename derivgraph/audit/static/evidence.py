@@ -56,6 +56,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from derivgraph.audit.static.computed_after_load import preferrer
 from derivgraph.audit.static.config_reader import config_reader
 from derivgraph.audit.static.first_run import first_run_guard, references_only
 from derivgraph.audit.static.handed_reader import handed_reader
@@ -282,7 +283,8 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
     if conditional == "view":
         return _cap(f, Severity.INFO, "a reference to the kept parameter (a dtype view under "
                     "the dtype test): the reload refills it in place")
-    weight = f.derives_from or derives_from(f.expr, body, f.attr)  # set: a caller's (.handoff)
+    # set already: a caller's (.handoff); an attribute post-load code computes named first
+    weight = f.derives_from or derives_from(f.expr, body, f.attr, prefer=preferrer(index))
     if f.category == "set-storage":  # a registered parameter: its module's forward reads it
         return dataclasses.replace(f, derives_from=weight or f"{f.owner}.{f.attr}",
                                    evidence="a parameter of a module, read by its forward")

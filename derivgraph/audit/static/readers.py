@@ -259,6 +259,20 @@ class ReaderIndex:
                     if hit is not None:
                         self._hits[m.group(2)].append(hit)
 
+    def files_naming(self, name: str) -> list[int]:
+        """The indices of the files whose text has ``.name`` (or ``getattr(x, "name")``)."""
+        return self._word_files().get(name, [])
+
+    def enclosing(self, i: int, pos: int) -> tuple[str | None, tuple[str, ...]]:
+        """The class and the functions (outermost first) around ``pos`` in file ``i``."""
+        defs = self._defs.get(i)
+        if defs is None:
+            defs = self._defs[i] = _FileDefs(self.files[i][1])
+        text = self.files[i][1]
+        head = text[text.rfind("\n", 0, pos) + 1:pos]
+        cls, funcs, _ = defs.enclosing(pos, len(head) - len(head.lstrip(" \t")) + 1)
+        return cls, funcs
+
     def _word_files(self) -> dict[str, list[int]]:
         """Attribute name -> the files that hold ``.name`` or ``getattr(x, "name")``: one
         pass over the tree, so that each later search reads only the files naming it."""
@@ -484,14 +498,16 @@ _SKIP_LOCALS = frozenset({"self", "layer", "torch", "None", "True", "False"})
 
 
 def derives_from(expr: str, function_text: str, stored: str,
-                 locals_seen: Mapping[str, str] | None = None) -> str | None:
+                 locals_seen: Mapping[str, str] | None = None,
+                 prefer: Callable[[str], bool] | None = None) -> str | None:
     """The weight the stored value is computed from: an attribute named like a weight in the
     value (``getattr(obj, "name")`` read as ``obj.name``), or in the first assignment of each
     local the value reads, followed back local by local (tuple targets and bracketed
     continuation lines included) for up to :data:`LOCAL_HOPS` locals; None when none names one
     (a workspace, a constant). A name for metadata (``weight_type``, ``weight_dtype``...) is
-    not a weight."""
-    found = _weight_in(_GETATTR.sub(r"\1.\2", expr), stored)
+    not a weight. Within one value, an attribute ``prefer`` holds (one post-load code
+    computes, :mod:`.computed_after_load`) is named before the others."""
+    found = _weight_in(_GETATTR.sub(r"\1.\2", expr), stored, prefer)
     if found:
         return found
     header = function_text[:function_text.find(")") + 1] if function_text else ""
@@ -510,7 +526,7 @@ def derives_from(expr: str, function_text: str, stored: str,
             bounds = _assignments(function_text, local)
             hops += bool(bounds)
             for bound in bounds[:1]:
-                found = _weight_in(bound, stored)
+                found = _weight_in(bound, stored, prefer)
                 if found:
                     return found
                 queue.append(bound)
@@ -542,7 +558,11 @@ def _assignments(function_text: str, local: str) -> list[str]:
     return out
 
 
-def _weight_in(text: str, stored: str) -> str | None:
+def _weight_in(text: str, stored: str,
+               prefer: Callable[[str], bool] | None = None) -> str | None:
+    """The first weight named in ``text``; with ``prefer``, among several attribute reads
+    before the first call, the first one ``prefer`` holds (else the first)."""
+    reads: list[tuple[str, str]] = []  # (whole, attribute) of the attribute reads so far
     for m in _WEIGHT_WORD.finditer(text):
         whole = m.group(0)
         call = text[m.end():m.end() + 1] == "("
@@ -553,8 +573,14 @@ def _weight_in(text: str, stored: str) -> str | None:
         if "." not in whole and not call:
             continue  # a bare local: its definition is followed instead
         if call:
+            if reads:
+                break
             close = text.find(")", m.end())
             found = text[m.start():close + 1] if close > 0 else whole
             return found if len(found) <= 160 else found[:156] + "...)"
-        return whole
-    return None
+        if prefer is None:
+            return whole
+        reads.append((whole, m.group(1)))
+    if len(reads) > 1:
+        return next((whole for whole, attr in reads if prefer(attr)), reads[0][0])
+    return reads[0][0] if reads else None

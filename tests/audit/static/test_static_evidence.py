@@ -397,6 +397,97 @@ def test_canary_without_the_builder_a_config_derives_from_no_weight(monkeypatch,
         assert got["named_config"].derives_from == "layer.w13_input_scale"
 
 
+_LOADED = ("wrapped_config", "defaulted_config", "ordered_config")
+
+
+def _loaded_findings() -> dict[str, tuple[str | None, int | None]]:
+    """attr -> (derives_from, reader line) of the configs whose fields rank loaded values."""
+    files = [CORPUS / "config_keeper_cases.py", CORPUS / "reader_aux.py"]
+    out = {}
+    for f in scan(files, specs=[], jobs=1).findings:
+        if f.attr in _LOADED:
+            m = re.search(r":(\d+) in ", f.reader or "")
+            out[f.attr] = (f.derives_from, int(m.group(1)) if m else None)
+    return out
+
+
+def _line_of(path: Path, needle: str) -> int:
+    (n,) = [n for n, ln in enumerate(path.read_text().splitlines(), 1) if needle in ln]
+    return n
+
+
+def test_a_config_names_a_loaded_field_before_a_constructor_constant():
+    keeper = CORPUS / "config_keeper_cases.py"
+    w1 = _line_of(keeper, "return self.quant_config.w1_scale")
+    w2 = _line_of(keeper, "return self.quant_config.w2_scale")
+    assert _loaded_findings() == {
+        # the builder wraps a helper of another file: the helper's weight field, not the
+        # builder's own keyword (the layer's constructor constant ``swiglu_alpha``)
+        "wrapped_config": ("layer.w13_weight_scale", w1),
+        # ``getattr(layer, "x", None)`` is read whole, not cut at its first comma
+        "defaulted_config": ("layer.w13_weight_scale", w1),
+        # the constant field comes first in the call and the keeper reads it, yet the weight
+        # scale is named with its read
+        "ordered_config": ("layer.w2_weight_scale", w2),
+    }
+
+
+@pytest.mark.parametrize(("planted", "wrong"), [
+    # every attribute counts as loaded: the constant is named with the keeper's read of it
+    ("no loaded ranking", {"wrapped_config": "layer.swiglu_alpha",
+                           "ordered_config": "layer.swiglu_alpha"}),
+    # keyword values cut at their first comma (the old reading): no weight in getattr(x, "n", d)
+    ("cut values", {"wrapped_config": None, "defaulted_config": None}),
+    # the wrapped helper is not followed: the builder's constant is all there is
+    ("no helper", {"wrapped_config": "layer.swiglu_alpha"}),
+])
+def test_canary_without_the_loaded_ranking_a_constant_or_nothing_is_named(
+        monkeypatch, planted, wrong):
+    from derivgraph.audit.static import config_reader
+    if planted == "no loaded ranking":
+        monkeypatch.setattr(config_reader, "computed_weight", lambda *args: True)
+        monkeypatch.setattr(config_reader, "preferrer", lambda index: lambda attr: True)
+    elif planted == "cut values":
+        monkeypatch.setattr(config_reader, "_keywords", lambda source: (
+            k.groups() for k in config_reader._KEYWORD.finditer(source)))
+    else:
+        monkeypatch.setattr(config_reader, "_wrapped_helper", lambda *args: "")
+    got = _loaded_findings()
+    assert {a: got[a][0] for a in wrong} == wrong
+
+
+def test_a_scale_product_derives_from_the_loaded_scale_not_the_softmax_scale(monkeypatch):
+    path = CORPUS / "scale_product_cases.py"
+
+    def weight() -> str | None:
+        (f,) = [f for f in scan([path], specs=[], jobs=1).findings if f.attr == "softmax_scale"]
+        assert f.severity is Severity.ERROR
+        return f.derives_from
+
+    # ``self.scale`` comes first, but only a constructor sets it; post-load code computes
+    # ``_q_scale_float`` from a loaded tensor
+    assert weight() == "layer._q_scale_float"
+    from derivgraph.audit.static import computed_after_load
+    monkeypatch.setattr(computed_after_load, "computed_after_load", lambda index, attr: True)
+    assert weight() == "self.scale"  # canary: without the rule, the softmax scale is named
+
+
+def test_computed_after_load_reads_registrations_and_post_load_stores():
+    from derivgraph.audit.static.computed_after_load import computed_after_load
+    from derivgraph.audit.static.readers import ReaderIndex
+    text = ("class L:\n    def __init__(self, a, s):\n        self.alpha = a\n"
+            "        self.register_buffer('tmp', s, persistent=False)\n"
+            "    def create_weights(self):\n"
+            "        self.register_parameter('w_scale', None)\n"
+            "    def process_weights_after_loading(self, layer):\n"
+            "        layer.q_float = layer.q.item()\n"
+            "        self.tmp.mul_(2); self.alpha2 = self.alpha\n"
+            "    def forward(self, x):\n        return x * self.w_scale\n")
+    index = ReaderIndex([("m.py", text)], [], lambda c: frozenset({c}))
+    assert {a: computed_after_load(index, a) for a in ("alpha", "tmp", "w_scale", "q_float")} \
+        == {"alpha": False, "tmp": False, "w_scale": True, "q_float": True}
+
+
 def test_cpu_only_names_and_signals():
     from derivgraph.audit.static.platforms import cpu_only, names_cpu, source_dropped
 

@@ -58,7 +58,8 @@ def test_every_marked_reader_is_the_one_named():
     # without the nearness ranking, the sibling backend (scanned first) and the closure win
     ("scope", {"w_rd_fused", "w_rd_blocked"}),
     # without the keeper's read, the line handing the config on is named
-    ("config", {"kept_config", "quoted_config", "named_config"}),
+    ("config", {"kept_config", "quoted_config", "named_config", "wrapped_config",
+                "defaulted_config", "ordered_config"}),
 ])
 def test_canary_without_the_ranking_an_other_read_is_named(monkeypatch, patch, moved):
     if patch == "weak":
