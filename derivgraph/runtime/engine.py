@@ -36,6 +36,15 @@ _is_meta = operator.attrgetter("is_meta")
 _numel = torch.Tensor.numel
 _dim = torch.Tensor.dim
 
+try:  # torch's C++ check of many tensors' properties in one call (TorchDynamo's guards)
+    from torch._C._dynamo.guards import TensorGuards as _TensorGuards
+except ImportError:  # a build without it: the layout check's sweeps alone
+    _TensorGuards = None
+#: how many times a refill table builds its layout guard (:meth:`RefillTable._layouts_match`):
+#: an engine whose fresh tensors keep differing from the last accepted ones in what the guard
+#: also checks (Python type, dispatch keys) is left to the sweeps
+MAX_GUARDS = 3
+
 
 def opaque_entries(entries: Mapping[str, Entry]) -> list[str]:
     """Engine tensors no step makes (no formula the plan can run)."""
@@ -198,7 +207,8 @@ class RefillTable:
 
     __slots__ = ("table", "ids", "index", "storages", "shapes", "dtypes", "nbytes",
                  "is_constant", "engine", "complete", "spans", "whole", "_pick", "_total",
-                 "_constants", "_generation", "_sizes", "_nd", "flat", "rest_spans")
+                 "_constants", "_generation", "_sizes", "_nd", "flat", "rest_spans",
+                 "_guard", "_guards")
 
     def __init__(self, table: HolderTable, targets: list[str], constants: set[str],
                  engine: set[str]):
@@ -239,6 +249,8 @@ class RefillTable:
         if 2 * len(nd) < len(self.shapes):
             self._sizes = ([s.numel() for s in self.storages], [len(s) for s in self.shapes])
             self._nd = (_picker(nd, len(self.shapes)), [self.shapes[i] for i in nd])
+        self._guard: Any = None  # see _layouts_match
+        self._guards = 0
 
     def take(self, current: list[Any]) -> Taken | None:
         """The engine's fresh tensors, checked in a few C-level sweeps; None when any target
@@ -271,7 +283,28 @@ class RefillTable:
 
     def _layouts_match(self, theirs: list[Any]) -> bool:
         """Every fresh tensor has its target's dtype and shape and is not a meta tensor (one
-        C-level sweep per property); False for a holder gone (None) or not a tensor."""
+        C-level sweep per property); False for a holder gone (None) or not a tensor.
+
+        Where torch has TorchDynamo's ``TensorGuards`` (one C++ loop over the tensors), a
+        guard built from the last fresh tensors these sweeps accepted, with the targets' sizes,
+        proves the same in one call: it passes only for tensors of the same Python type,
+        dispatch keys (so not meta), dtype, device and ``requires_grad`` as those, and of the
+        targets' sizes. When it fails the sweeps decide (and, if they accept, the guard is
+        built again from these tensors, at most :data:`MAX_GUARDS` times)."""
+        guard = self._guard
+        if guard is not None and guard.check(*theirs):
+            return True
+        if not self._swept_layouts_match(theirs):
+            return False
+        if _TensorGuards is not None and self._guards < MAX_GUARDS:
+            self._guards += 1
+            self._guard = _TensorGuards(
+                *theirs, dynamic_dims_sizes=[list(s) for s in self.shapes],
+                dynamic_dims_strides=[[None] * len(s) for s in self.shapes])
+        return True
+
+    def _swept_layouts_match(self, theirs: list[Any]) -> bool:
+        """:meth:`_layouts_match` by one C-level sweep per property (the reference)."""
         try:
             if list(map(_dtype, theirs)) != self.dtypes or any(map(_is_meta, theirs)):
                 return False
