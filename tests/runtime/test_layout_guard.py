@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from derivgraph.runtime import engine
-from derivgraph.runtime.engine import RefillTable
+from derivgraph.runtime.engine import Layouts
 from tests.runtime.test_refill_batched import _check_against_cold, _compiled_and_refilled
 
 needs_guard = pytest.mark.skipif(engine._TensorGuards is None,
@@ -29,7 +29,7 @@ def _guarded(spy: list[str]) -> tuple[Any, Any, dict[str, torch.Tensor]]:
     model.load(1)
     model.post_load()
     plan.refill()
-    assert plan._refill_table._guard is not None
+    assert plan._refill_table._layouts._guard is not None
     spy.clear()
     return model, plan, startup
 
@@ -61,13 +61,13 @@ def test_a_built_guard_refuses_every_layout_the_sweeps_refuse(per_entry_spy, lay
 def test_a_right_layout_is_proven_by_the_guard_alone(per_entry_spy, monkeypatch):
     model, plan, startup = _guarded(per_entry_spy)
     sweeps: list[int] = []
-    swept = RefillTable._swept_layouts_match
+    swept = Layouts.swept
 
-    def spy(self: RefillTable, theirs: list[Any]) -> bool:
+    def spy(self: Layouts, theirs: list[Any]) -> bool:
         sweeps.append(len(theirs))
         return swept(self, theirs)
 
-    monkeypatch.setattr(RefillTable, "_swept_layouts_match", spy)
+    monkeypatch.setattr(Layouts, "swept", spy)
     for seed in (0, 1, 0):
         model.load(seed)
         model.post_load()
@@ -92,7 +92,7 @@ def test_a_guard_failing_on_right_layouts_is_built_again_a_bounded_number_of_tim
             layer.wt = layer.wt.detach().requires_grad_()
         assert plan.refill(verify=True).moved == []
         _check_against_cold(model, startup, seed % 2)
-    assert table._guards == engine.MAX_GUARDS and per_entry_spy == []
+    assert table._layouts._guards == engine.MAX_GUARDS and per_entry_spy == []
 
 
 @needs_guard
@@ -114,3 +114,27 @@ def test_canary_a_guard_without_the_targets_sizes_copies_a_transposed_value(per_
     _plant(model, "transposed")
     with pytest.raises(RuntimeError, match="must match the size"):
         plan.refill()
+
+
+@needs_guard
+@pytest.mark.parametrize("layout", ["shape", "transposed"])
+def test_a_partly_rebuilt_read_keeps_its_guard_per_mask_and_refuses_a_wrong_layout(
+        per_entry_spy, layout):
+    """One layer's post-load reruns (the others keep our tensors): the mask's guard is built
+    once, proves the next reads alone, and refuses a wrong layout there."""
+    model, plan, startup = _compiled_and_refilled(per_entry_spy)
+    for seed in (1, 0):
+        model.load(seed)
+        model.layers[3].post_load()
+        assert plan.refill(verify=True).moved == []
+        _check_against_cold(model, startup, seed)
+    layer3 = [part for mask, part in plan._refill_table._parts.items() if any(mask)]
+    assert len(layer3) == 1 and layer3[0].layouts._guard is not None
+    assert per_entry_spy == []
+    model.load(1)
+    model.layers[3].post_load()
+    name = _plant(model, layout)
+    report = plan.refill(verify=True)
+    assert f"layers.3.{name}" in per_entry_spy
+    assert report.moved == [] and getattr(model.layers[3], name) is startup[f"layers.3.{name}"]
+    _check_against_cold(model, startup, 1)
