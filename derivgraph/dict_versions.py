@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import operator
 import platform
 import sysconfig
 from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
+from itertools import compress, count
 from typing import Any
 
 import numpy as np
@@ -66,37 +68,52 @@ class DictVersions:
         self.dicts = list(dicts)  # keeps every watched dict alive
         self._view, self._index = _views(self.dicts) if self.dicts else (None, None)
         self._tags = self._read()
+        self._bytes: bytes | None = None
+        self._list: list[int] = []
+        self._snap()
         self._last = self._tags  # what the last changed() read
+
+    def _snap(self) -> None:
+        """The snapshot as bytes and as Python ints: the common check (nothing moved) is one
+        bytes compare, and finding the moved ones compares ints; no ufunc (``!=``,
+        ``nonzero``, ``ndarray.any``'s Python wrapper), whose code is cold after a reload
+        (in situ on the tiny vLLM Llama: ~85 us a reload for the bytes, ~25 us for the ints)."""
+        tags = self._tags
+        self._bytes = None if tags is None else tags.tobytes()
+        self._list = [] if tags is None else tags.tolist()
 
     def _read(self) -> np.ndarray | None:
         if self._view is None or self._index is None:
             return None
-        return self._view[self._index]
+        return self._view.take(self._index)
 
     def __len__(self) -> int:
         return len(self.dicts)
 
     def unchanged(self) -> bool:
         """True when no watched dict was mutated since the snapshot."""
-        # the arrays' own methods: np.array_equal's Python wrapper costs more than the compare
-        return self._tags is None or not (self._read() != self._tags).any()
+        return self._tags is None or self._read().tobytes() == self._bytes
 
     def changed(self) -> list[int]:
         """Positions (in the order given) of the dicts mutated since the snapshot."""
         if self._tags is None:
             return []
         self._last = now = self._read()
-        # 1-D: nonzero()[0] is flatnonzero without its Python wrappers (ravel, asanyarray)
-        return (now != self._tags).nonzero()[0].tolist()  # type: ignore[no-any-return]
+        if now.tobytes() == self._bytes:
+            return []
+        return list(compress(count(), map(operator.ne, now.tolist(), self._list)))
 
     def rebase(self) -> None:
         """Take the current tags as the snapshot (after the caller checked or wrote them)."""
         self._tags = self._last = self._read()
+        self._snap()
 
     def adopt(self) -> None:
         """Take the tags the last :meth:`changed` read as the snapshot: for a caller that
         proved those dicts and stored into none of them since (no second gather)."""
-        self._tags = self._last
+        if self._last is not self._tags:
+            self._tags = self._last
+            self._snap()
 
 
 class _Probe:

@@ -50,6 +50,47 @@ def test_reassigning_the_same_object_is_no_change() -> None:
     assert versions.changed() == []
 
 
+@needs_tags
+def test_the_snapshot_bytes_follow_every_rebase_and_adopt() -> None:
+    """The nothing-moved check compares bytes: after changed(), adopt() and rebase() a later
+    mutation is still reported (and only it), and an adopted read is the snapshot."""
+    a, b = {"k": 1}, {"k": 2}
+    versions = DictVersions([a, b])
+    a["k"] = 3
+    assert versions.changed() == [0] and not versions.unchanged()
+    versions.adopt()  # the read above becomes the snapshot
+    assert versions.changed() == [] and versions.unchanged()
+    b["k"] = 4
+    assert versions.changed() == [1]
+    versions.rebase()
+    assert versions.unchanged() and versions.changed() == []
+    a["j"] = 5
+    assert versions.changed() == [0] and not versions.unchanged()
+
+
+def test_canary_stale_snapshot_bytes_hide_a_mutation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Canary: a rebase that keeps stale snapshot bytes answers wrongly (here "moved" right
+    after the rebase), which the test above catches."""
+    if not dict_versions.AVAILABLE:
+        pytest.skip("no PEP 509 version tags on this interpreter")
+    d = {"k": 1}
+    versions = DictVersions([d])
+    d["k"] = 2
+    real_rebase = DictVersions.rebase
+
+    def rebase_without_bytes(self: DictVersions) -> None:
+        keep = self._bytes
+        real_rebase(self)
+        self._bytes = keep  # the planted bug: the bytes stay those of the first snapshot
+
+    monkeypatch.setattr(DictVersions, "rebase", rebase_without_bytes)
+    versions.rebase()
+    assert not versions.unchanged()  # red: nothing moved since the rebase, the check says moved
+    monkeypatch.undo()
+    versions.rebase()
+    assert versions.unchanged()
+
+
 def test_self_test_rejects_a_wrong_offset(monkeypatch: pytest.MonkeyPatch) -> None:
     """Canary: reading ``ma_used`` (offset 16) instead of the tag misses a same-size replace."""
     monkeypatch.setattr(dict_versions, "_TAG_OFFSET", 16)

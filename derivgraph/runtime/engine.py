@@ -14,7 +14,7 @@ import fnmatch
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import accumulate, compress
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -25,7 +25,7 @@ from derivgraph.runtime.entry import Entry
 from derivgraph.runtime.flat_copy import FlatCopy, flat_runs
 from derivgraph.spec.kinds import is_engine
 
-__all__ = ["RefillTable", "Taken", "check_refillable", "engine_value", "foreach_copy",
+__all__ = ["Layouts", "RefillTable", "Taken", "check_refillable", "engine_value", "foreach_copy",
            "layout_spans", "opaque_entries", "refuse_recompute", "take_engine_values"]
 
 _is = operator.is_
@@ -35,6 +35,17 @@ _dtype = operator.attrgetter("dtype")
 _is_meta = operator.attrgetter("is_meta")
 _numel = torch.Tensor.numel
 _dim = torch.Tensor.dim
+
+try:  # torch's C++ check of many tensors' properties in one call (TorchDynamo's guards)
+    from torch._C._dynamo.guards import TensorGuards as _TensorGuards
+except ImportError:  # a build without it: the layout check's sweeps alone
+    _TensorGuards = None
+#: how many read masks a refill table keeps what they copy for (:meth:`RefillTable._part`)
+MAX_PARTS = 8
+#: how many times a :class:`Layouts` builds its guard (:meth:`Layouts.match`):
+#: an engine whose fresh tensors keep differing from the last accepted ones in what the guard
+#: also checks (Python type, dispatch keys) is left to the sweeps
+MAX_GUARDS = 3
 
 
 def opaque_entries(entries: Mapping[str, Entry]) -> list[str]:
@@ -198,7 +209,8 @@ class RefillTable:
 
     __slots__ = ("table", "ids", "index", "storages", "shapes", "dtypes", "nbytes",
                  "is_constant", "engine", "complete", "spans", "whole", "_pick", "_total",
-                 "_constants", "_generation", "_sizes", "_nd", "flat", "rest_spans")
+                 "_constants", "_generation", "flat", "rest_spans", "_numels", "_layouts",
+                 "_parts")
 
     def __init__(self, table: HolderTable, targets: list[str], constants: set[str],
                  engine: set[str]):
@@ -231,14 +243,9 @@ class RefillTable:
         # the targets are every holder of the table (in any order): a read that finds every
         # target rebuilt proves every holder holds a fresh tensor (the rebind sweeps no more)
         self.whole = len(self.index) == len(table) and set(self.index) == set(range(len(table)))
-        # the shape check of an all-rebuilt read: (numel, ndim) decide a shape of ndim <= 1, so
-        # only the targets of ndim >= 2 have their shape read (torch.Size is the costly read)
-        nd = [i for i, shape in enumerate(self.shapes) if len(shape) > 1]
-        self._sizes: tuple[list[int], list[int]] | None = None
-        self._nd: tuple[Callable[[list[Any]], list[Any]] | None, list[Any]] | None = None
-        if 2 * len(nd) < len(self.shapes):
-            self._sizes = ([s.numel() for s in self.storages], [len(s) for s in self.shapes])
-            self._nd = (_picker(nd, len(self.shapes)), [self.shapes[i] for i in nd])
+        self._numels = [s.numel() for s in self.storages]
+        self._layouts = Layouts(self.dtypes, self.shapes, self._numels)  # an all-rebuilt read's
+        self._parts: dict[tuple[bool, ...], _Part] = {}  # a partly rebuilt read's, by mask
 
     def take(self, current: list[Any]) -> Taken | None:
         """The engine's fresh tensors, checked in a few C-level sweeps; None when any target
@@ -249,29 +256,82 @@ class RefillTable:
             return Taken([], [], (), 0, False, [])
         picked = current if self._pick is None else self._pick(current)
         if not any(map(_is, picked, self.storages)):  # the engine rebuilt every target
-            if not self._layouts_match(picked):
+            if not self._layouts.match(picked):
                 return None
             return Taken(self.storages, picked, None, self._total, self._constants,
                          self.rest_spans, self.flat)
         mask = tuple(map(_not, map(_is, picked, self.storages)))
-        if any(compress(self.engine, map(_not, mask))):
+        part = self._parts.get(mask)
+        if part is None:
+            part = self._part(mask)
+        if part is _REFUSED:
             return None  # an engine tensor not rebuilt: check_refillable decides
-        cuts = [0, *accumulate(sum(mask[a:b]) for a, b in self.spans)]
         theirs = list(compress(picked, mask))
-        try:  # a holder gone (None) or not a tensor has no shape: the per-entry path decides
-            if list(map(_shape, theirs)) != list(compress(self.shapes, mask)) \
-                    or list(map(_dtype, theirs)) != list(compress(self.dtypes, mask)) \
-                    or any(map(_is_meta, theirs)):
-                return None
-        except AttributeError:
+        if not part.layouts.match(theirs):
             return None
-        return Taken(list(compress(self.storages, mask)), theirs, mask,
-                     sum(compress(self.nbytes, mask)), any(compress(self.is_constant, mask)),
-                     list(zip(cuts, cuts[1:])))
+        return Taken(part.ours, theirs, mask, part.nbytes, part.constants, part.spans)
 
-    def _layouts_match(self, theirs: list[Any]) -> bool:
+    def _part(self, mask: tuple[bool, ...]) -> _Part:
+        """What a read that found ``mask`` rebuilt copies, computed once per mask (a reload
+        rebuilds the same targets every time; at most :data:`MAX_PARTS` masks kept)."""
+        if any(compress(self.engine, map(_not, mask))):
+            part = _REFUSED
+        else:
+            cuts = [0, *accumulate(sum(mask[a:b]) for a, b in self.spans)]
+            shapes = list(compress(self.shapes, mask))
+            part = _Part(Layouts(list(compress(self.dtypes, mask)), shapes,
+                                 [n for n, m in zip(self._numels, mask) if m]),
+                         list(compress(self.storages, mask)), sum(compress(self.nbytes, mask)),
+                         any(compress(self.is_constant, mask)), list(zip(cuts, cuts[1:])))
+        if len(self._parts) >= MAX_PARTS:
+            self._parts.clear()
+        self._parts[mask] = part
+        return part
+
+
+class Layouts:
+    """The layouts a list of fresh tensors must have (their targets' dtypes and shapes), and
+    the check of a list against them (:meth:`match`)."""
+
+    __slots__ = ("dtypes", "shapes", "_sizes", "_nd", "_guard", "_guards")
+
+    def __init__(self, dtypes: list[torch.dtype], shapes: list[torch.Size], numels: list[int]):
+        self.dtypes, self.shapes = dtypes, shapes
+        # (numel, ndim) decide a shape of ndim <= 1, so only the targets of ndim >= 2 have
+        # their shape read (torch.Size is the costly read)
+        nd = [i for i, shape in enumerate(shapes) if len(shape) > 1]
+        self._sizes: tuple[list[int], list[int]] | None = None
+        self._nd: tuple[Callable[[list[Any]], list[Any]] | None, list[Any]] | None = None
+        if 2 * len(nd) < len(shapes):
+            self._sizes = (numels, [len(s) for s in shapes])
+            self._nd = (_picker(nd, len(shapes)), [shapes[i] for i in nd])
+        self._guard: Any = None
+        self._guards = 0
+
+    def match(self, theirs: list[Any]) -> bool:
         """Every fresh tensor has its target's dtype and shape and is not a meta tensor (one
-        C-level sweep per property); False for a holder gone (None) or not a tensor."""
+        C-level sweep per property); False for a holder gone (None) or not a tensor.
+
+        Where torch has TorchDynamo's ``TensorGuards`` (one C++ loop over the tensors), a
+        guard built from the last fresh tensors these sweeps accepted, with the targets' sizes,
+        proves the same in one call: it passes only for tensors of the same Python type,
+        dispatch keys (so not meta), dtype, device and ``requires_grad`` as those, and of the
+        targets' sizes. When it fails the sweeps decide (and, if they accept, the guard is
+        built again from these tensors, at most :data:`MAX_GUARDS` times)."""
+        guard = self._guard
+        if guard is not None and guard.check(*theirs):
+            return True
+        if not self.swept(theirs):
+            return False
+        if _TensorGuards is not None and self._guards < MAX_GUARDS:
+            self._guards += 1
+            self._guard = _TensorGuards(
+                *theirs, dynamic_dims_sizes=[list(s) for s in self.shapes],
+                dynamic_dims_strides=[[None] * len(s) for s in self.shapes])
+        return True
+
+    def swept(self, theirs: list[Any]) -> bool:
+        """:meth:`match` by one C-level sweep per property (the reference)."""
         try:
             if list(map(_dtype, theirs)) != self.dtypes or any(map(_is_meta, theirs)):
                 return False
@@ -284,6 +344,19 @@ class RefillTable:
                      == shapes)
         except (AttributeError, TypeError):  # not a tensor: the per-entry path decides
             return False
+
+
+class _Part(NamedTuple):
+    """What a read that found some targets rebuilt copies (:meth:`RefillTable._part`)."""
+
+    layouts: Layouts
+    ours: list[torch.Tensor]
+    nbytes: int
+    constants: bool
+    spans: list[tuple[int, int]]
+
+
+_REFUSED: Any = object()  # a mask leaving an engine tensor unrebuilt (check_refillable decides)
 
 
 def _without(spans: list[tuple[int, int]], runs: list[tuple[int, int]]) \

@@ -17,7 +17,12 @@ from typing import Any
 
 from derivgraph import dict_versions
 
-__all__ = ["ItemWatch", "watch_items"]
+__all__ = ["MIN_WATCHED", "ItemWatch", "watch_items"]
+
+#: the fewest items a table needs for a watch: below it the table's direct identity sweep (the
+#: reference check, one ``dict.get`` per item) costs less than the tag gather's cold NumPy path
+#: right after a reload (the tiny vLLM Llama's tables of 7-10 items: ~20 us a reload in situ)
+MIN_WATCHED = 64
 
 
 class ItemWatch:
@@ -53,8 +58,9 @@ class ItemWatch:
 
 def watch_items(dicts: Sequence[dict[Any, Any]], outside: dict[Any, Any]) -> ItemWatch | None:
     """A watch over the items held in ``dicts`` (``outside``: the placeholder dict of items
-    held in no dict, checked every time); None where the tags are not proven here."""
-    if not dict_versions.AVAILABLE:
+    held in no dict, checked every time); None where the tags are not proven here, or for a
+    table of fewer than :data:`MIN_WATCHED` items (swept directly)."""
+    if not dict_versions.AVAILABLE or len(dicts) < MIN_WATCHED:
         return None
     positions: dict[int, int] = {}
     unique: list[dict[Any, Any]] = []

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from derivgraph import dict_versions
-from derivgraph.runtime import engine
+from derivgraph.runtime import engine, watch
 from derivgraph.runtime.holders import Holders
 
 
@@ -46,9 +46,14 @@ def fast_path_on_off(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyP
 @pytest.fixture(params=["tags", "no-tags"])
 def dict_tags(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
     """Runs a test with the dicts' version tags proven (the checks answered by the tags), and
-    again with them unavailable (every check a full sweep); the value says which."""
-    return fast_path_on_off(request, monkeypatch, dict_versions,
-                            "no PEP 509 version tags on this interpreter")
+    again with them unavailable (every check a full sweep); the value says which. With the
+    tags on, every table is watched, however small (:data:`~derivgraph.runtime.watch.MIN_WATCHED`
+    is for speed only)."""
+    on = fast_path_on_off(request, monkeypatch, dict_versions,
+                          "no PEP 509 version tags on this interpreter")
+    if on:
+        monkeypatch.setattr(watch, "MIN_WATCHED", 0)
+    return on
 
 
 @pytest.fixture(autouse=True)

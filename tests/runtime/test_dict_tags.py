@@ -15,8 +15,29 @@ import torch
 from torch import nn
 
 from derivgraph import compile_plan
+from derivgraph.runtime import watch
 from derivgraph.runtime.watch import ItemWatch
 from tests.runtime.test_refill_batched import SPEC, _check_against_cold, _stack
+
+
+@pytest.fixture(autouse=True)
+def _every_table_watched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test models' tables are small: watch them anyway (the threshold is for speed)."""
+    monkeypatch.setattr(watch, "MIN_WATCHED", 0)
+
+
+def test_small_tables_are_swept_not_watched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under :data:`MIN_WATCHED` items a table takes no watch (its direct sweep is the check)
+    and still finds a rebuilt holder."""
+    monkeypatch.setattr(watch, "MIN_WATCHED", 10_000)
+    model, plan, startup = _compiled()
+    holders = plan.holders
+    assert holders.table.watch is None and holders.hops.watch is None
+    assert holders._source_watch is None
+    _rebuild_two(model)
+    assert plan.run().rebinds == 2
+    assert model.layers[0].inv is startup["layers.0.inv"]
+    assert plan.moved() == []
 
 
 class _Suspects:

@@ -14,6 +14,7 @@ import torch
 
 from derivgraph import addresses as addresses_module
 from derivgraph.runtime import engine as engine_module
+from derivgraph.runtime import watch as watch_module
 from derivgraph.runtime.plan import Plan
 from derivgraph.runtime.programs import Programs
 from tests.runtime.conftest import fast_path_on_off
@@ -103,6 +104,7 @@ def test_canary_a_prepare_settling_tags_without_the_sweep_hides_a_rebuilt_holder
 
     if not dict_versions.AVAILABLE:
         pytest.skip("no PEP 509 version tags on this interpreter")
+    monkeypatch.setattr(watch_module, "MIN_WATCHED", 0)  # the test model's tables are small
     prepare = Plan.prepare
 
     def planted(self: Plan) -> None:

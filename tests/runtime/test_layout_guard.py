@@ -1,0 +1,140 @@
+"""The refill's layout check answered by one C++ guard (TorchDynamo's ``TensorGuards``), built
+from the last fresh tensors the sweeps accepted: it refuses every layout the sweeps refuse, and
+a right layout costs no sweep."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+from derivgraph.runtime import engine
+from derivgraph.runtime.engine import Layouts
+from tests.runtime.test_refill_batched import _check_against_cold, _compiled_and_refilled
+
+needs_guard = pytest.mark.skipif(engine._TensorGuards is None,
+                                 reason="this torch has no TensorGuards")
+
+WRONG = {"dtype": ("inv", lambda: torch.zeros(6, dtype=torch.float64)),
+         "shape": ("inv", lambda: torch.zeros(1)), "ndim": ("inv", lambda: torch.zeros(1, 6)),
+         "meta": ("inv", lambda: torch.empty(6, device="meta")),
+         "transposed": ("wt", lambda: torch.zeros(6, 4))}
+
+
+def _guarded(spy: list[str]) -> tuple[Any, Any, dict[str, torch.Tensor]]:
+    """A plan whose refill table built its guard from one all-rebuilt refill."""
+    model, plan, startup = _compiled_and_refilled(spy)
+    model.load(1)
+    model.post_load()
+    plan.refill()
+    assert plan._refill_table._layouts._guard is not None
+    spy.clear()
+    return model, plan, startup
+
+
+def _plant(model: Any, layout: str) -> str:
+    name, wrong = WRONG[layout]
+    layer = model.layers[3]
+    if name == "inv":
+        layer._parameters["inv"] = nn.Parameter(wrong(), requires_grad=False)
+    else:
+        layer.wt = wrong()
+    return name
+
+
+@needs_guard
+@pytest.mark.parametrize("layout", list(WRONG))
+def test_a_built_guard_refuses_every_layout_the_sweeps_refuse(per_entry_spy, layout):
+    model, plan, startup = _guarded(per_entry_spy)
+    model.load(0)
+    model.post_load()
+    name = _plant(model, layout)
+    report = plan.refill(verify=True)
+    assert f"layers.3.{name}" in per_entry_spy  # the batched read declined; the reference did
+    assert report.moved == [] and getattr(model.layers[3], name) is startup[f"layers.3.{name}"]
+    _check_against_cold(model, startup, 0)
+
+
+@needs_guard
+def test_a_right_layout_is_proven_by_the_guard_alone(per_entry_spy, monkeypatch):
+    model, plan, startup = _guarded(per_entry_spy)
+    sweeps: list[int] = []
+    swept = Layouts.swept
+
+    def spy(self: Layouts, theirs: list[Any]) -> bool:
+        sweeps.append(len(theirs))
+        return swept(self, theirs)
+
+    monkeypatch.setattr(Layouts, "swept", spy)
+    for seed in (0, 1, 0):
+        model.load(seed)
+        model.post_load()
+        assert plan.refill(verify=True).moved == []
+        _check_against_cold(model, startup, seed)
+    assert sweeps == [] and per_entry_spy == []
+
+
+@needs_guard
+def test_a_guard_failing_on_right_layouts_is_built_again_a_bounded_number_of_times(
+        per_entry_spy):
+    """Fresh tensors differing from the ones the guard was built from in what only the guard
+    checks (``requires_grad``): the sweeps accept them and the guard is rebuilt, at most
+    MAX_GUARDS times in all."""
+    model, plan, startup = _guarded(per_entry_spy)
+    table = plan._refill_table
+    for seed in range(2 * engine.MAX_GUARDS):
+        model.load(seed % 2)
+        model.post_load()
+        layer = model.layers[seed % 4]
+        if seed % 2:
+            layer.wt = layer.wt.detach().requires_grad_()
+        assert plan.refill(verify=True).moved == []
+        _check_against_cold(model, startup, seed % 2)
+    assert table._layouts._guards == engine.MAX_GUARDS and per_entry_spy == []
+
+
+@needs_guard
+def test_canary_a_guard_without_the_targets_sizes_copies_a_transposed_value(per_entry_spy,
+                                                                            monkeypatch):
+    """The planted bug: the guard built with every size dynamic passes a fresh [6, 4] for a
+    [4, 6] target, and the copy fails mid-refill (red) instead of the reference recomputing."""
+    real = engine._TensorGuards
+
+    def sizeless(*tensors: torch.Tensor, dynamic_dims_sizes: Any, dynamic_dims_strides: Any) \
+            -> Any:
+        return real(*tensors, dynamic_dims_sizes=[[None] * len(s) for s in dynamic_dims_sizes],
+                    dynamic_dims_strides=dynamic_dims_strides)
+
+    monkeypatch.setattr(engine, "_TensorGuards", sizeless)
+    model, plan, _startup = _guarded(per_entry_spy)
+    model.load(0)
+    model.post_load()
+    _plant(model, "transposed")
+    with pytest.raises(RuntimeError, match="must match the size"):
+        plan.refill()
+
+
+@needs_guard
+@pytest.mark.parametrize("layout", ["shape", "transposed"])
+def test_a_partly_rebuilt_read_keeps_its_guard_per_mask_and_refuses_a_wrong_layout(
+        per_entry_spy, layout):
+    """One layer's post-load reruns (the others keep our tensors): the mask's guard is built
+    once, proves the next reads alone, and refuses a wrong layout there."""
+    model, plan, startup = _compiled_and_refilled(per_entry_spy)
+    for seed in (1, 0):
+        model.load(seed)
+        model.layers[3].post_load()
+        assert plan.refill(verify=True).moved == []
+        _check_against_cold(model, startup, seed)
+    layer3 = [part for mask, part in plan._refill_table._parts.items() if any(mask)]
+    assert len(layer3) == 1 and layer3[0].layouts._guard is not None
+    assert per_entry_spy == []
+    model.load(1)
+    model.layers[3].post_load()
+    name = _plant(model, layout)
+    report = plan.refill(verify=True)
+    assert f"layers.3.{name}" in per_entry_spy
+    assert report.moved == [] and getattr(model.layers[3], name) is startup[f"layers.3.{name}"]
+    _check_against_cold(model, startup, 1)
