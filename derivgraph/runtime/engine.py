@@ -11,6 +11,7 @@ prove takes the per-entry path (:func:`take_engine_values`), the reference.
 from __future__ import annotations
 
 import fnmatch
+import logging
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import accumulate, compress
@@ -24,6 +25,8 @@ from derivgraph.runtime.accessors import HolderTable
 from derivgraph.runtime.entry import Entry
 from derivgraph.runtime.flat_copy import FlatCopy, flat_runs
 from derivgraph.spec.kinds import is_engine
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["Layouts", "RefillTable", "Taken", "check_refillable", "engine_value", "foreach_copy",
            "layout_spans", "opaque_entries", "refuse_recompute", "take_engine_values"]
@@ -325,9 +328,13 @@ class Layouts:
             return False
         if _TensorGuards is not None and self._guards < MAX_GUARDS:
             self._guards += 1
-            self._guard = _TensorGuards(
-                *theirs, dynamic_dims_sizes=[list(s) for s in self.shapes],
-                dynamic_dims_strides=[[None] * len(s) for s in self.shapes])
+            try:
+                self._guard = _TensorGuards(
+                    *theirs, dynamic_dims_sizes=[list(s) for s in self.shapes],
+                    dynamic_dims_strides=[[None] * len(s) for s in self.shapes])
+            except (TypeError, RuntimeError) as exc:  # a torch whose private signature differs
+                logger.debug("layout guard not built (%s); the sweeps decide", exc)
+                self._guard, self._guards = None, MAX_GUARDS
         return True
 
     def swept(self, theirs: list[Any]) -> bool:

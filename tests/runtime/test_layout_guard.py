@@ -138,3 +138,26 @@ def test_a_partly_rebuilt_read_keeps_its_guard_per_mask_and_refuses_a_wrong_layo
     assert f"layers.3.{name}" in per_entry_spy
     assert report.moved == [] and getattr(model.layers[3], name) is startup[f"layers.3.{name}"]
     _check_against_cold(model, startup, 1)
+
+
+def test_a_guard_torch_cannot_build_leaves_the_sweeps_deciding(per_entry_spy, monkeypatch):
+    """A torch whose private ``TensorGuards`` takes other arguments: the refill still checks
+    every layout by the sweeps, builds no guard and refuses a wrong one."""
+    def refuses(*args: Any, **kwargs: Any) -> None:
+        raise TypeError("unexpected keyword argument 'dynamic_dims_sizes'")
+    monkeypatch.setattr(engine, "_TensorGuards", refuses)
+    model, plan, startup = _compiled_and_refilled(per_entry_spy)
+    for _ in range(2):
+        model.load(1)
+        model.post_load()
+        plan.refill()
+        assert plan._refill_table._layouts._guard is None
+        assert plan._refill_table._layouts._guards == engine.MAX_GUARDS
+    model.load(0)
+    model.post_load()
+    name = _plant(model, "transposed")
+    per_entry_spy.clear()
+    report = plan.refill(verify=True)
+    assert f"layers.3.{name}" in per_entry_spy
+    assert report.moved == [] and getattr(model.layers[3], name) is startup[f"layers.3.{name}"]
+    _check_against_cold(model, startup, 0)
