@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, repeat
+from operator import attrgetter
 
 from derivgraph.compiler.ir import Node
 
@@ -70,24 +71,30 @@ class InstanceTable:
         return [StampedLayer(self.template, row) for row in self.rows]
 
 
+_kind, _op, _inputs = attrgetter("kind"), attrgetter("op"), attrgetter("inputs")
+
+
 def aligned_rows(nodes: dict[str, Node], table: InstanceTable) -> list[bool]:
     """Per row of ``table``: whether its nodes have the template's kinds and ops position by
     position and read the row's own nodes (or the same shared node) at the template's input
-    positions. Checked column by column (one list comparison per fact of each column)."""
+    positions. Checked column by column: each fact of a column is one C-level sweep compared
+    with what the template's node gives, and only a column that differs somewhere is
+    compared row by row."""
     template, rows = table.template, table.rows
+    n = len(rows)
     where = {t: i for i, t in enumerate(template)}
-    ok = [True] * len(rows)
+    columns = list(zip(*rows)) if rows else []
+    ok = [True] * n
     for k, t in enumerate(template):
         first = nodes[t]
-        column = [nodes.get(row[k]) for row in rows]
-        spec = [where.get(ref, ref) for ref in first.inputs]  # own position, or shared id
-        if all(type(s) is str for s in spec):
-            want = [tuple(spec)] * len(rows)
-        else:
-            want = [tuple([row[s] if type(s) is int else s for s in spec]) for row in rows]
-        got = [None if n is None else (n.kind, n.op, n.inputs) for n in column]
-        fact = (first.kind, first.op)
-        expected = [(*fact, w) for w in want]
-        if got != expected:
-            ok = [a and g == e for a, g, e in zip(ok, got, expected)]
+        column = list(map(nodes.get, columns[k]))
+        # each input: the row's own node at a template position, or the one shared node
+        parts = [columns[where[r]] if r in where else repeat(r, n) for r in first.inputs]
+        want = list(zip(*parts)) if parts else [()] * n
+        if None not in column and list(map(_kind, column)) == [first.kind] * n \
+                and list(map(_op, column)) == [first.op] * n \
+                and list(map(_inputs, column)) == want:
+            continue
+        ok = [a and node is not None and (node.kind, node.op, node.inputs)
+              == (first.kind, first.op, w) for a, node, w in zip(ok, column, want)]
     return ok
