@@ -84,7 +84,7 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
     stamper = Stamper(graph, lambda node, reads: _resolve_derived(graph, node, reads))
     for bound, params, nodes in layers:
         stamper.resolve_bound(bound, params, nodes)
-    graph.stamped, graph.stamps = stamper.stamped, stamper.layers
+    graph.stamped, graph.stamps = stamper.stamped, list(stamper.tables.values())
     graph.params_stamped = param_stamper.stamped
     _check_cycles(graph)
     if not any(i.rule == Rule.CYCLE for i in graph.issues):

@@ -2,7 +2,7 @@
 
 Compile evaluates every formula on the live sources once (``planner.CompileValues``): the
 values it allocates from and checks the first pass against, bit for bit. For the layers stamped
-from one template (:func:`~derivgraph.compiler.stamp.by_template`: the instance table), an op
+from one template (its :class:`~derivgraph.compiler.instances.InstanceTable`), an op
 position of the template is a *column*: the same op with the same constants in every layer,
 over each layer's own tensors. :func:`evaluate_columns` evaluates such a column as one call:
 each operand position's tensors stacked (one ``torch.stack``), the op applied once, the result
@@ -28,7 +28,6 @@ import torch
 from derivgraph.compiler.flat import EXACT_BINARY, EXACT_UNARY, OP_DTYPES
 from derivgraph.compiler.graph import DerivedGraph, NodeRef, freeze
 from derivgraph.compiler.ir import Node, NodeKind
-from derivgraph.compiler.stamp import by_template
 from derivgraph.ops import OPS
 
 __all__ = ["MIN_COLUMN", "evaluate_columns"]
@@ -49,14 +48,14 @@ def evaluate_columns(graph: DerivedGraph, env: dict[str, Any],
     (``run_node``: the per-node evaluation, used to read a source); the number of columns
     evaluated."""
     nodes, done = graph.nodes, 0
-    for template, layers in by_template(graph.stamps).items():
-        if len(layers) < MIN_COLUMN:
+    for table in graph.stamps:
+        if len(table) < MIN_COLUMN:
             continue
-        for k, first_id in enumerate(template):
+        for k, first_id in enumerate(table.template):
             first = nodes.get(first_id)
             if first is None or first.kind is not _OP or first.op not in _EXACT or first.kwargs:
                 continue
-            column = [ids[k] for ids in layers]
+            column = table.column(k)
             if column[0] in env:
                 continue
             values = _column(graph, env, run_node, first, column)

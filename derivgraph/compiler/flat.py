@@ -33,6 +33,8 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
+from operator import attrgetter
 
 import torch
 
@@ -81,23 +83,39 @@ class Span:
         return torch.cat(parts)
 
 
+_QUANTIZED, _SPARSE = attrgetter("is_quantized"), attrgetter("is_sparse")
+_shape, _dtype, _device = attrgetter("shape"), attrgetter("dtype"), attrgetter("device")
+_numel, _stride, _ptr = torch.Tensor.numel, torch.Tensor.stride, torch.Tensor.data_ptr
+
+
 def span_of(tensors: Sequence[torch.Tensor]) -> Span | None:
     """A :class:`Span` over every tensor of ``tensors`` (CPU, one dtype, each element at a whole
-    number of elements from the lowest); None where that does not hold."""
+    number of elements from the lowest); None where that does not hold. Each property is read
+    in one C-level sweep over the tensors; a run of one shape and stride (the usual case: one
+    template column) has its extent computed once."""
     if not tensors:
         return None
     dtype = tensors[0].dtype
     itemsize = tensors[0].element_size()
-    ends = []
-    for t in tensors:
-        if t.device.type != "cpu" or t.dtype is not dtype or t.numel() == 0 \
-                or t.is_quantized or t.is_sparse or any(s < 0 for s in t.stride()):
-            return None
-        extent = sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
-        ends.append((t.data_ptr(), t.data_ptr() + (extent + 1) * itemsize))
-    low = min(a for a, _ in ends)
-    high = max(b for _, b in ends)
-    if any((a - low) % itemsize for a, _ in ends):
+    if any(d.type != "cpu" for d in set(map(_device, tensors))) \
+            or set(map(_dtype, tensors)) != {dtype} \
+            or 0 in map(_numel, tensors) or any(map(_QUANTIZED, tensors)) \
+            or any(map(_SPARSE, tensors)):
+        return None
+    strides = list(map(_stride, tensors))
+    if any(s < 0 for s in set(chain.from_iterable(strides))):
+        return None
+    layouts = set(zip(map(_shape, tensors), strides))
+    starts = list(map(_ptr, tensors))
+    if len(layouts) == 1:
+        (shape, stride), = layouts
+        size = (1 + sum((n - 1) * s for n, s in zip(shape, stride))) * itemsize
+        low, high = min(starts), max(starts) + size
+    else:
+        ends = [a + (1 + sum((n - 1) * s for n, s in zip(t.shape, st))) * itemsize
+                for a, t, st in zip(starts, tensors, strides)]
+        low, high = min(starts), max(ends)
+    if any((a - low) % itemsize for a in starts):
         return None
     raw = (ctypes.c_char * (high - low)).from_address(low)
     view = torch.frombuffer(raw, dtype=dtype)  # type: ignore[arg-type]

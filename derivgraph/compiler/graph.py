@@ -170,7 +170,8 @@ class DerivedGraph:
         self.cse_hits = 0
         self.stamped = 0  # layers stamped from a template (derivgraph.compiler.stamp)
         self.params_stamped = 0  # bound specs whose params came from a template
-        self.stamps: list[Any] = []  # their StampedLayer records (derivgraph.compiler.layers)
+        # their instance tables, one per template (derivgraph.compiler.instances)
+        self.stamps: list[Any] = []
         self.layer_cache: tuple[int, Any] = (-1, None)  # the proven ones, by graph version
         self._deps: dict[str, frozenset[str]] = {}
         self._deps_version = -1

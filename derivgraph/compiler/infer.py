@@ -16,10 +16,10 @@ import torch
 
 from derivgraph.compiler.engine import engine_meta
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode
+from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.interpret import Failed, MetaInterpreter
 from derivgraph.compiler.ir import NodeKind
 from derivgraph.compiler.layers import closed_layers, layer_map
-from derivgraph.compiler.stamp import StampedLayer
 from derivgraph.errors import IndexOutOfRange, LimitError, Rule
 from derivgraph.limits import LIMITS, check_budget, check_bytes, check_numel
 from derivgraph.ops import DTYPES
@@ -129,53 +129,47 @@ _layout = attrgetter("shape", "stride", "dtype", "device")
 
 @dataclass
 class _Stamped:
-    """The layers that took their template's meta values, and every other node's order."""
+    """The rows that took their template's meta values, and every other node's order."""
 
-    layers: list[StampedLayer] = field(default_factory=list)
+    tables: list[InstanceTable] = field(default_factory=list)
     derived: dict[str, str] = field(default_factory=dict)  # their derived -> the template's
     leading: dict[tuple[str, ...], int] = field(default_factory=dict)  # template -> #derived
     rest: list[str] | None = None  # None: every node
 
 
 def _run_stamped(graph: DerivedGraph, interp: MetaInterpreter) -> _Stamped:
-    """Run ``interp`` over the graph, a closed stamped layer (:func:`closed_layers`) whose
+    """Run ``interp`` over the graph, a closed stamped row (:func:`closed_layers`) whose
     sources have its template's layouts (shape, stride, dtype, device) taking the template's
     meta values (the same ops and constants over the same layouts) when they are all tensors.
     Every other layer is inferred node by node (so each reports its own failures)."""
-    layers, out = closed_layers(graph), _Stamped()
-    if not layers:
+    tables, out = closed_layers(graph), _Stamped()
+    if not tables:
         interp.run()
         return out
     nodes, env = graph.nodes, interp.env
-    held = set(layer_map(layers))
+    held = set(layer_map(tables))
     out.rest = [n for n in graph.ordered() if n not in held]
     interp.run(out.rest)  # the templates among them
-    groups: dict[tuple[str, ...], list[StampedLayer]] = {}
-    for layer in layers:
-        groups.setdefault(layer.template, []).append(layer)
     again: set[str] = set()
-    ids: list[tuple[str, ...]] = []
-    values: list[list[Any]] = []
-    for template, group in groups.items():
+    for table in tables:
+        template = table.template
         plan = _template_plan(graph, env, template)
         if plan is None:
-            again.update(chain.from_iterable(layer.ids for layer in group))
+            again.update(table.ids())
             continue
         out.leading[template] = plan[3]
-        if not all(set(map(_layout, map(nodes.__getitem__, [layer.ids[i] for layer in group])))
-                   == {want} for i, want in zip(plan[1], plan[2])):  # one sweep per source
-            keep = [[_layout(nodes[layer.ids[i]]) for i in plan[1]] == plan[2]
-                    for layer in group]
-            again.update(chain.from_iterable(layer.ids for layer, ok in zip(group, keep)
-                                             if not ok))
-            group = list(compress(group, keep))
-        out.layers += group
-        ids += [layer.ids for layer in group]
-        values += [plan[0]] * len(group)
-    env.update(zip(chain.from_iterable(ids), chain.from_iterable(values)))
-    for layer in out.layers:
-        k = out.leading[layer.template]
-        out.derived.update(zip(layer.ids[:k], layer.template[:k]))
+        if not all(set(map(_layout, map(nodes.__getitem__, table.column(i)))) == {want}
+                   for i, want in zip(plan[1], plan[2])):  # one sweep per source
+            keep = [[_layout(nodes[row[i]]) for i in plan[1]] == plan[2]
+                    for row in table.rows]
+            again.update(chain.from_iterable(compress(table.rows, [not k for k in keep])))
+            table = table.subset(keep)
+        out.tables.append(table)
+        n = len(table.rows)
+        env.update(zip(table.ids(), plan[0] * n))
+        k = plan[3]
+        out.derived.update(zip(chain.from_iterable(row[:k] for row in table.rows),
+                               template[:k] * n))
     if again:
         interp.run([n for n in graph.ordered() if n in again])
         out.rest = [n for n in graph.ordered() if n not in held or n in again]
@@ -259,7 +253,6 @@ def _within_budgets(graph: DerivedGraph, env: dict[str, Any], stamped: _Stamped)
     template's values counts the template's bytes (per spec file) at its own module."""
     per_file: dict[tuple[str, str], int] = {}
     files: dict[int, str] = {}  # id(decl) -> its spec file
-    by_template: dict[tuple[str, ...], dict[str, int]] = {}  # template -> spec file -> bytes
 
     def add(node: DerivedNode, nbytes: int, into: dict[Any, int], path: bool) -> None:
         file = files.get(id(node.decl))
@@ -274,17 +267,16 @@ def _within_budgets(graph: DerivedGraph, env: dict[str, Any], stamped: _Stamped)
         nbytes = 0 if node is None else _held_bytes(node, env.get(node_id))
         if nbytes:
             add(node, nbytes, per_file, True)
-    for layer in stamped.layers:
-        sizes = by_template.get(layer.template)
-        if sizes is None:
-            sizes = by_template[layer.template] = {}
-            for t in layer.template[:stamped.leading[layer.template]]:
-                nbytes = _held_bytes(derived[t], env.get(t))
-                if nbytes:
-                    add(derived[t], nbytes, sizes, False)
-        path = derived[layer.ids[0]].bound.module_path
-        for file, nbytes in sizes.items():
-            per_file[file, path] = per_file.get((file, path), 0) + nbytes
+    for table in stamped.tables:
+        sizes: dict[str, int] = {}  # spec file -> the template's bytes
+        for t in table.template[:stamped.leading[table.template]]:
+            nbytes = _held_bytes(derived[t], env.get(t))
+            if nbytes:
+                add(derived[t], nbytes, sizes, False)
+        for row in table.rows:
+            path = derived[row[0]].bound.module_path
+            for file, nbytes in sizes.items():
+                per_file[file, path] = per_file.get((file, path), 0) + nbytes
     return sum(per_file.values()) <= LIMITS.max_model_alloc_bytes and \
         all(v <= LIMITS.max_file_alloc_bytes for v in per_file.values())
 

@@ -1,17 +1,20 @@
 """Stamped layers past resolution: which layers are provably their template's nodes renamed.
 
-:mod:`derivgraph.compiler.stamp` records, for every stamped layer, its own nodes (its derived
-tensors, then every node its replayed calls made) position by position with the template's.
-A later phase may reuse a template's decision for such a layer only when the layer's subgraph
-is the template's renamed, with nothing else attached to it. :func:`closed_layers` proves that
-once per graph version, in one sweep per layer:
+:mod:`derivgraph.compiler.stamp` records, per template, an instance table
+(:class:`~derivgraph.compiler.instances.InstanceTable`): a row per stamped layer, its own nodes
+(its derived tensors, then every node its replayed calls made) position by position with the
+template's. A later phase may reuse a template's decision for a row only when the layer's
+subgraph is the template's renamed, with nothing else attached to it. :func:`closed_layers`
+proves that once per graph version, column by column over each table:
 
 * the template is *closed*: every input of its nodes is its own or a shared constant (an op
   with no inputs, made once by CSE for every layer), every user of its nodes is its own, and
   every derived tensor has an input (no engine-computed value);
-* the layer's nodes are distinct, and their users number exactly the template's: the replay
-  made the template's edges renamed, so no node outside the layer reads one of its nodes
-  (another spec's formula sharing its op through CSE, or reading its derived tensor).
+* the row is aligned (:func:`~derivgraph.compiler.instances.aligned_rows`: each node has the
+  template node's kind and op and reads the row's nodes at the template's input positions),
+  its nodes are distinct, and their users number exactly the template's: so the row's edges
+  are the template's renamed and no node outside the layer reads one of its nodes (another
+  spec's formula sharing its op through CSE, or reading its derived tensor).
 
 What else a phase reads per layer (layouts, storage, addresses) it checks itself
 (:mod:`derivgraph.compiler.infer`, :mod:`derivgraph.compiler.lower`).
@@ -20,29 +23,34 @@ What else a phase reads per layer (layouts, storage, addresses) it checks itself
 from __future__ import annotations
 
 from derivgraph.compiler.graph import DerivedGraph
+from derivgraph.compiler.instances import InstanceTable, aligned_rows
 from derivgraph.compiler.ir import NodeKind
-from derivgraph.compiler.stamp import StampedLayer
 
 __all__ = ["closed_layers", "layer_map"]
 
 
-def closed_layers(graph: DerivedGraph) -> list[StampedLayer]:
-    """The stamped layers whose subgraph is their template's renamed, and nothing else's."""
+def closed_layers(graph: DerivedGraph) -> list[InstanceTable]:
+    """Per template whose subgraph is closed: the table of its stamped rows whose subgraph is
+    the template's renamed, and nothing else's (tables left with no row are dropped)."""
     version, found = graph.layer_cache
     if version == graph.ir.version and found is not None:
         return found
-    users = graph.ir.users
-    totals: dict[tuple[str, ...], int] = {}  # template -> its users' count (-1: not closed)
+    users, nodes = graph.ir.users, graph.nodes
     found = []
-    for layer in graph.stamps:
-        if not layer.ids:  # nothing of its own (folds only): nothing to take from a template
+    for table in graph.stamps:
+        template = table.template
+        if not template or not table.rows:  # nothing of its own (folds only)
             continue
-        total = totals.get(layer.template)
-        if total is None:
-            total = totals[layer.template] = _closed_users(graph, layer.template)
-        if total >= 0 and len(set(layer.ids)) == len(layer.ids) \
-                and not _users_differ(users, layer.ids, total):
-            found.append(layer)
+        total = _closed_users(graph, template)
+        if total < 0:
+            continue
+        size = len(template)
+        keep = aligned_rows(nodes, table)
+        keep = [ok and len(set(row)) == size and not _users_differ(users, row, total)
+                for ok, row in zip(keep, table.rows)]
+        closed = table if all(keep) else table.subset(keep)
+        if closed.rows:
+            found.append(closed)
     graph.layer_cache = (graph.ir.version, found)
     return found
 
@@ -70,9 +78,9 @@ def _closed_users(graph: DerivedGraph, template: tuple[str, ...]) -> int:
     return total
 
 
-def layer_map(layers: list[StampedLayer]) -> dict[str, str]:
-    """Every node of ``layers`` -> the template node in the same position."""
+def layer_map(tables: list[InstanceTable]) -> dict[str, str]:
+    """Every node of every row of ``tables`` -> the template node in the same position."""
     out: dict[str, str] = {}
-    for layer in layers:
-        out.update(zip(layer.ids, layer.template))
+    for table in tables:
+        out.update(table.node_map())
     return out

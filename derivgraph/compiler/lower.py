@@ -160,8 +160,8 @@ class Lowerer(Interpreter):
         steps renamed, every other node is lowered here."""
         graph = self.graph
         nodes, derived = graph.nodes, graph.derived
-        layers = provable_layers(self.ctx)
-        held = set(layer_map(layers))
+        tables = provable_layers(self.ctx)
+        held = set(layer_map(tables))
         order = graph.ordered()
         rest = [n for n in order if n not in held] if held else order
         for node_id in rest:
@@ -181,24 +181,27 @@ class Lowerer(Interpreter):
                 chosen[node_id] = by_target[node_id]
         if not held:
             return list(chosen.values())
-        recipes: dict[tuple[str, ...], list[_Recipe]] = {}  # template -> how to make its steps
-        for layer in layers:
-            recipe = recipes.get(layer.template)
-            if recipe is None:
-                recipe = recipes[layer.template] = self._recipe(layer.template, chosen)
-            ids, names = layer.ids, None
-            for i, step, at, tail, inp in recipe:
+        for table in tables:  # one recipe per template, each step made for a whole column
+            template, rows = table.template, table.rows
+            for i, step, at, tail, inp in self._recipe(template, chosen):
+                column = table.column(i)
                 if at is None:  # arguments of another shape: renamed one by one
-                    names = names or dict(zip(layer.template, ids))
-                    chosen[ids[i]] = step.renamed(names)
+                    chosen.update(zip(column, [step.renamed(dict(zip(template, ids)))
+                                               for ids in rows]))
                     continue
-                args, kwargs = step.args, step.kwargs
-                if at >= 0:
-                    src = nodes[ids[at]]
-                    args, kwargs = (src.args[1],) if tail else src.args, src.kwargs
-                chosen[ids[i]] = Step(ids[i], step.action, step.op, args, kwargs,
-                                      step.input if inp < 0 else ids[inp],
-                                      ids[i] if step.target else "", step.scale, step.out_shape)
+                action, op, scale, out_shape = step.action, step.op, step.scale, step.out_shape
+                targets = column if step.target else [""] * len(rows)
+                inputs = table.column(inp) if inp >= 0 else [step.input] * len(rows)
+                if at < 0:
+                    args, kwargs = step.args, step.kwargs
+                    made = [Step(n, action, op, args, kwargs, x, t, scale, out_shape)
+                            for n, x, t in zip(column, inputs, targets)]
+                else:
+                    srcs = [nodes[n] for n in table.column(at)]
+                    made = [Step(n, action, op, (src.args[1],) if tail else src.args,
+                                 src.kwargs, x, t, scale, out_shape)
+                            for n, src, x, t in zip(column, srcs, inputs, targets)]
+                chosen.update(zip(column, made))
         return [chosen[n] for n in order if n in chosen]
 
     def _recipe(self, template: tuple[str, ...], chosen: dict[str, Step]) -> list[_Recipe]:

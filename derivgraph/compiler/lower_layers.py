@@ -21,8 +21,8 @@ from typing import Any
 
 import torch
 
+from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.layers import closed_layers
-from derivgraph.compiler.stamp import StampedLayer
 
 #: a :class:`~derivgraph.compiler.lower.LowerContext` (not imported: lower imports this module)
 LowerContext = Any
@@ -52,45 +52,41 @@ def layer_facts(ctx: LowerContext, ids: tuple[str, ...]) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def provable_layers(ctx: LowerContext) -> list[StampedLayer]:
-    """The closed stamped layers whose meta values and :func:`layer_facts` are the template's
-    (the facts taken over the layer's nodes, then the shared constants its nodes read); their
-    steps are the template's renamed (:meth:`~derivgraph.compiler.lower.Step.renamed`).
+def provable_layers(ctx: LowerContext) -> list[InstanceTable]:
+    """Per template, the table of its closed stamped rows whose meta values and
+    :func:`layer_facts` are the template's (the facts taken over the row's nodes, then the
+    shared constants its nodes read); their steps are the template's renamed
+    (:meth:`~derivgraph.compiler.lower.Step.renamed`).
 
-    The layers of one template are checked column by column (each position across every
-    layer, a few C-level sweeps per fact); only when a column differs somewhere is each layer
-    of that template checked on its own."""
+    A table is checked column by column (each position across every row, a few C-level sweeps
+    per fact); only when a column differs somewhere is each row checked on its own."""
     graph = ctx.graph
-    layers = closed_layers(graph)
-    if not layers:
-        return []
+    tables = closed_layers(graph)
     nodes, env = graph.nodes, ctx.meta_env
-    groups: dict[tuple[str, ...], list[StampedLayer]] = {}
-    for layer in layers:
-        groups.setdefault(layer.template, []).append(layer)
-    proven: set[int] = set()
-    for template, group in groups.items():
+    proven: list[InstanceTable] = []
+    for table in tables:
+        template = table.template
         own = set(template)
         shared = tuple(dict.fromkeys(r for n in template for r in nodes[n].inputs
                                      if r not in own))
         metas = [env.get(n) for n in template]
         facts = layer_facts(ctx, template + shared)
-        if _columns_hold(ctx, group, shared, metas, facts):
-            proven.update(map(id, group))
+        if _columns_hold(ctx, table, shared, metas, facts):
+            proven.append(table)
             continue
-        for layer in group:
-            if all(map(is_, map(env.get, layer.ids), metas)) \
-                    and layer_facts(ctx, layer.ids + shared) == facts:
-                proven.add(id(layer))
-    return [layer for layer in layers if id(layer) in proven]
+        keep = [all(map(is_, map(env.get, row), metas))
+                and layer_facts(ctx, row + shared) == facts for row in table.rows]
+        if any(keep):
+            proven.append(table.subset(keep))
+    return proven
 
 
-def _columns_hold(ctx: LowerContext, group: list[StampedLayer], shared: tuple[str, ...],
+def _columns_hold(ctx: LowerContext, table: InstanceTable, shared: tuple[str, ...],
                   metas: list[Any], facts: tuple[Any, ...]) -> bool:
-    """Whether every layer of ``group`` has the template's meta values and facts: each
+    """Whether every row of ``table`` has the template's meta values and facts: each
     position's column of values checked against the template's fact in C-level sweeps."""
-    env, n = ctx.meta_env, len(group)
-    columns = list(zip(*(layer.ids for layer in group))) + [(s,) * n for s in shared]
+    env, n = ctx.meta_env, len(table)
+    columns = list(zip(*table.rows)) + [(s,) * n for s in shared]
     for column, meta in zip(columns, metas):
         if not all(map(is_, map(env.get, column), repeat(meta, n))):
             return False

@@ -8,8 +8,10 @@ becomes a *template* when it resolved without an issue. Another layer of the sam
 params and devices whose probes give the same facts is *stamped*: the template's graph calls are
 replayed with its own paths (sources, CSE-shared ops and derived inputs in the same order), so
 its nodes, their numbering and the CSE sharing are exactly what resolving it would give.
-Everything after resolution (inference, checks, evaluation, adoption, lowering) runs on the
-whole graph as before. ``DERIVGRAPH_STAMP=0`` (or :func:`stamping` ``(False)``) turns it off.
+Every stamped layer is one row of its template's
+:class:`~derivgraph.compiler.instances.InstanceTable` (no per-layer record is kept); the later
+phases read the tables (:mod:`derivgraph.compiler.layers`). ``DERIVGRAPH_STAMP=0`` (or
+:func:`stamping` ``(False)``) turns it off.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ from typing import Any
 
 from derivgraph.compiler.bind import BoundSpec
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode, freeze, substitute
+from derivgraph.compiler.instances import InstanceTable, StampedLayer
 from derivgraph.compiler.reads import Probe, Reads, probe_path
 from derivgraph.compiler.replay import Replay
 
-__all__ = ["StampedLayer", "Stamper", "by_template", "facts_hold", "stamping", "stamping_enabled"]
+__all__ = ["InstanceTable", "StampedLayer", "Stamper", "facts_hold", "stamping",
+           "stamping_enabled"]
 
 _ENABLED = [os.environ.get("DERIVGRAPH_STAMP", "1") != "0"]
 
@@ -66,23 +70,6 @@ class Template:
         return tuple([raw[i] for i in self.keep])
 
 
-@dataclass(frozen=True)
-class StampedLayer:
-    """A stamped layer's own nodes, position by position the template's (same role)."""
-
-    template: tuple[str, ...]
-    ids: tuple[str, ...]
-
-
-def by_template(layers: list[StampedLayer]) -> dict[tuple[str, ...], list[tuple[str, ...]]]:
-    """The stamped layers' node ids grouped by template (the template's ids -> each layer's,
-    in stamping order): the instance table of each template."""
-    groups: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
-    for layer in layers:
-        groups.setdefault(layer.template, []).append(layer.ids)
-    return groups
-
-
 #: resolve(node, reads) -> the node's input id (None: no input, or an issue was reported)
 Resolve = Callable[[DerivedNode, Reads | None], str | None]
 
@@ -95,7 +82,8 @@ class Stamper:
         self.templates: dict[Any, list[Template]] = {}
         self.stamped = 0  # layers stamped (for the log and the tests)
         self.twins: dict[str, str] = {}  # a stamped op node -> the template's op it copies
-        self.layers: list[StampedLayer] = []  # every stamped layer, with its template's nodes
+        # template's own nodes -> its instance table (a row per stamped layer), first stamp first
+        self.tables: dict[tuple[str, ...], InstanceTable] = {}
 
     def resolve_bound(self, bound: BoundSpec, params: dict[str, Any],
                       nodes: list[DerivedNode]) -> None:
@@ -134,7 +122,10 @@ class Stamper:
         for node, slot in zip(nodes, program.inputs, strict=True):
             if slot is not None:
                 graph.set_input(node, vals[slot])
-        self.layers.append(StampedLayer(template.ids, template.own([n.id for n in nodes], made)))
+        table = self.tables.get(template.ids)
+        if table is None:
+            table = self.tables[template.ids] = InstanceTable(template.ids)
+        table.rows.append(template.own([n.id for n in nodes], made))
 
 
 def _key(bound: BoundSpec, params: dict[str, Any], nodes: list[DerivedNode]) -> Any:

@@ -75,7 +75,7 @@ def test_only_exact_columns_of_one_layout_are_taken(planted: bool) -> None:
     graph, got, want, done = _values(_mixed_spec(), planted)
     assert done == 3  # sqrt, sub, maximum; never exp
     assert all(bits_equal(got[k], want[k]) for k in want)
-    layer_4 = {n for layer in graph.stamps for n in layer.ids if n.startswith("layers.4.")}
+    layer_4 = {n for table in graph.stamps for n in table.ids() if n.startswith("layers.4.")}
     assert (layer_4 == set()) is planted  # the float64 layer is not in the instance table
     model = _model(planted)
     assert got["layers.4.root"].dtype == (torch.float64 if planted else torch.float32)

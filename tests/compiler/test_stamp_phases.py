@@ -28,7 +28,7 @@ def _fp16_second_layer(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setattr(stamp, "_matches", lambda graph, template, bound, params: {})
     model = Stack([{}, {"dtype": torch.float16}])
     graph = build_graph(model, match_specs(model, [_layer_spec()]))
-    assert graph.stamped == 1 and len(layers.closed_layers(graph)) == 1
+    assert graph.stamped == 1 and [len(t) for t in layers.closed_layers(graph)] == [1]
     return graph
 
 
@@ -68,7 +68,7 @@ def test_a_layer_whose_op_another_spec_shares_is_lowered_on_its_own() -> None:
     plan = _check_equivalent(_tagged_stack, lambda: [_layer_spec(), _shared_spec()],
                              lambda model, which: model.load(which))
     assert plan.graph.stamped == 3  # resolution stamps layers 1-3 of the first spec
-    assert [layer.ids[0] for layer in layers.closed_layers(plan.graph)] == \
+    assert [row[0] for t in layers.closed_layers(plan.graph) for row in t.rows] == \
         ["layers.1.inv", "layers.3.inv"]
     actions = _by_target(plan)  # the shared op writes no storage straight: two copies
     assert actions["layers.2.inv"] == actions["layers.2.inv_again"] == "copy"
@@ -128,16 +128,16 @@ def test_the_column_check_and_the_layer_check_agree() -> None:
     from derivgraph.compiler import lower_layers
 
     plan = compile_plan(_strided_stack(), [_layer_spec()])
-    group = layers.closed_layers(plan.graph)
-    assert [layer.ids[0] for layer in group] == ["layers.1.inv", "layers.2.inv", "layers.3.inv"]
+    [table] = layers.closed_layers(plan.graph)
+    assert table.column(0) == ["layers.1.inv", "layers.2.inv", "layers.3.inv"]
     ctx = plan.tensors
-    facts = lower_layers.layer_facts(ctx, group[0].template)
-    metas = [ctx.meta_env.get(n) for n in group[0].template]
-    assert not lower_layers._columns_hold(ctx, group, (), metas, facts)
-    assert lower_layers._columns_hold(ctx, [group[0], group[2]], (), metas, facts)
-    assert [lower_layers.layer_facts(ctx, layer.ids) == facts for layer in group] == \
+    facts = lower_layers.layer_facts(ctx, table.template)
+    metas = [ctx.meta_env.get(n) for n in table.template]
+    assert not lower_layers._columns_hold(ctx, table, (), metas, facts)
+    assert lower_layers._columns_hold(ctx, table.subset([True, False, True]), (), metas, facts)
+    assert [lower_layers.layer_facts(ctx, row) == facts for row in table.rows] == \
         [True, False, True]
-    assert [layer.ids[0] for layer in lower_layers.provable_layers(ctx)] == \
+    assert [row[0] for t in lower_layers.provable_layers(ctx) for row in t.rows] == \
         ["layers.1.inv", "layers.3.inv"]
 
 
@@ -208,8 +208,8 @@ class _Bound:
 def test_storage_sharing_is_compared_position_by_position(template_shares: bool) -> None:
     """Layer ``x`` shares storage between its two nodes as the template does or does not;
     layer ``y`` the other way. The column check and the layer check keep only ``x``."""
+    from derivgraph.compiler.instances import InstanceTable
     from derivgraph.compiler.lower_layers import _columns_hold, layer_facts
-    from derivgraph.compiler.stamp import StampedLayer
 
     def pair(shared: bool) -> tuple[torch.Tensor, torch.Tensor]:
         base = torch.zeros(2, 4)
@@ -223,9 +223,9 @@ def test_storage_sharing_is_compared_position_by_position(template_shares: bool)
     template = ("t.a", "t.b")
     facts = layer_facts(ctx, template)
     assert (facts[1][4] == 0) is template_shares  # b's storage first seen at a
-    x, y = (StampedLayer(template, (f"{p}.a", f"{p}.b")) for p in "xy")
+    x, y = ((f"{p}.a", f"{p}.b") for p in "xy")
     metas = [None, None]
-    assert _columns_hold(ctx, [x], (), metas, facts)
-    assert not _columns_hold(ctx, [y], (), metas, facts)
-    assert not _columns_hold(ctx, [x, y], (), metas, facts)
-    assert layer_facts(ctx, x.ids) == facts and layer_facts(ctx, y.ids) != facts
+    assert _columns_hold(ctx, InstanceTable(template, [x]), (), metas, facts)
+    assert not _columns_hold(ctx, InstanceTable(template, [y]), (), metas, facts)
+    assert not _columns_hold(ctx, InstanceTable(template, [x, y]), (), metas, facts)
+    assert layer_facts(ctx, x) == facts and layer_facts(ctx, y) != facts

@@ -1,0 +1,121 @@
+"""The instance table: one record per template, a row per stamped layer, a column per position.
+
+On the scaling workload the stamper keeps exactly one :class:`InstanceTable` (no per-layer
+record): its template is layer 0's nodes, its rows layers 1.. in order, and every column holds
+the template node's counterpart in each layer (the paths, and for op columns the op and its
+inputs, asserted by value). A layer planted with another dtype is no row. The proof
+(:func:`aligned_rows`, run by :func:`closed_layers`) drops a row whose nodes are mis-ordered,
+and that layer is then compiled on its own: the plan equals the plain one. Canary: with the
+proof planted to accept every row, the mis-ordered row takes its template's steps at the wrong
+positions and the compile refuses the plan (the first pass differs from eager evaluation).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from derivgraph import compile_plan
+from derivgraph.compiler import instances, layers, stamp
+from derivgraph.compiler.instances import InstanceTable, StampedLayer, aligned_rows
+from derivgraph.compiler.stamp import stamping
+from derivgraph.errors import SpecValidationError
+from derivgraph.tools.bench_scaling import scaling_spec
+from tests.compiler.test_stamp import _differences
+from tests.compiler.test_stamp_reload import LAYERS, PLANTED, _expected, _model
+
+#: the positions of layer 0's nodes: derived (inv, prod, strides, scale_alias), then what its
+#: calls made (scale, the div, weight, the mul)
+_PATHS = {0: "inv", 1: "prod", 2: "strides", 3: "scale_alias", 4: "scale", 6: "weight"}
+
+
+def _compiled(plant: dict[str, Any] | None = None) -> Any:
+    with stamping(True):
+        return compile_plan(_model(plant), [scaling_spec()])
+
+
+def test_one_table_whose_columns_are_each_layers_nodes() -> None:
+    plan = _compiled()
+    graph = plan.graph
+    [table] = graph.stamps
+    assert graph.stamped == LAYERS - 1 == len(table)
+    assert table.template[:4] == tuple(f"layers.0.{n}" for n in ("inv", "prod", "strides",
+                                                                "scale_alias"))
+    for k, name in _PATHS.items():
+        assert table.template[k] == f"layers.0.{name}"
+        assert table.column(k) == [f"layers.{i}.{name}" for i in range(1, LAYERS)]
+    nodes = graph.nodes
+    for i, (div, mul) in enumerate(zip(table.column(5), table.column(7)), start=1):
+        assert (nodes[div].op, nodes[div].inputs) == ("div", (f"layers.{i}.scale",))
+        assert (nodes[mul].op, nodes[mul].inputs) == \
+            ("mul", (f"layers.{i}.scale", f"layers.{i}.weight"))
+        assert graph.derived[f"layers.{i}.inv"].input == div
+    assert aligned_rows(nodes, table) == [True] * (LAYERS - 1)
+    [closed] = layers.closed_layers(graph)
+    assert closed is table  # every row proven: the table itself, no copy
+    assert table.layers() == [StampedLayer(table.template, row) for row in table.rows]
+    assert table.node_map()["layers.7.prod"] == "layers.0.prod"
+    values = _expected(plan.model)  # and the plan computes every layer's own values
+    assert all(torch.equal(plan.entries[k].storage, v) for k, v in values.items())
+
+
+def test_a_planted_layer_is_no_row() -> None:
+    [table] = _compiled({"dtype": torch.float64}).graph.stamps
+    assert table.column(0) == [f"layers.{i}.inv" for i in range(1, LAYERS) if i != PLANTED]
+
+
+def _misorder(monkeypatch: pytest.MonkeyPatch, layer: int) -> None:
+    """Plant a stamper bug: layer ``layer``'s row records its ``inv`` and ``prod`` swapped."""
+    replay = stamp.Stamper._replay
+
+    def planted(self: stamp.Stamper, template: Any, bound: Any, nodes: Any,
+                objects: Any) -> None:
+        replay(self, template, bound, nodes, objects)
+        if bound.module_path == f"layers.{layer}":
+            rows = self.tables[template.ids].rows
+            row = rows[-1]
+            rows[-1] = (row[1], row[0], *row[2:])
+
+    monkeypatch.setattr(stamp.Stamper, "_replay", planted)
+
+
+def test_a_misordered_row_is_dropped_and_its_layer_compiled_on_its_own(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    with stamping(False):
+        plain = compile_plan(_model(), [scaling_spec()])
+    _misorder(monkeypatch, 3)
+    plan = _compiled()
+    [table] = plan.graph.stamps
+    assert table.column(0)[2] == "layers.3.prod"  # the planted row is in the table
+    assert aligned_rows(plan.graph.nodes, table) == [i != 3 for i in range(1, LAYERS)]
+    [closed] = layers.closed_layers(plan.graph)
+    assert closed.column(0) == [f"layers.{i}.inv" for i in range(1, LAYERS) if i != 3]
+    assert _differences(plain, plan) == []
+    values = _expected(plan.model)
+    assert all(torch.equal(plan.entries[k].storage, v) for k, v in values.items())
+
+
+def test_canary_a_misordered_row_taken_as_aligned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planted bug: the proof accepts every row. Layer 3's ``prod`` takes the template's
+    ``inv`` step, so the first pass writes ``1 / scale`` there and the compile refuses."""
+    _misorder(monkeypatch, 3)
+    monkeypatch.setattr(layers, "aligned_rows", lambda nodes, table: [True] * len(table))
+    with pytest.raises(SpecValidationError, match="differs from eager evaluation at "
+                                                  "layers.3"):
+        _compiled()
+
+
+def test_the_proof_names_each_kind_of_misalignment() -> None:
+    """A row whose node has another op, reads another layer's node, or names a missing
+    node is not aligned; the others are."""
+    plan = _compiled()
+    nodes, [table] = plan.graph.nodes, plan.graph.stamps
+    rows = list(table.rows[:4])
+    rows[1] = (*rows[1][:5], table.rows[0][7], *rows[1][6:])  # a mul where the div is
+    rows[2] = (*rows[2][:7], table.rows[0][7])  # layer 1's mul: reads layer 1's scale
+    rows[3] = (*rows[3][:6], "layers.4.nothing", rows[3][7])
+    assert aligned_rows(nodes, InstanceTable(table.template, rows)) == \
+        [True, False, False, False]
+    assert instances.aligned_rows is aligned_rows
