@@ -22,7 +22,9 @@ but not the copy built from it (``self._s32 = self.w_scale.float()``). :func:`so
 tells the cases where no such reload can leave it stale: the value derives from no kept
 attribute, or the source parameter is emptied (``torch.empty(0)``), so a reload into it fails
 instead; not when the step empties it only under ``if flag:`` and some caller passes
-``flag=False`` (:func:`kept_by_a_caller`): that caller's source stays refillable.
+``flag=False`` (:func:`kept_by_a_caller`): that caller's source stays refillable; nor when the
+store's branch returns before any emptying (:func:`empties_on_path`: an unpacked copy kept next to
+a weight packed in place, whose branch ends in ``return`` above the other branches' emptying).
 
 A CPU-only site stays loud when the step cannot rerun: :func:`rerun_guard` finds a flag the
 storing function sets (``layer._done = True``) that the file tests with an early return
@@ -41,8 +43,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-__all__ = ["cpu_only", "empties_source", "kept_by_a_caller", "names_cpu", "rerun_guard",
-           "reset_flags", "source_dropped"]
+__all__ = ["cpu_only", "empties_on_path", "empties_source", "kept_by_a_caller", "names_cpu",
+           "rerun_guard", "reset_flags", "source_dropped"]
 
 _CPU = re.compile(r"(?<![a-z])(?:cpu|amx)(?![a-z])|(?<![A-Z])(?:CPU|AMX)|(?:Cpu|Amx)(?![a-z])")
 _XPU = re.compile(r"(?<![a-z])xpu(?![a-z])|(?<![A-Z])XPU|Xpu(?![a-z])")
@@ -159,7 +161,8 @@ def source_dropped(derives_from: str | None, body: str,
     m = _KEPT.match((derives_from or "").strip())
     if m is None:
         return "it derives from no kept attribute"
-    if empties_source(body) and (at is None or kept_by_a_caller(body, tree, at) is None):
+    if empties_source(body) and (at is None or (
+            empties_on_path(body, at) and kept_by_a_caller(body, tree, at) is None)):
         return "its step empties the parameter it reads"
     segments = m.group(1).strip(".").split(".")
     module = segments[-1] if not _PARAM_NAME.match(segments[-1]) else (
@@ -177,6 +180,32 @@ def source_dropped(derives_from: str | None, body: str,
     return None
 
 
+def _follows_on_path(body: str, lines: list[str], at: int) -> bool:
+    """Whether an emptying follows the store on line ``at`` before a ``return``/``raise`` at
+    the store's indent or less ends its branch."""
+    after = sum(len(line) + 1 for line in lines[:at + 1])
+    first = next((m for m in _EMPTIED.finditer(body) if m.start() >= after), None)
+    if first is None:
+        return False
+    indent = len(lines[at]) - len(lines[at].lstrip(" \t"))
+    return not any(re.match(rf"[ \t]{{0,{indent}}}(?:return|raise)\b", line)
+                   for line in body[after:first.start()].split("\n"))
+
+
+def empties_on_path(body: str, at: int) -> bool:
+    """Whether an emptying of a parameter lies on the path of the store on line ``at`` (0-based
+    in ``body``): one precedes the store, or one follows it before its branch returns. False
+    when the store's branch returns first (``layer.copy = unpacked; layer.weight.data =
+    pack(unpacked); return`` above ``if remove: layer.weight = P(torch.empty(0))``): the source
+    stays a full parameter there, which a kernel-format reload refills."""
+    lines = body.split("\n")
+    if not 0 <= at < len(lines):
+        return True
+    before = sum(len(line) + 1 for line in lines[:at])
+    return any(m.start() < before for m in _EMPTIED.finditer(body)) or _follows_on_path(
+        body, lines, at)
+
+
 def kept_by_a_caller(body: str, tree: Mapping[str, str], at: int) -> str | None:
     """``display:line`` of a call passing ``flag=False`` to the step ``body`` when the store on
     line ``at`` (0-based in ``body``) is followed, on its own path, by an emptying of the source
@@ -189,12 +218,7 @@ def kept_by_a_caller(body: str, tree: Mapping[str, str], at: int) -> str | None:
     lines = body.split("\n")
     if head is None or not 0 <= at < len(lines):
         return None
-    indent = len(lines[at]) - len(lines[at].lstrip(" \t"))
-    after = sum(len(line) + 1 for line in lines[:at + 1])
-    first = next((m for m in _EMPTIED.finditer(body) if m.start() >= after), None)
-    if first is None or any(
-            re.match(rf"[ \t]{{0,{indent}}}(?:return|raise)\b", line)
-            for line in body[after:first.start()].split("\n")):
+    if not _follows_on_path(body, lines, at):
         return None  # no emptying on the store's own path
     params = set(re.findall(r"(\w+)[ \t]*[:=,)]", head.group(2) + ")"))
     flags = set()

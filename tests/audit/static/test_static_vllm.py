@@ -143,8 +143,11 @@ def test_vllm_rules_clear_every_false_positive_of_the_seed_2611_review(vllm_repo
 
     tps = [s for s in review["sample"] if s["judgement"] == "TP"]
     assert all(_acted_on_or_demoted(vllm_report, s) for s in tps)
-    assert sum(_demoted(vllm_report, s) for s in tps) == 4 + 8
-    assert sum(_demoted_by_outside_reading(vllm_report, s) for s in tps) == 8
+    # (rules23: `layers/utils.py:577`, a TP, is an error again: its branch returns before the
+    # step's emptying, so the packed weight stays a full parameter and the unpacked copy goes
+    # stale)
+    assert sum(_demoted(vllm_report, s) for s in tps) == 4 + 7
+    assert sum(_demoted_by_outside_reading(vllm_report, s) for s in tps) == 7
     assert [s["line"] for s in review["sample"] if s["judgement"] == "FP" and acted_on(s)] == []
 
 
