@@ -35,6 +35,7 @@ class RecallReview:
     drawn: int
     seed: int | None = None  # asserted where the review's doc quotes it
     n: int | None = None
+    after: tuple[str, ...] = ()  # lettered lists drawn before this one (v10b before v11)
 
     @property
     def recall(self) -> str:
@@ -51,7 +52,7 @@ class RecallReview:
     @property
     def earlier(self) -> tuple[str, ...]:
         upto = int("".join(ch for ch in self.stage if ch.isdigit()))  # v10b -> 10
-        return tuple(f"v{k}" for k in range(1, upto))
+        return tuple(f"v{k}" for k in range(1, upto)) + self.after
 
 
 REVIEWS = [
@@ -81,6 +82,9 @@ REVIEWS = [
     RecallReview("v10b", "671b8a1", population={"recv_spec": 51}, real={"recv_spec": 4},
                  close_calls={"recv_spec": 6}, host_scalars={"recv_spec": 0}, drawn=30,
                  seed=14408267240178577638, n=30),
+    RecallReview("v11", "9f3fb55", population={"recv_spec": 21}, real={"recv_spec": 5},
+                 close_calls={"recv_spec": 6}, host_scalars={"recv_spec": 2}, drawn=21,
+                 seed=8662683024837963434, n=21, after=("v10b",)),
 ]
 IDS = [r.stage for r in REVIEWS]
 
@@ -217,3 +221,24 @@ def test_recall_v10b_draws_30_of_the_stage_v10_list_recv_spec():
     assert "n_by_list" not in seed
     assert len(lists["lists"]["recv_spec"]["candidates"]) == 30
     assert list_problems(lists, dict(seed, n=29))
+
+
+def test_recall_v11_is_the_census_of_the_rest_of_recv_spec():
+    """v11 drew all 21 candidates left in the stage-v10 list ``recv_spec`` (rule unchanged since
+    e075a8f) after v1-v10b: with v10b's 30 they are exactly its pool of 51, so that pool is a
+    census and is now exhausted."""
+    lists, seed = _load("static_recall_outside_v11_vllm_0.33.json"), _load(
+        "static_recall_outside_seed_v11.json")
+    v10b = _load("static_recall_outside_v10b_vllm_0.33.json")["lists"]["recv_spec"]
+    assert tuple(lists["lists"]) == ("recv_spec",)
+    assert seed["n_by_list"] == lists["n_by_list"] == {"recv_spec": 21}
+    assert lists["draw_rules_commit"] == "e075a8f"
+    body = lists["lists"]["recv_spec"]
+    assert body["population"] == len(body["candidates"]) == 21
+
+    def keys(cands: list[dict]) -> set[tuple[str, int, str]]:
+        return {(c["file"], c["line"], c["attr"]) for c in cands}
+
+    assert not keys(body["candidates"]) & keys(v10b["candidates"])
+    assert len(keys(body["candidates"]) | keys(v10b["candidates"])) == v10b["population"] == 51
+    assert list_problems(lists, dict(seed, n_by_list={"recv_spec": 20}))
