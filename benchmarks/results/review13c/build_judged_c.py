@@ -90,7 +90,8 @@ V = {
          "Python float from the checkpoint weight_global_scale (reading 3, named there). A kernel-format reload "
          "refills weight_global_scale but nothing recomputes flint_global_scale, so even eager _dequant_gemm uses "
          "the old alpha; after a layerwise reload the PWAL rebinds the float but the compiled forward baked the "
-         "old constant. Audit reader correct (the function is the module-level _dequant_gemm)."),
+         "old constant (toy_compile_float: with vLLM's dropped guards a compiled forward keeps alpha=2.0 after the "
+         "attribute is rebound to 5.0). Audit reader correct (the function is the module-level _dequant_gemm)."),
     35: ("TP", "vllm/models/kimi_k3/nvidia/specialized_decode/cutedsl/gemm/projection.py:105", True, False, True,
          "PreparedDenseMLP (built once by KimiK3ModelState, never rebuilt on reload) hands PreparedProjection a "
          "padded copy F.pad(down.detach(), ...) whenever the TP-local intermediate is not 128-aligned (TP16: "
