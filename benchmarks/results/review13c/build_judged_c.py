@@ -21,7 +21,8 @@ V = {
          "reload reruns _setup_kernel on the temporaries: a new PrecisionConfig with new scale storage, a new "
          "moe_quant_config and moe_kernel. Neither the config nor its tensors are registered, so copy-back never "
          "touches them; eager reads the new one, the captured graph keeps the old scale storage (freed once the "
-         "old config is dropped): the reload moves storage a captured path reads. Evidence error: the audit's "
+         "old config is dropped): the reload moves storage a captured path reads (toy_triton_precision: the reload "
+         "completes, the config's scale moves, the startup tensor keeps the old value). Evidence error: the audit's "
          "reader quark_moe.py:1890 (get_fused_moe_quant_config: w1_scale = self.w13_precision_config) only builds "
          "the quant config; the kernel read is the w4a8 experts' moe_gemm_a8w4 argument quoted here (for TRITON "
          "W4A16: gpt_oss_triton_kernels_moe.py:830 precision_config=quant_config.w1_precision)."),
