@@ -53,6 +53,7 @@ REVIEWS = [
     PrecisionReview(5, "ab", "ace6f47", 132, (32, 8, 28), (19, 11), [0.6524, 0.895]),
     PrecisionReview(6, "abc", "2c3cde6", 132, (31, 9, 27), (17, 11), [0.625, 0.8768]),
     PrecisionReview(7, "abc", "5228e54", 122, (38, 2, 34), (25, 10), [0.835, 0.9862]),
+    PrecisionReview(8, "abc", "a6035f0", 127, (39, 1, 38), (20, 14), [0.8712, 0.9956]),
 ]
 IDS = [f"outside{r.k}" for r in REVIEWS]
 
