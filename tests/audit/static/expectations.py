@@ -6,7 +6,11 @@ files also mark each site with ``# expect: CATEGORY`` and a test checks both agr
 
 from __future__ import annotations
 
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
+
+from derivgraph.audit.static.scan import scan
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 CORPUS = FIXTURES / "static_corpus"
@@ -263,3 +267,30 @@ def planted_copy(source: Path, directory: Path, old: str, new: str) -> Path:
     path = directory / source.name
     path.write_text(text.replace(old, new))
     return path
+
+
+def findings_by_owner(path: Path) -> dict[tuple[str | None, str], object]:
+    """The static findings of one corpus file, keyed by (class, attribute)."""
+    return {(f.cls, f.attr): f for f in scan([path], specs=[], jobs=1).findings}
+
+
+@dataclass(frozen=True)
+class EvidenceCase:
+    """One file of the evidence corpus, as the recall-class tests read and plant it."""
+
+    name: str
+
+    @property
+    def path(self) -> Path:
+        return EVIDENCE_CORPUS / self.name
+
+    def line(self, text: str) -> int:
+        """The 1-based line of ``text`` in the file."""
+        source = self.path.read_text()
+        return source.count("\n", 0, source.index(text)) + 1
+
+    def planted(self, tmp_path: Path, old: str, new: str) -> dict[tuple[str | None, str], object]:
+        """The findings of a copy of the corpus with ``old`` replaced by ``new`` in this file."""
+        dst = tmp_path / "corpus"
+        shutil.copytree(EVIDENCE_CORPUS, dst)
+        return findings_by_owner(planted_copy(self.path, dst, old, new))

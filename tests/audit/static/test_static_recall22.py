@@ -6,33 +6,16 @@ rule has a true positive, a false-positive twin and a canary that plants the bug
 from __future__ import annotations
 
 import ast
-import shutil
-from pathlib import Path
 
 from derivgraph.audit.static.platforms import kept_by_a_caller
 from derivgraph.audit.static.returned_copies import refilled_in_place, returned_copies
-from derivgraph.audit.static.scan import scan
 from derivgraph.audit.static.semantics import Severity
 from derivgraph.audit.static.vocab import annotation_holds_tensors
-from tests.audit.static.expectations import EVIDENCE_CORPUS, planted_copy
+from tests.audit.static.expectations import EVIDENCE_CORPUS, EvidenceCase, findings_by_owner
 
-_CASES = "recall22_cases.py"
-
-
-def _line(text: str) -> int:
-    """The 1-based line of ``text`` in the corpus file."""
-    source = (EVIDENCE_CORPUS / _CASES).read_text()
-    return source.count("\n", 0, source.index(text)) + 1
-
-
-def _scan(path: Path) -> dict[tuple[str | None, str], object]:
-    return {(f.cls, f.attr): f for f in scan([path], specs=[], jobs=1).findings}
-
-
-def _planted(tmp_path: Path, old: str, new: str) -> dict[tuple[str | None, str], object]:
-    dst = tmp_path / "corpus"
-    shutil.copytree(EVIDENCE_CORPUS, dst)
-    return _scan(planted_copy(EVIDENCE_CORPUS / _CASES, dst, old, new))
+_CASE = EvidenceCase("recall22_cases.py")
+_CASES = _CASE.name
+_line, _scan, _planted = _CASE.line, findings_by_owner, _CASE.planted
 
 
 # ---- (a) lazy tables in local containers, stored by a tuple unpack ---------------------------

@@ -5,34 +5,16 @@ the bug back."""
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import pytest
 
 from derivgraph.audit.static import platforms
 from derivgraph.audit.static.platforms import empties_on_path, kept_by_a_caller
-from derivgraph.audit.static.scan import scan
 from derivgraph.audit.static.semantics import Severity
-from tests.audit.static.expectations import EVIDENCE_CORPUS, planted_copy
+from tests.audit.static.expectations import EVIDENCE_CORPUS, EvidenceCase, findings_by_owner
 
-_CASES = "recall23_cases.py"
-
-
-def _line(text: str) -> int:
-    """The 1-based line of ``text`` in the corpus file."""
-    source = (EVIDENCE_CORPUS / _CASES).read_text()
-    return source.count("\n", 0, source.index(text)) + 1
-
-
-def _scan(path: Path) -> dict[tuple[str | None, str], object]:
-    return {(f.cls, f.attr): f for f in scan([path], specs=[], jobs=1).findings}
-
-
-def _planted(tmp_path: Path, old: str, new: str) -> dict[tuple[str | None, str], object]:
-    dst = tmp_path / "corpus"
-    shutil.copytree(EVIDENCE_CORPUS, dst)
-    return _scan(planted_copy(EVIDENCE_CORPUS / _CASES, dst, old, new))
+_CASE = EvidenceCase("recall23_cases.py")
+_CASES = _CASE.name
+_line, _scan, _planted = _CASE.line, findings_by_owner, _CASE.planted
 
 
 # ---- (b) CPU clause: an unpacked copy next to a weight packed in place ------------------------
