@@ -248,6 +248,10 @@ class RefillTable:
         self.whole = len(self.index) == len(table) and set(self.index) == set(range(len(table)))
         self._numels = [s.numel() for s in self.storages]
         self._layouts = Layouts(self.dtypes, self.shapes, self._numels)  # an all-rebuilt read's
+        # its guard built now, from the targets (what a fresh tensor must match), so that the
+        # first refill of a process does not build it; an engine whose fresh tensors differ
+        # from the targets in what the guard also checks gets one built from theirs
+        self._layouts.match(self.storages)
         self._parts: dict[tuple[bool, ...], _Part] = {}  # a partly rebuilt read's, by mask
 
     def take(self, current: list[Any]) -> Taken | None:

@@ -10,9 +10,15 @@ import pytest
 import torch
 from torch import nn
 
+from derivgraph import compile_plan
 from derivgraph.runtime import engine
 from derivgraph.runtime.engine import Layouts
-from tests.runtime.test_refill_batched import _check_against_cold, _compiled_and_refilled
+from tests.runtime.test_refill_batched import (
+    SPEC,
+    _check_against_cold,
+    _compiled_and_refilled,
+    _stack,
+)
 
 needs_guard = pytest.mark.skipif(engine._TensorGuards is None,
                                  reason="this torch has no TensorGuards")
@@ -161,3 +167,27 @@ def test_a_guard_torch_cannot_build_leaves_the_sweeps_deciding(per_entry_spy, mo
     assert f"layers.3.{name}" in per_entry_spy
     assert report.moved == [] and getattr(model.layers[3], name) is startup[f"layers.3.{name}"]
     _check_against_cold(model, startup, 0)
+
+
+@needs_guard
+def test_the_guard_is_built_at_compile_so_the_first_refill_sweeps_nothing(monkeypatch):
+    """``compile_plan`` (``Plan.prepare``) builds the refill table and, from its targets, the
+    guard: the first all-rebuilt refill of the process is proven by it without a sweep (the
+    first refill no longer pays for building it)."""
+    sweeps: list[int] = []
+    swept = Layouts.swept
+
+    def spy(self: Layouts, theirs: list[Any]) -> bool:
+        sweeps.append(len(theirs))
+        return swept(self, theirs)
+
+    model = _stack(0)
+    plan = compile_plan(model, [SPEC])
+    startup = {k: e.storage for k, e in plan.entries.items()}
+    assert plan._refill_table._layouts._guard is not None
+    monkeypatch.setattr(Layouts, "swept", spy)
+    model.load(1)
+    model.post_load()
+    assert plan.refill(verify=True).moved == []
+    _check_against_cold(model, startup, 1)
+    assert sweeps == []
