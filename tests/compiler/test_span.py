@@ -28,7 +28,7 @@ def _cases() -> dict[str, list[torch.Tensor]]:
     grid = torch.zeros(16, 16)
     return {
         "one-layout column": [base[i * 8:(i + 1) * 8] for i in range(0, 400, 3)],
-        "separate allocations": [torch.empty(8) for _ in range(40)],
+        "separate allocations": [torch.arange(8.0) + i for i in range(40)],
         "mixed layouts": [grid.t()[2:5], base[100:103], grid[3:9:2, 1:4], base[7:8]],
         "one tensor": [grid[5]],
     }
