@@ -70,6 +70,24 @@ list), for the receivers and speculators the stage-v8 lists do not reach:
   not followed); (b) the stores of both kinds in every function other than ``__init__`` of
   the worker-side speculator files (``v1/spec_decode/``, ``v1/worker/gpu/spec_decode/``:
   ``load_model``, weight sharing, graph setup and per-step code alike).
+
+Stage v12 adds one list, after the others in ``ALL_LISTS`` (so it holds no key of an earlier
+list), for tensors set up from loaded weights outside ``process_weights_after_loading``:
+
+- ``setup_hooks``: the stores of both kinds in (a) the setup hooks, i.e. every function other
+  than ``__init__``, ``forward`` and PWAL whose name holds one of ``SETUP_NAMES``
+  (``load_model``, ``load_draft_model``, ``finalize``, ``post_init``, ``post_load``,
+  ``after_load``, ``postprocess``, ``post_process``) or that takes an argument named ``model``,
+  ``target_model``, ``draft_model`` or ``drafter`` (a method that receives a loaded model),
+  with their same-file callees, transitively by name, and the methods of other files' classes
+  they reach through a call receiver (resolved as in ``recv_spec`` (a)); (b) first-call
+  initialisation behind a flag: in a function other than ``__init__``, the body of ``if not
+  obj.f`` / ``if obj.f is None`` / ``if obj.f is False`` / ``if obj.f == False`` stores an
+  attribute other than ``f``; (c) weight-derived stores anywhere else: an attribute store whose
+  value reads a weight-like attribute (``weight``, ``bias``, ``data``, ``*_weight``,
+  ``*_scale``, ``*_bias``) or enumerates parameters (``named_parameters()``, ``parameters()``,
+  ``state_dict()``, ``get_parameter()``), in a function other than ``__init__``, ``forward``,
+  ``apply``, ``__call__``, ``create_weights`` and PWAL.
 """
 
 from __future__ import annotations
@@ -85,7 +103,8 @@ HERE = Path(__file__).resolve().parent
 LISTS = ("pwal", "lazy", "loader")
 NEW_LISTS = ("pwal_calls", "pwal_xfile", "lazy2")
 V10_LISTS = ("recv_spec",)
-ALL_LISTS = LISTS + NEW_LISTS + V10_LISTS
+V12_LISTS = ("setup_hooks",)
+ALL_LISTS = LISTS + NEW_LISTS + V10_LISTS + V12_LISTS
 SPEC_WORKER = ("vllm/v1/spec_decode/", "vllm/v1/worker/gpu/spec_decode/")
 
 
@@ -490,6 +509,81 @@ def _recv_callees(tree: ast.Module, rel: str,
     return out
 
 
+SETUP_NAMES = ("load_model", "load_draft_model", "finalize", "post_init", "post_load",
+               "after_load", "postprocess", "post_process")
+MODEL_ARGS = frozenset({"model", "target_model", "draft_model", "drafter"})
+RUN_FNS = frozenset({"__init__", "forward", "apply", "__call__", "create_weights",
+                     "process_weights_after_loading"})
+WEIGHT_CALLS = frozenset({"named_parameters", "parameters", "state_dict", "get_parameter"})
+
+
+def _setup_hook(fn: ast.AST) -> bool:
+    """A load-time setup step other than PWAL: a function (not ``__init__``, ``forward``, PWAL)
+    whose name holds a SETUP_NAMES word, or that receives a loaded model (an argument named in
+    MODEL_ARGS)."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    if fn.name in ("__init__", "process_weights_after_loading", "forward"):
+        return False
+    return any(k in fn.name.lower() for k in SETUP_NAMES) or bool(_args_of(fn) & MODEL_ARGS)
+
+
+def _reads_weight(value: ast.expr) -> bool:
+    """The expression reads a weight-like attribute (``weight``, ``bias``, ``data``, ``*_weight``,
+    ``*_scale``, ``*_bias``) or enumerates parameters (``named_parameters()`` and the like)."""
+    for node in ast.walk(value):
+        if isinstance(node, ast.Attribute) and (
+                node.attr in ("weight", "bias", "data")
+                or node.attr.endswith(("_weight", "_scale", "_bias"))):
+            return True
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in WEIGHT_CALLS):
+            return True
+    return False
+
+
+def _weight_derived_stores(fn: ast.AST) -> list[tuple[int, str]]:
+    """Attribute stores whose value reads a weight, in a function outside RUN_FNS."""
+    if getattr(fn, "name", "") in RUN_FNS:
+        return []
+    kept = set(_stores(fn))
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(fn):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None \
+                and _reads_weight(node.value):
+            out += [k for k in ((t.lineno, t.attr) for t in _targets(node)) if k in kept]
+    return out
+
+
+def _flag(test: ast.expr) -> str | None:
+    """The attribute a first-call flag test reads: ``not obj.f``, ``obj.f is None``, ``obj.f is
+    False`` or ``obj.f == False`` (the guard holds before the first call)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return test.operand.attr if isinstance(test.operand, ast.Attribute) else None
+    if (isinstance(test, ast.Compare) and len(test.ops) == 1
+            and isinstance(test.left, ast.Attribute)
+            and isinstance(test.ops[0], (ast.Is, ast.Eq))
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value in (None, False)):
+        return test.left.attr
+    return None
+
+
+def _flag_init_stores(fn: ast.AST) -> list[tuple[int, str]]:
+    """Stores of attributes OTHER than the flag, in the body of ``if <flag test>:`` (a
+    first-call initialisation behind a flag, which ``lazy`` and ``lazy2`` do not reach)."""
+    kept = set(_stores(fn))  # the literal / argument exclusion and filter, on fn's args
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(fn):
+        if isinstance(node, ast.If):
+            flag = _flag(node.test)
+            if flag is None:
+                continue
+            for stmt in node.body:
+                out += [k for k in _stores(stmt) if k[1] != flag and k in kept]
+    return out
+
+
 def _scan(path: Path, rel: str) -> dict[str, set[tuple[str, int, str]]]:
     found: dict[str, set[tuple[str, int, str]]] = {k: set() for k in ALL_LISTS}
     tree = _parse(path)
@@ -562,6 +656,18 @@ def _scan(path: Path, rel: str) -> dict[str, set[tuple[str, int, str]]]:
             for fn in fns:
                 if fn.name != "__init__":
                     found["recv_spec"] |= {(rel, ln, a) for ln, a in _stores(fn) + _call_stores(fn)}
+    # setup_hooks (stage v12): load-time setup outside PWAL and first-call initialisation
+    hooks = _same_file_closure(funcs, [fn for fns in funcs.values() for fn in fns
+                                       if _setup_hook(fn)])
+    for fn in hooks:
+        found["setup_hooks"] |= {(rel, ln, a) for ln, a in _stores(fn) + _call_stores(fn)}
+    for target, fn in _recv_callees(tree, rel, hooks):
+        found["setup_hooks"] |= {(target, ln, a) for ln, a in _stores(fn) + _call_stores(fn)}
+    for fns in funcs.values():
+        for fn in fns:
+            if fn.name != "__init__":
+                found["setup_hooks"] |= {(rel, ln, a) for ln, a in _flag_init_stores(fn)
+                                         + _weight_derived_stores(fn)}
     return found
 
 
@@ -575,11 +681,11 @@ def pools(lists: tuple[str, ...] = LISTS) -> dict[str, list[tuple[str, int, str]
         for k, v in _scan(path, rel).items():
             out[k] |= v
     if TENSOR_ONLY:  # pwal_xfile and recv_spec targets may lie outside the scanned scope
-        for k in ("pwal_xfile", "recv_spec"):
+        for k in ("pwal_xfile", "recv_spec", "setup_hooks"):
             out[k] = {c for c in out[k] if c[0].startswith(SCOPES)}
     earlier: set[tuple[str, int, str]] = set()
     for k in ALL_LISTS:  # each new list holds only keys no earlier list holds
-        if k in NEW_LISTS + V10_LISTS:
+        if k in NEW_LISTS + V10_LISTS + V12_LISTS:
             out[k] -= earlier
         earlier |= out[k]
     return {k: sorted(out[k]) for k in lists}
@@ -614,7 +720,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="earlier candidate lists: their (file, line, attr) leave the pools "
                     "before the draw, so a new draw holds only fresh candidates")
     ap.add_argument("--lists", nargs="+", default=list(LISTS), choices=ALL_LISTS,
-                    help="lists to draw (stage v8, v10); list k of ALL_LISTS uses seed + k")
+                    help="lists to draw (stage v8, v10, v12); list k of ALL_LISTS uses seed + k")
     ns = ap.parse_args(sys.argv[1:] if argv is None else argv)
     TENSOR_ONLY = ns.tensor_only
     name = "static_recall_outside_seed" + ("_v2" if TENSOR_ONLY else "") + ".json"
