@@ -51,8 +51,15 @@ class RecallReview:
 
     @property
     def earlier(self) -> tuple[str, ...]:
-        upto = int("".join(ch for ch in self.stage if ch.isdigit()))  # v10b -> 10
-        return tuple(f"v{k}" for k in range(1, upto)) + self.after
+        """Earlier stages in draw order: v1, ..., v10, v10b, v11 (a lettered list after its
+        number)."""
+        upto = _stage_number(self.stage)
+        return tuple(sorted([f"v{k}" for k in range(1, upto)] + list(self.after),
+                            key=lambda s: (_stage_number(s), s)))
+
+
+def _stage_number(stage: str) -> int:
+    return int("".join(ch for ch in stage if ch.isdigit()))  # v10b -> 10
 
 
 REVIEWS = [
@@ -85,6 +92,9 @@ REVIEWS = [
     RecallReview("v11", "9f3fb55", population={"recv_spec": 21}, real={"recv_spec": 5},
                  close_calls={"recv_spec": 6}, host_scalars={"recv_spec": 2}, drawn=21,
                  seed=8662683024837963434, n=21, after=("v10b",)),
+    RecallReview("v12", "0327f67", population={"setup_hooks": 54}, real={"setup_hooks": 13},
+                 close_calls={"setup_hooks": 11}, host_scalars={"setup_hooks": 1}, drawn=40,
+                 seed=15400428300435512356, n=40, after=("v10b",)),
 ]
 IDS = [r.stage for r in REVIEWS]
 
@@ -242,3 +252,17 @@ def test_recall_v11_is_the_census_of_the_rest_of_recv_spec():
     assert not keys(body["candidates"]) & keys(v10b["candidates"])
     assert len(keys(body["candidates"]) | keys(v10b["candidates"])) == v10b["population"] == 51
     assert list_problems(lists, dict(seed, n_by_list={"recv_spec": 20}))
+
+
+def test_recall_v12_draws_40_of_the_stage_v12_list_setup_hooks():
+    """v12 drew 40 of the 54 candidates of the stage-v12 list ``setup_hooks`` (load-time setup
+    outside PWAL, flag-guarded first-call initialisation and weight-derived stores), whose rule
+    was committed with the seed in 7292327; the v11 verdicts are excluded too."""
+    lists, seed = _load("static_recall_outside_v12_vllm_0.33.json"), _load(
+        "static_recall_outside_seed_v12.json")
+    assert tuple(lists["lists"]) == ("setup_hooks",)
+    assert lists["draw_rules_commit"] == "7292327"
+    assert "n_by_list" not in seed
+    assert lists["excluded"]["files"][-1] == "static_recall_outside_v11_vllm_0.33.json"
+    assert len(lists["lists"]["setup_hooks"]["candidates"]) == 40
+    assert list_problems(lists, dict(seed, n=39))
