@@ -451,9 +451,15 @@ class ReaderIndex:
         to a call: the argument of a call before any other read, and among those the read of
         the class with the largest family (the consumer most subclasses inherit; ties: scan
         order). A property reading one of them is followed to its own reads (up to
-        :data:`PROPERTY_DEPTH`). Presence and metadata checks never count."""
-        family = self.family(cls)
+        :data:`PROPERTY_DEPTH`). Presence and metadata checks never count. Memoized: every
+        config of one type asks the same question."""
         pairs = dict.fromkeys(reads)
+        key = f"consumer {cls} {depth} {sorted(pairs)}"
+        return self.memo(key, lambda: self._consumer_read(cls, pairs, depth))
+
+    def _consumer_read(self, cls: str, pairs: dict[tuple[str, str], None],
+                       depth: int) -> Reader | None:
+        family = self.family(cls)
         self.prefetch([name for _, name in pairs])
         ranked: list[tuple[tuple[bool, int, int], _Hit]] = []
         nested: set[str] = set()
