@@ -8,8 +8,14 @@ often by an accessor of their common base class (``return self.quant_config.w1_s
 reader named for such a finding is that read in the class that keeps the config's type and has
 the most subclasses (the base every consumer shares), of the first field the builder fills from
 a weight (``w1_scale=layer.w13_weight_scale``, or a local of the builder bound to one) that the
-keeper reads; the weight named for the finding is that field's (the first weight field's when
-the keeper reads none).
+keeper reads, followed, when it is an accessor property, to the call that consumes it
+(:meth:`.readers.ReaderIndex.accessor_read`); the weight named for the finding is that field's
+(the first weight field's when the keeper reads none).
+
+A builder is not the reader of what it puts into its config: :func:`built_reader` follows a
+builder's read (``w1_scale = self.w13_precision_config`` in a method annotated ``-> QuantConfig``)
+and a store into a field of the config a builder returns (``quant_config._w2.bias = w2_bias``)
+through the config's type to the keeper's read of that field, the same way.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from derivgraph.audit.static.computed_after_load import computed_weight, preferr
 from derivgraph.audit.static.def_text import def_text
 from derivgraph.audit.static.readers import Reader, ReaderIndex, derives_from
 
-__all__ = ["ConfigEvidence", "config_reader"]
+__all__ = ["ConfigEvidence", "built_reader", "config_reader"]
 
 _CALLEE = re.compile(r"^\s*(?:self\.)?([A-Za-z_]\w*)\s*\(")
 _KEYWORD = re.compile(r"(?<![=!<>\w])([a-z_]\w*)[ \t]*=(?!=)[ \t]*([^,\n]+)")
@@ -55,9 +61,7 @@ def config_reader(index: ReaderIndex, expr: str, text: str, cls: str | None,
         return None
     name = m.group(1)
     if expr.lstrip().startswith("self."):  # a method of the storing class
-        body = re.search(rf"^class[ \t]+{re.escape(cls)}\b", text, re.M) if cls else None
-        builder = def_text(text[body.start():_next_class(text, body.end())], name) \
-            if body else ""
+        builder = _method_text(text, cls, name)
     else:  # a function of any file
         builder = next((d for _, t in index.files if f"def {name}(" in t
                         for d in [def_text(t, name)] if d), "")
@@ -90,6 +94,50 @@ def config_reader(index: ReaderIndex, expr: str, text: str, cls: str | None,
         if keeper else ()
     return next((ConfigEvidence(r, weight) for r, weight in reads if r is not None),
                 ConfigEvidence(None, fields[0][1]))
+
+
+def built_reader(index: ReaderIndex, text: str, cls: str | None, function: str, owner: str,
+                 attr: str, family: Callable[[str], frozenset[str]],
+                 keepers: dict[frozenset[str], tuple[str, str] | None],
+                 read: str | None = None) -> Reader | None:
+    """The keeper's read (followed to its consumer) of the config field that builder
+    ``function`` of class ``cls`` (in ``text``) fills with ``owner.attr``, or None.
+
+    With ``read`` (the builder's reading statement, ``w1_scale = self.x`` or ``w1_scale=self.x,``)
+    the field is the keyword that hands the local on (``w1_scale=w1_scale``), else the keyword
+    itself; without it, ``owner`` is a local the builder returns (``quant_config._w2``) and the
+    field is the property of the config's type that reads the same chain (``return
+    self._w2.bias``)."""
+    builder = _method_text(text, cls, function.rsplit(".", 1)[-1])
+    ret = _RETURNS.search(builder[:builder.find(":\n") + 1]) if builder else None
+    if ret is None:
+        return None
+    kinds = family(ret.group(1))
+    if read is not None:
+        bound = re.match(r"\s*(\w+)\s*=(?!=)", read)
+        if bound is None:
+            return None
+        local = bound.group(1)
+        handed = re.search(rf"(?<![\w.])(\w+)[ \t]*=[ \t]*{local}[ \t]*[,)\n]", builder)
+        fields = [handed.group(1) if handed else local]
+    else:
+        root, _, rest = owner.partition(".")
+        if not rest or not re.search(rf"^[ \t]+return[ \t]+{re.escape(root)}[ \t]*$", builder,
+                                     re.M):
+            return None
+        fields = index.accessors(kinds, f"self.{rest}", attr)
+    if kinds not in keepers:
+        keepers[kinds] = _keeper(index.files, kinds, family)
+    keeper = keepers[kinds]
+    if keeper is None:
+        return None
+    return next((r for f in fields if (r := index.accessor_read(*keeper, f)) is not None), None)
+
+
+def _method_text(text: str, cls: str | None, name: str) -> str:
+    """The text of method ``name`` of class ``cls`` in a file's ``text`` ("" when not found)."""
+    body = re.search(rf"^class[ \t]+{re.escape(cls)}\b", text, re.M) if cls else None
+    return def_text(text[body.start():_next_class(text, body.end())], name) if body else ""
 
 
 def _fields(sources: Iterable[tuple[str, str]],

@@ -57,7 +57,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from derivgraph.audit.static.computed_after_load import preferrer
-from derivgraph.audit.static.config_reader import config_reader
+from derivgraph.audit.static.config_reader import built_reader, config_reader
 from derivgraph.audit.static.first_run import first_run_guard, references_only
 from derivgraph.audit.static.handed_reader import handed_reader
 from derivgraph.audit.static.loaders import is_loader_function, pooler_only, refilled_in_place
@@ -68,7 +68,14 @@ from derivgraph.audit.static.platforms import (
     reset_flags,
     source_dropped,
 )
-from derivgraph.audit.static.readers import NOT_READERS, ReaderIndex, derives_from, escapes
+from derivgraph.audit.static.readers import (
+    NOT_READERS,
+    Reader,
+    ReaderIndex,
+    ReaderKind,
+    derives_from,
+    escapes,
+)
 from derivgraph.audit.static.semantics import Severity, Store
 from derivgraph.audit.static.tensor_free import tensor_free_builder
 
@@ -296,7 +303,16 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
         return _cap(dataclasses.replace(f, derives_from=weight), Severity.INFO,
                     f"refreshed from its source where it is used ({refresh}): a kernel-format "
                     "reload's values reach it")
-    reader = index.reader(f.cls, f.owner, f.attr, f.file)
+    # a field of the config this builder returns (``quant_config._w2.bias = w2_bias``): the
+    # consumer of that field, else the reads of the attribute anywhere
+    reader = built_reader(index, text, f.cls, f.function, f.owner, f.attr, family, keepers) \
+        if "." in f.owner and owner_root not in ("self", "layer") else None
+    reader = reader or index.reader(f.cls, f.owner, f.attr, f.file)
+    if reader is not None and reader.kind is ReaderKind.CONFIG:  # a builder: its config's reader
+        reader = built_reader(index, index.text(reader.file), f.cls, reader.function, f.owner,
+                              f.attr, family, keepers, read=reader.text) or reader
+    if reader is not None and f.owner == "self":
+        reader = _sibling_reader(index, f, body, reader)
     held = None  # a weight the config's builder hands on (``w1_scale=layer.w13_weight_scale``)
     if reader is None and f.owner == "self":  # handed to an object the class builds
         reader = handed_reader(index, f.cls, f.attr)
@@ -330,6 +346,30 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
         return dataclasses.replace(f, evidence=f"{f.evidence}; handed on through "
                                    f"{' -> '.join(reader.handed)}")
     return f
+
+
+_BUILDS_ATTRIBUTE = re.compile(r"self\.\w+(?:\[[^\]\n]*\])?[ \t]*=(?!=)")
+_STORE = re.compile(r"[\w.\[\], ]+=(?!=)")
+
+
+def _sibling_reader(index: ReaderIndex, f: StaticFinding, body: str, reader: Reader) -> Reader:
+    """A read of ``self.x`` that only builds another attribute of the object
+    (``self.maps[r] = weight_map(self.weight, r)``: a descriptor holding the tensor's address)
+    does not read the data: the read, in no store, of an attribute the storing step binds from
+    the same local (``self.weight_view = matrix_view(weight)``) is named instead, when there is
+    one (``code(self.weight_view, x, y)``)."""
+    value = f.expr.strip()
+    if not _LOCAL.fullmatch(value) or not _BUILDS_ATTRIBUTE.match(reader.text):
+        return reader
+    bound = re.compile(rf"^[ \t]*self\.(\w+)[ \t]*=(?!=)[^\n]*(?<![\w.]){value}\b(?![\w.\[(])",
+                       re.M)
+    for m in bound.finditer(body):
+        if m.group(1) == f.attr:
+            continue
+        sibling = index.reader(f.cls, "self", m.group(1), f.file)
+        if sibling is not None and not _STORE.match(sibling.text):
+            return sibling
+    return reader
 
 
 def _read_verdict(f: StaticFinding, conditional: str | None,

@@ -344,9 +344,17 @@ class ReaderIndex:
         file rank before reads elsewhere (two files may define classes of one name: ``amd/`` and
         ``nvidia/``)."""
         family = self.family(cls) if cls else frozenset()
+        return self._find(family, owner, attr, 0, at=self._at(file or ""))
+
+    def _at(self, display: str) -> int | None:
         if self._file_index is None:
             self._file_index = {display: i for i, (display, _) in enumerate(self.files)}
-        return self._find(family, owner, attr, 0, at=self._file_index.get(file or ""))
+        return self._file_index.get(display)
+
+    def text(self, display: str) -> str:
+        """The text of the scanned file shown as ``display`` ("" when not scanned)."""
+        at = self._at(display)
+        return "" if at is None else self.files[at][1]
 
     def _find(self, family: frozenset[str], owner: str, attr: str, depth: int,
               seen: frozenset[str] = frozenset(), at: int | None = None) -> Reader | None:
@@ -413,13 +421,88 @@ class ReaderIndex:
 
     def accessor_read(self, cls: str, holder: str, field: str) -> Reader | None:
         """The read of ``self.<holder>.<field>`` by code of class ``cls`` that runs after
-        loading, an accessor property's body included (a check only when nothing else)."""
+        loading (a check only when nothing else); a read in an accessor property's body
+        (``return self.quant_config.w1_scale``) is followed to the call that consumes it
+        (:meth:`consumer_read`), and kept only when no such call exists."""
         self.prefetch([field])
         hits = [h for h in self._hits.get(field, ()) if h.cls == cls
                 and h.receiver == f"self.{holder}" and self._after_load(h)]
         if not hits:
             return None
-        return self._reader(next((h for h in hits if not self._weak(h)), hits[0]))
+        hit = next((h for h in hits if not self._weak(h)), hits[0])
+        if hit.in_property is None:
+            return self._reader(hit)
+        return self.consumer_read(cls, ((f"self.{holder}", field), ("self", hit.in_property))) \
+            or self._reader(hit)
+
+    def accessors(self, classes: frozenset[str], receiver: str, name: str) -> list[str]:
+        """The properties of ``classes`` whose body reads ``<receiver>.<name>``
+        (``return self._w2.bias``), in scan order."""
+        self.prefetch([name])
+        return list(dict.fromkeys(h.in_property for h in self._hits.get(name, ())
+                                  if h.in_property and h.cls in classes
+                                  and h.receiver == receiver))
+
+    def consumer_read(self, cls: str, reads: Iterable[tuple[str, str]],
+                      depth: int = 0) -> Reader | None:
+        """The read after load, by a class of ``cls``'s family and outside accessor
+        properties, of ``<receiver>.<name>`` for a ``(receiver, name)`` of ``reads`` (an
+        accessor property read through ``self``, or the chain it returns) that hands the value
+        to a call: the argument of a call before any other read, and among those the read of
+        the class with the largest family (the consumer most subclasses inherit; ties: scan
+        order). A property reading one of them is followed to its own reads (up to
+        :data:`PROPERTY_DEPTH`). Presence and metadata checks never count. Memoized: every
+        config of one type asks the same question."""
+        pairs = dict.fromkeys(reads)
+        key = f"consumer {cls} {depth} {sorted(pairs)}"
+        return self.memo(key, lambda: self._consumer_read(cls, pairs, depth))
+
+    def _consumer_read(self, cls: str, pairs: dict[tuple[str, str], None],
+                       depth: int) -> Reader | None:
+        family = self.family(cls)
+        self.prefetch([name for _, name in pairs])
+        ranked: list[tuple[tuple[bool, int, int], _Hit]] = []
+        nested: set[str] = set()
+        for receiver, name in pairs:
+            for n, hit in enumerate(self._hits.get(name, ())):
+                if hit.cls not in family or hit.receiver != receiver or not self._after_load(hit):
+                    continue
+                if hit.in_property is not None:
+                    if ("self", hit.in_property) not in pairs:
+                        nested.add(hit.in_property)
+                    continue
+                if not self._weak(hit):
+                    ranked.append(((not self._argument(hit), -len(self.family(hit.cls)), n), hit))
+        if ranked:
+            hit = min(ranked, key=lambda r: r[0])[1]
+            found = self._reader(hit)
+            callee = self._callee(hit).replace("_", " ")  # ``invoke_fused_moe_kernel``: words
+            return dataclasses.replace(found, kind=ReaderKind.KERNEL_CALL) \
+                if _KERNEL_CALL.search(callee) else found
+        if depth >= PROPERTY_DEPTH or not nested:
+            return None
+        return self.consumer_read(cls, (("self", p) for p in sorted(nested)), depth + 1)
+
+    def _argument(self, hit: _Hit) -> bool:
+        """Whether the read sits inside the brackets of a call (an argument handed on)."""
+        return bool(self._callee(hit))
+
+    def _callee(self, hit: _Hit) -> str:
+        """The dotted name of the innermost call whose brackets hold the read, from the start
+        of its statement ("" when none; tuples and lists inside a call are looked through)."""
+        text = self.files[hit.file][1]
+        start = self._defs[hit.file].statement_start(hit.pos)
+        opened: list[int] = []
+        for k in range(start, hit.pos - len(hit.receiver)):
+            if text[k] in "([{":
+                opened.append(k)
+            elif text[k] in ")]}" and opened:
+                opened.pop()
+        for k in reversed(opened):
+            m = re.search(r"([A-Za-z_][\w.]*)[ \t]*$", text[max(k - 200, start):k])
+            if text[k] == "(" and m:
+                return m.group(1)
+        return ""
 
     def _builds_config(self, hit: _Hit, family: frozenset[str]) -> bool:
         """A read of ``self.x`` by a method of the same class family that builds a config of

@@ -419,7 +419,8 @@ def _line_of(path: Path, needle: str) -> int:
 
 def test_a_config_names_a_loaded_field_before_a_constructor_constant():
     keeper = CORPUS / "config_keeper_cases.py"
-    w1 = _line_of(keeper, "return self.quant_config.w1_scale")
+    # the w1 accessor is followed to the consumer's call; nothing calls with the w2 one
+    w1 = _line_of(keeper, "return ops.grouped_moe(x, self.w1_scale)")
     w2 = _line_of(keeper, "return self.quant_config.w2_scale")
     assert _loaded_findings() == {
         # the builder wraps a helper of another file: the helper's weight field, not the
