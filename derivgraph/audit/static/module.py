@@ -279,6 +279,9 @@ def _targets(call: ast.Call, r: Reached, scope: ModuleScope, imports: dict[str, 
             and recv.value.id == "self" and r.cls):
         for owner in ancestors.get(r.cls, frozenset({r.cls})) | {r.cls}:
             classes += sorted(tree.attr_types.get((owner, recv.attr), ()))
+    if isinstance(recv, ast.Attribute) and not any(
+            next(tree.resolve_method(c, meth, ancestors), None) is not None for c in classes):
+        classes = _known_owners(meth, scope, imports, tree)
     elif isinstance(recv, ast.Name) and recv.id not in ("self", "cls"):
         classes = [c for c in narrowed.get(recv.id, [])
                    if next(tree.resolve_method(c, meth, ancestors), None) is not None]
@@ -288,6 +291,15 @@ def _targets(call: ast.Call, r: Reached, scope: ModuleScope, imports: dict[str, 
     for cls in classes:
         for entry in tree.resolve_method(cls, meth, ancestors):
             yield entry.file, entry.name, meth
+
+
+def _known_owners(meth: str, scope: ModuleScope, imports: Mapping[str, str],
+                  tree: TreeIndex) -> list[str]:
+    """The classes defining ``meth`` that this file defines or imports by name: the receiver
+    of ``self.a.m()`` / ``layer.a.m()`` when the attribute's recorded class lacks ``m`` (a
+    factory's product, a ``__class__`` swap) or no class is recorded (``layer.a``)."""
+    known = set(scope.classes) | {q.rsplit(".", 1)[-1] for q in imports.values()}
+    return sorted(tree.method_owners.get(meth, set()) & known)
 
 
 class _Returns:

@@ -181,9 +181,15 @@ def is_initial_load_root(func: FuncNode, lineage: frozenset[str]) -> bool:
     """A module's ``process_weights_after_loading(self)`` with no other argument: the model-level
     hook ``model_loader/utils.py`` calls once after the initial load. Layers' hooks take the
     dtype (``layer.process_weights_after_loading(dtype)``) and quant methods' hooks the layer;
-    both rerun on a layerwise reload."""
+    both rerun on a layerwise reload. Likewise a module-level
+    ``process_weights_after_loading(model, ...)``: the loader's driver over the whole model,
+    which the initial load calls once (a reload reruns each layer's own hook instead)."""
     args = func.args
-    return (func.name == "process_weights_after_loading" and bool(lineage & MODULE_CLASS_NAMES)
+    if func.name != "process_weights_after_loading":
+        return False
+    if not lineage:  # the loader's module-level driver, handed the whole model
+        return bool(args.args) and args.args[0].arg == "model"
+    return (bool(lineage & MODULE_CLASS_NAMES)
             and len(args.args) == 1 and not args.vararg and not args.kwonlyargs)
 
 
