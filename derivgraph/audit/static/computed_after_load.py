@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from derivgraph.audit.static.loaders import is_loader_name
 from derivgraph.audit.static.readers import ReaderIndex
-from derivgraph.audit.static.scope import ROOT_FUNCTIONS
+from derivgraph.audit.static.scope import POST_LOAD_ROOTS
 
 __all__ = ["computed_after_load", "computed_weight", "preferrer"]
 
@@ -31,9 +31,10 @@ _RECEIVER = re.compile(r"[ \t]*[A-Za-z_]\w*")
 
 
 def _post_load_name(name: str) -> bool:
-    """A post-load root of the scope rule (:data:`.scope.ROOT_FUNCTIONS`) or a weight loader
+    """A post-load root of the scope rule (:data:`.scope.POST_LOAD_ROOTS`, the post-load part of
+    :data:`.scope.ROOT_FUNCTIONS`) or a weight loader
     (:func:`.loaders.is_loader_name`): code that runs after (or while) weights load."""
-    return name in ROOT_FUNCTIONS or is_loader_name(name)
+    return name in POST_LOAD_ROOTS or is_loader_name(name)
 
 
 def computed_after_load(index: ReaderIndex, attr: str) -> bool:

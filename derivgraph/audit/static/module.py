@@ -65,6 +65,7 @@ class ExternalRoot:
     via: tuple[str, ...]
     root_classes: frozenset[str]
     initial_load_only: bool = False  # reached only from the model-level initial-load hook
+    model_load_only: bool = False  # reached only from a model-loading method (scope)
     handed: tuple[Handed, ...] = ()  # parameters callers bind to new tensors (:mod:`.handoff`)
 
 
@@ -106,10 +107,13 @@ def _seeds(scope: ModuleScope, extra: Sequence[ExternalRoot]) -> list[Reached]:
         q = f"{e.cls}.{e.func}" if e.cls else e.func
         first = out.get((e.cls, e.func))
         if first is not None:  # one function, several callers: every handed parameter counts
-            out[(e.cls, e.func)] = replace(first, handed=(*first.handed, *e.handed))
+            out[(e.cls, e.func)] = replace(first, handed=(*first.handed, *e.handed),
+                                           model_load_only=first.model_load_only
+                                           and e.model_load_only)
             continue
         out[(e.cls, e.func)] = Reached(func, e.cls, q, (*e.via, q), e.root_classes,
-                                       initial_load_only=e.initial_load_only, handed=e.handed)
+                                       initial_load_only=e.initial_load_only,
+                                       model_load_only=e.model_load_only, handed=e.handed)
     return list(out.values())
 
 
@@ -142,7 +146,7 @@ def audit_module(text: str, filename: str, module_name: str, is_package: bool,
         if audit.handoffs and context.tree.modules:
             roots = item.root_classes or (scope.lineage(item.cls) if item.cls else frozenset())
             handoffs += [ExternalRoot(file, cls, func, item.via, frozenset(roots),
-                                      item.initial_load_only, handed)
+                                      item.initial_load_only, item.model_load_only, handed)
                          for file, cls, func, handed in handoff_roots(
                              audit.handoffs, context.tree, context.ancestors,
                              context.containers, file_index, filename)]
@@ -160,8 +164,8 @@ def audit_module(text: str, filename: str, module_name: str, is_package: bool,
             sites.setdefault((site.line, site.col, site.attr, site.category), site)
     externals = list(_externals(scope, reached, imports, context, file_index)) + handoffs \
         if context.tree.modules else []
-    post_load = [(r.cls, r.func.name) for r in reached
-                 if not is_constructor_root(r.via[0], context.ancestors)]
+    post_load = [(r.cls, r.func.name) for r in reached if not r.model_load_only
+                 and not is_constructor_root(r.via[0], context.ancestors)]
     return sorted(sites.values(), key=lambda s: (s.line, s.col, s.attr)), externals, post_load
 
 
@@ -231,7 +235,7 @@ def _externals(scope: ModuleScope, reached: Sequence[Reached], imports: dict[str
                 q = f"{cls}.{name}" if cls else name
                 if q not in r.via:
                     yield ExternalRoot(file, cls, name, r.via, frozenset(roots),
-                                       r.initial_load_only)
+                                       r.initial_load_only, r.model_load_only)
 
 
 def _targets(call: ast.Call, r: Reached, scope: ModuleScope, imports: dict[str, str],

@@ -40,6 +40,7 @@ from derivgraph.audit.static.calls import CallRules
 from derivgraph.audit.static.folds import FoldRules
 from derivgraph.audit.static.handoff import HandoffRules
 from derivgraph.audit.static.infer import TensorInference, TensorInfo, attr_chain, call_name
+from derivgraph.audit.static.load_roots import derives_from_module, local_definitions
 from derivgraph.audit.static.property_chains import lineage_chains
 from derivgraph.audit.static.scope import ModuleScope, Reached
 from derivgraph.audit.static.sites import RawSite
@@ -157,6 +158,7 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
         self.placeholders = placeholders  # qualified helpers returning a 0-element tensor
         self.lineage = tuple(sorted(scope.lineage(reached.cls))) if reached.cls else ()
         self.guards: list[str] = []  # chains of enclosing `if <chain> is None:` guards
+        self._load_locals: dict[str, list[ast.expr]] | None = None  # (.load_roots), lazily
         self._copies: bool | None = None  # whether the function refills with copy_ (lazy)
         self.nested_defs: dict[str, ast.AST] = {}  # nested functions by name
         self.index = scope.function_index(reached.func)
@@ -495,6 +497,12 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
               line: int | None = None, col: int | None = None, persistent: bool = True,
               view_of_kept: bool = False, refilled: bool = False,
               derives: str | None = None) -> None:
+        load_derived = False
+        if self.reached.model_load_only:  # the weight-derivation filter (.load_roots)
+            if self._load_locals is None:
+                self._load_locals = local_definitions(self.reached.func)
+            source = derives_from_module(value, self._load_locals, self.imports)
+            load_derived, derives = source is not None, derives or source
         self.sites.append(RawSite(
             line=line or stmt.lineno, col=col if col is not None else stmt.col_offset,
             cls=self.reached.cls, function=self.reached.qualname, attr=attr, owner=owner,
@@ -507,6 +515,7 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
             constructed=is_construction(value),
             initial_load_only=self.reached.initial_load_only,
             from_weights=self._from_weights(value), derives=derives,
+            model_load_only=self.reached.model_load_only, load_derived=load_derived,
         ))
 
     def _returns_placeholder(self, value: ast.expr) -> bool:
