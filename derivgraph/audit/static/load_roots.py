@@ -8,6 +8,10 @@ update refills in place while this derived copy keeps the first values. Scratch
 (``torch.empty/zeros/arange`` alone), ints, references and per-step metadata it allocates hold
 no weight values.
 
+A buffer allocated elsewhere (``self.x = torch.empty(n)`` at construction) and filled by the
+model-loading step (``self.x.copy_(self.model.fc(self.model.mask))``) is such a copy too; it
+is reported at its allocation (:func:`allocation_line`).
+
 :func:`derives_from_module` names the tensor of the first kind: the value, through the locals
 it reads, is
 
@@ -19,6 +23,7 @@ it reads, is
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping, Sequence
 
 from derivgraph.audit.static.ast import is_getattr
@@ -27,7 +32,7 @@ from derivgraph.audit.static.values import COPY_METHODS, is_allocation, shape_fr
 from derivgraph.audit.static.vocab import NON_TENSOR_ATTRS, NON_TENSOR_METHODS
 from derivgraph.audit.static.walk import walk
 
-__all__ = ["derives_from_module", "local_definitions"]
+__all__ = ["allocation_line", "derives_from_module", "local_definitions"]
 
 def derives_from_module(value: ast.expr, history: Mapping[str, Sequence[ast.expr]],
                         imports: Mapping[str, str]) -> str | None:
@@ -119,3 +124,11 @@ def _derives(n: ast.AST, history: Mapping[str, Sequence[ast.expr]],
         if found:
             return found
     return None
+
+
+def allocation_line(text: str, attr: str) -> int | None:
+    """The 1-based line of the first ``self.<attr> = torch.<allocation>(`` in a file's source
+    (the buffer a model-loading step fills), or None."""
+    m = re.search(rf"^[ \t]*self\.{re.escape(attr)}[ \t]*(?::[^=\n]*)?=[ \t]*"
+                  rf"torch\.(?:empty|zeros|ones|full)\w*\(", text, re.M)
+    return text.count("\n", 0, m.start()) + 1 if m else None

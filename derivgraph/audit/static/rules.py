@@ -40,9 +40,13 @@ from derivgraph.audit.static.calls import CallRules
 from derivgraph.audit.static.folds import FoldRules
 from derivgraph.audit.static.handoff import HandoffRules
 from derivgraph.audit.static.infer import TensorInference, TensorInfo, attr_chain, call_name
-from derivgraph.audit.static.load_roots import derives_from_module, local_definitions
+from derivgraph.audit.static.load_roots import (
+    allocation_line,
+    derives_from_module,
+    local_definitions,
+)
 from derivgraph.audit.static.property_chains import lineage_chains
-from derivgraph.audit.static.scope import ModuleScope, Reached
+from derivgraph.audit.static.scope import FuncNode, ModuleScope, Reached
 from derivgraph.audit.static.sites import RawSite
 from derivgraph.audit.static.stores import StoreRules
 from derivgraph.audit.static.values import is_allocation, is_construction
@@ -204,7 +208,31 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
         self._start_handoffs(func.args)
         self._block(func.body)
         self._name_set_storage()
+        if self.reached.model_load_only:
+            self._load_fills(func)
         return self.sites
+
+    def _load_fills(self, func: FuncNode) -> None:
+        """``self.x.copy_(<derived from a module's tensors>)`` in a model-loading step: the
+        buffer ``self.x`` (allocated elsewhere in the class, reported at that store) holds a
+        copy made once, which no reload refreshes (:mod:`.load_roots`)."""
+        if self._load_locals is None:
+            self._load_locals = local_definitions(func)
+        for node in walk(func):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "copy_" and node.args):
+                continue
+            chain = attr_chain(node.func.value) or ""
+            owner, _, attr = chain.rpartition(".")
+            if owner != "self" or not attr:
+                continue
+            line = allocation_line(self.scope.text, attr)
+            source = derives_from_module(node.args[0], self._load_locals, self.imports)
+            if line is None or source is None:
+                continue
+            self._emit(node, attr, owner, "tensor-attr",
+                       f"allocated once, filled by `{short(node, 60)}` when the model loads",
+                       node.args[0], "attribute", line=line, col=0, derives=source)
 
     def _name_set_storage(self) -> None:
         """A ``.set_()`` onto a local that is then stored (``self._fused = fused``) names that

@@ -59,6 +59,20 @@ def test_state_derived_from_the_loaded_module_is_an_error_with_its_source():
     assert scale.derives_from == "getattr(target_attn, name)"
 
 
+def test_a_buffer_the_loading_step_fills_from_the_drafter_is_an_error_at_its_allocation():
+    mask = _scan()[(CASES, "mask_state")]
+    assert (mask.severity, mask.store) == (Severity.ERROR, "model-load-copy")
+    assert mask.line == _line(CASES, "self.mask_state = torch.empty(")
+    assert mask.derives_from == "self.model.mask_hidden"
+
+
+def test_canary_a_buffer_filled_from_no_module_tensor_is_no_site(tmp_path):
+    got = _planted(tmp_path, CASES, "self.mask_state.copy_(self.model.fc(self.model.mask_hidden",
+                   "self.mask_state.copy_(torch.ones_like(self.model.mask_hidden")
+    assert (CASES, "mask_state") not in got
+    assert (CASES, "workspace") not in _scan()  # filled with ones: no site either
+
+
 def test_scratch_a_model_loading_step_allocates_stays_info():
     got = _scan()
     buf = got[(CASES, "scatter_buf")]
@@ -79,7 +93,7 @@ def test_canary_without_the_filter_the_scratch_buffer_is_loud(monkeypatch):
 
 def test_canary_without_the_root_the_derived_index_is_missed(tmp_path):
     got = _planted(tmp_path, CASES, "def load_draft_model(", "def prepare_draft(")
-    assert (CASES, "index") not in got and (CASES, "_k_scale") not in got
+    assert not {(CASES, "index"), (CASES, "_k_scale"), (CASES, "mask_state")} & set(got)
 
 
 @pytest.mark.parametrize(("source", "expected"), [
@@ -135,3 +149,19 @@ def test_post_load_names_are_the_scope_roots_and_the_loader_rule():
         assert is_loader_name(name) and _post_load_name(name)
     for name in ("load_model", "load_draft_model", "forward", "finalize_weights"):
         assert not _post_load_name(name)
+
+
+# ---- (d) the loader's module-level driver is an initial-load root -------------------------------
+
+def test_the_module_level_driver_is_initial_load_only():
+    got = _scan()
+    tie = got[(CASES, "weight")]
+    assert (tie.severity, tie.store) == (Severity.INFO, "initial-load-kept")
+    copy = got[(CASES, "head_fp32")]
+    assert (copy.severity, copy.store) == (Severity.ERROR, "initial-load-copy")
+
+
+def test_canary_a_driver_not_handed_the_model_reruns_and_the_re_tie_is_loud(tmp_path):
+    got = _planted(tmp_path, CASES, "def process_weights_after_loading(model, model_config):",
+                   "def process_weights_after_loading(layer, model, model_config):")
+    assert got[(CASES, "weight")].severity is not Severity.INFO
