@@ -143,7 +143,7 @@ def audit_module(text: str, filename: str, module_name: str, is_package: bool,
                               context.placeholders, context.tree.property_chains)
         for site in audit.handed_sites(audit.run()):
             sites.setdefault((site.line, site.col, site.attr, site.category), site)
-        if audit.handoffs and context.tree.modules:
+        if audit.handoffs and context.tree.modules and not item.model_load_only:
             roots = item.root_classes or (scope.lineage(item.cls) if item.cls else frozenset())
             handoffs += [ExternalRoot(file, cls, func, item.via, frozenset(roots),
                                       item.initial_load_only, item.model_load_only, handed)
@@ -216,6 +216,8 @@ def _externals(scope: ModuleScope, reached: Sequence[Reached], imports: dict[str
     done = {(r.cls, r.func.name) for r in reached}
     seen: set[tuple[int, str | None, str]] = set()
     for r in reached:
+        if r.model_load_only:
+            continue  # a model-loading step's derivations are judged where it stores them
         calls = scope.function_index(r.func).calls
         narrowed = _isinstance_map(calls)
         looked_up = _getattr_locals(r.func) if "getattr" in ast.dump(r.func.args) or any(
