@@ -51,7 +51,7 @@ def test_state_derived_from_the_loaded_module_is_an_error_with_its_source():
     index = got[(CASES, "index")]
     assert (index.category, index.severity, index.store) == ("tensor-attr", Severity.ERROR,
                                                              "model-load-copy")
-    assert index.line == _line(CASES, "self.index = torch.arange")
+    assert index.line == _line(CASES, "self.index = rows + d2t")
     assert index.derives_from == "model.draft_to_target"
     assert f":{_line(CASES, 'buf.index_copy_(1, self.index, logits)')} " in index.reader
     scale = got[(CASES, "_k_scale")]  # a clone of the target's scale, set by a helper
