@@ -21,13 +21,20 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from derivgraph.audit.static.loaders import is_loader_name
 from derivgraph.audit.static.readers import ReaderIndex
+from derivgraph.audit.static.scope import POST_LOAD_ROOTS
 
 __all__ = ["computed_after_load", "computed_weight", "preferrer"]
 
 _RECEIVER = re.compile(r"[ \t]*[A-Za-z_]\w*")
-_POST_LOAD = re.compile(r"^(?:process_weights_after_loading|post_load_weights|_?load_weights?"
-                        r"|weight_loader\w*|\w*_weight_loader)$")
+
+
+def _post_load_name(name: str) -> bool:
+    """A post-load root of the scope rule (:data:`.scope.POST_LOAD_ROOTS`, the post-load part of
+    :data:`.scope.ROOT_FUNCTIONS`) or a weight loader
+    (:func:`.loaders.is_loader_name`): code that runs after (or while) weights load."""
+    return name in POST_LOAD_ROOTS or is_loader_name(name)
 
 
 def computed_after_load(index: ReaderIndex, attr: str) -> bool:
@@ -52,7 +59,7 @@ def _stored_after_load(index: ReaderIndex, attr: str) -> bool:
             if not _RECEIVER.fullmatch(text, line_start, m.start()):
                 continue  # not a statement's target through a one-name receiver
             cls, funcs = index.enclosing(i, m.start())
-            if any(_POST_LOAD.match(f) or (i, cls, f) in index.post_load for f in funcs):
+            if any(_post_load_name(f) or (i, cls, f) in index.post_load for f in funcs):
                 return True
     return False
 

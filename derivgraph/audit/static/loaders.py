@@ -23,16 +23,23 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["is_loader_function", "loader_rebind", "pooler_only", "refilled_in_place"]
+__all__ = ["is_loader_function", "is_loader_name", "loader_rebind", "pooler_only",
+           "refilled_in_place"]
 
 _LOADER = re.compile(r"^(?:_?load_weights?|weight_loader\w*|\w*_weight_loader|load_\w*weights)$")
 _NEW_OBJECT = re.compile(r"^(?:[\w.]*\.)?\w*(?:Parameter|Buffer)\(")
 _CATEGORIES = frozenset({"tensor-attr", "register", "data-rebind"})
 
 
+def is_loader_name(name: str) -> bool:
+    """Whether a function's own name is a weight loader's (``load_weights``,
+    ``weight_loader``, ``_moe_weight_loader``, ``load_expert_weights``...)."""
+    return _LOADER.match(name) is not None
+
+
 def is_loader_function(qualname: str) -> bool:
     """Whether any segment of a function's qualified name is a weight loader's name."""
-    return any(_LOADER.match(part) for part in qualname.split("."))
+    return any(is_loader_name(part) for part in qualname.split("."))
 
 
 def loader_rebind(function: str, category: str, expr: str, allocation: bool,

@@ -65,6 +65,7 @@ class ExternalRoot:
     via: tuple[str, ...]
     root_classes: frozenset[str]
     initial_load_only: bool = False  # reached only from the model-level initial-load hook
+    model_load_only: bool = False  # reached only from a model-loading method (scope)
     handed: tuple[Handed, ...] = ()  # parameters callers bind to new tensors (:mod:`.handoff`)
 
 
@@ -106,10 +107,13 @@ def _seeds(scope: ModuleScope, extra: Sequence[ExternalRoot]) -> list[Reached]:
         q = f"{e.cls}.{e.func}" if e.cls else e.func
         first = out.get((e.cls, e.func))
         if first is not None:  # one function, several callers: every handed parameter counts
-            out[(e.cls, e.func)] = replace(first, handed=(*first.handed, *e.handed))
+            out[(e.cls, e.func)] = replace(first, handed=(*first.handed, *e.handed),
+                                           model_load_only=first.model_load_only
+                                           and e.model_load_only)
             continue
         out[(e.cls, e.func)] = Reached(func, e.cls, q, (*e.via, q), e.root_classes,
-                                       initial_load_only=e.initial_load_only, handed=e.handed)
+                                       initial_load_only=e.initial_load_only,
+                                       model_load_only=e.model_load_only, handed=e.handed)
     return list(out.values())
 
 
@@ -139,10 +143,10 @@ def audit_module(text: str, filename: str, module_name: str, is_package: bool,
                               context.placeholders, context.tree.property_chains)
         for site in audit.handed_sites(audit.run()):
             sites.setdefault((site.line, site.col, site.attr, site.category), site)
-        if audit.handoffs and context.tree.modules:
+        if audit.handoffs and context.tree.modules and not item.model_load_only:
             roots = item.root_classes or (scope.lineage(item.cls) if item.cls else frozenset())
             handoffs += [ExternalRoot(file, cls, func, item.via, frozenset(roots),
-                                      item.initial_load_only, handed)
+                                      item.initial_load_only, item.model_load_only, handed)
                          for file, cls, func, handed in handoff_roots(
                              audit.handoffs, context.tree, context.ancestors,
                              context.containers, file_index, filename)]
@@ -160,8 +164,8 @@ def audit_module(text: str, filename: str, module_name: str, is_package: bool,
             sites.setdefault((site.line, site.col, site.attr, site.category), site)
     externals = list(_externals(scope, reached, imports, context, file_index)) + handoffs \
         if context.tree.modules else []
-    post_load = [(r.cls, r.func.name) for r in reached
-                 if not is_constructor_root(r.via[0], context.ancestors)]
+    post_load = [(r.cls, r.func.name) for r in reached if not r.model_load_only
+                 and not is_constructor_root(r.via[0], context.ancestors)]
     return sorted(sites.values(), key=lambda s: (s.line, s.col, s.attr)), externals, post_load
 
 
@@ -212,6 +216,8 @@ def _externals(scope: ModuleScope, reached: Sequence[Reached], imports: dict[str
     done = {(r.cls, r.func.name) for r in reached}
     seen: set[tuple[int, str | None, str]] = set()
     for r in reached:
+        if r.model_load_only:
+            continue  # a model-loading step's derivations are judged where it stores them
         calls = scope.function_index(r.func).calls
         narrowed = _isinstance_map(calls)
         looked_up = _getattr_locals(r.func) if "getattr" in ast.dump(r.func.args) or any(
@@ -231,7 +237,7 @@ def _externals(scope: ModuleScope, reached: Sequence[Reached], imports: dict[str
                 q = f"{cls}.{name}" if cls else name
                 if q not in r.via:
                     yield ExternalRoot(file, cls, name, r.via, frozenset(roots),
-                                       r.initial_load_only)
+                                       r.initial_load_only, r.model_load_only)
 
 
 def _targets(call: ast.Call, r: Reached, scope: ModuleScope, imports: dict[str, str],
@@ -279,6 +285,9 @@ def _targets(call: ast.Call, r: Reached, scope: ModuleScope, imports: dict[str, 
             and recv.value.id == "self" and r.cls):
         for owner in ancestors.get(r.cls, frozenset({r.cls})) | {r.cls}:
             classes += sorted(tree.attr_types.get((owner, recv.attr), ()))
+    if isinstance(recv, ast.Attribute) and not any(
+            next(tree.resolve_method(c, meth, ancestors), None) is not None for c in classes):
+        classes = _known_owners(meth, scope, imports, tree)
     elif isinstance(recv, ast.Name) and recv.id not in ("self", "cls"):
         classes = [c for c in narrowed.get(recv.id, [])
                    if next(tree.resolve_method(c, meth, ancestors), None) is not None]
@@ -288,6 +297,15 @@ def _targets(call: ast.Call, r: Reached, scope: ModuleScope, imports: dict[str, 
     for cls in classes:
         for entry in tree.resolve_method(cls, meth, ancestors):
             yield entry.file, entry.name, meth
+
+
+def _known_owners(meth: str, scope: ModuleScope, imports: Mapping[str, str],
+                  tree: TreeIndex) -> list[str]:
+    """The classes defining ``meth`` that this file defines or imports by name: the receiver
+    of ``self.a.m()`` / ``layer.a.m()`` when the attribute's recorded class lacks ``m`` (a
+    factory's product, a ``__class__`` swap) or no class is recorded (``layer.a``)."""
+    known = set(scope.classes) | {q.rsplit(".", 1)[-1] for q in imports.values()}
+    return sorted(tree.method_owners.get(meth, set()) & known)
 
 
 class _Returns:

@@ -40,8 +40,13 @@ from derivgraph.audit.static.calls import CallRules
 from derivgraph.audit.static.folds import FoldRules
 from derivgraph.audit.static.handoff import HandoffRules
 from derivgraph.audit.static.infer import TensorInference, TensorInfo, attr_chain, call_name
+from derivgraph.audit.static.load_roots import (
+    allocation_line,
+    derives_from_module,
+    local_definitions,
+)
 from derivgraph.audit.static.property_chains import lineage_chains
-from derivgraph.audit.static.scope import ModuleScope, Reached
+from derivgraph.audit.static.scope import FuncNode, ModuleScope, Reached
 from derivgraph.audit.static.sites import RawSite
 from derivgraph.audit.static.stores import StoreRules
 from derivgraph.audit.static.values import is_allocation, is_construction
@@ -157,6 +162,7 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
         self.placeholders = placeholders  # qualified helpers returning a 0-element tensor
         self.lineage = tuple(sorted(scope.lineage(reached.cls))) if reached.cls else ()
         self.guards: list[str] = []  # chains of enclosing `if <chain> is None:` guards
+        self._load_locals: dict[str, list[ast.expr]] | None = None  # (.load_roots), lazily
         self._copies: bool | None = None  # whether the function refills with copy_ (lazy)
         self.nested_defs: dict[str, ast.AST] = {}  # nested functions by name
         self.index = scope.function_index(reached.func)
@@ -202,7 +208,31 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
         self._start_handoffs(func.args)
         self._block(func.body)
         self._name_set_storage()
+        if self.reached.model_load_only:
+            self._load_fills(func)
         return self.sites
+
+    def _load_fills(self, func: FuncNode) -> None:
+        """``self.x.copy_(<derived from a module's tensors>)`` in a model-loading step: the
+        buffer ``self.x`` (allocated elsewhere in the class, reported at that store) holds a
+        copy made once, which no reload refreshes (:mod:`.load_roots`)."""
+        if self._load_locals is None:
+            self._load_locals = local_definitions(func)
+        for node in walk(func):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "copy_" and node.args):
+                continue
+            chain = attr_chain(node.func.value) or ""
+            owner, _, attr = chain.rpartition(".")
+            if owner != "self" or not attr:
+                continue
+            line = allocation_line(self.scope.text, attr)
+            source = derives_from_module(node.args[0], self._load_locals, self.imports)
+            if line is None or source is None:
+                continue
+            self._emit(node, attr, owner, "tensor-attr",
+                       f"allocated once, filled by `{short(node, 60)}` when the model loads",
+                       node.args[0], "attribute", line=line, col=0, derives=source)
 
     def _name_set_storage(self) -> None:
         """A ``.set_()`` onto a local that is then stored (``self._fused = fused``) names that
@@ -495,6 +525,12 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
               line: int | None = None, col: int | None = None, persistent: bool = True,
               view_of_kept: bool = False, refilled: bool = False,
               derives: str | None = None) -> None:
+        load_derived = False
+        if self.reached.model_load_only:  # the weight-derivation filter (.load_roots)
+            if self._load_locals is None:
+                self._load_locals = local_definitions(self.reached.func)
+            source = derives_from_module(value, self._load_locals, self.imports)
+            load_derived, derives = source is not None, derives or source
         self.sites.append(RawSite(
             line=line or stmt.lineno, col=col if col is not None else stmt.col_offset,
             cls=self.reached.cls, function=self.reached.qualname, attr=attr, owner=owner,
@@ -507,6 +543,7 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
             constructed=is_construction(value),
             initial_load_only=self.reached.initial_load_only,
             from_weights=self._from_weights(value), derives=derives,
+            model_load_only=self.reached.model_load_only, load_derived=load_derived,
         ))
 
     def _returns_placeholder(self, value: ast.expr) -> bool:

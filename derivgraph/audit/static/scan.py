@@ -229,11 +229,11 @@ def _scan_files(files: Sequence[SourceFile], specs: Sequence[Spec], jobs: int | 
         for site in found:
             sites.setdefault((i, site.line, site.col, site.attr, site.category), (i, site))
         pending += externals
-    seen = {(i, None, None, ()) for i in candidates}
+    seen = {(i, None, None, (), False) for i in candidates}
     for _ in range(MAX_ROUNDS):
         grouped: dict[int, list[ExternalRoot]] = {}
         for ext in pending:
-            key = (ext.file, ext.cls, ext.func, ext.handed)
+            key = (ext.file, ext.cls, ext.func, ext.handed, ext.model_load_only)
             if key not in seen and ext.file not in failed:
                 seen.add(key)  # type: ignore[arg-type]
                 grouped.setdefault(ext.file, []).append(ext)
@@ -248,7 +248,10 @@ def _scan_files(files: Sequence[SourceFile], specs: Sequence[Spec], jobs: int | 
                 continue
             post_load.update((i, cls, func) for cls, func in reach)
             for site in found:
-                sites.setdefault((i, site.line, site.col, site.attr, site.category), (i, site))
+                key = (i, site.line, site.col, site.attr, site.category)
+                if key in sites and sites[key][1].model_load_only and not site.model_load_only:
+                    del sites[key]  # also reached from post-load code: that reach counts
+                sites.setdefault(key, (i, site))
             pending += externals
     index = SpecIndex(specs, context.ancestors, declared_folds)
     _mark_built_once(sites, texts, post_load, context)

@@ -55,6 +55,8 @@ __all__ = [
     "ROOT_ASSIGN_RE",
     "ROOT_DEF_RE",
     "ROOT_FUNCTIONS",
+    "MODEL_LOAD_ROOTS",
+    "POST_LOAD_ROOTS",
     "FunctionIndex",
     "ModuleScope",
     "Reached",
@@ -64,7 +66,12 @@ __all__ = [
     "regex_classes",
 ]
 
-ROOT_FUNCTIONS = frozenset({"process_weights_after_loading", "load_weights", "post_load_weights"})
+POST_LOAD_ROOTS = frozenset({"process_weights_after_loading", "load_weights", "post_load_weights"})
+MODEL_LOAD_ROOTS = frozenset({"load_model", "load_draft_model"})
+"""Methods that load a model an object holds (a drafter, a proposer) and derive state from it
+once: roots whose sites count only when their value derives from the loaded module's tensors
+(:attr:`Reached.model_load_only`)."""
+ROOT_FUNCTIONS = POST_LOAD_ROOTS | MODEL_LOAD_ROOTS
 REBUILT_CLASS_TOKENS = ("Experts", "Kernel", "MoE", "QuantConfig", "QuantDesc",
                         "PrepareAndFinalize", "Prepared")
 ONCE_BUILT_SUFFIXES = ("Method", "MethodBase", "Impl", "ImplBase", "Config")
@@ -164,6 +171,10 @@ class Reached:
     initial_load_only: bool = False
     """Reached from a module's argument-less ``process_weights_after_loading(self)``: the
     model-level post-load step, which vLLM 0.33 runs at initial load only (never on a reload)."""
+    model_load_only: bool = False
+    """Reached only from a model-loading method of an object that holds a model
+    (:data:`MODEL_LOAD_ROOTS`, a method): it runs once, when that model loads, never on a
+    reload."""
     handed: tuple[Handed, ...] = ()
     """Parameters callers in post-load code bind to new tensors derived from weights
     (:class:`.sites.Handed`; seeds only)."""
@@ -181,9 +192,15 @@ def is_initial_load_root(func: FuncNode, lineage: frozenset[str]) -> bool:
     """A module's ``process_weights_after_loading(self)`` with no other argument: the model-level
     hook ``model_loader/utils.py`` calls once after the initial load. Layers' hooks take the
     dtype (``layer.process_weights_after_loading(dtype)``) and quant methods' hooks the layer;
-    both rerun on a layerwise reload."""
+    both rerun on a layerwise reload. Likewise a module-level
+    ``process_weights_after_loading(model, ...)``: the loader's driver over the whole model,
+    which the initial load calls once (a reload reruns each layer's own hook instead)."""
     args = func.args
-    return (func.name == "process_weights_after_loading" and bool(lineage & MODULE_CLASS_NAMES)
+    if func.name != "process_weights_after_loading":
+        return False
+    if not lineage:  # the loader's module-level driver, handed the whole model
+        return bool(args.args) and args.args[0].arg == "model"
+    return (bool(lineage & MODULE_CLASS_NAMES)
             and len(args.args) == 1 and not args.vararg and not args.kwonlyargs)
 
 
@@ -325,7 +342,7 @@ class ModuleScope:
         """Post-load entry points of this module, in source order."""
         found: list[tuple[FuncNode, str | None]] = []
         for name, func in self.functions.items():
-            if name in ROOT_FUNCTIONS:
+            if name in POST_LOAD_ROOTS:
                 found.append((func, None))
         for cls, info in self.classes.items():
             for name, func in info.methods.items():
@@ -368,7 +385,8 @@ class ModuleScope:
             q = f"{cls}.{func.name}" if cls else func.name
             lineage = self.lineage(cls) if cls else frozenset()
             out.append(Reached(func, cls, q, (q,), lineage,
-                               initial_load_only=is_initial_load_root(func, lineage)))
+                               initial_load_only=is_initial_load_root(func, lineage),
+                               model_load_only=func.name in MODEL_LOAD_ROOTS))
         for func, cls, where in self.assigned_roots():
             q = f"{cls}.{where}.<locals>.{func.name}" if cls else f"{where}.<locals>.{func.name}"
             out.append(Reached(func, None, q, (q,), frozenset()))
@@ -394,6 +412,8 @@ class ModuleScope:
             if id(item.func) in out:
                 if not item.initial_load_only and out[id(item.func)].initial_load_only:
                     out[id(item.func)] = replace(out[id(item.func)], initial_load_only=False)
+                if not item.model_load_only and out[id(item.func)].model_load_only:
+                    out[id(item.func)] = replace(out[id(item.func)], model_load_only=False)
                 continue
             out[id(item.func)] = item
             for callee, cls, call, method in self._callees(item.func, item.cls):
@@ -402,7 +422,8 @@ class ModuleScope:
                     continue
                 q = f"{cls}.{callee.name}" if cls else callee.name
                 queue.append(Reached(callee, cls, q, (*item.via, q), item.root_classes,
-                                     initial_load_only=item.initial_load_only))
+                                     initial_load_only=item.initial_load_only,
+                                     model_load_only=item.model_load_only))
         root_ids = {id(func) for func, _ in roots}
         result = []
         for key, item in out.items():

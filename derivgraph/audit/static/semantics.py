@@ -84,6 +84,8 @@ class Store(enum.Enum):
     LOADER_REBIND = "loader-rebind"  # a weight loader binds a new Parameter on every load
     REFILLED_COPY = "refilled-copy"  # a copy refilled with copy_ only by post-load code
     LOADER_BYPASS = "loader-bypass"  # a registered parameter loaded around its weight_loader
+    MODEL_LOAD_COPY = "model-load-copy"  # derived from a loaded module's tensors, once
+    MODEL_LOAD_KEPT = "model-load-kept"  # made once when a model loads, holding no weights
 
 
 class OwnerRole(enum.Enum):
@@ -185,6 +187,17 @@ VLLM_0_33: Mapping[Store, Semantics] = dict([
          "tensor back ('Failed to load weights')",
          "load it through its weight_loader (set_weight_attrs with a weight_loader, or "
          "default_weight_loader(param, w)), or declare it in a spec"),
+    _row(Store.MODEL_LOAD_COPY, False, Severity.ERROR,
+         "stale: computed once from the tensors of a module when the object loads its model "
+         "(load_model/load_draft_model); no reload reruns that step, so a weight update that "
+         "refills the source in place leaves this copy with the first values",
+         "read the source tensor where it is used, recompute it in a post-load step of the "
+         "module that owns the source, or declare it in a spec"),
+    _row(Store.MODEL_LOAD_KEPT, True, Severity.INFO,
+         "made once when the object loads its model (load_model/load_draft_model, never rerun "
+         "by a reload) as a workspace, a scalar, a reference or a value computed from no "
+         "module tensor: nothing a weight update changes",
+         "nothing"),
     _row(Store.INITIAL_LOAD_KEPT, True, Severity.INFO,
          "made once at initial load (model-level hook, never rerun) as a workspace, a weight-free "
          "value or a view/reference of a kept tensor the copy-back refills: stays right",
@@ -296,6 +309,9 @@ _SHARED_OR_WEIGHT_FREE = frozenset({Store.LAYER_ATTRIBUTE, Store.OBJECT_ATTRIBUT
                                     Store.REFERENCE, Store.CONTAINER, Store.NON_PERSISTENT_BUFFER,
                                     Store.LIVE_ATTENTION_TENSOR})
 """Stores whose severity depends on whether the value has storage and weights of its own."""
+_NO_VALUES = frozenset({Store.HOST_SCALAR, Store.PLACEHOLDER, Store.CAPTURED})
+"""Stores a model-loading root keeps without tensor values of its own to go stale (a host
+scalar is judged apart: not a tensor)."""
 
 
 def runs_on_kept(site: RawSite) -> bool:
@@ -309,6 +325,9 @@ def runs_on_kept(site: RawSite) -> bool:
 def refine(site: RawSite, store: Store) -> Store:
     """The store once what the value is (a view, weight-free, an allocation) and whether the code
     reruns on a reload are known."""
+    if site.model_load_only:  # the weight-derivation filter of model-loading roots
+        return Store.MODEL_LOAD_COPY if site.load_derived and store not in _NO_VALUES \
+            else Store.MODEL_LOAD_KEPT
     if loader_rebind(site.function, site.category, site.expr, site.allocation, site.empty):
         return Store.LOADER_REBIND
     if store is Store.STORAGE_SWAP and site.initial_load_only:

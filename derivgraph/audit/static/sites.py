@@ -97,6 +97,8 @@ class RawSite:
     constructed: bool = False  # torch.tensor(...) or an allocation: new storage every run
     initial_load_only: bool = False  # reached only from the model-level initial-load hook
     from_weights: bool = True  # the value reads an attribute named like a weight
+    model_load_only: bool = False  # reached only from a model-loading method (.scope)
+    load_derived: bool = False  # the value computes from a module's tensors (.load_roots)
     built_once: bool = False  # in the constructor of a class built only at model construction
     refilled: bool = False  # made once, then refilled with copy_ by the post-load step itself
     derives: str | None = None  # the weight a caller's handed value derives from (.handoff)
