@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable
 from typing import Any
 
 import torch
@@ -213,7 +213,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
         plan.holders.rebind_entries(e for e in plan.entries.values() if e.id not in in_columns)
         plan.containers = collect_containers(plan.entries.values(), model)  # the engine's tuples
         _record_startup(plan, columns, in_columns)
-        _lower(plan, values, columns)
+        _lower(plan, values)
         plan.prepare()  # what the first run and refill would build lazily
     except BaseException:
         transaction.rollback()
@@ -271,9 +271,8 @@ def _record_startup(plan: Plan, columns: Iterable[EntryColumn] = (),
         plan.source_ptrs[src] = (id(tensor), address_of(tensor))
 
 
-def _lower(plan: Plan, values: dict[str, Any], columns: Sequence[EntryColumn] = ()) -> None:
-    """Lower, bind (``columns``: the entry columns just bound) and run the pass once; demote
-    grouping if it is not bit-exact with eager."""
+def _lower(plan: Plan, values: dict[str, Any]) -> None:
+    """Lower, bind and run the pass once; demote grouping if it is not bit-exact with eager."""
     deps = plan.graph.source_deps()
     plan.tensors.constants = {n: values[n] for n, node in plan.graph.nodes.items()
                               if node.kind is NodeKind.OP and not deps[n]
@@ -284,7 +283,7 @@ def _lower(plan: Plan, values: dict[str, Any], columns: Sequence[EntryColumn] = 
     # what a refill may overwrite with the engine's value; the next recompute puts it back
     plan.constant_values = {n: values[n] for n in plan.constant_entries
                             if isinstance(values.get(n), torch.Tensor)}
-    plan.bind_tensors(columns)
+    plan.bind_tensors()
     steps = lower_steps(plan.tensors)
     plan.tensors.alloc_stages({s.target: values[s.input] for s in steps
                                if s.action is Action.SCALAR

@@ -222,24 +222,13 @@ class HolderTable:
                  "every", "watch", "_all_fast", "_by_owner")
 
     def __init__(self, entries: Sequence[Entry],
-                 where: Callable[[Entry], tuple[Any, dict[Any, Any], str]],
-                 known: Mapping[str, dict[Any, Any]] | None = None):
-        """``known``: entry id -> the dict already proven to hold it under its name in a
-        dict store's slot (what ``where`` and :func:`_store_binds` would find: an entry
-        column's, at compile)."""
+                 where: Callable[[Entry], tuple[Any, dict[Any, Any], str]]):
         self.entries = list(entries)
         self.ids = frozenset(e.node.id for e in self.entries)
         self.dicts: list[dict[Any, Any]] = []
         self.keys: list[str] = []
         self.fast: list[bool] = []  # a stale holder is re-bound by one dict store
-        known = known or {}
         for entry in self.entries:
-            d = known.get(entry.node.id)
-            if d is not None:
-                self.dicts.append(d)
-                self.keys.append(entry.node.decl.name)
-                self.fast.append(True)
-                continue
             owner, d, key = where(entry)
             self.dicts.append(d)
             self.keys.append(key)

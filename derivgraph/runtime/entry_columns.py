@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import operator
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from itertools import repeat
 from typing import Any
 
@@ -81,23 +81,6 @@ class EntryColumn:
                 self.ids[wrong])])
         dicts = [o.__dict__ for o in self.owners]
         deque(map(operator.setitem, dicts, repeat(self.name), self.storages), 0)
-
-    def holder_dicts(self, objects: Mapping[str, Any]) -> list[dict[str, Any]] | None:
-        """The dict that holds every row's storage (its owner's ``__dict__``), for the holder
-        accessors, when each row's owner is still the walked object at its entry's owner path
-        (``objects``), holds its storage there and the name in no registry (so
-        :func:`~derivgraph.runtime.accessors.locate` would give that dict and a dict store
-        binds it); None otherwise. Each fact one C-level sweep."""
-        if not all(map(_is, self.owners, map(objects.get, map(_owner_path, self.entries)))):
-            return None
-        dicts = [o.__dict__ for o in self.owners]
-        name = self.name
-        if not all(map(_is, map(dict.get, dicts, repeat(name)), self.storages)):
-            return None
-        for registry in _REGISTRIES:
-            if any(map(operator.contains, map(registry, dicts), repeat(name))):
-                return None
-        return dicts
 
     def record_startup(self) -> None:
         """Every row's startup address and a detached alias of its storage (one sweep each)."""

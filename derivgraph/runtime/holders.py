@@ -22,7 +22,6 @@ from derivgraph.errors import SourceChanged
 from derivgraph.paths import MISSING, Slot, get_path, holder_dict, set_slot, slot_of
 from derivgraph.runtime.accessors import NO_DICT, HolderTable, HopTable, holder_of
 from derivgraph.runtime.entry import Entry, address_of
-from derivgraph.runtime.entry_columns import EntryColumn
 from derivgraph.runtime.watch import ItemWatch, watch_items
 from derivgraph.spec.kinds import TensorKind
 
@@ -60,11 +59,8 @@ class Holders:
                              + [e.node.owner_path for e in self.entries.values()])
         return self.hops
 
-    def bind(self, sources: Mapping[str, torch.Tensor],
-             columns: Sequence[EntryColumn] = ()) -> None:
-        """Record where each source is held, walk the owners and set up the identity checks
-        (``columns``: entry columns just bound, whose holders are taken a column at a time
-        where each still proves its own)."""
+    def bind(self, sources: Mapping[str, torch.Tensor]) -> None:
+        """Record where each source is held, walk the owners and set up the identity checks."""
         self._sources = [(src, None, tensor, address_of(tensor)) for src, tensor in
                          sources.items()]
         self._source_checks = self._source_watch = None
@@ -82,19 +78,13 @@ class Holders:
         self._source_hops = frozenset(prefixes)
         self._proven = None
         self._sources_stale = False
-        known: dict[str, dict[Any, Any]] = {}
-        for column in columns:
-            dicts = column.holder_dicts(objs)
-            if dicts is not None:
-                known.update(zip(column.ids, dicts))
-        self.refresh(known)
+        self.refresh()
 
-    def refresh(self, known: Mapping[str, dict[Any, Any]] | None = None) -> None:
-        """Re-read each derived tensor's holder slot (after a walk; ``known``: the proven
-        holder dicts of some, see :class:`HolderTable`)."""
+    def refresh(self) -> None:
+        """Re-read each derived tensor's holder slot (after a walk)."""
         self.table = HolderTable([e for e in self.entries.values()  # tuple items: the tuple's
                                   if e.node.kind is not TensorKind.SCALAR  # own hop
-                                  and e.slot is not Slot.ELEMENT], self._where, known)
+                                  and e.slot is not Slot.ELEMENT], self._where)
         self._scalars = [e for e in self.entries.values() if e.node.kind is TensorKind.SCALAR]
         self._scalar_reads = None
 

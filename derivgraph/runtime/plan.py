@@ -25,7 +25,7 @@ and what a run reports (:mod:`.report`). Plans are made by
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable
 from itertools import compress
 from typing import Any
 
@@ -46,7 +46,6 @@ from derivgraph.runtime.engine import (
     take_engine_values,
 )
 from derivgraph.runtime.entry import Entry, address_of  # noqa: F401 - re-exported
-from derivgraph.runtime.entry_columns import EntryColumn
 from derivgraph.runtime.holders import Holders
 from derivgraph.runtime.programs import PassKind, Programs
 from derivgraph.runtime.replay import CpuPass, WriteRecorder, storages_read
@@ -169,11 +168,10 @@ class Plan:
         return self.holders.moved(self.source_ptrs)
 
     # ---- binding (compile_plan, and a reload whose sources moved) ----------------------------
-    def bind_tensors(self, columns: Sequence[EntryColumn] = ()) -> None:
-        """Resolve sources, views over bound tensors, and the holder checks (no code;
-        ``columns``: the entry columns compile just bound)."""
+    def bind_tensors(self) -> None:
+        """Resolve sources, views over bound tensors, and the holder checks (no code)."""
         self.tensors.bind(self.model)
-        self.holders.bind(self.tensors.sources, columns)
+        self.holders.bind(self.tensors.sources)
 
     def install(self, steps: list[Step], *, group: bool = True) -> Program:
         """Compile ``steps`` as the pass (grouped into foreach calls unless ``group=False``)."""

@@ -22,7 +22,6 @@ from derivgraph import planner as planner_module
 from derivgraph.compiler.stamp import stamping
 from derivgraph.errors import SpecValidationError
 from derivgraph.runtime import entry_columns as columns_module
-from derivgraph.runtime.accessors import HolderTable
 from derivgraph.runtime.entry_columns import EntryColumn
 from derivgraph.tools.bench_scaling import scaling_spec
 from tests.compiler.test_stamp import _differences
@@ -140,39 +139,3 @@ def test_canary_without_the_proof_the_misordered_column_binds_the_wrong_layer(
     plan, _ = _compile_recording(monkeypatch, model, _swap_owners)
     assert model.layers[3].inv is plan.entries["layers.4.inv"].storage
     assert model.layers[3].inv is not plan.entries["layers.3.inv"].storage
-
-
-def test_the_holder_accessors_take_the_columns_dicts_as_the_walk_finds_them(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """The holder table built at compile from the columns is, accessor by accessor, the one
-    the per-entry walk builds: the same dict objects, keys and dict-store flags."""
-    plan, made = _compile_recording(monkeypatch)
-    holders = plan.holders
-    table = holders.table
-    walked = HolderTable(table.entries, holders._where)
-    assert [id(d) for d in table.dicts] == [id(d) for d in walked.dicts]
-    assert table.keys == walked.keys and table.fast == walked.fast
-    by_id = {e.node.id: i for i, e in enumerate(table.entries)}
-    for column in made:
-        for node_id, owner in zip(column.ids, column.owners):
-            i = by_id[node_id]
-            assert table.dicts[i] is owner.__dict__ and table.keys[i] == column.name
-            assert table.fast[i]
-
-
-def test_a_column_proves_its_holders_or_gives_none(monkeypatch: pytest.MonkeyPatch) -> None:
-    plan, made = _compile_recording(monkeypatch)
-    objects = plan.holders.hops.objects
-    column = made[0]
-    assert column.holder_dicts(objects) == [o.__dict__ for o in column.owners]
-    owners = list(column.owners)
-    column.owners[2], column.owners[3] = owners[3], owners[2]  # mis-ordered slots
-    assert column.holder_dicts(objects) is None
-    column.owners[:] = owners
-    layer = plan.model.layers[3]
-    layer.inv = torch.zeros(8)  # the engine holds another tensor
-    assert column.holder_dicts(objects) is None
-    layer.__dict__["inv"] = column.storages[2]
-    assert column.holder_dicts(objects) is not None
-    layer._buffers["inv"] = column.storages[2]  # the name in a registry read first
-    assert column.holder_dicts(objects) is None
