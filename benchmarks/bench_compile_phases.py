@@ -4,7 +4,8 @@ One process; compiles alternate (stamping on, then off) on fresh models of the s
 (:mod:`derivgraph.tools.bench_scaling`), after one untimed warm-up compile. Each phase is the
 process time spent in one compile function (wrapped for the run); nested phases are also
 counted in their parent (``build_graph`` holds ``stamp`` and ``infer_shapes``; ``_lower`` holds
-``bind_tensors``, ``lower_steps`` and ``install``). Medians of ``--repeat`` runs.
+``bind_tensors`` (which holds ``holders.bind``), ``lower_steps`` and ``install``; ``prepare``
+holds the refill table). A phase the tree lacks is not timed. Medians of ``--repeat`` runs.
 
     python3 benchmarks/bench_compile_phases.py --size 100000 --repeat 3 --json out.json
 """
@@ -22,6 +23,7 @@ from _compile_cli import compile_parser, write_json
 import derivgraph.adoption as adoption
 import derivgraph.compiler.build as build
 import derivgraph.planner as planner
+import derivgraph.runtime.plan as engine
 from derivgraph.compiler.stamp import Stamper, stamping
 from derivgraph.compiler.stamp_params import ParamStamper
 from derivgraph.runtime.holders import Holders
@@ -41,11 +43,16 @@ PHASES = [
     (planner, "adopt_or_allocate", "adopt_or_allocate"),
     (adoption, "source_storages", "  adopt: source_storages"),
     (planner.ModelTransaction, "__init__", "transaction"),
+    (planner, "entry_columns", "entry_columns"),
     (planner, "_materialize", "materialize"),
     (Holders, "rebind_entries", "holders: rebind_entries"),
     (planner, "collect_containers", "collect_containers"),
     (planner, "_record_startup", "record_startup"),
     (planner, "_lower", "lower (all)"),
+    (Plan, "prepare", "prepare (all)"),
+    (Holders, "sources_intact", "  prepare: sources_intact"),
+    (engine, "RefillTable", "  prepare: RefillTable"),
+    (Holders, "bind", "  bind: holders.bind"),
     (Plan, "bind_tensors", "  lower: bind_tensors"),
     (planner, "lower_steps", "  lower: lower_steps"),
     (Plan, "install", "  lower: install (codegen)"),
@@ -55,7 +62,9 @@ PHASES = [
 
 def _instrument(times: dict[str, float]) -> None:
     for owner, name, label in PHASES:
-        fn = getattr(owner, name)
+        fn = getattr(owner, name, None)
+        if fn is None:  # a phase this tree does not have (another tree's script, copied)
+            continue
 
         @functools.wraps(fn)
         def timed(*args: Any, __fn: Any = fn, __label: str = label, **kwargs: Any) -> Any:

@@ -86,13 +86,17 @@ _OVERLAP_FIX = ("declare it as kind 'view' (a view of the source, never written)
                 "engine hold a tensor of its own")
 
 
-def adopt_or_allocate(plan: Plan, values: dict[str, Any]) -> list[tuple[Entry, Extra]]:
+def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | None = None,
+                      ) -> list[tuple[Entry, Extra]]:
+    """Each derived tensor's entry and how it gets its storage (:data:`Extra`), in graph
+    order; raises :class:`AdoptionError` with every issue. ``owners``: the reader of owner
+    paths to use (it keeps every owner read)."""
     graph = plan.graph
     issues: list[SpecIssue] = []
     planned: list[tuple[Entry, Extra]] = []
     by_id: dict[str, Entry] = {}
     adopted_by: dict[int, str] = {}
-    owners = PathReader(plan.model)  # each owner read once
+    owners = PathReader(plan.model) if owners is None else owners  # each owner read once
     found: list[dict[str, torch.Tensor]] = []
 
     def sources() -> dict[str, torch.Tensor]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 import torch
@@ -34,6 +34,7 @@ from derivgraph.compiler.interpret import (
     view_base,
 )
 from derivgraph.compiler.ir import Node, NodeKind
+from derivgraph.compiler.layers import closed_layers
 from derivgraph.compiler.lower import Action, lower_steps
 from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.transaction import ModelTransaction
@@ -41,6 +42,7 @@ from derivgraph.errors import AdoptionError, Rule, SpecIssue, SpecValidationErro
 from derivgraph.paths import get_path
 from derivgraph.runtime.containers import collect_containers
 from derivgraph.runtime.engine import foreach_copy
+from derivgraph.runtime.entry_columns import EntryColumn, entry_columns
 from derivgraph.runtime.plan import Entry, Plan, Step, address_of
 from derivgraph.spec.check import check_specs
 from derivgraph.spec.kinds import HELD_KINDS, TensorKind, is_engine
@@ -129,8 +131,9 @@ def check_plan(model: nn.Module, specs: Iterable[Spec] | None = None, *,
 
 def _prepare(model: nn.Module, specs: Iterable[Spec] | None,
              require_match: bool | Iterable[str], strict: bool,
-             ) -> tuple[Plan, dict[str, Any], list[tuple[Entry, Extra]]]:
-    """Everything before the first write: bind, build, infer, evaluate, plan adoption."""
+             ) -> tuple[Plan, dict[str, Any], list[tuple[Entry, Extra]], PathReader]:
+    """Everything before the first write: bind, build, infer, evaluate, plan adoption (and
+    the reader that read every derived tensor's owner)."""
     from derivgraph.spec.load import default_specs
 
     explicit = specs is not None
@@ -174,33 +177,42 @@ def _prepare(model: nn.Module, specs: Iterable[Spec] | None,
     # the sources as building the graph read them (nothing was written since), then dropped
     sources, graph.read_sources = graph.read_sources, {}
     values = _evaluate_all(graph, sources)
-    planned = adopt_or_allocate(plan, values)
+    owners = PathReader(model)
+    planned = adopt_or_allocate(plan, values, owners)
     _raise_if(view_issues((e.node, values.get(e.id), values.get(x.base))
                           for e, x in planned if isinstance(x, ViewOf)))
-    return plan, values, planned
+    return plan, values, planned, owners
 
 
 def _compile(model: nn.Module, specs: Iterable[Spec] | None,
              require_match: bool | Iterable[str], strict: bool) -> Plan:
-    plan, values, planned = _prepare(model, specs, require_match, strict)
+    plan, values, planned, owners = _prepare(model, specs, require_match, strict)
     graph = plan.graph
     # Nothing was touched so far. Now allocate, fill and bind: all of it, or none of it.
     transaction = ModelTransaction(model, {e.node.owner_path for e, _ in planned},
                                    [e.storage for e, x in planned
                                     if x is None and isinstance(e.storage, torch.Tensor)])
+    # stamped layers' allocated attributes: one record per template column (entry_columns)
+    columns = entry_columns(closed_layers(graph), {e.id: (e, x) for e, x in planned}, owners)
+    in_columns = {i for column in columns for i in column.ids}
     try:
         fills: list[tuple[torch.Tensor, torch.Tensor]] = []  # new storage, its value
         with torch.no_grad():
+            for column in columns:
+                column.allocate(list(map(values.__getitem__, column.ids)), fills, allocate_like)
             for entry, extra in planned:
-                _materialize(plan, entry, extra, fills)
+                if entry.id not in in_columns:
+                    _materialize(plan, entry, extra, fills)
                 plan.entries[entry.id] = entry
             foreach_copy([s for s, _ in fills], [v for _, v in fills])  # nothing read them yet
         _raise_if(view_issues((e.node, e.storage,
                                _storage_of(plan, view_base(graph, e.node.input)))
                               for e in plan.entries.values() if e.node.kind is TensorKind.VIEW))
-        plan.holders.rebind_entries(plan.entries.values())
+        for column in columns:  # each proven against its entries' own owner paths first
+            column.bind(owners)
+        plan.holders.rebind_entries(e for e in plan.entries.values() if e.id not in in_columns)
         plan.containers = collect_containers(plan.entries.values(), model)  # the engine's tuples
-        _record_startup(plan)
+        _record_startup(plan, columns, in_columns)
         _lower(plan, values)
         plan.prepare()  # what the first run and refill would build lazily
     except BaseException:
@@ -240,8 +252,15 @@ def _materialize(plan: Plan, entry: Entry, extra: Extra,
         fills.append((entry.storage, extra))
 
 
-def _record_startup(plan: Plan) -> None:
+def _record_startup(plan: Plan, columns: Iterable[EntryColumn] = (),
+                    in_columns: Collection[str] = frozenset()) -> None:
+    """Every entry's startup address and detached alias (``columns``: recorded a column at a
+    time; ``in_columns``: their ids), and every source's object id and address."""
+    for column in columns:
+        column.record_startup()
     for entry in plan.entries.values():
+        if entry.node.id in in_columns:
+            continue
         entry.startup_ptr = address_of(entry.storage)
         if entry.node.kind in HELD_KINDS:
             entry.startup_data = entry.storage.detach()

@@ -6,8 +6,7 @@ calls. What a later phase needs of the stamped layers is, per template, the temp
 own nodes in the same positions. :class:`InstanceTable` holds exactly that, once per template: a
 *row* per stamped layer (its node ids) and, read across the rows, a *column* per template
 position (one template node's counterparts in every layer, in stamping order). No per-layer
-object is kept; :meth:`InstanceTable.layers` materialises :class:`StampedLayer` records for a
-consumer that reads one layer at a time (a report, a test).
+object is kept.
 
 :func:`aligned_rows` proves a table instead of trusting how it was built: a row is aligned when
 each of its nodes has the template node's kind and op at the same position, and reads the row's
@@ -26,15 +25,7 @@ from operator import attrgetter
 
 from derivgraph.compiler.ir import Node
 
-__all__ = ["InstanceTable", "StampedLayer", "aligned_rows"]
-
-
-@dataclass(frozen=True)
-class StampedLayer:
-    """One stamped layer's own nodes, position by position the template's (same role)."""
-
-    template: tuple[str, ...]
-    ids: tuple[str, ...]
+__all__ = ["InstanceTable", "aligned_rows"]
 
 
 @dataclass(eq=False)
@@ -64,11 +55,6 @@ class InstanceTable:
     def subset(self, keep: list[bool]) -> InstanceTable:
         """The table of the rows where ``keep`` is true (same template, same order)."""
         return InstanceTable(self.template, [r for r, ok in zip(self.rows, keep) if ok])
-
-    def layers(self) -> list[StampedLayer]:
-        """One record per row, for a consumer that reads one layer at a time (never on the
-        compile path)."""
-        return [StampedLayer(self.template, row) for row in self.rows]
 
 
 _kind, _op, _inputs = attrgetter("kind"), attrgetter("op"), attrgetter("inputs")

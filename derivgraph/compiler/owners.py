@@ -9,6 +9,8 @@ changes: a reader lives for one phase that writes nothing to the model.
 
 from __future__ import annotations
 
+import operator
+from itertools import repeat
 from typing import Any
 
 from derivgraph.paths import MISSING, get_path, step_into
@@ -38,6 +40,15 @@ class PathReader:
         found = owners.get(owner_path, owners)
         if found is owners:
             found = owners[owner_path] = self.get(owner_path)
+        return found
+
+    def owners(self, owner_paths: list[str]) -> list[Any]:
+        """:meth:`owner` of every path: one C-level sweep of the owners already walked, each
+        other one walked (once)."""
+        cache = self._owners
+        found = list(map(cache.get, owner_paths, repeat(cache)))
+        if any(map(operator.is_, found, repeat(cache))):
+            found = [self.owner(p) if f is cache else f for f, p in zip(found, owner_paths)]
         return found
 
     def get(self, path: str) -> Any:

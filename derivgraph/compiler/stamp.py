@@ -24,11 +24,11 @@ from typing import Any
 
 from derivgraph.compiler.bind import BoundSpec
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode, freeze, substitute
-from derivgraph.compiler.instances import InstanceTable, StampedLayer
+from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.reads import Probe, Reads, probe_path
 from derivgraph.compiler.replay import Replay
 
-__all__ = ["InstanceTable", "StampedLayer", "Stamper", "facts_hold", "stamping",
+__all__ = ["InstanceTable", "Stamper", "facts_hold", "stamping",
            "stamping_enabled"]
 
 _ENABLED = [os.environ.get("DERIVGRAPH_STAMP", "1") != "0"]

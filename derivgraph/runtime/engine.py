@@ -33,6 +33,7 @@ __all__ = ["Layouts", "RefillTable", "Taken", "check_refillable", "engine_value"
 
 _is = operator.is_
 _not = operator.not_
+_device = operator.attrgetter("device")
 _shape = operator.attrgetter("shape")
 _dtype = operator.attrgetter("dtype")
 _is_meta = operator.attrgetter("is_meta")
@@ -223,18 +224,23 @@ class RefillTable:
         self.complete = len(usable) == len(targets)  # else: the per-entry path
         self._generation = table.generation  # fast[] as checked here
 
-        def layout(t: str) -> tuple[str, str, tuple[int, ...]]:
-            storage = table.storages[position[t]]
-            return str(storage.dtype), str(storage.device), tuple(storage.shape)
-
-        usable.sort(key=layout)  # stable: contiguous (dtype, device) spans, shapes adjacent
-        self.spans = layout_spans([table.storages[position[t]] for t in usable])
-        self.ids = usable
-        self.index = [position[t] for t in usable]
+        # stable sort by (dtype, device, shape), by name: contiguous (dtype, device) spans,
+        # shapes adjacent; each property read in one sweep, each dtype and device named once
+        index = [position[t] for t in usable]
+        storages = list(map(table.storages.__getitem__, index))
+        dtypes, shapes = list(map(_dtype, storages)), list(map(_shape, storages))
+        devices = list(map(_device, storages))
+        keys = list(zip(map({d: str(d) for d in set(dtypes)}.__getitem__, dtypes),
+                        map({d: str(d) for d in set(devices)}.__getitem__, devices),
+                        map(tuple, shapes)))
+        order = sorted(range(len(usable)), key=keys.__getitem__)
+        self.ids = [usable[i] for i in order]
+        self.index = [index[i] for i in order]
+        self.storages = [storages[i] for i in order]
+        self.spans = layout_spans(self.storages)
         self._pick: Callable[[list[Any]], list[Any]] | None = _picker(self.index, len(table))
-        self.storages = [table.storages[i] for i in self.index]
-        self.shapes = [s.shape for s in self.storages]
-        self.dtypes = [s.dtype for s in self.storages]
+        self.shapes = [shapes[i] for i in order]
+        self.dtypes = [dtypes[i] for i in order]
         self.nbytes = [s.numel() * s.element_size() for s in self.storages]
         self._total = sum(self.nbytes)
         # an all-rebuilt read copies runs of small CPU tensors flat, the rest by foreach

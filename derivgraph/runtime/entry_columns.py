@@ -1,0 +1,149 @@
+"""Entry columns: a stamped template's derived tensor allocated and bound for every layer.
+
+The compiler's instance tables (:class:`~derivgraph.compiler.instances.InstanceTable`, proven by
+:func:`~derivgraph.compiler.layers.closed_layers`) say that a stamped layer is its template
+renamed. A derived tensor of a template that the compile allocates as a plain attribute is then,
+in every proven row, a fresh attribute of one name on a module: :class:`EntryColumn` records
+that column once, its per-layer slots as lists in row order (ids, entries, owners, storages),
+and the compile allocates, fills, binds and records the startup addresses of the whole column
+in a few sweeps (:meth:`EntryColumn.allocate`, :meth:`EntryColumn.bind`,
+:meth:`EntryColumn.record_startup`) instead of one generic per-entry step each. The
+:class:`~derivgraph.runtime.entry.Entry` records stay the plan's per-tensor view
+(``Plan.entries``, keyed by id), holding the column's storages.
+
+A column is proven, not trusted: :func:`entry_columns` keeps a column only where every row's
+entry is allocated with the template's kind, slot and name on a plain module that holds the name
+in no registry (what :func:`~derivgraph.paths.set_slot` would bind as one ``__dict__`` store),
+and :meth:`EntryColumn.bind` refuses a column whose owners are not, row by row, the objects at
+its own entries' owner paths (a column with mis-ordered slots), before anything is written.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import deque
+from collections.abc import Callable, Sequence
+from itertools import repeat
+from typing import Any
+
+import torch
+from torch import nn
+
+from derivgraph.compiler.instances import InstanceTable
+from derivgraph.compiler.owners import PathReader
+from derivgraph.errors import Rule, SpecIssue, SpecValidationError
+from derivgraph.paths import Slot
+from derivgraph.runtime.entry import Entry
+from derivgraph.spec.kinds import TensorKind
+
+__all__ = ["EntryColumn", "entry_columns"]
+
+_is = operator.is_
+_REGISTRIES = tuple(map(operator.itemgetter, ("_parameters", "_buffers", "_modules")))
+
+
+class EntryColumn:
+    """Template derived tensor ``template``'s counterpart in every proven row of its table:
+    the rows' ids, entries, owners and (once allocated) storages, in row order."""
+
+    __slots__ = ("template", "name", "ids", "entries", "owners", "storages")
+
+    def __init__(self, template: str, name: str, ids: list[str], entries: list[Entry],
+                 owners: list[Any]):
+        self.template, self.name = template, name
+        self.ids, self.entries, self.owners = ids, entries, owners
+        self.storages: list[torch.Tensor] = []
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def allocate(self, values: list[torch.Tensor],
+                 fills: list[tuple[torch.Tensor, torch.Tensor]],
+                 allocate: Callable[[torch.Tensor, TensorKind], torch.Tensor]) -> None:
+        """Fresh storage for every row (``allocate(value, kind)``), appended with its value to
+        ``fills``; each row's entry holds its storage."""
+        self.storages = list(map(allocate, values, repeat(TensorKind.ATTRIBUTE)))
+        fills += zip(self.storages, values)
+        deque(map(setattr, self.entries, repeat("storage"), self.storages), 0)
+
+    def bind(self, owners: PathReader) -> None:
+        """Store every row's storage in its owner's ``__dict__`` (one sweep), after proving
+        that each row's owner is the object at its own entry's owner path (read by
+        ``owners``)."""
+        paths = list(map(_owner_path, self.entries))
+        if not all(map(_is, self.owners, owners.owners(paths))):
+            wrong = next(i for i, (o, p) in enumerate(zip(self.owners, paths))
+                         if o is not owners.owner(p))
+            raise SpecValidationError([SpecIssue(
+                Rule.INFERENCE, f"the entry column of {self.template} holds another layer's "
+                f"owner at {self.ids[wrong]} (row {wrong}); nothing was bound",
+                "report this as a derivgraph bug", self.entries[wrong].node.decl.location,
+                self.ids[wrong])])
+        dicts = [o.__dict__ for o in self.owners]
+        deque(map(operator.setitem, dicts, repeat(self.name), self.storages), 0)
+
+    def record_startup(self) -> None:
+        """Every row's startup address and a detached alias of its storage (one sweep each)."""
+        entries, storages = self.entries, self.storages
+        deque(map(setattr, entries, repeat("startup_ptr"),
+                  map(torch.Tensor.data_ptr, storages)), 0)
+        deque(map(setattr, entries, repeat("startup_data"),
+                  map(torch.Tensor.detach, storages)), 0)
+
+
+def entry_columns(tables: Sequence[InstanceTable], planned: dict[str, tuple[Entry, Any]],
+                  owners: PathReader) -> list[EntryColumn]:
+    """The entry columns of ``tables``' proven rows (``planned``: adoption's entry and extra
+    by id; ``owners``: reads the objects at owner paths). A column is kept where the
+    template's and every row's entry is allocated (its extra a tensor, not adopted) as an
+    attribute in an attribute slot, of one name, on an :class:`nn.Module` that holds the name
+    in no registry and no ``__dict__`` entry; anything else stays on the generic path. Each
+    fact is one C-level sweep over the column."""
+    out: list[EntryColumn] = []
+    for table in tables:
+        for k, template in enumerate(table.template):
+            first = planned.get(template)
+            if first is None or not _allocated_attribute(*first):
+                continue
+            ids = table.column(k)
+            rows = list(map(planned.get, ids))
+            if None in rows:
+                continue
+            entries = [e for e, _ in rows]
+            name = first[0].node.decl.name
+            if not all(map(isinstance, [x for _, x in rows], repeat(torch.Tensor))) \
+                    or any(map(_adopted, entries)) \
+                    or set(map(_kind, entries)) != {TensorKind.ATTRIBUTE} \
+                    or set(map(_slot, entries)) != {Slot.ATTRIBUTE} \
+                    or set(map(_name, entries)) != {name}:
+                continue
+            found = owners.owners(list(map(_owner_path, entries)))
+            if _fresh_on_modules(found, name):
+                out.append(EntryColumn(template, name, ids, entries, found))
+    return out
+
+
+_adopted, _slot = operator.attrgetter("adopted"), operator.attrgetter("slot")
+_kind, _name = operator.attrgetter("node.kind"), operator.attrgetter("node.decl.name")
+_owner_path = operator.attrgetter("node.owner_path")
+
+
+def _allocated_attribute(entry: Entry, extra: Any) -> bool:
+    return isinstance(extra, torch.Tensor) and not entry.adopted \
+        and entry.node.kind is TensorKind.ATTRIBUTE and entry.slot is Slot.ATTRIBUTE
+
+
+def _fresh_on_modules(owners: list[Any], name: str) -> bool:
+    """Every owner is a module that holds ``name`` nowhere (so
+    :func:`~derivgraph.paths.set_slot` binds it as one ``__dict__`` store)."""
+    if name.startswith("__") and name.endswith("__"):
+        return False
+    if not all(issubclass(c, nn.Module) for c in set(map(type, owners))):
+        return False
+    dicts = [o.__dict__ for o in owners]
+    if any(map(operator.contains, dicts, repeat(name))):
+        return False
+    for registry in _REGISTRIES:
+        if any(map(operator.contains, map(registry, dicts), repeat(name))):
+            return False
+    return not any(name in o._non_persistent_buffers_set for o in owners)

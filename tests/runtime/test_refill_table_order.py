@@ -1,0 +1,72 @@
+"""The refill table's targets in (dtype, device, shape) order, as the key names them.
+
+:class:`RefillTable` sorts its targets by the names of their dtype and device and their shape
+(stable, so targets of one layout keep the pass's order), read one property per sweep. On
+plans of one layout, of two dtypes (a float64 layer) and of two shapes (a narrower layer) the
+ids, positions, spans and lists are exactly what sorting by each target's own
+``(str(dtype), str(device), tuple(shape))`` gives, computed here by hand. Canary: the table
+built with its order reversed is caught by the same comparison.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from derivgraph import compile_plan
+from derivgraph.runtime import engine
+from derivgraph.runtime.engine import RefillTable, layout_spans
+from derivgraph.tools.bench_scaling import scaling_spec
+from tests.compiler.test_stamp_reload import _model
+
+_PLANTS = [None, {"dtype": torch.float64}, {"n": 6}]
+
+
+def _table(plant: Any) -> tuple[Any, RefillTable]:
+    plan = compile_plan(_model(plant), [scaling_spec()])
+    table = RefillTable(plan.holders.table, plan._refill_targets(),
+                        set(plan.constant_entries), set(plan._opaque()))
+    return plan, table
+
+
+def _expected(plan: Any) -> tuple[list[str], list[int]]:
+    table = plan.holders.table
+    position = {e.node.id: i for i, e in enumerate(table.entries)}
+    usable = [t for t in plan._refill_targets() if t in position and table.fast[position[t]]]
+
+    def layout(t: str) -> tuple[str, str, tuple[int, ...]]:
+        s = table.storages[position[t]]
+        return str(s.dtype), str(s.device), tuple(s.shape)
+
+    usable.sort(key=layout)
+    return usable, [position[t] for t in usable]
+
+
+def _same(plan: Any, table: RefillTable) -> bool:
+    ids, index = _expected(plan)
+    storages = plan.holders.table.storages
+    return table.ids == ids and table.index == index \
+        and all(s is storages[i] for s, i in zip(table.storages, index)) \
+        and table.spans == layout_spans([storages[i] for i in index]) \
+        and table.shapes == [storages[i].shape for i in index] \
+        and table.dtypes == [storages[i].dtype for i in index]
+
+
+@pytest.mark.parametrize("plant", _PLANTS, ids=["identical", "float64-layer", "narrow-layer"])
+def test_the_table_is_in_the_keys_order(plant: Any) -> None:
+    plan, table = _table(plant)
+    assert len(table.ids) == 36  # inv, prod and strides of 12 layers
+    assert _same(plan, table)
+    if plant is not None and "dtype" in plant:
+        assert len(table.spans) == 3  # float32, float64, int64
+        assert table.dtypes[: len(table.dtypes) - 12][-2:] == [torch.float64] * 2
+
+
+def test_canary_a_reversed_order_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = sorted
+    monkeypatch.setattr(engine, "sorted", lambda items, key: real(items, key=key)[::-1],
+                        raising=False)
+    plan, table = _table({"dtype": torch.float64})
+    assert not _same(plan, table)
