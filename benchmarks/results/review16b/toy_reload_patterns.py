@@ -12,7 +12,6 @@ from types import SimpleNamespace
 
 import torch
 from torch import nn
-
 from vllm.model_executor.layers.quantization.base_config import QuantizeMethodBase
 from vllm.model_executor.model_loader.reload.inplace import (
     get_parameter_for_reload,
