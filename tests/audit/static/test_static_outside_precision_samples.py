@@ -54,6 +54,7 @@ REVIEWS = [
     PrecisionReview(6, "abc", "2c3cde6", 132, (31, 9, 27), (17, 11), [0.625, 0.8768]),
     PrecisionReview(7, "abc", "5228e54", 122, (38, 2, 34), (25, 10), [0.835, 0.9862]),
     PrecisionReview(8, "abc", "a6035f0", 127, (39, 1, 38), (20, 14), [0.8712, 0.9956]),
+    PrecisionReview(9, "abc", "0e76ce8", 137, (38, 2, 38), (27, 9), [0.835, 0.9862]),
 ]
 IDS = [f"outside{r.k}" for r in REVIEWS]
 
