@@ -12,36 +12,22 @@ holder table). Medians of ``--repeat`` compiles each.
 
 from __future__ import annotations
 
-import functools
 import gc
 import statistics
 import time
 from typing import Any
 
 from _compile_cli import compile_parser, write_json
+from bench_compile_phases import _instrument
 
 import derivgraph.planner as planner
 from derivgraph.compiler.stamp import stamping
 from derivgraph.runtime.holders import Holders
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
-PHASES = [(planner, "entry_columns"), (planner, "_materialize"), (Holders, "rebind_entries"),
-          (planner, "_record_startup"), (Holders, "bind")]
-
-
-def _instrument(times: dict[str, float]) -> None:
-    for owner, name in PHASES:
-        fn = getattr(owner, name)
-
-        @functools.wraps(fn)
-        def timed(*args: Any, __fn: Any = fn, __name: str = name, **kwargs: Any) -> Any:
-            start = time.process_time()
-            try:
-                return __fn(*args, **kwargs)
-            finally:
-                times[__name] = times.get(__name, 0.0) + time.process_time() - start
-
-        setattr(owner, name, timed)
+PHASES = [(owner, name, name) for owner, name in (
+    (planner, "entry_columns"), (planner, "_materialize"), (Holders, "rebind_entries"),
+    (planner, "_record_startup"), (Holders, "bind"))]
 
 
 def main() -> None:
@@ -49,7 +35,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     times: dict[str, float] = {}
-    _instrument(times)
+    _instrument(times, PHASES)
     with_columns = planner.entry_columns
     spec, layers = scaling_spec(), max(1, args.size // 4)
     planner.compile_plan(scaling_model(layers), [spec])  # warm-up
