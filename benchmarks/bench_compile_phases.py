@@ -78,6 +78,17 @@ def _instrument(times: dict[str, float], phases: list | None = None) -> None:
         setattr(owner, name, timed)
 
 
+def timed_compile(model: Any, spec: Any, times: dict[str, float], *,
+                  stamped: bool) -> tuple[Any, float]:
+    """Compile ``model`` once after a collection, phases cleared: the plan and its CPU seconds."""
+    gc.collect()
+    times.clear()
+    with stamping(stamped):
+        start = time.process_time()
+        plan = planner.compile_plan(model, [spec])
+        return plan, time.process_time() - start
+
+
 def main() -> None:
     parser = compile_parser(__doc__)
     parser.add_argument("--repeat", type=int, default=3)
@@ -90,12 +101,7 @@ def main() -> None:
     for _ in range(args.repeat):
         for label, on in (("stamped", True), ("plain", False)):
             model = scaling_model(layers)
-            gc.collect()
-            times.clear()
-            with stamping(on):
-                start = time.process_time()
-                plan = planner.compile_plan(model, [spec])
-                total = time.process_time() - start
+            plan, total = timed_compile(model, spec, times, stamped=on)
             runs[label].append({"total": total, **times, "stamped_layers": plan.graph.stamped})
             del plan, model
     result: dict[str, Any] = {"size": args.size, "repeat": args.repeat}

@@ -12,16 +12,13 @@ holder table). Medians of ``--repeat`` compiles each.
 
 from __future__ import annotations
 
-import gc
 import statistics
-import time
 from typing import Any
 
 from _compile_cli import compile_parser, write_json
-from bench_compile_phases import _instrument
+from bench_compile_phases import _instrument, timed_compile
 
 import derivgraph.planner as planner
-from derivgraph.compiler.stamp import stamping
 from derivgraph.runtime.holders import Holders
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
@@ -45,12 +42,7 @@ def main() -> None:
             planner.entry_columns = with_columns if label == "columns" else (
                 lambda *a: [])
             model = scaling_model(layers)
-            gc.collect()
-            times.clear()
-            with stamping(True):
-                start = time.process_time()
-                plan = planner.compile_plan(model, [spec])
-                total = time.process_time() - start
+            plan, total = timed_compile(model, spec, times, stamped=True)
             bound = sum(times.values())
             runs[label].append({"total": total, **times, "binding phases": bound})
             del plan, model
