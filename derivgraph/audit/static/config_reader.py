@@ -146,14 +146,27 @@ def construction_classes(index: ReaderIndex, function: str, home: str) -> frozen
     """The classes the module that builds the config defines or imports (at any depth: a
     backend selector imports its kernel classes inside its branches): the only consumers the
     config can reach. That module defines the free function ``function`` the builder builds
-    the config with; without one (a constructor, a method), it is the builder's own file, whose
-    text is ``home``. Empty when ``function`` is defined nowhere in the tree (the consumer
-    cannot be tied to the construction: the accessor is kept)."""
-    if not function:
-        return _module_classes(home)
-    head = re.compile(rf"^def[ \t]+{re.escape(function)}\(", re.M)
-    return index.memo(f"construction {function}", lambda: _module_classes(next(
-        (t for _, t in index.files if f"def {function}(" in t and head.search(t)), "")))
+    the config with (the module the builder's file ``home`` imports it from); without one (a
+    constructor, a method), it is ``home`` itself. Empty when that module is not scanned (the
+    consumer cannot be tied to the construction: the accessor is kept)."""
+    if not function or re.search(rf"^def[ \t]+{re.escape(function)}\(", home, re.M):
+        return index.memo(f"construction home {hash(home)}", lambda: _module_classes(home))
+    return _module_classes(_defining_module(index, function, home))
+
+
+def _defining_module(index: ReaderIndex, function: str, home: str) -> str:
+    """The text of the scanned module ``home`` imports ``function`` from (``from a.b import
+    function``, also inside a function or a bracketed list), or "" (not found, not scanned)."""
+    for m in re.finditer(r"\bfrom[ \t]+([\w.]+)[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)", home):
+        if re.search(rf"\b{re.escape(function)}\b", m.group(2)):
+            return _module_text(index, "/" + m.group(1).replace(".", "/") + ".py")
+    return ""
+
+
+def _module_text(index: ReaderIndex, tail: str) -> str:
+    """The text of the scanned file whose path ends with ``tail`` ("" when none)."""
+    return index.memo(f"module {tail}", lambda: next(
+        (t for shown, t in index.files if f"/{shown}".endswith(tail)), ""))
 
 
 def _module_classes(text: str) -> frozenset[str]:
