@@ -460,14 +460,26 @@ class ReaderIndex:
         :func:`.config_reader.construction_classes`), only reads by those classes count: a
         consumer the config never reaches is not named. A property reading one of them is
         followed to its own reads (up to :data:`PROPERTY_DEPTH`). Presence and metadata checks
-        never count. Memoized: every config of one type and construction asks the same
-        question."""
+        never count. The candidates are memoized (every config of one type asks the same
+        question); the tie only filters them."""
         pairs = dict.fromkeys(reads)
-        key = f"consumer {cls} {depth} {sorted(pairs)} {sorted(tied) if tied is not None else ''}"
-        return self.memo(key, lambda: self._consumer_read(cls, pairs, depth, tied))
+        ranked, nested = self.memo(f"consumer {cls} {depth} {sorted(pairs)}",
+                                   lambda: self._consumer_hits(cls, pairs))
+        kept = [r for r in ranked if tied is None or r[1].cls in tied]
+        if kept:
+            hit = min(kept, key=lambda r: r[0])[1]
+            found = self._reader(hit)
+            callee = self._callee(hit).replace("_", " ")  # ``invoke_fused_moe_kernel``: words
+            return dataclasses.replace(found, kind=ReaderKind.KERNEL_CALL) \
+                if _KERNEL_CALL.search(callee) else found
+        if depth >= PROPERTY_DEPTH or not nested:
+            return None
+        return self.consumer_read(cls, (("self", p) for p in sorted(nested)), depth + 1, tied)
 
-    def _consumer_read(self, cls: str, pairs: dict[tuple[str, str], None],
-                       depth: int, tied: frozenset[str] | None) -> Reader | None:
+    def _consumer_hits(self, cls: str, pairs: dict[tuple[str, str], None]
+                       ) -> tuple[list[tuple[tuple[bool, int, int], _Hit]], list[str]]:
+        """The ranked candidate reads of :meth:`consumer_read` (every class of the family)
+        and the properties that read one of ``pairs`` (followed next), in sorted order."""
         family = self.family(cls)
         self.prefetch([name for _, name in pairs])
         ranked: list[tuple[tuple[bool, int, int], _Hit]] = []
@@ -480,17 +492,9 @@ class ReaderIndex:
                     if ("self", hit.in_property) not in pairs:
                         nested.add(hit.in_property)
                     continue
-                if not self._weak(hit) and (tied is None or hit.cls in tied):
+                if not self._weak(hit):
                     ranked.append(((not self._argument(hit), -len(self.family(hit.cls)), n), hit))
-        if ranked:
-            hit = min(ranked, key=lambda r: r[0])[1]
-            found = self._reader(hit)
-            callee = self._callee(hit).replace("_", " ")  # ``invoke_fused_moe_kernel``: words
-            return dataclasses.replace(found, kind=ReaderKind.KERNEL_CALL) \
-                if _KERNEL_CALL.search(callee) else found
-        if depth >= PROPERTY_DEPTH or not nested:
-            return None
-        return self.consumer_read(cls, (("self", p) for p in sorted(nested)), depth + 1, tied)
+        return ranked, sorted(nested)
 
     def _argument(self, hit: _Hit) -> bool:
         """Whether the read sits inside the brackets of a call (an argument handed on)."""
