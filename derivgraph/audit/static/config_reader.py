@@ -9,7 +9,9 @@ reader named for such a finding is that read in the class that keeps the config'
 the most subclasses (the base every consumer shares), of the first field the builder fills from
 a weight (``w1_scale=layer.w13_weight_scale``, or a local of the builder bound to one) that the
 keeper reads, followed, when it is an accessor property, to the call that consumes it
-(:meth:`.readers.ReaderIndex.accessor_read`); the weight named for the finding is that field's
+(:meth:`.readers.ReaderIndex.accessor_read`) among the classes tied to the config's
+construction (:func:`construction_classes`: those the module building the config defines or
+imports; none tied: the accessor is kept); the weight named for the finding is that field's
 (the first weight field's when the keeper reads none).
 
 A builder is not the reader of what it puts into its config: :func:`built_reader` follows a
@@ -28,7 +30,7 @@ from derivgraph.audit.static.computed_after_load import computed_weight, preferr
 from derivgraph.audit.static.def_text import def_text
 from derivgraph.audit.static.readers import Reader, ReaderIndex, derives_from
 
-__all__ = ["ConfigEvidence", "built_reader", "config_reader"]
+__all__ = ["ConfigEvidence", "built_reader", "config_reader", "construction_classes"]
 
 _CALLEE = re.compile(r"^\s*(?:self\.)?([A-Za-z_]\w*)\s*\(")
 _KEYWORD = re.compile(r"(?<![=!<>\w])([a-z_]\w*)[ \t]*=(?!=)[ \t]*([^,\n]+)")
@@ -37,6 +39,8 @@ _NAMED_GETATTR = re.compile(
 """``getattr(layer, f"w13_{self.weight_scale_name}")``: read as ``layer.w13_weight_scale`` (a
 ``*_name`` attribute holds the name of the attribute it stands for)."""
 _RETURNS = re.compile(r"->\s*[\"']?(?:Optional\[)?([A-Z]\w*)")
+_IMPORTED = re.compile(r"\bimport[ \t]*(?:\(([^)]*)\)|([\w, \t]+))")
+_CLASS_NAME = re.compile(r"\b([A-Z]\w*)\b")
 
 
 class ConfigEvidence(NamedTuple):
@@ -90,7 +94,9 @@ def config_reader(index: ReaderIndex, expr: str, text: str, cls: str | None,
     if kinds not in keepers:
         keepers[kinds] = _keeper(index.files, kinds, family)
     keeper = keepers[kinds]
-    reads = ((index.accessor_read(*keeper, field), weight) for field, weight in fields) \
+    tied = construction_classes(index, name if not expr.lstrip().startswith("self.")
+                                and not name[:1].isupper() else _building_function(builder), text)
+    reads = ((index.accessor_read(*keeper, field, tied), weight) for field, weight in fields) \
         if keeper else ()
     return next((ConfigEvidence(r, weight) for r, weight in reads if r is not None),
                 ConfigEvidence(None, fields[0][1]))
@@ -131,7 +137,74 @@ def built_reader(index: ReaderIndex, text: str, cls: str | None, function: str, 
     keeper = keepers[kinds]
     if keeper is None:
         return None
-    return next((r for f in fields if (r := index.accessor_read(*keeper, f)) is not None), None)
+    tied = construction_classes(index, _building_function(builder), text)
+    return next((r for f in fields if (r := index.accessor_read(*keeper, f, tied)) is not None),
+                None)
+
+
+def construction_classes(index: ReaderIndex, function: str, home: str) -> frozenset[str]:
+    """The classes the module that builds the config defines or imports (at any depth: a
+    backend selector imports its kernel classes inside its branches): the only consumers the
+    config can reach. That module defines the free function ``function`` the builder builds
+    the config with (the module the builder's file ``home`` imports it from); without one (a
+    constructor, a method), it is ``home`` itself. Empty when that module is not scanned (the
+    consumer cannot be tied to the construction: the accessor is kept)."""
+    if not function or re.search(rf"^def[ \t]+{re.escape(function)}\(", home, re.M):
+        return index.memo(f"construction home {hash(home)}", lambda: _module_classes(home))
+    return _module_classes(_defining_module(index, function, home))
+
+
+def _defining_module(index: ReaderIndex, function: str, home: str) -> str:
+    """The text of the scanned module ``home`` imports ``function`` from (``from a.b import
+    function``, also inside a function or a bracketed list), or "" (not found, not scanned)."""
+    for m in re.finditer(r"\bfrom[ \t]+([\w.]+)[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)", home):
+        if re.search(rf"\b{re.escape(function)}\b", m.group(2)):
+            return _module_text(index, "/" + m.group(1).replace(".", "/") + ".py")
+    return ""
+
+
+def _module_text(index: ReaderIndex, tail: str) -> str:
+    """The text of the scanned file whose path ends with ``tail`` ("" when none)."""
+    return index.memo(f"module {tail}", lambda: next(
+        (t for shown, t in index.files if f"/{shown}".endswith(tail)), ""))
+
+
+def _module_classes(text: str) -> frozenset[str]:
+    """The class names a module's text defines or imports (its kernels' candidates)."""
+    names = {n for m in _IMPORTED.finditer(text) for n in _CLASS_NAME.findall(m.group(1)
+                                                                             or m.group(2))}
+    names.update(re.findall(r"^class[ \t]+(\w+)", text, re.M))
+    return frozenset(names)
+
+
+def _building_function(builder: str) -> str:
+    """The free function that builds the config a builder returns: the one every ``return``
+    calls (:func:`_returned_function`), or the one that binds the local every ``return`` hands
+    back (``quant_config = make_fp8_moe_quant_config(...)`` ... ``return quant_config``)."""
+    name = _returned_function(builder)
+    if name and re.search(rf"^[ \t]+return[ \t]+{name}\(", builder, re.M):
+        return name
+    returned = set(re.findall(r"^[ \t]+return[ \t]+(\w+)[ \t]*$", builder, re.M))
+    if len(returned) != 1:
+        return ""
+    (local,) = returned
+    bound = re.search(rf"^[ \t]+{local}[ \t]*(?::[^=\n]*)?=[ \t]*([a-z_]\w*)\(", builder, re.M)
+    return bound.group(1) if bound and not re.search(
+        rf"^[ \t]*def[ \t]+{bound.group(1)}\(", builder, re.M) else ""
+
+
+def _returned_function(builder: str) -> str:
+    """The free function every ``return`` of a builder calls (``return
+    make_nvfp4_moe_quant_config(...)``: the builder of the config), or "" (several, a method,
+    a constructor, or a function nested in the builder)."""
+    called = {m.group(1) for m in re.finditer(r"^[ \t]+return[ \t]+([\w.]+)", builder, re.M)}
+    if len(called) != 1:
+        return ""
+    (name,) = called
+    if not re.fullmatch(r"[a-z_]\w*", name) or re.search(rf"^[ \t]*def[ \t]+{name}\(",
+                                                         builder, re.M):
+        return ""
+    return name
 
 
 def _method_text(text: str, cls: str | None, name: str) -> str:
@@ -188,12 +261,8 @@ def _returned_call(builder: str) -> str:
 def _wrapped_helper(index: ReaderIndex, builder: str) -> str:
     """The text of the function of another file that the builder wraps (every ``return`` of
     the builder calls it: ``return get_humming_moe_quant_config(layer, ...)``), or ""."""
-    called = {m.group(1) for m in re.finditer(r"^[ \t]+return[ \t]+([\w.]+)", builder, re.M)}
-    if len(called) != 1:
-        return ""
-    (name,) = called
-    if not re.fullmatch(r"[a-z_]\w*", name) or re.search(rf"^[ \t]*def[ \t]+{name}\(",
-                                                         builder, re.M):
+    name = _returned_function(builder)
+    if not name:
         return ""  # a method, a constructor or a nested function of the builder
     return next((d for _, t in index.files if f"def {name}(" in t
                  for d in [def_text(t, name, "")] if d), "")

@@ -76,6 +76,9 @@ _WEAK_READ = re.compile(r"^assert\b|\bis (?:not )?None\b")
 _META_READ = re.compile(r"\.(?:device|dtype|shape|ndim|is_cuda)\b|\.(?:size|numel|dim)\(")
 _NONE_TEST = re.compile(r"[ \t]*(?:is(?:[ \t]+not)?|[!=]=)[ \t]*None\b")
 _CONDITION = re.compile(r"(?:assert|if|elif|while)\b")
+_WARM_UP = re.compile(r"warm|compile|autotune|profil|dummy", re.I)
+"""A function that runs a kernel once to prepare it (warm-up, compile, autotune, profile):
+its read ranks after a read on the serving path (``forward``, ``apply``, ``run``)."""
 """A read that only checks presence (an ``assert``, an ``is None`` test): a later read of the
 same builder is quoted instead."""
 _UNPACK_TARGETS = re.compile(r"[ \t]*[\w.]+(?:[ \t]*,[ \t]*[\w.]+)+[ \t]*,?[ \t]*=(?!=)")
@@ -397,10 +400,11 @@ class ReaderIndex:
 
     def _best(self, ranked: list[tuple[tuple[int, int], int, _Hit]]) -> _Hit:
         """The read that shows who consumes the value: the nearest to the store (the storing
-        class family, then its file, then anywhere; a method before a closure nested in one),
-        and among those the first that passes the value on; a presence or metadata check
+        class family, then its file, then anywhere; a method before a closure nested in one;
+        the serving path before a warm-up or compile function, :func:`_warm_up`), and among
+        those the first that passes the value on; a presence or metadata check
         (:meth:`_weak`) only when no other read exists."""
-        ranked.sort(key=lambda r: r[:2])
+        ranked.sort(key=lambda r: (r[0], _warm_up(r[2]), r[1]))
         return next((hit for _, _, hit in ranked if not self._weak(hit)), ranked[0][2])
 
     def _weak(self, hit: _Hit) -> bool:
@@ -419,11 +423,13 @@ class ReaderIndex:
         return bool(chain) and start < hit.pos and re.match(
             rf"{re.escape(chain)}[ \t]*(?:[-+*/@%&|^]|//)?=(?!=)", text[start:hit.pos]) is not None
 
-    def accessor_read(self, cls: str, holder: str, field: str) -> Reader | None:
+    def accessor_read(self, cls: str, holder: str, field: str,
+                      tied: frozenset[str] | None = None) -> Reader | None:
         """The read of ``self.<holder>.<field>`` by code of class ``cls`` that runs after
         loading (a check only when nothing else); a read in an accessor property's body
         (``return self.quant_config.w1_scale``) is followed to the call that consumes it
-        (:meth:`consumer_read`), and kept only when no such call exists."""
+        (:meth:`consumer_read`, among the classes ``tied`` to the config's construction when
+        given), and kept only when no such call exists."""
         self.prefetch([field])
         hits = [h for h in self._hits.get(field, ()) if h.cls == cls
                 and h.receiver == f"self.{holder}" and self._after_load(h)]
@@ -432,8 +438,8 @@ class ReaderIndex:
         hit = next((h for h in hits if not self._weak(h)), hits[0])
         if hit.in_property is None:
             return self._reader(hit)
-        return self.consumer_read(cls, ((f"self.{holder}", field), ("self", hit.in_property))) \
-            or self._reader(hit)
+        return self.consumer_read(cls, ((f"self.{holder}", field), ("self", hit.in_property)),
+                                  tied=tied) or self._reader(hit)
 
     def accessors(self, classes: frozenset[str], receiver: str, name: str) -> list[str]:
         """The properties of ``classes`` whose body reads ``<receiver>.<name>``
@@ -443,22 +449,37 @@ class ReaderIndex:
                                   if h.in_property and h.cls in classes
                                   and h.receiver == receiver))
 
-    def consumer_read(self, cls: str, reads: Iterable[tuple[str, str]],
-                      depth: int = 0) -> Reader | None:
+    def consumer_read(self, cls: str, reads: Iterable[tuple[str, str]], depth: int = 0,
+                      tied: frozenset[str] | None = None) -> Reader | None:
         """The read after load, by a class of ``cls``'s family and outside accessor
         properties, of ``<receiver>.<name>`` for a ``(receiver, name)`` of ``reads`` (an
         accessor property read through ``self``, or the chain it returns) that hands the value
         to a call: the argument of a call before any other read, and among those the read of
         the class with the largest family (the consumer most subclasses inherit; ties: scan
-        order). A property reading one of them is followed to its own reads (up to
-        :data:`PROPERTY_DEPTH`). Presence and metadata checks never count. Memoized: every
-        config of one type asks the same question."""
+        order). With ``tied`` (the classes the module building the config selects or imports,
+        :func:`.config_reader.construction_classes`), only reads by those classes count: a
+        consumer the config never reaches is not named. A property reading one of them is
+        followed to its own reads (up to :data:`PROPERTY_DEPTH`). Presence and metadata checks
+        never count. The candidates are memoized (every config of one type asks the same
+        question); the tie only filters them."""
         pairs = dict.fromkeys(reads)
-        key = f"consumer {cls} {depth} {sorted(pairs)}"
-        return self.memo(key, lambda: self._consumer_read(cls, pairs, depth))
+        ranked, nested = self.memo(f"consumer {cls} {depth} {sorted(pairs)}",
+                                   lambda: self._consumer_hits(cls, pairs))
+        kept = [r for r in ranked if tied is None or r[1].cls in tied]
+        if kept:
+            hit = min(kept, key=lambda r: r[0])[1]
+            found = self._reader(hit)
+            callee = self._callee(hit).replace("_", " ")  # ``invoke_fused_moe_kernel``: words
+            return dataclasses.replace(found, kind=ReaderKind.KERNEL_CALL) \
+                if _KERNEL_CALL.search(callee) else found
+        if depth >= PROPERTY_DEPTH or not nested:
+            return None
+        return self.consumer_read(cls, (("self", p) for p in sorted(nested)), depth + 1, tied)
 
-    def _consumer_read(self, cls: str, pairs: dict[tuple[str, str], None],
-                       depth: int) -> Reader | None:
+    def _consumer_hits(self, cls: str, pairs: dict[tuple[str, str], None]
+                       ) -> tuple[list[tuple[tuple[bool, int, int], _Hit]], list[str]]:
+        """The ranked candidate reads of :meth:`consumer_read` (every class of the family)
+        and the properties that read one of ``pairs`` (followed next), in sorted order."""
         family = self.family(cls)
         self.prefetch([name for _, name in pairs])
         ranked: list[tuple[tuple[bool, int, int], _Hit]] = []
@@ -473,15 +494,7 @@ class ReaderIndex:
                     continue
                 if not self._weak(hit):
                     ranked.append(((not self._argument(hit), -len(self.family(hit.cls)), n), hit))
-        if ranked:
-            hit = min(ranked, key=lambda r: r[0])[1]
-            found = self._reader(hit)
-            callee = self._callee(hit).replace("_", " ")  # ``invoke_fused_moe_kernel``: words
-            return dataclasses.replace(found, kind=ReaderKind.KERNEL_CALL) \
-                if _KERNEL_CALL.search(callee) else found
-        if depth >= PROPERTY_DEPTH or not nested:
-            return None
-        return self.consumer_read(cls, (("self", p) for p in sorted(nested)), depth + 1)
+        return ranked, sorted(nested)
 
     def _argument(self, hit: _Hit) -> bool:
         """Whether the read sits inside the brackets of a call (an argument handed on)."""
@@ -553,6 +566,11 @@ class ReaderIndex:
                     and (root != "self" or hit.cls in family)):
                 return dataclasses.replace(self._reader(hit), kind=ReaderKind.FORWARD)
         return None
+
+
+def _warm_up(hit: _Hit) -> bool:
+    """Whether the read sits in a warm-up, compile or profiling function (:data:`_WARM_UP`)."""
+    return any(_WARM_UP.search(f) for f in hit.funcs)
 
 
 def escapes(function_text: str, name: str) -> bool:

@@ -425,10 +425,13 @@ def test_a_config_names_a_loaded_field_before_a_constructor_constant():
     # the w1 accessor is followed to the consumer's call; nothing calls with the w2 one
     w1 = _line_of(keeper, "return ops.grouped_moe(x, self.w1_scale)")
     w2 = _line_of(keeper, "return self.quant_config.w2_scale")
+    accessor = _line_of(keeper, "return self.quant_config.w1_scale")
     assert _loaded_findings() == {
         # the builder wraps a helper of another file: the helper's weight field, not the
-        # builder's own keyword (the layer's constructor constant ``swiglu_alpha``)
-        "wrapped_config": ("layer.w13_weight_scale", w1),
+        # builder's own keyword (the layer's constructor constant ``swiglu_alpha``); the
+        # helper is imported from nowhere and its file imports no experts, so no consumer is
+        # tied to the construction and the accessor is kept (evid25)
+        "wrapped_config": ("layer.w13_weight_scale", accessor),
         # ``getattr(layer, "x", None)`` is read whole, not cut at its first comma
         "defaulted_config": ("layer.w13_weight_scale", w1),
         # the constant field comes first in the call and the keeper reads it, yet the weight

@@ -66,6 +66,9 @@ def test_canary_without_the_ranking_an_other_read_is_named(monkeypatch, patch, m
         monkeypatch.setattr(ReaderIndex, "_weak", lambda self, hit: False)
     elif patch == "scope":
         monkeypatch.setattr(readers, "_scope", lambda *args: (0, 0))
+        # the warm-up ranking (evid25) alone also keeps ``w_rd_blocked``'s compile closure
+        # last: off too, so that this canary still shows what the scope ranking does
+        monkeypatch.setattr(readers, "_warm_up", lambda hit: False)
     else:
         monkeypatch.setattr(evidence, "config_reader", lambda *args: None)
     got = _readers()
@@ -131,10 +134,12 @@ def test_reader_agreement_on_the_fifth_outside_review_sample():
     # the five configs whose reader this review took to be the accessor property
     # FusedMoEExperts.w1_scale (modular_kernel.py:767) no longer agree: the eighth review's
     # judges refuse that accessor for the same sites (not the kernel call), and the audit now
-    # names the call that consumes it (triton_moe.py:442, test_static_consumer_reader.py);
-    # fp8.py:795 bias (11) now agrees (triton_moe.py:457, no longer the AITER MXFP4 path)
-    assert not agreed & ACCESSOR_ITEMS and 11 in agreed
+    # names the call that consumes it among the classes its construction ties (evid25,
+    # test_static_consumer_reader.py); where no consumer is tied (6, 9) the accessor is kept
+    # and agrees again; fp8.py:795 bias (11) agrees (triton_moe.py, not the AITER MXFP4 path)
+    assert agreed & ACCESSOR_ITEMS == UNTIED_ITEMS and 11 in agreed
 
 
-AFTER = 28  # 32 before the accessor was followed to its consumer: -5 accessor items, +1 (11)
+AFTER = 30  # 32 before the accessor was followed to its consumer: -3 tied items, +1 (11)
 ACCESSOR_ITEMS = {6, 7, 9, 13, 17}
+UNTIED_ITEMS = {6, 9}  # auto_awq.py:705, compressed_tensors_moe_wna16.py:363: accessor kept
