@@ -28,6 +28,7 @@ for command in "${commands[@]}"; do
   seconds=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.0f}')" \
             "$start" "$(date +%s.%N)")
   tail -n 3 "$work/log.txt"
+  grep -E '^(FAILED|ERROR) ' "$work/log.txt"   # every failing test by name, not only the last ones
   results+=("$(printf '%6s s  exit %s  %s' "$seconds" "$rc" "$command")")
   [ "$rc" -eq 0 ] || status=1
 done
