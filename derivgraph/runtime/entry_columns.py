@@ -103,20 +103,14 @@ def entry_columns(tables: Sequence[InstanceTable], planned: dict[str, tuple[Entr
     for table in tables:
         for k, template in enumerate(table.template):
             first = planned.get(template)
-            if first is None or not _allocated_attribute(*first):
+            if first is None:
                 continue
             ids = table.column(k)
-            rows = list(map(planned.get, ids))
-            if None in rows:
-                continue
-            entries = [e for e, _ in rows]
+            rows = [first, *map(planned.get, ids)]
             name = first[0].node.decl.name
-            if not all(map(isinstance, [x for _, x in rows], repeat(torch.Tensor))) \
-                    or any(map(_adopted, entries)) \
-                    or set(map(_kind, entries)) != {TensorKind.ATTRIBUTE} \
-                    or set(map(_slot, entries)) != {Slot.ATTRIBUTE} \
-                    or set(map(_name, entries)) != {name}:
+            if None in rows or not _allocated_attributes(rows, name):
                 continue
+            entries = [e for e, _ in rows[1:]]
             found = owners.owners(list(map(_owner_path, entries)))
             if _fresh_on_modules(found, name):
                 out.append(EntryColumn(template, name, ids, entries, found))
@@ -128,9 +122,15 @@ _kind, _name = operator.attrgetter("node.kind"), operator.attrgetter("node.decl.
 _owner_path = operator.attrgetter("node.owner_path")
 
 
-def _allocated_attribute(entry: Entry, extra: Any) -> bool:
-    return isinstance(extra, torch.Tensor) and not entry.adopted \
-        and entry.node.kind is TensorKind.ATTRIBUTE and entry.slot is Slot.ATTRIBUTE
+def _allocated_attributes(rows: list[tuple[Entry, Any]], name: str) -> bool:
+    """Every row's entry is allocated (its extra a tensor, not adopted) as an attribute named
+    ``name`` in an attribute slot: each fact one C-level sweep."""
+    entries = [e for e, _ in rows]
+    return all(map(isinstance, [x for _, x in rows], repeat(torch.Tensor))) \
+        and not any(map(_adopted, entries)) \
+        and set(map(_kind, entries)) == {TensorKind.ATTRIBUTE} \
+        and set(map(_slot, entries)) == {Slot.ATTRIBUTE} \
+        and set(map(_name, entries)) == {name}
 
 
 def _fresh_on_modules(owners: list[Any], name: str) -> bool:
