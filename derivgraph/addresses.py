@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["AVAILABLE", "Addresses", "AtAddresses", "SharedWords", "addresses", "addresses_equal"]
+__all__ = ["AVAILABLE", "Addresses", "AtAddresses", "addresses", "addresses_equal"]
 
 logger = logging.getLogger(__name__)
 
@@ -193,7 +193,7 @@ class AtAddresses:
     keep the startup storages alive (the guard restores them); ``False`` keeps none (an
     engine's dropped weights are freed)."""
 
-    __slots__ = ("tensors", "ptrs", "words", "vouched", "_indices", "_hold", "_taken")
+    __slots__ = ("tensors", "ptrs", "words", "_indices", "_hold", "_taken")
 
     def __init__(self, tensors: Sequence[Any], ptrs: Sequence[int], *, hold: bool = False):
         self.tensors = list(tensors)
@@ -202,17 +202,12 @@ class AtAddresses:
         self._indices = list(range(len(self.ptrs)))
         self._hold = hold
         self._taken = False
-        self.vouched = False  # a SharedWords read proved these words: the next check is free
 
     def __len__(self) -> int:
         return len(self.tensors)
 
     def intact(self) -> bool:
-        """Every tensor at its expected data address (see the class docstring); the first check
-        after a :meth:`SharedWords.read` that proved every word of its members reads nothing."""
-        if self.vouched:
-            self.vouched = False
-            return True
+        """Every tensor at its expected data address (see the class docstring)."""
         words = self.words
         if words is not None and words.kept():
             return True
@@ -222,58 +217,3 @@ class AtAddresses:
             self.words = addresses(self.tensors, hold=self._hold)
             self._taken = True
         return True
-
-
-class SharedWords:
-    """The storage words of several :class:`AtAddresses` (the guard's startup tensors, the
-    plan's sources and its re-pointable derived tensors) read in one gather, once the engine's
-    step is done, for every member to consume.
-
-    :meth:`read` gathers every member's proven words at once (the same words each member's own
-    check reads, in one :class:`Addresses` over all their tensors). When every word is as the
-    members took it, each member is *vouched*: its next :meth:`AtAddresses.intact` returns True
-    without reading (once: a later check reads its own words again). Any word that moved vouches
-    for no member (each checks itself, as without sharing). :meth:`close` withdraws what is left
-    unconsumed; the caller reads right after the engine's step and closes when its checks are
-    done, and between the two nothing may point a member's tensor elsewhere (the plan's refill
-    and the guard's restore only point tensors back at their startup storage).
-    """
-
-    __slots__ = ("members", "words", "_key")
-
-    def __init__(self, members: Sequence[AtAddresses], words: Addresses):
-        self.members = list(members)
-        self.words = words
-        self._key = tuple(map(id, self.members))
-
-    @classmethod
-    def of(cls, members: Sequence[AtAddresses | None],
-           previous: SharedWords | None = None) -> SharedWords | None:
-        """A shared read over the ``members`` whose words are taken (``previous`` when it
-        covers exactly those); None when fewer than two, or where their words no longer
-        read as each member took them (nothing proven now to share)."""
-        kept = [m for m in members if m is not None and m.words is not None]
-        if len(kept) < 2 or _LAYOUT is None:
-            return None
-        if previous is not None and previous._key == tuple(map(id, kept)):
-            return previous
-        try:
-            words = Addresses([t for m in kept for t in m.tensors], _LAYOUT, hold=False)
-        except (ValueError, OverflowError, RuntimeError) as error:
-            logger.debug("shared storage words not viewable here: %s", error)
-            return None
-        expected = (b"".join(m.words._expected[0] for m in kept),
-                    b"".join(m.words._expected[1] for m in kept))
-        return cls(kept, words) if words._expected == expected else None
-
-    def read(self) -> bool:
-        """One gather of every member's words; True (every member vouched) when none moved."""
-        kept = self.words.kept()
-        for m in self.members:
-            m.vouched = kept
-        return kept
-
-    def close(self) -> None:
-        """Withdraw every vouch not consumed yet."""
-        for m in self.members:
-            m.vouched = False

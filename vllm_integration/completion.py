@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from derivgraph import StrictReloadError
 from derivgraph.audit.runtime.spec_values import verify_spec_values
 from vllm_integration.config import env_flag
-from vllm_integration.guarding import check_folds, restore_guard, shared_words
+from vllm_integration.guarding import check_folds, restore_guard
 from vllm_integration.snapshot import AuditResult, compare
 
 if TYPE_CHECKING:
@@ -134,18 +134,6 @@ def complete(model: Any, state: Any, session: Any, mode: str, updated: Any) -> R
     ``updated()``: the dirty sources of an in-place update (None: every one)."""
     if mode == "off":
         return None
-    words = state.words = shared_words(state.plan, state.guard, getattr(state, "words", None))
-    if words is None:
-        return _complete(model, state, session, mode, updated)
-    words.read()  # the engine's step is done: the plan's and the guard's words, one gather
-    try:
-        return _complete(model, state, session, mode, updated)
-    finally:
-        words.close()
-
-
-def _complete(model: Any, state: Any, session: Any, mode: str, updated: Any) \
-        -> RunReport | None:
     plan, counters = state.plan, state.counters
     start = time.perf_counter()
     check_folds(plan, state.witness, mode)  # an engine that folds every load: strict raises

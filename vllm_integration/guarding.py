@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from derivgraph.addresses import SharedWords
 from derivgraph.guard import Guard, GuardReport
 from derivgraph.guard.refold import LoadWitness, check_refolds
 from vllm_integration.config import env_flag
@@ -29,8 +28,8 @@ if TYPE_CHECKING:
 
     from derivgraph import Plan
 
-__all__ = ["GUARD_ENV", "check_folds", "guard_enabled", "restore_guard", "shared_words",
-           "start_guard", "start_witness"]
+__all__ = ["GUARD_ENV", "check_folds", "guard_enabled", "restore_guard", "start_guard",
+           "start_witness"]
 
 logger = logging.getLogger(__name__)
 vllm_logger = logging.getLogger("vllm.derivgraph")
@@ -53,17 +52,6 @@ def start_guard(model: nn.Module, plan: Plan) -> Guard | None:
     logger.info("derivgraph: %s guard: %d undeclared tensor(s) kept at their startup storage "
                 "(%.3f s)", type(model).__name__, len(report.guarded), report.seconds)
     return guard
-
-
-def shared_words(plan: Plan, guard: Guard | None,
-                 previous: SharedWords | None) -> SharedWords | None:
-    """One read of the storage words the plan's run and the guard's restore check after a
-    reload (``previous`` when it still covers the same checks; None: each checks its own)."""
-    checks = getattr(plan, "address_checks", None)  # a plan-like object may have none
-    members = checks() if checks is not None else []
-    if guard is not None:
-        members.append(guard.address_check())
-    return SharedWords.of(members, previous)
 
 
 def start_witness(plan: Plan) -> LoadWitness | None:

@@ -106,7 +106,6 @@ class ModelState:
     guard: Any = None  # derivgraph.guard.Guard: every tensor the plan does not declare
     witness: Any = None  # derivgraph.guard.refold.LoadWitness: loaded values of fold sources
     dropped: list[Any] = field(default_factory=list)  # isolation.DroppedSpec, one per spec
-    words: Any = None  # derivgraph.addresses.SharedWords: the run's and the guard's words
 
     def loadable(self, model: nn.Module) -> frozenset[str]:
         if self.tensor_paths is None:

@@ -296,11 +296,6 @@ class Guard:
             if ptr != was and (id(entry.tensor), 0) not in actions:
                 self._decide(entry, None, None, entry.paths[0], actions, report, None)
 
-    def address_check(self) -> AtAddresses:
-        """The startup tensors' address check (for a :class:`~derivgraph.addresses.SharedWords`
-        read)."""
-        return self._at
-
     def storage_kept(self) -> bool:
         """Every startup tensor still points at its startup storage
         (:meth:`AtAddresses.intact <derivgraph.addresses.AtAddresses.intact>`)."""

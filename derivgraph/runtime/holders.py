@@ -154,10 +154,6 @@ class Holders:
         self._sources_checked = report
         return True
 
-    def source_addresses(self) -> AtAddresses | None:
-        """The sources' address check (None until the first source check builds it)."""
-        return self._source_checks[2] if self._source_checks is not None else None
-
     def _sources_held(self, checks: tuple[list[Any], list[str], AtAddresses]) -> bool:
         """Every source's holder holds the bound source: one identity sweep, or only the
         holders in the dicts whose version tag moved (then the tags are settled)."""

@@ -32,7 +32,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from derivgraph.addresses import AtAddresses
 from derivgraph.compiler.codegen import Program
 from derivgraph.compiler.fold import FoldSet
 from derivgraph.compiler.graph import DerivedGraph
@@ -163,11 +162,6 @@ class Plan:
         """Every node's value computed eagerly, one op at a time (the reference for tests)."""
         with torch.no_grad():
             return EagerInterpreter(self.graph).run()
-
-    def address_checks(self) -> list[AtAddresses | None]:
-        """The storage-address checks a run makes (the sources', the re-pointable derived
-        tensors'): for a :class:`~derivgraph.addresses.SharedWords` read (None: not built)."""
-        return [self.holders.source_addresses(), self.tensors.startup_addresses()]
 
     def moved(self) -> list[str]:
         """Bound tensors or sources whose holder now has another object or address."""
