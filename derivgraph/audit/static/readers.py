@@ -424,12 +424,14 @@ class ReaderIndex:
             rf"{re.escape(chain)}[ \t]*(?:[-+*/@%&|^]|//)?=(?!=)", text[start:hit.pos]) is not None
 
     def accessor_read(self, cls: str, holder: str, field: str,
-                      tied: frozenset[str] | None = None) -> Reader | None:
+                      tied: frozenset[str] | None = None,
+                      default: frozenset[str] = frozenset()) -> Reader | None:
         """The read of ``self.<holder>.<field>`` by code of class ``cls`` that runs after
         loading (a check only when nothing else); a read in an accessor property's body
         (``return self.quant_config.w1_scale``) is followed to the call that consumes it
         (:meth:`consumer_read`, among the classes ``tied`` to the config's construction when
-        given), and kept only when no such call exists."""
+        given, the one reading most of the ``default`` fields first), and kept only when no
+        such call exists."""
         self.prefetch([field])
         hits = [h for h in self._hits.get(field, ()) if h.cls == cls
                 and h.receiver == f"self.{holder}" and self._after_load(h)]
@@ -439,7 +441,7 @@ class ReaderIndex:
         if hit.in_property is None:
             return self._reader(hit)
         return self.consumer_read(cls, ((f"self.{holder}", field), ("self", hit.in_property)),
-                                  tied=tied) or self._reader(hit)
+                                  tied=tied, default=default, holder=holder) or self._reader(hit)
 
     def accessors(self, classes: frozenset[str], receiver: str, name: str) -> list[str]:
         """The properties of ``classes`` whose body reads ``<receiver>.<name>``
@@ -450,7 +452,8 @@ class ReaderIndex:
                                   and h.receiver == receiver))
 
     def consumer_read(self, cls: str, reads: Iterable[tuple[str, str]], depth: int = 0,
-                      tied: frozenset[str] | None = None) -> Reader | None:
+                      tied: frozenset[str] | None = None, default: frozenset[str] = frozenset(),
+                      holder: str = "") -> Reader | None:
         """The read after load, by a class of ``cls``'s family and outside accessor
         properties, of ``<receiver>.<name>`` for a ``(receiver, name)`` of ``reads`` (an
         accessor property read through ``self``, or the chain it returns) that hands the value
@@ -459,22 +462,40 @@ class ReaderIndex:
         order). With ``tied`` (the classes the module building the config selects or imports,
         :func:`.config_reader.construction_classes`), only reads by those classes count: a
         consumer the config never reaches is not named. A property reading one of them is
-        followed to its own reads (up to :data:`PROPERTY_DEPTH`). Presence and metadata checks
-        never count. The candidates are memoized (every config of one type asks the same
-        question); the tie only filters them."""
+        followed to its own reads (up to :data:`PROPERTY_DEPTH`). Among the tied classes the
+        one that reads most of the ``default`` fields (those the config's default construction
+        fills, through ``self`` or ``self.<holder>``: :meth:`coverage`) comes first. Presence
+        and metadata checks never count. The candidates are memoized (every config of one type
+        asks the same question); the tie only filters them."""
         pairs = dict.fromkeys(reads)
         ranked, nested = self.memo(f"consumer {cls} {depth} {sorted(pairs)}",
                                    lambda: self._consumer_hits(cls, pairs))
         kept = [r for r in ranked if tied is None or r[1].cls in tied]
         if kept:
-            hit = min(kept, key=lambda r: r[0])[1]
+            hit = min(kept, key=lambda r: (-self.coverage(r[1].cls, holder, default), r[0]))[1]
             found = self._reader(hit)
             callee = self._callee(hit).replace("_", " ")  # ``invoke_fused_moe_kernel``: words
             return dataclasses.replace(found, kind=ReaderKind.KERNEL_CALL) \
                 if _KERNEL_CALL.search(callee) else found
         if depth >= PROPERTY_DEPTH or not nested:
             return None
-        return self.consumer_read(cls, (("self", p) for p in sorted(nested)), depth + 1, tied)
+        return self.consumer_read(cls, (("self", p) for p in sorted(nested)), depth + 1, tied,
+                                  default, holder)
+
+    def coverage(self, cls: str | None, holder: str, fields: frozenset[str]) -> int:
+        """How many of ``fields`` class ``cls`` reads after load through ``self`` or
+        ``self.<holder>``, outside properties and checks (memoized)."""
+        if not fields or cls is None:
+            return 0
+
+        def count() -> int:
+            self.prefetch(fields)
+            receivers = ("self", f"self.{holder}")
+            return sum(any(h.cls == cls and h.receiver in receivers and h.in_property is None
+                           and self._after_load(h) and not self._weak(h)
+                           for h in self._hits.get(f, ())) for f in fields)
+
+        return self.memo(f"coverage {cls} {holder} {sorted(fields)}", count)
 
     def _consumer_hits(self, cls: str, pairs: dict[tuple[str, str], None]
                        ) -> tuple[list[tuple[tuple[bool, int, int], _Hit]], list[str]]:
