@@ -30,6 +30,7 @@ from derivgraph.audit.static.computed_after_load import computed_weight, preferr
 from derivgraph.audit.static.def_text import def_text
 from derivgraph.audit.static.readers import Reader, ReaderIndex, derives_from
 from derivgraph.audit.static.selection import (
+    Construction,
     default_fields,
     defining_module,
     module_classes,
@@ -58,12 +59,13 @@ class ConfigEvidence(NamedTuple):
 
 def config_reader(index: ReaderIndex, expr: str, text: str, cls: str | None,
                   family: Callable[[str], frozenset[str]],
-                  keepers: dict[frozenset[str], tuple[str, str] | None]) -> ConfigEvidence | None:
+                  keepers: dict[frozenset[str], tuple[str, str] | None],
+                  attr: str = "") -> ConfigEvidence | None:
     """The keeper's read of the stored config and the weight it holds (module docstring), or
     None when the config's type or a field filled from a weight is not found.
 
-    ``expr`` is the stored value, ``text`` the storing file's source, ``cls`` the storing
-    class; ``keepers`` caches the keeper found per set of type names."""
+    ``expr`` is the stored value (as ``self.<attr>``), ``text`` the storing file's source,
+    ``cls`` the storing class; ``keepers`` caches the keeper found per set of type names."""
     m = _CALLEE.match(expr)
     if m is None:
         return None
@@ -100,7 +102,7 @@ def config_reader(index: ReaderIndex, expr: str, text: str, cls: str | None,
     keeper = keepers[kinds]
     tied, default = _consumers(index, name if not expr.lstrip().startswith("self.")
                                and not name[:1].isupper() else _building_function(builder),
-                               text, cls)
+                               text, cls, attr)
     reads = ((index.accessor_read(*keeper, field, tied, default), weight)
              for field, weight in fields) if keeper else ()
     return next((ConfigEvidence(r, weight) for r, weight in reads if r is not None),
@@ -147,13 +149,15 @@ def built_reader(index: ReaderIndex, text: str, cls: str | None, function: str, 
                  if (r := index.accessor_read(*keeper, f, tied, default)) is not None), None)
 
 
-def _consumers(index: ReaderIndex, function: str, home: str,
-               cls: str | None) -> tuple[frozenset[str], frozenset[str]]:
-    """The classes a config built by ``function`` for class ``cls`` of ``home`` can reach (those
-    ``cls`` selects, :func:`.selection.selected_classes`, else those of the construction's
-    module, :func:`construction_classes`) and the fields its default construction fills
+def _consumers(index: ReaderIndex, function: str, home: str, cls: str | None,
+               attr: str = "") -> tuple[frozenset[str], Construction]:
+    """The classes a config built by ``function`` for class ``cls`` of ``home`` can reach
+    (those ``cls`` selects for the config it stores as ``attr``,
+    :func:`.selection.selected_classes`, else those of the construction's module,
+    :func:`construction_classes`) and the fields its default construction fills
     (:func:`.selection.default_fields`)."""
-    return (selected_classes(index, home, cls) or construction_classes(index, function, home),
+    return (selected_classes(index, home, cls, attr)
+            or construction_classes(index, function, home),
             default_fields(index, function, home))
 
 

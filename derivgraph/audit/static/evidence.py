@@ -320,7 +320,8 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
                                                               or reader.file != f.file):
         # a config: the weight its builder fills a field from, and, handed on elsewhere, where
         # the class keeping such configs reads that field
-        config = config_reader(index, f.expr, text, f.cls, family, keepers)
+        config = config_reader(index, f.expr, text, f.cls, family, keepers,
+                               f.attr if f.owner == "self" else "")
         if config is not None:
             held = None if weight else config.weight
             reader = config.reader if config.reader and reader.file != f.file else reader
@@ -342,6 +343,12 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
                                 "the layer's parameter, which a reload refills in place (stale "
                                 "only through a kernel-format reload after a layerwise one), or "
                                 "a product made with it, which a rerun moves")
+    if reader.unresolved:
+        f = dataclasses.replace(f, evidence=f"{f.evidence}; consumer not resolved: "
+                                f"{len(reader.unresolved)} experts classes its selector can "
+                                f"build fit it equally ({', '.join(reader.unresolved[:4])}"
+                                f"{', ...' if len(reader.unresolved) > 4 else ''}): the "
+                                "accessor they share is named")
     if reader.handed:
         return dataclasses.replace(f, evidence=f"{f.evidence}; handed on through "
                                    f"{' -> '.join(reader.handed)}")

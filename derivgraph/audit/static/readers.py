@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from derivgraph.audit.static.selection import NO_CONSTRUCTION, Construction
+
 __all__ = [
     "NOT_READERS",
     "PROPERTY_DEPTH",
@@ -104,6 +106,8 @@ class Reader:
     kind: ReaderKind
     text: str  # the reading line, stripped
     handed: tuple[str, ...] = ()  # the calls that hand the tensor on to the reading object
+    # an accessor named because its consumer is not resolved: the classes that fit equally
+    unresolved: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return f"{self.kind.value} {self.file}:{self.line} in {self.function}: {self.text}"
@@ -425,13 +429,13 @@ class ReaderIndex:
 
     def accessor_read(self, cls: str, holder: str, field: str,
                       tied: frozenset[str] | None = None,
-                      default: frozenset[str] = frozenset()) -> Reader | None:
+                      default: Construction = NO_CONSTRUCTION) -> Reader | None:
         """The read of ``self.<holder>.<field>`` by code of class ``cls`` that runs after
         loading (a check only when nothing else); a read in an accessor property's body
         (``return self.quant_config.w1_scale``) is followed to the call that consumes it
         (:meth:`consumer_read`, among the classes ``tied`` to the config's construction when
-        given, the one reading most of the ``default`` fields first), and kept only when no
-        such call exists."""
+        given, the one that best reads the ``default`` construction first), and kept only when
+        no such call exists."""
         self.prefetch([field])
         hits = [h for h in self._hits.get(field, ()) if h.cls == cls
                 and h.receiver == f"self.{holder}" and self._after_load(h)]
@@ -440,8 +444,13 @@ class ReaderIndex:
         hit = next((h for h in hits if not self._weak(h)), hits[0])
         if hit.in_property is None:
             return self._reader(hit)
-        return self.consumer_read(cls, ((f"self.{holder}", field), ("self", hit.in_property)),
-                                  tied=tied, default=default, holder=holder) or self._reader(hit)
+        ambiguous: list[str] = []
+        found = self.consumer_read(cls, ((f"self.{holder}", field), ("self", hit.in_property)),
+                                   tied=tied, default=default, holder=holder,
+                                   unresolved=ambiguous)
+        if found is not None:
+            return found
+        return dataclasses.replace(self._reader(hit), unresolved=tuple(ambiguous))
 
     def accessors(self, classes: frozenset[str], receiver: str, name: str) -> list[str]:
         """The properties of ``classes`` whose body reads ``<receiver>.<name>``
@@ -452,8 +461,9 @@ class ReaderIndex:
                                   and h.receiver == receiver))
 
     def consumer_read(self, cls: str, reads: Iterable[tuple[str, str]], depth: int = 0,
-                      tied: frozenset[str] | None = None, default: frozenset[str] = frozenset(),
-                      holder: str = "") -> Reader | None:
+                      tied: frozenset[str] | None = None,
+                      default: Construction = NO_CONSTRUCTION, holder: str = "",
+                      unresolved: list[str] | None = None) -> Reader | None:
         """The read after load, by a class of ``cls``'s family and outside accessor
         properties, of ``<receiver>.<name>`` for a ``(receiver, name)`` of ``reads`` (an
         accessor property read through ``self``, or the chain it returns) that hands the value
@@ -463,8 +473,9 @@ class ReaderIndex:
         :func:`.config_reader.construction_classes`), only reads by those classes count: a
         consumer the config never reaches is not named. A property reading one of them is
         followed to its own reads (up to :data:`PROPERTY_DEPTH`). Among the tied classes the
-        one that reads most of the ``default`` fields (those the config's default construction
-        fills, through ``self`` or ``self.<holder>``: :meth:`coverage`) comes first. Presence
+        one built for the config's ``default`` construction comes first (:meth:`coverage`);
+        when several tied classes fit it equally the consumer is not resolved: None, and their
+        names are added to ``unresolved``. Presence
         and metadata checks never count. The candidates are memoized (every config of one type
         asks the same question); the tie only filters them."""
         pairs = dict.fromkeys(reads)
@@ -472,7 +483,13 @@ class ReaderIndex:
                                    lambda: self._consumer_hits(cls, pairs))
         kept = [r for r in ranked if tied is None or r[1].cls in tied]
         if kept:
-            hit = min(kept, key=lambda r: (-self.coverage(r[1].cls, holder, default), r[0]))[1]
+            score = {c: self.coverage(c, holder, default) for c in {r[1].cls for r in kept}}
+            best = [c for c in sorted(score, key=str) if score[c] == max(score.values())]
+            if tied is not None and len(best) > 1:
+                if unresolved is not None:
+                    unresolved.extend(best)
+                return None
+            hit = min(kept, key=lambda r: (-score[r[1].cls], r[0]))[1]
             found = self._reader(hit)
             callee = self._callee(hit).replace("_", " ")  # ``invoke_fused_moe_kernel``: words
             return dataclasses.replace(found, kind=ReaderKind.KERNEL_CALL) \
@@ -480,22 +497,29 @@ class ReaderIndex:
         if depth >= PROPERTY_DEPTH or not nested:
             return None
         return self.consumer_read(cls, (("self", p) for p in sorted(nested)), depth + 1, tied,
-                                  default, holder)
+                                  default, holder, unresolved)
 
-    def coverage(self, cls: str | None, holder: str, fields: frozenset[str]) -> int:
-        """How many of ``fields`` class ``cls`` reads after load through ``self`` or
-        ``self.<holder>``, outside properties and checks (memoized)."""
-        if not fields or cls is None:
+    def coverage(self, cls: str | None, holder: str, default: Construction) -> int:
+        """How well class ``cls`` fits a config's default construction: the fields it fills
+        that ``cls`` reads after load through ``self`` or ``self.<holder>`` (outside
+        properties and checks), less the fields only the construction's other branches fill
+        that it reads (memoized)."""
+        if not default.filled or cls is None:
             return 0
 
         def count() -> int:
-            self.prefetch(fields)
+            self.prefetch(default.filled | default.foreign)
             receivers = ("self", f"self.{holder}")
-            return sum(any(h.cls == cls and h.receiver in receivers and h.in_property is None
-                           and self._after_load(h) and not self._weak(h)
-                           for h in self._hits.get(f, ())) for f in fields)
 
-        return self.memo(f"coverage {cls} {holder} {sorted(fields)}", count)
+            def reads(field: str) -> bool:
+                return any(h.cls == cls and h.receiver in receivers and h.in_property is None
+                           and self._after_load(h) and not self._weak(h)
+                           for h in self._hits.get(field, ()))
+
+            return sum(map(reads, default.filled)) - sum(map(reads, default.foreign))
+
+        return self.memo(f"coverage {cls} {holder} {sorted(default.filled)} "
+                         f"{sorted(default.foreign)}", count)
 
     def _consumer_hits(self, cls: str, pairs: dict[tuple[str, str], None]
                        ) -> tuple[list[tuple[tuple[bool, int, int], _Hit]], list[str]]:

@@ -17,14 +17,21 @@ function's fall-through ``return`` fills (the return reached when none of its ba
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from derivgraph.audit.static.def_text import def_text
 
 if TYPE_CHECKING:
     from derivgraph.audit.static.readers import ReaderIndex
 
-__all__ = ["default_fields", "defining_module", "module_classes", "selected_classes"]
+__all__ = [
+    "NO_CONSTRUCTION",
+    "Construction",
+    "default_fields",
+    "defining_module",
+    "module_classes",
+    "selected_classes",
+]
 
 _IMPORTED = re.compile(r"\bimport[ \t]*(?:\(([^)]*)\)|([\w, \t]+))")
 _CLASS_NAME = re.compile(r"\b([A-Z]\w*)\b")
@@ -70,10 +77,13 @@ def _returns_classes(module: str, function: str) -> bool:
     return "type[" in module[arrow:end if end > 0 else len(module)]
 
 
-def selected_classes(index: ReaderIndex, home: str, cls: str | None) -> frozenset[str]:
+def selected_classes(index: ReaderIndex, home: str, cls: str | None,
+                     attr: str = "") -> frozenset[str]:
     """The experts classes class ``cls`` of the storing file ``home`` selects (module
-    docstring): the classes defined or imported by the module of each free function it binds
-    an attribute from that is annotated to return classes, and the class names it binds that
+    docstring): a class named directly beside the stored config ``self.<attr>`` in a call it
+    hands the config to (``make_kernel(quant_config=self.<attr>, experts_cls=MarlinExperts)``);
+    else the classes defined or imported by the module of each free function it binds an
+    attribute from that is annotated to return classes, and the class names it binds that
     attribute to directly. Empty when it binds none."""
     if not cls:
         return frozenset()
@@ -84,50 +94,95 @@ def selected_classes(index: ReaderIndex, home: str, cls: str | None) -> frozense
             return frozenset()
         end = re.compile(r"^(?:class|def|@)", re.M).search(home, head.end())
         body = home[head.start():end.start() if end else len(home)]
-        attrs: set[str] = set()
+        named = _named_beside(body, attr) & module_classes(home) if attr else frozenset()
+        if named:
+            return named
+        bound: set[str] = set()
         names: set[str] = set()
         for m in _BINDS.finditer(body):
             module = defining_module(index, m.group(2), home)
             if module and _returns_classes(module, m.group(2)):
-                attrs.add(m.group(1))
+                bound.add(m.group(1))
                 names |= index.memo(f"module classes {hash(module)}",
                                     lambda text=module: module_classes(text))
-        for attr in attrs:
-            names.update(re.findall(rf"^[ \t]+self\.{attr}[ \t]*=[ \t]*([A-Z]\w*)[ \t]*$", body,
+        for held in bound:
+            names.update(re.findall(rf"^[ \t]+self\.{held}[ \t]*=[ \t]*([A-Z]\w*)[ \t]*$", body,
                                     re.M))
         return frozenset(names)
 
-    return index.memo(f"selected {hash(home)} {cls}", select)
+    return index.memo(f"selected {hash(home)} {cls} {attr}", select)
 
 
-def default_fields(index: ReaderIndex, function: str, home: str) -> frozenset[str]:
-    """The fields the fall-through ``return`` of the building function ``function`` fills
-    (``return make_config(g1_alphas=..., a1_gscale=...)`` at the function body's own indent,
-    after its ``if backend == ...: return ...`` branches), looked up in the module ``home``
-    imports it from (or ``home``); empty when there is none."""
+def _named_beside(body: str, attr: str) -> frozenset[str]:
+    """The capitalized names passed as keyword values (``experts_cls=MarlinExperts``) in the
+    calls of ``body`` that take ``self.<attr>`` as a keyword argument (the caller keeps those
+    its module defines or imports)."""
+    out: set[str] = set()
+    for m in re.finditer(rf"\w[ \t]*=[ \t]*self\.{re.escape(attr)}[ \t]*(?=[,)\n])", body):
+        start, depth = m.start(), 0
+        while start > 0 and depth >= 0:
+            start -= 1
+            depth += {")": 1, "(": -1}.get(body[start], 0)
+        if start <= 0:
+            continue
+        end = start + 1 + len(_top_level(body[start + 1:]).split(")", 1)[0])
+        out.update(re.findall(r"(?<![=!<>])=[ \t]*([A-Z]\w*)[ \t]*(?=[,\n)])",
+                              _top_level(body[start + 1:end])))
+    return frozenset(out)
+
+
+class Construction(NamedTuple):
+    """The fields of a config's default construction (``filled``: its building function's
+    fall-through ``return``) and those only its other branches fill (``foreign``): a class
+    built for another branch reads the latter."""
+
+    filled: frozenset[str] = frozenset()
+    foreign: frozenset[str] = frozenset()
+
+
+NO_CONSTRUCTION = Construction()
+"""No default construction known: every class reads it equally."""
+
+
+def default_fields(index: ReaderIndex, function: str, home: str) -> Construction:
+    """The :class:`Construction` of the building function ``function``: the fields its
+    fall-through ``return`` fills (``return make_config(g1_alphas=..., a1_gscale=...)`` at the
+    function body's own indent after its ``if backend == ...: return ...`` branches, or in its
+    final ``else:``) and those only its other ``return`` calls fill, looked up in the module
+    ``home`` imports it from (or ``home``); empty when there is no fall-through return."""
     if not function:
-        return frozenset()
+        return Construction()
 
-    def fields() -> frozenset[str]:
+    def fields() -> Construction:
         module = defining_module(index, function, home) or home
         body = def_text(module, function, "")
         first = re.search(r":[ \t]*\n(?:[ \t]*(?:#[^\n]*)?\n)*([ \t]+)\S", body)
         if first is None:
-            return frozenset()
+            return Construction()
         indent = first.group(1)
-        last = None
-        for m in re.finditer(rf"^{indent}return[ \t]+[\w.]+\(", body, re.M):
-            last = m
-        if last is None:
-            return frozenset()
-        end, depth = last.end(), 1
-        while end < len(body) and depth:
-            depth += {"(": 1, ")": -1}.get(body[end], 0)
-            end += 1
-        call = body[last.end():end - 1]
-        return frozenset(_KEYWORD_NAME.findall(_top_level(call)))
+        calls = [(m.start(), m.group(1), _call_keywords(body, m.end()))
+                 for m in re.finditer(r"^([ \t]+)return[ \t]+[\w.]+\(", body, re.M)]
+        last = [c for c in calls if c[1] == indent]
+        if not last:  # ``else: return ...`` as the function's last statement
+            tail = re.search(rf"^{indent}else[ \t]*:[ \t]*\n", body, re.M)
+            last = [c for c in calls if tail and c[0] > tail.start() and c[1] != indent
+                    and not re.search(rf"^{indent}\S", body[tail.end():], re.M)]
+        if not last:
+            return Construction()
+        filled = last[-1][2]
+        others = frozenset().union(*(c[2] for c in calls if c is not last[-1]))
+        return Construction(filled, others - filled)
 
     return index.memo(f"default fields {function} {hash(home)}", fields)
+
+
+def _call_keywords(body: str, start: int) -> frozenset[str]:
+    """The keyword names of the call whose argument list starts at ``start``."""
+    end, depth = start, 1
+    while end < len(body) and depth:
+        depth += {"(": 1, ")": -1}.get(body[end], 0)
+        end += 1
+    return frozenset(_KEYWORD_NAME.findall(_top_level(body[start:end - 1])))
 
 
 def _top_level(call: str) -> str:
