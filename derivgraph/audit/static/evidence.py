@@ -76,6 +76,7 @@ from derivgraph.audit.static.readers import (
     derives_from,
     escapes,
 )
+from derivgraph.audit.static.returned_lookup import returned_lookup
 from derivgraph.audit.static.semantics import Severity, Store
 from derivgraph.audit.static.tensor_free import tensor_free_builder
 
@@ -313,6 +314,8 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
                               f.attr, family, keepers, read=reader.text) or reader
     if reader is not None and f.owner == "self":
         reader = _sibling_reader(index, f, body, reader)
+    if reader is not None and "getattr(" in reader.text:  # a helper's lookup: its caller's use
+        reader = returned_lookup(index, reader)
     held = None  # a weight the config's builder hands on (``w1_scale=layer.w13_weight_scale``)
     if reader is None and f.owner == "self":  # handed to an object the class builds
         reader = handed_reader(index, f.cls, f.attr)

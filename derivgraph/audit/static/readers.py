@@ -358,6 +358,10 @@ class ReaderIndex:
             self._file_index = {display: i for i, (display, _) in enumerate(self.files)}
         return self._file_index.get(display)
 
+    def file_at(self, display: str) -> int | None:
+        """The index of the scanned file shown as ``display`` (None when not scanned)."""
+        return self._at(display)
+
     def text(self, display: str) -> str:
         """The text of the scanned file shown as ``display`` ("" when not scanned)."""
         at = self._at(display)
