@@ -125,9 +125,12 @@ def _named_beside(body: str, attr: str) -> frozenset[str]:
             depth += {")": 1, "(": -1}.get(body[start], 0)
         if start <= 0:
             continue
-        end = start + 1 + len(_top_level(body[start + 1:]).split(")", 1)[0])
-        out.update(re.findall(r"(?<![=!<>])=[ \t]*([A-Z]\w*)[ \t]*(?=[,\n)])",
-                              _top_level(body[start + 1:end])))
+        end, depth = start + 1, 0
+        while end < len(body) and depth >= 0:
+            depth += {"(": 1, ")": -1}.get(body[end], 0)
+            end += 1
+        out.update(re.findall(r"(?<![=!<>])=[ \t]*([A-Z]\w*)[ \t]*(?=[,\n]|$)",
+                              _top_level(body[start + 1:end - 1]), re.M))
     return frozenset(out)
 
 

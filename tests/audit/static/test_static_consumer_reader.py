@@ -80,8 +80,10 @@ def test_canary_without_the_sibling_the_descriptor_build_is_named(monkeypatch):
     assert _readers()["cn_weight"][0] == _marks("old reader")["cn_weight"]
 
 
-def test_canary_the_consumer_most_subclasses_inherit_is_named(tmp_path):
-    """Planted: the two subclasses inherit the narrow consumer instead; its call is named."""
+def test_an_untied_consumer_is_not_named_even_when_most_subclasses_inherit_it(tmp_path):
+    """Planted: the two subclasses inherit the narrow consumer, which the module building the
+    config neither defines nor imports (consumer_aux.py): the tied wide consumer is still named
+    (evid26: family size no longer decides; before, the narrow call was named)."""
     text = _CASE.path.read_text()
     planted = text.replace("class CnWideExpertsFp8(CnWideExperts)",
                            "class CnWideExpertsFp8(CnNarrowExperts)").replace(
@@ -90,10 +92,9 @@ def test_canary_the_consumer_most_subclasses_inherit_is_named(tmp_path):
     (tmp_path / _CASE.name).write_text(planted)
     aux = tmp_path / _FILES[1].name
     aux.write_text(_FILES[1].read_text())
-    narrow = _CASE.line("return ops.cn_narrow_moe(x, self.w1_scale, self.w2_cn_bias)")
-    got = _readers([tmp_path / _CASE.name, aux])
-    assert {a: got[a][0] for a in ("cn_config", "w13_cn_precision", "cn_bias")} == dict.fromkeys(
-        ("cn_config", "w13_cn_precision", "cn_bias"), narrow)
+    got, reads = _readers([tmp_path / _CASE.name, aux]), _marks("reads")
+    assert {a: got[a][0] for a in ("cn_config", "w13_cn_precision", "cn_bias")} == {
+        a: reads[a] for a in ("cn_config", "w13_cn_precision", "cn_bias")}
 
 
 def test_canary_a_read_that_hands_nothing_on_ranks_after_the_call(monkeypatch):
