@@ -445,7 +445,8 @@ class ReaderIndex:
                 and h.receiver == f"self.{holder}" and self._after_load(h)]
         if not hits:
             return None
-        hit = next((h for h in hits if not self._weak(h)), hits[0])
+        strong = [h for h in hits if not self._weak(h)] or hits
+        hit = next((h for h in strong if not _warm_up(h)), strong[0])
         if hit.in_property is None:
             return self._reader(hit)
         ambiguous: list[str] = []
@@ -477,7 +478,8 @@ class ReaderIndex:
         :func:`.config_reader.construction_classes`), only reads by those classes count: a
         consumer the config never reaches is not named. A property reading one of them is
         followed to its own reads (up to :data:`PROPERTY_DEPTH`). Among the tied classes the
-        one built for the config's ``default`` construction comes first (:meth:`coverage`);
+        one built for the config's ``default`` construction comes first (:meth:`coverage`),
+        then a serving read before a warm-up or compile one (:func:`_warm_up`);
         when several tied classes fit it equally the consumer is not resolved: None, and their
         names are added to ``unresolved``. Presence
         and metadata checks never count. The candidates are memoized (every config of one type
@@ -493,7 +495,7 @@ class ReaderIndex:
                 if unresolved is not None:
                     unresolved.extend(best)
                 return None
-            hit = min(kept, key=lambda r: (-score[r[1].cls], r[0]))[1]
+            hit = min(kept, key=lambda r: (-score[r[1].cls], _warm_up(r[1]), r[0]))[1]
             found = self._reader(hit)
             callee = self._callee(hit).replace("_", " ")  # ``invoke_fused_moe_kernel``: words
             return dataclasses.replace(found, kind=ReaderKind.KERNEL_CALL) \

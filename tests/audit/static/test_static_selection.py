@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from derivgraph.audit.static import config_reader, evidence, selection
+from derivgraph.audit.static import config_reader, evidence, readers, selection
 from derivgraph.audit.static.readers import ReaderIndex
 from derivgraph.audit.static.scan import scan
 from derivgraph.audit.static.semantics import Severity
@@ -63,6 +63,12 @@ def test_the_selected_default_consumer_is_named_and_the_old_reader_refused():
     assert "consumer not resolved: 2 experts classes" in found["sel_tie_config"].evidence
     assert "SelFullExperts, SelNarrowExperts" in found["sel_tie_config"].evidence
     assert "not resolved" not in found["sel_config"].evidence
+
+
+def test_canary_without_the_warm_up_ranking_the_consumers_compile_step_is_named(monkeypatch):
+    monkeypatch.setattr(readers, "_warm_up", lambda hit: False)
+    got = _lines(_findings())
+    assert got["sel_config"] == _marks("old reader")["sel_warm"]
 
 
 def test_canary_without_the_selector_the_building_modules_class_is_named(monkeypatch):
