@@ -24,6 +24,7 @@ from derivgraph.audit.static.readers import ReaderIndex
 from derivgraph.audit.static.scan import scan
 from derivgraph.audit.static.semantics import Severity
 from tests.audit.static.expectations import EVIDENCE_CORPUS, EvidenceCase
+from tests.audit.static.expectations import site as _site
 
 _CASE = EvidenceCase("consumer_cases.py")
 _FILES = [_CASE.path, EVIDENCE_CORPUS / "consumer_aux.py"]
@@ -151,18 +152,6 @@ def test_canary_without_the_warm_up_ranking_the_compile_step_is_named(monkeypatc
 # ---- the vLLM sites the outside judges named (vLLM 0.33.0) -----------------------------------
 
 _EXPERTS = "vllm/model_executor/layers/fused_moe/experts/"
-
-
-@pytest.fixture(scope="module")
-def vllm_report():
-    pytest.importorskip("vllm")
-    return scan(package="vllm")
-
-
-def _site(report, suffix: str, line: int, attr: str):
-    (f,) = [f for f in report.findings
-            if f.file.endswith(suffix) and f.line == line and f.attr == attr]
-    return f
 
 
 def test_vllm_moe_quant_configs_name_an_experts_kernel_the_construction_selects(vllm_report):

@@ -20,6 +20,7 @@ from derivgraph.audit.static.readers import ReaderIndex
 from derivgraph.audit.static.scan import scan
 from derivgraph.audit.static.semantics import Severity
 from tests.audit.static.expectations import EVIDENCE_CORPUS, EvidenceCase
+from tests.audit.static.expectations import site as _site
 
 _CASE = EvidenceCase("selection_cases.py")
 _FILES = [_CASE.path, EVIDENCE_CORPUS / "selection_select.py",
@@ -124,18 +125,6 @@ def test_default_fields_are_the_fall_through_return_and_foreign_the_other_branch
 # ---- the vLLM sites (vLLM 0.33.0) ---------------------------------------------------------
 
 _EXPERTS = "vllm/model_executor/layers/fused_moe/experts/"
-
-
-@pytest.fixture(scope="module")
-def vllm_report():
-    pytest.importorskip("vllm")
-    return scan(package="vllm")
-
-
-def _site(report, suffix: str, line: int, attr: str):
-    (f,) = [f for f in report.findings
-            if f.file.endswith(suffix) and f.line == line and f.attr == attr]
-    return f
 
 
 @pytest.mark.parametrize(("suffix", "line"), [
