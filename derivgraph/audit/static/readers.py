@@ -514,18 +514,25 @@ class ReaderIndex:
             return 0
 
         def count() -> int:
-            self.prefetch(default.filled | default.foreign)
-            receivers = ("self", f"self.{holder}")
-
             def reads(field: str) -> bool:
-                return any(h.cls == cls and h.receiver in receivers and h.in_property is None
-                           and self._after_load(h) and not self._weak(h)
-                           for h in self._hits.get(field, ()))
+                return cls in self._field_readers(field, holder)
 
             return sum(map(reads, default.filled)) - sum(map(reads, default.foreign))
 
         return self.memo(f"coverage {cls} {holder} {sorted(default.filled)} "
                          f"{sorted(default.foreign)}", count)
+
+    def _field_readers(self, field: str, holder: str) -> frozenset[str | None]:
+        """The classes that read ``field`` after load through ``self`` or ``self.<holder>``,
+        outside properties and checks (memoized: one pass over the field's reads)."""
+        def find() -> frozenset[str | None]:
+            self.prefetch([field])
+            receivers = ("self", f"self.{holder}")
+            return frozenset(h.cls for h in self._hits.get(field, ())
+                             if h.receiver in receivers and h.in_property is None
+                             and self._after_load(h) and not self._weak(h))
+
+        return self.memo(f"field readers {field} {holder}", find)
 
     def _consumer_hits(self, cls: str, pairs: dict[tuple[str, str], None]
                        ) -> tuple[list[tuple[tuple[bool, int, int], _Hit]], list[str]]:

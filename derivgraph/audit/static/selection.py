@@ -44,9 +44,12 @@ _KEYWORD_NAME = re.compile(r"(?<![=!<>\w.])([a-z_]\w*)[ \t]*=(?!=)")
 def defining_module(index: ReaderIndex, function: str, home: str) -> str:
     """The text of the scanned module ``home`` imports ``function`` from (``from a.b import
     function``, also inside a function or a bracketed list), or "" (not found, not scanned)."""
-    for m in re.finditer(r"\bfrom[ \t]+([\w.]+)[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)", home):
-        if re.search(rf"\b{re.escape(function)}\b", m.group(2)):
-            return module_text(index, "/" + m.group(1).replace(".", "/") + ".py")
+    imports = index.memo(f"imports {hash(home)}", lambda: [
+        (m.group(1), m.group(2)) for m in re.finditer(
+            r"\bfrom[ \t]+([\w.]+)[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)", home)])
+    for module, names in imports:
+        if re.search(rf"\b{re.escape(function)}\b", names):
+            return module_text(index, "/" + module.replace(".", "/") + ".py")
     return ""
 
 
@@ -94,7 +97,9 @@ def selected_classes(index: ReaderIndex, home: str, cls: str | None,
             return frozenset()
         end = re.compile(r"^(?:class|def|@)", re.M).search(home, head.end())
         body = home[head.start():end.start() if end else len(home)]
-        named = _named_beside(body, attr) & module_classes(home) if attr else frozenset()
+        named = _named_beside(body, attr) if attr else frozenset()
+        if named:  # only the names the storing module defines or imports are classes
+            named &= index.memo(f"module classes {hash(home)}", lambda: module_classes(home))
         if named:
             return named
         bound: set[str] = set()
