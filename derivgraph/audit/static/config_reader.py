@@ -29,6 +29,13 @@ from typing import NamedTuple
 from derivgraph.audit.static.computed_after_load import computed_weight, preferrer
 from derivgraph.audit.static.def_text import def_text
 from derivgraph.audit.static.readers import Reader, ReaderIndex, derives_from
+from derivgraph.audit.static.selection import (
+    Construction,
+    default_fields,
+    defining_module,
+    module_classes,
+    selected_classes,
+)
 
 __all__ = ["ConfigEvidence", "built_reader", "config_reader", "construction_classes"]
 
@@ -39,8 +46,6 @@ _NAMED_GETATTR = re.compile(
 """``getattr(layer, f"w13_{self.weight_scale_name}")``: read as ``layer.w13_weight_scale`` (a
 ``*_name`` attribute holds the name of the attribute it stands for)."""
 _RETURNS = re.compile(r"->\s*[\"']?(?:Optional\[)?([A-Z]\w*)")
-_IMPORTED = re.compile(r"\bimport[ \t]*(?:\(([^)]*)\)|([\w, \t]+))")
-_CLASS_NAME = re.compile(r"\b([A-Z]\w*)\b")
 
 
 class ConfigEvidence(NamedTuple):
@@ -54,12 +59,13 @@ class ConfigEvidence(NamedTuple):
 
 def config_reader(index: ReaderIndex, expr: str, text: str, cls: str | None,
                   family: Callable[[str], frozenset[str]],
-                  keepers: dict[frozenset[str], tuple[str, str] | None]) -> ConfigEvidence | None:
+                  keepers: dict[frozenset[str], tuple[str, str] | None],
+                  attr: str = "") -> ConfigEvidence | None:
     """The keeper's read of the stored config and the weight it holds (module docstring), or
     None when the config's type or a field filled from a weight is not found.
 
-    ``expr`` is the stored value, ``text`` the storing file's source, ``cls`` the storing
-    class; ``keepers`` caches the keeper found per set of type names."""
+    ``expr`` is the stored value (as ``self.<attr>``), ``text`` the storing file's source,
+    ``cls`` the storing class; ``keepers`` caches the keeper found per set of type names."""
     m = _CALLEE.match(expr)
     if m is None:
         return None
@@ -94,10 +100,11 @@ def config_reader(index: ReaderIndex, expr: str, text: str, cls: str | None,
     if kinds not in keepers:
         keepers[kinds] = _keeper(index.files, kinds, family)
     keeper = keepers[kinds]
-    tied = construction_classes(index, name if not expr.lstrip().startswith("self.")
-                                and not name[:1].isupper() else _building_function(builder), text)
-    reads = ((index.accessor_read(*keeper, field, tied), weight) for field, weight in fields) \
-        if keeper else ()
+    tied, default = _consumers(index, name if not expr.lstrip().startswith("self.")
+                               and not name[:1].isupper() else _building_function(builder),
+                               text, cls, attr)
+    reads = ((index.accessor_read(*keeper, field, tied, default), weight)
+             for field, weight in fields) if keeper else ()
     return next((ConfigEvidence(r, weight) for r, weight in reads if r is not None),
                 ConfigEvidence(None, fields[0][1]))
 
@@ -137,9 +144,21 @@ def built_reader(index: ReaderIndex, text: str, cls: str | None, function: str, 
     keeper = keepers[kinds]
     if keeper is None:
         return None
-    tied = construction_classes(index, _building_function(builder), text)
-    return next((r for f in fields if (r := index.accessor_read(*keeper, f, tied)) is not None),
-                None)
+    tied, default = _consumers(index, _building_function(builder), text, cls)
+    return next((r for f in fields
+                 if (r := index.accessor_read(*keeper, f, tied, default)) is not None), None)
+
+
+def _consumers(index: ReaderIndex, function: str, home: str, cls: str | None,
+               attr: str = "") -> tuple[frozenset[str], Construction]:
+    """The classes a config built by ``function`` for class ``cls`` of ``home`` can reach
+    (those ``cls`` selects for the config it stores as ``attr``,
+    :func:`.selection.selected_classes`, else those of the construction's module,
+    :func:`construction_classes`) and the fields its default construction fills
+    (:func:`.selection.default_fields`)."""
+    return (selected_classes(index, home, cls, attr)
+            or construction_classes(index, function, home),
+            default_fields(index, function, home))
 
 
 def construction_classes(index: ReaderIndex, function: str, home: str) -> frozenset[str]:
@@ -150,31 +169,8 @@ def construction_classes(index: ReaderIndex, function: str, home: str) -> frozen
     constructor, a method), it is ``home`` itself. Empty when that module is not scanned (the
     consumer cannot be tied to the construction: the accessor is kept)."""
     if not function or re.search(rf"^def[ \t]+{re.escape(function)}\(", home, re.M):
-        return index.memo(f"construction home {hash(home)}", lambda: _module_classes(home))
-    return _module_classes(_defining_module(index, function, home))
-
-
-def _defining_module(index: ReaderIndex, function: str, home: str) -> str:
-    """The text of the scanned module ``home`` imports ``function`` from (``from a.b import
-    function``, also inside a function or a bracketed list), or "" (not found, not scanned)."""
-    for m in re.finditer(r"\bfrom[ \t]+([\w.]+)[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)", home):
-        if re.search(rf"\b{re.escape(function)}\b", m.group(2)):
-            return _module_text(index, "/" + m.group(1).replace(".", "/") + ".py")
-    return ""
-
-
-def _module_text(index: ReaderIndex, tail: str) -> str:
-    """The text of the scanned file whose path ends with ``tail`` ("" when none)."""
-    return index.memo(f"module {tail}", lambda: next(
-        (t for shown, t in index.files if f"/{shown}".endswith(tail)), ""))
-
-
-def _module_classes(text: str) -> frozenset[str]:
-    """The class names a module's text defines or imports (its kernels' candidates)."""
-    names = {n for m in _IMPORTED.finditer(text) for n in _CLASS_NAME.findall(m.group(1)
-                                                                             or m.group(2))}
-    names.update(re.findall(r"^class[ \t]+(\w+)", text, re.M))
-    return frozenset(names)
+        return index.memo(f"construction home {hash(home)}", lambda: module_classes(home))
+    return module_classes(defining_module(index, function, home))
 
 
 def _building_function(builder: str) -> str:

@@ -76,6 +76,7 @@ from derivgraph.audit.static.readers import (
     derives_from,
     escapes,
 )
+from derivgraph.audit.static.returned_lookup import returned_lookup
 from derivgraph.audit.static.semantics import Severity, Store
 from derivgraph.audit.static.tensor_free import tensor_free_builder
 
@@ -313,6 +314,8 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
                               f.attr, family, keepers, read=reader.text) or reader
     if reader is not None and f.owner == "self":
         reader = _sibling_reader(index, f, body, reader)
+    if reader is not None and "getattr(" in reader.text:  # a helper's lookup: its caller's use
+        reader = returned_lookup(index, reader)
     held = None  # a weight the config's builder hands on (``w1_scale=layer.w13_weight_scale``)
     if reader is None and f.owner == "self":  # handed to an object the class builds
         reader = handed_reader(index, f.cls, f.attr)
@@ -320,7 +323,8 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
                                                               or reader.file != f.file):
         # a config: the weight its builder fills a field from, and, handed on elsewhere, where
         # the class keeping such configs reads that field
-        config = config_reader(index, f.expr, text, f.cls, family, keepers)
+        config = config_reader(index, f.expr, text, f.cls, family, keepers,
+                               f.attr if f.owner == "self" else "")
         if config is not None:
             held = None if weight else config.weight
             reader = config.reader if config.reader and reader.file != f.file else reader
@@ -342,6 +346,12 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
                                 "the layer's parameter, which a reload refills in place (stale "
                                 "only through a kernel-format reload after a layerwise one), or "
                                 "a product made with it, which a rerun moves")
+    if reader.unresolved:
+        f = dataclasses.replace(f, evidence=f"{f.evidence}; consumer not resolved: "
+                                f"{len(reader.unresolved)} experts classes its selector can "
+                                f"build fit it equally ({', '.join(reader.unresolved[:4])}"
+                                f"{', ...' if len(reader.unresolved) > 4 else ''}): the "
+                                "accessor they share is named")
     if reader.handed:
         return dataclasses.replace(f, evidence=f"{f.evidence}; handed on through "
                                    f"{' -> '.join(reader.handed)}")

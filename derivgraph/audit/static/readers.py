@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from derivgraph.audit.static.selection import NO_CONSTRUCTION, Construction
+
 __all__ = [
     "NOT_READERS",
     "PROPERTY_DEPTH",
@@ -104,6 +106,8 @@ class Reader:
     kind: ReaderKind
     text: str  # the reading line, stripped
     handed: tuple[str, ...] = ()  # the calls that hand the tensor on to the reading object
+    # an accessor named because its consumer is not resolved: the classes that fit equally
+    unresolved: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return f"{self.kind.value} {self.file}:{self.line} in {self.function}: {self.text}"
@@ -354,6 +358,10 @@ class ReaderIndex:
             self._file_index = {display: i for i, (display, _) in enumerate(self.files)}
         return self._file_index.get(display)
 
+    def file_at(self, display: str) -> int | None:
+        """The index of the scanned file shown as ``display`` (None when not scanned)."""
+        return self._at(display)
+
     def text(self, display: str) -> str:
         """The text of the scanned file shown as ``display`` ("" when not scanned)."""
         at = self._at(display)
@@ -424,22 +432,30 @@ class ReaderIndex:
             rf"{re.escape(chain)}[ \t]*(?:[-+*/@%&|^]|//)?=(?!=)", text[start:hit.pos]) is not None
 
     def accessor_read(self, cls: str, holder: str, field: str,
-                      tied: frozenset[str] | None = None) -> Reader | None:
+                      tied: frozenset[str] | None = None,
+                      default: Construction = NO_CONSTRUCTION) -> Reader | None:
         """The read of ``self.<holder>.<field>`` by code of class ``cls`` that runs after
         loading (a check only when nothing else); a read in an accessor property's body
         (``return self.quant_config.w1_scale``) is followed to the call that consumes it
         (:meth:`consumer_read`, among the classes ``tied`` to the config's construction when
-        given), and kept only when no such call exists."""
+        given, the one that best reads the ``default`` construction first), and kept only when
+        no such call exists."""
         self.prefetch([field])
         hits = [h for h in self._hits.get(field, ()) if h.cls == cls
                 and h.receiver == f"self.{holder}" and self._after_load(h)]
         if not hits:
             return None
-        hit = next((h for h in hits if not self._weak(h)), hits[0])
+        strong = [h for h in hits if not self._weak(h)] or hits
+        hit = next((h for h in strong if not _warm_up(h)), strong[0])
         if hit.in_property is None:
             return self._reader(hit)
-        return self.consumer_read(cls, ((f"self.{holder}", field), ("self", hit.in_property)),
-                                  tied=tied) or self._reader(hit)
+        ambiguous: list[str] = []
+        found = self.consumer_read(cls, ((f"self.{holder}", field), ("self", hit.in_property)),
+                                   tied=tied, default=default, holder=holder,
+                                   unresolved=ambiguous)
+        if found is not None:
+            return found
+        return dataclasses.replace(self._reader(hit), unresolved=tuple(ambiguous))
 
     def accessors(self, classes: frozenset[str], receiver: str, name: str) -> list[str]:
         """The properties of ``classes`` whose body reads ``<receiver>.<name>``
@@ -450,7 +466,9 @@ class ReaderIndex:
                                   and h.receiver == receiver))
 
     def consumer_read(self, cls: str, reads: Iterable[tuple[str, str]], depth: int = 0,
-                      tied: frozenset[str] | None = None) -> Reader | None:
+                      tied: frozenset[str] | None = None,
+                      default: Construction = NO_CONSTRUCTION, holder: str = "",
+                      unresolved: list[str] | None = None) -> Reader | None:
         """The read after load, by a class of ``cls``'s family and outside accessor
         properties, of ``<receiver>.<name>`` for a ``(receiver, name)`` of ``reads`` (an
         accessor property read through ``self``, or the chain it returns) that hands the value
@@ -459,22 +477,62 @@ class ReaderIndex:
         order). With ``tied`` (the classes the module building the config selects or imports,
         :func:`.config_reader.construction_classes`), only reads by those classes count: a
         consumer the config never reaches is not named. A property reading one of them is
-        followed to its own reads (up to :data:`PROPERTY_DEPTH`). Presence and metadata checks
-        never count. The candidates are memoized (every config of one type asks the same
-        question); the tie only filters them."""
+        followed to its own reads (up to :data:`PROPERTY_DEPTH`). Among the tied classes the
+        one built for the config's ``default`` construction comes first (:meth:`coverage`),
+        then a serving read before a warm-up or compile one (:func:`_warm_up`);
+        when several tied classes fit it equally the consumer is not resolved: None, and their
+        names are added to ``unresolved``. Presence
+        and metadata checks never count. The candidates are memoized (every config of one type
+        asks the same question); the tie only filters them."""
         pairs = dict.fromkeys(reads)
         ranked, nested = self.memo(f"consumer {cls} {depth} {sorted(pairs)}",
                                    lambda: self._consumer_hits(cls, pairs))
         kept = [r for r in ranked if tied is None or r[1].cls in tied]
         if kept:
-            hit = min(kept, key=lambda r: r[0])[1]
+            score = {c: self.coverage(c, holder, default) for c in {r[1].cls for r in kept}}
+            best = [c for c in sorted(score, key=str) if score[c] == max(score.values())]
+            if tied is not None and len(best) > 1:
+                if unresolved is not None:
+                    unresolved.extend(best)
+                return None
+            hit = min(kept, key=lambda r: (-score[r[1].cls], _warm_up(r[1]), r[0]))[1]
             found = self._reader(hit)
             callee = self._callee(hit).replace("_", " ")  # ``invoke_fused_moe_kernel``: words
             return dataclasses.replace(found, kind=ReaderKind.KERNEL_CALL) \
                 if _KERNEL_CALL.search(callee) else found
         if depth >= PROPERTY_DEPTH or not nested:
             return None
-        return self.consumer_read(cls, (("self", p) for p in sorted(nested)), depth + 1, tied)
+        return self.consumer_read(cls, (("self", p) for p in sorted(nested)), depth + 1, tied,
+                                  default, holder, unresolved)
+
+    def coverage(self, cls: str | None, holder: str, default: Construction) -> int:
+        """How well class ``cls`` fits a config's default construction: the fields it fills
+        that ``cls`` reads after load through ``self`` or ``self.<holder>`` (outside
+        properties and checks), less the fields only the construction's other branches fill
+        that it reads (memoized)."""
+        if not default.filled or cls is None:
+            return 0
+
+        def count() -> int:
+            def reads(field: str) -> bool:
+                return cls in self._field_readers(field, holder)
+
+            return sum(map(reads, default.filled)) - sum(map(reads, default.foreign))
+
+        return self.memo(f"coverage {cls} {holder} {sorted(default.filled)} "
+                         f"{sorted(default.foreign)}", count)
+
+    def _field_readers(self, field: str, holder: str) -> frozenset[str | None]:
+        """The classes that read ``field`` after load through ``self`` or ``self.<holder>``,
+        outside properties and checks (memoized: one pass over the field's reads)."""
+        def find() -> frozenset[str | None]:
+            self.prefetch([field])
+            receivers = ("self", f"self.{holder}")
+            return frozenset(h.cls for h in self._hits.get(field, ())
+                             if h.receiver in receivers and h.in_property is None
+                             and self._after_load(h) and not self._weak(h))
+
+        return self.memo(f"field readers {field} {holder}", find)
 
     def _consumer_hits(self, cls: str, pairs: dict[tuple[str, str], None]
                        ) -> tuple[list[tuple[tuple[bool, int, int], _Hit]], list[str]]:

@@ -294,3 +294,11 @@ class EvidenceCase:
         dst = tmp_path / "corpus"
         shutil.copytree(EVIDENCE_CORPUS, dst)
         return findings_by_owner(planted_copy(self.path, dst, old, new))
+
+
+def site(report, suffix: str, line: int, attr: str):
+    """The one finding of ``report`` at ``line`` of the file ending with ``suffix`` for
+    ``attr``."""
+    (f,) = [f for f in report.findings
+            if f.file.endswith(suffix) and f.line == line and f.attr == attr]
+    return f

@@ -1,0 +1,206 @@
+"""Which experts class a stored config reaches, read from the code that selects and builds it.
+
+A post-load step stores a config (``self.moe_quant_config = self.get_fused_moe_quant_config(
+layer)``) and hands it to a kernel factory with the class that will keep it
+(``make_kernel(quant_config=self.moe_quant_config, experts_cls=self.experts_cls)``). That class
+was bound by the storing class from a *selector*, a free function annotated to return classes
+(``self.backend, self.experts_cls = select_backend(...)`` with ``-> tuple[Backend,
+type[Experts]]``), or directly (``self.experts_cls = CutlassExperts``). The consumers the config
+can reach are the classes the selector's module defines or imports (:func:`selected_classes`).
+
+Among them, the one built for the config's default construction reads the fields the building
+function's fall-through ``return`` fills (the return reached when none of its backend tests holds,
+:func:`default_fields`): a class built for another branch reads fewer of them
+(:meth:`.readers.ReaderIndex.coverage`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, NamedTuple
+
+from derivgraph.audit.static.def_text import def_text
+
+if TYPE_CHECKING:
+    from derivgraph.audit.static.readers import ReaderIndex
+
+__all__ = [
+    "NO_CONSTRUCTION",
+    "Construction",
+    "default_fields",
+    "defining_module",
+    "module_classes",
+    "selected_classes",
+]
+
+_IMPORTED = re.compile(r"\bimport[ \t]*(?:\(([^)]*)\)|([\w, \t]+))")
+_CLASS_NAME = re.compile(r"\b([A-Z]\w*)\b")
+_BINDS = re.compile(r"^[ \t]+(?:[\w.]+[ \t]*,[ \t]*)*self\.(\w+)(?:[ \t]*,[ \t]*[\w.]+)*[ \t]*"
+                    r"=[ \t]*([a-z_]\w*)\(", re.M)
+"""``self.a, self.b = func(`` (or ``self.b = func(``): attribute ``b`` bound from ``func``."""
+_KEYWORD_NAME = re.compile(r"(?<![=!<>\w.])([a-z_]\w*)[ \t]*=(?!=)")
+
+
+def defining_module(index: ReaderIndex, function: str, home: str) -> str:
+    """The text of the scanned module ``home`` imports ``function`` from (``from a.b import
+    function``, also inside a function or a bracketed list), or "" (not found, not scanned)."""
+    imports = index.memo(f"imports {hash(home)}", lambda: [
+        (m.group(1), m.group(2)) for m in re.finditer(
+            r"\bfrom[ \t]+([\w.]+)[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)", home)])
+    for module, names in imports:
+        if re.search(rf"\b{re.escape(function)}\b", names):
+            return module_text(index, "/" + module.replace(".", "/") + ".py")
+    return ""
+
+
+def module_text(index: ReaderIndex, tail: str) -> str:
+    """The text of the scanned file whose path ends with ``tail`` ("" when none)."""
+    return index.memo(f"module {tail}", lambda: next(
+        (t for shown, t in index.files if f"/{shown}".endswith(tail)), ""))
+
+
+def module_classes(text: str) -> frozenset[str]:
+    """The class names a module's text defines or imports (its kernels' candidates)."""
+    names = {n for m in _IMPORTED.finditer(text) for n in _CLASS_NAME.findall(m.group(1)
+                                                                             or m.group(2))}
+    names.update(re.findall(r"^class[ \t]+(\w+)", text, re.M))
+    return frozenset(names)
+
+
+def _returns_classes(module: str, function: str) -> bool:
+    """Whether ``def function(`` in ``module`` is annotated to return classes (``type[``)."""
+    m = re.search(rf"^[ \t]*def[ \t]+{re.escape(function)}[ \t]*\(", module, re.M)
+    if m is None:
+        return False
+    arrow = module.find("->", m.end())
+    nxt = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]", re.M).search(module, m.end())
+    if arrow < 0 or (nxt is not None and nxt.start() < arrow):
+        return False
+    end = module.find(":\n", arrow)
+    return "type[" in module[arrow:end if end > 0 else len(module)]
+
+
+def selected_classes(index: ReaderIndex, home: str, cls: str | None,
+                     attr: str = "") -> frozenset[str]:
+    """The experts classes class ``cls`` of the storing file ``home`` selects (module
+    docstring): a class named directly beside the stored config ``self.<attr>`` in a call it
+    hands the config to (``make_kernel(quant_config=self.<attr>, experts_cls=MarlinExperts)``);
+    else the classes defined or imported by the module of each free function it binds an
+    attribute from that is annotated to return classes, and the class names it binds that
+    attribute to directly. Empty when it binds none."""
+    if not cls:
+        return frozenset()
+
+    def select() -> frozenset[str]:
+        head = re.search(rf"^class[ \t]+{re.escape(cls)}\b", home, re.M)
+        if head is None:
+            return frozenset()
+        end = re.compile(r"^(?:class|def|@)", re.M).search(home, head.end())
+        body = home[head.start():end.start() if end else len(home)]
+        named = _named_beside(body, attr) if attr else frozenset()
+        if named:  # only the names the storing module defines or imports are classes
+            named &= index.memo(f"module classes {hash(home)}", lambda: module_classes(home))
+        if named:
+            return named
+        bound: set[str] = set()
+        names: set[str] = set()
+        for m in _BINDS.finditer(body):
+            module = defining_module(index, m.group(2), home)
+            if module and _returns_classes(module, m.group(2)):
+                bound.add(m.group(1))
+                names |= index.memo(f"module classes {hash(module)}",
+                                    lambda text=module: module_classes(text))
+        for held in bound:
+            names.update(re.findall(rf"^[ \t]+self\.{held}[ \t]*=[ \t]*([A-Z]\w*)[ \t]*$", body,
+                                    re.M))
+        return frozenset(names)
+
+    return index.memo(f"selected {hash(home)} {cls} {attr}", select)
+
+
+def _named_beside(body: str, attr: str) -> frozenset[str]:
+    """The capitalized names passed as keyword values (``experts_cls=MarlinExperts``) in the
+    calls of ``body`` that take ``self.<attr>`` as a keyword argument (the caller keeps those
+    its module defines or imports)."""
+    out: set[str] = set()
+    for m in re.finditer(rf"\w[ \t]*=[ \t]*self\.{re.escape(attr)}[ \t]*(?=[,)\n])", body):
+        start, depth = m.start(), 0
+        while start > 0 and depth >= 0:
+            start -= 1
+            depth += {")": 1, "(": -1}.get(body[start], 0)
+        if start <= 0:
+            continue
+        end, depth = start + 1, 0
+        while end < len(body) and depth >= 0:
+            depth += {"(": 1, ")": -1}.get(body[end], 0)
+            end += 1
+        out.update(re.findall(r"(?<![=!<>])=[ \t]*([A-Z]\w*)[ \t]*(?=[,\n]|$)",
+                              _top_level(body[start + 1:end - 1]), re.M))
+    return frozenset(out)
+
+
+class Construction(NamedTuple):
+    """The fields of a config's default construction (``filled``: its building function's
+    fall-through ``return``) and those only its other branches fill (``foreign``): a class
+    built for another branch reads the latter."""
+
+    filled: frozenset[str] = frozenset()
+    foreign: frozenset[str] = frozenset()
+
+
+NO_CONSTRUCTION = Construction()
+"""No default construction known: every class reads it equally."""
+
+
+def default_fields(index: ReaderIndex, function: str, home: str) -> Construction:
+    """The :class:`Construction` of the building function ``function``: the fields its
+    fall-through ``return`` fills (``return make_config(g1_alphas=..., a1_gscale=...)`` at the
+    function body's own indent after its ``if backend == ...: return ...`` branches, or in its
+    final ``else:``) and those only its other ``return`` calls fill, looked up in the module
+    ``home`` imports it from (or ``home``); empty when there is no fall-through return."""
+    if not function:
+        return Construction()
+
+    def fields() -> Construction:
+        module = defining_module(index, function, home) or home
+        body = def_text(module, function, "")
+        first = re.search(r":[ \t]*\n(?:[ \t]*(?:#[^\n]*)?\n)*([ \t]+)\S", body)
+        if first is None:
+            return Construction()
+        indent = first.group(1)
+        calls = [(m.start(), m.group(1), _call_keywords(body, m.end()))
+                 for m in re.finditer(r"^([ \t]+)return[ \t]+[\w.]+\(", body, re.M)]
+        last = [c for c in calls if c[1] == indent]
+        if not last:  # ``else: return ...`` as the function's last statement
+            tail = re.search(rf"^{indent}else[ \t]*:[ \t]*\n", body, re.M)
+            last = [c for c in calls if tail and c[0] > tail.start() and c[1] != indent
+                    and not re.search(rf"^{indent}\S", body[tail.end():], re.M)]
+        if not last:
+            return Construction()
+        filled = last[-1][2]
+        others = frozenset().union(*(c[2] for c in calls if c is not last[-1]))
+        return Construction(filled, others - filled)
+
+    return index.memo(f"default fields {function} {hash(home)}", fields)
+
+
+def _call_keywords(body: str, start: int) -> frozenset[str]:
+    """The keyword names of the call whose argument list starts at ``start``."""
+    end, depth = start, 1
+    while end < len(body) and depth:
+        depth += {"(": 1, ")": -1}.get(body[end], 0)
+        end += 1
+    return frozenset(_KEYWORD_NAME.findall(_top_level(body[start:end - 1])))
+
+
+def _top_level(call: str) -> str:
+    """``call`` with every bracketed part blanked (only its own keywords stay visible)."""
+    out, depth = [], 0
+    for c in call:
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            continue
+        out.append(c if depth == 0 else " ")
+    return "".join(out)
