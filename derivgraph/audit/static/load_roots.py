@@ -32,7 +32,7 @@ from derivgraph.audit.static.values import COPY_METHODS, is_allocation, shape_fr
 from derivgraph.audit.static.vocab import NON_TENSOR_ATTRS, NON_TENSOR_METHODS
 from derivgraph.audit.static.walk import walk
 
-__all__ = ["allocation_line", "derives_from_module", "local_definitions"]
+__all__ = ["allocation_line", "copied_from_module", "derives_from_module", "local_definitions"]
 
 def derives_from_module(value: ast.expr, history: Mapping[str, Sequence[ast.expr]],
                         imports: Mapping[str, str]) -> str | None:
@@ -47,6 +47,15 @@ def derives_from_module(value: ast.expr, history: Mapping[str, Sequence[ast.expr
             if found:
                 return found
     return None
+
+
+def copied_from_module(value: ast.expr, history: Mapping[str, Sequence[ast.expr]],
+                       imports: Mapping[str, str]) -> str | None:
+    """The object's tensor a ``copy_`` of ``value`` copies: what :func:`derives_from_module`
+    names, or the tensor ``value`` reads itself (``buf.copy_(param.data)``: the ``copy_`` is
+    the copy)."""
+    return derives_from_module(value, history, imports) or _object_tensor(value, history,
+                                                                          imports)
 
 
 def local_definitions(func: ast.AST) -> dict[str, list[ast.expr]]:
