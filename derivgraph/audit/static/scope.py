@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from derivgraph.audit.static.infer import view_helpers
-from derivgraph.audit.static.staging import is_staging_method
+from derivgraph.audit.static.staging import is_staging_method, refreshed_per_step
 from derivgraph.audit.static.walk import children, walk
 
 if TYPE_CHECKING:
@@ -361,7 +361,8 @@ class ModuleScope:
             return []
         return [(func, cls) for cls, info in self.classes.items()
                 for name, func in info.methods.items()
-                if name not in ROOT_FUNCTIONS and is_staging_method(func)]
+                if name not in ROOT_FUNCTIONS and is_staging_method(func)
+                and not refreshed_per_step(name, info.methods)]
 
     def assigned_roots(self) -> list[tuple[FuncNode, str | None, str]]:
         """Functions assigned over a post-load method anywhere in the module

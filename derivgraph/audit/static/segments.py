@@ -33,7 +33,7 @@ from derivgraph.audit.static.scope import (
     ModuleScope,
     Reached,
 )
-from derivgraph.audit.static.staging import STAGING_COPY_RE
+from derivgraph.audit.static.staging import STAGING_COPY_RE, STEP_METHODS
 
 __all__ = ["Block", "parse_relevant", "split_blocks"]
 
@@ -186,6 +186,8 @@ def parse_relevant(text: str, filename: str, ancestors: Mapping[str, frozenset[s
                         if LAZY_GUARD_RE.search(body) or ROOT_ASSIGN_RE.search(body) \
                                 or (staging and STAGING_COPY_RE.search(body)):
                             keep.add(name)
+                    if staging:  # a step method calling the staging method refreshes it
+                        keep |= STEP_METHODS & shape.methods.keys()
             if keep:
                 wanted[block.start] = keep
     for cls, name in extra:

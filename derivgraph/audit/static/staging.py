@@ -13,7 +13,9 @@ allocation. The copy's source is ``.data`` of a local (``param = self._param``),
 ``self``: a module copying its own weight is post-load code's business.
 
 :data:`STAGING_COPY_RE` is the text test (before parsing); :func:`is_staging_method` the
-parsed test.
+parsed test. A staging method that a step method of its class calls
+(``forward`` -> ``self._stage()``) refreshes the copy before every use: no root
+(:func:`refreshed_per_step`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ import re
 from derivgraph.audit.static.values import COPY_METHODS
 from derivgraph.audit.static.walk import walk
 
-__all__ = ["STAGING_COPY_RE", "is_staging_method"]
+__all__ = ["STAGING_COPY_RE", "STEP_METHODS", "is_staging_method", "refreshed_per_step"]
+
+STEP_METHODS = frozenset({"forward", "__call__", "apply"})
+"""Methods that run on every step: a staging copy one of them makes again is never stale."""
 
 STAGING_COPY_RE = re.compile(
     r"self\.\w+\.copy_\(\s*(?<![\w.])(?!self\b)\w+\.data\s*[,)]"
@@ -56,4 +61,15 @@ def is_staging_method(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
                 and isinstance(node.value.func, ast.Attribute) \
                 and node.value.func.attr in COPY_METHODS and _local_data(node.value.func.value):
             return True
+    return False
+
+
+def refreshed_per_step(name: str, methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
+                       ) -> bool:
+    """Whether a :data:`STEP_METHODS` method of the class calls ``self.<name>(...)``."""
+    for step in STEP_METHODS & methods.keys():
+        for node in walk(methods[step]):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr == name and _self_attr(node.func):
+                return True
     return False
