@@ -44,6 +44,7 @@ from derivgraph.audit.static.load_roots import (
     allocation_line,
     copied_from_module,
     derives_from_module,
+    filled_local_source,
     local_definitions,
 )
 from derivgraph.audit.static.property_chains import lineage_chains
@@ -532,7 +533,8 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
         if self.reached.model_load_only:  # the weight-derivation filter (.load_roots)
             if self._load_locals is None:
                 self._load_locals = local_definitions(self.reached.func)
-            source = derives or derives_from_module(value, self._load_locals, self.imports)
+            source = derives or derives_from_module(value, self._load_locals, self.imports) \
+                or filled_local_source(value, self.reached.func, self._load_locals, self.imports)
             load_derived, derives = source is not None, source
         self.sites.append(RawSite(
             line=line or stmt.lineno, col=col if col is not None else stmt.col_offset,

@@ -1,5 +1,6 @@
 """Recall classes of issue 21 (rules26, ``recall26_cases.py``): a CPU-offload staging copy of a
-parameter's ``.data`` (vLLM's prefetch offloader ``_cpu_storage``). The rule has a true positive,
+parameter's ``.data`` (vLLM's prefetch offloader ``_cpu_storage``), made in place or in a local
+that is then stored. The rule has a true positive,
 a false-positive twin and canaries that plant the bug back or remove the rule."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from derivgraph.audit.static import rules as rules_module
 from derivgraph.audit.static import scope as scope_module
 from derivgraph.audit.static.scan import scan
 from derivgraph.audit.static.semantics import Severity
@@ -23,12 +25,15 @@ CASES = "recall26_cases.py"
 
 
 def _scan(folder: Path = EVIDENCE_CORPUS) -> dict[tuple[str | None, str], object]:
-    """(class, attribute) -> finding of the corpus file."""
-    return {(f.cls, f.attr): f for f in scan([folder / CASES], specs=[], jobs=1).findings}
+    """(class, attribute) -> the first finding (by line) of the corpus file."""
+    found = sorted(scan([folder / CASES], specs=[], jobs=1).findings, key=lambda f: -f.line)
+    return {(f.cls, f.attr): f for f in found}
 
 
 def _planted(tmp_path: Path, old: str, new: str) -> dict[tuple[str | None, str], object]:
-    planted_copy(EVIDENCE_CORPUS / CASES, tmp_path, old, new)
+    """Plant ``new`` for ``old`` (into a copy already planted in ``tmp_path``, if any)."""
+    planted = tmp_path / CASES
+    planted_copy(planted if planted.exists() else EVIDENCE_CORPUS / CASES, tmp_path, old, new)
     return _scan(tmp_path)
 
 
@@ -70,9 +75,38 @@ def test_canary_without_the_staging_roots_the_copy_is_missed(monkeypatch):
 
 
 def test_canary_a_copy_of_a_buffer_of_no_object_is_no_site(tmp_path):
-    got = _planted(tmp_path, "        self._host.copy_(param.data)\n",
-                   "        self._host.fill_(0)\n")
-    assert ("HostStagingOffloader", "_host") not in got
+    _planted(tmp_path, "self._host.copy_(param.data)\n        param.data",
+             "self._host.fill_(0)\n        param.data")
+    got = _planted(tmp_path, "        else:\n            self._host.copy_(param.data)",
+                   "        else:\n            self._host.fill_(0)")
+    host = got.get(("HostStagingOffloader", "_host"))
+    assert host is None or host.line != _line("self._host = torch.empty_strided(")
+
+
+def test_a_local_copy_the_staging_step_fills_and_stores_is_an_error():
+    got = scan([EVIDENCE_CORPUS / CASES], specs=[], jobs=1).findings
+    line = _line("self._host = pinned")
+    repinned = next(f for f in got if f.line == line)
+    assert (repinned.attr, repinned.severity, repinned.store) == ("_host", Severity.ERROR,
+                                                                  "model-load-copy")
+    assert repinned.derives_from == "self._param"
+    scratch = next(f for f in got if f.attr == "_scratch")  # zeroed scratch: no weight values
+    assert (scratch.severity, scratch.store) == (Severity.INFO, "model-load-kept")
+
+
+def test_canary_a_local_filled_from_no_object_tensor_stays_info(tmp_path):
+    planted_copy(EVIDENCE_CORPUS / CASES, tmp_path, "            pinned.copy_(param.data)\n",
+                 "            pinned.fill_(0)\n")
+    line = _line("self._host = pinned")
+    got = scan([tmp_path / CASES], specs=[], jobs=1).findings
+    assert all(f.severity is Severity.INFO for f in got if f.line == line)
+
+
+def test_canary_without_the_filled_local_rule_the_repinned_copy_is_info(monkeypatch):
+    monkeypatch.setattr(rules_module, "filled_local_source", lambda *args: None)
+    line = _line("self._host = pinned")
+    got = scan([EVIDENCE_CORPUS / CASES], specs=[], jobs=1).findings
+    assert [f.severity for f in got if f.line == line] == [Severity.INFO]
 
 
 @pytest.mark.parametrize(("source", "expected"), [
