@@ -24,7 +24,7 @@ from derivgraph.audit.static.scope import (
 )
 from derivgraph.audit.static.segments import parse_relevant
 from derivgraph.audit.static.sites import Handed, RawSite
-from derivgraph.audit.static.staging import STAGING_COPY_RE
+from derivgraph.audit.static.staging import has_staging_copy
 from derivgraph.audit.static.vocab import (
     NON_TENSOR_METHODS,
     STRONG_METHODS,
@@ -89,7 +89,7 @@ def parse_for_audit(text: str, filename: str, context: ModuleContext,
     scope = ModuleScope(ast.parse(text, filename=filename), context.ancestors)
     scope.text = text
     scope.has_assigned_roots = not extra and bool(ROOT_ASSIGN_RE.search(text))
-    scope.has_staging_roots = not extra and bool(STAGING_COPY_RE.search(text))
+    scope.has_staging_roots = not extra and has_staging_copy(text)
     return scope
 
 

@@ -268,7 +268,7 @@ class ModuleScope:
         self._view_helpers: frozenset[str] | None = None
         self._assigned: list[tuple[FuncNode, str | None, str]] | None = None
         self.has_assigned_roots = True  # callers that read the text can rule them out cheaply
-        self.has_staging_roots = True  # likewise (.staging.STAGING_COPY_RE)
+        self.has_staging_roots = True  # likewise (.staging.has_staging_copy)
         self.classes: dict[str, _ClassInfo] = {}
         self.functions: dict[str, FuncNode] = {}
         self.text = ""  # the file's source, for text checks of code a segmented parse left out

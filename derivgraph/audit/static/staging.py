@@ -12,7 +12,7 @@ derivation filter of :mod:`.load_roots`); a buffer it fills with ``copy_`` is re
 allocation. The copy's source is ``.data`` of a local (``param = self._param``), not of
 ``self``: a module copying its own weight is post-load code's business.
 
-:data:`STAGING_COPY_RE` is the text test (before parsing); :func:`is_staging_method` the
+:func:`has_staging_copy` is the text test (before parsing); :func:`is_staging_method` the
 parsed test. A staging method that a step method of its class calls
 (``forward`` -> ``self._stage()``) refreshes the copy before every use: no root
 (:func:`refreshed_per_step`).
@@ -26,7 +26,8 @@ import re
 from derivgraph.audit.static.values import COPY_METHODS
 from derivgraph.audit.static.walk import walk
 
-__all__ = ["STAGING_COPY_RE", "STEP_METHODS", "is_staging_method", "refreshed_per_step"]
+__all__ = ["STAGING_COPY_RE", "STEP_METHODS", "has_staging_copy", "is_staging_method",
+           "refreshed_per_step"]
 
 STEP_METHODS = frozenset({"forward", "__call__", "apply"})
 """Methods that run on every step: a staging copy one of them makes again is never stale."""
@@ -34,7 +35,21 @@ STEP_METHODS = frozenset({"forward", "__call__", "apply"})
 STAGING_COPY_RE = re.compile(
     r"self\.\w+\.copy_\(\s*(?<![\w.])(?!self\b)\w+\.data\s*[,)]"
     r"|self\.\w+[ \t]*(?::[^=\n]*)?=[ \t]*(?<![\w.])(?!self\b)\w+\.data\.\w+\(")
-"""A self attribute filled from, or set to a copy of, a local's ``.data``."""
+"""A self attribute filled from, or set to a copy of, a local's ``.data`` (one line)."""
+
+
+def has_staging_copy(text: str) -> bool:
+    """The text test: :data:`STAGING_COPY_RE` on the lines that name ``.data`` only (searching
+    a whole file costs as much as the other text tests together: ``self.`` is everywhere)."""
+    at = text.find(".data")
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        if STAGING_COPY_RE.search(text, start, end):
+            return True
+        at = text.find(".data", end)
+    return False
 
 
 def _local_data(node: ast.expr) -> bool:

@@ -16,6 +16,7 @@ from derivgraph.audit.static.scan import scan
 from derivgraph.audit.static.semantics import Severity
 from derivgraph.audit.static.staging import (
     STAGING_COPY_RE,
+    has_staging_copy,
     is_staging_method,
     refreshed_per_step,
 )
@@ -122,7 +123,13 @@ def test_staging_method_on_text(source: str, expected: bool):
     func = ast.parse(f"def f(self, param, p):\n    {source}\n").body[0]
     assert is_staging_method(func) is expected
     if expected:  # the text test never misses what the parsed test finds
-        assert STAGING_COPY_RE.search(source)
+        assert has_staging_copy(f"x = 1\nself.y.data = 2\n    {source}\n")
+
+
+def test_the_text_test_reads_only_lines_naming_data():
+    assert not has_staging_copy("self.buf.copy_(param)\nz = p.data\n")
+    assert has_staging_copy("z = p.data\nself.buf.copy_(param.data)")  # the last line
+    assert STAGING_COPY_RE.search("self.buf.copy_(param.data)")
 
 
 def test_refreshed_per_step_reads_the_step_methods_only():
