@@ -176,8 +176,8 @@ class Reached:
     model-level post-load step, which vLLM 0.33 runs at initial load only (never on a reload)."""
     model_load_only: bool = False
     """Reached only from a model-loading method of an object that holds a model
-    (:data:`MODEL_LOAD_ROOTS`, a method): it runs once, when that model loads, never on a
-    reload."""
+    (:data:`MODEL_LOAD_ROOTS`, a method) or from a staging-copy method (:mod:`.staging`): it
+    runs once, when that model loads, never on a reload."""
     handed: tuple[Handed, ...] = ()
     """Parameters callers in post-load code bind to new tensors derived from weights
     (:class:`.sites.Handed`; seeds only)."""
