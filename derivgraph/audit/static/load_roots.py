@@ -10,7 +10,9 @@ no weight values.
 
 A buffer allocated elsewhere (``self.x = torch.empty(n)`` at construction) and filled by the
 model-loading step (``self.x.copy_(self.model.fc(self.model.mask))``) is such a copy too; it
-is reported at its allocation (:func:`allocation_line`).
+is reported at its allocation (:func:`allocation_line`). So is a local the step fills with
+``copy_`` and then stores (``pinned.copy_(param.data)``; ``self.x = pinned``:
+:func:`filled_local_source`).
 
 :func:`derives_from_module` names the tensor of the first kind: the value, through the locals
 it reads, is
@@ -32,7 +34,8 @@ from derivgraph.audit.static.values import COPY_METHODS, is_allocation, shape_fr
 from derivgraph.audit.static.vocab import NON_TENSOR_ATTRS, NON_TENSOR_METHODS
 from derivgraph.audit.static.walk import walk
 
-__all__ = ["allocation_line", "derives_from_module", "local_definitions"]
+__all__ = ["allocation_line", "copied_from_module", "derives_from_module", "filled_local_source",
+           "local_definitions"]
 
 def derives_from_module(value: ast.expr, history: Mapping[str, Sequence[ast.expr]],
                         imports: Mapping[str, str]) -> str | None:
@@ -44,6 +47,33 @@ def derives_from_module(value: ast.expr, history: Mapping[str, Sequence[ast.expr
     for node in _expanded(value, history):
         for n in walk(node):
             found = _derives(n, history, imports)
+            if found:
+                return found
+    return None
+
+
+def copied_from_module(value: ast.expr, history: Mapping[str, Sequence[ast.expr]],
+                       imports: Mapping[str, str]) -> str | None:
+    """The object's tensor a ``copy_`` of ``value`` copies: what :func:`derives_from_module`
+    names, or the tensor ``value`` reads itself (``buf.copy_(param.data)``: the ``copy_`` is
+    the copy)."""
+    return derives_from_module(value, history, imports) or _object_tensor(value, history,
+                                                                          imports)
+
+
+def filled_local_source(value: ast.expr, func: ast.AST,
+                        history: Mapping[str, Sequence[ast.expr]],
+                        imports: Mapping[str, str]) -> str | None:
+    """For a local ``value`` the function fills with ``copy_`` (``pinned = torch.empty(...)``;
+    ``pinned.copy_(param.data)``), the object's tensor it copies (:func:`copied_from_module`);
+    else None."""
+    if not isinstance(value, ast.Name):
+        return None
+    for n in walk(func):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
+                and n.func.attr == "copy_" and n.args and isinstance(n.func.value, ast.Name) \
+                and n.func.value.id == value.id:
+            found = copied_from_module(n.args[0], history, imports)
             if found:
                 return found
     return None

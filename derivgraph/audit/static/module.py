@@ -24,6 +24,7 @@ from derivgraph.audit.static.scope import (
 )
 from derivgraph.audit.static.segments import parse_relevant
 from derivgraph.audit.static.sites import Handed, RawSite
+from derivgraph.audit.static.staging import has_staging_copy
 from derivgraph.audit.static.vocab import (
     NON_TENSOR_METHODS,
     STRONG_METHODS,
@@ -88,6 +89,7 @@ def parse_for_audit(text: str, filename: str, context: ModuleContext,
     scope = ModuleScope(ast.parse(text, filename=filename), context.ancestors)
     scope.text = text
     scope.has_assigned_roots = not extra and bool(ROOT_ASSIGN_RE.search(text))
+    scope.has_staging_roots = not extra and has_staging_copy(text)
     return scope
 
 
@@ -164,7 +166,9 @@ def audit_module(text: str, filename: str, module_name: str, is_package: bool,
             sites.setdefault((site.line, site.col, site.attr, site.category), site)
     externals = list(_externals(scope, reached, imports, context, file_index)) + handoffs \
         if context.tree.modules else []
-    post_load = [(r.cls, r.func.name) for r in reached if not r.model_load_only
+    staging = {id(func) for func, _ in scope.staging_roots()}  # they fill, never read
+    post_load = [(r.cls, r.func.name) for r in reached
+                 if (not r.model_load_only or id(r.func) in staging)
                  and not is_constructor_root(r.via[0], context.ancestors)]
     return sorted(sites.values(), key=lambda s: (s.line, s.col, s.attr)), externals, post_load
 

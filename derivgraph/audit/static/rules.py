@@ -42,7 +42,9 @@ from derivgraph.audit.static.handoff import HandoffRules
 from derivgraph.audit.static.infer import TensorInference, TensorInfo, attr_chain, call_name
 from derivgraph.audit.static.load_roots import (
     allocation_line,
+    copied_from_module,
     derives_from_module,
+    filled_local_source,
     local_definitions,
 )
 from derivgraph.audit.static.property_chains import lineage_chains
@@ -227,9 +229,11 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
             if owner != "self" or not attr:
                 continue
             line = allocation_line(self.scope.text, attr)
-            source = derives_from_module(node.args[0], self._load_locals, self.imports)
+            source = copied_from_module(node.args[0], self._load_locals, self.imports)
             if line is None or source is None:
                 continue
+            # the allocation's own store, when this step makes it, is this copy's site
+            self.sites = [s for s in self.sites if (s.line, s.attr) != (line, attr)]
             self._emit(node, attr, owner, "tensor-attr",
                        f"allocated once, filled by `{short(node, 60)}` when the model loads",
                        node.args[0], "attribute", line=line, col=0, derives=source)
@@ -529,8 +533,9 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
         if self.reached.model_load_only:  # the weight-derivation filter (.load_roots)
             if self._load_locals is None:
                 self._load_locals = local_definitions(self.reached.func)
-            source = derives_from_module(value, self._load_locals, self.imports)
-            load_derived, derives = source is not None, derives or source
+            source = derives or derives_from_module(value, self._load_locals, self.imports) \
+                or filled_local_source(value, self.reached.func, self._load_locals, self.imports)
+            load_derived, derives = source is not None, source
         self.sites.append(RawSite(
             line=line or stmt.lineno, col=col if col is not None else stmt.col_offset,
             cls=self.reached.cls, function=self.reached.qualname, attr=attr, owner=owner,

@@ -54,6 +54,7 @@ from derivgraph.audit.static.scope import (
 from derivgraph.audit.static.semantics import semantics_of
 from derivgraph.audit.static.sites import RawSite
 from derivgraph.audit.static.sources import collect_files, locate_package
+from derivgraph.audit.static.staging import has_staging_copy
 from derivgraph.errors import PackageNotFound
 from derivgraph.spec.load import default_specs
 from derivgraph.spec.model import Spec
@@ -117,7 +118,7 @@ def _context(texts: Sequence[tuple[SourceFile, str]], tree: bool = True) -> Modu
 def _is_candidate(text: str, context: ModuleContext) -> bool:
     """Whether a file can hold post-load code (cheap text test before parsing)."""
     if ROOT_DEF_RE.search(text) or ROOT_ASSIGN_RE.search(text) or LAZY_GUARD_RE.search(text) \
-            or CLASS_WIDE_RE.search(text):
+            or CLASS_WIDE_RE.search(text) or has_staging_copy(text):
         return True
     if "def __init__" not in text:
         return False

@@ -13,7 +13,9 @@
   reload), so their constructors run again; modules, quant methods, attention impls and
   quantization configs are built once with the model, so their constructors are out of scope;
 * ``__init__`` of any class of the same file that reached post-load code instantiates by name;
-* functions assigned over a post-load method (``qm.process_weights_after_loading = wrapped``).
+* functions assigned over a post-load method (``qm.process_weights_after_loading = wrapped``);
+* *staging-copy* methods (:mod:`.staging`): a method that copies a local parameter's ``.data``
+  into the object's state (a CPU-offload staging copy), judged like a model-loading root.
 
 A call whose every caller binds a parameter to the same constant records it in
 :attr:`Reached.consts`, so the rules can read ``if register_buffer:`` as decided.
@@ -40,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from derivgraph.audit.static.infer import view_helpers
+from derivgraph.audit.static.staging import is_staging_method, refreshed_per_step
 from derivgraph.audit.static.walk import children, walk
 
 if TYPE_CHECKING:
@@ -173,8 +176,8 @@ class Reached:
     model-level post-load step, which vLLM 0.33 runs at initial load only (never on a reload)."""
     model_load_only: bool = False
     """Reached only from a model-loading method of an object that holds a model
-    (:data:`MODEL_LOAD_ROOTS`, a method): it runs once, when that model loads, never on a
-    reload."""
+    (:data:`MODEL_LOAD_ROOTS`, a method) or from a staging-copy method (:mod:`.staging`): it
+    runs once, when that model loads, never on a reload."""
     handed: tuple[Handed, ...] = ()
     """Parameters callers in post-load code bind to new tensors derived from weights
     (:class:`.sites.Handed`; seeds only)."""
@@ -265,6 +268,7 @@ class ModuleScope:
         self._view_helpers: frozenset[str] | None = None
         self._assigned: list[tuple[FuncNode, str | None, str]] | None = None
         self.has_assigned_roots = True  # callers that read the text can rule them out cheaply
+        self.has_staging_roots = True  # likewise (.staging.has_staging_copy)
         self.classes: dict[str, _ClassInfo] = {}
         self.functions: dict[str, FuncNode] = {}
         self.text = ""  # the file's source, for text checks of code a segmented parse left out
@@ -350,6 +354,16 @@ class ModuleScope:
                     found.append((func, cls))
         return sorted(found, key=lambda fc: fc[0].lineno)
 
+    def staging_roots(self) -> list[tuple[FuncNode, str]]:
+        """Methods that copy a local parameter's ``.data`` into the object's state and are no
+        other root (:mod:`.staging`): run once, judged like model-loading roots."""
+        if not self.has_staging_roots:
+            return []
+        return [(func, cls) for cls, info in self.classes.items()
+                for name, func in info.methods.items()
+                if name not in ROOT_FUNCTIONS and is_staging_method(func)
+                and not refreshed_per_step(name, info.methods)]
+
     def assigned_roots(self) -> list[tuple[FuncNode, str | None, str]]:
         """Functions assigned over a post-load method anywhere in the module
         (``qm.process_weights_after_loading = wrapped``): (function, class, where)."""
@@ -387,6 +401,9 @@ class ModuleScope:
             out.append(Reached(func, cls, q, (q,), lineage,
                                initial_load_only=is_initial_load_root(func, lineage),
                                model_load_only=func.name in MODEL_LOAD_ROOTS))
+        for func, cls in self.staging_roots():
+            q = f"{cls}.{func.name}"
+            out.append(Reached(func, cls, q, (q,), self.lineage(cls), model_load_only=True))
         for func, cls, where in self.assigned_roots():
             q = f"{cls}.{where}.<locals>.{func.name}" if cls else f"{where}.<locals>.{func.name}"
             out.append(Reached(func, None, q, (q,), frozenset()))

@@ -33,6 +33,7 @@ from derivgraph.audit.static.scope import (
     ModuleScope,
     Reached,
 )
+from derivgraph.audit.static.staging import STEP_METHODS, has_staging_copy
 
 __all__ = ["Block", "parse_relevant", "split_blocks"]
 
@@ -176,13 +177,17 @@ def parse_relevant(text: str, filename: str, ancestors: Mapping[str, frozenset[s
                     and re.search(rf"def\s+{n}\b", source)}
             if is_rebuilt(block.name):
                 keep.add("__init__")
-            if LAZY_GUARD_RE.search(source) or ROOT_ASSIGN_RE.search(source):
+            staging = has_staging_copy(source)
+            if LAZY_GUARD_RE.search(source) or ROOT_ASSIGN_RE.search(source) or staging:
                 shape = classes.setdefault(block.start, _ClassText.of(source))
                 if shape is not None:
                     for name, ranges in shape.methods.items():
                         body = "".join("".join(shape.lines[a:b]) for a, b in ranges)
-                        if LAZY_GUARD_RE.search(body) or ROOT_ASSIGN_RE.search(body):
+                        if LAZY_GUARD_RE.search(body) or ROOT_ASSIGN_RE.search(body) \
+                                or (staging and has_staging_copy(body)):
                             keep.add(name)
+                    if staging:  # a step method calling the staging method refreshes it
+                        keep |= STEP_METHODS & shape.methods.keys()
             if keep:
                 wanted[block.start] = keep
     for cls, name in extra:
@@ -197,6 +202,7 @@ def parse_relevant(text: str, filename: str, ancestors: Mapping[str, frozenset[s
         module = ast.Module(body=[s for k in sorted(parsed) for s in parsed[k]], type_ignores=[])
         scope = ModuleScope(module, ancestors, cache)
         scope.has_assigned_roots = own_roots and bool(ROOT_ASSIGN_RE.search(text))
+        scope.has_staging_roots = own_roots and has_staging_copy(text)
         changed = {named[n].start: named[n] for n, method in _needed(scope, named, ancestors,
                                                                      seeds)
                    if _want(wanted, named[n], method)}

@@ -189,14 +189,15 @@ VLLM_0_33: Mapping[Store, Semantics] = dict([
          "default_weight_loader(param, w)), or declare it in a spec"),
     _row(Store.MODEL_LOAD_COPY, False, Severity.ERROR,
          "stale: computed once from the tensors of a module when the object loads its model "
-         "(load_model/load_draft_model); no reload reruns that step, so a weight update that "
+         "(load_model/load_draft_model) or stages a copy of a parameter's .data (a CPU-offload "
+         "host copy); no reload reruns that step, so a weight update that "
          "refills the source in place leaves this copy with the first values",
          "read the source tensor where it is used, recompute it in a post-load step of the "
          "module that owns the source, or declare it in a spec"),
     _row(Store.MODEL_LOAD_KEPT, True, Severity.INFO,
-         "made once when the object loads its model (load_model/load_draft_model, never rerun "
-         "by a reload) as a workspace, a scalar, a reference or a value computed from no "
-         "module tensor: nothing a weight update changes",
+         "made once when the object loads its model (load_model/load_draft_model) or stages "
+         "a parameter's .data, never rerun by a reload, as a workspace, a scalar, a reference "
+         "or a value computed from no module tensor: nothing a weight update changes",
          "nothing"),
     _row(Store.INITIAL_LOAD_KEPT, True, Severity.INFO,
          "made once at initial load (model-level hook, never rerun) as a workspace, a weight-free "
