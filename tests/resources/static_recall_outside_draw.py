@@ -88,6 +88,27 @@ list), for tensors set up from loaded weights outside ``process_weights_after_lo
   ``*_scale``, ``*_bias``) or enumerates parameters (``named_parameters()``, ``parameters()``,
   ``state_dict()``, ``get_parameter()``), in a function other than ``__init__``, ``forward``,
   ``apply``, ``__call__``, ``create_weights`` and PWAL.
+Stage v13 adds one list, after the others in ``ALL_LISTS`` (so it holds no key of an earlier
+list), for tensor stores that the spec library does not declare, in classes earlier lists
+under-sampled:
+
+- ``undeclared_derived``: the stores of both kinds (attribute stores, tuple targets included,
+  and store calls) (a) in every function, ``__init__`` included, of the CPU-offload, LoRA and
+  compilation code (``V13_WHOLE``: ``model_executor/offloader/``, ``lora/``, ``compilation/``,
+  ``model_executor/custom_op.py``); (b) anywhere in the scope plus the worker, sampler and LoRA
+  code (``V13_SCOPES``), ``__init__`` included, when the stored value reads a weight-like
+  attribute or enumerates parameters (the test of ``setup_hooks`` (c), which left out
+  constructors and the worker); (c) anywhere in ``V13_SCOPES`` when the stored value is, or
+  unpacks, the return of a helper whose name holds a ``HELPER_WORDS`` word (``pack``,
+  ``prepare``, ``convert``, ``shuffle``, ``swizzle``, ``reorder``, ``permute``, ``transform``,
+  ``interleave``, ``quantize``, ``fuse``, ``gather``, ``tie``). Under ``--tensor-only`` the
+  literal / argument exclusion and the tensor filter apply unchanged, and the scope is
+  ``V13_SCOPES`` for this list only: earlier lists still scan ``SCOPES`` alone, so their draws
+  reproduce. Then a candidate leaves the pool when a spec in ``specs/*.yaml`` declares its
+  attribute (``_spec_declared``: the derived ``name``s; the generic names ``weight``,
+  ``scale``, ``alpha``, ``beta`` and list indices count only inside a class the spec targets).
+  The output gives this list a ``drawn_order`` (the positions of the sorted candidates in the
+  order ``sample`` drew them), so judging a prefix of it is a random subsample.
 """
 
 from __future__ import annotations
@@ -104,7 +125,8 @@ LISTS = ("pwal", "lazy", "loader")
 NEW_LISTS = ("pwal_calls", "pwal_xfile", "lazy2")
 V10_LISTS = ("recv_spec",)
 V12_LISTS = ("setup_hooks",)
-ALL_LISTS = LISTS + NEW_LISTS + V10_LISTS + V12_LISTS
+V13_LISTS = ("undeclared_derived",)
+ALL_LISTS = LISTS + NEW_LISTS + V10_LISTS + V12_LISTS + V13_LISTS
 SPEC_WORKER = ("vllm/v1/spec_decode/", "vllm/v1/worker/gpu/spec_decode/")
 
 
@@ -584,6 +606,93 @@ def _flag_init_stores(fn: ast.AST) -> list[tuple[int, str]]:
     return out
 
 
+V13_WHOLE = ("vllm/model_executor/offloader/", "vllm/lora/", "vllm/compilation/",
+             "vllm/model_executor/custom_op.py")
+V13_SCOPES = SCOPES + ("vllm/lora/", "vllm/v1/worker/", "vllm/v1/sample/", "vllm/compilation/")
+HELPER_WORDS = ("pack", "prepare", "convert", "shuffle", "swizzle", "reorder", "permute",
+                "transform", "interleave", "quantize", "fuse", "gather", "tie")
+GENERIC_NAMES = frozenset({"weight", "scale", "alpha", "beta"})
+SPECS = HERE.parent.parent / "specs"
+
+
+@functools.cache
+def _spec_declared() -> tuple[frozenset[str], frozenset[tuple[str, str]]]:
+    """(names declared for any owner, (class, name) pairs for the generic names): every derived
+    ``name`` of ``specs/*.yaml``; a generic or index name counts only in the classes the spec
+    targets (last component of ``module_class``)."""
+    import yaml
+
+    anywhere: set[str] = set()
+    in_class: set[tuple[str, str]] = set()
+    for path in sorted(SPECS.glob("*.yaml")):
+        for spec in (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("specs", []):
+            classes = spec.get("target", {}).get("module_class", [])
+            classes = [classes] if isinstance(classes, str) else classes
+            for derived in spec.get("derived", []):
+                name = str(derived["name"])
+                if name in GENERIC_NAMES or name.isdigit():
+                    in_class |= {(c.rsplit(".", 1)[-1], name) for c in classes}
+                else:
+                    anywhere.add(name)
+    return frozenset(anywhere), frozenset(in_class)
+
+
+def _declared(cls: str, attr: str) -> bool:
+    anywhere, in_class = _spec_declared()
+    return attr in anywhere or (cls, attr) in in_class
+
+
+def _helper_return(value: ast.expr) -> bool:
+    """The value is, or holds, the return of a helper whose name holds a HELPER_WORDS word."""
+    for node in ast.walk(value):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) \
+                else ""
+            if any(w in name.lower() for w in HELPER_WORDS):
+                return True
+    return False
+
+
+def _functions_with_class(tree: ast.Module) -> list[tuple[ast.AST, str]]:
+    """Every function of the file with the name of its nearest enclosing class ("" if none)."""
+    out: list[tuple[ast.AST, str]] = []
+
+    def visit(node: ast.AST, cls: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                visit(child, child.name)
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out.append((child, cls))
+                visit(child, cls)
+            else:
+                visit(child, cls)
+
+    visit(tree, "")
+    return out
+
+
+def _scan_v13(path: Path, rel: str) -> set[tuple[str, int, str]]:
+    """The stage-v13 list ``undeclared_derived`` for one file (before the earlier-list and
+    declared-by-spec removal of the latter done here per store)."""
+    tree = _parse(path)
+    if tree is None:
+        return set()
+    whole = rel.startswith(V13_WHOLE)
+    found: set[tuple[str, int, str]] = set()
+    for fn, cls in _functions_with_class(tree):
+        kept = set(_stores(fn))
+        keys: set[tuple[int, str]] = set()
+        if whole:
+            keys |= kept | set(_call_stores(fn))
+        for node in ast.walk(fn):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and (
+                    _reads_weight(node.value) or _helper_return(node.value)):
+                keys |= {k for k in ((t.lineno, t.attr) for t in _targets(node)) if k in kept}
+        found |= {(rel, ln, a) for ln, a in keys if not _declared(cls, a)}
+    return found
+
+
 def _scan(path: Path, rel: str) -> dict[str, set[tuple[str, int, str]]]:
     found: dict[str, set[tuple[str, int, str]]] = {k: set() for k in ALL_LISTS}
     tree = _parse(path)
@@ -676,16 +785,20 @@ def pools(lists: tuple[str, ...] = LISTS) -> dict[str, list[tuple[str, int, str]
     out: dict[str, set[tuple[str, int, str]]] = {k: set() for k in ALL_LISTS}
     for path in sorted(root.rglob("*.py")):
         rel = "vllm/" + path.relative_to(root).as_posix()
+        if any(k in V13_LISTS for k in lists) and (
+                not TENSOR_ONLY or rel.startswith(V13_SCOPES)):
+            out["undeclared_derived"] |= _scan_v13(path, rel)  # stage v13: its own scope
         if TENSOR_ONLY and not rel.startswith(SCOPES):
             continue
         for k, v in _scan(path, rel).items():
-            out[k] |= v
+            if k not in V13_LISTS:
+                out[k] |= v
     if TENSOR_ONLY:  # pwal_xfile and recv_spec targets may lie outside the scanned scope
         for k in ("pwal_xfile", "recv_spec", "setup_hooks"):
             out[k] = {c for c in out[k] if c[0].startswith(SCOPES)}
     earlier: set[tuple[str, int, str]] = set()
     for k in ALL_LISTS:  # each new list holds only keys no earlier list holds
-        if k in NEW_LISTS + V10_LISTS + V12_LISTS:
+        if k in NEW_LISTS + V10_LISTS + V12_LISTS + V13_LISTS:
             out[k] -= earlier
         earlier |= out[k]
     return {k: sorted(out[k]) for k in lists}
@@ -713,6 +826,8 @@ def main(argv: list[str] | None = None) -> int:
                                  "candidates (seed committed first).")
     ap.add_argument("--tensor-only", action="store_true",
                     help="stage v2 filter: model code, tensor-building stores")
+    ap.add_argument("--pool-size-only", action="store_true",
+                    help="print only each pool's size after exclusion (a dry run before the seed)")
     ap.add_argument("--seed-file", metavar="JSON",
                     help='seed file ({"seed": int, "n": int}) committed before the draw; '
                     "default static_recall_outside_seed[_v2].json")
@@ -720,9 +835,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="earlier candidate lists: their (file, line, attr) leave the pools "
                     "before the draw, so a new draw holds only fresh candidates")
     ap.add_argument("--lists", nargs="+", default=list(LISTS), choices=ALL_LISTS,
-                    help="lists to draw (stage v8, v10, v12); list k of ALL_LISTS uses seed + k")
+                    help="lists to draw (stage v8, v10, v12, v13); list k of ALL_LISTS uses "
+                    "seed + k")
     ns = ap.parse_args(sys.argv[1:] if argv is None else argv)
     TENSOR_ONLY = ns.tensor_only
+    if ns.pool_size_only:
+        excluded_keys: set[tuple[str, int, str]] = set()
+        for path in ns.exclude:
+            excluded_keys |= _keys(json.loads(Path(path).read_text(encoding="utf-8")))
+        for name, pool in pools(tuple(ns.lists)).items():
+            print(name, len([c for c in pool if c not in excluded_keys]))
+        return 0
     name = "static_recall_outside_seed" + ("_v2" if TENSOR_ONLY else "") + ".json"
     seed_path = Path(ns.seed_file) if ns.seed_file else HERE / name
     seed_file = json.loads(seed_path.read_text(encoding="utf-8"))
@@ -738,10 +861,13 @@ def main(argv: list[str] | None = None) -> int:
         k = ALL_LISTS.index(name)
         pool = [c for c in pool if c not in excluded]
         size = seed_file.get("n_by_list", {}).get(name, n)  # stage v8: per-list n
-        picked = sorted(random.Random(seed + k).sample(pool, min(size, len(pool))))
+        drawn = random.Random(seed + k).sample(pool, min(size, len(pool)))
+        picked = sorted(drawn)
         out["lists"][name] = {"population": len(pool),
                               "candidates": [{"file": f, "line": ln, "attr": a}
                                              for f, ln, a in picked]}
+        if name in V13_LISTS:  # stage v13: a prefix of the drawn order is a random subsample
+            out["lists"][name]["drawn_order"] = [picked.index(c) for c in drawn]
     json.dump(out, sys.stdout, indent=1)
     sys.stdout.write("\n")
     return 0
