@@ -109,6 +109,20 @@ under-sampled:
   ``scale``, ``alpha``, ``beta`` and list indices count only inside a class the spec targets).
   The output gives this list a ``drawn_order`` (the positions of the sorted candidates in the
   order ``sample`` drew them), so judging a prefix of it is a random subsample.
+Stage v13b adds one more list, after ``undeclared_derived`` (so it holds no key of v1-v13's
+pools), because v13's draw held no real site: its whole-file scans drew LoRA slots and
+compile-pass objects, and its constructor stores were ``.data`` rebinds and tied weights made
+before loading. The new list keeps only stores that build a new tensor from a weight after
+construction:
+
+- ``built_from_weights``: in ``V13_SCOPES``, in any function other than ``__init__`` and
+  ``create_weights``, a store of either kind (attribute store, tuple targets included, or store
+  call) whose value both reads a weight-like attribute or enumerates parameters (the test of
+  ``setup_hooks`` (c)) and builds a tensor: a ``torch.*`` / ``ops.*`` call, a
+  ``TENSOR_METHODS`` method or a ``HELPER_WORDS`` helper. Stores of ``data`` and
+  ``weight_loader`` are left out. The literal / argument exclusion, the tensor filter and the
+  declared-by-spec removal are those of ``undeclared_derived``; the output gives a
+  ``drawn_order`` too.
 """
 
 from __future__ import annotations
@@ -125,7 +139,7 @@ LISTS = ("pwal", "lazy", "loader")
 NEW_LISTS = ("pwal_calls", "pwal_xfile", "lazy2")
 V10_LISTS = ("recv_spec",)
 V12_LISTS = ("setup_hooks",)
-V13_LISTS = ("undeclared_derived",)
+V13_LISTS = ("undeclared_derived", "built_from_weights")
 ALL_LISTS = LISTS + NEW_LISTS + V10_LISTS + V12_LISTS + V13_LISTS
 SPEC_WORKER = ("vllm/v1/spec_decode/", "vllm/v1/worker/gpu/spec_decode/")
 
@@ -693,6 +707,42 @@ def _scan_v13(path: Path, rel: str) -> set[tuple[str, int, str]]:
     return found
 
 
+def _builds_tensor(value: ast.expr) -> bool:
+    """The value calls ``torch.*`` / ``ops.*``, a TENSOR_METHODS method or a helper."""
+    for node in ast.walk(value):
+        if isinstance(node, ast.Call):
+            if _root_name(node.func) in ("torch", "ops"):
+                return True
+            if isinstance(node.func, ast.Attribute) and node.func.attr in TENSOR_METHODS:
+                return True
+    return _helper_return(value)
+
+
+def _scan_v13b(path: Path, rel: str) -> set[tuple[str, int, str]]:
+    """The stage-v13b list ``built_from_weights`` for one file (declared-by-spec removed)."""
+    tree = _parse(path)
+    if tree is None:
+        return set()
+    found: set[tuple[str, int, str]] = set()
+    for fn, cls in _functions_with_class(tree):
+        if getattr(fn, "name", "") in ("__init__", "create_weights"):
+            continue
+        kept = set(_stores(fn)) | set(_call_stores(fn))
+        keys: set[tuple[int, str]] = set()
+        for node in ast.walk(fn):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                value, hits = node.value, [(t.lineno, t.attr) for t in _targets(node)]
+            else:
+                call = _store_call(node)
+                if call is None or call[2] is None:
+                    continue
+                value, hits = call[2], [(node.lineno, call[1])]  # type: ignore[attr-defined]
+            if _reads_weight(value) and _builds_tensor(value):
+                keys |= {k for k in hits if k in kept and k[1] not in ("data", "weight_loader")}
+        found |= {(rel, ln, a) for ln, a in keys if not _declared(cls, a)}
+    return found
+
+
 def _scan(path: Path, rel: str) -> dict[str, set[tuple[str, int, str]]]:
     found: dict[str, set[tuple[str, int, str]]] = {k: set() for k in ALL_LISTS}
     tree = _parse(path)
@@ -788,6 +838,7 @@ def pools(lists: tuple[str, ...] = LISTS) -> dict[str, list[tuple[str, int, str]
         if any(k in V13_LISTS for k in lists) and (
                 not TENSOR_ONLY or rel.startswith(V13_SCOPES)):
             out["undeclared_derived"] |= _scan_v13(path, rel)  # stage v13: its own scope
+            out["built_from_weights"] |= _scan_v13b(path, rel)  # stage v13b: the same scope
         if TENSOR_ONLY and not rel.startswith(SCOPES):
             continue
         for k, v in _scan(path, rel).items():
