@@ -123,6 +123,21 @@ construction:
   ``weight_loader`` are left out. The literal / argument exclusion, the tensor filter and the
   declared-by-spec removal are those of ``undeclared_derived``; the output gives a
   ``drawn_order`` too.
+Stage v13c adds one more list, after ``built_from_weights`` (pool 1, not seeded), for tensors
+built from weights that reach the store through a name rather than a weight attribute: objects
+built after loading from tensors passed in (runtimes, configs, descriptors) and weight reads
+bound to locals first:
+
+- ``built_from_args``: in ``V13_SCOPES``, in any function other than ``create_weights``, a
+  store of either kind whose value builds a tensor from a tensor name: a ``TENSOR_METHODS``
+  method called on it, or a ``torch.*`` / ``ops.*`` / ``HELPER_WORDS`` call taking it as a
+  positional argument (inside a list, tuple or comprehension too). A tensor name is an argument
+  of the function annotated ``Tensor`` / ``Parameter`` or named like a weight (holding
+  ``weight``, ``scale``, ``bias``, ``param`` or ``tensor``, or ``w``, ``w1``, ``w13``-like), or
+  a local bound in the function to a value that reads a weight (the ``setup_hooks`` (c) test).
+  ``self`` and ``cls`` are not tensor names. Stores of ``data`` and ``weight_loader`` are left
+  out; the literal / argument exclusion, the tensor filter and the declared-by-spec removal
+  are those of ``undeclared_derived``; the output gives a ``drawn_order``.
 """
 
 from __future__ import annotations
@@ -139,7 +154,7 @@ LISTS = ("pwal", "lazy", "loader")
 NEW_LISTS = ("pwal_calls", "pwal_xfile", "lazy2")
 V10_LISTS = ("recv_spec",)
 V12_LISTS = ("setup_hooks",)
-V13_LISTS = ("undeclared_derived", "built_from_weights")
+V13_LISTS = ("undeclared_derived", "built_from_weights", "built_from_args")
 ALL_LISTS = LISTS + NEW_LISTS + V10_LISTS + V12_LISTS + V13_LISTS
 SPEC_WORKER = ("vllm/v1/spec_decode/", "vllm/v1/worker/gpu/spec_decode/")
 
@@ -743,6 +758,79 @@ def _scan_v13b(path: Path, rel: str) -> set[tuple[str, int, str]]:
     return found
 
 
+WEIGHT_ARG_WORDS = ("weight", "scale", "bias", "param", "tensor")
+
+
+def _tensor_names(fn: ast.AST) -> set[str]:
+    """Arguments annotated or named like tensors, and locals bound to a weight read."""
+    names: set[str] = set()
+    if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        a = fn.args
+        for x in a.posonlyargs + a.args + a.kwonlyargs:
+            note = ast.unparse(x.annotation) if x.annotation is not None else ""
+            low = x.arg.lower()
+            if x.arg in ("self", "cls"):
+                continue
+            if ("Tensor" in note or "Parameter" in note
+                    or any(w in low for w in WEIGHT_ARG_WORDS)
+                    or (low.startswith("w") and low[1:].isdigit()) or low == "w"):
+                names.add(x.arg)
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and _reads_weight(node.value):
+            for t in node.targets:
+                for e in (t.elts if isinstance(t, ast.Tuple) else [t]):
+                    if isinstance(e, ast.Name):
+                        names.add(e.id)
+    return names
+
+
+def _builds_from(value: ast.expr, names: set[str]) -> bool:
+    """The value builds a tensor from one of ``names`` (method on it, or torch/ops/helper
+    call taking it)."""
+    for node in ast.walk(value):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        if isinstance(f, ast.Attribute) and f.attr in TENSOR_METHODS \
+                and _root_name(f.value) in names:
+            return True
+        fname = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) \
+            else ""
+        if _root_name(f) in ("torch", "ops") or any(w in fname.lower() for w in HELPER_WORDS):
+            for arg in node.args:
+                if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(arg)):
+                    return True
+    return False
+
+
+def _scan_v13c(path: Path, rel: str) -> set[tuple[str, int, str]]:
+    """The stage-v13c list ``built_from_args`` for one file (declared-by-spec removed)."""
+    tree = _parse(path)
+    if tree is None:
+        return set()
+    found: set[tuple[str, int, str]] = set()
+    for fn, cls in _functions_with_class(tree):
+        if getattr(fn, "name", "") == "create_weights":
+            continue
+        names = _tensor_names(fn)
+        if not names:
+            continue
+        kept = set(_stores(fn)) | set(_call_stores(fn))
+        keys: set[tuple[int, str]] = set()
+        for node in ast.walk(fn):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                value, hits = node.value, [(t.lineno, t.attr) for t in _targets(node)]
+            else:
+                call = _store_call(node)
+                if call is None or call[2] is None:
+                    continue
+                value, hits = call[2], [(node.lineno, call[1])]  # type: ignore[attr-defined]
+            if hits and _builds_from(value, names):
+                keys |= {k for k in hits if k in kept and k[1] not in ("data", "weight_loader")}
+        found |= {(rel, ln, a) for ln, a in keys if not _declared(cls, a)}
+    return found
+
+
 def _scan(path: Path, rel: str) -> dict[str, set[tuple[str, int, str]]]:
     found: dict[str, set[tuple[str, int, str]]] = {k: set() for k in ALL_LISTS}
     tree = _parse(path)
@@ -839,6 +927,7 @@ def pools(lists: tuple[str, ...] = LISTS) -> dict[str, list[tuple[str, int, str]
                 not TENSOR_ONLY or rel.startswith(V13_SCOPES)):
             out["undeclared_derived"] |= _scan_v13(path, rel)  # stage v13: its own scope
             out["built_from_weights"] |= _scan_v13b(path, rel)  # stage v13b: the same scope
+            out["built_from_args"] |= _scan_v13c(path, rel)  # stage v13c: the same scope
         if TENSOR_ONLY and not rel.startswith(SCOPES):
             continue
         for k, v in _scan(path, rel).items():
