@@ -147,6 +147,7 @@ import functools
 import json
 import random
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -733,14 +734,18 @@ def _builds_tensor(value: ast.expr) -> bool:
     return _helper_return(value)
 
 
-def _scan_v13b(path: Path, rel: str) -> set[tuple[str, int, str]]:
-    """The stage-v13b list ``built_from_weights`` for one file (declared-by-spec removed)."""
+def _built_stores(path: Path, rel: str, skip: tuple[str, ...],
+                  make_test: Callable[[ast.AST], Callable[[ast.expr], bool] | None]
+                  ) -> set[tuple[str, int, str]]:
+    """Stores of either kind whose value passes ``make_test(fn)`` (None skips ``fn``), in the
+    functions not named in ``skip``; ``data`` / ``weight_loader`` and declared ones removed."""
     tree = _parse(path)
     if tree is None:
         return set()
     found: set[tuple[str, int, str]] = set()
     for fn, cls in _functions_with_class(tree):
-        if getattr(fn, "name", "") in ("__init__", "create_weights"):
+        test = None if getattr(fn, "name", "") in skip else make_test(fn)
+        if test is None:
             continue
         kept = set(_stores(fn)) | set(_call_stores(fn))
         keys: set[tuple[int, str]] = set()
@@ -752,10 +757,16 @@ def _scan_v13b(path: Path, rel: str) -> set[tuple[str, int, str]]:
                 if call is None or call[2] is None:
                     continue
                 value, hits = call[2], [(node.lineno, call[1])]  # type: ignore[attr-defined]
-            if _reads_weight(value) and _builds_tensor(value):
+            if test(value):
                 keys |= {k for k in hits if k in kept and k[1] not in ("data", "weight_loader")}
         found |= {(rel, ln, a) for ln, a in keys if not _declared(cls, a)}
     return found
+
+
+def _scan_v13b(path: Path, rel: str) -> set[tuple[str, int, str]]:
+    """The stage-v13b list ``built_from_weights`` for one file (declared-by-spec removed)."""
+    return _built_stores(path, rel, ("__init__", "create_weights"),
+                         lambda fn: lambda v: _reads_weight(v) and _builds_tensor(v))
 
 
 WEIGHT_ARG_WORDS = ("weight", "scale", "bias", "param", "tensor")
@@ -805,30 +816,11 @@ def _builds_from(value: ast.expr, names: set[str]) -> bool:
 
 def _scan_v13c(path: Path, rel: str) -> set[tuple[str, int, str]]:
     """The stage-v13c list ``built_from_args`` for one file (declared-by-spec removed)."""
-    tree = _parse(path)
-    if tree is None:
-        return set()
-    found: set[tuple[str, int, str]] = set()
-    for fn, cls in _functions_with_class(tree):
-        if getattr(fn, "name", "") == "create_weights":
-            continue
+    def make_test(fn: ast.AST) -> Callable[[ast.expr], bool] | None:
         names = _tensor_names(fn)
-        if not names:
-            continue
-        kept = set(_stores(fn)) | set(_call_stores(fn))
-        keys: set[tuple[int, str]] = set()
-        for node in ast.walk(fn):
-            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-                value, hits = node.value, [(t.lineno, t.attr) for t in _targets(node)]
-            else:
-                call = _store_call(node)
-                if call is None or call[2] is None:
-                    continue
-                value, hits = call[2], [(node.lineno, call[1])]  # type: ignore[attr-defined]
-            if hits and _builds_from(value, names):
-                keys |= {k for k in hits if k in kept and k[1] not in ("data", "weight_loader")}
-        found |= {(rel, ln, a) for ln, a in keys if not _declared(cls, a)}
-    return found
+        return (lambda v: _builds_from(v, names)) if names else None
+
+    return _built_stores(path, rel, ("create_weights",), make_test)
 
 
 def _scan(path: Path, rel: str) -> dict[str, set[tuple[str, int, str]]]:
