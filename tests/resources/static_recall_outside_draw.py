@@ -204,9 +204,8 @@ def _root_name(node: ast.expr) -> str:
     return node.id if isinstance(node, ast.Name) else ""
 
 
-def _tensorish(value: ast.expr, targets: list[ast.Attribute]) -> bool:
-    if any(any(k in t.attr.lower() for k in TENSOR_NAMES) for t in targets):
-        return True
+def _calls_tensor_op(value: ast.expr) -> bool:
+    """The value calls ``torch.*`` / ``ops.*`` or a TENSOR_METHODS method."""
     for node in ast.walk(value):
         if isinstance(node, ast.Call):
             if _root_name(node.func) in ("torch", "ops"):
@@ -214,6 +213,12 @@ def _tensorish(value: ast.expr, targets: list[ast.Attribute]) -> bool:
             if isinstance(node.func, ast.Attribute) and node.func.attr in TENSOR_METHODS:
                 return True
     return False
+
+
+def _tensorish(value: ast.expr, targets: list[ast.Attribute]) -> bool:
+    if any(any(k in t.attr.lower() for k in TENSOR_NAMES) for t in targets):
+        return True
+    return _calls_tensor_op(value)
 
 
 def _stores(fn: ast.AST) -> list[tuple[int, str]]:
@@ -725,13 +730,7 @@ def _scan_v13(path: Path, rel: str) -> set[tuple[str, int, str]]:
 
 def _builds_tensor(value: ast.expr) -> bool:
     """The value calls ``torch.*`` / ``ops.*``, a TENSOR_METHODS method or a helper."""
-    for node in ast.walk(value):
-        if isinstance(node, ast.Call):
-            if _root_name(node.func) in ("torch", "ops"):
-                return True
-            if isinstance(node.func, ast.Attribute) and node.func.attr in TENSOR_METHODS:
-                return True
-    return _helper_return(value)
+    return _calls_tensor_op(value) or _helper_return(value)
 
 
 def _built_stores(path: Path, rel: str, skip: tuple[str, ...],
