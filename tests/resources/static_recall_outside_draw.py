@@ -88,6 +88,56 @@ list), for tensors set up from loaded weights outside ``process_weights_after_lo
   ``*_scale``, ``*_bias``) or enumerates parameters (``named_parameters()``, ``parameters()``,
   ``state_dict()``, ``get_parameter()``), in a function other than ``__init__``, ``forward``,
   ``apply``, ``__call__``, ``create_weights`` and PWAL.
+Stage v13 adds one list, after the others in ``ALL_LISTS`` (so it holds no key of an earlier
+list), for tensor stores that the spec library does not declare, in classes earlier lists
+under-sampled:
+
+- ``undeclared_derived``: the stores of both kinds (attribute stores, tuple targets included,
+  and store calls) (a) in every function, ``__init__`` included, of the CPU-offload, LoRA and
+  compilation code (``V13_WHOLE``: ``model_executor/offloader/``, ``lora/``, ``compilation/``,
+  ``model_executor/custom_op.py``); (b) anywhere in the scope plus the worker, sampler and LoRA
+  code (``V13_SCOPES``), ``__init__`` included, when the stored value reads a weight-like
+  attribute or enumerates parameters (the test of ``setup_hooks`` (c), which left out
+  constructors and the worker); (c) anywhere in ``V13_SCOPES`` when the stored value is, or
+  unpacks, the return of a helper whose name holds a ``HELPER_WORDS`` word (``pack``,
+  ``prepare``, ``convert``, ``shuffle``, ``swizzle``, ``reorder``, ``permute``, ``transform``,
+  ``interleave``, ``quantize``, ``fuse``, ``gather``, ``tie``). Under ``--tensor-only`` the
+  literal / argument exclusion and the tensor filter apply unchanged, and the scope is
+  ``V13_SCOPES`` for this list only: earlier lists still scan ``SCOPES`` alone, so their draws
+  reproduce. Then a candidate leaves the pool when a spec in ``specs/*.yaml`` declares its
+  attribute (``_spec_declared``: the derived ``name``s; the generic names ``weight``,
+  ``scale``, ``alpha``, ``beta`` and list indices count only inside a class the spec targets).
+  The output gives this list a ``drawn_order`` (the positions of the sorted candidates in the
+  order ``sample`` drew them), so judging a prefix of it is a random subsample.
+Stage v13b adds one more list, after ``undeclared_derived`` (so it holds no key of v1-v13's
+pools), because v13's draw held no real site: its whole-file scans drew LoRA slots and
+compile-pass objects, and its constructor stores were ``.data`` rebinds and tied weights made
+before loading. The new list keeps only stores that build a new tensor from a weight after
+construction:
+
+- ``built_from_weights``: in ``V13_SCOPES``, in any function other than ``__init__`` and
+  ``create_weights``, a store of either kind (attribute store, tuple targets included, or store
+  call) whose value both reads a weight-like attribute or enumerates parameters (the test of
+  ``setup_hooks`` (c)) and builds a tensor: a ``torch.*`` / ``ops.*`` call, a
+  ``TENSOR_METHODS`` method or a ``HELPER_WORDS`` helper. Stores of ``data`` and
+  ``weight_loader`` are left out. The literal / argument exclusion, the tensor filter and the
+  declared-by-spec removal are those of ``undeclared_derived``; the output gives a
+  ``drawn_order`` too.
+Stage v13c adds one more list, after ``built_from_weights`` (pool 1, not seeded), for tensors
+built from weights that reach the store through a name rather than a weight attribute: objects
+built after loading from tensors passed in (runtimes, configs, descriptors) and weight reads
+bound to locals first:
+
+- ``built_from_args``: in ``V13_SCOPES``, in any function other than ``create_weights``, a
+  store of either kind whose value builds a tensor from a tensor name: a ``TENSOR_METHODS``
+  method called on it, or a ``torch.*`` / ``ops.*`` / ``HELPER_WORDS`` call taking it as a
+  positional argument (inside a list, tuple or comprehension too). A tensor name is an argument
+  of the function annotated ``Tensor`` / ``Parameter`` or named like a weight (holding
+  ``weight``, ``scale``, ``bias``, ``param`` or ``tensor``, or ``w``, ``w1``, ``w13``-like), or
+  a local bound in the function to a value that reads a weight (the ``setup_hooks`` (c) test).
+  ``self`` and ``cls`` are not tensor names. Stores of ``data`` and ``weight_loader`` are left
+  out; the literal / argument exclusion, the tensor filter and the declared-by-spec removal
+  are those of ``undeclared_derived``; the output gives a ``drawn_order``.
 """
 
 from __future__ import annotations
@@ -97,6 +147,7 @@ import functools
 import json
 import random
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -104,7 +155,8 @@ LISTS = ("pwal", "lazy", "loader")
 NEW_LISTS = ("pwal_calls", "pwal_xfile", "lazy2")
 V10_LISTS = ("recv_spec",)
 V12_LISTS = ("setup_hooks",)
-ALL_LISTS = LISTS + NEW_LISTS + V10_LISTS + V12_LISTS
+V13_LISTS = ("undeclared_derived", "built_from_weights", "built_from_args")
+ALL_LISTS = LISTS + NEW_LISTS + V10_LISTS + V12_LISTS + V13_LISTS
 SPEC_WORKER = ("vllm/v1/spec_decode/", "vllm/v1/worker/gpu/spec_decode/")
 
 
@@ -152,9 +204,8 @@ def _root_name(node: ast.expr) -> str:
     return node.id if isinstance(node, ast.Name) else ""
 
 
-def _tensorish(value: ast.expr, targets: list[ast.Attribute]) -> bool:
-    if any(any(k in t.attr.lower() for k in TENSOR_NAMES) for t in targets):
-        return True
+def _calls_tensor_op(value: ast.expr) -> bool:
+    """The value calls ``torch.*`` / ``ops.*`` or a TENSOR_METHODS method."""
     for node in ast.walk(value):
         if isinstance(node, ast.Call):
             if _root_name(node.func) in ("torch", "ops"):
@@ -162,6 +213,12 @@ def _tensorish(value: ast.expr, targets: list[ast.Attribute]) -> bool:
             if isinstance(node.func, ast.Attribute) and node.func.attr in TENSOR_METHODS:
                 return True
     return False
+
+
+def _tensorish(value: ast.expr, targets: list[ast.Attribute]) -> bool:
+    if any(any(k in t.attr.lower() for k in TENSOR_NAMES) for t in targets):
+        return True
+    return _calls_tensor_op(value)
 
 
 def _stores(fn: ast.AST) -> list[tuple[int, str]]:
@@ -584,6 +641,187 @@ def _flag_init_stores(fn: ast.AST) -> list[tuple[int, str]]:
     return out
 
 
+V13_WHOLE = ("vllm/model_executor/offloader/", "vllm/lora/", "vllm/compilation/",
+             "vllm/model_executor/custom_op.py")
+V13_SCOPES = SCOPES + ("vllm/lora/", "vllm/v1/worker/", "vllm/v1/sample/", "vllm/compilation/")
+HELPER_WORDS = ("pack", "prepare", "convert", "shuffle", "swizzle", "reorder", "permute",
+                "transform", "interleave", "quantize", "fuse", "gather", "tie")
+GENERIC_NAMES = frozenset({"weight", "scale", "alpha", "beta"})
+SPECS = HERE.parent.parent / "specs"
+
+
+@functools.cache
+def _spec_declared() -> tuple[frozenset[str], frozenset[tuple[str, str]]]:
+    """(names declared for any owner, (class, name) pairs for the generic names): every derived
+    ``name`` of ``specs/*.yaml``; a generic or index name counts only in the classes the spec
+    targets (last component of ``module_class``)."""
+    import yaml
+
+    anywhere: set[str] = set()
+    in_class: set[tuple[str, str]] = set()
+    for path in sorted(SPECS.glob("*.yaml")):
+        for spec in (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("specs", []):
+            classes = spec.get("target", {}).get("module_class", [])
+            classes = [classes] if isinstance(classes, str) else classes
+            for derived in spec.get("derived", []):
+                name = str(derived["name"])
+                if name in GENERIC_NAMES or name.isdigit():
+                    in_class |= {(c.rsplit(".", 1)[-1], name) for c in classes}
+                else:
+                    anywhere.add(name)
+    return frozenset(anywhere), frozenset(in_class)
+
+
+def _declared(cls: str, attr: str) -> bool:
+    anywhere, in_class = _spec_declared()
+    return attr in anywhere or (cls, attr) in in_class
+
+
+def _helper_return(value: ast.expr) -> bool:
+    """The value is, or holds, the return of a helper whose name holds a HELPER_WORDS word."""
+    for node in ast.walk(value):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) \
+                else ""
+            if any(w in name.lower() for w in HELPER_WORDS):
+                return True
+    return False
+
+
+def _functions_with_class(tree: ast.Module) -> list[tuple[ast.AST, str]]:
+    """Every function of the file with the name of its nearest enclosing class ("" if none)."""
+    out: list[tuple[ast.AST, str]] = []
+
+    def visit(node: ast.AST, cls: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                visit(child, child.name)
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out.append((child, cls))
+                visit(child, cls)
+            else:
+                visit(child, cls)
+
+    visit(tree, "")
+    return out
+
+
+def _scan_v13(path: Path, rel: str) -> set[tuple[str, int, str]]:
+    """The stage-v13 list ``undeclared_derived`` for one file (before the earlier-list and
+    declared-by-spec removal of the latter done here per store)."""
+    tree = _parse(path)
+    if tree is None:
+        return set()
+    whole = rel.startswith(V13_WHOLE)
+    found: set[tuple[str, int, str]] = set()
+    for fn, cls in _functions_with_class(tree):
+        kept = set(_stores(fn))
+        keys: set[tuple[int, str]] = set()
+        if whole:
+            keys |= kept | set(_call_stores(fn))
+        for node in ast.walk(fn):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and (
+                    _reads_weight(node.value) or _helper_return(node.value)):
+                keys |= {k for k in ((t.lineno, t.attr) for t in _targets(node)) if k in kept}
+        found |= {(rel, ln, a) for ln, a in keys if not _declared(cls, a)}
+    return found
+
+
+def _builds_tensor(value: ast.expr) -> bool:
+    """The value calls ``torch.*`` / ``ops.*``, a TENSOR_METHODS method or a helper."""
+    return _calls_tensor_op(value) or _helper_return(value)
+
+
+def _built_stores(path: Path, rel: str, skip: tuple[str, ...],
+                  make_test: Callable[[ast.AST], Callable[[ast.expr], bool] | None]
+                  ) -> set[tuple[str, int, str]]:
+    """Stores of either kind whose value passes ``make_test(fn)`` (None skips ``fn``), in the
+    functions not named in ``skip``; ``data`` / ``weight_loader`` and declared ones removed."""
+    tree = _parse(path)
+    if tree is None:
+        return set()
+    found: set[tuple[str, int, str]] = set()
+    for fn, cls in _functions_with_class(tree):
+        test = None if getattr(fn, "name", "") in skip else make_test(fn)
+        if test is None:
+            continue
+        kept = set(_stores(fn)) | set(_call_stores(fn))
+        keys: set[tuple[int, str]] = set()
+        for node in ast.walk(fn):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                value, hits = node.value, [(t.lineno, t.attr) for t in _targets(node)]
+            else:
+                call = _store_call(node)
+                if call is None or call[2] is None:
+                    continue
+                value, hits = call[2], [(node.lineno, call[1])]  # type: ignore[attr-defined]
+            if test(value):
+                keys |= {k for k in hits if k in kept and k[1] not in ("data", "weight_loader")}
+        found |= {(rel, ln, a) for ln, a in keys if not _declared(cls, a)}
+    return found
+
+
+def _scan_v13b(path: Path, rel: str) -> set[tuple[str, int, str]]:
+    """The stage-v13b list ``built_from_weights`` for one file (declared-by-spec removed)."""
+    return _built_stores(path, rel, ("__init__", "create_weights"),
+                         lambda fn: lambda v: _reads_weight(v) and _builds_tensor(v))
+
+
+WEIGHT_ARG_WORDS = ("weight", "scale", "bias", "param", "tensor")
+
+
+def _tensor_names(fn: ast.AST) -> set[str]:
+    """Arguments annotated or named like tensors, and locals bound to a weight read."""
+    names: set[str] = set()
+    if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        a = fn.args
+        for x in a.posonlyargs + a.args + a.kwonlyargs:
+            note = ast.unparse(x.annotation) if x.annotation is not None else ""
+            low = x.arg.lower()
+            if x.arg in ("self", "cls"):
+                continue
+            if ("Tensor" in note or "Parameter" in note
+                    or any(w in low for w in WEIGHT_ARG_WORDS)
+                    or (low.startswith("w") and low[1:].isdigit()) or low == "w"):
+                names.add(x.arg)
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and _reads_weight(node.value):
+            for t in node.targets:
+                for e in (t.elts if isinstance(t, ast.Tuple) else [t]):
+                    if isinstance(e, ast.Name):
+                        names.add(e.id)
+    return names
+
+
+def _builds_from(value: ast.expr, names: set[str]) -> bool:
+    """The value builds a tensor from one of ``names`` (method on it, or torch/ops/helper
+    call taking it)."""
+    for node in ast.walk(value):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        if isinstance(f, ast.Attribute) and f.attr in TENSOR_METHODS \
+                and _root_name(f.value) in names:
+            return True
+        fname = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) \
+            else ""
+        if _root_name(f) in ("torch", "ops") or any(w in fname.lower() for w in HELPER_WORDS):
+            for arg in node.args:
+                if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(arg)):
+                    return True
+    return False
+
+
+def _scan_v13c(path: Path, rel: str) -> set[tuple[str, int, str]]:
+    """The stage-v13c list ``built_from_args`` for one file (declared-by-spec removed)."""
+    def make_test(fn: ast.AST) -> Callable[[ast.expr], bool] | None:
+        names = _tensor_names(fn)
+        return (lambda v: _builds_from(v, names)) if names else None
+
+    return _built_stores(path, rel, ("create_weights",), make_test)
+
+
 def _scan(path: Path, rel: str) -> dict[str, set[tuple[str, int, str]]]:
     found: dict[str, set[tuple[str, int, str]]] = {k: set() for k in ALL_LISTS}
     tree = _parse(path)
@@ -676,16 +914,22 @@ def pools(lists: tuple[str, ...] = LISTS) -> dict[str, list[tuple[str, int, str]
     out: dict[str, set[tuple[str, int, str]]] = {k: set() for k in ALL_LISTS}
     for path in sorted(root.rglob("*.py")):
         rel = "vllm/" + path.relative_to(root).as_posix()
+        if any(k in V13_LISTS for k in lists) and (
+                not TENSOR_ONLY or rel.startswith(V13_SCOPES)):
+            out["undeclared_derived"] |= _scan_v13(path, rel)  # stage v13: its own scope
+            out["built_from_weights"] |= _scan_v13b(path, rel)  # stage v13b: the same scope
+            out["built_from_args"] |= _scan_v13c(path, rel)  # stage v13c: the same scope
         if TENSOR_ONLY and not rel.startswith(SCOPES):
             continue
         for k, v in _scan(path, rel).items():
-            out[k] |= v
+            if k not in V13_LISTS:
+                out[k] |= v
     if TENSOR_ONLY:  # pwal_xfile and recv_spec targets may lie outside the scanned scope
         for k in ("pwal_xfile", "recv_spec", "setup_hooks"):
             out[k] = {c for c in out[k] if c[0].startswith(SCOPES)}
     earlier: set[tuple[str, int, str]] = set()
     for k in ALL_LISTS:  # each new list holds only keys no earlier list holds
-        if k in NEW_LISTS + V10_LISTS + V12_LISTS:
+        if k in NEW_LISTS + V10_LISTS + V12_LISTS + V13_LISTS:
             out[k] -= earlier
         earlier |= out[k]
     return {k: sorted(out[k]) for k in lists}
@@ -713,6 +957,8 @@ def main(argv: list[str] | None = None) -> int:
                                  "candidates (seed committed first).")
     ap.add_argument("--tensor-only", action="store_true",
                     help="stage v2 filter: model code, tensor-building stores")
+    ap.add_argument("--pool-size-only", action="store_true",
+                    help="print only each pool's size after exclusion (a dry run before the seed)")
     ap.add_argument("--seed-file", metavar="JSON",
                     help='seed file ({"seed": int, "n": int}) committed before the draw; '
                     "default static_recall_outside_seed[_v2].json")
@@ -720,9 +966,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="earlier candidate lists: their (file, line, attr) leave the pools "
                     "before the draw, so a new draw holds only fresh candidates")
     ap.add_argument("--lists", nargs="+", default=list(LISTS), choices=ALL_LISTS,
-                    help="lists to draw (stage v8, v10, v12); list k of ALL_LISTS uses seed + k")
+                    help="lists to draw (stage v8, v10, v12, v13); list k of ALL_LISTS uses "
+                    "seed + k")
     ns = ap.parse_args(sys.argv[1:] if argv is None else argv)
     TENSOR_ONLY = ns.tensor_only
+    if ns.pool_size_only:
+        excluded_keys: set[tuple[str, int, str]] = set()
+        for path in ns.exclude:
+            excluded_keys |= _keys(json.loads(Path(path).read_text(encoding="utf-8")))
+        for name, pool in pools(tuple(ns.lists)).items():
+            print(name, len([c for c in pool if c not in excluded_keys]))
+        return 0
     name = "static_recall_outside_seed" + ("_v2" if TENSOR_ONLY else "") + ".json"
     seed_path = Path(ns.seed_file) if ns.seed_file else HERE / name
     seed_file = json.loads(seed_path.read_text(encoding="utf-8"))
@@ -738,10 +992,13 @@ def main(argv: list[str] | None = None) -> int:
         k = ALL_LISTS.index(name)
         pool = [c for c in pool if c not in excluded]
         size = seed_file.get("n_by_list", {}).get(name, n)  # stage v8: per-list n
-        picked = sorted(random.Random(seed + k).sample(pool, min(size, len(pool))))
+        drawn = random.Random(seed + k).sample(pool, min(size, len(pool)))
+        picked = sorted(drawn)
         out["lists"][name] = {"population": len(pool),
                               "candidates": [{"file": f, "line": ln, "attr": a}
                                              for f, ln, a in picked]}
+        if name in V13_LISTS:  # stage v13: a prefix of the drawn order is a random subsample
+            out["lists"][name]["drawn_order"] = [picked.index(c) for c in drawn]
     json.dump(out, sys.stdout, indent=1)
     sys.stdout.write("\n")
     return 0
