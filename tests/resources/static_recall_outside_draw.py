@@ -149,6 +149,7 @@ import random
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 HERE = Path(__file__).resolve().parent
 LISTS = ("pwal", "lazy", "loader")
@@ -221,6 +222,26 @@ def _tensorish(value: ast.expr, targets: list[ast.Attribute]) -> bool:
     return _calls_tensor_op(value)
 
 
+_R = TypeVar("_R")
+
+
+def _memo_per_node(f: Callable[[ast.AST], _R]) -> Callable[[ast.AST], _R]:
+    """``f(node)`` computed once per node and ``TENSOR_ONLY`` (every tree stays alive in
+    ``_TREES``, so a node's id is not reused): the pools ask the same functions' stores and
+    callees again from every file that reaches them."""
+    cache: dict[tuple[int, bool], _R] = {}
+
+    @functools.wraps(f)
+    def memo(node: ast.AST) -> _R:
+        key = (id(node), TENSOR_ONLY)
+        if key not in cache:
+            cache[key] = f(node)
+        return cache[key]
+
+    return memo
+
+
+@_memo_per_node
 def _stores(fn: ast.AST) -> list[tuple[int, str]]:
     args = set()
     if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -239,6 +260,7 @@ def _stores(fn: ast.AST) -> list[tuple[int, str]]:
     return out
 
 
+@_memo_per_node
 def _called_names(fn: ast.AST) -> set[str]:
     names = set()
     for node in ast.walk(fn):
@@ -316,6 +338,7 @@ def _keep(value: ast.expr | None, name: str, args: set[str]) -> bool:
     return True
 
 
+@_memo_per_node
 def _call_stores(fn: ast.AST) -> list[tuple[int, str]]:
     args = _args_of(fn)
     out = []
@@ -440,6 +463,17 @@ def _module_file(module: str) -> Path | None:
     return None
 
 
+@functools.cache
+def _functions_by_name(tree: ast.Module) -> dict[str, list[ast.AST]]:
+    """Every function of ``tree`` (nested ones too) by name, in walk order (read-only)."""
+    funcs: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            funcs.setdefault(node.name, []).append(node)
+    return funcs
+
+
+@functools.cache
 def _imports(tree: ast.Module, rel: str) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
     """(name -> (module, object name) for ``from m import f``, alias -> module for modules)."""
     here = rel[:-3].split("/")  # vllm/a/b.py -> [vllm, a, b]
@@ -493,10 +527,7 @@ def _xfile_callees(tree: ast.Module, rel: str,
         other = _parse(path)
         if other is None:
             continue
-        funcs: dict[str, list[ast.AST]] = {}
-        for node in ast.walk(other):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                funcs.setdefault(node.name, []).append(node)
+        funcs = _functions_by_name(other)
         todo: list[ast.AST] = []
         for node in other.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == obj:
@@ -558,10 +589,7 @@ def _recv_callees(tree: ast.Module, rel: str,
                  and i.name in wanted]
         if not start:
             continue
-        funcs: dict[str, list[ast.AST]] = {}
-        for node in ast.walk(other):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                funcs.setdefault(node.name, []).append(node)
+        funcs = _functions_by_name(other)
         out += [(target, g) for g in _same_file_closure(funcs, start)]
     return out
 
@@ -822,21 +850,20 @@ def _scan_v13c(path: Path, rel: str) -> set[tuple[str, int, str]]:
     return _built_stores(path, rel, ("create_weights",), make_test)
 
 
-def _scan(path: Path, rel: str) -> dict[str, set[tuple[str, int, str]]]:
+def _scan(path: Path, rel: str, needed: frozenset[str] = frozenset(ALL_LISTS)
+          ) -> dict[str, set[tuple[str, int, str]]]:
+    """The stores of one file in each list of ``needed`` (the others stay empty)."""
     found: dict[str, set[tuple[str, int, str]]] = {k: set() for k in ALL_LISTS}
     tree = _parse(path)
     if tree is None:
         return found
-    funcs: dict[str, list[ast.AST]] = {}
+    funcs = _functions_by_name(tree)
     owner: dict[ast.AST, str] = {}
     for cls in ast.walk(tree):
         if isinstance(cls, ast.ClassDef):
             for item in cls.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     owner[item] = cls.name
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            funcs.setdefault(node.name, []).append(node)
     # pwal: PWAL bodies and same-file callees, transitively by name
     pwal_fns: list[ast.AST] = []
     todo, seen = list(funcs.get("process_weights_after_loading", [])), set()
@@ -851,67 +878,76 @@ def _scan(path: Path, rel: str) -> dict[str, set[tuple[str, int, str]]]:
         for name in _called_names(fn):
             todo += [g for g in funcs.get(name, []) if name != "__init__"]
     # lazy: if <obj>.attr is None: ... <obj>.attr = expr
-    for fns in funcs.values():
-        for fn in fns:
-            if fn.name == "__init__":
-                continue
-            for node in ast.walk(fn):
-                if not (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)):
+    if "lazy" in needed:
+        for fns in funcs.values():
+            for fn in fns:
+                if fn.name == "__init__":
                     continue
-                t = node.test
-                right = t.comparators[0]
-                if not (isinstance(t.left, ast.Attribute) and len(t.ops) == 1
-                        and isinstance(t.ops[0], ast.Is) and isinstance(right, ast.Constant)
-                        and right.value is None):
-                    continue
-                for stmt in node.body:
-                    for ln, a in _stores(stmt):
-                        if a == t.left.attr:
-                            found["lazy"].add((rel, ln, a))
+                for node in ast.walk(fn):
+                    if not (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)):
+                        continue
+                    t = node.test
+                    right = t.comparators[0]
+                    if not (isinstance(t.left, ast.Attribute) and len(t.ops) == 1
+                            and isinstance(t.ops[0], ast.Is) and isinstance(right, ast.Constant)
+                            and right.value is None):
+                        continue
+                    for stmt in node.body:
+                        for ln, a in _stores(stmt):
+                            if a == t.left.attr:
+                                found["lazy"].add((rel, ln, a))
     # loader: load_weights / post_load_weights, and constructors of rebuilt objects
-    for name in ("load_weights", "post_load_weights"):
-        for fn in funcs.get(name, []):
-            found["loader"] |= {(rel, ln, a) for ln, a in _stores(fn)}
-    for fn in funcs.get("__init__", []):
-        cls = owner.get(fn, "")
-        if any(k in cls for k in ("Experts", "Kernel", "Prepared")):
-            found["loader"] |= {(rel, ln, a) for ln, a in _stores(fn)}
+    if "loader" in needed:
+        for name in ("load_weights", "post_load_weights"):
+            for fn in funcs.get(name, []):
+                found["loader"] |= {(rel, ln, a) for ln, a in _stores(fn)}
+        for fn in funcs.get("__init__", []):
+            cls = owner.get(fn, "")
+            if any(k in cls for k in ("Experts", "Kernel", "Prepared")):
+                found["loader"] |= {(rel, ln, a) for ln, a in _stores(fn)}
     # lazy2: caches built on first use behind other guards
-    for fns in funcs.values():
-        for fn in fns:
-            if fn.name != "__init__":
-                found["lazy2"] |= {(rel, ln, a) for ln, a in _lazy2_stores(fn)}
-    # pwal_xfile: functions of other files that the pwal functions call
-    for target, fn in _xfile_callees(tree, rel, pwal_fns):
-        found["pwal_xfile"] |= {(target, ln, a) for ln, a in _stores(fn) + _call_stores(fn)}
-    # recv_spec (stage v10): receiver calls into other files' classes, speculator code
-    loader_fns = _same_file_closure(funcs, funcs.get("load_weights", [])
-                                    + funcs.get("post_load_weights", []))
-    for target, fn in _recv_callees(tree, rel, pwal_fns + loader_fns):
-        found["recv_spec"] |= {(target, ln, a) for ln, a in _stores(fn) + _call_stores(fn)}
-    if rel.startswith(SPEC_WORKER):
+    if "lazy2" in needed:
         for fns in funcs.values():
             for fn in fns:
                 if fn.name != "__init__":
-                    found["recv_spec"] |= {(rel, ln, a) for ln, a in _stores(fn) + _call_stores(fn)}
+                    found["lazy2"] |= {(rel, ln, a) for ln, a in _lazy2_stores(fn)}
+    # pwal_xfile: functions of other files that the pwal functions call
+    if "pwal_xfile" in needed:
+        for target, fn in _xfile_callees(tree, rel, pwal_fns):
+            found["pwal_xfile"] |= {(target, ln, a) for ln, a in _stores(fn) + _call_stores(fn)}
+    # recv_spec (stage v10): receiver calls into other files' classes, speculator code
+    if "recv_spec" in needed:
+        loader_fns = _same_file_closure(funcs, funcs.get("load_weights", [])
+                                        + funcs.get("post_load_weights", []))
+        for target, fn in _recv_callees(tree, rel, pwal_fns + loader_fns):
+            found["recv_spec"] |= {(target, ln, a) for ln, a in _stores(fn) + _call_stores(fn)}
+        if rel.startswith(SPEC_WORKER):
+            for fns in funcs.values():
+                for fn in fns:
+                    if fn.name != "__init__":
+                        found["recv_spec"] |= {(rel, ln, a)
+                                               for ln, a in _stores(fn) + _call_stores(fn)}
     # setup_hooks (stage v12): load-time setup outside PWAL and first-call initialisation
-    hooks = _same_file_closure(funcs, [fn for fns in funcs.values() for fn in fns
-                                       if _setup_hook(fn)])
-    for fn in hooks:
-        found["setup_hooks"] |= {(rel, ln, a) for ln, a in _stores(fn) + _call_stores(fn)}
-    for target, fn in _recv_callees(tree, rel, hooks):
-        found["setup_hooks"] |= {(target, ln, a) for ln, a in _stores(fn) + _call_stores(fn)}
-    for fns in funcs.values():
-        for fn in fns:
-            if fn.name != "__init__":
-                found["setup_hooks"] |= {(rel, ln, a) for ln, a in _flag_init_stores(fn)
-                                         + _weight_derived_stores(fn)}
+    if "setup_hooks" in needed:
+        hooks = _same_file_closure(funcs, [fn for fns in funcs.values() for fn in fns
+                                           if _setup_hook(fn)])
+        for fn in hooks:
+            found["setup_hooks"] |= {(rel, ln, a) for ln, a in _stores(fn) + _call_stores(fn)}
+        for target, fn in _recv_callees(tree, rel, hooks):
+            found["setup_hooks"] |= {(target, ln, a) for ln, a in _stores(fn) + _call_stores(fn)}
+        for fns in funcs.values():
+            for fn in fns:
+                if fn.name != "__init__":
+                    found["setup_hooks"] |= {(rel, ln, a) for ln, a in _flag_init_stores(fn)
+                                             + _weight_derived_stores(fn)}
     return found
 
 
 def pools(lists: tuple[str, ...] = LISTS) -> dict[str, list[tuple[str, int, str]]]:
     root = _vllm_root()
     out: dict[str, set[tuple[str, int, str]]] = {k: set() for k in ALL_LISTS}
+    # a list's pool depends only on the lists before it in ALL_LISTS (their keys leave it)
+    needed = frozenset(ALL_LISTS[:1 + max(map(ALL_LISTS.index, lists), default=0)])
     for path in sorted(root.rglob("*.py")):
         rel = "vllm/" + path.relative_to(root).as_posix()
         if any(k in V13_LISTS for k in lists) and (
@@ -921,7 +957,7 @@ def pools(lists: tuple[str, ...] = LISTS) -> dict[str, list[tuple[str, int, str]
             out["built_from_args"] |= _scan_v13c(path, rel)  # stage v13c: the same scope
         if TENSOR_ONLY and not rel.startswith(SCOPES):
             continue
-        for k, v in _scan(path, rel).items():
+        for k, v in _scan(path, rel, needed).items():
             if k not in V13_LISTS:
                 out[k] |= v
     if TENSOR_ONLY:  # pwal_xfile and recv_spec targets may lie outside the scanned scope

@@ -17,12 +17,21 @@ function's fall-through ``return`` fills (the return reached when none of its ba
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable, Sequence
+from typing import NamedTuple, Protocol, TypeVar
 
 from derivgraph.audit.static.def_text import def_text
 
-if TYPE_CHECKING:
-    from derivgraph.audit.static.readers import ReaderIndex
+_T = TypeVar("_T")
+
+
+class ReaderIndex(Protocol):
+    """What selection reads of :class:`.readers.ReaderIndex` (which imports this module): the
+    scanned files' (shown path, text) and its per-index memo."""
+
+    files: Sequence[tuple[str, str]]
+
+    def memo(self, key: str, make: Callable[[], _T]) -> _T: ...
 
 __all__ = [
     "NO_CONSTRUCTION",
