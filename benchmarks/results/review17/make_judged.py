@@ -1,11 +1,13 @@
 """Build a judged recall list (the v12 file's shape) from a raw draw and the reviewer's verdicts.
 
-    PYTHONPATH=. python3 benchmarks/results/review17/make_judged.py v13 > tests/resources/...
+    PYTHONPATH=. python3 benchmarks/results/review17/make_judged.py STAGE DRAW_COMMIT > tests/resources/...
+    (STAGE v13 or v13c; DRAW_COMMIT the list file's draw_rules_commit: 298f4d1, 8a46e26)
 
 Quotes are the installed vLLM source lines named by each verdict (no hand-copied text)."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -13,8 +15,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 RES = HERE.parent.parent.parent / "tests" / "resources"
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(RES))
-import static_recall_outside_draw as draw  # noqa: E402
+# the draw script by its path (a file of tests/resources, not an installed module)
+_spec = importlib.util.spec_from_file_location("static_recall_outside_draw",
+                                               RES / "static_recall_outside_draw.py")
+draw = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(draw)
 
 V12 = RES / "static_recall_outside_v12_vllm_0.33.json"
 DEFINITION = json.loads(V12.read_text())["definition"]
