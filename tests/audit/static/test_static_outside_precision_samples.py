@@ -55,6 +55,7 @@ REVIEWS = [
     PrecisionReview(7, "abc", "5228e54", 122, (38, 2, 34), (25, 10), [0.835, 0.9862]),
     PrecisionReview(8, "abc", "a6035f0", 127, (39, 1, 38), (20, 14), [0.8712, 0.9956]),
     PrecisionReview(9, "abc", "0e76ce8", 137, (38, 2, 38), (27, 9), [0.835, 0.9862]),
+    PrecisionReview(10, "abc", "3d86589", 139, (39, 1, 37), (22, 11), [0.8712, 0.9956]),
 ]
 IDS = [f"outside{r.k}" for r in REVIEWS]
 
@@ -109,5 +110,5 @@ def test_precision_reader_quotes_are_the_installed_source(row: PrecisionReview):
     items = _load(row.sample)["items"]
     assert [r["reader_quote"] for r in items if not quote_matches(r["reader_quote"], root)] == []
     first = items[0]["reader_quote"]
-    moved = re.sub(r":(\d+) ", lambda m: f":{int(m.group(1)) + 1} ", first, count=1)
+    moved = re.sub(r":(\d+)(:?) ", lambda m: f":{int(m.group(1)) + 1}{m.group(2)} ", first, count=1)
     assert not quote_matches(moved, root)

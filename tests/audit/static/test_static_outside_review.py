@@ -35,9 +35,10 @@ def _vllm_parent() -> Path | None:
 
 
 def quote_matches(reader: str, root: Path) -> bool:
-    """Whether ``"vllm/x.py:N text"`` quotes line N of the installed file verbatim."""
+    """Whether ``"vllm/x.py:N text"`` (or ``"vllm/x.py:N: text"``) quotes line N of the
+    installed file verbatim."""
     where, _, text = reader.partition(" ")
-    path, _, line = where.rpartition(":")
+    path, _, line = where.removesuffix(":").rpartition(":")
     lines = (root / path).read_text(encoding="utf-8").splitlines()
     return 0 < int(line) <= len(lines) and lines[int(line) - 1].strip() == text.strip()
 
