@@ -1,12 +1,14 @@
 """Split the v14 measure result by held_out and declared_by_spec (fields of the judged list)."""
+import importlib.util
 import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "resources"))
-from static_recall_outside_measure import wilson  # noqa: E402
-
 R = Path(__file__).resolve().parents[3] / "tests" / "resources"
+_spec = importlib.util.spec_from_file_location("measure", R / "static_recall_outside_measure.py")
+_measure = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_measure)
+wilson = _measure.wilson  # the measure script's own Wilson interval
 judged = json.loads((R / "static_recall_outside_v14_vllm_0.33.json").read_text())
 result = json.loads((R / "static_recall_outside_result_v14_vllm_0.33.json").read_text())
 meta = {(c["file"], c["line"], c["attr"]): c for c in judged["lists"]["file_draw"]["candidates"]}
