@@ -3,6 +3,9 @@
     python3 tests/resources/static_recall_file_draw.py --population-only
     python3 tests/resources/static_recall_file_draw.py \
         --seed-file tests/resources/static_recall_file_seed_v14.json
+    python3 tests/resources/static_recall_file_draw.py --population untouched --population-only
+    python3 tests/resources/static_recall_file_draw.py --population untouched \
+        --seed-file tests/resources/static_recall_file_seed_v14b.json
 
 The population (written before any draw was seen; it uses no audit rule) is every ``.py`` file
 under these folders of the installed ``vllm`` package:
@@ -21,6 +24,23 @@ Paths are relative to site-packages (``vllm/...``), ``/``-separated, sorted. The
 ``random.Random(seed).sample(population, n)`` with ``seed`` and ``n`` read from ``--seed-file``,
 printed as JSON with the files in drawn order (the judge reads them in that order and, when time
 runs short, judges a prefix of it). ``--population-only`` prints only the population size.
+
+``--population v14`` (the default) is the population above, unchanged. ``--population untouched``
+(recall v14b, written before any v14b draw) widens the second condition to where derived tensors
+also live and then removes every file an earlier list touched. It is every ``.py`` file under
+the same five folders whose text holds an attribute store (condition 2 above) and at least one of
+
+a. a post-load hook word (condition 1 above),
+b. a lazy store guard: ``if not hasattr(self|layer, ...``, ``if self.<name> is None`` /
+   ``if layer.<name> is None``, or ``if getattr(self|layer, ..., None) is None`` (a value built
+   on first use in ``forward``/``apply``, outside any hook), or
+c. a tensor made straight onto the object: a line ``self.<name> = torch.<fn>(`` /
+   ``layer.<name> = torch.<fn>(`` (indexed stores too), or a ``register_buffer(`` call (buffers
+   and workspaces built in ``__init__`` of layers, kernels, attention backends, speculators),
+
+minus every file that holds any candidate key (any ``file`` field, real or not) of the earlier
+lists ``static_recall_outside_v{1..9,10,10b,11,12,13,13c,14}_vllm_0.33.json`` and minus the 12
+files of ``static_recall_file_v14_draw.json``. The draw rule is the same.
 """
 
 from __future__ import annotations
@@ -37,6 +57,14 @@ FOLDERS = ("vllm/model_executor", "vllm/v1/attention", "vllm/v1/worker",
 HOOK = re.compile(r"process_weights_after_loading|post_load|_after_load")
 STORE = re.compile(r"^\s*(self|layer)\.\w+(\[[^\]\n]*\])?\s*=(?!=)"
                    r"|\bsetattr\(|\bregister_buffer\(|\breplace_parameter\(", re.M)
+LAZY = re.compile(r"\bif\s+(not\s+hasattr\((self|layer),|(self|layer)\.\w+\s+is\s+None\b"
+                  r"|getattr\((self|layer),[^)\n]*,\s*None\)\s+is\s+None)")
+TENSOR_STORE = re.compile(r"^\s*(self|layer)\.\w+(\[[^\]\n]*\])?\s*=\s*torch\.\w+\("
+                          r"|\bregister_buffer\(", re.M)
+HERE = Path(__file__).resolve().parent
+EARLIER = ("v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v10b", "v11", "v12",
+           "v13", "v13c", "v14")
+V14_DRAW = HERE / "static_recall_file_v14_draw.json"
 
 
 def site_packages() -> Path:
@@ -46,6 +74,7 @@ def site_packages() -> Path:
 
 
 def population(root: Path) -> list[str]:
+    """The v14 population: a hook word and an attribute store."""
     out = []
     for folder in FOLDERS:
         for path in (root / folder).rglob("*.py"):
@@ -55,14 +84,42 @@ def population(root: Path) -> list[str]:
     return sorted(set(out))
 
 
+def touched() -> set[str]:
+    """Files holding a candidate key of an earlier list (v1..v14) or drawn by v14."""
+    files = set(json.loads(V14_DRAW.read_text())["drawn"])
+    for stage in EARLIER:
+        data = json.loads((HERE / f"static_recall_outside_{stage}_vllm_0.33.json").read_text())
+        for body in data["lists"].values():
+            files.update(c["file"] for c in body["candidates"])
+    return files
+
+
+def population_untouched(root: Path) -> list[str]:
+    """The v14b population: an attribute store and a hook word, lazy guard or tensor store."""
+    skip = touched()
+    out = []
+    for folder in FOLDERS:
+        for path in (root / folder).rglob("*.py"):
+            rel = path.relative_to(root).as_posix()
+            text = path.read_text(encoding="utf-8", errors="replace")
+            if rel in skip or not STORE.search(text):
+                continue
+            if HOOK.search(text) or LAZY.search(text) or TENSOR_STORE.search(text):
+                out.append(rel)
+    return sorted(set(out))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed-file", type=Path, help="JSON with fields seed and n")
     ap.add_argument("--population-only", action="store_true", help="print only the size")
+    ap.add_argument("--population", choices=("v14", "untouched"), default="v14",
+                    help="which population (default v14; untouched is recall v14b's)")
     ns = ap.parse_args(sys.argv[1:] if argv is None else argv)
     import vllm
 
-    pop = population(site_packages())
+    untouched = ns.population == "untouched"
+    pop = (population_untouched if untouched else population)(site_packages())
     if ns.population_only:
         json.dump({"population": len(pop)}, sys.stdout)
         sys.stdout.write("\n")
@@ -71,9 +128,15 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--seed-file or --population-only is required")
     spec = json.loads(ns.seed_file.read_text())
     drawn = random.Random(spec["seed"]).sample(pop, spec["n"])
-    json.dump({"seed": spec["seed"], "n": spec["n"], "vllm": vllm.__version__,
-               "folders": list(FOLDERS), "hook": HOOK.pattern, "store": STORE.pattern,
-               "population": len(pop), "drawn": drawn}, sys.stdout, indent=1)
+    out = {"seed": spec["seed"], "n": spec["n"], "vllm": vllm.__version__,
+           "folders": list(FOLDERS), "hook": HOOK.pattern, "store": STORE.pattern}
+    if untouched:
+        out |= {"population_name": "untouched", "lazy": LAZY.pattern,
+                "tensor_store": TENSOR_STORE.pattern,
+                "excluded": [f"static_recall_outside_{s}_vllm_0.33.json" for s in EARLIER]
+                + [V14_DRAW.name]}
+    out |= {"population": len(pop), "drawn": drawn}
+    json.dump(out, sys.stdout, indent=1)
     sys.stdout.write("\n")
     return 0
 
