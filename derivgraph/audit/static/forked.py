@@ -45,15 +45,14 @@ def _call(chunk: list[int]) -> list[Any]:
 def forked_chunks(work: Callable[[list[int]], list[_R]], total: int, jobs: int,
                   size: int) -> Iterator[tuple[list[int], list[_R]]]:
     """``(chunk, work(chunk))`` for the chunks of ``range(total)`` of ``size`` items, from
-    ``jobs`` forked workers as each chunk completes (with ``jobs <= 1``: here, in order)."""
+    ``jobs`` forked workers as each chunk completes (with ``jobs <= 1``, or inside another
+    ``forked_chunks``: here, in order)."""
     global _STATE
     chunks = [list(range(k, min(k + size, total))) for k in range(0, total, size)]
-    if jobs <= 1:
+    if jobs <= 1 or _STATE is not None:  # nested (in a worker, or in another map): here
         for chunk in chunks:
             yield chunk, work(chunk)
         return
-    if _STATE is not None:
-        raise RuntimeError("forked_chunks does not nest")
     _STATE = work
     try:
         with cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
