@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
+from derivgraph.audit.static.forked import forked_chunks, workers_for
+
 __all__ = ["Construction", "built_at_construction", "construction_sites"]
 
 Construction = tuple[int, str | None, str | None]
@@ -47,19 +49,22 @@ def _enclosing(text: str, pos: int, headers: Sequence[tuple[int, int, str, str]]
     return cls, funcs[0] if funcs else None
 
 
-def construction_sites(texts: Sequence[str], names: Collection[str]
+def construction_sites(texts: Sequence[str], names: Collection[str], jobs: int | None = None
                        ) -> dict[str, list[Construction]]:
     """For each class name, every place of the tree that calls ``Name(...)`` (also
-    ``module.Name(...)``), with its enclosing class and outermost function."""
+    ``module.Name(...)``), with its enclosing class and outermost function. ``jobs``: forked
+    workers sharing the texts (:mod:`.forked`)."""
     out: dict[str, list[Construction]] = {n: [] for n in names}
     if not names:
         return out
     call = re.compile(r"(?<![\w])(" + "|".join(sorted(map(re.escape, names))) + r")[ \t]*\(")
     # one search for any of the names (the same texts as ``any(n in text for n in names)``)
     mentions = re.compile("|".join(map(re.escape, names))).search
-    for index, text in enumerate(texts):
+
+    def calls_in(text: str) -> list[tuple[str, str | None, str | None]]:
+        found: list[tuple[str, str | None, str | None]] = []
         if mentions(text) is None:
-            continue
+            return found
         headers: list[tuple[int, int, str, str]] | None = None
         for m in call.finditer(text):
             line_start = text.rfind("\n", 0, m.start()) + 1
@@ -69,8 +74,18 @@ def construction_sites(texts: Sequence[str], names: Collection[str]
             if headers is None:
                 headers = [(h.start(), len(h.group(1).expandtabs()), h.group(2), h.group(3))
                            for h in _HEADER.finditer(text)]
-            cls, func = _enclosing(text, m.start(), headers)
-            out[m.group(1)].append((index, cls, func))
+            found.append((m.group(1), *_enclosing(text, m.start(), headers)))
+        return found
+
+    per_file: list[list[tuple[str, str | None, str | None]]] = [[] for _ in texts]
+    workers = workers_for(len(texts), jobs, 512)
+    for chunk, found in forked_chunks(lambda ks: [calls_in(texts[k]) for k in ks], len(texts),
+                                      workers, max(-(-len(texts) // (4 * workers)), 1)):
+        for k, calls in zip(chunk, found):
+            per_file[k] = calls
+    for index, calls in enumerate(per_file):
+        for name, cls, func in calls:
+            out[name].append((index, cls, func))
     return out
 
 

@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING
 from derivgraph.audit.static.computed_after_load import preferrer
 from derivgraph.audit.static.config_reader import built_reader, config_reader
 from derivgraph.audit.static.first_run import first_run_guard, references_only
+from derivgraph.audit.static.forked import forked_chunks, workers_for
 from derivgraph.audit.static.handed_reader import handed_reader
 from derivgraph.audit.static.loaders import is_loader_function, pooler_only, refilled_in_place
 from derivgraph.audit.static.platforms import (
@@ -189,24 +190,49 @@ def apply_evidence(findings: Iterable[StaticFinding], files: Sequence[tuple[str,
                    post_load: Iterable[tuple[int, str | None, str]],
                    family: Callable[[str], frozenset[str]],
                    ancestors: Callable[[str], frozenset[str]] | None = None,
-                   config_builders: frozenset[str] = frozenset()) -> list[StaticFinding]:
+                   config_builders: frozenset[str] = frozenset(),
+                   jobs: int | None = None) -> list[StaticFinding]:
     """The findings with ``reader``, ``reader_kind``, ``derives_from`` and ``evidence`` filled
-    in, and severities lowered where the evidence is missing (see the module docstring)."""
+    in, and severities lowered where the evidence is missing (see the module docstring).
+    ``jobs``: forked workers sharing the findings to judge (:func:`_judge_all`)."""
     findings = list(findings)
     index = ReaderIndex(files, post_load, family, config_builders)
     by_display = {display: text for display, text in files}
-    index.prefetch({f.attr for f in findings if f.severity is not Severity.INFO})
     keepers: dict[frozenset[str], tuple[str, str] | None] = {}
     reset = reset_flags(text for display, text in files
                         if any(m in display for m in RELOAD_MACHINERY))
-    out = []
-    for f in findings:
-        if f.severity is Severity.INFO or f.category == "dynamic-name" and not any(
-                m in f.file for m in RELOAD_MACHINERY):
-            out.append(f)
-            continue
+    todo = [f for f in findings
+            if not (f.severity is Severity.INFO or f.category == "dynamic-name" and not any(
+                m in f.file for m in RELOAD_MACHINERY))]
+
+    def judge(f: StaticFinding) -> StaticFinding:
         judged = _judge(f, index, by_display.get(f.file, ""), family, keepers)
-        out.append(_on_cpu(judged, by_display, ancestors, reset) if judged.reader else judged)
+        return _on_cpu(judged, by_display, ancestors, reset) if judged.reader else judged
+
+    done = dict(zip(map(id, todo), _judge_all(judge, index, todo, jobs)))
+    return [done.get(id(f), f) for f in findings]
+
+
+def _judge_all(judge: Callable[[StaticFinding], StaticFinding], index: ReaderIndex,
+               todo: list[StaticFinding], jobs: int | None) -> list[StaticFinding]:
+    """``judge`` of each finding of ``todo``, in order. With several workers (:mod:`.forked`:
+    forked, they inherit the reader index) each takes every n-th finding and first finds every
+    read of its findings' attributes in one pass over the tree. The judgements are independent
+    of each other: the index's tables are caches, the same whichever finding fills them."""
+    workers = workers_for(len(todo), jobs, 32)
+    index.files_naming("")  # the word table every worker's search starts from, built once
+    order = [k for w in range(workers) for k in range(w, len(todo), workers)]
+
+    def work(chunk: list[int]) -> list[StaticFinding]:
+        mine = [todo[order[k]] for k in chunk]
+        index.prefetch({f.attr for f in mine})
+        return [judge(f) for f in mine]
+
+    out: list[StaticFinding] = list(todo)
+    for chunk, judged in forked_chunks(work, len(todo), workers,
+                                       max(-(-len(todo) // workers), 1)):
+        for k, f in zip(chunk, judged):
+            out[order[k]] = f
     return out
 
 

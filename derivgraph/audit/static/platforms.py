@@ -151,6 +151,10 @@ def cpu_only(file: str, lineage: Iterable[str], body: str, store_offset: int,
     return None
 
 
+_EMPTY_0 = re.compile(r"empty\(\s*\(?0\s*[,)]")
+"""A 0-element allocation: the text test before the per-module search of :func:`source_dropped`."""
+
+
 def source_dropped(derives_from: str | None, body: str,
                    tree: Mapping[str, str], at: int | None = None) -> str | None:
     """Why no kernel-format reload can leave a CPU-only value stale, or None when one can: it
@@ -171,7 +175,7 @@ def source_dropped(derives_from: str | None, body: str,
         return None
     line = re.compile(rf"\b{re.escape(module)}\b[^\n]*\b(?:new_)?empty\(\s*\(?0\s*[,)]")
     for display, text in tree.items():
-        hit = line.search(text) if module in text else None
+        hit = line.search(text) if module in text and _EMPTY_0.search(text) else None
         if hit:
             return (f"`{module}`'s parameter is emptied at "
                     f"{display}:{text.count(chr(10), 0, hit.start()) + 1}: a reload into it "

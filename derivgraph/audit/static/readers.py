@@ -62,7 +62,8 @@ NOT_READERS = re.compile(
 
 _KERNEL_CALL = re.compile(r"\b(?:torch\.ops\.|ops\.|kernel|_C\.|triton|flashinfer|aiter|cutlass"
                           r"|gemm|mm\(|matmul|bmm|linear|fused)", re.I)
-_DEF_RE = re.compile(r"(def|class)[ \t]+(\w+)")
+_DEF_ONLY = re.compile(r"def[ \t]+(\w+)")
+_CLASS_ONLY = re.compile(r"class[ \t]+(\w+)")
 _WEIGHT_WORD = re.compile(
     r"\b(?:[A-Za-z_]\w*\.)*(\w*(?:weight|scale|bias|qzeros|g_idx|gamma|lm_head|embed"
     r"|alpha|w13|w2_|w1_|_w\d|kv_a|wkv|wq|wo_|gate|proj|norm|sink)\w*)")
@@ -127,27 +128,44 @@ class _Hit:
     end: int  # just past the attribute name
 
 
+_CODE_STOP = re.compile(r"[#\"'()\[\]{}\n;]")
+_QUOTED_STOP = {'"': re.compile(r'[\\"]'), "'": re.compile(r"[\\']")}
+"""The characters :meth:`_FileDefs.statement_start` acts on, outside and inside a string."""
+
+
 class _FileDefs:
     """Where the functions and classes of one file start, for enclosing-scope lookups."""
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.rows: list[tuple[int, int, str, str, bool]] = []  # (pos, indent, kind, name, prop)
-        for m in _DEF_RE.finditer(text):
-            start = text.rfind("\n", 0, m.start()) + 1
-            head = text[start:m.start()]
+        # the ``def`` and ``class`` headers, by two searches with a literal start (one search
+        # for either is several times slower); only a header at a line's start is kept, so
+        # the two searches keep exactly the headers one ``(def|class)`` search keeps
+        found = sorted([(m.start(), "def", m.group(1)) for m in _DEF_ONLY.finditer(text)]
+                       + [(m.start(), "class", m.group(1)) for m in _CLASS_ONLY.finditer(text)])
+        for at, kind, name in found:
+            start = text.rfind("\n", 0, at) + 1
+            head = text[start:at]
             if head.strip(" \t") not in ("", "async"):
                 continue
             prev = text.rfind("\n", 0, max(start - 1, 0)) + 1
             decorator = text[prev:start].strip()
             prop = decorator.startswith("@") and decorator.endswith(("property", "property()"))
             self.rows.append((start, len(head.expandtabs()) - (5 if "async" in head else 0),
-                              m.group(1), m.group(2), prop))
+                              kind, name, prop))
         self.starts = [r[0] for r in self.rows]
+        self._counted = (0, 0)  # (position, its line): reads come mostly in text order
 
     def line_of(self, pos: int) -> int:
         """The 0-based line of ``pos``."""
-        return self.text.count("\n", 0, pos)
+        at, line = self._counted
+        if pos >= at:
+            line += self.text.count("\n", at, pos)
+        else:
+            line = self.text.count("\n", 0, pos)
+        self._counted = (pos, line)
+        return line
 
     def enclosing(self, pos: int, indent: int) -> tuple[str | None, tuple[str, ...], str | None]:
         """(class, functions outermost first, enclosing property) around ``pos``."""
@@ -179,6 +197,11 @@ class _FileDefs:
         i = start = self.starts[k] if k >= 0 else 0
         depth, quote = 0, ""
         while i < pos:
+            # jump to the next character that matters in this state (the others step by one)
+            stop = (_QUOTED_STOP[quote[0]] if quote else _CODE_STOP).search(text, i, pos)
+            if stop is None:
+                break
+            i = stop.start()
             c = text[i]
             if quote:
                 if c == "\\":

@@ -22,12 +22,9 @@ Example::
 from __future__ import annotations
 
 import ast
-import concurrent.futures as cf
 import contextlib
 import gc
 import logging
-import multiprocessing
-import os
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -39,6 +36,7 @@ from derivgraph.audit.static.classwide import GATE_RE as CLASS_WIDE_RE
 from derivgraph.audit.static.construction import built_at_construction
 from derivgraph.audit.static.evidence import apply_evidence
 from derivgraph.audit.static.finding import SourceFile, StaticFinding, StaticReport
+from derivgraph.audit.static.forked import forked_chunks, workers_for
 from derivgraph.audit.static.index import DEF_HEADER_END, build_index
 from derivgraph.audit.static.match import SpecIndex, suggest_spec
 from derivgraph.audit.static.module import ExternalRoot, ModuleContext, audit_module
@@ -134,7 +132,6 @@ def _is_candidate(text: str, context: ModuleContext) -> bool:
 _Reach = list[tuple[str | None, str]]  # (class, function) reached from post-load methods
 _Result = tuple[list[RawSite], list[ExternalRoot], _Reach, str | None]
 _Job = tuple[int, tuple[ExternalRoot, ...]]  # (file index, extra roots: empty for its own roots)
-_WORKER_STATE: tuple[ModuleContext, list[tuple[SourceFile, str]]] | None = None
 MAX_ROUNDS = 6
 """Rounds of following calls into other files (each round reaches one call deeper)."""
 
@@ -170,13 +167,6 @@ def _audit_one(src: SourceFile, text: str, context: ModuleContext, index: int,
     finally:
         if not gc.isenabled():  # under young_collections_only: this audit's cyclic garbage
             gc.collect(0)
-
-
-def _audit_chunk(jobs: list[_Job]) -> list[_Result]:
-    """Worker side: the state was inherited through fork, so only job keys travel."""
-    assert _WORKER_STATE is not None, "worker forked without state"
-    context, texts = _WORKER_STATE
-    return [_audit_one(*texts[i], context, i, extra) for i, extra in jobs]
 
 
 def _read(src: SourceFile) -> str | None:
@@ -261,7 +251,8 @@ def _scan_files(files: Sequence[SourceFile], specs: Sequence[Spec], jobs: int | 
                                      post_load, context.family,
                                      lambda c: context.ancestors.get(c, frozenset({c})),
                                      frozenset(n for n in context.containers if "." in n
-                                               and n.split(".", 1)[0] in context.tree.classes))
+                                               and n.split(".", 1)[0] in context.tree.classes),
+                                     jobs=jobs)
     report.findings.sort(key=lambda f: (f.file, f.line, f.col, f.attr, f.category))
     report.seconds = time.perf_counter() - start
     return report
@@ -308,31 +299,28 @@ def _check_parse(texts: Sequence[tuple[SourceFile, str]], report: StaticReport) 
 
 def _run(jobs_list: list[_Job], texts: list[tuple[SourceFile, str]], context: ModuleContext,
          jobs: int | None, progress: Progress | None) -> list[_Result]:
-    global _WORKER_STATE
     total = len(jobs_list)
-    jobs = min(jobs or os.cpu_count() or 1, max(total // 16, 1))
-    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+    jobs = workers_for(total, jobs, 16)
+    if jobs <= 1:
         out = []
         for n, (i, extra) in enumerate(jobs_list, 1):
             out.append(_audit_one(*texts[i], context, i, extra))
             if progress:
                 progress(n, total, texts[i][0].display)
         return out
+
+    def work(chunk: list[int]) -> list[_Result]:
+        return [_audit_one(*texts[i], context, i, extra)
+                for i, extra in (jobs_list[k] for k in chunk)]
+
     results: list[_Result] = [([], [], [], None)] * total
-    chunks = [list(range(k, min(k + 8, total))) for k in range(0, total, 8)]
-    _WORKER_STATE = (context, texts)
     done = 0
-    try:
-        with cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-            futures = {pool.submit(_audit_chunk, [jobs_list[k] for k in c]): c for c in chunks}
-            for fut in cf.as_completed(futures):
-                for k, result in zip(futures[fut], fut.result()):
-                    results[k] = result
-                    done += 1
-                    if progress:
-                        progress(done, total, texts[jobs_list[k][0]][0].display)
-    finally:
-        _WORKER_STATE = None
+    for chunk, found in forked_chunks(work, total, jobs, 8):
+        for k, result in zip(chunk, found):
+            results[k] = result
+            done += 1
+            if progress:
+                progress(done, total, texts[jobs_list[k][0]][0].display)
     return results
 
 

@@ -198,11 +198,13 @@ def parse_relevant(text: str, filename: str, ancestors: Mapping[str, frozenset[s
     for block in blocks:
         if block.start in wanted:
             parse(block)
+    assigned_roots = own_roots and bool(ROOT_ASSIGN_RE.search(text))
+    staging_roots = own_roots and has_staging_copy(text)
     while True:
         module = ast.Module(body=[s for k in sorted(parsed) for s in parsed[k]], type_ignores=[])
         scope = ModuleScope(module, ancestors, cache)
-        scope.has_assigned_roots = own_roots and bool(ROOT_ASSIGN_RE.search(text))
-        scope.has_staging_roots = own_roots and has_staging_copy(text)
+        scope.has_assigned_roots = assigned_roots
+        scope.has_staging_roots = staging_roots
         changed = {named[n].start: named[n] for n, method in _needed(scope, named, ancestors,
                                                                      seeds)
                    if _want(wanted, named[n], method)}

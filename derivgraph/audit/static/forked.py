@@ -1,0 +1,63 @@
+"""Run one function over chunks of work in forked workers that inherit the caller's memory.
+
+The static audit's phases read large tables (the tree's texts, its index, the reader index):
+forked workers inherit them, so only the chunk's item numbers travel to a worker and only its
+results travel back. Where ``fork`` is not available, or the work is too small to share, the
+chunks run in this process, in order.
+
+Example::
+
+    from derivgraph.audit.static.forked import forked_chunks
+    squares = {}
+    for chunk, results in forked_chunks(lambda ks: [k * k for k in ks], 100, jobs=2, size=8):
+        squares.update(zip(chunk, results))
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+__all__ = ["forked_chunks", "workers_for"]
+
+_R = TypeVar("_R")
+_Work = Callable[[list[int]], list[Any]]
+_STATE: _Work | None = None
+
+
+def workers_for(total: int, jobs: int | None, per_worker: int) -> int:
+    """How many workers ``total`` items are worth: at most ``jobs`` (default: the CPU count),
+    at least ``per_worker`` items each, and 1 where ``fork`` is not available."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    return min(jobs or os.cpu_count() or 1, max(total // per_worker, 1))
+
+
+def _call(chunk: list[int]) -> list[Any]:
+    """Worker side: the work was inherited through fork, so only item numbers travel."""
+    assert _STATE is not None, "worker forked without work"
+    return _STATE(chunk)
+
+
+def forked_chunks(work: Callable[[list[int]], list[_R]], total: int, jobs: int,
+                  size: int) -> Iterator[tuple[list[int], list[_R]]]:
+    """``(chunk, work(chunk))`` for the chunks of ``range(total)`` of ``size`` items, from
+    ``jobs`` forked workers as each chunk completes (with ``jobs <= 1``, or inside another
+    ``forked_chunks``: here, in order)."""
+    global _STATE
+    chunks = [list(range(k, min(k + size, total))) for k in range(0, total, size)]
+    if jobs <= 1 or _STATE is not None:  # nested (in a worker, or in another map): here
+        for chunk in chunks:
+            yield chunk, work(chunk)
+        return
+    _STATE = work
+    try:
+        with cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            futures = {pool.submit(_call, chunk): chunk for chunk in chunks}
+            for fut in cf.as_completed(futures):
+                yield futures[fut], fut.result()
+    finally:
+        _STATE = None
