@@ -38,7 +38,8 @@ from derivgraph.audit.static.walk import walk
 if TYPE_CHECKING:
     from derivgraph.audit.static.finding import StaticFinding
 
-__all__ = ["Forwarded", "forwarded_stores", "mirror_forwarded", "resolve_forwarded"]
+__all__ = ["Forwarded", "forwarded_stores", "holder_class", "mirror_forwarded", "rebuilt_stores",
+           "resolve_forwarded"]
 
 _SEMANTIC_FIELDS = ("category", "kind", "persistent", "empty", "view_of_kept", "weight_free",
                     "allocation", "constructed", "from_weights", "refilled")
@@ -117,9 +118,7 @@ def resolve_forwarded(sites: dict[tuple, tuple[int, RawSite]],
         holder = holder_class(class_text(i, site.cls or ""), site.forwards or "")
         attr = site.expr.rpartition(".")[2]
         members = family(holder) if holder else frozenset()
-        rebuilt = sorted((s for _, s in sites.values() if not s.forwards and s.attr == attr
-                          and s.owner == "self" and s.cls in members and not s.model_load_only),
-                         key=lambda s: (s.cls or "", s.line))
+        rebuilt = rebuilt_stores(sites, attr, members)
         if not rebuilt:
             continue
         category = Counter(s.category for s in rebuilt).most_common(1)[0][0]
@@ -130,6 +129,14 @@ def resolve_forwarded(sites: dict[tuple, tuple[int, RawSite]],
         kept[(i, site.line, site.attr)] = Forwarded(site.forwards or "", holder or "", members,
                                                     attr)
     return kept
+
+
+def rebuilt_stores(sites: Mapping[tuple, tuple[int, RawSite]], attr: str,
+                   members: frozenset[str]) -> list[RawSite]:
+    """The post-load stores of ``self.<attr>`` in the classes ``members`` (by file and line)."""
+    return [s for _, s in sorted(sites.values(), key=lambda e: (e[0], e[1].line))
+            if not s.forwards and s.attr == attr and s.owner == "self"
+            and s.cls in members and not s.model_load_only]
 
 
 def mirror_forwarded(findings: Sequence[StaticFinding], forwarded: Mapping[tuple, Forwarded],
@@ -145,8 +152,8 @@ def mirror_forwarded(findings: Sequence[StaticFinding], forwarded: Mapping[tuple
         if fwd is None or not f.reader:
             out.append(f)
             continue
-        rebuilt = [g for g in findings if g.attr == fwd.attr and g.cls in fwd.family
-                   and g.owner == "self" and g is not f]
+        rebuilt = sorted((g for g in findings if g.attr == fwd.attr and g.cls in fwd.family
+                          and g.owner == "self" and g is not f), key=lambda g: (g.file, g.line))
         if not rebuilt:
             out.append(f)
             continue
@@ -155,6 +162,7 @@ def mirror_forwarded(findings: Sequence[StaticFinding], forwarded: Mapping[tuple
         out.append(dataclasses.replace(
             f, severity=severity, derives_from=f"{rep.file}:{rep.line} ({rep.cls}.{fwd.attr})",
             evidence=f"forwards {fwd.inner}.{fwd.attr}, which {fwd.inner}'s post-load step "
-            f"has just rebuilt ({len(rebuilt)} such stores in the {fwd.holder} family; "
+            f"has just rebuilt ({len(rebuilt)} such store{'s' if len(rebuilt) > 1 else ''} in the "
+            f"{fwd.holder} family; "
             f"like {rep.file}:{rep.line}: {rep.evidence})"))
     return out
