@@ -38,8 +38,8 @@ from derivgraph.audit.static.walk import walk
 if TYPE_CHECKING:
     from derivgraph.audit.static.finding import StaticFinding
 
-__all__ = ["Forwarded", "forwarded_stores", "holder_class", "mirror_forwarded", "rebuilt_stores",
-           "resolve_forwarded"]
+__all__ = ["Forwarded", "forward_reason", "forwarded_stores", "holder_class", "is_forwarded",
+           "mirror_forwarded", "rebuilt_stores", "resolve_forwarded"]
 
 _SEMANTIC_FIELDS = ("category", "kind", "persistent", "empty", "view_of_kept", "weight_free",
                     "allocation", "constructed", "from_weights", "refilled")
@@ -54,6 +54,19 @@ class Forwarded:
     holder: str  # its class (short name)
     family: frozenset[str]
     attr: str  # the forwarded attribute
+
+
+_REASON_END = "'s post-load step rebuilt just before"
+
+
+def forward_reason(value: str, inner: str) -> str:
+    """The reason of a forwarding site: what it keeps and whose step rebuilt it."""
+    return f"keeps `{value}`, which `{inner}`{_REASON_END}"
+
+
+def is_forwarded(reason: str) -> bool:
+    """Whether a finding's reason is a forwarding site's (:func:`forward_reason`)."""
+    return reason.startswith("keeps `") and reason.endswith(_REASON_END)
 
 
 def forwarded_stores(func: ast.AST) -> Iterator[tuple[ast.Assign, str, ast.expr, str]]:

@@ -7,6 +7,8 @@ before the wrapped step, a throwaway local) and canaries that remove the rule or
 from __future__ import annotations
 
 import ast
+import importlib.util
+import json
 from pathlib import Path
 
 from derivgraph.audit.static import forwarded as forwarded_module
@@ -15,6 +17,13 @@ from derivgraph.audit.static.forwarded import forwarded_stores, holder_class
 from derivgraph.audit.static.scan import scan
 from derivgraph.audit.static.semantics import Severity
 from tests.audit.static.expectations import EVIDENCE_CORPUS, planted_copy
+
+RESOURCES = Path(__file__).resolve().parents[2] / "resources"
+_spec = importlib.util.spec_from_file_location("static_precision_draw",
+                                               RESOURCES / "static_precision_draw.py")
+assert _spec is not None and _spec.loader is not None
+precision_draw = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(precision_draw)  # the committed draw script, loaded by path
 
 CASES = "recall27_cases.py"
 
@@ -154,3 +163,34 @@ def test_holder_class_reads_an_annotated_argument_or_a_construction():
     assert holder_class(text, "self.made") == "Fp8Method"
     assert holder_class(text, "self.plain") is None
     assert holder_class(text, "self.missing") is None
+
+
+# ---- vLLM: the miss, and the twelfth review's draw kept reproducible ---------------------------
+
+_MODULAR = "vllm/model_executor/layers/fused_moe/fused_moe_modular_method.py"
+
+
+def test_vllm_the_modular_method_forward_is_found(vllm_report):
+    got = [f for f in vllm_report.findings if f.file == _MODULAR]
+    assert [(f.line, f.attr, f.category, f.severity) for f in got] == [
+        (98, "moe_quant_config", "container", Severity.WARNING)]
+    assert got[0].reader.startswith(f"forward {_MODULAR}:79 in "
+                                    "FusedMoEModularMethod.get_fused_moe_quant_config:")
+    assert "(35 such stores in the FusedMoEMethodBase family" in got[0].evidence
+
+
+def test_vllm_leaving_the_forwards_out_draws_the_twelfth_review_again(vllm_report):
+    seed = json.loads((RESOURCES / "static_precision_seed_outside10.json").read_text())
+    raw = json.loads((RESOURCES / "static_precision_outside10_draw.json").read_text())
+    drawn = [(s["file"], s["line"], s["attr"]) for s in raw["sample"]]
+    pool = precision_draw.draw_pool(vllm_report.findings)
+    kept = precision_draw.draw_pool(vllm_report.findings, leave_out_forwarded=True)
+    assert [(f.file, f.line) for f in pool if f not in kept] == [(_MODULAR, 98)]
+    assert (len(pool), len(kept)) == (raw["population"] + 1, raw["population"])
+    def picked(pool: list) -> list[tuple[str, int, str]]:
+        return [(f.file, f.line, f.attr) for f in precision_draw.draw(pool, seed["seed"],
+                                                                       seed["n"])]
+
+    assert picked(kept) == drawn
+    # canary: the whole pool (the new finding in it) draws another sample
+    assert picked(pool) != drawn
