@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from derivgraph.audit.static.infer import attr_chain
 from derivgraph.audit.static.scope import POST_LOAD_ROOTS
 from derivgraph.audit.static.sites import RawSite
-from derivgraph.audit.static.walk import walk
+from derivgraph.audit.static.walk import children
 
 if TYPE_CHECKING:
     from derivgraph.audit.static.finding import StaticFinding
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["Forwarded", "forward_reason", "forwarded_stores", "holder_class", "is_forwarded",
            "mirror_forwarded", "rebuilt_stores", "resolve_forwarded"]
 
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _SEMANTIC_FIELDS = ("category", "kind", "persistent", "empty", "view_of_kept", "weight_free",
                     "allocation", "constructed", "from_weights", "refilled")
 """The fields of a site that decide its rule (:func:`.semantics.semantics_of`)."""
@@ -69,22 +70,21 @@ def is_forwarded(reason: str) -> bool:
     return reason.startswith("keeps `") and reason.endswith(_REASON_END)
 
 
-def forwarded_stores(func: ast.AST) -> Iterator[tuple[ast.Assign, str, ast.expr, str]]:
+def forwarded_stores(func: ast.AST, calls: Sequence[ast.Call] | None = None,
+                     ) -> Iterator[tuple[ast.Assign, str, ast.expr, str]]:
     """``(statement, stored attribute, value, inner receiver)`` of each candidate store in
     ``func`` (its own body, not nested functions): ``self.<a> = self.<inner>.<b>`` after a
-    ``self.<inner>.<post-load root>(...)`` call."""
-    nested = {id(n) for inner in walk(func) if inner is not func
-              and isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-              for n in walk(inner)}
+    ``self.<inner>.<post-load root>(...)`` call. ``calls`` (every call in ``func``,
+    ``FunctionIndex.calls``), when given, leaves a function that calls no root at once (a
+    text test of the file before it cost more than it saved)."""
+    if calls is not None and not any(_root_receiver(c) for c in calls):
+        return
     rebuilt: dict[str, int] = {}  # receiver chain -> line of its first post-load root call
     stores: list[tuple[ast.Assign, str, ast.expr, str]] = []
-    for node in walk(func):
-        if id(node) in nested:
-            continue
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr in POST_LOAD_ROOTS):
-            chain = attr_chain(node.func.value)
-            if chain and chain.startswith("self."):
+    for node in _own_nodes(func):
+        if isinstance(node, ast.Call):
+            chain = _root_receiver(node)
+            if chain:
                 rebuilt[chain] = min(rebuilt.get(chain, node.lineno), node.lineno)
         elif (isinstance(node, ast.Assign) and len(node.targets) == 1
               and isinstance(node.targets[0], ast.Attribute)
@@ -96,6 +96,25 @@ def forwarded_stores(func: ast.AST) -> Iterator[tuple[ast.Assign, str, ast.expr,
     for stmt, attr, value, inner in stores:
         if inner in rebuilt and rebuilt[inner] < stmt.lineno:
             yield stmt, attr, value, inner
+
+
+def _own_nodes(func: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of ``func``'s own body: nested functions, lambdas and classes left out."""
+    stack = list(children(func))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _NESTED):
+            continue
+        yield node
+        stack.extend(children(node))
+
+
+def _root_receiver(call: ast.Call) -> str | None:
+    """``self.<inner>`` of a call ``self.<inner>.<post-load root>(...)``, else None."""
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr in POST_LOAD_ROOTS):
+        return None
+    chain = attr_chain(call.func.value)
+    return chain if chain and chain.startswith("self.") else None
 
 
 def holder_class(class_text: str, inner: str) -> str | None:

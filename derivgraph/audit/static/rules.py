@@ -211,7 +211,7 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
         self._start_handoffs(func.args)
         self._block(func.body)
         self._name_set_storage()
-        for stmt, attr, value, inner in forwarded_stores(func):
+        for stmt, attr, value, inner in forwarded_stores(func, self.index.calls):
             self._emit(stmt, attr, "self", "alias", forward_reason(short(value, 60), inner),
                        value, "attribute")
             self.sites[-1] = dataclasses.replace(self.sites[-1], forwards=inner)
