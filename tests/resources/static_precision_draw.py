@@ -4,6 +4,9 @@
     # after vllm-humming-locks-kernel joined the library (it declares 7 of the drawn pool):
     PYTHONPATH=. python3 tests/resources/static_precision_draw.py \
         --count-declared-by vllm-humming-locks-kernel
+    # a draw made before the forwarded-rebuild rule (rules27), e.g. the twelfth review's:
+    PYTHONPATH=. python3 tests/resources/static_precision_draw.py \
+        --seed-file tests/resources/static_precision_seed_outside10.json --leave-out-forwarded
 
 The seed and the sample size are read from static_precision_seed.json (or --seed-file, e.g.
 static_precision_seed_outside.json for the outside review), committed before any judging. The
@@ -20,9 +23,31 @@ import argparse
 import json
 import random
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
+
+
+def draw_pool(findings: Iterable[Any], since: Iterable[str] = (),
+              leave_out_forwarded: bool = False) -> list[Any]:
+    """The pool: undeclared (or declared by a spec in ``since``) error and warning findings,
+    without the forwarded-rebuild ones when ``leave_out_forwarded``, in a stable order."""
+    from derivgraph.audit.static.forwarded import is_forwarded
+    from derivgraph.audit.static.semantics import Severity
+
+    since = set(since)
+    return sorted((f for f in findings if (not f.declared or f.spec in since)
+                   and f.severity is not Severity.INFO
+                   and not (leave_out_forwarded and is_forwarded(f.reason))),
+                  key=lambda f: (f.file, f.line, f.col, f.attr, f.category))
+
+
+def draw(pool: list[Any], seed: int, n: int) -> list[Any]:
+    """``random.Random(seed).sample`` of ``n`` (at most the pool), by (file, line, attribute)."""
+    picked = random.Random(seed).sample(pool, min(n, len(pool)))
+    return sorted(picked, key=lambda f: (f.file, f.line, f.attr))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,21 +55,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count-declared-by", nargs="*", default=[], metavar="SPEC",
                         help="specs added to the library after the draw: findings they declare "
                         "count back in the pool, so the same sample is drawn again")
+    parser.add_argument("--leave-out-forwarded", action="store_true",
+                        help="leave the forwarded-rebuild findings (rules27, added after the "
+                        "twelfth review's draw) out of the pool, so a draw made before that "
+                        "rule is drawn again")
     parser.add_argument("--seed-file", type=Path, default=HERE / "static_precision_seed.json",
                         metavar="JSON", help="seed file ({\"seed\": int, \"n\": int}) committed "
                         "before the draw; default static_precision_seed.json")
     args = parser.parse_args(argv)
-    since = set(args.count_declared_by)
     seed_file = json.loads(args.seed_file.read_text(encoding="utf-8"))
     from derivgraph.audit.static.scan import scan
-    from derivgraph.audit.static.semantics import Severity
 
-    report = scan(package="vllm")
-    pool = sorted((f for f in report.findings if (not f.declared or f.spec in since)
-                   and f.severity is not Severity.INFO),
-                  key=lambda f: (f.file, f.line, f.col, f.attr, f.category))
-    picked = random.Random(seed_file["seed"]).sample(pool, min(seed_file["n"], len(pool)))
-    picked.sort(key=lambda f: (f.file, f.line, f.attr))
+    pool = draw_pool(scan(package="vllm").findings, set(args.count_declared_by),
+                     args.leave_out_forwarded)
+    picked = draw(pool, seed_file["seed"], seed_file["n"])
     rows = []
     for f in picked:
         row = {k: v for k, v in f.as_json().items()

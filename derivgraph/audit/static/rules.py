@@ -38,6 +38,7 @@ from derivgraph.audit.static.ast import (
 )
 from derivgraph.audit.static.calls import CallRules
 from derivgraph.audit.static.folds import FoldRules
+from derivgraph.audit.static.forwarded import forward_reason, forwarded_stores
 from derivgraph.audit.static.handoff import HandoffRules
 from derivgraph.audit.static.infer import TensorInference, TensorInfo, attr_chain, call_name
 from derivgraph.audit.static.load_roots import (
@@ -210,6 +211,10 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
         self._start_handoffs(func.args)
         self._block(func.body)
         self._name_set_storage()
+        for stmt, attr, value, inner in forwarded_stores(func, self.index.calls):
+            self._emit(stmt, attr, "self", "alias", forward_reason(short(value, 60), inner),
+                       value, "attribute")
+            self.sites[-1] = dataclasses.replace(self.sites[-1], forwards=inner)
         if self.reached.model_load_only:
             self._load_fills(func)
         return self.sites

@@ -34,9 +34,10 @@ from typing import Any
 
 from derivgraph.audit.static.classwide import GATE_RE as CLASS_WIDE_RE
 from derivgraph.audit.static.construction import built_at_construction
-from derivgraph.audit.static.evidence import apply_evidence
+from derivgraph.audit.static.evidence import apply_evidence, function_text
 from derivgraph.audit.static.finding import SourceFile, StaticFinding, StaticReport
 from derivgraph.audit.static.forked import forked_chunks, workers_for
+from derivgraph.audit.static.forwarded import mirror_forwarded, resolve_forwarded
 from derivgraph.audit.static.index import DEF_HEADER_END, build_index
 from derivgraph.audit.static.match import SpecIndex, suggest_spec
 from derivgraph.audit.static.module import ExternalRoot, ModuleContext, audit_module
@@ -245,6 +246,8 @@ def _scan_files(files: Sequence[SourceFile], specs: Sequence[Spec], jobs: int | 
                 sites.setdefault(key, (i, site))
             pending += externals
     index = SpecIndex(specs, context.ancestors, declared_folds)
+    forwarded = resolve_forwarded(sites, lambda i, cls: function_text(texts[i][1], cls),
+                                  context.family)
     _mark_built_once(sites, texts, post_load, context)
     findings = [_finding(texts[i][0], site, index) for i, site in sites.values() if keep[i]]
     report.findings = apply_evidence(findings, [(src.display, text) for src, text in texts],
@@ -253,6 +256,8 @@ def _scan_files(files: Sequence[SourceFile], specs: Sequence[Spec], jobs: int | 
                                      frozenset(n for n in context.containers if "." in n
                                                and n.split(".", 1)[0] in context.tree.classes),
                                      jobs=jobs)
+    report.findings = mirror_forwarded(report.findings, forwarded,
+                                       {src.display: i for i, (src, _) in enumerate(texts)})
     report.findings.sort(key=lambda f: (f.file, f.line, f.col, f.attr, f.category))
     report.seconds = time.perf_counter() - start
     return report

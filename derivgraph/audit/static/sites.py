@@ -102,6 +102,7 @@ class RawSite:
     built_once: bool = False  # in the constructor of a class built only at model construction
     refilled: bool = False  # made once, then refilled with copy_ by the post-load step itself
     derives: str | None = None  # the weight a caller's handed value derives from (.handoff)
+    forwards: str | None = None  # a candidate forwarding store: the receiver it reads (.forwarded)
 
 
 @dataclass(frozen=True)
