@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from derivgraph.audit.static import named_modules, read_sites
 from derivgraph.audit.static.selection import NO_CONSTRUCTION, Construction
 
 __all__ = [
@@ -62,6 +63,9 @@ NOT_READERS = re.compile(
 
 _KERNEL_CALL = re.compile(r"\b(?:torch\.ops\.|ops\.|kernel|_C\.|triton|flashinfer|aiter|cutlass"
                           r"|gemm|mm\(|matmul|bmm|linear|fused)", re.I)
+_KERNEL_WRAPPER = re.compile(r"\bwrapper\.run$")
+"""A kernel wrapper's launch (``wrapper.run``, ``prefill_wrapper.run``): its arguments are the
+kernel's."""
 _DEF_RE = re.compile(r"(def|class)[ \t]+(\w+)")
 _WEIGHT_WORD = re.compile(
     r"\b(?:[A-Za-z_]\w*\.)*(\w*(?:weight|scale|bias|qzeros|g_idx|gamma|lm_head|embed"
@@ -75,9 +79,9 @@ _META_USE = re.compile(r"\.(?:device|dtype|shape|size\(|numel\(|dim\(|ndim)\b")
 _ATTR_NAME = re.compile(r"\.([A-Za-z_]\w*)")
 _GETATTR_NAME = re.compile(r"getattr\(\s*[\w.]+\s*,\s*[\"'](\w+)[\"']")
 _WEAK_READ = re.compile(r"^assert\b|\bis (?:not )?None\b")
-_META_READ = re.compile(r"\.(?:device|dtype|shape|ndim|is_cuda)\b|\.(?:size|numel|dim)\(")
-_NONE_TEST = re.compile(r"[ \t]*(?:is(?:[ \t]+not)?|[!=]=)[ \t]*None\b")
-_CONDITION = re.compile(r"(?:assert|if|elif|while)\b")
+_META_READ = read_sites.META_READ
+_NONE_TEST = read_sites.NONE_TEST
+_CONDITION = read_sites.CONDITION
 _WARM_UP = re.compile(r"warm|compile|autotune|profil|dummy", re.I)
 """A function that runs a kernel once to prepare it (warm-up, compile, autotune, profile):
 its read ranks after a read on the serving path (``forward``, ``apply``, ``run``)."""
@@ -108,9 +112,11 @@ class Reader:
     handed: tuple[str, ...] = ()  # the calls that hand the tensor on to the reading object
     # an accessor named because its consumer is not resolved: the classes that fit equally
     unresolved: tuple[str, ...] = ()
+    callee: str = ""  # the kernel call the read is an argument of, when the line does not show it
 
     def __str__(self) -> str:
-        return f"{self.kind.value} {self.file}:{self.line} in {self.function}: {self.text}"
+        shown = f"{self.kind.value} {self.file}:{self.line} in {self.function}: {self.text}"
+        return f"{shown} (argument of {self.callee})" if self.callee else shown
 
 
 @dataclass(frozen=True)
@@ -339,10 +345,33 @@ class ReaderIndex:
         return not any((hit.file, hit.cls, f) in self.post_load for f in hit.funcs)
 
     def _reader(self, hit: _Hit) -> Reader:
-        kind = ReaderKind.CAPTURED if hit.call else (
-            ReaderKind.KERNEL_CALL if _KERNEL_CALL.search(hit.text) else ReaderKind.FORWARD)
+        """The :class:`Reader` of ``hit``; a plain alias (``buf = self.x``) is named by the
+        local's first use that is not a check (:mod:`.read_sites`), and the kind is a kernel
+        call when the line, a call whose brackets hold the read (over several lines), or the
+        use of the local the read's statement assigns passes it to a kernel."""
         func = ".".join(x for x in (hit.cls, *hit.funcs) if x)
-        return Reader(self.files[hit.file][0], hit.line, func, kind, hit.text[:160])
+        text = self.files[hit.file][1]
+        defs = self._defs[hit.file]
+        dotted = text[hit.pos] == "."  # else ``getattr(holder, "attr")``
+        line, quoted, pos = hit.line, hit.text, hit.pos - len(hit.receiver) if dotted else hit.pos
+        if not hit.call and dotted:
+            uses = read_sites.alias_uses(text, defs, pos, hit.end)
+            strong = next((u for u in uses or () if not read_sites.weak_use(text, defs, *u)),
+                          None)
+            if strong is not None:
+                pos = strong[0]
+                line = defs.line_of(pos) + 1
+                start = text.rfind("\n", 0, pos) + 1
+                end = text.find("\n", pos)
+                quoted = text[start:end if end >= 0 else len(text)].strip()
+        if hit.call:
+            return Reader(self.files[hit.file][0], line, func, ReaderKind.CAPTURED, quoted[:160])
+        callee = "" if _KERNEL_CALL.search(quoted) else read_sites.kernel_callee(
+            text, defs, pos, _is_kernel)
+        kind = ReaderKind.KERNEL_CALL if callee or _KERNEL_CALL.search(quoted) \
+            else ReaderKind.FORWARD
+        return Reader(self.files[hit.file][0], line, func, kind, quoted[:160],
+                      callee=callee if callee and callee not in quoted else "")
 
     def reader(self, cls: str | None, owner: str, attr: str,
                file: str | None = None) -> Reader | None:
@@ -396,6 +425,11 @@ class ReaderIndex:
                 continue
             ranked.append((_scope(hit, family, at, same, via_self), n, hit))
         if ranked:
+            if not via_self and at is not None and min(r[0][0] for r in ranked) == 3:
+                # an outside holder read only elsewhere: the module the store names serves it
+                named = named_modules.named_files(self, at, (r[2].file for r in ranked))
+                ranked = [((2, r[0][1]) if r[2].file in named else r[0], *r[1:])
+                          for r in ranked]
             return self._reader(self._best(ranked))
         if depth >= PROPERTY_DEPTH:
             return built
@@ -422,6 +456,11 @@ class ReaderIndex:
         text = self.files[hit.file][1]
         if _META_READ.match(text, hit.end) or _NONE_TEST.match(text, hit.end):
             return True
+        if not hit.call and text[hit.pos] == ".":  # ``x = holder.attr``: judged by x's uses
+            uses = read_sites.alias_uses(text, self._defs[hit.file],
+                                         hit.pos - len(hit.receiver), hit.end)
+            if uses and all(read_sites.weak_use(text, self._defs[hit.file], *u) for u in uses):
+                return True
         start = self._defs[hit.file].statement_start(hit.pos)
         if _CONDITION.match(text, start):
             return True
@@ -497,9 +536,8 @@ class ReaderIndex:
                 return None
             hit = min(kept, key=lambda r: (-score[r[1].cls], _warm_up(r[1]), r[0]))[1]
             found = self._reader(hit)
-            callee = self._callee(hit).replace("_", " ")  # ``invoke_fused_moe_kernel``: words
             return dataclasses.replace(found, kind=ReaderKind.KERNEL_CALL) \
-                if _KERNEL_CALL.search(callee) else found
+                if _is_kernel(self._callee(hit)) else found
         if depth >= PROPERTY_DEPTH or not nested:
             return None
         return self.consumer_read(cls, (("self", p) for p in sorted(nested)), depth + 1, tied,
@@ -561,19 +599,9 @@ class ReaderIndex:
     def _callee(self, hit: _Hit) -> str:
         """The dotted name of the innermost call whose brackets hold the read, from the start
         of its statement ("" when none; tuples and lists inside a call are looked through)."""
-        text = self.files[hit.file][1]
-        start = self._defs[hit.file].statement_start(hit.pos)
-        opened: list[int] = []
-        for k in range(start, hit.pos - len(hit.receiver)):
-            if text[k] in "([{":
-                opened.append(k)
-            elif text[k] in ")]}" and opened:
-                opened.pop()
-        for k in reversed(opened):
-            m = re.search(r"([A-Za-z_][\w.]*)[ \t]*$", text[max(k - 200, start):k])
-            if text[k] == "(" and m:
-                return m.group(1)
-        return ""
+        calls = read_sites.enclosing_calls(self.files[hit.file][1], self._defs[hit.file],
+                                           hit.pos - len(hit.receiver))
+        return calls[0] if calls else ""
 
     def _builds_config(self, hit: _Hit, family: frozenset[str]) -> bool:
         """A read of ``self.x`` by a method of the same class family that builds a config of
@@ -624,6 +652,16 @@ class ReaderIndex:
                     and (root != "self" or hit.cls in family)):
                 return dataclasses.replace(self._reader(hit), kind=ReaderKind.FORWARD)
         return None
+
+
+def _is_kernel(callee: str) -> bool:
+    """Whether a call's dotted name names a kernel (:data:`_KERNEL_CALL`, read word by word:
+    ``invoke_fused_moe_kernel``) or a kernel wrapper's launch (``prefill_wrapper.run``); a
+    class's construction never does."""
+    if callee.rsplit(".", 1)[-1][:1].isupper():
+        return False  # a class built (``AiterFlashAttentionMetadata(...)``), not a launch
+    words = callee.replace("_", " ")
+    return bool(_KERNEL_CALL.search(words) or _KERNEL_WRAPPER.search(words))
 
 
 def _warm_up(hit: _Hit) -> bool:

@@ -1,0 +1,126 @@
+"""Where one read of a stored tensor goes: the calls whose brackets hold it, and the uses of the
+local its statement assigns it to.
+
+A read that is one argument line of a call spanning lines (``wrapper.run(\\n x=...,\\n
+w1_weight_sf=self.w1_sf_mma,``) is handed to that call, whose name the line does not show
+(:func:`enclosing_calls`). A read assigned to a local (``buf = self._fused_buf``, ``scales =
+[self.w1_scale, ...]``) is consumed where the local is used (:func:`local_uses`): a plain alias
+whose every use is a check (``.shape``, ``is None``, an ``assert``) is itself only a check
+(:func:`weak_use`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable
+from typing import Protocol
+
+__all__ = ["CONDITION", "META_READ", "NONE_TEST", "alias_uses", "kernel_callee", "local_uses",
+           "weak_use"]
+
+META_READ = re.compile(r"\.(?:device|dtype|shape|ndim|is_cuda)\b|\.(?:size|numel|dim)\(")
+"""A metadata query right after a read: the value itself is not consumed."""
+NONE_TEST = re.compile(r"[ \t]*(?:is(?:[ \t]+not)?|[!=]=)[ \t]*None\b")
+CONDITION = re.compile(r"(?:assert|if|elif|while)\b")
+_LOCAL_META = re.compile(r"\.(?:stride|element_size|is_pinned|is_contiguous)\(")
+"""Metadata queries a local alias is checked by besides :data:`META_READ`."""
+_ASSIGNED = re.compile(r"([A-Za-z_]\w*)[ \t]*=(?!=)[ \t]*")
+_CALL_NAME = re.compile(r"([A-Za-z_][\w.]*)[ \t]*$")
+_LINE_REST = re.compile(r"[ \t]*(?:#[^\n]*)?(?:\n|$)")
+
+
+class Defs(Protocol):
+    """What this module reads of a file's definition table (:class:`.readers._FileDefs`)."""
+
+    rows: list[tuple[int, int, str, str, bool]]  # (pos, indent, kind, name, is property)
+    starts: list[int]
+
+    def statement_start(self, pos: int) -> int: ...
+
+
+def _function_end(text: str, defs: Defs, stmt: int) -> int:
+    """Where the function holding the statement at ``stmt`` ends (the next ``def``/``class``
+    at its indent or less; the end of the text when none)."""
+    indent = stmt - (text.rfind("\n", 0, stmt) + 1)
+    k = bisect.bisect_right(defs.starts, stmt) - 1
+    while k >= 0 and not (defs.rows[k][2] == "def" and defs.rows[k][1] < indent):
+        k -= 1
+    if k < 0:
+        return len(text)
+    own = defs.rows[k][1]
+    return next((r[0] for r in defs.rows[k + 1:] if r[1] <= own), len(text))
+
+
+def local_uses(text: str, defs: Defs, pos: int) -> tuple[str, list[tuple[int, int]]] | None:
+    """The local the statement holding ``pos`` assigns (``local = ...``) and its uses after
+    that statement in the same function, as ``(start, end)`` of the name (its rebindings, often
+    in another branch, are skipped); None when the statement assigns no plain local."""
+    stmt = defs.statement_start(pos)
+    m = _ASSIGNED.match(text, stmt)
+    if m is None or m.end() > pos:
+        return None
+    local = m.group(1)
+    uses: list[tuple[int, int]] = []
+    for u in re.compile(rf"(?<![\w.]){re.escape(local)}\b").finditer(
+            text, pos, _function_end(text, defs, stmt)):
+        start = defs.statement_start(u.start())
+        if start == stmt:
+            continue  # the assigning statement itself
+        if re.match(r"[ \t]*=(?!=)", text[u.end():u.end() + 4]):
+            continue  # a keyword name ``local=...`` or a rebinding (often another branch's)
+        uses.append((u.start(), u.end()))
+    return local, uses
+
+
+def alias_uses(text: str, defs: Defs, start: int, end: int) -> list[tuple[int, int]] | None:
+    """The uses of ``local`` when the read ``text[start:end]`` is a whole plain alias statement
+    (``local = holder.attr``, nothing after it on the line); None otherwise."""
+    if _LINE_REST.match(text, end) is None:
+        return None
+    found = local_uses(text, defs, start)
+    if found is None:
+        return None
+    stmt = defs.statement_start(start)
+    return found[1] if _ASSIGNED.fullmatch(text, stmt, start) else None
+
+
+def weak_use(text: str, defs: Defs, start: int, end: int) -> bool:
+    """Whether the use ``text[start:end]`` only checks the value: a metadata query, a ``None``
+    test, or any use in an ``assert`` or an ``if``/``while`` condition."""
+    if META_READ.match(text, end) or _LOCAL_META.match(text, end) or NONE_TEST.match(text, end):
+        return True
+    return CONDITION.match(text, defs.statement_start(start)) is not None
+
+
+def enclosing_calls(text: str, defs: Defs, pos: int) -> list[str]:
+    """The dotted names of the calls whose brackets hold ``pos``, innermost first (from the
+    start of its statement; tuples and lists inside a call are looked through)."""
+    start = defs.statement_start(pos)
+    opened: list[int] = []
+    for k in range(start, pos):
+        if text[k] in "([{":
+            opened.append(k)
+        elif text[k] in ")]}" and opened:
+            opened.pop()
+    out = []
+    for k in reversed(opened):
+        m = _CALL_NAME.search(text, max(k - 200, start), k)
+        if text[k] == "(" and m:
+            out.append(m.group(1))
+    return out
+
+
+def kernel_callee(text: str, defs: Defs, pos: int, is_kernel: Callable[[str], bool]) -> str:
+    """The kernel call the read at ``pos`` is handed to, "" when none: the innermost call
+    holding it that ``is_kernel`` holds; when no call holds it and its statement assigns a
+    local (``scales = [..., self.w2_scale, ...]``), the kernel call holding the local's first
+    use that is not a check (one hop)."""
+    calls = enclosing_calls(text, defs, pos)
+    if calls:  # an argument: handed to that call, not to the local it computes
+        return next((c for c in calls if is_kernel(c)), "")
+    found = local_uses(text, defs, pos)
+    use = next((u for u in found[1] if not weak_use(text, defs, *u)), None) if found else None
+    if use is None:
+        return ""
+    return next((c for c in enclosing_calls(text, defs, use[0]) if is_kernel(c)), "")
