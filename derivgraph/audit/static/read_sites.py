@@ -23,8 +23,11 @@ META_READ = re.compile(r"\.(?:device|dtype|shape|ndim|is_cuda)\b|\.(?:size|numel
 """A metadata query right after a read: the value itself is not consumed."""
 NONE_TEST = re.compile(r"[ \t]*(?:is(?:[ \t]+not)?|[!=]=)[ \t]*None\b")
 CONDITION = re.compile(r"(?:assert|if|elif|while)\b")
-_LOCAL_META = re.compile(r"\.(?:stride|element_size|is_pinned|is_contiguous)\(")
-"""Metadata queries a local alias is checked by besides :data:`META_READ`."""
+_LOCAL_CHECK = re.compile(r"\.(?:stride|element_size|is_pinned|is_contiguous|zero_|fill_)\(")
+"""Metadata queries a local alias is checked by besides :data:`META_READ`, and the in-place
+resets of a workspace (``buf.zero_()``): none reads the values."""
+_STORE_BACK = re.compile(r"[A-Za-z_][\w.]*\.\w+[ \t]*=[ \t]*")
+"""``holder.attr = local``: the local stored back, not consumed."""
 _ASSIGNED = re.compile(r"([A-Za-z_]\w*)[ \t]*=(?!=)[ \t]*")
 _CALL_NAME = re.compile(r"([A-Za-z_][\w.]*)[ \t]*$")
 _LINE_REST = re.compile(r"[ \t]*(?:#[^\n]*)?(?:\n|$)")
@@ -86,11 +89,15 @@ def alias_uses(text: str, defs: Defs, start: int, end: int) -> list[tuple[int, i
 
 
 def weak_use(text: str, defs: Defs, start: int, end: int) -> bool:
-    """Whether the use ``text[start:end]`` only checks the value: a metadata query, a ``None``
-    test, or any use in an ``assert`` or an ``if``/``while`` condition."""
-    if META_READ.match(text, end) or _LOCAL_META.match(text, end) or NONE_TEST.match(text, end):
+    """Whether the use ``text[start:end]`` only checks the value: a metadata query or an
+    in-place reset, a ``None`` test, a store back into an attribute (``self.buf = buf``), or
+    any use in an ``assert`` or an ``if``/``while`` condition."""
+    if META_READ.match(text, end) or _LOCAL_CHECK.match(text, end) or NONE_TEST.match(text, end):
         return True
-    return CONDITION.match(text, defs.statement_start(start)) is not None
+    stmt = defs.statement_start(start)
+    if _STORE_BACK.fullmatch(text, stmt, start) and _LINE_REST.match(text, end):
+        return True
+    return CONDITION.match(text, stmt) is not None
 
 
 def enclosing_calls(text: str, defs: Defs, pos: int) -> list[str]:

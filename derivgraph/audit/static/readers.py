@@ -346,9 +346,10 @@ class ReaderIndex:
 
     def _reader(self, hit: _Hit) -> Reader:
         """The :class:`Reader` of ``hit``; a plain alias (``buf = self.x``) is named by the
-        local's first use that is not a check (:mod:`.read_sites`), and the kind is a kernel
-        call when the line, a call whose brackets hold the read (over several lines), or the
-        use of the local the read's statement assigns passes it to a kernel."""
+        local's first use that is not a check (:mod:`.read_sites`) unless it is returned, and
+        the kind is a kernel call when the line, a call whose brackets hold the read (over
+        several lines), or the use of the local the read's statement assigns passes it to a
+        kernel."""
         func = ".".join(x for x in (hit.cls, *hit.funcs) if x)
         text = self.files[hit.file][1]
         defs = self._defs[hit.file]
@@ -358,7 +359,8 @@ class ReaderIndex:
             uses = read_sites.alias_uses(text, defs, pos, hit.end)
             strong = next((u for u in uses or () if not read_sites.weak_use(text, defs, *u)),
                           None)
-            if strong is not None:
+            if strong is not None and not text.startswith("return", defs.statement_start(
+                    strong[0])):  # returned: the alias line says as much
                 pos = strong[0]
                 line = defs.line_of(pos) + 1
                 start = text.rfind("\n", 0, pos) + 1

@@ -32,6 +32,7 @@ KINDS = {
     "w_rs_logged": "forward",  # a list a helper takes
     "_rs_staged": "forward",  # the copy back (``buffer.copy_``), not the shape read
     "_rs_shaped": "forward",  # only a shape read: the alias line stays the reader
+    "_rs_rows": "forward",  # stored back, reset, returned: the alias line stays the reader
     "_rs_k_scale": "forward",  # the backend the store names, not the scan's first reader
 }
 
@@ -72,12 +73,15 @@ def test_every_marked_reader_and_kind_is_the_one_named():
     ("alias", {"_rs_staged"}),
     ("named", {"_rs_k_scale"}),
     ("class", {"w_rs_meta"}),
+    ("store back", {"_rs_rows"}),
 ])
 def test_canary_without_the_rule_the_old_reader_comes_back(monkeypatch, rule, changed):
     if rule == "callee":
         monkeypatch.setattr(read_sites, "kernel_callee", lambda *args: "")
     elif rule == "alias":
         monkeypatch.setattr(read_sites, "alias_uses", lambda *args: None)
+    elif rule == "store back":
+        monkeypatch.setattr(read_sites, "_STORE_BACK", re.compile(r"(?!)"))
     elif rule == "named":
         monkeypatch.setattr(named_modules, "named_files", lambda *args: frozenset())
     else:  # a class's construction counted as a launch when its name has a kernel word
