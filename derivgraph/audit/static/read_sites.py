@@ -12,6 +12,7 @@ whose every use is a check (``.shape``, ``is None``, an ``assert``) is itself on
 from __future__ import annotations
 
 import bisect
+import keyword
 import re
 from collections.abc import Callable
 from typing import Protocol
@@ -31,6 +32,8 @@ _STORE_BACK = re.compile(r"[A-Za-z_][\w.]*\.\w+[ \t]*=[ \t]*")
 _ASSIGNED = re.compile(r"([A-Za-z_]\w*)[ \t]*=(?!=)[ \t]*")
 _CALL_NAME = re.compile(r"([A-Za-z_][\w.]*)[ \t]*$")
 _LINE_REST = re.compile(r"[ \t]*(?:#[^\n]*)?(?:\n|$)")
+_CONTAINERS = frozenset({"dict", "list", "tuple", "set", "frozenset"})
+"""Builders of a container: looked through like brackets (the container is handed on)."""
 
 
 class Defs(Protocol):
@@ -102,7 +105,8 @@ def weak_use(text: str, defs: Defs, start: int, end: int) -> bool:
 
 def enclosing_calls(text: str, defs: Defs, pos: int) -> list[str]:
     """The dotted names of the calls whose brackets hold ``pos``, innermost first (from the
-    start of its statement; tuples and lists inside a call are looked through)."""
+    start of its statement; tuples, lists and container builders such as ``dict(...)`` are
+    looked through; a call of a call's result, ``make()(...)``, is named by the maker)."""
     start = defs.statement_start(pos)
     opened: list[int] = []
     for k in range(start, pos):
@@ -112,10 +116,27 @@ def enclosing_calls(text: str, defs: Defs, pos: int) -> list[str]:
             opened.pop()
     out = []
     for k in reversed(opened):
-        m = _CALL_NAME.search(text, max(k - 200, start), k)
-        if text[k] == "(" and m:
+        if text[k] != "(":
+            continue
+        head = k
+        while head > start and text[head - 1] in " \t":
+            head -= 1
+        if head > start and text[head - 1] == ")":  # ``make()(...)``: the maker names the call
+            head = _opening(text, start, head - 1)
+        m = _CALL_NAME.search(text, max(head - 200, start), head)
+        if m and not keyword.iskeyword(m.group(1)) and m.group(1) not in _CONTAINERS:
             out.append(m.group(1))
     return out
+
+
+def _opening(text: str, start: int, close: int) -> int:
+    """The position of the ``(`` that the ``)`` at ``close`` closes (``start`` when none)."""
+    depth = 0
+    for k in range(close, start - 1, -1):
+        depth += {")": 1, "(": -1}.get(text[k], 0)
+        if depth == 0:
+            return k
+    return start
 
 
 def kernel_callee(text: str, defs: Defs, pos: int, is_kernel: Callable[[str], bool]) -> str:

@@ -63,9 +63,11 @@ NOT_READERS = re.compile(
 
 _KERNEL_CALL = re.compile(r"\b(?:torch\.ops\.|ops\.|kernel|_C\.|triton|flashinfer|aiter|cutlass"
                           r"|gemm|mm\(|matmul|bmm|linear|fused)", re.I)
-_KERNEL_WRAPPER = re.compile(r"\bwrapper\.run$")
+_KERNEL_WRAPPER = re.compile(r"\bwrapper\.run\($")
 """A kernel wrapper's launch (``wrapper.run``, ``prefill_wrapper.run``): its arguments are the
 kernel's."""
+_MATMUL = re.compile(r"^[^@#]*[\w)\]][ \t]*@[ \t]*[\w(]")
+"""A matrix product by the ``@`` operator on the line (``x @ self.w13_weight.T``): a GEMM."""
 _DEF_RE = re.compile(r"(def|class)[ \t]+(\w+)")
 _WEIGHT_WORD = re.compile(
     r"\b(?:[A-Za-z_]\w*\.)*(\w*(?:weight|scale|bias|qzeros|g_idx|gamma|lm_head|embed"
@@ -371,7 +373,7 @@ class ReaderIndex:
         callee = "" if _KERNEL_CALL.search(quoted) else read_sites.kernel_callee(
             text, defs, pos, _is_kernel)
         kind = ReaderKind.KERNEL_CALL if callee or _KERNEL_CALL.search(quoted) \
-            else ReaderKind.FORWARD
+            or _MATMUL.search(quoted) else ReaderKind.FORWARD
         return Reader(self.files[hit.file][0], line, func, kind, quoted[:160],
                       callee=callee if callee and callee not in quoted else "")
 
@@ -662,7 +664,7 @@ def _is_kernel(callee: str) -> bool:
     class's construction never does."""
     if callee.rsplit(".", 1)[-1][:1].isupper():
         return False  # a class built (``AiterFlashAttentionMetadata(...)``), not a launch
-    words = callee.replace("_", " ")
+    words = callee.replace("_", " ") + "("  # ``api.mm``: read as the call ``mm(``
     return bool(_KERNEL_CALL.search(words) or _KERNEL_WRAPPER.search(words))
 
 

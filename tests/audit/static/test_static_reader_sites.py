@@ -34,6 +34,10 @@ KINDS = {
     "_rs_shaped": "forward",  # only a shape read: the alias line stays the reader
     "_rs_rows": "forward",  # stored back, reset, returned: the alias line stays the reader
     "_rs_k_scale": "forward",  # the backend the store names, not the scan's first reader
+    "w_rs_matmul": "kernel-call",  # ``x @ self.w``
+    "w_rs_made": "kernel-call",  # ``dispatch_site_gemm()(...)``: named by the maker
+    "w_rs_kwargs": "kernel-call",  # ``dict(...)`` looked through to ``kernel(**kwargs)``
+    "w_rs_packed": "kernel-call",  # ``api.mm(`` over several lines
 }
 
 
@@ -69,11 +73,14 @@ def test_every_marked_reader_and_kind_is_the_one_named():
 
 
 @pytest.mark.parametrize(("rule", "changed"), [
-    ("callee", {"w_rs_sf", "w_rs_listed"}),
+    ("callee", {"w_rs_sf", "w_rs_listed", "w_rs_made", "w_rs_kwargs", "w_rs_packed"}),
     ("alias", {"_rs_staged"}),
     ("named", {"_rs_k_scale"}),
     ("class", {"w_rs_meta"}),
     ("store back", {"_rs_rows"}),
+    ("matmul", {"w_rs_matmul"}),
+    ("maker", {"w_rs_made"}),
+    ("container", {"w_rs_kwargs"}),
 ])
 def test_canary_without_the_rule_the_old_reader_comes_back(monkeypatch, rule, changed):
     if rule == "callee":
@@ -82,18 +89,24 @@ def test_canary_without_the_rule_the_old_reader_comes_back(monkeypatch, rule, ch
         monkeypatch.setattr(read_sites, "alias_uses", lambda *args: None)
     elif rule == "store back":
         monkeypatch.setattr(read_sites, "_STORE_BACK", re.compile(r"(?!)"))
+    elif rule == "matmul":
+        monkeypatch.setattr(readers, "_MATMUL", re.compile(r"(?!)"))
+    elif rule == "maker":
+        monkeypatch.setattr(read_sites, "_opening", lambda text, start, close: close + 1)
+    elif rule == "container":
+        monkeypatch.setattr(read_sites, "_CONTAINERS", frozenset())
     elif rule == "named":
         monkeypatch.setattr(named_modules, "named_files", lambda *args: frozenset())
     else:  # a class's construction counted as a launch when its name has a kernel word
         def words(callee: str) -> bool:
-            text = callee.replace("_", " ")
+            text = callee.replace("_", " ") + "("
             return bool(readers._KERNEL_CALL.search(text) or readers._KERNEL_WRAPPER.search(text))
         monkeypatch.setattr(readers, "_is_kernel", words)
     got = _readers()
     expected = _marks("reads")
     wrong = {a for a in KINDS if got[a][:2] != (next(iter(expected[a])), KINDS[a])}
     assert wrong == changed
-    if rule == "callee":
+    if rule in ("callee", "matmul", "maker", "container"):
         assert {got[a][1] for a in changed} == {"forward"}
     elif rule == "class":
         assert got["w_rs_meta"][1] == "kernel-call"
