@@ -6,7 +6,7 @@ w1_weight_sf=self.w1_sf_mma,``) is handed to that call, whose name the line does
 (:func:`enclosing_calls`). A read assigned to a local (``buf = self._fused_buf``, ``scales =
 [self.w1_scale, ...]``) is consumed where the local is used (:func:`local_uses`): a plain alias
 whose every use is a check (``.shape``, ``is None``, an ``assert``) is itself only a check
-(:func:`weak_use`).
+(:func:`weak_use`), and a local handed to a kernel call makes the read a kernel call's.
 """
 
 from __future__ import annotations
@@ -24,11 +24,8 @@ META_READ = re.compile(r"\.(?:device|dtype|shape|ndim|is_cuda)\b|\.(?:size|numel
 """A metadata query right after a read: the value itself is not consumed."""
 NONE_TEST = re.compile(r"[ \t]*(?:is(?:[ \t]+not)?|[!=]=)[ \t]*None\b")
 CONDITION = re.compile(r"(?:assert|if|elif|while)\b")
-_LOCAL_CHECK = re.compile(r"\.(?:stride|element_size|is_pinned|is_contiguous|zero_|fill_)\(")
-"""Metadata queries a local alias is checked by besides :data:`META_READ`, and the in-place
-resets of a workspace (``buf.zero_()``): none reads the values."""
-_STORE_BACK = re.compile(r"[A-Za-z_][\w.]*\.\w+[ \t]*=[ \t]*")
-"""``holder.attr = local``: the local stored back, not consumed."""
+_LOCAL_CHECK = re.compile(r"\.(?:stride|element_size|is_pinned|is_contiguous)\(")
+"""Metadata queries a local alias is checked by besides :data:`META_READ`."""
 _ASSIGNED = re.compile(r"([A-Za-z_]\w*)[ \t]*=(?!=)[ \t]*")
 _CALL_NAME = re.compile(r"([A-Za-z_][\w.]*)[ \t]*$")
 _LINE_REST = re.compile(r"[ \t]*(?:#[^\n]*)?(?:\n|$)")
@@ -92,15 +89,11 @@ def alias_uses(text: str, defs: Defs, start: int, end: int) -> list[tuple[int, i
 
 
 def weak_use(text: str, defs: Defs, start: int, end: int) -> bool:
-    """Whether the use ``text[start:end]`` only checks the value: a metadata query or an
-    in-place reset, a ``None`` test, a store back into an attribute (``self.buf = buf``), or
-    any use in an ``assert`` or an ``if``/``while`` condition."""
+    """Whether the use ``text[start:end]`` only checks the value: a metadata query, a ``None``
+    test, or any use in an ``assert`` or an ``if``/``while`` condition."""
     if META_READ.match(text, end) or _LOCAL_CHECK.match(text, end) or NONE_TEST.match(text, end):
         return True
-    stmt = defs.statement_start(start)
-    if _STORE_BACK.fullmatch(text, stmt, start) and _LINE_REST.match(text, end):
-        return True
-    return CONDITION.match(text, stmt) is not None
+    return CONDITION.match(text, defs.statement_start(start)) is not None
 
 
 def enclosing_calls(text: str, defs: Defs, pos: int) -> list[str]:

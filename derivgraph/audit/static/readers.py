@@ -347,35 +347,22 @@ class ReaderIndex:
         return not any((hit.file, hit.cls, f) in self.post_load for f in hit.funcs)
 
     def _reader(self, hit: _Hit) -> Reader:
-        """The :class:`Reader` of ``hit``; a plain alias (``buf = self.x``) is named by the
-        local's first use that is not a check (:mod:`.read_sites`) unless it is returned, and
-        the kind is a kernel call when the line, a call whose brackets hold the read (over
-        several lines), or the use of the local the read's statement assigns passes it to a
-        kernel."""
+        """The :class:`Reader` of ``hit``: a kernel call when the line, a call whose brackets
+        hold the read (over several lines), or the use of the local the read's statement
+        assigns (``scales = [..., self.w2_scale]``, ``buf = self.x``) hands it to a kernel
+        (:func:`.read_sites.kernel_callee`, quoted after the line when it does not show it)."""
         func = ".".join(x for x in (hit.cls, *hit.funcs) if x)
         text = self.files[hit.file][1]
-        defs = self._defs[hit.file]
-        dotted = text[hit.pos] == "."  # else ``getattr(holder, "attr")``
-        line, quoted, pos = hit.line, hit.text, hit.pos - len(hit.receiver) if dotted else hit.pos
-        if not hit.call and dotted:
-            uses = read_sites.alias_uses(text, defs, pos, hit.end)
-            strong = next((u for u in uses or () if not read_sites.weak_use(text, defs, *u)),
-                          None)
-            if strong is not None and not text.startswith("return", defs.statement_start(
-                    strong[0])):  # returned: the alias line says as much
-                pos = strong[0]
-                line = defs.line_of(pos) + 1
-                start = text.rfind("\n", 0, pos) + 1
-                end = text.find("\n", pos)
-                quoted = text[start:end if end >= 0 else len(text)].strip()
         if hit.call:
-            return Reader(self.files[hit.file][0], line, func, ReaderKind.CAPTURED, quoted[:160])
-        callee = "" if _KERNEL_CALL.search(quoted) else read_sites.kernel_callee(
-            text, defs, pos, _is_kernel)
-        kind = ReaderKind.KERNEL_CALL if callee or _KERNEL_CALL.search(quoted) \
-            or _MATMUL.search(quoted) else ReaderKind.FORWARD
-        return Reader(self.files[hit.file][0], line, func, kind, quoted[:160],
-                      callee=callee if callee and callee not in quoted else "")
+            return Reader(self.files[hit.file][0], hit.line, func, ReaderKind.CAPTURED,
+                          hit.text[:160])
+        pos = hit.pos - len(hit.receiver) if text[hit.pos] == "." else hit.pos  # or getattr(
+        callee = "" if _KERNEL_CALL.search(hit.text) else read_sites.kernel_callee(
+            text, self._defs[hit.file], pos, _is_kernel)
+        kind = ReaderKind.KERNEL_CALL if callee or _KERNEL_CALL.search(hit.text) \
+            or _MATMUL.search(hit.text) else ReaderKind.FORWARD
+        return Reader(self.files[hit.file][0], hit.line, func, kind, hit.text[:160],
+                      callee=callee if callee not in hit.text else "")
 
     def reader(self, cls: str | None, owner: str, attr: str,
                file: str | None = None) -> Reader | None:

@@ -1,6 +1,6 @@
 """Where a read goes (evid27): the kernel call that takes a multi-line argument or a local
-list, the use of a plain alias (a staging copy read for its shape before its copy back), and the
-backend module a store onto an outside layer names through a registry.
+list, a plain alias judged by its uses (a staging copy bound for its shape before it is bound for
+its copy back), and the backend module a store onto an outside layer names through a registry.
 
 Corpus: tests/fixtures/static_corpus_evidence/reader_site_*.py (the layer class reading its own
 attribute, the slow backend, scanned before the fast backend; the registry; the stores),
@@ -30,9 +30,8 @@ KINDS = {
     "w_rs_meta": "forward",  # an argument line of a class built (``FusedSiteMetadata(``)
     "w_rs_listed": "kernel-call",  # a list ``ops.fused_moe_kernel`` takes
     "w_rs_logged": "forward",  # a list a helper takes
-    "_rs_staged": "forward",  # the copy back (``buffer.copy_``), not the shape read
+    "_rs_staged": "forward",  # bound for the copy back (``buffer.copy_``), not the shape read
     "_rs_shaped": "forward",  # only a shape read: the alias line stays the reader
-    "_rs_rows": "forward",  # stored back, reset, returned: the alias line stays the reader
     "_rs_k_scale": "forward",  # the backend the store names, not the scan's first reader
     "w_rs_matmul": "kernel-call",  # ``x @ self.w``
     "w_rs_made": "kernel-call",  # ``dispatch_site_gemm()(...)``: named by the maker
@@ -77,7 +76,6 @@ def test_every_marked_reader_and_kind_is_the_one_named():
     ("alias", {"_rs_staged"}),
     ("named", {"_rs_k_scale"}),
     ("class", {"w_rs_meta"}),
-    ("store back", {"_rs_rows"}),
     ("matmul", {"w_rs_matmul"}),
     ("maker", {"w_rs_made"}),
     ("container", {"w_rs_kwargs"}),
@@ -87,8 +85,6 @@ def test_canary_without_the_rule_the_old_reader_comes_back(monkeypatch, rule, ch
         monkeypatch.setattr(read_sites, "kernel_callee", lambda *args: "")
     elif rule == "alias":
         monkeypatch.setattr(read_sites, "alias_uses", lambda *args: None)
-    elif rule == "store back":
-        monkeypatch.setattr(read_sites, "_STORE_BACK", re.compile(r"(?!)"))
     elif rule == "matmul":
         monkeypatch.setattr(readers, "_MATMUL", re.compile(r"(?!)"))
     elif rule == "maker":
