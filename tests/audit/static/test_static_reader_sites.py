@@ -18,12 +18,12 @@ import pytest
 
 from derivgraph.audit.static import named_modules, read_sites, readers
 from derivgraph.audit.static.scan import scan
+from tests.audit.static.expectations import reader_marks
 from tests.resources import static_reader_agreement as agreement
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "static_corpus_evidence"
 FILES = [FIXTURES / f"reader_site_{n}.py"
          for n in ("a_self", "b_slow", "registry", "fast", "store", "cases")]
-_MARK = re.compile(r"# (reads|other reader): ([a-z_]\w*)")
 KINDS = {
     "w_rs_sf": "kernel-call",  # an argument line of ``self._wrapper.run(``
     "w_rs_helped": "forward",  # an argument line of a plain helper
@@ -41,13 +41,7 @@ KINDS = {
 
 
 def _marks(kind: str) -> dict[str, set[tuple[str, int]]]:
-    out: dict[str, set[tuple[str, int]]] = {}
-    for path in FILES:
-        for n, line in enumerate(path.read_text().splitlines(), 1):
-            for m in _MARK.finditer(line):
-                if m.group(1) == kind:
-                    out.setdefault(m.group(2), set()).add((path.name, n))
-    return out
+    return reader_marks(FILES, kind)
 
 
 def _readers() -> dict[str, tuple[tuple[str, int], str, str]]:
