@@ -33,19 +33,26 @@ class Index(Protocol):
 
 
 def _registered(index: Index, i: int) -> frozenset[str]:
-    """The registry names bound to a class of scanned file ``i`` (``NAME = "a.b.mod.Class"``
-    in a file whose text names ``.mod``, ``a.b.mod`` the end of the file's dotted path: the
-    scan may start above the package), memoized."""
-    shown = index.files[i][0]
+    """The registry names bound to a class of scanned file ``i`` (``NAME = "a.b.mod.Class"``,
+    ``Class`` defined in the file, in a file whose text names ``.mod`` and ``.Class``;
+    ``a.b.mod`` the end of the file's dotted path: the scan may start above the package),
+    memoized."""
+    shown, text = index.files[i]
     module = shown.removesuffix(".py").replace("/", ".")
     stem = module.rsplit(".", 1)[-1]
 
     def find() -> frozenset[str]:
-        line = re.compile(rf"^[ \t]*({_REGISTRY_NAME.pattern})[ \t]*=[ \t]*[\"']"
-                          rf"((?:\w+\.)*{re.escape(stem)})\.[A-Z]\w*[\"']", re.M)
-        return frozenset(m.group(1) for k in index.files_naming(stem)
-                         for m in line.finditer(index.files[k][1])
-                         if f".{module}".endswith(f".{m.group(2)}"))
+        names: set[str] = set()
+        naming_stem = set(index.files_naming(stem))
+        for cls in re.findall(r"^class[ \t]+(\w+)", text, re.M):
+            for k in naming_stem.intersection(index.files_naming(cls)):
+                other = index.files[k][1]
+                if f".{cls}\"" in other or f".{cls}'" in other:
+                    line = re.compile(rf"^[ \t]*({_REGISTRY_NAME.pattern})[ \t]*=[ \t]*"
+                                      rf"[\"']((?:\w+\.)*{re.escape(stem)})\.{cls}[\"']", re.M)
+                    names.update(m.group(1) for m in line.finditer(other)
+                                 if f".{module}".endswith(f".{m.group(2)}"))
+        return frozenset(names)
 
     return index.memo(f"registered {shown}", find)
 

@@ -29,6 +29,8 @@ _LOCAL_CHECK = re.compile(r"\.(?:stride|element_size|is_pinned|is_contiguous)\("
 _ASSIGNED = re.compile(r"([A-Za-z_]\w*)[ \t]*=(?!=)[ \t]*")
 _CALL_NAME = re.compile(r"([A-Za-z_][\w.]*)[ \t]*$")
 _LINE_REST = re.compile(r"[ \t]*(?:#[^\n]*)?(?:\n|$)")
+_ALIAS_HEAD = re.compile(r"[ \t]*[A-Za-z_]\w*[ \t]*=(?!=)[ \t]*")
+"""The head of a one-line plain alias statement: ``local = `` from the line's start."""
 _CONTAINERS = frozenset({"dict", "list", "tuple", "set", "frozenset"})
 """Builders of a container: looked through like brackets (the container is handed on)."""
 
@@ -55,37 +57,49 @@ def _function_end(text: str, defs: Defs, stmt: int) -> int:
     return next((r[0] for r in defs.rows[k + 1:] if r[1] <= own), len(text))
 
 
-def local_uses(text: str, defs: Defs, pos: int) -> tuple[str, list[tuple[int, int]]] | None:
-    """The local the statement holding ``pos`` assigns (``local = ...``) and its uses after
-    that statement in the same function, as ``(start, end)`` of the name (its rebindings, often
-    in another branch, are skipped); None when the statement assigns no plain local."""
-    stmt = defs.statement_start(pos)
+def local_uses(text: str, defs: Defs, pos: int,
+               stmt: int | None = None) -> tuple[str, list[tuple[int, int]]] | None:
+    """The local the statement holding ``pos`` (starting at ``stmt`` when known) assigns
+    (``local = ...``) and its uses after that statement in the same function, as ``(start,
+    end)`` of the name (its rebindings, often in another branch, and keyword names
+    ``local=`` are skipped); None when the statement assigns no plain local."""
+    stmt = defs.statement_start(pos) if stmt is None else stmt
     m = _ASSIGNED.match(text, stmt)
     if m is None or m.end() > pos:
         return None
     local = m.group(1)
     uses: list[tuple[int, int]] = []
-    for u in re.compile(rf"(?<![\w.]){re.escape(local)}\b").finditer(
-            text, pos, _function_end(text, defs, stmt)):
-        start = defs.statement_start(u.start())
-        if start == stmt:
-            continue  # the assigning statement itself
-        if re.match(r"[ \t]*=(?!=)", text[u.end():u.end() + 4]):
-            continue  # a keyword name ``local=...`` or a rebinding (often another branch's)
+    for u in re.compile(rf"(?<![\w.]){re.escape(local)}\b(?![ \t]*=(?!=))").finditer(
+            text, _statement_end(text, pos), _function_end(text, defs, stmt)):
         uses.append((u.start(), u.end()))
     return local, uses
 
 
+def _statement_end(text: str, pos: int) -> int:
+    """Where the statement holding ``pos`` ends: the first newline outside brackets after it
+    (strings holding brackets are rare in an assignment's value)."""
+    depth, k = 0, pos
+    while k < len(text):
+        c = text[k]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == "\n" and depth <= 0:
+            return k
+        k += 1
+    return k
+
+
 def alias_uses(text: str, defs: Defs, start: int, end: int) -> list[tuple[int, int]] | None:
     """The uses of ``local`` when the read ``text[start:end]`` is a whole plain alias statement
-    (``local = holder.attr``, nothing after it on the line); None otherwise."""
-    if _LINE_REST.match(text, end) is None:
+    (``local = holder.attr`` alone on its line); None otherwise."""
+    line = text.rfind("\n", 0, start) + 1
+    if _LINE_REST.match(text, end) is None or _ALIAS_HEAD.fullmatch(text, line, start) is None:
         return None
-    found = local_uses(text, defs, start)
-    if found is None:
-        return None
-    stmt = defs.statement_start(start)
-    return found[1] if _ASSIGNED.fullmatch(text, stmt, start) else None
+    found = local_uses(text, defs, start, line + len(text[line:start]) - len(
+        text[line:start].lstrip(" \t")))
+    return found[1] if found else None
 
 
 def weak_use(text: str, defs: Defs, start: int, end: int) -> bool:
@@ -96,11 +110,13 @@ def weak_use(text: str, defs: Defs, start: int, end: int) -> bool:
     return CONDITION.match(text, defs.statement_start(start)) is not None
 
 
-def enclosing_calls(text: str, defs: Defs, pos: int) -> list[str]:
+def enclosing_calls(text: str, defs: Defs, pos: int,
+                    stmt: int | None = None) -> list[str]:
     """The dotted names of the calls whose brackets hold ``pos``, innermost first (from the
-    start of its statement; tuples, lists and container builders such as ``dict(...)`` are
-    looked through; a call of a call's result, ``make()(...)``, is named by the maker)."""
-    start = defs.statement_start(pos)
+    start of its statement, ``stmt`` when known; tuples, lists and container builders such as
+    ``dict(...)`` are looked through; a call of a call's result, ``make()(...)``, is named by
+    the maker)."""
+    start = defs.statement_start(pos) if stmt is None else stmt
     opened: list[int] = []
     for k in range(start, pos):
         if text[k] in "([{":
@@ -137,10 +153,11 @@ def kernel_callee(text: str, defs: Defs, pos: int, is_kernel: Callable[[str], bo
     holding it that ``is_kernel`` holds; when no call holds it and its statement assigns a
     local (``scales = [..., self.w2_scale, ...]``), the kernel call holding the local's first
     use that is not a check (one hop)."""
-    calls = enclosing_calls(text, defs, pos)
+    stmt = defs.statement_start(pos)
+    calls = enclosing_calls(text, defs, pos, stmt)
     if calls:  # an argument: handed to that call, not to the local it computes
         return next((c for c in calls if is_kernel(c)), "")
-    found = local_uses(text, defs, pos)
+    found = local_uses(text, defs, pos, stmt)
     use = next((u for u in found[1] if not weak_use(text, defs, *u)), None) if found else None
     if use is None:
         return ""
