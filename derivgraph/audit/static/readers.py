@@ -114,11 +114,9 @@ class Reader:
     handed: tuple[str, ...] = ()  # the calls that hand the tensor on to the reading object
     # an accessor named because its consumer is not resolved: the classes that fit equally
     unresolved: tuple[str, ...] = ()
-    callee: str = ""  # the kernel call the read is an argument of, when the line does not show it
 
     def __str__(self) -> str:
-        shown = f"{self.kind.value} {self.file}:{self.line} in {self.function}: {self.text}"
-        return f"{shown} (argument of {self.callee})" if self.callee else shown
+        return f"{self.kind.value} {self.file}:{self.line} in {self.function}: {self.text}"
 
 
 @dataclass(frozen=True)
@@ -350,7 +348,8 @@ class ReaderIndex:
         """The :class:`Reader` of ``hit``: a kernel call when the line, a call whose brackets
         hold the read (over several lines), or the use of the local the read's statement
         assigns (``scales = [..., self.w2_scale]``, ``buf = self.x``) hands it to a kernel
-        (:func:`.read_sites.kernel_callee`, quoted after the line when it does not show it)."""
+        (:func:`.read_sites.kernel_callee`). The text stays the line (consumers parse it as a
+        quote of the source), so the call is not quoted."""
         func = ".".join(x for x in (hit.cls, *hit.funcs) if x)
         text = self.files[hit.file][1]
         if hit.call:
@@ -361,8 +360,7 @@ class ReaderIndex:
             text, self._defs[hit.file], pos, _is_kernel)
         kind = ReaderKind.KERNEL_CALL if callee or _KERNEL_CALL.search(hit.text) \
             or _MATMUL.search(hit.text) else ReaderKind.FORWARD
-        return Reader(self.files[hit.file][0], hit.line, func, kind, hit.text[:160],
-                      callee=callee if callee not in hit.text else "")
+        return Reader(self.files[hit.file][0], hit.line, func, kind, hit.text[:160])
 
     def reader(self, cls: str | None, owner: str, attr: str,
                file: str | None = None) -> Reader | None:
