@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from derivgraph.audit.static import named_modules, read_sites
 from derivgraph.audit.static.selection import NO_CONSTRUCTION, Construction
 
 __all__ = [
@@ -64,6 +65,11 @@ _KERNEL_CALL = re.compile(r"\b(?:torch\.ops\.|ops\.|kernel|_C\.|triton|flashinfe
                           r"|gemm|mm\(|matmul|bmm|linear|fused)", re.I)
 _DEF_ONLY = re.compile(r"def[ \t]+(\w+)")
 _CLASS_ONLY = re.compile(r"class[ \t]+(\w+)")
+_KERNEL_WRAPPER = re.compile(r"\bwrapper\.run\($")
+"""A kernel wrapper's launch (``wrapper.run``, ``prefill_wrapper.run``): its arguments are the
+kernel's."""
+_MATMUL = re.compile(r"^[^@#]*[\w)\]][ \t]*@[ \t]*[\w(]")
+"""A matrix product by the ``@`` operator on the line (``x @ self.w13_weight.T``): a GEMM."""
 _WEIGHT_WORD = re.compile(
     r"\b(?:[A-Za-z_]\w*\.)*(\w*(?:weight|scale|bias|qzeros|g_idx|gamma|lm_head|embed"
     r"|alpha|w13|w2_|w1_|_w\d|kv_a|wkv|wq|wo_|gate|proj|norm|sink)\w*)")
@@ -76,9 +82,9 @@ _META_USE = re.compile(r"\.(?:device|dtype|shape|size\(|numel\(|dim\(|ndim)\b")
 _ATTR_NAME = re.compile(r"\.([A-Za-z_]\w*)")
 _GETATTR_NAME = re.compile(r"getattr\(\s*[\w.]+\s*,\s*[\"'](\w+)[\"']")
 _WEAK_READ = re.compile(r"^assert\b|\bis (?:not )?None\b")
-_META_READ = re.compile(r"\.(?:device|dtype|shape|ndim|is_cuda)\b|\.(?:size|numel|dim)\(")
-_NONE_TEST = re.compile(r"[ \t]*(?:is(?:[ \t]+not)?|[!=]=)[ \t]*None\b")
-_CONDITION = re.compile(r"(?:assert|if|elif|while)\b")
+_META_READ = read_sites.META_READ
+_NONE_TEST = read_sites.NONE_TEST
+_CONDITION = read_sites.CONDITION
 _WARM_UP = re.compile(r"warm|compile|autotune|profil|dummy", re.I)
 """A function that runs a kernel once to prepare it (warm-up, compile, autotune, profile):
 its read ranks after a read on the serving path (``forward``, ``apply``, ``run``)."""
@@ -362,9 +368,21 @@ class ReaderIndex:
         return not any((hit.file, hit.cls, f) in self.post_load for f in hit.funcs)
 
     def _reader(self, hit: _Hit) -> Reader:
-        kind = ReaderKind.CAPTURED if hit.call else (
-            ReaderKind.KERNEL_CALL if _KERNEL_CALL.search(hit.text) else ReaderKind.FORWARD)
+        """The :class:`Reader` of ``hit``: a kernel call when the line, a call whose brackets
+        hold the read (over several lines), or the use of the local the read's statement
+        assigns (``scales = [..., self.w2_scale]``, ``buf = self.x``) hands it to a kernel
+        (:func:`.read_sites.kernel_callee`). The text stays the line (consumers parse it as a
+        quote of the source), so the call is not quoted."""
         func = ".".join(x for x in (hit.cls, *hit.funcs) if x)
+        text = self.files[hit.file][1]
+        if hit.call:
+            return Reader(self.files[hit.file][0], hit.line, func, ReaderKind.CAPTURED,
+                          hit.text[:160])
+        pos = hit.pos - len(hit.receiver) if text[hit.pos] == "." else hit.pos  # or getattr(
+        callee = "" if _KERNEL_CALL.search(hit.text) else read_sites.kernel_callee(
+            text, self._defs[hit.file], pos, _is_kernel)
+        kind = ReaderKind.KERNEL_CALL if callee or _KERNEL_CALL.search(hit.text) \
+            or _MATMUL.search(hit.text) else ReaderKind.FORWARD
         return Reader(self.files[hit.file][0], hit.line, func, kind, hit.text[:160])
 
     def reader(self, cls: str | None, owner: str, attr: str,
@@ -419,6 +437,11 @@ class ReaderIndex:
                 continue
             ranked.append((_scope(hit, family, at, same, via_self), n, hit))
         if ranked:
+            if not via_self and at is not None and min(r[0][0] for r in ranked) == 3:
+                # an outside holder read only elsewhere: the module the store names serves it
+                named = named_modules.named_files(self, at, (r[2].file for r in ranked))
+                ranked = [((2, r[0][1]) if r[2].file in named else r[0], *r[1:])
+                          for r in ranked]
             return self._reader(self._best(ranked))
         if depth >= PROPERTY_DEPTH:
             return built
@@ -445,6 +468,11 @@ class ReaderIndex:
         text = self.files[hit.file][1]
         if _META_READ.match(text, hit.end) or _NONE_TEST.match(text, hit.end):
             return True
+        if not hit.call and text[hit.pos] == ".":  # ``x = holder.attr``: judged by x's uses
+            uses = read_sites.alias_uses(text, self._defs[hit.file],
+                                         hit.pos - len(hit.receiver), hit.end)
+            if uses and all(read_sites.weak_use(text, self._defs[hit.file], *u) for u in uses):
+                return True
         start = self._defs[hit.file].statement_start(hit.pos)
         if _CONDITION.match(text, start):
             return True
@@ -520,9 +548,8 @@ class ReaderIndex:
                 return None
             hit = min(kept, key=lambda r: (-score[r[1].cls], _warm_up(r[1]), r[0]))[1]
             found = self._reader(hit)
-            callee = self._callee(hit).replace("_", " ")  # ``invoke_fused_moe_kernel``: words
             return dataclasses.replace(found, kind=ReaderKind.KERNEL_CALL) \
-                if _KERNEL_CALL.search(callee) else found
+                if _is_kernel(self._callee(hit)) else found
         if depth >= PROPERTY_DEPTH or not nested:
             return None
         return self.consumer_read(cls, (("self", p) for p in sorted(nested)), depth + 1, tied,
@@ -584,19 +611,9 @@ class ReaderIndex:
     def _callee(self, hit: _Hit) -> str:
         """The dotted name of the innermost call whose brackets hold the read, from the start
         of its statement ("" when none; tuples and lists inside a call are looked through)."""
-        text = self.files[hit.file][1]
-        start = self._defs[hit.file].statement_start(hit.pos)
-        opened: list[int] = []
-        for k in range(start, hit.pos - len(hit.receiver)):
-            if text[k] in "([{":
-                opened.append(k)
-            elif text[k] in ")]}" and opened:
-                opened.pop()
-        for k in reversed(opened):
-            m = re.search(r"([A-Za-z_][\w.]*)[ \t]*$", text[max(k - 200, start):k])
-            if text[k] == "(" and m:
-                return m.group(1)
-        return ""
+        calls = read_sites.enclosing_calls(self.files[hit.file][1], self._defs[hit.file],
+                                           hit.pos - len(hit.receiver))
+        return calls[0] if calls else ""
 
     def _builds_config(self, hit: _Hit, family: frozenset[str]) -> bool:
         """A read of ``self.x`` by a method of the same class family that builds a config of
@@ -647,6 +664,16 @@ class ReaderIndex:
                     and (root != "self" or hit.cls in family)):
                 return dataclasses.replace(self._reader(hit), kind=ReaderKind.FORWARD)
         return None
+
+
+def _is_kernel(callee: str) -> bool:
+    """Whether a call's dotted name names a kernel (:data:`_KERNEL_CALL`, read word by word:
+    ``invoke_fused_moe_kernel``) or a kernel wrapper's launch (``prefill_wrapper.run``); a
+    class's construction never does."""
+    if callee.rsplit(".", 1)[-1][:1].isupper():
+        return False  # a class built (``AiterFlashAttentionMetadata(...)``), not a launch
+    words = callee.replace("_", " ") + "("  # ``api.mm``: read as the call ``mm(``
+    return bool(_KERNEL_CALL.search(words) or _KERNEL_WRAPPER.search(words))
 
 
 def _warm_up(hit: _Hit) -> bool:

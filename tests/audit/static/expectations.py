@@ -6,6 +6,7 @@ files also mark each site with ``# expect: CATEGORY`` and a test checks both agr
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -302,3 +303,18 @@ def site(report, suffix: str, line: int, attr: str):
     (f,) = [f for f in report.findings
             if f.file.endswith(suffix) and f.line == line and f.attr == attr]
     return f
+
+
+_READER_MARK = re.compile(r"# (reads|other reader): ([a-z_]\w*)")
+
+
+def reader_marks(files: list[Path], kind: str) -> dict[str, set[tuple[str, int]]]:
+    """The ``# reads: ATTR`` (``kind`` "reads") or ``# other reader: ATTR`` marks of the
+    reader corpus ``files``: attribute -> {(file name, 1-based line)}."""
+    out: dict[str, set[tuple[str, int]]] = {}
+    for path in files:
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            for m in _READER_MARK.finditer(line):
+                if m.group(1) == kind:
+                    out.setdefault(m.group(2), set()).add((path.name, n))
+    return out

@@ -72,7 +72,8 @@ def test_vllm_w4a8_b_strides_are_read_by_the_cutlass_w4a8_experts(vllm_report):
         f = got[attr]
         assert (f.line, f.declared, f.spec) == (line, True, "vllm-cutlass-w4a8-b-strides")
         assert " in CutlassExpertsW4A8Fp8.apply: " in f.reader
-        assert f.reader.startswith("forward vllm/model_executor/layers/fused_moe/experts/"
+        # an argument line of ``run_cutlass_moe_w4a8_fp8(`` spanning lines: a kernel call (evid27)
+        assert f.reader.startswith("kernel-call vllm/model_executor/layers/fused_moe/experts/"
                                    "cutlass_moe.py:")
         assert f.reader.endswith(f"self.{attr},")
         assert f"make_w4a8_moe_kernel({attr}=) -> experts_cls({attr}=) as " \

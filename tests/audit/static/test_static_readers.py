@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -19,22 +18,16 @@ import pytest
 from derivgraph.audit.static import evidence, readers
 from derivgraph.audit.static.readers import ReaderIndex, _FileDefs
 from derivgraph.audit.static.scan import scan
+from tests.audit.static.expectations import reader_marks
 from tests.resources import static_reader_agreement as agreement
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "static_corpus_evidence"
 FILES = [FIXTURES / "config_keeper_cases.py", FIXTURES / "reader_aux.py",
          FIXTURES / "reader_cases.py"]
-_MARK = re.compile(r"# (reads|other reader): ([a-z_]\w*)")
 
 
 def _marks(kind: str) -> dict[str, set[tuple[str, int]]]:
-    out: dict[str, set[tuple[str, int]]] = {}
-    for path in FILES:
-        for n, line in enumerate(path.read_text().splitlines(), 1):
-            for m in _MARK.finditer(line):
-                if m.group(1) == kind:
-                    out.setdefault(m.group(2), set()).add((path.name, n))
-    return out
+    return reader_marks(FILES, kind)
 
 
 def _readers() -> dict[str, tuple[str, int]]:
