@@ -65,7 +65,7 @@ def test_the_forwarded_config_is_reported_like_the_store_it_forwards():
     assert outer.derives_from == (f"{inner.file}:{_line(_REBUILT)} "
                                   "(Fw27Fp8Method.moe_quant_config)")
     # the reader is the wrapper's own kernel call, not the wrapped method's
-    assert outer.reader.startswith("forward ")
+    assert outer.reader.startswith("kernel-call ")  # evid27: a call named as a kernel
     assert " in Fw27ModularMethod.apply: return fw27_kernel(" in outer.reader
     assert outer.evidence.startswith("forwards self.old_quant_method.moe_quant_config, which ")
     assert inner.evidence in outer.evidence
