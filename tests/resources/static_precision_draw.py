@@ -34,13 +34,12 @@ def draw_pool(findings: Iterable[Any], since: Iterable[str] = (),
               leave_out_forwarded: bool = False) -> list[Any]:
     """The pool: undeclared (or declared by a spec in ``since``) error and warning findings,
     without the forwarded-rebuild ones when ``leave_out_forwarded``, in a stable order."""
-    from derivgraph.audit.static.forwarded import is_forwarded
     from derivgraph.audit.static.semantics import Severity
 
     since = set(since)
     return sorted((f for f in findings if (not f.declared or f.spec in since)
                    and f.severity is not Severity.INFO
-                   and not (leave_out_forwarded and is_forwarded(f.reason))),
+                   and not (leave_out_forwarded and f.forwards)),
                   key=lambda f: (f.file, f.line, f.col, f.attr, f.category))
 
 

@@ -77,6 +77,7 @@ class StaticFinding:
     derives_from: str | None = None  # the weight the stored value is computed from
     evidence: str = ""  # why the severity is what it is (:mod:`.evidence`)
     baseline_state: BaselineState | None = None  # against ``--baseline`` (:mod:`.baseline`)
+    forwards: str | None = None  # a forwarded rebuild: whose step rebuilt it (:mod:`.forwarded`)
 
     @property
     def location(self) -> str:

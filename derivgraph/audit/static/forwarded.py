@@ -38,8 +38,8 @@ from derivgraph.audit.static.walk import children
 if TYPE_CHECKING:
     from derivgraph.audit.static.finding import StaticFinding
 
-__all__ = ["Forwarded", "forward_reason", "forwarded_stores", "holder_class", "is_forwarded",
-           "mirror_forwarded", "rebuilt_stores", "resolve_forwarded"]
+__all__ = ["Forwarded", "forward_reason", "forwarded_stores", "holder_class", "mirror_forwarded",
+           "rebuilt_stores", "resolve_forwarded"]
 
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _SEMANTIC_FIELDS = ("category", "kind", "persistent", "empty", "view_of_kept", "weight_free",
@@ -63,11 +63,6 @@ _REASON_END = "'s post-load step rebuilt just before"
 def forward_reason(value: str, inner: str) -> str:
     """The reason of a forwarding site: what it keeps and whose step rebuilt it."""
     return f"keeps `{value}`, which `{inner}`{_REASON_END}"
-
-
-def is_forwarded(reason: str) -> bool:
-    """Whether a finding's reason is a forwarding site's (:func:`forward_reason`)."""
-    return reason.startswith("keeps `") and reason.endswith(_REASON_END)
 
 
 def forwarded_stores(func: ast.AST, calls: Sequence[ast.Call] | None = None,
@@ -173,26 +168,28 @@ def rebuilt_stores(sites: Mapping[tuple, tuple[int, RawSite]], attr: str,
 
 def mirror_forwarded(findings: Sequence[StaticFinding], forwarded: Mapping[tuple, Forwarded],
                      file_index: Mapping[str, int]) -> list[StaticFinding]:
-    """The findings with each forwarding store given the severity most common among the
-    stores it forwards (after their evidence), and evidence naming the one it mirrors; a
-    forwarding store no reader reads keeps its own (``info``) verdict."""
+    """The findings with each forwarding store marked (``forwards``, the inner receiver) and
+    given the severity most common among the stores it forwards (after their evidence), and
+    evidence naming the one it mirrors; a forwarding store no reader reads keeps its own
+    (``info``) verdict."""
     if not forwarded:
         return list(findings)
     out = []
     for f in findings:
         fwd = forwarded.get((file_index.get(f.file, -1), f.line, f.attr))
-        if fwd is None or not f.reader:
+        if fwd is None:
             out.append(f)
             continue
+        marked = dataclasses.replace(f, forwards=fwd.inner)
         rebuilt = sorted((g for g in findings if g.attr == fwd.attr and g.cls in fwd.family
                           and g.owner == "self" and g is not f), key=lambda g: (g.file, g.line))
-        if not rebuilt:
-            out.append(f)
+        if not f.reader or not rebuilt:
+            out.append(marked)
             continue
         severity = Counter(g.severity for g in rebuilt).most_common(1)[0][0]
         rep = next(g for g in rebuilt if g.severity is severity)
         out.append(dataclasses.replace(
-            f, severity=severity, derives_from=f"{rep.file}:{rep.line} ({rep.cls}.{fwd.attr})",
+            marked, severity=severity, derives_from=f"{rep.file}:{rep.line} ({rep.cls}.{fwd.attr})",
             evidence=f"forwards {fwd.inner}.{fwd.attr}, which {fwd.inner}'s post-load step "
             f"has just rebuilt ({len(rebuilt)} such store{'s' if len(rebuilt) > 1 else ''} in the "
             f"{fwd.holder} family; "

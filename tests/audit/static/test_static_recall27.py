@@ -70,6 +70,9 @@ def test_the_forwarded_config_is_reported_like_the_store_it_forwards():
     assert outer.evidence.startswith("forwards self.old_quant_method.moe_quant_config, which ")
     assert inner.evidence in outer.evidence
     assert outer.via == ("Fw27ModularMethod.process_weights_after_loading",)
+    # the typed mark the precision draw's --leave-out-forwarded reads: only on the forward
+    assert (outer.forwards, inner.forwards) == ("self.old_quant_method", None)
+    assert {k for k, f in got.items() if f.forwards} == {("Fw27ModularMethod", "moe_quant_config")}
 
 
 def test_only_the_true_positive_and_the_store_it_forwards_are_loud():
@@ -185,6 +188,9 @@ def test_vllm_the_modular_method_forward_is_found(vllm_report):
     assert got[0].reader.startswith(f"forward {_MODULAR}:79 in "
                                     "FusedMoEModularMethod.get_fused_moe_quant_config:")
     assert "(35 such stores in the FusedMoEMethodBase family" in got[0].evidence
+    assert got[0].forwards == "self.old_quant_method"
+    assert got[0].as_json()["forwards"] == "self.old_quant_method"
+    assert [f.location for f in vllm_report.findings if f.forwards] == [f"{_MODULAR}:98"]
 
 
 def test_vllm_leaving_the_forwards_out_draws_the_twelfth_review_again(vllm_report):
