@@ -1,4 +1,5 @@
-"""The outside reviewers' file-draw recall lists (v14, v14b) agree with their seed, draw and source.
+"""The outside reviewers' file-draw recall lists (v14, v14b, v15 by two judges) agree with their
+seed, draw and source.
 
 A file draw samples vLLM source files (``tests/resources/static_recall_file_draw.py``, seed
 committed first); the reviewer then lists every real site in the drawn files. Each row checks:
@@ -6,7 +7,8 @@ the draw is what the committed script prints for the published seed; the judged 
 exactly the drawn files in order and lists sites only in them; every verdict has a reason and
 quotes of the installed source; the published counts follow from the verdicts; ``held_out`` is
 false exactly for the sites of an earlier list; the recall result counts the list's real sites.
-Each check has a canary.
+v15's two judges read the same draw without seeing each other's work; the agreement the review
+publishes (the same real sites) is checked from their two lists. Each check has a canary.
 """
 
 from __future__ import annotations
@@ -36,17 +38,21 @@ class FileDraw:
     real: int
     held_out_real: int
     found: int
+    draw_stage: str = ""  # the seed and draw's stage when judges share one (v15a, v15b: v15)
 
     def load(self, kind: str) -> dict:
-        name = {"seed": f"static_recall_file_seed_{self.stage}.json",
-                "draw": f"static_recall_file_{self.stage}_draw.json",
+        drawn = self.draw_stage or self.stage
+        name = {"seed": f"static_recall_file_seed_{drawn}.json",
+                "draw": f"static_recall_file_{drawn}_draw.json",
                 "list": f"static_recall_outside_{self.stage}_vllm_0.33.json",
                 "result": f"static_recall_outside_result_{self.stage}_vllm_0.33.json"}[kind]
         return _load(name)
 
 
 ROWS = [FileDraw("v14", (), 160, 12, 8, 2, 7),
-        FileDraw("v14b", ("--population", "untouched"), 216, 15, 0, 0, 0)]
+        FileDraw("v14b", ("--population", "untouched"), 216, 15, 0, 0, 0),
+        FileDraw("v15a", ("--population", "v15"), 144, 15, 26, 16, 23, "v15"),
+        FileDraw("v15b", ("--population", "v15"), 144, 15, 26, 16, 23, "v15")]
 IDS = [r.stage for r in ROWS]
 
 
@@ -140,8 +146,23 @@ def test_file_draw_quotes_are_the_installed_source(row: FileDraw):
 def test_file_draw_script_reprints_the_committed_draw(row: FileDraw):
     if _vllm_parent() is None:
         pytest.skip("vLLM is not installed")
-    seed_file = RESOURCES / f"static_recall_file_seed_{row.stage}.json"
+    seed_file = RESOURCES / f"static_recall_file_seed_{row.draw_stage or row.stage}.json"
     out = subprocess.run([sys.executable, str(RESOURCES / "static_recall_file_draw.py"),
                           *row.population_flag, "--seed-file", str(seed_file)],
                          capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == row.load("draw")
+
+
+def _real_sites(lists: dict) -> set[tuple[str, int]]:
+    return {(c["file"], c["line"]) for b in lists["lists"].values() for c in b["candidates"]
+            if c["real"]}
+
+
+def test_v15_judges_name_the_same_real_sites():
+    a, b = (next(r for r in ROWS if r.stage == s).load("list") for s in ("v15a", "v15b"))
+    assert a["judged_files"] == b["judged_files"]
+    assert len(_real_sites(a)) == 26 and _real_sites(a) == _real_sites(b)
+    # canary: one verdict of judge B flipped makes the two sets differ
+    flipped = copy.deepcopy(b)
+    next(iter(flipped["lists"].values()))["candidates"][0]["real"] ^= True
+    assert _real_sites(a) != _real_sites(flipped)
