@@ -10,7 +10,6 @@ from torch import nn
 
 from derivgraph import DerivedTensor, Spec, Target, compile_plan
 from derivgraph.compiler import codegen, copies
-from derivgraph.errors import PassFault
 
 MERGED = "# copies, rows of cat, stages: one call"
 
