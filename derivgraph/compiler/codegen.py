@@ -454,8 +454,10 @@ def _copies(em: Emitter, by_key: dict[GroupKey, list[Step]], singles: list[Step]
     many grouped calls they are."""
     copies = by_key.get(_COPY_KEY, [])
     done: Lines = []
+    flat_call = False
     if len(copies) > 1 and em.flat:
         done = _emit_flat(em, _COPY_KEY, copies) or []
+        flat_call = bool(done)  # the copy group's own lines (one grouped call), first
         if done:
             del by_key[_COPY_KEY]
             copies = []
@@ -463,7 +465,7 @@ def _copies(em: Emitter, by_key: dict[GroupKey, list[Step]], singles: list[Step]
     cats = [(s, rows) for s in singles if (rows := row_copies(em.ctx, s)) is not None]
     cats = [(s, rows) for s, rows in cats if em.locals.keys().isdisjoint(r.input for r in rows)]
     if sum(map(bool, (copies, stages, cats))) < 2:
-        return done, int(bool(done))
+        return done, int(flat_call)
     keys: list[Bound | OutView | RowsOf | Stage] = []
     values: list[torch.Tensor] = []
     ins: list[str] = []
@@ -501,7 +503,7 @@ def _copies(em: Emitter, by_key: dict[GroupKey, list[Step]], singles: list[Step]
         if stages else ""
     done.append((f"torch._foreach_copy_({outs}, {em.tensors(ins)})  # copies, rows of cat, "
                  f"stages: one call{note}", tuple(nodes)))
-    return done, 1 + (len(done) > 1)  # the flat copy group's lines came first
+    return done, 1 + bool(flat_call)
 
 
 def _emit_single(em: Emitter, step: Step) -> Lines:
