@@ -26,6 +26,7 @@ import torch
 
 from derivgraph._enum import StrEnum
 from derivgraph.compiler import flat
+from derivgraph.compiler.copies import row_copies, stage_directly
 from derivgraph.compiler.graph import NodeRef
 from derivgraph.compiler.ir import NodeKind
 from derivgraph.compiler.lower import Action, LowerContext, Step, out_tensor
@@ -34,7 +35,7 @@ from derivgraph.ops import OPS, OpKind
 from derivgraph.spec.kinds import TensorKind
 
 __all__ = ["Bindings", "Bound", "Constant", "Flat", "GroupKey", "Helper", "OutView", "Program",
-           "Stage", "TensorList", "build_program", "compile_function", "literal"]
+           "RowsOf", "Stage", "TensorList", "build_program", "compile_function", "literal"]
 
 _FOREACH_UNARY = {name: f"_foreach_{name}_" for name in
                   ("reciprocal", "abs", "exp", "log", "sqrt", "rsqrt", "neg")}
@@ -66,10 +67,21 @@ class OutView:
 
 
 @dataclass(frozen=True)
-class Stage:
-    """The staging tensor of a derived Python scalar."""
+class RowsOf:
+    """Rows ``[start, stop)`` of derived storage: where one input of a dim-0 ``cat`` lands."""
 
     target: str
+    start: int
+    stop: int
+
+
+@dataclass(frozen=True)
+class Stage:
+    """The staging tensor of a derived Python scalar (``shape``: viewed in the shape of a
+    one-element input copied into it, :func:`~derivgraph.compiler.copies.stage_directly`)."""
+
+    target: str
+    shape: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -83,7 +95,7 @@ class Constant:
 class TensorList:
     """A prebuilt list of bound tensors (the operand of a ``torch._foreach_*`` call)."""
 
-    items: tuple[Bound | OutView | Stage, ...]
+    items: tuple[Bound | OutView | RowsOf | Stage, ...]
 
 
 @dataclass(frozen=True)
@@ -105,7 +117,7 @@ class Helper:
     name: str
 
 
-BindingKey = Bound | OutView | Stage | Constant | TensorList | Flat | Helper
+BindingKey = Bound | OutView | RowsOf | Stage | Constant | TensorList | Flat | Helper
 
 
 class Bindings:
@@ -391,18 +403,24 @@ Lines = list[tuple[str, tuple[str, ...]]]
 def build_program(ctx: LowerContext, bindings: Bindings, steps: list[Step], name: str, *,
                   group: bool = True, flat: bool = True) -> Program:
     """Schedule, group and emit ``steps`` as a Python function ``name`` and compile it
-    (``flat``: groups of many small CPU tensors as whole-buffer ops, :mod:`.flat`)."""
+    (``flat``: groups of many small CPU tensors as whole-buffer ops, :mod:`.flat`; grouped,
+    the copy-shaped steps of a level run as one ``_foreach_copy_``, :mod:`.copies`)."""
     em = Emitter(ctx, bindings, flat=flat)
-    levels = _levels(ctx, steps)
-    order = sorted(range(len(steps)), key=lambda i: levels[i])  # stable within a level
+    run, direct = stage_directly(ctx, steps) if group else (steps, {})
+    levels = _levels(ctx, run)
+    order = sorted(range(len(run)), key=lambda i: levels[i])  # stable within a level
     lines: Lines = []
     groups = 0
     for _lvl, members in itertools.groupby(order, key=lambda i: levels[i]):
         by_key: dict[GroupKey, list[Step]] = {}
         singles: list[Step] = []
-        for step in (steps[k] for k in members):
+        for step in (run[k] for k in members):
             key = _group_key(ctx, step) if group else None
             (by_key.setdefault(key, []) if key is not None else singles).append(step)
+        if group:
+            merged, calls = _copies(em, by_key, singles, direct)
+            groups += calls
+            lines += merged
         for step in singles:
             lines += _emit_single(em, step)
         for key, batch in by_key.items():
@@ -414,6 +432,80 @@ def build_program(ctx: LowerContext, bindings: Bindings, steps: list[Step], name
     return compile_function(bindings, name, lines, steps=steps, groups=groups)
 
 
+def _stage_out(em: Emitter, step: Step) -> tuple[Stage, torch.Tensor]:
+    """What a SCALAR step copies into: its staging tensor, viewed in the input's shape where a
+    one-element input of another shape is staged directly (``[1]`` into a 0-dim stage)."""
+    stage = em.ctx.stage(step.target)
+    meta = em.ctx.meta_of(step.input)
+    if meta is None or meta.shape == stage.shape:
+        return Stage(step.target), stage
+    shape = tuple(meta.shape)
+    return Stage(step.target, shape), stage.view(shape)
+
+
+_COPY_KEY, _STAGE_KEY = GroupKey(GroupKind.COPY), GroupKey(GroupKind.STAGE)
+
+
+def _copies(em: Emitter, by_key: dict[GroupKey, list[Step]], singles: list[Step],
+            direct: dict[str, str]) -> tuple[Lines, int]:
+    """One ``_foreach_copy_`` for the level's copies, stages and dim-0 ``cat`` steps, taken out
+    of ``by_key`` and ``singles`` when two of those kinds are present (a copy group that runs
+    over flat buffers, :mod:`.flat`, keeps that path and is emitted here); the lines and how
+    many grouped calls they are."""
+    copies = by_key.get(_COPY_KEY, [])
+    done: Lines = []
+    flat_call = False
+    if len(copies) > 1 and em.flat:
+        done = _emit_flat(em, _COPY_KEY, copies) or []
+        flat_call = bool(done)  # the copy group's own lines (one grouped call), first
+        if done:
+            del by_key[_COPY_KEY]
+            copies = []
+    stages = by_key.get(_STAGE_KEY, [])
+    cats = [(s, rows) for s in singles if (rows := row_copies(em.ctx, s)) is not None]
+    cats = [(s, rows) for s, rows in cats if em.locals.keys().isdisjoint(r.input for r in rows)]
+    if sum(map(bool, (copies, stages, cats))) < 2:
+        return done, int(flat_call)
+    keys: list[Bound | OutView | RowsOf | Stage] = []
+    values: list[torch.Tensor] = []
+    ins: list[str] = []
+    nodes: list[str] = []
+    for s in copies:
+        if s.out_shape is not None:
+            em.out(s)
+        else:
+            em._operands([s.target])
+        keys.append(em.out_key(s))
+        values.append(out_tensor(em.ctx, s))
+        ins.append(s.input)
+        nodes.append(s.target)
+    for s, rows in cats:
+        storage = out_tensor(em.ctx, s)
+        for r in rows:
+            keys.append(RowsOf(s.target, r.start, r.stop))
+            values.append(storage.narrow(0, r.start, r.stop - r.start))
+            ins.append(r.input)
+        nodes.append(s.target)
+    for s in stages:
+        key, value = _stage_out(em, s)
+        keys.append(key)
+        values.append(value)
+        ins.append(s.input)
+        nodes.append(s.target)
+    nodes += [n for n, src in direct.items() if src in ins]  # the reductions not run
+    if copies:
+        del by_key[_COPY_KEY]
+    by_key.pop(_STAGE_KEY, None)
+    taken = {id(s) for s, _ in cats}
+    singles[:] = [s for s in singles if id(s) not in taken]
+    outs = em.bindings.bind(TensorList(tuple(keys)), "copies", values)
+    note = "; Python scalars set after the pass; NOT refillable: graph recapture required" \
+        if stages else ""
+    done.append((f"torch._foreach_copy_({outs}, {em.tensors(ins)})  # copies, rows of cat, "
+                 f"stages: one call{note}", tuple(nodes)))
+    return done, 1 + bool(flat_call)
+
+
 def _emit_single(em: Emitter, step: Step) -> Lines:
     nodes = (step.target or step.node,)
     if step.action is Action.COMPUTE:
@@ -421,8 +513,8 @@ def _emit_single(em: Emitter, step: Step) -> Lines:
         em.locals[step.node] = var
         return [(f"{var} = {em.call(step.op, step.args, step.kwargs)}", (step.node,))]
     if step.action is Action.SCALAR:
-        stage = em.bindings.bind(Stage(step.target), f"{step.target}_stage",
-                                 em.ctx.stage(step.target))
+        key, value = _stage_out(em, step)
+        stage = em.bindings.bind(key, f"{step.target}_stage", value)
         return [(f"{stage}.copy_({em.operand(step.input)})  # {step.target}: a Python scalar set "
                  "after the pass; NOT refillable: graph recapture required", nodes)]
     out = em.out(step)
@@ -445,8 +537,9 @@ def _emit_group(em: Emitter, key: GroupKey, members: list[Step]) -> Lines:
                  tuple(s.node for s in members))]
     nodes = tuple(s.target for s in members)
     if key.kind is GroupKind.STAGE:
-        stages = em.bindings.bind(TensorList(tuple(Stage(s.target) for s in members)),
-                                  "stages", [em.ctx.stage(s.target) for s in members])
+        outs = [_stage_out(em, s) for s in members]
+        stages = em.bindings.bind(TensorList(tuple(k for k, _ in outs)), "stages",
+                                  [v for _, v in outs])
         ins = em.tensors([s.input for s in members])
         return [(f"torch._foreach_copy_({stages}, {ins})  # Python scalars set after the pass; "
                  "NOT refillable: graph recapture required", nodes)]

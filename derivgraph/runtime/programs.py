@@ -23,6 +23,7 @@ from derivgraph.compiler.codegen import (
     Helper,
     OutView,
     Program,
+    RowsOf,
     Stage,
     TensorList,
     build_program,
@@ -263,7 +264,8 @@ class Programs:
         tensors, graph = self.tensors, self.tensors.graph
         if isinstance(key, TensorList):
             refs = [i.target if isinstance(i, OutView) else f"{i.target} (staged)"
-                    if isinstance(i, Stage) else
+                    if isinstance(i, Stage) else f"{i.target}[{i.start}:{i.stop}]"
+                    if isinstance(i, RowsOf) else
                     self.bindings.names[i] if graph.nodes[i.ref].kind is NodeKind.OP else i.ref
                     for i in key.items]
             return f"[{', '.join(refs)}]"

@@ -1,5 +1,7 @@
 """In-process A/B of the completion: alternate variant A (old) and B (new) per reload, paired
-thread-CPU deltas of session._complete (refill22 helper). usage: ab.py VARIANTS_MODULE N"""
+thread-CPU deltas of session._complete (refill22 helper). usage: ab.py VARIANTS_MODULE N [JSON]
+(AB_WHOLE=1, e2e28: time the whole reload_weights call instead, for variants that act inside
+vLLM's reload, outside the completion.)"""
 import os, sys, time, gc, tempfile, logging, statistics, importlib.util, random
 from pathlib import Path
 ROOT = Path(os.getcwd())
@@ -25,9 +27,15 @@ with tempfile.TemporaryDirectory() as tmp, tiny_llama_vllm(Path(tmp)) as (mc, vc
     def timed(*a, **k):
         s = time.thread_time_ns(); out = orig(*a, **k); cur.append((time.thread_time_ns() - s) / 1e3); return out
     session._complete = timed
+    whole = os.environ.get("AB_WHOLE") == "1"
+
     def reload(i):
+        it = iter(weights[i % 2].items())
+        s = time.thread_time_ns()
         with torch.no_grad():
-            inplace.reload_weights(vc, model, iter(weights[i % 2].items()), None, True)
+            inplace.reload_weights(vc, model, it, None, True)
+        if whole:
+            cur[:] = [(time.thread_time_ns() - s) / 1e3]
     res = {"A": [], "B": []}
     for i in range(4):
         V.use("A" if i % 2 else "B", plan, model); reload(i)
