@@ -207,6 +207,17 @@ def _getattr_locals(func: FuncNode) -> dict[str, str]:
     return out
 
 
+def _names_getattr(node: ast.AST) -> bool:
+    """Whether ``getattr`` is part of a name or a string under ``node`` (what
+    ``"getattr" in ast.dump(node)`` tells, without building the dump)."""
+    for sub in ast.walk(node):
+        for value in vars(sub).values():
+            if (isinstance(value, str) and "getattr" in value) or (
+                    isinstance(value, bytes) and b"getattr" in value):
+                return True
+    return False
+
+
 def _isinstance_map(calls: Sequence[ast.Call]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for call in calls:
@@ -233,7 +244,7 @@ def _externals(scope: ModuleScope, reached: Sequence[Reached], imports: dict[str
             continue  # a model-loading step's derivations are judged where it stores them
         calls = scope.function_index(r.func).calls
         narrowed = _isinstance_map(calls)
-        looked_up = _getattr_locals(r.func) if "getattr" in ast.dump(r.func.args) or any(
+        looked_up = _getattr_locals(r.func) if _names_getattr(r.func.args) or any(
             isinstance(c.func, ast.Name) and c.func.id == "getattr" for c in calls) else {}
         roots = r.root_classes or (scope.lineage(r.cls) if r.cls else frozenset())
         for call in calls:

@@ -165,3 +165,28 @@ def test_index_comparison_goes_red_when_a_later_file_wins(files):
     assert _tables(wrong)["modules"] != _tables(_former_build_index(files, ancestors))["modules"]
     assert _tables(wrong)["functions"] != \
         _tables(_former_build_index(files, ancestors))["functions"]
+
+
+# ---- module._names_getattr ----------------------------------------------------------------------
+
+def test_names_getattr_is_the_former_dump_test():
+    """The former test was ``"getattr" in ast.dump(func.args)``; compared on every function's
+    arguments in the corpora and on arguments that name it in each place a string can be."""
+    from derivgraph.audit.static.module import _names_getattr
+    argses = [f.args for f in _functions() if not isinstance(f, ast.Lambda)]
+    argses += [ast.parse(src).body[0].args for src in (
+        "def f(x=getattr(a, 'b')): pass", "def f(my_getattr_fn): pass",
+        "def f(x='use getattr'): pass", "def f(x=b'getattr'): pass",
+        "def f(x: 'getattr_t' = 1): pass", "def f(*, x=o.getattr): pass",
+        "def f(x=get_attr(a)): pass")]
+    hits = [_names_getattr(a) for a in argses]
+    assert hits == ["getattr" in ast.dump(a) for a in argses]
+    assert sum(hits) == 6
+
+
+def test_names_getattr_comparison_goes_red_on_a_missed_string():
+    """Canary: a test of names only misses the string default the dump holds."""
+    args = ast.parse("def f(x='use getattr'): pass").body[0].args
+    names_only = any("getattr" in getattr(n, "id", "") or "getattr" in getattr(n, "arg", "")
+                     for n in ast.walk(args))
+    assert names_only != ("getattr" in ast.dump(args))
