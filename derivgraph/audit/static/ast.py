@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from derivgraph.audit.static.infer import attr_chain
-from derivgraph.audit.static.walk import children, walk
+from derivgraph.audit.static.walk import own_nodes, walk
 
 __all__ = [
     "Draft", "const_str", "copy_expr", "free_names", "is_getattr", "is_placeholder", "kwarg",
@@ -105,14 +105,13 @@ def free_names(node: ast.AST) -> set[str]:
     return used - bound
 
 
+_FUNCTIONS = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
 def walk_no_lambda(node: ast.AST) -> Iterator[ast.AST]:
-    stack = [node]
-    while stack:
-        cur = stack.pop()
-        yield cur
-        for child in children(cur):
-            if not isinstance(child, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)):
-                stack.append(child)
+    """``node`` and the nodes under it outside nested functions and lambdas (classes entered),
+    depth first (:func:`.walk.own_nodes`)."""
+    return own_nodes(node, _FUNCTIONS, with_root=True)
 
 
 def short(node: ast.AST, limit: int = 60) -> str:

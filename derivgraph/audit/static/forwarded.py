@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from derivgraph.audit.static.infer import attr_chain
 from derivgraph.audit.static.scope import POST_LOAD_ROOTS
 from derivgraph.audit.static.sites import RawSite
-from derivgraph.audit.static.walk import children
+from derivgraph.audit.static.walk import own_nodes
 
 if TYPE_CHECKING:
     from derivgraph.audit.static.finding import StaticFinding
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 __all__ = ["Forwarded", "forward_reason", "forwarded_stores", "holder_class", "mirror_forwarded",
            "rebuilt_stores", "resolve_forwarded"]
 
-_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _SEMANTIC_FIELDS = ("category", "kind", "persistent", "empty", "view_of_kept", "weight_free",
                     "allocation", "constructed", "from_weights", "refilled")
 """The fields of a site that decide its rule (:func:`.semantics.semantics_of`)."""
@@ -76,7 +75,7 @@ def forwarded_stores(func: ast.AST, calls: Sequence[ast.Call] | None = None,
         return
     rebuilt: dict[str, int] = {}  # receiver chain -> line of its first post-load root call
     stores: list[tuple[ast.Assign, str, ast.expr, str]] = []
-    for node in _own_nodes(func):
+    for node in own_nodes(func):
         if isinstance(node, ast.Call):
             chain = _root_receiver(node)
             if chain:
@@ -91,17 +90,6 @@ def forwarded_stores(func: ast.AST, calls: Sequence[ast.Call] | None = None,
     for stmt, attr, value, inner in stores:
         if inner in rebuilt and rebuilt[inner] < stmt.lineno:
             yield stmt, attr, value, inner
-
-
-def _own_nodes(func: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of ``func``'s own body: nested functions, lambdas and classes left out."""
-    stack = list(children(func))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, _NESTED):
-            continue
-        yield node
-        stack.extend(children(node))
 
 
 def _root_receiver(call: ast.Call) -> str | None:

@@ -34,7 +34,7 @@ from derivgraph.audit.static.infer import TensorInference, TensorInfo, attr_chai
 from derivgraph.audit.static.sites import Handed, RawSite
 from derivgraph.audit.static.values import WEIGHT_WORDS, is_allocation, shape_free_chains
 from derivgraph.audit.static.vocab import looks_like_tensor_attr
-from derivgraph.audit.static.walk import walk
+from derivgraph.audit.static.walk import children, walk
 
 if TYPE_CHECKING:
     from derivgraph.audit.static.index import ClassEntry, TreeIndex
@@ -229,7 +229,7 @@ def _calls(node: ast.AST) -> Iterator[ast.Call]:
             continue
         if isinstance(n, ast.Call):
             yield n
-        stack.extend(ast.iter_child_nodes(n))
+        stack.extend(children(n))
 
 
 def _arguments(call: ast.Call) -> Iterator[tuple[int | str, ast.expr]]:

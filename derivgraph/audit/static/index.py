@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from derivgraph.audit.static.ast import returns_placeholder
 
-__all__ = ["DEF_HEADER_END", "ClassEntry", "TreeIndex", "build_index"]
+__all__ = ["DEF_HEADER_END", "ClassEntry", "TreeIndex", "build_index", "index_file", "merged_index"]
 
 # Each pattern starts with a literal so the regex engine can skip ahead; line starts are
 # checked in code.
@@ -225,15 +225,46 @@ def _next_col0(text: str, pos: int) -> int:
     return m.start() if m else len(text)
 
 
-def build_index(files: Sequence[tuple[str, str]],
-                ancestors: Mapping[str, frozenset[str]]) -> TreeIndex:
-    """The index of ``(module name, text)`` files, in the order the audit numbers them."""
+def index_file(file: int, module: str, text: str) -> TreeIndex:
+    """The entries of one file alone (file number ``file``), for :func:`merged_index`."""
     index = TreeIndex()
-    for i, (module, text) in enumerate(files):
+    _scan_text(index, file, module, text)
+    return index
+
+
+def _merge(index: TreeIndex, part: TreeIndex) -> None:
+    """Add a later file's entries: the first entry of a name stays, as in one pass."""
+    for name, entries in part.classes.items():
+        index.classes.setdefault(name, []).extend(entries)
+    for firsts, more in ((index.functions, part.functions), (index.returns, part.returns),
+                         (index.method_returns, part.method_returns),
+                         (index.property_chains, part.property_chains)):
+        for key, value in more.items():
+            firsts.setdefault(key, value)
+    for key, types in part.attr_types.items():
+        index.attr_types.setdefault(key, set()).update(types)
+    for method, owners in part.method_owners.items():
+        index.method_owners.setdefault(method, set()).update(owners)
+    index.placeholders.update(part.placeholders)
+
+
+def merged_index(parts: Sequence[tuple[str, TreeIndex]],
+                 ancestors: Mapping[str, frozenset[str]]) -> TreeIndex:
+    """The index of the files whose ``(module name, index_file(...))`` are ``parts``, in the
+    order the audit numbers them."""
+    index = TreeIndex()
+    for i, (module, part) in enumerate(parts):
         index.modules.setdefault(module, i)
-        _scan_text(index, i, module, text)
+        _merge(index, part)
     for name, lineage in ancestors.items():
         for base in lineage:
             if base != name:
                 index.subclasses.setdefault(base, set()).add(name)
     return index
+
+
+def build_index(files: Sequence[tuple[str, str]],
+                ancestors: Mapping[str, frozenset[str]]) -> TreeIndex:
+    """The index of ``(module name, text)`` files, in the order the audit numbers them."""
+    return merged_index([(module, index_file(i, module, text))
+                         for i, (module, text) in enumerate(files)], ancestors)

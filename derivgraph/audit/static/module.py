@@ -50,6 +50,9 @@ class ModuleContext:
     containers: frozenset[str] = frozenset()  # dataclasses with tensor fields, and functions
     # (qualified) annotated to return one
     placeholders: frozenset[str] = frozenset()  # qualified functions returning a 0-element tensor
+    # the scanned files (indices) with a staging copy (:func:`.staging.has_staging_copy`);
+    # None: not known, each audit tests its own text
+    staging_files: frozenset[int] | None = None
 
     def family(self, cls: str) -> frozenset[str]:
         """``cls``, its ancestors and its subclasses (short names)."""
@@ -71,9 +74,12 @@ class ExternalRoot:
 
 
 def parse_for_audit(text: str, filename: str, context: ModuleContext,
-                    segmented: bool = True, extra: Sequence[ExternalRoot] = ()) -> ModuleScope:
+                    segmented: bool = True, extra: Sequence[ExternalRoot] = (),
+                    staging: bool | None = None) -> ModuleScope:
     """The file's scope: only its relevant blocks (:mod:`.segments`) when segmented.
-    With ``extra``, only those functions (and what they call) are the file's post-load code."""
+    With ``extra``, only those functions (and what they call) are the file's post-load code.
+    ``staging``: whether the text holds a staging copy, when the caller knows (else tested)."""
+    staging = not extra and (has_staging_copy(text) if staging is None else staging)
     if segmented:
         def is_rebuilt(name: str) -> bool:
             return is_rebuilt_lineage(context.ancestors.get(name, frozenset({name})))
@@ -81,7 +87,8 @@ def parse_for_audit(text: str, filename: str, context: ModuleContext,
         try:
             scope = parse_relevant(text, filename, context.ancestors, is_rebuilt,
                                    extra=[(e.cls, e.func) for e in extra], own_roots=not extra,
-                                   seeds=(lambda scope: _seeds(scope, extra)) if extra else None)
+                                   seeds=(lambda scope: _seeds(scope, extra)) if extra else None,
+                                   has_staging=staging)
             scope.text = text
             return scope
         except SyntaxError as exc:  # a cut inside a string: the whole file decides
@@ -89,7 +96,7 @@ def parse_for_audit(text: str, filename: str, context: ModuleContext,
     scope = ModuleScope(ast.parse(text, filename=filename), context.ancestors)
     scope.text = text
     scope.has_assigned_roots = not extra and bool(ROOT_ASSIGN_RE.search(text))
-    scope.has_staging_roots = not extra and has_staging_copy(text)
+    scope.has_staging_roots = staging
     return scope
 
 
@@ -133,7 +140,9 @@ def audit_module(text: str, filename: str, module_name: str, is_package: bool,
     other files, and the ``(class, function)`` pairs reached from a post-load method (not only
     from a rebuilt object's constructor). With ``extra``, the post-load code is what those
     functions reach (the second round of a tree-wide scan). Raises SyntaxError."""
-    scope = parse_for_audit(text, filename, context, segmented, extra)
+    known = context.staging_files
+    scope = parse_for_audit(text, filename, context, segmented, extra,
+                            None if known is None or file_index < 0 else file_index in known)
     imports = import_map(scope.tree, module_name, is_package)
     returns = _Returns(scope, imports, module_name, context)
     sites: dict[tuple[int, int, str, str], RawSite] = {}
@@ -198,6 +207,17 @@ def _getattr_locals(func: FuncNode) -> dict[str, str]:
     return out
 
 
+def _names_getattr(node: ast.AST) -> bool:
+    """Whether ``getattr`` is part of a name or a string under ``node`` (what
+    ``"getattr" in ast.dump(node)`` tells, without building the dump)."""
+    for sub in ast.walk(node):
+        for value in vars(sub).values():
+            if (isinstance(value, str) and "getattr" in value) or (
+                    isinstance(value, bytes) and b"getattr" in value):
+                return True
+    return False
+
+
 def _isinstance_map(calls: Sequence[ast.Call]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for call in calls:
@@ -224,7 +244,7 @@ def _externals(scope: ModuleScope, reached: Sequence[Reached], imports: dict[str
             continue  # a model-loading step's derivations are judged where it stores them
         calls = scope.function_index(r.func).calls
         narrowed = _isinstance_map(calls)
-        looked_up = _getattr_locals(r.func) if "getattr" in ast.dump(r.func.args) or any(
+        looked_up = _getattr_locals(r.func) if _names_getattr(r.func.args) or any(
             isinstance(c.func, ast.Name) and c.func.id == "getattr" for c in calls) else {}
         roots = r.root_classes or (scope.lineage(r.cls) if r.cls else frozenset())
         for call in calls:

@@ -15,7 +15,7 @@ from derivgraph.audit.static.ast import short
 from derivgraph.audit.static.infer import attr_chain
 from derivgraph.audit.static.values import COPY_METHODS, weight_named
 from derivgraph.audit.static.vocab import NON_TENSOR_ATTRS
-from derivgraph.audit.static.walk import walk
+from derivgraph.audit.static.walk import own_nodes, walk
 
 __all__ = ["ReturnedCopies", "refilled_in_place", "returned_copies"]
 
@@ -35,7 +35,7 @@ def returned_copies(helper: ast.FunctionDef | ast.AsyncFunctionDef) -> ReturnedC
     bound: dict[str, ast.expr] = {}  # local -> its value (the last one in source order)
     unpacked: dict[str, str] = {}  # local -> the kept tuple it is an element of
     returns: list[ast.expr] = []
-    for node in _own_nodes(helper):
+    for node in own_nodes(helper, breadth_first=True):  # breadth first, as before
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             if isinstance(target, ast.Name):
@@ -55,19 +55,6 @@ def returned_copies(helper: ast.FunctionDef | ast.AsyncFunctionDef) -> ReturnedC
             if copied is not None and _copy_of_weight(copied):
                 return ReturnedCopies(name, short(arg, 30), short(copied, 50))
     return None
-
-
-def _own_nodes(func: ast.AST) -> list[ast.AST]:
-    """The statements and expressions of ``func`` outside its nested functions and lambdas."""
-    out: list[ast.AST] = []
-    todo = list(ast.iter_child_nodes(func))
-    while todo:
-        node = todo.pop(0)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        out.append(node)
-        todo.extend(ast.iter_child_nodes(node))
-    return out
 
 
 def _kept_tuple(value: ast.expr) -> str | None:

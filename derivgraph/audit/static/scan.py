@@ -25,35 +25,29 @@ import ast
 import contextlib
 import gc
 import logging
-import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from derivgraph.audit.static.classwide import GATE_RE as CLASS_WIDE_RE
 from derivgraph.audit.static.construction import built_at_construction
 from derivgraph.audit.static.evidence import apply_evidence, function_text
 from derivgraph.audit.static.finding import SourceFile, StaticFinding, StaticReport
 from derivgraph.audit.static.forked import forked_chunks, workers_for
 from derivgraph.audit.static.forwarded import mirror_forwarded, resolve_forwarded
-from derivgraph.audit.static.index import DEF_HEADER_END, build_index
+from derivgraph.audit.static.index import merged_index
 from derivgraph.audit.static.match import SpecIndex, suggest_spec
 from derivgraph.audit.static.module import ExternalRoot, ModuleContext, audit_module
 from derivgraph.audit.static.scope import (
-    LAZY_GUARD_RE,
-    ROOT_ASSIGN_RE,
-    ROOT_DEF_RE,
     ancestors_index,
     is_constructor_root,
     is_rebuilt_lineage,
-    regex_classes,
 )
 from derivgraph.audit.static.semantics import semantics_of
 from derivgraph.audit.static.sites import RawSite
 from derivgraph.audit.static.sources import collect_files, locate_package
-from derivgraph.audit.static.staging import has_staging_copy
+from derivgraph.audit.static.tree_facts import FileFacts, tree_facts
 from derivgraph.errors import PackageNotFound
 from derivgraph.spec.load import default_specs
 from derivgraph.spec.model import Spec
@@ -75,53 +69,32 @@ logger = logging.getLogger(__name__)
 Progress = Callable[[int, int, str], None]
 """Progress callback: (files done, files to audit, the file just done)."""
 
-_DEF_RE = re.compile(r"def[ \t]+(\w+)[ \t]*\(")  # a literal start; column 0 is checked in code
-_TENSOR_WORD_RE = re.compile(r"Tensor|Parameter|Buffer")
-
-
 # ---- the tree-wide context -----------------------------------------------------------------------
 
-def _tensor_functions(text: str) -> Iterator[tuple[str, str]]:
-    """(name, return annotation) of module-level functions whose annotation names a tensor type
-    (a text scan, no parse; :func:`.infer.annotation_shape` reads the annotation later)."""
-    if "Tensor" not in text and "Parameter" not in text:
-        return
-    for m in _DEF_RE.finditer(text):
-        start = m.start()
-        if start and text[start - 1] != "\n" and not (
-                start >= 6 and text[start - 6:start] == "async " and
-                (start == 6 or text[start - 7] == "\n")):
-            continue  # not a module-level function
-        end = DEF_HEADER_END.search(text, m.end())
-        if end and end.group(1) and _TENSOR_WORD_RE.search(end.group(1)):
-            yield m.group(1), " ".join(end.group(1).split())
-
-
-def _context(texts: Sequence[tuple[SourceFile, str]], tree: bool = True) -> ModuleContext:
+def _context(texts: Sequence[tuple[SourceFile, str]], facts: Sequence[FileFacts]) -> ModuleContext:
     bases: dict[str, set[str]] = {}
     tensor_functions: dict[str, str] = {}
-    for src, text in texts:
-        for cls, cls_bases in regex_classes(text):
+    for (src, _), found in zip(texts, facts):
+        for cls, cls_bases in found.classes:
             bases.setdefault(cls, set()).update(cls_bases)
-        for name, annotation in _tensor_functions(text):
+        for name, annotation in found.tensor_functions:
             tensor_functions[f"{src.module}.{name}" if src.module else name] = annotation
     ancestors = ancestors_index(bases)
-    if not tree:
-        return ModuleContext(ancestors, tensor_functions)
-    index = build_index([(src.module, text) for src, text in texts], ancestors)
+    index = merged_index([(src.module, found.index) for (src, _), found in zip(texts, facts)],
+                         ancestors)
     return ModuleContext(ancestors, tensor_functions, index, index.scalar_functions(),
                          index.containers() | index.container_functions(),
-                         index.placeholder_functions())
+                         index.placeholder_functions(),
+                         frozenset(i for i, found in enumerate(facts) if found.staging))
 
 
-def _is_candidate(text: str, context: ModuleContext) -> bool:
+def _is_candidate(text: str, facts: FileFacts, context: ModuleContext) -> bool:
     """Whether a file can hold post-load code (cheap text test before parsing)."""
-    if ROOT_DEF_RE.search(text) or ROOT_ASSIGN_RE.search(text) or LAZY_GUARD_RE.search(text) \
-            or CLASS_WIDE_RE.search(text) or has_staging_copy(text):
+    if facts.rooted or facts.staging:
         return True
     if "def __init__" not in text:
         return False
-    for cls, _ in regex_classes(text):
+    for cls, _ in facts.classes:
         lineage = context.ancestors.get(cls, frozenset({cls}))
         if is_rebuilt_lineage(lineage):
             return True
@@ -194,10 +167,12 @@ def _scan_files(files: Sequence[SourceFile], specs: Sequence[Spec], jobs: int | 
                 changed: frozenset[Path] | None) -> StaticReport:
     start = time.perf_counter()
     texts = [(src, text) for src in files if (text := _read(src)) is not None]
-    context = _context(texts)
+    facts = tree_facts([(src.module, text) for src, text in texts], jobs)
+    context = _context(texts, facts)
     keep = [changed is None or src.path.resolve() in changed for src, _ in texts]
     candidates = [i for i, (_, text) in enumerate(texts)
-                  if keep[i] and _is_candidate(text, context)]
+                  if keep[i] and _is_candidate(text, facts[i], context)]
+    del facts
     logger.info("static audit: %d files, %d with post-load code", len(texts), len(candidates))
     report = StaticReport(files_scanned=len(texts), files_audited=len(candidates),
                           specs=len(specs))

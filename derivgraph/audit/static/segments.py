@@ -141,14 +141,16 @@ def parse_relevant(text: str, filename: str, ancestors: Mapping[str, frozenset[s
                    is_rebuilt: Callable[[str], bool],
                    extra: Iterable[tuple[str | None, str]] = (),
                    own_roots: bool = True,
-                   seeds: Callable[[ModuleScope], list[Reached]] | None = None) -> ModuleScope:
+                   seeds: Callable[[ModuleScope], list[Reached]] | None = None,
+                   has_staging: bool | None = None) -> ModuleScope:
     """The scope of only the relevant code; raises SyntaxError if a piece does not parse.
 
     Root ``def`` blocks are parsed whole; root classes with only their root methods (and
     ``__init__`` for rebuilt-object classes), other methods blanked out. After each round, the
     calls in reached functions name what else to parse: same-file functions whole, same-file
     classes' ``__init__`` for constructors, and ``m`` of the same-file relatives of a class
-    for ``self.m()``, ``cls.m()``, ``super().m()`` and ``C.m()``.
+    for ``self.m()``, ``cls.m()``, ``super().m()`` and ``C.m()``. ``has_staging``: whether the
+    text holds a staging copy, when the caller knows (else it is tested here).
     """
     blocks = split_blocks(text)
     named = {b.name: b for b in blocks if b.kind != "other"}
@@ -199,7 +201,7 @@ def parse_relevant(text: str, filename: str, ancestors: Mapping[str, frozenset[s
         if block.start in wanted:
             parse(block)
     assigned_roots = own_roots and bool(ROOT_ASSIGN_RE.search(text))
-    staging_roots = own_roots and has_staging_copy(text)
+    staging_roots = own_roots and (has_staging_copy(text) if has_staging is None else has_staging)
     while True:
         module = ast.Module(body=[s for k in sorted(parsed) for s in parsed[k]], type_ignores=[])
         scope = ModuleScope(module, ancestors, cache)

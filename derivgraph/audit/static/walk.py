@@ -13,7 +13,7 @@ import ast
 from collections import deque
 from collections.abc import Iterator
 
-__all__ = ["children", "walk"]
+__all__ = ["NESTED_SCOPES", "children", "own_nodes", "walk"]
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
@@ -69,3 +69,23 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
             elif isinstance(value, node_type):
                 push(value)
         yield node
+
+
+NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+"""The nodes that open a scope of their own: a function's own code stops at them."""
+
+
+def own_nodes(node: ast.AST, nested: tuple[type, ...] = NESTED_SCOPES, *,
+              breadth_first: bool = False, with_root: bool = False) -> Iterator[ast.AST]:
+    """The nodes under ``node`` (``node`` first with ``with_root``), not entering the nodes of
+    the ``nested`` types nor yielding them, expression contexts left out. Depth first (the last
+    child first), or breadth first (``ast.walk``'s order)."""
+    if with_root:
+        yield node
+    todo = deque([c for c in children(node) if not isinstance(c, nested)])
+    pop = todo.popleft if breadth_first else todo.pop
+    extend = todo.extend
+    while todo:
+        cur = pop()
+        yield cur
+        extend([c for c in children(cur) if not isinstance(c, nested)])
