@@ -2,12 +2,16 @@
 
     python3 benchmarks/results/review21a/subgroups.py
 """
+import importlib.util
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "resources"))
-from static_recall_outside_measure import wilson  # noqa: E402
+_spec = importlib.util.spec_from_file_location(
+    "measure", Path(__file__).resolve().parents[3] / "tests" / "resources"
+    / "static_recall_outside_measure.py")
+_measure = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_measure)
+wilson = _measure.wilson
 
 RES = Path(__file__).resolve().parents[3] / "tests" / "resources"
 judged = json.loads((RES / "static_recall_outside_v15a_vllm_0.33.json").read_text())

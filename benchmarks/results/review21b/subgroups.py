@@ -2,12 +2,15 @@
 
     python3 benchmarks/results/review21b/subgroups.py > benchmarks/results/review21b/subgroups.out
 """
+import importlib.util
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, "tests/resources")
-from static_recall_outside_measure import wilson  # noqa: E402
+_spec = importlib.util.spec_from_file_location(
+    "measure", "tests/resources/static_recall_outside_measure.py")
+_measure = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_measure)
+wilson = _measure.wilson
 
 judged = json.loads(Path("tests/resources/static_recall_outside_v15b_vllm_0.33.json").read_text())
 result = json.loads(Path("tests/resources/static_recall_outside_result_v15b_vllm_0.33.json").read_text())
