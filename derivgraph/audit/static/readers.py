@@ -76,7 +76,6 @@ _WEIGHT_WORD = re.compile(
 
 _WEIGHT_PARAM = re.compile(r"^(?:w|w\d+|w13\w*|w2\w*|\w*weight\w*|\w*scale\w*|\w*bias\w*)$")
 _META_NAME = re.compile(r"_(?:type|dtype|name|names|shape|size|dim|bits|mode|format|layout)$")
-_META_USE = re.compile(r"\.(?:device|dtype|shape|size\(|numel\(|dim\(|ndim)\b")
 
 
 _ATTR_NAME = re.compile(r"\.([A-Za-z_]\w*)")
@@ -530,9 +529,11 @@ class ReaderIndex:
         consumer the config never reaches is not named. A property reading one of them is
         followed to its own reads (up to :data:`PROPERTY_DEPTH`). Among the tied classes the
         one built for the config's ``default`` construction comes first (:meth:`coverage`),
-        then a serving read before a warm-up or compile one (:func:`_warm_up`);
-        when several tied classes fit it equally the consumer is not resolved: None, and their
-        names are added to ``unresolved``. Presence
+        then, among classes that fit it equally, the one whose backend the selector tries
+        first (``default.order``, :func:`.selection.backend_order`), then a serving read before
+        a warm-up or compile one (:func:`_warm_up`); when several tied classes fit it equally
+        and no order ranks them (or no construction is known) the consumer is not resolved:
+        None, and their names are added to ``unresolved``. Presence
         and metadata checks never count. The candidates are memoized (every config of one type
         asks the same question); the tie only filters them."""
         pairs = dict.fromkeys(reads)
@@ -542,11 +543,14 @@ class ReaderIndex:
         if kept:
             score = {c: self.coverage(c, holder, default) for c in {r[1].cls for r in kept}}
             best = [c for c in sorted(score, key=str) if score[c] == max(score.values())]
-            if tied is not None and len(best) > 1:
+            first = {c: i for i, c in enumerate(default.order)}  # the selector's order
+            if tied is not None and len(best) > 1 and not (max(score.values()) > 0
+                                                           and first.keys() & set(best)):
                 if unresolved is not None:
                     unresolved.extend(best)
                 return None
-            hit = min(kept, key=lambda r: (-score[r[1].cls], _warm_up(r[1]), r[0]))[1]
+            hit = min(kept, key=lambda r: (-score[r[1].cls], first.get(r[1].cls, len(first)),
+                                           _warm_up(r[1]), r[0]))[1]
             found = self._reader(hit)
             return dataclasses.replace(found, kind=ReaderKind.KERNEL_CALL) \
                 if _is_kernel(self._callee(hit)) else found
@@ -775,7 +779,7 @@ def _weight_in(text: str, stored: str,
     for m in _WEIGHT_WORD.finditer(text):
         whole = m.group(0)
         call = text[m.end():m.end() + 1] == "("
-        if _META_USE.match(text, m.end()) or (not call and _META_NAME.search(m.group(1))):
+        if _META_READ.match(text, m.end()) or (not call and _META_NAME.search(m.group(1))):
             continue  # only its device, dtype or shape, or a name for metadata
         if m.group(1) == stored or whole.startswith(("torch.", "F.")):
             continue
