@@ -371,7 +371,9 @@ class ReaderIndex:
         hold the read (over several lines), or the use of the local the read's statement
         assigns (``scales = [..., self.w2_scale]``, ``buf = self.x``) hands it to a kernel
         (:func:`.read_sites.kernel_callee`). The text stays the line (consumers parse it as a
-        quote of the source), so the call is not quoted."""
+        quote of the source), so the call is not quoted; a plain alias (``buf = self.x`` alone
+        on its line) is named at its first use handed to a call
+        (:func:`.read_sites.alias_handoff`), the line that consumes the value."""
         func = ".".join(x for x in (hit.cls, *hit.funcs) if x)
         text = self.files[hit.file][1]
         if hit.call:
@@ -382,7 +384,15 @@ class ReaderIndex:
             text, self._defs[hit.file], pos, _is_kernel)
         kind = ReaderKind.KERNEL_CALL if callee or _KERNEL_CALL.search(hit.text) \
             or _MATMUL.search(hit.text) else ReaderKind.FORWARD
-        return Reader(self.files[hit.file][0], hit.line, func, kind, hit.text[:160])
+        line, quoted = hit.line, hit.text
+        use = read_sites.alias_handoff(text, self._defs[hit.file], pos, hit.end) \
+            if text[hit.pos] == "." else None
+        if use is not None:  # ``buf = self.x`` then ``mm(a, buf["w"])``: the use reads it
+            start = text.rfind("\n", 0, use) + 1
+            end = text.find("\n", use)
+            line = self._defs[hit.file].line_of(use) + 1
+            quoted = text[start:end if end >= 0 else len(text)].strip()
+        return Reader(self.files[hit.file][0], line, func, kind, quoted[:160])
 
     def reader(self, cls: str | None, owner: str, attr: str,
                file: str | None = None) -> Reader | None:
