@@ -89,6 +89,8 @@ _WARM_UP = re.compile(r"warm|compile|autotune|profil|dummy", re.I)
 its read ranks after a read on the serving path (``forward``, ``apply``, ``run``)."""
 """A read that only checks presence (an ``assert``, an ``is None`` test): a later read of the
 same builder is quoted instead."""
+_KEYWORD_READ = re.compile(r"([A-Za-z_]\w*)[ \t]*=[ \t]*[\w.]+[ \t]*,?[ \t]*(?:#.*)?")
+"""A line that is one keyword argument ``field=holder.attr,`` of a call spanning lines."""
 _UNPACK_TARGETS = re.compile(r"[ \t]*[\w.]+(?:[ \t]*,[ \t]*[\w.]+)+[ \t]*,?[ \t]*=(?!=)")
 """A line whose targets are a tuple of dotted names: ``self.k, self.v = k, v``."""
 
@@ -451,7 +453,10 @@ class ReaderIndex:
                 named = named_modules.named_files(self, at, (r[2].file for r in ranked))
                 ranked = [((2, r[0][1]) if r[2].file in named else r[0], *r[1:])
                           for r in ranked]
-            return self._reader(self._best(ranked))
+            best = self._best(ranked)
+            field = self._object_field(best)
+            return self._reader(best) if field is None else dataclasses.replace(
+                self._reader(field[0]), handed=(field[1],))
         if depth >= PROPERTY_DEPTH:
             return built
         for prop in sorted(props - seen):
@@ -460,6 +465,28 @@ class ReaderIndex:
             if found is not None:
                 return found
         return built
+
+    def _object_field(self, hit: _Hit) -> tuple[_Hit, str] | None:
+        """Where an object built with the read reads it back: the read is a keyword argument
+        of a class's construction (``AiterMetadata(..., k_scale=self.k_scale)``, a per-step
+        metadata object), so the value is consumed where code of the same file reads that
+        field through another receiver after load (``attn_metadata.k_scale[name]``), the first
+        such read that is not a check, with the class built; None when the read is no such
+        argument or no such read exists."""
+        m = _KEYWORD_READ.fullmatch(hit.text)
+        if m is None or hit.receiver == "":
+            return None
+        calls = read_sites.enclosing_calls(self.files[hit.file][1], self._defs[hit.file],
+                                           hit.pos - len(hit.receiver))
+        if not calls or not calls[0].rsplit(".", 1)[-1][:1].isupper():
+            return None
+        field = m.group(1)
+        self.prefetch([field])
+        use = next((h for h in self._hits.get(field, ()) if h.file == hit.file
+                    and h.receiver and h.receiver.split(".")[0] != "self"
+                    and h.in_property is None and not h.call and self._after_load(h)
+                    and not self._weak(h)), None)
+        return None if use is None else (use, calls[0])
 
     def _best(self, ranked: list[tuple[tuple[int, int], int, _Hit]]) -> _Hit:
         """The read that shows who consumes the value: the nearest to the store (the storing
