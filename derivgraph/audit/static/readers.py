@@ -368,14 +368,15 @@ class ReaderIndex:
             return False
         return not any((hit.file, hit.cls, f) in self.post_load for f in hit.funcs)
 
-    def _reader(self, hit: _Hit) -> Reader:
+    def _reader(self, hit: _Hit, alias: bool = True) -> Reader:
         """The :class:`Reader` of ``hit``: a kernel call when the line, a call whose brackets
         hold the read (over several lines), or the use of the local the read's statement
         assigns (``scales = [..., self.w2_scale]``, ``buf = self.x``) hands it to a kernel
         (:func:`.read_sites.kernel_callee`). The text stays the line (consumers parse it as a
         quote of the source), so the call is not quoted; a plain alias (``buf = self.x`` alone
         on its line) is named at its first use handed to a call
-        (:func:`.read_sites.alias_handoff`), the line that consumes the value."""
+        (:func:`.read_sites.alias_handoff`), the line that consumes the value (not with
+        ``alias`` False: a config builder's read, whose statement names the config's field)."""
         func = ".".join(x for x in (hit.cls, *hit.funcs) if x)
         text = self.files[hit.file][1]
         if hit.call:
@@ -388,7 +389,7 @@ class ReaderIndex:
             or _MATMUL.search(hit.text) else ReaderKind.FORWARD
         line, quoted = hit.line, hit.text
         use = read_sites.alias_handoff(text, self._defs[hit.file], pos, hit.end) \
-            if text[hit.pos] == "." else None
+            if alias and text[hit.pos] == "." else None
         if use is not None:  # ``buf = self.x`` then ``mm(a, buf["w"])``: the use reads it
             start = text.rfind("\n", 0, use) + 1
             end = text.find("\n", use)
@@ -441,7 +442,8 @@ class ReaderIndex:
             if not self._after_load(hit):
                 if via_self and (built is None or _WEAK_READ.search(built.text)) \
                         and self._builds_config(hit, family):
-                    built = dataclasses.replace(self._reader(hit), kind=ReaderKind.CONFIG)
+                    built = dataclasses.replace(self._reader(hit, alias=False),
+                                                kind=ReaderKind.CONFIG)
                 continue
             same = hit.cls in family and recv[0] == "self"
             if not (same or not via_self or (outside_ok and recv[0] != "self")):

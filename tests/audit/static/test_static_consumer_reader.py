@@ -99,9 +99,11 @@ def test_an_untied_consumer_is_not_named_even_when_most_subclasses_inherit_it(tm
 
 
 def test_canary_a_read_that_hands_nothing_on_ranks_after_the_call(monkeypatch):
-    """Without the call-argument ranking the wide consumer's local binding is named."""
+    """Without the call-argument ranking the wide consumer's local binding is named (since
+    evid28 at the alias's use, its first line: ``y = ops.cn_wide_moe(x, scale,``, not the
+    read's own argument line)."""
     monkeypatch.setattr(ReaderIndex, "_argument", lambda self, hit: False)
-    assert _readers()["cn_config"][0] == _CASE.line("scale = self.w1_scale")
+    assert _readers()["cn_config"][0] == _CASE.line("y = ops.cn_wide_moe(x, scale,")
 
 
 # ---- eleventh review: the consumer tied to the construction, the serving read -----------------
