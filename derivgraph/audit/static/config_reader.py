@@ -147,8 +147,34 @@ def built_reader(index: ReaderIndex, text: str, cls: str | None, function: str, 
     if keeper is None:
         return None
     tied, default = _consumers(index, _building_function(builder), text, cls)
+    if read is not None and _under_backend_test(builder, read):
+        default = default._replace(order=())  # the branch admits only some backends
     return next((r for f in fields
                  if (r := index.accessor_read(*keeper, f, tied, default)) is not None), None)
+
+
+def _under_backend_test(builder: str, read: str) -> bool:
+    """Whether the builder's reading statement ``read`` sits under an ``if``/``elif`` that
+    tests a backend (``if self.mxfp4_backend in TRITON_BACKENDS:``): the field is filled only
+    for the backends that branch admits, so the selector's overall order does not rank its
+    consumers."""
+    at = builder.find(read.strip())
+    if at < 0:
+        return False
+    start = builder.rfind("\n", 0, at) + 1
+    indent = at - start
+    for line in reversed(builder[:start].splitlines()):
+        stripped = line.lstrip(" \t")
+        if not stripped or stripped.startswith(("#", ")", "]", "}")):
+            continue  # a comment, or the closing line of a bracketed condition
+        own = len(line) - len(stripped)
+        if own < indent:
+            if re.match(r"(?:el)?if\b[^\n]*backend\b", stripped):
+                return True
+            if stripped.startswith("def "):
+                return False
+            indent = own
+    return False
 
 
 def _consumers(index: ReaderIndex, function: str, home: str, cls: str | None,

@@ -73,6 +73,27 @@ def test_canary_without_the_fall_through_builder_a_multi_return_config_stays_unr
     assert got["ord_config"] == _marks("reads")["ord_config"]
 
 
+def _branch() -> tuple[int | None, str]:
+    (f,) = [f for f in scan([_CASE.path, _SELECT], specs=[], jobs=1).findings
+            if f.attr == "w13_ord_branch"]
+    assert f.severity is Severity.ERROR
+    m = re.search(r"order_cases\.py:(\d+) in ", f.reader or "")
+    return (int(m.group(1)) if m else None), f.evidence
+
+
+def test_a_field_filled_under_a_backend_test_keeps_the_accessor_and_says_so():
+    line, evidence = _branch()
+    assert line == _marks("old reader")["ord_config"]  # the accessor
+    assert "consumer not resolved" in evidence
+
+
+def test_canary_without_the_branch_test_the_first_backend_is_named(monkeypatch):
+    monkeypatch.setattr(config_reader, "_under_backend_test", lambda builder, read: False)
+    line, evidence = _branch()
+    assert line == _marks("reads")["ord_config"]  # the fast monolithic kernel's call
+    assert "consumer not resolved" not in evidence
+
+
 def test_canary_a_cpu_list_taken_as_the_order_names_the_cpu_class(monkeypatch):
     monkeypatch.setattr(selection, "_OTHER_PLATFORM", re.compile(r"(?!x)x"))
     order = selection.backend_order(_Index(), _SELECT.read_text())

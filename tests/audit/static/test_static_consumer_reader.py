@@ -187,6 +187,7 @@ def test_vllm_nvfp4_configs_name_a_kernel_their_oracle_selects_not_triton(vllm_r
 
 
 @pytest.mark.parametrize(("suffix", "line", "attr", "accessor"), [
+    ("quantization/mxfp4.py", 856, "w13_precision_config", 767),  # b#17 (OAI-Triton)
     ("quark/quark_moe.py", 1855, "w2_precision_config", 771),  # b#21
     ("quark/quark_moe.py", 1870, "moe_quant_config", 767),  # b#22
 ])
@@ -220,13 +221,13 @@ def test_vllm_fp8_bias_is_read_by_the_triton_experts_not_the_aiter_mxfp4_path(vl
 ])
 def test_vllm_precision_configs_name_no_config_builder(vllm_report, suffix, line, attr):
     """Not the builder; since evid26 not the TRT-LLM LoRA experts either (picked by family size
-    among equal fits); since evid28 the TRT-LLM MXFP4 monolithic kernel, the class of the
-    backend the MXFP4 selector lists first (test_static_backend_order.py)."""
+    among equal fits): the accessor, with the consumer said to be not resolved; since evid28
+    not the MXFP4 selector's first backend either (TRT-LLM): the builder fills the field only
+    under ``if self.mxfp4_backend in TRITON_BACKENDS:`` (test_static_backend_order.py)."""
     f = _site(vllm_report, suffix, line, attr)
     assert f.severity is Severity.ERROR
     assert "get_fused_moe_quant_config" not in f.reader and "trtllm_lora" not in f.reader
-    assert "trtllm_mxfp4_moe.py" in f.reader and "TrtLlmMxfp4ExpertsMonolithic.apply" in f.reader
-    assert "consumer not resolved" not in f.evidence
+    assert "consumer not resolved" in f.evidence
 
 
 def test_vllm_kimi_projection_names_the_kernel_launch_not_the_descriptor_build(vllm_report):
