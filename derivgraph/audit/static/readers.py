@@ -375,7 +375,8 @@ class ReaderIndex:
         (:func:`.read_sites.kernel_callee`). The text stays the line (consumers parse it as a
         quote of the source), so the call is not quoted; a plain alias (``buf = self.x`` alone
         on its line) is named at its first use handed to a call
-        (:func:`.read_sites.alias_handoff`), the line that consumes the value (not with
+        (:func:`.read_sites.alias_handoff`), the line that consumes the value, the alias
+        statement kept as what handed it on (not with
         ``alias`` False: a config builder's read, whose statement names the config's field)."""
         func = ".".join(x for x in (hit.cls, *hit.funcs) if x)
         text = self.files[hit.file][1]
@@ -387,15 +388,16 @@ class ReaderIndex:
             text, self._defs[hit.file], pos, _is_kernel)
         kind = ReaderKind.KERNEL_CALL if callee or _KERNEL_CALL.search(hit.text) \
             or _MATMUL.search(hit.text) else ReaderKind.FORWARD
-        line, quoted = hit.line, hit.text
         use = read_sites.alias_handoff(text, self._defs[hit.file], pos, hit.end) \
             if alias and text[hit.pos] == "." else None
-        if use is not None:  # ``buf = self.x`` then ``mm(a, buf["w"])``: the use reads it
-            start = text.rfind("\n", 0, use) + 1
-            end = text.find("\n", use)
-            line = self._defs[hit.file].line_of(use) + 1
-            quoted = text[start:end if end >= 0 else len(text)].strip()
-        return Reader(self.files[hit.file][0], line, func, kind, quoted[:160])
+        if use is None:
+            return Reader(self.files[hit.file][0], hit.line, func, kind, hit.text[:160])
+        # ``buf = self.x`` then ``mm(a, buf["w"])``: the use reads it, through the alias
+        start = text.rfind("\n", 0, use) + 1
+        end = text.find("\n", use)
+        return Reader(self.files[hit.file][0], self._defs[hit.file].line_of(use) + 1, func, kind,
+                      text[start:end if end >= 0 else len(text)].strip()[:160],
+                      handed=(f"`{hit.text[:80]}` (line {hit.line})",))
 
     def reader(self, cls: str | None, owner: str, attr: str,
                file: str | None = None) -> Reader | None:

@@ -75,7 +75,7 @@ def test_canary_without_the_fall_through_builder_a_multi_return_config_stays_unr
 
 def _branch() -> tuple[int | None, str]:
     (f,) = [f for f in scan([_CASE.path, _SELECT], specs=[], jobs=1).findings
-            if f.attr == "w13_ord_branch"]
+            if f.attr == "w1_scale" and f.cls == "OrdBranchMethod"]
     assert f.severity is Severity.ERROR
     m = re.search(r"order_cases\.py:(\d+) in ", f.reader or "")
     return (int(m.group(1)) if m else None), f.evidence
