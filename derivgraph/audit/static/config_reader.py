@@ -31,10 +31,12 @@ from derivgraph.audit.static.def_text import def_text
 from derivgraph.audit.static.readers import Reader, ReaderIndex, derives_from
 from derivgraph.audit.static.selection import (
     Construction,
+    backend_order,
     default_fields,
     defining_module,
     module_classes,
     selected_classes,
+    selector_modules,
 )
 
 __all__ = ["ConfigEvidence", "built_reader", "config_reader", "construction_classes"]
@@ -145,8 +147,34 @@ def built_reader(index: ReaderIndex, text: str, cls: str | None, function: str, 
     if keeper is None:
         return None
     tied, default = _consumers(index, _building_function(builder), text, cls)
+    if read is not None and _under_backend_test(builder, read):
+        default = default._replace(order=())  # the branch admits only some backends
     return next((r for f in fields
                  if (r := index.accessor_read(*keeper, f, tied, default)) is not None), None)
+
+
+def _under_backend_test(builder: str, read: str) -> bool:
+    """Whether the builder's reading statement ``read`` sits under an ``if``/``elif`` that
+    tests a backend (``if self.mxfp4_backend in TRITON_BACKENDS:``): the field is filled only
+    for the backends that branch admits, so the selector's overall order does not rank its
+    consumers."""
+    at = builder.find(read.strip())
+    if at < 0:
+        return False
+    start = builder.rfind("\n", 0, at) + 1
+    indent = at - start
+    for line in reversed(builder[:start].splitlines()):
+        stripped = line.lstrip(" \t")
+        if not stripped or stripped.startswith(("#", ")", "]", "}")):
+            continue  # a comment, or the closing line of a bracketed condition
+        own = len(line) - len(stripped)
+        if own < indent:
+            if re.match(r"(?:el)?if\b[^\n]*backend\b", stripped):
+                return True
+            if stripped.startswith("def "):
+                return False
+            indent = own
+    return False
 
 
 def _consumers(index: ReaderIndex, function: str, home: str, cls: str | None,
@@ -155,10 +183,21 @@ def _consumers(index: ReaderIndex, function: str, home: str, cls: str | None,
     (those ``cls`` selects for the config it stores as ``attr``,
     :func:`.selection.selected_classes`, else those of the construction's module,
     :func:`construction_classes`) and the fields its default construction fills
-    (:func:`.selection.default_fields`)."""
+    (:func:`.selection.default_fields`), with the classes in the order the selector's module
+    (else the construction's) tries their backends (:func:`.selection.backend_order`)."""
+    default = default_fields(index, function, home)
+    modules = selector_modules(index, home, cls) + [_construction_module(index, function, home)]
+    order = next((o for o in (backend_order(index, m) for m in modules if m) if o), ())
     return (selected_classes(index, home, cls, attr)
-            or construction_classes(index, function, home),
-            default_fields(index, function, home))
+            or construction_classes(index, function, home), default._replace(order=order))
+
+
+def _construction_module(index: ReaderIndex, function: str, home: str) -> str:
+    """The text of the module defining the free function ``function`` (``home`` when it
+    does, or when ``function`` is empty)."""
+    if not function or re.search(rf"^def[ \t]+{re.escape(function)}\(", home, re.M):
+        return home
+    return defining_module(index, function, home)
 
 
 def construction_classes(index: ReaderIndex, function: str, home: str) -> frozenset[str]:
@@ -168,16 +207,17 @@ def construction_classes(index: ReaderIndex, function: str, home: str) -> frozen
     the config with (the module the builder's file ``home`` imports it from); without one (a
     constructor, a method), it is ``home`` itself. Empty when that module is not scanned (the
     consumer cannot be tied to the construction: the accessor is kept)."""
-    if not function or re.search(rf"^def[ \t]+{re.escape(function)}\(", home, re.M):
+    module = _construction_module(index, function, home)
+    if module is home:
         return index.memo(f"construction home {hash(home)}", lambda: module_classes(home))
-    return module_classes(defining_module(index, function, home))
+    return module_classes(module)
 
 
 def _building_function(builder: str) -> str:
     """The free function that builds the config a builder returns: the one every ``return``
     calls (:func:`_returned_function`), or the one that binds the local every ``return`` hands
     back (``quant_config = make_fp8_moe_quant_config(...)`` ... ``return quant_config``)."""
-    name = _returned_function(builder)
+    name = _returned_function(builder) or _fall_through_function(builder)
     if name and re.search(rf"^[ \t]+return[ \t]+{name}\(", builder, re.M):
         return name
     returned = set(re.findall(r"^[ \t]+return[ \t]+(\w+)[ \t]*$", builder, re.M))
@@ -187,6 +227,20 @@ def _building_function(builder: str) -> str:
     bound = re.search(rf"^[ \t]+{local}[ \t]*(?::[^=\n]*)?=[ \t]*([a-z_]\w*)\(", builder, re.M)
     return bound.group(1) if bound and not re.search(
         rf"^[ \t]*def[ \t]+{bound.group(1)}\(", builder, re.M) else ""
+
+
+def _fall_through_function(builder: str) -> str:
+    """The free function the builder's fall-through ``return`` calls (its last statement at
+    the body's own indent, reached when none of its backend tests holds: ``if backend ==
+    HUMMING: return get_humming_config(...)`` then ``return make_wna16_config(...)``), or ""."""
+    first = re.search(r":[ \t]*\n(?:[ \t]*(?:#[^\n]*)?\n)*([ \t]+)\S", builder)
+    if first is None:
+        return ""
+    last = [m.group(1) for m in re.finditer(rf"^{first.group(1)}return[ \t]+([a-z_]\w*)\(",
+                                            builder, re.M)]
+    if not last or re.search(rf"^[ \t]*def[ \t]+{last[-1]}\(", builder, re.M):
+        return ""
+    return last[-1]
 
 
 def _returned_function(builder: str) -> str:

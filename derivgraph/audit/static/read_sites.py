@@ -17,8 +17,8 @@ import re
 from collections.abc import Callable
 from typing import Protocol
 
-__all__ = ["CONDITION", "META_READ", "NONE_TEST", "alias_uses", "kernel_callee", "local_uses",
-           "weak_use"]
+__all__ = ["CONDITION", "META_READ", "NONE_TEST", "alias_handoff", "alias_uses", "kernel_callee",
+           "local_uses", "weak_use"]
 
 META_READ = re.compile(r"\.(?:device|dtype|shape|ndim|is_cuda)\b|\.(?:size|numel|dim)\(")
 """A metadata query right after a read: the value itself is not consumed."""
@@ -100,6 +100,18 @@ def alias_uses(text: str, defs: Defs, start: int, end: int) -> list[tuple[int, i
     found = local_uses(text, defs, start, line + len(text[line:start]) - len(
         text[line:start].lstrip(" \t")))
     return found[1] if found else None
+
+
+def alias_handoff(text: str, defs: Defs, start: int, end: int) -> int | None:
+    """Where a plain alias (``buf = self._fused_buf`` alone on its line, the read
+    ``text[start:end]``) is handed on: the start of the local's first use that is not a check
+    (:func:`weak_use`) when that use is an argument of a call (``torch.mm(x, buf["w"])``), the
+    read that consumes the value; None otherwise."""
+    uses = alias_uses(text, defs, start, end)
+    use = next((u for u in uses if not weak_use(text, defs, *u)), None) if uses else None
+    if use is None or not enclosing_calls(text, defs, use[0]):
+        return None
+    return use[0]
 
 
 def weak_use(text: str, defs: Defs, start: int, end: int) -> bool:

@@ -76,7 +76,6 @@ _WEIGHT_WORD = re.compile(
 
 _WEIGHT_PARAM = re.compile(r"^(?:w|w\d+|w13\w*|w2\w*|\w*weight\w*|\w*scale\w*|\w*bias\w*)$")
 _META_NAME = re.compile(r"_(?:type|dtype|name|names|shape|size|dim|bits|mode|format|layout)$")
-_META_USE = re.compile(r"\.(?:device|dtype|shape|size\(|numel\(|dim\(|ndim)\b")
 
 
 _ATTR_NAME = re.compile(r"\.([A-Za-z_]\w*)")
@@ -90,6 +89,8 @@ _WARM_UP = re.compile(r"warm|compile|autotune|profil|dummy", re.I)
 its read ranks after a read on the serving path (``forward``, ``apply``, ``run``)."""
 """A read that only checks presence (an ``assert``, an ``is None`` test): a later read of the
 same builder is quoted instead."""
+_KEYWORD_READ = re.compile(r"([A-Za-z_]\w*)[ \t]*=[ \t]*[\w.]+[ \t]*,?[ \t]*(?:#.*)?")
+"""A line that is one keyword argument ``field=holder.attr,`` of a call spanning lines."""
 _UNPACK_TARGETS = re.compile(r"[ \t]*[\w.]+(?:[ \t]*,[ \t]*[\w.]+)+[ \t]*,?[ \t]*=(?!=)")
 """A line whose targets are a tuple of dotted names: ``self.k, self.v = k, v``."""
 
@@ -367,12 +368,16 @@ class ReaderIndex:
             return False
         return not any((hit.file, hit.cls, f) in self.post_load for f in hit.funcs)
 
-    def _reader(self, hit: _Hit) -> Reader:
+    def _reader(self, hit: _Hit, alias: bool = True) -> Reader:
         """The :class:`Reader` of ``hit``: a kernel call when the line, a call whose brackets
         hold the read (over several lines), or the use of the local the read's statement
         assigns (``scales = [..., self.w2_scale]``, ``buf = self.x``) hands it to a kernel
         (:func:`.read_sites.kernel_callee`). The text stays the line (consumers parse it as a
-        quote of the source), so the call is not quoted."""
+        quote of the source), so the call is not quoted; a plain alias (``buf = self.x`` alone
+        on its line) is named at its first use handed to a call
+        (:func:`.read_sites.alias_handoff`), the line that consumes the value, the alias
+        statement kept as what handed it on (not with
+        ``alias`` False: a config builder's read, whose statement names the config's field)."""
         func = ".".join(x for x in (hit.cls, *hit.funcs) if x)
         text = self.files[hit.file][1]
         if hit.call:
@@ -383,7 +388,16 @@ class ReaderIndex:
             text, self._defs[hit.file], pos, _is_kernel)
         kind = ReaderKind.KERNEL_CALL if callee or _KERNEL_CALL.search(hit.text) \
             or _MATMUL.search(hit.text) else ReaderKind.FORWARD
-        return Reader(self.files[hit.file][0], hit.line, func, kind, hit.text[:160])
+        use = read_sites.alias_handoff(text, self._defs[hit.file], pos, hit.end) \
+            if alias and text[hit.pos] == "." else None
+        if use is None:
+            return Reader(self.files[hit.file][0], hit.line, func, kind, hit.text[:160])
+        # ``buf = self.x`` then ``mm(a, buf["w"])``: the use reads it, through the alias
+        start = text.rfind("\n", 0, use) + 1
+        end = text.find("\n", use)
+        return Reader(self.files[hit.file][0], self._defs[hit.file].line_of(use) + 1, func, kind,
+                      text[start:end if end >= 0 else len(text)].strip()[:160],
+                      handed=(f"`{hit.text[:80]}` (line {hit.line})",))
 
     def reader(self, cls: str | None, owner: str, attr: str,
                file: str | None = None) -> Reader | None:
@@ -430,7 +444,8 @@ class ReaderIndex:
             if not self._after_load(hit):
                 if via_self and (built is None or _WEAK_READ.search(built.text)) \
                         and self._builds_config(hit, family):
-                    built = dataclasses.replace(self._reader(hit), kind=ReaderKind.CONFIG)
+                    built = dataclasses.replace(self._reader(hit, alias=False),
+                                                kind=ReaderKind.CONFIG)
                 continue
             same = hit.cls in family and recv[0] == "self"
             if not (same or not via_self or (outside_ok and recv[0] != "self")):
@@ -442,7 +457,10 @@ class ReaderIndex:
                 named = named_modules.named_files(self, at, (r[2].file for r in ranked))
                 ranked = [((2, r[0][1]) if r[2].file in named else r[0], *r[1:])
                           for r in ranked]
-            return self._reader(self._best(ranked))
+            best = self._best(ranked)
+            field = self._object_field(best)
+            return self._reader(best) if field is None else dataclasses.replace(
+                self._reader(field[0]), handed=(field[1],))
         if depth >= PROPERTY_DEPTH:
             return built
         for prop in sorted(props - seen):
@@ -451,6 +469,28 @@ class ReaderIndex:
             if found is not None:
                 return found
         return built
+
+    def _object_field(self, hit: _Hit) -> tuple[_Hit, str] | None:
+        """Where an object built with the read reads it back: the read is a keyword argument
+        of a class's construction (``AiterMetadata(..., k_scale=self.k_scale)``, a per-step
+        metadata object), so the value is consumed where code of the same file reads that
+        field through another receiver after load (``attn_metadata.k_scale[name]``), the first
+        such read that is not a check, with the class built; None when the read is no such
+        argument or no such read exists."""
+        m = _KEYWORD_READ.fullmatch(hit.text)
+        if m is None or hit.receiver == "":
+            return None
+        calls = read_sites.enclosing_calls(self.files[hit.file][1], self._defs[hit.file],
+                                           hit.pos - len(hit.receiver))
+        if not calls or not calls[0].rsplit(".", 1)[-1][:1].isupper():
+            return None
+        field = m.group(1)
+        self.prefetch([field])
+        use = next((h for h in self._hits.get(field, ()) if h.file == hit.file
+                    and h.receiver and h.receiver.split(".")[0] != "self"
+                    and h.in_property is None and not h.call and self._after_load(h)
+                    and not self._weak(h)), None)
+        return None if use is None else (use, calls[0])
 
     def _best(self, ranked: list[tuple[tuple[int, int], int, _Hit]]) -> _Hit:
         """The read that shows who consumes the value: the nearest to the store (the storing
@@ -530,9 +570,11 @@ class ReaderIndex:
         consumer the config never reaches is not named. A property reading one of them is
         followed to its own reads (up to :data:`PROPERTY_DEPTH`). Among the tied classes the
         one built for the config's ``default`` construction comes first (:meth:`coverage`),
-        then a serving read before a warm-up or compile one (:func:`_warm_up`);
-        when several tied classes fit it equally the consumer is not resolved: None, and their
-        names are added to ``unresolved``. Presence
+        then, among classes that fit it equally, the one whose backend the selector tries
+        first (``default.order``, :func:`.selection.backend_order`), then a serving read before
+        a warm-up or compile one (:func:`_warm_up`); when several tied classes fit it equally
+        and no order ranks them (or no construction is known) the consumer is not resolved:
+        None, and their names are added to ``unresolved``. Presence
         and metadata checks never count. The candidates are memoized (every config of one type
         asks the same question); the tie only filters them."""
         pairs = dict.fromkeys(reads)
@@ -542,11 +584,14 @@ class ReaderIndex:
         if kept:
             score = {c: self.coverage(c, holder, default) for c in {r[1].cls for r in kept}}
             best = [c for c in sorted(score, key=str) if score[c] == max(score.values())]
-            if tied is not None and len(best) > 1:
+            first = {c: i for i, c in enumerate(default.order)}  # the selector's order
+            if tied is not None and len(best) > 1 and not (max(score.values()) > 0
+                                                           and first.keys() & set(best)):
                 if unresolved is not None:
                     unresolved.extend(best)
                 return None
-            hit = min(kept, key=lambda r: (-score[r[1].cls], _warm_up(r[1]), r[0]))[1]
+            hit = min(kept, key=lambda r: (-score[r[1].cls], first.get(r[1].cls, len(first)),
+                                           _warm_up(r[1]), r[0]))[1]
             found = self._reader(hit)
             return dataclasses.replace(found, kind=ReaderKind.KERNEL_CALL) \
                 if _is_kernel(self._callee(hit)) else found
@@ -775,7 +820,7 @@ def _weight_in(text: str, stored: str,
     for m in _WEIGHT_WORD.finditer(text):
         whole = m.group(0)
         call = text[m.end():m.end() + 1] == "("
-        if _META_USE.match(text, m.end()) or (not call and _META_NAME.search(m.group(1))):
+        if _META_READ.match(text, m.end()) or (not call and _META_NAME.search(m.group(1))):
             continue  # only its device, dtype or shape, or a name for metadata
         if m.group(1) == stored or whole.startswith(("torch.", "F.")):
             continue

@@ -11,7 +11,9 @@ can reach are the classes the selector's module defines or imports (:func:`selec
 Among them, the one built for the config's default construction reads the fields the building
 function's fall-through ``return`` fills (the return reached when none of its backend tests holds,
 :func:`default_fields`): a class built for another branch reads fewer of them
-(:meth:`.readers.ReaderIndex.coverage`).
+(:meth:`.readers.ReaderIndex.coverage`). Among classes that fit it equally, the one whose backend
+the selector's module lists first in its priority order comes first (:func:`backend_order`: the
+backend vLLM tries first on a device-graph platform, not a CPU, XPU or ROCm-only list).
 """
 
 from __future__ import annotations
@@ -36,10 +38,12 @@ class ReaderIndex(Protocol):
 __all__ = [
     "NO_CONSTRUCTION",
     "Construction",
+    "backend_order",
     "default_fields",
     "defining_module",
     "module_classes",
     "selected_classes",
+    "selector_modules",
 ]
 
 _IMPORTED = re.compile(r"\bimport[ \t]*(?:\(([^)]*)\)|([\w, \t]+))")
@@ -101,11 +105,9 @@ def selected_classes(index: ReaderIndex, home: str, cls: str | None,
         return frozenset()
 
     def select() -> frozenset[str]:
-        head = re.search(rf"^class[ \t]+{re.escape(cls)}\b", home, re.M)
-        if head is None:
+        body = _class_body(home, cls)
+        if not body:
             return frozenset()
-        end = re.compile(r"^(?:class|def|@)", re.M).search(home, head.end())
-        body = home[head.start():end.start() if end else len(home)]
         named = _named_beside(body, attr) if attr else frozenset()
         if named:  # only the names the storing module defines or imports are classes
             named &= index.memo(f"module classes {hash(home)}", lambda: module_classes(home))
@@ -113,18 +115,128 @@ def selected_classes(index: ReaderIndex, home: str, cls: str | None,
             return named
         bound: set[str] = set()
         names: set[str] = set()
-        for m in _BINDS.finditer(body):
-            module = defining_module(index, m.group(2), home)
-            if module and _returns_classes(module, m.group(2)):
-                bound.add(m.group(1))
-                names |= index.memo(f"module classes {hash(module)}",
-                                    lambda text=module: module_classes(text))
+        for held, module in _bound_selectors(index, home, body):
+            bound.add(held)
+            names |= index.memo(f"module classes {hash(module)}",
+                                lambda text=module: module_classes(text))
         for held in bound:
             names.update(re.findall(rf"^[ \t]+self\.{held}[ \t]*=[ \t]*([A-Z]\w*)[ \t]*$", body,
                                     re.M))
         return frozenset(names)
 
     return index.memo(f"selected {hash(home)} {cls} {attr}", select)
+
+
+def _class_body(home: str, cls: str) -> str:
+    """The text of class ``cls`` in ``home`` ("" when not there)."""
+    head = re.search(rf"^class[ \t]+{re.escape(cls)}\b", home, re.M)
+    if head is None:
+        return ""
+    end = re.compile(r"^(?:class|def|@)", re.M).search(home, head.end())
+    return home[head.start():end.start() if end else len(home)]
+
+
+def _bound_selectors(index: ReaderIndex, home: str, body: str) -> list[tuple[str, str]]:
+    """``(attribute, selector module text)`` of each attribute the class ``body`` binds from a
+    free function annotated to return classes (``self.backend, self.experts_cls =
+    select_backend(...)``)."""
+    out = []
+    for m in _BINDS.finditer(body):
+        module = defining_module(index, m.group(2), home)
+        if module and _returns_classes(module, m.group(2)):
+            out.append((m.group(1), module))
+    return out
+
+
+def selector_modules(index: ReaderIndex, home: str, cls: str | None) -> list[str]:
+    """The texts of the selector modules class ``cls`` of ``home`` binds an attribute from
+    (:func:`selected_classes`), in the class's order; empty when it binds none."""
+    body = _class_body(home, cls) if cls else ""
+    return [module for _, module in _bound_selectors(index, home, body)] if body else []
+
+
+_BACKEND_TEST = re.compile(r"\bbackend[ \t]*(?:==|is(?![ \t]+not)|in)[ \t]*(\(?)[ \t]*")
+"""A branch on the backend (``if backend == Enum.MARLIN:``, ``elif backend in (Enum.A,
+Enum.B):``): the classes named until the next such branch are those backends'."""
+_OTHER_PLATFORM = re.compile(r"^[ \t]*(?:el)?if\b[^\n]*\bis_(?:cpu|xpu|rocm|tpu)\(\)[^\n]*:[ \t]*$")
+"""A test for a platform without CUDA graphs of the kind the audit is about (its own list)."""
+_TOP_LEVEL = re.compile(r"^(?:def|class|async[ \t]+def)\b", re.M)
+_MEMBER = re.compile(r"\b([A-Z]\w*)\.([A-Z][A-Z0-9_]*)\b")
+
+
+def _close(text: str, start: int) -> int:
+    """Just past the bracket that closes the one opened before ``start``."""
+    end, depth = start, 1
+    while end < len(text) and depth:
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(text[end], 0)
+        end += 1
+    return end
+
+
+def backend_order(index: ReaderIndex, module: str) -> tuple[str, ...]:
+    """The experts classes a selector ``module`` maps its backends to (``if backend ==
+    Enum.MARLIN: return [MarlinExperts]``; a class belongs to the first branch naming it, and
+    within one branch the last mention orders them: the list it returns), in the order of the
+    first list or tuple of that enum's members the module states outside a branch test
+    (``[Enum.RDNA3, Enum.MARLIN, ...]``: its priority order, the backend tried first first),
+    skipping a list returned under a CPU, XPU or ROCm test (``if current_platform.is_cpu():
+    return [...]``). Empty when the module states none."""
+    def order() -> tuple[str, ...]:
+        tests = []  # (start, end of the test, enum members tested)
+        for t in _BACKEND_TEST.finditer(module):
+            end = _close(module, t.end()) if t.group(1) else module.find(":", t.end())
+            members = _MEMBER.findall(module[t.end():end if end > 0 else t.end()])
+            if members:
+                tests.append((t.start(), end, members))
+        if not tests:
+            return ()
+        enums: dict[str, int] = {}
+        for _, _, members in tests:
+            for e, _ in members:
+                enums[e] = enums.get(e, 0) + 1
+        enum = max(enums, key=lambda e: enums[e])
+        known = module_classes(module) - {enum}
+        owner: dict[str, tuple[frozenset[str], int]] = {}  # class -> (its backends, mention)
+        for k, (_, start, members) in enumerate(tests):
+            nxt = _TOP_LEVEL.search(module, start)
+            end = min(tests[k + 1][0] if k + 1 < len(tests) else len(module),
+                      nxt.start() if nxt else len(module))
+            backends = frozenset(m for e, m in members if e == enum)
+            mentions = {n.group(1): n.start() for n in _CLASS_NAME.finditer(module, start, end)
+                        if n.group(1) in known}
+            for name, at in mentions.items():
+                owner.setdefault(name, (backends, at))
+        tested = {(s, e) for s, e, _ in tests}
+        for members in _member_lists(module, enum, tested):
+            ranked = sorted((c for c in owner if owner[c][0] & set(members)),
+                            key=lambda c: (min(members.index(b) for b in owner[c][0]
+                                               if b in members), owner[c][1]))
+            if ranked:
+                return tuple(ranked)
+        return ()
+
+    return index.memo(f"backend order {hash(module)}", order)
+
+
+def _member_lists(module: str, enum: str, tested: set[tuple[int, int]]) -> list[list[str]]:
+    """The members of each bracketed list or tuple that holds only ``enum`` members (two or
+    more; comments allowed), in text order, less those of a branch test (``tested``: (start,
+    end) of each) and those under a platform test (:data:`_OTHER_PLATFORM`)."""
+    out = []
+    for m in re.finditer(rf"[\[(](?=\s*(?:#[^\n]*\s*)*{re.escape(enum)}\.)", module):
+        end = _close(module, m.end())
+        if any(s <= m.start() < e for s, e in tested):
+            continue
+        inner = re.sub(r"#[^\n]*", "", module[m.end():end - 1])
+        members = re.findall(rf"\b{re.escape(enum)}\.([A-Z]\w*)", inner)
+        if len(members) < 2 or re.sub(rf"\b{re.escape(enum)}\.[A-Z]\w*|[\s,]", "", inner):
+            continue
+        line = module.rfind("\n", 0, m.start())
+        prev = module.rfind("\n", 0, max(line, 0))
+        if _OTHER_PLATFORM.match(module[prev + 1:line]):
+            continue
+        out.append(members)
+    return out
 
 
 def _named_beside(body: str, attr: str) -> frozenset[str]:
@@ -151,10 +263,12 @@ def _named_beside(body: str, attr: str) -> frozenset[str]:
 class Construction(NamedTuple):
     """The fields of a config's default construction (``filled``: its building function's
     fall-through ``return``) and those only its other branches fill (``foreign``): a class
-    built for another branch reads the latter."""
+    built for another branch reads the latter; ``order``: the classes its selector tries first
+    first (:func:`backend_order`), which ranks classes that fit it equally."""
 
     filled: frozenset[str] = frozenset()
     foreign: frozenset[str] = frozenset()
+    order: tuple[str, ...] = ()
 
 
 NO_CONSTRUCTION = Construction()

@@ -99,9 +99,11 @@ def test_an_untied_consumer_is_not_named_even_when_most_subclasses_inherit_it(tm
 
 
 def test_canary_a_read_that_hands_nothing_on_ranks_after_the_call(monkeypatch):
-    """Without the call-argument ranking the wide consumer's local binding is named."""
+    """Without the call-argument ranking the wide consumer's local binding is named (since
+    evid28 at the alias's use, its first line: ``y = ops.cn_wide_moe(x, scale,``, not the
+    read's own argument line)."""
     monkeypatch.setattr(ReaderIndex, "_argument", lambda self, hit: False)
-    assert _readers()["cn_config"][0] == _CASE.line("scale = self.w1_scale")
+    assert _readers()["cn_config"][0] == _CASE.line("y = ops.cn_wide_moe(x, scale,")
 
 
 # ---- eleventh review: the consumer tied to the construction, the serving read -----------------
@@ -219,7 +221,9 @@ def test_vllm_fp8_bias_is_read_by_the_triton_experts_not_the_aiter_mxfp4_path(vl
 ])
 def test_vllm_precision_configs_name_no_config_builder(vllm_report, suffix, line, attr):
     """Not the builder; since evid26 not the TRT-LLM LoRA experts either (picked by family size
-    among equal fits): the accessor, with the consumer said to be not resolved."""
+    among equal fits): the accessor, with the consumer said to be not resolved; since evid28
+    not the MXFP4 selector's first backend either (TRT-LLM): the builder fills the field only
+    under ``if self.mxfp4_backend in TRITON_BACKENDS:`` (test_static_backend_order.py)."""
     f = _site(vllm_report, suffix, line, attr)
     assert f.severity is Severity.ERROR
     assert "get_fused_moe_quant_config" not in f.reader and "trtllm_lora" not in f.reader
