@@ -1,0 +1,141 @@
+"""Lazy workspaces that post-load code drops: refilled with a new tensor after every reload.
+
+A post-load step resets ``self.x = None`` (or ``del self.x``) while a method of the same class
+family builds ``self.x`` lazily under an ``is None`` guard::
+
+    def process_weights_after_loading(self, layer):
+        self.ws = None                                  # every reload drops the tensor
+    def _get_ws(self, n):
+        ws = self.ws
+        if ws is None or ws.shape[0] < n:
+            ws = torch.empty((n,), device=dev)
+            self.ws = ws                                # the site
+        return ws[:n]
+
+A graph captured before the reload keeps reading the dropped storage, which the allocator hands
+to other tensors. The site is the lazy store, not the reset: the store is the statement that
+puts the tensor a graph captures on the object (as the other rules report stores), and its
+value (an allocation, no weight) decides the severity through the existing semantics; the
+reset is named in the reason. Only fresh tensors (``torch.empty``/``zeros``/``ones``/...)
+count: a lazily built dict or object holds no storage a graph captures. Reset and store must sit
+in one file (the family is the file's classes related by inheritance).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Iterable
+
+from derivgraph.audit.static.ast import short
+from derivgraph.audit.static.scope import Reached
+from derivgraph.audit.static.sites import RawSite
+from derivgraph.audit.static.values import is_allocation, is_construction
+
+__all__ = ["RULE_ROUND", "lazy_reset_sites", "lazy_store", "resets"]
+
+RULE_ROUND = 28
+"""The issue-21 round that added this rule (:attr:`.sites.RawSite.rule_round`)."""
+_RESET_RE = re.compile(r"self\.\w+\s*=\s*None\b|del\s+self\.\w+")
+
+
+def _self_attr(node: ast.AST) -> str | None:
+    if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id == "self"):
+        return node.attr
+    return None
+
+
+def resets(reached: Iterable[Reached]) -> dict[tuple[str, str], tuple[str, int]]:
+    """``(class, attr) -> (function, line)`` of each ``self.attr = None`` / ``del self.attr``
+    in post-load code that reruns on a reload (not the initial-load-only or model-load hooks)."""
+    out: dict[tuple[str, str], tuple[str, int]] = {}
+    for item in reached:
+        if item.cls is None or item.initial_load_only or item.model_load_only:
+            continue
+        for node in ast.walk(item.func):
+            targets: list[ast.expr] = []
+            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+                    and node.value.value is None):
+                targets = node.targets
+            elif isinstance(node, ast.Delete):
+                targets = node.targets
+            for target in targets:
+                if (attr := _self_attr(target)) is not None:
+                    out.setdefault((item.cls, attr), (item.qualname, node.lineno))
+    return out
+
+
+def _none_tested(test: ast.expr, attr: str, aliases: set[str]) -> bool:
+    """Whether ``test`` is (or ors in) ``self.attr is None`` or ``alias is None``."""
+    operands = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) \
+        else [test]
+    for op in operands:
+        if (isinstance(op, ast.Compare) and len(op.ops) == 1 and isinstance(op.ops[0], ast.Is)
+                and isinstance(op.comparators[0], ast.Constant)
+                and op.comparators[0].value is None):
+            left = op.left
+            if _self_attr(left) == attr or (isinstance(left, ast.Name) and left.id in aliases):
+                return True
+    return False
+
+
+def lazy_store(method: ast.AST, attr: str) -> tuple[ast.Assign, ast.expr] | None:
+    """The store of a fresh tensor into ``self.attr`` under an ``is None`` guard of ``method``
+    (directly or through a local), with the tensor's expression; None when there is none."""
+    aliases = {n.targets[0].id for n in ast.walk(method)
+               if isinstance(n, ast.Assign) and len(n.targets) == 1
+               and isinstance(n.targets[0], ast.Name) and _self_attr(n.value) == attr}
+    for node in ast.walk(method):
+        if not (isinstance(node, ast.If) and _none_tested(node.test, attr, aliases)):
+            continue
+        body = [n for stmt in node.body for n in ast.walk(stmt)]
+        fresh = {n.targets[0].id: n.value for n in body
+                 if isinstance(n, ast.Assign) and len(n.targets) == 1
+                 and isinstance(n.targets[0], ast.Name) and is_construction(n.value)}
+        for n in body:
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 \
+                    and _self_attr(n.targets[0]) == attr:
+                value = fresh.get(n.value.id) if isinstance(n.value, ast.Name) else (
+                    n.value if is_construction(n.value) else None)
+                if value is not None:
+                    return n, value
+    return None
+
+
+def lazy_reset_sites(text: str, filename: str, reached: Iterable[Reached],
+                     lineage: Callable[[str], frozenset[str]]) -> list[RawSite]:
+    """The lazy stores of fresh tensors into attributes post-load code of the same class family
+    resets: one ``tensor-attr`` site each."""
+    if "is None" not in text or not _RESET_RE.search(text):
+        return []
+    dropped = resets(reached)
+    if not dropped or not any(re.search(rf"self\.{a}\s*=(?!=)\s*(?!None\b)\S", text)
+                              for _, a in dropped):
+        return []
+    out: list[RawSite] = []
+    classes = [n for n in ast.walk(ast.parse(text, filename)) if isinstance(n, ast.ClassDef)]
+    for cls in classes:
+        family = lineage(cls.name)
+        for (reset_cls, attr), (where, line) in dropped.items():
+            if reset_cls not in family and cls.name not in lineage(reset_cls):
+                continue
+            for method in cls.body:
+                if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                found = lazy_store(method, attr)
+                if found is None:
+                    continue
+                stmt, value = found
+                q = f"{cls.name}.{method.name}"
+                out.append(RawSite(
+                    line=stmt.lineno, col=stmt.col_offset, cls=cls.name, function=q, attr=attr,
+                    owner="self", category="tensor-attr",
+                    reason=f"stores a new tensor lazily ({short(value)}) that {where} "
+                           f"(line {line}) drops on every reload: the next call allocates "
+                           "another while a captured graph reads the freed storage",
+                    expr=short(value, 120), kind="buffer", via=(where, q),
+                    classes=tuple(sorted(family)), lineage=tuple(sorted(family)),
+                    allocation=is_allocation(value), constructed=True, from_weights=False,
+                    rule_round=RULE_ROUND))
+    return out
