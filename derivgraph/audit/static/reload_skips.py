@@ -4,8 +4,11 @@ vLLM 0.33's layerwise reload (``model_loader/reload/meta.py``) moves every param
 of a layer to the meta device and copies the reload's temporaries back into the kept objects,
 except the names in its skip set (``SKIP_TENSORS``, which holds ``SKIP_LOAD_TENSORS``). A
 skipped parameter stays the live object: the reload loads it in place, then the post-load step
-rebinds its storage (``.data =``, ``register_parameter``, ...) and nothing copies it back, so a
-captured graph keeps reading the old storage. :func:`skip_set` reads the set from the scanned
+rebinds its storage (``.data =``, ``register_parameter``, ``layer.bias = Parameter(...)``) and
+nothing copies it back, so a captured graph keeps reading the old storage. ``replace_parameter``
+(category ``replace-layout``) is left out: vLLM 0.33's copies in place whenever shape, stride,
+dtype and device match, and a value permutation (``marlin_permute_bias``) keeps all four, so the
+site rebinds only on shapes the audit cannot see (``.set_()`` is a storage swap already). :func:`skip_set` reads the set from the scanned
 tree's ``reload/meta.py`` with :mod:`ast` (never importing it), falling back to vLLM 0.33.0's
 set only when the tree has no such file; :func:`mark_reload_skipped` marks the sites whose store
 the copy-back would otherwise refill (:class:`.semantics.Store` ``LAYER_PARAMETER``).
@@ -22,7 +25,7 @@ from typing import Any
 from derivgraph.audit.static.semantics import Store, classify
 from derivgraph.audit.static.sites import RawSite
 
-__all__ = ["FALLBACK_SKIP_SET", "RULE_ROUND", "SKIP_NAMES", "SKIP_SET_FILE",
+__all__ = ["FALLBACK_SKIP_SET", "REBIND_CATEGORIES", "RULE_ROUND", "SKIP_NAMES", "SKIP_SET_FILE",
            "mark_reload_skipped", "skip_set", "skip_set_of"]
 
 logger = logging.getLogger(__name__)
@@ -35,6 +38,8 @@ FALLBACK_SKIP_SET = frozenset({"_expert_map", "expert_mask", "expert_global_to_p
                                "expert_physical_to_global", "expert_local_to_global",
                                "e_score_correction_bias", "bias"})
 """vLLM 0.33.0's ``SKIP_TENSORS``: used only when the scanned tree has no :data:`SKIP_SET_FILE`."""
+REBIND_CATEGORIES = frozenset({"data-rebind", "register", "tensor-attr"})
+"""Categories whose store always binds new storage (or a new object) to the parameter."""
 RULE_ROUND = 28
 """The issue-21 round that added this rule (:attr:`.sites.RawSite.rule_round`)."""
 
@@ -94,5 +99,6 @@ def mark_reload_skipped(sites: MutableMapping[Any, tuple[int, RawSite]],
     """Mark the sites that rebind the storage of a parameter the reload skips (and so never
     refills): their store would otherwise be the copy-back's ``LAYER_PARAMETER``."""
     for key, (i, site) in sites.items():
-        if site.attr in skipped and classify(site) is Store.LAYER_PARAMETER:
+        if site.attr in skipped and site.category in REBIND_CATEGORIES \
+                and classify(site) is Store.LAYER_PARAMETER:
             sites[key] = (i, replace(site, reload_skipped=True, rule_round=RULE_ROUND))
