@@ -42,7 +42,8 @@ __all__ = ["Forwarded", "forward_reason", "forwarded_stores", "holder_class", "m
            "rebuilt_stores", "resolve_forwarded"]
 
 FORWARD_ROUND = 27
-"""The issue-21 round that added the forwarded-rebuild rule (:attr:`.finding.StaticFinding.rule_round`)."""
+"""The issue-21 round that added the forwarded-rebuild rule
+(:attr:`.finding.StaticFinding.rule_round`)."""
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _SEMANTIC_FIELDS = ("category", "kind", "persistent", "empty", "view_of_kept", "weight_free",
                     "allocation", "constructed", "from_weights", "refilled")

@@ -5,13 +5,16 @@ of a layer to the meta device and copies the reload's temporaries back into the 
 except the names in its skip set (``SKIP_TENSORS``, which holds ``SKIP_LOAD_TENSORS``). A
 skipped parameter stays the live object: the reload loads it in place, then the post-load step
 rebinds its storage (``.data =``, ``register_parameter``, ``layer.bias = Parameter(...)``) and
-nothing copies it back, so a captured graph keeps reading the old storage. ``replace_parameter``
-(category ``replace-layout``) is left out: vLLM 0.33's copies in place whenever shape, stride,
-dtype and device match, and a value permutation (``marlin_permute_bias``) keeps all four, so the
-site rebinds only on shapes the audit cannot see (``.set_()`` is a storage swap already). :func:`skip_set` reads the set from the scanned
-tree's ``reload/meta.py`` with :mod:`ast` (never importing it), falling back to vLLM 0.33.0's
-set only when the tree has no such file; :func:`mark_reload_skipped` marks the sites whose store
-the copy-back would otherwise refill (:class:`.semantics.Store` ``LAYER_PARAMETER``).
+nothing copies it back, so a captured graph keeps reading the old storage.
+
+``replace_parameter`` (category ``replace-layout``) is left out: vLLM 0.33's copies in place
+whenever shape, stride, dtype and device match, which a value permutation keeps, so such a site
+rebinds only on shapes the audit cannot see; ``.set_()`` is a storage swap already.
+
+:func:`skip_set` reads the set from the scanned tree's ``reload/meta.py`` with :mod:`ast` (never
+importing it), falling back to vLLM 0.33.0's set only when the tree has no such file;
+:func:`mark_reload_skipped` marks the sites whose store the copy-back would otherwise refill
+(:class:`.semantics.Store` ``LAYER_PARAMETER``).
 """
 
 from __future__ import annotations

@@ -41,6 +41,7 @@ from derivgraph.audit.static.forwarded import mirror_forwarded, resolve_forwarde
 from derivgraph.audit.static.index import DEF_HEADER_END, build_index
 from derivgraph.audit.static.match import SpecIndex, suggest_spec
 from derivgraph.audit.static.module import ExternalRoot, ModuleContext, audit_module
+from derivgraph.audit.static.reload_skips import mark_reload_skipped, skip_set
 from derivgraph.audit.static.scope import (
     LAZY_GUARD_RE,
     ROOT_ASSIGN_RE,
@@ -50,7 +51,6 @@ from derivgraph.audit.static.scope import (
     is_rebuilt_lineage,
     regex_classes,
 )
-from derivgraph.audit.static.reload_skips import mark_reload_skipped, skip_set
 from derivgraph.audit.static.semantics import semantics_of
 from derivgraph.audit.static.sites import RawSite
 from derivgraph.audit.static.sources import collect_files, locate_package
