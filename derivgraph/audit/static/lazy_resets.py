@@ -36,7 +36,6 @@ __all__ = ["RULE_ROUND", "lazy_reset_sites", "lazy_store", "resets"]
 
 RULE_ROUND = 28
 """The issue-21 round that added this rule (:attr:`.sites.RawSite.rule_round`)."""
-_RESET_RE = re.compile(r"self\.\w+\s*=\s*None\b|del\s+self\.\w+")
 
 
 def _self_attr(node: ast.AST) -> str | None:
@@ -103,39 +102,96 @@ def lazy_store(method: ast.AST, attr: str) -> tuple[ast.Assign, ast.expr] | None
     return None
 
 
+_RESET_RE = re.compile(r"self\.(\w+)[ \t]*=[ \t]*None\b")
+_DELETE_RE = re.compile(r"del[ \t]+self\.(\w+)")
+
+
+def _guarded(text: str, attr: str) -> bool:
+    """Text test: a store into ``self.attr`` of something other than None, and ``self.attr is
+    None`` or a local bound to ``self.attr`` tested for None."""
+    if not re.search(rf"self\.{attr}[ \t]*=(?!=)[ \t]*(?!None\b)\S", text):
+        return False
+    if f"self.{attr} is None" in text:
+        return True
+    for m in re.finditer(rf"=[ \t]*self\.{attr}[ \t]*$", text, re.M):
+        local = text[text.rfind("\n", 0, m.start()) + 1:m.start()].strip()
+        if local.isidentifier() and f"{local} is None" in text:
+            return True
+    return False
+
+
+def _reset_names(text: str) -> set[str]:
+    """Attributes the text resets to None or deletes (anywhere: post-load code is checked
+    after, on the parsed functions)."""
+    names = {m.group(1) for m in _RESET_RE.finditer(text)}
+    if "del self." in text:
+        names |= {m.group(1) for m in _DELETE_RE.finditer(text)}
+    return names
+
+
+_DEF_RE = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)", re.M)
+_CLASS_RE = re.compile(r"^([ \t]*)class[ \t]+(\w+)", re.M)
+
+
+def _methods_storing(text: str, attr: str) -> list[tuple[str, ast.AST]]:
+    """(class, parsed method) of each method whose text stores ``self.attr``: only those
+    methods are parsed (with their line numbers), not the file."""
+    out: list[tuple[str, ast.AST]] = []
+    seen: set[int] = set()
+    defs = list(_DEF_RE.finditer(text))
+    classes = list(_CLASS_RE.finditer(text))
+    for m in re.finditer(rf"self\.{attr}\s*=(?!=)", text):
+        before = [d for d in defs if d.start() < m.start()]
+        if not before or before[-1].start() in seen:
+            continue
+        d = before[-1]
+        indent = len(d.group(1))
+        owner = [c for c in classes if c.start() < d.start() and len(c.group(1)) < indent]
+        if not owner:
+            continue
+        seen.add(d.start())
+        end = re.compile(rf"^[ \t]{{0,{indent}}}(?![)\]])\S", re.M).search(
+            text, text.find("\n", d.start()) + 1)
+        body = text[d.start():end.start() if end else len(text)]
+        lines = [line[indent:] for line in body.splitlines()]
+        try:
+            tree = ast.parse("\n" * text.count("\n", 0, d.start()) + "\n".join(lines))
+        except SyntaxError:
+            continue  # a decorator or an odd indent: the method is not read
+        out.append((owner[-1].group(2), tree.body[0]))
+    return out
+
+
 def lazy_reset_sites(text: str, filename: str, reached: Iterable[Reached],
                      lineage: Callable[[str], frozenset[str]]) -> list[RawSite]:
     """The lazy stores of fresh tensors into attributes post-load code of the same class family
     resets: one ``tensor-attr`` site each."""
-    if "is None" not in text or not _RESET_RE.search(text):
+    if "is None" not in text or ("= None" not in text and "del self." not in text):
         return []
-    dropped = resets(reached)
-    if not dropped or not any(re.search(rf"self\.{a}\s*=(?!=)\s*(?!None\b)\S", text)
-                              for _, a in dropped):
+    names = {a for a in _reset_names(text) if _guarded(text, a)}
+    if not names:
         return []
+    dropped = {k: v for k, v in resets(reached).items() if k[1] in names}
     out: list[RawSite] = []
-    classes = [n for n in ast.walk(ast.parse(text, filename)) if isinstance(n, ast.ClassDef)]
-    for cls in classes:
-        family = lineage(cls.name)
-        for (reset_cls, attr), (where, line) in dropped.items():
-            if reset_cls not in family and cls.name not in lineage(reset_cls):
+    for attr in {a for _, a in dropped}:
+        for cls, method in _methods_storing(text, attr):
+            family = lineage(cls)
+            reset = next((v for (c, a), v in dropped.items() if a == attr
+                          and (c in family or cls in lineage(c))), None)
+            found = lazy_store(method, attr) if reset is not None else None
+            if found is None or reset is None:
                 continue
-            for method in cls.body:
-                if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    continue
-                found = lazy_store(method, attr)
-                if found is None:
-                    continue
-                stmt, value = found
-                q = f"{cls.name}.{method.name}"
-                out.append(RawSite(
-                    line=stmt.lineno, col=stmt.col_offset, cls=cls.name, function=q, attr=attr,
-                    owner="self", category="tensor-attr",
-                    reason=f"stores a new tensor lazily ({short(value)}) that {where} "
-                           f"(line {line}) drops on every reload: the next call allocates "
-                           "another while a captured graph reads the freed storage",
-                    expr=short(value, 120), kind="buffer", via=(where, q),
-                    classes=tuple(sorted(family)), lineage=tuple(sorted(family)),
-                    allocation=is_allocation(value), constructed=True, from_weights=False,
-                    rule_round=RULE_ROUND))
+            (where, line), (stmt, value) = reset, found
+            q = f"{cls}.{method.name}"  # type: ignore[attr-defined]
+            source_line = text.splitlines()[stmt.lineno - 1]
+            out.append(RawSite(  # the store starts its line: its column is the line's indent
+                line=stmt.lineno, col=len(source_line) - len(source_line.lstrip()),
+                cls=cls, function=q, attr=attr, owner="self", category="tensor-attr",
+                reason=f"stores a new tensor lazily ({short(value)}) that {where} "
+                       f"(line {line}) drops on every reload: the next call allocates "
+                       "another while a captured graph reads the freed storage",
+                expr=short(value, 120), kind="buffer", via=(where, q),
+                classes=tuple(sorted(family)), lineage=tuple(sorted(family)),
+                allocation=is_allocation(value), constructed=True, from_weights=False,
+                rule_round=RULE_ROUND))
     return out
