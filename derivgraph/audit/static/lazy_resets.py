@@ -104,31 +104,32 @@ def lazy_store(method: ast.AST, attr: str) -> tuple[ast.Assign, ast.expr] | None
     return None
 
 
-_RESET_RE = re.compile(r"self\.(\w+)[ \t]*=[ \t]*None\b")
+_ASSIGN_RE = re.compile(r"self\.(\w+)[ \t]*=(?!=)[ \t]*(None\b)?")
 _DELETE_RE = re.compile(r"del[ \t]+self\.(\w+)")
+_TESTED_RE = re.compile(r"self\.(\w+)[ \t]+is[ \t]+None")
 
 
-def _guarded(text: str, attr: str) -> bool:
-    """Text test: a store into ``self.attr`` of something other than None, and ``self.attr is
-    None`` or a local bound to ``self.attr`` tested for None."""
-    if not re.search(rf"self\.{attr}[ \t]*=(?!=)[ \t]*(?!None\b)\S", text):
-        return False
-    if f"self.{attr} is None" in text:
-        return True
-    for m in re.finditer(rf"=[ \t]*self\.{attr}[ \t]*$", text, re.M):
-        local = text[text.rfind("\n", 0, m.start()) + 1:m.start()].strip()
-        if local.isidentifier() and f"{local} is None" in text:
-            return True
-    return False
-
-
-def _reset_names(text: str) -> set[str]:
-    """Attributes the text resets to None or deletes (anywhere: post-load code is checked
-    after, on the parsed functions)."""
-    names = {m.group(1) for m in _RESET_RE.finditer(text)}
+def _candidates(text: str) -> set[str]:
+    """Text test, one pass per pattern: attributes reset to None (or deleted) and stored with
+    something else, tested ``self.attr is None`` or through a local bound to ``self.attr``
+    (post-load code is checked after, on the parsed functions)."""
+    reset: set[str] = set()
+    stored: set[str] = set()
+    for m in _ASSIGN_RE.finditer(text):
+        (reset if m.group(2) else stored).add(m.group(1))
     if "del self." in text:
-        names |= {m.group(1) for m in _DELETE_RE.finditer(text)}
-    return names
+        reset |= {m.group(1) for m in _DELETE_RE.finditer(text)}
+    names = reset & stored
+    if not names:
+        return names
+    tested = names & {m.group(1) for m in _TESTED_RE.finditer(text)}
+    for attr in names - tested:
+        for m in re.finditer(rf"=[ \t]*self\.{attr}[ \t]*$", text, re.M):
+            local = text[text.rfind("\n", 0, m.start()) + 1:m.start()].strip()
+            if local.isidentifier() and f"{local} is None" in text:
+                tested.add(attr)
+                break
+    return tested
 
 
 _DEF_RE = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)", re.M)
@@ -170,7 +171,7 @@ def lazy_reset_sites(text: str, filename: str, reached: Iterable[Reached],
     resets: one ``tensor-attr`` site each."""
     if "is None" not in text or ("= None" not in text and "del self." not in text):
         return []
-    names = {a for a in _reset_names(text) if _guarded(text, a)}
+    names = _candidates(text)
     if not names:
         return []
     dropped = {k: v for k, v in resets(reached).items() if k[1] in names}
