@@ -40,9 +40,10 @@ def test_every_class_has_a_case_and_an_observed_outcome():
     # fused buffers built by its loader, the CPU compressor's and the MegaMoE finalizer's
     # copies, and three speculator/proposer model-loading copies (no CPU drafter path here)
     # the recall classes of rules26 added one: the prefetch offloader's pinned CPU staging
-    # copy (its prefetch streams need CUDA)
+    # copy (its prefetch streams need CUDA); rules28 one: the Marlin kernel's `bias` rebind (a
+    # CUDA kernel, no CPU path)
     untried = [r["class"].rpartition(".")[2] for r in _rows() if r["outcome"] == "no case"]
-    assert untried == ["QuarkOCP_MX_MoEMethod", "dispatch_cpu_unquantized_gemm",
+    assert untried == ["MarlinLinearKernel", "QuarkOCP_MX_MoEMethod", "dispatch_cpu_unquantized_gemm",
                        "XPressRefinerHead", "_CpuParamOffloader",
                        "DeepseekV4CPUCompressor", "MuseSparkMegaMoEExperts",
                        "AiterFlashAttentionMetadataBuilder", "SpecDecodeBaseProposer",
