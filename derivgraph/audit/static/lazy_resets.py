@@ -169,7 +169,10 @@ def lazy_reset_sites(text: str, filename: str, reached: Iterable[Reached],
                      lineage: Callable[[str], frozenset[str]]) -> list[RawSite]:
     """The lazy stores of fresh tensors into attributes post-load code of the same class family
     resets: one ``tensor-attr`` site each."""
-    if "is None" not in text or ("= None" not in text and "del self." not in text):
+    reached = [r for r in reached
+               if r.cls is not None and not r.initial_load_only and not r.model_load_only]
+    if not reached or "is None" not in text or ("= None" not in text
+                                                and "del self." not in text):
         return []
     names = _candidates(text)
     if not names:
