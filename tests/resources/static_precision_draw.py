@@ -4,9 +4,10 @@
     # after vllm-humming-locks-kernel joined the library (it declares 7 of the drawn pool):
     PYTHONPATH=. python3 tests/resources/static_precision_draw.py \
         --count-declared-by vllm-humming-locks-kernel
-    # a draw made before the forwarded-rebuild rule (rules27), e.g. the twelfth review's:
+    # a draw made before the rules of round 27 (forwarded rebuilds) and 28, e.g. the twelfth
+    # review's: leave out every finding a rule of a later round raised (StaticFinding.rule_round)
     PYTHONPATH=. python3 tests/resources/static_precision_draw.py \
-        --seed-file tests/resources/static_precision_seed_outside10.json --leave-out-forwarded
+        --seed-file tests/resources/static_precision_seed_outside10.json --leave-out-rules-after 26
 
 The seed and the sample size are read from static_precision_seed.json (or --seed-file, e.g.
 static_precision_seed_outside.json for the outside review), committed before any judging. The
@@ -31,15 +32,16 @@ HERE = Path(__file__).resolve().parent
 
 
 def draw_pool(findings: Iterable[Any], since: Iterable[str] = (),
-              leave_out_forwarded: bool = False) -> list[Any]:
+              rules_after: int | None = None) -> list[Any]:
     """The pool: undeclared (or declared by a spec in ``since``) error and warning findings,
-    without the forwarded-rebuild ones when ``leave_out_forwarded``, in a stable order."""
+    without those a rule of a round after ``rules_after`` raised (``StaticFinding.rule_round``),
+    in a stable order."""
     from derivgraph.audit.static.semantics import Severity
 
     since = set(since)
     return sorted((f for f in findings if (not f.declared or f.spec in since)
                    and f.severity is not Severity.INFO
-                   and not (leave_out_forwarded and f.forwards)),
+                   and not (rules_after is not None and f.rule_round > rules_after)),
                   key=lambda f: (f.file, f.line, f.col, f.attr, f.category))
 
 
@@ -54,10 +56,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count-declared-by", nargs="*", default=[], metavar="SPEC",
                         help="specs added to the library after the draw: findings they declare "
                         "count back in the pool, so the same sample is drawn again")
-    parser.add_argument("--leave-out-forwarded", action="store_true",
-                        help="leave the forwarded-rebuild findings (rules27, added after the "
-                        "twelfth review's draw) out of the pool, so a draw made before that "
-                        "rule is drawn again")
+    parser.add_argument("--leave-out-rules-after", type=int, default=None, metavar="ROUND",
+                        help="leave out the findings a rule of a later issue-21 round raised "
+                        "(StaticFinding.rule_round: 27 forwarded rebuilds, 28 reload skip set "
+                        "and reset lazy tensors), so a draw made before them is drawn again")
+    parser.add_argument("--leave-out-forwarded", action="store_const", const=26,
+                        dest="leave_out_rules_after",
+                        help="the seventh session's spelling of --leave-out-rules-after 26 "
+                        "(the pool of the twelfth review's draw)")
     parser.add_argument("--seed-file", type=Path, default=HERE / "static_precision_seed.json",
                         metavar="JSON", help="seed file ({\"seed\": int, \"n\": int}) committed "
                         "before the draw; default static_precision_seed.json")
@@ -66,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     from derivgraph.audit.static.scan import scan
 
     pool = draw_pool(scan(package="vllm").findings, set(args.count_declared_by),
-                     args.leave_out_forwarded)
+                     args.leave_out_rules_after)
     picked = draw(pool, seed_file["seed"], seed_file["n"])
     rows = []
     for f in picked:

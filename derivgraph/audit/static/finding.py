@@ -78,6 +78,8 @@ class StaticFinding:
     evidence: str = ""  # why the severity is what it is (:mod:`.evidence`)
     baseline_state: BaselineState | None = None  # against ``--baseline`` (:mod:`.baseline`)
     forwards: str | None = None  # a forwarded rebuild: whose step rebuilt it (:mod:`.forwarded`)
+    rule_round: int = 0  # the issue-21 round whose rule raised it (28: :mod:`.reload_skips`,
+    # :mod:`.lazy_resets`); 0 for the rules before; the precision draw can leave them out
 
     @property
     def location(self) -> str:

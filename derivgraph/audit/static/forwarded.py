@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 __all__ = ["Forwarded", "forward_reason", "forwarded_stores", "holder_class", "mirror_forwarded",
            "rebuilt_stores", "resolve_forwarded"]
 
+FORWARD_ROUND = 27
+"""The issue-21 round that added the forwarded-rebuild rule
+(:attr:`.finding.StaticFinding.rule_round`)."""
 _SEMANTIC_FIELDS = ("category", "kind", "persistent", "empty", "view_of_kept", "weight_free",
                     "allocation", "constructed", "from_weights", "refilled")
 """The fields of a site that decide its rule (:func:`.semantics.semantics_of`)."""
@@ -168,7 +171,7 @@ def mirror_forwarded(findings: Sequence[StaticFinding], forwarded: Mapping[tuple
         if fwd is None:
             out.append(f)
             continue
-        marked = dataclasses.replace(f, forwards=fwd.inner)
+        marked = dataclasses.replace(f, forwards=fwd.inner, rule_round=FORWARD_ROUND)
         rebuilt = sorted((g for g in findings if g.attr == fwd.attr and g.cls in fwd.family
                           and g.owner == "self" and g is not f), key=lambda g: (g.file, g.line))
         if not f.reader or not rebuilt:

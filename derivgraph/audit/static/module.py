@@ -12,6 +12,7 @@ from derivgraph.audit.static.classwide import audit_class_wide
 from derivgraph.audit.static.handoff import dataclass_sites, handoff_roots
 from derivgraph.audit.static.index import TreeIndex
 from derivgraph.audit.static.infer import call_name, import_map
+from derivgraph.audit.static.lazy_resets import lazy_reset_sites
 from derivgraph.audit.static.rules import FunctionAudit, audit_lazy_caches, returns_tensor
 from derivgraph.audit.static.scope import (
     LAZY_GUARD_RE,
@@ -169,6 +170,8 @@ def audit_module(text: str, filename: str, module_name: str, is_package: bool,
         done = {id(r.func) for r in reached}
         for site in audit_lazy_caches(scope, imports, returns.bound, done):
             sites.setdefault((site.line, site.col, site.attr, site.category), site)
+    for site in lazy_reset_sites(text, filename, reached, scope.lineage):
+        sites.setdefault((site.line, site.col, site.attr, site.category), site)
     if not extra:
         for site in audit_class_wide(text, filename, lambda cls, bases: _lineage(context, cls,
                                                                                  bases)):

@@ -39,6 +39,7 @@ from derivgraph.audit.static.forwarded import mirror_forwarded, resolve_forwarde
 from derivgraph.audit.static.index import merged_index
 from derivgraph.audit.static.match import SpecIndex, suggest_spec
 from derivgraph.audit.static.module import ExternalRoot, ModuleContext, audit_module
+from derivgraph.audit.static.reload_skips import mark_reload_skipped, skip_set
 from derivgraph.audit.static.scope import (
     ancestors_index,
     is_constructor_root,
@@ -224,6 +225,7 @@ def _scan_files(files: Sequence[SourceFile], specs: Sequence[Spec], jobs: int | 
     forwarded = resolve_forwarded(sites, lambda i, cls: function_text(texts[i][1], cls),
                                   context.family)
     _mark_built_once(sites, texts, post_load, context)
+    mark_reload_skipped(sites, skip_set((src.display, text) for src, text in texts))
     findings = [_finding(texts[i][0], site, index) for i, site in sites.values() if keep[i]]
     report.findings = apply_evidence(findings, [(src.display, text) for src, text in texts],
                                      post_load, context.family,
@@ -320,7 +322,7 @@ def _finding(src: SourceFile, site: RawSite, index: SpecIndex) -> StaticFinding:
                                                                                 src.display),
         root=src.root, severity=rule.severity, store=rule.store.value, derives_from=site.derives,
         consequence=rule.consequence, fix=rule.fix,
-        qualname=f"{src.module}.{holder}" if src.module else holder,
+        qualname=f"{src.module}.{holder}" if src.module else holder, rule_round=site.rule_round,
     )
 
 

@@ -86,6 +86,7 @@ class Store(enum.Enum):
     LOADER_BYPASS = "loader-bypass"  # a registered parameter loaded around its weight_loader
     MODEL_LOAD_COPY = "model-load-copy"  # derived from a loaded module's tensors, once
     MODEL_LOAD_KEPT = "model-load-kept"  # made once when a model loads, holding no weights
+    SKIPPED_PARAMETER = "skipped-parameter"  # a layer parameter the reload's skip set keeps live
 
 
 class OwnerRole(enum.Enum):
@@ -220,6 +221,12 @@ VLLM_0_33: Mapping[Store, Semantics] = dict([
          "kernel-format reload runs no post-load code and refills only the tensor it copies",
          "read the source tensor where the copy is used (or refresh the copy there), or declare "
          "it in a spec"),
+    _row(Store.SKIPPED_PARAMETER, False, Severity.ERROR,
+         "moved: the reload's skip set (SKIP_TENSORS in model_loader/reload/meta.py) keeps this "
+         "parameter live, never moved to meta nor copied back; the reload loads it in place, "
+         "then this rebinds its storage, so a captured graph keeps reading the old storage",
+         "copy the new value into the parameter (`param.data.copy_(new)` when the shape "
+         "allows), or declare it in a spec"),
 ])
 """vLLM 0.33.0's layerwise reload (``reload/layerwise.py``), store by store."""
 
@@ -331,6 +338,8 @@ def refine(site: RawSite, store: Store) -> Store:
             else Store.MODEL_LOAD_KEPT
     if loader_rebind(site.function, site.category, site.expr, site.allocation, site.empty):
         return Store.LOADER_REBIND
+    if store is Store.LAYER_PARAMETER and site.reload_skipped and not site.initial_load_only:
+        return Store.SKIPPED_PARAMETER  # rebound after the reload loaded it: nothing refills it
     if store is Store.STORAGE_SWAP and site.initial_load_only:
         # swapped once, before any graph capture: the kept Parameter now views the fused
         # storage, and every reload's copy-back writes through it into that storage

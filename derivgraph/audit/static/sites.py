@@ -103,6 +103,8 @@ class RawSite:
     refilled: bool = False  # made once, then refilled with copy_ by the post-load step itself
     derives: str | None = None  # the weight a caller's handed value derives from (.handoff)
     forwards: str | None = None  # a candidate forwarding store: the receiver it reads (.forwarded)
+    reload_skipped: bool = False  # a parameter the reload's skip set never refills (.reload_skips)
+    rule_round: int = 0  # the issue-21 round whose rule raised this site (0: before round 28)
 
 
 @dataclass(frozen=True)

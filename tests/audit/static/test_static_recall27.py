@@ -70,8 +70,9 @@ def test_the_forwarded_config_is_reported_like_the_store_it_forwards():
     assert outer.evidence.startswith("forwards self.old_quant_method.moe_quant_config, which ")
     assert inner.evidence in outer.evidence
     assert outer.via == ("Fw27ModularMethod.process_weights_after_loading",)
-    # the typed mark the precision draw's --leave-out-forwarded reads: only on the forward
+    # the typed marks of a forward (the precision draw's --leave-out-rules-after reads rule_round)
     assert (outer.forwards, inner.forwards) == ("self.old_quant_method", None)
+    assert (outer.rule_round, inner.rule_round) == (27, 0)
     assert {k for k, f in got.items() if f.forwards} == {("Fw27ModularMethod", "moe_quant_config")}
 
 
@@ -197,8 +198,9 @@ def test_vllm_leaving_the_forwards_out_draws_the_twelfth_review_again(vllm_repor
     seed = json.loads((RESOURCES / "static_precision_seed_outside10.json").read_text())
     raw = json.loads((RESOURCES / "static_precision_outside10_draw.json").read_text())
     drawn = [(s["file"], s["line"], s["attr"]) for s in raw["sample"]]
-    pool = precision_draw.draw_pool(vllm_report.findings)
-    kept = precision_draw.draw_pool(vllm_report.findings, leave_out_forwarded=True)
+    # rules28's findings joined the pool later: leave them out of both (rule_round 28)
+    pool = precision_draw.draw_pool(vllm_report.findings, rules_after=27)
+    kept = precision_draw.draw_pool(vllm_report.findings, rules_after=26)
     assert [(f.file, f.line) for f in pool if f not in kept] == [(_MODULAR, 98)]
     assert (len(pool), len(kept)) == (raw["population"] + 1, raw["population"])
     def picked(pool: list) -> list[tuple[str, int, str]]:
