@@ -9,6 +9,9 @@
     python3 tests/resources/static_recall_file_draw.py --population v15 --population-only
     python3 tests/resources/static_recall_file_draw.py --population v15 \
         --seed-file tests/resources/static_recall_file_seed_v15.json
+    python3 tests/resources/static_recall_file_draw.py --population v16 --population-only
+    python3 tests/resources/static_recall_file_draw.py --population v16 \
+        --seed-file tests/resources/static_recall_file_seed_v16.json
 
 The population (written before any draw was seen; it uses no audit rule) is every ``.py`` file
 under these folders of the installed ``vllm`` package:
@@ -74,6 +77,7 @@ EARLIER = ("v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v10b", 
            "v13", "v13c", "v14")
 V14_DRAW = HERE / "static_recall_file_v14_draw.json"
 V14B_DRAW = HERE / "static_recall_file_v14b_draw.json"
+V15_DRAW = HERE / "static_recall_file_v15_draw.json"
 
 
 def site_packages() -> Path:
@@ -124,7 +128,14 @@ def population_v15(root: Path) -> list[str]:
     return [f for f in population(root) if f not in drawn]
 
 
-POPULATIONS = {"v14": population, "untouched": population_untouched, "v15": population_v15}
+def population_v16(root: Path) -> list[str]:
+    """The v16 population: v15's, minus the files v15 drew."""
+    drawn = set(json.loads(V15_DRAW.read_text())["drawn"])
+    return [f for f in population_v15(root) if f not in drawn]
+
+
+POPULATIONS = {"v14": population, "untouched": population_untouched, "v15": population_v15,
+               "v16": population_v16}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed-file", type=Path, help="JSON with fields seed and n")
     ap.add_argument("--population-only", action="store_true", help="print only the size")
     ap.add_argument("--population", choices=tuple(POPULATIONS), default="v14",
-                    help="which population (default v14; untouched is v14b's, v15 is v15's)")
+                    help="which population (default v14; untouched is v14b's; v15, v16 theirs)")
     ns = ap.parse_args(sys.argv[1:] if argv is None else argv)
     import vllm
 
@@ -155,6 +166,9 @@ def main(argv: list[str] | None = None) -> int:
                 + [V14_DRAW.name]}
     elif ns.population == "v15":
         out |= {"population_name": "v15", "excluded": [V14_DRAW.name, V14B_DRAW.name]}
+    elif ns.population == "v16":
+        out |= {"population_name": "v16",
+                "excluded": [V14_DRAW.name, V14B_DRAW.name, V15_DRAW.name]}
     out |= {"population": len(pop), "drawn": drawn}
     json.dump(out, sys.stdout, indent=1)
     sys.stdout.write("\n")
