@@ -299,11 +299,12 @@ class Emitter:
             else [_UNBOUND]
         if any(map(is_, values, repeat(_UNBOUND))):  # a local (or an unbound node) among them
             return "[" + ", ".join(self.operand(r) for r in refs) + "]"
-        keys = self._operands(refs)
+        keys = self.list_members(refs)
         return self.bindings.bind(TensorList(keys), "group", values)
 
-    def _operands(self, refs: list[str]) -> tuple[Bound, ...]:
-        """The keys of ``refs`` (none a local), the members of one prebuilt list: a source or
+    def list_members(self, refs: list[str]) -> tuple[Bound, ...]:
+        """The keys of ``refs`` (none a local) as members of one prebuilt list (a level's
+        ``_foreach`` call, :func:`_copies` included): a source or
         a derived tensor is named by the list alone (the header prints the list by path, one
         global per list, not per tensor); any other node (a view, named over its base; a
         constant; a staged scalar) by :meth:`operand`."""
@@ -328,7 +329,7 @@ class Emitter:
                 self.out(s)
             keys = tuple(map(Bound, targets))
         else:
-            keys = self._operands(targets)
+            keys = self.list_members(targets)
         return self.bindings.bind(TensorList(keys), "group", values)
 
 
@@ -474,7 +475,7 @@ def _copies(em: Emitter, by_key: dict[GroupKey, list[Step]], singles: list[Step]
         if s.out_shape is not None:
             em.out(s)
         else:
-            em._operands([s.target])
+            em.list_members([s.target])
         keys.append(em.out_key(s))
         values.append(out_tensor(em.ctx, s))
         ins.append(s.input)
