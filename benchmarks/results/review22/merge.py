@@ -1,0 +1,68 @@
+"""Merge the three judges' files of the thirteenth outside precision review into one judged sample.
+
+    python3 benchmarks/results/review22/merge.py
+
+Each judge wrote a JSON list of items (static_precision_outside11_judged_{a,b,c}.json under
+tests/resources, as handed in on branches review22a-c); this wraps each as
+{"judge": X, "items": [...]} (items unchanged) and writes static_precision_outside11_vllm_0.33.json
+with the totals the items imply, the judges' verdicts on the audit's own readers included
+(right / weak / wrong).
+"""
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+R = Path(__file__).resolve().parents[3] / "tests" / "resources"
+
+
+def wilson(k: int, n: int, z: float = 1.959964) -> list[float]:
+    p, d = k / n, 1 + z * z / n
+    c, h = (p + z * z / (2 * n)) / d, z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return [round(c - h, 4), round(c + h, 4)]
+
+
+items = []
+for j in "abc":
+    path = R / f"static_precision_outside11_judged_{j}.json"
+    data = json.loads(path.read_text())
+    if isinstance(data, list):
+        data = {"judge": j, "items": data}
+        path.write_text(json.dumps(data, indent=1) + "\n")
+    items += data["items"]
+items.sort(key=lambda r: r["index"])
+seed = json.loads((R / "static_precision_seed_outside11.json").read_text())
+draw = json.loads((R / "static_precision_outside11_draw.json").read_text())
+n = len(items)
+tp = sum(r["judgement"] == "TP" for r in items)
+tpw = sum(r["judgement"] == "TP" and r["weight_derived"] for r in items)
+tpc = sum(r["judgement"] == "TP" and not r["kernel_format_clause_only"] for r in items)
+readers = Counter(r["audit_reader_verdict"] for r in items)
+out = {
+    "seed": seed["seed"], "n": seed["n"], "population": draw["population"], "vllm": "0.33.0",
+    "rules_commit": "3614d96",
+    "judge": ("three outside reviewers (thirteenth review, precision): A judged 0-13, B 14-26, "
+              "C 27-39, each in its own worktree cut at the raw draw (f43b165); each was given the "
+              "judging-rule section as an extracted file (not the review doc), and none read the "
+              "rule code, the corpus fixtures, the rule descriptions, earlier verdicts or the "
+              "others' files; each also judged the audit's own reader (right / weak / wrong) and "
+              "derives_from"),
+    "rule": json.loads((R / "static_precision_outside10_vllm_0.33.json").read_text())["rule"],
+    "command": ("PYTHONPATH=. python3 tests/resources/static_precision_draw.py --seed-file "
+                "tests/resources/static_precision_seed_outside11.json"),
+    "items": items,
+    "totals": {
+        "tp": tp, "fp": n - tp, "precision": round(tp / n, 4), "wilson95": wilson(tp, n),
+        "tp_weight_derived": tpw, "precision_weight_derived": round(tpw / n, 4),
+        "wilson95_weight_derived": wilson(tpw, n),
+        "tp_without_kernel_format_clause": tpc,
+        "precision_without_kernel_format_clause": round(tpc / n, 4),
+        "wilson95_without_kernel_format_clause": wilson(tpc, n),
+        "close_calls": sum(r["close_call"] for r in items),
+        "audit_reader": {k: readers[k] for k in ("right", "weak", "wrong")},
+        "audit_reader_right_wilson95": wilson(readers["right"], n),
+        "derives_from_right": sum(bool(r["derives_from_right"]) for r in items),
+    },
+}
+(R / "static_precision_outside11_vllm_0.33.json").write_text(json.dumps(out, indent=1) + "\n")
+print(json.dumps(out["totals"]))
