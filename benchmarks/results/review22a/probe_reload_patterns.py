@@ -14,7 +14,6 @@ any more: in a real run it is freed, the probe keeps it alive only to look).
 
 import torch
 from torch import nn
-
 from vllm.model_executor.layers.fused_moe.config import FusedMoEQuantConfig
 from vllm.model_executor.layers.quantization.base_config import QuantizeMethodBase
 from vllm.model_executor.layers.quantization.compressed_tensors.schemes.compressed_tensors_wNa8o8 import (  # noqa: E501
