@@ -58,7 +58,8 @@ VERDICTS: dict[int, tuple] = {
         "Audit reader WRONG: MarlinExperts never serves MoeWNA16Config. "
         "int_wna16._backend_incompatibility_reason sets allow_marlin = not "
         "isinstance(quant_config, MoeWNA16Config) and returns 'the MoeWNA16 checkpoint "
-        "layout is not supported' for MARLIN, BATCHED_MARLIN and EMULATION. The "
+        "layout is not supported' for MARLIN, BATCHED_MARLIN and EMULATION (probe H "
+        "runs the check on a real MoeWNA16Config). The "
         "consumers are TritonWNA16Experts (TRITON), TrtLlmMxint4ExpertsMonolithic "
         "(FLASHINFER_TRTLLM), Humming and CPU experts.",
     ),
@@ -166,19 +167,24 @@ VERDICTS: dict[int, tuple] = {
         "rule file's history counts online/mxfp4.py:239 as TP.",
     ),
     22: (
-        "vllm/model_executor/layers/fused_moe/experts/trtllm_mxfp4_moe.py", 249,
-        "gemm1_weights_scale=self.w1_scale", "TP", True, False, True, "right", True,
+        "vllm/model_executor/layers/fused_moe/experts/cutlass_moe.py", 1122,
+        "w1_blockscale=self.w1_scale", "TP", True, False, True, "wrong", True,
         "Mxfp4OnlineMoEMethod._setup_kernel (non-TRITON backends): replace_parameter "
         "registers w13_weight_scale (absent before PWAL), then moe_quant_config = "
         "make_mxfp4_moe_quant_config(w1_scale=getattr(layer, 'w13_weight_scale'), ...), "
-        "a reference (mxfp4_w4a16 / ocp_mx builders store it as given). Layerwise "
-        "reload: the QC holds the reload temporary; a kernel-format reload after it "
-        "refills only the kept param and the eager reader goes stale (probe D). TP only "
-        "through the kernel-format clause. The audit's TRTLLM reader serves "
-        "FLASHINFER_TRTLLM_MXFP4_BF16, which online MXFP4 gets with "
-        "moe_backend='flashinfer_trtllm' (probe F). The auto defaults "
-        "(CUTLASS_MXFP4_MXFP4, AITER_MXFP4_MXFP4, EMULATION) read the same QC scale. "
-        "Right.",
+        "a reference (the ocp_mx / mxfp4_w4a16 builders store it as given). Layerwise "
+        "reload: the QC and the new experts hold the reload temporary; a kernel-format "
+        "reload after it refills only the kept param and the eager reader goes stale "
+        "(probe D). TP only through the kernel-format clause. The auto candidates for "
+        "kMxfp4Dynamic start with AITER_MXFP4_MXFP4 (ROCm), CUTLASS_MXFP4_MXFP4 and "
+        "EMULATION (probe F). On CUDA, CutlassExpertsMxfp4.apply passes self.w1_scale to "
+        "run_cutlass_moe_mxfp4 (line 1122). Audit reader WRONG: "
+        "TrtLlmMxfp4ExpertsMonolithic never serves online MXFP4. Even with "
+        "moe_backend='flashinfer_trtllm', which offers FLASHINFER_TRTLLM_MXFP4_BF16, "
+        "online _setup_kernel calls convert_weight_to_mxfp4_moe_kernel_format without "
+        "_cache_permute_indices, and the TRTLLM branch asserts it is not None (probe G: "
+        "AssertionError at oracle/mxfp4.py:1667). That configuration never finishes "
+        "loading.",
     ),
     23: (
         "vllm/model_executor/layers/quantization/quark/quark_moe.py", 1402,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import types
 import weakref
+from pathlib import Path
 
 import torch
 import torch.nn as nn
@@ -345,6 +346,62 @@ def probe_online_mxfp4_triton() -> None:
         )
 
 
+def probe_online_mxfp4_trtllm() -> None:
+    """online/mxfp4.py:253 with the audit's TRTLLM backend: convert asserts."""
+    print("== G  online MXFP4 _setup_kernel on FLASHINFER_TRTLLM_MXFP4_BF16 (pos 22)")
+    from vllm.model_executor.layers.fused_moe.oracle.mxfp4 import Mxfp4MoeBackend
+    from vllm.model_executor.layers.quantization.online.mxfp4 import (
+        Mxfp4OnlineMoEMethod,
+    )
+
+    fake = types.SimpleNamespace(
+        mxfp4_backend=Mxfp4MoeBackend.FLASHINFER_TRTLLM_MXFP4_BF16,
+        moe=types.SimpleNamespace(use_mxfp4_w4a4_dsv4=False),
+        weight_scale_name="weight_scale",
+    )
+    layer = nn.Module()
+    layer.register_parameter("w13_weight", _param(E, 4, 4))
+    layer.register_parameter("w2_weight", _param(E, 2, 4))
+    w13, w2 = torch.zeros(E, 4, 2), torch.zeros(E, 2, 2)
+    s13, s2 = torch.ones(E, 4, 2), torch.ones(E, 2, 2)
+    try:
+        Mxfp4OnlineMoEMethod._setup_kernel(fake, layer, w13, w2, s13, s2, None, None)
+        outcome = "returned"
+    except AssertionError as e:
+        import traceback
+
+        last = traceback.extract_tb(e.__traceback__)[-1]
+        outcome = f"AssertionError at {Path(last.filename).name}:{last.lineno}: {last.line}"
+    print(outcome)
+
+
+def probe_wna16_marlin() -> None:
+    """moe_wna16.py:415: can MarlinExperts serve a MoeWNA16Config layer?"""
+    print("== H  WNA16 backend compatibility for MoeWNA16Config (pos 15)")
+    from vllm.model_executor.layers.fused_moe.oracle import int_wna16
+    from vllm.model_executor.layers.quantization.moe_wna16 import MoeWNA16Config
+
+    cfg = MoeWNA16Config(
+        linear_quant_method="gptq",
+        weight_bits=4,
+        group_size=128,
+        has_zp=False,
+        lm_head_quantized=False,
+        modules_to_not_convert=None,
+        full_config={},
+    )
+    for backend in int_wna16.WNA16MoEBackend:
+        if backend in (int_wna16.WNA16MoEBackend.ZEN_CPU,):
+            continue
+        try:
+            reason = int_wna16._backend_incompatibility_reason(
+                backend, None, cfg, False, False, False
+            )
+        except Exception as e:  # noqa: BLE001 - report what the check does
+            reason = f"raised {type(e).__name__}"
+        print(f"{backend.value}: {reason or 'compatible'}")
+
+
 def main() -> None:
     torch.manual_seed(0)
     probe_nonpersistent_clone()
@@ -369,6 +426,8 @@ def main() -> None:
     )
     probe_fresh_in_container()
     probe_online_mxfp4_triton()
+    probe_online_mxfp4_trtllm()
+    probe_wna16_marlin()
 
 
 if __name__ == "__main__":
