@@ -56,6 +56,7 @@ REVIEWS = [
     PrecisionReview(8, "abc", "a6035f0", 127, (39, 1, 38), (20, 14), [0.8712, 0.9956]),
     PrecisionReview(9, "abc", "0e76ce8", 137, (38, 2, 38), (27, 9), [0.835, 0.9862]),
     PrecisionReview(10, "abc", "3d86589", 139, (39, 1, 37), (22, 11), [0.8712, 0.9956]),
+    PrecisionReview(11, "abc", "3614d96", 143, (39, 1, 35), (23, 5), [0.8712, 0.9956]),
 ]
 IDS = [f"outside{r.k}" for r in REVIEWS]
 
@@ -112,3 +113,34 @@ def test_precision_reader_quotes_are_the_installed_source(row: PrecisionReview):
     first = items[0]["reader_quote"]
     moved = re.sub(r":(\d+)(:?) ", lambda m: f":{int(m.group(1)) + 1}{m.group(2)} ", first, count=1)
     assert not quote_matches(moved, root)
+
+
+def reader_problems(review: dict) -> list[str]:
+    """Where the published reader-verdict totals do not follow from the judges' items."""
+    items = review["items"]
+    verdicts = [r["audit_reader_verdict"] for r in items]
+    out = []
+    if any(v not in ("right", "weak", "wrong") for v in verdicts):
+        out.append("a reader verdict outside right / weak / wrong")
+    t = review["totals"]
+    if t["audit_reader"] != {v: verdicts.count(v) for v in ("right", "weak", "wrong")}:
+        out.append("the reader totals do not count the items")
+    if t["derives_from_right"] != sum(bool(r["derives_from_right"]) for r in items):
+        out.append("the derives_from total does not count the items")
+    return out
+
+
+def test_thirteenth_review_judges_the_audits_readers_and_the_totals_count_them():
+    review = _load("static_precision_outside11_vllm_0.33.json")
+    assert reader_problems(review) == []
+    assert review["totals"]["audit_reader"] == {"right": 30, "weak": 5, "wrong": 5}
+    wrong = [(r["file"].rsplit("/", 1)[-1], r["line"]) for r in review["items"]
+             if r["audit_reader_verdict"] == "wrong"]
+    assert ("inc_mxfp4_moe.py", 214) in wrong and ("mxfp4.py", 1004) in wrong
+    # canaries: a flipped reader verdict, an unknown verdict, a flipped derives_from
+    for field, value in (("audit_reader_verdict", "wrong"), ("audit_reader_verdict", "fine"),
+                         ("derives_from_right", False)):
+        edited = copy.deepcopy(review)
+        first = next(r for r in edited["items"] if r[field] != value)
+        first[field] = value
+        assert reader_problems(edited)
