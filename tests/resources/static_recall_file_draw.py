@@ -12,6 +12,9 @@
     python3 tests/resources/static_recall_file_draw.py --population v16 --population-only
     python3 tests/resources/static_recall_file_draw.py --population v16 \
         --seed-file tests/resources/static_recall_file_seed_v16.json
+    python3 tests/resources/static_recall_file_draw.py --population v17 --population-only
+    python3 tests/resources/static_recall_file_draw.py --population v17 \
+        --seed-file tests/resources/static_recall_file_seed_v17.json
 
 The population (written before any draw was seen; it uses no audit rule) is every ``.py`` file
 under these folders of the installed ``vllm`` package:
@@ -78,6 +81,7 @@ EARLIER = ("v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v10b", 
 V14_DRAW = HERE / "static_recall_file_v14_draw.json"
 V14B_DRAW = HERE / "static_recall_file_v14b_draw.json"
 V15_DRAW = HERE / "static_recall_file_v15_draw.json"
+V16_DRAW = HERE / "static_recall_file_v16_draw.json"
 
 
 def site_packages() -> Path:
@@ -134,8 +138,14 @@ def population_v16(root: Path) -> list[str]:
     return [f for f in population_v15(root) if f not in drawn]
 
 
+def population_v17(root: Path) -> list[str]:
+    """The v17 population: v16's, minus the files v16 drew."""
+    drawn = set(json.loads(V16_DRAW.read_text())["drawn"])
+    return [f for f in population_v16(root) if f not in drawn]
+
+
 POPULATIONS = {"v14": population, "untouched": population_untouched, "v15": population_v15,
-               "v16": population_v16}
+               "v16": population_v16, "v17": population_v17}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed-file", type=Path, help="JSON with fields seed and n")
     ap.add_argument("--population-only", action="store_true", help="print only the size")
     ap.add_argument("--population", choices=tuple(POPULATIONS), default="v14",
-                    help="which population (default v14; untouched is v14b's; v15, v16 theirs)")
+                    help="which population (default v14; untouched is v14b's; v15-v17 theirs)")
     ns = ap.parse_args(sys.argv[1:] if argv is None else argv)
     import vllm
 
@@ -169,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     elif ns.population == "v16":
         out |= {"population_name": "v16",
                 "excluded": [V14_DRAW.name, V14B_DRAW.name, V15_DRAW.name]}
+    elif ns.population == "v17":
+        out |= {"population_name": "v17",
+                "excluded": [V14_DRAW.name, V14B_DRAW.name, V15_DRAW.name, V16_DRAW.name]}
     out |= {"population": len(pop), "drawn": drawn}
     json.dump(out, sys.stdout, indent=1)
     sys.stdout.write("\n")
