@@ -326,7 +326,8 @@ def default_fields(index: ReaderIndex, function: str, home: str) -> Construction
         if first is None:
             return Construction()
         indent = first.group(1)
-        calls = [(m.start(), m.group(1), _call_keywords(body, m.end()))
+        params = _parameters(body)
+        calls = [(m.start(), m.group(1), _call_keywords(body, m.end(), params))
                  for m in re.finditer(r"^([ \t]+)return[ \t]+[\w.]+\(", body, re.M)]
         last = [c for c in calls if c[1] == indent]
         if not last:  # ``else: return ...`` as the function's last statement
@@ -342,13 +343,30 @@ def default_fields(index: ReaderIndex, function: str, home: str) -> Construction
     return index.memo(f"default fields {function} {hash(home)}", fields)
 
 
-def _call_keywords(body: str, start: int) -> frozenset[str]:
-    """The keyword names of the call whose argument list starts at ``start``."""
+def _call_keywords(body: str, start: int,
+                   parameters: frozenset[str] = frozenset()) -> frozenset[str]:
+    """The keyword names of the call whose argument list starts at ``start``; when they are
+    all private descriptors (``_w1=QuantDesc(dtype, shape, w1_scale, ...)``), the building
+    function's ``parameters`` they are made of instead (its callers fill the config through
+    those names: ``w1_scale=layer.w13_scales``)."""
     end, depth = start, 1
     while end < len(body) and depth:
         depth += {"(": 1, ")": -1}.get(body[end], 0)
         end += 1
-    return frozenset(_KEYWORD_NAME.findall(_top_level(body[start:end - 1])))
+    names = frozenset(_KEYWORD_NAME.findall(_top_level(body[start:end - 1])))
+    if names and all(n.startswith("_") for n in names):
+        return frozenset(p for p in parameters
+                         if re.search(rf"(?<![\w.]){p}\b", body[start:end - 1]))
+    return names
+
+
+def _parameters(function: str) -> frozenset[str]:
+    """The parameter names of a ``def`` text (its header's top-level names)."""
+    open_at = function.find("(")
+    if open_at < 0:
+        return frozenset()
+    header = function[open_at + 1:_close(function, open_at + 1) - 1]
+    return frozenset(re.findall(r"(?:^|,)[ \t\n]*\**(\w+)", _top_level(header)))
 
 
 def _top_level(call: str) -> str:

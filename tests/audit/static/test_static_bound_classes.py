@@ -4,6 +4,8 @@
   fall-through path, a backend it fixes under a flag its storing method is called under), is
   served by that class (:mod:`.bound_classes`), not by the selector's first backend; where the
   binding is not followed, the accessor stays with "consumer not resolved".
+* A config whose building function's fall-through fills private descriptors (``_w1=Desc(...,
+  w1_scale)``) is ranked by the parameters those are made of (:func:`.selection.default_fields`).
 * A layer parameter the reload's skip set keeps live, rebound by a kernel class, is read where
   that class hands its own ``bias`` parameter on (:meth:`.readers.ReaderIndex.parameter_read`).
 
@@ -18,7 +20,7 @@ import re
 
 import pytest
 
-from derivgraph.audit.static import config_reader, evidence
+from derivgraph.audit.static import config_reader, evidence, selection
 from derivgraph.audit.static.scan import scan
 from derivgraph.audit.static.semantics import Severity
 from tests.audit.static.expectations import EVIDENCE_CORPUS, EvidenceCase
@@ -43,7 +45,8 @@ def _readers(files, attrs) -> dict[str, tuple[tuple[str, int] | None, Severity, 
     return out
 
 
-_ATTRS = ("bnd_own_config", "bnd_slow_config", "bnd_default_config", "bnd_lost_config")
+_ATTRS = ("bnd_own_config", "bnd_slow_config", "bnd_default_config", "bnd_lost_config",
+          "bnd_desc_config")
 
 
 def _bound() -> dict[str, tuple[tuple[str, int] | None, Severity, str]]:
@@ -77,6 +80,19 @@ def test_canary_without_the_bound_classes_the_selectors_first_backend_is_named(m
     assert {a: got[a][0] for a in _ATTRS} == dict.fromkeys(_ATTRS, _FAST)
 
 
+def test_a_fall_through_of_private_descriptors_is_ranked_by_the_parameters_they_hold():
+    reader, _, text = _bound()["bnd_desc_config"]
+    assert reader == _FAST
+    assert "not resolved" not in text
+
+
+def test_canary_descriptor_keywords_as_fields_leave_every_class_equal(monkeypatch):
+    monkeypatch.setattr(selection, "_parameters", lambda function: frozenset())
+    reader, _, text = _bound()["bnd_desc_config"]
+    assert reader == _ACCESSOR
+    assert "consumer not resolved: 4 experts classes" in text
+
+
 def test_a_skipped_bias_is_read_where_its_class_hands_the_bias_parameter_on():
     got = _readers([_SKIP.path], ("bias",))
     assert got["bias"][0] == ("skip_reader_cases.py", _SKIP.line("bias=bias)  # reads"))
@@ -97,6 +113,9 @@ _Q = "vllm/model_executor/layers/quantization/"
 
 @pytest.mark.parametrize("suffix,line,reader", [
     ("inc/schemes/inc_mxfp4_moe.py", 214,
+     "kernel-call vllm/model_executor/layers/fused_moe/experts/marlin_moe.py:770 in "
+     "MarlinExperts.apply.finalize_expert_output: w1_scale=self.w1_scale,"),
+    ("quantization/auto_gptq.py", 693,
      "kernel-call vllm/model_executor/layers/fused_moe/experts/marlin_moe.py:770 in "
      "MarlinExperts.apply.finalize_expert_output: w1_scale=self.w1_scale,"),
     ("kernels/linear/mixed_precision/marlin.py", 177,
