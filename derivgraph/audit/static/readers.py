@@ -586,8 +586,7 @@ class ReaderIndex:
             header_end = text.find(":\n", d.end())
             if not param.search(text, d.end() - 1, header_end):
                 continue
-            for use in re.finditer(rf"(?<![\w.]){re.escape(name)}(?![\w(])", text[:stop],
-                                   ):
+            for use in re.finditer(rf"(?<![\w.]){re.escape(name)}(?![\w(])", text[:stop]):
                 if use.start() <= header_end:
                     continue
                 line = text[text.rfind("\n", 0, use.start()) + 1:text.find("\n", use.start())]
