@@ -26,6 +26,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import NamedTuple
 
+from derivgraph.audit.static.bound_classes import bound_classes
 from derivgraph.audit.static.computed_after_load import computed_weight, preferrer
 from derivgraph.audit.static.def_text import def_text
 from derivgraph.audit.static.readers import Reader, ReaderIndex, derives_from
@@ -62,12 +63,13 @@ class ConfigEvidence(NamedTuple):
 def config_reader(index: ReaderIndex, expr: str, text: str, cls: str | None,
                   family: Callable[[str], frozenset[str]],
                   keepers: dict[frozenset[str], tuple[str, str] | None],
-                  attr: str = "") -> ConfigEvidence | None:
+                  attr: str = "", method: str = "") -> ConfigEvidence | None:
     """The keeper's read of the stored config and the weight it holds (module docstring), or
     None when the config's type or a field filled from a weight is not found.
 
     ``expr`` is the stored value (as ``self.<attr>``), ``text`` the storing file's source,
-    ``cls`` the storing class; ``keepers`` caches the keeper found per set of type names."""
+    ``cls`` the storing class, ``method`` the storing method; ``keepers`` caches the keeper
+    found per set of type names."""
     m = _CALLEE.match(expr)
     if m is None:
         return None
@@ -104,7 +106,7 @@ def config_reader(index: ReaderIndex, expr: str, text: str, cls: str | None,
     keeper = keepers[kinds]
     tied, default = _consumers(index, name if not expr.lstrip().startswith("self.")
                                and not name[:1].isupper() else _building_function(builder),
-                               text, cls, attr)
+                               text, cls, attr, method)
     reads = ((index.accessor_read(*keeper, field, tied, default), weight)
              for field, weight in fields) if keeper else ()
     return next((ConfigEvidence(r, weight) for r, weight in reads if r is not None),
@@ -178,14 +180,19 @@ def _under_backend_test(builder: str, read: str) -> bool:
 
 
 def _consumers(index: ReaderIndex, function: str, home: str, cls: str | None,
-               attr: str = "") -> tuple[frozenset[str], Construction]:
+               attr: str = "", method: str = "") -> tuple[frozenset[str], Construction]:
     """The classes a config built by ``function`` for class ``cls`` of ``home`` can reach
     (those ``cls`` selects for the config it stores as ``attr``,
     :func:`.selection.selected_classes`, else those of the construction's module,
     :func:`construction_classes`) and the fields its default construction fills
     (:func:`.selection.default_fields`), with the classes in the order the selector's module
-    (else the construction's) tries their backends (:func:`.selection.backend_order`)."""
+    (else the construction's) tries their backends (:func:`.selection.backend_order`); when
+    the class binds its experts class itself for the config its ``method`` stores, those
+    classes in its order instead (:func:`.bound_classes.bound_classes`)."""
     default = default_fields(index, function, home)
+    bound = bound_classes(index, home, cls, method)
+    if bound is not None:  # the class's own binding serves it, not the selector's order
+        return frozenset(bound), default._replace(order=bound, bound=True)
     modules = selector_modules(index, home, cls) + [_construction_module(index, function, home)]
     order = next((o for o in (backend_order(index, m) for m in modules if m) if o), ())
     return (selected_classes(index, home, cls, attr)

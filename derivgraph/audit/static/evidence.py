@@ -334,6 +334,9 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
     # consumer of that field, else the reads of the attribute anywhere
     reader = built_reader(index, text, f.cls, f.function, f.owner, f.attr, family, keepers) \
         if "." in f.owner and owner_root not in ("self", "layer") else None
+    if reader is None and f.store == Store.SKIPPED_PARAMETER.value and f.cls \
+            and owner_root != "self":  # a layer's skipped parameter: the class hands it on
+        reader = index.parameter_read(f.file, f.cls, f.attr)
     reader = reader or index.reader(f.cls, f.owner, f.attr, f.file)
     if reader is not None and reader.kind is ReaderKind.CONFIG:  # a builder: its config's reader
         reader = built_reader(index, index.text(reader.file), f.cls, reader.function, f.owner,
@@ -350,7 +353,8 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
         # a config: the weight its builder fills a field from, and, handed on elsewhere, where
         # the class keeping such configs reads that field
         config = config_reader(index, f.expr, text, f.cls, family, keepers,
-                               f.attr if f.owner == "self" else "")
+                               f.attr if f.owner == "self" else "",
+                               f.function.rsplit(".", 1)[-1] if f.function else "")
         if config is not None:
             held = None if weight else config.weight
             reader = config.reader if config.reader and reader.file != f.file else reader
@@ -372,7 +376,12 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
                                 "the layer's parameter, which a reload refills in place (stale "
                                 "only through a kernel-format reload after a layerwise one), or "
                                 "a product made with it, which a rerun moves")
-    if reader.unresolved:
+    if reader.unresolved and reader.bound:
+        f = dataclasses.replace(f, evidence=f"{f.evidence}; consumer not resolved: the class "
+                                "stores it for the experts class it binds itself, outside its "
+                                f"selector ({', '.join(reader.unresolved[:4])}), and none of "
+                                "them reads the field: the accessor is named")
+    elif reader.unresolved:
         f = dataclasses.replace(f, evidence=f"{f.evidence}; consumer not resolved: "
                                 f"{len(reader.unresolved)} experts classes its selector can "
                                 f"build fit it equally ({', '.join(reader.unresolved[:4])}"

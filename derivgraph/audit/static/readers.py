@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from derivgraph.audit.static import named_modules, read_sites
+from derivgraph.audit.static.def_text import def_end
 from derivgraph.audit.static.selection import NO_CONSTRUCTION, Construction
 
 __all__ = [
@@ -116,6 +117,8 @@ class Reader:
     handed: tuple[str, ...] = ()  # the calls that hand the tensor on to the reading object
     # an accessor named because its consumer is not resolved: the classes that fit equally
     unresolved: tuple[str, ...] = ()
+    # the unresolved classes are those the storing class binds itself (none reads the field)
+    bound: bool = False
 
     def __str__(self) -> str:
         return f"{self.kind.value} {self.file}:{self.line} in {self.function}: {self.text}"
@@ -546,6 +549,9 @@ class ReaderIndex:
                                    unresolved=ambiguous)
         if found is not None:
             return found
+        if not ambiguous and default.bound:  # none of the classes bound for it reads it
+            return dataclasses.replace(self._reader(hit), bound=True, unresolved=tuple(
+                sorted(tied or ()) or ["a binding not followed"]))
         return dataclasses.replace(self._reader(hit), unresolved=tuple(ambiguous))
 
     def accessors(self, classes: frozenset[str], receiver: str, name: str) -> list[str]:
@@ -555,6 +561,46 @@ class ReaderIndex:
         return list(dict.fromkeys(h.in_property for h in self._hits.get(name, ())
                                   if h.in_property and h.cls in classes
                                   and h.receiver == receiver))
+
+    def parameter_read(self, display: str, cls: str, name: str) -> Reader | None:
+        """The first use handed to a call of a parameter ``name`` of a method of class ``cls``
+        in file ``display`` that runs after loading (``def apply_weights(self, layer, x,
+        bias=None)``: ``kernel(..., bias=bias)``): its caller hands it the layer's ``name``, so
+        that call reads what a post-load step of the class stored there. Checks (``if bias is
+        not None``) do not count; None when no such method or use."""
+        i = self._at(display)
+        head = re.search(rf"^class[ \t]+{re.escape(cls)}\b", self.files[i][1], re.M) \
+            if i is not None else None
+        if i is None or head is None:
+            return None
+        text = self.files[i][1]
+        end = re.compile(r"^(?:class|def|@)", re.M).search(text, head.end())
+        body_end = end.start() if end else len(text)
+        param = re.compile(rf"[(,][ \t\n]*{re.escape(name)}[ \t]*[:=,)]")
+        for d in re.finditer(r"^([ \t]+)(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", text[:body_end],
+                             re.M):
+            if d.start() < head.end() or NOT_READERS.match(d.group(2)) \
+                    or (i, cls, d.group(2)) in self.post_load:
+                continue
+            stop = def_end(text, d.start())
+            header_end = text.find(":\n", d.end())
+            if not param.search(text, d.end() - 1, header_end):
+                continue
+            for use in re.finditer(rf"(?<![\w.]){re.escape(name)}(?![\w(])", text[:stop]):
+                if use.start() <= header_end:
+                    continue
+                line = text[text.rfind("\n", 0, use.start()) + 1:text.find("\n", use.start())]
+                if _CONDITION.match(line.strip()) or _NONE_TEST.match(text, use.end()):
+                    continue
+                self.enclosing(i, use.start())  # builds the file's definition table
+                calls = read_sites.enclosing_calls(text, self._defs[i], use.start())
+                if not calls:
+                    continue
+                kind = ReaderKind.KERNEL_CALL if any(map(_is_kernel, calls)) \
+                    else ReaderKind.FORWARD
+                return Reader(display, self._defs[i].line_of(use.start()) + 1,
+                              f"{cls}.{d.group(2)}", kind, line.strip()[:160])
+        return None
 
     def consumer_read(self, cls: str, reads: Iterable[tuple[str, str]], depth: int = 0,
                       tied: frozenset[str] | None = None,
@@ -585,8 +631,8 @@ class ReaderIndex:
             score = {c: self.coverage(c, holder, default) for c in {r[1].cls for r in kept}}
             best = [c for c in sorted(score, key=str) if score[c] == max(score.values())]
             first = {c: i for i, c in enumerate(default.order)}  # the selector's order
-            if tied is not None and len(best) > 1 and not (max(score.values()) > 0
-                                                           and first.keys() & set(best)):
+            if tied is not None and len(best) > 1 and not (
+                    (max(score.values()) > 0 or default.bound) and first.keys() & set(best)):
                 if unresolved is not None:
                     unresolved.extend(best)
                 return None

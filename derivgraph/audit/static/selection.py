@@ -38,7 +38,10 @@ class ReaderIndex(Protocol):
 __all__ = [
     "NO_CONSTRUCTION",
     "Construction",
+    "backend_classes",
     "backend_order",
+    "bound_selectors",
+    "class_body",
     "default_fields",
     "defining_module",
     "module_classes",
@@ -105,7 +108,7 @@ def selected_classes(index: ReaderIndex, home: str, cls: str | None,
         return frozenset()
 
     def select() -> frozenset[str]:
-        body = _class_body(home, cls)
+        body = class_body(home, cls)
         if not body:
             return frozenset()
         named = _named_beside(body, attr) if attr else frozenset()
@@ -115,7 +118,7 @@ def selected_classes(index: ReaderIndex, home: str, cls: str | None,
             return named
         bound: set[str] = set()
         names: set[str] = set()
-        for held, module in _bound_selectors(index, home, body):
+        for held, module, _ in bound_selectors(index, home, body):
             bound.add(held)
             names |= index.memo(f"module classes {hash(module)}",
                                 lambda text=module: module_classes(text))
@@ -127,7 +130,7 @@ def selected_classes(index: ReaderIndex, home: str, cls: str | None,
     return index.memo(f"selected {hash(home)} {cls} {attr}", select)
 
 
-def _class_body(home: str, cls: str) -> str:
+def class_body(home: str, cls: str) -> str:
     """The text of class ``cls`` in ``home`` ("" when not there)."""
     head = re.search(rf"^class[ \t]+{re.escape(cls)}\b", home, re.M)
     if head is None:
@@ -136,23 +139,24 @@ def _class_body(home: str, cls: str) -> str:
     return home[head.start():end.start() if end else len(home)]
 
 
-def _bound_selectors(index: ReaderIndex, home: str, body: str) -> list[tuple[str, str]]:
-    """``(attribute, selector module text)`` of each attribute the class ``body`` binds from a
-    free function annotated to return classes (``self.backend, self.experts_cls =
+def bound_selectors(index: ReaderIndex, home: str,
+                    body: str) -> list[tuple[str, str, str]]:
+    """``(attribute, selector module text, selector)`` of each attribute the class ``body``
+    binds from a free function annotated to return classes (``self.backend, self.experts_cls =
     select_backend(...)``)."""
     out = []
     for m in _BINDS.finditer(body):
         module = defining_module(index, m.group(2), home)
         if module and _returns_classes(module, m.group(2)):
-            out.append((m.group(1), module))
+            out.append((m.group(1), module, m.group(2)))
     return out
 
 
 def selector_modules(index: ReaderIndex, home: str, cls: str | None) -> list[str]:
     """The texts of the selector modules class ``cls`` of ``home`` binds an attribute from
     (:func:`selected_classes`), in the class's order; empty when it binds none."""
-    body = _class_body(home, cls) if cls else ""
-    return [module for _, module in _bound_selectors(index, home, body)] if body else []
+    body = class_body(home, cls) if cls else ""
+    return [module for _, module, _ in bound_selectors(index, home, body)] if body else []
 
 
 _BACKEND_TEST = re.compile(r"\bbackend[ \t]*(?:==|is(?![ \t]+not)|in)[ \t]*(\(?)[ \t]*")
@@ -182,6 +186,29 @@ def backend_order(index: ReaderIndex, module: str) -> tuple[str, ...]:
     skipping a list returned under a CPU, XPU or ROCm test (``if current_platform.is_cpu():
     return [...]``). Empty when the module states none."""
     def order() -> tuple[str, ...]:
+        found = _owners(index, module)
+        if found is None:
+            return ()
+        enum, owner, tested = found
+        for members in _member_lists(module, enum, tested):
+            ranked = sorted((c for c in owner if owner[c][0] & set(members)),
+                            key=lambda c: (min(members.index(b) for b in owner[c][0]
+                                               if b in members), owner[c][1]))
+            if ranked:
+                return tuple(ranked)
+        return ()
+
+    return index.memo(f"backend order {hash(module)}", order)
+
+
+_Owners = tuple[str, dict[str, tuple[frozenset[str], int]], set[tuple[int, int]]]
+
+
+def _owners(index: ReaderIndex, module: str) -> _Owners | None:
+    """The backend enum a selector ``module`` branches on, each class's backends (the first
+    branch naming it) and last mention there, and the (start, end) of each branch test; None
+    when it has no backend branch (memoized)."""
+    def find() -> _Owners | None:
         tests = []  # (start, end of the test, enum members tested)
         for t in _BACKEND_TEST.finditer(module):
             end = _close(module, t.end()) if t.group(1) else module.find(":", t.end())
@@ -189,7 +216,7 @@ def backend_order(index: ReaderIndex, module: str) -> tuple[str, ...]:
             if members:
                 tests.append((t.start(), end, members))
         if not tests:
-            return ()
+            return None
         enums: dict[str, int] = {}
         for _, _, members in tests:
             for e, _ in members:
@@ -207,15 +234,19 @@ def backend_order(index: ReaderIndex, module: str) -> tuple[str, ...]:
             for name, at in mentions.items():
                 owner.setdefault(name, (backends, at))
         tested = {(s, e) for s, e, _ in tests}
-        for members in _member_lists(module, enum, tested):
-            ranked = sorted((c for c in owner if owner[c][0] & set(members)),
-                            key=lambda c: (min(members.index(b) for b in owner[c][0]
-                                               if b in members), owner[c][1]))
-            if ranked:
-                return tuple(ranked)
-        return ()
+        return enum, owner, tested
 
-    return index.memo(f"backend order {hash(module)}", order)
+    return index.memo(f"backend owners {hash(module)}", find)
+
+
+def backend_classes(index: ReaderIndex, module: str, member: str) -> tuple[str, ...]:
+    """The classes selector ``module`` maps its backend ``member`` to (``if backend ==
+    Enum.AITER: return [AiterExperts]``), in the order it lists them; empty when none."""
+    found = _owners(index, module)
+    if found is None:
+        return ()
+    _, owner, _ = found
+    return tuple(sorted((c for c in owner if member in owner[c][0]), key=lambda c: owner[c][1]))
 
 
 def _member_lists(module: str, enum: str, tested: set[tuple[int, int]]) -> list[list[str]]:
@@ -264,11 +295,15 @@ class Construction(NamedTuple):
     """The fields of a config's default construction (``filled``: its building function's
     fall-through ``return``) and those only its other branches fill (``foreign``): a class
     built for another branch reads the latter; ``order``: the classes its selector tries first
-    first (:func:`backend_order`), which ranks classes that fit it equally."""
+    first (:func:`backend_order`), which ranks classes that fit it equally; ``bound``: whether
+    those are the classes the storing class binds itself."""
 
     filled: frozenset[str] = frozenset()
     foreign: frozenset[str] = frozenset()
     order: tuple[str, ...] = ()
+    bound: bool = False
+    """The classes are those the storing class binds itself (:mod:`.bound_classes`): when none
+    of them reads the field, the consumer is not resolved (no other class is named)."""
 
 
 NO_CONSTRUCTION = Construction()
@@ -291,7 +326,8 @@ def default_fields(index: ReaderIndex, function: str, home: str) -> Construction
         if first is None:
             return Construction()
         indent = first.group(1)
-        calls = [(m.start(), m.group(1), _call_keywords(body, m.end()))
+        params = _parameters(body)
+        calls = [(m.start(), m.group(1), _call_keywords(body, m.end(), params))
                  for m in re.finditer(r"^([ \t]+)return[ \t]+[\w.]+\(", body, re.M)]
         last = [c for c in calls if c[1] == indent]
         if not last:  # ``else: return ...`` as the function's last statement
@@ -307,13 +343,30 @@ def default_fields(index: ReaderIndex, function: str, home: str) -> Construction
     return index.memo(f"default fields {function} {hash(home)}", fields)
 
 
-def _call_keywords(body: str, start: int) -> frozenset[str]:
-    """The keyword names of the call whose argument list starts at ``start``."""
+def _call_keywords(body: str, start: int,
+                   parameters: frozenset[str] = frozenset()) -> frozenset[str]:
+    """The keyword names of the call whose argument list starts at ``start``; when they are
+    all private descriptors (``_w1=QuantDesc(dtype, shape, w1_scale, ...)``), the building
+    function's ``parameters`` they are made of instead (its callers fill the config through
+    those names: ``w1_scale=layer.w13_scales``)."""
     end, depth = start, 1
     while end < len(body) and depth:
         depth += {"(": 1, ")": -1}.get(body[end], 0)
         end += 1
-    return frozenset(_KEYWORD_NAME.findall(_top_level(body[start:end - 1])))
+    names = frozenset(_KEYWORD_NAME.findall(_top_level(body[start:end - 1])))
+    if names and all(n.startswith("_") for n in names):
+        return frozenset(p for p in parameters
+                         if re.search(rf"(?<![\w.]){p}\b", body[start:end - 1]))
+    return names
+
+
+def _parameters(function: str) -> frozenset[str]:
+    """The parameter names of a ``def`` text (its header's top-level names)."""
+    open_at = function.find("(")
+    if open_at < 0:
+        return frozenset()
+    header = function[open_at + 1:_close(function, open_at + 1) - 1]
+    return frozenset(re.findall(r"(?:^|,)[ \t\n]*\**(\w+)", _top_level(header)))
 
 
 def _top_level(call: str) -> str:
