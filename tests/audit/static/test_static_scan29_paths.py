@@ -226,3 +226,47 @@ def test_function_text_memo_is_the_unmemoised_text():
             assert function_text(text, name) == function_text.__wrapped__(text, name)
             checked += bool(function_text(text, name))
     assert checked > 200
+
+
+# ---- source_dropped's 0-element allocation test, memoised per text ------------------------------
+
+def _tree() -> dict[str, str]:
+    tree = {p.name: p.read_text() for p in _FILES}
+    tree["emptied.py"] = "x = 1\nself.w13.weight = torch.nn.Parameter(torch.empty(0, 2))\n"
+    tree["named_only.py"] = "self.w2.weight = w2\n"
+    tree["other.py"] = "self.gate.weight.data = torch.empty((0, 4))\n"
+    return tree
+
+
+_DERIVED = ["self.w13.weight", "layer.w2.weight", "self.gate.weight", "self.w1_scale",
+            "self.proj", "layer.w13_weight_scale", None]
+
+
+def _former_dropped(derives_from, tree, monkeypatch):
+    from derivgraph.audit.static import platforms
+    with monkeypatch.context() as m:
+        m.setattr(platforms, "_allocates_empty",
+                  lambda text: platforms._EMPTY_0.search(text) is not None)
+        return platforms.source_dropped(derives_from, "", tree)
+
+
+def test_source_dropped_memo_gives_the_former_answers(monkeypatch):
+    from derivgraph.audit.static.platforms import source_dropped
+    tree = _tree()
+    answers = [source_dropped(d, "", tree) for d in _DERIVED]
+    assert answers == [_former_dropped(d, tree, monkeypatch) for d in _DERIVED]
+    assert answers[0] is not None and "emptied.py:2" in answers[0]
+    assert answers[2] is not None and "other.py:1" in answers[2]
+    assert answers[1] is None  # named, never emptied
+    again = [source_dropped(d, "", tree) for d in _DERIVED]  # from the memo
+    assert again == answers
+
+
+def test_source_dropped_comparison_goes_red_on_a_wrong_memo(monkeypatch):
+    """Canary: a memo that misses an allocation changes the answer."""
+    from derivgraph.audit.static import platforms
+    tree = _tree()
+    right = platforms.source_dropped("self.w13.weight", "", tree)
+    monkeypatch.setattr(platforms, "_allocates_empty", lambda text: "empty(0," not in text
+                        and platforms._EMPTY_0.search(text) is not None)
+    assert platforms.source_dropped("self.w13.weight", "", tree) != right
