@@ -52,6 +52,7 @@ severity where the evidence is missing:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -94,9 +95,10 @@ _LOCAL = re.compile(r"[a-z_]\w*")
 _DEF = re.compile(r"(?:def|class)[ \t]+(\w+)")
 
 
+@functools.lru_cache(maxsize=4096)
 def function_text(text: str, function: str) -> str:
     """The source of ``function`` (``"Class.method"`` or ``"func"``) in a file's text, or ``""``.
-    """
+    Memoised: the evidence phase asks for one function's text several times per finding."""
     parts = function.split(".")
     pos, indent = 0, -1
     for part in parts:

@@ -147,7 +147,8 @@ def audit_module(text: str, filename: str, module_name: str, is_package: bool,
     imports = import_map(scope.tree, module_name, is_package)
     returns = _Returns(scope, imports, module_name, context)
     sites: dict[tuple[int, int, str, str], RawSite] = {}
-    reached = scope.reached(_seeds(scope, extra) if extra else None)
+    reached = scope.roots_reach if scope.roots_reach is not None else \
+        scope.reached(_seeds(scope, extra) if extra else None)
     handoffs: list[ExternalRoot] = []
     for item in reached:
         audit = FunctionAudit(item, imports, returns.bound(item.cls), scope,

@@ -40,6 +40,7 @@ applies.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 
@@ -155,6 +156,13 @@ _EMPTY_0 = re.compile(r"empty\(\s*\(?0\s*[,)]")
 """A 0-element allocation: the text test before the per-module search of :func:`source_dropped`."""
 
 
+@functools.lru_cache(maxsize=8192)
+def _allocates_empty(text: str) -> bool:
+    """:data:`_EMPTY_0` found in ``text``; memoised per text (each call of
+    :func:`source_dropped` tests every file that names its module)."""
+    return _EMPTY_0.search(text) is not None
+
+
 def source_dropped(derives_from: str | None, body: str,
                    tree: Mapping[str, str], at: int | None = None) -> str | None:
     """Why no kernel-format reload can leave a CPU-only value stale, or None when one can: it
@@ -175,7 +183,7 @@ def source_dropped(derives_from: str | None, body: str,
         return None
     line = re.compile(rf"\b{re.escape(module)}\b[^\n]*\b(?:new_)?empty\(\s*\(?0\s*[,)]")
     for display, text in tree.items():
-        hit = line.search(text) if module in text and _EMPTY_0.search(text) else None
+        hit = line.search(text) if module in text and _allocates_empty(text) else None
         if hit:
             return (f"`{module}`'s parameter is emptied at "
                     f"{display}:{text.count(chr(10), 0, hit.start()) + 1}: a reload into it "

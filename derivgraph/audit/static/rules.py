@@ -62,7 +62,7 @@ from derivgraph.audit.static.vocab import (
 )
 from derivgraph.audit.static.walk import walk
 
-__all__ = ["FunctionAudit", "audit_function", "audit_lazy_caches", "returns_tensor"]
+__all__ = ["FunctionAudit", "audit_function", "audit_lazy_caches", "nested_first", "returns_tensor"]
 
 
 def audit_function(reached: Reached, imports: dict[str, str],
@@ -150,6 +150,21 @@ def returns_tensor(reached: Reached, imports: dict[str, str], module_returns: Re
     return audit.returns_tensor
 
 
+def nested_first(nested: set[str], module_returns: ReturnsTensor) -> ReturnsTensor:
+    """Whether a call returns a tensor: a call of one of the function's ``nested`` functions
+    known to return one (the set grows as the audit walks), else ``module_returns``.
+
+    It holds no reference to the audit: were it a bound method of the audit handed to the
+    audit's own inference, each audit would be a reference cycle holding the file's parsed
+    trees, which only the cyclic collector could free (:func:`.scan.young_collections_only`
+    collects after each file: freed by reference counting, they cost it nothing)."""
+    def returns(call: ast.Call) -> Returned:
+        if isinstance(call.func, ast.Name) and call.func.id in nested:
+            return True
+        return module_returns(call)
+    return returns
+
+
 class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
     """Walks one function in order, tracking what its locals hold, and emits its sites."""
 
@@ -171,9 +186,10 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
         self.index = scope.function_index(reached.func)
         self.imports = imports
         self.module_returns_tensor = returns_tensor
+        self.tensor_nested: set[str] = set()  # nested functions that return tensors
+        self._returns_tensor = nested_first(self.tensor_nested, returns_tensor)
         self.inf = TensorInference(imports, self._returns_tensor, scope.method_names(),
                                    view_helpers=scope.view_helpers())
-        self.tensor_nested: set[str] = set()  # nested functions that return tensors
         self.returns_tensor = False  # whether a `return` of this function gives a tensor
         classes = set(reached.root_classes)
         if reached.cls:
@@ -250,11 +266,6 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
             if (path := self.stored_locals.get(local)) is not None:
                 for i in indices:
                     self.sites[i] = dataclasses.replace(self.sites[i], alias_of=path)
-
-    def _returns_tensor(self, call: ast.Call) -> Returned:
-        if isinstance(call.func, ast.Name) and call.func.id in self.tensor_nested:
-            return True
-        return self.module_returns_tensor(call)
 
     def _bind_params(self, args: ast.arguments) -> None:
         for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:

@@ -272,6 +272,9 @@ class ModuleScope:
         self.classes: dict[str, _ClassInfo] = {}
         self.functions: dict[str, FuncNode] = {}
         self.text = ""  # the file's source, for text checks of code a segmented parse left out
+        # ``reached(seeds)`` for the seeds the scope was parsed for, when the parse computed it
+        # (:func:`.segments.parse_relevant`): the audit reuses it instead of walking again
+        self.roots_reach: list[Reached] | None = None
         self._collect(tree.body)
 
     def _collect(self, body: list[ast.stmt]) -> None:

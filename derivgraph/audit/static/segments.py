@@ -93,7 +93,7 @@ class _ClassText:
     @classmethod
     def of(cls, source: str) -> _ClassText | None:
         lines = source.splitlines(keepends=True)
-        indents = [m.group(1) for ln in lines[1:] if (m := _METHOD_LINE.match(ln))]
+        indents = _method_indents(source, lines)
         if not indents:
             return None
         indent = min(indents, key=len)
@@ -133,6 +133,18 @@ class _ClassText:
 
 
 _METHOD_LINE = re.compile(r"([ \t]+)(?:async[ \t]+)?def[ \t]+\w+")
+_METHOD_LINES = re.compile(r"^([ \t]+)(?:async[ \t]+)?def[ \t]+\w+", re.M)
+_OTHER_BREAKS = re.compile("[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+"""Line boundaries of ``str.splitlines`` other than ``\\n``."""
+
+
+def _method_indents(source: str, lines: list[str]) -> list[str]:
+    """The indents of the ``def`` lines after the first line, in order: one search over the
+    text where ``\\n`` is its only line boundary, else line by line (``lines``)."""
+    if _OTHER_BREAKS.search(source) is not None:
+        return [m.group(1) for ln in lines[1:] if (m := _METHOD_LINE.match(ln))]
+    first = source.find("\n")
+    return [] if first < 0 else [m.group(1) for m in _METHOD_LINES.finditer(source, first + 1)]
 _DEF_NAME = re.compile(r"(?:async[ \t]+)?def[ \t]+(\w+)")
 _WHOLE = None  # "parse the whole block"
 
@@ -207,10 +219,12 @@ def parse_relevant(text: str, filename: str, ancestors: Mapping[str, frozenset[s
         scope = ModuleScope(module, ancestors, cache)
         scope.has_assigned_roots = assigned_roots
         scope.has_staging_roots = staging_roots
-        changed = {named[n].start: named[n] for n, method in _needed(scope, named, ancestors,
-                                                                     seeds)
+        reached = scope.reached(seeds(scope) if seeds else None)
+        changed = {named[n].start: named[n] for n, method in _needed(scope, reached, named,
+                                                                     ancestors)
                    if _want(wanted, named[n], method)}
         if not changed:
+            scope.roots_reach = reached
             return scope
         for block in changed.values():
             parse(block)
@@ -282,14 +296,13 @@ def _want(wanted: dict[int, set[str] | None], block: Block, method: str | None) 
     return True
 
 
-def _needed(scope: ModuleScope, named: Mapping[str, Block],
-            ancestors: Mapping[str, frozenset[str]],
-            seeds: Callable[[ModuleScope], list[Reached]] | None = None,
-            ) -> set[tuple[str, str | None]]:
-    """(block name, method) pairs the reached code calls; method None for a whole block."""
+def _needed(scope: ModuleScope, reach: list[Reached], named: Mapping[str, Block],
+            ancestors: Mapping[str, frozenset[str]]) -> set[tuple[str, str | None]]:
+    """(block name, method) pairs the ``reach`` of ``scope`` calls; method None for a whole
+    block."""
     need: set[tuple[str, str | None]] = set()
     class_names = [n for n, b in named.items() if b.kind == "class"]
-    for reached in scope.reached(seeds(scope) if seeds else None):
+    for reached in reach:
         cls = reached.cls
         lineage = scope.lineage(cls) if cls else frozenset()
         for node in scope.function_index(reached.func).calls:
