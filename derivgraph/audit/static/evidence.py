@@ -61,6 +61,7 @@ from derivgraph.audit.static.config_reader import built_reader, config_reader
 from derivgraph.audit.static.first_run import first_run_guard, references_only
 from derivgraph.audit.static.forked import forked_chunks, workers_for
 from derivgraph.audit.static.handed_reader import handed_reader
+from derivgraph.audit.static.handoff import kept_handoffs
 from derivgraph.audit.static.loaders import is_loader_function, pooler_only, refilled_in_place
 from derivgraph.audit.static.platforms import (
     cpu_only,
@@ -210,7 +211,8 @@ def apply_evidence(findings: Iterable[StaticFinding], files: Sequence[tuple[str,
         return _on_cpu(judged, by_display, ancestors, reset) if judged.reader else judged
 
     done = dict(zip(map(id, todo), _judge_all(judge, index, todo, jobs)))
-    return [done.get(id(f), f) for f in findings]
+    return kept_handoffs([done.get(id(f), f) for f in findings], index,
+                         lambda f: function_text(by_display.get(f.file, ""), f.function))
 
 
 def _judge_all(judge: Callable[[StaticFinding], StaticFinding], index: ReaderIndex,

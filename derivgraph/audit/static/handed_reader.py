@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from derivgraph.audit.static.def_text import def_text
 from derivgraph.audit.static.readers import Reader, ReaderIndex
 
-__all__ = ["HANDOFF_DEPTH", "handed_reader"]
+__all__ = ["HANDOFF_DEPTH", "Kept", "handed_reader", "kept_stores"]
 
 HANDOFF_DEPTH = 3
 """How many calls an argument is followed through (a builder, a builder it calls, the
@@ -203,31 +203,76 @@ def handed_reader(index: ReaderIndex, cls: str | None, attr: str) -> Reader | No
     return None
 
 
+@dataclass(frozen=True)
+class Kept:
+    """A constructor's store of a handed argument: ``self.<attr> = <param>`` at ``line`` of
+    file ``file`` in ``cls.__init__``, read after load by ``reader`` (None: no read found);
+    ``path``: the calls that handed the value on to it."""
+
+    file: int
+    line: int
+    col: int
+    cls: str
+    attr: str
+    param: str
+    annotation: str  # the parameter's annotation, "" when none
+    reader: Reader | None
+    path: tuple[str, ...]
+
+
+_KEEPS = r"^([ \t]+)self\.(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*{}[ \t]*(?:#[^\n]*)?$"
+
+
 def _follow(index: ReaderIndex, tree: _Tree, caller: _Def, arg: _Arg, depth: int,
             seen: set[tuple[str, str | None, str]]) -> Reader | None:
     """Follow ``arg`` of a call made in ``caller`` into the callee (module docstring)."""
+    for kept in _kept(index, tree, caller, arg, depth, seen):
+        if kept.reader is not None:
+            return replace(kept.reader, handed=kept.path)
+    return None
+
+
+def kept_stores(index: ReaderIndex, caller: str, file: int, value: str) -> Iterator[Kept]:
+    """The constructors (followed as :func:`handed_reader` does) that keep ``value`` (an
+    expression matched whole) where ``caller``, the text of a function of file ``file``, passes
+    it to a call."""
+    tree = index.memo("handed-tree", lambda: _Tree(index))
+    here = _Def(file, None, "", caller)
+    pattern = re.compile(rf"(?<![\w.]){re.escape(value)}\b(?![\w.(\[])")
+    seen: set[tuple[str, str | None, str]] = set()
+    for arg in _passes(here, pattern):
+        yield from _kept(index, tree, here, arg, 1, seen)
+
+
+def _kept(index: ReaderIndex, tree: _Tree, caller: _Def, arg: _Arg, depth: int,
+          seen: set[tuple[str, str | None, str]]) -> Iterator[Kept]:
+    """Each constructor store ``arg`` reaches, with its reader (module docstring): a store
+    whose reader is found ends that path, one without a reader is yielded and not followed."""
     name = arg.callee.rsplit(".", 1)[-1]
     key = (arg.callee, arg.keyword, str(arg.position))
     if depth > HANDOFF_DEPTH or key in seen:
-        return None
+        return
     seen.add(key)
     for target, param in _targets(tree, caller, arg, name):
         if target.name == "__init__" and target.cls:
-            kept = re.search(rf"^[ \t]+self\.(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*{re.escape(param)}"
-                             r"[ \t]*(?:#[^\n]*)?$", target.text, re.M)
+            kept = re.search(_KEEPS.format(re.escape(param)), target.text, re.M)
             if kept:
-                found = index.reader(target.cls, "self", kept.group(1),
+                found = index.reader(target.cls, "self", kept.group(2),
                                      index.files[target.file][0])
-                if found is not None:
-                    built = "" if name == target.cls else f" as {target.cls}"
-                    return replace(found, handed=(f"{arg.callee}({param}=){built}",))
+                built = "" if name == target.cls else f" as {target.cls}"
+                text = index.files[target.file][1]
+                at = text.find(target.text) + kept.start(2) - 5
+                note = re.search(rf"(?<![\w.]){re.escape(param)}[ \t]*:[ \t]*([^=,)\n]+)",
+                                 target.text)
+                yield Kept(target.file, text.count("\n", 0, at) + 1, len(kept.group(1)),
+                           target.cls, kept.group(2), param,
+                           note.group(1).strip() if note else "", found,
+                           (f"{arg.callee}({param}=){built}",))
                 continue
         value = re.compile(rf"(?<![\w.]){re.escape(param)}\b(?![\w.(\[])")
         for nxt in _passes(target, value):
-            found = _follow(index, tree, target, nxt, depth + 1, seen)
-            if found is not None:
-                return replace(found, handed=(f"{arg.callee}({param}=)", *found.handed))
-    return None
+            for kept in _kept(index, tree, target, nxt, depth + 1, seen):
+                yield replace(kept, path=(f"{arg.callee}({param}=)", *kept.path))
 
 
 def _targets(tree: _Tree, caller: _Def, arg: _Arg, name: str) -> Iterator[tuple[_Def, str]]:
