@@ -60,7 +60,7 @@ from derivgraph.audit.static.computed_after_load import preferrer
 from derivgraph.audit.static.config_reader import built_reader, config_reader
 from derivgraph.audit.static.first_run import first_run_guard, references_only
 from derivgraph.audit.static.forked import forked_chunks, workers_for
-from derivgraph.audit.static.handed_reader import handed_reader
+from derivgraph.audit.static.handed_reader import handed_reader, handed_tree
 from derivgraph.audit.static.handoff import kept_handoffs
 from derivgraph.audit.static.loaders import is_loader_function, pooler_only, refilled_in_place
 from derivgraph.audit.static.platforms import (
@@ -223,6 +223,7 @@ def _judge_all(judge: Callable[[StaticFinding], StaticFinding], index: ReaderInd
     of each other: the index's tables are caches, the same whichever finding fills them."""
     workers = workers_for(len(todo), jobs, 32)
     index.files_naming("")  # the word table every worker's search starts from, built once
+    handed_tree(index)  # and the class table of handed_reader (and of kept_handoffs after)
     order = [k for w in range(workers) for k in range(w, len(todo), workers)]
 
     def work(chunk: list[int]) -> list[StaticFinding]:

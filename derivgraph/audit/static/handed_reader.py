@@ -37,15 +37,14 @@ from dataclasses import dataclass, replace
 from derivgraph.audit.static.def_text import def_text
 from derivgraph.audit.static.readers import Reader, ReaderIndex
 
-__all__ = ["HANDOFF_DEPTH", "Kept", "handed_reader", "kept_stores"]
+__all__ = ["HANDOFF_DEPTH", "Kept", "handed_reader", "handed_tree", "kept_stores"]
 
 HANDOFF_DEPTH = 3
 """How many calls an argument is followed through (a builder, a builder it calls, the
 constructor)."""
 
 # a literal start (``\n``) lets the regex engine skip ahead; the file's first line is apart
-_CLASS = re.compile(r"\nclass[ \t]+(\w+)")
-_FUNC = re.compile(r"\ndef[ \t]+(\w+)[ \t]*\(")
+_HEAD = re.compile(r"\n(?:class[ \t]+(\w+)|def[ \t]+(\w+)[ \t]*\()")
 _CLASS_WORD = re.compile(r"\b([A-Z]\w+)\b")
 _SEARCH_BACK = 4000
 """How far before an argument the opening bracket of its call is looked for."""
@@ -77,15 +76,23 @@ class _Tree:
         self.index = index
         self.classes: dict[str, list[tuple[int, int]]] = {}
         self.functions: dict[str, list[tuple[int, int]]] = {}
+        self._methods: dict[tuple[str, str], _Def | None] = {}
         for i, (_, text) in enumerate(index.files):
             text = "\n" + text  # positions below are one past the newline: offsets in text
-            for m in _CLASS.finditer(text):
-                self.classes.setdefault(m.group(1), []).append((i, m.start()))
-            for m in _FUNC.finditer(text):
-                self.functions.setdefault(m.group(1), []).append((i, m.start()))
+            for m in _HEAD.finditer(text):
+                if m.group(1):
+                    self.classes.setdefault(m.group(1), []).append((i, m.start()))
+                else:
+                    self.functions.setdefault(m.group(2), []).append((i, m.start()))
 
     def method(self, cls: str, name: str) -> _Def | None:
         """``cls.name`` as defined in the class body (not inherited), first definition."""
+        key = (cls, name)
+        if key not in self._methods:
+            self._methods[key] = self._method(cls, name)
+        return self._methods[key]
+
+    def _method(self, cls: str, name: str) -> _Def | None:
         for i, pos in self.classes.get(cls, ()):
             text = self.index.files[i][1]
             body = text[pos:_block_end(text, pos)]
@@ -232,22 +239,27 @@ def _follow(index: ReaderIndex, tree: _Tree, caller: _Def, arg: _Arg, depth: int
     return None
 
 
+def handed_tree(index: ReaderIndex) -> None:
+    """Build the class and function table of the tree once (before forked workers share it)."""
+    index.memo("handed-tree", lambda: _Tree(index))
+
+
 def kept_stores(index: ReaderIndex, caller: str, file: int, value: str) -> Iterator[Kept]:
     """The constructors (followed as :func:`handed_reader` does) that keep ``value`` (an
     expression matched whole) where ``caller``, the text of a function of file ``file``, passes
-    it to a call."""
+    it to a call; their ``reader`` is not looked up (None)."""
     tree = index.memo("handed-tree", lambda: _Tree(index))
     here = _Def(file, None, "", caller)
     pattern = re.compile(rf"(?<![\w.]){re.escape(value)}\b(?![\w.(\[])")
     seen: set[tuple[str, str | None, str]] = set()
     for arg in _passes(here, pattern):
-        yield from _kept(index, tree, here, arg, 1, seen)
+        yield from _kept(index, tree, here, arg, 1, seen, read=False)
 
 
 def _kept(index: ReaderIndex, tree: _Tree, caller: _Def, arg: _Arg, depth: int,
-          seen: set[tuple[str, str | None, str]]) -> Iterator[Kept]:
-    """Each constructor store ``arg`` reaches, with its reader (module docstring): a store
-    whose reader is found ends that path, one without a reader is yielded and not followed."""
+          seen: set[tuple[str, str | None, str]], read: bool = True) -> Iterator[Kept]:
+    """Each constructor store ``arg`` reaches (module docstring), with its reader when
+    ``read``; the path ends at a constructor that keeps the argument."""
     name = arg.callee.rsplit(".", 1)[-1]
     key = (arg.callee, arg.keyword, str(arg.position))
     if depth > HANDOFF_DEPTH or key in seen:
@@ -258,7 +270,7 @@ def _kept(index: ReaderIndex, tree: _Tree, caller: _Def, arg: _Arg, depth: int,
             kept = re.search(_KEEPS.format(re.escape(param)), target.text, re.M)
             if kept:
                 found = index.reader(target.cls, "self", kept.group(2),
-                                     index.files[target.file][0])
+                                     index.files[target.file][0]) if read else None
                 built = "" if name == target.cls else f" as {target.cls}"
                 text = index.files[target.file][1]
                 at = text.find(target.text) + kept.start(2) - 5
@@ -271,7 +283,7 @@ def _kept(index: ReaderIndex, tree: _Tree, caller: _Def, arg: _Arg, depth: int,
                 continue
         value = re.compile(rf"(?<![\w.]){re.escape(param)}\b(?![\w.(\[])")
         for nxt in _passes(target, value):
-            for kept in _kept(index, tree, target, nxt, depth + 1, seen):
+            for kept in _kept(index, tree, target, nxt, depth + 1, seen, read):
                 yield replace(kept, path=(f"{arg.callee}({param}=)", *kept.path))
 
 

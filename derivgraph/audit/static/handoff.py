@@ -354,11 +354,20 @@ def kept_handoffs(findings: Sequence[StaticFinding], index: ReaderIndex,
             for kept in kept_stores(index, text, files.get(f.file, -1), value):
                 display = index.files[kept.file][0]
                 key = (display, kept.line, kept.attr)
-                if kept.reader is None or key in taken or _PLAIN.match(kept.annotation):
+                if key in taken or _PLAIN.match(kept.annotation):
                     continue
                 new.setdefault(key, []).append((f, kept, value))
     out = list(findings)
-    out += [_joined(handing, index) for handing in new.values()]
+    for handed in new.values():
+        kept = handed[0][1]
+        family = index.family(kept.cls)
+        # the handed value's read in the keeping class family, else the kept attribute's read
+        if not any(f.reader and _reader_class(f.reader) in family for f, _, _ in handed):
+            reader = index.reader(kept.cls, "self", kept.attr, index.files[kept.file][0])
+            if reader is None:  # nothing reads the kept attribute after load
+                continue
+            handed = [(f, replace(k, reader=reader), v) for f, k, v in handed]
+        out.append(_joined(handed, index))
     return out
 
 
