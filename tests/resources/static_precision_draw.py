@@ -8,6 +8,9 @@
     # review's: leave out every finding a rule of a later round raised (StaticFinding.rule_round)
     PYTHONPATH=. python3 tests/resources/static_precision_draw.py \
         --seed-file tests/resources/static_precision_seed_outside10.json --leave-out-rules-after 26
+    # the thirteenth review's draw (population 143), made before rules29's kept handoffs
+    PYTHONPATH=. python3 tests/resources/static_precision_draw.py \
+        --seed-file tests/resources/static_precision_seed_outside11.json --leave-out-rules-after 28
 
 The seed and the sample size are read from static_precision_seed.json (or --seed-file, e.g.
 static_precision_seed_outside.json for the outside review), committed before any judging. The
@@ -59,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--leave-out-rules-after", type=int, default=None, metavar="ROUND",
                         help="leave out the findings a rule of a later issue-21 round raised "
                         "(StaticFinding.rule_round: 27 forwarded rebuilds, 28 reload skip set "
-                        "and reset lazy tensors), so a draw made before them is drawn again")
+                        "and reset lazy tensors, 29 a rebuilt value kept by a constructor), so a "
+                        "draw made before them is drawn again (the thirteenth review's: 28)")
     parser.add_argument("--leave-out-forwarded", action="store_const", const=26,
                         dest="leave_out_rules_after",
                         help="the seventh session's spelling of --leave-out-rules-after 26 "

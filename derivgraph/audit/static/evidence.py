@@ -61,7 +61,8 @@ from derivgraph.audit.static.computed_after_load import preferrer
 from derivgraph.audit.static.config_reader import built_reader, config_reader
 from derivgraph.audit.static.first_run import first_run_guard, references_only
 from derivgraph.audit.static.forked import forked_chunks, workers_for
-from derivgraph.audit.static.handed_reader import handed_reader
+from derivgraph.audit.static.handed_reader import handed_reader, handed_tree
+from derivgraph.audit.static.handoff import kept_handoffs
 from derivgraph.audit.static.loaders import is_loader_function, pooler_only, refilled_in_place
 from derivgraph.audit.static.platforms import (
     cpu_only,
@@ -212,7 +213,8 @@ def apply_evidence(findings: Iterable[StaticFinding], files: Sequence[tuple[str,
         return _on_cpu(judged, by_display, ancestors, reset) if judged.reader else judged
 
     done = dict(zip(map(id, todo), _judge_all(judge, index, todo, jobs)))
-    return [done.get(id(f), f) for f in findings]
+    return kept_handoffs([done.get(id(f), f) for f in findings], index,
+                         lambda f: function_text(by_display.get(f.file, ""), f.function))
 
 
 def _judge_all(judge: Callable[[StaticFinding], StaticFinding], index: ReaderIndex,
@@ -223,6 +225,7 @@ def _judge_all(judge: Callable[[StaticFinding], StaticFinding], index: ReaderInd
     of each other: the index's tables are caches, the same whichever finding fills them."""
     workers = workers_for(len(todo), jobs, 32)
     index.files_naming("")  # the word table every worker's search starts from, built once
+    handed_tree(index)  # and the class table of handed_reader (and of kept_handoffs after)
     order = [k for w in range(workers) for k in range(w, len(todo), workers)]
 
     def work(chunk: list[int]) -> list[StaticFinding]:

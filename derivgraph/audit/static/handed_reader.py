@@ -37,15 +37,14 @@ from dataclasses import dataclass, replace
 from derivgraph.audit.static.def_text import def_text
 from derivgraph.audit.static.readers import Reader, ReaderIndex
 
-__all__ = ["HANDOFF_DEPTH", "handed_reader"]
+__all__ = ["HANDOFF_DEPTH", "Kept", "handed_reader", "handed_tree", "kept_stores"]
 
 HANDOFF_DEPTH = 3
 """How many calls an argument is followed through (a builder, a builder it calls, the
 constructor)."""
 
 # a literal start (``\n``) lets the regex engine skip ahead; the file's first line is apart
-_CLASS = re.compile(r"\nclass[ \t]+(\w+)")
-_FUNC = re.compile(r"\ndef[ \t]+(\w+)[ \t]*\(")
+_HEAD = re.compile(r"\n(?:class[ \t]+(\w+)|def[ \t]+(\w+)[ \t]*\()")
 _CLASS_WORD = re.compile(r"\b([A-Z]\w+)\b")
 _SEARCH_BACK = 4000
 """How far before an argument the opening bracket of its call is looked for."""
@@ -77,15 +76,23 @@ class _Tree:
         self.index = index
         self.classes: dict[str, list[tuple[int, int]]] = {}
         self.functions: dict[str, list[tuple[int, int]]] = {}
+        self._methods: dict[tuple[str, str], _Def | None] = {}
         for i, (_, text) in enumerate(index.files):
             text = "\n" + text  # positions below are one past the newline: offsets in text
-            for m in _CLASS.finditer(text):
-                self.classes.setdefault(m.group(1), []).append((i, m.start()))
-            for m in _FUNC.finditer(text):
-                self.functions.setdefault(m.group(1), []).append((i, m.start()))
+            for m in _HEAD.finditer(text):
+                if m.group(1):
+                    self.classes.setdefault(m.group(1), []).append((i, m.start()))
+                else:
+                    self.functions.setdefault(m.group(2), []).append((i, m.start()))
 
     def method(self, cls: str, name: str) -> _Def | None:
         """``cls.name`` as defined in the class body (not inherited), first definition."""
+        key = (cls, name)
+        if key not in self._methods:
+            self._methods[key] = self._method(cls, name)
+        return self._methods[key]
+
+    def _method(self, cls: str, name: str) -> _Def | None:
         for i, pos in self.classes.get(cls, ()):
             text = self.index.files[i][1]
             body = text[pos:_block_end(text, pos)]
@@ -203,31 +210,81 @@ def handed_reader(index: ReaderIndex, cls: str | None, attr: str) -> Reader | No
     return None
 
 
+@dataclass(frozen=True)
+class Kept:
+    """A constructor's store of a handed argument: ``self.<attr> = <param>`` at ``line`` of
+    file ``file`` in ``cls.__init__``, read after load by ``reader`` (None: no read found);
+    ``path``: the calls that handed the value on to it."""
+
+    file: int
+    line: int
+    col: int
+    cls: str
+    attr: str
+    param: str
+    annotation: str  # the parameter's annotation, "" when none
+    reader: Reader | None
+    path: tuple[str, ...]
+
+
+_KEEPS = r"^([ \t]+)self\.(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*{}[ \t]*(?:#[^\n]*)?$"
+
+
 def _follow(index: ReaderIndex, tree: _Tree, caller: _Def, arg: _Arg, depth: int,
             seen: set[tuple[str, str | None, str]]) -> Reader | None:
     """Follow ``arg`` of a call made in ``caller`` into the callee (module docstring)."""
+    for kept in _kept(index, tree, caller, arg, depth, seen):
+        if kept.reader is not None:
+            return replace(kept.reader, handed=kept.path)
+    return None
+
+
+def handed_tree(index: ReaderIndex) -> None:
+    """Build the class and function table of the tree once (before forked workers share it)."""
+    index.memo("handed-tree", lambda: _Tree(index))
+
+
+def kept_stores(index: ReaderIndex, caller: str, file: int, value: str) -> Iterator[Kept]:
+    """The constructors (followed as :func:`handed_reader` does) that keep ``value`` (an
+    expression matched whole) where ``caller``, the text of a function of file ``file``, passes
+    it to a call; their ``reader`` is not looked up (None)."""
+    tree = index.memo("handed-tree", lambda: _Tree(index))
+    here = _Def(file, None, "", caller)
+    pattern = re.compile(rf"(?<![\w.]){re.escape(value)}\b(?![\w.(\[])")
+    seen: set[tuple[str, str | None, str]] = set()
+    for arg in _passes(here, pattern):
+        yield from _kept(index, tree, here, arg, 1, seen, read=False)
+
+
+def _kept(index: ReaderIndex, tree: _Tree, caller: _Def, arg: _Arg, depth: int,
+          seen: set[tuple[str, str | None, str]], read: bool = True) -> Iterator[Kept]:
+    """Each constructor store ``arg`` reaches (module docstring), with its reader when
+    ``read``; the path ends at a constructor that keeps the argument."""
     name = arg.callee.rsplit(".", 1)[-1]
     key = (arg.callee, arg.keyword, str(arg.position))
     if depth > HANDOFF_DEPTH or key in seen:
-        return None
+        return
     seen.add(key)
     for target, param in _targets(tree, caller, arg, name):
         if target.name == "__init__" and target.cls:
-            kept = re.search(rf"^[ \t]+self\.(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*{re.escape(param)}"
-                             r"[ \t]*(?:#[^\n]*)?$", target.text, re.M)
+            kept = re.search(_KEEPS.format(re.escape(param)), target.text, re.M)
             if kept:
-                found = index.reader(target.cls, "self", kept.group(1),
-                                     index.files[target.file][0])
-                if found is not None:
-                    built = "" if name == target.cls else f" as {target.cls}"
-                    return replace(found, handed=(f"{arg.callee}({param}=){built}",))
+                found = index.reader(target.cls, "self", kept.group(2),
+                                     index.files[target.file][0]) if read else None
+                built = "" if name == target.cls else f" as {target.cls}"
+                text = index.files[target.file][1]
+                at = text.find(target.text) + kept.start(2) - 5
+                note = re.search(rf"(?<![\w.]){re.escape(param)}[ \t]*:[ \t]*([^=,)\n]+)",
+                                 target.text)
+                yield Kept(target.file, text.count("\n", 0, at) + 1, len(kept.group(1)),
+                           target.cls, kept.group(2), param,
+                           note.group(1).strip() if note else "", found,
+                           (f"{arg.callee}({param}=){built}",))
                 continue
         value = re.compile(rf"(?<![\w.]){re.escape(param)}\b(?![\w.(\[])")
         for nxt in _passes(target, value):
-            found = _follow(index, tree, target, nxt, depth + 1, seen)
-            if found is not None:
-                return replace(found, handed=(f"{arg.callee}({param}=)", *found.handed))
-    return None
+            for kept in _kept(index, tree, target, nxt, depth + 1, seen, read):
+                yield replace(kept, path=(f"{arg.callee}({param}=)", *kept.path))
 
 
 def _targets(tree: _Tree, caller: _Def, arg: _Arg, name: str) -> Iterator[tuple[_Def, str]]:

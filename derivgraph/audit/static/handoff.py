@@ -18,18 +18,25 @@ the callee stores a parameter. The join is a store of a new tensor at the callee
   ``self.weight = weight`` (and what a factory hands on to ``cls(...)``);
 * a dataclass without ``__init__`` keeps its arguments in its fields: :func:`dataclass_sites`
   reports the field lines. Dataclasses of tensors (containers) are left to the caller-side
-  container rule, which already reports them.
+  container rule, which already reports them;
+* a value the audit already reports as rebuilt by a post-load step (a loud finding's
+  ``self.x``, or the local it stores) that the same step hands to a constructor keeping it
+  (``self.y = param``), directly or through builders and type arguments
+  (:func:`.handed_reader.kept_stores`, also for a base class's ``__init__``):
+  :func:`kept_handoffs` reports the constructor's store with its reader, at most as severe as
+  the handed finding (rule round :data:`RULE_ROUND`).
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from derivgraph.audit.static.ast import short
+from derivgraph.audit.static.handed_reader import Kept, kept_stores
 from derivgraph.audit.static.infer import TensorInference, TensorInfo, attr_chain, call_name
 from derivgraph.audit.static.sites import Handed, RawSite
 from derivgraph.audit.static.values import WEIGHT_WORDS, is_allocation, shape_free_chains
@@ -37,10 +44,16 @@ from derivgraph.audit.static.vocab import looks_like_tensor_attr
 from derivgraph.audit.static.walk import children, walk
 
 if TYPE_CHECKING:
+    from derivgraph.audit.static.finding import StaticFinding
     from derivgraph.audit.static.index import ClassEntry, TreeIndex
+    from derivgraph.audit.static.readers import ReaderIndex
     from derivgraph.audit.static.scope import ModuleScope, Reached
 
-__all__ = ["Handoff", "HandoffRules", "dataclass_sites", "handoff_roots"]
+__all__ = ["RULE_ROUND", "Handoff", "HandoffRules", "dataclass_sites", "handoff_roots",
+           "kept_handoffs"]
+
+RULE_ROUND = 29
+"""The issue-21 round of :func:`kept_handoffs` (``StaticFinding.rule_round``)."""
 
 
 @dataclass(frozen=True)
@@ -311,3 +324,84 @@ def _no_init(value: ast.expr | None) -> bool:
     return isinstance(value, ast.Call) and any(
         k.arg == "init" and isinstance(k.value, ast.Constant) and k.value.value is False
         for k in value.keywords)
+
+
+# ---- a rebuilt value kept by a constructor (after evidence) --------------------------------------
+
+_LOUD = ("warning", "error")
+_PLAIN = re.compile(r"^(?:int|str|bool|float|bytes)\b")
+
+
+def kept_handoffs(findings: Sequence[StaticFinding], index: ReaderIndex,
+                  body: Callable[[StaticFinding], str]) -> list[StaticFinding]:
+    """The findings, plus one at each constructor store that keeps a value a loud finding's
+    post-load step rebuilds and hands on (module docstring). ``body``: the text of a finding's
+    storing function. The new finding names the kept attribute's reader after load and is at
+    most as severe as the most severe finding handing the value; a store already reported, one
+    nothing reads after load and a parameter annotated as a plain scalar or string are left
+    out."""
+    taken = {(f.file, f.line, f.attr) for f in findings}
+    files = {display: i for i, (display, _) in enumerate(index.files)}
+    new: dict[tuple[str, int, str], list[tuple[StaticFinding, Kept, str]]] = {}
+    for f in findings:
+        if f.severity.value not in _LOUD or f.owner != "self" or not f.cls or f.forwards:
+            continue
+        text = body(f)
+        if not text:
+            continue
+        values = [f"self.{f.attr}"] + ([f.expr] if re.fullmatch(r"[a-z_]\w*", f.expr) else [])
+        for value in values:
+            for kept in kept_stores(index, text, files.get(f.file, -1), value):
+                display = index.files[kept.file][0]
+                key = (display, kept.line, kept.attr)
+                if key in taken or _PLAIN.match(kept.annotation):
+                    continue
+                new.setdefault(key, []).append((f, kept, value))
+    out = list(findings)
+    for handed in new.values():
+        kept = handed[0][1]
+        family = index.family(kept.cls)
+        # the handed value's read in the keeping class family, else the kept attribute's read
+        if not any(f.reader and _reader_class(f.reader) in family for f, _, _ in handed):
+            reader = index.reader(kept.cls, "self", kept.attr, index.files[kept.file][0])
+            if reader is None:  # nothing reads the kept attribute after load
+                continue
+            handed = [(f, replace(k, reader=reader), v) for f, k, v in handed]
+        out.append(_joined(handed, index))
+    return out
+
+
+def _joined(handed: list[tuple[StaticFinding, Kept, str]], index: ReaderIndex) -> StaticFinding:
+    """The finding at one constructor store for every (finding, store, value) handing it a
+    value: as severe as the most severe of them, from that one (the first), with its reader
+    when a class of the keeping class's family reads it (the handed value's read through the
+    kept attribute), else the kept attribute's own reader."""
+    handing = [f for f, _, _ in handed]
+    rank = max(_LOUD.index(h.severity.value) for h in handing)
+    family = index.family(handed[0][1].cls)
+    loud = [h for h in handing if _LOUD.index(h.severity.value) == rank]
+    inside = [h for h in loud + handing
+              if h.reader and _reader_class(h.reader) in family]
+    first = inside[0] if inside and inside[0] in loud else loud[0]
+    _, kept, value = handed[handing.index(first)]
+    reader = inside[0].reader if inside else str(kept.reader)
+    kind = inside[0].reader_kind if inside else kept.reader.kind.value  # type: ignore[union-attr]
+    others = len({(h.file, h.line) for h in handing}) - 1
+    module = index.files[kept.file][0].removesuffix(".py").removesuffix("/__init__")
+    return replace(
+        first, file=index.files[kept.file][0], line=kept.line, col=kept.col, attr=kept.attr,
+        cls=kept.cls, function=f"{kept.cls}.__init__", owner="self", expr=kept.param,
+        kind="attribute", via=(*first.via, f"{kept.cls}.__init__"), forwards=None,
+        qualname=f"{module.replace('/', '.')}.{kept.cls}", reader=reader, reader_kind=kind,
+        reason=f"keeps `{kept.param}`, handed `{value}` by {first.function} "
+        f"({first.file}:{first.line}){f' and {others} more post-load steps' if others else ''}"
+        ", which rebuild it after load: the object built with it keeps that build",
+        evidence=f"read after load through the kept attribute; handed on through "
+        f"{' -> '.join(kept.path)}; the handed value: "
+        f"{first.evidence.split('; handed on through ')[0]}", rule_round=RULE_ROUND)
+
+
+def _reader_class(reader: str) -> str:
+    """The class of a reader in words (``kind file:line in Class.method: text``)."""
+    m = re.match(r"\S+ \S+ in ([\w.]+):", reader)
+    return m.group(1).split(".")[0] if m else ""

@@ -41,9 +41,10 @@ def test_every_class_has_a_case_and_an_observed_outcome():
     # copies, and three speculator/proposer model-loading copies (no CPU drafter path here)
     # the recall classes of rules26 added one: the prefetch offloader's pinned CPU staging
     # copy (its prefetch streams need CUDA); rules28 one: the Marlin kernel's `bias` rebind (a
-    # CUDA kernel, no CPU path)
+    # CUDA kernel, no CPU path); rules29 one: the experts base class keeping the rebuilt quant
+    # config (modular_kernel.py:524; its readers are CUDA experts)
     untried = [r["class"].rpartition(".")[2] for r in _rows() if r["outcome"] == "no case"]
-    assert untried == ["MarlinLinearKernel", "QuarkOCP_MX_MoEMethod",
+    assert untried == ["MarlinLinearKernel", "FusedMoEExperts", "QuarkOCP_MX_MoEMethod",
                        "dispatch_cpu_unquantized_gemm", "XPressRefinerHead", "_CpuParamOffloader",
                        "DeepseekV4CPUCompressor", "MuseSparkMegaMoEExperts",
                        "AiterFlashAttentionMetadataBuilder", "SpecDecodeBaseProposer",
@@ -83,9 +84,10 @@ def test_the_outcome_counts_and_every_blocker_is_inside_vllm():
     # 16 ran, three of them the loader-bypass classes (Inkling AMD/NVIDIA sinks, LongCat n-gram)
     # and one the Kimi-K3 projection handed a padded copy
     # (the Flint NVFP4 experts left the table with issue 21: their `weights` is info now)
-    # (rules28 added the Marlin kernel's `bias` rebind: no executable case)
+    # (rules28 added the Marlin kernel's `bias` rebind, rules29 the experts base class's kept
+    # quant config: no executable case)
     assert Counter(r["outcome"] for r in rows) == {"ran": 16, "reload failed": 1, "blocked": 16,
-                                                   "no case": 11}
+                                                   "no case": 12}
     # every blocked class was tried as far as vLLM's own code goes here: no try stops in
     # the harness around it
     assert all(r["blocker"]["in_vllm"] for r in rows if r["outcome"] == "blocked")

@@ -45,7 +45,7 @@ def test_strides_kept_by_an_unread_object_or_an_unnamed_class_have_no_reader():
 def test_canary_a_constructor_keeping_the_argument_under_an_unread_name_has_no_reader(tmp_path):
     """Keep the handed strides under a name ``apply`` does not read: the chain then ends at a
     store nothing reads after load, and the finding drops to info."""
-    old = "        self.b_strides_h = b_strides_h\n"
+    old = "        self.b_strides_h = b_strides_h  # expect: tensor-attr warning\n"
     path = planted_copy(CORPUS / NAME, tmp_path, old, "        self.unused_strides = b_strides_h\n")
     strides = _findings(path)["b_strides_h"]
     assert strides.reader is None and strides.severity is Severity.INFO
