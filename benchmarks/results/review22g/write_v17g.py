@@ -117,6 +117,15 @@ add(3, 702, "moe_quant_config", True,
     "vllm_moe_cutlass.yaml vllm-cutlass-fp8-quant-config-scales and vllm_moe_fp8.yaml (owner "
     "quant_method.moe_quant_config), for the static per-tensor configurations.",
     [(3, 765), (3, 695), (3, 770), (3, 841)], declared=True)
+for ln, attr, src in [(795, "bias", "w13_bias"), (797, "bias", "w2_bias")]:
+    add(3, ln, attr, True,
+        f"get_fused_moe_quant_config, called by _init_moe_kernel in every quant-method PWAL, stores the "
+        f"layer's {src} on the fresh quant-config descriptor (biased MoE, e.g. GPT-OSS). On a layerwise "
+        "reload PWAL runs on the reload temporaries, so the descriptor and the experts built from it hold "
+        "the temporary bias, not the kept Parameter copy-back refills; a later kernel-format reload leaves "
+        "it stale. Reader: Triton experts B_bias=self.w1_bias (triton_moe.py:457). Real through the "
+        "temporary-alias clause only (close call, as v6). No spec declares the MoE bias descriptors.",
+        [(3, 702), ("vllm/model_executor/layers/fused_moe/experts/triton_moe.py", 457)], close=True)
 add(3, 705, "moe_kernel", False, "Modular kernel holder; its tensors are the experts' and config's sites. Not real.", [])
 add(3, 414, "input_scale", False, "Python None stamp. Not real.", [])
 add(3, 369, "marlin_input_dtype", False, "A dtype on the kernel. Not real.", [])
@@ -204,6 +213,10 @@ add(15, 693, "moe_quant_config", True,
     "benchmarks/results/review22g/toy_v17g.out (transposed case). Real; no spec declares a WNA16/GPTQ "
     "MoE quant config.",
     [(15, 676), (15, 725), (15, 746), (P["marlin"], 770)])
+add(15, 610, "w13_input_global_scale", False,
+    "replace_or_register: a Parameter registered by PWAL when the name is new (else replace_parameter); "
+    "the layerwise copy-back refills the kept registered object (v14 toy, scale created by PWAL). "
+    "Not real.", [(15, 608)])
 add(15, 694, "moe_kernel", False, "Modular kernel holder. Not real.", [])
 add(15, 686, "w13_weight", False, "Registered Parameter aliased under a second name (v1/v7 verdict). Not real.", [])
 add(15, 687, "w2_weight", False, "As w13_weight. Not real.", [])
