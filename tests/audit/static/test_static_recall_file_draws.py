@@ -1,5 +1,5 @@
-"""The outside reviewers' file-draw recall lists (v14, v14b; v15 and v16, each by two judges) agree
-with their seed, draw and source.
+"""The outside reviewers' file-draw recall lists (v14, v14b; v15, v16 and v17, each by two judges)
+agree with their seed, draw and source.
 
 A file draw samples vLLM source files (``tests/resources/static_recall_file_draw.py``, seed
 committed first); the reviewer then lists every real site in the drawn files. Each row checks:
@@ -7,7 +7,7 @@ the draw is what the committed script prints for the published seed; the judged 
 exactly the drawn files in order and lists sites only in them; every verdict has a reason and
 quotes of the installed source; the published counts follow from the verdicts; ``held_out`` is
 false exactly for the sites of an earlier list; the recall result counts the list's real sites.
-v15's and v16's two judges each read the same draw without seeing each other's work; the
+v15's, v16's and v17's two judges each read the same draw without seeing each other's work; the
 agreement the review publishes (the same real sites) is checked from their two lists. Each check
 has a canary.
 """
@@ -55,7 +55,9 @@ ROWS = [FileDraw("v14", (), 160, 12, 8, 2, 7),
         FileDraw("v15a", ("--population", "v15"), 144, 15, 26, 16, 23, "v15"),
         FileDraw("v15b", ("--population", "v15"), 144, 15, 26, 16, 23, "v15"),
         FileDraw("v16d", ("--population", "v16"), 129, 15, 4, 3, 3, "v16"),
-        FileDraw("v16e", ("--population", "v16"), 129, 15, 4, 3, 3, "v16")]
+        FileDraw("v16e", ("--population", "v16"), 129, 15, 4, 3, 3, "v16"),
+        FileDraw("v17f", ("--population", "v17"), 114, 20, 22, 6, 20, "v17"),
+        FileDraw("v17g", ("--population", "v17"), 114, 20, 22, 6, 20, "v17")]
 IDS = [r.stage for r in ROWS]
 
 
@@ -161,7 +163,8 @@ def _real_sites(lists: dict) -> set[tuple[str, int]]:
             if c["real"]}
 
 
-@pytest.mark.parametrize(("first", "second", "real"), [("v15a", "v15b", 26), ("v16d", "v16e", 4)])
+@pytest.mark.parametrize(("first", "second", "real"), [("v15a", "v15b", 26), ("v16d", "v16e", 4),
+                                                        ("v17f", "v17g", 22)])
 def test_two_judges_of_one_draw_name_the_same_real_sites(first: str, second: str, real: int):
     a, b = (next(r for r in ROWS if r.stage == s).load("list") for s in (first, second))
     assert a["judged_files"] == b["judged_files"]
