@@ -8,29 +8,34 @@ tests/resources, as handed in on branches review22a-c); this wraps each as
 with the totals the items imply, the judges' verdicts on the audit's own readers included
 (right / weak / wrong).
 """
+import importlib.util
 import json
-import math
 from collections import Counter
 from pathlib import Path
 
 R = Path(__file__).resolve().parents[3] / "tests" / "resources"
+_spec = importlib.util.spec_from_file_location("measure", R / "static_recall_outside_measure.py")
+assert _spec is not None and _spec.loader is not None
+_measure = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_measure)  # the committed measure script's Wilson interval, by path
+wilson = _measure.wilson
 
 
-def wilson(k: int, n: int, z: float = 1.959964) -> list[float]:
-    p, d = k / n, 1 + z * z / n
-    c, h = (p + z * z / (2 * n)) / d, z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return [round(c - h, 4), round(c + h, 4)]
+def judged_items(k: int, judges: str = "abc") -> list[dict]:
+    """The judges' items of review file ``k``, in draw order; each judge's bare list is wrapped
+    once as {"judge": X, "items": [...]} (items unchanged)."""
+    out = []
+    for j in judges:
+        path = R / f"static_precision_outside{k}_judged_{j}.json"
+        data = json.loads(path.read_text())
+        if isinstance(data, list):
+            data = {"judge": j, "items": data}
+            path.write_text(json.dumps(data, indent=1) + "\n")
+        out += data["items"]
+    return sorted(out, key=lambda r: r["index"])
 
 
-items = []
-for j in "abc":
-    path = R / f"static_precision_outside11_judged_{j}.json"
-    data = json.loads(path.read_text())
-    if isinstance(data, list):
-        data = {"judge": j, "items": data}
-        path.write_text(json.dumps(data, indent=1) + "\n")
-    items += data["items"]
-items.sort(key=lambda r: r["index"])
+items = judged_items(11)
 seed = json.loads((R / "static_precision_seed_outside11.json").read_text())
 draw = json.loads((R / "static_precision_outside11_draw.json").read_text())
 n = len(items)

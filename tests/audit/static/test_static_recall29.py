@@ -8,30 +8,20 @@ remove the rule, widen it, or plant each twin's reason away."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from derivgraph.audit.static import handoff as handoff_module
-from derivgraph.audit.static.scan import scan
 from derivgraph.audit.static.semantics import Severity
-from tests.audit.static.expectations import EVIDENCE_CORPUS, planted_copy
+from tests.audit.static.expectations import EvidenceCase, findings_by_owner
 
-CASES = "recall29_cases.py"
+CASE = EvidenceCase("recall29_cases.py")
 
 
-def _scan(folder: Path = EVIDENCE_CORPUS) -> dict[tuple[str | None, str], object]:
+def _scan() -> dict[tuple[str | None, str], object]:
     """(class, attribute) -> the finding of the corpus file (one per pair there)."""
-    return {(f.cls, f.attr): f for f in scan([folder / CASES], specs=[], jobs=1).findings}
+    return findings_by_owner(CASE.path)
 
 
-def _planted(tmp_path: Path, old: str, new: str) -> dict[tuple[str | None, str], object]:
-    planted_copy(EVIDENCE_CORPUS / CASES, tmp_path, old, new)
-    return _scan(tmp_path)
-
-
-def _line(text: str) -> int:
-    source = (EVIDENCE_CORPUS / CASES).read_text()
-    assert source.count(text) == 1, text
-    return source.count("\n", 0, source.index(text)) + 1
+_planted, _line = CASE.planted, CASE.line
 
 
 def _loud(got) -> set[tuple[str | None, str]]:
