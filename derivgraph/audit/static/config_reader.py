@@ -30,6 +30,7 @@ from derivgraph.audit.static.bound_classes import bound_classes
 from derivgraph.audit.static.computed_after_load import computed_weight, preferrer
 from derivgraph.audit.static.def_text import def_text
 from derivgraph.audit.static.readers import Reader, ReaderIndex, derives_from
+from derivgraph.audit.static.rejected import rejected_classes
 from derivgraph.audit.static.selection import (
     Construction,
     backend_order,
@@ -188,15 +189,30 @@ def _consumers(index: ReaderIndex, function: str, home: str, cls: str | None,
     (:func:`.selection.default_fields`), with the classes in the order the selector's module
     (else the construction's) tries their backends (:func:`.selection.backend_order`); when
     the class binds its experts class itself for the config its ``method`` stores, those
-    classes in its order instead (:func:`.bound_classes.bound_classes`)."""
+    classes in its order instead (:func:`.bound_classes.bound_classes`); either way less those
+    the selector's own compatibility test rejects for ``cls``'s config
+    (:func:`.rejected.rejected_classes`)."""
     default = default_fields(index, function, home)
+    selectors = selector_modules(index, home, cls)
+
+    def served(classes: Iterable[str]) -> tuple[str, ...]:
+        """``classes`` less those the selectors' own tests reject for ``cls``'s config."""
+        found = tuple(classes)
+        out = frozenset(found).difference(*(rejected_classes(index, m, home, cls,
+                                                             frozenset(found))
+                                             for m in selectors))
+        return tuple(c for c in found if c in out)
+
     bound = bound_classes(index, home, cls, method)
     if bound is not None:  # the class's own binding serves it, not the selector's order
+        bound = served(bound)
         return frozenset(bound), default._replace(order=bound, bound=True)
-    modules = selector_modules(index, home, cls) + [_construction_module(index, function, home)]
+    modules = selectors + [_construction_module(index, function, home)]
     order = next((o for o in (backend_order(index, m) for m in modules if m) if o), ())
-    return (selected_classes(index, home, cls, attr)
-            or construction_classes(index, function, home), default._replace(order=order))
+    selected = selected_classes(index, home, cls, attr)
+    if selected:  # none left: no class serves it (the consumer is not resolved)
+        return frozenset(served(sorted(selected))), default._replace(order=served(order))
+    return construction_classes(index, function, home), default._replace(order=order)
 
 
 def _construction_module(index: ReaderIndex, function: str, home: str) -> str:

@@ -41,6 +41,7 @@ __all__ = [
     "backend_classes",
     "backend_order",
     "bound_selectors",
+    "class_backends",
     "class_body",
     "default_fields",
     "defining_module",
@@ -247,6 +248,13 @@ def backend_classes(index: ReaderIndex, module: str, member: str) -> tuple[str, 
         return ()
     _, owner, _ = found
     return tuple(sorted((c for c in owner if member in owner[c][0]), key=lambda c: owner[c][1]))
+
+
+def class_backends(index: ReaderIndex, module: str, cls: str) -> frozenset[str]:
+    """The backend members selector ``module`` maps class ``cls`` to (the first branch naming
+    it, :func:`backend_classes`); empty when none."""
+    found = _owners(index, module)
+    return found[1][cls][0] if found is not None and cls in found[1] else frozenset()
 
 
 def _member_lists(module: str, enum: str, tested: set[tuple[int, int]]) -> list[list[str]]:
