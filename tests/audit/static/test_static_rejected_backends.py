@@ -19,12 +19,12 @@ from derivgraph.audit.static.semantics import Severity
 from tests.audit.static.expectations import EVIDENCE_CORPUS, EvidenceCase
 from tests.audit.static.expectations import site as _site
 
-_REJECT = EvidenceCase("reject_cases.py")
 _ORDER = EvidenceCase("order_cases.py")
-_FILES = [_REJECT.path, _ORDER.path, EVIDENCE_CORPUS / "reject_select.py",
-          EVIDENCE_CORPUS / "reject_run.py"]
-_FAST = ("order_cases.py", _ORDER.line("ops.ord_fast_mono("))  # the selector's first backend
-_SLOW = ("order_cases.py", _ORDER.line("ops.ord_slow_moe("))
+_FILES = [EVIDENCE_CORPUS / name for name in
+          ("reject_cases.py", "order_cases.py", "reject_select.py", "reject_run.py")]
+# the selector's first backend's call, and the slow backend's (evid28's classes)
+_FAST, _SLOW = (("order_cases.py", _ORDER.line(call))
+                for call in ("ops.ord_fast_mono(", "ops.ord_slow_moe("))
 _ATTRS = ("rej_layout_config", "rej_plain_config")
 
 
