@@ -15,6 +15,9 @@
     python3 tests/resources/static_recall_file_draw.py --population v17 --population-only
     python3 tests/resources/static_recall_file_draw.py --population v17 \
         --seed-file tests/resources/static_recall_file_seed_v17.json
+    python3 tests/resources/static_recall_file_draw.py --population v18 --population-only
+    python3 tests/resources/static_recall_file_draw.py --population v18 \
+        --seed-file tests/resources/static_recall_file_seed_v18.json
 
 The population (written before any draw was seen; it uses no audit rule) is every ``.py`` file
 under these folders of the installed ``vllm`` package:
@@ -82,6 +85,7 @@ V14_DRAW = HERE / "static_recall_file_v14_draw.json"
 V14B_DRAW = HERE / "static_recall_file_v14b_draw.json"
 V15_DRAW = HERE / "static_recall_file_v15_draw.json"
 V16_DRAW = HERE / "static_recall_file_v16_draw.json"
+V17_DRAW = HERE / "static_recall_file_v17_draw.json"
 
 
 def site_packages() -> Path:
@@ -144,8 +148,14 @@ def population_v17(root: Path) -> list[str]:
     return [f for f in population_v16(root) if f not in drawn]
 
 
+def population_v18(root: Path) -> list[str]:
+    """The v18 population: v17's, minus the files v17 drew."""
+    drawn = set(json.loads(V17_DRAW.read_text())["drawn"])
+    return [f for f in population_v17(root) if f not in drawn]
+
+
 POPULATIONS = {"v14": population, "untouched": population_untouched, "v15": population_v15,
-               "v16": population_v16, "v17": population_v17}
+               "v16": population_v16, "v17": population_v17, "v18": population_v18}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed-file", type=Path, help="JSON with fields seed and n")
     ap.add_argument("--population-only", action="store_true", help="print only the size")
     ap.add_argument("--population", choices=tuple(POPULATIONS), default="v14",
-                    help="which population (default v14; untouched is v14b's; v15-v17 theirs)")
+                    help="which population (default v14; untouched is v14b's; v15-v18 theirs)")
     ns = ap.parse_args(sys.argv[1:] if argv is None else argv)
     import vllm
 
@@ -182,6 +192,10 @@ def main(argv: list[str] | None = None) -> int:
     elif ns.population == "v17":
         out |= {"population_name": "v17",
                 "excluded": [V14_DRAW.name, V14B_DRAW.name, V15_DRAW.name, V16_DRAW.name]}
+    elif ns.population == "v18":
+        out |= {"population_name": "v18",
+                "excluded": [V14_DRAW.name, V14B_DRAW.name, V15_DRAW.name, V16_DRAW.name,
+                             V17_DRAW.name]}
     out |= {"population": len(pop), "drawn": drawn}
     json.dump(out, sys.stdout, indent=1)
     sys.stdout.write("\n")
