@@ -277,8 +277,10 @@ VERDICTS = {
         "right",
         True,
         (
-            "Online MXFP4 on TRITON backends (reachable as the BF16 fallback when "
-            "no MXFP4xMXFP4 backend fits, e.g. SM90): "
+            "Online MXFP4 on TRITON backends (reached with moe_backend='triton' "
+            "or 'aiter_triton_mxfp4_bf16'; under 'auto' the kMxfp4Dynamic "
+            "matches, EMULATION included, are tried before the BF16 TRITON "
+            "fallback): "
             "convert_weight_to_mxfp4_moe_kernel_format deletes the w13_weight "
             "Parameter and _setup_kernel stores a triton_kernels tensor as a plain "
             "attribute layer.w13_weight. Layerwise reload deletes that attribute, "
