@@ -57,6 +57,7 @@ REVIEWS = [
     PrecisionReview(9, "abc", "0e76ce8", 137, (38, 2, 38), (27, 9), [0.835, 0.9862]),
     PrecisionReview(10, "abc", "3d86589", 139, (39, 1, 37), (22, 11), [0.8712, 0.9956]),
     PrecisionReview(11, "abc", "3614d96", 143, (39, 1, 35), (23, 5), [0.8712, 0.9956]),
+    PrecisionReview(12, "ab", "dcbb707", 144, (40, 0, 38), (29, 9), [0.9124, 1.0]),
 ]
 IDS = [f"outside{r.k}" for r in REVIEWS]
 
@@ -144,3 +145,18 @@ def test_thirteenth_review_judges_the_audits_readers_and_the_totals_count_them()
         first = next(r for r in edited["items"] if r[field] != value)
         first[field] = value
         assert reader_problems(edited)
+
+
+def test_fourteenth_review_judges_the_audits_readers_and_the_totals_count_them():
+    review = _load("static_precision_outside12_vllm_0.33.json")
+    assert reader_problems(review) == []
+    assert review["totals"]["audit_reader"] == {"right": 37, "weak": 3, "wrong": 0}
+    weak = sorted((r["file"].rsplit("/", 1)[-1], r["line"]) for r in review["items"]
+                  if r["audit_reader_verdict"] == "weak")
+    assert weak == [("fused_moe_modular_method.py", 98), ("inc_wna16_moe.py", 185),
+                    ("prepared.py", 153)]
+    # canary: a verdict turned wrong no longer matches the published totals
+    edited = copy.deepcopy(review)
+    next(r for r in edited["items"] if r["audit_reader_verdict"] == "right")[
+        "audit_reader_verdict"] = "wrong"
+    assert reader_problems(edited)

@@ -1,4 +1,4 @@
-"""The outside reviewers' file-draw recall lists (v14, v14b; v15, v16 and v17, each by two judges)
+"""The outside reviewers' file-draw recall lists (v14, v14b; v15 to v18, each by two judges)
 agree with their seed, draw and source.
 
 A file draw samples vLLM source files (``tests/resources/static_recall_file_draw.py``, seed
@@ -7,8 +7,9 @@ the draw is what the committed script prints for the published seed; the judged 
 exactly the drawn files in order and lists sites only in them; every verdict has a reason and
 quotes of the installed source; the published counts follow from the verdicts; ``held_out`` is
 false exactly for the sites of an earlier list; the recall result counts the list's real sites.
-v15's, v16's and v17's two judges each read the same draw without seeing each other's work; the
-agreement the review publishes (the same real sites) is checked from their two lists. Each check
+v15's to v18's two judges each read the same draw without seeing each other's work; the
+agreement the review publishes (the same real sites; for v18 all but one statement judge D lists
+apart) is checked from their two lists. Each check
 has a canary.
 """
 
@@ -57,7 +58,9 @@ ROWS = [FileDraw("v14", (), 160, 12, 8, 2, 7),
         FileDraw("v16d", ("--population", "v16"), 129, 15, 4, 3, 3, "v16"),
         FileDraw("v16e", ("--population", "v16"), 129, 15, 4, 3, 3, "v16"),
         FileDraw("v17f", ("--population", "v17"), 114, 20, 22, 6, 20, "v17"),
-        FileDraw("v17g", ("--population", "v17"), 114, 20, 22, 6, 20, "v17")]
+        FileDraw("v17g", ("--population", "v17"), 114, 20, 22, 6, 20, "v17"),
+        FileDraw("v18d", ("--population", "v18"), 94, 20, 5, 2, 5, "v18"),
+        FileDraw("v18e", ("--population", "v18"), 94, 20, 4, 1, 4, "v18")]
 IDS = [r.stage for r in ROWS]
 
 
@@ -173,3 +176,18 @@ def test_two_judges_of_one_draw_name_the_same_real_sites(first: str, second: str
     flipped = copy.deepcopy(b)
     next(iter(flipped["lists"].values()))["candidates"][0]["real"] ^= True
     assert _real_sites(a) != _real_sites(flipped)
+
+
+def test_v18_judges_differ_only_in_one_statement_listed_apart():
+    """Judge D lists ``prefetch.py:707`` (a second store of ``_cpu_storage``, two lines after
+    :705) as its own site; judge E counts it with :705. Every other real site is shared."""
+    d, e = (next(r for r in ROWS if r.stage == s).load("list") for s in ("v18d", "v18e"))
+    assert d["judged_files"] == e["judged_files"]
+    extra = ("vllm/model_executor/offloader/prefetch.py", 707)
+    assert _real_sites(d) - _real_sites(e) == {extra} and _real_sites(e) <= _real_sites(d)
+    assert (extra[0], 705) in _real_sites(e)
+    # canary: one more verdict of judge E flipped breaks the one-statement difference
+    flipped = copy.deepcopy(e)
+    first_real = next(c for c in next(iter(flipped["lists"].values()))["candidates"] if c["real"])
+    first_real["real"] = False
+    assert _real_sites(d) - _real_sites(flipped) != {extra}
