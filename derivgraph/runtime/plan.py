@@ -388,7 +388,9 @@ class Plan:
         return self.programs.partial(nodes).fn
 
     def _set_scalars(self, targets: list[str], report: RunReport) -> None:
-        staged = self.tensors.staged(targets)  # one host transfer per staging buffer
+        staged = self.tensors.staged_if_changed(targets)  # one host transfer per buffer
+        if staged is None:  # the common reload: every number as it was (nothing to set)
+            return
         for target in targets:
             entry = self.entries[target]
             new = float(staged[target]) if entry.storage.__class__ is float else staged[target]

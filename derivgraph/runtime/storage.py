@@ -62,6 +62,9 @@ class BoundTensors:
         self.constants: dict[str, torch.Tensor] = {}  # op nodes no source feeds: made at compile
         # the tensors a refill may re-point, at their startup addresses
         self._startup: AtAddresses | None = None
+        # by targets: the stage buffers they fill whole, each with its stages' entries
+        self._stage_rows: dict[tuple[str, ...], list[tuple[torch.Tensor, list[str], list[Entry]]]
+                               | None] = {}
 
     def bind(self, model: Any) -> None:
         """Resolve the sources, then every view over a bound tensor."""
@@ -134,7 +137,7 @@ class BoundTensors:
         the one-element ones of a dtype and device are the elements of one buffer, read back
         to the host in one transfer (:meth:`staged`)."""
         by_kind: dict[tuple[torch.dtype, torch.device], list[str]] = {}
-        self.stages, self.stage_groups = {}, []
+        self.stages, self.stage_groups, self._stage_rows = {}, [], {}
         for target, value in values.items():
             if value.dim() == 0:
                 by_kind.setdefault((value.dtype, value.device), []).append(target)
@@ -156,6 +159,36 @@ class BoundTensors:
             if target not in out:
                 out[target] = self.stages[target].item()
         return out
+
+    def staged_if_changed(self, targets: list[str]) -> dict[str, Any] | None:
+        """:meth:`staged`, or None when every staged number of ``targets`` equals (``==``) the
+        value its entry holds, which the per-target compare of
+        :meth:`~derivgraph.runtime.plan.Plan` then needs not run (it would set nothing): one
+        ``tolist()`` per buffer either way. A NaN (never equal) answers the numbers; so do
+        targets that do not fill their buffers whole, read by :meth:`staged`."""
+        key = tuple(targets)
+        rows = self._stage_rows.get(key, False)
+        if rows is False:
+            rows = self._stage_rows[key] = self._rows_of(key)
+        if rows is None:
+            return self.staged(targets)
+        read = [buffer.tolist() for buffer, _group, _entries in rows]
+        if all(values == [e.storage for e in entries]
+               for values, (_b, _g, entries) in zip(read, rows)):
+            return None
+        return {t: v for values, (_b, group, _e) in zip(read, rows) for t, v in zip(group, values)}
+
+    def _rows_of(self, targets: tuple[str, ...]) \
+            -> list[tuple[torch.Tensor, list[str], list[Entry]]] | None:
+        """The stage buffers ``targets`` fill whole, each with its stages and their entries in
+        buffer order; None when a target is outside them or a buffer only partly among them."""
+        wanted = set(targets)
+        groups = [(buffer, group) for buffer, group in self.stage_groups
+                  if not wanted.isdisjoint(group)]
+        covered = [t for _b, group in groups for t in group]
+        if len(covered) != len(wanted) or wanted.symmetric_difference(covered):
+            return None
+        return [(buffer, group, [self.entries[t] for t in group]) for buffer, group in groups]
 
     # ---- startup storage -------------------------------------------------------------------
     def restore_storage(self) -> list[str]:
