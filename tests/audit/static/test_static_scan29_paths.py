@@ -22,7 +22,7 @@ import pytest
 
 import derivgraph.audit.static.rules as rules_mod
 from derivgraph.audit.static import segments
-from derivgraph.audit.static.evidence import function_text
+from derivgraph.audit.static.evidence import FunctionTexts, function_text
 from derivgraph.audit.static.module import (
     ExternalRoot,
     ModuleContext,
@@ -213,22 +213,25 @@ def test_method_indent_comparison_goes_red_without_the_line_break_fallback(text)
     assert one_search != _former_indents(text)
 
 
-# ---- function_text memoised ---------------------------------------------------------------------
+# ---- function_text memoised (scan30: per evidence pass, :class:`FunctionTexts`) ---------------
 
 def test_function_text_memo_is_the_unmemoised_text():
     checked = 0
+    memo = FunctionTexts()
     for p in _FILES:
         text = p.read_text()
         scope = ModuleScope(ast.parse(text), {})
         names = list(scope.functions) + [f"{c}.{m}" for c, info in scope.classes.items()
                                          for m in info.methods] + ["no_such_function"]
         for name in names:
-            assert function_text(text, name) == function_text.__wrapped__(text, name)
-            checked += bool(function_text(text, name))
+            assert memo(text, name) == function_text(text, name)
+            assert memo(text, name) == function_text(text, name)  # from the memo
+            checked += bool(memo(text, name))
     assert checked > 200
+    assert not hasattr(function_text, "cache_info")  # no process-wide cache keeps the texts
 
 
-# ---- source_dropped's 0-element allocation test, memoised per text ------------------------------
+# ---- source_dropped's 0-element allocation test (scan30: the allocating files found once) --------
 
 def _tree() -> dict[str, str]:
     tree = {p.name: p.read_text() for p in _FILES}
@@ -243,30 +246,49 @@ _DERIVED = ["self.w13.weight", "layer.w2.weight", "self.gate.weight", "self.w1_s
 
 
 def _former_dropped(derives_from, tree, monkeypatch):
+    """``source_dropped``'s tree search before scan29 (every file tested on each call)."""
+    import re
+
     from derivgraph.audit.static import platforms
-    with monkeypatch.context() as m:
-        m.setattr(platforms, "_allocates_empty",
-                  lambda text: platforms._EMPTY_0.search(text) is not None)
-        return platforms.source_dropped(derives_from, "", tree)
+    m = platforms._KEPT.match((derives_from or "").strip())
+    if m is None:
+        return "it derives from no kept attribute"
+    segs = m.group(1).strip(".").split(".")
+    module = segs[-1] if not platforms._PARAM_NAME.match(segs[-1]) else (
+        segs[-2] if len(segs) > 1 else None)
+    if module is None:
+        return None
+    line = re.compile(rf"\b{re.escape(module)}\b[^\n]*\b(?:new_)?empty\(\s*\(?0\s*[,)]")
+    for display, text in tree.items():
+        hit = line.search(text) if module in text and platforms._EMPTY_0.search(text) else None
+        if hit:
+            return (f"`{module}`'s parameter is emptied at "
+                    f"{display}:{text.count(chr(10), 0, hit.start()) + 1}: a reload into it "
+                    "raises (0 elements, not the checkpoint's shape) instead of leaving this "
+                    "stale")
+    return None
 
 
 def test_source_dropped_memo_gives_the_former_answers(monkeypatch):
-    from derivgraph.audit.static.platforms import source_dropped
+    from derivgraph.audit.static.platforms import allocating_files, source_dropped
     tree = _tree()
     answers = [source_dropped(d, "", tree) for d in _DERIVED]
     assert answers == [_former_dropped(d, tree, monkeypatch) for d in _DERIVED]
     assert answers[0] is not None and "emptied.py:2" in answers[0]
     assert answers[2] is not None and "other.py:1" in answers[2]
     assert answers[1] is None  # named, never emptied
-    again = [source_dropped(d, "", tree) for d in _DERIVED]  # from the memo
+    found = allocating_files(tree)
+    assert "emptied.py" in found and "named_only.py" not in found
+    again = [source_dropped(d, "", tree, allocating=found) for d in _DERIVED]  # found once
     assert again == answers
 
 
 def test_source_dropped_comparison_goes_red_on_a_wrong_memo(monkeypatch):
-    """Canary: a memo that misses an allocation changes the answer."""
+    """Canary: an allocating-files table that misses an allocation changes the answer."""
     from derivgraph.audit.static import platforms
     tree = _tree()
     right = platforms.source_dropped("self.w13.weight", "", tree)
-    monkeypatch.setattr(platforms, "_allocates_empty", lambda text: "empty(0," not in text
-                        and platforms._EMPTY_0.search(text) is not None)
-    assert platforms.source_dropped("self.w13.weight", "", tree) != right
+    found = platforms.allocating_files(tree)
+    missing = {d: t for d, t in found.items() if "empty(0," not in t}
+    assert platforms.source_dropped("self.w13.weight", "", tree, allocating=found) == right
+    assert platforms.source_dropped("self.w13.weight", "", tree, allocating=missing) != right
