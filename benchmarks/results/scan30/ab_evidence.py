@@ -1,0 +1,108 @@
+"""The evidence phase (``apply_evidence``, ``--jobs 1``) in one process on vLLM's findings,
+alternating the former paths (e138b65: ``function_text`` memoised by a process-wide
+``lru_cache(4096)``, fresh per pass as in a cold CLI; ``source_dropped`` testing every file of
+the tree per call, each text's 0-element allocation test memoised by ``lru_cache(8192)``) with
+scan30's (a per-pass ``FunctionTexts`` memo; the allocating files found once per pass). CPU time
+(process plus reaped children) per pass; the judged findings must be equal in every pass.
+
+    PYTHONPATH=. python3 benchmarks/results/scan30/ab_evidence.py 5 \
+        > benchmarks/results/scan30/ab_evidence.txt
+"""
+import functools
+import os
+import re
+import resource
+import statistics
+import sys
+import time
+from contextlib import ExitStack
+from unittest import mock
+
+import derivgraph.audit.static.evidence as E
+import derivgraph.audit.static.platforms as P
+import derivgraph.audit.static.scan as S
+
+print(f"# derivgraph from {E.__file__}")
+
+captured: dict = {}
+real_apply = S.apply_evidence
+
+
+def capture(*a, **k):
+    captured["args"], captured["kwargs"] = a, k
+    captured["findings"] = list(a[0])
+    return real_apply(captured["findings"], *a[1:], **k)
+
+
+with mock.patch.object(S, "apply_evidence", capture):
+    S.scan(package="vllm", jobs=1)
+
+
+def former_dropped_factory():
+    allocates = functools.lru_cache(maxsize=8192)(lambda text: P._EMPTY_0.search(text) is not None)
+
+    def former(derives_from, body, tree, at=None, *, allocating=None):  # e138b65's body
+        m = P._KEPT.match((derives_from or "").strip())
+        if m is None:
+            return "it derives from no kept attribute"
+        if P.empties_source(body) and (at is None or (
+                P.empties_on_path(body, at) and P.kept_by_a_caller(body, tree, at) is None)):
+            return "its step empties the parameter it reads"
+        segments = m.group(1).strip(".").split(".")
+        module = segments[-1] if not P._PARAM_NAME.match(segments[-1]) else (
+            segments[-2] if len(segments) > 1 else None)
+        if module is None:
+            return None
+        line = re.compile(rf"\b{re.escape(module)}\b[^\n]*\b(?:new_)?empty\(\s*\(?0\s*[,)]")
+        for display, text in tree.items():
+            hit = line.search(text) if module in text and allocates(text) else None
+            if hit:
+                return (f"`{module}`'s parameter is emptied at "
+                        f"{display}:{text.count(chr(10), 0, hit.start()) + 1}: a reload into it "
+                        "raises (0 elements, not the checkpoint's shape) instead of leaving this "
+                        "stale")
+        return None
+    return former
+
+
+def former_texts_factory():
+    cached = functools.lru_cache(maxsize=4096)(E.function_text)
+
+    class FormerTexts:
+        def __call__(self, text, function):
+            return cached(text, function)
+    return FormerTexts
+
+
+def cpu() -> float:
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+
+
+def one_pass(former: bool) -> tuple[float, list]:
+    with ExitStack() as stack, S.young_collections_only():
+        if former:
+            stack.enter_context(mock.patch.object(E, "FunctionTexts", former_texts_factory()))
+            stack.enter_context(mock.patch.object(E, "source_dropped", former_dropped_factory()))
+            stack.enter_context(mock.patch.object(E, "allocating_files", lambda tree: {}))
+        start = cpu()
+        out = real_apply(captured["findings"], *captured["args"][1:], **captured["kwargs"])
+        return cpu() - start, out
+
+
+runs: dict[str, list[float]] = {"former": [], "scan30": []}
+reference = None
+print(f"# {time.strftime('%H:%M:%S', time.gmtime())} UTC, load {os.getloadavg()}, "
+      f"{len(captured['findings'])} findings")
+for n in range(int(sys.argv[1]) if len(sys.argv) > 1 else 3):
+    for name in ("former", "scan30"):
+        seconds, out = one_pass(name == "former")
+        reference = out if reference is None else reference
+        assert out == reference, f"pass {n} {name}: different findings"
+        runs[name].append(seconds)
+        print(f"pass {n + 1} {name:7s} cpu {seconds:6.2f} s  load {os.getloadavg()[0]:.2f}",
+              flush=True)
+for name, values in runs.items():
+    print(f"{name:7s} median cpu {statistics.median(values):.2f} s  {values}")
+diffs = [b - a for a, b in zip(runs["former"], runs["scan30"])]
+print("per-pass difference scan30 - former:", [round(d, 2) for d in diffs])

@@ -1,0 +1,127 @@
+"""scan30's evidence paths give what the former ones gave.
+
+``function_text`` lost its process-wide ``lru_cache`` (it kept every file text it saw alive
+for the process): the evidence pass memoises it in a :class:`FunctionTexts` it owns.
+``source_dropped`` searched every file of the tree on each call (each text's 0-element test
+memoised process-wide): the pass now finds the allocating files once
+(:func:`.platforms.allocating_files`) and the search reads only those. The corpora are scanned
+with the former paths patched back in and with scan30's: the same findings; canaries plant a
+wrong memo and a table missing a file.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from contextlib import ExitStack
+from unittest import mock
+
+import pytest
+
+import derivgraph.audit.static.evidence as evidence
+import derivgraph.audit.static.platforms as platforms
+from derivgraph.audit.static.scan import scan
+from tests.audit.static.expectations import CORPUS, EVIDENCE_CORPUS
+
+
+def _former_dropped(derives_from, body, tree, at=None, *, allocating=None):
+    """``source_dropped`` at e138b65: every file of ``tree`` tested on each call."""
+    allocates = functools.lru_cache(maxsize=8192)(
+        lambda text: platforms._EMPTY_0.search(text) is not None)
+    m = platforms._KEPT.match((derives_from or "").strip())
+    if m is None:
+        return "it derives from no kept attribute"
+    if platforms.empties_source(body) and (at is None or (
+            platforms.empties_on_path(body, at)
+            and platforms.kept_by_a_caller(body, tree, at) is None)):
+        return "its step empties the parameter it reads"
+    segments = m.group(1).strip(".").split(".")
+    module = segments[-1] if not platforms._PARAM_NAME.match(segments[-1]) else (
+        segments[-2] if len(segments) > 1 else None)
+    if module is None:
+        return None
+    line = re.compile(rf"\b{re.escape(module)}\b[^\n]*\b(?:new_)?empty\(\s*\(?0\s*[,)]")
+    for display, text in tree.items():
+        hit = line.search(text) if module in text and allocates(text) else None
+        if hit:
+            return (f"`{module}`'s parameter is emptied at "
+                    f"{display}:{text.count(chr(10), 0, hit.start()) + 1}: a reload into it "
+                    "raises (0 elements, not the checkpoint's shape) instead of leaving this "
+                    "stale")
+    return None
+
+
+class _FormerTexts:
+    """``function_text`` behind a process-wide ``lru_cache`` (e138b65)."""
+
+    cached = staticmethod(functools.lru_cache(maxsize=4096)(evidence.function_text))
+
+    def __call__(self, text: str, function: str) -> str:
+        return self.cached(text, function)
+
+
+class _TextKeyedTexts:
+    """A wrong memo (planted): keyed on the file's text only (a file's first function asked
+    answers for every later one)."""
+
+    def __init__(self) -> None:
+        self.memo: dict[str, str] = {}
+
+    def __call__(self, text: str, function: str) -> str:
+        return self.memo.setdefault(text, evidence.function_text(text, function))
+
+
+def _findings(former: bool = False, texts: type | None = None, allocating=None) -> list:
+    with ExitStack() as stack:
+        if former:
+            stack.enter_context(mock.patch.object(evidence, "FunctionTexts", _FormerTexts))
+            stack.enter_context(mock.patch.object(evidence, "source_dropped", _former_dropped))
+        if texts is not None:
+            stack.enter_context(mock.patch.object(evidence, "FunctionTexts", texts))
+        if allocating is not None:
+            stack.enter_context(mock.patch.object(evidence, "allocating_files", allocating))
+        return scan([CORPUS, EVIDENCE_CORPUS], specs=[], jobs=1).findings
+
+
+@pytest.fixture(scope="module")
+def now() -> list:
+    return _findings()
+
+
+def test_evidence_is_the_former_paths_on_the_corpora(now):
+    assert len(now) > 300
+    assert now == _findings(former=True)
+    emptied = [f for f in now if "parameter is emptied at" in (f.evidence or "")]
+    assert emptied, "the corpora exercise source_dropped's tree search"
+    assert sum(f.reader is not None for f in now) > 100
+
+
+def test_canary_a_memo_keyed_on_the_text_only_changes_the_findings(now):
+    assert _findings(texts=_TextKeyedTexts) != now
+
+
+def test_canary_an_allocating_table_missing_a_file_changes_the_findings(now):
+    named = {m.group(1) for f in now
+             if (m := re.search(r"is emptied at (\S+):\d+", f.evidence or ""))}
+    assert named
+
+    def missing(tree):
+        return {d: t for d, t in platforms.allocating_files(tree).items() if d not in named}
+    assert _findings(allocating=missing) != now
+
+
+def test_allocating_files_is_the_per_text_test_in_tree_order():
+    tree = {p.name: p.read_text() for p in sorted(EVIDENCE_CORPUS.rglob("*.py"))}
+    tree["late.py"] = "w = torch.empty(\n    0, 4)\n"
+    found = platforms.allocating_files(tree)
+    assert list(found) == [d for d, t in tree.items() if platforms._EMPTY_0.search(t)]
+    assert "late.py" in found and "platform_cases.py" in found and len(found) < len(tree)
+
+
+def test_function_text_keeps_no_text_alive():
+    """No process-wide cache: the texts are held only by the pass's own memo."""
+    assert not hasattr(evidence.function_text, "cache_info")
+    memo = evidence.FunctionTexts()
+    text = "class A:\n    def f(self):\n        return 1\n"
+    assert memo(text, "A.f") == "    def f(self):\n        return 1\n"
+    assert memo(text, "A.g") == "" and len(memo._memo) == 2
