@@ -9,14 +9,13 @@ scan30's (a per-pass ``FunctionTexts`` memo; the allocating files found once per
         > benchmarks/results/scan30/ab_evidence.txt
 """
 import functools
-import os
 import re
 import resource
-import statistics
 import sys
-import time
 from contextlib import ExitStack
 from unittest import mock
+
+from ab_alternate import alternate
 
 import derivgraph.audit.static.evidence as E
 import derivgraph.audit.static.platforms as P
@@ -90,19 +89,5 @@ def one_pass(former: bool) -> tuple[float, list]:
         return cpu() - start, out
 
 
-runs: dict[str, list[float]] = {"former": [], "scan30": []}
-reference = None
-print(f"# {time.strftime('%H:%M:%S', time.gmtime())} UTC, load {os.getloadavg()}, "
-      f"{len(captured['findings'])} findings")
-for n in range(int(sys.argv[1]) if len(sys.argv) > 1 else 3):
-    for name in ("former", "scan30"):
-        seconds, out = one_pass(name == "former")
-        reference = out if reference is None else reference
-        assert out == reference, f"pass {n} {name}: different findings"
-        runs[name].append(seconds)
-        print(f"pass {n + 1} {name:7s} cpu {seconds:6.2f} s  load {os.getloadavg()[0]:.2f}",
-              flush=True)
-for name, values in runs.items():
-    print(f"{name:7s} median cpu {statistics.median(values):.2f} s  {values}")
-diffs = [b - a for a, b in zip(runs["former"], runs["scan30"])]
-print("per-pass difference scan30 - former:", [round(d, 2) for d in diffs])
+alternate(int(sys.argv[1]) if len(sys.argv) > 1 else 3, one_pass,
+          f"{len(captured['findings'])} findings")
