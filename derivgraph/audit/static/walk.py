@@ -38,19 +38,8 @@ def _fields(kind: type) -> tuple[str, ...]:
     return found
 
 
-_CHILDREN = "_derivgraph_children"
-"""The attribute under which :func:`children` keeps a node's child list (the audit walks many
-nodes more than once; a list kept on its node is freed with its tree)."""
-
-
 def children(node: ast.AST) -> list[ast.AST]:
-    """``ast.iter_child_nodes(node)`` as a list, expression contexts left out; computed once
-    per node (kept on the node: callers must not change the list, nor the node's fields after
-    asking)."""
-    own = node.__dict__
-    found = own.get(_CHILDREN)
-    if found is not None:
-        return found
+    """``ast.iter_child_nodes(node)`` as a list, expression contexts left out."""
     out: list[ast.AST] = []
     kind = type(node)
     names = _FIELDS.get(kind)
@@ -61,7 +50,6 @@ def children(node: ast.AST) -> list[ast.AST]:
             out.extend([v for v in value if isinstance(v, node_type)])
         elif isinstance(value, node_type):
             out.append(value)
-    own[_CHILDREN] = out
     return out
 
 

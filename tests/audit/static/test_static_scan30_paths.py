@@ -1,4 +1,4 @@
-"""scan30's paths give what the former ones gave.
+"""scan30's evidence paths give what the former ones gave.
 
 ``function_text`` lost its process-wide ``lru_cache`` (it kept every file text it saw alive
 for the process): the evidence pass memoises it in a :class:`FunctionTexts` it owns.
@@ -6,13 +6,11 @@ for the process): the evidence pass memoises it in a :class:`FunctionTexts` it o
 memoised process-wide): the pass now finds the allocating files once
 (:func:`.platforms.allocating_files`) and the search reads only those. The corpora are scanned
 with the former paths patched back in and with scan30's: the same findings; canaries plant a
-wrong memo and a table missing a file. ``walk.children`` keeps each node's child list on the
-node: the same lists as before on every corpus node, and the same scan.
+wrong memo and a table missing a file.
 """
 
 from __future__ import annotations
 
-import ast
 import functools
 import re
 from contextlib import ExitStack
@@ -22,7 +20,6 @@ import pytest
 
 import derivgraph.audit.static.evidence as evidence
 import derivgraph.audit.static.platforms as platforms
-import derivgraph.audit.static.walk as walk
 from derivgraph.audit.static.scan import scan
 from tests.audit.static.expectations import CORPUS, EVIDENCE_CORPUS
 
@@ -129,35 +126,3 @@ def test_function_text_keeps_no_text_alive():
     assert memo(text, "A.f") == "    def f(self):\n        return 1\n"
     assert memo(text, "A.g") == "" and len(memo._memo) == 2
 
-
-# ---- walk.children computed once per node ------------------------------------------------------
-
-def _former_children(node):
-    """``walk.children`` at e138b65: a new list on every call."""
-    return [c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.expr_context)]
-
-
-def test_children_once_per_node_are_the_former_children():
-    nodes = [n for p in sorted(CORPUS.rglob("*.py")) + sorted(EVIDENCE_CORPUS.rglob("*.py"))
-             for n in ast.walk(ast.parse(p.read_text()))]
-    assert len(nodes) > 5_000
-    for node in nodes:
-        first = walk.children(node)
-        assert [id(c) for c in first] == [id(c) for c in _former_children(node)]
-        assert walk.children(node) is first  # kept on the node
-
-
-def test_canary_a_stale_child_list_differs_from_the_former_children():
-    node = ast.parse("f(a, b)").body[0].value
-    node.__dict__[walk._CHILDREN] = [node.args[0]]  # planted: a list kept from before a change
-    assert [id(c) for c in walk.children(node)] != [id(c) for c in _former_children(node)]
-
-
-def test_scan_with_children_once_is_the_former_scan(now):
-    import derivgraph.audit.static.handoff as handoff
-    import derivgraph.audit.static.scope as scope
-    with ExitStack() as stack:
-        for mod in (walk, scope, handoff):
-            stack.enter_context(mock.patch.object(mod, "children", _former_children))
-        former = scan([CORPUS, EVIDENCE_CORPUS], specs=[], jobs=1).findings
-    assert former == now
