@@ -2,8 +2,9 @@
 alternating the former paths (e138b65: ``function_text`` memoised by a process-wide
 ``lru_cache(4096)``, fresh per pass as in a cold CLI; ``source_dropped`` testing every file of
 the tree per call, each text's 0-element allocation test memoised by ``lru_cache(8192)``) with
-scan30's (a per-pass ``FunctionTexts`` memo; the allocating files found once per pass). CPU time
-(process plus reaped children) per pass; the judged findings must be equal in every pass.
+scan30's (a per-pass ``FunctionTexts`` memo; the per-text test memoised in a dict the pass
+owns). CPU time (process plus reaped children) per pass; the judged findings must be equal in
+every pass.
 
     PYTHONPATH=. python3 benchmarks/results/scan30/ab_evidence.py 5 \
         > benchmarks/results/scan30/ab_evidence.txt
@@ -40,7 +41,7 @@ with mock.patch.object(S, "apply_evidence", capture):
 def former_dropped_factory():
     allocates = functools.lru_cache(maxsize=8192)(lambda text: P._EMPTY_0.search(text) is not None)
 
-    def former(derives_from, body, tree, at=None, *, allocating=None):  # e138b65's body
+    def former(derives_from, body, tree, at=None, *, allocates=None):  # e138b65's body
         m = P._KEPT.match((derives_from or "").strip())
         if m is None:
             return "it derives from no kept attribute"
@@ -83,7 +84,6 @@ def one_pass(former: bool) -> tuple[float, list]:
         if former:
             stack.enter_context(mock.patch.object(E, "FunctionTexts", former_texts_factory()))
             stack.enter_context(mock.patch.object(E, "source_dropped", former_dropped_factory()))
-            stack.enter_context(mock.patch.object(E, "allocating_files", lambda tree: {}))
         start = cpu()
         out = real_apply(captured["findings"], *captured["args"][1:], **captured["kwargs"])
         return cpu() - start, out

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from derivgraph.audit.static.computed_after_load import preferrer
@@ -64,7 +64,6 @@ from derivgraph.audit.static.handed_reader import handed_reader, handed_tree
 from derivgraph.audit.static.handoff import kept_handoffs
 from derivgraph.audit.static.loaders import is_loader_function, pooler_only, refilled_in_place
 from derivgraph.audit.static.platforms import (
-    allocating_files,
     cpu_only,
     empties_source,
     rerun_guard,
@@ -224,16 +223,10 @@ def apply_evidence(findings: Iterable[StaticFinding], files: Sequence[tuple[str,
                 m in f.file for m in RELOAD_MACHINERY))]
 
     texts = FunctionTexts()
-    allocating: list[Mapping[str, str]] = []  # the files allocating 0 elements, found once
-
-    def emptied() -> Mapping[str, str]:
-        if not allocating:
-            allocating.append(allocating_files(by_display))
-        return allocating[0]
-
+    allocates: dict[str, bool] = {}  # each file's 0-element allocation test, for this pass
     def judge(f: StaticFinding) -> StaticFinding:
         judged = _judge(f, index, by_display.get(f.file, ""), family, keepers, texts)
-        return _on_cpu(judged, by_display, ancestors, reset, texts, emptied) \
+        return _on_cpu(judged, by_display, ancestors, reset, texts, allocates) \
             if judged.reader else judged
 
     done = dict(zip(map(id, todo), _judge_all(judge, index, todo, jobs)))
@@ -268,10 +261,9 @@ def _judge_all(judge: Callable[[StaticFinding], StaticFinding], index: ReaderInd
 def _on_cpu(f: StaticFinding, by_display: dict[str, str],
             ancestors: Callable[[str], frozenset[str]] | None,
             reset: frozenset[str], texts: FunctionTexts,
-            emptied: Callable[[], Mapping[str, str]]) -> StaticFinding:
+            allocates: dict[str, bool]) -> StaticFinding:
     """Lower to ``info`` a finding whose store or reader runs only on the CPU platform.
-    ``emptied()``: the files of ``by_display`` that allocate 0 elements
-    (:func:`.platforms.allocating_files`)."""
+    ``allocates``: the pass's memo for :func:`.platforms.source_dropped`."""
     if f.severity is Severity.INFO:
         return f
     text = by_display.get(f.file, "")
@@ -299,7 +291,7 @@ def _on_cpu(f: StaticFinding, by_display: dict[str, str],
                                    "reruns it without rebuilding this, so it keeps the first "
                                    "weights")
     dropped = source_dropped(f.derives_from, body, by_display, f.line - start,
-                             allocating=emptied())
+                             allocates=allocates)
     if dropped is None:
         return f
     return _cap(f, Severity.INFO, f"runs only on the CPU platform ({why}): no device graph is "

@@ -43,8 +43,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-__all__ = ["allocating_files", "cpu_only", "empties_on_path", "empties_source",
-           "kept_by_a_caller", "names_cpu", "rerun_guard", "reset_flags", "source_dropped"]
+__all__ = ["cpu_only", "empties_on_path", "empties_source", "kept_by_a_caller", "names_cpu",
+           "rerun_guard", "reset_flags", "source_dropped"]
 
 _CPU = re.compile(r"(?<![a-z])(?:cpu|amx)(?![a-z])|(?<![A-Z])(?:CPU|AMX)|(?:Cpu|Amx)(?![a-z])")
 _XPU = re.compile(r"(?<![a-z])xpu(?![a-z])|(?<![A-Z])XPU|Xpu(?![a-z])")
@@ -155,22 +155,17 @@ _EMPTY_0 = re.compile(r"empty\(\s*\(?0\s*[,)]")
 """A 0-element allocation: the text test before the per-module search of :func:`source_dropped`."""
 
 
-def allocating_files(tree: Mapping[str, str]) -> dict[str, str]:
-    """The files of ``tree`` (display path -> text, in its order) with a 0-element allocation
-    (:data:`_EMPTY_0`): the only files :func:`source_dropped` searches, found once per
-    evidence pass instead of per call."""
-    return {display: text for display, text in tree.items() if _EMPTY_0.search(text)}
-
-
 def source_dropped(derives_from: str | None, body: str,
                    tree: Mapping[str, str], at: int | None = None, *,
-                   allocating: Mapping[str, str] | None = None) -> str | None:
+                   allocates: dict[str, bool] | None = None) -> str | None:
     """Why no kernel-format reload can leave a CPU-only value stale, or None when one can: it
     derives from no kept attribute (``self.x``/``layer.x``), or its storing function empties a
     parameter, or the submodule it derives from has its parameter emptied somewhere in the tree
     (``tree``: display path -> text), so a reload into that parameter fails on its shape.
     ``at``: the store's line in ``body`` (0-based), for :func:`kept_by_a_caller`.
-    ``allocating``: :func:`allocating_files` of ``tree`` (computed here when None)."""
+    ``allocates``: the caller's memo of each file's 0-element allocation test
+    (:data:`_EMPTY_0`; display path -> found), kept for one evidence pass: each call tests
+    every file that names its module."""
     m = _KEPT.match((derives_from or "").strip())
     if m is None:
         return "it derives from no kept attribute"
@@ -183,9 +178,14 @@ def source_dropped(derives_from: str | None, body: str,
     if module is None:
         return None
     line = re.compile(rf"\b{re.escape(module)}\b[^\n]*\b(?:new_)?empty\(\s*\(?0\s*[,)]")
-    for display, text in (allocating_files(tree) if allocating is None
-                          else allocating).items():
-        hit = line.search(text) if module in text else None
+    memo = {} if allocates is None else allocates
+    for display, text in tree.items():
+        if module not in text:
+            continue
+        found = memo.get(display)
+        if found is None:
+            found = memo[display] = _EMPTY_0.search(text) is not None
+        hit = line.search(text) if found else None
         if hit:
             return (f"`{module}`'s parameter is emptied at "
                     f"{display}:{text.count(chr(10), 0, hit.start()) + 1}: a reload into it "

@@ -231,7 +231,7 @@ def test_function_text_memo_is_the_unmemoised_text():
     assert not hasattr(function_text, "cache_info")  # no process-wide cache keeps the texts
 
 
-# ---- source_dropped's 0-element allocation test (scan30: the allocating files found once) --------
+# ---- source_dropped's 0-element allocation test (scan30: memoised per evidence pass) ------------
 
 def _tree() -> dict[str, str]:
     tree = {p.name: p.read_text() for p in _FILES}
@@ -270,25 +270,23 @@ def _former_dropped(derives_from, tree, monkeypatch):
 
 
 def test_source_dropped_memo_gives_the_former_answers(monkeypatch):
-    from derivgraph.audit.static.platforms import allocating_files, source_dropped
+    from derivgraph.audit.static.platforms import source_dropped
     tree = _tree()
     answers = [source_dropped(d, "", tree) for d in _DERIVED]
     assert answers == [_former_dropped(d, tree, monkeypatch) for d in _DERIVED]
     assert answers[0] is not None and "emptied.py:2" in answers[0]
     assert answers[2] is not None and "other.py:1" in answers[2]
     assert answers[1] is None  # named, never emptied
-    found = allocating_files(tree)
-    assert "emptied.py" in found and "named_only.py" not in found
-    again = [source_dropped(d, "", tree, allocating=found) for d in _DERIVED]  # found once
-    assert again == answers
+    memo: dict[str, bool] = {}
+    again = [source_dropped(d, "", tree, allocates=memo) for d in _DERIVED]  # one pass's memo
+    assert again == answers and memo["emptied.py"] and not memo["named_only.py"]
 
 
 def test_source_dropped_comparison_goes_red_on_a_wrong_memo(monkeypatch):
-    """Canary: an allocating-files table that misses an allocation changes the answer."""
+    """Canary: a memo that misses an allocation changes the answer."""
     from derivgraph.audit.static import platforms
     tree = _tree()
     right = platforms.source_dropped("self.w13.weight", "", tree)
-    found = platforms.allocating_files(tree)
-    missing = {d: t for d, t in found.items() if "empty(0," not in t}
-    assert platforms.source_dropped("self.w13.weight", "", tree, allocating=found) == right
-    assert platforms.source_dropped("self.w13.weight", "", tree, allocating=missing) != right
+    assert platforms.source_dropped("self.w13.weight", "", tree, allocates={}) == right
+    wrong = {"emptied.py": False}
+    assert platforms.source_dropped("self.w13.weight", "", tree, allocates=wrong) != right

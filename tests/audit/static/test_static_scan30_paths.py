@@ -2,11 +2,10 @@
 
 ``function_text`` lost its process-wide ``lru_cache`` (it kept every file text it saw alive
 for the process): the evidence pass memoises it in a :class:`FunctionTexts` it owns.
-``source_dropped`` searched every file of the tree on each call (each text's 0-element test
-memoised process-wide): the pass now finds the allocating files once
-(:func:`.platforms.allocating_files`) and the search reads only those. The corpora are scanned
-with the former paths patched back in and with scan30's: the same findings; canaries plant a
-wrong memo and a table missing a file.
+``source_dropped`` memoised each text's 0-element allocation test in a process-wide
+``lru_cache`` too: the pass now owns that memo (a dict, display path -> found). The corpora are
+scanned with the former paths patched back in and with scan30's: the same findings; canaries
+plant a wrong memo of each kind.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ from derivgraph.audit.static.scan import scan
 from tests.audit.static.expectations import CORPUS, EVIDENCE_CORPUS
 
 
-def _former_dropped(derives_from, body, tree, at=None, *, allocating=None):
+def _former_dropped(derives_from, body, tree, at=None, *, allocates=None):
     """``source_dropped`` at e138b65: every file of ``tree`` tested on each call."""
     allocates = functools.lru_cache(maxsize=8192)(
         lambda text: platforms._EMPTY_0.search(text) is not None)
@@ -71,15 +70,20 @@ class _TextKeyedTexts:
         return self.memo.setdefault(text, evidence.function_text(text, function))
 
 
-def _findings(former: bool = False, texts: type | None = None, allocating=None) -> list:
+def _findings(former: bool = False, texts: type | None = None, allocates=None) -> list:
     with ExitStack() as stack:
         if former:
             stack.enter_context(mock.patch.object(evidence, "FunctionTexts", _FormerTexts))
             stack.enter_context(mock.patch.object(evidence, "source_dropped", _former_dropped))
         if texts is not None:
             stack.enter_context(mock.patch.object(evidence, "FunctionTexts", texts))
-        if allocating is not None:
-            stack.enter_context(mock.patch.object(evidence, "allocating_files", allocating))
+        if allocates is not None:
+            real = platforms.source_dropped
+
+            def planted(*a, allocates_memo=allocates, **k):
+                k["allocates"] = dict(allocates_memo)  # a memo filled wrong before the pass
+                return real(*a, **k)
+            stack.enter_context(mock.patch.object(evidence, "source_dropped", planted))
         return scan([CORPUS, EVIDENCE_CORPUS], specs=[], jobs=1).findings
 
 
@@ -100,27 +104,29 @@ def test_canary_a_memo_keyed_on_the_text_only_changes_the_findings(now):
     assert _findings(texts=_TextKeyedTexts) != now
 
 
-def test_canary_an_allocating_table_missing_a_file_changes_the_findings(now):
+def test_canary_an_allocation_memo_missing_a_file_changes_the_findings(now):
     named = {m.group(1) for f in now
              if (m := re.search(r"is emptied at (\S+):\d+", f.evidence or ""))}
     assert named
-
-    def missing(tree):
-        return {d: t for d, t in platforms.allocating_files(tree).items() if d not in named}
-    assert _findings(allocating=missing) != now
+    assert _findings(allocates=dict.fromkeys(named, False)) != now
 
 
-def test_allocating_files_is_the_per_text_test_in_tree_order():
+def test_the_allocation_memo_holds_the_per_text_test():
     tree = {p.name: p.read_text() for p in sorted(EVIDENCE_CORPUS.rglob("*.py"))}
-    tree["late.py"] = "w = torch.empty(\n    0, 4)\n"
-    found = platforms.allocating_files(tree)
-    assert list(found) == [d for d, t in tree.items() if platforms._EMPTY_0.search(t)]
-    assert "late.py" in found and "platform_cases.py" in found and len(found) < len(tree)
+    tree["late.py"] = "self.late.weight = torch.empty(\n    0, 4)\n"
+    memo: dict[str, bool] = {}
+    got = platforms.source_dropped("self.late.weight", "", tree, allocates=memo)
+    assert got is not None and "late.py:1" in got
+    assert memo == {d: platforms._EMPTY_0.search(t) is not None for d, t in tree.items()
+                    if "late" in t}
+    assert memo["late.py"] is True and platforms.source_dropped(
+        "self.late.weight", "", tree, allocates=memo) == got
 
 
 def test_function_text_keeps_no_text_alive():
     """No process-wide cache: the texts are held only by the pass's own memo."""
     assert not hasattr(evidence.function_text, "cache_info")
+    assert not hasattr(platforms, "_allocates_empty")  # nor the 0-element test's
     memo = evidence.FunctionTexts()
     text = "class A:\n    def f(self):\n        return 1\n"
     assert memo(text, "A.f") == "    def f(self):\n        return 1\n"
