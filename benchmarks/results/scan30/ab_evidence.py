@@ -41,7 +41,7 @@ with mock.patch.object(S, "apply_evidence", capture):
 def former_dropped_factory():
     allocates = functools.lru_cache(maxsize=8192)(lambda text: P._EMPTY_0.search(text) is not None)
 
-    def former(derives_from, body, tree, at=None, *, allocates=None):  # e138b65's body
+    def former(derives_from, body, tree, at=None, **_scan30_memo):  # e138b65's body
         m = P._KEPT.match((derives_from or "").strip())
         if m is None:
             return "it derives from no kept attribute"
