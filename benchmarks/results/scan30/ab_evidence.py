@@ -21,6 +21,7 @@ from ab_alternate import alternate
 import derivgraph.audit.static.evidence as E
 import derivgraph.audit.static.platforms as P
 import derivgraph.audit.static.scan as S
+from tests.audit.static.test_static_scan30_paths import former_source_dropped
 
 print(f"# derivgraph from {E.__file__}")
 
@@ -36,33 +37,6 @@ def capture(*a, **k):
 
 with mock.patch.object(S, "apply_evidence", capture):
     S.scan(package="vllm", jobs=1)
-
-
-def former_dropped_factory():
-    allocates = functools.lru_cache(maxsize=8192)(lambda text: P._EMPTY_0.search(text) is not None)
-
-    def former(derives_from, body, tree, at=None, **_scan30_memo):  # e138b65's body
-        m = P._KEPT.match((derives_from or "").strip())
-        if m is None:
-            return "it derives from no kept attribute"
-        if P.empties_source(body) and (at is None or (
-                P.empties_on_path(body, at) and P.kept_by_a_caller(body, tree, at) is None)):
-            return "its step empties the parameter it reads"
-        segments = m.group(1).strip(".").split(".")
-        module = segments[-1] if not P._PARAM_NAME.match(segments[-1]) else (
-            segments[-2] if len(segments) > 1 else None)
-        if module is None:
-            return None
-        line = re.compile(rf"\b{re.escape(module)}\b[^\n]*\b(?:new_)?empty\(\s*\(?0\s*[,)]")
-        for display, text in tree.items():
-            hit = line.search(text) if module in text and allocates(text) else None
-            if hit:
-                return (f"`{module}`'s parameter is emptied at "
-                        f"{display}:{text.count(chr(10), 0, hit.start()) + 1}: a reload into it "
-                        "raises (0 elements, not the checkpoint's shape) instead of leaving this "
-                        "stale")
-        return None
-    return former
 
 
 def former_texts_factory():
@@ -83,7 +57,7 @@ def one_pass(former: bool) -> tuple[float, list]:
     with ExitStack() as stack, S.young_collections_only():
         if former:
             stack.enter_context(mock.patch.object(E, "FunctionTexts", former_texts_factory()))
-            stack.enter_context(mock.patch.object(E, "source_dropped", former_dropped_factory()))
+            stack.enter_context(mock.patch.object(E, "source_dropped", former_source_dropped))
         start = cpu()
         out = real_apply(captured["findings"], *captured["args"][1:], **captured["kwargs"])
         return cpu() - start, out

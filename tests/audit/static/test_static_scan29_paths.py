@@ -247,26 +247,8 @@ _DERIVED = ["self.w13.weight", "layer.w2.weight", "self.gate.weight", "self.w1_s
 
 def _former_dropped(derives_from, tree, monkeypatch):
     """``source_dropped``'s tree search before scan29 (every file tested on each call)."""
-    import re
-
-    from derivgraph.audit.static import platforms
-    m = platforms._KEPT.match((derives_from or "").strip())
-    if m is None:
-        return "it derives from no kept attribute"
-    segs = m.group(1).strip(".").split(".")
-    module = segs[-1] if not platforms._PARAM_NAME.match(segs[-1]) else (
-        segs[-2] if len(segs) > 1 else None)
-    if module is None:
-        return None
-    line = re.compile(rf"\b{re.escape(module)}\b[^\n]*\b(?:new_)?empty\(\s*\(?0\s*[,)]")
-    for display, text in tree.items():
-        hit = line.search(text) if module in text and platforms._EMPTY_0.search(text) else None
-        if hit:
-            return (f"`{module}`'s parameter is emptied at "
-                    f"{display}:{text.count(chr(10), 0, hit.start()) + 1}: a reload into it "
-                    "raises (0 elements, not the checkpoint's shape) instead of leaving this "
-                    "stale")
-    return None
+    from tests.audit.static.test_static_scan30_paths import former_source_dropped
+    return former_source_dropped(derives_from, "", tree)
 
 
 def test_source_dropped_memo_gives_the_former_answers(monkeypatch):

@@ -23,8 +23,9 @@ from derivgraph.audit.static.scan import scan
 from tests.audit.static.expectations import CORPUS, EVIDENCE_CORPUS
 
 
-def _former_dropped(derives_from, body, tree, at=None, *, allocates=None):
-    """``source_dropped`` at e138b65: every file of ``tree`` tested on each call."""
+def former_source_dropped(derives_from, body, tree, at=None, **_pass_memo):
+    """``source_dropped`` at e138b65 (every file of ``tree`` tested on each call): the
+    reference this file and scan30's A/B script compare with."""
     allocates = functools.lru_cache(maxsize=8192)(
         lambda text: platforms._EMPTY_0.search(text) is not None)
     m = platforms._KEPT.match((derives_from or "").strip())
@@ -74,7 +75,8 @@ def _findings(former: bool = False, texts: type | None = None, allocates=None) -
     with ExitStack() as stack:
         if former:
             stack.enter_context(mock.patch.object(evidence, "FunctionTexts", _FormerTexts))
-            stack.enter_context(mock.patch.object(evidence, "source_dropped", _former_dropped))
+            stack.enter_context(
+                mock.patch.object(evidence, "source_dropped", former_source_dropped))
         if texts is not None:
             stack.enter_context(mock.patch.object(evidence, "FunctionTexts", texts))
         if allocates is not None:
