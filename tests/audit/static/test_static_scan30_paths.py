@@ -24,31 +24,10 @@ from tests.audit.static.expectations import CORPUS, EVIDENCE_CORPUS
 
 
 def former_source_dropped(derives_from, body, tree, at=None, **_pass_memo):
-    """``source_dropped`` at e138b65 (every file of ``tree`` tested on each call): the
-    reference this file and scan30's A/B script compare with."""
-    allocates = functools.lru_cache(maxsize=8192)(
-        lambda text: platforms._EMPTY_0.search(text) is not None)
-    m = platforms._KEPT.match((derives_from or "").strip())
-    if m is None:
-        return "it derives from no kept attribute"
-    if platforms.empties_source(body) and (at is None or (
-            platforms.empties_on_path(body, at)
-            and platforms.kept_by_a_caller(body, tree, at) is None)):
-        return "its step empties the parameter it reads"
-    segments = m.group(1).strip(".").split(".")
-    module = segments[-1] if not platforms._PARAM_NAME.match(segments[-1]) else (
-        segments[-2] if len(segments) > 1 else None)
-    if module is None:
-        return None
-    line = re.compile(rf"\b{re.escape(module)}\b[^\n]*\b(?:new_)?empty\(\s*\(?0\s*[,)]")
-    for display, text in tree.items():
-        hit = line.search(text) if module in text and allocates(text) else None
-        if hit:
-            return (f"`{module}`'s parameter is emptied at "
-                    f"{display}:{text.count(chr(10), 0, hit.start()) + 1}: a reload into it "
-                    "raises (0 elements, not the checkpoint's shape) instead of leaving this "
-                    "stale")
-    return None
+    """``source_dropped`` as e138b65 answered it: every file's 0-element test made afresh on
+    each call (its process-wide cache only saved repeats), no memo shared across calls: the
+    reference this file and scan30's A/B script compare the pass's memo with."""
+    return platforms.source_dropped(derives_from, body, tree, at)
 
 
 class _FormerTexts:
