@@ -52,7 +52,6 @@ severity where the evidence is missing:
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -86,7 +85,7 @@ from derivgraph.audit.static.tensor_free import tensor_free_builder
 if TYPE_CHECKING:
     from derivgraph.audit.static.finding import StaticFinding
 
-__all__ = ["RELOAD_MACHINERY", "apply_evidence", "function_text"]
+__all__ = ["RELOAD_MACHINERY", "FunctionTexts", "apply_evidence", "function_text"]
 
 RELOAD_MACHINERY = ("model_loader/reload/",)
 """Path fragments of the engine's own reload code (vLLM 0.33's layerwise reload)."""
@@ -96,10 +95,9 @@ _LOCAL = re.compile(r"[a-z_]\w*")
 _DEF = re.compile(r"(?:def|class)[ \t]+(\w+)")
 
 
-@functools.lru_cache(maxsize=4096)
 def function_text(text: str, function: str) -> str:
-    """The source of ``function`` (``"Class.method"`` or ``"func"``) in a file's text, or ``""``.
-    Memoised: the evidence phase asks for one function's text several times per finding."""
+    """The source of ``function`` (``"Class.method"`` or ``"func"``) in a file's text, or ``""``
+    (not memoised: :class:`FunctionTexts` is the evidence phase's memo)."""
     parts = function.split(".")
     pos, indent = 0, -1
     for part in parts:
@@ -117,6 +115,22 @@ def function_text(text: str, function: str) -> str:
     end = re.compile(rf"^[ \t]{{0,{indent}}}(?![)\]])\S", re.M).search(
         text, text.find("\n", pos) + 1)
     return text[pos:end.start() if end else len(text)]
+
+
+class FunctionTexts:
+    """:func:`function_text`, memoised for one evidence pass: the phase asks for one
+    function's text several times per finding. The memo (keyed on the file's text) belongs to
+    the pass and is dropped with it, so no file text outlives the scan."""
+
+    def __init__(self) -> None:
+        self._memo: dict[tuple[str, str], str] = {}
+
+    def __call__(self, text: str, function: str) -> str:
+        key = (text, function)
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = function_text(text, function)
+        return found
 
 
 def _cap(finding: StaticFinding, most: Severity, note: str) -> StaticFinding:
@@ -208,13 +222,16 @@ def apply_evidence(findings: Iterable[StaticFinding], files: Sequence[tuple[str,
             if not (f.severity is Severity.INFO or f.category == "dynamic-name" and not any(
                 m in f.file for m in RELOAD_MACHINERY))]
 
+    texts = FunctionTexts()
+    allocates: dict[str, bool] = {}  # each file's 0-element allocation test, for this pass
     def judge(f: StaticFinding) -> StaticFinding:
-        judged = _judge(f, index, by_display.get(f.file, ""), family, keepers)
-        return _on_cpu(judged, by_display, ancestors, reset) if judged.reader else judged
+        judged = _judge(f, index, by_display.get(f.file, ""), family, keepers, texts)
+        return _on_cpu(judged, by_display, ancestors, reset, texts, allocates) \
+            if judged.reader else judged
 
     done = dict(zip(map(id, todo), _judge_all(judge, index, todo, jobs)))
     return kept_handoffs([done.get(id(f), f) for f in findings], index,
-                         lambda f: function_text(by_display.get(f.file, ""), f.function))
+                         lambda f: texts(by_display.get(f.file, ""), f.function))
 
 
 def _judge_all(judge: Callable[[StaticFinding], StaticFinding], index: ReaderIndex,
@@ -243,12 +260,14 @@ def _judge_all(judge: Callable[[StaticFinding], StaticFinding], index: ReaderInd
 
 def _on_cpu(f: StaticFinding, by_display: dict[str, str],
             ancestors: Callable[[str], frozenset[str]] | None,
-            reset: frozenset[str] = frozenset()) -> StaticFinding:
-    """Lower to ``info`` a finding whose store or reader runs only on the CPU platform."""
+            reset: frozenset[str], texts: FunctionTexts,
+            allocates: dict[str, bool]) -> StaticFinding:
+    """Lower to ``info`` a finding whose store or reader runs only on the CPU platform.
+    ``allocates``: the pass's memo for :func:`.platforms.source_dropped`."""
     if f.severity is Severity.INFO:
         return f
     text = by_display.get(f.file, "")
-    body = function_text(text, f.function) if text else ""
+    body = texts(text, f.function) if text else ""
     start = text.count("\n", 0, text.find(body)) + 1 if body else f.line
     lineage = ancestors(f.cls) if ancestors and f.cls else frozenset({f.cls} - {None})
     context: list[str] = []
@@ -271,7 +290,8 @@ def _on_cpu(f: StaticFinding, by_display: dict[str, str],
                                    f"sets `{flag}` and returns early when it is set: a reload "
                                    "reruns it without rebuilding this, so it keeps the first "
                                    "weights")
-    dropped = source_dropped(f.derives_from, body, by_display, f.line - start)
+    dropped = source_dropped(f.derives_from, body, by_display, f.line - start,
+                             allocates=allocates)
     if dropped is None:
         return f
     return _cap(f, Severity.INFO, f"runs only on the CPU platform ({why}): no device graph is "
@@ -281,11 +301,12 @@ def _on_cpu(f: StaticFinding, by_display: dict[str, str],
 
 def _judge(f: StaticFinding, index: ReaderIndex, text: str,
            family: Callable[[str], frozenset[str]],
-           keepers: dict[frozenset[str], tuple[str, str] | None]) -> StaticFinding:
+           keepers: dict[frozenset[str], tuple[str, str] | None],
+           texts: FunctionTexts) -> StaticFinding:
     if any(m in f.file for m in RELOAD_MACHINERY):
         return _cap(f, Severity.INFO, "inside the engine's reload machinery, which refills the "
                     "layers itself")
-    body = function_text(text, f.function) if text else ""
+    body = texts(text, f.function) if text else ""
     short = f.function.rsplit(".", 1)[-1]
     if f.category == "fold":
         rerun = None if NOT_READERS.match(short) else index.called_after_load(short)
@@ -307,12 +328,12 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
                     "reload carrying it fails on an unknown name, one without it leaves the value "
                     "right")
     builder = re.match(r"self\.(\w+)\(", f.expr) if f.category == "container" and f.cls else None
-    built = function_text(text, f"{f.cls}.{builder.group(1)}") if builder else ""
+    built = texts(text, f"{f.cls}.{builder.group(1)}") if builder else ""
     if builder and tensor_free_builder(f.expr, built, text):
         return _cap(f, Severity.INFO, f"{builder.group(1)}() reads no argument, no torch and no "
                     "tensor attribute: the container holds dtypes and scalars only, nothing a "
                     "reload refills or moves")
-    guard = first_run_guard(short, function_text(text, f.cls)) if built else None
+    guard = first_run_guard(short, texts(text, f.cls)) if built else None
     if guard and references_only(built):
         return _cap(f, Severity.INFO, f"built only on the first post-load run (its call waits "
                     f"for `{guard}`, which {short}() sets) by {builder.group(1)}(), which hands on "

@@ -40,7 +40,6 @@ applies.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable, Mapping
 
@@ -156,20 +155,17 @@ _EMPTY_0 = re.compile(r"empty\(\s*\(?0\s*[,)]")
 """A 0-element allocation: the text test before the per-module search of :func:`source_dropped`."""
 
 
-@functools.lru_cache(maxsize=8192)
-def _allocates_empty(text: str) -> bool:
-    """:data:`_EMPTY_0` found in ``text``; memoised per text (each call of
-    :func:`source_dropped` tests every file that names its module)."""
-    return _EMPTY_0.search(text) is not None
-
-
 def source_dropped(derives_from: str | None, body: str,
-                   tree: Mapping[str, str], at: int | None = None) -> str | None:
+                   tree: Mapping[str, str], at: int | None = None, *,
+                   allocates: dict[str, bool] | None = None) -> str | None:
     """Why no kernel-format reload can leave a CPU-only value stale, or None when one can: it
     derives from no kept attribute (``self.x``/``layer.x``), or its storing function empties a
     parameter, or the submodule it derives from has its parameter emptied somewhere in the tree
     (``tree``: display path -> text), so a reload into that parameter fails on its shape.
-    ``at``: the store's line in ``body`` (0-based), for :func:`kept_by_a_caller`."""
+    ``at``: the store's line in ``body`` (0-based), for :func:`kept_by_a_caller`.
+    ``allocates``: the caller's memo of each file's 0-element allocation test
+    (:data:`_EMPTY_0`; display path -> found), kept for one evidence pass: each call tests
+    every file that names its module."""
     m = _KEPT.match((derives_from or "").strip())
     if m is None:
         return "it derives from no kept attribute"
@@ -182,8 +178,14 @@ def source_dropped(derives_from: str | None, body: str,
     if module is None:
         return None
     line = re.compile(rf"\b{re.escape(module)}\b[^\n]*\b(?:new_)?empty\(\s*\(?0\s*[,)]")
+    memo = {} if allocates is None else allocates
     for display, text in tree.items():
-        hit = line.search(text) if module in text and _allocates_empty(text) else None
+        if module not in text:
+            continue
+        found = memo.get(display)
+        if found is None:
+            found = memo[display] = _EMPTY_0.search(text) is not None
+        hit = line.search(text) if found else None
         if hit:
             return (f"`{module}`'s parameter is emptied at "
                     f"{display}:{text.count(chr(10), 0, hit.start()) + 1}: a reload into it "

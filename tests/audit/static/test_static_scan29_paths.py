@@ -22,7 +22,7 @@ import pytest
 
 import derivgraph.audit.static.rules as rules_mod
 from derivgraph.audit.static import segments
-from derivgraph.audit.static.evidence import function_text
+from derivgraph.audit.static.evidence import FunctionTexts, function_text
 from derivgraph.audit.static.module import (
     ExternalRoot,
     ModuleContext,
@@ -213,22 +213,25 @@ def test_method_indent_comparison_goes_red_without_the_line_break_fallback(text)
     assert one_search != _former_indents(text)
 
 
-# ---- function_text memoised ---------------------------------------------------------------------
+# ---- function_text memoised (scan30: per evidence pass, :class:`FunctionTexts`) ---------------
 
 def test_function_text_memo_is_the_unmemoised_text():
     checked = 0
+    memo = FunctionTexts()
     for p in _FILES:
         text = p.read_text()
         scope = ModuleScope(ast.parse(text), {})
         names = list(scope.functions) + [f"{c}.{m}" for c, info in scope.classes.items()
                                          for m in info.methods] + ["no_such_function"]
         for name in names:
-            assert function_text(text, name) == function_text.__wrapped__(text, name)
-            checked += bool(function_text(text, name))
+            assert memo(text, name) == function_text(text, name)
+            assert memo(text, name) == function_text(text, name)  # from the memo
+            checked += bool(memo(text, name))
     assert checked > 200
+    assert not hasattr(function_text, "cache_info")  # no process-wide cache keeps the texts
 
 
-# ---- source_dropped's 0-element allocation test, memoised per text ------------------------------
+# ---- source_dropped's 0-element allocation test (scan30: memoised per evidence pass) ------------
 
 def _tree() -> dict[str, str]:
     tree = {p.name: p.read_text() for p in _FILES}
@@ -243,11 +246,9 @@ _DERIVED = ["self.w13.weight", "layer.w2.weight", "self.gate.weight", "self.w1_s
 
 
 def _former_dropped(derives_from, tree, monkeypatch):
-    from derivgraph.audit.static import platforms
-    with monkeypatch.context() as m:
-        m.setattr(platforms, "_allocates_empty",
-                  lambda text: platforms._EMPTY_0.search(text) is not None)
-        return platforms.source_dropped(derives_from, "", tree)
+    """``source_dropped``'s tree search before scan29 (every file tested on each call)."""
+    from tests.audit.static.test_static_scan30_paths import former_source_dropped
+    return former_source_dropped(derives_from, "", tree)
 
 
 def test_source_dropped_memo_gives_the_former_answers(monkeypatch):
@@ -258,8 +259,9 @@ def test_source_dropped_memo_gives_the_former_answers(monkeypatch):
     assert answers[0] is not None and "emptied.py:2" in answers[0]
     assert answers[2] is not None and "other.py:1" in answers[2]
     assert answers[1] is None  # named, never emptied
-    again = [source_dropped(d, "", tree) for d in _DERIVED]  # from the memo
-    assert again == answers
+    memo: dict[str, bool] = {}
+    again = [source_dropped(d, "", tree, allocates=memo) for d in _DERIVED]  # one pass's memo
+    assert again == answers and memo["emptied.py"] and not memo["named_only.py"]
 
 
 def test_source_dropped_comparison_goes_red_on_a_wrong_memo(monkeypatch):
@@ -267,6 +269,6 @@ def test_source_dropped_comparison_goes_red_on_a_wrong_memo(monkeypatch):
     from derivgraph.audit.static import platforms
     tree = _tree()
     right = platforms.source_dropped("self.w13.weight", "", tree)
-    monkeypatch.setattr(platforms, "_allocates_empty", lambda text: "empty(0," not in text
-                        and platforms._EMPTY_0.search(text) is not None)
-    assert platforms.source_dropped("self.w13.weight", "", tree) != right
+    assert platforms.source_dropped("self.w13.weight", "", tree, allocates={}) == right
+    wrong = {"emptied.py": False}
+    assert platforms.source_dropped("self.w13.weight", "", tree, allocates=wrong) != right
