@@ -29,11 +29,13 @@ from typing import NamedTuple
 from derivgraph.audit.static.bound_classes import bound_classes
 from derivgraph.audit.static.computed_after_load import computed_weight, preferrer
 from derivgraph.audit.static.def_text import def_text
+from derivgraph.audit.static.preconditions import failing_backends
 from derivgraph.audit.static.readers import Reader, ReaderIndex, derives_from
 from derivgraph.audit.static.rejected import rejected_classes
 from derivgraph.audit.static.selection import (
     Construction,
     backend_order,
+    class_backends,
     default_fields,
     defining_module,
     module_classes,
@@ -195,12 +197,18 @@ def _consumers(index: ReaderIndex, function: str, home: str, cls: str | None,
     default = default_fields(index, function, home)
     selectors = selector_modules(index, home, cls)
 
+    failing = failing_backends(index, home, cls, method)
+
     def served(classes: Iterable[str]) -> tuple[str, ...]:
-        """``classes`` less those the selectors' own tests reject for ``cls``'s config."""
+        """``classes`` less those the selectors' own tests reject for ``cls``'s config and
+        those whose backends the storing method's conversion call cannot load on."""
         found = tuple(classes)
         out = frozenset(found).difference(*(rejected_classes(index, m, home, cls,
                                                              frozenset(found))
                                              for m in selectors))
+        if failing:
+            out = frozenset(c for c in out if not any(
+                (owned := class_backends(index, m, c)) and owned <= failing for m in selectors))
         return tuple(c for c in found if c in out)
 
     bound = bound_classes(index, home, cls, method)

@@ -22,6 +22,7 @@ path (its function is also called from code that runs after loading).
 
 from __future__ import annotations
 
+import ast
 import bisect
 import dataclasses
 import enum
@@ -30,7 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from derivgraph.audit.static import named_modules, read_sites
+from derivgraph.audit.static import lazy_accessor, named_modules, read_sites
 from derivgraph.audit.static.def_text import def_end
 from derivgraph.audit.static.selection import NO_CONSTRUCTION, Construction
 
@@ -394,6 +395,9 @@ class ReaderIndex:
         use = read_sites.alias_handoff(text, self._defs[hit.file], pos, hit.end) \
             if alias and text[hit.pos] == "." else None
         if use is None:
+            lazy = self._returned_consumer(hit) if alias else None
+            if lazy is not None:
+                return lazy
             return Reader(self.files[hit.file][0], hit.line, func, kind, hit.text[:160])
         # ``buf = self.x`` then ``mm(a, buf["w"])``: the use reads it, through the alias
         start = text.rfind("\n", 0, use) + 1
@@ -401,6 +405,31 @@ class ReaderIndex:
         return Reader(self.files[hit.file][0], self._defs[hit.file].line_of(use) + 1, func, kind,
                       text[start:end if end >= 0 else len(text)].strip()[:160],
                       handed=(f"`{hit.text[:80]}` (line {hit.line})",))
+
+    def _returned_consumer(self, hit: _Hit) -> Reader | None:
+        """The caller's use that consumes the value when ``hit`` is a lazy accessor's cache
+        lookup (a method of ``hit.cls`` returning the local the read binds,
+        :func:`.lazy_accessor.returned_consumer`), the lookup and the calls kept as what handed
+        it on; None otherwise."""
+        if hit.cls is None or len(hit.funcs) != 1:
+            return None
+        display, text = self.files[hit.file]
+        tree = self.memo(f"ast {hit.file}", lambda: _parsed(text, display))
+        lines = self.memo(f"lines {hit.file}", lambda: text.split("\n"))
+        found = lazy_accessor.returned_consumer(tree, hit.cls, hit.funcs[0], hit.line, lines) \
+            if tree is not None else None
+        if found is None:
+            return None
+        defs = self._defs[hit.file]
+        line = lines[found.line - 1]
+        col = len(line.encode()[:found.col].decode(errors="ignore"))  # ast counts bytes
+        pos = sum(len(before) + 1 for before in lines[:found.line - 1]) + col
+        kind = ReaderKind.KERNEL_CALL if read_sites.kernel_callee(text, defs, pos, _is_kernel) \
+            or _KERNEL_CALL.search(line) else ReaderKind.FORWARD
+        handed = (f"`{hit.text[:80]}` (line {hit.line})",
+                  *(f"`{quote}` (line {n})" for n, quote in found.via))
+        return Reader(display, found.line, f"{hit.cls}.{found.function}", kind,
+                      line.strip()[:160], handed=handed)
 
     def reader(self, cls: str | None, owner: str, attr: str,
                file: str | None = None) -> Reader | None:
@@ -754,6 +783,14 @@ class ReaderIndex:
                     and hit.receiver.split(".", 1)[0] == root
                     and (root != "self" or hit.cls in family)):
                 return dataclasses.replace(self._reader(hit), kind=ReaderKind.FORWARD)
+        return None
+
+
+def _parsed(text: str, display: str) -> ast.Module | None:
+    """The file's syntax tree, None when it does not parse."""
+    try:
+        return ast.parse(text, filename=display)
+    except SyntaxError:
         return None
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 
-from derivgraph.audit.static.selection import ReaderIndex, class_backends, class_body
+from derivgraph.audit.static.selection import ReaderIndex, class_backends, class_node, parsed
 
 __all__ = ["rejected_classes"]
 
@@ -27,11 +27,11 @@ def rejected_classes(index: ReaderIndex, module: str, home: str, cls: str | None
     docstring); empty when none is rejected or the test or the annotation is not found."""
     if not cls or not module:
         return frozenset()
-    members = index.memo(f"rejections {hash(module)}", lambda: _rejections(module))
+    members = index.memo(f"rejections {hash(module)}", lambda: _rejections(parsed(index, module)))
     if not members:
         return frozenset()
     init = index.memo(f"init annotations {hash(home)} {cls}",
-                      lambda: _init_annotations(class_body(home, cls)))
+                      lambda: _init_annotations(class_node(index, home, cls)))
     rejected = {m for (param, config), found in members.items()
                 if init.get(param) == config for m in found}
     if not rejected:
@@ -40,17 +40,14 @@ def rejected_classes(index: ReaderIndex, module: str, home: str, cls: str | None
                      and owned <= rejected)
 
 
-def _init_annotations(body: str) -> dict[str, str]:
-    """Parameter name -> annotated class name of the class ``body``'s ``__init__``."""
-    try:
-        tree = ast.parse(body)
-    except SyntaxError:
+def _init_annotations(node: ast.ClassDef | None) -> dict[str, str]:
+    """Parameter name -> annotated class name of class ``node``'s ``__init__``."""
+    init = next((n for n in node.body if isinstance(n, ast.FunctionDef)
+                 and n.name == "__init__"), None) if node is not None else None
+    if init is None:
         return {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and node.name == "__init__":
-            return {a.arg: _name(a.annotation) for a in node.args.args + node.args.kwonlyargs
-                    if a.annotation is not None and _name(a.annotation)}
-    return {}
+    return {a.arg: _name(a.annotation) for a in init.args.args + init.args.kwonlyargs
+            if a.annotation is not None and _name(a.annotation)}
 
 
 def _name(node: ast.expr | None) -> str:
@@ -64,13 +61,11 @@ def _name(node: ast.expr | None) -> str:
     return ""
 
 
-def _rejections(module: str) -> dict[tuple[str, str], frozenset[str]]:
+def _rejections(tree: ast.Module | None) -> dict[tuple[str, str], frozenset[str]]:
     """(tested parameter, config class) -> the backend members rejected for it, read from
-    every function of ``module`` annotated to return ``str | None`` (a reason) that takes a
-    ``backend`` parameter."""
-    try:
-        tree = ast.parse(module)
-    except SyntaxError:
+    every function of the selector module ``tree`` annotated to return ``str | None`` (a
+    reason) that takes a ``backend`` parameter."""
+    if tree is None:
         return {}
     out: dict[tuple[str, str], set[str]] = {}
     for fn in tree.body:

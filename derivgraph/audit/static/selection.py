@@ -18,6 +18,7 @@ backend vLLM tries first on a device-graph platform, not a CPU, XPU or ROCm-only
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, Protocol, TypeVar
@@ -43,9 +44,11 @@ __all__ = [
     "bound_selectors",
     "class_backends",
     "class_body",
+    "class_node",
     "default_fields",
     "defining_module",
     "module_classes",
+    "parsed",
     "selected_classes",
     "selector_modules",
 ]
@@ -129,6 +132,25 @@ def selected_classes(index: ReaderIndex, home: str, cls: str | None,
         return frozenset(names)
 
     return index.memo(f"selected {hash(home)} {cls} {attr}", select)
+
+
+def parsed(index: ReaderIndex, text: str) -> ast.Module | None:
+    """The syntax tree of a scanned module's ``text`` (memoized), None when it does not parse:
+    the one way the selection rules read a module or class body with :mod:`ast`."""
+    def parse() -> ast.Module | None:
+        try:
+            return ast.parse(text)
+        except SyntaxError:
+            return None
+
+    return index.memo(f"parsed {hash(text)}", parse)
+
+
+def class_node(index: ReaderIndex, home: str, cls: str) -> ast.ClassDef | None:
+    """The top-level class ``cls`` of module ``home`` as parsed (None when not there)."""
+    tree = parsed(index, home)
+    return next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls),
+                None) if tree is not None else None
 
 
 def class_body(home: str, cls: str) -> str:

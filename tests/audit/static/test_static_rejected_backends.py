@@ -10,6 +10,7 @@ behaviour back (no rejection) and sees the selector's first backend again.
 
 from __future__ import annotations
 
+import ast
 import re
 
 from derivgraph.audit.static import config_reader
@@ -41,7 +42,8 @@ def _readers() -> dict[str, tuple[str, int] | None]:
 
 def test_the_selectors_test_is_read_per_config_class():
     text = (EVIDENCE_CORPUS / "reject_select.py").read_text()
-    assert _rejections(text) == {("quant_config", "RejLayoutConfig"): frozenset({"FAST"})}
+    assert _rejections(ast.parse(text)) == {
+        ("quant_config", "RejLayoutConfig"): frozenset({"FAST"})}
 
 
 def test_a_backend_rejected_for_the_config_class_does_not_read_it():
