@@ -275,6 +275,23 @@ def findings_by_owner(path: Path) -> dict[tuple[str | None, str], object]:
     return {(f.cls, f.attr): f for f in scan([path], specs=[], jobs=1).findings}
 
 
+_CASE_MARK = re.compile(r"# (reads|old reader): (\w+)")
+
+
+def readers_at(files: list[Path], attrs: tuple[str, ...],
+               severity: object) -> dict[str, tuple[str, int] | None]:
+    """The reader (file name, line) the scan of ``files`` names for each of ``attrs``, each
+    finding asserted at ``severity`` (evidence rules never move it); None where none is named."""
+    out: dict[str, tuple[str, int] | None] = {}
+    for f in scan(files, specs=[], jobs=1).findings:
+        if f.attr in attrs:
+            assert f.severity is severity, f.attr
+            m = re.search(r"(\w+\.py):(\d+) in ", f.reader or "")
+            out[f.attr] = (m.group(1), int(m.group(2))) if m else None
+    assert set(out) == set(attrs)
+    return out
+
+
 @dataclass(frozen=True)
 class EvidenceCase:
     """One file of the evidence corpus, as the recall-class tests read and plant it."""
@@ -289,6 +306,12 @@ class EvidenceCase:
         """The 1-based line of ``text`` in the file."""
         source = self.path.read_text()
         return source.count("\n", 0, source.index(text)) + 1
+
+    def marks(self, kind: str) -> dict[str, int]:
+        """The ``# reads: ATTR`` (``kind`` "reads") or ``# old reader: ATTR`` marks of the file:
+        attribute -> 1-based line."""
+        return {m.group(2): n for n, line in enumerate(self.path.read_text().splitlines(), 1)
+                for m in _CASE_MARK.finditer(line) if m.group(1) == kind}
 
     def planted(self, tmp_path: Path, old: str, new: str) -> dict[tuple[str | None, str], object]:
         """The findings of a copy of the corpus with ``old`` replaced by ``new`` in this file."""

@@ -12,12 +12,10 @@ canary plants the old behaviour back (no precondition) and sees the fast backend
 from __future__ import annotations
 
 import ast
-import re
 
 from derivgraph.audit.static import config_reader, preconditions
-from derivgraph.audit.static.scan import scan
 from derivgraph.audit.static.semantics import Severity
-from tests.audit.static.expectations import EVIDENCE_CORPUS, EvidenceCase
+from tests.audit.static.expectations import EVIDENCE_CORPUS, EvidenceCase, readers_at
 from tests.audit.static.expectations import site as _site
 
 _ORDER = EvidenceCase("order_cases.py")
@@ -29,14 +27,7 @@ _ATTRS = ("pc31_unset_config", "pc31_passed_config")
 
 
 def _readers() -> dict[str, tuple[str, int] | None]:
-    out = {}
-    for f in scan(_FILES, specs=[], jobs=1).findings:
-        if f.attr in _ATTRS:
-            assert f.severity is Severity.WARNING  # evidence only: the severity does not move
-            m = re.search(r"(\w+\.py):(\d+) in ", f.reader or "")
-            out[f.attr] = (m.group(1), int(m.group(2))) if m else None
-    assert set(out) == set(_ATTRS)
-    return out
+    return readers_at(_FILES, _ATTRS, Severity.WARNING)  # evidence only
 
 
 def test_the_failing_branch_is_read_from_the_conversion():
