@@ -22,7 +22,6 @@ path (its function is also called from code that runs after loading).
 
 from __future__ import annotations
 
-import ast
 import bisect
 import dataclasses
 import enum
@@ -34,6 +33,7 @@ from typing import TypeVar
 from derivgraph.audit.static import lazy_accessor, named_modules, read_sites
 from derivgraph.audit.static.def_text import def_end
 from derivgraph.audit.static.selection import NO_CONSTRUCTION, Construction
+from derivgraph.audit.static.source_tree import parsed
 
 __all__ = [
     "NOT_READERS",
@@ -414,7 +414,7 @@ class ReaderIndex:
         if hit.cls is None or len(hit.funcs) != 1:
             return None
         display, text = self.files[hit.file]
-        tree = self.memo(f"ast {hit.file}", lambda: _parsed(text, display))
+        tree = parsed(self, text)
         lines = self.memo(f"lines {hit.file}", lambda: text.split("\n"))
         found = lazy_accessor.returned_consumer(tree, hit.cls, hit.funcs[0], hit.line, lines) \
             if tree is not None else None
@@ -783,14 +783,6 @@ class ReaderIndex:
                     and hit.receiver.split(".", 1)[0] == root
                     and (root != "self" or hit.cls in family)):
                 return dataclasses.replace(self._reader(hit), kind=ReaderKind.FORWARD)
-        return None
-
-
-def _parsed(text: str, display: str) -> ast.Module | None:
-    """The file's syntax tree, None when it does not parse."""
-    try:
-        return ast.parse(text, filename=display)
-    except SyntaxError:
         return None
 
 

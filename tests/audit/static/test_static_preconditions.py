@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from derivgraph.audit.static import config_reader, preconditions
+from derivgraph.audit.static import preconditions, selection
 from derivgraph.audit.static.semantics import Severity
 from tests.audit.static.expectations import EVIDENCE_CORPUS, EvidenceCase, readers_at
 from tests.audit.static.expectations import site as _site
@@ -49,7 +49,7 @@ def test_a_backend_the_conversion_cannot_load_on_does_not_read_the_config():
 
 
 def test_canary_without_the_precondition_the_fast_backend_is_named(monkeypatch):
-    monkeypatch.setattr(config_reader, "failing_backends", lambda *args: frozenset())
+    monkeypatch.setattr(selection, "failing_backends", lambda *args: frozenset())
     assert _readers() == dict.fromkeys(_ATTRS, _FAST)
 
 
