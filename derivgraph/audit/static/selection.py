@@ -26,6 +26,7 @@ from derivgraph.audit.static.backend_branches import bound_selectors, class_back
 from derivgraph.audit.static.bound_classes import bound_classes
 from derivgraph.audit.static.def_text import def_text
 from derivgraph.audit.static.preconditions import failing_backends
+from derivgraph.audit.static.quant_keys import keyed_out
 from derivgraph.audit.static.rejected import rejected_classes
 from derivgraph.audit.static.source_tree import (
     ReaderIndex,
@@ -262,14 +263,18 @@ def serving_classes(index: ReaderIndex, function: str, home: str, cls: str | Non
     the class binds its experts class itself for the config its ``method`` stores, those
     classes in its order instead (:func:`.bound_classes.bound_classes`); either way less those
     the selector's own compatibility test rejects for ``cls``'s config
-    (:func:`.rejected.rejected_classes`)."""
+    (:func:`.rejected.rejected_classes`), those whose backends the storing ``method``'s
+    conversion call cannot load on (:func:`.preconditions.failing_backends`) and those that
+    do not take the key ``cls`` asks its selector for when others do
+    (:func:`.quant_keys.keyed_out`)."""
     default = default_fields(index, function, home)
     selectors = selector_modules(index, home, cls)
     failing = failing_backends(index, home, cls, method)
 
     def served(classes: Iterable[str]) -> tuple[str, ...]:
-        """``classes`` less those the selectors' own tests reject for ``cls``'s config and
-        those whose backends the storing method's conversion call cannot load on."""
+        """``classes`` less those the selectors' own tests reject for ``cls``'s config,
+        those whose backends the storing method's conversion call cannot load on, and those
+        that do not take the key ``cls`` asks its selector for while others do."""
         found = tuple(classes)
         out = frozenset(found).difference(*(rejected_classes(index, m, home, cls,
                                                              frozenset(found))
@@ -277,6 +282,7 @@ def serving_classes(index: ReaderIndex, function: str, home: str, cls: str | Non
         if failing:
             out = frozenset(c for c in out if not any(
                 (owned := class_backends(index, m, c)) and owned <= failing for m in selectors))
+        out -= keyed_out(index, home, cls, selectors, out)
         return tuple(c for c in found if c in out)
 
     bound = bound_classes(index, home, cls, method)
