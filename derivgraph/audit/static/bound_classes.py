@@ -22,7 +22,6 @@ The class body is read with :mod:`ast` (:func:`.source_tree.class_node`).
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from derivgraph.audit.static.backend_branches import backend_classes, bound_selectors
@@ -110,7 +109,7 @@ def _method_flags(node: ast.ClassDef, tests: dict[int, _Test | None],
     return frozenset(out)
 
 
-def _bindings(node: ast.ClassDef, held: frozenset[str]) -> Iterator[ast.Assign]:
+def _bindings(node: ast.ClassDef, held: frozenset[str]) -> list[ast.Assign]:
     """The assignments of class ``node`` that bind one of the ``held`` attributes (``self.x =
     ...``, ``self.a, self.x = ...``), in text order."""
     found = []
@@ -121,7 +120,7 @@ def _bindings(node: ast.ClassDef, held: frozenset[str]) -> Iterator[ast.Assign]:
         names = target.elts if isinstance(target, ast.Tuple) else [target]
         if any(_self_attr(e) in held for e in names):
             found.append(n)
-    return iter(sorted(found, key=lambda n: (n.lineno, n.col_offset)))
+    return sorted(found, key=lambda n: (n.lineno, n.col_offset))
 
 
 def _class_name(value: ast.expr) -> str | None:
@@ -188,8 +187,9 @@ def bound_classes(index: ReaderIndex, home: str, cls: str | None,
     selectors = frozenset(f for _, _, f in found)
     tests = index.memo(f"bound tests {hash(home)} {cls}", lambda: _tests(node))
     fixed = _fixed_backends(node)
-    bindings = [(b.value, tests.get(id(b))) for b in _bindings(node, held)]
-    own = [_own(b.value, b.lineno, fixed) for b in _bindings(node, held)]
+    assigns = _bindings(node, held)
+    bindings = [(b.value, tests.get(id(b))) for b in assigns]
+    own = [_own(b.value, b.lineno, fixed) for b in assigns]
     flags = _method_flags(node, tests, method)
     if flags:
         serving = [k for k, (_, test) in enumerate(bindings)
