@@ -10,7 +10,8 @@ the most subclasses (the base every consumer shares), of the first field the bui
 a weight (``w1_scale=layer.w13_weight_scale``, or a local of the builder bound to one) that the
 keeper reads, followed, when it is an accessor property, to the call that consumes it
 (:meth:`.readers.ReaderIndex.accessor_read`) among the classes tied to the config's
-construction (:func:`construction_classes`: those the module building the config defines or
+construction (:func:`.selection.serving_classes`: those the storing class's selector can
+build and that can serve the config, else those the module building the config defines or
 imports; none tied: the accessor is kept); the weight named for the finding is that field's
 (the first weight field's when the keeper reads none).
 

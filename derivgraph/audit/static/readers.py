@@ -641,7 +641,7 @@ class ReaderIndex:
         to a call: the argument of a call before any other read, and among those the read of
         the class with the largest family (the consumer most subclasses inherit; ties: scan
         order). With ``tied`` (the classes the module building the config selects or imports,
-        :func:`.config_reader.construction_classes`), only reads by those classes count: a
+        :func:`.selection.construction_classes`), only reads by those classes count: a
         consumer the config never reaches is not named. A property reading one of them is
         followed to its own reads (up to :data:`PROPERTY_DEPTH`). Among the tied classes the
         one built for the config's ``default`` construction comes first (:meth:`coverage`),
