@@ -14,6 +14,11 @@ function's fall-through ``return`` fills (the return reached when none of its ba
 (:meth:`.readers.ReaderIndex.coverage`). Among classes that fit it equally, the one whose backend
 the selector's module lists first in its priority order comes first (:func:`backend_order`: the
 backend vLLM tries first on a device-graph platform, not a CPU, XPU or ROCm-only list).
+
+:func:`serving_classes` is the one home of "the classes that can serve this config": it
+combines the selector's order with the storing class's own binding (:mod:`.bound_classes`),
+the selector's compatibility test (:mod:`.rejected`), the storing method's failing conversion
+(:mod:`.preconditions`) and the selector's key filter (:mod:`.quant_keys`).
 """
 
 from __future__ import annotations
