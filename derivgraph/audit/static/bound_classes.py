@@ -1,7 +1,7 @@
 """The experts classes a storing class binds itself, outside its selector's choice.
 
 A class that keeps its experts class in an attribute it binds from a selector (``self.backend,
-self.experts_cls = select_backend(moe)``, :func:`.selection.bound_selectors`) may bind that
+self.experts_cls = select_backend(moe)``, :func:`.backend_branches.bound_selectors`) may bind that
 attribute other ways too: directly (``else: self.experts_cls = MarlinExperts``), or from a
 backend it fixes itself (``self.backend = Enum.AITER`` then ``self.experts_cls =
 backend_to_kernel_cls(self.backend)[0]``). Which binding serves a stored config:
@@ -15,61 +15,160 @@ backend_to_kernel_cls(self.backend)[0]``). Which binding serves a stored config:
 
 When the serving bindings are the class's own, :func:`bound_classes` gives the classes they
 name (a direct class; a fixed backend's classes in the selector module,
-:func:`.selection.backend_classes`): these, not the selector's order, rank the consumers.
+:func:`.backend_branches.backend_classes`): these, not the selector's order, rank the consumers.
+The class body is read with :mod:`ast` (:func:`.source_tree.class_node`).
 """
 
 from __future__ import annotations
 
-import re
+import ast
+from dataclasses import dataclass
 
-from derivgraph.audit.static.selection import (
+from derivgraph.audit.static.backend_branches import backend_classes, bound_selectors
+from derivgraph.audit.static.source_tree import (
     ReaderIndex,
-    backend_classes,
-    bound_selectors,
     class_body,
+    class_node,
     defining_module,
 )
+from derivgraph.audit.static.walk import children
 
 __all__ = ["bound_classes"]
 
-_TEST = re.compile(r"(?:el)?if\b|else\b")
-_CLASS = re.compile(r"(?!None\b|True\b|False\b)[A-Z]\w*")
-_FLAG = re.compile(r"\bself\.(\w+)")
-_FIXED = re.compile(r"^[ \t]*([a-z_]\w*)\((?:self\.(\w+)|([A-Z]\w*)\.([A-Z]\w*))\)(\[0\])?$")
-"""``backend_to_kernel_cls(self.backend)[0]`` or ``f(Enum.MEMBER)``: a fixed backend's class."""
+
+@dataclass(frozen=True)
+class _Test:
+    """The ``if``/``elif`` or ``else`` a statement sits under: the ``self`` attributes its
+    condition reads (none for ``else``)."""
+
+    is_else: bool
+    flags: frozenset[str]
 
 
-def _test_of(body: str, pos: int) -> str | None:
-    """The ``if``/``elif``/``else`` line governing the statement at ``pos`` (its nearest
-    enclosing line at a smaller indent), or None when it is unconditional in its method."""
-    start = body.rfind("\n", 0, pos) + 1
-    line = body[start:body.find("\n", start)]
-    indent = len(line) - len(line.lstrip(" \t"))
-    for line in reversed(body[:start].splitlines()):
-        stripped = line.lstrip(" \t")
-        own = len(line) - len(stripped)
-        if not stripped or stripped.startswith(("#", ")", "]", "}")) or own >= indent:
-            continue
-        if _TEST.match(stripped):
-            return stripped
-        if stripped.startswith(("def ", "async def ")):
-            return None
-        indent = own
-    return None
+@dataclass(frozen=True)
+class _Fixed:
+    """A bound value that is a fixed backend's classes: ``function(Enum.MEMBER)`` (``[0]``
+    when ``indexed``)."""
+
+    function: str
+    member: str
+    indexed: bool
 
 
-def _flags(body: str, method: str) -> frozenset[str]:
-    """The ``self`` flags that every call of ``self.<method>(`` in ``body`` is tested under
-    (empty when a call is untested or there is none)."""
+_DIRECT = _Fixed("", "", False)
+"""A bound value that names a class directly."""
+
+
+def _self_attr(node: ast.AST) -> str | None:
+    """``x`` of ``self.x``, else None."""
+    return node.attr if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                         and node.value.id == "self") else None
+
+
+def _flags_of(test: ast.expr) -> frozenset[str]:
+    """The ``self`` attributes a condition reads (``self.is_gfx942``, ``self.moe.x``)."""
+    return frozenset(a for n in ast.walk(test) if (a := _self_attr(n)) is not None)
+
+
+def _tests(node: ast.ClassDef) -> dict[int, _Test | None]:
+    """``id(statement or expression)`` -> the ``if``/``elif``/``else`` governing it inside its
+    method (None: unconditional there), for every node in the methods of class ``node``."""
+    out: dict[int, _Test | None] = {}
+
+    def visit(n: ast.AST, test: _Test | None) -> None:
+        out[id(n)] = test
+        if isinstance(n, ast.If):
+            visit(n.test, test)
+            for s in n.body:
+                visit(s, _Test(False, _flags_of(n.test)))
+            is_elif = len(n.orelse) == 1 and isinstance(n.orelse[0], ast.If) and \
+                n.orelse[0].col_offset == n.col_offset
+            for s in n.orelse:
+                visit(s, test if is_elif else _Test(True, frozenset()))
+            return
+        for c in children(n):
+            visit(c, None if isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef)) else test)
+
+    for n in node.body:  # a method's own statements are unconditional there
+        visit(n, None)
+    return out
+
+
+def _method_flags(node: ast.ClassDef, tests: dict[int, _Test | None],
+                  method: str) -> frozenset[str]:
+    """The ``self`` flags that every call of ``self.<method>(`` in class ``node`` is tested
+    under (empty when a call is untested or there is none)."""
     out: set[str] = set()
-    calls = list(re.finditer(rf"\bself\.{re.escape(method)}\(", body)) if method else []
+    calls = [n for n in ast.walk(node) if isinstance(n, ast.Call)
+             and _self_attr(n.func) == method] if method else []
     for call in calls:
-        test = _test_of(body, call.start())
-        flags = set(_FLAG.findall(test or ""))
-        if not flags or test is None or test.startswith("else"):
+        test = tests.get(id(call))
+        if test is None or test.is_else or not test.flags:
             return frozenset()
-        out |= flags
+        out |= test.flags
     return frozenset(out)
+
+
+def _bindings(node: ast.ClassDef, held: frozenset[str]) -> list[ast.Assign]:
+    """The assignments of class ``node`` that bind one of the ``held`` attributes (``self.x =
+    ...``, ``self.a, self.x = ...``), in text order."""
+    found = []
+    for n in ast.walk(node):
+        if not (isinstance(n, ast.Assign) and len(n.targets) == 1):
+            continue
+        target = n.targets[0]
+        names = target.elts if isinstance(target, ast.Tuple) else [target]
+        if any(_self_attr(e) in held for e in names):
+            found.append(n)
+    return sorted(found, key=lambda n: (n.lineno, n.col_offset))
+
+
+def _class_name(value: ast.expr) -> str | None:
+    """A class named directly (``MarlinExperts``; not ``None``/``True``/``False``)."""
+    return value.id if isinstance(value, ast.Name) and value.id[:1].isupper() else None
+
+
+def _chooses(value: ast.expr, selectors: frozenset[str]) -> bool:
+    """Whether ``value`` is a call of one of the ``selectors`` (``select_backend(...)``, also
+    indexed)."""
+    while isinstance(value, ast.Subscript):
+        value = value.value
+    return (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+            and value.func.id in selectors)
+
+
+def _fixed_backends(node: ast.ClassDef) -> list[tuple[int, str, str]]:
+    """``(line, attribute, member)`` of each ``self.attr = Enum.MEMBER`` of class ``node``."""
+    return [(n.lineno, attr, n.value.attr) for n in ast.walk(node)
+            if isinstance(n, ast.Assign) and len(n.targets) == 1
+            and (attr := _self_attr(n.targets[0])) is not None
+            and isinstance(n.value, ast.Attribute) and isinstance(n.value.value, ast.Name)
+            and n.value.value.id[:1].isupper() and n.value.attr[:1].isupper()]
+
+
+def _own(value: ast.expr, line: int, fixed: list[tuple[int, str, str]]) -> _Fixed | None:
+    """Whether a bound ``value`` on ``line`` is the class's own choice: a class
+    (:data:`_DIRECT`), or a fixed backend's (``f(self.backend)[0]`` after ``self.backend =
+    Enum.MEMBER`` above it in the class, or ``f(Enum.MEMBER)``); None otherwise."""
+    if _class_name(value):
+        return _DIRECT
+    indexed = (isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant)
+               and value.slice.value == 0 and not isinstance(value.slice.value, bool))
+    call = value.value if indexed else value
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+            and (call.func.id[:1].islower() or call.func.id[:1] == "_")
+            and len(call.args) == 1 and not call.keywords):
+        return None
+    arg = call.args[0]
+    if (held := _self_attr(arg)) is not None:
+        found = [m for at, attr, m in fixed if attr == held and at < line]
+        member = found[-1] if found else None
+    elif (isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name)
+          and arg.value.id[:1].isupper() and arg.attr[:1].isupper()):
+        member = arg.attr
+    else:
+        return None
+    return _Fixed(call.func.id, member, indexed) if member else None
 
 
 def bound_classes(index: ReaderIndex, home: str, cls: str | None,
@@ -78,50 +177,36 @@ def bound_classes(index: ReaderIndex, home: str, cls: str | None,
     ``method`` stores (module docstring), in text order; None when the selector serves it (its
     order ranks), and empty when the serving bindings name no class that resolves (a call the
     audit cannot follow): the consumer is then not resolved."""
-    body = class_body(home, cls) if cls else ""
-    if not body:
+    node = class_node(index, home, cls) if cls else None
+    if node is None:
         return None
-    found = bound_selectors(index, home, body)
+    found = bound_selectors(index, home, class_body(home, node.name))
     if not found:
         return None
-    held = "|".join(map(re.escape, {h for h, _, _ in found}))
-    chosen = re.compile(rf"(?:{'|'.join(re.escape(f) for _, _, f in found)})\(")
-    bindings = [(m.start(), m.group(2).strip(), _test_of(body, m.start())) for m in re.finditer(
-        rf"^[ \t]+(?:[\w.]+[ \t]*,[ \t]*)*self\.({held})(?:[ \t]*,[ \t]*[\w.]+)*[ \t]*"
-        r"=(?!=)[ \t]*([^\n]+)$", body, re.M)]
-    own = {at: _own(body[:at], value) for at, value, _ in bindings}
-    flags = _flags(body, method)
+    held = frozenset(h for h, _, _ in found)
+    selectors = frozenset(f for _, _, f in found)
+    tests = index.memo(f"bound tests {hash(home)} {cls}", lambda: _tests(node))
+    fixed = _fixed_backends(node)
+    assigns = _bindings(node, held)
+    bindings = [(b.value, tests.get(id(b))) for b in assigns]
+    own = [_own(b.value, b.lineno, fixed) for b in assigns]
+    flags = _method_flags(node, tests, method)
     if flags:
-        bindings = [b for b in bindings if b[2] and flags & set(_FLAG.findall(b[2]))]
+        serving = [k for k, (_, test) in enumerate(bindings)
+                   if test is not None and flags & test.flags]
     else:
-        fall_through = [b for b in bindings if b[2] is None or b[2].startswith("else")]
-        if not fall_through or own[fall_through[-1][0]] is None:
+        fall_through = [k for k, (_, test) in enumerate(bindings) if test is None or test.is_else]
+        if not fall_through or own[fall_through[-1]] is None:
             return None
-    if all(own[at] is None and chosen.match(value) for at, value, _ in bindings):
+        serving = list(range(len(bindings)))
+    if all(own[k] is None and _chooses(bindings[k][0], selectors) for k in serving):
         return None  # only the selector binds it there: its order ranks
     out: list[str] = []
-    for at, value, _ in bindings:
-        if _CLASS.fullmatch(value):
-            out.append(value)
-        elif (fixed := own[at]) is not None:
-            module = defining_module(index, fixed[0], home)
-            found = backend_classes(index, module, fixed[1]) if module else ()
-            out.extend(found[:1] if fixed[2] else found)
+    for k in serving:
+        if (name := _class_name(bindings[k][0])) is not None:
+            out.append(name)
+        elif (choice := own[k]) is not None:
+            module = defining_module(index, choice.function, home)
+            classes = backend_classes(index, module, choice.member) if module else ()
+            out.extend(classes[:1] if choice.indexed else classes)
     return tuple(dict.fromkeys(out))
-
-
-def _own(before: str, value: str) -> tuple[str, str, bool] | None:
-    """Whether a bound ``value`` is the class's own choice: a class (``("", "", False)``), or
-    a fixed backend's (``(function, member, indexed)``: ``f(self.backend)[0]`` after
-    ``self.backend = Enum.MEMBER`` in ``before``, or ``f(Enum.MEMBER)``); None otherwise."""
-    if _CLASS.fullmatch(value):
-        return "", "", False
-    fixed = _FIXED.match(value)
-    if fixed is None:
-        return None
-    member = fixed.group(4)
-    if member is None:
-        found = re.findall(rf"^[ \t]+self\.{re.escape(fixed.group(2))}[ \t]*=[ \t]*[A-Z]\w*"
-                           r"\.([A-Z]\w*)[ \t]*$", before, re.M)
-        member = found[-1] if found else None
-    return (fixed.group(1), member, fixed.group(5) is not None) if member else None

@@ -10,7 +10,8 @@ the most subclasses (the base every consumer shares), of the first field the bui
 a weight (``w1_scale=layer.w13_weight_scale``, or a local of the builder bound to one) that the
 keeper reads, followed, when it is an accessor property, to the call that consumes it
 (:meth:`.readers.ReaderIndex.accessor_read`) among the classes tied to the config's
-construction (:func:`construction_classes`: those the module building the config defines or
+construction (:func:`.selection.serving_classes`: those the storing class's selector can
+build and that can serve the config, else those the module building the config defines or
 imports; none tied: the accessor is kept); the weight named for the finding is that field's
 (the first weight field's when the keeper reads none).
 
@@ -26,24 +27,12 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import NamedTuple
 
-from derivgraph.audit.static.bound_classes import bound_classes
 from derivgraph.audit.static.computed_after_load import computed_weight, preferrer
 from derivgraph.audit.static.def_text import def_text
-from derivgraph.audit.static.preconditions import failing_backends
 from derivgraph.audit.static.readers import Reader, ReaderIndex, derives_from
-from derivgraph.audit.static.rejected import rejected_classes
-from derivgraph.audit.static.selection import (
-    Construction,
-    backend_order,
-    class_backends,
-    default_fields,
-    defining_module,
-    module_classes,
-    selected_classes,
-    selector_modules,
-)
+from derivgraph.audit.static.selection import serving_classes
 
-__all__ = ["ConfigEvidence", "built_reader", "config_reader", "construction_classes"]
+__all__ = ["ConfigEvidence", "built_reader", "config_reader"]
 
 _CALLEE = re.compile(r"^\s*(?:self\.)?([A-Za-z_]\w*)\s*\(")
 _KEYWORD = re.compile(r"(?<![=!<>\w])([a-z_]\w*)[ \t]*=(?!=)[ \t]*([^,\n]+)")
@@ -107,7 +96,7 @@ def config_reader(index: ReaderIndex, expr: str, text: str, cls: str | None,
     if kinds not in keepers:
         keepers[kinds] = _keeper(index.files, kinds, family)
     keeper = keepers[kinds]
-    tied, default = _consumers(index, name if not expr.lstrip().startswith("self.")
+    tied, default = serving_classes(index, name if not expr.lstrip().startswith("self.")
                                and not name[:1].isupper() else _building_function(builder),
                                text, cls, attr, method)
     reads = ((index.accessor_read(*keeper, field, tied, default), weight)
@@ -151,7 +140,7 @@ def built_reader(index: ReaderIndex, text: str, cls: str | None, function: str, 
     keeper = keepers[kinds]
     if keeper is None:
         return None
-    tied, default = _consumers(index, _building_function(builder), text, cls)
+    tied, default = serving_classes(index, _building_function(builder), text, cls)
     if read is not None and _under_backend_test(builder, read):
         default = default._replace(order=())  # the branch admits only some backends
     return next((r for f in fields
@@ -180,68 +169,6 @@ def _under_backend_test(builder: str, read: str) -> bool:
                 return False
             indent = own
     return False
-
-
-def _consumers(index: ReaderIndex, function: str, home: str, cls: str | None,
-               attr: str = "", method: str = "") -> tuple[frozenset[str], Construction]:
-    """The classes a config built by ``function`` for class ``cls`` of ``home`` can reach
-    (those ``cls`` selects for the config it stores as ``attr``,
-    :func:`.selection.selected_classes`, else those of the construction's module,
-    :func:`construction_classes`) and the fields its default construction fills
-    (:func:`.selection.default_fields`), with the classes in the order the selector's module
-    (else the construction's) tries their backends (:func:`.selection.backend_order`); when
-    the class binds its experts class itself for the config its ``method`` stores, those
-    classes in its order instead (:func:`.bound_classes.bound_classes`); either way less those
-    the selector's own compatibility test rejects for ``cls``'s config
-    (:func:`.rejected.rejected_classes`)."""
-    default = default_fields(index, function, home)
-    selectors = selector_modules(index, home, cls)
-
-    failing = failing_backends(index, home, cls, method)
-
-    def served(classes: Iterable[str]) -> tuple[str, ...]:
-        """``classes`` less those the selectors' own tests reject for ``cls``'s config and
-        those whose backends the storing method's conversion call cannot load on."""
-        found = tuple(classes)
-        out = frozenset(found).difference(*(rejected_classes(index, m, home, cls,
-                                                             frozenset(found))
-                                             for m in selectors))
-        if failing:
-            out = frozenset(c for c in out if not any(
-                (owned := class_backends(index, m, c)) and owned <= failing for m in selectors))
-        return tuple(c for c in found if c in out)
-
-    bound = bound_classes(index, home, cls, method)
-    if bound is not None:  # the class's own binding serves it, not the selector's order
-        bound = served(bound)
-        return frozenset(bound), default._replace(order=bound, bound=True)
-    modules = selectors + [_construction_module(index, function, home)]
-    order = next((o for o in (backend_order(index, m) for m in modules if m) if o), ())
-    selected = selected_classes(index, home, cls, attr)
-    if selected:  # none left: no class serves it (the consumer is not resolved)
-        return frozenset(served(sorted(selected))), default._replace(order=served(order))
-    return construction_classes(index, function, home), default._replace(order=order)
-
-
-def _construction_module(index: ReaderIndex, function: str, home: str) -> str:
-    """The text of the module defining the free function ``function`` (``home`` when it
-    does, or when ``function`` is empty)."""
-    if not function or re.search(rf"^def[ \t]+{re.escape(function)}\(", home, re.M):
-        return home
-    return defining_module(index, function, home)
-
-
-def construction_classes(index: ReaderIndex, function: str, home: str) -> frozenset[str]:
-    """The classes the module that builds the config defines or imports (at any depth: a
-    backend selector imports its kernel classes inside its branches): the only consumers the
-    config can reach. That module defines the free function ``function`` the builder builds
-    the config with (the module the builder's file ``home`` imports it from); without one (a
-    constructor, a method), it is ``home`` itself. Empty when that module is not scanned (the
-    consumer cannot be tied to the construction: the accessor is kept)."""
-    module = _construction_module(index, function, home)
-    if module is home:
-        return index.memo(f"construction home {hash(home)}", lambda: module_classes(home))
-    return module_classes(module)
 
 
 def _building_function(builder: str) -> str:

@@ -15,8 +15,10 @@ the first use of that local that is an argument of a call. Read from source with
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from dataclasses import dataclass
+
+from derivgraph.audit.static.source_tree import function_node, top_level_class
+from derivgraph.audit.static.walk import own_nodes
 
 __all__ = ["CALLER_DEPTH", "Consumer", "returned_consumer"]
 
@@ -41,8 +43,8 @@ def returned_consumer(tree: ast.Module, cls: str, method: str, line: int,
     ``line`` binds a local (``buf = self.x``, ``buf = self.x.get(k)``) that the method returns
     (``return buf``, ``return buf[:n]``); None when the read is no such lookup or no caller of
     the class hands the value to a call. ``lines`` are the file's lines (for the quotes)."""
-    node = _class(tree, cls)
-    fn = _method(node, method) if node is not None else None
+    node = top_level_class(tree, cls)
+    fn = function_node(node, method)
     if fn is None:
         return None
     local = _bound_local(fn, line)
@@ -51,33 +53,14 @@ def returned_consumer(tree: ast.Module, cls: str, method: str, line: int,
     return _follow(node, method, None, lines, 0)
 
 
-def _class(tree: ast.Module, name: str) -> ast.ClassDef | None:
-    return next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name), None)
-
-
-def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
-    return next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
-
-
-def _own(fn: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of ``fn``'s body, not those of functions or classes nested in it."""
-    todo = list(ast.iter_child_nodes(fn))
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        yield node
-        todo.extend(ast.iter_child_nodes(node))
-
-
 def _returns_of(fn: ast.FunctionDef) -> list[ast.Return]:
-    return [n for n in _own(fn) if isinstance(n, ast.Return) and n.value is not None]
+    return [n for n in own_nodes(fn) if isinstance(n, ast.Return) and n.value is not None]
 
 
 def _bound_local(fn: ast.FunctionDef, line: int) -> str | None:
     """The local the statement starting on ``line`` binds from a read through ``self``
     (``buf = self.x``, ``= self.x.get(k)``, ``= self.x[k]``), or None."""
-    for n in _own(fn):
+    for n in own_nodes(fn):
         if (isinstance(n, ast.Assign) and n.lineno == line and len(n.targets) == 1
                 and isinstance(n.targets[0], ast.Name) and _self_read(n.value)):
             return n.targets[0].id
@@ -127,7 +110,7 @@ def _follow(cls: ast.ClassDef, method: str, position: int | None, lines: list[st
         return None
     names = _aliases(cls, method)
     for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef)):
-        for stmt in sorted((n for n in _own(fn) if isinstance(n, (ast.Assign, ast.Return))),
+        for stmt in sorted((n for n in own_nodes(fn) if isinstance(n, (ast.Assign, ast.Return))),
                            key=lambda n: (n.lineno, n.col_offset)):
             value = stmt.value
             if value is None:
@@ -179,7 +162,7 @@ def _use(fn: ast.FunctionDef, local: str, after: int) -> ast.expr | None:
     """The first argument of a call in ``fn`` after line ``after`` that is ``local`` itself
     (positional or keyword), or None."""
     found = []
-    for n in _own(fn):
+    for n in own_nodes(fn):
         if not isinstance(n, ast.Call):
             continue
         for arg in [*n.args, *(k.value for k in n.keywords)]:

@@ -16,7 +16,13 @@ from __future__ import annotations
 
 import ast
 
-from derivgraph.audit.static.selection import ReaderIndex, class_node, defining_module, parsed
+from derivgraph.audit.static.source_tree import (
+    ReaderIndex,
+    class_node,
+    defining_module,
+    function_node,
+    parsed,
+)
 
 __all__ = ["failing_backends"]
 
@@ -30,9 +36,7 @@ def failing_backends(index: ReaderIndex, home: str, cls: str | None,
         return frozenset()
 
     def find() -> frozenset[str]:
-        node = class_node(index, home, cls)
-        fn = next((n for n in node.body if isinstance(n, ast.FunctionDef)
-                   and n.name == method), None) if node is not None else None
+        fn = function_node(class_node(index, home, cls), method)
         if fn is None:
             return frozenset()
         out: set[str] = set()
@@ -40,9 +44,8 @@ def failing_backends(index: ReaderIndex, home: str, cls: str | None,
                      and isinstance(n.func, ast.Name)):
             module = defining_module(index, call.func.id, home)
             tree = parsed(index, module) if module else None
-            callee = next((n for n in tree.body if isinstance(n, ast.FunctionDef)
-                           and n.name == call.func.id), None) if tree is not None else None
-            if callee is not None:
+            callee = function_node(tree, call.func.id)
+            if tree is not None and callee is not None:
                 out |= _failing(tree, callee, call)
         return frozenset(out)
 

@@ -22,7 +22,6 @@ path (its function is also called from code that runs after loading).
 
 from __future__ import annotations
 
-import ast
 import bisect
 import dataclasses
 import enum
@@ -34,6 +33,7 @@ from typing import TypeVar
 from derivgraph.audit.static import lazy_accessor, named_modules, read_sites
 from derivgraph.audit.static.def_text import def_end
 from derivgraph.audit.static.selection import NO_CONSTRUCTION, Construction
+from derivgraph.audit.static.source_tree import parsed
 
 __all__ = [
     "NOT_READERS",
@@ -414,7 +414,7 @@ class ReaderIndex:
         if hit.cls is None or len(hit.funcs) != 1:
             return None
         display, text = self.files[hit.file]
-        tree = self.memo(f"ast {hit.file}", lambda: _parsed(text, display))
+        tree = parsed(self, text)
         lines = self.memo(f"lines {hit.file}", lambda: text.split("\n"))
         found = lazy_accessor.returned_consumer(tree, hit.cls, hit.funcs[0], hit.line, lines) \
             if tree is not None else None
@@ -641,7 +641,7 @@ class ReaderIndex:
         to a call: the argument of a call before any other read, and among those the read of
         the class with the largest family (the consumer most subclasses inherit; ties: scan
         order). With ``tied`` (the classes the module building the config selects or imports,
-        :func:`.config_reader.construction_classes`), only reads by those classes count: a
+        :func:`.selection.construction_classes`), only reads by those classes count: a
         consumer the config never reaches is not named. A property reading one of them is
         followed to its own reads (up to :data:`PROPERTY_DEPTH`). Among the tied classes the
         one built for the config's ``default`` construction comes first (:meth:`coverage`),
@@ -783,14 +783,6 @@ class ReaderIndex:
                     and hit.receiver.split(".", 1)[0] == root
                     and (root != "self" or hit.cls in family)):
                 return dataclasses.replace(self._reader(hit), kind=ReaderKind.FORWARD)
-        return None
-
-
-def _parsed(text: str, display: str) -> ast.Module | None:
-    """The file's syntax tree, None when it does not parse."""
-    try:
-        return ast.parse(text, filename=display)
-    except SyntaxError:
         return None
 
 

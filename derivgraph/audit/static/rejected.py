@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import ast
 
-from derivgraph.audit.static.selection import ReaderIndex, class_backends, class_node, parsed
+from derivgraph.audit.static.backend_branches import class_backends
+from derivgraph.audit.static.source_tree import ReaderIndex, class_node, function_node, parsed
 
 __all__ = ["rejected_classes"]
 
@@ -42,8 +43,7 @@ def rejected_classes(index: ReaderIndex, module: str, home: str, cls: str | None
 
 def _init_annotations(node: ast.ClassDef | None) -> dict[str, str]:
     """Parameter name -> annotated class name of class ``node``'s ``__init__``."""
-    init = next((n for n in node.body if isinstance(n, ast.FunctionDef)
-                 and n.name == "__init__"), None) if node is not None else None
+    init = function_node(node, "__init__")
     if init is None:
         return {}
     return {a.arg: _name(a.annotation) for a in init.args.args + init.args.kwonlyargs

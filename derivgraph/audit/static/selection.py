@@ -14,90 +14,45 @@ function's fall-through ``return`` fills (the return reached when none of its ba
 (:meth:`.readers.ReaderIndex.coverage`). Among classes that fit it equally, the one whose backend
 the selector's module lists first in its priority order comes first (:func:`backend_order`: the
 backend vLLM tries first on a device-graph platform, not a CPU, XPU or ROCm-only list).
+
+:func:`serving_classes` is the one home of "the classes that can serve this config": it
+combines the selector's order with the storing class's own binding (:mod:`.bound_classes`),
+the selector's compatibility test (:mod:`.rejected`), the storing method's failing conversion
+(:mod:`.preconditions`) and the selector's key filter (:mod:`.quant_keys`).
 """
 
 from __future__ import annotations
 
-import ast
 import re
-from collections.abc import Callable, Sequence
-from typing import NamedTuple, Protocol, TypeVar
+from collections.abc import Iterable
+from typing import NamedTuple
 
+from derivgraph.audit.static.backend_branches import bound_selectors, class_backends, owners
+from derivgraph.audit.static.bound_classes import bound_classes
 from derivgraph.audit.static.def_text import def_text
-
-_T = TypeVar("_T")
-
-
-class ReaderIndex(Protocol):
-    """What selection reads of :class:`.readers.ReaderIndex` (which imports this module): the
-    scanned files' (shown path, text) and its per-index memo."""
-
-    files: Sequence[tuple[str, str]]
-
-    def memo(self, key: str, make: Callable[[], _T]) -> _T: ...
+from derivgraph.audit.static.preconditions import failing_backends
+from derivgraph.audit.static.quant_keys import keyed_out
+from derivgraph.audit.static.rejected import rejected_classes
+from derivgraph.audit.static.source_tree import (
+    ReaderIndex,
+    class_body,
+    close_bracket,
+    defining_module,
+    module_classes,
+)
 
 __all__ = [
     "NO_CONSTRUCTION",
     "Construction",
-    "backend_classes",
     "backend_order",
-    "bound_selectors",
-    "class_backends",
-    "class_body",
-    "class_node",
+    "construction_classes",
     "default_fields",
-    "defining_module",
-    "module_classes",
-    "parsed",
     "selected_classes",
     "selector_modules",
+    "serving_classes",
 ]
 
-_IMPORTED = re.compile(r"\bimport[ \t]*(?:\(([^)]*)\)|([\w, \t]+))")
-_CLASS_NAME = re.compile(r"\b([A-Z]\w*)\b")
-_BINDS = re.compile(r"^[ \t]+(?:[\w.]+[ \t]*,[ \t]*)*self\.(\w+)(?:[ \t]*,[ \t]*[\w.]+)*[ \t]*"
-                    r"=[ \t]*([a-z_]\w*)\(", re.M)
-"""``self.a, self.b = func(`` (or ``self.b = func(``): attribute ``b`` bound from ``func``."""
 _KEYWORD_NAME = re.compile(r"(?<![=!<>\w.])([a-z_]\w*)[ \t]*=(?!=)")
-
-
-def defining_module(index: ReaderIndex, function: str, home: str) -> str:
-    """The text of the scanned module ``home`` imports ``function`` from (``from a.b import
-    function``, also inside a function or a bracketed list), or "" (not found, not scanned)."""
-    imports = index.memo(f"imports {hash(home)}", lambda: [
-        (m.group(1), m.group(2)) for m in re.finditer(
-            r"\bfrom[ \t]+([\w.]+)[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)", home)])
-    for module, names in imports:
-        if re.search(rf"\b{re.escape(function)}\b", names):
-            return module_text(index, "/" + module.replace(".", "/") + ".py")
-    return ""
-
-
-def module_text(index: ReaderIndex, tail: str) -> str:
-    """The text of the scanned file whose path ends with ``tail`` ("" when none)."""
-    return index.memo(f"module {tail}", lambda: next(
-        (t for shown, t in index.files if f"/{shown}".endswith(tail)), ""))
-
-
-def module_classes(text: str) -> frozenset[str]:
-    """The class names a module's text defines or imports (its kernels' candidates)."""
-    names = {n for m in _IMPORTED.finditer(text) for n in _CLASS_NAME.findall(m.group(1)
-                                                                             or m.group(2))}
-    names.update(re.findall(r"^class[ \t]+(\w+)", text, re.M))
-    return frozenset(names)
-
-
-def _returns_classes(module: str, function: str) -> bool:
-    """Whether ``def function(`` in ``module`` is annotated to return classes (``type[``)."""
-    m = re.search(rf"^[ \t]*def[ \t]+{re.escape(function)}[ \t]*\(", module, re.M)
-    if m is None:
-        return False
-    arrow = module.find("->", m.end())
-    nxt = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]", re.M).search(module, m.end())
-    if arrow < 0 or (nxt is not None and nxt.start() < arrow):
-        return False
-    end = module.find(":\n", arrow)
-    return "type[" in module[arrow:end if end > 0 else len(module)]
 
 
 def selected_classes(index: ReaderIndex, home: str, cls: str | None,
@@ -134,47 +89,6 @@ def selected_classes(index: ReaderIndex, home: str, cls: str | None,
     return index.memo(f"selected {hash(home)} {cls} {attr}", select)
 
 
-def parsed(index: ReaderIndex, text: str) -> ast.Module | None:
-    """The syntax tree of a scanned module's ``text`` (memoized), None when it does not parse:
-    the one way the selection rules read a module or class body with :mod:`ast`."""
-    def parse() -> ast.Module | None:
-        try:
-            return ast.parse(text)
-        except SyntaxError:
-            return None
-
-    return index.memo(f"parsed {hash(text)}", parse)
-
-
-def class_node(index: ReaderIndex, home: str, cls: str) -> ast.ClassDef | None:
-    """The top-level class ``cls`` of module ``home`` as parsed (None when not there)."""
-    tree = parsed(index, home)
-    return next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls),
-                None) if tree is not None else None
-
-
-def class_body(home: str, cls: str) -> str:
-    """The text of class ``cls`` in ``home`` ("" when not there)."""
-    head = re.search(rf"^class[ \t]+{re.escape(cls)}\b", home, re.M)
-    if head is None:
-        return ""
-    end = re.compile(r"^(?:class|def|@)", re.M).search(home, head.end())
-    return home[head.start():end.start() if end else len(home)]
-
-
-def bound_selectors(index: ReaderIndex, home: str,
-                    body: str) -> list[tuple[str, str, str]]:
-    """``(attribute, selector module text, selector)`` of each attribute the class ``body``
-    binds from a free function annotated to return classes (``self.backend, self.experts_cls =
-    select_backend(...)``)."""
-    out = []
-    for m in _BINDS.finditer(body):
-        module = defining_module(index, m.group(2), home)
-        if module and _returns_classes(module, m.group(2)):
-            out.append((m.group(1), module, m.group(2)))
-    return out
-
-
 def selector_modules(index: ReaderIndex, home: str, cls: str | None) -> list[str]:
     """The texts of the selector modules class ``cls`` of ``home`` binds an attribute from
     (:func:`selected_classes`), in the class's order; empty when it binds none."""
@@ -182,24 +96,8 @@ def selector_modules(index: ReaderIndex, home: str, cls: str | None) -> list[str
     return [module for _, module, _ in bound_selectors(index, home, body)] if body else []
 
 
-_BACKEND_TEST = re.compile(r"\bbackend[ \t]*(?:==|is(?![ \t]+not)|in)[ \t]*(\(?)[ \t]*")
-"""A branch on the backend (``if backend == Enum.MARLIN:``, ``elif backend in (Enum.A,
-Enum.B):``): the classes named until the next such branch are those backends'."""
 _OTHER_PLATFORM = re.compile(r"^[ \t]*(?:el)?if\b[^\n]*\bis_(?:cpu|xpu|rocm|tpu)\(\)[^\n]*:[ \t]*$")
 """A test for a platform without CUDA graphs of the kind the audit is about (its own list)."""
-_TOP_LEVEL = re.compile(r"^(?:def|class|async[ \t]+def)\b", re.M)
-_MEMBER = re.compile(r"\b([A-Z]\w*)\.([A-Z][A-Z0-9_]*)\b")
-
-
-def _close(text: str, start: int) -> int:
-    """Just past the bracket that closes the one opened before ``start``."""
-    end, depth = start, 1
-    while end < len(text) and depth:
-        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(text[end], 0)
-        end += 1
-    return end
-
-
 def backend_order(index: ReaderIndex, module: str) -> tuple[str, ...]:
     """The experts classes a selector ``module`` maps its backends to (``if backend ==
     Enum.MARLIN: return [MarlinExperts]``; a class belongs to the first branch naming it, and
@@ -209,7 +107,7 @@ def backend_order(index: ReaderIndex, module: str) -> tuple[str, ...]:
     skipping a list returned under a CPU, XPU or ROCm test (``if current_platform.is_cpu():
     return [...]``). Empty when the module states none."""
     def order() -> tuple[str, ...]:
-        found = _owners(index, module)
+        found = owners(index, module)
         if found is None:
             return ()
         enum, owner, tested = found
@@ -225,67 +123,13 @@ def backend_order(index: ReaderIndex, module: str) -> tuple[str, ...]:
 
 
 _Owners = tuple[str, dict[str, tuple[frozenset[str], int]], set[tuple[int, int]]]
-
-
-def _owners(index: ReaderIndex, module: str) -> _Owners | None:
-    """The backend enum a selector ``module`` branches on, each class's backends (the first
-    branch naming it) and last mention there, and the (start, end) of each branch test; None
-    when it has no backend branch (memoized)."""
-    def find() -> _Owners | None:
-        tests = []  # (start, end of the test, enum members tested)
-        for t in _BACKEND_TEST.finditer(module):
-            end = _close(module, t.end()) if t.group(1) else module.find(":", t.end())
-            members = _MEMBER.findall(module[t.end():end if end > 0 else t.end()])
-            if members:
-                tests.append((t.start(), end, members))
-        if not tests:
-            return None
-        enums: dict[str, int] = {}
-        for _, _, members in tests:
-            for e, _ in members:
-                enums[e] = enums.get(e, 0) + 1
-        enum = max(enums, key=lambda e: enums[e])
-        known = module_classes(module) - {enum}
-        owner: dict[str, tuple[frozenset[str], int]] = {}  # class -> (its backends, mention)
-        for k, (_, start, members) in enumerate(tests):
-            nxt = _TOP_LEVEL.search(module, start)
-            end = min(tests[k + 1][0] if k + 1 < len(tests) else len(module),
-                      nxt.start() if nxt else len(module))
-            backends = frozenset(m for e, m in members if e == enum)
-            mentions = {n.group(1): n.start() for n in _CLASS_NAME.finditer(module, start, end)
-                        if n.group(1) in known}
-            for name, at in mentions.items():
-                owner.setdefault(name, (backends, at))
-        tested = {(s, e) for s, e, _ in tests}
-        return enum, owner, tested
-
-    return index.memo(f"backend owners {hash(module)}", find)
-
-
-def backend_classes(index: ReaderIndex, module: str, member: str) -> tuple[str, ...]:
-    """The classes selector ``module`` maps its backend ``member`` to (``if backend ==
-    Enum.AITER: return [AiterExperts]``), in the order it lists them; empty when none."""
-    found = _owners(index, module)
-    if found is None:
-        return ()
-    _, owner, _ = found
-    return tuple(sorted((c for c in owner if member in owner[c][0]), key=lambda c: owner[c][1]))
-
-
-def class_backends(index: ReaderIndex, module: str, cls: str) -> frozenset[str]:
-    """The backend members selector ``module`` maps class ``cls`` to (the first branch naming
-    it, :func:`backend_classes`); empty when none."""
-    found = _owners(index, module)
-    return found[1][cls][0] if found is not None and cls in found[1] else frozenset()
-
-
 def _member_lists(module: str, enum: str, tested: set[tuple[int, int]]) -> list[list[str]]:
     """The members of each bracketed list or tuple that holds only ``enum`` members (two or
     more; comments allowed), in text order, less those of a branch test (``tested``: (start,
     end) of each) and those under a platform test (:data:`_OTHER_PLATFORM`)."""
     out = []
     for m in re.finditer(rf"[\[(](?=\s*(?:#[^\n]*\s*)*{re.escape(enum)}\.)", module):
-        end = _close(module, m.end())
+        end = close_bracket(module, m.end())
         if any(s <= m.start() < e for s, e in tested):
             continue
         inner = re.sub(r"#[^\n]*", "", module[m.end():end - 1])
@@ -395,7 +239,7 @@ def _parameters(function: str) -> frozenset[str]:
     open_at = function.find("(")
     if open_at < 0:
         return frozenset()
-    header = function[open_at + 1:_close(function, open_at + 1) - 1]
+    header = function[open_at + 1:close_bracket(function, open_at + 1) - 1]
     return frozenset(re.findall(r"(?:^|,)[ \t\n]*\**(\w+)", _top_level(header)))
 
 
@@ -410,3 +254,70 @@ def _top_level(call: str) -> str:
             continue
         out.append(c if depth == 0 else " ")
     return "".join(out)
+
+
+def serving_classes(index: ReaderIndex, function: str, home: str, cls: str | None,
+                    attr: str = "", method: str = "") -> tuple[frozenset[str], Construction]:
+    """The backends' classes that can serve a stored config, the one home of that rule: the
+    classes a config built by ``function`` for class ``cls`` of ``home`` can reach
+    (those ``cls`` selects for the config it stores as ``attr``,
+    :func:`selected_classes`, else those of the construction's module,
+    :func:`construction_classes`) and the fields its default construction fills
+    (:func:`default_fields`), with the classes in the order the selector's module
+    (else the construction's) tries their backends (:func:`backend_order`); when
+    the class binds its experts class itself for the config its ``method`` stores, those
+    classes in its order instead (:func:`.bound_classes.bound_classes`); either way less those
+    the selector's own compatibility test rejects for ``cls``'s config
+    (:func:`.rejected.rejected_classes`), those whose backends the storing ``method``'s
+    conversion call cannot load on (:func:`.preconditions.failing_backends`) and those that
+    do not take the key ``cls`` asks its selector for when others do
+    (:func:`.quant_keys.keyed_out`)."""
+    default = default_fields(index, function, home)
+    selectors = selector_modules(index, home, cls)
+    failing = failing_backends(index, home, cls, method)
+
+    def served(classes: Iterable[str]) -> tuple[str, ...]:
+        """``classes`` less those the selectors' own tests reject for ``cls``'s config,
+        those whose backends the storing method's conversion call cannot load on, and those
+        that do not take the key ``cls`` asks its selector for while others do."""
+        found = tuple(classes)
+        out = frozenset(found).difference(*(rejected_classes(index, m, home, cls,
+                                                             frozenset(found))
+                                             for m in selectors))
+        if failing:
+            out = frozenset(c for c in out if not any(
+                (owned := class_backends(index, m, c)) and owned <= failing for m in selectors))
+        out -= keyed_out(index, home, cls, selectors, out)
+        return tuple(c for c in found if c in out)
+
+    bound = bound_classes(index, home, cls, method)
+    if bound is not None:  # the class's own binding serves it, not the selector's order
+        bound = served(bound)
+        return frozenset(bound), default._replace(order=bound, bound=True)
+    modules = selectors + [_construction_module(index, function, home)]
+    order = next((o for o in (backend_order(index, m) for m in modules if m) if o), ())
+    selected = selected_classes(index, home, cls, attr)
+    if selected:  # none left: no class serves it (the consumer is not resolved)
+        return frozenset(served(sorted(selected))), default._replace(order=served(order))
+    return construction_classes(index, function, home), default._replace(order=order)
+
+
+def _construction_module(index: ReaderIndex, function: str, home: str) -> str:
+    """The text of the module defining the free function ``function`` (``home`` when it
+    does, or when ``function`` is empty)."""
+    if not function or re.search(rf"^def[ \t]+{re.escape(function)}\(", home, re.M):
+        return home
+    return defining_module(index, function, home)
+
+
+def construction_classes(index: ReaderIndex, function: str, home: str) -> frozenset[str]:
+    """The classes the module that builds the config defines or imports (at any depth: a
+    backend selector imports its kernel classes inside its branches): the only consumers the
+    config can reach. That module defines the free function ``function`` the builder builds
+    the config with (the module the builder's file ``home`` imports it from); without one (a
+    constructor, a method), it is ``home`` itself. Empty when that module is not scanned (the
+    consumer cannot be tied to the construction: the accessor is kept)."""
+    module = _construction_module(index, function, home)
+    if module is home:
+        return index.memo(f"construction home {hash(home)}", lambda: module_classes(home))
+    return module_classes(module)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from derivgraph.audit.static.scan import scan
+from derivgraph.audit.static.semantics import Severity
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 CORPUS = FIXTURES / "static_corpus"
@@ -312,6 +313,23 @@ class EvidenceCase:
         attribute -> 1-based line."""
         return {m.group(2): n for n, line in enumerate(self.path.read_text().splitlines(), 1)
                 for m in _CASE_MARK.finditer(line) if m.group(1) == kind}
+
+    def findings(self, attrs: tuple[str, ...]) -> dict[str, object]:
+        """The findings of this file alone for ``attrs``: attribute -> finding (each must stay
+        an error: the evidence corrections change readers only)."""
+        out = {}
+        for f in scan([self.path], specs=[], jobs=1).findings:
+            if f.attr in attrs:
+                assert f.severity is Severity.ERROR, f.attr
+                out[f.attr] = f
+        return out
+
+    def reader_lines(self, attrs: tuple[str, ...]) -> dict[str, int | None]:
+        """The line in this file of each of ``attrs``' named reader (None: named elsewhere or
+        not at all)."""
+        pattern = re.compile(rf"{re.escape(self.name)}:(\d+) in ")
+        return {attr: int(m.group(1)) if (m := pattern.search(f.reader or "")) else None
+                for attr, f in self.findings(attrs).items()}
 
     def planted(self, tmp_path: Path, old: str, new: str) -> dict[tuple[str | None, str], object]:
         """The findings of a copy of the corpus with ``old`` replaced by ``new`` in this file."""

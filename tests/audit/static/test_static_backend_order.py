@@ -61,7 +61,7 @@ def test_the_first_backend_is_named_among_equal_fits_and_the_accessor_refused():
 
 
 def test_canary_without_the_order_the_accessor_is_named_again(monkeypatch):
-    monkeypatch.setattr(config_reader, "backend_order", lambda index, module: ())
+    monkeypatch.setattr(selection, "backend_order", lambda index, module: ())
     assert _lines() == {a: _marks("old reader")[a] for a in _ATTRS}
 
 

@@ -20,7 +20,7 @@ import re
 
 import pytest
 
-from derivgraph.audit.static import config_reader, evidence, selection
+from derivgraph.audit.static import evidence, selection
 from derivgraph.audit.static.scan import scan
 from derivgraph.audit.static.semantics import Severity
 from tests.audit.static.expectations import EVIDENCE_CORPUS, EvidenceCase
@@ -75,7 +75,7 @@ def test_a_binding_not_followed_keeps_the_accessor_and_says_so():
 
 
 def test_canary_without_the_bound_classes_the_selectors_first_backend_is_named(monkeypatch):
-    monkeypatch.setattr(config_reader, "bound_classes", lambda *args: None)
+    monkeypatch.setattr(selection, "bound_classes", lambda *args: None)
     got = _bound()
     assert {a: got[a][0] for a in _ATTRS} == dict.fromkeys(_ATTRS, _FAST)
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from derivgraph.audit.static import config_reader, evidence, readers
-from derivgraph.audit.static.config_reader import construction_classes
+from derivgraph.audit.static import evidence, readers, selection
 from derivgraph.audit.static.readers import ReaderIndex
 from derivgraph.audit.static.scan import scan
+from derivgraph.audit.static.selection import construction_classes
 from derivgraph.audit.static.semantics import Severity
 from tests.audit.static.expectations import EVIDENCE_CORPUS, EvidenceCase
 from tests.audit.static.expectations import site as _site
@@ -139,7 +139,7 @@ def test_the_consumer_tied_to_the_construction_is_named_and_the_widest_refused()
 
 
 def test_canary_without_the_tie_the_widest_consumer_is_named_again(monkeypatch):
-    monkeypatch.setattr(config_reader, "construction_classes", lambda *args: None)
+    monkeypatch.setattr(selection, "construction_classes", lambda *args: None)
     got, old = _tie_readers(), _tie_marks("old reader")
     wide = _TIE.line("x, self.w1_scale)  # old reader: ct_config")
     assert (got["ct_config"], got["ct_plain_config"], got["w13_ct_scale"]) == (wide, wide, wide)

@@ -12,44 +12,18 @@ the old behaviour back and see it named again).
 
 from __future__ import annotations
 
-import re
-
 from derivgraph.audit.static import read_sites, readers
-from derivgraph.audit.static.scan import scan
 from derivgraph.audit.static.semantics import Severity
 from tests.audit.static.expectations import EvidenceCase
 from tests.audit.static.expectations import site as _site
 
 _CASE = EvidenceCase("handoff28_cases.py")
-_MARK = re.compile(r"# (reads|old reader): (\w+)")
 _ATTRS = ("h28_fused", "h28_checked", "h28_table", "h28_kept")
 
 
-def _marks(kind: str) -> dict[str, int]:
-    return {m.group(2): n for n, line in enumerate(_CASE.path.read_text().splitlines(), 1)
-            for m in _MARK.finditer(line) if m.group(1) == kind}
-
-
-def _findings():
-    out = {}
-    for f in scan([_CASE.path], specs=[], jobs=1).findings:
-        if f.attr in _ATTRS:
-            assert f.severity is Severity.ERROR, f.attr  # evidence only
-            out[f.attr] = f
-    return out
-
-
-def _lines() -> dict[str, int | None]:
-    out = {}
-    for attr, f in _findings().items():
-        m = re.search(r"handoff28_cases\.py:(\d+) in ", f.reader or "")
-        out[attr] = int(m.group(1)) if m else None
-    return out
-
-
 def test_the_use_that_consumes_the_value_is_named_and_the_hand_off_refused():
-    found = _findings()
-    got, reads, old = _lines(), _marks("reads"), _marks("old reader")
+    found = _CASE.findings(_ATTRS)
+    got, reads, old = _CASE.reader_lines(_ATTRS), _CASE.marks("reads"), _CASE.marks("old reader")
     assert got == {a: reads[a] for a in _ATTRS}
     assert got["h28_fused"] != old["h28_fused"] and got["h28_table"] != old["h28_table"]
     assert found["h28_fused"].reader_kind == "kernel-call"
@@ -59,12 +33,12 @@ def test_the_use_that_consumes_the_value_is_named_and_the_hand_off_refused():
 
 def test_canary_without_the_alias_hand_off_the_alias_line_is_named(monkeypatch):
     monkeypatch.setattr(read_sites, "alias_handoff", lambda *args: None)
-    assert _lines()["h28_fused"] == _marks("old reader")["h28_fused"]
+    assert _CASE.reader_lines(_ATTRS)["h28_fused"] == _CASE.marks("old reader")["h28_fused"]
 
 
 def test_canary_without_the_object_field_the_construction_keyword_is_named(monkeypatch):
     monkeypatch.setattr(readers.ReaderIndex, "_object_field", lambda self, hit: None)
-    assert _lines()["h28_table"] == _marks("old reader")["h28_table"]
+    assert _CASE.reader_lines(_ATTRS)["h28_table"] == _CASE.marks("old reader")["h28_table"]
 
 
 # ---- the vLLM sites the twelfth review's judges named (vLLM 0.33.0) ---------------------------

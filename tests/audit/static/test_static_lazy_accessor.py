@@ -10,10 +10,7 @@ audit must name, ``# old reader: ATTR`` the line it named before).
 
 from __future__ import annotations
 
-import re
-
 from derivgraph.audit.static import lazy_accessor
-from derivgraph.audit.static.scan import scan
 from derivgraph.audit.static.semantics import Severity
 from tests.audit.static.expectations import EvidenceCase
 from tests.audit.static.expectations import site as _site
@@ -22,26 +19,9 @@ _CASE = EvidenceCase("lazy31_cases.py")
 _ATTRS = ("l31_packed", "l31_ones", "l31_plain")
 
 
-def _findings():
-    out = {}
-    for f in scan([_CASE.path], specs=[], jobs=1).findings:
-        if f.attr in _ATTRS:
-            assert f.severity is Severity.ERROR, f.attr  # evidence only
-            out[f.attr] = f
-    return out
-
-
-def _lines() -> dict[str, int | None]:
-    out = {}
-    for attr, f in _findings().items():
-        m = re.search(r"lazy31_cases\.py:(\d+) in ", f.reader or "")
-        out[attr] = int(m.group(1)) if m else None
-    return out
-
-
 def test_the_callers_use_of_the_returned_value_is_named():
-    found = _findings()
-    got, reads, old = _lines(), _CASE.marks("reads"), _CASE.marks("old reader")
+    found = _CASE.findings(_ATTRS)
+    got, reads, old = _CASE.reader_lines(_ATTRS), _CASE.marks("reads"), _CASE.marks("old reader")
     assert got == {a: reads[a] for a in _ATTRS}
     assert got["l31_packed"] != old["l31_packed"] and got["l31_ones"] != old["l31_ones"]
     assert found["l31_packed"].reader_kind == "kernel-call"
@@ -57,13 +37,13 @@ def test_the_callers_use_of_the_returned_value_is_named():
 def test_canary_without_the_rule_the_lookup_is_named(monkeypatch):
     monkeypatch.setattr(lazy_accessor, "returned_consumer", lambda *args: None)
     old = _CASE.marks("old reader")
-    got = _lines()
+    got = _CASE.reader_lines(_ATTRS)
     assert got["l31_packed"] == old["l31_packed"] and got["l31_ones"] == old["l31_ones"]
 
 
 def test_canary_without_the_tuple_position_the_tuple_caller_is_lost(monkeypatch):
     monkeypatch.setattr(lazy_accessor, "_position", lambda value, names: None)
-    got = _lines()
+    got = _CASE.reader_lines(_ATTRS)
     assert got["l31_ones"] == _CASE.marks("old reader")["l31_ones"]
     assert got["l31_packed"] == _CASE.marks("reads")["l31_packed"]
 

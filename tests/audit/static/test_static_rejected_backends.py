@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from derivgraph.audit.static import config_reader
+from derivgraph.audit.static import selection
 from derivgraph.audit.static.rejected import _rejections
 from derivgraph.audit.static.semantics import Severity
 from tests.audit.static.expectations import EVIDENCE_CORPUS, EvidenceCase, readers_at
@@ -44,7 +44,7 @@ def test_a_backend_rejected_for_the_config_class_does_not_read_it():
 
 
 def test_canary_without_the_rejection_the_selectors_first_backend_is_named(monkeypatch):
-    monkeypatch.setattr(config_reader, "rejected_classes", lambda *args: frozenset())
+    monkeypatch.setattr(selection, "rejected_classes", lambda *args: frozenset())
     assert _readers() == dict.fromkeys(_ATTRS, _FAST)
 
 

@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from derivgraph.audit.static import config_reader, evidence, readers, selection
+from derivgraph.audit.static import evidence, readers, selection
 from derivgraph.audit.static.readers import ReaderIndex
 from derivgraph.audit.static.scan import scan
 from derivgraph.audit.static.semantics import Severity
@@ -74,7 +74,7 @@ def test_canary_without_the_warm_up_ranking_the_consumers_compile_step_is_named(
 
 def test_canary_without_the_selector_the_building_modules_class_is_named(monkeypatch):
     """The MXFP8 case: the building module imports a class the storing class never selects."""
-    monkeypatch.setattr(config_reader, "selected_classes", lambda *args: frozenset())
+    monkeypatch.setattr(selection, "selected_classes", lambda *args: frozenset())
     got = _lines(_findings())
     assert got["sel_config"] == _marks("old reader")["sel_config"]
 

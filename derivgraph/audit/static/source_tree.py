@@ -1,0 +1,119 @@
+"""What the static audit reads of a scanned module's source to follow a selection: its syntax
+tree (:func:`parsed`: the one way a module or class body is read with :mod:`ast`), its top-level
+classes and their methods, what it defines or imports, and the modules it imports functions from.
+
+It sits below :mod:`.selection` and the rules selection combines (:mod:`.bound_classes`,
+:mod:`.rejected`, :mod:`.preconditions`, :mod:`.backend_branches`) in the import graph.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Sequence
+from typing import Protocol, TypeVar
+
+__all__ = [
+    "CLASS_NAME",
+    "ReaderIndex",
+    "class_body",
+    "class_node",
+    "close_bracket",
+    "defining_module",
+    "function_node",
+    "module_classes",
+    "module_text",
+    "parsed",
+    "top_level_class",
+]
+
+_T = TypeVar("_T")
+
+
+class ReaderIndex(Protocol):
+    """What the selection rules read of :class:`.readers.ReaderIndex` (which imports these
+    modules): the scanned files' (shown path, text) and its per-index memo."""
+
+    files: Sequence[tuple[str, str]]
+
+    def memo(self, key: str, make: Callable[[], _T]) -> _T: ...
+
+
+_IMPORTED = re.compile(r"\bimport[ \t]*(?:\(([^)]*)\)|([\w, \t]+))")
+CLASS_NAME = re.compile(r"\b([A-Z]\w*)\b")
+"""A capitalized name (a class's; an enum's)."""
+
+
+def defining_module(index: ReaderIndex, function: str, home: str) -> str:
+    """The text of the scanned module ``home`` imports ``function`` from (``from a.b import
+    function``, also inside a function or a bracketed list), or "" (not found, not scanned)."""
+    imports = index.memo(f"imports {hash(home)}", lambda: [
+        (m.group(1), m.group(2)) for m in re.finditer(
+            r"\bfrom[ \t]+([\w.]+)[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)", home)])
+    for module, names in imports:
+        if re.search(rf"\b{re.escape(function)}\b", names):
+            return module_text(index, "/" + module.replace(".", "/") + ".py")
+    return ""
+
+
+def module_text(index: ReaderIndex, tail: str) -> str:
+    """The text of the scanned file whose path ends with ``tail`` ("" when none)."""
+    return index.memo(f"module {tail}", lambda: next(
+        (t for shown, t in index.files if f"/{shown}".endswith(tail)), ""))
+
+
+def module_classes(text: str) -> frozenset[str]:
+    """The class names a module's text defines or imports (its kernels' candidates)."""
+    names = {n for m in _IMPORTED.finditer(text) for n in CLASS_NAME.findall(m.group(1)
+                                                                             or m.group(2))}
+    names.update(re.findall(r"^class[ \t]+(\w+)", text, re.M))
+    return frozenset(names)
+
+
+def parsed(index: ReaderIndex, text: str) -> ast.Module | None:
+    """The syntax tree of a scanned module's ``text`` (memoized), None when it does not parse:
+    the one way the selection rules read a module or class body with :mod:`ast`."""
+    def parse() -> ast.Module | None:
+        try:
+            return ast.parse(text)
+        except SyntaxError:
+            return None
+
+    return index.memo(f"parsed {hash(text)}", parse)
+
+
+def class_node(index: ReaderIndex, home: str, cls: str) -> ast.ClassDef | None:
+    """The top-level class ``cls`` of module ``home`` as parsed (None when not there)."""
+    tree = parsed(index, home)
+    return top_level_class(tree, cls) if tree is not None else None
+
+
+def top_level_class(tree: ast.Module, name: str) -> ast.ClassDef | None:
+    """The class ``name`` defined at the top level of ``tree`` (None when not there)."""
+    return next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name), None)
+
+
+def function_node(node: ast.ClassDef | ast.Module | None,
+                  name: str) -> ast.FunctionDef | None:
+    """The function ``name`` defined directly in the body of class or module ``node`` (a
+    method, or a module's top-level function; None when not there or ``node`` is None)."""
+    return next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == name),
+                None) if node is not None else None
+
+
+def class_body(home: str, cls: str) -> str:
+    """The text of class ``cls`` in ``home`` ("" when not there)."""
+    head = re.search(rf"^class[ \t]+{re.escape(cls)}\b", home, re.M)
+    if head is None:
+        return ""
+    end = re.compile(r"^(?:class|def|@)", re.M).search(home, head.end())
+    return home[head.start():end.start() if end else len(home)]
+
+
+def close_bracket(text: str, start: int) -> int:
+    """Just past the bracket that closes the one opened before ``start``."""
+    end, depth = start, 1
+    while end < len(text) and depth:
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(text[end], 0)
+        end += 1
+    return end
