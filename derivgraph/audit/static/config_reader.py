@@ -97,8 +97,8 @@ def config_reader(index: ReaderIndex, expr: str, text: str, cls: str | None,
         keepers[kinds] = _keeper(index.files, kinds, family)
     keeper = keepers[kinds]
     tied, default = serving_classes(index, name if not expr.lstrip().startswith("self.")
-                               and not name[:1].isupper() else _building_function(builder),
-                               text, cls, attr, method)
+                                    and not name[:1].isupper() else _building_function(builder),
+                                    text, cls, attr, method)
     reads = ((index.accessor_read(*keeper, field, tied, default), weight)
              for field, weight in fields) if keeper else ()
     return next((ConfigEvidence(r, weight) for r, weight in reads if r is not None),

@@ -122,7 +122,6 @@ def backend_order(index: ReaderIndex, module: str) -> tuple[str, ...]:
     return index.memo(f"backend order {hash(module)}", order)
 
 
-_Owners = tuple[str, dict[str, tuple[frozenset[str], int]], set[tuple[int, int]]]
 def _member_lists(module: str, enum: str, tested: set[tuple[int, int]]) -> list[list[str]]:
     """The members of each bracketed list or tuple that holds only ``enum`` members (two or
     more; comments allowed), in text order, less those of a branch test (``tested``: (start,
