@@ -24,7 +24,7 @@ import derivgraph.audit.static.tree_facts as tf  # noqa: E402
 
 def load_base(name: str) -> types.ModuleType:
     mod = types.ModuleType(f"base_{name}")
-    mod.__dict__["__name__"] = f"derivgraph.audit.static.{name}"
+    sys.modules[mod.__name__] = mod  # its classes pickle (results of forked workers) by name
     path = f"/tmp/base_scan32/derivgraph/audit/static/{name}.py"
     exec(compile(open(path).read(), path, "exec"), mod.__dict__)
     return mod
