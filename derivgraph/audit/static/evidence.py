@@ -69,7 +69,6 @@ from derivgraph.audit.static.platforms import (
     rerun_guard,
     reset_flags,
     source_dropped,
-    zero_allocations,
 )
 from derivgraph.audit.static.readers import (
     NOT_READERS,
@@ -224,9 +223,7 @@ def apply_evidence(findings: Iterable[StaticFinding], files: Sequence[tuple[str,
                 m in f.file for m in RELOAD_MACHINERY))]
 
     texts = FunctionTexts()
-    # each file's 0-element allocation test, for this pass: made once here for the whole tree
-    # (forked workers inherit it), not per worker file by file (:func:`.platforms.source_dropped`)
-    allocates: dict[str, bool] = zero_allocations(by_display) if todo else {}
+    allocates: dict[str, bool] = {}  # each file's 0-element allocation test, for this pass
     def judge(f: StaticFinding) -> StaticFinding:
         judged = _judge(f, index, by_display.get(f.file, ""), family, keepers, texts)
         return _on_cpu(judged, by_display, ancestors, reset, texts, allocates) \

@@ -44,7 +44,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 __all__ = ["cpu_only", "empties_on_path", "empties_source", "kept_by_a_caller", "names_cpu",
-           "rerun_guard", "reset_flags", "source_dropped", "zero_allocations"]
+           "rerun_guard", "reset_flags", "source_dropped"]
 
 _CPU = re.compile(r"(?<![a-z])(?:cpu|amx)(?![a-z])|(?<![A-Z])(?:CPU|AMX)|(?:Cpu|Amx)(?![a-z])")
 _XPU = re.compile(r"(?<![a-z])xpu(?![a-z])|(?<![A-Z])XPU|Xpu(?![a-z])")
@@ -155,12 +155,6 @@ _EMPTY_0 = re.compile(r"empty\(\s*\(?0\s*[,)]")
 """A 0-element allocation: the text test before the per-module search of :func:`source_dropped`."""
 
 
-def zero_allocations(tree: Mapping[str, str]) -> dict[str, bool]:
-    """Each file's 0-element allocation test (:data:`_EMPTY_0`; display path -> found): the
-    memo of :func:`source_dropped` filled for the whole tree in one pass."""
-    return {display: _EMPTY_0.search(text) is not None for display, text in tree.items()}
-
-
 def source_dropped(derives_from: str | None, body: str,
                    tree: Mapping[str, str], at: int | None = None, *,
                    allocates: dict[str, bool] | None = None) -> str | None:
@@ -171,8 +165,7 @@ def source_dropped(derives_from: str | None, body: str,
     ``at``: the store's line in ``body`` (0-based), for :func:`kept_by_a_caller`.
     ``allocates``: the caller's memo of each file's 0-element allocation test
     (:data:`_EMPTY_0`; display path -> found), kept for one evidence pass: each call tests
-    every file that names its module and is not known to allocate none (a memo filled for the
-    whole tree up front, :func:`zero_allocations`, leaves only the few files that do)."""
+    every file that names its module."""
     m = _KEPT.match((derives_from or "").strip())
     if m is None:
         return "it derives from no kept attribute"
@@ -187,9 +180,9 @@ def source_dropped(derives_from: str | None, body: str,
     line = re.compile(rf"\b{re.escape(module)}\b[^\n]*\b(?:new_)?empty\(\s*\(?0\s*[,)]")
     memo = {} if allocates is None else allocates
     for display, text in tree.items():
-        found = memo.get(display)
-        if found is False or module not in text:
+        if module not in text:
             continue
+        found = memo.get(display)
         if found is None:
             found = memo[display] = _EMPTY_0.search(text) is not None
         hit = line.search(text) if found else None

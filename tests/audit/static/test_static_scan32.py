@@ -7,10 +7,6 @@
   module-level tensor functions from the index's pass over the text (:func:`.index.scan_file`),
   not from two more scans: the same lists as ba2b206's scans (kept here as the reference) on
   every file of vLLM 0.33.0 and on edge cases.
-* :func:`.platforms.source_dropped` skips the files its pass's memo knows allocate no 0-element
-  tensor before its text test, and the evidence pass fills that memo for the whole tree once,
-  before the workers fork (:func:`.platforms.zero_allocations`): the same answers as testing
-  every file, on vLLM 0.33.0.
 * :func:`.bound_classes.bound_classes` walks a class's nodes once per (module, class) (the
   ``bound nodes`` memo of the reader index) for its three searches, instead of three walks per
   finding; a memo keyed without the class would hand one class's bindings to another.
@@ -25,10 +21,7 @@ import re
 from derivgraph.audit.static import evidence
 from derivgraph.audit.static import index as index_mod
 from derivgraph.audit.static.index import DEF_HEADER_END, scan_file
-from derivgraph.audit.static.platforms import source_dropped, zero_allocations
 from derivgraph.audit.static.readers import ReaderIndex
-from derivgraph.audit.static.scan import scan
-from derivgraph.audit.static.semantics import Severity
 from derivgraph.audit.static.sources import collect_files
 from derivgraph.audit.static.tree_facts import file_facts
 from tests.audit.static.test_static_bound_classes import _ATTRS, _FAST, _bound, _readers
@@ -208,51 +201,3 @@ def test_canary_an_indent_test_for_module_level_functions_goes_red(monkeypatch):
     monkeypatch.setattr(index_mod, "_module_level_def",
                         lambda text, start: index_mod._indent(text, start) == "")
     assert scan_file(0, "edges", _EDGES).tensor_functions != _former_tensor_functions(_EDGES)
-
-
-# ---- source_dropped's tree search with the whole tree's allocation tests made up front ------
-
-_DROPPED = ["self.kv_b_proj.weight", "layer.w13.weight", "self.w1_scale", "layer.w2_bias",
-            "self.norm.weight", "self.gate.weight", "self.proj", None]
-
-
-def _dropped_tree() -> dict[str, str]:
-    tree = {src.display: src.path.read_text(encoding="utf-8")
-            for src in collect_files((), "vllm")}
-    tree["z_emptied.py"] = "x = 1\nself.w13.weight = torch.nn.Parameter(torch.empty(0, 2))\n"
-    tree["z_named_only.py"] = "self.proj.weight = w\n"
-    return tree
-
-
-def test_a_memo_made_up_front_gives_each_files_answer():
-    tree = _dropped_tree()
-    memo = zero_allocations(tree)
-    assert len(memo) == len(tree) and 50 < sum(memo.values()) < 500  # few files allocate 0
-    assert memo["z_emptied.py"] and not memo["z_named_only.py"]
-    fresh = [source_dropped(d, "", tree) for d in _DROPPED]  # no memo: every file tested
-    assert [source_dropped(d, "", tree, allocates=memo) for d in _DROPPED] == fresh
-    assert fresh[1] is not None and "z_emptied.py:2" in fresh[1]
-    assert fresh[0] is not None and "kv_b_proj" in fresh[0]  # vLLM empties it (MLA)
-    assert fresh[6] is None and fresh[7] == "it derives from no kept attribute"
-
-
-def test_canary_a_memo_made_up_front_that_misses_a_file_goes_red():
-    tree = _dropped_tree()
-    memo = zero_allocations(tree)
-    memo["z_emptied.py"] = False  # the planted bug: an allocation the up-front pass missed
-    right = source_dropped("layer.w13.weight", "", tree)
-    assert source_dropped("layer.w13.weight", "", tree, allocates=memo) != right
-
-
-def test_the_evidence_pass_makes_the_memo_once_for_the_tree(monkeypatch):
-    made: list[int] = []
-    real = evidence.zero_allocations
-
-    def counted(tree):
-        made.append(len(tree))
-        return real(tree)
-
-    monkeypatch.setattr(evidence, "zero_allocations", counted)
-    got = {f.attr: f.severity for f in scan(_BOUND_FILES, specs=[], jobs=1).findings}
-    assert made == [len(_BOUND_FILES)]  # one pass, over every scanned file
-    assert got["bnd_own_config"] is Severity.WARNING  # with findings to judge
