@@ -7,8 +7,10 @@
    (ba2b206's evidence pass, one memo per worker) against one ``zero_allocations`` pass and
    the calls after it (this tree).
 
-CPU is this process's (time.process_time). From the worktree root:
-    python3 benchmarks/results/scan32/work_removed.py 5 > benchmarks/results/scan32/work_removed.txt
+CPU is this process's (time.process_time). From the worktree root, at commit 5c174da (part 2
+needs ``platforms.zero_allocations``, which 56ead79 reverted: no gain, see BENCHMARKS.md):
+    python3 benchmarks/results/scan32/work_removed.py 5 > work_removed_5c174da.txt  (then moved here)
+On later commits it measures part 1 only.
 """
 import os
 import statistics
@@ -64,15 +66,17 @@ for i in range(n):
     t = time.process_time()
     index.prefetch(attrs)
     once = time.process_time() - t
-    t = time.process_time()
-    memo: dict[str, bool] = {}
-    lazy = [real_dropped(d, b, tree, at, allocates=memo) for d, b, at in calls]
-    lazy_t = time.process_time() - t
-    t = time.process_time()
-    memo = pl.zero_allocations(tree)
-    front = [real_dropped(d, b, tree, at, allocates=memo) for d, b, at in calls]
-    front_t = time.process_time() - t
-    assert lazy == front
+    lazy_t = front_t = float("nan")
+    if hasattr(pl, "zero_allocations"):
+        t = time.process_time()
+        memo: dict[str, bool] = {}
+        lazy = [real_dropped(d, b, tree, at, allocates=memo) for d, b, at in calls]
+        lazy_t = time.process_time() - t
+        t = time.process_time()
+        memo = pl.zero_allocations(tree)
+        front = [real_dropped(d, b, tree, at, allocates=memo) for d, b, at in calls]
+        front_t = time.process_time() - t
+        assert lazy == front
     for key, v in zip(res, (per_worker, once, lazy_t, front_t)):
         res[key].append(v)
     print(f"run={i} load={os.getloadavg()[0]:.2f} search: two halves {per_worker:.3f} s, "
