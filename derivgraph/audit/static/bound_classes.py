@@ -94,12 +94,12 @@ def _tests(node: ast.ClassDef) -> dict[int, _Test | None]:
     return out
 
 
-def _method_flags(node: ast.ClassDef, tests: dict[int, _Test | None],
+def _method_flags(nodes: list[ast.AST], tests: dict[int, _Test | None],
                   method: str) -> frozenset[str]:
-    """The ``self`` flags that every call of ``self.<method>(`` in class ``node`` is tested
-    under (empty when a call is untested or there is none)."""
+    """The ``self`` flags that every call of ``self.<method>(`` among a class's ``nodes`` is
+    tested under (empty when a call is untested or there is none)."""
     out: set[str] = set()
-    calls = [n for n in ast.walk(node) if isinstance(n, ast.Call)
+    calls = [n for n in nodes if isinstance(n, ast.Call)
              and _self_attr(n.func) == method] if method else []
     for call in calls:
         test = tests.get(id(call))
@@ -109,11 +109,11 @@ def _method_flags(node: ast.ClassDef, tests: dict[int, _Test | None],
     return frozenset(out)
 
 
-def _bindings(node: ast.ClassDef, held: frozenset[str]) -> list[ast.Assign]:
-    """The assignments of class ``node`` that bind one of the ``held`` attributes (``self.x =
-    ...``, ``self.a, self.x = ...``), in text order."""
+def _bindings(nodes: list[ast.AST], held: frozenset[str]) -> list[ast.Assign]:
+    """The assignments among a class's ``nodes`` that bind one of the ``held`` attributes
+    (``self.x = ...``, ``self.a, self.x = ...``), in text order."""
     found = []
-    for n in ast.walk(node):
+    for n in nodes:
         if not (isinstance(n, ast.Assign) and len(n.targets) == 1):
             continue
         target = n.targets[0]
@@ -137,9 +137,10 @@ def _chooses(value: ast.expr, selectors: frozenset[str]) -> bool:
             and value.func.id in selectors)
 
 
-def _fixed_backends(node: ast.ClassDef) -> list[tuple[int, str, str]]:
-    """``(line, attribute, member)`` of each ``self.attr = Enum.MEMBER`` of class ``node``."""
-    return [(n.lineno, attr, n.value.attr) for n in ast.walk(node)
+def _fixed_backends(nodes: list[ast.AST]) -> list[tuple[int, str, str]]:
+    """``(line, attribute, member)`` of each ``self.attr = Enum.MEMBER`` among a class's
+    ``nodes`` (in :func:`ast.walk` order)."""
+    return [(n.lineno, attr, n.value.attr) for n in nodes
             if isinstance(n, ast.Assign) and len(n.targets) == 1
             and (attr := _self_attr(n.targets[0])) is not None
             and isinstance(n.value, ast.Attribute) and isinstance(n.value.value, ast.Name)
@@ -186,11 +187,14 @@ def bound_classes(index: ReaderIndex, home: str, cls: str | None,
     held = frozenset(h for h, _, _ in found)
     selectors = frozenset(f for _, _, f in found)
     tests = index.memo(f"bound tests {hash(home)} {cls}", lambda: _tests(node))
-    fixed = _fixed_backends(node)
-    assigns = _bindings(node, held)
+    # every node of the class, walked once for the three searches below (and for each later
+    # finding of the class)
+    nodes = index.memo(f"bound nodes {hash(home)} {cls}", lambda: list(ast.walk(node)))
+    fixed = _fixed_backends(nodes)
+    assigns = _bindings(nodes, held)
     bindings = [(b.value, tests.get(id(b))) for b in assigns]
     own = [_own(b.value, b.lineno, fixed) for b in assigns]
-    flags = _method_flags(node, tests, method)
+    flags = _method_flags(nodes, tests, method)
     if flags:
         serving = [k for k, (_, test) in enumerate(bindings)
                    if test is not None and flags & test.flags]

@@ -236,19 +236,21 @@ def apply_evidence(findings: Iterable[StaticFinding], files: Sequence[tuple[str,
 
 def _judge_all(judge: Callable[[StaticFinding], StaticFinding], index: ReaderIndex,
                todo: list[StaticFinding], jobs: int | None) -> list[StaticFinding]:
-    """``judge`` of each finding of ``todo``, in order. With several workers (:mod:`.forked`:
-    forked, they inherit the reader index) each takes every n-th finding and first finds every
-    read of its findings' attributes in one pass over the tree. The judgements are independent
-    of each other: the index's tables are caches, the same whichever finding fills them."""
+    """``judge`` of each finding of ``todo``, in order. Every read of the findings' attributes
+    is first found here, in one pass over the tree; with several workers (:mod:`.forked`:
+    forked, they inherit the reader index and those reads) each then takes every n-th finding.
+    The judgements are independent of each other: the index's tables are caches, the same
+    whichever finding fills them (a name's reads do not depend on the names searched with it,
+    :meth:`.readers.ReaderIndex.prefetch`), so one search serves all workers instead of one
+    search per worker over nearly the same files."""
     workers = workers_for(len(todo), jobs, 32)
-    index.files_naming("")  # the word table every worker's search starts from, built once
+    index.files_naming("")  # the word table every search starts from, built once
     handed_tree(index)  # and the class table of handed_reader (and of kept_handoffs after)
+    index.prefetch({f.attr for f in todo})  # and every read of the findings' attributes
     order = [k for w in range(workers) for k in range(w, len(todo), workers)]
 
     def work(chunk: list[int]) -> list[StaticFinding]:
-        mine = [todo[order[k]] for k in chunk]
-        index.prefetch({f.attr for f in mine})
-        return [judge(f) for f in mine]
+        return [judge(todo[order[k]]) for k in chunk]
 
     out: list[StaticFinding] = list(todo)
     for chunk, judged in forked_chunks(work, len(todo), workers,

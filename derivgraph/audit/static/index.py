@@ -12,6 +12,10 @@ whole vLLM tree. The audit of one file uses it to follow calls into other files:
 
 It also summarises helpers across files by their return annotation: a tensor, a Python scalar
 (``-> float``) or a dataclass whose fields are tensors (a container).
+
+The same pass over a file's text gives what else the tree-wide context takes from it
+(:func:`scan_file`): every class statement with its base short names (:func:`class_statements`,
+nested classes too) and the module-level functions annotated to return a tensor.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from dataclasses import dataclass, field
 
 from derivgraph.audit.static.ast import returns_placeholder
 
-__all__ = ["DEF_HEADER_END", "ClassEntry", "TreeIndex", "build_index", "index_file", "merged_index"]
+__all__ = ["DEF_HEADER_END", "ClassEntry", "FileScan", "TreeIndex", "build_index",
+           "class_statements", "index_file", "merged_index", "scan_file"]
 
 # Each pattern starts with a literal so the regex engine can skip ahead; line starts are
 # checked in code.
@@ -43,6 +48,7 @@ _PROPERTY_RETURN = re.compile(
     r"[ \t]*\n[ \t]*return[ \t]+self\.(\w+(?:\.\w+)+)[ \t]*(?:#[^\n]*)?\n")
 """A method body that is one ``return self.<object>.<field>`` (after the header)."""
 _SCALAR_TYPE = re.compile(r"^\s*(?:float|int)\s*$")
+_TENSOR_WORD = re.compile(r"Tensor|Parameter|Buffer")
 _PLACEHOLDER_HINT = re.compile(r"(?:empty|zeros)\(\s*(?:0\s*[,)]|\(\s*0\s*,)")
 """A 0-element allocation in the text: the file may define a helper returning a placeholder."""
 
@@ -129,6 +135,41 @@ class TreeIndex:
         return found if len(found) <= limit else []
 
 
+@dataclass
+class FileScan:
+    """One pass over a file's text: its index entries, its class statements and its
+    module-level functions annotated to return a tensor."""
+
+    index: TreeIndex  # this file's entries alone (:func:`index_file`)
+    classes: list[tuple[str, list[str]]]  # (class, base short names): :func:`class_statements`
+    tensor_functions: list[tuple[str, str]]  # (module-level function, its return annotation)
+
+
+def _class_statement(text: str, m: re.Match[str]) -> tuple[str, list[str]] | None:
+    """(class name, base short names) of a ``class`` match that starts its line (after any
+    indentation), else None ("class" inside a line)."""
+    line_start = text.rfind("\n", 0, m.start()) + 1
+    if text[line_start:m.start()].strip(" \t"):
+        return None
+    return m.group(1), list(_bases(m.group(2)))
+
+
+def class_statements(text: str) -> Iterator[tuple[str, list[str]]]:
+    """(class name, base short names) for every class statement, nested ones too, without
+    parsing the file."""
+    for m in _CLASS_RE.finditer(text):
+        found = _class_statement(text, m)
+        if found is not None:
+            yield found
+
+
+def _module_level_def(text: str, start: int) -> bool:
+    """Whether the ``def`` at ``start`` begins its line, or follows ``async `` that does."""
+    return not start or text[start - 1] == "\n" or (
+        start >= 6 and text[start - 6:start] == "async "
+        and (start == 6 or text[start - 7] == "\n"))
+
+
 def _bases(raw: str | None) -> tuple[str, ...]:
     out = []
     for part in (raw or "").split(","):
@@ -148,7 +189,12 @@ def _indent(text: str, pos: int) -> str | None:
     return prefix if not prefix.strip(" \t") else None
 
 
-def _scan_text(index: TreeIndex, file: int, module: str, text: str) -> None:
+def _scan_text(index: TreeIndex, file: int, module: str, text: str,
+               classes: list[tuple[str, list[str]]] | None = None,
+               tensor_functions: list[tuple[str, str]] | None = None) -> None:
+    """Fill ``index`` with one file's entries; with the lists, also gather its class
+    statements (:func:`class_statements`) and its module-level functions annotated to return
+    a tensor (none when the text names neither ``Tensor`` nor ``Parameter``)."""
     events: list[tuple[int, str, re.Match[str]]] = []
     events += [(m.start(), "class", m) for m in _CLASS_RE.finditer(text)]
     events += [(m.start(), "def", m) for m in _DEF_RE.finditer(text)]
@@ -161,7 +207,16 @@ def _scan_text(index: TreeIndex, file: int, module: str, text: str) -> None:
     hint = hint and _PLACEHOLDER_HINT.search(text) is not None
     current: ClassEntry | None = None
     method_indent: str | None = None
+    tensors = tensor_functions if "Tensor" in text or "Parameter" in text else None
     for pos, kind, m in events:
+        if classes is not None and kind == "class":
+            found = _class_statement(text, m)
+            if found is not None:
+                classes.append(found)
+        if tensors is not None and kind == "def" and _module_level_def(text, pos):
+            header = DEF_HEADER_END.search(text, m.end())
+            if header and header.group(1) and _TENSOR_WORD.search(header.group(1)):
+                tensors.append((m.group(1), " ".join(header.group(1).split())))
         indent = _indent(text, pos) if kind != "attr" else ""
         if indent is None:
             continue
@@ -230,6 +285,14 @@ def index_file(file: int, module: str, text: str) -> TreeIndex:
     index = TreeIndex()
     _scan_text(index, file, module, text)
     return index
+
+
+def scan_file(file: int, module: str, text: str) -> FileScan:
+    """:func:`index_file` with the file's class statements and tensor functions, found in
+    the same pass."""
+    found = FileScan(TreeIndex(), [], [])
+    _scan_text(found.index, file, module, text, found.classes, found.tensor_functions)
+    return found
 
 
 def _merge(index: TreeIndex, part: TreeIndex) -> None:

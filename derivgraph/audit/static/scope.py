@@ -41,6 +41,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from derivgraph.audit.static.index import class_statements
 from derivgraph.audit.static.infer import view_helpers
 from derivgraph.audit.static.staging import is_staging_method, refreshed_per_step
 from derivgraph.audit.static.walk import children, walk
@@ -95,8 +96,6 @@ LAZY_GUARD_RE = re.compile(
 """Text test for a lazily built cache (``if self._x is None:``, or an early
 ``if self._x is not None: return self._x``, or ``if self._x is not None or ...: return``, that
 test first), in any method."""
-# Starts with a literal so the regex engine can skip ahead; the line start is checked in code.
-_CLASS_RE = re.compile(r"class[ \t]+(\w+)[ \t]*(?:\(((?:[^()]|\([^()]*\))*)\))?[ \t]*:")
 _TOKEN_RE = re.compile("|".join(REBUILT_CLASS_TOKENS))
 
 FuncNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -114,19 +113,9 @@ def base_short_name(node: ast.expr) -> str | None:
 
 
 def regex_classes(text: str) -> Iterator[tuple[str, list[str]]]:
-    """(class name, base short names) for every class statement, without parsing the file."""
-    for m in _CLASS_RE.finditer(text):
-        line_start = text.rfind("\n", 0, m.start()) + 1
-        if text[line_start:m.start()].strip(" \t"):
-            continue  # "class" inside a line: not a class statement
-        bases = []
-        for raw in (m.group(2) or "").split(","):
-            raw = raw.strip()
-            if not raw or "=" in raw or raw.startswith("*"):
-                continue
-            raw = raw.split("[", 1)[0].strip()
-            bases.append(raw.rsplit(".", 1)[-1])
-        yield m.group(1), bases
+    """(class name, base short names) for every class statement, without parsing the file
+    (:func:`.index.class_statements`)."""
+    return class_statements(text)
 
 
 def ancestors_index(bases: Mapping[str, set[str]]) -> dict[str, frozenset[str]]:

@@ -15,25 +15,17 @@ Example::
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from derivgraph.audit.static.classwide import GATE_RE as CLASS_WIDE_RE
 from derivgraph.audit.static.forked import forked_chunks, workers_for
-from derivgraph.audit.static.index import DEF_HEADER_END, TreeIndex, index_file
-from derivgraph.audit.static.scope import (
-    LAZY_GUARD_RE,
-    ROOT_ASSIGN_RE,
-    ROOT_DEF_RE,
-    regex_classes,
-)
+from derivgraph.audit.static.index import TreeIndex, scan_file
+from derivgraph.audit.static.scope import LAZY_GUARD_RE, ROOT_ASSIGN_RE, ROOT_DEF_RE
 from derivgraph.audit.static.staging import has_staging_copy
 
 __all__ = ["FileFacts", "file_facts", "tree_facts"]
 
-_DEF_RE = re.compile(r"def[ \t]+(\w+)[ \t]*\(")  # a literal start; column 0 is checked in code
-_TENSOR_WORD_RE = re.compile(r"Tensor|Parameter|Buffer")
 _PER_WORKER = 64
 """Files per chunk (and the fewest worth a worker): a file's facts take about half a ms."""
 
@@ -49,28 +41,14 @@ class FileFacts:
     staging: bool  # a staging copy (:func:`.staging.has_staging_copy`)
 
 
-def tensor_functions(text: str) -> Iterator[tuple[str, str]]:
-    """(name, return annotation) of module-level functions whose annotation names a tensor type
-    (a text scan, no parse; :func:`.infer.annotation_shape` reads the annotation later)."""
-    if "Tensor" not in text and "Parameter" not in text:
-        return
-    for m in _DEF_RE.finditer(text):
-        start = m.start()
-        if start and text[start - 1] != "\n" and not (
-                start >= 6 and text[start - 6:start] == "async " and
-                (start == 6 or text[start - 7] == "\n")):
-            continue  # not a module-level function
-        end = DEF_HEADER_END.search(text, m.end())
-        if end and end.group(1) and _TENSOR_WORD_RE.search(end.group(1)):
-            yield m.group(1), " ".join(end.group(1).split())
-
-
 def file_facts(file: int, module: str, text: str) -> FileFacts:
-    """The facts of file number ``file`` (module name ``module``)."""
+    """The facts of file number ``file`` (module name ``module``): its classes, tensor
+    functions and index entries from one pass over the text (:func:`.index.scan_file`)."""
     rooted = bool(ROOT_DEF_RE.search(text) or ROOT_ASSIGN_RE.search(text)
                   or LAZY_GUARD_RE.search(text) or CLASS_WIDE_RE.search(text))
-    return FileFacts(list(regex_classes(text)), list(tensor_functions(text)),
-                     index_file(file, module, text), rooted, has_staging_copy(text))
+    found = scan_file(file, module, text)
+    return FileFacts(found.classes, found.tensor_functions, found.index, rooted,
+                     has_staging_copy(text))
 
 
 def tree_facts(files: Sequence[tuple[str, str]], jobs: int | None) -> list[FileFacts]:
