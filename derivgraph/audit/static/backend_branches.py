@@ -8,47 +8,93 @@ such a selector, a free function annotated to return classes (:func:`bound_selec
 
 from __future__ import annotations
 
+import ast
 import re
+from typing import NamedTuple
 
 from derivgraph.audit.static.source_tree import (
     CLASS_NAME,
     ReaderIndex,
+    class_node,
     close_bracket,
     defining_module,
+    function_node,
     module_classes,
+    parsed,
 )
+from derivgraph.audit.static.walk import own_nodes, self_attribute
 
-__all__ = ["Owners", "backend_classes", "bound_selectors", "class_backends", "owners"]
-
-_BINDS = re.compile(r"^[ \t]+(?:[\w.]+[ \t]*,[ \t]*)*self\.(\w+)(?:[ \t]*,[ \t]*[\w.]+)*[ \t]*"
-                    r"=[ \t]*([a-z_]\w*)\(", re.M)
-"""``self.a, self.b = func(`` (or ``self.b = func(``): attribute ``b`` bound from ``func``."""
+__all__ = ["Binding", "Owners", "backend_classes", "bound_selectors", "class_backends",
+           "owners"]
 
 
-def _returns_classes(module: str, function: str) -> bool:
-    """Whether ``def function(`` in ``module`` is annotated to return classes (``type[``)."""
-    m = re.search(rf"^[ \t]*def[ \t]+{re.escape(function)}[ \t]*\(", module, re.M)
-    if m is None:
-        return False
-    arrow = module.find("->", m.end())
-    nxt = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]", re.M).search(module, m.end())
-    if arrow < 0 or (nxt is not None and nxt.start() < arrow):
-        return False
-    end = module.find(":\n", arrow)
-    return "type[" in module[arrow:end if end > 0 else len(module)]
+class Binding(NamedTuple):
+    """An attribute a storing class binds from a selector (``self.backend, self.experts_cls =
+    select_backend(...)``: ``experts_cls``, the last ``self`` target), the text of the selector's
+    module and the selector's name."""
+
+    attr: str
+    module: str
+    selector: str
 
 
-def bound_selectors(index: ReaderIndex, home: str,
-                    body: str) -> list[tuple[str, str, str]]:
-    """``(attribute, selector module text, selector)`` of each attribute the class ``body``
-    binds from a free function annotated to return classes (``self.backend, self.experts_cls =
-    select_backend(...)``)."""
-    out = []
-    for m in _BINDS.finditer(body):
-        module = defining_module(index, m.group(2), home)
-        if module and _returns_classes(module, m.group(2)):
-            out.append((m.group(1), module, m.group(2)))
-    return out
+def bound_selectors(index: ReaderIndex, home: str, cls: str | None) -> tuple[Binding, ...]:
+    """The :class:`Binding` of each attribute class ``cls`` of ``home`` binds from a free
+    function annotated to return classes (``-> tuple[Backend, type[Experts]]``), in text order
+    (memoized); its nested classes' bindings are theirs, not its own."""
+    def find() -> tuple[Binding, ...]:
+        node = class_node(index, home, cls) if cls else None
+        if node is None:
+            return ()
+        found = []
+        for n in own_nodes(node, (ast.ClassDef,)):
+            if not (isinstance(n, ast.Assign) and len(n.targets) == 1):
+                continue
+            attr, selector = _bound_attribute(n.targets[0]), _selector_name(n.value)
+            if attr is None or selector is None:
+                continue
+            module = defining_module(index, selector, home)
+            if module and _returns_classes(index, module, selector):
+                found.append((n.lineno, n.col_offset, Binding(attr, module, selector)))
+        return tuple(b for _, _, b in sorted(found, key=lambda f: f[:2]))
+
+    return index.memo(f"bound selectors {hash(home)} {cls}", find)
+
+
+def _bound_attribute(target: ast.expr) -> str | None:
+    """The attribute an assignment target binds on ``self`` (``self.x``; the last ``self``
+    one of ``self.a, layer.b, self.x``), None when it binds none or a target is not a dotted
+    name (``x[0]``, ``*rest``)."""
+    names = target.elts if isinstance(target, ast.Tuple) else [target]
+    if not all(_dotted(e) for e in names):
+        return None
+    held = [a for e in names if (a := self_attribute(e)) is not None]
+    return held[-1] if held else None
+
+
+def _dotted(node: ast.expr) -> bool:
+    """Whether ``node`` is a name or a dotted name (``x``, ``self.x``, ``layer.a.b``)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+def _selector_name(value: ast.expr) -> str | None:
+    """The free function a bound value calls (``select_backend(...)``, also indexed:
+    ``select(...)[0]``) when its name is lowercase or private, else None."""
+    while isinstance(value, ast.Subscript):
+        value = value.value
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+        first = value.func.id[:1]
+        return value.func.id if "a" <= first <= "z" or first == "_" else None
+    return None
+
+
+def _returns_classes(index: ReaderIndex, module: str, function: str) -> bool:
+    """Whether the function ``function`` of selector ``module`` is annotated to return classes
+    (``type[`` in its return annotation)."""
+    fn = function_node(parsed(index, module), function)
+    return fn is not None and fn.returns is not None and "type[" in ast.unparse(fn.returns)
 
 
 _BACKEND_TEST = re.compile(r"\bbackend[ \t]*(?:==|is(?![ \t]+not)|in)[ \t]*(\(?)[ \t]*")
