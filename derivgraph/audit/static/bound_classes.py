@@ -28,7 +28,7 @@ from derivgraph.audit.static.backend_branches import Binding, backend_classes
 from derivgraph.audit.static.source_tree import ReaderIndex, class_node, defining_module
 from derivgraph.audit.static.walk import children, self_attribute
 
-__all__ = ["bound_classes"]
+__all__ = ["bound_classes", "named_class"]
 
 
 @dataclass(frozen=True)
@@ -112,8 +112,9 @@ def _bindings(nodes: list[ast.AST], held: frozenset[str]) -> list[ast.Assign]:
     return sorted(found, key=lambda n: (n.lineno, n.col_offset))
 
 
-def _class_name(value: ast.expr) -> str | None:
-    """A class named directly (``MarlinExperts``; not ``None``/``True``/``False``)."""
+def named_class(value: ast.expr) -> str | None:
+    """A class named directly (``MarlinExperts``: a capitalized name; not
+    ``None``/``True``/``False``, constants), else None."""
     return value.id if isinstance(value, ast.Name) and value.id[:1].isupper() else None
 
 
@@ -140,7 +141,7 @@ def _own(value: ast.expr, line: int, fixed: list[tuple[int, str, str]]) -> _Fixe
     """Whether a bound ``value`` on ``line`` is the class's own choice: a class
     (:data:`_DIRECT`), or a fixed backend's (``f(self.backend)[0]`` after ``self.backend =
     Enum.MEMBER`` above it in the class, or ``f(Enum.MEMBER)``); None otherwise."""
-    if _class_name(value):
+    if named_class(value):
         return _DIRECT
     indexed = (isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant)
                and value.slice.value == 0 and not isinstance(value.slice.value, bool))
@@ -212,7 +213,7 @@ def bound_classes(index: ReaderIndex, home: str, cls: str | None,
         return None  # only the selector binds it there: its order ranks
     out: list[str] = []
     for k in serving:
-        if (name := _class_name(bindings[k][0])) is not None:
+        if (name := named_class(bindings[k][0])) is not None:
             out.append(name)
         elif (choice := own[k]) is not None:
             module = defining_module(index, choice.function, home)

@@ -34,7 +34,7 @@ from derivgraph.audit.static.backend_branches import (
     class_backends,
     owners,
 )
-from derivgraph.audit.static.bound_classes import bound_classes
+from derivgraph.audit.static.bound_classes import bound_classes, named_class
 from derivgraph.audit.static.def_text import def_text
 from derivgraph.audit.static.preconditions import failing_backends
 from derivgraph.audit.static.quant_keys import keyed_out
@@ -90,17 +90,12 @@ def selected_classes(index: ReaderIndex, home: str, cls: str | None,
             names |= index.memo(f"module classes {hash(b.module)}",
                                 lambda text=b.module: module_classes(text))
         held = {b.attr for b in found}
-        names.update(n.value.id for n in nodes if isinstance(n, ast.Assign)
-                     and len(n.targets) == 1 and self_attribute(n.targets[0]) in held
-                     and _class_named(n.value))
+        names.update(name for n in nodes if isinstance(n, ast.Assign) and len(n.targets) == 1
+                     and self_attribute(n.targets[0]) in held
+                     and (name := named_class(n.value)) is not None)
         return frozenset(names)
 
     return index.memo(f"selected {hash(home)} {cls} {attr}", select)
-
-
-def _class_named(value: ast.expr) -> bool:
-    """Whether ``value`` names a class directly (``MarlinExperts``: a capitalized name)."""
-    return isinstance(value, ast.Name) and "A" <= value.id[:1] <= "Z"
 
 
 def selector_modules(found: tuple[Binding, ...]) -> list[str]:
@@ -168,8 +163,8 @@ def _named_beside(nodes: list[ast.AST], attr: str) -> frozenset[str]:
             continue
         for k in n.keywords:
             value = k.value.func if isinstance(k.value, ast.Call) else k.value
-            if k.arg and _class_named(value):
-                out.add(value.id)  # type: ignore[attr-defined]
+            if k.arg and (name := named_class(value)) is not None:
+                out.add(name)
     return frozenset(out)
 
 
