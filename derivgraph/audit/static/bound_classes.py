@@ -24,16 +24,11 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from derivgraph.audit.static.backend_branches import backend_classes, bound_selectors
-from derivgraph.audit.static.source_tree import (
-    ReaderIndex,
-    class_body,
-    class_node,
-    defining_module,
-)
-from derivgraph.audit.static.walk import children
+from derivgraph.audit.static.backend_branches import Binding, backend_classes
+from derivgraph.audit.static.source_tree import ReaderIndex, class_node, defining_module
+from derivgraph.audit.static.walk import children, self_attribute
 
-__all__ = ["bound_classes"]
+__all__ = ["bound_classes", "named_class"]
 
 
 @dataclass(frozen=True)
@@ -59,15 +54,9 @@ _DIRECT = _Fixed("", "", False)
 """A bound value that names a class directly."""
 
 
-def _self_attr(node: ast.AST) -> str | None:
-    """``x`` of ``self.x``, else None."""
-    return node.attr if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                         and node.value.id == "self") else None
-
-
 def _flags_of(test: ast.expr) -> frozenset[str]:
     """The ``self`` attributes a condition reads (``self.is_gfx942``, ``self.moe.x``)."""
-    return frozenset(a for n in ast.walk(test) if (a := _self_attr(n)) is not None)
+    return frozenset(a for n in ast.walk(test) if (a := self_attribute(n)) is not None)
 
 
 def _tests(node: ast.ClassDef) -> dict[int, _Test | None]:
@@ -100,7 +89,7 @@ def _method_flags(nodes: list[ast.AST], tests: dict[int, _Test | None],
     tested under (empty when a call is untested or there is none)."""
     out: set[str] = set()
     calls = [n for n in nodes if isinstance(n, ast.Call)
-             and _self_attr(n.func) == method] if method else []
+             and self_attribute(n.func) == method] if method else []
     for call in calls:
         test = tests.get(id(call))
         if test is None or test.is_else or not test.flags:
@@ -118,13 +107,14 @@ def _bindings(nodes: list[ast.AST], held: frozenset[str]) -> list[ast.Assign]:
             continue
         target = n.targets[0]
         names = target.elts if isinstance(target, ast.Tuple) else [target]
-        if any(_self_attr(e) in held for e in names):
+        if any(self_attribute(e) in held for e in names):
             found.append(n)
     return sorted(found, key=lambda n: (n.lineno, n.col_offset))
 
 
-def _class_name(value: ast.expr) -> str | None:
-    """A class named directly (``MarlinExperts``; not ``None``/``True``/``False``)."""
+def named_class(value: ast.expr) -> str | None:
+    """A class named directly (``MarlinExperts``: a capitalized name; not
+    ``None``/``True``/``False``, constants), else None."""
     return value.id if isinstance(value, ast.Name) and value.id[:1].isupper() else None
 
 
@@ -142,7 +132,7 @@ def _fixed_backends(nodes: list[ast.AST]) -> list[tuple[int, str, str]]:
     ``nodes`` (in :func:`ast.walk` order)."""
     return [(n.lineno, attr, n.value.attr) for n in nodes
             if isinstance(n, ast.Assign) and len(n.targets) == 1
-            and (attr := _self_attr(n.targets[0])) is not None
+            and (attr := self_attribute(n.targets[0])) is not None
             and isinstance(n.value, ast.Attribute) and isinstance(n.value.value, ast.Name)
             and n.value.value.id[:1].isupper() and n.value.attr[:1].isupper()]
 
@@ -151,7 +141,7 @@ def _own(value: ast.expr, line: int, fixed: list[tuple[int, str, str]]) -> _Fixe
     """Whether a bound ``value`` on ``line`` is the class's own choice: a class
     (:data:`_DIRECT`), or a fixed backend's (``f(self.backend)[0]`` after ``self.backend =
     Enum.MEMBER`` above it in the class, or ``f(Enum.MEMBER)``); None otherwise."""
-    if _class_name(value):
+    if named_class(value):
         return _DIRECT
     indexed = (isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant)
                and value.slice.value == 0 and not isinstance(value.slice.value, bool))
@@ -161,7 +151,7 @@ def _own(value: ast.expr, line: int, fixed: list[tuple[int, str, str]]) -> _Fixe
             and len(call.args) == 1 and not call.keywords):
         return None
     arg = call.args[0]
-    if (held := _self_attr(arg)) is not None:
+    if (held := self_attribute(arg)) is not None:
         found = [m for at, attr, m in fixed if attr == held and at < line]
         member = found[-1] if found else None
     elif (isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name)
@@ -172,28 +162,44 @@ def _own(value: ast.expr, line: int, fixed: list[tuple[int, str, str]]) -> _Fixe
     return _Fixed(call.func.id, member, indexed) if member else None
 
 
+@dataclass(frozen=True)
+class _Bound:
+    """What a class binds its held attributes to, read once per (module, class): every node
+    of the class, the test each sits under, and each binding's value, test and own choice
+    (:func:`_own`), in text order."""
+
+    nodes: list[ast.AST]
+    tests: dict[int, _Test | None]
+    bindings: list[tuple[ast.expr, _Test | None]]
+    own: list[_Fixed | None]
+
+
+def _bound(index: ReaderIndex, home: str, node: ast.ClassDef, held: frozenset[str]) -> _Bound:
+    """The :class:`_Bound` of class ``node`` of ``home`` for its ``held`` attributes."""
+    tests = index.memo(f"bound tests {hash(home)} {node.name}", lambda: _tests(node))
+    # every node of the class, walked once for the searches below (and the method's flags)
+    nodes = index.memo(f"bound nodes {hash(home)} {node.name}", lambda: list(ast.walk(node)))
+    fixed = _fixed_backends(nodes)
+    assigns = _bindings(nodes, held)
+    return _Bound(nodes, tests, [(b.value, tests.get(id(b))) for b in assigns],
+                  [_own(b.value, b.lineno, fixed) for b in assigns])
+
+
 def bound_classes(index: ReaderIndex, home: str, cls: str | None,
-                  method: str = "") -> tuple[str, ...] | None:
+                  found: tuple[Binding, ...], method: str = "") -> tuple[str, ...] | None:
     """The classes class ``cls`` of ``home`` binds itself for the config its method
     ``method`` stores (module docstring), in text order; None when the selector serves it (its
     order ranks), and empty when the serving bindings name no class that resolves (a call the
-    audit cannot follow): the consumer is then not resolved."""
-    node = class_node(index, home, cls) if cls else None
+    audit cannot follow): the consumer is then not resolved. ``found``: the class's
+    :func:`.backend_branches.bound_selectors` (its caller reads them once)."""
+    node = class_node(index, home, cls) if cls and found else None
     if node is None:
         return None
-    found = bound_selectors(index, home, class_body(home, node.name))
-    if not found:
-        return None
-    held = frozenset(h for h, _, _ in found)
-    selectors = frozenset(f for _, _, f in found)
-    tests = index.memo(f"bound tests {hash(home)} {cls}", lambda: _tests(node))
-    # every node of the class, walked once for the three searches below (and for each later
-    # finding of the class)
-    nodes = index.memo(f"bound nodes {hash(home)} {cls}", lambda: list(ast.walk(node)))
-    fixed = _fixed_backends(nodes)
-    assigns = _bindings(nodes, held)
-    bindings = [(b.value, tests.get(id(b))) for b in assigns]
-    own = [_own(b.value, b.lineno, fixed) for b in assigns]
+    held = frozenset(b.attr for b in found)
+    selectors = frozenset(b.selector for b in found)
+    facts = index.memo(f"bound bindings {hash(home)} {cls}",
+                       lambda: _bound(index, home, node, held))
+    nodes, tests, bindings, own = facts.nodes, facts.tests, facts.bindings, facts.own
     flags = _method_flags(nodes, tests, method)
     if flags:
         serving = [k for k, (_, test) in enumerate(bindings)
@@ -207,7 +213,7 @@ def bound_classes(index: ReaderIndex, home: str, cls: str | None,
         return None  # only the selector binds it there: its order ranks
     out: list[str] = []
     for k in serving:
-        if (name := _class_name(bindings[k][0])) is not None:
+        if (name := named_class(bindings[k][0])) is not None:
             out.append(name)
         elif (choice := own[k]) is not None:
             module = defining_module(index, choice.function, home)

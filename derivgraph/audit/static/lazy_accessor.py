@@ -18,7 +18,7 @@ import ast
 from dataclasses import dataclass
 
 from derivgraph.audit.static.source_tree import function_node, top_level_class
-from derivgraph.audit.static.walk import own_nodes
+from derivgraph.audit.static.walk import own_nodes, self_attribute
 
 __all__ = ["CALLER_DEPTH", "Consumer", "returned_consumer"]
 
@@ -74,8 +74,7 @@ def _self_read(node: ast.expr) -> bool:
     elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
           and node.func.attr == "get"):
         node = node.func.value
-    return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-            and node.value.id == "self")
+    return self_attribute(node) is not None
 
 
 def _returns(value: ast.expr, local: str) -> bool:
@@ -89,17 +88,11 @@ def _aliases(cls: ast.ClassDef, method: str) -> set[str]:
     """``method`` and the attributes the class binds to it (``self.fn = self.method``)."""
     out = {method}
     for n in ast.walk(cls):
-        if (isinstance(n, ast.Assign) and len(n.targets) == 1 and _is_self_attr(n.value, method)
-                and isinstance(n.targets[0], ast.Attribute)
-                and isinstance(n.targets[0].value, ast.Name) and n.targets[0].value.id == "self"):
-            out.add(n.targets[0].attr)
+        if (isinstance(n, ast.Assign) and len(n.targets) == 1
+                and self_attribute(n.value) == method
+                and (alias := self_attribute(n.targets[0])) is not None):
+            out.add(alias)
     return out
-
-
-def _is_self_attr(node: ast.expr, name: str | set[str]) -> bool:
-    names = {name} if isinstance(name, str) else name
-    return (isinstance(node, ast.Attribute) and node.attr in names
-            and isinstance(node.value, ast.Name) and node.value.id == "self")
 
 
 def _follow(cls: ast.ClassDef, method: str, position: int | None, lines: list[str],
@@ -122,7 +115,7 @@ def _follow(cls: ast.ClassDef, method: str, position: int | None, lines: list[st
                     continue
                 found = _follow(cls, fn.name, position if at == -1 else at, lines, depth + 1)
             else:
-                if not (isinstance(value, ast.Call) and _is_self_attr(value.func, names)):
+                if not (isinstance(value, ast.Call) and self_attribute(value.func) in names):
                     continue
                 local = _target(stmt.targets, position)
                 use = _use(fn, local, stmt.end_lineno or stmt.lineno) if local else None
@@ -138,11 +131,11 @@ def _follow(cls: ast.ClassDef, method: str, position: int | None, lines: list[st
 def _position(value: ast.expr, names: set[str]) -> int | None:
     """Where ``return <value>`` hands on a call of one of ``names``: -1 for the call itself,
     its index in a returned tuple, None when it does not."""
-    if isinstance(value, ast.Call) and _is_self_attr(value.func, names):
+    if isinstance(value, ast.Call) and self_attribute(value.func) in names:
         return -1
     if isinstance(value, ast.Tuple):
         return next((k for k, e in enumerate(value.elts)
-                     if isinstance(e, ast.Call) and _is_self_attr(e.func, names)), None)
+                     if isinstance(e, ast.Call) and self_attribute(e.func) in names), None)
     return None
 
 

@@ -33,18 +33,12 @@ from derivgraph.audit.static.ast import short
 from derivgraph.audit.static.scope import Reached
 from derivgraph.audit.static.sites import RawSite
 from derivgraph.audit.static.values import is_allocation, is_construction
+from derivgraph.audit.static.walk import self_attribute
 
 __all__ = ["RULE_ROUND", "lazy_reset_sites", "lazy_store", "resets"]
 
 RULE_ROUND = 28
 """The issue-21 round that added this rule (:attr:`.sites.RawSite.rule_round`)."""
-
-
-def _self_attr(node: ast.AST) -> str | None:
-    if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-            and node.value.id == "self"):
-        return node.attr
-    return None
 
 
 def resets(reached: Iterable[Reached]) -> dict[tuple[str, str], tuple[str, int]]:
@@ -62,7 +56,7 @@ def resets(reached: Iterable[Reached]) -> dict[tuple[str, str], tuple[str, int]]
             elif isinstance(node, ast.Delete):
                 targets = node.targets
             for target in targets:
-                if (attr := _self_attr(target)) is not None:
+                if (attr := self_attribute(target)) is not None:
                     out.setdefault((item.cls, attr), (item.qualname, node.lineno))
     return out
 
@@ -76,7 +70,8 @@ def _none_tested(test: ast.expr, attr: str, aliases: set[str]) -> bool:
                 and isinstance(op.comparators[0], ast.Constant)
                 and op.comparators[0].value is None):
             left = op.left
-            if _self_attr(left) == attr or (isinstance(left, ast.Name) and left.id in aliases):
+            if self_attribute(left) == attr or (isinstance(left, ast.Name)
+                                                 and left.id in aliases):
                 return True
     return False
 
@@ -86,7 +81,7 @@ def lazy_store(method: ast.AST, attr: str) -> tuple[ast.Assign, ast.expr] | None
     (directly or through a local), with the tensor's expression; None when there is none."""
     aliases = {n.targets[0].id for n in ast.walk(method)
                if isinstance(n, ast.Assign) and len(n.targets) == 1
-               and isinstance(n.targets[0], ast.Name) and _self_attr(n.value) == attr}
+               and isinstance(n.targets[0], ast.Name) and self_attribute(n.value) == attr}
     for node in ast.walk(method):
         if not (isinstance(node, ast.If) and _none_tested(node.test, attr, aliases)):
             continue
@@ -96,7 +91,7 @@ def lazy_store(method: ast.AST, attr: str) -> tuple[ast.Assign, ast.expr] | None
                  and isinstance(n.targets[0], ast.Name) and is_construction(n.value)}
         for n in body:
             if isinstance(n, ast.Assign) and len(n.targets) == 1 \
-                    and _self_attr(n.targets[0]) == attr:
+                    and self_attribute(n.targets[0]) == attr:
                 value = fresh.get(n.value.id) if isinstance(n.value, ast.Name) else (
                     n.value if is_construction(n.value) else None)
                 if value is not None:

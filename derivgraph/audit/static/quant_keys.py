@@ -20,25 +20,26 @@ from __future__ import annotations
 
 import ast
 
-from derivgraph.audit.static.backend_branches import bound_selectors, class_backends
-from derivgraph.audit.static.source_tree import ReaderIndex, class_body, class_node, parsed
+from derivgraph.audit.static.backend_branches import Binding, class_backends
+from derivgraph.audit.static.source_tree import ReaderIndex, class_node, parsed
+from derivgraph.audit.static.walk import self_attribute
 
 __all__ = ["backend_keys", "keyed_out", "requested_keys"]
 
 
-def requested_keys(index: ReaderIndex, home: str, cls: str) -> dict[str, str]:
+def requested_keys(index: ReaderIndex, home: str, cls: str,
+                   found: tuple[Binding, ...]) -> dict[str, str]:
     """Keyword -> the constant it names in every call by class ``cls`` of ``home`` of a
-    selector it binds an attribute from (``activation_key=self.activation_quant_key`` with
-    ``activation_quant_key = kMxfp4Dynamic`` in the class body: ``{"activation_key":
+    selector it binds an attribute from (``found``: its
+    :func:`.backend_branches.bound_selectors`; ``activation_key=self.activation_quant_key``
+    with ``activation_quant_key = kMxfp4Dynamic`` in the class body: ``{"activation_key":
     "kMxfp4Dynamic"}``); a keyword whose value is anything else, or that one call leaves out or
     names another constant in (the key then depends on the config: Quark's OCP MX method asks
     ``kFp8StaticTensorSym``, ``kMxfp4Dynamic`` or nothing by scheme), is left out."""
     def find() -> dict[str, str]:
         node = class_node(index, home, cls)
-        if node is None:
-            return {}
-        selectors = {f for _, _, f in bound_selectors(index, home, class_body(home, cls))}
-        if not selectors:
+        selectors = {b.selector for b in found}
+        if node is None or not selectors:
             return {}
         attrs = _class_constants(node)
         asked: list[set[tuple[str, str]]] = []
@@ -47,9 +48,8 @@ def requested_keys(index: ReaderIndex, home: str, cls: str) -> dict[str, str]:
             pairs = set()
             for k in call.keywords:
                 value = k.value
-                if (isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)
-                        and value.value.id == "self"):
-                    name = attrs.get(value.attr)
+                if (attr := self_attribute(value)) is not None:
+                    name = attrs.get(attr)
                 else:
                     name = value.id if isinstance(value, ast.Name) else None
                 if k.arg and name:
@@ -73,10 +73,9 @@ def _class_constants(node: ast.ClassDef) -> dict[str, str]:
             continue
         if isinstance(target, ast.Name) and isinstance(value, ast.Name):
             out[target.id] = value.id
-    rebound = {t.attr for n in ast.walk(node) if isinstance(n, (ast.Assign, ast.AnnAssign))
+    rebound = {a for n in ast.walk(node) if isinstance(n, (ast.Assign, ast.AnnAssign))
                for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
-               if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
-               and t.value.id == "self"}
+               if (a := self_attribute(t)) is not None}
     return {k: v for k, v in out.items() if k not in rebound}
 
 
@@ -134,16 +133,17 @@ def _constant(node: ast.expr | None) -> str:
     return "None" if isinstance(node, ast.Constant) and node.value is None else ""
 
 
-def keyed_out(index: ReaderIndex, home: str, cls: str | None, selectors: list[str],
+def keyed_out(index: ReaderIndex, home: str, cls: str | None, found: tuple[Binding, ...],
               candidates: frozenset[str]) -> frozenset[str]:
-    """The ``candidates`` that each selector module of ``selectors`` maps only to backends
-    running with another key than one class ``cls`` of ``home`` asks it for, when some backend
-    runs with that key (module docstring); empty otherwise."""
+    """The ``candidates`` that each selector module class ``cls`` of ``home`` binds from
+    (``found``: its :func:`.backend_branches.bound_selectors`) maps only to backends running
+    with another key than one ``cls`` asks it for, when some backend runs with that key (module
+    docstring); empty otherwise."""
     if not cls:
         return frozenset()
-    asked = set(requested_keys(index, home, cls).values())
+    asked = set(requested_keys(index, home, cls, found).values())
     out: set[str] = set()
-    for module in selectors:
+    for module in (b.module for b in found):
         keys = backend_keys(index, module)
         for key in asked & set(keys.values()):
             taking = {m for m, k in keys.items() if k == key}

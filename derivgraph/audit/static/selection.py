@@ -23,23 +23,30 @@ the selector's compatibility test (:mod:`.rejected`), the storing method's faili
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from derivgraph.audit.static.backend_branches import bound_selectors, class_backends, owners
-from derivgraph.audit.static.bound_classes import bound_classes
+from derivgraph.audit.static.backend_branches import (
+    Binding,
+    bound_selectors,
+    class_backends,
+    owners,
+)
+from derivgraph.audit.static.bound_classes import bound_classes, named_class
 from derivgraph.audit.static.def_text import def_text
 from derivgraph.audit.static.preconditions import failing_backends
 from derivgraph.audit.static.quant_keys import keyed_out
 from derivgraph.audit.static.rejected import rejected_classes
 from derivgraph.audit.static.source_tree import (
     ReaderIndex,
-    class_body,
+    class_node,
     close_bracket,
     defining_module,
     module_classes,
 )
+from derivgraph.audit.static.walk import own_nodes, self_attribute
 
 __all__ = [
     "NO_CONSTRUCTION",
@@ -56,44 +63,45 @@ _KEYWORD_NAME = re.compile(r"(?<![=!<>\w.])([a-z_]\w*)[ \t]*=(?!=)")
 
 
 def selected_classes(index: ReaderIndex, home: str, cls: str | None,
-                     attr: str = "") -> frozenset[str]:
+                     found: tuple[Binding, ...], attr: str = "") -> frozenset[str]:
     """The experts classes class ``cls`` of the storing file ``home`` selects (module
     docstring): a class named directly beside the stored config ``self.<attr>`` in a call it
     hands the config to (``make_kernel(quant_config=self.<attr>, experts_cls=MarlinExperts)``);
     else the classes defined or imported by the module of each free function it binds an
-    attribute from that is annotated to return classes, and the class names it binds that
-    attribute to directly. Empty when it binds none."""
+    attribute from that is annotated to return classes (``found``: its
+    :func:`.backend_branches.bound_selectors`), and the class names it binds that attribute to
+    directly. Empty when it binds none. The class is read with :mod:`ast`, less its nested
+    classes (their ``self`` is another object)."""
     if not cls:
         return frozenset()
 
     def select() -> frozenset[str]:
-        body = class_body(home, cls)
-        if not body:
+        node = class_node(index, home, cls)
+        if node is None:
             return frozenset()
-        named = _named_beside(body, attr) if attr else frozenset()
+        nodes = list(own_nodes(node, (ast.ClassDef,)))
+        named = _named_beside(nodes, attr) if attr else frozenset()
         if named:  # only the names the storing module defines or imports are classes
             named &= index.memo(f"module classes {hash(home)}", lambda: module_classes(home))
         if named:
             return named
-        bound: set[str] = set()
         names: set[str] = set()
-        for held, module, _ in bound_selectors(index, home, body):
-            bound.add(held)
-            names |= index.memo(f"module classes {hash(module)}",
-                                lambda text=module: module_classes(text))
-        for held in bound:
-            names.update(re.findall(rf"^[ \t]+self\.{held}[ \t]*=[ \t]*([A-Z]\w*)[ \t]*$", body,
-                                    re.M))
+        for b in found:
+            names |= index.memo(f"module classes {hash(b.module)}",
+                                lambda text=b.module: module_classes(text))
+        held = {b.attr for b in found}
+        names.update(name for n in nodes if isinstance(n, ast.Assign) and len(n.targets) == 1
+                     and self_attribute(n.targets[0]) in held
+                     and (name := named_class(n.value)) is not None)
         return frozenset(names)
 
     return index.memo(f"selected {hash(home)} {cls} {attr}", select)
 
 
-def selector_modules(index: ReaderIndex, home: str, cls: str | None) -> list[str]:
-    """The texts of the selector modules class ``cls`` of ``home`` binds an attribute from
-    (:func:`selected_classes`), in the class's order; empty when it binds none."""
-    body = class_body(home, cls) if cls else ""
-    return [module for _, module, _ in bound_selectors(index, home, body)] if body else []
+def selector_modules(found: tuple[Binding, ...]) -> list[str]:
+    """The texts of the selector modules of a class's bindings ``found``
+    (:func:`.backend_branches.bound_selectors`), in the class's order."""
+    return [b.module for b in found]
 
 
 _OTHER_PLATFORM = re.compile(r"^[ \t]*(?:el)?if\b[^\n]*\bis_(?:cpu|xpu|rocm|tpu)\(\)[^\n]*:[ \t]*$")
@@ -143,24 +151,20 @@ def _member_lists(module: str, enum: str, tested: set[tuple[int, int]]) -> list[
     return out
 
 
-def _named_beside(body: str, attr: str) -> frozenset[str]:
-    """The capitalized names passed as keyword values (``experts_cls=MarlinExperts``) in the
-    calls of ``body`` that take ``self.<attr>`` as a keyword argument (the caller keeps those
-    its module defines or imports)."""
+def _named_beside(nodes: list[ast.AST], attr: str) -> frozenset[str]:
+    """The capitalized names passed as keyword values (``experts_cls=MarlinExperts``, also
+    ``experts_cls=Marlin(...)``) in the calls among a class's ``nodes`` that take
+    ``self.<attr>`` as a keyword argument (the caller keeps those its module defines or
+    imports)."""
     out: set[str] = set()
-    for m in re.finditer(rf"\w[ \t]*=[ \t]*self\.{re.escape(attr)}[ \t]*(?=[,)\n])", body):
-        start, depth = m.start(), 0
-        while start > 0 and depth >= 0:
-            start -= 1
-            depth += {")": 1, "(": -1}.get(body[start], 0)
-        if start <= 0:
+    for n in nodes:
+        if not (isinstance(n, ast.Call) and any(k.arg and self_attribute(k.value) == attr
+                                                for k in n.keywords)):
             continue
-        end, depth = start + 1, 0
-        while end < len(body) and depth >= 0:
-            depth += {"(": 1, ")": -1}.get(body[end], 0)
-            end += 1
-        out.update(re.findall(r"(?<![=!<>])=[ \t]*([A-Z]\w*)[ \t]*(?=[,\n]|$)",
-                              _top_level(body[start + 1:end - 1]), re.M))
+        for k in n.keywords:
+            value = k.value.func if isinstance(k.value, ast.Call) else k.value
+            if k.arg and (name := named_class(value)) is not None:
+                out.add(name)
     return frozenset(out)
 
 
@@ -272,7 +276,8 @@ def serving_classes(index: ReaderIndex, function: str, home: str, cls: str | Non
     do not take the key ``cls`` asks its selector for when others do
     (:func:`.quant_keys.keyed_out`)."""
     default = default_fields(index, function, home)
-    selectors = selector_modules(index, home, cls)
+    bindings = bound_selectors(index, home, cls)  # read once, handed to the rules below
+    selectors = selector_modules(bindings)
     failing = failing_backends(index, home, cls, method)
 
     def served(classes: Iterable[str]) -> tuple[str, ...]:
@@ -286,16 +291,16 @@ def serving_classes(index: ReaderIndex, function: str, home: str, cls: str | Non
         if failing:
             out = frozenset(c for c in out if not any(
                 (owned := class_backends(index, m, c)) and owned <= failing for m in selectors))
-        out -= keyed_out(index, home, cls, selectors, out)
+        out -= keyed_out(index, home, cls, bindings, out)
         return tuple(c for c in found if c in out)
 
-    bound = bound_classes(index, home, cls, method)
+    bound = bound_classes(index, home, cls, bindings, method)
     if bound is not None:  # the class's own binding serves it, not the selector's order
         bound = served(bound)
         return frozenset(bound), default._replace(order=bound, bound=True)
     modules = selectors + [_construction_module(index, function, home)]
     order = next((o for o in (backend_order(index, m) for m in modules if m) if o), ())
-    selected = selected_classes(index, home, cls, attr)
+    selected = selected_classes(index, home, cls, bindings, attr)
     if selected:  # none left: no class serves it (the consumer is not resolved)
         return frozenset(served(sorted(selected))), default._replace(order=served(order))
     return construction_classes(index, function, home), default._replace(order=order)

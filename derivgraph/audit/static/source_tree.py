@@ -16,7 +16,6 @@ from typing import Protocol, TypeVar
 __all__ = [
     "CLASS_NAME",
     "ReaderIndex",
-    "class_body",
     "class_node",
     "close_bracket",
     "defining_module",
@@ -99,15 +98,6 @@ def function_node(node: ast.ClassDef | ast.Module | None,
     method, or a module's top-level function; None when not there or ``node`` is None)."""
     return next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == name),
                 None) if node is not None else None
-
-
-def class_body(home: str, cls: str) -> str:
-    """The text of class ``cls`` in ``home`` ("" when not there)."""
-    head = re.search(rf"^class[ \t]+{re.escape(cls)}\b", home, re.M)
-    if head is None:
-        return ""
-    end = re.compile(r"^(?:class|def|@)", re.M).search(home, head.end())
-    return home[head.start():end.start() if end else len(home)]
 
 
 def close_bracket(text: str, start: int) -> int:

@@ -24,7 +24,7 @@ import ast
 import re
 
 from derivgraph.audit.static.values import COPY_METHODS
-from derivgraph.audit.static.walk import walk
+from derivgraph.audit.static.walk import self_attribute, walk
 
 __all__ = ["STAGING_COPY_RE", "STEP_METHODS", "has_staging_copy", "is_staging_method",
            "refreshed_per_step"]
@@ -58,20 +58,16 @@ def _local_data(node: ast.expr) -> bool:
             and isinstance(node.value, ast.Name) and node.value.id not in ("self", "cls"))
 
 
-def _self_attr(node: ast.expr) -> bool:
-    return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-            and node.value.id == "self")
-
-
 def is_staging_method(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Whether ``func`` fills ``self.x`` from a local's ``.data`` (``self.x.copy_(p.data)``) or
     stores a copy of it (``self.x = p.data.to("cpu")``)."""
     for node in walk(func):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr == "copy_" and node.args and _self_attr(node.func.value) \
-                and _local_data(node.args[0]):
+                and node.func.attr == "copy_" and node.args \
+                and self_attribute(node.func.value) is not None and _local_data(node.args[0]):
             return True
-        if isinstance(node, ast.Assign) and any(_self_attr(t) for t in node.targets) \
+        if isinstance(node, ast.Assign) \
+                and any(self_attribute(t) is not None for t in node.targets) \
                 and isinstance(node.value, ast.Call) \
                 and isinstance(node.value.func, ast.Attribute) \
                 and node.value.func.attr in COPY_METHODS and _local_data(node.value.func.value):
@@ -84,7 +80,6 @@ def refreshed_per_step(name: str, methods: dict[str, ast.FunctionDef | ast.Async
     """Whether a :data:`STEP_METHODS` method of the class calls ``self.<name>(...)``."""
     for step in STEP_METHODS & methods.keys():
         for node in walk(methods[step]):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and node.func.attr == name and _self_attr(node.func):
+            if isinstance(node, ast.Call) and self_attribute(node.func) == name:
                 return True
     return False

@@ -4,7 +4,8 @@
 node) and yields the ``Load``/``Store``/``Del`` leaf under every name, attribute and subscript,
 which no rule of the static audit looks at (the rules read ``node.ctx`` on the node itself).
 Walking the trees is a large part of the audit's time; these walk only the fields that can hold
-nodes, per node type, computed once.
+nodes, per node type, computed once. :func:`self_attribute` is the one reading of a
+``self.<attr>`` node the rules test while they walk.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import ast
 from collections import deque
 from collections.abc import Iterator
 
-__all__ = ["NESTED_SCOPES", "children", "own_nodes", "walk"]
+__all__ = ["NESTED_SCOPES", "children", "own_nodes", "self_attribute", "walk"]
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
@@ -89,3 +90,10 @@ def own_nodes(node: ast.AST, nested: tuple[type, ...] = NESTED_SCOPES, *,
         cur = pop()
         yield cur
         extend([c for c in children(cur) if not isinstance(c, nested)])
+
+
+def self_attribute(node: ast.AST) -> str | None:
+    """``x`` of ``self.x`` (an attribute straight on the name ``self``: not ``cls.x``,
+    ``layer.x`` nor ``self.a.x``), else None."""
+    return node.attr if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                         and node.value.id == "self") else None

@@ -14,6 +14,7 @@ behaviour back (no key filter) and sees the fast backend again.
 from __future__ import annotations
 
 from derivgraph.audit.static import quant_keys, selection
+from derivgraph.audit.static.backend_branches import bound_selectors
 from derivgraph.audit.static.readers import ReaderIndex
 from derivgraph.audit.static.semantics import Severity
 from tests.audit.static.expectations import EVIDENCE_CORPUS, EvidenceCase, readers_at
@@ -41,11 +42,15 @@ def test_the_key_map_and_the_asked_key_are_read_from_source():
     texts = dict(index.files)
     select, cases = texts["keys31_select.py"], texts["keys31_cases.py"]
     assert quant_keys.backend_keys(index, select) == {"SLOW": "kK31Dynamic"}
-    assert quant_keys.requested_keys(index, cases, "K31AskedMethod") == {
+    asked, plain, scheme = (bound_selectors(index, cases, c) for c in (
+        "K31AskedMethod", "K31PlainMethod", "K31SchemeMethod"))
+    assert [b.module for b in asked] == [select]
+    assert quant_keys.requested_keys(index, cases, "K31AskedMethod", asked) == {
         "activation_key": "kK31Dynamic"}
-    assert quant_keys.requested_keys(index, cases, "K31PlainMethod") == {}
-    assert quant_keys.requested_keys(index, cases, "K31SchemeMethod") == {}  # differs by call
-    assert quant_keys.keyed_out(index, cases, "K31AskedMethod", [select], frozenset(
+    assert quant_keys.requested_keys(index, cases, "K31PlainMethod", plain) == {}
+    # differs by call
+    assert quant_keys.requested_keys(index, cases, "K31SchemeMethod", scheme) == {}
+    assert quant_keys.keyed_out(index, cases, "K31AskedMethod", asked, frozenset(
         {"OrdFastMonolithic", "OrdSlowExperts"})) == {"OrdFastMonolithic"}
 
 
