@@ -1,6 +1,6 @@
 """The evidence phase's serial part (in the parent, before and after its forked workers), by
 step: PYTHONPATH=<tree> python3 benchmarks/results/scan34/evidence_parent.py"""
-import time
+from _common import wrap_cpu
 
 import derivgraph.audit.static.evidence as E
 import derivgraph.audit.static.readers as R
@@ -10,15 +10,7 @@ rows = []
 
 
 def wrap(obj, name, label):
-    f = getattr(obj, name)
-
-    def w(*a, **k):
-        s = time.process_time()
-        try:
-            return f(*a, **k)
-        finally:
-            rows.append((label, time.process_time() - s))
-    setattr(obj, name, w)
+    wrap_cpu(obj, name, lambda t: rows.append((label, t)))
 
 
 wrap(E, "ReaderIndex", "ReaderIndex()")

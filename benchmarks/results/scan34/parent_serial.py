@@ -4,6 +4,8 @@ import resource
 import time
 
 t0 = time.process_time()
+from _common import wrap_cpu  # noqa: E402
+
 import derivgraph.audit.static.scan as S  # noqa: E402
 
 imp = time.process_time() - t0
@@ -11,15 +13,9 @@ rows = {}
 
 
 def wrap(obj, name):
-    f = getattr(obj, name)
-
-    def w(*a, **k):
-        s = time.process_time()
-        try:
-            return f(*a, **k)
-        finally:
-            rows[name] = rows.get(name, 0) + time.process_time() - s
-    setattr(obj, name, w)
+    def add(t, name=name):
+        rows[name] = rows.get(name, 0) + t
+    wrap_cpu(obj, name, add)
 
 
 for n in ["collect_files", "default_specs", "_read", "tree_facts", "_context", "_is_candidate",
