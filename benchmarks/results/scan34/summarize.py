@@ -14,7 +14,7 @@ def show(label, base, new):
           + f"; median {statistics.median(d):+.2f} (range {min(d):+.2f} .. {max(d):+.2f})")
 
 
-for name in ("pairs.txt", "pairs2.txt"):
+for name in ("pairs.txt", "pairs2.txt", "pairs3.txt", "pairs4.txt"):
     rows = re.findall(r"^(base|merged) pair=\d+ load=([\d.]+) wall_user_sys=([\d.]+) ([\d.]+) "
                       r"([\d.]+)", (here / name).read_text(), re.M)
     loads = [float(r[1]) for r in rows]
