@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING
 from derivgraph.audit.static.computed_after_load import preferrer
 from derivgraph.audit.static.config_reader import built_reader, config_reader
 from derivgraph.audit.static.first_run import first_run_guard, references_only
-from derivgraph.audit.static.forked import forked_chunks, workers_for
+from derivgraph.audit.static.forked import affinity_order, forked_chunks, workers_for
 from derivgraph.audit.static.handed_reader import handed_reader, handed_tree
 from derivgraph.audit.static.handoff import kept_handoffs
 from derivgraph.audit.static.loaders import is_loader_function, pooler_only, refilled_in_place
@@ -238,7 +238,9 @@ def _judge_all(judge: Callable[[StaticFinding], StaticFinding], index: ReaderInd
                todo: list[StaticFinding], jobs: int | None) -> list[StaticFinding]:
     """``judge`` of each finding of ``todo``, in order. Every read of the findings' attributes
     is first found here, in one pass over the tree; with several workers (:mod:`.forked`:
-    forked, they inherit the reader index and those reads) each then takes every n-th finding.
+    forked, they inherit the reader index and those reads) each then takes the findings of
+    its files (:func:`.forked.affinity_order`: the tables a file's findings build, such as its
+    parsed tree, are then built in one worker, not in both).
     The judgements are independent of each other: the index's tables are caches, the same
     whichever finding fills them (a name's reads do not depend on the names searched with it,
     :meth:`.readers.ReaderIndex.prefetch`), so one search serves all workers instead of one
@@ -247,7 +249,7 @@ def _judge_all(judge: Callable[[StaticFinding], StaticFinding], index: ReaderInd
     index.files_naming("")  # the word table every search starts from, built once
     handed_tree(index)  # and the class table of handed_reader (and of kept_handoffs after)
     index.prefetch({f.attr for f in todo})  # and every read of the findings' attributes
-    order = [k for w in range(workers) for k in range(w, len(todo), workers)]
+    order = affinity_order([f.file for f in todo], workers)  # a file's findings: one worker
 
     def work(chunk: list[int]) -> list[StaticFinding]:
         return [judge(todo[order[k]]) for k in chunk]

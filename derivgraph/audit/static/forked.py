@@ -18,10 +18,10 @@ from __future__ import annotations
 import concurrent.futures as cf
 import multiprocessing
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["forked_chunks", "workers_for"]
+__all__ = ["affinity_order", "forked_chunks", "workers_for"]
 
 _R = TypeVar("_R")
 _Work = Callable[[list[int]], list[Any]]
@@ -34,6 +34,22 @@ def workers_for(total: int, jobs: int | None, per_worker: int) -> int:
     if "fork" not in multiprocessing.get_all_start_methods():
         return 1
     return min(jobs or os.cpu_count() or 1, max(total // per_worker, 1))
+
+
+def affinity_order(keys: Sequence[Hashable], workers: int) -> list[int]:
+    """The item numbers ``0 .. len(keys) - 1`` in the order that hands every item of one key
+    to one worker: chunk the result into ``workers`` runs of ``ceil(len / workers)`` items.
+    Keys go, largest first, to the run with the fewest items so far (ties: the first run);
+    within a run, items keep their order. A worker then builds each key's tables (a file's
+    parsed tree, its memos) once, where dealing every n-th item to each worker has both build
+    most of them. Only the boundary between runs can split a key."""
+    groups: dict[Hashable, list[int]] = {}
+    for k, key in enumerate(keys):
+        groups.setdefault(key, []).append(k)
+    runs: list[list[int]] = [[] for _ in range(max(workers, 1))]
+    for members in sorted(groups.values(), key=len, reverse=True):  # stable: first seen first
+        min(runs, key=len).extend(members)
+    return [k for run in runs for k in sorted(run)]
 
 
 def _call(chunk: list[int]) -> list[Any]:

@@ -81,7 +81,7 @@ def test_canary_a_search_over_the_first_names_files_only_goes_red(monkeypatch):
 
 def test_every_findings_reads_are_searched_before_the_workers_start(monkeypatch):
     index = ReaderIndex(_FILES, (), lambda c: frozenset({c}))
-    todo = [type("F", (), {"attr": n})() for n in ("w", "w_scale")]
+    todo = [type("F", (), {"attr": n, "file": "a.py"})() for n in ("w", "w_scale")]
     seen: list[set[str]] = []
 
     def chunks(work, total, jobs, size):
