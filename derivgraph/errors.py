@@ -250,6 +250,10 @@ class BaselineError(DerivgraphError, ValueError):
     """``--baseline FILE`` is not a static-audit JSON or SARIF report."""
 
 
+class WorkerLost(DerivgraphError, RuntimeError):
+    """A forked worker of the static audit died mid-phase (killed, or out of memory)."""
+
+
 class ChangedFilesError(DerivgraphError, RuntimeError):
     """``--changed-since REF``: git could not list the files changed since REF."""
 

@@ -21,6 +21,8 @@ import os
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any, TypeVar
 
+from derivgraph.errors import WorkerLost
+
 __all__ = ["affinity_order", "forked_chunks", "workers_for"]
 
 _R = TypeVar("_R")
@@ -62,7 +64,8 @@ def forked_chunks(work: Callable[[list[int]], list[_R]], total: int, jobs: int,
                   size: int) -> Iterator[tuple[list[int], list[_R]]]:
     """``(chunk, work(chunk))`` for the chunks of ``range(total)`` of ``size`` items, from
     ``jobs`` forked workers as each chunk completes (with ``jobs <= 1``, or inside another
-    ``forked_chunks``: here, in order)."""
+    ``forked_chunks``: here, in order). A worker that dies mid-phase raises
+    :class:`~derivgraph.errors.WorkerLost`; one that raises hands its error on as is."""
     global _STATE
     chunks = [list(range(k, min(k + size, total))) for k in range(0, total, size)]
     if jobs <= 1 or _STATE is not None:  # nested (in a worker, or in another map): here
@@ -75,5 +78,9 @@ def forked_chunks(work: Callable[[list[int]], list[_R]], total: int, jobs: int,
             futures = {pool.submit(_call, chunk): chunk for chunk in chunks}
             for fut in cf.as_completed(futures):
                 yield futures[fut], fut.result()
+    except cf.process.BrokenProcessPool as exc:
+        raise WorkerLost(
+            f"a forked audit worker died mid-phase ({exc}); it was killed or ran out of memory\n"
+            f"    fix: rerun with --jobs 1 (one process), or free memory") from exc
     finally:
         _STATE = None

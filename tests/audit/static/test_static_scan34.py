@@ -7,7 +7,7 @@ tree, its memos in the reader index) are built once, not in both workers.
 * the judged findings are the same as in one process, in the input order (a small corpus
   judged by two forked workers against ``jobs=1``), and each file's are judged in one worker;
 * a worker that raises hands its error to the caller as the same type; a worker killed
-  mid-phase makes the phase fail at once (``BrokenProcessPool``), never hang.
+  mid-phase makes the phase fail at once with a DG error (``WorkerLost``), never hang.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import signal
 import time
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 
 import pytest
@@ -23,7 +22,7 @@ import pytest
 from derivgraph.audit.static import evidence
 from derivgraph.audit.static.forked import affinity_order, forked_chunks
 from derivgraph.audit.static.readers import ReaderIndex
-from derivgraph.errors import PackageNotFound
+from derivgraph.errors import PackageNotFound, WorkerLost
 
 
 def _every_nth(keys: list[str], workers: int) -> list[int]:
@@ -128,7 +127,7 @@ def _killed(chunk: list[int]) -> list[int]:
 
 def test_a_killed_worker_fails_the_phase_without_hanging() -> None:
     start = time.monotonic()
-    with pytest.raises(BrokenProcessPool):
+    with pytest.raises(WorkerLost, match="--jobs 1"):
         for _ in forked_chunks(_killed, 40, jobs=2, size=4):
             pass
     assert time.monotonic() - start < 60
