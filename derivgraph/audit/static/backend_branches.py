@@ -135,7 +135,7 @@ def owners(index: ReaderIndex, module: str) -> Owners | None:
             for e, _ in members:
                 enums[e] = enums.get(e, 0) + 1
         enum = max(enums, key=lambda e: enums[e])
-        known = module_classes(module) - {enum}
+        known = module_classes(index, module) - {enum}
         tops = [at.start(s) for s in tree.body
                 if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
         names = sorted(_mentions(tree, known, at))

@@ -82,13 +82,12 @@ def selected_classes(index: ReaderIndex, home: str, cls: str | None,
         nodes = list(own_nodes(node, (ast.ClassDef,)))
         named = _named_beside(nodes, attr) if attr else frozenset()
         if named:  # only the names the storing module defines or imports are classes
-            named &= index.memo(f"module classes {hash(home)}", lambda: module_classes(home))
+            named &= module_classes(index, home)
         if named:
             return named
         names: set[str] = set()
         for b in found:
-            names |= index.memo(f"module classes {hash(b.module)}",
-                                lambda text=b.module: module_classes(text))
+            names |= module_classes(index, b.module)
         held = {b.attr for b in found}
         names.update(name for n in nodes if isinstance(n, ast.Assign) and len(n.targets) == 1
                      and self_attribute(n.targets[0]) in held
@@ -323,5 +322,5 @@ def construction_classes(index: ReaderIndex, function: str, home: str) -> frozen
     consumer cannot be tied to the construction: the accessor is kept)."""
     module = _construction_module(index, function, home)
     if module is home:
-        return index.memo(f"construction home {hash(home)}", lambda: module_classes(home))
-    return module_classes(module)
+        return module_classes(index, home)
+    return module_classes(index, module)

@@ -38,7 +38,6 @@ class ReaderIndex(Protocol):
     def memo(self, key: str, make: Callable[[], _T]) -> _T: ...
 
 
-_IMPORTED = re.compile(r"\bimport[ \t]*(?:\(([^)]*)\)|([\w, \t]+))")
 CLASS_NAME = re.compile(r"\b([A-Z]\w*)\b")
 """A capitalized name (a class's; an enum's)."""
 
@@ -61,12 +60,24 @@ def module_text(index: ReaderIndex, tail: str) -> str:
         (t for shown, t in index.files if f"/{shown}".endswith(tail)), ""))
 
 
-def module_classes(text: str) -> frozenset[str]:
-    """The class names a module's text defines or imports (its kernels' candidates)."""
-    names = {n for m in _IMPORTED.finditer(text) for n in CLASS_NAME.findall(m.group(1)
-                                                                             or m.group(2))}
-    names.update(re.findall(r"^class[ \t]+(\w+)", text, re.M))
-    return frozenset(names)
+def module_classes(index: ReaderIndex, text: str) -> frozenset[str]:
+    """The class names a module's text defines at its top level or imports at any depth (a
+    selector imports its kernel classes inside its branches): its kernels' candidates, read
+    from the parsed module (memoized), so a name in a comment or a string is none. A ``from``
+    import counts its capitalized names, the imported one and its ``as`` name."""
+    def read() -> frozenset[str]:
+        tree = parsed(index, text)
+        if tree is None:
+            return frozenset()
+        names = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):  # ``import x.y as F`` binds a module
+                for alias in node.names:
+                    names.update(n for n in (alias.name, alias.asname)
+                                 if n and "." not in n and CLASS_NAME.fullmatch(n))
+        return frozenset(names)
+
+    return index.memo(f"module classes {hash(text)}", read)
 
 
 def parsed(index: ReaderIndex, text: str) -> ast.Module | None:
