@@ -131,3 +131,19 @@ def test_a_killed_worker_fails_the_phase_without_hanging() -> None:
         for _ in forked_chunks(_killed, 40, jobs=2, size=4):
             pass
     assert time.monotonic() - start < 60
+
+
+def test_the_cli_reports_a_dead_worker_as_one_dg_error(monkeypatch, tmp_path, capsys) -> None:
+    from derivgraph.audit.static import scan as scan_module
+    from derivgraph.cli import main
+
+    def dead(*args, **kwargs):
+        for _ in forked_chunks(_killed, 40, jobs=2, size=4):
+            pass
+
+    monkeypatch.setattr(scan_module, "scan", dead)
+    (tmp_path / "m.py").write_text("x = 1\n")
+    assert main(["audit", "static", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "a forked audit worker died mid-phase" in err and "--jobs 1" in err
+    assert "Traceback" not in err
