@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from derivgraph.audit.static.source_tree import (
     ReaderIndex,
+    TextOffsets,
     class_node,
     defining_module,
     function_node,
@@ -115,7 +116,7 @@ def owners(index: ReaderIndex, module: str) -> Owners | None:
         tree = parsed(index, module)
         if tree is None:
             return None
-        at = _Offsets(module)
+        at = TextOffsets(module)
         tests = []  # (start, end of the test, enum members tested)
         for n in walk(tree):
             if not (isinstance(n, ast.Compare) and _is_backend(n.left)
@@ -160,7 +161,7 @@ def _is_backend(node: ast.expr) -> bool:
 
 
 def _mentions(tree: ast.Module, known: frozenset[str],
-              at: _Offsets) -> list[tuple[int, str]]:
+              at: TextOffsets) -> list[tuple[int, str]]:
     """(offset, name) of each mention of a ``known`` capitalized class in ``tree`` (not a
     private ``_Schema``): a name, an attribute (``mod.MarlinExperts``) or an imported name
     (``from m import MarlinExperts``)."""
@@ -174,28 +175,6 @@ def _mentions(tree: ast.Module, known: frozenset[str],
         elif isinstance(n, (ast.Import, ast.ImportFrom)):
             out.extend((at.start(a), a.name) for a in n.names if a.name in known)
     return out
-
-
-class _Offsets:
-    """Offsets in a module's text of its nodes' starts and ends (``ast`` columns count UTF-8
-    bytes)."""
-
-    def __init__(self, text: str) -> None:
-        self.lines = text.splitlines(keepends=True)
-        self.starts = [0]
-        for line in self.lines:
-            self.starts.append(self.starts[-1] + len(line))
-
-    def _offset(self, line: int, col: int) -> int:
-        text = self.lines[line - 1] if line <= len(self.lines) else ""
-        return self.starts[line - 1] + (col if text.isascii()
-                                        else len(text.encode()[:col].decode(errors="ignore")))
-
-    def start(self, node: ast.AST) -> int:
-        return self._offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
-
-    def end(self, node: ast.AST) -> int:
-        return self._offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
 
 
 def backend_classes(index: ReaderIndex, module: str, member: str) -> tuple[str, ...]:

@@ -33,7 +33,7 @@ from typing import TypeVar
 from derivgraph.audit.static import lazy_accessor, named_modules, read_sites
 from derivgraph.audit.static.def_text import def_end
 from derivgraph.audit.static.selection import NO_CONSTRUCTION, Construction
-from derivgraph.audit.static.source_tree import parsed
+from derivgraph.audit.static.source_tree import TextOffsets, parsed
 
 __all__ = [
     "NOT_READERS",
@@ -415,15 +415,14 @@ class ReaderIndex:
             return None
         display, text = self.files[hit.file]
         tree = parsed(self, text)
-        lines = self.memo(f"lines {hit.file}", lambda: text.split("\n"))
-        found = lazy_accessor.returned_consumer(tree, hit.cls, hit.funcs[0], hit.line, lines) \
-            if tree is not None else None
+        at = self.memo(f"offsets {hit.file}", lambda: TextOffsets(text))
+        found = lazy_accessor.returned_consumer(tree, hit.cls, hit.funcs[0], hit.line,
+                                                at.lines) if tree is not None else None
         if found is None:
             return None
         defs = self._defs[hit.file]
-        line = lines[found.line - 1]
-        col = len(line.encode()[:found.col].decode(errors="ignore"))  # ast counts bytes
-        pos = sum(len(before) + 1 for before in lines[:found.line - 1]) + col
+        line = at.lines[found.line - 1]
+        pos = at.offset(found.line, found.col)
         kind = ReaderKind.KERNEL_CALL if read_sites.kernel_callee(text, defs, pos, _is_kernel) \
             or _KERNEL_CALL.search(line) else ReaderKind.FORWARD
         handed = (f"`{hit.text[:80]}` (line {hit.line})",

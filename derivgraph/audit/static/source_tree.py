@@ -16,6 +16,7 @@ from typing import Protocol, TypeVar
 __all__ = [
     "CLASS_NAME",
     "ReaderIndex",
+    "TextOffsets",
     "class_node",
     "close_bracket",
     "defining_module",
@@ -118,3 +119,29 @@ def close_bracket(text: str, start: int) -> int:
         depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(text[end], 0)
         end += 1
     return end
+
+
+class TextOffsets:
+    """Offsets in a module's text of a parsed node's start and end, or of a (line, column)
+    position as :mod:`ast` gives it: lines split at ``\\n`` as the tokenizer counts them (not
+    :meth:`str.splitlines`, which also splits at form feeds), columns in UTF-8 bytes."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.split("\n")
+        self.starts = [0]
+        for line in self.lines:
+            self.starts.append(self.starts[-1] + len(line) + 1)
+
+    def offset(self, line: int, col: int) -> int:
+        """The text offset of ``ast``'s (1-based ``line``, byte ``col``)."""
+        text = self.lines[line - 1] if line <= len(self.lines) else ""
+        chars = col if text.isascii() else len(text.encode()[:col].decode(errors="ignore"))
+        return self.starts[line - 1] + chars
+
+    def start(self, node: ast.AST) -> int:
+        """Where ``node`` starts in the text."""
+        return self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
+
+    def end(self, node: ast.AST) -> int:
+        """Just past where ``node`` ends in the text."""
+        return self.offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
