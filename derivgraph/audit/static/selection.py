@@ -55,7 +55,6 @@ __all__ = [
     "construction_classes",
     "default_fields",
     "selected_classes",
-    "selector_modules",
     "serving_classes",
 ]
 
@@ -95,12 +94,6 @@ def selected_classes(index: ReaderIndex, home: str, cls: str | None,
         return frozenset(names)
 
     return index.memo(f"selected {hash(home)} {cls} {attr}", select)
-
-
-def selector_modules(found: tuple[Binding, ...]) -> list[str]:
-    """The texts of the selector modules of a class's bindings ``found``
-    (:func:`.backend_branches.bound_selectors`), in the class's order."""
-    return [b.module for b in found]
 
 
 _OTHER_PLATFORM = re.compile(r"^[ \t]*(?:el)?if\b[^\n]*\bis_(?:cpu|xpu|rocm|tpu)\(\)[^\n]*:[ \t]*$")
@@ -276,7 +269,7 @@ def serving_classes(index: ReaderIndex, function: str, home: str, cls: str | Non
     (:func:`.quant_keys.keyed_out`)."""
     default = default_fields(index, function, home)
     bindings = bound_selectors(index, home, cls)  # read once, handed to the rules below
-    selectors = selector_modules(bindings)
+    selectors = [b.module for b in bindings]  # the selector modules' texts, in its order
     failing = failing_backends(index, home, cls, method)
 
     def served(classes: Iterable[str]) -> tuple[str, ...]:
