@@ -98,6 +98,8 @@ def selected_classes(index: ReaderIndex, home: str, cls: str | None,
 
 _OTHER_PLATFORM = re.compile(r"^[ \t]*(?:el)?if\b[^\n]*\bis_(?:cpu|xpu|rocm|tpu)\(\)[^\n]*:[ \t]*$")
 """A test for a platform without CUDA graphs of the kind the audit is about (its own list)."""
+
+
 def backend_order(index: ReaderIndex, module: str) -> tuple[str, ...]:
     """The experts classes a selector ``module`` maps its backends to (``if backend ==
     Enum.MARLIN: return [MarlinExperts]``; a class belongs to the first branch naming it, and
