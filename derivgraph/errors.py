@@ -37,6 +37,7 @@ __all__ = [
     "StrictReloadError",
     "Unexpressible",
     "UsageError",
+    "WorkerLost",
 ]
 
 
