@@ -29,8 +29,9 @@ from typing import NamedTuple
 
 from derivgraph.audit.static.computed_after_load import computed_weight, preferrer
 from derivgraph.audit.static.def_text import def_text
+from derivgraph.audit.static.handed_reader import config_field_read
 from derivgraph.audit.static.readers import Reader, ReaderIndex, derives_from
-from derivgraph.audit.static.selection import serving_classes
+from derivgraph.audit.static.selection import Construction, serving_classes
 
 __all__ = ["ConfigEvidence", "built_reader", "config_reader"]
 
@@ -99,7 +100,7 @@ def config_reader(index: ReaderIndex, expr: str, text: str, cls: str | None,
     tied, default = serving_classes(index, name if not expr.lstrip().startswith("self.")
                                     and not name[:1].isupper() else _building_function(builder),
                                     text, cls, attr, method)
-    reads = ((index.accessor_read(*keeper, field, tied, default), weight)
+    reads = ((_keeper_read(index, keeper, field, tied, default), weight)
              for field, weight in fields) if keeper else ()
     return next((ConfigEvidence(r, weight) for r, weight in reads if r is not None),
                 ConfigEvidence(None, fields[0][1]))
@@ -144,7 +145,22 @@ def built_reader(index: ReaderIndex, text: str, cls: str | None, function: str, 
     if read is not None and _under_backend_test(builder, read):
         default = default._replace(order=())  # the branch admits only some backends
     return next((r for f in fields
-                 if (r := index.accessor_read(*keeper, f, tied, default)) is not None), None)
+                 if (r := _keeper_read(index, keeper, f, tied, default)) is not None), None)
+
+
+def _keeper_read(index: ReaderIndex, keeper: tuple[str, str], field: str,
+                 tied: frozenset[str] | None, default: Construction) -> Reader | None:
+    """The keeper's read of ``field`` followed to its consumer
+    (:meth:`.readers.ReaderIndex.accessor_read`); when the classes the storing class binds
+    itself never read the field through ``self``, the read in a function they hand the whole
+    config to (:func:`.handed_reader.config_field_read`) before the accessor."""
+    found = index.accessor_read(*keeper, field, tied, default)
+    if found is not None and found.bound and tied:
+        handed = config_field_read(index, frozenset().union(*map(index.family, tied)),
+                                   keeper[1], field)
+        if handed is not None:
+            return handed
+    return found
 
 
 def _under_backend_test(builder: str, read: str) -> bool:

@@ -26,18 +26,29 @@ call in a method of the storing class family that passes ``self.x`` (by keyword 
 and where a constructor keeps the parameter (``self.y = param``) it names that class family's
 read of ``self.y`` after load (:meth:`.readers.ReaderIndex.reader`). A constructor that keeps
 the argument on an object nothing reads after load gives no reader.
+
+A config of tensors may be handed on whole the same way: an experts class that keeps
+``self.quant_config`` passes it to a function of the tree
+(``rocm_aiter_fused_experts(..., quant_config=self.quant_config)``), whose body reads the field
+(``w1_scale=quant_config.w1_scale``): :func:`config_field_read` follows the config from the
+methods of the given classes that run after load into such a function's parameter (passed on
+again for at most :data:`HANDOFF_DEPTH` calls) and names that read, the one on the path a
+config takes without a special flag first (:func:`_default_path`).
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from derivgraph.audit.static.def_text import def_text
 from derivgraph.audit.static.readers import Reader, ReaderIndex
+from derivgraph.audit.static.source_tree import parsed
 
-__all__ = ["HANDOFF_DEPTH", "Kept", "handed_reader", "handed_tree", "kept_stores"]
+__all__ = ["HANDOFF_DEPTH", "Kept", "config_field_read", "handed_reader", "handed_tree",
+           "kept_stores"]
 
 HANDOFF_DEPTH = 3
 """How many calls an argument is followed through (a builder, a builder it calls, the
@@ -208,6 +219,61 @@ def handed_reader(index: ReaderIndex, cls: str | None, attr: str) -> Reader | No
                     if found is not None:
                         return found
     return None
+
+
+def config_field_read(index: ReaderIndex, classes: frozenset[str], holder: str,
+                      field: str) -> Reader | None:
+    """The read of ``<param>.<field>`` in a function of the tree that a method of ``classes``
+    running after load hands ``self.<holder>`` to whole, as parameter ``param`` (module
+    docstring), with the calls that hand it on; None when no such read."""
+    tree = index.memo("handed-tree", lambda: _Tree(index))
+    seen: set[tuple[str, str | None, str]] = set()
+    for i, start, end in index.self_reads(classes, holder):
+        arg = _argument(index.files[i][1], start, end)
+        if arg is None:
+            continue
+        cls, funcs = index.enclosing(i, start)
+        caller = _Def(i, cls, funcs[-1] if funcs else "", "")
+        found = _field_read(index, tree, caller, arg, field, 1, seen)
+        if found is not None:
+            return found
+    return None
+
+
+def _field_read(index: ReaderIndex, tree: _Tree, caller: _Def, arg: _Arg, field: str,
+                depth: int, seen: set[tuple[str, str | None, str]]) -> Reader | None:
+    """Follow a config handed whole as ``arg`` into its callee's reads of ``field``."""
+    key = (arg.callee, arg.keyword, str(arg.position))
+    if depth > HANDOFF_DEPTH or key in seen:
+        return None
+    seen.add(key)
+    for target, param in _targets(tree, caller, arg, arg.callee.rsplit(".", 1)[-1]):
+        start = index.files[target.file][1].find(target.text)
+        reads = index.parameter_field_reads(target.file, (start, start + len(target.text)),
+                                            param, field)
+        if reads:
+            found = _default_path(index, target.file, param, reads)
+            return replace(found, handed=(f"{arg.callee}({param}=)", *found.handed))
+        value = re.compile(rf"(?<![\w.]){re.escape(param)}\b(?![\w.(\[])")
+        for nxt in _passes(target, value):
+            found = _field_read(index, tree, target, nxt, field, depth + 1, seen)
+            if found is not None:
+                return replace(found, handed=(f"{arg.callee}({param}=)", *found.handed))
+    return None
+
+
+def _default_path(index: ReaderIndex, file: int, param: str, reads: list[Reader]) -> Reader:
+    """The first of ``reads`` outside the body of an ``if``/``elif`` that tests a field of the
+    handed config (``if quant_config.use_fp8_w8a8: return asm_moe_tkw1(...)``): that branch
+    serves only configs with the flag, the read on the path the others take comes first
+    (the first read when every one is in such a branch)."""
+    tree = parsed(index, index.files[file][1])
+    branches = [(node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno)
+                for node in (ast.walk(tree) if tree is not None else ())
+                if isinstance(node, ast.If) and any(
+                    isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                    and n.value.id == param for n in ast.walk(node.test))]
+    return min(reads, key=lambda r: any(a <= r.line <= b for a, b in branches))
 
 
 @dataclass(frozen=True)

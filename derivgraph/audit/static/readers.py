@@ -582,6 +582,25 @@ class ReaderIndex:
                 sorted(tied or ()) or ["a binding not followed"]))
         return dataclasses.replace(self._reader(hit), unresolved=tuple(ambiguous))
 
+    def self_reads(self, classes: frozenset[str], attr: str) -> list[tuple[int, int, int]]:
+        """``(file, start, end)`` of each read of ``self.<attr>`` by a method of ``classes``
+        that runs after loading, outside properties and checks, in scan order: where
+        ``start:end`` spans ``self.<attr>``."""
+        self.prefetch([attr])
+        return [(h.file, h.pos - len(h.receiver), h.end) for h in self._hits.get(attr, ())
+                if h.cls in classes and h.receiver == "self" and h.in_property is None
+                and self._after_load(h) and not self._weak(h)]
+
+    def parameter_field_reads(self, file: int, span: tuple[int, int], param: str,
+                              field: str) -> list[Reader]:
+        """The reads of ``<param>.<field>`` in ``span`` of file ``file`` (a function whose
+        parameter ``param`` is handed an object) by code that runs after loading, checks left
+        out, in text order."""
+        self.prefetch([field])
+        return [self._reader(h) for h in self._hits.get(field, ())
+                if h.file == file and span[0] <= h.pos < span[1] and h.receiver == param
+                and self._after_load(h) and not self._weak(h)]
+
     def accessors(self, classes: frozenset[str], receiver: str, name: str) -> list[str]:
         """The properties of ``classes`` whose body reads ``<receiver>.<name>``
         (``return self._w2.bias``), in scan order."""

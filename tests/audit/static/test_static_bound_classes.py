@@ -6,6 +6,10 @@
   binding is not followed, the accessor stays with "consumer not resolved".
 * A config whose building function's fall-through fills private descriptors (``_w1=Desc(...,
   w1_scale)``) is ranked by the parameters those are made of (:func:`.selection.default_fields`).
+* A bound class that hands its whole config to a free function is read where that function
+  reads the field, on the path a config without a special flag takes
+  (:func:`.handed_reader.config_field_read`); a function that reads only other fields gives no
+  reader (the accessor stays).
 * A layer parameter the reload's skip set keeps live, rebound by a kernel class, is read where
   that class hands its own ``bias`` parameter on (:meth:`.readers.ReaderIndex.parameter_read`).
 
@@ -20,7 +24,7 @@ import re
 
 import pytest
 
-from derivgraph.audit.static import evidence, selection
+from derivgraph.audit.static import config_reader, evidence, selection
 from derivgraph.audit.static.scan import scan
 from derivgraph.audit.static.semantics import Severity
 from tests.audit.static.expectations import EVIDENCE_CORPUS, EvidenceCase
@@ -46,7 +50,7 @@ def _readers(files, attrs) -> dict[str, tuple[tuple[str, int] | None, Severity, 
 
 
 _ATTRS = ("bnd_own_config", "bnd_slow_config", "bnd_default_config", "bnd_lost_config",
-          "bnd_desc_config")
+          "bnd_desc_config", "bnd_handed_config", "bnd_other_config")
 
 
 def _bound() -> dict[str, tuple[tuple[str, int] | None, Severity, str]]:
@@ -78,6 +82,33 @@ def test_canary_without_the_bound_classes_the_selectors_first_backend_is_named(m
     monkeypatch.setattr(selection, "bound_classes", lambda *args: None)
     got = _bound()
     assert {a: got[a][0] for a in _ATTRS} == dict.fromkeys(_ATTRS, _FAST)
+
+
+def test_a_config_handed_whole_to_a_function_is_read_on_its_default_path():
+    reader, _, text = _bound()["bnd_handed_config"]
+    assert reader == ("bound_cases.py", _BOUND.line("# reads: bnd_handed_config"))
+    assert "not resolved" not in text
+    assert "handed on through bnd_handed_moe(quant_config=)" in text
+
+
+def test_a_function_that_reads_other_fields_keeps_the_accessor():
+    reader, _, text = _bound()["bnd_other_config"]
+    assert reader == _ACCESSOR
+    assert "consumer not resolved" in text and "binds itself" in text
+
+
+def test_canary_without_the_handed_config_the_accessor_is_named(monkeypatch):
+    monkeypatch.setattr(config_reader, "config_field_read", lambda *args: None)
+    reader, _, text = _bound()["bnd_handed_config"]
+    assert reader == _ACCESSOR
+    assert "binds itself" in text
+
+
+def test_canary_without_the_default_path_rule_the_flag_branch_is_named(monkeypatch):
+    from derivgraph.audit.static import handed_reader
+    monkeypatch.setattr(handed_reader, "_default_path", lambda index, file, param, reads: reads[0])
+    reader, _, _ = _bound()["bnd_handed_config"]
+    assert reader == ("bound_cases.py", _BOUND.line("fc1_scale=quant_config.w1_scale"))
 
 
 def test_a_fall_through_of_private_descriptors_is_ranked_by_the_parameters_they_hold():
@@ -130,6 +161,11 @@ def test_vllm_readers_bound_outside_the_selector(vllm_report, suffix, line, read
 def test_vllm_gfx942_path_is_not_named_trtllm(vllm_report):
     f = _site(vllm_report, f"{_Q}mxfp4.py", 1004, "moe_quant_config")
     assert "trtllm" not in (f.reader or "")
+    # the bound AiterMxfp4Experts hands its whole config to rocm_aiter_fused_experts, whose
+    # default path reads the field (the thirteenth review's reader line, item 19)
+    assert f.reader == ("kernel-call vllm/model_executor/layers/fused_moe/experts/"
+                        "rocm_aiter_moe.py:452 in rocm_aiter_fused_experts: "
+                        "w1_scale=quant_config.w1_scale,")
     # the default path of the same class keeps the selector's first backend
     g = _site(vllm_report, f"{_Q}mxfp4.py", 868, "moe_quant_config")
     assert "trtllm_mxfp4_moe.py:249" in (g.reader or "")
