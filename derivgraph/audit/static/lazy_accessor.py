@@ -9,7 +9,10 @@ the method's callers in the same class: a local the call is bound to (one of a t
 when the call returns a tuple), a ``return`` that hands the value on from another method (a
 position of a returned tuple), calls through an attribute bound to the method (``self.fn =
 self._get_ones`` ... ``x, w = self.fn(...)``), up to :data:`CALLER_DEPTH` methods, and names
-the first use of that local that is an argument of a call. Read from source with :mod:`ast`.
+the first use of that local that is an argument of a call, or a call of the method handed
+straight to another call (``mm(x, self._weight())``). A getter that returns the attribute
+itself (``return self._stable_weight``) is followed the same way. Read from source with
+:mod:`ast`.
 """
 
 from __future__ import annotations
@@ -49,7 +52,8 @@ def returned_consumer(tree: ast.Module, cls: str, method: str, line: int,
         return None
     local = _bound_local(fn, line)
     if local is None or not any(_returns(r.value, local) for r in _returns_of(fn)):
-        return None
+        if not _returns_read(fn, line):
+            return None
     return _follow(node, method, None, lines, 0)
 
 
@@ -65,6 +69,13 @@ def _bound_local(fn: ast.FunctionDef, line: int) -> str | None:
                 and isinstance(n.targets[0], ast.Name) and _self_read(n.value)):
             return n.targets[0].id
     return None
+
+
+def _returns_read(fn: ast.FunctionDef, line: int) -> bool:
+    """Whether the statement on ``line`` returns the read itself (``return self.x``): a getter
+    method, whose caller consumes the value."""
+    return any(isinstance(n, ast.Return) and n.lineno == line and n.value is not None
+               and self_attribute(n.value) is not None for n in own_nodes(fn))
 
 
 def _self_read(node: ast.expr) -> bool:
@@ -103,13 +114,19 @@ def _follow(cls: ast.ClassDef, method: str, position: int | None, lines: list[st
         return None
     names = _aliases(cls, method)
     for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef)):
-        for stmt in sorted((n for n in own_nodes(fn) if isinstance(n, (ast.Assign, ast.Return))),
+        for stmt in sorted((n for n in own_nodes(fn)
+                            if isinstance(n, (ast.Assign, ast.Return, ast.Expr))),
                            key=lambda n: (n.lineno, n.col_offset)):
             value = stmt.value
             if value is None:
                 continue
             call_line = value.lineno
-            if isinstance(stmt, ast.Return):
+            handed = _handed_call(value, names)
+            if handed is not None and position is None:  # ``mm(x, self.method())``
+                found = Consumer(handed.lineno, handed.col_offset, fn.name, ())
+            elif isinstance(stmt, ast.Expr):
+                continue
+            elif isinstance(stmt, ast.Return):
                 at = _position(value, names)
                 if at is None or (position is not None and at != -1):
                     continue
@@ -126,6 +143,15 @@ def _follow(cls: ast.ClassDef, method: str, position: int | None, lines: list[st
                 return Consumer(found.line, found.col, found.function,
                                 ((call_line, quote), *found.via))
     return None
+
+
+def _handed_call(value: ast.expr, names: set[str]) -> ast.Call | None:
+    """A call of one of ``names`` that ``value`` hands straight to another call as an
+    argument (``mm(x, self.method())``), the first in source order; None when none."""
+    found = [arg for n in ast.walk(value) if isinstance(n, ast.Call)
+             for arg in [*n.args, *(k.value for k in n.keywords)]
+             if isinstance(arg, ast.Call) and self_attribute(arg.func) in names]
+    return min(found, key=lambda a: (a.lineno, a.col_offset), default=None)
 
 
 def _position(value: ast.expr, names: set[str]) -> int | None:
