@@ -174,11 +174,11 @@ class _Bound:
     own: list[_Fixed | None]
 
 
-def _bound(index: ReaderIndex, home: str, node: ast.ClassDef, held: frozenset[str]) -> _Bound:
-    """The :class:`_Bound` of class ``node`` of ``home`` for its ``held`` attributes."""
-    tests = index.memo(f"bound tests {hash(home)} {node.name}", lambda: _tests(node))
-    # every node of the class, walked once for the searches below (and the method's flags)
-    nodes = index.memo(f"bound nodes {hash(home)} {node.name}", lambda: list(ast.walk(node)))
+def _bound(node: ast.ClassDef, held: frozenset[str]) -> _Bound:
+    """The :class:`_Bound` of class ``node`` for its ``held`` attributes (its caller memoizes
+    it per module and class)."""
+    tests = _tests(node)
+    nodes = list(ast.walk(node))  # every node of the class, walked once for the searches below
     fixed = _fixed_backends(nodes)
     assigns = _bindings(nodes, held)
     return _Bound(nodes, tests, [(b.value, tests.get(id(b))) for b in assigns],
@@ -198,7 +198,7 @@ def bound_classes(index: ReaderIndex, home: str, cls: str | None,
     held = frozenset(b.attr for b in found)
     selectors = frozenset(b.selector for b in found)
     facts = index.memo(f"bound bindings {hash(home)} {cls}",
-                       lambda: _bound(index, home, node, held))
+                       lambda: _bound(node, held))
     nodes, tests, bindings, own = facts.nodes, facts.tests, facts.bindings, facts.own
     flags = _method_flags(nodes, tests, method)
     if flags:
