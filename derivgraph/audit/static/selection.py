@@ -35,7 +35,6 @@ from derivgraph.audit.static.backend_branches import (
     owners,
 )
 from derivgraph.audit.static.bound_classes import bound_classes, named_class
-from derivgraph.audit.static.def_text import def_text
 from derivgraph.audit.static.preconditions import failing_backends
 from derivgraph.audit.static.quant_keys import keyed_out
 from derivgraph.audit.static.rejected import rejected_classes
@@ -44,7 +43,9 @@ from derivgraph.audit.static.source_tree import (
     class_node,
     close_bracket,
     defining_module,
+    function_node,
     module_classes,
+    parsed,
 )
 from derivgraph.audit.static.walk import own_nodes, self_attribute
 
@@ -57,8 +58,6 @@ __all__ = [
     "selected_classes",
     "serving_classes",
 ]
-
-_KEYWORD_NAME = re.compile(r"(?<![=!<>\w.])([a-z_]\w*)[ \t]*=(?!=)")
 
 
 def selected_classes(index: ReaderIndex, home: str, cls: str | None,
@@ -183,74 +182,73 @@ NO_CONSTRUCTION = Construction()
 
 def default_fields(index: ReaderIndex, function: str, home: str) -> Construction:
     """The :class:`Construction` of the building function ``function``: the fields its
-    fall-through ``return`` fills (``return make_config(g1_alphas=..., a1_gscale=...)`` at the
-    function body's own indent after its ``if backend == ...: return ...`` branches, or in its
-    final ``else:``) and those only its other ``return`` calls fill, looked up in the module
-    ``home`` imports it from (or ``home``); empty when there is no fall-through return."""
+    fall-through ``return`` fills (``return make_config(g1_alphas=..., a1_gscale=...)``, a
+    statement of the function's own body after its ``if backend == ...: return ...`` branches,
+    else the last return of a final ``else:``) and those only its other ``return`` calls fill,
+    looked up in the module ``home`` imports it from (or ``home``); empty when there is no
+    fall-through return. Read with :mod:`ast`."""
     if not function:
         return Construction()
 
     def fields() -> Construction:
         module = defining_module(index, function, home) or home
-        body = def_text(module, function, "")
-        first = re.search(r":[ \t]*\n(?:[ \t]*(?:#[^\n]*)?\n)*([ \t]+)\S", body)
-        if first is None:
+        tree = parsed(index, module)
+        fn = function_node(tree, function) if tree is not None else None
+        if fn is None:
             return Construction()
-        indent = first.group(1)
-        params = _parameters(body)
-        calls = [(m.start(), m.group(1), _call_keywords(body, m.end(), params))
-                 for m in re.finditer(r"^([ \t]+)return[ \t]+[\w.]+\(", body, re.M)]
-        last = [c for c in calls if c[1] == indent]
-        if not last:  # ``else: return ...`` as the function's last statement
-            tail = re.search(rf"^{indent}else[ \t]*:[ \t]*\n", body, re.M)
-            last = [c for c in calls if tail and c[0] > tail.start() and c[1] != indent
-                    and not re.search(rf"^{indent}\S", body[tail.end():], re.M)]
+        params = _parameters(fn)
+        calls = sorted((n for n in own_nodes(fn) if isinstance(n, ast.Return)
+                        and isinstance(n.value, ast.Call) and _dotted(n.value.func)),
+                       key=lambda n: (n.lineno, n.col_offset))
+        last = [n for n in calls if n in fn.body] or _final_else_returns(fn, calls)
         if not last:
             return Construction()
-        filled = last[-1][2]
-        others = frozenset().union(*(c[2] for c in calls if c is not last[-1]))
+        filled = _call_keywords(last[-1].value, params)
+        others = frozenset().union(*(_call_keywords(n.value, params) for n in calls
+                                     if n is not last[-1]))
         return Construction(filled, others - filled)
 
     return index.memo(f"default fields {function} {hash(home)}", fields)
 
 
-def _call_keywords(body: str, start: int,
-                   parameters: frozenset[str] = frozenset()) -> frozenset[str]:
-    """The keyword names of the call whose argument list starts at ``start``; when they are
-    all private descriptors (``_w1=QuantDesc(dtype, shape, w1_scale, ...)``), the building
-    function's ``parameters`` they are made of instead (its callers fill the config through
-    those names: ``w1_scale=layer.w13_scales``)."""
-    end, depth = start, 1
-    while end < len(body) and depth:
-        depth += {"(": 1, ")": -1}.get(body[end], 0)
-        end += 1
-    names = frozenset(_KEYWORD_NAME.findall(_top_level(body[start:end - 1])))
+def _dotted(node: ast.expr) -> bool:
+    """Whether ``node`` is a name or a dotted chain of names (``make_config``, ``mk.cfg``)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+def _final_else_returns(fn: ast.FunctionDef, calls: list[ast.Return]) -> list[ast.Return]:
+    """The returns of ``calls`` inside the final ``else:`` of an ``if``/``elif`` chain that is
+    the function's last statement (an ``elif`` is an ``If`` alone in ``orelse`` at the same
+    column)."""
+    node = fn.body[-1]
+    if not isinstance(node, ast.If):
+        return []
+    while (len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If)
+           and node.orelse[0].col_offset == node.col_offset):
+        node = node.orelse[0]
+    inside = {id(n) for stmt in node.orelse for n in ast.walk(stmt)}
+    return [n for n in calls if id(n) in inside]
+
+
+def _call_keywords(call: ast.Call, parameters: frozenset[str] = frozenset()) -> frozenset[str]:
+    """The keyword names of ``call``; when they are all private descriptors (``_w1=QuantDesc(
+    dtype, shape, w1_scale, ...)``), the building function's ``parameters`` they are made of
+    instead (its callers fill the config through those names: ``w1_scale=layer.w13_scales``)."""
+    names = frozenset(k.arg for k in call.keywords if k.arg)
     if names and all(n.startswith("_") for n in names):
-        return frozenset(p for p in parameters
-                         if re.search(rf"(?<![\w.]){p}\b", body[start:end - 1]))
+        used = {n.id for a in [*call.args, *(k.value for k in call.keywords)]
+                for n in ast.walk(a) if isinstance(n, ast.Name)}
+        return parameters & used
     return names
 
 
-def _parameters(function: str) -> frozenset[str]:
-    """The parameter names of a ``def`` text (its header's top-level names)."""
-    open_at = function.find("(")
-    if open_at < 0:
-        return frozenset()
-    header = function[open_at + 1:close_bracket(function, open_at + 1) - 1]
-    return frozenset(re.findall(r"(?:^|,)[ \t\n]*\**(\w+)", _top_level(header)))
-
-
-def _top_level(call: str) -> str:
-    """``call`` with every bracketed part blanked (only its own keywords stay visible)."""
-    out, depth = [], 0
-    for c in call:
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-            continue
-        out.append(c if depth == 0 else " ")
-    return "".join(out)
+def _parameters(fn: ast.FunctionDef) -> frozenset[str]:
+    """The parameter names of function ``fn``."""
+    a = fn.args
+    return frozenset(x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs,
+                                     *(v for v in (a.vararg, a.kwarg) if v)])
 
 
 def serving_classes(index: ReaderIndex, function: str, home: str, cls: str | None,

@@ -122,6 +122,29 @@ def test_default_fields_are_the_fall_through_return_and_foreign_the_other_branch
     assert selection.default_fields(index, "", text) == selection.NO_CONSTRUCTION
 
 
+def test_default_fields_read_the_syntax_not_the_text():
+    """An ``elif`` chain's final ``else`` is the fall-through; an ``if`` nested in an ``else``
+    is not an ``elif``; a comment or a string holding ``return f(x=...)`` is no return."""
+    index = ReaderIndex([], (), lambda c: frozenset({c}))
+    chain = ("def make(k, a, b):\n    if k == 1:\n        return C(w=a, zp=b)\n"
+             "    elif k == 2:\n        return C(w=a, s=b)\n"
+             "    else:\n        return C(w=a, gs=b)  # return C(bad=a)\n")
+    assert selection.default_fields(index, "make", chain) == selection.Construction(
+        frozenset({"w", "gs"}), frozenset({"zp", "s"}))
+    nested = ("def make(k, a, b):\n    if k == 1:\n        return C(w=a, zp=b)\n"
+              "    else:\n        if k == 2:\n            return C(w=a, s=b)\n"
+              "        return C(w=a, gs=b)\n")
+    assert selection.default_fields(index, "make", nested) == selection.Construction(
+        frozenset({"w", "gs"}), frozenset({"zp", "s"}))
+    quoted = ('def make(a):\n    """return C(doc=a)"""\n    # return C(note=a)\n'
+              "    return C(w=a)\n")
+    assert selection.default_fields(index, "make", quoted) == selection.Construction(
+        frozenset({"w"}), frozenset())
+    private = "def make(w1_scale, g):\n    return C(_w1=D(g, w1_scale), _a1=D(g))\n"
+    assert selection.default_fields(index, "make", private).filled == frozenset({
+        "w1_scale", "g"})
+
+
 # ---- the vLLM sites (vLLM 0.33.0) ---------------------------------------------------------
 
 _EXPERTS = "vllm/model_executor/layers/fused_moe/experts/"
