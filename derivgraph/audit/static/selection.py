@@ -40,14 +40,14 @@ from derivgraph.audit.static.quant_keys import keyed_out
 from derivgraph.audit.static.rejected import rejected_classes
 from derivgraph.audit.static.source_tree import (
     ReaderIndex,
+    TextOffsets,
     class_node,
-    close_bracket,
     defining_module,
     function_node,
     module_classes,
     parsed,
 )
-from derivgraph.audit.static.walk import own_nodes, self_attribute
+from derivgraph.audit.static.walk import own_nodes, self_attribute, walk
 
 __all__ = [
     "NO_CONSTRUCTION",
@@ -95,7 +95,7 @@ def selected_classes(index: ReaderIndex, home: str, cls: str | None,
     return index.memo(f"selected {hash(home)} {cls} {attr}", select)
 
 
-_OTHER_PLATFORM = re.compile(r"^[ \t]*(?:el)?if\b[^\n]*\bis_(?:cpu|xpu|rocm|tpu)\(\)[^\n]*:[ \t]*$")
+_OTHER_PLATFORM = re.compile(r"is_(?:cpu|xpu|rocm|tpu)")
 """A test for a platform without CUDA graphs of the kind the audit is about (its own list)."""
 
 
@@ -112,7 +112,7 @@ def backend_order(index: ReaderIndex, module: str) -> tuple[str, ...]:
         if found is None:
             return ()
         enum, owner, tested = found
-        for members in _member_lists(module, enum, tested):
+        for members in _member_lists(index, module, enum, tested):
             ranked = sorted((c for c in owner if owner[c][0] & set(members)),
                             key=lambda c: (min(members.index(b) for b in owner[c][0]
                                                if b in members), owner[c][1]))
@@ -123,25 +123,33 @@ def backend_order(index: ReaderIndex, module: str) -> tuple[str, ...]:
     return index.memo(f"backend order {hash(module)}", order)
 
 
-def _member_lists(module: str, enum: str, tested: set[tuple[int, int]]) -> list[list[str]]:
-    """The members of each bracketed list or tuple that holds only ``enum`` members (two or
-    more; comments allowed), in text order, less those of a branch test (``tested``: (start,
-    end) of each) and those under a platform test (:data:`_OTHER_PLATFORM`)."""
-    out = []
-    for m in re.finditer(rf"[\[(](?=\s*(?:#[^\n]*\s*)*{re.escape(enum)}\.)", module):
-        end = close_bracket(module, m.end())
-        if any(s <= m.start() < e for s, e in tested):
+def _member_lists(index: ReaderIndex, module: str, enum: str,
+                  tested: set[tuple[int, int]]) -> list[list[str]]:
+    """The members of each list or tuple (or call's arguments) that holds only ``enum``
+    members (two or more), in text order, less those of a branch test (``tested``: (start,
+    end) of each) and those stated right under a one-line platform test (``if
+    current_platform.is_cpu():``, :data:`_OTHER_PLATFORM`). Read with :mod:`ast`."""
+    tree = parsed(index, module)
+    if tree is None:
+        return []
+    at = TextOffsets(module)
+    platform_lines = {n.body[0].lineno for n in walk(tree) if isinstance(n, ast.If)
+                      and n.test.end_lineno == n.body[0].lineno - 1 and any(
+                          isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                          and _OTHER_PLATFORM.fullmatch(c.func.attr) for c in walk(n.test))}
+    found = []
+    for n in walk(tree):
+        elts = n.elts if isinstance(n, (ast.List, ast.Tuple)) else \
+            n.args if isinstance(n, ast.Call) and not n.keywords else None
+        if not elts or len(elts) < 2 or not all(
+                isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name)
+                and e.value.id == enum and e.attr[:1].isupper() for e in elts):
             continue
-        inner = re.sub(r"#[^\n]*", "", module[m.end():end - 1])
-        members = re.findall(rf"\b{re.escape(enum)}\.([A-Z]\w*)", inner)
-        if len(members) < 2 or re.sub(rf"\b{re.escape(enum)}\.[A-Z]\w*|[\s,]", "", inner):
+        start = at.start(n) if not isinstance(n, ast.Call) else at.end(n.func)
+        if any(s <= start < e for s, e in tested) or n.lineno in platform_lines:
             continue
-        line = module.rfind("\n", 0, m.start())
-        prev = module.rfind("\n", 0, max(line, 0))
-        if _OTHER_PLATFORM.match(module[prev + 1:line]):
-            continue
-        out.append(members)
-    return out
+        found.append((start, [e.attr for e in elts]))
+    return [members for _, members in sorted(found, key=lambda f: f[0])]
 
 
 def _named_beside(nodes: list[ast.AST], attr: str) -> frozenset[str]:

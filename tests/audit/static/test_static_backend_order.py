@@ -94,6 +94,16 @@ def test_canary_without_the_branch_test_the_first_backend_is_named(monkeypatch):
     assert "consumer not resolved" not in evidence
 
 
+def test_a_list_in_a_string_or_comment_is_no_stated_order():
+    """The member lists are read with :mod:`ast`: a list quoted in a docstring or a comment
+    (here the CPU's, stated first) does not rank the classes."""
+    text = _SELECT.read_text()
+    quoted = ('"""Tried in the order [OrdBackend.CPU, OrdBackend.SLOW] on CPUs."""\n'
+              "# [OrdBackend.CPU, OrdBackend.SLOW]\n" + text)
+    assert selection.backend_order(_Index(), quoted) == selection.backend_order(_Index(), text)
+    assert selection.backend_order(_Index(), quoted)[0] == "OrdFastMonolithic"
+
+
 def test_canary_a_cpu_list_taken_as_the_order_names_the_cpu_class(monkeypatch):
     monkeypatch.setattr(selection, "_OTHER_PLATFORM", re.compile(r"(?!x)x"))
     order = selection.backend_order(_Index(), _SELECT.read_text())
