@@ -86,6 +86,8 @@ _WEAK_READ = re.compile(r"^assert\b|\bis (?:not )?None\b")
 _META_READ = read_sites.META_READ
 _NONE_TEST = read_sites.NONE_TEST
 _CONDITION = read_sites.CONDITION
+_GETTER = re.compile(r"return[ \t]+self\.\w+[ \t]*(?:#.*)?")
+"""A getter's statement ``return self.x``: the value leaves for the caller."""
 _WARM_UP = re.compile(r"warm|compile|autotune|profil|dummy", re.I)
 """A function that runs a kernel once to prepare it (warm-up, compile, autotune, profile):
 its read ranks after a read on the serving path (``forward``, ``apply``, ``run``)."""
@@ -524,13 +526,21 @@ class ReaderIndex:
         return None if use is None else (use, calls[0])
 
     def _best(self, ranked: list[tuple[tuple[int, int], int, _Hit]]) -> _Hit:
-        """The read that shows who consumes the value: the nearest to the store (the storing
+        """The read that shows who consumes the value: a getter no caller of its class consumes
+        last (:meth:`_bare_getter`), then the nearest to the store (the storing
         class family, then its file, then anywhere; a method before a closure nested in one;
         the serving path before a warm-up or compile function, :func:`_warm_up`), and among
         those the first that passes the value on; a presence or metadata check
         (:meth:`_weak`) only when no other read exists."""
-        ranked.sort(key=lambda r: (r[0], _warm_up(r[2]), r[1]))
+        ranked.sort(key=lambda r: (self._bare_getter(r[2]), r[0], _warm_up(r[2]), r[1]))
         return next((hit for _, _, hit in ranked if not self._weak(hit)), ranked[0][2])
+
+    def _bare_getter(self, hit: _Hit) -> bool:
+        """Whether the read is a getter's ``return self.x`` whose callers in its class hand
+        the value to no call (:meth:`_returned_consumer` finds none): it only passes the value
+        out of the class, so a read that consumes it elsewhere ranks first."""
+        return hit.receiver == "self" and _GETTER.fullmatch(hit.text) is not None \
+            and self._returned_consumer(hit) is None
 
     def _weak(self, hit: _Hit) -> bool:
         """A read that only checks or updates the value: its metadata (``.device``,

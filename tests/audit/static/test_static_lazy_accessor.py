@@ -73,6 +73,18 @@ def test_canary_without_the_handed_call_the_return_is_named(monkeypatch):
     assert got["g36_full"] == _GETTER.marks("old reader")["g36_full"]
 
 
+def test_a_getter_no_caller_consumes_ranks_after_a_read_elsewhere():
+    attrs = ("g36_cfg", "g36_lone")
+    assert _GETTER.reader_lines(attrs) == {a: _GETTER.marks("reads")[a] for a in attrs}
+
+
+def test_canary_without_the_getter_rank_the_getter_is_named(monkeypatch):
+    from derivgraph.audit.static.readers import ReaderIndex
+    monkeypatch.setattr(ReaderIndex, "_bare_getter", lambda self, hit: False)
+    got = _GETTER.reader_lines(("g36_cfg",))
+    assert got["g36_cfg"] == _GETTER.marks("old reader")["g36_cfg"]
+
+
 # ---- the vLLM sites the thirteenth review's judges named (vLLM 0.33.0) ------------------------
 
 def test_vllm_lazy_accessors_name_the_callers_use(vllm_report):
@@ -87,6 +99,10 @@ def test_vllm_lazy_accessors_name_the_callers_use(vllm_report):
 
 
 def test_vllm_getters_name_the_callers_call(vllm_report):
+    # the fourteenth review's item 5 (Elastic-EP): the judge's line, not the getter
+    f = _site(vllm_report, "fused_moe/fused_moe_modular_method.py", 98, "moe_quant_config")
+    assert f.reader == ("forward vllm/model_executor/layers/fused_moe/eep_reconfigure.py:37 in "
+                        "_make_eep_experts: \"quant_config\": quant_method.moe_quant_config,")
     f = _site(vllm_report, "models/gemma4_mtp.py", 560, "_stable_full_lm_head_weight")
     assert f.reader == ("forward vllm/model_executor/models/gemma4_mtp.py:571 in "
                         "Gemma4MTP.compute_logits: self._get_full_lm_head_weight(),")
