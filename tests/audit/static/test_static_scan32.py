@@ -8,8 +8,8 @@
   not from two more scans: the same lists as ba2b206's scans (kept here as the reference) on
   every file of vLLM 0.33.0 and on edge cases.
 * :func:`.bound_classes.bound_classes` walks a class's nodes once per (module, class) (the
-  ``bound nodes`` memo of the reader index) for its three searches, instead of three walks per
-  finding; a memo keyed without the class would hand one class's bindings to another.
+  ``bound bindings`` memo of the reader index) for its three searches, instead of three walks
+  per finding; a memo keyed without the class would hand one class's bindings to another.
 
 Each rule has a canary that plants the wrong behaviour back and sees the test go red.
 """
@@ -103,11 +103,11 @@ def test_the_bound_nodes_memo_keeps_each_class_apart():
     assert got["bnd_slow_config"][0] != got["bnd_default_config"][0]
 
 
-def test_canary_a_bound_nodes_memo_keyed_without_the_class_goes_red(monkeypatch):
+def test_canary_a_bound_bindings_memo_keyed_without_the_class_goes_red(monkeypatch):
     real = ReaderIndex.memo
 
     def by_module_only(self, key, make):
-        if key.startswith("bound nodes "):
+        if key.startswith("bound bindings "):
             key = key.rsplit(" ", 1)[0]  # the planted bug: one entry per module
         return real(self, key, make)
 
