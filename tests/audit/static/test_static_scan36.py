@@ -1,7 +1,9 @@
-"""The evidence phase's tree-wide ``def`` lookups are memoized per reader index (scan36)."""
+"""The evidence phase's tree-wide searches are memoized for the pass (scan36): ``def`` lookups per
+reader index, the emptied-parameter search of :func:`.platforms.source_dropped` per module."""
 
 from __future__ import annotations
 
+from derivgraph.audit.static import platforms
 from derivgraph.audit.static.config_reader import tree_def_text
 from derivgraph.audit.static.readers import ReaderIndex
 
@@ -44,3 +46,30 @@ def test_one_pass_over_the_tree_per_name_and_indent():
     tree_def_text(index, "make_cfg")
     tree_def_text(index, "make_cfg")
     assert files.passes == 2
+
+
+class _CountedTree(dict):
+    """A display path -> text tree, counting the passes over its files."""
+
+    passes = 0
+
+    def items(self):
+        self.passes += 1
+        return super().items()
+
+
+def test_source_dropped_searches_the_tree_once_per_module_with_the_pass_memo():
+    tree = _CountedTree({"a.py": "x = 1\n", "b.py": "self.proj.weight = torch.empty(0, 4)\n"})
+    allocates: dict[str, bool] = {}
+    emptied: dict[str, str | None] = {}
+    answers = {platforms.source_dropped(chain, "", tree, allocates=allocates, emptied=emptied)
+               for chain in ("self.proj.weight", "layer.proj.weight", "self.proj")}
+    assert len(answers) == 1
+    (answer,) = answers
+    assert answer is not None and "`proj`'s parameter is emptied at b.py:1" in answer
+    assert tree.passes == 1 and set(emptied) == {"proj"}
+    assert platforms.source_dropped("self.other.weight", "", tree, allocates=allocates,
+                                    emptied=emptied) is None
+    assert tree.passes == 2 and emptied["other"] is None
+    platforms.source_dropped("self.proj.weight", "", tree)  # without the memo: a fresh search
+    assert tree.passes == 3
