@@ -33,7 +33,7 @@ from derivgraph.audit.static.handed_reader import config_field_read
 from derivgraph.audit.static.readers import Reader, ReaderIndex, derives_from
 from derivgraph.audit.static.selection import Construction, serving_classes
 
-__all__ = ["ConfigEvidence", "built_reader", "config_reader"]
+__all__ = ["ConfigEvidence", "built_reader", "config_reader", "tree_def_text"]
 
 _CALLEE = re.compile(r"^\s*(?:self\.)?([A-Za-z_]\w*)\s*\(")
 _KEYWORD = re.compile(r"(?<![=!<>\w])([a-z_]\w*)[ \t]*=(?!=)[ \t]*([^,\n]+)")
@@ -70,8 +70,7 @@ def config_reader(index: ReaderIndex, expr: str, text: str, cls: str | None,
     if expr.lstrip().startswith("self."):  # a method of the storing class
         builder = _method_text(text, cls, name)
     else:  # a function of any file
-        builder = next((d for _, t in index.files if f"def {name}(" in t
-                        for d in [def_text(t, name)] if d), "")
+        builder = tree_def_text(index, name)
     if name[:1].isupper():  # a constructor: the type is its class
         kinds, builder = family(name), ""
     else:
@@ -288,8 +287,17 @@ def _wrapped_helper(index: ReaderIndex, builder: str) -> str:
     name = _returned_function(builder)
     if not name:
         return ""  # a method, a constructor or a nested function of the builder
-    return next((d for _, t in index.files if f"def {name}(" in t
-                 for d in [def_text(t, name, "")] if d), "")
+    return tree_def_text(index, name, "")
+
+
+def tree_def_text(index: ReaderIndex, name: str, indent: str = r"[ \t]*") -> str:
+    """:func:`.def_text.def_text` of ``name`` in the first file of the tree that defines it at
+    an indent matching ``indent`` (files in the index's order), or "". Memoized per index:
+    one search of every file's text per name, where the builders of many findings name the
+    same function (``make_fp8_moe_quant_config``)."""
+    return index.memo(f"tree def {indent} {name}", lambda: next(
+        (d for _, t in index.files if f"def {name}(" in t for d in [def_text(t, name, indent)]
+         if d), ""))
 
 
 def _constant(index: ReaderIndex, weight: str) -> bool:

@@ -224,9 +224,10 @@ def apply_evidence(findings: Iterable[StaticFinding], files: Sequence[tuple[str,
 
     texts = FunctionTexts()
     allocates: dict[str, bool] = {}  # each file's 0-element allocation test, for this pass
+    emptied: dict[str, str | None] = {}  # and each module's emptying found in the tree
     def judge(f: StaticFinding) -> StaticFinding:
         judged = _judge(f, index, by_display.get(f.file, ""), family, keepers, texts)
-        return _on_cpu(judged, by_display, ancestors, reset, texts, allocates) \
+        return _on_cpu(judged, by_display, ancestors, reset, texts, (allocates, emptied)) \
             if judged.reader else judged
 
     done = dict(zip(map(id, todo), _judge_all(judge, index, todo, jobs)))
@@ -265,9 +266,10 @@ def _judge_all(judge: Callable[[StaticFinding], StaticFinding], index: ReaderInd
 def _on_cpu(f: StaticFinding, by_display: dict[str, str],
             ancestors: Callable[[str], frozenset[str]] | None,
             reset: frozenset[str], texts: FunctionTexts,
-            allocates: dict[str, bool]) -> StaticFinding:
+            memos: tuple[dict[str, bool], dict[str, str | None]]) -> StaticFinding:
     """Lower to ``info`` a finding whose store or reader runs only on the CPU platform.
-    ``allocates``: the pass's memo for :func:`.platforms.source_dropped`."""
+    ``memos``: the pass's memos for :func:`.platforms.source_dropped` (``allocates`` and
+    ``emptied``)."""
     if f.severity is Severity.INFO:
         return f
     text = by_display.get(f.file, "")
@@ -295,7 +297,7 @@ def _on_cpu(f: StaticFinding, by_display: dict[str, str],
                                    "reruns it without rebuilding this, so it keeps the first "
                                    "weights")
     dropped = source_dropped(f.derives_from, body, by_display, f.line - start,
-                             allocates=allocates)
+                             allocates=memos[0], emptied=memos[1])
     if dropped is None:
         return f
     return _cap(f, Severity.INFO, f"runs only on the CPU platform ({why}): no device graph is "

@@ -157,7 +157,8 @@ _EMPTY_0 = re.compile(r"empty\(\s*\(?0\s*[,)]")
 
 def source_dropped(derives_from: str | None, body: str,
                    tree: Mapping[str, str], at: int | None = None, *,
-                   allocates: dict[str, bool] | None = None) -> str | None:
+                   allocates: dict[str, bool] | None = None,
+                   emptied: dict[str, str | None] | None = None) -> str | None:
     """Why no kernel-format reload can leave a CPU-only value stale, or None when one can: it
     derives from no kept attribute (``self.x``/``layer.x``), or its storing function empties a
     parameter, or the submodule it derives from has its parameter emptied somewhere in the tree
@@ -165,7 +166,9 @@ def source_dropped(derives_from: str | None, body: str,
     ``at``: the store's line in ``body`` (0-based), for :func:`kept_by_a_caller`.
     ``allocates``: the caller's memo of each file's 0-element allocation test
     (:data:`_EMPTY_0`; display path -> found), kept for one evidence pass: each call tests
-    every file that names its module."""
+    every file that names its module. ``emptied``: the caller's memo of that search's answer
+    per module (module -> this function's answer), kept for the same pass: findings of one
+    module (``self.kv_b_proj.weight``, ``layer.weight``) ask it again and again."""
     m = _KEPT.match((derives_from or "").strip())
     if m is None:
         return "it derives from no kept attribute"
@@ -177,8 +180,19 @@ def source_dropped(derives_from: str | None, body: str,
         segments[-2] if len(segments) > 1 else None)
     if module is None:
         return None
-    line = re.compile(rf"\b{re.escape(module)}\b[^\n]*\b(?:new_)?empty\(\s*\(?0\s*[,)]")
     memo = {} if allocates is None else allocates
+    if emptied is None:
+        return _emptied_in_tree(module, tree, memo)
+    if module not in emptied:
+        emptied[module] = _emptied_in_tree(module, tree, memo)
+    return emptied[module]
+
+
+def _emptied_in_tree(module: str, tree: Mapping[str, str], memo: dict[str, bool]) -> str | None:
+    """Where the tree empties a parameter of submodule ``module`` (the first such line, files
+    in ``tree``'s order), as :func:`source_dropped`'s answer, or None; ``memo``: each file's
+    0-element allocation test (display path -> found)."""
+    line = re.compile(rf"\b{re.escape(module)}\b[^\n]*\b(?:new_)?empty\(\s*\(?0\s*[,)]")
     for display, text in tree.items():
         if module not in text:
             continue

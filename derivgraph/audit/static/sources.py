@@ -46,20 +46,36 @@ def _display(path: Path, root: Path | None) -> str:
         return path.as_posix()
 
 
-def _module_name(rel: Path) -> tuple[str, bool]:
-    parts = list(rel.with_suffix("").parts)
-    is_package = parts[-1] == "__init__"
-    if is_package:
-        parts = parts[:-1]
-    return ".".join(parts), is_package
+def _module_name(parts: tuple[str, ...]) -> tuple[str, bool]:
+    """The module name of a file from its path parts (the last one its file name) and whether
+    it is a package's ``__init__``."""
+    *head, last = parts
+    dot = last.rfind(".")
+    stem = last[:dot] if 0 < dot < len(last) - 1 else last  # ``PurePath.stem``'s rule
+    if stem == "__init__":
+        return ".".join(head), True
+    return ".".join([*head, stem]), False
 
 
-def _walk_py(root: Path) -> Iterator[Path]:
+def _root(display: str, is_pkg: bool) -> str:
+    """The root a file's display path is relative to (absolute paths: none)."""
+    if is_pkg:
+        return "PKGROOT"
+    return "" if Path(display).is_absolute() else "SRCROOT"
+
+
+def _walk_py(root: Path) -> Iterator[tuple[str, tuple[str, ...]]]:
+    """``(folder, parts)`` of each ``.py`` file under ``root``, folder by folder, sorted:
+    ``parts`` is its path relative to ``root`` (read from the walk's strings, not with
+    :mod:`pathlib`, which costs more than the walk on a tree of thousands of files)."""
+    top = str(root)
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith("."))
+        sub = dirpath[len(top):].lstrip(os.sep)
+        head = tuple(sub.split(os.sep)) if sub else ()
         for name in sorted(filenames):
             if name.endswith(".py"):
-                yield Path(dirpath, name)
+                yield dirpath, (*head, name)
 
 
 def collect_files(paths: Iterable[str | Path] = (), package: str | None = None) -> list[SourceFile]:
@@ -76,16 +92,17 @@ def collect_files(paths: Iterable[str | Path] = (), package: str | None = None) 
     for entry, is_pkg in entries:
         if not entry.exists():
             raise FileNotFoundError(f"{entry}: no such file or directory")
-        files = [entry] if entry.is_file() else list(_walk_py(entry))
         real = os.path.realpath(entry)
-        for file in files:
-            rel = Path(entry.name, file.relative_to(entry)) if file != entry else Path(entry.name)
-            module, pkg = _module_name(rel) if file != entry else _module_name(Path(file.name))
-            if is_pkg:
-                display, root = rel.as_posix(), "PKGROOT"
-            else:
-                display = _display(file, None)
-                root = "" if Path(display).is_absolute() else "SRCROOT"
-            key = real if file == entry else os.path.join(real, file.relative_to(entry))
-            out.setdefault(key, SourceFile(file, display, module, pkg, root))
+        if entry.is_file():
+            module, pkg = _module_name((entry.name,))
+            display = entry.name if is_pkg else _display(entry, None)
+            out.setdefault(real, SourceFile(entry, display, module, pkg, _root(display, is_pkg)))
+            continue
+        base = (entry.name,) if entry.name else ()  # ``Path(".").name`` is empty
+        for folder, parts in _walk_py(entry):
+            file = Path(folder, parts[-1])
+            module, pkg = _module_name((*base, *parts))
+            display = "/".join((*base, *parts)) if is_pkg else _display(file, None)
+            out.setdefault(os.path.join(real, *parts),
+                           SourceFile(file, display, module, pkg, _root(display, is_pkg)))
     return sorted(out.values(), key=lambda f: f.display)

@@ -62,3 +62,41 @@ def test_collector_state_is_restored_and_paused_inside():
     with pytest.raises(RuntimeError), young_collections_only():
         raise RuntimeError("boom")
     assert gc.isenabled()
+
+
+def _middle_generation_after_the_pause() -> int:
+    """How many objects the middle generation holds just after a pause in which 5000
+    objects survived a ``collect(0)`` (as the survivors of each audit do)."""
+    gc.collect()
+    with young_collections_only():
+        kept = [[k] for k in range(5000)]
+        gc.collect(0)
+        assert len(gc.get_objects(generation=1)) >= 5000
+    middle = len(gc.get_objects(generation=1))
+    assert len(kept) == 5000
+    return middle
+
+
+def test_survivors_are_promoted_to_the_oldest_generation_unwalked():
+    """The next automatic collection (of the middle generation, its count being high after
+    the pause) then walks none of them."""
+    assert _middle_generation_after_the_pause() < 100
+    assert gc.get_freeze_count() == 0
+
+
+def test_survivors_without_promotion_stay_in_the_middle_generation(monkeypatch):
+    """Canary: without :func:`promote_survivors` they wait there for that collection."""
+    monkeypatch.setattr(scan_module, "promote_survivors", lambda: None)
+    assert _middle_generation_after_the_pause() >= 5000
+
+
+def test_a_callers_frozen_objects_stay_frozen():
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        with young_collections_only():
+            pass
+        assert gc.get_freeze_count() == frozen  # nothing thawed into the oldest generation
+    finally:
+        gc.unfreeze()
