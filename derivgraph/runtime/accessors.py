@@ -200,13 +200,17 @@ def holder_of(owners: dict[str, Any], root: Any, entry: Entry) -> tuple[Any, dic
     return (owner, where[0], where[1]) if where is not None else (owner, NO_DICT, name)
 
 
+#: the ``nn.Module`` registry of each registered slot (any other slot: the instance dict)
+_REGISTRIES = {Slot.PARAMETER: "_parameters", Slot.BUFFER: "_buffers"}
+
+
 def _store_binds(entry: Entry, owner: Any, d: dict[Any, Any]) -> bool:
     """Whether ``d[key] = storage`` binds the entry exactly as
     :func:`~derivgraph.paths.set_slot` would: ``d`` is the registry of the entry's slot."""
     if d is NO_DICT or entry.slot is Slot.ELEMENT:
         return False
     if isinstance(owner, nn.Module):
-        registry = {Slot.PARAMETER: "_parameters", Slot.BUFFER: "_buffers"}.get(entry.slot)
+        registry = _REGISTRIES.get(entry.slot)
         want = owner.__dict__ if registry is None else owner.__dict__.get(registry)
         if entry.slot is Slot.BUFFER and entry.node.decl.persistent == (
                 entry.node.decl.name in owner._non_persistent_buffers_set):
