@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from torch import nn
@@ -31,7 +30,6 @@ from derivgraph.errors import FormulaError, Rule
 from derivgraph.ops import OPS, OpKind
 from derivgraph.paths import MISSING, get_path, join
 from derivgraph.spec.kinds import TensorKind, is_fold
-from derivgraph.spec.model import DerivedTensor
 
 __all__ = ["DerivedGraph", "DerivedNode", "NodeRef", "build_graph"]
 
@@ -42,17 +40,47 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
     bound_specs = list(bound_specs)
     layers: list[tuple[BoundSpec, dict[str, Any], list[DerivedNode]]] = []
     param_stamper = ParamStamper(graph)
-    plans: dict[int, list[_DeclPlan]] = {}  # id(spec) -> its declarations' plan, made once
-    owners_fine: set[tuple[int, type]] = set()  # (declaration, module class) proven to hold it
     for bound in bound_specs:
         params = param_stamper.resolve(bound)
         if params is None:
             continue
-        plan = plans.get(id(bound.spec))
-        if plan is None:
-            plan = plans[id(bound.spec)] = _decl_plan(bound.spec.derived)
-        nodes = _derived_nodes(graph, model, bound, params, plan, owners_fine)
+        nodes: list[DerivedNode] = []
         layers.append((bound, params, nodes))
+        devices: dict[str | None, Any] = {}  # decl.device -> device, read once per module
+        owners: dict[str, Any] = {}  # owner path -> the owner, read once per module
+        for decl in bound.spec.derived:
+            if is_fold(decl):  # fold hook: folds are bound by derivgraph.compiler.fold, not nodes
+                continue
+            owner_path = bound.qualify(decl.owner)
+            device = devices.get(decl.device)
+            if device is None:
+                device = devices[decl.device] = device_of(bound, decl)
+            node = DerivedNode(join(owner_path, decl.name), bound, decl, owner_path,
+                               device=device, params=params)
+            if node.id in graph.derived:
+                other = graph.derived[node.id]
+                graph.issue(Rule.DUPLICATE, f"{node.id} is declared by {node.where} and by "
+                            f"{other.where} ({other.decl.location})",
+                            "declare each derived tensor once; make the other an alias", node)
+                continue
+            owner = owners.get(owner_path, MISSING)
+            if owner is MISSING:  # the module itself (as matched, a walk of `_modules`), or read
+                owner = owners[owner_path] = bound.module if not decl.owner \
+                    else get_path(model, owner_path)
+            if owner is MISSING or owner is None:
+                graph.issue(Rule.MISSING_SOURCE, f"owner path {decl.owner!r} does not exist on "
+                            f"{type(bound.module).__name__} at {bound.module_path or '<root>'}",
+                            "fix `owner`, or narrow the target (object/where) so the spec only "
+                            "matches modules that have it", node)
+                continue
+            if node.kind in (TensorKind.PARAMETER, TensorKind.BUFFER) \
+                    and not isinstance(owner, nn.Module):
+                graph.issue(Rule.OWNER, f"kind '{decl.kind}' needs an nn.Module owner, but "
+                            f"{decl.owner or '<module>'} is a {type(owner).__name__}",
+                            "use kind 'attribute' for tensors on plain objects", node)
+                continue
+            graph.add_derived(node)
+            nodes.append(node)
     stamper = Stamper(graph, lambda node, reads: _resolve_derived(graph, node, reads))
     for bound, params, nodes in layers:
         stamper.resolve_bound(bound, params, nodes)
@@ -63,93 +91,6 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
         infer_shapes(graph, stamper.twins)
         index_issues(graph)
     return graph
-
-
-@dataclass(frozen=True)
-class _DeclPlan:
-    """What a spec's declaration needs to become a node, worked out once per spec."""
-
-    decl: DerivedTensor
-    name: str
-    on_module: bool  # ``owner`` is empty: the owner is the matched module itself
-    needs_module: bool  # kind parameter or buffer: the owner must be an ``nn.Module``
-
-
-def _decl_plan(decls: Iterable[DerivedTensor]) -> list[_DeclPlan]:
-    """Every declaration that becomes a node (folds are bound by
-    :mod:`derivgraph.compiler.fold`), in order."""
-    return [_DeclPlan(decl, decl.name, not decl.owner,
-                      decl.kind in (TensorKind.PARAMETER, TensorKind.BUFFER))
-            for decl in decls if not is_fold(decl)]
-
-
-def _derived_nodes(graph: DerivedGraph, model: nn.Module, bound: BoundSpec,
-                   params: dict[str, Any], plan: list[_DeclPlan],
-                   owners_fine: set[tuple[int, type]]) -> list[DerivedNode]:
-    """``bound``'s derived nodes, each added to ``graph`` (a duplicate or an unusable owner is
-    an issue instead).
-
-    The owner check of a declaration whose owner is the module itself (an object, neither
-    missing nor None, whose ``__class__`` is its type) is a function of the declaration and
-    the module's class alone (:func:`_owner_problem` then only asks
-    ``isinstance(owner, nn.Module)``), so a pair that
-    passed once is in ``owners_fine`` and passes for every other module of that class; a
-    failing pair is checked per layer (its message names the layer). An owner at a path is
-    read and checked per layer.
-    """
-    nodes: list[DerivedNode] = []
-    devices: dict[str | None, Any] = {}  # decl.device -> device, read once per module
-    owners: dict[str, Any] = {}  # owner path -> the owner, read once per module
-    module, module_path = bound.module, bound.module_path
-    derived = graph.derived
-    for item in plan:
-        decl = item.decl
-        owner_path = module_path if item.on_module else bound.qualify(decl.owner)
-        device = devices.get(decl.device)
-        if device is None:
-            device = devices[decl.device] = device_of(bound, decl)
-        node = DerivedNode(join(owner_path, item.name), bound, decl, owner_path,
-                           device=device, params=params)
-        if node.id in derived:
-            other = derived[node.id]
-            graph.issue(Rule.DUPLICATE, f"{node.id} is declared by {node.where} and by "
-                        f"{other.where} ({other.decl.location})",
-                        "declare each derived tensor once; make the other an alias", node)
-            continue
-        if item.on_module:
-            owner = module
-        else:
-            owner = owners.get(owner_path, MISSING)
-            if owner is MISSING:
-                owner = owners[owner_path] = get_path(model, owner_path)
-        key = (id(decl), type(owner)) if item.on_module and owner is not MISSING \
-            and owner is not None and owner.__class__ is type(owner) else None
-        if key is not None and key in owners_fine:
-            problem = None
-        else:
-            problem = _owner_problem(bound, item, owner)
-            if problem is None and key is not None:
-                owners_fine.add(key)
-        if problem is not None:
-            graph.issue(*problem, node)
-            continue
-        graph.add_derived(node)
-        nodes.append(node)
-    return nodes
-
-
-def _owner_problem(bound: BoundSpec, item: _DeclPlan, owner: Any) -> tuple[str, str, str] | None:
-    """(rule, message, fix) when ``owner`` cannot hold ``item``'s tensor, else None."""
-    if owner is MISSING or owner is None:
-        return (Rule.MISSING_SOURCE, f"owner path {item.decl.owner!r} does not exist on "
-                f"{type(bound.module).__name__} at {bound.module_path or '<root>'}",
-                "fix `owner`, or narrow the target (object/where) so the spec only matches "
-                "modules that have it")
-    if item.needs_module and not isinstance(owner, nn.Module):
-        return (Rule.OWNER, f"kind '{item.decl.kind}' needs an nn.Module owner, but "
-                f"{item.decl.owner or '<module>'} is a {type(owner).__name__}",
-                "use kind 'attribute' for tensors on plain objects")
-    return None
 
 
 def _resolve_derived(graph: DerivedGraph, node: DerivedNode, reads: Reads | None) -> str | None:
