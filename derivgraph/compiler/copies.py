@@ -51,8 +51,10 @@ def _identity_input(ctx: LowerContext, step: Step) -> str | None:
 def stage_directly(ctx: LowerContext, steps: list[Step]) -> tuple[list[Step], dict[str, str]]:
     """``steps`` with each identity reduction read only by stages of its input's dtype dropped
     and its stages reading that input; and the dropped node -> its input."""
-    readers = Counter(ref for s in steps for ref in s.reads())
     candidates = {s.node: src for s in steps if (src := _identity_input(ctx, s)) is not None}
+    if not candidates:  # the common case: no step reads are counted
+        return steps, {}
+    readers = Counter(ref for s in steps for ref in s.reads() if ref in candidates)
     staged: Counter[str] = Counter()
     for s in steps:
         if s.action is Action.SCALAR and s.input in candidates:

@@ -192,13 +192,21 @@ class DerivedGraph:
         return self.ir.nx()
 
     # ---- node creation ------------------------------------------------------------------
-    def source(self, path: str, tensor: torch.Tensor) -> NodeRef:
+    def source(self, path: str, tensor: torch.Tensor,
+               layout: tuple[Any, ...] | None = None) -> NodeRef:
+        """The node of the source at ``path`` (made on first use). ``layout``: ``tensor``'s
+        (class, shape, stride, dtype, device) when the caller already proved it
+        (:func:`derivgraph.compiler.reads.layout`), taken instead of reading the tensor."""
         if path in self.derived:
             return NodeRef(path)
         if path not in self.ir.nodes:
-            self.ir.add(Node(path, NodeKind.SOURCE, shape=tuple(tensor.shape),
-                             stride=tuple(tensor.stride()), dtype=tensor.dtype,
-                             device=tensor.device))
+            if layout is None:
+                shape, stride = tuple(tensor.shape), tuple(tensor.stride())
+                dtype, device = tensor.dtype, tensor.device
+            else:
+                _, shape, stride, dtype, device = layout
+            self.ir.add(Node(path, NodeKind.SOURCE, shape=shape, stride=stride, dtype=dtype,
+                             device=device))
             self.read_sources[path] = tensor
         return NodeRef(path)
 

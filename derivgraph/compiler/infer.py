@@ -19,7 +19,7 @@ from derivgraph.compiler.graph import DerivedGraph, DerivedNode
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.interpret import Failed, MetaInterpreter
 from derivgraph.compiler.ir import NodeKind
-from derivgraph.compiler.layers import closed_layers, layer_map
+from derivgraph.compiler.layers import closed_layers, layer_nodes
 from derivgraph.errors import IndexOutOfRange, LimitError, Rule
 from derivgraph.limits import LIMITS, check_budget, check_bytes, check_numel
 from derivgraph.ops import DTYPES
@@ -147,7 +147,7 @@ def _run_stamped(graph: DerivedGraph, interp: MetaInterpreter) -> _Stamped:
         interp.run()
         return out
     nodes, env = graph.nodes, interp.env
-    held = set(layer_map(tables))
+    held = layer_nodes(tables)
     out.rest = [n for n in graph.ordered() if n not in held]
     interp.run(out.rest)  # the templates among them
     again: set[str] = set()

@@ -22,11 +22,13 @@ What else a phase reads per layer (layouts, storage, addresses) it checks itself
 
 from __future__ import annotations
 
+from itertools import chain
+
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.instances import InstanceTable, aligned_rows
 from derivgraph.compiler.ir import NodeKind
 
-__all__ = ["closed_layers", "layer_map"]
+__all__ = ["closed_layers", "layer_nodes"]
 
 
 def closed_layers(graph: DerivedGraph) -> list[InstanceTable]:
@@ -78,9 +80,6 @@ def _closed_users(graph: DerivedGraph, template: tuple[str, ...]) -> int:
     return total
 
 
-def layer_map(tables: list[InstanceTable]) -> dict[str, str]:
-    """Every node of every row of ``tables`` -> the template node in the same position."""
-    out: dict[str, str] = {}
-    for table in tables:
-        out.update(table.node_map())
-    return out
+def layer_nodes(tables: list[InstanceTable]) -> set[str]:
+    """Every node of every row of ``tables`` (one set, built from the rows as they are)."""
+    return set(chain.from_iterable(table.ids() for table in tables))

@@ -28,7 +28,7 @@ from derivgraph._enum import StrEnum
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef, refs_in, substitute
 from derivgraph.compiler.interpret import Interpreter
 from derivgraph.compiler.ir import NodeKind
-from derivgraph.compiler.layers import layer_map
+from derivgraph.compiler.layers import layer_nodes
 from derivgraph.compiler.lower_layers import provable_layers
 from derivgraph.ops import OPS, OpKind
 from derivgraph.spec.kinds import TensorKind
@@ -161,7 +161,7 @@ class Lowerer(Interpreter):
         graph = self.graph
         nodes, derived = graph.nodes, graph.derived
         tables = provable_layers(self.ctx)
-        held = set(layer_map(tables))
+        held = layer_nodes(tables)
         order = graph.ordered()
         rest = [n for n in order if n not in held] if held else order
         for node_id in rest:

@@ -7,6 +7,10 @@ call names gets a *slot* (the layer's path from the template's relative path, or
 layer's own op call made), each op's arguments are split into the constant part (frozen once,
 as :func:`~derivgraph.compiler.graph.freeze` gives it) and the slots of its node references,
 so a layer costs a list of its paths, one tuple per argument list and one CSE lookup per op.
+A source the layer's probes found (``objects``: each probe gave the template's fact, which
+holds the tensor's class, shape, stride, dtype and device) takes the template's layout
+(``layouts``) for its node instead of reading it again: the facts being equal, so are the
+layouts.
 The result is exactly what the generic replay gives (same nodes, numbering, CSE hits and
 twins): :meth:`DerivedGraph.op_keyed <derivgraph.compiler.graph.DerivedGraph.op_keyed>` is the
 one CSE rule, fed the key :func:`freeze` would build.
@@ -46,7 +50,8 @@ class Replay:
     """
 
     def __init__(self, relative: Callable[[str], str | None], calls: list[tuple[Any, ...]],
-                 inputs: list[str | None]):
+                 inputs: list[str | None],
+                 layouts: dict[tuple[str, ...], tuple[Any, ...]] | None = None):
         rel_slot: dict[str, int] = {}
         op_slot: dict[str, int] = {}
         self.rels: list[str] = []
@@ -74,8 +79,9 @@ class Replay:
             if call[0] == "source":
                 slot = rel(call[1])
                 # graph.source is idempotent: a path made once is only named again ("again")
-                raw.append(("again" if slot in seen else "source", slot,
-                            tuple(call[1].split(".")), call[1]))
+                parts = tuple(call[1].split("."))
+                raw.append(("again" if slot in seen else "source", slot, parts, call[1],
+                            (layouts or {}).get(parts)))
                 seen.add(slot)
                 continue
             _, name, args, kwargs, result, has_refs = call
@@ -133,11 +139,11 @@ class Replay:
         for step in self.steps:
             kind = step[0]
             if kind == "source":
-                _, slot, parts, rel = step
+                _, slot, parts, rel, layout = step
                 tensor = objects.get(parts)
                 if tensor is None:
-                    tensor = get_path(module, rel)
-                made.append(graph.source(vals[slot], tensor).id)
+                    tensor, layout = get_path(module, rel), None
+                made.append(graph.source(vals[slot], tensor, layout).id)
             elif kind == "again":
                 made.append(vals[step[1]])
             elif kind == "flat":

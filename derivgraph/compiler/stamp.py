@@ -110,7 +110,7 @@ class Stamper:
             for i, node_id in enumerate(raw):
                 first.setdefault(node_id, i)
             template.ids, template.keep = tuple(first), tuple(first.values())
-            template.program = Replay(bound.relative, reads.calls, inputs)
+            template.program = Replay(bound.relative, reads.calls, inputs, _layouts(reads))
             kinds.append(template)
 
     def _replay(self, template: Template, bound: BoundSpec, nodes: list[DerivedNode],
@@ -160,6 +160,14 @@ def facts_hold(graph: DerivedGraph, reads: Reads, bound: BoundSpec,
         if probe is probe_path:
             objects[args[0]] = obj
     return objects
+
+
+def _layouts(reads: Reads) -> dict[tuple[str, ...], tuple[Any, ...]]:
+    """The layout each path probe proved of the tensor at its whole path (the fact
+    ``("tensor", len(parts), layout)``), by the path's parts."""
+    return {args[0]: fact[2] for (probe, args), fact in reads.facts.items()
+            if probe is probe_path and isinstance(fact, tuple) and fact[0] == "tensor"
+            and fact[1] == len(args[0])}
 
 
 def _made(bound: BoundSpec, call: tuple[Any, ...]) -> str:

@@ -97,25 +97,32 @@ class HopTable:
         self.expected: list[Any] = []
         self.slow: list[int] = []  # hops without a dict entry: checked one by one
         self.watch: ItemWatch | None = None  # built after a check proved every hop
+        objects = self.objects
         for path in dict.fromkeys(paths):  # each path once (owners hold several tensors)
-            if path in self.objects:
+            if path in objects:
                 continue  # a prefix of a path walked before: every hop to it is resolved
-            parts = path.split(".") if path else []
+            parent, _, part = path.rpartition(".")
+            if parent in objects:  # the usual case (a sibling's owner walked): one new hop
+                self._add(parent, path, part)
+                continue
+            parts = path.split(".")
             for i in range(len(parts)):
                 prefix = ".".join(parts[: i + 1])
-                if prefix in self.objects:
-                    continue
-                parent = ".".join(parts[:i])
-                index = len(self.prefixes)
-                self.prefixes.append(prefix)
-                self.parts.append(parts[i])
-                self.parents.append(parent)
-                self.children.setdefault(parent, []).append(index)
-                self.children.setdefault(prefix, [])
-                self.dicts.append(NO_DICT)
-                self.keys.append(parts[i])
-                self.expected.append(MISSING)
-                self._resolve(index)
+                if prefix not in objects:
+                    self._add(".".join(parts[:i]), prefix, parts[i])
+
+    def _add(self, parent: str, prefix: str, part: str) -> None:
+        """The hop ``parent -> prefix`` (``prefix`` is ``parent.part``), resolved now."""
+        index = len(self.prefixes)
+        self.prefixes.append(prefix)
+        self.parts.append(part)
+        self.parents.append(parent)
+        self.children.setdefault(parent, []).append(index)
+        self.children.setdefault(prefix, [])
+        self.dicts.append(NO_DICT)
+        self.keys.append(part)
+        self.expected.append(MISSING)
+        self._resolve(index)
 
     def _resolve(self, index: int) -> None:
         parent = self.objects[self.parents[index]]
@@ -200,13 +207,17 @@ def holder_of(owners: dict[str, Any], root: Any, entry: Entry) -> tuple[Any, dic
     return (owner, where[0], where[1]) if where is not None else (owner, NO_DICT, name)
 
 
+#: the ``nn.Module`` registry of each registered slot (any other slot: the instance dict)
+_REGISTRIES = {Slot.PARAMETER: "_parameters", Slot.BUFFER: "_buffers"}
+
+
 def _store_binds(entry: Entry, owner: Any, d: dict[Any, Any]) -> bool:
     """Whether ``d[key] = storage`` binds the entry exactly as
     :func:`~derivgraph.paths.set_slot` would: ``d`` is the registry of the entry's slot."""
     if d is NO_DICT or entry.slot is Slot.ELEMENT:
         return False
     if isinstance(owner, nn.Module):
-        registry = {Slot.PARAMETER: "_parameters", Slot.BUFFER: "_buffers"}.get(entry.slot)
+        registry = _REGISTRIES.get(entry.slot)
         want = owner.__dict__ if registry is None else owner.__dict__.get(registry)
         if entry.slot is Slot.BUFFER and entry.node.decl.persistent == (
                 entry.node.decl.name in owner._non_persistent_buffers_set):
