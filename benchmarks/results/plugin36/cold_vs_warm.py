@@ -11,29 +11,17 @@ this shows how much of its in-situ cost is cache misses, not work.
 from __future__ import annotations
 
 import json
-import logging
-import os
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path.cwd()
-os.environ["VLLM_TARGET_DEVICE"] = "cpu"
-os.environ.setdefault("VLLM_PLUGINS", "derivgraph")
-os.environ.setdefault("DERIVGRAPH_SPECS", str(ROOT / "tests" / "fixtures" / "vllm_llama.yaml"))
-logging.basicConfig(level=logging.ERROR)
-sys.path.insert(0, str(ROOT))
+import torch
 
-import torch  # noqa: E402
-from vllm.model_executor.model_loader.reload import inplace  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _tiny_llama import tiny_llama  # noqa: E402
 
-from tests.fixtures.vllm_llama_reload import checkpoint, cold_start, tiny_llama_vllm  # noqa: E402
-from vllm_integration import session  # noqa: E402
-
-torch.set_num_threads(1)
 BIG = torch.zeros(16 * 1024 * 1024)
 BLOB = {f"k{i}": [i, str(i), {"x": i}] for i in range(20000)}
 
@@ -64,14 +52,9 @@ def timed(fn: Callable[[], object], before: Callable[[], None] | None = None,
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp, tiny_llama_vllm(Path(tmp)) as (mc, vc):
-        weights = [checkpoint(0), checkpoint(1)]
-        model = cold_start(mc, vc, weights[0], "")
+    with tiny_llama() as (model, _reload):
+        from vllm_integration import session
         plan = session.plan_for(model)
-        os.environ["DERIVGRAPH_VLLM_MODE"] = "refill"
-        for i in range(3):
-            with torch.no_grad():
-                inplace.reload_weights(vc, model, iter(weights[i % 2].items()), None, True)
         state = session.state_for(model)
         pieces = {"guard.restore": lambda: state.guard.restore(model, declared=()),
                   "plan.refill(verify=True)": lambda: plan.refill(verify=True),

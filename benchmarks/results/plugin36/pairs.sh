@@ -7,6 +7,7 @@ rounds=$1 base=$2 out=$3
 shift 3
 mine=$(cd "$(dirname "$0")/../../.." && pwd)
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
 for i in $(seq 1 "$rounds"); do
   for arm in base mine; do
     tree=$base; [ "$arm" = mine ] && tree=$mine

@@ -1,34 +1,28 @@
-"""In-situ inclusive times (us, median over reloads) of the plugin's functions on the bench's
-tiny Llama: every function listed below is wrapped with a perf_counter_ns probe.
+"""In-situ inclusive times (us, median and 10th percentile over reloads) of the plugin's
+functions on the bench's tiny Llama: every function listed in ``TARGETS`` (and the plan's
+helpers the generated refill calls) is wrapped with a ``perf_counter_ns`` probe.
 
     python3 benchmarks/results/plugin36/probe_reload.py [N]
+
+Experiments (environment): ``P36_COPY_TWICE=1`` runs the refill's batched copy twice (the
+marginal cost of one more ``_foreach_copy_``); ``P36_NO_WORDS=1`` makes every address check
+compare the data addresses (no storage words).
 """
 
 from __future__ import annotations
 
 import gc
 import importlib
-import logging
 import os
 import statistics
 import sys
-import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-ROOT = Path.cwd()
-os.environ["VLLM_TARGET_DEVICE"] = "cpu"
-os.environ.setdefault("VLLM_PLUGINS", "derivgraph")
-os.environ.setdefault("DERIVGRAPH_SPECS", str(ROOT / "tests" / "fixtures" / "vllm_llama.yaml"))
-logging.basicConfig(level=logging.WARNING)
-sys.path.insert(0, str(ROOT))
-
-import torch  # noqa: E402
-from vllm.model_executor.model_loader.reload import inplace  # noqa: E402
-
-torch.set_num_threads(1)
-from tests.fixtures.vllm_llama_reload import checkpoint, cold_start, tiny_llama_vllm  # noqa: E402
-from vllm_integration import session  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _tiny_llama import tiny_llama  # noqa: E402
 
 TARGETS = """
 vllm_integration.session _complete
@@ -54,82 +48,76 @@ derivgraph.guard.report GuardReport.__init__
 vllm_integration.completion LastReload.__init__ verify_specs_enabled
 torch.autograd.grad_mode no_grad.__enter__ no_grad.__exit__
 """
+HELPERS = ("execute", "restore_storage", "pass_for", "set_scalars", "rebind",
+           "take_engine_values")
 
 times: dict[str, list[int]] = {}
 
 
-def wrap(module: str, qual: str) -> None:
+def _timed(fn: Callable[..., Any], label: str) -> Callable[..., Any]:
+    bucket = times.setdefault(label, [])
+    now = time.perf_counter_ns
+
+    def timed(*a: Any, **k: Any) -> Any:
+        start = now()
+        try:
+            return fn(*a, **k)
+        finally:
+            bucket.append(now() - start)
+
+    return timed
+
+
+def _wrap(module: str, qual: str) -> None:
     mod = importlib.import_module(module)
     owner, name = (mod, qual) if "." not in qual else (getattr(mod, qual.split(".")[0]),
                                                        qual.split(".")[1])
     fn = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name, None)
-    if fn is None:
-        return
-    label = f"{qual}"
-    bucket = times.setdefault(label, [])
-    now = time.perf_counter_ns
-
-    def timed(*a, **k):
-        t = now()
-        try:
-            return fn(*a, **k)
-        finally:
-            bucket.append(now() - t)
-
-    setattr(owner, name, timed)
+    if fn is not None:
+        setattr(owner, name, _timed(fn, qual))
 
 
-def wrap_dict(d, key):
-    fn = d[key]
-    bucket = times.setdefault("helper " + key, [])
-    now = time.perf_counter_ns
+def _experiments() -> None:
+    if os.environ.get("P36_COPY_TWICE"):
+        from derivgraph.runtime import engine
+        copy = engine.Taken.copy
 
-    def timed(*a, **k):
-        t = now()
-        try:
-            return fn(*a, **k)
-        finally:
-            bucket.append(now() - t)
+        def twice(self: Any) -> None:
+            copy(self)
+            copy(self)
 
-    d[key] = timed
+        engine.Taken.copy = twice
+    if os.environ.get("P36_NO_WORDS"):
+        import derivgraph.addresses as addresses
+        addresses.addresses = lambda tensors, hold=True: None
 
 
-n = int(sys.argv[1]) if len(sys.argv) > 1 else 200
-if os.environ.get("P36_COPY_TWICE"):  # an experiment: the marginal cost of one more foreach
-    from derivgraph.runtime import engine as _engine
-    _copy = _engine.Taken.copy
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+    with tiny_llama(warm=0) as (model, reload):
+        _experiments()
+        from vllm_integration import session
+        for line in TARGETS.strip().splitlines():
+            module, *quals = line.split()
+            for qual in quals:
+                _wrap(module, qual)
+        bindings = session.plan_for(model).bindings
+        for key in HELPERS:
+            bindings[key] = _timed(bindings[key], "helper " + key)
+        for i in range(3):
+            reload(i)
+        for values in times.values():
+            values.clear()
+        gc.collect()
+        gc.freeze()
+        for i in range(n):
+            reload(i)
+    for label, values in times.items():
+        if values:
+            print(f"{label:40s} calls/reload {len(values) / n:4.1f}  median "  # noqa: T201
+                  f"{statistics.median(values) / 1e3:8.1f} us  q10 "
+                  f"{statistics.quantiles(values, n=10)[0] / 1e3:8.1f}")
 
-    def _twice(self):
-        _copy(self)
-        _copy(self)
 
-    _engine.Taken.copy = _twice
-if os.environ.get("P36_NO_WORDS"):  # an experiment: the exact address compare only
-    import derivgraph.addresses as _addresses
-    _addresses.addresses = lambda tensors, hold=True: None
-with tempfile.TemporaryDirectory() as tmp, tiny_llama_vllm(Path(tmp)) as (mc, vc):
-    weights = [checkpoint(0), checkpoint(1)]
-    model = cold_start(mc, vc, weights[0], "")
-    os.environ["DERIVGRAPH_VLLM_MODE"] = "refill"
-    for line in TARGETS.strip().splitlines():
-        module, *quals = line.split()
-        for q in quals:
-            wrap(module, q)
-    plan = session.plan_for(model)
-    for key in ("execute", "restore_storage", "pass_for", "set_scalars", "rebind",
-                "take_engine_values"):
-        wrap_dict(plan.bindings, key)
-    for i in range(3):
-        with torch.no_grad():
-            inplace.reload_weights(vc, model, iter(weights[i % 2].items()), None, True)
-    for v in times.values():
-        v.clear()
-    gc.collect()
-    gc.freeze()
-    for i in range(n):
-        with torch.no_grad():
-            inplace.reload_weights(vc, model, iter(weights[i % 2].items()), None, True)
-for label, v in times.items():
-    if v:
-        print(f"{label:40s} calls/reload {len(v) / n:4.1f}  median {statistics.median(v) / 1e3:8.1f} us"
-              f"  q10 {statistics.quantiles(v, n=10)[0] / 1e3:8.1f}")  # noqa: T201
+if __name__ == "__main__":
+    main()
