@@ -71,7 +71,9 @@ class DictVersions:
         self._bytes: bytes | None = None
         self._list: list[int] = []
         self._snap()
-        self._last = self._tags  # what the last changed() read
+        # what the last changed() read when it found a tag moved (the tags, as bytes, as ints):
+        # adopt() takes them as they are (None: that read found the snapshot, nothing to take)
+        self._moved: tuple[np.ndarray, bytes, list[int]] | None = None
 
     def _snap(self) -> None:
         """The snapshot as bytes and as Python ints: the common check (nothing moved) is one
@@ -98,22 +100,29 @@ class DictVersions:
         """Positions (in the order given) of the dicts mutated since the snapshot."""
         if self._tags is None:
             return []
-        self._last = now = self._read()
-        if now.tobytes() == self._bytes:
+        now = self._read()
+        raw = now.tobytes()
+        if raw == self._bytes:
+            self._moved = None
             return []
-        return list(compress(count(), map(operator.ne, now.tolist(), self._list)))
+        ints = now.tolist()
+        self._moved = (now, raw, ints)  # adopt() reuses this read's bytes and ints as they are
+        return list(compress(count(), map(operator.ne, ints, self._list)))
 
     def rebase(self) -> None:
         """Take the current tags as the snapshot (after the caller checked or wrote them)."""
-        self._tags = self._last = self._read()
+        self._tags = self._read()
+        self._moved = None
         self._snap()
 
     def adopt(self) -> None:
         """Take the tags the last :meth:`changed` read as the snapshot: for a caller that
-        proved those dicts and stored into none of them since (no second gather)."""
-        if self._last is not self._tags:
-            self._tags = self._last
-            self._snap()
+        proved those dicts and stored into none of them since (no second gather, and no
+        second conversion: that read's bytes and ints are the snapshot's). A read that found
+        nothing moved leaves the snapshot as it is (equal tags)."""
+        moved, self._moved = self._moved, None
+        if moved is not None:
+            self._tags, self._bytes, self._list = moved
 
 
 class _Probe:

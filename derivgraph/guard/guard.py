@@ -253,7 +253,8 @@ class Guard:
         changed = survey.places or survey.loose or survey.roots
         declared = self._declared_ids(tensors) if changed else self.declared
         actions: dict[tuple[int, int], _Action] = {}
-        report.recapture += [SlotChange(path, Change.DISAPPEARED) for _, path in survey.gone]
+        if survey.gone:
+            report.recapture += [SlotChange(path, Change.DISAPPEARED) for _, path in survey.gone]
         for place in survey.places:
             entry, path = place.slot
             self._classify(entry, place.value, (place.holder, place.piece), path, declared,

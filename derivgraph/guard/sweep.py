@@ -186,7 +186,7 @@ class Sweep:
         live, lens, position = self.live, self.lens, self.position
         if self.lists:
             self._lists(dirty, [i for i in self.lists if len(live[i]) != lens[position[i]]])
-        return dirty, [i for i in resized if i not in dirty]
+        return dirty, [i for i in resized if i not in dirty] if resized else resized
 
     def _compare(self, dicts: set[int]) -> tuple[list[int], list[int], list[Any]]:
         """For ``dicts``: those whose length changed, the swept items (accessor indices) not
@@ -199,10 +199,14 @@ class Sweep:
         lens = list(map(len, gather.dicts))
         resized = [] if lens == gather.lengths else [
             i for i, n, was in zip(order, lens, gather.lengths) if n != was]
-        acc = gather.acc
-        now = list(map(_get, gather.acc_dicts, gather.acc_keys, repeat(MISSING, len(acc))))
-        hits = _mismatches(list(map(_is, now, gather.acc_values)))
-        return resized, [acc[j] for j in hits], [now[j] for j in hits]
+        acc, dicts, keys = gather.acc, gather.acc_dicts, gather.acc_keys
+        # one streaming sweep: each value is compared as it is read and let go at once (no list
+        # of every value, whose release would touch each one again); the few hits read theirs
+        hits = _mismatches(list(map(_is, map(_get, dicts, keys, repeat(MISSING, len(acc))),
+                                    gather.acc_values)))
+        if not hits:
+            return resized, [], []
+        return resized, [acc[j] for j in hits], [dicts[j].get(keys[j], MISSING) for j in hits]
 
     def _gather(self, order: tuple[int, ...]) -> _Gather:
         """The flat accessor columns of the dicts ``order`` (built once per set of dicts: a

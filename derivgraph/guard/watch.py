@@ -284,6 +284,8 @@ class Watch:
         the watch, see :meth:`_dirty`)."""
         out = Survey()
         dirty = self._dirty()
+        if not dirty and not self.opaque:  # the common reload: nothing to look at
+            return out
         todo = {id(self.owner[i]): self.owner[i] for i in sorted(dirty)}
         todo.update((id(n), n) for n in self.opaque)
         if not todo:

@@ -150,9 +150,11 @@ class HopTable:
             bad = changes(map(_is, map(dict.get, dicts, keys), expected), len(dicts))
         else:
             bad = [i for i in self.watch.suspects() if dicts[i].get(keys[i]) is not expected[i]]
-        objects, prefixes, parents, parts = self.objects, self.prefixes, self.parents, self.parts
-        bad += [i for i in self.slow
-                if step_into(objects[parents[i]], parts[i]) is not objects[prefixes[i]]]
+        if self.slow:  # hops outside a dict, one by one
+            objects, prefixes, parents, parts = \
+                self.objects, self.prefixes, self.parents, self.parts
+            bad += [i for i in self.slow
+                    if step_into(objects[parents[i]], parts[i]) is not objects[prefixes[i]]]
         return bad
 
     def intact(self) -> bool:
@@ -160,6 +162,8 @@ class HopTable:
         the version tags are not trusted here: this is the reference check)."""
         if not all(map(_is, map(dict.get, self.dicts, self.keys), self.expected)):
             return False
+        if not self.slow:
+            return True
         objects, prefixes, parents, parts = self.objects, self.prefixes, self.parents, self.parts
         return all(step_into(objects[parents[i]], parts[i]) is objects[prefixes[i]]
                    for i in self.slow)

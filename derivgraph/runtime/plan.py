@@ -234,8 +234,12 @@ class Plan:
                 report.steps = report.written = report.bytes = 0
             self._sources_changed(report, self.strict if strict is None else strict)
         kind = PassKind.REFILL if take_engine_values else PassKind.RUN
-        with torch.no_grad():
-            self._entry(kind, names, launched).fn(report)
+        fn = self._entry(kind, names, launched).fn
+        if torch.is_grad_enabled():
+            with torch.no_grad():
+                fn(report)
+        else:  # already off (vLLM reloads under no_grad): the context would switch nothing
+            fn(report)
         report.seconds = time.perf_counter() - start
         if verify:  # this run's source check stands (see Holders.moved)
             report.moved = self.holders.moved(self.source_ptrs, report)
@@ -253,6 +257,9 @@ class Plan:
 
     def _entry(self, kind: PassKind, names: tuple[str, ...] | None,
                launched: bool = False) -> Program:
+        built = self.programs.built_entry(kind, names, launched)  # every reload after the first
+        if built is not None:
+            return built
         needed = frozenset() if names is None else self._needed_nodes(names)
         return self.programs.entry(kind, names, needed, list(self.folds.entries.values()),
                                    bool(self.constant_entries), launched=launched)

@@ -124,6 +124,12 @@ class Programs:
         return needed
 
     # ---- entry functions ---------------------------------------------------------------------
+    def built_entry(self, kind: PassKind, updated: tuple[str, ...] | None,
+                    launched: bool = False) -> Program | None:
+        """The entry function :meth:`entry` built for this key already, else None (a caller
+        gathers what a build needs only on a miss)."""
+        return self._entry.get((kind, updated, launched))
+
     def entry(self, kind: PassKind, updated: tuple[str, ...] | None, needed: frozenset[str],
               folds: Sequence[Any], constants: bool, *, launched: bool = False) -> Program:
         """The function ``run(updated=...)`` (or ``refill()``) calls with its report;
