@@ -72,8 +72,12 @@ def test_a_backend_fixed_under_the_methods_flag_serves_its_config_only():
     assert got["bnd_default_config"][0] == _FAST  # the default path: the selector's order
 
 
-def test_a_binding_not_followed_keeps_the_accessor_and_says_so():
-    reader, _, text = _bound()["bnd_lost_config"]
+@pytest.mark.parametrize("attr", [
+    "bnd_lost_config",  # a binding not followed
+    "bnd_other_config",  # a config handed whole to a function that reads other fields only
+])
+def test_an_unread_bound_config_keeps_the_accessor_and_says_so(attr):
+    reader, _, text = _bound()[attr]
     assert reader == _ACCESSOR
     assert "consumer not resolved" in text and "binds itself" in text
 
@@ -89,12 +93,6 @@ def test_a_config_handed_whole_to_a_function_is_read_on_its_default_path():
     assert reader == ("bound_cases.py", _BOUND.line("# reads: bnd_handed_config"))
     assert "not resolved" not in text
     assert "handed on through bnd_handed_moe(quant_config=)" in text
-
-
-def test_a_function_that_reads_other_fields_keeps_the_accessor():
-    reader, _, text = _bound()["bnd_other_config"]
-    assert reader == _ACCESSOR
-    assert "consumer not resolved" in text and "binds itself" in text
 
 
 def test_canary_without_the_handed_config_the_accessor_is_named(monkeypatch):
