@@ -186,8 +186,11 @@ def test_vllm_the_modular_method_forward_is_found(vllm_report):
     got = [f for f in vllm_report.findings if f.file == _MODULAR]
     assert [(f.line, f.attr, f.category, f.severity) for f in got] == [
         (98, "moe_quant_config", "container", Severity.WARNING)]
-    assert got[0].reader.startswith(f"forward {_MODULAR}:79 in "
-                                    "FusedMoEModularMethod.get_fused_moe_quant_config:")
+    # the getter (line 79) no caller consumes ranks after Elastic-EP's read, the fourteenth
+    # review's reader line (ReaderIndex._bare_getter)
+    assert got[0].reader == ("forward vllm/model_executor/layers/fused_moe/eep_reconfigure.py:37 "
+                             "in _make_eep_experts: \"quant_config\": "
+                             "quant_method.moe_quant_config,")
     assert "(35 such stores in the FusedMoEMethodBase family" in got[0].evidence
     assert got[0].forwards == "self.old_quant_method"
     assert got[0].as_json()["forwards"] == "self.old_quant_method"
