@@ -52,6 +52,7 @@ class Replay:
     def __init__(self, relative: Callable[[str], str | None], calls: list[tuple[Any, ...]],
                  inputs: list[str | None],
                  layouts: dict[tuple[str, ...], tuple[Any, ...]] | None = None):
+        proved = layouts or {}  # the source layouts the template's probes proved
         rel_slot: dict[str, int] = {}
         op_slot: dict[str, int] = {}
         self.rels: list[str] = []
@@ -81,7 +82,7 @@ class Replay:
                 # graph.source is idempotent: a path made once is only named again ("again")
                 parts = tuple(call[1].split("."))
                 raw.append(("again" if slot in seen else "source", slot, parts, call[1],
-                            (layouts or {}).get(parts)))
+                            proved.get(parts)))
                 seen.add(slot)
                 continue
             _, name, args, kwargs, result, has_refs = call

@@ -122,7 +122,7 @@ def test_default_fields_are_the_fall_through_return_and_foreign_the_other_branch
     assert selection.default_fields(index, "", text) == selection.NO_CONSTRUCTION
 
 
-def test_default_fields_read_the_syntax_not_the_text():
+def test_default_fields_of_elif_chains_nested_else_and_quoted_returns():
     """An ``elif`` chain's final ``else`` is the fall-through; an ``if`` nested in an ``else``
     is not an ``elif``; a comment or a string holding ``return f(x=...)`` is no return."""
     index = ReaderIndex([], (), lambda c: frozenset({c}))
