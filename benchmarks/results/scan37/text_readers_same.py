@@ -30,14 +30,15 @@ def canonical(value):
     if isinstance(value, (list, tuple)):
         return [canonical(v) for v in value]
     if hasattr(value, "__dataclass_fields__"):
-        return [type(value).__name__, *(canonical(getattr(value, f)) for f in value.__dataclass_fields__)]
+        fields = value.__dataclass_fields__
+        return [type(value).__name__, *(canonical(getattr(value, f)) for f in fields)]
     return repr(value)
 
 
 name_calls = getattr(S, "_name_calls", None) or S._NAME_CALL.findall
 out = {"split_blocks": [], "class_text": [], "name_calls": [], "self_calls": [], "scan_file": [],
        "placeholder_after_def": []}
-for n, (path, text) in enumerate(texts):
+for n, (_path, text) in enumerate(texts):
     blocks = S.split_blocks(text)
     out["split_blocks"].append([(b.kind, b.name, b.start, b.end, b.line) for b in blocks])
     for b in blocks:

@@ -35,7 +35,7 @@ __all__ = ["DEF_HEADER_END", "ClassEntry", "FileScan", "TreeIndex", "build_index
 _CLASS_RE = re.compile(r"class[ \t]+(\w+)[ \t]*(?:\(((?:[^()]|\([^()]*\))*)\))?[ \t]*:")
 _DEF_RE = re.compile(r"def[ \t]+(\w+)[ \t]*\(")
 _ATTR_RE = re.compile(r"self\.(\w+)(?!\w)[ \t]*(?::[^=\n]*)?=[ \t]*(?:[\w.]+\.)?([A-Z]\w*)\(")
-"""``self.<attr> = [mod.]Class(`` (``(?!\w)``: the name is not retried shorter on a miss)."""
+"""``self.<attr> = [mod.]Class(`` (``(?!\\w)``: the name is not retried shorter on a miss)."""
 _DATACLASS_RE = re.compile(r"@(?:dataclasses\.)?dataclass\b")
 _FIELD_RE = re.compile(r"^([ \t]+)\w+[ \t]*:[ \t]*([^=\n]*)", re.M)
 _TENSOR_TYPE = re.compile(r"\b(?:Tensor|Parameter)\b")
