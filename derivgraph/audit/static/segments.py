@@ -138,8 +138,9 @@ class _ClassText:
 
 
 _METHOD_LINE = re.compile(r"([ \t]+)(?:async[ \t]+)?def[ \t]+\w+")
-_METHOD_LINES = re.compile(r"\n([ \t]+)(?:async[ \t]+)?def[ \t]+\w+")
-"""A ``def`` line after a newline (a search skips to each ``\\n``)."""
+_METHOD_LINES = re.compile(r"\n(?=([ \t]+))\1(?:async[ \t]+)?def[ \t]+\w+")
+"""A ``def`` line after a newline: a search skips to each ``\\n``, and takes the line's whole
+indent once (``(?=(...))\\1``: never retried shorter on the many lines that are no ``def``)."""
 _OTHER_BREAKS = re.compile("[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 """Line boundaries of ``str.splitlines`` other than ``\\n``."""
 
