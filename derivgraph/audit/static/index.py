@@ -106,10 +106,11 @@ class TreeIndex:
             found |= more
         return frozenset(found)
 
-    def container_functions(self) -> frozenset[str]:
+    def container_functions(self, kinds: frozenset[str] | None = None) -> frozenset[str]:
         """Qualified functions, and ``Class.method`` names, annotated to return such a
-        dataclass (``-> ScaleDesc``, ``-> QuantConfig | None``)."""
-        kinds = self.containers()
+        dataclass (``-> ScaleDesc``, ``-> QuantConfig | None``); ``kinds``: the
+        :meth:`containers`, when the caller has them."""
+        kinds = self.containers() if kinds is None else kinds
         return frozenset(n for table in (self.returns, self.method_returns)
                          for n, a in table.items() if kinds.intersection(_WORD.findall(a)))
 

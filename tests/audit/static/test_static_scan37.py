@@ -9,6 +9,8 @@ import pytest
 
 from derivgraph.audit.static import index, segments
 from derivgraph.audit.static.alternation import words_pattern
+from derivgraph.audit.static.computed_after_load import computed_after_load
+from derivgraph.audit.static.readers import ReaderIndex
 
 _WORDS = ["a", "ab", "abc", "b", "w13_weight", "w13_weight_scale", "w2_weight", "x.y"]
 
@@ -74,3 +76,19 @@ def test_placeholder_hint_finds_a_0_element_allocation(text: str, found: bool) -
     assert (index._PLACEHOLDER_HINT.search(text) is not None) is found
     old = re.compile(r"(?:empty|zeros)\(\s*(?:0\s*[,)]|\(\s*0\s*,)")
     assert (old.search(text) is not None) is found
+
+
+@pytest.mark.parametrize(("line", "registered"), [
+    ('self.register_parameter("w_s", p)', True),
+    ("layer.register_buffer('w_s', t)", True),
+    ('replace_parameter(layer, "w_s", t)', True),
+    ('self.register_buffer("w_s", t, persistent=False)', False),
+    ('self.myregister_parameter("w_s", p)', False),
+    ('self.register_parameter("w_sx", p)', False),
+])
+def test_a_registration_makes_the_attribute_computed_after_load(line: str,
+                                                                registered: bool) -> None:
+    text = f"class L:\n    def __init__(self):\n        {line}\n\n    def f(self):\n" \
+           "        return self.w_s\n"
+    index = ReaderIndex([("l.py", text)], [], lambda c: frozenset({c}))
+    assert computed_after_load(index, "w_s") is registered
