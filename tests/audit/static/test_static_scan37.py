@@ -7,9 +7,10 @@ import re
 
 import pytest
 
-from derivgraph.audit.static import index, segments
+from derivgraph.audit.static import index, platforms, segments
 from derivgraph.audit.static.alternation import words_pattern
 from derivgraph.audit.static.computed_after_load import computed_after_load
+from derivgraph.audit.static.handed_reader import handed_reader
 from derivgraph.audit.static.readers import ReaderIndex
 
 _WORDS = ["a", "ab", "abc", "b", "w13_weight", "w13_weight_scale", "w2_weight", "x.y"]
@@ -92,3 +93,37 @@ def test_a_registration_makes_the_attribute_computed_after_load(line: str,
            "        return self.w_s\n"
     index = ReaderIndex([("l.py", text)], [], lambda c: frozenset({c}))
     assert computed_after_load(index, "w_s") is registered
+
+
+@pytest.mark.parametrize(("line", "emptied"), [
+    ("self.norm.weight = torch.empty(0, 4)", True),
+    ("x = (self.norm, torch.nn.Parameter(torch.empty((0, 4))))", True),
+    ("layer.norm.weight = w.new_empty(0)", True),
+    ("self.xnorm.weight = torch.empty(0, 4)", False),  # another submodule
+    ("self.norm_f.weight = torch.empty(0, 4)", False),
+    ("t = torch.empty(0, 4); self.norm.weight = t", False),  # the allocation first
+    ("self.norm.weight = myempty(0)", False),
+])
+def test_a_submodule_emptied_in_the_tree_by_line(line: str, emptied: bool) -> None:
+    tree = {"a.py": "import torch\n", "b.py": f"def f(self):\n    {line}\n"}
+    found = platforms.source_dropped("self.norm.weight", "", tree)
+    assert (found == "`norm`'s parameter is emptied at b.py:2: a reload into it raises (0 "
+            "elements, not the checkpoint's shape) instead of leaving this stale") is emptied
+    assert (found is None) is not emptied
+
+
+def test_a_handed_attribute_is_followed_in_the_files_naming_it() -> None:
+    """The handed-reader search reads only the files the reader index's word table names
+    for the attribute (here a.py alone); the read is found as when every file is read."""
+    files = [("a.py", "class Owner:\n    def __init__(self):\n        self.tab = build()\n"
+                      "        self.kern = Kern(self.tab)\n"),
+             ("b.py", "x = 1\n"),
+             ("c.py", "class Kern:\n    def __init__(self, tab):\n        self.t = tab\n\n"
+                      "    def forward(self, x):\n        return op(x, self.t)\n")]
+    index = ReaderIndex(files, [], lambda c: frozenset({c}))
+    assert index.files_naming("tab") == [0]
+    reader = handed_reader(index, "Owner", "tab")
+    assert str(reader) == "forward c.py:6 in Kern.forward: return op(x, self.t)"
+    every = ReaderIndex(files, [], lambda c: frozenset({c}))
+    every.files_naming = lambda name: list(range(len(files)))  # type: ignore[method-assign]
+    assert str(reader) == str(handed_reader(every, "Owner", "tab"))
