@@ -45,7 +45,10 @@ def computed_after_load(index: ReaderIndex, attr: str) -> bool:
 def _stored_after_load(index: ReaderIndex, attr: str) -> bool:
     if not attr.isidentifier():
         return False
-    registered = re.compile(rf"\b(?:register_parameter|replace_parameter|register_buffer)\("
+    # ``register_parameter(``, ``replace_parameter(``, ``register_buffer(`` after no word
+    # character: written from the literal ``re`` (looked behind after it), so that a search
+    # skips to each ``re`` instead of trying every position as a leading ``\b`` makes it
+    registered = re.compile(rf"re(?<!\wre)(?:gister_parameter|place_parameter|gister_buffer)\("
                             rf"\s*(?:[\w.]+\s*,\s*)?[\"']{re.escape(attr)}[\"']([^)\n]*)")
     store = re.compile(rf"\.{re.escape(attr)}[ \t]*(?::[^=\n]*)?(?:[-+*/@%&|^]|//)?=(?!=)")
     for i in index.files_naming(attr):  # a registration without a ``.attr`` read is missed

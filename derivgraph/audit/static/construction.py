@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
+from derivgraph.audit.static.alternation import words_pattern
 from derivgraph.audit.static.forked import forked_chunks, workers_for
 
 __all__ = ["Construction", "built_at_construction", "construction_sites"]
@@ -59,7 +60,7 @@ def construction_sites(texts: Sequence[str], names: Collection[str], jobs: int |
         return out
     call = re.compile(r"(?<![\w])(" + "|".join(sorted(map(re.escape, names))) + r")[ \t]*\(")
     # one search for any of the names (the same texts as ``any(n in text for n in names)``)
-    mentions = re.compile("|".join(map(re.escape, names))).search
+    mentions = re.compile(words_pattern(names)).search
 
     def calls_in(text: str) -> list[tuple[str, str | None, str | None]]:
         found: list[tuple[str, str | None, str | None]] = []

@@ -198,6 +198,10 @@ def _passes(func: _Def, value: re.Pattern[str]) -> Iterator[_Arg]:
             yield arg
 
 
+_TABLE_WORD = re.compile(r"[A-Za-z_]\w*")
+"""A name :meth:`.readers.ReaderIndex.files_naming` finds (its ``.name`` search)."""
+
+
 def handed_reader(index: ReaderIndex, cls: str | None, attr: str) -> Reader | None:
     """The read after load of ``self.<attr>`` (stored by class ``cls``) by an object its
     class family builds with it (module docstring), or None."""
@@ -207,7 +211,11 @@ def handed_reader(index: ReaderIndex, cls: str | None, attr: str) -> Reader | No
     tree = index.memo("handed-tree", lambda: _Tree(index))
     value = re.compile(rf"\bself\.{re.escape(attr)}\b(?![\w.(\[])")
     seen: set[tuple[str, str | None, str]] = set()
-    for i, (_, text) in enumerate(index.files):
+    # only files with ``.<attr>`` can match ``value`` (the reader index's word table, in file
+    # order); an attribute the table cannot hold (a non-ASCII first letter): every file
+    named = index.files_naming(attr) if _TABLE_WORD.fullmatch(attr) else range(len(index.files))
+    for i in named:
+        text = index.files[i][1]
         if f"self.{attr}" not in text:
             continue
         for member in sorted(family):

@@ -34,7 +34,8 @@ __all__ = ["DEF_HEADER_END", "ClassEntry", "FileScan", "TreeIndex", "build_index
 # checked in code.
 _CLASS_RE = re.compile(r"class[ \t]+(\w+)[ \t]*(?:\(((?:[^()]|\([^()]*\))*)\))?[ \t]*:")
 _DEF_RE = re.compile(r"def[ \t]+(\w+)[ \t]*\(")
-_ATTR_RE = re.compile(r"self\.(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*(?:[\w.]+\.)?([A-Z]\w*)\(")
+_ATTR_RE = re.compile(r"self\.(\w+)(?!\w)[ \t]*(?::[^=\n]*)?=[ \t]*(?:[\w.]+\.)?([A-Z]\w*)\(")
+"""``self.<attr> = [mod.]Class(`` (``(?!\\w)``: the name is not retried shorter on a miss)."""
 _DATACLASS_RE = re.compile(r"@(?:dataclasses\.)?dataclass\b")
 _FIELD_RE = re.compile(r"^([ \t]+)\w+[ \t]*:[ \t]*([^=\n]*)", re.M)
 _TENSOR_TYPE = re.compile(r"\b(?:Tensor|Parameter)\b")
@@ -49,8 +50,12 @@ _PROPERTY_RETURN = re.compile(
 """A method body that is one ``return self.<object>.<field>`` (after the header)."""
 _SCALAR_TYPE = re.compile(r"^\s*(?:float|int)\s*$")
 _TENSOR_WORD = re.compile(r"Tensor|Parameter|Buffer")
-_PLACEHOLDER_HINT = re.compile(r"(?:empty|zeros)\(\s*(?:0\s*[,)]|\(\s*0\s*,)")
-"""A 0-element allocation in the text: the file may define a helper returning a placeholder."""
+_PLACEHOLDER_HINT = re.compile(r"\((?<=empty\(|zeros\()\s*(?:0\s*[,)]|\(\s*0\s*,)")
+"""A 0-element allocation in the text (``empty(0, ...)``, ``zeros((0, ...``): the file may define
+a helper returning a placeholder. It starts at the ``(`` (the name is looked behind), so a
+search skips to each ``(`` instead of trying every position; a search from ``pos`` can see the
+name before ``pos``, which never matters here: searches start at a line's end or after a
+``def f(``."""
 
 
 @dataclass
@@ -101,10 +106,11 @@ class TreeIndex:
             found |= more
         return frozenset(found)
 
-    def container_functions(self) -> frozenset[str]:
+    def container_functions(self, kinds: frozenset[str] | None = None) -> frozenset[str]:
         """Qualified functions, and ``Class.method`` names, annotated to return such a
-        dataclass (``-> ScaleDesc``, ``-> QuantConfig | None``)."""
-        kinds = self.containers()
+        dataclass (``-> ScaleDesc``, ``-> QuantConfig | None``); ``kinds``: the
+        :meth:`containers`, when the caller has them."""
+        kinds = self.containers() if kinds is None else kinds
         return frozenset(n for table in (self.returns, self.method_returns)
                          for n, a in table.items() if kinds.intersection(_WORD.findall(a)))
 

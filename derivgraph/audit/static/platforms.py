@@ -192,7 +192,11 @@ def _emptied_in_tree(module: str, tree: Mapping[str, str], memo: dict[str, bool]
     """Where the tree empties a parameter of submodule ``module`` (the first such line, files
     in ``tree``'s order), as :func:`source_dropped`'s answer, or None; ``memo``: each file's
     0-element allocation test (display path -> found)."""
-    line = re.compile(rf"\b{re.escape(module)}\b[^\n]*\b(?:new_)?empty\(\s*\(?0\s*[,)]")
+    # ``\b<module>\b ... empty(0`` on one line, written from the literal name (``module`` is a
+    # word, see :data:`_KEPT`; the boundary before it looked behind after it), so that a
+    # search skips to each occurrence instead of trying every position
+    name = re.escape(module)
+    line = re.compile(rf"{name}(?<!\w{name})\b[^\n]*\b(?:new_)?empty\(\s*\(?0\s*[,)]")
     for display, text in tree.items():
         if module not in text:
             continue

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from derivgraph.audit.static import lazy_accessor, named_modules, read_sites
+from derivgraph.audit.static.alternation import words_pattern
 from derivgraph.audit.static.def_text import def_end
 from derivgraph.audit.static.selection import NO_CONSTRUCTION, Construction
 from derivgraph.audit.static.source_tree import TextOffsets, parsed
@@ -286,7 +287,7 @@ class ReaderIndex:
             return
         for n in todo:
             self._hits[n] = []
-        alt = "|".join(map(re.escape, todo))
+        alt = words_pattern(todo)
         dotted = re.compile(rf"\.({alt})\b")
         by_name = re.compile(rf"getattr\(\s*([\w.]+)\s*,\s*[\"']({alt})[\"']")
         where = self._word_files()

@@ -83,8 +83,9 @@ def _context(texts: Sequence[tuple[SourceFile, str]], facts: Sequence[FileFacts]
     ancestors = ancestors_index(bases)
     index = merged_index([(src.module, found.index) for (src, _), found in zip(texts, facts)],
                          ancestors)
+    containers = index.containers()
     return ModuleContext(ancestors, tensor_functions, index, index.scalar_functions(),
-                         index.containers() | index.container_functions(),
+                         containers | index.container_functions(containers),
                          index.placeholder_functions(),
                          frozenset(i for i, found in enumerate(facts) if found.staging))
 

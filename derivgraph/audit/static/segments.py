@@ -37,7 +37,11 @@ from derivgraph.audit.static.staging import STEP_METHODS, has_staging_copy
 
 __all__ = ["Block", "parse_relevant", "split_blocks"]
 
-_COL0 = re.compile(r"^(?=[^\s#)\]}])", re.M)
+_COL0_CHAR = re.compile(r"[^\s#)\]}]")
+"""A character that starts a top-level line: not blank, not a comment nor a closing bracket."""
+_COL0 = re.compile(r"\n(?=[^\s#)\]}])")
+"""A newline before such a character (the ``\\n`` a search can skip to; ``^`` with
+``re.M`` is tried at every position)."""
 _HEAD = re.compile(r"(?:@[^\n]*\n(?:[ \t]*(?:#[^\n]*)?\n|[ \t]+[^\n]*\n|[)\]}][^\n]*\n)*)*"
                    r"(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
 
@@ -55,7 +59,8 @@ class Block:
 
 def split_blocks(text: str) -> list[Block]:
     """Cut a file into top-level blocks at every line that starts in column 0."""
-    starts = [m.start() for m in _COL0.finditer(text)]
+    starts = [0] if _COL0_CHAR.match(text) else []
+    starts += [m.end() for m in _COL0.finditer(text)]
     blocks: list[Block] = []
     i = 0
     line = 1
@@ -133,7 +138,9 @@ class _ClassText:
 
 
 _METHOD_LINE = re.compile(r"([ \t]+)(?:async[ \t]+)?def[ \t]+\w+")
-_METHOD_LINES = re.compile(r"^([ \t]+)(?:async[ \t]+)?def[ \t]+\w+", re.M)
+_METHOD_LINES = re.compile(r"\n(?=([ \t]+))\1(?:async[ \t]+)?def[ \t]+\w+")
+"""A ``def`` line after a newline: a search skips to each ``\\n``, and takes the line's whole
+indent once (``(?=(...))\\1``: never retried shorter on the many lines that are no ``def``)."""
 _OTHER_BREAKS = re.compile("[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 """Line boundaries of ``str.splitlines`` other than ``\\n``."""
 
@@ -144,7 +151,7 @@ def _method_indents(source: str, lines: list[str]) -> list[str]:
     if _OTHER_BREAKS.search(source) is not None:
         return [m.group(1) for ln in lines[1:] if (m := _METHOD_LINE.match(ln))]
     first = source.find("\n")
-    return [] if first < 0 else [m.group(1) for m in _METHOD_LINES.finditer(source, first + 1)]
+    return [] if first < 0 else [m.group(1) for m in _METHOD_LINES.finditer(source, first)]
 _DEF_NAME = re.compile(r"(?:async[ \t]+)?def[ \t]+(\w+)")
 _WHOLE = None  # "parse the whole block"
 
@@ -230,8 +237,18 @@ def parse_relevant(text: str, filename: str, ancestors: Mapping[str, frozenset[s
             parse(block)
 
 
-_SELF_CALL = re.compile(r"\b(?:self|cls|super\(\))\.(\w+)\s*\(")
-_NAME_CALL = re.compile(r"(?<![\w.])(\w+)\s*\(")
+_SELF_CALL = re.compile(r"\.(?:(?<=\bself\.)|(?<=\bcls\.)|(?<=\bsuper\(\)\.))(\w+)\s*\(")
+"""``m`` of ``self.m(``, ``cls.m(`` or ``super().m(``: it starts at the ``.`` (the receiver is
+looked behind), so a search skips to each ``.`` instead of trying every position."""
+_REVERSED_NAME_CALL = re.compile(r"\(\s*(\w+)(?![\w.])")
+"""``f(`` not preceded by ``.`` or a word character, in reversed text (:func:`_name_calls`)."""
+
+
+def _name_calls(text: str) -> list[str]:
+    """The names of the calls ``f(`` in ``text`` not made on an object (``x.f(``), in order:
+    ``(?<![\\w.])(\\w+)\\s*\\(`` searched in the reversed text, where it starts at the ``(`` (a
+    search skips to each ``(``; forwards, each position of each word is tried)."""
+    return [name[::-1] for name in reversed(_REVERSED_NAME_CALL.findall(text[::-1]))]
 
 
 def _close_textually(text: str, blocks: list[Block], named: Mapping[str, Block],
@@ -268,7 +285,7 @@ def _close_textually(text: str, blocks: list[Block], named: Mapping[str, Block],
             if (block.start, key) in seen_text:
                 continue
             seen_text.add((block.start, key))
-            for callee in _NAME_CALL.findall(piece):
+            for callee in _name_calls(piece):
                 other = named.get(callee)
                 if other is None or other.start == block.start:
                     continue

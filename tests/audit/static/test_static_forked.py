@@ -4,8 +4,11 @@ gives."""
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 
+import derivgraph.audit.static.forked as forked_module
 from derivgraph.audit.static.construction import construction_sites
 from derivgraph.audit.static.forked import forked_chunks, workers_for
 from derivgraph.audit.static.readers import _FileDefs
@@ -34,6 +37,46 @@ def test_forked_chunks_nested_run_in_the_worker() -> None:
     got = dict(kv for chunk, res in forked_chunks(inner, 4, jobs=2, size=1)
                for kv in zip(chunk, res))
     assert got == {k: 3 * k + 3 for k in range(4)}  # (k + 0) + (k + 1) + (k + 2)
+
+
+def _young_objects_in_workers() -> list[int]:
+    """How many objects the young generations of each worker hold when it starts its work,
+    the caller (collector paused, as in the scan) having just made 5000."""
+    gc.collect()
+    gc.disable()
+    try:
+        kept = [[k] for k in range(5000)]
+        found = [n for _, res in forked_chunks(
+            lambda ks: [len(gc.get_objects(generation=0)) + len(gc.get_objects(generation=1))
+                        for _ in ks], 4, jobs=2, size=1) for n in res]
+    finally:
+        gc.enable()
+    assert len(kept) == 5000 and len(found) == 4
+    return found
+
+
+def test_workers_inherit_the_callers_objects_frozen() -> None:
+    """A worker's collections never walk (nor write to) what it inherited; the caller's
+    objects are unfrozen after."""
+    assert max(_young_objects_in_workers()) < 1000
+    assert gc.get_freeze_count() == 0
+
+
+def test_workers_without_the_freeze_inherit_young_objects(monkeypatch) -> None:
+    """Canary: without :func:`frozen_for_fork` the 5000 are young in every worker."""
+    monkeypatch.setattr(forked_module, "frozen_for_fork", contextlib.nullcontext)
+    assert min(_young_objects_in_workers()) >= 5000
+
+
+def test_a_callers_frozen_objects_stay_frozen_across_forked_work() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert sorted(k for chunk, _ in forked_chunks(lambda ks: ks, 4, 2, 1) for k in chunk) \
+            == [0, 1, 2, 3]
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
 
 
 def test_workers_for_small_work_stays_in_one_process() -> None:
