@@ -1,5 +1,6 @@
 """Dump what a compile produced, to diff two trees: the graph (nodes, kinds, ops, inputs),
-the topological order, the steps and the printed pass, for the scaling workload (stamped and
+the topological order, the steps, the printed pass and the entries (slot, adopted, storage
+layout), for the scaling workload (stamped and
 not) and the bench's reference and deepseek workloads (CPU).
 
     PYTHONPATH=TREE python3 dump_plans.py OUT_DIR [--size 100000]
@@ -34,6 +35,10 @@ def dump(name: str, plan) -> None:
     (out / f"{name}.order.txt").write_text("\n".join(graph.ordered()) + "\n")
     (out / f"{name}.steps.txt").write_text("\n".join(map(repr, plan.steps)) + "\n")
     (out / f"{name}.pass.txt").write_text(source)
+    entries = [f"{e.id} {e.slot} {e.adopted} {type(e.storage).__name__} "
+               f"{getattr(e.storage, 'shape', '')} {getattr(e.storage, 'dtype', '')}"
+               for e in plan.entries.values()]
+    (out / f"{name}.entries.txt").write_text("\n".join(entries) + "\n")
 
 
 for on in (True, False):
