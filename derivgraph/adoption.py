@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from derivgraph.adoption_columns import allocated_rows
 from derivgraph.compare import max_difference
 from derivgraph.compiler.engine import adoption_problem
 from derivgraph.compiler.graph import DerivedNode
@@ -107,9 +108,15 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | N
         return found[0]
 
     derived = graph.derived
+    columns = allocated_rows(graph, values, owners, _slot)  # stamped rows: a column at a time
     for node_id in graph.ordered():
         node = derived.get(node_id)
         if node is None:
+            continue
+        allocated = columns.get(node_id)
+        if allocated is not None:
+            by_id[node_id] = allocated[0]
+            planned.append(allocated)
             continue
         owner = owners.owner(node.owner_path)
         value = values[node_id]

@@ -11,15 +11,17 @@ from __future__ import annotations
 import abc
 import dataclasses
 import functools
+import operator
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 from torch import nn
 
 from derivgraph._enum import StrEnum
 
-__all__ = ["MISSING", "Slot", "class_names", "get_path", "holder_dict", "join", "matches_class",
-           "set_slot", "slot_of", "step_into"]
+__all__ = ["MISSING", "Slot", "absent_on_modules", "class_names", "get_path", "holder_dict",
+           "join", "matches_class", "set_slot", "slot_of", "step_into"]
 
 MISSING: Any = object()
 
@@ -63,6 +65,27 @@ def _absent_on_class(cls: type, part: str) -> bool:
 def _is_mapping(cls: type, token: object) -> bool:
     """``issubclass(cls, Mapping)``, remembered until an ABC registers a class (the token)."""
     return issubclass(cls, Mapping)
+
+
+def absent_on_modules(objs: Sequence[Any], part: str) -> bool:
+    """Whether :func:`step_into` ``(obj, part)`` is :data:`MISSING` for every object of
+    ``objs``, proven by its module branch a class at a time: each is an ``nn.Module`` of its
+    own ``__class__`` holding ``part`` in no registry and not in its ``__dict__``, and each
+    class passes :func:`_absent_on_class` (False: not proven, e.g. one of them holds it)."""
+    if not part or part.isdigit():
+        return False
+    classes = set(map(type, objs))
+    if not all(issubclass(c, nn.Module) and _absent_on_class(c, part) for c in classes) \
+            or any(o.__class__ is not type(o) for o in objs):
+        return False
+    dicts = [o.__dict__ for o in objs]
+    if any(map(operator.contains, dicts, repeat(part))):
+        return False
+    return not any(any(map(operator.contains, map(registry, dicts), repeat(part)))
+                   for registry in _REGISTRIES)
+
+
+_REGISTRIES = tuple(map(operator.itemgetter, ("_modules", "_parameters", "_buffers")))
 
 
 def step_into(obj: Any, part: str) -> Any:

@@ -29,8 +29,9 @@ from derivgraph.compiler import flat
 from derivgraph.compiler.copies import row_copies, stage_directly
 from derivgraph.compiler.graph import NodeRef
 from derivgraph.compiler.ir import NodeKind
-from derivgraph.compiler.lower import Action, LowerContext, Step, out_tensor
+from derivgraph.compiler.lower import Action, LowerContext, LoweredSteps, Step, out_tensor
 from derivgraph.compiler.schedule import levels as _levels
+from derivgraph.compiler.schedule_layers import row_keys
 from derivgraph.ops import OPS, OpKind
 from derivgraph.spec.kinds import TensorKind
 
@@ -408,16 +409,19 @@ def build_program(ctx: LowerContext, bindings: Bindings, steps: list[Step], name
     the copy-shaped steps of a level run as one ``_foreach_copy_``, :mod:`.copies`)."""
     em = Emitter(ctx, bindings, flat=flat)
     run, direct = stage_directly(ctx, steps) if group else (steps, {})
-    levels = _levels(ctx, run)
+    # stamped rows lowered from their template's steps: its levels and keys where proven
+    layers = steps.layers if isinstance(steps, LoweredSteps) else ()
+    levels = _levels(ctx, run, layers)
+    keys = row_keys(ctx, run, layers, _group_key) if group else [None] * len(run)
     order = sorted(range(len(run)), key=lambda i: levels[i])  # stable within a level
     lines: Lines = []
     groups = 0
     for _lvl, members in itertools.groupby(order, key=lambda i: levels[i]):
         by_key: dict[GroupKey, list[Step]] = {}
         singles: list[Step] = []
-        for step in (run[k] for k in members):
-            key = _group_key(ctx, step) if group else None
-            (by_key.setdefault(key, []) if key is not None else singles).append(step)
+        for k in members:
+            key = keys[k]
+            (by_key.setdefault(key, []) if key is not None else singles).append(run[k])
         if group:
             merged, calls = _copies(em, by_key, singles, direct)
             groups += calls

@@ -26,6 +26,7 @@ import torch
 
 from derivgraph._enum import StrEnum
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef, refs_in, substitute
+from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.interpret import Interpreter
 from derivgraph.compiler.ir import NodeKind
 from derivgraph.compiler.layers import layer_nodes
@@ -33,8 +34,8 @@ from derivgraph.compiler.lower_layers import provable_layers
 from derivgraph.ops import OPS, OpKind
 from derivgraph.spec.kinds import TensorKind
 
-__all__ = ["Action", "LowerContext", "Lowerer", "Step", "is_bound", "lower_steps",
-           "out_tensor", "reads_storage_of"]
+__all__ = ["Action", "LayerSteps", "LowerContext", "LoweredSteps", "Lowerer", "Step", "is_bound",
+           "lower_steps", "out_tensor", "reads_storage_of"]
 
 _RESHAPES = frozenset({"view", "reshape", "flatten", "squeeze", "unsqueeze"})
 # ops that only copy their input when it lands in contiguous storage of the same dtype (a cast
@@ -81,6 +82,26 @@ class Step:
                     substitute(self.args, ref), substitute(self.kwargs, ref),
                     None if self.input is None else get(self.input, self.input),
                     get(self.target, self.target), self.scale, self.out_shape)
+
+
+@dataclass(frozen=True, eq=False)
+class LayerSteps:
+    """The steps of a table's rows, made from its template's (:meth:`Lowerer.lower`): per step
+    of the template, that step and the step each row took for it (the template's renamed, in
+    the table's row order). Code generation reuses the template's schedule for these
+    (:mod:`derivgraph.compiler.schedule_layers`), finding them by identity in a step list."""
+
+    table: InstanceTable
+    columns: tuple[tuple[Step, list[Step]], ...]
+
+
+class LoweredSteps(list[Step]):
+    """The steps of a lowering, with the stamped tables whose rows took their template's steps
+    (``layers``; empty when every node was lowered on its own)."""
+
+    def __init__(self, steps: Iterable[Step] = (), layers: tuple[LayerSteps, ...] = ()):
+        super().__init__(steps)
+        self.layers = layers
 
 
 class LowerContext(Protocol):
@@ -154,7 +175,7 @@ class Lowerer(Interpreter):
         self.fused: set[str] = set()
         self.producers: dict[str, str] = {}  # an OUT step's target -> the op it runs
 
-    def lower(self) -> list[Step]:
+    def lower(self) -> LoweredSteps:
         """Every step in topological order; a stamped layer whose facts are its template's
         (:func:`~derivgraph.compiler.lower_layers.provable_layers`) takes the template's
         steps renamed, every other node is lowered here."""
@@ -180,14 +201,17 @@ class Lowerer(Interpreter):
             elif node_id in by_target:
                 chosen[node_id] = by_target[node_id]
         if not held:
-            return list(chosen.values())
+            return LoweredSteps(chosen.values())
+        layers = []
         for table in tables:  # one recipe per template, each step made for a whole column
             template, rows = table.template, table.rows
+            made_columns: list[tuple[Step, list[Step]]] = []
             for i, step, at, tail, inp in self._recipe(template, chosen):
                 column = table.column(i)
                 if at is None:  # arguments of another shape: renamed one by one
-                    chosen.update(zip(column, [step.renamed(dict(zip(template, ids)))
-                                               for ids in rows]))
+                    made = [step.renamed(dict(zip(template, ids))) for ids in rows]
+                    chosen.update(zip(column, made))
+                    made_columns.append((step, made))
                     continue
                 action, op, scale, out_shape = step.action, step.op, step.scale, step.out_shape
                 targets = column if step.target else [""] * len(rows)
@@ -202,7 +226,9 @@ class Lowerer(Interpreter):
                                  src.kwargs, x, t, scale, out_shape)
                             for n, src, x, t in zip(column, srcs, inputs, targets)]
                 chosen.update(zip(column, made))
-        return [chosen[n] for n in order if n in chosen]
+                made_columns.append((step, made))
+            layers.append(LayerSteps(table, tuple(made_columns)))
+        return LoweredSteps((chosen[n] for n in order if n in chosen), tuple(layers))
 
     def _recipe(self, template: tuple[str, ...], chosen: dict[str, Step]) -> list[_Recipe]:
         """Per step of a template: its position, the step, the position of the op whose
@@ -341,6 +367,7 @@ def _only_feeds_views(graph: DerivedGraph, users: dict[str, list[str]], node_id:
     )
 
 
-def lower_steps(ctx: LowerContext) -> list[Step]:
-    """Every per-node step of the full pass, in topological order."""
+def lower_steps(ctx: LowerContext) -> LoweredSteps:
+    """Every per-node step of the full pass, in topological order (with the stamped tables
+    whose rows took their template's steps)."""
     return Lowerer(ctx).lower()

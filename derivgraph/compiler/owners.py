@@ -15,13 +15,19 @@ from typing import Any
 
 from derivgraph.paths import MISSING, get_path, step_into
 
-__all__ = ["PathReader", "child"]
+__all__ = ["PathReader", "child", "one_hop"]
+
+
+def one_hop(name: str) -> bool:
+    """Whether :func:`child` reads ``name`` as one :func:`~derivgraph.paths.step_into` hop
+    (no dot, no dunder)."""
+    return bool(name) and "." not in name and not (name.startswith("__") and name.endswith("__"))
 
 
 def child(owner: Any, name: str) -> Any:
     """``get_path(owner, name)`` for a name read from ``owner`` (one hop when it holds no dot
     and is no dunder, without splitting it)."""
-    if name and "." not in name and not (name.startswith("__") and name.endswith("__")):
+    if one_hop(name):
         return step_into(owner, name)
     return get_path(owner, name)
 

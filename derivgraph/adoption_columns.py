@@ -1,0 +1,59 @@
+"""Adoption of stamped rows a column at a time: rows whose derived tensor is simply allocated.
+
+:func:`~derivgraph.adoption.adopt_or_allocate` decides per derived tensor whether it adopts
+what the engine holds or allocates fresh storage. For a derived tensor of kind parameter,
+buffer or attribute that is not engine-computed, the decision reads one fact of the model:
+whether its owner already holds a tensor at its name (adopt and compare) or not (allocate;
+nothing to check, no issue possible). :func:`allocated_rows` takes that branch for the rows of
+a stamped table (:func:`~derivgraph.compiler.layers.closed_layers`) a column at a time: every
+row's node has the template node's declaration (the same object: the same kind and name), and
+what :func:`~derivgraph.compiler.owners.child` would read at that name on every row's owner is
+proven absent a class at a time (:func:`~derivgraph.paths.absent_on_modules`: modules holding
+the name nowhere). A column where that is not proven (a row holding a tensor there, an owner
+of another kind) or a row has another declaration is left to the per-tensor path.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from itertools import repeat
+from typing import Any
+
+from derivgraph.compiler.graph import DerivedGraph
+from derivgraph.compiler.layers import closed_layers
+from derivgraph.compiler.owners import PathReader, one_hop
+from derivgraph.paths import Slot, absent_on_modules
+from derivgraph.runtime.entry import Entry
+from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind, is_engine
+
+__all__ = ["allocated_rows"]
+
+_is = operator.is_
+_decl, _owner_path = operator.attrgetter("decl"), operator.attrgetter("owner_path")
+
+
+def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
+                   slot: Callable[[TensorKind], Slot]) -> dict[str, tuple[Entry, Any]]:
+    """Node id -> (its entry, its value) for every stamped row's derived tensor that the
+    per-tensor path would allocate (see the module docstring); ``slot(kind)``: the slot of a
+    tensor kind."""
+    derived = graph.derived
+    out: dict[str, tuple[Entry, Any]] = {}
+    for table in closed_layers(graph):
+        for k, template in enumerate(table.template):
+            first = derived.get(template)
+            if first is None or first.kind not in TENSOR_KINDS or is_engine(first.decl):
+                continue
+            ids = table.column(k)
+            nodes = list(map(derived.get, ids))
+            if None in nodes or not all(map(_is, map(_decl, nodes), repeat(first.decl))):
+                continue
+            name = first.decl.name
+            found = owners.owners(list(map(_owner_path, nodes)))
+            if not (one_hop(name) and absent_on_modules(found, name)):
+                continue  # a row whose owner may hold a tensor: adopted (or refused) on its own
+            entries = list(map(Entry, nodes, repeat(None), repeat(slot(first.kind)),
+                               repeat(False)))
+            out.update(zip(ids, zip(entries, map(values.__getitem__, ids))))
+    return out

@@ -1,0 +1,216 @@
+"""Scheduling stamped rows: a proven row takes its template's levels and group keys.
+
+:func:`~derivgraph.compiler.schedule.levels` gives a step one level past what it reads and past
+every earlier step that touched the storage it reads or writes;
+:func:`~derivgraph.compiler.codegen.build_program` groups the steps of a level by a key read off
+the step, the meta values of its operands and the tensor it writes. For the rows of a stamped
+table whose steps are their template's renamed (:class:`~derivgraph.compiler.lower.LayerSteps`,
+found by identity in the step list) both are the template's, provided, checked here a column at
+a time (each position across every row, in C-level sweeps), never assumed:
+
+* **levels** (:func:`row_levels`): every step of the template and of each row is in the list,
+  each row's steps in the template's relative order; the storage each row's steps touch repeats
+  the template's pattern (which positions share storage, which have none), every storage a
+  template or row touches at its own positions is touched by no other layer (the template's and
+  rows' addresses, counted, are all distinct), and a shared node's storage is no layer's.
+  The caller (:func:`~derivgraph.compiler.schedule.levels`) proves the rest: no other step
+  touches those storages or a layer's nodes. Then a row's levels depend on nothing outside it,
+  and inside it on the same reads, order and storage sharing as its template's.
+* **group keys** (:func:`row_keys`): every operand a key reads has the template's meta value
+  (the same object) in every row, and every tensor a row writes has the template's dtype,
+  shape, device and contiguity; the key of a copy or a stage depends on the action alone.
+
+A table that fails a check is scheduled step by step as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from itertools import repeat
+from operator import attrgetter, eq, is_, lt
+from typing import Any
+
+import torch
+
+from derivgraph.compiler.graph import NodeRef
+from derivgraph.compiler.lower import Action, LayerSteps, LowerContext, Step
+
+__all__ = ["RowLevels", "row_keys", "row_levels", "step_refs"]
+
+#: the actions whose target's storage a step writes
+WRITES = frozenset({Action.OUT, Action.COPY})
+_CONSTANT_KEYS = frozenset({Action.COPY, Action.SCALAR})  # keyed by the action alone
+_UNBOUND = object()
+_DTYPE, _SHAPE, _DEVICE = attrgetter("dtype"), attrgetter("shape"), attrgetter("device")
+_IS_META = attrgetter("is_meta")
+_untyped, _data_ptr = torch.Tensor.untyped_storage, torch.UntypedStorage.data_ptr
+
+
+def step_refs(step: Step) -> list[str]:
+    """The nodes whose storage ``step`` touches: what it reads, then the target it writes."""
+    refs = step.reads()
+    return refs + [step.target] if step.action in WRITES else refs
+
+
+class RowLevels:
+    """The proven rows of a step list: ``copy_of`` (row step index -> its template step's
+    index), the indices of those templates' own steps (``templates``), the addresses the
+    proven layers' own positions and their shared nodes hold (``fenced``), every node of
+    those layers (``nodes``) and the shared nodes they read (``shared``)."""
+
+    def __init__(self) -> None:
+        self.copy_of: dict[int, int] = {}
+        self.templates: set[int] = set()
+        self.fenced: set[int] = set()
+        self.nodes: set[str] = set()
+        self.shared: set[str] = set()
+
+
+def row_levels(ctx: LowerContext, steps: Sequence[Step],
+               layers: Iterable[LayerSteps]) -> RowLevels:
+    """The rows of ``layers`` whose levels are their template's (see the module docstring)."""
+    out = RowLevels()
+    index = {id(s): i for i, s in enumerate(steps)}
+    own: set[int] = set()
+    count = 0
+    shared: set[int] = set()
+    for layer in layers:
+        proof = _layer_addresses(ctx, index, layer)
+        if proof is None:
+            continue
+        copies, addresses, shared_ids, shared_ptrs = proof
+        own.update(addresses)
+        count += len(addresses)
+        if len(own) != count:  # an address seen twice: a row shares what its template holds
+            return RowLevels()  # apart, or two layers share storage
+        shared.update(shared_ptrs)
+        out.copy_of.update(copies)
+        out.templates.update(copies.values())
+        out.nodes.update(layer.table.template)
+        out.nodes.update(layer.table.ids())
+        out.shared.update(shared_ids)
+    if not shared.isdisjoint(own):
+        return RowLevels()
+    out.fenced = own | shared
+    return out
+
+
+def _layer_addresses(ctx: LowerContext, index: dict[int, int], layer: LayerSteps,
+                     ) -> tuple[dict[int, int], list[int], list[str], set[int]] | None:
+    """For a table whose steps are all in the list in the template's order and whose storage
+    repeats the template's pattern: row step index -> template step index, the addresses
+    held at the own positions of the template and every row (one per position and layer:
+    :func:`row_levels` proves them distinct), the shared nodes its steps touch and their
+    addresses; None otherwise."""
+    table, columns = layer.table, layer.columns
+    n = len(table)
+    if not columns or not n:
+        return None
+    firsts = [index.get(id(t)) for t, _ in columns]
+    if None in firsts:
+        return None
+    at = [list(map(index.get, map(id, made))) for _, made in columns]
+    if any(None in c or len(c) != n for c in at):
+        return None
+    order = sorted(range(len(columns)), key=firsts.__getitem__)
+    for a, b in zip(order, order[1:]):  # each row in the template's relative order
+        if not all(map(lt, at[a], at[b])):
+            return None
+    where = {t: k for k, t in enumerate(table.template)}
+    if any(t.action in WRITES and t.target not in where for t, _ in columns):
+        return None  # a write outside the layer: every row would write the same storage
+    touched = dict.fromkeys(r for t, _ in columns for r in step_refs(t))
+    positions = [where[r] for r in touched if r in where]
+    shared = [r for r in touched if r not in where]
+    template_ptrs = _addresses(ctx, [table.template[k] for k in positions])
+    if template_ptrs is None:
+        return None
+    first: dict[int, int] = {}
+    mine: dict[int, list[int | None]] = {}
+    addresses: list[int] = []
+    for k, ptr in zip(positions, template_ptrs):
+        column = _addresses(ctx, table.column(k))
+        if column is None:
+            return None
+        if ptr is None:
+            if any(p is not None for p in column):
+                return None
+            continue
+        mine[k] = column
+        same = first.setdefault(ptr, k)
+        if same != k:  # the template shares this storage with position `same`: so must rows
+            if not all(map(eq, column, mine[same])):
+                return None
+            continue
+        addresses.append(ptr)
+        addresses += column  # type: ignore[arg-type] - no None: counted distinct by the caller
+    if None in addresses:
+        return None
+    shared_ptrs = _addresses(ctx, shared)
+    if shared_ptrs is None:
+        return None
+    copies = {i: firsts[j] for j, column in enumerate(at) for i in column}
+    return copies, addresses, shared, {p for p in shared_ptrs if p is not None}
+
+
+def _addresses(ctx: LowerContext, refs: list[str]) -> list[int | None] | None:
+    """The storage address of each ref's bound tensor (None: nothing bound, or meta); None
+    when a bound value is not a tensor."""
+    values = ctx.bound_values(refs, _UNBOUND)
+    kinds = set(map(type, values))
+    if kinds <= {torch.Tensor, torch.nn.Parameter} and not any(map(_IS_META, values)):
+        return list(map(_data_ptr, map(_untyped, values)))
+    out: list[int | None] = []
+    for value in values:
+        if value is _UNBOUND:
+            out.append(None)
+        elif isinstance(value, torch.Tensor):
+            out.append(None if value.is_meta else value.untyped_storage().data_ptr())
+        else:
+            return None
+    return out
+
+
+def row_keys(ctx: LowerContext, steps: Sequence[Step], layers: Iterable[LayerSteps],
+             key: Callable[[LowerContext, Step], Any]) -> list[Any]:
+    """``key(ctx, step)`` of every step; a proven row's steps take their template step's key
+    (see the module docstring) instead of being keyed one by one."""
+    index = {id(s): i for i, s in enumerate(steps)}
+    keys: list[Any] = [_UNBOUND] * len(steps)
+    for layer in layers:
+        for template_step, made in layer.columns:
+            at = list(map(index.get, map(id, made)))
+            if None in at or not _same_key_facts(ctx, layer, template_step, made):
+                continue
+            value = key(ctx, template_step)
+            for i in at:
+                keys[i] = value
+    return [key(ctx, s) if k is _UNBOUND else k for s, k in zip(steps, keys)]
+
+
+def _same_key_facts(ctx: LowerContext, layer: LayerSteps, step: Step,
+                    made: list[Step]) -> bool:
+    """Whether every row's step gives the template step's group key: the meta values of its
+    node operands are the template's (the same objects) and what it writes has the
+    template's dtype, shape, device and contiguity."""
+    if step.action in _CONSTANT_KEYS:
+        return True
+    table, env = layer.table, ctx.meta_env
+    where = {t: k for k, t in enumerate(table.template)}
+    n = len(made)
+    for arg in step.args:
+        if isinstance(arg, NodeRef) and arg.id in where:
+            meta = env.get(arg.id)
+            if not all(map(is_, map(env.get, table.column(where[arg.id])), repeat(meta, n))):
+                return False
+    if step.action is not Action.OUT:
+        return True
+    if step.target not in where:
+        return False
+    want = ctx.storage_of(step.target)
+    outs = list(map(ctx.storage_of, table.column(where[step.target])))
+    if not isinstance(want, torch.Tensor) or set(map(type, outs)) != {type(want)}:
+        return False
+    return set(map(_DTYPE, outs)) == {want.dtype} and set(map(_SHAPE, outs)) == {want.shape} \
+        and set(map(_DEVICE, outs)) == {want.device} \
+        and set(map(torch.Tensor.is_contiguous, outs)) == {want.is_contiguous()}

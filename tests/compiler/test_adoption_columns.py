@@ -1,0 +1,115 @@
+"""Stamped rows whose derived tensors are simply allocated take that branch a column at a time
+(:mod:`derivgraph.adoption_columns`); a row whose owner already holds a tensor at the name is
+adopted on its own, as without the shortcut, and :func:`~derivgraph.paths.absent_on_modules`
+says MISSING only where :func:`~derivgraph.paths.step_into` does."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import derivgraph.adoption as adoption
+from derivgraph import compile_plan
+from derivgraph.adoption_columns import allocated_rows
+from derivgraph.compiler.layers import closed_layers
+from derivgraph.compiler.owners import PathReader
+from derivgraph.compiler.stamp import stamping
+from derivgraph.paths import MISSING, absent_on_modules, step_into
+from derivgraph.planner import _prepare
+from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+
+
+def _planned(plan, values: dict, model: nn.Module, columns: bool) -> list:  # noqa: ANN001
+    """adopt_or_allocate's plan, with the column shortcut or without it (every row one by
+    one)."""
+    if columns:
+        return adoption.adopt_or_allocate(plan, values, PathReader(model))
+    real = adoption.allocated_rows
+    adoption.allocated_rows = lambda *args: {}
+    try:
+        return adoption.adopt_or_allocate(plan, values, PathReader(model))
+    finally:
+        adoption.allocated_rows = real
+
+
+def _facts(planned: list) -> list[tuple]:
+    return [(e.id, e.storage, e.slot, e.adopted, type(x).__name__,
+             x.data_ptr() if isinstance(x, torch.Tensor) else x) for e, x in planned]
+
+
+def test_rows_are_allocated_a_column_at_a_time_as_one_by_one() -> None:
+    model = scaling_model(5)
+    with stamping(True):
+        plan, values, _, _ = _prepare(model, [scaling_spec()], False, True)
+        rows = allocated_rows(plan.graph, values, PathReader(model), adoption._slot)
+        assert sorted(rows) == sorted(f"layers.{i}.{n}" for i in range(1, 5)
+                                      for n in ("inv", "prod", "strides"))  # not the alias
+        shortcut, one_by_one = (_planned(plan, values, model, on) for on in (True, False))
+    assert _facts(shortcut) == _facts(one_by_one)
+    assert sum(isinstance(x, torch.Tensor) for _, x in shortcut) == 15  # allocated: 3 a layer
+
+
+def test_a_row_whose_owner_holds_the_tensor_adopts_it() -> None:
+    model = scaling_model(5)
+    held = model.layers[2].inv = 1.0 / model.layers[2].scale.detach().clone()
+    with stamping(True):
+        plan, values, _, _ = _prepare(model, [scaling_spec()], False, True)
+        assert any("layers.2.inv" in row for t in closed_layers(plan.graph) for row in t.rows)
+        rows = allocated_rows(plan.graph, values, PathReader(model), adoption._slot)
+        assert "layers.2.inv" not in rows and "layers.3.inv" not in rows  # its column: one by one
+        assert "layers.3.prod" in rows
+        shortcut, one_by_one = (_planned(plan, values, model, on) for on in (True, False))
+        compiled = compile_plan(model, [scaling_spec()])
+    assert _facts(shortcut) == _facts(one_by_one)
+    entry = compiled.entries["layers.2.inv"]
+    assert entry.adopted and entry.storage is held
+    assert not compiled.entries["layers.3.inv"].adopted
+
+
+class _Plain(nn.Module):
+    pass
+
+
+class _WithClassAttr(nn.Module):
+    inv = torch.zeros(1)
+
+
+def _holding(where: str) -> nn.Module:
+    module = _Plain()
+    if where == "parameter":
+        module.inv = nn.Parameter(torch.zeros(1))
+    elif where == "buffer":
+        module.register_buffer("inv", torch.zeros(1))
+    elif where == "module":
+        module.inv = nn.Linear(1, 1)
+    elif where == "dict":
+        module.__dict__["inv"] = 1.0
+    elif where == "class":
+        module = _WithClassAttr()
+    return module
+
+
+@pytest.mark.parametrize("where", ["parameter", "buffer", "module", "dict", "class"])
+def test_absent_on_modules_is_false_where_one_holds_the_name(where: str) -> None:
+    owners = [_Plain(), _holding(where), _Plain()]
+    assert step_into(owners[1], "inv") is not MISSING
+    assert not absent_on_modules(owners, "inv")
+
+
+def test_absent_on_modules_is_step_into_missing() -> None:
+    owners = [_Plain(), _Plain()]
+    assert absent_on_modules(owners, "inv")
+    assert all(step_into(o, "inv") is MISSING for o in owners)
+    assert not absent_on_modules([_Plain(), object()], "inv")  # not a module: not proven
+    assert not absent_on_modules(owners, "0")  # an index: another branch of step_into
+
+
+def test_a_row_of_another_declaration_leaves_its_column_one_by_one() -> None:
+    model = scaling_model(4)
+    with stamping(True):
+        plan, values, _, _ = _prepare(model, [scaling_spec()], False, True)
+    node = plan.graph.derived["layers.3.prod"]
+    node.decl = node.decl.model_copy(update={"kind": "engine"})  # another declaration object
+    rows = allocated_rows(plan.graph, values, PathReader(model), adoption._slot)
+    assert not any(r.endswith(".prod") for r in rows) and "layers.3.inv" in rows
