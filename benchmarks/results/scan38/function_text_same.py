@@ -1,30 +1,25 @@
 """evidence.function_text against b0a20a6's (every def/class header searched for the name) on
 every file of vLLM 0.33.0 and of the standard library: each header's name, each ``Class.method``
 (a class with each later header name), absent and odd names; one digest of all answers.
-    cd TREE && PYTHONPATH=TREE python3 benchmarks/results/scan38/function_text_same.py"""
-import hashlib, re, sys, sysconfig, time
+    cd TREE && PYTHONPATH=TREE python3 benchmarks/results/scan38/function_text_same.py BASE
+(BASE: a git archive of b0a20a6, whose evidence.py is the old side)."""
+import hashlib, importlib.util, re, sys, sysconfig, time
 from pathlib import Path
 from derivgraph.audit.static.evidence import function_text
 
 _DEF = re.compile(r"(?:def|class)[ \t]+(\w+)")
 
-def old(text: str, function: str) -> str:  # b0a20a6
-    parts = function.split(".")
-    pos, indent = 0, -1
-    for part in parts:
-        found = None
-        for m in _DEF.finditer(text, pos):
-            start = text.rfind("\n", 0, m.start()) + 1
-            head = text[start:m.start()]
-            if m.group(1) == part and head.strip(" \t") in ("", "async") and len(head) > indent:
-                found = (start, len(head))
-                break
-        if found is None:
-            return ""
-        pos, indent = found
-    end = re.compile(rf"^[ \t]{{0,{indent}}}(?![)\]])\S", re.M).search(text, text.find("\n", pos) + 1)
-    return text[pos:end.start() if end else len(text)]
 
+def _base_function_text(base: str):
+    """``function_text`` as a base tree's evidence.py has it (a git archive of b0a20a6)."""
+    spec = importlib.util.spec_from_file_location(
+        "base_evidence", Path(base) / "derivgraph/audit/static/evidence.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.function_text
+
+
+old = _base_function_text(sys.argv[1])
 import vllm
 roots = [Path(vllm.__file__).parent, Path(sysconfig.get_paths()["stdlib"])]
 h_old, h_new = hashlib.sha256(), hashlib.sha256()
