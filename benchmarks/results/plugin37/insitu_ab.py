@@ -18,6 +18,7 @@ import random
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,33 @@ def _boot(values: list[float], boot: int = 2000) -> list[float]:
     rng = random.Random(0)
     meds = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(boot))
     return [round(meds[int(0.025 * boot)], 1), round(meds[int(0.975 * boot)], 1)]
+
+
+def install(arms: dict[str, list[tuple[Any, str, Any]]], arm: str, installed: list[str]) \
+        -> None:
+    """Make ``arm``'s stores (owner, attribute, value) unless it is the one in already
+    (``installed[0]``, updated)."""
+    if installed[0] != arm:
+        for owner, attr, value in arms[arm]:
+            setattr(owner, attr, value)
+        installed[0] = arm
+
+
+def alternate(names: list[str], rounds: int, reload: Callable[[int, str], None],
+              clear: Callable[[], None]) -> None:
+    """Three warm-up reloads per arm (``clear`` then drops what they recorded), a
+    ``gc.freeze()``, then ``rounds`` rounds of every arm, the order rotating and reversing."""
+    for i, arm in enumerate(names * 3):
+        reload(i, arm)
+    clear()
+    gc.collect()
+    gc.freeze()
+    for i in range(rounds):
+        order = names[i % len(names):] + names[:i % len(names)]
+        if (i // len(names)) % 2:
+            order.reverse()
+        for arm in order:
+            reload(i, arm)
 
 
 def main() -> None:
@@ -69,27 +97,17 @@ def main() -> None:
         installed = [""]
 
         def reload(i: int, arm: str) -> None:
-            if installed[0] != arm:
-                for owner, attr, value in arms[arm]:
-                    setattr(owner, attr, value)
-                installed[0] = arm
+            install(arms, arm, installed)
             current[0] = arm
             start = now()
             reload_weights(i)
             totals[arm].append((now() - start) * 1e6)
 
-        for i, arm in enumerate(names * 3):
-            reload(i, arm)
-        for v in (*completes.values(), *totals.values()):
-            v.clear()
-        gc.collect()
-        gc.freeze()
-        for i in range(rounds):
-            order = names[i % len(names):] + names[:i % len(names)]
-            if (i // len(names)) % 2:
-                order.reverse()
-            for arm in order:
-                reload(i, arm)
+        def clear() -> None:
+            for v in (*completes.values(), *totals.values()):
+                v.clear()
+
+        alternate(names, rounds, reload, clear)
         moved = session.plan_for(model).moved()
     out: dict[str, Any] = {"experiment": name, "rounds": rounds, "moved_after": len(moved),
                            "load_after": [round(x, 2) for x in os.getloadavg()]}
