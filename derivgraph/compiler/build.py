@@ -22,6 +22,7 @@ from derivgraph.compiler.engine import is_opaque
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef, natural_key, refs_in
 from derivgraph.compiler.infer import infer_shapes
 from derivgraph.compiler.ir import NodeKind
+from derivgraph.compiler.layers import closed_layers, row_blocks
 from derivgraph.compiler.reads import Reads
 from derivgraph.compiler.resolve import Resolver, device_of, parse_cached
 from derivgraph.compiler.stamp import Stamper
@@ -143,8 +144,8 @@ def _is_view_chain(graph: DerivedGraph, node_id: str) -> bool:
 
 
 def _check_cycles(graph: DerivedGraph) -> None:
-    try:
-        graph.ordered()  # linear; raises only if there is a cycle
+    try:  # linear; raises only if there is a cycle (a closed stamped row: its template's walk)
+        graph.ir.order(row_blocks(graph, closed_layers(graph)))
         return
     except ValueError:
         pass
