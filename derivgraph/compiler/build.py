@@ -31,8 +31,12 @@ from derivgraph.errors import FormulaError, Rule
 from derivgraph.ops import OPS, OpKind
 from derivgraph.paths import MISSING, get_path, join
 from derivgraph.spec.kinds import TensorKind, is_fold
+from derivgraph.spec.model import DerivedTensor
 
 __all__ = ["DerivedGraph", "DerivedNode", "NodeRef", "build_graph"]
+
+#: the kinds whose owner must be an nn.Module
+_MODULE_KINDS = frozenset({TensorKind.PARAMETER, TensorKind.BUFFER})
 
 
 def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGraph:
@@ -41,6 +45,8 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
     bound_specs = list(bound_specs)
     layers: list[tuple[BoundSpec, dict[str, Any], list[DerivedNode]]] = []
     param_stamper = ParamStamper(graph)
+    decls_of: dict[int, list[DerivedTensor]] = {}  # id(spec) -> its declarations of nodes
+    plain: dict[type, bool] = {}  # module class -> whether its parameters() is nn.Module's
     for bound in bound_specs:
         params = param_stamper.resolve(bound)
         if params is None:
@@ -49,13 +55,14 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
         layers.append((bound, params, nodes))
         devices: dict[str | None, Any] = {}  # decl.device -> device, read once per module
         owners: dict[str, Any] = {}  # owner path -> the owner, read once per module
-        for decl in bound.spec.derived:
-            if is_fold(decl):  # fold hook: folds are bound by derivgraph.compiler.fold, not nodes
-                continue
-            owner_path = bound.qualify(decl.owner)
+        decls = decls_of.get(id(bound.spec))
+        if decls is None:  # fold hook: folds are bound by derivgraph.compiler.fold, not nodes
+            decls = decls_of[id(bound.spec)] = [d for d in bound.spec.derived if not is_fold(d)]
+        for decl in decls:
+            owner_path = bound.qualify(decl.owner) if decl.owner else bound.module_path
             device = devices.get(decl.device)
             if device is None:
-                device = devices[decl.device] = device_of(bound, decl)
+                device = devices[decl.device] = device_of(bound, decl, plain)
             node = DerivedNode(join(owner_path, decl.name), bound, decl, owner_path,
                                device=device, params=params)
             if node.id in graph.derived:
@@ -74,8 +81,7 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
                             "fix `owner`, or narrow the target (object/where) so the spec only "
                             "matches modules that have it", node)
                 continue
-            if node.kind in (TensorKind.PARAMETER, TensorKind.BUFFER) \
-                    and not isinstance(owner, nn.Module):
+            if node.kind in _MODULE_KINDS and not isinstance(owner, nn.Module):
                 graph.issue(Rule.OWNER, f"kind '{decl.kind}' needs an nn.Module owner, but "
                             f"{decl.owner or '<module>'} is a {type(owner).__name__}",
                             "use kind 'attribute' for tensors on plain objects", node)

@@ -115,11 +115,11 @@ class Graph:
         if blocks:
             state.update(dict.fromkeys(chain.from_iterable(blocks.values()), 2))
             get_block, extend = blocks.get, order.extend
-            for root in nodes:
+            for root in [n for n in nodes if n in blocks or n not in state]:  # in insertion order
                 block = get_block(root)
                 if block is not None:
                     extend(block)
-                elif root not in state:
+                elif root not in state:  # not reached by an earlier root's walk
                     depth_first(root, nodes, state, order)
         else:
             for root in nodes:

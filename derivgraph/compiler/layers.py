@@ -23,7 +23,7 @@ the topological order's walk of each such row from its template's.
 
 from __future__ import annotations
 
-from itertools import chain
+from itertools import chain, repeat
 from operator import itemgetter, sub
 
 from derivgraph.compiler.graph import DerivedGraph
@@ -50,8 +50,11 @@ def closed_layers(graph: DerivedGraph) -> list[InstanceTable]:
             continue
         size = len(template)
         keep = aligned_rows(nodes, table)
-        keep = [ok and len(set(row)) == size and not _users_differ(users, row, total)
-                for ok, row in zip(keep, table.rows)]
+        if _users_as_template(users, table):  # then no row's total differs
+            keep = [ok and len(set(row)) == size for ok, row in zip(keep, table.rows)]
+        else:
+            keep = [ok and len(set(row)) == size and not _users_differ(users, row, total)
+                    for ok, row in zip(keep, table.rows)]
         closed = table if all(keep) else table.subset(keep)
         if closed.rows:
             found.append(closed)
@@ -62,6 +65,14 @@ def closed_layers(graph: DerivedGraph) -> list[InstanceTable]:
 def _users_differ(users: dict[str, list[str]], ids: tuple[str, ...], total: int) -> bool:
     """Whether the layer's nodes have another number of users than its template's."""
     return sum(map(len, map(users.__getitem__, ids))) != total
+
+
+def _users_as_template(users: dict[str, list[str]], table: InstanceTable) -> bool:
+    """Whether every row's node has as many users as the template's node in its position
+    (one C-level sweep per column): then every row's total is the template's."""
+    n = len(table.rows)
+    return all(list(map(len, map(users.get, table.column(k), repeat((), n))))
+               == [len(users[t])] * n for k, t in enumerate(table.template))
 
 
 def _closed_users(graph: DerivedGraph, template: tuple[str, ...]) -> int:
