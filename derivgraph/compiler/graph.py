@@ -13,7 +13,6 @@ graph.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -199,13 +198,8 @@ class DerivedGraph:
         """The node of the source at ``path`` (made on first use). ``layout``: ``tensor``'s
         (class, shape, stride, dtype, device) when the caller already proved it
         (:func:`derivgraph.compiler.reads.layout`), taken instead of reading the tensor."""
-        return NodeRef(self.source_id(path, tensor, layout))
-
-    def source_id(self, path: str, tensor: torch.Tensor,
-                  layout: tuple[Any, ...] | None = None) -> str:
-        """:meth:`source`'s node id (no reference made)."""
         if path in self.derived:
-            return path
+            return NodeRef(path)
         if path not in self.ir.nodes:
             if layout is None:
                 shape, stride = tuple(tensor.shape), tuple(tensor.stride())
@@ -215,7 +209,7 @@ class DerivedGraph:
             self.ir.add(Node(path, NodeKind.SOURCE, shape=shape, stride=stride, dtype=dtype,
                              device=device))
             self.read_sources[path] = tensor
-        return path
+        return NodeRef(path)
 
     def op(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> NodeRef:
         return NodeRef(self.op_keyed(name, args, kwargs, (name, freeze(args), freeze(kwargs)),
@@ -225,14 +219,15 @@ class DerivedGraph:
                  refs: list[str]) -> str:
         """The op node of ``key`` (``(name, freeze(args), freeze(kwargs))``; ``refs``: the
         node ids in ``args`` then ``kwargs``): the one CSE already holds, or a new one."""
-        node_id = f"%{self._op_count + 1}:{name}"
-        hit = self._cse.setdefault(key, node_id)  # the key hashed once, hit or not
-        if hit is not node_id:
+        hit = self._cse.get(key)
+        if hit is not None:
             self.cse_hits += 1
             return hit
         self._op_count += 1
+        node_id = f"%{self._op_count}:{name}"
         self.ir.add(Node(node_id, NodeKind.OP, op=name, args=args, kwargs=kwargs,
                          inputs=tuple(dict.fromkeys(refs))))
+        self._cse[key] = node_id
         self.op_names.add(name)
         return node_id
 
@@ -243,13 +238,6 @@ class DerivedGraph:
     def set_input(self, node: DerivedNode, value_id: str) -> None:
         node.input = value_id
         self.ir.set_inputs(node.id, (value_id,))
-
-    def set_first_inputs(self, pairs: Iterable[tuple[DerivedNode, str]]) -> None:
-        """:meth:`set_input` for each (node, value id), each node given its first input."""
-        pairs = list(pairs)
-        for node, value_id in pairs:
-            node.input = value_id
-        self.ir.set_first_inputs([(node.id, value_id) for node, value_id in pairs])
 
     def issue(self, rule: str, message: str, fix: str, node: DerivedNode | None) -> None:
         loc = node.decl.location if node else SourceLocation()

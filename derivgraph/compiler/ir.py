@@ -85,19 +85,6 @@ class Graph:
             self.users.setdefault(ref, []).append(node_id)
         self.version += 1
 
-    def set_first_inputs(self, pairs: list[tuple[str, str]]) -> None:
-        """:meth:`set_inputs` ``(node_id, (input,))`` for each pair of a node with no input
-        yet (else as :meth:`set_inputs`), the version bumped once."""
-        nodes, users = self.nodes, self.users
-        for node_id, ref in pairs:
-            node = nodes[node_id]
-            if node.inputs:
-                self.set_inputs(node_id, (ref,))
-                continue
-            node.inputs = (ref,)
-            users.setdefault(ref, []).append(node_id)
-        self.version += 1
-
     def order(self, blocks: Mapping[str, Sequence[str]] | None = None) -> list[str]:
         """A deterministic topological order: depth-first, inputs first, in insertion order.
 

@@ -144,7 +144,7 @@ class Replay:
                 tensor = objects.get(parts)
                 if tensor is None:
                     tensor, layout = get_path(module, rel), None
-                made.append(graph.source_id(vals[slot], tensor, layout))
+                made.append(graph.source(vals[slot], tensor, layout).id)
             elif kind == "again":
                 made.append(vals[step[1]])
             elif kind == "flat":

@@ -119,8 +119,9 @@ class Stamper:
         assert program is not None  # set when the template was kept
         graph = self.graph
         vals, made = program.run(graph, bound.module_path, bound.module, objects, self.twins)
-        graph.set_first_inputs([(node, vals[slot]) for node, slot
-                                in zip(nodes, program.inputs, strict=True) if slot is not None])
+        for node, slot in zip(nodes, program.inputs, strict=True):
+            if slot is not None:
+                graph.set_input(node, vals[slot])
         table = self.tables.get(template.ids)
         if table is None:
             table = self.tables[template.ids] = InstanceTable(template.ids)
