@@ -12,18 +12,11 @@ alternating (the order swapped every round); process seconds per phase, medians 
 import argparse
 import functools
 import gc
+import importlib
 import json
 import statistics
 import time
 from typing import Any
-
-import derivgraph_base as base_pkg  # noqa: F401
-import derivgraph_base.compiler.bind as b_bind
-import derivgraph_base.compiler.build as b_build
-import derivgraph_base.planner as b_planner
-from derivgraph_base.compiler.stamp import Stamper as BStamper
-from derivgraph_base.compiler.stamp_params import ParamStamper as BParams
-from derivgraph_base.tools.bench_scaling import scaling_spec as b_scaling_spec
 
 import derivgraph.compiler.bind as m_bind
 import derivgraph.compiler.build as m_build
@@ -31,6 +24,17 @@ import derivgraph.planner as m_planner
 from derivgraph.compiler.stamp import Stamper as MStamper
 from derivgraph.compiler.stamp_params import ParamStamper as MParams
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+
+
+def _base(name: str) -> Any:
+    """A module of the base tree's copy (``derivgraph_base``, made by ``make_base_pkg.sh``)."""
+    return importlib.import_module(f"derivgraph_base.{name}")
+
+
+b_bind, b_build, b_planner = _base("compiler.bind"), _base("compiler.build"), _base("planner")
+BStamper = _base("compiler.stamp").Stamper
+BParams = _base("compiler.stamp_params").ParamStamper
+b_scaling_spec = _base("tools.bench_scaling").scaling_spec
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--size", type=int, default=100000)
