@@ -10,13 +10,17 @@ alternating (the order swapped every round); process seconds per phase, medians 
 """
 
 import argparse
-import functools
 import gc
 import importlib
 import json
+import pathlib
 import statistics
+import sys
 import time
 from typing import Any
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))  # benchmarks/
+from bench_compile_phases import _instrument as instrument  # noqa: E402
 
 import derivgraph.compiler.bind as m_bind
 import derivgraph.compiler.build as m_build
@@ -42,21 +46,6 @@ parser.add_argument("--rounds", type=int, default=7)
 args = parser.parse_args()
 
 
-def instrument(times: dict[str, float], targets: list[tuple[Any, str, str]]) -> None:
-    for owner, name, label in targets:
-        fn = getattr(owner, name)
-
-        @functools.wraps(fn)
-        def timed(*a: Any, __fn: Any = fn, __label: str = label, **k: Any) -> Any:
-            start = time.process_time()
-            try:
-                return __fn(*a, **k)
-            finally:
-                times[__label] = times.get(__label, 0.0) + time.process_time() - start
-
-        setattr(owner, name, timed)
-
-
 def phases(build: Any, stamper: Any, params: Any) -> list[tuple[Any, str, str]]:
     return [(params, "resolve", "  resolve_params"), (stamper, "resolve_bound", "  resolve/stamp"),
             (build, "infer_shapes", "  infer_shapes"), (build, "_check_cycles", "  check_cycles"),
@@ -68,7 +57,7 @@ for tag, bind, build, planner, stamper, params, spec in (
         ("base", b_bind, b_build, b_planner, BStamper, BParams, b_scaling_spec()),
         ("mine", m_bind, m_build, m_planner, MStamper, MParams, scaling_spec())):
     times: dict[str, float] = {}
-    instrument(times, phases(build, stamper, params))
+    instrument(times, phases(build, stamper, params))  # bench_compile_phases' wrapper
     trees[tag] = (bind, build, planner, spec, times)
 
 model = scaling_model(args.size // 4)
