@@ -16,7 +16,14 @@ import torch
 from torch import nn
 
 from derivgraph.errors import FormulaError, Rule, SpecIssue, SpecValidationError
-from derivgraph.paths import MISSING, get_path, holder_dict, join, matches_class
+from derivgraph.paths import (
+    MISSING,
+    absent_on_modules,
+    get_path,
+    holder_dict,
+    join,
+    matches_class,
+)
 from derivgraph.spec.kinds import TensorKind
 from derivgraph.spec.model import DerivedTensor, Spec, Target, split_type_name
 
@@ -72,10 +79,20 @@ def _where_holds(module: nn.Module, where: dict[str, Any]) -> bool:
     return True
 
 
-def target_matches(target: Target, module: nn.Module) -> bool:
-    """True if ``target`` applies to ``module``."""
-    if target.module_class and not matches_class(module, target.module_class):
-        return False
+def target_matches(target: Target, module: nn.Module,
+                   classes: dict[tuple[type, int], bool] | None = None) -> bool:
+    """True if ``target`` applies to ``module``. ``classes`` memoizes the class test per
+    (module class, id of ``target``) for one sweep: it reads only the class's MRO."""
+    if target.module_class:
+        if classes is None:
+            ok = matches_class(module, target.module_class)
+        else:
+            key = (type(module), id(target))
+            ok = classes.get(key)
+            if ok is None:
+                ok = classes[key] = matches_class(module, target.module_class)
+        if not ok:
+            return False
     if target.quant_method_class:
         qm = getattr(module, "quant_method", None)
         if qm is None or not matches_class(qm, target.quant_method_class):
@@ -94,10 +111,11 @@ def match_specs(model: nn.Module, specs: Iterable[Spec]) -> list[BoundSpec]:
     specs = list(specs)
     bound: list[BoundSpec] = []
     issues: dict[str, SpecIssue] = {}
+    classes: dict[tuple[type, int], bool] = {}  # (module class, id(target)) -> class test
     for path, module in model.named_modules():
         for spec in specs:
             try:
-                if target_matches(spec.target, module):
+                if target_matches(spec.target, module, classes):
                     bound.append(BoundSpec(spec, path, module))
             except FormulaError as exc:
                 issues.setdefault(spec.name, SpecIssue(exc.rule, exc.message, exc.fix,
@@ -186,11 +204,13 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
     """
     from derivgraph.spec.check import check_device
 
+    bound = list(bound)
     issues: list[SpecIssue] = []
     members: dict[Any, str | None] = {}
+    free = _free_names(bound, members)
     for b in bound:
         for decl in b.spec.derived:
-            owner = get_path(b.module, decl.owner)
+            owner = MISSING if (id(b.spec), id(decl)) in free else get_path(b.module, decl.owner)
             if owner is not MISSING and owner is not None:
                 # a tuple owner is kept whole (derivgraph.runtime.containers), never bound into
                 problem = container_problem(b.module, decl, owner)
@@ -220,6 +240,40 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
                         "write cpu, cuda or cuda:N, or the path of a tensor whose device to use",
                         decl.location, _node_id(b, decl)))
     return issues
+
+
+def _free_names(bound: list[BoundSpec], members: dict[Any, str | None]) -> set[tuple[int, int]]:
+    """(id(spec), id(decl)) of the declarations on the matched module itself whose name is
+    proven free on every module the spec matched: no module holds it
+    (:func:`~derivgraph.paths.absent_on_modules`) and each class passes the owner and member
+    checks of :func:`_binding_problem` (memoized in ``members``, as there), so neither
+    :func:`_binding_problem` nor :func:`container_problem` can find a problem on one."""
+    by_spec: dict[int, tuple[Spec, list[nn.Module]]] = {}
+    for b in bound:
+        by_spec.setdefault(id(b.spec), (b.spec, []))[1].append(b.module)
+    free: set[tuple[int, int]] = set()
+    for spec, modules in by_spec.values():
+        samples = {type(m): m for m in reversed(modules)}  # the first module of each class
+        for decl in spec.derived:
+            name = decl.name
+            if decl.owner or not name or "." in name or name.isdigit():
+                continue
+            if absent_on_modules(modules, name) and all(
+                    _class_free(m, name, members) for m in samples.values()):
+                free.add((id(spec), id(decl)))
+    return free
+
+
+def _class_free(owner: nn.Module, name: str, members: dict[Any, str | None]) -> bool:
+    """Whether ``owner``'s class (``owner.__class__`` is its type) passes the class-level
+    checks of :func:`_binding_problem` for ``name`` and is no tuple (a container)."""
+    cls = type(owner)
+    if cls not in members:
+        members[cls] = _owner_problem(owner)
+    key = (cls, name)
+    if key not in members:
+        members[key] = _class_member(owner, name)
+    return members[cls] is None and members[key] is None and not is_container(owner)
 
 
 def _node_id(b: BoundSpec, decl: DerivedTensor) -> str:

@@ -22,6 +22,7 @@ from derivgraph.compiler.engine import is_opaque
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef, natural_key, refs_in
 from derivgraph.compiler.infer import infer_shapes
 from derivgraph.compiler.ir import NodeKind
+from derivgraph.compiler.layers import closed_layers, row_blocks
 from derivgraph.compiler.reads import Reads
 from derivgraph.compiler.resolve import Resolver, device_of, parse_cached
 from derivgraph.compiler.stamp import Stamper
@@ -30,8 +31,12 @@ from derivgraph.errors import FormulaError, Rule
 from derivgraph.ops import OPS, OpKind
 from derivgraph.paths import MISSING, get_path, join
 from derivgraph.spec.kinds import TensorKind, is_fold
+from derivgraph.spec.model import DerivedTensor
 
 __all__ = ["DerivedGraph", "DerivedNode", "NodeRef", "build_graph"]
+
+#: the kinds whose owner must be an nn.Module
+_MODULE_KINDS = frozenset({TensorKind.PARAMETER, TensorKind.BUFFER})
 
 
 def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGraph:
@@ -40,6 +45,8 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
     bound_specs = list(bound_specs)
     layers: list[tuple[BoundSpec, dict[str, Any], list[DerivedNode]]] = []
     param_stamper = ParamStamper(graph)
+    decls_of: dict[int, list[DerivedTensor]] = {}  # id(spec) -> its declarations of nodes
+    plain: dict[type, bool] = {}  # module class -> whether its parameters() is nn.Module's
     for bound in bound_specs:
         params = param_stamper.resolve(bound)
         if params is None:
@@ -48,13 +55,14 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
         layers.append((bound, params, nodes))
         devices: dict[str | None, Any] = {}  # decl.device -> device, read once per module
         owners: dict[str, Any] = {}  # owner path -> the owner, read once per module
-        for decl in bound.spec.derived:
-            if is_fold(decl):  # fold hook: folds are bound by derivgraph.compiler.fold, not nodes
-                continue
-            owner_path = bound.qualify(decl.owner)
+        decls = decls_of.get(id(bound.spec))
+        if decls is None:  # fold hook: folds are bound by derivgraph.compiler.fold, not nodes
+            decls = decls_of[id(bound.spec)] = [d for d in bound.spec.derived if not is_fold(d)]
+        for decl in decls:
+            owner_path = bound.qualify(decl.owner) if decl.owner else bound.module_path
             device = devices.get(decl.device)
             if device is None:
-                device = devices[decl.device] = device_of(bound, decl)
+                device = devices[decl.device] = device_of(bound, decl, plain)
             node = DerivedNode(join(owner_path, decl.name), bound, decl, owner_path,
                                device=device, params=params)
             if node.id in graph.derived:
@@ -73,8 +81,7 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
                             "fix `owner`, or narrow the target (object/where) so the spec only "
                             "matches modules that have it", node)
                 continue
-            if node.kind in (TensorKind.PARAMETER, TensorKind.BUFFER) \
-                    and not isinstance(owner, nn.Module):
+            if node.kind in _MODULE_KINDS and not isinstance(owner, nn.Module):
                 graph.issue(Rule.OWNER, f"kind '{decl.kind}' needs an nn.Module owner, but "
                             f"{decl.owner or '<module>'} is a {type(owner).__name__}",
                             "use kind 'attribute' for tensors on plain objects", node)
@@ -143,8 +150,8 @@ def _is_view_chain(graph: DerivedGraph, node_id: str) -> bool:
 
 
 def _check_cycles(graph: DerivedGraph) -> None:
-    try:
-        graph.ordered()  # linear; raises only if there is a cycle
+    try:  # linear; raises only if there is a cycle (a closed stamped row: its template's walk)
+        graph.ir.order(row_blocks(graph, closed_layers(graph)))
         return
     except ValueError:
         pass

@@ -40,6 +40,8 @@ def index_issues(graph: DerivedGraph) -> None:
     """
     if any(i.rule == Rule.RESOURCE_LIMIT for i in graph.issues):
         return  # an oversized index is never computed (DG016 already reported)
+    if graph.op_names.isdisjoint(INDEX_ARGS):
+        return  # no gather op anywhere: nothing to sweep the graph for
     nodes = graph.nodes
     gathers = [n for n in graph.ordered()
                if nodes[n].kind is NodeKind.OP and nodes[n].op in INDEX_ARGS]

@@ -94,8 +94,9 @@ def _column(graph: DerivedGraph, env: dict[str, Any], run_node: Callable[[Node],
         else:
             if type(arg) not in _NUMBERS:
                 return None
-            frozen = freeze(arg)
-            if any(type(n.args[j]) is not type(arg) or freeze(n.args[j]) != frozen for n in col):
+            frozen = freeze(arg)  # the template's own constant object passes at once
+            if any(a is not arg and (type(a) is not type(arg) or freeze(a) != frozen)
+                   for a in [n.args[j] for n in col]):
                 return None
             call.append(arg)
     if layout is None:

@@ -167,6 +167,7 @@ class DerivedGraph:
         self.issues: list[SpecIssue] = []
         self._cse: dict[Any, str] = {}
         self._op_count = 0
+        self.op_names: set[str] = set()  # the op of every op node (a pass may skip its sweep)
         self.cse_hits = 0
         self.stamped = 0  # layers stamped from a template (derivgraph.compiler.stamp)
         self.params_stamped = 0  # bound specs whose params came from a template
@@ -227,6 +228,7 @@ class DerivedGraph:
         self.ir.add(Node(node_id, NodeKind.OP, op=name, args=args, kwargs=kwargs,
                          inputs=tuple(dict.fromkeys(refs))))
         self._cse[key] = node_id
+        self.op_names.add(name)
         return node_id
 
     def add_derived(self, node: DerivedNode) -> None:

@@ -89,13 +89,31 @@ def infer_shapes(graph: DerivedGraph, twins: dict[str, str] | None = None) -> No
     env = graph.meta_env = interp.env
     _check_limits(graph, env, stamped)
     devices = _source_devices(graph, stamped.rest)
+    issues = len(graph.issues)
+    clean = _check_all(graph, env, devices, stamped.derived, defer=True)
+    if all(t in clean for t in set(stamped.derived.values())):
+        _take_templates(graph, env, stamped, clean)
+        return
+    del graph.issues[issues:]  # a template had an issue: each row in its place, in order
+    _check_all(graph, env, devices, stamped.derived, defer=False)
+
+
+def _check_all(graph: DerivedGraph, env: dict[str, Any], devices: dict[str, frozenset[Any]],
+               stamped: dict[str, str], defer: bool) -> dict[str, Any]:
+    """Check every derived tensor and give it its meta value, in order; each one checked
+    without an issue -> its device. A stamped row's (``stamped``: -> its template's) is
+    left out (``defer``) or takes its template's when that was clean. Checking one again
+    gives the same issues and values."""
     reported: set[int] = set()
-    clean: dict[str, Any] = {}  # a template's derived tensor checked without an issue -> device
+    clean: dict[str, Any] = {}
     for node_id, node in graph.derived.items():
-        twin = stamped.derived.get(node_id)
-        if twin is not None and twin in clean:  # the template's value, inputs and declaration
-            node.meta, node.device = env[node_id], clean[twin]
-            continue
+        twin = stamped.get(node_id)
+        if twin is not None:
+            if defer:
+                continue
+            if twin in clean:  # the template's value, inputs and declaration
+                node.meta, node.device = env[node_id], clean[twin]
+                continue
         issues = len(graph.issues)
         if node.input is None:
             if isinstance(env.get(node_id), torch.Tensor):  # engine hook: seeded above
@@ -121,6 +139,21 @@ def infer_shapes(graph: DerivedGraph, twins: dict[str, str] | None = None) -> No
         _check_declared(graph, node, value, devices[node_id])
         if len(graph.issues) == issues:
             clean[node_id] = node.device
+    return clean
+
+
+def _take_templates(graph: DerivedGraph, env: dict[str, Any], stamped: _Stamped,
+                    clean: dict[str, Any]) -> None:
+    """Each stamped row's derived tensors take their template's meta value and device (the
+    template's value, inputs and declaration, checked without an issue), a column at a
+    time."""
+    derived = graph.derived
+    for table in stamped.tables:
+        template = table.template
+        for k, t in enumerate(template[:stamped.leading[template]]):
+            meta, device = env[t], clean[t]
+            for node in map(derived.__getitem__, table.column(k)):
+                node.meta, node.device = meta, device
 
 
 #: what shape inference reads of a source node: its shape, stride, dtype and device

@@ -10,12 +10,14 @@ for algorithms and pictures.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from derivgraph._enum import StrEnum
 
-__all__ = ["Graph", "Node", "NodeKind"]
+__all__ = ["Graph", "Node", "NodeKind", "depth_first"]
 
 
 class NodeKind(StrEnum):
@@ -83,40 +85,33 @@ class Graph:
             self.users.setdefault(ref, []).append(node_id)
         self.version += 1
 
-    def order(self) -> list[str]:
+    def order(self, blocks: Mapping[str, Sequence[str]] | None = None) -> list[str]:
         """A deterministic topological order: depth-first, inputs first, in insertion order.
 
         Linear in nodes + edges. Raises ``ValueError`` on a cycle (find it with :meth:`cycle`).
+        ``blocks`` (root id -> node ids): where the caller proved what the walk from a root
+        emits (the root's block, nothing outside it reaching into it, every input from
+        outside it already emitted), the block is emitted whole when the root is reached,
+        not walked; the order is the same either way.
         """
         if self._order_version == self.version and self._order is not None:
             return self._order
         order: list[str] = []
         state: dict[str, int] = {}  # 1: on the stack, 2: done
         nodes = self.nodes
-        append = order.append
-        for root, node in nodes.items():
-            if root in state:
-                continue
-            if not node.inputs:  # a leaf (every source): done at once
-                state[root] = 2
-                append(root)
-                continue
-            state[root] = 1
-            stack = [(root, iter(node.inputs))]
-            while stack:
-                node_id, rest = stack[-1]
-                for ref in rest:
-                    s = state.get(ref)
-                    if s is None:
-                        state[ref] = 1
-                        stack.append((ref, iter(nodes[ref].inputs)))
-                        break
-                    if s == 1:
-                        raise ValueError(f"cycle through {ref}")
-                else:
-                    stack.pop()
-                    state[node_id] = 2
-                    append(node_id)
+        if blocks:
+            state.update(dict.fromkeys(chain.from_iterable(blocks.values()), 2))
+            get_block, extend = blocks.get, order.extend
+            for root in [n for n in nodes if n in blocks or n not in state]:  # in insertion order
+                block = get_block(root)
+                if block is not None:
+                    extend(block)
+                elif root not in state:  # not reached by an earlier root's walk
+                    depth_first(root, nodes, state, order)
+        else:
+            for root in nodes:
+                if root not in state:
+                    depth_first(root, nodes, state, order)
         self._order, self._order_version = order, self.version
         return order
 
@@ -133,3 +128,37 @@ class Graph:
                     g.add_edge(ref, node_id)
             self._nx, self._nx_version = g, self.version
         return self._nx
+
+
+def depth_first(root: str, nodes: Mapping[str, Node], state: dict[str, int],
+                order: list[str]) -> None:
+    """Append ``root`` and every input it reaches not yet in ``state`` (1: on the stack,
+    2: done) to ``order``, inputs first, each node's inputs in their order; ``ValueError``
+    on a cycle."""
+    append = order.append
+    inputs = nodes[root].inputs
+    if not inputs:  # a leaf (every source): done at once
+        state[root] = 2
+        append(root)
+        return
+    state[root] = 1
+    stack = [(root, iter(inputs))]
+    while stack:
+        node_id, rest = stack[-1]
+        for ref in rest:
+            s = state.get(ref)
+            if s is None:
+                inputs = nodes[ref].inputs
+                if not inputs:  # a leaf: done without a stack frame (the same order)
+                    state[ref] = 2
+                    append(ref)
+                    continue
+                state[ref] = 1
+                stack.append((ref, iter(inputs)))
+                break
+            if s == 1:
+                raise ValueError(f"cycle through {ref}")
+        else:
+            stack.pop()
+            state[node_id] = 2
+            append(node_id)

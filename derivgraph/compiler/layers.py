@@ -17,18 +17,20 @@ proves that once per graph version, column by column over each table:
   spec's formula sharing its op through CSE, or reading its derived tensor).
 
 What else a phase reads per layer (layouts, storage, addresses) it checks itself
-(:mod:`derivgraph.compiler.infer`, :mod:`derivgraph.compiler.lower`).
+(:mod:`derivgraph.compiler.infer`, :mod:`derivgraph.compiler.lower`). :func:`row_blocks` gives
+the topological order's walk of each such row from its template's.
 """
 
 from __future__ import annotations
 
-from itertools import chain
+from itertools import chain, repeat
+from operator import itemgetter, sub
 
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.instances import InstanceTable, aligned_rows
-from derivgraph.compiler.ir import NodeKind
+from derivgraph.compiler.ir import Node, NodeKind, depth_first
 
-__all__ = ["closed_layers", "layer_nodes"]
+__all__ = ["closed_layers", "layer_nodes", "row_blocks"]
 
 
 def closed_layers(graph: DerivedGraph) -> list[InstanceTable]:
@@ -48,8 +50,11 @@ def closed_layers(graph: DerivedGraph) -> list[InstanceTable]:
             continue
         size = len(template)
         keep = aligned_rows(nodes, table)
-        keep = [ok and len(set(row)) == size and not _users_differ(users, row, total)
-                for ok, row in zip(keep, table.rows)]
+        if _users_as_template(users, table):  # then no row's total differs
+            keep = [ok and len(set(row)) == size for ok, row in zip(keep, table.rows)]
+        else:
+            keep = [ok and len(set(row)) == size and not _users_differ(users, row, total)
+                    for ok, row in zip(keep, table.rows)]
         closed = table if all(keep) else table.subset(keep)
         if closed.rows:
             found.append(closed)
@@ -60,6 +65,14 @@ def closed_layers(graph: DerivedGraph) -> list[InstanceTable]:
 def _users_differ(users: dict[str, list[str]], ids: tuple[str, ...], total: int) -> bool:
     """Whether the layer's nodes have another number of users than its template's."""
     return sum(map(len, map(users.__getitem__, ids))) != total
+
+
+def _users_as_template(users: dict[str, list[str]], table: InstanceTable) -> bool:
+    """Whether every row's node has as many users as the template's node in its position
+    (one C-level sweep per column): then every row's total is the template's."""
+    n = len(table.rows)
+    return all(list(map(len, map(users.get, table.column(k), repeat((), n))))
+               == [len(users[t])] * n for k, t in enumerate(table.template))
 
 
 def _closed_users(graph: DerivedGraph, template: tuple[str, ...]) -> int:
@@ -83,3 +96,71 @@ def _closed_users(graph: DerivedGraph, template: tuple[str, ...]) -> int:
 def layer_nodes(tables: list[InstanceTable]) -> set[str]:
     """Every node of every row of ``tables`` (one set, built from the rows as they are)."""
     return set(chain.from_iterable(table.ids() for table in tables))
+
+
+def row_blocks(graph: DerivedGraph, tables: list[InstanceTable]) -> dict[str, tuple[str, ...]]:
+    """Per row of ``tables`` (closed rows, :func:`closed_layers`): its first derived tensor ->
+    the row's nodes in the order the topological walk (:meth:`Graph.order
+    <derivgraph.compiler.ir.Graph.order>`) emits them, its template's walk renamed.
+
+    Every derived tensor is inserted before any source or op (:func:`build_graph
+    <derivgraph.compiler.build.build_graph>`), and nothing outside a closed row reads one of
+    its nodes; so where the row's derived tensors were inserted one after another in its
+    order (checked here), the walk reaches the row first at its first derived tensor and,
+    through its derived tensors in turn, emits exactly what it emits for the template (the
+    shared constants, leaves, were emitted with the template). Only for a template whose
+    derived tensors reach all its nodes (else a node would be emitted later, as a root of
+    its own)."""
+    blocks: dict[str, tuple[str, ...]] = {}
+    where: dict[str, int] | None = None  # derived tensor -> its insertion position
+    for table in tables:
+        walk, lead = _template_walk(graph, table.template)
+        if walk is None:
+            continue
+        if where is None:
+            where = {n: i for i, n in enumerate(graph.derived)}
+        rows = _inserted_in_order(where, table.rows, lead)
+        pick = itemgetter(*walk)
+        if len(walk) == 1:
+            blocks.update((row[0], (pick(row),)) for row in rows)
+        else:
+            blocks.update((row[0], pick(row)) for row in rows)
+    return blocks
+
+
+def _inserted_in_order(where: dict[str, int], rows: list[tuple[str, ...]],
+                       lead: int) -> list[tuple[str, ...]]:
+    """The rows whose first ``lead`` nodes were inserted one after another, in that order
+    (one C-level sweep per column; row by row only where one differs)."""
+    first = list(map(where.__getitem__, [row[0] for row in rows]))
+    n = len(rows)
+    if all(list(map(sub, map(where.get, [row[k] for row in rows]), first)) == [k] * n
+           for k in range(1, lead)):
+        return rows
+    return [row for row in rows
+            if [where.get(row[k], -1) - where[row[0]] for k in range(lead)] == list(range(lead))]
+
+
+def _template_walk(graph: DerivedGraph, template: tuple[str, ...],
+                   ) -> tuple[list[int] | None, int]:
+    """The template's positions in the order the walk from its leading derived tensors
+    emits them (inputs from outside it counted as emitted; None when it leads with no
+    derived tensor, does not reach all its nodes, or holds a cycle), and how many derived
+    tensors it leads with."""
+    nodes, derived = graph.nodes, graph.derived
+    lead = next((i for i, n in enumerate(template) if n not in derived), len(template))
+    if not lead:
+        return None, lead
+    own = {n: i for i, n in enumerate(template)}
+    mine: dict[str, Node] = {n: nodes[n] for n in template}
+    state = {ref: 2 for node in mine.values() for ref in node.inputs if ref not in own}
+    order: list[str] = []
+    try:
+        for root in template[:lead]:
+            if root not in state:
+                depth_first(root, mine, state, order)
+    except (ValueError, KeyError):  # a cycle, or an input outside it not counted above
+        return None, lead
+    if len(order) != len(template):
+        return None, lead
+    return [own[n] for n in order], lead

@@ -290,7 +290,11 @@ def _index_seq(seq: tuple[Any, ...], rest: list[str], resolver: Resolver) -> Any
     return value
 
 
-def device_of(bound: BoundSpec, decl: DerivedTensor) -> torch.device:
+def device_of(bound: BoundSpec, decl: DerivedTensor,
+              plain: dict[type, bool] | None = None) -> torch.device:
+    """The device of ``decl``'s tensor on ``bound``: its declared one, else the module's
+    first parameter's (or buffer's). ``plain`` memoizes :func:`_plain_members` per module
+    class for one build."""
     if decl.device:
         if decl.device == "cpu" or decl.device.startswith("cuda") or decl.device == "meta":
             return torch.device(decl.device)
@@ -300,7 +304,14 @@ def device_of(bound: BoundSpec, decl: DerivedTensor) -> torch.device:
         if isinstance(value, (str, torch.device)):
             return torch.device(value)
     module = bound.module
-    if _plain_members(type(module)):  # the first of parameters(): the module's own, if any
+    cls = type(module)
+    if plain is None:
+        own = _plain_members(cls)
+    else:
+        own = plain.get(cls)
+        if own is None:
+            own = plain[cls] = _plain_members(cls)
+    if own:  # the first of parameters(): the module's own, if any
         for t in module._parameters.values():
             if t is not None:
                 return t.device

@@ -1,0 +1,70 @@
+"""Binding checks a spec's declaration once for all the modules it matched where that is
+proven (no module holds the name, each class passes the owner and member checks), and module
+by module otherwise: every problem one module has is still reported, at that module."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from derivgraph import DerivedTensor, Spec, Target
+from derivgraph.compiler.bind import check_bindings, match_specs
+from derivgraph.errors import Rule
+
+
+class Layer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(4), requires_grad=False)
+
+
+class MethodLayer(Layer):
+    def inv(self) -> None:  # a method where the spec binds a tensor
+        return None
+
+
+class Other(nn.Module):
+    pass
+
+
+def _spec() -> Spec:
+    return Spec(name="s", target=Target(module_class=["Layer"]),
+                derived=[DerivedTensor(name="inv", kind="attribute", formula="1.0 / scale"),
+                         DerivedTensor(name="twice", kind="attribute", formula="2.0 * scale")])
+
+
+def _stack(*layers: nn.Module) -> nn.Module:
+    root = nn.Module()
+    root.layers = nn.ModuleList(layers)
+    return root
+
+
+def test_free_names_report_nothing() -> None:
+    model = _stack(*(Layer() for _ in range(5)))
+    assert check_bindings(match_specs(model, [_spec()])) == []
+
+
+def test_one_module_holding_the_name_is_reported_alone() -> None:
+    layers = [Layer() for _ in range(5)]
+    layers[3].inv = 7  # a plain int where the derived tensor would go
+    layers[1].register_buffer("twice", torch.zeros(2), persistent=False)  # a tensor: fine
+    layers[4].twice = None  # None without `replace`
+    issues = check_bindings(match_specs(_stack(*layers), [_spec()]))
+    assert [(i.rule, i.node) for i in issues] == [(Rule.UNSAFE_NAME, "layers.3.inv"),
+                                                  (Rule.UNSAFE_NAME, "layers.4.twice")]
+    assert "Layer.inv holds a int" in issues[0].message
+    assert "is None" in issues[1].message
+
+
+def test_a_class_with_a_member_of_that_name_is_reported_at_each_module() -> None:
+    model = _stack(Layer(), MethodLayer(), Layer(), MethodLayer())
+    issues = check_bindings(match_specs(model, [_spec()]))
+    assert [(i.rule, i.node) for i in issues] == [(Rule.UNSAFE_NAME, "layers.1.inv"),
+                                                  (Rule.UNSAFE_NAME, "layers.3.inv")]
+    assert all("MethodLayer.inv is a function" in i.message for i in issues)
+
+
+def test_the_class_test_is_per_module_class() -> None:
+    model = _stack(Layer(), Other(), MethodLayer(), Other(), Layer())
+    bound = match_specs(model, [_spec()])
+    assert [b.module_path for b in bound] == ["layers.0", "layers.2", "layers.4"]

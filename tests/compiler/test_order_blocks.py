@@ -1,0 +1,91 @@
+"""The topological order takes a closed stamped row's walk from its template's
+(:func:`derivgraph.compiler.layers.row_blocks`): the order is the plain walk's, node for node,
+and a template whose derived tensors do not reach all its nodes gives no block."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from torch import nn
+
+from derivgraph import DerivedTensor, Spec, Target, compile_plan
+from derivgraph.compiler.instances import InstanceTable
+from derivgraph.compiler.ir import Graph, Node, NodeKind
+from derivgraph.compiler.layers import closed_layers, row_blocks
+from derivgraph.compiler.stamp import stamping
+from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+
+
+def _plain_order(nodes: dict[str, Node]) -> list[str]:
+    """The walk without blocks, on a fresh graph holding the same nodes."""
+    plain = Graph()
+    plain.nodes = nodes
+    plain.version = 1
+    return plain.order()
+
+
+def _compiled(model: nn.Module, specs: list[Spec]) -> Any:
+    with stamping(True):
+        return compile_plan(model, specs).graph
+
+
+def test_scaling_order_is_the_plain_walk() -> None:
+    graph = _compiled(scaling_model(6), [scaling_spec()])
+    blocks = row_blocks(graph, closed_layers(graph))
+    assert len(blocks) == graph.stamped == 5  # every stamped row took its template's walk
+    assert blocks["layers.3.inv"] == ("layers.3.scale", "%8:div", "layers.3.inv",
+                                      "layers.3.weight", "%9:mul", "layers.3.prod",
+                                      "layers.3.strides", "layers.3.scale_alias")
+    assert graph.ordered() == _plain_order(graph.nodes)
+
+
+def test_rows_reading_each_other_and_an_open_row() -> None:
+    """Derived tensors reading derived tensors of their row, and a row whose source another
+    spec reads (not closed: walked as before)."""
+    spec = Spec(name="chain", target=Target(module_class=["ScalingLayer"]),
+                derived=[DerivedTensor(name="b", kind="attribute", formula="a * weight"),
+                         DerivedTensor(name="a", kind="attribute", formula="scale + 1.0"),
+                         DerivedTensor(name="c", kind="attribute", formula="b - a")])
+    reader = Spec(name="reader", target=Target(module_class=["ScalingStack"]),
+                  derived=[DerivedTensor(name="r", kind="attribute",
+                                         formula="layers[2].scale * 2.0")])
+    graph = _compiled(scaling_model(5), [spec, reader])
+    blocks = row_blocks(graph, closed_layers(graph))
+    assert graph.stamped == 4 and "layers.1.b" in blocks and "layers.2.b" not in blocks
+    assert graph.ordered() == _plain_order(graph.nodes)
+
+
+def test_a_template_node_its_derived_tensors_do_not_reach_gives_no_block() -> None:
+    """``t_extra`` (say, a source made and not read) is walked as a root of its own, after
+    every derived tensor: a block for its rows would emit their derived tensors' walk and
+    drop their extra node."""
+    g = Graph()
+    for d, src in (("t", "t_src"), ("r1", "r1_src"), ("r2", "r2_src")):
+        g.add(Node(d, NodeKind.DERIVED, inputs=(src,)))
+    for name in ("t_src", "t_extra", "r1_src", "r1_extra", "r2_src", "r2_extra"):
+        g.add(Node(name, NodeKind.SOURCE))
+    graph = SimpleNamespace(nodes=g.nodes, derived=dict.fromkeys(("t", "r1", "r2")))
+    table = InstanceTable(("t", "t_src", "t_extra"),
+                          [("r1", "r1_src", "r1_extra"), ("r2", "r2_src", "r2_extra")])
+    assert row_blocks(graph, [table]) == {}  # type: ignore[arg-type]
+    reached = InstanceTable(("t", "t_src"), [("r1", "r1_src"), ("r2", "r2_src")])
+    assert row_blocks(graph, [reached]) == {  # type: ignore[arg-type]
+        "r1": ("r1_src", "r1"), "r2": ("r2_src", "r2")}
+    want = ["t_src", "t", "r1_src", "r1", "r2_src", "r2", "t_extra", "r1_extra", "r2_extra"]
+    assert g.order(row_blocks(graph, [table])) == want == _plain_order(g.nodes)  # type: ignore[arg-type]
+
+
+def test_a_row_whose_derived_tensors_were_inserted_in_another_order_gives_no_block() -> None:
+    """A row recording its derived tensors in another order than they were inserted (a
+    stamper bug) is walked as before: its block would start the walk at the wrong one."""
+    g = Graph()
+    for d in ("ta", "tb", "ra", "rb", "sa", "sb"):
+        g.add(Node(d, NodeKind.DERIVED, inputs=(d[0] + "src",)))
+    for src in ("tsrc", "rsrc", "ssrc"):
+        g.add(Node(src, NodeKind.SOURCE))
+    graph = SimpleNamespace(nodes=g.nodes, derived=dict.fromkeys(("ta", "tb", "ra", "rb",
+                                                                   "sa", "sb")))
+    table = InstanceTable(("ta", "tb", "tsrc"), [("rb", "ra", "rsrc"), ("sa", "sb", "ssrc")])
+    assert row_blocks(graph, [table]) == {"sa": ("ssrc", "sa", "sb")}  # type: ignore[arg-type]
+    assert g.order(row_blocks(graph, [table])) == _plain_order(g.nodes)  # type: ignore[arg-type]
