@@ -24,7 +24,7 @@ import torch
 
 from derivgraph.compiler import flat
 
-__all__ = ["FlatCopy", "flat_runs"]
+__all__ = ["FlatCopy", "flat_runs", "layout_runs"]
 
 
 class FlatCopy:
@@ -67,13 +67,9 @@ def _flat_copy(ours: Sequence[torch.Tensor]) -> FlatCopy | None:
     return copy
 
 
-def flat_runs(ours: Sequence[torch.Tensor]) -> list[tuple[int, int, FlatCopy]]:
-    """``(start, end, copy)`` for the runs of ``ours`` (sorted so that equal layouts are
-    adjacent) that take the flat copy: CPU, a plain dtype, one shape of ndim >= 1 and at most
-    :data:`~derivgraph.compiler.flat.MAX_MEAN` elements, at least
-    :data:`~derivgraph.compiler.flat.MIN_GROUP` tensors, each run at most
-    :data:`~derivgraph.compiler.flat.MAX_ELEMENTS` elements (aten's grain size: one thread)."""
-    runs: list[tuple[int, int, FlatCopy]] = []
+def layout_runs(ours: Sequence[torch.Tensor]) -> list[tuple[int, int]]:
+    """``[start, end)`` of each maximal run of ``ours`` of one dtype, device and shape."""
+    runs = []
     start = 0
     while start < len(ours):
         first = ours[start]
@@ -81,6 +77,22 @@ def flat_runs(ours: Sequence[torch.Tensor]) -> list[tuple[int, int, FlatCopy]]:
         while end < len(ours) and ours[end].dtype == first.dtype \
                 and ours[end].device == first.device and ours[end].shape == first.shape:
             end += 1
+        runs.append((start, end))
+        start = end
+    return runs
+
+
+def flat_runs(ours: Sequence[torch.Tensor], layouts: Sequence[tuple[int, int]] | None = None,
+              ) -> list[tuple[int, int, FlatCopy]]:
+    """``(start, end, copy)`` for the runs of ``ours`` (sorted so that equal layouts are
+    adjacent) that take the flat copy: CPU, a plain dtype, one shape of ndim >= 1 and at most
+    :data:`~derivgraph.compiler.flat.MAX_MEAN` elements, at least
+    :data:`~derivgraph.compiler.flat.MIN_GROUP` tensors, each run at most
+    :data:`~derivgraph.compiler.flat.MAX_ELEMENTS` elements (aten's grain size: one thread).
+    ``layouts``: :func:`layout_runs` of ``ours`` where the caller knows them already."""
+    runs: list[tuple[int, int, FlatCopy]] = []
+    for start, end in layout_runs(ours) if layouts is None else layouts:
+        first = ours[start]
         numel = first.numel()
         if first.device.type == "cpu" and first.dtype in flat.COPY_DTYPES and first.dim() >= 1 \
                 and 0 < numel <= flat.MAX_MEAN:
@@ -90,5 +102,4 @@ def flat_runs(ours: Sequence[torch.Tensor]) -> list[tuple[int, int, FlatCopy]]:
                 copy = _flat_copy(ours[a:b]) if b - a >= flat.MIN_GROUP else None
                 if copy is not None:
                     runs.append((a, b, copy))
-        start = end
     return runs

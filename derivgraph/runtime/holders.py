@@ -66,12 +66,15 @@ class Holders:
         self._source_checks = self._source_watch = None
         objs = self.walk().objects
         rows = []
-        prefixes: set[str] = set()
+        owner_paths: set[str] = set()  # each owner's prefixes taken once (it holds several)
         for src, _where, tensor, ptr in self._sources:
             owner_path, _, name = src.rpartition(".")
             owner = objs.get(owner_path, MISSING) if owner_path else self.model
             rows.append((src, holder_dict(owner, name) if owner is not MISSING else None,
                          tensor, ptr))
+            owner_paths.add(owner_path)
+        prefixes: set[str] = set()
+        for owner_path in owner_paths:
             parts = owner_path.split(".") if owner_path else []
             prefixes.update(".".join(parts[: i + 1]) for i in range(len(parts)))
         self._sources = rows

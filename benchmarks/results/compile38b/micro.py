@@ -1,0 +1,98 @@
+"""In-process A/B of the functions this branch changed, on one 100k scaling model (stamped).
+
+Each base function comes from the base tree's module file loaded by path (its imports come
+from this tree, so only the changed module body differs); base and this tree alternate
+``--rounds`` times on the same inputs; process seconds, medians. Run from the worktree root:
+
+    PYTHONPATH=. python3 benchmarks/results/compile38b/micro.py --base /tmp/base_compile38b
+"""
+
+import argparse
+import gc
+import importlib.util
+import json
+import statistics
+import sys
+import time
+
+from derivgraph import adoption
+from derivgraph.compiler.owners import PathReader
+from derivgraph.compiler.stamp import stamping
+from derivgraph.planner import _prepare, compile_plan
+from derivgraph.runtime import engine, holders
+from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+
+
+def load(base: str, rel: str, name: str):
+    spec = importlib.util.spec_from_file_location(name, f"{base}/{rel}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--base", required=True)
+parser.add_argument("--size", type=int, default=100000)
+parser.add_argument("--rounds", type=int, default=7)
+parser.add_argument("--only", default="")
+args = parser.parse_args()
+b_adoption = load(args.base, "derivgraph/adoption.py", "base_adoption")
+b_holders = load(args.base, "derivgraph/runtime/holders.py", "base_holders")
+b_engine = load(args.base, "derivgraph/runtime/engine.py", "base_engine")
+b_flat = load(args.base, "derivgraph/runtime/flat_copy.py", "base_flat_copy")
+b_engine.flat_runs = b_flat.flat_runs
+
+spec = scaling_spec()
+with stamping(True):
+    model = scaling_model(args.size // 4)
+    plan0, values, _, _ = _prepare(model, [spec], False, True)
+    plan = compile_plan(scaling_model(args.size // 4), [spec])
+sources = plan.tensors.sources
+table = plan.holders.table
+targets = plan._refill_targets()
+constants, opaque = set(plan.constant_entries), set(plan._opaque())
+
+
+def facts(planned):
+    return [(e.id, id(e.storage), e.slot, e.adopted, type(x).__name__,
+             x.data_ptr() if hasattr(x, "data_ptr") else x) for e, x in planned]
+
+
+def refill_facts(t):
+    return (t.ids, t.index, [id(s) for s in t.storages], t.spans, t.nbytes, t.rest_spans,
+            [(a, b, c.starts.tolist()) for a, b, c in t.flat], t.is_constant, t.engine, t.whole,
+            t.complete, t._numels)
+
+
+cases = {
+    "adopt_or_allocate": (
+        lambda: b_adoption.adopt_or_allocate(plan0, values, PathReader(model)),
+        lambda: adoption.adopt_or_allocate(plan0, values, PathReader(model)), facts),
+    "holders.bind": (
+        lambda: b_holders.Holders(plan.model, plan.entries).bind(sources),
+        lambda: holders.Holders(plan.model, plan.entries).bind(sources), None),
+    "RefillTable": (
+        lambda: b_engine.RefillTable(table, targets, constants, opaque),
+        lambda: engine.RefillTable(table, targets, constants, opaque), refill_facts),
+}
+if args.only:
+    cases = {k: v for k, v in cases.items() if k in args.only.split(",")}
+for name, (base, mine, same) in cases.items():
+    if same is not None:
+        assert same(base()) == same(mine()), name
+gc.disable()
+out = {}
+for name, (base, mine, _) in cases.items():
+    times = {"base": [], "mine": []}
+    for _ in range(args.rounds):
+        for tag, fn in (("base", base), ("mine", mine)):
+            gc.collect()
+            start = time.process_time()
+            result = fn()
+            times[tag].append(time.process_time() - start)
+            del result
+    out[name] = {tag: round(statistics.median(v), 4) for tag, v in times.items()}
+    out[name]["pairs"] = [(round(a, 4), round(b, 4)) for a, b in zip(times["base"], times["mine"])]
+    print(f"{name:24} base {out[name]['base']:.4f}  mine {out[name]['mine']:.4f}")  # noqa: T201
+print(json.dumps(out))  # noqa: T201
