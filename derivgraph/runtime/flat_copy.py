@@ -26,6 +26,9 @@ from derivgraph.compiler import flat
 
 __all__ = ["FlatCopy", "flat_runs", "layout_runs"]
 
+_untyped, _ptr = torch.Tensor.untyped_storage, torch.Tensor.data_ptr
+_contiguous = torch.Tensor.is_contiguous
+
 
 class FlatCopy:
     """``ours[i].copy_(theirs[i])`` for a fixed list ``ours`` of contiguous CPU tensors of one
@@ -36,13 +39,14 @@ class FlatCopy:
 
     def __init__(self, ours: Sequence[torch.Tensor], span: flat.Span):
         first = ours[0]
-        self.held = [t.untyped_storage() for t in ours]  # every address below stays valid
+        self.held = list(map(_untyped, ours))  # every address below stays valid
         size = first.numel() * first.element_size()
         memory = span.view.view(torch.uint8).numpy()  # the bytes from the lowest target on
         # a row of ``size`` bytes at every byte: target i is row starts[i] (written, never read)
         self.rows = np.lib.stride_tricks.as_strided(
             memory, shape=(memory.size - size + 1, size), strides=(1, 1), writeable=True)
-        self.starts = np.array([t.data_ptr() - span.low for t in ours], dtype=np.intp)
+        self.starts = np.array(list(map(_ptr, ours)), dtype=np.intp)
+        self.starts -= span.low
         self.buf = torch.empty((len(ours) * first.shape[0], *first.shape[1:]),
                                dtype=first.dtype)
         self.src = self.buf.view(-1).view(torch.uint8).numpy().reshape(len(ours), size)
@@ -55,7 +59,7 @@ class FlatCopy:
 def _flat_copy(ours: Sequence[torch.Tensor]) -> FlatCopy | None:
     """A :class:`FlatCopy` over ``ours``, None where one cannot copy them exactly (a target not
     contiguous, or two overlapping: foreach order)."""
-    if not all(t.is_contiguous() for t in ours):
+    if not all(map(_contiguous, ours)):
         return None
     span = flat.span_of(ours)
     if span is None:

@@ -19,7 +19,7 @@ from derivgraph import adoption
 from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.stamp import stamping
 from derivgraph.planner import _prepare, compile_plan
-from derivgraph.runtime import engine, holders
+from derivgraph.runtime import accessors, engine, holders, storage
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
 
@@ -38,7 +38,11 @@ parser.add_argument("--rounds", type=int, default=7)
 parser.add_argument("--only", default="")
 args = parser.parse_args()
 b_adoption = load(args.base, "derivgraph/adoption.py", "base_adoption")
+b_access = load(args.base, "derivgraph/runtime/accessors.py", "base_accessors")
 b_holders = load(args.base, "derivgraph/runtime/holders.py", "base_holders")
+for name in ("NO_DICT", "HolderTable", "HopTable", "holder_of"):  # the base's accessors
+    setattr(b_holders, name, getattr(b_access, name))
+b_storage = load(args.base, "derivgraph/runtime/storage.py", "base_storage")
 b_engine = load(args.base, "derivgraph/runtime/engine.py", "base_engine")
 b_flat = load(args.base, "derivgraph/runtime/flat_copy.py", "base_flat_copy")
 b_engine.flat_runs = b_flat.flat_runs
@@ -52,11 +56,19 @@ sources = plan.tensors.sources
 table = plan.holders.table
 targets = plan._refill_targets()
 constants, opaque = set(plan.constant_entries), set(plan._opaque())
+held = list(table.entries)
+bound = {**sources, **plan.tensors.constants}
+bound.update((k, e.storage) for k, e in plan.entries.items() if hasattr(e.storage, "data_ptr"))
+
+
+
+def base_where(entry):
+    return b_access.holder_of(plan.holders.hops.objects, plan.model, entry)
 
 
 def facts(planned):
     return [(e.id, id(e.storage), e.slot, e.adopted, type(x).__name__,
-             x.data_ptr() if hasattr(x, "data_ptr") else x) for e, x in planned]
+             x.data_ptr() if hasattr(x, "data_ptr") else repr(x)) for e, x in planned]
 
 
 def refill_facts(t):
@@ -72,6 +84,12 @@ cases = {
     "holders.bind": (
         lambda: b_holders.Holders(plan.model, plan.entries).bind(sources),
         lambda: holders.Holders(plan.model, plan.entries).bind(sources), None),
+    "HolderTable": (
+        lambda: b_access.HolderTable(held, base_where),
+        lambda: accessors.HolderTable(held, plan.holders._where), None),
+    "BoundViews.views": (
+        lambda: b_storage.BoundViews(plan.graph, bound).views(),
+        lambda: storage.BoundViews(plan.graph, bound).views(), lambda v: sorted(v)),
     "RefillTable": (
         lambda: b_engine.RefillTable(table, targets, constants, opaque),
         lambda: engine.RefillTable(table, targets, constants, opaque), refill_facts),
@@ -81,6 +99,14 @@ if args.only:
 for name, (base, mine, same) in cases.items():
     if same is not None:
         assert same(base()) == same(mine()), name
+if "HolderTable" in cases:  # the same accessors (the base's NO_DICT is its own object)
+    a, b = cases["HolderTable"][0](), cases["HolderTable"][1]()
+    assert [d is b_access.NO_DICT for d in a.dicts] == [d is accessors.NO_DICT for d in b.dicts]
+    assert [id(d) for d in a.dicts if d is not b_access.NO_DICT] == \
+        [id(d) for d in b.dicts if d is not accessors.NO_DICT]
+    assert (a.keys, a.fast, a.ptrs, a.ids, a._by_owner, a._all_fast) == \
+        (b.keys, b.fast, b.ptrs, b.ids, b._by_owner, b._all_fast)
+    assert all(x is y for x, y in zip(a.storages, b.storages))
 gc.disable()
 out = {}
 for name, (base, mine, _) in cases.items():
