@@ -18,6 +18,7 @@ no two targets overlap (checked here: then the rows written are disjoint).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import methodcaller
 
 import numpy as np
 import torch
@@ -26,8 +27,9 @@ from derivgraph.compiler import flat
 
 __all__ = ["FlatCopy", "flat_runs", "layout_runs"]
 
-_untyped, _ptr = torch.Tensor.untyped_storage, torch.Tensor.data_ptr
-_contiguous = torch.Tensor.is_contiguous
+# each tensor's own methods (as ``t.data_ptr()``), called in C-level sweeps
+_untyped, _ptr = methodcaller("untyped_storage"), methodcaller("data_ptr")
+_contiguous = methodcaller("is_contiguous")
 
 
 class FlatCopy:

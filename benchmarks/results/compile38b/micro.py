@@ -19,6 +19,7 @@ from derivgraph import adoption
 from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.stamp import stamping
 from derivgraph.planner import _prepare, compile_plan
+from derivgraph.compiler import codegen
 from derivgraph.runtime import accessors, engine, holders, storage
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
@@ -43,6 +44,7 @@ b_holders = load(args.base, "derivgraph/runtime/holders.py", "base_holders")
 for name in ("NO_DICT", "HolderTable", "HopTable", "holder_of"):  # the base's accessors
     setattr(b_holders, name, getattr(b_access, name))
 b_storage = load(args.base, "derivgraph/runtime/storage.py", "base_storage")
+b_codegen = load(args.base, "derivgraph/compiler/codegen.py", "base_codegen")
 b_engine = load(args.base, "derivgraph/runtime/engine.py", "base_engine")
 b_flat = load(args.base, "derivgraph/runtime/flat_copy.py", "base_flat_copy")
 b_engine.flat_runs = b_flat.flat_runs
@@ -90,6 +92,10 @@ cases = {
     "BoundViews.views": (
         lambda: b_storage.BoundViews(plan.graph, bound).views(),
         lambda: storage.BoundViews(plan.graph, bound).views(), lambda v: sorted(v)),
+    "build_program (install)": (
+        lambda: b_codegen.build_program(plan.tensors, b_codegen.Bindings(), plan.steps, "p"),
+        lambda: codegen.build_program(plan.tensors, codegen.Bindings(), plan.steps, "p"),
+        lambda prog: prog.source),
     "RefillTable": (
         lambda: b_engine.RefillTable(table, targets, constants, opaque),
         lambda: engine.RefillTable(table, targets, constants, opaque), refill_facts),
