@@ -24,29 +24,25 @@ from derivgraph.runtime import accessors, engine, holders, storage
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
 
-def load(base: str, rel: str, name: str):
-    spec = importlib.util.spec_from_file_location(name, f"{base}/{rel}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 parser = argparse.ArgumentParser()
 parser.add_argument("--base", required=True)
 parser.add_argument("--size", type=int, default=100000)
 parser.add_argument("--rounds", type=int, default=7)
 parser.add_argument("--only", default="")
 args = parser.parse_args()
-b_adoption = load(args.base, "derivgraph/adoption.py", "base_adoption")
-b_access = load(args.base, "derivgraph/runtime/accessors.py", "base_accessors")
-b_holders = load(args.base, "derivgraph/runtime/holders.py", "base_holders")
+BASE_FILES = {"adoption": "adoption", "access": "runtime/accessors", "holders": "runtime/holders",
+              "storage": "runtime/storage", "codegen": "compiler/codegen",
+              "engine": "runtime/engine", "flat": "runtime/flat_copy"}
+base_modules = {}
+for short, rel in BASE_FILES.items():  # each base file by path, under a name of its own
+    found = importlib.util.spec_from_file_location(f"base_{short}", f"{args.base}/derivgraph/{rel}.py")
+    base_modules[short] = sys.modules[found.name] = importlib.util.module_from_spec(found)
+    found.loader.exec_module(base_modules[short])
+b_adoption, b_access, b_holders = (base_modules[k] for k in ("adoption", "access", "holders"))
+b_storage, b_codegen, b_engine, b_flat = (base_modules[k]
+                                          for k in ("storage", "codegen", "engine", "flat"))
 for name in ("NO_DICT", "HolderTable", "HopTable", "holder_of"):  # the base's accessors
     setattr(b_holders, name, getattr(b_access, name))
-b_storage = load(args.base, "derivgraph/runtime/storage.py", "base_storage")
-b_codegen = load(args.base, "derivgraph/compiler/codegen.py", "base_codegen")
-b_engine = load(args.base, "derivgraph/runtime/engine.py", "base_engine")
-b_flat = load(args.base, "derivgraph/runtime/flat_copy.py", "base_flat_copy")
 b_engine.flat_runs = b_flat.flat_runs
 
 spec = scaling_spec()
@@ -113,18 +109,27 @@ if "HolderTable" in cases:  # the same accessors (the base's NO_DICT is its own 
     assert (a.keys, a.fast, a.ptrs, a.ids, a._by_owner, a._all_fast) == \
         (b.keys, b.fast, b.ptrs, b.ids, b._by_owner, b._all_fast)
     assert all(x is y for x, y in zip(a.storages, b.storages))
+
+
+def seconds(fn):
+    """Process seconds of one call (after a collection; its result dropped at once)."""
+    gc.collect()
+    start = time.process_time()
+    fn()
+    return time.process_time() - start
+
+
+def alternate(base, mine, rounds):
+    """Process seconds of ``base`` and ``mine``, alternating ``rounds`` times."""
+    pairs = [(seconds(base), seconds(mine)) for _ in range(rounds)]
+    return {"base": [a for a, _ in pairs], "mine": [b for _, b in pairs]}
+
+
 gc.disable()
 out = {}
 for name, (base, mine, _) in cases.items():
-    times = {"base": [], "mine": []}
-    for _ in range(args.rounds):
-        for tag, fn in (("base", base), ("mine", mine)):
-            gc.collect()
-            start = time.process_time()
-            result = fn()
-            times[tag].append(time.process_time() - start)
-            del result
-    out[name] = {tag: round(statistics.median(v), 4) for tag, v in times.items()}
-    out[name]["pairs"] = [(round(a, 4), round(b, 4)) for a, b in zip(times["base"], times["mine"])]
-    print(f"{name:24} base {out[name]['base']:.4f}  mine {out[name]['mine']:.4f}")  # noqa: T201
+    times = alternate(base, mine, args.rounds)
+    row = out[name] = {tag: round(statistics.median(v), 4) for tag, v in times.items()}
+    row["pairs"] = [(round(a, 4), round(b, 4)) for a, b in zip(times["base"], times["mine"])]
+    print(f"{name:24} base {row['base']:.4f}  mine {row['mine']:.4f}")  # noqa: T201
 print(json.dumps(out))  # noqa: T201
