@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from derivgraph.adoption_columns import allocated_rows
+from derivgraph.adoption_columns import alias_rows, allocated_rows
 from derivgraph.compare import max_difference
 from derivgraph.compiler.engine import adoption_problem
 from derivgraph.compiler.graph import DerivedNode
@@ -109,6 +109,7 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | N
 
     derived = graph.derived
     columns = allocated_rows(graph, values, owners, _slot)  # stamped rows: a column at a time
+    columns.update(alias_rows(graph, values, owners, AliasOf))
     for node_id in graph.ordered():
         node = derived.get(node_id)
         if node is None:

@@ -11,6 +11,11 @@ what :func:`~derivgraph.compiler.owners.child` would read at that name on every 
 proven absent a class at a time (:func:`~derivgraph.paths.absent_on_modules`: modules holding
 the name nowhere). A column where that is not proven (a row holding a tensor there, an owner
 of another kind) or a row has another declaration is left to the per-tensor path.
+
+:func:`alias_rows` does the same for a column of aliases whose input is no derived tensor
+(``of`` a source, say): where the name is proven absent on every row's owner, the per-tensor
+path reads nothing else (no tensor to compare, no registry: the slot is ``attribute``, the
+storage is the input's value), so the whole column's entries are made in a few sweeps.
 """
 
 from __future__ import annotations
@@ -23,14 +28,15 @@ from typing import Any
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.layers import closed_layers
 from derivgraph.compiler.owners import PathReader, one_hop
-from derivgraph.paths import Slot, absent_on_modules
+from derivgraph.paths import MISSING, Slot, absent_on_modules
 from derivgraph.runtime.entry import Entry
 from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind, is_engine
 
-__all__ = ["allocated_rows"]
+__all__ = ["alias_rows", "allocated_rows"]
 
 _is = operator.is_
 _decl, _owner_path = operator.attrgetter("decl"), operator.attrgetter("owner_path")
+_input = operator.attrgetter("input")
 
 
 def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
@@ -56,4 +62,40 @@ def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathRead
             entries = list(map(Entry, nodes, repeat(None), repeat(slot(first.kind)),
                                repeat(False)))
             out.update(zip(ids, zip(entries, map(values.__getitem__, ids))))
+    return out
+
+
+def alias_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
+               alias_of: Callable[[str], Any]) -> dict[str, tuple[Entry, Any]]:
+    """Node id -> (its entry, ``alias_of(input)``) for every stamped row's alias whose input is
+    no derived tensor, taken a column at a time where the per-tensor path would read nothing
+    else: every row's node has the template node's declaration (the same object), the name is
+    proven absent on every row's owner (:func:`~derivgraph.paths.absent_on_modules`: then
+    :func:`~derivgraph.compiler.owners.child` reads :data:`~derivgraph.paths.MISSING` there,
+    so there is nothing to compare, and :func:`~derivgraph.paths.slot_of` says
+    ``Slot.MISSING``: the alias's slot is ``Slot.ATTRIBUTE``); the entry holds the row's
+    value (its input's), not adopted."""
+    derived = graph.derived
+    out: dict[str, tuple[Entry, Any]] = {}
+    for table in closed_layers(graph):
+        for k, template in enumerate(table.template):
+            first = derived.get(template)
+            if first is None or first.kind is not TensorKind.ALIAS:
+                continue
+            ids = table.column(k)
+            nodes = list(map(derived.get, ids))
+            if None in nodes or not all(map(_is, map(_decl, nodes), repeat(first.decl))):
+                continue
+            inputs = list(map(_input, nodes))
+            if None in inputs or any(map(derived.__contains__, inputs)):
+                continue  # an alias of a derived tensor: bound once that one has storage
+            name = first.decl.name
+            found = owners.owners(list(map(_owner_path, nodes)))
+            if not (one_hop(name) and absent_on_modules(found, name)):
+                continue
+            targets = list(map(values.__getitem__, ids))
+            if any(map(_is, targets, repeat(MISSING))):
+                continue  # adopted would read `current is target`: one by one
+            entries = list(map(Entry, nodes, targets, repeat(Slot.ATTRIBUTE), repeat(False)))
+            out.update(zip(ids, zip(entries, map(alias_of, inputs))))
     return out

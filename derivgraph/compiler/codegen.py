@@ -19,7 +19,7 @@ import re
 import weakref
 from dataclasses import dataclass
 from itertools import repeat
-from operator import is_
+from operator import is_, methodcaller
 from typing import Any, NamedTuple
 
 import torch
@@ -47,6 +47,7 @@ _SCALAR_OK = frozenset({"add", "sub", "mul"})  # `x / c` is not grouped: CUDA mu
 #: reductions of one-element tensors grouped into one call (one element: the same bits)
 _FOREACH_REDUCE = {"amax": "_foreach_max"}
 _UNBOUND = object()
+_IS_CONTIGUOUS, _NUMEL = methodcaller("is_contiguous"), methodcaller("numel")
 _SOURCE, _DERIVED, _SCALAR = NodeKind.SOURCE, NodeKind.DERIVED, TensorKind.SCALAR
 
 
@@ -581,17 +582,21 @@ def _emit_flat(em: Emitter, key: GroupKey, members: list[Step]) -> Lines | None:
     refs = firsts + ([s.args[1].id for s in members] if kind is GroupKind.BINARY else [])
     if not em.locals.keys().isdisjoint(refs):
         return None
-    values = em.ctx.bound_values(refs, _UNBOUND)
+    # the outputs' facts first (a group too large for the flat path is refused without its
+    # operands read), each in one C-level sweep
     outs = [out_tensor(em.ctx, s) for s in members]
-    if not all(isinstance(v, torch.Tensor) for v in values) or not all(
-            isinstance(o, torch.Tensor) and o.is_contiguous() for o in outs):
+    if not (all(map(isinstance, outs, repeat(torch.Tensor)))
+            and all(map(_IS_CONTIGUOUS, outs))):
         return None
     dtype, n = outs[0].dtype, len(outs)
     if n < flat.MIN_GROUP:
         return None
-    total = sum(o.numel() for o in outs)
+    total = sum(map(_NUMEL, outs))
     if dtype not in (flat.COPY_DTYPES if kind is GroupKind.COPY else flat.OP_DTYPES) \
             or total > min(flat.MAX_MEAN * n, flat.MAX_ELEMENTS):
+        return None
+    values = em.ctx.bound_values(refs, _UNBOUND)
+    if not all(isinstance(v, torch.Tensor) for v in values):
         return None
     shapes = [o.shape for o in outs]
     a, b = values[:n], values[n:]

@@ -14,7 +14,7 @@ import fnmatch
 import logging
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import accumulate, compress
+from itertools import accumulate, chain, compress, groupby, repeat
 from typing import Any, NamedTuple
 
 import torch
@@ -237,14 +237,21 @@ class RefillTable:
         self.ids = [usable[i] for i in order]
         self.index = [index[i] for i in order]
         self.storages = [storages[i] for i in order]
-        self.spans = layout_spans(self.storages)
+        # the runs of one (dtype, device, shape) and the spans of one (dtype, device), read
+        # off the sorted keys (equal keys: equal layouts) instead of each tensor again
+        ordered = [keys[i] for i in order]
+        runs = _runs(ordered)
+        self.spans = _runs(ordered, _KIND) if ordered else [(0, 0)]  # as layout_spans([])
         self._pick: Callable[[list[Any]], list[Any]] | None = _picker(self.index, len(table))
         self.shapes = [shapes[i] for i in order]
         self.dtypes = [dtypes[i] for i in order]
-        self.nbytes = [s.numel() * s.element_size() for s in self.storages]
+        # a run's tensors have one numel and element size: read once per run
+        sizes = [(b - a, self.storages[a].numel(), self.storages[a].element_size())
+                 for a, b in runs]
+        self.nbytes = list(chain.from_iterable(repeat(n * e, k) for k, n, e in sizes))
         self._total = sum(self.nbytes)
         # an all-rebuilt read copies runs of small CPU tensors flat, the rest by foreach
-        self.flat = flat_runs(self.storages)
+        self.flat = flat_runs(self.storages, runs)
         self.rest_spans = _without(self.spans, [(a, b) for a, b, _ in self.flat])
         self.is_constant = [t in constants for t in usable]
         self._constants = any(self.is_constant)
@@ -252,7 +259,7 @@ class RefillTable:
         # the targets are every holder of the table (in any order): a read that finds every
         # target rebuilt proves every holder holds a fresh tensor (the rebind sweeps no more)
         self.whole = len(self.index) == len(table) and set(self.index) == set(range(len(table)))
-        self._numels = [s.numel() for s in self.storages]
+        self._numels = list(chain.from_iterable(repeat(n, k) for k, n, _ in sizes))
         self._layouts = Layouts(self.dtypes, self.shapes, self._numels)  # an all-rebuilt read's
         # its guard built now, from the targets (what a fresh tensor must match), so that the
         # first refill of a process does not build it; an engine whose fresh tensors differ
@@ -390,6 +397,15 @@ def _without(spans: list[tuple[int, int]], runs: list[tuple[int, int]]) \
         if end > at:
             out.append((at, end))
     return out
+
+
+_KIND = operator.itemgetter(0, 1)  # a sort key's (dtype, device)
+
+
+def _runs(keys: list[Any], by: Callable[[Any], Any] | None = None) -> list[tuple[int, int]]:
+    """``[start, end)`` runs of equal ``by(key)`` (default: the key) in ``keys``."""
+    cuts = [0, *accumulate(sum(1 for _ in run) for _, run in groupby(keys, by))]
+    return list(zip(cuts, cuts[1:]))
 
 
 def _picker(index: list[int], size: int) -> Callable[[list[Any]], list[Any]] | None:

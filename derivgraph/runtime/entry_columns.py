@@ -11,11 +11,18 @@ in a few sweeps (:meth:`EntryColumn.allocate`, :meth:`EntryColumn.bind`,
 :class:`~derivgraph.runtime.entry.Entry` records stay the plan's per-tensor view
 (``Plan.entries``, keyed by id), holding the column's storages.
 
+A stamped template's alias of a non-derived value (``of`` a source) that the compile binds as
+a fresh attribute is an :class:`AliasColumn`: nothing allocated (every row's entry holds its
+input's value already), bound and recorded the same way (no detached alias: not a held kind).
+
 A column is proven, not trusted: :func:`entry_columns` keeps a column only where every row's
 entry is allocated with the template's kind, slot and name on a plain module that holds the name
 in no registry (what :func:`~derivgraph.paths.set_slot` would bind as one ``__dict__`` store),
 and :meth:`EntryColumn.bind` refuses a column whose owners are not, row by row, the objects at
 its own entries' owner paths (a column with mis-ordered slots), before anything is written.
+An alias column is kept only where every row's entry is an unadopted alias in the attribute
+slot of a value that is no planned entry (so nothing would change its
+storage), held as a tensor on no meta device, on owners proven as above.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from derivgraph.adoption import AliasOf
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.owners import PathReader
 from derivgraph.errors import Rule, SpecIssue, SpecValidationError
@@ -36,7 +44,7 @@ from derivgraph.paths import Slot
 from derivgraph.runtime.entry import Entry
 from derivgraph.spec.kinds import TensorKind
 
-__all__ = ["EntryColumn", "entry_columns"]
+__all__ = ["AliasColumn", "EntryColumn", "entry_columns"]
 
 _is = operator.is_
 _REGISTRIES = tuple(map(operator.itemgetter, ("_parameters", "_buffers", "_modules")))
@@ -91,6 +99,29 @@ class EntryColumn:
                   map(torch.Tensor.detach, storages)), 0)
 
 
+class AliasColumn(EntryColumn):
+    """An :class:`EntryColumn` of aliases: each row's storage is the value its entry already
+    holds (the alias target's object); bound like any column, recorded without a detached
+    alias (an alias is not a held kind)."""
+
+    __slots__ = ()
+
+    def __init__(self, template: str, name: str, ids: list[str], entries: list[Entry],
+                 owners: list[Any]):
+        super().__init__(template, name, ids, entries, owners)
+        self.storages = list(map(_storage, entries))
+
+    def allocate(self, values: list[torch.Tensor],
+                 fills: list[tuple[torch.Tensor, torch.Tensor]],
+                 allocate: Callable[[torch.Tensor, TensorKind], torch.Tensor]) -> None:
+        """Nothing to allocate or fill: every row's entry holds its storage already."""
+
+    def record_startup(self) -> None:
+        """Every row's startup address (one sweep; proven tensors on no meta device)."""
+        deque(map(setattr, self.entries, repeat("startup_ptr"),
+                  map(torch.Tensor.data_ptr, self.storages)), 0)
+
+
 def entry_columns(tables: Sequence[InstanceTable], planned: dict[str, tuple[Entry, Any]],
                   owners: PathReader) -> list[EntryColumn]:
     """The entry columns of ``tables``' proven rows (``planned``: adoption's entry and extra
@@ -98,8 +129,10 @@ def entry_columns(tables: Sequence[InstanceTable], planned: dict[str, tuple[Entr
     template's and every row's entry is allocated (its extra a tensor, not adopted) as an
     attribute in an attribute slot, of one name, on an :class:`nn.Module` that holds the name
     in no registry and no ``__dict__`` entry; anything else stays on the generic path. Each
-    fact is one C-level sweep over the column."""
+    fact is one C-level sweep over the column. The alias columns (:class:`AliasColumn`,
+    proven by :func:`_unplanned_aliases`) come after every allocated one."""
     out: list[EntryColumn] = []
+    aliases: list[EntryColumn] = []
     for table in tables:
         for k, template in enumerate(table.template):
             first = planned.get(template)
@@ -108,18 +141,26 @@ def entry_columns(tables: Sequence[InstanceTable], planned: dict[str, tuple[Entr
             ids = table.column(k)
             rows = [first, *map(planned.get, ids)]
             name = first[0].node.decl.name
-            if None in rows or not _allocated_attributes(rows, name):
+            if None in rows:
+                continue
+            if _allocated_attributes(rows, name):
+                kind, into = EntryColumn, out
+            elif _unplanned_aliases(rows, name, planned):
+                kind, into = AliasColumn, aliases
+            else:
                 continue
             entries = [e for e, _ in rows[1:]]
             found = owners.owners(list(map(_owner_path, entries)))
             if _fresh_on_modules(found, name):
-                out.append(EntryColumn(template, name, ids, entries, found))
-    return out
+                into.append(kind(template, name, ids, entries, found))
+    return out + aliases
 
 
 _adopted, _slot = operator.attrgetter("adopted"), operator.attrgetter("slot")
+_is_meta = operator.attrgetter("is_meta")
 _kind, _name = operator.attrgetter("node.kind"), operator.attrgetter("node.decl.name")
 _owner_path = operator.attrgetter("node.owner_path")
+_storage, _target = operator.attrgetter("storage"), operator.attrgetter("target")
 
 
 def _allocated_attributes(rows: list[tuple[Entry, Any]], name: str) -> bool:
@@ -131,6 +172,24 @@ def _allocated_attributes(rows: list[tuple[Entry, Any]], name: str) -> bool:
         and set(map(_kind, entries)) == {TensorKind.ATTRIBUTE} \
         and set(map(_slot, entries)) == {Slot.ATTRIBUTE} \
         and set(map(_name, entries)) == {name}
+
+
+def _unplanned_aliases(rows: list[tuple[Entry, Any]], name: str,
+                       planned: dict[str, tuple[Entry, Any]]) -> bool:
+    """Every row's entry is an unadopted alias named ``name`` in the attribute slot whose
+    target is no planned entry (so its storage stays the value it holds), that value a tensor
+    on no meta device: each fact one C-level sweep."""
+    entries, extras = [e for e, _ in rows], [x for _, x in rows]
+    if set(map(type, extras)) != {AliasOf} or any(map(planned.__contains__,
+                                                       map(_target, extras))):
+        return False
+    storages = list(map(_storage, entries))
+    return not any(map(_adopted, entries)) \
+        and set(map(_kind, entries)) == {TensorKind.ALIAS} \
+        and set(map(_slot, entries)) == {Slot.ATTRIBUTE} \
+        and set(map(_name, entries)) == {name} \
+        and all(map(isinstance, storages, repeat(torch.Tensor))) \
+        and not any(map(_is_meta, storages))
 
 
 def _fresh_on_modules(owners: list[Any], name: str) -> bool:

@@ -18,13 +18,18 @@ no two targets overlap (checked here: then the rows written are disjoint).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import methodcaller
 
 import numpy as np
 import torch
 
 from derivgraph.compiler import flat
 
-__all__ = ["FlatCopy", "flat_runs"]
+__all__ = ["FlatCopy", "flat_runs", "layout_runs"]
+
+# each tensor's own methods (as ``t.data_ptr()``), called in C-level sweeps
+_untyped, _ptr = methodcaller("untyped_storage"), methodcaller("data_ptr")
+_contiguous = methodcaller("is_contiguous")
 
 
 class FlatCopy:
@@ -36,13 +41,14 @@ class FlatCopy:
 
     def __init__(self, ours: Sequence[torch.Tensor], span: flat.Span):
         first = ours[0]
-        self.held = [t.untyped_storage() for t in ours]  # every address below stays valid
+        self.held = list(map(_untyped, ours))  # every address below stays valid
         size = first.numel() * first.element_size()
         memory = span.view.view(torch.uint8).numpy()  # the bytes from the lowest target on
         # a row of ``size`` bytes at every byte: target i is row starts[i] (written, never read)
         self.rows = np.lib.stride_tricks.as_strided(
             memory, shape=(memory.size - size + 1, size), strides=(1, 1), writeable=True)
-        self.starts = np.array([t.data_ptr() - span.low for t in ours], dtype=np.intp)
+        self.starts = np.array(list(map(_ptr, ours)), dtype=np.intp)
+        self.starts -= span.low
         self.buf = torch.empty((len(ours) * first.shape[0], *first.shape[1:]),
                                dtype=first.dtype)
         self.src = self.buf.view(-1).view(torch.uint8).numpy().reshape(len(ours), size)
@@ -55,7 +61,7 @@ class FlatCopy:
 def _flat_copy(ours: Sequence[torch.Tensor]) -> FlatCopy | None:
     """A :class:`FlatCopy` over ``ours``, None where one cannot copy them exactly (a target not
     contiguous, or two overlapping: foreach order)."""
-    if not all(t.is_contiguous() for t in ours):
+    if not all(map(_contiguous, ours)):
         return None
     span = flat.span_of(ours)
     if span is None:
@@ -67,13 +73,9 @@ def _flat_copy(ours: Sequence[torch.Tensor]) -> FlatCopy | None:
     return copy
 
 
-def flat_runs(ours: Sequence[torch.Tensor]) -> list[tuple[int, int, FlatCopy]]:
-    """``(start, end, copy)`` for the runs of ``ours`` (sorted so that equal layouts are
-    adjacent) that take the flat copy: CPU, a plain dtype, one shape of ndim >= 1 and at most
-    :data:`~derivgraph.compiler.flat.MAX_MEAN` elements, at least
-    :data:`~derivgraph.compiler.flat.MIN_GROUP` tensors, each run at most
-    :data:`~derivgraph.compiler.flat.MAX_ELEMENTS` elements (aten's grain size: one thread)."""
-    runs: list[tuple[int, int, FlatCopy]] = []
+def layout_runs(ours: Sequence[torch.Tensor]) -> list[tuple[int, int]]:
+    """``[start, end)`` of each maximal run of ``ours`` of one dtype, device and shape."""
+    runs = []
     start = 0
     while start < len(ours):
         first = ours[start]
@@ -81,6 +83,22 @@ def flat_runs(ours: Sequence[torch.Tensor]) -> list[tuple[int, int, FlatCopy]]:
         while end < len(ours) and ours[end].dtype == first.dtype \
                 and ours[end].device == first.device and ours[end].shape == first.shape:
             end += 1
+        runs.append((start, end))
+        start = end
+    return runs
+
+
+def flat_runs(ours: Sequence[torch.Tensor], layouts: Sequence[tuple[int, int]] | None = None,
+              ) -> list[tuple[int, int, FlatCopy]]:
+    """``(start, end, copy)`` for the runs of ``ours`` (sorted so that equal layouts are
+    adjacent) that take the flat copy: CPU, a plain dtype, one shape of ndim >= 1 and at most
+    :data:`~derivgraph.compiler.flat.MAX_MEAN` elements, at least
+    :data:`~derivgraph.compiler.flat.MIN_GROUP` tensors, each run at most
+    :data:`~derivgraph.compiler.flat.MAX_ELEMENTS` elements (aten's grain size: one thread).
+    ``layouts``: :func:`layout_runs` of ``ours`` where the caller knows them already."""
+    runs: list[tuple[int, int, FlatCopy]] = []
+    for start, end in layout_runs(ours) if layouts is None else layouts:
+        first = ours[start]
         numel = first.numel()
         if first.device.type == "cpu" and first.dtype in flat.COPY_DTYPES and first.dim() >= 1 \
                 and 0 < numel <= flat.MAX_MEAN:
@@ -90,5 +108,4 @@ def flat_runs(ours: Sequence[torch.Tensor]) -> list[tuple[int, int, FlatCopy]]:
                 copy = _flat_copy(ours[a:b]) if b - a >= flat.MIN_GROUP else None
                 if copy is not None:
                     runs.append((a, b, copy))
-        start = end
     return runs

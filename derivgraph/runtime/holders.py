@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import compress, repeat
 from typing import Any
 
 import torch
@@ -28,6 +29,7 @@ from derivgraph.spec.kinds import TensorKind
 __all__ = ["Holders", "HopTable"]
 
 _is = operator.is_
+_kind, _slot = operator.attrgetter("node.kind"), operator.attrgetter("slot")
 
 
 class Holders:
@@ -66,12 +68,15 @@ class Holders:
         self._source_checks = self._source_watch = None
         objs = self.walk().objects
         rows = []
-        prefixes: set[str] = set()
+        owner_paths: set[str] = set()  # each owner's prefixes taken once (it holds several)
         for src, _where, tensor, ptr in self._sources:
             owner_path, _, name = src.rpartition(".")
             owner = objs.get(owner_path, MISSING) if owner_path else self.model
             rows.append((src, holder_dict(owner, name) if owner is not MISSING else None,
                          tensor, ptr))
+            owner_paths.add(owner_path)
+        prefixes: set[str] = set()
+        for owner_path in owner_paths:
             parts = owner_path.split(".") if owner_path else []
             prefixes.update(".".join(parts[: i + 1]) for i in range(len(parts)))
         self._sources = rows
@@ -82,10 +87,12 @@ class Holders:
 
     def refresh(self) -> None:
         """Re-read each derived tensor's holder slot (after a walk)."""
-        self.table = HolderTable([e for e in self.entries.values()  # tuple items: the tuple's
-                                  if e.node.kind is not TensorKind.SCALAR  # own hop
-                                  and e.slot is not Slot.ELEMENT], self._where)
-        self._scalars = [e for e in self.entries.values() if e.node.kind is TensorKind.SCALAR]
+        entries = list(self.entries.values())
+        scalar = list(map(_is, map(_kind, entries), repeat(TensorKind.SCALAR)))  # one sweep
+        element = map(_is, map(_slot, entries), repeat(Slot.ELEMENT))
+        held = map(operator.not_, map(operator.or_, scalar, element))  # tuple items: the
+        self.table = HolderTable(list(compress(entries, held)), self._where)  # tuple's hop
+        self._scalars = list(compress(entries, scalar))
         self._scalar_reads = None
 
     def _scalars_current(self) -> bool:

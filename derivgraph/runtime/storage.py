@@ -8,7 +8,8 @@ compiler lowers against.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from itertools import repeat
+from itertools import compress, repeat
+from operator import attrgetter, not_
 from typing import Any
 
 import torch
@@ -24,6 +25,7 @@ from derivgraph.runtime.entry import Entry
 __all__ = ["BoundTensors", "BoundViews"]
 
 _UNSET = object()
+_OP = attrgetter("op")
 
 
 class BoundViews(Interpreter):
@@ -36,7 +38,12 @@ class BoundViews(Interpreter):
     def views(self) -> dict[str, torch.Tensor]:
         out: dict[str, torch.Tensor] = {}
         nodes = self.graph.nodes
-        for node_id in self.graph.ordered():
+        order = self.graph.ordered()
+        # every node but those of a registered non-view op (or no op) is looked at, in order:
+        # the ops read in one C-level sweep
+        other = frozenset(name for name, op in OPS.items() if op.kind is not OpKind.VIEW)
+        ops = map(_OP, map(nodes.__getitem__, order))
+        for node_id in compress(order, map(not_, map((other | {None}).__contains__, ops))):
             node = nodes[node_id]
             if node.kind is NodeKind.OP and OPS[node.op].kind is OpKind.VIEW \
                     and len(refs_in(node.args)) == 1 and node.inputs[0] in self.env:

@@ -11,7 +11,7 @@ from torch import nn
 
 import derivgraph.adoption as adoption
 from derivgraph import compile_plan
-from derivgraph.adoption_columns import allocated_rows
+from derivgraph.adoption_columns import alias_rows, allocated_rows
 from derivgraph.compiler.layers import closed_layers
 from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.stamp import stamping
@@ -25,12 +25,12 @@ def _planned(plan, values: dict, model: nn.Module, columns: bool) -> list:  # no
     one)."""
     if columns:
         return adoption.adopt_or_allocate(plan, values, PathReader(model))
-    real = adoption.allocated_rows
-    adoption.allocated_rows = lambda *args: {}
+    real = adoption.allocated_rows, adoption.alias_rows
+    adoption.allocated_rows = adoption.alias_rows = lambda *args: {}
     try:
         return adoption.adopt_or_allocate(plan, values, PathReader(model))
     finally:
-        adoption.allocated_rows = real
+        adoption.allocated_rows, adoption.alias_rows = real
 
 
 def _facts(planned: list) -> list[tuple]:
@@ -48,6 +48,43 @@ def test_rows_are_allocated_a_column_at_a_time_as_one_by_one() -> None:
         shortcut, one_by_one = (_planned(plan, values, model, on) for on in (True, False))
     assert _facts(shortcut) == _facts(one_by_one)
     assert sum(isinstance(x, torch.Tensor) for _, x in shortcut) == 15  # allocated: 3 a layer
+
+
+def _with_derived_alias() -> object:
+    """The scaling spec with one more alias, of the derived ``inv``."""
+    from derivgraph import DerivedTensor
+
+    spec = scaling_spec()
+    return spec.model_copy(update={"derived": [
+        *spec.derived, DerivedTensor(name="inv_alias", kind="alias", of="inv")]})
+
+
+def test_aliases_of_sources_are_planned_a_column_at_a_time_as_one_by_one() -> None:
+    """The alias of a source takes the column; the alias of a derived tensor (its target's
+    storage, once it has one) does not; the plan is the one-by-one plan."""
+    model = scaling_model(5)
+    with stamping(True):
+        plan, values, _, _ = _prepare(model, [_with_derived_alias()], False, True)
+        rows = alias_rows(plan.graph, values, PathReader(model), adoption.AliasOf)
+        assert sorted(rows) == [f"layers.{i}.scale_alias" for i in range(1, 5)]
+        for i in range(1, 5):
+            entry, extra = rows[f"layers.{i}.scale_alias"]
+            assert entry.storage is model.layers[i].scale and not entry.adopted
+            assert extra == adoption.AliasOf(f"layers.{i}.scale")
+        shortcut, one_by_one = (_planned(plan, values, model, on) for on in (True, False))
+    assert _facts(shortcut) == _facts(one_by_one)
+
+
+def test_a_row_whose_owner_holds_the_alias_name_is_planned_one_by_one() -> None:
+    model = scaling_model(5)
+    model.layers[3].__dict__["scale_alias"] = model.layers[3].scale
+    with stamping(True):
+        plan, values, _, _ = _prepare(model, [scaling_spec()], False, True)
+        assert alias_rows(plan.graph, values, PathReader(model), adoption.AliasOf) == {}
+        shortcut, one_by_one = (_planned(plan, values, model, on) for on in (True, False))
+    assert _facts(shortcut) == _facts(one_by_one)
+    assert [e.adopted for e, _ in shortcut if e.id.endswith("alias")] == \
+        [False, False, False, True, False]
 
 
 def test_a_row_whose_owner_holds_the_tensor_adopts_it() -> None:

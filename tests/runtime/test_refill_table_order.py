@@ -4,8 +4,12 @@
 (stable, so targets of one layout keep the pass's order), read one property per sweep. On
 plans of one layout, of two dtypes (a float64 layer) and of two shapes (a narrower layer) the
 ids, positions, spans and lists are exactly what sorting by each target's own
-``(str(dtype), str(device), tuple(shape))`` gives, computed here by hand. Canary: the table
-built with its order reversed is caught by the same comparison.
+``(str(dtype), str(device), tuple(shape))`` gives, computed here by hand; the runs of one
+layout, the spans, the byte counts, the element counts and the flat copies read off the sorted
+keys are what each target's own tensor gives (:func:`layout_spans`, ``numel()``,
+:func:`~derivgraph.runtime.flat_copy.flat_runs` over the tensors). Canaries: the table built with
+its order reversed, or with its runs cut by (dtype, device) alone, is caught by the same
+comparison.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import torch
 from derivgraph import compile_plan
 from derivgraph.runtime import engine
 from derivgraph.runtime.engine import RefillTable, layout_spans
+from derivgraph.runtime.flat_copy import flat_runs
 from derivgraph.tools.bench_scaling import scaling_spec
 from tests.compiler.test_stamp_reload import _model
 
@@ -51,7 +56,14 @@ def _same(plan: Any, table: RefillTable) -> bool:
         and all(s is storages[i] for s, i in zip(table.storages, index)) \
         and table.spans == layout_spans([storages[i] for i in index]) \
         and table.shapes == [storages[i].shape for i in index] \
-        and table.dtypes == [storages[i].dtype for i in index]
+        and table.dtypes == [storages[i].dtype for i in index] \
+        and table.nbytes == [storages[i].numel() * storages[i].element_size() for i in index] \
+        and table._numels == [storages[i].numel() for i in index] \
+        and _runs(table.flat) == _runs(flat_runs([storages[i] for i in index]))
+
+
+def _runs(flat: list) -> list[tuple[int, int, list[int]]]:
+    return [(a, b, copy.starts.tolist()) for a, b, copy in flat]
 
 
 @pytest.mark.parametrize("plant", _PLANTS, ids=["identical", "float64-layer", "narrow-layer"])
@@ -69,4 +81,14 @@ def test_canary_a_reversed_order_is_caught(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(engine, "sorted", lambda items, key: real(items, key=key)[::-1],
                         raising=False)
     plan, table = _table({"dtype": torch.float64})
+    assert not _same(plan, table)
+
+
+def test_canary_runs_cut_by_dtype_and_device_alone_are_caught(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planted bug: the runs of one layout taken by (dtype, device) only; a narrower layer
+    then shares a run with the others (its byte counts and flat copies wrong): red."""
+    real = engine._runs
+    monkeypatch.setattr(engine, "_runs", lambda keys, by=None: real(keys, engine._KIND))
+    plan, table = _table({"n": 6})
     assert not _same(plan, table)
