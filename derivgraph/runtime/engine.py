@@ -253,9 +253,10 @@ class RefillTable:
         # an all-rebuilt read copies runs of small CPU tensors flat, the rest by foreach
         self.flat = flat_runs(self.storages, runs)
         self.rest_spans = _without(self.spans, [(a, b) for a, b, _ in self.flat])
-        self.is_constant = [t in constants for t in usable]
+        # per target in the sorted order, as a partly rebuilt read's mask is
+        self.is_constant = [t in constants for t in self.ids]
         self._constants = any(self.is_constant)
-        self.engine = [t in engine for t in usable]
+        self.engine = [t in engine for t in self.ids]
         # the targets are every holder of the table (in any order): a read that finds every
         # target rebuilt proves every holder holds a fresh tensor (the rebind sweeps no more)
         self.whole = len(self.index) == len(table) and set(self.index) == set(range(len(table)))

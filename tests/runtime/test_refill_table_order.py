@@ -3,7 +3,7 @@
 :class:`RefillTable` sorts its targets by the names of their dtype and device and their shape
 (stable, so targets of one layout keep the pass's order), read one property per sweep. On
 plans of one layout, of two dtypes (a float64 layer) and of two shapes (a narrower layer) the
-ids, positions, spans and lists are exactly what sorting by each target's own
+ids, positions, spans, per-target flags (constant, engine-made) and lists are exactly what sorting by each target's own
 ``(str(dtype), str(device), tuple(shape))`` gives, computed here by hand; the runs of one
 layout, the spans, the byte counts, the element counts and the flat copies read off the sorted
 keys are what each target's own tensor gives (:func:`layout_spans`, ``numel()``,
@@ -52,7 +52,10 @@ def _expected(plan: Any) -> tuple[list[str], list[int]]:
 def _same(plan: Any, table: RefillTable) -> bool:
     ids, index = _expected(plan)
     storages = plan.holders.table.storages
+    constants, opaque = set(plan.constant_entries), set(plan._opaque())
     return table.ids == ids and table.index == index \
+        and table.is_constant == [t in constants for t in ids] \
+        and table.engine == [t in opaque for t in ids] \
         and all(s is storages[i] for s, i in zip(table.storages, index)) \
         and table.spans == layout_spans([storages[i] for i in index]) \
         and table.shapes == [storages[i].shape for i in index] \
@@ -74,6 +77,22 @@ def test_the_table_is_in_the_keys_order(plant: Any) -> None:
     if plant is not None and "dtype" in plant:
         assert len(table.spans) == 3  # float32, float64, int64
         assert table.dtypes[: len(table.dtypes) - 12][-2:] == [torch.float64] * 2
+
+
+def test_the_per_target_flags_follow_the_sorted_targets() -> None:
+    """The flags a partly rebuilt read masks (constant, engine-made) are in the sorted order,
+    as the mask is. Targets handed over constants first (the int64 strides) are sorted behind
+    the float32 ones: the flags move with them, and a read that rebuilds only the non-constant
+    targets copies no constant."""
+    plan = compile_plan(_model(None), [scaling_spec()])
+    constants = set(plan.constant_entries)
+    targets = sorted(plan._refill_targets(), key=lambda t: t not in constants)
+    table = RefillTable(plan.holders.table, targets, constants, set(plan._opaque()))
+    assert targets[0] in constants and table.ids[0] not in constants  # reordered
+    assert table.is_constant == [t in constants for t in table.ids]
+    assert table.is_constant[-len(constants):] == [True] * len(constants) == [True] * 12
+    mask = tuple(not flag for flag in table.is_constant)
+    assert table._part(mask).constants is False
 
 
 def test_canary_a_reversed_order_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
