@@ -1,14 +1,14 @@
 """The refill table's targets in (dtype, device, shape) order, as the key names them.
 
 :class:`RefillTable` sorts its targets by the names of their dtype and device and their shape
-(stable, so targets of one layout keep the pass's order), read one property per sweep. On
-plans of one layout, of two dtypes (a float64 layer) and of two shapes (a narrower layer) the
-ids, positions, spans, per-target flags (constant, engine-made) and lists are exactly what
-sorting by each target's own ``(str(dtype), str(device), tuple(shape))`` gives, computed here
-by hand; the runs of one layout, the spans, the byte counts, the element counts and the flat
-copies read off the sorted keys are what each target's own tensor gives (:func:`layout_spans`, ``numel()``,
-:func:`~derivgraph.runtime.flat_copy.flat_runs` over the tensors). Canaries: the table built with
-its order reversed, or with its runs cut by (dtype, device) alone, is caught by the same
+(stable, so targets of one layout keep the pass's order), read one property per sweep. On plans
+of one layout, of two dtypes (a float64 layer) and of two shapes (a narrower layer) the ids,
+positions, spans, per-target flags (constant, engine-made) and lists are exactly what sorting by
+each target's own ``(str(dtype), str(device), tuple(shape))`` gives, computed here by hand; the
+runs of one layout, the spans, the byte counts, the element counts and the flat copies read off
+the sorted keys are what each target's own tensor gives (:func:`layout_spans`, ``numel()``,
+:func:`~derivgraph.runtime.flat_copy.flat_runs` over the tensors). Canaries: the table built
+with its order reversed, or with its runs cut by (dtype, device) alone, is caught by the same
 comparison.
 """
 
