@@ -1,7 +1,9 @@
 """Stamped rows whose derived tensors are simply allocated take that branch a column at a time
 (:mod:`derivgraph.adoption_columns`); a row whose owner already holds a tensor at the name is
 adopted on its own, as without the shortcut, and :func:`~derivgraph.paths.absent_on_modules`
-says MISSING only where :func:`~derivgraph.paths.step_into` does."""
+says MISSING only where :func:`~derivgraph.paths.step_into` does. The alias column's guards
+each go red when planted away: a row whose value is MISSING, a meta storage, a target that is
+a planned entry."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.stamp import stamping
 from derivgraph.paths import MISSING, absent_on_modules, step_into
 from derivgraph.planner import _prepare
+from derivgraph.runtime.entry import Entry
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
 
@@ -73,6 +76,43 @@ def test_aliases_of_sources_are_planned_a_column_at_a_time_as_one_by_one() -> No
             assert extra == adoption.AliasOf(f"layers.{i}.scale")
         shortcut, one_by_one = (_planned(plan, values, model, on) for on in (True, False))
     assert _facts(shortcut) == _facts(one_by_one)
+
+
+def test_a_column_with_a_missing_value_is_planned_one_by_one() -> None:
+    """A row whose value reads MISSING (adoption would compare ``current is target``) keeps
+    its whole column off the shortcut; the plan is still the one-by-one plan."""
+    model = scaling_model(5)
+    with stamping(True):
+        plan, values, _, _ = _prepare(model, [scaling_spec()], False, True)
+        assert len(alias_rows(plan.graph, values, PathReader(model), adoption.AliasOf)) == 4
+        values["layers.2.scale_alias"] = MISSING
+        assert alias_rows(plan.graph, values, PathReader(model), adoption.AliasOf) == {}
+
+
+def _alias_column_rows() -> tuple[nn.Module, list]:
+    """The alias column's rows (entry, extra) as adopt_or_allocate plans them (scaling, 5
+    layers: rows 1-4 stamped)."""
+    model = scaling_model(5)
+    with stamping(True):
+        plan, values, _, _ = _prepare(model, [scaling_spec()], False, True)
+        planned = _planned(plan, values, model, True)
+    return model, [(e, x) for e, x in planned if e.id.endswith("scale_alias")]
+
+
+def test_the_alias_column_refuses_a_meta_storage_or_a_planned_target() -> None:
+    """``_unplanned_aliases`` keeps a column only where every storage is a tensor on no meta
+    device and no row's target is a planned entry: one row planted each way is refused."""
+    from derivgraph.runtime.entry_columns import _unplanned_aliases
+
+    _, rows = _alias_column_rows()
+    assert len(rows) == 5 and _unplanned_aliases(rows, "scale_alias", {})
+    entry, extra = rows[2]
+    meta = torch.empty(entry.storage.shape, device="meta")
+    moved = Entry(entry.node, meta, entry.slot, entry.adopted)
+    planted = [*rows[:2], (moved, extra), *rows[3:]]
+    assert not _unplanned_aliases(planted, "scale_alias", {})
+    assert not _unplanned_aliases(rows, "scale_alias", {extra.target: rows[2]})
+    assert not _unplanned_aliases(rows, "other_name", {})
 
 
 def test_a_row_whose_owner_holds_the_alias_name_is_planned_one_by_one() -> None:
