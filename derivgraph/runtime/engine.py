@@ -14,7 +14,7 @@ import fnmatch
 import logging
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import accumulate, chain, compress, groupby, repeat
+from itertools import accumulate, chain, compress, repeat
 from typing import Any, NamedTuple
 
 import torch
@@ -23,7 +23,7 @@ from derivgraph.errors import EngineComputedError, Rule, SpecIssue
 from derivgraph.paths import MISSING, get_path, step_into
 from derivgraph.runtime.accessors import HolderTable
 from derivgraph.runtime.entry import Entry
-from derivgraph.runtime.flat_copy import FlatCopy, flat_runs
+from derivgraph.runtime.flat_copy import FlatCopy, flat_runs, key_runs
 from derivgraph.spec.kinds import is_engine
 
 logger = logging.getLogger(__name__)
@@ -150,10 +150,9 @@ def take_engine_values(model: Any, entries: Mapping[str, Entry], targets: Iterab
 
 
 def layout_spans(tensors: list[torch.Tensor]) -> list[tuple[int, int]]:
-    """``[start, end)`` spans of equal (dtype, device) in ``tensors`` (sort them first)."""
-    kinds = [(t.dtype, t.device) for t in tensors]
-    cuts = [0] + [i for i in range(1, len(kinds)) if kinds[i] != kinds[i - 1]] + [len(kinds)]
-    return list(zip(cuts, cuts[1:]))
+    """``[start, end)`` spans of equal (dtype, device) in ``tensors`` (sort them first); an
+    empty list is one empty span."""
+    return key_runs([(t.dtype, t.device) for t in tensors]) or [(0, 0)]
 
 
 def foreach_copy(ours: list[torch.Tensor], theirs: list[torch.Tensor],
@@ -240,8 +239,8 @@ class RefillTable:
         # the runs of one (dtype, device, shape) and the spans of one (dtype, device), read
         # off the sorted keys (equal keys: equal layouts) instead of each tensor again
         ordered = [keys[i] for i in order]
-        runs = _runs(ordered)
-        self.spans = _runs(ordered, _KIND) if ordered else [(0, 0)]  # as layout_spans([])
+        runs = key_runs(ordered)
+        self.spans = key_runs(ordered, _KIND) or [(0, 0)]  # as layout_spans
         self._pick: Callable[[list[Any]], list[Any]] | None = _picker(self.index, len(table))
         self.shapes = [shapes[i] for i in order]
         self.dtypes = [dtypes[i] for i in order]
@@ -401,12 +400,6 @@ def _without(spans: list[tuple[int, int]], runs: list[tuple[int, int]]) \
 
 
 _KIND = operator.itemgetter(0, 1)  # a sort key's (dtype, device)
-
-
-def _runs(keys: list[Any], by: Callable[[Any], Any] | None = None) -> list[tuple[int, int]]:
-    """``[start, end)`` runs of equal ``by(key)`` (default: the key) in ``keys``."""
-    cuts = [0, *accumulate(sum(1 for _ in run) for _, run in groupby(keys, by))]
-    return list(zip(cuts, cuts[1:]))
 
 
 def _picker(index: list[int], size: int) -> Callable[[list[Any]], list[Any]] | None:

@@ -17,15 +17,17 @@ no two targets overlap (checked here: then the rows written are disjoint).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from itertools import accumulate, groupby
 from operator import methodcaller
+from typing import Any
 
 import numpy as np
 import torch
 
 from derivgraph.compiler import flat
 
-__all__ = ["FlatCopy", "flat_runs", "layout_runs"]
+__all__ = ["FlatCopy", "flat_runs", "key_runs", "layout_runs"]
 
 # each tensor's own methods (as ``t.data_ptr()``), called in C-level sweeps
 _untyped, _ptr = methodcaller("untyped_storage"), methodcaller("data_ptr")
@@ -73,19 +75,16 @@ def _flat_copy(ours: Sequence[torch.Tensor]) -> FlatCopy | None:
     return copy
 
 
+def key_runs(keys: Sequence[Any], by: Callable[[Any], Any] | None = None,
+             ) -> list[tuple[int, int]]:
+    """``[start, end)`` of each maximal run of equal ``by(key)`` (default: the key) in ``keys``."""
+    cuts = [0, *accumulate(sum(1 for _ in run) for _, run in groupby(keys, by))]
+    return list(zip(cuts, cuts[1:]))
+
+
 def layout_runs(ours: Sequence[torch.Tensor]) -> list[tuple[int, int]]:
     """``[start, end)`` of each maximal run of ``ours`` of one dtype, device and shape."""
-    runs = []
-    start = 0
-    while start < len(ours):
-        first = ours[start]
-        end = start + 1
-        while end < len(ours) and ours[end].dtype == first.dtype \
-                and ours[end].device == first.device and ours[end].shape == first.shape:
-            end += 1
-        runs.append((start, end))
-        start = end
-    return runs
+    return key_runs([(t.dtype, t.device, t.shape) for t in ours])
 
 
 def flat_runs(ours: Sequence[torch.Tensor], layouts: Sequence[tuple[int, int]] | None = None,

@@ -107,7 +107,7 @@ def test_canary_runs_cut_by_dtype_and_device_alone_are_caught(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Planted bug: the runs of one layout taken by (dtype, device) only; a narrower layer
     then shares a run with the others (its byte counts and flat copies wrong): red."""
-    real = engine._runs
-    monkeypatch.setattr(engine, "_runs", lambda keys, by=None: real(keys, engine._KIND))
+    real = engine.key_runs
+    monkeypatch.setattr(engine, "key_runs", lambda keys, by=None: real(keys, engine._KIND))
     plan, table = _table({"n": 6})
     assert not _same(plan, table)
