@@ -21,7 +21,7 @@ from torch import nn
 
 from derivgraph.compiler.bind import BoundSpec
 from derivgraph.compiler.ir import Graph, Node, NodeKind
-from derivgraph.errors import SourceLocation, SpecIssue, SpecValidationError
+from derivgraph.errors import Rule, SourceLocation, SpecIssue, SpecValidationError
 from derivgraph.spec.kinds import TensorKind
 from derivgraph.spec.model import DerivedTensor
 
@@ -265,16 +265,31 @@ class DerivedGraph:
             deps: dict[str, frozenset[str]] = {}
             empty: frozenset[str] = frozenset()
             nodes = self.ir.nodes
-            for n in self.ordered():
-                node = nodes[n]
-                if node.kind is NodeKind.SOURCE:
-                    deps[n] = frozenset((n,))
-                elif len(node.inputs) == 1:
-                    deps[n] = deps[node.inputs[0]]
-                else:
-                    deps[n] = empty.union(*(deps[p] for p in node.inputs))
+            order = self.ordered()
+            try:  # the sweep reads each input before its user: it also checks the order
+                for n in order:
+                    node = nodes[n]
+                    if node.kind is NodeKind.SOURCE:
+                        deps[n] = frozenset((n,))
+                    elif len(node.inputs) == 1:
+                        deps[n] = deps[node.inputs[0]]
+                    else:
+                        deps[n] = empty.union(*(deps[p] for p in node.inputs))
+            except KeyError:
+                raise SpecValidationError([self._misordered(order, deps)]) from None
             self._deps, self._deps_version = deps, self.ir.version
         return self._deps
+
+    def _misordered(self, order: list[str], seen: dict[str, Any]) -> SpecIssue:
+        """The issue for the first node of ``order`` whose input comes after it (a compiler
+        bug: stamped rows take their template's walk only where a proof allows)."""
+        n = order[len(seen)]
+        late = next(p for p in self.ir.nodes[n].inputs if p not in seen)
+        decl = self.derived.get(n)
+        return SpecIssue(Rule.INFERENCE, f"the compile's topological order reaches {n} before "
+                         f"its input {late}", "report this as a derivgraph bug; "
+                         "DERIVGRAPH_STAMP=0 compiles each layer on its own",
+                         decl.decl.location if decl is not None else SourceLocation(), n)
 
     def raise_if_issues(self) -> None:
         if self.issues:

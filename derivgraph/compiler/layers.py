@@ -110,7 +110,9 @@ def row_blocks(graph: DerivedGraph, tables: list[InstanceTable]) -> dict[str, tu
     through its derived tensors in turn, emits exactly what it emits for the template (the
     shared constants, leaves, were emitted with the template). Only for a template whose
     derived tensors reach all its nodes (else a node would be emitted later, as a root of
-    its own)."""
+    its own). Were either proof wrong, :meth:`DerivedGraph.source_deps
+    <derivgraph.compiler.graph.DerivedGraph.source_deps>`, whose sweep reads every input
+    before its user, refuses the order (DG013)."""
     blocks: dict[str, tuple[str, ...]] = {}
     where: dict[str, int] | None = None  # derived tensor -> its insertion position
     for table in tables:

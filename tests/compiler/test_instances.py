@@ -7,7 +7,9 @@ inputs, asserted by value). A layer planted with another dtype is no row. The pr
 (:func:`aligned_rows`, run by :func:`closed_layers`) drops a row whose nodes are mis-ordered,
 and that layer is then compiled on its own: the plan equals the plain one. Canary: with the
 proof planted to accept every row, the mis-ordered row takes its template's steps at the wrong
-positions and the compile refuses the plan (the first pass differs from eager evaluation).
+positions and the compile refuses the plan (the first pass differs from eager evaluation);
+with the row's insertion check planted away too, the row's order misses an input and the
+compile refuses with a DG error, the model rolled back.
 """
 
 from __future__ import annotations
@@ -118,3 +120,23 @@ def test_the_proof_names_each_kind_of_misalignment() -> None:
     assert aligned_rows(nodes, InstanceTable(table.template, rows)) == \
         [True, False, False, False]
     assert instances.aligned_rows is aligned_rows
+
+
+def test_canary_an_order_that_misses_an_input_is_a_dg_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planted bugs in both proofs a stamped row's order rests on (the row's alignment and its
+    insertion order): layer 3's row, recorded with ``inv`` and ``prod`` swapped, takes its
+    template's walk, which reaches ``prod`` before its ``mul``. The compile refuses with a DG
+    error naming both nodes (not a ``KeyError``) and leaves the model as it was."""
+    _misorder(monkeypatch, 3)
+    monkeypatch.setattr(layers, "aligned_rows", lambda nodes, table: [True] * len(table))
+    monkeypatch.setattr(layers, "_inserted_in_order", lambda where, rows, lead: rows)
+    model = _model()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with stamping(True), pytest.raises(SpecValidationError, match=r"order reaches "
+                                       r"layers\.3\.prod before its input %\d+:mul"):
+        compile_plan(model, [scaling_spec()])
+    assert not any(hasattr(layer, "inv") for layer in model.layers)  # rolled back
+    after = model.state_dict()
+    assert after.keys() == before.keys()
+    assert all(torch.equal(after[k], v) for k, v in before.items())
