@@ -187,9 +187,11 @@ _WRITE_FLAGS = ("-o", "--output", "--write")
 
 
 def written_paths(command: str) -> list[str]:
-    """Paths a documented command writes: after ``-o``/``--output``/``--write``, or ``>``/``>>``."""
+    """Paths a documented command writes: after ``-o``/``--output``/``--write``, ``>``/``>>``,
+    or a benchmark's ``--json FILE``."""
     words = command.split("#", 1)[0].split()
-    paths = [w for flag, w in zip(words, words[1:]) if flag in _WRITE_FLAGS + (">", ">>")]
+    paths = [w for flag, w in zip(words, words[1:]) if flag in _WRITE_FLAGS + (">", ">>")
+             or (flag == "--json" and w.endswith((".json", ".jsonl")))]
     return paths + [w.lstrip(">") for w in words if w.startswith(">") and w.lstrip(">")]
 
 
@@ -216,6 +218,9 @@ def test_documented_writes_stay_in_the_sandbox() -> None:
     old = [p for b in run for p in linked_writes(b, ("examples",))]
     assert any("docs/coverage.md" in p for p in old), old
     assert written_paths("derivgraph trace -o my.yaml x > out.txt 2>err") == ["my.yaml", "out.txt"]
+    assert written_paths("python3 b.py --json benchmarks/results/t.json") == \
+        ["benchmarks/results/t.json"]
+    assert written_paths("derivgraph audit vllm --json") == []
 
 # ---- the parser itself: markers cannot be misspelt, misplaced or left without a reason --------
 
