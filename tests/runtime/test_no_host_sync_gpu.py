@@ -14,21 +14,17 @@ import pytest
 import torch
 
 from derivgraph import compile_plan, load_specs
-from derivgraph.tools.reference_models import (
-    RefConfig,
-    build_reference_model,
-    make_weights,
-    reference_spec_path,
-)
+from derivgraph.tools import reference_models as ref
+from tests.runtime.test_captured_gpu import CFG  # the 4-layer reference model of the gpu tests
 
 pytestmark = pytest.mark.gpu
-CFG = RefConfig(layers=4)
 
 
 def _plan(capture: bool):
-    weights = {seed: {n: t.cuda() for n, t in make_weights(CFG, seed).items()} for seed in (1, 2)}
-    model = build_reference_model(weights[1], "cuda", CFG)
-    plan = compile_plan(model, load_specs([reference_spec_path()]), require_match=True)
+    weights = {seed: {n: t.cuda() for n, t in ref.make_weights(CFG, seed).items()}
+               for seed in (1, 2)}
+    model = ref.build_reference_model(weights[1], "cuda", CFG)
+    plan = compile_plan(model, load_specs([ref.reference_spec_path()]), require_match=True)
     if capture:
         plan.capture()
     plan.run()  # first run: anything lazy happens here, as in a deployment's warm-up
