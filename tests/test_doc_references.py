@@ -1,4 +1,4 @@
-"""Every test, script and raw file README.md and docs/*.md name exists.
+"""Every test, script, module and raw file README.md and docs/*.md name exists.
 
 A guarantee is backed by the tests named after it; a renamed or never-committed file leaves it
 backed by nothing (docs/coverage.md named ``tests/test_vllm_coverage.py``, docs/vllm-support.md
@@ -16,8 +16,9 @@ import pytest
 
 from tests.docblocks import ROOT, doc_files
 
-_PATH = re.compile(r"(?<![\w/.-])((?:tests|benchmarks|scripts|examples|specs)/[\w/.*{},-]*"
-                   r"\.(?:py|sh|jsonl|json|yaml|txt|md|log|md5))(::[\w]+)?")
+_PATH = re.compile(r"(?<![\w/.-])((?:tests|benchmarks|scripts|examples|specs|derivgraph|"
+                   r"vllm_integration)/[\w/.*{},-]*\.(?:py|sh|jsonl|json|yaml|txt|md|log|md5))"
+                   r"(::[\w]+)?")
 _PLACEHOLDER = re.compile(r"<\w+>|X\.py$")  # `.../static_recall_outside_<v>_...`, `explore/X.py`
 
 
