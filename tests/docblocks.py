@@ -44,7 +44,7 @@ KEYS = frozenset({"skip", "long", "gpu", "slow", "cwd", "exit", "expect", "outpu
 _NEEDS_VALUE = KEYS - {"slow"}
 _REPEATABLE = frozenset({"expect", "setup"})
 _MARKER = re.compile(r"^<!--\s*doctest\s+([a-z]+)\s*(?::\s*(.*?))?\s*-->\s*$")
-_FENCE = re.compile(r"^```([\w+-]*)\s*$")
+_FENCE = re.compile(r"^( {0,3})```([\w+-]*)\s*$")  # indented: a fence inside a list item
 
 
 class MarkerError(ValueError):
@@ -109,13 +109,15 @@ def parse_blocks(text: str, file: str) -> list[Block]:
             continue
         fence = _FENCE.match(line)
         if fence is not None:
+            indent = len(fence.group(1))
             end = i + 1
-            while end < len(lines) and not lines[end].startswith("```"):
+            while end < len(lines) and not lines[end].lstrip(" ").startswith("```"):
                 end += 1
             if end == len(lines):
                 raise MarkerError(f"{file}:{i + 1}: unclosed code fence")
-            blocks.append(Block(file, i + 1, fence.group(1).lower(),
-                                "\n".join(lines[i + 1:end]) + "\n", pending))
+            body = [b[indent:] if b[:indent].isspace() else b for b in lines[i + 1:end]]
+            blocks.append(Block(file, i + 1, fence.group(2).lower(),
+                                "\n".join(body) + "\n", pending))
             pending, pending_line = {}, 0
             i = end + 1
             continue

@@ -1,9 +1,11 @@
 """Every fenced example of README.md and docs/*.md runs, as ``tests/docblocks.py`` describes.
 
 Commands run in a sandbox: a temporary folder holding a link to each top-level entry of the
-repository, except ``examples/`` which is copied (commands run there write files), so nothing
-a documented command writes lands in the checkout. ``derivgraph`` and ``python3`` on the PATH
-are this interpreter with this tree first on ``PYTHONPATH``.
+repository, except ``examples/`` and ``docs/``, which are copied (commands write files
+there: ``trace -o my.yaml``, ``vllm_coverage.py --write docs/coverage.md``), so nothing a
+documented command writes lands in the checkout (``test_documented_writes_stay_in_the_sandbox``).
+``derivgraph`` and ``python3`` on the PATH are this interpreter with this tree first on
+``PYTHONPATH``.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from tests.docblocks import (
 BLOCKS = [b for path in doc_files() for b in parse_blocks(path.read_text(encoding="utf-8"),
                                                           str(path.relative_to(ROOT)))]
 _COMMAND_TIMEOUT_S = 300
-_COPIED = {"examples", ".git"}
+_COPIED = ("examples", "docs")  # copied into the sandbox; every other entry is a link
 
 
 def _param(block: Block) -> object:
@@ -48,8 +50,8 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if entry.name in _COPIED or entry.name.startswith("."):
             continue
         (root / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
-    shutil.copytree(ROOT / "examples", root / "examples",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    for name in _COPIED:
+        shutil.copytree(ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
     bin_dir = root / ".bin"
     bin_dir.mkdir()
     for name, target in (("derivgraph", "-m derivgraph.cli"), ("python3", "")):
@@ -180,6 +182,46 @@ def test_every_block_is_run_or_says_why_not() -> None:
     assert len(not_run) <= len(BLOCKS) // 3, [b.id for b in not_run]
 
 
+
+_WRITE_FLAGS = ("-o", "--output", "--write")
+
+
+def written_paths(command: str) -> list[str]:
+    """Paths a documented command writes: after ``-o``/``--output``/``--write``, ``>``/``>>``,
+    or a benchmark's ``--json FILE``."""
+    words = command.split("#", 1)[0].split()
+    paths = [w for flag, w in zip(words, words[1:]) if flag in _WRITE_FLAGS + (">", ">>")
+             or (flag == "--json" and w.endswith((".json", ".jsonl")))]
+    return paths + [w.lstrip(">") for w in words if w.startswith(">") and w.lstrip(">")]
+
+
+def linked_writes(block: Block, copied: tuple[str, ...] = _COPIED) -> list[str]:
+    """Paths ``block`` writes through a sandbox link, i.e. into the checkout itself."""
+    cwd = Path(block.get("cwd", "."))
+    bad = []
+    for command in command_lines(block.body):
+        for path in written_paths(command):
+            if path.startswith("/"):
+                continue  # /dev/null, a temporary file
+            top = (cwd / path).parts[0]
+            if top not in copied and (ROOT / top).exists():
+                bad.append(f"{command!r} writes {path} through the link {top}/")
+    return bad
+
+
+def test_documented_writes_stay_in_the_sandbox() -> None:
+    """Every file a run bash block writes lands in a copied folder, never in the checkout."""
+    run = [b for b in BLOCKS if b.lang in ("bash", "sh") and b.not_run_reason() is None]
+    assert [p for b in run for p in linked_writes(b)] == []
+    # canary: with only examples/ copied (the old sandbox), docs/coverage.md was rewritten
+    # in place by the vllm-support.md block
+    old = [p for b in run for p in linked_writes(b, ("examples",))]
+    assert any("docs/coverage.md" in p for p in old), old
+    assert written_paths("derivgraph trace -o my.yaml x > out.txt 2>err") == ["my.yaml", "out.txt"]
+    assert written_paths("python3 b.py --json benchmarks/results/t.json") == \
+        ["benchmarks/results/t.json"]
+    assert written_paths("derivgraph audit vllm --json") == []
+
 # ---- the parser itself: markers cannot be misspelt, misplaced or left without a reason --------
 
 def test_markers_attach_to_the_next_fence() -> None:
@@ -191,6 +233,17 @@ def test_markers_attach_to_the_next_fence() -> None:
     assert first.markers == {"cwd": ["examples"], "exit": ["1"], "expect": ["ok", "two"]}
     assert command_lines(first.body) == ["ls    -l", "echo hi  # trailing"]
     assert (second.lang, second.markers) == ("yaml", {})
+
+
+def test_an_indented_fence_in_a_list_item_is_a_block() -> None:
+    """A fence inside a list item is run (or skipped with a reason) like any other."""
+    text = ("1. Run:\n   <!-- doctest exit: 1 -->\n   ```bash\n   false\n   ```\n"
+            "    ```bash\n    code, not a fence\n")
+    (block,) = parse_blocks(text, "x.md")
+    assert (block.line, block.lang, block.body) == (3, "bash", "false\n")
+    assert block.markers == {"exit": ["1"]}
+    vllm_support = [b for b in BLOCKS if b.file == "docs/vllm-support.md"]
+    assert any("tests/vllm/test_drift.py" in b.body for b in vllm_support)
 
 
 @pytest.mark.parametrize("text, message", [
