@@ -31,5 +31,8 @@ def test_wheel_contents(tmp_path):
         if not rel.startswith(("derivgraph/spec_library/", "derivgraph/examples/")):
             assert rel in names, f"{rel} is missing from the wheel (pyproject packages)"
     assert "vllm_integration/plugin.py" in names
+    # `derivgraph bench --workload vllm` runs the tiny Llama with its specs from the wheel
+    assert {"vllm_integration/reload_bench.py", "vllm_integration/tiny_llama.py",
+            "vllm_integration/tiny_llama.yaml"} <= names
     assert "derivgraph = derivgraph.cli:main" in entry_points
     assert "derivgraph = vllm_integration.plugin:register" in entry_points

@@ -19,7 +19,7 @@ pytest.importorskip("vllm")
 
 pytestmark = [pytest.mark.vllm, pytest.mark.gpu, pytest.mark.slow]
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+SPECS = Path(__file__).resolve().parents[2] / "vllm_integration" / "tiny_llama.yaml"
 EXTENSION = "vllm_integration.worker_extension.DerivgraphWorkerExtension"
 
 
@@ -27,7 +27,7 @@ def _checkpoint(path: Path, seed: int) -> Path:
     import torch
     from safetensors.torch import save_file
 
-    from tests.fixtures.vllm_llama_reload import CONFIG, checkpoint
+    from vllm_integration.tiny_llama import CONFIG, checkpoint
 
     path.mkdir(parents=True, exist_ok=True)
     (path / "config.json").write_text(json.dumps({**CONFIG, "torch_dtype": "bfloat16"}))
@@ -49,7 +49,7 @@ def test_llm_reload_a_b_a_with_cuda_graphs_in_strict_mode(tmp_path, monkeypatch)
     from vllm import LLM, SamplingParams
 
     monkeypatch.setenv("DERIVGRAPH_VLLM_MODE", "strict")
-    monkeypatch.setenv("DERIVGRAPH_SPECS", str(FIXTURES / "vllm_llama.yaml"))
+    monkeypatch.setenv("DERIVGRAPH_SPECS", str(SPECS))
     a, b = _checkpoint(tmp_path / "a", 0), _checkpoint(tmp_path / "b", 1)
     llm = LLM(model=str(a), skip_tokenizer_init=True, worker_extension_cls=EXTENSION,
               gpu_memory_utilization=0.2, max_model_len=128, dtype="bfloat16",

@@ -3,7 +3,7 @@
 The model runs in a subprocess (``tests/fixtures/vllm_llama_reload.py``): VLLM_TARGET_DEVICE
 and the gloo process group are process-global. vLLM loads derivgraph through its own plugin
 loader; the test adds a model-level post-load step with two derived tensors (declared in
-``tests/fixtures/vllm_llama.yaml``) and reloads A -> B (strict) -> A -> B (kernel format) -> A,
+``vllm_integration/tiny_llama.yaml``) and reloads A -> B (strict) -> A -> B (kernel format) -> A,
 then B once more with derivgraph off.
 """
 
@@ -29,7 +29,7 @@ SCRIPT = ROOT / "tests" / "fixtures" / "vllm_llama_reload.py"
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict:
     workdir = tmp_path_factory.mktemp("tiny_llama")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "VLLM_PLUGINS": "derivgraph",
-           "DERIVGRAPH_SPECS": str(ROOT / "tests" / "fixtures" / "vllm_llama.yaml")}
+           "DERIVGRAPH_SPECS": str(ROOT / "vllm_integration" / "tiny_llama.yaml")}
     env.pop("DERIVGRAPH_VLLM_MODE", None)
     proc = subprocess.run([sys.executable, str(SCRIPT), str(workdir)], capture_output=True,
                           text=True, env=env, cwd=ROOT, timeout=900)
