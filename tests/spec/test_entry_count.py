@@ -14,7 +14,8 @@ from derivgraph.spec.load import derived_entry_count, load_spec_file
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = sorted([*ROOT.glob("specs/*.yaml"), *ROOT.glob("tests/fixtures/**/*.yaml"),
-                *ROOT.glob("examples/**/*.yaml")])
+                *ROOT.glob("examples/**/*.yaml"), *ROOT.glob("derivgraph/tools/specs/*.yaml"),
+                *ROOT.glob("vllm_integration/*.yaml")])
 
 
 def _data_count(text: str) -> int | None:
