@@ -25,7 +25,7 @@ and what a run reports (:mod:`.report`). Plans are made by
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from itertools import compress
 from typing import Any
 
@@ -168,9 +168,12 @@ class Plan:
         return self.holders.moved(self.source_ptrs)
 
     # ---- binding (compile_plan, and a reload whose sources moved) ----------------------------
-    def bind_tensors(self) -> None:
-        """Resolve sources, views over bound tensors, and the holder checks (no code)."""
-        self.tensors.bind(self.model)
+    def bind_tensors(self, read: Mapping[str, Any] | None = None) -> None:
+        """Resolve sources, views over bound tensors, and the holder checks (no code).
+
+        ``read``: every source path's object, read from the model as it is now (the compile's
+        startup record); else the sources are read here."""
+        self.tensors.bind(self.model, read)
         self.holders.bind(self.tensors.sources)
 
     def install(self, steps: list[Step], *, group: bool = True) -> Program:
