@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import gc
 import logging
+import operator
 from collections.abc import Collection, Iterable, Mapping
+from itertools import compress
 from typing import Any
 
 import torch
@@ -259,9 +261,9 @@ def _record_startup(plan: Plan, columns: Iterable[EntryColumn] = (),
     object read at every source path."""
     for column in columns:
         column.record_startup()
-    for entry in plan.entries.values():
-        if entry.node.id in in_columns:
-            continue
+    rest = compress(plan.entries.values(), map(operator.not_, map(in_columns.__contains__,
+                                                                  plan.entries)))  # by id
+    for entry in rest:
         entry.startup_ptr = address_of(entry.storage)
         if entry.node.kind in HELD_KINDS:
             entry.startup_data = entry.storage.detach()

@@ -10,7 +10,7 @@ changes: a reader lives for one phase that writes nothing to the model.
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import repeat
 from typing import Any
 
@@ -18,7 +18,7 @@ from torch import nn
 
 from derivgraph.paths import MISSING, get_path, step_into
 
-__all__ = ["PathReader", "child", "one_hop", "registries_holding"]
+__all__ = ["PathReader", "child", "one_hop", "path_prefixes", "registries_holding"]
 
 _DICT = operator.attrgetter("__dict__")
 #: an ``nn.Module``'s registries in the order a path hop reads them (its ``__dict__`` last)
@@ -112,3 +112,15 @@ def registries_holding(owners: Sequence[Any], key: str) -> tuple[int, list[dict[
             return None
     return (len(_REGISTRIES), dicts) if all(map(operator.contains, dicts, repeat(key))) \
         else None
+
+
+def path_prefixes(paths: Iterable[str]) -> frozenset[str]:
+    """Every prefix ``".".join(parts[:i + 1])`` of every path's dot-separated parts (the
+    path included), one set a level up: each parent taken once."""
+    out: set[str] = set()
+    level = set(paths) - {""}
+    while level:
+        out |= level
+        level = {parent for parent, dot, _ in map(str.rpartition, level, repeat(".")) if dot} \
+            - out
+    return frozenset(out)

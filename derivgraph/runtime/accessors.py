@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from derivgraph.runtime.entry import Entry
 
 __all__ = ["NO_DICT", "HolderTable", "HopTable", "by_name", "changes", "holder_dicts", "holder_of",
-           "holders_of", "locate", "path_prefixes"]
+           "holders_of", "locate"]
 
 _is = operator.is_
 _not = operator.not_
@@ -341,18 +341,6 @@ def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry]) \
         deque(map(operator.setitem, repeat(dicts), rows, held), 0)
         deque(map(operator.setitem, repeat(fast), rows, repeat(k == store)), 0)
     return dicts, keys, fast
-
-
-def path_prefixes(paths: Iterable[str]) -> frozenset[str]:
-    """Every prefix ``".".join(parts[:i + 1])`` of every path's dot-separated parts (the
-    path included), one set a level up: each parent taken once."""
-    out: set[str] = set()
-    level = set(paths) - {""}
-    while level:
-        out |= level
-        level = {parent for parent, dot, _ in map(str.rpartition, level, repeat(".")) if dot} \
-            - out
-    return frozenset(out)
 
 
 class HolderTable:

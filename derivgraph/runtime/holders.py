@@ -19,6 +19,7 @@ import torch
 
 from derivgraph.addresses import AtAddresses
 from derivgraph.compiler.graph import DerivedGraph
+from derivgraph.compiler.owners import path_prefixes
 from derivgraph.errors import SourceChanged
 from derivgraph.paths import MISSING, Slot, get_path, set_slot, slot_of
 from derivgraph.runtime.accessors import (
@@ -28,7 +29,6 @@ from derivgraph.runtime.accessors import (
     holder_dicts,
     holder_of,
     holders_of,
-    path_prefixes,
 )
 from derivgraph.runtime.entry import Entry, address_of
 from derivgraph.runtime.watch import ItemWatch, watch_items

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
-from itertools import compress
+from itertools import compress, repeat
+from operator import attrgetter
 from typing import Any
 
 import torch
@@ -54,6 +55,8 @@ from derivgraph.runtime.storage import BoundTensors
 from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind
 
 __all__ = ["TENSOR_KINDS", "Entry", "PassFault", "Plan", "SourceChanged", "Step", "address_of"]
+
+_STORAGE, _IS_CUDA = attrgetter("storage"), attrgetter("is_cuda")
 
 
 class Plan:
@@ -494,8 +497,9 @@ class Plan:
     def _on_cuda(self) -> bool:
         """Whether any bound tensor lives on a CUDA device (computed once)."""
         if self._cuda is None:
-            self._cuda = any(isinstance(e.storage, torch.Tensor) and e.storage.is_cuda
-                             for e in self.entries.values())
+            storages = list(map(_STORAGE, self.entries.values()))  # one sweep each
+            tensors = compress(storages, map(isinstance, storages, repeat(torch.Tensor)))
+            self._cuda = any(map(_IS_CUDA, tensors))
         return self._cuda
 
     # ---- sources that changed, and holders -----------------------------------------------

@@ -18,7 +18,7 @@ from torch import nn
 
 from derivgraph import compile_plan
 from derivgraph.compiler import owners as owners_module
-from derivgraph.compiler.owners import registries_holding
+from derivgraph.compiler.owners import path_prefixes, registries_holding
 from derivgraph.compiler.stamp import stamping
 from derivgraph.paths import MISSING, holder_dict
 from derivgraph.runtime import storage
@@ -29,7 +29,6 @@ from derivgraph.runtime.accessors import (
     holder_dicts,
     holder_of,
     holders_of,
-    path_prefixes,
 )
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 from tests.runtime.test_refill_batched import SPEC, _stack
@@ -249,3 +248,4 @@ def test_the_compile_binds_the_sources_it_read_for_the_startup_record(
                                                   model.layers[2].scale.data_ptr())
     with pytest.raises(AssertionError, match="read layers.0.scale again"):
         plan.bind_tensors()
+
