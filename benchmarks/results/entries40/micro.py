@@ -28,22 +28,33 @@ from derivgraph.planner import compile_plan
 from derivgraph.runtime import accessors, holders, storage
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--base", required=True)
-parser.add_argument("--size", type=int, default=100000)
-parser.add_argument("--rounds", type=int, default=7)
-parser.add_argument("--only", default="")
-args = parser.parse_args()
-FILES = {"access": "runtime/accessors", "holders": "runtime/holders", "storage": "runtime/storage",
-         "planner": "planner"}
-base = {}
-for short, rel in FILES.items():  # each base file by path, under a name of its own
-    found = importlib.util.spec_from_file_location(f"base_{short}", f"{args.base}/derivgraph/{rel}.py")
-    base[short] = sys.modules[found.name] = importlib.util.module_from_spec(found)
-    found.loader.exec_module(base[short])
-for name in ("NO_DICT", "HolderTable", "HopTable", "holder_of"):  # the base's accessors
-    setattr(base["holders"], name, getattr(base["access"], name))
 
+
+def _args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="in-process A/B, base tree against this one")
+    parser.add_argument("--base", required=True, help="the base tree (git archive 94492ed)")
+    parser.add_argument("--size", type=int, default=100000, help="derived tensors (4 a layer)")
+    parser.add_argument("--rounds", type=int, default=7, help="alternating base/mine rounds")
+    parser.add_argument("--only", default="", help="comma-separated case names")
+    return parser.parse_args()
+
+
+def _load_base(tree: str) -> dict:
+    """The changed modules of the base tree, each loaded by path under a name of its own."""
+    files = {"access": "runtime/accessors", "holders": "runtime/holders",
+             "storage": "runtime/storage", "planner": "planner"}
+    out = {}
+    for short, rel in files.items():
+        found = importlib.util.spec_from_file_location(f"base_{short}", f"{tree}/derivgraph/{rel}.py")
+        out[short] = sys.modules[found.name] = importlib.util.module_from_spec(found)
+        found.loader.exec_module(out[short])
+    for name in ("NO_DICT", "HolderTable", "HopTable", "holder_of"):  # the base's accessors
+        setattr(out["holders"], name, getattr(out["access"], name))
+    return out
+
+
+args = _args()
+base = _load_base(args.base)
 spec = scaling_spec()
 with stamping(True):
     plan = compile_plan(scaling_model(args.size // 4), [spec])
