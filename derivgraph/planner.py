@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import Collection, Iterable
+import operator
+from collections.abc import Collection, Iterable, Mapping
+from itertools import compress
 from typing import Any
 
 import torch
@@ -212,8 +214,8 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
             column.bind(owners)
         plan.holders.rebind_entries(e for e in plan.entries.values() if e.id not in in_columns)
         plan.containers = collect_containers(plan.entries.values(), model)  # the engine's tuples
-        _record_startup(plan, columns, in_columns)
-        _lower(plan, values)
+        read = _record_startup(plan, columns, in_columns)
+        _lower(plan, values, read)  # nothing writes the model in between: the sources read once
         plan.prepare()  # what the first run and refill would build lazily
     except BaseException:
         transaction.rollback()
@@ -253,26 +255,29 @@ def _materialize(plan: Plan, entry: Entry, extra: Extra,
 
 
 def _record_startup(plan: Plan, columns: Iterable[EntryColumn] = (),
-                    in_columns: Collection[str] = frozenset()) -> None:
+                    in_columns: Collection[str] = frozenset()) -> dict[str, Any]:
     """Every entry's startup address and detached alias (``columns``: recorded a column at a
-    time; ``in_columns``: their ids), and every source's object id and address."""
+    time; ``in_columns``: their ids), and every source's object id and address; returns the
+    object read at every source path."""
     for column in columns:
         column.record_startup()
-    for entry in plan.entries.values():
-        if entry.node.id in in_columns:
-            continue
+    rest = compress(plan.entries.values(), map(operator.not_, map(in_columns.__contains__,
+                                                                  plan.entries)))  # by id
+    for entry in rest:
         entry.startup_ptr = address_of(entry.storage)
         if entry.node.kind in HELD_KINDS:
             entry.startup_data = entry.storage.detach()
-    plan.source_ptrs = {}
-    paths = PathReader(plan.model)
-    for src in [*plan.graph.sources(), *plan.folds.entries]:
-        tensor = paths.get(src)
-        plan.source_ptrs[src] = (id(tensor), address_of(tensor))
+    paths = [*plan.graph.sources(), *plan.folds.entries]
+    read = dict(zip(paths, map(PathReader(plan.model).get, paths)))
+    tensors = list(read.values())
+    plan.source_ptrs = dict(zip(read, zip(map(id, tensors), map(address_of, tensors))))
+    return read
 
 
-def _lower(plan: Plan, values: dict[str, Any]) -> None:
-    """Lower, bind and run the pass once; demote grouping if it is not bit-exact with eager."""
+def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = None) -> None:
+    """Lower, bind and run the pass once; demote grouping if it is not bit-exact with eager.
+
+    ``read``: every source path's object as the model holds it now (else read again)."""
     deps = plan.graph.source_deps()
     plan.tensors.constants = {n: values[n] for n, node in plan.graph.nodes.items()
                               if node.kind is NodeKind.OP and not deps[n]
@@ -283,7 +288,7 @@ def _lower(plan: Plan, values: dict[str, Any]) -> None:
     # what a refill may overwrite with the engine's value; the next recompute puts it back
     plan.constant_values = {n: values[n] for n in plan.constant_entries
                             if isinstance(values.get(n), torch.Tensor)}
-    plan.bind_tensors()
+    plan.bind_tensors(read)
     steps = lower_steps(plan.tensors)
     plan.tensors.alloc_stages({s.target: values[s.input] for s in steps
                                if s.action is Action.SCALAR

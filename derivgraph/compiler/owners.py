@@ -10,12 +10,19 @@ changes: a reader lives for one phase that writes nothing to the model.
 from __future__ import annotations
 
 import operator
+from collections.abc import Iterable, Sequence
 from itertools import repeat
 from typing import Any
 
+from torch import nn
+
 from derivgraph.paths import MISSING, get_path, step_into
 
-__all__ = ["PathReader", "child", "one_hop"]
+__all__ = ["PathReader", "child", "one_hop", "path_prefixes", "registries_holding"]
+
+_DICT = operator.attrgetter("__dict__")
+#: an ``nn.Module``'s registries in the order a path hop reads them (its ``__dict__`` last)
+_REGISTRIES = tuple(map(operator.itemgetter, ("_modules", "_parameters", "_buffers")))
 
 
 def one_hop(name: str) -> bool:
@@ -78,3 +85,42 @@ class PathReader:
                     break
                 out.append(obj)
         return out
+
+
+def registries_holding(owners: Sequence[Any], key: str) -> tuple[int, list[dict[str, Any]]] | None:
+    """``(k, dicts)``: where every owner holds ``key``, read a column at a time.
+
+    ``dicts[i]`` is the dict ``owners[i]`` holds ``key`` in, as
+    :func:`~derivgraph.paths.step_into` and :func:`~derivgraph.paths.holder_dict` read a
+    module: the first of its ``_modules`` (``k`` 0), ``_parameters`` (1), ``_buffers`` (2)
+    and ``__dict__`` (3) that holds it. Kept only where every owner is an ``nn.Module`` and
+    holds ``key`` in the same one of them (one C-level sweep per registry); None otherwise
+    (an owner that is no module, a dunder key, a key held nowhere or in different places):
+    the caller reads those owners one by one.
+    """
+    if not owners or (key.startswith("__") and key.endswith("__")):
+        return None
+    if not all(issubclass(cls, nn.Module) for cls in set(map(type, owners))):
+        return None
+    dicts = list(map(_DICT, owners))
+    for k, registry in enumerate(_REGISTRIES):
+        found = list(map(registry, dicts))
+        held = list(map(operator.contains, found, repeat(key)))
+        if all(held):
+            return k, found
+        if any(held):
+            return None
+    return (len(_REGISTRIES), dicts) if all(map(operator.contains, dicts, repeat(key))) \
+        else None
+
+
+def path_prefixes(paths: Iterable[str]) -> frozenset[str]:
+    """Every prefix ``".".join(parts[:i + 1])`` of every path's dot-separated parts (the
+    path included), one set a level up: each parent taken once."""
+    out: set[str] = set()
+    level = set(paths) - {""}
+    while level:
+        out |= level
+        level = {parent for parent, dot, _ in map(str.rpartition, level, repeat(".")) if dot} \
+            - out
+    return frozenset(out)

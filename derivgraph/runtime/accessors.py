@@ -24,13 +24,15 @@ from typing import TYPE_CHECKING, Any
 from torch import nn
 
 from derivgraph.addresses import addresses_equal
+from derivgraph.compiler.owners import registries_holding
 from derivgraph.paths import MISSING, Slot, holder_dict, step_into
 from derivgraph.runtime.watch import ItemWatch, watch_items
 
 if TYPE_CHECKING:
     from derivgraph.runtime.entry import Entry
 
-__all__ = ["NO_DICT", "HolderTable", "HopTable", "changes", "holder_of", "locate"]
+__all__ = ["NO_DICT", "HolderTable", "HopTable", "by_name", "changes", "holder_dicts", "holder_of",
+           "holders_of", "locate"]
 
 _is = operator.is_
 _not = operator.not_
@@ -98,18 +100,63 @@ class HopTable:
         self.slow: list[int] = []  # hops without a dict entry: checked one by one
         self.watch: ItemWatch | None = None  # built after a check proved every hop
         objects = self.objects
+        run: list[tuple[str, str, str]] = []  # single hops from owners walked before it
         for path in dict.fromkeys(paths):  # each path once (owners hold several tensors)
             if path in objects:
                 continue  # a prefix of a path walked before: every hop to it is resolved
             parent, _, part = path.rpartition(".")
             if parent in objects:  # the usual case (a sibling's owner walked): one new hop
-                self._add(parent, path, part)
+                run.append((parent, path, part))
+                continue
+            self._add_run(run)
+            run = []
+            if parent in objects:
+                run.append((parent, path, part))
                 continue
             parts = path.split(".")
             for i in range(len(parts)):
                 prefix = ".".join(parts[: i + 1])
                 if prefix not in objects:
                     self._add(".".join(parts[:i]), prefix, parts[i])
+        self._add_run(run)
+
+    def _add_run(self, run: list[tuple[str, str, str]]) -> None:
+        """``_add`` of each ``(parent, prefix, part)`` in order, every parent walked before:
+        the hops of one module parent whose ``_modules`` holds every part (a layer list's
+        layers) resolved in one sweep each, any other hop one by one (in index order)."""
+        if len(run) < 2:
+            for hop in run:
+                self._add(*hop)
+            return
+        start = len(self.prefixes)
+        parents, prefixes, parts = (list(column) for column in zip(*run))
+        self.prefixes += prefixes
+        self.parts += parts
+        self.parents += parents
+        self.dicts += repeat(NO_DICT, len(run))
+        self.keys += parts
+        self.expected += repeat(MISSING, len(run))
+        children, objects = self.children, self.objects
+        objects.update(zip(prefixes, repeat(MISSING)))  # insertion order: the hops' order
+        children.update(zip(prefixes, map(list, repeat(()))))
+        by_parent: dict[str, list[int]] = {}
+        for index, parent in enumerate(parents, start):
+            by_parent.setdefault(parent, []).append(index)
+        alone: list[int] = []
+        for parent, indices in by_parent.items():
+            children.setdefault(parent, []).extend(indices)
+            owner = objects[parent]
+            keys = [parts[i - start] for i in indices]
+            modules = owner.__dict__["_modules"] if issubclass(type(owner), nn.Module) else None
+            if modules is None or not all(map(modules.__contains__, keys)):
+                alone += indices
+                continue
+            found = list(map(modules.__getitem__, keys))
+            objects.update(zip([prefixes[i - start] for i in indices], found))
+            deque(map(operator.setitem, repeat(self.expected), indices, found), 0)
+            deque(map(operator.setitem, repeat(self.dicts), indices, repeat(modules)), 0)
+        for index in sorted(alone):
+            self._resolve(index)
 
     def _add(self, parent: str, prefix: str, part: str) -> None:
         """The hop ``parent -> prefix`` (``prefix`` is ``parent.part``), resolved now."""
@@ -230,6 +277,72 @@ def _store_binds(entry: Entry, owner: Any, d: dict[Any, Any]) -> bool:
     return entry.slot is Slot.ATTRIBUTE
 
 
+#: the registry (:func:`~derivgraph.compiler.owners.registries_holding`'s ``k``) a dict store
+#: binds a slot in, on a module (a buffer's store also depends on its persistence flag)
+_STORE_REGISTRY = {Slot.PARAMETER: 1, Slot.ATTRIBUTE: 3}
+
+_name, _owner_path = operator.attrgetter("node.decl.name"), operator.attrgetter("node.owner_path")
+_slot = operator.attrgetter("slot")
+_id, _storage = operator.attrgetter("node.id"), operator.attrgetter("storage")
+_startup_ptr = operator.attrgetter("startup_ptr")
+
+
+def by_name(names: Iterable[str]) -> dict[str, list[int]]:
+    """The positions of each name (a stamped template's column: one name on every layer)."""
+    groups: dict[str, list[int]] = {}
+    for i, name in enumerate(names):
+        groups.setdefault(name, []).append(i)
+    return groups
+
+
+def holder_dicts(owners: Sequence[Any], names: Sequence[str]) -> list[tuple[Any, Any] | None]:
+    """:func:`~derivgraph.paths.holder_dict` of each ``(owner, name)`` (None where the owner
+    is :data:`~derivgraph.paths.MISSING`), the owners of one name that are modules holding
+    it in one registry read in one sweep each
+    (:func:`~derivgraph.compiler.owners.registries_holding`), the rest one by one."""
+    out: list[tuple[Any, Any] | None] = [None] * len(names)
+    for name, rows in by_name(names).items():
+        found = list(map(owners.__getitem__, rows))
+        where = registries_holding(found, name)
+        if where is None:
+            for i, owner in zip(rows, found):
+                out[i] = holder_dict(owner, name) if owner is not MISSING else None
+        else:
+            deque(map(operator.setitem, repeat(out), rows, zip(where[1], repeat(name))), 0)
+    return out
+
+
+def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry]) \
+        -> tuple[list[dict[Any, Any]], list[str], list[bool]]:
+    """Every entry's holder dict and key (:func:`holder_of`) and whether a dict store binds it
+    (:func:`_store_binds`), in ``entries``' order, read a column at a time: the entries of one
+    name whose owners are modules holding it in one registry
+    (:func:`~derivgraph.compiler.owners.registries_holding`) in one sweep each; any other
+    entry (an owner missing or no module, a buffer, a tuple item, mixed slots; every entry
+    where ``owners`` does not map the root path to ``root``) one by one, as before."""
+    n = len(entries)
+    dicts: list[Any] = [None] * n
+    keys: list[Any] = list(map(_name, entries))
+    fast: list[Any] = [None] * n
+    paths = list(map(_owner_path, entries))
+    for key, rows in by_name(keys).items():
+        where = None
+        slots = set(map(_slot, map(entries.__getitem__, rows)))
+        store = _STORE_REGISTRY.get(slots.pop()) if len(slots) == 1 else None
+        if store is not None:  # an owner at the root path is read there (no module: refused)
+            found = list(map(owners.get, map(paths.__getitem__, rows), repeat(MISSING)))
+            where = registries_holding(found, key) if owners.get("") is root else None
+        if where is None:  # one by one (the reference)
+            for i in rows:
+                owner, dicts[i], keys[i] = holder_of(owners, root, entries[i])
+                fast[i] = _store_binds(entries[i], owner, dicts[i])
+            continue
+        k, held = where
+        deque(map(operator.setitem, repeat(dicts), rows, held), 0)
+        deque(map(operator.setitem, repeat(fast), rows, repeat(k == store)), 0)
+    return dicts, keys, fast
+
+
 class HolderTable:
     """The accessors of every tensor holder (derived scalars and tuple items excluded)."""
 
@@ -237,26 +350,29 @@ class HolderTable:
                  "every", "watch", "_all_fast", "_by_owner")
 
     def __init__(self, entries: Sequence[Entry],
-                 where: Callable[[Entry], tuple[Any, dict[Any, Any], str]]):
+                 where: Callable[[Entry], tuple[Any, dict[Any, Any], str]],
+                 located: tuple[list[dict[Any, Any]], list[str], list[bool]] | None = None):
+        """``where``: one entry's holder; ``located``: every entry's holder dict, key and
+        dict-store flag, read beforehand (:func:`holders_of`), else ``where`` is asked."""
         self.entries = list(entries)
-        self.ids = frozenset(e.node.id for e in self.entries)
-        self.dicts: list[dict[Any, Any]] = []
-        self.keys: list[str] = []
-        self.fast: list[bool] = []  # a stale holder is re-bound by one dict store
-        for entry in self.entries:
-            owner, d, key = where(entry)
-            self.dicts.append(d)
-            self.keys.append(key)
-            self.fast.append(_store_binds(entry, owner, d))
-        self.storages = [e.storage for e in self.entries]
+        self.ids = frozenset(map(_id, self.entries))
+        if located is None:
+            located = ([], [], [])
+            for entry in self.entries:
+                owner, d, key = where(entry)
+                located[0].append(d)
+                located[1].append(key)
+                located[2].append(_store_binds(entry, owner, d))
+        self.dicts: list[dict[Any, Any]] = located[0]
+        self.keys: list[str] = located[1]
+        self.fast: list[bool] = located[2]  # a stale holder is re-bound by one dict store
+        self.storages = list(map(_storage, self.entries))
         self.every = range(len(self.entries))  # the indices of every holder
-        self.ptrs = [e.startup_ptr for e in self.entries]
+        self.ptrs = list(map(_startup_ptr, self.entries))
         self.generation = 0  # bumped when a holder changes between a dict store and the slow path
         self.watch: ItemWatch | None = None  # built after a check proved every holder
         self._all_fast = all(self.fast)
-        self._by_owner: dict[str, list[int]] = {}
-        for i, entry in enumerate(self.entries):
-            self._by_owner.setdefault(entry.node.owner_path, []).append(i)
+        self._by_owner: dict[str, list[int]] | None = None  # made by the first under()
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -332,6 +448,10 @@ class HolderTable:
     def under(self, owners: Iterable[str]) -> list[int]:
         """Indices of the holders whose owner is at one of the paths ``owners``."""
         by_owner = self._by_owner
+        if by_owner is None:
+            by_owner = self._by_owner = {}
+            for i, path in enumerate(map(_owner_path, self.entries)):
+                by_owner.setdefault(path, []).append(i)
         return [i for path in owners for i in by_owner.get(path, ())]
 
     def refresh(self, indices: list[int],

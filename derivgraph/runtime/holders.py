@@ -19,9 +19,17 @@ import torch
 
 from derivgraph.addresses import AtAddresses
 from derivgraph.compiler.graph import DerivedGraph
+from derivgraph.compiler.owners import path_prefixes
 from derivgraph.errors import SourceChanged
-from derivgraph.paths import MISSING, Slot, get_path, holder_dict, set_slot, slot_of
-from derivgraph.runtime.accessors import NO_DICT, HolderTable, HopTable, holder_of
+from derivgraph.paths import MISSING, Slot, get_path, set_slot, slot_of
+from derivgraph.runtime.accessors import (
+    NO_DICT,
+    HolderTable,
+    HopTable,
+    holder_dicts,
+    holder_of,
+    holders_of,
+)
 from derivgraph.runtime.entry import Entry, address_of
 from derivgraph.runtime.watch import ItemWatch, watch_items
 from derivgraph.spec.kinds import TensorKind
@@ -30,6 +38,8 @@ __all__ = ["Holders", "HopTable"]
 
 _is = operator.is_
 _kind, _slot = operator.attrgetter("node.kind"), operator.attrgetter("slot")
+_owner_path = operator.attrgetter("node.owner_path")
+_first, _last = operator.itemgetter(0), operator.itemgetter(2)
 
 
 class Holders:
@@ -55,32 +65,30 @@ class Holders:
         self._owners_checked: tuple[Any, HopTable] | None = None
         self._sources_stale = False  # an owner on a source's path was rebuilt: bind() again
 
-    def walk(self) -> HopTable:
-        """Walk every owner path once (sources' and derived tensors')."""
-        self.hops = HopTable(self.model, [s.rpartition(".")[0] for s, *_ in self._sources]
-                             + [e.node.owner_path for e in self.entries.values()])
+    def walk(self, source_owners: list[str] | None = None) -> HopTable:
+        """Walk every owner path once (sources' and derived tensors'; ``source_owners``: the
+        sources' owner paths, else read from the bound sources)."""
+        if source_owners is None:
+            source_owners = [s.rpartition(".")[0] for s, *_ in self._sources]
+        self.hops = HopTable(self.model, source_owners
+                             + list(map(_owner_path, self.entries.values())))
         return self.hops
 
     def bind(self, sources: Mapping[str, torch.Tensor]) -> None:
-        """Record where each source is held, walk the owners and set up the identity checks."""
-        self._sources = [(src, None, tensor, address_of(tensor)) for src, tensor in
-                         sources.items()]
+        """Record where each source is held, walk the owners and set up the identity checks.
+
+        The sources are read a column at a time (:func:`holder_dicts`: one sweep per source
+        name over its owners)."""
+        paths, tensors = list(sources), list(sources.values())
+        split = list(map(str.rpartition, paths, repeat(".")))
+        owner_paths = list(map(_first, split))
+        ptrs = list(map(address_of, tensors))
         self._source_checks = self._source_watch = None
-        objs = self.walk().objects
-        rows = []
-        owner_paths: set[str] = set()  # each owner's prefixes taken once (it holds several)
-        for src, _where, tensor, ptr in self._sources:
-            owner_path, _, name = src.rpartition(".")
-            owner = objs.get(owner_path, MISSING) if owner_path else self.model
-            rows.append((src, holder_dict(owner, name) if owner is not MISSING else None,
-                         tensor, ptr))
-            owner_paths.add(owner_path)
-        prefixes: set[str] = set()
-        for owner_path in owner_paths:
-            parts = owner_path.split(".") if owner_path else []
-            prefixes.update(".".join(parts[: i + 1]) for i in range(len(parts)))
-        self._sources = rows
-        self._source_hops = frozenset(prefixes)
+        objs = self.walk(owner_paths).objects
+        owners = list(map(objs.get, owner_paths, repeat(MISSING)))  # objs[""] is the model
+        where = holder_dicts(owners, list(map(_last, split)))
+        self._sources = list(zip(paths, where, tensors, ptrs))
+        self._source_hops = path_prefixes(owner_paths)  # each owner's, taken once
         self._proven = None
         self._sources_stale = False
         self.refresh()
@@ -90,8 +98,10 @@ class Holders:
         entries = list(self.entries.values())
         scalar = list(map(_is, map(_kind, entries), repeat(TensorKind.SCALAR)))  # one sweep
         element = map(_is, map(_slot, entries), repeat(Slot.ELEMENT))
-        held = map(operator.not_, map(operator.or_, scalar, element))  # tuple items: the
-        self.table = HolderTable(list(compress(entries, held)), self._where)  # tuple's hop
+        keep = map(operator.not_, map(operator.or_, scalar, element))
+        held = list(compress(entries, keep))  # tuple items: the tuple's hop
+        self.table = HolderTable(held, self._where, holders_of(
+            self.hops.objects if self.hops else {}, self.model, held))
         self._scalars = list(compress(entries, scalar))
         self._scalar_reads = None
 

@@ -25,8 +25,9 @@ and what a run reports (:mod:`.report`). Plans are made by
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Iterable
-from itertools import compress
+from collections.abc import Callable, Collection, Iterable, Mapping
+from itertools import compress, repeat
+from operator import attrgetter
 from typing import Any
 
 import torch
@@ -54,6 +55,8 @@ from derivgraph.runtime.storage import BoundTensors
 from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind
 
 __all__ = ["TENSOR_KINDS", "Entry", "PassFault", "Plan", "SourceChanged", "Step", "address_of"]
+
+_STORAGE, _IS_CUDA = attrgetter("storage"), attrgetter("is_cuda")
 
 
 class Plan:
@@ -168,9 +171,12 @@ class Plan:
         return self.holders.moved(self.source_ptrs)
 
     # ---- binding (compile_plan, and a reload whose sources moved) ----------------------------
-    def bind_tensors(self) -> None:
-        """Resolve sources, views over bound tensors, and the holder checks (no code)."""
-        self.tensors.bind(self.model)
+    def bind_tensors(self, read: Mapping[str, Any] | None = None) -> None:
+        """Resolve sources, views over bound tensors, and the holder checks (no code).
+
+        ``read``: every source path's object, read from the model as it is now (the compile's
+        startup record); else the sources are read here."""
+        self.tensors.bind(self.model, read)
         self.holders.bind(self.tensors.sources)
 
     def install(self, steps: list[Step], *, group: bool = True) -> Program:
@@ -491,8 +497,9 @@ class Plan:
     def _on_cuda(self) -> bool:
         """Whether any bound tensor lives on a CUDA device (computed once)."""
         if self._cuda is None:
-            self._cuda = any(isinstance(e.storage, torch.Tensor) and e.storage.is_cuda
-                             for e in self.entries.values())
+            storages = list(map(_STORAGE, self.entries.values()))  # one sweep each
+            tensors = compress(storages, map(isinstance, storages, repeat(torch.Tensor)))
+            self._cuda = any(map(_IS_CUDA, tensors))
         return self._cuda
 
     # ---- sources that changed, and holders -----------------------------------------------

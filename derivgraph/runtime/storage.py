@@ -25,7 +25,7 @@ from derivgraph.runtime.entry import Entry
 __all__ = ["BoundTensors", "BoundViews"]
 
 _UNSET = object()
-_OP = attrgetter("op")
+_OP, _STORAGE = attrgetter("op"), attrgetter("storage")
 
 
 class BoundViews(Interpreter):
@@ -73,14 +73,19 @@ class BoundTensors:
         self._stage_rows: dict[tuple[str, ...], list[tuple[torch.Tensor, list[str], list[Entry]]]
                                | None] = {}
 
-    def bind(self, model: Any) -> None:
-        """Resolve the sources, then every view over a bound tensor."""
+    def bind(self, model: Any, read: Mapping[str, Any] | None = None) -> None:
+        """Resolve the sources, then every view over a bound tensor.
+
+        ``read``: the object at every source path of ``model`` as it is now (read by the
+        caller with :class:`PathReader`, nothing written since); else each is read here."""
         sources = self.graph.sources()
-        self.sources = dict(zip(sources, map(PathReader(model).get, sources)))
+        reader = PathReader(model).get if read is None else read.__getitem__
+        self.sources = dict(zip(sources, map(reader, sources)))
         self._startup = None
         bound: dict[str, Any] = {**self.sources, **self.constants}
-        bound.update((k, e.storage) for k, e in self.entries.items()
-                     if isinstance(e.storage, torch.Tensor))
+        storages = list(map(_STORAGE, self.entries.values()))  # the bound tensors, one sweep
+        bound.update(compress(zip(self.entries, storages),
+                              map(isinstance, storages, repeat(torch.Tensor))))
         self.views = BoundViews(self.graph, bound).views()
 
     # ---- LowerContext ----------------------------------------------------------------------
