@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from derivgraph import DerivedTensor, Spec, Target, compile_plan
-from derivgraph.compiler import layers
+from derivgraph.compiler import instances, layers
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.stamp import stamping
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
@@ -162,3 +162,24 @@ def test_scaling_touches_no_row_and_chained_rows_open_only_the_read_one() -> Non
     assert [_outside_users(graph, row) for row in table.rows] == [False, True, False, False]
     assert [row[0] for row in layers.closed_layers(graph)[0].rows] == \
         ["layers.1.b", "layers.3.b", "layers.4.b"]
+
+
+@pytest.mark.parametrize("workload", ["reference", "deepseek"])
+def test_the_open_rows_are_the_rows_with_an_outside_user(workload: str) -> None:
+    """On the bench's workloads (8 layers), every aligned row of every table is open exactly
+    when a node outside it reads one of its nodes (the users' count, the rule this replaces)."""
+    from derivgraph.tools.bench import _workload
+
+    model, specs, *_ = _workload("cpu", workload, 8, None)
+    with stamping(True):
+        graph = compile_plan(model, specs).graph
+    assert graph.stamped >= 7
+    checked = 0
+    for table in graph.stamps:
+        aligned = instances.aligned_rows(graph.nodes, table)
+        opened = layers.open_rows(graph.touched, table)
+        outside = [_outside_users(graph, row) for row in table.rows]
+        assert [o for o, a in zip(opened, aligned) if a] == \
+            [u for u, a in zip(outside, aligned) if a]
+        checked += sum(aligned)
+    assert checked >= 7
