@@ -137,6 +137,7 @@ class Replay:
         self.own_refs = [(s, mine[r]) for s, r in enumerate(self.rels)
                          if s not in named and r in mine]
         self.unnamed = [s for s, r in enumerate(self.rels) if s not in named and r not in mine]
+        self.op_slots = [item[-2] for item in self.steps if item[0] in ("flat", "any")]
 
     def run(self, graph: DerivedGraph, module_path: str, module: Any,
             objects: dict[tuple[str, ...], Any], twins: dict[str, str],
@@ -152,10 +153,10 @@ class Replay:
         vals.extend([None] * (self.size - len(vals)))
         for slot, value in self.constants:
             vals[slot] = value
+        start, hits = graph.op_count(), graph.cse_hits  # the ops numbered above start: its own
         graph.cse_hits += self.hits
         made: list[str] = []
-        op_keyed, op_count, place = graph.op_keyed, graph.op_count, graph.place_source
-        start = op_count()  # the ops numbered above it are this replay's
+        op_keyed, place = graph.op_keyed, graph.place_source
         for step in self.steps:
             kind = step[0]
             if kind == "source":
@@ -174,10 +175,7 @@ class Replay:
                 args = tuple([NodeRef(vals[s]) if s >= 0 else v for s, v in parts])
                 key = (name, ("seq", tuple([("ref", vals[s]) if f is None else f
                                             for (s, _), f in zip(parts, frozen)])), fkw)
-                before = op_count()
                 new = op_keyed(name, args, dict(kwargs), key, [vals[s] for s in order])
-                if op_count() == before and not graph.made_after(new, start):
-                    found.append(new)
                 vals[out] = new
                 made.append(new)
                 if new != result:
@@ -189,13 +187,12 @@ class Replay:
                     return NodeRef(vals[resolved[node_id]])
 
                 args, kwargs = substitute(args, lookup), substitute(kwargs, lookup)
-                before = op_count()
                 new = op_keyed(name, args, kwargs, (name, freeze(args), freeze(kwargs)),
                                refs_in(args) + refs_in(kwargs))
-                if op_count() == before and not graph.made_after(new, start):
-                    found.append(new)
                 vals[out] = new
                 made.append(new)
                 if new != result:
                     twins[new] = result
+        if graph.cse_hits != hits + self.hits:  # an op call hit: on an op made before it?
+            found.extend([vals[s] for s in self.op_slots if not graph.made_after(vals[s], start)])
         return vals, made
