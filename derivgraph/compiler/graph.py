@@ -182,6 +182,9 @@ class DerivedGraph:
         self.read_sources: dict[str, torch.Tensor] = {}
         self._sources_version = -1
         self.meta_env: dict[str, Any] = {}  # node id -> meta value (set by shape inference)
+        # every existing node a graph call named from outside the stamped row that made it
+        # (what opens a row: :func:`derivgraph.compiler.layers.closed_layers`)
+        self.touched: set[str] = set()
 
     @property
     def nodes(self) -> dict[str, Node]:
@@ -197,28 +200,44 @@ class DerivedGraph:
                layout: tuple[Any, ...] | None = None) -> NodeRef:
         """The node of the source at ``path`` (made on first use). ``layout``: ``tensor``'s
         (class, shape, stride, dtype, device) when the caller already proved it
-        (:func:`derivgraph.compiler.reads.layout`), taken instead of reading the tensor."""
-        if path in self.derived:
-            return NodeRef(path)
-        if path not in self.ir.nodes:
-            if layout is None:
-                shape, stride = tuple(tensor.shape), tuple(tensor.stride())
-                dtype, device = tensor.dtype, tensor.device
-            else:
-                _, shape, stride, dtype, device = layout
-            self.ir.add(Node(path, NodeKind.SOURCE, shape=shape, stride=stride, dtype=dtype,
-                             device=device))
-            self.read_sources[path] = tensor
+        (:func:`derivgraph.compiler.reads.layout`), taken instead of reading the tensor.
+        A node that was there already (a source, a derived tensor) is :attr:`touched`."""
+        if self.place_source(path, tensor, layout):
+            self.touched.add(path)
         return NodeRef(path)
 
+    def place_source(self, path: str, tensor: torch.Tensor,
+                     layout: tuple[Any, ...] | None = None) -> bool:
+        """As :meth:`source`, nothing touched: whether ``path`` was a node already (a derived
+        tensor, or a source made before). The stamped replay's call: it touches what its own
+        row did not make (:meth:`derivgraph.compiler.stamp.Stamper._replay`)."""
+        if path in self.derived or path in self.ir.nodes:
+            return True
+        if layout is None:
+            shape, stride = tuple(tensor.shape), tuple(tensor.stride())
+            dtype, device = tensor.dtype, tensor.device
+        else:
+            _, shape, stride, dtype, device = layout
+        self.ir.add(Node(path, NodeKind.SOURCE, shape=shape, stride=stride, dtype=dtype,
+                         device=device))
+        self.read_sources[path] = tensor
+        return False
+
     def op(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> NodeRef:
-        return NodeRef(self.op_keyed(name, args, kwargs, (name, freeze(args), freeze(kwargs)),
-                                     refs_in(args) + refs_in(kwargs)))
+        """The op node of ``name`` over ``args``/``kwargs`` (CSE-shared); it and every node
+        it reads are :attr:`touched`."""
+        refs = refs_in(args) + refs_in(kwargs)
+        node_id = self.op_keyed(name, args, kwargs, (name, freeze(args), freeze(kwargs)), refs)
+        self.touched.update(refs)
+        self.touched.add(node_id)
+        return NodeRef(node_id)
 
     def op_keyed(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], key: Any,
                  refs: list[str]) -> str:
         """The op node of ``key`` (``(name, freeze(args), freeze(kwargs))``; ``refs``: the
-        node ids in ``args`` then ``kwargs``): the one CSE already holds, or a new one."""
+        node ids in ``args`` then ``kwargs``): the one CSE already holds, or a new one
+        (numbered ``%N:name``, N counting up: :meth:`made_after`). Nothing touched: the
+        caller accounts for what it names (:meth:`op`, the stamped replay)."""
         hit = self._cse.get(key)
         if hit is not None:
             self.cse_hits += 1
@@ -231,11 +250,26 @@ class DerivedGraph:
         self.op_names.add(name)
         return node_id
 
+    def op_count(self) -> int:
+        """How many op nodes were made so far (the next one is numbered one more)."""
+        return self._op_count
+
+    @staticmethod
+    def made_after(op_id: str, count: int) -> bool:
+        """Whether op node ``op_id`` was made after :meth:`op_count` gave ``count``."""
+        return int(op_id[1:op_id.index(":")]) > count
+
     def add_derived(self, node: DerivedNode) -> None:
         self.derived[node.id] = node
         self.ir.add(Node(node.id, NodeKind.DERIVED))
 
     def set_input(self, node: DerivedNode, value_id: str) -> None:
+        """Give ``node`` its value's node, which is :attr:`touched`."""
+        self.place_input(node, value_id)
+        self.touched.add(value_id)
+
+    def place_input(self, node: DerivedNode, value_id: str) -> None:
+        """As :meth:`set_input`, nothing touched (the stamped replay's call)."""
         node.input = value_id
         self.ir.set_inputs(node.id, (value_id,))
 

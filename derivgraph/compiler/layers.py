@@ -11,10 +11,14 @@ proves that once per graph version, column by column over each table:
   with no inputs, made once by CSE for every layer), every user of its nodes is its own, and
   every derived tensor has an input (no engine-computed value);
 * the row is aligned (:func:`~derivgraph.compiler.instances.aligned_rows`: each node has the
-  template node's kind and op and reads the row's nodes at the template's input positions),
-  its nodes are distinct, and their users number exactly the template's: so the row's edges
-  are the template's renamed and no node outside the layer reads one of its nodes (another
-  spec's formula sharing its op through CSE, or reading its derived tensor).
+  template node's kind and op and reads the row's nodes at the template's input positions)
+  and its nodes are distinct: so the row's edges are the template's renamed;
+* the row is not *open*: no graph call from outside it named one of its nodes
+  (:attr:`DerivedGraph.touched <derivgraph.compiler.graph.DerivedGraph.touched>`: another
+  spec's formula reading its derived tensor or its source, sharing its op through CSE or
+  making an op over one of its nodes, or another row's replay finding its node), before or
+  after its replay. Every edge of the graph is made by such a call or by the row's own
+  replay, so no node outside the layer reads one of its nodes.
 
 What else a phase reads per layer (layouts, storage, addresses) it checks itself
 (:mod:`derivgraph.compiler.infer`, :mod:`derivgraph.compiler.lower`). :func:`row_blocks` gives
@@ -23,14 +27,14 @@ the topological order's walk of each such row from its template's.
 
 from __future__ import annotations
 
-from itertools import chain, repeat
+from itertools import chain
 from operator import itemgetter, sub
 
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.instances import InstanceTable, aligned_rows
 from derivgraph.compiler.ir import Node, NodeKind, depth_first
 
-__all__ = ["closed_layers", "layer_nodes", "row_blocks"]
+__all__ = ["closed_layers", "layer_nodes", "open_rows", "row_blocks"]
 
 
 def closed_layers(graph: DerivedGraph) -> list[InstanceTable]:
@@ -39,22 +43,17 @@ def closed_layers(graph: DerivedGraph) -> list[InstanceTable]:
     version, found = graph.layer_cache
     if version == graph.ir.version and found is not None:
         return found
-    users, nodes = graph.ir.users, graph.nodes
+    nodes, touched = graph.nodes, graph.touched
     found = []
     for table in graph.stamps:
         template = table.template
-        if not template or not table.rows:  # nothing of its own (folds only)
-            continue
-        total = _closed_users(graph, template)
-        if total < 0:
-            continue
+        if not template or not table.rows or not _closed(graph, template):
+            continue  # nothing of its own (folds only), or not closed
         size = len(template)
         keep = aligned_rows(nodes, table)
-        if _users_as_template(users, table):  # then no row's total differs
-            keep = [ok and len(set(row)) == size for ok, row in zip(keep, table.rows)]
-        else:
-            keep = [ok and len(set(row)) == size and not _users_differ(users, row, total)
-                    for ok, row in zip(keep, table.rows)]
+        keep = [ok and len(set(row)) == size for ok, row in zip(keep, table.rows)]
+        if touched:
+            keep = [ok and not opened for ok, opened in zip(keep, open_rows(touched, table))]
         closed = table if all(keep) else table.subset(keep)
         if closed.rows:
             found.append(closed)
@@ -62,35 +61,34 @@ def closed_layers(graph: DerivedGraph) -> list[InstanceTable]:
     return found
 
 
-def _users_differ(users: dict[str, list[str]], ids: tuple[str, ...], total: int) -> bool:
-    """Whether the layer's nodes have another number of users than its template's."""
-    return sum(map(len, map(users.__getitem__, ids))) != total
+def open_rows(touched: set[str], table: InstanceTable) -> list[bool]:
+    """Per row of ``table``: whether one of its nodes is in ``touched`` (one C-level test
+    over every row, then a column at a time; row by row only for a column some touched node
+    is in)."""
+    opened = [False] * len(table.rows)
+    if touched.isdisjoint(table.ids()):
+        return opened
+    for k in range(len(table.template)):
+        column = table.column(k)
+        if not touched.isdisjoint(column):
+            opened = [o or n in touched for o, n in zip(opened, column)]
+    return opened
 
 
-def _users_as_template(users: dict[str, list[str]], table: InstanceTable) -> bool:
-    """Whether every row's node has as many users as the template's node in its position
-    (one C-level sweep per column): then every row's total is the template's."""
-    n = len(table.rows)
-    return all(list(map(len, map(users.get, table.column(k), repeat((), n))))
-               == [len(users[t])] * n for k, t in enumerate(table.template))
-
-
-def _closed_users(graph: DerivedGraph, template: tuple[str, ...]) -> int:
-    """How many users the template's nodes have; -1 when it is not closed."""
+def _closed(graph: DerivedGraph, template: tuple[str, ...]) -> bool:
+    """Whether every input of the template's nodes is its own or a shared constant, every
+    user its own, and every derived tensor has an input."""
     own, nodes, users, derived = set(template), graph.nodes, graph.ir.users, graph.derived
-    total = 0
     for node_id in template:
         node = nodes[node_id]
         if node.kind is NodeKind.DERIVED and derived[node_id].input is None:
-            return -1
+            return False
         for ref in node.inputs:
             if ref not in own and (nodes[ref].kind is not NodeKind.OP or nodes[ref].inputs):
-                return -1
-        found = users[node_id]
-        if any(u not in own for u in found):
-            return -1
-        total += len(found)
-    return total
+                return False
+        if any(u not in own for u in users[node_id]):
+            return False
+    return True
 
 
 def layer_nodes(tables: list[InstanceTable]) -> set[str]:

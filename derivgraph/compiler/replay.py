@@ -11,6 +11,10 @@ A source the layer's probes found (``objects``: each probe gave the template's f
 holds the tensor's class, shape, stride, dtype and device) takes the template's layout
 (``layouts``) for its node instead of reading it again: the facts being equal, so are the
 layouts.
+A replay touches nothing itself (:attr:`DerivedGraph.touched
+<derivgraph.compiler.graph.DerivedGraph.touched>`): it reports each node it named that it did
+not make (a path that was a node already, a CSE hit on an op made before it, a path it names
+with no source call) and its caller touches those its row does not own.
 The result is exactly what the generic replay gives (same nodes, numbering, CSE hits and
 twins): :meth:`DerivedGraph.op_keyed <derivgraph.compiler.graph.DerivedGraph.op_keyed>` is the
 one CSE rule, fed the key :func:`freeze` would build.
@@ -51,7 +55,8 @@ class Replay:
 
     def __init__(self, relative: Callable[[str], str | None], calls: list[tuple[Any, ...]],
                  inputs: list[str | None],
-                 layouts: dict[tuple[str, ...], tuple[Any, ...]] | None = None):
+                 layouts: dict[tuple[str, ...], tuple[Any, ...]] | None = None,
+                 derived: tuple[str, ...] = ()):
         proved = layouts or {}  # the source layouts the template's probes proved
         rel_slot: dict[str, int] = {}
         op_slot: dict[str, int] = {}
@@ -124,19 +129,34 @@ class Replay:
                 self.steps.append(("any", name, args, kwargs, resolved, op_slot[result],
                                    result))
         self.inputs = [None if v is None else slot_of(v) for v in found_inputs]
+        named = {item[1] for item in self.steps if item[0] == "source"}
+        mine = {relative(d): i for i, d in enumerate(derived)}  # ``derived``: the template's
+        # path slots no source call names (a derived tensor named by its name, an input):
+        # the layer's own derived tensor at that position of its own (checked per layer), or
+        # another node
+        self.own_refs = [(s, mine[r]) for s, r in enumerate(self.rels)
+                         if s not in named and r in mine]
+        self.unnamed = [s for s, r in enumerate(self.rels) if s not in named and r not in mine]
+        self.op_slots = [item[-2] for item in self.steps if item[0] in ("flat", "any")]
 
     def run(self, graph: DerivedGraph, module_path: str, module: Any,
-            objects: dict[tuple[str, ...], Any], twins: dict[str, str]) -> tuple[list[str],
-                                                                                 list[str]]:
-        """Replay on the layer at ``module_path``: (every slot's node, each call's node)."""
+            objects: dict[tuple[str, ...], Any], twins: dict[str, str],
+            derived: list[str], found: list[str]) -> tuple[list[str], list[str]]:
+        """Replay on the layer at ``module_path`` (``derived``: its derived tensors, in the
+        template's order): (every slot's node, each call's node). Appends to ``found``
+        every node it named and did not make, but for its own derived tensors named by
+        their names."""
         prefix = module_path + "."
         vals: list[Any] = [prefix + r if r else module_path for r in self.rels]
+        found.extend([vals[s] for s in self.unnamed])
+        found.extend([vals[s] for s, i in self.own_refs if vals[s] != derived[i]])
         vals.extend([None] * (self.size - len(vals)))
         for slot, value in self.constants:
             vals[slot] = value
+        start, hits = graph.op_count(), graph.cse_hits  # the ops numbered above start: its own
         graph.cse_hits += self.hits
         made: list[str] = []
-        op_keyed = graph.op_keyed
+        op_keyed, place = graph.op_keyed, graph.place_source
         for step in self.steps:
             kind = step[0]
             if kind == "source":
@@ -144,7 +164,10 @@ class Replay:
                 tensor = objects.get(parts)
                 if tensor is None:
                     tensor, layout = get_path(module, rel), None
-                made.append(graph.source(vals[slot], tensor, layout).id)
+                path = vals[slot]
+                if place(path, tensor, layout):
+                    found.append(path)
+                made.append(path)
             elif kind == "again":
                 made.append(vals[step[1]])
             elif kind == "flat":
@@ -170,4 +193,6 @@ class Replay:
                 made.append(new)
                 if new != result:
                     twins[new] = result
+        if graph.cse_hits != hits + self.hits:  # an op call hit: on an op made before it?
+            found.extend([vals[s] for s in self.op_slots if not graph.made_after(vals[s], start)])
         return vals, made

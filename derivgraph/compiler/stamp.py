@@ -110,7 +110,8 @@ class Stamper:
             for i, node_id in enumerate(raw):
                 first.setdefault(node_id, i)
             template.ids, template.keep = tuple(first), tuple(first.values())
-            template.program = Replay(bound.relative, reads.calls, inputs, _layouts(reads))
+            template.program = Replay(bound.relative, reads.calls, inputs, _layouts(reads),
+                                      tuple(n.id for n in nodes))
             kinds.append(template)
 
     def _replay(self, template: Template, bound: BoundSpec, nodes: list[DerivedNode],
@@ -118,14 +119,20 @@ class Stamper:
         program = template.program
         assert program is not None  # set when the template was kept
         graph = self.graph
-        vals, made = program.run(graph, bound.module_path, bound.module, objects, self.twins)
+        found: list[str] = []
+        derived = [n.id for n in nodes]
+        vals, made = program.run(graph, bound.module_path, bound.module, objects, self.twins,
+                                 derived, found)
         for node, slot in zip(nodes, program.inputs, strict=True):
             if slot is not None:
-                graph.set_input(node, vals[slot])
+                graph.place_input(node, vals[slot])
+        if found:  # what the replay named and did not make: its own derived tensors (a
+            # source call naming one), or another's node (then both rows are open)
+            graph.touched.update([n for n in found if n not in derived])
         table = self.tables.get(template.ids)
         if table is None:
             table = self.tables[template.ids] = InstanceTable(template.ids)
-        table.rows.append(template.own([n.id for n in nodes], made))
+        table.rows.append(template.own(derived, made))
 
 
 def _key(bound: BoundSpec, params: dict[str, Any], nodes: list[DerivedNode]) -> Any:

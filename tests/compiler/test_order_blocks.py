@@ -40,9 +40,9 @@ def test_scaling_order_is_the_plain_walk() -> None:
     assert graph.ordered() == _plain_order(graph.nodes)
 
 
-def test_rows_reading_each_other_and_an_open_row() -> None:
-    """Derived tensors reading derived tensors of their row, and a row whose source another
-    spec reads (not closed: walked as before)."""
+def chain_specs() -> list[Spec]:
+    """Derived tensors reading derived tensors of their layer (by name), and a spec on the
+    stack reading layer 2's source."""
     spec = Spec(name="chain", target=Target(module_class=["ScalingLayer"]),
                 derived=[DerivedTensor(name="b", kind="attribute", formula="a * weight"),
                          DerivedTensor(name="a", kind="attribute", formula="scale + 1.0"),
@@ -50,7 +50,13 @@ def test_rows_reading_each_other_and_an_open_row() -> None:
     reader = Spec(name="reader", target=Target(module_class=["ScalingStack"]),
                   derived=[DerivedTensor(name="r", kind="attribute",
                                          formula="layers[2].scale * 2.0")])
-    graph = _compiled(scaling_model(5), [spec, reader])
+    return [spec, reader]
+
+
+def test_rows_reading_each_other_and_an_open_row() -> None:
+    """Derived tensors reading derived tensors of their row, and a row whose source another
+    spec reads (not closed: walked as before)."""
+    graph = _compiled(scaling_model(5), chain_specs())
     blocks = row_blocks(graph, closed_layers(graph))
     assert graph.stamped == 4 and "layers.1.b" in blocks and "layers.2.b" not in blocks
     assert graph.ordered() == _plain_order(graph.nodes)

@@ -77,10 +77,10 @@ def test_a_layer_whose_op_another_spec_shares_is_lowered_on_its_own() -> None:
 
 def test_canary_a_layer_with_an_outside_user_taken_as_closed(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Planted bug: the users' count is not compared, so layer 2 is taken as closed; its
-    nodes are then inferred from the template while the other spec's tensor reads its op
-    before it has a value."""
-    monkeypatch.setattr(layers, "_users_differ", lambda users, ids, total: False)
+    """Planted bug: a row another spec's formula touched is not opened, so layer 2 is taken
+    as closed; its nodes are then inferred from the template while the other spec's tensor
+    reads its op before it has a value."""
+    monkeypatch.setattr(layers, "open_rows", lambda touched, table: [False] * len(table))
     with pytest.raises(KeyError):
         compile_plan(_tagged_stack(), [_layer_spec(), _shared_spec()])
 
