@@ -36,7 +36,7 @@ from derivgraph.compiler.interpret import (
     view_base,
 )
 from derivgraph.compiler.ir import Node, NodeKind
-from derivgraph.compiler.layers import closed_layers
+from derivgraph.compiler.layers import closed_layers, closed_nodes
 from derivgraph.compiler.lower import Action, lower_steps
 from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.transaction import ModelTransaction
@@ -86,7 +86,7 @@ def _evaluate_all(graph: DerivedGraph, sources: dict[str, Any] | None = None) ->
     interp = CompileValues(graph, sources)
     order = graph.ordered()
     with torch.no_grad():
-        evaluate_columns(graph, interp.env, interp.run_node)  # stamped layers: one call a column
+        evaluate_columns(graph, interp.env, interp.source_at)  # stamped layers: one call a column
         try:
             interp.run(order)
         except Exception as exc:  # re-raised as a spec issue that names the node
@@ -278,9 +278,15 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
     """Lower, bind and run the pass once; demote grouping if it is not bit-exact with eager.
 
     ``read``: every source path's object as the model holds it now (else read again)."""
-    deps = plan.graph.source_deps()
-    plan.tensors.constants = {n: values[n] for n, node in plan.graph.nodes.items()
-                              if node.kind is NodeKind.OP and not deps[n]
+    deps, nodes = plan.graph.source_deps(), plan.graph.nodes
+    # a closed stamped row's op has no source dependency where its template's has none (the
+    # same kinds and inputs at the same positions): rows of templates with no such op are
+    # left out of the sweep
+    skip = closed_nodes(plan.graph, lambda table: all(
+        nodes[t].kind is not NodeKind.OP or deps[t] for t in table.template))
+    rest = compress(nodes, map(operator.not_, map(skip.__contains__, nodes))) if skip else nodes
+    plan.tensors.constants = {n: values[n] for n in rest
+                              if nodes[n].kind is NodeKind.OP and not deps[n]
                               and isinstance(values.get(n), torch.Tensor)}
     plan.constant_entries = [n for n, e in plan.entries.items()
                              if e.node.kind in HELD_KINDS and e.node.input is not None

@@ -1,19 +1,20 @@
 """Compile-time values of stamped layers' ops: one torch call per template column.
 
 Compile evaluates every formula on the live sources once (``planner.CompileValues``): the
-values it allocates from and checks the first pass against, bit for bit. For the layers stamped
-from one template (its :class:`~derivgraph.compiler.instances.InstanceTable`), an op
-position of the template is a *column*: the same op with the same constants in every layer,
-over each layer's own tensors. :func:`evaluate_columns` evaluates such a column as one call:
-each operand position's tensors stacked (one ``torch.stack``), the op applied once, the result
-unbound into one value per layer. Only where that is bit for bit the per-layer call: the ops
-that give the same bits on one element or a vector of them
-(:data:`~derivgraph.compiler.flat.EXACT_UNARY`, :data:`~derivgraph.compiler.flat.EXACT_BINARY`,
-the rule of the flat pass), on float32/float64 tensors of one shape, dtype and device in every
-operand and layer, with no keyword arguments and the same constants (compared frozen, so
-``-0.0`` is not ``0.0``), and a result of the inferred dtype and of each layer's shape. Any
-other column, or one whose call raises, is left to the per-node evaluation (which reports the
-fault by node).
+values it allocates from and checks the first pass against, bit for bit. For the closed rows of
+a template (:func:`~derivgraph.compiler.layers.closed_layers`: its stamped layers whose subgraph
+is its own renamed), an op position of the template is a *column*: the same op with the same
+constants in every row (the replay made each from the template's call), over each row's own
+tensors. :func:`evaluate_columns` reads a column from the template's node and the table's ids
+(never a row's node) and evaluates it as one call: each operand position's tensors stacked (one
+``torch.stack``), the op applied once, the result unbound into one value per layer. Only where
+that is bit for bit the per-layer call: the ops that give the same bits on one element or a
+vector of them (:data:`~derivgraph.compiler.flat.EXACT_UNARY`,
+:data:`~derivgraph.compiler.flat.EXACT_BINARY`, the rule of the flat pass), on float32/float64
+tensors of one shape, dtype and device in every operand and layer, with no keyword arguments and
+number constants, and a result of the inferred dtype and of each layer's shape. Any other column
+(an open row's too), or one whose call raises, is left to the per-node evaluation (which reports
+the fault by node).
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ from typing import Any
 import torch
 
 from derivgraph.compiler.flat import EXACT_BINARY, EXACT_UNARY, OP_DTYPES
-from derivgraph.compiler.graph import DerivedGraph, NodeRef, freeze
+from derivgraph.compiler.graph import DerivedGraph, NodeRef
+from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.ir import Node, NodeKind
+from derivgraph.compiler.layers import closed_layers
 from derivgraph.ops import OPS
 
 __all__ = ["MIN_COLUMN", "evaluate_columns"]
@@ -43,44 +46,48 @@ _shape, _dtype, _device = attrgetter("shape"), attrgetter("dtype"), attrgetter("
 
 
 def evaluate_columns(graph: DerivedGraph, env: dict[str, Any],
-                     run_node: Callable[[Node], Any]) -> int:
-    """Put the value of every op node of the stamped columns that qualify into ``env``
-    (``run_node``: the per-node evaluation, used to read a source); the number of columns
-    evaluated."""
+                     read_source: Callable[[str], Any]) -> int:
+    """Put the value of every op node of the closed stamped columns that qualify into ``env``
+    (``read_source``: a source's value by path, for a source not read yet); the number of
+    columns evaluated.
+
+    A closed row (:func:`~derivgraph.compiler.layers.closed_layers`) is its template's nodes
+    renamed: the same op, keyword arguments and constants at each position (its replay made
+    them from the template's call), its own node where the template reads its own, the same
+    shared node elsewhere. So a column is read from the template's node and the table's ids,
+    never from a row's node; a row that is not closed is left to the per-node evaluation."""
     nodes, done = graph.nodes, 0
-    for table in graph.stamps:
+    for table in closed_layers(graph):
         if len(table) < MIN_COLUMN:
             continue
+        where = {t: i for i, t in enumerate(table.template)}
         for k, first_id in enumerate(table.template):
-            first = nodes.get(first_id)
-            if first is None or first.kind is not _OP or first.op not in _EXACT or first.kwargs:
+            first = nodes[first_id]
+            if first.kind is not _OP or first.op not in _EXACT or first.kwargs:
                 continue
             column = table.column(k)
             if column[0] in env:
                 continue
-            values = _column(graph, env, run_node, first, column)
+            values = _column(graph, env, read_source, table, where, first, column)
             if values is not None:
                 env.update(zip(column, values))
                 done += 1
     return done
 
 
-def _column(graph: DerivedGraph, env: dict[str, Any], run_node: Callable[[Node], Any],
-            first: Node, column: list[str]) -> tuple[torch.Tensor, ...] | None:
-    """Each layer's value of one column, or None where a check fails."""
-    nodes = graph.nodes
-    col = [nodes[i] for i in column]
-    op, width = first.op, len(first.args)
-    if any(n.kind is not _OP or n.op != op or n.kwargs or len(n.args) != width for n in col):
-        return None
+def _column(graph: DerivedGraph, env: dict[str, Any], read_source: Callable[[str], Any],
+            table: InstanceTable, where: dict[str, int], first: Node,
+            column: list[str]) -> tuple[torch.Tensor, ...] | None:
+    """Each row's value of one column (template node ``first``; ``where``: the template's
+    node -> its position), or None where a check fails."""
     layout: tuple[Any, ...] | None = None
     call: list[Any] = []
-    for j, arg in enumerate(first.args):
+    for arg in first.args:
         if type(arg) is NodeRef:
-            refs = [n.args[j] for n in col]
-            if any(type(r) is not NodeRef for r in refs):
-                return None
-            tensors = _operands(nodes, env, run_node, [r.id for r in refs])
+            at = where.get(arg.id)  # None: the node every row shares
+            refs = [arg.id] * len(column) if at is None else table.column(at)
+            source = graph.nodes[arg.id].kind is _SOURCE  # each row's has the template's kind
+            tensors = _operands(env, read_source, refs, source)
             if tensors is None:
                 return None
             shapes, dtypes, devices = (set(map(f, tensors)) for f in (_shape, _dtype, _device))
@@ -94,15 +101,11 @@ def _column(graph: DerivedGraph, env: dict[str, Any], run_node: Callable[[Node],
         else:
             if type(arg) not in _NUMBERS:
                 return None
-            frozen = freeze(arg)  # the template's own constant object passes at once
-            if any(a is not arg and (type(a) is not type(arg) or freeze(a) != frozen)
-                   for a in [n.args[j] for n in col]):
-                return None
             call.append(arg)
     if layout is None:
         return None
     try:
-        out = OPS[op].fn(*call)
+        out = OPS[first.op].fn(*call)
     except (RuntimeError, TypeError, ValueError) as exc:  # the per-node pass reports it by node
         logger.debug("column %s (%d layers) left to per-node evaluation: %s", first.id,
                      len(column), exc)
@@ -116,20 +119,18 @@ def _column(graph: DerivedGraph, env: dict[str, Any], run_node: Callable[[Node],
     return out.unbind(0)
 
 
-def _operands(nodes: dict[str, Node], env: dict[str, Any], run_node: Callable[[Node], Any],
-              refs: list[str]) -> list[torch.Tensor] | None:
-    """The values at ``refs`` (a source not read yet is read now), or None when one is not
-    evaluated yet or is not a tensor."""
+def _operands(env: dict[str, Any], read_source: Callable[[str], Any], refs: list[str],
+              source: bool) -> list[torch.Tensor] | None:
+    """The values at ``refs`` (``source``: they are sources, one not read yet is read now),
+    or None when one is not evaluated yet or is not a tensor."""
     out = []
     for ref in refs:
         value = env.get(ref)
         if value is None:
-            node = nodes[ref]
-            if node.kind is not _SOURCE:
+            if not source:
                 return None
-            value = env[ref] = run_node(node)
+            value = env[ref] = read_source(ref)
         if not isinstance(value, torch.Tensor):
             return None
         out.append(value)
     return out
-

@@ -174,6 +174,7 @@ class DerivedGraph:
         # their instance tables, one per template (derivgraph.compiler.instances)
         self.stamps: list[Any] = []
         self.layer_cache: tuple[int, Any] = (-1, None)  # the proven ones, by graph version
+        self.closed_cache: tuple[int, Any] = (-1, None)  # their nodes, by graph version
         self._deps: dict[str, frozenset[str]] = {}
         self._deps_version = -1
         self._sources: list[str] = []

@@ -262,11 +262,15 @@ class EagerInterpreter(Interpreter):
         self.paths = PathReader(graph.model)  # one run reads; nothing is written meanwhile
 
     def source(self, node: Node) -> Any:
-        if self.sources is not None and node.id in self.sources:
-            return self.sources[node.id]
-        value = self.paths.get(node.id)
+        return self.source_at(node.id)
+
+    def source_at(self, path: str) -> Any:
+        """The live source tensor at ``path`` (as read by building, else read now)."""
+        if self.sources is not None and path in self.sources:
+            return self.sources[path]
+        value = self.paths.get(path)
         if value is MISSING:
-            raise KeyError(f"source {node.id} is gone from the model")
+            raise KeyError(f"source {path} is gone from the model")
         return value
 
 

@@ -16,8 +16,10 @@ import torch
 
 from derivgraph.addresses import AtAddresses
 from derivgraph.compiler.graph import DerivedGraph, NodeRef, refs_in
+from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.interpret import Interpreter
 from derivgraph.compiler.ir import Node, NodeKind
+from derivgraph.compiler.layers import closed_nodes
 from derivgraph.compiler.owners import PathReader
 from derivgraph.ops import OPS, OpKind
 from derivgraph.runtime.entry import Entry
@@ -36,12 +38,20 @@ class BoundViews(Interpreter):
         self.env.update(bound)
 
     def views(self) -> dict[str, torch.Tensor]:
+        """Every view op node over a bound tensor (or an earlier view), in order -> its view.
+
+        A closed stamped row (:func:`~derivgraph.compiler.layers.closed_nodes`) has its
+        template's kinds and ops position by position: where the template has no view op,
+        no node of the row is one, and the row is not looked at."""
         out: dict[str, torch.Tensor] = {}
         nodes = self.graph.nodes
-        order = self.graph.ordered()
-        # every node but those of a registered non-view op (or no op) is looked at, in order:
-        # the ops read in one C-level sweep
         other = frozenset(name for name, op in OPS.items() if op.kind is not OpKind.VIEW)
+        skip = closed_nodes(self.graph, lambda table: not _has_view(nodes, table, other))
+        order = self.graph.ordered()
+        if skip:
+            order = list(compress(order, map(not_, map(skip.__contains__, order))))
+        # every other node but those of a registered non-view op (or no op) is looked at, in
+        # order: the ops read in one C-level sweep
         ops = map(_OP, map(nodes.__getitem__, order))
         for node_id in compress(order, map(not_, map((other | {None}).__contains__, ops))):
             node = nodes[node_id]
@@ -52,6 +62,12 @@ class BoundViews(Interpreter):
 
     def source(self, node: Node) -> Any:
         raise KeyError(node.id)  # only views over bound tensors are made here
+
+
+def _has_view(nodes: Mapping[str, Node], table: InstanceTable, other: frozenset[str]) -> bool:
+    """Whether a node of ``table``'s template has an op not in ``other`` (a view op)."""
+    return any(nodes[t].op not in other for t in table.template
+               if nodes[t].kind is NodeKind.OP)
 
 
 class BoundTensors:

@@ -53,7 +53,7 @@ def _values(spec: Spec, planted: bool = False) -> tuple[Any, dict[str, Any], dic
     graph = build_graph(model, match_specs(model, [spec]))
     with torch.no_grad():
         interp = CompileValues(graph)
-        done = columns.evaluate_columns(graph, interp.env, interp.run_node)
+        done = columns.evaluate_columns(graph, interp.env, interp.source_at)
         with_columns = interp.run()
         per_node = CompileValues(graph).run()
     return graph, with_columns, per_node, done
