@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from itertools import compress, repeat
-from operator import attrgetter, not_
+from operator import attrgetter, is_, not_
 from typing import Any
 
 import torch
@@ -121,6 +121,12 @@ class BoundTensors:
         all sources, or all derived tensors)."""
         refs = list(refs)
         out = list(map(self.sources.get, refs, repeat(_UNSET)))
+        if not any(map(is_, out, repeat(_UNSET))):
+            return out  # all sources
+        if all(map(is_, out, repeat(_UNSET))):  # no source: one table, usually
+            whole = self._one_table(refs, missing)
+            if whole is not None:
+                return whole
         todo = [i for i, value in enumerate(out) if value is _UNSET]
         if todo:
             found = list(map(self.entries.get, [refs[i] for i in todo]))
@@ -138,6 +144,23 @@ class BoundTensors:
         for i in todo:
             out[i] = missing
         return out
+
+    def _one_table(self, refs: list[str], missing: Any) -> list[Any] | None:
+        """:meth:`bound_values` of ``refs`` (none a source) when the first table after the
+        sources that binds any of them binds them all, or none binds any (a column of stamped
+        layers, usually): one sweep per table; else None."""
+        found = list(map(self.entries.get, refs))
+        if not any(map(is_, found, repeat(None))):
+            return list(map(_STORAGE, found))
+        if not all(map(is_, found, repeat(None))):
+            return None
+        for table in (self.views, self.stages, self.constants):
+            values = list(map(table.get, refs, repeat(_UNSET)))
+            if not any(map(is_, values, repeat(_UNSET))):
+                return values
+            if not all(map(is_, values, repeat(_UNSET))):
+                return None
+        return [missing] * len(refs)  # nothing bound at any of them
 
     def storage_of(self, node_id: str) -> Any:
         return self.entries[node_id].storage
