@@ -120,13 +120,13 @@ class BoundTensors:
         table, in :meth:`bound` 's order (the refs of one column of stamped layers are usually
         all sources, or all derived tensors)."""
         refs = list(refs)
-        out = list(map(self.sources.get, refs, repeat(_UNSET)))
-        if not any(map(is_, out, repeat(_UNSET))):
-            return out  # all sources
-        if all(map(is_, out, repeat(_UNSET))):  # no source: one table, usually
+        if self.sources.keys().isdisjoint(refs):  # no source: one table, usually
             whole = self._one_table(refs, missing)
             if whole is not None:
                 return whole
+        out = list(map(self.sources.get, refs, repeat(_UNSET)))
+        if not any(map(is_, out, repeat(_UNSET))):
+            return out  # all sources
         todo = [i for i, value in enumerate(out) if value is _UNSET]
         if todo:
             found = list(map(self.entries.get, [refs[i] for i in todo]))
@@ -149,17 +149,13 @@ class BoundTensors:
         """:meth:`bound_values` of ``refs`` (none a source) when the first table after the
         sources that binds any of them binds them all, or none binds any (a column of stamped
         layers, usually): one sweep per table; else None."""
-        found = list(map(self.entries.get, refs))
-        if not any(map(is_, found, repeat(None))):
-            return list(map(_STORAGE, found))
-        if not all(map(is_, found, repeat(None))):
-            return None
-        for table in (self.views, self.stages, self.constants):
+        for table in (self.entries, self.views, self.stages, self.constants):
+            if table.keys().isdisjoint(refs):
+                continue
             values = list(map(table.get, refs, repeat(_UNSET)))
-            if not any(map(is_, values, repeat(_UNSET))):
-                return values
-            if not all(map(is_, values, repeat(_UNSET))):
+            if any(map(is_, values, repeat(_UNSET))):
                 return None
+            return list(map(_STORAGE, values)) if table is self.entries else values
         return [missing] * len(refs)  # nothing bound at any of them
 
     def storage_of(self, node_id: str) -> Any:
