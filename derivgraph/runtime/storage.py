@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from itertools import compress, repeat
-from operator import attrgetter, not_
+from operator import attrgetter, is_, not_
 from typing import Any
 
 import torch
@@ -120,7 +120,13 @@ class BoundTensors:
         table, in :meth:`bound` 's order (the refs of one column of stamped layers are usually
         all sources, or all derived tensors)."""
         refs = list(refs)
+        if self.sources.keys().isdisjoint(refs):  # no source: one table, usually
+            whole = self._one_table(refs, missing)
+            if whole is not None:
+                return whole
         out = list(map(self.sources.get, refs, repeat(_UNSET)))
+        if not any(map(is_, out, repeat(_UNSET))):
+            return out  # all sources
         todo = [i for i, value in enumerate(out) if value is _UNSET]
         if todo:
             found = list(map(self.entries.get, [refs[i] for i in todo]))
@@ -138,6 +144,19 @@ class BoundTensors:
         for i in todo:
             out[i] = missing
         return out
+
+    def _one_table(self, refs: list[str], missing: Any) -> list[Any] | None:
+        """:meth:`bound_values` of ``refs`` (none a source) when the first table after the
+        sources that binds any of them binds them all, or none binds any (a column of stamped
+        layers, usually): one sweep per table; else None."""
+        for table in (self.entries, self.views, self.stages, self.constants):
+            if table.keys().isdisjoint(refs):
+                continue
+            values = list(map(table.get, refs, repeat(_UNSET)))
+            if any(map(is_, values, repeat(_UNSET))):
+                return None
+            return list(map(_STORAGE, values)) if table is self.entries else values
+        return [missing] * len(refs)  # nothing bound at any of them
 
     def storage_of(self, node_id: str) -> Any:
         return self.entries[node_id].storage
