@@ -20,8 +20,8 @@ from torch import nn
 
 from derivgraph._enum import StrEnum
 
-__all__ = ["MISSING", "Slot", "absent_on_modules", "class_names", "get_path", "holder_dict",
-           "join", "matches_class", "set_slot", "slot_of", "step_into"]
+__all__ = ["MISSING", "MODULE_REGISTRIES", "Slot", "absent_on_modules", "class_names",
+           "get_path", "holder_dict", "join", "matches_class", "set_slot", "slot_of", "step_into"]
 
 MISSING: Any = object()
 
@@ -82,10 +82,12 @@ def absent_on_modules(objs: Sequence[Any], part: str) -> bool:
     if any(map(operator.contains, dicts, repeat(part))):
         return False
     return not any(any(map(operator.contains, map(registry, dicts), repeat(part)))
-                   for registry in _REGISTRIES)
+                   for registry in MODULE_REGISTRIES)
 
 
-_REGISTRIES = tuple(map(operator.itemgetter, ("_modules", "_parameters", "_buffers")))
+#: an ``nn.Module``'s registries in the order :func:`step_into` reads them (its ``__dict__``
+#: last); every column read of a module hop follows this order
+MODULE_REGISTRIES = tuple(map(operator.itemgetter, ("_modules", "_parameters", "_buffers")))
 
 
 def step_into(obj: Any, part: str) -> Any:

@@ -220,6 +220,9 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
     except BaseException:
         transaction.rollback()
         raise
+    # the closed rows' node ids pay during the compile's sweeps; a plan does not keep them
+    # (~8 MB at 100k derived tensors; a later sweep rebuilds them from the tables)
+    graph.closed_cache = (-1, None)
     logger.info("compiled %d derived tensors (%d adopted) over %d sources, %d steps, %d groups, "
                 "%d CSE hits", len(plan.entries), sum(e.adopted for e in plan.entries.values()),
                 len(plan.source_ptrs), len(plan.steps),

@@ -16,13 +16,11 @@ from typing import Any
 
 from torch import nn
 
-from derivgraph.paths import MISSING, get_path, step_into
+from derivgraph.paths import MISSING, MODULE_REGISTRIES, get_path, step_into
 
 __all__ = ["PathReader", "child", "one_hop", "path_prefixes", "registries_holding"]
 
 _DICT = operator.attrgetter("__dict__")
-#: an ``nn.Module``'s registries in the order a path hop reads them (its ``__dict__`` last)
-_REGISTRIES = tuple(map(operator.itemgetter, ("_modules", "_parameters", "_buffers")))
 
 
 def one_hop(name: str) -> bool:
@@ -103,14 +101,14 @@ def registries_holding(owners: Sequence[Any], key: str) -> tuple[int, list[dict[
     if not all(issubclass(cls, nn.Module) for cls in set(map(type, owners))):
         return None
     dicts = list(map(_DICT, owners))
-    for k, registry in enumerate(_REGISTRIES):
+    for k, registry in enumerate(MODULE_REGISTRIES):
         found = list(map(registry, dicts))
         held = list(map(operator.contains, found, repeat(key)))
         if all(held):
             return k, found
         if any(held):
             return None
-    return (len(_REGISTRIES), dicts) if all(map(operator.contains, dicts, repeat(key))) \
+    return (len(MODULE_REGISTRIES), dicts) if all(map(operator.contains, dicts, repeat(key))) \
         else None
 
 
