@@ -3,9 +3,14 @@ function index give the same answers as the searches and walks they replace."""
 
 from __future__ import annotations
 
+import ast
 import re
+from collections import deque
 
 from derivgraph.audit.static.construction import _HEADER, _enclosing, construction_sites
+from derivgraph.audit.static.handoff import _calls
+from derivgraph.audit.static.scope import FunctionIndex
+from derivgraph.audit.static.walk import NESTED_SCOPES, children, own_nodes
 
 _NAMES = {"Kern", "KernBase", "BaseKern", "MoE", "ExpertsX", "Ünï"}
 _TEXTS = [
@@ -48,3 +53,114 @@ def test_construction_sites_comparison_goes_red_on_a_shorter_name() -> None:
     found = [m.start() for m in loose.finditer(_TEXTS[1])]
     assert len(found) == 2  # mod.Kern( and XKern(
     assert len(_forward_sites([_TEXTS[1]], {"Kern"})["Kern"]) == 1
+
+
+# ---- walks with :func:`.walk.children` inlined ----------------------------------------------
+
+
+_SOURCE = '''
+class A(Base):
+    def f(self, x, *a, k=g(1), **kw):
+        self.register_buffer("b", torch.zeros(n(2)))
+        setattr(self, "c", lambda y: h(y, setattr(o, "d", 1)))
+        for i, (p, q) in enumerate(zip(a, kw.items())):
+            if p := q(i):
+                with ctx(p) as c, other():
+                    self.w.set_(c[1:i, ...].t())
+            else:
+                async def inner():
+                    await z(x)
+                yield [m(v) for v in range(3) if v] + {u: w(u) for u in p}
+        match x:
+            case {"k": K(a=1), **rest} if rest:
+                replace_parameter(self, "e", f"{x!r:>{n(4)}}")
+        try:
+            del self.t[0]
+        except (E1, E2) as err:
+            raise R(err) from err
+        return type(self).__name__, (yield from gen()), not -x @ y
+'''
+
+
+def _reference_own_nodes(node: ast.AST, nested: tuple[type, ...] = NESTED_SCOPES, *,
+                         breadth_first: bool = False, with_root: bool = False) -> list:
+    """:func:`own_nodes` as it was: :func:`children` called per node."""
+    out = [node] if with_root else []
+    todo = deque([c for c in children(node) if not isinstance(c, nested)])
+    pop = todo.popleft if breadth_first else todo.pop
+    while todo:
+        cur = pop()
+        out.append(cur)
+        todo.extend([c for c in children(cur) if not isinstance(c, nested)])
+    return out
+
+
+def _nodes() -> list[ast.AST]:
+    return list(ast.walk(ast.parse(_SOURCE)))
+
+
+def test_own_nodes_inlined_walks_the_same_nodes_in_the_same_order() -> None:
+    for node in _nodes():
+        for kw in ({}, {"breadth_first": True}, {"with_root": True}):
+            assert list(own_nodes(node, **kw)) == _reference_own_nodes(node, **kw)
+        assert list(own_nodes(node, (ast.Lambda,))) == _reference_own_nodes(node, (ast.Lambda,))
+    func = next(n for n in _nodes() if isinstance(n, ast.FunctionDef) and n.name == "f")
+    assert len(list(own_nodes(func))) > 140
+
+
+def test_own_nodes_comparison_goes_red_when_the_order_changes() -> None:
+    """Canary: the reference walk, breadth first against depth first, differs."""
+    func = next(n for n in _nodes() if isinstance(n, ast.FunctionDef) and n.name == "f")
+    assert _reference_own_nodes(func) != _reference_own_nodes(func, breadth_first=True)
+
+
+def _reference_calls(node: ast.AST) -> list[ast.Call]:
+    out, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Lambda):
+            continue
+        if isinstance(n, ast.Call):
+            out.append(n)
+        stack.extend(children(n))
+    return out
+
+
+def test_handoff_calls_inlined_match_the_children_walk() -> None:
+    for node in _nodes():
+        assert list(_calls(node)) == _reference_calls(node)
+    assert len(_reference_calls(ast.parse(_SOURCE))) > 15
+
+
+def _reference_function_index(func: ast.AST) -> tuple[list, dict]:
+    calls: list[ast.Call] = []
+    sites: dict[int, list[ast.Call]] = {}
+    stack = [(func, func, False)]
+    while stack:
+        node, stmt, in_lambda = stack.pop()
+        if isinstance(node, ast.stmt):
+            stmt = node
+        elif isinstance(node, ast.Lambda):
+            in_lambda = True
+        elif isinstance(node, ast.Call):
+            calls.append(node)
+            f = node.func
+            if not in_lambda and ((isinstance(f, ast.Attribute) and f.attr in (
+                    "register_buffer", "register_parameter", "set_", "replace_parameter"))
+                    or (isinstance(f, ast.Name) and f.id in ("setattr", "replace_parameter"))):
+                sites.setdefault(id(stmt), []).append(node)
+        stack.extend((c, stmt, in_lambda) for c in children(node))
+    for found in sites.values():
+        found.sort(key=lambda c: (c.lineno, c.col_offset))
+    return calls, sites
+
+
+def test_function_index_inlined_matches_the_children_walk() -> None:
+    funcs = [n for n in _nodes() if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                   ast.Lambda))]
+    for func in funcs:
+        index = FunctionIndex.of(func)
+        assert (index.calls, index.site_calls) == _reference_function_index(func)
+    f = FunctionIndex.of(funcs[0])
+    # register_buffer, setattr, set_, replace_parameter (not the setattr in the lambda)
+    assert sum(map(len, f.site_calls.values())) == 4
