@@ -10,7 +10,7 @@ from collections import deque
 from derivgraph.audit.static.construction import _HEADER, _enclosing, construction_sites
 from derivgraph.audit.static.handoff import _calls
 from derivgraph.audit.static.scope import FunctionIndex
-from derivgraph.audit.static.walk import NESTED_SCOPES, children, own_nodes
+from derivgraph.audit.static.walk import NESTED_SCOPES, children, own_nodes, walk
 
 _NAMES = {"Kern", "KernBase", "BaseKern", "MoE", "ExpertsX", "Ünï"}
 _TEXTS = [
@@ -164,3 +164,22 @@ def test_function_index_inlined_matches_the_children_walk() -> None:
     f = FunctionIndex.of(funcs[0])
     # register_buffer, setattr, set_, replace_parameter (not the setattr in the lambda)
     assert sum(map(len, f.site_calls.values())) == 4
+
+
+def test_walk_is_ast_walk_without_expression_contexts() -> None:
+    """The ``ast.walk`` calls of the static audit became :func:`.walk.walk`: the same nodes
+    in the same order but the ``Load``/``Store``/``Del`` leaves, which no caller looks at (they
+    test other node types; ``_names_getattr`` reads ``vars``, empty for them)."""
+    for node in _nodes():
+        if isinstance(node, ast.expr_context):
+            continue  # never a root: the callers walk statements and expressions
+        assert list(walk(node)) == [n for n in ast.walk(node)
+                                    if not isinstance(n, ast.expr_context)]
+    assert all(vars(n) == {} for n in ast.walk(ast.parse(_SOURCE))
+               if isinstance(n, ast.expr_context))
+
+
+def test_walk_comparison_goes_red_without_the_context_filter() -> None:
+    """Canary: ``ast.walk`` itself yields the expression contexts."""
+    tree = ast.parse(_SOURCE)
+    assert list(walk(tree)) != list(ast.walk(tree))
