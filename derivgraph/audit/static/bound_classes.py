@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from derivgraph.audit.static.backend_branches import Binding, backend_classes
 from derivgraph.audit.static.source_tree import ReaderIndex, class_node, defining_module
-from derivgraph.audit.static.walk import children, self_attribute
+from derivgraph.audit.static.walk import children, self_attribute, walk
 
 __all__ = ["bound_classes", "named_class"]
 
@@ -56,7 +56,7 @@ _DIRECT = _Fixed("", "", False)
 
 def _flags_of(test: ast.expr) -> frozenset[str]:
     """The ``self`` attributes a condition reads (``self.is_gfx942``, ``self.moe.x``)."""
-    return frozenset(a for n in ast.walk(test) if (a := self_attribute(n)) is not None)
+    return frozenset(a for n in walk(test) if (a := self_attribute(n)) is not None)
 
 
 def _tests(node: ast.ClassDef) -> dict[int, _Test | None]:
@@ -178,7 +178,7 @@ def _bound(node: ast.ClassDef, held: frozenset[str]) -> _Bound:
     """The :class:`_Bound` of class ``node`` for its ``held`` attributes (its caller memoizes
     it per module and class)."""
     tests = _tests(node)
-    nodes = list(ast.walk(node))  # every node of the class, walked once for the searches below
+    nodes = list(walk(node))  # every node of the class, walked once for the searches below
     fixed = _fixed_backends(nodes)
     assigns = _bindings(nodes, held)
     return _Bound(nodes, tests, [(b.value, tests.get(id(b))) for b in assigns],

@@ -58,24 +58,26 @@ def construction_sites(texts: Sequence[str], names: Collection[str], jobs: int |
     out: dict[str, list[Construction]] = {n: [] for n in names}
     if not names:
         return out
-    call = re.compile(r"(?<![\w])(" + "|".join(sorted(map(re.escape, names))) + r")[ \t]*\(")
-    # one search for any of the names (the same texts as ``any(n in text for n in names)``)
-    mentions = re.compile(words_pattern(names)).search
+    # ``(?<!\w)(Name|...)[ \t]*\(`` searched in the reversed text, where it starts at the
+    # ``(`` (a search skips to each ``(``; forwards, every position tries every name). The
+    # matches are the same: a name bounded by a non-word character and ``[ \t]*(``
+    call = re.compile(r"\([ \t]*(" + words_pattern(n[::-1] for n in names) + r")(?!\w)")
 
     def calls_in(text: str) -> list[tuple[str, str | None, str | None]]:
         found: list[tuple[str, str | None, str | None]] = []
-        if mentions(text) is None:
+        matches = list(call.finditer(text[::-1]))
+        if not matches:
             return found
-        headers: list[tuple[int, int, str, str]] | None = None
-        for m in call.finditer(text):
-            line_start = text.rfind("\n", 0, m.start()) + 1
-            before = text[line_start:m.start()].strip()
+        headers = [(h.start(), len(h.group(1).expandtabs()), h.group(2), h.group(3))
+                   for h in _HEADER.finditer(text)]
+        size = len(text)
+        for m in reversed(matches):  # in text order
+            start = size - m.end(1)
+            line_start = text.rfind("\n", 0, start) + 1
+            before = text[line_start:start].strip()
             if before in ("class", "def", "async def"):
                 continue  # the class statement itself
-            if headers is None:
-                headers = [(h.start(), len(h.group(1).expandtabs()), h.group(2), h.group(3))
-                           for h in _HEADER.finditer(text)]
-            found.append((m.group(1), *_enclosing(text, m.start(), headers)))
+            found.append((m.group(1)[::-1], *_enclosing(text, start, headers)))
         return found
 
     per_file: list[list[tuple[str, str | None, str | None]]] = [[] for _ in texts]
@@ -98,7 +100,9 @@ def built_at_construction(names: Iterable[str], texts: Sequence[str],
     (``post_load``: (file index, class, function) reached)."""
     names = set(names)
     family = {n: {n, *(subclasses or {}).get(n, ())} for n in names}
-    sites = construction_sites(texts, set().union(*family.values()) if family else set())
+    # in this process: the search takes ~0.1 s for vLLM's 3231 files, less than forking
+    sites = construction_sites(texts, set().union(*family.values()) if family else set(),
+                               jobs=1)
     out = set()
     for name, members in family.items():
         found = [site for member in members for site in sites.get(member, [])]

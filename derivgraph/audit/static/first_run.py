@@ -26,6 +26,7 @@ import re
 import textwrap
 
 from derivgraph.audit.static.def_text import def_end
+from derivgraph.audit.static.walk import walk
 
 __all__ = ["INITIAL_LOAD_TESTS", "first_run_guard", "references_only"]
 
@@ -107,12 +108,12 @@ def references_only(builder_text: str) -> bool:
     params = {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
     params.discard("self")
     bound: dict[str, list[ast.expr]] = {}
-    for node in ast.walk(func):
+    for node in walk(func):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     bound.setdefault(target.id, []).append(node.value)
-    returns = [n for n in ast.walk(func) if isinstance(n, ast.Return)]
+    returns = [n for n in walk(func) if isinstance(n, ast.Return)]
     if not returns:
         return False
 

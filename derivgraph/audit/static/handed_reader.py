@@ -46,6 +46,7 @@ from dataclasses import dataclass, replace
 from derivgraph.audit.static.def_text import def_text
 from derivgraph.audit.static.readers import Reader, ReaderIndex
 from derivgraph.audit.static.source_tree import parsed
+from derivgraph.audit.static.walk import walk
 
 __all__ = ["HANDOFF_DEPTH", "Kept", "config_field_read", "handed_reader", "handed_tree",
            "kept_stores"]
@@ -277,10 +278,10 @@ def _default_path(index: ReaderIndex, file: int, param: str, reads: list[Reader]
     (the first read when every one is in such a branch)."""
     tree = parsed(index, index.files[file][1])
     branches = [(node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno)
-                for node in (ast.walk(tree) if tree is not None else ())
+                for node in (walk(tree) if tree is not None else ())
                 if isinstance(node, ast.If) and any(
                     isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-                    and n.value.id == param for n in ast.walk(node.test))]
+                    and n.value.id == param for n in walk(node.test))]
     return min(reads, key=lambda r: any(a <= r.line <= b for a, b in branches))
 
 

@@ -41,7 +41,7 @@ from derivgraph.audit.static.infer import TensorInference, TensorInfo, attr_chai
 from derivgraph.audit.static.sites import Handed, RawSite
 from derivgraph.audit.static.values import WEIGHT_WORDS, is_allocation, shape_free_chains
 from derivgraph.audit.static.vocab import looks_like_tensor_attr
-from derivgraph.audit.static.walk import children, walk
+from derivgraph.audit.static.walk import own_nodes, walk
 
 if TYPE_CHECKING:
     from derivgraph.audit.static.finding import StaticFinding
@@ -234,15 +234,12 @@ def _is_static(func: ast.AST) -> bool:
 
 
 def _calls(node: ast.AST) -> Iterator[ast.Call]:
-    """The calls in an expression, outside lambdas."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, ast.Lambda):
-            continue
+    """The calls in an expression, outside lambdas (depth first, the last child first)."""
+    if isinstance(node, ast.Lambda):
+        return
+    for n in own_nodes(node, (ast.Lambda,), with_root=True):
         if isinstance(n, ast.Call):
             yield n
-        stack.extend(children(n))
 
 
 def _arguments(call: ast.Call) -> Iterator[tuple[int | str, ast.expr]]:

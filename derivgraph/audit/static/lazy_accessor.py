@@ -21,7 +21,7 @@ import ast
 from dataclasses import dataclass
 
 from derivgraph.audit.static.source_tree import function_node, top_level_class
-from derivgraph.audit.static.walk import own_nodes, self_attribute
+from derivgraph.audit.static.walk import own_nodes, self_attribute, walk
 
 __all__ = ["CALLER_DEPTH", "Consumer", "returned_consumer"]
 
@@ -98,7 +98,7 @@ def _returns(value: ast.expr, local: str) -> bool:
 def _aliases(cls: ast.ClassDef, method: str) -> set[str]:
     """``method`` and the attributes the class binds to it (``self.fn = self.method``)."""
     out = {method}
-    for n in ast.walk(cls):
+    for n in walk(cls):
         if (isinstance(n, ast.Assign) and len(n.targets) == 1
                 and self_attribute(n.value) == method
                 and (alias := self_attribute(n.targets[0])) is not None):
@@ -148,7 +148,7 @@ def _follow(cls: ast.ClassDef, method: str, position: int | None, lines: list[st
 def _handed_call(value: ast.expr, names: set[str]) -> ast.Call | None:
     """A call of one of ``names`` that ``value`` hands straight to another call as an
     argument (``mm(x, self.method())``), the first in source order; None when none."""
-    found = [arg for n in ast.walk(value) if isinstance(n, ast.Call)
+    found = [arg for n in walk(value) if isinstance(n, ast.Call)
              for arg in [*n.args, *(k.value for k in n.keywords)]
              if isinstance(arg, ast.Call) and self_attribute(arg.func) in names]
     return min(found, key=lambda a: (a.lineno, a.col_offset), default=None)

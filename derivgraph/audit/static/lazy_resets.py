@@ -33,7 +33,7 @@ from derivgraph.audit.static.ast import short
 from derivgraph.audit.static.scope import Reached
 from derivgraph.audit.static.sites import RawSite
 from derivgraph.audit.static.values import is_allocation, is_construction
-from derivgraph.audit.static.walk import self_attribute
+from derivgraph.audit.static.walk import self_attribute, walk
 
 __all__ = ["RULE_ROUND", "lazy_reset_sites", "lazy_store", "resets"]
 
@@ -48,7 +48,7 @@ def resets(reached: Iterable[Reached]) -> dict[tuple[str, str], tuple[str, int]]
     for item in reached:
         if item.cls is None or item.initial_load_only or item.model_load_only:
             continue
-        for node in ast.walk(item.func):
+        for node in walk(item.func):
             targets: list[ast.expr] = []
             if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
                     and node.value.value is None):
@@ -79,13 +79,13 @@ def _none_tested(test: ast.expr, attr: str, aliases: set[str]) -> bool:
 def lazy_store(method: ast.AST, attr: str) -> tuple[ast.Assign, ast.expr] | None:
     """The store of a fresh tensor into ``self.attr`` under an ``is None`` guard of ``method``
     (directly or through a local), with the tensor's expression; None when there is none."""
-    aliases = {n.targets[0].id for n in ast.walk(method)
+    aliases = {n.targets[0].id for n in walk(method)
                if isinstance(n, ast.Assign) and len(n.targets) == 1
                and isinstance(n.targets[0], ast.Name) and self_attribute(n.value) == attr}
-    for node in ast.walk(method):
+    for node in walk(method):
         if not (isinstance(node, ast.If) and _none_tested(node.test, attr, aliases)):
             continue
-        body = [n for stmt in node.body for n in ast.walk(stmt)]
+        body = [n for stmt in node.body for n in walk(stmt)]
         fresh = {n.targets[0].id: n.value for n in body
                  if isinstance(n, ast.Assign) and len(n.targets) == 1
                  and isinstance(n.targets[0], ast.Name) and is_construction(n.value)}

@@ -214,7 +214,7 @@ def _getattr_locals(func: FuncNode) -> dict[str, str]:
 def _names_getattr(node: ast.AST) -> bool:
     """Whether ``getattr`` is part of a name or a string under ``node`` (what
     ``"getattr" in ast.dump(node)`` tells, without building the dump)."""
-    for sub in ast.walk(node):
+    for sub in walk(node):
         for value in vars(sub).values():
             if (isinstance(value, str) and "getattr" in value) or (
                     isinstance(value, bytes) and b"getattr" in value):

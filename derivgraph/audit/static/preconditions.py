@@ -23,6 +23,7 @@ from derivgraph.audit.static.source_tree import (
     function_node,
     parsed,
 )
+from derivgraph.audit.static.walk import walk
 
 __all__ = ["failing_backends"]
 
@@ -40,7 +41,7 @@ def failing_backends(index: ReaderIndex, home: str, cls: str | None,
         if fn is None:
             return frozenset()
         out: set[str] = set()
-        for call in (n for n in ast.walk(fn) if isinstance(n, ast.Call)
+        for call in (n for n in walk(fn) if isinstance(n, ast.Call)
                      and isinstance(n.func, ast.Name)):
             module = defining_module(index, call.func.id, home)
             tree = parsed(index, module) if module else None
@@ -67,7 +68,7 @@ def _failing(tree: ast.Module, callee: ast.FunctionDef, call: ast.Call) -> set[s
     if not unset:
         return set()
     out: set[str] = set()
-    for branch in (n for n in ast.walk(callee) if isinstance(n, ast.If)):
+    for branch in (n for n in walk(callee) if isinstance(n, ast.If)):
         tested = _tested(branch.test, passed, tree)
         if tested and any(_insists(stmt, unset) for stmt in branch.body):
             out |= tested

@@ -22,7 +22,7 @@ import ast
 
 from derivgraph.audit.static.backend_branches import Binding, class_backends
 from derivgraph.audit.static.source_tree import ReaderIndex, class_node, parsed
-from derivgraph.audit.static.walk import self_attribute
+from derivgraph.audit.static.walk import self_attribute, walk
 
 __all__ = ["backend_keys", "keyed_out", "requested_keys"]
 
@@ -43,7 +43,7 @@ def requested_keys(index: ReaderIndex, home: str, cls: str,
             return {}
         attrs = _class_constants(node)
         asked: list[set[tuple[str, str]]] = []
-        for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)
+        for call in (n for n in walk(node) if isinstance(n, ast.Call)
                      and isinstance(n.func, ast.Name) and n.func.id in selectors):
             pairs = set()
             for k in call.keywords:
@@ -73,7 +73,7 @@ def _class_constants(node: ast.ClassDef) -> dict[str, str]:
             continue
         if isinstance(target, ast.Name) and isinstance(value, ast.Name):
             out[target.id] = value.id
-    rebound = {a for n in ast.walk(node) if isinstance(n, (ast.Assign, ast.AnnAssign))
+    rebound = {a for n in walk(node) if isinstance(n, (ast.Assign, ast.AnnAssign))
                for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
                if (a := self_attribute(t)) is not None}
     return {k: v for k, v in out.items() if k not in rebound}

@@ -17,6 +17,7 @@ import ast
 
 from derivgraph.audit.static.backend_branches import class_backends
 from derivgraph.audit.static.source_tree import ReaderIndex, class_node, function_node, parsed
+from derivgraph.audit.static.walk import walk
 
 __all__ = ["rejected_classes"]
 
@@ -73,7 +74,7 @@ def _rejections(tree: ast.Module | None) -> dict[tuple[str, str], frozenset[str]
             continue
         params = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
         flags: dict[str, tuple[str, str]] = {}  # allow_x = not isinstance(p, X)
-        for node in ast.walk(fn):
+        for node in walk(fn):
             if (isinstance(node, ast.Assign) and len(node.targets) == 1
                     and isinstance(node.targets[0], ast.Name)
                     and isinstance(node.value, ast.UnaryOp)

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 from derivgraph.audit.static.index import class_statements
 from derivgraph.audit.static.infer import view_helpers
 from derivgraph.audit.static.staging import is_staging_method, refreshed_per_step
-from derivgraph.audit.static.walk import children, walk
+from derivgraph.audit.static.walk import NODE_FIELDS, fields_of, walk
 
 if TYPE_CHECKING:
     from derivgraph.audit.static.sites import Handed
@@ -219,6 +219,8 @@ class FunctionIndex:
         stack: list[tuple[ast.AST, ast.AST, bool]] = [(func, func, False)]
         pop, push = stack.pop, stack.append
         stmt_type, lambda_type, call_type = ast.stmt, ast.Lambda, ast.Call
+        # :func:`.walk.children` inlined (a call per node was a third of the walk)
+        node_fields, node_type = NODE_FIELDS, ast.AST
         while stack:
             node, stmt, in_lambda = pop()
             if isinstance(node, stmt_type):
@@ -231,8 +233,16 @@ class FunctionIndex:
                 if not in_lambda and ((isinstance(f, ast.Attribute) and f.attr in _SITE_ATTRS)
                                       or (isinstance(f, ast.Name) and f.id in _SITE_NAMES)):
                     sites.setdefault(id(stmt), []).append(node)
-            for child in children(node):
-                push((child, stmt, in_lambda))
+            kind = type(node)
+            names = node_fields.get(kind)
+            for name in names if names is not None else fields_of(kind):
+                value = getattr(node, name, None)
+                if type(value) is list:
+                    for child in value:
+                        if isinstance(child, node_type):
+                            push((child, stmt, in_lambda))
+                elif isinstance(value, node_type):
+                    push((value, stmt, in_lambda))
         for found in sites.values():
             found.sort(key=lambda c: (c.lineno, c.col_offset))
         return cls(calls, sites)

@@ -194,8 +194,9 @@ def parse_relevant(text: str, filename: str, ancestors: Mapping[str, frozenset[s
                 ROOT_DEF_RE.search(source) or ROOT_ASSIGN_RE.search(source))):
             wanted[block.start] = _WHOLE
         elif block.kind == "class" and own_roots:
-            keep = {n for n in ROOT_FUNCTIONS if ROOT_DEF_RE.search(source)
-                    and re.search(rf"def\s+{n}\b", source)}
+            # the root test once per block, not once per root name
+            keep = {n for n in ROOT_FUNCTIONS if re.search(rf"def\s+{n}\b", source)} \
+                if ROOT_DEF_RE.search(source) else set()
             if is_rebuilt(block.name):
                 keep.add("__init__")
             staging = has_staging_copy(source)

@@ -236,7 +236,7 @@ def _final_else_returns(fn: ast.FunctionDef, calls: list[ast.Return]) -> list[as
     while (len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If)
            and node.orelse[0].col_offset == node.col_offset):
         node = node.orelse[0]
-    inside = {id(n) for stmt in node.orelse for n in ast.walk(stmt)}
+    inside = {id(n) for stmt in node.orelse for n in walk(stmt)}
     return [n for n in calls if id(n) in inside]
 
 
@@ -247,7 +247,7 @@ def _call_keywords(call: ast.Call, parameters: frozenset[str] = frozenset()) -> 
     names = frozenset(k.arg for k in call.keywords if k.arg)
     if names and all(n.startswith("_") for n in names):
         used = {n.id for a in [*call.args, *(k.value for k in call.keywords)]
-                for n in ast.walk(a) if isinstance(n, ast.Name)}
+                for n in walk(a) if isinstance(n, ast.Name)}
         return parameters & used
     return names
 

@@ -13,6 +13,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
+from derivgraph.audit.static.walk import walk
+
 __all__ = [
     "CLASS_NAME",
     "ReaderIndex",
@@ -71,7 +73,7 @@ def module_classes(index: ReaderIndex, text: str) -> frozenset[str]:
         if tree is None:
             return frozenset()
         names = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
-        for node in ast.walk(tree):
+        for node in walk(tree):
             if isinstance(node, ast.ImportFrom):  # ``import x.y as F`` binds a module
                 for alias in node.names:
                     names.update(n for n in (alias.name, alias.asname)

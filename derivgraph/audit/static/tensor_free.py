@@ -14,6 +14,8 @@ import ast
 import re
 import textwrap
 
+from derivgraph.audit.static.walk import walk
+
 __all__ = ["tensor_free_builder"]
 
 _SELF_CALL = re.compile(r"^self\.(\w+)\(")
@@ -38,7 +40,7 @@ def tensor_free_builder(expr: str, builder_text: str, file_text: str) -> str | N
         return None
     others = set(params[1:])
     read: set[str] = set()
-    for node in (n for stmt in func.body for n in ast.walk(stmt)):
+    for node in (n for stmt in func.body for n in walk(stmt)):
         if isinstance(node, ast.Name) and node.id in (others | {"torch"}):
             return None
         if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)

@@ -14,9 +14,13 @@ import ast
 from collections import deque
 from collections.abc import Iterator
 
-__all__ = ["NESTED_SCOPES", "children", "own_nodes", "self_attribute", "walk"]
+__all__ = ["NESTED_SCOPES", "NODE_FIELDS", "children", "fields_of", "own_nodes", "self_attribute",
+           "walk"]
 
-_FIELDS: dict[type, tuple[str, ...]] = {}
+NODE_FIELDS: dict[type, tuple[str, ...]] = {}
+"""Node type -> its fields that can hold nodes (:func:`fields_of` fills it), for walks that
+inline :func:`children`."""
+_FIELDS = NODE_FIELDS
 
 
 _NOT_NODES = frozenset({"ctx", "id", "attr", "arg", "kind", "module", "level", "is_async",
@@ -30,7 +34,8 @@ _NAMES_ONLY = {(ast.Constant, "value"), (ast.Global, "names"), (ast.Nonlocal, "n
                (ast.MatchStar, "name")}
 
 
-def _fields(kind: type) -> tuple[str, ...]:
+def fields_of(kind: type) -> tuple[str, ...]:
+    """The fields of node type ``kind`` that can hold nodes (computed once per type)."""
     found = _FIELDS.get(kind)
     if found is None:
         found = _FIELDS[kind] = tuple(
@@ -45,7 +50,7 @@ def children(node: ast.AST) -> list[ast.AST]:
     kind = type(node)
     names = _FIELDS.get(kind)
     node_type = ast.AST
-    for name in names if names is not None else _fields(kind):
+    for name in names if names is not None else fields_of(kind):
         value = getattr(node, name, None)
         if type(value) is list:
             out.extend([v for v in value if isinstance(v, node_type)])
@@ -63,7 +68,7 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
         node = pop()
         kind = type(node)
         names = fields.get(kind)
-        for name in names if names is not None else _fields(kind):
+        for name in names if names is not None else fields_of(kind):
             value = getattr(node, name, None)
             if type(value) is list:
                 extend([v for v in value if isinstance(v, node_type)])
@@ -85,11 +90,20 @@ def own_nodes(node: ast.AST, nested: tuple[type, ...] = NESTED_SCOPES, *,
         yield node
     todo = deque([c for c in children(node) if not isinstance(c, nested)])
     pop = todo.popleft if breadth_first else todo.pop
-    extend = todo.extend
+    push, fields, node_type = todo.append, _FIELDS, ast.AST
     while todo:
         cur = pop()
         yield cur
-        extend([c for c in children(cur) if not isinstance(c, nested)])
+        kind = type(cur)  # :func:`children` inlined: a call per node was a third of the walk
+        names = fields.get(kind)
+        for name in names if names is not None else fields_of(kind):
+            value = getattr(cur, name, None)
+            if type(value) is list:
+                for child in value:
+                    if isinstance(child, node_type) and not isinstance(child, nested):
+                        push(child)
+            elif isinstance(value, node_type) and not isinstance(value, nested):
+                push(value)
 
 
 def self_attribute(node: ast.AST) -> str | None:
