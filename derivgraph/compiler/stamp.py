@@ -121,6 +121,7 @@ class Stamper:
         graph = self.graph
         found: list[str] = []
         derived = [n.id for n in nodes]
+        start = graph.op_count()  # the row's record: its ops are numbered after this
         vals, made = program.run(graph, bound.module_path, bound.module, objects, self.twins,
                                  derived, found)
         for node, slot in zip(nodes, program.inputs, strict=True):
@@ -131,8 +132,9 @@ class Stamper:
             graph.touched.update([n for n in found if n not in derived])
         table = self.tables.get(template.ids)
         if table is None:
-            table = self.tables[template.ids] = InstanceTable(template.ids)
-        table.rows.append(template.own(derived, made))
+            table = self.tables[template.ids] = InstanceTable(template.ids,
+                                                              base=template.bound.module_path)
+        table.add_row(template.own(derived, made), bound.module_path, start)
 
 
 def _key(bound: BoundSpec, params: dict[str, Any], nodes: list[DerivedNode]) -> Any:
