@@ -9,9 +9,11 @@ record (its module path, the op count before it) gives every id of the row
 recorded with two nodes swapped is a DG error, the model rolled back. Canary: with that check
 planted to accept every row, the mis-ordered row takes its template's steps at the wrong
 positions and the compile refuses the plan (the first pass differs from eager evaluation);
-with the row's insertion check planted away too, the row's order misses an input and the
-compile refuses with a DG error. A table with no record is proven node by node
-(:func:`aligned_rows`): the mis-ordered row is dropped and its layer compiled on its own.
+with the row's insertion check planted away too (the row's order and its source sets then
+both read by position), the compile still refuses. An order that misses an input among the
+nodes no record answers for is a DG error (the source sets' sweep checks it). A table with no
+record is proven node by node (:func:`aligned_rows`): the mis-ordered row is dropped and its
+layer compiled on its own.
 """
 
 from __future__ import annotations
@@ -183,21 +185,39 @@ def test_the_proof_names_each_kind_of_misalignment() -> None:
     assert instances.aligned_rows is aligned_rows
 
 
-def test_canary_an_order_that_misses_an_input_is_a_dg_error(
+def test_canary_a_misordered_record_taken_as_its_replay_and_in_order(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Planted bugs in both proofs a stamped row's order rests on (the row's alignment and its
-    insertion order): layer 3's row, recorded with ``inv`` and ``prod`` swapped, takes its
-    template's walk, which reaches ``prod`` before its ``mul``. The compile refuses with a DG
-    error naming both nodes (not a ``KeyError``) and leaves the model as it was."""
+    """Planted bugs in both proofs a stamped row's order and its source sets rest on (the
+    record's consistency and its insertion order): layer 3's row, recorded with ``inv`` and
+    ``prod`` swapped, takes its template's walk and its template's sets by position. The
+    compile still refuses (the first pass differs from eager evaluation) and leaves the
+    model as it was."""
     _misorder(monkeypatch, 3)
     monkeypatch.setattr(layers, "consistent_rows", lambda table, recipe: [True] * len(table))
     monkeypatch.setattr(layers, "_inserted_in_order", lambda where, rows, lead: rows)
     model = _model()
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    with stamping(True), pytest.raises(SpecValidationError, match=r"order reaches "
-                                       r"layers\.3\.prod before its input %\d+:mul"):
+    with stamping(True), pytest.raises(SpecValidationError, match="differs from eager "
+                                       "evaluation at layers.3"):
         compile_plan(model, [scaling_spec()])
     assert not any(hasattr(layer, "inv") for layer in model.layers)  # rolled back
     after = model.state_dict()
     assert after.keys() == before.keys()
     assert all(torch.equal(after[k], v) for k, v in before.items())
+
+
+@pytest.mark.parametrize("stamped", [False, True])
+def test_canary_an_order_that_misses_an_input_is_a_dg_error(stamped: bool) -> None:
+    """Planted bug in the order of the nodes no record answers for (every node unstamped;
+    stamped: the template's): layer 0's ``prod`` moved first. The source sets' sweep, which
+    reads every input before its user, refuses with a DG error naming both nodes (not a
+    ``KeyError``)."""
+    with stamping(stamped):
+        graph = compile_plan(_model(), [scaling_spec()]).graph
+    assert bool(layers.closed_layers(graph)) is stamped
+    order = graph.ordered()
+    graph.ir._order = ["layers.0.prod", *[n for n in order if n != "layers.0.prod"]]
+    graph._deps_version = -1
+    with pytest.raises(SpecValidationError, match=r"order reaches layers\.0\.prod before "
+                                                  r"its input %\d+:mul"):
+        graph.source_deps()
