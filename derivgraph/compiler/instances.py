@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
 from operator import add, attrgetter
+from typing import Any
 
 from derivgraph.compiler.ir import Node
 
@@ -44,6 +45,9 @@ class InstanceTable:
     base: str = ""
     prefixes: list[str] = field(default_factory=list)
     starts: list[int] = field(default_factory=list)
+    # template position -> the (shape, stride, dtype, device) every row's replay gives its
+    # source there: the template's probes proved it (each row's probes gave the same facts)
+    layouts: dict[int, tuple[Any, ...]] = field(default_factory=dict)
 
     def add_row(self, row: tuple[str, ...], prefix: str, start: int) -> None:
         """Append a stamped layer's row with its record (module path, op count before)."""
@@ -72,7 +76,8 @@ class InstanceTable:
         recorded = len(self.prefixes) == len(self.rows)
         return InstanceTable(self.template, list(compress(self.rows, keep)), self.base,
                              list(compress(self.prefixes, keep)) if recorded else [],
-                             list(compress(self.starts, keep)) if recorded else [])
+                             list(compress(self.starts, keep)) if recorded else [],
+                             self.layouts)
 
 
 _kind, _op, _inputs = attrgetter("kind"), attrgetter("op"), attrgetter("inputs")

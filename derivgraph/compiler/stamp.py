@@ -132,8 +132,8 @@ class Stamper:
             graph.touched.update([n for n in found if n not in derived])
         table = self.tables.get(template.ids)
         if table is None:
-            table = self.tables[template.ids] = InstanceTable(template.ids,
-                                                              base=template.bound.module_path)
+            table = self.tables[template.ids] = InstanceTable(
+                template.ids, base=template.bound.module_path, layouts=_row_layouts(template))
         table.add_row(template.own(derived, made), bound.module_path, start)
 
 
@@ -177,6 +177,20 @@ def _layouts(reads: Reads) -> dict[tuple[str, ...], tuple[Any, ...]]:
     return {args[0]: fact[2] for (probe, args), fact in reads.facts.items()
             if probe is probe_path and isinstance(fact, tuple) and fact[0] == "tensor"
             and fact[1] == len(args[0])}
+
+
+def _row_layouts(template: Template) -> dict[int, tuple[Any, ...]]:
+    """Per position of ``template``'s own sources that its replay makes with the layout its
+    probes proved: that (shape, stride, dtype, device), the same in every stamped row."""
+    assert template.program is not None  # set when the template was kept
+    where = {node_id: i for i, node_id in enumerate(template.ids)}
+    found: dict[int, tuple[Any, ...]] = {}
+    for step in template.program.steps:
+        if step[0] == "source" and step[4] is not None:
+            at = where.get(template.bound.qualify(step[3]))
+            if at is not None:
+                found[at] = step[4][1:]
+    return found
 
 
 def _made(bound: BoundSpec, call: tuple[Any, ...]) -> str:
