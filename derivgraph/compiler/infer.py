@@ -195,7 +195,7 @@ def _run_stamped(graph: DerivedGraph, interp: MetaInterpreter) -> _Stamped:
         out.leading[template] = plan[3]
         # the sources whose layout the rows' record does not give: one sweep each
         check = [(i, want) for i, want in zip(plan[1], plan[2])
-                 if table.layouts.get(i) != want]
+                 if not table.layouts_hold or table.layouts.get(i) != want]
         if not all(set(map(_layout, map(nodes.__getitem__, table.column(i)))) == {want}
                    for i, want in check):
             wants = [want for _, want in check]

@@ -122,8 +122,9 @@ class Stamper:
         found: list[str] = []
         derived = [n.id for n in nodes]
         start = graph.op_count()  # the row's record: its ops are numbered after this
+        read: list[str] = []  # sources whose proven layout it did not take
         vals, made = program.run(graph, bound.module_path, bound.module, objects, self.twins,
-                                 derived, found)
+                                 derived, found, read)
         for node, slot in zip(nodes, program.inputs, strict=True):
             if slot is not None:
                 graph.place_input(node, vals[slot])
@@ -135,6 +136,8 @@ class Stamper:
             table = self.tables[template.ids] = InstanceTable(
                 template.ids, base=template.bound.module_path, layouts=_row_layouts(template))
         table.add_row(template.own(derived, made), bound.module_path, start)
+        if read:  # the record's layouts do not hold for this row: every row's are read
+            table.layouts_hold = False
 
 
 def _key(bound: BoundSpec, params: dict[str, Any], nodes: list[DerivedNode]) -> Any:

@@ -132,21 +132,27 @@ def test_each_position_of_the_record() -> None:
     there only."""
     plan = _compiled()
     [table] = plan.graph.stamps
-    recipe = instances.row_recipe(table)
-    assert recipe == [("path", ".inv"), ("path", ".prod"), ("path", ".strides"),
-                      ("path", ".scale_alias"), ("path", ".scale"), ("op", 1, "div"),
-                      ("path", ".weight"), ("op", 2, "mul")]
+    derived = plan.graph.derived
+    recipe = instances.row_recipe(table, derived)
+    # the derived tensors' values: the div, the mul, the shared ``full``, the source scale
+    assert recipe == [("path", ".inv", ("at", 5)), ("path", ".prod", ("at", 7)),
+                      ("path", ".strides", ("id", "%3:full")),
+                      ("path", ".scale_alias", ("at", 4)), ("path", ".scale", None),
+                      ("op", 1, "div"), ("path", ".weight", None), ("op", 2, "mul")]
     assert table.prefixes[:2] == ["layers.1", "layers.2"]
     start = table.starts[1]
     assert table.rows[1][5] == f"%{start + 1}:div" and table.rows[1][7] == f"%{start + 2}:mul"
-    assert instances.consistent_rows(table, recipe) == [True] * (LAYERS - 1)
+    assert instances.consistent_rows(table, recipe, derived) == [True] * (LAYERS - 1)
     rows = list(table.rows[:3])
     rows[1] = (*rows[1][:5], rows[0][5], *rows[1][6:])  # layer 1's div in layer 2's row
     rows[2] = (*rows[2][:6], "layers.1.weight", rows[2][7])
     planted = InstanceTable(table.template, rows, table.base, table.prefixes[:3],
                             table.starts[:3])
-    assert instances.consistent_rows(planted, recipe) == [True, False, False]
-    assert instances.row_recipe(InstanceTable(table.template, rows)) is None  # no record
+    assert instances.consistent_rows(planted, recipe, derived) == [True, False, False]
+    assert instances.row_recipe(InstanceTable(table.template, rows), derived) is None
+    derived["layers.2.prod"].input = rows[0][7]  # layer 1's mul as layer 2's value
+    assert instances.consistent_rows(table, recipe, derived) == \
+        [i != 2 for i in range(1, LAYERS)]
 
 
 def test_canary_a_misordered_row_taken_as_consistent(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -154,7 +160,8 @@ def test_canary_a_misordered_row_taken_as_consistent(monkeypatch: pytest.MonkeyP
     template's ``inv`` step, so the first pass writes ``1 / scale`` there and the compile
     refuses."""
     _misorder(monkeypatch, 3)
-    monkeypatch.setattr(layers, "consistent_rows", lambda table, recipe: [True] * len(table))
+    monkeypatch.setattr(layers, "consistent_rows",
+                        lambda table, recipe, derived: [True] * len(table))
     with pytest.raises(SpecValidationError, match="differs from eager evaluation at "
                                                   "layers.3"):
         _compiled()
@@ -193,7 +200,8 @@ def test_canary_a_misordered_record_taken_as_its_replay_and_in_order(
     compile still refuses (the first pass differs from eager evaluation) and leaves the
     model as it was."""
     _misorder(monkeypatch, 3)
-    monkeypatch.setattr(layers, "consistent_rows", lambda table, recipe: [True] * len(table))
+    monkeypatch.setattr(layers, "consistent_rows",
+                        lambda table, recipe, derived: [True] * len(table))
     monkeypatch.setattr(layers, "_inserted_in_order", lambda where, rows, lead: rows)
     model = _model()
     before = {k: v.clone() for k, v in model.state_dict().items()}

@@ -7,14 +7,19 @@
   (``InstanceTable.layouts``, the same facts in every row), so no row source is looked up;
   a source position the record does not give is read per row, as before.
 
-Canary: a row source's node planted with another dtype after building is taken from the
-record (the record is what is read), and read per row again when the record is emptied.
+A row whose replay read a proven source itself (its probes did not give the tensor: a
+matcher planted to ignore the facts) turns the record's layouts off for its table, and every
+row's sources are read. Canaries: a row source's node planted with another dtype after
+building is taken from the record (the record is what is read), and read per row again when
+the record is emptied; with the record turned back on, the float16 row takes the template's
+float32.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import torch
 
 from derivgraph.compiler import infer, layers
@@ -24,6 +29,7 @@ from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.stamp import stamping
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 from tests.compiler.test_row_readers import _Counting
+from tests.compiler.test_stamp_phases import _fp16_second_layer
 
 LAYERS = 6
 
@@ -99,3 +105,14 @@ def test_canary_the_record_is_what_is_read() -> None:
     stamped, env = _stamped_meta(graph)
     assert env["layers.3.prod"].dtype == torch.float64
     assert stamped.rest is not None and "layers.3.prod" in stamped.rest
+
+
+def test_a_row_that_read_its_source_itself_turns_the_record_off(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    graph = _fp16_second_layer(monkeypatch)
+    [table] = graph.stamps
+    assert table.layouts and not table.layouts_hold
+    assert graph.derived["layers.1.inv"].meta.dtype == torch.float16
+    table.layouts_hold = True  # planted: the record trusted
+    _, env = _stamped_meta(graph)
+    assert env["layers.1.inv"].dtype == torch.float32  # the template's: wrong
