@@ -21,6 +21,7 @@ from torch import nn
 
 from derivgraph.compiler.bind import BoundSpec
 from derivgraph.compiler.ir import Graph, Node, NodeKind
+from derivgraph.compiler.row_deps import row_source_deps
 from derivgraph.errors import Rule, SourceLocation, SpecIssue, SpecValidationError
 from derivgraph.spec.kinds import TensorKind
 from derivgraph.spec.model import DerivedTensor
@@ -295,14 +296,22 @@ class DerivedGraph:
         return self.ir.order()
 
     def source_deps(self) -> dict[str, frozenset[str]]:
-        """Node id -> the source nodes it depends on (one topological sweep, cached)."""
+        """Node id -> the source nodes it depends on (one topological sweep, cached); the
+        closed stamped rows, when the graph's proof of them is current
+        (:func:`~derivgraph.compiler.layers.closed_layers`), read off their template by
+        position (:func:`~derivgraph.compiler.row_deps.row_source_deps`), the sweep over the
+        rest (which it checks the order of: every input before its user)."""
         if self._deps_version != self.ir.version:
-            deps: dict[str, frozenset[str]] = {}
-            empty: frozenset[str] = frozenset()
             nodes = self.ir.nodes
+            version, tables = self.layer_cache  # closed stamped rows: read by position
+            deps = row_source_deps(nodes, tables) if version == self.ir.version and tables \
+                else {}
+            read = len(deps)
+            empty: frozenset[str] = frozenset()
             order = self.ordered()
+            walked = [n for n in order if n not in deps] if deps else order
             try:  # the sweep reads each input before its user: it also checks the order
-                for n in order:
+                for n in walked:
                     node = nodes[n]
                     if node.kind is NodeKind.SOURCE:
                         deps[n] = frozenset((n,))
@@ -311,14 +320,15 @@ class DerivedGraph:
                     else:
                         deps[n] = empty.union(*(deps[p] for p in node.inputs))
             except KeyError:
-                raise SpecValidationError([self._misordered(order, deps)]) from None
+                raise SpecValidationError([self._misordered(walked[len(deps) - read],
+                                                            deps)]) from None
             self._deps, self._deps_version = deps, self.ir.version
         return self._deps
 
-    def _misordered(self, order: list[str], seen: dict[str, Any]) -> SpecIssue:
-        """The issue for the first node of ``order`` whose input comes after it (a compiler
-        bug: stamped rows take their template's walk only where a proof allows)."""
-        n = order[len(seen)]
+    def _misordered(self, n: str, seen: dict[str, Any]) -> SpecIssue:
+        """The issue for node ``n`` of the order, whose input is not in ``seen`` (comes after
+        it: a compiler bug, stamped rows take their template's walk only where a proof
+        allows)."""
         late = next(p for p in self.ir.nodes[n].inputs if p not in seen)
         decl = self.derived.get(n)
         return SpecIssue(Rule.INFERENCE, f"the compile's topological order reaches {n} before "

@@ -172,8 +172,10 @@ class _Stamped:
 
 def _run_stamped(graph: DerivedGraph, interp: MetaInterpreter) -> _Stamped:
     """Run ``interp`` over the graph, a closed stamped row (:func:`closed_layers`) whose
-    sources have its template's layouts (shape, stride, dtype, device) taking the template's
-    meta values (the same ops and constants over the same layouts) when they are all tensors.
+    sources have its template's layouts (shape, stride, dtype, device; the table's record
+    gives them where the template's probes proved them, the others are read per row) taking
+    the template's meta values (the same ops and constants over the same layouts) when they
+    are all tensors.
     Every other layer is inferred node by node (so each reports its own failures)."""
     tables, out = closed_layers(graph), _Stamped()
     if not tables:
@@ -191,9 +193,13 @@ def _run_stamped(graph: DerivedGraph, interp: MetaInterpreter) -> _Stamped:
             again.update(table.ids())
             continue
         out.leading[template] = plan[3]
+        # the sources whose layout the rows' record does not give: one sweep each
+        check = [(i, want) for i, want in zip(plan[1], plan[2])
+                 if not table.layouts_hold or table.layouts.get(i) != want]
         if not all(set(map(_layout, map(nodes.__getitem__, table.column(i)))) == {want}
-                   for i, want in zip(plan[1], plan[2])):  # one sweep per source
-            keep = [[_layout(nodes[row[i]]) for i in plan[1]] == plan[2]
+                   for i, want in check):
+            wants = [want for _, want in check]
+            keep = [[_layout(nodes[row[i]]) for i, _ in check] == wants
                     for row in table.rows]
             again.update(chain.from_iterable(compress(table.rows, [not k for k in keep])))
             table = table.subset(keep)

@@ -8,24 +8,30 @@ own nodes in the same positions. :class:`InstanceTable` holds exactly that, once
 position (one template node's counterparts in every layer, in stamping order). No per-layer
 object is kept.
 
-:func:`aligned_rows` proves a table instead of trusting how it was built: a row is aligned when
-each of its nodes has the template node's kind and op at the same position, and reads the row's
-own nodes (or the same shared node) at the template's input positions, so the row's subgraph is
-the template's renamed edge for edge. :func:`~derivgraph.compiler.layers.closed_layers` keeps
-only aligned rows, so a table whose columns are mis-ordered (a row's nodes in another order, a
-row of another layer's nodes) is never taken as its template's by a later phase.
+:func:`consistent_rows` proves a stamped table from its own record instead of the rows' nodes:
+each row keeps its module path and the op count before its replay (:meth:`InstanceTable.add_row`),
+and a row that nothing outside opened is exactly what its replay made (a path position is the
+module path + the template's relative path, an op position the next number after the count,
+a derived tensor's value the row's node at its template's value's position), so its subgraph
+is the template's renamed by construction; the check is that the recorded ids and values are
+those (:func:`~derivgraph.compiler.layers.closed_layers` refuses a row that is not: a
+stamper bug). :func:`aligned_rows` proves a table with no record from the nodes: a row is
+aligned when each of its nodes has the template node's kind and op at the same position, and
+reads the row's own nodes (or the same shared node) at the template's input positions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from itertools import chain, repeat
-from operator import attrgetter
+from itertools import chain, compress, repeat
+from operator import add, attrgetter
+from typing import Any
 
 from derivgraph.compiler.ir import Node
 
-__all__ = ["InstanceTable", "aligned_rows"]
+__all__ = ["InstanceTable", "aligned_rows", "consistent_rows", "recorded_id",
+           "row_recipe"]
 
 
 @dataclass(eq=False)
@@ -35,6 +41,21 @@ class InstanceTable:
 
     template: tuple[str, ...]
     rows: list[tuple[str, ...]] = field(default_factory=list)
+    # the record of each row's replay (empty when the table was not stamped): the template's
+    # module path, and per row its module path and the op count before its replay
+    base: str = ""
+    prefixes: list[str] = field(default_factory=list)
+    starts: list[int] = field(default_factory=list)
+    # template position -> the (shape, stride, dtype, device) every row's replay gives its
+    # source there: the template's probes proved it (each row's probes gave the same facts)
+    layouts: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+    layouts_hold: bool = True  # false when a row's replay read such a source itself
+
+    def add_row(self, row: tuple[str, ...], prefix: str, start: int) -> None:
+        """Append a stamped layer's row with its record (module path, op count before)."""
+        self.rows.append(row)
+        self.prefixes.append(prefix)
+        self.starts.append(start)
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -54,10 +75,15 @@ class InstanceTable:
 
     def subset(self, keep: list[bool]) -> InstanceTable:
         """The table of the rows where ``keep`` is true (same template, same order)."""
-        return InstanceTable(self.template, [r for r, ok in zip(self.rows, keep) if ok])
+        recorded = len(self.prefixes) == len(self.rows)
+        return InstanceTable(self.template, list(compress(self.rows, keep)), self.base,
+                             list(compress(self.prefixes, keep)) if recorded else [],
+                             list(compress(self.starts, keep)) if recorded else [],
+                             self.layouts, self.layouts_hold)
 
 
 _kind, _op, _inputs = attrgetter("kind"), attrgetter("op"), attrgetter("inputs")
+_input = attrgetter("input")
 
 
 def aligned_rows(nodes: dict[str, Node], table: InstanceTable) -> list[bool]:
@@ -83,4 +109,74 @@ def aligned_rows(nodes: dict[str, Node], table: InstanceTable) -> list[bool]:
             continue
         ok = [a and node is not None and (node.kind, node.op, node.inputs)
               == (first.kind, first.op, w) for a, node, w in zip(ok, column, want)]
+    return ok
+
+
+#: a template position's recipe: ("path", suffix, input) -- the row's module path + suffix;
+#: ``input`` for a derived tensor: ("at", j) its value is the row's node at position j, ("id",
+#: node) the one shared node, else None -- or ("op", rank, name) -- the row's op numbered
+#: ``rank`` after its replay's start
+Recipe = tuple
+
+
+def row_recipe(table: InstanceTable, derived: Mapping[str, Any]) -> list[Recipe] | None:
+    """Per template position, how a row's id there (and a derived tensor's value) follows
+    from the row's record (None when the table has no record, or a template node is neither
+    under its module nor an op). ``derived``: the graph's derived tensors.
+
+    The replay of a closed row makes each of its op positions, in position order, as a new
+    node numbered one more than the one before (a CSE hit on an op made before it opens the
+    row), names each path position by the row's module path + the template's relative path,
+    and gives each derived tensor the row's node at its template's value's position."""
+    if not table.base or len(table.prefixes) != len(table.rows):
+        return None
+    base, recipe, rank = table.base + ".", [], 0
+    where = {node_id: i for i, node_id in enumerate(table.template)}
+    for node_id in table.template:
+        if node_id.startswith("%"):
+            rank += 1
+            recipe.append(("op", rank, node_id[node_id.index(":") + 1:]))
+            continue
+        if node_id == table.base:
+            suffix = ""
+        elif node_id.startswith(base):
+            suffix = node_id[len(base) - 1:]
+        else:
+            return None
+        node = derived.get(node_id)
+        value = None if node is None else node.input
+        recipe.append(("path", suffix, None if value is None else
+                       ("at", where[value]) if value in where else ("id", value)))
+    return recipe
+
+
+def recorded_id(how: Recipe, prefix: str, start: int) -> str:
+    """The id a row's record gives at a position (``how``: its :func:`row_recipe` item)."""
+    return prefix + how[1] if how[0] == "path" else f"%{start + how[1]}:{how[2]}"
+
+
+def consistent_rows(table: InstanceTable, recipe: list[Recipe],
+                    derived: Mapping[str, Any]) -> list[bool]:
+    """Per row of ``table``: whether its ids are the ones its record gives and its derived
+    tensors' values the row's nodes its template's read (``recipe``: :func:`row_recipe`;
+    ``derived``: the graph's derived tensors): the row is what its replay made, so its
+    subgraph is the template's renamed. One C-level comparison per column; row by row only
+    for a column that differs."""
+    n, prefixes, starts = len(table.rows), table.prefixes, table.starts
+    columns = list(zip(*table.rows))
+    ok = [True] * n
+    for column, how in zip(columns, recipe):
+        if how[0] == "path":
+            want = list(map(add, prefixes, repeat(how[1], n)))
+        else:
+            want = list(map(f"%{{}}:{how[2]}".format, [s + how[1] for s in starts]))
+        if list(column) != want:
+            ok = [a and got == w for a, got, w in zip(ok, column, want)]
+        if how[0] == "path" and how[2] is not None:
+            found = list(map(derived.get, column))
+            values = list(map(_input, found)) if None not in found else \
+                [None if d is None else d.input for d in found]
+            want = list(columns[how[2][1]]) if how[2][0] == "at" else [how[2][1]] * n
+            if values != want:
+                ok = [a and got == w for a, got, w in zip(ok, values, want)]
     return ok

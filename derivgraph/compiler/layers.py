@@ -10,9 +10,13 @@ proves that once per graph version, column by column over each table:
 * the template is *closed*: every input of its nodes is its own or a shared constant (an op
   with no inputs, made once by CSE for every layer), every user of its nodes is its own, and
   every derived tensor has an input (no engine-computed value);
-* the row is aligned (:func:`~derivgraph.compiler.instances.aligned_rows`: each node has the
-  template node's kind and op and reads the row's nodes at the template's input positions)
-  and its nodes are distinct: so the row's edges are the template's renamed;
+* the row is what its replay made: its recorded ids are the ones its module path and op
+  count give, its derived tensors' values the row's nodes its template's read
+  (:func:`~derivgraph.compiler.instances.consistent_rows`; a row that is not, and not open,
+  is a stamper bug: DG013); a table with no record is proven from its nodes
+  (:func:`~derivgraph.compiler.instances.aligned_rows`: each node has the template node's kind
+  and op and reads the row's nodes at the template's input positions, and they are
+  distinct): so the row's edges are the template's renamed;
 * the row is not *open*: no graph call from outside it named one of its nodes
   (:attr:`DerivedGraph.touched <derivgraph.compiler.graph.DerivedGraph.touched>`: another
   spec's formula reading its derived tensor or its source, sharing its op through CSE or
@@ -32,8 +36,16 @@ from itertools import chain
 from operator import itemgetter, sub
 
 from derivgraph.compiler.graph import DerivedGraph
-from derivgraph.compiler.instances import InstanceTable, aligned_rows
+from derivgraph.compiler.instances import (
+    InstanceTable,
+    Recipe,
+    aligned_rows,
+    consistent_rows,
+    recorded_id,
+    row_recipe,
+)
 from derivgraph.compiler.ir import Node, NodeKind, depth_first
+from derivgraph.errors import Rule, SourceLocation, SpecIssue, SpecValidationError
 
 __all__ = ["closed_layers", "closed_nodes", "layer_nodes", "open_rows", "row_blocks"]
 
@@ -50,16 +62,47 @@ def closed_layers(graph: DerivedGraph) -> list[InstanceTable]:
         template = table.template
         if not template or not table.rows or not _closed(graph, template):
             continue  # nothing of its own (folds only), or not closed
-        size = len(template)
-        keep = aligned_rows(nodes, table)
-        keep = [ok and len(set(row)) == size for ok, row in zip(keep, table.rows)]
-        if touched:
-            keep = [ok and not opened for ok, opened in zip(keep, open_rows(touched, table))]
+        opened = open_rows(touched, table) if touched else [False] * len(table.rows)
+        recipe = row_recipe(table, graph.derived)
+        if recipe is None:  # no record: the rows' nodes proven against the template's
+            size = len(template)
+            keep = [ok and len(set(row)) == size
+                    for ok, row in zip(aligned_rows(nodes, table), table.rows)]
+        else:  # a recorded row is what its replay made, unless it is open
+            keep = consistent_rows(table, recipe, graph.derived)
+            if not all(keep):
+                _raise_inconsistent(graph, table, recipe, keep, opened)
+        keep = [ok and not o for ok, o in zip(keep, opened)]
         closed = table if all(keep) else table.subset(keep)
         if closed.rows:
             found.append(closed)
     graph.layer_cache = (graph.ir.version, found)
     return found
+
+
+def _raise_inconsistent(graph: DerivedGraph, table: InstanceTable, recipe: list[Recipe],
+                       keep: list[bool], opened: list[bool]) -> None:
+    """The DG013 error for the first row that is not open and is not what its record gives
+    (a stamper bug: the row's record is what every row reader trusts)."""
+    for i, (ok, o) in enumerate(zip(keep, opened)):
+        if ok or o:
+            continue
+        row, prefix, start = table.rows[i], table.prefixes[i], table.starts[i]
+        what, got = "is not its record", row[0]
+        for k, (got, how) in enumerate(zip(row, recipe)):
+            if got != recorded_id(how, prefix, start):
+                what = f"records {got} at the position of its template's {table.template[k]}"
+                break
+            if how[0] == "path" and how[2] is not None:
+                value = getattr(graph.derived.get(got), "input", None)
+                want = row[how[2][1]] if how[2][0] == "at" else how[2][1]
+                if value != want:
+                    what = f"gives {got} the value {value}, its template's reads {want}"
+                    break
+        raise SpecValidationError([SpecIssue(
+            Rule.INFERENCE, f"the stamped row of {prefix} {what}, not what its replay made",
+            "report this as a derivgraph bug; DERIVGRAPH_STAMP=0 compiles each layer on its "
+            "own", SourceLocation(), got)])
 
 
 def open_rows(touched: set[str], table: InstanceTable) -> list[bool]:

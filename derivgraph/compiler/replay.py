@@ -141,11 +141,13 @@ class Replay:
 
     def run(self, graph: DerivedGraph, module_path: str, module: Any,
             objects: dict[tuple[str, ...], Any], twins: dict[str, str],
-            derived: list[str], found: list[str]) -> tuple[list[str], list[str]]:
+            derived: list[str], found: list[str],
+            read: list[str] | None = None) -> tuple[list[str], list[str]]:
         """Replay on the layer at ``module_path`` (``derived``: its derived tensors, in the
         template's order): (every slot's node, each call's node). Appends to ``found``
         every node it named and did not make, but for its own derived tensors named by
-        their names."""
+        their names, and to ``read`` every source it made with a layout read from the tensor
+        where the template's probes proved one (its tensor not among ``objects``)."""
         prefix = module_path + "."
         vals: list[Any] = [prefix + r if r else module_path for r in self.rels]
         found.extend([vals[s] for s in self.unnamed])
@@ -163,6 +165,8 @@ class Replay:
                 _, slot, parts, rel, layout = step
                 tensor = objects.get(parts)
                 if tensor is None:
+                    if layout is not None and read is not None:
+                        read.append(vals[slot])
                     tensor, layout = get_path(module, rel), None
                 path = vals[slot]
                 if place(path, tensor, layout):

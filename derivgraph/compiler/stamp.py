@@ -121,8 +121,10 @@ class Stamper:
         graph = self.graph
         found: list[str] = []
         derived = [n.id for n in nodes]
+        start = graph.op_count()  # the row's record: its ops are numbered after this
+        read: list[str] = []  # sources whose proven layout it did not take
         vals, made = program.run(graph, bound.module_path, bound.module, objects, self.twins,
-                                 derived, found)
+                                 derived, found, read)
         for node, slot in zip(nodes, program.inputs, strict=True):
             if slot is not None:
                 graph.place_input(node, vals[slot])
@@ -131,8 +133,11 @@ class Stamper:
             graph.touched.update([n for n in found if n not in derived])
         table = self.tables.get(template.ids)
         if table is None:
-            table = self.tables[template.ids] = InstanceTable(template.ids)
-        table.rows.append(template.own(derived, made))
+            table = self.tables[template.ids] = InstanceTable(
+                template.ids, base=template.bound.module_path, layouts=_row_layouts(template))
+        table.add_row(template.own(derived, made), bound.module_path, start)
+        if read:  # the record's layouts do not hold for this row: every row's are read
+            table.layouts_hold = False
 
 
 def _key(bound: BoundSpec, params: dict[str, Any], nodes: list[DerivedNode]) -> Any:
@@ -175,6 +180,20 @@ def _layouts(reads: Reads) -> dict[tuple[str, ...], tuple[Any, ...]]:
     return {args[0]: fact[2] for (probe, args), fact in reads.facts.items()
             if probe is probe_path and isinstance(fact, tuple) and fact[0] == "tensor"
             and fact[1] == len(args[0])}
+
+
+def _row_layouts(template: Template) -> dict[int, tuple[Any, ...]]:
+    """Per position of ``template``'s own sources that its replay makes with the layout its
+    probes proved: that (shape, stride, dtype, device), the same in every stamped row."""
+    assert template.program is not None  # set when the template was kept
+    where = {node_id: i for i, node_id in enumerate(template.ids)}
+    found: dict[int, tuple[Any, ...]] = {}
+    for step in template.program.steps:
+        if step[0] == "source" and step[4] is not None:
+            at = where.get(template.bound.qualify(step[3]))
+            if at is not None:
+                found[at] = step[4][1:]
+    return found
 
 
 def _made(bound: BoundSpec, call: tuple[Any, ...]) -> str:

@@ -1,0 +1,90 @@
+"""A closed stamped row's source dependencies are read off its template by position
+(:mod:`derivgraph.compiler.row_deps`): the same sets as the walk over every node, the rows'
+sets taken from the table, and a template reading a non-constant node outside it read no
+row."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch import nn
+
+from derivgraph import Spec, compile_plan
+from derivgraph.compiler.graph import DerivedGraph
+from derivgraph.compiler.instances import InstanceTable
+from derivgraph.compiler.ir import Node, NodeKind
+from derivgraph.compiler.layers import closed_layers
+from derivgraph.compiler.row_deps import row_source_deps, template_dep_positions
+from derivgraph.compiler.stamp import stamping
+from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+from tests.compiler.test_order_blocks import chain_specs
+
+
+def _walked(graph: DerivedGraph) -> dict[str, frozenset[str]]:
+    """The sets of the walk over every node (no proof of the rows current)."""
+    graph.layer_cache, graph._deps_version = (-1, None), -1
+    deps = dict(graph.source_deps())
+    graph._deps_version = -1
+    return deps
+
+
+def _compiled(model: nn.Module, specs: list[Spec]) -> Any:
+    with stamping(True):
+        return compile_plan(model, specs).graph
+
+
+def test_scaling_rows_by_position_equal_the_walk() -> None:
+    graph = _compiled(scaling_model(6), [scaling_spec()])
+    walked = _walked(graph)
+    tables = closed_layers(graph)
+    assert [len(t.rows) for t in tables] == [5]
+    # inv, prod, strides, scale_alias, scale, %div, weight, %mul: scale is 4, weight 6
+    assert tables[0].template[:4] == ("layers.0.inv", "layers.0.prod", "layers.0.strides",
+                                      "layers.0.scale_alias")
+    assert template_dep_positions(graph.nodes, tables[0].template) == [
+        (4,), (4, 6), (), (4,), (4,), (4,), (6,), (4, 6)]
+    rows = row_source_deps(graph.nodes, tables)
+    assert len(rows) == 5 * 8
+    assert rows["layers.3.prod"] == frozenset({"layers.3.scale", "layers.3.weight"})
+    assert rows["layers.3.strides"] == frozenset()
+    assert graph.source_deps() == walked
+    assert len(walked) == len(graph.nodes)
+
+
+def test_rows_reading_each_other_and_an_open_row() -> None:
+    """Derived tensors reading derived tensors of their row; a row another spec reads is not
+    closed and is walked; the sets are the walk's either way."""
+    graph = _compiled(scaling_model(5), chain_specs())
+    walked = _walked(graph)
+    rows = row_source_deps(graph.nodes, closed_layers(graph))
+    assert "layers.1.c" in rows and "layers.2.c" not in rows
+    assert rows["layers.1.c"] == frozenset({"layers.1.scale", "layers.1.weight"})
+    assert graph.source_deps() == walked
+
+
+def test_the_rows_sets_come_from_the_table() -> None:
+    """With the proof current, a row's sets are its own nodes at the template's positions
+    (a table naming other nodes is read as it is: the walk does not redo the rows)."""
+    graph = _compiled(scaling_model(3), [scaling_spec()])
+    table = closed_layers(graph)[0]
+    # the same ids at every position but the two sources swapped: prod still reads both
+    planted = InstanceTable(table.template, [row[:4] + (row[6], row[5], row[4], row[7])
+                                             for row in table.rows])
+    graph.layer_cache, graph._deps_version = (graph.ir.version, [planted]), -1
+    deps = graph.source_deps()
+    assert deps["layers.1.inv"] == frozenset({"layers.1.weight"})  # planted: position 4
+    assert deps["layers.1.prod"] == frozenset({"layers.1.scale", "layers.1.weight"})
+    assert deps["layers.0.inv"] == frozenset({"layers.0.scale"})  # the template: walked
+
+
+def test_a_template_reading_a_node_outside_it_reads_no_row() -> None:
+    nodes = {"src": Node("src", NodeKind.SOURCE),
+             "outside": Node("outside", NodeKind.OP, op="neg", inputs=("src",)),
+             "const": Node("const", NodeKind.OP, op="full"),
+             "t.a": Node("t.a", NodeKind.DERIVED, inputs=("t.op",)),
+             "t.op": Node("t.op", NodeKind.OP, op="add", inputs=("const", "outside"))}
+    template = ("t.a", "t.op")
+    assert template_dep_positions(nodes, template) is None
+    assert row_source_deps(nodes, [InstanceTable(template, [("u.a", "u.op")])]) == {}
+    nodes["t.op"].inputs = ("const",)  # a shared constant only: no source
+    assert template_dep_positions(nodes, template) == [(), ()]
