@@ -5,7 +5,7 @@
 #   bash benchmarks/results/scan43/cli_pairs.sh N BASE_TREE > benchmarks/results/scan43/cli_pairs.txt
 set -u
 n="${1:-6}"; base="${2:-/tmp/base_scan43}"; here="$(cd "$(dirname "$0")/../../.." && pwd)"
-py=/work/venv/bin/python
+py="${PYTHON:-python3}"  # the interpreter with vLLM 0.33.0 installed
 echo "# $(date -u +%FT%TZ) base=$base ($(git -C /work/main rev-parse --short HEAD 2>/dev/null || echo ?)) scan43=$here ($(git -C "$here" rev-parse --short HEAD))"
 for i in $(seq 1 "$n"); do
   order="base scan43"; [ $((i % 2)) -eq 0 ] && order="scan43 base"

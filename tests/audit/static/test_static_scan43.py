@@ -11,6 +11,7 @@ from derivgraph.audit.static.construction import _HEADER, _enclosing, constructi
 from derivgraph.audit.static.handoff import _calls
 from derivgraph.audit.static.scope import FunctionIndex
 from derivgraph.audit.static.walk import NESTED_SCOPES, children, own_nodes, walk
+from tests.audit.static.test_static_scan_fast_paths import _reference_index
 
 _NAMES = {"Kern", "KernBase", "BaseKern", "MoE", "ExpertsX", "Ünï"}
 _TEXTS = [
@@ -132,35 +133,12 @@ def test_handoff_calls_inlined_match_the_children_walk() -> None:
     assert len(_reference_calls(ast.parse(_SOURCE))) > 15
 
 
-def _reference_function_index(func: ast.AST) -> tuple[list, dict]:
-    calls: list[ast.Call] = []
-    sites: dict[int, list[ast.Call]] = {}
-    stack = [(func, func, False)]
-    while stack:
-        node, stmt, in_lambda = stack.pop()
-        if isinstance(node, ast.stmt):
-            stmt = node
-        elif isinstance(node, ast.Lambda):
-            in_lambda = True
-        elif isinstance(node, ast.Call):
-            calls.append(node)
-            f = node.func
-            if not in_lambda and ((isinstance(f, ast.Attribute) and f.attr in (
-                    "register_buffer", "register_parameter", "set_", "replace_parameter"))
-                    or (isinstance(f, ast.Name) and f.id in ("setattr", "replace_parameter"))):
-                sites.setdefault(id(stmt), []).append(node)
-        stack.extend((c, stmt, in_lambda) for c in children(node))
-    for found in sites.values():
-        found.sort(key=lambda c: (c.lineno, c.col_offset))
-    return calls, sites
-
-
 def test_function_index_inlined_matches_the_children_walk() -> None:
     funcs = [n for n in _nodes() if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
                                                    ast.Lambda))]
     for func in funcs:
         index = FunctionIndex.of(func)
-        assert (index.calls, index.site_calls) == _reference_function_index(func)
+        assert (index.calls, index.site_calls) == _reference_index(func)
     f = FunctionIndex.of(funcs[0])
     # register_buffer, setattr, set_, replace_parameter (not the setattr in the lambda)
     assert sum(map(len, f.site_calls.values())) == 4
