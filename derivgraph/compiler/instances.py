@@ -30,8 +30,8 @@ from typing import Any
 
 from derivgraph.compiler.ir import Node
 
-__all__ = ["InstanceTable", "aligned_rows", "consistent_rows", "recorded_id",
-           "row_recipe"]
+__all__ = ["InstanceTable", "OpSlot", "PathSlot", "Recipe", "aligned_rows", "consistent_rows",
+           "row_mismatch", "row_recipe"]
 
 
 @dataclass(eq=False)
@@ -112,11 +112,29 @@ def aligned_rows(nodes: dict[str, Node], table: InstanceTable) -> list[bool]:
     return ok
 
 
-#: a template position's recipe: ("path", suffix, input) -- the row's module path + suffix;
-#: ``input`` for a derived tensor: ("at", j) its value is the row's node at position j, ("id",
-#: node) the one shared node, else None -- or ("op", rank, name) -- the row's op numbered
-#: ``rank`` after its replay's start
-Recipe = tuple
+@dataclass(frozen=True, slots=True)
+class PathSlot:
+    """A template position a row names by its module path + ``suffix``. For a derived
+    tensor, its value: the row's node at template position ``value_at``, or the one shared
+    node ``value_id`` (neither: not a derived tensor, or one with no value)."""
+
+    suffix: str
+    value_at: int | None = None
+    value_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OpSlot:
+    """A template position that is an op: the row's op ``name`` numbered ``rank`` after its
+    replay's start."""
+
+    rank: int
+    name: str
+
+
+#: how a row's id at one template position (and a derived tensor's value) follows from the
+#: row's record
+Recipe = PathSlot | OpSlot
 
 
 def row_recipe(table: InstanceTable, derived: Mapping[str, Any]) -> list[Recipe] | None:
@@ -135,7 +153,7 @@ def row_recipe(table: InstanceTable, derived: Mapping[str, Any]) -> list[Recipe]
     for node_id in table.template:
         if node_id.startswith("%"):
             rank += 1
-            recipe.append(("op", rank, node_id[node_id.index(":") + 1:]))
+            recipe.append(OpSlot(rank, node_id[node_id.index(":") + 1:]))
             continue
         if node_id == table.base:
             suffix = ""
@@ -145,14 +163,31 @@ def row_recipe(table: InstanceTable, derived: Mapping[str, Any]) -> list[Recipe]
             return None
         node = derived.get(node_id)
         value = None if node is None else node.input
-        recipe.append(("path", suffix, None if value is None else
-                       ("at", where[value]) if value in where else ("id", value)))
+        recipe.append(PathSlot(suffix) if value is None else
+                      PathSlot(suffix, value_at=where[value]) if value in where else
+                      PathSlot(suffix, value_id=value))
     return recipe
 
 
-def recorded_id(how: Recipe, prefix: str, start: int) -> str:
-    """The id a row's record gives at a position (``how``: its :func:`row_recipe` item)."""
-    return prefix + how[1] if how[0] == "path" else f"%{start + how[1]}:{how[2]}"
+def _wanted(how: Recipe, table: InstanceTable, columns: list[tuple[str, ...]],
+            ) -> tuple[list[str], list[str] | None]:
+    """Per row of ``table``: the id its record gives at ``how``'s position, and the value
+    it gives the derived tensor there (None: no value to check). ``columns``: the rows'
+    columns."""
+    n = len(table.rows)
+    if isinstance(how, OpSlot):
+        return [f"%{start + how.rank}:{how.name}" for start in table.starts], None
+    ids = list(map(add, table.prefixes, repeat(how.suffix, n)))
+    if how.value_at is not None:
+        return ids, list(columns[how.value_at])
+    return ids, None if how.value_id is None else [how.value_id] * n
+
+
+def _values(column: tuple[str, ...], derived: Mapping[str, Any]) -> list[Any]:
+    """The value (``input``) of each derived tensor of ``column`` (None where it is none)."""
+    found = list(map(derived.get, column))
+    return list(map(_input, found)) if None not in found else \
+        [None if d is None else d.input for d in found]
 
 
 def consistent_rows(table: InstanceTable, recipe: list[Recipe],
@@ -162,21 +197,34 @@ def consistent_rows(table: InstanceTable, recipe: list[Recipe],
     ``derived``: the graph's derived tensors): the row is what its replay made, so its
     subgraph is the template's renamed. One C-level comparison per column; row by row only
     for a column that differs."""
-    n, prefixes, starts = len(table.rows), table.prefixes, table.starts
     columns = list(zip(*table.rows))
-    ok = [True] * n
+    ok = [True] * len(table.rows)
     for column, how in zip(columns, recipe):
-        if how[0] == "path":
-            want = list(map(add, prefixes, repeat(how[1], n)))
-        else:
-            want = list(map(f"%{{}}:{how[2]}".format, [s + how[1] for s in starts]))
-        if list(column) != want:
-            ok = [a and got == w for a, got, w in zip(ok, column, want)]
-        if how[0] == "path" and how[2] is not None:
-            found = list(map(derived.get, column))
-            values = list(map(_input, found)) if None not in found else \
-                [None if d is None else d.input for d in found]
-            want = list(columns[how[2][1]]) if how[2][0] == "at" else [how[2][1]] * n
-            if values != want:
-                ok = [a and got == w for a, got, w in zip(ok, values, want)]
+        ids, values = _wanted(how, table, columns)
+        if list(column) != ids:
+            ok = [a and got == w for a, got, w in zip(ok, column, ids)]
+        if values is not None:
+            found = _values(column, derived)
+            if found != values:
+                ok = [a and got == w for a, got, w in zip(ok, found, values)]
     return ok
+
+
+def row_mismatch(table: InstanceTable, recipe: list[Recipe], derived: Mapping[str, Any],
+                 i: int) -> tuple[str, str]:
+    """What row ``i`` of ``table`` records that its record does not give, and the row's node
+    there, at the first position that differs (:func:`consistent_rows`'s rule for one row:
+    the error a stamper bug gets)."""
+    columns = list(zip(*table.rows))
+    row = table.rows[i]
+    for k, how in enumerate(recipe):
+        ids, values = _wanted(how, table, columns)
+        if row[k] != ids[i]:
+            return (f"records {row[k]} at the position of its template's "
+                    f"{table.template[k]}", row[k])
+        if values is not None:
+            value = _values((row[k],), derived)[0]
+            if value != values[i]:
+                return f"gives {row[k]} the value {value}, its template's reads {values[i]}", \
+                    row[k]
+    return "is not its record", row[0]

@@ -41,7 +41,7 @@ from derivgraph.compiler.instances import (
     Recipe,
     aligned_rows,
     consistent_rows,
-    recorded_id,
+    row_mismatch,
     row_recipe,
 )
 from derivgraph.compiler.ir import Node, NodeKind, depth_first
@@ -81,28 +81,17 @@ def closed_layers(graph: DerivedGraph) -> list[InstanceTable]:
 
 
 def _raise_inconsistent(graph: DerivedGraph, table: InstanceTable, recipe: list[Recipe],
-                       keep: list[bool], opened: list[bool]) -> None:
+                        keep: list[bool], opened: list[bool]) -> None:
     """The DG013 error for the first row that is not open and is not what its record gives
     (a stamper bug: the row's record is what every row reader trusts)."""
     for i, (ok, o) in enumerate(zip(keep, opened)):
         if ok or o:
             continue
-        row, prefix, start = table.rows[i], table.prefixes[i], table.starts[i]
-        what, got = "is not its record", row[0]
-        for k, (got, how) in enumerate(zip(row, recipe)):
-            if got != recorded_id(how, prefix, start):
-                what = f"records {got} at the position of its template's {table.template[k]}"
-                break
-            if how[0] == "path" and how[2] is not None:
-                value = getattr(graph.derived.get(got), "input", None)
-                want = row[how[2][1]] if how[2][0] == "at" else how[2][1]
-                if value != want:
-                    what = f"gives {got} the value {value}, its template's reads {want}"
-                    break
+        what, node = row_mismatch(table, recipe, graph.derived, i)
         raise SpecValidationError([SpecIssue(
-            Rule.INFERENCE, f"the stamped row of {prefix} {what}, not what its replay made",
-            "report this as a derivgraph bug; DERIVGRAPH_STAMP=0 compiles each layer on its "
-            "own", SourceLocation(), got)])
+            Rule.INFERENCE, f"the stamped row of {table.prefixes[i]} {what}, not what its "
+            "replay made", "report this as a derivgraph bug; DERIVGRAPH_STAMP=0 compiles each "
+            "layer on its own", SourceLocation(), node)])
 
 
 def open_rows(touched: set[str], table: InstanceTable) -> list[bool]:

@@ -25,7 +25,7 @@ import torch
 
 from derivgraph import compile_plan
 from derivgraph.compiler import instances, layers, stamp
-from derivgraph.compiler.instances import InstanceTable, aligned_rows
+from derivgraph.compiler.instances import InstanceTable, OpSlot, PathSlot, aligned_rows
 from derivgraph.compiler.stamp import stamping
 from derivgraph.errors import SpecValidationError
 from derivgraph.tools.bench_scaling import scaling_spec
@@ -135,10 +135,10 @@ def test_each_position_of_the_record() -> None:
     derived = plan.graph.derived
     recipe = instances.row_recipe(table, derived)
     # the derived tensors' values: the div, the mul, the shared ``full``, the source scale
-    assert recipe == [("path", ".inv", ("at", 5)), ("path", ".prod", ("at", 7)),
-                      ("path", ".strides", ("id", "%3:full")),
-                      ("path", ".scale_alias", ("at", 4)), ("path", ".scale", None),
-                      ("op", 1, "div"), ("path", ".weight", None), ("op", 2, "mul")]
+    assert recipe == [PathSlot(".inv", value_at=5), PathSlot(".prod", value_at=7),
+                      PathSlot(".strides", value_id="%3:full"),
+                      PathSlot(".scale_alias", value_at=4), PathSlot(".scale"),
+                      OpSlot(1, "div"), PathSlot(".weight"), OpSlot(2, "mul")]
     assert table.prefixes[:2] == ["layers.1", "layers.2"]
     start = table.starts[1]
     assert table.rows[1][5] == f"%{start + 1}:div" and table.rows[1][7] == f"%{start + 2}:mul"
