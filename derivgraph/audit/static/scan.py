@@ -34,7 +34,7 @@ from typing import Any
 from derivgraph.audit.static.construction import built_at_construction
 from derivgraph.audit.static.evidence import apply_evidence, function_text
 from derivgraph.audit.static.finding import SourceFile, StaticFinding, StaticReport
-from derivgraph.audit.static.forked import ForkedPool, workers_for
+from derivgraph.audit.static.forked import CoresUsed, ForkedPool, workers_for
 from derivgraph.audit.static.forwarded import mirror_forwarded, resolve_forwarded
 from derivgraph.audit.static.index import merged_index
 from derivgraph.audit.static.match import SpecIndex, suggest_spec
@@ -49,7 +49,7 @@ from derivgraph.audit.static.segments import BlockParses
 from derivgraph.audit.static.semantics import semantics_of
 from derivgraph.audit.static.sites import RawSite
 from derivgraph.audit.static.sources import collect_files, locate_package
-from derivgraph.audit.static.tree_facts import FileFacts, tree_facts
+from derivgraph.audit.static.tree_facts import TREE_FACTS_PER_WORKER, FileFacts, tree_facts
 from derivgraph.errors import PackageNotFound
 from derivgraph.spec.load import default_specs
 from derivgraph.spec.model import Spec
@@ -89,6 +89,24 @@ def _context(texts: Sequence[tuple[SourceFile, str]], facts: Sequence[FileFacts]
                          containers | index.container_functions(containers),
                          index.placeholder_functions(),
                          frozenset(i for i, found in enumerate(facts) if found.staging))
+
+
+CONTENDED_CORES = 1.3
+"""Below this many cores used by the forked tree facts (:class:`.forked.CoresUsed`), the
+default ``jobs`` runs the rest of the scan in one process: on this project's 2-CPU host
+under other guests' load the two workers used 0.9-1.1 cores, and one process took 1-2 s less
+CPU and less wall time than two; unloaded, they use 1.5 or more."""
+
+
+def jobs_after_tree_facts(jobs: int | None, workers: int, cores: float) -> int | None:
+    """The ``jobs`` for the rest of the scan: 1 where ``jobs`` was left to the default, the
+    tree facts ran in ``workers`` forked workers and together they used fewer than
+    :data:`CONTENDED_CORES` cores; else ``jobs`` as given."""
+    if jobs is None and workers > 1 and cores < CONTENDED_CORES:
+        logger.info("static audit: the forked tree facts used %.2f cores; the host is "
+                    "contended, the rest runs in this process", cores)
+        return 1
+    return jobs
 
 
 def _is_candidate(text: str, facts: FileFacts, context: ModuleContext) -> bool:
@@ -190,7 +208,10 @@ def _scan_files(files: Sequence[SourceFile], specs: Sequence[Spec], jobs: int | 
                 changed: frozenset[Path] | None) -> StaticReport:
     start = time.perf_counter()
     texts = [(src, text) for src in files if (text := _read(src)) is not None]
+    meter = CoresUsed()
     facts = tree_facts([(src.module, text) for src, text in texts], jobs)
+    jobs = jobs_after_tree_facts(jobs, workers_for(len(texts), jobs, TREE_FACTS_PER_WORKER),
+                                 meter.cores())
     context = _context(texts, facts)
     keep = [changed is None or src.path.resolve() in changed for src, _ in texts]
     candidates = [i for i, (_, text) in enumerate(texts)

@@ -156,3 +156,41 @@ def test_the_scan_with_kept_workers_equals_one_process(tmp_path, monkeypatch) ->
     assert forked == [2]  # one pool for all the rounds
     assert [f.__dict__ for f in two.findings] == [f.__dict__ for f in one.findings]
     assert len(one.findings) > 30
+
+
+def test_the_default_jobs_turn_to_one_process_on_a_contended_host() -> None:
+    assert scan_module.jobs_after_tree_facts(None, 2, 0.95) == 1
+    assert scan_module.jobs_after_tree_facts(None, 2, 1.8) is None  # unloaded: workers
+    assert scan_module.jobs_after_tree_facts(None, 1, 0.5) is None  # no workers measured
+    assert scan_module.jobs_after_tree_facts(2, 2, 0.95) == 2  # asked for: kept
+
+
+def _rounds_forked(tmp_path, monkeypatch, cores: float) -> tuple[list[int], list[dict]]:
+    """Workers forked for the rounds and the findings of a default-jobs scan of nine copies
+    of the corpus (enough files for forked tree facts) where the tree facts used ``cores``."""
+    for part in "abcdefghi":
+        shutil.copytree(CORPUS, tmp_path / part)
+    forked: list[int] = []
+
+    class Spy(ForkedPool):  # type: ignore[type-arg]
+        def __enter__(self):  # type: ignore[no-untyped-def]
+            pool = super().__enter__()
+            forked.append(len(self._procs))
+            return pool
+
+    monkeypatch.setattr(scan_module, "ForkedPool", Spy)
+    monkeypatch.setattr(scan_module.CoresUsed, "cores", lambda self: cores)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    report = scan([tmp_path], specs=[], jobs=None)
+    return forked, [f.__dict__ for f in report.findings]
+
+
+def test_a_contended_default_scan_runs_its_rounds_here(tmp_path, monkeypatch) -> None:
+    forked, findings = _rounds_forked(tmp_path, monkeypatch, 1.0)
+    assert forked == []
+    assert findings == [f.__dict__ for f in scan([tmp_path], specs=[], jobs=1).findings]
+
+
+def test_canary_an_unloaded_default_scan_forks_its_rounds(tmp_path, monkeypatch) -> None:
+    forked, findings = _rounds_forked(tmp_path, monkeypatch, 1.8)
+    assert forked == [2] and findings
