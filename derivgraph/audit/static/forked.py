@@ -40,8 +40,10 @@ _Work = Callable[[list[Any]], list[Any]]
 _STATE: _Work | None = None
 """The work of the open pool (set before its workers fork, so they inherit it)."""
 _IN_FLIGHT = 2
-"""Chunks handed to a worker ahead of its results: it never waits for the next one. Items and
-results of a chunk stay far below a socket's buffer, so neither side blocks sending."""
+"""Chunks handed to a worker ahead of its results, so that it never waits for the next one;
+the second only while more chunks wait than there are workers (a chunk handed out is that
+worker's: at a map's end a spare one could keep the others idle). Items and results of a
+chunk stay far below a socket's buffer, so neither side blocks sending."""
 
 
 def workers_for(total: int, jobs: int | None, per_worker: int) -> int:
@@ -222,6 +224,8 @@ class ForkedPool(Generic[_I, _R]):
         flying: list[deque[list[int]]] = [deque() for _ in range(n)]
 
         def hand(w: int) -> None:
+            if flying[w] and sum(map(len, queues)) + len(shared) <= n:
+                return  # the map's end: no spare chunk
             if queues[w]:
                 chunk = queues[w].popleft()
             elif shared:
