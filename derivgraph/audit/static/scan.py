@@ -198,7 +198,9 @@ def scan_files(files: Sequence[SourceFile], specs: Sequence[Spec] = (),
                changed: frozenset[Path] | None = None) -> StaticReport:
     """Audit the given files, follow their calls into each other, and match every site
     against ``specs``. With ``changed`` (resolved paths), only those files are audited and
-    reported; every file still feeds the tree index and the reader search."""
+    reported; every file still feeds the tree index and the reader search. ``jobs``: forked
+    workers; by default one per CPU, and one process after the tree facts where their workers
+    found the CPUs contended (:func:`jobs_after_tree_facts`); the report is the same."""
     with young_collections_only():
         return _scan_files(files, specs, jobs, progress, declared_folds, changed)
 
@@ -401,7 +403,8 @@ def scan(paths: Iterable[str | Path] = (), package: str | None = None,
 
     ``declared_folds``: ``(class short name, parameter name)`` pairs of in-place folds declared
     outside the spec library (fold sites they name are declared). ``changed``: audit and report
-    only these files (resolved paths; :func:`.changed.changed_files`)."""
+    only these files (resolved paths; :func:`.changed.changed_files`). ``jobs``: as in
+    :func:`scan_files`."""
     if specs is None:
         specs = default_specs()
     files = collect_files(paths, package)
