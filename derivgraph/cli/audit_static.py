@@ -53,7 +53,8 @@ def add_static_parser(audit_sub: Any) -> None:
                    help="exit 1 on any undeclared error or warning finding")
     p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE")
     p.add_argument("--jobs", "-j", type=int, default=None,
-                   help="worker processes (default: one per CPU; 1 = in this process)")
+                   help="worker processes (default: one per CPU, and 1 after the first phase "
+                   "where its workers found the CPUs contended; 1 = in this process)")
     p.add_argument("--suggest", action="store_true",
                    help="text format: print a YAML spec skeleton for every finding")
     p.add_argument("--show-declared", action="store_true",

@@ -23,7 +23,7 @@ from derivgraph.audit.static.scope import (
     is_constructor_root,
     is_rebuilt_lineage,
 )
-from derivgraph.audit.static.segments import parse_relevant
+from derivgraph.audit.static.segments import BlockParses, parse_relevant
 from derivgraph.audit.static.sites import Handed, RawSite
 from derivgraph.audit.static.staging import has_staging_copy
 from derivgraph.audit.static.vocab import (
@@ -76,10 +76,12 @@ class ExternalRoot:
 
 def parse_for_audit(text: str, filename: str, context: ModuleContext,
                     segmented: bool = True, extra: Sequence[ExternalRoot] = (),
-                    staging: bool | None = None) -> ModuleScope:
+                    staging: bool | None = None,
+                    parses: BlockParses | None = None) -> ModuleScope:
     """The file's scope: only its relevant blocks (:mod:`.segments`) when segmented.
     With ``extra``, only those functions (and what they call) are the file's post-load code.
-    ``staging``: whether the text holds a staging copy, when the caller knows (else tested)."""
+    ``staging``: whether the text holds a staging copy, when the caller knows (else tested).
+    ``parses``: blocks parsed before, reused where the same piece is parsed again."""
     staging = not extra and (has_staging_copy(text) if staging is None else staging)
     if segmented:
         def is_rebuilt(name: str) -> bool:
@@ -89,7 +91,7 @@ def parse_for_audit(text: str, filename: str, context: ModuleContext,
             scope = parse_relevant(text, filename, context.ancestors, is_rebuilt,
                                    extra=[(e.cls, e.func) for e in extra], own_roots=not extra,
                                    seeds=(lambda scope: _seeds(scope, extra)) if extra else None,
-                                   has_staging=staging)
+                                   has_staging=staging, parses=parses)
             scope.text = text
             return scope
         except SyntaxError as exc:  # a cut inside a string: the whole file decides
@@ -136,14 +138,17 @@ def audit_source(text: str, filename: str, module_name: str, is_package: bool,
 def audit_module(text: str, filename: str, module_name: str, is_package: bool,
                  context: ModuleContext, segmented: bool = True,
                  extra: Sequence[ExternalRoot] = (), file_index: int = -1,
+                 parses: BlockParses | None = None,
                  ) -> tuple[list[RawSite], list[ExternalRoot], list[tuple[str | None, str]]]:
     """The sites of one file's post-load code (sorted by line), the calls it makes into
     other files, and the ``(class, function)`` pairs reached from a post-load method (not only
     from a rebuilt object's constructor). With ``extra``, the post-load code is what those
-    functions reach (the second round of a tree-wide scan). Raises SyntaxError."""
+    functions reach (the second round of a tree-wide scan). ``parses``: the blocks parsed
+    by earlier audits (:class:`.segments.BlockParses`), reused and grown. Raises SyntaxError."""
     known = context.staging_files
     scope = parse_for_audit(text, filename, context, segmented, extra,
-                            None if known is None or file_index < 0 else file_index in known)
+                            None if known is None or file_index < 0 else file_index in known,
+                            parses)
     imports = import_map(scope.tree, module_name, is_package)
     returns = _Returns(scope, imports, module_name, context)
     sites: dict[tuple[int, int, str, str], RawSite] = {}

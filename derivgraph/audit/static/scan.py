@@ -34,7 +34,7 @@ from typing import Any
 from derivgraph.audit.static.construction import built_at_construction
 from derivgraph.audit.static.evidence import apply_evidence, function_text
 from derivgraph.audit.static.finding import SourceFile, StaticFinding, StaticReport
-from derivgraph.audit.static.forked import forked_chunks, workers_for
+from derivgraph.audit.static.forked import CoresUsed, ForkedPool, workers_for
 from derivgraph.audit.static.forwarded import mirror_forwarded, resolve_forwarded
 from derivgraph.audit.static.index import merged_index
 from derivgraph.audit.static.match import SpecIndex, suggest_spec
@@ -45,10 +45,11 @@ from derivgraph.audit.static.scope import (
     is_constructor_root,
     is_rebuilt_lineage,
 )
+from derivgraph.audit.static.segments import BlockParses
 from derivgraph.audit.static.semantics import semantics_of
 from derivgraph.audit.static.sites import RawSite
 from derivgraph.audit.static.sources import collect_files, locate_package
-from derivgraph.audit.static.tree_facts import FileFacts, tree_facts
+from derivgraph.audit.static.tree_facts import TREE_FACTS_PER_WORKER, FileFacts, tree_facts
 from derivgraph.errors import PackageNotFound
 from derivgraph.spec.load import default_specs
 from derivgraph.spec.model import Spec
@@ -88,6 +89,24 @@ def _context(texts: Sequence[tuple[SourceFile, str]], facts: Sequence[FileFacts]
                          containers | index.container_functions(containers),
                          index.placeholder_functions(),
                          frozenset(i for i, found in enumerate(facts) if found.staging))
+
+
+CONTENDED_CORES = 1.3
+"""Below this many cores used by the forked tree facts (:class:`.forked.CoresUsed`), the
+default ``jobs`` runs the rest of the scan in one process: on this project's 2-CPU host
+under other guests' load the two workers used 0.9-1.1 cores, and one process took 1-2 s less
+CPU and less wall time than two; unloaded, they use 1.5 or more."""
+
+
+def jobs_after_tree_facts(jobs: int | None, workers: int, cores: float) -> int | None:
+    """The ``jobs`` for the rest of the scan: 1 where ``jobs`` was left to the default, the
+    tree facts ran in ``workers`` forked workers and together they used fewer than
+    :data:`CONTENDED_CORES` cores; else ``jobs`` as given."""
+    if jobs is None and workers > 1 and cores < CONTENDED_CORES:
+        logger.info("static audit: the forked tree facts used %.2f cores; the host is "
+                    "contended, the rest runs in this process", cores)
+        return 1
+    return jobs
 
 
 def _is_candidate(text: str, facts: FileFacts, context: ModuleContext) -> bool:
@@ -149,10 +168,12 @@ def promote_survivors() -> None:
 
 
 def _audit_one(src: SourceFile, text: str, context: ModuleContext, index: int,
-               extra: tuple[ExternalRoot, ...] = ()) -> _Result:
+               extra: tuple[ExternalRoot, ...] = (), parses: BlockParses | None = None
+               ) -> _Result:
     try:
         sites, externals, reach = audit_module(text, src.display, src.module, src.is_package,
-                                               context, extra=extra, file_index=index)
+                                               context, extra=extra, file_index=index,
+                                               parses=parses)
         return sites, externals, reach, None
     except SyntaxError as exc:
         return [], [], [], f"{src.display}:{exc.lineno or 0}: not parsed ({exc.msg}); skipped"
@@ -177,7 +198,9 @@ def scan_files(files: Sequence[SourceFile], specs: Sequence[Spec] = (),
                changed: frozenset[Path] | None = None) -> StaticReport:
     """Audit the given files, follow their calls into each other, and match every site
     against ``specs``. With ``changed`` (resolved paths), only those files are audited and
-    reported; every file still feeds the tree index and the reader search."""
+    reported; every file still feeds the tree index and the reader search. ``jobs``: forked
+    workers; by default one per CPU, and one process after the tree facts where their workers
+    found the CPUs contended (:func:`jobs_after_tree_facts`); the report is the same."""
     with young_collections_only():
         return _scan_files(files, specs, jobs, progress, declared_folds, changed)
 
@@ -187,7 +210,10 @@ def _scan_files(files: Sequence[SourceFile], specs: Sequence[Spec], jobs: int | 
                 changed: frozenset[Path] | None) -> StaticReport:
     start = time.perf_counter()
     texts = [(src, text) for src in files if (text := _read(src)) is not None]
+    meter = CoresUsed()
     facts = tree_facts([(src.module, text) for src, text in texts], jobs)
+    jobs = jobs_after_tree_facts(jobs, workers_for(len(texts), jobs, TREE_FACTS_PER_WORKER),
+                                 meter.cores())
     context = _context(texts, facts)
     keep = [changed is None or src.path.resolve() in changed for src, _ in texts]
     candidates = [i for i, (_, text) in enumerate(texts)
@@ -196,50 +222,51 @@ def _scan_files(files: Sequence[SourceFile], specs: Sequence[Spec], jobs: int | 
     logger.info("static audit: %d files, %d with post-load code", len(texts), len(candidates))
     report = StaticReport(files_scanned=len(texts), files_audited=len(candidates),
                           specs=len(specs))
-    first = _run([(i, ()) for i in candidates], texts, context, jobs, progress)
-    failed = {i for i, (_, _, _, error) in zip(candidates, first) if error}
-    report.files_parsed = len(candidates) - len(failed)
-    if not report.files_parsed:  # tell an unparsable tree from one without post-load code
-        chosen = set(candidates)
-        pool = [t for i, t in enumerate(texts) if i not in chosen and keep[i]]
-        # with ``changed`` and no changed file, the tree was read and nothing is to audit
-        report.files_parsed = _check_parse(pool, report) if pool or changed is None \
-            else len(texts)
-    sites: dict[tuple[int, int, int, str, str], tuple[int, RawSite]] = {}
-    pending: list[ExternalRoot] = []
-    post_load: set[tuple[int, str | None, str]] = set()
-    for i, (found, externals, reach, error) in zip(candidates, first):
-        post_load.update((i, cls, func) for cls, func in reach)
-        if error:
-            logger.warning("%s", error)
-            report.errors.append(error)
-        for site in found:
-            sites.setdefault((i, site.line, site.col, site.attr, site.category), (i, site))
-        pending += externals
-    seen = {(i, None, None, (), False) for i in candidates}
-    for _ in range(MAX_ROUNDS):
-        grouped: dict[int, list[ExternalRoot]] = {}
-        for ext in pending:
-            key = (ext.file, ext.cls, ext.func, ext.handed, ext.model_load_only)
-            if key not in seen and ext.file not in failed:
-                seen.add(key)  # type: ignore[arg-type]
-                grouped.setdefault(ext.file, []).append(ext)
-        if not grouped:
-            break
-        order = sorted(grouped)
-        results = _run([(i, tuple(grouped[i])) for i in order], texts, context, jobs, None)
-        pending = []
-        for i, (found, externals, reach, error) in zip(order, results):
-            if error:
-                logger.debug("%s", error)
-                continue
+    with _Rounds(texts, context, jobs) as rounds:  # its workers serve every round
+        first = rounds.run([(i, ()) for i in candidates], progress)
+        failed = {i for i, (_, _, _, error) in zip(candidates, first) if error}
+        report.files_parsed = len(candidates) - len(failed)
+        if not report.files_parsed:  # tell an unparsable tree from one without post-load code
+            chosen = set(candidates)
+            pool = [t for i, t in enumerate(texts) if i not in chosen and keep[i]]
+            # with ``changed`` and no changed file, the tree was read and nothing is to audit
+            report.files_parsed = _check_parse(pool, report) if pool or changed is None \
+                else len(texts)
+        sites: dict[tuple[int, int, int, str, str], tuple[int, RawSite]] = {}
+        pending: list[ExternalRoot] = []
+        post_load: set[tuple[int, str | None, str]] = set()
+        for i, (found, externals, reach, error) in zip(candidates, first):
             post_load.update((i, cls, func) for cls, func in reach)
+            if error:
+                logger.warning("%s", error)
+                report.errors.append(error)
             for site in found:
-                key = (i, site.line, site.col, site.attr, site.category)
-                if key in sites and sites[key][1].model_load_only and not site.model_load_only:
-                    del sites[key]  # also reached from post-load code: that reach counts
-                sites.setdefault(key, (i, site))
+                sites.setdefault((i, site.line, site.col, site.attr, site.category), (i, site))
             pending += externals
+        seen = {(i, None, None, (), False) for i in candidates}
+        for _ in range(MAX_ROUNDS):
+            grouped: dict[int, list[ExternalRoot]] = {}
+            for ext in pending:
+                key = (ext.file, ext.cls, ext.func, ext.handed, ext.model_load_only)
+                if key not in seen and ext.file not in failed:
+                    seen.add(key)  # type: ignore[arg-type]
+                    grouped.setdefault(ext.file, []).append(ext)
+            if not grouped:
+                break
+            order = sorted(grouped)
+            results = rounds.run([(i, tuple(grouped[i])) for i in order])
+            pending = []
+            for i, (found, externals, reach, error) in zip(order, results):
+                if error:
+                    logger.debug("%s", error)
+                    continue
+                post_load.update((i, cls, func) for cls, func in reach)
+                for site in found:
+                    key = (i, site.line, site.col, site.attr, site.category)
+                    if key in sites and sites[key][1].model_load_only and not site.model_load_only:
+                        del sites[key]  # also reached from post-load code: that reach counts
+                    sites.setdefault(key, (i, site))
+                pending += externals
     index = SpecIndex(specs, context.ancestors, declared_folds)
     forwarded = resolve_forwarded(sites, lambda i, cls: function_text(texts[i][1], cls),
                                   context.family)
@@ -298,31 +325,53 @@ def _check_parse(texts: Sequence[tuple[SourceFile, str]], report: StaticReport) 
     return parsed
 
 
-def _run(jobs_list: list[_Job], texts: list[tuple[SourceFile, str]], context: ModuleContext,
-         jobs: int | None, progress: Progress | None) -> list[_Result]:
-    total = len(jobs_list)
-    jobs = workers_for(total, jobs, 16)
-    if jobs <= 1:
-        out = []
-        for n, (i, extra) in enumerate(jobs_list, 1):
-            out.append(_audit_one(*texts[i], context, i, extra))
-            if progress:
-                progress(n, total, texts[i][0].display)
-        return out
+class _Rounds:
+    """The audits of the scan's rounds, in this process or, from the first round worth
+    several workers, in forked workers kept for the rounds after (:class:`.forked.ForkedPool`):
+    no fork per round, and a file audited again goes to the worker that audited it before,
+    which reuses the blocks it parsed then (:class:`.segments.BlockParses`)."""
 
-    def work(chunk: list[int]) -> list[_Result]:
-        return [_audit_one(*texts[i], context, i, extra)
-                for i, extra in (jobs_list[k] for k in chunk)]
+    def __init__(self, texts: list[tuple[SourceFile, str]], context: ModuleContext,
+                 jobs: int | None) -> None:
+        self.jobs = jobs
+        self.parses = BlockParses()  # this process's; each worker fills its own copy
+        self.pool: ForkedPool[_Job, _Result] | None = None
+        self._stack = contextlib.ExitStack()
 
-    results: list[_Result] = [([], [], [], None)] * total
-    done = 0
-    for chunk, found in forked_chunks(work, total, jobs, 8):
-        for k, result in zip(chunk, found):
-            results[k] = result
-            done += 1
-            if progress:
-                progress(done, total, texts[jobs_list[k][0]][0].display)
-    return results
+        def work(items: list[_Job]) -> list[_Result]:
+            return [_audit_one(*texts[i], context, i, extra, self.parses)
+                    for i, extra in items]
+
+        self.work = work
+        self.texts = texts
+
+    def __enter__(self) -> _Rounds:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.__exit__(*exc)  # type: ignore[arg-type]
+
+    def run(self, jobs_list: list[_Job], progress: Progress | None = None) -> list[_Result]:
+        """The audit of each ``(file, extra roots)`` of ``jobs_list``, in order."""
+        total = len(jobs_list)
+        if self.pool is None and workers_for(total, self.jobs, 16) > 1:
+            self.pool = self._stack.enter_context(
+                ForkedPool(self.work, workers_for(total, self.jobs, 16)))
+        results: list[_Result] = [([], [], [], None)] * total
+        done = 0
+        chunks = self.pool.map(jobs_list, 8, key=_file_of) if self.pool is not None else (
+            ([k], self.work([job])) for k, job in enumerate(jobs_list))
+        for chunk, found in chunks:
+            for k, result in zip(chunk, found):
+                results[k] = result
+                done += 1
+                if progress:
+                    progress(done, total, self.texts[jobs_list[k][0]][0].display)
+        return results
+
+
+def _file_of(job: _Job) -> int:
+    return job[0]
 
 
 def _finding(src: SourceFile, site: RawSite, index: SpecIndex) -> StaticFinding:
@@ -354,7 +403,8 @@ def scan(paths: Iterable[str | Path] = (), package: str | None = None,
 
     ``declared_folds``: ``(class short name, parameter name)`` pairs of in-place folds declared
     outside the spec library (fold sites they name are declared). ``changed``: audit and report
-    only these files (resolved paths; :func:`.changed.changed_files`)."""
+    only these files (resolved paths; :func:`.changed.changed_files`). ``jobs``: as in
+    :func:`scan_files`."""
     if specs is None:
         specs = default_specs()
     files = collect_files(paths, package)

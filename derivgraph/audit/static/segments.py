@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from derivgraph.audit.static.scope import (
     LAZY_GUARD_RE,
@@ -35,7 +35,7 @@ from derivgraph.audit.static.scope import (
 )
 from derivgraph.audit.static.staging import STEP_METHODS, has_staging_copy
 
-__all__ = ["Block", "parse_relevant", "split_blocks"]
+__all__ = ["Block", "BlockParses", "parse_relevant", "split_blocks"]
 
 _COL0_CHAR = re.compile(r"[^\s#)\]}]")
 """A character that starts a top-level line: not blank, not a comment nor a closing bracket."""
@@ -156,12 +156,28 @@ _DEF_NAME = re.compile(r"(?:async[ \t]+)?def[ \t]+(\w+)")
 _WHOLE = None  # "parse the whole block"
 
 
+@dataclass
+class BlockParses:
+    """The blocks :func:`parse_relevant` parsed, kept for later calls that parse the same
+    piece: a file audited again for other roots (a later round of the scan) parses most of
+    its blocks (imports, constants, the same classes) as before.
+
+    ``bodies`` is keyed by all that ``ast.parse`` reads (the file name, the block's first
+    line, the block's text as parsed), so a kept body is what a new parse gives; no rule
+    changes a parsed tree. ``indexes``: each kept function's :class:`.scope.FunctionIndex`
+    (built from the node alone), keyed by the node."""
+
+    bodies: dict[tuple[str, int, str], list[ast.stmt]] = field(default_factory=dict)
+    indexes: dict[FuncNode, FunctionIndex] = field(default_factory=dict)
+
+
 def parse_relevant(text: str, filename: str, ancestors: Mapping[str, frozenset[str]],
                    is_rebuilt: Callable[[str], bool],
                    extra: Iterable[tuple[str | None, str]] = (),
                    own_roots: bool = True,
                    seeds: Callable[[ModuleScope], list[Reached]] | None = None,
-                   has_staging: bool | None = None) -> ModuleScope:
+                   has_staging: bool | None = None,
+                   parses: BlockParses | None = None) -> ModuleScope:
     """The scope of only the relevant code; raises SyntaxError if a piece does not parse.
 
     Root ``def`` blocks are parsed whole; root classes with only their root methods (and
@@ -169,14 +185,17 @@ def parse_relevant(text: str, filename: str, ancestors: Mapping[str, frozenset[s
     calls in reached functions name what else to parse: same-file functions whole, same-file
     classes' ``__init__`` for constructors, and ``m`` of the same-file relatives of a class
     for ``self.m()``, ``cls.m()``, ``super().m()`` and ``C.m()``. ``has_staging``: whether the
-    text holds a staging copy, when the caller knows (else it is tested here).
+    text holds a staging copy, when the caller knows (else it is tested here). ``parses``:
+    the pieces parsed by earlier calls, to reuse and to grow (else kept for this call only).
     """
     blocks = split_blocks(text)
     named = {b.name: b for b in blocks if b.kind != "other"}
     wanted: dict[int, set[str] | None] = {}  # block start -> kept methods, or None for all
     classes: dict[int, _ClassText | None] = {}
     parsed: dict[int, list[ast.stmt]] = {}
-    cache: dict[FuncNode, FunctionIndex] = {}
+    if parses is None:
+        parses = BlockParses()
+    bodies, cache = parses.bodies, parses.indexes
 
     def parse(block: Block) -> None:
         keep = wanted[block.start]
@@ -186,7 +205,11 @@ def parse_relevant(text: str, filename: str, ancestors: Mapping[str, frozenset[s
                 classes[block.start] = _ClassText.of(source)
             shape = classes[block.start]
             source = shape.render(keep) if shape else source
-        parsed[block.start] = ast.parse("\n" * (block.line - 1) + source, filename).body
+        key = (filename, block.line, source)
+        body = bodies.get(key)
+        if body is None:
+            body = bodies[key] = ast.parse("\n" * (block.line - 1) + source, filename).body
+        parsed[block.start] = body
 
     for block in blocks:
         source = text[block.start:block.end]

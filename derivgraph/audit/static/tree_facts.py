@@ -24,9 +24,9 @@ from derivgraph.audit.static.index import TreeIndex, scan_file
 from derivgraph.audit.static.scope import LAZY_GUARD_RE, ROOT_ASSIGN_RE, ROOT_DEF_RE
 from derivgraph.audit.static.staging import has_staging_copy
 
-__all__ = ["FileFacts", "file_facts", "tree_facts"]
+__all__ = ["TREE_FACTS_PER_WORKER", "FileFacts", "file_facts", "tree_facts"]
 
-_PER_WORKER = 64
+TREE_FACTS_PER_WORKER = 64
 """Files per chunk (and the fewest worth a worker): a file's facts take about half a ms."""
 
 
@@ -58,8 +58,8 @@ def tree_facts(files: Sequence[tuple[str, str]], jobs: int | None) -> list[FileF
         return [file_facts(i, *files[i]) for i in chunk]
 
     out: list[FileFacts | None] = [None] * len(files)
-    workers = workers_for(len(files), jobs, _PER_WORKER)
-    for chunk, found in forked_chunks(work, len(files), workers, _PER_WORKER):
+    workers = workers_for(len(files), jobs, TREE_FACTS_PER_WORKER)
+    for chunk, found in forked_chunks(work, len(files), workers, TREE_FACTS_PER_WORKER):
         for i, facts in zip(chunk, found):
             out[i] = facts
     return [f for f in out if f is not None]

@@ -20,7 +20,6 @@ __all__ = ["NESTED_SCOPES", "NODE_FIELDS", "children", "fields_of", "own_nodes",
 NODE_FIELDS: dict[type, tuple[str, ...]] = {}
 """Node type -> its fields that can hold nodes (:func:`fields_of` fills it), for walks that
 inline :func:`children`."""
-_FIELDS = NODE_FIELDS
 
 
 _NOT_NODES = frozenset({"ctx", "id", "attr", "arg", "kind", "module", "level", "is_async",
@@ -36,9 +35,9 @@ _NAMES_ONLY = {(ast.Constant, "value"), (ast.Global, "names"), (ast.Nonlocal, "n
 
 def fields_of(kind: type) -> tuple[str, ...]:
     """The fields of node type ``kind`` that can hold nodes (computed once per type)."""
-    found = _FIELDS.get(kind)
+    found = NODE_FIELDS.get(kind)
     if found is None:
-        found = _FIELDS[kind] = tuple(
+        found = NODE_FIELDS[kind] = tuple(
             f for f in getattr(kind, "_fields", ())
             if f not in _NOT_NODES and (f not in _NAMED or (kind, f) not in _NAMES_ONLY))
     return found
@@ -48,7 +47,7 @@ def children(node: ast.AST) -> list[ast.AST]:
     """``ast.iter_child_nodes(node)`` as a list, expression contexts left out."""
     out: list[ast.AST] = []
     kind = type(node)
-    names = _FIELDS.get(kind)
+    names = NODE_FIELDS.get(kind)
     node_type = ast.AST
     for name in names if names is not None else fields_of(kind):
         value = getattr(node, name, None)
@@ -62,7 +61,7 @@ def children(node: ast.AST) -> list[ast.AST]:
 def walk(node: ast.AST) -> Iterator[ast.AST]:
     """``ast.walk(node)`` (breadth first, the same order), expression contexts left out."""
     todo = deque([node])
-    pop, push, extend, fields, node_type = (todo.popleft, todo.append, todo.extend, _FIELDS,
+    pop, push, extend, fields, node_type = (todo.popleft, todo.append, todo.extend, NODE_FIELDS,
                                             ast.AST)
     while todo:
         node = pop()
@@ -90,7 +89,7 @@ def own_nodes(node: ast.AST, nested: tuple[type, ...] = NESTED_SCOPES, *,
         yield node
     todo = deque([c for c in children(node) if not isinstance(c, nested)])
     pop = todo.popleft if breadth_first else todo.pop
-    push, fields, node_type = todo.append, _FIELDS, ast.AST
+    push, fields, node_type = todo.append, NODE_FIELDS, ast.AST
     while todo:
         cur = pop()
         yield cur
