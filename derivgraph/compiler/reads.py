@@ -139,6 +139,9 @@ class Reads:
         self.facts: dict[tuple[Probe, tuple[Any, ...]], Any] = {}
         self.calls: list[Call] = []
         self.keyable = True  # False once a fact could not be summarised
+        # the facts compiled into checks, by derivgraph.compiler.stamp.facts_hold (at the
+        # first check: a template's reads are complete when it is kept)
+        self.checks: Any = None
 
     def note(self, probe: Probe, args: tuple[Any, ...], fact: Any) -> None:
         if isinstance(fact, tuple) and fact and isinstance(fact[-1], _Opaque):

@@ -22,10 +22,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from torch import nn
+
 from derivgraph.compiler.bind import BoundSpec
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode, freeze, substitute
 from derivgraph.compiler.instances import InstanceTable
-from derivgraph.compiler.reads import OpCall, Probe, Reads, probe_path
+from derivgraph.compiler.reads import OpCall, Probe, Reads, probe_derived, probe_path
 from derivgraph.compiler.replay import Replay, SourceStep
 
 __all__ = ["InstanceTable", "Stamper", "facts_hold", "stamping",
@@ -180,16 +182,67 @@ def _matches(graph: DerivedGraph, template: Template, bound: BoundSpec,
 def facts_hold(graph: DerivedGraph, reads: Reads, bound: BoundSpec,
                params: dict[str, Any]) -> dict[tuple[str, ...], Any] | None:
     """The objects the path probes found on ``bound`` when every probe of ``reads`` gives the
-    same fact there; None at the first difference."""
+    same fact there; None at the first difference. The probes run in the order they were
+    read, each one as its :class:`_Check` (compiled once per ``reads``) runs it."""
+    checks = reads.checks
+    if checks is None:
+        checks = reads.checks = [_Check(probe, args, fact, type(bound.module))
+                                 for (probe, args), fact in reads.facts.items()]
     objects: dict[tuple[str, ...], Any] = {}
-    probe: Probe
-    for (probe, args), fact in reads.facts.items():
-        got, obj = probe(graph, bound, params, *args)
-        if got != fact:
+    module, path, derived = bound.module, bound.module_path, graph.derived
+    for check in checks:
+        if check.part is not None and type(module) is check.cls:
+            # probe_path's first hop from an nn.Module, read from its registries as
+            # paths.step_into reads them, the fact's layout compared field by field
+            registries = module.__dict__
+            part = check.part
+            if part not in registries["_modules"]:
+                tensor = registries["_parameters"].get(part)
+                if tensor is None and part not in registries["_parameters"]:
+                    tensor = registries["_buffers"].get(part)
+                if tensor is not None and check.holds(tensor):
+                    objects[check.args[0]] = tensor
+                    continue
+        elif check.rel is not None:  # probe_derived: is the path a derived tensor
+            rel = check.rel
+            if ((path + "." + rel if path and rel else path or rel) in derived) is check.fact:
+                continue
             return None
-        if probe is probe_path:
-            objects[args[0]] = obj
+        got, obj = check.probe(graph, bound, params, *check.args)
+        if got != check.fact:
+            return None
+        if check.probe is probe_path:
+            objects[check.args[0]] = obj
     return objects
+
+
+class _Check:
+    """One recorded probe and its fact, as :func:`facts_hold` checks it on another layer:
+    ``part`` set for a path probe that found a tensor at its first hop (on a module of
+    class ``cls``: the template's), ``rel`` for a derived-path probe, else the probe is
+    run."""
+
+    __slots__ = ("args", "cls", "fact", "layout", "part", "probe", "rel")
+
+    def __init__(self, probe: Probe, args: tuple[Any, ...], fact: Any, cls: type):
+        self.probe, self.args, self.fact, self.cls = probe, args, fact, cls
+        self.part: str | None = None
+        self.rel: str | None = None
+        self.layout: tuple[Any, ...] = ()
+        # a tensor at the first hop (the walk stops there), a hop get_path reads as one (an
+        # identifier, no dunder: stricter than its rule)
+        if probe is probe_path and issubclass(cls, nn.Module) and args[0] \
+                and args[0][0].isidentifier() and not args[0][0].startswith("__") \
+                and type(fact) is tuple and fact[:2] == ("tensor", 1):
+            self.part, self.layout = args[0][0], fact[2]
+        elif probe is probe_derived and type(fact) is bool:
+            self.rel = args[0]
+
+    def holds(self, tensor: Any) -> bool:
+        """Whether ``tensor``'s :func:`~derivgraph.compiler.reads.layout` is the fact's."""
+        cls, shape, stride, dtype, device = self.layout
+        return type(tensor) is cls and tensor.shape == shape and tensor.stride() == stride \
+            and tensor.dtype == dtype and tensor.device == device
 
 
 def _layouts(reads: Reads) -> dict[tuple[str, ...], tuple[Any, ...]]:
