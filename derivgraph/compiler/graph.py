@@ -240,15 +240,14 @@ class DerivedGraph:
         node ids in ``args`` then ``kwargs``): the one CSE already holds, or a new one
         (numbered ``%N:name``, N counting up: :meth:`made_after`). Nothing touched: the
         caller accounts for what it names (:meth:`op`, the stamped replay)."""
-        hit = self._cse.get(key)
-        if hit is not None:
+        node_id = f"%{self._op_count + 1}:{name}"  # the new node's id, if it is new
+        hit = self._cse.setdefault(key, node_id)  # one hash of the key, hit or not
+        if hit is not node_id:
             self.cse_hits += 1
             return hit
         self._op_count += 1
-        node_id = f"%{self._op_count}:{name}"
-        self.ir.add(Node(node_id, NodeKind.OP, op=name, args=args, kwargs=kwargs,
-                         inputs=tuple(dict.fromkeys(refs))))
-        self._cse[key] = node_id
+        self.ir.add(Node(node_id, NodeKind.OP, name, args, kwargs,
+                         tuple(dict.fromkeys(refs))))
         self.op_names.add(name)
         return node_id
 
