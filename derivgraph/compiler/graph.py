@@ -220,8 +220,7 @@ class DerivedGraph:
             dtype, device = tensor.dtype, tensor.device
         else:
             _, shape, stride, dtype, device = layout
-        self.ir.add(Node(path, NodeKind.SOURCE, shape=shape, stride=stride, dtype=dtype,
-                         device=device))
+        self.ir.add(Node(path, NodeKind.SOURCE, None, (), {}, (), shape, stride, dtype, device))
         self.read_sources[path] = tensor
         return False
 
@@ -270,9 +269,17 @@ class DerivedGraph:
         self.touched.add(value_id)
 
     def place_input(self, node: DerivedNode, value_id: str) -> None:
-        """As :meth:`set_input`, nothing touched (the stamped replay's call)."""
+        """As :meth:`set_input`, nothing touched."""
         node.input = value_id
         self.ir.set_inputs(node.id, (value_id,))
+
+    def place_inputs(self, values: list[tuple[DerivedNode, str]]) -> None:
+        """:meth:`place_input` of each (node, value id), in order (the stamped replay's
+        call)."""
+        set_inputs = self.ir.set_inputs
+        for node, value_id in values:
+            node.input = value_id
+            set_inputs(node.id, (value_id,))
 
     def issue(self, rule: str, message: str, fix: str, node: DerivedNode | None) -> None:
         loc = node.decl.location if node else SourceLocation()

@@ -141,9 +141,8 @@ class Stamper:
         read: list[str] = []  # sources whose proven layout it did not take
         vals = program.run(graph, bound.module_path, bound.module, objects, self.twins,
                            derived, found, read)
-        for node, slot in zip(nodes, program.inputs, strict=True):
-            if slot is not None:
-                graph.place_input(node, vals[slot])
+        graph.place_inputs([(node, vals[slot]) for node, slot
+                            in zip(nodes, program.inputs, strict=True) if slot is not None])
         if found:  # what the replay named and did not make: its own derived tensors (a
             # source call naming one), or another's node (then both rows are open)
             graph.touched.update([n for n in found if n not in derived])
@@ -165,7 +164,7 @@ def _key(bound: BoundSpec, params: dict[str, Any], nodes: list[DerivedNode]) -> 
     device (None when a param cannot be keyed: that layer resolves alone)."""
     try:
         key = (id(bound.spec), type(bound.module), freeze(params),
-               tuple((id(n.decl), n.device) for n in nodes))
+               tuple([(id(n.decl), n.device) for n in nodes]))
         hash(key)
     except TypeError:
         return None
@@ -200,9 +199,13 @@ def facts_hold(graph: DerivedGraph, reads: Reads, bound: BoundSpec,
                 tensor = registries["_parameters"].get(part)
                 if tensor is None and part not in registries["_parameters"]:
                     tensor = registries["_buffers"].get(part)
-                if tensor is not None and check.holds(tensor):
-                    objects[check.args[0]] = tensor
-                    continue
+                if tensor is not None:  # the layout of reads.layout, field by field
+                    cls, shape, stride, dtype, device = check.layout
+                    if type(tensor) is cls and tensor.shape == shape \
+                            and tensor.stride() == stride and tensor.dtype == dtype \
+                            and tensor.device == device:
+                        objects[check.args[0]] = tensor
+                        continue
         elif check.rel is not None:  # probe_derived: is the path a derived tensor
             rel = check.rel
             if ((path + "." + rel if path and rel else path or rel) in derived) is check.fact:
@@ -237,12 +240,6 @@ class _Check:
             self.part, self.layout = args[0][0], fact[2]
         elif probe is probe_derived and type(fact) is bool:
             self.rel = args[0]
-
-    def holds(self, tensor: Any) -> bool:
-        """Whether ``tensor``'s :func:`~derivgraph.compiler.reads.layout` is the fact's."""
-        cls, shape, stride, dtype, device = self.layout
-        return type(tensor) is cls and tensor.shape == shape and tensor.stride() == stride \
-            and tensor.dtype == dtype and tensor.device == device
 
 
 def _layouts(reads: Reads) -> dict[tuple[str, ...], tuple[Any, ...]]:

@@ -6,8 +6,8 @@ derived-path probe is one lookup; anything else (and any first hop the shortcut 
 find) runs the probe. The answer (None, or the objects the path probes found) must be what
 running every probe gives: checked here on layers that differ from the template in one fact
 each (shape, dtype, stride, device, class, registry, a submodule or a None parameter in the
-tensor's place, a derived tensor at the path). Canary: a layout check planted to accept any
-tensor makes the two answers differ.
+tensor's place, a derived tensor at the path). Canary: a layout check planted to compare a
+tensor dtype other than the fact's makes the two answers differ.
 """
 
 from __future__ import annotations
@@ -127,9 +127,17 @@ def test_the_checks_take_the_shortcuts_where_they_hold() -> None:
         (None, None)]
 
 
-def test_canary_a_layout_check_that_accepts_any_tensor_is_caught(
+def test_canary_a_layout_compared_other_than_the_fact_is_caught(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(stamp._Check, "holds", lambda self, tensor: True)
+    init = stamp._Check.__init__
+
+    def planted(self: stamp._Check, *args: Any) -> None:
+        init(self, *args)
+        if self.part is not None:  # the shortcut compares a dtype the fact does not hold
+            cls, shape, stride, _, device = self.layout
+            self.layout = (cls, shape, stride, torch.float16, device)
+
+    monkeypatch.setattr(stamp._Check, "__init__", planted)
     reads, graph = _template(), _Graph()
     module = Layer()
     _VARIANTS["dtype"](module)

@@ -5,7 +5,8 @@ Each tree is imported whole under the name ``derivgraph`` and its modules set as
 sets of modules live side by side (each one's functions see its own globals). Per round and
 tree: a fresh model, ``match_specs`` + ``check_bindings`` (untimed), then ``build_graph``
 timed (process time), with the time spent in ``ParamStamper.resolve`` and
-``Stamper.resolve_bound`` (the per-row replay) added up by wrappers.
+``Stamper.resolve_bound`` (the per-row replay) added up by wrappers. The cyclic collector is
+off while it runs, as ``compile_plan`` has it.
 
     python build_ab.py BASE_TREE THIS_TREE [--size 100000] [--rounds 7] > build_ab.txt
 """
@@ -61,9 +62,13 @@ def once(tree: dict[str, Any], size: int) -> dict[str, float]:
     bind.check_bindings(bound)
     gc.collect()
     tree["times"].clear()
-    start = time.process_time()
-    graph = tree["build"].build_graph(model, bound)
-    total = time.process_time() - start
+    gc.disable()  # as compile_plan does
+    try:
+        start = time.process_time()
+        graph = tree["build"].build_graph(model, bound)
+        total = time.process_time() - start
+    finally:
+        gc.enable()
     assert not graph.issues and graph.stamped == max(1, size // 4) - 1
     return {"build_graph": total, **tree["times"]}
 
