@@ -199,10 +199,10 @@ def facts_hold(graph: DerivedGraph, reads: Reads, bound: BoundSpec,
                 tensor = registries["_parameters"].get(part)
                 if tensor is None and part not in registries["_parameters"]:
                     tensor = registries["_buffers"].get(part)
-                if tensor is not None:  # the layout of reads.layout, field by field
+                if tensor is not None:  # reads.layout's fields, each compared as it reads it
                     cls, shape, stride, dtype, device = check.layout
-                    if type(tensor) is cls and tensor.shape == shape \
-                            and tensor.stride() == stride and tensor.dtype == dtype \
+                    if type(tensor) is cls and tuple(tensor.shape) == shape \
+                            and tuple(tensor.stride()) == stride and tensor.dtype == dtype \
                             and tensor.device == device:
                         objects[check.args[0]] = tensor
                         continue
