@@ -29,6 +29,7 @@ from derivgraph.compiler.graph import DerivedGraph, DerivedNode, freeze, substit
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.reads import OpCall, Probe, Reads, probe_derived, probe_path
 from derivgraph.compiler.replay import Replay, SourceStep
+from derivgraph.paths import MODULE_REGISTRIES
 
 __all__ = ["InstanceTable", "Stamper", "facts_hold", "stamping",
            "stamping_enabled"]
@@ -188,27 +189,26 @@ def facts_hold(graph: DerivedGraph, reads: Reads, bound: BoundSpec,
         checks = reads.checks = [_Check(probe, args, fact, type(bound.module))
                                  for (probe, args), fact in reads.facts.items()]
     objects: dict[tuple[str, ...], Any] = {}
-    module, path, derived = bound.module, bound.module_path, graph.derived
+    module, derived = bound.module, graph.derived
     for check in checks:
         if check.part is not None and type(module) is check.cls:
-            # probe_path's first hop from an nn.Module, read from its registries as
-            # paths.step_into reads them, the fact's layout compared field by field
-            registries = module.__dict__
-            part = check.part
-            if part not in registries["_modules"]:
-                tensor = registries["_parameters"].get(part)
-                if tensor is None and part not in registries["_parameters"]:
-                    tensor = registries["_buffers"].get(part)
-                if tensor is not None:  # reads.layout's fields, each compared as it reads it
-                    cls, shape, stride, dtype, device = check.layout
-                    if type(tensor) is cls and tuple(tensor.shape) == shape \
-                            and tuple(tensor.stride()) == stride and tensor.dtype == dtype \
-                            and tensor.device == device:
-                        objects[check.args[0]] = tensor
-                        continue
+            # probe_path's first hop from an nn.Module, read from its registries in
+            # paths.step_into's order, the fact's layout compared field by field
+            part, found, attrs = check.part, None, module.__dict__
+            for registry in MODULE_REGISTRIES:
+                held = registry(attrs)
+                if part in held:
+                    found = held[part]
+                    break
+            if found is not None:  # reads.layout's fields, each compared as it reads it
+                cls, shape, stride, dtype, device = check.layout
+                if type(found) is cls and tuple(found.shape) == shape \
+                        and tuple(found.stride()) == stride and found.dtype == dtype \
+                        and found.device == device:
+                    objects[check.args[0]] = found
+                    continue
         elif check.rel is not None:  # probe_derived: is the path a derived tensor
-            rel = check.rel
-            if ((path + "." + rel if path and rel else path or rel) in derived) is check.fact:
+            if (bound.qualify(check.rel) in derived) is check.fact:
                 continue
             return None
         got, obj = check.probe(graph, bound, params, *check.args)
