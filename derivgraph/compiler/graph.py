@@ -220,8 +220,7 @@ class DerivedGraph:
             dtype, device = tensor.dtype, tensor.device
         else:
             _, shape, stride, dtype, device = layout
-        self.ir.add(Node(path, NodeKind.SOURCE, shape=shape, stride=stride, dtype=dtype,
-                         device=device))
+        self.ir.add(Node(path, NodeKind.SOURCE, None, (), {}, (), shape, stride, dtype, device))
         self.read_sources[path] = tensor
         return False
 
@@ -240,15 +239,14 @@ class DerivedGraph:
         node ids in ``args`` then ``kwargs``): the one CSE already holds, or a new one
         (numbered ``%N:name``, N counting up: :meth:`made_after`). Nothing touched: the
         caller accounts for what it names (:meth:`op`, the stamped replay)."""
-        hit = self._cse.get(key)
-        if hit is not None:
+        node_id = f"%{self._op_count + 1}:{name}"  # the new node's id, if it is new
+        hit = self._cse.setdefault(key, node_id)  # one hash of the key, hit or not
+        if hit is not node_id:
             self.cse_hits += 1
             return hit
         self._op_count += 1
-        node_id = f"%{self._op_count}:{name}"
-        self.ir.add(Node(node_id, NodeKind.OP, op=name, args=args, kwargs=kwargs,
-                         inputs=tuple(dict.fromkeys(refs))))
-        self._cse[key] = node_id
+        self.ir.add(Node(node_id, NodeKind.OP, name, args, kwargs,
+                         tuple(dict.fromkeys(refs))))
         self.op_names.add(name)
         return node_id
 
@@ -271,9 +269,17 @@ class DerivedGraph:
         self.touched.add(value_id)
 
     def place_input(self, node: DerivedNode, value_id: str) -> None:
-        """As :meth:`set_input`, nothing touched (the stamped replay's call)."""
+        """As :meth:`set_input`, nothing touched."""
         node.input = value_id
         self.ir.set_inputs(node.id, (value_id,))
+
+    def place_inputs(self, values: list[tuple[DerivedNode, str]]) -> None:
+        """:meth:`place_input` of each (node, value id), in order (the stamped replay's
+        call)."""
+        set_inputs = self.ir.set_inputs
+        for node, value_id in values:
+            node.input = value_id
+            set_inputs(node.id, (value_id,))
 
     def issue(self, rule: str, message: str, fix: str, node: DerivedNode | None) -> None:
         loc = node.decl.location if node else SourceLocation()

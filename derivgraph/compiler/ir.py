@@ -68,21 +68,31 @@ class Graph:
         self._nx_version = -1
 
     def add(self, node: Node) -> Node:
-        self.nodes[node.id] = node
-        self.users.setdefault(node.id, [])
+        node_id, users = node.id, self.users
+        self.nodes[node_id] = node
+        if node_id not in users:
+            users[node_id] = []
         for ref in node.inputs:
-            self.users.setdefault(ref, []).append(node.id)
+            found = users.get(ref)
+            if found is None:
+                users[ref] = [node_id]
+            else:
+                found.append(node_id)
         self.version += 1
         return node
 
     def set_inputs(self, node_id: str, inputs: tuple[str, ...]) -> None:
         """Give an existing node (a derived tensor) its inputs."""
-        node = self.nodes[node_id]
+        node, users = self.nodes[node_id], self.users
         for ref in node.inputs:
-            self.users[ref].remove(node_id)
+            users[ref].remove(node_id)
         node.inputs = inputs
         for ref in inputs:
-            self.users.setdefault(ref, []).append(node_id)
+            found = users.get(ref)
+            if found is None:
+                users[ref] = [node_id]
+            else:
+                found.append(node_id)
         self.version += 1
 
     def order(self, blocks: Mapping[str, Sequence[str]] | None = None) -> list[str]:

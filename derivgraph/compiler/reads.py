@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 import fnmatch
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -25,7 +25,8 @@ from derivgraph.compiler.ir import NodeKind
 from derivgraph.ops import DTYPES
 from derivgraph.paths import MISSING, get_path
 
-__all__ = ["Probe", "Reads", "probe_derived", "probe_each", "probe_meta", "probe_path"]
+__all__ = ["Call", "OpCall", "Probe", "Reads", "SourceCall", "probe_derived", "probe_each",
+           "probe_meta", "probe_path"]
 
 #: probe(graph, bound, params, *args) -> (fact, object)
 Probe = Callable[..., tuple[Any, Any]]
@@ -112,18 +113,40 @@ def probe_each(graph: DerivedGraph, bound: BoundSpec, params: dict[str, Any],
     return hits, None
 
 
+class SourceCall(NamedTuple):
+    """A recorded ``graph.source`` call: the source at ``rel`` (a path from the module)."""
+
+    rel: str
+
+
+class OpCall(NamedTuple):
+    """A recorded ``graph.op`` call and the node it gave (``result``)."""
+
+    name: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    result: str
+
+
+#: one recorded graph call
+Call = SourceCall | OpCall
+
+
 class Reads:
     """The facts one bound spec's resolution read, and the graph calls it made, in order."""
 
     def __init__(self) -> None:
         self.facts: dict[tuple[Probe, tuple[Any, ...]], Any] = {}
-        self.calls: list[tuple[Any, ...]] = []
+        self.calls: list[Call] = []
         self.keyable = True  # False once a fact could not be summarised
+        # the facts compiled into checks, by derivgraph.compiler.stamp.facts_hold (at the
+        # first check: a template's reads are complete when it is kept)
+        self.checks: Any = None
 
     def note(self, probe: Probe, args: tuple[Any, ...], fact: Any) -> None:
         if isinstance(fact, tuple) and fact and isinstance(fact[-1], _Opaque):
             self.keyable = False  # ("value", <a value the key cannot describe>)
         self.facts.setdefault((probe, args), fact)
 
-    def call(self, item: tuple[Any, ...]) -> None:
+    def call(self, item: Call) -> None:
         self.calls.append(item)

@@ -7,6 +7,9 @@ call names gets a *slot* (the layer's path from the template's relative path, or
 layer's own op call made), each op's arguments are split into the constant part (frozen once,
 as :func:`~derivgraph.compiler.graph.freeze` gives it) and the slots of its node references,
 so a layer costs a list of its paths, one tuple per argument list and one CSE lookup per op.
+The program is a list of typed steps (:class:`SourceStep`, :class:`FlatStep`,
+:class:`CallStep`); a source call that names a path made by an earlier one is no step (it
+makes nothing), only a node the row names (:attr:`Replay.made_slots`).
 A source the layer's probes found (``objects``: each probe gave the template's fact, which
 holds the tensor's class, shape, stride, dtype and device) takes the template's layout
 (``layouts``) for its node instead of reading it again: the facts being equal, so are the
@@ -23,14 +26,15 @@ one CSE rule, fed the key :func:`freeze` would build.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
 from derivgraph.compiler.graph import DerivedGraph, NodeRef, freeze, refs_in, substitute
+from derivgraph.compiler.reads import Call, SourceCall
 from derivgraph.paths import get_path
 
-__all__ = ["Replay"]
+__all__ = ["CallStep", "FlatStep", "Replay", "SourceStep", "Step"]
 
 #: kwarg values copied as they are (immutable, no node inside)
 _PLAIN = frozenset({int, str, bool, type(None), float, torch.device, torch.dtype})
@@ -45,15 +49,59 @@ def _plain_kwargs(kwargs: Any) -> bool:
     return type(kwargs) is dict and all(type(v) in _PLAIN for v in kwargs.values())
 
 
+class SourceStep(NamedTuple):
+    """Make the layer's source in path slot ``slot`` (``rel``: the template's path from the
+    module, ``parts`` its parts; ``layout``: the layout the template's probes proved of it,
+    None when they proved none)."""
+
+    slot: int
+    parts: tuple[str, ...]
+    rel: str
+    layout: tuple[Any, ...] | None
+
+
+class FlatStep(NamedTuple):
+    """An op call whose arguments are node references and immutable constants (no nesting)
+    and whose kwargs are constants: per argument ``(slot, None)`` for a node, ``(-1, value)``
+    for a constant (``keyed``: the same with the constant frozen); ``order``: the slots of
+    the node arguments; the node goes to slot ``out`` (``result``: the template's)."""
+
+    name: str
+    parts: tuple[tuple[int, Any], ...]
+    keyed: tuple[tuple[int, Any], ...]
+    kwargs: dict[str, Any]
+    frozen_kwargs: Any
+    order: tuple[int, ...]
+    out: int
+    result: str
+
+
+class CallStep(NamedTuple):
+    """Any other op call: its arguments with every node reference (an id of ``resolved``)
+    replaced by the slot's node, then frozen for the CSE key."""
+
+    name: str
+    args: Any
+    kwargs: Any
+    resolved: dict[str, int]
+    out: int
+    result: str
+
+
+#: one step of a replay program
+Step = SourceStep | FlatStep | CallStep
+
+
 class Replay:
     """The template's calls as slot operations (built once per template).
 
     Slots ``0 .. len(rels) - 1`` hold the layer's path of each relative path in :attr:`rels`;
     the others hold what the layer's op calls give (or, for a call with no node argument, the
-    template's own CSE node).
+    template's own CSE node). :attr:`made_slots`: the slot of each call that names a node of
+    the layer (every source call, every op call with a node argument), in call order.
     """
 
-    def __init__(self, relative: Callable[[str], str | None], calls: list[tuple[Any, ...]],
+    def __init__(self, relative: Callable[[str], str | None], calls: list[Call],
                  inputs: list[str | None],
                  layouts: dict[tuple[str, ...], tuple[Any, ...]] | None = None,
                  derived: tuple[str, ...] = ()):
@@ -77,59 +125,67 @@ class Replay:
             assert found is not None  # checked by stamp._replayable when the template was kept
             return rel(found)
 
-        raw: list[tuple[Any, ...]] = []
+        raw: list[Any] = []  # source steps, and (op call, its references' slots or names)
+        made: list[int | str] = []  # each call's node that names a node of the layer
         self.hits = 0  # calls with no node argument: CSE hits on the template's node
         seen: set[int] = set()  # path slots a source call made (a later call finds it)
-        constants: list[tuple[str, str]] = []  # (op result, the template's node)
+        constants: list[str] = []  # op results of calls with no node argument
         for call in calls:
-            if call[0] == "source":
-                slot = rel(call[1])
-                # graph.source is idempotent: a path made once is only named again ("again")
-                parts = tuple(call[1].split("."))
-                raw.append(("again" if slot in seen else "source", slot, parts, call[1],
-                            proved.get(parts)))
-                seen.add(slot)
+            if type(call) is SourceCall:
+                slot = rel(call.rel)
+                made.append(slot)
+                if slot not in seen:  # graph.source is idempotent: a later call only names it
+                    parts = tuple(call.rel.split("."))
+                    raw.append(SourceStep(slot, parts, call.rel, proved.get(parts)))
+                    seen.add(slot)
                 continue
-            _, name, args, kwargs, result, has_refs = call
-            if not has_refs:
+            refs = list(dict.fromkeys(refs_in(call.args) + refs_in(call.kwargs)))
+            if not refs:
                 self.hits += 1
-                op_slot[result] = -1
-                constants.append((result, result))
+                op_slot[call.result] = -1
+                constants.append(call.result)
                 continue
-            refs = list(dict.fromkeys(refs_in(args) + refs_in(kwargs)))
-            slots = {r: node(r) for r in refs}
-            op_slot[result] = -1
-            raw.append(("op", name, args, kwargs, result, slots))
+            slots = {r: node(r) for r in refs}  # before its own result is an op slot
+            op_slot[call.result] = -1
+            made.append(call.result)
+            raw.append((call, slots))
         found_inputs = [None if v is None else node(v) for v in inputs]
         # op slots after the path slots
         base = len(self.rels)
         for i, op_id in enumerate(op_slot):
             op_slot[op_id] = base + i
         self.size = base + len(op_slot)
-        self.constants = [(op_slot[r], value) for r, value in constants]
+        #: the op slots' initial values: the template's CSE node for a constant, else None
+        self.tail: list[str | None] = [None] * len(op_slot)
+        for result in constants:
+            self.tail[op_slot[result] - base] = result
+        #: per path slot, what follows the layer's module path ("." + the relative path)
+        self.suffixes = ["." + r if r else "" for r in self.rels]
 
         def slot_of(found: int | str) -> int:
             return op_slot[found] if isinstance(found, str) else found
 
-        self.steps: list[tuple[Any, ...]] = []
+        self.made_slots = [slot_of(m) for m in made]
+        self.steps: list[Step] = []
         for item in raw:
-            if item[0] in ("source", "again"):
+            if type(item) is SourceStep:
                 self.steps.append(item)
                 continue
-            _, name, args, kwargs, result, slots = item
+            call, slots = item
+            name, args, kwargs, result = call
             resolved = {r: slot_of(s) for r, s in slots.items()}
             if _flat(args) and _plain_kwargs(kwargs):
                 parts = tuple((resolved[v.id], None) if type(v) is NodeRef else (-1, v)
                               for v in args)
-                frozen = tuple(None if s >= 0 else freeze(v) for s, v in parts)
-                order = [resolved[v.id] for v in args if type(v) is NodeRef]
-                self.steps.append(("flat", name, parts, frozen, dict(kwargs), freeze(kwargs),
-                                   order, op_slot[result], result))
+                keyed = tuple((s, None if s >= 0 else freeze(v)) for s, v in parts)
+                order = tuple(resolved[v.id] for v in args if type(v) is NodeRef)
+                self.steps.append(FlatStep(name, parts, keyed, dict(kwargs), freeze(kwargs),
+                                           order, op_slot[result], result))
             else:
-                self.steps.append(("any", name, args, kwargs, resolved, op_slot[result],
-                                   result))
+                self.steps.append(CallStep(name, args, kwargs, resolved, op_slot[result],
+                                           result))
         self.inputs = [None if v is None else slot_of(v) for v in found_inputs]
-        named = {item[1] for item in self.steps if item[0] == "source"}
+        named = {step.slot for step in self.steps if type(step) is SourceStep}
         mine = {relative(d): i for i, d in enumerate(derived)}  # ``derived``: the template's
         # path slots no source call names (a derived tensor named by its name, an input):
         # the layer's own derived tensor at that position of its own (checked per layer), or
@@ -137,32 +193,51 @@ class Replay:
         self.own_refs = [(s, mine[r]) for s, r in enumerate(self.rels)
                          if s not in named and r in mine]
         self.unnamed = [s for s, r in enumerate(self.rels) if s not in named and r not in mine]
-        self.op_slots = [item[-2] for item in self.steps if item[0] in ("flat", "any")]
+        self.op_slots = [step.out for step in self.steps if type(step) is not SourceStep]
+
+    def template_nodes(self, module_path: str) -> list[str | None]:
+        """Every slot's node on the template's own layer (at ``module_path``): its paths,
+        and the op nodes its calls gave."""
+        ops: list[str | None] = list(self.tail)
+        base = len(self.rels)
+        for step in self.steps:
+            if type(step) is not SourceStep:
+                ops[step.out - base] = step.result
+        return [module_path + s for s in self.suffixes] + ops
 
     def run(self, graph: DerivedGraph, module_path: str, module: Any,
             objects: dict[tuple[str, ...], Any], twins: dict[str, str],
             derived: list[str], found: list[str],
-            read: list[str] | None = None) -> tuple[list[str], list[str]]:
+            read: list[str] | None = None) -> list[Any]:
         """Replay on the layer at ``module_path`` (``derived``: its derived tensors, in the
-        template's order): (every slot's node, each call's node). Appends to ``found``
-        every node it named and did not make, but for its own derived tensors named by
-        their names, and to ``read`` every source it made with a layout read from the tensor
-        where the template's probes proved one (its tensor not among ``objects``)."""
-        prefix = module_path + "."
-        vals: list[Any] = [prefix + r if r else module_path for r in self.rels]
-        found.extend([vals[s] for s in self.unnamed])
-        found.extend([vals[s] for s, i in self.own_refs if vals[s] != derived[i]])
-        vals.extend([None] * (self.size - len(vals)))
-        for slot, value in self.constants:
-            vals[slot] = value
+        template's order): every slot's node (each call's: :attr:`made_slots`). Appends to
+        ``found`` every node it named and did not make, but for its own derived tensors
+        named by their names, and to ``read`` every source it made with a layout read from
+        the tensor where the template's probes proved one (its tensor not among
+        ``objects``)."""
+        vals: list[Any] = [module_path + s for s in self.suffixes]
+        if self.unnamed:
+            found.extend([vals[s] for s in self.unnamed])
+        if self.own_refs:
+            found.extend([vals[s] for s, i in self.own_refs if vals[s] != derived[i]])
+        vals += self.tail
         start, hits = graph.op_count(), graph.cse_hits  # the ops numbered above start: its own
         graph.cse_hits += self.hits
-        made: list[str] = []
         op_keyed, place = graph.op_keyed, graph.place_source
         for step in self.steps:
-            kind = step[0]
-            if kind == "source":
-                _, slot, parts, rel, layout = step
+            kind = type(step)
+            if kind is FlatStep:
+                name, parts, keyed, kwargs, fkw, order, out, result = step
+                args = tuple([NodeRef(vals[s]) if s >= 0 else v for s, v in parts])
+                key = (name, ("seq", tuple([("ref", vals[s]) if f is None else f
+                                            for s, f in keyed])), fkw)
+                new = op_keyed(name, args, dict(kwargs) if kwargs else {}, key,
+                               [vals[s] for s in order])
+                vals[out] = new
+                if new != result:
+                    twins[new] = result
+            elif kind is SourceStep:
+                slot, parts, rel, layout = step
                 tensor = objects.get(parts)
                 if tensor is None:
                     if layout is not None and read is not None:
@@ -171,21 +246,8 @@ class Replay:
                 path = vals[slot]
                 if place(path, tensor, layout):
                     found.append(path)
-                made.append(path)
-            elif kind == "again":
-                made.append(vals[step[1]])
-            elif kind == "flat":
-                _, name, parts, frozen, kwargs, fkw, order, out, result = step
-                args = tuple([NodeRef(vals[s]) if s >= 0 else v for s, v in parts])
-                key = (name, ("seq", tuple([("ref", vals[s]) if f is None else f
-                                            for (s, _), f in zip(parts, frozen)])), fkw)
-                new = op_keyed(name, args, dict(kwargs), key, [vals[s] for s in order])
-                vals[out] = new
-                made.append(new)
-                if new != result:
-                    twins[new] = result
             else:
-                _, name, args, kwargs, resolved, out, result = step
+                name, args, kwargs, resolved, out, result = step
 
                 def lookup(node_id: str, resolved: dict[str, int] = resolved) -> NodeRef:
                     return NodeRef(vals[resolved[node_id]])
@@ -194,9 +256,8 @@ class Replay:
                 new = op_keyed(name, args, kwargs, (name, freeze(args), freeze(kwargs)),
                                refs_in(args) + refs_in(kwargs))
                 vals[out] = new
-                made.append(new)
                 if new != result:
                     twins[new] = result
         if graph.cse_hits != hits + self.hits:  # an op call hit: on an op made before it?
             found.extend([vals[s] for s in self.op_slots if not graph.made_after(vals[s], start)])
-        return vals, made
+        return vals

@@ -15,8 +15,10 @@ from torch import nn
 from derivgraph.compiler.bind import BoundSpec
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef, refs_in
 from derivgraph.compiler.reads import (
+    OpCall,
     Probe,
     Reads,
+    SourceCall,
     probe_derived,
     probe_each,
     probe_meta,
@@ -80,13 +82,13 @@ class Resolver:
         self._fact(probe_derived, rel)  # a source path that is a derived tensor is its node
         ref = self.graph.source(self.bound.qualify(rel), tensor)
         if self.reads is not None:
-            self.reads.call(("source", rel))
+            self.reads.call(SourceCall(rel))
         return ref
 
     def _op(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> NodeRef:
         ref = self.graph.op(name, args, kwargs)
         if self.reads is not None:
-            self.reads.call(("op", name, args, kwargs, ref.id))
+            self.reads.call(OpCall(name, args, kwargs, ref.id))
         return ref
 
     def fail(self, rule: str, message: str, fix: str) -> FormulaError:

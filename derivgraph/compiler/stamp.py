@@ -19,14 +19,17 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from torch import nn
 
 from derivgraph.compiler.bind import BoundSpec
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode, freeze, substitute
 from derivgraph.compiler.instances import InstanceTable
-from derivgraph.compiler.reads import Probe, Reads, probe_path
-from derivgraph.compiler.replay import Replay
+from derivgraph.compiler.reads import OpCall, Probe, Reads, probe_derived, probe_path
+from derivgraph.compiler.replay import Replay, SourceStep
+from derivgraph.paths import MODULE_REGISTRIES
 
 __all__ = ["InstanceTable", "Stamper", "facts_hold", "stamping",
            "stamping_enabled"]
@@ -63,11 +66,29 @@ class Template:
     ids: tuple[str, ...] = ()  # its own nodes: derived, then what its calls made (first use)
     keep: tuple[int, ...] = ()  # the positions of those first uses among every call's node
     program: Replay | None = None  # its calls compiled for replay (set when it is kept)
+    table: InstanceTable | None = None  # its rows (set at its first stamp)
+    # :attr:`keep` split: the derived positions kept, the slots of the calls' nodes kept
+    keep_derived: list[int] = field(default_factory=list)
+    keep_slots: list[int] = field(default_factory=list)
 
-    def own(self, derived: list[str], made: list[str]) -> tuple[str, ...]:
-        """A layer's own nodes aligned with :attr:`ids` (``made``: each call's node)."""
-        raw = derived + made
-        return tuple([raw[i] for i in self.keep])
+    def kept(self, program: Replay, derived: list[str]) -> None:
+        """Set :attr:`ids` and :attr:`keep` from the template's ``derived`` tensors and the
+        nodes its calls named (``program``'s :attr:`~Replay.made_slots` on its own layer)."""
+        nodes = program.template_nodes(self.bound.module_path)
+        raw = derived + [nodes[s] for s in program.made_slots]
+        first: dict[str, int] = {}  # each node -> the position of its first use
+        for i, node_id in enumerate(raw):
+            first.setdefault(node_id, i)
+        self.ids, self.keep = tuple(first), tuple(first.values())
+        size = len(derived)
+        self.keep_derived = [i for i in self.keep if i < size]
+        self.keep_slots = [program.made_slots[i - size] for i in self.keep if i >= size]
+
+    def own(self, derived: list[str], vals: list[str]) -> tuple[str, ...]:
+        """A layer's own nodes aligned with :attr:`ids` (``vals``: its replay's slots)."""
+        kept = derived if len(self.keep_derived) == len(derived) else \
+            [derived[i] for i in self.keep_derived]
+        return tuple(kept + [vals[s] for s in self.keep_slots])
 
 
 #: resolve(node, reads) -> the node's input id (None: no input, or an issue was reported)
@@ -103,15 +124,11 @@ class Stamper:
         reads, issues = Reads(), len(self.graph.issues)
         inputs = [self.resolve(node, reads) for node in nodes]
         if reads.keyable and len(self.graph.issues) == issues and _replayable(bound, reads):
+            derived = [n.id for n in nodes]
             template = Template(bound, reads, inputs)
-            raw = [n.id for n in nodes] + [_made(bound, call) for call in reads.calls
-                                           if call[0] == "source" or call[5]]
-            first: dict[str, int] = {}  # each node -> the position of its first use
-            for i, node_id in enumerate(raw):
-                first.setdefault(node_id, i)
-            template.ids, template.keep = tuple(first), tuple(first.values())
             template.program = Replay(bound.relative, reads.calls, inputs, _layouts(reads),
-                                      tuple(n.id for n in nodes))
+                                      tuple(derived))
+            template.kept(template.program, derived)
             kinds.append(template)
 
     def _replay(self, template: Template, bound: BoundSpec, nodes: list[DerivedNode],
@@ -123,19 +140,22 @@ class Stamper:
         derived = [n.id for n in nodes]
         start = graph.op_count()  # the row's record: its ops are numbered after this
         read: list[str] = []  # sources whose proven layout it did not take
-        vals, made = program.run(graph, bound.module_path, bound.module, objects, self.twins,
-                                 derived, found, read)
-        for node, slot in zip(nodes, program.inputs, strict=True):
-            if slot is not None:
-                graph.place_input(node, vals[slot])
+        vals = program.run(graph, bound.module_path, bound.module, objects, self.twins,
+                           derived, found, read)
+        graph.place_inputs([(node, vals[slot]) for node, slot
+                            in zip(nodes, program.inputs, strict=True) if slot is not None])
         if found:  # what the replay named and did not make: its own derived tensors (a
             # source call naming one), or another's node (then both rows are open)
             graph.touched.update([n for n in found if n not in derived])
-        table = self.tables.get(template.ids)
+        table = template.table
         if table is None:
-            table = self.tables[template.ids] = InstanceTable(
-                template.ids, base=template.bound.module_path, layouts=_row_layouts(template))
-        table.add_row(template.own(derived, made), bound.module_path, start)
+            table = self.tables.get(template.ids)
+            if table is None:
+                table = self.tables[template.ids] = InstanceTable(
+                    template.ids, base=template.bound.module_path,
+                    layouts=_row_layouts(template))
+            template.table = table
+        table.add_row(template.own(derived, vals), bound.module_path, start)
         if read:  # the record's layouts do not hold for this row: every row's are read
             table.layouts_hold = False
 
@@ -145,7 +165,7 @@ def _key(bound: BoundSpec, params: dict[str, Any], nodes: list[DerivedNode]) -> 
     device (None when a param cannot be keyed: that layer resolves alone)."""
     try:
         key = (id(bound.spec), type(bound.module), freeze(params),
-               tuple((id(n.decl), n.device) for n in nodes))
+               tuple([(id(n.decl), n.device) for n in nodes]))
         hash(key)
     except TypeError:
         return None
@@ -162,16 +182,64 @@ def _matches(graph: DerivedGraph, template: Template, bound: BoundSpec,
 def facts_hold(graph: DerivedGraph, reads: Reads, bound: BoundSpec,
                params: dict[str, Any]) -> dict[tuple[str, ...], Any] | None:
     """The objects the path probes found on ``bound`` when every probe of ``reads`` gives the
-    same fact there; None at the first difference."""
+    same fact there; None at the first difference. The probes run in the order they were
+    read, each one as its :class:`_Check` (compiled once per ``reads``) runs it."""
+    checks = reads.checks
+    if checks is None:
+        checks = reads.checks = [_Check(probe, args, fact, type(bound.module))
+                                 for (probe, args), fact in reads.facts.items()]
     objects: dict[tuple[str, ...], Any] = {}
-    probe: Probe
-    for (probe, args), fact in reads.facts.items():
-        got, obj = probe(graph, bound, params, *args)
-        if got != fact:
+    module, derived = bound.module, graph.derived
+    for check in checks:
+        if check.part is not None and type(module) is check.cls:
+            # probe_path's first hop from an nn.Module, read from its registries in
+            # paths.step_into's order, the fact's layout compared field by field
+            part, found, attrs = check.part, None, module.__dict__
+            for registry in MODULE_REGISTRIES:
+                held = registry(attrs)
+                if part in held:
+                    found = held[part]
+                    break
+            if found is not None:  # reads.layout's fields, each compared as it reads it
+                cls, shape, stride, dtype, device = check.layout
+                if type(found) is cls and tuple(found.shape) == shape \
+                        and tuple(found.stride()) == stride and found.dtype == dtype \
+                        and found.device == device:
+                    objects[check.args[0]] = found
+                    continue
+        elif check.rel is not None:  # probe_derived: is the path a derived tensor
+            if (bound.qualify(check.rel) in derived) is check.fact:
+                continue
             return None
-        if probe is probe_path:
-            objects[args[0]] = obj
+        got, obj = check.probe(graph, bound, params, *check.args)
+        if got != check.fact:
+            return None
+        if check.probe is probe_path:
+            objects[check.args[0]] = obj
     return objects
+
+
+class _Check:
+    """One recorded probe and its fact, as :func:`facts_hold` checks it on another layer:
+    ``part`` set for a path probe that found a tensor at its first hop (on a module of
+    class ``cls``: the template's), ``rel`` for a derived-path probe, else the probe is
+    run."""
+
+    __slots__ = ("args", "cls", "fact", "layout", "part", "probe", "rel")
+
+    def __init__(self, probe: Probe, args: tuple[Any, ...], fact: Any, cls: type):
+        self.probe, self.args, self.fact, self.cls = probe, args, fact, cls
+        self.part: str | None = None
+        self.rel: str | None = None
+        self.layout: tuple[Any, ...] = ()
+        # a tensor at the first hop (the walk stops there), a hop get_path reads as one (an
+        # identifier, no dunder: stricter than its rule)
+        if probe is probe_path and issubclass(cls, nn.Module) and args[0] \
+                and args[0][0].isidentifier() and not args[0][0].startswith("__") \
+                and type(fact) is tuple and fact[:2] == ("tensor", 1):
+            self.part, self.layout = args[0][0], fact[2]
+        elif probe is probe_derived and type(fact) is bool:
+            self.rel = args[0]
 
 
 def _layouts(reads: Reads) -> dict[tuple[str, ...], tuple[Any, ...]]:
@@ -189,30 +257,22 @@ def _row_layouts(template: Template) -> dict[int, tuple[Any, ...]]:
     where = {node_id: i for i, node_id in enumerate(template.ids)}
     found: dict[int, tuple[Any, ...]] = {}
     for step in template.program.steps:
-        if step[0] == "source" and step[4] is not None:
-            at = where.get(template.bound.qualify(step[3]))
+        if type(step) is SourceStep and step.layout is not None:
+            at = where.get(template.bound.qualify(step.rel))
             if at is not None:
-                found[at] = step[4][1:]
+                found[at] = step.layout[1:]
     return found
-
-
-def _made(bound: BoundSpec, call: tuple[Any, ...]) -> str:
-    """The node a template's graph call made (or found)."""
-    return bound.qualify(call[1]) if call[0] == "source" else call[4]
 
 
 def _replayable(bound: BoundSpec, reads: Reads) -> bool:
     """Every node a call refers to is the layer's own (renamable) or made by an earlier call."""
     made: set[str] = set()
-    for i, call in enumerate(reads.calls):
-        if call[0] == "op":
-            _, _, args, kwargs, result = call
-            refs = _refs(args) + _refs(kwargs)
-            reads.calls[i] = (*call, bool(refs))
-            for ref in refs:
+    for call in reads.calls:
+        if type(call) is OpCall:
+            for ref in _refs(call.args) + _refs(call.kwargs):
                 if ref not in made and bound.relative(ref) is None:
                     return False
-            made.add(result)
+            made.add(call.result)
     return True
 
 

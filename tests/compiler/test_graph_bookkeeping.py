@@ -1,0 +1,58 @@
+"""The graph's bookkeeping per node: CSE by one key lookup, users per input.
+
+:meth:`DerivedGraph.op_keyed` stores a new op's id under its key with one ``setdefault`` and
+tells a hit by the stored id not being the one it offered; :meth:`Graph.add` and
+:meth:`Graph.set_inputs` keep each node's users (an input named before its node exists gets
+its list then). Asserted as values; canary: an ``op_keyed`` that takes every offered id as
+new makes a second call with the same key a second node.
+"""
+
+from __future__ import annotations
+
+import pytest
+from torch import nn
+
+from derivgraph.compiler.graph import DerivedGraph, NodeRef
+from derivgraph.compiler.ir import Graph, Node, NodeKind
+
+
+def _ops(graph: DerivedGraph) -> list[str]:
+    a, b = NodeRef("a"), NodeRef("b")
+    return [graph.op_keyed("mul", (a, b), {}, ("mul", "a", "b"), ["a", "b"]),
+            graph.op_keyed("mul", (a, b), {}, ("mul", "a", "b"), ["a", "b"]),
+            graph.op_keyed("add", (a, a), {}, ("add", "a", "a"), ["a", "a"]),
+            graph.op_keyed("mul", (a, b), {}, ("mul", "a", "b"), ["a", "b"])]
+
+
+def test_a_key_made_once_is_a_hit_after() -> None:
+    graph = DerivedGraph(nn.Module())
+    assert _ops(graph) == ["%1:mul", "%1:mul", "%2:add", "%1:mul"]
+    assert (graph.cse_hits, graph.op_count(), graph.op_names) == (2, 2, {"mul", "add"})
+    assert list(graph.nodes) == ["%1:mul", "%2:add"]
+    assert graph.nodes["%2:add"].inputs == ("a",)  # each input once
+    assert graph.ir.users == {"%1:mul": [], "a": ["%1:mul", "%2:add"], "b": ["%1:mul"],
+                              "%2:add": []}
+
+
+def test_users_follow_add_and_set_inputs() -> None:
+    g = Graph()
+    g.add(Node("d", NodeKind.DERIVED))
+    g.set_inputs("d", ("x",))  # x has no node yet: its users list is made here
+    g.add(Node("x", NodeKind.SOURCE))
+    g.add(Node("y", NodeKind.SOURCE))
+    g.add(Node("%1:add", NodeKind.OP, op="add", inputs=("x", "y")))
+    g.set_inputs("d", ("%1:add",))
+    assert g.users == {"d": [], "x": ["%1:add"], "y": ["%1:add"], "%1:add": ["d"]}
+    assert g.version == 6
+
+
+def test_canary_every_offered_id_taken_as_new_is_caught(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    class Planted(dict):
+        def setdefault(self, key, default=None):  # noqa: ANN001, ANN202
+            self[key] = default
+            return default
+
+    graph = DerivedGraph(nn.Module())
+    monkeypatch.setattr(graph, "_cse", Planted())
+    assert _ops(graph) == ["%1:mul", "%2:mul", "%3:add", "%4:mul"]  # the planted bug shows
