@@ -316,9 +316,9 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
     plan.tensors.constants = {n: values[n] for n in rest
                               if nodes[n].kind is NodeKind.OP and not deps[n]
                               and isinstance(values.get(n), torch.Tensor)}
-    plan.constant_entries = [n for n, e in plan.entries.items()
-                             if e.node.kind in HELD_KINDS and e.node.input is not None
-                             and not deps[n]]
+    plan.constant_entries = [n for n, e in plan.entries.items()  # deps first: most have some
+                             if not deps[n] and e.node.kind in HELD_KINDS
+                             and e.node.input is not None]
     # what a refill may overwrite with the engine's value; the next recompute puts it back
     plan.constant_values = {n: values[n] for n in plan.constant_entries
                             if isinstance(values.get(n), torch.Tensor)}
@@ -356,10 +356,13 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
 def _mismatches(plan: Plan, values: dict[str, Any]) -> list[str]:
     """The targets of written steps whose storage is not bit for bit their eager value."""
     targets = [s.target for s in plan.steps if s.action in (Action.OUT, Action.COPY)]
-    pairs = [(plan.entries[t].storage, values[t]) for t in targets]
+    pairs = list(zip(map(_STORAGE, map(plan.entries.__getitem__, targets)),
+                     map(values.__getitem__, targets)))  # each in one C-level sweep
     same = _bits_equal_all(pairs)
     return [t for t, ok in zip(targets, same) if not ok]
 
+
+_STORAGE = operator.attrgetter("storage")
 
 #: dtypes compared in batches (flattened, concatenated, read as integers of their size)
 _BATCHED_BITS = {torch.float16: torch.int16, torch.bfloat16: torch.int16,

@@ -33,7 +33,8 @@ parser.add_argument("--only", default="")
 args = parser.parse_args()
 BASE_FILES = {"flat": "compiler/flat", "flat_copy": "runtime/flat_copy",
               "engine": "runtime/engine", "transaction": "compiler/transaction",
-              "lower": "compiler/lower", "adoption": "adoption", "codegen": "compiler/codegen"}
+              "lower": "compiler/lower", "adoption": "adoption", "codegen": "compiler/codegen",
+              "planner": "planner"}
 base = {}
 for short, rel in BASE_FILES.items():  # each base file by path, under a name of its own
     found = importlib.util.spec_from_file_location(f"base_{short}",
@@ -97,7 +98,24 @@ def planned_facts(planned):
              x.data_ptr() if hasattr(x, "data_ptr") else repr(x)) for e, x in planned]
 
 
+evaluated = plan.evaluate()
+deps = plan.graph.source_deps()
+
+
+def base_constant_entries():  # the base's _lower line
+    return [n for n, e in plan.entries.items() if e.node.kind in planner.HELD_KINDS
+            and e.node.input is not None and not deps[n]]
+
+
+def mine_constant_entries():
+    return [n for n, e in plan.entries.items()
+            if not deps[n] and e.node.kind in planner.HELD_KINDS and e.node.input is not None]
+
+
 cases = {
+    "_mismatches": (lambda: base["planner"]._mismatches(plan, evaluated),
+                    lambda: planner._mismatches(plan, evaluated), lambda bad: bad),
+    "constant_entries": (base_constant_entries, mine_constant_entries, lambda c: c),
     "lower_steps": (lambda: base["lower"].lower_steps(plan.tensors),
                     lambda: lower.lower_steps(plan.tensors), step_facts),
     "adopt_or_allocate": (
