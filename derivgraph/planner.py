@@ -14,9 +14,8 @@ from __future__ import annotations
 import gc
 import logging
 import operator
-from collections import deque
 from collections.abc import Collection, Iterable, Mapping
-from itertools import compress, repeat
+from itertools import compress
 from typing import Any
 
 import torch
@@ -39,11 +38,10 @@ from derivgraph.compiler.interpret import (
 from derivgraph.compiler.ir import Node, NodeKind
 from derivgraph.compiler.layers import closed_layers, closed_nodes
 from derivgraph.compiler.lower import Action, lower_steps
-from derivgraph.compiler.owners import PathReader, one_hop, registries_holding
+from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.transaction import ModelTransaction
 from derivgraph.errors import AdoptionError, Rule, SpecIssue, SpecValidationError
 from derivgraph.paths import get_path
-from derivgraph.runtime.accessors import by_name
 from derivgraph.runtime.containers import collect_containers
 from derivgraph.runtime.engine import foreach_copy
 from derivgraph.runtime.entry import addresses_of
@@ -274,32 +272,10 @@ def _record_startup(plan: Plan, columns: Iterable[EntryColumn] = (),
         if entry.node.kind in HELD_KINDS:
             entry.startup_data = entry.storage.detach()
     paths = [*plan.graph.sources(), *plan.folds.entries]
-    read = dict(zip(paths, read_all(PathReader(plan.model), paths)))
+    read = dict(zip(paths, map(PathReader(plan.model).get, paths)))
     tensors = list(read.values())
     plan.source_ptrs = dict(zip(read, zip(map(id, tensors), addresses_of(tensors))))
     return read
-
-
-def read_all(reader: PathReader, paths: list[str]) -> list[Any]:
-    """``reader.get`` of every path, the paths of one last name whose owners are modules
-    holding it in one registry read in one sweep
-    (:func:`~derivgraph.compiler.owners.registries_holding`: a stamped column's source), any
-    other one by one."""
-    split = list(map(str.rpartition, paths, repeat(".")))
-    out: list[Any] = [None] * len(paths)
-    for name, rows in by_name(map(_LAST, split)).items():
-        owners = reader.owners([split[i][0] for i in rows])
-        where = registries_holding(owners, name) if one_hop(name) else None
-        if where is None:
-            for i in rows:
-                out[i] = reader.get(paths[i])
-        else:
-            deque(map(operator.setitem, repeat(out), rows,
-                      map(operator.getitem, where[1], repeat(name))), 0)
-    return out
-
-
-_LAST = operator.itemgetter(2)
 
 
 def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = None) -> None:

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import pytest
 import torch
 from torch import nn
 
-from derivgraph import planner
 from derivgraph.compiler import transaction
 from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.transaction import ModelTransaction, on_the_way
-from derivgraph.paths import get_path
-from derivgraph.planner import read_all
 from derivgraph.runtime import engine
 from derivgraph.runtime.engine import Layouts, _guard_dims
 from derivgraph.runtime.entry import address_of, addresses_of
@@ -77,51 +73,7 @@ def test_on_the_way_of_few_paths(paths: list[str]) -> None:
     assert sorted(map(id, on_the_way(PathReader(model), paths))) == _chains(model, paths)
 
 
-# ---- the sources read a column at a time (planner.read_all), addresses in one sweep ----------
-
-def _sourced() -> nn.Module:
-    model = _model()
-    for i, layer in enumerate(model.layers):
-        layer.weight = nn.Parameter(torch.full((2,), float(i)))
-        layer.register_buffer("scale", torch.ones(1) * i)
-        layer.plain = torch.zeros(3)
-    model.layers[2].odd = [torch.ones(1)]
-    model.head.weight = nn.Parameter(torch.ones(2))
-    return model
-
-
-_SOURCE_PATHS = ["layers.0.weight", "layers.1.weight", "layers.2.weight", "layers.0.scale",
-                 "layers.1.scale", "layers.2.scale", "layers.0.plain", "layers.1.plain",
-                 "layers.2.plain", "head.weight", "layers.2.odd.0", "missing.weight",
-                 "head.nothing.x", "layers.9.weight", "layers.0.__class__", "layers"]
-
-
-def test_read_all_is_get_of_every_path() -> None:
-    model = _sourced()
-    got = read_all(PathReader(model), _SOURCE_PATHS)
-    want = [get_path(model, p) for p in _SOURCE_PATHS]
-    assert len(got) == len(want) and all(map(operator.is_, got, want))
-
-
-def test_read_all_reads_a_column_where_a_registry_holds_it(monkeypatch) -> None:
-    model = _sourced()
-    reader = PathReader(model)
-    paths = [f"layers.{i}.{name}" for name in ("weight", "scale", "plain") for i in range(3)]
-    reader.owners([p.rpartition(".")[0] for p in paths])  # the owners walked: then no get
-    monkeypatch.setattr(reader, "get", lambda path: pytest.fail(f"{path} read one by one"))
-    got = read_all(reader, paths)
-    assert all(map(operator.is_, got, [get_path(model, p) for p in paths]))
-
-
-def test_canary_a_column_read_from_the_wrong_registry_is_seen(monkeypatch) -> None:
-    model = _sourced()
-    model.layers[1]._buffers["weight"] = torch.zeros(2)  # planted: also a buffer of that name
-    monkeypatch.setattr(planner, "registries_holding",
-                        lambda owners, key: (2, [o._buffers for o in owners])
-                        if all(key in o._buffers for o in owners) else None)
-    assert read_all(PathReader(model), ["layers.1.weight"])[0] is not \
-        get_path(model, "layers.1.weight")
-
+# ---- addresses in one sweep (runtime.entry.addresses_of) ------------------------------------
 
 def test_addresses_of_is_address_of_each() -> None:
     tensors = [torch.ones(2), nn.Parameter(torch.ones(1)), torch.empty(2, device="meta"), 3.0,
@@ -129,6 +81,13 @@ def test_addresses_of_is_address_of_each() -> None:
     assert addresses_of(tensors) == list(map(address_of, tensors))
     plain = [torch.ones(2), torch.ones(3)[1:]]
     assert addresses_of(plain) == [t.data_ptr() for t in plain]
+
+
+def test_canary_the_sweep_without_its_type_check_reads_a_number(monkeypatch) -> None:
+    from derivgraph.runtime import entry
+    monkeypatch.setattr(entry, "_TENSOR_TYPES", frozenset({torch.Tensor, float}))  # planted
+    with pytest.raises((TypeError, AttributeError)):
+        addresses_of([torch.ones(1), 3.0])
 
 
 # ---- the refill table's layout guard: one size list per distinct shape ---------------------
