@@ -44,7 +44,6 @@ from derivgraph.errors import AdoptionError, Rule, SpecIssue, SpecValidationErro
 from derivgraph.paths import get_path
 from derivgraph.runtime.containers import collect_containers
 from derivgraph.runtime.engine import foreach_copy
-from derivgraph.runtime.entry import addresses_of
 from derivgraph.runtime.entry_columns import EntryColumn, entry_columns
 from derivgraph.runtime.plan import Entry, Plan, Step, address_of
 from derivgraph.spec.check import check_specs
@@ -274,7 +273,7 @@ def _record_startup(plan: Plan, columns: Iterable[EntryColumn] = (),
     paths = [*plan.graph.sources(), *plan.folds.entries]
     read = dict(zip(paths, map(PathReader(plan.model).get, paths)))
     tensors = list(read.values())
-    plan.source_ptrs = dict(zip(read, zip(map(id, tensors), addresses_of(tensors))))
+    plan.source_ptrs = dict(zip(read, zip(map(id, tensors), map(address_of, tensors))))
     return read
 
 
@@ -332,13 +331,10 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
 def _mismatches(plan: Plan, values: dict[str, Any]) -> list[str]:
     """The targets of written steps whose storage is not bit for bit their eager value."""
     targets = [s.target for s in plan.steps if s.action in (Action.OUT, Action.COPY)]
-    pairs = list(zip(map(_STORAGE, map(plan.entries.__getitem__, targets)),
-                     map(values.__getitem__, targets)))  # each in one C-level sweep
+    pairs = [(plan.entries[t].storage, values[t]) for t in targets]
     same = _bits_equal_all(pairs)
     return [t for t, ok in zip(targets, same) if not ok]
 
-
-_STORAGE = operator.attrgetter("storage")
 
 #: dtypes compared in batches (flattened, concatenated, read as integers of their size)
 _BATCHED_BITS = {torch.float16: torch.int16, torch.bfloat16: torch.int16,

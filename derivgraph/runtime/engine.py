@@ -346,9 +346,9 @@ class Layouts:
         if _TensorGuards is not None and self._guards < MAX_GUARDS:
             self._guards += 1
             try:
-                sizes, strides = _guard_dims(self.shapes)
-                self._guard = _TensorGuards(*theirs, dynamic_dims_sizes=sizes,
-                                            dynamic_dims_strides=strides)
+                self._guard = _TensorGuards(
+                    *theirs, dynamic_dims_sizes=[list(s) for s in self.shapes],
+                    dynamic_dims_strides=[[None] * len(s) for s in self.shapes])
             except (TypeError, RuntimeError) as exc:  # a torch whose private signature differs
                 logger.debug("layout guard not built (%s); the sweeps decide", exc)
                 self._guard, self._guards = None, MAX_GUARDS
@@ -368,16 +368,6 @@ class Layouts:
                      == shapes)
         except (AttributeError, TypeError):  # not a tensor: the per-entry path decides
             return False
-
-
-def _guard_dims(shapes: list[torch.Size]) -> tuple[list[list[int]], list[list[None]]]:
-    """The guard's per-tensor sizes (``list(shape)``) and strides (``[None] * ndim``, not
-    checked), one list object per distinct shape (the guard only reads them): a C-level sweep
-    instead of a list made per tensor."""
-    distinct = dict.fromkeys(shapes)
-    sizes = {shape: list(shape) for shape in distinct}
-    strides = {shape: [None] * len(shape) for shape in distinct}
-    return list(map(sizes.__getitem__, shapes)), list(map(strides.__getitem__, shapes))
 
 
 class _Part(NamedTuple):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import torch
@@ -10,7 +9,7 @@ import torch
 from derivgraph.compiler.graph import DerivedNode
 from derivgraph.paths import Slot
 
-__all__ = ["Entry", "address_of", "addresses_of"]
+__all__ = ["Entry", "address_of"]
 
 
 class Entry:
@@ -38,15 +37,3 @@ class Entry:
 def address_of(t: Any) -> int:
     """A tensor's data pointer (what a captured graph bakes in); 0 for meta and non-tensors."""
     return t.data_ptr() if isinstance(t, torch.Tensor) and not t.is_meta else 0
-
-
-_TENSOR_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
-_is_meta = operator.attrgetter("is_meta")
-
-
-def addresses_of(values: list[Any]) -> list[int]:
-    """:func:`address_of` of each value: one C-level sweep of ``data_ptr`` where every value is
-    a plain tensor or parameter and none is meta, else one by one."""
-    if set(map(type, values)) <= _TENSOR_TYPES and not any(map(_is_meta, values)):
-        return list(map(torch.Tensor.data_ptr, values))
-    return list(map(address_of, values))

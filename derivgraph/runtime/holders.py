@@ -30,7 +30,7 @@ from derivgraph.runtime.accessors import (
     holder_of,
     holders_of,
 )
-from derivgraph.runtime.entry import Entry, address_of, addresses_of
+from derivgraph.runtime.entry import Entry, address_of
 from derivgraph.runtime.watch import ItemWatch, watch_items
 from derivgraph.spec.kinds import TensorKind
 
@@ -82,7 +82,7 @@ class Holders:
         paths, tensors = list(sources), list(sources.values())
         split = list(map(str.rpartition, paths, repeat(".")))
         owner_paths = list(map(_first, split))
-        ptrs = addresses_of(tensors)
+        ptrs = list(map(address_of, tensors))
         self._source_checks = self._source_watch = None
         objs = self.walk(owner_paths).objects
         owners = list(map(objs.get, owner_paths, repeat(MISSING)))  # objs[""] is the model

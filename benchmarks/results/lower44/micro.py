@@ -20,8 +20,6 @@ from derivgraph.compiler import codegen, lower, transaction
 from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.stamp import stamping
 from derivgraph.planner import _prepare, compile_plan
-from derivgraph.runtime import engine, holders
-from derivgraph.runtime.entry import address_of, addresses_of
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
 parser = argparse.ArgumentParser()
@@ -30,18 +28,14 @@ parser.add_argument("--size", type=int, default=100000)
 parser.add_argument("--rounds", type=int, default=7)
 parser.add_argument("--only", default="")
 args = parser.parse_args()
-BASE_FILES = {"flat": "compiler/flat", "flat_copy": "runtime/flat_copy",
-              "engine": "runtime/engine", "transaction": "compiler/transaction",
-              "lower": "compiler/lower", "adoption": "adoption", "codegen": "compiler/codegen",
-              "planner": "planner", "holders": "runtime/holders"}
+BASE_FILES = {"flat": "compiler/flat", "transaction": "compiler/transaction",
+              "lower": "compiler/lower", "adoption": "adoption", "codegen": "compiler/codegen"}
 base = {}
 for short, rel in BASE_FILES.items():  # each base file by path, under a name of its own
     found = importlib.util.spec_from_file_location(f"base_{short}",
                                                    f"{args.base}/derivgraph/{rel}.py")
     base[short] = sys.modules[found.name] = importlib.util.module_from_spec(found)
     found.loader.exec_module(base[short])
-base["flat_copy"].flat = base["flat"]
-base["engine"].flat_runs = base["flat_copy"].flat_runs
 base["codegen"].flat = base["flat"]
 
 spec = scaling_spec()
@@ -50,39 +44,11 @@ with stamping(True):
     model0 = scaling_model(args.size // 4)
     plan0, values, _, _ = _prepare(model0, [spec], False, True)
     plan = compile_plan(scaling_model(args.size // 4), [spec])
-table = plan.holders.table
-targets = plan._refill_targets()
-constants, opaque = set(plan.constant_entries), set(plan._opaque())
-
-
-def refill_facts(t):
-    return (t.ids, t.index, [id(s) for s in t.storages], t.spans, t.nbytes, t.rest_spans,
-            [(a, b, c.starts.tolist(), [id(h) for h in c.held]) for a, b, c in t.flat],
-            t.is_constant, t.engine, t.whole, t.complete, t._numels, t.shapes, t.dtypes,
-            t._layouts._guard is not None, t._layouts._guards)
-
-
 owner_paths = {e.node.owner_path for e in plan.entries.values()}
 
 
 def tx_facts(tx):
     return sorted((id(live), sorted(saved)) for live, saved in tx._dicts)
-
-
-paths = [*plan.graph.sources(), *plan.folds.entries]
-source_tensors = [plan.tensors.sources[p] for p in paths]
-
-
-def base_read():  # the base's _record_startup source record
-    read = dict(zip(paths, map(PathReader(plan.model).get, paths)))
-    tensors = list(read.values())
-    return dict(zip(read, zip(map(id, tensors), map(address_of, tensors))))
-
-
-def mine_read():
-    read = dict(zip(paths, map(PathReader(plan.model).get, paths)))
-    tensors = list(read.values())
-    return dict(zip(read, zip(map(id, tensors), addresses_of(tensors))))
 
 
 def step_facts(steps):
@@ -97,7 +63,6 @@ def planned_facts(planned):
              x.data_ptr() if hasattr(x, "data_ptr") else repr(x)) for e, x in planned]
 
 
-evaluated = plan.evaluate()
 deps = plan.graph.source_deps()
 
 
@@ -112,11 +77,6 @@ def mine_constant_entries():
 
 
 cases = {
-    "holders.bind": (
-        lambda: base["holders"].Holders(plan.model, plan.entries).bind(plan.tensors.sources),
-        lambda: holders.Holders(plan.model, plan.entries).bind(plan.tensors.sources), None),
-    "_mismatches": (lambda: base["planner"]._mismatches(plan, evaluated),
-                    lambda: planner._mismatches(plan, evaluated), lambda bad: bad),
     "constant_entries": (base_constant_entries, mine_constant_entries, lambda c: c),
     "lower_steps": (lambda: base["lower"].lower_steps(plan.tensors),
                     lambda: lower.lower_steps(plan.tensors), step_facts),
@@ -128,13 +88,9 @@ cases = {
                                               plan.steps, "p"),
         lambda: codegen.build_program(plan.tensors, codegen.Bindings(), plan.steps, "p"),
         lambda prog: prog.source),
-    "record_startup sources": (base_read, mine_read, lambda d: d),
     "ModelTransaction": (
         lambda: base["transaction"].ModelTransaction(plan.model, owner_paths, []),
         lambda: transaction.ModelTransaction(plan.model, owner_paths, []), tx_facts),
-    "RefillTable": (
-        lambda: base["engine"].RefillTable(table, targets, constants, opaque),
-        lambda: engine.RefillTable(table, targets, constants, opaque), refill_facts),
 }
 for name, (run_base, run_mine, facts) in cases.items():
     if args.only and name not in args.only.split(","):
