@@ -110,15 +110,13 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | N
     derived = graph.derived
     columns = allocated_rows(graph, values, owners, _slot)  # stamped rows: a column at a time
     columns.update(alias_rows(graph, values, owners, AliasOf))
-    for node_id in graph.ordered():
-        node = derived.get(node_id)
-        if node is None:
-            continue
-        allocated = columns.get(node_id)
+    ids = list(filter(derived.__contains__, graph.ordered()))  # the derived tensors, in order
+    for node_id, allocated in zip(ids, map(columns.get, ids)):
         if allocated is not None:
             by_id[node_id] = allocated[0]
             planned.append(allocated)
             continue
+        node = derived[node_id]
         owner = owners.owner(node.owner_path)
         value = values[node_id]
         name = node.decl.name

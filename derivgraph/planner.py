@@ -291,9 +291,9 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
     plan.tensors.constants = {n: values[n] for n in rest
                               if nodes[n].kind is NodeKind.OP and not deps[n]
                               and isinstance(values.get(n), torch.Tensor)}
-    plan.constant_entries = [n for n, e in plan.entries.items()
-                             if e.node.kind in HELD_KINDS and e.node.input is not None
-                             and not deps[n]]
+    plan.constant_entries = [n for n, e in plan.entries.items()  # deps first: most have some
+                             if not deps[n] and e.node.kind in HELD_KINDS
+                             and e.node.input is not None]
     # what a refill may overwrite with the engine's value; the next recompute puts it back
     plan.constant_values = {n: values[n] for n in plan.constant_entries
                             if isinstance(values.get(n), torch.Tensor)}

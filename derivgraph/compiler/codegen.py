@@ -19,7 +19,7 @@ import re
 import weakref
 from dataclasses import dataclass
 from itertools import repeat
-from operator import is_, methodcaller
+from operator import attrgetter, is_, methodcaller
 from typing import Any, NamedTuple
 
 import torch
@@ -48,6 +48,7 @@ _SCALAR_OK = frozenset({"add", "sub", "mul"})  # `x / c` is not grouped: CUDA mu
 _FOREACH_REDUCE = {"amax": "_foreach_max"}
 _UNBOUND = object()
 _IS_CONTIGUOUS, _NUMEL = methodcaller("is_contiguous"), methodcaller("numel")
+_OUT_SHAPE, _TARGET = attrgetter("out_shape"), attrgetter("target")
 _SOURCE, _DERIVED, _SCALAR = NodeKind.SOURCE, NodeKind.DERIVED, TensorKind.SCALAR
 
 
@@ -578,22 +579,26 @@ def _emit_flat(em: Emitter, key: GroupKey, members: list[Step]) -> Lines | None:
     if kind is GroupKind.UNARY and key.op not in flat.EXACT_UNARY or kind in (
             GroupKind.BINARY, GroupKind.SCALAR) and key.op not in flat.EXACT_BINARY:
         return None
-    firsts = [s.input if kind is GroupKind.COPY else s.args[0].id for s in members]
-    refs = firsts + ([s.args[1].id for s in members] if kind is GroupKind.BINARY else [])
-    if not em.locals.keys().isdisjoint(refs):
+    n = len(members)
+    if n < flat.MIN_GROUP:
         return None
     # the outputs' facts first (a group too large for the flat path is refused without its
-    # operands read), each in one C-level sweep
-    outs = [out_tensor(em.ctx, s) for s in members]
+    # operands named or read), each in one C-level sweep
+    if all(map(is_, map(_OUT_SHAPE, members), repeat(None))):  # each writes its storage
+        outs = list(map(em.ctx.storage_of, map(_TARGET, members)))
+    else:
+        outs = [out_tensor(em.ctx, s) for s in members]
     if not (all(map(isinstance, outs, repeat(torch.Tensor)))
             and all(map(_IS_CONTIGUOUS, outs))):
         return None
-    dtype, n = outs[0].dtype, len(outs)
-    if n < flat.MIN_GROUP:
-        return None
+    dtype = outs[0].dtype
     total = sum(map(_NUMEL, outs))
     if dtype not in (flat.COPY_DTYPES if kind is GroupKind.COPY else flat.OP_DTYPES) \
             or total > min(flat.MAX_MEAN * n, flat.MAX_ELEMENTS):
+        return None
+    firsts = [s.input if kind is GroupKind.COPY else s.args[0].id for s in members]
+    refs = firsts + ([s.args[1].id for s in members] if kind is GroupKind.BINARY else [])
+    if not em.locals.keys().isdisjoint(refs):
         return None
     values = em.ctx.bound_values(refs, _UNBOUND)
     if not all(isinstance(v, torch.Tensor) for v in values):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import filterfalse
 from typing import Any, Protocol
 
 import torch
@@ -184,7 +185,7 @@ class Lowerer(Interpreter):
         tables = provable_layers(self.ctx)
         held = layer_nodes(tables)
         order = graph.ordered()
-        rest = [n for n in order if n not in held] if held else order
+        rest = list(filterfalse(held.__contains__, order)) if held else order
         for node_id in rest:
             if nodes[node_id].kind is NodeKind.DERIVED:
                 self._derived(derived[node_id])
@@ -228,7 +229,8 @@ class Lowerer(Interpreter):
                 chosen.update(zip(column, made))
                 made_columns.append((step, made))
             layers.append(LayerSteps(table, tuple(made_columns)))
-        return LoweredSteps((chosen[n] for n in order if n in chosen), tuple(layers))
+        return LoweredSteps(map(chosen.__getitem__, filter(chosen.__contains__, order)),
+                            tuple(layers))
 
     def _recipe(self, template: tuple[str, ...], chosen: dict[str, Step]) -> list[_Recipe]:
         """Per step of a template: its position, the step, the position of the op whose

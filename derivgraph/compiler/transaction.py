@@ -20,9 +20,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from derivgraph.compiler.owners import PathReader
+from derivgraph.compiler.owners import PathReader, path_prefixes
+from derivgraph.paths import MISSING
 
-__all__ = ["ModelTransaction", "overlap_problem", "source_storages"]
+__all__ = ["ModelTransaction", "on_the_way", "overlap_problem", "source_storages"]
 
 _REGISTRIES = ("_parameters", "_buffers", "_modules")
 
@@ -34,17 +35,15 @@ class ModelTransaction:
                  adopted: Iterable[torch.Tensor]):
         self._dicts: list[tuple[dict[str, Any], dict[str, Any]]] = []
         seen: set[int] = set()
-        paths = PathReader(model)  # the model and every object on each owner's path
-        for path in set(owner_paths):
-            for obj in paths.chain(path):
-                if id(obj) in seen:
-                    continue
-                seen.add(id(obj))
-                d = getattr(obj, "__dict__", None)
-                if isinstance(d, dict):
-                    self._dicts.append((d, dict(d)))
-                if isinstance(obj, nn.Module):
-                    self._dicts += [(d[r], dict(d[r])) for r in _REGISTRIES if r in d]
+        for obj in on_the_way(PathReader(model), owner_paths):
+            if id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            d = getattr(obj, "__dict__", None)
+            if isinstance(d, dict):
+                self._dicts.append((d, dict(d)))
+            if isinstance(obj, nn.Module):
+                self._dicts += [(d[r], dict(d[r])) for r in _REGISTRIES if r in d]
         with torch.no_grad():
             self._values = [(t, t.detach().clone()) for t in {id(t): t for t in adopted}.values()]
 
@@ -56,6 +55,26 @@ class ModelTransaction:
         with torch.no_grad():
             for tensor, value in self._values:
                 tensor.copy_(value)
+
+
+def on_the_way(paths: PathReader, owner_paths: Iterable[str]) -> list[Any]:
+    """The root and every object on each of ``owner_paths`` (as :meth:`PathReader.chain` of
+    each: up to the first that is missing or None), each prefix shared by many paths read
+    once, a level at a time (no path: nothing, not even the root)."""
+    owner_paths = set(owner_paths)
+    if not owner_paths:
+        return []
+    reached: dict[str, Any] = {"": paths.root}
+    for prefix in sorted(path_prefixes(owner_paths), key=_depth):
+        if prefix.rpartition(".")[0] in reached:  # every object above it was reached
+            obj = paths.owner(prefix)
+            if obj is not MISSING and obj is not None:
+                reached[prefix] = obj
+    return list(reached.values())
+
+
+def _depth(path: str) -> int:
+    return path.count(".")
 
 
 def _span(t: torch.Tensor) -> tuple[int, int, int]:
