@@ -137,13 +137,9 @@ def test_a_kept_parse_serves_only_its_own_line_and_file() -> None:
     assert all(s.line > 3 for s in lower)
 
 
-def test_the_scan_with_kept_workers_equals_one_process(tmp_path, monkeypatch) -> None:
-    """Three copies of the corpus (enough files for two workers): the rounds in one pool of
-    forked workers give the findings of one process."""
-    for part in "abc":
-        shutil.copytree(CORPUS, tmp_path / part)
-    one = scan([tmp_path], specs=[], jobs=1)
-    forked = []
+def _count_pools(monkeypatch) -> list[int]:
+    """Patch the scan's pool to note, per pool entered, how many workers it forked."""
+    forked: list[int] = []
 
     class Spy(ForkedPool):  # type: ignore[type-arg]
         def __enter__(self):  # type: ignore[no-untyped-def]
@@ -152,6 +148,16 @@ def test_the_scan_with_kept_workers_equals_one_process(tmp_path, monkeypatch) ->
             return pool
 
     monkeypatch.setattr(scan_module, "ForkedPool", Spy)
+    return forked
+
+
+def test_the_scan_with_kept_workers_equals_one_process(tmp_path, monkeypatch) -> None:
+    """Three copies of the corpus (enough files for two workers): the rounds in one pool of
+    forked workers give the findings of one process."""
+    for part in "abc":
+        shutil.copytree(CORPUS, tmp_path / part)
+    one = scan([tmp_path], specs=[], jobs=1)
+    forked = _count_pools(monkeypatch)
     two = scan([tmp_path], specs=[], jobs=2)
     assert forked == [2]  # one pool for all the rounds
     assert [f.__dict__ for f in two.findings] == [f.__dict__ for f in one.findings]
@@ -170,15 +176,7 @@ def _rounds_forked(tmp_path, monkeypatch, cores: float) -> tuple[list[int], list
     of the corpus (enough files for forked tree facts) where the tree facts used ``cores``."""
     for part in "abcdefghi":
         shutil.copytree(CORPUS, tmp_path / part)
-    forked: list[int] = []
-
-    class Spy(ForkedPool):  # type: ignore[type-arg]
-        def __enter__(self):  # type: ignore[no-untyped-def]
-            pool = super().__enter__()
-            forked.append(len(self._procs))
-            return pool
-
-    monkeypatch.setattr(scan_module, "ForkedPool", Spy)
+    forked = _count_pools(monkeypatch)
     monkeypatch.setattr(scan_module.CoresUsed, "cores", lambda self: cores)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     report = scan([tmp_path], specs=[], jobs=None)
