@@ -19,7 +19,7 @@ import re
 import weakref
 from dataclasses import dataclass
 from itertools import repeat
-from operator import attrgetter, is_, methodcaller
+from operator import is_, methodcaller
 from typing import Any, NamedTuple
 
 import torch
@@ -29,7 +29,14 @@ from derivgraph.compiler import flat
 from derivgraph.compiler.copies import row_copies, stage_directly
 from derivgraph.compiler.graph import NodeRef
 from derivgraph.compiler.ir import NodeKind
-from derivgraph.compiler.lower import Action, LowerContext, LoweredSteps, Step, out_tensor
+from derivgraph.compiler.lower import (
+    Action,
+    LowerContext,
+    LoweredSteps,
+    Step,
+    out_tensor,
+    out_tensors,
+)
 from derivgraph.compiler.schedule import levels as _levels
 from derivgraph.compiler.schedule_layers import row_keys
 from derivgraph.ops import OPS, OpKind
@@ -48,7 +55,6 @@ _SCALAR_OK = frozenset({"add", "sub", "mul"})  # `x / c` is not grouped: CUDA mu
 _FOREACH_REDUCE = {"amax": "_foreach_max"}
 _UNBOUND = object()
 _IS_CONTIGUOUS, _NUMEL = methodcaller("is_contiguous"), methodcaller("numel")
-_OUT_SHAPE, _TARGET = attrgetter("out_shape"), attrgetter("target")
 _SOURCE, _DERIVED, _SCALAR = NodeKind.SOURCE, NodeKind.DERIVED, TensorKind.SCALAR
 
 
@@ -324,9 +330,9 @@ class Emitter:
             for s in steps:
                 self.out(s)
             return self.bindings.bind(TensorList(tuple(self.out_key(s) for s in steps)),
-                                      "group", [out_tensor(self.ctx, s) for s in steps])
+                                      "group", out_tensors(self.ctx, steps))
         targets = [s.target for s in steps]
-        values = list(map(self.ctx.storage_of, targets))
+        values = out_tensors(self.ctx, steps)
         if not self.locals.keys().isdisjoint(targets):
             for s in steps:
                 self.out(s)
@@ -584,10 +590,7 @@ def _emit_flat(em: Emitter, key: GroupKey, members: list[Step]) -> Lines | None:
         return None
     # the outputs' facts first (a group too large for the flat path is refused without its
     # operands named or read), each in one C-level sweep
-    if all(map(is_, map(_OUT_SHAPE, members), repeat(None))):  # each writes its storage
-        outs = list(map(em.ctx.storage_of, map(_TARGET, members)))
-    else:
-        outs = [out_tensor(em.ctx, s) for s in members]
+    outs = out_tensors(em.ctx, members)
     if not (all(map(isinstance, outs, repeat(torch.Tensor)))
             and all(map(_IS_CONTIGUOUS, outs))):
         return None

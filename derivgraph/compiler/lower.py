@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import filterfalse
+from itertools import filterfalse, repeat
+from operator import attrgetter, is_
 from typing import Any, Protocol
 
 import torch
@@ -139,10 +140,21 @@ def is_bound(ctx: LowerContext, ref: str) -> bool:
     return True
 
 
+_OUT_SHAPE, _TARGET = attrgetter("out_shape"), attrgetter("target")
+
+
 def out_tensor(ctx: LowerContext, step: Step) -> torch.Tensor:
     """The tensor an ``OUT``/``COPY`` step writes: the storage, or a view of it."""
     storage = ctx.storage_of(step.target)
     return storage if step.out_shape is None else storage.view(step.out_shape)
+
+
+def out_tensors(ctx: LowerContext, steps: list[Step]) -> list[torch.Tensor]:
+    """:func:`out_tensor` of each of ``steps``; one C-level sweep of the storages when no step
+    writes through a view (the common case of a large group)."""
+    if all(map(is_, map(_OUT_SHAPE, steps), repeat(None))):
+        return list(map(ctx.storage_of, map(_TARGET, steps)))
+    return [out_tensor(ctx, s) for s in steps]
 
 
 def reads_storage_of(ctx: LowerContext, node_id: str, out: torch.Tensor) -> bool:

@@ -94,7 +94,7 @@ def _context(texts: Sequence[tuple[SourceFile, str]], facts: Sequence[FileFacts]
 CONTENDED_CORES = 1.3
 """Below this many cores used by the forked tree facts (:class:`.forked.CoresUsed`), the
 default ``jobs`` runs the rest of the scan in one process: on this project's 2-CPU host
-under other guests' load the two workers used 0.9-1.1 cores, and one process took 1-2 s less
+under other guests' load the two workers used 0.6-1.1 cores, and one process took 1-2 s less
 CPU and less wall time than two; unloaded, they use 1.5 or more."""
 
 
