@@ -67,3 +67,30 @@ def test_a_transaction_rolls_back_every_owner_on_the_way() -> None:
 def test_on_the_way_of_few_paths(paths: list[str]) -> None:
     model = _model()
     assert sorted(map(id, on_the_way(PathReader(model), paths))) == _chains(model, paths)
+
+
+class _Storages:
+    """The one :class:`~derivgraph.compiler.lower.LowerContext` method ``out_tensors`` reads."""
+
+    def __init__(self, storages: dict[str, Any]) -> None:
+        self.storages = storages
+
+    def storage_of(self, node_id: str) -> Any:
+        return self.storages[node_id]
+
+
+def test_out_tensors_is_out_tensor_of_each_step() -> None:
+    import torch
+
+    from derivgraph.compiler.lower import Action, Step, out_tensor, out_tensors
+
+    ctx = _Storages({"a": torch.arange(6.0), "b": torch.arange(4.0)})
+    plain = [Step("x", Action.OUT, "neg", target="a"), Step("y", Action.OUT, "neg", target="b")]
+    got = out_tensors(ctx, plain)  # type: ignore[arg-type]
+    assert [t is ctx.storages[n] for t, n in zip(got, "ab")] == [True, True]
+    viewed = [plain[0], Step("y", Action.OUT, "neg", target="a", out_shape=(2, 3))]
+    got = out_tensors(ctx, viewed)  # type: ignore[arg-type]
+    assert got[0] is ctx.storages["a"]
+    assert tuple(got[1].shape) == (2, 3) and got[1].data_ptr() == ctx.storages["a"].data_ptr()
+    assert [tuple(t.shape) for t in got] == [
+        tuple(out_tensor(ctx, s).shape) for s in viewed]  # type: ignore[arg-type]
