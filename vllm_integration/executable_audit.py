@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from derivgraph.audit.runtime.census import take_census
-from derivgraph.audit.runtime.diff import diff_censuses
+from derivgraph.audit.runtime.diff import DiffCategory, diff_censuses
 from derivgraph.audit.static.finding import Verdict  # one vocabulary with the static audit
 from derivgraph.audit.static.scan import collect_files, scan, scan_files
 from derivgraph.audit.static.semantics import Store
@@ -58,6 +58,9 @@ class Observed(str, enum.Enum):
 
 _BROKEN = (Observed.MOVED, Observed.STALE, Observed.UNREFRESHED, Observed.GONE,
            Observed.RELOAD_FAILED)
+#: the census diff's categories an attribute is looked up in, in the order that decides
+_BROKEN_IN_ORDER = (DiffCategory.MOVED, DiffCategory.GONE, DiffCategory.STALE,
+                    DiffCategory.UNREFRESHED)
 _RANK = {Verdict.CONFIRMED: 2, Verdict.REFUTED: 1, Verdict.NOT_RUNNABLE: 0}
 
 
@@ -222,10 +225,10 @@ def _observe(diff: Any, census: Any, attr: str, holders: set[str],
                          if _held(model, p, e, attr, holders)))
     if not paths:
         return Observed.ABSENT, ()
-    for category in ("moved", "gone", "stale", "unrefreshed"):
+    for category in _BROKEN_IN_ORDER:
         for f in diff.by(category):
             if set(f.paths) & set(paths):
-                return Observed(category), paths
+                return Observed(category.value), paths
     return Observed.FRESH, paths
 
 
@@ -233,7 +236,7 @@ def _holders(finding: Any, holders_of: dict[str, set[str]], layers: set[str]) ->
     """The classes that may hold ``finding``'s store: the classes below the one making it,
     and for a layer-attribute store also the case's layers (the module the method was given)."""
     holders = holders_of.get(finding.cls, {finding.cls})
-    return holders | layers if finding.store == Store.LAYER_ATTRIBUTE.value else holders
+    return holders | layers if finding.store is Store.LAYER_ATTRIBUTE else holders
 
 
 def _run_case(case: Any, audit: ExecutableAudit, seeds: tuple[int, int]) -> None:
@@ -279,7 +282,7 @@ def _run_case(case: Any, audit: ExecutableAudit, seeds: tuple[int, int]) -> None
                                    note))
         named |= set(paths)
     misses: dict[tuple[str, str, str], list[str]] = {}  # (holder, attr, category) -> paths
-    for category in ("moved", "gone", "stale", "unrefreshed"):
+    for category in _BROKEN_IN_ORDER:
         for f in diff.by(category):
             if set(f.paths) & named:
                 continue

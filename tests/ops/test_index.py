@@ -341,11 +341,11 @@ def test_tuple_items_must_equal_their_formulas(tmp_path) -> None:
 def test_static_audit_matches_a_tuple_site_to_its_declared_items(tmp_path) -> None:
     """The audit sees `self.splits = (...)`; a spec declaring the tuple's items declares it."""
     from derivgraph.audit.static.match import SpecIndex
-    from derivgraph.audit.static.sites import RawSite
+    from derivgraph.audit.static.sites import CategoryId, RawSite
 
     def site(attr: str) -> RawSite:
         return RawSite(line=1, col=0, cls="Splits", function="post_load", attr=attr,
-                       owner="self", category="container", reason="", expr="(...)",
+                       owner="self", category=CategoryId.CONTAINER, reason="", expr="(...)",
                        kind="attribute", via=(), classes=("Splits",))
 
     index = SpecIndex(_splits_specs(tmp_path))

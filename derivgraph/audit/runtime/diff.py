@@ -32,22 +32,37 @@ from typing import Any
 
 import torch
 
+from derivgraph._enum import StrEnum
 from derivgraph.audit.runtime.census import Census, CensusEntry
 from derivgraph.audit.runtime.declared import DeclaredSet
 from derivgraph.audit.runtime.freshness import loaded_tensors, module_changes, unrefreshed
 
-__all__ = ["CATEGORIES", "FAILING", "CensusDiff", "Finding", "diff_censuses"]
+__all__ = ["CATEGORIES", "FAILING", "CensusDiff", "DiffCategory", "Finding", "diff_censuses"]
 
-CATEGORIES = ("moved", "stale", "unrefreshed", "gone", "new", "recapture")
+
+class DiffCategory(StrEnum):
+    """What a reload did to one tensor (or Python scalar) a census saw (a closed set; the value
+    is the report's word)."""
+
+    MOVED = "moved"
+    STALE = "stale"
+    UNREFRESHED = "unrefreshed"
+    GONE = "gone"
+    NEW = "new"
+    RECAPTURE = "recapture"
+
+
+#: every category, in the reports' order
+CATEGORIES = tuple(DiffCategory)
 #: Categories that break a captured graph whether or not a spec declares the tensor.
-FAILING = ("moved", "stale", "unrefreshed", "gone")
+FAILING = (DiffCategory.MOVED, DiffCategory.STALE, DiffCategory.UNREFRESHED, DiffCategory.GONE)
 
 
 @dataclass(frozen=True)
 class Finding:
     """One tensor (or scalar) a reload broke, at every path it was seen under."""
 
-    category: str
+    category: DiffCategory
     path: str
     paths: tuple[str, ...]
     reason: str
@@ -72,16 +87,16 @@ class Finding:
 class ByCategory:
     """``moved``, ``stale``, ``gone``, ``new``, ``recapture``: path lists from ``paths()``."""
 
-    def paths(self, category: str) -> list[str]:
+    def paths(self, category: DiffCategory | str) -> list[str]:
         raise NotImplementedError
 
-    moved = property(lambda self: self.paths("moved"), doc="Paths of moved findings.")
-    stale = property(lambda self: self.paths("stale"), doc="Paths of stale findings.")
-    gone = property(lambda self: self.paths("gone"), doc="Paths of gone findings.")
-    new = property(lambda self: self.paths("new"), doc="Paths of new findings.")
-    recapture = property(lambda self: self.paths("recapture"),
+    moved = property(lambda self: self.paths(DiffCategory.MOVED), doc="Paths of moved findings.")
+    stale = property(lambda self: self.paths(DiffCategory.STALE), doc="Paths of stale findings.")
+    gone = property(lambda self: self.paths(DiffCategory.GONE), doc="Paths of gone findings.")
+    new = property(lambda self: self.paths(DiffCategory.NEW), doc="Paths of new findings.")
+    recapture = property(lambda self: self.paths(DiffCategory.RECAPTURE),
                          doc="Paths of Python floats that changed (graphs baked the old one).")
-    unrefreshed = property(lambda self: self.paths("unrefreshed"),
+    unrefreshed = property(lambda self: self.paths(DiffCategory.UNREFRESHED),
                            doc="Paths left stale in place by the heuristic (no cold start).")
 
 
@@ -96,17 +111,19 @@ class CensusDiff(ByCategory):
     classified: bool = False
     heuristic: bool = False  # no cold start, but the unrefreshed heuristic ran
 
-    def by(self, category: str) -> list[Finding]:
-        return [f for f in self.findings if f.category == category]
+    def by(self, category: DiffCategory | str) -> list[Finding]:
+        """The findings of ``category`` (a member or its word; an unknown word: ValueError)."""
+        category = DiffCategory(category)
+        return [f for f in self.findings if f.category is category]
 
-    def paths(self, category: str) -> list[str]:
+    def paths(self, category: DiffCategory | str) -> list[str]:
         return [f.path for f in self.by(category)]
 
     def undeclared(self) -> list[str]:
         """Paths of findings (other than ``new``) that no spec declares, deduplicated."""
         out: list[str] = []
         for f in self.findings:
-            if f.category != "new" and not f.declared and f.path not in out:
+            if f.category is not DiffCategory.NEW and not f.declared and f.path not in out:
                 out.append(f.path)
         return out
 
@@ -251,7 +268,8 @@ def _moved_and_gone(before: Census, after: Census, declared: DeclaredSet, ignore
                     reason += " (declared there: make this holder read the declared tensor)"
             path = b.path if b.path in moved else moved[0]
             findings.append(Finding(
-                "moved", path, (path, *[p for p in moved if p != path]), reason, covered,
+                DiffCategory.MOVED, path, (path, *[p for p in moved if p != path]), reason,
+                covered,
                 b.holder if path == b.path else last.holder,
                 b.place if path == b.path else last.place,
                 b.identity.describe() if b.identity else None, ident.describe()))
@@ -259,7 +277,7 @@ def _moved_and_gone(before: Census, after: Census, declared: DeclaredSet, ignore
         if gone:
             path = b.path if b.path in gone else gone[0]
             findings.append(Finding(
-                "gone", path, (path, *[p for p in gone if p != path]),
+                DiffCategory.GONE, path, (path, *[p for p in gone if p != path]),
                 "no tensor at this path any more; a graph captured at startup reads memory "
                 "nothing holds", declared.covers(gone, [b.value]), b.holder, b.place,
                 b.identity.describe() if b.identity else None, None))
@@ -304,8 +322,8 @@ def _stale(before: Census, after: Census, cold: Census, declared: DeclaredSet, i
             reason = "a tensor in one model and a Python scalar in the other"
             before_s = after_s = None
         path = a.path if a.path in stale else stale[0]
-        findings.append(Finding("stale", path, (path, *[p for p in stale if p != path]), reason,
-                                declared.covers(stale, [a.value] if a.is_tensor else []),
+        findings.append(Finding(DiffCategory.STALE, path, (path, *[p for p in stale if p != path]),
+                                reason, declared.covers(stale, [a.value] if a.is_tensor else []),
                                 a.holder, a.place, before_s, after_s))
         for p in stale:
             b = before.get(p)
@@ -322,12 +340,13 @@ def _scalars_and_new(before: Census, after: Census, declared: DeclaredSet, ignor
             continue
         a = after.get(b.path)
         if a is None or a.is_tensor:
-            findings.append(Finding("gone", b.path, (b.path,), "Python scalar no longer held",
+            findings.append(Finding(DiffCategory.GONE, b.path, (b.path,),
+                                    "Python scalar no longer held",
                                     declared.covers([b.path]), b.holder, b.place,
                                     repr(b.value), None))
         elif not _same_number(a.value, b.value) and b.path not in stale_paths:
             findings.append(Finding(
-                "recapture", b.path, (b.path,),
+                DiffCategory.RECAPTURE, b.path, (b.path,),
                 f"Python scalar changed {b.value!r} -> {a.value!r}; a graph captured at startup "
                 "baked the old number: recapture (no reload can refill a Python number)",
                 declared.covers([b.path]), a.holder, a.place, repr(b.value), repr(a.value)))
@@ -336,7 +355,7 @@ def _scalars_and_new(before: Census, after: Census, declared: DeclaredSet, ignor
         paths = ignore.keep(a.paths())
         if paths and not any(p in known for p in a.paths()):
             findings.append(Finding(
-                "new", a.path, tuple(paths), "not held at startup"
+                DiffCategory.NEW, a.path, tuple(paths), "not held at startup"
                 + ("" if a.is_tensor else f" (Python scalar {a.value!r})"),
                 declared.covers(paths, [a.value] if a.is_tensor else []), a.holder, a.place,
                 None, a.identity.describe() if a.identity else repr(a.value)))
@@ -368,8 +387,9 @@ def _unrefreshed(before: Census, after: Census, model: Any, declared: DeclaredSe
     findings = []
     for u in unrefreshed(unchanged, modules, changes):
         a = after.entries[u.path]
-        findings.append(Finding("unrefreshed", u.path, tuple(ignore.keep(a.paths())), u.reason(),
-                                declared.covers(a.paths(), [a.value]), a.holder, a.place,
+        findings.append(Finding(DiffCategory.UNREFRESHED, u.path, tuple(ignore.keep(a.paths())),
+                                u.reason(), declared.covers(a.paths(), [a.value]), a.holder,
+                                a.place,
                                 a.identity.describe() if a.identity else None,
                                 a.identity.describe() if a.identity else None))
         b = before.get(u.path)

@@ -27,7 +27,7 @@ from typing import Any
 
 from derivgraph.audit.runtime.census import Census, take_census
 from derivgraph.audit.runtime.declared import DeclaredSet
-from derivgraph.audit.runtime.diff import CensusDiff, diff_censuses
+from derivgraph.audit.runtime.diff import CensusDiff, DiffCategory, diff_censuses
 from derivgraph.audit.table import text_table
 from derivgraph.planner import compile_plan
 
@@ -69,7 +69,8 @@ class RepeatReport:
         """Paths with any finding in any round (deduplicated, in order)."""
         out: list[str] = []
         for r in self.rounds:
-            out += [f.path for f in r.diff.findings if f.category != "new" and f.path not in out]
+            out += [f.path for f in r.diff.findings if f.category is not DiffCategory.NEW
+                    and f.path not in out]
         return out
 
     def as_json(self, limit: int | None = None) -> dict[str, Any]:
@@ -111,11 +112,11 @@ def _round(index: int, startup: Census, after: Census, reference: Census,
     for f in diff.findings:
         entry = after.get(f.path) or startup.get(f.path)
         is_scalar = entry is not None and not entry.is_tensor
-        if f.category in ("stale", "recapture") and is_scalar:
+        if f.category in (DiffCategory.STALE, DiffCategory.RECAPTURE) and is_scalar:
             scalars += 1
-        elif f.category == "stale":
+        elif f.category is DiffCategory.STALE:
             tensors_differing += 1
-    return RepeatRound(index, diff.tensors, diff.changed, len(diff.by("moved")),
+    return RepeatRound(index, diff.tensors, diff.changed, len(diff.moved),
                        tensors_differing, scalars, diff)
 
 

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 from derivgraph.audit.static.ast import const_str, kwarg, owner_base, short
 from derivgraph.audit.static.infer import TensorInference, attr_chain
+from derivgraph.audit.static.sites import CategoryId
+from derivgraph.spec.kinds import TensorKind
 
 __all__ = ["CallRules"]
 
@@ -28,8 +30,8 @@ class CallRules:
         sites: list
         index: object
 
-        def _emit(self, stmt: ast.stmt, attr: str, owner: str, category: str, reason: str,
-                  value: ast.expr, kind: str, alias_of: str | None = None,
+        def _emit(self, stmt: ast.stmt, attr: str, owner: str, category: CategoryId, reason: str,
+                  value: ast.expr, kind: TensorKind, alias_of: str | None = None,
                   line: int | None = None, col: int | None = None,
                   persistent: bool = True, view_of_kept: bool = False) -> None: ...
 
@@ -64,7 +66,7 @@ class CallRules:
         if value is None or (isinstance(value, ast.Constant) and value.value is None):
             return
         owner = attr_chain(f.value) or short(f.value)
-        kind = "buffer" if f.attr == "register_buffer" else "parameter"
+        kind = TensorKind.BUFFER if f.attr == "register_buffer" else TensorKind.PARAMETER
         held = self.holders.get(value.id, []) if isinstance(value, ast.Name) else (
             [c] if (c := attr_chain(value)) else [])
         if held and all(owner_base(c) == owner for c in held):
@@ -78,7 +80,7 @@ class CallRules:
         note = "" if persistent else ", persistent=False"
         for attr in self._names(node.args[0] if node.args else kwarg(node, "name")):
             self.inf.stored.add(f"{owner}.{attr}")
-            self._emit(stmt, attr, owner, "register",
+            self._emit(stmt, attr, owner, CategoryId.REGISTER,
                        f"{f.attr}({attr!r}, {short(value, 40)}{note}) in post-load code", value,
                        kind, line=node.lineno, col=node.col_offset, persistent=persistent,
                        view_of_kept=shares)
@@ -91,9 +93,9 @@ class CallRules:
         storage = value.value if isinstance(value, ast.Subscript) else value
         first = len(self.sites)
         for base, attr in self._targets(chain):
-            self._emit(stmt, attr, base, "set-storage",
+            self._emit(stmt, attr, base, CategoryId.SET_STORAGE,
                        f"`{chain}.set_({short(value, 40) if node.args else ''})` swaps its "
-                       "storage", value, "view", line=node.lineno, col=node.col_offset)
+                       "storage", value, TensorKind.VIEW, line=node.lineno, col=node.col_offset)
         if node.args and isinstance(storage, ast.Name):  # kept tensors now live in the local
             self.backing.setdefault(storage.id, []).extend(range(first, len(self.sites)))
 
@@ -108,9 +110,10 @@ class CallRules:
         owner = attr_chain(node.args[0]) or short(node.args[0])
         ops = ", ".join(sorted(layout))
         for attr in self._names(node.args[1]):
-            self._emit(stmt, attr, owner, "replace-layout",
+            self._emit(stmt, attr, owner, CategoryId.REPLACE_LAYOUT,
                        f"replace_parameter({attr!r}) with a value whose layout may differ "
-                       f"(after {ops})", value, "parameter", line=node.lineno, col=node.col_offset)
+                       f"(after {ops})", value, TensorKind.PARAMETER, line=node.lineno,
+                       col=node.col_offset)
 
     def _setattr(self, node: ast.Call, stmt: ast.stmt) -> None:
         owner = attr_chain(node.args[0])

@@ -27,9 +27,10 @@ from derivgraph.audit.static.ast import short
 from derivgraph.audit.static.infer import attr_chain
 from derivgraph.audit.static.scope import base_short_name, is_rebuilt_lineage, regex_classes
 from derivgraph.audit.static.segments import split_blocks
-from derivgraph.audit.static.sites import RawSite
+from derivgraph.audit.static.sites import CategoryId, RawSite
 from derivgraph.audit.static.values import is_allocation, is_construction
 from derivgraph.audit.static.walk import walk
+from derivgraph.spec.kinds import TensorKind
 
 __all__ = ["GATE_RE", "audit_class_wide", "bypass_copy", "lazy_container_fill"]
 
@@ -89,8 +90,8 @@ def _classes(tree: ast.AST) -> Iterator[ast.ClassDef]:
             yield node
 
 
-def _site(cls: str, func: str, stmt: ast.stmt, attr: str, category: str, reason: str,
-          value: ast.expr, kind: str, via: str, lineage: frozenset[str]) -> RawSite:
+def _site(cls: str, func: str, stmt: ast.stmt, attr: str, category: CategoryId, reason: str,
+          value: ast.expr, kind: TensorKind, via: str, lineage: frozenset[str]) -> RawSite:
     return RawSite(line=stmt.lineno, col=stmt.col_offset, cls=cls, function=f"{cls}.{func}",
                    attr=attr, owner="self", category=category, reason=reason,
                    expr=short(value, 120), kind=kind, via=(via,), classes=tuple(sorted(lineage)),
@@ -205,8 +206,8 @@ def _bypasses(cls: str, methods: Mapping[str, ast.AST],
         reason = (f"registered parameter filled by `{short(node, 70)}` (line {node.lineno}, "
                   f"in {name}) around its weight_loader: a layerwise reload copies into the "
                   "meta placeholder, counts nothing loaded and restores the old tensor")
-        yield _site(cls, where, stmt, attr, "loader-bypass", reason, value, "parameter",
-                    f"{cls}.{name}", lineage)
+        yield _site(cls, where, stmt, attr, CategoryId.LOADER_BYPASS, reason, value,
+                    TensorKind.PARAMETER, f"{cls}.{name}", lineage)
 
 
 # ---- lazy containers on rebuilt objects ---------------------------------------------------------
@@ -266,6 +267,6 @@ def _lazy_containers(cls: str, methods: Mapping[str, ast.AST],
             reason = (f"a container made empty here and filled with new tensors by {name}() "
                       f"(line {fill.lineno}) on an object post-load code rebuilds: a reload "
                       "frees the tensors allocated before capture")
-            yield _site(cls, "__init__", stmt, attr, "container", reason, value, "attribute",
-                        f"{cls}.{name}", lineage)
+            yield _site(cls, "__init__", stmt, attr, CategoryId.CONTAINER, reason, value,
+                        TensorKind.ATTRIBUTE, f"{cls}.{name}", lineage)
             break

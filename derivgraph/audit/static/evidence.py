@@ -80,6 +80,7 @@ from derivgraph.audit.static.readers import (
 )
 from derivgraph.audit.static.returned_lookup import returned_lookup
 from derivgraph.audit.static.semantics import Severity, Store
+from derivgraph.audit.static.sites import CategoryId
 from derivgraph.audit.static.tensor_free import tensor_free_builder
 
 if TYPE_CHECKING:
@@ -145,7 +146,7 @@ def _dtype_conditional_reference(finding: StaticFinding, body: str) -> str | Non
     returns such a local, ``self._s = _prep(self.wo)``). ``"view"`` when every conditional
     rebind is a dtype view (``ws = ws.view(dtype)``: the kept storage on both paths),
     ``"copy"`` otherwise, None when the pattern does not hold."""
-    if finding.store != "initial-load-copy":
+    if finding.store is not Store.INITIAL_LOAD_COPY:
         return None
     local = finding.expr.strip()
     helper = re.fullmatch(r"(\w+)\(.*\)", local)
@@ -181,7 +182,7 @@ def _deleted_source(finding: StaticFinding, body: str) -> str | None:
     and then deletes it (``del self.x``, ``delattr(self, "x")``, or every registered parameter:
     ``for n in list(self._parameters): delattr(self, n)``): nothing can refill the source, so
     no reload can leave the value stale without failing."""
-    once = finding.store == "initial-load-copy" or bool(
+    once = finding.store is Store.INITIAL_LOAD_COPY or bool(
         finding.via and is_loader_function(finding.via[0]))
     if not once or not body:
         return None
@@ -219,8 +220,8 @@ def apply_evidence(findings: Iterable[StaticFinding], files: Sequence[tuple[str,
     reset = reset_flags(text for display, text in files
                         if any(m in display for m in RELOAD_MACHINERY))
     todo = [f for f in findings
-            if not (f.severity is Severity.INFO or f.category == "dynamic-name" and not any(
-                m in f.file for m in RELOAD_MACHINERY))]
+            if not (f.severity is Severity.INFO or f.category is CategoryId.DYNAMIC_NAME
+                    and not any(m in f.file for m in RELOAD_MACHINERY))]
 
     texts = FunctionTexts()
     allocates: dict[str, bool] = {}  # each file's 0-element allocation test, for this pass
@@ -314,12 +315,12 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
                     "layers itself")
     body = texts(text, f.function) if text else ""
     short = f.function.rsplit(".", 1)[-1]
-    if f.category == "fold":
+    if f.category is CategoryId.FOLD:
         rerun = None if NOT_READERS.match(short) else index.called_after_load(short)
         if rerun is None:
             return _cap(f, Severity.INFO, "applied once per load: every load path refills the "
                         "parameter before this post-load step runs again")
-        return dataclasses.replace(f, reader=str(rerun), reader_kind=rerun.kind.value,
+        return dataclasses.replace(f, reader=str(rerun), reader_kind=rerun.kind,
                                    derives_from=f.owner + "." + f.attr,
                                    evidence=f"can run twice on one load: {short}() is also "
                                    f"called after load")
@@ -333,7 +334,8 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
         return _cap(f, Severity.INFO, f"made once from `{dropped}`, which the same step deletes: a "
                     "reload carrying it fails on an unknown name, one without it leaves the value "
                     "right")
-    builder = re.match(r"self\.(\w+)\(", f.expr) if f.category == "container" and f.cls else None
+    builder = re.match(r"self\.(\w+)\(", f.expr) \
+        if f.category is CategoryId.CONTAINER and f.cls else None
     built = texts(text, f"{f.cls}.{builder.group(1)}") if builder else ""
     if builder and tensor_free_builder(f.expr, built, text):
         return _cap(f, Severity.INFO, f"{builder.group(1)}() reads no argument, no torch and no "
@@ -351,13 +353,13 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
                     "the dtype test): the reload refills it in place")
     # set already: a caller's (.handoff); an attribute post-load code computes named first
     weight = f.derives_from or derives_from(f.expr, body, f.attr, prefer=preferrer(index))
-    if f.category == "set-storage":  # a registered parameter: its module's forward reads it
+    if f.category is CategoryId.SET_STORAGE:  # a registered parameter: its forward reads it
         return dataclasses.replace(f, derives_from=weight or f"{f.owner}.{f.attr}",
                                    evidence="a parameter of a module, read by its forward")
-    if f.store == Store.LOADER_REBIND.value:
+    if f.store is Store.LOADER_REBIND:
         return _loader_rebind(f, index, body, text, weight)
     refresh = index.refreshed_after_load(f.cls, f.owner, f.attr) \
-        if f.store == Store.REFILLED_COPY.value else None
+        if f.store is Store.REFILLED_COPY else None
     if refresh is not None:
         return _cap(dataclasses.replace(f, derives_from=weight), Severity.INFO,
                     f"refreshed from its source where it is used ({refresh}): a kernel-format "
@@ -366,7 +368,7 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
     # consumer of that field, else the reads of the attribute anywhere
     reader = built_reader(index, text, f.cls, f.function, f.owner, f.attr, family, keepers) \
         if "." in f.owner and owner_root not in ("self", "layer") else None
-    if reader is None and f.store == Store.SKIPPED_PARAMETER.value and f.cls \
+    if reader is None and f.store is Store.SKIPPED_PARAMETER and f.cls \
             and owner_root != "self":  # a layer's skipped parameter: the class hands it on
         reader = index.parameter_read(f.file, f.cls, f.attr)
     reader = reader or index.reader(f.cls, f.owner, f.attr, f.file)
@@ -380,7 +382,7 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
     held = None  # a weight the config's builder hands on (``w1_scale=layer.w13_weight_scale``)
     if reader is None and f.owner == "self":  # handed to an object the class builds
         reader = handed_reader(index, f.cls, f.attr)
-    if reader is not None and f.category == "container" and (weight is None
+    if reader is not None and f.category is CategoryId.CONTAINER and (weight is None
                                                               or reader.file != f.file):
         # a config: the weight its builder fills a field from, and, handed on elsewhere, where
         # the class keeping such configs reads that field
@@ -394,13 +396,13 @@ def _judge(f: StaticFinding, index: ReaderIndex, text: str,
         return _cap(dataclasses.replace(f, derives_from=weight), Severity.INFO,
                     "no reader after load: no kernel call, forward or captured path reads it")
     prep = reader.function.rsplit(".", 1)[-1]
-    if (weight is None and f.category == "container" and f.store != Store.REFILLED_COPY.value
-            and index.only_post_load(prep)):
-        return _cap(dataclasses.replace(f, reader=str(reader), reader_kind=reader.kind.value),
+    if (weight is None and f.category is CategoryId.CONTAINER
+            and f.store is not Store.REFILLED_COPY and index.only_post_load(prep)):
+        return _cap(dataclasses.replace(f, reader=str(reader), reader_kind=reader.kind),
                     Severity.INFO, f"derived from no weight and read only by {prep}(), which "
                     "only post-load code calls: read while the weights are prepared, before any "
                     "capture, never by a captured path")
-    f = _read_verdict(dataclasses.replace(f, reader=str(reader), reader_kind=reader.kind.value,
+    f = _read_verdict(dataclasses.replace(f, reader=str(reader), reader_kind=reader.kind,
                                           derives_from=weight), conditional, weight)
     if held:
         f = dataclasses.replace(f, derives_from=held, evidence="read after load; it holds "
@@ -452,7 +454,7 @@ def _sibling_reader(index: ReaderIndex, f: StaticFinding, body: str, reader: Rea
 def _read_verdict(f: StaticFinding, conditional: str | None,
                   weight: str | None) -> StaticFinding:
     """The severity and evidence of a finding read after load."""
-    if f.category == "loader-bypass":
+    if f.category is CategoryId.LOADER_BYPASS:
         return dataclasses.replace(f, derives_from=f"{f.owner}.{f.attr} (the checkpoint weight)",
                                    evidence="read after load; its loader writes `.data` around "
                                    "the weight_loader a layerwise reload counts")
@@ -460,10 +462,10 @@ def _read_verdict(f: StaticFinding, conditional: str | None,
         return _cap(f, Severity.WARNING, "copied only for one dtype: then made once by the "
                     "model-level step no reload reruns, so stale after a reload; with any other "
                     "dtype a reference to the kept parameter, refilled in place")
-    if weight is None and f.store == Store.REFILLED_COPY.value:
+    if weight is None and f.store is Store.REFILLED_COPY:
         return dataclasses.replace(f, evidence="read after load; no weight named, but the step "
                                    "refills it from its source, so a reload changes that source")
-    if weight is None and f.category != "captured-tensor":
+    if weight is None and f.category is not CategoryId.CAPTURED_TENSOR:
         return _cap(f, Severity.WARNING, "read after load but derived from no weight: moved by "
                     "a rerun, never stale")
     return dataclasses.replace(f, evidence="read after load and derived from a weight")
@@ -488,7 +490,7 @@ def _loader_rebind(f: StaticFinding, index: ReaderIndex, body: str, text: str,
                     "on each call")
     return dataclasses.replace(
         f, reader=str(reader) if reader else None,
-        reader_kind=reader.kind.value if reader else None,
+        reader_kind=reader.kind if reader else None,
         derives_from=weight or f"{f.owner}.{f.attr}",
         evidence="a weight loader binds a new Parameter on every load: the module's forward "
         "reads the object a captured graph holds, which the next load replaces")

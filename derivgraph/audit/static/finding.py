@@ -11,10 +11,14 @@ import enum
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from derivgraph.audit.static.semantics import Severity
-from derivgraph.audit.static.sites import CATEGORIES
+from derivgraph.audit.static.semantics import Severity, Store
+from derivgraph.audit.static.sites import CATEGORIES, CategoryId
+from derivgraph.spec.kinds import TensorKind
+
+if TYPE_CHECKING:
+    from derivgraph.audit.static.readers import ReaderKind
 
 __all__ = ["BaselineState", "SourceFile", "StaticFinding", "StaticReport", "Verdict"]
 
@@ -54,26 +58,26 @@ class StaticFinding:
     line: int
     col: int
     attr: str
-    category: str
+    category: CategoryId
     reason: str
     cls: str | None
     function: str
     owner: str
     expr: str
-    kind: str
+    kind: TensorKind
     via: tuple[str, ...]
     declared: bool
     spec: str | None
     suggestion: str | None
     root: str = "SRCROOT"
     severity: Severity = Severity.WARNING
-    store: str = ""  # the :class:`.semantics.Store` value the site writes
+    store: Store | None = None  # where the site keeps its state
     consequence: str = ""  # what a reload does to it, in words
     fix: str = ""  # the fix in vLLM terms
     qualname: str = ""  # module-qualified class (or function) holding the code
     verdict: Verdict = Verdict.UNCHECKED  # set by the executable audit (:mod:`.verdicts`)
     reader: str | None = None  # the first read after load (:class:`.readers.Reader`, in words)
-    reader_kind: str | None = None  # a :class:`.readers.ReaderKind` value
+    reader_kind: ReaderKind | None = None  # how the first read after load reads it
     derives_from: str | None = None  # the weight the stored value is computed from
     evidence: str = ""  # why the severity is what it is (:mod:`.evidence`)
     baseline_state: BaselineState | None = None  # against ``--baseline`` (:mod:`.baseline`)
@@ -131,11 +135,11 @@ class StaticReport:
         """Error and warning sites no spec declares, with a literal name: what ``--strict``
         fails on."""
         return [f for f in self.findings if not f.declared and f.severity is not Severity.INFO
-                and f.category != "dynamic-name"]
+                and f.category is not CategoryId.DYNAMIC_NAME]
 
     def dynamic(self) -> list[StaticFinding]:
         """Error and warning sites whose attribute name is computed (no spec can name them)."""
-        return [f for f in self.findings if f.category == "dynamic-name"
+        return [f for f in self.findings if f.category is CategoryId.DYNAMIC_NAME
                 and f.severity is not Severity.INFO]
 
     def handled(self) -> list[StaticFinding]:

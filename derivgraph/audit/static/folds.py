@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING
 from derivgraph.audit.static.ast import kwarg, short, walk_no_lambda
 from derivgraph.audit.static.infer import TensorInference, attr_chain, call_name
 from derivgraph.audit.static.scope import ModuleScope, Reached
+from derivgraph.audit.static.sites import CategoryId
 from derivgraph.audit.static.values import LOADED_NAMES, shape_free_chains
 from derivgraph.audit.static.vocab import looks_like_tensor_attr
+from derivgraph.spec.kinds import TensorKind
 
 __all__ = ["FoldRules", "restored_argument", "restores_values"]
 
@@ -37,8 +39,8 @@ class FoldRules:
         scope: ModuleScope
         reached: Reached
 
-        def _emit(self, stmt: ast.stmt, attr: str, owner: str, category: str, reason: str,
-                  value: ast.expr, kind: str, alias_of: str | None = None,
+        def _emit(self, stmt: ast.stmt, attr: str, owner: str, category: CategoryId, reason: str,
+                  value: ast.expr, kind: TensorKind, alias_of: str | None = None,
                   line: int | None = None, col: int | None = None,
                   persistent: bool = True, view_of_kept: bool = False) -> None: ...
 
@@ -119,9 +121,9 @@ class FoldRules:
                 continue  # built by this code: not a loaded parameter
             if not (attr in LOADED_NAMES or looks_like_tensor_attr(attr)):
                 continue
-            self._emit(stmt, attr, owner, "fold",
+            self._emit(stmt, attr, owner, CategoryId.FOLD,
                        f"{what} folds into loaded `{path}` in place: a rerun applies it twice",
-                       value, "fold")
+                       value, TensorKind.FOLD)
 
 
 def restores_values(value: ast.expr, targets: set[str]) -> bool:

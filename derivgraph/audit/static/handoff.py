@@ -38,10 +38,11 @@ from typing import TYPE_CHECKING
 from derivgraph.audit.static.ast import short
 from derivgraph.audit.static.handed_reader import Kept, kept_stores
 from derivgraph.audit.static.infer import TensorInference, TensorInfo, attr_chain, call_name
-from derivgraph.audit.static.sites import Handed, RawSite
+from derivgraph.audit.static.sites import CategoryId, Handed, RawSite
 from derivgraph.audit.static.values import WEIGHT_WORDS, is_allocation, shape_free_chains
 from derivgraph.audit.static.vocab import looks_like_tensor_attr
 from derivgraph.audit.static.walk import own_nodes, walk
+from derivgraph.spec.kinds import TensorKind
 
 if TYPE_CHECKING:
     from derivgraph.audit.static.finding import StaticFinding
@@ -308,9 +309,9 @@ def dataclass_sites(scope: ModuleScope, cls: str, via: tuple[str, ...],
         attr = field.target.id  # type: ignore[union-attr]
         out.append(RawSite(
             line=field.lineno, col=field.col_offset, cls=cls, function=q, attr=attr,
-            owner="self", category="tensor-attr",
+            owner="self", category=CategoryId.TENSOR_ATTR,
             reason=f"stores a new tensor: {h.why}, kept in dataclass field {attr}",
-            expr=attr, kind="attribute", via=(*via, q),
+            expr=attr, kind=TensorKind.ATTRIBUTE, via=(*via, q),
             classes=tuple(sorted(set(lineage) | root_classes)), lineage=lineage,
             derives=h.weight))
     return out
@@ -382,13 +383,13 @@ def _joined(handed: list[tuple[StaticFinding, Kept, str]], index: ReaderIndex) -
     first = inside[0] if inside and inside[0] in loud else loud[0]
     _, kept, value = handed[handing.index(first)]
     reader = inside[0].reader if inside else str(kept.reader)
-    kind = inside[0].reader_kind if inside else kept.reader.kind.value  # type: ignore[union-attr]
+    kind = inside[0].reader_kind if inside else kept.reader.kind  # type: ignore[union-attr]
     others = len({(h.file, h.line) for h in handing}) - 1
     module = index.files[kept.file][0].removesuffix(".py").removesuffix("/__init__")
     return replace(
         first, file=index.files[kept.file][0], line=kept.line, col=kept.col, attr=kept.attr,
         cls=kept.cls, function=f"{kept.cls}.__init__", owner="self", expr=kept.param,
-        kind="attribute", via=(*first.via, f"{kept.cls}.__init__"), forwards=None,
+        kind=TensorKind.ATTRIBUTE, via=(*first.via, f"{kept.cls}.__init__"), forwards=None,
         qualname=f"{module.replace('/', '.')}.{kept.cls}", reader=reader, reader_kind=kind,
         reason=f"keeps `{kept.param}`, handed `{value}` by {first.function} "
         f"({first.file}:{first.line}){f' and {others} more post-load steps' if others else ''}"

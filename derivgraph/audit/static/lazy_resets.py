@@ -31,9 +31,10 @@ from collections.abc import Callable, Iterable
 
 from derivgraph.audit.static.ast import short
 from derivgraph.audit.static.scope import Reached
-from derivgraph.audit.static.sites import RawSite
+from derivgraph.audit.static.sites import CategoryId, RawSite
 from derivgraph.audit.static.values import is_allocation, is_construction
 from derivgraph.audit.static.walk import self_attribute, walk
+from derivgraph.spec.kinds import TensorKind
 
 __all__ = ["RULE_ROUND", "lazy_reset_sites", "lazy_store", "resets"]
 
@@ -187,11 +188,11 @@ def lazy_reset_sites(text: str, filename: str, reached: Iterable[Reached],
             source_line = text.splitlines()[stmt.lineno - 1]
             out.append(RawSite(  # the store starts its line: its column is the line's indent
                 line=stmt.lineno, col=len(source_line) - len(source_line.lstrip()),
-                cls=cls, function=q, attr=attr, owner="self", category="tensor-attr",
+                cls=cls, function=q, attr=attr, owner="self", category=CategoryId.TENSOR_ATTR,
                 reason=f"stores a new tensor lazily ({short(value)}) that {where} "
                        f"(line {line}) drops on every reload: the next call allocates "
                        "another while a captured graph reads the freed storage",
-                expr=short(value, 120), kind="buffer", via=(where, q),
+                expr=short(value, 120), kind=TensorKind.BUFFER, via=(where, q),
                 classes=tuple(sorted(family)), lineage=tuple(sorted(family)),
                 allocation=is_allocation(value), constructed=True, from_weights=False,
                 rule_round=RULE_ROUND))

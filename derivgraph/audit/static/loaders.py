@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import re
 
+from derivgraph.audit.static.sites import CategoryId
+
 __all__ = ["is_loader_function", "is_loader_name", "loader_rebind", "pooler_only",
            "refilled_in_place"]
 
 _LOADER = re.compile(r"^(?:_?load_weights?|weight_loader\w*|\w*_weight_loader|load_\w*weights)$")
 _NEW_OBJECT = re.compile(r"^(?:[\w.]*\.)?\w*(?:Parameter|Buffer)\(")
-_CATEGORIES = frozenset({"tensor-attr", "register", "data-rebind"})
+_CATEGORIES = frozenset({CategoryId.TENSOR_ATTR, CategoryId.REGISTER, CategoryId.DATA_REBIND})
 
 
 def is_loader_name(name: str) -> bool:
@@ -42,13 +44,13 @@ def is_loader_function(qualname: str) -> bool:
     return any(is_loader_name(part) for part in qualname.split("."))
 
 
-def loader_rebind(function: str, category: str, expr: str, allocation: bool,
+def loader_rebind(function: str, category: CategoryId, expr: str, allocation: bool,
                   empty: bool) -> bool:
     """Whether a site binds a new Parameter/buffer object (or rebinds ``.data``) inside a
     weight loader, with values of the checkpoint (not a fresh allocation or placeholder)."""
     if category not in _CATEGORIES or allocation or empty or not is_loader_function(function):
         return False
-    return category == "data-rebind" or bool(_NEW_OBJECT.match(expr.strip()))
+    return category is CategoryId.DATA_REBIND or bool(_NEW_OBJECT.match(expr.strip()))
 
 
 def refilled_in_place(attr: str, expr: str, body: str, line_text: str) -> str | None:

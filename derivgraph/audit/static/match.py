@@ -40,16 +40,15 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from derivgraph.audit.static.scope import MODULE_CLASS_NAMES
 from derivgraph.audit.static.semantics import OwnerRole, owner_role
-from derivgraph.audit.static.sites import RawSite
+from derivgraph.audit.static.sites import CategoryId, RawSite
 from derivgraph.errors import FormulaError
 from derivgraph.spec.expr import parse_formula
+from derivgraph.spec.kinds import TensorKind
 from derivgraph.spec.model import Spec
 
 __all__ = ["SpecIndex", "suggest_spec"]
 
 _MODULE_RECEIVERS = frozenset({"layer", "module", "m", "mod", "model"})
-_FOLD = "fold"
-_SET_STORAGE = "set-storage"
 # The last segment of a derived tensor's owner path -> a token the site's class lineage must hold.
 _OBJECT_OWNERS = {"quant_method": "Method", "fused_experts": "Experts", "experts": "Experts",
                   "fallback_experts": "Experts", "moe_kernel": "Kernel", "kernel": "Kernel",
@@ -75,7 +74,7 @@ class SpecIndex:
                                 [*t.module_class, *t.quant_method_class, *t.object_class])
             on_layer = bool(t.module_class) and not t.quant_method_class
             for d in spec.derived:
-                fold = str(getattr(d.kind, "value", d.kind)) == _FOLD
+                fold = d.kind is TensorKind.FOLD
                 name, owner = d.name, d.owner
                 if name.isdigit() and owner:  # an item of a tuple: the site stores the tuple
                     owner, _, name = owner.rpartition(".")
@@ -85,12 +84,12 @@ class SpecIndex:
     def match(self, site: RawSite) -> str | None:
         """The name of the first spec that declares the site, or None."""
         site_classes = set(site.classes)
-        is_fold = site.category == _FOLD
+        is_fold = site.category is CategoryId.FOLD
         if is_fold and any((c, site.attr) in self.declared_folds for c in site.classes):
             return "declared fold"
         role = owner_role(site)
         entries = list(self.by_name.get(site.attr, ()))
-        if site.category == _SET_STORAGE and site.alias_of:
+        if site.category is CategoryId.SET_STORAGE and site.alias_of:
             # `.set_()` into a fused tensor the code then stores: the spec of the fused tensor
             entries += self.by_name.get(site.alias_of.rsplit(".", 1)[-1], ())
         for spec_name, owner, classes, fold, on_layer in entries:
@@ -234,7 +233,7 @@ def suggest_spec(site: RawSite, file: str) -> str:
         f"      owner: {_yaml_str(owner)}",
         f"      kind: {site.kind}",
     ]
-    if site.kind == "alias":
+    if site.kind is TensorKind.ALIAS:
         of = (site.alias_of or "TODO").split(".", 1)
         lines.append(f"      of: {_yaml_str(of[1] if len(of) > 1 else of[0])}")
     else:

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import enum
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from derivgraph._enum import StrEnum
 from derivgraph.audit.static import lazy_accessor, named_modules, read_sites
 from derivgraph.audit.static.alternation import words_pattern
 from derivgraph.audit.static.def_text import def_end
@@ -100,7 +100,7 @@ _UNPACK_TARGETS = re.compile(r"[ \t]*[\w.]+(?:[ \t]*,[ \t]*[\w.]+)+[ \t]*,?[ \t]
 """A line whose targets are a tuple of dotted names: ``self.k, self.v = k, v``."""
 
 
-class ReaderKind(enum.Enum):
+class ReaderKind(StrEnum):
     """How code after loading reads the tensor."""
 
     KERNEL_CALL = "kernel-call"  # an argument of a kernel or op call

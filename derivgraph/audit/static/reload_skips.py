@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import Any
 
 from derivgraph.audit.static.semantics import Store, classify
-from derivgraph.audit.static.sites import RawSite
+from derivgraph.audit.static.sites import CategoryId, RawSite
 
 __all__ = ["FALLBACK_SKIP_SET", "REBIND_CATEGORIES", "RULE_ROUND", "SKIP_NAMES", "SKIP_SET_FILE",
            "mark_reload_skipped", "skip_set", "skip_set_of"]
@@ -41,7 +41,8 @@ FALLBACK_SKIP_SET = frozenset({"_expert_map", "expert_mask", "expert_global_to_p
                                "expert_physical_to_global", "expert_local_to_global",
                                "e_score_correction_bias", "bias"})
 """vLLM 0.33.0's ``SKIP_TENSORS``: used only when the scanned tree has no :data:`SKIP_SET_FILE`."""
-REBIND_CATEGORIES = frozenset({"data-rebind", "register", "tensor-attr"})
+REBIND_CATEGORIES = frozenset({CategoryId.DATA_REBIND, CategoryId.REGISTER,
+                               CategoryId.TENSOR_ATTR})
 """Categories whose store always binds new storage (or a new object) to the parameter."""
 RULE_ROUND = 28
 """The issue-21 round that added this rule (:attr:`.sites.RawSite.rule_round`)."""

@@ -50,7 +50,7 @@ from derivgraph.audit.static.load_roots import (
 )
 from derivgraph.audit.static.property_chains import lineage_chains
 from derivgraph.audit.static.scope import FuncNode, ModuleScope, Reached
-from derivgraph.audit.static.sites import RawSite
+from derivgraph.audit.static.sites import CategoryId, RawSite
 from derivgraph.audit.static.stores import StoreRules
 from derivgraph.audit.static.values import is_allocation, is_construction
 from derivgraph.audit.static.vocab import (
@@ -61,6 +61,7 @@ from derivgraph.audit.static.vocab import (
     looks_like_tensor_attr,
 )
 from derivgraph.audit.static.walk import walk
+from derivgraph.spec.kinds import TensorKind
 
 __all__ = ["FunctionAudit", "audit_function", "audit_lazy_caches", "nested_first", "returns_tensor"]
 
@@ -90,7 +91,7 @@ def audit_lazy_caches(scope: ModuleScope, imports: dict[str, str],
             q = f"{cls}.{name}"
             reached = Reached(func, cls, q, (q,), scope.lineage(cls))
             audit = FunctionAudit(reached, imports, returns_for(cls), scope)
-            out += [s for s in audit.run() if s.category == "lazy-cache"]
+            out += [s for s in audit.run() if s.category is CategoryId.LAZY_CACHE]
     return out
 
 
@@ -228,8 +229,8 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
         self._block(func.body)
         self._name_set_storage()
         for stmt, attr, value, inner in forwarded_stores(func, self.index.calls):
-            self._emit(stmt, attr, "self", "alias", forward_reason(short(value, 60), inner),
-                       value, "attribute")
+            self._emit(stmt, attr, "self", CategoryId.ALIAS,
+                       forward_reason(short(value, 60), inner), value, TensorKind.ATTRIBUTE)
             self.sites[-1] = dataclasses.replace(self.sites[-1], forwards=inner)
         if self.reached.model_load_only:
             self._load_fills(func)
@@ -255,9 +256,9 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
                 continue
             # the allocation's own store, when this step makes it, is this copy's site
             self.sites = [s for s in self.sites if (s.line, s.attr) != (line, attr)]
-            self._emit(node, attr, owner, "tensor-attr",
+            self._emit(node, attr, owner, CategoryId.TENSOR_ATTR,
                        f"allocated once, filled by `{short(node, 60)}` when the model loads",
-                       node.args[0], "attribute", line=line, col=0, derives=source)
+                       node.args[0], TensorKind.ATTRIBUTE, line=line, col=0, derives=source)
 
     def _name_set_storage(self) -> None:
         """A ``.set_()`` onto a local that is then stored (``self._fused = fused``) names that
@@ -348,9 +349,9 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
         if chain not in self.guards or not self._from_weights(stmt.value):
             return False
         owner = attr_chain(stmt.target.value) or ""
-        self._emit(stmt, stmt.target.attr, owner, "lazy-cache",
+        self._emit(stmt, stmt.target.attr, owner, CategoryId.LAZY_CACHE,
                    f"built once behind `if {chain} is None`: a weight-free start, then "
-                   f"`{short(stmt)}`", stmt.value, "scalar")
+                   f"`{short(stmt)}`", stmt.value, TensorKind.SCALAR)
         return True
 
     def _block_without(self, body: list[ast.stmt], name: str) -> None:
@@ -540,8 +541,8 @@ class FunctionAudit(CallRules, FoldRules, StoreRules, HandoffRules):
 
     # ---- output --------------------------------------------------------------------------------
 
-    def _emit(self, stmt: ast.stmt, attr: str, owner: str, category: str, reason: str,
-              value: ast.expr, kind: str, alias_of: str | None = None,
+    def _emit(self, stmt: ast.stmt, attr: str, owner: str, category: CategoryId, reason: str,
+              value: ast.expr, kind: TensorKind, alias_of: str | None = None,
               line: int | None = None, col: int | None = None, persistent: bool = True,
               view_of_kept: bool = False, refilled: bool = False,
               derives: str | None = None) -> None:

@@ -47,7 +47,7 @@ from derivgraph.audit.static.scope import (
 )
 from derivgraph.audit.static.segments import BlockParses
 from derivgraph.audit.static.semantics import semantics_of
-from derivgraph.audit.static.sites import RawSite
+from derivgraph.audit.static.sites import CategoryId, RawSite
 from derivgraph.audit.static.sources import collect_files, locate_package
 from derivgraph.audit.static.tree_facts import TREE_FACTS_PER_WORKER, FileFacts, tree_facts
 from derivgraph.errors import PackageNotFound
@@ -296,7 +296,7 @@ def _mark_built_once(sites: dict[Any, tuple[int, RawSite]],
     the reload refills in place."""
     def built_class(site: RawSite) -> str | None:
         root = site.via[0] if site.via else ""
-        shares = site.view_of_kept or site.category == "alias"
+        shares = site.view_of_kept or site.category is CategoryId.ALIAS
         if (site.from_weights and not shares) or not is_constructor_root(root,
                                                                          context.ancestors):
             return None
@@ -379,16 +379,16 @@ def _finding(src: SourceFile, site: RawSite, index: SpecIndex) -> StaticFinding:
     rule = semantics_of(site)
     category, reason = site.category, site.reason
     if site.attr.startswith("<"):
-        category = "dynamic-name"
+        category = CategoryId.DYNAMIC_NAME
         reason = f"{site.category} with a computed name: {reason}"
     holder = site.cls or site.function
     return StaticFinding(
         file=src.display, line=site.line, col=site.col, attr=site.attr, category=category,
         reason=reason, cls=site.cls, function=site.function, owner=site.owner,
         expr=site.expr, kind=site.kind, via=site.via, declared=spec is not None, spec=spec,
-        suggestion=None if spec or category == "dynamic-name" else suggest_spec(site,
+        suggestion=None if spec or category is CategoryId.DYNAMIC_NAME else suggest_spec(site,
                                                                                 src.display),
-        root=src.root, severity=rule.severity, store=rule.store.value, derives_from=site.derives,
+        root=src.root, severity=rule.severity, store=rule.store, derives_from=site.derives,
         consequence=rule.consequence, fix=rule.fix,
         qualname=f"{src.module}.{holder}" if src.module else holder, rule_round=site.rule_round,
     )

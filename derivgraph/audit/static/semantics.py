@@ -30,9 +30,11 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from derivgraph._enum import StrEnum
 from derivgraph.audit.static.loaders import loader_rebind
 from derivgraph.audit.static.scope import MODULE_CLASS_NAMES, is_rebuilt_lineage
-from derivgraph.audit.static.sites import RawSite
+from derivgraph.audit.static.sites import CategoryId, RawSite
+from derivgraph.spec.kinds import TensorKind
 
 __all__ = ["ENGINES", "VLLM_0_33", "Engine", "OwnerRole", "Semantics", "Severity", "Store",
            "classify", "owner_role", "refine", "runs_on_kept", "semantics_of"]
@@ -60,7 +62,7 @@ class Severity(enum.Enum):
 _RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 
-class Store(enum.Enum):
+class Store(StrEnum):
     """Where a site keeps its derived state."""
 
     LAYER_PARAMETER = "layer-parameter"  # a registered Parameter or persistent buffer of a layer
@@ -273,14 +275,14 @@ def owner_role(site: RawSite) -> OwnerRole:
 
 
 _STORE_OF_CATEGORY = {
-    "host-scalar": Store.HOST_SCALAR,
-    "captured-tensor": Store.CAPTURED,
-    "lazy-cache": Store.LAZY_CACHE,
-    "container": Store.CONTAINER,
-    "set-storage": Store.STORAGE_SWAP,
-    "fold": Store.IN_PLACE_FOLD,
-    "alias": Store.REFERENCE,
-    "loader-bypass": Store.LOADER_BYPASS,
+    CategoryId.HOST_SCALAR: Store.HOST_SCALAR,
+    CategoryId.CAPTURED_TENSOR: Store.CAPTURED,
+    CategoryId.LAZY_CACHE: Store.LAZY_CACHE,
+    CategoryId.CONTAINER: Store.CONTAINER,
+    CategoryId.SET_STORAGE: Store.STORAGE_SWAP,
+    CategoryId.FOLD: Store.IN_PLACE_FOLD,
+    CategoryId.ALIAS: Store.REFERENCE,
+    CategoryId.LOADER_BYPASS: Store.LOADER_BYPASS,
 }
 """Categories whose store does not depend on the receiver."""
 
@@ -293,20 +295,20 @@ def classify(site: RawSite) -> Store:
         return Store.PLACEHOLDER
     if cat in _STORE_OF_CATEGORY:
         return _STORE_OF_CATEGORY[cat]
-    if cat == "register":
+    if cat is CategoryId.REGISTER:
         if role is OwnerRole.ATTENTION_MODULE:
             return Store.LIVE_ATTENTION_TENSOR
-        if site.kind == "buffer" and not site.persistent:
+        if site.kind is TensorKind.BUFFER and not site.persistent:
             return Store.NON_PERSISTENT_BUFFER
         return Store.LAYER_PARAMETER
-    if cat in ("replace-layout", "data-rebind"):
+    if cat is CategoryId.REPLACE_LAYOUT or cat is CategoryId.DATA_REBIND:
         if role is OwnerRole.OBJECT:
             return Store.OBJECT_ATTRIBUTE
         return Store.LAYER_PARAMETER
     # tensor-attr
     if role is OwnerRole.OBJECT:
         return Store.OBJECT_ATTRIBUTE
-    if site.kind == "parameter":
+    if site.kind is TensorKind.PARAMETER:
         if role is OwnerRole.ATTENTION_MODULE:
             return Store.LIVE_ATTENTION_TENSOR
         return Store.LAYER_PARAMETER  # nn.Module.__setattr__ registers it: the copy-back keeps it
@@ -363,7 +365,7 @@ def refine(site: RawSite, store: Store) -> Store:
         # (refilled in place); any other rerunning step runs on the reload's temporaries, so
         # the view aliases a temporary, exactly as a reference to it would
         return Store.VIEW_OF_KEPT if runs_on_kept(site) else Store.REFERENCE
-    if site.view_of_kept and site.category == "register":
+    if site.view_of_kept and site.category is CategoryId.REGISTER:
         return Store.VIEW_OF_KEPT  # a buffer over the storage of a tensor the layer keeps
     if (store in (Store.LAYER_ATTRIBUTE, Store.OBJECT_ATTRIBUTE) and site.weight_free
             and not site.constructed):

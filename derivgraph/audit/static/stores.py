@@ -23,6 +23,7 @@ from derivgraph.audit.static.ast import (
 from derivgraph.audit.static.infer import TensorInference, TensorInfo, attr_chain, call_name
 from derivgraph.audit.static.returned_copies import refilled_in_place, returned_copies
 from derivgraph.audit.static.scope import ModuleScope, Reached
+from derivgraph.audit.static.sites import CategoryId
 from derivgraph.audit.static.values import (
     COPY_METHODS,
     LOADED_NAMES,
@@ -44,6 +45,7 @@ from derivgraph.audit.static.vocab import (
     looks_like_tensor_attr,
 )
 from derivgraph.audit.static.walk import walk
+from derivgraph.spec.kinds import TensorKind
 
 __all__ = ["StoreRules"]
 
@@ -84,8 +86,8 @@ class StoreRules:
         scalar_functions: frozenset[str]
         _copies: bool | None
 
-        def _emit(self, stmt: ast.stmt, attr: str, owner: str, category: str, reason: str,
-                  value: ast.expr, kind: str, alias_of: str | None = None,
+        def _emit(self, stmt: ast.stmt, attr: str, owner: str, category: CategoryId, reason: str,
+                  value: ast.expr, kind: TensorKind, alias_of: str | None = None,
                   line: int | None = None, col: int | None = None,
                   persistent: bool = True, view_of_kept: bool = False,
                   refilled: bool = False, derives: str | None = None) -> None: ...
@@ -108,8 +110,9 @@ class StoreRules:
             if dtype_view_of(value, owner, self.imports):
                 return  # x.data = x.data.view(torch.<dtype>): the same storage, reinterpreted
             for base, attr in self._targets(owner):
-                self._emit(stmt, attr, base, "data-rebind",
-                           f"`{owner}.data` is rebound to {short(value)}", value, "parameter")
+                self._emit(stmt, attr, base, CategoryId.DATA_REBIND,
+                           f"`{owner}.data` is rebound to {short(value)}", value,
+                           TensorKind.PARAMETER)
             return
         self._classify_store(target, owner, target.attr, value, stmt)
 
@@ -123,15 +126,16 @@ class StoreRules:
             scalar = f"{self.scalar_locals[value.id]} (through local {value.id})"
         if scalar:
             if f"{owner}.{attr}" in self.guards:  # a host scalar taken once, on first use
-                self._emit(stmt, attr, owner, "lazy-cache",
+                self._emit(stmt, attr, owner, CategoryId.LAZY_CACHE,
                            f"built once behind `if {owner}.{attr} is None`: {scalar}", value,
-                           "scalar")
+                           TensorKind.SCALAR)
                 return
-            self._emit(stmt, attr, owner, "host-scalar", scalar, value, "scalar")
+            self._emit(stmt, attr, owner, CategoryId.HOST_SCALAR, scalar, value, TensorKind.SCALAR)
             return
         captured = self._captured_reason(value)
         if captured:
-            self._emit(stmt, attr, owner, "captured-tensor", captured, value, "attribute")
+            self._emit(stmt, attr, owner, CategoryId.CAPTURED_TENSOR, captured, value,
+                       TensorKind.ATTRIBUTE)
             return
         info = self.inf.infer(value)
         if info is None and isinstance(value, ast.Call) and is_getattr(value):
@@ -348,8 +352,8 @@ class StoreRules:
         if info.param:
             return  # a tensor handed in by the caller: the caller's allocation is the site
         if not info.fresh and info.why.startswith("a container") and info.source is None:
-            self._emit(stmt, attr, owner, "container", f"stores {info.why} (references)", value,
-                       "alias", **at)
+            self._emit(stmt, attr, owner, CategoryId.CONTAINER,
+                       f"stores {info.why} (references)", value, TensorKind.ALIAS, **at)
             return
         if not info.fresh:
             source = info.source or self._source_of(value)
@@ -359,26 +363,28 @@ class StoreRules:
                 # a second name for a tensor the object holds (or just stored): the object
                 # keeps or rebuilds both together, and the first store is the site
                 return
-            self._emit(stmt, attr, owner, "alias", f"stores a reference to `{source}`", value,
-                       "alias", alias_of=source, **at)
+            self._emit(stmt, attr, owner, CategoryId.ALIAS,
+                       f"stores a reference to `{source}`", value, TensorKind.ALIAS,
+                       alias_of=source, **at)
             return
         if isinstance(value, ast.Name) and value.id in self.stored_locals:
             first = self.stored_locals[value.id]
-            self._emit(stmt, attr, owner, "alias",
+            self._emit(stmt, attr, owner, CategoryId.ALIAS,
                        f"the same tensor object as `{first}` (both hold local {value.id})", value,
-                       "alias", alias_of=first, **at)
+                       TensorKind.ALIAS, alias_of=first, **at)
             return
         if isinstance(value, ast.Name):
             self.stored_locals[value.id] = path
         backs_kept = isinstance(value, ast.Name) and value.id in self.backing
-        kind = "parameter" if info.parameter else ("view" if info.view else "attribute")
+        kind = TensorKind.PARAMETER if info.parameter else (
+            TensorKind.VIEW if info.view else TensorKind.ATTRIBUTE)
         what = "a new Parameter" if info.parameter else ("a view" if info.view else "a new tensor")
         why = f"stores {what}: {info.why}"
         if unpacked:
             why += f", unpacked into {path}"
         if info.parameter:
             why += "; replaces the registered Parameter object (and drops its weight_loader)"
-        category = "tensor-attr"
+        category = CategoryId.TENSOR_ATTR
         refilled = False
         if path in self.guards:
             if self._copies is None:
@@ -395,10 +401,10 @@ class StoreRules:
             elif self._copies:
                 return  # refilled with copy_ into something else: the keep-the-object pattern
             else:
-                category = "lazy-cache"
+                category = CategoryId.LAZY_CACHE
                 why = f"built once behind `if {path} is None`: {why}"
         elif is_container(value) or info.why.startswith(("a container", "a list")):
-            category = "container"
+            category = CategoryId.CONTAINER
         if backs_kept:
             why += " (tensors kept by the layer were `.set_()` into it: it shares their storage)"
         # a local container filled item by item: its weight is in the items, not its `{}`
@@ -432,10 +438,10 @@ class StoreRules:
             return
         if not info.fresh and info.source and info.source.split("[")[0] == chain:
             return  # the container's own entry, re-wrapped over the same storage
-        self._emit(stmt, attr, owner_base(chain), "container",
+        self._emit(stmt, attr, owner_base(chain), CategoryId.CONTAINER,
                    f"puts {'a new tensor' if info.fresh else 'a reference'} into "
                    f"`{chain}[...]` ({info.why})", value,
-                   "attribute" if info.fresh else "alias")
+                   TensorKind.ATTRIBUTE if info.fresh else TensorKind.ALIAS)
 
     def _container_call(self, call: ast.Call, stmt: ast.stmt) -> None:
         """``self.tensors.append(t)`` / ``.extend`` / ``.insert``."""
@@ -451,9 +457,10 @@ class StoreRules:
         info = self.inf.infer(value)
         if info is None or info.param or value is None:
             return
-        self._emit(stmt, owner_attr(chain), owner_base(chain), "container",
+        self._emit(stmt, owner_attr(chain), owner_base(chain), CategoryId.CONTAINER,
                    f"`{chain}.{f.attr}(...)` adds {'a new tensor' if info.fresh else 'a reference'}"
-                   f" ({info.why})", value, "attribute" if info.fresh else "alias")
+                   f" ({info.why})", value,
+                   TensorKind.ATTRIBUTE if info.fresh else TensorKind.ALIAS)
 
     def _fill_local(self, name: str, value: ast.expr) -> None:
         """``tables[k] = <from weights>`` (or ``.append``) into a local container: a tensor (by

@@ -138,12 +138,13 @@ def test_canary_a_container_of_another_class_is_not_matched(audit):
 
 
 def test_canary_only_a_layer_attribute_store_is_looked_for_on_the_layer():
+    from derivgraph.audit.static.semantics import Store
     from vllm_integration.executable_audit import _holders
 
     of = {"XPUMxFp8LinearKernel": {"XPUMxFp8LinearKernel"}}
-    store = type("F", (), {"cls": "XPUMxFp8LinearKernel", "store": "layer-attribute"})()
+    store = type("F", (), {"cls": "XPUMxFp8LinearKernel", "store": Store.LAYER_ATTRIBUTE})()
     assert _holders(store, of, {"CaseLayer"}) == {"XPUMxFp8LinearKernel", "CaseLayer"}
-    store.store = "object-attribute"  # plant: kept on the kernel, not on the layer
+    store.store = Store.OBJECT_ATTRIBUTE  # plant: kept on the kernel, not on the layer
     assert _holders(store, of, {"CaseLayer"}) == {"XPUMxFp8LinearKernel"}
 
 
