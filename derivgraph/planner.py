@@ -42,6 +42,7 @@ from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.transaction import ModelTransaction
 from derivgraph.errors import AdoptionError, Rule, SpecIssue, SpecValidationError
 from derivgraph.paths import get_path
+from derivgraph.runtime.column_layout import ColumnLayouts
 from derivgraph.runtime.containers import collect_containers
 from derivgraph.runtime.engine import foreach_copy
 from derivgraph.runtime.entry_columns import EntryColumn, entry_columns
@@ -199,9 +200,13 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
     in_columns = {i for column in columns for i in column.ids}
     try:
         fills: list[tuple[torch.Tensor, torch.Tensor]] = []  # new storage, its value
+        # the columns' layouts, proved once where they are made: the compile's readers
+        # take them instead of reading each tensor again (dropped when the compile ends)
+        book = plan.tensors.layouts = ColumnLayouts()
         with torch.no_grad():
             for column in columns:
-                column.allocate(list(map(values.__getitem__, column.ids)), fills, allocate_like)
+                column.allocate(list(map(values.__getitem__, column.ids)), fills, allocate_like,
+                                book)
             for entry, extra in planned:
                 if entry.id not in in_columns:
                     _materialize(plan, entry, extra, fills)
@@ -220,6 +225,8 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
     except BaseException:
         transaction.rollback()
         raise
+    finally:
+        plan.tensors.layouts = None
     # the closed rows' node ids pay during the compile's sweeps; a plan does not keep them
     # (~8 MB at 100k derived tensors; a later sweep rebuilds them from the tables)
     graph.closed_cache = (-1, None)

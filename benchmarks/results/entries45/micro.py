@@ -1,0 +1,88 @@
+"""In-process A/B of the readers that take the entry columns' layout records, on one 100k
+scaling plan (stamped): each reader with the compile's layout book (mine) vs without it (the
+per-tensor sweeps, the base rule), alternating ``--rounds`` times on the same inputs (results
+checked equal first); process seconds, medians. Run from the worktree root:
+
+    PYTHONPATH=. python3 benchmarks/results/entries45/micro.py --rounds 11
+"""
+
+import argparse
+import gc
+import statistics
+import time
+
+from derivgraph import planner
+from derivgraph.compiler import lower_layers, schedule_layers
+from derivgraph.compiler.stamp import stamping
+from derivgraph.planner import compile_plan
+from derivgraph.runtime import column_layout
+from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--size", type=int, default=100000)
+parser.add_argument("--rounds", type=int, default=7)
+parser.add_argument("--only", default="")
+args = parser.parse_args()
+
+books = []
+
+
+class Kept(column_layout.ColumnLayouts):  # the compile's book, kept for the harness
+    __slots__ = ()
+
+    def __init__(self):
+        super().__init__()
+        books.append(self)
+
+
+planner.ColumnLayouts = Kept
+values_of = {}
+_evaluate_all = planner._evaluate_all
+
+
+def keep_values(*a, **k):
+    out = _evaluate_all(*a, **k)
+    values_of["v"] = out
+    return out
+
+
+planner._evaluate_all = keep_values
+spec = scaling_spec()
+gc.disable()
+with stamping(True):
+    plan = compile_plan(scaling_model(args.size // 4), [spec])
+book, values = books[-1], values_of["v"]
+ctx = plan.tensors
+print(f"book: {len(book)} tensors", flush=True)
+
+
+def with_book(fn):
+    def run():
+        ctx.layouts = book
+        try:
+            return fn()
+        finally:
+            ctx.layouts = None
+    return run
+
+
+cases = {
+    "provable_layers": (lambda: lower_layers.provable_layers(ctx),
+                        lambda rows: [(id(t.template[0]), len(t)) for t in rows]),
+}
+for name, (fn, facts) in cases.items():
+    if args.only and name not in args.only.split(","):
+        continue
+    run_base, run_mine = fn, with_book(fn)
+    assert facts(run_base()) == facts(run_mine()), name
+    times = {"base": [], "mine": []}
+    for _ in range(args.rounds):
+        for tag, f in (("base", run_base), ("mine", run_mine)):
+            start = time.process_time()
+            f()
+            times[tag].append(time.process_time() - start)
+    b, m = statistics.median(times["base"]), statistics.median(times["mine"])
+    wins = sum(x < y for x, y in zip(times["mine"], times["base"]))
+    print(f"{name:24s} base {b:.4f}  mine {m:.4f}  delta {m - b:+.4f} s  "
+          f"mine faster {wins}/{args.rounds}  base={[round(x, 4) for x in times['base']]} "
+          f"mine={[round(x, 4) for x in times['mine']]}", flush=True)

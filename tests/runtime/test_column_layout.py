@@ -1,0 +1,164 @@
+"""Layout facts proved once per entry column (:mod:`derivgraph.runtime.column_layout`).
+
+The record (:func:`column_layout`) and the book (:class:`ColumnLayouts`) by hand; the compile's
+book on the scaling workload (stamped, 12 layers): every allocated column of the template
+(``inv``, ``prod``, ``strides``) has one record for its storages, asserted against each storage
+read one by one, and the plan keeps no book after its compile. Each reader that takes the
+record answers as the per-tensor sweeps do (the same answer with the book and without it), a
+tensor the book does not hold (an entry given another storage) is read as before, and a record
+that lies is what the reader goes by (the canaries: a planted wrong dtype or shape turns the
+reader's answer).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from derivgraph import compile_plan
+from derivgraph import planner as planner_module
+from derivgraph.compiler import lower_layers
+from derivgraph.compiler.stamp import stamping
+from derivgraph.runtime import column_layout as layout_module
+from derivgraph.runtime import entry_columns as columns_module
+from derivgraph.runtime.column_layout import ColumnLayout, ColumnLayouts, column_layout
+from derivgraph.runtime.entry_columns import AliasColumn, EntryColumn
+from derivgraph.tools.bench_scaling import scaling_spec
+from tests.compiler.test_stamp_reload import _model
+
+
+def test_column_layout_of_one_layout() -> None:
+    values = [torch.zeros(2, 3), torch.ones(2, 3), torch.empty(3, 2).t()]
+    layout = column_layout(values)
+    assert layout is not None
+    assert (layout.type, layout.dtype, layout.shape, layout.device, layout.contiguous) == \
+        (torch.Tensor, torch.float32, torch.Size([2, 3]), torch.device("cpu"), None)
+    assert (layout.numel, layout.is_meta) == (6, False)
+    assert column_layout([torch.zeros(2, device="meta")]).is_meta  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("other", [
+    torch.zeros(3, 2),  # another shape
+    torch.zeros(2, 3, dtype=torch.float64),  # another dtype
+    torch.zeros(2, 3, device="meta"),  # another device
+    torch.nn.Parameter(torch.zeros(2, 3)),  # another type
+    3.0,  # not a tensor
+])
+def test_column_layout_of_mixed_values_is_none(other: Any) -> None:
+    assert column_layout([torch.zeros(2, 3), other]) is None
+    assert column_layout([]) is None
+
+
+def test_book_finds_a_column_whole_or_in_part() -> None:
+    column = [torch.zeros(4) for _ in range(5)]
+    layout = ColumnLayout(torch.Tensor, torch.float32, torch.Size([4]), torch.device("cpu"), True)
+    book = ColumnLayouts()
+    book.add(column, layout)
+    assert len(book) == 5
+    assert book.common(column) is layout  # the column in its order
+    assert book.common(column[3:0:-1]) is layout  # a part of it, in another order
+    stranger = torch.zeros(4)  # same layout, not made by the column
+    assert book.common([*column, stranger]) is None
+    assert book.common([stranger, *column]) is None
+    assert book.common([]) is None
+    assert book.of([column[2], stranger]) == [layout, None]
+    other = ColumnLayout(torch.Tensor, torch.float32, torch.Size([4]), torch.device("cpu"), True)
+    more = [torch.zeros(4)]
+    book.add(more, other)
+    assert book.common([column[0], more[0]]) is None  # two records: no common one
+
+
+def _compile_keeping(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ColumnLayouts,
+                                                              list[EntryColumn]]:
+    """Compile the scaling model (stamping on); the plan, the compile's book and columns."""
+    books: list[ColumnLayouts] = []
+    made: list[EntryColumn] = []
+
+    class Kept(ColumnLayouts):
+        __slots__ = ()
+
+        def __init__(self) -> None:
+            super().__init__()
+            books.append(self)
+
+    build = columns_module.entry_columns
+
+    def recording(*args: Any) -> list[EntryColumn]:
+        found = build(*args)
+        made.extend(found)
+        return found
+
+    monkeypatch.setattr(planner_module, "ColumnLayouts", Kept)
+    monkeypatch.setattr(planner_module, "entry_columns", recording)
+    with stamping(True):
+        plan = compile_plan(_model(), [scaling_spec()])
+    assert len(books) == 1
+    return plan, books[0], made
+
+
+def test_the_compile_records_every_allocated_column(monkeypatch: pytest.MonkeyPatch) -> None:
+    plan, book, made = _compile_keeping(monkeypatch)
+    assert plan.tensors.layouts is None  # kept for the compile only
+    allocated = [c for c in made if type(c) is EntryColumn]
+    assert [c.name for c in allocated] == ["inv", "prod", "strides"]
+    for column in allocated:
+        layout = book.common(column.storages)
+        assert layout is not None and layout.contiguous is True
+        for storage in column.storages:  # the record against each storage, read one by one
+            assert (type(storage), storage.dtype, storage.shape, storage.device,
+                    storage.is_contiguous()) == \
+                (layout.type, layout.dtype, layout.shape, layout.device, layout.contiguous)
+        assert book.common([plan.entries[i].storage for i in column.ids]) is layout
+    aliases = [c for c in made if type(c) is AliasColumn]
+    assert aliases and all(book.common(c.storages) is None for c in aliases)  # not made here
+
+
+def _holds(monkeypatch: pytest.MonkeyPatch, plan: Any, book: ColumnLayouts | None,
+           ) -> list[bool]:
+    """What ``_columns_hold`` answers for each table (the reader of the layer proof)."""
+    answers: list[bool] = []
+    real = lower_layers._columns_hold
+
+    def spy(*args: Any) -> bool:
+        answers.append(real(*args))
+        return answers[-1]
+
+    monkeypatch.setattr(lower_layers, "_columns_hold", spy)
+    plan.tensors.layouts = book
+    try:
+        lower_layers.provable_layers(plan.tensors)
+    finally:
+        plan.tensors.layouts = None
+        monkeypatch.setattr(lower_layers, "_columns_hold", real)
+    return answers
+
+
+def test_layer_proof_answers_as_the_sweeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    plan, book, _ = _compile_keeping(monkeypatch)
+    assert _holds(monkeypatch, plan, book) == _holds(monkeypatch, plan, None) == [True]
+
+
+def test_layer_proof_reads_a_tensor_not_made_by_the_column(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    plan, book, made = _compile_keeping(monkeypatch)
+    entry = plan.entries[made[0].ids[3]]
+    entry.storage = torch.zeros(entry.storage.shape[0] + 1)  # another shape, not in the book
+    assert _holds(monkeypatch, plan, book) == _holds(monkeypatch, plan, None) == [False]
+
+
+@pytest.mark.parametrize("lie", [{"dtype": torch.float64}, {"shape": torch.Size([9])},
+                                 {"contiguous": False}, {"type": torch.nn.Parameter}])
+def test_canary_layer_proof_goes_by_a_lying_record(monkeypatch: pytest.MonkeyPatch,
+                                                   lie: dict[str, Any]) -> None:
+    plan, book, made = _compile_keeping(monkeypatch)
+    column = made[0]
+    true = book.common(column.storages)
+    assert true is not None
+    fields = {"type": true.type, "dtype": true.dtype, "shape": true.shape,
+              "device": true.device, "contiguous": true.contiguous, **lie}
+    liar = ColumnLayouts()
+    liar.add(column.storages, layout_module.ColumnLayout(**fields))
+    assert _holds(monkeypatch, plan, liar) == [False]  # the reader took the record
+    assert _holds(monkeypatch, plan, None) == [True]
