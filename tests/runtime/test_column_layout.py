@@ -162,3 +162,69 @@ def test_canary_layer_proof_goes_by_a_lying_record(monkeypatch: pytest.MonkeyPat
     liar.add(column.storages, layout_module.ColumnLayout(**fields))
     assert _holds(monkeypatch, plan, liar) == [False]  # the reader took the record
     assert _holds(monkeypatch, plan, None) == [True]
+
+
+def _key_facts(monkeypatch: pytest.MonkeyPatch, plan: Any, book: ColumnLayouts | None,
+               ) -> list[tuple[str, bool]]:
+    """What ``_same_key_facts`` answers for each written template step (the group keys'
+    reader), with ``book`` as the context's layout book."""
+    from derivgraph.compiler import codegen, schedule_layers
+    from derivgraph.compiler.lower import Action, lower_steps
+
+    steps = lower_steps(plan.tensors)
+    run, _ = codegen.stage_directly(plan.tensors, steps)
+    answers: list[tuple[str, bool]] = []
+    real = schedule_layers._same_key_facts
+
+    def spy(ctx: Any, layer: Any, step: Any, made: Any) -> bool:
+        answer = real(ctx, layer, step, made)
+        if step.action is Action.OUT:
+            answers.append((step.target, answer))
+        return answer
+
+    monkeypatch.setattr(schedule_layers, "_same_key_facts", spy)
+    plan.tensors.layouts = book
+    try:
+        schedule_layers.row_keys(plan.tensors, run, steps.layers, codegen._group_key)
+    finally:
+        plan.tensors.layouts = None
+        monkeypatch.setattr(schedule_layers, "_same_key_facts", real)
+    return answers
+
+
+def test_group_keys_answer_as_the_sweeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    plan, book, _ = _compile_keeping(monkeypatch)
+    mine = _key_facts(monkeypatch, plan, book)
+    assert mine == _key_facts(monkeypatch, plan, None)
+    assert mine == [("layers.0.inv", True), ("layers.0.prod", True)]
+
+
+def test_group_keys_read_a_tensor_not_made_by_the_column(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    plan, book, made = _compile_keeping(monkeypatch)
+    entry = plan.entries[made[0].ids[3]]  # inv of layer 4
+    entry.storage = torch.zeros_like(entry.storage)  # its layout, not in the book
+    assert book.common([plan.entries[i].storage for i in made[0].ids]) is None
+    mine = _key_facts(monkeypatch, plan, book)
+    assert mine == _key_facts(monkeypatch, plan, None)
+    assert mine == [("layers.0.inv", True), ("layers.0.prod", True)]
+
+
+@pytest.mark.parametrize("lie", [{"dtype": torch.float64}, {"shape": torch.Size([9])},
+                                 {"contiguous": False}, {"type": torch.nn.Parameter},
+                                 {"device": torch.device("meta")}])
+def test_canary_group_keys_go_by_a_lying_record(monkeypatch: pytest.MonkeyPatch,
+                                                lie: dict[str, Any]) -> None:
+    plan, book, made = _compile_keeping(monkeypatch)
+    liar = ColumnLayouts()
+    for column in made:
+        true = book.common(column.storages)
+        if true is None:
+            continue
+        fields = {"type": true.type, "dtype": true.dtype, "shape": true.shape,
+                  "device": true.device, "contiguous": true.contiguous}
+        if column.name == "inv":
+            fields.update(lie)
+        liar.add(column.storages, layout_module.ColumnLayout(**fields))
+    assert _key_facts(monkeypatch, plan, liar) == [("layers.0.inv", False),
+                                                   ("layers.0.prod", True)]

@@ -12,7 +12,7 @@ import statistics
 import time
 
 from derivgraph import planner
-from derivgraph.compiler import lower_layers, schedule_layers
+from derivgraph.compiler import codegen, lower, lower_layers, schedule_layers
 from derivgraph.compiler.stamp import stamping
 from derivgraph.planner import compile_plan
 from derivgraph.runtime import column_layout
@@ -66,9 +66,16 @@ def with_book(fn):
     return run
 
 
+steps = lower.lower_steps(ctx)
+run_steps, _ = codegen.stage_directly(ctx, steps)
 cases = {
     "provable_layers": (lambda: lower_layers.provable_layers(ctx),
                         lambda rows: [(id(t.template[0]), len(t)) for t in rows]),
+    "row_keys": (lambda: schedule_layers.row_keys(ctx, run_steps, steps.layers,
+                                                  codegen._group_key), lambda keys: keys),
+    "build_program (install)": (
+        lambda: codegen.build_program(ctx, codegen.Bindings(), steps, "p"),
+        lambda prog: prog.source),
 }
 for name, (fn, facts) in cases.items():
     if args.only and name not in args.only.split(","):
