@@ -211,6 +211,11 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
                 if entry.id not in in_columns:
                     _materialize(plan, entry, extra, fills)
                 plan.entries[entry.id] = entry
+            for column in columns:  # a template's storage joins its rows' record if it has it
+                layout = book.common(column.storages)
+                template = plan.entries.get(column.template)
+                if layout is not None and template is not None:
+                    book.admit(template.storage, layout)
             foreach_copy([s for s, _ in fills], [v for _, v in fills])  # nothing read them yet
         _raise_if(view_issues((e.node, e.storage,
                                _storage_of(plan, view_base(graph, e.node.input)))

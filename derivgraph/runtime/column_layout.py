@@ -74,10 +74,11 @@ class ColumnLayouts:
     """Tensor (by identity) -> the :class:`ColumnLayout` proved for its column, for the
     tensors :meth:`add` was given (it holds them: their ids stay theirs)."""
 
-    __slots__ = ("_of", "_columns")
+    __slots__ = ("_of", "_columns", "_held")
 
     def __init__(self) -> None:
         self._of: dict[int, ColumnLayout] = {}
+        self._held: list[Any] = []  # the tensors admitted one by one
         # the id of a column's first tensor -> the column and its layout (the common case:
         # a reader asks about a whole column, in its order)
         self._columns: dict[int, tuple[Sequence[Any], ColumnLayout]] = {}
@@ -90,6 +91,17 @@ class ColumnLayouts:
         if tensors:
             self._columns[id(tensors[0])] = (tensors, layout)
         self._of.update(zip(map(id, tensors), repeat(layout)))
+
+    def admit(self, tensor: Any, layout: ColumnLayout) -> bool:
+        """Record ``tensor`` under ``layout`` (a column's template, made apart from its rows)
+        where its own facts, read now, are the record's; whether it was."""
+        if type(tensor) is not layout.type or tensor.dtype != layout.dtype \
+                or tensor.shape != layout.shape or tensor.device != layout.device \
+                or layout.contiguous is not None and tensor.is_contiguous() != layout.contiguous:
+            return False
+        self._held.append(tensor)
+        self._of[id(tensor)] = layout
+        return True
 
     def of(self, tensors: Sequence[Any]) -> list[ColumnLayout | None]:
         """Each tensor's layout record, None for a tensor the book does not hold."""

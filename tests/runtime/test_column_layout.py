@@ -25,7 +25,7 @@ from derivgraph.runtime import column_layout as layout_module
 from derivgraph.runtime import entry_columns as columns_module
 from derivgraph.runtime.column_layout import ColumnLayout, ColumnLayouts, column_layout
 from derivgraph.runtime.entry_columns import AliasColumn, EntryColumn
-from derivgraph.tools.bench_scaling import scaling_spec
+from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 from tests.compiler.test_stamp_reload import _model
 
 
@@ -70,9 +70,10 @@ def test_book_finds_a_column_whole_or_in_part() -> None:
     assert book.common([column[0], more[0]]) is None  # two records: no common one
 
 
-def _compile_keeping(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ColumnLayouts,
-                                                              list[EntryColumn]]:
-    """Compile the scaling model (stamping on); the plan, the compile's book and columns."""
+def _compile_keeping(monkeypatch: pytest.MonkeyPatch, layers: int | None = None,
+                     ) -> tuple[Any, ColumnLayouts, list[EntryColumn]]:
+    """Compile the scaling model (stamping on; ``layers``: that many, else the 12 of
+    ``test_stamp_reload``); the plan, the compile's book and columns."""
     books: list[ColumnLayouts] = []
     made: list[EntryColumn] = []
 
@@ -93,7 +94,8 @@ def _compile_keeping(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ColumnLayout
     monkeypatch.setattr(planner_module, "ColumnLayouts", Kept)
     monkeypatch.setattr(planner_module, "entry_columns", recording)
     with stamping(True):
-        plan = compile_plan(_model(), [scaling_spec()])
+        plan = compile_plan(_model() if layers is None else scaling_model(layers),
+                            [scaling_spec()])
     assert len(books) == 1
     return plan, books[0], made
 
@@ -228,3 +230,55 @@ def test_canary_group_keys_go_by_a_lying_record(monkeypatch: pytest.MonkeyPatch,
         liar.add(column.storages, layout_module.ColumnLayout(**fields))
     assert _key_facts(monkeypatch, plan, liar) == [("layers.0.inv", False),
                                                    ("layers.0.prod", True)]
+
+
+def test_the_compile_admits_each_columns_template(monkeypatch: pytest.MonkeyPatch) -> None:
+    plan, book, made = _compile_keeping(monkeypatch)
+    for column in made:
+        if type(column) is EntryColumn:
+            storages = [plan.entries[column.template].storage, *column.storages]
+            assert book.common(storages) is book.common(column.storages) is not None
+    stranger = ColumnLayout(torch.Tensor, torch.float64, torch.Size([8]), torch.device("cpu"),
+                            True)
+    assert not book.admit(torch.zeros(8), stranger)  # its facts are read: float32
+    assert book.of([torch.zeros(8)]) == [None]
+
+
+def _program(plan: Any, book: ColumnLayouts | None) -> str:
+    """The source of the pass built over ``plan``'s steps, ``book`` as the layout book."""
+    from derivgraph.compiler import codegen
+    from derivgraph.compiler.lower import lower_steps
+
+    steps = lower_steps(plan.tensors)
+    plan.tensors.layouts = book
+    try:
+        return codegen.build_program(plan.tensors, codegen.Bindings(), steps, "p").source
+    finally:
+        plan.tensors.layouts = None
+
+
+#: layers enough for a flat group (``flat.MIN_GROUP``)
+FLAT_LAYERS = 40
+
+
+def test_flat_groups_answer_as_the_sweeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    plan, book, _ = _compile_keeping(monkeypatch, FLAT_LAYERS)
+    mine = _program(plan, book)
+    assert mine == _program(plan, None)
+    assert mine.count("index_copy_") == 2  # inv and prod: each one flat group of 40
+
+
+@pytest.mark.parametrize("lie", [{"contiguous": False}, {"dtype": torch.int16},
+                                 {"shape": torch.Size([1 << 20])}])
+def test_canary_flat_groups_go_by_a_lying_record(monkeypatch: pytest.MonkeyPatch,
+                                                 lie: dict[str, Any]) -> None:
+    plan, book, made = _compile_keeping(monkeypatch, FLAT_LAYERS)
+    inv = made[0]
+    true = book.common(inv.storages)
+    assert inv.name == "inv" and true is not None
+    fields = {"type": true.type, "dtype": true.dtype, "shape": true.shape,
+              "device": true.device, "contiguous": true.contiguous, **lie}
+    liar = ColumnLayouts()
+    liar.add([plan.entries[inv.template].storage, *inv.storages],
+             layout_module.ColumnLayout(**fields))
+    assert _program(plan, liar).count("index_copy_") == 1  # inv's group refused
