@@ -344,7 +344,7 @@ def _mismatches(plan: Plan, values: dict[str, Any]) -> list[str]:
     """The targets of written steps whose storage is not bit for bit their eager value."""
     targets = [s.target for s in plan.steps if s.action in (Action.OUT, Action.COPY)]
     pairs = [(plan.entries[t].storage, values[t]) for t in targets]
-    same = _bits_equal_all(pairs)
+    same = _bits_equal_all(pairs, plan.tensors.layouts)
     return [t for t, ok in zip(targets, same) if not ok]
 
 
@@ -359,21 +359,43 @@ _BATCHED_BITS = {torch.float16: torch.int16, torch.bfloat16: torch.int16,
 _BATCH_NUMEL = 1 << 16
 
 
-def _bits_equal_all(pairs: list[tuple[Any, Any]]) -> list[bool]:
+def _bits_equal_all(pairs: list[tuple[Any, Any]], book: ColumnLayouts | None = None,
+                    ) -> list[bool]:
     """:func:`bits_equal` of each pair: the pairs of one dtype and device whose shapes and
     dtypes agree (small ones) are compared in one concatenation (equal as a whole: each pair
     equal, the pieces having equal sizes); any other pair, and every pair of a batch that
-    differs, on its own."""
+    differs, on its own. ``book``: the pairs whose two tensors it holds are batched by their
+    columns' layout records (proved where they were made), the rest by reading each."""
     out: list[bool | None] = [None] * len(pairs)
     # (dtype, device, the sizes past the first dim: None for 0-dim) -> pair indices; tensors
     # of one batch concatenate along dim 0 as they are (a 0-dim one flattened)
     batches: dict[tuple[torch.dtype, torch.device, Any], list[int]] = {}
-    for i, (a, b) in enumerate(pairs):
+    read: Iterable[int] = range(len(pairs))
+    if book is not None:
+        read = []
+        by_layouts: dict[tuple[Any, Any], list[int]] = {}  # (record, record) -> pair indices
+        for i, held in enumerate(zip(book.of([a for a, _ in pairs]),
+                                     book.of([b for _, b in pairs]))):
+            by_layouts.setdefault(held, []).append(i)
+        for (ours, theirs), members in by_layouts.items():
+            if ours is None or theirs is None:
+                read += members
+            elif ours.dtype == theirs.dtype and ours.shape == theirs.shape \
+                    and ours.device == theirs.device and ours.dtype in _BATCHED_BITS \
+                    and ours.numel <= _BATCH_NUMEL:
+                shape = ours.shape
+                batches.setdefault((ours.dtype, ours.device, shape[1:] if shape else None),
+                                   []).extend(members)
+        read.sort()
+    for i in read:
+        a, b = pairs[i]
         if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype == b.dtype \
                 and a.shape == b.shape and a.device == b.device and a.dtype in _BATCHED_BITS \
                 and a.numel() <= _BATCH_NUMEL:
             shape = a.shape
             batches.setdefault((a.dtype, a.device, shape[1:] if shape else None), []).append(i)
+    for members in batches.values():
+        members.sort()  # each batch in pair order, however its members were found
     for (dtype, _, rest), members in batches.items():
         if len(members) < 2:
             continue

@@ -282,3 +282,56 @@ def test_canary_flat_groups_go_by_a_lying_record(monkeypatch: pytest.MonkeyPatch
     liar.add([plan.entries[inv.template].storage, *inv.storages],
              layout_module.ColumnLayout(**fields))
     assert _program(plan, liar).count("index_copy_") == 1  # inv's group refused
+
+
+def _pairs(plan: Any, made: list[EntryColumn]) -> list[tuple[Any, Any]]:
+    """(storage, value) of every allocated column's rows: the bit check's pairs (the storages
+    hold their values since the compile's first pass)."""
+    return [(s, s.clone()) for c in made if type(c) is EntryColumn for s in c.storages]
+
+
+def _checked(monkeypatch: pytest.MonkeyPatch, pairs: list[tuple[Any, Any]],
+             book: ColumnLayouts | None) -> tuple[list[bool], int]:
+    """``_bits_equal_all`` of ``pairs`` and how many pairs it compared one by one."""
+    compared = []
+    real = planner_module.bits_equal
+
+    def counting(a: Any, b: Any) -> bool:
+        compared.append(1)
+        return real(a, b)
+
+    monkeypatch.setattr(planner_module, "bits_equal", counting)
+    try:
+        return planner_module._bits_equal_all(pairs, book), len(compared)
+    finally:
+        monkeypatch.setattr(planner_module, "bits_equal", real)
+
+
+def test_bit_check_answers_as_the_sweeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    plan, _, made = _compile_keeping(monkeypatch)
+    pairs = _pairs(plan, made)
+    book = ColumnLayouts()
+    for column in made:
+        if type(column) is EntryColumn:
+            layout = column_layout(column.storages)
+            assert layout is not None
+            book.add(column.storages, layout)
+            book.add([theirs for ours, theirs in pairs if any(ours is s for s in
+                                                               column.storages)], layout)
+    assert _checked(monkeypatch, pairs, book) == _checked(monkeypatch, pairs, None) \
+        == ([True] * 33, 0)
+    pairs[4][1][2] += 1.0  # one pair differs: its batch is compared pair by pair
+    pairs[15] = (pairs[15][0], torch.zeros(9))  # another shape, not in the book
+    pairs[16] = (pairs[16][0], pairs[16][1].clone())  # its layout, not in the book
+    mine = _checked(monkeypatch, pairs, book)
+    assert mine == _checked(monkeypatch, pairs, None)
+    assert mine[0] == [i not in (4, 15) for i in range(33)]
+
+
+def test_canary_bit_check_goes_by_a_lying_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    plan, _, made = _compile_keeping(monkeypatch)
+    pairs = _pairs(plan, made)
+    liar = ColumnLayouts()  # every tensor complex: no batch, each pair on its own
+    lie = ColumnLayout(torch.Tensor, torch.complex64, torch.Size([8]), torch.device("cpu"))
+    liar.add([t for pair in pairs for t in pair], lie)
+    assert _checked(monkeypatch, pairs, liar) == ([True] * 33, 33)

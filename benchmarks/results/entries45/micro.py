@@ -73,6 +73,7 @@ cases = {
                         lambda rows: [(id(t.template[0]), len(t)) for t in rows]),
     "row_keys": (lambda: schedule_layers.row_keys(ctx, run_steps, steps.layers,
                                                   codegen._group_key), lambda keys: keys),
+    "bit check (_mismatches)": (lambda: planner._mismatches(plan, values), lambda bad: bad),
     "build_program (install)": (
         lambda: codegen.build_program(ctx, codegen.Bindings(), steps, "p"),
         lambda prog: prog.source),
