@@ -335,3 +335,51 @@ def test_canary_bit_check_goes_by_a_lying_record(monkeypatch: pytest.MonkeyPatch
     lie = ColumnLayout(torch.Tensor, torch.complex64, torch.Size([8]), torch.device("cpu"))
     liar.add([t for pair in pairs for t in pair], lie)
     assert _checked(monkeypatch, pairs, liar) == ([True] * 33, 33)
+
+
+def _refill_facts(table: Any) -> tuple[Any, ...]:
+    """What a refill table precomputes (order, layouts, sizes, spans, flat runs, its guard)."""
+    return (table.ids, table.index, table.dtypes, [tuple(s) for s in table.shapes],
+            table.nbytes, table.spans, [(a, b) for a, b, _ in table.flat], table.whole,
+            table.complete, table._layouts._guard is not None, table._layouts._guards)
+
+
+def _refill_table(plan: Any, book: ColumnLayouts | None) -> Any:
+    from derivgraph.runtime.engine import RefillTable
+
+    return RefillTable(plan.holders.table, plan._refill_targets(), set(plan.constant_entries),
+                       set(plan._opaque()), book)
+
+
+def test_refill_table_answers_as_the_sweeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    plan, book, made = _compile_keeping(monkeypatch)
+    mine = _refill_facts(_refill_table(plan, book))
+    assert mine == _refill_facts(_refill_table(plan, None))
+    assert mine == _refill_facts(plan._refill_table)  # the compile's, made with the book
+    assert mine[2].count(torch.float32) == 24 and mine[2].count(torch.int64) == 12
+    assert mine[9]  # its layout guard built
+    part = ColumnLayouts()  # a book without strides: every storage read
+    for column in made[:2]:
+        part.add(column.storages, book.common(column.storages))  # type: ignore[arg-type]
+    assert _refill_facts(_refill_table(plan, part)) == mine
+
+
+@pytest.mark.parametrize("lie", [{"dtype": torch.float64}, {"shape": torch.Size([2, 4])}])
+def test_canary_refill_table_goes_by_a_lying_record(monkeypatch: pytest.MonkeyPatch,
+                                                    lie: dict[str, Any]) -> None:
+    plan, book, made = _compile_keeping(monkeypatch)
+    liar = ColumnLayouts()
+    for column in made:
+        true = book.common(column.storages)
+        if true is None:
+            continue
+        fields = {"type": true.type, "dtype": true.dtype, "shape": true.shape,
+                  "device": true.device, "contiguous": true.contiguous}
+        if column.name == "inv":
+            fields.update(lie)
+        storages = [plan.entries[column.template].storage, *column.storages]
+        liar.add(storages, layout_module.ColumnLayout(**fields))
+    table = _refill_table(plan, liar)
+    assert _refill_facts(table) != _refill_facts(_refill_table(plan, None))
+    key, value = next(iter(lie.items()))
+    assert (table.dtypes if key == "dtype" else table.shapes).count(value) == 12

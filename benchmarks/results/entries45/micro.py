@@ -66,13 +66,25 @@ def with_book(fn):
     return run
 
 
+from derivgraph.runtime import engine  # noqa: E402
+
 steps = lower.lower_steps(ctx)
+refill_args = (plan.holders.table, plan._refill_targets(), set(plan.constant_entries),
+               set(plan._opaque()))
+
+
+def refill_facts(t):
+    return (t.ids, t.index, t.dtypes, [tuple(s) for s in t.shapes], t.nbytes, t.spans,
+            [(a, b) for a, b, _ in t.flat], t.whole, t.complete, t._layouts._guard is not None,
+            t._layouts._guards)
+
 run_steps, _ = codegen.stage_directly(ctx, steps)
 cases = {
     "provable_layers": (lambda: lower_layers.provable_layers(ctx),
                         lambda rows: [(id(t.template[0]), len(t)) for t in rows]),
     "row_keys": (lambda: schedule_layers.row_keys(ctx, run_steps, steps.layers,
                                                   codegen._group_key), lambda keys: keys),
+    "RefillTable": (lambda: engine.RefillTable(*refill_args, ctx.layouts), refill_facts),
     "bit check (_mismatches)": (lambda: planner._mismatches(plan, values), lambda bad: bad),
     "build_program (install)": (
         lambda: codegen.build_program(ctx, codegen.Bindings(), steps, "p"),
