@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["ColumnLayout", "ColumnLayouts", "book_of", "column_layout"]
+__all__ = ["ColumnLayout", "ColumnLayouts", "book_of", "column_layout", "row_major"]
 
 _dtype, _shape, _device = attrgetter("dtype"), attrgetter("shape"), attrgetter("device")
 
@@ -34,8 +34,9 @@ _dtype, _shape, _device = attrgetter("dtype"), attrgetter("shape"), attrgetter("
 @dataclass(frozen=True, eq=False)
 class ColumnLayout:
     """What every tensor of one column has: its Python type, dtype, shape, device and
-    contiguity (None: not proved); ``numel`` and ``is_meta`` follow from them (compared by
-    identity: one record per column)."""
+    contiguity (True: the row-major strides of its shape, so ``is_contiguous()``; None: not
+    proved); ``numel`` and ``is_meta`` follow from them (compared by identity: one record per
+    column)."""
 
     type: type
     dtype: torch.dtype
@@ -50,6 +51,15 @@ class ColumnLayout:
     @property
     def is_meta(self) -> bool:
         return self.device.type == "meta"
+
+
+def row_major(shape: Sequence[int]) -> tuple[int, ...]:
+    """The strides of a contiguous tensor of ``shape`` as ``torch.empty`` makes it."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
 
 
 def column_layout(values: Sequence[Any]) -> ColumnLayout | None:
@@ -96,9 +106,11 @@ class ColumnLayouts:
         """Record ``tensor`` under ``layout`` (a column's template, made apart from its rows)
         where its own facts, read now, are the record's; whether it was."""
         if type(tensor) is not layout.type or tensor.dtype != layout.dtype \
-                or tensor.shape != layout.shape or tensor.device != layout.device \
-                or layout.contiguous is not None and tensor.is_contiguous() != layout.contiguous:
+                or tensor.shape != layout.shape or tensor.device != layout.device:
             return False
+        if layout.contiguous is False or layout.contiguous and (
+                tensor.layout is not torch.strided or tensor.stride() != row_major(layout.shape)):
+            return False  # a record says row-major strides or nothing
         self._held.append(tensor)
         self._of[id(tensor)] = layout
         return True

@@ -258,7 +258,8 @@ class RefillTable:
         self.nbytes = list(chain.from_iterable(repeat(n * e, k) for k, n, e in sizes))
         self._total = sum(self.nbytes)
         # an all-rebuilt read copies runs of small CPU tensors flat, the rest by foreach
-        self.flat = flat_runs(self.storages, runs)
+        self.flat = flat_runs(self.storages, runs,
+                              None if held is None else [held[i] for i in order])
         self.rest_spans = _without(self.spans, [(a, b) for a, b, _ in self.flat])
         # per target in the sorted order, as a partly rebuilt read's mask is
         self.is_constant = [t in constants for t in self.ids]

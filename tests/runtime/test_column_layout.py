@@ -383,3 +383,67 @@ def test_canary_refill_table_goes_by_a_lying_record(monkeypatch: pytest.MonkeyPa
     assert _refill_facts(table) != _refill_facts(_refill_table(plan, None))
     key, value = next(iter(lie.items()))
     assert (table.dtypes if key == "dtype" else table.shapes).count(value) == 12
+
+
+def test_admit_proves_row_major_strides() -> None:
+    layout = ColumnLayout(torch.Tensor, torch.float32, torch.Size([2, 1, 3]),
+                          torch.device("cpu"), True)
+    book = ColumnLayouts()
+    odd = torch.empty(2, 1, 3).as_strided((2, 1, 3), (3, 7, 1))  # contiguous, not row-major
+    assert odd.is_contiguous() and not book.admit(odd, layout)
+    assert book.admit(torch.empty(2, 1, 3), layout)
+    assert not book.admit(torch.empty(2, 1, 3), ColumnLayout(
+        torch.Tensor, torch.float32, torch.Size([2, 1, 3]), torch.device("cpu"), False))
+
+
+def test_span_of_run_is_span_of() -> None:
+    from derivgraph.compiler import flat
+
+    tensors = [torch.zeros(4, 2) for _ in range(6)]
+    mine = flat.span_of_run(tensors, torch.float32, torch.Size([4, 2]))
+    sweeps = flat.span_of(tensors)
+    assert mine is not None and sweeps is not None
+    assert (mine.low, mine.itemsize, mine.view.shape) == \
+        (sweeps.low, sweeps.itemsize, sweeps.view.shape)
+    assert flat.span_of_run([], torch.float32, torch.Size([4])) is None
+    assert flat.span_of_run([torch.zeros(0)], torch.float32, torch.Size([0])) is None
+
+
+def _flat_facts(table: Any) -> list[tuple[Any, ...]]:
+    """Each flat copy of a refill table: its run, rows, starts and buffer."""
+    return [(a, b, c.rows.shape, c.starts.tolist(), c.buf.shape, c.buf.dtype)
+            for a, b, c in table.flat]
+
+
+def test_refill_flat_runs_answer_as_the_sweeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    from derivgraph.runtime import flat_copy
+
+    plan, book, _ = _compile_keeping(monkeypatch, FLAT_LAYERS)
+    calls: list[bool] = []
+    real = flat_copy.flat.span_of_run
+
+    def counting(*args: Any) -> Any:
+        calls.append(True)
+        return real(*args)
+
+    monkeypatch.setattr(flat_copy.flat, "span_of_run", counting)
+    mine = _flat_facts(_refill_table(plan, book))
+    assert len(calls) == 2  # float32 (inv, prod: 80 targets), int64 (strides: 40)
+    assert mine == _flat_facts(_refill_table(plan, None)) and len(mine) == 2
+    assert len(calls) == 2  # without the book: the sweeps
+
+
+def test_canary_refill_flat_runs_go_by_a_lying_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    plan, book, made = _compile_keeping(monkeypatch, FLAT_LAYERS)
+    liar = ColumnLayouts()
+    for column in made:
+        true = book.common(column.storages)
+        if true is None:
+            continue
+        shape = torch.Size([16]) if column.name == "strides" else true.shape
+        liar.add([plan.entries[column.template].storage, *column.storages],
+                 ColumnLayout(true.type, true.dtype, shape, true.device, True))
+    lied = _flat_facts(_refill_table(plan, liar))
+    truth = _flat_facts(_refill_table(plan, None))
+    assert [f[:2] for f in lied] != [f[:2] for f in truth] or \
+        [f[2] for f in lied] != [f[2] for f in truth]
