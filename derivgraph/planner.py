@@ -81,13 +81,15 @@ class CompileValues(EagerInterpreter):
         return value
 
 
-def _evaluate_all(graph: DerivedGraph, sources: dict[str, Any] | None = None) -> dict[str, Any]:
+def _evaluate_all(graph: DerivedGraph, sources: dict[str, Any] | None = None,
+                  book: ColumnLayouts | None = None) -> dict[str, Any]:
     """Every node's value (reads only; ``sources``: source tensors already read, by path); an
-    op that raises is a DG030 issue naming the node."""
+    op that raises is a DG030 issue naming the node. ``book``: where the stamped columns'
+    values' layouts are recorded (known where one call made a column)."""
     interp = CompileValues(graph, sources)
     order = graph.ordered()
     with torch.no_grad():
-        evaluate_columns(graph, interp.env, interp.source_at)  # stamped layers: one call a column
+        evaluate_columns(graph, interp.env, interp.source_at, book)  # one call a column
         try:
             interp.run(order)
         except Exception as exc:  # re-raised as a spec issue that names the node
@@ -179,7 +181,10 @@ def _prepare(model: nn.Module, specs: Iterable[Spec] | None,
     plan.relayout = refresh_layouts  # run(strict=False) re-allocates through the driver
     # the sources as building the graph read them (nothing was written since), then dropped
     sources, graph.read_sources = graph.read_sources, {}
-    values = _evaluate_all(graph, sources)
+    # the layouts of the columns' values and storages, proved where they are made: the
+    # compile's readers take them instead of reading each tensor again (_compile drops them)
+    plan.tensors.layouts = ColumnLayouts()
+    values = _evaluate_all(graph, sources, plan.tensors.layouts)
     owners = PathReader(model)
     planned = adopt_or_allocate(plan, values, owners)
     _raise_if(view_issues((e.node, values.get(e.id), values.get(x.base))
@@ -200,9 +205,8 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
     in_columns = {i for column in columns for i in column.ids}
     try:
         fills: list[tuple[torch.Tensor, torch.Tensor]] = []  # new storage, its value
-        # the columns' layouts, proved once where they are made: the compile's readers
-        # take them instead of reading each tensor again (dropped when the compile ends)
-        book = plan.tensors.layouts = ColumnLayouts()
+        book = plan.tensors.layouts or ColumnLayouts()  # made by _prepare
+        plan.tensors.layouts = book
         with torch.no_grad():
             for column in columns:
                 column.allocate(list(map(values.__getitem__, column.ids)), fills, allocate_like,

@@ -68,6 +68,8 @@ def column_layout(values: Sequence[Any]) -> ColumnLayout | None:
     tensor."""
     if not values:
         return None
+    if all(map(is_, values, repeat(values[0]))):  # one object (a shared constant): read once
+        values = values[:1]
     types = set(map(type, values))
     if len(types) != 1 or not issubclass(next(iter(types)), torch.Tensor):
         return None

@@ -72,18 +72,21 @@ class EntryColumn:
                  book: ColumnLayouts | None = None) -> None:
         """Fresh storage for every row (``allocate(value, kind)``: contiguous, of its value's
         dtype, shape and device), appended with its value to ``fills``; each row's entry holds
-        its storage. ``book``: where the values have one layout
-        (:func:`~derivgraph.runtime.column_layout.column_layout`), it records theirs and the
-        storages' (the same, contiguous: by construction)."""
+        its storage. ``book``: where the values have one layout (its record of them, else
+        :func:`~derivgraph.runtime.column_layout.column_layout`), it records theirs and the
+        storages' (the same, with row-major strides: by construction)."""
         self.storages = list(map(allocate, values, repeat(TensorKind.ATTRIBUTE)))
         fills += zip(self.storages, values)
         deque(map(setattr, self.entries, repeat("storage"), self.storages), 0)
         if book is None:
             return
-        layout = column_layout(values)
+        layout = book.common(values)  # the values of a column evaluated as one call
+        if layout is None:
+            layout = column_layout(values)
+            if layout is not None:
+                book.add(values, layout)
         types = set(map(type, self.storages))
         if layout is not None and len(types) == 1:
-            book.add(values, layout)
             book.add(self.storages, ColumnLayout(types.pop(), layout.dtype, layout.shape,
                                                  layout.device, True))
 

@@ -447,3 +447,44 @@ def test_canary_refill_flat_runs_go_by_a_lying_record(monkeypatch: pytest.Monkey
     truth = _flat_facts(_refill_table(plan, None))
     assert [f[:2] for f in lied] != [f[:2] for f in truth] or \
         [f[2] for f in lied] != [f[2] for f in truth]
+
+
+def test_column_layout_of_one_object_reads_it_once() -> None:
+    shared = torch.zeros(3, dtype=torch.int64)
+    layout = column_layout([shared] * 4)
+    assert layout is not None and (layout.dtype, layout.shape) == (torch.int64, (3,))
+
+
+def test_evaluated_columns_are_recorded_where_one_call_made_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from derivgraph.compiler import columns
+
+    kept: dict[str, Any] = {}
+    evaluate = planner_module._evaluate_all
+
+    def keeping(*args: Any) -> Any:
+        kept.update(evaluate(*args))
+        return kept
+
+    recorded: list[tuple[Any, ...]] = []
+    record = columns._record
+
+    def recording(book: ColumnLayouts, values: tuple[Any, ...]) -> None:
+        recorded.append(values)
+        record(book, values)
+
+    monkeypatch.setattr(planner_module, "_evaluate_all", keeping)
+    monkeypatch.setattr(columns, "_record", recording)
+    plan, book, made = _compile_keeping(monkeypatch)
+    assert len(recorded) == 2  # the two exact ops' columns: 1.0 / scale, scale * weight
+    for column in made:
+        if type(column) is not EntryColumn:
+            continue
+        values = [kept[i] for i in column.ids]
+        layout = book.common(values)
+        assert layout is not None
+        for value in values:
+            assert (type(value), value.dtype, value.shape, value.device) == \
+                (layout.type, layout.dtype, layout.shape, layout.device)
+        made_by_one_call = any(all(a is b for a, b in zip(values, r)) for r in recorded)
+        assert made_by_one_call == (column.name in ("inv", "prod"))
