@@ -1,7 +1,8 @@
 """In-process A/B of the per-reload path this branch touched (``Layouts.match``, through
 ``RefillTable.take``), base engine module (loaded by path) vs this tree's, alternating, on one
 100k scaling plan (stamped): a take of fresh tensors for every target (the guard's fast path)
-and a take whose guard is dropped each time (the sweeps, then the guard built again).
+and a take whose guard is dropped each time (the sweeps, then the guard built again). The order
+within a round alternates (base first in even rounds, this tree first in odd ones).
 
     PYTHONPATH=. python3 benchmarks/results/entries45/refill_ab.py --base /tmp/base_entries45
 """
@@ -59,8 +60,8 @@ def rebuilt(table):
 for name, make in (("take (guard fast path) x reps", fast),
                    ("take (guard rebuilt) x reps/4", rebuilt)):
     times = {"base": [], "mine": []}
-    for _ in range(args.rounds):
-        for tag in ("base", "mine"):
+    for r in range(args.rounds):
+        for tag in (("base", "mine") if r % 2 == 0 else ("mine", "base")):  # order alternates
             fn = make(tables[tag])
             start = time.process_time()
             fn()
