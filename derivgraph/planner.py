@@ -201,7 +201,8 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
                                    [e.storage for e, x in planned
                                     if x is None and isinstance(e.storage, torch.Tensor)])
     # stamped layers' allocated attributes: one record per template column (entry_columns)
-    columns = entry_columns(closed_layers(graph), {e.id: (e, x) for e, x in planned}, owners)
+    ids = list(map(_NODE_ID, map(_FIRST, planned)))  # each entry's id, read once (C-level)
+    columns = entry_columns(closed_layers(graph), dict(zip(ids, planned)), owners)
     in_columns = {i for column in columns for i in column.ids}
     try:
         fills: list[tuple[torch.Tensor, torch.Tensor]] = []  # new storage, its value
@@ -211,10 +212,10 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
             for column in columns:
                 column.allocate(list(map(values.__getitem__, column.ids)), fills, allocate_like,
                                 book)
-            for entry, extra in planned:
-                if entry.id not in in_columns:
+            for node_id, (entry, extra) in zip(ids, planned):
+                if node_id not in in_columns:
                     _materialize(plan, entry, extra, fills)
-                plan.entries[entry.id] = entry
+                plan.entries[node_id] = entry
             for column in columns:  # a template's storage joins its rows' record if it has it
                 layout = book.common(column.storages)
                 template = plan.entries.get(column.template)
@@ -226,7 +227,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
                               for e in plan.entries.values() if e.node.kind is TensorKind.VIEW))
         for column in columns:  # each proven against its entries' own owner paths first
             column.bind(owners)
-        plan.holders.rebind_entries(e for e in plan.entries.values() if e.id not in in_columns)
+        plan.holders.rebind_entries(e for i, e in plan.entries.items() if i not in in_columns)
         plan.containers = collect_containers(plan.entries.values(), model)  # the engine's tuples
         read = _record_startup(plan, columns, in_columns)
         _lower(plan, values, read)  # nothing writes the model in between: the sources read once
@@ -244,6 +245,9 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
                 len(plan.source_ptrs), len(plan.steps),
                 plan.program.groups if plan.program else 0, graph.cse_hits)
     return plan
+
+
+_NODE_ID, _FIRST = operator.attrgetter("node.id"), operator.itemgetter(0)
 
 
 def _raise_if(issues: list[SpecIssue]) -> None:
