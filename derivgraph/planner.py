@@ -42,6 +42,7 @@ from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.transaction import ModelTransaction
 from derivgraph.errors import AdoptionError, Rule, SpecIssue, SpecValidationError
 from derivgraph.paths import get_path
+from derivgraph.runtime.column_layout import ColumnLayouts
 from derivgraph.runtime.containers import collect_containers
 from derivgraph.runtime.engine import foreach_copy
 from derivgraph.runtime.entry_columns import EntryColumn, entry_columns
@@ -80,13 +81,15 @@ class CompileValues(EagerInterpreter):
         return value
 
 
-def _evaluate_all(graph: DerivedGraph, sources: dict[str, Any] | None = None) -> dict[str, Any]:
+def _evaluate_all(graph: DerivedGraph, sources: dict[str, Any] | None = None,
+                  book: ColumnLayouts | None = None) -> dict[str, Any]:
     """Every node's value (reads only; ``sources``: source tensors already read, by path); an
-    op that raises is a DG030 issue naming the node."""
+    op that raises is a DG030 issue naming the node. ``book``: where the stamped columns'
+    values' layouts are recorded (known where one call made a column)."""
     interp = CompileValues(graph, sources)
     order = graph.ordered()
     with torch.no_grad():
-        evaluate_columns(graph, interp.env, interp.source_at)  # stamped layers: one call a column
+        evaluate_columns(graph, interp.env, interp.source_at, book)  # one call a column
         try:
             interp.run(order)
         except Exception as exc:  # re-raised as a spec issue that names the node
@@ -178,7 +181,10 @@ def _prepare(model: nn.Module, specs: Iterable[Spec] | None,
     plan.relayout = refresh_layouts  # run(strict=False) re-allocates through the driver
     # the sources as building the graph read them (nothing was written since), then dropped
     sources, graph.read_sources = graph.read_sources, {}
-    values = _evaluate_all(graph, sources)
+    # the layouts of the columns' values and storages, proved where they are made: the
+    # compile's readers take them instead of reading each tensor again (_compile drops them)
+    plan.tensors.layouts = ColumnLayouts()
+    values = _evaluate_all(graph, sources, plan.tensors.layouts)
     owners = PathReader(model)
     planned = adopt_or_allocate(plan, values, owners)
     _raise_if(view_issues((e.node, values.get(e.id), values.get(x.base))
@@ -195,24 +201,33 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
                                    [e.storage for e, x in planned
                                     if x is None and isinstance(e.storage, torch.Tensor)])
     # stamped layers' allocated attributes: one record per template column (entry_columns)
-    columns = entry_columns(closed_layers(graph), {e.id: (e, x) for e, x in planned}, owners)
+    ids = list(map(_NODE_ID, map(_FIRST, planned)))  # each entry's id, read once (C-level)
+    columns = entry_columns(closed_layers(graph), dict(zip(ids, planned)), owners)
     in_columns = {i for column in columns for i in column.ids}
     try:
         fills: list[tuple[torch.Tensor, torch.Tensor]] = []  # new storage, its value
+        book = plan.tensors.layouts or ColumnLayouts()  # made by _prepare
+        plan.tensors.layouts = book
         with torch.no_grad():
             for column in columns:
-                column.allocate(list(map(values.__getitem__, column.ids)), fills, allocate_like)
-            for entry, extra in planned:
-                if entry.id not in in_columns:
+                column.allocate(list(map(values.__getitem__, column.ids)), fills, allocate_like,
+                                book)
+            for node_id, (entry, extra) in zip(ids, planned):
+                if node_id not in in_columns:
                     _materialize(plan, entry, extra, fills)
-                plan.entries[entry.id] = entry
+                plan.entries[node_id] = entry
+            for column in columns:  # a template's storage joins its rows' record if it has it
+                layout = book.common(column.storages)
+                template = plan.entries.get(column.template)
+                if layout is not None and template is not None:
+                    book.admit(template.storage, layout)
             foreach_copy([s for s, _ in fills], [v for _, v in fills])  # nothing read them yet
         _raise_if(view_issues((e.node, e.storage,
                                _storage_of(plan, view_base(graph, e.node.input)))
                               for e in plan.entries.values() if e.node.kind is TensorKind.VIEW))
         for column in columns:  # each proven against its entries' own owner paths first
             column.bind(owners)
-        plan.holders.rebind_entries(e for e in plan.entries.values() if e.id not in in_columns)
+        plan.holders.rebind_entries(e for i, e in plan.entries.items() if i not in in_columns)
         plan.containers = collect_containers(plan.entries.values(), model)  # the engine's tuples
         read = _record_startup(plan, columns, in_columns)
         _lower(plan, values, read)  # nothing writes the model in between: the sources read once
@@ -220,6 +235,8 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
     except BaseException:
         transaction.rollback()
         raise
+    finally:
+        plan.tensors.layouts = None
     # the closed rows' node ids pay during the compile's sweeps; a plan does not keep them
     # (~8 MB at 100k derived tensors; a later sweep rebuilds them from the tables)
     graph.closed_cache = (-1, None)
@@ -228,6 +245,9 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
                 len(plan.source_ptrs), len(plan.steps),
                 plan.program.groups if plan.program else 0, graph.cse_hits)
     return plan
+
+
+_NODE_ID, _FIRST = operator.attrgetter("node.id"), operator.itemgetter(0)
 
 
 def _raise_if(issues: list[SpecIssue]) -> None:
@@ -332,7 +352,7 @@ def _mismatches(plan: Plan, values: dict[str, Any]) -> list[str]:
     """The targets of written steps whose storage is not bit for bit their eager value."""
     targets = [s.target for s in plan.steps if s.action in (Action.OUT, Action.COPY)]
     pairs = [(plan.entries[t].storage, values[t]) for t in targets]
-    same = _bits_equal_all(pairs)
+    same = _bits_equal_all(pairs, plan.tensors.layouts)
     return [t for t, ok in zip(targets, same) if not ok]
 
 
@@ -347,21 +367,43 @@ _BATCHED_BITS = {torch.float16: torch.int16, torch.bfloat16: torch.int16,
 _BATCH_NUMEL = 1 << 16
 
 
-def _bits_equal_all(pairs: list[tuple[Any, Any]]) -> list[bool]:
+def _bits_equal_all(pairs: list[tuple[Any, Any]], book: ColumnLayouts | None = None,
+                    ) -> list[bool]:
     """:func:`bits_equal` of each pair: the pairs of one dtype and device whose shapes and
     dtypes agree (small ones) are compared in one concatenation (equal as a whole: each pair
     equal, the pieces having equal sizes); any other pair, and every pair of a batch that
-    differs, on its own."""
+    differs, on its own. ``book``: the pairs whose two tensors it holds are batched by their
+    columns' layout records (proved where they were made), the rest by reading each."""
     out: list[bool | None] = [None] * len(pairs)
     # (dtype, device, the sizes past the first dim: None for 0-dim) -> pair indices; tensors
     # of one batch concatenate along dim 0 as they are (a 0-dim one flattened)
     batches: dict[tuple[torch.dtype, torch.device, Any], list[int]] = {}
-    for i, (a, b) in enumerate(pairs):
+    read: Iterable[int] = range(len(pairs))
+    if book is not None:
+        read = []
+        by_layouts: dict[tuple[Any, Any], list[int]] = {}  # (record, record) -> pair indices
+        for i, held in enumerate(zip(book.of([a for a, _ in pairs]),
+                                     book.of([b for _, b in pairs]))):
+            by_layouts.setdefault(held, []).append(i)
+        for (ours, theirs), members in by_layouts.items():
+            if ours is None or theirs is None:
+                read += members
+            elif ours.dtype == theirs.dtype and ours.shape == theirs.shape \
+                    and ours.device == theirs.device and ours.dtype in _BATCHED_BITS \
+                    and ours.numel <= _BATCH_NUMEL:
+                shape = ours.shape
+                batches.setdefault((ours.dtype, ours.device, shape[1:] if shape else None),
+                                   []).extend(members)
+        read.sort()
+    for i in read:
+        a, b = pairs[i]
         if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype == b.dtype \
                 and a.shape == b.shape and a.device == b.device and a.dtype in _BATCHED_BITS \
                 and a.numel() <= _BATCH_NUMEL:
             shape = a.shape
             batches.setdefault((a.dtype, a.device, shape[1:] if shape else None), []).append(i)
+    for members in batches.values():
+        members.sort()  # each batch in pair order, however its members were found
     for (dtype, _, rest), members in batches.items():
         if len(members) < 2:
             continue

@@ -40,6 +40,7 @@ from derivgraph.compiler.lower import (
 from derivgraph.compiler.schedule import levels as _levels
 from derivgraph.compiler.schedule_layers import row_keys
 from derivgraph.ops import OPS, OpKind
+from derivgraph.runtime.column_layout import book_of
 from derivgraph.spec.kinds import TensorKind
 
 __all__ = ["Bindings", "Bound", "Constant", "Flat", "GroupKey", "Helper", "OutView", "Program",
@@ -591,11 +592,18 @@ def _emit_flat(em: Emitter, key: GroupKey, members: list[Step]) -> Lines | None:
     # the outputs' facts first (a group too large for the flat path is refused without its
     # operands named or read), each in one C-level sweep
     outs = out_tensors(em.ctx, members)
-    if not (all(map(isinstance, outs, repeat(torch.Tensor)))
-            and all(map(_IS_CONTIGUOUS, outs))):
-        return None
-    dtype = outs[0].dtype
-    total = sum(map(_NUMEL, outs))
+    book = book_of(em.ctx)
+    layout = None if book is None else book.common(outs)
+    if layout is not None and layout.contiguous is not None:  # an entry column's: proved once
+        if not layout.contiguous:
+            return None
+        dtype, total = layout.dtype, layout.numel * n
+    else:
+        if not (all(map(isinstance, outs, repeat(torch.Tensor)))
+                and all(map(_IS_CONTIGUOUS, outs))):
+            return None
+        dtype = outs[0].dtype
+        total = sum(map(_NUMEL, outs))
     if dtype not in (flat.COPY_DTYPES if kind is GroupKind.COPY else flat.OP_DTYPES) \
             or total > min(flat.MAX_MEAN * n, flat.MAX_ELEMENTS):
         return None

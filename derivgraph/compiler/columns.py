@@ -32,6 +32,7 @@ from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.ir import Node, NodeKind
 from derivgraph.compiler.layers import closed_layers
 from derivgraph.ops import OPS
+from derivgraph.runtime.column_layout import ColumnLayout, ColumnLayouts
 
 __all__ = ["MIN_COLUMN", "evaluate_columns"]
 
@@ -46,10 +47,12 @@ _shape, _dtype, _device = attrgetter("shape"), attrgetter("dtype"), attrgetter("
 
 
 def evaluate_columns(graph: DerivedGraph, env: dict[str, Any],
-                     read_source: Callable[[str], Any]) -> int:
+                     read_source: Callable[[str], Any], book: ColumnLayouts | None = None,
+                     ) -> int:
     """Put the value of every op node of the closed stamped columns that qualify into ``env``
     (``read_source``: a source's value by path, for a source not read yet); the number of
-    columns evaluated.
+    columns evaluated. ``book``: records each evaluated column's layout (its values are one
+    result unbound: its type, dtype and device, and its shape past the first dim).
 
     A closed row (:func:`~derivgraph.compiler.layers.closed_layers`) is its template's nodes
     renamed: the same op, keyword arguments and constants at each position (its replay made
@@ -72,6 +75,8 @@ def evaluate_columns(graph: DerivedGraph, env: dict[str, Any],
             if values is not None:
                 env.update(zip(column, values))
                 done += 1
+                if book is not None:
+                    _record(book, values)
     return done
 
 
@@ -117,6 +122,15 @@ def _column(graph: DerivedGraph, env: dict[str, Any], read_source: Callable[[str
             or tuple(meta.shape) != tuple(shape):
         return None
     return out.unbind(0)
+
+
+def _record(book: ColumnLayouts, values: tuple[torch.Tensor, ...]) -> None:
+    """Record the layout of one column's values: the slices of one tensor along dim 0 (so one
+    dtype, device and shape), of one type where one sweep says so."""
+    types = set(map(type, values))
+    if len(types) == 1:
+        first = values[0]
+        book.add(values, ColumnLayout(types.pop(), first.dtype, first.shape, first.device))
 
 
 def _operands(env: dict[str, Any], read_source: Callable[[str], Any], refs: list[str],

@@ -31,6 +31,7 @@ capture's write check reads).
 from __future__ import annotations
 
 import ctypes
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -39,7 +40,7 @@ from operator import attrgetter
 import torch
 
 __all__ = ["EXACT_BINARY", "EXACT_UNARY", "MAX_ELEMENTS", "MAX_MEAN", "MIN_GROUP", "OP_DTYPES",
-           "Span", "span_of"]
+           "Span", "span_of", "span_of_run"]
 
 #: the largest mean number of elements per tensor of a group that takes the flat path
 MAX_MEAN = 1024
@@ -110,11 +111,29 @@ def span_of(tensors: Sequence[torch.Tensor]) -> Span | None:
     if len(layouts) == 1:
         (shape, stride), = layouts
         size = (1 + sum((n - 1) * s for n, s in zip(shape, stride))) * itemsize
-        low, high = min(starts), max(starts) + size
+        high = max(starts) + size
     else:
-        ends = [a + (1 + sum((n - 1) * s for n, s in zip(t.shape, st))) * itemsize
-                for a, t, st in zip(starts, tensors, strides)]
-        low, high = min(starts), max(ends)
+        high = max(a + (1 + sum((n - 1) * s for n, s in zip(t.shape, st))) * itemsize
+                   for a, t, st in zip(starts, tensors, strides))
+    return _span(starts, high, itemsize, dtype)
+
+
+def span_of_run(tensors: Sequence[torch.Tensor], dtype: torch.dtype,
+                shape: torch.Size) -> Span | None:
+    """:func:`span_of` for tensors the caller proved (their layout records) to be CPU tensors
+    of ``dtype`` (not quantized), of ``shape`` and its row-major strides: only their
+    addresses are read (the extent of each is its number of elements)."""
+    numel = math.prod(shape)
+    if not tensors or not numel:
+        return None
+    starts = list(map(_ptr, tensors))
+    return _span(starts, max(starts) + numel * dtype.itemsize, dtype.itemsize, dtype)
+
+
+def _span(starts: list[int], high: int, itemsize: int, dtype: torch.dtype) -> Span | None:
+    """The :class:`Span` from the lowest of ``starts`` to ``high`` (bytes); None where a start
+    is not a whole number of elements from the lowest."""
+    low = min(starts)
     if any((a - low) % itemsize for a in starts):
         return None
     raw = (ctypes.c_char * (high - low)).from_address(low)

@@ -23,6 +23,7 @@ import torch
 
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.layers import closed_layers
+from derivgraph.runtime.column_layout import book_of
 
 #: a :class:`~derivgraph.compiler.lower.LowerContext` (not imported: lower imports this module)
 LowerContext = Any
@@ -84,8 +85,9 @@ def provable_layers(ctx: LowerContext) -> list[InstanceTable]:
 def _columns_hold(ctx: LowerContext, table: InstanceTable, shared: tuple[str, ...],
                   metas: list[Any], facts: tuple[Any, ...]) -> bool:
     """Whether every row of ``table`` has the template's meta values and facts: each
-    position's column of values checked against the template's fact in C-level sweeps."""
-    env, n = ctx.meta_env, len(table)
+    position's column of values checked against the template's fact in C-level sweeps, or,
+    for an entry column's storages, against its layout record (proved where it was made)."""
+    env, n, book = ctx.meta_env, len(table), book_of(ctx)
     columns = list(zip(*table.rows)) + [(s,) * n for s in shared]
     for column, meta in zip(columns, metas):
         if not all(map(is_, map(env.get, column), repeat(meta, n))):
@@ -98,15 +100,26 @@ def _columns_hold(ctx: LowerContext, table: InstanceTable, shared: tuple[str, ..
             if not all(map(is_, values, repeat(_UNBOUND, n))):
                 return False
             continue
-        if set(map(type, values)) != {fact[0]}:
-            return False
-        if len(fact) == 1:
-            continue
-        kind, dtype, shape, contiguous, at = fact
-        if set(map(_DTYPE, values)) != {dtype} or set(map(_SHAPE, values)) != {shape} \
-                or set(map(torch.Tensor.is_contiguous, values)) != {contiguous} \
-                or set(map(_IS_META, values)) != {at == -1}:
-            return False
+        layout = None if book is None else book.common(values)
+        if layout is not None and layout.contiguous is not None:  # proved once for the column
+            if layout.type is not fact[0]:
+                return False
+            if len(fact) == 1:
+                continue
+            kind, dtype, shape, contiguous, at = fact
+            if layout.dtype != dtype or layout.shape != shape \
+                    or layout.contiguous != contiguous or layout.is_meta != (at == -1):
+                return False
+        else:
+            if set(map(type, values)) != {fact[0]}:
+                return False
+            if len(fact) == 1:
+                continue
+            kind, dtype, shape, contiguous, at = fact
+            if set(map(_DTYPE, values)) != {dtype} or set(map(_SHAPE, values)) != {shape} \
+                    or set(map(torch.Tensor.is_contiguous, values)) != {contiguous} \
+                    or set(map(_IS_META, values)) != {at == -1}:
+                return False
         if at == -1:
             continue
         mine = ptrs[k] = list(map(_data_ptr, map(_untyped, values)))

@@ -34,6 +34,7 @@ import torch
 
 from derivgraph.compiler.graph import NodeRef
 from derivgraph.compiler.lower import Action, LayerSteps, LowerContext, Step
+from derivgraph.runtime.column_layout import book_of
 
 __all__ = ["RowLevels", "row_keys", "row_levels", "step_refs"]
 
@@ -192,7 +193,8 @@ def _same_key_facts(ctx: LowerContext, layer: LayerSteps, step: Step,
                     made: list[Step]) -> bool:
     """Whether every row's step gives the template step's group key: the meta values of its
     node operands are the template's (the same objects) and what it writes has the
-    template's dtype, shape, device and contiguity."""
+    template's dtype, shape, device and contiguity (an entry column's storages: its layout
+    record, proved where it was made)."""
     if step.action in _CONSTANT_KEYS:
         return True
     table, env = layer.table, ctx.meta_env
@@ -209,7 +211,15 @@ def _same_key_facts(ctx: LowerContext, layer: LayerSteps, step: Step,
         return False
     want = ctx.storage_of(step.target)
     outs = list(map(ctx.storage_of, table.column(where[step.target])))
-    if not isinstance(want, torch.Tensor) or set(map(type, outs)) != {type(want)}:
+    if not isinstance(want, torch.Tensor):
+        return False
+    book = book_of(ctx)
+    layout = None if book is None else book.common(outs)
+    if layout is not None and layout.contiguous is not None:  # proved once for the column
+        return layout.type is type(want) and layout.dtype == want.dtype \
+            and layout.shape == want.shape and layout.device == want.device \
+            and layout.contiguous == want.is_contiguous()
+    if set(map(type, outs)) != {type(want)}:
         return False
     return set(map(_DTYPE, outs)) == {want.dtype} and set(map(_SHAPE, outs)) == {want.shape} \
         and set(map(_DEVICE, outs)) == {want.device} \

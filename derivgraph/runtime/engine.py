@@ -22,6 +22,7 @@ import torch
 from derivgraph.errors import EngineComputedError, Rule, SpecIssue
 from derivgraph.paths import MISSING, get_path, step_into
 from derivgraph.runtime.accessors import HolderTable
+from derivgraph.runtime.column_layout import ColumnLayouts
 from derivgraph.runtime.entry import Entry
 from derivgraph.runtime.flat_copy import FlatCopy, flat_runs, key_runs
 from derivgraph.spec.kinds import is_engine
@@ -216,7 +217,10 @@ class RefillTable:
                  "_parts")
 
     def __init__(self, table: HolderTable, targets: list[str], constants: set[str],
-                 engine: set[str]):
+                 engine: set[str], layouts: ColumnLayouts | None = None):
+        """``layouts``: the compile's layout book; where it holds every target's storage, the
+        dtypes, shapes and devices are its records' (proved where the columns were made)
+        instead of each storage's, read again."""
         position = {e.node.id: i for i, e in enumerate(table.entries)}
         usable = [t for t in targets if t in position and table.fast[position[t]]]
         self.table = table
@@ -227,8 +231,12 @@ class RefillTable:
         # shapes adjacent; each property read in one sweep, each dtype and device named once
         index = [position[t] for t in usable]
         storages = list(map(table.storages.__getitem__, index))
-        dtypes, shapes = list(map(_dtype, storages)), list(map(_shape, storages))
-        devices = list(map(_device, storages))
+        held = None if layouts is None else layouts.of(storages)
+        if held is not None and None in held:
+            held = None  # a target the book does not hold: each storage read
+        facts = storages if held is None else held
+        dtypes, shapes = list(map(_dtype, facts)), list(map(_shape, facts))
+        devices = list(map(_device, facts))
         keys = list(zip(map({d: str(d) for d in set(dtypes)}.__getitem__, dtypes),
                         map({d: str(d) for d in set(devices)}.__getitem__, devices),
                         map(tuple, shapes)))
@@ -250,7 +258,8 @@ class RefillTable:
         self.nbytes = list(chain.from_iterable(repeat(n * e, k) for k, n, e in sizes))
         self._total = sum(self.nbytes)
         # an all-rebuilt read copies runs of small CPU tensors flat, the rest by foreach
-        self.flat = flat_runs(self.storages, runs)
+        self.flat = flat_runs(self.storages, runs,
+                              None if held is None else [held[i] for i in order])
         self.rest_spans = _without(self.spans, [(a, b) for a, b, _ in self.flat])
         # per target in the sorted order, as a partly rebuilt read's mask is
         self.is_constant = [t in constants for t in self.ids]
@@ -264,7 +273,10 @@ class RefillTable:
         # its guard built now, from the targets (what a fresh tensor must match), so that the
         # first refill of a process does not build it; an engine whose fresh tensors differ
         # from the targets in what the guard also checks gets one built from theirs
-        self._layouts.match(self.storages)
+        if held is not None and not any(map(_is_meta, set(held))):
+            self._layouts.guard(self.storages)  # the sweeps' answer is known: the records'
+        else:
+            self._layouts.match(self.storages)
         self._parts: dict[tuple[bool, ...], _Part] = {}  # a partly rebuilt read's, by mask
 
     def take(self, current: list[Any]) -> Taken | None:
@@ -343,6 +355,12 @@ class Layouts:
             return True
         if not self.swept(theirs):
             return False
+        self.guard(theirs)
+        return True
+
+    def guard(self, theirs: list[Any]) -> None:
+        """Build the guard of :meth:`match` from ``theirs``, tensors that :meth:`swept`
+        accepts (the caller's proof; at most :data:`MAX_GUARDS` times)."""
         if _TensorGuards is not None and self._guards < MAX_GUARDS:
             self._guards += 1
             try:
@@ -352,7 +370,6 @@ class Layouts:
             except (TypeError, RuntimeError) as exc:  # a torch whose private signature differs
                 logger.debug("layout guard not built (%s); the sweeps decide", exc)
                 self._guard, self._guards = None, MAX_GUARDS
-        return True
 
     def swept(self, theirs: list[Any]) -> bool:
         """:meth:`match` by one C-level sweep per property (the reference)."""

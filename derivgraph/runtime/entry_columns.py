@@ -41,6 +41,7 @@ from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.owners import PathReader
 from derivgraph.errors import Rule, SpecIssue, SpecValidationError
 from derivgraph.paths import Slot
+from derivgraph.runtime.column_layout import ColumnLayout, ColumnLayouts, column_layout
 from derivgraph.runtime.entry import Entry
 from derivgraph.spec.kinds import TensorKind
 
@@ -67,12 +68,27 @@ class EntryColumn:
 
     def allocate(self, values: list[torch.Tensor],
                  fills: list[tuple[torch.Tensor, torch.Tensor]],
-                 allocate: Callable[[torch.Tensor, TensorKind], torch.Tensor]) -> None:
-        """Fresh storage for every row (``allocate(value, kind)``), appended with its value to
-        ``fills``; each row's entry holds its storage."""
+                 allocate: Callable[[torch.Tensor, TensorKind], torch.Tensor],
+                 book: ColumnLayouts | None = None) -> None:
+        """Fresh storage for every row (``allocate(value, kind)``: contiguous, of its value's
+        dtype, shape and device), appended with its value to ``fills``; each row's entry holds
+        its storage. ``book``: where the values have one layout (its record of them, else
+        :func:`~derivgraph.runtime.column_layout.column_layout`), it records theirs and the
+        storages' (the same, with row-major strides: by construction)."""
         self.storages = list(map(allocate, values, repeat(TensorKind.ATTRIBUTE)))
         fills += zip(self.storages, values)
         deque(map(setattr, self.entries, repeat("storage"), self.storages), 0)
+        if book is None:
+            return
+        layout = book.common(values)  # the values of a column evaluated as one call
+        if layout is None:
+            layout = column_layout(values)
+            if layout is not None:
+                book.add(values, layout)
+        types = set(map(type, self.storages))
+        if layout is not None and len(types) == 1:
+            book.add(self.storages, ColumnLayout(types.pop(), layout.dtype, layout.shape,
+                                                 layout.device, True))
 
     def bind(self, owners: PathReader) -> None:
         """Store every row's storage in its owner's ``__dict__`` (one sweep), after proving
@@ -113,7 +129,8 @@ class AliasColumn(EntryColumn):
 
     def allocate(self, values: list[torch.Tensor],
                  fills: list[tuple[torch.Tensor, torch.Tensor]],
-                 allocate: Callable[[torch.Tensor, TensorKind], torch.Tensor]) -> None:
+                 allocate: Callable[[torch.Tensor, TensorKind], torch.Tensor],
+                 book: ColumnLayouts | None = None) -> None:
         """Nothing to allocate or fill: every row's entry holds its storage already."""
 
     def record_startup(self) -> None:

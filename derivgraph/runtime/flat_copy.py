@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from derivgraph.compiler import flat
+from derivgraph.runtime.column_layout import ColumnLayout
 
 __all__ = ["FlatCopy", "flat_runs", "key_runs", "layout_runs"]
 
@@ -60,12 +61,19 @@ class FlatCopy:
         self.rows[self.starts] = self.src
 
 
-def _flat_copy(ours: Sequence[torch.Tensor]) -> FlatCopy | None:
+def _flat_copy(ours: Sequence[torch.Tensor],
+               records: Sequence[ColumnLayout | None] | None = None) -> FlatCopy | None:
     """A :class:`FlatCopy` over ``ours``, None where one cannot copy them exactly (a target not
-    contiguous, or two overlapping: foreach order)."""
-    if not all(map(_contiguous, ours)):
+    contiguous, or two overlapping: foreach order). ``records``: each target's layout record
+    (:mod:`~derivgraph.runtime.column_layout`); where they give every target one CPU layout of
+    a plain dtype with row-major strides, only the addresses are read."""
+    known = _one_layout(records)
+    if known is not None:
+        span = flat.span_of_run(ours, known.dtype, known.shape)
+    elif not all(map(_contiguous, ours)):
         return None
-    span = flat.span_of(ours)
+    else:
+        span = flat.span_of(ours)
     if span is None:
         return None
     copy = FlatCopy(ours, span)
@@ -73,6 +81,24 @@ def _flat_copy(ours: Sequence[torch.Tensor]) -> FlatCopy | None:
     if (np.diff(starts) < copy.src.shape[1]).any():  # overlapping targets
         return None
     return copy
+
+
+def _one_layout(records: Sequence[ColumnLayout | None] | None) -> ColumnLayout | None:
+    """The layout every record of ``records`` gives, where all do (each a record) and it is
+    a CPU tensor's of a plain dtype (:data:`~derivgraph.compiler.flat.COPY_DTYPES`) with
+    row-major strides (``contiguous``: True); None otherwise."""
+    if not records:
+        return None
+    kinds = set(records)
+    if None in kinds:
+        return None
+    first = next(iter(kinds))
+    if not all(r.contiguous is True and r.dtype == first.dtype and r.shape == first.shape
+               and r.device == first.device for r in kinds):  # type: ignore[union-attr]
+        return None
+    if first.device.type != "cpu" or first.dtype not in flat.COPY_DTYPES:  # type: ignore[union-attr]
+        return None
+    return first
 
 
 def key_runs(keys: Sequence[Any], by: Callable[[Any], Any] | None = None,
@@ -88,13 +114,16 @@ def layout_runs(ours: Sequence[torch.Tensor]) -> list[tuple[int, int]]:
 
 
 def flat_runs(ours: Sequence[torch.Tensor], layouts: Sequence[tuple[int, int]] | None = None,
+              records: Sequence[ColumnLayout | None] | None = None,
               ) -> list[tuple[int, int, FlatCopy]]:
     """``(start, end, copy)`` for the runs of ``ours`` (sorted so that equal layouts are
     adjacent) that take the flat copy: CPU, a plain dtype, one shape of ndim >= 1 and at most
     :data:`~derivgraph.compiler.flat.MAX_MEAN` elements, at least
     :data:`~derivgraph.compiler.flat.MIN_GROUP` tensors, each run at most
     :data:`~derivgraph.compiler.flat.MAX_ELEMENTS` elements (aten's grain size: one thread).
-    ``layouts``: :func:`layout_runs` of ``ours`` where the caller knows them already."""
+    ``layouts``: :func:`layout_runs` of ``ours`` where the caller knows them already;
+    ``records``: each tensor's layout record, where the caller has them (see
+    :func:`_flat_copy`)."""
     runs: list[tuple[int, int, FlatCopy]] = []
     for start, end in layout_runs(ours) if layouts is None else layouts:
         first = ours[start]
@@ -104,7 +133,8 @@ def flat_runs(ours: Sequence[torch.Tensor], layouts: Sequence[tuple[int, int]] |
             step = max(flat.MAX_ELEMENTS // numel, 1)
             for a in range(start, end, step):
                 b = min(a + step, end)
-                copy = _flat_copy(ours[a:b]) if b - a >= flat.MIN_GROUP else None
+                copy = _flat_copy(ours[a:b], None if records is None else records[a:b]) \
+                    if b - a >= flat.MIN_GROUP else None
                 if copy is not None:
                     runs.append((a, b, copy))
     return runs

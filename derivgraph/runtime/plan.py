@@ -383,7 +383,7 @@ class Plan:
         if table is None or table.table is not holders.table:
             table = self._refill_table = RefillTable(
                 holders.table, self._refill_targets(), set(self.constant_entries),
-                set(self._opaque()))
+                set(self._opaque()), self.tensors.layouts)
             self._rest, self._taken_rest = {}, {}
         return table
 

@@ -22,6 +22,7 @@ from derivgraph.compiler.ir import Node, NodeKind
 from derivgraph.compiler.layers import closed_nodes
 from derivgraph.compiler.owners import PathReader
 from derivgraph.ops import OPS, OpKind
+from derivgraph.runtime.column_layout import ColumnLayouts
 from derivgraph.runtime.entry import Entry
 
 __all__ = ["BoundTensors", "BoundViews"]
@@ -83,6 +84,8 @@ class BoundTensors:
         self.stages: dict[str, torch.Tensor] = {}  # derived Python scalars, staged
         self.stage_groups: list[tuple[torch.Tensor, list[str]]] = []  # one buffer, its stages
         self.constants: dict[str, torch.Tensor] = {}  # op nodes no source feeds: made at compile
+        # the entry columns' layout records, during the compile only (planner._compile)
+        self.layouts: ColumnLayouts | None = None
         # the tensors a refill may re-point, at their startup addresses
         self._startup: AtAddresses | None = None
         # by targets: the stage buffers they fill whole, each with its stages' entries

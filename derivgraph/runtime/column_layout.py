@@ -1,0 +1,143 @@
+"""Layout facts proved once per entry column, read by the compile's per-tensor sweeps.
+
+An :class:`~derivgraph.runtime.entry_columns.EntryColumn` allocates a stamped template's
+derived tensor for every row with :func:`~derivgraph.adoption.allocate_like`: each storage has
+its value's dtype, shape and device and is contiguous, by construction. Where one sweep over the
+column's values proves that every value has one dtype, shape and device
+(:func:`column_layout`), every storage and every value of the column has one
+:class:`ColumnLayout`, and the compile's later readers of those facts (the lowering's layer
+proof, the group keys, the bit check, the refill table) take it from :class:`ColumnLayouts`
+instead of reading each of the column's tensors again (``.shape`` is the costly read).
+
+A record is found by the tensor's identity and held with its tensors (so no id is reused
+while the book lives); it is kept for one compile only (``planner._compile`` drops it), so a
+tensor that was resized or replaced later is never answered from it. Any tensor the book does
+not hold (an adopted one, a view, another compile's) is read as before.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import repeat
+from operator import attrgetter, is_
+from typing import Any
+
+import torch
+
+__all__ = ["ColumnLayout", "ColumnLayouts", "book_of", "column_layout", "row_major"]
+
+_dtype, _shape, _device = attrgetter("dtype"), attrgetter("shape"), attrgetter("device")
+
+
+@dataclass(frozen=True, eq=False)
+class ColumnLayout:
+    """What every tensor of one column has: its Python type, dtype, shape, device and
+    contiguity (True: the row-major strides of its shape, so ``is_contiguous()``; None: not
+    proved); ``numel`` and ``is_meta`` follow from them (compared by identity: one record per
+    column)."""
+
+    type: type
+    dtype: torch.dtype
+    shape: torch.Size
+    device: torch.device
+    contiguous: bool | None = None
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def is_meta(self) -> bool:
+        return self.device.type == "meta"
+
+
+def row_major(shape: Sequence[int]) -> tuple[int, ...]:
+    """The strides of a contiguous tensor of ``shape`` as ``torch.empty`` makes it."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def column_layout(values: Sequence[Any]) -> ColumnLayout | None:
+    """The one type, dtype, shape and device every tensor of ``values`` has (one C-level
+    sweep per property; contiguity not read), None when they differ or one is not a
+    tensor."""
+    if not values:
+        return None
+    if all(map(is_, values, repeat(values[0]))):  # one object (a shared constant): read once
+        values = values[:1]
+    types = set(map(type, values))
+    if len(types) != 1 or not issubclass(next(iter(types)), torch.Tensor):
+        return None
+    dtypes, devices = set(map(_dtype, values)), set(map(_device, values))
+    if len(dtypes) != 1 or len(devices) != 1:
+        return None
+    shapes = set(map(_shape, values))
+    if len(shapes) != 1:
+        return None
+    return ColumnLayout(types.pop(), dtypes.pop(), shapes.pop(), devices.pop())
+
+
+class ColumnLayouts:
+    """Tensor (by identity) -> the :class:`ColumnLayout` proved for its column, for the
+    tensors :meth:`add` was given (it holds them: their ids stay theirs)."""
+
+    __slots__ = ("_of", "_columns", "_held")
+
+    def __init__(self) -> None:
+        self._of: dict[int, ColumnLayout] = {}
+        self._held: list[Any] = []  # the tensors admitted one by one
+        # the id of a column's first tensor -> the column and its layout (the common case:
+        # a reader asks about a whole column, in its order)
+        self._columns: dict[int, tuple[Sequence[Any], ColumnLayout]] = {}
+
+    def __len__(self) -> int:
+        return len(self._of)
+
+    def add(self, tensors: Sequence[Any], layout: ColumnLayout) -> None:
+        """Record that every tensor of ``tensors`` has ``layout`` (proved by the caller)."""
+        if tensors:
+            self._columns[id(tensors[0])] = (tensors, layout)
+        self._of.update(zip(map(id, tensors), repeat(layout)))
+
+    def admit(self, tensor: Any, layout: ColumnLayout) -> bool:
+        """Record ``tensor`` under ``layout`` (a column's template, made apart from its rows)
+        where its own facts, read now, are the record's; whether it was."""
+        if type(tensor) is not layout.type or tensor.dtype != layout.dtype \
+                or tensor.shape != layout.shape or tensor.device != layout.device:
+            return False
+        if layout.contiguous is False or layout.contiguous and (
+                tensor.layout is not torch.strided or tensor.stride() != row_major(layout.shape)):
+            return False  # a record says row-major strides or nothing
+        self._held.append(tensor)
+        self._of[id(tensor)] = layout
+        return True
+
+    def of(self, tensors: Sequence[Any]) -> list[ColumnLayout | None]:
+        """Each tensor's layout record, None for a tensor the book does not hold."""
+        return list(map(self._of.get, map(id, tensors)))
+
+    def common(self, tensors: Sequence[Any]) -> ColumnLayout | None:
+        """The one record every tensor of ``tensors`` is held under; None when one is not
+        held or two records differ."""
+        if not tensors or id(tensors[0]) not in self._of:
+            return None
+        column = self._columns.get(id(tensors[0]))
+        if column is not None and len(column[0]) == len(tensors) \
+                and all(map(is_, tensors, column[0])):
+            return column[1]  # one recorded column, in its order: one identity sweep
+        found = self.of(tensors)
+        first = found[0]
+        if not all(map(is_, found, repeat(first))):
+            return None
+        return first
+
+
+def book_of(ctx: Any) -> ColumnLayouts | None:
+    """The layout book of a lowering context (a plan's bound tensors) during its compile;
+    None for a context that has none."""
+    return getattr(ctx, "layouts", None)
