@@ -68,6 +68,12 @@ class DerivedNode:
         return f"{self.bound.spec.name}:{self.decl.name}"
 
 
+def _derived_node(node_id: str, node: DerivedNode) -> Node:
+    """The graph node of derived tensor ``node`` (a lazy id of the graph's nodes): its one
+    input its value, none before it has one."""
+    return Node(node_id, NodeKind.DERIVED, inputs=() if node.input is None else (node.input,))
+
+
 def natural_key(path: str) -> list[Any]:
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", path)]
 
@@ -164,6 +170,7 @@ class DerivedGraph:
     def __init__(self, model: nn.Module):
         self.model = model
         self.ir = Graph()
+        self.ir.nodes.build = _derived_node  # a derived tensor's node: lazy (add_derived)
         self.derived: dict[str, DerivedNode] = {}
         self.issues: list[SpecIssue] = []
         self._cse: dict[Any, str] = {}
@@ -260,8 +267,11 @@ class DerivedGraph:
         return int(op_id[1:op_id.index(":")]) > count
 
     def add_derived(self, node: DerivedNode) -> None:
+        """Add ``node`` and its graph node: a lazy id (:class:`~derivgraph.compiler.ir.Nodes`),
+        its ``ir.Node`` made from ``node`` (its :attr:`~DerivedNode.input` the one input) when
+        something first reads it."""
         self.derived[node.id] = node
-        self.ir.add(Node(node.id, NodeKind.DERIVED))
+        self.ir.add_lazy(node.id, node)
 
     def set_input(self, node: DerivedNode, value_id: str) -> None:
         """Give ``node`` its value's node, which is :attr:`touched`."""
@@ -270,16 +280,22 @@ class DerivedGraph:
 
     def place_input(self, node: DerivedNode, value_id: str) -> None:
         """As :meth:`set_input`, nothing touched."""
-        node.input = value_id
-        self.ir.set_inputs(node.id, (value_id,))
+        self.place_inputs([(node, value_id)])
 
     def place_inputs(self, values: list[tuple[DerivedNode, str]]) -> None:
         """:meth:`place_input` of each (node, value id), in order (the stamped replay's
-        call)."""
-        set_inputs = self.ir.set_inputs
+        call): the graph node's inputs are ``(value id,)``, kept by the node itself while it
+        is lazy (made from ``node.input``), else set on it."""
+        ir = self.ir
+        lazy, relink, set_inputs = ir.nodes.lazy, ir.relink, ir.set_inputs
         for node, value_id in values:
-            node.input = value_id
-            set_inputs(node.id, (value_id,))
+            if lazy(node.id) is node:
+                old = node.input
+                node.input = value_id
+                relink(node.id, () if old is None else (old,), (value_id,))
+            else:
+                node.input = value_id
+                set_inputs(node.id, (value_id,))
 
     def issue(self, rule: str, message: str, fix: str, node: DerivedNode | None) -> None:
         loc = node.decl.location if node else SourceLocation()
@@ -290,10 +306,11 @@ class DerivedGraph:
         return self.ir.nodes[node_id].kind
 
     def sources(self) -> list[str]:
-        """The source node ids, in insertion order (cached until the graph changes)."""
+        """The source node ids, in insertion order (cached until the graph changes); a lazy
+        id is a derived tensor (:meth:`add_derived`), so the nodes held answer it."""
         if self._sources_version != self.ir.version:
             source = NodeKind.SOURCE  # the enum member read once, not per node
-            self._sources = [n for n, d in self.ir.nodes.items() if d.kind is source]
+            self._sources = [n for n, d in self.ir.nodes.made_items() if d.kind is source]
             self._sources_version = self.ir.version
         return list(self._sources)
 

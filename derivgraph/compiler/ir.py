@@ -10,14 +10,14 @@ for algorithms and pictures.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, filterfalse
 from typing import Any
 
 from derivgraph._enum import StrEnum
 
-__all__ = ["Graph", "Node", "NodeKind", "depth_first"]
+__all__ = ["Graph", "Node", "NodeKind", "Nodes", "depth_first"]
 
 
 class NodeKind(StrEnum):
@@ -55,11 +55,115 @@ class Node:
         return attrs
 
 
+class Nodes(dict):  # type: ignore[type-arg]  # dict[str, Node], with lazy ids
+    """Nodes by id in insertion order: the explicit :class:`Node` s (the dict itself, read at
+    C speed) and *lazy* ids, recorded with what their node is made of (:meth:`add_lazy`) and
+    made by :attr:`build` on their first read (then held in the dict: one object per id).
+
+    Every read sees both as one mapping: ``nodes[id]``, ``in``, :meth:`get`, ``len`` and the
+    iteration (each lazy id at its insertion position among the explicit ones: a lazy id
+    records how many explicit nodes were inserted before it, consecutive lazy ids form one
+    span).
+    """
+
+    __slots__ = ("_lazy", "_made", "_spans", "build")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lazy: dict[str, Any] = {}  # lazy id -> what its node is made of
+        self._spans: list[tuple[int, list[str]]] = []  # (explicit nodes before it, lazy ids)
+        self._made = 0  # lazy ids made (held in the dict too)
+        #: (id, record) -> the id's Node (set by the graph's owner before a lazy id is added)
+        self.build: Callable[[str, Any], Node] | None = None
+
+    def add_lazy(self, node_id: str, record: Any) -> None:
+        """Insert ``node_id`` (not a node yet), its node made of ``record`` (not None) when
+        first read."""
+        self._lazy[node_id] = record
+        at, spans = dict.__len__(self) - self._made, self._spans
+        if spans and spans[-1][0] == at:
+            spans[-1][1].append(node_id)
+        else:
+            spans.append((at, [node_id]))
+
+    def lazy(self, node_id: str) -> Any:
+        """The record of a lazy id whose node is not made yet (None: an explicit node, a
+        made one, or no node)."""
+        return None if dict.__contains__(self, node_id) else self._lazy.get(node_id)
+
+    def made_items(self) -> Iterator[tuple[str, Node]]:
+        """The nodes held now (explicit, and lazy ones made), in the dict's order, none
+        made here: for a sweep that no lazy id answers (its caller says why)."""
+        return iter(dict.items(self))
+
+    def __missing__(self, node_id: str) -> Node:
+        record = self._lazy.get(node_id)
+        if record is None or self.build is None:
+            raise KeyError(node_id)
+        node = self.build(node_id, record)
+        dict.__setitem__(self, node_id, node)
+        self._made += 1
+        return node
+
+    def __contains__(self, node_id: object) -> bool:
+        return dict.__contains__(self, node_id) or node_id in self._lazy
+
+    def get(self, node_id: str, default: Any = None) -> Any:  # type: ignore[override]
+        node = dict.get(self, node_id)
+        if node is not None:
+            return node
+        return self[node_id] if node_id in self._lazy else default
+
+    def __len__(self) -> int:
+        return dict.__len__(self) - self._made + len(self._lazy)
+
+    def _ids(self) -> list[str]:
+        """Every id in insertion order."""
+        explicit = list(filterfalse(self._lazy.__contains__, dict.__iter__(self))) \
+            if self._made else list(dict.__iter__(self))
+        out: list[str] = []
+        done = 0
+        for at, ids in self._spans:
+            out += explicit[done:at]
+            out += ids
+            done = at
+        out += explicit[done:]
+        return out
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids()) if self._lazy else dict.__iter__(self)
+
+    def keys(self) -> KeysView[str]:  # type: ignore[override]
+        return KeysView(self)
+
+    def values(self) -> ValuesView[Node]:  # type: ignore[override]
+        return ValuesView(self)
+
+    def items(self) -> ItemsView[str, Node]:  # type: ignore[override]
+        return ItemsView(self)
+
+    def __repr__(self) -> str:
+        return f"Nodes({dict(self.items())!r})"
+
+    def __delitem__(self, node_id: str) -> None:
+        self._explicit_only("remove")
+        dict.__delitem__(self, node_id)
+
+    def pop(self, node_id: str, *default: Any) -> Any:
+        self._explicit_only("remove")
+        return dict.pop(self, node_id, *default)
+
+    def _explicit_only(self, what: str) -> None:
+        """Refuse what would shift the lazy ids' recorded positions."""
+        if self._lazy:
+            raise TypeError(f"cannot {what} a node of a graph with lazy nodes")
+
+
 class Graph:
     """Nodes by id (insertion ordered) with their users; O(1) edges, linear-time order."""
 
     def __init__(self) -> None:
-        self.nodes: dict[str, Node] = {}
+        self.nodes = Nodes()
         self.users: dict[str, list[str]] = {}
         self.version = 0
         self._order: list[str] | None = None
@@ -68,8 +172,10 @@ class Graph:
         self._nx_version = -1
 
     def add(self, node: Node) -> Node:
-        node_id, users = node.id, self.users
-        self.nodes[node_id] = node
+        node_id, users, nodes = node.id, self.users, self.nodes
+        if node_id in nodes._lazy:
+            nodes[node_id]  # a lazy id made at its position first: the new node replaces it
+        nodes[node_id] = node
         if node_id not in users:
             users[node_id] = []
         for ref in node.inputs:
@@ -81,13 +187,28 @@ class Graph:
         self.version += 1
         return node
 
+    def add_lazy(self, node_id: str, record: Any) -> None:
+        """Insert ``node_id`` as a lazy id of :attr:`nodes` (its node made of ``record`` by
+        ``nodes.build`` when first read); its users list as :meth:`add` makes one for a node
+        with no inputs (a lazy node gets inputs only through :meth:`relink`)."""
+        self.nodes.add_lazy(node_id, record)
+        if node_id not in self.users:
+            self.users[node_id] = []
+        self.version += 1
+
     def set_inputs(self, node_id: str, inputs: tuple[str, ...]) -> None:
         """Give an existing node (a derived tensor) its inputs."""
-        node, users = self.nodes[node_id], self.users
-        for ref in node.inputs:
-            users[ref].remove(node_id)
+        node = self.nodes[node_id]
+        self.relink(node_id, node.inputs, inputs)
         node.inputs = inputs
-        for ref in inputs:
+
+    def relink(self, node_id: str, old: tuple[str, ...], new: tuple[str, ...]) -> None:
+        """The users' bookkeeping of node ``node_id``'s inputs going from ``old`` to ``new``
+        (:meth:`set_inputs`' rule; a lazy node's owner keeps its inputs itself)."""
+        users = self.users
+        for ref in old:
+            users[ref].remove(node_id)
+        for ref in new:
             found = users.get(ref)
             if found is None:
                 users[ref] = [node_id]

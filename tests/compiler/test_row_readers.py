@@ -30,6 +30,7 @@ from derivgraph.compiler import layers
 from derivgraph.compiler.bind import match_specs
 from derivgraph.compiler.build import build_graph
 from derivgraph.compiler.graph import DerivedGraph
+from derivgraph.compiler.ir import Nodes
 from derivgraph.compiler.stamp import stamping
 from derivgraph.planner import CompileValues
 from derivgraph.runtime import storage
@@ -114,11 +115,15 @@ def test_canary_the_constant_rule_planted_away_loses_the_rows_constants(
     assert not set(stamped.tensors.constants) & rows
 
 
-class _Counting(dict):
-    """``Graph.nodes`` counting the lookups of ``rows``' nodes."""
+class _Counting(Nodes):
+    """``Graph.nodes`` counting the lookups of ``rows``' nodes (every node made: a copy)."""
 
     rows: set[str] = set()
     hits = 0
+
+    def __init__(self, nodes: Nodes) -> None:
+        super().__init__()
+        dict.update(self, nodes.items())
 
     def __getitem__(self, key: str) -> Any:
         _Counting.hits += key in self.rows

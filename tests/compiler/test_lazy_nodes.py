@@ -1,0 +1,185 @@
+"""Lazy graph nodes (issue 20.4, rows39 DESIGN (b3)): a derived tensor's ``ir.Node`` is not
+made when the tensor is added; :class:`~derivgraph.compiler.ir.Nodes` records its id at its
+insertion position and makes the node from the :class:`DerivedNode` when something first reads
+it.
+
+The mapping is checked as values (ids in insertion order with the lazy spans merged, ``len``,
+``in``, ``get``, one object per id, a node added over a lazy id at its position), and a built
+graph against the same graph built with every derived node made at once (the rule before: the
+oracle): the same ids in the same order, the same inputs, the same users. Canaries: a span
+recorded at the wrong position, and a lazy node's input kept only on the DerivedNode (not its
+users), both differ from the oracle.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from torch import nn
+
+from derivgraph.compiler.bind import check_bindings, match_specs
+from derivgraph.compiler.build import build_graph
+from derivgraph.compiler.graph import DerivedGraph, DerivedNode
+from derivgraph.compiler.ir import Graph, Node, NodeKind, Nodes
+from derivgraph.compiler.stamp import stamping
+from derivgraph.spec.model import Spec
+from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+from tests.compiler.test_order_blocks import chain_specs
+
+
+def _nodes() -> tuple[Nodes, list[str]]:
+    """Explicit a, lazy x y, explicit b c, lazy z: made by ``build`` as op nodes."""
+    nodes = Nodes()
+    nodes.build = lambda node_id, record: Node(node_id, NodeKind.OP, op=record)
+    nodes["a"] = Node("a", NodeKind.SOURCE)
+    nodes.add_lazy("x", "mul")
+    nodes.add_lazy("y", "add")
+    nodes["b"] = Node("b", NodeKind.SOURCE)
+    nodes["c"] = Node("c", NodeKind.SOURCE)
+    nodes.add_lazy("z", "neg")
+    return nodes, ["a", "x", "y", "b", "c", "z"]
+
+
+def test_lazy_ids_read_as_nodes_at_their_insertion_position() -> None:
+    nodes, order = _nodes()
+    assert list(nodes) == order and len(nodes) == 6 and list(nodes.keys()) == order
+    assert "y" in nodes and "q" not in nodes and nodes.get("q") is None
+    assert nodes._made == 0
+    y = nodes["y"]
+    assert (y.id, y.kind, y.op) == ("y", NodeKind.OP, "add")
+    assert nodes["y"] is y and nodes.get("y") is y  # made once, then held
+    assert nodes._made == 1 and nodes.lazy("y") is None and nodes.lazy("x") == "mul"
+    assert list(nodes) == order and len(nodes) == 6  # a made node keeps its position
+    assert [n.op for n in nodes.values()] == [None, "mul", "add", None, None, "neg"]
+    assert [k for k, _ in nodes.made_items()] == ["a", "b", "c", "y", "x", "z"]
+    with pytest.raises(KeyError):
+        nodes["q"]
+    with pytest.raises(TypeError):
+        nodes.pop("a")
+
+
+def test_a_node_added_over_a_lazy_id_takes_its_position() -> None:
+    g = Graph()
+    g.nodes.build = lambda node_id, record: Node(node_id, NodeKind.DERIVED)
+    g.add(Node("s", NodeKind.SOURCE))
+    g.add_lazy("d", "record")
+    g.add(Node("t", NodeKind.SOURCE))
+    g.add(Node("d", NodeKind.OP, op="x", inputs=("s",)))
+    assert list(g.nodes) == ["s", "d", "t"] and g.nodes["d"].op == "x" and len(g.nodes) == 3
+    assert g.users == {"s": ["d"], "d": [], "t": []}
+
+
+def test_a_graph_with_no_lazy_id_is_the_plain_dict() -> None:
+    g = Graph()
+    g.add(Node("s", NodeKind.SOURCE))
+    g.add(Node("%1:neg", NodeKind.OP, op="neg", inputs=("s",)))
+    assert list(g.nodes) == ["s", "%1:neg"] and dict(g.nodes) == {
+        "s": g.nodes["s"], "%1:neg": g.nodes["%1:neg"]}
+
+
+def _eager(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rule before: every derived tensor's node made when it is added."""
+    monkeypatch.setattr(DerivedGraph, "add_derived", lambda self, node: (
+        self.derived.__setitem__(node.id, node), self.ir.add(Node(node.id, NodeKind.DERIVED))))
+
+
+def _built(specs: list[Spec], layers: int = 5) -> DerivedGraph:
+    model = scaling_model(layers)
+    bound = match_specs(model, specs)
+    check_bindings(bound)
+    with stamping(True):
+        return build_graph(model, bound)
+
+
+def _facts(graph: DerivedGraph) -> tuple[Any, ...]:
+    nodes = graph.nodes
+    return (list(nodes), len(nodes), [(n.kind, n.op, n.inputs) for n in nodes.values()],
+            graph.ir.users, graph.sources(), graph.ordered())
+
+
+@pytest.mark.parametrize("specs", [lambda: [scaling_spec()], chain_specs],
+                         ids=["scaling", "chain+reader"])
+def test_a_built_graph_reads_as_the_eager_one(monkeypatch: pytest.MonkeyPatch,
+                                              specs: Any) -> None:
+    graph = _built(specs())
+    made = graph.nodes._made
+    got = _facts(graph)
+    with monkeypatch.context() as m:
+        _eager(m)
+        want = _facts(_built(specs()))
+    assert got == want
+    assert len(graph.nodes._lazy) == len(graph.derived)  # every derived tensor lazy
+    assert made < len(graph.derived)  # the closed rows' derived tensors never made
+
+
+def test_scaling_makes_only_the_templates_derived_nodes() -> None:
+    """Stamped scaling: building (resolution, order, source deps, shapes) reads no closed
+    row's derived node; only the template's four are made."""
+    graph = _built([scaling_spec()], layers=6)
+    assert graph.stamped == 5 and graph.nodes._made == 4
+    assert graph.ordered()[:2] == ["layers.0.scale", "%1:div"]
+
+
+def test_a_derived_node_read_before_its_input_gets_it() -> None:
+    graph = DerivedGraph(nn.Module())
+    spec = scaling_spec()
+    node = DerivedNode("d", None, spec.derived[0], "")  # type: ignore[arg-type]
+    graph.add_derived(node)
+    assert graph.nodes["d"].inputs == () and graph.nodes._made == 1
+    graph.ir.add(Node("s", NodeKind.SOURCE))
+    graph.place_input(node, "s")
+    assert graph.nodes["d"].inputs == ("s",) and graph.ir.users["s"] == ["d"]
+    other = DerivedNode("e", None, spec.derived[0], "")  # type: ignore[arg-type]
+    graph.add_derived(other)
+    graph.place_input(other, "s")
+    graph.place_input(other, "d")  # a lazy node's inputs move: its users follow
+    assert graph.ir.users == {"d": ["e"], "s": ["d"], "e": []} and graph.nodes._made == 1
+    assert graph.nodes["e"].inputs == ("d",) and list(graph.nodes) == ["d", "s", "e"]
+
+
+def test_canary_a_span_merged_out_of_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planted: the lazy ids merged after every explicit node (not at their spans): the
+    built graph's ids, sources' order aside, come out in another order than the eager
+    graph's; a span recorded one explicit node early shows on a small graph."""
+    def appended(self: Nodes) -> list[str]:
+        explicit = [n for n in dict.__iter__(self) if n not in self._lazy]
+        return explicit + [n for _, ids in self._spans for n in ids]
+
+    got = list(_built(chain_specs()).nodes)
+    with monkeypatch.context() as m:
+        m.setattr(Nodes, "_ids", appended)
+        planted = list(_built(chain_specs()).nodes)
+    assert sorted(planted) == sorted(got) and planted != got
+    real = Nodes.add_lazy
+
+    def early(self: Nodes, node_id: str, record: Any) -> None:
+        real(self, node_id, record)
+        at, ids = self._spans[-1]
+        self._spans[-1] = (max(at - 1, 0), ids)
+
+    monkeypatch.setattr(Nodes, "add_lazy", early)
+    g = Graph()
+    g.nodes.build = lambda node_id, record: Node(node_id, NodeKind.DERIVED)
+    g.add(Node("s", NodeKind.SOURCE))
+    g.add(Node("t", NodeKind.SOURCE))
+    g.add_lazy("d", "record")
+    assert list(g.nodes) == ["s", "d", "t"]  # the planted bug shows (the rule: s, t, d)
+
+
+def test_canary_a_lazy_input_kept_off_the_users(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planted: a lazy node's input set on the DerivedNode only: the users differ from the
+    eager graph's (the lowering reads them)."""
+    def quiet(self: DerivedGraph, values: list[tuple[DerivedNode, str]]) -> None:
+        for node, value_id in values:
+            node.input = value_id
+
+    got = _built([scaling_spec()])
+    with monkeypatch.context() as m:
+        m.setattr(DerivedGraph, "place_inputs", quiet)
+        planted = _built([scaling_spec()])
+    assert planted.ir.users != got.ir.users
+    with monkeypatch.context() as m:
+        _eager(m)
+        assert _built([scaling_spec()]).ir.users == got.ir.users
+
