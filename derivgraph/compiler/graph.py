@@ -68,10 +68,20 @@ class DerivedNode:
         return f"{self.bound.spec.name}:{self.decl.name}"
 
 
-def _derived_node(node_id: str, node: DerivedNode) -> Node:
-    """The graph node of derived tensor ``node`` (a lazy id of the graph's nodes): its one
-    input its value, none before it has one."""
-    return Node(node_id, NodeKind.DERIVED, inputs=() if node.input is None else (node.input,))
+def _lazy_node(node_id: str, record: Any) -> Node:
+    """The node of a lazy id of the graph's nodes: a derived tensor's from its
+    :class:`DerivedNode` (its one input its value, none before it has one), a stamped row's
+    source or op from its record (the ``Node``'s fields: :meth:`DerivedGraph.place_source`,
+    :meth:`DerivedGraph.op_keyed`)."""
+    if type(record) is tuple:
+        return Node(*record)
+    return Node(node_id, NodeKind.DERIVED,
+                inputs=() if record.input is None else (record.input,))
+
+
+def _lazy_kind(record: Any) -> NodeKind:
+    """The kind of the node a lazy id's record makes (:func:`_lazy_node`)."""
+    return record[1] if type(record) is tuple else NodeKind.DERIVED
 
 
 def natural_key(path: str) -> list[Any]:
@@ -170,7 +180,8 @@ class DerivedGraph:
     def __init__(self, model: nn.Module):
         self.model = model
         self.ir = Graph()
-        self.ir.nodes.build = _derived_node  # a derived tensor's node: lazy (add_derived)
+        # lazy nodes: every derived tensor's (add_derived), a stamped row's sources and ops
+        self.ir.nodes.build, self.ir.nodes.kind_of = _lazy_node, _lazy_kind
         self.derived: dict[str, DerivedNode] = {}
         self.issues: list[SpecIssue] = []
         self._cse: dict[Any, str] = {}
@@ -216,10 +227,11 @@ class DerivedGraph:
         return NodeRef(path)
 
     def place_source(self, path: str, tensor: torch.Tensor,
-                     layout: tuple[Any, ...] | None = None) -> bool:
+                     layout: tuple[Any, ...] | None = None, lazy: bool = False) -> bool:
         """As :meth:`source`, nothing touched: whether ``path`` was a node already (a derived
         tensor, or a source made before). The stamped replay's call: it touches what its own
-        row did not make (:meth:`derivgraph.compiler.stamp.Stamper._replay`)."""
+        row did not make (:meth:`derivgraph.compiler.stamp.Stamper._replay`), and its nodes
+        are ``lazy`` (a record of the ``Node``'s fields, made when first read)."""
         if path in self.derived or path in self.ir.nodes:
             return True
         if layout is None:
@@ -227,7 +239,11 @@ class DerivedGraph:
             dtype, device = tensor.dtype, tensor.device
         else:
             _, shape, stride, dtype, device = layout
-        self.ir.add(Node(path, NodeKind.SOURCE, None, (), {}, (), shape, stride, dtype, device))
+        record = (path, NodeKind.SOURCE, None, (), {}, (), shape, stride, dtype, device)
+        if lazy:
+            self.ir.add_lazy(path, record)
+        else:
+            self.ir.add(Node(*record))
         self.read_sources[path] = tensor
         return False
 
@@ -241,21 +257,40 @@ class DerivedGraph:
         return NodeRef(node_id)
 
     def op_keyed(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], key: Any,
-                 refs: list[str]) -> str:
+                 refs: list[str], lazy: bool = False) -> str:
         """The op node of ``key`` (``(name, freeze(args), freeze(kwargs))``; ``refs``: the
         node ids in ``args`` then ``kwargs``): the one CSE already holds, or a new one
-        (numbered ``%N:name``, N counting up: :meth:`made_after`). Nothing touched: the
-        caller accounts for what it names (:meth:`op`, the stamped replay)."""
+        (numbered ``%N:name``, N counting up: :meth:`made_after`; ``lazy``: as a record of
+        the ``Node``'s fields, made when first read). Nothing touched: the caller accounts
+        for what it names (:meth:`op`, the stamped replay)."""
         node_id = f"%{self._op_count + 1}:{name}"  # the new node's id, if it is new
         hit = self._cse.setdefault(key, node_id)  # one hash of the key, hit or not
         if hit is not node_id:
             self.cse_hits += 1
             return hit
         self._op_count += 1
-        self.ir.add(Node(node_id, NodeKind.OP, name, args, kwargs,
-                         tuple(dict.fromkeys(refs))))
+        inputs = tuple(dict.fromkeys(refs))
+        if lazy:
+            self.ir.add_lazy(node_id, (node_id, NodeKind.OP, name, args, kwargs, inputs),
+                             inputs)
+        else:
+            self.ir.add(Node(node_id, NodeKind.OP, name, args, kwargs, inputs))
         self.op_names.add(name)
         return node_id
+
+    def op_args(self, op_ids: list[str]) -> list[tuple[Any, Any]]:
+        """Each op node's (args, kwargs), a lazy one's read from its record (not made)."""
+        nodes = self.ir.nodes
+        held, record = nodes.made_get, nodes.record
+        out = []
+        for n in op_ids:
+            node = held(n)
+            if node is None:
+                rec = record(n)
+                out.append((rec[3], rec[4]))
+            else:
+                out.append((node.args, node.kwargs))
+        return out
 
     def op_count(self) -> int:
         """How many op nodes were made so far (the next one is numbered one more)."""
@@ -306,11 +341,10 @@ class DerivedGraph:
         return self.ir.nodes[node_id].kind
 
     def sources(self) -> list[str]:
-        """The source node ids, in insertion order (cached until the graph changes); a lazy
-        id is a derived tensor (:meth:`add_derived`), so the nodes held answer it."""
+        """The source node ids, in insertion order (cached until the graph changes), no
+        lazy node made."""
         if self._sources_version != self.ir.version:
-            source = NodeKind.SOURCE  # the enum member read once, not per node
-            self._sources = [n for n, d in self.ir.nodes.made_items() if d.kind is source]
+            self._sources = self.ir.nodes.of_kind(NodeKind.SOURCE)
             self._sources_version = self.ir.version
         return list(self._sources)
 

@@ -5,7 +5,8 @@ derived tensors carry a :class:`TensorKind` and bind into a :class:`Slot`. The e
 enums, so spec YAML/JSON (which spell kinds as strings) compare and serialize unchanged, but no
 module compares bare kind strings. :class:`Graph` keeps nodes in dicts with O(1) edge and version
 bookkeeping and a linear-time topological order; networkx is only built on demand (``graph.g``)
-for algorithms and pictures.
+for algorithms and pictures. A node may be *lazy* (:class:`Nodes`): its id inserted with what
+it is made of, its ``Node`` made on first read (the derived tensors, a stamped row's nodes).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ class Nodes(dict):  # type: ignore[type-arg]  # dict[str, Node], with lazy ids
     span).
     """
 
-    __slots__ = ("_lazy", "_made", "_spans", "build")
+    __slots__ = ("_lazy", "_made", "_spans", "build", "kind_of")
 
     def __init__(self) -> None:
         super().__init__()
@@ -75,6 +76,8 @@ class Nodes(dict):  # type: ignore[type-arg]  # dict[str, Node], with lazy ids
         self._made = 0  # lazy ids made (held in the dict too)
         #: (id, record) -> the id's Node (set by the graph's owner before a lazy id is added)
         self.build: Callable[[str, Any], Node] | None = None
+        #: record -> the kind of the node it makes (set with :attr:`build`)
+        self.kind_of: Callable[[Any], NodeKind] | None = None
 
     def add_lazy(self, node_id: str, record: Any) -> None:
         """Insert ``node_id`` (not a node yet), its node made of ``record`` (not None) when
@@ -95,6 +98,34 @@ class Nodes(dict):  # type: ignore[type-arg]  # dict[str, Node], with lazy ids
         """The nodes held now (explicit, and lazy ones made), in the dict's order, none
         made here: for a sweep that no lazy id answers (its caller says why)."""
         return iter(dict.items(self))
+
+    def of_kind(self, kind: NodeKind) -> list[str]:
+        """The ids of the nodes of ``kind`` in insertion order, no lazy node made (a lazy
+        id's kind from its record: :attr:`kind_of`)."""
+        lazy = self._lazy
+        if not lazy:
+            return [n for n, d in dict.items(self) if d.kind is kind]
+        explicit = [(n, d.kind is kind) for n, d in dict.items(self) if n not in lazy]
+        kind_of = self.kind_of
+        assert kind_of is not None  # set with build, before a lazy id is added
+        out: list[str] = []
+        done = 0
+        for at, ids in self._spans:
+            out += [n for n, hit in explicit[done:at] if hit]
+            out += [n for n in ids if kind_of(lazy[n]) is kind]
+            done = at
+        out += [n for n, hit in explicit[done:] if hit]
+        return out
+
+    def made_get(self, node_id: str) -> Node | None:
+        """The node held for ``node_id`` (explicit or made), None for a lazy id not made
+        (nothing made here)."""
+        return dict.get(self, node_id)
+
+    def record(self, node_id: str) -> Any:
+        """What lazy id ``node_id``'s node is made of (made or not); KeyError for an
+        explicit node."""
+        return self._lazy[node_id]
 
     def __missing__(self, node_id: str) -> Node:
         record = self._lazy.get(node_id)
@@ -172,28 +203,31 @@ class Graph:
         self._nx_version = -1
 
     def add(self, node: Node) -> Node:
-        node_id, users, nodes = node.id, self.users, self.nodes
+        node_id, nodes = node.id, self.nodes
         if node_id in nodes._lazy:
             nodes[node_id]  # a lazy id made at its position first: the new node replaces it
         nodes[node_id] = node
+        self._link(node_id, node.inputs)
+        return node
+
+    def add_lazy(self, node_id: str, record: Any, inputs: tuple[str, ...] = ()) -> None:
+        """Insert ``node_id`` as a lazy id of :attr:`nodes` (its node, whose inputs are
+        ``inputs``, made of ``record`` by ``nodes.build`` when first read), its users kept
+        as :meth:`add` keeps a node's."""
+        self.nodes.add_lazy(node_id, record)
+        self._link(node_id, inputs)
+
+    def _link(self, node_id: str, inputs: tuple[str, ...]) -> None:
+        """A new node's users' bookkeeping: its own list, and it a user of each input."""
+        users = self.users
         if node_id not in users:
             users[node_id] = []
-        for ref in node.inputs:
+        for ref in inputs:
             found = users.get(ref)
             if found is None:
                 users[ref] = [node_id]
             else:
                 found.append(node_id)
-        self.version += 1
-        return node
-
-    def add_lazy(self, node_id: str, record: Any) -> None:
-        """Insert ``node_id`` as a lazy id of :attr:`nodes` (its node made of ``record`` by
-        ``nodes.build`` when first read); its users list as :meth:`add` makes one for a node
-        with no inputs (a lazy node gets inputs only through :meth:`relink`)."""
-        self.nodes.add_lazy(node_id, record)
-        if node_id not in self.users:
-            self.users[node_id] = []
         self.version += 1
 
     def set_inputs(self, node_id: str, inputs: tuple[str, ...]) -> None:

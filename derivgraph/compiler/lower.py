@@ -234,10 +234,10 @@ class Lowerer(Interpreter):
                     made = [Step(n, action, op, args, kwargs, x, t, scale, out_shape)
                             for n, x, t in zip(column, inputs, targets)]
                 else:
-                    srcs = [nodes[n] for n in table.column(at)]
-                    made = [Step(n, action, op, (src.args[1],) if tail else src.args,
-                                 src.kwargs, x, t, scale, out_shape)
-                            for n, src, x, t in zip(column, srcs, inputs, targets)]
+                    srcs = graph.op_args(table.column(at))  # a row's from its record
+                    made = [Step(n, action, op, (args[1],) if tail else args,
+                                 kwargs, x, t, scale, out_shape)
+                            for n, (args, kwargs), x, t in zip(column, srcs, inputs, targets)]
                 chosen.update(zip(column, made))
                 made_columns.append((step, made))
             layers.append(LayerSteps(table, tuple(made_columns)))

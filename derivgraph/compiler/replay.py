@@ -232,7 +232,7 @@ class Replay:
                 key = (name, ("seq", tuple([("ref", vals[s]) if f is None else f
                                             for s, f in keyed])), fkw)
                 new = op_keyed(name, args, dict(kwargs) if kwargs else {}, key,
-                               [vals[s] for s in order])
+                               [vals[s] for s in order], True)
                 vals[out] = new
                 if new != result:
                     twins[new] = result
@@ -244,7 +244,7 @@ class Replay:
                         read.append(vals[slot])
                     tensor, layout = get_path(module, rel), None
                 path = vals[slot]
-                if place(path, tensor, layout):
+                if place(path, tensor, layout, True):
                     found.append(path)
             else:
                 name, args, kwargs, resolved, out, result = step
@@ -254,7 +254,7 @@ class Replay:
 
                 args, kwargs = substitute(args, lookup), substitute(kwargs, lookup)
                 new = op_keyed(name, args, kwargs, (name, freeze(args), freeze(kwargs)),
-                               refs_in(args) + refs_in(kwargs))
+                               refs_in(args) + refs_in(kwargs), True)
                 vals[out] = new
                 if new != result:
                     twins[new] = result

@@ -1,14 +1,17 @@
-"""Lazy graph nodes (issue 20.4, rows39 DESIGN (b3)): a derived tensor's ``ir.Node`` is not
-made when the tensor is added; :class:`~derivgraph.compiler.ir.Nodes` records its id at its
-insertion position and makes the node from the :class:`DerivedNode` when something first reads
-it.
+"""Lazy graph nodes (issue 20.4, rows39 DESIGN (b3)): a derived tensor's ``ir.Node`` and a
+stamped row's sources and ops are not made when they are added;
+:class:`~derivgraph.compiler.ir.Nodes` records each id at its insertion position with what its
+node is made of (the :class:`DerivedNode`, or the ``Node``'s fields) and makes the node when
+something first reads it.
 
 The mapping is checked as values (ids in insertion order with the lazy spans merged, ``len``,
-``in``, ``get``, one object per id, a node added over a lazy id at its position), and a built
-graph against the same graph built with every derived node made at once (the rule before: the
-oracle): the same ids in the same order, the same inputs, the same users. Canaries: a span
-recorded at the wrong position, and a lazy node's input kept only on the DerivedNode (not its
-users), both differ from the oracle.
+``in``, ``get``, one object per id, a node added over a lazy id at its position), and built
+graphs (stamped scaling, rows reading each other, a row opened by a reader before or after its
+replay) against the same graph built with every node made at once (the rule before: the
+oracle): the same ids in the same order, the same sources, order, fields and users; the
+closed rows' nodes are never made, the lowering's column of op arguments is read from the
+records. Canaries: spans merged out of order or recorded one node early, a lazy node's input
+kept off the users, lazy sources' kind misread: each differs from the oracle.
 """
 
 from __future__ import annotations
@@ -18,13 +21,17 @@ from typing import Any
 import pytest
 from torch import nn
 
+from derivgraph.compiler import graph as graph_module
 from derivgraph.compiler.bind import check_bindings, match_specs
 from derivgraph.compiler.build import build_graph
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode
 from derivgraph.compiler.ir import Graph, Node, NodeKind, Nodes
+from derivgraph.compiler.layers import closed_layers, layer_nodes
 from derivgraph.compiler.stamp import stamping
 from derivgraph.spec.model import Spec
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+from tests.compiler.test_open_rows import _model as _open_model
+from tests.compiler.test_open_rows import _specs as _open_specs
 from tests.compiler.test_order_blocks import chain_specs
 
 
@@ -84,6 +91,19 @@ def _eager(monkeypatch: pytest.MonkeyPatch) -> None:
         self.derived.__setitem__(node.id, node), self.ir.add(Node(node.id, NodeKind.DERIVED))))
 
 
+_place, _op_keyed = DerivedGraph.place_source, DerivedGraph.op_keyed
+
+
+def _eager_source(self: DerivedGraph, path: str, tensor: Any, layout: Any = None,
+                  lazy: bool = False) -> bool:
+    return _place(self, path, tensor, layout)
+
+
+def _eager_op(self: DerivedGraph, name: str, args: Any, kwargs: Any, key: Any, refs: Any,
+              lazy: bool = False) -> str:
+    return _op_keyed(self, name, args, kwargs, key, refs)
+
+
 def _built(specs: list[Spec], layers: int = 5) -> DerivedGraph:
     model = scaling_model(layers)
     bound = match_specs(model, specs)
@@ -94,8 +114,10 @@ def _built(specs: list[Spec], layers: int = 5) -> DerivedGraph:
 
 def _facts(graph: DerivedGraph) -> tuple[Any, ...]:
     nodes = graph.nodes
-    return (list(nodes), len(nodes), [(n.kind, n.op, n.inputs) for n in nodes.values()],
-            graph.ir.users, graph.sources(), graph.ordered())
+    sources = graph.sources()  # before any node is made here
+    return (list(nodes), len(nodes), sources, graph.ordered(),
+            [(n.kind, n.op, n.args, n.kwargs, n.inputs, n.shape, n.stride, n.dtype, n.device)
+             for n in nodes.values()], graph.ir.users)
 
 
 @pytest.mark.parametrize("specs", [lambda: [scaling_spec()], chain_specs],
@@ -103,14 +125,60 @@ def _facts(graph: DerivedGraph) -> tuple[Any, ...]:
 def test_a_built_graph_reads_as_the_eager_one(monkeypatch: pytest.MonkeyPatch,
                                               specs: Any) -> None:
     graph = _built(specs())
-    made = graph.nodes._made
+    lazy = graph.nodes._lazy
+    assert set(graph.derived) <= set(lazy)  # every derived tensor lazy, and each row's
+    closed = layer_nodes(closed_layers(graph))  # closed rows' nodes: lazy, never made
+    assert closed and closed <= set(lazy) and not any(map(graph.nodes.made_get, closed))
     got = _facts(graph)
     with monkeypatch.context() as m:
         _eager(m)
+        m.setattr(DerivedGraph, "place_source", _eager_source)
+        m.setattr(DerivedGraph, "op_keyed", _eager_op)
         want = _facts(_built(specs()))
     assert got == want
-    assert len(graph.nodes._lazy) == len(graph.derived)  # every derived tensor lazy
-    assert made < len(graph.derived)  # the closed rows' derived tensors never made
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["reader-first", "reader-after"])
+@pytest.mark.parametrize("read", ["derived", "source", "cse"])
+def test_an_open_row_reads_as_the_eager_one(monkeypatch: pytest.MonkeyPatch, read: str,
+                                            first: bool) -> None:
+    """A spec reading layer 2 (its derived tensor, its source, its op by CSE), resolved
+    before or after the rows' replays: the row's nodes are read where they were inserted."""
+    def built() -> tuple[Any, ...]:
+        model = _open_model()
+        bound = match_specs(model, _open_specs(read, first)())
+        check_bindings(bound)
+        with stamping(True):
+            return _facts(build_graph(model, bound))
+
+    got = built()
+    with monkeypatch.context() as m:
+        _eager(m)
+        m.setattr(DerivedGraph, "place_source", _eager_source)
+        m.setattr(DerivedGraph, "op_keyed", _eager_op)
+        assert built() == got
+
+
+def test_a_rows_op_arguments_are_read_from_its_record() -> None:
+    graph = _built([scaling_spec()])
+    [table] = graph.stamps
+    ops = [k for k, n in enumerate(table.template) if n.startswith("%")]
+    column = table.column(ops[-1])
+    got = graph.op_args(column)
+    assert not any(map(graph.nodes.made_get, column))  # read, not made
+    assert got == [(graph.nodes[n].args, graph.nodes[n].kwargs) for n in column]
+    assert got[0][0][0].id == "layers.1.scale"  # scale * weight, renamed per row
+
+
+def test_canary_lazy_sources_taken_for_derived(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planted: every lazy record's kind read as a derived tensor's: the rows' sources drop
+    out of ``sources()`` (the rule reads each record's kind)."""
+    got = _built([scaling_spec()]).sources()
+    monkeypatch.setattr(graph_module, "_lazy_kind", lambda record: NodeKind.DERIVED)
+    graph = _built([scaling_spec()])
+    graph.ir.nodes.kind_of = graph_module._lazy_kind
+    planted = graph.sources()
+    assert planted == ["layers.0.scale", "layers.0.weight"] and len(got) == 10
 
 
 def test_scaling_makes_only_the_templates_derived_nodes() -> None:
