@@ -58,6 +58,7 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
         decls = decls_of.get(id(bound.spec))
         if decls is None:  # fold hook: folds are bound by derivgraph.compiler.fold, not nodes
             decls = decls_of[id(bound.spec)] = [d for d in bound.spec.derived if not is_fold(d)]
+        ids: set[str] = set()  # the bound spec's own, added below at its end
         for decl in decls:
             owner_path = bound.qualify(decl.owner) if decl.owner else bound.module_path
             device = devices.get(decl.device)
@@ -65,8 +66,9 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
                 device = devices[decl.device] = device_of(bound, decl, plain)
             node = DerivedNode(join(owner_path, decl.name), bound, decl, owner_path,
                                device=device, params=params)
-            if node.id in graph.derived:
-                other = graph.derived[node.id]
+            if node.id in graph.derived or node.id in ids:
+                other = graph.derived[node.id] if node.id in graph.derived else \
+                    next(n for n in nodes if n.id == node.id)
                 graph.issue(Rule.DUPLICATE, f"{node.id} is declared by {node.where} and by "
                             f"{other.where} ({other.decl.location})",
                             "declare each derived tensor once; make the other an alias", node)
@@ -86,8 +88,9 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
                             f"{decl.owner or '<module>'} is a {type(owner).__name__}",
                             "use kind 'attribute' for tensors on plain objects", node)
                 continue
-            graph.add_derived(node)
+            ids.add(node.id)
             nodes.append(node)
+        graph.add_derived_all(nodes)
     stamper = Stamper(graph, lambda node, reads: _resolve_derived(graph, node, reads))
     for bound, params, nodes in layers:
         stamper.resolve_bound(bound, params, nodes)

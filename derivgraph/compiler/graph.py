@@ -227,12 +227,16 @@ class DerivedGraph:
         return NodeRef(path)
 
     def place_source(self, path: str, tensor: torch.Tensor,
-                     layout: tuple[Any, ...] | None = None, lazy: bool = False) -> bool:
+                     layout: tuple[Any, ...] | None = None,
+                     lazy: list[tuple[str, Any, tuple[str, ...]]] | None = None) -> bool:
         """As :meth:`source`, nothing touched: whether ``path`` was a node already (a derived
         tensor, or a source made before). The stamped replay's call: it touches what its own
-        row did not make (:meth:`derivgraph.compiler.stamp.Stamper._replay`), and its nodes
-        are ``lazy`` (a record of the ``Node``'s fields, made when first read)."""
-        if path in self.derived or path in self.ir.nodes:
+        row did not make (:meth:`derivgraph.compiler.stamp.Stamper._replay`), and its new
+        node goes to ``lazy`` (id, a record of the ``Node``'s fields, inputs) for
+        :meth:`Graph.add_lazies <derivgraph.compiler.ir.Graph.add_lazies>` (made when first
+        read)."""
+        nodes = self.ir.nodes
+        if path in self.derived or dict.__contains__(nodes, path) or path in nodes.records:
             return True
         if layout is None:
             shape, stride = tuple(tensor.shape), tuple(tensor.stride())
@@ -240,8 +244,8 @@ class DerivedGraph:
         else:
             _, shape, stride, dtype, device = layout
         record = (path, NodeKind.SOURCE, None, (), {}, (), shape, stride, dtype, device)
-        if lazy:
-            self.ir.add_lazy(path, record)
+        if lazy is not None:
+            lazy.append((path, record, ()))
         else:
             self.ir.add(Node(*record))
         self.read_sources[path] = tensor
@@ -257,12 +261,13 @@ class DerivedGraph:
         return NodeRef(node_id)
 
     def op_keyed(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], key: Any,
-                 refs: list[str], lazy: bool = False) -> str:
+                 refs: list[str],
+                 lazy: list[tuple[str, Any, tuple[str, ...]]] | None = None) -> str:
         """The op node of ``key`` (``(name, freeze(args), freeze(kwargs))``; ``refs``: the
         node ids in ``args`` then ``kwargs``): the one CSE already holds, or a new one
-        (numbered ``%N:name``, N counting up: :meth:`made_after`; ``lazy``: as a record of
-        the ``Node``'s fields, made when first read). Nothing touched: the caller accounts
-        for what it names (:meth:`op`, the stamped replay)."""
+        (numbered ``%N:name``, N counting up: :meth:`made_after`; given ``lazy``, appended
+        to it as :meth:`place_source` does). Nothing touched: the caller accounts for what
+        it names (:meth:`op`, the stamped replay)."""
         node_id = f"%{self._op_count + 1}:{name}"  # the new node's id, if it is new
         hit = self._cse.setdefault(key, node_id)  # one hash of the key, hit or not
         if hit is not node_id:
@@ -270,9 +275,8 @@ class DerivedGraph:
             return hit
         self._op_count += 1
         inputs = tuple(dict.fromkeys(refs))
-        if lazy:
-            self.ir.add_lazy(node_id, (node_id, NodeKind.OP, name, args, kwargs, inputs),
-                             inputs)
+        if lazy is not None:
+            lazy.append((node_id, (node_id, NodeKind.OP, name, args, kwargs, inputs), inputs))
         else:
             self.ir.add(Node(node_id, NodeKind.OP, name, args, kwargs, inputs))
         self.op_names.add(name)
@@ -302,11 +306,18 @@ class DerivedGraph:
         return int(op_id[1:op_id.index(":")]) > count
 
     def add_derived(self, node: DerivedNode) -> None:
-        """Add ``node`` and its graph node: a lazy id (:class:`~derivgraph.compiler.ir.Nodes`),
-        its ``ir.Node`` made from ``node`` (its :attr:`~DerivedNode.input` the one input) when
-        something first reads it."""
-        self.derived[node.id] = node
-        self.ir.add_lazy(node.id, node)
+        """Add ``node`` and its graph node (:meth:`add_derived_all` of it alone)."""
+        self.add_derived_all([node])
+
+    def add_derived_all(self, nodes: list[DerivedNode]) -> None:
+        """Add each of ``nodes`` (distinct ids, none a derived tensor yet) and its graph
+        node, in order: a lazy id (:class:`~derivgraph.compiler.ir.Nodes`), its ``ir.Node``
+        made from the :class:`DerivedNode` (its :attr:`~DerivedNode.input` the one input)
+        when something first reads it."""
+        derived = self.derived
+        for node in nodes:
+            derived[node.id] = node
+        self.ir.add_lazies([(node.id, node, ()) for node in nodes])
 
     def set_input(self, node: DerivedNode, value_id: str) -> None:
         """Give ``node`` its value's node, which is :attr:`touched`."""
@@ -322,15 +333,21 @@ class DerivedGraph:
         call): the graph node's inputs are ``(value id,)``, kept by the node itself while it
         is lazy (made from ``node.input``), else set on it."""
         ir = self.ir
-        lazy, relink, set_inputs = ir.nodes.lazy, ir.relink, ir.set_inputs
+        nodes, held = ir.nodes, dict.__contains__  # held: an explicit node, or a made one
+        moves: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = []
         for node, value_id in values:
-            if lazy(node.id) is node:
+            if held(nodes, node.id):
+                if moves:
+                    ir.relink(moves)
+                    moves = []
+                node.input = value_id
+                ir.set_inputs(node.id, (value_id,))
+            else:
                 old = node.input
                 node.input = value_id
-                relink(node.id, () if old is None else (old,), (value_id,))
-            else:
-                node.input = value_id
-                set_inputs(node.id, (value_id,))
+                moves.append((node.id, () if old is None else (old,), (value_id,)))
+        if moves:
+            ir.relink(moves)
 
     def issue(self, rule: str, message: str, fix: str, node: DerivedNode | None) -> None:
         loc = node.decl.location if node else SourceLocation()

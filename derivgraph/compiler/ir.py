@@ -67,11 +67,12 @@ class Nodes(dict):  # type: ignore[type-arg]  # dict[str, Node], with lazy ids
     span).
     """
 
-    __slots__ = ("_lazy", "_made", "_spans", "build", "kind_of")
+    __slots__ = ("records", "_made", "_spans", "build", "kind_of")
 
     def __init__(self) -> None:
         super().__init__()
-        self._lazy: dict[str, Any] = {}  # lazy id -> what its node is made of
+        #: lazy id -> what its node is made of (made or not)
+        self.records: dict[str, Any] = {}
         self._spans: list[tuple[int, list[str]]] = []  # (explicit nodes before it, lazy ids)
         self._made = 0  # lazy ids made (held in the dict too)
         #: (id, record) -> the id's Node (set by the graph's owner before a lazy id is added)
@@ -82,17 +83,24 @@ class Nodes(dict):  # type: ignore[type-arg]  # dict[str, Node], with lazy ids
     def add_lazy(self, node_id: str, record: Any) -> None:
         """Insert ``node_id`` (not a node yet), its node made of ``record`` (not None) when
         first read."""
-        self._lazy[node_id] = record
+        self.add_lazies([(node_id, record)])
+
+    def add_lazies(self, items: Sequence[tuple[Any, ...]]) -> None:
+        """:meth:`add_lazy` of each item's (id, record, ...), in order (one span)."""
+        records, ids = self.records, []
+        for item in items:
+            records[item[0]] = item[1]
+            ids.append(item[0])
         at, spans = dict.__len__(self) - self._made, self._spans
         if spans and spans[-1][0] == at:
-            spans[-1][1].append(node_id)
+            spans[-1][1].extend(ids)
         else:
-            spans.append((at, [node_id]))
+            spans.append((at, ids))
 
     def lazy(self, node_id: str) -> Any:
         """The record of a lazy id whose node is not made yet (None: an explicit node, a
         made one, or no node)."""
-        return None if dict.__contains__(self, node_id) else self._lazy.get(node_id)
+        return None if dict.__contains__(self, node_id) else self.records.get(node_id)
 
     def made_items(self) -> Iterator[tuple[str, Node]]:
         """The nodes held now (explicit, and lazy ones made), in the dict's order, none
@@ -102,7 +110,7 @@ class Nodes(dict):  # type: ignore[type-arg]  # dict[str, Node], with lazy ids
     def of_kind(self, kind: NodeKind) -> list[str]:
         """The ids of the nodes of ``kind`` in insertion order, no lazy node made (a lazy
         id's kind from its record: :attr:`kind_of`)."""
-        lazy = self._lazy
+        lazy = self.records
         if not lazy:
             return [n for n, d in dict.items(self) if d.kind is kind]
         explicit = [(n, d.kind is kind) for n, d in dict.items(self) if n not in lazy]
@@ -125,10 +133,10 @@ class Nodes(dict):  # type: ignore[type-arg]  # dict[str, Node], with lazy ids
     def record(self, node_id: str) -> Any:
         """What lazy id ``node_id``'s node is made of (made or not); KeyError for an
         explicit node."""
-        return self._lazy[node_id]
+        return self.records[node_id]
 
     def __missing__(self, node_id: str) -> Node:
-        record = self._lazy.get(node_id)
+        record = self.records.get(node_id)
         if record is None or self.build is None:
             raise KeyError(node_id)
         node = self.build(node_id, record)
@@ -137,20 +145,20 @@ class Nodes(dict):  # type: ignore[type-arg]  # dict[str, Node], with lazy ids
         return node
 
     def __contains__(self, node_id: object) -> bool:
-        return dict.__contains__(self, node_id) or node_id in self._lazy
+        return dict.__contains__(self, node_id) or node_id in self.records
 
     def get(self, node_id: str, default: Any = None) -> Any:  # type: ignore[override]
         node = dict.get(self, node_id)
         if node is not None:
             return node
-        return self[node_id] if node_id in self._lazy else default
+        return self[node_id] if node_id in self.records else default
 
     def __len__(self) -> int:
-        return dict.__len__(self) - self._made + len(self._lazy)
+        return dict.__len__(self) - self._made + len(self.records)
 
     def _ids(self) -> list[str]:
         """Every id in insertion order."""
-        explicit = list(filterfalse(self._lazy.__contains__, dict.__iter__(self))) \
+        explicit = list(filterfalse(self.records.__contains__, dict.__iter__(self))) \
             if self._made else list(dict.__iter__(self))
         out: list[str] = []
         done = 0
@@ -162,7 +170,7 @@ class Nodes(dict):  # type: ignore[type-arg]  # dict[str, Node], with lazy ids
         return out
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._ids()) if self._lazy else dict.__iter__(self)
+        return iter(self._ids()) if self.records else dict.__iter__(self)
 
     def keys(self) -> KeysView[str]:  # type: ignore[override]
         return KeysView(self)
@@ -186,7 +194,7 @@ class Nodes(dict):  # type: ignore[type-arg]  # dict[str, Node], with lazy ids
 
     def _explicit_only(self, what: str) -> None:
         """Refuse what would shift the lazy ids' recorded positions."""
-        if self._lazy:
+        if self.records:
             raise TypeError(f"cannot {what} a node of a graph with lazy nodes")
 
 
@@ -204,51 +212,60 @@ class Graph:
 
     def add(self, node: Node) -> Node:
         node_id, nodes = node.id, self.nodes
-        if node_id in nodes._lazy:
+        if node_id in nodes.records:
             nodes[node_id]  # a lazy id made at its position first: the new node replaces it
         nodes[node_id] = node
-        self._link(node_id, node.inputs)
+        self._link([(node_id, None, node.inputs)])
         return node
 
     def add_lazy(self, node_id: str, record: Any, inputs: tuple[str, ...] = ()) -> None:
         """Insert ``node_id`` as a lazy id of :attr:`nodes` (its node, whose inputs are
         ``inputs``, made of ``record`` by ``nodes.build`` when first read), its users kept
         as :meth:`add` keeps a node's."""
-        self.nodes.add_lazy(node_id, record)
-        self._link(node_id, inputs)
+        self.add_lazies([(node_id, record, inputs)])
 
-    def _link(self, node_id: str, inputs: tuple[str, ...]) -> None:
-        """A new node's users' bookkeeping: its own list, and it a user of each input."""
+    def add_lazies(self, items: list[tuple[str, Any, tuple[str, ...]]]) -> None:
+        """:meth:`add_lazy` of each (id, record, inputs), in order."""
+        if not items:
+            return
+        self.nodes.add_lazies(items)
+        self._link(items)
+
+    def _link(self, items: list[tuple[str, Any, tuple[str, ...]]]) -> None:
+        """New nodes' users' bookkeeping, per (id, record, inputs) in order: the node's own
+        list, and it a user of each input."""
         users = self.users
-        if node_id not in users:
-            users[node_id] = []
-        for ref in inputs:
-            found = users.get(ref)
-            if found is None:
-                users[ref] = [node_id]
-            else:
-                found.append(node_id)
-        self.version += 1
+        for node_id, _, inputs in items:
+            if node_id not in users:
+                users[node_id] = []
+            for ref in inputs:
+                found = users.get(ref)
+                if found is None:
+                    users[ref] = [node_id]
+                else:
+                    found.append(node_id)
+        self.version += len(items)
 
     def set_inputs(self, node_id: str, inputs: tuple[str, ...]) -> None:
         """Give an existing node (a derived tensor) its inputs."""
         node = self.nodes[node_id]
-        self.relink(node_id, node.inputs, inputs)
+        self.relink([(node_id, node.inputs, inputs)])
         node.inputs = inputs
 
-    def relink(self, node_id: str, old: tuple[str, ...], new: tuple[str, ...]) -> None:
-        """The users' bookkeeping of node ``node_id``'s inputs going from ``old`` to ``new``
+    def relink(self, moves: list[tuple[str, tuple[str, ...], tuple[str, ...]]]) -> None:
+        """The users' bookkeeping of each (node id, old inputs, new inputs), in order
         (:meth:`set_inputs`' rule; a lazy node's owner keeps its inputs itself)."""
         users = self.users
-        for ref in old:
-            users[ref].remove(node_id)
-        for ref in new:
-            found = users.get(ref)
-            if found is None:
-                users[ref] = [node_id]
-            else:
-                found.append(node_id)
-        self.version += 1
+        for node_id, old, new in moves:
+            for ref in old:
+                users[ref].remove(node_id)
+            for ref in new:
+                found = users.get(ref)
+                if found is None:
+                    users[ref] = [node_id]
+                else:
+                    found.append(node_id)
+        self.version += len(moves)
 
     def order(self, blocks: Mapping[str, Sequence[str]] | None = None) -> list[str]:
         """A deterministic topological order: depth-first, inputs first, in insertion order.

@@ -224,6 +224,9 @@ class Replay:
         start, hits = graph.op_count(), graph.cse_hits  # the ops numbered above start: its own
         graph.cse_hits += self.hits
         op_keyed, place = graph.op_keyed, graph.place_source
+        # the nodes it makes, added as lazy nodes at its end (nothing else is inserted, and no
+        # node it made is looked up, while it runs: each path slot is placed once)
+        made: list[tuple[str, Any, tuple[str, ...]]] = []
         for step in self.steps:
             kind = type(step)
             if kind is FlatStep:
@@ -232,7 +235,7 @@ class Replay:
                 key = (name, ("seq", tuple([("ref", vals[s]) if f is None else f
                                             for s, f in keyed])), fkw)
                 new = op_keyed(name, args, dict(kwargs) if kwargs else {}, key,
-                               [vals[s] for s in order], True)
+                               [vals[s] for s in order], made)
                 vals[out] = new
                 if new != result:
                     twins[new] = result
@@ -244,7 +247,7 @@ class Replay:
                         read.append(vals[slot])
                     tensor, layout = get_path(module, rel), None
                 path = vals[slot]
-                if place(path, tensor, layout, True):
+                if place(path, tensor, layout, made):
                     found.append(path)
             else:
                 name, args, kwargs, resolved, out, result = step
@@ -254,10 +257,12 @@ class Replay:
 
                 args, kwargs = substitute(args, lookup), substitute(kwargs, lookup)
                 new = op_keyed(name, args, kwargs, (name, freeze(args), freeze(kwargs)),
-                               refs_in(args) + refs_in(kwargs), True)
+                               refs_in(args) + refs_in(kwargs), made)
                 vals[out] = new
                 if new != result:
                     twins[new] = result
+        if made:
+            graph.ir.add_lazies(made)
         if graph.cse_hits != hits + self.hits:  # an op call hit: on an op made before it?
             found.extend([vals[s] for s in self.op_slots if not graph.made_after(vals[s], start)])
         return vals

@@ -95,12 +95,12 @@ _place, _op_keyed = DerivedGraph.place_source, DerivedGraph.op_keyed
 
 
 def _eager_source(self: DerivedGraph, path: str, tensor: Any, layout: Any = None,
-                  lazy: bool = False) -> bool:
+                  lazy: Any = None) -> bool:
     return _place(self, path, tensor, layout)
 
 
 def _eager_op(self: DerivedGraph, name: str, args: Any, kwargs: Any, key: Any, refs: Any,
-              lazy: bool = False) -> str:
+              lazy: Any = None) -> str:
     return _op_keyed(self, name, args, kwargs, key, refs)
 
 
@@ -125,7 +125,7 @@ def _facts(graph: DerivedGraph) -> tuple[Any, ...]:
 def test_a_built_graph_reads_as_the_eager_one(monkeypatch: pytest.MonkeyPatch,
                                               specs: Any) -> None:
     graph = _built(specs())
-    lazy = graph.nodes._lazy
+    lazy = graph.nodes.records
     assert set(graph.derived) <= set(lazy)  # every derived tensor lazy, and each row's
     closed = layer_nodes(closed_layers(graph))  # closed rows' nodes: lazy, never made
     assert closed and closed <= set(lazy) and not any(map(graph.nodes.made_get, closed))
@@ -211,7 +211,7 @@ def test_canary_a_span_merged_out_of_order(monkeypatch: pytest.MonkeyPatch) -> N
     built graph's ids, sources' order aside, come out in another order than the eager
     graph's; a span recorded one explicit node early shows on a small graph."""
     def appended(self: Nodes) -> list[str]:
-        explicit = [n for n in dict.__iter__(self) if n not in self._lazy]
+        explicit = [n for n in dict.__iter__(self) if n not in self.records]
         return explicit + [n for _, ids in self._spans for n in ids]
 
     got = list(_built(chain_specs()).nodes)
@@ -219,14 +219,14 @@ def test_canary_a_span_merged_out_of_order(monkeypatch: pytest.MonkeyPatch) -> N
         m.setattr(Nodes, "_ids", appended)
         planted = list(_built(chain_specs()).nodes)
     assert sorted(planted) == sorted(got) and planted != got
-    real = Nodes.add_lazy
+    real = Nodes.add_lazies
 
-    def early(self: Nodes, node_id: str, record: Any) -> None:
-        real(self, node_id, record)
-        at, ids = self._spans[-1]
-        self._spans[-1] = (max(at - 1, 0), ids)
+    def early(self: Nodes, items: Any) -> None:
+        real(self, items)
+        at, span = self._spans[-1]
+        self._spans[-1] = (max(at - 1, 0), span)
 
-    monkeypatch.setattr(Nodes, "add_lazy", early)
+    monkeypatch.setattr(Nodes, "add_lazies", early)
     g = Graph()
     g.nodes.build = lambda node_id, record: Node(node_id, NodeKind.DERIVED)
     g.add(Node("s", NodeKind.SOURCE))

@@ -133,7 +133,7 @@ def test_canary_a_replay_that_records_nothing(monkeypatch: pytest.MonkeyPatch) -
     first is taken as closed and the compile fails."""
     _untouched_calls(monkeypatch)
     monkeypatch.setattr(DerivedGraph, "place_source",
-                        lambda self, path, tensor, layout=None, lazy=False:
+                        lambda self, path, tensor, layout=None, lazy=None:
                         _place_quietly(self, path, tensor, layout))
     with stamping(True), pytest.raises(KeyError):
         compile_plan(_model(), _specs("source", True)())
