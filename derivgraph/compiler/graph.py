@@ -68,20 +68,11 @@ class DerivedNode:
         return f"{self.bound.spec.name}:{self.decl.name}"
 
 
-def _lazy_node(node_id: str, record: Any) -> Node:
-    """The node of a lazy id of the graph's nodes: a derived tensor's from its
-    :class:`DerivedNode` (its one input its value, none before it has one), a stamped row's
-    source or op from its record (the ``Node``'s fields: :meth:`DerivedGraph.place_source`,
-    :meth:`DerivedGraph.op_keyed`)."""
-    if type(record) is tuple:
-        return Node(*record)
-    return Node(node_id, NodeKind.DERIVED,
-                inputs=() if record.input is None else (record.input,))
-
-
-def _lazy_kind(record: Any) -> NodeKind:
-    """The kind of the node a lazy id's record makes (:func:`_lazy_node`)."""
-    return record[1] if type(record) is tuple else NodeKind.DERIVED
+def _derived_node(node_id: str, node: DerivedNode) -> Node:
+    """The graph node of derived tensor ``node`` (a lazy id of the graph's nodes; a stamped
+    row's sources and ops are lazy ids whose records are their ``Node``'s fields): its one
+    input its value, none before it has one."""
+    return Node(node_id, NodeKind.DERIVED, inputs=() if node.input is None else (node.input,))
 
 
 def natural_key(path: str) -> list[Any]:
@@ -181,7 +172,7 @@ class DerivedGraph:
         self.model = model
         self.ir = Graph()
         # lazy nodes: every derived tensor's (add_derived), a stamped row's sources and ops
-        self.ir.nodes.build, self.ir.nodes.kind_of = _lazy_node, _lazy_kind
+        self.ir.nodes.build = _derived_node
         self.derived: dict[str, DerivedNode] = {}
         self.issues: list[SpecIssue] = []
         self._cse: dict[Any, str] = {}

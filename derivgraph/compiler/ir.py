@@ -58,8 +58,10 @@ class Node:
 
 class Nodes(dict):  # type: ignore[type-arg]  # dict[str, Node], with lazy ids
     """Nodes by id in insertion order: the explicit :class:`Node` s (the dict itself, read at
-    C speed) and *lazy* ids, recorded with what their node is made of (:meth:`add_lazy`) and
-    made by :attr:`build` on their first read (then held in the dict: one object per id).
+    C speed) and *lazy* ids, recorded with what their node is made of (:meth:`add_lazy`: a
+    tuple of the ``Node``'s fields, or another object :attr:`build` makes a node of kind
+    :attr:`built_kind` from) and made on their first read (then held in the dict: one object
+    per id).
 
     Every read sees both as one mapping: ``nodes[id]``, ``in``, :meth:`get`, ``len`` and the
     iteration (each lazy id at its insertion position among the explicit ones: a lazy id
@@ -67,7 +69,7 @@ class Nodes(dict):  # type: ignore[type-arg]  # dict[str, Node], with lazy ids
     span).
     """
 
-    __slots__ = ("records", "_made", "_spans", "build", "kind_of")
+    __slots__ = ("_made", "_spans", "build", "built_kind", "records")
 
     def __init__(self) -> None:
         super().__init__()
@@ -75,10 +77,10 @@ class Nodes(dict):  # type: ignore[type-arg]  # dict[str, Node], with lazy ids
         self.records: dict[str, Any] = {}
         self._spans: list[tuple[int, list[str]]] = []  # (explicit nodes before it, lazy ids)
         self._made = 0  # lazy ids made (held in the dict too)
-        #: (id, record) -> the id's Node (set by the graph's owner before a lazy id is added)
+        #: (id, record) -> the id's Node, for a record that is not a tuple (set by the
+        #: graph's owner before it adds one), whose kind is :attr:`built_kind`
         self.build: Callable[[str, Any], Node] | None = None
-        #: record -> the kind of the node it makes (set with :attr:`build`)
-        self.kind_of: Callable[[Any], NodeKind] | None = None
+        self.built_kind = NodeKind.DERIVED
 
     def add_lazy(self, node_id: str, record: Any) -> None:
         """Insert ``node_id`` (not a node yet), its node made of ``record`` (not None) when
@@ -109,18 +111,18 @@ class Nodes(dict):  # type: ignore[type-arg]  # dict[str, Node], with lazy ids
 
     def of_kind(self, kind: NodeKind) -> list[str]:
         """The ids of the nodes of ``kind`` in insertion order, no lazy node made (a lazy
-        id's kind from its record: :attr:`kind_of`)."""
+        id's kind read from its record)."""
         lazy = self.records
         if not lazy:
             return [n for n, d in dict.items(self) if d.kind is kind]
         explicit = [(n, d.kind is kind) for n, d in dict.items(self) if n not in lazy]
-        kind_of = self.kind_of
-        assert kind_of is not None  # set with build, before a lazy id is added
+        built = kind is self.built_kind
         out: list[str] = []
         done = 0
         for at, ids in self._spans:
             out += [n for n, hit in explicit[done:at] if hit]
-            out += [n for n in ids if kind_of(lazy[n]) is kind]
+            out += [n for n in ids if type(r := lazy[n]) is tuple and r[1] is kind
+                    or built and type(r) is not tuple]
             done = at
         out += [n for n, hit in explicit[done:] if hit]
         return out
@@ -137,9 +139,14 @@ class Nodes(dict):  # type: ignore[type-arg]  # dict[str, Node], with lazy ids
 
     def __missing__(self, node_id: str) -> Node:
         record = self.records.get(node_id)
-        if record is None or self.build is None:
+        if record is None:
             raise KeyError(node_id)
-        node = self.build(node_id, record)
+        if type(record) is tuple:
+            node = Node(*record)
+        elif self.build is not None:
+            node = self.build(node_id, record)
+        else:
+            raise KeyError(node_id)
         dict.__setitem__(self, node_id, node)
         self._made += 1
         return node

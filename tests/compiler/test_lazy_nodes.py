@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 from torch import nn
 
-from derivgraph.compiler import graph as graph_module
 from derivgraph.compiler.bind import check_bindings, match_specs
 from derivgraph.compiler.build import build_graph
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode
@@ -170,15 +169,16 @@ def test_a_rows_op_arguments_are_read_from_its_record() -> None:
     assert got[0][0][0].id == "layers.1.scale"  # scale * weight, renamed per row
 
 
-def test_canary_lazy_sources_taken_for_derived(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Planted: every lazy record's kind read as a derived tensor's: the rows' sources drop
-    out of ``sources()`` (the rule reads each record's kind)."""
-    got = _built([scaling_spec()]).sources()
-    monkeypatch.setattr(graph_module, "_lazy_kind", lambda record: NodeKind.DERIVED)
+def test_canary_lazy_sources_recorded_as_ops() -> None:
+    """Planted: the rows' source records say op: they drop out of ``sources()`` (the rule
+    reads each record's kind)."""
     graph = _built([scaling_spec()])
-    graph.ir.nodes.kind_of = graph_module._lazy_kind
-    planted = graph.sources()
-    assert planted == ["layers.0.scale", "layers.0.weight"] and len(got) == 10
+    got = graph.sources()
+    records = graph.ir.nodes.records
+    for n in got[2:]:  # the rows' sources, recorded as ops
+        records[n] = (n, NodeKind.OP, *records[n][2:])
+    graph.ir.version += 1
+    assert graph.sources() == ["layers.0.scale", "layers.0.weight"] and len(got) == 10
 
 
 def test_scaling_makes_only_the_templates_derived_nodes() -> None:
