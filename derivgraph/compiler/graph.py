@@ -346,7 +346,8 @@ class DerivedGraph:
 
     # ---- queries ------------------------------------------------------------------------
     def kind(self, node_id: str) -> NodeKind:
-        return self.ir.nodes[node_id].kind
+        """Node ``node_id``'s kind (a lazy node's from its record, not made)."""
+        return self.ir.nodes.kind(node_id)
 
     def sources(self) -> list[str]:
         """The source node ids, in insertion order (cached until the graph changes), no

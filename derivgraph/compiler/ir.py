@@ -127,6 +127,14 @@ class Nodes(dict):  # type: ignore[type-arg]  # dict[str, Node], with lazy ids
         out += [n for n, hit in explicit[done:] if hit]
         return out
 
+    def kind(self, node_id: str) -> NodeKind:
+        """The kind of node ``node_id``, a lazy one's read from its record (not made)."""
+        node = dict.get(self, node_id)
+        if node is not None:
+            return node.kind
+        record = self.records[node_id]
+        return record[1] if type(record) is tuple else self.built_kind
+
     def made_get(self, node_id: str) -> Node | None:
         """The node held for ``node_id`` (explicit or made), None for a lazy id not made
         (nothing made here)."""

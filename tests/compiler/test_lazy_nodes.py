@@ -169,6 +169,18 @@ def test_a_rows_op_arguments_are_read_from_its_record() -> None:
     assert got[0][0][0].id == "layers.1.scale"  # scale * weight, renamed per row
 
 
+def test_a_lazy_nodes_kind_is_read_from_its_record() -> None:
+    graph = _built([scaling_spec()])
+    [table] = graph.stamps
+    row = table.rows[0]
+    kinds = [graph.kind(n) for n in row]
+    assert not any(map(graph.nodes.made_get, row))  # read, not made
+    assert kinds == [graph.nodes[n].kind for n in row]
+    assert kinds.count(NodeKind.DERIVED) == 4 and kinds.count(NodeKind.SOURCE) == 2
+    with pytest.raises(KeyError):
+        graph.kind("no.such.node")
+
+
 def test_canary_lazy_sources_recorded_as_ops() -> None:
     """Planted: the rows' source records say op: they drop out of ``sources()`` (the rule
     reads each record's kind)."""
