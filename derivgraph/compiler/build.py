@@ -25,7 +25,7 @@ from derivgraph.compiler.ir import NodeKind
 from derivgraph.compiler.layers import closed_layers, row_blocks
 from derivgraph.compiler.reads import Reads
 from derivgraph.compiler.resolve import Resolver, device_of, parse_cached
-from derivgraph.compiler.stamp import Stamper
+from derivgraph.compiler.stamp import Stamper, stamping_enabled
 from derivgraph.compiler.stamp_params import ParamStamper
 from derivgraph.errors import FormulaError, Rule
 from derivgraph.ops import OPS, OpKind
@@ -47,6 +47,7 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
     param_stamper = ParamStamper(graph)
     decls_of: dict[int, list[DerivedTensor]] = {}  # id(spec) -> its declarations of nodes
     plain: dict[type, bool] = {}  # module class -> whether its parameters() is nn.Module's
+    lazy = stamping_enabled()  # derived nodes made when read: a stamped row's never are
     for bound in bound_specs:
         params = param_stamper.resolve(bound)
         if params is None:
@@ -90,7 +91,7 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
                 continue
             ids.add(node.id)
             nodes.append(node)
-        graph.add_derived_all(nodes)
+        graph.add_derived_all(nodes, lazy)
     stamper = Stamper(graph, lambda node, reads: _resolve_derived(graph, node, reads))
     for bound, params, nodes in layers:
         stamper.resolve_bound(bound, params, nodes)

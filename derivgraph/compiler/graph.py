@@ -300,15 +300,21 @@ class DerivedGraph:
         """Add ``node`` and its graph node (:meth:`add_derived_all` of it alone)."""
         self.add_derived_all([node])
 
-    def add_derived_all(self, nodes: list[DerivedNode]) -> None:
+    def add_derived_all(self, nodes: list[DerivedNode], lazy: bool = True) -> None:
         """Add each of ``nodes`` (distinct ids, none a derived tensor yet) and its graph
-        node, in order: a lazy id (:class:`~derivgraph.compiler.ir.Nodes`), its ``ir.Node``
-        made from the :class:`DerivedNode` (its :attr:`~DerivedNode.input` the one input)
-        when something first reads it."""
+        node, in order: ``lazy``, a lazy id (:class:`~derivgraph.compiler.ir.Nodes`), its
+        ``ir.Node`` made from the :class:`DerivedNode` (its :attr:`~DerivedNode.input` the
+        one input) when something first reads it; else made now (a compile that reads every
+        derived node: stamping off)."""
         derived = self.derived
         for node in nodes:
             derived[node.id] = node
-        self.ir.add_lazies([(node.id, node, ()) for node in nodes])
+        if lazy:
+            self.ir.add_lazies([(node.id, node, ()) for node in nodes])
+            return
+        add = self.ir.add
+        for node in nodes:
+            add(_derived_node(node.id, node))
 
     def set_input(self, node: DerivedNode, value_id: str) -> None:
         """Give ``node`` its value's node, which is :attr:`touched`."""
@@ -317,7 +323,11 @@ class DerivedGraph:
 
     def place_input(self, node: DerivedNode, value_id: str) -> None:
         """As :meth:`set_input`, nothing touched."""
-        self.place_inputs([(node, value_id)])
+        if dict.__contains__(self.ir.nodes, node.id):  # its node made: set on it
+            node.input = value_id
+            self.ir.set_inputs(node.id, (value_id,))
+        else:
+            self.place_inputs([(node, value_id)])
 
     def place_inputs(self, values: list[tuple[DerivedNode, str]]) -> None:
         """:meth:`place_input` of each (node, value id), in order (the stamped replay's

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from torch import nn
 
+from derivgraph.compiler import build as build_module
 from derivgraph.compiler.bind import check_bindings, match_specs
 from derivgraph.compiler.build import build_graph
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode
@@ -263,3 +264,30 @@ def test_canary_a_lazy_input_kept_off_the_users(monkeypatch: pytest.MonkeyPatch)
         _eager(m)
         assert _built([scaling_spec()]).ir.users == got.ir.users
 
+
+
+def _plain_built() -> DerivedGraph:
+    model = scaling_model(5)
+    bound = match_specs(model, [scaling_spec()])
+    check_bindings(bound)
+    with stamping(False):
+        return build_graph(model, bound)
+
+
+def test_stamping_off_makes_every_node_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plain path reads every derived node (its order's roots): no lazy id there, the
+    graph the eager one."""
+    graph = _plain_built()
+    assert graph.stamped == 0 and not graph.nodes.records
+    got = _facts(graph)
+    with monkeypatch.context() as m:
+        _eager(m)
+        assert _facts(_plain_built()) == got
+
+
+def test_canary_stamping_off_taken_as_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planted: the derived loop asks for lazy nodes with stamping off: lazy ids appear
+    (each made again on its first read)."""
+    monkeypatch.setattr(build_module, "stamping_enabled", lambda: True)
+    graph = _plain_built()
+    assert graph.stamped == 0 and len(graph.nodes.records) == len(graph.derived)
