@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from derivgraph.compiler.bind import BoundSpec
-from derivgraph.compiler.ir import Graph, Node, NodeKind
+from derivgraph.compiler.ir import Graph, Node, NodeKind, Nodes
 from derivgraph.compiler.row_deps import row_source_deps
 from derivgraph.errors import Rule, SourceLocation, SpecIssue, SpecValidationError
 from derivgraph.spec.kinds import TensorKind
@@ -172,7 +172,7 @@ class DerivedGraph:
         self.model = model
         self.ir = Graph()
         # lazy nodes: every derived tensor's (add_derived), a stamped row's sources and ops
-        self.ir.nodes.build = _derived_node
+        self.ir.build = _derived_node
         self.derived: dict[str, DerivedNode] = {}
         self.issues: list[SpecIssue] = []
         self._cse: dict[Any, str] = {}
@@ -226,8 +226,7 @@ class DerivedGraph:
         node goes to ``lazy`` (id, a record of the ``Node``'s fields, inputs) for
         :meth:`Graph.add_lazies <derivgraph.compiler.ir.Graph.add_lazies>` (made when first
         read)."""
-        nodes = self.ir.nodes
-        if path in self.derived or dict.__contains__(nodes, path) or path in nodes.records:
+        if path in self.derived or path in self.ir.nodes:
             return True
         if layout is None:
             shape, stride = tuple(tensor.shape), tuple(tensor.stride())
@@ -276,12 +275,12 @@ class DerivedGraph:
     def op_args(self, op_ids: list[str]) -> list[tuple[Any, Any]]:
         """Each op node's (args, kwargs), a lazy one's read from its record (not made)."""
         nodes = self.ir.nodes
-        held, record = nodes.made_get, nodes.record
+        records = nodes.records if isinstance(nodes, Nodes) else {}
         out = []
         for n in op_ids:
-            node = held(n)
+            node = dict.get(nodes, n)
             if node is None:
-                rec = record(n)
+                rec = records[n]
                 out.append((rec[3], rec[4]))
             else:
                 out.append((node.args, node.kwargs))
@@ -357,13 +356,13 @@ class DerivedGraph:
     # ---- queries ------------------------------------------------------------------------
     def kind(self, node_id: str) -> NodeKind:
         """Node ``node_id``'s kind (a lazy node's from its record, not made)."""
-        return self.ir.nodes.kind(node_id)
+        return self.ir.kind(node_id)
 
     def sources(self) -> list[str]:
         """The source node ids, in insertion order (cached until the graph changes), no
         lazy node made."""
         if self._sources_version != self.ir.version:
-            self._sources = self.ir.nodes.of_kind(NodeKind.SOURCE)
+            self._sources = self.ir.of_kind(NodeKind.SOURCE)
             self._sources_version = self.ir.version
         return list(self._sources)
 

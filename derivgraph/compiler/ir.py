@@ -217,7 +217,12 @@ class Graph:
     """Nodes by id (insertion ordered) with their users; O(1) edges, linear-time order."""
 
     def __init__(self) -> None:
-        self.nodes = Nodes()
+        # a plain dict (C-speed reads, specialized by the interpreter) until the first lazy id
+        # is added (:meth:`add_lazies`), then a :class:`Nodes` of the same nodes
+        self.nodes: dict[str, Node] = {}
+        #: what :attr:`Nodes.build <Nodes.build>` is once :attr:`nodes` is a Nodes
+        self.build: Callable[[str, Any], Node] | None = None
+        self._records: dict[str, Any] | None = None  # the Nodes' records, once it is one
         self.users: dict[str, list[str]] = {}
         self.version = 0
         self._order: list[str] | None = None
@@ -226,11 +231,20 @@ class Graph:
         self._nx_version = -1
 
     def add(self, node: Node) -> Node:
-        node_id, nodes = node.id, self.nodes
-        if node_id in nodes.records:
+        node_id, nodes, records = node.id, self.nodes, self._records
+        if records is not None and node_id in records:
             nodes[node_id]  # a lazy id made at its position first: the new node replaces it
         nodes[node_id] = node
-        self._link([(node_id, None, node.inputs)])
+        users = self.users  # _link's rule for one node, inline: the per-node path is hot
+        if node_id not in users:
+            users[node_id] = []
+        for ref in node.inputs:
+            found = users.get(ref)
+            if found is None:
+                users[ref] = [node_id]
+            else:
+                found.append(node_id)
+        self.version += 1
         return node
 
     def add_lazy(self, node_id: str, record: Any, inputs: tuple[str, ...] = ()) -> None:
@@ -243,8 +257,26 @@ class Graph:
         """:meth:`add_lazy` of each (id, record, inputs), in order."""
         if not items:
             return
-        self.nodes.add_lazies(items)
+        nodes = self.nodes
+        if not isinstance(nodes, Nodes):  # the first lazy id: the dict's nodes, in order
+            nodes = Nodes()
+            dict.update(nodes, self.nodes)
+            nodes.build = self.build
+            self.nodes, self._records = nodes, nodes.records
+        nodes.add_lazies(items)
         self._link(items)
+
+    def of_kind(self, kind: NodeKind) -> list[str]:
+        """The ids of the nodes of ``kind`` in insertion order (no lazy node made)."""
+        nodes = self.nodes
+        if isinstance(nodes, Nodes):
+            return nodes.of_kind(kind)
+        return [n for n, d in nodes.items() if d.kind is kind]
+
+    def kind(self, node_id: str) -> NodeKind:
+        """Node ``node_id``'s kind (a lazy node's from its record, not made)."""
+        nodes = self.nodes
+        return nodes.kind(node_id) if isinstance(nodes, Nodes) else nodes[node_id].kind
 
     def _link(self, items: list[tuple[str, Any, tuple[str, ...]]]) -> None:
         """New nodes' users' bookkeeping, per (id, record, inputs) in order: the node's own
@@ -263,9 +295,17 @@ class Graph:
 
     def set_inputs(self, node_id: str, inputs: tuple[str, ...]) -> None:
         """Give an existing node (a derived tensor) its inputs."""
-        node = self.nodes[node_id]
-        self.relink([(node_id, node.inputs, inputs)])
+        node, users = self.nodes[node_id], self.users
+        for ref in node.inputs:  # relink's rule for one node, inline: the per-node path is hot
+            users[ref].remove(node_id)
         node.inputs = inputs
+        for ref in inputs:
+            found = users.get(ref)
+            if found is None:
+                users[ref] = [node_id]
+            else:
+                found.append(node_id)
+        self.version += 1
 
     def relink(self, moves: list[tuple[str, tuple[str, ...], tuple[str, ...]]]) -> None:
         """The users' bookkeeping of each (node id, old inputs, new inputs), in order

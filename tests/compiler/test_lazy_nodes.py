@@ -68,7 +68,7 @@ def test_lazy_ids_read_as_nodes_at_their_insertion_position() -> None:
 
 def test_a_node_added_over_a_lazy_id_takes_its_position() -> None:
     g = Graph()
-    g.nodes.build = lambda node_id, record: Node(node_id, NodeKind.DERIVED)
+    g.build = lambda node_id, record: Node(node_id, NodeKind.DERIVED)
     g.add(Node("s", NodeKind.SOURCE))
     g.add_lazy("d", "record")
     g.add(Node("t", NodeKind.SOURCE))
@@ -77,12 +77,15 @@ def test_a_node_added_over_a_lazy_id_takes_its_position() -> None:
     assert g.users == {"s": ["d"], "d": [], "t": []}
 
 
-def test_a_graph_with_no_lazy_id_is_the_plain_dict() -> None:
+def test_a_graph_with_no_lazy_id_is_a_plain_dict() -> None:
     g = Graph()
     g.add(Node("s", NodeKind.SOURCE))
     g.add(Node("%1:neg", NodeKind.OP, op="neg", inputs=("s",)))
-    assert list(g.nodes) == ["s", "%1:neg"] and dict(g.nodes) == {
-        "s": g.nodes["s"], "%1:neg": g.nodes["%1:neg"]}
+    assert type(g.nodes) is dict and list(g.nodes) == ["s", "%1:neg"]
+    g.build = lambda node_id, record: Node(node_id, NodeKind.DERIVED)
+    g.add_lazy("d", "record")  # the first lazy id: the same nodes, in order, as a Nodes
+    assert type(g.nodes) is Nodes and list(g.nodes) == ["s", "%1:neg", "d"]
+    assert g.nodes["d"].kind is NodeKind.DERIVED and g.kind("s") is NodeKind.SOURCE
 
 
 def _eager(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -241,7 +244,7 @@ def test_canary_a_span_merged_out_of_order(monkeypatch: pytest.MonkeyPatch) -> N
 
     monkeypatch.setattr(Nodes, "add_lazies", early)
     g = Graph()
-    g.nodes.build = lambda node_id, record: Node(node_id, NodeKind.DERIVED)
+    g.build = lambda node_id, record: Node(node_id, NodeKind.DERIVED)
     g.add(Node("s", NodeKind.SOURCE))
     g.add(Node("t", NodeKind.SOURCE))
     g.add_lazy("d", "record")
@@ -278,7 +281,7 @@ def test_stamping_off_makes_every_node_at_once(monkeypatch: pytest.MonkeyPatch) 
     """The plain path reads every derived node (its order's roots): no lazy id there, the
     graph the eager one."""
     graph = _plain_built()
-    assert graph.stamped == 0 and not graph.nodes.records
+    assert graph.stamped == 0 and type(graph.nodes) is dict
     got = _facts(graph)
     with monkeypatch.context() as m:
         _eager(m)
