@@ -12,6 +12,7 @@ reader's answer).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -21,7 +22,6 @@ from derivgraph import compile_plan
 from derivgraph import planner as planner_module
 from derivgraph.compiler import lower_layers
 from derivgraph.compiler.stamp import stamping
-from derivgraph.runtime import column_layout as layout_module
 from derivgraph.runtime import entry_columns as columns_module
 from derivgraph.runtime.column_layout import ColumnLayout, ColumnLayouts, column_layout
 from derivgraph.runtime.entry_columns import AliasColumn, EntryColumn
@@ -98,6 +98,19 @@ def _compile_keeping(monkeypatch: pytest.MonkeyPatch, layers: int | None = None,
                             [scaling_spec()])
     assert len(books) == 1
     return plan, books[0], made
+def _lying_book(plan: Any, book: ColumnLayouts, made: list[EntryColumn], lie: dict[str, Any],
+                *, with_template: bool = False) -> ColumnLayouts:
+    """A book of every column's true record (``with_template``: its template's storage too),
+    with ``lie`` written into the ``inv`` column's."""
+    liar = ColumnLayouts()
+    for column in made:
+        true = book.common(column.storages)
+        if true is None:
+            continue
+        storages = [plan.entries[column.template].storage, *column.storages] \
+            if with_template else column.storages
+        liar.add(storages, dataclasses.replace(true, **lie) if column.name == "inv" else true)
+    return liar
 
 
 def test_the_compile_records_every_allocated_column(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -158,10 +171,8 @@ def test_canary_layer_proof_goes_by_a_lying_record(monkeypatch: pytest.MonkeyPat
     column = made[0]
     true = book.common(column.storages)
     assert true is not None
-    fields = {"type": true.type, "dtype": true.dtype, "shape": true.shape,
-              "device": true.device, "contiguous": true.contiguous, **lie}
     liar = ColumnLayouts()
-    liar.add(column.storages, layout_module.ColumnLayout(**fields))
+    liar.add(column.storages, dataclasses.replace(true, **lie))
     assert _holds(monkeypatch, plan, liar) == [False]  # the reader took the record
     assert _holds(monkeypatch, plan, None) == [True]
 
@@ -218,16 +229,7 @@ def test_group_keys_read_a_tensor_not_made_by_the_column(
 def test_canary_group_keys_go_by_a_lying_record(monkeypatch: pytest.MonkeyPatch,
                                                 lie: dict[str, Any]) -> None:
     plan, book, made = _compile_keeping(monkeypatch)
-    liar = ColumnLayouts()
-    for column in made:
-        true = book.common(column.storages)
-        if true is None:
-            continue
-        fields = {"type": true.type, "dtype": true.dtype, "shape": true.shape,
-                  "device": true.device, "contiguous": true.contiguous}
-        if column.name == "inv":
-            fields.update(lie)
-        liar.add(column.storages, layout_module.ColumnLayout(**fields))
+    liar = _lying_book(plan, book, made, lie)
     assert _key_facts(monkeypatch, plan, liar) == [("layers.0.inv", False),
                                                    ("layers.0.prod", True)]
 
@@ -276,11 +278,8 @@ def test_canary_flat_groups_go_by_a_lying_record(monkeypatch: pytest.MonkeyPatch
     inv = made[0]
     true = book.common(inv.storages)
     assert inv.name == "inv" and true is not None
-    fields = {"type": true.type, "dtype": true.dtype, "shape": true.shape,
-              "device": true.device, "contiguous": true.contiguous, **lie}
     liar = ColumnLayouts()
-    liar.add([plan.entries[inv.template].storage, *inv.storages],
-             layout_module.ColumnLayout(**fields))
+    liar.add([plan.entries[inv.template].storage, *inv.storages], dataclasses.replace(true, **lie))
     assert _program(plan, liar).count("index_copy_") == 1  # inv's group refused
 
 
@@ -368,18 +367,7 @@ def test_refill_table_answers_as_the_sweeps(monkeypatch: pytest.MonkeyPatch) -> 
 def test_canary_refill_table_goes_by_a_lying_record(monkeypatch: pytest.MonkeyPatch,
                                                     lie: dict[str, Any]) -> None:
     plan, book, made = _compile_keeping(monkeypatch)
-    liar = ColumnLayouts()
-    for column in made:
-        true = book.common(column.storages)
-        if true is None:
-            continue
-        fields = {"type": true.type, "dtype": true.dtype, "shape": true.shape,
-                  "device": true.device, "contiguous": true.contiguous}
-        if column.name == "inv":
-            fields.update(lie)
-        storages = [plan.entries[column.template].storage, *column.storages]
-        liar.add(storages, layout_module.ColumnLayout(**fields))
-    table = _refill_table(plan, liar)
+    table = _refill_table(plan, _lying_book(plan, book, made, lie, with_template=True))
     assert _refill_facts(table) != _refill_facts(_refill_table(plan, None))
     key, value = next(iter(lie.items()))
     assert (table.dtypes if key == "dtype" else table.shapes).count(value) == 12
