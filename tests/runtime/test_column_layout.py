@@ -12,7 +12,9 @@ reader's answer).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -98,6 +100,16 @@ def _compile_keeping(monkeypatch: pytest.MonkeyPatch, layers: int | None = None,
                             [scaling_spec()])
     assert len(books) == 1
     return plan, books[0], made
+@contextlib.contextmanager
+def _book_on(plan: Any, book: ColumnLayouts | None) -> Iterator[None]:
+    """``book`` as the plan's layout book while the block runs (a compile's, then none)."""
+    plan.tensors.layouts = book
+    try:
+        yield
+    finally:
+        plan.tensors.layouts = None
+
+
 def _lying_book(plan: Any, book: ColumnLayouts, made: list[EntryColumn], lie: dict[str, Any],
                 *, with_template: bool = False) -> ColumnLayouts:
     """A book of every column's true record (``with_template``: its template's storage too),
@@ -141,12 +153,9 @@ def _holds(monkeypatch: pytest.MonkeyPatch, plan: Any, book: ColumnLayouts | Non
         return answers[-1]
 
     monkeypatch.setattr(lower_layers, "_columns_hold", spy)
-    plan.tensors.layouts = book
-    try:
+    with _book_on(plan, book):
         lower_layers.provable_layers(plan.tensors)
-    finally:
-        plan.tensors.layouts = None
-        monkeypatch.setattr(lower_layers, "_columns_hold", real)
+    monkeypatch.setattr(lower_layers, "_columns_hold", real)
     return answers
 
 
@@ -196,12 +205,9 @@ def _key_facts(monkeypatch: pytest.MonkeyPatch, plan: Any, book: ColumnLayouts |
         return answer
 
     monkeypatch.setattr(schedule_layers, "_same_key_facts", spy)
-    plan.tensors.layouts = book
-    try:
+    with _book_on(plan, book):
         schedule_layers.row_keys(plan.tensors, run, steps.layers, codegen._group_key)
-    finally:
-        plan.tensors.layouts = None
-        monkeypatch.setattr(schedule_layers, "_same_key_facts", real)
+    monkeypatch.setattr(schedule_layers, "_same_key_facts", real)
     return answers
 
 
@@ -252,11 +258,8 @@ def _program(plan: Any, book: ColumnLayouts | None) -> str:
     from derivgraph.compiler.lower import lower_steps
 
     steps = lower_steps(plan.tensors)
-    plan.tensors.layouts = book
-    try:
+    with _book_on(plan, book):
         return codegen.build_program(plan.tensors, codegen.Bindings(), steps, "p").source
-    finally:
-        plan.tensors.layouts = None
 
 
 #: layers enough for a flat group (``flat.MIN_GROUP``)
