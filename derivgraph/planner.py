@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from derivgraph.adoption import AliasOf, Extra, ViewOf, adopt_or_allocate, allocate_like
+from derivgraph.column_layout import ColumnLayouts
 from derivgraph.compare import bits_equal
 from derivgraph.compiler.bind import check_bindings, match_specs
 from derivgraph.compiler.build import build_graph
@@ -42,7 +43,6 @@ from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.transaction import ModelTransaction
 from derivgraph.errors import AdoptionError, Rule, SpecIssue, SpecValidationError
 from derivgraph.paths import get_path
-from derivgraph.runtime.column_layout import ColumnLayouts
 from derivgraph.runtime.containers import collect_containers
 from derivgraph.runtime.engine import foreach_copy
 from derivgraph.runtime.entry_columns import EntryColumn, entry_columns

@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 import torch
 
 from derivgraph._enum import StrEnum
+from derivgraph.column_layout import book_of
 from derivgraph.compiler import flat
 from derivgraph.compiler.copies import row_copies, stage_directly
 from derivgraph.compiler.graph import NodeRef
@@ -40,7 +41,6 @@ from derivgraph.compiler.lower import (
 from derivgraph.compiler.schedule import levels as _levels
 from derivgraph.compiler.schedule_layers import row_keys
 from derivgraph.ops import OPS, OpKind
-from derivgraph.runtime.column_layout import book_of
 from derivgraph.spec.kinds import TensorKind
 
 __all__ = ["Bindings", "Bound", "Constant", "Flat", "GroupKey", "Helper", "OutView", "Program",

@@ -26,13 +26,13 @@ from typing import Any
 
 import torch
 
+from derivgraph.column_layout import ColumnLayout, ColumnLayouts
 from derivgraph.compiler.flat import EXACT_BINARY, EXACT_UNARY, OP_DTYPES
 from derivgraph.compiler.graph import DerivedGraph, NodeRef
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.ir import Node, NodeKind
 from derivgraph.compiler.layers import closed_layers
 from derivgraph.ops import OPS
-from derivgraph.runtime.column_layout import ColumnLayout, ColumnLayouts
 
 __all__ = ["MIN_COLUMN", "evaluate_columns"]
 

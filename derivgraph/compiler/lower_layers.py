@@ -21,9 +21,9 @@ from typing import Any
 
 import torch
 
+from derivgraph.column_layout import book_of
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.layers import closed_layers
-from derivgraph.runtime.column_layout import book_of
 
 #: a :class:`~derivgraph.compiler.lower.LowerContext` (not imported: lower imports this module)
 LowerContext = Any

@@ -32,9 +32,9 @@ from typing import Any
 
 import torch
 
+from derivgraph.column_layout import book_of
 from derivgraph.compiler.graph import NodeRef
 from derivgraph.compiler.lower import Action, LayerSteps, LowerContext, Step
-from derivgraph.runtime.column_layout import book_of
 
 __all__ = ["RowLevels", "row_keys", "row_levels", "step_refs"]
 

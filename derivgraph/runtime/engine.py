@@ -19,10 +19,10 @@ from typing import Any, NamedTuple
 
 import torch
 
+from derivgraph.column_layout import ColumnLayouts
 from derivgraph.errors import EngineComputedError, Rule, SpecIssue
 from derivgraph.paths import MISSING, get_path, step_into
 from derivgraph.runtime.accessors import HolderTable
-from derivgraph.runtime.column_layout import ColumnLayouts
 from derivgraph.runtime.entry import Entry
 from derivgraph.runtime.flat_copy import FlatCopy, flat_runs, key_runs
 from derivgraph.spec.kinds import is_engine

@@ -37,11 +37,11 @@ import torch
 from torch import nn
 
 from derivgraph.adoption import AliasOf
+from derivgraph.column_layout import ColumnLayout, ColumnLayouts, column_layout
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.owners import PathReader
 from derivgraph.errors import Rule, SpecIssue, SpecValidationError
 from derivgraph.paths import Slot
-from derivgraph.runtime.column_layout import ColumnLayout, ColumnLayouts, column_layout
 from derivgraph.runtime.entry import Entry
 from derivgraph.spec.kinds import TensorKind
 
@@ -73,7 +73,7 @@ class EntryColumn:
         """Fresh storage for every row (``allocate(value, kind)``: contiguous, of its value's
         dtype, shape and device), appended with its value to ``fills``; each row's entry holds
         its storage. ``book``: where the values have one layout (its record of them, else
-        :func:`~derivgraph.runtime.column_layout.column_layout`), it records theirs and the
+        :func:`~derivgraph.column_layout.column_layout`), it records theirs and the
         storages' (the same, with row-major strides: by construction)."""
         self.storages = list(map(allocate, values, repeat(TensorKind.ATTRIBUTE)))
         fills += zip(self.storages, values)

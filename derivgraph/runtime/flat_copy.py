@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from derivgraph.column_layout import ColumnLayout
 from derivgraph.compiler import flat
-from derivgraph.runtime.column_layout import ColumnLayout
 
 __all__ = ["FlatCopy", "flat_runs", "key_runs", "layout_runs"]
 
@@ -65,7 +65,7 @@ def _flat_copy(ours: Sequence[torch.Tensor],
                records: Sequence[ColumnLayout | None] | None = None) -> FlatCopy | None:
     """A :class:`FlatCopy` over ``ours``, None where one cannot copy them exactly (a target not
     contiguous, or two overlapping: foreach order). ``records``: each target's layout record
-    (:mod:`~derivgraph.runtime.column_layout`); where they give every target one CPU layout of
+    (:mod:`~derivgraph.column_layout`); where they give every target one CPU layout of
     a plain dtype with row-major strides, only the addresses are read."""
     known = _one_layout(records)
     if known is not None:

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from derivgraph.addresses import AtAddresses
+from derivgraph.column_layout import ColumnLayouts
 from derivgraph.compiler.graph import DerivedGraph, NodeRef, refs_in
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.interpret import Interpreter
@@ -22,7 +23,6 @@ from derivgraph.compiler.ir import Node, NodeKind
 from derivgraph.compiler.layers import closed_nodes
 from derivgraph.compiler.owners import PathReader
 from derivgraph.ops import OPS, OpKind
-from derivgraph.runtime.column_layout import ColumnLayouts
 from derivgraph.runtime.entry import Entry
 
 __all__ = ["BoundTensors", "BoundViews"]

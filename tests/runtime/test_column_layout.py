@@ -1,4 +1,4 @@
-"""Layout facts proved once per entry column (:mod:`derivgraph.runtime.column_layout`).
+"""Layout facts proved once per entry column (:mod:`derivgraph.column_layout`).
 
 The record (:func:`column_layout`) and the book (:class:`ColumnLayouts`) by hand; the compile's
 book on the scaling workload (stamped, 12 layers): every allocated column of the template
@@ -22,10 +22,10 @@ import torch
 
 from derivgraph import compile_plan
 from derivgraph import planner as planner_module
+from derivgraph.column_layout import ColumnLayout, ColumnLayouts, column_layout
 from derivgraph.compiler import lower_layers
 from derivgraph.compiler.stamp import stamping
 from derivgraph.runtime import entry_columns as columns_module
-from derivgraph.runtime.column_layout import ColumnLayout, ColumnLayouts, column_layout
 from derivgraph.runtime.entry_columns import AliasColumn, EntryColumn
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 from tests.compiler.test_stamp_reload import _model
