@@ -74,7 +74,8 @@ class SpecIndex:
                                 [*t.module_class, *t.quant_method_class, *t.object_class])
             on_layer = bool(t.module_class) and not t.quant_method_class
             for d in spec.derived:
-                fold = d.kind is TensorKind.FOLD
+                # a member, or its word where a spec was built without validation
+                fold = d.kind == TensorKind.FOLD
                 name, owner = d.name, d.owner
                 if name.isdigit() and owner:  # an item of a tuple: the site stores the tuple
                     owner, _, name = owner.rpartition(".")
