@@ -20,15 +20,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import repeat
 from operator import attrgetter, is_
 from typing import Any
 
 import torch
 
-__all__ = ["ColumnLayout", "ColumnLayouts", "book_of", "column_layout", "row_major"]
+__all__ = ["ColumnFacts", "ColumnLayout", "ColumnLayouts", "book_of", "column_layout",
+           "one_layout", "row_major"]
 
 _dtype, _shape, _device = attrgetter("dtype"), attrgetter("shape"), attrgetter("device")
+_is_meta, _numel = attrgetter("is_meta"), torch.Tensor.numel
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,6 +54,11 @@ class ColumnLayout:
     @property
     def is_meta(self) -> bool:
         return self.device.type == "meta"
+
+    @property
+    def facts(self) -> tuple[Any, ...]:
+        """Everything the record says, as one comparable tuple."""
+        return self.type, self.dtype, self.shape, self.device, self.contiguous
 
 
 def row_major(shape: Sequence[int]) -> tuple[int, ...]:
@@ -130,11 +138,79 @@ class ColumnLayouts:
         if column is not None and len(column[0]) == len(tensors) \
                 and all(map(is_, tensors, column[0])):
             return column[1]  # one recorded column, in its order: one identity sweep
-        found = self.of(tensors)
-        first = found[0]
-        if not all(map(is_, found, repeat(first))):
-            return None
+        return one_layout(self.of(tensors))
+
+
+def one_layout(records: Sequence[ColumnLayout | None]) -> ColumnLayout | None:
+    """The layout every one of ``records`` gives (the first record: all say the same facts);
+    None when there are none, one is None, or two differ."""
+    if not records or records[0] is None:
+        return None
+    first = records[0]
+    if all(map(is_, records, repeat(first))):
         return first
+    if None in records:
+        return None
+    facts = first.facts
+    return first if all(r.facts == facts for r in set(records)) else None  # type: ignore[union-attr]
+
+
+def _one(values: Sequence[Any], read: Any) -> Any:
+    found = set(map(read, values))
+    return found.pop() if len(found) == 1 else None
+
+
+class ColumnFacts:
+    """What every value of a column has in common, each fact read once, when first asked:
+    from the column's layout record where a book holds it under one record that proves its
+    contiguity (see :meth:`ColumnLayouts.common`), else in one C-level sweep over the values.
+    A fact the values do not share is None. The tensor facts (``dtype`` to ``numel``) are read
+    only where every value is a tensor (:attr:`tensors`)."""
+
+    def __init__(self, values: Sequence[Any], book: ColumnLayouts | None = None):
+        self.values = values
+        record = None if book is None else book.common(values)
+        #: the record the facts come from; None: read from the values
+        self.record = record if record is not None and record.contiguous is not None else None
+
+    @cached_property
+    def type(self) -> type | None:
+        return self.record.type if self.record is not None else _one(self.values, type)
+
+    @cached_property
+    def tensors(self) -> bool:
+        """Every value is a tensor (of any tensor type)."""
+        return self.record is not None or all(map(isinstance, self.values,
+                                                  repeat(torch.Tensor)))
+
+    @cached_property
+    def dtype(self) -> torch.dtype | None:
+        return self.record.dtype if self.record is not None else _one(self.values, _dtype)
+
+    @cached_property
+    def shape(self) -> torch.Size | None:
+        return self.record.shape if self.record is not None else _one(self.values, _shape)
+
+    @cached_property
+    def device(self) -> torch.device | None:
+        return self.record.device if self.record is not None else _one(self.values, _device)
+
+    @cached_property
+    def contiguous(self) -> bool | None:
+        """``is_contiguous()`` of every value (a record: its row-major strides say True)."""
+        return self.record.contiguous if self.record is not None \
+            else _one(self.values, torch.Tensor.is_contiguous)
+
+    @cached_property
+    def is_meta(self) -> bool | None:
+        return self.record.is_meta if self.record is not None else _one(self.values, _is_meta)
+
+    @cached_property
+    def numel(self) -> int:
+        """The elements of all the values together."""
+        if self.record is not None:
+            return self.record.numel * len(self.values)
+        return sum(map(_numel, self.values))
 
 
 def book_of(ctx: Any) -> ColumnLayouts | None:

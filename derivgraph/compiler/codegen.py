@@ -19,13 +19,13 @@ import re
 import weakref
 from dataclasses import dataclass
 from itertools import repeat
-from operator import is_, methodcaller
+from operator import is_
 from typing import Any, NamedTuple
 
 import torch
 
 from derivgraph._enum import StrEnum
-from derivgraph.column_layout import book_of
+from derivgraph.column_layout import ColumnFacts, book_of
 from derivgraph.compiler import flat
 from derivgraph.compiler.copies import row_copies, stage_directly
 from derivgraph.compiler.graph import NodeRef
@@ -55,7 +55,6 @@ _SCALAR_OK = frozenset({"add", "sub", "mul"})  # `x / c` is not grouped: CUDA mu
 #: reductions of one-element tensors grouped into one call (one element: the same bits)
 _FOREACH_REDUCE = {"amax": "_foreach_max"}
 _UNBOUND = object()
-_IS_CONTIGUOUS, _NUMEL = methodcaller("is_contiguous"), methodcaller("numel")
 _SOURCE, _DERIVED, _SCALAR = NodeKind.SOURCE, NodeKind.DERIVED, TensorKind.SCALAR
 
 
@@ -592,18 +591,10 @@ def _emit_flat(em: Emitter, key: GroupKey, members: list[Step]) -> Lines | None:
     # the outputs' facts first (a group too large for the flat path is refused without its
     # operands named or read), each in one C-level sweep
     outs = out_tensors(em.ctx, members)
-    book = book_of(em.ctx)
-    layout = None if book is None else book.common(outs)
-    if layout is not None and layout.contiguous is not None:  # an entry column's: proved once
-        if not layout.contiguous:
-            return None
-        dtype, total = layout.dtype, layout.numel * n
-    else:
-        if not (all(map(isinstance, outs, repeat(torch.Tensor)))
-                and all(map(_IS_CONTIGUOUS, outs))):
-            return None
-        dtype = outs[0].dtype
-        total = sum(map(_NUMEL, outs))
+    got = ColumnFacts(outs, book_of(em.ctx))  # an entry column's: its record, proved once
+    if not (got.tensors and got.contiguous):
+        return None
+    dtype, total = got.dtype, got.numel
     if dtype not in (flat.COPY_DTYPES if kind is GroupKind.COPY else flat.OP_DTYPES) \
             or total > min(flat.MAX_MEAN * n, flat.MAX_ELEMENTS):
         return None

@@ -16,12 +16,12 @@ template's renamed; every other layer is lowered node by node.
 from __future__ import annotations
 
 from itertools import repeat
-from operator import attrgetter, eq, is_
+from operator import eq, is_
 from typing import Any
 
 import torch
 
-from derivgraph.column_layout import book_of
+from derivgraph.column_layout import ColumnFacts, book_of
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.layers import closed_layers
 
@@ -32,7 +32,6 @@ __all__ = ["layer_facts", "provable_layers"]
 
 
 _UNBOUND = object()
-_DTYPE, _SHAPE, _IS_META = attrgetter("dtype"), attrgetter("shape"), attrgetter("is_meta")
 _untyped, _data_ptr = torch.Tensor.untyped_storage, torch.UntypedStorage.data_ptr
 
 
@@ -100,26 +99,15 @@ def _columns_hold(ctx: LowerContext, table: InstanceTable, shared: tuple[str, ..
             if not all(map(is_, values, repeat(_UNBOUND, n))):
                 return False
             continue
-        layout = None if book is None else book.common(values)
-        if layout is not None and layout.contiguous is not None:  # proved once for the column
-            if layout.type is not fact[0]:
-                return False
-            if len(fact) == 1:
-                continue
-            kind, dtype, shape, contiguous, at = fact
-            if layout.dtype != dtype or layout.shape != shape \
-                    or layout.contiguous != contiguous or layout.is_meta != (at == -1):
-                return False
-        else:
-            if set(map(type, values)) != {fact[0]}:
-                return False
-            if len(fact) == 1:
-                continue
-            kind, dtype, shape, contiguous, at = fact
-            if set(map(_DTYPE, values)) != {dtype} or set(map(_SHAPE, values)) != {shape} \
-                    or set(map(torch.Tensor.is_contiguous, values)) != {contiguous} \
-                    or set(map(_IS_META, values)) != {at == -1}:
-                return False
+        got = ColumnFacts(values, book)
+        if got.type is not fact[0]:
+            return False
+        if len(fact) == 1:
+            continue
+        kind, dtype, shape, contiguous, at = fact
+        if got.dtype != dtype or got.shape != shape or got.contiguous != contiguous \
+                or got.is_meta != (at == -1):
+            return False
         if at == -1:
             continue
         mine = ptrs[k] = list(map(_data_ptr, map(_untyped, values)))

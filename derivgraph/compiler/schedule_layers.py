@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from derivgraph.column_layout import book_of
+from derivgraph.column_layout import ColumnFacts, book_of
 from derivgraph.compiler.graph import NodeRef
 from derivgraph.compiler.lower import Action, LayerSteps, LowerContext, Step
 
@@ -42,7 +42,6 @@ __all__ = ["RowLevels", "row_keys", "row_levels", "step_refs"]
 WRITES = frozenset({Action.OUT, Action.COPY})
 _CONSTANT_KEYS = frozenset({Action.COPY, Action.SCALAR})  # keyed by the action alone
 _UNBOUND = object()
-_DTYPE, _SHAPE, _DEVICE = attrgetter("dtype"), attrgetter("shape"), attrgetter("device")
 _IS_META = attrgetter("is_meta")
 _untyped, _data_ptr = torch.Tensor.untyped_storage, torch.UntypedStorage.data_ptr
 
@@ -213,14 +212,6 @@ def _same_key_facts(ctx: LowerContext, layer: LayerSteps, step: Step,
     outs = list(map(ctx.storage_of, table.column(where[step.target])))
     if not isinstance(want, torch.Tensor):
         return False
-    book = book_of(ctx)
-    layout = None if book is None else book.common(outs)
-    if layout is not None and layout.contiguous is not None:  # proved once for the column
-        return layout.type is type(want) and layout.dtype == want.dtype \
-            and layout.shape == want.shape and layout.device == want.device \
-            and layout.contiguous == want.is_contiguous()
-    if set(map(type, outs)) != {type(want)}:
-        return False
-    return set(map(_DTYPE, outs)) == {want.dtype} and set(map(_SHAPE, outs)) == {want.shape} \
-        and set(map(_DEVICE, outs)) == {want.device} \
-        and set(map(torch.Tensor.is_contiguous, outs)) == {want.is_contiguous()}
+    got = ColumnFacts(outs, book_of(ctx))
+    return got.type is type(want) and got.dtype == want.dtype and got.shape == want.shape \
+        and got.device == want.device and got.contiguous == want.is_contiguous()

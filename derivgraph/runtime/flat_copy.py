@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from derivgraph.column_layout import ColumnLayout
+from derivgraph.column_layout import ColumnLayout, one_layout
 from derivgraph.compiler import flat
 
 __all__ = ["FlatCopy", "flat_runs", "key_runs", "layout_runs"]
@@ -87,16 +87,9 @@ def _one_layout(records: Sequence[ColumnLayout | None] | None) -> ColumnLayout |
     """The layout every record of ``records`` gives, where all do (each a record) and it is
     a CPU tensor's of a plain dtype (:data:`~derivgraph.compiler.flat.COPY_DTYPES`) with
     row-major strides (``contiguous``: True); None otherwise."""
-    if not records:
-        return None
-    kinds = set(records)
-    if None in kinds:
-        return None
-    first = next(iter(kinds))
-    if not all(r.contiguous is True and r.dtype == first.dtype and r.shape == first.shape
-               and r.device == first.device for r in kinds):  # type: ignore[union-attr]
-        return None
-    if first.device.type != "cpu" or first.dtype not in flat.COPY_DTYPES:  # type: ignore[union-attr]
+    first = one_layout(records) if records else None
+    if first is None or first.contiguous is not True or first.device.type != "cpu" \
+            or first.dtype not in flat.COPY_DTYPES:
         return None
     return first
 

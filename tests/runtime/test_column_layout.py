@@ -22,7 +22,13 @@ import torch
 
 from derivgraph import compile_plan
 from derivgraph import planner as planner_module
-from derivgraph.column_layout import ColumnLayout, ColumnLayouts, column_layout
+from derivgraph.column_layout import (
+    ColumnFacts,
+    ColumnLayout,
+    ColumnLayouts,
+    column_layout,
+    one_layout,
+)
 from derivgraph.compiler import lower_layers
 from derivgraph.compiler.stamp import stamping
 from derivgraph.runtime import entry_columns as columns_module
@@ -69,7 +75,77 @@ def test_book_finds_a_column_whole_or_in_part() -> None:
     other = ColumnLayout(torch.Tensor, torch.float32, torch.Size([4]), torch.device("cpu"), True)
     more = [torch.zeros(4)]
     book.add(more, other)
-    assert book.common([column[0], more[0]]) is None  # two records: no common one
+    assert book.common([column[0], more[0]]) is layout  # two records of the same facts
+    apart = [torch.zeros(4, dtype=torch.float64)]
+    book.add(apart, ColumnLayout(torch.Tensor, torch.float64, torch.Size([4]),
+                                 torch.device("cpu"), True))
+    assert book.common([column[0], apart[0]]) is None  # two records that differ: none
+    assert book.common([more[0], column[1], apart[0]]) is None
+
+
+_FACTS = ("type", "tensors", "dtype", "shape", "device", "contiguous", "is_meta", "numel")
+
+
+def _facts(got: ColumnFacts) -> tuple[Any, ...]:
+    return tuple(getattr(got, name) for name in _FACTS)
+
+
+def test_column_facts_from_a_record_are_the_values_own() -> None:
+    column = [torch.full((2, 3), float(i)) for i in range(4)]
+    book = ColumnLayouts()
+    book.add(column, ColumnLayout(torch.Tensor, torch.float32, torch.Size([2, 3]),
+                                  torch.device("cpu"), True))
+    recorded, swept = ColumnFacts(column, book), ColumnFacts(column)
+    assert recorded.record is not None and swept.record is None
+    assert _facts(recorded) == _facts(swept) == (
+        torch.Tensor, True, torch.float32, torch.Size([2, 3]), torch.device("cpu"), True,
+        False, 24)
+
+
+def test_column_facts_the_values_do_not_share_are_none() -> None:
+    mixed = ColumnFacts([torch.zeros(2, 3), torch.zeros(2, 3, dtype=torch.float64).t()])
+    assert (mixed.type, mixed.tensors, mixed.dtype, mixed.shape, mixed.contiguous) == \
+        (torch.Tensor, True, None, None, None)
+    assert mixed.numel == 12
+    strided = ColumnFacts([torch.zeros(3, 2).t(), torch.zeros(4, 2).t()])
+    assert (strided.contiguous, strided.shape) == (False, None)
+    kinds = ColumnFacts([torch.zeros(2), torch.nn.Parameter(torch.zeros(2))])
+    assert (kinds.type, kinds.tensors, kinds.shape) == (None, True, torch.Size([2]))
+    devices = ColumnFacts([torch.zeros(2), torch.zeros(2, device="meta")])
+    assert (devices.device, devices.is_meta) == (None, None)
+    assert ColumnFacts([torch.zeros(2, device="meta")] * 2).is_meta is True
+    plain = ColumnFacts([1, 2])
+    assert (plain.type, plain.tensors) == (int, False)
+    assert ColumnFacts([1, 2.0]).type is None
+
+
+def test_column_facts_take_only_a_record_that_proves_contiguity() -> None:
+    """A record made by :func:`column_layout` (contiguity not read) is not used: the values
+    are read. The record here lies about the dtype, so the canary shows which one answered."""
+    column = [torch.zeros(2) for _ in range(3)]
+    book = ColumnLayouts()
+    book.add(column, ColumnLayout(torch.Tensor, torch.float64, torch.Size([2]),
+                                  torch.device("cpu"), None))
+    assert ColumnFacts(column, book).record is None
+    assert ColumnFacts(column, book).dtype == torch.float32
+    proved = [torch.zeros(2) for _ in range(3)]
+    book.add(proved, ColumnLayout(torch.Tensor, torch.float64, torch.Size([2]),
+                                  torch.device("cpu"), True))
+    assert ColumnFacts(proved, book).dtype == torch.float64  # the (lying) record answers
+
+
+def test_one_layout_is_the_layout_every_record_gives() -> None:
+    def record(dtype: torch.dtype = torch.float32) -> ColumnLayout:
+        return ColumnLayout(torch.Tensor, dtype, torch.Size([4]), torch.device("cpu"), True)
+
+    a, b, c = record(), record(), record(torch.float64)
+    assert one_layout([a, a, a]) is a
+    assert one_layout([a, b]) is a  # two records, one set of facts
+    assert one_layout([b, a]) is b
+    assert one_layout([a, c]) is None
+    assert one_layout([a, None]) is None
+    assert one_layout([None, a]) is None
+    assert one_layout([]) is None
 
 
 def _compile_keeping(monkeypatch: pytest.MonkeyPatch, layers: int | None = None,
