@@ -109,15 +109,15 @@ class Stamper:
     def resolve_bound(self, bound: BoundSpec, params: dict[str, Any],
                       nodes: list[DerivedNode]) -> None:
         """Give every node of ``bound`` its input: from a matching template, or resolved."""
-        key = _key(bound, params, nodes) if stamping_enabled() and bound.module_path else None
-        kinds = self.templates.setdefault(key, []) if key is not None else []
-        for template in kinds:
+        kinds = self._kinds(bound, params, nodes) \
+            if stamping_enabled() and bound.module_path else None
+        for template in kinds or ():
             objects = _matches(self.graph, template, bound, params)
             if objects is not None:
                 self._replay(template, bound, nodes, objects)
                 self.stamped += 1
                 return
-        if key is None or len(kinds) >= MAX_TEMPLATES:
+        if kinds is None or len(kinds) >= MAX_TEMPLATES:
             for node in nodes:
                 self.resolve(node, None)
             return
@@ -130,6 +130,18 @@ class Stamper:
                                       tuple(derived))
             template.kept(template.program, derived)
             kinds.append(template)
+
+    def _kinds(self, bound: BoundSpec, params: dict[str, Any],
+               nodes: list[DerivedNode]) -> list[Template] | None:
+        """The templates to try on ``bound``, selected by spec, class, params, and each
+        node's decl and device (None when a param cannot be keyed: that layer resolves
+        alone)."""
+        try:  # the key hashed once, by the lookup
+            return self.templates.setdefault(
+                (id(bound.spec), type(bound.module), freeze(params),
+                 tuple([(id(n.decl), n.device) for n in nodes])), [])
+        except TypeError:
+            return None
 
     def _replay(self, template: Template, bound: BoundSpec, nodes: list[DerivedNode],
                 objects: dict[tuple[str, ...], Any]) -> None:
@@ -160,16 +172,6 @@ class Stamper:
             table.layouts_hold = False
 
 
-def _key(bound: BoundSpec, params: dict[str, Any], nodes: list[DerivedNode]) -> Any:
-    """What selects the templates to try: spec, class, params, and each node's decl and
-    device (None when a param cannot be keyed: that layer resolves alone)."""
-    try:
-        key = (id(bound.spec), type(bound.module), freeze(params),
-               tuple([(id(n.decl), n.device) for n in nodes]))
-        hash(key)
-    except TypeError:
-        return None
-    return key
 
 
 def _matches(graph: DerivedGraph, template: Template, bound: BoundSpec,
@@ -202,8 +204,9 @@ def facts_hold(graph: DerivedGraph, reads: Reads, bound: BoundSpec,
                     break
             if found is not None:  # reads.layout's fields, each compared as it reads it
                 cls, shape, stride, dtype, device = check.layout
-                if type(found) is cls and tuple(found.shape) == shape \
-                        and tuple(found.stride()) == stride and found.dtype == dtype \
+                # torch.Size and stride() are tuples: equal to reads.layout's copies of them
+                if type(found) is cls and found.shape == shape \
+                        and found.stride() == stride and found.dtype == dtype \
                         and found.device == device:
                     objects[check.args[0]] = found
                     continue
