@@ -191,7 +191,7 @@ def facts_hold(graph: DerivedGraph, reads: Reads, bound: BoundSpec,
         checks = reads.checks = [_Check(probe, args, fact, type(bound.module))
                                  for (probe, args), fact in reads.facts.items()]
     objects: dict[tuple[str, ...], Any] = {}
-    module, derived = bound.module, graph.derived
+    module, derived, module_path = bound.module, graph.derived, bound.module_path
     for check in checks:
         if check.part is not None and type(module) is check.cls:
             # probe_path's first hop from an nn.Module, read from its registries in
@@ -211,7 +211,8 @@ def facts_hold(graph: DerivedGraph, reads: Reads, bound: BoundSpec,
                     objects[check.args[0]] = found
                     continue
         elif check.rel is not None:  # probe_derived: is the path a derived tensor
-            if (bound.qualify(check.rel) in derived) is check.fact:
+            path = module_path + check.suffix if module_path else check.rel  # bound.qualify
+            if (path in derived) is check.fact:
                 continue
             return None
         got, obj = check.probe(graph, bound, params, *check.args)
@@ -225,15 +226,16 @@ def facts_hold(graph: DerivedGraph, reads: Reads, bound: BoundSpec,
 class _Check:
     """One recorded probe and its fact, as :func:`facts_hold` checks it on another layer:
     ``part`` set for a path probe that found a tensor at its first hop (on a module of
-    class ``cls``: the template's), ``rel`` for a derived-path probe, else the probe is
-    run."""
+    class ``cls``: the template's), ``rel`` for a derived-path probe of a path (``suffix``:
+    what follows a module path), else the probe is run."""
 
-    __slots__ = ("args", "cls", "fact", "layout", "part", "probe", "rel")
+    __slots__ = ("args", "cls", "fact", "layout", "part", "probe", "rel", "suffix")
 
     def __init__(self, probe: Probe, args: tuple[Any, ...], fact: Any, cls: type):
         self.probe, self.args, self.fact, self.cls = probe, args, fact, cls
         self.part: str | None = None
         self.rel: str | None = None
+        self.suffix = ""
         self.layout: tuple[Any, ...] = ()
         # a tensor at the first hop (the walk stops there), a hop get_path reads as one (an
         # identifier, no dunder: stricter than its rule)
@@ -241,8 +243,8 @@ class _Check:
                 and args[0][0].isidentifier() and not args[0][0].startswith("__") \
                 and type(fact) is tuple and fact[:2] == ("tensor", 1):
             self.part, self.layout = args[0][0], fact[2]
-        elif probe is probe_derived and type(fact) is bool:
-            self.rel = args[0]
+        elif probe is probe_derived and type(fact) is bool and args[0]:
+            self.rel, self.suffix = args[0], "." + args[0]  # join's "module_path.rel"
 
 
 def _layouts(reads: Reads) -> dict[tuple[str, ...], tuple[Any, ...]]:
