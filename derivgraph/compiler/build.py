@@ -12,14 +12,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from torch import nn
 
 from derivgraph.compiler.bind import BoundSpec
 from derivgraph.compiler.checks import index_issues
 from derivgraph.compiler.engine import is_opaque
-from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef, natural_key, refs_in
+from derivgraph.compiler.graph import (
+    DerivedGraph,
+    DerivedNode,
+    NodeRef,
+    natural_key,
+    refs_in,
+    tensor_kind,
+)
 from derivgraph.compiler.infer import infer_shapes
 from derivgraph.compiler.ir import NodeKind
 from derivgraph.compiler.layers import closed_layers, row_blocks
@@ -45,49 +52,17 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
     bound_specs = list(bound_specs)
     layers: list[tuple[BoundSpec, dict[str, Any], list[DerivedNode]]] = []
     param_stamper = ParamStamper(graph)
-    decls_of: dict[int, list[DerivedTensor]] = {}  # id(spec) -> its declarations of nodes
+    decls_of: dict[int, list[_Decl]] = {}  # id(spec) -> its declarations of nodes
     plain: dict[type, bool] = {}  # module class -> whether its parameters() is nn.Module's
     for bound in bound_specs:
         params = param_stamper.resolve(bound)
         if params is None:
             continue
-        nodes: list[DerivedNode] = []
-        layers.append((bound, params, nodes))
-        devices: dict[str | None, Any] = {}  # decl.device -> device, read once per module
-        owners: dict[str, Any] = {}  # owner path -> the owner, read once per module
         decls = decls_of.get(id(bound.spec))
         if decls is None:  # fold hook: folds are bound by derivgraph.compiler.fold, not nodes
-            decls = decls_of[id(bound.spec)] = [d for d in bound.spec.derived if not is_fold(d)]
-        for decl in decls:
-            owner_path = bound.qualify(decl.owner) if decl.owner else bound.module_path
-            device = devices.get(decl.device)
-            if device is None:
-                device = devices[decl.device] = device_of(bound, decl, plain)
-            node = DerivedNode(join(owner_path, decl.name), bound, decl, owner_path,
-                               device=device, params=params)
-            if node.id in graph.derived:
-                other = graph.derived[node.id]
-                graph.issue(Rule.DUPLICATE, f"{node.id} is declared by {node.where} and by "
-                            f"{other.where} ({other.decl.location})",
-                            "declare each derived tensor once; make the other an alias", node)
-                continue
-            owner = owners.get(owner_path, MISSING)
-            if owner is MISSING:  # the module itself (as matched, a walk of `_modules`), or read
-                owner = owners[owner_path] = bound.module if not decl.owner \
-                    else get_path(model, owner_path)
-            if owner is MISSING or owner is None:
-                graph.issue(Rule.MISSING_SOURCE, f"owner path {decl.owner!r} does not exist on "
-                            f"{type(bound.module).__name__} at {bound.module_path or '<root>'}",
-                            "fix `owner`, or narrow the target (object/where) so the spec only "
-                            "matches modules that have it", node)
-                continue
-            if node.kind in _MODULE_KINDS and not isinstance(owner, nn.Module):
-                graph.issue(Rule.OWNER, f"kind '{decl.kind}' needs an nn.Module owner, but "
-                            f"{decl.owner or '<module>'} is a {type(owner).__name__}",
-                            "use kind 'attribute' for tensors on plain objects", node)
-                continue
-            graph.add_derived(node)
-            nodes.append(node)
+            decls = decls_of[id(bound.spec)] = [_Decl.of(d) for d in bound.spec.derived
+                                                if not is_fold(d)]
+        layers.append((bound, params, _derived_nodes(graph, model, bound, params, decls, plain)))
     stamper = Stamper(graph, lambda node, reads: _resolve_derived(graph, node, reads))
     for bound, params, nodes in layers:
         stamper.resolve_bound(bound, params, nodes)
@@ -98,6 +73,63 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
         infer_shapes(graph, stamper.twins)
         index_issues(graph)
     return graph
+
+
+class _Decl(NamedTuple):
+    """A declaration of a derived node, with what every module it binds to reads the same
+    way: its kind (as :class:`DerivedNode` reads it), whether its owner must be an
+    ``nn.Module``."""
+
+    decl: DerivedTensor
+    module_kind: bool
+
+    @classmethod
+    def of(cls, decl: DerivedTensor) -> _Decl:
+        return cls(decl, tensor_kind(decl) in _MODULE_KINDS)
+
+
+def _derived_nodes(graph: DerivedGraph, model: nn.Module, bound: BoundSpec,
+                   params: dict[str, Any], decls: list[_Decl],
+                   plain: dict[type, bool]) -> list[DerivedNode]:
+    """A derived node per declaration of ``bound``, each added to ``graph`` unless it is a
+    duplicate or its owner is wrong (an issue)."""
+    nodes: list[DerivedNode] = []
+    devices: dict[str | None, Any] = {}  # decl.device -> device, read once per module
+    owners: dict[str, Any] = {}  # owner path -> the owner, read once per module
+    derived, module_path = graph.derived, bound.module_path
+    for decl, module_kind in decls:
+        owner_path = bound.qualify(decl.owner) if decl.owner else module_path
+        device = devices.get(decl.device)
+        if device is None:
+            device = devices[decl.device] = device_of(bound, decl, plain)
+        node = DerivedNode(join(owner_path, decl.name), bound, decl, owner_path, None, device,
+                           params)
+        if node.id in derived:
+            other = derived[node.id]
+            graph.issue(Rule.DUPLICATE, f"{node.id} is declared by {node.where} and by "
+                        f"{other.where} ({other.decl.location})",
+                        "declare each derived tensor once; make the other an alias", node)
+            continue
+        if decl.owner:
+            owner = owners.get(owner_path, MISSING)
+            if owner is MISSING:  # a walk of `_modules`, or read
+                owner = owners[owner_path] = get_path(model, owner_path)
+        else:  # the module itself (as matched)
+            owner = bound.module
+        if owner is MISSING or owner is None:
+            graph.issue(Rule.MISSING_SOURCE, f"owner path {decl.owner!r} does not exist on "
+                        f"{type(bound.module).__name__} at {module_path or '<root>'}",
+                        "fix `owner`, or narrow the target (object/where) so the spec only "
+                        "matches modules that have it", node)
+            continue
+        if module_kind and not isinstance(owner, nn.Module):
+            graph.issue(Rule.OWNER, f"kind '{decl.kind}' needs an nn.Module owner, but "
+                        f"{decl.owner or '<module>'} is a {type(owner).__name__}",
+                        "use kind 'attribute' for tensors on plain objects", node)
+            continue
+        graph.add_derived(node)
+        nodes.append(node)
+    return nodes
 
 
 def _resolve_derived(graph: DerivedGraph, node: DerivedNode, reads: Reads | None) -> str | None:

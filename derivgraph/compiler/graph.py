@@ -27,7 +27,7 @@ from derivgraph.spec.kinds import TensorKind
 from derivgraph.spec.model import DerivedTensor
 
 __all__ = ["DerivedGraph", "DerivedNode", "NodeRef", "freeze", "natural_key", "refs_in",
-           "substitute"]
+           "substitute", "tensor_kind"]
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,26 @@ class NodeRef:
     id: str
 
 
+#: the node kinds the builders write, read once (an enum member is a class attribute read)
+_SOURCE, _OP, _DERIVED = NodeKind.SOURCE, NodeKind.OP, NodeKind.DERIVED
+
+
+def _unique(refs: list[str]) -> tuple[str, ...]:
+    """``refs`` without repeats, first use first (one or two refs without the dict)."""
+    if len(refs) < 2 or (len(refs) == 2 and refs[0] != refs[1]):
+        return tuple(refs)
+    return tuple(dict.fromkeys(refs))
+
+
 #: a spec's kind string -> its TensorKind
 _KINDS: dict[str, TensorKind] = {kind.value: kind for kind in TensorKind}
+
+
+def tensor_kind(decl: DerivedTensor) -> TensorKind:
+    """``decl``'s kind as a :class:`TensorKind` member (a spec built with ``model_construct``
+    may hold the word)."""
+    kind = _KINDS.get(decl.kind)  # TensorKind(...) without the enum call per node
+    return TensorKind(decl.kind) if kind is None else kind
 
 
 @dataclass
@@ -56,8 +74,7 @@ class DerivedNode:
     _kind: TensorKind = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        kind = _KINDS.get(self.decl.kind)  # TensorKind(...) without the enum call per node
-        self._kind = TensorKind(self.decl.kind) if kind is None else kind
+        self._kind = tensor_kind(self.decl)
 
     @property
     def kind(self) -> TensorKind:
@@ -220,7 +237,7 @@ class DerivedGraph:
             dtype, device = tensor.dtype, tensor.device
         else:
             _, shape, stride, dtype, device = layout
-        self.ir.add(Node(path, NodeKind.SOURCE, None, (), {}, (), shape, stride, dtype, device))
+        self.ir.add(Node(path, _SOURCE, None, (), {}, (), shape, stride, dtype, device))
         self.read_sources[path] = tensor
         return False
 
@@ -245,8 +262,7 @@ class DerivedGraph:
             self.cse_hits += 1
             return hit
         self._op_count += 1
-        self.ir.add(Node(node_id, NodeKind.OP, name, args, kwargs,
-                         tuple(dict.fromkeys(refs))))
+        self.ir.add(Node(node_id, _OP, name, args, kwargs, _unique(refs)))
         self.op_names.add(name)
         return node_id
 
@@ -261,7 +277,7 @@ class DerivedGraph:
 
     def add_derived(self, node: DerivedNode) -> None:
         self.derived[node.id] = node
-        self.ir.add(Node(node.id, NodeKind.DERIVED))
+        self.ir.add(Node(node.id, _DERIVED))
 
     def set_input(self, node: DerivedNode, value_id: str) -> None:
         """Give ``node`` its value's node, which is :attr:`touched`."""

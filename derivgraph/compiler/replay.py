@@ -25,6 +25,8 @@ one CSE rule, fed the key :func:`freeze` would build.
 
 from __future__ import annotations
 
+import itertools
+import linecache
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -194,6 +196,8 @@ class Replay:
                          if s not in named and r in mine]
         self.unnamed = [s for s, r in enumerate(self.rels) if s not in named and r not in mine]
         self.op_slots = [step.out for step in self.steps if type(step) is not SourceStep]
+        #: :attr:`steps` as one function (made at the first run: :func:`_compile_steps`)
+        self._steps: Callable[..., None] | None = None
 
     def template_nodes(self, module_path: str) -> list[str | None]:
         """Every slot's node on the template's own layer (at ``module_path``): its paths,
@@ -223,41 +227,86 @@ class Replay:
         vals += self.tail
         start, hits = graph.op_count(), graph.cse_hits  # the ops numbered above start: its own
         graph.cse_hits += self.hits
-        op_keyed, place = graph.op_keyed, graph.place_source
-        for step in self.steps:
-            kind = type(step)
-            if kind is FlatStep:
-                name, parts, keyed, kwargs, fkw, order, out, result = step
-                args = tuple([NodeRef(vals[s]) if s >= 0 else v for s, v in parts])
-                key = (name, ("seq", tuple([("ref", vals[s]) if f is None else f
-                                            for s, f in keyed])), fkw)
-                new = op_keyed(name, args, dict(kwargs) if kwargs else {}, key,
-                               [vals[s] for s in order])
-                vals[out] = new
-                if new != result:
-                    twins[new] = result
-            elif kind is SourceStep:
-                slot, parts, rel, layout = step
-                tensor = objects.get(parts)
-                if tensor is None:
-                    if layout is not None and read is not None:
-                        read.append(vals[slot])
-                    tensor, layout = get_path(module, rel), None
-                path = vals[slot]
-                if place(path, tensor, layout):
-                    found.append(path)
-            else:
-                name, args, kwargs, resolved, out, result = step
-
-                def lookup(node_id: str, resolved: dict[str, int] = resolved) -> NodeRef:
-                    return NodeRef(vals[resolved[node_id]])
-
-                args, kwargs = substitute(args, lookup), substitute(kwargs, lookup)
-                new = op_keyed(name, args, kwargs, (name, freeze(args), freeze(kwargs)),
-                               refs_in(args) + refs_in(kwargs))
-                vals[out] = new
-                if new != result:
-                    twins[new] = result
+        steps = self._steps
+        if steps is None:
+            steps = self._steps = _compile_steps(self.steps)
+        steps(vals, objects, module, twins, found, read, graph.op_keyed, graph.place_source,
+              get_path, NodeRef)
         if graph.cse_hits != hits + self.hits:  # an op call hit: on an op made before it?
             found.extend([vals[s] for s in self.op_slots if not graph.made_after(vals[s], start)])
         return vals
+
+
+_SERIAL = itertools.count()
+
+
+def _compile_steps(steps: list[Step]) -> Callable[..., None]:
+    """``steps`` as one straight-line function of ``(vals, objects, module, twins, found,
+    read, op_keyed, place, get_path, NodeRef)``: each step what :meth:`Replay.run` would do
+    for it, the template's constants (names, parts, frozen keys, layouts) bound once, a
+    :class:`FlatStep`'s argument tuple, CSE key and refs written out for its slots; a
+    :class:`CallStep` is :func:`_call_step`."""
+    consts: list[Any] = []
+
+    def const(value: Any) -> str:
+        consts.append(value)
+        return f"_c{len(consts) - 1}"
+
+    def tup(items: list[str]) -> str:
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+    body: list[str] = []
+    for step in steps:
+        if type(step) is FlatStep:
+            name, parts, keyed, kwargs, fkw, order, out, result = step
+            for slot in dict.fromkeys(s for s, _ in parts if s >= 0):
+                body.append(f"v{slot} = vals[{slot}]")
+            args = tup([f"NodeRef(v{s})" if s >= 0 else const(v) for s, v in parts])
+            key = tup([f"('ref', v{s})" if f is None else const(f) for s, f in keyed])
+            n, r = const(name), const(result)
+            body += [f"new = op_keyed({n}, {args}, {f'dict({const(kwargs)})' if kwargs else '{}'}, "
+                     f"({n}, ('seq', {key}), {const(fkw)}), [{', '.join(f'v{s}' for s in order)}])",
+                     f"vals[{out}] = new",
+                     f"if new != {r}:",
+                     f"    twins[new] = {r}"]
+        elif type(step) is SourceStep:
+            slot, parts, rel, layout = step
+            body += [f"tensor, layout = objects.get({const(parts)}), {const(layout)}",
+                     "if tensor is None:",
+                     "    if layout is not None and read is not None:",
+                     f"        read.append(vals[{slot}])",
+                     f"    tensor, layout = get_path(module, {const(rel)}), None",
+                     f"path = vals[{slot}]",
+                     "if place(path, tensor, layout):",
+                     "    found.append(path)"]
+        else:
+            body.append(f"_call_step({const(step)}, vals, op_keyed, twins)")
+    names = [f"_c{i}" for i in range(len(consts))]
+    src = "\n".join(
+        ["def make(" + ", ".join(["_call_step", *names]) + "):",
+         "    def steps(vals, objects, module, twins, found, read, op_keyed, place, get_path, "
+         "NodeRef):"]
+        + [f"        {line}" for line in body or ["pass"]]
+        + ["    return steps"]) + "\n"
+    filename = f"<derivgraph replay #{next(_SERIAL)}>"
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    scope: dict[str, Any] = {}
+    exec(compile(src, filename, "exec"), scope)  # noqa: S102 - generated, no spec text
+    return scope["make"](_call_step, *consts)
+
+
+def _call_step(step: CallStep, vals: list[Any], op_keyed: Callable[..., str],
+               twins: dict[str, str]) -> None:
+    """Any other op call: its arguments with every node reference replaced by its slot's
+    node, frozen for the CSE key."""
+    name, args, kwargs, resolved, out, result = step
+
+    def lookup(node_id: str) -> NodeRef:
+        return NodeRef(vals[resolved[node_id]])
+
+    args, kwargs = substitute(args, lookup), substitute(kwargs, lookup)
+    new = op_keyed(name, args, kwargs, (name, freeze(args), freeze(kwargs)),
+                   refs_in(args) + refs_in(kwargs))
+    vals[out] = new
+    if new != result:
+        twins[new] = result

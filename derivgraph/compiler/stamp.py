@@ -109,15 +109,15 @@ class Stamper:
     def resolve_bound(self, bound: BoundSpec, params: dict[str, Any],
                       nodes: list[DerivedNode]) -> None:
         """Give every node of ``bound`` its input: from a matching template, or resolved."""
-        key = _key(bound, params, nodes) if stamping_enabled() and bound.module_path else None
-        kinds = self.templates.setdefault(key, []) if key is not None else []
-        for template in kinds:
+        kinds = self._kinds(bound, params, nodes) \
+            if stamping_enabled() and bound.module_path else None
+        for template in kinds or ():
             objects = _matches(self.graph, template, bound, params)
             if objects is not None:
                 self._replay(template, bound, nodes, objects)
                 self.stamped += 1
                 return
-        if key is None or len(kinds) >= MAX_TEMPLATES:
+        if kinds is None or len(kinds) >= MAX_TEMPLATES:
             for node in nodes:
                 self.resolve(node, None)
             return
@@ -130,6 +130,18 @@ class Stamper:
                                       tuple(derived))
             template.kept(template.program, derived)
             kinds.append(template)
+
+    def _kinds(self, bound: BoundSpec, params: dict[str, Any],
+               nodes: list[DerivedNode]) -> list[Template] | None:
+        """The templates to try on ``bound``, selected by spec, class, params, and each
+        node's decl and device (None when a param cannot be keyed: that layer resolves
+        alone)."""
+        try:  # the key hashed once, by the lookup
+            return self.templates.setdefault(
+                (id(bound.spec), type(bound.module), freeze(params),
+                 tuple([(id(n.decl), n.device) for n in nodes])), [])
+        except TypeError:
+            return None
 
     def _replay(self, template: Template, bound: BoundSpec, nodes: list[DerivedNode],
                 objects: dict[tuple[str, ...], Any]) -> None:
@@ -160,16 +172,6 @@ class Stamper:
             table.layouts_hold = False
 
 
-def _key(bound: BoundSpec, params: dict[str, Any], nodes: list[DerivedNode]) -> Any:
-    """What selects the templates to try: spec, class, params, and each node's decl and
-    device (None when a param cannot be keyed: that layer resolves alone)."""
-    try:
-        key = (id(bound.spec), type(bound.module), freeze(params),
-               tuple([(id(n.decl), n.device) for n in nodes]))
-        hash(key)
-    except TypeError:
-        return None
-    return key
 
 
 def _matches(graph: DerivedGraph, template: Template, bound: BoundSpec,
@@ -189,7 +191,7 @@ def facts_hold(graph: DerivedGraph, reads: Reads, bound: BoundSpec,
         checks = reads.checks = [_Check(probe, args, fact, type(bound.module))
                                  for (probe, args), fact in reads.facts.items()]
     objects: dict[tuple[str, ...], Any] = {}
-    module, derived = bound.module, graph.derived
+    module, derived, module_path = bound.module, graph.derived, bound.module_path
     for check in checks:
         if check.part is not None and type(module) is check.cls:
             # probe_path's first hop from an nn.Module, read from its registries in
@@ -202,13 +204,15 @@ def facts_hold(graph: DerivedGraph, reads: Reads, bound: BoundSpec,
                     break
             if found is not None:  # reads.layout's fields, each compared as it reads it
                 cls, shape, stride, dtype, device = check.layout
-                if type(found) is cls and tuple(found.shape) == shape \
-                        and tuple(found.stride()) == stride and found.dtype == dtype \
+                # torch.Size and stride() are tuples: equal to reads.layout's copies of them
+                if type(found) is cls and found.shape == shape \
+                        and found.stride() == stride and found.dtype == dtype \
                         and found.device == device:
                     objects[check.args[0]] = found
                     continue
         elif check.rel is not None:  # probe_derived: is the path a derived tensor
-            if (bound.qualify(check.rel) in derived) is check.fact:
+            path = module_path + check.suffix if module_path else check.rel  # bound.qualify
+            if (path in derived) is check.fact:
                 continue
             return None
         got, obj = check.probe(graph, bound, params, *check.args)
@@ -222,15 +226,16 @@ def facts_hold(graph: DerivedGraph, reads: Reads, bound: BoundSpec,
 class _Check:
     """One recorded probe and its fact, as :func:`facts_hold` checks it on another layer:
     ``part`` set for a path probe that found a tensor at its first hop (on a module of
-    class ``cls``: the template's), ``rel`` for a derived-path probe, else the probe is
-    run."""
+    class ``cls``: the template's), ``rel`` for a derived-path probe of a path (``suffix``:
+    what follows a module path), else the probe is run."""
 
-    __slots__ = ("args", "cls", "fact", "layout", "part", "probe", "rel")
+    __slots__ = ("args", "cls", "fact", "layout", "part", "probe", "rel", "suffix")
 
     def __init__(self, probe: Probe, args: tuple[Any, ...], fact: Any, cls: type):
         self.probe, self.args, self.fact, self.cls = probe, args, fact, cls
         self.part: str | None = None
         self.rel: str | None = None
+        self.suffix = ""
         self.layout: tuple[Any, ...] = ()
         # a tensor at the first hop (the walk stops there), a hop get_path reads as one (an
         # identifier, no dunder: stricter than its rule)
@@ -238,8 +243,8 @@ class _Check:
                 and args[0][0].isidentifier() and not args[0][0].startswith("__") \
                 and type(fact) is tuple and fact[:2] == ("tensor", 1):
             self.part, self.layout = args[0][0], fact[2]
-        elif probe is probe_derived and type(fact) is bool:
-            self.rel = args[0]
+        elif probe is probe_derived and type(fact) is bool and args[0]:
+            self.rel, self.suffix = args[0], "." + args[0]  # join's "module_path.rel"
 
 
 def _layouts(reads: Reads) -> dict[tuple[str, ...], tuple[Any, ...]]:

@@ -132,3 +132,45 @@ def test_canary_rows_read_at_shifted_slots_are_caught(monkeypatch: pytest.Monkey
     with pytest.raises(SpecValidationError, match=r"DG013.*the stamped row of layers\.1 "
                                                   r"gives layers\.1\.inv the value %4:div"):
         compile_plan(scaling_model(3), [scaling_spec()])
+
+
+def _programs(monkeypatch: pytest.MonkeyPatch) -> list[replay.Replay]:
+    made: list[replay.Replay] = []
+    init = replay.Replay.__init__
+
+    def recorded(self: replay.Replay, *args: Any) -> None:
+        init(self, *args)
+        made.append(self)
+
+    monkeypatch.setattr(replay.Replay, "__init__", recorded)
+    return made
+
+
+def test_the_compiled_steps_replay_flat_and_other_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A program runs as one compiled function (``_compile_steps``): the reference model's
+    templates hold both flat op calls and others (``getitem`` of a slice, ``reshape`` of a
+    list), and the stamped plan is the plain one."""
+    made = _programs(monkeypatch)
+    plain, stamped = _reference()
+    kinds = {type(step) for program in made for step in program.steps}
+    assert {replay.FlatStep, replay.CallStep} <= kinds
+    ran = [program for program in made if program._steps is not None]  # stamped a row
+    assert {type(step) for program in ran for step in program.steps} >= {replay.CallStep}
+    assert stamped.graph.stamped >= 2 and _differences(plain, stamped) == []
+    assert _keys_agree(stamped.graph)
+
+
+def test_canary_a_compiled_call_step_keyed_wrong_is_caught(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planted: the compiled program's other calls key their op with something else than
+    ``freeze`` of its arguments; the stamped ops are not CSE's entry for their own."""
+    real = replay._call_step
+
+    def planted(step: replay.CallStep, vals: list[Any], op_keyed: Any, twins: Any) -> None:
+        real(step, vals, lambda name, args, kwargs, key, refs:
+             op_keyed(name, args, kwargs, ("planted", key), refs), twins)
+
+    monkeypatch.setattr(replay, "_call_step", planted)
+    _, stamped = _reference()
+    assert stamped.graph.stamped >= 2
+    assert not _keys_agree(stamped.graph)

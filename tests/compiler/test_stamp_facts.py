@@ -144,3 +144,22 @@ def test_canary_a_layout_compared_other_than_the_fact_is_caught(
     bound = _bound(module, 1)
     assert _every_probe(graph, reads, bound) is None
     assert facts_hold(graph, reads, bound, {}) is not None  # the planted bug shows
+
+
+def test_canary_a_derived_path_joined_other_than_qualify_is_caught(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The derived-path shortcut joins the module path and the probe's path as
+    ``bound.qualify`` does; planted to join another path, a derived tensor at the probed
+    path is missed."""
+    init = stamp._Check.__init__
+
+    def planted(self: stamp._Check, *args: Any) -> None:
+        init(self, *args)
+        if self.rel is not None:
+            self.suffix = ".elsewhere"
+
+    monkeypatch.setattr(stamp._Check, "__init__", planted)
+    reads, graph = _template(), _Graph(("layers.1.scale",))
+    bound = _bound(Layer(), 1)
+    assert _every_probe(graph, reads, bound) is None
+    assert facts_hold(graph, reads, bound, {}) is not None  # the planted bug shows
