@@ -1,0 +1,92 @@
+"""In-process A/B of back46's changes on one stamped 100k scaling plan: each piece of the base
+tree (loaded from ``--base``, the base archive) vs the same piece of this tree, alternating
+``--rounds`` times on the same inputs (answers checked equal first); process seconds, medians.
+Run from the worktree root:
+
+    PYTHONPATH=. python3 benchmarks/results/back46/micro.py --base /tmp/base_back46 --rounds 11
+"""
+
+import argparse
+import gc
+import importlib.util
+import statistics
+import sys
+import time
+
+from derivgraph import planner
+from derivgraph.compiler.owners import PathReader
+from derivgraph.compiler.stamp import stamping
+from derivgraph.runtime import accessors, watch
+from derivgraph.runtime.accessors import NO_DICT
+from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--size", type=int, default=100000)
+parser.add_argument("--rounds", type=int, default=7)
+parser.add_argument("--base", default="/tmp/base_back46")
+parser.add_argument("--only", default="")
+args = parser.parse_args()
+
+
+def base_module(rel: str, name: str):
+    spec = importlib.util.spec_from_file_location(name, f"{args.base}/{rel}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+base_watch = base_module("derivgraph/runtime/watch.py", "base_watch")
+base_transaction = base_module("derivgraph/compiler/transaction.py", "base_transaction")
+from derivgraph.compiler import transaction as my_transaction  # noqa: E402
+
+spec = scaling_spec()
+gc.disable()
+model = scaling_model(args.size // 4)
+with stamping(True):
+    plan = planner.compile_plan(model, [spec])
+print(f"plan: {len(plan.entries)} entries", flush=True)
+
+holder_dicts = plan.holders.table.dicts
+source_dicts = plan.holders._source_checks[0] if plan.holders._source_checks else []
+paths = [*plan.graph.sources(), *plan.folds.entries]
+owner_paths = {e.node.owner_path for e in plan.entries.values()}
+warm = PathReader(model)
+warm.owners(sorted(owner_paths))  # as adoption's reader: every owner walked once
+
+
+def watch_facts(w):
+    return None if w is None else (w.members, w.always, w.versions.changed())
+
+
+def transaction_facts(t):
+    return [(id(live), sorted(saved)) for live, saved in t._dicts], len(t._values)
+
+
+cases = {
+    "watch_items (holders)": (lambda: base_watch.watch_items(holder_dicts, NO_DICT),
+                              lambda: watch.watch_items(holder_dicts, NO_DICT), watch_facts),
+    "watch_items (sources)": (lambda: base_watch.watch_items(source_dicts, NO_DICT),
+                              lambda: watch.watch_items(source_dicts, NO_DICT), watch_facts),
+    "source reads": (lambda: list(map(PathReader(model).get, paths)),
+                     lambda: accessors.read_paths(PathReader(model), paths),
+                     lambda out: list(map(id, out))),
+    "transaction": (lambda: base_transaction.ModelTransaction(model, owner_paths, []),
+                    lambda: my_transaction.ModelTransaction(model, owner_paths, [], warm),
+                    transaction_facts),
+}
+for name, (run_base, run_mine, facts) in cases.items():
+    if args.only and name not in args.only.split(","):
+        continue
+    assert facts(run_base()) == facts(run_mine()), name
+    times = {"base": [], "mine": []}
+    for _ in range(args.rounds):
+        for tag, f in (("base", run_base), ("mine", run_mine)):
+            start = time.process_time()
+            f()
+            times[tag].append(time.process_time() - start)
+    b, m = statistics.median(times["base"]), statistics.median(times["mine"])
+    wins = sum(x < y for x, y in zip(times["mine"], times["base"]))
+    print(f"{name:24s} base {b:.4f}  mine {m:.4f}  delta {m - b:+.4f} s  "
+          f"mine faster {wins}/{args.rounds}  base={[round(x, 4) for x in times['base']]} "
+          f"mine={[round(x, 4) for x in times['mine']]}", flush=True)
