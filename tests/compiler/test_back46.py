@@ -62,3 +62,45 @@ def test_canary_a_transaction_goes_by_its_readers_owners() -> None:
     model.layers[1].added = 1
     tx.rollback()
     assert hasattr(model.layers[1], "added")
+
+
+class _EqualsAll:
+    """A node whose ``==`` says True to anything (None included): ``in`` would call it."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = object.__hash__
+
+
+def test_holds_none_is_by_identity() -> None:
+    from derivgraph.adoption_columns import _holds_none
+
+    assert _holds_none([_EqualsAll(), None]) and not _holds_none([_EqualsAll()])
+    assert not _holds_none([]) and _holds_none([None])
+
+
+def test_a_column_with_a_row_not_derived_is_left_to_the_per_tensor_path() -> None:
+    from derivgraph import adoption
+    from derivgraph.adoption_columns import alias_rows, allocated_rows
+    from derivgraph.compiler.stamp import stamping
+    from derivgraph.planner import _prepare
+    from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+
+    model = scaling_model(5)
+    with stamping(True):
+        plan, values, _, _ = _prepare(model, [scaling_spec()], False, True)
+    graph = plan.graph
+    whole = allocated_rows(graph, values, PathReader(model), adoption._slot)
+    aliases = alias_rows(graph, values, PathReader(model), adoption.AliasOf)
+    assert "layers.3.inv" in whole and "layers.3.scale_alias" in aliases
+    for gone in ("layers.3.inv", "layers.3.scale_alias"):  # one row's node not derived
+        graph.derived[gone], node = None, graph.derived[gone]  # type: ignore[assignment]
+        try:
+            rows = allocated_rows(graph, values, PathReader(model), adoption._slot)
+            rows.update(alias_rows(graph, values, PathReader(model), adoption.AliasOf))
+        finally:
+            graph.derived[gone] = node
+        column = gone.rpartition(".")[2]
+        assert not any(k.endswith("." + column) for k in rows)  # the whole column left out
+        assert len(rows) == len(whole) + len(aliases) - 4

@@ -38,7 +38,21 @@ def base_module(rel: str, name: str):
 
 base_watch = base_module("derivgraph/runtime/watch.py", "base_watch")
 base_transaction = base_module("derivgraph/compiler/transaction.py", "base_transaction")
+base_columns = base_module("derivgraph/adoption_columns.py", "base_adoption_columns")
+from derivgraph import adoption, adoption_columns  # noqa: E402
 from derivgraph.compiler import transaction as my_transaction  # noqa: E402
+from derivgraph.runtime.entry import address_of, addresses_of  # noqa: E402
+
+captured = {}
+_allocated_rows = adoption.allocated_rows
+
+
+def keep_rows(*a, **k):
+    captured["rows"] = a
+    return _allocated_rows(*a, **k)
+
+
+adoption.allocated_rows = keep_rows
 
 spec = scaling_spec()
 gc.disable()
@@ -63,7 +77,23 @@ def transaction_facts(t):
     return [(id(live), sorted(saved)) for live, saved in t._dicts], len(t._values)
 
 
+rows_args = captured["rows"]
+alias_args = (*rows_args[:3], adoption.AliasOf)
+source_tensors = [plan.tensors.sources[s] for s in plan.graph.sources()]
+
+
+def column_facts(out):
+    return [(k, e.node.id, e.slot, e.adopted, id(e.storage), id(x)) for k, (e, x) in out.items()]
+
+
 cases = {
+    "allocated+alias rows": (
+        lambda: (base_columns.allocated_rows(*rows_args), base_columns.alias_rows(*alias_args)),
+        lambda: (adoption_columns.allocated_rows(*rows_args),
+                 adoption_columns.alias_rows(*alias_args)),
+        lambda pair: [column_facts(o) for o in pair]),
+    "source addresses": (lambda: list(map(address_of, source_tensors)),
+                         lambda: addresses_of(source_tensors), lambda ptrs: ptrs),
     "watch_items (holders)": (lambda: base_watch.watch_items(holder_dicts, NO_DICT),
                               lambda: watch.watch_items(holder_dicts, NO_DICT), watch_facts),
     "watch_items (sources)": (lambda: base_watch.watch_items(source_dicts, NO_DICT),
