@@ -60,9 +60,10 @@ _SOURCE, _DERIVED, _SCALAR = NodeKind.SOURCE, NodeKind.DERIVED, TensorKind.SCALA
 
 # ---- binding keys: what each global of the generated code holds ----------
 
-@dataclass(frozen=True)
-class Bound:
-    """The tensor bound at compile for a node: a source, derived storage, a view or a constant."""
+class Bound(NamedTuple):
+    """The tensor bound at compile for a node: a source, derived storage, a view or a constant
+    (a named tuple, made and hashed in C: a foreach list's key holds one per member; it equals
+    no other key, every other key being a dataclass)."""
 
     ref: str
 

@@ -104,3 +104,20 @@ def test_a_column_with_a_row_not_derived_is_left_to_the_per_tensor_path() -> Non
         column = gone.rpartition(".")[2]
         assert not any(k.endswith("." + column) for k in rows)  # the whole column left out
         assert len(rows) == len(whole) + len(aliases) - 4
+
+
+def test_a_bound_key_equals_no_other_binding_key() -> None:
+    import typing
+
+    from derivgraph.compiler import codegen
+
+    kinds = typing.get_args(codegen.BindingKey)
+    assert codegen.Bound in kinds
+    # Bound is a named tuple (made and hashed in C); every other key is a dataclass, so no
+    # other key compares equal to it (a tuple equals only a tuple)
+    assert [k for k in kinds if issubclass(k, tuple)] == [codegen.Bound]
+    names = {codegen.Bound("a"): "b", codegen.Stage("a"): "s", codegen.Helper("a"): "h",
+             codegen.OutView("a", ()): "o", codegen.TensorList((codegen.Bound("a"),)): "l"}
+    assert len(names) == 5 and names[codegen.Bound("a")] == "b"
+    assert codegen.Bound("a").ref == "a" and codegen.Bound("a") != codegen.Bound("b")
+    assert codegen.TensorList((codegen.Bound("a"),)) == codegen.TensorList((codegen.Bound("a"),))
