@@ -68,6 +68,14 @@ class Bound(NamedTuple):
     ref: str
 
 
+def _bound_keys(refs: list[str]) -> tuple[Bound, ...]:
+    """``tuple(map(Bound, refs))``, each key made in C (``tuple.__new__`` of a 1-tuple)."""
+    return tuple(map(_TUPLE_NEW, repeat(Bound), zip(refs)))
+
+
+_TUPLE_NEW = tuple.__new__
+
+
 @dataclass(frozen=True)
 class OutView:
     """Derived storage seen through the shape an ``out=`` op writes (a reshape chain)."""
@@ -324,7 +332,7 @@ class Emitter:
             if kind is _SOURCE or kind is _DERIVED and derived[ref].kind is not _SCALAR:
                 continue
             self.operand(ref)
-        return tuple(map(Bound, refs))
+        return _bound_keys(refs)
 
     def outs(self, steps: list[Step]) -> str:
         if any(s.out_shape is not None for s in steps):
@@ -337,7 +345,7 @@ class Emitter:
         if not self.locals.keys().isdisjoint(targets):
             for s in steps:
                 self.out(s)
-            keys = tuple(map(Bound, targets))
+            keys = _bound_keys(targets)
         else:
             keys = self.list_members(targets)
         return self.bindings.bind(TensorList(keys), "group", values)

@@ -121,3 +121,12 @@ def test_a_bound_key_equals_no_other_binding_key() -> None:
     assert len(names) == 5 and names[codegen.Bound("a")] == "b"
     assert codegen.Bound("a").ref == "a" and codegen.Bound("a") != codegen.Bound("b")
     assert codegen.TensorList((codegen.Bound("a"),)) == codegen.TensorList((codegen.Bound("a"),))
+
+
+def test_bound_keys_are_bound_made_one_by_one() -> None:
+    from derivgraph.compiler import codegen
+
+    refs = ["a", "b.c", "a"]
+    got = codegen._bound_keys(refs)
+    assert got == tuple(map(codegen.Bound, refs)) and codegen._bound_keys([]) == ()
+    assert all(type(k) is codegen.Bound for k in got) and [k.ref for k in got] == refs
