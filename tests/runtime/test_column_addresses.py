@@ -11,6 +11,7 @@ import torch
 
 from derivgraph.column_layout import ColumnLayout, ColumnLayouts, storage_addresses
 from derivgraph.compiler import codegen, lower, schedule_layers
+from derivgraph.runtime import engine
 from derivgraph.runtime.entry import Entry
 from derivgraph.runtime.entry_columns import EntryColumn
 from tests.runtime.test_column_layout import _book_on, _compile_keeping, _holds
@@ -129,3 +130,26 @@ def test_canary_row_levels_go_by_lying_addresses(monkeypatch: pytest.MonkeyPatch
         out = schedule_layers.row_levels(plan.tensors, run_steps, steps.layers)
     assert not out.copy_of  # an address seen twice: no row taken
     assert _levels(plan, None)[0]
+
+
+def test_guard_dims_are_each_shapes_shared_by_shape() -> None:
+    a, b = torch.Size([2, 3]), torch.Size([4])
+    shapes = [a, a, b, torch.Size([2, 3]), torch.Size([])]
+    sizes, strides = engine._dims(shapes)
+    assert sizes == [list(s) for s in shapes]
+    assert strides == [[None] * len(s) for s in shapes]
+    assert sizes[0] is sizes[1] is sizes[3]  # one list per distinct shape
+    assert engine._dims([]) == ([], [])
+
+
+@pytest.mark.skipif(engine._TensorGuards is None, reason="this torch has no TensorGuards")
+def test_canary_a_guard_of_shared_dims_still_checks_each_tensor() -> None:
+    # the tensors of one shape share one sizes list: each is still checked on its own (a
+    # guard that read one list per shape once would pass the [3, 2] below)
+    right = [torch.zeros(2, 3), torch.zeros(2, 3), torch.zeros(4)]
+    layouts = engine.Layouts([t.dtype for t in right], [t.shape for t in right],
+                             [t.numel() for t in right])
+    layouts.guard(right)
+    assert layouts._guard is not None and layouts._guard.check(*right)
+    assert not layouts._guard.check(right[0], torch.zeros(3, 2), right[2])
+    assert not layouts._guard.check(right[0], right[1], torch.zeros(5))

@@ -16,8 +16,6 @@ import time
 from derivgraph import planner
 from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.stamp import stamping
-from derivgraph.runtime import accessors, watch
-from derivgraph.runtime.accessors import NO_DICT
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
 parser = argparse.ArgumentParser()
@@ -36,12 +34,12 @@ def base_module(rel: str, name: str):
     return module
 
 
-base_watch = base_module("derivgraph/runtime/watch.py", "base_watch")
 base_transaction = base_module("derivgraph/compiler/transaction.py", "base_transaction")
+base_engine = base_module("derivgraph/runtime/engine.py", "base_engine")
 base_columns = base_module("derivgraph/adoption_columns.py", "base_adoption_columns")
 from derivgraph import adoption, adoption_columns  # noqa: E402
 from derivgraph.compiler import transaction as my_transaction  # noqa: E402
-from derivgraph.runtime.entry import address_of, addresses_of  # noqa: E402
+from derivgraph.runtime import engine  # noqa: E402
 
 captured = {}
 _allocated_rows = adoption.allocated_rows
@@ -54,6 +52,18 @@ def keep_rows(*a, **k):
 
 adoption.allocated_rows = keep_rows
 
+books = []
+
+
+class Kept(planner.ColumnLayouts):  # the compile's book, kept for the harness
+    __slots__ = ()
+
+    def __init__(self):
+        super().__init__()
+        books.append(self)
+
+
+planner.ColumnLayouts = Kept
 spec = scaling_spec()
 gc.disable()
 model = scaling_model(args.size // 4)
@@ -61,16 +71,9 @@ with stamping(True):
     plan = planner.compile_plan(model, [spec])
 print(f"plan: {len(plan.entries)} entries", flush=True)
 
-holder_dicts = plan.holders.table.dicts
-source_dicts = plan.holders._source_checks[0] if plan.holders._source_checks else []
-paths = [*plan.graph.sources(), *plan.folds.entries]
 owner_paths = {e.node.owner_path for e in plan.entries.values()}
 warm = PathReader(model)
 warm.owners(sorted(owner_paths))  # as adoption's reader: every owner walked once
-
-
-def watch_facts(w):
-    return None if w is None else (w.members, w.always, w.versions.changed())
 
 
 def transaction_facts(t):
@@ -79,28 +82,50 @@ def transaction_facts(t):
 
 rows_args = captured["rows"]
 alias_args = (*rows_args[:3], adoption.AliasOf)
-source_tensors = [plan.tensors.sources[s] for s in plan.graph.sources()]
 
 
 def column_facts(out):
     return [(k, e.node.id, e.slot, e.adopted, id(e.storage), id(x)) for k, (e, x) in out.items()]
 
 
+refill_args = (plan.holders.table, plan._refill_targets(), set(plan.constant_entries),
+               set(plan._opaque()), books[-1])
+
+
+def refill_facts(t):
+    return (t.ids, t.index, t.dtypes, [tuple(x) for x in t.shapes], t.nbytes, t.spans,
+            [(a, b) for a, b, _ in t.flat], t.whole, t.complete, t.is_constant, t.engine,
+            t.rest_spans, t._numels, t._layouts._guard is not None, list(map(id, t.storages)))
+
+
+guard_table = engine.RefillTable(*refill_args)
+guard_args = (guard_table.dtypes, guard_table.shapes, guard_table._numels)
+
+
+def guard_of(module):
+    def run():
+        layouts = module.Layouts(*guard_args)
+        layouts.guard(guard_table.storages)
+        return layouts
+    return run
+
+
+def guard_facts(layouts):  # the guard passes the storages and refuses a changed shape
+    wrong = list(guard_table.storages)
+    wrong[-1] = wrong[-1].reshape(-1)[:1].clone()
+    return (layouts._guard is not None, layouts._guard.check(*guard_table.storages),
+            layouts._guard.check(*wrong))
+
+
 cases = {
+    "Layouts.guard": (guard_of(base_engine), guard_of(engine), guard_facts),
+    "RefillTable": (lambda: base_engine.RefillTable(*refill_args),
+                    lambda: engine.RefillTable(*refill_args), refill_facts),
     "allocated+alias rows": (
         lambda: (base_columns.allocated_rows(*rows_args), base_columns.alias_rows(*alias_args)),
         lambda: (adoption_columns.allocated_rows(*rows_args),
                  adoption_columns.alias_rows(*alias_args)),
         lambda pair: [column_facts(o) for o in pair]),
-    "source addresses": (lambda: list(map(address_of, source_tensors)),
-                         lambda: addresses_of(source_tensors), lambda ptrs: ptrs),
-    "watch_items (holders)": (lambda: base_watch.watch_items(holder_dicts, NO_DICT),
-                              lambda: watch.watch_items(holder_dicts, NO_DICT), watch_facts),
-    "watch_items (sources)": (lambda: base_watch.watch_items(source_dicts, NO_DICT),
-                              lambda: watch.watch_items(source_dicts, NO_DICT), watch_facts),
-    "source reads": (lambda: list(map(PathReader(model).get, paths)),
-                     lambda: accessors.read_paths(PathReader(model), paths),
-                     lambda out: list(map(id, out))),
     "transaction": (lambda: base_transaction.ModelTransaction(model, owner_paths, []),
                     lambda: my_transaction.ModelTransaction(model, owner_paths, [], warm),
                     transaction_facts),
