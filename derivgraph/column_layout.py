@@ -132,12 +132,15 @@ class ColumnLayouts:
         self._of[id(tensor)] = layout
         return True
 
-    def add_addresses(self, tensors: Sequence[Any], addresses: list[int]) -> None:
-        """Record the storage address of every tensor of a column held under one record
-        (``untyped_storage().data_ptr()``, proved by the caller: a fresh storage's is its
-        tensor's ``data_ptr()``)."""
-        if tensors and self.common(tensors) is not None:
-            self._addresses[id(tensors[0])] = (tensors, addresses)
+    def add_addresses(self, tensors: Sequence[Any], addresses: list[int]) -> bool:
+        """Record the storage address of every tensor of a column held under one record on no
+        meta device (``untyped_storage().data_ptr()``, proved by the caller: a fresh
+        storage's is its tensor's ``data_ptr()``); whether it was."""
+        layout = self.common(tensors)
+        if layout is None or layout.is_meta:
+            return False
+        self._addresses[id(tensors[0])] = (tensors, addresses)
+        return True
 
     def addresses(self, tensors: Sequence[Any]) -> list[int] | None:
         """The storage addresses recorded for ``tensors`` (a whole recorded column in its

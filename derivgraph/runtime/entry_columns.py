@@ -117,11 +117,8 @@ class EntryColumn:
         deque(map(setattr, entries, repeat("startup_ptr"), ptrs), 0)
         deque(map(setattr, entries, repeat("startup_data"),
                   map(torch.Tensor.detach, storages)), 0)
-        if book is not None:
-            layout = book.common(storages)
-            if layout is not None and not layout.is_meta \
-                    and not any(map(torch.Tensor.storage_offset, storages)):
-                book.add_addresses(storages, ptrs)
+        if book is not None and not any(map(torch.Tensor.storage_offset, storages)):
+            book.add_addresses(storages, ptrs)
 
 
 class AliasColumn(EntryColumn):

@@ -40,6 +40,9 @@ def test_a_book_answers_the_addresses_of_a_whole_recorded_column_only() -> None:
     for other in (tensors[:3], tensors[::-1], [*tensors[:3], torch.zeros(3)], []):
         assert book.addresses(other) is None
     assert storage_addresses(tensors[::-1], book) == _swept(tensors[::-1])  # swept
+    metas = [torch.empty(3, device="meta") for _ in range(2)]
+    book.add(metas, _layout(metas))
+    assert not book.add_addresses(metas, [0, 0]) and book.addresses(metas) is None
 
 
 def _column(storages: list[torch.Tensor]) -> EntryColumn:
