@@ -39,6 +39,12 @@ _decl, _owner_path = operator.attrgetter("decl"), operator.attrgetter("owner_pat
 _input = operator.attrgetter("input")
 
 
+def _holds_none(nodes: list[Any]) -> bool:
+    """``None in nodes`` by identity (one C-level sweep: ``in`` calls a node's dataclass
+    ``__eq__`` for every node)."""
+    return any(map(_is, nodes, repeat(None)))
+
+
 def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
                    slot: Callable[[TensorKind], Slot]) -> dict[str, tuple[Entry, Any]]:
     """Node id -> (its entry, its value) for every stamped row's derived tensor that the
@@ -53,7 +59,7 @@ def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathRead
                 continue
             ids = table.column(k)
             nodes = list(map(derived.get, ids))
-            if None in nodes or not all(map(_is, map(_decl, nodes), repeat(first.decl))):
+            if _holds_none(nodes) or not all(map(_is, map(_decl, nodes), repeat(first.decl))):
                 continue
             name = first.decl.name
             found = owners.owners(list(map(_owner_path, nodes)))
@@ -84,7 +90,7 @@ def alias_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
                 continue
             ids = table.column(k)
             nodes = list(map(derived.get, ids))
-            if None in nodes or not all(map(_is, map(_decl, nodes), repeat(first.decl))):
+            if _holds_none(nodes) or not all(map(_is, map(_decl, nodes), repeat(first.decl))):
                 continue
             inputs = list(map(_input, nodes))
             if None in inputs or any(map(derived.__contains__, inputs)):

@@ -199,7 +199,8 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
     # Nothing was touched so far. Now allocate, fill and bind: all of it, or none of it.
     transaction = ModelTransaction(model, {e.node.owner_path for e, _ in planned},
                                    [e.storage for e, x in planned
-                                    if x is None and isinstance(e.storage, torch.Tensor)])
+                                    if x is None and isinstance(e.storage, torch.Tensor)],
+                                   owners)  # adoption's reader: nothing was written since
     # stamped layers' allocated attributes: one record per template column (entry_columns)
     ids = list(map(_NODE_ID, map(_FIRST, planned)))  # each entry's id, read once (C-level)
     columns = entry_columns(closed_layers(graph), dict(zip(ids, planned)), owners)
@@ -282,8 +283,9 @@ def _record_startup(plan: Plan, columns: Iterable[EntryColumn] = (),
     """Every entry's startup address and detached alias (``columns``: recorded a column at a
     time; ``in_columns``: their ids), and every source's object id and address; returns the
     object read at every source path."""
+    book = plan.tensors.layouts  # the compile's: the columns' storage addresses recorded
     for column in columns:
-        column.record_startup()
+        column.record_startup(book)
     rest = compress(plan.entries.values(), map(operator.not_, map(in_columns.__contains__,
                                                                   plan.entries)))  # by id
     for entry in rest:

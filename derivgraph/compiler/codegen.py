@@ -60,11 +60,20 @@ _SOURCE, _DERIVED, _SCALAR = NodeKind.SOURCE, NodeKind.DERIVED, TensorKind.SCALA
 
 # ---- binding keys: what each global of the generated code holds ----------
 
-@dataclass(frozen=True)
-class Bound:
-    """The tensor bound at compile for a node: a source, derived storage, a view or a constant."""
+class Bound(NamedTuple):
+    """The tensor bound at compile for a node: a source, derived storage, a view or a constant
+    (a named tuple, made and hashed in C: a foreach list's key holds one per member; it equals
+    no other key, every other key being a dataclass)."""
 
     ref: str
+
+
+def _bound_keys(refs: list[str]) -> tuple[Bound, ...]:
+    """``tuple(map(Bound, refs))``, each key made in C (``tuple.__new__`` of a 1-tuple)."""
+    return tuple(map(_TUPLE_NEW, repeat(Bound), zip(refs)))
+
+
+_TUPLE_NEW = tuple.__new__
 
 
 @dataclass(frozen=True)
@@ -323,7 +332,7 @@ class Emitter:
             if kind is _SOURCE or kind is _DERIVED and derived[ref].kind is not _SCALAR:
                 continue
             self.operand(ref)
-        return tuple(map(Bound, refs))
+        return _bound_keys(refs)
 
     def outs(self, steps: list[Step]) -> str:
         if any(s.out_shape is not None for s in steps):
@@ -336,7 +345,7 @@ class Emitter:
         if not self.locals.keys().isdisjoint(targets):
             for s in steps:
                 self.out(s)
-            keys = tuple(map(Bound, targets))
+            keys = _bound_keys(targets)
         else:
             keys = self.list_members(targets)
         return self.bindings.bind(TensorList(keys), "group", values)

@@ -32,10 +32,14 @@ class ModelTransaction:
     """What compile may change on a model, recorded so that a failure can put it back."""
 
     def __init__(self, model: Any, owner_paths: Iterable[str],
-                 adopted: Iterable[torch.Tensor]):
+                 adopted: Iterable[torch.Tensor], paths: PathReader | None = None):
+        """``paths``: a reader of ``model`` whose owners are current (nothing written to the
+        model since it read them), else a fresh one."""
         self._dicts: list[tuple[dict[str, Any], dict[str, Any]]] = []
         seen: set[int] = set()
-        for obj in on_the_way(PathReader(model), owner_paths):
+        if paths is None or paths.root is not model:
+            paths = PathReader(model)
+        for obj in on_the_way(paths, owner_paths):
             if id(obj) in seen:
                 continue
             seen.add(id(obj))

@@ -364,9 +364,9 @@ class Layouts:
         if _TensorGuards is not None and self._guards < MAX_GUARDS:
             self._guards += 1
             try:
-                self._guard = _TensorGuards(
-                    *theirs, dynamic_dims_sizes=[list(s) for s in self.shapes],
-                    dynamic_dims_strides=[[None] * len(s) for s in self.shapes])
+                sizes, strides = _dims(self.shapes)
+                self._guard = _TensorGuards(*theirs, dynamic_dims_sizes=sizes,
+                                            dynamic_dims_strides=strides)
             except (TypeError, RuntimeError) as exc:  # a torch whose private signature differs
                 logger.debug("layout guard not built (%s); the sweeps decide", exc)
                 self._guard, self._guards = None, MAX_GUARDS
@@ -385,6 +385,14 @@ class Layouts:
                      == shapes)
         except (AttributeError, TypeError):  # not a tensor: the per-entry path decides
             return False
+
+
+def _dims(shapes: list[torch.Size]) -> tuple[list[list[int]], list[list[None]]]:
+    """The guard's sizes (each shape's) and strides (None: any) per tensor: one list per
+    distinct shape, shared by the tensors of that shape (the guard only reads them)."""
+    sizes = {s: list(s) for s in set(shapes)}
+    strides = {s: [None] * len(s) for s in sizes}
+    return list(map(sizes.__getitem__, shapes)), list(map(strides.__getitem__, shapes))
 
 
 class _Part(NamedTuple):
