@@ -9,11 +9,6 @@ column's values proves that every value has one dtype, shape and device
 proof, the group keys, the bit check, the refill table) take it from :class:`ColumnLayouts`
 instead of reading each of the column's tensors again (``.shape`` is the costly read).
 
-An allocated column's storage addresses are its startup pointers (each storage at offset 0),
-recorded by :meth:`~derivgraph.runtime.entry_columns.EntryColumn.record_startup` and read
-by the layer proof and the row levels (:func:`storage_addresses`) instead of every storage's
-``untyped_storage().data_ptr()`` again.
-
 A record is found by the tensor's identity and held with its tensors (so no id is reused
 while the book lives); it is kept for one compile only (``planner._compile`` drops it), so a
 tensor that was resized or replaced later is never answered from it. Any tensor the book does
@@ -33,7 +28,7 @@ from typing import Any
 import torch
 
 __all__ = ["ColumnFacts", "ColumnLayout", "ColumnLayouts", "book_of", "column_layout",
-           "one_layout", "row_major", "storage_addresses"]
+           "one_layout", "row_major"]
 
 _dtype, _shape, _device = attrgetter("dtype"), attrgetter("shape"), attrgetter("device")
 _is_meta, _numel = attrgetter("is_meta"), torch.Tensor.numel
@@ -99,7 +94,7 @@ class ColumnLayouts:
     """Tensor (by identity) -> the :class:`ColumnLayout` proved for its column, for the
     tensors :meth:`add` was given (it holds them: their ids stay theirs)."""
 
-    __slots__ = ("_of", "_columns", "_held", "_addresses")
+    __slots__ = ("_of", "_columns", "_held")
 
     def __init__(self) -> None:
         self._of: dict[int, ColumnLayout] = {}
@@ -107,8 +102,6 @@ class ColumnLayouts:
         # the id of a column's first tensor -> the column and its layout (the common case:
         # a reader asks about a whole column, in its order)
         self._columns: dict[int, tuple[Sequence[Any], ColumnLayout]] = {}
-        # the id of a column's first tensor -> the column and its storage addresses
-        self._addresses: dict[int, tuple[Sequence[Any], list[int]]] = {}
 
     def __len__(self) -> int:
         return len(self._of)
@@ -131,25 +124,6 @@ class ColumnLayouts:
         self._held.append(tensor)
         self._of[id(tensor)] = layout
         return True
-
-    def add_addresses(self, tensors: Sequence[Any], addresses: list[int]) -> bool:
-        """Record the storage address of every tensor of a column held under one record on no
-        meta device (``untyped_storage().data_ptr()``, proved by the caller: a fresh
-        storage's is its tensor's ``data_ptr()``); whether it was."""
-        layout = self.common(tensors)
-        if layout is None or layout.is_meta:
-            return False
-        self._addresses[id(tensors[0])] = (tensors, addresses)
-        return True
-
-    def addresses(self, tensors: Sequence[Any]) -> list[int] | None:
-        """The storage addresses recorded for ``tensors`` (a whole recorded column in its
-        order, one identity sweep), a new list; None for any other list."""
-        column = self._addresses.get(id(tensors[0])) if tensors else None
-        if column is None or len(column[0]) != len(tensors) \
-                or not all(map(is_, tensors, column[0])):
-            return None
-        return list(column[1])
 
     def of(self, tensors: Sequence[Any]) -> list[ColumnLayout | None]:
         """Each tensor's layout record, None for a tensor the book does not hold."""
@@ -237,16 +211,6 @@ class ColumnFacts:
         if self.record is not None:
             return self.record.numel * len(self.values)
         return sum(map(_numel, self.values))
-
-
-_untyped, _data_ptr = torch.Tensor.untyped_storage, torch.UntypedStorage.data_ptr
-
-
-def storage_addresses(tensors: Sequence[Any], book: ColumnLayouts | None = None) -> list[int]:
-    """``untyped_storage().data_ptr()`` of every tensor (none on the meta device): the
-    addresses ``book`` recorded for them as a whole column, else one C-level sweep."""
-    found = None if book is None else book.addresses(tensors)
-    return found if found is not None else list(map(_data_ptr, map(_untyped, tensors)))
 
 
 def book_of(ctx: Any) -> ColumnLayouts | None:

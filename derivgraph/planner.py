@@ -283,9 +283,8 @@ def _record_startup(plan: Plan, columns: Iterable[EntryColumn] = (),
     """Every entry's startup address and detached alias (``columns``: recorded a column at a
     time; ``in_columns``: their ids), and every source's object id and address; returns the
     object read at every source path."""
-    book = plan.tensors.layouts  # the compile's: the columns' storage addresses recorded
     for column in columns:
-        column.record_startup(book)
+        column.record_startup()
     rest = compress(plan.entries.values(), map(operator.not_, map(in_columns.__contains__,
                                                                   plan.entries)))  # by id
     for entry in rest:

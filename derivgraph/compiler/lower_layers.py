@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from derivgraph.column_layout import ColumnFacts, book_of, storage_addresses
+from derivgraph.column_layout import ColumnFacts, book_of
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.layers import closed_layers
 
@@ -32,6 +32,7 @@ __all__ = ["layer_facts", "provable_layers"]
 
 
 _UNBOUND = object()
+_untyped, _data_ptr = torch.Tensor.untyped_storage, torch.UntypedStorage.data_ptr
 
 
 def layer_facts(ctx: LowerContext, ids: tuple[str, ...]) -> tuple[Any, ...]:
@@ -84,8 +85,7 @@ def _columns_hold(ctx: LowerContext, table: InstanceTable, shared: tuple[str, ..
                   metas: list[Any], facts: tuple[Any, ...]) -> bool:
     """Whether every row of ``table`` has the template's meta values and facts: each
     position's column of values checked against the template's fact in C-level sweeps, or,
-    for an entry column's storages, against its layout record and recorded storage addresses
-    (proved where they were made)."""
+    for an entry column's storages, against its layout record (proved where it was made)."""
     env, n, book = ctx.meta_env, len(table), book_of(ctx)
     columns = list(zip(*table.rows)) + [(s,) * n for s in shared]
     for column, meta in zip(columns, metas):
@@ -110,7 +110,7 @@ def _columns_hold(ctx: LowerContext, table: InstanceTable, shared: tuple[str, ..
             return False
         if at == -1:
             continue
-        mine = ptrs[k] = storage_addresses(values, book)
+        mine = ptrs[k] = list(map(_data_ptr, map(_untyped, values)))
         if at != k and not all(map(eq, mine, ptrs[at])):
             return False  # the template shares storage with position `at` here
         if at == k:

@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from derivgraph.column_layout import ColumnFacts, book_of, storage_addresses
+from derivgraph.column_layout import ColumnFacts, book_of
 from derivgraph.compiler.graph import NodeRef
 from derivgraph.compiler.lower import Action, LayerSteps, LowerContext, Step
 
@@ -43,6 +43,7 @@ WRITES = frozenset({Action.OUT, Action.COPY})
 _CONSTANT_KEYS = frozenset({Action.COPY, Action.SCALAR})  # keyed by the action alone
 _UNBOUND = object()
 _IS_META = attrgetter("is_meta")
+_untyped, _data_ptr = torch.Tensor.untyped_storage, torch.UntypedStorage.data_ptr
 
 
 def step_refs(step: Step) -> list[str]:
@@ -154,12 +155,11 @@ def _layer_addresses(ctx: LowerContext, index: dict[int, int], layer: LayerSteps
 
 def _addresses(ctx: LowerContext, refs: list[str]) -> list[int | None] | None:
     """The storage address of each ref's bound tensor (None: nothing bound, or meta); None
-    when a bound value is not a tensor. An entry column's storages: the addresses recorded
-    at its startup (:func:`~derivgraph.column_layout.storage_addresses`)."""
+    when a bound value is not a tensor."""
     values = ctx.bound_values(refs, _UNBOUND)
     kinds = set(map(type, values))
     if kinds <= {torch.Tensor, torch.nn.Parameter} and not any(map(_IS_META, values)):
-        return storage_addresses(values, book_of(ctx))  # an entry column's: recorded
+        return list(map(_data_ptr, map(_untyped, values)))
     out: list[int | None] = []
     for value in values:
         if value is _UNBOUND:

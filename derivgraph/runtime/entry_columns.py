@@ -106,19 +106,13 @@ class EntryColumn:
         dicts = [o.__dict__ for o in self.owners]
         deque(map(operator.setitem, dicts, repeat(self.name), self.storages), 0)
 
-    def record_startup(self, book: ColumnLayouts | None = None) -> None:
-        """Every row's startup address and a detached alias of its storage (one sweep each).
-        ``book``: where it holds the storages as one column on no meta device and every
-        storage starts at its storage's first byte (storage offset 0: a fresh storage's, by
-        :meth:`allocate`; one C-level sweep), the startup addresses are also their storages'
-        addresses, recorded there."""
+    def record_startup(self) -> None:
+        """Every row's startup address and a detached alias of its storage (one sweep each)."""
         entries, storages = self.entries, self.storages
-        ptrs = list(map(torch.Tensor.data_ptr, storages))
-        deque(map(setattr, entries, repeat("startup_ptr"), ptrs), 0)
+        deque(map(setattr, entries, repeat("startup_ptr"),
+                  map(torch.Tensor.data_ptr, storages)), 0)
         deque(map(setattr, entries, repeat("startup_data"),
                   map(torch.Tensor.detach, storages)), 0)
-        if book is not None and not any(map(torch.Tensor.storage_offset, storages)):
-            book.add_addresses(storages, ptrs)
 
 
 class AliasColumn(EntryColumn):
@@ -139,9 +133,8 @@ class AliasColumn(EntryColumn):
                  book: ColumnLayouts | None = None) -> None:
         """Nothing to allocate or fill: every row's entry holds its storage already."""
 
-    def record_startup(self, book: ColumnLayouts | None = None) -> None:
-        """Every row's startup address (one sweep; proven tensors on no meta device); nothing
-        recorded in ``book`` (an alias's storage is its target's: any offset)."""
+    def record_startup(self) -> None:
+        """Every row's startup address (one sweep; proven tensors on no meta device)."""
         deque(map(setattr, self.entries, repeat("startup_ptr"),
                   map(torch.Tensor.data_ptr, self.storages)), 0)
 
