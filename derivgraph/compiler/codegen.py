@@ -13,10 +13,8 @@ generated line): the printed pass is the pass.
 from __future__ import annotations
 
 import itertools
-import linecache
 import math
 import re
-import weakref
 from dataclasses import dataclass
 from itertools import repeat
 from operator import is_
@@ -28,6 +26,7 @@ from derivgraph._enum import StrEnum
 from derivgraph.column_layout import ColumnFacts, book_of
 from derivgraph.compiler import flat
 from derivgraph.compiler.copies import row_copies, stage_directly
+from derivgraph.compiler.generated import define
 from derivgraph.compiler.graph import NodeRef
 from derivgraph.compiler.ir import NodeKind
 from derivgraph.compiler.lower import (
@@ -201,9 +200,6 @@ class Program:
     counts: tuple[int, int, int] | None = None  # steps, tensors and bytes written: set once
 
 
-_SERIAL = itertools.count()
-
-
 def compile_function(bindings: Bindings, name: str, body: list[tuple[str, tuple[str, ...]]],
                      *, params: str = "", doc: str = "", steps: list[Step] | None = None,
                      groups: int = 0) -> Program:
@@ -215,11 +211,7 @@ def compile_function(bindings: Bindings, name: str, body: list[tuple[str, tuple[
     head = [f"def {name}({params}):"] + ([f'    """{doc}"""'] if doc else [])
     lines = body or [("pass", ())]
     src = "\n".join(head + [f"    {text}" for text, _ in lines]) + "\n"
-    filename = f"<derivgraph {name} #{next(_SERIAL)}>"
-    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-    exec(compile(src, filename, "exec"), bindings.globals)  # noqa: S102 - generated, no spec text
-    fn = bindings.globals[name]
-    weakref.finalize(fn, linecache.cache.pop, filename, None)
+    fn = define(src, name, bindings.globals, name)
     first = len(head) + 1
     line_nodes = {first + n: nodes for n, (_, nodes) in enumerate(lines) if nodes}
     return Program(name, src, fn, line_nodes, steps or [], groups)

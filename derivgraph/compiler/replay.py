@@ -25,13 +25,12 @@ one CSE rule, fed the key :func:`freeze` would build.
 
 from __future__ import annotations
 
-import itertools
-import linecache
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import torch
 
+from derivgraph.compiler.generated import define
 from derivgraph.compiler.graph import DerivedGraph, NodeRef, freeze, refs_in, substitute
 from derivgraph.compiler.reads import Call, SourceCall
 from derivgraph.paths import get_path
@@ -237,9 +236,6 @@ class Replay:
         return vals
 
 
-_SERIAL = itertools.count()
-
-
 def _compile_steps(steps: list[Step]) -> Callable[..., None]:
     """``steps`` as one straight-line function of ``(vals, objects, module, twins, found,
     read, op_keyed, place, get_path, NodeRef)``: each step what :meth:`Replay.run` would do
@@ -252,6 +248,11 @@ def _compile_steps(steps: list[Step]) -> Callable[..., None]:
         consts.append(value)
         return f"_c{len(consts) - 1}"
 
+    def at(slot: int) -> str:  # a slot number is all of a step that is written as text
+        if type(slot) is not int:
+            raise TypeError(f"a replay slot must be an int, not {type(slot).__name__}")
+        return str(slot)
+
     def tup(items: list[str]) -> str:
         return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
@@ -260,13 +261,15 @@ def _compile_steps(steps: list[Step]) -> Callable[..., None]:
         if type(step) is FlatStep:
             name, parts, keyed, kwargs, fkw, order, out, result = step
             for slot in dict.fromkeys(s for s, _ in parts if s >= 0):
-                body.append(f"v{slot} = vals[{slot}]")
-            args = tup([f"NodeRef(v{s})" if s >= 0 else const(v) for s, v in parts])
-            key = tup([f"('ref', v{s})" if f is None else const(f) for s, f in keyed])
+                body.append(f"v{at(slot)} = vals[{at(slot)}]")
+            args = tup([f"NodeRef(v{at(s)})" if s >= 0 else const(v) for s, v in parts])
+            key = tup([f"('ref', v{at(s)})" if f is None else const(f) for s, f in keyed])
             n, r = const(name), const(result)
-            body += [f"new = op_keyed({n}, {args}, {f'dict({const(kwargs)})' if kwargs else '{}'}, "
-                     f"({n}, ('seq', {key}), {const(fkw)}), [{', '.join(f'v{s}' for s in order)}])",
-                     f"vals[{out}] = new",
+            kw = f"dict({const(kwargs)})" if kwargs else "{}"
+            refs = ", ".join(f"v{at(s)}" for s in order)
+            body += [f"new = op_keyed({n}, {args}, {kw}, ({n}, ('seq', {key}), {const(fkw)}), "
+                     f"[{refs}])",
+                     f"vals[{at(out)}] = new",
                      f"if new != {r}:",
                      f"    twins[new] = {r}"]
         elif type(step) is SourceStep:
@@ -274,25 +277,19 @@ def _compile_steps(steps: list[Step]) -> Callable[..., None]:
             body += [f"tensor, layout = objects.get({const(parts)}), {const(layout)}",
                      "if tensor is None:",
                      "    if layout is not None and read is not None:",
-                     f"        read.append(vals[{slot}])",
+                     f"        read.append(vals[{at(slot)}])",
                      f"    tensor, layout = get_path(module, {const(rel)}), None",
-                     f"path = vals[{slot}]",
+                     f"path = vals[{at(slot)}]",
                      "if place(path, tensor, layout):",
                      "    found.append(path)"]
         else:
             body.append(f"_call_step({const(step)}, vals, op_keyed, twins)")
-    names = [f"_c{i}" for i in range(len(consts))]
     src = "\n".join(
-        ["def make(" + ", ".join(["_call_step", *names]) + "):",
-         "    def steps(vals, objects, module, twins, found, read, op_keyed, place, get_path, "
-         "NodeRef):"]
-        + [f"        {line}" for line in body or ["pass"]]
-        + ["    return steps"]) + "\n"
-    filename = f"<derivgraph replay #{next(_SERIAL)}>"
-    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-    scope: dict[str, Any] = {}
-    exec(compile(src, filename, "exec"), scope)  # noqa: S102 - generated, no spec text
-    return scope["make"](_call_step, *consts)
+        ["def steps(vals, objects, module, twins, found, read, op_keyed, place, get_path, "
+         "NodeRef):"] + [f"    {line}" for line in body or ["pass"]]) + "\n"
+    scope: dict[str, Any] = {f"_c{i}": value for i, value in enumerate(consts)}
+    scope["_call_step"] = _call_step
+    return define(src, "replay", scope, "steps")
 
 
 def _call_step(step: CallStep, vals: list[Any], op_keyed: Callable[..., str],
