@@ -3,27 +3,9 @@ gives exactly what the per-tensor code gave."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from torch import nn
-
 from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.transaction import ModelTransaction
-
-
-class _Leaf(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.nothing: Any = None
-
-
-def _model() -> nn.Module:
-    model = nn.Module()
-    model.layers = nn.ModuleList([_Leaf() for _ in range(3)])
-    model.head = _Leaf()
-    model.head.inner = _Leaf()
-    return model
-
+from tests.compiler.test_lower44 import _Leaf, _model
 
 _OWNERS = ["layers.0", "layers.1", "layers.2", "head.inner"]
 

@@ -87,8 +87,7 @@ def test_canary_inputs_replayed_to_the_wrong_slot_are_caught(
         compile_plan(Stack([{}, {}, {}]), [_layer_spec()])
 
 
-def test_the_scaling_template_is_typed_steps_over_named_slots(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def _programs(monkeypatch: pytest.MonkeyPatch) -> list[replay.Replay]:
     made: list[replay.Replay] = []
     init = replay.Replay.__init__
 
@@ -97,6 +96,12 @@ def test_the_scaling_template_is_typed_steps_over_named_slots(
         made.append(self)
 
     monkeypatch.setattr(replay.Replay, "__init__", recorded)
+    return made
+
+
+def test_the_scaling_template_is_typed_steps_over_named_slots(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    made = _programs(monkeypatch)
     plan = compile_plan(scaling_model(3), [scaling_spec()])
     [program] = made
     assert plan.graph.stamped == 2
@@ -132,18 +137,6 @@ def test_canary_rows_read_at_shifted_slots_are_caught(monkeypatch: pytest.Monkey
     with pytest.raises(SpecValidationError, match=r"DG013.*the stamped row of layers\.1 "
                                                   r"gives layers\.1\.inv the value %4:div"):
         compile_plan(scaling_model(3), [scaling_spec()])
-
-
-def _programs(monkeypatch: pytest.MonkeyPatch) -> list[replay.Replay]:
-    made: list[replay.Replay] = []
-    init = replay.Replay.__init__
-
-    def recorded(self: replay.Replay, *args: Any) -> None:
-        init(self, *args)
-        made.append(self)
-
-    monkeypatch.setattr(replay.Replay, "__init__", recorded)
-    return made
 
 
 def test_the_compiled_steps_replay_flat_and_other_calls(monkeypatch: pytest.MonkeyPatch) -> None:
