@@ -14,7 +14,7 @@ from __future__ import annotations
 import gc
 import logging
 import operator
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from itertools import compress
 from typing import Any
 
@@ -43,9 +43,10 @@ from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.transaction import ModelTransaction
 from derivgraph.errors import AdoptionError, Rule, SpecIssue, SpecValidationError
 from derivgraph.paths import get_path
+from derivgraph.runtime.accessors import HeldColumn
 from derivgraph.runtime.containers import collect_containers
 from derivgraph.runtime.engine import foreach_copy
-from derivgraph.runtime.entry_columns import EntryColumn, entry_columns
+from derivgraph.runtime.entry_columns import EntryColumn, entry_columns, held_columns
 from derivgraph.runtime.plan import Entry, Plan, Step, address_of
 from derivgraph.spec.check import check_specs
 from derivgraph.spec.kinds import HELD_KINDS, TensorKind, is_engine
@@ -228,10 +229,12 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
                               for e in plan.entries.values() if e.node.kind is TensorKind.VIEW))
         for column in columns:  # each proven against its entries' own owner paths first
             column.bind(owners)
-        plan.holders.rebind_entries(e for i, e in plan.entries.items() if i not in in_columns)
+        others = [e for i, e in plan.entries.items() if i not in in_columns]
+        held = held_columns(columns, others, owners)  # the holders' walk takes their owners
+        plan.holders.rebind_entries(others)
         plan.containers = collect_containers(plan.entries.values(), model)  # the engine's tuples
         read = _record_startup(plan, columns, in_columns)
-        _lower(plan, values, read)  # nothing writes the model in between: the sources read once
+        _lower(plan, values, read, held)  # nothing writes the model in between: sources read once
         plan.prepare()  # what the first run and refill would build lazily
     except BaseException:
         transaction.rollback()
@@ -298,10 +301,13 @@ def _record_startup(plan: Plan, columns: Iterable[EntryColumn] = (),
     return read
 
 
-def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = None) -> None:
+def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = None,
+           held: Sequence[HeldColumn] = ()) -> None:
     """Lower, bind and run the pass once; demote grouping if it is not bit-exact with eager.
 
-    ``read``: every source path's object as the model holds it now (else read again)."""
+    ``read``: every source path's object as the model holds it now (else read again);
+    ``held``: the entry columns proved held in their owners' ``__dict__`` only
+    (:func:`~derivgraph.runtime.entry_columns.held_columns`)."""
     deps, nodes = plan.graph.source_deps(), plan.graph.nodes
     # a closed stamped row's op has no source dependency where its template's has none (the
     # same kinds and inputs at the same positions): rows of templates with no such op are
@@ -318,7 +324,7 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
     # what a refill may overwrite with the engine's value; the next recompute puts it back
     plan.constant_values = {n: values[n] for n in plan.constant_entries
                             if isinstance(values.get(n), torch.Tensor)}
-    plan.bind_tensors(read)
+    plan.bind_tensors(read, held)
     steps = lower_steps(plan.tensors)
     plan.tensors.alloc_stages({s.target: values[s.input] for s in steps
                                if s.action is Action.SCALAR

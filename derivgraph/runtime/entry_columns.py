@@ -30,7 +30,7 @@ from __future__ import annotations
 import operator
 from collections import deque
 from collections.abc import Callable, Sequence
-from itertools import repeat
+from itertools import compress, repeat
 from typing import Any
 
 import torch
@@ -42,10 +42,11 @@ from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.owners import PathReader
 from derivgraph.errors import Rule, SpecIssue, SpecValidationError
 from derivgraph.paths import Slot
+from derivgraph.runtime.accessors import HeldColumn
 from derivgraph.runtime.entry import Entry
 from derivgraph.spec.kinds import TensorKind
 
-__all__ = ["AliasColumn", "EntryColumn", "entry_columns"]
+__all__ = ["AliasColumn", "EntryColumn", "entry_columns", "held_columns"]
 
 _is = operator.is_
 _REGISTRIES = tuple(map(operator.itemgetter, ("_parameters", "_buffers", "_modules")))
@@ -137,6 +138,32 @@ class AliasColumn(EntryColumn):
         """Every row's startup address (one sweep; proven tensors on no meta device)."""
         deque(map(setattr, self.entries, repeat("startup_ptr"),
                   map(torch.Tensor.data_ptr, self.storages)), 0)
+
+
+def held_columns(columns: Sequence[EntryColumn], others: Sequence[Entry],
+                 owners: PathReader) -> list[HeldColumn]:
+    """The bound ``columns`` still held each in its owner's ``__dict__`` only, once
+    ``others`` (every other entry) are rebound, as
+    :func:`~derivgraph.runtime.accessors.holders_of` takes them.
+
+    A column is proved by :func:`entry_columns` (its name in no registry and no ``__dict__``
+    of its module owners) and :meth:`EntryColumn.bind` (one ``__dict__`` store each). The
+    rebind writes one :func:`~derivgraph.paths.set_slot` of an entry's name on its owner, so
+    only the ``others`` of a column's name can reach its holders: it is kept where each of
+    those has a module owner, as ``owners`` read it (the reader the binds used: nothing on
+    the way was written), that is none of the column's owners."""
+    names = {column.name for column in columns}
+    same: dict[str, list[Any]] = {}
+    for entry in compress(others, map(names.__contains__, map(_name, others))):
+        same.setdefault(entry.node.decl.name, []).append(owners.owner(entry.node.owner_path))
+    out: list[HeldColumn] = []
+    for column in columns:
+        found = same.get(column.name, [])
+        if not all(isinstance(o, nn.Module) for o in found) \
+                or any(any(map(_is, column.owners, repeat(o))) for o in found):
+            continue
+        out.append((column.name, column.entries, column.owners))
+    return out
 
 
 def entry_columns(tables: Sequence[InstanceTable], planned: dict[str, tuple[Entry, Any]],

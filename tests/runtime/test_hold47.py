@@ -1,0 +1,114 @@
+"""hold47: the holders' bind takes the compile's proven entry columns.
+
+:func:`~derivgraph.runtime.entry_columns.held_columns` proves which bound entry columns the
+rebind that follows them cannot reach (no other entry of the column's name on one of its
+owners), and :func:`~derivgraph.runtime.accessors.holders_of` takes such a column's holders
+(each owner's ``__dict__``) without reading the registries, where the owner walk finds the
+column's own owners. Each rule is checked against the reading it replaces.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+from derivgraph import planner
+from derivgraph.compiler.owners import PathReader
+from derivgraph.compiler.stamp import stamping
+from derivgraph.runtime import entry_columns
+from derivgraph.runtime.accessors import holders_of
+from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+
+
+def _compiled(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, dict[str, Any]]:
+    """A stamped 6-layer plan, with what the compile gave and got from ``held_columns``."""
+    kept: dict[str, Any] = {}
+    real = entry_columns.held_columns
+
+    def keep(columns: Any, others: Any, owners: PathReader) -> Any:
+        kept["columns"], kept["others"] = columns, others
+        kept["held"] = real(columns, others, owners)
+        return kept["held"]
+
+    monkeypatch.setattr(planner, "held_columns", keep)
+    with stamping(True):
+        plan = planner.compile_plan(scaling_model(6), [scaling_spec()])
+    return plan, kept
+
+
+def _ids(located: tuple[list, list, list]) -> tuple[list, list, list]:
+    return [id(d) for d in located[0]], located[1], located[2]
+
+
+def test_the_compile_takes_every_column_and_binds_the_table_the_registries_give(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    plan, kept = _compiled(monkeypatch)
+    assert len(kept["held"]) == len(kept["columns"]) == 4  # three attributes and an alias
+    assert {c[0] for c in kept["held"]} == {"inv", "prod", "strides", "scale_alias"}
+    table, objects = plan.holders.table, plan.holders.hops.objects
+    want = _ids(holders_of(objects, plan.model, table.entries))  # every owner's registries
+    assert ([id(d) for d in table.dicts], table.keys, table.fast) == want
+    assert _ids(holders_of(objects, plan.model, table.entries, kept["held"])) == want
+
+
+def test_canary_a_column_is_taken_only_where_the_walk_finds_its_owners(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Canary: a column whose owners are decoys (each holding the name in its ``__dict__``),
+    and one whose row 2 is another layer, are read through the registries as before."""
+    plan, kept = _compiled(monkeypatch)
+    entries, objects = plan.holders.table.entries, plan.holders.hops.objects
+    want = _ids(holders_of(objects, plan.model, entries))
+    name, rows, owners = kept["held"][0]
+    decoys = []
+    for _ in owners:
+        decoy = nn.Module()
+        decoy.__dict__[name] = torch.zeros(1)
+        decoys.append(decoy)
+    swapped = list(owners)
+    swapped[2] = plan.model.layers[0]
+    for planted in (decoys, swapped):
+        got = holders_of(objects, plan.model, entries, [(name, rows, planted)])
+        assert _ids(got) == want
+
+
+def test_a_column_out_of_its_names_order_is_read_as_before(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    plan, kept = _compiled(monkeypatch)
+    entries, objects = plan.holders.table.entries, plan.holders.hops.objects
+    want = _ids(holders_of(objects, plan.model, entries))
+    name, rows, owners = kept["held"][0]
+    planted = [(name, rows[::-1], owners[::-1]), (name, rows[:-1], owners), (name, [], [])]
+    assert _ids(holders_of(objects, plan.model, entries, planted)) == want
+
+
+def _other(name: str, owner_path: str) -> Any:
+    return SimpleNamespace(node=SimpleNamespace(owner_path=owner_path,
+                                                decl=SimpleNamespace(name=name)))
+
+
+def test_canary_held_columns_refuses_a_column_another_entry_of_its_name_may_write(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Canary: an entry rebound after the columns, of a column's name, on one of that
+    column's owners (or on an owner that is no module) leaves that column out; the template
+    (the same name on layer 0, no row's owner) does not."""
+    plan, kept = _compiled(monkeypatch)
+    columns, others = kept["columns"], kept["others"]
+    reader = PathReader(plan.model)
+    assert {c[0] for c in entry_columns.held_columns(columns, others, reader)} == \
+        {c.name for c in columns}
+    assert {e.node.decl.name for e in others} >= {c.name for c in columns}  # the templates
+    column = columns[0]
+    on_a_row = _other(column.name, column.entries[3].node.owner_path)
+    held = entry_columns.held_columns(columns, [*others, on_a_row], reader)
+    assert {c[0] for c in held} == {c.name for c in columns[1:]}
+    plan.model.plain = SimpleNamespace()
+    no_module = _other(column.name, "plain")
+    held = entry_columns.held_columns(columns, [*others, no_module], PathReader(plan.model))
+    assert column.name not in {c[0] for c in held}
+    another_name = _other("not_a_column", column.entries[3].node.owner_path)
+    held = entry_columns.held_columns(columns, [*others, another_name], reader)
+    assert len(held) == len(columns)
