@@ -233,7 +233,11 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
         held = held_columns(columns, others, owners)  # the holders' walk takes their owners
         plan.holders.rebind_entries(others)
         plan.containers = collect_containers(plan.entries.values(), model)  # the engine's tuples
-        read = _record_startup(plan, columns, in_columns)
+        # the sources through adoption's reader where no store since (the columns' names, the
+        # rebound entries') is a hop of an owner it read; else a fresh reader
+        written = {column.name for column in columns} | set(map(_NAME, others))
+        read = _record_startup(plan, columns, in_columns,
+                               owners if owners.untouched_by(written) else None)
         _lower(plan, values, read, held)  # nothing writes the model in between: sources read once
         plan.prepare()  # what the first run and refill would build lazily
     except BaseException:
@@ -252,6 +256,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
 
 
 _NODE_ID, _FIRST = operator.attrgetter("node.id"), operator.itemgetter(0)
+_NAME = operator.attrgetter("node.decl.name")
 
 
 def _raise_if(issues: list[SpecIssue]) -> None:
@@ -282,10 +287,12 @@ def _materialize(plan: Plan, entry: Entry, extra: Extra,
 
 
 def _record_startup(plan: Plan, columns: Iterable[EntryColumn] = (),
-                    in_columns: Collection[str] = frozenset()) -> dict[str, Any]:
+                    in_columns: Collection[str] = frozenset(),
+                    owners: PathReader | None = None) -> dict[str, Any]:
     """Every entry's startup address and detached alias (``columns``: recorded a column at a
     time; ``in_columns``: their ids), and every source's object id and address; returns the
-    object read at every source path."""
+    object read at every source path (by ``owners``, a reader of the model as it is now,
+    else a fresh one)."""
     for column in columns:
         column.record_startup()
     rest = compress(plan.entries.values(), map(operator.not_, map(in_columns.__contains__,
@@ -295,7 +302,9 @@ def _record_startup(plan: Plan, columns: Iterable[EntryColumn] = (),
         if entry.node.kind in HELD_KINDS:
             entry.startup_data = entry.storage.detach()
     paths = [*plan.graph.sources(), *plan.folds.entries]
-    read = dict(zip(paths, map(PathReader(plan.model).get, paths)))
+    if owners is None or owners.root is not plan.model:
+        owners = PathReader(plan.model)
+    read = dict(zip(paths, map(owners.get, paths)))
     tensors = list(read.values())
     plan.source_ptrs = dict(zip(read, zip(map(id, tensors), map(address_of, tensors))))
     return read

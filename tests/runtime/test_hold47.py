@@ -112,3 +112,64 @@ def test_canary_held_columns_refuses_a_column_another_entry_of_its_name_may_writ
     another_name = _other("not_a_column", column.entries[3].node.owner_path)
     held = entry_columns.held_columns(columns, [*others, another_name], reader)
     assert len(held) == len(columns)
+
+
+def _nested() -> nn.Module:
+    root = nn.Module()
+    root.a = nn.Module()
+    root.a.inv = nn.Module()
+    root.a.inv.w = nn.Parameter(torch.zeros(2), requires_grad=False)
+    return root
+
+
+def test_a_reader_is_untouched_by_names_that_are_no_hop_of_what_it_read() -> None:
+    root = _nested()
+    reader = PathReader(root)
+    assert reader.get("a.inv.w") is root.a.inv.w  # reads "a" and "a.inv"
+    assert reader.untouched_by({"prod", "w", "in", "nv"}) and reader.untouched_by(())
+    assert not reader.untouched_by({"inv"}) and not reader.untouched_by({"prod", "a"})
+
+
+def test_canary_a_store_on_a_hop_the_reader_read_is_seen() -> None:
+    """Canary: a store replaces ``a.inv`` after the reader walked it: the reader is stale
+    there, and ``untouched_by`` of the stored name says so."""
+    root = _nested()
+    reader = PathReader(root)
+    stale = reader.get("a.inv.w")
+    root.a.inv = nn.Module()
+    root.a.inv.w = nn.Parameter(torch.ones(2), requires_grad=False)
+    assert reader.get("a.inv.w") is stale  # what a kept reader would read
+    assert not reader.untouched_by({"inv"})
+    assert PathReader(root).get("a.inv.w") is root.a.inv.w
+
+
+def test_the_startup_record_reads_the_sources_through_adoptions_reader(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    got: dict[str, Any] = {}
+    real = planner._record_startup
+
+    def keep(plan: Any, columns: Any = (), in_columns: Any = frozenset(),
+             owners: PathReader | None = None) -> dict[str, Any]:
+        got["owners"] = owners
+        got["read"] = real(plan, columns, in_columns, owners)
+        return got["read"]
+
+    monkeypatch.setattr(planner, "_record_startup", keep)
+    plan, _kept = _compiled(monkeypatch)
+    assert isinstance(got["owners"], PathReader) and got["owners"].root is plan.model
+    fresh = PathReader(plan.model)
+    assert list(got["read"]) == [*plan.graph.sources(), *plan.folds.entries]
+    assert all(v is fresh.get(p) for p, v in got["read"].items())
+    with stamping(True):  # a proof that fails: a fresh reader
+        monkeypatch.setattr(PathReader, "untouched_by", lambda self, names: False)
+        planner.compile_plan(scaling_model(3), [scaling_spec()])
+    assert got["owners"] is None
+
+
+def test_the_startup_record_given_another_models_reader_reads_its_own(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    plan, _kept = _compiled(monkeypatch)
+    other = PathReader(scaling_model(6))
+    read = planner._record_startup(plan, owners=other)
+    fresh = PathReader(plan.model)
+    assert read and all(v is fresh.get(p) for p, v in read.items())
