@@ -46,6 +46,7 @@ from derivgraph.paths import get_path
 from derivgraph.runtime.accessors import HeldColumn
 from derivgraph.runtime.containers import collect_containers
 from derivgraph.runtime.engine import foreach_copy
+from derivgraph.runtime.entry import ProvenColumn
 from derivgraph.runtime.entry_columns import EntryColumn, entry_columns, held_columns
 from derivgraph.runtime.plan import Entry, Plan, Step, address_of
 from derivgraph.spec.check import check_specs
@@ -137,9 +138,11 @@ def check_plan(model: nn.Module, specs: Iterable[Spec] | None = None, *,
 
 def _prepare(model: nn.Module, specs: Iterable[Spec] | None,
              require_match: bool | Iterable[str], strict: bool,
+             proven: list[ProvenColumn] | None = None,
              ) -> tuple[Plan, dict[str, Any], list[tuple[Entry, Extra]], PathReader]:
     """Everything before the first write: bind, build, infer, evaluate, plan adoption (and
-    the reader that read every derived tensor's owner)."""
+    the reader that read every derived tensor's owner; ``proven``: the stamped columns
+    adoption took whole are appended)."""
     from derivgraph.spec.load import default_specs
 
     explicit = specs is not None
@@ -187,7 +190,7 @@ def _prepare(model: nn.Module, specs: Iterable[Spec] | None,
     plan.tensors.layouts = ColumnLayouts()
     values = _evaluate_all(graph, sources, plan.tensors.layouts)
     owners = PathReader(model)
-    planned = adopt_or_allocate(plan, values, owners)
+    planned = adopt_or_allocate(plan, values, owners, proven)
     _raise_if(view_issues((e.node, values.get(e.id), values.get(x.base))
                           for e, x in planned if isinstance(x, ViewOf)))
     return plan, values, planned, owners
@@ -195,7 +198,8 @@ def _prepare(model: nn.Module, specs: Iterable[Spec] | None,
 
 def _compile(model: nn.Module, specs: Iterable[Spec] | None,
              require_match: bool | Iterable[str], strict: bool) -> Plan:
-    plan, values, planned, owners = _prepare(model, specs, require_match, strict)
+    proven: list[ProvenColumn] = []  # adoption's whole columns: entry_columns takes their facts
+    plan, values, planned, owners = _prepare(model, specs, require_match, strict, proven)
     graph = plan.graph
     # Nothing was touched so far. Now allocate, fill and bind: all of it, or none of it.
     transaction = ModelTransaction(model, {e.node.owner_path for e, _ in planned},
@@ -204,7 +208,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
                                    owners)  # adoption's reader: nothing was written since
     # stamped layers' allocated attributes: one record per template column (entry_columns)
     ids = list(map(_NODE_ID, map(_FIRST, planned)))  # each entry's id, read once (C-level)
-    columns = entry_columns(closed_layers(graph), dict(zip(ids, planned)), owners)
+    columns = entry_columns(closed_layers(graph), dict(zip(ids, planned)), owners, proven)
     in_columns = {i for column in columns for i in column.ids}
     try:
         fills: list[tuple[torch.Tensor, torch.Tensor]] = []  # new storage, its value

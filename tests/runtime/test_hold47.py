@@ -173,3 +173,78 @@ def test_the_startup_record_given_another_models_reader_reads_its_own(
     read = planner._record_startup(plan, owners=other)
     fresh = PathReader(plan.model)
     assert read and all(v is fresh.get(p) for p, v in read.items())
+
+
+def _at_entry_columns(monkeypatch: pytest.MonkeyPatch, check: Any) -> None:
+    """Compile a stamped 6-layer model, calling ``check(tables, planned, owners, proven)``
+    where the compile calls ``entry_columns`` (nothing written to the model yet)."""
+    real = entry_columns.entry_columns
+
+    def at(tables: Any, planned: Any, owners: PathReader, proven: Any = ()) -> Any:
+        check(tables, planned, owners, list(proven))
+        return real(tables, planned, owners, proven)
+
+    monkeypatch.setattr(planner, "entry_columns", at)
+    with stamping(True):
+        planner.compile_plan(scaling_model(6), [scaling_spec()])
+
+
+def _facts(columns: list[Any]) -> list[Any]:
+    return [(type(c).__name__, c.template, c.name, list(c.ids), [id(e) for e in c.entries],
+             [id(o) for o in c.owners], [id(s) for s in c.storages]) for c in columns]
+
+
+def test_entry_columns_take_adoptions_columns_and_make_the_same_ones(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[Any] = []
+
+    def check(tables: Any, planned: Any, owners: PathReader, proven: list[Any]) -> None:
+        assert len(proven) == 4 and {p.template.rpartition(".")[2] for p in proven} == \
+            {"inv", "prod", "strides", "scale_alias"}
+        want = entry_columns.entry_columns(tables, planned, owners)
+        calls: list[Any] = []
+        real = entry_columns._from_adoption
+        monkeypatch.setattr(entry_columns, "_from_adoption",
+                            lambda *a: calls.append(a) or real(*a))
+        got = entry_columns.entry_columns(tables, planned, owners, proven)
+        monkeypatch.setattr(entry_columns, "_from_adoption", real)
+        assert len(calls) == 4 and len(want) == 4 and _facts(got) == _facts(want)
+        seen.append(True)
+
+    _at_entry_columns(monkeypatch, check)
+    assert seen
+
+
+def test_canary_a_record_of_another_column_is_not_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Canary: adoption's record of one column planted as another column's (its k): the
+    declarations differ, so that column is read as before."""
+    def check(tables: Any, planned: Any, owners: PathReader, proven: list[Any]) -> None:
+        want = _facts(entry_columns.entry_columns(tables, planned, owners))
+        by_k = {p.k: p for p in proven}
+        ks = sorted(by_k)
+        planted = [by_k[ks[0]]._replace(k=ks[1]), *(by_k[k] for k in ks[2:])]
+        assert _facts(entry_columns.entry_columns(tables, planned, owners, planted)) == want
+
+    _at_entry_columns(monkeypatch, check)
+
+
+def test_canary_what_adoption_did_not_prove_is_still_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Canary: a row's owner listing the name among its non-persistent buffers, and a row
+    whose extra is no tensor, each leave their column out as the base rule does."""
+    def check(tables: Any, planned: Any, owners: PathReader, proven: list[Any]) -> None:
+        record = next(p for p in proven if p.template.endswith(".inv"))
+        owner = record.owners[2]
+        owner._non_persistent_buffers_set.add("inv")
+        want = _facts(entry_columns.entry_columns(tables, planned, owners))
+        assert "inv" not in {c[2] for c in want}
+        assert _facts(entry_columns.entry_columns(tables, planned, owners, proven)) == want
+        owner._non_persistent_buffers_set.discard("inv")
+        extras = list(record.extras)
+        extras[1] = 1.0
+        planted = [record._replace(extras=extras) if p is record else p for p in proven]
+        got = entry_columns.entry_columns(tables, planned, owners, planted)
+        assert "inv" in {c.name for c in got}  # read as before: planned holds the tensors
+        assert not any(c.entries is record.entries for c in got)
+
+    _at_entry_columns(monkeypatch, check)
