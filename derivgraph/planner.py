@@ -209,6 +209,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
     # stamped layers' allocated attributes: one record per template column (entry_columns)
     ids = list(map(_NODE_ID, map(_FIRST, planned)))  # each entry's id, read once (C-level)
     columns = entry_columns(closed_layers(graph), dict(zip(ids, planned)), owners, proven)
+    proven.clear()  # taken: the compile keeps no second reference to adoption's lists
     in_columns = {i for column in columns for i in column.ids}
     try:
         fills: list[tuple[torch.Tensor, torch.Tensor]] = []  # new storage, its value

@@ -152,6 +152,8 @@ def held_columns(columns: Sequence[EntryColumn], others: Sequence[Entry],
     only the ``others`` of a column's name can reach its holders: it is kept where each of
     those has a module owner, as ``owners`` read it (the reader the binds used: nothing on
     the way was written), that is none of the column's owners."""
+    if not columns:
+        return []
     names = {column.name for column in columns}
     same: dict[str, list[Any]] = {}
     for entry in compress(others, map(names.__contains__, map(_name, others))):
