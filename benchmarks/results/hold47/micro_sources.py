@@ -4,7 +4,7 @@ proof (the written names, ``PathReader.untouched_by``), alternating ``--rounds``
 the same plan, the two reads checked equal first. Adoption's reader is the compile's own
 (kept by a wrapper). Process seconds. Run from the worktree root:
 
-    PYTHONPATH=. python3 benchmarks/results/hold47/micro_sources.py --rounds 11
+    PYTHONPATH=. python3 benchmarks/results/hold47/micro_sources.py --rounds 11 [--plain]
 """
 
 import argparse
@@ -21,6 +21,7 @@ from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 parser = argparse.ArgumentParser()
 parser.add_argument("--size", type=int, default=100000)
 parser.add_argument("--rounds", type=int, default=11)
+parser.add_argument("--plain", action="store_true", help="stamping off (the plain path)")
 args = parser.parse_args()
 
 kept = {}
@@ -41,7 +42,7 @@ def keep_columns(columns, others, owners):
 planner._record_startup, planner.held_columns = keep_reader, keep_columns
 gc.disable()
 model = scaling_model(args.size // 4)
-with stamping(True):
+with stamping(not args.plain):
     plan = planner.compile_plan(model, [scaling_spec()])
 reader, columns, others = kept["owners"], kept["columns"], kept["others"]
 assert reader is not None, "the compile did not take adoption's reader"
