@@ -23,6 +23,7 @@ from derivgraph.compiler.owners import PathReader, child
 from derivgraph.compiler.transaction import overlap_problem, source_storages
 from derivgraph.errors import AdoptionError, Rule, SpecIssue
 from derivgraph.paths import Slot, slot_of
+from derivgraph.runtime.entry import ProvenColumn
 from derivgraph.runtime.plan import Entry, Plan
 from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind, is_engine
 
@@ -88,10 +89,11 @@ _OVERLAP_FIX = ("declare it as kind 'view' (a view of the source, never written)
 
 
 def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | None = None,
-                      ) -> list[tuple[Entry, Extra]]:
+                      proven: list[ProvenColumn] | None = None) -> list[tuple[Entry, Extra]]:
     """Each derived tensor's entry and how it gets its storage (:data:`Extra`), in graph
     order; raises :class:`AdoptionError` with every issue. ``owners``: the reader of owner
-    paths to use (it keeps every owner read)."""
+    paths to use (it keeps every owner read); ``proven``: the stamped columns taken whole
+    are appended (:class:`~derivgraph.runtime.entry.ProvenColumn`)."""
     graph = plan.graph
     issues: list[SpecIssue] = []
     planned: list[tuple[Entry, Extra]] = []
@@ -108,8 +110,8 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | N
         return found[0]
 
     derived = graph.derived
-    columns = allocated_rows(graph, values, owners, _slot)  # stamped rows: a column at a time
-    columns.update(alias_rows(graph, values, owners, AliasOf))
+    columns = allocated_rows(graph, values, owners, _slot, proven)  # stamped rows: by column
+    columns.update(alias_rows(graph, values, owners, AliasOf, proven))
     ids = list(filter(derived.__contains__, graph.ordered()))  # the derived tensors, in order
     for node_id, allocated in zip(ids, map(columns.get, ids)):
         if allocated is not None:

@@ -29,7 +29,7 @@ from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.layers import closed_layers
 from derivgraph.compiler.owners import PathReader, one_hop
 from derivgraph.paths import MISSING, Slot, absent_on_modules
-from derivgraph.runtime.entry import Entry
+from derivgraph.runtime.entry import Entry, ProvenColumn
 from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind, is_engine
 
 __all__ = ["alias_rows", "allocated_rows"]
@@ -46,10 +46,12 @@ def _holds_none(nodes: list[Any]) -> bool:
 
 
 def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
-                   slot: Callable[[TensorKind], Slot]) -> dict[str, tuple[Entry, Any]]:
+                   slot: Callable[[TensorKind], Slot],
+                   proven: list[ProvenColumn] | None = None) -> dict[str, tuple[Entry, Any]]:
     """Node id -> (its entry, its value) for every stamped row's derived tensor that the
     per-tensor path would allocate (see the module docstring); ``slot(kind)``: the slot of a
-    tensor kind."""
+    tensor kind; ``proven``: each column taken is appended
+    (:class:`~derivgraph.runtime.entry.ProvenColumn`)."""
     derived = graph.derived
     out: dict[str, tuple[Entry, Any]] = {}
     for table in closed_layers(graph):
@@ -65,14 +67,18 @@ def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathRead
             found = owners.owners(list(map(_owner_path, nodes)))
             if not (one_hop(name) and absent_on_modules(found, name)):
                 continue  # a row whose owner may hold a tensor: adopted (or refused) on its own
-            entries = list(map(Entry, nodes, repeat(None), repeat(slot(first.kind)),
-                               repeat(False)))
-            out.update(zip(ids, zip(entries, map(values.__getitem__, ids))))
+            into = slot(first.kind)
+            entries = list(map(Entry, nodes, repeat(None), repeat(into), repeat(False)))
+            extras = list(map(values.__getitem__, ids))
+            out.update(zip(ids, zip(entries, extras)))
+            if proven is not None:
+                proven.append(ProvenColumn(table, k, template, ids, entries, extras, found, into))
     return out
 
 
 def alias_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
-               alias_of: Callable[[str], Any]) -> dict[str, tuple[Entry, Any]]:
+               alias_of: Callable[[str], Any],
+               proven: list[ProvenColumn] | None = None) -> dict[str, tuple[Entry, Any]]:
     """Node id -> (its entry, ``alias_of(input)``) for every stamped row's alias whose input is
     no derived tensor, taken a column at a time where the per-tensor path would read nothing
     else: every row's node has the template node's declaration (the same object), the name is
@@ -80,7 +86,7 @@ def alias_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
     :func:`~derivgraph.compiler.owners.child` reads :data:`~derivgraph.paths.MISSING` there,
     so there is nothing to compare, and :func:`~derivgraph.paths.slot_of` says
     ``Slot.MISSING``: the alias's slot is ``Slot.ATTRIBUTE``); the entry holds the row's
-    value (its input's), not adopted."""
+    value (its input's), not adopted. ``proven``: as :func:`allocated_rows`'."""
     derived = graph.derived
     out: dict[str, tuple[Entry, Any]] = {}
     for table in closed_layers(graph):
@@ -103,5 +109,9 @@ def alias_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
             if any(map(_is, targets, repeat(MISSING))):
                 continue  # adopted would read `current is target`: one by one
             entries = list(map(Entry, nodes, targets, repeat(Slot.ATTRIBUTE), repeat(False)))
-            out.update(zip(ids, zip(entries, map(alias_of, inputs))))
+            extras = list(map(alias_of, inputs))
+            out.update(zip(ids, zip(entries, extras)))
+            if proven is not None:
+                proven.append(ProvenColumn(table, k, template, ids, entries, extras, found,
+                                           Slot.ATTRIBUTE))
     return out

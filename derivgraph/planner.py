@@ -14,7 +14,7 @@ from __future__ import annotations
 import gc
 import logging
 import operator
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from itertools import compress
 from typing import Any
 
@@ -43,9 +43,11 @@ from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.transaction import ModelTransaction
 from derivgraph.errors import AdoptionError, Rule, SpecIssue, SpecValidationError
 from derivgraph.paths import get_path
+from derivgraph.runtime.accessors import HeldColumn
 from derivgraph.runtime.containers import collect_containers
 from derivgraph.runtime.engine import foreach_copy
-from derivgraph.runtime.entry_columns import EntryColumn, entry_columns
+from derivgraph.runtime.entry import ProvenColumn
+from derivgraph.runtime.entry_columns import EntryColumn, entry_columns, held_columns
 from derivgraph.runtime.plan import Entry, Plan, Step, address_of
 from derivgraph.spec.check import check_specs
 from derivgraph.spec.kinds import HELD_KINDS, TensorKind, is_engine
@@ -136,9 +138,11 @@ def check_plan(model: nn.Module, specs: Iterable[Spec] | None = None, *,
 
 def _prepare(model: nn.Module, specs: Iterable[Spec] | None,
              require_match: bool | Iterable[str], strict: bool,
+             proven: list[ProvenColumn] | None = None,
              ) -> tuple[Plan, dict[str, Any], list[tuple[Entry, Extra]], PathReader]:
     """Everything before the first write: bind, build, infer, evaluate, plan adoption (and
-    the reader that read every derived tensor's owner)."""
+    the reader that read every derived tensor's owner; ``proven``: the stamped columns
+    adoption took whole are appended)."""
     from derivgraph.spec.load import default_specs
 
     explicit = specs is not None
@@ -186,7 +190,7 @@ def _prepare(model: nn.Module, specs: Iterable[Spec] | None,
     plan.tensors.layouts = ColumnLayouts()
     values = _evaluate_all(graph, sources, plan.tensors.layouts)
     owners = PathReader(model)
-    planned = adopt_or_allocate(plan, values, owners)
+    planned = adopt_or_allocate(plan, values, owners, proven)
     _raise_if(view_issues((e.node, values.get(e.id), values.get(x.base))
                           for e, x in planned if isinstance(x, ViewOf)))
     return plan, values, planned, owners
@@ -194,7 +198,8 @@ def _prepare(model: nn.Module, specs: Iterable[Spec] | None,
 
 def _compile(model: nn.Module, specs: Iterable[Spec] | None,
              require_match: bool | Iterable[str], strict: bool) -> Plan:
-    plan, values, planned, owners = _prepare(model, specs, require_match, strict)
+    proven: list[ProvenColumn] = []  # adoption's whole columns: entry_columns takes their facts
+    plan, values, planned, owners = _prepare(model, specs, require_match, strict, proven)
     graph = plan.graph
     # Nothing was touched so far. Now allocate, fill and bind: all of it, or none of it.
     transaction = ModelTransaction(model, {e.node.owner_path for e, _ in planned},
@@ -203,7 +208,8 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
                                    owners)  # adoption's reader: nothing was written since
     # stamped layers' allocated attributes: one record per template column (entry_columns)
     ids = list(map(_NODE_ID, map(_FIRST, planned)))  # each entry's id, read once (C-level)
-    columns = entry_columns(closed_layers(graph), dict(zip(ids, planned)), owners)
+    columns = entry_columns(closed_layers(graph), dict(zip(ids, planned)), owners, proven)
+    proven.clear()  # taken: the compile keeps no second reference to adoption's lists
     in_columns = {i for column in columns for i in column.ids}
     try:
         fills: list[tuple[torch.Tensor, torch.Tensor]] = []  # new storage, its value
@@ -228,10 +234,16 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
                               for e in plan.entries.values() if e.node.kind is TensorKind.VIEW))
         for column in columns:  # each proven against its entries' own owner paths first
             column.bind(owners)
-        plan.holders.rebind_entries(e for i, e in plan.entries.items() if i not in in_columns)
+        others = [e for i, e in plan.entries.items() if i not in in_columns]
+        held = held_columns(columns, others, owners)  # the holders' walk takes their owners
+        plan.holders.rebind_entries(others)
         plan.containers = collect_containers(plan.entries.values(), model)  # the engine's tuples
-        read = _record_startup(plan, columns, in_columns)
-        _lower(plan, values, read)  # nothing writes the model in between: the sources read once
+        # the sources through adoption's reader where no store since (the columns' names, the
+        # rebound entries') is a hop of an owner it read; else a fresh reader
+        written = {column.name for column in columns} | set(map(_NAME, others))
+        read = _record_startup(plan, columns, in_columns,
+                               owners if owners.untouched_by(written) else None)
+        _lower(plan, values, read, held)  # nothing writes the model in between: sources read once
         plan.prepare()  # what the first run and refill would build lazily
     except BaseException:
         transaction.rollback()
@@ -249,6 +261,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
 
 
 _NODE_ID, _FIRST = operator.attrgetter("node.id"), operator.itemgetter(0)
+_NAME = operator.attrgetter("node.decl.name")
 
 
 def _raise_if(issues: list[SpecIssue]) -> None:
@@ -279,10 +292,12 @@ def _materialize(plan: Plan, entry: Entry, extra: Extra,
 
 
 def _record_startup(plan: Plan, columns: Iterable[EntryColumn] = (),
-                    in_columns: Collection[str] = frozenset()) -> dict[str, Any]:
+                    in_columns: Collection[str] = frozenset(),
+                    owners: PathReader | None = None) -> dict[str, Any]:
     """Every entry's startup address and detached alias (``columns``: recorded a column at a
     time; ``in_columns``: their ids), and every source's object id and address; returns the
-    object read at every source path."""
+    object read at every source path (by ``owners``, a reader of the model as it is now,
+    else a fresh one)."""
     for column in columns:
         column.record_startup()
     rest = compress(plan.entries.values(), map(operator.not_, map(in_columns.__contains__,
@@ -292,16 +307,21 @@ def _record_startup(plan: Plan, columns: Iterable[EntryColumn] = (),
         if entry.node.kind in HELD_KINDS:
             entry.startup_data = entry.storage.detach()
     paths = [*plan.graph.sources(), *plan.folds.entries]
-    read = dict(zip(paths, map(PathReader(plan.model).get, paths)))
+    if owners is None or owners.root is not plan.model:
+        owners = PathReader(plan.model)
+    read = dict(zip(paths, map(owners.get, paths)))
     tensors = list(read.values())
     plan.source_ptrs = dict(zip(read, zip(map(id, tensors), map(address_of, tensors))))
     return read
 
 
-def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = None) -> None:
+def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = None,
+           held: Sequence[HeldColumn] = ()) -> None:
     """Lower, bind and run the pass once; demote grouping if it is not bit-exact with eager.
 
-    ``read``: every source path's object as the model holds it now (else read again)."""
+    ``read``: every source path's object as the model holds it now (else read again);
+    ``held``: the entry columns proved held in their owners' ``__dict__`` only
+    (:func:`~derivgraph.runtime.entry_columns.held_columns`)."""
     deps, nodes = plan.graph.source_deps(), plan.graph.nodes
     # a closed stamped row's op has no source dependency where its template's has none (the
     # same kinds and inputs at the same positions): rows of templates with no such op are
@@ -318,7 +338,7 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
     # what a refill may overwrite with the engine's value; the next recompute puts it back
     plan.constant_values = {n: values[n] for n in plan.constant_entries
                             if isinstance(values.get(n), torch.Tensor)}
-    plan.bind_tensors(read)
+    plan.bind_tensors(read, held)
     steps = lower_steps(plan.tensors)
     plan.tensors.alloc_stages({s.target: values[s.input] for s in steps
                                if s.action is Action.SCALAR

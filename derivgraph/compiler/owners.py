@@ -71,6 +71,20 @@ class PathReader:
             return MISSING
         return child(owner, name)
 
+    def untouched_by(self, names: Iterable[str]) -> bool:
+        """Whether no owner path read so far has a hop named by one of ``names``, so that a
+        store of those names on any object left every object read where it was (every
+        prefix of a read path is read too: one C-level sweep of the paths' ends). A reader
+        kept across such stores is exact only where this holds."""
+        names = set(names)
+        if not names:
+            return True
+        read = self._owners
+        if not read.keys().isdisjoint(names):  # a hop from the root
+            return False
+        ends = tuple(f".{name}" for name in names)
+        return not any(map(str.endswith, read, repeat(ends)))
+
     def chain(self, path: str) -> list[Any]:
         """The root and every object on ``path`` (the last included), up to the first that is
         missing or None."""

@@ -32,10 +32,11 @@ if TYPE_CHECKING:
     from derivgraph.runtime.entry import Entry
 
 __all__ = ["NO_DICT", "HolderTable", "HopTable", "by_name", "changes", "holder_dicts", "holder_of",
-           "holders_of", "locate"]
+           "HeldColumn", "holders_of", "locate"]
 
 _is = operator.is_
 _not = operator.not_
+_DICT = operator.attrgetter("__dict__")
 NO_DICT: dict[str, Any] = {}  # the accessor of a holder without a dict entry: always "rebuilt"
 
 
@@ -312,20 +313,42 @@ def holder_dicts(owners: Sequence[Any], names: Sequence[str]) -> list[tuple[Any,
     return out
 
 
-def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry]) \
+#: a column of attribute-slot entries the caller proved held in their owners' ``__dict__``
+#: only: its name, its entries and their owners, in row order (:func:`holders_of`'s
+#: ``columns``)
+HeldColumn = tuple[str, Sequence["Entry"], Sequence[Any]]
+
+
+def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
+               columns: Iterable[HeldColumn] = ()) \
         -> tuple[list[dict[Any, Any]], list[str], list[bool]]:
     """Every entry's holder dict and key (:func:`holder_of`) and whether a dict store binds it
     (:func:`_store_binds`), in ``entries``' order, read a column at a time: the entries of one
     name whose owners are modules holding it in one registry
     (:func:`~derivgraph.compiler.owners.registries_holding`) in one sweep each; any other
     entry (an owner missing or no module, a buffer, a tuple item, mixed slots; every entry
-    where ``owners`` does not map the root path to ``root``) one by one, as before."""
+    where ``owners`` does not map the root path to ``root``) one by one, as before.
+
+    ``columns``: runs of entries the caller proved to be held each in its owner's
+    ``__dict__`` under the column's name and in no registry of that owner (an entry column
+    just bound by one ``__dict__`` store each, nothing of its name written on its owners
+    since): their answer is taken without reading the registries, where the run lies in its
+    name's entries in order and ``owners`` maps every row's owner path to the column's own
+    owner (one identity sweep each; else the run is read as any other)."""
     n = len(entries)
     dicts: list[Any] = [None] * n
     keys: list[Any] = list(map(_name, entries))
     fast: list[Any] = [None] * n
     paths = list(map(_owner_path, entries))
+    known: dict[str, list[HeldColumn]] = {}
+    if owners.get("") is root:
+        for column in columns:
+            known.setdefault(column[0], []).append(column)
     for key, rows in by_name(keys).items():
+        if key in known:
+            rows = _take_columns(owners, entries, paths, rows, known[key], dicts, fast)
+            if not rows:
+                continue
         where = None
         slots = set(map(_slot, map(entries.__getitem__, rows)))
         store = _STORE_REGISTRY.get(slots.pop()) if len(slots) == 1 else None
@@ -341,6 +364,33 @@ def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry]) \
         deque(map(operator.setitem, repeat(dicts), rows, held), 0)
         deque(map(operator.setitem, repeat(fast), rows, repeat(k == store)), 0)
     return dicts, keys, fast
+
+
+def _take_columns(owners: Mapping[str, Any], entries: Sequence[Entry], paths: list[str],
+                  rows: list[int], columns: list[HeldColumn], dicts: list[Any],
+                  fast: list[Any]) -> list[int]:
+    """Fill ``dicts``/``fast`` at the rows of ``columns`` (one name's proven columns) found as
+    a run of ``rows`` (the positions of that name's entries) whose owners, read by
+    ``owners``, are the column's own, each an identity sweep; returns the rows left."""
+    group = list(map(entries.__getitem__, rows))
+    ids = list(map(id, group))
+    for _, column_entries, column_owners in columns:
+        m = len(column_entries)
+        if not m or m != len(column_owners):
+            continue
+        try:
+            start = ids.index(id(column_entries[0]))
+        except ValueError:
+            continue
+        taken = rows[start:start + m]
+        if len(taken) != m or not all(map(_is, group[start:start + m], column_entries)) \
+                or not all(map(_is, map(owners.get, map(paths.__getitem__, taken),
+                                        repeat(MISSING)), column_owners)):
+            continue
+        deque(map(operator.setitem, repeat(dicts), taken, map(_DICT, column_owners)), 0)
+        deque(map(operator.setitem, repeat(fast), taken, repeat(True)), 0)
+        del rows[start:start + m], group[start:start + m], ids[start:start + m]
+    return rows
 
 
 class HolderTable:

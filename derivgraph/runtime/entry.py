@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
 from derivgraph.compiler.graph import DerivedNode
 from derivgraph.paths import Slot
 
-__all__ = ["Entry", "address_of"]
+__all__ = ["Entry", "ProvenColumn", "address_of"]
 
 
 class Entry:
@@ -37,3 +37,23 @@ class Entry:
 def address_of(t: Any) -> int:
     """A tensor's data pointer (what a captured graph bakes in); 0 for meta and non-tensors."""
     return t.data_ptr() if isinstance(t, torch.Tensor) and not t.is_meta else 0
+
+
+class ProvenColumn(NamedTuple):
+    """A column :func:`~derivgraph.adoption_columns.allocated_rows` or
+    :func:`~derivgraph.adoption_columns.alias_rows` took whole: table ``table``'s
+    template node ``k`` (its id ``template``), the rows' ids, entries, extras and owners (as
+    the reader read them) in row order. Its facts, for a reader of the same model with
+    nothing written since: every row's node has the template node's declaration (so its kind
+    and name), its entry was made here (not adopted, its slot ``slot``), the name is absent
+    on every owner (:func:`~derivgraph.paths.absent_on_modules`, a one-hop name) and, for an
+    alias column, no row's input is a derived tensor."""
+
+    table: Any
+    k: int
+    template: str
+    ids: list[str]
+    entries: list[Entry]
+    extras: list[Any]
+    owners: list[Any]
+    slot: Slot

@@ -30,7 +30,7 @@ from __future__ import annotations
 import operator
 from collections import deque
 from collections.abc import Callable, Sequence
-from itertools import repeat
+from itertools import compress, repeat
 from typing import Any
 
 import torch
@@ -42,10 +42,11 @@ from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.owners import PathReader
 from derivgraph.errors import Rule, SpecIssue, SpecValidationError
 from derivgraph.paths import Slot
-from derivgraph.runtime.entry import Entry
+from derivgraph.runtime.accessors import HeldColumn
+from derivgraph.runtime.entry import Entry, ProvenColumn
 from derivgraph.spec.kinds import TensorKind
 
-__all__ = ["AliasColumn", "EntryColumn", "entry_columns"]
+__all__ = ["AliasColumn", "EntryColumn", "entry_columns", "held_columns"]
 
 _is = operator.is_
 _REGISTRIES = tuple(map(operator.itemgetter, ("_parameters", "_buffers", "_modules")))
@@ -139,22 +140,61 @@ class AliasColumn(EntryColumn):
                   map(torch.Tensor.data_ptr, self.storages)), 0)
 
 
+def held_columns(columns: Sequence[EntryColumn], others: Sequence[Entry],
+                 owners: PathReader) -> list[HeldColumn]:
+    """The bound ``columns`` still held each in its owner's ``__dict__`` only, once
+    ``others`` (every other entry) are rebound, as
+    :func:`~derivgraph.runtime.accessors.holders_of` takes them.
+
+    A column is proved by :func:`entry_columns` (its name in no registry and no ``__dict__``
+    of its module owners) and :meth:`EntryColumn.bind` (one ``__dict__`` store each). The
+    rebind writes one :func:`~derivgraph.paths.set_slot` of an entry's name on its owner, so
+    only the ``others`` of a column's name can reach its holders: it is kept where each of
+    those has a module owner, as ``owners`` read it (the reader the binds used: nothing on
+    the way was written), that is none of the column's owners."""
+    if not columns:
+        return []
+    names = {column.name for column in columns}
+    same: dict[str, list[Any]] = {}
+    for entry in compress(others, map(names.__contains__, map(_name, others))):
+        same.setdefault(entry.node.decl.name, []).append(owners.owner(entry.node.owner_path))
+    out: list[HeldColumn] = []
+    for column in columns:
+        found = same.get(column.name, [])
+        if not all(isinstance(o, nn.Module) for o in found) \
+                or any(any(map(_is, column.owners, repeat(o))) for o in found):
+            continue
+        out.append((column.name, column.entries, column.owners))
+    return out
+
+
 def entry_columns(tables: Sequence[InstanceTable], planned: dict[str, tuple[Entry, Any]],
-                  owners: PathReader) -> list[EntryColumn]:
+                  owners: PathReader, proven: Sequence[ProvenColumn] = ()) -> list[EntryColumn]:
     """The entry columns of ``tables``' proven rows (``planned``: adoption's entry and extra
     by id; ``owners``: reads the objects at owner paths). A column is kept where the
     template's and every row's entry is allocated (its extra a tensor, not adopted) as an
     attribute in an attribute slot, of one name, on an :class:`nn.Module` that holds the name
     in no registry and no ``__dict__`` entry; anything else stays on the generic path. Each
     fact is one C-level sweep over the column. The alias columns (:class:`AliasColumn`,
-    proven by :func:`_unplanned_aliases`) come after every allocated one."""
+    proven by :func:`_unplanned_aliases`) come after every allocated one.
+
+    ``proven``: the columns adoption took whole (``planned``'s entries, read by ``owners``,
+    nothing written since): a table's column among them takes the facts they prove
+    (:func:`_from_adoption`); anything it does not prove is read as before."""
     out: list[EntryColumn] = []
     aliases: list[EntryColumn] = []
+    taken = {(id(c.table), c.k): c for c in proven}
     for table in tables:
         for k, template in enumerate(table.template):
             first = planned.get(template)
             if first is None:
                 continue
+            record = taken.get((id(table), k))
+            if record is not None and record.table is table:
+                found_column = _from_adoption(record, first, planned)
+                if found_column is not None:
+                    (aliases if type(found_column) is AliasColumn else out).append(found_column)
+                    continue
             ids = table.column(k)
             rows = [first, *map(planned.get, ids)]
             name = first[0].node.decl.name
@@ -171,6 +211,42 @@ def entry_columns(tables: Sequence[InstanceTable], planned: dict[str, tuple[Entr
             if _fresh_on_modules(found, name):
                 into.append(kind(template, name, ids, entries, found))
     return out + aliases
+
+
+def _from_adoption(record: ProvenColumn, first: tuple[Entry, Any],
+                   planned: dict[str, tuple[Entry, Any]]) -> EntryColumn | None:
+    """The column of ``record`` (its template's entry and extra ``first``), kept by the rules
+    of :func:`entry_columns` where what adoption proved does not already say so: the
+    template's row read as before; for the rows, the extras (tensors; for aliases
+    :class:`AliasOf` of tensors on no meta device) and the owners' non-persistent buffer
+    names. Adoption proved the rest: every row's declaration is the template's (its kind and
+    name), its entry made unadopted in ``record.slot``, the name one hop and absent on every
+    owner (so modules holding it nowhere), an alias's input no derived tensor (no planned
+    entry). None where a fact fails (the caller reads the column as before)."""
+    entry = first[0]
+    name = entry.node.decl.name
+    if record.slot is not Slot.ATTRIBUTE or not record.entries \
+            or record.entries[0].node.decl is not entry.node.decl:
+        return None
+    kind = entry.node.kind
+    if kind is TensorKind.ATTRIBUTE:
+        if not (_allocated_attributes([first], name)
+                and all(map(isinstance, record.extras, repeat(torch.Tensor)))):
+            return None
+        column: type[EntryColumn] = EntryColumn
+    elif kind is TensorKind.ALIAS:
+        storages = list(map(_storage, record.entries))
+        if not (_unplanned_aliases([first], name, planned)
+                and set(map(type, record.extras)) == {AliasOf}
+                and all(map(isinstance, storages, repeat(torch.Tensor)))
+                and not any(map(_is_meta, storages))):
+            return None
+        column = AliasColumn
+    else:
+        return None
+    if any(name in o._non_persistent_buffers_set for o in record.owners):
+        return None
+    return column(record.template, name, record.ids, record.entries, record.owners)
 
 
 _adopted, _slot = operator.attrgetter("adopted"), operator.attrgetter("slot")

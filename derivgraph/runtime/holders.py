@@ -24,6 +24,7 @@ from derivgraph.errors import SourceChanged
 from derivgraph.paths import MISSING, Slot, get_path, set_slot, slot_of
 from derivgraph.runtime.accessors import (
     NO_DICT,
+    HeldColumn,
     HolderTable,
     HopTable,
     holder_dicts,
@@ -74,11 +75,13 @@ class Holders:
                              + list(map(_owner_path, self.entries.values())))
         return self.hops
 
-    def bind(self, sources: Mapping[str, torch.Tensor]) -> None:
+    def bind(self, sources: Mapping[str, torch.Tensor], columns: Iterable[HeldColumn] = ()) \
+            -> None:
         """Record where each source is held, walk the owners and set up the identity checks.
 
         The sources are read a column at a time (:func:`holder_dicts`: one sweep per source
-        name over its owners)."""
+        name over its owners). ``columns``: entry columns proved held in their owners'
+        ``__dict__`` only (:func:`holders_of`), taken where the walk finds their owners."""
         paths, tensors = list(sources), list(sources.values())
         split = list(map(str.rpartition, paths, repeat(".")))
         owner_paths = list(map(_first, split))
@@ -91,17 +94,18 @@ class Holders:
         self._source_hops = path_prefixes(owner_paths)  # each owner's, taken once
         self._proven = None
         self._sources_stale = False
-        self.refresh()
+        self.refresh(columns)
 
-    def refresh(self) -> None:
-        """Re-read each derived tensor's holder slot (after a walk)."""
+    def refresh(self, columns: Iterable[HeldColumn] = ()) -> None:
+        """Re-read each derived tensor's holder slot (after a walk; ``columns``: as
+        :meth:`bind`'s)."""
         entries = list(self.entries.values())
         scalar = list(map(_is, map(_kind, entries), repeat(TensorKind.SCALAR)))  # one sweep
         element = map(_is, map(_slot, entries), repeat(Slot.ELEMENT))
         keep = map(operator.not_, map(operator.or_, scalar, element))
         held = list(compress(entries, keep))  # tuple items: the tuple's hop
         self.table = HolderTable(held, self._where, holders_of(
-            self.hops.objects if self.hops else {}, self.model, held))
+            self.hops.objects if self.hops else {}, self.model, held, columns))
         self._scalars = list(compress(entries, scalar))
         self._scalar_reads = None
 

@@ -39,6 +39,7 @@ from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.interpret import EagerInterpreter, view_base
 from derivgraph.compiler.lower import Action, Step
 from derivgraph.errors import PassFault, SourceChanged
+from derivgraph.runtime.accessors import HeldColumn
 from derivgraph.runtime.containers import ContainerHolder, restore_containers
 from derivgraph.runtime.engine import (
     RefillTable,
@@ -171,13 +172,15 @@ class Plan:
         return self.holders.moved(self.source_ptrs)
 
     # ---- binding (compile_plan, and a reload whose sources moved) ----------------------------
-    def bind_tensors(self, read: Mapping[str, Any] | None = None) -> None:
+    def bind_tensors(self, read: Mapping[str, Any] | None = None,
+                     columns: Iterable[HeldColumn] = ()) -> None:
         """Resolve sources, views over bound tensors, and the holder checks (no code).
 
         ``read``: every source path's object, read from the model as it is now (the compile's
-        startup record); else the sources are read here."""
+        startup record); else the sources are read here. ``columns``: entry columns the
+        compile proved held in their owners' ``__dict__`` only (:meth:`Holders.bind`)."""
         self.tensors.bind(self.model, read)
-        self.holders.bind(self.tensors.sources)
+        self.holders.bind(self.tensors.sources, columns)
 
     def install(self, steps: list[Step], *, group: bool = True) -> Program:
         """Compile ``steps`` as the pass (grouped into foreach calls unless ``group=False``)."""
