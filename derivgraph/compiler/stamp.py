@@ -172,8 +172,6 @@ class Stamper:
             table.layouts_hold = False
 
 
-
-
 def _matches(graph: DerivedGraph, template: Template, bound: BoundSpec,
              params: dict[str, Any]) -> dict[tuple[str, ...], Any] | None:
     """The objects the path probes found on ``bound`` when every probe of ``template`` gives
