@@ -465,7 +465,7 @@ def _by_record(held: list[Any]) -> tuple[list[int], list[tuple[int, int]],
     spans: list[tuple[int, int]] = []
     for i, key in enumerate(ranked):
         start = len(order)
-        order += compress(count(), map(i.__eq__, ranks))
+        order += compress(count(), map(operator.eq, ranks, repeat(i)))
         runs.append((start, len(order)))
         if spans and ranked[i - 1][:2] == key[:2]:
             spans[-1] = (spans[-1][0], len(order))
