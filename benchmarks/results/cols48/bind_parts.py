@@ -9,7 +9,6 @@ import argparse
 import gc
 import statistics
 import time
-from itertools import repeat
 
 from derivgraph.compiler.stamp import stamping
 from derivgraph.planner import compile_plan
