@@ -238,34 +238,27 @@ class RefillTable:
         held = None if layouts is None else layouts.of(storages)
         if held is not None and None in held:
             held = None  # a target the book does not hold: each storage read
-        by_record = None if held is None else _by_record(held)
-        if by_record is not None:  # a few column records: sorted by record, not by target
-            order, runs, self.spans = by_record
-            held = list(map(held.__getitem__, order))
-            self.ids = list(map(usable.__getitem__, order))
-            self.index = list(map(index.__getitem__, order))
-            self.storages = list(map(storages.__getitem__, order))
-            self.shapes, self.dtypes = list(map(_shape, held)), list(map(_dtype, held))
-        else:
+        # a few column records: grouped by record (a key made once per record), not by target
+        grouped = None if held is None else _by_key(held, _record_key)
+        if grouped is None:
             facts = storages if held is None else held
             dtypes, shapes = list(map(_dtype, facts)), list(map(_shape, facts))
             devices = list(map(_device, facts))
             keys = list(zip(map({d: str(d) for d in set(dtypes)}.__getitem__, dtypes),
                             map({d: str(d) for d in set(devices)}.__getitem__, devices),
                             map(tuple, shapes)))
-            order = sorted(range(len(usable)), key=keys.__getitem__)
-            self.ids = [usable[i] for i in order]
-            self.index = [index[i] for i in order]
-            self.storages = [storages[i] for i in order]
-            # the runs of one (dtype, device, shape) and the spans of one (dtype, device),
-            # read off the sorted keys (equal keys: equal layouts) instead of each tensor again
-            ordered = [keys[i] for i in order]
-            runs = key_runs(ordered)
-            self.spans = key_runs(ordered, _KIND) or [(0, 0)]  # as layout_spans
-            self.shapes = [shapes[i] for i in order]
-            self.dtypes = [dtypes[i] for i in order]
-            if held is not None:
-                held = [held[i] for i in order]
+            order, runs, self.spans = _by_key(keys, _as_key) or _sorted_by_key(keys)
+            self.shapes = list(map(shapes.__getitem__, order))
+            self.dtypes = list(map(dtypes.__getitem__, order))
+        else:
+            order, runs, self.spans = grouped
+        if held is not None:
+            held = list(map(held.__getitem__, order))
+        if grouped is not None:
+            self.shapes, self.dtypes = list(map(_shape, held)), list(map(_dtype, held))
+        self.ids = list(map(usable.__getitem__, order))
+        self.index = list(map(index.__getitem__, order))
+        self.storages = list(map(storages.__getitem__, order))
         self._pick: Callable[[list[Any]], list[Any]] | None = _picker(self.index, len(table))
         # a run's tensors have one numel and element size: read once per run
         sizes = [(b - a, self.storages[a].numel(), self.storages[a].element_size())
@@ -440,38 +433,58 @@ def _without(spans: list[tuple[int, int]], runs: list[tuple[int, int]]) \
 
 
 _KIND = operator.itemgetter(0, 1)  # a sort key's (dtype, device)
-#: at most this many distinct layout records: a refill table sorts its targets by record
-#: (one sweep per record, :func:`_by_record`); more take the sort by key per target
+#: at most this many distinct layouts: a refill table groups its targets by layout (one sweep
+#: per layout, :func:`_by_key`); more take the sort by key per target (:func:`_sorted_by_key`)
 MAX_RECORDS = 32
 
+Grouping = tuple[list[int], list[tuple[int, int]], list[tuple[int, int]]]
 
-def _by_record(held: list[Any]) -> tuple[list[int], list[tuple[int, int]],
-                                         list[tuple[int, int]]] | None:
-    """The refill table's order, runs and spans from each target's layout record ``held``
-    (:class:`~derivgraph.column_layout.ColumnLayout`, one per column; compared by identity):
-    what the stable sort by each target's (dtype, device, shape) key gives, with each key
-    made once per record and the targets of each key gathered by one C-level sweep, in key
-    order. None for more than :data:`MAX_RECORDS` records (the caller sorts per target)."""
-    records = list(dict.fromkeys(held))  # distinct, by identity
-    if len(records) > MAX_RECORDS:
+
+def _record_key(record: Any) -> tuple[str, str, tuple[int, ...]]:
+    """A layout record's sort key: the names of its dtype and device, and its shape."""
+    return str(record.dtype), str(record.device), tuple(record.shape)
+
+
+def _as_key(key: Any) -> Any:
+    """A sort key that is its own key (:func:`_by_key` over the keys themselves)."""
+    return key
+
+
+def _by_key(items: list[Any], key: Callable[[Any], tuple[str, str, tuple[int, ...]]]) \
+        -> Grouping | None:
+    """The refill table's order, runs and spans: what :func:`_sorted_by_key` gives for each
+    item's ``key(item)``, with each key made once per distinct item (hashable: a layout record,
+    one per column, by identity; or a key itself) and each key's targets gathered by one
+    C-level sweep, in key order. None for more than :data:`MAX_RECORDS` distinct items."""
+    distinct = list(dict.fromkeys(items))
+    if len(distinct) > MAX_RECORDS:
         return None
-    keys = {r: (str(r.dtype), str(r.device), tuple(r.shape)) for r in records}
+    keys = {item: key(item) for item in distinct}
     ranked = sorted(set(keys.values()))
     rank = {k: i for i, k in enumerate(ranked)}
-    of = {r: rank[k] for r, k in keys.items()}
-    ranks = list(map(of.__getitem__, held))
+    of = {item: rank[k] for item, k in keys.items()}
+    ranks = list(map(of.__getitem__, items))
     order: list[int] = []
     runs: list[tuple[int, int]] = []
     spans: list[tuple[int, int]] = []
-    for i, key in enumerate(ranked):
+    for i, k in enumerate(ranked):
         start = len(order)
         order += compress(count(), map(operator.eq, ranks, repeat(i)))
         runs.append((start, len(order)))
-        if spans and ranked[i - 1][:2] == key[:2]:
+        if spans and ranked[i - 1][:2] == k[:2]:
             spans[-1] = (spans[-1][0], len(order))
         else:
             spans.append((start, len(order)))
     return order, runs, spans or [(0, 0)]
+
+
+def _sorted_by_key(keys: list[tuple[str, str, tuple[int, ...]]]) -> Grouping:
+    """The stable sort of the targets by their keys (the reference): the order, the runs of
+    one (dtype, device, shape) and the spans of one (dtype, device), read off the sorted keys
+    (equal keys: equal layouts) instead of each tensor again."""
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    ordered = list(map(keys.__getitem__, order))
+    return order, key_runs(ordered), key_runs(ordered, _KIND) or [(0, 0)]  # as layout_spans
 
 
 def _picker(index: list[int], size: int) -> Callable[[list[Any]], list[Any]] | None:
