@@ -396,8 +396,8 @@ def _take_columns(owners: Mapping[str, Any], entries: Sequence[Entry], paths: li
 class HolderTable:
     """The accessors of every tensor holder (derived scalars and tuple items excluded)."""
 
-    __slots__ = ("entries", "ids", "dicts", "keys", "storages", "ptrs", "fast", "generation",
-                 "every", "watch", "_all_fast", "_by_owner")
+    __slots__ = ("entries", "id_list", "ids", "dicts", "keys", "storages", "ptrs", "fast",
+                 "generation", "every", "watch", "_all_fast", "_by_owner")
 
     def __init__(self, entries: Sequence[Entry],
                  where: Callable[[Entry], tuple[Any, dict[Any, Any], str]],
@@ -405,7 +405,8 @@ class HolderTable:
         """``where``: one entry's holder; ``located``: every entry's holder dict, key and
         dict-store flag, read beforehand (:func:`holders_of`), else ``where`` is asked."""
         self.entries = list(entries)
-        self.ids = frozenset(map(_id, self.entries))
+        self.id_list = list(map(_id, self.entries))  # each holder's entry id, in order
+        self.ids = frozenset(self.id_list)
         if located is None:
             located = ([], [], [])
             for entry in self.entries:

@@ -14,7 +14,7 @@ import fnmatch
 import logging
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import accumulate, chain, compress, repeat
+from itertools import accumulate, chain, compress, count, repeat
 from typing import Any, NamedTuple
 
 import torch
@@ -221,50 +221,57 @@ class RefillTable:
         """``layouts``: the compile's layout book; where it holds every target's storage, the
         dtypes, shapes and devices are its records' (proved where the columns were made)
         instead of each storage's, read again."""
-        position = {e.node.id: i for i, e in enumerate(table.entries)}
-        usable = [t for t in targets if t in position and table.fast[position[t]]]
+        position = dict(zip(table.id_list, count()))
+        index = list(map(position.get, targets))  # one sweep; None: no holder of the table
+        if None in index or not all(map(table.fast.__getitem__, index)):
+            usable = [t for t in targets if t in position and table.fast[position[t]]]
+            index = list(map(position.__getitem__, usable))
+        else:  # the common case: every target is a holder bound by one dict store
+            usable = targets
         self.table = table
         self.complete = len(usable) == len(targets)  # else: the per-entry path
         self._generation = table.generation  # fast[] as checked here
 
         # stable sort by (dtype, device, shape), by name: contiguous (dtype, device) spans,
         # shapes adjacent; each property read in one sweep, each dtype and device named once
-        index = [position[t] for t in usable]
         storages = list(map(table.storages.__getitem__, index))
         held = None if layouts is None else layouts.of(storages)
         if held is not None and None in held:
             held = None  # a target the book does not hold: each storage read
-        facts = storages if held is None else held
-        dtypes, shapes = list(map(_dtype, facts)), list(map(_shape, facts))
-        devices = list(map(_device, facts))
-        keys = list(zip(map({d: str(d) for d in set(dtypes)}.__getitem__, dtypes),
-                        map({d: str(d) for d in set(devices)}.__getitem__, devices),
-                        map(tuple, shapes)))
-        order = sorted(range(len(usable)), key=keys.__getitem__)
-        self.ids = [usable[i] for i in order]
-        self.index = [index[i] for i in order]
-        self.storages = [storages[i] for i in order]
-        # the runs of one (dtype, device, shape) and the spans of one (dtype, device), read
-        # off the sorted keys (equal keys: equal layouts) instead of each tensor again
-        ordered = [keys[i] for i in order]
-        runs = key_runs(ordered)
-        self.spans = key_runs(ordered, _KIND) or [(0, 0)]  # as layout_spans
+        # a few column records: grouped by record (a key made once per record), not by target
+        grouped = None if held is None else _by_key(held, _record_key)
+        if grouped is None:
+            facts = storages if held is None else held
+            dtypes, shapes = list(map(_dtype, facts)), list(map(_shape, facts))
+            devices = list(map(_device, facts))
+            keys = list(zip(map({d: str(d) for d in set(dtypes)}.__getitem__, dtypes),
+                            map({d: str(d) for d in set(devices)}.__getitem__, devices),
+                            map(tuple, shapes)))
+            order, runs, self.spans = _by_key(keys, _as_key) or _sorted_by_key(keys)
+            self.shapes = list(map(shapes.__getitem__, order))
+            self.dtypes = list(map(dtypes.__getitem__, order))
+        else:
+            order, runs, self.spans = grouped
+        if held is not None:
+            held = list(map(held.__getitem__, order))
+        if grouped is not None:
+            self.shapes, self.dtypes = list(map(_shape, held)), list(map(_dtype, held))
+        self.ids = list(map(usable.__getitem__, order))
+        self.index = list(map(index.__getitem__, order))
+        self.storages = list(map(storages.__getitem__, order))
         self._pick: Callable[[list[Any]], list[Any]] | None = _picker(self.index, len(table))
-        self.shapes = [shapes[i] for i in order]
-        self.dtypes = [dtypes[i] for i in order]
         # a run's tensors have one numel and element size: read once per run
         sizes = [(b - a, self.storages[a].numel(), self.storages[a].element_size())
                  for a, b in runs]
         self.nbytes = list(chain.from_iterable(repeat(n * e, k) for k, n, e in sizes))
         self._total = sum(self.nbytes)
         # an all-rebuilt read copies runs of small CPU tensors flat, the rest by foreach
-        self.flat = flat_runs(self.storages, runs,
-                              None if held is None else [held[i] for i in order])
+        self.flat = flat_runs(self.storages, runs, held)
         self.rest_spans = _without(self.spans, [(a, b) for a, b, _ in self.flat])
         # per target in the sorted order, as a partly rebuilt read's mask is
-        self.is_constant = [t in constants for t in self.ids]
+        self.is_constant = list(map(constants.__contains__, self.ids))
         self._constants = any(self.is_constant)
-        self.engine = [t in engine for t in self.ids]
+        self.engine = list(map(engine.__contains__, self.ids))
         # the targets are every holder of the table (in any order): a read that finds every
         # target rebuilt proves every holder holds a fresh tensor (the rebind sweeps no more)
         self.whole = len(self.index) == len(table) and set(self.index) == set(range(len(table)))
@@ -331,11 +338,12 @@ class Layouts:
         self.dtypes, self.shapes = dtypes, shapes
         # (numel, ndim) decide a shape of ndim <= 1, so only the targets of ndim >= 2 have
         # their shape read (torch.Size is the costly read)
-        nd = [i for i, shape in enumerate(shapes) if len(shape) > 1]
+        dims = list(map(len, shapes))
+        nd = list(compress(count(), map((1).__lt__, dims)))  # the indices of ndim >= 2
         self._sizes: tuple[list[int], list[int]] | None = None
         self._nd: tuple[Callable[[list[Any]], list[Any]] | None, list[Any]] | None = None
         if 2 * len(nd) < len(shapes):
-            self._sizes = (numels, [len(s) for s in shapes])
+            self._sizes = (numels, dims)
             self._nd = (_picker(nd, len(shapes)), [shapes[i] for i in nd])
         self._guard: Any = None
         self._guards = 0
@@ -425,6 +433,58 @@ def _without(spans: list[tuple[int, int]], runs: list[tuple[int, int]]) \
 
 
 _KIND = operator.itemgetter(0, 1)  # a sort key's (dtype, device)
+#: at most this many distinct layouts: a refill table groups its targets by layout (one sweep
+#: per layout, :func:`_by_key`); more take the sort by key per target (:func:`_sorted_by_key`)
+MAX_RECORDS = 32
+
+Grouping = tuple[list[int], list[tuple[int, int]], list[tuple[int, int]]]
+
+
+def _record_key(record: Any) -> tuple[str, str, tuple[int, ...]]:
+    """A layout record's sort key: the names of its dtype and device, and its shape."""
+    return str(record.dtype), str(record.device), tuple(record.shape)
+
+
+def _as_key(key: Any) -> Any:
+    """A sort key that is its own key (:func:`_by_key` over the keys themselves)."""
+    return key
+
+
+def _by_key(items: list[Any], key: Callable[[Any], tuple[str, str, tuple[int, ...]]]) \
+        -> Grouping | None:
+    """The refill table's order, runs and spans: what :func:`_sorted_by_key` gives for each
+    item's ``key(item)``, with each key made once per distinct item (hashable: a layout record,
+    one per column, by identity; or a key itself) and each key's targets gathered by one
+    C-level sweep, in key order. None for more than :data:`MAX_RECORDS` distinct items."""
+    distinct = list(dict.fromkeys(items))
+    if len(distinct) > MAX_RECORDS:
+        return None
+    keys = {item: key(item) for item in distinct}
+    ranked = sorted(set(keys.values()))
+    rank = {k: i for i, k in enumerate(ranked)}
+    of = {item: rank[k] for item, k in keys.items()}
+    ranks = list(map(of.__getitem__, items))
+    order: list[int] = []
+    runs: list[tuple[int, int]] = []
+    spans: list[tuple[int, int]] = []
+    for i, k in enumerate(ranked):
+        start = len(order)
+        order += compress(count(), map(operator.eq, ranks, repeat(i)))
+        runs.append((start, len(order)))
+        if spans and ranked[i - 1][:2] == k[:2]:
+            spans[-1] = (spans[-1][0], len(order))
+        else:
+            spans.append((start, len(order)))
+    return order, runs, spans or [(0, 0)]
+
+
+def _sorted_by_key(keys: list[tuple[str, str, tuple[int, ...]]]) -> Grouping:
+    """The stable sort of the targets by their keys (the reference): the order, the runs of
+    one (dtype, device, shape) and the spans of one (dtype, device), read off the sorted keys
+    (equal keys: equal layouts) instead of each tensor again."""
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    ordered = list(map(keys.__getitem__, order))
+    return order, key_runs(ordered), key_runs(ordered, _KIND) or [(0, 0)]  # as layout_spans
 
 
 def _picker(index: list[int], size: int) -> Callable[[list[Any]], list[Any]] | None:

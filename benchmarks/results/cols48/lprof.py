@@ -1,0 +1,40 @@
+"""line_profiler of the holder / refill / source-check functions in one stamped 100k compile
+(after a warm-up compile).
+
+    PYTHONPATH=TREE python3 benchmarks/results/cols48/lprof.py [--size 100000]
+"""
+
+import argparse
+import gc
+
+from line_profiler import LineProfiler
+
+from derivgraph.compiler.stamp import stamping
+from derivgraph.planner import compile_plan
+from derivgraph.runtime import accessors, engine, holders
+from derivgraph.runtime import plan as plan_mod
+from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--size", type=int, default=100000)
+args = parser.parse_args()
+spec = scaling_spec()
+compile_plan(scaling_model(250), [spec])  # warm-up
+model = scaling_model(args.size // 4)
+gc.collect()
+prof = LineProfiler()
+for fn in (holders.Holders.bind, holders.Holders.refresh, holders.Holders.walk,
+           holders.Holders.sources_intact, holders.Holders._sources_held,
+           accessors.holders_of, accessors._take_columns, accessors.HolderTable.__init__,
+           accessors.HopTable.__init__, accessors.HopTable._add_run, accessors.holder_dicts,
+           engine.RefillTable.__init__, engine.Layouts.__init__, engine.Layouts.guard,
+           plan_mod.Plan.prepare, plan_mod.Plan._refill_targets,
+           plan_mod.Plan._refill_table_now, plan_mod.Plan._rest_for, plan_mod.Plan._rest_after):
+    prof.add_function(fn)
+for name in ("flat_runs",):
+    prof.add_function(getattr(engine, name))
+with stamping(True):
+    prof.enable()
+    plan = compile_plan(model, [spec])
+    prof.disable()
+prof.print_stats(stripzeros=True)
