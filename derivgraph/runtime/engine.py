@@ -13,6 +13,7 @@ from __future__ import annotations
 import fnmatch
 import logging
 import operator
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import accumulate, chain, compress, count, repeat
 from typing import Any, NamedTuple
@@ -238,24 +239,19 @@ class RefillTable:
         held = None if layouts is None else layouts.of(storages)
         if held is not None and None in held:
             held = None  # a target the book does not hold: each storage read
-        # a few column records: grouped by record (a key made once per record), not by target
-        grouped = None if held is None else _by_key(held, _record_key)
-        if grouped is None:
-            facts = storages if held is None else held
-            dtypes, shapes = list(map(_dtype, facts)), list(map(_shape, facts))
-            devices = list(map(_device, facts))
+        if held is not None:  # the column records: a key made once per record, not per target
+            order, runs, self.spans = _by_key(held, _record_key)
+            held = list(map(held.__getitem__, order))
+            self.shapes, self.dtypes = list(map(_shape, held)), list(map(_dtype, held))
+        else:
+            dtypes, shapes = list(map(_dtype, storages)), list(map(_shape, storages))
+            devices = list(map(_device, storages))
             keys = list(zip(map({d: str(d) for d in set(dtypes)}.__getitem__, dtypes),
                             map({d: str(d) for d in set(devices)}.__getitem__, devices),
                             map(tuple, shapes)))
-            order, runs, self.spans = _by_key(keys, _as_key) or _sorted_by_key(keys)
+            order, runs, self.spans = _by_key(keys, _as_key)
             self.shapes = list(map(shapes.__getitem__, order))
             self.dtypes = list(map(dtypes.__getitem__, order))
-        else:
-            order, runs, self.spans = grouped
-        if held is not None:
-            held = list(map(held.__getitem__, order))
-        if grouped is not None:
-            self.shapes, self.dtypes = list(map(_shape, held)), list(map(_dtype, held))
         self.ids = list(map(usable.__getitem__, order))
         self.index = list(map(index.__getitem__, order))
         self.storages = list(map(storages.__getitem__, order))
@@ -433,8 +429,8 @@ def _without(spans: list[tuple[int, int]], runs: list[tuple[int, int]]) \
 
 
 _KIND = operator.itemgetter(0, 1)  # a sort key's (dtype, device)
-#: at most this many distinct layouts: a refill table groups its targets by layout (one sweep
-#: per layout, :func:`_by_key`); more take the sort by key per target (:func:`_sorted_by_key`)
+#: at most this many distinct layouts: a refill table gathers each layout's targets by one
+#: C-level sweep (:func:`_by_key`); more take one stable sort of the targets by their rank
 MAX_RECORDS = 32
 
 Grouping = tuple[list[int], list[tuple[int, int]], list[tuple[int, int]]]
@@ -451,40 +447,36 @@ def _as_key(key: Any) -> Any:
 
 
 def _by_key(items: list[Any], key: Callable[[Any], tuple[str, str, tuple[int, ...]]]) \
-        -> Grouping | None:
-    """The refill table's order, runs and spans: what :func:`_sorted_by_key` gives for each
-    item's ``key(item)``, with each key made once per distinct item (hashable: a layout record,
-    one per column, by identity; or a key itself) and each key's targets gathered by one
-    C-level sweep, in key order. None for more than :data:`MAX_RECORDS` distinct items."""
-    distinct = list(dict.fromkeys(items))
-    if len(distinct) > MAX_RECORDS:
-        return None
-    keys = {item: key(item) for item in distinct}
-    ranked = sorted(set(keys.values()))
+        -> Grouping:
+    """The refill table's order, runs and spans: the stable sort of the items by
+    ``key(item)``, the runs of one (dtype, device, shape) and the spans of one (dtype,
+    device). Each key is made once per distinct item (hashable: a layout record, one per
+    column, by identity; or a key itself) and ranked; the items of each rank are gathered by
+    one C-level sweep (up to :data:`MAX_RECORDS` ranks), else by one stable sort by rank."""
+    keys = {item: key(item) for item in dict.fromkeys(items)}
+    ranked = list(set(keys.values()))
+    ranked.sort()
     rank = {k: i for i, k in enumerate(ranked)}
-    of = {item: rank[k] for item, k in keys.items()}
-    ranks = list(map(of.__getitem__, items))
-    order: list[int] = []
+    ranks = list(map({item: rank[k] for item, k in keys.items()}.__getitem__, items))
+    if len(ranked) <= MAX_RECORDS:
+        order: list[int] = []
+        for i in range(len(ranked)):
+            order += compress(count(), map(operator.eq, ranks, repeat(i)))
+    else:
+        order = sorted(range(len(items)), key=ranks.__getitem__)
+    sizes = Counter(ranks)
     runs: list[tuple[int, int]] = []
     spans: list[tuple[int, int]] = []
+    start = 0
     for i, k in enumerate(ranked):
-        start = len(order)
-        order += compress(count(), map(operator.eq, ranks, repeat(i)))
-        runs.append((start, len(order)))
+        end = start + sizes[i]
+        runs.append((start, end))
         if spans and ranked[i - 1][:2] == k[:2]:
-            spans[-1] = (spans[-1][0], len(order))
+            spans[-1] = (spans[-1][0], end)
         else:
-            spans.append((start, len(order)))
+            spans.append((start, end))
+        start = end
     return order, runs, spans or [(0, 0)]
-
-
-def _sorted_by_key(keys: list[tuple[str, str, tuple[int, ...]]]) -> Grouping:
-    """The stable sort of the targets by their keys (the reference): the order, the runs of
-    one (dtype, device, shape) and the spans of one (dtype, device), read off the sorted keys
-    (equal keys: equal layouts) instead of each tensor again."""
-    order = sorted(range(len(keys)), key=keys.__getitem__)
-    ordered = list(map(keys.__getitem__, order))
-    return order, key_runs(ordered), key_runs(ordered, _KIND) or [(0, 0)]  # as layout_spans
 
 
 def _picker(index: list[int], size: int) -> Callable[[list[Any]], list[Any]] | None:

@@ -2,8 +2,8 @@
 
 :class:`RefillTable` orders its targets by layout: where the compile's layout book holds every
 target's storage, by their records (one per column: a key made once per record), else by each
-target's key; each key's targets gathered by one sweep, instead of sorting a key per target
-(:func:`engine._sorted_by_key`, the reference, kept for more than ``MAX_RECORDS`` layouts).
+target's key; each key's targets gathered by one sweep (for more than ``MAX_RECORDS`` layouts,
+one stable sort by the keys' ranks) instead of sorting a key per target.
 The order, runs and spans must be exactly what the stable sort by each target's
 ``(str(dtype), str(device), tuple(shape))`` and :func:`~derivgraph.runtime.flat_copy.key_runs`
 give: checked on synthetic records (interleaved
@@ -55,21 +55,24 @@ def _synthetic(seed: int) -> list[Any]:
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_by_key_is_the_sort_by_key(seed: int) -> None:
+@pytest.mark.parametrize("sweeps", [True, False], ids=["sweep-per-rank", "sort-by-rank"])
+def test_by_key_is_the_sort_by_key(seed: int, sweeps: bool,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    if not sweeps:
+        monkeypatch.setattr(engine, "MAX_RECORDS", 0)
     held = _synthetic(seed)
     assert engine._by_key(held, engine._record_key) == _reference(held)
     keys = list(map(engine._record_key, held))  # by the keys themselves (no book)
-    assert engine._by_key(keys, engine._as_key) == _reference(held) \
-        == engine._sorted_by_key(keys)
+    assert engine._by_key(keys, engine._as_key) == _reference(held)
 
 
 def test_by_key_edges() -> None:
-    assert engine._by_key([], engine._record_key) == _reference([]) == ([], [], [(0, 0)]) \
-        == engine._sorted_by_key([])
+    assert engine._by_key([], engine._record_key) == _reference([]) == ([], [], [(0, 0)])
     one = [_record(torch.float32, (8,))]
     assert engine._by_key(one, engine._record_key) == _reference(one)
-    many = [_record(torch.float32, (i + 1,)) for i in range(engine.MAX_RECORDS + 1)]
-    assert engine._by_key(many, engine._record_key) is None  # the caller sorts per target
+    many = [_record(torch.float32, (i % 7 + 1,)) for i in range(3 * engine.MAX_RECORDS)]
+    many += [_record(torch.float64, (i + 1,)) for i in range(engine.MAX_RECORDS)]
+    assert engine._by_key(many, engine._record_key) == _reference(many)  # sorted by rank
 
 
 def _book(plan: Any) -> ColumnLayouts:

@@ -96,9 +96,8 @@ def test_the_per_target_flags_follow_the_sorted_targets() -> None:
 
 
 def test_canary_a_reversed_order_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Planted bug in the sort per target (the reference, taken by more than
-    ``MAX_RECORDS`` layouts: forced here); the grouped path's canaries are in
-    ``test_refill_by_key``."""
+    """Planted bug in the stable sort by rank (taken by more than ``MAX_RECORDS`` layouts:
+    forced here); the sweep per rank's canaries are in ``test_refill_by_key``."""
     monkeypatch.setattr(engine, "MAX_RECORDS", 0)
     real = sorted
     monkeypatch.setattr(engine, "sorted", lambda items, key: real(items, key=key)[::-1],
@@ -109,10 +108,15 @@ def test_canary_a_reversed_order_is_caught(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_canary_runs_cut_by_dtype_and_device_alone_are_caught(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Planted bug: the runs of one layout taken by (dtype, device) only; a narrower layer
-    then shares a run with the others (its byte counts and flat copies wrong): red."""
-    monkeypatch.setattr(engine, "MAX_RECORDS", 0)  # the sort per target (see above)
-    real = engine.key_runs
-    monkeypatch.setattr(engine, "key_runs", lambda keys, by=None: real(keys, engine._KIND))
+    """Planted bug: the runs of one layout taken by (dtype, device) only (the spans); a
+    narrower layer then shares a run with the others (its byte counts and flat copies
+    wrong): red."""
+    real = engine._by_key
+
+    def planted(items: list[Any], key: Any) -> Any:
+        order, _, spans = real(items, key)
+        return order, spans, spans
+
+    monkeypatch.setattr(engine, "_by_key", planted)
     plan, table = _table({"n": 6})
     assert not _same(plan, table)
