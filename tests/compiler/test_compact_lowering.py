@@ -1,0 +1,94 @@
+"""A compact lowering (:attr:`derivgraph.compiler.lower.LoweredSteps.compact`): the proven
+stamped rows' steps are left out of the list and code generation takes each as a column of
+its template step (:func:`derivgraph.compiler.codegen._column_plan`); the printed pass, the
+steps read back (:attr:`Plan.steps`), the written targets and the step count are the ones a
+full lowering (every row's step made) gives, and the values are bit for bit eager's."""
+
+from __future__ import annotations
+
+import torch
+
+from derivgraph import compile_plan
+from derivgraph.compiler import codegen, lower
+from derivgraph.compiler.lower import WRITES, LoweredSteps, lower_steps
+from derivgraph.compiler.stamp import stamping
+from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+
+LAYERS = 6
+
+
+def _plan():  # noqa: ANN202 - a Plan
+    with stamping(True):
+        plan = compile_plan(scaling_model(LAYERS), [scaling_spec()])
+    assert plan.graph.stamped == LAYERS - 1
+    return plan
+
+
+def _full_source(plan) -> str:  # noqa: ANN001
+    """The printed pass of the full lowering (every row's step made and keyed on its own)."""
+    plan.install(list(plan.steps))
+    return plan.source()
+
+
+def test_the_rows_are_left_out_and_read_back_whole(monkeypatch) -> None:  # noqa: ANN001
+    plan = _plan()
+    lowered = plan.programs.lowered
+    assert isinstance(lowered, LoweredSteps) and lowered.compact
+    assert len(lowered) == 2  # the template's inv and prod; the rows' are columns
+    count, written = plan.programs.step_count(), plan.programs.written()  # rows not made
+    assert lowered._full is None
+    full = plan.steps
+    assert [s.node for s in full] == [f"layers.{i}.{n}" for i in range(LAYERS)
+                                      for n in ("inv", "prod")]
+    monkeypatch.setattr(lower, "_rows_in_order", lambda order, layers: False)
+    made = lower_steps(plan.tensors)  # every row's step made by the lowering itself
+    assert not made.compact and made == full
+    assert count == len(full) == 2 * LAYERS
+    assert written == [s.target for s in full if s.action in WRITES]
+
+
+def test_the_printed_pass_is_the_full_lowerings() -> None:
+    plan = _plan()
+    compact = plan.source()
+    assert "group = [layers.0.inv, layers.1.inv" in compact
+    assert _full_source(plan) == compact
+
+
+def test_the_values_after_a_reload_are_eagers_bit_for_bit() -> None:
+    plan = _plan()
+    with torch.no_grad():
+        for i, layer in enumerate(plan.model.layers):
+            layer.scale.copy_(torch.linspace(1.0, 2.0, layer.scale.numel()) + i)
+    plan.run()
+    want = plan.evaluate()
+    for node_id, entry in plan.entries.items():
+        got, ref = entry.storage, want[node_id]
+        if isinstance(got, torch.Tensor):
+            assert torch.equal(got.view(torch.int32) if got.dtype == torch.float32 else got,
+                               ref.view(torch.int32) if ref.dtype == torch.float32 else ref), \
+                node_id
+
+
+def test_a_column_sharing_its_group_takes_the_full_lowering(monkeypatch) -> None:  # noqa: ANN001
+    plan = _plan()
+    lowered = plan.programs.lowered
+    assert codegen._column_plan(plan.tensors, lowered) is not None
+    # every step keyed alike: the template's two columns would share one group per level
+    key = codegen.GroupKey(codegen.GroupKind.UNARY, "reciprocal", torch.float32,
+                           torch.device("cpu"))
+    monkeypatch.setattr(codegen, "_group_key", lambda ctx, step: key)
+    monkeypatch.setattr(codegen, "same_key_facts", lambda *args: True)
+    assert codegen._column_plan(plan.tensors, lowered) is None
+
+
+def test_a_row_out_of_order_is_not_compact(monkeypatch) -> None:  # noqa: ANN001
+    plan = _plan()
+    order = list(plan.graph.ordered())
+    a, b = order.index("layers.3.inv"), order.index("layers.4.inv")
+    order[a], order[b] = order[b], order[a]  # layer 4's inv before layer 3's
+    monkeypatch.setattr(type(plan.graph), "ordered", lambda self: order)
+    steps = lower_steps(plan.tensors)
+    assert not steps.compact
+    assert [s.node for s in steps].index("layers.4.inv") < \
+        [s.node for s in steps].index("layers.3.inv")
+
