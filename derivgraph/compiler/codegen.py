@@ -305,23 +305,30 @@ class Emitter:
         return Bound(step.target) if step.out_shape is None else \
             OutView(step.target, step.out_shape)
 
-    def tensors(self, refs: list[str]) -> str:
-        """A prebuilt global list when every tensor is bound, else a list of local names."""
+    def tensors(self, refs: list[str], alike: bool = False) -> str:
+        """A prebuilt global list when every tensor is bound, else a list of local names
+        (``alike``: see :meth:`list_members`)."""
         local = self.locals
         values = self.ctx.bound_values(refs, _UNBOUND) if local.keys().isdisjoint(refs) \
             else [_UNBOUND]
         if any(map(is_, values, repeat(_UNBOUND))):  # a local (or an unbound node) among them
             return "[" + ", ".join(self.operand(r) for r in refs) + "]"
-        keys = self.list_members(refs)
+        keys = self.list_members(refs, alike)
         return self.bindings.bind(TensorList(keys), "group", values)
 
-    def list_members(self, refs: list[str]) -> tuple[Bound, ...]:
+    def list_members(self, refs: list[str], alike: bool = False) -> tuple[Bound, ...]:
         """The keys of ``refs`` (none a local) as members of one prebuilt list (a level's
         ``_foreach`` call, :func:`_copies` included): a source or
         a derived tensor is named by the list alone (the header prints the list by path, one
         global per list, not per tensor); any other node (a view, named over its base; a
-        constant; a staged scalar) by :meth:`operand`."""
+        constant; a staged scalar) by :meth:`operand`. ``alike``: every ref is a node of the
+        first's kinds (a column of a compact lowering: one template node, renamed), which alone
+        is then read when it is named by the list."""
         nodes, derived = self.ctx.graph.nodes, self.ctx.graph.derived
+        if alike and refs:
+            kind = nodes[refs[0]].kind
+            if kind is _SOURCE or kind is _DERIVED and derived[refs[0]].kind is not _SCALAR:
+                return _bound_keys(refs)
         for ref in refs:
             kind = nodes[ref].kind
             if kind is _SOURCE or kind is _DERIVED and derived[ref].kind is not _SCALAR:
@@ -341,14 +348,16 @@ class Emitter:
                                       "group", values)
         return self.outs_of([s.target for s in steps], values)
 
-    def outs_of(self, targets: list[str], values: list[torch.Tensor]) -> str:
-        """The prebuilt list of the storages of ``targets`` (``values``), each written whole."""
+    def outs_of(self, targets: list[str], values: list[torch.Tensor],
+                alike: bool = False) -> str:
+        """The prebuilt list of the storages of ``targets`` (``values``), each written whole
+        (``alike``: see :meth:`list_members`)."""
         if not self.locals.keys().isdisjoint(targets):
             for target in targets:
                 self.operand(target)
             keys = _bound_keys(targets)
         else:
-            keys = self.list_members(targets)
+            keys = self.list_members(targets, alike)
         return self.bindings.bind(TensorList(keys), "group", values)
 
 
@@ -660,12 +669,14 @@ def _emit_group(em: Emitter, key: GroupKey, members: list[Step]) -> Lines:
 
 class Members(NamedTuple):
     """A group's members as columns: the nodes each writes, the tensors it writes, its first
-    operand (a copy's input), its second (``BINARY``; else empty)."""
+    operand (a copy's input), its second (``BINARY``; else empty); ``alike``: each column is
+    one template node's, renamed (:meth:`Emitter.list_members`)."""
 
     targets: list[str]
     outs: list[torch.Tensor]
     a: list[str]
     b: list[str]
+    alike: bool = False
 
 
 def _step_members(ctx: LowerContext, key: GroupKey, steps: list[Step]) -> Members:
@@ -685,7 +696,7 @@ def _column_members(ctx: LowerContext, step: Step, layer: LayerSteps) -> Members
     targets = column(step.target)
     b = column(step.args[1].id) if len(step.args) > 1 and isinstance(step.args[1], NodeRef) \
         else []
-    return Members(targets, list(map(ctx.storage_of, targets)), column(step.args[0].id), b)
+    return Members(targets, ctx.bound_values(targets), column(step.args[0].id), b, True)
 
 
 def _emit_members(em: Emitter, key: GroupKey, m: Members, steps: list[Step] | None = None,
@@ -696,18 +707,19 @@ def _emit_members(em: Emitter, key: GroupKey, m: Members, steps: list[Step] | No
     flat = _emit_flat(em, key, m) if em.flat else None
     if flat is not None:
         return flat
-    outs = em.outs(steps, m.outs) if steps is not None else em.outs_of(m.targets, m.outs)
+    outs = em.outs(steps, m.outs) if steps is not None else \
+        em.outs_of(m.targets, m.outs, m.alike)
     if key.kind is GroupKind.COPY:
-        ins = em.tensors(m.a)
+        ins = em.tensors(m.a, m.alike)
         return [(f"torch._foreach_copy_({outs}, {ins})", nodes)]
-    a = em.tensors(m.a)
+    a = em.tensors(m.a, m.alike)
     lines = [(f"torch._foreach_copy_({outs}, {a})", nodes)]
     if key.kind is GroupKind.UNARY:
         lines.append((f"torch.{_FOREACH_UNARY[key.op]}({outs})", nodes))
         if key.scale is not None:
             lines.append((f"torch._foreach_mul_({outs}, {em.value(key.scale)})", nodes))
     elif key.kind is GroupKind.BINARY:
-        b = em.tensors(m.b)
+        b = em.tensors(m.b, m.alike)
         lines.append((f"torch.{_FOREACH_BINARY[key.op]}({outs}, {b})", nodes))
     else:
         value = float.fromhex(key.scalar)

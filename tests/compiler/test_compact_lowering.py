@@ -6,6 +6,7 @@ full lowering (every row's step made) gives, and the values are bit for bit eage
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from derivgraph import compile_plan
@@ -92,3 +93,13 @@ def test_a_row_out_of_order_is_not_compact(monkeypatch) -> None:  # noqa: ANN001
     assert [s.node for s in steps].index("layers.4.inv") < \
         [s.node for s in steps].index("layers.3.inv")
 
+
+def test_a_column_alike_is_named_by_its_first_node_only() -> None:
+    plan = _plan()
+    column = [f"layers.{i}.scale" for i in range(LAYERS)]
+    em = codegen.Emitter(plan.tensors, codegen.Bindings())
+    assert em.list_members(column, alike=True) == tuple(map(codegen.Bound, column))
+    assert not em.bindings.names  # sources: the list names them, no global of their own
+    # a first node the list does not name (an op) is named one by one, as without `alike`
+    with pytest.raises(KeyError):
+        em.list_members(["%1:div", *column], alike=True)
