@@ -110,10 +110,11 @@ def _outside(fence: RowLevels, steps: list[Step], which: Sequence[int],
     """Whether the steps at ``which`` other than the proven templates' own read no node of a
     proven layer, write none of its nodes or the shared nodes it reads, and touch none of
     their addresses (``ptr``: every address ``steps`` touch)."""
-    nodes, shared, fenced, templates = fence.nodes, fence.shared, fence.fenced, fence.templates
+    shared, fenced, templates = fence.shared, fence.fenced, fence.templates
     for i, refs in zip(which, step_reads):
         if i in templates:
             continue
+        nodes = fence.nodes  # made once, when a step outside the templates is read
         step = steps[i]
         if step.node in nodes or step.node in shared or step.target in nodes \
                 or step.target in shared or not nodes.isdisjoint(refs):

@@ -26,7 +26,8 @@ A table that fails a check is scheduled step by step as before.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from itertools import repeat
+from functools import cached_property
+from itertools import chain, repeat
 from operator import attrgetter, eq, is_, lt
 from typing import Any
 
@@ -54,14 +55,20 @@ class RowLevels:
     """The proven rows of a step list: ``copy_of`` (row step index -> its template step's
     index), the indices of those templates' own steps (``templates``), the addresses the
     proven layers' own positions and their shared nodes hold (``fenced``), every node of
-    those layers (``nodes``) and the shared nodes they read (``shared``)."""
+    those layers (``nodes``, made on first read from ``tables``) and the shared nodes they
+    read (``shared``)."""
 
     def __init__(self) -> None:
         self.copy_of: dict[int, int] = {}
         self.templates: set[int] = set()
         self.fenced: set[int] = set()
-        self.nodes: set[str] = set()
+        self.tables: list[Any] = []  # the proven layers' instance tables
         self.shared: set[str] = set()
+
+    @cached_property
+    def nodes(self) -> set[str]:
+        """Every node of the proven layers (their templates' and rows')."""
+        return set(chain.from_iterable(chain(t.template, t.ids()) for t in self.tables))
 
 
 def row_levels(ctx: LowerContext, steps: Sequence[Step],
@@ -112,8 +119,7 @@ def _fence(proofs: list[tuple[LayerSteps, tuple[Any, ...]]]) -> RowLevels | None
         shared.update(shared_ptrs)
         out.copy_of.update(copies)
         out.templates.update(firsts)
-        out.nodes.update(layer.table.template)
-        out.nodes.update(layer.table.ids())
+        out.tables.append(layer.table)
         out.shared.update(shared_ids)
     if not shared.isdisjoint(own):
         return None
@@ -244,7 +250,7 @@ def same_key_facts(ctx: LowerContext, layer: LayerSteps, step: Step, n: int) -> 
     if step.target not in where:
         return False
     want = ctx.storage_of(step.target)
-    outs = list(map(ctx.storage_of, table.column(where[step.target])))
+    outs = ctx.bound_values(table.column(where[step.target]))  # derived: their storages
     if not isinstance(want, torch.Tensor):
         return False
     got = ColumnFacts(outs, book_of(ctx))

@@ -11,7 +11,10 @@ import torch
 
 from derivgraph import compile_plan
 from derivgraph.compiler import codegen, lower
-from derivgraph.compiler.lower import WRITES, LoweredSteps, lower_steps
+from derivgraph.compiler.graph import NodeRef
+from derivgraph.compiler.ir import NodeKind
+from derivgraph.compiler.lower import WRITES, Action, LoweredSteps, Step, lower_steps
+from derivgraph.compiler.schedule import compact_levels
 from derivgraph.compiler.stamp import stamping
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
@@ -103,3 +106,15 @@ def test_a_column_alike_is_named_by_its_first_node_only() -> None:
     # a first node the list does not name (an op) is named one by one, as without `alike`
     with pytest.raises(KeyError):
         em.list_members(["%1:div", *column], alike=True)
+
+
+def test_a_step_outside_reading_a_rows_node_turns_the_columns_off() -> None:
+    plan = _plan()
+    lowered = plan.programs.lowered
+    table = lowered.layers[0].table
+    k = next(k for k, t in enumerate(table.template) if plan.graph.nodes[t].kind is NodeKind.OP)
+    assert compact_levels(plan.tensors, lowered, lowered.layers) == [0, 0]
+    # an op of row 2 (no storage: only the node check sees it) read by a step outside
+    extra = Step("extra", Action.COMPUTE, "neg", (NodeRef(table.rows[1][k]),))
+    mixed = LoweredSteps([extra, *lowered], lowered.layers)
+    assert compact_levels(plan.tensors, mixed, mixed.layers) is None
