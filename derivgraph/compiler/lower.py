@@ -162,9 +162,10 @@ class LoweredSteps(list[Step]):
     """The steps of a lowering, with the stamped tables whose rows took their template's steps
     (``layers``; empty when every node was lowered on its own).
 
-    A *compact* lowering (``order``: the graph's topological order) holds every step but the
-    rows' (each layer's :attr:`LayerSteps.compact`): :meth:`expanded` is the full list, made
-    on first call (the same steps in the same order as a lowering that made every row's)."""
+    A *compact* lowering (``order``: every step's node, the rows' included, in topological
+    order) holds every step but the rows' (each layer's :attr:`LayerSteps.compact`):
+    :meth:`expanded` is the full list, made on first call (the same steps in the same order
+    as a lowering that made every row's)."""
 
     def __init__(self, steps: Iterable[Step] = (), layers: tuple[LayerSteps, ...] = (),
                  order: list[str] | None = None):
@@ -313,7 +314,7 @@ class Lowerer(Interpreter):
         (:func:`~derivgraph.compiler.lower_layers.provable_layers`) takes the template's
         steps renamed, every other node is lowered here. Where every such layer is
         :attr:`LayerSteps.compact` and its rows come in the table's order, template first
-        (:func:`_rows_in_order`), the rows' steps are left out (a compact lowering)."""
+        (:func:`_step_order`), the rows' steps are left out (a compact lowering)."""
         graph = self.graph
         nodes, derived = graph.nodes, graph.derived
         tables = provable_layers(self.ctx)
@@ -339,10 +340,12 @@ class Lowerer(Interpreter):
             return LoweredSteps(chosen.values())
         layers = tuple(LayerSteps(table, tuple(self._recipe(table.template, chosen)), nodes)
                        for table in tables)  # one recipe per template
-        if all(layer.compact for layer in layers) and _rows_in_order(order, layers):
-            # the rows' steps are made on demand (LoweredSteps.expanded)
-            return LoweredSteps(map(chosen.__getitem__, filter(chosen.__contains__, order)),
-                                layers, order)
+        steps_order = _step_order(order, chosen, layers) \
+            if all(layer.compact for layer in layers) else None
+        if steps_order is not None:  # the rows' steps are made on demand (expanded)
+            return LoweredSteps(map(chosen.__getitem__, filter(chosen.__contains__,
+                                                               steps_order)),
+                                layers, steps_order)
         for layer in layers:  # each step made for a whole column
             for _step, made in layer.columns:
                 chosen.update(zip(map(_NODE, made), made))
@@ -477,19 +480,26 @@ class Lowerer(Interpreter):
 _Recipe = tuple[int, Step, "int | None", bool, int]
 
 
-def _rows_in_order(order: list[str], layers: Iterable[LayerSteps]) -> bool:
-    """Whether each layer's step nodes come in ``order`` a row at a time, the template's row
-    first, then the table's rows in its order, each in the template's step order: then a
-    column of the rows' steps (template first) is in the order a full lowering lists them."""
-    for layer in layers:
-        cols = {s.node: [s.node, *layer.column_of(s.node)] for s in layer.steps}
-        members = set(chain.from_iterable(cols.values()))
-        seen = list(filter(members.__contains__, order))
-        first = seen[:len(cols)]
-        if set(first) != cols.keys() or \
-                seen != list(chain.from_iterable(zip(*map(cols.__getitem__, first)))):
-            return False
-    return True
+def _step_order(order: list[str], chosen: dict[str, Step],
+                layers: Iterable[LayerSteps]) -> list[str] | None:
+    """The node of every step (``chosen``'s and each layer's rows') in ``order``, when each
+    layer's step nodes come in it a row at a time, the template's row first, then the
+    table's rows in its order, each in the template's step order (then a column of the rows'
+    steps, template first, is in the order a full lowering lists them); else None."""
+    cols = [{s.node: [s.node, *layer.column_of(s.node)] for s in layer.steps}
+            for layer in layers]
+    members = set(chosen)
+    for col in cols:
+        members.update(chain.from_iterable(col.values()))
+    seen = list(filter(members.__contains__, order))
+    for col in cols:
+        mine = set(chain.from_iterable(col.values()))
+        layer_seen = seen if len(mine) == len(seen) else list(filter(mine.__contains__, seen))
+        first = layer_seen[:len(col)]
+        if set(first) != col.keys() or \
+                layer_seen != list(chain.from_iterable(zip(*map(col.__getitem__, first)))):
+            return None
+    return seen
 
 
 def _only_feeds_views(graph: DerivedGraph, users: dict[str, list[str]], node_id: str) -> bool:

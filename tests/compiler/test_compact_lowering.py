@@ -44,7 +44,7 @@ def test_the_rows_are_left_out_and_read_back_whole(monkeypatch) -> None:  # noqa
     full = plan.steps
     assert [s.node for s in full] == [f"layers.{i}.{n}" for i in range(LAYERS)
                                       for n in ("inv", "prod")]
-    monkeypatch.setattr(lower, "_rows_in_order", lambda order, layers: False)
+    monkeypatch.setattr(lower, "_step_order", lambda order, chosen, layers: None)
     made = lower_steps(plan.tensors)  # every row's step made by the lowering itself
     assert not made.compact and made == full
     assert count == len(full) == 2 * LAYERS
@@ -118,3 +118,19 @@ def test_a_step_outside_reading_a_rows_node_turns_the_columns_off() -> None:
     extra = Step("extra", Action.COMPUTE, "neg", (NodeRef(table.rows[1][k]),))
     mixed = LoweredSteps([extra, *lowered], lowered.layers)
     assert compact_levels(plan.tensors, mixed, mixed.layers) is None
+
+
+def test_the_step_order_holds_steps_outside_the_layers() -> None:
+    plan = _plan()
+    lowered = plan.programs.lowered
+    order = plan.graph.ordered()
+    chosen = {s.node: s for s in lowered}
+    extra = Step("layers.0.strides", Action.COPY, input="layers.0.scale",
+                 target="layers.0.strides")  # a step of a node outside the layer's steps
+    got = lower._step_order(order, {**chosen, extra.node: extra}, lowered.layers)
+    assert got is not None and "layers.0.strides" in got
+    assert [n for n in got if n != "layers.0.strides"] == [s.node for s in plan.steps]
+    swapped = list(order)
+    a, b = swapped.index("layers.3.prod"), swapped.index("layers.4.prod")
+    swapped[a], swapped[b] = swapped[b], swapped[a]
+    assert lower._step_order(swapped, {**chosen, extra.node: extra}, lowered.layers) is None
