@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain, filterfalse, repeat
-from operator import attrgetter, is_
+from operator import attrgetter, eq, is_
 from typing import Any, Protocol
 
 import torch
@@ -209,6 +209,10 @@ class LoweredSteps(list[Step]):
                 self._written = [s.target for s in self.expanded() if s.action in WRITES]
             else:
                 target = {s.node: s.target for s in self if s.action in WRITES}
+                if len(target) == len(self) and all(map(eq, target, target.values())):
+                    # every step writes its own node, and so does every row: all of them
+                    self._written = list(self._order)
+                    return list(self._written)
                 for layer in self.layers:
                     for step in layer.steps:  # compact: OUT steps writing their own node
                         column = layer.column_of(step.node)

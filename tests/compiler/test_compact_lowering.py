@@ -134,3 +134,12 @@ def test_the_step_order_holds_steps_outside_the_layers() -> None:
     a, b = swapped.index("layers.3.prod"), swapped.index("layers.4.prod")
     swapped[a], swapped[b] = swapped[b], swapped[a]
     assert lower._step_order(swapped, {**chosen, extra.node: extra}, lowered.layers) is None
+
+
+def test_written_leaves_out_a_step_that_writes_no_node() -> None:
+    plan = _plan()
+    lowered = plan.programs.lowered
+    extra = Step("%x", Action.COMPUTE, "neg", (NodeRef("layers.0.scale"),))
+    mixed = LoweredSteps([extra, *lowered], lowered.layers, ["%x", *lowered._order])
+    assert mixed.written() == lowered.written() == [s.target for s in plan.steps]
+    assert mixed.count() == lowered.count() + 1 == len(mixed.expanded())
