@@ -18,7 +18,7 @@ The lowering knows no plan: it reads the bound tensors through a :class:`LowerCo
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain, filterfalse, repeat
@@ -128,29 +128,39 @@ class LayerSteps:
     @cached_property
     def columns(self) -> tuple[tuple[Step, list[Step]], ...]:
         """Per step of the template, that step and the step each row takes for it."""
-        table, nodes = self.table, self.nodes
-        template, rows = table.template, table.rows
-        made_columns: list[tuple[Step, list[Step]]] = []
-        for i, step, at, tail, inp in self.recipes:
-            column = table.column(i)
-            if at is None:  # arguments of another shape: renamed one by one
-                made_columns.append((step, [step.renamed(dict(zip(template, ids)))
-                                            for ids in rows]))
-                continue
-            action, op, scale, out_shape = step.action, step.op, step.scale, step.out_shape
-            targets = column if step.target else [""] * len(rows)
-            inputs = table.column(inp) if inp >= 0 else [step.input] * len(rows)
-            if at < 0:
-                args, kwargs = step.args, step.kwargs
-                made = [Step(n, action, op, args, kwargs, x, t, scale, out_shape)
-                        for n, x, t in zip(column, inputs, targets)]
-            else:
-                srcs = [nodes[n] for n in table.column(at)]
-                made = [Step(n, action, op, (src.args[1],) if tail else src.args,
-                             src.kwargs, x, t, scale, out_shape)
-                        for n, src, x, t in zip(column, srcs, inputs, targets)]
-            made_columns.append((step, made))
-        return tuple(made_columns)
+        rows = self.table.rows
+        return tuple((recipe[1], self._made(recipe, rows)) for recipe in self.recipes)
+
+    def _made(self, recipe: _Recipe, rows: list[tuple[str, ...]]) -> list[Step]:
+        """The step each of ``rows`` (rows of the table) takes for a template's step."""
+        i, step, at, tail, inp = recipe
+        template, nodes = self.table.template, self.nodes
+        if at is None:  # arguments of another shape: renamed one by one
+            return [step.renamed(dict(zip(template, ids))) for ids in rows]
+        column = [row[i] for row in rows]
+        action, op, scale, out_shape = step.action, step.op, step.scale, step.out_shape
+        targets = column if step.target else [""] * len(rows)
+        inputs = [row[inp] for row in rows] if inp >= 0 else [step.input] * len(rows)
+        if at < 0:
+            args, kwargs = step.args, step.kwargs
+            return [Step(n, action, op, args, kwargs, x, t, scale, out_shape)
+                    for n, x, t in zip(column, inputs, targets)]
+        srcs = [nodes[row[at]] for row in rows]
+        return [Step(n, action, op, (src.args[1],) if tail else src.args,
+                     src.kwargs, x, t, scale, out_shape)
+                for n, src, x, t in zip(column, srcs, inputs, targets)]
+
+    def steps_of(self, nodes: Collection[str]) -> list[Step]:
+        """The rows' steps whose node is in ``nodes`` (a compact layer: each writes its own
+        node), made for those rows only, in no particular order."""
+        out: list[Step] = []
+        rows = self.table.rows
+        for recipe in self.recipes:
+            column = self.table.column(recipe[0])
+            hit = [rows[r] for r, n in enumerate(column) if n in nodes]
+            if hit:
+                out += self._made(recipe, hit)
+        return out
 
 
 #: the actions whose target's storage a step writes
@@ -192,6 +202,16 @@ class LoweredSteps(list[Step]):
             self._full = LoweredSteps(map(made.__getitem__, filter(made.__contains__,
                                                                    self._order)), self.layers)
         return self._full
+
+    def select(self, nodes: Collection[str]) -> list[Step]:
+        """The steps of :meth:`expanded` whose node or target is in ``nodes``, in its order (a
+        compact lowering's rows made only where selected)."""
+        if self._order is None or self._full is not None:
+            return [s for s in self.expanded() if s.node in nodes or s.target in nodes]
+        picked = {s.node: s for s in self if s.node in nodes or s.target in nodes}
+        for layer in self.layers:
+            picked.update(zip(map(_NODE, made := layer.steps_of(nodes)), made))
+        return list(map(picked.__getitem__, filter(picked.__contains__, self._order)))
 
     def count(self) -> int:
         """``len(self.expanded())``, without making the rows' steps."""

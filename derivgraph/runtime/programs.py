@@ -119,7 +119,9 @@ class Programs:
         """The pass over the steps that make ``nodes`` (compiled once per node set)."""
         prog = self._partial.get(nodes)
         if prog is None:
-            steps = [s for s in self.steps if s.node in nodes or s.target in nodes]
+            lowered = self.lowered
+            steps = lowered.select(nodes) if isinstance(lowered, LoweredSteps) else \
+                [s for s in lowered if s.node in nodes or s.target in nodes]
             prog = self._partial[nodes] = self._compile(steps, "partial_pass")
         return prog
 

@@ -143,3 +143,15 @@ def test_written_leaves_out_a_step_that_writes_no_node() -> None:
     mixed = LoweredSteps([extra, *lowered], lowered.layers, ["%x", *lowered._order])
     assert mixed.written() == lowered.written() == [s.target for s in plan.steps]
     assert mixed.count() == lowered.count() + 1 == len(mixed.expanded())
+
+
+def test_a_partial_pass_makes_only_its_rows_steps() -> None:
+    plan = _plan()
+    lowered = plan.programs.lowered
+    nodes = plan.programs.needed(("layers.3.scale",), plan.tensors.sources)
+    got = lowered.select(nodes)
+    assert lowered._full is None  # the rows' steps were not all made
+    assert [s.node for s in got] == ["layers.3.inv", "layers.3.prod"]
+    assert got == [s for s in plan.steps if s.node in nodes or s.target in nodes]
+    assert lowered.select(nodes | {"layers.1.inv"}) == \
+        [s for s in plan.steps if s.node in nodes | {"layers.1.inv"}]
