@@ -255,7 +255,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
     graph.closed_cache = (-1, None)
     logger.info("compiled %d derived tensors (%d adopted) over %d sources, %d steps, %d groups, "
                 "%d CSE hits", len(plan.entries), sum(e.adopted for e in plan.entries.values()),
-                len(plan.source_ptrs), len(plan.steps),
+                len(plan.source_ptrs), plan.programs.step_count(),
                 plan.program.groups if plan.program else 0, graph.cse_hits)
     return plan
 
@@ -371,7 +371,7 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
 
 def _mismatches(plan: Plan, values: dict[str, Any]) -> list[str]:
     """The targets of written steps whose storage is not bit for bit their eager value."""
-    targets = [s.target for s in plan.steps if s.action in (Action.OUT, Action.COPY)]
+    targets = plan.programs.written()
     pairs = [(plan.entries[t].storage, values[t]) for t in targets]
     same = _bits_equal_all(pairs, plan.tensors.layouts)
     return [t for t, ok in zip(targets, same) if not ok]

@@ -25,25 +25,28 @@ import torch
 from derivgraph._enum import StrEnum
 from derivgraph.column_layout import ColumnFacts, book_of
 from derivgraph.compiler import flat
-from derivgraph.compiler.copies import row_copies, stage_directly
+from derivgraph.compiler.copies import has_identity_reductions, row_copies, stage_directly
 from derivgraph.compiler.generated import define
 from derivgraph.compiler.graph import NodeRef
 from derivgraph.compiler.ir import NodeKind
 from derivgraph.compiler.lower import (
     Action,
+    LayerSteps,
     LowerContext,
     LoweredSteps,
     Step,
     out_tensor,
     out_tensors,
 )
+from derivgraph.compiler.schedule import compact_levels
 from derivgraph.compiler.schedule import levels as _levels
-from derivgraph.compiler.schedule_layers import row_keys
+from derivgraph.compiler.schedule_layers import row_keys, same_key_facts
 from derivgraph.ops import OPS, OpKind
 from derivgraph.spec.kinds import TensorKind
 
-__all__ = ["Bindings", "Bound", "Constant", "Flat", "GroupKey", "Helper", "OutView", "Program",
-           "RowsOf", "Stage", "TensorList", "build_program", "compile_function", "literal"]
+__all__ = ["Bindings", "Bound", "Constant", "Flat", "GroupKey", "Helper", "Members", "OutView",
+           "Program", "RowsOf", "Stage", "TensorList", "build_program", "compile_function",
+           "literal"]
 
 _FOREACH_UNARY = {name: f"_foreach_{name}_" for name in
                   ("reciprocal", "abs", "exp", "log", "sqrt", "rsqrt", "neg")}
@@ -302,23 +305,30 @@ class Emitter:
         return Bound(step.target) if step.out_shape is None else \
             OutView(step.target, step.out_shape)
 
-    def tensors(self, refs: list[str]) -> str:
-        """A prebuilt global list when every tensor is bound, else a list of local names."""
+    def tensors(self, refs: list[str], alike: bool = False) -> str:
+        """A prebuilt global list when every tensor is bound, else a list of local names
+        (``alike``: see :meth:`list_members`)."""
         local = self.locals
         values = self.ctx.bound_values(refs, _UNBOUND) if local.keys().isdisjoint(refs) \
             else [_UNBOUND]
         if any(map(is_, values, repeat(_UNBOUND))):  # a local (or an unbound node) among them
             return "[" + ", ".join(self.operand(r) for r in refs) + "]"
-        keys = self.list_members(refs)
+        keys = self.list_members(refs, alike)
         return self.bindings.bind(TensorList(keys), "group", values)
 
-    def list_members(self, refs: list[str]) -> tuple[Bound, ...]:
+    def list_members(self, refs: list[str], alike: bool = False) -> tuple[Bound, ...]:
         """The keys of ``refs`` (none a local) as members of one prebuilt list (a level's
         ``_foreach`` call, :func:`_copies` included): a source or
         a derived tensor is named by the list alone (the header prints the list by path, one
         global per list, not per tensor); any other node (a view, named over its base; a
-        constant; a staged scalar) by :meth:`operand`."""
+        constant; a staged scalar) by :meth:`operand`. ``alike``: every ref is a node of the
+        first's kinds (a column of a compact lowering: one template node, renamed), which alone
+        is then read when it is named by the list."""
         nodes, derived = self.ctx.graph.nodes, self.ctx.graph.derived
+        if alike and refs:
+            kind = nodes[refs[0]].kind
+            if kind is _SOURCE or kind is _DERIVED and derived[refs[0]].kind is not _SCALAR:
+                return _bound_keys(refs)
         for ref in refs:
             kind = nodes[ref].kind
             if kind is _SOURCE or kind is _DERIVED and derived[ref].kind is not _SCALAR:
@@ -326,20 +336,28 @@ class Emitter:
             self.operand(ref)
         return _bound_keys(refs)
 
-    def outs(self, steps: list[Step]) -> str:
+    def outs(self, steps: list[Step], values: list[torch.Tensor] | None = None) -> str:
+        """The prebuilt list of what ``steps`` write (``values``: their
+        :func:`~derivgraph.compiler.lower.out_tensors`, when read already)."""
+        if values is None:
+            values = out_tensors(self.ctx, steps)
         if any(s.out_shape is not None for s in steps):
             for s in steps:
                 self.out(s)
             return self.bindings.bind(TensorList(tuple(self.out_key(s) for s in steps)),
-                                      "group", out_tensors(self.ctx, steps))
-        targets = [s.target for s in steps]
-        values = out_tensors(self.ctx, steps)
+                                      "group", values)
+        return self.outs_of([s.target for s in steps], values)
+
+    def outs_of(self, targets: list[str], values: list[torch.Tensor],
+                alike: bool = False) -> str:
+        """The prebuilt list of the storages of ``targets`` (``values``), each written whole
+        (``alike``: see :meth:`list_members`)."""
         if not self.locals.keys().isdisjoint(targets):
-            for s in steps:
-                self.out(s)
+            for target in targets:
+                self.operand(target)
             keys = _bound_keys(targets)
         else:
-            keys = self.list_members(targets)
+            keys = self.list_members(targets, alike)
         return self.bindings.bind(TensorList(keys), "group", values)
 
 
@@ -416,6 +434,11 @@ def build_program(ctx: LowerContext, bindings: Bindings, steps: list[Step], name
     """Schedule, group and emit ``steps`` as a Python function ``name`` and compile it
     (``flat``: groups of many small CPU tensors as whole-buffer ops, :mod:`.flat`; grouped,
     the copy-shaped steps of a level run as one ``_foreach_copy_``, :mod:`.copies`)."""
+    if isinstance(steps, LoweredSteps) and steps.compact:
+        columns = _column_plan(ctx, steps) if group else None
+        if columns is not None:
+            return _emit_columns(ctx, bindings, steps, name, columns, flat)
+        steps = steps.expanded()  # each row's steps made: scheduled and keyed as below
     em = Emitter(ctx, bindings, flat=flat)
     run, direct = stage_directly(ctx, steps) if group else (steps, {})
     # stamped rows lowered from their template's steps: its levels and keys where proven
@@ -446,6 +469,88 @@ def build_program(ctx: LowerContext, bindings: Bindings, steps: list[Step], name
     return compile_function(bindings, name, lines, steps=steps, groups=groups)
 
 
+#: a compact lowering's buckets: per level, its (key, members) in the order a full lowering
+#: groups them; a member is a step, or (a template's step, its layer) standing for its column
+_Buckets = list[tuple[list[Step], list[tuple[GroupKey, list[Step | tuple[Step, LayerSteps]]]]]]
+
+
+def _column_plan(ctx: LowerContext, steps: LoweredSteps) -> tuple[_Buckets, list[Any]] | None:
+    """The levels and group keys of a compact lowering (its rows' steps left out, each a
+    column of its template step), grouped as :func:`build_program` groups a full lowering's:
+    when the layers' levels are proven (:func:`~derivgraph.compiler.schedule.compact_levels`),
+    every row of a template step takes its key (:func:`~derivgraph.compiler.schedule_layers.
+    same_key_facts`: an ``out=`` op grouped as ``UNARY``/``BINARY``/``SCALAR``), no identity
+    reduction is staged directly, and a column is alone in its group (so its members are
+    listed template first, then its rows, as the full lowering lists them); else None."""
+    if has_identity_reductions(ctx, steps):
+        return None
+    levels = compact_levels(ctx, steps, steps.layers)
+    if levels is None:
+        return None
+    keys = [_group_key(ctx, s) for s in steps]
+    column_of: dict[int, LayerSteps] = {}
+    for layer in steps.layers:
+        for step in layer.steps:
+            column_of[id(step)] = layer
+    index = {id(s): i for i, s in enumerate(steps)}
+    for layer in steps.layers:
+        n = len(layer.table.rows)
+        for step in layer.steps:
+            key = keys[index[id(step)]]
+            if key is None or key.kind not in _COLUMN_KINDS \
+                    or not same_key_facts(ctx, layer, step, n):
+                return None
+    order = sorted(range(len(steps)), key=levels.__getitem__)  # stable within a level
+    buckets: _Buckets = []
+    for _lvl, members in itertools.groupby(order, key=levels.__getitem__):
+        by_key: dict[GroupKey, list[Step | tuple[Step, LayerSteps]]] = {}
+        singles: list[Step] = []
+        for k in members:
+            key, step = keys[k], steps[k]
+            layer = column_of.get(id(step))
+            if key is None:
+                singles.append(step)
+                continue
+            bucket = by_key.setdefault(key, [])
+            if layer is not None and bucket or bucket and type(bucket[0]) is tuple:
+                return None  # a column shares its group: its members would interleave
+            bucket.append(step if layer is None else (step, layer))
+        buckets.append((singles, list(by_key.items())))
+    return buckets, keys
+
+
+def _emit_columns(ctx: LowerContext, bindings: Bindings, steps: LoweredSteps, name: str,
+                  plan: tuple[_Buckets, list[Any]], flat: bool) -> Program:
+    """Emit a compact lowering's buckets (:func:`_column_plan`) as :func:`build_program`
+    emits a full lowering's: a column's group lists its template's tensors, then its rows',
+    each list made in C-level sweeps over the column (no row step is made)."""
+    em = Emitter(ctx, bindings, flat=flat)
+    buckets, _keys = plan
+    lines: Lines = []
+    groups = 0
+    for singles, by_key_items in buckets:
+        by_key = {key: batch for key, batch in by_key_items if type(batch[0]) is not tuple}
+        merged, calls = _copies(em, by_key, singles, {})
+        groups += calls
+        lines += merged
+        for step in singles:
+            lines += _emit_single(em, step)
+        for key, batch in by_key_items:
+            if type(batch[0]) is tuple:
+                step, layer = batch[0]  # type: ignore[misc]
+                groups += 1
+                lines += _emit_members(em, key, _column_members(ctx, step, layer))
+                continue
+            if key not in by_key:  # taken into the level's one copy call
+                continue
+            if len(batch) == 1:
+                lines += _emit_single(em, batch[0])  # type: ignore[arg-type]
+            else:
+                groups += 1
+                lines += _emit_group(em, key, batch)  # type: ignore[arg-type]
+    return compile_function(bindings, name, lines, steps=steps, groups=groups)
+
+
 def _stage_out(em: Emitter, step: Step) -> tuple[Stage, torch.Tensor]:
     """What a SCALAR step copies into: its staging tensor, viewed in the input's shape where a
     one-element input of another shape is staged directly (``[1]`` into a 0-dim stage)."""
@@ -458,6 +563,8 @@ def _stage_out(em: Emitter, step: Step) -> tuple[Stage, torch.Tensor]:
 
 
 _COPY_KEY, _STAGE_KEY = GroupKey(GroupKind.COPY), GroupKey(GroupKind.STAGE)
+#: the group kinds a compact lowering's column may take (an ``out=`` op's)
+_COLUMN_KINDS = frozenset({GroupKind.UNARY, GroupKind.BINARY, GroupKind.SCALAR})
 
 
 def _copies(em: Emitter, by_key: dict[GroupKey, list[Step]], singles: list[Step],
@@ -470,7 +577,7 @@ def _copies(em: Emitter, by_key: dict[GroupKey, list[Step]], singles: list[Step]
     done: Lines = []
     flat_call = False
     if len(copies) > 1 and em.flat:
-        done = _emit_flat(em, _COPY_KEY, copies) or []
+        done = _emit_flat(em, _COPY_KEY, _step_members(em.ctx, _COPY_KEY, copies)) or []
         flat_call = bool(done)  # the copy group's own lines (one grouped call), first
         if done:
             del by_key[_COPY_KEY]
@@ -557,21 +664,62 @@ def _emit_group(em: Emitter, key: GroupKey, members: list[Step]) -> Lines:
         ins = em.tensors([s.input for s in members])
         return [(f"torch._foreach_copy_({stages}, {ins})  # Python scalars set after the pass; "
                  "NOT refillable: graph recapture required", nodes)]
-    flat = _emit_flat(em, key, members) if em.flat else None
+    return _emit_members(em, key, _step_members(em.ctx, key, members), members)
+
+
+class Members(NamedTuple):
+    """A group's members as columns: the nodes each writes, the tensors it writes, its first
+    operand (a copy's input), its second (``BINARY``; else empty); ``alike``: each column is
+    one template node's, renamed (:meth:`Emitter.list_members`)."""
+
+    targets: list[str]
+    outs: list[torch.Tensor]
+    a: list[str]
+    b: list[str]
+    alike: bool = False
+
+
+def _step_members(ctx: LowerContext, key: GroupKey, steps: list[Step]) -> Members:
+    """:class:`Members` of a group of steps."""
+    a = [s.input for s in steps] if key.kind is GroupKind.COPY \
+        else [s.args[0].id for s in steps]
+    b = [s.args[1].id for s in steps] if key.kind is GroupKind.BINARY else []
+    return Members([s.target for s in steps], out_tensors(ctx, steps), a, b)  # type: ignore
+
+
+def _column_members(ctx: LowerContext, step: Step, layer: LayerSteps) -> Members:
+    """:class:`Members` of a template's step and its rows' (a compact lowering's column: an
+    ``out=`` op writing its own node, operands by position, :attr:`LayerSteps.compact`)."""
+    def column(ref: str) -> list[str]:
+        return [ref, *layer.column_of(ref)]
+
+    targets = column(step.target)
+    b = column(step.args[1].id) if len(step.args) > 1 and isinstance(step.args[1], NodeRef) \
+        else []
+    return Members(targets, ctx.bound_values(targets), column(step.args[0].id), b, True)
+
+
+def _emit_members(em: Emitter, key: GroupKey, m: Members, steps: list[Step] | None = None,
+                  ) -> Lines:
+    """A ``COPY``/``UNARY``/``BINARY``/``SCALAR`` group (``steps``: its steps, where one may
+    write through a view; else every member writes its storage whole)."""
+    nodes = tuple(m.targets)
+    flat = _emit_flat(em, key, m) if em.flat else None
     if flat is not None:
         return flat
-    outs = em.outs(members)
+    outs = em.outs(steps, m.outs) if steps is not None else \
+        em.outs_of(m.targets, m.outs, m.alike)
     if key.kind is GroupKind.COPY:
-        ins = em.tensors([s.input for s in members])
+        ins = em.tensors(m.a, m.alike)
         return [(f"torch._foreach_copy_({outs}, {ins})", nodes)]
-    a = em.tensors([s.args[0].id for s in members])
+    a = em.tensors(m.a, m.alike)
     lines = [(f"torch._foreach_copy_({outs}, {a})", nodes)]
     if key.kind is GroupKind.UNARY:
         lines.append((f"torch.{_FOREACH_UNARY[key.op]}({outs})", nodes))
         if key.scale is not None:
             lines.append((f"torch._foreach_mul_({outs}, {em.value(key.scale)})", nodes))
     elif key.kind is GroupKind.BINARY:
-        b = em.tensors([s.args[1].id for s in members])
+        b = em.tensors(m.b, m.alike)
         lines.append((f"torch.{_FOREACH_BINARY[key.op]}({outs}, {b})", nodes))
     else:
         value = float.fromhex(key.scalar)
@@ -579,19 +727,19 @@ def _emit_group(em: Emitter, key: GroupKey, members: list[Step]) -> Lines:
     return lines
 
 
-def _emit_flat(em: Emitter, key: GroupKey, members: list[Step]) -> Lines | None:
+def _emit_flat(em: Emitter, key: GroupKey, members: Members) -> Lines | None:
     """A group of many small CPU tensors as whole-buffer ops over the memory that holds them
     (:mod:`derivgraph.compiler.flat`); None where that path does not apply."""
     kind = key.kind
     if kind is GroupKind.UNARY and key.op not in flat.EXACT_UNARY or kind in (
             GroupKind.BINARY, GroupKind.SCALAR) and key.op not in flat.EXACT_BINARY:
         return None
-    n = len(members)
+    n = len(members.targets)
     if n < flat.MIN_GROUP:
         return None
     # the outputs' facts first (a group too large for the flat path is refused without its
     # operands named or read), each in one C-level sweep
-    outs = out_tensors(em.ctx, members)
+    outs = members.outs
     got = ColumnFacts(outs, book_of(em.ctx))  # an entry column's: its record, proved once
     if not (got.tensors and got.contiguous):
         return None
@@ -599,8 +747,8 @@ def _emit_flat(em: Emitter, key: GroupKey, members: list[Step]) -> Lines | None:
     if dtype not in (flat.COPY_DTYPES if kind is GroupKind.COPY else flat.OP_DTYPES) \
             or total > min(flat.MAX_MEAN * n, flat.MAX_ELEMENTS):
         return None
-    firsts = [s.input if kind is GroupKind.COPY else s.args[0].id for s in members]
-    refs = firsts + ([s.args[1].id for s in members] if kind is GroupKind.BINARY else [])
+    firsts = members.a
+    refs = firsts + members.b
     if not em.locals.keys().isdisjoint(refs):
         return None
     values = em.ctx.bound_values(refs, _UNBOUND)
@@ -617,7 +765,7 @@ def _emit_flat(em: Emitter, key: GroupKey, members: list[Step]) -> Lines | None:
     at_out = span_out.index(outs)
     if at_out.unique().numel() != total:  # two outputs share memory: not independent steps
         return None
-    targets = tuple(s.target for s in members)
+    targets = tuple(members.targets)
     bind = em.bindings.bind
     # the pass holds every storage it addresses: none is freed while its addresses are bound
     bind(Flat("held", targets), "held", [t.untyped_storage() for t in outs + values])

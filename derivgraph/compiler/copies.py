@@ -25,7 +25,7 @@ from typing import NamedTuple
 from derivgraph.compiler.graph import NodeRef
 from derivgraph.compiler.lower import Action, LowerContext, Step, out_tensor
 
-__all__ = ["IDENTITY_ON_ONE", "Rows", "row_copies", "stage_directly"]
+__all__ = ["IDENTITY_ON_ONE", "Rows", "has_identity_reductions", "row_copies", "stage_directly"]
 
 #: reductions whose value on a one-element tensor is that element, bit for bit
 IDENTITY_ON_ONE = frozenset({"amax"})
@@ -46,6 +46,11 @@ def _identity_input(ctx: LowerContext, step: Step) -> str | None:
         return None
     meta = ctx.meta_of(step.args[0])
     return step.args[0].id if meta is not None and meta.numel() == 1 else None
+
+
+def has_identity_reductions(ctx: LowerContext, steps: list[Step]) -> bool:
+    """Whether a step of ``steps`` is a reduction :func:`stage_directly` may drop."""
+    return any(_identity_input(ctx, s) is not None for s in steps)
 
 
 def stage_directly(ctx: LowerContext, steps: list[Step]) -> tuple[list[Step], dict[str, str]]:

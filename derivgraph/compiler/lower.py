@@ -18,10 +18,11 @@ The lowering knows no plan: it reads the bound tensors through a :class:`LowerCo
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
-from itertools import filterfalse, repeat
-from operator import attrgetter, is_
+from functools import cached_property
+from itertools import chain, filterfalse, repeat
+from operator import attrgetter, eq, is_
 from typing import Any, Protocol
 
 import torch
@@ -36,8 +37,8 @@ from derivgraph.compiler.lower_layers import provable_layers
 from derivgraph.ops import OPS, OpKind
 from derivgraph.spec.kinds import TensorKind
 
-__all__ = ["Action", "LayerSteps", "LowerContext", "LoweredSteps", "Lowerer", "Step", "is_bound",
-           "lower_steps", "out_tensor", "reads_storage_of"]
+__all__ = ["WRITES", "Action", "LayerSteps", "LowerContext", "LoweredSteps", "Lowerer", "Step",
+           "is_bound", "lower_steps", "out_tensor", "reads_storage_of"]
 
 _RESHAPES = frozenset({"view", "reshape", "flatten", "squeeze", "unsqueeze"})
 # ops that only copy their input when it lands in contiguous storage of the same dtype (a cast
@@ -88,22 +89,166 @@ class Step:
 
 @dataclass(frozen=True, eq=False)
 class LayerSteps:
-    """The steps of a table's rows, made from its template's (:meth:`Lowerer.lower`): per step
-    of the template, that step and the step each row took for it (the template's renamed, in
-    the table's row order). Code generation reuses the template's schedule for these
+    """The steps of a table's rows, made from its template's (:meth:`Lowerer.lower`): the
+    template's recipe (:meth:`Lowerer._recipe`: per step, where each row's arguments and input
+    come from). :attr:`columns` makes each row's step (the template's renamed, in the table's
+    row order) on first read; a compact lowering (:attr:`LoweredSteps.compact`) never reads it
+    on the compile path: code generation takes the rows as columns of node ids
+    (:meth:`column_of`). Code generation reuses the template's schedule for these
     (:mod:`derivgraph.compiler.schedule_layers`), finding them by identity in a step list."""
 
     table: InstanceTable
-    columns: tuple[tuple[Step, list[Step]], ...]
+    recipes: tuple[_Recipe, ...]
+    nodes: Any  # the graph's nodes (id -> node): the rows' ops, for their arguments
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        """The template's steps, in its order."""
+        return tuple(r[1] for r in self.recipes)
+
+    @property
+    def compact(self) -> bool:
+        """Whether every row's step is an ``out=`` op whose operands follow from its
+        template's by position (:meth:`column_of`): no keyword, no view written, no argument
+        renamed one by one."""
+        return all(at is not None and step.action is Action.OUT and not step.kwargs
+                   and step.out_shape is None for _i, step, at, _tail, _inp in self.recipes)
+
+    def column_of(self, ref: str) -> list[str]:
+        """Node ``ref`` of the template as each row's node: its column, or ``ref`` itself in
+        every row (a node the rows share)."""
+        where = self._where
+        return self.table.column(where[ref]) if ref in where \
+            else [ref] * len(self.table.rows)
+
+    @cached_property
+    def _where(self) -> dict[str, int]:
+        return {t: k for k, t in enumerate(self.table.template)}
+
+    @cached_property
+    def columns(self) -> tuple[tuple[Step, list[Step]], ...]:
+        """Per step of the template, that step and the step each row takes for it."""
+        rows = self.table.rows
+        return tuple((recipe[1], self._made(recipe, rows)) for recipe in self.recipes)
+
+    def _made(self, recipe: _Recipe, rows: list[tuple[str, ...]]) -> list[Step]:
+        """The step each of ``rows`` (rows of the table) takes for a template's step."""
+        i, step, at, tail, inp = recipe
+        template, nodes = self.table.template, self.nodes
+        if at is None:  # arguments of another shape: renamed one by one
+            return [step.renamed(dict(zip(template, ids))) for ids in rows]
+        column = [row[i] for row in rows]
+        action, op, scale, out_shape = step.action, step.op, step.scale, step.out_shape
+        targets = column if step.target else [""] * len(rows)
+        inputs = [row[inp] for row in rows] if inp >= 0 else [step.input] * len(rows)
+        if at < 0:
+            args, kwargs = step.args, step.kwargs
+            return [Step(n, action, op, args, kwargs, x, t, scale, out_shape)
+                    for n, x, t in zip(column, inputs, targets)]
+        srcs = [nodes[row[at]] for row in rows]
+        return [Step(n, action, op, (src.args[1],) if tail else src.args,
+                     src.kwargs, x, t, scale, out_shape)
+                for n, src, x, t in zip(column, srcs, inputs, targets)]
+
+    def steps_of(self, nodes: Collection[str]) -> list[Step]:
+        """The rows' steps whose node is in ``nodes`` (a compact layer: each writes its own
+        node), made for those rows only, in no particular order."""
+        out: list[Step] = []
+        rows = self.table.rows
+        for recipe in self.recipes:
+            column = self.table.column(recipe[0])
+            hit = [rows[r] for r, n in enumerate(column) if n in nodes]
+            if hit:
+                out += self._made(recipe, hit)
+        return out
+
+
+#: the actions whose target's storage a step writes
+WRITES = frozenset({Action.OUT, Action.COPY})
+_NODE = attrgetter("node")
 
 
 class LoweredSteps(list[Step]):
     """The steps of a lowering, with the stamped tables whose rows took their template's steps
-    (``layers``; empty when every node was lowered on its own)."""
+    (``layers``; empty when every node was lowered on its own).
 
-    def __init__(self, steps: Iterable[Step] = (), layers: tuple[LayerSteps, ...] = ()):
+    A *compact* lowering (``order``: every step's node, the rows' included, in topological
+    order) holds every step but the rows' (each layer's :attr:`LayerSteps.compact`):
+    :meth:`expanded` is the full list, made on first call (the same steps in the same order
+    as a lowering that made every row's)."""
+
+    def __init__(self, steps: Iterable[Step] = (), layers: tuple[LayerSteps, ...] = (),
+                 order: list[str] | None = None):
         super().__init__(steps)
         self.layers = layers
+        self._order = order
+        self._full: LoweredSteps | None = None
+        self._written: list[str] | None = None
+
+    @property
+    def compact(self) -> bool:
+        """Whether the stamped rows' steps are left out (held as their layers' columns)."""
+        return self._order is not None
+
+    def expanded(self) -> LoweredSteps:
+        """Every step, the rows' included, in topological order (this list if not compact)."""
+        if self._order is None:
+            return self
+        if self._full is None:
+            made = dict(zip(map(_NODE, self), self))
+            for layer in self.layers:
+                for _step, column in layer.columns:
+                    made.update(zip(map(_NODE, column), column))
+            self._full = LoweredSteps(map(made.__getitem__, filter(made.__contains__,
+                                                                   self._order)), self.layers)
+        return self._full
+
+    def select(self, nodes: Collection[str]) -> list[Step]:
+        """The steps of :meth:`expanded` whose node or target is in ``nodes``, in its order (a
+        compact lowering's rows made only where selected)."""
+        if self._order is None or self._full is not None:
+            return [s for s in self.expanded() if s.node in nodes or s.target in nodes]
+        picked = {s.node: s for s in self if s.node in nodes or s.target in nodes}
+        for layer in self.layers:
+            picked.update(zip(map(_NODE, made := layer.steps_of(nodes)), made))
+        return list(map(picked.__getitem__, filter(picked.__contains__, self._order)))
+
+    def count(self) -> int:
+        """``len(self.expanded())``, without making the rows' steps."""
+        if self._order is None or self._full is not None:
+            return len(self.expanded())
+        return len(self) + sum(len(layer.table.rows) * len(layer.recipes)
+                               for layer in self.layers)
+
+    def written(self) -> list[str]:
+        """The targets of the ``OUT``/``COPY`` steps of :meth:`expanded`, in its order (a
+        compact lowering's rows read off their columns: each writes its own node; made once,
+        a copy returned)."""
+        if self._written is None:
+            if self._order is None or self._full is not None:
+                self._written = [s.target for s in self.expanded() if s.action in WRITES]
+            else:
+                target = {s.node: s.target for s in self if s.action in WRITES}
+                if len(target) == len(self) and all(map(eq, target, target.values())):
+                    # every step writes its own node, and so does every row: all of them
+                    self._written = list(self._order)
+                    return list(self._written)
+                for layer in self.layers:
+                    for step in layer.steps:  # compact: OUT steps writing their own node
+                        column = layer.column_of(step.node)
+                        target.update(zip(column, column))
+                self._written = list(map(target.__getitem__,
+                                         filter(target.__contains__, self._order)))
+        return list(self._written)
+
+    def targets(self) -> Iterable[str]:
+        """The target of every step but the intermediates (``COMPUTE``), rows included, in
+        no particular order (a compact lowering's rows read off their columns)."""
+        own = [s.target for s in self if s.action is not Action.COMPUTE]
+        if self._order is None:
+            return own
+        return chain(own, chain.from_iterable(layer.column_of(step.node)
+                                              for layer in self.layers for step in layer.steps))
 
 
 class LowerContext(Protocol):
@@ -191,7 +336,9 @@ class Lowerer(Interpreter):
     def lower(self) -> LoweredSteps:
         """Every step in topological order; a stamped layer whose facts are its template's
         (:func:`~derivgraph.compiler.lower_layers.provable_layers`) takes the template's
-        steps renamed, every other node is lowered here."""
+        steps renamed, every other node is lowered here. Where every such layer is
+        :attr:`LayerSteps.compact` and its rows come in the table's order, template first
+        (:func:`_step_order`), the rows' steps are left out (a compact lowering)."""
         graph = self.graph
         nodes, derived = graph.nodes, graph.derived
         tables = provable_layers(self.ctx)
@@ -215,34 +362,19 @@ class Lowerer(Interpreter):
                 chosen[node_id] = by_target[node_id]
         if not held:
             return LoweredSteps(chosen.values())
-        layers = []
-        for table in tables:  # one recipe per template, each step made for a whole column
-            template, rows = table.template, table.rows
-            made_columns: list[tuple[Step, list[Step]]] = []
-            for i, step, at, tail, inp in self._recipe(template, chosen):
-                column = table.column(i)
-                if at is None:  # arguments of another shape: renamed one by one
-                    made = [step.renamed(dict(zip(template, ids))) for ids in rows]
-                    chosen.update(zip(column, made))
-                    made_columns.append((step, made))
-                    continue
-                action, op, scale, out_shape = step.action, step.op, step.scale, step.out_shape
-                targets = column if step.target else [""] * len(rows)
-                inputs = table.column(inp) if inp >= 0 else [step.input] * len(rows)
-                if at < 0:
-                    args, kwargs = step.args, step.kwargs
-                    made = [Step(n, action, op, args, kwargs, x, t, scale, out_shape)
-                            for n, x, t in zip(column, inputs, targets)]
-                else:
-                    srcs = [nodes[n] for n in table.column(at)]
-                    made = [Step(n, action, op, (src.args[1],) if tail else src.args,
-                                 src.kwargs, x, t, scale, out_shape)
-                            for n, src, x, t in zip(column, srcs, inputs, targets)]
-                chosen.update(zip(column, made))
-                made_columns.append((step, made))
-            layers.append(LayerSteps(table, tuple(made_columns)))
+        layers = tuple(LayerSteps(table, tuple(self._recipe(table.template, chosen)), nodes)
+                       for table in tables)  # one recipe per template
+        steps_order = _step_order(order, chosen, layers) \
+            if all(layer.compact for layer in layers) else None
+        if steps_order is not None:  # the rows' steps are made on demand (expanded)
+            return LoweredSteps(map(chosen.__getitem__, filter(chosen.__contains__,
+                                                               steps_order)),
+                                layers, steps_order)
+        for layer in layers:  # each step made for a whole column
+            for _step, made in layer.columns:
+                chosen.update(zip(map(_NODE, made), made))
         return LoweredSteps(map(chosen.__getitem__, filter(chosen.__contains__, order)),
-                            tuple(layers))
+                            layers)
 
     def _recipe(self, template: tuple[str, ...], chosen: dict[str, Step]) -> list[_Recipe]:
         """Per step of a template: its position, the step, the position of the op whose
@@ -370,6 +502,28 @@ class Lowerer(Interpreter):
 
 #: (position, template step, position of its op or -1 / None, second argument only, input)
 _Recipe = tuple[int, Step, "int | None", bool, int]
+
+
+def _step_order(order: list[str], chosen: dict[str, Step],
+                layers: Iterable[LayerSteps]) -> list[str] | None:
+    """The node of every step (``chosen``'s and each layer's rows') in ``order``, when each
+    layer's step nodes come in it a row at a time, the template's row first, then the
+    table's rows in its order, each in the template's step order (then a column of the rows'
+    steps, template first, is in the order a full lowering lists them); else None."""
+    cols = [{s.node: [s.node, *layer.column_of(s.node)] for s in layer.steps}
+            for layer in layers]
+    members = set(chosen)
+    for col in cols:
+        members.update(chain.from_iterable(col.values()))
+    seen = list(filter(members.__contains__, order))
+    for col in cols:
+        mine = set(chain.from_iterable(col.values()))
+        layer_seen = seen if len(mine) == len(seen) else list(filter(mine.__contains__, seen))
+        first = layer_seen[:len(col)]
+        if set(first) != col.keys() or \
+                layer_seen != list(chain.from_iterable(zip(*map(col.__getitem__, first)))):
+            return None
+    return seen
 
 
 def _only_feeds_views(graph: DerivedGraph, users: dict[str, list[str]], node_id: str) -> bool:

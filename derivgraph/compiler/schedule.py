@@ -16,9 +16,9 @@ from collections.abc import Sequence
 import torch
 
 from derivgraph.compiler.lower import LayerSteps, LowerContext, Step
-from derivgraph.compiler.schedule_layers import WRITES, RowLevels, row_levels
+from derivgraph.compiler.schedule_layers import WRITES, RowLevels, layer_fence, row_levels
 
-__all__ = ["levels"]
+__all__ = ["compact_levels", "levels"]
 
 
 def levels(ctx: LowerContext, steps: list[Step], layers: Sequence[LayerSteps] = ()) -> list[int]:
@@ -37,6 +37,21 @@ def levels(ctx: LowerContext, steps: list[Step], layers: Sequence[LayerSteps] = 
     for i, t in rows.copy_of.items():
         out[i] = out[t]
     return out
+
+
+def compact_levels(ctx: LowerContext, steps: list[Step],
+                   layers: Sequence[LayerSteps]) -> list[int] | None:
+    """:func:`levels` of a compact lowering (the rows' steps left out, each row's step at its
+    template step's level): when :func:`~derivgraph.compiler.schedule_layers.layer_fence`
+    proves the layers' storage and no step but the templates' touches a layer (else None)."""
+    fence = layer_fence(ctx, steps, layers)
+    if fence is None:
+        return None
+    which = range(len(steps))
+    step_reads, ptr = _touched(ctx, steps, which)
+    if not _outside(fence, steps, which, step_reads, ptr):
+        return None
+    return _sweep(steps, which, step_reads, ptr)
 
 
 def _touched(ctx: LowerContext, steps: list[Step], which: Sequence[int],
@@ -95,10 +110,11 @@ def _outside(fence: RowLevels, steps: list[Step], which: Sequence[int],
     """Whether the steps at ``which`` other than the proven templates' own read no node of a
     proven layer, write none of its nodes or the shared nodes it reads, and touch none of
     their addresses (``ptr``: every address ``steps`` touch)."""
-    nodes, shared, fenced, templates = fence.nodes, fence.shared, fence.fenced, fence.templates
+    shared, fenced, templates = fence.shared, fence.fenced, fence.templates
     for i, refs in zip(which, step_reads):
         if i in templates:
             continue
+        nodes = fence.nodes  # made once, when a step outside the templates is read
         step = steps[i]
         if step.node in nodes or step.node in shared or step.target in nodes \
                 or step.target in shared or not nodes.isdisjoint(refs):

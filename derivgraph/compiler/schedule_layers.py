@@ -26,7 +26,8 @@ A table that fails a check is scheduled step by step as before.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from itertools import repeat
+from functools import cached_property
+from itertools import chain, repeat
 from operator import attrgetter, eq, is_, lt
 from typing import Any
 
@@ -34,12 +35,10 @@ import torch
 
 from derivgraph.column_layout import ColumnFacts, book_of
 from derivgraph.compiler.graph import NodeRef
-from derivgraph.compiler.lower import Action, LayerSteps, LowerContext, Step
+from derivgraph.compiler.lower import WRITES, Action, LayerSteps, LowerContext, Step
 
-__all__ = ["RowLevels", "row_keys", "row_levels", "step_refs"]
+__all__ = ["RowLevels", "layer_fence", "row_keys", "row_levels", "same_key_facts", "step_refs"]
 
-#: the actions whose target's storage a step writes
-WRITES = frozenset({Action.OUT, Action.COPY})
 _CONSTANT_KEYS = frozenset({Action.COPY, Action.SCALAR})  # keyed by the action alone
 _UNBOUND = object()
 _IS_META = attrgetter("is_meta")
@@ -56,52 +55,84 @@ class RowLevels:
     """The proven rows of a step list: ``copy_of`` (row step index -> its template step's
     index), the indices of those templates' own steps (``templates``), the addresses the
     proven layers' own positions and their shared nodes hold (``fenced``), every node of
-    those layers (``nodes``) and the shared nodes they read (``shared``)."""
+    those layers (``nodes``, made on first read from ``tables``) and the shared nodes they
+    read (``shared``)."""
 
     def __init__(self) -> None:
         self.copy_of: dict[int, int] = {}
         self.templates: set[int] = set()
         self.fenced: set[int] = set()
-        self.nodes: set[str] = set()
+        self.tables: list[Any] = []  # the proven layers' instance tables
         self.shared: set[str] = set()
+
+    @cached_property
+    def nodes(self) -> set[str]:
+        """Every node of the proven layers (their templates' and rows')."""
+        return set(chain.from_iterable(chain(t.template, t.ids()) for t in self.tables))
 
 
 def row_levels(ctx: LowerContext, steps: Sequence[Step],
                layers: Iterable[LayerSteps]) -> RowLevels:
     """The rows of ``layers`` whose levels are their template's (see the module docstring)."""
-    out = RowLevels()
     index = {id(s): i for i, s in enumerate(steps)}
+    proofs = []
+    for layer in layers:
+        proof = _layer_addresses(ctx, index, layer)
+        if proof is not None:
+            proofs.append((layer, proof))
+    return _fence(proofs) or RowLevels()
+
+
+def layer_fence(ctx: LowerContext, steps: Sequence[Step],
+                layers: Iterable[LayerSteps]) -> RowLevels | None:
+    """:func:`row_levels` of a compact lowering (:attr:`~derivgraph.compiler.lower.
+    LoweredSteps.compact`: the rows' steps are not in ``steps``, each row's being its
+    template's by construction): the templates' steps (``templates``) and the layers'
+    storage fence, when every layer's storage is proved; else None. ``copy_of`` is empty:
+    a row's step is its template step's column."""
+    index = {id(s): i for i, s in enumerate(steps)}
+    proofs = []
+    for layer in layers:
+        firsts = list(map(index.get, map(id, layer.steps)))
+        proof = _storage_proof(ctx, layer.table, layer.steps) \
+            if layer.table.rows and None not in firsts else None
+        if proof is None:
+            return None
+        proofs.append((layer, ({}, *proof, firsts)))
+    return _fence(proofs)
+
+
+def _fence(proofs: list[tuple[LayerSteps, tuple[Any, ...]]]) -> RowLevels | None:
+    """The :class:`RowLevels` of proven layers (each with its row step index -> template step
+    index, own addresses, shared nodes and their addresses, template step indices); None
+    when an address is seen twice (a row shares what its template holds apart, or two layers
+    share storage) or a shared node's storage is a layer's."""
+    out = RowLevels()
     own: set[int] = set()
     count = 0
     shared: set[int] = set()
-    for layer in layers:
-        proof = _layer_addresses(ctx, index, layer)
-        if proof is None:
-            continue
-        copies, addresses, shared_ids, shared_ptrs = proof
+    for layer, (copies, addresses, shared_ids, shared_ptrs, firsts) in proofs:
         own.update(addresses)
         count += len(addresses)
-        if len(own) != count:  # an address seen twice: a row shares what its template holds
-            return RowLevels()  # apart, or two layers share storage
+        if len(own) != count:
+            return None
         shared.update(shared_ptrs)
         out.copy_of.update(copies)
-        out.templates.update(copies.values())
-        out.nodes.update(layer.table.template)
-        out.nodes.update(layer.table.ids())
+        out.templates.update(firsts)
+        out.tables.append(layer.table)
         out.shared.update(shared_ids)
     if not shared.isdisjoint(own):
-        return RowLevels()
+        return None
     out.fenced = own | shared
     return out
 
 
 def _layer_addresses(ctx: LowerContext, index: dict[int, int], layer: LayerSteps,
-                     ) -> tuple[dict[int, int], list[int], list[str], set[int]] | None:
+                     ) -> tuple[dict[int, int], list[int], list[str], set[int], list[int]] | None:
     """For a table whose steps are all in the list in the template's order and whose storage
-    repeats the template's pattern: row step index -> template step index, the addresses
-    held at the own positions of the template and every row (one per position and layer:
-    :func:`row_levels` proves them distinct), the shared nodes its steps touch and their
-    addresses; None otherwise."""
+    repeats the template's pattern (:func:`_storage_proof`): row step index -> template step
+    index, then :func:`_storage_proof` 's answer, then the template steps' indices; None
+    otherwise."""
     table, columns = layer.table, layer.columns
     n = len(table)
     if not columns or not n:
@@ -116,10 +147,23 @@ def _layer_addresses(ctx: LowerContext, index: dict[int, int], layer: LayerSteps
     for a, b in zip(order, order[1:]):  # each row in the template's relative order
         if not all(map(lt, at[a], at[b])):
             return None
+    proof = _storage_proof(ctx, table, [t for t, _ in columns])
+    if proof is None:
+        return None
+    copies = {i: firsts[j] for j, column in enumerate(at) for i in column}
+    return copies, *proof, firsts  # type: ignore[return-value]
+
+
+def _storage_proof(ctx: LowerContext, table: Any, steps: Sequence[Step],
+                   ) -> tuple[list[int], list[str], set[int]] | None:
+    """Whether the storage a table's rows touch repeats what its template's ``steps``
+    touch: the addresses held at the own positions of the template and every row (one per
+    position and layer: the caller proves them distinct), the shared nodes the steps touch
+    and their addresses; None otherwise."""
     where = {t: k for k, t in enumerate(table.template)}
-    if any(t.action in WRITES and t.target not in where for t, _ in columns):
+    if any(t.action in WRITES and t.target not in where for t in steps):
         return None  # a write outside the layer: every row would write the same storage
-    touched = dict.fromkeys(r for t, _ in columns for r in step_refs(t))
+    touched = dict.fromkeys(r for t in steps for r in step_refs(t))
     positions = [where[r] for r in touched if r in where]
     shared = [r for r in touched if r not in where]
     template_ptrs = _addresses(ctx, [table.template[k] for k in positions])
@@ -149,8 +193,7 @@ def _layer_addresses(ctx: LowerContext, index: dict[int, int], layer: LayerSteps
     shared_ptrs = _addresses(ctx, shared)
     if shared_ptrs is None:
         return None
-    copies = {i: firsts[j] for j, column in enumerate(at) for i in column}
-    return copies, addresses, shared, {p for p in shared_ptrs if p is not None}
+    return addresses, shared, {p for p in shared_ptrs if p is not None}
 
 
 def _addresses(ctx: LowerContext, refs: list[str]) -> list[int | None] | None:
@@ -180,7 +223,7 @@ def row_keys(ctx: LowerContext, steps: Sequence[Step], layers: Iterable[LayerSte
     for layer in layers:
         for template_step, made in layer.columns:
             at = list(map(index.get, map(id, made)))
-            if None in at or not _same_key_facts(ctx, layer, template_step, made):
+            if None in at or not same_key_facts(ctx, layer, template_step, len(made)):
                 continue
             value = key(ctx, template_step)
             for i in at:
@@ -188,8 +231,7 @@ def row_keys(ctx: LowerContext, steps: Sequence[Step], layers: Iterable[LayerSte
     return [key(ctx, s) if k is _UNBOUND else k for s, k in zip(steps, keys)]
 
 
-def _same_key_facts(ctx: LowerContext, layer: LayerSteps, step: Step,
-                    made: list[Step]) -> bool:
+def same_key_facts(ctx: LowerContext, layer: LayerSteps, step: Step, n: int) -> bool:
     """Whether every row's step gives the template step's group key: the meta values of its
     node operands are the template's (the same objects) and what it writes has the
     template's dtype, shape, device and contiguity (an entry column's storages: its layout
@@ -198,7 +240,6 @@ def _same_key_facts(ctx: LowerContext, layer: LayerSteps, step: Step,
         return True
     table, env = layer.table, ctx.meta_env
     where = {t: k for k, t in enumerate(table.template)}
-    n = len(made)
     for arg in step.args:
         if isinstance(arg, NodeRef) and arg.id in where:
             meta = env.get(arg.id)
@@ -209,7 +250,7 @@ def _same_key_facts(ctx: LowerContext, layer: LayerSteps, step: Step,
     if step.target not in where:
         return False
     want = ctx.storage_of(step.target)
-    outs = list(map(ctx.storage_of, table.column(where[step.target])))
+    outs = ctx.bound_values(table.column(where[step.target]))  # derived: their storages
     if not isinstance(want, torch.Tensor):
         return False
     got = ColumnFacts(outs, book_of(ctx))

@@ -37,7 +37,7 @@ from derivgraph.compiler.codegen import Program
 from derivgraph.compiler.fold import FoldSet
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.interpret import EagerInterpreter, view_base
-from derivgraph.compiler.lower import Action, Step
+from derivgraph.compiler.lower import Step
 from derivgraph.errors import PassFault, SourceChanged
 from derivgraph.runtime.accessors import HeldColumn
 from derivgraph.runtime.containers import ContainerHolder, restore_containers
@@ -190,7 +190,7 @@ class Plan:
 
     def _bind_all(self) -> None:
         self.bind_tensors()
-        self.install(self.steps, group=self._grouped)
+        self.install(self.programs.lowered, group=self._grouped)
 
     def prepare(self) -> None:
         """Build now what the first run and the first refill of a process would build lazily
@@ -348,16 +348,14 @@ class Plan:
         key = frozenset(taken)
         rest = self._rest.get(key)
         if rest is None:
-            left = [s for s in self.steps if s.action is not Action.COMPUTE
-                    and s.target not in key]
+            left = not key.issuperset(self.programs.targets())  # a step it still runs
             rest = self._rest[key] = frozenset(
                 n for s in self.steps for n in (s.node, s.target)
                 if n and s.target not in key) if left else frozenset()
         return rest
 
     def _refill_targets(self) -> list[str]:
-        return [s.target for s in self.steps if s.action in (Action.OUT, Action.COPY)] \
-            + self.constant_entries + self._opaque()
+        return self.programs.written() + self.constant_entries + self._opaque()
 
     def _take_batched(self, report: RunReport) -> tuple[bool, frozenset[str] | None] | None:
         """The engine's fresh values through the holder accessors, one ``_foreach_copy_``:
@@ -481,7 +479,7 @@ class Plan:
         group (:mod:`derivgraph.compiler.flat`) writes through one view over the memory of
         many storages, which the write check cannot split into the storages written."""
         self.programs.flat = False
-        self.install(self.steps, group=self._grouped)
+        self.install(self.programs.lowered, group=self._grouped)
 
     def _refuse_source_writes(self, written: set[int]) -> None:
         """A recording that writes a source is refused: :meth:`run` replays before its checks

@@ -32,7 +32,7 @@ from derivgraph.compiler.codegen import (
     view_source,
 )
 from derivgraph.compiler.ir import NodeKind
-from derivgraph.compiler.lower import Action, Step
+from derivgraph.compiler.lower import WRITES, Action, LoweredSteps, Step
 from derivgraph.errors import PassFault
 from derivgraph.ops import OPS
 from derivgraph.runtime.entry import Entry
@@ -61,7 +61,7 @@ class Programs:
         self.entries = entries
         self.bindings = Bindings()
         self.helpers: dict[str, Callable[..., Any]] = {}
-        self.steps: list[Step] = []
+        self.lowered: list[Step] = []  # the steps installed (a compact lowering: rows left out)
         self.program: Program | None = None
         self._partial: dict[frozenset[str], Program] = {}
         self._entry: dict[tuple[PassKind, tuple[str, ...] | None, bool], Program] = {}
@@ -80,11 +80,34 @@ class Programs:
         for name, fn in self.helpers.items():
             b.helper(name, fn)
         b.reserve(*PassKind)
-        self.steps = steps
+        self.lowered = steps
         self._partial, self._entry, self._by_name, self._needed = {}, {}, {}, {}
         self.program = self._compile(steps, "reload_pass" if group else "reload_pass_ungrouped",
                                      group)
         return self.program
+
+    @property
+    def steps(self) -> list[Step]:
+        """Every step of the installed pass, in topological order (a compact lowering's rows
+        made on first read: :meth:`~derivgraph.compiler.lower.LoweredSteps.expanded`)."""
+        return _expanded(self.lowered)
+
+    def step_count(self) -> int:
+        """``len(self.steps)``, without making a compact lowering's rows' steps."""
+        steps = self.lowered
+        return steps.count() if isinstance(steps, LoweredSteps) else len(steps)
+
+    def written(self) -> list[str]:
+        """The targets of the ``OUT``/``COPY`` steps of :attr:`steps`, in its order."""
+        return _written(self.lowered)
+
+    def targets(self) -> Iterable[str]:
+        """The target of every step of :attr:`steps` but the intermediates (``COMPUTE``),
+        in no particular order (a compact lowering's rows read off their columns)."""
+        steps = self.lowered
+        if isinstance(steps, LoweredSteps):
+            return steps.targets()
+        return [s.target for s in steps if s.action is not Action.COMPUTE]
 
     def _compile(self, steps: list[Step], hint: str, group: bool = True) -> Program:
         prog = build_program(self.tensors, self.bindings, steps, self.bindings.fresh(hint),
@@ -96,7 +119,9 @@ class Programs:
         """The pass over the steps that make ``nodes`` (compiled once per node set)."""
         prog = self._partial.get(nodes)
         if prog is None:
-            steps = [s for s in self.steps if s.node in nodes or s.target in nodes]
+            lowered = self.lowered
+            steps = lowered.select(nodes) if isinstance(lowered, LoweredSteps) else \
+                [s for s in lowered if s.node in nodes or s.target in nodes]
             prog = self._partial[nodes] = self._compile(steps, "partial_pass")
         return prog
 
@@ -199,8 +224,10 @@ class Programs:
         """Add what ``prog`` runs to ``report`` (counted once per program, then reused)."""
         counts = prog.counts
         if counts is None:
-            written = [s.target for s in prog.steps if s.action in (Action.OUT, Action.COPY)]
-            counts = prog.counts = (len(prog.steps), len(written),
+            steps = prog.steps
+            written = _written(steps)
+            counts = prog.counts = (steps.count() if isinstance(steps, LoweredSteps)
+                                    else len(steps), len(written),
                                     sum(self.entries[t].nbytes() for t in written))
         report.steps += counts[0]
         report.written += counts[1]
@@ -312,3 +339,16 @@ def _describe_flat(key: Flat) -> str:
     """A header line for a global of a group run over flat buffers."""
     read = f" (reading [{', '.join(key.operands)}])" if key.operands else ""
     return f"{_FLAT_ROLES[key.role]} [{', '.join(key.targets)}]{read}  # derivgraph.compiler.flat"
+
+
+def _expanded(steps: list[Step]) -> list[Step]:
+    """Every step of ``steps`` (a compact lowering's rows made)."""
+    return steps.expanded() if isinstance(steps, LoweredSteps) else steps
+
+
+def _written(steps: list[Step]) -> list[str]:
+    """The targets of the ``OUT``/``COPY`` steps of ``steps``, a compact lowering's rows
+    included, in topological order."""
+    if isinstance(steps, LoweredSteps):
+        return steps.written()
+    return [s.target for s in steps if s.action in WRITES]

@@ -264,26 +264,27 @@ def test_canary_layer_proof_goes_by_a_lying_record(monkeypatch: pytest.MonkeyPat
 
 def _key_facts(monkeypatch: pytest.MonkeyPatch, plan: Any, book: ColumnLayouts | None,
                ) -> list[tuple[str, bool]]:
-    """What ``_same_key_facts`` answers for each written template step (the group keys'
-    reader), with ``book`` as the context's layout book."""
+    """What ``same_key_facts`` answers for each written template step (the group keys'
+    reader, over the full lowering: every row's step made), with ``book`` as the context's
+    layout book."""
     from derivgraph.compiler import codegen, schedule_layers
     from derivgraph.compiler.lower import Action, lower_steps
 
-    steps = lower_steps(plan.tensors)
+    steps = lower_steps(plan.tensors).expanded()
     run, _ = codegen.stage_directly(plan.tensors, steps)
     answers: list[tuple[str, bool]] = []
-    real = schedule_layers._same_key_facts
+    real = schedule_layers.same_key_facts
 
-    def spy(ctx: Any, layer: Any, step: Any, made: Any) -> bool:
-        answer = real(ctx, layer, step, made)
+    def spy(ctx: Any, layer: Any, step: Any, n: int) -> bool:
+        answer = real(ctx, layer, step, n)
         if step.action is Action.OUT:
             answers.append((step.target, answer))
         return answer
 
-    monkeypatch.setattr(schedule_layers, "_same_key_facts", spy)
+    monkeypatch.setattr(schedule_layers, "same_key_facts", spy)
     with _book_on(plan, book):
         schedule_layers.row_keys(plan.tensors, run, steps.layers, codegen._group_key)
-    monkeypatch.setattr(schedule_layers, "_same_key_facts", real)
+    monkeypatch.setattr(schedule_layers, "same_key_facts", real)
     return answers
 
 
