@@ -436,8 +436,9 @@ def build_program(ctx: LowerContext, bindings: Bindings, steps: list[Step], name
     the copy-shaped steps of a level run as one ``_foreach_copy_``, :mod:`.copies`)."""
     if isinstance(steps, LoweredSteps) and steps.compact:
         columns = _column_plan(ctx, steps) if group else None
-        if columns is not None:
-            return _emit_columns(ctx, bindings, steps, name, columns, flat)
+        if columns is not None:  # each row a column of its template's step
+            lines, groups = _emit_levels(Emitter(ctx, bindings, flat=flat), columns[0], {}, True)
+            return compile_function(bindings, name, lines, steps=steps, groups=groups)
         steps = steps.expanded()  # each row's steps made: scheduled and keyed as below
     em = Emitter(ctx, bindings, flat=flat)
     run, direct = stage_directly(ctx, steps) if group else (steps, {})
@@ -446,26 +447,15 @@ def build_program(ctx: LowerContext, bindings: Bindings, steps: list[Step], name
     levels = _levels(ctx, run, layers)
     keys = row_keys(ctx, run, layers, _group_key) if group else [None] * len(run)
     order = sorted(range(len(run)), key=lambda i: levels[i])  # stable within a level
-    lines: Lines = []
-    groups = 0
+    buckets: _Buckets = []
     for _lvl, members in itertools.groupby(order, key=lambda i: levels[i]):
         by_key: dict[GroupKey, list[Step]] = {}
         singles: list[Step] = []
         for k in members:
             key = keys[k]
             (by_key.setdefault(key, []) if key is not None else singles).append(run[k])
-        if group:
-            merged, calls = _copies(em, by_key, singles, direct)
-            groups += calls
-            lines += merged
-        for step in singles:
-            lines += _emit_single(em, step)
-        for key, batch in by_key.items():
-            if len(batch) == 1:
-                lines += _emit_single(em, batch[0])
-            else:
-                groups += 1
-                lines += _emit_group(em, key, batch)
+        buckets.append((singles, list(by_key.items())))  # type: ignore[arg-type]
+    lines, groups = _emit_levels(em, buckets, direct, group)
     return compile_function(bindings, name, lines, steps=steps, groups=groups)
 
 
@@ -519,36 +509,37 @@ def _column_plan(ctx: LowerContext, steps: LoweredSteps) -> tuple[_Buckets, list
     return buckets, keys
 
 
-def _emit_columns(ctx: LowerContext, bindings: Bindings, steps: LoweredSteps, name: str,
-                  plan: tuple[_Buckets, list[Any]], flat: bool) -> Program:
-    """Emit a compact lowering's buckets (:func:`_column_plan`) as :func:`build_program`
-    emits a full lowering's: a column's group lists its template's tensors, then its rows',
-    each list made in C-level sweeps over the column (no row step is made)."""
-    em = Emitter(ctx, bindings, flat=flat)
-    buckets, _keys = plan
+def _emit_levels(em: Emitter, buckets: _Buckets, direct: dict[str, str],
+                 group: bool) -> tuple[Lines, int]:
+    """Emit each level of ``buckets`` (:func:`build_program`'s schedule, or a compact
+    lowering's, :func:`_column_plan`): grouped, the level's copies first as one call
+    (:func:`_copies`), then its single steps, then one group per key (a compact lowering's
+    column as one group, its template's tensors first, then its rows', each list made in
+    C-level sweeps over the column: no row step is made); the lines and how many grouped
+    calls they are."""
     lines: Lines = []
     groups = 0
-    for singles, by_key_items in buckets:
-        by_key = {key: batch for key, batch in by_key_items if type(batch[0]) is not tuple}
-        merged, calls = _copies(em, by_key, singles, {})
-        groups += calls
-        lines += merged
+    for singles, batches in buckets:
+        by_key = {key: batch for key, batch in batches if type(batch[0]) is not tuple}
+        if group:
+            merged, calls = _copies(em, by_key, singles, direct)  # type: ignore[arg-type]
+            groups += calls
+            lines += merged
         for step in singles:
             lines += _emit_single(em, step)
-        for key, batch in by_key_items:
-            if type(batch[0]) is tuple:
+        for key, batch in batches:
+            if type(batch[0]) is tuple:  # a column: its template's step and its layer
                 step, layer = batch[0]  # type: ignore[misc]
                 groups += 1
-                lines += _emit_members(em, key, _column_members(ctx, step, layer))
+                lines += _emit_members(em, key, _column_members(em.ctx, step, layer))
+            elif key not in by_key:  # taken into the level's one copy call
                 continue
-            if key not in by_key:  # taken into the level's one copy call
-                continue
-            if len(batch) == 1:
+            elif len(batch) == 1:
                 lines += _emit_single(em, batch[0])  # type: ignore[arg-type]
             else:
                 groups += 1
                 lines += _emit_group(em, key, batch)  # type: ignore[arg-type]
-    return compile_function(bindings, name, lines, steps=steps, groups=groups)
+    return lines, groups
 
 
 def _stage_out(em: Emitter, step: Step) -> tuple[Stage, torch.Tensor]:
