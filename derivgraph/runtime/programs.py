@@ -94,8 +94,7 @@ class Programs:
 
     def step_count(self) -> int:
         """``len(self.steps)``, without making a compact lowering's rows' steps."""
-        steps = self.lowered
-        return steps.count() if isinstance(steps, LoweredSteps) else len(steps)
+        return _count(self.lowered)
 
     def written(self) -> list[str]:
         """The targets of the ``OUT``/``COPY`` steps of :attr:`steps`, in its order."""
@@ -226,8 +225,7 @@ class Programs:
         if counts is None:
             steps = prog.steps
             written = _written(steps)
-            counts = prog.counts = (steps.count() if isinstance(steps, LoweredSteps)
-                                    else len(steps), len(written),
+            counts = prog.counts = (_count(steps), len(written),
                                     sum(self.entries[t].nbytes() for t in written))
         report.steps += counts[0]
         report.written += counts[1]
@@ -344,6 +342,11 @@ def _describe_flat(key: Flat) -> str:
 def _expanded(steps: list[Step]) -> list[Step]:
     """Every step of ``steps`` (a compact lowering's rows made)."""
     return steps.expanded() if isinstance(steps, LoweredSteps) else steps
+
+
+def _count(steps: list[Step]) -> int:
+    """How many steps ``steps`` runs, a compact lowering's rows included (none made)."""
+    return steps.count() if isinstance(steps, LoweredSteps) else len(steps)
 
 
 def _written(steps: list[Step]) -> list[str]:

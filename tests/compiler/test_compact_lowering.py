@@ -9,23 +9,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from derivgraph import compile_plan
 from derivgraph.compiler import codegen, lower
 from derivgraph.compiler.graph import NodeRef
 from derivgraph.compiler.ir import NodeKind
 from derivgraph.compiler.lower import WRITES, Action, LoweredSteps, Step, lower_steps
 from derivgraph.compiler.schedule import compact_levels
-from derivgraph.compiler.stamp import stamping
-from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
-
-LAYERS = 6
-
-
-def _plan():  # noqa: ANN202 - a Plan
-    with stamping(True):
-        plan = compile_plan(scaling_model(LAYERS), [scaling_spec()])
-    assert plan.graph.stamped == LAYERS - 1
-    return plan
+from tests.compiler.test_schedule_layers import LAYERS, _plan  # the stamped scaling plan
 
 
 def _full_source(plan) -> str:  # noqa: ANN001
