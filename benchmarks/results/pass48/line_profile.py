@@ -12,7 +12,10 @@ methods).
 
 import gc
 
-from line_profiler import LineProfiler
+try:
+    from line_profiler import LineProfiler
+except ImportError as exc:  # the profile extra: pip install -e '.[profile]'
+    raise SystemExit("this script needs line-profiler: pip install -e '.[profile]'") from exc
 
 import derivgraph.compiler.codegen as cg
 import derivgraph.compiler.lower as lower
