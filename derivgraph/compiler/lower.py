@@ -38,7 +38,7 @@ from derivgraph.ops import OPS, OpKind
 from derivgraph.spec.kinds import TensorKind
 
 __all__ = ["WRITES", "Action", "LayerSteps", "LowerContext", "LoweredSteps", "Lowerer", "Step",
-           "is_bound", "lower_steps", "out_tensor", "reads_storage_of"]
+           "is_bound", "lower_steps", "out_tensor", "reads_storage_of", "select", "selected"]
 
 _RESHAPES = frozenset({"view", "reshape", "flatten", "squeeze", "unsqueeze"})
 # ops that only copy their input when it lands in contiguous storage of the same dtype (a cast
@@ -168,6 +168,18 @@ WRITES = frozenset({Action.OUT, Action.COPY})
 _NODE = attrgetter("node")
 
 
+def selected(steps: Iterable[Step], nodes: Collection[str]) -> list[Step]:
+    """The steps whose node or target is in ``nodes``, in order (the one selection rule of a
+    partial pass)."""
+    return [s for s in steps if s.node in nodes or s.target in nodes]
+
+
+def select(steps: list[Step], nodes: Collection[str]) -> list[Step]:
+    """:func:`selected` over a lowering: a :class:`LoweredSteps` makes a compact lowering's
+    rows only where selected."""
+    return steps.select(nodes) if isinstance(steps, LoweredSteps) else selected(steps, nodes)
+
+
 class LoweredSteps(list[Step]):
     """The steps of a lowering, with the stamped tables whose rows took their template's steps
     (``layers``; empty when every node was lowered on its own).
@@ -207,8 +219,8 @@ class LoweredSteps(list[Step]):
         """The steps of :meth:`expanded` whose node or target is in ``nodes``, in its order (a
         compact lowering's rows made only where selected)."""
         if self._order is None or self._full is not None:
-            return [s for s in self.expanded() if s.node in nodes or s.target in nodes]
-        picked = {s.node: s for s in self if s.node in nodes or s.target in nodes}
+            return selected(self.expanded(), nodes)
+        picked = {s.node: s for s in selected(self, nodes)}
         for layer in self.layers:
             picked.update(zip(map(_NODE, made := layer.steps_of(nodes)), made))
         return list(map(picked.__getitem__, filter(picked.__contains__, self._order)))

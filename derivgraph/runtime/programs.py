@@ -32,7 +32,7 @@ from derivgraph.compiler.codegen import (
     view_source,
 )
 from derivgraph.compiler.ir import NodeKind
-from derivgraph.compiler.lower import WRITES, Action, LoweredSteps, Step
+from derivgraph.compiler.lower import WRITES, Action, LoweredSteps, Step, select
 from derivgraph.errors import PassFault
 from derivgraph.ops import OPS
 from derivgraph.runtime.entry import Entry
@@ -118,10 +118,8 @@ class Programs:
         """The pass over the steps that make ``nodes`` (compiled once per node set)."""
         prog = self._partial.get(nodes)
         if prog is None:
-            lowered = self.lowered
-            steps = lowered.select(nodes) if isinstance(lowered, LoweredSteps) else \
-                [s for s in lowered if s.node in nodes or s.target in nodes]
-            prog = self._partial[nodes] = self._compile(steps, "partial_pass")
+            prog = self._partial[nodes] = self._compile(select(self.lowered, nodes),
+                                                        "partial_pass")
         return prog
 
     def needed(self, names: tuple[str, ...], sources: Iterable[str]) -> frozenset[str]:
