@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,6 +45,8 @@ logger = logging.getLogger(__name__)
 
 _WORD = 8
 _data_ptr = torch.Tensor.data_ptr
+_untyped_storage = operator.methodcaller("untyped_storage")  # as t.untyped_storage()
+_cdata = operator.attrgetter("_cdata")
 #: torch's one C++ loop comparing tensors' data addresses (CUDA graph trees use it on every
 #: replay): an engine's parameter subclass (vLLM's ``BasevLLMParameter``) answers ``data_ptr()``
 #: through its Python ``__torch_function__``, this reads the address directly (a build without
@@ -61,6 +64,11 @@ def _view(addresses: list[int]) -> tuple[np.ndarray, int]:
     low = min(addresses)
     words = (max(addresses) - low) // _WORD + _SEARCH
     return np.frombuffer((ctypes.c_int64 * words).from_address(low), dtype=np.int64), low
+
+
+def _word_index(addresses: list[int], low: int) -> np.ndarray:
+    """The index of each address's first word in a view based at ``low`` (one NumPy pass)."""
+    return ((np.array(addresses, dtype=np.int64) - low) // _WORD).astype(np.intp, copy=False)
 
 
 def _only(found: list[set[int]]) -> int | None:
@@ -93,16 +101,17 @@ class Addresses:
     def __init__(self, tensors: Sequence[torch.Tensor], layout: tuple[int, int, int],
                  hold: bool = True):
         self.tensors = list(tensors)  # keeps every TensorImpl alive
-        storages = [t.untyped_storage() for t in self.tensors]
+        storages = list(map(_untyped_storage, self.tensors))
         self.storages = storages if hold else []  # keeps each startup StorageImpl alive
         storage, offset, data = layout
-        impls = [t._cdata for t in self.tensors]
+        impls = list(map(_cdata, self.tensors))
         self._impls, low = _view(impls)
-        self._impl_index = np.array([(a - low) // _WORD + w for a in impls
-                                     for w in (storage, offset)], dtype=np.intp)
-        stores = [s._cdata for s in storages]
+        # each tensor's two words, in tensor order: (storage, offset) of the first, then ...
+        self._impl_index = (_word_index(impls, low)[:, None]
+                            + np.array([storage, offset], dtype=np.intp)).ravel()
+        stores = list(map(_cdata, storages))
         self._stores, low = _view(stores)
-        self._store_index = np.array([(a - low) // _WORD + data for a in stores], dtype=np.intp)
+        self._store_index = _word_index(stores, low) + data
         # the startup words as bytes: each check is one gather and one bytes compare (no
         # ufunc, no ``ndarray.any`` Python wrapper: ~8x the C work, and cold code after a reload)
         self._expected = (self._impls.take(self._impl_index).tobytes(),

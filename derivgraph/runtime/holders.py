@@ -40,7 +40,7 @@ __all__ = ["Holders", "HopTable"]
 _is = operator.is_
 _kind, _slot = operator.attrgetter("node.kind"), operator.attrgetter("slot")
 _owner_path = operator.attrgetter("node.owner_path")
-_first, _last = operator.itemgetter(0), operator.itemgetter(2)
+_first, _second, _last = operator.itemgetter(0), operator.itemgetter(1), operator.itemgetter(2)
 
 
 class Holders:
@@ -162,12 +162,12 @@ class Holders:
                 self._owners_checked = (report, self.hops)
         checks = self._source_checks
         if checks is None:
-            rows = self._sources
-            if any(where is None for _s, where, _t, _p in rows):
+            _paths, wheres, tensors, ptrs = zip(*self._sources) if self._sources else [()] * 4
+            if None in wheres:  # a source held outside a dict (each where is a tuple or None)
                 return False
-            checks = self._source_checks = (
-                [w[0] for _s, w, _t, _p in rows], [w[1] for _s, w, _t, _p in rows],
-                AtAddresses([t for _s, _w, t, _p in rows], [p for _s, _w, _t, p in rows]))
+            checks = self._source_checks = (list(map(_first, wheres)),
+                                            list(map(_second, wheres)),
+                                            AtAddresses(tensors, ptrs))
         # every bound source at its bound address: one gather of storage words, holding no
         # storage (an engine's dropped weights are freed), else the addresses compared
         if not (self._sources_held(checks) and checks[2].intact()):
