@@ -34,12 +34,14 @@ import ctypes
 import logging
 import operator
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
 import torch
 
-__all__ = ["AVAILABLE", "Addresses", "AtAddresses", "addresses", "addresses_equal"]
+__all__ = ["AVAILABLE", "Addresses", "AtAddresses", "address_of", "addresses", "addresses_equal",
+           "data_ptrs"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +49,7 @@ _WORD = 8
 _data_ptr = torch.Tensor.data_ptr
 _untyped_storage = operator.methodcaller("untyped_storage")  # as t.untyped_storage()
 _cdata = operator.attrgetter("_cdata")
+_data_ptr_of = operator.methodcaller("data_ptr")  # as t.data_ptr() (a subclass's own)
 #: torch's one C++ loop comparing tensors' data addresses (CUDA graph trees use it on every
 #: replay): an engine's parameter subclass (vLLM's ``BasevLLMParameter``) answers ``data_ptr()``
 #: through its Python ``__torch_function__``, this reads the address directly (a build without
@@ -179,6 +182,22 @@ def addresses(tensors: Sequence[torch.Tensor], hold: bool = True) -> Addresses |
     except (ValueError, OverflowError, RuntimeError) as error:  # e.g. a storage without impl
         logger.debug("storage address words not viewable here: %s", error)
         return None
+
+
+_is_meta = operator.attrgetter("is_meta")
+
+
+def address_of(t: Any) -> int:
+    """A tensor's data pointer (what a captured graph bakes in); 0 for meta and non-tensors."""
+    return t.data_ptr() if isinstance(t, torch.Tensor) and not t.is_meta else 0
+
+
+def data_ptrs(values: Sequence[Any]) -> list[int]:
+    """:func:`address_of` of each value, in C-level sweeps when every value is a tensor off
+    the meta device (the common case)."""
+    if all(map(isinstance, values, repeat(torch.Tensor))) and not any(map(_is_meta, values)):
+        return list(map(_data_ptr_of, values))
+    return list(map(address_of, values))
 
 
 def addresses_equal(tensors: list[Any], ptrs: list[int], indices: list[int] | None = None) \

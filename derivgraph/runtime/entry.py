@@ -6,6 +6,7 @@ from typing import Any, NamedTuple
 
 import torch
 
+from derivgraph.addresses import address_of
 from derivgraph.compiler.graph import DerivedNode
 from derivgraph.paths import Slot
 
@@ -32,11 +33,6 @@ class Entry:
     def nbytes(self) -> int:
         s = self.storage
         return s.numel() * s.element_size() if isinstance(s, torch.Tensor) else 0
-
-
-def address_of(t: Any) -> int:
-    """A tensor's data pointer (what a captured graph bakes in); 0 for meta and non-tensors."""
-    return t.data_ptr() if isinstance(t, torch.Tensor) and not t.is_meta else 0
 
 
 class ProvenColumn(NamedTuple):

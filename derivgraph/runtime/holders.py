@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from derivgraph.addresses import AtAddresses
+from derivgraph.addresses import AtAddresses, data_ptrs
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.owners import path_prefixes
 from derivgraph.errors import SourceChanged
@@ -85,7 +85,7 @@ class Holders:
         paths, tensors = list(sources), list(sources.values())
         split = list(map(str.rpartition, paths, repeat(".")))
         owner_paths = list(map(_first, split))
-        ptrs = list(map(address_of, tensors))
+        ptrs = data_ptrs(tensors)
         self._source_checks = self._source_watch = None
         objs = self.walk(owner_paths).objects
         owners = list(map(objs.get, owner_paths, repeat(MISSING)))  # objs[""] is the model
