@@ -33,10 +33,11 @@ from __future__ import annotations
 import ctypes
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import chain
 from operator import attrgetter
 
+import numpy as np
 import torch
 
 __all__ = ["EXACT_BINARY", "EXACT_UNARY", "MAX_ELEMENTS", "MAX_MEAN", "MIN_GROUP", "OP_DTYPES",
@@ -67,6 +68,8 @@ class Span:
     view: torch.Tensor
     low: int
     itemsize: int
+    #: each tensor's data address, in the order the span was made from (read once, here)
+    starts: Sequence[int] = field(default=(), repr=False, compare=False)
 
     def index(self, tensors: Sequence[torch.Tensor],
               shapes: Sequence[torch.Size] | None = None) -> torch.Tensor:
@@ -134,8 +137,8 @@ def _span(starts: list[int], high: int, itemsize: int, dtype: torch.dtype) -> Sp
     """The :class:`Span` from the lowest of ``starts`` to ``high`` (bytes); None where a start
     is not a whole number of elements from the lowest."""
     low = min(starts)
-    if any((a - low) % itemsize for a in starts):
+    if ((np.array(starts, dtype=np.int64) - low) % itemsize).any():
         return None
     raw = (ctypes.c_char * (high - low)).from_address(low)
     view = torch.frombuffer(raw, dtype=dtype)  # type: ignore[arg-type]
-    return Span(view, low, itemsize)
+    return Span(view, low, itemsize, starts)

@@ -31,14 +31,15 @@ from derivgraph.compiler import flat
 __all__ = ["FlatCopy", "flat_runs", "key_runs", "layout_runs"]
 
 # each tensor's own methods (as ``t.data_ptr()``), called in C-level sweeps
-_untyped, _ptr = methodcaller("untyped_storage"), methodcaller("data_ptr")
+_untyped = methodcaller("untyped_storage")
 _contiguous = methodcaller("is_contiguous")
 
 
 class FlatCopy:
     """``ours[i].copy_(theirs[i])`` for a fixed list ``ours`` of contiguous CPU tensors of one
     dtype and one shape (ndim >= 1, no two overlapping), as ``cat`` + one NumPy row assignment
-    of their bytes (``rows[starts] = src``)."""
+    of their bytes (``rows[starts] = src``). ``span``: :func:`~derivgraph.compiler.flat.span_of`
+    (or ``span_of_run``) of ``ours``, whose addresses it keeps."""
 
     __slots__ = ("held", "rows", "starts", "buf", "src")
 
@@ -50,7 +51,7 @@ class FlatCopy:
         # a row of ``size`` bytes at every byte: target i is row starts[i] (written, never read)
         self.rows = np.lib.stride_tricks.as_strided(
             memory, shape=(memory.size - size + 1, size), strides=(1, 1), writeable=True)
-        self.starts = np.array(list(map(_ptr, ours)), dtype=np.intp)
+        self.starts = np.array(span.starts, dtype=np.intp)  # the span was made from ``ours``
         self.starts -= span.low
         self.buf = torch.empty((len(ours) * first.shape[0], *first.shape[1:]),
                                dtype=first.dtype)
