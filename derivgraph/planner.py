@@ -213,6 +213,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
     in_columns = {i for column in columns for i in column.ids}
     try:
         fills: list[tuple[torch.Tensor, torch.Tensor]] = []  # new storage, its value
+        entries = plan.entries.by_id  # filled here, in the compile's order
         book = plan.tensors.layouts or ColumnLayouts()  # made by _prepare
         plan.tensors.layouts = book
         with torch.no_grad():
@@ -222,7 +223,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
             for node_id, (entry, extra) in zip(ids, planned):
                 if node_id not in in_columns:
                     _materialize(plan, entry, extra, fills)
-                plan.entries[node_id] = entry
+                entries[node_id] = entry
             for column in columns:  # a template's storage joins its rows' record if it has it
                 layout = book.common(column.storages)
                 template = plan.entries.get(column.template)
@@ -234,7 +235,10 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
                               for e in plan.entries.values() if e.node.kind is TensorKind.VIEW))
         for column in columns:  # each proven against its entries' own owner paths first
             column.bind(owners)
-        others = [e for i, e in plan.entries.items() if i not in in_columns]
+        generic = dict(compress(plan.entries.items(),
+                                map(operator.not_, map(in_columns.__contains__, plan.entries))))
+        plan.entries.set_columns(columns, generic)
+        others = list(generic.values())
         held = held_columns(columns, others, owners)  # the holders' walk takes their owners
         plan.holders.rebind_entries(others)
         plan.containers = collect_containers(plan.entries.values(), model)  # the engine's tuples
@@ -254,7 +258,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
     # (~8 MB at 100k derived tensors; a later sweep rebuilds them from the tables)
     graph.closed_cache = (-1, None)
     logger.info("compiled %d derived tensors (%d adopted) over %d sources, %d steps, %d groups, "
-                "%d CSE hits", len(plan.entries), sum(e.adopted for e in plan.entries.values()),
+                "%d CSE hits", len(plan.entries), plan.entries.adopted(),
                 len(plan.source_ptrs), plan.programs.step_count(),
                 plan.program.groups if plan.program else 0, graph.cse_hits)
     return plan
@@ -271,7 +275,7 @@ def _raise_if(issues: list[SpecIssue]) -> None:
 
 def _storage_of(plan: Plan, node_id: str) -> Any:
     """A derived tensor's storage, or a source read from the model."""
-    entry = plan.entries.get(node_id)
+    entry = plan.entries.by_id.get(node_id)
     return entry.storage if entry is not None else get_path(plan.model, node_id)
 
 
@@ -280,7 +284,7 @@ def _materialize(plan: Plan, entry: Entry, extra: Extra,
     """Give ``entry`` its storage: allocate (its fill appended to ``fills``), or the alias/view
     target's object."""
     if isinstance(extra, AliasOf):
-        target = plan.entries.get(extra.target)
+        target = plan.entries.by_id.get(extra.target)
         if target is not None:
             entry.storage = target.storage
     elif isinstance(extra, ViewOf):
@@ -372,7 +376,8 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
 def _mismatches(plan: Plan, values: dict[str, Any]) -> list[str]:
     """The targets of written steps whose storage is not bit for bit their eager value."""
     targets = plan.programs.written()
-    pairs = [(plan.entries[t].storage, values[t]) for t in targets]
+    entries = plan.entries.by_id
+    pairs = [(entries[t].storage, values[t]) for t in targets]
     same = _bits_equal_all(pairs, plan.tensors.layouts)
     return [t for t, ok in zip(targets, same) if not ok]
 
@@ -472,6 +477,7 @@ def refresh_layouts(plan: Plan, changed: list[str]) -> list[str]:
             node.meta = meta
     values = _evaluate_all(graph)
     reallocated = []
+    plan.entries.open_columns()  # an entry of a column may take new storage below
     with torch.no_grad():
         for node_id in graph.ordered():
             entry = plan.entries.get(node_id)
