@@ -1,4 +1,5 @@
-"""In process: each stage-1 reader, its per-entry form (the base's expression, inline) vs the
+"""In process: each stage-1 reader (and each compile-path reader ``_compile`` moved to the
+generic entries), its per-entry form (the base's expression, inline) vs the
 column answer of this tree, on one stamped scaling plan (100k derived tensors), alternating,
 ``--rounds`` rounds, process CPU seconds; GC off as in ``compile_plan``.
 
@@ -10,22 +11,32 @@ from __future__ import annotations
 
 import argparse
 import gc
+import operator
 import statistics
 import time
 from collections.abc import Callable
+from itertools import compress
 from typing import Any
 
 import torch
 
 from derivgraph.compiler.stamp import stamping
 from derivgraph.planner import compile_plan
+from derivgraph.runtime.containers import collect_containers
 from derivgraph.spec.kinds import TensorKind
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
 
 def _old_readers(plan: Any) -> dict[str, Callable[[], Any]]:
     entries = plan.entries
+    in_columns = {i for c in entries.columns for i in c.ids}
     return {
+        "compile: others": lambda: [e for i, e in entries.items() if i not in in_columns],
+        "compile: view check": lambda: [e for e in entries.values()
+                                        if e.node.kind is TensorKind.VIEW],
+        "compile: containers": lambda: collect_containers(entries.values(), plan.model),
+        "compile: startup rest": lambda: list(compress(entries.values(), map(
+            operator.not_, map(in_columns.__contains__, entries)))),
         "session spec names": lambda: len({e.node.bound.spec.name for e in entries.values()}),
         "guard declared ids": lambda: {id(t) for t in (e.storage for e in entries.values())
                                        if isinstance(t, torch.Tensor)},
@@ -39,7 +50,13 @@ def _old_readers(plan: Any) -> dict[str, Callable[[], Any]]:
 
 
 def _new_readers(plan: Any) -> dict[str, Callable[[], Any]]:
+    generic = plan.entries.generic
     return {
+        "compile: others": lambda: list(generic.values()),
+        "compile: view check": lambda: [e for e in generic.values()
+                                        if e.node.kind is TensorKind.VIEW],
+        "compile: containers": lambda: collect_containers(list(generic.values()), plan.model),
+        "compile: startup rest": lambda: list(generic.values()),
         "session spec names": lambda: len(plan.entries.spec_names()),
         "guard declared ids": lambda: {id(t) for t in plan.declared_storages()
                                        if isinstance(t, torch.Tensor)},
@@ -62,8 +79,7 @@ def main() -> None:
     old, new = _old_readers(plan), _new_readers(plan)
     for name in old:
         a, b = old[name](), new[name]()
-        same = a == b if not isinstance(a, set) else a == b
-        print(f"{name}: equal={same}")
+        print(f"{name}: equal={a == b}")
     gc.disable()
     times: dict[str, tuple[list[float], list[float]]] = {n: ([], []) for n in old}
     for _ in range(args.rounds):
