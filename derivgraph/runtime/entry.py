@@ -159,12 +159,11 @@ class EntryTable(Mapping[str, Entry]):
                      map(_STORAGE, self._generic.values()))
 
     def spec_names(self) -> set[str]:
-        """The names of the specs that declared the entries: a column's is its first row's
-        (a column's rows are stamped from one template, which the stamper keys by its spec
-        object: :meth:`~derivgraph.compiler.stamp.Stamper._kinds`)."""
-        names = {e.node.bound.spec.name for e in self._generic.values()}
-        names.update(c.entries[0].node.bound.spec.name for c in self._columns if c.entries)
-        return names
+        """The names of the specs that declared the entries, read from the generic entries
+        only: a column's rows are stamped from its template, which the stamper keys by its
+        spec object (:meth:`~derivgraph.compiler.stamp.Stamper._kinds`), and the template is a
+        generic entry (a stamped layer's row is never a template)."""
+        return {e.node.bound.spec.name for e in self._generic.values()}
 
     def adopted(self) -> int:
         """How many entries hold a tensor the engine made (a column's rows never do)."""
