@@ -14,7 +14,7 @@ from __future__ import annotations
 import gc
 import logging
 import operator
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress
 from typing import Any
 
@@ -47,7 +47,7 @@ from derivgraph.runtime.accessors import HeldColumn
 from derivgraph.runtime.containers import collect_containers
 from derivgraph.runtime.engine import foreach_copy
 from derivgraph.runtime.entry import ProvenColumn
-from derivgraph.runtime.entry_columns import EntryColumn, entry_columns, held_columns
+from derivgraph.runtime.entry_columns import entry_columns, held_columns
 from derivgraph.runtime.plan import Entry, Plan, Step, address_of
 from derivgraph.spec.check import check_specs
 from derivgraph.spec.kinds import HELD_KINDS, TensorKind, is_engine
@@ -213,36 +213,40 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
     in_columns = {i for column in columns for i in column.ids}
     try:
         fills: list[tuple[torch.Tensor, torch.Tensor]] = []  # new storage, its value
+        entries = plan.entries.by_id  # filled here, in the compile's order
         book = plan.tensors.layouts or ColumnLayouts()  # made by _prepare
         plan.tensors.layouts = book
         with torch.no_grad():
             for column in columns:
                 column.allocate(list(map(values.__getitem__, column.ids)), fills, allocate_like,
                                 book)
+            generic: dict[str, Entry] = {}  # the entries in no column, in order
             for node_id, (entry, extra) in zip(ids, planned):
                 if node_id not in in_columns:
                     _materialize(plan, entry, extra, fills)
-                plan.entries[node_id] = entry
+                    generic[node_id] = entry
+                entries[node_id] = entry
+            plan.entries.set_columns(columns, generic)
             for column in columns:  # a template's storage joins its rows' record if it has it
                 layout = book.common(column.storages)
                 template = plan.entries.get(column.template)
                 if layout is not None and template is not None:
                     book.admit(template.storage, layout)
             foreach_copy([s for s, _ in fills], [v for _, v in fills])  # nothing read them yet
-        _raise_if(view_issues((e.node, e.storage,
+        _raise_if(view_issues((e.node, e.storage,  # a column holds no view
                                _storage_of(plan, view_base(graph, e.node.input)))
-                              for e in plan.entries.values() if e.node.kind is TensorKind.VIEW))
+                              for e in generic.values() if e.node.kind is TensorKind.VIEW))
         for column in columns:  # each proven against its entries' own owner paths first
             column.bind(owners)
-        others = [e for i, e in plan.entries.items() if i not in in_columns]
+        others = list(generic.values())
         held = held_columns(columns, others, owners)  # the holders' walk takes their owners
         plan.holders.rebind_entries(others)
-        plan.containers = collect_containers(plan.entries.values(), model)  # the engine's tuples
+        # the engine's tuples (a column's rows are attributes, never a tuple's items)
+        plan.containers = collect_containers(others, model)
         # the sources through adoption's reader where no store since (the columns' names, the
         # rebound entries') is a hop of an owner it read; else a fresh reader
         written = {column.name for column in columns} | set(map(_NAME, others))
-        read = _record_startup(plan, columns, in_columns,
-                               owners if owners.untouched_by(written) else None)
+        read = _record_startup(plan, owners if owners.untouched_by(written) else None)
         _lower(plan, values, read, held)  # nothing writes the model in between: sources read once
         plan.prepare()  # what the first run and refill would build lazily
     except BaseException:
@@ -254,7 +258,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
     # (~8 MB at 100k derived tensors; a later sweep rebuilds them from the tables)
     graph.closed_cache = (-1, None)
     logger.info("compiled %d derived tensors (%d adopted) over %d sources, %d steps, %d groups, "
-                "%d CSE hits", len(plan.entries), sum(e.adopted for e in plan.entries.values()),
+                "%d CSE hits", len(plan.entries), plan.entries.adopted(),
                 len(plan.source_ptrs), plan.programs.step_count(),
                 plan.program.groups if plan.program else 0, graph.cse_hits)
     return plan
@@ -271,7 +275,7 @@ def _raise_if(issues: list[SpecIssue]) -> None:
 
 def _storage_of(plan: Plan, node_id: str) -> Any:
     """A derived tensor's storage, or a source read from the model."""
-    entry = plan.entries.get(node_id)
+    entry = plan.entries.by_id.get(node_id)
     return entry.storage if entry is not None else get_path(plan.model, node_id)
 
 
@@ -280,7 +284,7 @@ def _materialize(plan: Plan, entry: Entry, extra: Extra,
     """Give ``entry`` its storage: allocate (its fill appended to ``fills``), or the alias/view
     target's object."""
     if isinstance(extra, AliasOf):
-        target = plan.entries.get(extra.target)
+        target = plan.entries.by_id.get(extra.target)
         if target is not None:
             entry.storage = target.storage
     elif isinstance(extra, ViewOf):
@@ -291,18 +295,14 @@ def _materialize(plan: Plan, entry: Entry, extra: Extra,
         fills.append((entry.storage, extra))
 
 
-def _record_startup(plan: Plan, columns: Iterable[EntryColumn] = (),
-                    in_columns: Collection[str] = frozenset(),
-                    owners: PathReader | None = None) -> dict[str, Any]:
-    """Every entry's startup address and detached alias (``columns``: recorded a column at a
-    time; ``in_columns``: their ids), and every source's object id and address; returns the
-    object read at every source path (by ``owners``, a reader of the model as it is now,
+def _record_startup(plan: Plan, owners: PathReader | None = None) -> dict[str, Any]:
+    """Every entry's startup address and detached alias (the plan's entry columns a column at
+    a time, the other entries one by one), and every source's object id and address; returns
+    the object read at every source path (by ``owners``, a reader of the model as it is now,
     else a fresh one)."""
-    for column in columns:
+    for column in plan.entries.columns:
         column.record_startup()
-    rest = compress(plan.entries.values(), map(operator.not_, map(in_columns.__contains__,
-                                                                  plan.entries)))  # by id
-    for entry in rest:
+    for entry in plan.entries.generic.values():
         entry.startup_ptr = address_of(entry.storage)
         if entry.node.kind in HELD_KINDS:
             entry.startup_data = entry.storage.detach()
@@ -372,7 +372,8 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
 def _mismatches(plan: Plan, values: dict[str, Any]) -> list[str]:
     """The targets of written steps whose storage is not bit for bit their eager value."""
     targets = plan.programs.written()
-    pairs = [(plan.entries[t].storage, values[t]) for t in targets]
+    entries = plan.entries.by_id
+    pairs = [(entries[t].storage, values[t]) for t in targets]
     same = _bits_equal_all(pairs, plan.tensors.layouts)
     return [t for t, ok in zip(targets, same) if not ok]
 
@@ -472,6 +473,7 @@ def refresh_layouts(plan: Plan, changed: list[str]) -> list[str]:
             node.meta = meta
     values = _evaluate_all(graph)
     reallocated = []
+    plan.entries.open_columns()  # an entry of a column may take new storage below
     with torch.no_grad():
         for node_id in graph.ordered():
             entry = plan.entries.get(node_id)

@@ -72,7 +72,7 @@ def restore_guard(model: Any, guard: Guard | None, plan: Plan, mode: str,
     """After a reload's pass: bring rebound slots back (strict raises on a recapture)."""
     if guard is None:
         return None
-    declared = (e.storage for e in plan.entries.values())  # read only if something changed
+    declared = plan.declared_storages()  # read only if something changed
     report = guard.restore(model, strict=mode == "strict", declared=declared)
     if report.restored or report.copied_only:
         logger.info("derivgraph: %s %s reload: %s", type(model).__name__, kind, report)

@@ -174,7 +174,7 @@ def attach(model: nn.Module, specs: Iterable[Spec] | None = None, *,
         state.guard = start_guard(model, plan)
     logger.info("derivgraph: %s plan compiled in %.3f s: %d derived tensors from %d specs",
                 type(model).__name__, time.perf_counter() - start, len(plan),
-                len({e.node.bound.spec.name for e in plan.entries.values()}))
+                len(plan.entries.spec_names()))
     return plan
 
 

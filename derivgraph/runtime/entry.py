@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+import operator
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, Sequence, ValuesView
+from itertools import chain, compress, repeat
+from types import MappingProxyType
+from typing import Any, NamedTuple, Protocol
 
 import torch
 
 from derivgraph.addresses import address_of
 from derivgraph.compiler.graph import DerivedNode
 from derivgraph.paths import Slot
+from derivgraph.spec.kinds import TensorKind
 
-__all__ = ["Entry", "ProvenColumn", "address_of"]
+__all__ = ["Entry", "EntryTable", "ProvenColumn", "TableColumn", "address_of"]
 
 
 class Entry:
@@ -53,3 +58,116 @@ class ProvenColumn(NamedTuple):
     extras: list[Any]
     owners: list[Any]
     slot: Slot
+
+
+class TableColumn(Protocol):
+    """What :class:`EntryTable` reads of a column of entries
+    (:class:`~derivgraph.runtime.entry_columns.EntryColumn`): its rows' ids, entries and
+    storages in row order. Its proven facts: every row's entry is unadopted, of a held
+    attribute or alias kind (never a scalar), and holds the row's storage."""
+
+    ids: list[str]
+    entries: list[Entry]
+    storages: list[Any]
+
+
+_STORAGE, _ADOPTED = operator.attrgetter("storage"), operator.attrgetter("adopted")
+_KIND = operator.attrgetter("node.kind")
+
+
+class EntryTable(Mapping[str, Entry]):
+    """A plan's derived tensors by id (``Plan.entries``): a read-only :class:`Mapping` in
+    the compile's order, made of the stamped layers' entry columns (:meth:`columns`) and the
+    other, *generic* entries (:meth:`generic`).
+
+    Readers on the compile and reload paths take a column's answer from the column
+    (:meth:`storages`, :meth:`spec_names`, :meth:`adopted`, :meth:`scalars`) instead of
+    iterating every entry; a reader that must see every entry (a dump, an audit) iterates the
+    mapping. Only the compile fills it (:attr:`by_id`, :meth:`set_columns`); a relayout that
+    re-allocates calls :meth:`open_columns`."""
+
+    __slots__ = ("_by_id", "_columns", "_generic")
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, Entry] = {}
+        self._columns: tuple[TableColumn, ...] = ()
+        self._generic: dict[str, Entry] = self._by_id  # every entry while there is no column
+
+    # ---- the Mapping -------------------------------------------------------------------------
+    def __getitem__(self, key: str) -> Entry:
+        return self._by_id[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_id)
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._by_id
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._by_id.get(key, default)
+
+    def keys(self) -> KeysView[str]:
+        return self._by_id.keys()
+
+    def values(self) -> ValuesView[Entry]:
+        return self._by_id.values()
+
+    def items(self) -> ItemsView[str, Entry]:
+        return self._by_id.items()
+
+    def __repr__(self) -> str:
+        return f"EntryTable({len(self._by_id)} entries, {len(self._columns)} columns)"
+
+    @property
+    def by_id(self) -> dict[str, Entry]:
+        """The id -> entry dict behind the mapping: the compile fills it in its order, the
+        plan's own parts read it (at dict speed); nothing else writes it."""
+        return self._by_id
+
+    # ---- filled by the compile ---------------------------------------------------------------
+    def set_columns(self, columns: Sequence[TableColumn], generic: dict[str, Entry]) -> None:
+        """``columns``: the stamped columns among the entries; ``generic``: every other entry
+        in the table's order (the caller's partition of :attr:`by_id`)."""
+        self._columns = tuple(columns)
+        self._generic = generic if self._columns else self._by_id
+
+    def open_columns(self) -> None:
+        """Every entry generic again (a relayout may give a column's entry new storage)."""
+        self._columns, self._generic = (), self._by_id
+
+    # ---- answers by column -------------------------------------------------------------------
+    @property
+    def columns(self) -> tuple[TableColumn, ...]:
+        """The stamped entry columns."""
+        return self._columns
+
+    @property
+    def generic(self) -> Mapping[str, Entry]:
+        """The entries in no column, in the table's order."""
+        return MappingProxyType(self._generic)
+
+    def storages(self) -> Iterator[Any]:
+        """Every entry's storage, the columns' first (lazy: nothing is read until iterated)."""
+        return chain(chain.from_iterable(c.storages for c in self._columns),
+                     map(_STORAGE, self._generic.values()))
+
+    def spec_names(self) -> set[str]:
+        """The names of the specs that declared the entries, read from the generic entries
+        only: a column's rows are stamped from its template, which the stamper keys by its
+        spec object (:meth:`~derivgraph.compiler.stamp.Stamper._kinds`), and the template is a
+        generic entry (a stamped layer's row is never a template)."""
+        return {e.node.bound.spec.name for e in self._generic.values()}
+
+    def adopted(self) -> int:
+        """How many entries hold a tensor the engine made (a column's rows never do)."""
+        return sum(map(_ADOPTED, self._generic.values()))
+
+    def scalars(self) -> list[str]:
+        """The ids of the derived Python scalars, in order (a column holds none)."""
+        entries = self._generic
+        return list(compress(entries, map(operator.is_, map(_KIND, entries.values()),
+                                          repeat(TensorKind.SCALAR))))
+

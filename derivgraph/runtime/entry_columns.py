@@ -9,7 +9,9 @@ and the compile allocates, fills, binds and records the startup addresses of the
 in a few sweeps (:meth:`EntryColumn.allocate`, :meth:`EntryColumn.bind`,
 :meth:`EntryColumn.record_startup`) instead of one generic per-entry step each. The
 :class:`~derivgraph.runtime.entry.Entry` records stay the plan's per-tensor view
-(``Plan.entries``, keyed by id), holding the column's storages.
+(``Plan.entries``, keyed by id), holding the column's storages; the plan keeps the columns in
+its :class:`~derivgraph.runtime.entry.EntryTable`, whose readers take a column's answer
+whole.
 
 A stamped template's alias of a non-derived value (``of`` a source) that the compile binds as
 a fresh attribute is an :class:`AliasColumn`: nothing allocated (every row's entry holds its

@@ -39,7 +39,7 @@ __all__ = ["Holders", "HopTable"]
 
 _is = operator.is_
 _kind, _slot = operator.attrgetter("node.kind"), operator.attrgetter("slot")
-_owner_path = operator.attrgetter("node.owner_path")
+_owner_path, _id = operator.attrgetter("node.owner_path"), operator.attrgetter("node.id")
 _first, _second, _last = operator.itemgetter(0), operator.itemgetter(1), operator.itemgetter(2)
 
 
@@ -222,8 +222,7 @@ class Holders:
         fast = self.hops is not None and self.hops.intact() and table.intact() \
             and table.at_startup_addresses()
         entries = self.entries
-        keys = self._unproven() if fast else [k for k, e in entries.items()
-                                               if e.node.kind is not TensorKind.SCALAR]
+        keys = self._unproven() if fast else self._not_scalars()
         moved = []
         for key in keys:
             entry = entries[key]
@@ -239,6 +238,15 @@ class Holders:
             if id(current) != obj_id or address_of(current) != ptr:
                 moved.append(path)
         return moved
+
+    def _not_scalars(self) -> list[str]:
+        """Every derived tensor's id but the Python scalars' (:meth:`refresh` found those), in
+        order: one C-level sweep, none when there is no scalar."""
+        if not self._scalars:
+            return list(self.entries)
+        scalars = set(map(_id, self._scalars))
+        return list(compress(self.entries, map(operator.not_, map(scalars.__contains__,
+                                                                  self.entries))))
 
     def _unproven(self) -> list[str]:
         """The derived tensors (not scalars) outside :attr:`table`: checked one by one."""

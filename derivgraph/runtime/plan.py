@@ -47,13 +47,13 @@ from derivgraph.runtime.engine import (
     refuse_recompute,
     take_engine_values,
 )
-from derivgraph.runtime.entry import Entry, address_of  # noqa: F401 - re-exported
+from derivgraph.runtime.entry import Entry, EntryTable, address_of  # noqa: F401 - re-exported
 from derivgraph.runtime.holders import Holders
 from derivgraph.runtime.programs import PassKind, Programs
 from derivgraph.runtime.replay import CpuPass, WriteRecorder, storages_read
 from derivgraph.runtime.report import RunReport, rows
 from derivgraph.runtime.storage import BoundTensors
-from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind
+from derivgraph.spec.kinds import TENSOR_KINDS
 
 __all__ = ["TENSOR_KINDS", "Entry", "PassFault", "Plan", "SourceChanged", "Step", "address_of"]
 
@@ -61,12 +61,19 @@ _STORAGE, _IS_CUDA = attrgetter("storage"), attrgetter("is_cuda")
 
 
 class Plan:
-    """The compiled, bound derived-tensor plan of one model."""
+    """The compiled, bound derived-tensor plan of one model.
+
+    :attr:`entries`: every derived tensor's :class:`Entry` by model path, in the compile's
+    order, as a read-only :class:`~collections.abc.Mapping`
+    (:class:`~derivgraph.runtime.entry.EntryTable`: the stamped layers' entry columns and the
+    other entries), not a ``dict``."""
 
     def __init__(self, model: nn.Module, graph: DerivedGraph):
         self.model = model
         self.graph = graph
-        self.entries: dict[str, Entry] = {}
+        #: every derived tensor's :class:`Entry` by id: a read-only Mapping (see EntryTable)
+        self.entries = EntryTable()
+        by_id = self.entries.by_id  # what the plan's own parts read
         self.source_ptrs: dict[str, tuple[int, int]] = {}
         self.strict = True
         self.constant_entries: list[str] = []  # derived tensors no source feeds
@@ -75,9 +82,9 @@ class Plan:
         self.containers: list[ContainerHolder] = []  # tuples kept for life (.containers)
         # permissive reload (run(strict=False)): re-infer and re-allocate; set by compile_plan
         self.relayout: Callable[[Plan, list[str]], list[str]] | None = None
-        self.tensors = BoundTensors(graph, self.entries)
-        self.holders = Holders(model, self.entries)
-        self.programs = Programs(self.tensors, self.entries)
+        self.tensors = BoundTensors(graph, by_id)
+        self.holders = Holders(model, by_id)
+        self.programs = Programs(self.tensors, by_id)
         self.programs.helpers = {
             "restore_storage": self.tensors.restore_storage, "apply_folds": self._apply_folds,
             "rewrite_stale_constants": self._rewrite_stale_constants, "replay": self._replay,
@@ -131,12 +138,18 @@ class Plan:
         return self.tensors.constants
 
     def declared(self) -> dict[str, Any]:
-        """Model path -> the startup object of every declared derived tensor."""
-        return {k: e.storage for k, e in self.entries.items()}
+        """Model path -> the startup object of every declared derived tensor (in the order of
+        :attr:`entries`)."""
+        return {k: e.storage for k, e in self.entries.by_id.items()}
+
+    def declared_storages(self) -> Iterable[Any]:
+        """The startup object of every declared derived tensor, read lazily (the entry
+        columns' first, then the other entries; no per-entry mapping is made)."""
+        return self.entries.storages()
 
     def not_refillable(self) -> list[str]:
         """Derived Python scalars: a captured graph baked their value; only recapture helps."""
-        return [k for k, e in self.entries.items() if e.node.kind is TensorKind.SCALAR]
+        return self.entries.scalars()
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per derived tensor: node, owner, kind, shape, dtype, bytes, op, spec."""
@@ -232,7 +245,7 @@ class Plan:
         """
         names = None if updated is None else tuple(updated)
         if not take_engine_values and self._opaque():  # refused before anything is written
-            refuse_recompute(self.entries, names)
+            refuse_recompute(self.entries.by_id, names)
         report = RunReport(mode="refill" if take_engine_values else "recompute")
         start = time.perf_counter()
         launched = names is None and not take_engine_values and self._launch(report)
@@ -257,7 +270,7 @@ class Plan:
     def _opaque(self) -> list[str]:
         """The engine tensors no step makes (found once: entries are fixed at compile)."""
         if self._opaque_ids is None:
-            self._opaque_ids = opaque_entries(self.entries)
+            self._opaque_ids = opaque_entries(self.entries.by_id)
         return self._opaque_ids
 
     def refill(self, *, verify: bool = False) -> RunReport:
@@ -335,7 +348,7 @@ class Plan:
             return rest
         owners = self.holders.walk().objects  # the per-entry path, the reference (the engine
         self.holders.refresh()  # rebuilt holders: rebind reuses this walk)
-        taken = take_engine_values(self.model, self.entries, self._refill_targets(), owners,
+        taken = take_engine_values(self.model, self.entries.by_id, self._refill_targets(), owners,
                                    report)
         self._constants_from_engine |= any(n in taken for n in self.constant_entries)
         return self._rest_after(taken)
@@ -405,8 +418,9 @@ class Plan:
         staged = self.tensors.staged_if_changed(targets)  # one host transfer per buffer
         if staged is None:  # the common reload: every number as it was (nothing to set)
             return
+        entries = self.entries.by_id
         for target in targets:
-            entry = self.entries[target]
+            entry = entries[target]
             new = float(staged[target]) if entry.storage.__class__ is float else staged[target]
             if new != entry.storage and not (new != new and entry.storage != entry.storage):
                 report.recapture_required.append(target)
@@ -424,7 +438,8 @@ class Plan:
         keys = [n for n in self.constant_entries if n in self.constant_values]
         with torch.no_grad():
             if keys:  # _foreach_copy_ refuses empty lists
-                torch._foreach_copy_([self.entries[n].storage for n in keys],
+                entries = self.entries.by_id
+                torch._foreach_copy_([entries[n].storage for n in keys],
                                      [self.constant_values[n] for n in keys])
         if report is not None:
             report.written += len(keys)
@@ -498,7 +513,7 @@ class Plan:
     def _on_cuda(self) -> bool:
         """Whether any bound tensor lives on a CUDA device (computed once)."""
         if self._cuda is None:
-            storages = list(map(_STORAGE, self.entries.values()))  # one sweep each
+            storages = list(map(_STORAGE, self.entries.by_id.values()))  # one sweep each
             tensors = compress(storages, map(isinstance, storages, repeat(torch.Tensor)))
             self._cuda = any(map(_IS_CUDA, tensors))
         return self._cuda

@@ -148,10 +148,9 @@ def test_the_startup_record_reads_the_sources_through_adoptions_reader(
     got: dict[str, Any] = {}
     real = planner._record_startup
 
-    def keep(plan: Any, columns: Any = (), in_columns: Any = frozenset(),
-             owners: PathReader | None = None) -> dict[str, Any]:
+    def keep(plan: Any, owners: PathReader | None = None) -> dict[str, Any]:
         got["owners"] = owners
-        got["read"] = real(plan, columns, in_columns, owners)
+        got["read"] = real(plan, owners)
         return got["read"]
 
     monkeypatch.setattr(planner, "_record_startup", keep)
