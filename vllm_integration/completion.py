@@ -202,11 +202,11 @@ def _census(model: Any, plan: Plan, session: Any, moved: list[str]) -> _Census:
     """Strict mode's watch (or the legacy snapshot) after the pass, merged with ``moved``."""
     result = _Census(list(moved))
     if session.watch is not None:
-        found = result.found = session.watch.check(model, plan.declared().values())
+        found = result.found = session.watch.check(model, plan.declared_storages())
         result.moved = sorted(set(result.moved) | set(found.moved))
         result.undeclared, result.tensors = found.undeclared, found.tensors
     else:
-        legacy = compare(session.before, model, plan.declared().values())
+        legacy = compare(session.before, model, plan.declared_storages())
         result.moved = sorted(set(result.moved) | set(legacy.moved))
         result.undeclared, result.tensors = legacy.undeclared, legacy.tensors
     return result

@@ -48,7 +48,7 @@ def start_guard(model: nn.Module, plan: Plan) -> Guard | None:
     if not guard_enabled():
         return None
     guard = Guard()
-    report = guard.snapshot(model, declared=plan.declared().values())
+    report = guard.snapshot(model, declared=plan.declared_storages())
     logger.info("derivgraph: %s guard: %d undeclared tensor(s) kept at their startup storage "
                 "(%.3f s)", type(model).__name__, len(report.guarded), report.seconds)
     return guard

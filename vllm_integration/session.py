@@ -346,7 +346,7 @@ def audit(model: Any, *, rebaseline: bool = False) -> tuple[AuditResult, bool]:
         if rebaseline or state.baseline is None:
             state.baseline = snapshot(model)
             return AuditResult(tensors=len(state.baseline)), True
-        return compare(state.baseline, model, state.plan.declared().values()), False
+        return compare(state.baseline, model, state.plan.declared_storages()), False
 
 
 # ---- the same-weight oracle (a worker RPC) ---------------------------------------------------

@@ -3,7 +3,7 @@
 See :mod:`derivgraph.guard.guard`. Typical use, after the engine's first post-load step::
 
     guard = Guard()
-    guard.snapshot(model, declared=plan.declared().values())
+    guard.snapshot(model, declared=plan.declared_storages())
     ...                                        # reload: the engine reruns its post-load step
     report = guard.restore(model)              # strict=True raises RecaptureRequired
 """
