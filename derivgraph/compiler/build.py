@@ -51,11 +51,11 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
     graph = DerivedGraph(model)
     bound_specs = list(bound_specs)
     layers: list[tuple[BoundSpec, dict[str, Any], list[DerivedNode]]] = []
-    param_stamper = ParamStamper(graph)
+    param_stamper = ParamStamper(graph, bound_specs)
     decls_of: dict[int, list[_Decl]] = {}  # id(spec) -> its declarations of nodes
     plain: dict[type, bool] = {}  # module class -> whether its parameters() is nn.Module's
-    for bound in bound_specs:
-        params = param_stamper.resolve(bound)
+    for at, bound in enumerate(bound_specs):
+        params = param_stamper.resolve(bound, at)
         if params is None:
             continue
         decls = decls_of.get(id(bound.spec))
@@ -63,9 +63,9 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
             decls = decls_of[id(bound.spec)] = [_Decl.of(d) for d in bound.spec.derived
                                                 if not is_fold(d)]
         layers.append((bound, params, _derived_nodes(graph, model, bound, params, decls, plain)))
-    stamper = Stamper(graph, lambda node, reads: _resolve_derived(graph, node, reads))
-    for bound, params, nodes in layers:
-        stamper.resolve_bound(bound, params, nodes)
+    stamper = Stamper(graph, lambda node, reads: _resolve_derived(graph, node, reads), layers)
+    for at, (bound, params, nodes) in enumerate(layers):
+        stamper.resolve_bound(bound, params, nodes, at)
     graph.stamped, graph.stamps = stamper.stamped, list(stamper.tables.values())
     graph.params_stamped = param_stamper.stamped
     _check_cycles(graph)
