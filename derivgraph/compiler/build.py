@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from itertools import chain, repeat
+from operator import add, attrgetter, is_
 from typing import Any, NamedTuple
 
 from torch import nn
@@ -42,6 +44,8 @@ from derivgraph.spec.model import DerivedTensor
 
 __all__ = ["DerivedGraph", "DerivedNode", "NodeRef", "build_graph"]
 
+_module, _module_path = attrgetter("module"), attrgetter("module_path")
+
 #: the kinds whose owner must be an nn.Module
 _MODULE_KINDS = frozenset({TensorKind.PARAMETER, TensorKind.BUFFER})
 
@@ -54,15 +58,26 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
     param_stamper = ParamStamper(graph, bound_specs)
     decls_of: dict[int, list[_Decl]] = {}  # id(spec) -> its declarations of nodes
     plain: dict[type, bool] = {}  # module class -> whether its parameters() is nn.Module's
-    for at, bound in enumerate(bound_specs):
+    at = 0
+    while at < len(bound_specs):
+        bound = bound_specs[at]
         params = param_stamper.resolve(bound, at)
-        if params is None:
-            continue
-        decls = decls_of.get(id(bound.spec))
-        if decls is None:  # fold hook: folds are bound by derivgraph.compiler.fold, not nodes
-            decls = decls_of[id(bound.spec)] = [_Decl.of(d) for d in bound.spec.derived
-                                                if not is_fold(d)]
-        layers.append((bound, params, _derived_nodes(graph, model, bound, params, decls, plain)))
+        if params is not None:
+            decls = _decls(decls_of, bound)
+            layers.append((bound, params,
+                           _derived_nodes(graph, model, bound, params, decls, plain)))
+        # the rows right after it whose params one template proved by columns: their nodes
+        # made column by column when every check passes there (else row by row, as above)
+        run = param_stamper.proven_after(at) if param_stamper.proven else []
+        if run:
+            bounds = bound_specs[at + 1:at + 1 + len(run)]
+            decls = _decls(decls_of, bounds[0])
+            rows = _derived_columns(graph, bounds, run, decls, plain)
+            if rows is None:
+                rows = [_derived_nodes(graph, model, b, p, decls, plain)
+                        for b, p in zip(bounds, run, strict=True)]
+            layers += zip(bounds, run, rows, strict=True)
+        at += 1 + len(run)
     stamper = Stamper(graph, lambda node, reads: _resolve_derived(graph, node, reads), layers)
     for at, (bound, params, nodes) in enumerate(layers):
         stamper.resolve_bound(bound, params, nodes, at)
@@ -73,6 +88,15 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
         infer_shapes(graph, stamper.twins)
         index_issues(graph)
     return graph
+
+
+def _decls(decls_of: dict[int, list[_Decl]], bound: BoundSpec) -> list[_Decl]:
+    """The declarations of ``bound``'s spec that make nodes (read once per spec)."""
+    decls = decls_of.get(id(bound.spec))
+    if decls is None:  # fold hook: folds are bound by derivgraph.compiler.fold, not nodes
+        decls = decls_of[id(bound.spec)] = [_Decl.of(d) for d in bound.spec.derived
+                                            if not is_fold(d)]
+    return decls
 
 
 class _Decl(NamedTuple):
@@ -130,6 +154,34 @@ def _derived_nodes(graph: DerivedGraph, model: nn.Module, bound: BoundSpec,
         graph.add_derived(node)
         nodes.append(node)
     return nodes
+
+
+def _derived_columns(graph: DerivedGraph, bounds: list[BoundSpec], params: list[dict[str, Any]],
+                     decls: list[_Decl], plain: dict[type, bool]) -> list[list[DerivedNode]] | None:
+    """What :func:`_derived_nodes` gives each of ``bounds`` (modules of one class, each with a
+    module path, one spec), made a declaration at a time over every row and added to
+    ``graph`` in its order, when no row would report an issue there: every declaration is
+    owned by the matched module, and no id is taken or repeated. None (nothing made) else."""
+    modules = list(map(_module, bounds))
+    cls = type(modules[0])
+    if any(decl.owner for decl, _ in decls) or not issubclass(cls, nn.Module) \
+            or not all(map(is_, map(type, modules), repeat(cls))):
+        return None
+    paths = list(map(_module_path, bounds))
+    ids = [list(map(add, paths, repeat("." + decl.name))) for decl, _ in decls]
+    every = list(chain.from_iterable(zip(*ids)))  # the order _derived_nodes adds them in
+    if not graph.derived.keys().isdisjoint(every) or len(set(every)) != len(every):
+        return None
+    devices: dict[str | None, list[Any]] = {}  # decl.device -> each row's device
+    for decl, _ in decls:
+        if decl.device not in devices:
+            devices[decl.device] = list(map(device_of, bounds, repeat(decl), repeat(plain)))
+    columns = [list(map(DerivedNode, column, bounds, repeat(decl), paths, repeat(None),
+                        devices[decl.device], params))
+               for column, (decl, _) in zip(ids, decls, strict=True)]
+    rows = list(map(list, zip(*columns))) if columns else [[] for _ in bounds]
+    graph.add_derived_all(list(chain.from_iterable(rows)))
+    return rows
 
 
 def _resolve_derived(graph: DerivedGraph, node: DerivedNode, reads: Reads | None) -> str | None:

@@ -81,6 +81,25 @@ class ParamStamper:
                 self._prove(reads, at)
         return params
 
+    def proven_after(self, at: int) -> list[dict[str, Any]]:
+        """The params of the rows right after row ``at``, one after another, that one
+        template proved by columns (each row's copy, counted as :meth:`resolve` gives and
+        counts it): those rows are resolved, :meth:`resolve` is not called for them."""
+        proven = self.proven
+        reads = proven.get(at + 1)
+        if reads is None:
+            return []
+        bound = self.stacks.bounds[at + 1]
+        (first, params), *_ = self.templates[(id(bound.spec), type(bound.module))]
+        if first is not reads:  # another template is the first (not reached: proofs are
+            return []  # made by the first only)
+        end = at + 1
+        while proven.get(end) is reads:
+            del proven[end]
+            end += 1
+        self.stamped += end - at - 1
+        return [dict(params) for _ in range(end - at - 1)]
+
     def _prove(self, reads: Reads, at: int) -> None:
         """Prove the template's facts on the later rows of its spec and class by columns
         (:func:`~derivgraph.compiler.stamp_columns.rows_hold`: path and ``each()`` facts only,
