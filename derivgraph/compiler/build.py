@@ -34,7 +34,7 @@ from derivgraph.compiler.ir import NodeKind
 from derivgraph.compiler.layers import closed_layers, row_blocks
 from derivgraph.compiler.reads import Reads
 from derivgraph.compiler.resolve import Resolver, device_of, parse_cached
-from derivgraph.compiler.stamp import Stamper
+from derivgraph.compiler.stamp import Stamper, stamping_enabled
 from derivgraph.compiler.stamp_params import ParamStamper
 from derivgraph.errors import FormulaError, Rule
 from derivgraph.ops import OPS, OpKind
@@ -55,30 +55,34 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
     graph = DerivedGraph(model)
     bound_specs = list(bound_specs)
     layers: list[tuple[BoundSpec, dict[str, Any], list[DerivedNode]]] = []
-    param_stamper = ParamStamper(graph, bound_specs)
+    param_stamper = ParamStamper(graph, bound_specs if stamping_enabled() else ())
     decls_of: dict[int, list[_Decl]] = {}  # id(spec) -> its declarations of nodes
     plain: dict[type, bool] = {}  # module class -> whether its parameters() is nn.Module's
-    at = 0
-    while at < len(bound_specs):
-        bound = bound_specs[at]
+    skip = 0  # rows made with the column run of an earlier row
+    for at, bound in enumerate(bound_specs):
+        if skip:
+            skip -= 1
+            continue
         params = param_stamper.resolve(bound, at)
         if params is not None:
-            decls = _decls(decls_of, bound)
+            decls = decls_of.get(id(bound.spec)) or _decls(decls_of, bound)
             layers.append((bound, params,
                            _derived_nodes(graph, model, bound, params, decls, plain)))
-        # the rows right after it whose params one template proved by columns: their nodes
-        # made column by column when every check passes there (else row by row, as above)
-        run = param_stamper.proven_after(at) if param_stamper.proven else []
-        if run:
-            bounds = bound_specs[at + 1:at + 1 + len(run)]
-            decls = _decls(decls_of, bounds[0])
-            rows = _derived_columns(graph, bounds, run, decls, plain)
-            if rows is None:
-                rows = [_derived_nodes(graph, model, b, p, decls, plain)
-                        for b, p in zip(bounds, run, strict=True)]
-            layers += zip(bounds, run, rows, strict=True)
-        at += 1 + len(run)
-    stamper = Stamper(graph, lambda node, reads: _resolve_derived(graph, node, reads), layers)
+        if param_stamper.proven:  # the rows right after it whose params one template
+            # proved by columns: their nodes made column by column when every check passes
+            # there (else row by row, as above)
+            run = param_stamper.proven_after(at)
+            if run:
+                bounds = bound_specs[at + 1:at + 1 + len(run)]
+                decls = _decls(decls_of, bounds[0])
+                rows = _derived_columns(graph, bounds, run, decls, plain)
+                if rows is None:
+                    rows = [_derived_nodes(graph, model, b, p, decls, plain)
+                            for b, p in zip(bounds, run, strict=True)]
+                layers += zip(bounds, run, rows, strict=True)
+                skip = len(run)
+    stamper = Stamper(graph, lambda node, reads: _resolve_derived(graph, node, reads),
+                      layers if stamping_enabled() else ())
     for at, (bound, params, nodes) in enumerate(layers):
         stamper.resolve_bound(bound, params, nodes, at)
     graph.stamped, graph.stamps = stamper.stamped, list(stamper.tables.values())
