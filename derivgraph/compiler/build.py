@@ -1,10 +1,12 @@
 """Build and validate one networkx DAG of derived tensors for a whole model.
 
 :func:`build_graph` creates a derived node per declaration (checking owners, kinds and
-duplicates), resolves every formula into source and op nodes (:mod:`derivgraph.compiler.resolve`),
-rejects cycles, and infers shapes and dtypes on meta tensors (:mod:`derivgraph.compiler.infer`).
-Every
-problem is collected as a :class:`~derivgraph.errors.SpecIssue`; nothing here writes a tensor.
+duplicates; for a run of layers whose params a template proved by columns,
+:mod:`derivgraph.compiler.stamp_columns`, a declaration at a time over the run when no check
+would fail there), resolves every formula into source and op nodes
+(:mod:`derivgraph.compiler.resolve`), rejects cycles, and infers shapes and dtypes on meta
+tensors (:mod:`derivgraph.compiler.infer`). Every problem is collected as a
+:class:`~derivgraph.errors.SpecIssue`; nothing here writes a tensor.
 The node kinds are described in :mod:`derivgraph.compiler.graph`.
 """
 

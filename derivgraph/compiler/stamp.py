@@ -10,7 +10,10 @@ replayed with its own paths (sources, CSE-shared ops and derived inputs in the s
 its nodes, their numbering and the CSE sharing are exactly what resolving it would give.
 Every stamped layer is one row of its template's
 :class:`~derivgraph.compiler.instances.InstanceTable` (no per-layer record is kept); the later
-phases read the tables (:mod:`derivgraph.compiler.layers`). ``DERIVGRAPH_STAMP=0`` (or
+phases read the tables (:mod:`derivgraph.compiler.layers`). When a kind's first template is
+kept, its facts are proven on the later layers of its spec and class by column sweeps
+(:mod:`derivgraph.compiler.stamp_columns`: they are model facts); a proven layer is stamped
+without checking them again, any other is checked on its own. ``DERIVGRAPH_STAMP=0`` (or
 :func:`stamping` ``(False)``) turns it off.
 """
 
