@@ -61,6 +61,7 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
     decls_of: dict[int, list[_Decl]] = {}  # id(spec) -> its declarations of nodes
     plain: dict[type, bool] = {}  # module class -> whether its parameters() is nn.Module's
     skip = 0  # rows made with the column run of an earlier row
+    runs: dict[int, int] = {}  # a run's first layer -> its length, when its rows share a key
     for at, bound in enumerate(bound_specs):
         if skip:
             skip -= 1
@@ -77,14 +78,18 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
             if run:
                 bounds = bound_specs[at + 1:at + 1 + len(run)]
                 decls = _decls(decls_of, bounds[0])
-                rows = _derived_columns(graph, bounds, run, decls, plain)
-                if rows is None:
+                made = _derived_columns(graph, bounds, run, decls, plain)
+                if made is None:
                     rows = [_derived_nodes(graph, model, b, p, decls, plain)
                             for b, p in zip(bounds, run, strict=True)]
+                else:
+                    rows, one_key = made
+                    if one_key:
+                        runs[len(layers)] = len(rows)
                 layers += zip(bounds, run, rows, strict=True)
                 skip = len(run)
     stamper = Stamper(graph, lambda node, reads: _resolve_derived(graph, node, reads),
-                      layers if stamping_enabled() else ())
+                      layers if stamping_enabled() else (), runs)
     for at, (bound, params, nodes) in enumerate(layers):
         stamper.resolve_bound(bound, params, nodes, at)
     graph.stamped, graph.stamps = stamper.stamped, list(stamper.tables.values())
@@ -163,11 +168,14 @@ def _derived_nodes(graph: DerivedGraph, model: nn.Module, bound: BoundSpec,
 
 
 def _derived_columns(graph: DerivedGraph, bounds: list[BoundSpec], params: list[dict[str, Any]],
-                     decls: list[_Decl], plain: dict[type, bool]) -> list[list[DerivedNode]] | None:
+                     decls: list[_Decl], plain: dict[type, bool],
+                     ) -> tuple[list[list[DerivedNode]], bool] | None:
     """What :func:`_derived_nodes` gives each of ``bounds`` (modules of one class, each with a
     module path, one spec), made a declaration at a time over every row and added to
     ``graph`` in its order, when no row would report an issue there: every declaration is
-    owned by the matched module, and no id is taken or repeated. None (nothing made) else."""
+    owned by the matched module, and no id is taken or repeated. None (nothing made) else.
+    With the rows, whether each declaration has one device on every row (then, their params
+    being one template's copy, the rows have one stamping key)."""
     modules = list(map(_module, bounds))
     cls = type(modules[0])
     if any(decl.owner for decl, _ in decls) or not issubclass(cls, nn.Module) \
@@ -187,7 +195,7 @@ def _derived_columns(graph: DerivedGraph, bounds: list[BoundSpec], params: list[
                for column, (decl, _) in zip(ids, decls, strict=True)]
     rows = list(map(list, zip(*columns))) if columns else [[] for _ in bounds]
     graph.add_derived_all(list(chain.from_iterable(rows)))
-    return rows
+    return rows, all(column == [column[0]] * len(column) for column in devices.values())
 
 
 def _resolve_derived(graph: DerivedGraph, node: DerivedNode, reads: Reads | None) -> str | None:

@@ -103,8 +103,14 @@ class Stamper:
     """Resolves the bound specs of one graph, stamping layers that match a template."""
 
     def __init__(self, graph: DerivedGraph, resolve: Resolve,
-                 layers: Sequence[tuple[BoundSpec, dict[str, Any], Any]] = ()):
+                 layers: Sequence[tuple[BoundSpec, dict[str, Any], Any]] = (),
+                 runs: dict[int, int] | None = None):
         self.graph, self.resolve = graph, resolve
+        # a run's first layer -> its length: layers with one key (their spec, class, params
+        # and nodes' decls and devices proven equal where they were made), computed once
+        self.runs = runs or {}
+        self._shared: list[Template] | None = None
+        self._shared_until = -1
         # every layer of the graph, in resolution order (row ``at`` of :meth:`resolve_bound`):
         # a kind's first template proves the later layers of its kind by columns
         self.stacks = Stacks([layer[0] for layer in layers])
@@ -120,8 +126,13 @@ class Stamper:
                       nodes: list[DerivedNode], at: int | None = None) -> None:
         """Give every node of ``bound`` (layer ``at`` of those the stamper was made with, if
         it is one) its input: from a matching template, or resolved."""
-        kinds = self._kinds(bound, params, nodes) \
-            if stamping_enabled() and bound.module_path else None
+        if at is not None and at < self._shared_until:  # a run's later layer: its key
+            kinds = self._shared
+        else:
+            kinds = self._kinds(bound, params, nodes) \
+                if stamping_enabled() and bound.module_path else None
+            if self.runs and at in self.runs:
+                self._shared, self._shared_until = kinds, at + self.runs[at]
         if kinds and self.proven and at is not None:  # its kind's first template proved
             proof = self.proven.pop(at, None)  # it (a column proof)
             if proof is not None and proof[0] is kinds[0]:

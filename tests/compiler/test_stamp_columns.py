@@ -170,3 +170,43 @@ def test_canary_columns_that_skip_the_taken_check_are_caught(
     monkeypatch.setattr(build, "_derived_columns", planted)
     planted_record, _ = _built(model, [scaling_spec(), _taken_spec()], True, monkeypatch)
     assert planted_record != by_rows  # the planted bug shows
+
+
+def _device_spec() -> Spec:
+    """A spec whose tensor's device is read from the layer's ``weight`` (not a param fact)."""
+    return Spec(name="dev", target=Target(module_class=["ScalingLayer"]),
+                params={"E": "scale.shape[0]"},
+                derived=[DerivedTensor(name="inv", kind="attribute", formula="1.0 / scale",
+                                       device="weight")])
+
+
+def _device_model() -> Any:
+    model = scaling_model(6)
+    model.layers[3].weight = torch.nn.Parameter(torch.rand(8, device="meta"),
+                                                requires_grad=False)
+    return model
+
+
+def test_a_run_shares_one_key_only_where_its_devices_agree(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    model = _device_model()
+    by_columns, rows_made = _built(model, [_device_spec()], True, monkeypatch)
+    by_rows, _ = _built(model, [_device_spec()], False, monkeypatch)
+    assert rows_made == 1 and by_columns == by_rows
+    assert [n[4].type for n in by_rows[0]] == ["cpu"] * 3 + ["meta"] + ["cpu"] * 2
+    assert by_rows[5] == 4  # layer 3 (another device: another key) is not stamped
+
+
+def test_canary_a_run_sharing_its_key_across_devices_is_caught(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    made = build._derived_columns
+
+    def planted(*args: Any) -> Any:
+        found = made(*args)
+        return None if found is None else (found[0], True)  # one key, devices unread
+
+    model = _device_model()
+    by_rows, _ = _built(model, [_device_spec()], False, monkeypatch)
+    monkeypatch.setattr(build, "_derived_columns", planted)
+    planted_record, _ = _built(model, [_device_spec()], True, monkeypatch)
+    assert planted_record != by_rows  # the planted bug shows
