@@ -1,10 +1,12 @@
 """Build and validate one networkx DAG of derived tensors for a whole model.
 
 :func:`build_graph` creates a derived node per declaration (checking owners, kinds and
-duplicates), resolves every formula into source and op nodes (:mod:`derivgraph.compiler.resolve`),
-rejects cycles, and infers shapes and dtypes on meta tensors (:mod:`derivgraph.compiler.infer`).
-Every
-problem is collected as a :class:`~derivgraph.errors.SpecIssue`; nothing here writes a tensor.
+duplicates; for a run of layers whose params a template proved by columns,
+:mod:`derivgraph.compiler.stamp_columns`, a declaration at a time over the run when no check
+would fail there), resolves every formula into source and op nodes
+(:mod:`derivgraph.compiler.resolve`), rejects cycles, and infers shapes and dtypes on meta
+tensors (:mod:`derivgraph.compiler.infer`). Every problem is collected as a
+:class:`~derivgraph.errors.SpecIssue`; nothing here writes a tensor.
 The node kinds are described in :mod:`derivgraph.compiler.graph`.
 """
 
@@ -12,6 +14,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from itertools import chain, repeat
+from operator import add, attrgetter, is_
 from typing import Any, NamedTuple
 
 from torch import nn
@@ -32,7 +36,7 @@ from derivgraph.compiler.ir import NodeKind
 from derivgraph.compiler.layers import closed_layers, row_blocks
 from derivgraph.compiler.reads import Reads
 from derivgraph.compiler.resolve import Resolver, device_of, parse_cached
-from derivgraph.compiler.stamp import Stamper
+from derivgraph.compiler.stamp import Stamper, stamping_enabled
 from derivgraph.compiler.stamp_params import ParamStamper
 from derivgraph.errors import FormulaError, Rule
 from derivgraph.ops import OPS, OpKind
@@ -41,6 +45,8 @@ from derivgraph.spec.kinds import TensorKind, is_fold
 from derivgraph.spec.model import DerivedTensor
 
 __all__ = ["DerivedGraph", "DerivedNode", "NodeRef", "build_graph"]
+
+_module, _module_path = attrgetter("module"), attrgetter("module_path")
 
 #: the kinds whose owner must be an nn.Module
 _MODULE_KINDS = frozenset({TensorKind.PARAMETER, TensorKind.BUFFER})
@@ -51,21 +57,41 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
     graph = DerivedGraph(model)
     bound_specs = list(bound_specs)
     layers: list[tuple[BoundSpec, dict[str, Any], list[DerivedNode]]] = []
-    param_stamper = ParamStamper(graph)
+    param_stamper = ParamStamper(graph, bound_specs if stamping_enabled() else ())
     decls_of: dict[int, list[_Decl]] = {}  # id(spec) -> its declarations of nodes
     plain: dict[type, bool] = {}  # module class -> whether its parameters() is nn.Module's
-    for bound in bound_specs:
-        params = param_stamper.resolve(bound)
-        if params is None:
+    skip = 0  # rows made with the column run of an earlier row
+    runs: dict[int, int] = {}  # a run's first layer -> its length, when its rows share a key
+    for at, bound in enumerate(bound_specs):
+        if skip:
+            skip -= 1
             continue
-        decls = decls_of.get(id(bound.spec))
-        if decls is None:  # fold hook: folds are bound by derivgraph.compiler.fold, not nodes
-            decls = decls_of[id(bound.spec)] = [_Decl.of(d) for d in bound.spec.derived
-                                                if not is_fold(d)]
-        layers.append((bound, params, _derived_nodes(graph, model, bound, params, decls, plain)))
-    stamper = Stamper(graph, lambda node, reads: _resolve_derived(graph, node, reads))
-    for bound, params, nodes in layers:
-        stamper.resolve_bound(bound, params, nodes)
+        params = param_stamper.resolve(bound, at)
+        if params is not None:
+            decls = decls_of.get(id(bound.spec)) or _decls(decls_of, bound)
+            layers.append((bound, params,
+                           _derived_nodes(graph, model, bound, params, decls, plain)))
+        if param_stamper.proven:  # the rows right after it whose params one template
+            # proved by columns: their nodes made column by column when every check passes
+            # there (else row by row, as above)
+            run = param_stamper.proven_after(at)
+            if run:
+                bounds = bound_specs[at + 1:at + 1 + len(run)]
+                decls = _decls(decls_of, bounds[0])
+                made = _derived_columns(graph, bounds, run, decls, plain)
+                if made is None:
+                    rows = [_derived_nodes(graph, model, b, p, decls, plain)
+                            for b, p in zip(bounds, run, strict=True)]
+                else:
+                    rows, one_key = made
+                    if one_key:
+                        runs[len(layers)] = len(rows)
+                layers += zip(bounds, run, rows, strict=True)
+                skip = len(run)
+    stamper = Stamper(graph, lambda node, reads: _resolve_derived(graph, node, reads),
+                      layers if stamping_enabled() else (), runs)
+    for at, (bound, params, nodes) in enumerate(layers):
+        stamper.resolve_bound(bound, params, nodes, at)
     graph.stamped, graph.stamps = stamper.stamped, list(stamper.tables.values())
     graph.params_stamped = param_stamper.stamped
     _check_cycles(graph)
@@ -73,6 +99,15 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
         infer_shapes(graph, stamper.twins)
         index_issues(graph)
     return graph
+
+
+def _decls(decls_of: dict[int, list[_Decl]], bound: BoundSpec) -> list[_Decl]:
+    """The declarations of ``bound``'s spec that make nodes (read once per spec)."""
+    decls = decls_of.get(id(bound.spec))
+    if decls is None:  # fold hook: folds are bound by derivgraph.compiler.fold, not nodes
+        decls = decls_of[id(bound.spec)] = [_Decl.of(d) for d in bound.spec.derived
+                                            if not is_fold(d)]
+    return decls
 
 
 class _Decl(NamedTuple):
@@ -130,6 +165,37 @@ def _derived_nodes(graph: DerivedGraph, model: nn.Module, bound: BoundSpec,
         graph.add_derived(node)
         nodes.append(node)
     return nodes
+
+
+def _derived_columns(graph: DerivedGraph, bounds: list[BoundSpec], params: list[dict[str, Any]],
+                     decls: list[_Decl], plain: dict[type, bool],
+                     ) -> tuple[list[list[DerivedNode]], bool] | None:
+    """What :func:`_derived_nodes` gives each of ``bounds`` (modules of one class, each with a
+    module path, one spec), made a declaration at a time over every row and added to
+    ``graph`` in its order, when no row would report an issue there: every declaration is
+    owned by the matched module, and no id is taken or repeated. None (nothing made) else.
+    With the rows, whether each declaration has one device on every row (then, their params
+    being one template's copy, the rows have one stamping key)."""
+    modules = list(map(_module, bounds))
+    cls = type(modules[0])
+    if any(decl.owner for decl, _ in decls) or not issubclass(cls, nn.Module) \
+            or not all(map(is_, map(type, modules), repeat(cls))):
+        return None
+    paths = list(map(_module_path, bounds))
+    ids = [list(map(add, paths, repeat("." + decl.name))) for decl, _ in decls]
+    every = list(chain.from_iterable(zip(*ids)))  # the order _derived_nodes adds them in
+    if not graph.derived.keys().isdisjoint(every) or len(set(every)) != len(every):
+        return None
+    devices: dict[str | None, list[Any]] = {}  # decl.device -> each row's device
+    for decl, _ in decls:
+        if decl.device not in devices:
+            devices[decl.device] = list(map(device_of, bounds, repeat(decl), repeat(plain)))
+    columns = [list(map(DerivedNode, column, bounds, repeat(decl), paths, repeat(None),
+                        devices[decl.device], params))
+               for column, (decl, _) in zip(ids, decls, strict=True)]
+    rows = list(map(list, zip(*columns))) if columns else [[] for _ in bounds]
+    graph.add_derived_all(list(chain.from_iterable(rows)))
+    return rows, all(column == [column[0]] * len(column) for column in devices.values())
 
 
 def _resolve_derived(graph: DerivedGraph, node: DerivedNode, reads: Reads | None) -> str | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 import torch
@@ -278,6 +279,12 @@ class DerivedGraph:
     def add_derived(self, node: DerivedNode) -> None:
         self.derived[node.id] = node
         self.ir.add(Node(node.id, _DERIVED))
+
+    def add_derived_all(self, nodes: list[DerivedNode]) -> None:
+        """:meth:`add_derived` of each node, in order."""
+        ids = [node.id for node in nodes]
+        self.derived.update(zip(ids, nodes))
+        self.ir.add_leaves(list(map(Node, ids, repeat(_DERIVED))))
 
     def set_input(self, node: DerivedNode, value_id: str) -> None:
         """Give ``node`` its value's node, which is :attr:`touched`."""

@@ -81,6 +81,19 @@ class Graph:
         self.version += 1
         return node
 
+    def add_leaves(self, nodes: list[Node]) -> None:
+        """:meth:`add` of each node (none with an input), in order."""
+        ids = [node.id for node in nodes]
+        self.nodes.update(zip(ids, nodes))
+        users = self.users
+        if users.keys().isdisjoint(ids):
+            users.update([(node_id, []) for node_id in ids])
+        else:
+            for node_id in ids:
+                if node_id not in users:
+                    users[node_id] = []
+        self.version += len(nodes)
+
     def set_inputs(self, node_id: str, inputs: tuple[str, ...]) -> None:
         """Give an existing node (a derived tensor) its inputs."""
         node, users = self.nodes[node_id], self.users

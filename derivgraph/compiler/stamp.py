@@ -10,7 +10,10 @@ replayed with its own paths (sources, CSE-shared ops and derived inputs in the s
 its nodes, their numbering and the CSE sharing are exactly what resolving it would give.
 Every stamped layer is one row of its template's
 :class:`~derivgraph.compiler.instances.InstanceTable` (no per-layer record is kept); the later
-phases read the tables (:mod:`derivgraph.compiler.layers`). ``DERIVGRAPH_STAMP=0`` (or
+phases read the tables (:mod:`derivgraph.compiler.layers`). When a kind's first template is
+kept, its facts are proven on the later layers of its spec and class by column sweeps
+(:mod:`derivgraph.compiler.stamp_columns`: they are model facts); a proven layer is stamped
+without checking them again, any other is checked on its own. ``DERIVGRAPH_STAMP=0`` (or
 :func:`stamping` ``(False)``) turns it off.
 """
 
@@ -18,17 +21,18 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import is_not
 from typing import Any
-
-from torch import nn
 
 from derivgraph.compiler.bind import BoundSpec
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode, freeze, substitute
 from derivgraph.compiler.instances import InstanceTable
-from derivgraph.compiler.reads import OpCall, Probe, Reads, probe_derived, probe_path
+from derivgraph.compiler.reads import OpCall, Reads, probe_path
 from derivgraph.compiler.replay import Replay, SourceStep
+from derivgraph.compiler.stamp_columns import Stacks, checks_of, column_provable, prove_rows
 from derivgraph.paths import MODULE_REGISTRIES
 
 __all__ = ["InstanceTable", "Stamper", "facts_hold", "stamping",
@@ -98,8 +102,20 @@ Resolve = Callable[[DerivedNode, Reads | None], str | None]
 class Stamper:
     """Resolves the bound specs of one graph, stamping layers that match a template."""
 
-    def __init__(self, graph: DerivedGraph, resolve: Resolve):
+    def __init__(self, graph: DerivedGraph, resolve: Resolve,
+                 layers: Sequence[tuple[BoundSpec, dict[str, Any], Any]] = (),
+                 runs: dict[int, int] | None = None):
         self.graph, self.resolve = graph, resolve
+        # a run's first layer -> its length: layers with one key (their spec, class, params
+        # and nodes' decls and devices proven equal where they were made), computed once
+        self.runs = runs or {}
+        self._shared: list[Template] | None = None
+        self._shared_until = -1
+        # every layer of the graph, in resolution order (row ``at`` of :meth:`resolve_bound`):
+        # a kind's first template proves the later layers of its kind by columns
+        self.stacks = Stacks([layer[0] for layer in layers])
+        self.params = [layer[1] for layer in layers]
+        self.proven: dict[int, tuple[Template, dict[tuple[str, ...], Any]]] = {}
         self.templates: dict[Any, list[Template]] = {}
         self.stamped = 0  # layers stamped (for the log and the tests)
         self.twins: dict[str, str] = {}  # a stamped op node -> the template's op it copies
@@ -107,10 +123,22 @@ class Stamper:
         self.tables: dict[tuple[str, ...], InstanceTable] = {}
 
     def resolve_bound(self, bound: BoundSpec, params: dict[str, Any],
-                      nodes: list[DerivedNode]) -> None:
-        """Give every node of ``bound`` its input: from a matching template, or resolved."""
-        kinds = self._kinds(bound, params, nodes) \
-            if stamping_enabled() and bound.module_path else None
+                      nodes: list[DerivedNode], at: int | None = None) -> None:
+        """Give every node of ``bound`` (layer ``at`` of those the stamper was made with, if
+        it is one) its input: from a matching template, or resolved."""
+        if at is not None and at < self._shared_until:  # a run's later layer: its key
+            kinds = self._shared
+        else:
+            kinds = self._kinds(bound, params, nodes) \
+                if stamping_enabled() and bound.module_path else None
+            if self.runs and at in self.runs:
+                self._shared, self._shared_until = kinds, at + self.runs[at]
+        if kinds and self.proven and at is not None:  # its kind's first template proved
+            proof = self.proven.pop(at, None)  # it (a column proof)
+            if proof is not None and proof[0] is kinds[0]:
+                self._replay(proof[0], bound, nodes, proof[1])
+                self.stamped += 1
+                return
         for template in kinds or ():
             objects = _matches(self.graph, template, bound, params)
             if objects is not None:
@@ -130,6 +158,20 @@ class Stamper:
                                       tuple(derived))
             template.kept(template.program, derived)
             kinds.append(template)
+            if len(kinds) == 1 and at is not None and column_provable(reads, True):
+                self._prove(template, at)
+
+    def _prove(self, template: Template, at: int) -> None:
+        """Prove ``template``'s facts on the later layers of its spec and class by columns
+        (:func:`~derivgraph.compiler.stamp_columns.prove_rows`: they are model facts, and no
+        derived tensor is added while layers are resolved); a proven layer of its kind is
+        stamped without :func:`facts_hold`."""
+        rows = self.stacks.later(at)
+        proofs = prove_rows(self.graph, template.reads,
+                            list(map(self.stacks.bounds.__getitem__, rows)),
+                            list(map(self.params.__getitem__, rows)))
+        self.proven.update(compress(zip(rows, zip(repeat(template), proofs)),
+                                    map(is_not, proofs, repeat(None))))
 
     def _kinds(self, bound: BoundSpec, params: dict[str, Any],
                nodes: list[DerivedNode]) -> list[Template] | None:
@@ -183,11 +225,11 @@ def facts_hold(graph: DerivedGraph, reads: Reads, bound: BoundSpec,
                params: dict[str, Any]) -> dict[tuple[str, ...], Any] | None:
     """The objects the path probes found on ``bound`` when every probe of ``reads`` gives the
     same fact there; None at the first difference. The probes run in the order they were
-    read, each one as its :class:`_Check` (compiled once per ``reads``) runs it."""
+    read, each one as its :class:`~derivgraph.compiler.stamp_columns.Check` (compiled once per
+    ``reads``) runs it."""
     checks = reads.checks
     if checks is None:
-        checks = reads.checks = [_Check(probe, args, fact, type(bound.module))
-                                 for (probe, args), fact in reads.facts.items()]
+        checks = checks_of(reads, type(bound.module))
     objects: dict[tuple[str, ...], Any] = {}
     module, derived, module_path = bound.module, graph.derived, bound.module_path
     for check in checks:
@@ -219,30 +261,6 @@ def facts_hold(graph: DerivedGraph, reads: Reads, bound: BoundSpec,
         if check.probe is probe_path:
             objects[check.args[0]] = obj
     return objects
-
-
-class _Check:
-    """One recorded probe and its fact, as :func:`facts_hold` checks it on another layer:
-    ``part`` set for a path probe that found a tensor at its first hop (on a module of
-    class ``cls``: the template's), ``rel`` for a derived-path probe of a path (``suffix``:
-    what follows a module path), else the probe is run."""
-
-    __slots__ = ("args", "cls", "fact", "layout", "part", "probe", "rel", "suffix")
-
-    def __init__(self, probe: Probe, args: tuple[Any, ...], fact: Any, cls: type):
-        self.probe, self.args, self.fact, self.cls = probe, args, fact, cls
-        self.part: str | None = None
-        self.rel: str | None = None
-        self.suffix = ""
-        self.layout: tuple[Any, ...] = ()
-        # a tensor at the first hop (the walk stops there), a hop get_path reads as one (an
-        # identifier, no dunder: stricter than its rule)
-        if probe is probe_path and issubclass(cls, nn.Module) and args[0] \
-                and args[0][0].isidentifier() and not args[0][0].startswith("__") \
-                and type(fact) is tuple and fact[:2] == ("tensor", 1):
-            self.part, self.layout = args[0][0], fact[2]
-        elif probe is probe_derived and type(fact) is bool and args[0]:
-            self.rel, self.suffix = args[0], "." + args[0]  # join's "module_path.rel"
 
 
 def _layouts(reads: Reads) -> dict[tuple[str, ...], tuple[Any, ...]]:

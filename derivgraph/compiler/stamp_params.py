@@ -14,6 +14,8 @@ give the same facts has the same params (a copy of the template's dict).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from itertools import compress, repeat
 from typing import Any
 
 from derivgraph.compiler.bind import BoundSpec
@@ -21,6 +23,7 @@ from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.reads import Reads, probe_meta
 from derivgraph.compiler.resolve import resolve_params
 from derivgraph.compiler.stamp import MAX_TEMPLATES, facts_hold, stamping_enabled
+from derivgraph.compiler.stamp_columns import Stacks, column_provable, rows_hold
 
 __all__ = ["ParamStamper"]
 
@@ -41,17 +44,26 @@ def _param_matches(graph: DerivedGraph, reads: Reads, bound: BoundSpec) -> bool:
 class ParamStamper:
     """Resolves the params of each bound spec, from a template where the facts allow."""
 
-    def __init__(self, graph: DerivedGraph):
+    def __init__(self, graph: DerivedGraph, bounds: Sequence[BoundSpec] = ()):
         self.graph = graph
         self.templates: dict[Any, list[tuple[Reads, dict[str, Any]]]] = {}
         self.stamped = 0  # bound specs whose params came from a template
+        # every bound spec, in resolution order (row ``at`` of :meth:`resolve`): a kind's
+        # first template proves the later rows of its kind by columns
+        self.stacks = Stacks(bounds)
+        self.proven: dict[int, Reads] = {}  # row -> the template that proved it
 
-    def resolve(self, bound: BoundSpec) -> dict[str, Any] | None:
-        """The params of ``bound`` (None: an issue was reported), as :func:`resolve_params`."""
+    def resolve(self, bound: BoundSpec, at: int | None = None) -> dict[str, Any] | None:
+        """The params of ``bound`` (row ``at`` of the bound specs the stamper was made with,
+        if it is one; None: an issue was reported), as :func:`resolve_params`."""
         graph = self.graph
         if not (stamping_enabled() and bound.module_path and bound.spec.params):
             return resolve_params(graph, bound)
         kinds = self.templates.setdefault((id(bound.spec), type(bound.module)), [])
+        if kinds and self.proven and at is not None \
+                and self.proven.pop(at, None) is kinds[0][0]:
+            self.stamped += 1  # its kind's first template proved it (a column proof)
+            return dict(kinds[0][1])
         for reads, params in kinds:
             if _param_matches(graph, reads, bound):
                 self.stamped += 1
@@ -65,4 +77,34 @@ class ParamStamper:
                 and all(probe is not probe_meta for probe, _ in reads.facts) \
                 and all(map(_immutable, params.values())):
             kinds.append((reads, dict(params)))
+            if len(kinds) == 1 and at is not None and column_provable(reads, False):
+                self._prove(reads, at)
         return params
+
+    def proven_after(self, at: int) -> list[dict[str, Any]]:
+        """The params of the rows right after row ``at``, one after another, that one
+        template proved by columns (each row's copy, counted as :meth:`resolve` gives and
+        counts it): those rows are resolved, :meth:`resolve` is not called for them."""
+        proven = self.proven
+        reads = proven.get(at + 1)
+        if reads is None:
+            return []
+        bound = self.stacks.bounds[at + 1]
+        (first, params), *_ = self.templates[(id(bound.spec), type(bound.module))]
+        if first is not reads:  # another template is the first (not reached: proofs are
+            return []  # made by the first only)
+        end = at + 1
+        while proven.get(end) is reads:
+            del proven[end]
+            end += 1
+        self.stamped += end - at - 1
+        return [dict(params) for _ in range(end - at - 1)]
+
+    def _prove(self, reads: Reads, at: int) -> None:
+        """Prove the template's facts on the later rows of its spec and class by columns
+        (:func:`~derivgraph.compiler.stamp_columns.rows_hold`: path and ``each()`` facts only,
+        which no resolution changes); a proven row takes the template's params."""
+        rows = self.stacks.later(at)
+        bounds = list(map(self.stacks.bounds.__getitem__, rows))
+        self.proven.update(compress(zip(rows, repeat(reads)),
+                                    rows_hold(self.graph, reads, bounds, [{}] * len(rows))))

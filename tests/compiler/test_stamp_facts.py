@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from derivgraph import DerivedTensor, Spec, Target
-from derivgraph.compiler import stamp
+from derivgraph.compiler import stamp_columns
 from derivgraph.compiler.bind import BoundSpec
 from derivgraph.compiler.reads import Reads, probe_derived, probe_path
 from derivgraph.compiler.stamp import facts_hold
@@ -129,15 +129,15 @@ def test_the_checks_take_the_shortcuts_where_they_hold() -> None:
 
 def test_canary_a_layout_compared_other_than_the_fact_is_caught(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    init = stamp._Check.__init__
+    init = stamp_columns.Check.__init__
 
-    def planted(self: stamp._Check, *args: Any) -> None:
+    def planted(self: stamp_columns.Check, *args: Any) -> None:
         init(self, *args)
         if self.part is not None:  # the shortcut compares a dtype the fact does not hold
             cls, shape, stride, _, device = self.layout
             self.layout = (cls, shape, stride, torch.float16, device)
 
-    monkeypatch.setattr(stamp._Check, "__init__", planted)
+    monkeypatch.setattr(stamp_columns.Check, "__init__", planted)
     reads, graph = _template(), _Graph()
     module = Layer()
     _VARIANTS["dtype"](module)
@@ -151,14 +151,14 @@ def test_canary_a_derived_path_joined_other_than_qualify_is_caught(
     """The derived-path shortcut joins the module path and the probe's path as
     ``bound.qualify`` does; planted to join another path, a derived tensor at the probed
     path is missed."""
-    init = stamp._Check.__init__
+    init = stamp_columns.Check.__init__
 
-    def planted(self: stamp._Check, *args: Any) -> None:
+    def planted(self: stamp_columns.Check, *args: Any) -> None:
         init(self, *args)
         if self.rel is not None:
             self.suffix = ".elsewhere"
 
-    monkeypatch.setattr(stamp._Check, "__init__", planted)
+    monkeypatch.setattr(stamp_columns.Check, "__init__", planted)
     reads, graph = _template(), _Graph(("layers.1.scale",))
     bound = _bound(Layer(), 1)
     assert _every_probe(graph, reads, bound) is None

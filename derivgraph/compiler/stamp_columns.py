@@ -1,0 +1,230 @@
+"""Column proofs: a template's facts checked over every later layer of its kind at once.
+
+:func:`~derivgraph.compiler.stamp.facts_hold` checks a template's recorded facts on one layer.
+When the facts are *model facts* (the tensor at a path, its layout, whether a path is a
+derived tensor while no derived tensor is added), they do not change while the graph is built,
+so they may be checked for every later layer of the template's kind at the moment the template
+is kept, and the answer is the one :func:`facts_hold` would give each layer when its turn came.
+:func:`prove_rows` checks them fact by fact as C-level sweeps over the rows (a column per
+fact): each :class:`Check` in the order :func:`facts_hold` runs it, each over the rows that
+still hold. A row is *proven* when every fact holds by the sweeps; any other row (a fact
+differs, or a sweep's shortcut does not apply) is not proven, and takes the per-layer path
+(:func:`facts_hold`, then today's resolution), with its errors.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+from itertools import compress, repeat
+from operator import add, attrgetter, contains, eq, getitem, is_, is_not, methodcaller
+from typing import Any
+
+from torch import nn
+
+from derivgraph.compiler.bind import BoundSpec
+from derivgraph.compiler.graph import DerivedGraph
+from derivgraph.compiler.reads import Probe, Reads, probe_derived, probe_each, probe_path
+from derivgraph.paths import MODULE_REGISTRIES
+
+__all__ = ["Check", "Stacks", "checks_of", "column_provable", "prove_rows", "rows_hold"]
+
+#: the probes whose fact is a model fact (a column proof may run them ahead of the layer's turn)
+_STATIC = frozenset({probe_path, probe_each})
+
+_module, _shape, _dtype, _device = (attrgetter("module"), attrgetter("shape"),
+                                    attrgetter("dtype"), attrgetter("device"))
+_path, _stride, _vars = attrgetter("module_path"), methodcaller("stride"), attrgetter("__dict__")
+
+
+class Check:
+    """One recorded probe and its fact, as :func:`~derivgraph.compiler.stamp.facts_hold`
+    checks it on another layer: ``part`` set for a path probe that found a tensor at its first
+    hop (on a module of class ``cls``: the template's), ``rel`` for a derived-path probe of a
+    path (``suffix``: what follows a module path), else the probe is run."""
+
+    __slots__ = ("args", "cls", "fact", "layout", "part", "probe", "rel", "suffix")
+
+    def __init__(self, probe: Probe, args: tuple[Any, ...], fact: Any, cls: type):
+        self.probe, self.args, self.fact, self.cls = probe, args, fact, cls
+        self.part: str | None = None
+        self.rel: str | None = None
+        self.suffix = ""
+        self.layout: tuple[Any, ...] = ()
+        # a tensor at the first hop (the walk stops there), a hop get_path reads as one (an
+        # identifier, no dunder: stricter than its rule)
+        if probe is probe_path and issubclass(cls, nn.Module) and args[0] \
+                and args[0][0].isidentifier() and not args[0][0].startswith("__") \
+                and type(fact) is tuple and fact[:2] == ("tensor", 1):
+            self.part, self.layout = args[0][0], fact[2]
+        elif probe is probe_derived and type(fact) is bool and args[0]:
+            self.rel, self.suffix = args[0], "." + args[0]  # join's "module_path.rel"
+
+
+class Stacks:
+    """The rows of a list of bound specs grouped by (spec, module class), found at the first
+    :meth:`later` (a template's kind is one of these groups, or a part of one)."""
+
+    def __init__(self, bounds: Sequence[BoundSpec]):
+        self.bounds = bounds
+        self._groups: dict[tuple[int, type], list[int]] | None = None
+
+    def later(self, at: int) -> list[int]:
+        """The rows after row ``at`` of its spec and class, in order, with a module path."""
+        groups = self._groups
+        if groups is None:
+            groups = self._groups = {}
+            for i, bound in enumerate(self.bounds):
+                groups.setdefault((id(bound.spec), type(bound.module)), []).append(i)
+        bound = self.bounds[at]
+        rows = groups[(id(bound.spec), type(bound.module))]
+        return [i for i in rows[bisect_right(rows, at):] if self.bounds[i].module_path]
+
+
+def checks_of(reads: Reads, cls: type) -> list[Check]:
+    """``reads``' facts compiled into checks once (``cls``: the class of the first module
+    they are checked on)."""
+    checks = reads.checks
+    if checks is None:
+        checks = reads.checks = [Check(probe, args, fact, cls)
+                                 for (probe, args), fact in reads.facts.items()]
+    return checks
+
+
+def column_provable(reads: Reads, derived_fixed: bool) -> bool:
+    """Whether every fact of ``reads`` is a model fact: a path or ``each()`` probe, or a
+    derived-path probe when ``derived_fixed`` (no derived tensor is added while the rows
+    are resolved)."""
+    return all(probe in _STATIC or (derived_fixed and probe is probe_derived)
+               for probe, _ in reads.facts)
+
+
+def prove_rows(graph: DerivedGraph, reads: Reads, bounds: Sequence[BoundSpec],
+               params: Sequence[dict[str, Any]]) -> list[dict[tuple[str, ...], Any] | None]:
+    """Per row of ``bounds`` (``params``: each row's): the objects the path probes found when
+    every fact of ``reads`` holds there, proven by sweeps; None when the row is not proven
+    (it must be checked by :func:`~derivgraph.compiler.stamp.facts_hold`). ``reads`` must be
+    :func:`column_provable`, each row a module of one class with a module path."""
+    alive, keys, found = _holding(graph, reads, bounds, params)
+    proven: list[dict[tuple[str, ...], Any] | None] = [None] * len(bounds)
+    for i, values in zip(alive, zip(*found, strict=True) if found else repeat(())):
+        proven[i] = dict(zip(keys, values, strict=True))
+    return proven
+
+
+def rows_hold(graph: DerivedGraph, reads: Reads, bounds: Sequence[BoundSpec],
+              params: Sequence[dict[str, Any]]) -> list[bool]:
+    """Per row: whether :func:`prove_rows` proves it (no objects kept)."""
+    proven = [False] * len(bounds)
+    for i in _holding(graph, reads, bounds, params)[0]:
+        proven[i] = True
+    return proven
+
+
+def _holding(graph: DerivedGraph, reads: Reads, bounds: Sequence[BoundSpec],
+             params: Sequence[dict[str, Any]],
+             ) -> tuple[list[int], list[tuple[str, ...]], list[list[Any]]]:
+    """The rows every fact holds on, the path probes' parts, and per path probe the object
+    it found on each of those rows."""
+    n = len(bounds)
+    if not n:
+        return [], [], []
+    modules = list(map(_module, bounds))
+    dicts = list(map(_vars, modules))
+    checks = checks_of(reads, type(modules[0]))
+    alive = list(range(n))  # the rows every fact so far held on
+    keys: list[tuple[str, ...]] = []
+    found: list[list[Any]] = []  # per path probe, its object per alive row
+    derived = graph.derived
+    for check in checks:
+        if not alive:
+            break
+        got: list[Any] | None
+        if check.part is not None:
+            got = _first_hop(modules, dicts, alive, check)
+            holds = list(map(is_not, got, repeat(None)))
+        elif check.rel is not None:
+            paths = map(add, map(_path, map(bounds.__getitem__, alive)), repeat(check.suffix))
+            holds = list(map(is_, map(derived.__contains__, paths), repeat(check.fact)))
+            got = None
+        else:
+            got, holds = [], []
+            for i in alive:
+                fact, obj = check.probe(graph, bounds[i], params[i], *check.args)
+                got.append(obj)
+                holds.append(fact == check.fact)
+            if check.probe is not probe_path:
+                got = None
+        if got is not None:
+            keys.append(check.args[0])
+            found.append(got)
+        alive, found = _keep(alive, found, holds)
+    return alive, keys, found
+
+
+def _keep(alive: list[int], found: list[list[Any]],
+          holds: list[bool]) -> tuple[list[int], list[list[Any]]]:
+    """The rows (and their found objects) where ``holds``."""
+    if all(holds):
+        return alive, found
+    return list(compress(alive, holds)), [list(compress(c, holds)) for c in found]
+
+
+def _first_hop(modules: list[nn.Module], dicts: list[dict[str, Any]], alive: list[int],
+               check: Check) -> list[Any]:
+    """Per alive row: the tensor at the check's first hop when the module is of the check's
+    class and the tensor has the fact's layout, else None (``dicts``: each module's
+    ``__dict__``)."""
+    if len(alive) < len(modules):
+        modules, dicts = list(map(modules.__getitem__, alive)), list(map(dicts.__getitem__, alive))
+    same = list(map(is_, map(type, modules), repeat(check.cls)))
+    if all(same):
+        return _sweep(dicts, check)
+    swept = iter(_sweep(list(compress(dicts, same)), check))
+    return [next(swept) if ok else None for ok in same]
+
+
+def _sweep(dicts: list[dict[str, Any]], check: Check) -> list[Any]:
+    """The first hop of every module (its ``__dict__``; read from its registries in
+    :func:`~derivgraph.paths.step_into`'s order), None where its layout is not the fact's."""
+    part, n = check.part, len(dicts)
+    got: list[Any] = [None] * n
+    done = [False] * n
+    for registry in MODULE_REGISTRIES:
+        held = list(map(registry, dicts))
+        has = list(map(contains, held, repeat(part)))
+        if not any(has):
+            continue
+        if all(has) and not any(done):
+            got = list(map(getitem, held, repeat(part)))
+            break
+        for i in compress(range(n), has):
+            if not done[i]:
+                got[i], done[i] = held[i][part], True
+    cls, shape, stride, dtype, device = check.layout
+    ok = list(map(is_, map(type, got), repeat(cls)))
+    if all(ok) and _all_layout(got, shape, stride, dtype, device):
+        return got
+    rows, sub = list(compress(range(n), ok)), list(compress(got, ok))
+    result: list[Any] = [None] * n
+    for i, tensor, good in zip(rows, sub, _layout_ok(sub, shape, stride, dtype, device),
+                               strict=True):
+        if good:
+            result[i] = tensor
+    return result
+
+
+def _all_layout(got: list[Any], shape: Any, stride: Any, dtype: Any, device: Any) -> bool:
+    """Whether every tensor of ``got`` has the layout (one sweep per field)."""
+    n = len(got)
+    return list(map(_shape, got)) == [shape] * n and list(map(_stride, got)) == [stride] * n \
+        and list(map(_dtype, got)) == [dtype] * n and list(map(_device, got)) == [device] * n
+
+
+def _layout_ok(got: list[Any], shape: Any, stride: Any, dtype: Any, device: Any) -> list[bool]:
+    """Per tensor of ``got``: whether it has the layout (the fields compared as
+    :func:`~derivgraph.compiler.stamp.facts_hold` compares them)."""
+    return [a and b and c and d for a, b, c, d in zip(
+        map(eq, map(_shape, got), repeat(shape)), map(eq, map(_stride, got), repeat(stride)),
+        map(eq, map(_dtype, got), repeat(dtype)), map(eq, map(_device, got), repeat(device)),
+        strict=True)]
