@@ -1,7 +1,7 @@
 """In-process phase times of stamped 100k compiles of the tree on PYTHONPATH (one JSON line per
 compile): ``bench_compile_phases``' instrumentation (its PHASES), stamping on only.
 
-    PYTHONPATH=TREE python3 phases_ab.py [--size 100000] [--runs 2] [--label base]
+    PYTHONPATH=TREE python3 phases_ab.py [--size 100000] [--runs 2] [--label base] [--also PHASE]
 """
 
 from __future__ import annotations
@@ -26,7 +26,10 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--size", type=int, default=100000)
 parser.add_argument("--runs", type=int, default=2)
 parser.add_argument("--label", default="")
+parser.add_argument("--also", action="append", default=[],
+                    help="another phase to print (its name in bench_compile_phases' PHASES)")
 args = parser.parse_args()
+KEEP = KEEP + tuple(args.also)
 times: dict[str, float] = {}
 _instrument(times)
 spec, layers = scaling_spec(), max(1, args.size // 4)

@@ -1,21 +1,21 @@
-"""line_profiler of the plugin's per-reload completion on the tiny vLLM Llama, refill mode:
-the guard's survey (``--part guard``) or the refill's checks (``--part refill``), N reloads.
-See README.txt beside this file.
+"""Profiles of the plugin's per-reload completion on the tiny vLLM Llama, refill mode, over N
+reloads: ``--tool cprofile``, the completion (``session._complete``) by own time;
+``--tool lines``, line_profiler of the guard's survey (``--part guard``) or of the refill's
+checks (``--part refill``). See README.txt beside this file.
 
-    PYTHONPATH=$PWD python3 benchmarks/results/s48/reload_profile/lprof_complete.py --part guard 300
+    cd benchmarks/results/s48/reload_profile  # PYTHONPATH=the repository root
+    python3 profile_complete.py --tool cprofile 300
+    python3 profile_complete.py --part guard 300
 """
 
 import argparse
+import cProfile
 import gc
 import logging
 import os
+import pstats
 import tempfile
 from pathlib import Path
-
-try:
-    from line_profiler import LineProfiler
-except ImportError as exc:  # the profile extra: pip install -e '.[profile]'
-    raise SystemExit("this script needs line-profiler: pip install -e '.[profile]'") from exc
 
 os.environ["VLLM_TARGET_DEVICE"] = "cpu"
 os.environ.setdefault("VLLM_PLUGINS", "derivgraph")
@@ -33,6 +33,7 @@ from derivgraph.guard.sweep import Sweep  # noqa: E402
 from derivgraph.runtime import accessors, engine  # noqa: E402
 from derivgraph.runtime.holders import Holders  # noqa: E402
 from derivgraph.runtime.plan import Plan  # noqa: E402
+from vllm_integration import session  # noqa: E402
 
 PARTS = {
     "guard": (Plan.run, Sweep._compare, Guard._plan_watched, Sweep._dirty_tagged),
@@ -45,6 +46,7 @@ PARTS = {
 parser = argparse.ArgumentParser()
 parser.add_argument("reloads", type=int, nargs="?", default=300)
 parser.add_argument("--part", choices=sorted(PARTS), default="guard")
+parser.add_argument("--tool", choices=["lines", "cprofile"], default="lines")
 args = parser.parse_args()
 logging.basicConfig(level=logging.WARNING)
 torch.set_num_threads(1)
@@ -52,14 +54,36 @@ with tempfile.TemporaryDirectory() as tmp, tiny_llama_vllm(Path(tmp)) as (mc, vc
     weights = [checkpoint(0), checkpoint(1)]
     model = cold_start(mc, vc, weights[0], "")
     os.environ["DERIVGRAPH_VLLM_MODE"] = "refill"
-    prof = LineProfiler()
-    for fn in PARTS[args.part]:
-        prof.add_function(fn)
+    if args.tool == "cprofile":
+        prof = cProfile.Profile()
+        complete = session._complete
+
+        def profiled(*a, **k):
+            prof.enable()
+            try:
+                return complete(*a, **k)
+            finally:
+                prof.disable()
+
+        session._complete = profiled
+    else:
+        try:
+            from line_profiler import LineProfiler
+        except ImportError as exc:  # the profile extra: pip install -e '.[profile]'
+            raise SystemExit("--tool lines needs line-profiler: pip install -e '.[profile]'") \
+                from exc
+        prof = LineProfiler()
+        for fn in PARTS[args.part]:
+            prof.add_function(fn)
     gc.collect()
     gc.freeze()
-    prof.enable()
+    if args.tool == "lines":
+        prof.enable()
     for i in range(args.reloads):
         with torch.no_grad():
             inplace.reload_weights(vc, model, iter(weights[i % 2].items()), None, True)
-    prof.disable()
-    prof.print_stats(stripzeros=True)
+    if args.tool == "cprofile":
+        pstats.Stats(prof).sort_stats("tottime").print_stats(45)
+    else:
+        prof.disable()
+        prof.print_stats(stripzeros=True)
