@@ -111,13 +111,18 @@ def _check_all(graph: DerivedGraph, env: dict[str, Any], devices: dict[str, froz
     reported: set[int] = set()
     clean: dict[str, Any] = {}
     derived = graph.derived
-    ids: Iterable[str] = filterfalse(stamped.__contains__, derived) if defer else derived
-    for node_id in ids:
-        node = derived[node_id]
-        twin = None if defer else stamped.get(node_id)
-        if twin is not None and twin in clean:  # the template's value, inputs, declaration
-            node.meta, node.device = env[node_id], clean[twin]
-            continue
+    items: Iterable[tuple[str, DerivedNode]] = derived.items()
+    if defer and stamped:  # the stamped rows left out in one C-level sweep
+        rest = list(filterfalse(stamped.__contains__, derived))
+        items = zip(rest, map(derived.__getitem__, rest))
+    for node_id, node in items:
+        twin = stamped.get(node_id)
+        if twin is not None:
+            if defer:
+                continue
+            if twin in clean:  # the template's value, inputs and declaration
+                node.meta, node.device = env[node_id], clean[twin]
+                continue
         issues = len(graph.issues)
         if node.input is None:
             if isinstance(env.get(node_id), torch.Tensor):  # engine hook: seeded above
