@@ -7,9 +7,11 @@ and input layout), so a spec's shapes and dtypes are checked without touching re
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import chain, compress
-from operator import attrgetter
+from itertools import chain, compress, filterfalse, repeat
+from operator import attrgetter, is_, itemgetter
 from typing import Any
 
 import torch
@@ -79,8 +81,10 @@ def infer_shapes(graph: DerivedGraph, twins: dict[str, str] | None = None) -> No
     graph was built with.
     """
     interp = _StampedMeta(graph, twins or {})
-    for node_id, node in graph.derived.items():
-        if node.input is None and is_engine(node.decl):  # engine hook: the engine's layout
+    derived = graph.derived
+    no_input = map(is_, map(_input_of, derived.values()), repeat(None))
+    for node_id, node in compress(derived.items(), no_input):
+        if is_engine(node.decl):  # engine hook: the engine's layout
             try:
                 interp.env[node_id] = engine_meta(graph.model, node_id)
             except ValueError:
@@ -106,7 +110,12 @@ def _check_all(graph: DerivedGraph, env: dict[str, Any], devices: dict[str, froz
     gives the same issues and values."""
     reported: set[int] = set()
     clean: dict[str, Any] = {}
-    for node_id, node in graph.derived.items():
+    derived = graph.derived
+    items: Iterable[tuple[str, DerivedNode]] = derived.items()
+    if defer and stamped:  # the stamped rows left out in one C-level sweep
+        rest = list(filterfalse(stamped.__contains__, derived))
+        items = zip(rest, map(derived.__getitem__, rest))
+    for node_id, node in items:
         twin = stamped.get(node_id)
         if twin is not None:
             if defer:
@@ -151,10 +160,21 @@ def _take_templates(graph: DerivedGraph, env: dict[str, Any], stamped: _Stamped,
     for table in stamped.tables:
         template = table.template
         for k, t in enumerate(template[:stamped.leading[template]]):
-            meta, device = env[t], clean[t]
-            for node in map(derived.__getitem__, table.column(k)):
-                node.meta, node.device = meta, device
+            column = list(map(derived.__getitem__, map(itemgetter(k), table.rows)))
+            _set_all(column, "meta", env[t])
+            _set_all(column, "device", clean[t])
 
+
+def _set_all(nodes: list[DerivedNode], name: str, value: Any) -> None:
+    """Set attribute ``name`` of every one of ``nodes`` to ``value`` (a C-level sweep)."""
+    deque(map(setattr, nodes, repeat(name), repeat(value)), maxlen=0)
+
+
+#: a derived node's input (None: no formula resolved, or an engine hook)
+_input_of = attrgetter("input")
+
+#: a derived node's matched module path
+_module_path_of = attrgetter("bound.module_path")
 
 #: what shape inference reads of a source node: its shape, stride, dtype and device
 _layout = attrgetter("shape", "stride", "dtype", "device")
@@ -183,7 +203,7 @@ def _run_stamped(graph: DerivedGraph, interp: MetaInterpreter) -> _Stamped:
         return out
     nodes, env = graph.nodes, interp.env
     held = layer_nodes(tables)
-    out.rest = [n for n in graph.ordered() if n not in held]
+    out.rest = list(filterfalse(held.__contains__, graph.ordered()))
     interp.run(out.rest)  # the templates among them
     again: set[str] = set()
     for table in tables:
@@ -207,7 +227,7 @@ def _run_stamped(graph: DerivedGraph, interp: MetaInterpreter) -> _Stamped:
         n = len(table.rows)
         env.update(zip(table.ids(), plan[0] * n))
         k = plan[3]
-        out.derived.update(zip(chain.from_iterable(row[:k] for row in table.rows),
+        out.derived.update(zip(chain.from_iterable(map(itemgetter(slice(k)), table.rows)),
                                template[:k] * n))
     if again:
         interp.run([n for n in graph.ordered() if n in again])
@@ -306,18 +326,40 @@ def _within_budgets(graph: DerivedGraph, env: dict[str, Any], stamped: _Stamped)
         nbytes = 0 if node is None else _held_bytes(node, env.get(node_id))
         if nbytes:
             add(node, nbytes, per_file, True)
+    spread: list[tuple[str, int, list[str]]] = []  # (spec file, bytes, the rows' modules)
     for table in stamped.tables:
         sizes: dict[str, int] = {}  # spec file -> the template's bytes
         for t in table.template[:stamped.leading[table.template]]:
             nbytes = _held_bytes(derived[t], env.get(t))
             if nbytes:
                 add(derived[t], nbytes, sizes, False)
-        for row in table.rows:
-            path = derived[row[0]].bound.module_path
-            for file, nbytes in sizes.items():
-                per_file[file, path] = per_file.get((file, path), 0) + nbytes
+        if sizes:
+            paths = list(map(_module_path_of, map(derived.__getitem__,
+                                                  map(itemgetter(0), table.rows))))
+            spread += [(file, nbytes, paths) for file, nbytes in sizes.items()]
+    held = _spread_within(per_file, spread)
+    if held is not None:
+        return held
+    for file, nbytes, paths in spread:
+        for path in paths:
+            per_file[file, path] = per_file.get((file, path), 0) + nbytes
     return sum(per_file.values()) <= LIMITS.max_model_alloc_bytes and \
         all(v <= LIMITS.max_file_alloc_bytes for v in per_file.values())
+
+
+def _spread_within(per_file: dict[tuple[str, str], int],
+                   spread: list[tuple[str, int, list[str]]]) -> bool | None:
+    """Whether the budgets hold with ``spread``'s bytes (a spec file's, at each of its
+    modules) added to ``per_file``, read off the totals when no (file, module) comes twice
+    (so no bytes add up at one key); None when one does."""
+    keys = [*per_file, *chain.from_iterable(zip(repeat(file), paths)
+                                            for file, _, paths in spread)]
+    if len(set(keys)) != len(keys):
+        return None
+    limit = LIMITS.max_file_alloc_bytes
+    return sum(per_file.values()) + sum(n * len(p) for _, n, p in spread) \
+        <= LIMITS.max_model_alloc_bytes and all(v <= limit for v in per_file.values()) \
+        and all(n <= limit for _, n, _ in spread)  # (a template's own key holds its n)
 
 
 def _check_budgets(graph: DerivedGraph, env: dict[str, Any]) -> None:

@@ -1,0 +1,112 @@
+"""In-process A/B of ``build_graph`` on the stamped scaling workload: the base tree's package
+against this tree's, alternating, in one process.
+
+Each tree is imported whole under the name ``derivgraph`` and its modules set aside, so both
+sets of modules live side by side (each one's functions see its own globals). Per round and
+tree: a fresh model, ``match_specs`` + ``check_bindings`` (untimed), then ``build_graph``
+timed (process time), with the time spent in ``ParamStamper.resolve`` and
+``Stamper.resolve_bound`` (the per-row replay) added up by wrappers. The cyclic collector is
+off while it runs, as ``compile_plan`` has it.
+
+    python build_ab.py BASE_TREE THIS_TREE [--size 100000] [--rounds 7] [--plain] > build_ab.txt
+
+``--plain``: stamping off (``DERIVGRAPH_STAMP=0``), every layer resolved alone. (front46's
+harness, with ``infer_shapes`` and ``_check_cycles`` also timed: build's own names wrapped.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gc
+import importlib
+import os
+import statistics
+import sys
+import time
+from typing import Any
+
+
+def load(tree: str) -> dict[str, Any]:
+    """The tree's compiler entry points, its modules then removed from ``sys.modules``."""
+    for name in [m for m in sys.modules if m == "derivgraph" or m.startswith("derivgraph.")]:
+        del sys.modules[name]
+    sys.path.insert(0, tree)
+    try:
+        bind = importlib.import_module("derivgraph.compiler.bind")
+        build = importlib.import_module("derivgraph.compiler.build")
+        stamp = importlib.import_module("derivgraph.compiler.stamp")
+        params = importlib.import_module("derivgraph.compiler.stamp_params")
+        scaling = importlib.import_module("derivgraph.tools.bench_scaling")
+    finally:
+        sys.path.remove(tree)
+    times: dict[str, float] = {}
+    for owner, name, label in ((stamp.Stamper, "resolve_bound", "resolve/stamp"),
+                               (params.ParamStamper, "resolve", "resolve_params"),
+                               (build, "infer_shapes", "infer_shapes"),
+                               (build, "_check_cycles", "check_cycles")):
+        fn = getattr(owner, name)
+
+        @functools.wraps(fn)
+        def timed(*args: Any, __fn: Any = fn, __label: str = label, **kwargs: Any) -> Any:
+            start = time.process_time()
+            try:
+                return __fn(*args, **kwargs)
+            finally:
+                times[__label] = times.get(__label, 0.0) + time.process_time() - start
+
+        setattr(owner, name, timed)
+    for name in [m for m in sys.modules if m == "derivgraph" or m.startswith("derivgraph.")]:
+        del sys.modules[name]
+    return {"bind": bind, "build": build, "scaling": scaling, "times": times}
+
+
+def once(tree: dict[str, Any], size: int) -> dict[str, float]:
+    scaling, bind = tree["scaling"], tree["bind"]
+    model = scaling.scaling_model(max(1, size // 4))
+    bound = bind.match_specs(model, [scaling.scaling_spec()])
+    bind.check_bindings(bound)
+    gc.collect()
+    tree["times"].clear()
+    gc.disable()  # as compile_plan does
+    try:
+        start = time.process_time()
+        graph = tree["build"].build_graph(model, bound)
+        total = time.process_time() - start
+    finally:
+        gc.enable()
+    assert not graph.issues and graph.stamped == (
+        0 if os.environ.get("DERIVGRAPH_STAMP") == "0" else max(1, size // 4) - 1)
+    return {"build_graph": total, **tree["times"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("base")
+    parser.add_argument("mine")
+    parser.add_argument("--size", type=int, default=100000)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--plain", action="store_true")
+    args = parser.parse_args()
+    if args.plain:  # read by each tree's stamp module at its import
+        os.environ["DERIVGRAPH_STAMP"] = "0"
+    trees = {"base": load(args.base), "mine": load(args.mine)}
+    for tree in trees.values():
+        once(tree, 4000)  # warm-up
+    got: dict[str, list[dict[str, float]]] = {"base": [], "mine": []}
+    for i in range(args.rounds):
+        for tag in (("base", "mine") if i % 2 == 0 else ("mine", "base")):
+            got[tag].append(once(trees[tag], args.size))
+            print(tag, i, {k: round(v, 3) for k, v in got[tag][-1].items()}, flush=True)
+    print(f"\nmedians over {args.rounds} rounds (process s), size {args.size}, "
+          f"{'plain' if args.plain else 'stamped'}")
+    for key in got["base"][0]:
+        b = statistics.median(r[key] for r in got["base"])
+        m = statistics.median(r[key] for r in got["mine"])
+        wins = sum(rm[key] < rb[key] for rb, rm in zip(got["base"], got["mine"]))
+        print(f"{key:16s} base {b:.3f}  mine {m:.3f}  delta {m - b:+.3f}  "
+              f"mine faster in {wins} of {args.rounds}")
+
+
+if __name__ == "__main__":
+    main()
