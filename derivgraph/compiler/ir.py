@@ -94,6 +94,18 @@ class Graph:
                     users[node_id] = []
         self.version += len(nodes)
 
+    def add_fresh(self, nodes: list[Node]) -> None:
+        """:meth:`add` of each node, in order, where no node's id has a node or users yet
+        (checked by the caller) and every input is a node already or one added before it."""
+        ids = [node.id for node in nodes]
+        self.nodes.update(zip(ids, nodes))
+        users = self.users
+        users.update([(node_id, []) for node_id in ids])
+        for node_id, node in zip(ids, nodes):
+            for ref in node.inputs:
+                users[ref].append(node_id)
+        self.version += len(nodes)
+
     def set_inputs(self, node_id: str, inputs: tuple[str, ...]) -> None:
         """Give an existing node (a derived tensor) its inputs."""
         node, users = self.nodes[node_id], self.users
