@@ -316,10 +316,16 @@ class DerivedGraph:
     def place_inputs(self, values: list[tuple[DerivedNode, str]]) -> None:
         """:meth:`place_input` of each (node, value id), in order (the stamped replay's
         call)."""
-        set_inputs = self.ir.set_inputs
-        for node, value_id in values:
+        if values:
+            nodes, value_ids = zip(*values)
+            self.place_input_each(list(nodes), list(value_ids))
+
+    def place_input_each(self, nodes: list[DerivedNode], values: list[str]) -> None:
+        """:meth:`place_input` of each node of ``nodes`` and its value id in ``values``, in
+        order."""
+        for node, value_id in zip(nodes, values, strict=True):
             node.input = value_id
-            set_inputs(node.id, (value_id,))
+        self.ir.set_input_each([node.id for node in nodes], values)
 
     def issue(self, rule: str, message: str, fix: str, node: DerivedNode | None) -> None:
         loc = node.decl.location if node else SourceLocation()

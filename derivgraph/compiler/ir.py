@@ -120,6 +120,25 @@ class Graph:
                 found.append(node_id)
         self.version += 1
 
+    def set_input_each(self, ids: list[str], values: list[str]) -> None:
+        """:meth:`set_inputs` ``(node_id, (value_id,))`` of each pair of ``ids`` and
+        ``values``, in order (a node with no inputs yet, as a derived tensor is made, without
+        the call)."""
+        nodes, users, fresh = self.nodes, self.users, 0
+        for node_id, value_id in zip(ids, values, strict=True):
+            node = nodes[node_id]
+            if node.inputs:
+                self.set_inputs(node_id, (value_id,))
+                continue
+            node.inputs = (value_id,)
+            found = users.get(value_id)
+            if found is None:
+                users[value_id] = [node_id]
+            else:
+                found.append(node_id)
+            fresh += 1
+        self.version += fresh
+
     def order(self, blocks: Mapping[str, Sequence[str]] | None = None) -> list[str]:
         """A deterministic topological order: depth-first, inputs first, in insertion order.
 

@@ -222,9 +222,9 @@ class Stamper:
         derived = [[node.id for node in column] for column in zip(*nodes)] if width else []
         at_inputs = [i for i, slot in enumerate(program.inputs) if slot is not None]
         by_rows = chain.from_iterable
-        self.graph.place_inputs(list(zip(
-            by_rows(zip(*[[row[i] for row in nodes] for i in at_inputs])),
-            by_rows(zip(*[cols[program.inputs[i]] for i in at_inputs])))))
+        self.graph.place_input_each(
+            list(by_rows(zip(*[[row[i] for row in nodes] for i in at_inputs]))),
+            list(by_rows(zip(*[cols[program.inputs[i]] for i in at_inputs]))))
         kept = [derived[i] for i in template.keep_derived] + \
             [cols[s] for s in template.keep_slots]
         table = self._table(template)
