@@ -267,6 +267,23 @@ class DerivedGraph:
         self.op_names.add(name)
         return node_id
 
+    def add_made(self, nodes: list[Node], sources: list[tuple[str, torch.Tensor]],
+                 ops: list[tuple[Any, str]], names: set[str]) -> None:
+        """What :meth:`place_source` and :meth:`op_keyed` leave for a run of new nodes, in
+        order: ``nodes`` (sources and ops, none a node yet, no id with users yet),
+        ``sources`` (each source's path and tensor), ``ops`` (each op's CSE key, new, and
+        id, numbered on from :meth:`op_count`), ``names`` (their ops)."""
+        self.ir.add_fresh(nodes)
+        self.read_sources.update(sources)
+        self._cse.update(ops)
+        self._op_count += len(ops)
+        self.op_names.update(names)
+
+    def is_fresh(self, ids: list[str]) -> bool:
+        """Whether no id of ``ids`` is a node or a derived tensor or has users, none twice."""
+        return self.ir.users.keys().isdisjoint(ids) and self.derived.keys().isdisjoint(ids) \
+            and self.ir.nodes.keys().isdisjoint(ids) and len(set(ids)) == len(ids)
+
     def op_count(self) -> int:
         """How many op nodes were made so far (the next one is numbered one more)."""
         return self._op_count
@@ -299,10 +316,16 @@ class DerivedGraph:
     def place_inputs(self, values: list[tuple[DerivedNode, str]]) -> None:
         """:meth:`place_input` of each (node, value id), in order (the stamped replay's
         call)."""
-        set_inputs = self.ir.set_inputs
-        for node, value_id in values:
+        if values:
+            nodes, value_ids = zip(*values)
+            self.place_input_each(list(nodes), list(value_ids))
+
+    def place_input_each(self, nodes: list[DerivedNode], values: list[str]) -> None:
+        """:meth:`place_input` of each node of ``nodes`` and its value id in ``values``, in
+        order."""
+        for node, value_id in zip(nodes, values, strict=True):
             node.input = value_id
-            set_inputs(node.id, (value_id,))
+        self.ir.set_input_each([node.id for node in nodes], values)
 
     def issue(self, rule: str, message: str, fix: str, node: DerivedNode | None) -> None:
         loc = node.decl.location if node else SourceLocation()

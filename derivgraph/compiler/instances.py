@@ -57,6 +57,13 @@ class InstanceTable:
         self.prefixes.append(prefix)
         self.starts.append(start)
 
+    def add_rows(self, rows: list[tuple[str, ...]], prefixes: list[str],
+                 starts: list[int]) -> None:
+        """:meth:`add_row` of each row, in order."""
+        self.rows += rows
+        self.prefixes += prefixes
+        self.starts += starts
+
     def __len__(self) -> int:
         return len(self.rows)
 

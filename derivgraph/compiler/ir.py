@@ -94,6 +94,18 @@ class Graph:
                     users[node_id] = []
         self.version += len(nodes)
 
+    def add_fresh(self, nodes: list[Node]) -> None:
+        """:meth:`add` of each node, in order, where no node's id has a node or users yet
+        (checked by the caller) and every input is a node already or one added before it."""
+        ids = [node.id for node in nodes]
+        self.nodes.update(zip(ids, nodes))
+        users = self.users
+        users.update([(node_id, []) for node_id in ids])
+        for node_id, node in zip(ids, nodes):
+            for ref in node.inputs:
+                users[ref].append(node_id)
+        self.version += len(nodes)
+
     def set_inputs(self, node_id: str, inputs: tuple[str, ...]) -> None:
         """Give an existing node (a derived tensor) its inputs."""
         node, users = self.nodes[node_id], self.users
@@ -107,6 +119,25 @@ class Graph:
             else:
                 found.append(node_id)
         self.version += 1
+
+    def set_input_each(self, ids: list[str], values: list[str]) -> None:
+        """:meth:`set_inputs` ``(node_id, (value_id,))`` of each pair of ``ids`` and
+        ``values``, in order (a node with no inputs yet, as a derived tensor is made, without
+        the call)."""
+        nodes, users, fresh = self.nodes, self.users, 0
+        for node_id, value_id in zip(ids, values, strict=True):
+            node = nodes[node_id]
+            if node.inputs:
+                self.set_inputs(node_id, (value_id,))
+                continue
+            node.inputs = (value_id,)
+            found = users.get(value_id)
+            if found is None:
+                users[value_id] = [node_id]
+            else:
+                found.append(node_id)
+            fresh += 1
+        self.version += fresh
 
     def order(self, blocks: Mapping[str, Sequence[str]] | None = None) -> list[str]:
         """A deterministic topological order: depth-first, inputs first, in insertion order.

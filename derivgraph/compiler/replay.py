@@ -18,6 +18,8 @@ A replay touches nothing itself (:attr:`DerivedGraph.touched
 <derivgraph.compiler.graph.DerivedGraph.touched>`): it reports each node it named that it did
 not make (a path that was a node already, a CSE hit on an op made before it, a path it names
 with no source call) and its caller touches those its row does not own.
+:meth:`Replay.run_rows` replays a run of layers a step at a time over all of them, where
+every node each layer's replay names is one it makes.
 The result is exactly what the generic replay gives (same nodes, numbering, CSE hits and
 twins): :meth:`DerivedGraph.op_keyed <derivgraph.compiler.graph.DerivedGraph.op_keyed>` is the
 one CSE rule, fed the key :func:`freeze` would build.
@@ -26,16 +28,21 @@ one CSE rule, fed the key :func:`freeze` would build.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import chain, repeat
+from operator import add, is_not, methodcaller
 from typing import Any, NamedTuple
 
 import torch
 
 from derivgraph.compiler.generated import define
 from derivgraph.compiler.graph import DerivedGraph, NodeRef, freeze, refs_in, substitute
+from derivgraph.compiler.ir import Node, NodeKind
 from derivgraph.compiler.reads import Call, SourceCall
 from derivgraph.paths import get_path
 
 __all__ = ["CallStep", "FlatStep", "Replay", "SourceStep", "Step"]
+
+_SOURCE, _OP = NodeKind.SOURCE, NodeKind.OP
 
 #: kwarg values copied as they are (immutable, no node inside)
 _PLAIN = frozenset({int, str, bool, type(None), float, torch.device, torch.dtype})
@@ -197,6 +204,8 @@ class Replay:
         self.op_slots = [step.out for step in self.steps if type(step) is not SourceStep]
         #: :attr:`steps` as one function (made at the first run: :func:`_compile_steps`)
         self._steps: Callable[..., None] | None = None
+        #: whether :meth:`run_rows` may replay by columns (:meth:`_by_columns`, set at first)
+        self._columns: bool | None = None
 
     def template_nodes(self, module_path: str) -> list[str | None]:
         """Every slot's node on the template's own layer (at ``module_path``): its paths,
@@ -234,6 +243,96 @@ class Replay:
         if graph.cse_hits != hits + self.hits:  # an op call hit: on an op made before it?
             found.extend([vals[s] for s in self.op_slots if not graph.made_after(vals[s], start)])
         return vals
+
+
+    def _by_columns(self) -> bool:
+        """Whether a layer's replay makes a new node at every step when its sources are new:
+        every step a source whose layout the template proved, or a :class:`FlatStep` whose
+        node arguments are all nodes the layer's earlier steps made, no two of those with
+        one key over slots; no path slot that no source call names."""
+        if self.unnamed or self.own_refs:
+            return False
+        made: set[int] = set()
+        keys: set[Any] = set()
+        for step in self.steps:
+            if type(step) is SourceStep and step.layout is not None:
+                made.add(step.slot)
+                continue
+            if type(step) is not FlatStep:
+                return False
+            refs = {s for s, _ in step.parts if s >= 0}
+            if not refs or not refs <= made:
+                return False
+            try:
+                keys.add((step.name, step.keyed, step.frozen_kwargs))
+            except TypeError:
+                return False
+            made.add(step.out)
+        return len(keys) == len(self.op_slots)
+
+    def run_rows(self, graph: DerivedGraph, paths: list[str],
+                 objects: list[dict[tuple[str, ...], Any]],
+                 twins: dict[str, str]) -> list[list[Any]] | None:
+        """:meth:`run` on the layers at ``paths`` one after the other (``objects``: each
+        one's proven objects), made a step at a time over every layer and added in the order
+        the row replays add them: every slot's column (each layer's node). Only where each
+        row's replay would make every node it names (:meth:`_by_columns`, every source's
+        tensor among its objects, no source path a node yet): then no source is read, no CSE
+        lookup hits but the template's constants', nothing is found. None (nothing done)
+        else."""
+        if self._columns is None:
+            self._columns = self._by_columns()
+        if not self._columns:
+            return None
+        n, width, start = len(paths), len(self.op_slots), graph.op_count()
+        cols: list[list[Any]] = [list(map(add, paths, repeat(s))) for s in self.suffixes]
+        cols += [[value] * n for value in self.tail]
+        made: list[list[Node]] = []  # per step, its node on every layer
+        sources: list[list[tuple[str, Any]]] = []
+        ops: list[list[tuple[Any, str]]] = []
+        fresh: list[str] = []
+        k = 0
+        for step in self.steps:
+            if type(step) is SourceStep:
+                tensors = list(map(methodcaller("get", step.parts), objects))
+                if not all(map(is_not, tensors, repeat(None))):
+                    return None
+                fresh += cols[step.slot]
+                sources.append(list(zip(cols[step.slot], tensors)))
+            else:
+                k += 1
+                cols[step.out] = list(map("%{}:{}".format, range(start + k, start + n * width + 1,
+                                                                 width), repeat(step.name)))
+                fresh += cols[step.out]
+        if not graph.is_fresh(fresh):
+            return None
+        for step in self.steps:
+            if type(step) is SourceStep:
+                _, shape, stride, dtype, device = step.layout
+                path = cols[step.slot]
+                made.append(list(map(Node, path, repeat(_SOURCE), repeat(None), repeat(()),
+                                     map(dict, repeat((), n)), repeat(()), repeat(shape),
+                                     repeat(stride), repeat(dtype), repeat(device))))
+                continue
+            assert type(step) is FlatStep  # _by_columns
+            name, parts, keyed, kwargs, fkw, order, out, result = step
+            args = zip(*[map(NodeRef, cols[s]) if s >= 0 else repeat(v, n) for s, v in parts])
+            seq = zip(*[zip(repeat("ref"), cols[s]) if f is None else repeat(f, n)
+                        for s, f in keyed])
+            keys = zip(repeat(name), zip(repeat("seq"), seq), repeat(fkw))
+            inputs = zip(*[cols[s] for s in dict.fromkeys(order)])
+            ids = cols[out]
+            made.append(list(map(Node, ids, repeat(_OP), repeat(name), args,
+                                 map(dict, repeat(kwargs, n)), inputs)))
+            ops.append(list(zip(keys, ids)))
+        by_rows = chain.from_iterable
+        graph.add_made(list(by_rows(zip(*made))), list(by_rows(zip(*sources))),
+                       list(by_rows(zip(*ops))), {step.name for step in self.steps
+                                                  if type(step) is FlatStep})
+        twins.update(by_rows(zip(*[zip(cols[step.out], repeat(step.result))
+                                   for step in self.steps if type(step) is FlatStep])))
+        graph.cse_hits += self.hits * n
+        return cols
 
 
 def _compile_steps(steps: list[Step]) -> Callable[..., None]:

@@ -13,7 +13,10 @@ Every stamped layer is one row of its template's
 phases read the tables (:mod:`derivgraph.compiler.layers`). When a kind's first template is
 kept, its facts are proven on the later layers of its spec and class by column sweeps
 (:mod:`derivgraph.compiler.stamp_columns`: they are model facts); a proven layer is stamped
-without checking them again, any other is checked on its own. ``DERIVGRAPH_STAMP=0`` (or
+without checking them again, any other is checked on its own. A run of proven rows with one
+key whose replays would make every node they name is replayed by columns
+(:meth:`Replay.run_rows <derivgraph.compiler.replay.Replay.run_rows>`), leaving what the
+row-by-row replay leaves. ``DERIVGRAPH_STAMP=0`` (or
 :func:`stamping` ``(False)``) turns it off.
 """
 
@@ -23,7 +26,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from operator import is_not
 from typing import Any
 
@@ -115,6 +118,8 @@ class Stamper:
         # a kind's first template proves the later layers of its kind by columns
         self.stacks = Stacks([layer[0] for layer in layers])
         self.params = [layer[1] for layer in layers]
+        self.nodes = [layer[2] for layer in layers]
+        self._done_until = -1  # the rows before it were replayed with their run's first
         self.proven: dict[int, tuple[Template, dict[tuple[str, ...], Any]]] = {}
         self.templates: dict[Any, list[Template]] = {}
         self.stamped = 0  # layers stamped (for the log and the tests)
@@ -126,6 +131,8 @@ class Stamper:
                       nodes: list[DerivedNode], at: int | None = None) -> None:
         """Give every node of ``bound`` (layer ``at`` of those the stamper was made with, if
         it is one) its input: from a matching template, or resolved."""
+        if at is not None and at < self._done_until:  # replayed with its run (_replay_run)
+            return
         if at is not None and at < self._shared_until:  # a run's later layer: its key
             kinds = self._shared
         else:
@@ -133,6 +140,9 @@ class Stamper:
                 if stamping_enabled() and bound.module_path else None
             if self.runs and at in self.runs:
                 self._shared, self._shared_until = kinds, at + self.runs[at]
+        if kinds and self.proven and at in self.runs \
+                and self._replay_run(kinds[0], at, self.runs[at]):
+            return
         if kinds and self.proven and at is not None:  # its kind's first template proved
             proof = self.proven.pop(at, None)  # it (a column proof)
             if proof is not None and proof[0] is kinds[0]:
@@ -185,6 +195,58 @@ class Stamper:
         except TypeError:
             return None
 
+    def _replay_run(self, template: Template, at: int, size: int) -> bool:
+        """Replay ``template`` on rows ``at .. at + size - 1`` (a run: one key) by columns
+        (:meth:`Replay.run_rows <derivgraph.compiler.replay.Replay.run_rows>`), leaving what
+        :meth:`_replay` of each row in turn leaves, when ``template`` proved every one of
+        them by columns and every node their replays name is new. False (nothing done)
+        else."""
+        program = template.program
+        assert program is not None  # set when the template was kept
+        rows = range(at, at + size)
+        proofs = list(map(self.proven.get, rows))
+        bounds = self.stacks.bounds[at:at + size]
+        nodes = self.nodes[at:at + size]
+        width = len(program.inputs)
+        if not all(p is not None and p[0] is template for p in proofs) \
+                or not all(map(len(nodes[0]).__eq__, map(len, nodes))) \
+                or len(nodes[0]) != width:
+            return False
+        paths = [b.module_path for b in bounds]
+        start = self.graph.op_count()
+        cols = program.run_rows(self.graph, paths, [p[1] for p in proofs], self.twins)
+        if cols is None:
+            return False
+        for r in rows:
+            del self.proven[r]
+        derived = [[node.id for node in column] for column in zip(*nodes)] if width else []
+        at_inputs = [i for i, slot in enumerate(program.inputs) if slot is not None]
+        by_rows = chain.from_iterable
+        self.graph.place_input_each(
+            list(by_rows(zip(*[[row[i] for row in nodes] for i in at_inputs]))),
+            list(by_rows(zip(*[cols[program.inputs[i]] for i in at_inputs]))))
+        kept = [derived[i] for i in template.keep_derived] + \
+            [cols[s] for s in template.keep_slots]
+        table = self._table(template)
+        ops = len(program.op_slots)
+        table.add_rows(list(zip(*kept)) if kept else [()] * size, paths,
+                       list(range(start, start + size * ops, ops)) if ops else [start] * size)
+        self.stamped += size
+        self._done_until = at + size
+        return True
+
+    def _table(self, template: Template) -> InstanceTable:
+        """``template``'s instance table (made at its first stamp)."""
+        table = template.table
+        if table is None:
+            table = self.tables.get(template.ids)
+            if table is None:
+                table = self.tables[template.ids] = InstanceTable(
+                    template.ids, base=template.bound.module_path,
+                    layouts=_row_layouts(template))
+            template.table = table
+        return table
+
     def _replay(self, template: Template, bound: BoundSpec, nodes: list[DerivedNode],
                 objects: dict[tuple[str, ...], Any]) -> None:
         program = template.program
@@ -201,14 +263,7 @@ class Stamper:
         if found:  # what the replay named and did not make: its own derived tensors (a
             # source call naming one), or another's node (then both rows are open)
             graph.touched.update([n for n in found if n not in derived])
-        table = template.table
-        if table is None:
-            table = self.tables.get(template.ids)
-            if table is None:
-                table = self.tables[template.ids] = InstanceTable(
-                    template.ids, base=template.bound.module_path,
-                    layouts=_row_layouts(template))
-            template.table = table
+        table = template.table or self._table(template)
         table.add_row(template.own(derived, vals), bound.module_path, start)
         if read:  # the record's layouts do not hold for this row: every row's are read
             table.layouts_hold = False

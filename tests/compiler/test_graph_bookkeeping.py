@@ -56,3 +56,42 @@ def test_canary_every_offered_id_taken_as_new_is_caught(
     graph = DerivedGraph(nn.Module())
     monkeypatch.setattr(graph, "_cse", Planted())
     assert _ops(graph) == ["%1:mul", "%2:mul", "%3:add", "%4:mul"]  # the planted bug shows
+
+
+def _inputs_set(each: bool) -> Graph:
+    """Three derived nodes given inputs (``d`` had one already), by :meth:`Graph.set_input_each`
+    or by :meth:`Graph.set_inputs` one at a time."""
+    g = Graph()
+    for node_id in ("d", "e", "f"):
+        g.add(Node(node_id, NodeKind.DERIVED))
+    g.add(Node("x", NodeKind.SOURCE))
+    g.add(Node("y", NodeKind.SOURCE))
+    g.set_inputs("d", ("x",))
+    ids, values = ["e", "d", "f"], ["x", "y", "z"]  # z: no node yet
+    if each:
+        g.set_input_each(ids, values)
+    else:
+        for node_id, value_id in zip(ids, values, strict=True):
+            g.set_inputs(node_id, (value_id,))
+    return g
+
+
+def _state(g: Graph) -> list[object]:
+    return [[(n.id, n.inputs) for n in g.nodes.values()], list(g.users.items()), g.version]
+
+
+def test_set_input_each_is_set_inputs_in_turn() -> None:
+    assert _state(_inputs_set(True)) == _state(_inputs_set(False))
+    assert _inputs_set(True).users["x"] == ["e"]  # d moved from x to y
+
+
+def test_canary_set_input_each_taking_every_node_as_fresh_is_caught(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def planted(self: Graph, ids: list[str], values: list[str]) -> None:
+        for node_id, value_id in zip(ids, values, strict=True):
+            self.nodes[node_id].inputs = (value_id,)
+            self.users.setdefault(value_id, []).append(node_id)
+            self.version += 1
+
+    monkeypatch.setattr(Graph, "set_input_each", planted)
+    assert _state(_inputs_set(True)) != _state(_inputs_set(False))  # the planted bug shows
