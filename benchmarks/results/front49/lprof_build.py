@@ -7,7 +7,10 @@ import argparse
 import gc
 import importlib
 
-from line_profiler import LineProfiler
+try:
+    from line_profiler import LineProfiler
+except ImportError as exc:  # the profile extra: pip install -e '.[profile]'
+    raise SystemExit("this script needs line-profiler: pip install -e '.[profile]'") from exc
 
 from derivgraph.compiler.stamp import stamping
 from derivgraph.planner import compile_plan
