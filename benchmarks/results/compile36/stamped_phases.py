@@ -1,5 +1,6 @@
 """Stamped-only phase profile of one tree: ``bench_compile_phases``' instrumented compile at
 ``--size``, stamping on, ``--repeat`` times after one warm-up; one JSON line (per-run phases).
+``--plain``: stamping off instead (entries49's ``plain_phases.py``, folded in).
 
 Run from a tree's ``benchmarks/`` directory with that tree first on ``PYTHONPATH``, e.g.
 ``cd TREE/benchmarks && PYTHONPATH=TREE python3 THIS --size 100000 --repeat 1 --tag base``.
@@ -7,7 +8,6 @@ Run from a tree's ``benchmarks/`` directory with that tree first on ``PYTHONPATH
 
 import argparse
 import json
-import resource
 import sys
 import time
 
@@ -20,6 +20,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--size", type=int, default=100000)
 parser.add_argument("--repeat", type=int, default=1)
 parser.add_argument("--tag", default="")
+parser.add_argument("--plain", action="store_true")
 args = parser.parse_args()
 times: dict[str, float] = {}
 b._instrument(times)
@@ -28,7 +29,7 @@ b.planner.compile_plan(scaling_model(layers), [spec])  # warm-up
 for _ in range(args.repeat):
     model = scaling_model(layers)
     wall = time.perf_counter()
-    plan, total = b.timed_compile(model, spec, times, stamped=True)
+    plan, total = b.timed_compile(model, spec, times, stamped=not args.plain)
     wall = time.perf_counter() - wall
     print(json.dumps({"tag": args.tag, "total_cpu": round(total, 4), "wall": round(wall, 4),
                       "load1": round(__import__("os").getloadavg()[0], 2),

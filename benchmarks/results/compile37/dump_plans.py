@@ -1,6 +1,7 @@
 """Dump what a compile produced, to diff two trees: the graph (nodes, kinds, ops, inputs),
-the topological order, the steps, the printed pass and the entries (slot, adopted, storage
-layout), for the scaling workload (stamped and
+the topological order, the steps, the printed pass, the entries (slot, adopted, storage
+layout) and every node's inferred meta (shape, dtype, strides, device; derived tensors also
+their node device: infer50's ``dump_meta.py``, folded in), for the scaling workload (stamped and
 not) and the bench's reference and deepseek workloads (CPU).
 
     PYTHONPATH=TREE python3 dump_plans.py OUT_DIR [--size 100000]
@@ -10,8 +11,9 @@ import argparse
 import pathlib
 import re
 
-import derivgraph
+import torch
 
+import derivgraph
 from derivgraph.compiler.stamp import stamping
 from derivgraph.planner import compile_plan
 from derivgraph.tools.bench import _workload
@@ -24,6 +26,12 @@ args = parser.parse_args()
 out = pathlib.Path(args.out)
 out.mkdir(parents=True, exist_ok=True)
 TREE = str(pathlib.Path(derivgraph.__file__).parent.parent)  # spec locations name the tree
+
+
+def show(value) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"{tuple(value.shape)} {value.dtype} {value.stride()} {value.device}"
+    return type(value).__name__
 
 
 def dump(name: str, plan) -> None:
@@ -39,6 +47,11 @@ def dump(name: str, plan) -> None:
                f"{getattr(e.storage, 'shape', '')} {getattr(e.storage, 'dtype', '')}"
                for e in plan.entries.values()]
     (out / f"{name}.entries.txt").write_text("\n".join(entries) + "\n")
+    env = getattr(graph, "meta_env", None) or {}
+    meta = [f"{n} env={show(env.get(n))}" for n in graph.nodes]
+    meta += [f"{n} meta={show(d.meta)} device={d.device}" for n, d in graph.derived.items()]
+    meta += [f"issue {i.rule} {i.message}" for i in graph.issues]
+    (out / f"{name}.meta.txt").write_text("\n".join(meta) + "\n")
 
 
 for on in (True, False):

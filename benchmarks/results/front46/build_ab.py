@@ -8,10 +8,12 @@ timed (process time), with the time spent in ``ParamStamper.resolve`` and
 ``Stamper.resolve_bound`` (the per-row replay) added up by wrappers. The cyclic collector is
 off while it runs, as ``compile_plan`` has it.
 
-    python build_ab.py BASE_TREE THIS_TREE [--size 100000] [--rounds 7] [--plain] > build_ab.txt
+    python build_ab.py BASE_TREE THIS_TREE [--size 100000] [--rounds 7] [--plain] [--infer] \
+        > build_ab.txt
 
 ``--plain``: stamping off (``DERIVGRAPH_STAMP=0``), every layer resolved alone. (rows44's
-harness with that option.)
+harness with that option.) ``--infer``: also time ``build.infer_shapes`` and
+``build._check_cycles`` (build's own names wrapped; infer50's copy of this harness, folded in).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import time
 from typing import Any
 
 
-def load(tree: str) -> dict[str, Any]:
+def load(tree: str, infer: bool = False) -> dict[str, Any]:
     """The tree's compiler entry points, its modules then removed from ``sys.modules``."""
     for name in [m for m in sys.modules if m == "derivgraph" or m.startswith("derivgraph.")]:
         del sys.modules[name]
@@ -41,8 +43,12 @@ def load(tree: str) -> dict[str, Any]:
     finally:
         sys.path.remove(tree)
     times: dict[str, float] = {}
-    for owner, name, label in ((stamp.Stamper, "resolve_bound", "resolve/stamp"),
-                               (params.ParamStamper, "resolve", "resolve_params")):
+    phases = [(stamp.Stamper, "resolve_bound", "resolve/stamp"),
+              (params.ParamStamper, "resolve", "resolve_params")]
+    if infer:
+        phases += [(build, "infer_shapes", "infer_shapes"),
+                   (build, "_check_cycles", "check_cycles")]
+    for owner, name, label in phases:
         fn = getattr(owner, name)
 
         @functools.wraps(fn)
@@ -85,10 +91,11 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100000)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--plain", action="store_true")
+    parser.add_argument("--infer", action="store_true")
     args = parser.parse_args()
     if args.plain:  # read by each tree's stamp module at its import
         os.environ["DERIVGRAPH_STAMP"] = "0"
-    trees = {"base": load(args.base), "mine": load(args.mine)}
+    trees = {"base": load(args.base, args.infer), "mine": load(args.mine, args.infer)}
     for tree in trees.values():
         once(tree, 4000)  # warm-up
     got: dict[str, list[dict[str, float]]] = {"base": [], "mine": []}
