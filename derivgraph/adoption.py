@@ -31,7 +31,8 @@ from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind, is_engine
 
 __all__ = ["AliasOf", "Extra", "ViewOf", "adopt_or_allocate", "allocate_like"]
 
-_is, _FIRST = operator.is_, operator.itemgetter(0)
+_is = operator.is_
+
 
 def _same_values(a: torch.Tensor, b: torch.Tensor, tol: float) -> tuple[bool, float]:
     """Whether ``a`` and ``b`` agree within ``tol``; equal infinities and NaN pairs agree."""
@@ -116,11 +117,11 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | N
     columns = allocated_rows(graph, values, owners, _slot, proven)  # stamped rows: by column
     columns.update(alias_rows(graph, values, owners, AliasOf, proven))
     ids = list(filter(derived.__contains__, graph.ordered()))  # the derived tensors, in order
-    # the columns' rows are decided: their entries are known to every later row up front (a
-    # row reads by_id only at its own input, which precedes it), the rest decided in order
-    # and each put at its place (a row with an issue stays None: the compile raises)
+    # the columns' rows are decided: each at its place, the rest decided in order and put at
+    # theirs (a row with an issue stays None: the compile raises); an alias reads its
+    # target's entry from by_id (the rows decided here) or from the columns: its target
+    # precedes it, so either holds it when its turn comes, as one table of both would
     slots: list[tuple[Entry, Extra] | None] = list(map(columns.get, ids))
-    by_id.update(zip(columns, map(_FIRST, columns.values())))
     rest = list(compress(range(len(ids)), map(_is, slots, repeat(None))))
     for at in rest:
         node_id = ids[at]
@@ -149,6 +150,8 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | N
             continue
         if node.kind is TensorKind.ALIAS:
             target_entry = by_id.get(node.input)
+            if target_entry is None and node.input in columns:
+                target_entry = columns[node.input][0]
             target = target_entry.storage if target_entry else value
             if target_entry is not None and target_entry.storage is None:
                 target = value  # allocated (or a view) later: the alias is bound then

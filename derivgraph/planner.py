@@ -15,7 +15,7 @@ import gc
 import logging
 import operator
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import compress, repeat
+from itertools import compress
 from typing import Any
 
 import torch
@@ -64,21 +64,11 @@ class CompileValues(EagerInterpreter):
 
     def run(self, order: list[str] | None = None) -> dict[str, Any]:
         """As :meth:`Interpreter.run`; a derived tensor with an input is that input's value
-        (what :meth:`derived` gives it), taken in the sweep without a call per node. Those
-        whose input has its value before the sweep (a stamped column's op, a source) take it
-        first, in C-level sweeps: a value once in ``env`` never changes, so each gets the
-        value the sweep would give it; an op that raises still leaves every node before it in
-        ``order`` with its value."""
+        (what :meth:`derived` gives it), taken in the sweep without a call per node."""
         nodes, env, derived = self.graph.nodes, self.env, self.graph.derived
-        order = self.graph.ordered() if order is None else order
-        todo = list(compress(order, map(operator.not_, map(env.__contains__, order))))
-        held = list(compress(todo, map(derived.__contains__, todo)))  # the derived ones
-        inputs = list(map(_INPUT, map(derived.__getitem__, held)))
-        ready = list(map(env.__contains__, inputs))  # None (no input) is never a key
-        if any(ready):
-            env.update(zip(compress(held, ready), map(env.__getitem__, compress(inputs, ready))))
-            todo = list(compress(todo, map(operator.not_, map(env.__contains__, todo))))
-        for node_id in todo:
+        for node_id in self.graph.ordered() if order is None else order:
+            if node_id in env:
+                continue
             decl = derived.get(node_id)
             if decl is not None and decl.input is not None:
                 env[node_id] = env[decl.input]
@@ -212,14 +202,12 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
     plan, values, planned, owners = _prepare(model, specs, require_match, strict, proven)
     graph = plan.graph
     # Nothing was touched so far. Now allocate, fill and bind: all of it, or none of it.
-    planned_entries = list(map(_FIRST, planned))
-    adopted = compress(planned_entries, map(_is, map(_SECOND, planned), repeat(None)))
-    transaction = ModelTransaction(model, set(map(_OWNER_PATH, planned_entries)),
-                                   [s for s in map(_STORAGE, adopted)
-                                    if isinstance(s, torch.Tensor)],
+    transaction = ModelTransaction(model, {e.node.owner_path for e, _ in planned},
+                                   [e.storage for e, x in planned
+                                    if x is None and isinstance(e.storage, torch.Tensor)],
                                    owners)  # adoption's reader: nothing was written since
     # stamped layers' allocated attributes: one record per template column (entry_columns)
-    ids = list(map(_NODE_ID, planned_entries))  # each entry's id, read once (C-level)
+    ids = list(map(_NODE_ID, map(_FIRST, planned)))  # each entry's id, read once (C-level)
     columns = entry_columns(closed_layers(graph), dict(zip(ids, planned)), owners, proven)
     proven.clear()  # taken: the compile keeps no second reference to adoption's lists
     in_columns = {i for column in columns for i in column.ids}
@@ -277,9 +265,6 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
 
 
 _NODE_ID, _FIRST = operator.attrgetter("node.id"), operator.itemgetter(0)
-_INPUT = operator.attrgetter("input")
-_SECOND, _STORAGE, _is = operator.itemgetter(1), operator.attrgetter("storage"), operator.is_
-_OWNER_PATH = operator.attrgetter("node.owner_path")
 _NAME = operator.attrgetter("node.decl.name")
 
 

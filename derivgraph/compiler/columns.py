@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from itertools import compress, repeat
-from operator import attrgetter, not_
+from operator import attrgetter
 from typing import Any
 
 import torch
@@ -137,18 +136,15 @@ def _record(book: ColumnLayouts, values: tuple[torch.Tensor, ...]) -> None:
 def _operands(env: dict[str, Any], read_source: Callable[[str], Any], refs: list[str],
               source: bool) -> list[torch.Tensor] | None:
     """The values at ``refs`` (``source``: they are sources, one not read yet is read now),
-    or None when one is not evaluated yet or is not a tensor. Read as a sweep of ``refs``
-    would, in order up to the first that fails; the refs whose value is already a tensor
-    (one C-level sweep) are skipped, as that sweep would take them as they are."""
-    out = list(map(env.get, refs))
-    for i in compress(range(len(out)), map(not_, map(isinstance, out, repeat(torch.Tensor)))):
-        ref = refs[i]
-        value = env.get(ref)  # a ref repeated in refs is read once
+    or None when one is not evaluated yet or is not a tensor."""
+    out = []
+    for ref in refs:
+        value = env.get(ref)
         if value is None:
             if not source:
                 return None
             value = env[ref] = read_source(ref)
         if not isinstance(value, torch.Tensor):
             return None
-        out[i] = value
+        out.append(value)
     return out

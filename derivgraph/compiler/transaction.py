@@ -14,9 +14,7 @@ memory with any source, fold source, parameter or buffer of the model other than
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterable
-from itertools import chain, repeat
 from typing import Any
 
 import torch
@@ -37,20 +35,19 @@ class ModelTransaction:
                  adopted: Iterable[torch.Tensor], paths: PathReader | None = None):
         """``paths``: a reader of ``model`` whose owners are current (nothing written to the
         model since it read them), else a fresh one."""
+        self._dicts: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        seen: set[int] = set()
         if paths is None or paths.root is not model:
             paths = PathReader(model)
-        objs = on_the_way(paths, owner_paths)
-        objs = list(dict(zip(map(id, objs), objs)).values())  # each object once, first place
-        recorded = _module_dicts(objs)
-        if recorded is None:
-            recorded = []
-            for obj in objs:
-                d = getattr(obj, "__dict__", None)
-                if isinstance(d, dict):
-                    recorded.append((d, dict(d)))
-                if isinstance(obj, nn.Module):
-                    recorded += [(d[r], dict(d[r])) for r in _REGISTRIES if r in d]
-        self._dicts = recorded
+        for obj in on_the_way(paths, owner_paths):
+            if id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            d = getattr(obj, "__dict__", None)
+            if isinstance(d, dict):
+                self._dicts.append((d, dict(d)))
+            if isinstance(obj, nn.Module):
+                self._dicts += [(d[r], dict(d[r])) for r in _REGISTRIES if r in d]
         with torch.no_grad():
             self._values = [(t, t.detach().clone()) for t in {id(t): t for t in adopted}.values()]
 
@@ -62,22 +59,6 @@ class ModelTransaction:
         with torch.no_grad():
             for tensor, value in self._values:
                 tensor.copy_(value)
-
-
-def _module_dicts(objs: list[Any]) -> list[tuple[dict[str, Any], dict[str, Any]]] | None:
-    """What :class:`ModelTransaction` records of ``objs`` (each object's ``__dict__``, then
-    its registries, each with its copy, object by object), in C-level sweeps where every
-    object is an ``nn.Module`` whose ``__dict__`` holds all of ``_REGISTRIES``; None
-    otherwise (recorded one object at a time)."""
-    if not all(issubclass(cls, nn.Module) for cls in set(map(type, objs))):
-        return None
-    dicts = list(map(getattr, objs, repeat("__dict__"), repeat(None)))
-    if not all(map(isinstance, dicts, repeat(dict))) or not all(
-            all(map(operator.contains, dicts, repeat(r))) for r in _REGISTRIES):
-        return None
-    live = [dicts, *(list(map(operator.itemgetter(r), dicts)) for r in _REGISTRIES)]
-    return list(zip(chain.from_iterable(zip(*live)),
-                    map(dict, chain.from_iterable(zip(*live)))))
 
 
 def on_the_way(paths: PathReader, owner_paths: Iterable[str]) -> list[Any]:
