@@ -5,7 +5,7 @@ import derivgraph.planner as planner
 from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.stamp import stamping
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
-n = int(sys.argv[1]); reps = int(sys.argv[2])
+n = int(sys.argv[1]); reps = int(sys.argv[2]); stamped = len(sys.argv) < 4 or sys.argv[3] != "plain"
 seen = {}
 orig = planner.adopt_or_allocate
 def grab(plan, values, owners=None, proven=None):
@@ -14,7 +14,7 @@ def grab(plan, values, owners=None, proven=None):
     return out
 planner.adopt_or_allocate = grab
 model = scaling_model(n // 4)
-with stamping(True):
+with stamping(stamped):
     planner._prepare(model, [scaling_spec()], False, True)
 plan, values, owners = seen["args"]
 gc.disable()
