@@ -8,7 +8,9 @@ Aliases and views get their storage from another entry. Nothing here writes to t
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
+from itertools import compress, repeat
 from typing import Any
 
 import torch
@@ -28,6 +30,9 @@ from derivgraph.runtime.plan import Entry, Plan
 from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind, is_engine
 
 __all__ = ["AliasOf", "Extra", "ViewOf", "adopt_or_allocate", "allocate_like"]
+
+_is = operator.is_
+
 
 def _same_values(a: torch.Tensor, b: torch.Tensor, tol: float) -> tuple[bool, float]:
     """Whether ``a`` and ``b`` agree within ``tol``; equal infinities and NaN pairs agree."""
@@ -96,7 +101,6 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | N
     are appended (:class:`~derivgraph.runtime.entry.ProvenColumn`)."""
     graph = plan.graph
     issues: list[SpecIssue] = []
-    planned: list[tuple[Entry, Extra]] = []
     by_id: dict[str, Entry] = {}
     adopted_by: dict[int, str] = {}
     owners = PathReader(plan.model) if owners is None else owners  # each owner read once
@@ -113,11 +117,14 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | N
     columns = allocated_rows(graph, values, owners, _slot, proven)  # stamped rows: by column
     columns.update(alias_rows(graph, values, owners, AliasOf, proven))
     ids = list(filter(derived.__contains__, graph.ordered()))  # the derived tensors, in order
-    for node_id, allocated in zip(ids, map(columns.get, ids)):
-        if allocated is not None:
-            by_id[node_id] = allocated[0]
-            planned.append(allocated)
-            continue
+    # the columns' rows are decided: each at its place, the rest decided in order and put at
+    # theirs (a row with an issue stays None: the compile raises); an alias reads its
+    # target's entry from by_id (the rows decided here) or from the columns: its target
+    # precedes it, so either holds it when its turn comes, as one table of both would
+    slots: list[tuple[Entry, Extra] | None] = list(map(columns.get, ids))
+    rest = list(compress(range(len(ids)), map(_is, slots, repeat(None))))
+    for at in rest:
+        node_id = ids[at]
         node = derived[node_id]
         owner = owners.owner(node.owner_path)
         value = values[node_id]
@@ -139,10 +146,12 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | N
                       "the spec or the engine is wrong: fix the formula to match the engine, "
                       "or set `tolerance` if the difference is rounding")
                 continue
-            planned.append((Entry(node, number, Slot.ATTRIBUTE, held), None))
+            slots[at] = (Entry(node, number, Slot.ATTRIBUTE, held), None)
             continue
         if node.kind is TensorKind.ALIAS:
             target_entry = by_id.get(node.input)
+            if target_entry is None and node.input in columns:
+                target_entry = columns[node.input][0]
             target = target_entry.storage if target_entry else value
             if target_entry is not None and target_entry.storage is None:
                 target = value  # allocated (or a view) later: the alias is bound then
@@ -154,12 +163,12 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | N
                           "fix `of`, or the engine: an alias must be the same object")
             entry = Entry(node, target, _slot_for(node, owner, target), current is target)
             by_id[node_id] = entry
-            planned.append((entry, AliasOf(node.input)))
+            slots[at] = (entry, AliasOf(node.input))
             continue
         if node.kind is TensorKind.VIEW:
             entry = Entry(node, None, _slot_for(node, owner, value), False)
             by_id[node_id] = entry
-            planned.append((entry, ViewOf(view_base(graph, node.input))))
+            slots[at] = (entry, ViewOf(view_base(graph, node.input)))
             continue
         if is_engine(node.decl):  # adopt what the engine made, never allocate
             slot = slot_of(owner, name)
@@ -176,7 +185,7 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | N
                       "the same tensor object", f"declare {name} as kind 'alias' of the other")
             else:
                 adopted_by[id(current)] = node_id
-                planned.append((Entry(node, current, slot, True), None))
+                slots[at] = (Entry(node, current, slot, True), None)
             continue
         if isinstance(current, torch.Tensor):
             slot = slot_of(owner, name)  # where the engine holds it (only read to adopt it)
@@ -214,13 +223,13 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | N
             adopted_by[id(current)] = node_id
             entry = Entry(node, current, Slot.ELEMENT if item else _slot(node.kind), True)
             by_id[node_id] = entry
-            planned.append((entry, None))
+            slots[at] = (entry, None)
         else:
             entry = Entry(node, None, _slot(node.kind), False)
             by_id[node_id] = entry
-            planned.append((entry, value))
+            slots[at] = (entry, value)
     if issues:
         raise AdoptionError(issues)
-    return planned
+    return slots  # type: ignore[return-value]  # every slot filled where no issue
 
 
