@@ -1,4 +1,4 @@
-"""adopt52: adoption decides the column rows by column and only the other rows one by one,
+"""Adoption decides the column rows by column and only the other rows one by one,
 and plans every row at its place in graph order, as the per-row loop did."""
 
 from __future__ import annotations
