@@ -267,13 +267,16 @@ class DerivedGraph:
         self.op_names.add(name)
         return node_id
 
-    def add_made(self, nodes: list[Node], sources: list[tuple[str, torch.Tensor]],
-                 ops: list[tuple[Any, str]], names: set[str]) -> None:
+    def add_made(self, ids: list[str], nodes: list[Node], users: list[list[str]],
+                 sources: list[tuple[str, torch.Tensor]], ops: list[tuple[Any, str]],
+                 names: set[str]) -> None:
         """What :meth:`place_source` and :meth:`op_keyed` leave for a run of new nodes, in
-        order: ``nodes`` (sources and ops, none a node yet, no id with users yet),
-        ``sources`` (each source's path and tensor), ``ops`` (each op's CSE key, new, and
-        id, numbered on from :meth:`op_count`), ``names`` (their ops)."""
-        self.ir.add_fresh(nodes)
+        order: ``nodes`` (sources and ops, none a node yet, no id with users yet, every
+        input one of them made before it) with their ``ids`` and their ``users`` lists
+        (:meth:`Graph.add_fresh <derivgraph.compiler.ir.Graph.add_fresh>`), ``sources``
+        (each source's path and tensor), ``ops`` (each op's CSE key, new, and id, numbered
+        on from :meth:`op_count`), ``names`` (their ops)."""
+        self.ir.add_fresh(ids, nodes, users)
         self.read_sources.update(sources)
         self._cse.update(ops)
         self._op_count += len(ops)

@@ -94,16 +94,13 @@ class Graph:
                     users[node_id] = []
         self.version += len(nodes)
 
-    def add_fresh(self, nodes: list[Node]) -> None:
-        """:meth:`add` of each node, in order, where no node's id has a node or users yet
-        (checked by the caller) and every input is a node already or one added before it."""
-        ids = [node.id for node in nodes]
+    def add_fresh(self, ids: list[str], nodes: list[Node], users: list[list[str]]) -> None:
+        """:meth:`add` of each node (id ``ids[i]``), in order, where no node's id has a node
+        or users yet and every input is a node added before it among ``nodes`` (checked by
+        the caller): ``users[i]`` is node ``i``'s users list as those adds leave it (the
+        nodes of ``nodes`` that read it, in order; the caller builds it from its template)."""
         self.nodes.update(zip(ids, nodes))
-        users = self.users
-        users.update([(node_id, []) for node_id in ids])
-        for node_id, node in zip(ids, nodes):
-            for ref in node.inputs:
-                users[ref].append(node_id)
+        self.users.update(zip(ids, users))
         self.version += len(nodes)
 
     def set_inputs(self, node_id: str, inputs: tuple[str, ...]) -> None:
