@@ -10,9 +10,10 @@ for algorithms and pictures.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 from derivgraph._enum import StrEnum
@@ -136,14 +137,20 @@ class Graph:
             fresh += 1
         self.version += fresh
 
-    def order(self, blocks: Mapping[str, Sequence[str]] | None = None) -> list[str]:
+    def order(self, blocks: Mapping[str, Sequence[str]] | None = None,
+              spans: Sequence[tuple[int, int, list[str] | None]] = ()) -> list[str]:
         """A deterministic topological order: depth-first, inputs first, in insertion order.
 
         Linear in nodes + edges. Raises ``ValueError`` on a cycle (find it with :meth:`cycle`).
         ``blocks`` (root id -> node ids): where the caller proved what the walk from a root
         emits (the root's block, nothing outside it reaching into it, every input from
         outside it already emitted), the block is emitted whole when the root is reached,
-        not walked; the order is the same either way.
+        not walked; the order is the same either way. ``spans`` (``start``, ``stop``,
+        ``emit``): where the caller proved that the walk of the nodes at those positions of
+        the insertion order emits ``emit`` (None: nothing) and that nothing else reaches
+        them, ``emit`` is emitted there and they are not walked; a walk that reached one of
+        them anyway (the order then longer than the graph) or spans that overlap give the
+        order without spans.
         """
         if self._order_version == self.version and self._order is not None:
             return self._order
@@ -152,17 +159,33 @@ class Graph:
         nodes = self.nodes
         if blocks:
             state.update(dict.fromkeys(chain.from_iterable(blocks.values()), 2))
-            get_block, extend = blocks.get, order.extend
-            for root in [n for n in nodes if n in blocks or n not in state]:  # in insertion order
-                block = get_block(root)
-                if block is not None:
-                    extend(block)
-                elif root not in state:  # not reached by an earlier root's walk
-                    depth_first(root, nodes, state, order)
-        else:
-            for root in nodes:
-                if root not in state:
-                    depth_first(root, nodes, state, order)
+        parts: list[tuple[Iterable[str], list[str] | None]] = [(nodes, None)]
+        if spans:
+            keys, at = list(nodes), 0
+            parts = []
+            for start, stop, emit in sorted(spans, key=itemgetter(0)):
+                if start < at or stop > len(keys):
+                    return self.order(blocks)
+                parts.append((keys[at:start], emit))
+                at = stop
+            parts.append((keys[at:], None))
+        for roots, emit in parts:
+            if blocks:
+                get_block, extend = blocks.get, order.extend
+                for root in [n for n in roots if n in blocks or n not in state]:
+                    block = get_block(root)  # in insertion order
+                    if block is not None:
+                        extend(block)
+                    elif root not in state:  # not reached by an earlier root's walk
+                        depth_first(root, nodes, state, order)
+            else:
+                for root in roots:
+                    if root not in state:
+                        depth_first(root, nodes, state, order)
+            if emit:
+                order += emit
+        if spans and len(order) != len(nodes):
+            return self.order(blocks)
         self._order, self._order_version = order, self.version
         return order
 
