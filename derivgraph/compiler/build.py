@@ -251,8 +251,10 @@ def _check_cycles(graph: DerivedGraph) -> None:
     try:  # linear; raises only if there is a cycle (a closed stamped row: its template's walk;
         # a closed run of them: its spans)
         spans: list[Span] = []  # a closed run's rows: emitted whole, not walked
-        blocks = row_blocks(graph, closed_layers(graph), spans)
+        tables = closed_layers(graph)
+        blocks = row_blocks(graph, tables, spans)
         graph.ir.order(blocks, spans)
+        graph.span_cache = (graph.ir.version, tables)
         return
     except ValueError:
         pass

@@ -194,6 +194,8 @@ class DerivedGraph:
         self.stamps: list[Any] = []
         self.layer_cache: tuple[int, Any] = (-1, None)  # the proven ones, by graph version
         self.closed_cache: tuple[int, Any] = (-1, None)  # their nodes, by graph version
+        # the closed tables the order's spans were made of (every row of each), by version
+        self.span_cache: tuple[int, Any] = (-1, None)
         self._deps: dict[str, frozenset[str]] = {}
         self._deps_version = -1
         self._sources: list[str] = []

@@ -65,6 +65,7 @@ class Graph:
         self.version = 0
         self._order: list[str] | None = None
         self._order_version = -1
+        self._spanned: list[tuple[int, int]] = []  # where the cached order took its spans
         self._nx: Any = None
         self._nx_version = -1
 
@@ -160,6 +161,7 @@ class Graph:
         if blocks:
             state.update(dict.fromkeys(chain.from_iterable(blocks.values()), 2))
         parts: list[tuple[Iterable[str], list[str] | None]] = [(nodes, None)]
+        spanned: list[tuple[int, int]] = []
         if spans:
             keys, at = list(nodes), 0
             parts = []
@@ -183,11 +185,19 @@ class Graph:
                     if root not in state:
                         depth_first(root, nodes, state, order)
             if emit:
+                spanned.append((len(order), len(order) + len(emit)))
                 order += emit
         if spans and len(order) != len(nodes):
             return self.order(blocks)
-        self._order, self._order_version = order, self.version
+        self._order, self._order_version, self._spanned = order, self.version, spanned
         return order
+
+    def spanned(self) -> list[tuple[int, int]]:
+        """Where the current order (:meth:`order`'s cached one) holds what its spans emitted:
+        ``(start, stop)`` positions, in order (empty when it took no span or is stale)."""
+        if self._order_version == self.version and self._order is not None:
+            return self._spanned
+        return []
 
     def nx(self) -> Any:
         """The graph as a ``networkx.DiGraph`` (built on demand, cached until it changes)."""
