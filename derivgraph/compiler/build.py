@@ -33,7 +33,7 @@ from derivgraph.compiler.graph import (
 )
 from derivgraph.compiler.infer import infer_shapes
 from derivgraph.compiler.ir import NodeKind
-from derivgraph.compiler.layers import closed_layers, row_blocks
+from derivgraph.compiler.layers import Span, closed_layers, row_blocks
 from derivgraph.compiler.reads import Reads
 from derivgraph.compiler.resolve import Resolver, device_of, parse_cached
 from derivgraph.compiler.stamp import Stamper, stamping_enabled
@@ -248,8 +248,13 @@ def _is_view_chain(graph: DerivedGraph, node_id: str) -> bool:
 
 
 def _check_cycles(graph: DerivedGraph) -> None:
-    try:  # linear; raises only if there is a cycle (a closed stamped row: its template's walk)
-        graph.ir.order(row_blocks(graph, closed_layers(graph)))
+    try:  # linear; raises only if there is a cycle (a closed stamped row: its template's walk;
+        # a closed run of them: its spans)
+        spans: list[Span] = []  # a closed run's rows: emitted whole, not walked
+        tables = closed_layers(graph)
+        blocks = row_blocks(graph, tables, spans)
+        graph.ir.order(blocks, spans)
+        graph.span_cache = (graph.ir.version, tables)
         return
     except ValueError:
         pass

@@ -194,6 +194,8 @@ class DerivedGraph:
         self.stamps: list[Any] = []
         self.layer_cache: tuple[int, Any] = (-1, None)  # the proven ones, by graph version
         self.closed_cache: tuple[int, Any] = (-1, None)  # their nodes, by graph version
+        # the closed tables the order's spans were made of (every row of each), by version
+        self.span_cache: tuple[int, Any] = (-1, None)
         self._deps: dict[str, frozenset[str]] = {}
         self._deps_version = -1
         self._sources: list[str] = []
@@ -267,13 +269,16 @@ class DerivedGraph:
         self.op_names.add(name)
         return node_id
 
-    def add_made(self, nodes: list[Node], sources: list[tuple[str, torch.Tensor]],
-                 ops: list[tuple[Any, str]], names: set[str]) -> None:
+    def add_made(self, ids: list[str], nodes: list[Node], users: list[list[str]],
+                 sources: list[tuple[str, torch.Tensor]], ops: list[tuple[Any, str]],
+                 names: set[str]) -> None:
         """What :meth:`place_source` and :meth:`op_keyed` leave for a run of new nodes, in
-        order: ``nodes`` (sources and ops, none a node yet, no id with users yet),
-        ``sources`` (each source's path and tensor), ``ops`` (each op's CSE key, new, and
-        id, numbered on from :meth:`op_count`), ``names`` (their ops)."""
-        self.ir.add_fresh(nodes)
+        order: ``nodes`` (sources and ops, none a node yet, no id with users yet, every
+        input one of them made before it) with their ``ids`` and their ``users`` lists
+        (:meth:`Graph.add_fresh <derivgraph.compiler.ir.Graph.add_fresh>`), ``sources``
+        (each source's path and tensor), ``ops`` (each op's CSE key, new, and id, numbered
+        on from :meth:`op_count`), ``names`` (their ops)."""
+        self.ir.add_fresh(ids, nodes, users)
         self.read_sources.update(sources)
         self._cse.update(ops)
         self._op_count += len(ops)

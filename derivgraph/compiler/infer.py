@@ -202,8 +202,12 @@ def _run_stamped(graph: DerivedGraph, interp: MetaInterpreter) -> _Stamped:
         interp.run()
         return out
     nodes, env = graph.nodes, interp.env
-    held = layer_nodes(tables)
-    out.rest = list(filterfalse(held.__contains__, graph.ordered()))
+    rest = _unspanned(graph, tables)  # the order's spans cut out, where they are the rows
+    held: set[str] | None = None
+    if rest is None:
+        held = layer_nodes(tables)
+        rest = list(filterfalse(held.__contains__, graph.ordered()))
+    out.rest = rest
     interp.run(out.rest)  # the templates among them
     again: set[str] = set()
     for table in tables:
@@ -230,9 +234,30 @@ def _run_stamped(graph: DerivedGraph, interp: MetaInterpreter) -> _Stamped:
         out.derived.update(zip(chain.from_iterable(map(itemgetter(slice(k)), table.rows)),
                                template[:k] * n))
     if again:
+        if held is None:
+            held = layer_nodes(tables)
         interp.run([n for n in graph.ordered() if n in again])
         out.rest = [n for n in graph.ordered() if n not in held or n in again]
     return out
+
+
+def _unspanned(graph: DerivedGraph, tables: list[InstanceTable]) -> list[str] | None:
+    """The order without every node of ``tables``' rows, cut out where the order's spans
+    emitted them (:meth:`Graph.spanned <derivgraph.compiler.ir.Graph.spanned>`): when the
+    spans were made of these tables (:attr:`DerivedGraph.span_cache`), for the current
+    order, and hold as many nodes as their rows (each a row's node, none twice: so every
+    one). None else."""
+    version, spanned_tables = graph.span_cache
+    chunks = graph.ir.spanned()
+    if not chunks or version != graph.ir.version or spanned_tables is not tables or \
+            sum(stop - start for start, stop in chunks) != \
+            sum(len(t.rows) * len(t.template) for t in tables):
+        return None
+    order, at, rest = graph.ordered(), 0, []
+    for start, stop in chunks:
+        rest += order[at:start]
+        at = stop
+    return rest + order[at:]
 
 
 def _template_plan(graph: DerivedGraph, env: dict[str, Any], template: tuple[str, ...],

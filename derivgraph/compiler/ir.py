@@ -10,9 +10,10 @@ for algorithms and pictures.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 from derivgraph._enum import StrEnum
@@ -64,6 +65,7 @@ class Graph:
         self.version = 0
         self._order: list[str] | None = None
         self._order_version = -1
+        self._spanned: list[tuple[int, int]] = []  # where the cached order took its spans
         self._nx: Any = None
         self._nx_version = -1
 
@@ -94,16 +96,13 @@ class Graph:
                     users[node_id] = []
         self.version += len(nodes)
 
-    def add_fresh(self, nodes: list[Node]) -> None:
-        """:meth:`add` of each node, in order, where no node's id has a node or users yet
-        (checked by the caller) and every input is a node already or one added before it."""
-        ids = [node.id for node in nodes]
+    def add_fresh(self, ids: list[str], nodes: list[Node], users: list[list[str]]) -> None:
+        """:meth:`add` of each node (id ``ids[i]``), in order, where no node's id has a node
+        or users yet and every input is a node added before it among ``nodes`` (checked by
+        the caller): ``users[i]`` is node ``i``'s users list as those adds leave it (the
+        nodes of ``nodes`` that read it, in order; the caller builds it from its template)."""
         self.nodes.update(zip(ids, nodes))
-        users = self.users
-        users.update([(node_id, []) for node_id in ids])
-        for node_id, node in zip(ids, nodes):
-            for ref in node.inputs:
-                users[ref].append(node_id)
+        self.users.update(zip(ids, users))
         self.version += len(nodes)
 
     def set_inputs(self, node_id: str, inputs: tuple[str, ...]) -> None:
@@ -139,14 +138,20 @@ class Graph:
             fresh += 1
         self.version += fresh
 
-    def order(self, blocks: Mapping[str, Sequence[str]] | None = None) -> list[str]:
+    def order(self, blocks: Mapping[str, Sequence[str]] | None = None,
+              spans: Sequence[tuple[int, int, list[str] | None]] = ()) -> list[str]:
         """A deterministic topological order: depth-first, inputs first, in insertion order.
 
         Linear in nodes + edges. Raises ``ValueError`` on a cycle (find it with :meth:`cycle`).
         ``blocks`` (root id -> node ids): where the caller proved what the walk from a root
         emits (the root's block, nothing outside it reaching into it, every input from
         outside it already emitted), the block is emitted whole when the root is reached,
-        not walked; the order is the same either way.
+        not walked; the order is the same either way. ``spans`` (``start``, ``stop``,
+        ``emit``): where the caller proved that the walk of the nodes at those positions of
+        the insertion order emits ``emit`` (None: nothing) and that nothing else reaches
+        them, ``emit`` is emitted there and they are not walked; a walk that reached one of
+        them anyway (the order then longer than the graph) or spans that overlap give the
+        order without spans.
         """
         if self._order_version == self.version and self._order is not None:
             return self._order
@@ -155,19 +160,44 @@ class Graph:
         nodes = self.nodes
         if blocks:
             state.update(dict.fromkeys(chain.from_iterable(blocks.values()), 2))
-            get_block, extend = blocks.get, order.extend
-            for root in [n for n in nodes if n in blocks or n not in state]:  # in insertion order
-                block = get_block(root)
-                if block is not None:
-                    extend(block)
-                elif root not in state:  # not reached by an earlier root's walk
-                    depth_first(root, nodes, state, order)
-        else:
-            for root in nodes:
-                if root not in state:
-                    depth_first(root, nodes, state, order)
-        self._order, self._order_version = order, self.version
+        parts: list[tuple[Iterable[str], list[str] | None]] = [(nodes, None)]
+        spanned: list[tuple[int, int]] = []
+        if spans:
+            keys, at = list(nodes), 0
+            parts = []
+            for start, stop, emit in sorted(spans, key=itemgetter(0)):
+                if start < at or stop > len(keys):
+                    return self.order(blocks)
+                parts.append((keys[at:start], emit))
+                at = stop
+            parts.append((keys[at:], None))
+        for roots, emit in parts:
+            if blocks:
+                get_block, extend = blocks.get, order.extend
+                for root in [n for n in roots if n in blocks or n not in state]:
+                    block = get_block(root)  # in insertion order
+                    if block is not None:
+                        extend(block)
+                    elif root not in state:  # not reached by an earlier root's walk
+                        depth_first(root, nodes, state, order)
+            else:
+                for root in roots:
+                    if root not in state:
+                        depth_first(root, nodes, state, order)
+            if emit:
+                spanned.append((len(order), len(order) + len(emit)))
+                order += emit
+        if spans and len(order) != len(nodes):
+            return self.order(blocks)
+        self._order, self._order_version, self._spanned = order, self.version, spanned
         return order
+
+    def spanned(self) -> list[tuple[int, int]]:
+        """Where the current order (:meth:`order`'s cached one) holds what its spans emitted:
+        ``(start, stop)`` positions, in order (empty when it took no span or is stale)."""
+        if self._order_version == self.version and self._order is not None:
+            return self._spanned
+        return []
 
     def nx(self) -> Any:
         """The graph as a ``networkx.DiGraph`` (built on demand, cached until it changes)."""

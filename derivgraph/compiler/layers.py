@@ -47,7 +47,7 @@ from derivgraph.compiler.instances import (
 from derivgraph.compiler.ir import Node, NodeKind, depth_first
 from derivgraph.errors import Rule, SourceLocation, SpecIssue, SpecValidationError
 
-__all__ = ["closed_layers", "closed_nodes", "layer_nodes", "open_rows", "row_blocks"]
+__all__ = ["Span", "closed_layers", "closed_nodes", "layer_nodes", "open_rows", "row_blocks"]
 
 
 def closed_layers(graph: DerivedGraph) -> list[InstanceTable]:
@@ -147,7 +147,13 @@ def layer_nodes(tables: list[InstanceTable]) -> set[str]:
     return set(chain.from_iterable(table.ids() for table in tables))
 
 
-def row_blocks(graph: DerivedGraph, tables: list[InstanceTable]) -> dict[str, tuple[str, ...]]:
+#: a stretch of the graph's insertion order (``start``, ``stop``) and what the topological walk
+#: emits for it, in order (None: nothing; its nodes are emitted with another span)
+Span = tuple[int, int, list[str] | None]
+
+
+def row_blocks(graph: DerivedGraph, tables: list[InstanceTable],
+               spans: list[Span] | None = None) -> dict[str, tuple[str, ...]]:
     """Per row of ``tables`` (closed rows, :func:`closed_layers`): its first derived tensor ->
     the row's nodes in the order the topological walk (:meth:`Graph.order
     <derivgraph.compiler.ir.Graph.order>`) emits them, its template's walk renamed.
@@ -161,13 +167,28 @@ def row_blocks(graph: DerivedGraph, tables: list[InstanceTable]) -> dict[str, tu
     derived tensors reach all its nodes (else a node would be emitted later, as a root of
     its own). Were either proof wrong, :meth:`DerivedGraph.source_deps
     <derivgraph.compiler.graph.DerivedGraph.source_deps>`, whose sweep reads every input
-    before its user, refuses the order (DG013)."""
+    before its user, refuses the order (DG013).
+
+    ``spans`` (given: appended to): a table whose rows' leading derived tensors were
+    inserted as one stretch, row after row in its order, and its rows' other nodes as
+    another (a run replayed by columns) gives no block but those two :data:`Span`: the walk
+    emits every row's block, in row order, at the first stretch (it reaches nothing else
+    there: every node of it is a row's first derived tensor or one its block emitted) and
+    nothing at the second (:func:`_run_spans`)."""
     blocks: dict[str, tuple[str, ...]] = {}
     where: dict[str, int] | None = None  # derived tensor -> its insertion position
+    keys: list[str] | None = None  # every node, in insertion order
     for table in tables:
         walk, lead = _template_walk(graph, table.template)
         if walk is None:
             continue
+        if spans is not None:
+            if keys is None:
+                keys = list(graph.nodes)
+            found = _run_spans(keys, table.rows, walk, lead)
+            if found is not None:
+                spans += found
+                continue
         if where is None:
             where = {n: i for i, n in enumerate(graph.derived)}
         rows = _inserted_in_order(where, table.rows, lead)
@@ -177,6 +198,27 @@ def row_blocks(graph: DerivedGraph, tables: list[InstanceTable]) -> dict[str, tu
         else:
             blocks.update((row[0], pick(row)) for row in rows)
     return blocks
+
+
+def _run_spans(keys: list[str], rows: list[tuple[str, ...]], walk: list[int],
+               lead: int) -> list[Span] | None:
+    """The two spans of ``rows`` (one table's, its template's walk ``walk`` leading with
+    ``lead`` derived tensors), when ``keys`` (the insertion order) holds every row's
+    leading derived tensors as one stretch, row after row, and every row's other nodes as
+    another, row after row (one C-level comparison each); None else."""
+    heads = list(chain.from_iterable(map(itemgetter(slice(None, lead)), rows)))
+    rest = list(chain.from_iterable(map(itemgetter(slice(lead, None)), rows)))
+    try:
+        i = keys.index(heads[0])
+        j = keys.index(rest[0]) if rest else i + len(heads)
+    except ValueError:
+        return None
+    if keys[i:i + len(heads)] != heads or keys[j:j + len(rest)] != rest:
+        return None
+    columns = list(zip(*rows))
+    emit = list(chain.from_iterable(zip(*[columns[k] for k in walk])))
+    return [(i, i + len(heads), emit), (j, j + len(rest), None)] if rest else \
+        [(i, i + len(heads), emit)]
 
 
 def _inserted_in_order(where: dict[str, int], rows: list[tuple[str, ...]],

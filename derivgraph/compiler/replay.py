@@ -202,6 +202,16 @@ class Replay:
                          if s not in named and r in mine]
         self.unnamed = [s for s, r in enumerate(self.rels) if s not in named and r not in mine]
         self.op_slots = [step.out for step in self.steps if type(step) is not SourceStep]
+        #: each step's slot (the node it names), and per slot a :class:`FlatStep` reads, the
+        #: slots of the flat steps reading it, in step order, each once: its node's users
+        #: on a layer whose replay makes every node it names (:meth:`run_rows`)
+        self._outs = [step.slot if type(step) is SourceStep else step.out
+                      for step in self.steps]
+        self._readers: dict[int, list[int]] = {}
+        for step in self.steps:
+            if type(step) is FlatStep:
+                for slot in dict.fromkeys(step.order):
+                    self._readers.setdefault(slot, []).append(step.out)
         #: :attr:`steps` as one function (made at the first run: :func:`_compile_steps`)
         self._steps: Callable[..., None] | None = None
         #: whether :meth:`run_rows` may replay by columns (:meth:`_by_columns`, set at first)
@@ -278,8 +288,9 @@ class Replay:
         the row replays add them: every slot's column (each layer's node). Only where each
         row's replay would make every node it names (:meth:`_by_columns`, every source's
         tensor among its objects, no source path a node yet): then no source is read, no CSE
-        lookup hits but the template's constants', nothing is found. None (nothing done)
-        else."""
+        lookup hits but the template's constants', nothing is found, and each node's users
+        are its own layer's ops that read it (:attr:`_readers`, built per column). None
+        (nothing done) else."""
         if self._columns is None:
             self._columns = self._by_columns()
         if not self._columns:
@@ -287,7 +298,6 @@ class Replay:
         n, width, start = len(paths), len(self.op_slots), graph.op_count()
         cols: list[list[Any]] = [list(map(add, paths, repeat(s))) for s in self.suffixes]
         cols += [[value] * n for value in self.tail]
-        made: list[list[Node]] = []  # per step, its node on every layer
         sources: list[list[tuple[str, Any]]] = []
         ops: list[list[tuple[Any, str]]] = []
         fresh: list[str] = []
@@ -306,6 +316,9 @@ class Replay:
                 fresh += cols[step.out]
         if not graph.is_fresh(fresh):
             return None
+        readers = self._readers
+        made: list[list[Node]] = []  # per step, its node on every layer
+        users: list[list[list[str]]] = []  # per step, its node's users list on every layer
         for step in self.steps:
             if type(step) is SourceStep:
                 _, shape, stride, dtype, device = step.layout
@@ -313,22 +326,29 @@ class Replay:
                 made.append(list(map(Node, path, repeat(_SOURCE), repeat(None), repeat(()),
                                      map(dict, repeat((), n)), repeat(()), repeat(shape),
                                      repeat(stride), repeat(dtype), repeat(device))))
-                continue
-            assert type(step) is FlatStep  # _by_columns
-            name, parts, keyed, kwargs, fkw, order, out, result = step
-            args = zip(*[map(NodeRef, cols[s]) if s >= 0 else repeat(v, n) for s, v in parts])
-            seq = zip(*[zip(repeat("ref"), cols[s]) if f is None else repeat(f, n)
-                        for s, f in keyed])
-            keys = zip(repeat(name), zip(repeat("seq"), seq), repeat(fkw))
-            inputs = zip(*[cols[s] for s in dict.fromkeys(order)])
-            ids = cols[out]
-            made.append(list(map(Node, ids, repeat(_OP), repeat(name), args,
-                                 map(dict, repeat(kwargs, n)), inputs)))
-            ops.append(list(zip(keys, ids)))
+                slot = step.slot
+            else:
+                assert type(step) is FlatStep  # _by_columns
+                name, parts, keyed, kwargs, fkw, order, out, result = step
+                args = zip(*[map(NodeRef, cols[s]) if s >= 0 else repeat(v, n)
+                             for s, v in parts])
+                seq = zip(*[zip(repeat("ref"), cols[s]) if f is None else repeat(f, n)
+                            for s, f in keyed])
+                keys = zip(repeat(name), zip(repeat("seq"), seq), repeat(fkw))
+                inputs = zip(*[cols[s] for s in dict.fromkeys(order)])
+                ids = cols[out]
+                made.append(list(map(Node, ids, repeat(_OP), repeat(name), args,
+                                     map(dict, repeat(kwargs, n)), inputs)))
+                ops.append(list(zip(keys, ids)))
+                slot = out
+            # its users: the layer's ops that read it, in step order (each layer's own)
+            reading = [cols[u] for u in readers.get(slot, ())]
+            users.append(list(map(list, zip(*reading) if reading else repeat((), n))))
         by_rows = chain.from_iterable
-        graph.add_made(list(by_rows(zip(*made))), list(by_rows(zip(*sources))),
-                       list(by_rows(zip(*ops))), {step.name for step in self.steps
-                                                  if type(step) is FlatStep})
+        graph.add_made(list(by_rows(zip(*[cols[s] for s in self._outs]))),
+                       list(by_rows(zip(*made))), list(by_rows(zip(*users))),
+                       list(by_rows(zip(*sources))), list(by_rows(zip(*ops))),
+                       {step.name for step in self.steps if type(step) is FlatStep})
         twins.update(by_rows(zip(*[zip(cols[step.out], repeat(step.result))
                                    for step in self.steps if type(step) is FlatStep])))
         graph.cse_hits += self.hits * n

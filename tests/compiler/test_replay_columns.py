@@ -4,7 +4,9 @@ one by one leaves: the IR's nodes (every field) and users in order, the version,
 numbering and op names, the CSE table in order, the CSE hits, the twins, what is touched, the
 sources read in order, the derived tensors' inputs and the instance tables' rows and records.
 A run whose replay would name a node already made (a source another spec read first) is
-replayed row by row. Canary: a column replay blind to nodes already made changes the graph."""
+replayed row by row. Canary: a column replay blind to nodes already made changes the graph
+(and, planted once each by hand, users lists in the wrong order or with a node twice are
+caught by the ``one-spec`` / ``ops-over-ops`` cases)."""
 
 from __future__ import annotations
 
@@ -68,11 +70,24 @@ def _peek_spec() -> Spec:
                                        formula="2.0 * layers[3].scale")])
 
 
+def _chain_spec() -> Spec:
+    """Ops over ops and a source read twice by one op: each node's users (built per column
+    from the template) are several ops, in step order, each once."""
+    return Spec(name="chain", target=Target(module_class=["ScalingLayer"]),
+                params={"E": "scale.shape[0]"},
+                derived=[DerivedTensor(name="a", kind="attribute",
+                                       formula="(scale + weight) * scale"),
+                         DerivedTensor(name="b", kind="attribute", formula="scale * scale"),
+                         DerivedTensor(name="c", kind="attribute",
+                                       formula="weight - scale")])
+
+
 @pytest.mark.parametrize("specs, by_columns", [
     (lambda: [scaling_spec()], True),
+    (lambda: [_chain_spec()], True),
     (lambda: [_peek_spec(), scaling_spec()], False),
     (lambda: [scaling_spec(), _peek_spec()], False),
-], ids=["one-spec", "a-source-made-first", "a-source-made-first-2"])
+], ids=["one-spec", "ops-over-ops", "a-source-made-first", "a-source-made-first-2"])
 def test_a_run_replayed_by_columns_is_what_rows_leave(
         specs: Any, by_columns: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     model = scaling_model(12)
