@@ -31,8 +31,8 @@ from derivgraph.runtime.watch import ItemWatch, watch_items
 if TYPE_CHECKING:
     from derivgraph.runtime.entry import Entry
 
-__all__ = ["NO_DICT", "HolderTable", "HopTable", "by_name", "changes", "holder_dicts", "holder_of",
-           "HeldColumn", "holders_of", "locate"]
+__all__ = ["NO_DICT", "HolderTable", "HopTable", "by_name", "changes", "column_rows",
+           "holder_dicts", "holder_of", "HeldColumn", "holders_of", "locate", "not_taken"]
 
 _is = operator.is_
 _not = operator.not_
@@ -314,9 +314,9 @@ def holder_dicts(owners: Sequence[Any], names: Sequence[str]) -> list[tuple[Any,
     return out
 
 
-#: a column of attribute-slot entries the caller proved held in their owners' ``__dict__``
-#: only: its name, its entries and their owners, in row order (:func:`holders_of`'s
-#: ``columns``)
+#: a column of attribute-slot entries of a tensor kind (no derived scalar) the caller proved
+#: held in their owners' ``__dict__`` only: its name, its entries and their owners, in row
+#: order (:func:`holders_of`'s ``columns``)
 HeldColumn = tuple[str, Sequence["Entry"], Sequence[Any]]
 
 
@@ -335,7 +335,7 @@ def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
     just bound by one ``__dict__`` store each, nothing of its name written on its owners
     since): their answer is taken whole, without reading the registries or any row's name,
     where the column lies in ``entries`` at evenly spaced positions taken by no other column
-    (:func:`_column_rows`) and ``owners`` maps every row's owner path to the column's own
+    (:func:`column_rows`) and ``owners`` maps every row's owner path to the column's own
     owner (one identity sweep each); else its rows are read as any other."""
     n = len(entries)
     dicts: list[Any] = [None] * n
@@ -344,7 +344,7 @@ def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
     taken = bytearray(n)  # 1 at the rows a column answered
     if owners.get("") is root:
         for name, column_entries, column_owners in columns:
-            rows = _column_rows(entries, column_entries, column_owners, taken)
+            rows = column_rows(entries, column_entries, column_owners, taken)
             if rows is None or not all(map(_is, map(owners.get, map(
                     _owner_path, column_entries), repeat(MISSING)), column_owners)):
                 continue
@@ -353,11 +353,8 @@ def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
             keys[rows] = [name] * m
             fast[rows] = [True] * m
             taken[rows] = b"\x01" * m
-    rest: list[int] | None = None  # the rows no column answered (None: every row)
-    group_of = entries
-    if 1 in taken:
-        rest = list(compress(range(n), taken.translate(_FLIP)))
-        group_of = list(map(entries.__getitem__, rest))
+    rest = not_taken(taken)  # the rows no column answered (None: every row)
+    group_of = entries if rest is None else list(map(entries.__getitem__, rest))
     names = list(map(_name, group_of))
     paths = list(map(_owner_path, group_of))
     if rest is None:
@@ -383,7 +380,12 @@ def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
     return dicts, keys, fast
 
 
-def _column_rows(entries: Sequence[Entry], column: Sequence[Entry], owners: Sequence[Any],
+def not_taken(taken: bytearray) -> list[int] | None:
+    """The positions ``taken`` holds 0 at (one C-level sweep); None where it holds no 1."""
+    return list(compress(range(len(taken)), taken.translate(_FLIP))) if 1 in taken else None
+
+
+def column_rows(entries: Sequence[Entry], column: Sequence[Entry], owners: Sequence[Any],
                  taken: bytearray) -> slice | None:
     """Where ``column``'s rows (one owner each) lie in ``entries``: at ``start``,
     ``start + step``, ... (its first two rows found by identity), each one the column's row

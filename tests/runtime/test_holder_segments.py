@@ -35,7 +35,7 @@ def test_the_compile_s_columns_are_taken_by_slice_not_read_by_name(
     got = _ids(holders_of(plan.holders.hops.objects, plan.model, entries, kept["held"]))
     assert got == want
     assert len(read) == 4  # each name once: the templates' rows; no column's rows are read
-    rows = [accessors._column_rows(entries, c[1], c[2], bytearray(len(entries)))
+    rows = [accessors.column_rows(entries, c[1], c[2], bytearray(len(entries)))
             for c in kept["held"]]
     assert [(r.start, r.step) for r in rows] == [(4, 4), (5, 4), (6, 4), (7, 4)]
 
@@ -52,7 +52,7 @@ def test_canary_a_column_not_evenly_spaced_is_read_by_name(
     got = _ids(holders_of(plan.holders.hops.objects, plan.model, entries, kept["held"]))
     assert got == want
     for column in kept["held"][:2]:
-        assert accessors._column_rows(entries, column[1], column[2],
+        assert accessors.column_rows(entries, column[1], column[2],
                                       bytearray(len(entries))) is None
 
 
@@ -81,5 +81,37 @@ def test_part_of_a_column_is_taken_or_read_as_before(monkeypatch: pytest.MonkeyP
     got = _ids(holders_of(plan.holders.hops.objects, plan.model, entries,
                           [(name, rows[cut], owners[cut])]))
     assert got == want
-    found = accessors._column_rows(entries, rows[cut], owners[cut], bytearray(len(entries)))
+    found = accessors.column_rows(entries, rows[cut], owners[cut], bytearray(len(entries)))
     assert (found is None) == (pick == "reversed")
+
+
+def _table(holders: Any) -> tuple[list, list, list, list, list]:
+    table = holders.table
+    return ([id(e) for e in table.entries], [id(d) for d in table.dicts], table.keys,
+            table.fast, [id(e) for e in holders._scalars])
+
+
+def test_refresh_keeps_a_column_s_rows_unread_and_the_rest_as_before(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stamped stack beside toys holding a derived scalar: the table and the scalars that
+    :meth:`~derivgraph.runtime.holders.Holders.refresh` makes with the compile's columns
+    (their rows' kinds and slots unread) are those it makes without them (every entry read)."""
+    from derivgraph import planner
+    from derivgraph.runtime import entry_columns
+    from tests.runtime.test_entry_table import _compile
+
+    kept: dict[str, Any] = {}
+    real = entry_columns.held_columns
+
+    def keep(*args: Any) -> Any:
+        kept["held"] = real(*args)
+        return kept["held"]
+
+    monkeypatch.setattr(planner, "held_columns", keep)
+    holders = _compile().holders
+    assert len(kept["held"]) >= 4 and holders._scalars  # the toys' scalars
+    holders.refresh(kept["held"])
+    with_columns = _table(holders)
+    holders.refresh()
+    assert with_columns == _table(holders)
+    assert len(holders.table) == len(holders.entries) - len(holders._scalars)
