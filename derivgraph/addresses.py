@@ -62,16 +62,19 @@ def _words(address: int, count: int) -> list[int]:
     return list((ctypes.c_int64 * count).from_address(address))
 
 
-def _view(addresses: list[int]) -> tuple[np.ndarray, int]:
+def _view(addresses: list[int] | np.ndarray) -> tuple[np.ndarray, int]:
     """An int64 view of the words spanning ``addresses`` (plus a search's length) and its base."""
-    low = min(addresses)
-    words = (max(addresses) - low) // _WORD + _SEARCH
+    if isinstance(addresses, np.ndarray):
+        low, high = int(addresses.min()), int(addresses.max())
+    else:
+        low, high = min(addresses), max(addresses)
+    words = (high - low) // _WORD + _SEARCH
     return np.frombuffer((ctypes.c_int64 * words).from_address(low), dtype=np.int64), low
 
 
-def _word_index(addresses: list[int], low: int) -> np.ndarray:
+def _word_index(addresses: list[int] | np.ndarray, low: int) -> np.ndarray:
     """The index of each address's first word in a view based at ``low`` (one NumPy pass)."""
-    return ((np.array(addresses, dtype=np.int64) - low) // _WORD).astype(np.intp, copy=False)
+    return ((np.asarray(addresses, dtype=np.int64) - low) // _WORD).astype(np.intp, copy=False)
 
 
 def _only(found: list[set[int]]) -> int | None:
@@ -104,15 +107,20 @@ class Addresses:
     def __init__(self, tensors: Sequence[torch.Tensor], layout: tuple[int, int, int],
                  hold: bool = True):
         self.tensors = list(tensors)  # keeps every TensorImpl alive
-        storages = list(map(_untyped_storage, self.tensors))
-        self.storages = storages if hold else []  # keeps each startup StorageImpl alive
+        # keeps each startup StorageImpl alive
+        self.storages = list(map(_untyped_storage, self.tensors)) if hold else []
         storage, offset, data = layout
         impls = list(map(_cdata, self.tensors))
         self._impls, low = _view(impls)
         # each tensor's two words, in tensor order: (storage, offset) of the first, then ...
         self._impl_index = (_word_index(impls, low)[:, None]
                             + np.array([storage, offset], dtype=np.intp)).ravel()
-        stores = list(map(_cdata, storages))
+        # each tensor's StorageImpl address is its storage word (what the self-test proved
+        # equal to ``untyped_storage()._cdata``): one gather, no storage object made; a null
+        # word (a tensor without a storage) is refused before any StorageImpl is read
+        stores = self._impls.take(self._impl_index[::2])
+        if not stores.all():
+            raise ValueError("a tensor without a storage")
         self._stores, low = _view(stores)
         self._store_index = _word_index(stores, low) + data
         # the startup words as bytes: each check is one gather and one bytes compare (no

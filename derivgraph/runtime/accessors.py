@@ -18,7 +18,7 @@ from __future__ import annotations
 import operator
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import compress, count, repeat
+from itertools import compress, count, islice, repeat
 from typing import TYPE_CHECKING, Any
 
 from torch import nn
@@ -31,12 +31,13 @@ from derivgraph.runtime.watch import ItemWatch, watch_items
 if TYPE_CHECKING:
     from derivgraph.runtime.entry import Entry
 
-__all__ = ["NO_DICT", "HolderTable", "HopTable", "by_name", "changes", "holder_dicts", "holder_of",
-           "HeldColumn", "holders_of", "locate"]
+__all__ = ["NO_DICT", "HolderTable", "HopTable", "by_name", "changes", "column_rows",
+           "holder_dicts", "holder_of", "HeldColumn", "holders_of", "locate", "not_taken"]
 
 _is = operator.is_
 _not = operator.not_
 _DICT = operator.attrgetter("__dict__")
+_FLIP = bytes([1]) + bytes(255)  # bytearray.translate: 1 where a byte is 0, else 0
 NO_DICT: dict[str, Any] = {}  # the accessor of a holder without a dict entry: always "rebuilt"
 
 
@@ -313,9 +314,9 @@ def holder_dicts(owners: Sequence[Any], names: Sequence[str]) -> list[tuple[Any,
     return out
 
 
-#: a column of attribute-slot entries the caller proved held in their owners' ``__dict__``
-#: only: its name, its entries and their owners, in row order (:func:`holders_of`'s
-#: ``columns``)
+#: a column of attribute-slot entries of a tensor kind (no derived scalar) the caller proved
+#: held in their owners' ``__dict__`` only: its name, its entries and their owners, in row
+#: order (:func:`holders_of`'s ``columns``)
 HeldColumn = tuple[str, Sequence["Entry"], Sequence[Any]]
 
 
@@ -332,28 +333,41 @@ def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
     ``columns``: runs of entries the caller proved to be held each in its owner's
     ``__dict__`` under the column's name and in no registry of that owner (an entry column
     just bound by one ``__dict__`` store each, nothing of its name written on its owners
-    since): their answer is taken without reading the registries, where the run lies in its
-    name's entries in order and ``owners`` maps every row's owner path to the column's own
-    owner (one identity sweep each; else the run is read as any other)."""
+    since): their answer is taken whole, without reading the registries or any row's name,
+    where the column lies in ``entries`` at evenly spaced positions taken by no other column
+    (:func:`column_rows`) and ``owners`` maps every row's owner path to the column's own
+    owner (one identity sweep each); else its rows are read as any other."""
     n = len(entries)
     dicts: list[Any] = [None] * n
-    keys: list[Any] = list(map(_name, entries))
+    keys: list[Any] = [None] * n
     fast: list[Any] = [None] * n
-    paths = list(map(_owner_path, entries))
-    known: dict[str, list[HeldColumn]] = {}
+    taken = bytearray(n)  # 1 at the rows a column answered
     if owners.get("") is root:
-        for column in columns:
-            known.setdefault(column[0], []).append(column)
-    for key, rows in by_name(keys).items():
-        if key in known:
-            rows = _take_columns(owners, entries, paths, rows, known[key], dicts, fast)
-            if not rows:
+        for name, column_entries, column_owners in columns:
+            rows = column_rows(entries, column_entries, column_owners, taken)
+            if rows is None or not all(map(_is, map(owners.get, map(
+                    _owner_path, column_entries), repeat(MISSING)), column_owners)):
                 continue
+            m = len(column_entries)
+            dicts[rows] = list(map(_DICT, column_owners))
+            keys[rows] = [name] * m
+            fast[rows] = [True] * m
+            taken[rows] = b"\x01" * m
+    rest = not_taken(taken)  # the rows no column answered (None: every row)
+    group_of = entries if rest is None else list(map(entries.__getitem__, rest))
+    names = list(map(_name, group_of))
+    paths = list(map(_owner_path, group_of))
+    if rest is None:
+        keys = names
+    else:
+        deque(map(operator.setitem, repeat(keys), rest, names), 0)
+    for key, at in by_name(names).items():  # ``at``: positions in ``group_of``
+        rows = at if rest is None else list(map(rest.__getitem__, at))
         where = None
-        slots = set(map(_slot, map(entries.__getitem__, rows)))
+        slots = set(map(_slot, map(group_of.__getitem__, at)))
         store = _STORE_REGISTRY.get(slots.pop()) if len(slots) == 1 else None
         if store is not None:  # an owner at the root path is read there (no module: refused)
-            found = list(map(owners.get, map(paths.__getitem__, rows), repeat(MISSING)))
+            found = list(map(owners.get, map(paths.__getitem__, at), repeat(MISSING)))
             where = registries_holding(found, key) if owners.get("") is root else None
         if where is None:  # one by one (the reference)
             for i in rows:
@@ -366,31 +380,35 @@ def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
     return dicts, keys, fast
 
 
-def _take_columns(owners: Mapping[str, Any], entries: Sequence[Entry], paths: list[str],
-                  rows: list[int], columns: list[HeldColumn], dicts: list[Any],
-                  fast: list[Any]) -> list[int]:
-    """Fill ``dicts``/``fast`` at the rows of ``columns`` (one name's proven columns) found as
-    a run of ``rows`` (the positions of that name's entries) whose owners, read by
-    ``owners``, are the column's own, each an identity sweep; returns the rows left."""
-    group = list(map(entries.__getitem__, rows))
-    ids = list(map(id, group))
-    for _, column_entries, column_owners in columns:
-        m = len(column_entries)
-        if not m or m != len(column_owners):
-            continue
-        try:
-            start = ids.index(id(column_entries[0]))
-        except ValueError:
-            continue
-        taken = rows[start:start + m]
-        if len(taken) != m or not all(map(_is, group[start:start + m], column_entries)) \
-                or not all(map(_is, map(owners.get, map(paths.__getitem__, taken),
-                                        repeat(MISSING)), column_owners)):
-            continue
-        deque(map(operator.setitem, repeat(dicts), taken, map(_DICT, column_owners)), 0)
-        deque(map(operator.setitem, repeat(fast), taken, repeat(True)), 0)
-        del rows[start:start + m], group[start:start + m], ids[start:start + m]
+def not_taken(taken: bytearray) -> list[int] | None:
+    """The positions ``taken`` holds 0 at (one C-level sweep); None where it holds no 1."""
+    return list(compress(range(len(taken)), taken.translate(_FLIP))) if 1 in taken else None
+
+
+def column_rows(entries: Sequence[Entry], column: Sequence[Entry], owners: Sequence[Any],
+                 taken: bytearray) -> slice | None:
+    """Where ``column``'s rows (one owner each) lie in ``entries``: at ``start``,
+    ``start + step``, ... (its first two rows found by identity), each one the column's row
+    by one identity sweep and none ``taken``; None elsewhere."""
+    m = len(column)
+    if not m or m != len(owners) or not isinstance(entries, list):
+        return None
+    start = _index(entries, column[0])
+    step = 1 if m == 1 or start < 0 else _index(entries, column[1], start + 1) - start
+    if start < 0 or step <= 0:
+        return None
+    rows = slice(start, start + step * (m - 1) + 1, step)
+    found = entries[rows]
+    if len(found) != m or not all(map(_is, found, column)) or 1 in taken[rows]:
+        return None
     return rows
+
+
+def _index(entries: list[Entry], entry: Entry, start: int = 0) -> int:
+    """The first position of ``entry`` in ``entries`` from ``start``, by identity (-1: none;
+    one C-level sweep that stops there)."""
+    return next(compress(count(start), map(_is, islice(entries, start, None), repeat(entry))),
+                -1)
 
 
 class HolderTable:

@@ -11,6 +11,7 @@ What the accessors cannot prove takes the per-entry path (:meth:`Holders.rebind_
 from __future__ import annotations
 
 import operator
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress, repeat
 from typing import Any
@@ -27,9 +28,11 @@ from derivgraph.runtime.accessors import (
     HeldColumn,
     HolderTable,
     HopTable,
+    column_rows,
     holder_dicts,
     holder_of,
     holders_of,
+    not_taken,
 )
 from derivgraph.runtime.entry import Entry, address_of
 from derivgraph.runtime.watch import ItemWatch, watch_items
@@ -98,15 +101,28 @@ class Holders:
 
     def refresh(self, columns: Iterable[HeldColumn] = ()) -> None:
         """Re-read each derived tensor's holder slot (after a walk; ``columns``: as
-        :meth:`bind`'s)."""
+        :meth:`bind`'s). Derived scalars and tuple items are left out of the table (a tuple
+        item: the tuple's hop): each kind and slot is read in one sweep, but a column's rows
+        (:func:`column_rows`: attribute slots of a tensor kind) are kept unread."""
         entries = list(self.entries.values())
-        scalar = list(map(_is, map(_kind, entries), repeat(TensorKind.SCALAR)))  # one sweep
-        element = map(_is, map(_slot, entries), repeat(Slot.ELEMENT))
-        keep = map(operator.not_, map(operator.or_, scalar, element))
-        held = list(compress(entries, keep))  # tuple items: the tuple's hop
+        columns = list(columns)
+        taken = bytearray(len(entries))
+        for _name, rows, owners in columns:
+            found = column_rows(entries, rows, owners, taken)
+            if found is not None:
+                taken[found] = b"\x01" * len(rows)
+        rest = not_taken(taken)  # None: every entry read
+        read = entries if rest is None else list(map(entries.__getitem__, rest))
+        scalar = list(map(_is, map(_kind, read), repeat(TensorKind.SCALAR)))  # one sweep
+        element = map(_is, map(_slot, read), repeat(Slot.ELEMENT))
+        keep = list(map(operator.not_, map(operator.or_, scalar, element)))
+        if rest is not None:
+            deque(map(operator.setitem, repeat(taken), rest, keep), 0)
+            keep = taken  # the column rows, and the rest's kept ones
+        held = list(compress(entries, keep))
         self.table = HolderTable(held, self._where, holders_of(
             self.hops.objects if self.hops else {}, self.model, held, columns))
-        self._scalars = list(compress(entries, scalar))
+        self._scalars = list(compress(read, scalar))
         self._scalar_reads = None
 
     def _scalars_current(self) -> bool:
