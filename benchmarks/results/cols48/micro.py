@@ -5,47 +5,23 @@
 """
 
 import argparse
-import gc
-import statistics
-import time
+import sys
+from pathlib import Path
 
-from derivgraph.compiler.stamp import stamping
-from derivgraph.planner import compile_plan
 from derivgraph.runtime.holders import Holders
-from derivgraph.runtime.plan import Plan
-from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from stamped_plan import held_plan, time_pieces  # noqa: E402
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--size", type=int, default=100000)
 parser.add_argument("--reps", type=int, default=5)
 args = parser.parse_args()
-seen = {}
+plan, held, seen = held_plan(args.size)
 bind = Holders.bind
-
-
-def spy(self, sources, columns=()):
-    seen["columns"] = columns = list(columns)
-    return bind(self, sources, columns)
-
-
-Holders.bind = spy
-prepare_ = Plan.prepare
-
-
-def spy_prepare(self):
-    seen["book"] = self.tensors.layouts
-    return prepare_(self)
-
-
-Plan.prepare = spy_prepare
-spec = scaling_spec()
-compile_plan(scaling_model(250), [spec])  # warm-up
-gc.disable()
-with stamping(True):
-    plan = compile_plan(scaling_model(args.size // 4), [spec])
 h = plan.holders
 plan.tensors.layouts = seen["book"]  # the compile's layout book, as prepare sees it
-sources, held = plan.tensors.sources, seen["columns"]
+sources = plan.tensors.sources
 
 
 def refill_table():
@@ -73,16 +49,9 @@ pieces = {
     "sources_intact (fresh)": sources_fresh,
     "prepare (all)": prepare,
 }
-out = {k: [] for k in pieces}
-for _ in range(args.reps):
-    for name, fn in pieces.items():
-        start = time.process_time()
-        fn()
-        out[name].append(time.process_time() - start)
+out = time_pieces(pieces, args.reps, label="median ")
 # leave the plan as bound for the checks below
 bind(h, sources, held)
 prepare()
-for name, xs in out.items():
-    print(f"{name:24s} median {statistics.median(xs):.4f}  {[round(x, 4) for x in xs]}")
 rep = plan.refill()
 print("refill steps", rep.steps, "moved", plan.moved())

@@ -8,53 +8,33 @@ the pieces' own times.
 """
 
 import argparse
-import gc
 import operator
-import statistics
-import time
+import sys
 from itertools import compress, repeat
+from pathlib import Path
 
 from derivgraph.addresses import AtAddresses
 from derivgraph.compiler import flat
 from derivgraph.compiler.owners import path_prefixes
-from derivgraph.compiler.stamp import stamping
 from derivgraph.paths import MISSING
-from derivgraph.planner import compile_plan
 from derivgraph.runtime import accessors, engine, flat_copy
 from derivgraph.runtime.entry import address_of
 from derivgraph.runtime.holders import Holders
-from derivgraph.runtime.plan import Plan
 from derivgraph.runtime.watch import watch_items
 from derivgraph.spec.kinds import TensorKind
-from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from stamped_plan import held_plan, time_pieces  # noqa: E402
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--size", type=int, default=100000)
 parser.add_argument("--reps", type=int, default=5)
 parser.add_argument("--plain", action="store_true", help="stamping off (the plain path)")
 args = parser.parse_args()
-seen = {}
-bind, prepare = Holders.bind, Plan.prepare
-
-
-def spy_bind(self, sources, columns=()):
-    seen["columns"] = columns = list(columns)
-    return bind(self, sources, columns)
-
-
-def spy_prepare(self):
-    seen["book"] = self.tensors.layouts
-    return prepare(self)
-
-
-Holders.bind, Plan.prepare = spy_bind, spy_prepare
-spec = scaling_spec()
-compile_plan(scaling_model(250), [spec])  # warm-up
-gc.disable()
-with stamping(not args.plain):
-    plan = compile_plan(scaling_model(args.size // 4), [spec])
+plan, held, seen = held_plan(args.size, stamped=not args.plain)
+bind = Holders.bind
 h, book = plan.holders, seen["book"]
-sources, held = plan.tensors.sources, seen["columns"]
+sources = plan.tensors.sources
 paths, tensors = list(sources), list(sources.values())
 split = list(map(str.rpartition, paths, repeat(".")))
 owner_paths = [p for p, _, _ in split]
@@ -118,11 +98,4 @@ pieces = {
     "  layout guard (TensorGuards)": guard,
     "  Layouts()": lambda: engine.Layouts(table.dtypes, table.shapes, table._numels),
 }
-out = {k: [] for k in pieces}
-for _ in range(args.reps):
-    for name, fn in pieces.items():
-        start = time.process_time()
-        fn()
-        out[name].append(time.process_time() - start)
-for name, xs in out.items():
-    print(f"{name:32s} {statistics.median(xs):.4f}  {[round(x, 4) for x in xs]}")
+time_pieces(pieces, args.reps, width=32)

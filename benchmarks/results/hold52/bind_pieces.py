@@ -7,39 +7,23 @@ per-name reference) before timing.
 """
 
 import argparse
-import gc
 import operator
-import statistics
-import time
+import sys
 from itertools import compress, repeat
+from pathlib import Path
 
-from derivgraph.compiler.stamp import stamping
-from derivgraph.planner import compile_plan
 from derivgraph.runtime import accessors
-from derivgraph.runtime.holders import Holders
 from derivgraph.spec.kinds import TensorKind
-from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from stamped_plan import held_plan, time_pieces  # noqa: E402
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--size", type=int, default=100000)
 parser.add_argument("--reps", type=int, default=7)
 args = parser.parse_args()
-seen = {}
-bind = Holders.bind
-
-
-def spy_bind(self, sources, columns=()):
-    seen["columns"] = columns = list(columns)
-    return bind(self, sources, columns)
-
-
-Holders.bind = spy_bind
-spec = scaling_spec()
-compile_plan(scaling_model(250), [spec])  # warm-up
-gc.disable()
-with stamping(True):
-    plan = compile_plan(scaling_model(args.size // 4), [spec])
-h, held = plan.holders, seen["columns"]
+plan, held, _ = held_plan(args.size)
+h = plan.holders
 objs = h.hops.objects
 entries = list(h.entries.values())
 kinds = operator.attrgetter("node.kind")
@@ -56,11 +40,4 @@ pieces = {
     "HolderTable": lambda: accessors.HolderTable(holding, h._where, located),
     "refresh (all)": lambda: h.refresh(held),
 }
-out = {k: [] for k in pieces}
-for _ in range(args.reps):
-    for name, fn in pieces.items():
-        start = time.process_time()
-        fn()
-        out[name].append(time.process_time() - start)
-for name, xs in out.items():
-    print(f"{name:24s} {statistics.median(xs):.4f}  {[round(x, 4) for x in xs]}")
+time_pieces(pieces, args.reps)

@@ -4,19 +4,13 @@ import torch
 import derivgraph.planner as planner
 from derivgraph.column_layout import ColumnLayouts
 from derivgraph.compiler.columns import evaluate_columns
-from derivgraph.compiler.stamp import stamping
-from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
+from stamped_plan import evaluation_inputs  # noqa: E402
 n = int(sys.argv[1]); reps = int(sys.argv[2])
-model = scaling_model(n // 4)
-seen = {}
+graph, sources = evaluation_inputs(n)
 orig = planner._evaluate_all
-def grab(graph, sources=None, book=None):
-    seen["graph"], seen["sources"] = graph, dict(sources or {})
-    return orig(graph, sources, book)
-planner._evaluate_all = grab
-with stamping(True):
-    planner._prepare(model, [scaling_spec()], False, True)
-graph, sources = seen["graph"], seen["sources"]
 gc.disable()
 t_all, t_cols, t_run = [], [], []
 for _ in range(reps):

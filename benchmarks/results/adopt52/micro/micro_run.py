@@ -4,18 +4,12 @@ import torch
 import derivgraph.planner as planner
 from derivgraph.column_layout import ColumnLayouts
 from derivgraph.compiler.columns import evaluate_columns
-from derivgraph.compiler.stamp import stamping
-from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
-model = scaling_model(25000)
-seen = {}
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
+from stamped_plan import evaluation_inputs  # noqa: E402
+graph, sources = evaluation_inputs(100000)
 orig = planner._evaluate_all
-def grab(graph, sources=None, book=None):
-    seen["graph"], seen["sources"] = graph, dict(sources or {})
-    return orig(graph, sources, book)
-planner._evaluate_all = grab
-with stamping(True):
-    planner._prepare(model, [scaling_spec()], False, True)
-graph, sources = seen["graph"], seen["sources"]
 gc.disable()
 _INPUT = operator.attrgetter("input")
 for rep in range(3):
