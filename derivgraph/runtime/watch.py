@@ -17,7 +17,7 @@ from typing import Any
 
 from derivgraph import dict_versions
 
-__all__ = ["MIN_WATCHED", "ItemWatch", "watch_items"]
+__all__ = ["MIN_WATCHED", "ItemWatch", "group_by_dict", "watch_items"]
 
 #: the fewest items a table needs for a watch: below it the table's direct identity sweep (the
 #: reference check, one ``dict.get`` per item) costs less than the tag gather's cold NumPy path
@@ -62,6 +62,15 @@ def watch_items(dicts: Sequence[dict[Any, Any]], outside: dict[Any, Any]) -> Ite
     table of fewer than :data:`MIN_WATCHED` items (swept directly)."""
     if not dict_versions.AVAILABLE or len(dicts) < MIN_WATCHED:
         return None
+    unique, members, always = group_by_dict(dicts, outside)
+    versions = dict_versions.watch_dicts(unique)
+    return None if versions is None else ItemWatch(versions, members, always)
+
+
+def group_by_dict(dicts: Sequence[dict[Any, Any]], outside: dict[Any, Any]) \
+        -> tuple[list[dict[Any, Any]], list[list[int]], list[int]]:
+    """The distinct dicts of ``dicts`` in first-seen order, each one's item indices, and the
+    indices of the items held by ``outside`` (in no dict)."""
     positions: dict[int, int] = {}
     unique: list[dict[Any, Any]] = []
     members: list[list[int]] = []
@@ -76,5 +85,4 @@ def watch_items(dicts: Sequence[dict[Any, Any]], outside: dict[Any, Any]) -> Ite
             unique.append(d)
             members.append([])
         members[p].append(i)
-    versions = dict_versions.watch_dicts(unique)
-    return None if versions is None else ItemWatch(versions, members, always)
+    return unique, members, always

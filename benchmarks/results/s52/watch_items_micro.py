@@ -1,12 +1,13 @@
-"""DESIGN 6o's dropped alternatives for ``watch_items``' grouping, timed beside the library's loop.
+"""DESIGN 6o's dropped alternatives for ``watch_items``' grouping, timed beside the library's.
 
 ``derivgraph.runtime.watch.watch_items`` groups a table's accessors by the dict that holds them
-(one Python loop over the items, a dict from ``id`` to position). Three alternatives were tried
-and dropped; this script times each against the loop on the same tables and checks that each
-gives the loop's answer (the unique dicts in first-seen order, each one's item indices, the
-items outside any dict). Tables: ``n`` items over ``n / 4`` dicts, each dict's items
-consecutive (the stamped scaling workload's layout: four derived tensors per layer), with one
-item in 64 held outside any dict. Medians of ``--repeat`` runs, process time, one process.
+(``group_by_dict``: one Python loop over the items, a dict from ``id`` to position). Three
+alternatives were tried and dropped; this script times each against the loop on the same
+tables and checks that each gives the loop's answer (the unique dicts in first-seen order,
+each one's item indices, the items outside any dict). Tables: ``n`` items over ``n / 4``
+dicts, each dict's items consecutive (the stamped scaling workload's layout: four derived
+tensors per layer), with one item in 64 held outside any dict. Medians of ``--repeat`` runs,
+process time, one process, the cyclic collector off while timing (as ``compile_plan`` has it).
 
     python3 benchmarks/results/s52/watch_items_micro.py --repeat 9 \
         > benchmarks/results/s52/watch_items_micro.txt
@@ -15,6 +16,7 @@ item in 64 held outside any dict. Medians of ``--repeat`` runs, process time, on
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import time
 from itertools import groupby
@@ -22,26 +24,14 @@ from typing import Any
 
 import numpy as np
 
+from derivgraph.runtime.watch import group_by_dict
+
 OUTSIDE: dict[Any, Any] = {}
 
 
 def library_loop(dicts: list[dict]) -> tuple[list, list, list]:
-    """The library's grouping (the loop of ``watch_items``, without the tag snapshot)."""
-    positions: dict[int, int] = {}
-    unique: list[dict] = []
-    members: list[list[int]] = []
-    always: list[int] = []
-    for i, d in enumerate(dicts):
-        if d is OUTSIDE:
-            always.append(i)
-            continue
-        p = positions.get(id(d))
-        if p is None:
-            p = positions[id(d)] = len(unique)
-            unique.append(d)
-            members.append([])
-        members[p].append(i)
-    return unique, members, always
+    """The library's grouping (``watch_items`` without the tag snapshot)."""
+    return group_by_dict(dicts, OUTSIDE)
 
 
 def numpy_unique(dicts: list[dict]) -> tuple[list, list, list]:
@@ -125,11 +115,14 @@ def main() -> None:
             got = arm(dicts)
             assert [list(map(id, got[0])), got[1], got[2]] == \
                 [list(map(id, want[0])), want[1], want[2]], arm.__name__
+        gc.collect()
+        gc.disable()
         for _ in range(args.repeat):
             for arm in arms:  # alternating: the load hits every arm alike
                 start = time.process_time()
                 arm(dicts)
                 times[arm.__name__].append(time.process_time() - start)
+        gc.enable()
         base = statistics.median(times["library_loop"])
         cells = []
         for arm in arms:
