@@ -78,9 +78,16 @@ def third_party_imports(text: str) -> dict[str, int]:
 
 
 def is_sibling(path: Path, module: str) -> bool:
-    """A module next to the importing script (its folder is on sys.path when it runs)."""
-    here = path.parent
-    return (here / f"{module}.py").is_file() or (here / module / "__init__.py").is_file()
+    """A module of this repository next to the importing script (its folder is on sys.path when
+    it runs) or in a folder above it inside the checked tree (``benchmarks/results/`` scripts
+    put that folder on sys.path for the setup they share)."""
+    top = next((ROOT / folder for folder in DIRS if (ROOT / folder) in path.parents), path.parent)
+    for here in (path.parent, *path.parent.parents):
+        if (here / f"{module}.py").is_file() or (here / module / "__init__.py").is_file():
+            return True
+        if here == top:
+            return False
+    return False
 
 
 def undeclared() -> list[str]:

@@ -1,6 +1,7 @@
 """In-process A/B of ``infer_shapes`` alone on the stamped scaling workload: per tree (loaded
-as front46's build_ab.py loads it), one graph built, its ``infer_shapes`` call's arguments
-kept; then that call repeated, the trees alternating, GC off (process seconds).
+as front46's build_ab.py loads it: ``benchmarks/results/trees.py``), one graph built, its
+``infer_shapes`` call's arguments kept; then that call repeated, the trees alternating, GC off
+(process seconds).
 
     python infer_ab.py BASE_TREE THIS_TREE [--size 100000] [--rounds 15] > infer_ab.txt
 """
@@ -14,8 +15,8 @@ import sys
 import time
 from typing import Any
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from build_ab import load  # noqa: E402
+sys.path.insert(0, __file__.rsplit("/", 2)[0])
+from trees import load  # noqa: E402  (benchmarks/results/trees.py)
 
 
 def graph_of(tree: dict[str, Any], size: int) -> tuple[Any, Any, Any]:
