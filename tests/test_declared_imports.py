@@ -127,3 +127,15 @@ def test_a_sibling_script_is_local_and_nothing_else_is() -> None:
     assert "toy" in third_party_imports(probe.read_text())
     assert is_sibling(probe, "toy")
     assert not is_sibling(probe, "toys") and not is_sibling(probe, "torch")
+
+
+def test_a_module_above_the_script_is_local_and_a_cousin_is_not() -> None:
+    """The results scripts' shared setup (``benchmarks/results/trees.py``) is local to a script
+    below it; a module in another results folder (not on the script's path) is not, nor is one
+    above the checked tree."""
+    script = ROOT / "benchmarks/results/infer50/infer_ab.py"
+    assert "trees" in third_party_imports(script.read_text())
+    assert is_sibling(script, "trees") and is_sibling(script, "stamped_plan")
+    assert (ROOT / "benchmarks/results/front46/build_ab.py").is_file()
+    assert not is_sibling(script, "build_ab")  # front46's: a cousin folder
+    assert (ROOT / "tests/conftest.py").is_file() and not is_sibling(script, "conftest")
