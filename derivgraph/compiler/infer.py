@@ -21,7 +21,7 @@ from derivgraph.compiler.graph import DerivedGraph, DerivedNode
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.interpret import Failed, MetaInterpreter
 from derivgraph.compiler.ir import NodeKind
-from derivgraph.compiler.layers import closed_layers, layer_nodes
+from derivgraph.compiler.layers import closed_layers, layer_nodes, unspanned
 from derivgraph.errors import IndexOutOfRange, LimitError, Rule
 from derivgraph.limits import LIMITS, check_budget, check_bytes, check_numel
 from derivgraph.ops import DTYPES
@@ -202,7 +202,7 @@ def _run_stamped(graph: DerivedGraph, interp: MetaInterpreter) -> _Stamped:
         interp.run()
         return out
     nodes, env = graph.nodes, interp.env
-    rest = _unspanned(graph, tables)  # the order's spans cut out, where they are the rows
+    rest = unspanned(graph, tables)  # the order's spans cut out, where they are the rows
     held: set[str] | None = None
     if rest is None:
         held = layer_nodes(tables)
@@ -239,25 +239,6 @@ def _run_stamped(graph: DerivedGraph, interp: MetaInterpreter) -> _Stamped:
         interp.run([n for n in graph.ordered() if n in again])
         out.rest = [n for n in graph.ordered() if n not in held or n in again]
     return out
-
-
-def _unspanned(graph: DerivedGraph, tables: list[InstanceTable]) -> list[str] | None:
-    """The order without every node of ``tables``' rows, cut out where the order's spans
-    emitted them (:meth:`Graph.spanned <derivgraph.compiler.ir.Graph.spanned>`): when the
-    spans were made of these tables (:attr:`DerivedGraph.span_cache`), for the current
-    order, and hold as many nodes as their rows (each a row's node, none twice: so every
-    one). None else."""
-    version, spanned_tables = graph.span_cache
-    chunks = graph.ir.spanned()
-    if not chunks or version != graph.ir.version or spanned_tables is not tables or \
-            sum(stop - start for start, stop in chunks) != \
-            sum(len(t.rows) * len(t.template) for t in tables):
-        return None
-    order, at, rest = graph.ordered(), 0, []
-    for start, stop in chunks:
-        rest += order[at:start]
-        at = stop
-    return rest + order[at:]
 
 
 def _template_plan(graph: DerivedGraph, env: dict[str, Any], template: tuple[str, ...],

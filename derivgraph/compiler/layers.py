@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import chain
-from operator import itemgetter, sub
+from operator import is_, itemgetter, sub
 
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.instances import (
@@ -47,7 +47,8 @@ from derivgraph.compiler.instances import (
 from derivgraph.compiler.ir import Node, NodeKind, depth_first
 from derivgraph.errors import Rule, SourceLocation, SpecIssue, SpecValidationError
 
-__all__ = ["Span", "closed_layers", "closed_nodes", "layer_nodes", "open_rows", "row_blocks"]
+__all__ = ["Span", "closed_layers", "closed_nodes", "layer_nodes", "open_rows", "row_blocks",
+           "unspanned"]
 
 
 def closed_layers(graph: DerivedGraph) -> list[InstanceTable]:
@@ -145,6 +146,27 @@ def closed_nodes(graph: DerivedGraph,
 def layer_nodes(tables: list[InstanceTable]) -> set[str]:
     """Every node of every row of ``tables`` (one set, built from the rows as they are)."""
     return set(chain.from_iterable(table.ids() for table in tables))
+
+
+def unspanned(graph: DerivedGraph, tables: list[InstanceTable]) -> list[str] | None:
+    """The order without every node of ``tables``' rows, cut out where the order's spans
+    emitted them (:meth:`Graph.spanned <derivgraph.compiler.ir.Graph.spanned>`): when the
+    spans were made of these tables (:attr:`DerivedGraph.span_cache`: the same table objects,
+    in the same order), for the current order, and hold as many nodes as their rows (each a
+    row's node, none twice: so every one). None else (the caller filters by
+    :func:`layer_nodes`)."""
+    version, spanned_tables = graph.span_cache
+    chunks = graph.ir.spanned()
+    if not chunks or version != graph.ir.version or spanned_tables is None or \
+            len(spanned_tables) != len(tables) or not all(map(is_, spanned_tables, tables)) \
+            or sum(stop - start for start, stop in chunks) != \
+            sum(len(t.rows) * len(t.template) for t in tables):
+        return None
+    order, at, rest = graph.ordered(), 0, []
+    for start, stop in chunks:
+        rest += order[at:start]
+        at = stop
+    return rest + order[at:]
 
 
 #: a stretch of the graph's insertion order (``start``, ``stop``) and what the topological walk

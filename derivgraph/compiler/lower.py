@@ -32,7 +32,7 @@ from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef, refs_i
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.interpret import Interpreter
 from derivgraph.compiler.ir import NodeKind
-from derivgraph.compiler.layers import layer_nodes
+from derivgraph.compiler.layers import layer_nodes, unspanned
 from derivgraph.compiler.lower_layers import provable_layers
 from derivgraph.ops import OPS, OpKind
 from derivgraph.spec.kinds import TensorKind
@@ -354,9 +354,10 @@ class Lowerer(Interpreter):
         graph = self.graph
         nodes, derived = graph.nodes, graph.derived
         tables = provable_layers(self.ctx)
-        held = layer_nodes(tables)
         order = graph.ordered()
-        rest = list(filterfalse(held.__contains__, order)) if held else order
+        rest = unspanned(graph, tables) if tables else order  # cut at the order's spans
+        if rest is None:  # not the tables the spans were made of: filtered by their nodes
+            rest = list(filterfalse(layer_nodes(tables).__contains__, order))
         for node_id in rest:
             if nodes[node_id].kind is NodeKind.DERIVED:
                 self._derived(derived[node_id])
@@ -372,7 +373,7 @@ class Lowerer(Interpreter):
                 chosen[node_id] = Step(node_id, Action.COMPUTE, node.op, node.args, node.kwargs)
             elif node_id in by_target:
                 chosen[node_id] = by_target[node_id]
-        if not held:
+        if not tables:
             return LoweredSteps(chosen.values())
         layers = tuple(LayerSteps(table, tuple(self._recipe(table.template, chosen)), nodes)
                        for table in tables)  # one recipe per template

@@ -188,11 +188,11 @@ def test_a_stamped_cyclic_spec_gets_the_issues_it_gets_unstamped() -> None:
 
 
 def test_inference_cuts_the_rows_out_of_the_order_where_its_spans_emitted_them() -> None:
-    """``infer``'s order without the closed rows (``_unspanned``) is the order filtered by
+    """``infer``'s order without the closed rows (``layers.unspanned``) is the order filtered by
     every node of their rows, and none where the spans were made of other tables. Canary:
     planted once by hand, span positions recorded one later make this go red."""
-    from derivgraph.compiler.infer import _unspanned
     from derivgraph.compiler.layers import layer_nodes
+    from derivgraph.compiler.layers import unspanned as _unspanned
 
     graph = _compiled(scaling_model(6), [scaling_spec()])
     tables = closed_layers(graph)
@@ -201,6 +201,7 @@ def test_inference_cuts_the_rows_out_of_the_order_where_its_spans_emitted_them()
     rest = _unspanned(graph, tables)
     assert rest == [n for n in graph.ordered() if n not in held]
     assert len(rest) == len(graph.nodes) - 5 * 8
-    assert _unspanned(graph, list(tables)) is None  # not the tables the spans were made of
+    assert _unspanned(graph, list(tables)) == rest  # the same tables in another list
+    assert _unspanned(graph, [InstanceTable(tables[0].template, tables[0].rows)]) is None
     graph.span_cache = (graph.ir.version, [tables[0].subset([True] * 4 + [False])])
     assert _unspanned(graph, graph.span_cache[1]) is None  # fewer rows than the spans hold

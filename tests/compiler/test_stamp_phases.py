@@ -229,3 +229,35 @@ def test_storage_sharing_is_compared_position_by_position(template_shares: bool)
     assert not _columns_hold(ctx, InstanceTable(template, [y]), (), metas, facts)
     assert not _columns_hold(ctx, InstanceTable(template, [x, y]), (), metas, facts)
     assert layer_facts(ctx, x) == facts and layer_facts(ctx, y) != facts
+
+
+@pytest.mark.parametrize("case", ["scaling", "one-layer-unproven"])
+def test_the_lowering_cuts_the_proven_rows_out_of_the_order_at_its_spans(
+        case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lowering's order without the proven rows is cut at the order's spans
+    (:func:`layers.unspanned`) only where the proven tables are the ones the spans were made
+    of (scaling: every row proven); the steps are the set filter's. Canary: planted once by
+    hand, the lowering cutting at the spans for every closed table (not the proven ones) makes
+    ``one-layer-unproven`` go red."""
+    from derivgraph.compiler import lower
+
+    plan = compile_plan(scaling_model(6) if case == "scaling" else _strided_stack(),
+                        [scaling_spec() if case == "scaling" else _layer_spec()])
+    cuts: list[bool] = []
+    real = lower.unspanned
+
+    def spied(graph: Any, tables: Any) -> list[str] | None:
+        rest = real(graph, tables)
+        cuts.append(rest is not None)
+        return rest
+
+    monkeypatch.setattr(lower, "unspanned", spied)
+    cut = lower.lower_steps(plan.tensors)
+    assert cuts == [case == "scaling"]
+    monkeypatch.setattr(lower, "unspanned", lambda graph, tables: None)
+    filtered = lower.lower_steps(plan.tensors)
+    assert cut.compact == filtered.compact
+    assert list(cut.expanded()) == list(filtered.expanded())
+    assert len(cut.expanded()) > len(cut.layers) > 0
+    assert [t.rows for t in (layer.table for layer in cut.layers)] == \
+        [t.rows for t in (layer.table for layer in filtered.layers)]
