@@ -452,19 +452,25 @@ def _by_key(items: list[Any], key: Callable[[Any], tuple[str, str, tuple[int, ..
     ``key(item)``, the runs of one (dtype, device, shape) and the spans of one (dtype,
     device). Each key is made once per distinct item (hashable: a layout record, one per
     column, by identity; or a key itself) and ranked; the items of each rank are gathered by
-    one C-level sweep (up to :data:`MAX_RECORDS` ranks), else by one stable sort by rank."""
+    one C-level membership sweep over the rank's distinct items (up to :data:`MAX_RECORDS`
+    ranks; a rank's size is what its sweep gathered), else by one stable sort by rank."""
     keys = {item: key(item) for item in dict.fromkeys(items)}
     ranked = list(set(keys.values()))
     ranked.sort()
-    rank = {k: i for i, k in enumerate(ranked)}
-    ranks = list(map({item: rank[k] for item, k in keys.items()}.__getitem__, items))
-    if len(ranked) <= MAX_RECORDS:
+    if len(ranked) <= MAX_RECORDS:  # a sweep per rank over its distinct items (no rank list)
         order: list[int] = []
-        for i in range(len(ranked)):
-            order += compress(count(), map(operator.eq, ranks, repeat(i)))
+        sizes: list[int] = []
+        for k in ranked:
+            members = frozenset(item for item, own in keys.items() if own == k)
+            before = len(order)
+            order += compress(count(), map(members.__contains__, items))  # as a dict finds
+            sizes.append(len(order) - before)
     else:
+        rank = {k: i for i, k in enumerate(ranked)}
+        ranks = list(map({item: rank[k] for item, k in keys.items()}.__getitem__, items))
         order = sorted(range(len(items)), key=ranks.__getitem__)
-    sizes = Counter(ranks)
+        counted = Counter(ranks)
+        sizes = list(map(counted.__getitem__, range(len(ranked))))
     runs: list[tuple[int, int]] = []
     spans: list[tuple[int, int]] = []
     start = 0

@@ -75,6 +75,16 @@ def test_by_key_edges() -> None:
     assert engine._by_key(many, engine._record_key) == _reference(many)  # sorted by rank
 
 
+
+def test_by_key_gathers_a_rank_by_equality_and_counts_what_it_gathered() -> None:
+    """A rank's sweep finds its items as a dict does (equal keys, distinct objects), and each
+    run is as long as its sweep gathered (no second count)."""
+    shapes = [(8,), (4, 2), (8,), (8,), (4, 2)]
+    keys = [("torch.float32", "cpu", tuple(s)) for s in shapes]  # a new tuple per item
+    assert len({id(k) for k in keys}) == len(keys)
+    assert engine._by_key(keys, engine._as_key) == \
+        ([1, 4, 0, 2, 3], [(0, 2), (2, 5)], [(0, 5)])
+
 def _book(plan: Any) -> ColumnLayouts:
     """Every holder's storage under a record of its own layout, two records per layout (by
     the row's parity: interleaved columns of one key), as the compile's book records them."""
