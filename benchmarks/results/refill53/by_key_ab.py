@@ -8,13 +8,14 @@ import argparse
 import gc
 import importlib.util
 import statistics
+import sys
 import time
+from pathlib import Path
 
-from derivgraph.compiler.stamp import stamping
-from derivgraph.planner import compile_plan
 from derivgraph.runtime import engine
-from derivgraph.runtime.plan import Plan
-from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from stamped_plan import held_plan  # noqa: E402
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--base", required=True)
@@ -23,20 +24,7 @@ args = parser.parse_args()
 spec_ = importlib.util.spec_from_file_location("base_engine", f"{args.base}/derivgraph/runtime/engine.py")
 base = importlib.util.module_from_spec(spec_)
 spec_.loader.exec_module(base)
-seen = {}
-prepare_ = Plan.prepare
-
-
-def spy_prepare(self):
-    seen["book"] = self.tensors.layouts
-    return prepare_(self)
-
-
-Plan.prepare = spy_prepare
-spec = scaling_spec()
-gc.disable()
-with stamping(True):
-    plan = compile_plan(scaling_model(25000), [spec])
+plan, _, seen = held_plan(100000)
 book, table = seen["book"], plan.holders.table
 targets, consts, eng = plan._refill_targets(), set(plan.constant_entries), set(plan._opaque())
 position = dict(zip(table.id_list, range(len(table))))

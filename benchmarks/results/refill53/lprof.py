@@ -3,30 +3,17 @@
     PYTHONPATH=TREE /work/venv/bin/python benchmarks/results/refill53/lprof.py
 """
 
-import gc
+import sys
+from pathlib import Path
 
 from line_profiler import LineProfiler
 
-from derivgraph.compiler.stamp import stamping
-from derivgraph.planner import compile_plan
 from derivgraph.runtime import engine
-from derivgraph.runtime.plan import Plan
-from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
-seen = {}
-prepare_ = Plan.prepare
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from stamped_plan import held_plan  # noqa: E402
 
-
-def spy_prepare(self):
-    seen["book"] = self.tensors.layouts
-    return prepare_(self)
-
-
-Plan.prepare = spy_prepare
-spec = scaling_spec()
-gc.disable()
-with stamping(True):
-    plan = compile_plan(scaling_model(25000), [spec])
+plan, _, seen = held_plan(100000)
 plan.tensors.layouts = seen["book"]
 lp = LineProfiler(engine.RefillTable.__init__, engine._by_key, engine.Layouts.__init__)
 for _ in range(3):

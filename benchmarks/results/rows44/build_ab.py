@@ -14,45 +14,15 @@ off while it runs, as ``compile_plan`` has it.
 from __future__ import annotations
 
 import argparse
-import functools
 import gc
-import importlib
 import statistics
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
-
-def load(tree: str) -> dict[str, Any]:
-    """The tree's compiler entry points, its modules then removed from ``sys.modules``."""
-    for name in [m for m in sys.modules if m == "derivgraph" or m.startswith("derivgraph.")]:
-        del sys.modules[name]
-    sys.path.insert(0, tree)
-    try:
-        bind = importlib.import_module("derivgraph.compiler.bind")
-        build = importlib.import_module("derivgraph.compiler.build")
-        stamp = importlib.import_module("derivgraph.compiler.stamp")
-        params = importlib.import_module("derivgraph.compiler.stamp_params")
-        scaling = importlib.import_module("derivgraph.tools.bench_scaling")
-    finally:
-        sys.path.remove(tree)
-    times: dict[str, float] = {}
-    for owner, name, label in ((stamp.Stamper, "resolve_bound", "resolve/stamp"),
-                               (params.ParamStamper, "resolve", "resolve_params")):
-        fn = getattr(owner, name)
-
-        @functools.wraps(fn)
-        def timed(*args: Any, __fn: Any = fn, __label: str = label, **kwargs: Any) -> Any:
-            start = time.process_time()
-            try:
-                return __fn(*args, **kwargs)
-            finally:
-                times[__label] = times.get(__label, 0.0) + time.process_time() - start
-
-        setattr(owner, name, timed)
-    for name in [m for m in sys.modules if m == "derivgraph" or m.startswith("derivgraph.")]:
-        del sys.modules[name]
-    return {"bind": bind, "build": build, "scaling": scaling, "times": times}
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from trees import load  # noqa: E402  (benchmarks/results/trees.py)
 
 
 def once(tree: dict[str, Any], size: int) -> dict[str, float]:
