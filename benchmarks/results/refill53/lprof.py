@@ -6,7 +6,10 @@
 import sys
 from pathlib import Path
 
-from line_profiler import LineProfiler
+try:
+    from line_profiler import LineProfiler
+except ImportError as exc:  # the profile extra: pip install -e '.[profile]'
+    raise SystemExit("this script needs line-profiler: pip install -e '.[profile]'") from exc
 
 from derivgraph.runtime import engine
 

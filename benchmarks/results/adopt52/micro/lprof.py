@@ -1,6 +1,9 @@
 """line_profiler of named compile functions over one warm stamped compile."""
 import gc, sys
-from line_profiler import LineProfiler
+try:
+    from line_profiler import LineProfiler
+except ImportError as exc:  # the profile extra: pip install -e '.[profile]'
+    raise SystemExit("this script needs line-profiler: pip install -e '.[profile]'") from exc
 import derivgraph.planner as planner
 import derivgraph.adoption as adoption
 import derivgraph.adoption_columns as adoption_columns
