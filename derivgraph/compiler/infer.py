@@ -21,7 +21,7 @@ from derivgraph.compiler.graph import DerivedGraph, DerivedNode
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.interpret import Failed, MetaInterpreter
 from derivgraph.compiler.ir import NodeKind
-from derivgraph.compiler.layers import closed_layers, layer_nodes, unspanned
+from derivgraph.compiler.layers import closed_layers, layer_nodes, order_without_rows
 from derivgraph.errors import IndexOutOfRange, LimitError, Rule
 from derivgraph.limits import LIMITS, check_budget, check_bytes, check_numel
 from derivgraph.ops import DTYPES
@@ -202,12 +202,7 @@ def _run_stamped(graph: DerivedGraph, interp: MetaInterpreter) -> _Stamped:
         interp.run()
         return out
     nodes, env = graph.nodes, interp.env
-    rest = unspanned(graph, tables)  # the order's spans cut out, where they are the rows
-    held: set[str] | None = None
-    if rest is None:
-        held = layer_nodes(tables)
-        rest = list(filterfalse(held.__contains__, graph.ordered()))
-    out.rest = rest
+    out.rest = order_without_rows(graph, tables)
     interp.run(out.rest)  # the templates among them
     again: set[str] = set()
     for table in tables:
@@ -234,8 +229,7 @@ def _run_stamped(graph: DerivedGraph, interp: MetaInterpreter) -> _Stamped:
         out.derived.update(zip(chain.from_iterable(map(itemgetter(slice(k)), table.rows)),
                                template[:k] * n))
     if again:
-        if held is None:
-            held = layer_nodes(tables)
+        held = layer_nodes(tables)
         interp.run([n for n in graph.ordered() if n in again])
         out.rest = [n for n in graph.ordered() if n not in held or n in again]
     return out

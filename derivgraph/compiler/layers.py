@@ -32,7 +32,7 @@ the topological order's walk of each such row from its template's.
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import chain
+from itertools import chain, filterfalse
 from operator import is_, itemgetter, sub
 
 from derivgraph.compiler.graph import DerivedGraph
@@ -167,6 +167,18 @@ def unspanned(graph: DerivedGraph, tables: list[InstanceTable]) -> list[str] | N
         rest += order[at:start]
         at = stop
     return rest + order[at:]
+
+
+def order_without_rows(graph: DerivedGraph, tables: list[InstanceTable]) -> list[str]:
+    """The graph's order without every node of ``tables``' rows: cut at the order's spans
+    where they are these tables' (:func:`unspanned`), else filtered by :func:`layer_nodes`;
+    the order itself where there are no tables."""
+    if not tables:
+        return graph.ordered()
+    rest = unspanned(graph, tables)
+    if rest is None:
+        rest = list(filterfalse(layer_nodes(tables).__contains__, graph.ordered()))
+    return rest
 
 
 #: a stretch of the graph's insertion order (``start``, ``stop``) and what the topological walk

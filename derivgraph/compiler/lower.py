@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import chain, filterfalse, repeat
+from itertools import chain, repeat
 from operator import attrgetter, eq, is_
 from typing import Any, Protocol
 
@@ -32,7 +32,7 @@ from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef, refs_i
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.interpret import Interpreter
 from derivgraph.compiler.ir import NodeKind
-from derivgraph.compiler.layers import layer_nodes, unspanned
+from derivgraph.compiler.layers import order_without_rows
 from derivgraph.compiler.lower_layers import provable_layers
 from derivgraph.ops import OPS, OpKind
 from derivgraph.spec.kinds import TensorKind
@@ -355,9 +355,7 @@ class Lowerer(Interpreter):
         nodes, derived = graph.nodes, graph.derived
         tables = provable_layers(self.ctx)
         order = graph.ordered()
-        rest = unspanned(graph, tables) if tables else order  # cut at the order's spans
-        if rest is None:  # not the tables the spans were made of: filtered by their nodes
-            rest = list(filterfalse(layer_nodes(tables).__contains__, order))
+        rest = order_without_rows(graph, tables)  # cut at the order's spans where it can
         for node_id in rest:
             if nodes[node_id].kind is NodeKind.DERIVED:
                 self._derived(derived[node_id])

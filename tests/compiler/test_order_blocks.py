@@ -191,7 +191,7 @@ def test_inference_cuts_the_rows_out_of_the_order_where_its_spans_emitted_them()
     """``infer``'s order without the closed rows (``layers.unspanned``) is the order filtered by
     every node of their rows, and none where the spans were made of other tables. Canary:
     planted once by hand, span positions recorded one later make this go red."""
-    from derivgraph.compiler.layers import layer_nodes
+    from derivgraph.compiler.layers import layer_nodes, order_without_rows
     from derivgraph.compiler.layers import unspanned as _unspanned
 
     graph = _compiled(scaling_model(6), [scaling_spec()])
@@ -203,5 +203,10 @@ def test_inference_cuts_the_rows_out_of_the_order_where_its_spans_emitted_them()
     assert len(rest) == len(graph.nodes) - 5 * 8
     assert _unspanned(graph, list(tables)) == rest  # the same tables in another list
     assert _unspanned(graph, [InstanceTable(tables[0].template, tables[0].rows)]) is None
+    assert order_without_rows(graph, tables) == rest  # the one rule both phases take
+    other = [InstanceTable(tables[0].template, tables[0].rows)]
+    assert order_without_rows(graph, other) == \
+        [n for n in graph.ordered() if n not in layer_nodes(other)]  # filtered, not cut
+    assert order_without_rows(graph, []) == graph.ordered()
     graph.span_cache = (graph.ir.version, [tables[0].subset([True] * 4 + [False])])
     assert _unspanned(graph, graph.span_cache[1]) is None  # fewer rows than the spans hold

@@ -239,22 +239,22 @@ def test_the_lowering_cuts_the_proven_rows_out_of_the_order_at_its_spans(
     of (scaling: every row proven); the steps are the set filter's. Canary: planted once by
     hand, the lowering cutting at the spans for every closed table (not the proven ones) makes
     ``one-layer-unproven`` go red."""
-    from derivgraph.compiler import lower
+    from derivgraph.compiler import layers, lower
 
     plan = compile_plan(scaling_model(6) if case == "scaling" else _strided_stack(),
                         [scaling_spec() if case == "scaling" else _layer_spec()])
     cuts: list[bool] = []
-    real = lower.unspanned
+    real = layers.unspanned
 
     def spied(graph: Any, tables: Any) -> list[str] | None:
         rest = real(graph, tables)
         cuts.append(rest is not None)
         return rest
 
-    monkeypatch.setattr(lower, "unspanned", spied)
+    monkeypatch.setattr(layers, "unspanned", spied)
     cut = lower.lower_steps(plan.tensors)
     assert cuts == [case == "scaling"]
-    monkeypatch.setattr(lower, "unspanned", lambda graph, tables: None)
+    monkeypatch.setattr(layers, "unspanned", lambda graph, tables: None)
     filtered = lower.lower_steps(plan.tensors)
     assert cut.compact == filtered.compact
     assert list(cut.expanded()) == list(filtered.expanded())
