@@ -285,9 +285,11 @@ class DerivedGraph:
         self.op_names.update(names)
 
     def is_fresh(self, ids: list[str]) -> bool:
-        """Whether no id of ``ids`` is a node or a derived tensor or has users, none twice."""
-        return self.ir.users.keys().isdisjoint(ids) and self.derived.keys().isdisjoint(ids) \
-            and self.ir.nodes.keys().isdisjoint(ids) and len(set(ids)) == len(ids)
+        """Whether no id of ``ids`` is a node or a derived tensor or has users, none twice:
+        one sweep of the users' keys, which hold every node's id (each add gives a node
+        its users list), every derived tensor's being a node's (:meth:`add_derived`)."""
+        fresh = set(ids)
+        return len(fresh) == len(ids) and self.ir.users.keys().isdisjoint(fresh)
 
     def op_count(self) -> int:
         """How many op nodes were made so far (the next one is numbered one more)."""
@@ -331,6 +333,18 @@ class DerivedGraph:
         for node, value_id in zip(nodes, values, strict=True):
             node.input = value_id
         self.ir.set_input_each([node.id for node in nodes], values)
+
+    def place_made_inputs(self, nodes: list[DerivedNode], ids: list[str],
+                          values: list[str]) -> None:
+        """What :meth:`place_input_each` leaves for ``nodes`` (their ``ids``) and ``values``
+        where no node has an input yet (:meth:`Graph.without_inputs
+        <derivgraph.compiler.ir.Graph.without_inputs>`) and each value's users list already
+        names its nodes in order (:meth:`Graph.add_fresh
+        <derivgraph.compiler.ir.Graph.add_fresh>`, built by the caller): the inputs set,
+        the users lists not touched."""
+        for node, value_id in zip(nodes, values, strict=True):
+            node.input = value_id
+        self.ir.set_fresh_inputs(ids, values)
 
     def issue(self, rule: str, message: str, fix: str, node: DerivedNode | None) -> None:
         loc = node.decl.location if node else SourceLocation()

@@ -13,12 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from derivgraph._enum import StrEnum
 
 __all__ = ["Graph", "Node", "NodeKind", "depth_first"]
+
+_INPUTS = attrgetter("inputs")
 
 
 class NodeKind(StrEnum):
@@ -137,6 +139,22 @@ class Graph:
                 found.append(node_id)
             fresh += 1
         self.version += fresh
+
+    def without_inputs(self, ids: list[str]) -> bool:
+        """Whether no node of ``ids`` has an input yet."""
+        return not any(map(_INPUTS, map(self.nodes.__getitem__, ids)))
+
+    def set_fresh_inputs(self, ids: list[str], values: list[str]) -> None:
+        """What :meth:`set_input_each` leaves where no node of ``ids`` has an input yet
+        (:meth:`without_inputs`) and each value's users list already names the nodes that
+        take it, in order (the caller built it): each node's inputs ``(value,)``, the
+        users lists not touched."""
+        nodes = list(map(self.nodes.__getitem__, ids))
+        if len(nodes) != len(values):
+            raise ValueError("one value per node")
+        for node, inputs in zip(nodes, zip(values)):
+            node.inputs = inputs
+        self.version += len(nodes)
 
     def order(self, blocks: Mapping[str, Sequence[str]] | None = None,
               spans: Sequence[tuple[int, int, list[str] | None]] = ()) -> list[str]:

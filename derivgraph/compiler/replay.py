@@ -27,15 +27,22 @@ one CSE rule, fed the key :func:`freeze` would build.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from itertools import chain, repeat
-from operator import add, is_not, methodcaller
+from operator import add, attrgetter, is_not, methodcaller
 from typing import Any, NamedTuple
 
 import torch
 
 from derivgraph.compiler.generated import define
-from derivgraph.compiler.graph import DerivedGraph, NodeRef, freeze, refs_in, substitute
+from derivgraph.compiler.graph import (
+    DerivedGraph,
+    DerivedNode,
+    NodeRef,
+    freeze,
+    refs_in,
+    substitute,
+)
 from derivgraph.compiler.ir import Node, NodeKind
 from derivgraph.compiler.reads import Call, SourceCall
 from derivgraph.paths import get_path
@@ -43,6 +50,7 @@ from derivgraph.paths import get_path
 __all__ = ["CallStep", "FlatStep", "Replay", "SourceStep", "Step"]
 
 _SOURCE, _OP = NodeKind.SOURCE, NodeKind.OP
+_NODE_ID = attrgetter("id")
 
 #: kwarg values copied as they are (immutable, no node inside)
 _PLAIN = frozenset({int, str, bool, type(None), float, torch.device, torch.dtype})
@@ -280,20 +288,35 @@ class Replay:
             made.add(step.out)
         return len(keys) == len(self.op_slots)
 
+    def made(self) -> set[int]:
+        """The slots whose node a layer's replay makes (each step's), on a layer replayed
+        by :meth:`run_rows`."""
+        return set(self._outs)
+
     def run_rows(self, graph: DerivedGraph, paths: list[str],
                  objects: list[dict[tuple[str, ...], Any]],
-                 twins: dict[str, str]) -> list[list[Any]] | None:
+                 twins: dict[str, str],
+                 derived: Sequence[tuple[int, list[DerivedNode]]] = ()
+                 ) -> list[list[Any]] | None:
         """:meth:`run` on the layers at ``paths`` one after the other (``objects``: each
         one's proven objects), made a step at a time over every layer and added in the order
         the row replays add them: every slot's column (each layer's node). Only where each
         row's replay would make every node it names (:meth:`_by_columns`, every source's
         tensor among its objects, no source path a node yet): then no source is read, no CSE
         lookup hits but the template's constants', nothing is found, and each node's users
-        are its own layer's ops that read it (:attr:`_readers`, built per column). None
-        (nothing done) else."""
+        are its own layer's ops that read it (:attr:`_readers`, built per column). With
+        ``derived`` (per derived tensor of the row, in the order its replay places them: a
+        slot of :meth:`made` and that tensor on every layer, none with an input yet), each
+        tensor's input is set to its slot's node and named last in that node's users, as
+        :meth:`DerivedGraph.place_input_each
+        <derivgraph.compiler.graph.DerivedGraph.place_input_each>` after each row leaves it.
+        None (nothing done) else."""
         if self._columns is None:
             self._columns = self._by_columns()
         if not self._columns:
+            return None
+        placed = [(slot, list(map(_NODE_ID, column))) for slot, column in derived]
+        if not all(graph.ir.without_inputs(ids) for _, ids in placed):
             return None
         n, width, start = len(paths), len(self.op_slots), graph.op_count()
         cols: list[list[Any]] = [list(map(add, paths, repeat(s))) for s in self.suffixes]
@@ -341,8 +364,10 @@ class Replay:
                                      map(dict, repeat(kwargs, n)), inputs)))
                 ops.append(list(zip(keys, ids)))
                 slot = out
-            # its users: the layer's ops that read it, in step order (each layer's own)
+            # its users: the layer's ops that read it, in step order (each layer's own),
+            # then the derived tensors it is the input of, in the order they are placed
             reading = [cols[u] for u in readers.get(slot, ())]
+            reading += [ids for at, ids in placed if at == slot]
             users.append(list(map(list, zip(*reading) if reading else repeat((), n))))
         by_rows = chain.from_iterable
         graph.add_made(list(by_rows(zip(*[cols[s] for s in self._outs]))),
@@ -352,6 +377,8 @@ class Replay:
         twins.update(by_rows(zip(*[zip(cols[step.out], repeat(step.result))
                                    for step in self.steps if type(step) is FlatStep])))
         graph.cse_hits += self.hits * n
+        for (slot, column), (_, ids) in zip(derived, placed):
+            graph.place_made_inputs(column, ids, cols[slot])
         return cols
 
 

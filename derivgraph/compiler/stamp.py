@@ -214,17 +214,23 @@ class Stamper:
             return False
         paths = [b.module_path for b in bounds]
         start = self.graph.op_count()
-        cols = program.run_rows(self.graph, paths, [p[1] for p in proofs], self.twins)
+        made = program.made()  # the inputs its nodes are: set with their users, by column
+        at_inputs = [i for i, slot in enumerate(program.inputs) if slot is not None]
+        placed = [i for i in at_inputs if program.inputs[i] in made]
+        cols = program.run_rows(self.graph, paths, [p[1] for p in proofs], self.twins,
+                                [(program.inputs[i], [row[i] for row in nodes])
+                                 for i in placed])
         if cols is None:
             return False
         for r in rows:
             del self.proven[r]
         derived = [[node.id for node in column] for column in zip(*nodes)] if width else []
-        at_inputs = [i for i, slot in enumerate(program.inputs) if slot is not None]
-        by_rows = chain.from_iterable
-        self.graph.place_input_each(
-            list(by_rows(zip(*[[row[i] for row in nodes] for i in at_inputs]))),
-            list(by_rows(zip(*[cols[program.inputs[i]] for i in at_inputs]))))
+        rest = [i for i in at_inputs if program.inputs[i] not in made]
+        if rest:  # inputs that are nodes no row makes (the template's constants)
+            by_rows = chain.from_iterable
+            self.graph.place_input_each(
+                list(by_rows(zip(*[[row[i] for row in nodes] for i in rest]))),
+                list(by_rows(zip(*[cols[program.inputs[i]] for i in rest]))))
         kept = [derived[i] for i in template.keep_derived] + \
             [cols[s] for s in template.keep_slots]
         table = self._table(template)

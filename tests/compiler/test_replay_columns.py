@@ -6,7 +6,8 @@ sources read in order, the derived tensors' inputs and the instance tables' rows
 A run whose replay would name a node already made (a source another spec read first) is
 replayed row by row. Canary: a column replay blind to nodes already made changes the graph
 (and, planted once each by hand, users lists in the wrong order or with a node twice are
-caught by the ``one-spec`` / ``ops-over-ops`` cases)."""
+caught by the ``one-spec`` / ``ops-over-ops`` cases); a derived tensor placed by column named
+first in its value's users is caught."""
 
 from __future__ import annotations
 
@@ -82,12 +83,26 @@ def _chain_spec() -> Spec:
                                        formula="weight - scale")])
 
 
+def _inputs_spec() -> Spec:
+    """Derived tensors whose inputs are the layer's sources, two on one source, and an op:
+    each value's users are its ops, then its derived tensors in their order (set by
+    column, :meth:`~derivgraph.compiler.ir.Graph.set_fresh_inputs`)."""
+    return Spec(name="inputs", target=Target(module_class=["ScalingLayer"]),
+                params={"E": "scale.shape[0]"},
+                derived=[DerivedTensor(name="s", kind="alias", of="scale"),
+                         DerivedTensor(name="a", kind="attribute", formula="scale * weight"),
+                         DerivedTensor(name="t", kind="alias", of="scale"),
+                         DerivedTensor(name="w", kind="alias", of="weight")])
+
+
 @pytest.mark.parametrize("specs, by_columns", [
     (lambda: [scaling_spec()], True),
     (lambda: [_chain_spec()], True),
+    (lambda: [_inputs_spec()], True),
     (lambda: [_peek_spec(), scaling_spec()], False),
     (lambda: [scaling_spec(), _peek_spec()], False),
-], ids=["one-spec", "ops-over-ops", "a-source-made-first", "a-source-made-first-2"])
+], ids=["one-spec", "ops-over-ops", "derived-inputs", "a-source-made-first",
+        "a-source-made-first-2"])
 def test_a_run_replayed_by_columns_is_what_rows_leave(
         specs: Any, by_columns: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     model = scaling_model(12)
@@ -116,5 +131,30 @@ def test_canary_a_column_replay_blind_to_made_nodes_is_caught(
     rows, _, _ = _built(model, [_peek_spec(), scaling_spec()], False, monkeypatch)
     monkeypatch.setattr(graph_module.DerivedGraph, "is_fresh", lambda self, ids: True)
     planted, tried, _ = _built(model, [_peek_spec(), scaling_spec()], True, monkeypatch)
+    assert tried == [True]
+    assert planted != rows  # the planted bug shows
+
+
+@pytest.mark.parametrize("specs", [lambda: [scaling_spec()], lambda: [_inputs_spec()]],
+                         ids=["one-spec", "derived-inputs"])
+def test_canary_derived_inputs_named_before_the_ops_in_users_are_caught(
+        specs: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planted bug: a column-placed derived tensor named first in its value's users (the
+    row replay names it after the layer's ops that read it)."""
+    from derivgraph.compiler import ir
+
+    model = scaling_model(6)
+    rows, _, _ = _built(model, specs(), False, monkeypatch)
+    real = ir.Graph.set_fresh_inputs
+
+    def first(self: Any, ids: list[str], values: list[str]) -> None:
+        real(self, ids, values)
+        for node_id, value in zip(ids, values):
+            users = self.users[value]
+            users.remove(node_id)
+            users.insert(0, node_id)
+
+    monkeypatch.setattr(ir.Graph, "set_fresh_inputs", first)
+    planted, tried, _ = _built(model, specs(), True, monkeypatch)
     assert tried == [True]
     assert planted != rows  # the planted bug shows
