@@ -304,11 +304,13 @@ class DerivedGraph:
         self.derived[node.id] = node
         self.ir.add(Node(node.id, _DERIVED))
 
-    def add_derived_all(self, nodes: list[DerivedNode]) -> None:
-        """:meth:`add_derived` of each node, in order."""
-        ids = [node.id for node in nodes]
+    def add_derived_all(self, nodes: list[DerivedNode], ids: list[str] | None = None) -> None:
+        """:meth:`add_derived` of each node, in order (``ids``: their ids, where the caller
+        has them)."""
+        if ids is None:
+            ids = [node.id for node in nodes]
         self.derived.update(zip(ids, nodes))
-        self.ir.add_leaves(list(map(Node, ids, repeat(_DERIVED))))
+        self.ir.add_leaves(list(map(Node, ids, repeat(_DERIVED))), ids)
 
     def set_input(self, node: DerivedNode, value_id: str) -> None:
         """Give ``node`` its value's node, which is :attr:`touched`."""

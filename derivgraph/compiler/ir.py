@@ -85,9 +85,11 @@ class Graph:
         self.version += 1
         return node
 
-    def add_leaves(self, nodes: list[Node]) -> None:
-        """:meth:`add` of each node (none with an input), in order."""
-        ids = [node.id for node in nodes]
+    def add_leaves(self, nodes: list[Node], ids: list[str] | None = None) -> None:
+        """:meth:`add` of each node (none with an input), in order (``ids``: their ids,
+        where the caller has them)."""
+        if ids is None:
+            ids = [node.id for node in nodes]
         self.nodes.update(zip(ids, nodes))
         users = self.users
         if users.keys().isdisjoint(ids):
