@@ -13,6 +13,7 @@ graph.
 from __future__ import annotations
 
 import re
+from collections import deque
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
@@ -344,8 +345,9 @@ class DerivedGraph:
         names its nodes in order (:meth:`Graph.add_fresh
         <derivgraph.compiler.ir.Graph.add_fresh>`, built by the caller): the inputs set,
         the users lists not touched."""
-        for node, value_id in zip(nodes, values, strict=True):
-            node.input = value_id
+        if len(nodes) != len(values):
+            raise ValueError("one value per node")
+        deque(map(setattr, nodes, repeat("input"), values), maxlen=0)  # one C-level sweep
         self.ir.set_fresh_inputs(ids, values)
 
     def issue(self, rule: str, message: str, fix: str, node: DerivedNode | None) -> None:

@@ -10,9 +10,10 @@ for algorithms and pictures.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, repeat
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -151,12 +152,11 @@ class Graph:
         (:meth:`without_inputs`) and each value's users list already names the nodes that
         take it, in order (the caller built it): each node's inputs ``(value,)``, the
         users lists not touched."""
-        nodes = list(map(self.nodes.__getitem__, ids))
-        if len(nodes) != len(values):
+        if len(ids) != len(values):
             raise ValueError("one value per node")
-        for node, inputs in zip(nodes, zip(values)):
-            node.inputs = inputs
-        self.version += len(nodes)
+        deque(map(setattr, map(self.nodes.__getitem__, ids), repeat("inputs"), zip(values)),
+              maxlen=0)  # one C-level sweep: each node's inputs ``(value,)``
+        self.version += len(ids)
 
     def order(self, blocks: Mapping[str, Sequence[str]] | None = None,
               spans: Sequence[tuple[int, int, list[str] | None]] = ()) -> list[str]:

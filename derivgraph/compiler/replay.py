@@ -27,9 +27,9 @@ one CSE rule, fed the key :func:`freeze` would build.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import chain, repeat
-from operator import add, attrgetter, is_not, methodcaller
+from operator import add, is_not
 from typing import Any, NamedTuple
 
 import torch
@@ -50,7 +50,6 @@ from derivgraph.paths import get_path
 __all__ = ["CallStep", "FlatStep", "Replay", "SourceStep", "Step"]
 
 _SOURCE, _OP = NodeKind.SOURCE, NodeKind.OP
-_NODE_ID = attrgetter("id")
 
 #: kwarg values copied as they are (immutable, no node inside)
 _PLAIN = frozenset({int, str, bool, type(None), float, torch.device, torch.dtype})
@@ -294,19 +293,21 @@ class Replay:
         return set(self._outs)
 
     def run_rows(self, graph: DerivedGraph, paths: list[str],
-                 objects: list[dict[tuple[str, ...], Any]],
+                 objects: Mapping[tuple[str, ...], list[Any]],
                  twins: dict[str, str],
-                 derived: Sequence[tuple[int, list[DerivedNode]]] = ()
+                 derived: Sequence[tuple[int, list[DerivedNode], list[str]]] = ()
                  ) -> list[list[Any]] | None:
-        """:meth:`run` on the layers at ``paths`` one after the other (``objects``: each
-        one's proven objects), made a step at a time over every layer and added in the order
-        the row replays add them: every slot's column (each layer's node). Only where each
-        row's replay would make every node it names (:meth:`_by_columns`, every source's
-        tensor among its objects, no source path a node yet): then no source is read, no CSE
+        """:meth:`run` on the layers at ``paths`` one after the other (``objects``: per
+        path probe's parts, the object it found on each layer: their proven objects), made
+        a step at a time over every layer and added in the order the row replays add them:
+        every slot's column (each layer's node). Only where each row's replay would make
+        every node it names (:meth:`_by_columns`, every source's tensor among its objects,
+        no source path a node yet): then no source is read, no CSE
         lookup hits but the template's constants', nothing is found, and each node's users
         are its own layer's ops that read it (:attr:`_readers`, built per column). With
         ``derived`` (per derived tensor of the row, in the order its replay places them: a
-        slot of :meth:`made` and that tensor on every layer, none with an input yet), each
+        slot of :meth:`made`, that tensor on every layer and their ids, none with an input
+        yet), each
         tensor's input is set to its slot's node and named last in that node's users, as
         :meth:`DerivedGraph.place_input_each
         <derivgraph.compiler.graph.DerivedGraph.place_input_each>` after each row leaves it.
@@ -315,7 +316,7 @@ class Replay:
             self._columns = self._by_columns()
         if not self._columns:
             return None
-        placed = [(slot, list(map(_NODE_ID, column))) for slot, column in derived]
+        placed = [(slot, ids) for slot, _, ids in derived]
         if not all(graph.ir.without_inputs(ids) for _, ids in placed):
             return None
         n, width, start = len(paths), len(self.op_slots), graph.op_count()
@@ -327,8 +328,8 @@ class Replay:
         k = 0
         for step in self.steps:
             if type(step) is SourceStep:
-                tensors = list(map(methodcaller("get", step.parts), objects))
-                if not all(map(is_not, tensors, repeat(None))):
+                tensors = objects.get(step.parts)
+                if tensors is None or not all(map(is_not, tensors, repeat(None))):
                     return None
                 fresh += cols[step.slot]
                 sources.append(list(zip(cols[step.slot], tensors)))
@@ -377,7 +378,7 @@ class Replay:
         twins.update(by_rows(zip(*[zip(cols[step.out], repeat(step.result))
                                    for step in self.steps if type(step) is FlatStep])))
         graph.cse_hits += self.hits * n
-        for (slot, column), (_, ids) in zip(derived, placed):
+        for slot, column, ids in derived:
             graph.place_made_inputs(column, ids, cols[slot])
         return cols
 

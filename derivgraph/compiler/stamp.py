@@ -26,8 +26,8 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, compress, repeat
-from operator import is_not
+from itertools import chain, repeat
+from operator import attrgetter
 from typing import Any
 
 from derivgraph.compiler.bind import BoundSpec
@@ -35,13 +35,21 @@ from derivgraph.compiler.graph import DerivedGraph, DerivedNode, freeze, substit
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.reads import OpCall, Reads, probe_path
 from derivgraph.compiler.replay import Replay, SourceStep
-from derivgraph.compiler.stamp_columns import Stacks, checks_of, column_provable, prove_rows
+from derivgraph.compiler.stamp_columns import (
+    ColumnProof,
+    Stacks,
+    checks_of,
+    column_provable,
+    prove_columns,
+)
 from derivgraph.paths import MODULE_REGISTRIES
 
 __all__ = ["InstanceTable", "Stamper", "facts_hold", "stamping",
            "stamping_enabled"]
 
 _ENABLED = [os.environ.get("DERIVGRAPH_STAMP", "1") != "0"]
+
+_ID = attrgetter("id")
 
 #: Templates kept per (spec, class, params, devices): layers past this many kinds resolve alone.
 MAX_TEMPLATES = 8
@@ -120,7 +128,8 @@ class Stamper:
         self.params = [layer[1] for layer in layers]
         self.nodes = [layer[2] for layer in layers]
         self._done_until = -1  # the rows before it were replayed with their run's first
-        self.proven: dict[int, tuple[Template, dict[tuple[str, ...], Any]]] = {}
+        # a proven row -> its template and its place among the template's proof's rows
+        self.proven: dict[int, tuple[Template, ColumnProof, int]] = {}
         self.templates: dict[Any, list[Template]] = {}
         self.stamped = 0  # layers stamped (for the log and the tests)
         self.twins: dict[str, str] = {}  # a stamped op node -> the template's op it copies
@@ -146,7 +155,7 @@ class Stamper:
         if kinds and self.proven and at is not None:  # its kind's first template proved
             proof = self.proven.pop(at, None)  # it (a column proof)
             if proof is not None and proof[0] is kinds[0]:
-                self._replay(proof[0], bound, nodes, proof[1])
+                self._replay(proof[0], bound, nodes, proof[1].objects(proof[2]))
                 self.stamped += 1
                 return
         for template in kinds or ():
@@ -177,11 +186,11 @@ class Stamper:
         derived tensor is added while layers are resolved); a proven layer of its kind is
         stamped without :func:`facts_hold`."""
         rows = self.stacks.later(at)
-        proofs = prove_rows(self.graph, template.reads,
-                            list(map(self.stacks.bounds.__getitem__, rows)),
-                            list(map(self.params.__getitem__, rows)))
-        self.proven.update(compress(zip(rows, zip(repeat(template), proofs)),
-                                    map(is_not, proofs, repeat(None))))
+        proof = prove_columns(self.graph, template.reads,
+                              list(map(self.stacks.bounds.__getitem__, rows)),
+                              list(map(self.params.__getitem__, rows)))
+        self.proven.update(zip(map(rows.__getitem__, proof.rows),
+                               zip(repeat(template), repeat(proof), range(len(proof.rows)))))
 
     def _kinds(self, bound: BoundSpec, params: dict[str, Any],
                nodes: list[DerivedNode]) -> list[Template] | None:
@@ -208,7 +217,8 @@ class Stamper:
         bounds = self.stacks.bounds[at:at + size]
         nodes = self.nodes[at:at + size]
         width = len(program.inputs)
-        if not all(p is not None and p[0] is template for p in proofs) \
+        if not all(p is not None and p[0] is template and p[1] is proofs[0][1]
+                   for p in proofs) \
                 or not all(map(len(nodes[0]).__eq__, map(len, nodes))) \
                 or len(nodes[0]) != width:
             return False
@@ -217,19 +227,20 @@ class Stamper:
         made = program.made()  # the inputs its nodes are: set with their users, by column
         at_inputs = [i for i, slot in enumerate(program.inputs) if slot is not None]
         placed = [i for i in at_inputs if program.inputs[i] in made]
-        cols = program.run_rows(self.graph, paths, [p[1] for p in proofs], self.twins,
-                                [(program.inputs[i], [row[i] for row in nodes])
-                                 for i in placed])
+        objects = proofs[0][1].columns([p[2] for p in proofs])
+        columns = list(map(list, zip(*nodes)))  # each derived tensor on every row
+        derived = [list(map(_ID, column)) for column in columns]
+        cols = program.run_rows(self.graph, paths, objects, self.twins,
+                                [(program.inputs[i], columns[i], derived[i]) for i in placed])
         if cols is None:
             return False
         for r in rows:
             del self.proven[r]
-        derived = [[node.id for node in column] for column in zip(*nodes)] if width else []
         rest = [i for i in at_inputs if program.inputs[i] not in made]
         if rest:  # inputs that are nodes no row makes (the template's constants)
             by_rows = chain.from_iterable
             self.graph.place_input_each(
-                list(by_rows(zip(*[[row[i] for row in nodes] for i in rest]))),
+                list(by_rows(zip(*[columns[i] for i in rest]))),
                 list(by_rows(zip(*[cols[program.inputs[i]] for i in rest]))))
         kept = [derived[i] for i in template.keep_derived] + \
             [cols[s] for s in template.keep_slots]

@@ -27,7 +27,8 @@ from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.reads import Probe, Reads, probe_derived, probe_each, probe_path
 from derivgraph.paths import MODULE_REGISTRIES
 
-__all__ = ["Check", "Stacks", "checks_of", "column_provable", "prove_rows", "rows_hold"]
+__all__ = ["Check", "ColumnProof", "Stacks", "checks_of", "column_provable", "prove_columns",
+           "prove_rows", "rows_hold"]
 
 #: the probes whose fact is a model fact (a column proof may run them ahead of the layer's turn)
 _STATIC = frozenset({probe_path, probe_each})
@@ -105,11 +106,39 @@ def prove_rows(graph: DerivedGraph, reads: Reads, bounds: Sequence[BoundSpec],
     every fact of ``reads`` holds there, proven by sweeps; None when the row is not proven
     (it must be checked by :func:`~derivgraph.compiler.stamp.facts_hold`). ``reads`` must be
     :func:`column_provable`, each row a module of one class with a module path."""
-    alive, keys, found = _holding(graph, reads, bounds, params)
+    proof = prove_columns(graph, reads, bounds, params)
     proven: list[dict[tuple[str, ...], Any] | None] = [None] * len(bounds)
-    for i, values in zip(alive, zip(*found, strict=True) if found else repeat(())):
-        proven[i] = dict(zip(keys, values, strict=True))
+    for k, i in enumerate(proof.rows):
+        proven[i] = proof.objects(k)
     return proven
+
+
+class ColumnProof:
+    """What :func:`prove_columns` proved: the ``rows`` (positions among the bounds) every
+    fact holds on, and per path probe (``keys``: its parts) its object on each of them
+    (``found``), a column each; :meth:`objects` is one row's as :func:`prove_rows` gives it."""
+
+    __slots__ = ("found", "keys", "rows")
+
+    def __init__(self, rows: list[int], keys: list[tuple[str, ...]], found: list[list[Any]]):
+        self.rows, self.keys, self.found = rows, keys, found
+
+    def objects(self, k: int) -> dict[tuple[str, ...], Any]:
+        """The objects the path probes found on the ``k``-th proven row."""
+        return dict(zip(self.keys, [column[k] for column in self.found], strict=True))
+
+    def columns(self, ks: list[int]) -> dict[tuple[str, ...], list[Any]]:
+        """Per path probe's parts, its object on each of the proven rows ``ks``, in order
+        (what :meth:`objects` of each gives under that key)."""
+        return dict(zip(self.keys, [list(map(column.__getitem__, ks))
+                                    for column in self.found], strict=True))
+
+
+def prove_columns(graph: DerivedGraph, reads: Reads, bounds: Sequence[BoundSpec],
+                  params: Sequence[dict[str, Any]]) -> ColumnProof:
+    """:func:`prove_rows` as columns (no per-row dict): the rows proven and, per path probe,
+    the objects it found on them."""
+    return ColumnProof(*_holding(graph, reads, bounds, params))
 
 
 def rows_hold(graph: DerivedGraph, reads: Reads, bounds: Sequence[BoundSpec],

@@ -21,7 +21,7 @@ from derivgraph import DerivedTensor, Spec, Target, compile_plan
 from derivgraph.compiler import build, stamp, stamp_columns
 from derivgraph.compiler.bind import match_specs
 from derivgraph.compiler.stamp import facts_hold, stamping
-from derivgraph.compiler.stamp_columns import prove_rows
+from derivgraph.compiler.stamp_columns import prove_columns, prove_rows
 from derivgraph.errors import Rule
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
@@ -54,6 +54,27 @@ def test_a_proven_row_gets_what_every_probe_gives(variants: list[str],
         assert facts_hold(graph, reads, bound, {}) == want
         if variant in ("same", "buffer") and bound.qualify("scale") not in derived:
             assert got is not None, variant  # the sweeps prove what they cover
+
+
+@pytest.mark.parametrize("variants", [["same"] * 5, list(_VARIANTS)], ids=["uniform", "mixed"])
+def test_a_column_proof_gives_each_row_and_each_run_what_prove_rows_gives(
+        variants: list[str]) -> None:
+    """``prove_columns`` (the stamper's proof, kept as columns) gives the rows ``prove_rows``
+    proves, each row's objects (``objects``) and a run's objects per probe (``columns``:
+    what the column replay reads) as ``prove_rows``' dicts hold them."""
+    reads, graph = _template(), _Graph()
+    bounds = _column(variants)
+    proven = prove_rows(graph, reads, bounds, [{}] * len(bounds))
+    proof = prove_columns(graph, reads, bounds, [{}] * len(bounds))
+    assert proof.rows == [i for i, got in enumerate(proven) if got is not None]
+    assert proof.rows and proof.keys
+    assert [proof.objects(k) for k in range(len(proof.rows))] == \
+        [got for got in proven if got is not None]
+    ks = list(range(len(proof.rows)))[::-1]
+    columns = proof.columns(ks)
+    assert list(columns) == list(proven[proof.rows[0]])
+    for key, column in columns.items():
+        assert [id(x) for x in column] == [id(proven[proof.rows[k]][key]) for k in ks]
 
 
 def test_canary_a_layout_sweep_that_skips_the_dtype_is_caught(
