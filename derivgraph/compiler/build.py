@@ -37,6 +37,7 @@ from derivgraph.compiler.layers import Span, closed_layers, row_blocks
 from derivgraph.compiler.reads import Reads
 from derivgraph.compiler.resolve import Resolver, device_of, parse_cached
 from derivgraph.compiler.stamp import Stamper, stamping_enabled
+from derivgraph.compiler.stamp_columns import HopSweeps
 from derivgraph.compiler.stamp_params import ParamStamper
 from derivgraph.errors import FormulaError, Rule
 from derivgraph.ops import OPS, OpKind
@@ -57,7 +58,8 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
     graph = DerivedGraph(model)
     bound_specs = list(bound_specs)
     layers: list[tuple[BoundSpec, dict[str, Any], list[DerivedNode]]] = []
-    param_stamper = ParamStamper(graph, bound_specs if stamping_enabled() else ())
+    sweeps = HopSweeps()  # the first-hop sweeps both stampers' proofs share
+    param_stamper = ParamStamper(graph, bound_specs if stamping_enabled() else (), sweeps)
     decls_of: dict[int, list[_Decl]] = {}  # id(spec) -> its declarations of nodes
     plain: dict[type, bool] = {}  # module class -> whether its parameters() is nn.Module's
     skip = 0  # rows made with the column run of an earlier row
@@ -89,7 +91,7 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
                 layers += zip(bounds, run, rows, strict=True)
                 skip = len(run)
     stamper = Stamper(graph, lambda node, reads: _resolve_derived(graph, node, reads),
-                      layers if stamping_enabled() else (), runs)
+                      layers if stamping_enabled() else (), runs, sweeps)
     for at, (bound, params, nodes) in enumerate(layers):
         stamper.resolve_bound(bound, params, nodes, at)
     graph.stamped, graph.stamps = stamper.stamped, list(stamper.tables.values())

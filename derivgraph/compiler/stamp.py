@@ -37,6 +37,7 @@ from derivgraph.compiler.reads import OpCall, Reads, probe_path
 from derivgraph.compiler.replay import Replay, SourceStep
 from derivgraph.compiler.stamp_columns import (
     ColumnProof,
+    HopSweeps,
     Stacks,
     checks_of,
     column_provable,
@@ -115,8 +116,9 @@ class Stamper:
 
     def __init__(self, graph: DerivedGraph, resolve: Resolve,
                  layers: Sequence[tuple[BoundSpec, dict[str, Any], Any]] = (),
-                 runs: dict[int, int] | None = None):
+                 runs: dict[int, int] | None = None, sweeps: HopSweeps | None = None):
         self.graph, self.resolve = graph, resolve
+        self.sweeps = sweeps  # the build's first-hop sweeps, shared with its ParamStamper
         # a run's first layer -> its length: layers with one key (their spec, class, params
         # and nodes' decls and devices proven equal where they were made), computed once
         self.runs = runs or {}
@@ -188,7 +190,7 @@ class Stamper:
         rows = self.stacks.later(at)
         proof = prove_columns(self.graph, template.reads,
                               list(map(self.stacks.bounds.__getitem__, rows)),
-                              list(map(self.params.__getitem__, rows)))
+                              list(map(self.params.__getitem__, rows)), self.sweeps)
         self.proven.update(zip(map(rows.__getitem__, proof.rows),
                                zip(repeat(template), repeat(proof), range(len(proof.rows)))))
 

@@ -15,7 +15,7 @@ differs, or a sweep's shortcut does not apply) is not proven, and takes the per-
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import compress, repeat
 from operator import add, attrgetter, contains, eq, getitem, is_, is_not, methodcaller
 from typing import Any
@@ -27,8 +27,8 @@ from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.reads import Probe, Reads, probe_derived, probe_each, probe_path
 from derivgraph.paths import MODULE_REGISTRIES
 
-__all__ = ["Check", "ColumnProof", "Stacks", "checks_of", "column_provable", "prove_columns",
-           "prove_rows", "rows_hold"]
+__all__ = ["Check", "ColumnProof", "HopSweeps", "Stacks", "checks_of", "column_provable",
+           "prove_columns", "prove_rows", "rows_hold"]
 
 #: the probes whose fact is a model fact (a column proof may run them ahead of the layer's turn)
 _STATIC = frozenset({probe_path, probe_each})
@@ -101,12 +101,13 @@ def column_provable(reads: Reads, derived_fixed: bool) -> bool:
 
 
 def prove_rows(graph: DerivedGraph, reads: Reads, bounds: Sequence[BoundSpec],
-               params: Sequence[dict[str, Any]]) -> list[dict[tuple[str, ...], Any] | None]:
+               params: Sequence[dict[str, Any]],
+               sweeps: HopSweeps | None = None) -> list[dict[tuple[str, ...], Any] | None]:
     """Per row of ``bounds`` (``params``: each row's): the objects the path probes found when
     every fact of ``reads`` holds there, proven by sweeps; None when the row is not proven
     (it must be checked by :func:`~derivgraph.compiler.stamp.facts_hold`). ``reads`` must be
     :func:`column_provable`, each row a module of one class with a module path."""
-    proof = prove_columns(graph, reads, bounds, params)
+    proof = prove_columns(graph, reads, bounds, params, sweeps)
     proven: list[dict[tuple[str, ...], Any] | None] = [None] * len(bounds)
     for k, i in enumerate(proof.rows):
         proven[i] = proof.objects(k)
@@ -135,23 +136,24 @@ class ColumnProof:
 
 
 def prove_columns(graph: DerivedGraph, reads: Reads, bounds: Sequence[BoundSpec],
-                  params: Sequence[dict[str, Any]]) -> ColumnProof:
+                  params: Sequence[dict[str, Any]],
+                  sweeps: HopSweeps | None = None) -> ColumnProof:
     """:func:`prove_rows` as columns (no per-row dict): the rows proven and, per path probe,
     the objects it found on them."""
-    return ColumnProof(*_holding(graph, reads, bounds, params))
+    return ColumnProof(*_holding(graph, reads, bounds, params, sweeps))
 
 
 def rows_hold(graph: DerivedGraph, reads: Reads, bounds: Sequence[BoundSpec],
-              params: Sequence[dict[str, Any]]) -> list[bool]:
+              params: Sequence[dict[str, Any]], sweeps: HopSweeps | None = None) -> list[bool]:
     """Per row: whether :func:`prove_rows` proves it (no objects kept)."""
     proven = [False] * len(bounds)
-    for i in _holding(graph, reads, bounds, params)[0]:
+    for i in _holding(graph, reads, bounds, params, sweeps)[0]:
         proven[i] = True
     return proven
 
 
 def _holding(graph: DerivedGraph, reads: Reads, bounds: Sequence[BoundSpec],
-             params: Sequence[dict[str, Any]],
+             params: Sequence[dict[str, Any]], sweeps: HopSweeps | None = None,
              ) -> tuple[list[int], list[tuple[str, ...]], list[list[Any]]]:
     """The rows every fact holds on, the path probes' parts, and per path probe the object
     it found on each of those rows."""
@@ -170,7 +172,7 @@ def _holding(graph: DerivedGraph, reads: Reads, bounds: Sequence[BoundSpec],
             break
         got: list[Any] | None
         if check.part is not None:
-            got = _first_hop(modules, dicts, alive, check)
+            got = _first_hop(modules, dicts, alive, check, sweeps)
             holds = list(map(is_not, got, repeat(None)))
         elif check.rel is not None:
             paths = map(add, map(_path, map(bounds.__getitem__, alive)), repeat(check.suffix))
@@ -199,13 +201,47 @@ def _keep(alive: list[int], found: list[list[Any]],
     return list(compress(alive, holds)), [list(compress(c, holds)) for c in found]
 
 
+class HopSweeps:
+    """The first-hop sweeps (:func:`_first_hop`) of one build, kept by check (its part,
+    class and layout) with the modules they swept: a later proof of the same check over the
+    same modules (the params' and the derived tensors' templates read one source) takes
+    the kept answer instead of sweeping again. Made per ``build_graph``, which writes
+    nothing to the model while it runs."""
+
+    def __init__(self) -> None:
+        self._kept: dict[Any, tuple[list[nn.Module], list[Any]]] = {}
+
+    def sweep(self, modules: list[nn.Module], check: Check,
+              swept: Callable[[], list[Any]]) -> list[Any]:
+        """``swept()`` (the first hop of every module of ``modules``), or a copy of what it
+        gave for the same check over the same modules (each the same object) before."""
+        try:
+            key = (check.part, check.cls, check.layout)
+            kept = self._kept.get(key)
+        except TypeError:  # a layout that does not hash: not kept
+            return swept()
+        if kept is not None and len(kept[0]) == len(modules) \
+                and all(map(is_, kept[0], modules)):
+            return list(kept[1])
+        got = swept()
+        self._kept[key] = (modules, list(got))
+        return got
+
+
 def _first_hop(modules: list[nn.Module], dicts: list[dict[str, Any]], alive: list[int],
-               check: Check) -> list[Any]:
+               check: Check, sweeps: HopSweeps | None = None) -> list[Any]:
     """Per alive row: the tensor at the check's first hop when the module is of the check's
     class and the tensor has the fact's layout, else None (``dicts``: each module's
-    ``__dict__``)."""
+    ``__dict__``; ``sweeps``: the build's kept sweeps, if any)."""
     if len(alive) < len(modules):
         modules, dicts = list(map(modules.__getitem__, alive)), list(map(dicts.__getitem__, alive))
+    if sweeps is None:
+        return _hop(modules, dicts, check)
+    return sweeps.sweep(modules, check, lambda: _hop(modules, dicts, check))
+
+
+def _hop(modules: list[nn.Module], dicts: list[dict[str, Any]], check: Check) -> list[Any]:
+    """:func:`_first_hop` on every row of ``modules``."""
     same = list(map(is_, map(type, modules), repeat(check.cls)))
     if all(same):
         return _sweep(dicts, check)

@@ -23,7 +23,7 @@ from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.reads import Reads, probe_meta
 from derivgraph.compiler.resolve import resolve_params
 from derivgraph.compiler.stamp import MAX_TEMPLATES, facts_hold, stamping_enabled
-from derivgraph.compiler.stamp_columns import Stacks, column_provable, rows_hold
+from derivgraph.compiler.stamp_columns import HopSweeps, Stacks, column_provable, rows_hold
 
 __all__ = ["ParamStamper"]
 
@@ -44,8 +44,10 @@ def _param_matches(graph: DerivedGraph, reads: Reads, bound: BoundSpec) -> bool:
 class ParamStamper:
     """Resolves the params of each bound spec, from a template where the facts allow."""
 
-    def __init__(self, graph: DerivedGraph, bounds: Sequence[BoundSpec] = ()):
+    def __init__(self, graph: DerivedGraph, bounds: Sequence[BoundSpec] = (),
+                 sweeps: HopSweeps | None = None):
         self.graph = graph
+        self.sweeps = sweeps  # the build's first-hop sweeps, shared with its Stamper
         self.templates: dict[Any, list[tuple[Reads, dict[str, Any]]]] = {}
         self.stamped = 0  # bound specs whose params came from a template
         # every bound spec, in resolution order (row ``at`` of :meth:`resolve`): a kind's
@@ -107,4 +109,5 @@ class ParamStamper:
         rows = self.stacks.later(at)
         bounds = list(map(self.stacks.bounds.__getitem__, rows))
         self.proven.update(compress(zip(rows, repeat(reads)),
-                                    rows_hold(self.graph, reads, bounds, [{}] * len(rows))))
+                                    rows_hold(self.graph, reads, bounds, [{}] * len(rows),
+                                              self.sweeps)))
