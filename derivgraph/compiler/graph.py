@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
@@ -185,7 +186,10 @@ class DerivedGraph:
         self.ir = Graph()
         self.derived: dict[str, DerivedNode] = {}
         self.issues: list[SpecIssue] = []
-        self._cse: dict[Any, str] = {}
+        self._cse_table: dict[Any, str] = {}  # :attr:`_cse` once every due key is in it
+        # the keys of column-replayed runs' ops, not yet in the table: each call gives one
+        # run's (key, op id) pairs in the order its rows' replays would add them
+        self._cse_due: list[Callable[[], Iterable[tuple[Any, str]]]] = []
         self._op_count = 0
         self.op_names: set[str] = set()  # the op of every op node (a pass may skip its sweep)
         self.cse_hits = 0
@@ -261,7 +265,9 @@ class DerivedGraph:
         (numbered ``%N:name``, N counting up: :meth:`made_after`). Nothing touched: the
         caller accounts for what it names (:meth:`op`, the stamped replay)."""
         node_id = f"%{self._op_count + 1}:{name}"  # the new node's id, if it is new
-        hit = self._cse.setdefault(key, node_id)  # one hash of the key, hit or not
+        if self._cse_due:
+            self._settle_cse()
+        hit = self._cse_table.setdefault(key, node_id)  # one hash of the key, hit or not
         if hit is not node_id:
             self.cse_hits += 1
             return hit
@@ -270,19 +276,48 @@ class DerivedGraph:
         self.op_names.add(name)
         return node_id
 
+    @property
+    def _cse(self) -> dict[Any, str]:
+        """The CSE table (op key -> op node id), every due run's keys added
+        (:meth:`add_made`)."""
+        if self._cse_due:
+            self._settle_cse()
+        return self._cse_table
+
+    @_cse.setter
+    def _cse(self, table: dict[Any, str]) -> None:
+        if self._cse_due:
+            self._settle_cse()
+        self._cse_table = table
+
+    def _settle_cse(self) -> None:
+        """Add every due run's keys to the CSE table, runs in the order they were made."""
+        due, self._cse_due = self._cse_due, []
+        for keys in due:
+            self._cse_table.update(keys())
+
     def add_made(self, ids: list[str], nodes: list[Node], users: list[list[str]],
-                 sources: list[tuple[str, torch.Tensor]], ops: list[tuple[Any, str]],
-                 names: set[str]) -> None:
+                 sources: list[tuple[str, torch.Tensor]],
+                 ops: int | list[tuple[Any, str]],
+                 names: set[str],
+                 keys: Callable[[], Iterable[tuple[Any, str]]] | None = None) -> None:
         """What :meth:`place_source` and :meth:`op_keyed` leave for a run of new nodes, in
         order: ``nodes`` (sources and ops, none a node yet, no id with users yet, every
         input one of them made before it) with their ``ids`` and their ``users`` lists
         (:meth:`Graph.add_fresh <derivgraph.compiler.ir.Graph.add_fresh>`), ``sources``
         (each source's path and tensor), ``ops`` (each op's CSE key, new, and id, numbered
-        on from :meth:`op_count`), ``names`` (their ops)."""
+        on from :meth:`op_count`; or how many ops, their pairs given by ``keys()`` when the
+        table is next read: each key new, none of them read before), ``names`` (their
+        ops)."""
         self.ir.add_fresh(ids, nodes, users)
         self.read_sources.update(sources)
-        self._cse.update(ops)
-        self._op_count += len(ops)
+        if isinstance(ops, int):
+            assert keys is not None
+            self._cse_due.append(keys)
+            self._op_count += ops
+        else:
+            self._cse.update(ops)
+            self._op_count += len(ops)
         self.op_names.update(names)
 
     def is_fresh(self, ids: list[str]) -> bool:

@@ -27,7 +27,8 @@ one CSE rule, fed the key :func:`freeze` would build.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from itertools import chain, repeat
 from operator import add, is_not
 from typing import Any, NamedTuple
@@ -323,7 +324,7 @@ class Replay:
         cols: list[list[Any]] = [list(map(add, paths, repeat(s))) for s in self.suffixes]
         cols += [[value] * n for value in self.tail]
         sources: list[list[tuple[str, Any]]] = []
-        ops: list[list[tuple[Any, str]]] = []
+        ops: list[_OpColumn] = []  # per op step, what its nodes' CSE keys are made of
         fresh: list[str] = []
         k = 0
         for step in self.steps:
@@ -356,14 +357,12 @@ class Replay:
                 name, parts, keyed, kwargs, fkw, order, out, result = step
                 args = zip(*[map(NodeRef, cols[s]) if s >= 0 else repeat(v, n)
                              for s, v in parts])
-                seq = zip(*[zip(repeat("ref"), cols[s]) if f is None else repeat(f, n)
-                            for s, f in keyed])
-                keys = zip(repeat(name), zip(repeat("seq"), seq), repeat(fkw))
                 inputs = zip(*[cols[s] for s in dict.fromkeys(order)])
                 ids = cols[out]
                 made.append(list(map(Node, ids, repeat(_OP), repeat(name), args,
                                      map(dict, repeat(kwargs, n)), inputs)))
-                ops.append(list(zip(keys, ids)))
+                ops.append((name, keyed, fkw, [cols[s] if f is None else None
+                                               for s, f in keyed], ids))
                 slot = out
             # its users: the layer's ops that read it, in step order (each layer's own),
             # then the derived tensors it is the input of, in the order they are placed
@@ -373,14 +372,33 @@ class Replay:
         by_rows = chain.from_iterable
         graph.add_made(list(by_rows(zip(*[cols[s] for s in self._outs]))),
                        list(by_rows(zip(*made))), list(by_rows(zip(*users))),
-                       list(by_rows(zip(*sources))), list(by_rows(zip(*ops))),
-                       {step.name for step in self.steps if type(step) is FlatStep})
+                       list(by_rows(zip(*sources))), len(ops) * n,
+                       {step.name for step in self.steps if type(step) is FlatStep},
+                       partial(_op_keys, ops, n))  # made when the CSE table is next read
         twins.update(by_rows(zip(*[zip(cols[step.out], repeat(step.result))
                                    for step in self.steps if type(step) is FlatStep])))
         graph.cse_hits += self.hits * n
         for slot, column, ids in derived:
             graph.place_made_inputs(column, ids, cols[slot])
         return cols
+
+
+#: an op step of a column-replayed run: its name, keyed parts, frozen kwargs, per keyed part
+#: the column of its node on every layer (None: a constant), and the step's node per layer
+_OpColumn = tuple[str, tuple[tuple[int, Any], ...], Any, list[list[str] | None], list[str]]
+
+
+def _op_keys(ops: list[_OpColumn], n: int) -> Iterable[tuple[Any, str]]:
+    """The CSE key of every op node of a column-replayed run of ``n`` layers, with its id,
+    in the order the row replays add them (a layer's ops in step order, layer after
+    layer): each key what :func:`~derivgraph.compiler.graph.freeze` gives its call, as the
+    row replay's (:func:`_compile_steps`) is written."""
+    per_step = []
+    for name, keyed, fkw, refs, ids in ops:
+        seq = zip(*[zip(repeat("ref"), col) if col is not None else repeat(f, n)
+                    for (_, f), col in zip(keyed, refs, strict=True)])
+        per_step.append(zip(zip(repeat(name), zip(repeat("seq"), seq), repeat(fkw)), ids))
+    return chain.from_iterable(zip(*per_step))
 
 
 def _compile_steps(steps: list[Step]) -> Callable[..., None]:
