@@ -47,7 +47,7 @@ from derivgraph.runtime.accessors import HeldColumn
 from derivgraph.runtime.containers import collect_containers
 from derivgraph.runtime.engine import foreach_copy
 from derivgraph.runtime.entry import ProvenColumn
-from derivgraph.runtime.entry_columns import entry_columns, held_columns
+from derivgraph.runtime.entry_columns import EntryColumn, entry_columns, held_columns
 from derivgraph.runtime.plan import Entry, Plan, Step, address_of
 from derivgraph.spec.check import check_specs
 from derivgraph.spec.kinds import HELD_KINDS, TensorKind, is_engine
@@ -201,16 +201,20 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
     proven: list[ProvenColumn] = []  # adoption's whole columns: entry_columns takes their facts
     plan, values, planned, owners = _prepare(model, specs, require_match, strict, proven)
     graph = plan.graph
-    # Nothing was touched so far. Now allocate, fill and bind: all of it, or none of it.
-    transaction = ModelTransaction(model, {e.node.owner_path for e, _ in planned},
-                                   [e.storage for e, x in planned
-                                    if x is None and isinstance(e.storage, torch.Tensor)],
-                                   owners)  # adoption's reader: nothing was written since
     # stamped layers' allocated attributes: one record per template column (entry_columns)
     ids = list(map(_NODE_ID, map(_FIRST, planned)))  # each entry's id, read once (C-level)
     columns = entry_columns(closed_layers(graph), dict(zip(ids, planned)), owners, proven)
     proven.clear()  # taken: the compile keeps no second reference to adoption's lists
     in_columns = {i for column in columns for i in column.ids}
+    # Nothing was touched so far. Now allocate, fill and bind: all of it, or none of it. A
+    # column's owners are recorded as its one fresh name (what its bind stores), the objects
+    # above them and every other entry's owner whole; a column row is never adopted.
+    rest = list(compress(planned, map(operator.not_, map(in_columns.__contains__, ids))))
+    transaction = ModelTransaction(model, _owner_paths(rest, columns),
+                                   [e.storage for e, x in rest
+                                    if x is None and isinstance(e.storage, torch.Tensor)],
+                                   owners,  # adoption's reader: nothing was written since
+                                   [(column.owners, column.name) for column in columns])
     try:
         fills: list[tuple[torch.Tensor, torch.Tensor]] = []  # new storage, its value
         entries = plan.entries.by_id  # filled here, in the compile's order
@@ -266,6 +270,17 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
 
 _NODE_ID, _FIRST = operator.attrgetter("node.id"), operator.itemgetter(0)
 _NAME = operator.attrgetter("node.decl.name")
+_OWNER_PATH = operator.attrgetter("node.owner_path")
+
+
+def _owner_paths(rest: list[tuple[Entry, Extra]], columns: Sequence[EntryColumn]) -> set[str]:
+    """The owner paths a compile's transaction records whole: each entry's of ``rest`` (the
+    entries in no column) and the parent of each column row's owner path (its owner is
+    recorded as the column's fresh name)."""
+    paths = set(map(_OWNER_PATH, map(_FIRST, rest)))
+    for column in columns:
+        paths.update(path.rpartition(".")[0] for path in set(map(_OWNER_PATH, column.entries)))
+    return paths
 
 
 def _raise_if(issues: list[SpecIssue]) -> None:
