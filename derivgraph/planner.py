@@ -27,7 +27,7 @@ from derivgraph.compare import bits_equal
 from derivgraph.compiler.bind import check_bindings, match_specs
 from derivgraph.compiler.build import build_graph
 from derivgraph.compiler.checks import fault_issue, index_issues, view_issues
-from derivgraph.compiler.columns import evaluate_columns
+from derivgraph.compiler.columns import derived_columns, evaluate_columns, fill_derived
 from derivgraph.compiler.fold import compile_folds
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.interpret import (
@@ -37,7 +37,7 @@ from derivgraph.compiler.interpret import (
     view_base,
 )
 from derivgraph.compiler.ir import Node, NodeKind
-from derivgraph.compiler.layers import closed_layers, closed_nodes
+from derivgraph.compiler.layers import closed_layers, closed_nodes, unspanned
 from derivgraph.compiler.lower import Action, lower_steps
 from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.transaction import ModelTransaction
@@ -92,12 +92,21 @@ def _evaluate_all(graph: DerivedGraph, sources: dict[str, Any] | None = None,
     order = graph.ordered()
     with torch.no_grad():
         evaluate_columns(graph, interp.env, interp.source_at, book)  # one call a column
+        # the closed rows' nodes but their derived tensors have values: the rest of the order
+        # (the order's spans cut out: nothing outside a span reads into it) is evaluated,
+        # then the rows' derived tensors a column at a time (no row node raises)
+        tables = closed_layers(graph)
+        rows = derived_columns(graph, tables, interp.env) if tables else None
+        rest = unspanned(graph, tables) if rows is not None else None
+        walk = order if rest is None else rest
         try:
-            interp.run(order)
+            interp.run(walk)
         except Exception as exc:  # re-raised as a spec issue that names the node
             env = interp.env  # every node before the one that raised has its value
-            node_id = next(n for n in order if n not in env)
+            node_id = next(n for n in walk if n not in env)
             raise SpecValidationError([fault_issue(graph, node_id, exc)]) from exc
+        if rest is not None and rows is not None:
+            fill_derived(rows, interp.env)
     return interp.env
 
 
