@@ -28,7 +28,8 @@ targets = {"run": planner.CompileValues.run, "_evaluate_all": planner._evaluate_
            "evaluate_columns": columns.evaluate_columns, "_column": columns._column,
            "_operands": columns._operands, "_compile": planner._compile,
            "_record_startup": planner._record_startup,
-           "col_record": ec.EntryColumn.record_startup, "alias_record": ec.AliasColumn.record_startup,
+           "col_record": ec.EntryColumn.record_startup,
+           "alias_record": ec.AliasColumn.record_startup,
            "_prepare": planner._prepare, "_mismatches": planner._mismatches,
            "_bits_equal_all": planner._bits_equal_all}
 for name in sys.argv[2:]:
