@@ -119,8 +119,9 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | N
     ids = list(filter(derived.__contains__, graph.ordered()))  # the derived tensors, in order
     # the columns' rows are decided: each at its place, the rest decided in order and put at
     # theirs (a row with an issue stays None: the compile raises); an alias reads its
-    # target's entry from by_id (the rows decided here) or from the columns: its target
-    # precedes it, so either holds it when its turn comes, as one table of both would
+    # target's entry from by_id (the rows decided here; its target precedes it). A column
+    # row's entry is never looked up: it is unadopted, its storage None (allocated later) or
+    # its own value (an alias column's), so the alias's target is its value either way
     slots: list[tuple[Entry, Extra] | None] = list(map(columns.get, ids))
     rest = list(compress(range(len(ids)), map(_is, slots, repeat(None))))
     for at in rest:
@@ -150,8 +151,6 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | N
             continue
         if node.kind is TensorKind.ALIAS:
             target_entry = by_id.get(node.input)
-            if target_entry is None and node.input in columns:
-                target_entry = columns[node.input][0]
             target = target_entry.storage if target_entry else value
             if target_entry is not None and target_entry.storage is None:
                 target = value  # allocated (or a view) later: the alias is bound then

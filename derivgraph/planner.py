@@ -27,7 +27,7 @@ from derivgraph.compare import bits_equal
 from derivgraph.compiler.bind import check_bindings, match_specs
 from derivgraph.compiler.build import build_graph
 from derivgraph.compiler.checks import fault_issue, index_issues, view_issues
-from derivgraph.compiler.columns import evaluate_columns
+from derivgraph.compiler.columns import derived_columns, evaluate_columns, fill_derived
 from derivgraph.compiler.fold import compile_folds
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.interpret import (
@@ -37,7 +37,7 @@ from derivgraph.compiler.interpret import (
     view_base,
 )
 from derivgraph.compiler.ir import Node, NodeKind
-from derivgraph.compiler.layers import closed_layers, closed_nodes
+from derivgraph.compiler.layers import closed_layers, closed_nodes, unspanned
 from derivgraph.compiler.lower import Action, lower_steps
 from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.transaction import ModelTransaction
@@ -47,7 +47,7 @@ from derivgraph.runtime.accessors import HeldColumn
 from derivgraph.runtime.containers import collect_containers
 from derivgraph.runtime.engine import foreach_copy
 from derivgraph.runtime.entry import ProvenColumn
-from derivgraph.runtime.entry_columns import entry_columns, held_columns
+from derivgraph.runtime.entry_columns import EntryColumn, entry_columns, held_columns
 from derivgraph.runtime.plan import Entry, Plan, Step, address_of
 from derivgraph.spec.check import check_specs
 from derivgraph.spec.kinds import HELD_KINDS, TensorKind, is_engine
@@ -92,12 +92,21 @@ def _evaluate_all(graph: DerivedGraph, sources: dict[str, Any] | None = None,
     order = graph.ordered()
     with torch.no_grad():
         evaluate_columns(graph, interp.env, interp.source_at, book)  # one call a column
+        # the closed rows' nodes but their derived tensors have values: the rest of the order
+        # (the order's spans cut out: nothing outside a span reads into it) is evaluated,
+        # then the rows' derived tensors a column at a time (no row node raises)
+        tables = closed_layers(graph)
+        rows = derived_columns(graph, tables, interp.env) if tables else None
+        rest = unspanned(graph, tables) if rows is not None else None
+        walk = order if rest is None else rest
         try:
-            interp.run(order)
+            interp.run(walk)
         except Exception as exc:  # re-raised as a spec issue that names the node
             env = interp.env  # every node before the one that raised has its value
-            node_id = next(n for n in order if n not in env)
+            node_id = next(n for n in walk if n not in env)
             raise SpecValidationError([fault_issue(graph, node_id, exc)]) from exc
+        if rest is not None and rows is not None:
+            fill_derived(rows, interp.env)
     return interp.env
 
 
@@ -201,16 +210,20 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
     proven: list[ProvenColumn] = []  # adoption's whole columns: entry_columns takes their facts
     plan, values, planned, owners = _prepare(model, specs, require_match, strict, proven)
     graph = plan.graph
-    # Nothing was touched so far. Now allocate, fill and bind: all of it, or none of it.
-    transaction = ModelTransaction(model, {e.node.owner_path for e, _ in planned},
-                                   [e.storage for e, x in planned
-                                    if x is None and isinstance(e.storage, torch.Tensor)],
-                                   owners)  # adoption's reader: nothing was written since
     # stamped layers' allocated attributes: one record per template column (entry_columns)
     ids = list(map(_NODE_ID, map(_FIRST, planned)))  # each entry's id, read once (C-level)
     columns = entry_columns(closed_layers(graph), dict(zip(ids, planned)), owners, proven)
     proven.clear()  # taken: the compile keeps no second reference to adoption's lists
     in_columns = {i for column in columns for i in column.ids}
+    # Nothing was touched so far. Now allocate, fill and bind: all of it, or none of it. A
+    # column's owners are recorded as its one fresh name (what its bind stores), the objects
+    # above them and every other entry's owner whole; a column row is never adopted.
+    rest = list(compress(planned, map(operator.not_, map(in_columns.__contains__, ids))))
+    transaction = ModelTransaction(model, _owner_paths(rest, columns),
+                                   [e.storage for e, x in rest
+                                    if x is None and isinstance(e.storage, torch.Tensor)],
+                                   owners,  # adoption's reader: nothing was written since
+                                   [(column.owners, column.name) for column in columns])
     try:
         fills: list[tuple[torch.Tensor, torch.Tensor]] = []  # new storage, its value
         entries = plan.entries.by_id  # filled here, in the compile's order
@@ -266,6 +279,17 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
 
 _NODE_ID, _FIRST = operator.attrgetter("node.id"), operator.itemgetter(0)
 _NAME = operator.attrgetter("node.decl.name")
+_OWNER_PATH = operator.attrgetter("node.owner_path")
+
+
+def _owner_paths(rest: list[tuple[Entry, Extra]], columns: Sequence[EntryColumn]) -> set[str]:
+    """The owner paths a compile's transaction records whole: each entry's of ``rest`` (the
+    entries in no column) and the parent of each column row's owner path (its owner is
+    recorded as the column's fresh name)."""
+    paths = set(map(_OWNER_PATH, map(_FIRST, rest)))
+    for column in columns:
+        paths.update(path.rpartition(".")[0] for path in set(map(_OWNER_PATH, column.entries)))
+    return paths
 
 
 def _raise_if(issues: list[SpecIssue]) -> None:

@@ -34,7 +34,7 @@ from derivgraph.compiler.ir import Node, NodeKind
 from derivgraph.compiler.layers import closed_layers
 from derivgraph.ops import OPS
 
-__all__ = ["MIN_COLUMN", "evaluate_columns"]
+__all__ = ["MIN_COLUMN", "derived_columns", "evaluate_columns", "fill_derived"]
 
 logger = logging.getLogger(__name__)
 
@@ -122,6 +122,54 @@ def _column(graph: DerivedGraph, env: dict[str, Any], read_source: Callable[[str
             or tuple(meta.shape) != tuple(shape):
         return None
     return out.unbind(0)
+
+
+#: one derived column's value: (its table, its template position, the position of its input in
+#: the template, else None, and then the id of the one node every row reads)
+DerivedColumn = tuple[InstanceTable, int, int | None, str]
+
+
+def derived_columns(graph: DerivedGraph, tables: list[InstanceTable],
+                    env: dict[str, Any]) -> list[DerivedColumn] | None:
+    """How ``tables``' rows' derived tensors take their values (each its input's, as
+    ``planner.CompileValues.run`` gives it) a column at a time, in an order where a column's
+    input column comes first; None where a row's node other than a derived tensor has no value
+    in ``env`` yet (each column one C-level sweep), or a template's derived tensor has no
+    input. A closed row is its template renamed (:func:`~derivgraph.compiler.layers.
+    closed_layers`): its derived tensor's input is the row's own node at the template input's
+    position, else the one node every row reads (a constant outside the rows, or another
+    table's row node: in ``env`` too once the rest of the order is evaluated)."""
+    derived, out = graph.derived, []
+    for table in tables:
+        template = table.template
+        where = {t: i for i, t in enumerate(template)}
+        pending: dict[int, int | None] = {}  # derived position -> its input's position
+        for k, node_id in enumerate(template):
+            decl = derived.get(node_id)
+            if decl is None:
+                if not all(map(env.__contains__, table.column(k))):
+                    return None
+            elif decl.input is None:
+                return None
+            else:
+                pending[k] = where.get(decl.input)
+        while pending:
+            ready = [k for k, j in pending.items() if j not in pending]
+            if not ready:
+                return None
+            for k in ready:
+                j = pending.pop(k)
+                out.append((table, k, j, derived[template[k]].input))
+    return out
+
+
+def fill_derived(columns: list[DerivedColumn], env: dict[str, Any]) -> None:
+    """Put each derived column's values into ``env`` (:func:`derived_columns`'s order): each
+    row's derived tensor's value is its input's."""
+    for table, k, j, shared in columns:
+        ids = table.column(k)
+        inputs = table.column(j) if j is not None else [shared] * len(ids)
+        env.update(zip(ids, map(env.__getitem__, inputs)))
 
 
 def _record(book: ColumnLayouts, values: tuple[torch.Tensor, ...]) -> None:

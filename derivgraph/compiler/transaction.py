@@ -7,6 +7,12 @@ and the values of the engine tensors it adopts (the first lowered pass writes in
 its first lowered pass, in the bit-exactness check) leaves no derived tensor bound, no
 registry changed and no adopted tensor rewritten.
 
+An owner whose only store in the compile is one fresh name (an entry column's owner,
+:class:`~derivgraph.runtime.entry_columns.EntryColumn`: the name proven in no ``__dict__`` and
+no registry of it, bound as one ``__dict__`` store) is recorded as that name alone
+(``fresh``): the rollback removes the name, which leaves its dict as a copy would have put it
+back. Every other owner, and every object on the way to any owner, is recorded whole.
+
 :func:`overlap_problem` is the rule that keeps the pass from ever writing a source through an
 adopted tensor: storage the plan adopts (and so writes on every run or refill) may not share
 memory with any source, fold source, parameter or buffer of the model other than its own slot.
@@ -14,7 +20,7 @@ memory with any source, fold source, parameter or buffer of the model other than
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import torch
@@ -32,9 +38,16 @@ class ModelTransaction:
     """What compile may change on a model, recorded so that a failure can put it back."""
 
     def __init__(self, model: Any, owner_paths: Iterable[str],
-                 adopted: Iterable[torch.Tensor], paths: PathReader | None = None):
+                 adopted: Iterable[torch.Tensor], paths: PathReader | None = None,
+                 fresh: Sequence[tuple[Sequence[Any], str]] = ()):
         """``paths``: a reader of ``model`` whose owners are current (nothing written to the
-        model since it read them), else a fresh one."""
+        model since it read them), else a fresh one. ``fresh``: (owners, name) pairs where
+        ``name`` is proven in no ``__dict__`` and no registry of any of the owners and the
+        compile stores it in each owner's ``__dict__`` (an entry column's bind) and nothing
+        else there, unless an owner is also on the way to one of ``owner_paths`` (then it is
+        recorded whole as well); the owners' own paths need not be in ``owner_paths``, but
+        every object above them must be on the way to one of them."""
+        self._fresh = list(fresh)
         self._dicts: list[tuple[dict[str, Any], dict[str, Any]]] = []
         seen: set[int] = set()
         if paths is None or paths.root is not model:
@@ -53,6 +66,9 @@ class ModelTransaction:
 
     def rollback(self) -> None:
         """Put back every recorded attribute, registry entry and adopted tensor value."""
+        for owners, name in self._fresh:  # the name was in none of these dicts
+            for owner in owners:
+                owner.__dict__.pop(name, None)
         for live, saved in self._dicts:
             live.clear()
             live.update(saved)
