@@ -321,7 +321,7 @@ HeldColumn = tuple[str, Sequence["Entry"], Sequence[Any]]
 
 
 def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
-               columns: Iterable[HeldColumn] = ()) \
+               columns: Iterable[HeldColumn] = (), found: Sequence[slice | None] | None = None) \
         -> tuple[list[dict[Any, Any]], list[str], list[bool]]:
     """Every entry's holder dict and key (:func:`holder_of`) and whether a dict store binds it
     (:func:`_store_binds`), in ``entries``' order, read a column at a time: the entries of one
@@ -336,15 +336,21 @@ def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
     since): their answer is taken whole, without reading the registries or any row's name,
     where the column lies in ``entries`` at evenly spaced positions taken by no other column
     (:func:`column_rows`) and ``owners`` maps every row's owner path to the column's own
-    owner (one identity sweep each); else its rows are read as any other."""
+    owner (one identity sweep each); else its rows are read as any other.
+
+    ``found``: one item per column, what :func:`column_rows` returned for it over a list of
+    the same items as ``entries`` with at least the rows taken that are taken here (a column
+    found there is found here at the same slice); a None item is looked for again."""
     n = len(entries)
     dicts: list[Any] = [None] * n
     keys: list[Any] = [None] * n
     fast: list[Any] = [None] * n
     taken = bytearray(n)  # 1 at the rows a column answered
     if owners.get("") is root:
-        for name, column_entries, column_owners in columns:
-            rows = column_rows(entries, column_entries, column_owners, taken)
+        for j, (name, column_entries, column_owners) in enumerate(columns):
+            rows = found[j] if found is not None else None
+            if rows is None:
+                rows = column_rows(entries, column_entries, column_owners, taken)
             if rows is None or not all(map(_is, map(owners.get, map(
                     _owner_path, column_entries), repeat(MISSING)), column_owners)):
                 continue
