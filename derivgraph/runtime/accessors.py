@@ -37,8 +37,6 @@ __all__ = ["NO_DICT", "HolderTable", "HopTable", "by_name", "changes", "column_r
 _is = operator.is_
 _not = operator.not_
 _DICT = operator.attrgetter("__dict__")
-_first, _last = operator.itemgetter(0), operator.itemgetter(2)
-_FIRST_CHUNK = 32  # paths :class:`HopTable` reads ahead after a walk (doubled while none walks)
 _FLIP = bytes([1]) + bytes(255)  # bytearray.translate: 1 where a byte is 0, else 0
 NO_DICT: dict[str, Any] = {}  # the accessor of a holder without a dict entry: always "rebuilt"
 
@@ -105,31 +103,17 @@ class HopTable:
         self.watch: ItemWatch | None = None  # built after a check proved every hop
         objects = self.objects
         run: list[tuple[str, str, str]] = []  # single hops from owners walked before it
-        todo = list(dict.fromkeys(paths))  # each path once (owners hold several tensors)
-        at, chunk = 0, _FIRST_CHUNK
-        while at < len(todo):
-            # the paths up to the next one whose parent is not walked leave ``objects`` as it
-            # is (they only join ``run``): both lookups of each read in C-level sweeps
-            part = todo[at:at + chunk]
-            split = list(map(str.rpartition, part, repeat(".")))
-            parents = list(map(_first, split))
-            walked = list(map(objects.__contains__, part))
-            stop = next(compress(count(), map(_not, map(operator.or_, walked, map(
-                objects.__contains__, parents)))), len(part))
-            # a walked path is a prefix of one walked before: every hop to it is resolved;
-            # any other has a walked parent (a sibling's owner walked): one new hop
-            run += compress(zip(parents[:stop], part[:stop], map(_last, split[:stop])),
-                            map(_not, walked[:stop]))
-            at += stop
-            if stop == len(part):
-                chunk *= 2
+        for path in dict.fromkeys(paths):  # each path once (owners hold several tensors)
+            if path in objects:
+                continue  # a prefix of a path walked before: every hop to it is resolved
+            parent, _, part = path.rpartition(".")
+            if parent in objects:  # the usual case (a sibling's owner walked): one new hop
+                run.append((parent, path, part))
                 continue
-            path, (parent, _, name) = todo[at], split[stop]
-            at, chunk = at + 1, _FIRST_CHUNK
             self._add_run(run)
             run = []
             if parent in objects:
-                run.append((parent, path, name))
+                run.append((parent, path, part))
                 continue
             parts = path.split(".")
             for i in range(len(parts)):

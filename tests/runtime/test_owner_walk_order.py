@@ -1,7 +1,7 @@
-"""The owner walk (:class:`~derivgraph.runtime.accessors.HopTable`) reads the paths whose parent
-is already walked in C-level sweeps, a chunk at a time, and walks the others one by one; a run
-of hops under one parent is resolved by slices. Each table is compared, field by field, with
-the one the path-at-a-time walk (the oracle below, the walk before the sweeps) builds."""
+"""The owner walk (:class:`~derivgraph.runtime.accessors.HopTable`) resolves a run of hops under
+one parent (a layer list's layers) by slices, the hops of several parents by sweeps per parent.
+Each table is compared, field by field, with the one the hop-at-a-time walk (the oracle below:
+each hop ``_add``-ed in order, the definition ``_add_run`` keeps) builds."""
 
 from __future__ import annotations
 
@@ -11,12 +11,11 @@ from typing import Any
 import pytest
 from torch import nn
 
-from derivgraph.runtime import accessors
 from derivgraph.runtime.accessors import HopTable
 
 
 class _OneByOne(HopTable):
-    """The oracle: each path read in order (the walk before the chunked sweeps)."""
+    """The oracle: each hop of a run added alone, in order."""
 
     def __init__(self, root: Any, paths: list[str]):  # noqa: D107 - the oracle's walk
         self.root = root
@@ -90,15 +89,6 @@ def _orders() -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("order", list(_orders()))
 def test_the_walk_equals_the_path_at_a_time_walk(order: str) -> None:
-    model = _model()
-    paths = _orders()[order]
-    assert _fields(HopTable(model, paths)) == _fields(_OneByOne(model, paths))
-
-
-@pytest.mark.parametrize("order", list(_orders()))
-def test_the_walk_equals_the_path_at_a_time_walk_with_a_chunk_of_one(
-        monkeypatch: pytest.MonkeyPatch, order: str) -> None:
-    monkeypatch.setattr(accessors, "_FIRST_CHUNK", 1)
     model = _model()
     paths = _orders()[order]
     assert _fields(HopTable(model, paths)) == _fields(_OneByOne(model, paths))
