@@ -350,22 +350,34 @@ def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
 
     ``found``: one item per column, what :func:`column_rows` returned for it over a list of
     the same items as ``entries`` with at least the rows taken that are taken here (a column
-    found there is found here at the same slice); a None item is looked for again."""
+    found there is found here at the same slice); a None item is looked for again. A column
+    whose rows' owner paths and owners are, row by row, those of the last column taken (the
+    columns of one stamped stack) is proven by those two sweeps instead of the walk's
+    lookups, and takes that column's ``__dict__``s."""
     n = len(entries)
     dicts: list[Any] = [None] * n
     keys: list[Any] = [None] * n
     fast: list[Any] = [None] * n
     taken = bytearray(n)  # 1 at the rows a column answered
     if owners.get("") is root:
+        # the last column taken: its rows' owner paths, its owners and their ``__dict__``s
+        last: tuple[list[str], Sequence[Any], list[Any]] | None = None
         for j, (name, column_entries, column_owners) in enumerate(columns):
             rows = found[j] if found is not None else None
             if rows is None:
                 rows = column_rows(entries, column_entries, column_owners, taken)
-            if rows is None or not all(map(_is, map(owners.get, map(
-                    _owner_path, column_entries), repeat(MISSING)), column_owners)):
+            if rows is None:
                 continue
+            paths = list(map(_owner_path, column_entries))
+            if last is not None and _same_owners(paths, column_owners, last):
+                held_dicts = last[2]  # the walk maps these paths to these owners: proven there
+            elif all(map(_is, map(owners.get, paths, repeat(MISSING)), column_owners)):
+                held_dicts = list(map(_DICT, column_owners))
+            else:
+                continue
+            last = (paths, column_owners, held_dicts)
             m = len(column_entries)
-            dicts[rows] = list(map(_DICT, column_owners))
+            dicts[rows] = held_dicts
             keys[rows] = [name] * m
             fast[rows] = [True] * m
             taken[rows] = b"\x01" * m
@@ -394,6 +406,14 @@ def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
         deque(map(operator.setitem, repeat(dicts), rows, held), 0)
         deque(map(operator.setitem, repeat(fast), rows, repeat(k == store)), 0)
     return dicts, keys, fast
+
+
+def _same_owners(paths: list[str], owners: Sequence[Any],
+                 last: tuple[list[str], Sequence[Any], list[Any]]) -> bool:
+    """Whether a column's rows have ``last``'s owner paths (equal, row by row) and its owners
+    are ``last``'s (identical, row by row): two C-level sweeps."""
+    return len(paths) == len(last[0]) and all(map(operator.eq, paths, last[0])) \
+        and all(map(_is, owners, last[1]))
 
 
 def not_taken(taken: bytearray) -> list[int] | None:
