@@ -1,7 +1,7 @@
 """Per phase: each tree's median over phases_alternating.txt (bench_compile_phases.py output,
 stamped and plain columns, base first in each pair) and how often this tree was faster.
 
-    python3 benchmarks/results/hold54/phases_summary.py benchmarks/results/hold54/phases_alternating.txt
+    cd benchmarks/results/hold54 && python3 phases_summary.py phases_alternating.txt
 """
 
 import statistics
@@ -20,8 +20,8 @@ for line in open(sys.argv[1]):
             pass
 base = [r for t, r in runs if t == "base"]
 mine = [r for t, r in runs if t == "mine"]
-print(f"{'phase':34} {'stamped base':>12} {'mine':>7} {'faster':>7}   {'plain base':>10} {'mine':>7} "
-      f"{'faster':>7}")
+print(f"{'phase':34} {'stamped base':>12} {'mine':>7} {'faster':>7}   {'plain base':>10} "
+      f"{'mine':>7} {'faster':>7}")
 for key in base[0]:
     cols = []
     for c in (0, 1):
