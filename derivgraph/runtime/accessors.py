@@ -141,20 +141,30 @@ class HopTable:
         children, objects = self.children, self.objects
         objects.update(zip(prefixes, repeat(MISSING)))  # insertion order: the hops' order
         children.update(zip(prefixes, map(list, repeat(()))))
+        end = start + len(run)
         by_parent: dict[str, list[int]] = {}
-        for index, parent in enumerate(parents, start):
-            by_parent.setdefault(parent, []).append(index)
+        if parents.count(parents[0]) == len(parents):  # one parent: every hop, in order
+            by_parent[parents[0]] = list(range(start, end))
+        else:
+            for index, parent in enumerate(parents, start):
+                by_parent.setdefault(parent, []).append(index)
         alone: list[int] = []
         for parent, indices in by_parent.items():
             children.setdefault(parent, []).extend(indices)
             owner = objects[parent]
-            keys = [parts[i - start] for i in indices]
+            whole = len(indices) == len(run)  # indices: start .. end - 1
+            keys = parts if whole else [parts[i - start] for i in indices]
             modules = owner.__dict__["_modules"] if issubclass(type(owner), nn.Module) else None
             if modules is None or not all(map(modules.__contains__, keys)):
                 alone += indices
                 continue
             found = list(map(modules.__getitem__, keys))
-            objects.update(zip([prefixes[i - start] for i in indices], found))
+            objects.update(zip(prefixes if whole else [prefixes[i - start] for i in indices],
+                               found))
+            if whole:
+                self.expected[start:end] = found
+                self.dicts[start:end] = repeat(modules, len(run))
+                continue
             deque(map(operator.setitem, repeat(self.expected), indices, found), 0)
             deque(map(operator.setitem, repeat(self.dicts), indices, repeat(modules)), 0)
         for index in sorted(alone):
@@ -321,7 +331,7 @@ HeldColumn = tuple[str, Sequence["Entry"], Sequence[Any]]
 
 
 def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
-               columns: Iterable[HeldColumn] = ()) \
+               columns: Iterable[HeldColumn] = (), found: Sequence[slice | None] | None = None) \
         -> tuple[list[dict[Any, Any]], list[str], list[bool]]:
     """Every entry's holder dict and key (:func:`holder_of`) and whether a dict store binds it
     (:func:`_store_binds`), in ``entries``' order, read a column at a time: the entries of one
@@ -336,20 +346,38 @@ def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
     since): their answer is taken whole, without reading the registries or any row's name,
     where the column lies in ``entries`` at evenly spaced positions taken by no other column
     (:func:`column_rows`) and ``owners`` maps every row's owner path to the column's own
-    owner (one identity sweep each); else its rows are read as any other."""
+    owner (one identity sweep each); else its rows are read as any other.
+
+    ``found``: one item per column, what :func:`column_rows` returned for it over a list of
+    the same items as ``entries`` with at least the rows taken that are taken here (a column
+    found there is found here at the same slice); a None item is looked for again. A column
+    whose rows' owner paths and owners are, row by row, those of the last column taken (the
+    columns of one stamped stack) is proven by those two sweeps instead of the walk's
+    lookups, and takes that column's ``__dict__``s."""
     n = len(entries)
     dicts: list[Any] = [None] * n
     keys: list[Any] = [None] * n
     fast: list[Any] = [None] * n
     taken = bytearray(n)  # 1 at the rows a column answered
     if owners.get("") is root:
-        for name, column_entries, column_owners in columns:
-            rows = column_rows(entries, column_entries, column_owners, taken)
-            if rows is None or not all(map(_is, map(owners.get, map(
-                    _owner_path, column_entries), repeat(MISSING)), column_owners)):
+        # the last column taken: its rows' owner paths, its owners and their ``__dict__``s
+        last: tuple[list[str], Sequence[Any], list[Any]] | None = None
+        for j, (name, column_entries, column_owners) in enumerate(columns):
+            rows = found[j] if found is not None else None
+            if rows is None:
+                rows = column_rows(entries, column_entries, column_owners, taken)
+            if rows is None:
                 continue
+            paths = list(map(_owner_path, column_entries))
+            if last is not None and _same_owners(paths, column_owners, last):
+                held_dicts = last[2]  # the walk maps these paths to these owners: proven there
+            elif all(map(_is, map(owners.get, paths, repeat(MISSING)), column_owners)):
+                held_dicts = list(map(_DICT, column_owners))
+            else:
+                continue
+            last = (paths, column_owners, held_dicts)
             m = len(column_entries)
-            dicts[rows] = list(map(_DICT, column_owners))
+            dicts[rows] = held_dicts
             keys[rows] = [name] * m
             fast[rows] = [True] * m
             taken[rows] = b"\x01" * m
@@ -378,6 +406,14 @@ def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
         deque(map(operator.setitem, repeat(dicts), rows, held), 0)
         deque(map(operator.setitem, repeat(fast), rows, repeat(k == store)), 0)
     return dicts, keys, fast
+
+
+def _same_owners(paths: list[str], owners: Sequence[Any],
+                 last: tuple[list[str], Sequence[Any], list[Any]]) -> bool:
+    """Whether a column's rows have ``last``'s owner paths (equal, row by row) and its owners
+    are ``last``'s (identical, row by row): two C-level sweeps."""
+    return len(paths) == len(last[0]) and all(map(operator.eq, paths, last[0])) \
+        and all(map(_is, owners, last[1]))
 
 
 def not_taken(taken: bytearray) -> list[int] | None:

@@ -31,7 +31,8 @@ from derivgraph.spec.kinds import is_engine
 logger = logging.getLogger(__name__)
 
 __all__ = ["Layouts", "RefillTable", "Taken", "check_refillable", "engine_value", "foreach_copy",
-           "layout_spans", "opaque_entries", "refuse_recompute", "take_engine_values"]
+           "layout_spans", "opaque_entries", "refuse_recompute", "strided_positions",
+           "take_engine_values"]
 
 _is = operator.is_
 _not = operator.not_
@@ -222,9 +223,17 @@ class RefillTable:
         """``layouts``: the compile's layout book; where it holds every target's storage, the
         dtypes, shapes and devices are its records' (proved where the columns were made)
         instead of each storage's, read again."""
-        position = dict(zip(table.id_list, count()))
-        index = list(map(position.get, targets))  # one sweep; None: no holder of the table
+        # the positions read as strided segments of the table's ids where they are (each
+        # checked), else by a dict of positions (None: no holder of the table)
+        index = strided_positions(table.id_list, targets) \
+            if len(table.ids) == len(table.id_list) else None
+        position: dict[str, int] | None = None
+        if index is None:
+            position = dict(zip(table.id_list, count()))
+            index = list(map(position.get, targets))  # one sweep
         if None in index or not all(map(table.fast.__getitem__, index)):
+            if position is None:
+                position = dict(zip(table.id_list, count()))
             usable = [t for t in targets if t in position and table.fast[position[t]]]
             index = list(map(position.__getitem__, usable))
         else:  # the common case: every target is a holder bound by one dict store
@@ -483,6 +492,75 @@ def _by_key(items: list[Any], key: Callable[[Any], tuple[str, str, tuple[int, ..
             spans.append((start, end))
         start = end
     return order, runs, spans or [(0, 0)]
+
+
+#: :func:`strided_positions`: segments read at most, targets in a period at most, and how far
+#: past a found target the next one of a segment's first period is looked for
+MAX_SEGMENTS, MAX_PERIOD, NEAR = 16, 8, 64
+
+
+def strided_positions(items: list[str], targets: list[str]) -> list[int] | None:
+    """Each target's position in ``items`` (their items distinct), read as segments in which
+    the positions repeat with a period of at most :data:`MAX_PERIOD` targets, one step apart
+    (a stamped table's ``layers.{i}.a``, ``layers.{i}.b``, ...): a segment's first targets
+    found by a scan, the rest predicted, and the prediction checked against the targets by
+    one equality sweep that ends the segment at the first target it misses. None where a
+    segment has no period or :data:`MAX_SEGMENTS` do not give every target (a target not
+    in ``items`` included): the caller looks the positions up instead."""
+    n, size = len(targets), len(items)
+    out: list[int] = []
+    for _ in range(MAX_SEGMENTS):
+        if len(out) == n:
+            return out
+        rest = targets[len(out):]
+        head = _head(items, rest, out[-1] + 1 if out else 0)
+        if len(head) == len(rest):
+            return out + head
+        period, step = _period(head)
+        if not step:
+            return None
+        length = len(rest)
+        for r in range(period):  # every predicted position inside ``items``
+            length = min(length, r + period * ((size - 1 - head[r]) // step + 1))
+        predicted = [0] * length
+        for r in range(period):
+            predicted[r::period] = range(head[r], head[r] + step * len(range(r, length, period)),
+                                         step)
+        good = next(compress(count(), map(_not, map(operator.eq, map(
+            items.__getitem__, predicted), rest))), length)  # >= 1: head[0] is found
+        out += predicted if good == length else predicted[:good]
+    return out if len(out) == n else None
+
+
+def _head(items: list[str], targets: list[str], hint: int) -> list[int]:
+    """The positions of ``targets``' first ones: the first from ``hint`` (else from the
+    start), each next within :data:`NEAR` after the one before (up to two periods and one);
+    empty when the first is not in ``items``."""
+    try:
+        first = items.index(targets[0], hint)
+    except ValueError:
+        try:
+            first = items.index(targets[0])
+        except ValueError:
+            return []
+    head = [first]
+    for target in targets[1:2 * MAX_PERIOD + 1]:
+        at = head[-1] + 1
+        try:
+            head.append(items.index(target, at, at + NEAR))
+        except ValueError:
+            break
+    return head
+
+
+def _period(head: list[int]) -> tuple[int, int]:
+    """The shortest period ``q`` (at most :data:`MAX_PERIOD`) and step ``d > 0`` with
+    ``head[k + q] == head[k] + d`` for every ``k``; (0, 0) when there is none."""
+    for q in range(1, min(MAX_PERIOD, len(head) - 1) + 1):
+        step = head[q] - head[0]
+        if step > 0 and all(head[k + q] - head[k] == step for k in range(len(head) - q)):
+            return q, step
+    return 0, 0
 
 
 def _picker(index: list[int], size: int) -> Callable[[list[Any]], list[Any]] | None:

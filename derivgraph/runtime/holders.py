@@ -107,10 +107,11 @@ class Holders:
         entries = list(self.entries.values())
         columns = list(columns)
         taken = bytearray(len(entries))
+        found: list[slice | None] = []
         for _name, rows, owners in columns:
-            found = column_rows(entries, rows, owners, taken)
-            if found is not None:
-                taken[found] = b"\x01" * len(rows)
+            found.append(column_rows(entries, rows, owners, taken))
+            if found[-1] is not None:
+                taken[found[-1]] = b"\x01" * len(rows)
         rest = not_taken(taken)  # None: every entry read
         read = entries if rest is None else list(map(entries.__getitem__, rest))
         scalar = list(map(_is, map(_kind, read), repeat(TensorKind.SCALAR)))  # one sweep
@@ -119,9 +120,11 @@ class Holders:
         if rest is not None:
             deque(map(operator.setitem, repeat(taken), rest, keep), 0)
             keep = taken  # the column rows, and the rest's kept ones
+        every = 0 not in keep  # nothing left out: ``held`` has ``entries``' items, the rows found
         held = list(compress(entries, keep))
         self.table = HolderTable(held, self._where, holders_of(
-            self.hops.objects if self.hops else {}, self.model, held, columns))
+            self.hops.objects if self.hops else {}, self.model, held, columns,
+            found if every else None))
         self._scalars = list(compress(read, scalar))
         self._scalar_reads = None
 
