@@ -49,7 +49,7 @@ from derivgraph.guard.template import NO_TENSORS, Template, harmless, template_o
 #: ``_buffers`` dict is a change even though the old dict is untouched)
 _BOOKKEEPING = MODULE_INTERNALS - {"_parameters", "_buffers", "_modules"}
 
-__all__ = ["Chain", "Edge", "Node", "Place", "Survey", "Template", "Watch"]
+__all__ = ["NOTHING", "Chain", "Edge", "Node", "Place", "Survey", "Template", "Watch"]
 
 Chain = tuple[str, ...]
 Store = tuple[Any, Any] | None  # (container, key): a direct store that re-points the place
@@ -178,6 +178,11 @@ class Survey:
     roots: list[tuple[Chain, Any]] = field(default_factory=list)  # objects to walk whole
 
 
+#: the survey of a reload that changed nothing (read only; the guard never adds to a survey
+#: it is handed): the common reload builds no Survey
+NOTHING = Survey()
+
+
 class Watch:
     """The containers of every object on a chain (see the module docstring)."""
 
@@ -282,10 +287,10 @@ class Watch:
     def survey(self) -> Survey:
         """Every change under the model since the snapshot (reads the model only; may re-base
         the watch, see :meth:`_dirty`)."""
-        out = Survey()
         dirty = self._dirty()
         if not dirty and not self.opaque:  # the common reload: nothing to look at
-            return out
+            return NOTHING
+        out = Survey()
         todo = {id(self.owner[i]): self.owner[i] for i in sorted(dirty)}
         todo.update((id(n), n) for n in self.opaque)
         if not todo:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
-from derivgraph.addresses import addresses_equal
+from derivgraph.addresses import AtAddresses
 from derivgraph.compiler.owners import registries_holding
 from derivgraph.paths import MISSING, Slot, holder_dict, step_into
 from derivgraph.runtime.watch import ItemWatch, watch_items
@@ -451,7 +451,7 @@ class HolderTable:
     """The accessors of every tensor holder (derived scalars and tuple items excluded)."""
 
     __slots__ = ("entries", "id_list", "ids", "dicts", "keys", "storages", "ptrs", "fast",
-                 "generation", "every", "watch", "_all_fast", "_by_owner")
+                 "generation", "every", "watch", "_all_fast", "_by_owner", "_at")
 
     def __init__(self, entries: Sequence[Entry],
                  where: Callable[[Entry], tuple[Any, dict[Any, Any], str]],
@@ -478,6 +478,7 @@ class HolderTable:
         self.watch: ItemWatch | None = None  # built after a check proved every holder
         self._all_fast = all(self.fast)
         self._by_owner: dict[str, list[int]] | None = None  # made by the first under()
+        self._at: AtAddresses | None = None  # the storages at their startup addresses
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -494,8 +495,13 @@ class HolderTable:
         return all(map(_is, current, self.storages))
 
     def at_startup_addresses(self) -> bool:
-        """Every storage still at its startup address (one C++ loop)."""
-        return addresses_equal(self.storages, self.ptrs)
+        """Every storage still at its startup address (:class:`AtAddresses`: one gather of
+        storage words once proven, the same NumPy path the plan's other address checks of a
+        reload take, else the addresses compared)."""
+        at = self._at
+        if at is None:
+            at = self._at = AtAddresses(self.storages, self.ptrs)
+        return at.intact()
 
     def stale(self, current: list[Any]) -> list[int]:
         """Indices of the holders that hold another object than the startup one."""

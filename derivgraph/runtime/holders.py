@@ -63,6 +63,8 @@ class Holders:
         self._proven: tuple[Mapping[str, tuple[int, int]], int, frozenset[str], list[str]] \
             | None = None
         self._read: tuple[Any, HolderTable, list[Any], bool] | None = None  # see note_read
+        # the run (report) whose rebind proved every holder of the table it names (see moved)
+        self._rebound: tuple[Any, HolderTable] | None = None
         self._outside: tuple[HolderTable, int, list[str]] | None = None
         self._scalar_reads: tuple[list[dict[Any, Any]], list[str]] | None = None
         # the run whose source check proved the owners current (its rebind skips the hop sweep)
@@ -238,8 +240,9 @@ class Holders:
         a source), once: the run's proof is used up here.
         """
         table = self.table
-        fast = self.hops is not None and self.hops.intact() and table.intact() \
-            and table.at_startup_addresses()
+        rebound, self._rebound = self._rebound, None
+        fast = self.hops is not None and (self._holders_proven(report, rebound) or (
+            self.hops.intact() and table.intact())) and table.at_startup_addresses()
         entries = self.entries
         keys = self._unproven() if fast else self._not_scalars()
         moved = []
@@ -257,6 +260,17 @@ class Holders:
             if id(current) != obj_id or address_of(current) != ptr:
                 moved.append(path)
         return moved
+
+    def _holders_proven(self, report: Any, rebound: tuple[Any, HolderTable] | None) -> bool:
+        """Whether this run's (``report``'s) rebind proved what :meth:`moved`'s identity sweeps
+        check (every hop and every holder of :attr:`table` the bound object), by the same full
+        sweeps: the run's hop check swept every hop (no version tag trusted; rebuilt owners
+        walked again, the accessors under them re-read), its refill read every holder, and its
+        rebind stored the startup object into each stale one by a dict store, none left to the
+        per-entry path. Only :meth:`moved` runs after that rebind (no store, no owner rebuilt).
+        """
+        return report is not None and rebound is not None and rebound[0] is report \
+            and rebound[1] is self.table
 
     def _not_scalars(self) -> list[str]:
         """Every derived tensor's id but the Python scalars' (:meth:`refresh` found those), in
@@ -333,6 +347,7 @@ class Holders:
         table = self.table
         if not stale:
             table.settle()  # read in full by this run's refill: every holder proven
+            self._rebound = self._swept_in_full(report, current, table)
             return 0
         values = table.values(stale) if current is None else \
             current if len(stale) == len(current) else [current[i] for i in stale]
@@ -351,7 +366,16 @@ class Holders:
         if report is not None and self._sources_checked is report \
                 and self._source_watch is not None:
             self._source_watch.settle()
+        self._rebound = None if rest else self._swept_in_full(report, current, table)
         return count
+
+    def _swept_in_full(self, report: Any, current: list[Any] | None,
+                       table: HolderTable) -> tuple[Any, HolderTable] | None:
+        """``(report, table)`` when this run read every holder of ``table`` (``current``) and
+        its hop check was a full sweep (no version tags trusted), else None (see moved)."""
+        if report is None or current is None or self.hops is None or self.hops.watch is not None:
+            return None
+        return report, table
 
     def rebind_entries(self, entries: Iterable[Entry], report: Any = None,
                        known: Mapping[str, Any] | None = None) -> int:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch import nn
 
-from derivgraph.guard import Change
-from derivgraph.guard.watch import Watch
+from derivgraph.guard import Change, Guard
+from derivgraph.guard.watch import NOTHING, Watch
 from tests.guard.test_guard import Kernel, Layer, _current, _startup
 
 
@@ -18,6 +19,32 @@ def test_nothing_changed_is_one_sweep_with_nothing_found():
     assert (survey.places, survey.gone, survey.loose, survey.roots) == ([], [], [], [])
     report = guard.restore(layer)
     assert report.ok and report.restored == [] and report.copied_only == []
+
+
+class _Plain(nn.Module):
+    """A module whose tensors are all in dicts (no closure or partial: no opaque node)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(4), requires_grad=False)
+        self.inv = torch.ones(4)
+        self.table = {"perm": torch.arange(4)}
+
+
+def test_the_common_reload_s_survey_is_the_shared_empty_one_and_stays_empty():
+    """A reload that changed nothing builds no Survey; one that changed something gets its
+    own, and the shared empty survey is never written."""
+    model = _Plain()
+    guard = Guard()
+    guard.snapshot(model)
+    kept = model.table["perm"]
+    assert not guard.watch.opaque and guard.watch.survey() is NOTHING
+    model.table["perm"] = torch.arange(4).flip(0)  # same layout, another tensor
+    survey = guard.watch.survey()
+    assert survey is not NOTHING and [p.slot[1] for p in survey.places] == ["table['perm']"]
+    assert [c.path for c in guard.restore(model).restored] == ["table['perm']"]
+    assert model.table["perm"] is kept and guard.watch.survey() is NOTHING
+    assert (NOTHING.places, NOTHING.gone, NOTHING.loose, NOTHING.roots) == ([], [], [], [])
 
 
 def test_item_rebound_in_a_kept_dict_is_found_and_restored():
