@@ -8,20 +8,11 @@ from typing import Any
 import pytest
 import torch
 
-from derivgraph import DerivedTensor, Spec, Target
 from derivgraph.compiler.stamp import stamping
-from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+from derivgraph.tools.bench_scaling import scaling_model
+from tests.compiler.scaling_variants import spec_with_generic_rows
 
-
-def _spec_with_generic_rows() -> Spec:
-    """The scaling spec plus derived tensors the columns leave to the per-row paths (an alias
-    of a derived tensor, a formula over it): rows decided one by one between column rows."""
-    base = scaling_spec()
-    return Spec(name="scaling", target=Target(module_class=["ScalingLayer"]),
-                params=base.params,
-                derived=[*base.derived,
-                         DerivedTensor(name="inv_alias", kind="alias", of="inv"),
-                         DerivedTensor(name="twice", kind="attribute", formula="inv * 2.0")])
+_spec_with_generic_rows = spec_with_generic_rows
 
 
 def _facts(planned: list[tuple[Any, Any]]) -> dict[str, tuple[Any, ...]]:

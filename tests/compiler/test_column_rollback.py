@@ -11,10 +11,10 @@ import torch
 from torch import nn
 
 import derivgraph.planner as planner
-from derivgraph import DerivedTensor, Spec, Target
 from derivgraph.compiler.stamp import stamping
 from derivgraph.compiler.transaction import ModelTransaction
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+from tests.compiler.scaling_variants import spec_with_generic_rows
 
 
 def _state(model: nn.Module) -> dict[str, Any]:
@@ -27,15 +27,7 @@ def _state(model: nn.Module) -> dict[str, Any]:
     return out
 
 
-def _spec_with_generic_rows() -> Spec:
-    """The scaling spec plus rows the columns leave to the per-row path (an alias of a
-    derived tensor, a formula over it), bound on the column rows' own owners."""
-    base = scaling_spec()
-    return Spec(name="scaling", target=Target(module_class=["ScalingLayer"]),
-                params=base.params,
-                derived=[*base.derived,
-                         DerivedTensor(name="inv_alias", kind="alias", of="inv"),
-                         DerivedTensor(name="twice", kind="attribute", formula="inv * 2.0")])
+_spec_with_generic_rows = spec_with_generic_rows
 
 
 class _Fault(RuntimeError):

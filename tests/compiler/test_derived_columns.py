@@ -16,17 +16,9 @@ from derivgraph import DerivedTensor, Spec, Target, register_op
 from derivgraph.compiler.stamp import stamping
 from derivgraph.errors import SpecValidationError
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+from tests.compiler.scaling_variants import spec_with_generic_rows
 
-
-def _spec_with_chains() -> Spec:
-    """The scaling spec plus an alias of a derived tensor and a formula over it (a derived
-    column whose input is another derived column)."""
-    base = scaling_spec()
-    return Spec(name="scaling", target=Target(module_class=["ScalingLayer"]),
-                params=base.params,
-                derived=[*base.derived,
-                         DerivedTensor(name="inv_alias", kind="alias", of="inv"),
-                         DerivedTensor(name="twice", kind="attribute", formula="inv * 2.0")])
+_spec_with_chains = spec_with_generic_rows
 
 
 def _values(model: Any, spec: Spec) -> tuple[Any, dict[str, Any]]:

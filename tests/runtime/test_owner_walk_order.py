@@ -17,34 +17,6 @@ from derivgraph.runtime.accessors import HopTable
 class _OneByOne(HopTable):
     """The oracle: each hop of a run added alone, in order."""
 
-    def __init__(self, root: Any, paths: list[str]):  # noqa: D107 - the oracle's walk
-        self.root = root
-        self.objects = {"": root}
-        self.prefixes, self.parts, self.parents = [], [], []
-        self.children = {"": []}
-        self.dicts, self.keys, self.expected, self.slow = [], [], [], []
-        self.watch = None
-        objects = self.objects
-        run: list[tuple[str, str, str]] = []
-        for path in dict.fromkeys(paths):
-            if path in objects:
-                continue
-            parent, _, part = path.rpartition(".")
-            if parent in objects:
-                run.append((parent, path, part))
-                continue
-            self._add_run(run)
-            run = []
-            if parent in objects:
-                run.append((parent, path, part))
-                continue
-            parts = path.split(".")
-            for i in range(len(parts)):
-                prefix = ".".join(parts[: i + 1])
-                if prefix not in objects:
-                    self._add(".".join(parts[:i]), prefix, parts[i])
-        self._add_run(run)
-
     def _add_run(self, run: list[tuple[str, str, str]]) -> None:  # hop by hop, in order
         for hop in run:
             self._add(*hop)

@@ -6,28 +6,18 @@ that both tables' fields are equal.
     PYTHONPATH=. python3 benchmarks/results/hold54/hop_table_ab.py --base /tmp/base_hold54
 """
 
-import argparse
-import importlib.util
 import operator
-import statistics
 import sys
-import time
 from pathlib import Path
 
 from derivgraph.runtime import accessors
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from module_ab import ab_args, alternate, base_module, report  # noqa: E402
 from stamped_plan import held_plan  # noqa: E402
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--base", required=True)
-parser.add_argument("--size", type=int, default=100000)
-parser.add_argument("--rounds", type=int, default=15)
-args = parser.parse_args()
-found = importlib.util.spec_from_file_location("base_accessors",
-                                               f"{args.base}/derivgraph/runtime/accessors.py")
-base = sys.modules[found.name] = importlib.util.module_from_spec(found)
-found.loader.exec_module(base)
+args = ab_args(__doc__, 15)
+base = base_module(args.base, "derivgraph/runtime/accessors.py")
 plan, _held, _ = held_plan(args.size)
 h = plan.holders
 paths = [s.rpartition(".")[0] for s, *_ in h._sources] \
@@ -42,16 +32,5 @@ def fields(t: object) -> tuple:
 
 assert fields(base.HopTable(h.model, paths)) == fields(accessors.HopTable(h.model, paths))
 print("equal fields:", True, len(paths), "paths")
-times: dict[str, list[float]] = {"base": [], "mine": []}
-for r in range(args.rounds):
-    order = [("base", base), ("mine", accessors)]
-    if r % 2:
-        order.reverse()
-    for name, mod in order:
-        s = time.process_time()
-        mod.HopTable(h.model, paths)
-        times[name].append(time.process_time() - s)
-for k, xs in times.items():
-    print(f"{k:5s} median {statistics.median(xs):.4f}  {[round(x, 4) for x in xs]}")
-wins = sum(m < b for b, m in zip(times["base"], times["mine"]))
-print(f"mine faster in {wins} of {args.rounds} rounds")
+report(alternate(args.rounds, {"base": lambda: base.HopTable(h.model, paths),
+                               "mine": lambda: accessors.HopTable(h.model, paths)}))

@@ -6,27 +6,17 @@ even rounds). Checks first that both make the same table.
     PYTHONPATH=. python3 benchmarks/results/hold54/refresh_ab.py --base /tmp/base_hold54
 """
 
-import argparse
-import importlib.util
-import statistics
 import sys
-import time
 from pathlib import Path
 
 from derivgraph.runtime import holders
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from module_ab import ab_args, alternate, base_module, report  # noqa: E402
 from stamped_plan import held_plan  # noqa: E402
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--base", required=True)
-parser.add_argument("--size", type=int, default=100000)
-parser.add_argument("--rounds", type=int, default=15)
-args = parser.parse_args()
-found = importlib.util.spec_from_file_location("base_holders",
-                                               f"{args.base}/derivgraph/runtime/holders.py")
-base = sys.modules[found.name] = importlib.util.module_from_spec(found)
-found.loader.exec_module(base)
+args = ab_args(__doc__, 15)
+base = base_module(args.base, "derivgraph/runtime/holders.py")
 plan, held, _ = held_plan(args.size)
 h = plan.holders
 
@@ -42,16 +32,5 @@ want = table()
 holders.Holders.refresh(h, held)
 assert table() == want
 print("same table:", True, len(held), "columns")
-times: dict[str, list[float]] = {"base": [], "mine": []}
-for r in range(args.rounds):
-    order = [("base", base.Holders.refresh), ("mine", holders.Holders.refresh)]
-    if r % 2:
-        order.reverse()
-    for name, fn in order:
-        s = time.process_time()
-        fn(h, held)
-        times[name].append(time.process_time() - s)
-for k, xs in times.items():
-    print(f"{k:5s} median {statistics.median(xs):.4f}  {[round(x, 4) for x in xs]}")
-wins = sum(m < b for b, m in zip(times["base"], times["mine"]))
-print(f"mine faster in {wins} of {args.rounds} rounds")
+report(alternate(args.rounds, {"base": lambda: base.Holders.refresh(h, held),
+                               "mine": lambda: holders.Holders.refresh(h, held)}))
