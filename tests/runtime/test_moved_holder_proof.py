@@ -7,7 +7,8 @@ holders) check: only ``moved()`` runs after that rebind. So the verify step skip
 sweeps for that run, once; the address check of the holders' storages always runs. A plain
 ``plan.moved()``, a later check with the same report, a run that left a holder to the per-entry
 path or a run whose hop check trusted the tags sweeps again. The canaries plant a proof that
-outlives its run, and one taken although a holder went to the per-entry path.
+outlives its run, and one taken although a holder went to the per-entry path (on the per-entry
+run and on a run whose batched read passed).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from derivgraph import compile_plan
 from derivgraph.runtime import watch as watch_module
 from derivgraph.runtime.accessors import HolderTable
 from derivgraph.runtime.holders import Holders
+from tests.runtime.test_rebind_sweeps import ALIASED
 from tests.runtime.test_refill_batched import SPEC, _check_against_cold, _stack
 
 
@@ -145,3 +147,42 @@ def test_canary_a_proof_that_outlives_its_verify(planted, monkeypatch):
 
 
 _MOVED = Holders.moved
+
+
+def _proof_despite_a_rest(self: Holders, stale: Any, current: Any, report: Any,
+                          every: bool = False) -> int:
+    """Planted: ``_rebind_stale`` taking the proof whenever the run's reads were full sweeps,
+    ignoring the holders it left to the per-entry path."""
+    count = _REBIND_STALE(self, stale, current, report, every)
+    self._rebound = self._swept_in_full(report, current, self.table)
+    return count
+
+
+@pytest.mark.parametrize("planted", [False, True], ids=["fixed", "canary"])
+def test_canary_a_read_run_with_a_holder_left_to_the_per_entry_path_proves_nothing(
+        planted, monkeypatch):
+    """The refill's targets are a subset of the holder table (an alias is held but never
+    written), so its batched take and read succeed although the alias's holder is gone: the
+    rebind gets the read (``current``) and leaves that holder to the per-entry path, which
+    here cannot put it back. That run proves nothing; a proof taken anyway hides the holder."""
+    monkeypatch.setattr(watch_module, "MIN_WATCHED", 10**9)  # every check a full sweep
+    model = _stack(0)
+    plan = compile_plan(model, [ALIASED])
+    plan.refill()
+    model.load(1)
+    model.post_load()
+    if planted:
+        monkeypatch.setattr(Holders, "_rebind_stale", _proof_despite_a_rest)
+    rebind_entries, handed = Holders.rebind_entries, []
+
+    def left_behind(self, entries, report=None, known=None):  # noqa: ANN001, ANN202
+        entries = list(entries)
+        handed.extend(e.id for e in entries)
+        entries = [e for e in entries if e.id != "layers.0.scale_alias"]
+        return rebind_entries(self, entries, report, known)
+
+    monkeypatch.setattr(Holders, "rebind_entries", left_behind)
+    del model.layers[0].scale_alias  # no refill target: the take and the read still pass
+    report = plan.refill(verify=True)
+    assert report.taken_from_engine == 16 and handed == ["layers.0.scale_alias"]
+    assert report.moved == ([] if planted else ["layers.0.scale_alias"])
