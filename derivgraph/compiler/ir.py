@@ -11,15 +11,15 @@ for algorithms and pictures.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 from operator import attrgetter, itemgetter
-from typing import Any
+from typing import Any, ClassVar
 
 from derivgraph._enum import StrEnum
 
-__all__ = ["Graph", "Node", "NodeKind", "depth_first"]
+__all__ = ["Graph", "HeldColumn", "HeldNode", "Node", "NodeKind", "depth_first"]
 
 _INPUTS = attrgetter("inputs")
 
@@ -57,6 +57,74 @@ class Node:
             attrs.update(path=self.id, shape=self.shape, stride=self.stride, dtype=self.dtype,
                          device=self.device)
         return attrs
+
+
+#: a node's fields after ``id``, in the order :class:`Node` sets them
+_FIELDS = ("kind", "op", "args", "kwargs", "inputs", "shape", "stride", "dtype", "device")
+
+
+class HeldColumn:
+    """A column of nodes held as a record: their ``ids`` (row order) and ``fields(row)``,
+    the field values after ``id`` (:data:`_FIELDS`' order) of row ``row``'s node. Its
+    :meth:`nodes` are :class:`HeldNode` s, each made into that :class:`Node` on first use."""
+
+    def __init__(self, ids: list[str], fields: Callable[[int], tuple[Any, ...]]) -> None:
+        self.ids = ids
+        self.fields = fields
+        self._rows: dict[str, int] | None = None  # id -> row, made on the first node made
+
+    def nodes(self, kind: NodeKind) -> list[Node]:
+        """One held node per id, of ``kind`` (every row's ``fields`` must give it)."""
+        cls = type("HeldNode", (HeldNode,), {"__slots__": (), "column": self, "kind": kind})
+        held = list(map(object.__new__, repeat(cls, len(self.ids))))
+        deque(map(setattr, held, repeat("id"), self.ids), maxlen=0)  # one C-level sweep
+        return held
+
+    def row(self, node_id: str) -> int:
+        """The row of the node ``node_id``."""
+        if self._rows is None:
+            self._rows = {n: i for i, n in enumerate(self.ids)}
+        return self._rows[node_id]
+
+
+class HeldNode(Node):
+    """A node of a :class:`HeldColumn` (its class's ``column``): ``id`` and ``kind`` are
+    its own, and the first read or write of any other field makes it the :class:`Node`
+    the column's ``fields`` give (its fields set in :class:`Node`'s order, its class then
+    :class:`Node`), so every reader sees a :class:`Node` equal to the one made eagerly."""
+
+    __slots__ = ()
+    column: ClassVar[HeldColumn]
+
+    def made(self) -> Node:
+        """This node made (a :class:`Node` from now on)."""
+        column = type(self).column
+        values = column.fields(column.row(self.id))
+        self.__dict__.update(zip(_FIELDS, values))
+        self.__class__ = Node  # type: ignore[assignment]
+        return self
+
+    def __repr__(self) -> str:
+        return repr(self.made())
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return self.made().__reduce_ex__(protocol)
+
+
+def _held_field(name: str) -> property:
+    """Field ``name`` of a :class:`HeldNode`: made on first read or write."""
+
+    def get(node: HeldNode) -> Any:
+        return getattr(node.made(), name)
+
+    def put(node: HeldNode, value: Any) -> None:
+        setattr(node.made(), name, value)
+
+    return property(get, put)
+
+
+for _name in _FIELDS[1:]:
+    setattr(HeldNode, _name, _held_field(_name))
 
 
 class Graph:
