@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from derivgraph._enum import StrEnum
 
-__all__ = ["Graph", "HeldColumn", "HeldNode", "Node", "NodeKind", "depth_first"]
+__all__ = ["Graph", "HeldColumn", "HeldLeaves", "HeldNode", "Node", "NodeKind", "depth_first"]
 
 _INPUTS = attrgetter("inputs")
 
@@ -71,6 +71,7 @@ class HeldColumn:
     def __init__(self, ids: list[str], fields: Callable[[int], tuple[Any, ...]]) -> None:
         self.ids = ids
         self.fields = fields
+        self.made: set[int] = set()  # the rows whose node was made
         self._rows: dict[str, int] | None = None  # id -> row, made on the first node made
 
     def nodes(self, kind: NodeKind) -> list[Node]:
@@ -87,6 +88,36 @@ class HeldColumn:
         return self._rows[node_id]
 
 
+class HeldLeaves(HeldColumn):
+    """A column of nodes of one ``kind`` with no field but their inputs, ``(value,)`` once
+    the row's value is given (:meth:`Graph.set_fresh_inputs`, :meth:`Graph.set_input_each`
+    take a stretch of rows none of which has one or was made), ``()`` before: derived
+    tensors as declared (:meth:`DerivedGraph.add_derived_all
+    <derivgraph.compiler.graph.DerivedGraph.add_derived_all>`)."""
+
+    def __init__(self, ids: list[str], kind: NodeKind) -> None:
+        super().__init__(ids, self._fields)
+        self.kind = kind
+        self.values: list[str | None] = [None] * len(ids)  # each row's value, if given
+
+    def _fields(self, row: int) -> tuple[Any, ...]:
+        value = self.values[row]
+        return (self.kind, None, (), {}, () if value is None else (value,), (), (), None, None)
+
+    def stretch(self, ids: Sequence[str]) -> int | None:
+        """Where ``ids`` are a stretch of this column's rows none of which was made or has
+        a value: its first row; None else."""
+        try:
+            at = self.ids.index(ids[0])
+        except ValueError:
+            return None
+        end = at + len(ids)
+        if self.ids[at:end] != ids or self.values[at:end].count(None) != len(ids) \
+                or not self.made.isdisjoint(range(at, end)):
+            return None
+        return at
+
+
 class HeldNode(Node):
     """A node of a :class:`HeldColumn` (its class's ``column``): ``id`` and ``kind`` are
     its own, and the first read or write of any other field makes it the :class:`Node`
@@ -99,8 +130,9 @@ class HeldNode(Node):
     def made(self) -> Node:
         """This node made (a :class:`Node` from now on)."""
         column = type(self).column
-        values = column.fields(column.row(self.id))
-        self.__dict__.update(zip(_FIELDS, values))
+        row = column.row(self.id)
+        column.made.add(row)
+        self.__dict__.update(zip(_FIELDS, column.fields(row)))
         self.__class__ = Node  # type: ignore[assignment]
         return self
 
@@ -195,14 +227,17 @@ class Graph:
     def set_input_each(self, ids: list[str], values: list[str]) -> None:
         """:meth:`set_inputs` ``(node_id, (value_id,))`` of each pair of ``ids`` and
         ``values``, in order (a node with no inputs yet, as a derived tensor is made, without
-        the call)."""
+        the call; a stretch of held leaves, :meth:`_held_stretch`, takes the values as a
+        column)."""
         nodes, users, fresh = self.nodes, self.users, 0
+        held = self._held_stretch(ids, values)
         for node_id, value_id in zip(ids, values, strict=True):
-            node = nodes[node_id]
-            if node.inputs:
-                self.set_inputs(node_id, (value_id,))
-                continue
-            node.inputs = (value_id,)
+            if not held:
+                node = nodes[node_id]
+                if node.inputs:
+                    self.set_inputs(node_id, (value_id,))
+                    continue
+                node.inputs = (value_id,)
             found = users.get(value_id)
             if found is None:
                 users[value_id] = [node_id]
@@ -212,8 +247,33 @@ class Graph:
         self.version += fresh
 
     def without_inputs(self, ids: list[str]) -> bool:
-        """Whether no node of ``ids`` has an input yet."""
+        """Whether no node of ``ids`` has an input yet (a stretch of held leaves none of
+        which was made or given a value: none, read off the column)."""
+        if ids and self._held(ids) is not None:
+            return True
         return not any(map(_INPUTS, map(self.nodes.__getitem__, ids)))
+
+    def _held(self, ids: Sequence[str]) -> tuple[HeldLeaves, int] | None:
+        """The :class:`HeldLeaves` column ``ids`` (not empty) are a stretch of (the nodes of
+        ``ids`` its nodes, none made, none given a value) and the stretch's first row; None
+        else. A graph never replaces a node, so the column's nodes are the graph's."""
+        column = getattr(type(self.nodes.get(ids[0])), "column", None)
+        if type(column) is not HeldLeaves:
+            return None
+        at = column.stretch(ids)
+        return None if at is None else (column, at)
+
+    def _held_stretch(self, ids: Sequence[str], values: Sequence[str]) -> bool:
+        """Give each node of ``ids`` its value of ``values`` as :meth:`_held`'s column's,
+        when ``ids`` are such a stretch: whether they were."""
+        found = self._held(ids) if ids else None
+        if found is None:
+            return False
+        if len(ids) != len(values):
+            raise ValueError("one value per node")
+        column, at = found
+        column.values[at:at + len(ids)] = values
+        return True
 
     def set_fresh_inputs(self, ids: list[str], values: list[str]) -> None:
         """What :meth:`set_input_each` leaves where no node of ``ids`` has an input yet
@@ -222,8 +282,9 @@ class Graph:
         users lists not touched."""
         if len(ids) != len(values):
             raise ValueError("one value per node")
-        deque(map(setattr, map(self.nodes.__getitem__, ids), repeat("inputs"), zip(values)),
-              maxlen=0)  # one C-level sweep: each node's inputs ``(value,)``
+        if not self._held_stretch(ids, values):  # held leaves take them as a column
+            deque(map(setattr, map(self.nodes.__getitem__, ids), repeat("inputs"),
+                      zip(values)), maxlen=0)  # one C-level sweep: each node's ``(value,)``
         self.version += len(ids)
 
     def order(self, blocks: Mapping[str, Sequence[str]] | None = None,
