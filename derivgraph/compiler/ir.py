@@ -227,8 +227,8 @@ class Graph:
     def set_input_each(self, ids: list[str], values: list[str]) -> None:
         """:meth:`set_inputs` ``(node_id, (value_id,))`` of each pair of ``ids`` and
         ``values``, in order (a node with no inputs yet, as a derived tensor is made, without
-        the call; a stretch of held leaves, :meth:`_held_stretch`, takes the values as a
-        column)."""
+        the call; lanes of held leaves, :meth:`_held_stretch`, take the values as
+        columns)."""
         nodes, users, fresh = self.nodes, self.users, 0
         held = self._held_stretch(ids, values)
         for node_id, value_id in zip(ids, values, strict=True):
@@ -247,32 +247,55 @@ class Graph:
         self.version += fresh
 
     def without_inputs(self, ids: list[str]) -> bool:
-        """Whether no node of ``ids`` has an input yet (a stretch of held leaves none of
-        which was made or given a value: none, read off the column)."""
+        """Whether no node of ``ids`` has an input yet (lanes of held leaves none of which
+        was made or given a value, :meth:`_held`: none, read off the columns)."""
         if ids and self._held(ids) is not None:
             return True
         return not any(map(_INPUTS, map(self.nodes.__getitem__, ids)))
 
-    def _held(self, ids: Sequence[str]) -> tuple[HeldLeaves, int] | None:
-        """The :class:`HeldLeaves` column ``ids`` (not empty) are a stretch of (the nodes of
-        ``ids`` its nodes, none made, none given a value) and the stretch's first row; None
-        else. A graph never replaces a node, so the column's nodes are the graph's."""
-        column = getattr(type(self.nodes.get(ids[0])), "column", None)
-        if type(column) is not HeldLeaves:
+    def _held(self, ids: Sequence[str]) -> list[tuple[HeldLeaves, int]] | None:
+        """Where ``ids`` (not empty) are ``k`` lanes a row at a time (lane ``j``:
+        ``ids[j::k]``, ``k`` the position of the next node of ``ids[0]``'s column), each a
+        stretch of a distinct :class:`HeldLeaves` column (the lane's nodes its nodes, none
+        made, none given a value): per lane, its column and the stretch's first row; None
+        else. A graph never replaces a node, so a column's nodes are the graph's."""
+        get = self.nodes.get
+        first = getattr(type(get(ids[0])), "column", None)
+        if type(first) is not HeldLeaves:
             return None
-        at = column.stretch(ids)
-        return None if at is None else (column, at)
+        k = 1
+        while k < len(ids):  # the lanes: up to the next node of the first one's column
+            column = getattr(type(get(ids[k])), "column", None)
+            if column is first:
+                break
+            if type(column) is not HeldLeaves:
+                return None
+            k += 1
+        if len(ids) % k:
+            return None
+        lanes = []
+        for j in range(k):
+            column = getattr(type(get(ids[j])), "column", None)
+            at = column.stretch(ids[j::k]) if type(column) is HeldLeaves else None
+            if at is None:
+                return None
+            lanes.append((column, at))
+        if len({id(column) for column, _ in lanes}) != k:
+            return None
+        return lanes
 
     def _held_stretch(self, ids: Sequence[str], values: Sequence[str]) -> bool:
-        """Give each node of ``ids`` its value of ``values`` as :meth:`_held`'s column's,
-        when ``ids`` are such a stretch: whether they were."""
+        """Give each node of ``ids`` its value of ``values`` as its lane's column's
+        (:meth:`_held`), when ``ids`` are such lanes: whether they were."""
         found = self._held(ids) if ids else None
         if found is None:
             return False
         if len(ids) != len(values):
             raise ValueError("one value per node")
-        column, at = found
-        column.values[at:at + len(ids)] = values
+        k = len(found)
+        for j, (column, at) in enumerate(found):
+            lane = values[j::k]
+            column.values[at:at + len(lane)] = lane
         return True
 
     def set_fresh_inputs(self, ids: list[str], values: list[str]) -> None:

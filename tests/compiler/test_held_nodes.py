@@ -5,7 +5,8 @@ order, class ``Node``). A held leaf column takes its values as a column only for
 rows none of which was made or given a value; else each node is set as before. The compile of
 the stamped scaling model makes none of its stamped rows' nodes (no reader on the compile path
 sweeps them). Canaries (planted once each, see the helper's NOTES): a leaf column's stretch
-blind to made rows; ``sources()`` reading a field other than ``kind``."""
+blind to made rows; ``sources()`` reading a field other than ``kind``; interleaved lanes all
+given the first lane's values."""
 
 from __future__ import annotations
 
@@ -118,3 +119,17 @@ def test_compile_makes_no_stamped_row_node() -> None:
     per_row = len(nodes) // layers
     assert len(held) == (layers - 1) * per_row
     assert {n.kind for n in held} == {NodeKind.SOURCE, NodeKind.OP, NodeKind.DERIVED}
+
+
+def test_held_leaves_take_interleaved_columns() -> None:
+    """Ids a row at a time over two columns (lanes) take their values by column, the users
+    lists appended in the ids' order (canary: every lane given the first lane's values)."""
+    held, eager, columns = _leaf_graphs(4, 3)
+    ids = list(chain.from_iterable(zip(columns[0][1:], columns[2][1:])))
+    values = list(chain.from_iterable(zip(["s"] * 3, ["c", "s", "c"])))
+    for graph in (held, eager):
+        assert graph.without_inputs(ids)
+        graph.set_input_each(ids, values)
+        graph.set_input_each(columns[1], ["c"] * 4)
+    assert sum(isinstance(n, HeldNode) for n in held.nodes.values()) == 12  # none made
+    assert _graph_state(held) == _graph_state(eager)
