@@ -196,7 +196,7 @@ def _derived_columns(graph: DerivedGraph, bounds: list[BoundSpec], params: list[
                         devices[decl.device], params))
                for column, (decl, _) in zip(ids, decls, strict=True)]
     rows = list(map(list, zip(*columns))) if columns else [[] for _ in bounds]
-    graph.add_derived_all(list(chain.from_iterable(rows)), every)  # ``every``: their ids
+    graph.add_derived_all(list(chain.from_iterable(rows)), every, ids)  # their ids, columns
     return rows, all(column == [column[0]] * len(column) for column in devices.values())
 
 

@@ -16,14 +16,14 @@ import re
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import chain, repeat
 from typing import Any
 
 import torch
 from torch import nn
 
 from derivgraph.compiler.bind import BoundSpec
-from derivgraph.compiler.ir import Graph, Node, NodeKind
+from derivgraph.compiler.ir import Graph, HeldLeaves, Node, NodeKind
 from derivgraph.compiler.row_deps import row_source_deps
 from derivgraph.errors import Rule, SourceLocation, SpecIssue, SpecValidationError
 from derivgraph.spec.kinds import TensorKind
@@ -340,13 +340,21 @@ class DerivedGraph:
         self.derived[node.id] = node
         self.ir.add(Node(node.id, _DERIVED))
 
-    def add_derived_all(self, nodes: list[DerivedNode], ids: list[str] | None = None) -> None:
+    def add_derived_all(self, nodes: list[DerivedNode], ids: list[str] | None = None,
+                        columns: list[list[str]] | None = None) -> None:
         """:meth:`add_derived` of each node, in order (``ids``: their ids, where the caller
-        has them)."""
+        has them). ``columns``: ``ids`` are these columns' ids a row at a time (every
+        column as long, ``ids[k::len(columns)]`` column ``k``); their graph nodes are then
+        held by column (:class:`~derivgraph.compiler.ir.HeldLeaves`), each made on first
+        use."""
         if ids is None:
             ids = [node.id for node in nodes]
         self.derived.update(zip(ids, nodes))
-        self.ir.add_leaves(list(map(Node, ids, repeat(_DERIVED))), ids)
+        if columns:
+            held = [HeldLeaves(column, _DERIVED).nodes(_DERIVED) for column in columns]
+            self.ir.add_leaves(list(chain.from_iterable(zip(*held))), ids)
+        else:
+            self.ir.add_leaves(list(map(Node, ids, repeat(_DERIVED))), ids)
 
     def set_input(self, node: DerivedNode, value_id: str) -> None:
         """Give ``node`` its value's node, which is :attr:`touched`."""

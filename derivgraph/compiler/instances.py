@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
-from operator import add, attrgetter
+from operator import add, attrgetter, is_not
 from typing import Any
 
 from derivgraph.compiler.ir import Node
@@ -192,8 +192,8 @@ def _wanted(how: Recipe, table: InstanceTable, columns: list[tuple[str, ...]],
 
 def _values(column: tuple[str, ...], derived: Mapping[str, Any]) -> list[Any]:
     """The value (``input``) of each derived tensor of ``column`` (None where it is none)."""
-    found = list(map(derived.get, column))
-    return list(map(_input, found)) if None not in found else \
+    found = list(map(derived.get, column))  # one identity test each: no node's ``__eq__``
+    return list(map(_input, found)) if all(map(is_not, found, repeat(None))) else \
         [None if d is None else d.input for d in found]
 
 

@@ -11,15 +11,15 @@ for algorithms and pictures.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 from operator import attrgetter, itemgetter
-from typing import Any
+from typing import Any, ClassVar
 
 from derivgraph._enum import StrEnum
 
-__all__ = ["Graph", "Node", "NodeKind", "depth_first"]
+__all__ = ["Graph", "HeldColumn", "HeldLeaves", "HeldNode", "Node", "NodeKind", "depth_first"]
 
 _INPUTS = attrgetter("inputs")
 
@@ -57,6 +57,106 @@ class Node:
             attrs.update(path=self.id, shape=self.shape, stride=self.stride, dtype=self.dtype,
                          device=self.device)
         return attrs
+
+
+#: a node's fields after ``id``, in the order :class:`Node` sets them
+_FIELDS = ("kind", "op", "args", "kwargs", "inputs", "shape", "stride", "dtype", "device")
+
+
+class HeldColumn:
+    """A column of nodes held as a record: their ``ids`` (row order) and ``fields(row)``,
+    the field values after ``id`` (:data:`_FIELDS`' order) of row ``row``'s node. Its
+    :meth:`nodes` are :class:`HeldNode` s, each made into that :class:`Node` on first use."""
+
+    def __init__(self, ids: list[str], fields: Callable[[int], tuple[Any, ...]]) -> None:
+        self.ids = ids
+        self.fields = fields
+        self.made: set[int] = set()  # the rows whose node was made
+        self._rows: dict[str, int] | None = None  # id -> row, made on the first node made
+
+    def nodes(self, kind: NodeKind) -> list[Node]:
+        """One held node per id, of ``kind`` (every row's ``fields`` must give it)."""
+        cls = type("HeldNode", (HeldNode,), {"__slots__": (), "column": self, "kind": kind})
+        held = list(map(object.__new__, repeat(cls, len(self.ids))))
+        deque(map(setattr, held, repeat("id"), self.ids), maxlen=0)  # one C-level sweep
+        return held
+
+    def row(self, node_id: str) -> int:
+        """The row of the node ``node_id``."""
+        if self._rows is None:
+            self._rows = {n: i for i, n in enumerate(self.ids)}
+        return self._rows[node_id]
+
+
+class HeldLeaves(HeldColumn):
+    """A column of nodes of one ``kind`` with no field but their inputs, ``(value,)`` once
+    the row's value is given (:meth:`Graph.set_fresh_inputs`, :meth:`Graph.set_input_each`
+    take a stretch of rows none of which has one or was made), ``()`` before: derived
+    tensors as declared (:meth:`DerivedGraph.add_derived_all
+    <derivgraph.compiler.graph.DerivedGraph.add_derived_all>`)."""
+
+    def __init__(self, ids: list[str], kind: NodeKind) -> None:
+        super().__init__(ids, self._fields)
+        self.kind = kind
+        self.values: list[str | None] = [None] * len(ids)  # each row's value, if given
+
+    def _fields(self, row: int) -> tuple[Any, ...]:
+        value = self.values[row]
+        return (self.kind, None, (), {}, () if value is None else (value,), (), (), None, None)
+
+    def stretch(self, ids: Sequence[str]) -> int | None:
+        """Where ``ids`` are a stretch of this column's rows none of which was made or has
+        a value: its first row; None else."""
+        try:
+            at = self.ids.index(ids[0])
+        except ValueError:
+            return None
+        end = at + len(ids)
+        if self.ids[at:end] != ids or self.values[at:end].count(None) != len(ids) \
+                or not self.made.isdisjoint(range(at, end)):
+            return None
+        return at
+
+
+class HeldNode(Node):
+    """A node of a :class:`HeldColumn` (its class's ``column``): ``id`` and ``kind`` are
+    its own, and the first read or write of any other field makes it the :class:`Node`
+    the column's ``fields`` give (its fields set in :class:`Node`'s order, its class then
+    :class:`Node`), so every reader sees a :class:`Node` equal to the one made eagerly."""
+
+    __slots__ = ()
+    column: ClassVar[HeldColumn]
+
+    def made(self) -> Node:
+        """This node made (a :class:`Node` from now on)."""
+        column = type(self).column
+        row = column.row(self.id)
+        column.made.add(row)
+        self.__dict__.update(zip(_FIELDS, column.fields(row)))
+        self.__class__ = Node  # type: ignore[assignment]
+        return self
+
+    def __repr__(self) -> str:
+        return repr(self.made())
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return self.made().__reduce_ex__(protocol)
+
+
+def _held_field(name: str) -> property:
+    """Field ``name`` of a :class:`HeldNode`: made on first read or write."""
+
+    def get(node: HeldNode) -> Any:
+        return getattr(node.made(), name)
+
+    def put(node: HeldNode, value: Any) -> None:
+        setattr(node.made(), name, value)
+
+    return property(get, put)
+
+
+for _name in _FIELDS[1:]:
+    setattr(HeldNode, _name, _held_field(_name))
 
 
 class Graph:
@@ -127,14 +227,17 @@ class Graph:
     def set_input_each(self, ids: list[str], values: list[str]) -> None:
         """:meth:`set_inputs` ``(node_id, (value_id,))`` of each pair of ``ids`` and
         ``values``, in order (a node with no inputs yet, as a derived tensor is made, without
-        the call)."""
+        the call; lanes of held leaves, :meth:`_held_stretch`, take the values as
+        columns)."""
         nodes, users, fresh = self.nodes, self.users, 0
+        held = self._held_stretch(ids, values)
         for node_id, value_id in zip(ids, values, strict=True):
-            node = nodes[node_id]
-            if node.inputs:
-                self.set_inputs(node_id, (value_id,))
-                continue
-            node.inputs = (value_id,)
+            if not held:
+                node = nodes[node_id]
+                if node.inputs:
+                    self.set_inputs(node_id, (value_id,))
+                    continue
+                node.inputs = (value_id,)
             found = users.get(value_id)
             if found is None:
                 users[value_id] = [node_id]
@@ -144,8 +247,56 @@ class Graph:
         self.version += fresh
 
     def without_inputs(self, ids: list[str]) -> bool:
-        """Whether no node of ``ids`` has an input yet."""
+        """Whether no node of ``ids`` has an input yet (lanes of held leaves none of which
+        was made or given a value, :meth:`_held`: none, read off the columns)."""
+        if ids and self._held(ids) is not None:
+            return True
         return not any(map(_INPUTS, map(self.nodes.__getitem__, ids)))
+
+    def _held(self, ids: Sequence[str]) -> list[tuple[HeldLeaves, int]] | None:
+        """Where ``ids`` (not empty) are ``k`` lanes a row at a time (lane ``j``:
+        ``ids[j::k]``, ``k`` the position of the next node of ``ids[0]``'s column), each a
+        stretch of a distinct :class:`HeldLeaves` column (the lane's nodes its nodes, none
+        made, none given a value): per lane, its column and the stretch's first row; None
+        else. A graph never replaces a node, so a column's nodes are the graph's."""
+        get = self.nodes.get
+        first = getattr(type(get(ids[0])), "column", None)
+        if type(first) is not HeldLeaves:
+            return None
+        k = 1
+        while k < len(ids):  # the lanes: up to the next node of the first one's column
+            column = getattr(type(get(ids[k])), "column", None)
+            if column is first:
+                break
+            if type(column) is not HeldLeaves:
+                return None
+            k += 1
+        if len(ids) % k:
+            return None
+        lanes = []
+        for j in range(k):
+            column = getattr(type(get(ids[j])), "column", None)
+            at = column.stretch(ids[j::k]) if type(column) is HeldLeaves else None
+            if at is None:
+                return None
+            lanes.append((column, at))
+        if len({id(column) for column, _ in lanes}) != k:
+            return None
+        return lanes
+
+    def _held_stretch(self, ids: Sequence[str], values: Sequence[str]) -> bool:
+        """Give each node of ``ids`` its value of ``values`` as its lane's column's
+        (:meth:`_held`), when ``ids`` are such lanes: whether they were."""
+        found = self._held(ids) if ids else None
+        if found is None:
+            return False
+        if len(ids) != len(values):
+            raise ValueError("one value per node")
+        k = len(found)
+        for j, (column, at) in enumerate(found):
+            lane = values[j::k]
+            column.values[at:at + len(lane)] = lane
+        return True
 
     def set_fresh_inputs(self, ids: list[str], values: list[str]) -> None:
         """What :meth:`set_input_each` leaves where no node of ``ids`` has an input yet
@@ -154,8 +305,9 @@ class Graph:
         users lists not touched."""
         if len(ids) != len(values):
             raise ValueError("one value per node")
-        deque(map(setattr, map(self.nodes.__getitem__, ids), repeat("inputs"), zip(values)),
-              maxlen=0)  # one C-level sweep: each node's inputs ``(value,)``
+        if not self._held_stretch(ids, values):  # held leaves take them as a column
+            deque(map(setattr, map(self.nodes.__getitem__, ids), repeat("inputs"),
+                      zip(values)), maxlen=0)  # one C-level sweep: each node's ``(value,)``
         self.version += len(ids)
 
     def order(self, blocks: Mapping[str, Sequence[str]] | None = None,

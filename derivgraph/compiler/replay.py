@@ -44,7 +44,7 @@ from derivgraph.compiler.graph import (
     refs_in,
     substitute,
 )
-from derivgraph.compiler.ir import Node, NodeKind
+from derivgraph.compiler.ir import HeldColumn, Node, NodeKind
 from derivgraph.compiler.reads import Call, SourceCall
 from derivgraph.paths import get_path
 
@@ -347,20 +347,16 @@ class Replay:
         for step in self.steps:
             if type(step) is SourceStep:
                 _, shape, stride, dtype, device = step.layout
-                path = cols[step.slot]
-                made.append(list(map(Node, path, repeat(_SOURCE), repeat(None), repeat(()),
-                                     map(dict, repeat((), n)), repeat(()), repeat(shape),
-                                     repeat(stride), repeat(dtype), repeat(device))))
+                made.append(HeldColumn(cols[step.slot], partial(
+                    _source_fields, shape, stride, dtype, device)).nodes(_SOURCE))
                 slot = step.slot
             else:
-                assert type(step) is FlatStep  # _by_columns
+                assert type(step) is FlatStep  # _by_columns: at least one node argument
                 name, parts, keyed, kwargs, fkw, order, out, result = step
-                args = zip(*[map(NodeRef, cols[s]) if s >= 0 else repeat(v, n)
-                             for s, v in parts])
-                inputs = zip(*[cols[s] for s in dict.fromkeys(order)])
                 ids = cols[out]
-                made.append(list(map(Node, ids, repeat(_OP), repeat(name), args,
-                                     map(dict, repeat(kwargs, n)), inputs)))
+                made.append(HeldColumn(ids, partial(
+                    _op_fields, name, [(cols[s] if s >= 0 else None, v) for s, v in parts],
+                    kwargs, [cols[s] for s in dict.fromkeys(order)])).nodes(_OP))
                 ops.append((name, keyed, fkw, [cols[s] if f is None else None
                                                for s, f in keyed], ids))
                 slot = out
@@ -381,6 +377,25 @@ class Replay:
         for slot, column, ids in derived:
             graph.place_made_inputs(column, ids, cols[slot])
         return cols
+
+
+def _source_fields(shape: tuple[int, ...], stride: tuple[int, ...], dtype: Any, device: Any,
+                   row: int) -> tuple[Any, ...]:
+    """A column-replayed source node's fields after its id (each row's the same): what
+    :meth:`DerivedGraph.place_source <derivgraph.compiler.graph.DerivedGraph.place_source>`
+    gives it with its template's proven layout."""
+    return (_SOURCE, None, (), {}, (), shape, stride, dtype, device)
+
+
+def _op_fields(name: str, parts: list[tuple[list[str] | None, Any]], kwargs: Any,
+               inputs: list[list[str]], row: int) -> tuple[Any, ...]:
+    """Row ``row``'s node of a column-replayed op step, its fields after its id: its
+    arguments (per part, a node's column or None and the constant), a copy of the step's
+    keyword arguments, its inputs (the columns of its distinct node arguments, first use
+    first), as the row's replay gives them (:meth:`DerivedGraph.op_keyed
+    <derivgraph.compiler.graph.DerivedGraph.op_keyed>`)."""
+    return (_OP, name, tuple([v if col is None else NodeRef(col[row]) for col, v in parts]),
+            dict(kwargs), tuple([col[row] for col in inputs]), (), (), None, None)
 
 
 #: an op step of a column-replayed run: its name, keyed parts, frozen kwargs, per keyed part
