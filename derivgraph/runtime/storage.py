@@ -95,6 +95,10 @@ class BoundTensors:
         self.layouts: ColumnLayouts | None = None
         # the tensors a refill may re-point, at their startup addresses
         self._startup: AtAddresses | None = None
+        # storage addresses of runs of refs read during a compile (while ``layouts`` is set):
+        # cleared whenever tensors are bound or staged again
+        # (:func:`~derivgraph.compiler.lower_layers.column_addresses`)
+        self.address_memo: dict[tuple[str, ...], list[int | None] | None] = {}
         # by targets: the stage buffers they fill whole, each with its stages' entries
         self._stage_rows: dict[tuple[str, ...], list[tuple[torch.Tensor, list[str], list[Entry]]]
                                | None] = {}
@@ -108,6 +112,7 @@ class BoundTensors:
         reader = PathReader(model).get if read is None else read.__getitem__
         self.sources = dict(zip(sources, map(reader, sources)))
         self._startup = None
+        self.address_memo = {}
         looked_at = view_candidates(self.graph)
         if not looked_at:  # no view op to make: the bound tensors need not be gathered
             self.views = {}
@@ -198,6 +203,8 @@ class BoundTensors:
         the one-element ones of a dtype and device are the elements of one buffer, read back
         to the host in one transfer (:meth:`staged`)."""
         by_kind: dict[tuple[torch.dtype, torch.device], list[str]] = {}
+        if values or self.stages:  # a bound value may change: the addresses read again
+            self.address_memo = {}
         self.stages, self.stage_groups, self._stage_rows = {}, [], {}
         for target, value in values.items():
             if value.dim() == 0:
