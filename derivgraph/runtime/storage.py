@@ -91,17 +91,31 @@ class BoundTensors:
         self.stages: dict[str, torch.Tensor] = {}  # derived Python scalars, staged
         self.stage_groups: list[tuple[torch.Tensor, list[str]]] = []  # one buffer, its stages
         self.constants: dict[str, torch.Tensor] = {}  # op nodes no source feeds: made at compile
-        # the entry columns' layout records, during the compile only (planner._compile)
-        self.layouts: ColumnLayouts | None = None
+        self._layouts: ColumnLayouts | None = None
         # the tensors a refill may re-point, at their startup addresses
         self._startup: AtAddresses | None = None
-        # storage addresses of runs of refs read during a compile (while ``layouts`` is set):
-        # cleared whenever tensors are bound or staged again
-        # (:func:`~derivgraph.compiler.lower_layers.column_addresses`)
+        # the storage addresses a compile's readers read of runs of refs, while ``layouts``
+        # is set (:func:`~derivgraph.compiler.lower_layers.column_addresses`): cleared whenever
+        # tensors are bound or staged again, and when ``layouts`` is set
         self.address_memo: dict[tuple[str, ...], list[int | None] | None] = {}
         # by targets: the stage buffers they fill whole, each with its stages' entries
         self._stage_rows: dict[tuple[str, ...], list[tuple[torch.Tensor, list[str], list[Entry]]]
                                | None] = {}
+
+    @property
+    def layouts(self) -> ColumnLayouts | None:
+        """The entry columns' layout records, during the compile only (``planner._compile``
+        sets it, then None); setting it drops what was kept for a compile's readers."""
+        return self._layouts
+
+    @layouts.setter
+    def layouts(self, book: ColumnLayouts | None) -> None:
+        self._layouts = book
+        self._forget()
+
+    def _forget(self) -> None:
+        """Drop the kept addresses (a bound value may change)."""
+        self.address_memo = {}
 
     def bind(self, model: Any, read: Mapping[str, Any] | None = None) -> None:
         """Resolve the sources, then every view over a bound tensor.
@@ -112,7 +126,7 @@ class BoundTensors:
         reader = PathReader(model).get if read is None else read.__getitem__
         self.sources = dict(zip(sources, map(reader, sources)))
         self._startup = None
-        self.address_memo = {}
+        self._forget()
         looked_at = view_candidates(self.graph)
         if not looked_at:  # no view op to make: the bound tensors need not be gathered
             self.views = {}
@@ -203,8 +217,8 @@ class BoundTensors:
         the one-element ones of a dtype and device are the elements of one buffer, read back
         to the host in one transfer (:meth:`staged`)."""
         by_kind: dict[tuple[torch.dtype, torch.device], list[str]] = {}
-        if values or self.stages:  # a bound value may change: the addresses read again
-            self.address_memo = {}
+        if values or self.stages:  # a bound value may change: read again
+            self._forget()
         self.stages, self.stage_groups, self._stage_rows = {}, [], {}
         for target, value in values.items():
             if value.dim() == 0:
