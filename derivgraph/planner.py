@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import gc
 import logging
+import math
 import operator
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import compress, filterfalse
+from itertools import compress, filterfalse, repeat
 from typing import Any
 
 import torch
@@ -428,13 +429,35 @@ def _columns_equal(columns: Sequence[Any], entries: Mapping[str, Entry],
             continue
         ours = list(map(_STORAGE, map(entries.__getitem__, ids)))
         theirs = list(map(values.__getitem__, ids))
-        key = _batch_key(book.common(ours), book.common(theirs))
-        if key is not None and _batch_equal(ours, theirs, key):
+        record = book.common(theirs)
+        key = _batch_key(book.common(ours), record)
+        if key is not None and _batch_equal(ours, theirs, key, _joined(theirs, record.shape)):
             out.update(ids)
     return out
 
 
-_STORAGE = operator.attrgetter("storage")
+_STORAGE, _BASE = operator.attrgetter("storage"), operator.attrgetter("_base")
+
+
+def _joined(tensors: Sequence[Any], shape: torch.Size) -> torch.Tensor | None:
+    """``torch.cat`` of ``tensors`` (each of ``shape``: its layout record's) flattened,
+    without a copy, where they tile one contiguous ``base`` in order (a column's values as
+    its one call made them, unbound): each a contiguous view of ``base`` at the next offset,
+    as many elements in all as ``base`` holds; else None."""
+    base = getattr(tensors[0], "_base", None) if tensors else None
+    n, numel = len(tensors), math.prod(shape)
+    if base is None or numel == 0 or base.numel() != n * numel \
+            or not base.is_contiguous() \
+            or not all(map(operator.is_, map(_BASE, tensors), repeat(base))):
+        return None
+    start = base.storage_offset()
+    if list(map(_OFFSET, tensors)) != list(range(start, start + n * numel, numel)) \
+            or not all(map(_CONTIGUOUS, tensors)):
+        return None
+    return base.reshape(-1)
+
+
+_OFFSET, _CONTIGUOUS = torch.Tensor.storage_offset, torch.Tensor.is_contiguous
 
 
 def _batch_key(ours: Any, theirs: Any) -> tuple[torch.dtype, torch.device, Any] | None:
@@ -449,16 +472,19 @@ def _batch_key(ours: Any, theirs: Any) -> tuple[torch.dtype, torch.device, Any] 
 
 
 def _batch_equal(left: Sequence[Any], right: Sequence[Any],
-                 key: tuple[torch.dtype, torch.device, Any]) -> bool:
+                 key: tuple[torch.dtype, torch.device, Any],
+                 joined: torch.Tensor | None = None) -> bool:
     """Whether the tensors of ``left`` and ``right`` (one batch, ``key``), concatenated along
     dim 0 as they are (a 0-dim one flattened), are bit for bit equal as a whole: each pair
-    then is (the pieces have equal sizes)."""
+    then is (the pieces have equal sizes). ``joined``: ``right`` concatenated and flattened
+    already (:func:`_joined`)."""
     as_int = _BATCHED_BITS[key[0]]
     if key[2] is None:
         a = torch.cat([t.reshape(-1) for t in left])
-        b = torch.cat([t.reshape(-1) for t in right])
+        b = torch.cat([t.reshape(-1) for t in right]) if joined is None else joined
     else:
-        a, b = torch.cat(list(left)), torch.cat(list(right))
+        a = torch.cat(list(left))
+        b = torch.cat(list(right)) if joined is None else joined
     return torch.equal(a.reshape(-1).view(as_int), b.reshape(-1).view(as_int))
 
 

@@ -77,3 +77,44 @@ def test_a_row_that_differs_is_reported(monkeypatch: pytest.MonkeyPatch, spoil: 
     x = plan.model.layers[ROW + 1]  # the column's rows start at layer 1 (layer 0: template)
     want = 1.0 / x.scale if spoil == "inv" else x.scale * x.weight
     assert torch.equal(getattr(x, spoil), want)
+
+
+def _cases() -> dict[str, tuple[list[torch.Tensor], bool]]:
+    """Runs of tensors, and whether each is one base's slices in order (joined, no copy)."""
+    base = torch.arange(12.0).reshape(4, 3)
+    cube = torch.arange(16.0).reshape(4, 2, 2)
+    part = list(base.unbind(0))
+    part[2] = part[2].clone()
+    return {
+        "unbound": (list(base.unbind(0)), True),
+        "unbound, 3-d": (list(cube.unbind(0)), True),
+        "reversed": (list(base.unbind(0))[::-1], False),
+        "one cloned": (part, False),
+        "a prefix": (list(base.unbind(0))[:3], False),
+        "transposed pieces": ([t.t() for t in cube.unbind(0)], False),
+        "a transposed base": (list(torch.arange(12.0).reshape(3, 4).t().unbind(0)), False),
+        "no base": ([torch.zeros(3) for _ in range(4)], False),
+    }
+
+
+@pytest.mark.parametrize("name", list(_cases()))
+def test_joined_values_are_their_concatenation(name: str) -> None:
+    tensors, joins = _cases()[name]
+    joined = planner_module._joined(tensors, tensors[0].shape)
+    assert (joined is not None) is joins
+    if joined is not None:
+        assert torch.equal(joined, torch.cat([t.reshape(-1) for t in tensors]))
+
+
+def test_the_compile_joins_the_columns_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    joined: list[bool] = []
+    real = planner_module._joined
+
+    def spy(*args: Any) -> Any:
+        got = real(*args)
+        joined.append(got is not None)
+        return got
+
+    monkeypatch.setattr(planner_module, "_joined", spy)
+    _compile(monkeypatch, None)
+    assert joined == [True, True]  # inv, prod: each column's values one result, unbound
