@@ -402,7 +402,7 @@ def _mismatches(plan: Plan, values: dict[str, Any]) -> list[str]:
     (:func:`_columns_equal`); only the other targets are paired one by one."""
     targets = plan.programs.written()
     entries, book = plan.entries.by_id, plan.tensors.layouts
-    equal = _columns_equal(plan.entries.columns, entries, values, targets, book) \
+    equal = _columns_equal(plan.entries.columns, values, targets, book) \
         if book is not None else set()
     if equal:  # the same answer for them: each pair's bits are equal
         targets = list(filterfalse(equal.__contains__, targets))
@@ -411,12 +411,14 @@ def _mismatches(plan: Plan, values: dict[str, Any]) -> list[str]:
     return [t for t, ok in zip(targets, same) if not ok]
 
 
-def _columns_equal(columns: Sequence[Any], entries: Mapping[str, Entry],
-                   values: dict[str, Any], targets: list[str], book: ColumnLayouts) -> set[str]:
+def _columns_equal(columns: Sequence[Any], values: dict[str, Any], targets: list[str],
+                   book: ColumnLayouts) -> set[str]:
     """The ids of the entry columns among ``targets`` (each row a target) whose storages
-    (read from ``entries``, as the pairs are) and values are bit for bit equal, each column
-    compared in one batch (:func:`_batch_key`, :func:`_batch_equal`); a column that is not
-    batched or differs is left out (its pairs are compared one by one)."""
+    and values are bit for bit equal, each column compared in one batch (:func:`_batch_key`,
+    :func:`_batch_equal`); a column that is not batched or differs is left out (its pairs
+    are compared one by one). A column's storages are read from the column: its entries hold
+    them while the plan's table keeps it (:meth:`~derivgraph.runtime.entry.EntryTable.
+    storages`' rule; a relayout opens the columns)."""
     out: set[str] = set()
     written: set[str] | None = None
     for column in columns:
@@ -427,7 +429,9 @@ def _columns_equal(columns: Sequence[Any], entries: Mapping[str, Entry],
             written = set(targets)
         if not all(map(written.__contains__, ids)):
             continue
-        ours = list(map(_STORAGE, map(entries.__getitem__, ids)))
+        ours = column.storages  # what its entries hold (the table's column answer)
+        if len(ours) != len(ids):
+            continue
         theirs = list(map(values.__getitem__, ids))
         record = book.common(theirs)
         key = _batch_key(book.common(ours), record)
@@ -436,7 +440,7 @@ def _columns_equal(columns: Sequence[Any], entries: Mapping[str, Entry],
     return out
 
 
-_STORAGE, _BASE = operator.attrgetter("storage"), operator.attrgetter("_base")
+_BASE = operator.attrgetter("_base")
 
 
 def _joined(tensors: Sequence[Any], shape: torch.Size) -> torch.Tensor | None:
