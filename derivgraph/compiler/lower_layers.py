@@ -35,6 +35,7 @@ __all__ = ["column_addresses", "layer_facts", "provable_layers"]
 _UNBOUND = object()
 _untyped, _data_ptr = torch.Tensor.untyped_storage, torch.UntypedStorage.data_ptr
 _IS_META = attrgetter("is_meta")
+_PLAIN = (torch.Tensor, torch.nn.Parameter)  # read in C-level sweeps (:func:`_addresses`)
 
 
 def _memo(ctx: LowerContext) -> dict[tuple[str, ...], list[int | None] | None] | None:
@@ -42,12 +43,13 @@ def _memo(ctx: LowerContext) -> dict[tuple[str, ...], list[int | None] | None] |
     return getattr(ctx, "address_memo", None) if book_of(ctx) is not None else None
 
 
-def column_addresses(ctx: LowerContext, refs: Sequence[str],
-                     values: list[Any] | None = None) -> list[int | None] | None:
+def column_addresses(ctx: LowerContext, refs: Sequence[str], values: list[Any] | None = None,
+                     *, tensors: bool = False) -> list[int | None] | None:
     """The storage data address of each ref's bound tensor (None: nothing bound, or meta);
     None when a bound value is not a tensor. ``values``: the refs' bound values
     (:meth:`~derivgraph.compiler.lower.LowerContext.bound_values` with ``_UNBOUND``), when the
-    caller read them.
+    caller read them; ``tensors``: the caller proved each a ``torch.Tensor`` (or
+    ``Parameter``) off the meta device.
 
     During a compile (the context's layout book is set, :func:`book_of`) the answer for one
     run of refs is kept in the context's ``address_memo`` (cleared whenever tensors are bound
@@ -60,7 +62,9 @@ def column_addresses(ctx: LowerContext, refs: Sequence[str],
         kept = memo.get(key, _UNBOUND)
         if kept is not _UNBOUND:
             return kept
-    got = _addresses(ctx.bound_values(refs, _UNBOUND) if values is None else values)
+    if values is None:
+        values = ctx.bound_values(refs, _UNBOUND)
+    got = list(map(_data_ptr, map(_untyped, values))) if tensors else _addresses(values)
     if key is not None:
         memo[key] = got
     return got
@@ -69,7 +73,7 @@ def column_addresses(ctx: LowerContext, refs: Sequence[str],
 def _addresses(values: list[Any]) -> list[int | None] | None:
     """:func:`column_addresses` of bound ``values`` (``_UNBOUND`` where nothing is bound)."""
     kinds = set(map(type, values))
-    if kinds <= {torch.Tensor, torch.nn.Parameter} and not any(map(_IS_META, values)):
+    if kinds <= set(_PLAIN) and not any(map(_IS_META, values)):
         return list(map(_data_ptr, map(_untyped, values)))
     out: list[int | None] = []
     for value in values:
@@ -163,7 +167,8 @@ def _columns_hold(ctx: LowerContext, table: InstanceTable, shared: tuple[str, ..
             if memo is not None:
                 memo[tuple(column)] = ptrs[at]
             continue
-        mine = ptrs[k] = column_addresses(ctx, column, values)  # type: ignore[assignment]
+        mine = ptrs[k] = column_addresses(  # type: ignore[assignment]
+            ctx, column, values, tensors=kind in _PLAIN)  # all of that type, none meta
         if at != k and not all(map(eq, mine, ptrs[at])):
             return False  # the template shares storage with position `at` here
         if at == k:
