@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import gc
 import logging
+import math
 import operator
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import compress
+from itertools import compress, filterfalse, repeat
 from typing import Any
 
 import torch
@@ -394,12 +395,101 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
 
 
 def _mismatches(plan: Plan, values: dict[str, Any]) -> list[str]:
-    """The targets of written steps whose storage is not bit for bit their eager value."""
+    """The targets of written steps whose storage is not bit for bit their eager value.
+
+    During the compile (the layout book is set), an entry column whose every row is written
+    is compared whole where the book holds its storages and its values under one record each
+    (:func:`_columns_equal`); only the other targets are paired one by one."""
     targets = plan.programs.written()
-    entries = plan.entries.by_id
+    entries, book = plan.entries.by_id, plan.tensors.layouts
+    equal = _columns_equal(plan.entries.columns, values, targets, book) \
+        if book is not None else set()
+    if equal:  # the same answer for them: each pair's bits are equal
+        targets = list(filterfalse(equal.__contains__, targets))
     pairs = [(entries[t].storage, values[t]) for t in targets]
-    same = _bits_equal_all(pairs, plan.tensors.layouts)
+    same = _bits_equal_all(pairs, book)
     return [t for t, ok in zip(targets, same) if not ok]
+
+
+def _columns_equal(columns: Sequence[Any], values: dict[str, Any], targets: list[str],
+                   book: ColumnLayouts) -> set[str]:
+    """The ids of the entry columns among ``targets`` (each row a target) whose storages
+    and values are bit for bit equal, each column compared in one batch (:func:`_batch_key`,
+    :func:`_batch_equal`); a column that is not batched or differs is left out (its pairs
+    are compared one by one). A column's storages are read from the column: its entries hold
+    them while the plan's table keeps it (:meth:`~derivgraph.runtime.entry.EntryTable.
+    storages`' rule; a relayout opens the columns)."""
+    out: set[str] = set()
+    written: set[str] | None = None
+    for column in columns:
+        ids = column.ids
+        if len(ids) < 2:
+            continue
+        if written is None:
+            written = set(targets)
+        if not all(map(written.__contains__, ids)):
+            continue
+        ours = column.storages  # what its entries hold (the table's column answer)
+        if len(ours) != len(ids):
+            continue
+        theirs = list(map(values.__getitem__, ids))
+        record = book.common(theirs)
+        key = _batch_key(book.common(ours), record)
+        if key is not None and _batch_equal(ours, theirs, key, _joined(theirs, record.shape)):
+            out.update(ids)
+    return out
+
+
+_BASE = operator.attrgetter("_base")
+
+
+def _joined(tensors: Sequence[Any], shape: torch.Size) -> torch.Tensor | None:
+    """``torch.cat`` of ``tensors`` (each of ``shape``: its layout record's) flattened,
+    without a copy, where they tile one contiguous ``base`` in order (a column's values as
+    its one call made them, unbound): each a contiguous view of ``base`` at the next offset,
+    as many elements in all as ``base`` holds; else None."""
+    base = getattr(tensors[0], "_base", None) if tensors else None
+    n, numel = len(tensors), math.prod(shape)
+    if base is None or numel == 0 or base.numel() != n * numel \
+            or not base.is_contiguous() \
+            or not all(map(operator.is_, map(_BASE, tensors), repeat(base))):
+        return None
+    start = base.storage_offset()
+    if list(map(_OFFSET, tensors)) != list(range(start, start + n * numel, numel)) \
+            or not all(map(_CONTIGUOUS, tensors)):
+        return None
+    return base.reshape(-1)
+
+
+_OFFSET, _CONTIGUOUS = torch.Tensor.storage_offset, torch.Tensor.is_contiguous
+
+
+def _batch_key(ours: Any, theirs: Any) -> tuple[torch.dtype, torch.device, Any] | None:
+    """The batch of a pair of layout records (dtype, device, the sizes past the first dim:
+    None for 0-dim); None where the pairs are not batched (:func:`_bits_equal_all`)."""
+    if ours is None or theirs is None or ours.dtype != theirs.dtype \
+            or ours.shape != theirs.shape or ours.device != theirs.device \
+            or ours.dtype not in _BATCHED_BITS or ours.numel > _BATCH_NUMEL:
+        return None
+    shape = ours.shape
+    return ours.dtype, ours.device, shape[1:] if shape else None
+
+
+def _batch_equal(left: Sequence[Any], right: Sequence[Any],
+                 key: tuple[torch.dtype, torch.device, Any],
+                 joined: torch.Tensor | None = None) -> bool:
+    """Whether the tensors of ``left`` and ``right`` (one batch, ``key``), concatenated along
+    dim 0 as they are (a 0-dim one flattened), are bit for bit equal as a whole: each pair
+    then is (the pieces have equal sizes). ``joined``: ``right`` concatenated and flattened
+    already (:func:`_joined`)."""
+    as_int = _BATCHED_BITS[key[0]]
+    if key[2] is None:
+        a = torch.cat([t.reshape(-1) for t in left])
+        b = torch.cat([t.reshape(-1) for t in right]) if joined is None else joined
+    else:
+        a = torch.cat(list(left))
+        b = torch.cat(list(right)) if joined is None else joined
+    return torch.equal(a.reshape(-1).view(as_int), b.reshape(-1).view(as_int))
 
 
 #: dtypes compared in batches (flattened, concatenated, read as integers of their size)
@@ -432,14 +522,11 @@ def _bits_equal_all(pairs: list[tuple[Any, Any]], book: ColumnLayouts | None = N
                                      book.of([b for _, b in pairs]))):
             by_layouts.setdefault(held, []).append(i)
         for (ours, theirs), members in by_layouts.items():
+            key = _batch_key(ours, theirs)
             if ours is None or theirs is None:
                 read += members
-            elif ours.dtype == theirs.dtype and ours.shape == theirs.shape \
-                    and ours.device == theirs.device and ours.dtype in _BATCHED_BITS \
-                    and ours.numel <= _BATCH_NUMEL:
-                shape = ours.shape
-                batches.setdefault((ours.dtype, ours.device, shape[1:] if shape else None),
-                                   []).extend(members)
+            elif key is not None:
+                batches.setdefault(key, []).extend(members)
         read.sort()
     for i in read:
         a, b = pairs[i]
@@ -450,18 +537,10 @@ def _bits_equal_all(pairs: list[tuple[Any, Any]], book: ColumnLayouts | None = N
             batches.setdefault((a.dtype, a.device, shape[1:] if shape else None), []).append(i)
     for members in batches.values():
         members.sort()  # each batch in pair order, however its members were found
-    for (dtype, _, rest), members in batches.items():
+    for key, members in batches.items():
         if len(members) < 2:
             continue
-        as_int = _BATCHED_BITS[dtype]
-        if rest is None:
-            left = torch.cat([pairs[i][0].reshape(-1) for i in members])
-            right = torch.cat([pairs[i][1].reshape(-1) for i in members])
-        else:
-            left = torch.cat([pairs[i][0] for i in members])
-            right = torch.cat([pairs[i][1] for i in members])
-        left, right = left.reshape(-1).view(as_int), right.reshape(-1).view(as_int)
-        if torch.equal(left, right):
+        if _batch_equal([pairs[i][0] for i in members], [pairs[i][1] for i in members], key):
             for i in members:
                 out[i] = True
     return [bits_equal(*pairs[i]) if ok is None else ok for i, ok in enumerate(out)]

@@ -15,8 +15,9 @@ template's renamed; every other layer is lowered node by node.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import repeat
-from operator import eq, is_
+from operator import attrgetter, eq, is_
 from typing import Any
 
 import torch
@@ -28,11 +29,61 @@ from derivgraph.compiler.layers import closed_layers
 #: a :class:`~derivgraph.compiler.lower.LowerContext` (not imported: lower imports this module)
 LowerContext = Any
 
-__all__ = ["layer_facts", "provable_layers"]
+__all__ = ["column_addresses", "layer_facts", "provable_layers"]
 
 
 _UNBOUND = object()
 _untyped, _data_ptr = torch.Tensor.untyped_storage, torch.UntypedStorage.data_ptr
+_IS_META = attrgetter("is_meta")
+_PLAIN = (torch.Tensor, torch.nn.Parameter)  # read in C-level sweeps (:func:`_addresses`)
+
+
+def _memo(ctx: LowerContext) -> dict[tuple[str, ...], list[int | None] | None] | None:
+    """The context's kept addresses during a compile (its layout book set), else None."""
+    return getattr(ctx, "address_memo", None) if book_of(ctx) is not None else None
+
+
+def column_addresses(ctx: LowerContext, refs: Sequence[str], values: list[Any] | None = None,
+                     *, tensors: bool = False) -> list[int | None] | None:
+    """The storage data address of each ref's bound tensor (None: nothing bound, or meta);
+    None when a bound value is not a tensor. ``values``: the refs' bound values
+    (:meth:`~derivgraph.compiler.lower.LowerContext.bound_values` with ``_UNBOUND``), when the
+    caller read them; ``tensors``: the caller proved each a ``torch.Tensor`` (or
+    ``Parameter``) off the meta device.
+
+    During a compile (the context's layout book is set, :func:`book_of`) the answer for one
+    run of refs is kept in the context's ``address_memo`` (cleared whenever tensors are bound
+    or staged again, :class:`~derivgraph.runtime.storage.BoundTensors`): the lowering's layer
+    proof and the schedule's storage fence read the same columns. The list is shared: read
+    it, never change it."""
+    memo = _memo(ctx)
+    key = tuple(refs) if memo is not None else None
+    if key is not None:
+        kept = memo.get(key, _UNBOUND)
+        if kept is not _UNBOUND:
+            return kept
+    if values is None:
+        values = ctx.bound_values(refs, _UNBOUND)
+    got = list(map(_data_ptr, map(_untyped, values))) if tensors else _addresses(values)
+    if key is not None:
+        memo[key] = got
+    return got
+
+
+def _addresses(values: list[Any]) -> list[int | None] | None:
+    """:func:`column_addresses` of bound ``values`` (``_UNBOUND`` where nothing is bound)."""
+    kinds = set(map(type, values))
+    if kinds <= set(_PLAIN) and not any(map(_IS_META, values)):
+        return list(map(_data_ptr, map(_untyped, values)))
+    out: list[int | None] = []
+    for value in values:
+        if value is _UNBOUND:
+            out.append(None)
+        elif isinstance(value, torch.Tensor):
+            out.append(None if value.is_meta else value.untyped_storage().data_ptr())
+        else:
+            return None
+    return out
 
 
 def layer_facts(ctx: LowerContext, ids: tuple[str, ...]) -> tuple[Any, ...]:
@@ -93,8 +144,9 @@ def _columns_hold(ctx: LowerContext, table: InstanceTable, shared: tuple[str, ..
             return False
     ptrs: dict[int, list[int]] = {}  # position -> its storage addresses, layer by layer
     own: list[int] = []  # the positions whose storage is first seen there in the template
+    bound: dict[int, list[Any]] = {}  # position -> its bound values, layer by layer
     for k, (column, fact) in enumerate(zip(columns, facts, strict=True)):
-        values = ctx.bound_values(column, _UNBOUND)
+        values = bound[k] = ctx.bound_values(column, _UNBOUND)
         if fact is None:
             if not all(map(is_, values, repeat(_UNBOUND, n))):
                 return False
@@ -110,7 +162,13 @@ def _columns_hold(ctx: LowerContext, table: InstanceTable, shared: tuple[str, ..
             return False
         if at == -1:
             continue
-        mine = ptrs[k] = list(map(_data_ptr, map(_untyped, values)))
+        if at != k and all(map(is_, values, bound[at])):
+            memo = _memo(ctx)  # the very tensors of position `at`: its storage, every layer
+            if memo is not None:
+                memo[tuple(column)] = ptrs[at]
+            continue
+        mine = ptrs[k] = column_addresses(  # type: ignore[assignment]
+            ctx, column, values, tensors=kind in _PLAIN)  # all of that type, none meta
         if at != k and not all(map(eq, mine, ptrs[at])):
             return False  # the template shares storage with position `at` here
         if at == k:

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
 from itertools import chain, repeat
-from operator import attrgetter, eq, is_, lt
+from operator import eq, is_, lt
 from typing import Any
 
 import torch
@@ -36,13 +36,12 @@ import torch
 from derivgraph.column_layout import ColumnFacts, book_of
 from derivgraph.compiler.graph import NodeRef
 from derivgraph.compiler.lower import WRITES, Action, LayerSteps, LowerContext, Step
+from derivgraph.compiler.lower_layers import column_addresses
 
 __all__ = ["RowLevels", "layer_fence", "row_keys", "row_levels", "same_key_facts", "step_refs"]
 
 _CONSTANT_KEYS = frozenset({Action.COPY, Action.SCALAR})  # keyed by the action alone
 _UNBOUND = object()
-_IS_META = attrgetter("is_meta")
-_untyped, _data_ptr = torch.Tensor.untyped_storage, torch.UntypedStorage.data_ptr
 
 
 def step_refs(step: Step) -> list[str]:
@@ -198,20 +197,9 @@ def _storage_proof(ctx: LowerContext, table: Any, steps: Sequence[Step],
 
 def _addresses(ctx: LowerContext, refs: list[str]) -> list[int | None] | None:
     """The storage address of each ref's bound tensor (None: nothing bound, or meta); None
-    when a bound value is not a tensor."""
-    values = ctx.bound_values(refs, _UNBOUND)
-    kinds = set(map(type, values))
-    if kinds <= {torch.Tensor, torch.nn.Parameter} and not any(map(_IS_META, values)):
-        return list(map(_data_ptr, map(_untyped, values)))
-    out: list[int | None] = []
-    for value in values:
-        if value is _UNBOUND:
-            out.append(None)
-        elif isinstance(value, torch.Tensor):
-            out.append(None if value.is_meta else value.untyped_storage().data_ptr())
-        else:
-            return None
-    return out
+    when a bound value is not a tensor (:func:`~derivgraph.compiler.lower_layers.
+    column_addresses`: during a compile, what the layer proof read)."""
+    return column_addresses(ctx, refs)
 
 
 def row_keys(ctx: LowerContext, steps: Sequence[Step], layers: Iterable[LayerSteps],

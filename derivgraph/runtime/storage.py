@@ -20,12 +20,12 @@ from derivgraph.compiler.graph import DerivedGraph, NodeRef, refs_in
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.interpret import Interpreter
 from derivgraph.compiler.ir import Node, NodeKind
-from derivgraph.compiler.layers import closed_nodes
+from derivgraph.compiler.layers import closed_layers, order_without_rows
 from derivgraph.compiler.owners import PathReader
 from derivgraph.ops import OPS, OpKind
 from derivgraph.runtime.entry import Entry
 
-__all__ = ["BoundTensors", "BoundViews"]
+__all__ = ["BoundTensors", "BoundViews", "view_candidates"]
 
 _UNSET = object()
 _OP, _STORAGE = attrgetter("op"), attrgetter("storage")
@@ -38,23 +38,12 @@ class BoundViews(Interpreter):
         super().__init__(graph)
         self.env.update(bound)
 
-    def views(self) -> dict[str, torch.Tensor]:
-        """Every view op node over a bound tensor (or an earlier view), in order -> its view.
-
-        A closed stamped row (:func:`~derivgraph.compiler.layers.closed_nodes`) has its
-        template's kinds and ops position by position: where the template has no view op,
-        no node of the row is one, and the row is not looked at."""
+    def views(self, looked_at: list[str] | None = None) -> dict[str, torch.Tensor]:
+        """Every view op node over a bound tensor (or an earlier view), in order -> its view;
+        ``looked_at``: :func:`view_candidates` of the graph, when the caller has it."""
         out: dict[str, torch.Tensor] = {}
         nodes = self.graph.nodes
-        other = frozenset(name for name, op in OPS.items() if op.kind is not OpKind.VIEW)
-        skip = closed_nodes(self.graph, lambda table: not _has_view(nodes, table, other))
-        order = self.graph.ordered()
-        if skip:
-            order = list(compress(order, map(not_, map(skip.__contains__, order))))
-        # every other node but those of a registered non-view op (or no op) is looked at, in
-        # order: the ops read in one C-level sweep
-        ops = map(_OP, map(nodes.__getitem__, order))
-        for node_id in compress(order, map(not_, map((other | {None}).__contains__, ops))):
+        for node_id in view_candidates(self.graph) if looked_at is None else looked_at:
             node = nodes[node_id]
             if node.kind is NodeKind.OP and OPS[node.op].kind is OpKind.VIEW \
                     and len(refs_in(node.args)) == 1 and node.inputs[0] in self.env:
@@ -63,6 +52,24 @@ class BoundViews(Interpreter):
 
     def source(self, node: Node) -> Any:
         raise KeyError(node.id)  # only views over bound tensors are made here
+
+
+def view_candidates(graph: DerivedGraph) -> list[str]:
+    """The nodes :meth:`BoundViews.views` looks at, in order: every node but those of a
+    registered non-view op (or no op).
+
+    A closed stamped row (:func:`~derivgraph.compiler.layers.closed_layers`) has its
+    template's kinds and ops position by position: where the template has no view op, no node
+    of the row is one, and the row is not looked at (the order without those rows:
+    :func:`~derivgraph.compiler.layers.order_without_rows`, cut at the order's spans where it
+    can)."""
+    nodes = graph.nodes
+    other = frozenset(name for name, op in OPS.items() if op.kind is not OpKind.VIEW)
+    tables = closed_layers(graph)
+    order = order_without_rows(graph, [t for t in tables if not _has_view(nodes, t, other)])
+    # the ops read in one C-level sweep
+    ops = map(_OP, map(nodes.__getitem__, order))
+    return list(compress(order, map(not_, map((other | {None}).__contains__, ops))))
 
 
 def _has_view(nodes: Mapping[str, Node], table: InstanceTable, other: frozenset[str]) -> bool:
@@ -84,13 +91,31 @@ class BoundTensors:
         self.stages: dict[str, torch.Tensor] = {}  # derived Python scalars, staged
         self.stage_groups: list[tuple[torch.Tensor, list[str]]] = []  # one buffer, its stages
         self.constants: dict[str, torch.Tensor] = {}  # op nodes no source feeds: made at compile
-        # the entry columns' layout records, during the compile only (planner._compile)
-        self.layouts: ColumnLayouts | None = None
+        self._layouts: ColumnLayouts | None = None
         # the tensors a refill may re-point, at their startup addresses
         self._startup: AtAddresses | None = None
+        # the storage addresses a compile's readers read of runs of refs, while ``layouts``
+        # is set (:func:`~derivgraph.compiler.lower_layers.column_addresses`): cleared whenever
+        # tensors are bound or staged again, and when ``layouts`` is set
+        self.address_memo: dict[tuple[str, ...], list[int | None] | None] = {}
         # by targets: the stage buffers they fill whole, each with its stages' entries
         self._stage_rows: dict[tuple[str, ...], list[tuple[torch.Tensor, list[str], list[Entry]]]
                                | None] = {}
+
+    @property
+    def layouts(self) -> ColumnLayouts | None:
+        """The entry columns' layout records, during the compile only (``planner._compile``
+        sets it, then None); setting it drops what was kept for a compile's readers."""
+        return self._layouts
+
+    @layouts.setter
+    def layouts(self, book: ColumnLayouts | None) -> None:
+        self._layouts = book
+        self._forget()
+
+    def _forget(self) -> None:
+        """Drop the kept addresses (a bound value may change)."""
+        self.address_memo = {}
 
     def bind(self, model: Any, read: Mapping[str, Any] | None = None) -> None:
         """Resolve the sources, then every view over a bound tensor.
@@ -101,11 +126,16 @@ class BoundTensors:
         reader = PathReader(model).get if read is None else read.__getitem__
         self.sources = dict(zip(sources, map(reader, sources)))
         self._startup = None
+        self._forget()
+        looked_at = view_candidates(self.graph)
+        if not looked_at:  # no view op to make: the bound tensors need not be gathered
+            self.views = {}
+            return
         bound: dict[str, Any] = {**self.sources, **self.constants}
         storages = list(map(_STORAGE, self.entries.values()))  # the bound tensors, one sweep
         bound.update(compress(zip(self.entries, storages),
                               map(isinstance, storages, repeat(torch.Tensor))))
-        self.views = BoundViews(self.graph, bound).views()
+        self.views = BoundViews(self.graph, bound).views(looked_at)
 
     # ---- LowerContext ----------------------------------------------------------------------
     def bound(self, ref: str) -> Any:
@@ -187,6 +217,8 @@ class BoundTensors:
         the one-element ones of a dtype and device are the elements of one buffer, read back
         to the host in one transfer (:meth:`staged`)."""
         by_kind: dict[tuple[torch.dtype, torch.device], list[str]] = {}
+        if values or self.stages:  # a bound value may change: read again
+            self._forget()
         self.stages, self.stage_groups, self._stage_rows = {}, [], {}
         for target, value in values.items():
             if value.dim() == 0:

@@ -1,0 +1,120 @@
+"""The compile's bit check (``planner._mismatches``) compares an entry column whole.
+
+During the compile an entry column whose every row the pass writes, held by the layout book
+under one record for its storages and one for its values, is compared in one batch
+(``planner._columns_equal``); every other target pair by pair. The answer is the pair-by-pair
+answer: a row of a column that differs from its eager value is reported (and the compile then
+takes the ungrouped pass), the equal columns are not compared again. Canary: a column taken as
+equal without its batch compared.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from derivgraph import compile_plan
+from derivgraph import planner as planner_module
+from derivgraph.compiler.stamp import stamping
+from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+
+LAYERS = 40
+ROW = 17  # the row whose storage is spoiled before the check
+
+
+def _compile(monkeypatch: pytest.MonkeyPatch, spoil: str | None) -> tuple[Any, list[Any]]:
+    """Compile the scaling model with ``spoil``'s column's row ``ROW`` made to differ from its
+    eager value just before the first bit check; the plan and each check's (answer, the ids
+    the columns proved equal)."""
+    seen: list[Any] = []
+    check, columns = planner_module._mismatches, planner_module._columns_equal
+    proved: list[set[str]] = []
+
+    def spy_columns(*args: Any) -> set[str]:
+        proved.append(columns(*args))
+        return proved[-1]
+
+    def spoiling(plan: Any, values: dict[str, Any]) -> list[str]:
+        if spoil is not None and not seen:
+            column = next(c for c in plan.entries.columns if c.name == spoil)
+            with torch.no_grad():
+                plan.entries.by_id[column.ids[ROW]].storage.add_(1.0)
+        answer = check(plan, values)
+        seen.append((answer, proved[-1] if proved else set()))
+        return answer
+
+    monkeypatch.setattr(planner_module, "_columns_equal", spy_columns)
+    monkeypatch.setattr(planner_module, "_mismatches", spoiling)
+    torch.manual_seed(0)
+    with stamping(True):
+        plan = compile_plan(scaling_model(LAYERS), [scaling_spec()])
+    return plan, seen
+
+
+def _ids(plan: Any, name: str) -> list[str]:
+    return list(next(c for c in plan.entries.columns if c.name == name).ids)
+
+
+def test_equal_columns_are_compared_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    plan, seen = _compile(monkeypatch, None)
+    assert len(seen) == 1
+    answer, proved = seen[0]
+    assert answer == []
+    assert proved == set(_ids(plan, "inv")) | set(_ids(plan, "prod"))  # both written columns
+
+
+@pytest.mark.parametrize("spoil", ["inv", "prod"])
+def test_a_row_that_differs_is_reported(monkeypatch: pytest.MonkeyPatch, spoil: str) -> None:
+    plan, seen = _compile(monkeypatch, spoil)
+    assert len(seen) == 2  # the grouped pass differs: the ungrouped one is checked again
+    (answer, proved), (again, _) = seen
+    other = "prod" if spoil == "inv" else "inv"
+    assert answer == [_ids(plan, spoil)[ROW]]
+    assert proved == set(_ids(plan, other))  # the spoiled column pair by pair
+    assert again == []
+    x = plan.model.layers[ROW + 1]  # the column's rows start at layer 1 (layer 0: template)
+    want = 1.0 / x.scale if spoil == "inv" else x.scale * x.weight
+    assert torch.equal(getattr(x, spoil), want)
+
+
+def _cases() -> dict[str, tuple[list[torch.Tensor], bool]]:
+    """Runs of tensors, and whether each is one base's slices in order (joined, no copy)."""
+    base = torch.arange(12.0).reshape(4, 3)
+    cube = torch.arange(16.0).reshape(4, 2, 2)
+    part = list(base.unbind(0))
+    part[2] = part[2].clone()
+    return {
+        "unbound": (list(base.unbind(0)), True),
+        "unbound, 3-d": (list(cube.unbind(0)), True),
+        "reversed": (list(base.unbind(0))[::-1], False),
+        "one cloned": (part, False),
+        "a prefix": (list(base.unbind(0))[:3], False),
+        "transposed pieces": ([t.t() for t in cube.unbind(0)], False),
+        "a transposed base": (list(torch.arange(12.0).reshape(3, 4).t().unbind(0)), False),
+        "no base": ([torch.zeros(3) for _ in range(4)], False),
+    }
+
+
+@pytest.mark.parametrize("name", list(_cases()))
+def test_joined_values_are_their_concatenation(name: str) -> None:
+    tensors, joins = _cases()[name]
+    joined = planner_module._joined(tensors, tensors[0].shape)
+    assert (joined is not None) is joins
+    if joined is not None:
+        assert torch.equal(joined, torch.cat([t.reshape(-1) for t in tensors]))
+
+
+def test_the_compile_joins_the_columns_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    joined: list[bool] = []
+    real = planner_module._joined
+
+    def spy(*args: Any) -> Any:
+        got = real(*args)
+        joined.append(got is not None)
+        return got
+
+    monkeypatch.setattr(planner_module, "_joined", spy)
+    _compile(monkeypatch, None)
+    assert joined == [True, True]  # inv, prod: each column's values one result, unbound
