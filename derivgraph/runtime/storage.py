@@ -25,7 +25,7 @@ from derivgraph.compiler.owners import PathReader
 from derivgraph.ops import OPS, OpKind
 from derivgraph.runtime.entry import Entry
 
-__all__ = ["BoundTensors", "BoundViews"]
+__all__ = ["BoundTensors", "BoundViews", "may_view"]
 
 _UNSET = object()
 _OP, _STORAGE = attrgetter("op"), attrgetter("storage")
@@ -46,7 +46,7 @@ class BoundViews(Interpreter):
         no node of the row is one, and the row is not looked at."""
         out: dict[str, torch.Tensor] = {}
         nodes = self.graph.nodes
-        other = frozenset(name for name, op in OPS.items() if op.kind is not OpKind.VIEW)
+        other = _not_views()
         skip = closed_nodes(self.graph, lambda table: not _has_view(nodes, table, other))
         order = self.graph.ordered()
         if skip:
@@ -63,6 +63,18 @@ class BoundViews(Interpreter):
 
     def source(self, node: Node) -> Any:
         raise KeyError(node.id)  # only views over bound tensors are made here
+
+
+def _not_views() -> frozenset[str]:
+    """The registered ops that are no view op (read now: ops can be registered later)."""
+    return frozenset(name for name, op in OPS.items() if op.kind is not OpKind.VIEW)
+
+
+def may_view(graph: DerivedGraph) -> bool:
+    """Whether :meth:`BoundViews.views` can find a node to look at: an op of
+    ``graph.op_names`` (the op of every op node the graph made) that is a view op or no
+    registered op. False: it returns no view whatever its tensors (nothing to bind)."""
+    return not graph.op_names <= _not_views()
 
 
 def _has_view(nodes: Mapping[str, Node], table: InstanceTable, other: frozenset[str]) -> bool:
@@ -101,6 +113,9 @@ class BoundTensors:
         reader = PathReader(model).get if read is None else read.__getitem__
         self.sources = dict(zip(sources, map(reader, sources)))
         self._startup = None
+        if not may_view(self.graph):  # no view op: none to make, no bound table to build
+            self.views = {}
+            return
         bound: dict[str, Any] = {**self.sources, **self.constants}
         storages = list(map(_STORAGE, self.entries.values()))  # the bound tensors, one sweep
         bound.update(compress(zip(self.entries, storages),
