@@ -69,7 +69,7 @@ def test_view_op_views_made(stamped: bool) -> None:
     for key, view in plan.tensors.views.items():
         assert view.data_ptr() == swept[key].data_ptr() and view.shape == swept[key].shape
     plan.run()
-    for i, layer in enumerate(model.layers):
+    for layer in model.layers:
         assert torch.equal(layer.inv_t, 1.0 / layer.weight.t())
 
 
