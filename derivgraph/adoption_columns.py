@@ -28,7 +28,7 @@ from typing import Any
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.layers import closed_layers
 from derivgraph.compiler.owners import PathReader, one_hop
-from derivgraph.paths import MISSING, Slot, absent_on_modules
+from derivgraph.paths import MISSING, ModuleOwners, Slot
 from derivgraph.runtime.entry import Entry, ProvenColumn
 from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind, is_engine
 
@@ -54,6 +54,7 @@ def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathRead
     (:class:`~derivgraph.runtime.entry.ProvenColumn`)."""
     derived = graph.derived
     out: dict[str, tuple[Entry, Any]] = {}
+    read: list[ModuleOwners] = []  # the last column's owners, read once for its table
     for table in closed_layers(graph):
         for k, template in enumerate(table.template):
             first = derived.get(template)
@@ -65,7 +66,7 @@ def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathRead
                 continue
             name = first.decl.name
             found = owners.owners(list(map(_owner_path, nodes)))
-            if not (one_hop(name) and absent_on_modules(found, name)):
+            if not (one_hop(name) and _owners(found, read).absent(name)):
                 continue  # a row whose owner may hold a tensor: adopted (or refused) on its own
             into = slot(first.kind)
             entries = list(map(Entry, nodes, repeat(None), repeat(into), repeat(False)))
@@ -74,6 +75,16 @@ def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathRead
             if proven is not None:
                 proven.append(ProvenColumn(table, k, template, ids, entries, extras, found, into))
     return out
+
+
+def _owners(found: list[Any], read: list[ModuleOwners]) -> ModuleOwners:
+    """``found``'s :class:`~derivgraph.paths.ModuleOwners`: the last one's in ``read`` where
+    it was made of the same objects, one by one (a table's columns share their rows' owners;
+    adoption writes nothing while it reads), else a new one (kept in ``read``)."""
+    if read and len(read[0].objs) == len(found) and all(map(_is, found, read[0].objs)):
+        return read[0]
+    read[:] = [ModuleOwners(found)]
+    return read[0]
 
 
 def alias_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
@@ -89,6 +100,7 @@ def alias_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
     value (its input's), not adopted. ``proven``: as :func:`allocated_rows`'."""
     derived = graph.derived
     out: dict[str, tuple[Entry, Any]] = {}
+    read: list[ModuleOwners] = []  # as allocated_rows'
     for table in closed_layers(graph):
         for k, template in enumerate(table.template):
             first = derived.get(template)
@@ -103,7 +115,7 @@ def alias_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
                 continue  # an alias of a derived tensor: bound once that one has storage
             name = first.decl.name
             found = owners.owners(list(map(_owner_path, nodes)))
-            if not (one_hop(name) and absent_on_modules(found, name)):
+            if not (one_hop(name) and _owners(found, read).absent(name)):
                 continue
             targets = list(map(values.__getitem__, ids))
             if any(map(_is, targets, repeat(MISSING))):
