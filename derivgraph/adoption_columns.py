@@ -47,14 +47,17 @@ def _holds_none(nodes: list[Any]) -> bool:
 
 def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
                    slot: Callable[[TensorKind], Slot],
-                   proven: list[ProvenColumn] | None = None) -> dict[str, tuple[Entry, Any]]:
+                   proven: list[ProvenColumn] | None = None,
+                   read: list[ModuleOwners] | None = None) -> dict[str, tuple[Entry, Any]]:
     """Node id -> (its entry, its value) for every stamped row's derived tensor that the
     per-tensor path would allocate (see the module docstring); ``slot(kind)``: the slot of a
     tensor kind; ``proven``: each column taken is appended
-    (:class:`~derivgraph.runtime.entry.ProvenColumn`)."""
+    (:class:`~derivgraph.runtime.entry.ProvenColumn`); ``read``: the last owners read (see
+    :func:`_owners`), shared with the caller's next reader of the same model (nothing written
+    in between)."""
     derived = graph.derived
     out: dict[str, tuple[Entry, Any]] = {}
-    read: list[ModuleOwners] = []  # the last column's owners, read once for its table
+    read = [] if read is None else read  # the last column's owners, read once for its table
     for table in closed_layers(graph):
         for k, template in enumerate(table.template):
             first = derived.get(template)
@@ -89,7 +92,8 @@ def _owners(found: list[Any], read: list[ModuleOwners]) -> ModuleOwners:
 
 def alias_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
                alias_of: Callable[[str], Any],
-               proven: list[ProvenColumn] | None = None) -> dict[str, tuple[Entry, Any]]:
+               proven: list[ProvenColumn] | None = None,
+               read: list[ModuleOwners] | None = None) -> dict[str, tuple[Entry, Any]]:
     """Node id -> (its entry, ``alias_of(input)``) for every stamped row's alias whose input is
     no derived tensor, taken a column at a time where the per-tensor path would read nothing
     else: every row's node has the template node's declaration (the same object), the name is
@@ -97,10 +101,10 @@ def alias_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
     :func:`~derivgraph.compiler.owners.child` reads :data:`~derivgraph.paths.MISSING` there,
     so there is nothing to compare, and :func:`~derivgraph.paths.slot_of` says
     ``Slot.MISSING``: the alias's slot is ``Slot.ATTRIBUTE``); the entry holds the row's
-    value (its input's), not adopted. ``proven``: as :func:`allocated_rows`'."""
+    value (its input's), not adopted. ``proven``, ``read``: as :func:`allocated_rows`'."""
     derived = graph.derived
     out: dict[str, tuple[Entry, Any]] = {}
-    read: list[ModuleOwners] = []  # as allocated_rows'
+    read = [] if read is None else read  # as allocated_rows'
     for table in closed_layers(graph):
         for k, template in enumerate(table.template):
             first = derived.get(template)

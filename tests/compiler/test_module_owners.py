@@ -130,6 +130,23 @@ def test_adoption_shares_a_table_owners_reading(monkeypatch: pytest.MonkeyPatch,
     if held:
         assert all(layer.inv is t for layer, t in zip(model.others, kept))
         assert all(plan.entries[f"others.{i}.inv"].adopted for i in range(10))
-    # one reading per run of columns over the same owners (allocated, then alias), not one
-    # per column
-    assert made and len(made) < 4 * 2
+    # one reading per run of columns over the same owners, not one per column: each table's
+    # allocated columns, then each alias column (the last reading was the other table's)
+    assert made == [9, 9, 9, 9]
+
+
+def test_one_table_one_reading(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scaling workload's four columns (three allocated, one alias) over one table's
+    owners: one reading, shared by allocated_rows and alias_rows."""
+    import derivgraph.adoption_columns as adoption_columns
+    from derivgraph import compile_plan
+    from derivgraph.compiler.stamp import stamping
+    from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+
+    made: list[int] = []
+    real = adoption_columns.ModuleOwners
+    monkeypatch.setattr(adoption_columns, "ModuleOwners",
+                        lambda objs: made.append(len(objs)) or real(objs))
+    with stamping(True):
+        plan = compile_plan(scaling_model(12), [scaling_spec()])
+    assert made == [11] and len(plan.entries.columns) == 4

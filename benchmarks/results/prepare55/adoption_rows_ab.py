@@ -44,8 +44,13 @@ def main() -> None:
         arms = [("base", base), ("mine", adoption_columns)]
         for name, module in arms if r % 2 == 0 else arms[::-1]:
             start = time.process_time()
-            out = module.allocated_rows(graph, values, owners, _slot)
-            out.update(module.alias_rows(graph, values, owners, AliasOf))
+            if module is base:
+                out = module.allocated_rows(graph, values, owners, _slot)
+                out.update(module.alias_rows(graph, values, owners, AliasOf))
+            else:  # as adopt_or_allocate calls them: one owners' reading shared
+                read: list = []
+                out = module.allocated_rows(graph, values, owners, _slot, None, read)
+                out.update(module.alias_rows(graph, values, owners, AliasOf, None, read))
             times[name].append(time.process_time() - start)
             assert len(out) == args.size - 4
             del out
