@@ -24,7 +24,7 @@ from derivgraph.compiler.interpret import view_base
 from derivgraph.compiler.owners import PathReader, child
 from derivgraph.compiler.transaction import overlap_problem, source_storages
 from derivgraph.errors import AdoptionError, Rule, SpecIssue
-from derivgraph.paths import Slot, slot_of
+from derivgraph.paths import ModuleOwners, Slot, slot_of
 from derivgraph.runtime.entry import ProvenColumn
 from derivgraph.runtime.plan import Entry, Plan
 from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind, is_engine
@@ -114,8 +114,9 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | N
         return found[0]
 
     derived = graph.derived
-    columns = allocated_rows(graph, values, owners, _slot, proven)  # stamped rows: by column
-    columns.update(alias_rows(graph, values, owners, AliasOf, proven))
+    read: list[ModuleOwners] = []  # the owners last read, shared by the two (no write between)
+    columns = allocated_rows(graph, values, owners, _slot, proven, read)  # stamped rows: by column
+    columns.update(alias_rows(graph, values, owners, AliasOf, proven, read))
     ids = list(filter(derived.__contains__, graph.ordered()))  # the derived tensors, in order
     # the columns' rows are decided: each at its place, the rest decided in order and put at
     # theirs (a row with an issue stays None: the compile raises); an alias reads its

@@ -28,7 +28,7 @@ from typing import Any
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.layers import closed_layers
 from derivgraph.compiler.owners import PathReader, one_hop
-from derivgraph.paths import MISSING, Slot, absent_on_modules
+from derivgraph.paths import MISSING, ModuleOwners, Slot
 from derivgraph.runtime.entry import Entry, ProvenColumn
 from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind, is_engine
 
@@ -47,13 +47,17 @@ def _holds_none(nodes: list[Any]) -> bool:
 
 def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
                    slot: Callable[[TensorKind], Slot],
-                   proven: list[ProvenColumn] | None = None) -> dict[str, tuple[Entry, Any]]:
+                   proven: list[ProvenColumn] | None = None,
+                   read: list[ModuleOwners] | None = None) -> dict[str, tuple[Entry, Any]]:
     """Node id -> (its entry, its value) for every stamped row's derived tensor that the
     per-tensor path would allocate (see the module docstring); ``slot(kind)``: the slot of a
     tensor kind; ``proven``: each column taken is appended
-    (:class:`~derivgraph.runtime.entry.ProvenColumn`)."""
+    (:class:`~derivgraph.runtime.entry.ProvenColumn`); ``read``: the last owners read (see
+    :func:`_owners`), shared with the caller's next reader of the same model (nothing written
+    in between)."""
     derived = graph.derived
     out: dict[str, tuple[Entry, Any]] = {}
+    read = [] if read is None else read  # the last column's owners, read once for its table
     for table in closed_layers(graph):
         for k, template in enumerate(table.template):
             first = derived.get(template)
@@ -65,7 +69,7 @@ def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathRead
                 continue
             name = first.decl.name
             found = owners.owners(list(map(_owner_path, nodes)))
-            if not (one_hop(name) and absent_on_modules(found, name)):
+            if not (one_hop(name) and _owners(found, read).absent(name)):
                 continue  # a row whose owner may hold a tensor: adopted (or refused) on its own
             into = slot(first.kind)
             entries = list(map(Entry, nodes, repeat(None), repeat(into), repeat(False)))
@@ -76,9 +80,20 @@ def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathRead
     return out
 
 
+def _owners(found: list[Any], read: list[ModuleOwners]) -> ModuleOwners:
+    """``found``'s :class:`~derivgraph.paths.ModuleOwners`: the last one's in ``read`` where
+    it was made of the same objects, one by one (a table's columns share their rows' owners;
+    adoption writes nothing while it reads), else a new one (kept in ``read``)."""
+    if read and len(read[0].objs) == len(found) and all(map(_is, found, read[0].objs)):
+        return read[0]
+    read[:] = [ModuleOwners(found)]
+    return read[0]
+
+
 def alias_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
                alias_of: Callable[[str], Any],
-               proven: list[ProvenColumn] | None = None) -> dict[str, tuple[Entry, Any]]:
+               proven: list[ProvenColumn] | None = None,
+               read: list[ModuleOwners] | None = None) -> dict[str, tuple[Entry, Any]]:
     """Node id -> (its entry, ``alias_of(input)``) for every stamped row's alias whose input is
     no derived tensor, taken a column at a time where the per-tensor path would read nothing
     else: every row's node has the template node's declaration (the same object), the name is
@@ -86,9 +101,10 @@ def alias_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
     :func:`~derivgraph.compiler.owners.child` reads :data:`~derivgraph.paths.MISSING` there,
     so there is nothing to compare, and :func:`~derivgraph.paths.slot_of` says
     ``Slot.MISSING``: the alias's slot is ``Slot.ATTRIBUTE``); the entry holds the row's
-    value (its input's), not adopted. ``proven``: as :func:`allocated_rows`'."""
+    value (its input's), not adopted. ``proven``, ``read``: as :func:`allocated_rows`'."""
     derived = graph.derived
     out: dict[str, tuple[Entry, Any]] = {}
+    read = [] if read is None else read  # as allocated_rows'
     for table in closed_layers(graph):
         for k, template in enumerate(table.template):
             first = derived.get(template)
@@ -103,7 +119,7 @@ def alias_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
                 continue  # an alias of a derived tensor: bound once that one has storage
             name = first.decl.name
             found = owners.owners(list(map(_owner_path, nodes)))
-            if not (one_hop(name) and absent_on_modules(found, name)):
+            if not (one_hop(name) and _owners(found, read).absent(name)):
                 continue
             targets = list(map(values.__getitem__, ids))
             if any(map(_is, targets, repeat(MISSING))):

@@ -20,8 +20,9 @@ from torch import nn
 
 from derivgraph._enum import StrEnum
 
-__all__ = ["MISSING", "MODULE_REGISTRIES", "Slot", "absent_on_modules", "class_names",
-           "get_path", "holder_dict", "join", "matches_class", "set_slot", "slot_of", "step_into"]
+__all__ = ["MISSING", "MODULE_REGISTRIES", "ModuleOwners", "Slot", "absent_on_modules",
+           "class_names", "get_path", "holder_dict", "join", "matches_class", "set_slot", "slot_of",
+           "step_into"]
 
 MISSING: Any = object()
 
@@ -72,17 +73,50 @@ def absent_on_modules(objs: Sequence[Any], part: str) -> bool:
     ``objs``, proven by its module branch a class at a time: each is an ``nn.Module`` of its
     own ``__class__`` holding ``part`` in no registry and not in its ``__dict__``, and each
     class passes :func:`_absent_on_class` (False: not proven, e.g. one of them holds it)."""
-    if not part or part.isdigit():
-        return False
-    classes = set(map(type, objs))
-    if not all(issubclass(c, nn.Module) and _absent_on_class(c, part) for c in classes) \
-            or any(o.__class__ is not type(o) for o in objs):
-        return False
-    dicts = [o.__dict__ for o in objs]
-    if any(map(operator.contains, dicts, repeat(part))):
-        return False
-    return not any(any(map(operator.contains, map(registry, dicts), repeat(part)))
-                   for registry in MODULE_REGISTRIES)
+    return ModuleOwners(objs).absent(part)
+
+
+class ModuleOwners:
+    """What :func:`absent_on_modules` reads of ``objs`` whatever the name: their classes,
+    whether every one is an ``nn.Module`` of its own ``__class__``, their ``__dict__`` s and
+    (when first needed, one at a time) their registries; each read once, so that several
+    names over the same owners (a stamped table's columns) read them once. Only for owners
+    nothing writes to while it is asked (the reads are kept)."""
+
+    __slots__ = ("objs", "classes", "_plain", "_dicts", "_registries")
+
+    def __init__(self, objs: Sequence[Any]):
+        self.objs = objs
+        self.classes = set(map(type, objs))
+        self._plain: bool | None = None  # every class a module, every object of its own class
+        self._dicts: list[Any] = []
+        self._registries: list[list[Any]] = []  # MODULE_REGISTRIES' lists, read in order
+
+    def absent(self, part: str) -> bool:
+        """:func:`absent_on_modules` of these owners and ``part``."""
+        if not part or part.isdigit():
+            return False
+        if not all(issubclass(c, nn.Module) and _absent_on_class(c, part) for c in self.classes) \
+                or not self._own_classes():
+            return False
+        dicts = self._dicts
+        if any(map(operator.contains, dicts, repeat(part))):
+            return False
+        for i, registry in enumerate(MODULE_REGISTRIES):
+            if i == len(self._registries):
+                self._registries.append(list(map(registry, dicts)))
+            if any(map(operator.contains, self._registries[i], repeat(part))):
+                return False
+        return True
+
+    def _own_classes(self) -> bool:
+        """Every object is of its own ``__class__`` (read once; then each ``__dict__``)."""
+        if self._plain is None:
+            objs = self.objs
+            self._plain = not any(o.__class__ is not type(o) for o in objs)
+            if self._plain:
+                self._dicts = [o.__dict__ for o in objs]
+        return self._plain
 
 
 #: an ``nn.Module``'s registries in the order :func:`step_into` reads them (its ``__dict__``

@@ -18,7 +18,7 @@ from torch import nn
 from derivgraph.errors import FormulaError, Rule, SpecIssue, SpecValidationError
 from derivgraph.paths import (
     MISSING,
-    absent_on_modules,
+    ModuleOwners,
     get_path,
     holder_dict,
     join,
@@ -254,11 +254,12 @@ def _free_names(bound: list[BoundSpec], members: dict[Any, str | None]) -> set[t
     free: set[tuple[int, int]] = set()
     for spec, modules in by_spec.values():
         samples = {type(m): m for m in reversed(modules)}  # the first module of each class
+        owners = ModuleOwners(modules)  # read once for every name (nothing writes here)
         for decl in spec.derived:
             name = decl.name
             if decl.owner or not name or "." in name or name.isdigit():
                 continue
-            if absent_on_modules(modules, name) and all(
+            if owners.absent(name) and all(
                     _class_free(m, name, members) for m in samples.values()):
                 free.add((id(spec), id(decl)))
     return free

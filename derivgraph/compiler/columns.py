@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from operator import attrgetter
+from operator import attrgetter, is_
 from typing import Any
 
 import torch
@@ -64,6 +64,7 @@ def evaluate_columns(graph: DerivedGraph, env: dict[str, Any],
         if len(table) < MIN_COLUMN:
             continue
         where = {t: i for i, t in enumerate(table.template)}
+        stacks: dict[int | str, _Stacked] = {}  # this table's operand columns stacked so far
         for k, first_id in enumerate(table.template):
             first = nodes[first_id]
             if first.kind is not _OP or first.op not in _EXACT or first.kwargs:
@@ -71,7 +72,7 @@ def evaluate_columns(graph: DerivedGraph, env: dict[str, Any],
             column = table.column(k)
             if column[0] in env:
                 continue
-            values = _column(graph, env, read_source, table, where, first, column)
+            values = _column(graph, env, read_source, table, where, first, column, stacks)
             if values is not None:
                 env.update(zip(column, values))
                 done += 1
@@ -80,11 +81,21 @@ def evaluate_columns(graph: DerivedGraph, env: dict[str, Any],
     return done
 
 
+#: an operand column of one table, stacked: its tensors, their one (shape, dtype, device) and
+#: their ``torch.stack`` (:func:`_column`'s ``stacks``, by the operand's template position, or
+#: by the id of the node every row shares)
+_Stacked = tuple[list[torch.Tensor], tuple[Any, ...], torch.Tensor]
+
+
 def _column(graph: DerivedGraph, env: dict[str, Any], read_source: Callable[[str], Any],
             table: InstanceTable, where: dict[str, int], first: Node,
-            column: list[str]) -> tuple[torch.Tensor, ...] | None:
+            column: list[str], stacks: dict[int | str, _Stacked] | None = None,
+            ) -> tuple[torch.Tensor, ...] | None:
     """Each row's value of one column (template node ``first``; ``where``: the template's
-    node -> its position), or None where a check fails."""
+    node -> its position), or None where a check fails. ``stacks``: the table's operand
+    columns checked and stacked by earlier columns; an operand whose tensors are, one by one,
+    the same objects as a recorded one's takes its layout and its stack (the same values),
+    any other is checked and stacked here (and recorded)."""
     layout: tuple[Any, ...] | None = None
     call: list[Any] = []
     for arg in first.args:
@@ -95,14 +106,25 @@ def _column(graph: DerivedGraph, env: dict[str, Any], read_source: Callable[[str
             tensors = _operands(env, read_source, refs, source)
             if tensors is None:
                 return None
-            shapes, dtypes, devices = (set(map(f, tensors)) for f in (_shape, _dtype, _device))
-            if len(shapes) != 1 or len(dtypes) != 1 or len(devices) != 1:
-                return None
-            mine = (*shapes, *dtypes, *devices)
+            key = arg.id if at is None else at
+            seen = None if stacks is None else stacks.get(key)
+            if seen is not None and len(seen[0]) == len(tensors) \
+                    and all(map(is_, tensors, seen[0])):
+                mine, stacked = seen[1], seen[2]  # this operand, as an earlier column read it
+            else:
+                shapes, dtypes, devices = (set(map(f, tensors))
+                                           for f in (_shape, _dtype, _device))
+                if len(shapes) != 1 or len(dtypes) != 1 or len(devices) != 1:
+                    return None
+                mine, stacked = (*shapes, *dtypes, *devices), None
             if mine[1] not in OP_DTYPES or layout not in (None, mine):
                 return None
             layout = mine
-            call.append(torch.stack(tensors))
+            if stacked is None:
+                stacked = torch.stack(tensors)
+                if stacks is not None:
+                    stacks[key] = (tensors, mine, stacked)
+            call.append(stacked)
         else:
             if type(arg) not in _NUMBERS:
                 return None

@@ -25,7 +25,7 @@ from derivgraph.compiler.owners import PathReader
 from derivgraph.ops import OPS, OpKind
 from derivgraph.runtime.entry import Entry
 
-__all__ = ["BoundTensors", "BoundViews", "view_candidates"]
+__all__ = ["BoundTensors", "BoundViews", "may_view", "view_candidates"]
 
 _UNSET = object()
 _OP, _STORAGE = attrgetter("op"), attrgetter("storage")
@@ -54,6 +54,18 @@ class BoundViews(Interpreter):
         raise KeyError(node.id)  # only views over bound tensors are made here
 
 
+def _not_views() -> frozenset[str]:
+    """The registered ops that are no view op (read now: ops can be registered later)."""
+    return frozenset(name for name, op in OPS.items() if op.kind is not OpKind.VIEW)
+
+
+def may_view(graph: DerivedGraph) -> bool:
+    """Whether :meth:`BoundViews.views` can find a node to look at: an op of
+    ``graph.op_names`` (the op of every op node the graph made) that is a view op or no
+    registered op. False: it returns no view whatever its tensors (nothing to bind)."""
+    return not graph.op_names <= _not_views()
+
+
 def view_candidates(graph: DerivedGraph) -> list[str]:
     """The nodes :meth:`BoundViews.views` looks at, in order: every node but those of a
     registered non-view op (or no op).
@@ -64,7 +76,7 @@ def view_candidates(graph: DerivedGraph) -> list[str]:
     :func:`~derivgraph.compiler.layers.order_without_rows`, cut at the order's spans where it
     can)."""
     nodes = graph.nodes
-    other = frozenset(name for name, op in OPS.items() if op.kind is not OpKind.VIEW)
+    other = _not_views()
     tables = closed_layers(graph)
     order = order_without_rows(graph, [t for t in tables if not _has_view(nodes, t, other)])
     # the ops read in one C-level sweep
@@ -127,8 +139,10 @@ class BoundTensors:
         self.sources = dict(zip(sources, map(reader, sources)))
         self._startup = None
         self._forget()
-        looked_at = view_candidates(self.graph)
-        if not looked_at:  # no view op to make: the bound tensors need not be gathered
+        # no view op in the graph, or none outside the rows proven to have none: no view to
+        # make, and the bound tensors need not be gathered
+        looked_at = view_candidates(self.graph) if may_view(self.graph) else []
+        if not looked_at:
             self.views = {}
             return
         bound: dict[str, Any] = {**self.sources, **self.constants}
