@@ -142,7 +142,7 @@ class DictSlots:
         for t in range(tables):
             self._prove(t)
         self._snap()
-        self.usable = bool(self._expected.any())
+        self.usable = bool(self._item_of)
 
     def _prove(self, t: int) -> None:
         """Point dict ``t``'s reads at its table as it is now (or at the constant)."""
@@ -175,9 +175,17 @@ class DictSlots:
         self._words[places], self._expected[places] = words, expected
 
     def _snap(self) -> None:
+        """The expected words as bytes, and the words read: those of the items with an entry
+        (the others are suspects every time, :attr:`_always`)."""
         self._heads_bytes = self._heads_were.tobytes()
         self._layouts_bytes = self._layouts_were.tobytes()
-        self._expected_bytes = self._expected.tobytes()
+        unread = self._expected[0::2] == -1
+        self._always: list[int] = np.flatnonzero(unread).tolist()
+        read = np.flatnonzero(~unread)
+        words = np.stack([2 * read, 2 * read + 1], axis=1).ravel()
+        self._read, self._read_expected = self._words[words], self._expected[words]
+        self._read_bytes = self._read_expected.tobytes()
+        self._item_of: list[int] = np.repeat(read, 2).tolist()  # each word read -> its item
 
     def _reprove(self, tables: set[int]) -> None:
         for t in tables:
@@ -198,10 +206,12 @@ class DictSlots:
             if now.tobytes() != self._layouts_bytes:
                 self._reprove(set((now != self._layouts_were).nonzero()[0].tolist()))
                 continue
-            now = _WORDS.take(self._words)
-            if now.tobytes() == self._expected_bytes:
-                return []
-            return sorted({h >> 1 for h in (now != self._expected).nonzero()[0].tolist()})
+            now = _WORDS.take(self._read)
+            if now.tobytes() == self._read_bytes:
+                return self._always
+            found = list(dict.fromkeys(map(self._item_of.__getitem__, (
+                now != self._read_expected).nonzero()[0].tolist())))  # ascending
+            return sorted(self._always + found) if self._always else found
         return None
 
 

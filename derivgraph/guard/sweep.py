@@ -78,6 +78,8 @@ class _Gather:
     acc_keys: list[Any]
     acc_values: list[Any]
     slots: DictSlots | None = None
+    #: the last suspects and their columns (dicts, keys, snapshot values)
+    columns: tuple[list[int], list[Any], list[Any], list[Any]] = ([], [], [], [])
 
     def __post_init__(self) -> None:
         self.prove()
@@ -98,10 +100,13 @@ class _Gather:
             return _differing(self.acc_dicts, self.acc_keys, self.acc_values)
         if not suspects:
             return []
-        dicts, keys, values = self.acc_dicts, self.acc_keys, self.acc_values
-        return [suspects[j] for j in _differing(
-            list(map(dicts.__getitem__, suspects)), list(map(keys.__getitem__, suspects)),
-            list(map(values.__getitem__, suspects)))]
+        if suspects != self.columns[0]:  # a reload suspects the same items every time
+            dicts, keys, values = self.acc_dicts, self.acc_keys, self.acc_values
+            self.columns = (suspects, list(map(dicts.__getitem__, suspects)),
+                            list(map(keys.__getitem__, suspects)),
+                            list(map(values.__getitem__, suspects)))
+        suspects, dicts, keys, values = self.columns
+        return [suspects[j] for j in _differing(dicts, keys, values)]
 
 
 class Sweep:
