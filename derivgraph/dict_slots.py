@@ -177,6 +177,8 @@ class DictSlots:
     def _snap(self) -> None:
         """The expected words as bytes, and the words read: those of the items with an entry
         (the others are suspects every time, :attr:`_always`)."""
+        #: the last read's changed words (positions, expected words) and its suspects
+        self._last: tuple[np.ndarray, np.ndarray, list[int]] | None = None
         self._heads_bytes = self._heads_were.tobytes()
         self._layouts_bytes = self._layouts_were.tobytes()
         unread = self._expected[0::2] == -1
@@ -209,9 +211,17 @@ class DictSlots:
             now = _WORDS.take(self._read)
             if now.tobytes() == self._read_bytes:
                 return self._always
-            found = list(dict.fromkeys(map(self._item_of.__getitem__, (
-                now != self._read_expected).nonzero()[0].tolist())))  # ascending
-            return sorted(self._always + found) if self._always else found
+            last = self._last
+            if last is not None:  # the words the last read found changed, as expected again
+                now.put(last[0], last[1])
+                if now.tobytes() == self._read_bytes:
+                    return last[2]  # every other word as expected: at most those items changed
+                now = _WORDS.take(self._read)
+            hits = (now != self._read_expected).nonzero()[0]
+            found = list(dict.fromkeys(map(self._item_of.__getitem__, hits.tolist())))
+            out = sorted(self._always + found) if self._always else found  # ascending
+            self._last = hits, self._read_expected.take(hits), out
+            return out
         return None
 
 

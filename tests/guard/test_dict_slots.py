@@ -178,3 +178,21 @@ def test_items_the_words_cannot_prove_are_always_suspects() -> None:
 def test_no_proof_where_the_interpreter_is_not_proven(monkeypatch) -> None:
     monkeypatch.setattr(dict_slots, "AVAILABLE", False)
     assert dict_slots.dict_slots([{"a": 1}], ["a"], [1]) is None
+
+
+def test_a_reload_changing_the_same_items_again_and_then_another(version_tags,
+                                                                 read_by_key) -> None:
+    """The engine replaces the same item on every reload (vLLM's ``cpu_linear``): the words the
+    last read found changed are the only ones changed again, and a further item changed with
+    them is still found."""
+    sweep, dicts = _sweep()
+    for _ in range(3):
+        dicts[1]["o4"] = object()
+        _touch(dicts)
+        assert sweep.dirty()[0] == {_index(sweep, dicts[1])}
+    dicts[1]["o4"] = object()
+    dicts[3]["o7"] = object()
+    _touch(dicts)
+    assert sweep.dirty()[0] == {_index(sweep, dicts[1]), _index(sweep, dicts[3])}
+    if version_tags and dict_slots.AVAILABLE:
+        assert read_by_key[-4:] == [1, 1, 1, 2]

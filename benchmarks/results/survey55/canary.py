@@ -27,6 +27,10 @@ PLANTS = {
     "C5 each word read mapped to the wrong item": (
         "derivgraph/dict_slots.py", "np.repeat(read, 2).tolist()",
         "np.repeat(read[::-1], 2).tolist()"),
+    "C6 the last read's suspects returned without checking the other words": (
+        "derivgraph/dict_slots.py", "                if now.tobytes() == self._read_bytes:\n"
+        "                    return last[2]",
+        "                if True:\n                    return last[2]"),
 }
 
 
