@@ -15,7 +15,9 @@ Where the interpreter's dict version tags are proven
 their tags names the dicts mutated since the last :meth:`Sweep.settle`, and only those (with the
 ones still differing from their snapshot at the last settle) get the length and item checks
 above, with the same verdicts (every swept item read by its key, in whatever order the keys now
-are, from flat columns built once per set of such dicts). :meth:`Sweep.settle` (after the
+are, from flat columns built once per set of such dicts; where the dicts' raw table words are
+proven, :mod:`derivgraph.dict_slots`, an item whose entry still holds its key and snapshot value
+is proven by those words, and only the others are read by key). :meth:`Sweep.settle` (after the
 restore's own writes, which store into dicts too) takes the current tags as the new base and
 keeps re-checking every dict that does not hold exactly its snapshot items by identity (a
 harmless new value is re-checked on every sweep, as without tags). Lists are swept as before;
@@ -26,9 +28,11 @@ from __future__ import annotations
 
 import operator
 from bisect import bisect_right
+from dataclasses import dataclass
 from itertools import chain, compress, repeat
-from typing import Any, NamedTuple
+from typing import Any
 
+from derivgraph.dict_slots import DictSlots, dict_slots
 from derivgraph.dict_versions import DictVersions, watch_dicts
 from derivgraph.guard.holders import MISSING
 from derivgraph.guard.template import harmless
@@ -54,9 +58,18 @@ def _mismatches(flags: list[bool]) -> list[int]:
     return out
 
 
-class _Gather(NamedTuple):
+def _differing(dicts: list[dict[Any, Any]], keys: list[Any], values: list[Any]) -> list[int]:
+    """The positions of the items ``dicts[j][keys[j]]`` not holding ``values[j]`` (a missing key
+    reads as MISSING): one streaming sweep, each value compared as it is read and let go at once
+    (no list of every value, whose release would touch each one again)."""
+    return _mismatches(list(map(_is, map(_get, dicts, keys, repeat(MISSING, len(keys))), values)))
+
+
+@dataclass
+class _Gather:
     """The columns :meth:`Sweep._compare` reads for one set of dicts: the dicts and their
-    snapshot lengths, then their accessors (indices, dicts, keys, snapshot values) in order."""
+    snapshot lengths, then their accessors (indices, dicts, keys, snapshot values) in order, and
+    the raw-word proof of those items (None: every item is read by key)."""
 
     dicts: list[dict[Any, Any]]
     lengths: list[int]
@@ -64,6 +77,36 @@ class _Gather(NamedTuple):
     acc_dicts: list[dict[Any, Any]]
     acc_keys: list[Any]
     acc_values: list[Any]
+    slots: DictSlots | None = None
+    #: the last suspects and their columns (dicts, keys, snapshot values)
+    columns: tuple[list[int], list[Any], list[Any], list[Any]] = ([], [], [], [])
+
+    def __post_init__(self) -> None:
+        self.prove()
+
+    def prove(self) -> None:
+        """Take the raw-word proof of the items from the dicts' tables as they are now."""
+        self.slots = dict_slots(self.acc_dicts, self.acc_keys, self.acc_values)
+
+    def differing(self) -> list[int]:
+        """The positions of the accessors not holding their snapshot value (:func:`_differing`),
+        read by key only where the raw words do not prove the item (a table replaced since the
+        proof was made: every item, and a new proof for the next sweep)."""
+        slots = self.slots
+        suspects = None if slots is None else slots.suspects()
+        if suspects is None:
+            if slots is not None:
+                self.prove()  # the tables moved: prove the items where they are now
+            return _differing(self.acc_dicts, self.acc_keys, self.acc_values)
+        if not suspects:
+            return []
+        if suspects != self.columns[0]:  # a reload suspects the same items every time
+            dicts, keys, values = self.acc_dicts, self.acc_keys, self.acc_values
+            self.columns = (suspects, list(map(dicts.__getitem__, suspects)),
+                            list(map(keys.__getitem__, suspects)),
+                            list(map(values.__getitem__, suspects)))
+        suspects, dicts, keys, values = self.columns
+        return [suspects[j] for j in _differing(dicts, keys, values)]
 
 
 class Sweep:
@@ -192,18 +235,16 @@ class Sweep:
         """For ``dicts``: those whose length changed, the swept items (accessor indices) not
         holding their snapshot value, and the values they hold now: every swept item of them
         read by its key (whatever the order of their keys: vLLM's reload re-registers a
-        layer's ``weight`` after its ``bias`` every time), from flat columns built once per set
-        of dicts (:meth:`_gather`)."""
+        layer's ``weight`` after its ``bias`` every time) unless its raw words prove it
+        (:meth:`_Gather.differing`), from flat columns built once per set of dicts
+        (:meth:`_gather`)."""
         order = tuple(sorted(dicts))
         gather = self._gather(order)
         lens = list(map(len, gather.dicts))
         resized = [] if lens == gather.lengths else [
             i for i, n, was in zip(order, lens, gather.lengths) if n != was]
         acc, dicts, keys = gather.acc, gather.acc_dicts, gather.acc_keys
-        # one streaming sweep: each value is compared as it is read and let go at once (no list
-        # of every value, whose release would touch each one again); the few hits read theirs
-        hits = _mismatches(list(map(_is, map(_get, dicts, keys, repeat(MISSING, len(acc))),
-                                    gather.acc_values)))
+        hits = gather.differing()  # the few hits read their values again below
         if not hits:
             return resized, [], []
         return resized, [acc[j] for j in hits], [dicts[j].get(keys[j], MISSING) for j in hits]

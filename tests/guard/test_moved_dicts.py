@@ -9,6 +9,7 @@ verdicts must be the same."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -80,7 +81,7 @@ def test_canary_columns_read_by_position_miss_the_renamed_key(monkeypatch, tags_
         gather = real(self, order)
         now = [list(d)[list(self.keys[self.acc_container[b]]).index(k)]
                for b, d, k in zip(gather.acc, gather.acc_dicts, gather.acc_keys)]
-        return gather._replace(acc_keys=now)
+        return dataclasses.replace(gather, acc_keys=now)
 
     monkeypatch.setattr(Sweep, "_gather", by_position)
     sweep, dicts = _sweep()
@@ -149,8 +150,8 @@ def test_canary_columns_naming_the_wrong_accessor_miss_the_change(monkeypatch, t
     assert sweep.dirty()[0] == {0}
     sweep.settle()
     d["x"] = 6
-    monkeypatch.setattr(Sweep, "_gather", lambda self, order: real(self, order)._replace(
-        acc=real(self, order).acc[::-1]))
+    monkeypatch.setattr(Sweep, "_gather", lambda self, order: dataclasses.replace(
+        real(self, order), acc=real(self, order).acc[::-1]))
     assert sweep.dirty() == (set(), [])
 
 
