@@ -8,13 +8,11 @@ JSON line of per-phase medians over ``--repeat`` compiles (run it alternately pe
 from __future__ import annotations
 
 import argparse
-import functools
 import gc
 import json
+import os
 import statistics
 import sys
-import time
-from typing import Any
 
 import derivgraph.planner as planner
 from derivgraph.compiler.stamp import stamping
@@ -23,25 +21,13 @@ from derivgraph.runtime.plan import Plan
 from derivgraph.runtime.storage import BoundTensors
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from bench_compile_phases import _instrument  # noqa: E402
+
 PHASES = [(planner, "_lower", "lower (all)"), (Plan, "bind_tensors", "bind_tensors"),
           (Holders, "bind", "holders.bind"), (BoundTensors, "bind", "tensors.bind"),
           (planner, "lower_steps", "lower_steps"), (Plan, "install", "install"),
           (planner, "_mismatches", "bit check"), (planner, "compile_plan", "total")]
-
-
-def _instrument(times: dict[str, float]) -> None:
-    for owner, name, label in PHASES:
-        fn = getattr(owner, name)
-
-        @functools.wraps(fn)
-        def timed(*args: Any, __fn: Any = fn, __label: str = label, **kwargs: Any) -> Any:
-            start = time.process_time()
-            try:
-                return __fn(*args, **kwargs)
-            finally:
-                times[__label] = times.get(__label, 0.0) + time.process_time() - start
-
-        setattr(owner, name, timed)
 
 
 def main() -> None:
@@ -54,7 +40,7 @@ def main() -> None:
     with stamping(True):
         planner.compile_plan(scaling_model(250), [spec])
     times: dict[str, float] = {}
-    _instrument(times)
+    _instrument(times, PHASES)
     runs: list[dict[str, float]] = []
     for _ in range(args.repeat):
         model = scaling_model(args.size // 4)
