@@ -69,15 +69,14 @@ class DictVersions:
         self._view, self._index = _views(self.dicts) if self.dicts else (None, None)
         self._tags = self._read()
         self._bytes: bytes | None = None
-        self._list: list[int] | None = []
+        self._list: list[int] = []
         self._snap()
-        # what the last changed() read when it found a tag moved (the tags, as bytes, as ints
-        # or None where that read made none): adopt() takes them as they are (None: that read
-        # found the snapshot, nothing to take)
-        self._moved: tuple[np.ndarray, bytes, list[int] | None] | None = None
-        # the positions the last full compare found moved, as an index array and a list: an
-        # engine's reload moves the same dicts every time (:meth:`_moved_again`)
-        self._last: tuple[np.ndarray, list[int]] | None = None
+        # what the last changed() read when it found a tag moved (the tags, as bytes, as ints):
+        # adopt() takes them as they are (None: that read found the snapshot, nothing to take)
+        self._moved: tuple[np.ndarray, bytes, list[int]] | None = None
+        # the positions the last full compare found moved: an engine's reload moves the same
+        # dicts every time (:meth:`_moved_again`)
+        self._last: list[int] | None = None
 
     def _snap(self) -> None:
         """The snapshot as bytes and as Python ints: the common check (nothing moved) is one
@@ -109,29 +108,28 @@ class DictVersions:
         if raw == self._bytes:
             self._moved = None
             return []
-        last = self._last
-        if last is not None and self._moved_again(self._tags, now, last[0]):
-            self._moved = (now, raw, None)  # adopt() reuses this read's bytes as they are
-            return list(last[1])
         ints = now.tolist()
         self._moved = (now, raw, ints)  # adopt() reuses this read's bytes and ints as they are
         was = self._list
-        if was is None:  # adopted from a read that made no ints
-            was = self._list = self._tags.tolist()
+        last = self._last
+        if last is not None and self._moved_again(ints, was, last):
+            return list(last)
         found = list(compress(count(), map(operator.ne, ints, was)))
-        self._last = (np.array(found, dtype=np.intp), found) if found else None
+        self._last = found or None
         return list(found)
 
-    def _moved_again(self, tags: np.ndarray, now: np.ndarray, positions: np.ndarray) -> bool:
-        """Whether the tags read ``now`` differ from the snapshot exactly at ``positions``:
-        the snapshot's tags put there make the read equal to the snapshot (every other tag as
-        it was: one bytes compare), and each tag there differs from the snapshot's ``tags``.
-        No ufunc and no conversion of every tag (cold code right after a reload)."""
-        was = tags.take(positions)
-        other = now.copy()
-        other.put(positions, was)
-        return other.tobytes() == self._bytes and not any(
-            map(operator.eq, now.take(positions).tolist(), was.tolist()))
+    @staticmethod
+    def _moved_again(ints: list[int], was: list[int], positions: list[int]) -> bool:
+        """Whether the tags read (``ints``) differ from the snapshot's (``was``) exactly at
+        ``positions``: the snapshot's tags put there make the read equal to the snapshot (one
+        list compare: every other tag as it was), and each tag there differs from the
+        snapshot's. No ufunc, and no Python call per tag."""
+        at = list(map(was.__getitem__, positions))
+        if any(map(operator.eq, map(ints.__getitem__, positions), at)):
+            return False
+        other = ints.copy()
+        list(map(other.__setitem__, positions, at))
+        return other == was
 
     def rebase(self) -> None:
         """Take the current tags as the snapshot (after the caller checked or wrote them)."""
