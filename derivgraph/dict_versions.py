@@ -74,9 +74,6 @@ class DictVersions:
         # what the last changed() read when it found a tag moved (the tags, as bytes, as ints):
         # adopt() takes them as they are (None: that read found the snapshot, nothing to take)
         self._moved: tuple[np.ndarray, bytes, list[int]] | None = None
-        # the positions the last full compare found moved: an engine's reload moves the same
-        # dicts every time (:meth:`_moved_again`)
-        self._last: list[int] | None = None
 
     def _snap(self) -> None:
         """The snapshot as bytes and as Python ints: the common check (nothing moved) is one
@@ -110,26 +107,7 @@ class DictVersions:
             return []
         ints = now.tolist()
         self._moved = (now, raw, ints)  # adopt() reuses this read's bytes and ints as they are
-        was = self._list
-        last = self._last
-        if last is not None and self._moved_again(ints, was, last):
-            return list(last)
-        found = list(compress(count(), map(operator.ne, ints, was)))
-        self._last = found or None
-        return list(found)
-
-    @staticmethod
-    def _moved_again(ints: list[int], was: list[int], positions: list[int]) -> bool:
-        """Whether the tags read (``ints``) differ from the snapshot's (``was``) exactly at
-        ``positions``: the snapshot's tags put there make the read equal to the snapshot (one
-        list compare: every other tag as it was), and each tag there differs from the
-        snapshot's. No ufunc, and no Python call per tag."""
-        at = list(map(was.__getitem__, positions))
-        if any(map(operator.eq, map(ints.__getitem__, positions), at)):
-            return False
-        other = ints.copy()
-        list(map(other.__setitem__, positions, at))
-        return other == was
+        return list(compress(count(), map(operator.ne, ints, self._list)))
 
     def rebase(self) -> None:
         """Take the current tags as the snapshot (after the caller checked or wrote them)."""
