@@ -116,9 +116,10 @@ def _reload(dicts: list[dict[str, object]], which: list[int]) -> None:
 @needs_tags
 @pytest.mark.parametrize("settle", ["adopt", "rebase"])
 def test_the_same_dicts_moved_again_and_then_others(settle: str) -> None:
-    """A reload moving the same dicts as the last one is answered from the last positions;
-    fewer of them, more, or others in their place are each reported exactly (and a later
-    full compare after adopting such a read still compares with the adopted tags)."""
+    """An engine's reloads moving the same dicts every time, then fewer of them, more, or
+    others in their place: each reload's moved dicts are reported exactly, after an adopted
+    or a re-based snapshot alike (a guard for any shortcut keyed on the last reload's
+    positions)."""
     dicts: list[dict[str, object]] = [{"k": i} for i in range(12)]
     versions = DictVersions(dicts)
 
@@ -143,8 +144,8 @@ def test_the_same_dicts_moved_again_and_then_others(settle: str) -> None:
 
 @needs_tags
 def test_a_moved_again_read_does_not_touch_the_snapshot() -> None:
-    """The shortcut puts the snapshot's tags into a copy of the read: the read adopted
-    afterwards is the one made, so the next reload of the same dicts is still reported."""
+    """The read adopted after a reload is the one made (nothing the check puts into it for
+    its compare is left there), so the next reload of the same dicts is still reported."""
     dicts: list[dict[str, object]] = [{"k": i} for i in range(4)]
     versions = DictVersions(dicts)
     for _ in range(3):
