@@ -105,3 +105,51 @@ def test_without_proof_callers_get_none(monkeypatch: pytest.MonkeyPatch) -> None
 def test_empty_watch_is_unchanged() -> None:
     versions = DictVersions([])
     assert versions.changed() == [] and versions.unchanged() and len(versions) == 0
+
+
+def _reload(dicts: list[dict[str, object]], which: list[int]) -> None:
+    """An engine's reload: a new value stored into each of ``which``."""
+    for i in which:
+        dicts[i]["k"] = object()
+
+
+@needs_tags
+@pytest.mark.parametrize("settle", ["adopt", "rebase"])
+def test_the_same_dicts_moved_again_and_then_others(settle: str) -> None:
+    """An engine's reloads moving the same dicts every time, then fewer of them, more, or
+    others in their place: each reload's moved dicts are reported exactly, after an adopted
+    or a re-based snapshot alike (a guard for any shortcut keyed on the last reload's
+    positions)."""
+    dicts: list[dict[str, object]] = [{"k": i} for i in range(12)]
+    versions = DictVersions(dicts)
+
+    def check(which: list[int]) -> None:
+        _reload(dicts, which)
+        assert versions.changed() == which
+        getattr(versions, settle)()
+        assert versions.changed() == []
+
+    for which in ([1, 4, 9], [1, 4, 9], [1, 4, 9],  # the same dicts every time
+                  [1, 9],                           # one of them not moved
+                  [1, 9], [1, 3, 9],                # one more
+                  [1, 3, 9], [1, 3, 10],            # another in place of one
+                  [1, 3, 10], [0, 1, 3, 10, 11], [], [2], [2]):
+        check(which)
+    _reload(dicts, [2])
+    assert versions.changed() == [2]
+    _reload(dicts, [5])  # not settled: both moved since the snapshot
+    assert versions.changed() == [2, 5]
+    assert versions.changed() == [2, 5]
+
+
+@needs_tags
+def test_a_moved_again_read_does_not_touch_the_snapshot() -> None:
+    """The read adopted after a reload is the one made (nothing the check puts into it for
+    its compare is left there), so the next reload of the same dicts is still reported."""
+    dicts: list[dict[str, object]] = [{"k": i} for i in range(4)]
+    versions = DictVersions(dicts)
+    for _ in range(3):
+        _reload(dicts, [0, 2])
+        assert versions.changed() == [0, 2]
+        versions.adopt()
+        assert versions.unchanged() and versions.changed() == []
