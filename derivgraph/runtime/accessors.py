@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from torch import nn
 
 from derivgraph.addresses import AtAddresses
-from derivgraph.compiler.owners import registries_holding
+from derivgraph.compiler.owners import RegistryReads, registries_holding
 from derivgraph.paths import MISSING, Slot, holder_dict, step_into
 from derivgraph.runtime.watch import ItemWatch, watch_items
 
@@ -314,9 +314,10 @@ def holder_dicts(owners: Sequence[Any], names: Sequence[str]) -> list[tuple[Any,
     it in one registry read in one sweep each
     (:func:`~derivgraph.compiler.owners.registries_holding`), the rest one by one."""
     out: list[tuple[Any, Any] | None] = [None] * len(names)
+    reads = RegistryReads()  # the names of one stamped table share their owners' reads
     for name, rows in by_name(names).items():
         found = list(map(owners.__getitem__, rows))
-        where = registries_holding(found, name)
+        where = registries_holding(found, name, reads)
         if where is None:
             for i, owner in zip(rows, found):
                 out[i] = holder_dict(owner, name) if owner is not MISSING else None
