@@ -44,7 +44,7 @@ from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.transaction import ModelTransaction
 from derivgraph.errors import AdoptionError, Rule, SpecIssue, SpecValidationError
 from derivgraph.paths import get_path
-from derivgraph.runtime.accessors import HeldColumn
+from derivgraph.runtime.accessors import HeldColumn, ProvenOwners
 from derivgraph.runtime.containers import collect_containers
 from derivgraph.runtime.engine import foreach_copy
 from derivgraph.runtime.entry import ProvenColumn
@@ -250,8 +250,11 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
         _raise_if(view_issues((e.node, e.storage,  # a column holds no view
                                _storage_of(plan, view_base(graph, e.node.input)))
                               for e in generic.values() if e.node.kind is TensorKind.VIEW))
-        for column in columns:  # each proven against its entries' own owner paths first
-            column.bind(owners)
+        # each proven against its entries' own owner paths first (a table's next column by
+        # the previous one's proof: the same paths and owners, row by row)
+        last: ProvenOwners | None = None
+        for column in columns:
+            last = column.bind(owners, last)
         others = list(generic.values())
         held = held_columns(columns, others, owners)  # the holders' walk takes their owners
         plan.holders.rebind_entries(others)

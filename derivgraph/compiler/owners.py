@@ -18,7 +18,8 @@ from torch import nn
 
 from derivgraph.paths import MISSING, MODULE_REGISTRIES, get_path, step_into
 
-__all__ = ["PathReader", "child", "one_hop", "path_prefixes", "registries_holding"]
+__all__ = ["PathReader", "RegistryReads", "child", "one_hop", "path_prefixes",
+           "registries_holding"]
 
 _DICT = operator.attrgetter("__dict__")
 
@@ -99,7 +100,41 @@ class PathReader:
         return out
 
 
-def registries_holding(owners: Sequence[Any], key: str) -> tuple[int, list[dict[str, Any]]] | None:
+class RegistryReads:
+    """What :func:`registries_holding` reads of a list of owners whatever the key: whether
+    every one is an ``nn.Module``, their ``__dict__`` s and (each when first needed, in
+    :data:`~derivgraph.paths.MODULE_REGISTRIES` order) their registries; kept for the next
+    key asked over the very same owners (one identity sweep), read again for others. Only
+    while nothing writes to the owners (the reads are kept)."""
+
+    __slots__ = ("owners", "modules", "dicts", "registries")
+
+    def __init__(self) -> None:
+        self.owners: Sequence[Any] | None = None
+        self.modules = False
+        self.dicts: list[Any] = []
+        self.registries: list[list[Any]] = []
+
+    def take(self, owners: Sequence[Any]) -> None:
+        """Keep the reads where ``owners`` are the last ones row by row; else start over."""
+        last = self.owners
+        if last is not None and len(last) == len(owners) and all(map(operator.is_, owners, last)):
+            return
+        self.owners = owners
+        self.modules = all(issubclass(cls, nn.Module) for cls in set(map(type, owners)))
+        self.dicts = list(map(_DICT, owners)) if self.modules else []
+        self.registries = []
+
+    def registry(self, k: int) -> list[Any]:
+        """Registry ``k`` of every owner (read the first time it is asked)."""
+        while len(self.registries) <= k:
+            self.registries.append(list(map(MODULE_REGISTRIES[len(self.registries)],
+                                            self.dicts)))
+        return self.registries[k]
+
+
+def registries_holding(owners: Sequence[Any], key: str, reads: RegistryReads | None = None,
+                       ) -> tuple[int, list[dict[str, Any]]] | None:
     """``(k, dicts)``: where every owner holds ``key``, read a column at a time.
 
     ``dicts[i]`` is the dict ``owners[i]`` holds ``key`` in, as
@@ -108,20 +143,24 @@ def registries_holding(owners: Sequence[Any], key: str) -> tuple[int, list[dict[
     and ``__dict__`` (3) that holds it. Kept only where every owner is an ``nn.Module`` and
     holds ``key`` in the same one of them (one C-level sweep per registry); None otherwise
     (an owner that is no module, a dunder key, a key held nowhere or in different places):
-    the caller reads those owners one by one.
+    the caller reads those owners one by one. ``reads``: the owners' reads kept from the last
+    key asked with it (:class:`RegistryReads`), else read here.
     """
     if not owners or (key.startswith("__") and key.endswith("__")):
         return None
-    if not all(issubclass(cls, nn.Module) for cls in set(map(type, owners))):
+    if reads is None:
+        reads = RegistryReads()
+    reads.take(owners)
+    if not reads.modules:
         return None
-    dicts = list(map(_DICT, owners))
-    for k, registry in enumerate(MODULE_REGISTRIES):
-        found = list(map(registry, dicts))
+    for k in range(len(MODULE_REGISTRIES)):
+        found = reads.registry(k)
         held = list(map(operator.contains, found, repeat(key)))
         if all(held):
             return k, found
         if any(held):
             return None
+    dicts = reads.dicts
     return (len(MODULE_REGISTRIES), dicts) if all(map(operator.contains, dicts, repeat(key))) \
         else None
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from torch import nn
 
 from derivgraph.addresses import AtAddresses
-from derivgraph.compiler.owners import registries_holding
+from derivgraph.compiler.owners import RegistryReads, registries_holding
 from derivgraph.paths import MISSING, Slot, holder_dict, step_into
 from derivgraph.runtime.watch import ItemWatch, watch_items
 
@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from derivgraph.runtime.entry import Entry
 
 __all__ = ["NO_DICT", "HolderTable", "HopTable", "by_name", "changes", "column_rows",
-           "holder_dicts", "holder_of", "HeldColumn", "holders_of", "locate", "not_taken"]
+           "holder_dicts", "holder_of", "HeldColumn", "holders_of", "locate", "not_taken",
+           "ProvenOwners", "same_owners"]
 
 _is = operator.is_
 _not = operator.not_
@@ -313,9 +314,10 @@ def holder_dicts(owners: Sequence[Any], names: Sequence[str]) -> list[tuple[Any,
     it in one registry read in one sweep each
     (:func:`~derivgraph.compiler.owners.registries_holding`), the rest one by one."""
     out: list[tuple[Any, Any] | None] = [None] * len(names)
+    reads = RegistryReads()  # the names of one stamped table share their owners' reads
     for name, rows in by_name(names).items():
         found = list(map(owners.__getitem__, rows))
-        where = registries_holding(found, name)
+        where = registries_holding(found, name, reads)
         if where is None:
             for i, owner in zip(rows, found):
                 out[i] = holder_dict(owner, name) if owner is not MISSING else None
@@ -369,7 +371,7 @@ def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
             if rows is None:
                 continue
             paths = list(map(_owner_path, column_entries))
-            if last is not None and _same_owners(paths, column_owners, last):
+            if last is not None and same_owners(paths, column_owners, last):
                 held_dicts = last[2]  # the walk maps these paths to these owners: proven there
             elif all(map(_is, map(owners.get, paths, repeat(MISSING)), column_owners)):
                 held_dicts = list(map(_DICT, column_owners))
@@ -408,8 +410,12 @@ def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
     return dicts, keys, fast
 
 
-def _same_owners(paths: list[str], owners: Sequence[Any],
-                 last: tuple[list[str], Sequence[Any], list[Any]]) -> bool:
+#: a column's rows' owner paths, its owners proven to be the objects at those paths, and their
+#: ``__dict__`` s, in row order (what :func:`same_owners` compares the next column against)
+ProvenOwners = tuple[list[str], Sequence[Any], list[Any]]
+
+
+def same_owners(paths: list[str], owners: Sequence[Any], last: ProvenOwners) -> bool:
     """Whether a column's rows have ``last``'s owner paths (equal, row by row) and its owners
     are ``last``'s (identical, row by row): two C-level sweeps."""
     return len(paths) == len(last[0]) and all(map(operator.eq, paths, last[0])) \

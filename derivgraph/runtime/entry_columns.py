@@ -44,7 +44,7 @@ from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.owners import PathReader
 from derivgraph.errors import Rule, SpecIssue, SpecValidationError
 from derivgraph.paths import Slot
-from derivgraph.runtime.accessors import HeldColumn
+from derivgraph.runtime.accessors import HeldColumn, ProvenOwners, same_owners
 from derivgraph.runtime.entry import Entry, ProvenColumn
 from derivgraph.spec.kinds import TensorKind
 
@@ -93,21 +93,28 @@ class EntryColumn:
             book.add(self.storages, ColumnLayout(types.pop(), layout.dtype, layout.shape,
                                                  layout.device, True))
 
-    def bind(self, owners: PathReader) -> None:
+    def bind(self, owners: PathReader, last: ProvenOwners | None = None) -> ProvenOwners:
         """Store every row's storage in its owner's ``__dict__`` (one sweep), after proving
         that each row's owner is the object at its own entry's owner path (read by
-        ``owners``)."""
+        ``owners``). ``last``: what the previous column's bind returned (same ``owners``):
+        where this column's owner paths and owners are its own row by row
+        (:func:`~derivgraph.runtime.accessors.same_owners`: the columns of one table), its
+        proof and ``__dict__`` s are taken. Returns this column's."""
         paths = list(map(_owner_path, self.entries))
-        if not all(map(_is, self.owners, owners.owners(paths))):
-            wrong = next(i for i, (o, p) in enumerate(zip(self.owners, paths))
-                         if o is not owners.owner(p))
-            raise SpecValidationError([SpecIssue(
-                Rule.INFERENCE, f"the entry column of {self.template} holds another layer's "
-                f"owner at {self.ids[wrong]} (row {wrong}); nothing was bound",
-                "report this as a derivgraph bug", self.entries[wrong].node.decl.location,
-                self.ids[wrong])])
-        dicts = [o.__dict__ for o in self.owners]
+        if last is not None and same_owners(paths, self.owners, last):
+            dicts = last[2]
+        else:
+            if not all(map(_is, self.owners, owners.owners(paths))):
+                wrong = next(i for i, (o, p) in enumerate(zip(self.owners, paths))
+                             if o is not owners.owner(p))
+                raise SpecValidationError([SpecIssue(
+                    Rule.INFERENCE, f"the entry column of {self.template} holds another "
+                    f"layer's owner at {self.ids[wrong]} (row {wrong}); nothing was bound",
+                    "report this as a derivgraph bug", self.entries[wrong].node.decl.location,
+                    self.ids[wrong])])
+            dicts = [o.__dict__ for o in self.owners]
         deque(map(operator.setitem, dicts, repeat(self.name), self.storages), 0)
+        return paths, self.owners, dicts
 
     def record_startup(self) -> None:
         """Every row's startup address and a detached alias of its storage (one sweep each)."""

@@ -80,17 +80,22 @@ class Holders:
                              + list(map(_owner_path, self.entries.values())))
         return self.hops
 
-    def bind(self, sources: Mapping[str, torch.Tensor], columns: Iterable[HeldColumn] = ()) \
-            -> None:
+    def bind(self, sources: Mapping[str, torch.Tensor], columns: Iterable[HeldColumn] = (),
+             recorded: Mapping[str, tuple[int, int]] | None = None) -> None:
         """Record where each source is held, walk the owners and set up the identity checks.
 
         The sources are read a column at a time (:func:`holder_dicts`: one sweep per source
         name over its owners). ``columns``: entry columns proved held in their owners'
-        ``__dict__`` only (:func:`holders_of`), taken where the walk finds their owners."""
+        ``__dict__`` only (:func:`holders_of`), taken where the walk finds their owners.
+        ``recorded``: path -> (object id, :func:`~derivgraph.addresses.address_of`) of objects
+        the caller still holds, nothing re-pointed since; its addresses are taken where it
+        names every source's very object (:func:`recorded_ptrs`), else they are read."""
         paths, tensors = list(sources), list(sources.values())
         split = list(map(str.rpartition, paths, repeat(".")))
         owner_paths = list(map(_first, split))
-        ptrs = data_ptrs(tensors)
+        ptrs = recorded_ptrs(paths, tensors, recorded) if recorded else None
+        if ptrs is None:
+            ptrs = data_ptrs(tensors)
         self._source_checks = self._source_watch = None
         objs = self.walk(owner_paths).objects
         owners = list(map(objs.get, owner_paths, repeat(MISSING)))  # objs[""] is the model
@@ -410,3 +415,14 @@ class Holders:
             set_slot(owner, name, entry.storage, entry.slot, entry.node.decl.persistent)
             count += 1
         return count
+
+
+def recorded_ptrs(paths: list[str], objects: list[Any],
+                  recorded: Mapping[str, tuple[int, int]]) -> list[int] | None:
+    """The recorded address of each path's object where ``recorded`` (path -> (object id,
+    address) of objects still alive, nothing re-pointed since) names every path with its
+    very object (ids of live objects are unique); None else (the caller reads them)."""
+    got = list(map(recorded.get, paths, repeat(None)))
+    if None in got or list(map(id, objects)) != list(map(_first, got)):
+        return None
+    return list(map(_second, got))

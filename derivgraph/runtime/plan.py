@@ -191,9 +191,12 @@ class Plan:
 
         ``read``: every source path's object, read from the model as it is now (the compile's
         startup record); else the sources are read here. ``columns``: entry columns the
-        compile proved held in their owners' ``__dict__`` only (:meth:`Holders.bind`)."""
+        compile proved held in their owners' ``__dict__`` only (:meth:`Holders.bind`). With
+        ``read``, the sources' addresses are those the startup record took of its objects
+        (``source_ptrs``, where it names them: ``read`` holds them, nothing re-pointed them)."""
         self.tensors.bind(self.model, read)
-        self.holders.bind(self.tensors.sources, columns)
+        self.holders.bind(self.tensors.sources, columns,
+                          self.source_ptrs if read is not None else None)
 
     def install(self, steps: list[Step], *, group: bool = True) -> Program:
         """Compile ``steps`` as the pass (grouped into foreach calls unless ``group=False``)."""
