@@ -160,8 +160,8 @@ def _held_field(name: str, value: Any = _PER_ROW) -> property:
     def get(node: HeldNode) -> Any:
         return getattr(node.made(), name) if value is _PER_ROW else value
 
-    def put(node: HeldNode, value: Any) -> None:
-        setattr(node.made(), name, value)
+    def put(node: HeldNode, new: Any) -> None:
+        setattr(node.made(), name, new)
 
     return property(get, put)
 
