@@ -19,7 +19,8 @@ from typing import Any, ClassVar
 
 from derivgraph._enum import StrEnum
 
-__all__ = ["Graph", "HeldColumn", "HeldLeaves", "HeldNode", "Node", "NodeKind", "depth_first"]
+__all__ = ["Graph", "HeldColumn", "HeldLeaves", "HeldNode", "Node", "NodeKind", "calls_of",
+           "depth_first"]
 
 _INPUTS = attrgetter("inputs")
 
@@ -61,6 +62,7 @@ class Node:
 
 #: a node's fields after ``id``, in the order :class:`Node` sets them
 _FIELDS = ("kind", "op", "args", "kwargs", "inputs", "shape", "stride", "dtype", "device")
+_PER_ROW = object()  # a field not known for the whole column: read from the node made
 
 
 class HeldColumn:
@@ -74,9 +76,13 @@ class HeldColumn:
         self.made: set[int] = set()  # the rows whose node was made
         self._rows: dict[str, int] | None = None  # id -> row, made on the first node made
 
-    def nodes(self, kind: NodeKind) -> list[Node]:
-        """One held node per id, of ``kind`` (every row's ``fields`` must give it)."""
-        cls = type("HeldNode", (HeldNode,), {"__slots__": (), "column": self, "kind": kind})
+    def nodes(self, kind: NodeKind, op: Any = _PER_ROW) -> list[Node]:
+        """One held node per id, of ``kind`` (every row's ``fields`` must give it); ``op``:
+        every row's op, when the caller knows it (read then without making the node)."""
+        attrs: dict[str, Any] = {"__slots__": (), "column": self, "kind": kind}
+        if op is not _PER_ROW:
+            attrs["op"] = _held_field("op", op)
+        cls = type("HeldNode", (HeldNode,), attrs)
         held = list(map(object.__new__, repeat(cls, len(self.ids))))
         deque(map(setattr, held, repeat("id"), self.ids), maxlen=0)  # one C-level sweep
         return held
@@ -99,6 +105,10 @@ class HeldLeaves(HeldColumn):
         super().__init__(ids, self._fields)
         self.kind = kind
         self.values: list[str | None] = [None] * len(ids)  # each row's value, if given
+
+    def nodes(self, kind: NodeKind, op: Any = None) -> list[Node]:
+        """One held node per id, of ``kind``; a leaf's op is None (:meth:`_fields`)."""
+        return super().nodes(kind, None)
 
     def _fields(self, row: int) -> tuple[Any, ...]:
         value = self.values[row]
@@ -143,20 +153,36 @@ class HeldNode(Node):
         return self.made().__reduce_ex__(protocol)
 
 
-def _held_field(name: str) -> property:
-    """Field ``name`` of a :class:`HeldNode`: made on first read or write."""
+def _held_field(name: str, value: Any = _PER_ROW) -> property:
+    """Field ``name`` of a :class:`HeldNode`: made on first read or write; ``value``: the
+    field's value on every row of the column, read without making the node."""
 
     def get(node: HeldNode) -> Any:
-        return getattr(node.made(), name)
+        return getattr(node.made(), name) if value is _PER_ROW else value
 
-    def put(node: HeldNode, value: Any) -> None:
-        setattr(node.made(), name, value)
+    def put(node: HeldNode, new: Any) -> None:
+        setattr(node.made(), name, new)
 
     return property(get, put)
 
 
 for _name in _FIELDS[1:]:
     setattr(HeldNode, _name, _held_field(_name))
+
+
+def calls_of(nodes: Iterable[Node]) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+    """Each node's ``(args, kwargs)``; a held node's (:class:`HeldNode`, not yet made) are
+    its column's ``fields`` of its row, read without making it: equal to the fields it is
+    made with (new objects, not the node's)."""
+    out: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+    for node in nodes:
+        if isinstance(node, HeldNode):
+            column = type(node).column
+            fields = column.fields(column.row(node.id))
+            out.append((fields[2], fields[3]))
+        else:
+            out.append((node.args, node.kwargs))
+    return out
 
 
 class Graph:

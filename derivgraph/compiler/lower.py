@@ -31,7 +31,7 @@ from derivgraph._enum import StrEnum
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode, NodeRef, refs_in, substitute
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.interpret import Interpreter
-from derivgraph.compiler.ir import NodeKind
+from derivgraph.compiler.ir import NodeKind, calls_of
 from derivgraph.compiler.layers import order_without_rows
 from derivgraph.compiler.lower_layers import provable_layers
 from derivgraph.ops import OPS, OpKind
@@ -145,10 +145,10 @@ class LayerSteps:
             args, kwargs = step.args, step.kwargs
             return [Step(n, action, op, args, kwargs, x, t, scale, out_shape)
                     for n, x, t in zip(column, inputs, targets)]
-        srcs = [nodes[row[at]] for row in rows]
-        return [Step(n, action, op, (src.args[1],) if tail else src.args,
-                     src.kwargs, x, t, scale, out_shape)
-                for n, src, x, t in zip(column, srcs, inputs, targets)]
+        calls = calls_of([nodes[row[at]] for row in rows])  # held nodes left held
+        return [Step(n, action, op, (args[1],) if tail else args, kwargs, x, t, scale,
+                     out_shape)
+                for n, (args, kwargs), x, t in zip(column, calls, inputs, targets)]
 
     def steps_of(self, nodes: Collection[str]) -> list[Step]:
         """The rows' steps whose node is in ``nodes`` (a compact layer: each writes its own

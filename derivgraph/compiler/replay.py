@@ -348,7 +348,7 @@ class Replay:
             if type(step) is SourceStep:
                 _, shape, stride, dtype, device = step.layout
                 made.append(HeldColumn(cols[step.slot], partial(
-                    _source_fields, shape, stride, dtype, device)).nodes(_SOURCE))
+                    _source_fields, shape, stride, dtype, device)).nodes(_SOURCE, None))
                 slot = step.slot
             else:
                 assert type(step) is FlatStep  # _by_columns: at least one node argument
@@ -356,7 +356,7 @@ class Replay:
                 ids = cols[out]
                 made.append(HeldColumn(ids, partial(
                     _op_fields, name, [(cols[s] if s >= 0 else None, v) for s, v in parts],
-                    kwargs, [cols[s] for s in dict.fromkeys(order)])).nodes(_OP))
+                    kwargs, [cols[s] for s in dict.fromkeys(order)])).nodes(_OP, name))
                 ops.append((name, keyed, fkw, [cols[s] if f is None else None
                                                for s, f in keyed], ids))
                 slot = out
