@@ -1,8 +1,8 @@
 #!/bin/bash
 # --pieces runs of bench_vllm_reload.py, base tree ($BASE) and this tree alternating, 101 rounds
 # each; then one table of every piece's min and median side by side (reload54's pieces_table.py)
-# usage (from the repository root): BASE=/tmp/base55 bash benchmarks/results/s54/vllm/pieces.sh
-out=benchmarks/results/s54/vllm/pieces
+# usage (from the repository root): BASE=/tmp/base55 [OUT=DIR] bash benchmarks/results/s54/vllm/pieces.sh
+out=${OUT:-benchmarks/results/s54/vllm/pieces}
 mkdir -p $out
 for i in 1 2; do for t in base mine; do
   tree=$BASE; [ $t = mine ] && tree=$PWD
