@@ -7,7 +7,11 @@ column's values proves that every value has one dtype, shape and device
 (:func:`column_layout`), every storage and every value of the column has one
 :class:`ColumnLayout`, and the compile's later readers of those facts (the lowering's layer
 proof, the group keys, the bit check, the refill table) take it from :class:`ColumnLayouts`
-instead of reading each of the column's tensors again (``.shape`` is the costly read).
+instead of reading each of the column's tensors again (``.shape`` is the costly read). A
+stamped run's source column is recorded the same way from the build's column proof of its
+tensors (:func:`proven_layout`; ``planner._record_sources``): the build read them, and the
+compile reads the very objects it found (its evaluation takes them) while nothing writes the
+model.
 
 A record is found by the tensor's identity and held with its tensors (so no id is reused
 while the book lives); it is kept for one compile only (``planner._compile`` drops it), so a
