@@ -7,7 +7,11 @@ column's values proves that every value has one dtype, shape and device
 (:func:`column_layout`), every storage and every value of the column has one
 :class:`ColumnLayout`, and the compile's later readers of those facts (the lowering's layer
 proof, the group keys, the bit check, the refill table) take it from :class:`ColumnLayouts`
-instead of reading each of the column's tensors again (``.shape`` is the costly read).
+instead of reading each of the column's tensors again (``.shape`` is the costly read). A
+stamped run's source column is recorded the same way from the build's column proof of its
+tensors (:func:`proven_layout`; ``planner._record_sources``): the build read them, and the
+compile reads the very objects it found (its evaluation takes them) while nothing writes the
+model.
 
 A record is found by the tensor's identity and held with its tensors (so no id is reused
 while the book lives); it is kept for one compile only (``planner._compile`` drops it), so a
@@ -28,7 +32,7 @@ from typing import Any
 import torch
 
 __all__ = ["ColumnFacts", "ColumnLayout", "ColumnLayouts", "book_of", "column_layout",
-           "one_layout", "row_major"]
+           "one_layout", "proven_layout", "row_major"]
 
 _dtype, _shape, _device = attrgetter("dtype"), attrgetter("shape"), attrgetter("device")
 _is_meta, _numel = attrgetter("is_meta"), torch.Tensor.numel
@@ -68,6 +72,22 @@ def row_major(shape: Sequence[int]) -> tuple[int, ...]:
         strides.append(step)
         step *= max(n, 1)
     return tuple(reversed(strides))
+
+
+#: the classes whose layout reads (``shape``, ``dtype``, ``device``, ``is_contiguous()``) are
+#: the tensor's own (no ``__torch_function__`` of their own answers them)
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
+def proven_layout(layout: tuple[Any, ...]) -> ColumnLayout | None:
+    """The record of tensors whose class, shape, stride, dtype and device were proved to be
+    ``layout`` (:func:`~derivgraph.compiler.reads.layout`'s tuple, e.g. by the build's column
+    proof of a source column): for a plain tensor or parameter with the row-major strides of
+    its shape (so ``is_contiguous()``); None for any other (no contiguity proved)."""
+    cls, shape, stride, dtype, device = layout
+    if cls not in _PLAIN or tuple(stride) != row_major(shape):
+        return None
+    return ColumnLayout(cls, dtype, torch.Size(shape), device, True)
 
 
 def column_layout(values: Sequence[Any]) -> ColumnLayout | None:

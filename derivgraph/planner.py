@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from derivgraph.adoption import AliasOf, Extra, ViewOf, adopt_or_allocate, allocate_like
-from derivgraph.column_layout import ColumnLayouts
+from derivgraph.column_layout import ColumnLayouts, proven_layout
 from derivgraph.compare import bits_equal
 from derivgraph.compiler.bind import check_bindings, match_specs
 from derivgraph.compiler.build import build_graph
@@ -198,12 +198,26 @@ def _prepare(model: nn.Module, specs: Iterable[Spec] | None,
     # the layouts of the columns' values and storages, proved where they are made: the
     # compile's readers take them instead of reading each tensor again (_compile drops them)
     plan.tensors.layouts = ColumnLayouts()
+    _record_sources(plan.tensors.layouts, graph)
     values = _evaluate_all(graph, sources, plan.tensors.layouts)
     owners = PathReader(model)
     planned = adopt_or_allocate(plan, values, owners, proven)
     _raise_if(view_issues((e.node, values.get(e.id), values.get(x.base))
                           for e, x in planned if isinstance(x, ViewOf)))
     return plan, values, planned, owners
+
+
+def _record_sources(book: ColumnLayouts, graph: DerivedGraph) -> None:
+    """Record in ``book`` each source column the build's column proof proved the layout of
+    (:attr:`~derivgraph.compiler.graph.DerivedGraph.proven_sources`, then dropped from the
+    graph), where that layout proves a record (:func:`~derivgraph.column_layout.proven_layout`).
+    The book answers for those very tensors (by identity) during this compile only: a source
+    the model holds in their place later is read as before."""
+    proven, graph.proven_sources = graph.proven_sources, []
+    for tensors, layout in proven:
+        record = proven_layout(layout)
+        if record is not None:
+            book.add(tensors, record)
 
 
 def _compile(model: nn.Module, specs: Iterable[Spec] | None,

@@ -207,6 +207,11 @@ class DerivedGraph:
         # each source tensor as building read it (handed to the compile's evaluation, then
         # dropped: a plan must not keep a tensor the engine may replace)
         self.read_sources: dict[str, torch.Tensor] = {}
+        # per source column a column replay placed (:meth:`Replay.run_rows
+        # <derivgraph.compiler.replay.Replay.run_rows>`): its tensors, in row order, and the
+        # layout (class, shape, stride, dtype, device) the build's column proof proved of each
+        # (handed to the compile's layout book with :attr:`read_sources`, then dropped)
+        self.proven_sources: list[tuple[list[torch.Tensor], tuple[Any, ...]]] = []
         self._sources_version = -1
         self.meta_env: dict[str, Any] = {}  # node id -> meta value (set by shape inference)
         # every existing node a graph call named from outside the stamped row that made it

@@ -100,6 +100,10 @@ class LayerSteps:
     table: InstanceTable
     recipes: tuple[_Recipe, ...]
     nodes: Any  # the graph's nodes (id -> node): the rows' ops, for their arguments
+    # the meta env (id -> meta value) in which the layer proof found every row's meta values
+    # to be the template's, position by position (None: not proved; an env is replaced, never
+    # changed in place: :func:`~derivgraph.compiler.schedule_layers.same_key_facts`)
+    metas: Any = None
 
     @property
     def steps(self) -> tuple[Step, ...]:
@@ -353,6 +357,7 @@ class Lowerer(Interpreter):
         (:func:`_step_order`), the rows' steps are left out (a compact lowering)."""
         graph = self.graph
         nodes, derived = graph.nodes, graph.derived
+        env = self.ctx.meta_env  # what the layer proof reads the meta values from
         tables = provable_layers(self.ctx)
         order = graph.ordered()
         rest = order_without_rows(graph, tables)  # cut at the order's spans where it can
@@ -373,8 +378,8 @@ class Lowerer(Interpreter):
                 chosen[node_id] = by_target[node_id]
         if not tables:
             return LoweredSteps(chosen.values())
-        layers = tuple(LayerSteps(table, tuple(self._recipe(table.template, chosen)), nodes)
-                       for table in tables)  # one recipe per template
+        layers = tuple(LayerSteps(table, tuple(self._recipe(table.template, chosen)), nodes,
+                                  env) for table in tables)  # one recipe per template
         steps_order = _step_order(order, chosen, layers) \
             if all(layer.compact for layer in layers) else None
         if steps_order is not None:  # the rows' steps are made on demand (expanded)

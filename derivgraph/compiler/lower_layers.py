@@ -138,6 +138,7 @@ def _columns_hold(ctx: LowerContext, table: InstanceTable, shared: tuple[str, ..
     position's column of values checked against the template's fact in C-level sweeps, or,
     for an entry column's storages, against its layout record (proved where it was made)."""
     env, n, book = ctx.meta_env, len(table), book_of(ctx)
+    width = len(table.template)  # the positions after it: a shared node's, in every row
     columns = list(zip(*table.rows)) + [(s,) * n for s in shared]
     for column, meta in zip(columns, metas):
         if not all(map(is_, map(env.get, column), repeat(meta, n))):
@@ -146,12 +147,14 @@ def _columns_hold(ctx: LowerContext, table: InstanceTable, shared: tuple[str, ..
     own: list[int] = []  # the positions whose storage is first seen there in the template
     bound: dict[int, list[Any]] = {}  # position -> its bound values, layer by layer
     for k, (column, fact) in enumerate(zip(columns, facts, strict=True)):
-        values = bound[k] = ctx.bound_values(column, _UNBOUND)
+        one = k >= width  # one node's value in every row: read once, its facts once
+        values = bound[k] = ctx.bound_values(column[:1], _UNBOUND) * n if one \
+            else ctx.bound_values(column, _UNBOUND)
         if fact is None:
             if not all(map(is_, values, repeat(_UNBOUND, n))):
                 return False
             continue
-        got = ColumnFacts(values, book)
+        got = ColumnFacts(values[:1] if one else values, book)
         if got.type is not fact[0]:
             return False
         if len(fact) == 1:

@@ -312,7 +312,8 @@ class Replay:
         tensor's input is set to its slot's node and named last in that node's users, as
         :meth:`DerivedGraph.place_input_each
         <derivgraph.compiler.graph.DerivedGraph.place_input_each>` after each row leaves it.
-        None (nothing done) else."""
+        Each source column's tensors and layout go to :attr:`DerivedGraph.proven_sources
+        <derivgraph.compiler.graph.DerivedGraph.proven_sources>`. None (nothing done) else."""
         if self._columns is None:
             self._columns = self._by_columns()
         if not self._columns:
@@ -374,6 +375,9 @@ class Replay:
         twins.update(by_rows(zip(*[zip(cols[step.out], repeat(step.result))
                                    for step in self.steps if type(step) is FlatStep])))
         graph.cse_hits += self.hits * n
+        # each source column's tensors: the proof found each with the template's layout
+        graph.proven_sources += [(objects[step.parts], step.layout) for step in self.steps
+                                 if type(step) is SourceStep]
         for slot, column, ids in derived:
             graph.place_made_inputs(column, ids, cols[slot])
         return cols

@@ -223,12 +223,14 @@ def same_key_facts(ctx: LowerContext, layer: LayerSteps, step: Step, n: int) -> 
     """Whether every row's step gives the template step's group key: the meta values of its
     node operands are the template's (the same objects) and what it writes has the
     template's dtype, shape, device and contiguity (an entry column's storages: its layout
-    record, proved where it was made)."""
+    record, proved where it was made). The meta values are not swept again where the layer
+    proof proved them in this very env (:attr:`LayerSteps.metas
+    <derivgraph.compiler.lower.LayerSteps.metas>`: every position's, every row's)."""
     if step.action in _CONSTANT_KEYS:
         return True
     table, env = layer.table, ctx.meta_env
     where = {t: k for k, t in enumerate(table.template)}
-    for arg in step.args:
+    for arg in step.args if layer.metas is not env else ():
         if isinstance(arg, NodeRef) and arg.id in where:
             meta = env.get(arg.id)
             if not all(map(is_, map(env.get, table.column(where[arg.id])), repeat(meta, n))):

@@ -59,7 +59,9 @@ class Holders:
         self._source_checks: tuple[list[Any], list[str], AtAddresses] | None = None
         self._source_watch: ItemWatch | None = None  # tags of the sources' holder dicts
         self._sources_checked: Any = None  # the run (report) whose source check passed
-        self._source_hops: frozenset[str] = frozenset()
+        # every prefix of the sources' owner paths (those paths kept; made when first asked)
+        self._source_owners: list[str] = []
+        self._source_hops: frozenset[str] | None = frozenset()
         self._proven: tuple[Mapping[str, tuple[int, int]], int, frozenset[str], list[str]] \
             | None = None
         self._read: tuple[Any, HolderTable, list[Any], bool] | None = None  # see note_read
@@ -101,7 +103,7 @@ class Holders:
         owners = list(map(objs.get, owner_paths, repeat(MISSING)))  # objs[""] is the model
         where = holder_dicts(owners, list(map(_last, split)))
         self._sources = list(zip(paths, where, tensors, ptrs))
-        self._source_hops = path_prefixes(owner_paths)  # each owner's, taken once
+        self._source_owners, self._source_hops = owner_paths, None  # see source_hops
         self._proven = None
         self._sources_stale = False
         self.refresh(columns)
@@ -150,6 +152,15 @@ class Holders:
     def _where(self, entry: Entry) -> tuple[Any, dict[Any, Any], str]:
         return holder_of(self.hops.objects if self.hops else {}, self.model, entry)
 
+    def source_hops(self) -> frozenset[str]:
+        """Every prefix of the bound sources' owner paths (:func:`path_prefixes`), made from
+        the paths :meth:`bind` kept when first asked (a walk under rebuilt owners), then
+        kept until the next bind."""
+        hops = self._source_hops
+        if hops is None:
+            hops = self._source_hops = path_prefixes(self._source_owners)  # each owner's once
+        return hops
+
     def owners_current(self) -> bool:
         """Bring the owner walk up to date, walking again only under rebuilt owners.
 
@@ -160,7 +171,8 @@ class Holders:
         walked = self.hops.refresh()
         if not walked:
             return True
-        if any(p in self._source_hops for p in walked):
+        hops = self.source_hops()
+        if any(p in hops for p in walked):
             return False
         self.table.refresh(self.table.under(walked), self._where)
         self._scalar_reads = None

@@ -51,3 +51,27 @@ def test_a_row_shares_storage_as_its_template_does(swap: Any, kept: bool) -> Non
     rows, n = _proven_rows(swap)
     assert (ROW in rows) is kept
     assert len(rows) == (n if kept else n - 1)
+
+
+def test_a_node_every_row_shares_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The template's shared constant (``full``'s value) is one value in every row: its facts
+    are asked of that one value, the rows' own columns of all of theirs."""
+    from derivgraph.column_layout import ColumnFacts
+    from derivgraph.compiler import lower_layers
+
+    asked: list[list[Any]] = []
+
+    class Asked(ColumnFacts):
+        def __init__(self, values: Any, *args: Any) -> None:
+            super().__init__(values, *args)
+            asked.append(list(values))
+
+    torch.manual_seed(0)
+    with stamping(True):
+        plan = compile_plan(scaling_model(LAYERS), [scaling_spec()])
+    monkeypatch.setattr(lower_layers, "ColumnFacts", Asked)
+    (table,) = provable_layers(plan.tensors)
+    assert len(table.rows) == LAYERS - 1
+    shared = [values for values in asked if len(values) == 1]
+    assert [type(v[0]) for v in shared] == [torch.Tensor]  # full's value, asked once
+    assert all(len(values) == LAYERS - 1 for values in asked if len(values) != 1)
