@@ -202,7 +202,8 @@ def calls_of(nodes: Iterable[Node]) -> list[tuple[tuple[Any, ...], dict[str, Any
     return out
 
 
-_has, _get = dict.__contains__, dict.get
+#: the own entries' C-level reads and insert (``Users`` overrides the Python-level ones)
+_has, _get, _insert = dict.__contains__, dict.get, dict.setdefault
 
 
 class Users(dict[str, list[str]]):
@@ -212,6 +213,8 @@ class Users(dict[str, list[str]]):
     ``users``) keeps its rows' lists as their columns' ``users(row)``, each made on its
     first read or write and then kept (every reader and writer sees one list). Any other
     change to a held key first makes every list (:meth:`_settle`: the eager dict)."""
+
+    __slots__ = ("_graph", "_held", "_columns", "_made")
 
     def __init__(self, graph: Graph | None = None) -> None:
         super().__init__()
@@ -392,14 +395,14 @@ class Graph:
         node_id, users = node.id, self.users
         held = users._held  # held runs: a key not its own may be theirs (Users.held)
         self.nodes[node_id] = node
-        if not _has(users, node_id) and not (held and users.held(node_id) is not None):
-            dict.__setitem__(users, node_id, [])
+        if not (held and users.held(node_id) is not None):
+            _insert(users, node_id, [])
         for ref in node.inputs:
             found = _get(users, ref)
             if found is None and held:
                 found = users.held(ref)
             if found is None:
-                dict.__setitem__(users, ref, [node_id])
+                _insert(users, ref, [node_id])
             else:
                 found.append(node_id)
         self.version += 1
@@ -450,9 +453,11 @@ class Graph:
             users[ref].remove(node_id)
         node.inputs = inputs
         for ref in inputs:
-            found = users.get(ref)
+            found = _get(users, ref)
+            if found is None and users._held:
+                found = users.held(ref)
             if found is None:
-                dict.__setitem__(users, ref, [node_id])
+                _insert(users, ref, [node_id])
             else:
                 found.append(node_id)
         self.version += 1
@@ -475,7 +480,7 @@ class Graph:
             if found is None and by_run:
                 found = users.held(value_id)
             if found is None:
-                dict.__setitem__(users, value_id, [node_id])
+                _insert(users, value_id, [node_id])
             else:
                 found.append(node_id)
             fresh += 1
