@@ -6,7 +6,9 @@ key's list, ``get``, ``in``, ``len``, the keys in order, ``items``, equality, ``
 ``set_input_each``, a set, ``setdefault``, ``update``, a delete) leaves what it leaves there.
 The stamped scaling compile and its refills make none of the held lists. Canaries (planted once
 each, see the helper's NOTES): a held row's list without its derived tensors; a list made anew
-on every read (a writer's append lost); the compile reading every node's users."""
+on every read (a writer's append lost); the compile reading every node's users; ``isdisjoint``
+blind to held runs; held runs iterated after the own keys; a made node's list not found;
+``add`` not looking up a held input."""
 
 from __future__ import annotations
 
