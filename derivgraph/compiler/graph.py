@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 from typing import Any
@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from derivgraph.compiler.bind import BoundSpec
-from derivgraph.compiler.ir import Graph, HeldLeaves, Node, NodeKind
+from derivgraph.compiler.ir import Graph, HeldColumn, HeldLeaves, Node, NodeKind
 from derivgraph.compiler.row_deps import row_source_deps
 from derivgraph.errors import Rule, SourceLocation, SpecIssue, SpecValidationError
 from derivgraph.spec.kinds import TensorKind
@@ -301,7 +301,8 @@ class DerivedGraph:
         for keys in due:
             self._cse_table.update(keys())
 
-    def add_made(self, ids: list[str], nodes: list[Node], users: list[list[str]],
+    def add_made(self, ids: list[str], nodes: list[Node],
+                 users: list[list[str]] | Sequence[HeldColumn],
                  sources: list[tuple[str, torch.Tensor]],
                  ops: int | list[tuple[Any, str]],
                  names: set[str],
@@ -356,8 +357,9 @@ class DerivedGraph:
             ids = [node.id for node in nodes]
         self.derived.update(zip(ids, nodes))
         if columns:
-            held = [HeldLeaves(column, _DERIVED).nodes(_DERIVED) for column in columns]
-            self.ir.add_leaves(list(chain.from_iterable(zip(*held))), ids)
+            leaves = [HeldLeaves(column, _DERIVED) for column in columns]
+            held = [column.nodes(_DERIVED) for column in leaves]
+            self.ir.add_leaves(list(chain.from_iterable(zip(*held))), ids, leaves)
         else:
             self.ir.add_leaves(list(map(Node, ids, repeat(_DERIVED))), ids)
 

@@ -11,7 +11,7 @@ for algorithms and pictures.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, KeysView, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 from operator import attrgetter, itemgetter
@@ -19,8 +19,8 @@ from typing import Any, ClassVar
 
 from derivgraph._enum import StrEnum
 
-__all__ = ["Graph", "HeldColumn", "HeldLeaves", "HeldNode", "Node", "NodeKind", "calls_of",
-           "depth_first"]
+__all__ = ["Graph", "HeldColumn", "HeldLeaves", "HeldNode", "Node", "NodeKind", "Users",
+           "calls_of", "depth_first", "row_users"]
 
 _INPUTS = attrgetter("inputs")
 
@@ -75,6 +75,8 @@ class HeldColumn:
         self.fields = fields
         self.made: set[int] = set()  # the rows whose node was made
         self._rows: dict[str, int] | None = None  # id -> row, made on the first node made
+        #: row -> its node's users list, where the graph holds them by column (:class:`Users`)
+        self.users: Callable[[int], list[str]] | None = None
 
     def nodes(self, kind: NodeKind, op: Any = _PER_ROW) -> list[Node]:
         """One held node per id, of ``kind`` (every row's ``fields`` must give it); ``op``:
@@ -92,6 +94,21 @@ class HeldColumn:
         if self._rows is None:
             self._rows = {n: i for i, n in enumerate(self.ids)}
         return self._rows[node_id]
+
+    def indexed(self, node_id: str) -> bool:
+        """Whether ``node_id`` is a row of this column, where its row index was built (a
+        made node's column's is: :meth:`HeldNode.made`)."""
+        return self._rows is not None and node_id in self._rows
+
+
+def _no_users(row: int) -> list[str]:
+    """A leaf's users list as its add leaves it: empty."""
+    return []
+
+
+def row_users(reading: list[list[str]], row: int) -> list[str]:
+    """Row ``row``'s users list where its readers are the columns ``reading`` (in order)."""
+    return [column[row] for column in reading]
 
 
 class HeldLeaves(HeldColumn):
@@ -185,12 +202,188 @@ def calls_of(nodes: Iterable[Node]) -> list[tuple[tuple[Any, ...], dict[str, Any
     return out
 
 
+#: the own entries' C-level reads and insert (``Users`` overrides the Python-level ones)
+_has, _get, _insert = dict.__contains__, dict.get, dict.setdefault
+
+
+class Users(dict[str, list[str]]):
+    """Each node's users (the ids of the nodes reading it, in order) by id: equal, key
+    order included, to the ``dict`` the eager adds leave. Lists set one by one are this
+    dict's own; a run of fresh held nodes (:meth:`hold`: :class:`HeldColumn` s with
+    ``users``) keeps its rows' lists as their columns' ``users(row)``, each made on its
+    first read or write and then kept (every reader and writer sees one list). Any other
+    change to a held key first makes every list (:meth:`_settle`: the eager dict)."""
+
+    __slots__ = ("_graph", "_held", "_columns", "_made")
+
+    def __init__(self, graph: Graph | None = None) -> None:
+        super().__init__()
+        self._graph = graph
+        #: held runs, in order: how many own keys came before each, and its ids
+        self._held: list[tuple[int, list[str]]] = []
+        self._columns: dict[int, HeldColumn] = {}  # the held columns by ``id``
+        self._made: dict[str, list[str]] = {}  # held rows' lists made so far
+
+    def hold(self, ids: list[str], columns: Iterable[HeldColumn]) -> None:
+        """Add the ``ids`` (none a key yet, each a held node of the graph, not made, of one
+        of ``columns``, whose ``users`` give their lists) after the keys so far."""
+        self._held.append((dict.__len__(self), ids))
+        self._columns.update((id(column), column) for column in columns)
+
+    def held(self, node_id: str) -> list[str] | None:
+        """The users list of ``node_id`` where it is a held row (made now if not yet); None
+        else."""
+        found = self._made.get(node_id)
+        if found is None and self._held:
+            column = self._column_of(node_id)
+            if column is not None:
+                assert column.users is not None
+                found = self._made[node_id] = column.users(column.row(node_id))
+        return found
+
+    def _column_of(self, node_id: str) -> HeldColumn | None:
+        """The held column ``node_id`` is a row of, or None."""
+        if _has(self, node_id) or self._graph is None:
+            return None
+        node = self._graph.nodes.get(node_id)
+        if node is None:
+            return None
+        column = getattr(type(node), "column", None)  # a held node not made yet
+        if column is not None:
+            return self._columns.get(id(column))
+        for column in self._columns.values():  # a made node: its column indexed its rows
+            if column.indexed(node_id):
+                return column
+        return None
+
+    def _settle(self) -> None:
+        """Make every held list and keep them all as own keys, in order (the eager dict)."""
+        if self._held:
+            items = list(self.items())
+            dict.clear(self)
+            dict.update(self, items)
+            self._held, self._columns, self._made = [], {}, {}
+
+    # ---- the mapping: own keys and held runs, in order -------------------------------------
+    def __missing__(self, node_id: str) -> list[str]:
+        found = self.held(node_id)
+        if found is None:
+            raise KeyError(node_id)
+        return found
+
+    def get(self, node_id: str, default: Any = None) -> Any:  # type: ignore[override]
+        found = _get(self, node_id)
+        if found is None:
+            found = self.held(node_id)
+        return default if found is None else found
+
+    def __contains__(self, node_id: object) -> bool:
+        return _has(self, node_id) or (bool(self._held) and isinstance(node_id, str)
+                                       and (node_id in self._made
+                                            or self._column_of(node_id) is not None))
+
+    def __len__(self) -> int:
+        return dict.__len__(self) + sum(len(ids) for _, ids in self._held)
+
+    def __iter__(self) -> Iterator[str]:
+        if not self._held:
+            return dict.__iter__(self)
+        own, parts, at = list(dict.__iter__(self)), [], 0
+        for before, ids in self._held:
+            parts += [own[at:before], ids]
+            at = before
+        parts.append(own[at:])
+        return chain.from_iterable(parts)
+
+    def keys(self) -> Any:
+        return _UsersKeys(self) if self._held else dict.keys(self)
+
+    def items(self) -> Any:
+        return [(node_id, self[node_id]) for node_id in self] if self._held else dict.items(self)
+
+    def values(self) -> Any:
+        return [self[node_id] for node_id in self] if self._held else dict.values(self)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        return dict(self.items()) == dict(other.items())
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
+
+    def copy(self) -> dict[str, list[str]]:
+        return dict(self.items())
+
+    def __reduce__(self) -> Any:
+        return _users_of_items, (list(self.items()),)
+
+    def __setitem__(self, node_id: str, users: list[str]) -> None:
+        if node_id in self:
+            self._settle()
+        dict.__setitem__(self, node_id, users)
+
+    def __delitem__(self, node_id: str) -> None:
+        self._settle()
+        dict.__delitem__(self, node_id)
+
+    def setdefault(self, node_id: str, default: Any = None) -> Any:  # type: ignore[override]
+        found = self.get(node_id)
+        if found is None:
+            self[node_id] = found = default
+        return found
+
+    def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        self._settle()
+        dict.update(self, *args, **kwargs)
+
+    def pop(self, *args: Any) -> Any:  # type: ignore[override]
+        self._settle()
+        return dict.pop(self, *args)
+
+    def popitem(self) -> tuple[str, list[str]]:
+        self._settle()
+        return dict.popitem(self)
+
+    def clear(self) -> None:
+        dict.clear(self)
+        self._held, self._columns, self._made = [], {}, {}
+
+
+def _users_of_items(items: list[tuple[str, list[str]]]) -> Users:
+    """A :class:`Users` of own keys ``items`` (unpickling)."""
+    users = Users()
+    dict.update(users, items)
+    return users
+
+
+class _UsersKeys(KeysView[str]):
+    """:meth:`Users.keys`: ``isdisjoint`` by two C-level sweeps (every held id is a node)."""
+
+    _mapping: Users
+
+    def isdisjoint(self, other: Iterable[Any]) -> bool:
+        users = self._mapping
+        if not isinstance(other, (set, frozenset)):
+            other = set(other)
+        if not dict.keys(users).isdisjoint(other):
+            return False
+        graph = users._graph
+        return not users._held or graph is None or graph.nodes.keys().isdisjoint(other)
+
+
 class Graph:
     """Nodes by id (insertion ordered) with their users; O(1) edges, linear-time order."""
 
     def __init__(self) -> None:
         self.nodes: dict[str, Node] = {}
-        self.users: dict[str, list[str]] = {}
+        self.users = Users(self)
         self.version = 0
         self._order: list[str] | None = None
         self._order_version = -1
@@ -200,40 +393,57 @@ class Graph:
 
     def add(self, node: Node) -> Node:
         node_id, users = node.id, self.users
+        held = users._held  # held runs: a key not its own may be theirs (Users.held)
         self.nodes[node_id] = node
-        if node_id not in users:
-            users[node_id] = []
+        if not (held and users.held(node_id) is not None):
+            _insert(users, node_id, [])
         for ref in node.inputs:
-            found = users.get(ref)
+            found = _get(users, ref)
+            if found is None and held:
+                found = users.held(ref)
             if found is None:
-                users[ref] = [node_id]
+                _insert(users, ref, [node_id])
             else:
                 found.append(node_id)
         self.version += 1
         return node
 
-    def add_leaves(self, nodes: list[Node], ids: list[str] | None = None) -> None:
+    def add_leaves(self, nodes: list[Node], ids: list[str] | None = None,
+                   columns: Sequence[HeldColumn] = ()) -> None:
         """:meth:`add` of each node (none with an input), in order (``ids``: their ids,
-        where the caller has them)."""
+        where the caller has them). ``columns``: every node is a held node of one of them,
+        not made; where no id is a key of the users yet, their lists are then held by
+        those columns (:meth:`Users.hold`, each column's ``users`` set to none)."""
         if ids is None:
             ids = [node.id for node in nodes]
-        self.nodes.update(zip(ids, nodes))
         users = self.users
-        if users.keys().isdisjoint(ids):
-            users.update([(node_id, []) for node_id in ids])
+        fresh = users.keys().isdisjoint(ids)  # before the nodes are added (held ids are nodes)
+        self.nodes.update(zip(ids, nodes))
+        if fresh and columns:
+            for column in columns:
+                column.users = _no_users
+            users.hold(ids, columns)
+        elif fresh:
+            dict.update(users, [(node_id, []) for node_id in ids])
         else:
             for node_id in ids:
                 if node_id not in users:
                     users[node_id] = []
         self.version += len(nodes)
 
-    def add_fresh(self, ids: list[str], nodes: list[Node], users: list[list[str]]) -> None:
+    def add_fresh(self, ids: list[str], nodes: list[Node],
+                  users: list[list[str]] | Sequence[HeldColumn]) -> None:
         """:meth:`add` of each node (id ``ids[i]``), in order, where no node's id has a node
         or users yet and every input is a node added before it among ``nodes`` (checked by
         the caller): ``users[i]`` is node ``i``'s users list as those adds leave it (the
-        nodes of ``nodes`` that read it, in order; the caller builds it from its template)."""
+        nodes of ``nodes`` that read it, in order; the caller builds it from its template);
+        or ``users`` the held columns of every node of ``nodes`` (none made), whose
+        ``users(row)`` give those lists (:meth:`Users.hold`)."""
         self.nodes.update(zip(ids, nodes))
-        self.users.update(zip(ids, users))
+        if users and isinstance(users[0], HeldColumn):
+            self.users.hold(ids, users)  # type: ignore[arg-type]
+        else:
+            dict.update(self.users, zip(ids, users))
         self.version += len(nodes)
 
     def set_inputs(self, node_id: str, inputs: tuple[str, ...]) -> None:
@@ -243,9 +453,11 @@ class Graph:
             users[ref].remove(node_id)
         node.inputs = inputs
         for ref in inputs:
-            found = users.get(ref)
+            found = _get(users, ref)
+            if found is None and users._held:
+                found = users.held(ref)
             if found is None:
-                users[ref] = [node_id]
+                _insert(users, ref, [node_id])
             else:
                 found.append(node_id)
         self.version += 1
@@ -256,7 +468,7 @@ class Graph:
         the call; lanes of held leaves, :meth:`_held_stretch`, take the values as
         columns)."""
         nodes, users, fresh = self.nodes, self.users, 0
-        held = self._held_stretch(ids, values)
+        held, by_run = self._held_stretch(ids, values), users._held
         for node_id, value_id in zip(ids, values, strict=True):
             if not held:
                 node = nodes[node_id]
@@ -264,9 +476,11 @@ class Graph:
                     self.set_inputs(node_id, (value_id,))
                     continue
                 node.inputs = (value_id,)
-            found = users.get(value_id)
+            found = _get(users, value_id)
+            if found is None and by_run:
+                found = users.held(value_id)
             if found is None:
-                users[value_id] = [node_id]
+                _insert(users, value_id, [node_id])
             else:
                 found.append(node_id)
             fresh += 1

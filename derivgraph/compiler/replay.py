@@ -44,7 +44,7 @@ from derivgraph.compiler.graph import (
     refs_in,
     substitute,
 )
-from derivgraph.compiler.ir import HeldColumn, Node, NodeKind
+from derivgraph.compiler.ir import HeldColumn, Node, NodeKind, row_users
 from derivgraph.compiler.reads import Call, SourceCall
 from derivgraph.paths import get_path
 
@@ -344,31 +344,35 @@ class Replay:
             return None
         readers = self._readers
         made: list[list[Node]] = []  # per step, its node on every layer
-        users: list[list[list[str]]] = []  # per step, its node's users list on every layer
+        columns: list[HeldColumn] = []  # per step, its column
         for step in self.steps:
             if type(step) is SourceStep:
                 _, shape, stride, dtype, device = step.layout
-                made.append(HeldColumn(cols[step.slot], partial(
-                    _source_fields, shape, stride, dtype, device)).nodes(_SOURCE, None))
+                column = HeldColumn(cols[step.slot], partial(
+                    _source_fields, shape, stride, dtype, device))
+                made.append(column.nodes(_SOURCE, None))
                 slot = step.slot
             else:
                 assert type(step) is FlatStep  # _by_columns: at least one node argument
                 name, parts, keyed, kwargs, fkw, order, out, result = step
                 ids = cols[out]
-                made.append(HeldColumn(ids, partial(
+                column = HeldColumn(ids, partial(
                     _op_fields, name, [(cols[s] if s >= 0 else None, v) for s, v in parts],
-                    kwargs, [cols[s] for s in dict.fromkeys(order)])).nodes(_OP, name))
+                    kwargs, [cols[s] for s in dict.fromkeys(order)]))
+                made.append(column.nodes(_OP, name))
                 ops.append((name, keyed, fkw, [cols[s] if f is None else None
                                                for s, f in keyed], ids))
                 slot = out
             # its users: the layer's ops that read it, in step order (each layer's own),
-            # then the derived tensors it is the input of, in the order they are placed
+            # then the derived tensors it is the input of, in the order they are placed;
+            # held by the column, each row's list made on first use
             reading = [cols[u] for u in readers.get(slot, ())]
             reading += [ids for at, ids in placed if at == slot]
-            users.append(list(map(list, zip(*reading) if reading else repeat((), n))))
+            column.users = partial(row_users, reading)
+            columns.append(column)
         by_rows = chain.from_iterable
         graph.add_made(list(by_rows(zip(*[cols[s] for s in self._outs]))),
-                       list(by_rows(zip(*made))), list(by_rows(zip(*users))),
+                       list(by_rows(zip(*made))), columns,
                        list(by_rows(zip(*sources))), len(ops) * n,
                        {step.name for step in self.steps if type(step) is FlatStep},
                        partial(_op_keys, ops, n))  # made when the CSE table is next read
