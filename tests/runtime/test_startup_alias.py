@@ -8,7 +8,7 @@ alias on the first read. The oracle is the rule it defers: ``detach()`` of the s
 taken here before anything is re-pointed, compared fact by fact (type, dtype, shape, strides,
 offset, device, storage, values); and a re-pointed stamped plan is restored as the plain
 compile's (every alias detached at startup) is. The layers' tensors are 3-D with a size-1 dim
-(their strides are not the trivial 1-D ones).
+(their strides are not the trivial 1-D ones); CPU, and CUDA under ``-m gpu``.
 """
 
 from __future__ import annotations
@@ -26,25 +26,27 @@ from derivgraph.tools.bench_scaling import scaling_spec
 
 LAYERS = 10
 SHAPE = (2, 1, 4)
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 
 
 class ScalingLayer(nn.Module):  # the scaling spec's target class, with 3-D tensors
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, device: str) -> None:
         super().__init__()
         rng = torch.Generator().manual_seed(seed)
-        self.scale = nn.Parameter(torch.rand(SHAPE, generator=rng) + 0.5, requires_grad=False)
-        self.weight = nn.Parameter(torch.rand(SHAPE, generator=rng), requires_grad=False)
+        scale, weight = torch.rand(SHAPE, generator=rng) + 0.5, torch.rand(SHAPE, generator=rng)
+        self.scale = nn.Parameter(scale.to(device), requires_grad=False)
+        self.weight = nn.Parameter(weight.to(device), requires_grad=False)
 
 
 class Stack(nn.Module):
-    def __init__(self) -> None:
+    def __init__(self, device: str) -> None:
         super().__init__()
-        self.layers = nn.ModuleList(ScalingLayer(i) for i in range(LAYERS))
+        self.layers = nn.ModuleList(ScalingLayer(i, device) for i in range(LAYERS))
 
 
-def _compile(stamped: bool) -> Any:
+def _compile(stamped: bool, device: str = "cpu") -> Any:
     with stamping(stamped):
-        return compile_plan(Stack(), [scaling_spec()])
+        return compile_plan(Stack(device), [scaling_spec()])
 
 
 def _held(plan: Any) -> list[Any]:
@@ -74,8 +76,9 @@ def test_a_column_row_keeps_its_storage_and_record_until_read() -> None:
     assert template and all(isinstance(e.startup_data, torch.Tensor) for e in template)
 
 
-def test_the_alias_made_later_is_the_detached_alias() -> None:
-    plan = _compile(True)
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_alias_made_later_is_the_detached_alias(device: str) -> None:
+    plan = _compile(True, device)
     held = _held(plan)
     detached = [e.storage.detach() for e in held]  # the rule, before anything is read
     assert sum(type(e.startup_data) is tuple for e in held) == 3 * (LAYERS - 1)
@@ -92,14 +95,17 @@ def _repoint(plan: Any) -> list[int]:
     with torch.no_grad():
         for entry in _held(plan):
             ptrs.append(entry.startup_ptr)
-            entry.storage.data = torch.zeros(3, 5, dtype=entry.storage.dtype)
+            entry.storage.data = torch.zeros(3, 5, dtype=entry.storage.dtype,
+                                             device=entry.storage.device)
     gc.collect()
     return ptrs
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("read_first", [False, True], ids=["unread", "read"])
-def test_a_repointed_plan_is_restored_as_the_plain_compile_restores_it(read_first: bool) -> None:
-    plain, stamped = _compile(False), _compile(True)
+def test_a_repointed_plan_is_restored_as_the_plain_compile_restores_it(read_first: bool,
+                                                                        device: str) -> None:
+    plain, stamped = _compile(False, device), _compile(True, device)
     if read_first:  # the aliases made before the re-pointing: the same answer
         for entry in _held(stamped):
             entry.startup_alias()
@@ -122,4 +128,5 @@ def test_a_repointed_plan_is_restored_as_the_plain_compile_restores_it(read_firs
     for i, layer in enumerate(layers):
         assert torch.equal(layer.inv, 1.0 / layer.scale)
         assert torch.equal(layer.prod, layer.scale * layer.weight)
-        assert torch.equal(layer.strides, torch.full([SHAPE[0]], 7, dtype=torch.int64)), i
+        assert torch.equal(layer.strides, torch.full([SHAPE[0]], 7, dtype=torch.int64,
+                                                     device=device)), i
