@@ -339,11 +339,11 @@ def _materialize(plan: Plan, entry: Entry, extra: Extra,
 
 def _record_startup(plan: Plan, owners: PathReader | None = None) -> dict[str, Any]:
     """Every entry's startup address and detached alias (the plan's entry columns a column at
-    a time, the other entries one by one), and every source's object id and address; returns
-    the object read at every source path (by ``owners``, a reader of the model as it is now,
-    else a fresh one)."""
+    a time, made on first read where the layout book records them; the other entries one by
+    one), and every source's object id and address; returns the object read at every source
+    path (by ``owners``, a reader of the model as it is now, else a fresh one)."""
     for column in plan.entries.columns:
-        column.record_startup()
+        column.record_startup(plan.tensors.layouts)  # the compile's book (None after it)
     for entry in plan.entries.generic.values():
         entry.startup_ptr = address_of(entry.storage)
         if entry.node.kind in HELD_KINDS:

@@ -96,7 +96,8 @@ class HopTable:
         self.prefixes: list[str] = []
         self.parts: list[str] = []
         self.parents: list[str] = []
-        self.children: dict[str, list[int]] = {"": []}
+        # a walked prefix's hops, in order (a prefix no hop starts from: absent)
+        self.children: dict[str, list[int]] = {}
         self.dicts: list[dict[Any, Any]] = []
         self.keys: list[str] = []
         self.expected: list[Any] = []
@@ -140,13 +141,12 @@ class HopTable:
         self.keys += parts
         self.expected += repeat(MISSING, len(run))
         children, objects = self.children, self.objects
-        objects.update(zip(prefixes, repeat(MISSING)))  # insertion order: the hops' order
-        children.update(zip(prefixes, map(list, repeat(()))))
         end = start + len(run)
         by_parent: dict[str, list[int]] = {}
-        if parents.count(parents[0]) == len(parents):  # one parent: every hop, in order
-            by_parent[parents[0]] = list(range(start, end))
+        if parents.count(parents[0]) == len(parents):  # one parent: every hop, in order (so
+            by_parent[parents[0]] = list(range(start, end))  # are the objects added below)
         else:
+            objects.update(zip(prefixes, repeat(MISSING)))  # insertion order: the hops' order
             for index, parent in enumerate(parents, start):
                 by_parent.setdefault(parent, []).append(index)
         alone: list[int] = []
@@ -178,7 +178,6 @@ class HopTable:
         self.parts.append(part)
         self.parents.append(parent)
         self.children.setdefault(parent, []).append(index)
-        self.children.setdefault(prefix, [])
         self.dicts.append(NO_DICT)
         self.keys.append(part)
         self.expected.append(MISSING)
@@ -252,7 +251,7 @@ class HopTable:
             done.add(index)
             self._resolve(index)
             walked.append(self.prefixes[index])
-            stack.extend(reversed(self.children[self.prefixes[index]]))
+            stack.extend(reversed(self.children.get(self.prefixes[index], ())))
         self.watch = None  # other dicts now: watched afresh, every hop proven
         self.settle()
         return walked

@@ -15,7 +15,7 @@ from derivgraph.compiler.graph import DerivedNode
 from derivgraph.paths import Slot
 from derivgraph.spec.kinds import TensorKind
 
-__all__ = ["Entry", "EntryTable", "ProvenColumn", "TableColumn", "address_of"]
+__all__ = ["Entry", "EntryTable", "LazyAlias", "ProvenColumn", "TableColumn", "address_of"]
 
 
 class Entry:
@@ -29,15 +29,36 @@ class Entry:
         self.slot = slot if type(slot) is Slot else Slot(slot)
         self.adopted = adopted
         self.startup_ptr = 0
-        self.startup_data: Any = None  # a detached alias of the startup storage
+        # a detached alias of the startup storage (None: none kept), or an entry column row's
+        # :data:`LazyAlias` until :meth:`startup_alias` first reads it
+        self.startup_data: Any = None
 
     @property
     def id(self) -> str:
         return self.node.id
 
+    def startup_alias(self) -> Any:
+        """The detached alias of the startup storage (None: none kept). A :data:`LazyAlias`
+        is made into it now, and kept: a plain tensor over the held storage at offset 0 of
+        the record's dtype, shape and row-major strides, on its device (what ``detach()``
+        of the startup storage gave: the record proved that storage's layout)."""
+        data = self.startup_data
+        if type(data) is tuple:
+            storage, layout = data
+            data = self.startup_data = torch.empty(
+                0, dtype=layout.dtype, device=layout.device).set_(storage, 0, layout.shape)
+        return data
+
     def nbytes(self) -> int:
         s = self.storage
         return s.numel() * s.element_size() if isinstance(s, torch.Tensor) else 0
+
+
+#: an entry column row's startup storage kept without its detached alias: the storage's
+#: ``untyped_storage()`` (held: nothing frees it) and the column's layout record
+#: (:class:`~derivgraph.column_layout.ColumnLayout`: a plain tensor off the meta device,
+#: row-major, allocated fresh so at offset 0); :meth:`Entry.startup_alias` makes the alias
+LazyAlias = tuple[torch.UntypedStorage, Any]
 
 
 class ProvenColumn(NamedTuple):

@@ -116,11 +116,23 @@ class EntryColumn:
         deque(map(operator.setitem, dicts, repeat(self.name), self.storages), 0)
         return paths, self.owners, dicts
 
-    def record_startup(self) -> None:
-        """Every row's startup address and a detached alias of its storage (one sweep each)."""
+    def record_startup(self, book: ColumnLayouts | None = None) -> None:
+        """Every row's startup address and a detached alias of its storage (one sweep each).
+
+        ``book``: the compile's layout book; where it records the column's storages (in
+        their order) as plain row-major tensors off the meta device, each row keeps its
+        storage and the record (:data:`~derivgraph.runtime.entry.LazyAlias`, one
+        ``untyped_storage()`` each) and the alias is made where it is first read
+        (:meth:`~derivgraph.runtime.entry.Entry.startup_alias`)."""
         entries, storages = self.entries, self.storages
         deque(map(setattr, entries, repeat("startup_ptr"),
                   map(torch.Tensor.data_ptr, storages)), 0)
+        layout = None if book is None else book.common(storages)
+        if layout is not None and layout.type is torch.Tensor and layout.contiguous is True \
+                and not layout.is_meta:
+            deque(map(setattr, entries, repeat("startup_data"), zip(
+                map(torch.Tensor.untyped_storage, storages), repeat(layout))), 0)
+            return
         deque(map(setattr, entries, repeat("startup_data"),
                   map(torch.Tensor.detach, storages)), 0)
 
@@ -143,7 +155,7 @@ class AliasColumn(EntryColumn):
                  book: ColumnLayouts | None = None) -> None:
         """Nothing to allocate or fill: every row's entry holds its storage already."""
 
-    def record_startup(self) -> None:
+    def record_startup(self, book: ColumnLayouts | None = None) -> None:
         """Every row's startup address (one sweep; proven tensors on no meta device)."""
         deque(map(setattr, self.entries, repeat("startup_ptr"),
                   map(torch.Tensor.data_ptr, self.storages)), 0)

@@ -299,7 +299,7 @@ class BoundTensors:
         for key, entry in self.entries.items():
             if entry.startup_data is None or entry.storage.data_ptr() == entry.startup_ptr:
                 continue
-            entry.storage.data = entry.startup_data
+            entry.storage.data = entry.startup_alias()
             restored.append(key)
         return restored
 

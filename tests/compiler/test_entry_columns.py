@@ -69,8 +69,8 @@ def test_one_column_per_allocated_attribute_its_slots_in_row_order(
             assert owner is layers[i]
             assert storage is entry.storage is layers[i].__dict__[name]
             assert entry.startup_ptr == storage.data_ptr() != 0
-            assert entry.startup_data.data_ptr() == storage.data_ptr()
-            assert entry.startup_data is not storage and not entry.adopted
+            assert entry.startup_alias().data_ptr() == storage.data_ptr()
+            assert entry.startup_alias() is not storage and not entry.adopted
             if name == "strides":
                 assert torch.equal(storage, torch.full([8], 7, dtype=torch.int64))
             else:

@@ -78,3 +78,23 @@ def test_a_run_under_one_parent_is_checked_and_refreshed_as_before() -> None:
     assert not table.intact()
     assert table.refresh() == ["layers.5", "layers.5.mlp"]
     assert table.objects["layers.5.mlp"] is model.layers[5].mlp and table.intact()
+
+
+@pytest.mark.parametrize("order", list(_orders()))
+def test_children_are_the_hops_by_parent(order: str) -> None:
+    """``children`` maps each prefix some hop starts from to those hops' indices, in order,
+    and holds nothing for a prefix no hop starts from (a leaf owner: ``refresh`` reads it as
+    no hops)."""
+    table = HopTable(_model(), _orders()[order])
+    by_parent: dict[str, list[int]] = {}
+    for index, parent in enumerate(table.parents):
+        by_parent.setdefault(parent, []).append(index)
+    assert table.children == by_parent
+
+
+def test_a_rebuilt_leaf_owner_is_walked_again_alone() -> None:
+    model = _model()
+    table = HopTable(model, [f"layers.{i}.mlp.proj" for i in range(80)])
+    model.layers[7].mlp.proj = nn.Module()
+    assert table.refresh() == ["layers.7.mlp.proj"]
+    assert table.objects["layers.7.mlp.proj"] is model.layers[7].mlp.proj and table.intact()
