@@ -1,6 +1,7 @@
 """Plant each bug once in a copy of this tree's library and run the guard tests on it.
 
-    PYTHONPATH=. python3 benchmarks/results/guard57/canary.py > benchmarks/results/guard57/canaries.txt
+    PYTHONPATH=. python3 benchmarks/results/guard57/canary.py \
+        > benchmarks/results/guard57/canaries.txt
 """
 
 from __future__ import annotations
@@ -13,24 +14,24 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 SWEEP = "derivgraph/guard/sweep.py"
+WHOLE = ("resized, wrong, now = self._compared(order)\n"
+         "        return self._verdict(resized, wrong, now)")
+GROW = "        self.grows[index] = self.grows.get(index, 0) + 1\n"
 
 PLANTS = {
     "K0 control (nothing planted)": (SWEEP, "MAX_GROWS = 4\n", "MAX_GROWS = 4\n"),
     "K1 the whole sweep proves only the first half of the dicts": (
-        SWEEP, "resized, wrong, now = self._compared(order)\n        return self._verdict",
-        "resized, wrong, now = self._compared(order[:len(order) // 2])\n        return self._verdict"),
+        SWEEP, WHOLE, WHOLE.replace("_compared(order)", "_compared(order[:len(order) // 2])")),
     "K2 the whole sweep's hits never make a dict dirty": (
-        SWEEP, "resized, wrong, now = self._compared(order)\n        return self._verdict(resized, wrong, now)",
-        "resized, wrong, now = self._compared(order)\n        return self._verdict(resized, [], [])"),
+        SWEEP, WHOLE, WHOLE.replace("(resized, wrong, now)", "(resized, [], [])")),
     "K3 the whole sweep ignores the dicts' lengths": (
-        SWEEP, "resized, wrong, now = self._compared(order)\n        return self._verdict(resized, wrong, now)",
-        "_, wrong, now = self._compared(order)\n        return self._verdict([], wrong, now)"),
+        SWEEP, WHOLE, WHOLE.replace("(resized, wrong, now)", "([], wrong, now)")),
     "K4 the whole gather kept past a grow (its columns miss the grown item)": (
-        SWEEP, "        self.grows[index] = self.grows.get(index, 0) + 1\n        self.gathers.clear()\n",
-        "        self.grows[index] = self.grows.get(index, 0) + 1\n"
-        "        self.gathers = {k: g for k, g in self.gathers.items() if k == self.whole}\n"),
+        SWEEP, GROW + "        self.gathers.clear()\n",
+        GROW + "        self.gathers = {k: g for k, g in self.gathers.items()"
+        " if k == self.whole}\n"),
     "K5 the words' suspects dropped for a gather of over 20 dicts (the whole one)": (
-        "derivgraph/guard/sweep.py", "        suspects = None if slots is None else slots.suspects()\n",
+        SWEEP, "        suspects = None if slots is None else slots.suspects()\n",
         "        suspects = None if slots is None else slots.suspects()\n"
         "        suspects = [] if self.acc and len(self.dicts) > 20 else suspects\n"),
 }
@@ -57,7 +58,8 @@ def main() -> None:
             print(f"== {name}: rc {run.returncode}, {len(failed)} failed, by mode {modes}")
             for line in failed[:12]:
                 print("   ", line.split(" - ")[0])
-            print("   ", run.stdout.strip().splitlines()[-1] if run.stdout.strip() else run.stderr[-300:])
+            out = run.stdout.strip()
+            print("   ", out.splitlines()[-1] if out else run.stderr[-300:])
         sys.stdout.flush()
 
 

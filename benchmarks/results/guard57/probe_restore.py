@@ -4,7 +4,8 @@
 
 Times the guard restore and its parts (each wrapped; nested parts include the wrappers below
 them) after 5 warm-up reloads and prints min and median microseconds per reload. ``--census``
-``--layers L``: the tiny Llama with ``L`` decoder layers (default 2). ``--census``
+``--first``: the snapshot's, seal's, grow's and the first five restores' times (one-time
+costs) instead. ``--layers L``: the tiny Llama with ``L`` decoder layers (default 2). ``--census``
 instead prints, for one reload after the warm-up, what the survey reads: the moved dicts (by
 owner chain and container), the items swept in them, the suspects read by key and the hits.
 """
@@ -153,7 +154,12 @@ def main() -> None:
     logging.basicConfig(level=logging.ERROR)
     torch.set_num_threads(1)
     do_census = "--census" in sys.argv
-    if not do_census:
+    first = "--first" in sys.argv
+    if first:  # the one-time costs: the snapshot and the first restores
+        for owner, name in ((guard.Guard, "snapshot"), (guard.Guard, "restore"),
+                            (sweep.Sweep, "seal"), (sweep.Sweep, "grow")):
+            wrap(owner, name, name)
+    elif not do_census:
         for owner, name in PARTS:
             wrap(owner, name, name)
     n = int(args[0]) if args else 150
@@ -172,6 +178,10 @@ def main() -> None:
         gc.collect()
         gc.freeze()
         for i in range(5 + n):
+            if i == 5 and first:
+                for label, values in TIMES.items():
+                    print(label, [round(v / 1e3) for v in values], "us")
+                return
             if i == 5:
                 for values in TIMES.values():
                     values.clear()
