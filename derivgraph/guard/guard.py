@@ -7,8 +7,10 @@ pieces to each place holding it, and builds a :class:`~derivgraph.guard.watch.Wa
 object on those chains. After every later post-load step, :meth:`Guard.restore` sweeps the
 watched containers (C-level sweeps of lengths and item identities: an unchanged container proves
 nothing in it was rebound, removed or added; where the interpreter's dict version tags are
-proven, only the dicts whose tag moved are compared) and the startup tensors' storage addresses
-(one gather of their storage words where proven, else one C++ loop), diffs only the containers
+proven, only the dicts whose tag moved are compared; where their raw table words are proven,
+each item is proven by its words and only the rest compared, :mod:`~derivgraph.guard.sweep`) and
+the startup tensors' storage addresses (one gather of their storage words where proven, else one
+C++ loop), diffs only the containers
 that changed, descends the objects the engine rebuilt by the snapshot object's template (walking
 whole only what does not match, to find tensors that are new), and:
 

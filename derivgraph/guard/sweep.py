@@ -22,6 +22,14 @@ restore's own writes, which store into dicts too) takes the current tags as the 
 keeps re-checking every dict that does not hold exactly its snapshot items by identity (a
 harmless new value is re-checked on every sweep, as without tags). Lists are swept as before;
 without proven tags every container is swept as before.
+
+Where the raw table words prove the items and there are at most :data:`WHOLE_ITEMS` of them,
+the tags are not read at all: every sweep checks every dict's length and proves every item by
+its words at once (:meth:`Sweep._dirty_whole`), reading by key only the items the words do not
+prove, with the verdicts of the sweep of every container. An engine's reload moves most of a
+small model's watched dicts anyway (vLLM's tiny Llama: 30 of 108, 351 of 520 items); right after
+it every call runs cold, and one proof of all the items costs less than the tag read, the
+set of moved dicts and the settle that the tags need around the proof of the moved ones.
 """
 
 from __future__ import annotations
@@ -46,6 +54,9 @@ _is, _not, _get = operator.is_, operator.not_, dict.get
 MAX_GROWS = 4
 #: how many sets of moved dicts keep their flat accessor columns (:meth:`Sweep._gather`)
 MAX_GATHERS = 8
+#: up to how many swept dict items every sweep proves all of them by their raw words instead of
+#: reading the version tags first (:meth:`Sweep._dirty_whole`); 0: the tags wherever proven
+WHOLE_ITEMS = 4096
 
 
 def _mismatches(flags: list[bool]) -> list[int]:
@@ -124,6 +135,8 @@ class Sweep:
         self.acc_templates: list[Any] = []  # a value template, or None
         self.grows: dict[int, int] = {}
         self.tags: DictVersions | None = None
+        #: every dict, when each sweep proves all their items at once (see _dirty_whole)
+        self.whole: tuple[int, ...] | None = None
         self.tagged: list[int] = []  # the container of each tag position
         self.acc_of: list[list[int]] = []  # each container's accessor indices
         self.length: list[int] = []  # each container's snapshot length
@@ -175,15 +188,23 @@ class Sweep:
             self.acc_of[i].append(b)
         self.length = list(map(len, self.live))
         self.tagged = [i for i in self.by_address if self.keys[i] is not None]
-        self.tags = watch_dicts([self.live[i] for i in self.tagged]) if self.tagged else None
         self.recheck, self.read, self.differ = set(), set(), set()
         self.gathers = {}
+        self.whole = None
+        if self.tagged and len(self.acc_dicts) <= WHOLE_ITEMS:
+            whole = tuple(self.tagged)
+            if self._gather(whole).slots is not None:  # the raw words prove the items
+                self.whole = whole
+        self.tags = watch_dicts([self.live[i] for i in self.tagged]) \
+            if self.tagged and self.whole is None else None
 
     def dirty(self) -> tuple[set[int], list[int]]:
         """(the containers that changed, the dicts among the rest that only changed length):
         one sweep of lengths, one of the watched dict items (a removed key reads as MISSING; a
         new value its template proves tensor-free is no change) and one of list items; with
         version tags, the lengths and items of the dicts whose tag moved, and the lists'."""
+        if self.whole is not None:
+            return self._dirty_whole(self.whole)
         if self.tags is not None:
             return self._dirty_tagged(self.tags)
         lens = list(map(len, self.live_by_address))
@@ -212,33 +233,51 @@ class Sweep:
         elif lists:
             dirty.update(i for i in lists if not all(map(_is, self.live[i], self.values[i])))
 
+    # ---- every dict proven by its raw words -----------------------------------------------------
+
+    def _dirty_whole(self, order: tuple[int, ...]) -> tuple[set[int], list[int]]:
+        """:meth:`dirty` over every dict (``order``) and list, each dict's items proven by their
+        raw words where they can be (:meth:`_compared`): no version tag read, nothing to
+        settle."""
+        resized, wrong, now = self._compared(order)
+        return self._verdict(resized, wrong, now)
+
+    def _verdict(self, resized: list[int], wrong: list[int],
+                 now: list[Any]) -> tuple[set[int], list[int]]:
+        """:meth:`dirty`'s answer from the compared dicts (:meth:`_compared`) and the lists."""
+        templates, owners = self.acc_templates, self.acc_container
+        dirty = {owners[b] for b, v in zip(wrong, now)
+                 if templates[b] is None or not harmless(templates[b], v)} if wrong else set()
+        if self.lists:
+            live, lens, position = self.live, self.lens, self.position
+            self._lists(dirty, [i for i in self.lists if len(live[i]) != lens[position[i]]])
+        return dirty, [i for i in resized if i not in dirty] if resized else resized
+
     # ---- with version tags ---------------------------------------------------------------------
 
     def _dirty_tagged(self, tags: DictVersions) -> tuple[set[int], list[int]]:
         """:meth:`dirty` checking only the dicts whose tag moved (and :attr:`recheck`)."""
         moved = self.recheck.union(map(self.tagged.__getitem__, tags.changed()))
         self.read, self.differ = moved, set()
-        dirty: set[int] = set()
         resized: list[int] = []
+        wrong: list[int] = []
+        now: list[Any] = []
         if moved:
             resized, wrong, now = self._compare(moved)
-            templates, owners = self.acc_templates, self.acc_container
-            dirty = {owners[b] for b, v in zip(wrong, now)
-                     if templates[b] is None or not harmless(templates[b], v)}
-            self.differ = {*resized, *map(owners.__getitem__, wrong)}
-        live, lens, position = self.live, self.lens, self.position
-        if self.lists:
-            self._lists(dirty, [i for i in self.lists if len(live[i]) != lens[position[i]]])
-        return dirty, [i for i in resized if i not in dirty] if resized else resized
+            self.differ = {*resized, *map(self.acc_container.__getitem__, wrong)}
+        return self._verdict(resized, wrong, now)
 
     def _compare(self, dicts: set[int]) -> tuple[list[int], list[int], list[Any]]:
-        """For ``dicts``: those whose length changed, the swept items (accessor indices) not
-        holding their snapshot value, and the values they hold now: every swept item of them
-        read by its key (whatever the order of their keys: vLLM's reload re-registers a
-        layer's ``weight`` after its ``bias`` every time) unless its raw words prove it
-        (:meth:`_Gather.differing`), from flat columns built once per set of dicts
+        """:meth:`_compared` for the set ``dicts`` (in index order)."""
+        return self._compared(tuple(sorted(dicts)))
+
+    def _compared(self, order: tuple[int, ...]) -> tuple[list[int], list[int], list[Any]]:
+        """For the dicts ``order``: those whose length changed, the swept items (accessor
+        indices) not holding their snapshot value, and the values they hold now: every swept
+        item of them read by its key (whatever the order of their keys: vLLM's reload
+        re-registers a layer's ``weight`` after its ``bias`` every time) unless its raw words
+        prove it (:meth:`_Gather.differing`), from flat columns built once per set of dicts
         (:meth:`_gather`)."""
-        order = tuple(sorted(dicts))
         gather = self._gather(order)
         lens = list(map(len, gather.dicts))
         resized = [] if lens == gather.lengths else [

@@ -56,8 +56,8 @@ def _index(sweep: Sweep, d: dict[str, Any]) -> int:
     return next(i for i, c in enumerate(sweep.live) if c is d)
 
 
-def _proofs_on(version_tags: bool) -> None:
-    if not (version_tags and dict_slots.AVAILABLE):
+def _proofs_on() -> None:
+    if not dict_slots.AVAILABLE:
         pytest.skip("no raw-word proofs in this run (or none proven on this interpreter)")
 
 
@@ -68,7 +68,7 @@ def test_the_self_test_proves_the_layout_on_cpython_3_11() -> None:
 
 
 def test_a_moved_dict_holding_its_items_reads_none_by_key(version_tags, read_by_key) -> None:
-    _proofs_on(version_tags)
+    _proofs_on()
     sweep, dicts = _sweep()
     _touch(dicts)
     assert sweep.dirty() == (set(), [])
@@ -99,7 +99,7 @@ def test_a_changed_item_is_found_and_only_it_is_read_by_key(change: str, version
         d["zz"] = value
     _touch(dicts)
     assert sweep.dirty() == ({_index(sweep, d)}, [])
-    if version_tags and dict_slots.AVAILABLE:
+    if dict_slots.AVAILABLE:
         assert read_by_key == [1]
 
 
@@ -137,7 +137,7 @@ def test_a_replaced_table_is_read_where_it_is_now(how: str, version_tags,
             del d[f"m{j}"]
     read_by_key.clear()
     assert sweep.dirty()[0] == {_index(sweep, d)}
-    if version_tags and dict_slots.AVAILABLE:
+    if dict_slots.AVAILABLE:
         assert read_by_key == [1]
 
 
@@ -152,7 +152,7 @@ def test_a_table_replaced_on_every_sweep_is_read_by_key_for_good(version_tags,
         d.clear()
         d.update(items)
         assert sweep.dirty() == (set(), [])
-    if version_tags and dict_slots.AVAILABLE:
+    if dict_slots.AVAILABLE:
         assert read_by_key[-1] == 4  # that dict's four items, by key
     d["o2"] = object()
     assert sweep.dirty()[0] == {_index(sweep, d)}
@@ -194,5 +194,5 @@ def test_a_reload_changing_the_same_items_again_and_then_another(version_tags,
     dicts[3]["o7"] = object()
     _touch(dicts)
     assert sweep.dirty()[0] == {_index(sweep, dicts[1]), _index(sweep, dicts[3])}
-    if version_tags and dict_slots.AVAILABLE:
+    if dict_slots.AVAILABLE:
         assert read_by_key[-4:] == [1, 1, 1, 2]
