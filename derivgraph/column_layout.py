@@ -25,7 +25,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import repeat
+from itertools import islice, repeat
 from operator import attrgetter, is_
 from typing import Any
 
@@ -158,6 +158,12 @@ class ColumnLayouts:
         if column is not None and len(column[0]) == len(tensors) \
                 and all(map(is_, tensors, column[0])):
             return column[1]  # one recorded column, in its order: one identity sweep
+        rest = self._columns.get(id(tensors[1])) if len(tensors) > 1 else None
+        if rest is not None and len(rest[0]) == len(tensors) - 1 \
+                and all(map(is_, islice(tensors, 1, None), rest[0])):
+            # a first tensor (a column's template) before a recorded column in its order: the
+            # records are the first's and the column's, repeated (one_layout reads the set)
+            return one_layout([self._of[id(tensors[0])], rest[1]])
         return one_layout(self.of(tensors))
 
 

@@ -437,7 +437,8 @@ def build_program(ctx: LowerContext, bindings: Bindings, steps: list[Step], name
     if isinstance(steps, LoweredSteps) and steps.compact:
         columns = _column_plan(ctx, steps) if group else None
         if columns is not None:  # each row a column of its template's step
-            lines, groups = _emit_levels(Emitter(ctx, bindings, flat=flat), columns[0], {}, True)
+            lines, groups = _emit_levels(Emitter(ctx, bindings, flat=flat), columns[0], {}, True,
+                                         columns[2])
             return compile_function(bindings, name, lines, steps=steps, groups=groups)
         steps = steps.expanded()  # each row's steps made: scheduled and keyed as below
     em = Emitter(ctx, bindings, flat=flat)
@@ -464,14 +465,18 @@ def build_program(ctx: LowerContext, bindings: Bindings, steps: list[Step], name
 _Buckets = list[tuple[list[Step], list[tuple[GroupKey, list[Step | tuple[Step, LayerSteps]]]]]]
 
 
-def _column_plan(ctx: LowerContext, steps: LoweredSteps) -> tuple[_Buckets, list[Any]] | None:
+def _column_plan(ctx: LowerContext, steps: LoweredSteps,
+                 ) -> tuple[_Buckets, list[Any], dict[tuple[int, str], list[Any]]] | None:
     """The levels and group keys of a compact lowering (its rows' steps left out, each a
     column of its template step), grouped as :func:`build_program` groups a full lowering's:
     when the layers' levels are proven (:func:`~derivgraph.compiler.schedule.compact_levels`),
     every row of a template step takes its key (:func:`~derivgraph.compiler.schedule_layers.
     same_key_facts`: an ``out=`` op grouped as ``UNARY``/``BINARY``/``SCALAR``), no identity
     reduction is staged directly, and a column is alone in its group (so its members are
-    listed template first, then its rows, as the full lowering lists them); else None."""
+    listed template first, then its rows, as the full lowering lists them); else None. The
+    third item: each written column's rows' values as ``same_key_facts`` read them, by the
+    table's id and the template step's target (the emission's, read once: nothing binds in
+    between)."""
     if has_identity_reductions(ctx, steps):
         return None
     levels = compact_levels(ctx, steps, steps.layers)
@@ -483,12 +488,13 @@ def _column_plan(ctx: LowerContext, steps: LoweredSteps) -> tuple[_Buckets, list
         for step in layer.steps:
             column_of[id(step)] = layer
     index = {id(s): i for i, s in enumerate(steps)}
+    written: dict[tuple[int, str], list[Any]] = {}
     for layer in steps.layers:
         n = len(layer.table.rows)
         for step in layer.steps:
             key = keys[index[id(step)]]
             if key is None or key.kind not in _COLUMN_KINDS \
-                    or not same_key_facts(ctx, layer, step, n):
+                    or not same_key_facts(ctx, layer, step, n, written):
                 return None
     order = sorted(range(len(steps)), key=levels.__getitem__)  # stable within a level
     buckets: _Buckets = []
@@ -506,17 +512,17 @@ def _column_plan(ctx: LowerContext, steps: LoweredSteps) -> tuple[_Buckets, list
                 return None  # a column shares its group: its members would interleave
             bucket.append(step if layer is None else (step, layer))
         buckets.append((singles, list(by_key.items())))
-    return buckets, keys
+    return buckets, keys, written
 
 
-def _emit_levels(em: Emitter, buckets: _Buckets, direct: dict[str, str],
-                 group: bool) -> tuple[Lines, int]:
+def _emit_levels(em: Emitter, buckets: _Buckets, direct: dict[str, str], group: bool,
+                 written: dict[tuple[int, str], list[Any]] | None = None) -> tuple[Lines, int]:
     """Emit each level of ``buckets`` (:func:`build_program`'s schedule, or a compact
     lowering's, :func:`_column_plan`): grouped, the level's copies first as one call
     (:func:`_copies`), then its single steps, then one group per key (a compact lowering's
     column as one group, its template's tensors first, then its rows', each list made in
-    C-level sweeps over the column: no row step is made); the lines and how many grouped
-    calls they are."""
+    C-level sweeps over the column: no row step is made; ``written``: its rows' values where
+    :func:`_column_plan` read them); the lines and how many grouped calls they are."""
     lines: Lines = []
     groups = 0
     for singles, batches in buckets:
@@ -531,7 +537,7 @@ def _emit_levels(em: Emitter, buckets: _Buckets, direct: dict[str, str],
             if type(batch[0]) is tuple:  # a column: its template's step and its layer
                 step, layer = batch[0]  # type: ignore[misc]
                 groups += 1
-                lines += _emit_members(em, key, _column_members(em.ctx, step, layer))
+                lines += _emit_members(em, key, _column_members(em.ctx, step, layer, written))
             elif key not in by_key:  # taken into the level's one copy call
                 continue
             elif len(batch) == 1:
@@ -678,16 +684,22 @@ def _step_members(ctx: LowerContext, key: GroupKey, steps: list[Step]) -> Member
     return Members([s.target for s in steps], out_tensors(ctx, steps), a, b)  # type: ignore
 
 
-def _column_members(ctx: LowerContext, step: Step, layer: LayerSteps) -> Members:
+def _column_members(ctx: LowerContext, step: Step, layer: LayerSteps,
+                    written: dict[tuple[int, str], list[Any]] | None = None) -> Members:
     """:class:`Members` of a template's step and its rows' (a compact lowering's column: an
-    ``out=`` op writing its own node, operands by position, :attr:`LayerSteps.compact`)."""
+    ``out=`` op writing its own node, operands by position, :attr:`LayerSteps.compact`;
+    ``written``: the rows' written values where :func:`_column_plan` read them already, for
+    ``bound_values`` answers ref by ref: the targets' values are the template's, then those)."""
     def column(ref: str) -> list[str]:
         return [ref, *layer.column_of(ref)]
 
     targets = column(step.target)
     b = column(step.args[1].id) if len(step.args) > 1 and isinstance(step.args[1], NodeRef) \
         else []
-    return Members(targets, ctx.bound_values(targets), column(step.args[0].id), b, True)
+    rows = None if written is None else written.get((id(layer.table), step.target))
+    outs = ctx.bound_values(targets) if rows is None else \
+        [*ctx.bound_values(targets[:1]), *rows]
+    return Members(targets, outs, column(step.args[0].id), b, True)
 
 
 def _emit_members(em: Emitter, key: GroupKey, m: Members, steps: list[Step] | None = None,

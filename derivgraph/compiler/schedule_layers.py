@@ -219,13 +219,16 @@ def row_keys(ctx: LowerContext, steps: Sequence[Step], layers: Iterable[LayerSte
     return [key(ctx, s) if k is _UNBOUND else k for s, k in zip(steps, keys)]
 
 
-def same_key_facts(ctx: LowerContext, layer: LayerSteps, step: Step, n: int) -> bool:
+def same_key_facts(ctx: LowerContext, layer: LayerSteps, step: Step, n: int,
+                   written: dict[tuple[int, str], list[Any]] | None = None) -> bool:
     """Whether every row's step gives the template step's group key: the meta values of its
     node operands are the template's (the same objects) and what it writes has the
     template's dtype, shape, device and contiguity (an entry column's storages: its layout
     record, proved where it was made). The meta values are not swept again where the layer
     proof proved them in this very env (:attr:`LayerSteps.metas
-    <derivgraph.compiler.lower.LayerSteps.metas>`: every position's, every row's)."""
+    <derivgraph.compiler.lower.LayerSteps.metas>`: every position's, every row's).
+    ``written``: where given, the rows' written values read here are kept in it under (the
+    table's id, the template step's target), for the caller's emission of the same column."""
     if step.action in _CONSTANT_KEYS:
         return True
     table, env = layer.table, ctx.meta_env
@@ -241,6 +244,8 @@ def same_key_facts(ctx: LowerContext, layer: LayerSteps, step: Step, n: int) -> 
         return False
     want = ctx.storage_of(step.target)
     outs = ctx.bound_values(table.column(where[step.target]))  # derived: their storages
+    if written is not None:
+        written[id(table), step.target] = outs
     if not isinstance(want, torch.Tensor):
         return False
     got = ColumnFacts(outs, book_of(ctx))

@@ -60,8 +60,8 @@ def test_canary_a_column_listed_out_of_order_is_caught(
     plan = _plan("scaling")
     real = codegen._column_members
 
-    def planted(ctx: Any, step: Any, layer: Any) -> Any:
-        m = real(ctx, step, layer)
+    def planted(ctx: Any, step: Any, layer: Any, *rest: Any) -> Any:
+        m = real(ctx, step, layer, *rest)
         flip = [0, *range(len(m.targets) - 1, 0, -1)]
         return codegen.Members(*([c[i] for i in flip] if c else c
                                  for c in (m.targets, m.outs, m.a, m.b)), m.alike)
