@@ -246,8 +246,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
         plan.tensors.layouts = book
         with torch.no_grad():
             for column in columns:
-                column.allocate(list(map(values.__getitem__, column.ids)), fills, allocate_like,
-                                book)
+                column.allocate(_column_values(column, values), fills, allocate_like, book)
             generic: dict[str, Entry] = {}  # the entries in no column, in order
             for node_id, (entry, extra) in zip(ids, planned):
                 if node_id not in in_columns:
@@ -285,6 +284,8 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
         raise
     finally:
         plan.tensors.layouts = None
+        for column in columns:  # the eager values: the plan does not keep them
+            column.values = []
     # the closed rows' node ids pay during the compile's sweeps; a plan does not keep them
     # (~8 MB at 100k derived tensors; a later sweep rebuilds them from the tables)
     graph.closed_cache = (-1, None)
@@ -449,7 +450,7 @@ def _columns_equal(columns: Sequence[Any], values: dict[str, Any], targets: list
         ours = column.storages  # what its entries hold (the table's column answer)
         if len(ours) != len(ids):
             continue
-        theirs = list(map(values.__getitem__, ids))
+        theirs = _column_values(column, values)
         record = book.common(theirs)
         key = _batch_key(book.common(ours), record)
         if key is not None and _batch_equal(ours, theirs, key, _joined(theirs, record.shape)):
@@ -458,6 +459,14 @@ def _columns_equal(columns: Sequence[Any], values: dict[str, Any], targets: list
 
 
 _BASE = operator.attrgetter("_base")
+
+
+def _column_values(column: EntryColumn, values: dict[str, Any]) -> list[Any]:
+    """Each row's eager value of an entry column: the values it kept from adoption (each
+    row's planned extra, the very object ``values`` holds at its id: an allocated entry's
+    extra is its value), else read from ``values`` by id."""
+    kept = column.values
+    return kept if len(kept) == len(column.ids) else list(map(values.__getitem__, column.ids))
 
 
 def _joined(tensors: Sequence[Any], shape: torch.Size) -> torch.Tensor | None:
