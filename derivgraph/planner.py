@@ -28,7 +28,12 @@ from derivgraph.compare import bits_equal
 from derivgraph.compiler.bind import check_bindings, match_specs
 from derivgraph.compiler.build import build_graph
 from derivgraph.compiler.checks import fault_issue, index_issues, view_issues
-from derivgraph.compiler.columns import derived_columns, evaluate_columns, fill_derived
+from derivgraph.compiler.columns import (
+    FilledColumns,
+    derived_columns,
+    evaluate_columns,
+    fill_derived,
+)
 from derivgraph.compiler.fold import compile_folds
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.interpret import (
@@ -92,12 +97,13 @@ def _evaluate_all(graph: DerivedGraph, sources: dict[str, Any] | None = None,
     interp = CompileValues(graph, sources)
     order = graph.ordered()
     with torch.no_grad():
-        evaluate_columns(graph, interp.env, interp.source_at, book)  # one call a column
+        filled: FilledColumns = {}  # the columns it put in the env (not swept again)
+        evaluate_columns(graph, interp.env, interp.source_at, book, filled)  # one call a column
         # the closed rows' nodes but their derived tensors have values: the rest of the order
         # (the order's spans cut out: nothing outside a span reads into it) is evaluated,
         # then the rows' derived tensors a column at a time (no row node raises)
         tables = closed_layers(graph)
-        rows = derived_columns(graph, tables, interp.env) if tables else None
+        rows = derived_columns(graph, tables, interp.env, filled) if tables else None
         rest = unspanned(graph, tables) if rows is not None else None
         walk = order if rest is None else rest
         try:
