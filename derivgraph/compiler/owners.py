@@ -22,6 +22,7 @@ __all__ = ["PathReader", "RegistryReads", "child", "one_hop", "path_prefixes",
            "registries_holding"]
 
 _DICT = operator.attrgetter("__dict__")
+_OWNER, _NAME = operator.itemgetter(0), operator.itemgetter(2)  # of a path's rpartition(".")
 
 
 def one_hop(name: str) -> bool:
@@ -60,7 +61,34 @@ class PathReader:
         cache = self._owners
         found = list(map(cache.get, owner_paths, repeat(cache)))
         if any(map(operator.is_, found, repeat(cache))):
+            submodules = self._submodules(owner_paths) \
+                if all(map(operator.is_, found, repeat(cache))) else None
+            if submodules is not None:
+                return submodules
             found = [self.owner(p) if f is cache else f for f, p in zip(found, owner_paths)]
+        return found
+
+    def _submodules(self, paths: list[str]) -> list[Any] | None:
+        """:meth:`owner` of every path, none walked yet, where all are one hop from one
+        ``nn.Module`` parent whose ``_modules`` holds every last name (what
+        :func:`~derivgraph.paths.step_into` reads first; no name is empty or a dunder, so
+        :func:`child` reads each as that one hop): read in C-level sweeps, kept as walked;
+        else None (walked one by one)."""
+        split = list(map(str.rpartition, paths, repeat(".")))
+        parents = set(map(_OWNER, split))
+        if len(parents) != 1:
+            return None
+        names = list(map(_NAME, split))
+        if not all(names) or any(map(str.startswith, names, repeat("__"))):
+            return None
+        parent = self.owner(parents.pop())
+        if not isinstance(parent, nn.Module):
+            return None
+        registry = parent.__dict__["_modules"]
+        found = list(map(registry.get, names, repeat(registry)))  # the dict: not held there
+        if any(map(operator.is_, found, repeat(registry))):
+            return None
+        self._owners.update(zip(paths, found))
         return found
 
     def get(self, path: str) -> Any:
