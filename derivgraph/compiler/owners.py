@@ -22,7 +22,6 @@ __all__ = ["PathReader", "RegistryReads", "child", "one_hop", "path_prefixes",
            "registries_holding"]
 
 _DICT = operator.attrgetter("__dict__")
-_OWNER, _NAME = operator.itemgetter(0), operator.itemgetter(2)  # of a path's rpartition(".")
 
 
 def one_hop(name: str) -> bool:
@@ -74,14 +73,14 @@ class PathReader:
         :func:`~derivgraph.paths.step_into` reads first; no name is empty or a dunder, so
         :func:`child` reads each as that one hop): read in C-level sweeps, kept as walked;
         else None (walked one by one)."""
-        split = list(map(str.rpartition, paths, repeat(".")))
-        parents = set(map(_OWNER, split))
-        if len(parents) != 1:
+        head, dot, _ = paths[0].rpartition(".")  # the one parent's path, if they have one
+        if not all(map(str.startswith, paths, repeat(head + dot))):
             return None
-        names = list(map(_NAME, split))
-        if not all(names) or any(map(str.startswith, names, repeat("__"))):
+        names = list(map(operator.getitem, paths, repeat(slice(len(head) + len(dot), None))))
+        if not all(names) or any(map(operator.contains, names, repeat("."))) \
+                or any(map(str.startswith, names, repeat("__"))):
             return None
-        parent = self.owner(parents.pop())
+        parent = self.owner(head)
         if not isinstance(parent, nn.Module):
             return None
         registry = parent.__dict__["_modules"]
