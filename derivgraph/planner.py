@@ -28,7 +28,12 @@ from derivgraph.compare import bits_equal
 from derivgraph.compiler.bind import check_bindings, match_specs
 from derivgraph.compiler.build import build_graph
 from derivgraph.compiler.checks import fault_issue, index_issues, view_issues
-from derivgraph.compiler.columns import derived_columns, evaluate_columns, fill_derived
+from derivgraph.compiler.columns import (
+    FilledColumns,
+    derived_columns,
+    evaluate_columns,
+    fill_derived,
+)
 from derivgraph.compiler.fold import compile_folds
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.interpret import (
@@ -92,12 +97,13 @@ def _evaluate_all(graph: DerivedGraph, sources: dict[str, Any] | None = None,
     interp = CompileValues(graph, sources)
     order = graph.ordered()
     with torch.no_grad():
-        evaluate_columns(graph, interp.env, interp.source_at, book)  # one call a column
+        filled: FilledColumns = {}  # the columns it put in the env (not swept again)
+        evaluate_columns(graph, interp.env, interp.source_at, book, filled)  # one call a column
         # the closed rows' nodes but their derived tensors have values: the rest of the order
         # (the order's spans cut out: nothing outside a span reads into it) is evaluated,
         # then the rows' derived tensors a column at a time (no row node raises)
         tables = closed_layers(graph)
-        rows = derived_columns(graph, tables, interp.env) if tables else None
+        rows = derived_columns(graph, tables, interp.env, filled) if tables else None
         rest = unspanned(graph, tables) if rows is not None else None
         walk = order if rest is None else rest
         try:
@@ -246,8 +252,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
         plan.tensors.layouts = book
         with torch.no_grad():
             for column in columns:
-                column.allocate(list(map(values.__getitem__, column.ids)), fills, allocate_like,
-                                book)
+                column.allocate(_column_values(column, values), fills, allocate_like, book)
             generic: dict[str, Entry] = {}  # the entries in no column, in order
             for node_id, (entry, extra) in zip(ids, planned):
                 if node_id not in in_columns:
@@ -285,6 +290,8 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
         raise
     finally:
         plan.tensors.layouts = None
+        for column in columns:  # the eager values: the plan does not keep them
+            column.values = []
     # the closed rows' node ids pay during the compile's sweeps; a plan does not keep them
     # (~8 MB at 100k derived tensors; a later sweep rebuilds them from the tables)
     graph.closed_cache = (-1, None)
@@ -449,7 +456,7 @@ def _columns_equal(columns: Sequence[Any], values: dict[str, Any], targets: list
         ours = column.storages  # what its entries hold (the table's column answer)
         if len(ours) != len(ids):
             continue
-        theirs = list(map(values.__getitem__, ids))
+        theirs = _column_values(column, values)
         record = book.common(theirs)
         key = _batch_key(book.common(ours), record)
         if key is not None and _batch_equal(ours, theirs, key, _joined(theirs, record.shape)):
@@ -458,6 +465,14 @@ def _columns_equal(columns: Sequence[Any], values: dict[str, Any], targets: list
 
 
 _BASE = operator.attrgetter("_base")
+
+
+def _column_values(column: EntryColumn, values: dict[str, Any]) -> list[Any]:
+    """Each row's eager value of an entry column: the values it kept from adoption (each
+    row's planned extra, the very object ``values`` holds at its id: an allocated entry's
+    extra is its value), else read from ``values`` by id."""
+    kept = column.values
+    return kept if len(kept) == len(column.ids) else list(map(values.__getitem__, column.ids))
 
 
 def _joined(tensors: Sequence[Any], shape: torch.Size) -> torch.Tensor | None:

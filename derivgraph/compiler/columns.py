@@ -34,7 +34,7 @@ from derivgraph.compiler.ir import Node, NodeKind
 from derivgraph.compiler.layers import closed_layers
 from derivgraph.ops import OPS
 
-__all__ = ["MIN_COLUMN", "derived_columns", "evaluate_columns", "fill_derived"]
+__all__ = ["MIN_COLUMN", "FilledColumns", "derived_columns", "evaluate_columns", "fill_derived"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,11 +48,13 @@ _shape, _dtype, _device = attrgetter("shape"), attrgetter("dtype"), attrgetter("
 
 def evaluate_columns(graph: DerivedGraph, env: dict[str, Any],
                      read_source: Callable[[str], Any], book: ColumnLayouts | None = None,
-                     ) -> int:
+                     filled: FilledColumns | None = None) -> int:
     """Put the value of every op node of the closed stamped columns that qualify into ``env``
     (``read_source``: a source's value by path, for a source not read yet); the number of
     columns evaluated. ``book``: records each evaluated column's layout (its values are one
     result unbound: its type, dtype and device, and its shape past the first dim).
+    ``filled``: each evaluated column's table gets its template position and those of its
+    operand columns (every row's value then in ``env``: :data:`FilledColumns`).
 
     A closed row (:func:`~derivgraph.compiler.layers.closed_layers`) is its template's nodes
     renamed: the same op, keyword arguments and constants at each position (its replay made
@@ -76,9 +78,20 @@ def evaluate_columns(graph: DerivedGraph, env: dict[str, Any],
             if values is not None:
                 env.update(zip(column, values))
                 done += 1
+                if filled is not None:  # _column read every operand row's value into env
+                    _, at = filled.setdefault(id(table), (table, set()))
+                    at.add(k)
+                    at.update(where[a.id] for a in first.args
+                              if type(a) is NodeRef and a.id in where)
                 if book is not None:
                     _record(book, values)
     return done
+
+
+#: the template positions of a table whose every row's node has a value in the env, as
+#: :func:`evaluate_columns` put them there (an evaluated column and its operand columns): by
+#: the table's ``id``, the table itself (so its identity is checked) and the positions
+FilledColumns = dict[int, tuple[InstanceTable, set[int]]]
 
 
 #: an operand column of one table, stacked: its tensors, their one (shape, dtype, device) and
@@ -152,7 +165,8 @@ DerivedColumn = tuple[InstanceTable, int, int | None, str]
 
 
 def derived_columns(graph: DerivedGraph, tables: list[InstanceTable],
-                    env: dict[str, Any]) -> list[DerivedColumn] | None:
+                    env: dict[str, Any], filled: FilledColumns | None = None,
+                    ) -> list[DerivedColumn] | None:
     """How ``tables``' rows' derived tensors take their values (each its input's, as
     ``planner.CompileValues.run`` gives it) a column at a time, in an order where a column's
     input column comes first; None where a row's node other than a derived tensor has no value
@@ -160,16 +174,20 @@ def derived_columns(graph: DerivedGraph, tables: list[InstanceTable],
     input. A closed row is its template renamed (:func:`~derivgraph.compiler.layers.
     closed_layers`): its derived tensor's input is the row's own node at the template input's
     position, else the one node every row reads (a constant outside the rows, or another
-    table's row node: in ``env`` too once the rest of the order is evaluated)."""
+    table's row node: in ``env`` too once the rest of the order is evaluated). ``filled``:
+    the positions :func:`evaluate_columns` proved in ``env`` (not swept again)."""
     derived, out = graph.derived, []
     for table in tables:
         template = table.template
         where = {t: i for i, t in enumerate(template)}
+        mine, known = (filled or {}).get(id(table), (None, set()))
+        if mine is not table:
+            known = set()
         pending: dict[int, int | None] = {}  # derived position -> its input's position
         for k, node_id in enumerate(template):
             decl = derived.get(node_id)
             if decl is None:
-                if not all(map(env.__contains__, table.column(k))):
+                if k not in known and not all(map(env.__contains__, table.column(k))):
                     return None
             elif decl.input is None:
                 return None

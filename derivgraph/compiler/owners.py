@@ -60,7 +60,34 @@ class PathReader:
         cache = self._owners
         found = list(map(cache.get, owner_paths, repeat(cache)))
         if any(map(operator.is_, found, repeat(cache))):
+            submodules = self._submodules(owner_paths) \
+                if all(map(operator.is_, found, repeat(cache))) else None
+            if submodules is not None:
+                return submodules
             found = [self.owner(p) if f is cache else f for f, p in zip(found, owner_paths)]
+        return found
+
+    def _submodules(self, paths: list[str]) -> list[Any] | None:
+        """:meth:`owner` of every path, none walked yet, where all are one hop from one
+        ``nn.Module`` parent whose ``_modules`` holds every last name (what
+        :func:`~derivgraph.paths.step_into` reads first; no name is empty or a dunder, so
+        :func:`child` reads each as that one hop): read in C-level sweeps, kept as walked;
+        else None (walked one by one)."""
+        head, dot, _ = paths[0].rpartition(".")  # the one parent's path, if they have one
+        if not all(map(str.startswith, paths, repeat(head + dot))):
+            return None
+        names = list(map(operator.getitem, paths, repeat(slice(len(head) + len(dot), None))))
+        if not all(names) or any(map(operator.contains, names, repeat("."))) \
+                or any(map(str.startswith, names, repeat("__"))):
+            return None
+        parent = self.owner(head)
+        if not isinstance(parent, nn.Module):
+            return None
+        registry = parent.__dict__["_modules"]
+        found = list(map(registry.get, names, repeat(registry)))  # the dict: not held there
+        if any(map(operator.is_, found, repeat(registry))):
+            return None
+        self._owners.update(zip(paths, found))
         return found
 
     def get(self, path: str) -> Any:

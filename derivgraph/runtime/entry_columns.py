@@ -56,15 +56,18 @@ _REGISTRIES = tuple(map(operator.itemgetter, ("_parameters", "_buffers", "_modul
 
 class EntryColumn:
     """Template derived tensor ``template``'s counterpart in every proven row of its table:
-    the rows' ids, entries, owners and (once allocated) storages, in row order."""
+    the rows' ids, entries, owners and (once allocated) storages, in row order; during the
+    compile, ``values``: each row's planned value (adoption's extra, the row's eager value:
+    what its fill copies and the bit check compares), else empty (the compile drops it)."""
 
-    __slots__ = ("template", "name", "ids", "entries", "owners", "storages")
+    __slots__ = ("template", "name", "ids", "entries", "owners", "storages", "values")
 
     def __init__(self, template: str, name: str, ids: list[str], entries: list[Entry],
-                 owners: list[Any]):
+                 owners: list[Any], values: list[Any] | None = None):
         self.template, self.name = template, name
         self.ids, self.entries, self.owners = ids, entries, owners
         self.storages: list[torch.Tensor] = []
+        self.values: list[Any] = [] if values is None else values
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -145,8 +148,8 @@ class AliasColumn(EntryColumn):
     __slots__ = ()
 
     def __init__(self, template: str, name: str, ids: list[str], entries: list[Entry],
-                 owners: list[Any]):
-        super().__init__(template, name, ids, entries, owners)
+                 owners: list[Any], values: list[Any] | None = None):
+        super().__init__(template, name, ids, entries, owners)  # no values: nothing to fill
         self.storages = list(map(_storage, entries))
 
     def allocate(self, values: list[torch.Tensor],
@@ -230,7 +233,8 @@ def entry_columns(tables: Sequence[InstanceTable], planned: dict[str, tuple[Entr
             entries = [e for e, _ in rows[1:]]
             found = owners.owners(list(map(_owner_path, entries)))
             if _fresh_on_modules(found, name):
-                into.append(kind(template, name, ids, entries, found))
+                values = [x for _, x in rows[1:]] if kind is EntryColumn else None
+                into.append(kind(template, name, ids, entries, found, values))
     return out + aliases
 
 
@@ -267,7 +271,8 @@ def _from_adoption(record: ProvenColumn, first: tuple[Entry, Any],
         return None
     if any(name in o._non_persistent_buffers_set for o in record.owners):
         return None
-    return column(record.template, name, record.ids, record.entries, record.owners)
+    return column(record.template, name, record.ids, record.entries, record.owners,
+                  record.extras if column is EntryColumn else None)
 
 
 _adopted, _slot = operator.attrgetter("adopted"), operator.attrgetter("slot")
