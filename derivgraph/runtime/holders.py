@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import operator
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import compress, repeat
 from typing import Any
 
@@ -72,6 +72,14 @@ class Holders:
         # the run whose source check proved the owners current (its rebind skips the hop sweep)
         self._owners_checked: tuple[Any, HopTable] | None = None
         self._sources_stale = False  # an owner on a source's path was rebuilt: bind() again
+        #: the plan's startup tensors' address check (``BoundTensors.startup_addresses``),
+        #: joined to the sources' own so that one check proves both (:meth:`_at_addresses`)
+        self.startup: Callable[[], AtAddresses] | None = None
+        # (the sources' check, the startup check, their joint check; None: not joined)
+        self._joint: tuple[AtAddresses, AtAddresses, AtAddresses | None] | None = None
+        #: the run (report) whose source check also proved every startup tensor at its
+        #: startup address (by the joint check); None: not proven by a source check
+        self.startup_checked: Any = None
 
     def walk(self, source_owners: list[str] | None = None) -> HopTable:
         """Walk every owner path once (sources' and derived tensors'; ``source_owners``: the
@@ -189,7 +197,7 @@ class Holders:
         bound source would be the old owner's tensor. ``report``: this run's, whose
         :meth:`rebind` then reuses the hop sweep.
         """
-        self._owners_checked = self._sources_checked = None
+        self._owners_checked = self._sources_checked = self.startup_checked = None
         if self._sources_stale:
             return False
         if self.hops is not None:
@@ -208,10 +216,52 @@ class Holders:
                                             AtAddresses(tensors, ptrs))
         # every bound source at its bound address: one gather of storage words, holding no
         # storage (an engine's dropped weights are freed), else the addresses compared
-        if not (self._sources_held(checks) and checks[2].intact()):
+        if not (self._sources_held(checks) and self._at_addresses(checks[2], report)):
             return False
         self._sources_checked = report
         return True
+
+    def _at_addresses(self, at: AtAddresses, report: Any) -> bool:
+        """The sources' address check ``at``; where the plan's startup tensors are joined
+        (:attr:`startup`), one :class:`~derivgraph.addresses.AtAddresses` over both instead
+        (the same rule over the union: one gather where there were two): when it passes, the
+        startup tensors are proven too (:attr:`startup_checked` is ``report``). Its first use
+        runs the sources' own check first (so that it keeps its proof for later), then takes
+        the joint's words; a joint check that fails, or has no words (an exact compare each
+        time), is dropped until the sources or the startup tensors are bound again: the
+        separate checks decide from then on."""
+        joint = self._joined(at)
+        if joint is not None and joint.words is not None:
+            if joint.intact():
+                self.startup_checked = report
+                return True
+            self._drop_joint()
+            return at.intact()
+        intact = at.intact()
+        if intact and joint is not None:  # the joint's first check: its words taken
+            if joint.intact() and joint.words is not None:
+                self.startup_checked = report
+            else:
+                self._drop_joint()
+        return intact
+
+    def _drop_joint(self) -> None:
+        joint = self._joint
+        if joint is not None:
+            self._joint = (joint[0], joint[1], None)
+
+    def _joined(self, at: AtAddresses) -> AtAddresses | None:
+        """The joint check of the sources' ``at`` and the current startup check (made once
+        per pair; None: no startup tensor, nothing joined, or dropped)."""
+        if self.startup is None:
+            return None
+        startup = self.startup()
+        joint = self._joint
+        if joint is None or joint[0] is not at or joint[1] is not startup:
+            both = None if not len(startup) else AtAddresses(
+                at.tensors + startup.tensors, at.ptrs + startup.ptrs)
+            joint = self._joint = (at, startup, both)
+        return joint[2]
 
     def _sources_held(self, checks: tuple[list[Any], list[str], AtAddresses]) -> bool:
         """Every source's holder holds the bound source: one identity sweep, or only the

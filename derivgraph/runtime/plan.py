@@ -84,6 +84,7 @@ class Plan:
         self.relayout: Callable[[Plan, list[str]], list[str]] | None = None
         self.tensors = BoundTensors(graph, by_id)
         self.holders = Holders(model, by_id)
+        self.holders.startup = self.tensors.startup_addresses  # one address check for both
         self.programs = Programs(self.tensors, by_id)
         self.programs.helpers = {
             "restore_storage": self.tensors.restore_storage, "apply_folds": self._apply_folds,
@@ -261,11 +262,17 @@ class Plan:
             self._sources_changed(report, self.strict if strict is None else strict)
         kind = PassKind.REFILL if take_engine_values else PassKind.RUN
         fn = self._entry(kind, names, launched).fn
-        if torch.is_grad_enabled():
-            with torch.no_grad():
+        # the source check just proved the startup tensors at their addresses too (nothing
+        # ran since): the entry's first statement, restore_storage, takes that proof once
+        self.tensors.at_startup = self.holders.startup_checked is report
+        try:
+            if torch.is_grad_enabled():
+                with torch.no_grad():
+                    fn(report)
+            else:  # already off (vLLM reloads under no_grad): the context would switch nothing
                 fn(report)
-        else:  # already off (vLLM reloads under no_grad): the context would switch nothing
-            fn(report)
+        finally:
+            self.tensors.at_startup = False
         report.seconds = time.perf_counter() - start
         if verify:  # this run's source check stands (see Holders.moved)
             report.moved = self.holders.moved(self.source_ptrs, report)

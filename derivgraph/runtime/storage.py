@@ -106,6 +106,9 @@ class BoundTensors:
         self._layouts: ColumnLayouts | None = None
         # the tensors a refill may re-point, at their startup addresses
         self._startup: AtAddresses | None = None
+        #: the run now starting proved them there (``Plan.run``: its source check's joint
+        #: address check); :meth:`restore_storage` takes that proof once
+        self.at_startup = False
         # the storage addresses a compile's readers read of runs of refs, while ``layouts``
         # is set (:func:`~derivgraph.compiler.lower_layers.column_addresses`): cleared whenever
         # tensors are bound or staged again, and when ``layouts`` is set
@@ -292,8 +295,10 @@ class BoundTensors:
 
         Nothing re-pointed (the common case) is proven by :meth:`AtAddresses.intact
         <derivgraph.addresses.AtAddresses.intact>` (one gather of storage words, else the
-        addresses compared)."""
-        if self.startup_addresses().intact():
+        addresses compared), or by this run's source check (:attr:`at_startup`, taken once:
+        nothing runs between that check and this, the entry function's first statement)."""
+        proven, self.at_startup = self.at_startup, False
+        if proven or self.startup_addresses().intact():
             return []
         restored = []
         for key, entry in self.entries.items():
