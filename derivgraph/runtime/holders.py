@@ -38,7 +38,12 @@ from derivgraph.runtime.entry import Entry, address_of
 from derivgraph.runtime.watch import ItemWatch, watch_items
 from derivgraph.spec.kinds import TensorKind
 
-__all__ = ["Holders", "HopTable"]
+__all__ = ["Holders", "HopTable", "JOINT_MAX"]
+
+#: up to how many startup tensors the sources' address check is joined with theirs
+#: (:meth:`Holders._at_addresses`): the joint check saves one gather's fixed cost per run, which
+#: only a small plan notices, while building it reads every startup tensor once more
+JOINT_MAX = 4096
 
 _is = operator.is_
 _kind, _slot = operator.attrgetter("node.kind"), operator.attrgetter("slot")
@@ -252,13 +257,14 @@ class Holders:
 
     def _joined(self, at: AtAddresses) -> AtAddresses | None:
         """The joint check of the sources' ``at`` and the current startup check (made once
-        per pair; None: no startup tensor, nothing joined, or dropped)."""
+        per pair; None: no startup tensor, more than :data:`JOINT_MAX`, nothing joined, or
+        dropped)."""
         if self.startup is None:
             return None
         startup = self.startup()
         joint = self._joint
         if joint is None or joint[0] is not at or joint[1] is not startup:
-            both = None if not len(startup) else AtAddresses(
+            both = None if not 0 < len(startup) <= JOINT_MAX else AtAddresses(
                 at.tensors + startup.tensors, at.ptrs + startup.ptrs)
             joint = self._joint = (at, startup, both)
         return joint[2]

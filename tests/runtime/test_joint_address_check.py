@@ -113,3 +113,22 @@ def test_a_moved_source_rebinds_and_the_joint_check_is_made_again(words, monkeyp
     report = plan.run()  # the joint check fails: the separate checks decide
     assert report.restored == ["3.inv"] and _wrong(model) == []
     assert calls == ["startup"]
+
+
+def test_a_plan_above_the_joint_cap_checks_the_startup_tensors_on_their_own(words, monkeypatch):
+    """Above ``JOINT_MAX`` startup tensors no joint check is built (its build would read every
+    startup tensor once more at compile for one gather's fixed cost a run): each run's
+    ``restore_storage`` asks the startup tensors' own check, and a re-pointed tensor is still
+    restored."""
+    from derivgraph.runtime import holders as holders_module
+
+    monkeypatch.setattr(holders_module, "JOINT_MAX", 0)
+    model, plan = _compiled()
+    plan.run()
+    calls = _own_checks(plan, monkeypatch)
+    for seed in (3, 4):
+        _load(model, seed)
+        report = plan.run()
+        assert report.restored == [] and _wrong(model) == []
+    assert calls == ["startup", "startup"]
+    assert plan.holders._joint is None or plan.holders._joint[2] is None
