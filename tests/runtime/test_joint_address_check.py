@@ -47,7 +47,9 @@ def _load(model: Any, seed: int) -> None:
         layer.load(seed)
 
 
-def test_a_run_proves_the_startup_tensors_by_the_source_check(words, monkeypatch):
+def _own_checks_over_two_reloads(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, list[str]]:
+    """A compiled plan run once, then after two reloads with new weights (each run's values
+    asserted right): the plan and the startup tensors' own address checks those runs made."""
     model, plan = _compiled()
     plan.run()
     calls = _own_checks(plan, monkeypatch)
@@ -55,6 +57,11 @@ def test_a_run_proves_the_startup_tensors_by_the_source_check(words, monkeypatch
         _load(model, seed)
         report = plan.run()
         assert report.restored == [] and _wrong(model) == []
+    return plan, calls
+
+
+def test_a_run_proves_the_startup_tensors_by_the_source_check(words, monkeypatch):
+    _, calls = _own_checks_over_two_reloads(monkeypatch)
     # with the words, one joint gather answered for both; without, each check its own
     assert calls == ([] if words else ["startup", "startup"])
 
@@ -123,12 +130,6 @@ def test_a_plan_above_the_joint_cap_checks_the_startup_tensors_on_their_own(word
     from derivgraph.runtime import holders as holders_module
 
     monkeypatch.setattr(holders_module, "JOINT_MAX", 0)
-    model, plan = _compiled()
-    plan.run()
-    calls = _own_checks(plan, monkeypatch)
-    for seed in (3, 4):
-        _load(model, seed)
-        report = plan.run()
-        assert report.restored == [] and _wrong(model) == []
+    plan, calls = _own_checks_over_two_reloads(monkeypatch)
     assert calls == ["startup", "startup"]
     assert plan.holders._joint is None or plan.holders._joint[2] is None
