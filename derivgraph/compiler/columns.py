@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from derivgraph.column_layout import ColumnLayout, ColumnLayouts
+from derivgraph.column_layout import ColumnLayout, ColumnLayouts, row_major
 from derivgraph.compiler.flat import EXACT_BINARY, EXACT_UNARY, OP_DTYPES
 from derivgraph.compiler.graph import DerivedGraph, NodeRef
 from derivgraph.compiler.instances import InstanceTable
@@ -214,11 +214,17 @@ def fill_derived(columns: list[DerivedColumn], env: dict[str, Any]) -> None:
 
 def _record(book: ColumnLayouts, values: tuple[torch.Tensor, ...]) -> None:
     """Record the layout of one column's values: the slices of one tensor along dim 0 (so one
-    dtype, device and shape), of one type where one sweep says so."""
+    dtype, device, shape and strides: the result's past its first dim), of one type where one
+    sweep says so; plain strided tensors whose strides (the first slice's, read once) are the
+    row-major ones of their shape are recorded contiguous (``contiguous=True``)."""
     types = set(map(type, values))
     if len(types) == 1:
-        first = values[0]
-        book.add(values, ColumnLayout(types.pop(), first.dtype, first.shape, first.device))
+        first, cls = values[0], types.pop()
+        shape = first.shape
+        row_major_slices = cls is torch.Tensor and first.layout is torch.strided \
+            and first.stride() == row_major(shape)
+        book.add(values, ColumnLayout(cls, first.dtype, shape, first.device,
+                                      True if row_major_slices else None))
 
 
 def _operands(env: dict[str, Any], read_source: Callable[[str], Any], refs: list[str],
