@@ -105,7 +105,8 @@ def _evaluate_all(graph: DerivedGraph, sources: dict[str, Any] | None = None,
     order = graph.ordered()
     with torch.no_grad():
         filled: FilledColumns = {}  # the columns it put in the env (not swept again)
-        evaluate_columns(graph, interp.env, interp.source_at, book, filled)  # one call a column
+        evaluate_columns(graph, interp.env, interp.source_at, book, filled,  # one call a column
+                         interp.sources)
         # the closed rows' nodes but their derived tensors have values: the rest of the order
         # (the order's spans cut out: nothing outside a span reads into it) is evaluated,
         # then the rows' derived tensors a column at a time (no row node raises)
