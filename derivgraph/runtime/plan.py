@@ -280,9 +280,12 @@ class Plan:
         return report
 
     def _opaque(self) -> list[str]:
-        """The engine tensors no step makes (found once: entries are fixed at compile)."""
+        """The engine tensors no step makes (found once: entries are fixed at compile), read
+        from the generic entries only (the table's order): an entry column's rows are of kind
+        attribute or alias, proved row by row or from their one declaration
+        (:func:`~derivgraph.runtime.entry_columns.entry_columns`), so never engine tensors."""
         if self._opaque_ids is None:
-            self._opaque_ids = opaque_entries(self.entries.by_id)
+            self._opaque_ids = opaque_entries(self.entries.generic)
         return self._opaque_ids
 
     def refill(self, *, verify: bool = False) -> RunReport:
