@@ -9,6 +9,7 @@ Aliases and views get their storage from another entry. Nothing here writes to t
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import Any
@@ -29,7 +30,7 @@ from derivgraph.runtime.entry import ProvenColumn
 from derivgraph.runtime.plan import Entry, Plan
 from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind, is_engine
 
-__all__ = ["AliasOf", "Extra", "ViewOf", "adopt_or_allocate", "allocate_like"]
+__all__ = ["AliasOf", "Extra", "ViewOf", "adopt_or_allocate", "allocate_column", "allocate_like"]
 
 _is = operator.is_
 
@@ -87,6 +88,20 @@ def allocate_like(value: torch.Tensor, kind: TensorKind) -> torch.Tensor:
     if kind is TensorKind.PARAMETER:
         storage = nn.Parameter(storage, requires_grad=False)
     return storage
+
+
+def allocate_column(values: Sequence[torch.Tensor], kind: TensorKind,
+                    row_major: bool = False) -> list[torch.Tensor]:
+    """:func:`allocate_like` of every value of a column, in order. ``row_major``: the caller
+    proved every value a plain ``torch.Tensor`` (strided) with the row-major strides of its
+    shape (a layout record's ``contiguous is True``,
+    :class:`~derivgraph.column_layout.ColumnLayout`); ``torch.empty_like``'s default format
+    keeps the strides of such a tensor, which are the contiguous format's, so for a kind
+    other than parameter the storages are made in one C-level sweep without the
+    memory-format argument (the same fresh tensors)."""
+    if row_major and kind is not TensorKind.PARAMETER:
+        return list(map(torch.empty_like, values))
+    return list(map(allocate_like, values, repeat(kind)))
 
 
 _OVERLAP_FIX = ("declare it as kind 'view' (a view of the source, never written) or make the "

@@ -22,7 +22,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from derivgraph.adoption import AliasOf, Extra, ViewOf, adopt_or_allocate, allocate_like
+from derivgraph.adoption import (
+    AliasOf,
+    Extra,
+    ViewOf,
+    adopt_or_allocate,
+    allocate_column,
+    allocate_like,
+)
 from derivgraph.column_layout import ColumnLayouts, proven_layout
 from derivgraph.compare import bits_equal
 from derivgraph.compiler.bind import check_bindings, match_specs
@@ -98,7 +105,8 @@ def _evaluate_all(graph: DerivedGraph, sources: dict[str, Any] | None = None,
     order = graph.ordered()
     with torch.no_grad():
         filled: FilledColumns = {}  # the columns it put in the env (not swept again)
-        evaluate_columns(graph, interp.env, interp.source_at, book, filled)  # one call a column
+        evaluate_columns(graph, interp.env, interp.source_at, book, filled,  # one call a column
+                         interp.sources)
         # the closed rows' nodes but their derived tensors have values: the rest of the order
         # (the order's spans cut out: nothing outside a span reads into it) is evaluated,
         # then the rows' derived tensors a column at a time (no row node raises)
@@ -252,7 +260,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
         plan.tensors.layouts = book
         with torch.no_grad():
             for column in columns:
-                column.allocate(_column_values(column, values), fills, allocate_like, book)
+                column.allocate(_column_values(column, values), fills, allocate_column, book)
             generic: dict[str, Entry] = {}  # the entries in no column, in order
             for node_id, (entry, extra) in zip(ids, planned):
                 if node_id not in in_columns:

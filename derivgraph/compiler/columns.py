@@ -20,13 +20,14 @@ the fault by node).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from itertools import repeat
 from operator import attrgetter, is_
 from typing import Any
 
 import torch
 
-from derivgraph.column_layout import ColumnLayout, ColumnLayouts
+from derivgraph.column_layout import ColumnLayout, ColumnLayouts, row_major
 from derivgraph.compiler.flat import EXACT_BINARY, EXACT_UNARY, OP_DTYPES
 from derivgraph.compiler.graph import DerivedGraph, NodeRef
 from derivgraph.compiler.instances import InstanceTable
@@ -48,13 +49,19 @@ _shape, _dtype, _device = attrgetter("shape"), attrgetter("dtype"), attrgetter("
 
 def evaluate_columns(graph: DerivedGraph, env: dict[str, Any],
                      read_source: Callable[[str], Any], book: ColumnLayouts | None = None,
-                     filled: FilledColumns | None = None) -> int:
+                     filled: FilledColumns | None = None,
+                     sources: Mapping[str, Any] | None = None) -> int:
     """Put the value of every op node of the closed stamped columns that qualify into ``env``
     (``read_source``: a source's value by path, for a source not read yet); the number of
     columns evaluated. ``book``: records each evaluated column's layout (its values are one
     result unbound: its type, dtype and device, and its shape past the first dim).
     ``filled``: each evaluated column's table gets its template position and those of its
     operand columns (every row's value then in ``env``: :data:`FilledColumns`).
+    ``sources``: the source tensors ``read_source`` answers from (``read_source(path) is
+    sources[path]`` for a path it holds: the build's reads), so that a column of sources none
+    of which is in ``env`` yet is read from it in one sweep (:func:`_operands`); the book's
+    record of an operand column (a source column the build proved, an evaluated column) gives
+    its shape, dtype and device instead of a sweep over its tensors.
 
     A closed row (:func:`~derivgraph.compiler.layers.closed_layers`) is its template's nodes
     renamed: the same op, keyword arguments and constants at each position (its replay made
@@ -74,7 +81,8 @@ def evaluate_columns(graph: DerivedGraph, env: dict[str, Any],
             column = table.column(k)
             if column[0] in env:
                 continue
-            values = _column(graph, env, read_source, table, where, first, column, stacks)
+            values = _column(graph, env, read_source, table, where, first, column, stacks,
+                             book, sources)
             if values is not None:
                 env.update(zip(column, values))
                 done += 1
@@ -103,12 +111,15 @@ _Stacked = tuple[list[torch.Tensor], tuple[Any, ...], torch.Tensor]
 def _column(graph: DerivedGraph, env: dict[str, Any], read_source: Callable[[str], Any],
             table: InstanceTable, where: dict[str, int], first: Node,
             column: list[str], stacks: dict[int | str, _Stacked] | None = None,
+            book: ColumnLayouts | None = None, sources: Mapping[str, Any] | None = None,
             ) -> tuple[torch.Tensor, ...] | None:
     """Each row's value of one column (template node ``first``; ``where``: the template's
     node -> its position), or None where a check fails. ``stacks``: the table's operand
     columns checked and stacked by earlier columns; an operand whose tensors are, one by one,
     the same objects as a recorded one's takes its layout and its stack (the same values),
-    any other is checked and stacked here (and recorded)."""
+    any other is checked and stacked here (and recorded): its one shape, dtype and device from
+    ``book``'s record of its tensors where it holds one, else read. ``sources``: as
+    :func:`evaluate_columns`'."""
     layout: tuple[Any, ...] | None = None
     call: list[Any] = []
     for arg in first.args:
@@ -116,7 +127,7 @@ def _column(graph: DerivedGraph, env: dict[str, Any], read_source: Callable[[str
             at = where.get(arg.id)  # None: the node every row shares
             refs = [arg.id] * len(column) if at is None else table.column(at)
             source = graph.nodes[arg.id].kind is _SOURCE  # each row's has the template's kind
-            tensors = _operands(env, read_source, refs, source)
+            tensors = _operands(env, read_source, refs, source, sources)
             if tensors is None:
                 return None
             key = arg.id if at is None else at
@@ -125,11 +136,16 @@ def _column(graph: DerivedGraph, env: dict[str, Any], read_source: Callable[[str
                     and all(map(is_, tensors, seen[0])):
                 mine, stacked = seen[1], seen[2]  # this operand, as an earlier column read it
             else:
-                shapes, dtypes, devices = (set(map(f, tensors))
-                                           for f in (_shape, _dtype, _device))
-                if len(shapes) != 1 or len(dtypes) != 1 or len(devices) != 1:
-                    return None
-                mine, stacked = (*shapes, *dtypes, *devices), None
+                record = None if book is None else book.common(tensors)
+                if record is not None:  # proved where the tensors were made or read
+                    mine = (record.shape, record.dtype, record.device)
+                else:
+                    shapes, dtypes, devices = (set(map(f, tensors))
+                                               for f in (_shape, _dtype, _device))
+                    if len(shapes) != 1 or len(dtypes) != 1 or len(devices) != 1:
+                        return None
+                    mine = (*shapes, *dtypes, *devices)
+                stacked = None
             if mine[1] not in OP_DTYPES or layout not in (None, mine):
                 return None
             layout = mine
@@ -214,17 +230,37 @@ def fill_derived(columns: list[DerivedColumn], env: dict[str, Any]) -> None:
 
 def _record(book: ColumnLayouts, values: tuple[torch.Tensor, ...]) -> None:
     """Record the layout of one column's values: the slices of one tensor along dim 0 (so one
-    dtype, device and shape), of one type where one sweep says so."""
+    dtype, device, shape and strides: the result's past its first dim), of one type where one
+    sweep says so; plain strided tensors whose strides (the first slice's, read once) are the
+    row-major ones of their shape are recorded contiguous (``contiguous=True``)."""
     types = set(map(type, values))
     if len(types) == 1:
-        first = values[0]
-        book.add(values, ColumnLayout(types.pop(), first.dtype, first.shape, first.device))
+        first, cls = values[0], types.pop()
+        shape = first.shape
+        row_major_slices = cls is torch.Tensor and first.layout is torch.strided \
+            and first.stride() == row_major(shape)
+        book.add(values, ColumnLayout(cls, first.dtype, shape, first.device,
+                                      True if row_major_slices else None))
 
 
 def _operands(env: dict[str, Any], read_source: Callable[[str], Any], refs: list[str],
-              source: bool) -> list[torch.Tensor] | None:
+              source: bool, sources: Mapping[str, Any] | None = None,
+              ) -> list[torch.Tensor] | None:
     """The values at ``refs`` (``source``: they are sources, one not read yet is read now),
-    or None when one is not evaluated yet or is not a tensor."""
+    or None when one is not evaluated yet or is not a tensor. ``sources``: what
+    ``read_source`` answers for the paths it holds. Every ref with a value in ``env``, or none
+    and every one held in ``sources`` (read from it, put in ``env`` where all are tensors),
+    takes a few C-level sweeps; any other mix, the per-ref loop (the reference: each source
+    not read yet read by ``read_source`` and put in ``env`` up to the first non-tensor)."""
+    found = list(map(env.get, refs))
+    if not any(map(is_, found, repeat(None))):
+        return found if all(map(isinstance, found, repeat(torch.Tensor))) else None
+    if source and sources is not None and all(map(is_, found, repeat(None))) \
+            and all(map(sources.__contains__, refs)):
+        found = list(map(sources.__getitem__, refs))  # read_source's answer for each
+        if all(map(isinstance, found, repeat(torch.Tensor))):
+            env.update(zip(refs, found))
+            return found
     out = []
     for ref in refs:
         value = env.get(ref)

@@ -39,7 +39,7 @@ import torch
 from torch import nn
 
 from derivgraph.adoption import AliasOf
-from derivgraph.column_layout import ColumnLayout, ColumnLayouts, column_layout
+from derivgraph.column_layout import ColumnLayout, ColumnLayouts, column_layout, row_major
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.owners import PathReader
 from derivgraph.errors import Rule, SpecIssue, SpecValidationError
@@ -74,23 +74,27 @@ class EntryColumn:
 
     def allocate(self, values: list[torch.Tensor],
                  fills: list[tuple[torch.Tensor, torch.Tensor]],
-                 allocate: Callable[[torch.Tensor, TensorKind], torch.Tensor],
+                 allocate: Callable[[list[torch.Tensor], TensorKind, bool], list[torch.Tensor]],
                  book: ColumnLayouts | None = None) -> None:
-        """Fresh storage for every row (``allocate(value, kind)``: contiguous, of its value's
-        dtype, shape and device), appended with its value to ``fills``; each row's entry holds
-        its storage. ``book``: where the values have one layout (its record of them, else
+        """Fresh storage for every row (``allocate(values, kind, row_major)``:
+        :func:`~derivgraph.adoption.allocate_column`, each contiguous, of its value's dtype,
+        shape and device), appended with its value to ``fills``; each row's entry holds its
+        storage. ``book``: where the values have one layout (its record of them, else
         :func:`~derivgraph.column_layout.column_layout`), it records theirs and the
-        storages' (the same, with row-major strides: by construction)."""
-        self.storages = list(map(allocate, values, repeat(TensorKind.ATTRIBUTE)))
+        storages' (the same, with row-major strides: by construction); a record that proves
+        the values plain row-major tensors is handed to ``allocate`` (``row_major``)."""
+        layout = None
+        if book is not None:
+            layout = book.common(values)  # the values of a column evaluated as one call
+            if layout is None:
+                layout = column_layout(values)
+                if layout is not None:
+                    book.add(values, layout)
+        self.storages = allocate(values, TensorKind.ATTRIBUTE, _row_major(values, layout))
         fills += zip(self.storages, values)
         deque(map(setattr, self.entries, repeat("storage"), self.storages), 0)
         if book is None:
             return
-        layout = book.common(values)  # the values of a column evaluated as one call
-        if layout is None:
-            layout = column_layout(values)
-            if layout is not None:
-                book.add(values, layout)
         types = set(map(type, self.storages))
         if layout is not None and len(types) == 1:
             book.add(self.storages, ColumnLayout(types.pop(), layout.dtype, layout.shape,
@@ -154,7 +158,7 @@ class AliasColumn(EntryColumn):
 
     def allocate(self, values: list[torch.Tensor],
                  fills: list[tuple[torch.Tensor, torch.Tensor]],
-                 allocate: Callable[[torch.Tensor, TensorKind], torch.Tensor],
+                 allocate: Callable[[list[torch.Tensor], TensorKind, bool], list[torch.Tensor]],
                  book: ColumnLayouts | None = None) -> None:
         """Nothing to allocate or fill: every row's entry holds its storage already."""
 
@@ -162,6 +166,20 @@ class AliasColumn(EntryColumn):
         """Every row's startup address (one sweep; proven tensors on no meta device)."""
         deque(map(setattr, self.entries, repeat("startup_ptr"),
                   map(torch.Tensor.data_ptr, self.storages)), 0)
+
+
+def _row_major(values: Sequence[Any], layout: ColumnLayout | None) -> bool:
+    """Whether every one of ``values`` (of one ``layout``, its record or
+    :func:`~derivgraph.column_layout.column_layout`'s answer) is a plain strided tensor with
+    the row-major strides of its shape: the record proves it (``contiguous is True``), or
+    they are one object (a shared constant) whose strides, read once, are those."""
+    if layout is None or layout.type is not torch.Tensor:
+        return False
+    if layout.contiguous is True:
+        return True
+    first = values[0]
+    return all(map(_is, values, repeat(first))) and first.layout is torch.strided \
+        and first.stride() == row_major(layout.shape)
 
 
 def held_columns(columns: Sequence[EntryColumn], others: Sequence[Entry],

@@ -58,6 +58,7 @@ from derivgraph.spec.kinds import TENSOR_KINDS
 __all__ = ["TENSOR_KINDS", "Entry", "PassFault", "Plan", "SourceChanged", "Step", "address_of"]
 
 _STORAGE, _IS_CUDA = attrgetter("storage"), attrgetter("is_cuda")
+_PLAIN = (torch.Tensor, nn.Parameter)  # classes whose ``is_cuda`` no override answers
 
 
 class Plan:
@@ -279,9 +280,12 @@ class Plan:
         return report
 
     def _opaque(self) -> list[str]:
-        """The engine tensors no step makes (found once: entries are fixed at compile)."""
+        """The engine tensors no step makes (found once: entries are fixed at compile), read
+        from the generic entries only (the table's order): an entry column's rows are of kind
+        attribute or alias, proved row by row or from their one declaration
+        (:func:`~derivgraph.runtime.entry_columns.entry_columns`), so never engine tensors."""
         if self._opaque_ids is None:
-            self._opaque_ids = opaque_entries(self.entries.by_id)
+            self._opaque_ids = opaque_entries(self.entries.generic)
         return self._opaque_ids
 
     def refill(self, *, verify: bool = False) -> RunReport:
@@ -522,11 +526,23 @@ class Plan:
         return self._captured
 
     def _on_cuda(self) -> bool:
-        """Whether any bound tensor lives on a CUDA device (computed once)."""
+        """Whether any bound tensor lives on a CUDA device (computed once). During the
+        compile (the layout book is set), an entry column whose storages the book holds under
+        one record of a plain class (``torch.Tensor``, ``nn.Parameter``: their ``is_cuda`` is
+        their device's) answers by the record's device; every other entry's storage is read
+        (one sweep each: the generic entries and the columns without such a record)."""
         if self._cuda is None:
-            storages = list(map(_STORAGE, self.entries.by_id.values()))  # one sweep each
+            book, entries = self.tensors.layouts, self.entries
+            recorded = False  # a recorded column on CUDA
+            storages = list(map(_STORAGE, entries.generic.values()))
+            for column in entries.columns:
+                record = None if book is None else book.common(column.storages)
+                if record is not None and record.type in _PLAIN:
+                    recorded = recorded or record.device.type == "cuda"
+                else:
+                    storages += column.storages
             tensors = compress(storages, map(isinstance, storages, repeat(torch.Tensor)))
-            self._cuda = any(map(_IS_CUDA, tensors))
+            self._cuda = recorded or any(map(_IS_CUDA, tensors))
         return self._cuda
 
     # ---- sources that changed, and holders -----------------------------------------------

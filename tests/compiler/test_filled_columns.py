@@ -30,8 +30,8 @@ def _recorded(monkeypatch: pytest.MonkeyPatch, spec: Any) -> tuple[Any, list[Any
     real = columns.evaluate_columns
 
     def spy(graph: Any, env: dict[str, Any], read: Any, book: Any = None,
-            filled: Any = None) -> int:
-        done = real(graph, env, read, book, filled)
+            filled: Any = None, sources: Any = None) -> int:
+        done = real(graph, env, read, book, filled, sources)
         seen.append((filled, dict(env)))
         return done
 
