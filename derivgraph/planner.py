@@ -56,7 +56,7 @@ from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.transaction import ModelTransaction
 from derivgraph.errors import AdoptionError, Rule, SpecIssue, SpecValidationError
 from derivgraph.paths import get_path
-from derivgraph.runtime.accessors import HeldColumn, ProvenOwners
+from derivgraph.runtime.accessors import HeldColumn, PathReads, ProvenOwners, read_paths
 from derivgraph.runtime.containers import collect_containers
 from derivgraph.runtime.engine import foreach_copy
 from derivgraph.runtime.entry import ProvenColumn
@@ -290,8 +290,9 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
         # the sources through adoption's reader where no store since (the columns' names, the
         # rebound entries') is a hop of an owner it read; else a fresh reader
         written = {column.name for column in columns} | set(map(_NAME, others))
-        read = _record_startup(plan, owners if owners.untouched_by(written) else None)
-        _lower(plan, values, read, held)  # nothing writes the model in between: sources read once
+        read, reads = _record_startup(plan, owners if owners.untouched_by(written) else None)
+        # nothing writes the model in between: sources and their holders read once
+        _lower(plan, values, read, held, reads)
         plan.prepare()  # what the first run and refill would build lazily
     except BaseException:
         transaction.rollback()
@@ -352,11 +353,14 @@ def _materialize(plan: Plan, entry: Entry, extra: Extra,
         fills.append((entry.storage, extra))
 
 
-def _record_startup(plan: Plan, owners: PathReader | None = None) -> dict[str, Any]:
+def _record_startup(plan: Plan, owners: PathReader | None = None,
+                    ) -> tuple[dict[str, Any], PathReads]:
     """Every entry's startup address and detached alias (the plan's entry columns a column at
     a time, made on first read where the layout book records them; the other entries one by
     one), and every source's object id and address; returns the object read at every source
-    path (by ``owners``, a reader of the model as it is now, else a fresh one)."""
+    path (by ``owners``, a reader of the model as it is now, else a fresh one) and what was
+    read on the way (:func:`~derivgraph.runtime.accessors.read_paths`: the holder binding
+    takes the sources' holder dicts from it while nothing is written to the model)."""
     for column in plan.entries.columns:
         column.record_startup(plan.tensors.layouts)  # the compile's book (None after it)
     for entry in plan.entries.generic.values():
@@ -366,19 +370,20 @@ def _record_startup(plan: Plan, owners: PathReader | None = None) -> dict[str, A
     paths = [*plan.graph.sources(), *plan.folds.entries]
     if owners is None or owners.root is not plan.model:
         owners = PathReader(plan.model)
-    read = dict(zip(paths, map(owners.get, paths)))
-    tensors = list(read.values())
-    plan.source_ptrs = dict(zip(read, zip(map(id, tensors), map(address_of, tensors))))
-    return read
+    tensors, reads = read_paths(owners, paths)
+    read = dict(zip(paths, tensors))
+    plan.source_ptrs = dict(zip(paths, zip(map(id, tensors), map(address_of, tensors))))
+    return read, reads
 
 
 def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = None,
-           held: Sequence[HeldColumn] = ()) -> None:
+           held: Sequence[HeldColumn] = (), reads: PathReads | None = None) -> None:
     """Lower, bind and run the pass once; demote grouping if it is not bit-exact with eager.
 
     ``read``: every source path's object as the model holds it now (else read again);
     ``held``: the entry columns proved held in their owners' ``__dict__`` only
-    (:func:`~derivgraph.runtime.entry_columns.held_columns`)."""
+    (:func:`~derivgraph.runtime.entry_columns.held_columns`); ``reads``: what reading
+    ``read`` read on the way (:meth:`Plan.bind_tensors`)."""
     deps, nodes = plan.graph.source_deps(), plan.graph.nodes
     # a closed stamped row's op has no source dependency where its template's has none (the
     # same kinds and inputs at the same positions): rows of templates with no such op are
@@ -395,7 +400,7 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
     # what a refill may overwrite with the engine's value; the next recompute puts it back
     plan.constant_values = {n: values[n] for n in plan.constant_entries
                             if isinstance(values.get(n), torch.Tensor)}
-    plan.bind_tensors(read, held)
+    plan.bind_tensors(read, held, reads)
     steps = lower_steps(plan.tensors)
     plan.tensors.alloc_stages({s.target: values[s.input] for s in steps
                                if s.action is Action.SCALAR

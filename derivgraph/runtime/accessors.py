@@ -19,12 +19,12 @@ import operator
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import compress, count, islice, repeat
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from torch import nn
 
 from derivgraph.addresses import AtAddresses
-from derivgraph.compiler.owners import RegistryReads, registries_holding
+from derivgraph.compiler.owners import PathReader, RegistryReads, registries_holding
 from derivgraph.paths import MISSING, Slot, holder_dict, step_into
 from derivgraph.runtime.watch import ItemWatch, watch_items
 
@@ -33,11 +33,12 @@ if TYPE_CHECKING:
 
 __all__ = ["NO_DICT", "HolderTable", "HopTable", "by_name", "changes", "column_rows",
            "holder_dicts", "holder_of", "HeldColumn", "holders_of", "locate", "not_taken",
-           "ProvenOwners", "same_owners"]
+           "PathReads", "ProvenOwners", "read_paths", "same_owners"]
 
 _is = operator.is_
 _not = operator.not_
 _DICT = operator.attrgetter("__dict__")
+_first, _last = operator.itemgetter(0), operator.itemgetter(2)
 _FLIP = bytes([1]) + bytes(255)  # bytearray.translate: 1 where a byte is 0, else 0
 NO_DICT: dict[str, Any] = {}  # the accessor of a holder without a dict entry: always "rebuilt"
 
@@ -307,11 +308,15 @@ def by_name(names: Iterable[str]) -> dict[str, list[int]]:
     return groups
 
 
-def holder_dicts(owners: Sequence[Any], names: Sequence[str]) -> list[tuple[Any, Any] | None]:
+def holder_dicts(owners: Sequence[Any], names: Sequence[str],
+                 swept: bytearray | None = None) -> list[tuple[Any, Any] | None]:
     """:func:`~derivgraph.paths.holder_dict` of each ``(owner, name)`` (None where the owner
     is :data:`~derivgraph.paths.MISSING`), the owners of one name that are modules holding
     it in one registry read in one sweep each
-    (:func:`~derivgraph.compiler.owners.registries_holding`), the rest one by one."""
+    (:func:`~derivgraph.compiler.owners.registries_holding`), the rest one by one.
+    ``swept``: one byte per row, set to 1 at the rows a registry sweep answered (their owner
+    a module whose first registry holding the name, in :func:`~derivgraph.paths.step_into`'s
+    order, is the answer's dict)."""
     out: list[tuple[Any, Any] | None] = [None] * len(names)
     reads = RegistryReads()  # the names of one stamped table share their owners' reads
     for name, rows in by_name(names).items():
@@ -322,7 +327,44 @@ def holder_dicts(owners: Sequence[Any], names: Sequence[str]) -> list[tuple[Any,
                 out[i] = holder_dict(owner, name) if owner is not MISSING else None
         else:
             deque(map(operator.setitem, repeat(out), rows, zip(where[1], repeat(name))), 0)
+            if swept is not None:
+                deque(map(operator.setitem, repeat(swept), rows, repeat(1)), 0)
     return out
+
+
+class PathReads(NamedTuple):
+    """Many paths of one model read together (:func:`read_paths`): each path's owner path,
+    last name and owner, and :func:`holder_dicts` of those owners and names. Valid while
+    nothing is written to the model (a later reader of the same paths takes ``where`` where
+    it finds the very same owners: :meth:`~derivgraph.runtime.holders.Holders.bind`)."""
+
+    paths: list[str]
+    owner_paths: list[str]
+    names: list[str]
+    owners: list[Any]
+    where: list[tuple[Any, Any] | None]
+
+
+def read_paths(reader: PathReader, paths: list[str]) -> tuple[list[Any], PathReads]:
+    """``reader.get`` of each path, and what was read on the way (:class:`PathReads`).
+
+    The owners are :meth:`PathReader.owners`; each row a registry sweep of
+    :func:`holder_dicts` answered (a non-empty name: the owner a module, the name no dunder)
+    reads its object from the dict that sweep found, the first of the module's ``_modules``,
+    ``_parameters``, ``_buffers`` and ``__dict__`` holding the name, which is what
+    :func:`~derivgraph.paths.step_into` returns; any other row is ``reader.get`` (the one
+    rule)."""
+    split = list(map(str.rpartition, paths, repeat(".")))
+    owner_paths, names = list(map(_first, split)), list(map(_last, split))
+    owners = reader.owners(owner_paths)
+    swept = bytearray(len(paths))
+    where = holder_dicts(owners, names, swept)
+    if all(swept) and all(names):
+        objects = list(map(operator.getitem, map(_first, where), names))
+    else:
+        objects = [w[0][name] if s and name else reader.get(path)  # type: ignore[index]
+                   for path, name, w, s in zip(paths, names, where, swept)]
+    return objects, PathReads(paths, owner_paths, names, owners, where)
 
 
 #: a column of attribute-slot entries of a tensor kind (no derived scalar) the caller proved

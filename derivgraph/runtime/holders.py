@@ -28,6 +28,7 @@ from derivgraph.runtime.accessors import (
     HeldColumn,
     HolderTable,
     HopTable,
+    PathReads,
     column_rows,
     holder_dicts,
     holder_of,
@@ -96,7 +97,8 @@ class Holders:
         return self.hops
 
     def bind(self, sources: Mapping[str, torch.Tensor], columns: Iterable[HeldColumn] = (),
-             recorded: Mapping[str, tuple[int, int]] | None = None) -> None:
+             recorded: Mapping[str, tuple[int, int]] | None = None,
+             reads: PathReads | None = None) -> None:
         """Record where each source is held, walk the owners and set up the identity checks.
 
         The sources are read a column at a time (:func:`holder_dicts`: one sweep per source
@@ -104,17 +106,30 @@ class Holders:
         ``__dict__`` only (:func:`holders_of`), taken where the walk finds their owners.
         ``recorded``: path -> (object id, :func:`~derivgraph.addresses.address_of`) of objects
         the caller still holds, nothing re-pointed since; its addresses are taken where it
-        names every source's very object (:func:`recorded_ptrs`), else they are read."""
+        names every source's very object (:func:`recorded_ptrs`), else they are read.
+        ``reads``: what the caller read on the way to the sources, nothing written to the model
+        since (:func:`~derivgraph.runtime.accessors.read_paths`, its paths starting with these
+        in their order): the holder dicts are taken from it where the walk finds every
+        source's owner to be the very object it read (one identity sweep), else read."""
         paths, tensors = list(sources), list(sources.values())
-        split = list(map(str.rpartition, paths, repeat(".")))
-        owner_paths = list(map(_first, split))
+        n = len(paths)
+        if reads is not None and reads.paths[:n] != paths:
+            reads = None
+        if reads is None:
+            split = list(map(str.rpartition, paths, repeat(".")))
+            owner_paths, names = list(map(_first, split)), list(map(_last, split))
+        else:
+            owner_paths, names = reads.owner_paths[:n], reads.names[:n]
         ptrs = recorded_ptrs(paths, tensors, recorded) if recorded else None
         if ptrs is None:
             ptrs = data_ptrs(tensors)
         self._source_checks = self._source_watch = None
         objs = self.walk(owner_paths).objects
         owners = list(map(objs.get, owner_paths, repeat(MISSING)))  # objs[""] is the model
-        where = holder_dicts(owners, list(map(_last, split)))
+        # holder_dicts is a function of the owners' registries and dicts: the same objects,
+        # nothing written since, the same answer
+        where = reads.where[:n] if reads is not None and all(map(_is, owners, reads.owners)) \
+            else holder_dicts(owners, names)
         self._sources = list(zip(paths, where, tensors, ptrs))
         self._source_owners, self._source_hops = owner_paths, None  # see source_hops
         self._proven = None

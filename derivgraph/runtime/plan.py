@@ -39,7 +39,7 @@ from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.interpret import EagerInterpreter, view_base
 from derivgraph.compiler.lower import Step
 from derivgraph.errors import PassFault, SourceChanged
-from derivgraph.runtime.accessors import HeldColumn
+from derivgraph.runtime.accessors import HeldColumn, PathReads
 from derivgraph.runtime.containers import ContainerHolder, restore_containers
 from derivgraph.runtime.engine import (
     RefillTable,
@@ -188,17 +188,19 @@ class Plan:
 
     # ---- binding (compile_plan, and a reload whose sources moved) ----------------------------
     def bind_tensors(self, read: Mapping[str, Any] | None = None,
-                     columns: Iterable[HeldColumn] = ()) -> None:
+                     columns: Iterable[HeldColumn] = (), reads: PathReads | None = None) -> None:
         """Resolve sources, views over bound tensors, and the holder checks (no code).
 
         ``read``: every source path's object, read from the model as it is now (the compile's
         startup record); else the sources are read here. ``columns``: entry columns the
         compile proved held in their owners' ``__dict__`` only (:meth:`Holders.bind`). With
         ``read``, the sources' addresses are those the startup record took of its objects
-        (``source_ptrs``, where it names them: ``read`` holds them, nothing re-pointed them)."""
+        (``source_ptrs``, where it names them: ``read`` holds them, nothing re-pointed them),
+        and ``reads``: what reading ``read`` read on the way (:meth:`Holders.bind`)."""
         self.tensors.bind(self.model, read)
         self.holders.bind(self.tensors.sources, columns,
-                          self.source_ptrs if read is not None else None)
+                          self.source_ptrs if read is not None else None,
+                          reads if read is not None else None)
 
     def install(self, steps: list[Step], *, group: bool = True) -> Program:
         """Compile ``steps`` as the pass (grouped into foreach calls unless ``group=False``)."""

@@ -170,7 +170,10 @@ class BoundTensors:
         table, in :meth:`bound` 's order (the refs of one column of stamped layers are usually
         all sources, or all derived tensors)."""
         refs = list(refs)
-        if self.sources.keys().isdisjoint(refs):  # no source: one table, usually
+        # no source: one table, usually. A run starting at an entry needs no sweep of the
+        # sources to say so where the entries bind it all: an entry's id is a derived node's,
+        # a source's a source node's, and one graph has one node per id
+        if (refs and refs[0] in self.entries) or self.sources.keys().isdisjoint(refs):
             whole = self._one_table(refs, missing)
             if whole is not None:
                 return whole

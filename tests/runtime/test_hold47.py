@@ -148,10 +148,10 @@ def test_the_startup_record_reads_the_sources_through_adoptions_reader(
     got: dict[str, Any] = {}
     real = planner._record_startup
 
-    def keep(plan: Any, owners: PathReader | None = None) -> dict[str, Any]:
+    def keep(plan: Any, owners: PathReader | None = None) -> Any:
         got["owners"] = owners
-        got["read"] = real(plan, owners)
-        return got["read"]
+        got["read"], reads = real(plan, owners)
+        return got["read"], reads
 
     monkeypatch.setattr(planner, "_record_startup", keep)
     plan, _kept = _compiled(monkeypatch)
@@ -169,7 +169,7 @@ def test_the_startup_record_given_another_models_reader_reads_its_own(
         monkeypatch: pytest.MonkeyPatch) -> None:
     plan, _kept = _compiled(monkeypatch)
     other = PathReader(scaling_model(6))
-    read = planner._record_startup(plan, owners=other)
+    read, _reads = planner._record_startup(plan, owners=other)
     fresh = PathReader(plan.model)
     assert read and all(v is fresh.get(p) for p, v in read.items())
 
