@@ -176,7 +176,7 @@ def complete(model: Any, state: Any, session: Any, mode: str, updated: Any) -> R
     counters._last = LastReload(session.kind, mode, session.layerwise,  # the setter's store
                                 len(session.runtime_names or session.names), report, found,
                                 specs, guarded)
-    if report is not None:
+    if report is not None and logger.isEnabledFor(logging.INFO):  # one call when it is not
         logger.info("derivgraph: %s %s reload: %s", type(model).__name__, session.kind, report)
     if findings or (specs is not None and specs.mismatches):
         _tell(model, session.kind, mode, findings, result, specs, counters)
