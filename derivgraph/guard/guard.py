@@ -294,7 +294,7 @@ class Guard:
     def _moved_storage(self, actions: dict[tuple[int, int], _Action],
                        report: GuardReport) -> None:
         """Startup tensors pointed at other storage (``.data =``): one sweep of addresses."""
-        if self._at.intact():  # what storage_kept() answers, one call fewer per restore
+        if self.storage_kept():
             return
         at = self._at
         now = list(map(torch.Tensor.data_ptr, at.tensors))

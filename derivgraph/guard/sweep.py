@@ -279,13 +279,11 @@ class Sweep:
         prove it (:meth:`_Gather.differing`), from flat columns built once per set of dicts
         (:meth:`_gather`)."""
         gather = self._gather(order)
-        # the items first: their raw-word proof reads every dict's head in one gather (the
-        # misses overlap) right after an engine's reload, so the lengths below read warm heads
-        hits = gather.differing()  # the few hits read their values again below
         lens = list(map(len, gather.dicts))
         resized = [] if lens == gather.lengths else [
             i for i, n, was in zip(order, lens, gather.lengths) if n != was]
         acc, dicts, keys = gather.acc, gather.acc_dicts, gather.acc_keys
+        hits = gather.differing()  # the few hits read their values again below
         if not hits:
             return resized, [], []
         return resized, [acc[j] for j in hits], [dicts[j].get(keys[j], MISSING) for j in hits]
