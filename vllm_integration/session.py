@@ -78,9 +78,10 @@ _MODELS: weakref.WeakSet[Any] = weakref.WeakSet()
 _LOCK = threading.RLock()
 
 
-@dataclass
+@dataclass(slots=True)
 class Session:
-    """One reload in progress: nested scopes, what happened, what was loaded."""
+    """One reload in progress: nested scopes, what happened, what was loaded (made on every
+    reload: slots, no per-instance dict)."""
 
     kind: str
     depth: int = 0

@@ -17,7 +17,7 @@ import statistics
 import sys
 import tempfile
 import time
-from itertools import chain
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +79,21 @@ def restore_guard_a(model, guard, plan, mode, kind):
     return report
 
 
+@dataclass
+class SessionA:
+    """main's Session (an instance dict)."""
+
+    kind: str
+    depth: int = 0
+    layerwise: bool = False
+    layerwise_open: bool = False
+    names: set[str] = field(default_factory=set)
+    runtime_names: set[str] = field(default_factory=set)
+    before: Any = None
+    watch: Any = None
+    recording: bool = False
+
+
 def begin_a(model, kind, *, layerwise=False, restart=False, records=False):
     state = session.state_for(model)
     if state is None:
@@ -89,7 +104,7 @@ def begin_a(model, kind, *, layerwise=False, restart=False, records=False):
             s = state.session = None
         if s is None:
             mode = session.current_mode()
-            s = state.session = session.Session(kind)
+            s = state.session = SessionA(kind)
             baseline = mode == "strict" or len(state.plan) > 0
             if mode == "strict":
                 raise AssertionError("not in this probe")
