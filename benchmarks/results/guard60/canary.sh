@@ -14,7 +14,7 @@ assert s.count(old) == 1, (path, old)
 open(path, "w").write(s.replace(old, new))
 PY
   echo "== $1: $5"
-  (cd "$dir" && PYTHONPATH=. python3 -m pytest -q -p no:cacheprovider $TESTS 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed" | sed 's/ - .*//' | head -12)
+  (cd "$dir" && PYTHONPATH=. python3 -m pytest -q -p no:cacheprovider $TESTS 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed" | sed 's/ - .*//' | grep -E "test_guard_plugin|test_declared_read_lazily|test_guard.py|passed|failed" | head -14)
   rm -rf "$dir"
 }
 echo "== K0 control: nothing planted"
@@ -24,3 +24,4 @@ def _session" "def _session" "the hooks' session module not cached (a from-impor
 plant K2 derivgraph/guard/guard.py "declared = self._declared_ids(tensors) if changed else self.declared" "declared = self._declared_ids(tensors)" "the declared tensors read on every restore"
 plant K3 derivgraph/guard/guard.py "tensors = declared() if callable(declared) else declared" "tensors = () if callable(declared) else declared" "a function of declared tensors never read"
 plant K4 vllm_integration/guarding.py "declared=plan.declared_storages)" "declared=())" "the plugin hands the guard no declared tensors"
+plant K5 derivgraph/guard/sweep.py "dirty = {owners[b] for b, v in zip(wrong, now)" "dirty = {owners[b] for b, v in zip(wrong[:0], now)" "the guard's sweep never finds a changed dict item (an undeclared rebuilt tensor missed)"
