@@ -173,10 +173,10 @@ def complete(model: Any, state: Any, session: Any, mode: str, updated: Any) -> R
         if findings else 0
     counters.spec_mismatches_last = len(specs.mismatches) if specs is not None else 0
     counters.seconds_last = time.perf_counter() - start
-    counters.last = LastReload(session.kind, mode, session.layerwise,
-                               len(session.runtime_names or session.names), report, found,
-                               specs, guarded)
-    if report is not None:
+    counters._last = LastReload(session.kind, mode, session.layerwise,  # the setter's store
+                                len(session.runtime_names or session.names), report, found,
+                                specs, guarded)
+    if report is not None and logger.isEnabledFor(logging.INFO):  # one call when it is not
         logger.info("derivgraph: %s %s reload: %s", type(model).__name__, session.kind, report)
     if findings or (specs is not None and specs.mismatches):
         _tell(model, session.kind, mode, findings, result, specs, counters)

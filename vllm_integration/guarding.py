@@ -72,8 +72,8 @@ def restore_guard(model: Any, guard: Guard | None, plan: Plan, mode: str,
     """After a reload's pass: bring rebound slots back (strict raises on a recapture)."""
     if guard is None:
         return None
-    declared = plan.declared_storages()  # read only if something changed
-    report = guard.restore(model, strict=mode == "strict", declared=declared)
+    # the plan's tensors are read only if something changed
+    report = guard.restore(model, strict=mode == "strict", declared=plan.declared_storages)
     if report.restored or report.copied_only:
         logger.info("derivgraph: %s %s reload: %s", type(model).__name__, kind, report)
     if report.recapture:

@@ -13,6 +13,7 @@ import inspect
 import logging
 import weakref
 from collections.abc import Callable, Iterable, Iterator
+from types import ModuleType
 from typing import Any
 
 from vllm_integration.hook_state import active
@@ -25,8 +26,12 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-def _session():
-    from vllm_integration import session  # lazy: torch at plugin load
+@functools.cache
+def _session() -> ModuleType:
+    """:mod:`vllm_integration.session`, imported on the first call (torch at plugin load) and
+    cached: every hook asks for it on every reload, and a function-level ``from`` import runs
+    the import system's Python code each time."""
+    from vllm_integration import session
 
     return session
 

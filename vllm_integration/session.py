@@ -78,9 +78,10 @@ _MODELS: weakref.WeakSet[Any] = weakref.WeakSet()
 _LOCK = threading.RLock()
 
 
-@dataclass
+@dataclass(slots=True)
 class Session:
-    """One reload in progress: nested scopes, what happened, what was loaded."""
+    """One reload in progress: nested scopes, what happened, what was loaded (made on every
+    reload: slots, no per-instance dict)."""
 
     kind: str
     depth: int = 0
@@ -248,11 +249,10 @@ def begin(model: Any, kind: str, *, layerwise: bool = False, restart: bool = Fal
         if session is None:  # the outermost scope: the mode decides the baseline
             mode = current_mode()
             session = state.session = Session(kind)
-            baseline = mode == "strict" or len(state.plan) > 0
             if mode == "strict":
                 session.watch = watch(model)
                 session.before = Snapshot(session.watch.slots)
-            if state.baseline is None and baseline:
+            if state.baseline is None and (mode == "strict" or len(state.plan) > 0):
                 state.baseline = session.before or snapshot(model)
         session.depth += 1
         session.recording |= records

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -209,10 +209,11 @@ class Guard:
         return GuardReport(guarded=guarded, weights=len(self.startup) - len(guarded))
 
     def restore(self, model: Any, *, strict: bool = False, full: bool = False,
-                declared: Iterable[Any] = ()) -> GuardReport:
+                declared: Iterable[Any] | Callable[[], Iterable[Any]] = ()) -> GuardReport:
         """Bring every rebound slot back to its startup storage (see the module docstring).
 
-        ``declared``: tensors a plan keeps now (never reported as new). ``strict``: raise
+        ``declared``: tensors a plan keeps now (never reported as new), or a function returning
+        them, called only when something changed (the common reload reads none). ``strict``: raise
         :class:`RecaptureRequired` naming every slot that needs a recapture, before any write.
         ``full``: walk the whole model (finds new tensors on objects the engine kept too).
         """
@@ -245,10 +246,12 @@ class Guard:
 
     # ---- deciding: by the watch (default) ------------------------------------------------------
 
-    def _declared_ids(self, declared: Iterable[Any]) -> set[int]:
-        return self.declared | {id(t) for t in declared if isinstance(t, torch.Tensor)}
+    def _declared_ids(self, declared: Iterable[Any] | Callable[[], Iterable[Any]]) -> set[int]:
+        tensors = declared() if callable(declared) else declared
+        return self.declared | {id(t) for t in tensors if isinstance(t, torch.Tensor)}
 
-    def _plan_watched(self, tensors: Iterable[Any], report: GuardReport) -> list[_Action]:
+    def _plan_watched(self, tensors: Iterable[Any] | Callable[[], Iterable[Any]],
+                      report: GuardReport) -> list[_Action]:
         assert self.watch is not None, "restore() before snapshot()"
         survey = self.watch.survey()
         # the plan's tensors are read only when something changed (the common reload: nothing)
