@@ -86,6 +86,9 @@ def test_overlapping_tables_are_swept() -> None:
     derived = _derived("t.a", "r1.a", "r2.a", "u.a")
     assert out.unstamped(derived) == ["t.a", "u.a"] == _swept(out, derived)
     assert out.templates() == {"t.a", "u.a"}
+    out = _stamped([(("t.a",), [("r1.a",), ("r2.a",), ("r3.a",)], 1), (("u.a",), [("r2.a",)], 1)])
+    derived = _derived("t.a", "r1.a", "r2.a", "r3.a", "u.a")  # one stretch inside the other
+    assert out.unstamped(derived) == ["t.a", "u.a"] == _swept(out, derived)
 
 
 def test_templates_are_the_maps_values() -> None:
