@@ -193,8 +193,8 @@ def _derived_columns(graph: DerivedGraph, bounds: list[BoundSpec], params: list[
         if decl.device not in devices:
             devices[decl.device] = list(map(device_of, bounds, repeat(decl), repeat(plain)))
     columns = [list(map(DerivedNode, column, bounds, repeat(decl), paths, repeat(None),
-                        devices[decl.device], params))
-               for column, (decl, _) in zip(ids, decls, strict=True)]
+                        devices[decl.device], params, repeat(None), repeat(tensor_kind(decl))))
+               for column, (decl, _) in zip(ids, decls, strict=True)]  # the kind read once
     rows = list(map(list, zip(*columns))) if columns else [[] for _ in bounds]
     graph.add_derived_all(list(chain.from_iterable(rows)), every, ids)  # their ids, columns
     return rows, all(column == [column[0]] * len(column) for column in devices.values())
