@@ -186,7 +186,8 @@ def _derived_columns(graph: DerivedGraph, bounds: list[BoundSpec], params: list[
     paths = list(map(_module_path, bounds))
     ids = [list(map(add, paths, repeat("." + decl.name))) for decl, _ in decls]
     every = list(chain.from_iterable(zip(*ids)))  # the order _derived_nodes adds them in
-    if not graph.derived.keys().isdisjoint(every) or len(set(every)) != len(every):
+    fresh = set(every)  # then the derived tensors so far swept, not the new ids
+    if len(fresh) != len(every) or not graph.derived.keys().isdisjoint(fresh):
         return None
     devices: dict[str | None, list[Any]] = {}  # decl.device -> each row's device
     for decl, _ in decls:

@@ -74,3 +74,23 @@ def test_column_nodes_equal_row_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
         assert [k for k, _ in column] == [k for k, _ in row]
         assert dict(column) | {"meta": None} == dict(row) | {"meta": None}
         assert dict(column)["_kind"] is tensor_kind(dict(column)["decl"])
+
+
+def test_a_spec_naming_one_tensor_twice_is_reported_as_row_by_row() -> None:
+    """Every row repeats an id: the columns make nothing and each row reports its duplicate,
+    as without stamping."""
+    from derivgraph import Spec, Target
+
+    spec = Spec(name="dup", target=Target(module_class=["ScalingLayer"]),
+                params={"E": "scale.shape[0]"},
+                derived=[DerivedTensor(name="inv", kind="attribute", formula="1.0 / scale"),
+                         DerivedTensor(name="inv", kind="attribute", formula="2.0 / scale")])
+    model = scaling_model(5)
+    bound = bind.match_specs(model, [spec])
+    got = []
+    for on in (True, False):
+        with stamping(on):
+            graph = build.build_graph(model, bound)
+        got.append([(i.rule, i.message) for i in graph.issues])
+        assert graph.params_stamped == (4 if on else 0)
+    assert got[0] == got[1] and len(got[0]) == 5
