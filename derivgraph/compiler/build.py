@@ -186,15 +186,16 @@ def _derived_columns(graph: DerivedGraph, bounds: list[BoundSpec], params: list[
     paths = list(map(_module_path, bounds))
     ids = [list(map(add, paths, repeat("." + decl.name))) for decl, _ in decls]
     every = list(chain.from_iterable(zip(*ids)))  # the order _derived_nodes adds them in
-    if not graph.derived.keys().isdisjoint(every) or len(set(every)) != len(every):
+    fresh = set(every)  # then the derived tensors so far swept, not the new ids
+    if len(fresh) != len(every) or not graph.derived.keys().isdisjoint(fresh):
         return None
     devices: dict[str | None, list[Any]] = {}  # decl.device -> each row's device
     for decl, _ in decls:
         if decl.device not in devices:
             devices[decl.device] = list(map(device_of, bounds, repeat(decl), repeat(plain)))
     columns = [list(map(DerivedNode, column, bounds, repeat(decl), paths, repeat(None),
-                        devices[decl.device], params))
-               for column, (decl, _) in zip(ids, decls, strict=True)]
+                        devices[decl.device], params, repeat(None), repeat(tensor_kind(decl))))
+               for column, (decl, _) in zip(ids, decls, strict=True)]  # the kind read once
     rows = list(map(list, zip(*columns))) if columns else [[] for _ in bounds]
     graph.add_derived_all(list(chain.from_iterable(rows)), every, ids)  # their ids, columns
     return rows, all(column == [column[0]] * len(column) for column in devices.values())

@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
+from operator import attrgetter
 from typing import Any
 
 import torch
@@ -40,6 +41,8 @@ class NodeRef:
     id: str
 
 
+_ID = attrgetter("id")
+
 #: the node kinds the builders write, read once (an enum member is a class attribute read)
 _SOURCE, _OP, _DERIVED = NodeKind.SOURCE, NodeKind.OP, NodeKind.DERIVED
 
@@ -62,7 +65,11 @@ def tensor_kind(decl: DerivedTensor) -> TensorKind:
     return TensorKind(decl.kind) if kind is None else kind
 
 
-@dataclass
+#: an argument :class:`DerivedNode` was not given (its field's default is made)
+_UNSET: Any = object()
+
+
+@dataclass(init=False)
 class DerivedNode:
     """A declared derived tensor bound to one module."""
 
@@ -76,8 +83,22 @@ class DerivedNode:
     meta: torch.Tensor | None = None  # inferred value on the meta device
     _kind: TensorKind = field(init=False, repr=False)
 
-    def __post_init__(self) -> None:
-        self._kind = tensor_kind(self.decl)
+    def __init__(self, id: str, bound: BoundSpec, decl: DerivedTensor, owner_path: str,
+                 input: str | None = None, device: torch.device = _UNSET,
+                 params: dict[str, Any] = _UNSET, meta: torch.Tensor | None = None,
+                 kind: TensorKind | None = None) -> None:
+        """The fields in their order (``device`` a new CPU device, ``params`` a new dict
+        where not given); ``kind``: :func:`tensor_kind` of ``decl`` where the caller read it
+        (a column of one declaration reads it once), else read here."""
+        self.id = id
+        self.bound = bound
+        self.decl = decl
+        self.owner_path = owner_path
+        self.input = input
+        self.device = torch.device("cpu") if device is _UNSET else device
+        self.params = {} if params is _UNSET else params
+        self.meta = meta
+        self._kind = tensor_kind(decl) if kind is None else kind
 
     @property
     def kind(self) -> TensorKind:
@@ -383,9 +404,10 @@ class DerivedGraph:
     def place_input_each(self, nodes: list[DerivedNode], values: list[str]) -> None:
         """:meth:`place_input` of each node of ``nodes`` and its value id in ``values``, in
         order."""
-        for node, value_id in zip(nodes, values, strict=True):
-            node.input = value_id
-        self.ir.set_input_each([node.id for node in nodes], values)
+        if len(nodes) != len(values):
+            raise ValueError("one value per node")
+        deque(map(setattr, nodes, repeat("input"), values), maxlen=0)  # one C-level sweep
+        self.ir.set_input_each(list(map(_ID, nodes)), values)
 
     def place_made_inputs(self, nodes: list[DerivedNode], ids: list[str],
                           values: list[str]) -> None:

@@ -94,8 +94,8 @@ def infer_shapes(graph: DerivedGraph, twins: dict[str, str] | None = None) -> No
     _check_limits(graph, env, stamped)
     devices = _source_devices(graph, stamped.rest)
     issues = len(graph.issues)
-    clean = _check_all(graph, env, devices, stamped.derived, defer=True)
-    if all(t in clean for t in set(stamped.derived.values())):
+    clean = _check_all(graph, env, devices, {}, defer=True, rest=stamped.unstamped(derived))
+    if all(t in clean for t in stamped.templates()):
         _take_templates(graph, env, stamped, clean)
         return
     del graph.issues[issues:]  # a template had an issue: each row in its place, in order
@@ -103,17 +103,20 @@ def infer_shapes(graph: DerivedGraph, twins: dict[str, str] | None = None) -> No
 
 
 def _check_all(graph: DerivedGraph, env: dict[str, Any], devices: dict[str, frozenset[Any]],
-               stamped: dict[str, str], defer: bool) -> dict[str, Any]:
+               stamped: dict[str, str], defer: bool,
+               rest: list[str] | None = None) -> dict[str, Any]:
     """Check every derived tensor and give it its meta value, in order; each one checked
     without an issue -> its device. A stamped row's (``stamped``: -> its template's) is
     left out (``defer``) or takes its template's when that was clean. Checking one again
-    gives the same issues and values."""
+    gives the same issues and values. ``rest``: with ``defer``, the derived tensors that are
+    no stamped row's, in order (:meth:`_Stamped.unstamped`; then ``stamped`` is not read)."""
     reported: set[int] = set()
     clean: dict[str, Any] = {}
     derived = graph.derived
     items: Iterable[tuple[str, DerivedNode]] = derived.items()
-    if defer and stamped:  # the stamped rows left out in one C-level sweep
-        rest = list(filterfalse(stamped.__contains__, derived))
+    if defer and (stamped or rest is not None):  # the stamped rows left out
+        if rest is None:  # in one C-level sweep
+            rest = list(filterfalse(stamped.__contains__, derived))
         items = zip(rest, map(derived.__getitem__, rest))
     for node_id, node in items:
         twin = stamped.get(node_id)
@@ -185,9 +188,57 @@ class _Stamped:
     """The rows that took their template's meta values, and every other node's order."""
 
     tables: list[InstanceTable] = field(default_factory=list)
-    derived: dict[str, str] = field(default_factory=dict)  # their derived -> the template's
     leading: dict[tuple[str, ...], int] = field(default_factory=dict)  # template -> #derived
     rest: list[str] | None = None  # None: every node
+    _derived: dict[str, str] | None = None
+
+    @property
+    def derived(self) -> dict[str, str]:
+        """Each row's leading derived tensors -> the template's, table after table (made on
+        first read)."""
+        if self._derived is None:
+            self._derived = {}
+            for table, k in zip(self.tables, self._leading(), strict=True):
+                self._derived.update(zip(chain.from_iterable(map(itemgetter(slice(k)),
+                                                                 table.rows)),
+                                         table.template[:k] * len(table.rows)))
+        return self._derived
+
+    def _leading(self) -> list[int]:
+        """Per table, how many derived tensors its template leads with."""
+        return [self.leading[table.template] for table in self.tables]
+
+    def templates(self) -> set[str]:
+        """The values of :attr:`derived`: each template's leading derived tensors, where its
+        table has a row."""
+        return {t for table, k in zip(self.tables, self._leading(), strict=True)
+                if table.rows for t in table.template[:k]}
+
+    def unstamped(self, derived: dict[str, Any]) -> list[str]:
+        """The ids of ``derived`` that are no key of :attr:`derived`, in order: the keys
+        around each table's leading derived tensors (row after row) where those are one
+        stretch of ``derived``'s order, the stretches apart; else by one sweep of
+        :attr:`derived`."""
+        if self._derived is None:
+            keys, cut = list(derived), []
+            for table, k in zip(self.tables, self._leading(), strict=True):
+                ids = list(chain.from_iterable(map(itemgetter(slice(k)), table.rows)))
+                if not ids:
+                    continue
+                try:
+                    at = keys.index(ids[0])
+                except ValueError:
+                    break
+                if keys[at:at + len(ids)] != ids:
+                    break
+                cut.append((at, at + len(ids)))
+            else:
+                cut.sort()
+                if all(a[1] <= b[0] for a, b in zip(cut, cut[1:])):
+                    bounds = [0, *chain.from_iterable(cut), len(keys)]
+                    return list(chain.from_iterable(map(
+                        keys.__getitem__, map(slice, bounds[::2], bounds[1::2]))))
+        return list(filterfalse(self.derived.__contains__, derived))
 
 
 def _run_stamped(graph: DerivedGraph, interp: MetaInterpreter) -> _Stamped:
@@ -225,9 +276,6 @@ def _run_stamped(graph: DerivedGraph, interp: MetaInterpreter) -> _Stamped:
         out.tables.append(table)
         n = len(table.rows)
         env.update(zip(table.ids(), plan[0] * n))
-        k = plan[3]
-        out.derived.update(zip(chain.from_iterable(map(itemgetter(slice(k)), table.rows)),
-                               template[:k] * n))
     if again:
         held = layer_nodes(tables)
         interp.run([n for n in graph.ordered() if n in again])

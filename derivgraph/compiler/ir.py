@@ -469,6 +469,17 @@ class Graph:
         columns)."""
         nodes, users, fresh = self.nodes, self.users, 0
         held, by_run = self._held_stretch(ids, values), users._held
+        if held and values.count(values[0]) == len(values):  # one value (a constant node
+            # every row reads): its users list takes the ids in one extend, as the appends
+            found = _get(users, values[0])
+            if found is None and by_run:
+                found = users.held(values[0])
+            if found is None:
+                _insert(users, values[0], list(ids))
+            else:
+                found.extend(ids)
+            self.version += len(ids)
+            return
         for node_id, value_id in zip(ids, values, strict=True):
             if not held:
                 node = nodes[node_id]

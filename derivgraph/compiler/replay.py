@@ -337,8 +337,9 @@ class Replay:
                 sources.append(list(zip(cols[step.slot], tensors)))
             else:
                 k += 1
-                cols[step.out] = list(map("%{}:{}".format, range(start + k, start + n * width + 1,
-                                                                 width), repeat(step.name)))
+                name = step.name  # each row's op id as DerivedGraph.op_keyed writes it
+                cols[step.out] = [f"%{i}:{name}" for i in range(start + k, start + n * width + 1,
+                                                                width)]
                 fresh += cols[step.out]
         if not graph.is_fresh(fresh):
             return None

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
-from operator import attrgetter
+from operator import attrgetter, is_, is_not, itemgetter
 from typing import Any
 
 from derivgraph.compiler.bind import BoundSpec
@@ -50,7 +51,8 @@ __all__ = ["InstanceTable", "Stamper", "facts_hold", "stamping",
 
 _ENABLED = [os.environ.get("DERIVGRAPH_STAMP", "1") != "0"]
 
-_ID = attrgetter("id")
+_ID, _PATH, _FIRST, _SECOND = (attrgetter("id"), attrgetter("module_path"), itemgetter(0),
+                               itemgetter(1))
 
 #: Templates kept per (spec, class, params, devices): layers past this many kinds resolve alone.
 MAX_TEMPLATES = 8
@@ -219,12 +221,13 @@ class Stamper:
         bounds = self.stacks.bounds[at:at + size]
         nodes = self.nodes[at:at + size]
         width = len(program.inputs)
-        if not all(p is not None and p[0] is template and p[1] is proofs[0][1]
-                   for p in proofs) \
+        if not all(map(is_not, proofs, repeat(None))) \
+                or not all(map(is_, map(_FIRST, proofs), repeat(template))) \
+                or not all(map(is_, map(_SECOND, proofs), repeat(proofs[0][1]))) \
                 or not all(map(len(nodes[0]).__eq__, map(len, nodes))) \
                 or len(nodes[0]) != width:
             return False
-        paths = [b.module_path for b in bounds]
+        paths = list(map(_PATH, bounds))
         start = self.graph.op_count()
         made = program.made()  # the inputs its nodes are: set with their users, by column
         at_inputs = [i for i, slot in enumerate(program.inputs) if slot is not None]
@@ -236,8 +239,7 @@ class Stamper:
                                 [(program.inputs[i], columns[i], derived[i]) for i in placed])
         if cols is None:
             return False
-        for r in rows:
-            del self.proven[r]
+        deque(map(self.proven.__delitem__, rows), maxlen=0)  # one C-level sweep
         rest = [i for i in at_inputs if program.inputs[i] not in made]
         if rest:  # inputs that are nodes no row makes (the template's constants)
             by_rows = chain.from_iterable

@@ -35,6 +35,7 @@ _STATIC = frozenset({probe_path, probe_each})
 
 _module, _shape, _dtype, _device = (attrgetter("module"), attrgetter("shape"),
                                     attrgetter("dtype"), attrgetter("device"))
+_spec = attrgetter("spec")
 _path, _stride, _vars = attrgetter("module_path"), methodcaller("stride"), attrgetter("__dict__")
 
 
@@ -74,12 +75,23 @@ class Stacks:
         """The rows after row ``at`` of its spec and class, in order, with a module path."""
         groups = self._groups
         if groups is None:
-            groups = self._groups = {}
-            for i, bound in enumerate(self.bounds):
-                groups.setdefault((id(bound.spec), type(bound.module)), []).append(i)
+            groups = self._groups = _groups(self.bounds)
         bound = self.bounds[at]
         rows = groups[(id(bound.spec), type(bound.module))]
-        return [i for i in rows[bisect_right(rows, at):] if self.bounds[i].module_path]
+        after = rows[bisect_right(rows, at):]
+        return list(compress(after, map(_path, map(self.bounds.__getitem__, after))))
+
+
+def _groups(bounds: Sequence[BoundSpec]) -> dict[tuple[int, type], list[int]]:
+    """The rows of ``bounds`` by (spec, module class), in order (one group, where every
+    row's key is the first's, by one C-level count)."""
+    keys = list(zip(map(id, map(_spec, bounds)), map(type, map(_module, bounds))))
+    if keys and keys.count(keys[0]) == len(keys):
+        return {keys[0]: list(range(len(keys)))}
+    groups: dict[tuple[int, type], list[int]] = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(key, []).append(i)
+    return groups
 
 
 def checks_of(reads: Reads, cls: type) -> list[Check]:
