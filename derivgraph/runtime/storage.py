@@ -271,9 +271,12 @@ class BoundTensors:
             rows = self._stage_rows[key] = self._rows_of(key)
         if rows is None:
             return self.staged(targets)
-        read = [buffer.tolist() for buffer, _group, _entries in rows]
-        if all(values == [e.storage for e in entries]
-               for values, (_b, _g, entries) in zip(read, rows)):
+        read, same = [], True  # a loop, no comprehension: no frame made on every reload
+        for buffer, _group, entries in rows:
+            values = buffer.tolist()
+            read.append(values)
+            same = same and values == list(map(_STORAGE, entries))
+        if same:
             return None
         return {t: v for values, (_b, group, _e) in zip(read, rows) for t, v in zip(group, values)}
 
