@@ -14,7 +14,7 @@ assert s.count(sys.argv[2]) == 1, sys.argv[2]
 p.write_text(s.replace(sys.argv[2], sys.argv[3]))
 PY
   echo "== $1"
-  (cd "$WORK/t" && PYTHONPATH=. python3 -m pytest -q -p no:cacheprovider $TESTS 2>&1 | grep -E "^FAILED|passed|failed" | sed 's/ - .*//' | head -12)
+  (cd "$WORK/t" && PYTHONPATH=. python3 -m pytest -q -p no:cacheprovider $TESTS 2>&1 | grep -E "^FAILED|passed|failed|rror" | sed "s/ - .*//" | head -12)
 }
 plant "C1 a holder table refused from the start (never watched)" derivgraph/runtime/accessors.py \
   "        # size is fixed, so it would refuse again; settle then asks no more
