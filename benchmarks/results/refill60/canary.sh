@@ -4,7 +4,7 @@
 set -u
 TREE=$(cd "$(dirname "$0")/../../.." && pwd)
 WORK=$(mktemp -d)
-TESTS="tests/runtime/test_refused_watch.py tests/runtime/test_dict_tags.py tests/runtime/test_scalar_stages.py tests/runtime/test_stage_compare.py tests/runtime/test_refill_batched.py tests/runtime/test_moved_holder_proof.py tests/runtime/test_first_refill.py tests/runtime/test_plan.py"
+TESTS="tests/runtime/test_refused_watch.py tests/runtime/test_stage_host_read.py tests/runtime/test_dict_tags.py tests/runtime/test_scalar_stages.py tests/runtime/test_stage_compare.py tests/runtime/test_refill_batched.py tests/runtime/test_moved_holder_proof.py tests/runtime/test_first_refill.py tests/runtime/test_plan.py"
 plant() {  # name file python-replace-old python-replace-new
   rm -rf "$WORK/t" && mkdir -p "$WORK/t" && (cd "$TREE" && git ls-files -z | xargs -0 cp --parents -t "$WORK/t")
   python3 - "$WORK/t/$2" "$3" "$4" <<'PY'
@@ -42,4 +42,12 @@ plant "C6 _rebind_stale rebinds the first holders' values, not the stale ones'" 
   "list(map(current.__getitem__, stale))" "current[:len(stale)]"
 plant "C7 _scalars_current compares against the scalars in reverse order" derivgraph/runtime/holders.py \
   "map(_storage, self._scalars)))" "map(_storage, reversed(self._scalars))))"
+plant "C8 the stage buffer's NumPy read a snapshot taken once (not a view read each time)" derivgraph/runtime/storage.py \
+  "        return buffer.numpy().tolist" \
+  "        values = buffer.numpy().tolist()
+        return lambda: values"
+plant "C9 bfloat16 buffers read through NumPy (it has no bfloat16)" derivgraph/runtime/storage.py \
+  "torch.int8, torch.uint8, torch.bool})" "torch.int8, torch.uint8, torch.bool, torch.bfloat16})"
+plant "C10 a float16 buffer read through NumPy (is it the same numbers? torch's read kept)" derivgraph/runtime/storage.py \
+  "torch.int8, torch.uint8, torch.bool})" "torch.int8, torch.uint8, torch.bool, torch.float16})"
 rm -rf "$WORK"

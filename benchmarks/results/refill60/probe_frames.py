@@ -30,13 +30,15 @@ os.environ.setdefault("DERIVGRAPH_SPECS", str(SPECS))
 import torch  # noqa: E402
 from vllm.model_executor.model_loader.reload import inplace  # noqa: E402
 
-from derivgraph.runtime import accessors, holders, plan as plan_module, storage  # noqa: E402
+from derivgraph.runtime import accessors, holders, storage  # noqa: E402
+from derivgraph.runtime import plan as plan_module  # noqa: E402
 from vllm_integration import session  # noqa: E402
 
 #: (module, class, method) swapped per arm
 METHODS = [
     (holders, "Holders", "_scalars_current"), (holders, "Holders", "_rebind_stale"),
     (holders, "Holders", "_sources_held"), (storage, "BoundTensors", "staged_if_changed"),
+    (storage, "BoundTensors", "_rows_of"),
     (plan_module, "Plan", "rebind"), (accessors, "HopTable", "settle"),
     (accessors, "HopTable", "refresh"), (accessors, "HolderTable", "settle"),
 ]
@@ -67,9 +69,14 @@ def main() -> None:
     arms = {"mine": [getattr(getattr(m, c), n) for m, c, n in METHODS],
             "base": [base_method(base, m, c, n) for m, c, n in METHODS]}
 
+    caches: dict[str, dict] = {"mine": {}, "base": {}}  # each arm's stage rows (own format)
+    held: list = []
+
     def use(arm: str) -> None:
         for (m, c, n), fn in zip(METHODS, arms[arm]):
             setattr(getattr(m, c), n, fn)
+        if held:
+            held[0].tensors._stage_rows = caches[arm]
 
     clock = time.thread_time_ns
     times: dict[str, list[int]] = {"mine": [], "base": []}
@@ -78,6 +85,7 @@ def main() -> None:
         model = cold_start(mc, vc, weights[0], "")
         os.environ["DERIVGRAPH_VLLM_MODE"] = "refill"
         plan = session.state_for(model).plan
+        held.append(plan)
         refill = plan.refill
         arm = "mine"
 
