@@ -104,6 +104,9 @@ class HopTable:
         self.expected: list[Any] = []
         self.slow: list[int] = []  # hops without a dict entry: checked one by one
         self.watch: ItemWatch | None = None  # built after a check proved every hop
+        # False once watch_items refused the table (too few hops, no tags): its hops are fixed
+        # after this constructor, so it would refuse again; settle then asks no more
+        self.watchable = True
         objects = self.objects
         run: list[tuple[str, str, str]] = []  # single hops from owners walked before it
         for path in dict.fromkeys(paths):  # each path once (owners hold several tensors)
@@ -230,16 +233,18 @@ class HopTable:
 
     def settle(self) -> None:
         """Every hop was just proven (or walked again): snapshot the tags of their dicts."""
-        if self.watch is None:
-            self.watch = watch_items(self.dicts, NO_DICT)
-        else:
+        if self.watch is not None:
             self.watch.settle()
+        elif self.watchable:
+            self.watch = watch_items(self.dicts, NO_DICT)
+            self.watchable = self.watch is not None
 
     def refresh(self) -> list[str]:
         """Re-walk the hops under every rebuilt one; returns the prefixes re-walked."""
         bad = self._stale()  # empty in the common case
         if not bad:
-            if self.watch is None or self.watch.moved:
+            watch = self.watch
+            if watch.moved if watch is not None else self.watchable:
                 self.settle()
             return []
         done: set[int] = set()
@@ -498,7 +503,7 @@ class HolderTable:
     """The accessors of every tensor holder (derived scalars and tuple items excluded)."""
 
     __slots__ = ("entries", "id_list", "ids", "dicts", "keys", "storages", "ptrs", "fast",
-                 "generation", "every", "watch", "_all_fast", "_by_owner", "_at")
+                 "generation", "every", "watch", "watchable", "_all_fast", "_by_owner", "_at")
 
     def __init__(self, entries: Sequence[Entry],
                  where: Callable[[Entry], tuple[Any, dict[Any, Any], str]],
@@ -523,6 +528,9 @@ class HolderTable:
         self.ptrs = list(map(_startup_ptr, self.entries))
         self.generation = 0  # bumped when a holder changes between a dict store and the slow path
         self.watch: ItemWatch | None = None  # built after a check proved every holder
+        # False once watch_items refused the table (too few holders, no tags): the table's
+        # size is fixed, so it would refuse again; settle then asks no more
+        self.watchable = True
         self._all_fast = all(self.fast)
         self._by_owner: dict[str, list[int]] | None = None  # made by the first under()
         self._at: AtAddresses | None = None  # the storages at their startup addresses
@@ -570,10 +578,11 @@ class HolderTable:
 
     def settle(self) -> None:
         """Every holder was just proven or re-bound: snapshot the tags of their dicts."""
-        if self.watch is None:
-            self.watch = watch_items(self.dicts, NO_DICT)
-        else:
+        if self.watch is not None:
             self.watch.settle()
+        elif self.watchable:
+            self.watch = watch_items(self.dicts, NO_DICT)
+            self.watchable = self.watch is not None
 
     def values(self, indices: Sequence[int]) -> list[Any]:
         """What the holders at ``indices`` hold now (None where the key is gone)."""

@@ -50,6 +50,7 @@ _is = operator.is_
 _kind, _slot = operator.attrgetter("node.kind"), operator.attrgetter("slot")
 _owner_path, _id = operator.attrgetter("node.owner_path"), operator.attrgetter("node.id")
 _first, _second, _last = operator.itemgetter(0), operator.itemgetter(1), operator.itemgetter(2)
+_storage = operator.attrgetter("storage")
 
 
 class Holders:
@@ -64,6 +65,9 @@ class Holders:
         self._sources: list[tuple[str, Any, torch.Tensor, int]] = []
         self._source_checks: tuple[list[Any], list[str], AtAddresses] | None = None
         self._source_watch: ItemWatch | None = None  # tags of the sources' holder dicts
+        # False once watch_items refused the sources' dicts (too few, no tags): they are fixed
+        # until the next bind, so it would refuse again; the identity sweep asks no more
+        self._source_watchable = True
         self._sources_checked: Any = None  # the run (report) whose source check passed
         # every prefix of the sources' owner paths (those paths kept; made when first asked)
         self._source_owners: list[str] = []
@@ -124,6 +128,7 @@ class Holders:
         if ptrs is None:
             ptrs = data_ptrs(tensors)
         self._source_checks = self._source_watch = None
+        self._source_watchable = True
         objs = self.walk(owner_paths).objects
         owners = list(map(objs.get, owner_paths, repeat(MISSING)))  # objs[""] is the model
         # holder_dicts is a function of the owners' registries and dicts: the same objects,
@@ -175,7 +180,7 @@ class Holders:
                 if all(d is not NO_DICT for _o, d, _k in where) else ([], [])
         if len(reads[0]) != len(self._scalars):
             return False
-        return all(map(operator.eq, map(dict.get, *reads), [e.storage for e in self._scalars]))
+        return all(map(operator.eq, map(dict.get, *reads), map(_storage, self._scalars)))
 
     def _where(self, entry: Entry) -> tuple[Any, dict[Any, Any], str]:
         return holder_of(self.hops.objects if self.hops else {}, self.model, entry)
@@ -293,7 +298,9 @@ class Holders:
         if watch is None:
             if not all(map(_is, map(dict.get, dicts, keys), tensors)):
                 return False
-            self._source_watch = watch_items(dicts, NO_DICT)
+            if self._source_watchable:
+                self._source_watch = watch_items(dicts, NO_DICT)
+                self._source_watchable = self._source_watch is not None
             return True
         suspects = watch.suspects()
         if not suspects:
@@ -438,7 +445,7 @@ class Holders:
             self._rebound = self._swept_in_full(report, current, table)
             return 0
         values = table.values(stale) if current is None else \
-            current if len(stale) == len(current) else [current[i] for i in stale]
+            current if len(stale) == len(current) else list(map(current.__getitem__, stale))
         count, rest = table.rebind(stale, values, every)
         if rest:
             count += self.rebind_entries([table.entries[i] for i in rest], report,

@@ -567,7 +567,8 @@ class Plan:
         only some holders changed, only those are re-bound; when an owner on the way was
         rebuilt, the paths are walked again (once, sharing prefixes).
         """
-        return self.restore_containers() + self.holders.rebind(report)
+        restored = self.restore_containers() if self.containers else 0
+        return restored + self.holders.rebind(report)
 
     def restore_containers(self) -> int:
         """Put every tuple holding derived tensors back at its slot

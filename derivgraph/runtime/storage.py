@@ -7,7 +7,7 @@ compiler lowers against.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from itertools import compress, repeat
 from operator import attrgetter, is_, not_
 from typing import Any
@@ -29,6 +29,22 @@ __all__ = ["BoundTensors", "BoundViews", "may_view", "view_candidates"]
 
 _UNSET = object()
 _OP, _STORAGE = attrgetter("op"), attrgetter("storage")
+#: dtypes whose NumPy view's ``tolist`` gives the very Python numbers torch's ``tolist`` gives
+#: (each element converted exactly to a Python float, int or bool)
+_NUMPY_TOLIST = frozenset({torch.float32, torch.float64, torch.int64, torch.int32, torch.int16,
+                           torch.int8, torch.uint8, torch.bool})
+
+
+def host_tolist(buffer: torch.Tensor) -> Callable[[], list[Any]]:
+    """``buffer.tolist`` as a call that reads its current elements: for a contiguous CPU buffer
+    of a dtype of :data:`_NUMPY_TOLIST`, its NumPy view's ``tolist`` (the same memory, the same
+    numbers; NumPy's code is warm from the reload's address gathers where torch's ``tolist``
+    is cold after an engine's reload: about half the time in situ), else torch's. The buffer
+    must keep its storage for life (a stage buffer: written in place by the pass only)."""
+    if buffer.device.type == "cpu" and buffer.dtype in _NUMPY_TOLIST \
+            and buffer.is_contiguous() and not buffer.requires_grad:
+        return buffer.numpy().tolist
+    return buffer.tolist
 
 
 class BoundViews(Interpreter):
@@ -114,7 +130,8 @@ class BoundTensors:
         # tensors are bound or staged again, and when ``layouts`` is set
         self.address_memo: dict[tuple[str, ...], list[int | None] | None] = {}
         # by targets: the stage buffers they fill whole, each with its stages' entries
-        self._stage_rows: dict[tuple[str, ...], list[tuple[torch.Tensor, list[str], list[Entry]]]
+        self._stage_rows: dict[tuple[str, ...],
+                               list[tuple[Callable[[], list[Any]], list[str], list[Entry]]]
                                | None] = {}
 
     @property
@@ -274,23 +291,28 @@ class BoundTensors:
             rows = self._stage_rows[key] = self._rows_of(key)
         if rows is None:
             return self.staged(targets)
-        read = [buffer.tolist() for buffer, _group, _entries in rows]
-        if all(values == [e.storage for e in entries]
-               for values, (_b, _g, entries) in zip(read, rows)):
+        read, same = [], True  # a loop, no comprehension: no frame made on every reload
+        for tolist, _group, entries in rows:
+            values = tolist()
+            read.append(values)
+            same = same and values == list(map(_STORAGE, entries))
+        if same:
             return None
         return {t: v for values, (_b, group, _e) in zip(read, rows) for t, v in zip(group, values)}
 
     def _rows_of(self, targets: tuple[str, ...]) \
-            -> list[tuple[torch.Tensor, list[str], list[Entry]]] | None:
-        """The stage buffers ``targets`` fill whole, each with its stages and their entries in
-        buffer order; None when a target is outside them or a buffer only partly among them."""
+            -> list[tuple[Callable[[], list[Any]], list[str], list[Entry]]] | None:
+        """The stage buffers ``targets`` fill whole, each as its :func:`host_tolist` with its
+        stages and their entries in buffer order; None when a target is outside them or a
+        buffer only partly among them."""
         wanted = set(targets)
         groups = [(buffer, group) for buffer, group in self.stage_groups
                   if not wanted.isdisjoint(group)]
         covered = [t for _b, group in groups for t in group]
         if len(covered) != len(wanted) or wanted.symmetric_difference(covered):
             return None
-        return [(buffer, group, [self.entries[t] for t in group]) for buffer, group in groups]
+        return [(host_tolist(buffer), group, [self.entries[t] for t in group])
+                for buffer, group in groups]
 
     # ---- startup storage -------------------------------------------------------------------
     def restore_storage(self) -> list[str]:
