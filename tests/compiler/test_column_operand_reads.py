@@ -120,6 +120,19 @@ def test_any_other_column_is_what_the_loop_gives(case: str) -> None:
     assert got_reads.calls == loop_reads.calls  # the same reads by read_source
 
 
+def _count_shape_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """``columns._shape`` counted: one item appended to the returned list per tensor read."""
+    read: list[int] = []
+    real = columns._shape
+
+    def counted(t: Any) -> Any:
+        read.append(1)
+        return real(t)
+
+    monkeypatch.setattr(columns, "_shape", counted)
+    return read
+
+
 def test_a_recorded_operand_column_is_not_read_per_tensor(
         monkeypatch: pytest.MonkeyPatch) -> None:
     graph = _graph()
@@ -129,14 +142,7 @@ def test_a_recorded_operand_column_is_not_read_per_tensor(
     assert len(book) == 2 * (LAYERS - 1)  # the rows' scale and weight columns
     refs = _source_column(graph)
     assert book.common([sources[r] for r in refs]) is not None
-    read: list[int] = []
-    real = columns._shape
-
-    def counted(t: Any) -> Any:
-        read.append(1)
-        return real(t)
-
-    monkeypatch.setattr(columns, "_shape", counted)
+    read = _count_shape_reads(monkeypatch)
     with torch.no_grad():
         interp = CompileValues(graph, sources)
         done = columns.evaluate_columns(graph, interp.env, interp.source_at, book, None,
@@ -152,14 +158,7 @@ def test_a_recorded_operand_column_is_not_read_per_tensor(
 def test_an_unrecorded_operand_column_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
     graph = _graph()
     sources = dict(graph.read_sources)
-    read: list[int] = []
-    real = columns._shape
-
-    def counted(t: Any) -> Any:
-        read.append(1)
-        return real(t)
-
-    monkeypatch.setattr(columns, "_shape", counted)
+    read = _count_shape_reads(monkeypatch)
     with torch.no_grad():
         interp = CompileValues(graph, sources)
         columns.evaluate_columns(graph, interp.env, interp.source_at, ColumnLayouts(), None,
