@@ -22,6 +22,18 @@ of them that exist in the tree measured (the refill's helpers, ``moved()``, the 
 the guard's survey and address sweep), with the same clock; ``outside`` is the paired plugin
 cost less the completion (the hooks and the session scopes).
 
+``by_previous`` splits every timed reload by the arm of the reload before it: reloads run back
+to back, and what one touches decides what the next finds in the caches (a plugin reload slows
+the reload after it, whichever arm, by ~60-100 us on the tiny Llama on CPU: its refill's code
+and metadata footprint, not its data or the collector: ``benchmarks/results/reload61``). With
+the two default arms the rotated order puts ``off`` after a plugin reload in 3 rounds of 4 and
+the plugin arm in 1 of 4, so ``paired``
+counts that carry-over against ``off``; ``steady_state_delta_us`` (the plugin reload after a
+plugin reload less the ``off`` reload after an ``off`` one, medians) is the cost of reloading
+with the plugin every time against never, and ``carry_us`` (the ``off`` reload after a plugin
+reload less after an ``off`` one) the part of it paid by the next reload (with the two
+default arms; ``by_previous`` lists every transition that occurred).
+
     python3 benchmarks/bench_vllm_reload.py --repeat 41 \
         --json benchmarks/results/vllm_reload_cpu.json
     python3 benchmarks/bench_vllm_reload.py --clock cpu --repeat 301
@@ -99,6 +111,27 @@ class _Unhooked:
     def __exit__(self, *exc: object) -> None:
         for (owner, name, _), wrapper in zip(self.patched, self.wrappers):
             setattr(owner, name, wrapper)
+
+
+def _by_previous(sequence: list[tuple[str, float]], previous: str, mode: str) -> dict[str, Any]:
+    """The timed reloads (``(arm, ms)`` in the order they ran; ``previous``: the arm of the
+    reload before the first) by the arm of the reload before each: ``"<arm> after <arm>"`` ->
+    count and median ms; with ``steady_state_delta_us`` and ``carry_us`` (see the module
+    docstring) where the transitions they need occurred."""
+    after: dict[str, list[float]] = {}
+    for arm, ms in sequence:
+        after.setdefault(f"{arm} after {previous}", []).append(ms)
+        previous = arm
+    out: dict[str, Any] = {"by_previous": {k: {"n": len(v), "median_ms": round(
+        statistics.median(v), 3)} for k, v in sorted(after.items())}}
+    medians = {k: statistics.median(v) for k, v in after.items()}
+    off_off, off_on = medians.get("off after off"), medians.get(f"off after {mode}")
+    on_on = medians.get(f"{mode} after {mode}")
+    if off_off is not None and on_on is not None:
+        out["steady_state_delta_us"] = round((on_on - off_off) * 1e3, 1)
+    if off_off is not None and off_on is not None:
+        out["carry_us"] = round((off_on - off_off) * 1e3, 1)
+    return out
 
 
 def _quantile(values: list[float], q: int) -> float:
@@ -270,6 +303,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             _probe(probes, session, plan)
         for mode in times:  # warm-up: one reload each
             reload(1, mode)
+        previous = mode  # the last warm-up's arm: the reload before the first timed one
+        sequence: list[tuple[str, float]] = []  # every timed reload in order (by_previous)
         probes.clear()
         gc.collect()
         gc.freeze()  # as vLLM does after start-up: collections scan only what reloads allocate
@@ -279,6 +314,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             order = arms if (i // len(arms)) % 2 == 0 else arms[::-1]
             for mode in order:
                 times[mode].append(reload(i, mode) * 1e3)
+                sequence.append((mode, times[mode][-1]))
         pieces = _pieces(probes, times["off"], times[args.mode]) if args.pieces else None
         # the last timed reload leaves derived tensors current when the plugin ran last
         os.environ["DERIVGRAPH_VLLM_MODE"] = args.mode
@@ -317,6 +353,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "paired_plugin_vs_no_guard": _paired(times[args.mode], times["no_guard"],
                                                  args.boot)}
            if args.no_guard else {}),
+        **_by_previous(sequence, previous, args.mode),
         "load_after": [round(x, 2) for x in load],
         "moved_after_plugin_reload": len(moved),
         **({"pieces_us": pieces} if pieces is not None else {}),

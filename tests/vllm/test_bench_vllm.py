@@ -28,6 +28,10 @@ def test_bench_vllm_prints_the_plugin_ratio(capsys: pytest.CaptureFixture[str]) 
     assert result["vllm_plugin_ms"] == pytest.approx(sorted(runs["refill"])[1], abs=1e-3)
     assert result["plugin_over_off"] == pytest.approx(
         result["vllm_plugin_ms"] / result["vllm_off_ms"], abs=2e-3)
+    # every timed reload filed under the arm of the reload before it: three rounds run
+    # off refill | refill off | refill off after a warm-up ending with refill
+    assert {k: v["n"] for k, v in result["by_previous"].items()} == {
+        "off after refill": 3, "refill after off": 2, "refill after refill": 1}
     assert result["moved_after_plugin_reload"] == 0  # the plugin's reload kept every address
     # the two derived tensors of tiny_llama.yaml per model (the fused stack, each layer's
     # transposed copy) plus what the built-in library binds on vLLM's own layers

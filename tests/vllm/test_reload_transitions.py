@@ -1,0 +1,45 @@
+"""The vLLM reload benchmark's split of back-to-back reloads by the arm of the reload before
+each (``by_previous``, ``steady_state_delta_us``, ``carry_us`` of
+:mod:`vllm_integration.reload_bench`): a reload's cost depends on what the one before it left
+in the caches, so each timed reload is filed under its predecessor's arm."""
+
+from __future__ import annotations
+
+import pytest
+
+from vllm_integration.reload_bench import _by_previous
+
+
+def test_each_reload_is_filed_under_the_arm_before_it() -> None:
+    # the bench's two-arm order for four rounds, after a warm-up ending with the plugin arm
+    sequence = [("off", 5.0), ("refill", 5.4), ("refill", 5.5), ("off", 5.1),
+                ("refill", 5.3), ("off", 5.2), ("off", 4.9), ("refill", 5.6)]
+    out = _by_previous(sequence, "refill", "refill")
+    assert out["by_previous"] == {
+        "off after off": {"n": 1, "median_ms": 4.9},
+        "off after refill": {"n": 3, "median_ms": 5.1},
+        "refill after off": {"n": 3, "median_ms": 5.4},
+        "refill after refill": {"n": 1, "median_ms": 5.5},
+    }
+    assert out["steady_state_delta_us"] == pytest.approx(600.0)  # 5.5 - 4.9 ms
+    assert out["carry_us"] == pytest.approx(200.0)  # 5.1 - 4.9 ms
+
+
+def test_the_first_reload_is_filed_under_the_warm_up_arm() -> None:
+    out = _by_previous([("off", 5.0)], "off", "refill")
+    assert out["by_previous"] == {"off after off": {"n": 1, "median_ms": 5.0}}
+
+
+def test_figures_need_their_transitions() -> None:
+    # strictly alternating: no plugin reload after a plugin reload, no off after an off
+    out = _by_previous([("off", 5.0), ("refill", 5.4), ("off", 5.1), ("refill", 5.3)],
+                       "refill", "refill")
+    assert "steady_state_delta_us" not in out and "carry_us" not in out
+    assert sum(v["n"] for v in out["by_previous"].values()) == 4
+
+
+def test_other_arms_are_kept_apart() -> None:
+    out = _by_previous([("hooks_only", 5.2), ("off", 5.0), ("off", 4.8)], "off", "refill")
+    assert out["by_previous"]["off after hooks_only"] == {"n": 1, "median_ms": 5.0}
+    assert out["by_previous"]["hooks_only after off"] == {"n": 1, "median_ms": 5.2}
+    assert "carry_us" not in out  # no off reload after a refill one
