@@ -1,7 +1,7 @@
 """Where the bind phase's time goes on the stamped scaling model (25k layers, 100k derived
 tensors): the module walk alone, ``match_specs``, the per-spec grouping and ``_free_names``
 (``check_bindings``' name proof) alone, and ``check_bindings``; process time, medians of N,
-gc off. An attribution, not an A/B.
+gc off. An attribution, not an A/B; needs `_free_names(by_spec, members)` (front61 and later).
 
     PYTHONPATH=TREE python benchmarks/results/front61/bind_parts.py [N]
 """
