@@ -106,20 +106,36 @@ def target_matches(target: Target, module: nn.Module,
     return _where_holds(module, target.where)
 
 
+def _class_only(target: Target) -> bool:
+    """Whether :func:`target_matches` reads only the module's class for ``target``: no
+    quant-method class, object or where predicate (its class test is of ``type(module)``'s
+    MRO)."""
+    return not (target.quant_method_class or target.object or target.where)
+
+
 def match_specs(model: nn.Module, specs: Iterable[Spec]) -> list[BoundSpec]:
     """Every (spec, module) pair where the spec's target matches, in module order."""
     specs = list(specs)
     bound: list[BoundSpec] = []
     issues: dict[str, SpecIssue] = {}
     classes: dict[tuple[type, int], bool] = {}  # (module class, id(target)) -> class test
+    by_class: dict[tuple[type, int], bool] = {}  # (module class, id(spec)) -> the answer of
+    # a target that reads only the module's class (target_matches asked once per class)
     for path, module in model.named_modules():
+        cls = type(module)
         for spec in specs:
-            try:
-                if target_matches(spec.target, module, classes):
-                    bound.append(BoundSpec(spec, path, module))
-            except FormulaError as exc:
-                issues.setdefault(spec.name, SpecIssue(exc.rule, exc.message, exc.fix,
-                                                       spec.target.location, spec.name))
+            ok = by_class.get((cls, id(spec)))
+            if ok is None:
+                try:
+                    ok = target_matches(spec.target, module, classes)
+                except FormulaError as exc:
+                    issues.setdefault(spec.name, SpecIssue(exc.rule, exc.message, exc.fix,
+                                                           spec.target.location, spec.name))
+                    continue
+                if _class_only(spec.target):
+                    by_class[cls, id(spec)] = ok
+            if ok:
+                bound.append(BoundSpec(spec, path, module))
     if issues:
         raise SpecValidationError(list(issues.values()))
     return bound
@@ -202,13 +218,18 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
 
     Reads only; runs before any tensor is computed or any attribute is set.
     """
-    from derivgraph.spec.check import check_device
-
     bound = list(bound)
     issues: list[SpecIssue] = []
     members: dict[Any, str | None] = {}
-    free = _free_names(bound, members)
+    by_spec: dict[int, tuple[Spec, list[nn.Module]]] = {}  # id(spec) -> its modules
     for b in bound:
+        by_spec.setdefault(id(b.spec), (b.spec, []))[1].append(b.module)
+    free = _free_names(by_spec, members)
+    quiet = {key for key, (spec, _) in by_spec.items() if all(  # their rows report nothing
+        (key, id(decl)) in free and not _device_path(decl) for decl in spec.derived)}
+    for b in bound:
+        if id(b.spec) in quiet:
+            continue
         for decl in b.spec.derived:
             owner = MISSING if (id(b.spec), id(decl)) in free else get_path(b.module, decl.owner)
             if owner is not MISSING and owner is not None:
@@ -230,8 +251,7 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
                            "another name or owner")
                     issues.append(SpecIssue(Rule.UNSAFE_NAME, problem, fix, decl.location,
                                             _node_id(b, decl)))
-            if decl.device and check_device(decl.device) is None and \
-                    not _is_device_name(decl.device):
+            if _device_path(decl):
                 value = get_path(b.module, decl.device)
                 if not isinstance(value, (torch.Tensor, torch.device)):
                     issues.append(SpecIssue(
@@ -242,15 +262,24 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
     return issues
 
 
-def _free_names(bound: list[BoundSpec], members: dict[Any, str | None]) -> set[tuple[int, int]]:
+def _device_path(decl: DerivedTensor) -> bool:
+    """Whether ``decl.device`` is read as a path on each module (``DG017`` if it holds no
+    tensor or device there): neither a device nor a device name."""
+    if not decl.device:
+        return False
+    from derivgraph.spec.check import check_device
+
+    return check_device(decl.device) is None and not _is_device_name(decl.device)
+
+
+def _free_names(by_spec: dict[int, tuple[Spec, list[nn.Module]]],
+                members: dict[Any, str | None]) -> set[tuple[int, int]]:
     """(id(spec), id(decl)) of the declarations on the matched module itself whose name is
-    proven free on every module the spec matched: no module holds it
-    (:func:`~derivgraph.paths.absent_on_modules`) and each class passes the owner and member
-    checks of :func:`_binding_problem` (memoized in ``members``, as there), so neither
-    :func:`_binding_problem` nor :func:`container_problem` can find a problem on one."""
-    by_spec: dict[int, tuple[Spec, list[nn.Module]]] = {}
-    for b in bound:
-        by_spec.setdefault(id(b.spec), (b.spec, []))[1].append(b.module)
+    proven free on every module the spec matched (``by_spec``: id(spec) -> the spec, its
+    modules): no module holds it (:func:`~derivgraph.paths.absent_on_modules`) and each class
+    passes the owner and member checks of :func:`_binding_problem` (memoized in ``members``,
+    as there), so neither :func:`_binding_problem` nor :func:`container_problem` can find a
+    problem on one."""
     free: set[tuple[int, int]] = set()
     for spec, modules in by_spec.values():
         samples = {type(m): m for m in reversed(modules)}  # the first module of each class

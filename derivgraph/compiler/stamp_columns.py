@@ -84,10 +84,13 @@ class Stacks:
 
 def _groups(bounds: Sequence[BoundSpec]) -> dict[tuple[int, type], list[int]]:
     """The rows of ``bounds`` by (spec, module class), in order (one group, where every
-    row's key is the first's, by one C-level count)."""
+    row has the first row's very spec and class, by two C-level identity sweeps)."""
+    if bounds:
+        spec, cls = bounds[0].spec, type(bounds[0].module)
+        if all(map(is_, map(_spec, bounds), repeat(spec))) \
+                and all(map(is_, map(type, map(_module, bounds)), repeat(cls))):
+            return {(id(spec), cls): list(range(len(bounds)))}
     keys = list(zip(map(id, map(_spec, bounds)), map(type, map(_module, bounds))))
-    if keys and keys.count(keys[0]) == len(keys):
-        return {keys[0]: list(range(len(keys)))}
     groups: dict[tuple[int, type], list[int]] = {}
     for i, key in enumerate(keys):
         groups.setdefault(key, []).append(i)

@@ -68,3 +68,35 @@ def test_the_class_test_is_per_module_class() -> None:
     model = _stack(Layer(), Other(), MethodLayer(), Other(), Layer())
     bound = match_specs(model, [_spec()])
     assert [b.module_path for b in bound] == ["layers.0", "layers.2", "layers.4"]
+
+
+def test_a_device_path_is_read_on_every_module_even_where_the_names_are_free() -> None:
+    """A declaration whose device is a path is checked module by module (``DG017``) though
+    its name is free everywhere: only a spec whose every declaration is free and names no
+    device path skips its rows."""
+    spec = Spec(name="s", target=Target(module_class=["Layer"]),
+                derived=[DerivedTensor(name="inv", kind="attribute", formula="1.0 / scale"),
+                         DerivedTensor(name="twice", kind="attribute", formula="2.0 * scale",
+                                       device="where")])
+    layers = [Layer() for _ in range(4)]
+    layers[0].where = torch.zeros(1)
+    layers[2].where = torch.device("cpu")
+    issues = check_bindings(match_specs(_stack(*layers), [spec]))
+    assert [(i.rule, i.node) for i in issues] == [(Rule.UNKNOWN_DEVICE, "layers.1.twice"),
+                                                  (Rule.UNKNOWN_DEVICE, "layers.3.twice")]
+
+
+def test_a_quiet_spec_does_not_hide_another_specs_rows() -> None:
+    """Rows of a spec whose declarations are all free are skipped; another spec's rows, on
+    the same modules, are still checked and reported in module order."""
+    other = Spec(name="o", target=Target(module_class=["Layer"]),
+                 derived=[DerivedTensor(name="scale", kind="attribute", formula="2.0 * inv",
+                                        owner="")])
+    issues = check_bindings(match_specs(_stack(Layer(), Layer()), [_spec(), other]))
+    assert [i.node for i in issues] == []  # scale is a tensor: a tensor slot is fine
+    layers = [Layer(), Layer()]
+    layers[1].busy = 3
+    busy = Spec(name="b", target=Target(module_class=["Layer"]),
+                derived=[DerivedTensor(name="busy", kind="attribute", formula="2.0 * scale")])
+    issues = check_bindings(match_specs(_stack(*layers), [_spec(), busy]))
+    assert [(i.rule, i.node) for i in issues] == [(Rule.UNSAFE_NAME, "layers.1.busy")]

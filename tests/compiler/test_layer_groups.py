@@ -1,5 +1,5 @@
 """``Stacks.later``: the rows after a row of its spec and module class, in order, each with a
-module path; the groups are found once, by one count where every row has the first row's
+module path; the groups are found once, by identity sweeps where every row has the first row's
 key, else row by row. Compared with the rule written out per row. Canaries (see the helper's
 NOTES): the one-group shortcut taken for any keys; rows without a module path kept."""
 
