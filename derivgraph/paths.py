@@ -113,13 +113,11 @@ class ModuleOwners:
         """Every object is of its own ``__class__`` (read once; then each ``__dict__``)."""
         if self._plain is None:
             objs = self.objs
-            self._plain = not any(map(operator.is_not, map(_CLASS, objs), map(type, objs)))
+            self._plain = not any(o.__class__ is not type(o) for o in objs)
             if self._plain:
                 self._dicts = [o.__dict__ for o in objs]
         return self._plain
 
-
-_CLASS = operator.attrgetter("__class__")
 
 #: an ``nn.Module``'s registries in the order :func:`step_into` reads them (its ``__dict__``
 #: last); every column read of a module hop follows this order

@@ -22,7 +22,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from derivgraph.addresses import data_ptrs
 from derivgraph.adoption import (
     AliasOf,
     Extra,
@@ -217,8 +216,8 @@ def _prepare(model: nn.Module, specs: Iterable[Spec] | None,
     values = _evaluate_all(graph, sources, plan.tensors.layouts)
     owners = PathReader(model)
     planned = adopt_or_allocate(plan, values, owners, proven)
-    views = compress(planned, map(isinstance, map(_SECOND, planned), repeat(ViewOf)))
-    _raise_if(view_issues((e.node, values.get(e.id), values.get(x.base)) for e, x in views))
+    _raise_if(view_issues((e.node, values.get(e.id), values.get(x.base))
+                          for e, x in planned if isinstance(x, ViewOf)))
     return plan, values, planned, owners
 
 
@@ -309,7 +308,6 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
 
 
 _NODE_ID, _FIRST = operator.attrgetter("node.id"), operator.itemgetter(0)
-_SECOND = operator.itemgetter(1)
 _NAME = operator.attrgetter("node.decl.name")
 _OWNER_PATH = operator.attrgetter("node.owner_path")
 
@@ -395,7 +393,7 @@ def _record_startup(plan: Plan, owners: PathReader | None = None,
         owners = PathReader(plan.model)
     tensors, reads = read_paths(owners, paths)
     read = dict(zip(paths, tensors))
-    plan.source_ptrs = dict(zip(paths, zip(map(id, tensors), data_ptrs(tensors))))
+    plan.source_ptrs = dict(zip(paths, zip(map(id, tensors), map(address_of, tensors))))
     return read, reads
 
 

@@ -287,7 +287,7 @@ def _from_adoption(record: ProvenColumn, first: tuple[Entry, Any],
         column = AliasColumn
     else:
         return None
-    if _non_persistent(record.owners, name):
+    if any(name in o._non_persistent_buffers_set for o in record.owners):
         return None
     return column(record.template, name, record.ids, record.entries, record.owners,
                   record.extras if column is EntryColumn else None)
@@ -342,12 +342,4 @@ def _fresh_on_modules(owners: list[Any], name: str) -> bool:
     for registry in _REGISTRIES:
         if any(map(operator.contains, map(registry, dicts), repeat(name))):
             return False
-    return not _non_persistent(owners, name)
-
-
-_NON_PERSISTENT = operator.attrgetter("_non_persistent_buffers_set")
-
-
-def _non_persistent(owners: list[Any], name: str) -> bool:
-    """Whether any owner names ``name`` a non-persistent buffer (one C-level sweep)."""
-    return any(map(operator.contains, map(_NON_PERSISTENT, owners), repeat(name)))
+    return not any(name in o._non_persistent_buffers_set for o in owners)

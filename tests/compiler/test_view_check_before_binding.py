@@ -1,8 +1,8 @@
 """A view formula whose value copies (a ``reshape`` of a transposed tensor) is refused on the
 evaluated values, before anything is bound: ``check_plan`` (which never binds) names it, and
-``compile_plan`` raises it leaving the model as it was. The planned views are found by one
-C-level filter over adoption's plan; canary: a filter that finds none (``check_plan`` then
-reports nothing).
+``compile_plan`` raises it leaving the model as it was. Canary: the planned views' filter
+finding none (``check_plan`` then reports nothing; the compile's second check, on the bound
+storage, still refuses it).
 """
 
 from __future__ import annotations
