@@ -60,10 +60,26 @@ def main() -> None:
         captured.update(tensors=list(read.values()), columns=list(plan.entries.columns))
         return read, reads
 
+    copy = planner.foreach_copy
+
+    def spy_copy(ours: Any, theirs: Any, spans: Any = None) -> None:
+        captured.update(ours=list(ours), theirs=list(theirs), spans=spans)
+        copy(ours, theirs, spans)
+
+    def spy_spans(ours: Any, book: Any) -> Any:
+        captured["book"] = book
+        return copy_spans(ours, book)
+
+    copy_spans = planner._copy_spans
     planner._fill_entries, planner._record_startup = spy_fill, spy_startup
+    planner.foreach_copy, planner._copy_spans = spy_copy, spy_spans
     with stamping(True):
         plan = planner.compile_plan(scaling_model(args.size // 4), [scaling_spec()])
     planner._fill_entries, planner._record_startup = fill, startup
+    planner.foreach_copy, planner._copy_spans = copy, copy_spans
+    ours, theirs, book = captured["ours"], captured["theirs"], captured["book"]
+    spans = captured["spans"]
+    print(f"fills' copy: {len(ours)} pairs in spans {spans}")
     ids, planned, at_rest = captured["ids"], captured["planned"], captured["at_rest"]
     tensors, columns = captured["tensors"], captured["columns"]
     rest = [planned[i] for i in at_rest]
@@ -99,6 +115,8 @@ def main() -> None:
                  lambda: fill(fresh(), ids, planned, at_rest, [])),
         "owner_paths": (lambda: base._owner_paths(rest, columns),
                         lambda: planner._owner_paths(rest, columns)),
+        "fills' copy": (lambda: copy(ours, theirs),
+                        lambda: copy(ours, theirs, copy_spans(ours, book))),
         "views (dropped)": (views_base, views_mine),
         "source_ptrs (dropped)": (lambda: list(map(address_of, tensors)),
                                   lambda: data_ptrs(tensors)),
@@ -113,7 +131,7 @@ def main() -> None:
         if "dropped" not in name:
             for arm in totals:
                 totals[arm] = [t + x for t, x in zip(totals[arm], times[arm])]
-    print("-- the two kept (fill, owner_paths)")
+    print("-- the three kept (fill, owner_paths, fills' copy)")
     report(totals)
     planner._materialize = materialize
     del plan
