@@ -29,6 +29,7 @@ from derivgraph.adoption import (
     adopt_or_allocate,
     allocate_column,
     allocate_like,
+    filled_column,
 )
 from derivgraph.column_layout import ColumnLayouts, proven_layout
 from derivgraph.compare import bits_equal
@@ -262,7 +263,8 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
         plan.tensors.layouts = book
         with torch.no_grad():
             for column in columns:
-                column.allocate(_column_values(column, values), fills, allocate_column, book)
+                column.allocate(_column_values(column, values), fills, allocate_column, book,
+                                filled_column)
             generic = _fill_entries(plan, ids, planned, at_rest, fills)
             plan.entries.set_columns(columns, generic)
             for column in columns:  # a template's storage joins its rows' record if it has it

@@ -79,6 +79,6 @@ def test_a_stamped_compile_copies_its_fills_in_the_runs_read_one_by_one(
         plan = planner.compile_plan(scaling_model(12), [scaling_spec()])
     (ours, spans), = seen
     assert len(spans) > 1 and spans == layout_spans(ours)
-    assert len(ours) == len({id(t) for t in ours}) > 3 * 11  # the columns' and templates'
-    for column in plan.entries.columns:  # each storage holds its value (the bit check passed)
-        assert all(t.dtype == column.storages[0].dtype for t in column.storages)
+    assert len(ours) == len({id(t) for t in ours}) >= 3  # the templates' (a column's: filled)
+    stored = {id(t) for column in plan.entries.columns for t in column.storages}
+    assert not any(id(t) in stored for t in ours)
