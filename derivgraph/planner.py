@@ -62,7 +62,6 @@ from derivgraph.runtime.containers import collect_containers
 from derivgraph.runtime.engine import foreach_copy
 from derivgraph.runtime.entry import ProvenColumn
 from derivgraph.runtime.entry_columns import EntryColumn, entry_columns, held_columns
-from derivgraph.runtime.flat_copy import key_runs
 from derivgraph.runtime.plan import Entry, Plan, Step, address_of
 from derivgraph.spec.check import check_specs
 from derivgraph.spec.kinds import HELD_KINDS, TensorKind, is_engine
@@ -272,8 +271,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
                 template = plan.entries.get(column.template)
                 if layout is not None and template is not None:
                     book.admit(template.storage, layout)
-            ours = [s for s, _ in fills]
-            foreach_copy(ours, [v for _, v in fills], _copy_spans(ours, book))  # nothing read them
+            foreach_copy([s for s, _ in fills], [v for _, v in fills])  # nothing read them yet
         _raise_if(view_issues((e.node, e.storage,  # a column holds no view
                                _storage_of(plan, view_base(graph, e.node.input)))
                               for e in generic.values() if e.node.kind is TensorKind.VIEW))
@@ -313,7 +311,6 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
 
 _NODE_ID, _FIRST = operator.attrgetter("node.id"), operator.itemgetter(0)
 _NAME = operator.attrgetter("node.decl.name")
-_is = operator.is_
 _OWNER_PATH = operator.attrgetter("node.owner_path")
 
 
@@ -338,29 +335,6 @@ def _fill_entries(plan: Plan, ids: list[str], planned: list[tuple[Entry, Extra]]
         done = at + 1
     entries.update(zip(ids[done:], map(_FIRST, planned[done:])))
     return generic
-
-
-def _copy_spans(tensors: list[torch.Tensor], book: ColumnLayouts,
-                ) -> list[tuple[int, int]] | None:
-    """The spans :func:`~derivgraph.runtime.engine.foreach_copy` takes for ``tensors``: each
-    maximal run of one (dtype, device), read from the layout records of ``book`` where it
-    holds every tensor (proved where they were made: each run of one record read once,
-    adjacent runs of one (dtype, device) joined); None where it does not (``foreach_copy``
-    groups them itself, reading each tensor)."""
-    held = book.of(tensors)
-    if not held or any(map(_is, held, repeat(None))):
-        return None
-    spans: list[tuple[int, int]] = []
-    last = None
-    for start, end in key_runs(held):  # runs of one record (records compare by identity)
-        record = held[start]
-        key = (record.dtype, record.device)
-        if key == last:
-            spans[-1] = (spans[-1][0], end)
-        else:
-            spans.append((start, end))
-        last = key
-    return spans
 
 
 def _owner_paths(rest: list[tuple[Entry, Extra]], columns: Sequence[EntryColumn]) -> set[str]:

@@ -1,9 +1,11 @@
 """In-process A/B of the planner glue this branch changed, at 100k, on the inputs one stamped
 compile gives it (captured by spies, then replayed): the entry table's fill (the base's
-per-entry loop against ``_fill_entries``, ``_materialize`` a no-op in both arms), the
-transaction's owner paths (``_owner_paths``, the base module loaded by path), the planned
-views' filter and the sources' startup addresses (``map(address_of)`` against ``data_ptrs``).
-Each arm's answers are checked equal first; collector off; process time.
+per-entry loop against ``_fill_entries``, ``_materialize`` a no-op in both arms) and the
+transaction's owner paths (``_owner_paths``, the base module loaded by path); and, as a record
+of two changes measured and dropped, the planned views' filter as a C-level ``compress``
+(``view_issues`` reading the generator, as ``_prepare`` hands it over) and the sources'
+startup addresses (``map(address_of)`` against ``addresses.data_ptrs``). Each arm's answers
+are checked equal first; collector off; process time.
 
     PYTHONPATH=. python benchmarks/results/adopt61/glue_ab.py --base /tmp/base_adopt61 --rounds 15
 """
@@ -60,26 +62,10 @@ def main() -> None:
         captured.update(tensors=list(read.values()), columns=list(plan.entries.columns))
         return read, reads
 
-    copy = planner.foreach_copy
-
-    def spy_copy(ours: Any, theirs: Any, spans: Any = None) -> None:
-        captured.update(ours=list(ours), theirs=list(theirs), spans=spans)
-        copy(ours, theirs, spans)
-
-    def spy_spans(ours: Any, book: Any) -> Any:
-        captured["book"] = book
-        return copy_spans(ours, book)
-
-    copy_spans = planner._copy_spans
     planner._fill_entries, planner._record_startup = spy_fill, spy_startup
-    planner.foreach_copy, planner._copy_spans = spy_copy, spy_spans
     with stamping(True):
         plan = planner.compile_plan(scaling_model(args.size // 4), [scaling_spec()])
     planner._fill_entries, planner._record_startup = fill, startup
-    planner.foreach_copy, planner._copy_spans = copy, copy_spans
-    ours, theirs, book = captured["ours"], captured["theirs"], captured["book"]
-    spans = captured["spans"]
-    print(f"fills' copy: {len(ours)} pairs in spans {spans}")
     ids, planned, at_rest = captured["ids"], captured["planned"], captured["at_rest"]
     tensors, columns = captured["tensors"], captured["columns"]
     rest = [planned[i] for i in at_rest]
@@ -115,8 +101,6 @@ def main() -> None:
                  lambda: fill(fresh(), ids, planned, at_rest, [])),
         "owner_paths": (lambda: base._owner_paths(rest, columns),
                         lambda: planner._owner_paths(rest, columns)),
-        "fills' copy": (lambda: copy(ours, theirs),
-                        lambda: copy(ours, theirs, copy_spans(ours, book))),
         "views (dropped)": (views_base, views_mine),
         "source_ptrs (dropped)": (lambda: list(map(address_of, tensors)),
                                   lambda: data_ptrs(tensors)),
@@ -131,7 +115,7 @@ def main() -> None:
         if "dropped" not in name:
             for arm in totals:
                 totals[arm] = [t + x for t, x in zip(totals[arm], times[arm])]
-    print("-- the three kept (fill, owner_paths, fills' copy)")
+    print("-- the two kept (fill, owner_paths)")
     report(totals)
     planner._materialize = materialize
     del plan
