@@ -108,10 +108,15 @@ def allocate_column(values: Sequence[torch.Tensor], kind: TensorKind,
 def filled_column(values: Sequence[torch.Tensor], kind: TensorKind,
                   row_major: bool = False) -> list[torch.Tensor] | None:
     """:func:`allocate_column`'s storages each already holding its value, where it makes them
-    in one sweep (``row_major``, as there): ``torch.clone`` of such a tensor is
-    ``empty_strided`` of its sizes and strides (``empty_like``'s tensor) and then ``copy_`` of
-    it, the fill the caller would do; None elsewhere (the caller allocates and fills)."""
-    return list(map(torch.clone, values)) if _swept(kind, row_major) else None
+    in one sweep (``row_major``, as there: the values' one layout record, so one device) on
+    the CPU: ``torch.clone`` of such a tensor is ``empty_strided`` of its sizes and strides
+    (``empty_like``'s tensor) and then ``copy_`` of it, the fill the caller would do (on the
+    CPU ``_foreach_copy_`` copies one pair at a time too; on a GPU it fuses the copies into
+    few launches, which a clone per row would not). None elsewhere (the caller allocates and
+    fills)."""
+    if not (_swept(kind, row_major) and values and values[0].device.type == "cpu"):
+        return None
+    return list(map(torch.clone, values))
 
 
 def _swept(kind: TensorKind, row_major: bool) -> bool:

@@ -1,11 +1,12 @@
-"""An entry column whose values are proven plain row-major tensors gets storages that already
-hold its values (``adoption.filled_column``: ``torch.clone`` of each, that is
+"""An entry column whose values are proven plain row-major tensors on the CPU gets storages
+that already hold its values (``adoption.filled_column``: ``torch.clone`` of each, that is
 ``empty_like``'s storage and then the copy the compile's fill would make), so its rows are not
-handed to the fill copy. Asserted against ``allocate_like`` and a copy, row by row (type,
-dtype, shape, strides, offset, device, grad, a fresh storage of its own, the bits), and on the
-column's ``allocate`` (nothing appended to the fills). Canaries: the sweep taken for kind
-parameter; storages that are not filled; the values themselves handed back; the rows appended
-to the fills as well.
+handed to the fill copy (a GPU's fill copy stays one fused launch). Asserted against
+``allocate_like`` and a copy, row by row (type, dtype, shape, strides, offset, device, grad, a
+fresh storage of its own, the bits), and on the column's ``allocate`` (nothing appended to the
+fills). Canaries: the sweep taken for kind parameter, without the proof or off the CPU;
+storages that are not filled; the values themselves handed back; the rows appended to the
+fills as well.
 """
 
 from __future__ import annotations
@@ -57,6 +58,13 @@ def test_the_filled_storages_are_allocate_like_s_holding_the_values(
 @pytest.mark.parametrize("kind", KINDS)
 def test_without_a_row_major_proof_nothing_is_filled(kind: TensorKind) -> None:
     assert filled_column(VALUES["rows"](), kind, False) is None
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_off_the_cpu_or_without_values_nothing_is_filled(kind: TensorKind) -> None:
+    """Off the CPU the fill copy stays one fused ``_foreach_copy_`` (a GPU's launches)."""
+    assert filled_column(list(torch.empty(3, 2, device="meta").unbind(0)), kind, True) is None
+    assert filled_column([], kind, True) is None
 
 
 def test_a_filled_column_hands_nothing_to_the_fill_copy() -> None:
