@@ -30,7 +30,8 @@ from derivgraph.runtime.entry import ProvenColumn
 from derivgraph.runtime.plan import Entry, Plan
 from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind, is_engine
 
-__all__ = ["AliasOf", "Extra", "ViewOf", "adopt_or_allocate", "allocate_column", "allocate_like"]
+__all__ = ["AliasOf", "Extra", "ViewOf", "adopt_or_allocate", "allocate_column", "allocate_like",
+           "filled_column"]
 
 _is = operator.is_
 
@@ -99,9 +100,28 @@ def allocate_column(values: Sequence[torch.Tensor], kind: TensorKind,
     keeps the strides of such a tensor, which are the contiguous format's, so for a kind
     other than parameter the storages are made in one C-level sweep without the
     memory-format argument (the same fresh tensors)."""
-    if row_major and kind is not TensorKind.PARAMETER:
+    if _swept(kind, row_major):
         return list(map(torch.empty_like, values))
     return list(map(allocate_like, values, repeat(kind)))
+
+
+def filled_column(values: Sequence[torch.Tensor], kind: TensorKind,
+                  row_major: bool = False) -> list[torch.Tensor] | None:
+    """:func:`allocate_column`'s storages each already holding its value, where it makes them
+    in one sweep (``row_major``, as there: the values' one layout record, so one device) on
+    the CPU: ``torch.clone`` of such a tensor is ``empty_strided`` of its sizes and strides
+    (``empty_like``'s tensor) and then ``copy_`` of it, the fill the caller would do (on the
+    CPU ``_foreach_copy_`` copies one pair at a time too; on a GPU it fuses the copies into
+    few launches, which a clone per row would not). None elsewhere (the caller allocates and
+    fills)."""
+    if not (_swept(kind, row_major) and values and values[0].device.type == "cpu"):
+        return None
+    return list(map(torch.clone, values))
+
+
+def _swept(kind: TensorKind, row_major: bool) -> bool:
+    """Whether :func:`allocate_column` makes a column's storages in one C-level sweep."""
+    return row_major and kind is not TensorKind.PARAMETER
 
 
 _OVERLAP_FIX = ("declare it as kind 'view' (a view of the source, never written) or make the "

@@ -29,6 +29,7 @@ from derivgraph.adoption import (
     adopt_or_allocate,
     allocate_column,
     allocate_like,
+    filled_column,
 )
 from derivgraph.column_layout import ColumnLayouts, proven_layout
 from derivgraph.compare import bits_equal
@@ -247,7 +248,9 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
     # Nothing was touched so far. Now allocate, fill and bind: all of it, or none of it. A
     # column's owners are recorded as its one fresh name (what its bind stores), the objects
     # above them and every other entry's owner whole; a column row is never adopted.
-    rest = list(compress(planned, map(operator.not_, map(in_columns.__contains__, ids))))
+    at_rest = list(compress(range(len(ids)), map(operator.not_,
+                                                  map(in_columns.__contains__, ids))))
+    rest = list(map(planned.__getitem__, at_rest))  # the entries in no column, in order
     transaction = ModelTransaction(model, _owner_paths(rest, columns),
                                    [e.storage for e, x in rest
                                     if x is None and isinstance(e.storage, torch.Tensor)],
@@ -255,18 +258,13 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
                                    [(column.owners, column.name) for column in columns])
     try:
         fills: list[tuple[torch.Tensor, torch.Tensor]] = []  # new storage, its value
-        entries = plan.entries.by_id  # filled here, in the compile's order
         book = plan.tensors.layouts or ColumnLayouts()  # made by _prepare
         plan.tensors.layouts = book
         with torch.no_grad():
             for column in columns:
-                column.allocate(_column_values(column, values), fills, allocate_column, book)
-            generic: dict[str, Entry] = {}  # the entries in no column, in order
-            for node_id, (entry, extra) in zip(ids, planned):
-                if node_id not in in_columns:
-                    _materialize(plan, entry, extra, fills)
-                    generic[node_id] = entry
-                entries[node_id] = entry
+                column.allocate(_column_values(column, values), fills, allocate_column, book,
+                                filled_column)
+            generic = _fill_entries(plan, ids, planned, at_rest, fills)
             plan.entries.set_columns(columns, generic)
             for column in columns:  # a template's storage joins its rows' record if it has it
                 layout = book.common(column.storages)
@@ -316,13 +314,38 @@ _NAME = operator.attrgetter("node.decl.name")
 _OWNER_PATH = operator.attrgetter("node.owner_path")
 
 
+def _fill_entries(plan: Plan, ids: list[str], planned: list[tuple[Entry, Extra]],
+                  at_rest: list[int], fills: list[tuple[torch.Tensor, torch.Tensor]],
+                  ) -> dict[str, Entry]:
+    """Put every planned entry in ``plan.entries.by_id`` in the compile's order (``ids``:
+    each one's id) and :func:`_materialize` each one at ``at_rest`` (the positions of the
+    entries in no column, ascending) when every entry before it is in (what it reads: an
+    alias's target, a view's base); returns those entries by id, in order. The stretches
+    between them go in by one ``dict.update`` each (the same keys, in the same order, as one
+    store each)."""
+    entries = plan.entries.by_id
+    generic: dict[str, Entry] = {}
+    done = 0
+    for at in at_rest:
+        if at > done:
+            entries.update(zip(ids[done:at], map(_FIRST, planned[done:at])))
+        entry, extra = planned[at]
+        _materialize(plan, entry, extra, fills)
+        generic[ids[at]] = entries[ids[at]] = entry
+        done = at + 1
+    entries.update(zip(ids[done:], map(_FIRST, planned[done:])))
+    return generic
+
+
 def _owner_paths(rest: list[tuple[Entry, Extra]], columns: Sequence[EntryColumn]) -> set[str]:
     """The owner paths a compile's transaction records whole: each entry's of ``rest`` (the
     entries in no column) and the parent of each column row's owner path (its owner is
-    recorded as the column's fresh name)."""
+    recorded as the column's fresh name; the columns' distinct paths cut once, in C)."""
     paths = set(map(_OWNER_PATH, map(_FIRST, rest)))
+    rows: set[str] = set()
     for column in columns:
-        paths.update(path.rpartition(".")[0] for path in set(map(_OWNER_PATH, column.entries)))
+        rows.update(map(_OWNER_PATH, column.entries))
+    paths.update(map(_FIRST, map(str.rpartition, rows, repeat("."))))
     return paths
 
 

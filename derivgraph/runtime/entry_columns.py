@@ -75,14 +75,19 @@ class EntryColumn:
     def allocate(self, values: list[torch.Tensor],
                  fills: list[tuple[torch.Tensor, torch.Tensor]],
                  allocate: Callable[[list[torch.Tensor], TensorKind, bool], list[torch.Tensor]],
-                 book: ColumnLayouts | None = None) -> None:
+                 book: ColumnLayouts | None = None,
+                 filled: Callable[[list[torch.Tensor], TensorKind, bool],
+                                  list[torch.Tensor] | None] | None = None) -> None:
         """Fresh storage for every row (``allocate(values, kind, row_major)``:
         :func:`~derivgraph.adoption.allocate_column`, each contiguous, of its value's dtype,
         shape and device), appended with its value to ``fills``; each row's entry holds its
         storage. ``book``: where the values have one layout (its record of them, else
         :func:`~derivgraph.column_layout.column_layout`), it records theirs and the
         storages' (the same, with row-major strides: by construction); a record that proves
-        the values plain row-major tensors is handed to ``allocate`` (``row_major``)."""
+        the values plain row-major tensors is handed to ``allocate`` (``row_major``).
+        ``filled``: called first, the same way (:func:`~derivgraph.adoption.filled_column`);
+        where it gives the storages already holding their values, they are taken and nothing
+        is appended to ``fills``."""
         layout = None
         if book is not None:
             layout = book.common(values)  # the values of a column evaluated as one call
@@ -90,8 +95,13 @@ class EntryColumn:
                 layout = column_layout(values)
                 if layout is not None:
                     book.add(values, layout)
-        self.storages = allocate(values, TensorKind.ATTRIBUTE, _row_major(values, layout))
-        fills += zip(self.storages, values)
+        row_major = _row_major(values, layout)
+        made = None if filled is None else filled(values, TensorKind.ATTRIBUTE, row_major)
+        if made is not None:
+            self.storages = made
+        else:
+            self.storages = allocate(values, TensorKind.ATTRIBUTE, row_major)
+            fills += zip(self.storages, values)
         deque(map(setattr, self.entries, repeat("storage"), self.storages), 0)
         if book is None:
             return
@@ -159,7 +169,9 @@ class AliasColumn(EntryColumn):
     def allocate(self, values: list[torch.Tensor],
                  fills: list[tuple[torch.Tensor, torch.Tensor]],
                  allocate: Callable[[list[torch.Tensor], TensorKind, bool], list[torch.Tensor]],
-                 book: ColumnLayouts | None = None) -> None:
+                 book: ColumnLayouts | None = None,
+                 filled: Callable[[list[torch.Tensor], TensorKind, bool],
+                                  list[torch.Tensor] | None] | None = None) -> None:
         """Nothing to allocate or fill: every row's entry holds its storage already."""
 
     def record_startup(self, book: ColumnLayouts | None = None) -> None:

@@ -142,11 +142,11 @@ def test_the_stamped_compile_sweeps_every_allocated_column(
 
     def spy(values: list[torch.Tensor], kind: TensorKind, row_major: bool = False) -> Any:
         asked.append((len(values), row_major))
-        got = adoption.allocate_column(values, kind, row_major)
+        got = adoption.filled_column(values, kind, row_major)  # the sweep, filled
         made.append((list(values), got))
         return got
 
-    monkeypatch.setattr(planner_module, "allocate_column", spy)
+    monkeypatch.setattr(planner_module, "filled_column", spy)
     with stamping(True):
         plan = planner_module.compile_plan(_model(), [scaling_spec()])
     assert asked and all(row_major for _, row_major in asked)
