@@ -50,6 +50,8 @@ _is = operator.is_
 _kind, _slot = operator.attrgetter("node.kind"), operator.attrgetter("slot")
 _owner_path, _id = operator.attrgetter("node.owner_path"), operator.attrgetter("node.id")
 _first, _second, _last = operator.itemgetter(0), operator.itemgetter(1), operator.itemgetter(2)
+# a bound source's (path, where, tensor, pointer): its tensor and its pointer
+_source_tensor, _source_ptr = operator.itemgetter(2), operator.itemgetter(3)
 _storage = operator.attrgetter("storage")
 
 
@@ -233,12 +235,14 @@ class Holders:
                 self._owners_checked = (report, self.hops)
         checks = self._source_checks
         if checks is None:
-            _paths, wheres, tensors, ptrs = zip(*self._sources) if self._sources else [()] * 4
+            sources = self._sources  # (path, where, tensor, pointer): one column per sweep
+            wheres = list(map(_second, sources))
             if None in wheres:  # a source held outside a dict (each where is a tuple or None)
                 return False
             checks = self._source_checks = (list(map(_first, wheres)),
                                             list(map(_second, wheres)),
-                                            AtAddresses(tensors, ptrs))
+                                            AtAddresses(list(map(_source_tensor, sources)),
+                                                        list(map(_source_ptr, sources))))
         # every bound source at its bound address: one gather of storage words, holding no
         # storage (an engine's dropped weights are freed), else the addresses compared
         if not (self._sources_held(checks) and self._at_addresses(checks[2], report)):

@@ -12,8 +12,10 @@ so a change is reported until someone checks it.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
-from typing import Any
+from itertools import compress, count, repeat
+from typing import Any, cast
 
 from derivgraph import dict_versions
 
@@ -30,7 +32,7 @@ class ItemWatch:
 
     __slots__ = ("versions", "members", "always", "moved")
 
-    def __init__(self, versions: dict_versions.DictVersions, members: list[list[int]],
+    def __init__(self, versions: dict_versions.DictVersions, members: list[Sequence[int]],
                  always: list[int]):
         self.versions = versions
         self.members = members  # per watched dict, the indices of the items it holds
@@ -68,9 +70,16 @@ def watch_items(dicts: Sequence[dict[Any, Any]], outside: dict[Any, Any]) -> Ite
 
 
 def group_by_dict(dicts: Sequence[dict[Any, Any]], outside: dict[Any, Any]) \
-        -> tuple[list[dict[Any, Any]], list[list[int]], list[int]]:
-    """The distinct dicts of ``dicts`` in first-seen order, each one's item indices, and the
-    indices of the items held by ``outside`` (in no dict)."""
+        -> tuple[list[dict[Any, Any]], list[Sequence[int]], list[int]]:
+    """The distinct dicts of ``dicts`` in first-seen order, each one's item indices
+    (ascending), and the indices of the items held by ``outside`` (in no dict).
+
+    A table whose every dict holds one run of adjacent items (a stamped table's holders: each
+    owner's tensors in a row) is grouped by its runs (:func:`_by_runs`: C-level sweeps, each
+    dict's indices a ``range``); any other is grouped item by item here (the rule)."""
+    grouped = _by_runs(dicts, outside)
+    if grouped is not None:
+        return grouped
     positions: dict[int, int] = {}
     unique: list[dict[Any, Any]] = []
     members: list[list[int]] = []
@@ -85,4 +94,26 @@ def group_by_dict(dicts: Sequence[dict[Any, Any]], outside: dict[Any, Any]) \
             unique.append(d)
             members.append([])
         members[p].append(i)
+    return unique, cast(list[Sequence[int]], members), always
+
+
+def _by_runs(dicts: Sequence[dict[Any, Any]], outside: dict[Any, Any]) \
+        -> tuple[list[dict[Any, Any]], list[Sequence[int]], list[int]] | None:
+    """:func:`group_by_dict` where every dict of ``dicts`` (``outside`` included) holds one
+    maximal run of adjacent items: the runs found by one identity sweep of each item against
+    the one before, their first dicts distinct (one ``id`` set over the runs); None where a
+    dict holds two runs (the caller groups item by item)."""
+    items = list(dicts)
+    if not items:
+        return None
+    starts = [0, *compress(count(1), map(operator.is_not, items[1:], items[:-1]))]
+    unique = list(map(items.__getitem__, starts))
+    if len(set(map(id, unique))) != len(unique):
+        return None  # a dict seen again after another one
+    members: list[Sequence[int]] = list(map(range, starts, [*starts[1:], len(items)]))
+    always: list[int] = []
+    for p in compress(count(), map(operator.is_, unique, repeat(outside))):
+        always = list(members.pop(p))  # at most one run: the heads are distinct
+        del unique[p]
+        break
     return unique, members, always
