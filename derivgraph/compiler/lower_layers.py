@@ -176,6 +176,5 @@ def _columns_hold(ctx: LowerContext, table: InstanceTable, shared: tuple[str, ..
             return False  # the template shares storage with position `at` here
         if at == k:
             own.append(k)
-    # storage the template holds apart is apart in every layer too (each row's addresses as
-    # a set, its size compared: one C-level sweep)
-    return all(map(eq, map(len, map(set, zip(*(ptrs[k] for k in own)))), repeat(len(own))))
+    # storage the template holds apart is apart in every layer too
+    return all(len(set(row)) == len(own) for row in zip(*(ptrs[k] for k in own)))
