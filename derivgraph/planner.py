@@ -44,6 +44,7 @@ from derivgraph.compiler.columns import (
 )
 from derivgraph.compiler.fold import compile_folds
 from derivgraph.compiler.graph import DerivedGraph
+from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.interpret import (
     EagerInterpreter,
     MetaInterpreter,
@@ -51,7 +52,7 @@ from derivgraph.compiler.interpret import (
     view_base,
 )
 from derivgraph.compiler.ir import Node, NodeKind
-from derivgraph.compiler.layers import closed_layers, closed_nodes, unspanned
+from derivgraph.compiler.layers import closed_layers, order_without_rows, unspanned
 from derivgraph.compiler.lower import Action, lower_steps
 from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.transaction import ModelTransaction
@@ -407,13 +408,14 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
     ``held``: the entry columns proved held in their owners' ``__dict__`` only
     (:func:`~derivgraph.runtime.entry_columns.held_columns`); ``reads``: what reading
     ``read`` read on the way (:meth:`Plan.bind_tensors`)."""
-    deps, nodes = plan.graph.source_deps(), plan.graph.nodes
-    # a closed stamped row's op has no source dependency where its template's has none (the
-    # same kinds and inputs at the same positions): rows of templates with no such op are
-    # left out of the sweep
-    skip = closed_nodes(plan.graph, lambda table: all(
-        nodes[t].kind is not NodeKind.OP or deps[t] for t in table.template))
-    rest = compress(nodes, map(operator.not_, map(skip.__contains__, nodes))) if skip else nodes
+    graph = plan.graph
+    deps, nodes = graph.source_deps(), graph.nodes
+    # the rows of templates with no source-free op are left out of the sweep: the nodes left
+    # are the topological order's (every node once) without those rows, cut at its spans
+    # where it can (the lowering's rule: no set of every row's id), in the nodes' order
+    skipped = _no_constant_rows(graph, deps)
+    rest = filter(set(order_without_rows(graph, skipped)).__contains__, nodes) if skipped \
+        else nodes
     plan.tensors.constants = {n: values[n] for n in rest
                               if nodes[n].kind is NodeKind.OP and not deps[n]
                               and isinstance(values.get(n), torch.Tensor)}
@@ -452,6 +454,16 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
                 Rule.INFERENCE, f"the lowered pass differs from eager evaluation at {n}",
                 "report this as a derivgraph bug", plan.entries[n].node.decl.location, n)
                 for n in still])
+
+
+def _no_constant_rows(graph: DerivedGraph, deps: Mapping[str, frozenset[str]],
+                      ) -> list[InstanceTable]:
+    """The closed stamped tables (:func:`closed_layers`) whose template has no op free of
+    sources: none of their rows' ops is (a closed row's op has no source dependency where
+    its template's has none: the same kinds and inputs at the same positions)."""
+    nodes = graph.nodes
+    return [table for table in closed_layers(graph)
+            if all(nodes[t].kind is not NodeKind.OP or deps[t] for t in table.template)]
 
 
 def _mismatches(plan: Plan, values: dict[str, Any]) -> list[str]:

@@ -379,7 +379,8 @@ HeldColumn = tuple[str, Sequence["Entry"], Sequence[Any]]
 
 
 def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
-               columns: Iterable[HeldColumn] = (), found: Sequence[slice | None] | None = None) \
+               columns: Iterable[HeldColumn] = (), found: Sequence[slice | None] | None = None,
+               entry_paths: Sequence[str] | None = None) \
         -> tuple[list[dict[Any, Any]], list[str], list[bool]]:
     """Every entry's holder dict and key (:func:`holder_of`) and whether a dict store binds it
     (:func:`_store_binds`), in ``entries``' order, read a column at a time: the entries of one
@@ -401,7 +402,10 @@ def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
     found there is found here at the same slice); a None item is looked for again. A column
     whose rows' owner paths and owners are, row by row, those of the last column taken (the
     columns of one stamped stack) is proven by those two sweeps instead of the walk's
-    lookups, and takes that column's ``__dict__``s."""
+    lookups, and takes that column's ``__dict__``s.
+
+    ``entry_paths``: each of ``entries``' owner path, in its order, where the caller read them
+    (the walk's: nothing written since); else each is read here."""
     n = len(entries)
     dicts: list[Any] = [None] * n
     keys: list[Any] = [None] * n
@@ -416,7 +420,9 @@ def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
                 rows = column_rows(entries, column_entries, column_owners, taken)
             if rows is None:
                 continue
-            paths = list(map(_owner_path, column_entries))
+            # the rows at ``rows`` of ``entries`` are the column's (column_rows' identity sweep)
+            paths = list(map(_owner_path, column_entries)) if entry_paths is None \
+                else entry_paths[rows]
             if last is not None and same_owners(paths, column_owners, last):
                 held_dicts = last[2]  # the walk maps these paths to these owners: proven there
             elif all(map(_is, map(owners.get, paths, repeat(MISSING)), column_owners)):
@@ -432,7 +438,8 @@ def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
     rest = not_taken(taken)  # the rows no column answered (None: every row)
     group_of = entries if rest is None else list(map(entries.__getitem__, rest))
     names = list(map(_name, group_of))
-    paths = list(map(_owner_path, group_of))
+    paths = list(map(_owner_path, group_of)) if entry_paths is None else \
+        entry_paths if rest is None else list(map(entry_paths.__getitem__, rest))
     if rest is None:
         keys = names
     else:

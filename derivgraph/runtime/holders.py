@@ -13,7 +13,7 @@ from __future__ import annotations
 import operator
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import compress, repeat
+from itertools import compress, islice, repeat
 from typing import Any
 
 import torch
@@ -93,13 +93,16 @@ class Holders:
         #: startup address (by the joint check); None: not proven by a source check
         self.startup_checked: Any = None
 
-    def walk(self, source_owners: list[str] | None = None) -> HopTable:
+    def walk(self, source_owners: list[str] | None = None,
+             entry_paths: list[str] | None = None) -> HopTable:
         """Walk every owner path once (sources' and derived tensors'; ``source_owners``: the
-        sources' owner paths, else read from the bound sources)."""
+        sources' owner paths, else read from the bound sources; ``entry_paths``: every
+        entry's owner path in the entries' order, where the caller read them)."""
         if source_owners is None:
             source_owners = [s.rpartition(".")[0] for s, *_ in self._sources]
-        self.hops = HopTable(self.model, source_owners
-                             + list(map(_owner_path, self.entries.values())))
+        if entry_paths is None:
+            entry_paths = list(map(_owner_path, self.entries.values()))
+        self.hops = HopTable(self.model, source_owners + entry_paths)
         return self.hops
 
     def bind(self, sources: Mapping[str, torch.Tensor], columns: Iterable[HeldColumn] = (),
@@ -131,7 +134,8 @@ class Holders:
             ptrs = data_ptrs(tensors)
         self._source_checks = self._source_watch = None
         self._source_watchable = True
-        objs = self.walk(owner_paths).objects
+        entry_paths = list(map(_owner_path, self.entries.values()))  # the walk's, and refresh's
+        objs = self.walk(owner_paths, entry_paths).objects
         owners = list(map(objs.get, owner_paths, repeat(MISSING)))  # objs[""] is the model
         # holder_dicts is a function of the owners' registries and dicts: the same objects,
         # nothing written since, the same answer
@@ -141,13 +145,16 @@ class Holders:
         self._source_owners, self._source_hops = owner_paths, None  # see source_hops
         self._proven = None
         self._sources_stale = False
-        self.refresh(columns)
+        self.refresh(columns, entry_paths)
 
-    def refresh(self, columns: Iterable[HeldColumn] = ()) -> None:
+    def refresh(self, columns: Iterable[HeldColumn] = (),
+                entry_paths: list[str] | None = None) -> None:
         """Re-read each derived tensor's holder slot (after a walk; ``columns``: as
         :meth:`bind`'s). Derived scalars and tuple items are left out of the table (a tuple
         item: the tuple's hop): each kind and slot is read in one sweep, but a column's rows
-        (:func:`column_rows`: attribute slots of a tensor kind) are kept unread."""
+        (:func:`column_rows`: attribute slots of a tensor kind) are kept unread.
+        ``entry_paths``: every entry's owner path in the entries' order, as the walk read
+        them (nothing written since), else each is read where it is needed."""
         entries = list(self.entries.values())
         columns = list(columns)
         taken = bytearray(len(entries))
@@ -168,7 +175,7 @@ class Holders:
         held = list(compress(entries, keep))
         self.table = HolderTable(held, self._where, holders_of(
             self.hops.objects if self.hops else {}, self.model, held, columns,
-            found if every else None))
+            found if every else None, entry_paths if every else None))
         self._scalars = list(compress(read, scalar))
         self._scalar_reads = None
 
@@ -515,8 +522,14 @@ def recorded_ptrs(paths: list[str], objects: list[Any],
                   recorded: Mapping[str, tuple[int, int]]) -> list[int] | None:
     """The recorded address of each path's object where ``recorded`` (path -> (object id,
     address) of objects still alive, nothing re-pointed since) names every path with its
-    very object (ids of live objects are unique); None else (the caller reads them)."""
-    got = list(map(recorded.get, paths, repeat(None)))
+    very object (ids of live objects are unique); None else (the caller reads them).
+
+    Where ``recorded`` starts with ``paths`` (its first keys are they, in their order: the
+    startup record's paths start with the sources), its first values are theirs, taken
+    in order; else each path is looked up."""
+    n = len(paths)
+    got = list(islice(recorded.values(), n)) if list(islice(recorded, n)) == paths \
+        else list(map(recorded.get, paths, repeat(None)))
     if None in got or list(map(id, objects)) != list(map(_first, got)):
         return None
     return list(map(_second, got))

@@ -105,8 +105,8 @@ def test_canary_the_view_rule_planted_away_loses_the_rows_views(
 
 def test_canary_the_constant_rule_planted_away_loses_the_rows_constants(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    real = layers.closed_nodes
-    monkeypatch.setattr(planner, "closed_nodes", lambda graph, answered=None: real(graph))
+    monkeypatch.setattr(planner, "_no_constant_rows",  # every closed table's rows left out
+                        lambda graph, deps: layers.closed_layers(graph))
     plain, stamped = _plans([_readers_spec()])
     rows = _row_ids(stamped.graph)
     assert len(plain.tensors.constants) == LAYERS + 1  # the shared full, each layer's c * 3.0
