@@ -300,9 +300,6 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
         plan.tensors.layouts = None
         for column in columns:  # the eager values: the plan does not keep them
             column.values = []
-    # the closed rows' node ids pay during the compile's sweeps; a plan does not keep them
-    # (~8 MB at 100k derived tensors; a later sweep rebuilds them from the tables)
-    graph.closed_cache = (-1, None)
     logger.info("compiled %d derived tensors (%d adopted) over %d sources, %d steps, %d groups, "
                 "%d CSE hits", len(plan.entries), plan.entries.adopted(),
                 len(plan.source_ptrs), plan.programs.step_count(),

@@ -219,7 +219,6 @@ class DerivedGraph:
         # their instance tables, one per template (derivgraph.compiler.instances)
         self.stamps: list[Any] = []
         self.layer_cache: tuple[int, Any] = (-1, None)  # the proven ones, by graph version
-        self.closed_cache: tuple[int, Any] = (-1, None)  # their nodes, by graph version
         # the closed tables the order's spans were made of (every row of each), by version
         self.span_cache: tuple[int, Any] = (-1, None)
         self._deps: dict[str, frozenset[str]] = {}

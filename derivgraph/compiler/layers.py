@@ -31,7 +31,6 @@ the topological order's walk of each such row from its template's.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from itertools import chain, filterfalse
 from operator import is_, itemgetter, sub
 
@@ -47,7 +46,7 @@ from derivgraph.compiler.instances import (
 from derivgraph.compiler.ir import Node, NodeKind, depth_first
 from derivgraph.errors import Rule, SourceLocation, SpecIssue, SpecValidationError
 
-__all__ = ["Span", "closed_layers", "closed_nodes", "layer_nodes", "open_rows", "row_blocks",
+__all__ = ["Span", "closed_layers", "layer_nodes", "open_rows", "row_blocks",
            "unspanned"]
 
 
@@ -123,24 +122,6 @@ def _closed(graph: DerivedGraph, template: tuple[str, ...]) -> bool:
         if any(u not in own for u in users[node_id]):
             return False
     return True
-
-
-def closed_nodes(graph: DerivedGraph,
-                 answered: Callable[[InstanceTable], bool] | None = None) -> set[str]:
-    """Every node of every closed row (:func:`closed_layers`) whose table ``answered`` gives
-    true for (default: every table; that set is cached per graph version).
-
-    A sweep over every node whose answer for a closed row is its template's (the same kind
-    and op at the same position, nothing outside reading it) leaves these out and reads the
-    answer from the template: ``answered`` says of which tables it can."""
-    tables = closed_layers(graph)
-    if answered is not None and not all(map(answered, tables)):
-        return layer_nodes([t for t in tables if answered(t)])
-    version, found = graph.closed_cache
-    if version != graph.ir.version or found is None:
-        found = layer_nodes(tables)
-        graph.closed_cache = (graph.ir.version, found)
-    return found
 
 
 def layer_nodes(tables: list[InstanceTable]) -> set[str]:

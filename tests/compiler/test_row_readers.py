@@ -83,17 +83,6 @@ def test_every_rows_view_and_constant_is_found() -> None:
     assert _differences(plain, stamped) == []
 
 
-def test_a_compiled_plan_keeps_no_closed_rows_cache() -> None:
-    """The closed rows' node ids are cached during the compile's sweeps and dropped at its
-    end; a later sweep rebuilds the same set from the tables."""
-    _, stamped = _plans([_readers_spec()])
-    graph = stamped.graph
-    assert graph.closed_cache == (-1, None)
-    again = layers.closed_nodes(graph)
-    assert again == _row_ids(graph) and len(again) == 7 * (LAYERS - 1)
-    assert graph.closed_cache == (graph.ir.version, again)
-
-
 def test_canary_the_view_rule_planted_away_loses_the_rows_views(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(storage, "_has_view", lambda *args: False)
