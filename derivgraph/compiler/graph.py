@@ -77,11 +77,12 @@ class DerivedNode:
     bound: BoundSpec
     decl: DerivedTensor
     owner_path: str  # from the model root
-    input: str | None = None  # node id of the value (or alias target / view base chain)
-    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
-    params: dict[str, Any] = field(default_factory=dict)
-    meta: torch.Tensor | None = None  # inferred value on the meta device
+    input: str | None  # node id of the value (or alias target / view base chain)
+    device: torch.device
+    params: dict[str, Any]
+    meta: torch.Tensor | None  # inferred value on the meta device
     _kind: TensorKind = field(init=False, repr=False)
+    # the defaults are stated once, in __init__ (no generated one: a column passes its kind)
 
     def __init__(self, id: str, bound: BoundSpec, decl: DerivedTensor, owner_path: str,
                  input: str | None = None, device: torch.device = _UNSET,
