@@ -12,7 +12,7 @@ import abc
 import dataclasses
 import functools
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import repeat
 from typing import Any
 
@@ -90,9 +90,9 @@ class ModuleOwners:
         self.classes = set(map(type, objs))
         self._plain: bool | None = None  # every class a module, every object of its own class
         self._dicts: list[Any] = []
-        # per MODULE_REGISTRIES' registry, read in order when first needed: every owner's
-        # and their keys' union (:func:`_str_keys`)
-        self._registries: list[tuple[list[Any], set[str] | None]] = []
+        # per MODULE_REGISTRIES' registry, read in order when first needed: the union of
+        # every owner's keys (:func:`_str_keys`; None: the registries are swept per name)
+        self._registries: list[set[str] | None] = []
 
     def absent(self, part: str) -> bool:
         """:func:`absent_on_modules` of these owners and ``part``."""
@@ -106,11 +106,10 @@ class ModuleOwners:
             return False
         for i, registry in enumerate(MODULE_REGISTRIES):
             if i == len(self._registries):
-                held = list(map(registry, dicts))
-                self._registries.append((held, _str_keys(held)))
-            held, keys = self._registries[i]
+                self._registries.append(_str_keys(map(registry, dicts)))
+            keys = self._registries[i]
             if part in keys if keys is not None and type(part) is str \
-                    else any(map(operator.contains, held, repeat(part))):
+                    else any(map(operator.contains, map(registry, dicts), repeat(part))):
                 return False
         return True
 
@@ -124,7 +123,7 @@ class ModuleOwners:
         return self._plain
 
 
-def _str_keys(registries: list[Any]) -> set[str] | None:
+def _str_keys(registries: Iterable[Any]) -> set[str] | None:
     """The union of ``registries``' keys where each is a ``str`` (None where one is not): a
     ``str`` name is in some registry exactly when it is in the union, since among ``str`` s
     (no subclass) equality is the strings' and the hash agrees with it, in a dict as in a
