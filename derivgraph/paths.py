@@ -12,7 +12,7 @@ import abc
 import dataclasses
 import functools
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import repeat
 from typing import Any
 
@@ -90,7 +90,9 @@ class ModuleOwners:
         self.classes = set(map(type, objs))
         self._plain: bool | None = None  # every class a module, every object of its own class
         self._dicts: list[Any] = []
-        self._registries: list[list[Any]] = []  # MODULE_REGISTRIES' lists, read in order
+        # per MODULE_REGISTRIES' registry, read in order when first needed: the union of
+        # every owner's keys (:func:`_str_keys`; None: the registries are swept per name)
+        self._registries: list[set[str] | None] = []
 
     def absent(self, part: str) -> bool:
         """:func:`absent_on_modules` of these owners and ``part``."""
@@ -104,8 +106,10 @@ class ModuleOwners:
             return False
         for i, registry in enumerate(MODULE_REGISTRIES):
             if i == len(self._registries):
-                self._registries.append(list(map(registry, dicts)))
-            if any(map(operator.contains, self._registries[i], repeat(part))):
+                self._registries.append(_str_keys(map(registry, dicts)))
+            keys = self._registries[i]
+            if part in keys if keys is not None and type(part) is str \
+                    else any(map(operator.contains, map(registry, dicts), repeat(part))):
                 return False
         return True
 
@@ -117,6 +121,15 @@ class ModuleOwners:
             if self._plain:
                 self._dicts = [o.__dict__ for o in objs]
         return self._plain
+
+
+def _str_keys(registries: Iterable[Any]) -> set[str] | None:
+    """The union of ``registries``' keys where each is a ``str`` (None where one is not): a
+    ``str`` name is in some registry exactly when it is in the union, since among ``str`` s
+    (no subclass) equality is the strings' and the hash agrees with it, in a dict as in a
+    set; so :meth:`ModuleOwners.absent` asks it once in place of a sweep per name."""
+    keys = set().union(*filter(None, registries))
+    return keys if all(type(k) is str for k in keys) else None
 
 
 #: an ``nn.Module``'s registries in the order :func:`step_into` reads them (its ``__dict__``

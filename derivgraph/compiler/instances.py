@@ -50,6 +50,10 @@ class InstanceTable:
     # source there: the template's probes proved it (each row's probes gave the same facts)
     layouts: dict[int, tuple[Any, ...]] = field(default_factory=dict)
     layouts_hold: bool = True  # false when a row's replay read such a source itself
+    # column k -> its ids, for the rows list below at the length below (see :meth:`column`)
+    _columns: dict[int, list[str]] = field(default_factory=dict, init=False, repr=False)
+    _columns_of: tuple[list[tuple[str, ...]] | None, int] = field(default=(None, 0),
+                                                                  init=False, repr=False)
 
     def add_row(self, row: tuple[str, ...], prefix: str, start: int) -> None:
         """Append a stamped layer's row with its record (module path, op count before)."""
@@ -68,8 +72,20 @@ class InstanceTable:
         return len(self.rows)
 
     def column(self, k: int) -> list[str]:
-        """Template node ``k``'s counterpart in every row, in stamping order."""
-        return [row[k] for row in self.rows]
+        """Template node ``k``'s counterpart in every row, in stamping order (a new list).
+
+        Each column is read from the rows once and kept for the rows list it was read from at
+        that list's length: the library only appends rows (:meth:`add_row`,
+        :meth:`add_rows`) or makes a new table (:meth:`subset`), and a new length or a new
+        list drops what was kept. A row is not rewritten in place once a column was read."""
+        rows = self.rows
+        if self._columns_of[0] is not rows or self._columns_of[1] != len(rows):
+            self._columns.clear()
+            self._columns_of = (rows, len(rows))
+        found = self._columns.get(k)
+        if found is None:
+            found = self._columns[k] = [row[k] for row in rows]
+        return found.copy()
 
     def ids(self) -> Iterator[str]:
         """Every node of every row, row by row."""

@@ -60,8 +60,8 @@ class Plain:
         self.scale = 1
 
 
-PARTS = ["scale", "stat", "inner", "note", "kind", "shown", "missing", "inv", "0", "", "forward",
-         "training"]
+PARTS = ["scale", "stat", "inner", "note", "kind", "shown", "missing", "inv", "prod", "0", "",
+         "forward", "training"]
 GROUPS = {
     "layers": lambda: [Layer() for _ in range(5)],
     "mixed classes": lambda: [Layer(), Other(), Layer()],
@@ -69,12 +69,52 @@ GROUPS = {
     "disguised": lambda: [Layer(), Disguised()],
     "not modules": lambda: [Layer(), Plain()],
     "empty": lambda: [],
+    "the last holds it as a parameter": lambda: [Layer(), _held(Layer(), "_parameters", "inv")],
+    "the first holds it as a buffer": lambda: [_held(Layer(), "_buffers", "inv"), Layer()],
+    "one holds it as a submodule": lambda: [Layer(), _held(Layer(), "_modules", "inv"), Layer()],
+    "each holds a different name": lambda: [_held(Layer(), "_buffers", "inv"),
+                                            _held(Layer(), "_buffers", "prod")],
+    "a key that is not a str": lambda: _odd_first(),
 }
 
 
 def _with(layer: Layer, name: str) -> Layer:
     setattr(layer, name, torch.ones(1))
     return layer
+
+
+def _held(layer: Layer, registry: str, name: str) -> Layer:
+    """``layer`` holding ``name`` in one registry (a parameter, a buffer or a submodule)."""
+    if registry == "_parameters":
+        layer.register_parameter(name, nn.Parameter(torch.ones(1), requires_grad=False))
+    elif registry == "_buffers":
+        layer.register_buffer(name, torch.ones(1))
+    else:
+        layer.add_module(name, nn.Identity())
+    return layer
+
+
+#: a ``str`` object equal to ``"inv"`` that is not the interned literal
+_SPECIAL = "".join(["in", "v"])
+
+
+class _Odd(str):
+    """A registry key equal only to the one object :data:`_SPECIAL` (``==`` not the
+    strings'): where it is kept in a union of keys, that union cannot answer for the sweep."""
+
+    def __eq__(self, other: object) -> bool:
+        return other is _SPECIAL
+
+    __hash__ = str.__hash__
+
+
+def _odd_first() -> list[Layer]:
+    """The first layer's parameters hold an :class:`_Odd` key ``"inv"``, the second's the
+    plain string ``"inv"`` (a union of keys keeps only the first of the two)."""
+    first, second = Layer(), Layer()
+    first._parameters[_Odd("inv")] = None
+    second._parameters[_SPECIAL] = None
+    return [first, second]
 
 
 @pytest.mark.parametrize("group", list(GROUPS))
@@ -150,3 +190,24 @@ def test_one_table_one_reading(monkeypatch: pytest.MonkeyPatch) -> None:
     with stamping(True):
         plan = compile_plan(scaling_model(12), [scaling_spec()])
     assert made == [11] and len(plan.entries.columns) == 4
+
+
+def test_a_name_that_is_not_a_str_is_swept() -> None:
+    """A name of a ``str`` subclass (its own ``==``) is asked of every registry, not of the
+    union of their keys: the union keeps the first of two equal strings only."""
+    layers = [_held(Layer(), "_parameters", "inv"), Layer()]
+    layers[1]._parameters[_SPECIAL] = None
+    owners = ModuleOwners(layers)
+    assert owners.absent(_Odd("inv")) is _reference(layers, _Odd("inv")) is False
+    assert owners.absent("inv") is _reference(layers, "inv") is False
+
+
+def test_plain_registries_are_asked_through_their_keys() -> None:
+    """Plain modules' registries (every key a ``str``) are read once into one union of keys
+    each; a registry with a key of another type has none (it is swept per name)."""
+    owners = ModuleOwners([_held(Layer(), "_buffers", "inv"), Layer(), Layer()])
+    assert owners.absent("missing")
+    assert owners._registries == [{"inner"}, {"scale"}, {"stat", "inv"}]
+    odd = ModuleOwners(_odd_first())
+    assert not odd.absent("inv")
+    assert [keys is None for keys in odd._registries] == [False, True]

@@ -1,0 +1,70 @@
+"""``InstanceTable.column`` keeps each column it read: the kept column is the per-row rule's
+(template node ``k``'s counterpart in every row) after every way the library changes a table's
+rows, and what a caller is handed is its own list."""
+
+from __future__ import annotations
+
+import pytest
+
+from derivgraph.compiler.instances import InstanceTable
+
+
+def _rule(table: InstanceTable, k: int) -> list[str]:
+    """The column written out per row."""
+    return [row[k] for row in table.rows]
+
+
+def _table(n: int, tag: str = "") -> InstanceTable:
+    rows = [(f"l.{i}.a{tag}", f"l.{i}.b{tag}", f"%{i}:mul{tag}") for i in range(n)]
+    return InstanceTable(("l.0.a", "l.0.b", "%0:mul"), rows, "l.0", [f"l.{i}" for i in range(n)],
+                         list(range(n)))
+
+
+@pytest.mark.parametrize("n", [0, 1, 5])
+def test_every_column_read_twice_is_the_rule(n: int) -> None:
+    table = _table(n)
+    for _ in range(2):
+        for k in range(3):
+            assert table.column(k) == _rule(table, k)
+
+
+def test_a_caller_s_list_is_its_own() -> None:
+    table = _table(4)
+    first = table.column(1)
+    first.append("extra")
+    first[0] = "changed"
+    assert table.column(1) == _rule(table, 1) == ["l.0.b", "l.1.b", "l.2.b", "l.3.b"]
+    assert table.column(1) is not table.column(1)
+
+
+def test_appended_rows_are_read() -> None:
+    table = _table(3)
+    assert table.column(0) == _rule(table, 0)
+    table.add_row(("x.a", "x.b", "%9:mul"), "x", 9)
+    assert table.column(0)[-1] == "x.a" and table.column(0) == _rule(table, 0)
+    table.add_rows([("y.a", "y.b", "%10:mul"), ("z.a", "z.b", "%11:mul")], ["y", "z"], [10, 11])
+    for k in range(3):
+        assert table.column(k) == _rule(table, k)
+
+
+def test_a_new_rows_list_of_the_same_length_is_read() -> None:
+    table = _table(3)
+    assert table.column(2) == _rule(table, 2)
+    table.rows = _table(3, "'").rows
+    assert table.column(2) == _rule(table, 2) == ["%0:mul'", "%1:mul'", "%2:mul'"]
+
+
+def test_a_subset_reads_its_own_rows() -> None:
+    table = _table(5)
+    assert table.column(0) == _rule(table, 0)
+    kept = table.subset([True, False, True, False, True])
+    assert kept.column(0) == ["l.0.a", "l.2.a", "l.4.a"] == _rule(kept, 0)
+    assert table.column(0) == _rule(table, 0)
+
+
+def test_the_kept_columns_are_not_in_the_repr_or_the_constructor() -> None:
+    table = _table(2)
+    table.column(0)
+    assert "_columns" not in repr(table)
+    with pytest.raises(TypeError):
+        InstanceTable(("a",), _columns={})  # type: ignore[call-arg]
