@@ -82,7 +82,28 @@ def locate(parent: Any, key: str) -> tuple[Any, tuple[Any, Any] | None]:
     return child, where
 
 
-class HopTable:
+class _WatchedDicts:
+    """The tags of a table's holder dicts (``dicts``; ``NO_DICT`` where an item has none),
+    snapshotted by :meth:`settle` after every item was proven: ``watch``, the
+    :class:`~derivgraph.runtime.watch.ItemWatch` (None until built), ``watchable``, False once
+    :func:`~derivgraph.runtime.watch.watch_items` refused the table (its items are fixed once
+    made, so it would refuse again)."""
+
+    __slots__ = ()
+    dicts: list[dict[Any, Any]]
+    watch: ItemWatch | None
+    watchable: bool
+
+    def settle(self) -> None:
+        """Every item was just proven (or walked, or re-bound): snapshot their dicts' tags."""
+        if self.watch is not None:
+            self.watch.settle()
+        elif self.watchable:
+            self.watch = watch_items(self.dicts, NO_DICT)
+            self.watchable = self.watch is not None
+
+
+class HopTable(_WatchedDicts):
     """Every hop from the model to the owners on a set of paths, resolved once.
 
     A hop is ``parent -> parent.part``; where the parent keeps the child in a dict (a
@@ -230,14 +251,6 @@ class HopTable:
         objects, prefixes, parents, parts = self.objects, self.prefixes, self.parents, self.parts
         return all(step_into(objects[parents[i]], parts[i]) is objects[prefixes[i]]
                    for i in self.slow)
-
-    def settle(self) -> None:
-        """Every hop was just proven (or walked again): snapshot the tags of their dicts."""
-        if self.watch is not None:
-            self.watch.settle()
-        elif self.watchable:
-            self.watch = watch_items(self.dicts, NO_DICT)
-            self.watchable = self.watch is not None
 
     def refresh(self) -> list[str]:
         """Re-walk the hops under every rebuilt one; returns the prefixes re-walked."""
@@ -506,7 +519,7 @@ def _index(entries: list[Entry], entry: Entry, start: int = 0) -> int:
                 -1)
 
 
-class HolderTable:
+class HolderTable(_WatchedDicts):
     """The accessors of every tensor holder (derived scalars and tuple items excluded)."""
 
     __slots__ = ("entries", "id_list", "ids", "dicts", "keys", "storages", "ptrs", "fast",
@@ -582,14 +595,6 @@ class HolderTable:
         if not stale and (self.watch is None or self.watch.moved):
             self.settle()
         return stale
-
-    def settle(self) -> None:
-        """Every holder was just proven or re-bound: snapshot the tags of their dicts."""
-        if self.watch is not None:
-            self.watch.settle()
-        elif self.watchable:
-            self.watch = watch_items(self.dicts, NO_DICT)
-            self.watchable = self.watch is not None
 
     def values(self, indices: Sequence[int]) -> list[Any]:
         """What the holders at ``indices`` hold now (None where the key is gone)."""
