@@ -27,12 +27,13 @@ to back, and what one touches decides what the next finds in the caches (a plugi
 the reload after it, whichever arm, by ~60-100 us on the tiny Llama on CPU: its refill's code
 and metadata footprint, not its data or the collector: ``benchmarks/results/reload61``). With
 the two default arms the rotated order puts ``off`` after a plugin reload in 3 rounds of 4 and
-the plugin arm in 1 of 4, so ``paired``
-counts that carry-over against ``off``; ``steady_state_delta_us`` (the plugin reload after a
-plugin reload less the ``off`` reload after an ``off`` one, medians) is the cost of reloading
-with the plugin every time against never, and ``carry_us`` (the ``off`` reload after a plugin
-reload less after an ``off`` one) the part of it paid by the next reload (with the two
-default arms; ``by_previous`` lists every transition that occurred).
+the plugin arm in 1 of 4, so ``paired`` counts that carry-over against ``off``.
+``steady_state_delta_us`` (the plugin reload after a plugin reload less the ``off`` reload after
+an ``off`` one, medians) is the cost of reloading with the plugin every time against never, and
+``steady_state_ratio`` the same as a ratio: issue 20.5's judged figure (the rule, published
+before judging, is in ``BENCHMARKS.md`` and ``benchmarks/judge_vllm_reload.py``). ``carry_us``
+(the ``off`` reload after a plugin reload less after an ``off`` one) is the part of it paid by
+the next reload (with the two default arms; ``by_previous`` lists every transition that occurred).
 
     python3 benchmarks/bench_vllm_reload.py --repeat 41 \
         --json benchmarks/results/vllm_reload_cpu.json
@@ -71,7 +72,12 @@ from typing import Any
 
 from vllm_integration.tiny_llama import SPECS, checkpoint, cold_start, tiny_llama_vllm
 
-__all__ = ["main", "measure"]
+__all__ = ["JUDGED_PROCESSES", "JUDGED_REPEAT", "GOAL", "judge", "main", "measure"]
+
+#: issue 20.5's judging rule, published before judging (``BENCHMARKS.md``): this many processes
+#: of ``--clock cpu --repeat JUDGED_REPEAT`` each, the figure per process its
+#: ``steady_state_ratio``, the verdict the median of those against ``GOAL``
+JUDGED_PROCESSES, JUDGED_REPEAT, GOAL = 4, 1001, 1.05
 
 
 def _bootstrap_median(values: list[float], boot: int, seed: int = 0) -> list[float]:
@@ -116,7 +122,8 @@ class _Unhooked:
 def _by_previous(sequence: list[tuple[str, float]], previous: str, mode: str) -> dict[str, Any]:
     """The timed reloads (``(arm, ms)`` in the order they ran; ``previous``: the arm of the
     reload before the first) by the arm of the reload before each: ``"<arm> after <arm>"`` ->
-    count and median ms; with ``steady_state_delta_us`` and ``carry_us`` (see the module
+    count and median ms; with ``steady_state_delta_us``, ``steady_state_ratio`` (issue 20.5's
+    judged figure: the plugin every reload over never) and ``carry_us`` (see the module
     docstring) where the transitions they need occurred."""
     after: dict[str, list[float]] = {}
     for arm, ms in sequence:
@@ -129,9 +136,30 @@ def _by_previous(sequence: list[tuple[str, float]], previous: str, mode: str) ->
     on_on = medians.get(f"{mode} after {mode}")
     if off_off is not None and on_on is not None:
         out["steady_state_delta_us"] = round((on_on - off_off) * 1e3, 1)
+        out["steady_state_ratio"] = round(on_on / off_off, 4)
     if off_off is not None and off_on is not None:
         out["carry_us"] = round((off_on - off_off) * 1e3, 1)
     return out
+
+
+def judge(results: list[dict[str, Any]], goal: float = GOAL) -> dict[str, Any]:
+    """Issue 20.5's verdict over one tree's process results (each a :func:`measure` result):
+    every process's ``steady_state_ratio`` (from its ``by_previous`` medians, so results of
+    trees whose bench predates the key judge the same), their median, and ``met`` (median <=
+    ``goal``). ``complete`` is False when fewer than :data:`JUDGED_PROCESSES` processes, or one
+    of fewer than :data:`JUDGED_REPEAT` rounds or without both transitions, were given: such a
+    sample is reported, never judged."""
+    ratios = []
+    for result in results:
+        after = result.get("by_previous", {})
+        on, off = after.get(f"{result['mode']} after {result['mode']}"), after.get("off after off")
+        if on is not None and off is not None:
+            ratios.append(round(on["median_ms"] / off["median_ms"], 4))
+    complete = (len(results) >= JUDGED_PROCESSES and len(ratios) == len(results)
+                and all(r["repeat"] >= JUDGED_REPEAT for r in results))
+    median = round(statistics.median(ratios), 4) if ratios else None
+    return {"ratios": ratios, "median": median, "goal": goal, "complete": complete,
+            "met": complete and median is not None and median <= goal}
 
 
 def _quantile(values: list[float], q: int) -> float:

@@ -22,6 +22,7 @@ def test_each_reload_is_filed_under_the_arm_before_it() -> None:
         "refill after refill": {"n": 1, "median_ms": 5.5},
     }
     assert out["steady_state_delta_us"] == pytest.approx(600.0)  # 5.5 - 4.9 ms
+    assert out["steady_state_ratio"] == pytest.approx(5.5 / 4.9, abs=1e-4)
     assert out["carry_us"] == pytest.approx(200.0)  # 5.1 - 4.9 ms
 
 
@@ -35,6 +36,7 @@ def test_figures_need_their_transitions() -> None:
     out = _by_previous([("off", 5.0), ("refill", 5.4), ("off", 5.1), ("refill", 5.3)],
                        "refill", "refill")
     assert "steady_state_delta_us" not in out and "carry_us" not in out
+    assert "steady_state_ratio" not in out
     assert sum(v["n"] for v in out["by_previous"].values()) == 4
 
 
@@ -43,3 +45,29 @@ def test_other_arms_are_kept_apart() -> None:
     assert out["by_previous"]["off after hooks_only"] == {"n": 1, "median_ms": 5.0}
     assert out["by_previous"]["hooks_only after off"] == {"n": 1, "median_ms": 5.2}
     assert "carry_us" not in out  # no off reload after a refill one
+
+
+def _result(on_on: float, off_off: float, repeat: int = 1001) -> dict:
+    return {"mode": "refill", "repeat": repeat, "by_previous": {
+        "refill after refill": {"n": 250, "median_ms": on_on},
+        "off after off": {"n": 250, "median_ms": off_off}}}
+
+
+def test_the_verdict_is_the_median_of_each_process_steady_state() -> None:
+    from vllm_integration.reload_bench import judge
+    out = judge([_result(5.25, 5.0), _result(5.3, 5.0), _result(5.2, 5.0), _result(5.6, 5.0)])
+    assert out["ratios"] == [1.05, 1.06, 1.04, 1.12]
+    assert out["median"] == pytest.approx(1.055)  # (1.05 + 1.06) / 2
+    assert out["complete"] and not out["met"]
+    met = judge([_result(5.2, 5.0), _result(5.25, 5.0), _result(5.1, 5.0), _result(5.9, 5.0)])
+    assert met["median"] == pytest.approx(1.045) and met["met"]
+
+
+def test_a_short_or_small_sample_is_reported_not_judged() -> None:
+    from vllm_integration.reload_bench import judge
+    assert not judge([_result(5.0, 5.0)] * 3)["complete"]  # three processes
+    short = judge([_result(5.0, 5.0)] * 3 + [_result(5.0, 5.0, repeat=151)])
+    assert short["median"] == 1.0 and not short["complete"] and not short["met"]
+    lacking = judge([_result(5.0, 5.0)] * 3 + [{"mode": "refill", "repeat": 1001,
+                                               "by_previous": {}}])
+    assert lacking["ratios"] == [1.0, 1.0, 1.0] and not lacking["complete"]
