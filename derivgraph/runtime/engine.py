@@ -337,13 +337,13 @@ class Layouts:
     """The layouts a list of fresh tensors must have (their targets' dtypes and shapes), and
     the check of a list against them (:meth:`match`)."""
 
-    __slots__ = ("dtypes", "shapes", "_sizes", "_nd", "_guard", "_guards")
+    __slots__ = ("dtypes", "shapes", "_dims", "_sizes", "_nd", "_guard", "_guards")
 
     def __init__(self, dtypes: list[torch.dtype], shapes: list[torch.Size], numels: list[int]):
         self.dtypes, self.shapes = dtypes, shapes
         # (numel, ndim) decide a shape of ndim <= 1, so only the targets of ndim >= 2 have
         # their shape read (torch.Size is the costly read)
-        dims = list(map(len, shapes))
+        dims = self._dims = list(map(len, shapes))
         nd = list(compress(count(), map((1).__lt__, dims)))  # the indices of ndim >= 2
         self._sizes: tuple[list[int], list[int]] | None = None
         self._nd: tuple[Callable[[list[Any]], list[Any]] | None, list[Any]] | None = None
@@ -358,11 +358,11 @@ class Layouts:
         C-level sweep per property); False for a holder gone (None) or not a tensor.
 
         Where torch has TorchDynamo's ``TensorGuards`` (one C++ loop over the tensors), a
-        guard built from the last fresh tensors these sweeps accepted, with the targets' sizes,
-        proves the same in one call: it passes only for tensors of the same Python type,
-        dispatch keys (so not meta), dtype, device and ``requires_grad`` as those, and of the
-        targets' sizes. When it fails the sweeps decide (and, if they accept, the guard is
-        built again from these tensors, at most :data:`MAX_GUARDS` times)."""
+        guard built from the last fresh tensors these sweeps accepted (so of the targets'
+        sizes) proves the same in one call: it passes only for tensors of the same Python type,
+        dispatch keys (so not meta), dtype, device, ``requires_grad`` and sizes as those. When
+        it fails the sweeps decide (and, if they accept, the guard is built again from these
+        tensors, at most :data:`MAX_GUARDS` times)."""
         guard = self._guard
         if guard is not None and guard.check(*theirs):
             return True
@@ -373,13 +373,14 @@ class Layouts:
 
     def guard(self, theirs: list[Any]) -> None:
         """Build the guard of :meth:`match` from ``theirs``, tensors that :meth:`swept`
-        accepts (the caller's proof; at most :data:`MAX_GUARDS` times)."""
+        accepts (the caller's proof; at most :data:`MAX_GUARDS` times). Each check takes its
+        tensor's sizes (``dynamic_dims_sizes=None``: the targets' sizes, by that proof; no
+        list of sizes converted per tensor) and any strides (None per dimension)."""
         if _TensorGuards is not None and self._guards < MAX_GUARDS:
             self._guards += 1
             try:
-                sizes, strides = _dims(self.shapes)
-                self._guard = _TensorGuards(*theirs, dynamic_dims_sizes=sizes,
-                                            dynamic_dims_strides=strides)
+                self._guard = _TensorGuards(*theirs, dynamic_dims_sizes=None,
+                                            dynamic_dims_strides=_any_strides(self._dims))
             except (TypeError, RuntimeError) as exc:  # a torch whose private signature differs
                 logger.debug("layout guard not built (%s); the sweeps decide", exc)
                 self._guard, self._guards = None, MAX_GUARDS
@@ -400,12 +401,12 @@ class Layouts:
             return False
 
 
-def _dims(shapes: list[torch.Size]) -> tuple[list[list[int]], list[list[None]]]:
-    """The guard's sizes (each shape's) and strides (None: any) per tensor: one list per
-    distinct shape, shared by the tensors of that shape (the guard only reads them)."""
-    sizes = {s: list(s) for s in set(shapes)}
-    strides = {s: [None] * len(s) for s in sizes}
-    return list(map(sizes.__getitem__, shapes)), list(map(strides.__getitem__, shapes))
+def _any_strides(dims: list[int]) -> list[list[None]]:
+    """The guard's strides per tensor (None: any), from each tensor's number of dimensions:
+    one list per distinct number, shared by the tensors that have it (the guard only reads
+    them)."""
+    strides = {d: [None] * d for d in set(dims)}
+    return list(map(strides.__getitem__, dims))
 
 
 class _Part(NamedTuple):
