@@ -251,7 +251,11 @@ class RefillTable:
         if held is not None:  # the column records: a key made once per record, not per target
             order, runs, self.spans = _by_key(held, _record_key)
             held = list(map(held.__getitem__, order))
-            self.shapes, self.dtypes = list(map(_shape, held)), list(map(_dtype, held))
+            # a run's records share their key (one dtype, device and shape): each run's
+            # first record read once, repeated over the run
+            firsts = [(held[a], b - a) for a, b in runs]
+            self.shapes = list(chain.from_iterable(repeat(r.shape, k) for r, k in firsts))
+            self.dtypes = list(chain.from_iterable(repeat(r.dtype, k) for r, k in firsts))
         else:
             dtypes, shapes = list(map(_dtype, storages)), list(map(_shape, storages))
             devices = list(map(_device, storages))
@@ -276,7 +280,8 @@ class RefillTable:
         # per target in the sorted order, as a partly rebuilt read's mask is
         self.is_constant = list(map(constants.__contains__, self.ids))
         self._constants = any(self.is_constant)
-        self.engine = list(map(engine.__contains__, self.ids))
+        self.engine = list(map(engine.__contains__, self.ids)) if engine \
+            else [False] * len(self.ids)  # no engine tensor: none of them is one
         # the targets are every holder of the table (in any order): a read that finds every
         # target rebuilt proves every holder holds a fresh tensor (the rebind sweeps no more)
         self.whole = len(self.index) == len(table) and set(self.index) == set(range(len(table)))
