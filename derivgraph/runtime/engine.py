@@ -251,7 +251,11 @@ class RefillTable:
         if held is not None:  # the column records: a key made once per record, not per target
             order, runs, self.spans = _by_key(held, _record_key)
             held = list(map(held.__getitem__, order))
-            self.shapes, self.dtypes = list(map(_shape, held)), list(map(_dtype, held))
+            # a run's records share their key (one dtype, device and shape): each run's
+            # first record read once, repeated over the run
+            firsts = [(held[a], b - a) for a, b in runs]
+            self.shapes = list(chain.from_iterable(repeat(r.shape, k) for r, k in firsts))
+            self.dtypes = list(chain.from_iterable(repeat(r.dtype, k) for r, k in firsts))
         else:
             dtypes, shapes = list(map(_dtype, storages)), list(map(_shape, storages))
             devices = list(map(_device, storages))
@@ -276,7 +280,8 @@ class RefillTable:
         # per target in the sorted order, as a partly rebuilt read's mask is
         self.is_constant = list(map(constants.__contains__, self.ids))
         self._constants = any(self.is_constant)
-        self.engine = list(map(engine.__contains__, self.ids))
+        self.engine = list(map(engine.__contains__, self.ids)) if engine \
+            else [False] * len(self.ids)  # no engine tensor: none of them is one
         # the targets are every holder of the table (in any order): a read that finds every
         # target rebuilt proves every holder holds a fresh tensor (the rebind sweeps no more)
         self.whole = len(self.index) == len(table) and set(self.index) == set(range(len(table)))
@@ -337,13 +342,13 @@ class Layouts:
     """The layouts a list of fresh tensors must have (their targets' dtypes and shapes), and
     the check of a list against them (:meth:`match`)."""
 
-    __slots__ = ("dtypes", "shapes", "_sizes", "_nd", "_guard", "_guards")
+    __slots__ = ("dtypes", "shapes", "_dims", "_sizes", "_nd", "_guard", "_guards")
 
     def __init__(self, dtypes: list[torch.dtype], shapes: list[torch.Size], numels: list[int]):
         self.dtypes, self.shapes = dtypes, shapes
         # (numel, ndim) decide a shape of ndim <= 1, so only the targets of ndim >= 2 have
         # their shape read (torch.Size is the costly read)
-        dims = list(map(len, shapes))
+        dims = self._dims = list(map(len, shapes))
         nd = list(compress(count(), map((1).__lt__, dims)))  # the indices of ndim >= 2
         self._sizes: tuple[list[int], list[int]] | None = None
         self._nd: tuple[Callable[[list[Any]], list[Any]] | None, list[Any]] | None = None
@@ -358,11 +363,11 @@ class Layouts:
         C-level sweep per property); False for a holder gone (None) or not a tensor.
 
         Where torch has TorchDynamo's ``TensorGuards`` (one C++ loop over the tensors), a
-        guard built from the last fresh tensors these sweeps accepted, with the targets' sizes,
-        proves the same in one call: it passes only for tensors of the same Python type,
-        dispatch keys (so not meta), dtype, device and ``requires_grad`` as those, and of the
-        targets' sizes. When it fails the sweeps decide (and, if they accept, the guard is
-        built again from these tensors, at most :data:`MAX_GUARDS` times)."""
+        guard built from the last fresh tensors these sweeps accepted (so of the targets'
+        sizes) proves the same in one call: it passes only for tensors of the same Python type,
+        dispatch keys (so not meta), dtype, device, ``requires_grad`` and sizes as those. When
+        it fails the sweeps decide (and, if they accept, the guard is built again from these
+        tensors, at most :data:`MAX_GUARDS` times)."""
         guard = self._guard
         if guard is not None and guard.check(*theirs):
             return True
@@ -373,13 +378,14 @@ class Layouts:
 
     def guard(self, theirs: list[Any]) -> None:
         """Build the guard of :meth:`match` from ``theirs``, tensors that :meth:`swept`
-        accepts (the caller's proof; at most :data:`MAX_GUARDS` times)."""
+        accepts (the caller's proof; at most :data:`MAX_GUARDS` times). Each check takes its
+        tensor's sizes (``dynamic_dims_sizes=None``: the targets' sizes, by that proof; no
+        list of sizes converted per tensor) and any strides (None per dimension)."""
         if _TensorGuards is not None and self._guards < MAX_GUARDS:
             self._guards += 1
             try:
-                sizes, strides = _dims(self.shapes)
-                self._guard = _TensorGuards(*theirs, dynamic_dims_sizes=sizes,
-                                            dynamic_dims_strides=strides)
+                self._guard = _TensorGuards(*theirs, dynamic_dims_sizes=None,
+                                            dynamic_dims_strides=_any_strides(self._dims))
             except (TypeError, RuntimeError) as exc:  # a torch whose private signature differs
                 logger.debug("layout guard not built (%s); the sweeps decide", exc)
                 self._guard, self._guards = None, MAX_GUARDS
@@ -400,12 +406,12 @@ class Layouts:
             return False
 
 
-def _dims(shapes: list[torch.Size]) -> tuple[list[list[int]], list[list[None]]]:
-    """The guard's sizes (each shape's) and strides (None: any) per tensor: one list per
-    distinct shape, shared by the tensors of that shape (the guard only reads them)."""
-    sizes = {s: list(s) for s in set(shapes)}
-    strides = {s: [None] * len(s) for s in sizes}
-    return list(map(sizes.__getitem__, shapes)), list(map(strides.__getitem__, shapes))
+def _any_strides(dims: list[int]) -> list[list[None]]:
+    """The guard's strides per tensor (None: any), from each tensor's number of dimensions:
+    one list per distinct number, shared by the tensors that have it (the guard only reads
+    them)."""
+    strides = {d: [None] * d for d in set(dims)}
+    return list(map(strides.__getitem__, dims))
 
 
 class _Part(NamedTuple):

@@ -110,7 +110,8 @@ def test_canary_a_guard_without_the_targets_sizes_copies_a_transposed_value(per_
 
     def sizeless(*tensors: torch.Tensor, dynamic_dims_sizes: Any, dynamic_dims_strides: Any) \
             -> Any:
-        return real(*tensors, dynamic_dims_sizes=[[None] * len(s) for s in dynamic_dims_sizes],
+        assert dynamic_dims_sizes is None  # each check takes its tensor's sizes
+        return real(*tensors, dynamic_dims_sizes=[[None] * t.dim() for t in tensors],
                     dynamic_dims_strides=dynamic_dims_strides)
 
     monkeypatch.setattr(engine, "_TensorGuards", sizeless)
@@ -191,3 +192,27 @@ def test_the_guard_is_built_at_compile_so_the_first_refill_sweeps_nothing(monkey
     assert plan.refill(verify=True).moved == []
     _check_against_cold(model, startup, 1)
     assert sweeps == []
+
+
+@needs_guard
+@pytest.mark.parametrize("layout", list(WRONG))
+def test_the_guard_built_at_compile_takes_the_targets_sizes_and_refuses_a_wrong_layout(
+        per_entry_spy, layout):
+    """The guard ``Plan.prepare`` builds from the targets themselves (each check taking its
+    tensor's sizes, not a list of them): the first all-rebuilt refill with one wrong layout is
+    declined by it and by the sweeps (the reference takes that holder), and no guard is built
+    from the wrong tensors."""
+    model = _stack(0)
+    plan = compile_plan(model, [SPEC])
+    startup = {k: e.storage for k, e in plan.entries.items()}
+    layouts = plan._refill_table._layouts
+    assert layouts._guard is not None and layouts._guards == 1
+    model.load(1)
+    model.post_load()
+    name = _plant(model, layout)
+    per_entry_spy.clear()
+    report = plan.refill(verify=True)
+    assert f"layers.3.{name}" in per_entry_spy
+    assert report.moved == [] and getattr(model.layers[3], name) is startup[f"layers.3.{name}"]
+    _check_against_cold(model, startup, 1)
+    assert layouts._guards == 1

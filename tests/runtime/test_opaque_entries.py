@@ -56,3 +56,22 @@ def test_the_opaque_entries_are_the_generic_ones(monkeypatch: pytest.MonkeyPatch
     assert plan._opaque() == want
     assert read == [len(plan.entries.generic)]  # found once, over the generic entries only
     assert len(plan.entries.generic) < len(plan.entries)
+
+
+def test_the_refill_table_marks_exactly_the_opaque_targets() -> None:
+    """The refill table's ``engine`` flags are the opaque engine tensors' (every other target
+    False, also where the plan has none), and a partly rebuilt read that leaves one of them
+    unrebuilt is refused (the per-entry path and ``check_refillable`` decide)."""
+    from derivgraph.runtime import engine
+
+    with stamping(True):
+        plan = compile_plan(_model(), [scaling_spec(), _engine_spec()])
+        plain = compile_plan(_model(), [scaling_spec()])
+    table = plan._refill_table
+    opaque = set(plan._opaque())
+    assert opaque and table.engine == [t in opaque for t in table.ids]
+    assert plain._refill_table.engine == [False] * len(plain._refill_table.ids)
+    first = table.engine.index(True)
+    rebuilt = tuple(i != first for i in range(len(table.ids)))
+    assert table._part(rebuilt) is engine._REFUSED
+    assert table._part(tuple(table.engine)) is not engine._REFUSED  # only they rebuilt
