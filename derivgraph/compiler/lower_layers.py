@@ -139,7 +139,9 @@ def _columns_hold(ctx: LowerContext, table: InstanceTable, shared: tuple[str, ..
     for an entry column's storages, against its layout record (proved where it was made)."""
     env, n, book = ctx.meta_env, len(table), book_of(ctx)
     width = len(table.template)  # the positions after it: a shared node's, in every row
-    columns = list(zip(*table.rows)) + [(s,) * n for s in shared]
+    # the table's own columns (read from the rows once: the schedule and the code generation
+    # read the same ones), then each shared node in every row
+    columns = [table.column(k) for k in range(width)] + [[s] * n for s in shared]
     for column, meta in zip(columns, metas):
         if not all(map(is_, map(env.get, column), repeat(meta, n))):
             return False
@@ -171,7 +173,10 @@ def _columns_hold(ctx: LowerContext, table: InstanceTable, shared: tuple[str, ..
                 memo[tuple(column)] = ptrs[at]
             continue
         mine = ptrs[k] = column_addresses(  # type: ignore[assignment]
-            ctx, column, values, tensors=kind in _PLAIN)  # all of that type, none meta
+            ctx, column[:1] if one else column, values[:1] if one else values,
+            tensors=kind in _PLAIN)  # all of that type, none meta
+        if one and mine is not None:  # one node's storage in every row: read once
+            mine = ptrs[k] = mine * n
         if at != k and not all(map(eq, mine, ptrs[at])):
             return False  # the template shares storage with position `at` here
         if at == k:
