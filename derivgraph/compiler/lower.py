@@ -528,12 +528,13 @@ def _step_order(order: list[str], chosen: dict[str, Step],
     steps, template first, is in the order a full lowering lists them); else None."""
     cols = [{s.node: [s.node, *layer.column_of(s.node)] for s in layer.steps}
             for layer in layers]
-    members = set(chosen)
-    for col in cols:
-        members.update(chain.from_iterable(col.values()))
+    mines = [set(chain.from_iterable(col.values())) for col in cols]  # each layer's nodes
+    if len(mines) == 1 and mines[0].issuperset(chosen):
+        members = mines[0]  # the one layer's nodes hold every chosen one (its template's)
+    else:
+        members = set(chosen).union(*mines)
     seen = list(filter(members.__contains__, order))
-    for col in cols:
-        mine = set(chain.from_iterable(col.values()))
+    for col, mine in zip(cols, mines):
         layer_seen = seen if len(mine) == len(seen) else list(filter(mine.__contains__, seen))
         first = layer_seen[:len(col)]
         if set(first) != col.keys() or \
