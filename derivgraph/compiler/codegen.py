@@ -305,12 +305,16 @@ class Emitter:
         return Bound(step.target) if step.out_shape is None else \
             OutView(step.target, step.out_shape)
 
-    def tensors(self, refs: list[str], alike: bool = False) -> str:
+    def tensors(self, refs: list[str], alike: bool = False,
+                values: list[Any] | None = None) -> str:
         """A prebuilt global list when every tensor is bound, else a list of local names
-        (``alike``: see :meth:`list_members`)."""
+        (``alike``: see :meth:`list_members`; ``values``: the refs' bound values, where the
+        caller holds them as ``bound_values`` reads them, else read here)."""
         local = self.locals
-        values = self.ctx.bound_values(refs, _UNBOUND) if local.keys().isdisjoint(refs) \
-            else [_UNBOUND]
+        if not local.keys().isdisjoint(refs):
+            values = [_UNBOUND]
+        elif values is None:
+            values = self.ctx.bound_values(refs, _UNBOUND)
         if any(map(is_, values, repeat(_UNBOUND))):  # a local (or an unbound node) among them
             return "[" + ", ".join(self.operand(r) for r in refs) + "]"
         keys = self.list_members(refs, alike)
@@ -674,6 +678,9 @@ class Members(NamedTuple):
     a: list[str]
     b: list[str]
     alike: bool = False
+    # the bound values of ``a`` and ``b`` where the caller holds them (else None: read them)
+    a_values: list[Any] | None = None
+    b_values: list[Any] | None = None
 
 
 def _step_members(ctx: LowerContext, key: GroupKey, steps: list[Step]) -> Members:
@@ -689,17 +696,25 @@ def _column_members(ctx: LowerContext, step: Step, layer: LayerSteps,
     """:class:`Members` of a template's step and its rows' (a compact lowering's column: an
     ``out=`` op writing its own node, operands by position, :attr:`LayerSteps.compact`;
     ``written``: the rows' written values where :func:`_column_plan` read them already, for
-    ``bound_values`` answers ref by ref: the targets' values are the template's, then those)."""
+    ``bound_values`` answers ref by ref: the targets' values are the template's, then those).
+    An operand column's values are the template's, then its rows' as the layer proof read
+    them where it kept them (:meth:`LayerSteps.kept_column_of`), else read when emitted."""
     def column(ref: str) -> list[str]:
         return [ref, *layer.column_of(ref)]
 
+    def values(ref: str) -> list[Any] | None:
+        rows = layer.kept_column_of(ctx, ref)
+        return None if rows is None else [*ctx.bound_values([ref], _UNBOUND), *rows]
+
     targets = column(step.target)
-    b = column(step.args[1].id) if len(step.args) > 1 and isinstance(step.args[1], NodeRef) \
-        else []
+    a_ref = step.args[0].id
+    b_ref = step.args[1].id if len(step.args) > 1 and isinstance(step.args[1], NodeRef) \
+        else None
     rows = None if written is None else written.get((id(layer.table), step.target))
     outs = ctx.bound_values(targets) if rows is None else \
         [*ctx.bound_values(targets[:1]), *rows]
-    return Members(targets, outs, column(step.args[0].id), b, True)
+    return Members(targets, outs, column(a_ref), [] if b_ref is None else column(b_ref), True,
+                   values(a_ref), None if b_ref is None else values(b_ref))
 
 
 def _emit_members(em: Emitter, key: GroupKey, m: Members, steps: list[Step] | None = None,
@@ -713,16 +728,16 @@ def _emit_members(em: Emitter, key: GroupKey, m: Members, steps: list[Step] | No
     outs = em.outs(steps, m.outs) if steps is not None else \
         em.outs_of(m.targets, m.outs, m.alike)
     if key.kind is GroupKind.COPY:
-        ins = em.tensors(m.a, m.alike)
+        ins = em.tensors(m.a, m.alike, m.a_values)
         return [(f"torch._foreach_copy_({outs}, {ins})", nodes)]
-    a = em.tensors(m.a, m.alike)
+    a = em.tensors(m.a, m.alike, m.a_values)
     lines = [(f"torch._foreach_copy_({outs}, {a})", nodes)]
     if key.kind is GroupKind.UNARY:
         lines.append((f"torch.{_FOREACH_UNARY[key.op]}({outs})", nodes))
         if key.scale is not None:
             lines.append((f"torch._foreach_mul_({outs}, {em.value(key.scale)})", nodes))
     elif key.kind is GroupKind.BINARY:
-        b = em.tensors(m.b, m.alike)
+        b = em.tensors(m.b, m.alike, m.b_values)
         lines.append((f"torch.{_FOREACH_BINARY[key.op]}({outs}, {b})", nodes))
     else:
         value = float.fromhex(key.scalar)

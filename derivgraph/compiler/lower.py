@@ -33,7 +33,7 @@ from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.interpret import Interpreter
 from derivgraph.compiler.ir import NodeKind, calls_of
 from derivgraph.compiler.layers import order_without_rows
-from derivgraph.compiler.lower_layers import provable_layers
+from derivgraph.compiler.lower_layers import kept_column, provable_layers
 from derivgraph.ops import OPS, OpKind
 from derivgraph.spec.kinds import TensorKind
 
@@ -104,6 +104,9 @@ class LayerSteps:
     # to be the template's, position by position (None: not proved; an env is replaced, never
     # changed in place: :func:`~derivgraph.compiler.schedule_layers.same_key_facts`)
     metas: Any = None
+    # the bound values the layer proof read of the rows' columns, during a compile (None: not
+    # kept; :func:`~derivgraph.compiler.lower_layers.kept_column` says where they hold)
+    values: Any = None
 
     @property
     def steps(self) -> tuple[Step, ...]:
@@ -124,6 +127,14 @@ class LayerSteps:
         where = self._where
         return self.table.column(where[ref]) if ref in where \
             else [ref] * len(self.table.rows)
+
+    def kept_column_of(self, ctx: LowerContext, ref: str) -> list[Any] | None:
+        """The rows' bound values at template node ``ref`` (``ctx.bound_values`` of its
+        :meth:`column_of`) as the layer proof read them, where they still hold
+        (:func:`~derivgraph.compiler.lower_layers.kept_column`); None where ``ref`` is no
+        template node or they were not kept or do not hold (read them again)."""
+        k = self._where.get(ref)
+        return None if k is None else kept_column(ctx, self.values, k)
 
     @cached_property
     def _where(self) -> dict[str, int]:
@@ -358,7 +369,8 @@ class Lowerer(Interpreter):
         graph = self.graph
         nodes, derived = graph.nodes, graph.derived
         env = self.ctx.meta_env  # what the layer proof reads the meta values from
-        tables = provable_layers(self.ctx)
+        kept: dict[int, Any] = {}  # a proven table's id -> the bound values its proof read
+        tables = provable_layers(self.ctx, kept)
         order = graph.ordered()
         rest = order_without_rows(graph, tables)  # cut at the order's spans where it can
         for node_id in rest:
@@ -379,7 +391,8 @@ class Lowerer(Interpreter):
         if not tables:
             return LoweredSteps(chosen.values())
         layers = tuple(LayerSteps(table, tuple(self._recipe(table.template, chosen)), nodes,
-                                  env) for table in tables)  # one recipe per template
+                                  env, kept.get(id(table)))
+                       for table in tables)  # one recipe per template
         steps_order = _step_order(order, chosen, layers) \
             if all(layer.compact for layer in layers) else None
         if steps_order is not None:  # the rows' steps are made on demand (expanded)
@@ -528,12 +541,13 @@ def _step_order(order: list[str], chosen: dict[str, Step],
     steps, template first, is in the order a full lowering lists them); else None."""
     cols = [{s.node: [s.node, *layer.column_of(s.node)] for s in layer.steps}
             for layer in layers]
-    members = set(chosen)
-    for col in cols:
-        members.update(chain.from_iterable(col.values()))
+    mines = [set(chain.from_iterable(col.values())) for col in cols]  # each layer's nodes
+    if len(mines) == 1 and mines[0].issuperset(chosen):
+        members = mines[0]  # the one layer's nodes hold every chosen one (its template's)
+    else:
+        members = set(chosen).union(*mines)
     seen = list(filter(members.__contains__, order))
-    for col in cols:
-        mine = set(chain.from_iterable(col.values()))
+    for col, mine in zip(cols, mines):
         layer_seen = seen if len(mine) == len(seen) else list(filter(mine.__contains__, seen))
         first = layer_seen[:len(col)]
         if set(first) != col.keys() or \

@@ -29,7 +29,12 @@ from derivgraph.compiler.layers import closed_layers
 #: a :class:`~derivgraph.compiler.lower.LowerContext` (not imported: lower imports this module)
 LowerContext = Any
 
-__all__ = ["column_addresses", "layer_facts", "provable_layers"]
+__all__ = ["KeptValues", "column_addresses", "kept_column", "layer_facts", "provable_layers"]
+
+#: what a layer proof read of a proven table, during a compile: the context's address memo it
+#: read under, and per position of the template whose value is a tensor, the rows' bound values
+#: (:func:`kept_column`)
+KeptValues = tuple[dict[Any, Any], dict[int, list[Any]]]
 
 
 _UNBOUND = object()
@@ -86,6 +91,18 @@ def _addresses(values: list[Any]) -> list[int | None] | None:
     return out
 
 
+def kept_column(ctx: LowerContext, kept: KeptValues | None, k: int) -> list[Any] | None:
+    """The bound values of the table's column ``k`` (``ctx.bound_values(table.column(k))``)
+    as the layer proof read them (``kept``), where nothing was bound or staged since: the
+    context still holds the address memo they were read under (it makes a new one whenever a
+    tensor is bound or staged again, :func:`column_addresses`); None otherwise (read them
+    again). Every value is a tensor (its template's is), so none is ``missing``. The list is
+    shared: read it, never change it."""
+    if kept is None or kept[0] is not _memo(ctx):
+        return None
+    return kept[1].get(k)
+
+
 def layer_facts(ctx: LowerContext, ids: tuple[str, ...]) -> tuple[Any, ...]:
     """What the lowering reads of the values bound at ``ids``, position by position: the type
     (and for a tensor its dtype, shape, contiguity, and the first position whose storage it
@@ -103,14 +120,17 @@ def layer_facts(ctx: LowerContext, ids: tuple[str, ...]) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def provable_layers(ctx: LowerContext) -> list[InstanceTable]:
+def provable_layers(ctx: LowerContext, kept: dict[int, KeptValues] | None = None,
+                    ) -> list[InstanceTable]:
     """Per template, the table of its closed stamped rows whose meta values and
     :func:`layer_facts` are the template's (the facts taken over the row's nodes, then the
     shared constants its nodes read); their steps are the template's renamed
     (:meth:`~derivgraph.compiler.lower.Step.renamed`).
 
     A table is checked column by column (each position across every row, a few C-level sweeps
-    per fact); only when a column differs somewhere is each row checked on its own."""
+    per fact); only when a column differs somewhere is each row checked on its own.
+    ``kept``: where given, during a compile, a table proven whole keeps under its id the bound
+    values its columns read (:data:`KeptValues`, read back by :func:`kept_column`)."""
     graph = ctx.graph
     tables = closed_layers(graph)
     nodes, env = graph.nodes, ctx.meta_env
@@ -122,8 +142,12 @@ def provable_layers(ctx: LowerContext) -> list[InstanceTable]:
                                      if r not in own))
         metas = [env.get(n) for n in template]
         facts = layer_facts(ctx, template + shared)
-        if _columns_hold(ctx, table, shared, metas, facts):
+        values: dict[int, list[Any]] = {}
+        if _columns_hold(ctx, table, shared, metas, facts, values):
             proven.append(table)
+            memo = _memo(ctx)
+            if kept is not None and memo is not None:
+                kept[id(table)] = (memo, values)
             continue
         keep = [all(map(is_, map(env.get, row), metas))
                 and layer_facts(ctx, row + shared) == facts for row in table.rows]
@@ -133,13 +157,18 @@ def provable_layers(ctx: LowerContext) -> list[InstanceTable]:
 
 
 def _columns_hold(ctx: LowerContext, table: InstanceTable, shared: tuple[str, ...],
-                  metas: list[Any], facts: tuple[Any, ...]) -> bool:
+                  metas: list[Any], facts: tuple[Any, ...],
+                  values_of: dict[int, list[Any]] | None = None) -> bool:
     """Whether every row of ``table`` has the template's meta values and facts: each
     position's column of values checked against the template's fact in C-level sweeps, or,
-    for an entry column's storages, against its layout record (proved where it was made)."""
+    for an entry column's storages, against its layout record (proved where it was made).
+    ``values_of``: where given, the bound values of each of the template's positions whose
+    value is a tensor are put in it (every row's a tensor of that type, where this is True)."""
     env, n, book = ctx.meta_env, len(table), book_of(ctx)
     width = len(table.template)  # the positions after it: a shared node's, in every row
-    columns = list(zip(*table.rows)) + [(s,) * n for s in shared]
+    # the table's own columns (read from the rows once: the schedule and the code generation
+    # read the same ones), then each shared node in every row
+    columns = [table.column(k) for k in range(width)] + [[s] * n for s in shared]
     for column, meta in zip(columns, metas):
         if not all(map(is_, map(env.get, column), repeat(meta, n))):
             return False
@@ -160,6 +189,8 @@ def _columns_hold(ctx: LowerContext, table: InstanceTable, shared: tuple[str, ..
         if len(fact) == 1:
             continue
         kind, dtype, shape, contiguous, at = fact
+        if values_of is not None and not one:
+            values_of[k] = values
         if got.dtype != dtype or got.shape != shape or got.contiguous != contiguous \
                 or got.is_meta != (at == -1):
             return False
@@ -171,7 +202,10 @@ def _columns_hold(ctx: LowerContext, table: InstanceTable, shared: tuple[str, ..
                 memo[tuple(column)] = ptrs[at]
             continue
         mine = ptrs[k] = column_addresses(  # type: ignore[assignment]
-            ctx, column, values, tensors=kind in _PLAIN)  # all of that type, none meta
+            ctx, column[:1] if one else column, values[:1] if one else values,
+            tensors=kind in _PLAIN)  # all of that type, none meta
+        if one and mine is not None:  # one node's storage in every row: read once
+            mine = ptrs[k] = mine * n
         if at != k and not all(map(eq, mine, ptrs[at])):
             return False  # the template shares storage with position `at` here
         if at == k:

@@ -36,7 +36,7 @@ import torch
 from derivgraph.column_layout import ColumnFacts, book_of
 from derivgraph.compiler.graph import NodeRef
 from derivgraph.compiler.lower import WRITES, Action, LayerSteps, LowerContext, Step
-from derivgraph.compiler.lower_layers import column_addresses
+from derivgraph.compiler.lower_layers import column_addresses, kept_column
 
 __all__ = ["RowLevels", "layer_fence", "row_keys", "row_levels", "same_key_facts", "step_refs"]
 
@@ -122,7 +122,8 @@ def _fence(proofs: list[tuple[LayerSteps, tuple[Any, ...]]]) -> RowLevels | None
         out.shared.update(shared_ids)
     if not shared.isdisjoint(own):
         return None
-    out.fenced = own | shared
+    own.update(shared)  # made here, read nowhere else: the union in place, no copy
+    out.fenced = own
     return out
 
 
@@ -243,7 +244,9 @@ def same_key_facts(ctx: LowerContext, layer: LayerSteps, step: Step, n: int,
     if step.target not in where:
         return False
     want = ctx.storage_of(step.target)
-    outs = ctx.bound_values(table.column(where[step.target]))  # derived: their storages
+    outs = kept_column(ctx, layer.values, where[step.target])  # what the layer proof read
+    if outs is None:
+        outs = ctx.bound_values(table.column(where[step.target]))  # derived: their storages
     if written is not None:
         written[id(table), step.target] = outs
     if not isinstance(want, torch.Tensor):

@@ -85,8 +85,8 @@ def _compile(monkeypatch: pytest.MonkeyPatch, swap: Any = None,
 
     proof, folds = lower_layers.provable_layers, _FOLDS
 
-    def proving(ctx: Any) -> Any:
-        tables.extend(proof(ctx))
+    def proving(ctx: Any, *args: Any) -> Any:
+        tables.extend(proof(ctx, *args))
         return tables
 
     def swapping(model: nn.Module, *args: Any) -> Any:
