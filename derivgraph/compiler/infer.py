@@ -80,8 +80,9 @@ def infer_shapes(graph: DerivedGraph, twins: dict[str, str] | None = None) -> No
 
     A derived tensor whose formula reads another that did not resolve is skipped: the issue
     already reported for that one is the real problem. ``twins`` maps stamped op nodes to the
-    template ops they copy (:mod:`derivgraph.compiler.stamp`); valid only for the layouts the
-    graph was built with.
+    template ops they copy (:mod:`derivgraph.compiler.stamp`; a
+    :class:`~derivgraph.compiler.replay.Twins` puts a held column run's in when one of its ops
+    is looked up); valid only for the layouts the graph was built with.
     """
     interp = _StampedMeta(graph, {} if twins is None else twins)
     derived = graph.derived

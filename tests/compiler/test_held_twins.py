@@ -50,11 +50,14 @@ def _rule(graph: DerivedGraph) -> dict[str, str]:
     return {row[k]: table.template[k] for row in table.rows for k in ops}
 
 
-def test_the_held_run_gives_the_eager_twins(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("first", [0, -1])
+def test_the_held_run_gives_the_eager_twins(monkeypatch: pytest.MonkeyPatch, first: int) -> None:
     graph, twins = _built(monkeypatch)
     want = _rule(graph)
     assert twins._held and not set(want) & set(twins)  # held through the build
     find = twins.finder()
+    ops = list(want)
+    assert find(ops[first]) == want[ops[first]]  # the run's first op, or its last, first
     assert {k: find(k) for k in want} == want
     assert not twins._held and dict(twins) == want  # the run put in once
 
@@ -103,6 +106,14 @@ def test_inference_takes_the_templates_value_through_a_held_twin(
     graph, twins = _built(monkeypatch)
     assert twins._held
     [table] = graph.stamps
+    computed: list[str] = []  # the nodes whose meta value was computed, not taken
+    real = infer.MetaInterpreter.run_node
+
+    def counting(self: Any, node: Any) -> Any:
+        computed.append(node.id)
+        return real(self, node)
+
+    monkeypatch.setattr(infer.MetaInterpreter, "run_node", counting)
     interp = infer._StampedMeta(graph, twins)
     rows = {n for row in table.rows for n in row}  # the rest first, as inference runs it
     interp.run([n for n in graph.ordered() if n not in rows])
@@ -112,3 +123,4 @@ def test_inference_takes_the_templates_value_through_a_held_twin(
             if graph.nodes[node_id].kind is NodeKind.OP:
                 got = interp.run_node(graph.nodes[node_id])
                 assert got is interp.env[table.template[k]]  # the twin's value object
+    assert not set(computed) & set(_rule(graph))
