@@ -58,7 +58,7 @@ from derivgraph.spec.expr import Call, Const, Expr, Name, parse_formula
 from derivgraph.spec.kinds import is_fold
 from derivgraph.spec.model import DerivedTensor
 
-__all__ = ["FoldEntry", "FoldReappliedError", "FoldSet", "compile_folds", "is_fold"]
+__all__ = ["FoldEntry", "FoldReappliedError", "FoldSet", "compile_folds", "fold_decls", "is_fold"]
 
 logger = logging.getLogger(__name__)
 
@@ -273,16 +273,23 @@ def _compile_one(model: nn.Module, bound: BoundSpec, decl: DerivedTensor,
 
 def compile_folds(model: nn.Module, bound_specs: Iterable[BoundSpec],
                   issues: list[SpecIssue], derived_ids: Iterable[str] = ()) -> FoldSet:
-    """Bind every fold declaration; problems are appended to ``issues`` (nothing is written)."""
+    """Bind every fold declaration; problems are appended to ``issues`` (nothing is written).
+    Each spec's fold declarations are picked out once (:func:`fold_decls`), and
+    ``derived_ids`` is read into a set at the first fold bound: a build without folds reads
+    neither per module nor per derived tensor."""
     folds = FoldSet()
-    derived = set(derived_ids)
+    derived: set[str] | None = None  # derived_ids, read at the first fold entry
+    of_spec: dict[int, list[DerivedTensor]] = {}  # id(spec) -> its fold declarations
     for bound in bound_specs:
-        for decl in bound.spec.derived:
-            if not is_fold(decl):
-                continue
+        decls = of_spec.get(id(bound.spec))
+        if decls is None:
+            decls = of_spec[id(bound.spec)] = fold_decls(bound.spec.derived)
+        for decl in decls:
             entry = _compile_one(model, bound, decl, issues)
             if entry is None:
                 continue
+            if derived is None:
+                derived = set(derived_ids)
             if entry.id in folds.entries or entry.id in derived:
                 other = folds.entries.get(entry.id)
                 where = f"{other.spec_name} ({other.decl.location})" if other else \
@@ -294,3 +301,9 @@ def compile_folds(model: nn.Module, bound_specs: Iterable[BoundSpec],
                 continue
             folds.entries[entry.id] = entry
     return folds
+
+
+def fold_decls(decls: Iterable[DerivedTensor]) -> list[DerivedTensor]:
+    """The fold declarations of ``decls`` (:func:`is_fold`), in order: the ones
+    :func:`compile_folds` binds on each module a spec matched."""
+    return [decl for decl in decls if is_fold(decl)]

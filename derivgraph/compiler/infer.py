@@ -22,6 +22,7 @@ from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.interpret import Failed, MetaInterpreter
 from derivgraph.compiler.ir import NodeKind
 from derivgraph.compiler.layers import closed_layers, layer_nodes, order_without_rows
+from derivgraph.compiler.replay import Twins
 from derivgraph.errors import IndexOutOfRange, LimitError, Rule
 from derivgraph.limits import LIMITS, check_budget, check_bytes, check_numel
 from derivgraph.ops import DTYPES
@@ -48,9 +49,11 @@ class _StampedMeta(MetaInterpreter):
     def __init__(self, graph: DerivedGraph, twins: dict[str, str]):
         super().__init__(graph)
         self.twins = twins
+        # a held run's twins are put in the dict when one of its ops is looked up
+        self._twin = twins.finder() if isinstance(twins, Twins) else twins.get
 
     def run_node(self, node: Any) -> Any:
-        twin = self.twins.get(node.id)
+        twin = self._twin(node.id)
         if twin is not None:
             value = self.env.get(twin)
             if isinstance(value, torch.Tensor) and self._same_inputs(
@@ -77,10 +80,11 @@ def infer_shapes(graph: DerivedGraph, twins: dict[str, str] | None = None) -> No
 
     A derived tensor whose formula reads another that did not resolve is skipped: the issue
     already reported for that one is the real problem. ``twins`` maps stamped op nodes to the
-    template ops they copy (:mod:`derivgraph.compiler.stamp`); valid only for the layouts the
-    graph was built with.
+    template ops they copy (:mod:`derivgraph.compiler.stamp`; a
+    :class:`~derivgraph.compiler.replay.Twins` puts a held column run's in when one of its ops
+    is looked up); valid only for the layouts the graph was built with.
     """
-    interp = _StampedMeta(graph, twins or {})
+    interp = _StampedMeta(graph, {} if twins is None else twins)
     derived = graph.derived
     no_input = map(is_, map(_input_of, derived.values()), repeat(None))
     for node_id, node in compress(derived.items(), no_input):

@@ -48,7 +48,7 @@ from derivgraph.compiler.ir import HeldColumn, Node, NodeKind, row_users
 from derivgraph.compiler.reads import Call, SourceCall
 from derivgraph.paths import get_path
 
-__all__ = ["CallStep", "FlatStep", "Replay", "SourceStep", "Step"]
+__all__ = ["CallStep", "FlatStep", "Replay", "SourceStep", "Step", "Twins"]
 
 _SOURCE, _OP = NodeKind.SOURCE, NodeKind.OP
 
@@ -295,7 +295,7 @@ class Replay:
 
     def run_rows(self, graph: DerivedGraph, paths: list[str],
                  objects: Mapping[tuple[str, ...], list[Any]],
-                 twins: dict[str, str],
+                 twins: Twins,
                  derived: Sequence[tuple[int, list[DerivedNode], list[str]]] = ()
                  ) -> list[list[Any]] | None:
         """:meth:`run` on the layers at ``paths`` one after the other (``objects``: per
@@ -377,8 +377,9 @@ class Replay:
                        list(by_rows(zip(*sources))), len(ops) * n,
                        {step.name for step in self.steps if type(step) is FlatStep},
                        partial(_op_keys, ops, n))  # made when the CSE table is next read
-        twins.update(by_rows(zip(*[zip(cols[step.out], repeat(step.result))
-                                   for step in self.steps if type(step) is FlatStep])))
+        twins.hold(start + 1, start + n * width,  # the run's op numbers
+                   partial(_run_twins, [(list(cols[step.out]), step.result)
+                                        for step in self.steps if type(step) is FlatStep]))
         graph.cse_hits += self.hits * n
         # each source column's tensors: the proof found each with the template's layout
         graph.proven_sources += [(objects[step.parts], step.layout) for step in self.steps
@@ -386,6 +387,58 @@ class Replay:
         for slot, column, ids in derived:
             graph.place_made_inputs(column, ids, cols[slot])
         return cols
+
+
+def _run_twins(ops: list[tuple[list[str], str]]) -> Iterable[tuple[str, str]]:
+    """A column run's twins (:meth:`Replay.run_rows`), row by row as its rows' replays
+    write them: each op column's node -> the template's op it copies (``ops``: each op
+    step's column of ids and its template op)."""
+    return chain.from_iterable(zip(*[zip(ids, repeat(result)) for ids, result in ops]))
+
+
+class Twins(dict[str, str]):
+    """Each stamped op node -> the template's op it copies, as the replays write it: a
+    layer's replay writes the dict; a column run (:meth:`Replay.run_rows`) is held as its
+    op numbers and the maker of its pairs (:meth:`hold`), its pairs put in the dict when an
+    id that may be one of its ops is first looked up (:meth:`finder`). A run's ops are new
+    nodes, so no key written before it is one of them; a key written after it wins over
+    the run's pair, as it would have over the run's write."""
+
+    __slots__ = ("_held",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: the held runs: (first op number, last op number, their pairs' maker)
+        self._held: list[tuple[int, int, Callable[[], Iterable[tuple[str, str]]]]] = []
+
+    def hold(self, first: int, last: int,
+             pairs: Callable[[], Iterable[tuple[str, str]]]) -> None:
+        """Hold a run's twins: ``pairs()`` gives them, each key an op numbered ``first`` to
+        ``last``, none a key yet."""
+        self._held.append((first, last, pairs))
+
+    def finder(self) -> Callable[[str], str | None]:
+        """The lookup of a node's twin (``dict.get`` where no run is held)."""
+        return self._find if self._held else self.get
+
+    def _find(self, node_id: str) -> str | None:
+        """``node_id``'s twin: the dict's, else, where its number is a held run's, that
+        run's pairs put in the dict (keys written since kept) and then the dict's."""
+        found = self.get(node_id)
+        if found is None and self._held and node_id[:1] == "%":
+            digits = node_id[1:node_id.find(":")]
+            number = int(digits) if digits.isdecimal() else None
+            for run in [r for r in self._held if number is not None and r[0] <= number <= r[1]]:
+                self._held.remove(run)
+                dict.update(self, [(k, v) for k, v in run[2]() if k not in self])
+                found = self.get(node_id)
+        return found
+
+    def settle(self) -> None:
+        """Put every held run's pairs in the dict, runs in the order they were held."""
+        held, self._held = self._held, []
+        for _, _, pairs in held:
+            dict.update(self, [(k, v) for k, v in pairs() if k not in self])
 
 
 def _source_fields(shape: tuple[int, ...], stride: tuple[int, ...], dtype: Any, device: Any,

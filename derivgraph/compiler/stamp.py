@@ -35,7 +35,7 @@ from derivgraph.compiler.bind import BoundSpec
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode, freeze, substitute
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.reads import OpCall, Reads, probe_path
-from derivgraph.compiler.replay import Replay, SourceStep
+from derivgraph.compiler.replay import Replay, SourceStep, Twins
 from derivgraph.compiler.stamp_columns import (
     ColumnProof,
     HopSweeps,
@@ -136,7 +136,7 @@ class Stamper:
         self.proven: dict[int, tuple[Template, ColumnProof, int]] = {}
         self.templates: dict[Any, list[Template]] = {}
         self.stamped = 0  # layers stamped (for the log and the tests)
-        self.twins: dict[str, str] = {}  # a stamped op node -> the template's op it copies
+        self.twins = Twins()  # a stamped op node -> the template's op it copies
         # template's own nodes -> its instance table (a row per stamped layer), first stamp first
         self.tables: dict[tuple[str, ...], InstanceTable] = {}
 

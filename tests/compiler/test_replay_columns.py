@@ -19,6 +19,7 @@ from derivgraph import DerivedTensor, Spec, Target
 from derivgraph.compiler import build, stamp
 from derivgraph.compiler import graph as graph_module
 from derivgraph.compiler.bind import match_specs
+from derivgraph.compiler.replay import Twins
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
 
@@ -60,6 +61,8 @@ def _built(model: Any, specs: list[Any], columns: bool,
         patch.setattr(stamp.Stamper, "_replay_run", counted)
         patch.setattr(stamp.Stamper, "__init__", kept)
         graph = build.build_graph(model, match_specs(model, specs))
+    if isinstance(twins, Twins):
+        twins.settle()  # a column run's are held until looked up: every pair, in order
     return _record(graph), tried, dict(twins)
 
 
