@@ -31,7 +31,6 @@ from derivgraph.adoption import (
     allocate_like,
     filled_column,
 )
-from derivgraph.collector import promote_survivors
 from derivgraph.column_layout import ColumnLayouts, proven_layout
 from derivgraph.compare import bits_equal
 from derivgraph.compiler.bind import check_bindings, match_specs
@@ -141,22 +140,13 @@ def compile_plan(model: nn.Module, specs: Iterable[Spec] | None = None, *,
     collection of spec names: those). Otherwise explicit specs matching nothing are counted in
     one WARNING line and listed at INFO; ``plan.unmatched`` names them. ``strict`` (the plan's
     default for :meth:`Plan.run`) refuses a reload whose sources changed shape or dtype.
-
-    The cyclic collector is paused while it compiles (where it was on); after a compile that
-    returns a plan, the objects made meanwhile are promoted to its oldest generation unwalked
-    (:func:`~derivgraph.collector.promote_survivors`); after one that raises, they are left to
-    the young collections (its garbage is freed as before).
     """
     gc_was_enabled = gc.isenabled()
     gc.disable()  # compile makes many small objects and frees few: collection is pure overhead
-    plan = None
     try:
-        plan = _compile(model, specs, require_match, strict)
-        return plan
+        return _compile(model, specs, require_match, strict)
     finally:
         if gc_was_enabled:
-            if plan is not None:  # what the plan holds lives as long as it: oldest generation
-                promote_survivors()
             gc.enable()
 
 

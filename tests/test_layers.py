@@ -16,7 +16,7 @@ from tests.test_import_cycles import import_graph
 LAYERS: list[tuple[str, ...]] = [  # README's Layout table, bottom up; one tuple a layer
     ("derivgraph.errors", "derivgraph.limits", "derivgraph.paths", "derivgraph.compare",
      "derivgraph._enum", "derivgraph.addresses", "derivgraph.dict_versions",
-     "derivgraph.dict_slots", "derivgraph.column_layout", "derivgraph.collector"),
+     "derivgraph.dict_slots", "derivgraph.column_layout"),
     ("derivgraph.spec",),
     ("derivgraph.ops",),
     ("derivgraph.compiler",),

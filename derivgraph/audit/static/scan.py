@@ -50,7 +50,6 @@ from derivgraph.audit.static.semantics import semantics_of
 from derivgraph.audit.static.sites import CategoryId, RawSite
 from derivgraph.audit.static.sources import collect_files, locate_package
 from derivgraph.audit.static.tree_facts import TREE_FACTS_PER_WORKER, FileFacts, tree_facts
-from derivgraph.collector import promote_survivors
 from derivgraph.errors import PackageNotFound
 from derivgraph.spec.load import default_specs
 from derivgraph.spec.model import Spec
@@ -142,9 +141,7 @@ def young_collections_only() -> Iterator[None]:
     cyclic garbage, so memory stays as low as with the collector on. Forked workers inherit
     the pause and so do not copy the parent's pages by walking them. At the end, the objects
     the young generations hold are promoted to the oldest without a walk
-    (:func:`~derivgraph.collector.promote_survivors`: each ``gc.collect(0)`` of the scan
-    moved its survivors, whatever the parent built, to the middle generation and counted one
-    more towards its next collection, which would walk all of them, about 0.3 s)."""
+    (:func:`promote_survivors`)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -153,6 +150,21 @@ def young_collections_only() -> Iterator[None]:
         promote_survivors()
         if was_enabled:
             gc.enable()
+
+
+def promote_survivors() -> None:
+    """Move every object of the young generations to the oldest one, without walking them.
+
+    Each :func:`gc.collect` ``(0)`` of the scan moves its survivors (the tree index, texts,
+    tables: whatever the parent built) to the middle generation and counts one more towards
+    its next collection, so the first automatic collection after the scan walks all of them
+    (about 0.3 s). The oldest generation is walked only when it has grown by a quarter, so
+    they wait there; garbage among them is freed by refcounting or by that full collection.
+    Done with ``gc.freeze()``/``gc.unfreeze()`` (two list splices), and only where nothing
+    else is frozen: unfreezing would otherwise thaw a caller's frozen objects too."""
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
 
 
 def _audit_one(src: SourceFile, text: str, context: ModuleContext, index: int,
