@@ -252,7 +252,8 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
     at_rest = list(compress(range(len(ids)), map(operator.not_,
                                                   map(in_columns.__contains__, ids))))
     rest = list(map(planned.__getitem__, at_rest))  # the entries in no column, in order
-    transaction = ModelTransaction(model, _owner_paths(rest, columns),
+    paths = list(map(EntryColumn.owner_paths, columns))  # each column's, read once
+    transaction = ModelTransaction(model, _owner_paths(rest, paths),
                                    [e.storage for e, x in rest
                                     if x is None and isinstance(e.storage, torch.Tensor)],
                                    owners,  # adoption's reader: nothing was written since
@@ -279,8 +280,8 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
         # each proven against its entries' own owner paths first (a table's next column by
         # the previous one's proof: the same paths and owners, row by row)
         last: ProvenOwners | None = None
-        for column in columns:
-            last = column.bind(owners, last)
+        for column, rows in zip(columns, paths):
+            last = column.bind(owners, last, rows)
         others = list(generic.values())
         held = held_columns(columns, others, owners)  # the holders' walk takes their owners
         plan.holders.rebind_entries(others)
@@ -335,14 +336,15 @@ def _fill_entries(plan: Plan, ids: list[str], planned: list[tuple[Entry, Extra]]
     return generic
 
 
-def _owner_paths(rest: list[tuple[Entry, Extra]], columns: Sequence[EntryColumn]) -> set[str]:
+def _owner_paths(rest: list[tuple[Entry, Extra]], columns: Sequence[list[str]]) -> set[str]:
     """The owner paths a compile's transaction records whole: each entry's of ``rest`` (the
-    entries in no column) and the parent of each column row's owner path (its owner is
+    entries in no column) and the parent of each column row's owner path (``columns``: each
+    entry column's rows' owner paths, :meth:`EntryColumn.owner_paths`; a row's owner is
     recorded as the column's fresh name; the columns' distinct paths cut once, in C)."""
     paths = set(map(_OWNER_PATH, map(_FIRST, rest)))
     rows: set[str] = set()
     for column in columns:
-        rows.update(map(_OWNER_PATH, column.entries))
+        rows.update(column)
     paths.update(map(_FIRST, map(str.rpartition, rows, repeat("."))))
     return paths
 

@@ -110,14 +110,16 @@ class EntryColumn:
             book.add(self.storages, ColumnLayout(types.pop(), layout.dtype, layout.shape,
                                                  layout.device, True))
 
-    def bind(self, owners: PathReader, last: ProvenOwners | None = None) -> ProvenOwners:
+    def bind(self, owners: PathReader, last: ProvenOwners | None = None,
+             paths: list[str] | None = None) -> ProvenOwners:
         """Store every row's storage in its owner's ``__dict__`` (one sweep), after proving
         that each row's owner is the object at its own entry's owner path (read by
         ``owners``). ``last``: what the previous column's bind returned (same ``owners``):
         where this column's owner paths and owners are its own row by row
         (:func:`~derivgraph.runtime.accessors.same_owners`: the columns of one table), its
-        proof and ``__dict__`` s are taken. Returns this column's."""
-        paths = list(map(_owner_path, self.entries))
+        proof and ``__dict__`` s are taken. ``paths``: :meth:`owner_paths`, read already by
+        the caller. Returns this column's."""
+        paths = self.owner_paths() if paths is None else paths
         if last is not None and same_owners(paths, self.owners, last):
             dicts = last[2]
         else:
@@ -132,6 +134,10 @@ class EntryColumn:
             dicts = [o.__dict__ for o in self.owners]
         deque(map(operator.setitem, dicts, repeat(self.name), self.storages), 0)
         return paths, self.owners, dicts
+
+    def owner_paths(self) -> list[str]:
+        """Each row's entry's owner path, in row order (one C-level sweep)."""
+        return list(map(_owner_path, self.entries))
 
     def record_startup(self, book: ColumnLayouts | None = None) -> None:
         """Every row's startup address and a detached alias of its storage (one sweep each).
@@ -299,7 +305,7 @@ def _from_adoption(record: ProvenColumn, first: tuple[Entry, Any],
         column = AliasColumn
     else:
         return None
-    if any(name in o._non_persistent_buffers_set for o in record.owners):
+    if _non_persistent(record.owners, name):
         return None
     return column(record.template, name, record.ids, record.entries, record.owners,
                   record.extras if column is EntryColumn else None)
@@ -354,4 +360,16 @@ def _fresh_on_modules(owners: list[Any], name: str) -> bool:
     for registry in _REGISTRIES:
         if any(map(operator.contains, map(registry, dicts), repeat(name))):
             return False
-    return not any(name in o._non_persistent_buffers_set for o in owners)
+    return not _non_persistent(owners, name)
+
+
+_NON_PERSISTENT = operator.attrgetter("_non_persistent_buffers_set")
+
+
+def _non_persistent(owners: Sequence[Any], name: str) -> bool:
+    """Whether some module of ``owners`` holds ``name`` among its non-persistent buffer names
+    (the per-owner rule); where none holds any such name (one C-level sweep of the sets'
+    truth, the common case) it holds none named ``name`` either."""
+    if not any(map(_NON_PERSISTENT, owners)):
+        return False
+    return any(name in o._non_persistent_buffers_set for o in owners)

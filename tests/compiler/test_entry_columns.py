@@ -204,7 +204,8 @@ def test_canary_without_the_proof_the_misordered_column_binds_the_wrong_layer(
     """Planted bug: the owner proof removed. The mis-ordered column then binds layer 4's
     tensor at layer 3: what the proof above refuses."""
     model = _model()
-    def bind_unchecked(self: EntryColumn, owners: Any, last: Any = None) -> None:
+    def bind_unchecked(self: EntryColumn, owners: Any, last: Any = None,
+                       paths: Any = None) -> None:
         for owner, storage in zip(self.owners, self.storages):
             owner.__dict__[self.name] = storage
 

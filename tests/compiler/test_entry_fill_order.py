@@ -20,6 +20,7 @@ import torch
 from derivgraph import planner
 from derivgraph.compiler.stamp import stamping
 from derivgraph.paths import get_path
+from derivgraph.runtime.entry_columns import EntryColumn
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
 
@@ -72,7 +73,8 @@ def test_the_owner_paths_are_the_per_row_rule_s() -> None:
     for column in columns:
         want.update(path.rpartition(".")[0] for path in
                     {e.node.owner_path for e in column.entries})
-    got = planner._owner_paths(rest, columns)  # type: ignore[arg-type]
+    paths = [EntryColumn.owner_paths(c) for c in columns]  # type: ignore[arg-type]
+    got = planner._owner_paths(rest, paths)  # type: ignore[arg-type]
     assert got == want == {"x.y", "z", "layers", "blocks.2", "", "a.b.c"}
 
 
