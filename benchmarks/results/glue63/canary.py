@@ -45,8 +45,8 @@ def main() -> None:
             path.write_text(original.replace(old, new))
             run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                                   *TESTS], capture_output=True, text=True)
-            failed = [line.split(" - ")[0].removeprefix("FAILED ") for line in run.stdout.splitlines()
-                      if line.startswith("FAILED")]
+            failed = [line.split(" - ")[0].removeprefix("FAILED ")
+                      for line in run.stdout.splitlines() if line.startswith("FAILED")]
             print(f"{name}: rc={run.returncode} failed={failed}", flush=True)
         finally:
             path.write_text(original)

@@ -2,7 +2,8 @@
 by spies during the compile, in this tree): the entries outside the entry columns (base:
 each entry's id read, every column id in a set, each id looked up; mine:
 ``planner._outside_columns`` with adoption's ids and positions) and the bit check's column
-join (base tree's ``_joined`` against this tree's, on each written column's eager values).
+join (base tree's ``_joined`` against this tree's, on each written column's eager values);
+the entry columns' owner paths (base: read from every entry; mine: adoption's, copied).
 
     cd TREE && PYTHONPATH=. python3 benchmarks/results/glue63/glue_ab.py --base /tmp/base_glue63
 """
@@ -24,6 +25,7 @@ from derivgraph.compiler.stamp import stamping  # noqa: E402
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec  # noqa: E402
 
 _NODE_ID, _FIRST = operator.attrgetter("node.id"), operator.itemgetter(0)
+_OWNER_PATH = operator.attrgetter("node.owner_path")
 
 
 def main() -> None:
@@ -85,6 +87,16 @@ def main() -> None:
         assert a is not None and b is not None and a.data_ptr() == b.data_ptr() \
             and a.shape == b.shape
     report(alternate(args.rounds, {"base": base_joined, "mine": mine_joined}))
+
+    def base_paths() -> list[list[str]]:
+        return [list(map(_OWNER_PATH, column.entries)) for column in columns]
+
+    def mine_paths() -> list[list[str]]:
+        return [column.owner_paths() for column in columns]
+
+    assert base_paths() == mine_paths() and all(c.paths is not None for c in columns)
+    print("owner paths of the 4 columns")
+    report(alternate(args.rounds, {"base": base_paths, "mine": mine_paths}))
 
 
 if __name__ == "__main__":
