@@ -129,11 +129,14 @@ _OVERLAP_FIX = ("declare it as kind 'view' (a view of the source, never written)
 
 
 def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | None = None,
-                      proven: list[ProvenColumn] | None = None) -> list[tuple[Entry, Extra]]:
+                      proven: list[ProvenColumn] | None = None,
+                      order: list[list[Any]] | None = None) -> list[tuple[Entry, Extra]]:
     """Each derived tensor's entry and how it gets its storage (:data:`Extra`), in graph
     order; raises :class:`AdoptionError` with every issue. ``owners``: the reader of owner
     paths to use (it keeps every owner read); ``proven``: the stamped columns taken whole
-    are appended (:class:`~derivgraph.runtime.entry.ProvenColumn`)."""
+    are appended (:class:`~derivgraph.runtime.entry.ProvenColumn`); ``order``: the
+    entries' ids (in the answer's order) and the positions of those in no column of
+    ``proven`` (ascending) are appended, in that order."""
     graph = plan.graph
     issues: list[SpecIssue] = []
     by_id: dict[str, Entry] = {}
@@ -160,6 +163,8 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | N
     # its own value (an alias column's), so the alias's target is its value either way
     slots: list[tuple[Entry, Extra] | None] = list(map(columns.get, ids))
     rest = list(compress(range(len(ids)), map(_is, slots, repeat(None))))
+    if order is not None:
+        order += ids, rest
     for at in rest:
         node_id = ids[at]
         node = derived[node_id]

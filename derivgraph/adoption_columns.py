@@ -68,7 +68,8 @@ def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathRead
             if _holds_none(nodes) or not all(map(_is, map(_decl, nodes), repeat(first.decl))):
                 continue
             name = first.decl.name
-            found = owners.owners(list(map(_owner_path, nodes)))
+            paths = list(map(_owner_path, nodes))
+            found = owners.owners(paths)
             if not (one_hop(name) and _owners(found, read).absent(name)):
                 continue  # a row whose owner may hold a tensor: adopted (or refused) on its own
             into = slot(first.kind)
@@ -76,7 +77,8 @@ def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathRead
             extras = list(map(values.__getitem__, ids))
             out.update(zip(ids, zip(entries, extras)))
             if proven is not None:
-                proven.append(ProvenColumn(table, k, template, ids, entries, extras, found, into))
+                proven.append(ProvenColumn(table, k, template, ids, entries, extras, found, into,
+                                           paths))
     return out
 
 
@@ -118,7 +120,8 @@ def alias_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
             if None in inputs or any(map(derived.__contains__, inputs)):
                 continue  # an alias of a derived tensor: bound once that one has storage
             name = first.decl.name
-            found = owners.owners(list(map(_owner_path, nodes)))
+            paths = list(map(_owner_path, nodes))
+            found = owners.owners(paths)
             if not (one_hop(name) and _owners(found, read).absent(name)):
                 continue
             targets = list(map(values.__getitem__, ids))
@@ -129,5 +132,5 @@ def alias_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
             out.update(zip(ids, zip(entries, extras)))
             if proven is not None:
                 proven.append(ProvenColumn(table, k, template, ids, entries, extras, found,
-                                           Slot.ATTRIBUTE))
+                                           Slot.ATTRIBUTE, paths))
     return out

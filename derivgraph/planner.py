@@ -164,11 +164,12 @@ def check_plan(model: nn.Module, specs: Iterable[Spec] | None = None, *,
 
 def _prepare(model: nn.Module, specs: Iterable[Spec] | None,
              require_match: bool | Iterable[str], strict: bool,
-             proven: list[ProvenColumn] | None = None,
+             proven: list[ProvenColumn] | None = None, order: list[list[Any]] | None = None,
              ) -> tuple[Plan, dict[str, Any], list[tuple[Entry, Extra]], PathReader]:
     """Everything before the first write: bind, build, infer, evaluate, plan adoption (and
     the reader that read every derived tensor's owner; ``proven``: the stamped columns
-    adoption took whole are appended)."""
+    adoption took whole are appended; ``order``: adoption's ids and positions, as
+    :func:`~derivgraph.adoption.adopt_or_allocate` appends them)."""
     from derivgraph.spec.load import default_specs
 
     explicit = specs is not None
@@ -217,7 +218,7 @@ def _prepare(model: nn.Module, specs: Iterable[Spec] | None,
     _record_sources(plan.tensors.layouts, graph)
     values = _evaluate_all(graph, sources, plan.tensors.layouts)
     owners = PathReader(model)
-    planned = adopt_or_allocate(plan, values, owners, proven)
+    planned = adopt_or_allocate(plan, values, owners, proven, order)
     _raise_if(view_issues((e.node, values.get(e.id), values.get(x.base))
                           for e, x in planned if isinstance(x, ViewOf)))
     return plan, values, planned, owners
@@ -239,18 +240,17 @@ def _record_sources(book: ColumnLayouts, graph: DerivedGraph) -> None:
 def _compile(model: nn.Module, specs: Iterable[Spec] | None,
              require_match: bool | Iterable[str], strict: bool) -> Plan:
     proven: list[ProvenColumn] = []  # adoption's whole columns: entry_columns takes their facts
-    plan, values, planned, owners = _prepare(model, specs, require_match, strict, proven)
+    order: list[list[Any]] = []  # adoption's ids (planned's order) and its rows in no column
+    plan, values, planned, owners = _prepare(model, specs, require_match, strict, proven, order)
     graph = plan.graph
+    ids, outside = order
     # stamped layers' allocated attributes: one record per template column (entry_columns)
-    ids = list(map(_NODE_ID, map(_FIRST, planned)))  # each entry's id, read once (C-level)
     columns = entry_columns(closed_layers(graph), dict(zip(ids, planned)), owners, proven)
-    proven.clear()  # taken: the compile keeps no second reference to adoption's lists
-    in_columns = {i for column in columns for i in column.ids}
     # Nothing was touched so far. Now allocate, fill and bind: all of it, or none of it. A
     # column's owners are recorded as its one fresh name (what its bind stores), the objects
     # above them and every other entry's owner whole; a column row is never adopted.
-    at_rest = list(compress(range(len(ids)), map(operator.not_,
-                                                  map(in_columns.__contains__, ids))))
+    at_rest = _outside_columns(ids, columns, proven, outside)
+    proven.clear()  # taken: the compile keeps no second reference to adoption's lists
     rest = list(map(planned.__getitem__, at_rest))  # the entries in no column, in order
     paths = list(map(EntryColumn.owner_paths, columns))  # each column's, read once
     transaction = ModelTransaction(model, _owner_paths(rest, paths),
@@ -308,7 +308,24 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
     return plan
 
 
-_NODE_ID, _FIRST = operator.attrgetter("node.id"), operator.itemgetter(0)
+def _outside_columns(ids: list[str], columns: Sequence[EntryColumn],
+                     proven: Sequence[ProvenColumn], outside: list[int]) -> list[int]:
+    """The positions (ascending) of the ``ids`` in no column of ``columns``. Where every
+    column's ids are those of a distinct column of ``proven`` (the very list) and the columns
+    hold as many rows as ``proven``'s, the columns are ``proven``'s, all of them: the answer
+    is ``outside`` (adoption's positions of the ids in no column of ``proven``); else each
+    id is looked up in the columns' ids."""
+    taken = {id(p.ids): len(p.ids) for p in proven}
+    mine = set(map(id, map(_IDS, columns)))
+    if len(mine) == len(columns) and mine.issubset(taken) \
+            and sum(map(len, columns)) == sum(taken.values()) == len(ids) - len(outside):
+        return outside
+    in_columns = {i for column in columns for i in column.ids}
+    return list(compress(range(len(ids)), map(operator.not_, map(in_columns.__contains__, ids))))
+
+
+_FIRST = operator.itemgetter(0)
+_IDS = operator.attrgetter("ids")
 _NAME = operator.attrgetter("node.decl.name")
 _OWNER_PATH = operator.attrgetter("node.owner_path")
 
@@ -506,12 +523,10 @@ def _columns_equal(columns: Sequence[Any], values: dict[str, Any], targets: list
         theirs = _column_values(column, values)
         record = book.common(theirs)
         key = _batch_key(book.common(ours), record)
-        if key is not None and _batch_equal(ours, theirs, key, _joined(theirs, record.shape)):
+        if key is not None and _batch_equal(ours, theirs, key, _joined(
+                theirs, record.shape, record.contiguous is True)):
             out.update(ids)
     return out
-
-
-_BASE = operator.attrgetter("_base")
 
 
 def _column_values(column: EntryColumn, values: dict[str, Any]) -> list[Any]:
@@ -522,25 +537,29 @@ def _column_values(column: EntryColumn, values: dict[str, Any]) -> list[Any]:
     return kept if len(kept) == len(column.ids) else list(map(values.__getitem__, column.ids))
 
 
-def _joined(tensors: Sequence[Any], shape: torch.Size) -> torch.Tensor | None:
+def _joined(tensors: Sequence[Any], shape: torch.Size, row_major: bool = False,
+            ) -> torch.Tensor | None:
     """``torch.cat`` of ``tensors`` (each of ``shape``: its layout record's) flattened,
     without a copy, where they tile one contiguous ``base`` in order (a column's values as
-    its one call made them, unbound): each a contiguous view of ``base`` at the next offset,
-    as many elements in all as ``base`` holds; else None."""
+    its one call made them, unbound): each contiguous, at the next address of ``base`` (the
+    first's ``_base``) from its first element on, as many elements in all as ``base`` holds
+    (live allocations never overlap: a tensor at an address inside ``base``'s elements reads
+    ``base``'s memory there; a base of another element size holds another count of
+    elements); else None. ``row_major``: the layout record proves every one
+    of ``tensors`` row-major (so contiguous: not read again)."""
     base = getattr(tensors[0], "_base", None) if tensors else None
     n, numel = len(tensors), math.prod(shape)
     if base is None or numel == 0 or base.numel() != n * numel \
-            or not base.is_contiguous() \
-            or not all(map(operator.is_, map(_BASE, tensors), repeat(base))):
+            or not base.is_contiguous():
         return None
-    start = base.storage_offset()
-    if list(map(_OFFSET, tensors)) != list(range(start, start + n * numel, numel)) \
-            or not all(map(_CONTIGUOUS, tensors)):
+    start, step = base.data_ptr(), numel * base.element_size()
+    if list(map(_ADDRESS, tensors)) != list(range(start, start + n * step, step)) \
+            or not (row_major or all(map(_CONTIGUOUS, tensors))):
         return None
     return base.reshape(-1)
 
 
-_OFFSET, _CONTIGUOUS = torch.Tensor.storage_offset, torch.Tensor.is_contiguous
+_ADDRESS, _CONTIGUOUS = torch.Tensor.data_ptr, torch.Tensor.is_contiguous
 
 
 def _batch_key(ours: Any, theirs: Any) -> tuple[torch.dtype, torch.device, Any] | None:

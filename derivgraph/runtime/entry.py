@@ -64,8 +64,9 @@ LazyAlias = tuple[torch.UntypedStorage, Any]
 class ProvenColumn(NamedTuple):
     """A column :func:`~derivgraph.adoption_columns.allocated_rows` or
     :func:`~derivgraph.adoption_columns.alias_rows` took whole: table ``table``'s
-    template node ``k`` (its id ``template``), the rows' ids, entries, extras and owners (as
-    the reader read them) in row order. Its facts, for a reader of the same model with
+    template node ``k`` (its id ``template``), the rows' ids, entries, extras, owners (as
+    the reader read them) and owner paths (``paths``: each row's node's, the reader read
+    them) in row order. Its facts, for a reader of the same model with
     nothing written since: every row's node has the template node's declaration (so its kind
     and name), its entry was made here (not adopted, its slot ``slot``), the name is absent
     on every owner (:func:`~derivgraph.paths.absent_on_modules`, a one-hop name) and, for an
@@ -79,6 +80,7 @@ class ProvenColumn(NamedTuple):
     extras: list[Any]
     owners: list[Any]
     slot: Slot
+    paths: list[str]
 
 
 class TableColumn(Protocol):

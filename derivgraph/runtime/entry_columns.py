@@ -58,16 +58,20 @@ class EntryColumn:
     """Template derived tensor ``template``'s counterpart in every proven row of its table:
     the rows' ids, entries, owners and (once allocated) storages, in row order; during the
     compile, ``values``: each row's planned value (adoption's extra, the row's eager value:
-    what its fill copies and the bit check compares), else empty (the compile drops it)."""
+    what its fill copies and the bit check compares), else empty (the compile drops it);
+    ``paths``: the rows' owner paths as adoption read them from the rows' nodes (each
+    entry's node), else None (:meth:`owner_paths` reads them)."""
 
-    __slots__ = ("template", "name", "ids", "entries", "owners", "storages", "values")
+    __slots__ = ("template", "name", "ids", "entries", "owners", "storages", "values", "paths")
 
     def __init__(self, template: str, name: str, ids: list[str], entries: list[Entry],
-                 owners: list[Any], values: list[Any] | None = None):
+                 owners: list[Any], values: list[Any] | None = None,
+                 paths: list[str] | None = None):
         self.template, self.name = template, name
         self.ids, self.entries, self.owners = ids, entries, owners
         self.storages: list[torch.Tensor] = []
         self.values: list[Any] = [] if values is None else values
+        self.paths = paths
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -136,7 +140,10 @@ class EntryColumn:
         return paths, self.owners, dicts
 
     def owner_paths(self) -> list[str]:
-        """Each row's entry's owner path, in row order (one C-level sweep)."""
+        """Each row's entry's owner path, in row order (one C-level sweep; a copy of
+        :attr:`paths` where adoption read them)."""
+        if self.paths is not None and len(self.paths) == len(self.entries):
+            return list(self.paths)
         return list(map(_owner_path, self.entries))
 
     def record_startup(self, book: ColumnLayouts | None = None) -> None:
@@ -168,8 +175,9 @@ class AliasColumn(EntryColumn):
     __slots__ = ()
 
     def __init__(self, template: str, name: str, ids: list[str], entries: list[Entry],
-                 owners: list[Any], values: list[Any] | None = None):
-        super().__init__(template, name, ids, entries, owners)  # no values: nothing to fill
+                 owners: list[Any], values: list[Any] | None = None,
+                 paths: list[str] | None = None):
+        super().__init__(template, name, ids, entries, owners, None, paths)  # nothing to fill
         self.storages = list(map(_storage, entries))
 
     def allocate(self, values: list[torch.Tensor],
@@ -308,7 +316,7 @@ def _from_adoption(record: ProvenColumn, first: tuple[Entry, Any],
     if _non_persistent(record.owners, name):
         return None
     return column(record.template, name, record.ids, record.entries, record.owners,
-                  record.extras if column is EntryColumn else None)
+                  record.extras if column is EntryColumn else None, record.paths)
 
 
 _adopted, _slot = operator.attrgetter("adopted"), operator.attrgetter("slot")

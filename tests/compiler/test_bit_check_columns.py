@@ -94,6 +94,12 @@ def _cases() -> dict[str, tuple[list[torch.Tensor], bool]]:
         "transposed pieces": ([t.t() for t in cube.unbind(0)], False),
         "a transposed base": (list(torch.arange(12.0).reshape(3, 4).t().unbind(0)), False),
         "no base": ([torch.zeros(3) for _ in range(4)], False),
+        "a base of another element size": (
+            list(torch.view_as_real(torch.zeros(4, 3, dtype=torch.complex64)).unbind(0)), False),
+        "a longer base": (list(torch.arange(15.0).reshape(5, 3).unbind(0))[:4], False),
+        "a later start": (list(torch.arange(15.0).reshape(5, 3)[1:].unbind(0)), False),
+        "adjacent bases": (list(torch.arange(6.0).reshape(2, 3).unbind(0))
+                           + list(torch.arange(6.0).reshape(2, 3).unbind(0)), False),
     }
 
 
@@ -104,6 +110,17 @@ def test_joined_values_are_their_concatenation(name: str) -> None:
     assert (joined is not None) is joins
     if joined is not None:
         assert torch.equal(joined, torch.cat([t.reshape(-1) for t in tensors]))
+
+
+def test_row_major_proven_skips_only_the_contiguity_read() -> None:
+    """A record that proves the pieces row-major stands for their contiguity; their places
+    are still read (a clone among them is not joined)."""
+    base = torch.arange(12.0).reshape(4, 3)
+    joined = planner_module._joined(list(base.unbind(0)), torch.Size([3]), True)
+    assert joined is not None and torch.equal(joined, base.reshape(-1))
+    part = list(base.unbind(0))
+    part[1] = part[1].clone()
+    assert planner_module._joined(part, torch.Size([3]), True) is None
 
 
 def test_the_compile_joins_the_columns_values(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,6 +11,7 @@ wrong layer.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -89,3 +90,24 @@ def test_a_misordered_second_column_of_the_compile_is_refused(
         _compile_recording(monkeypatch, model, swap_second)
     for layer in model.layers:  # the transaction put everything back
         assert not {"inv", "prod", "strides", "scale_alias"} & set(vars(layer))
+
+
+def test_adoptions_owner_paths_are_the_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The columns adoption took keep the owner paths it read (its rows' nodes'): each column's
+    ``owner_paths`` is its entries' owner paths, row by row, as a copy of its own."""
+    _, made = _compile_recording(monkeypatch)
+    assert len(made) == 4
+    for column in made:
+        assert column.paths is not None  # every column of the scaling table: adoption's
+        got = column.owner_paths()
+        assert got == [e.node.owner_path for e in column.entries]
+        assert got is not column.paths
+
+
+def test_a_column_without_adoptions_paths_reads_them() -> None:
+    entries = [SimpleNamespace(node=SimpleNamespace(owner_path=f"layers.{i}")) for i in (1, 2)]
+    column = EntryColumn("layers.0.x", "x", ["layers.1.x", "layers.2.x"], entries,  # type: ignore[arg-type]
+                         [object(), object()])
+    assert column.paths is None and column.owner_paths() == ["layers.1", "layers.2"]
+    column.paths = ["layers.1"]  # not one per row: read from the entries
+    assert column.owner_paths() == ["layers.1", "layers.2"]

@@ -62,7 +62,7 @@ def test_the_table_is_filled_as_the_per_entry_loop_fills_it(
 
 def _column(paths: list[str]) -> Any:
     return SimpleNamespace(entries=[SimpleNamespace(node=SimpleNamespace(owner_path=p))
-                                    for p in paths])
+                                    for p in paths], paths=None)  # read from the entries
 
 
 def test_the_owner_paths_are_the_per_row_rule_s() -> None:

@@ -1,0 +1,31 @@
+import torch, time
+base = torch.rand(25000, 8)
+vals = list(base.unbind(0))
+ours = list(map(torch.clone, vals))
+def t(f, n=20):
+    best = 1e9
+    for _ in range(n):
+        s = time.perf_counter(); f(); best = min(best, time.perf_counter() - s)
+    return best * 1e3
+a = torch.cat(ours)
+b = base.reshape(-1)
+print("cat ours", t(lambda: torch.cat(ours)))
+print("equal", t(lambda: torch.equal(a.view(torch.int32), b.view(torch.int32))))
+print("equal float", t(lambda: torch.equal(a, b)))
+print("base attr", t(lambda: [v._base for v in vals]))
+print("offsets", t(lambda: list(map(torch.Tensor.storage_offset, vals))))
+print("contig", t(lambda: all(map(torch.Tensor.is_contiguous, vals))))
+print("data_ptr", t(lambda: list(map(torch.Tensor.data_ptr, vals))))
+print(torch.get_num_threads())
+ai, bi = a.view(torch.int32), b.view(torch.int32)
+print("equal int32 again", t(lambda: torch.equal(ai, bi)))
+ac, bc = ai.clone(), bi.clone()
+print("equal int32 clones", t(lambda: torch.equal(ac, bc)))
+print("equal uint8", t(lambda: torch.equal(a.view(torch.uint8), b.view(torch.uint8))))
+print("ne any", t(lambda: bool((ai != bi).any())))
+print("int64", t(lambda: torch.equal(a.view(torch.int64), b.view(torch.int64))))
+x = torch.randint(0, 100, (200000,), dtype=torch.int32); y = x.clone()
+print("equal int32 randint", t(lambda: torch.equal(x, y)))
+xf, yf = x.float(), y.float()
+print("equal f32 randint", t(lambda: torch.equal(xf, yf)))
+print(torch.__version__)
