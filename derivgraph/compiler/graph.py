@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
-from operator import attrgetter
+from operator import attrgetter, is_
 from typing import Any
 
 import torch
@@ -235,6 +235,10 @@ class DerivedGraph:
         self.proven_sources: list[tuple[list[torch.Tensor], tuple[Any, ...]]] = []
         self._sources_version = -1
         self.meta_env: dict[str, Any] = {}  # node id -> meta value (set by shape inference)
+        # what shape inference wrote of the closed tables whose rows took their template's meta
+        # values (:func:`~derivgraph.compiler.infer.rows_hold_metas` reads it): the env, the
+        # graph version, and per table (by id) the table, its rows list, length and the values
+        self.meta_rows: tuple[Any, int, dict[int, tuple[Any, ...]]] = (None, -1, {})
         # every existing node a graph call named from outside the stamped row that made it
         # (what opens a row: :func:`derivgraph.compiler.layers.closed_layers`)
         self.touched: set[str] = set()
@@ -447,16 +451,20 @@ class DerivedGraph:
         closed stamped rows, when the graph's proof of them is current
         (:func:`~derivgraph.compiler.layers.closed_layers`), read off their template by
         position (:func:`~derivgraph.compiler.row_deps.row_source_deps`), the sweep over the
-        rest (which it checks the order of: every input before its user)."""
+        rest (which it checks the order of: every input before its user): the order cut at
+        those rows' spans where it can be (:meth:`unspanned`), else filtered."""
         if self._deps_version != self.ir.version:
             nodes = self.ir.nodes
             version, tables = self.layer_cache  # closed stamped rows: read by position
-            deps = row_source_deps(nodes, tables) if version == self.ir.version and tables \
-                else {}
+            rows: list[Any] = []  # the tables whose rows were read
+            deps = row_source_deps(nodes, tables, rows) \
+                if version == self.ir.version and tables else {}
             read = len(deps)
             empty: frozenset[str] = frozenset()
-            order = self.ordered()
-            walked = [n for n in order if n not in deps] if deps else order
+            walked = self.unspanned(rows) if rows else None
+            if walked is None:
+                order = self.ordered()
+                walked = [n for n in order if n not in deps] if deps else order
             try:  # the sweep reads each input before its user: it also checks the order
                 for n in walked:
                     node = nodes[n]
@@ -471,6 +479,26 @@ class DerivedGraph:
                                                             deps)]) from None
             self._deps, self._deps_version = deps, self.ir.version
         return self._deps
+
+    def unspanned(self, tables: Sequence[Any]) -> list[str] | None:
+        """The order without every node of ``tables``' rows (closed instance tables), cut out
+        where the order's spans emitted them (:meth:`Graph.spanned
+        <derivgraph.compiler.ir.Graph.spanned>`): when the spans were made of these tables
+        (:attr:`span_cache`: the same table objects, in the same order), for the current
+        order, and hold as many nodes as their rows (each a row's node, none twice: so every
+        one). None else."""
+        version, spanned_tables = self.span_cache
+        chunks = self.ir.spanned()
+        if not chunks or version != self.ir.version or spanned_tables is None or \
+                len(spanned_tables) != len(tables) or not all(map(is_, spanned_tables, tables)) \
+                or sum(stop - start for start, stop in chunks) != \
+                sum(len(t.rows) * len(t.template) for t in tables):
+            return None
+        order, at, rest = self.ordered(), 0, []
+        for start, stop in chunks:
+            rest += order[at:start]
+            at = stop
+        return rest + order[at:]
 
     def _misordered(self, n: str, seen: dict[str, Any]) -> SpecIssue:
         """The issue for node ``n`` of the order, whose input is not in ``seen`` (comes after

@@ -66,16 +66,19 @@ def template_dep_positions(nodes: Mapping[str, Node], template: tuple[str, ...],
 
 
 def row_source_deps(nodes: Mapping[str, Node], tables: Iterable[InstanceTable],
-                    ) -> dict[str, frozenset[str]]:
+                    read: list[InstanceTable] | None = None) -> dict[str, frozenset[str]]:
     """Every node of every row of ``tables`` (closed rows only) -> the source nodes it
     depends on; the rows of a template whose positions cannot be read
-    (:func:`template_dep_positions`) are left out."""
+    (:func:`template_dep_positions`) are left out. ``read``: where given, each table whose
+    rows are in the answer is appended to it, in order."""
     deps: dict[str, frozenset[str]] = {}
     empty: frozenset[str] = frozenset()
     for table in tables:
         positions = template_dep_positions(nodes, table.template)
         if positions is None or not table.rows:
             continue
+        if read is not None:
+            read.append(table)
         columns = list(zip(*table.rows))
         sets: dict[tuple[int, ...], list[frozenset[str]]] = {}  # one list per position set
         for k, at in enumerate(positions):

@@ -88,3 +88,26 @@ def test_a_template_reading_a_node_outside_it_reads_no_row() -> None:
     assert row_source_deps(nodes, [InstanceTable(template, [("u.a", "u.op")])]) == {}
     nodes["t.op"].inputs = ("const",)  # a shared constant only: no source
     assert template_dep_positions(nodes, template) == [(), ()]
+
+
+def test_the_rest_is_cut_at_the_rows_spans(monkeypatch: Any) -> None:
+    """With the rows read by position and the order's spans made of those tables, the sweep
+    walks the order cut at the spans (:meth:`DerivedGraph.unspanned`): the template and the
+    shared constant only, and the sets are the walk's."""
+    graph = _compiled(scaling_model(6), [scaling_spec()])
+    walked = _walked(graph)
+    graph = _compiled(scaling_model(6), [scaling_spec()])
+    cuts: list[list[str] | None] = []
+    real = DerivedGraph.unspanned
+
+    def spied(self: DerivedGraph, tables: Any) -> list[str] | None:
+        cuts.append(real(self, tables))
+        return cuts[-1]
+
+    monkeypatch.setattr(DerivedGraph, "unspanned", spied)
+    graph._deps_version = -1
+    assert graph.source_deps() == walked
+    [cut] = cuts
+    assert cut is not None and len(cut) == 8 + 1  # the template's nodes, the shared full
+    assert cut == [n for n in graph.ordered() if n not in row_source_deps(
+        graph.nodes, closed_layers(graph))]
