@@ -25,7 +25,7 @@ from torch import nn
 
 from derivgraph.compiler.bind import BoundSpec
 from derivgraph.compiler.ir import Graph, HeldColumn, HeldLeaves, Node, NodeKind
-from derivgraph.compiler.row_deps import row_source_deps
+from derivgraph.compiler.row_deps import SourceDeps, row_source_deps
 from derivgraph.errors import Rule, SourceLocation, SpecIssue, SpecValidationError
 from derivgraph.spec.kinds import TensorKind
 from derivgraph.spec.model import DerivedTensor
@@ -222,7 +222,7 @@ class DerivedGraph:
         self.layer_cache: tuple[int, Any] = (-1, None)  # the proven ones, by graph version
         # the closed tables the order's spans were made of (every row of each), by version
         self.span_cache: tuple[int, Any] = (-1, None)
-        self._deps: dict[str, frozenset[str]] = {}
+        self._deps: dict[str, frozenset[str]] = SourceDeps()
         self._deps_version = -1
         self._sources: list[str] = []
         # each source tensor as building read it (handed to the compile's evaluation, then
@@ -450,21 +450,27 @@ class DerivedGraph:
         """Node id -> the source nodes it depends on (one topological sweep, cached); the
         closed stamped rows, when the graph's proof of them is current
         (:func:`~derivgraph.compiler.layers.closed_layers`), read off their template by
-        position (:func:`~derivgraph.compiler.row_deps.row_source_deps`), the sweep over the
-        rest (which it checks the order of: every input before its user): the order cut at
-        those rows' spans where it can be (:meth:`unspanned`), else filtered."""
+        position (:func:`~derivgraph.compiler.row_deps.row_source_deps`; their sources' and
+        ops' columns put in on first need, :class:`~derivgraph.compiler.row_deps.SourceDeps`),
+        the sweep over the rest (which it checks the order of: every input before its user):
+        the order cut at those rows' spans where it can be (:meth:`unspanned`), else
+        filtered."""
         if self._deps_version != self.ir.version:
             nodes = self.ir.nodes
             version, tables = self.layer_cache  # closed stamped rows: read by position
             rows: list[Any] = []  # the tables whose rows were read
             deps = row_source_deps(nodes, tables, rows) \
-                if version == self.ir.version and tables else {}
-            read = len(deps)
+                if version == self.ir.version and tables else SourceDeps()
             empty: frozenset[str] = frozenset()
             walked = self.unspanned(rows) if rows else None
             if walked is None:
                 order = self.ordered()
-                walked = [n for n in order if n not in deps] if deps else order
+                if rows:  # every row's set put in, then its keys read at C speed
+                    deps.complete()
+                    known = dict.keys(deps)
+                    walked = [n for n in order if n not in known]
+                else:
+                    walked = order
             try:  # the sweep reads each input before its user: it also checks the order
                 for n in walked:
                     node = nodes[n]
@@ -474,9 +480,9 @@ class DerivedGraph:
                         deps[n] = deps[node.inputs[0]]
                     else:
                         deps[n] = empty.union(*(deps[p] for p in node.inputs))
-            except KeyError:
-                raise SpecValidationError([self._misordered(walked[len(deps) - read],
-                                                            deps)]) from None
+            except KeyError:  # the first node of the sweep without a set
+                late = next(n for n in walked if not dict.__contains__(deps, n))
+                raise SpecValidationError([self._misordered(late, deps)]) from None
             self._deps, self._deps_version = deps, self.ir.version
         return self._deps
 
