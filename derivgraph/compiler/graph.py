@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
-from operator import attrgetter
+from operator import attrgetter, is_
 from typing import Any
 
 import torch
@@ -25,7 +25,7 @@ from torch import nn
 
 from derivgraph.compiler.bind import BoundSpec
 from derivgraph.compiler.ir import Graph, HeldColumn, HeldLeaves, Node, NodeKind
-from derivgraph.compiler.row_deps import row_source_deps
+from derivgraph.compiler.row_deps import SourceDeps, row_source_deps
 from derivgraph.errors import Rule, SourceLocation, SpecIssue, SpecValidationError
 from derivgraph.spec.kinds import TensorKind
 from derivgraph.spec.model import DerivedTensor
@@ -222,7 +222,7 @@ class DerivedGraph:
         self.layer_cache: tuple[int, Any] = (-1, None)  # the proven ones, by graph version
         # the closed tables the order's spans were made of (every row of each), by version
         self.span_cache: tuple[int, Any] = (-1, None)
-        self._deps: dict[str, frozenset[str]] = {}
+        self._deps: dict[str, frozenset[str]] = SourceDeps()
         self._deps_version = -1
         self._sources: list[str] = []
         # each source tensor as building read it (handed to the compile's evaluation, then
@@ -235,6 +235,10 @@ class DerivedGraph:
         self.proven_sources: list[tuple[list[torch.Tensor], tuple[Any, ...]]] = []
         self._sources_version = -1
         self.meta_env: dict[str, Any] = {}  # node id -> meta value (set by shape inference)
+        # what shape inference wrote of the closed tables whose rows took their template's meta
+        # values (:func:`~derivgraph.compiler.infer.rows_hold_metas` reads it): the env, the
+        # graph version, and per table (by id) the table, its rows list, length and the values
+        self.meta_rows: tuple[Any, int, dict[int, tuple[Any, ...]]] = (None, -1, {})
         # every existing node a graph call named from outside the stamped row that made it
         # (what opens a row: :func:`derivgraph.compiler.layers.closed_layers`)
         self.touched: set[str] = set()
@@ -446,17 +450,27 @@ class DerivedGraph:
         """Node id -> the source nodes it depends on (one topological sweep, cached); the
         closed stamped rows, when the graph's proof of them is current
         (:func:`~derivgraph.compiler.layers.closed_layers`), read off their template by
-        position (:func:`~derivgraph.compiler.row_deps.row_source_deps`), the sweep over the
-        rest (which it checks the order of: every input before its user)."""
+        position (:func:`~derivgraph.compiler.row_deps.row_source_deps`; their sources' and
+        ops' columns put in on first need, :class:`~derivgraph.compiler.row_deps.SourceDeps`),
+        the sweep over the rest (which it checks the order of: every input before its user):
+        the order cut at those rows' spans where it can be (:meth:`unspanned`), else
+        filtered."""
         if self._deps_version != self.ir.version:
             nodes = self.ir.nodes
             version, tables = self.layer_cache  # closed stamped rows: read by position
-            deps = row_source_deps(nodes, tables) if version == self.ir.version and tables \
-                else {}
-            read = len(deps)
+            rows: list[Any] = []  # the tables whose rows were read
+            deps = row_source_deps(nodes, tables, rows) \
+                if version == self.ir.version and tables else SourceDeps()
             empty: frozenset[str] = frozenset()
-            order = self.ordered()
-            walked = [n for n in order if n not in deps] if deps else order
+            walked = self.unspanned(rows) if rows else None
+            if walked is None:
+                order = self.ordered()
+                if rows:  # every row's set put in, then its keys read at C speed
+                    deps.complete()
+                    known = dict.keys(deps)
+                    walked = [n for n in order if n not in known]
+                else:
+                    walked = order
             try:  # the sweep reads each input before its user: it also checks the order
                 for n in walked:
                     node = nodes[n]
@@ -466,11 +480,31 @@ class DerivedGraph:
                         deps[n] = deps[node.inputs[0]]
                     else:
                         deps[n] = empty.union(*(deps[p] for p in node.inputs))
-            except KeyError:
-                raise SpecValidationError([self._misordered(walked[len(deps) - read],
-                                                            deps)]) from None
+            except KeyError:  # the first node of the sweep without a set
+                late = next(n for n in walked if not dict.__contains__(deps, n))
+                raise SpecValidationError([self._misordered(late, deps)]) from None
             self._deps, self._deps_version = deps, self.ir.version
         return self._deps
+
+    def unspanned(self, tables: Sequence[Any]) -> list[str] | None:
+        """The order without every node of ``tables``' rows (closed instance tables), cut out
+        where the order's spans emitted them (:meth:`Graph.spanned
+        <derivgraph.compiler.ir.Graph.spanned>`): when the spans were made of these tables
+        (:attr:`span_cache`: the same table objects, in the same order), for the current
+        order, and hold as many nodes as their rows (each a row's node, none twice: so every
+        one). None else."""
+        version, spanned_tables = self.span_cache
+        chunks = self.ir.spanned()
+        if not chunks or version != self.ir.version or spanned_tables is None or \
+                len(spanned_tables) != len(tables) or not all(map(is_, spanned_tables, tables)) \
+                or sum(stop - start for start, stop in chunks) != \
+                sum(len(t.rows) * len(t.template) for t in tables):
+            return None
+        order, at, rest = self.ordered(), 0, []
+        for start, stop in chunks:
+            rest += order[at:start]
+            at = stop
+        return rest + order[at:]
 
     def _misordered(self, n: str, seen: dict[str, Any]) -> SpecIssue:
         """The issue for node ``n`` of the order, whose input is not in ``seen`` (comes after

@@ -8,7 +8,7 @@ and input layout), so a spec's shapes and dtypes are checked without touching re
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, compress, filterfalse, repeat
 from operator import attrgetter, is_, itemgetter
@@ -28,7 +28,7 @@ from derivgraph.limits import LIMITS, check_budget, check_bytes, check_numel
 from derivgraph.ops import DTYPES
 from derivgraph.spec.kinds import HELD_KINDS, TensorKind, is_engine
 
-__all__ = ["first_feeds", "infer_shapes", "meta_value"]
+__all__ = ["first_feeds", "infer_shapes", "meta_value", "rows_hold_metas"]
 
 
 def meta_value(graph: DerivedGraph, node_id: str, cache: dict[str, Any]) -> Any:
@@ -257,6 +257,8 @@ def _run_stamped(graph: DerivedGraph, interp: MetaInterpreter) -> _Stamped:
         interp.run()
         return out
     nodes, env = graph.nodes, interp.env
+    record: dict[int, tuple[Any, ...]] = {}
+    graph.meta_rows = (env, graph.ir.version, record)
     out.rest = order_without_rows(graph, tables)
     interp.run(out.rest)  # the templates among them
     again: set[str] = set()
@@ -280,11 +282,26 @@ def _run_stamped(graph: DerivedGraph, interp: MetaInterpreter) -> _Stamped:
         out.tables.append(table)
         n = len(table.rows)
         env.update(zip(table.ids(), plan[0] * n))
+        record[id(table)] = (table, table.rows, n, tuple(plan[0]))
     if again:
         held = layer_nodes(tables)
         interp.run([n for n in graph.ordered() if n in again])
         out.rest = [n for n in graph.ordered() if n not in held or n in again]
     return out
+
+
+def rows_hold_metas(graph: DerivedGraph, env: dict[str, Any], table: InstanceTable,
+                    metas: Sequence[Any]) -> bool:
+    """Whether shape inference gave every row of ``table`` the meta values ``metas`` in
+    ``env`` (:func:`_run_stamped` set them so, ``graph.meta_rows`` records it): the same env
+    object, graph version, table, rows list and length, and the template's values. A false
+    answer says nothing (the caller sweeps the rows). Nothing writes the env after inference
+    (a new inference makes a new one)."""
+    recorded, version, tables = graph.meta_rows
+    got = tables.get(id(table))
+    return recorded is env and version == graph.ir.version and got is not None \
+        and got[0] is table and got[1] is table.rows and got[2] == len(table.rows) \
+        and len(got[3]) == len(metas) and all(map(is_, got[3], metas))
 
 
 def _template_plan(graph: DerivedGraph, env: dict[str, Any], template: tuple[str, ...],

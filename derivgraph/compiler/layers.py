@@ -32,7 +32,7 @@ the topological order's walk of each such row from its template's.
 from __future__ import annotations
 
 from itertools import chain, filterfalse
-from operator import is_, itemgetter, sub
+from operator import itemgetter, sub
 
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.instances import (
@@ -130,24 +130,10 @@ def layer_nodes(tables: list[InstanceTable]) -> set[str]:
 
 
 def unspanned(graph: DerivedGraph, tables: list[InstanceTable]) -> list[str] | None:
-    """The order without every node of ``tables``' rows, cut out where the order's spans
-    emitted them (:meth:`Graph.spanned <derivgraph.compiler.ir.Graph.spanned>`): when the
-    spans were made of these tables (:attr:`DerivedGraph.span_cache`: the same table objects,
-    in the same order), for the current order, and hold as many nodes as their rows (each a
-    row's node, none twice: so every one). None else (the caller filters by
-    :func:`layer_nodes`)."""
-    version, spanned_tables = graph.span_cache
-    chunks = graph.ir.spanned()
-    if not chunks or version != graph.ir.version or spanned_tables is None or \
-            len(spanned_tables) != len(tables) or not all(map(is_, spanned_tables, tables)) \
-            or sum(stop - start for start, stop in chunks) != \
-            sum(len(t.rows) * len(t.template) for t in tables):
-        return None
-    order, at, rest = graph.ordered(), 0, []
-    for start, stop in chunks:
-        rest += order[at:start]
-        at = stop
-    return rest + order[at:]
+    """The order without every node of ``tables``' rows, cut at the order's spans
+    (:meth:`DerivedGraph.unspanned <derivgraph.compiler.graph.DerivedGraph.unspanned>`);
+    None where they cannot be (the caller filters by :func:`layer_nodes`)."""
+    return graph.unspanned(tables)
 
 
 def order_without_rows(graph: DerivedGraph, tables: list[InstanceTable]) -> list[str]:

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from derivgraph.column_layout import ColumnFacts, book_of
+from derivgraph.compiler.infer import rows_hold_metas
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.layers import closed_layers
 
@@ -128,7 +129,9 @@ def provable_layers(ctx: LowerContext, kept: dict[int, KeptValues] | None = None
     (:meth:`~derivgraph.compiler.lower.Step.renamed`).
 
     A table is checked column by column (each position across every row, a few C-level sweeps
-    per fact); only when a column differs somewhere is each row checked on its own.
+    per fact), the meta values not swept where shape inference recorded giving every row the
+    template's (:func:`~derivgraph.compiler.infer.rows_hold_metas`); only when a column
+    differs somewhere is each row checked on its own.
     ``kept``: where given, during a compile, a table proven whole keeps under its id the bound
     values its columns read (:data:`KeptValues`, read back by :func:`kept_column`)."""
     graph = ctx.graph
@@ -143,7 +146,8 @@ def provable_layers(ctx: LowerContext, kept: dict[int, KeptValues] | None = None
         metas = [env.get(n) for n in template]
         facts = layer_facts(ctx, template + shared)
         values: dict[int, list[Any]] = {}
-        if _columns_hold(ctx, table, shared, metas, facts, values):
+        if _columns_hold(ctx, table, shared, metas, facts, values,
+                         rows_hold_metas(graph, env, table, metas)):
             proven.append(table)
             memo = _memo(ctx)
             if kept is not None and memo is not None:
@@ -158,20 +162,24 @@ def provable_layers(ctx: LowerContext, kept: dict[int, KeptValues] | None = None
 
 def _columns_hold(ctx: LowerContext, table: InstanceTable, shared: tuple[str, ...],
                   metas: list[Any], facts: tuple[Any, ...],
-                  values_of: dict[int, list[Any]] | None = None) -> bool:
+                  values_of: dict[int, list[Any]] | None = None,
+                  metas_hold: bool = False) -> bool:
     """Whether every row of ``table`` has the template's meta values and facts: each
     position's column of values checked against the template's fact in C-level sweeps, or,
     for an entry column's storages, against its layout record (proved where it was made).
     ``values_of``: where given, the bound values of each of the template's positions whose
-    value is a tensor are put in it (every row's a tensor of that type, where this is True)."""
+    value is a tensor are put in it (every row's a tensor of that type, where this is True).
+    ``metas_hold``: shape inference's record says every row has the template's meta values
+    (:func:`~derivgraph.compiler.infer.rows_hold_metas`), so their sweep is skipped."""
     env, n, book = ctx.meta_env, len(table), book_of(ctx)
     width = len(table.template)  # the positions after it: a shared node's, in every row
     # the table's own columns (read from the rows once: the schedule and the code generation
     # read the same ones), then each shared node in every row
     columns = [table.column(k) for k in range(width)] + [[s] * n for s in shared]
-    for column, meta in zip(columns, metas):
-        if not all(map(is_, map(env.get, column), repeat(meta, n))):
-            return False
+    if not metas_hold:
+        for column, meta in zip(columns, metas):
+            if not all(map(is_, map(env.get, column), repeat(meta, n))):
+                return False
     ptrs: dict[int, list[int]] = {}  # position -> its storage addresses, layer by layer
     own: list[int] = []  # the positions whose storage is first seen there in the template
     bound: dict[int, list[Any]] = {}  # position -> its bound values, layer by layer

@@ -8,16 +8,20 @@ positions of the sources its template node depends on. :func:`row_source_deps` c
 positions once per template and builds every row's sets a column at a time, instead of a
 walk over every node of every row (:meth:`DerivedGraph.source_deps
 <derivgraph.compiler.graph.DerivedGraph.source_deps>` walks only what is left).
+
+The compile reads a row's derived tensors (the plan's entries) and none of its sources or
+ops, so those columns are kept aside and put in on first need (:class:`SourceDeps`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.ir import Node, NodeKind
 
-__all__ = ["row_source_deps", "template_dep_positions"]
+__all__ = ["SourceDeps", "row_source_deps", "template_dep_positions"]
 
 
 def template_dep_positions(nodes: Mapping[str, Node], template: tuple[str, ...],
@@ -65,25 +69,109 @@ def template_dep_positions(nodes: Mapping[str, Node], template: tuple[str, ...],
     return positions
 
 
+class SourceDeps(dict[str, frozenset[str]]):
+    """Node id -> the source nodes it depends on, where some columns of closed rows are kept
+    aside (:meth:`defer`) and put in, all at once, on first need (:meth:`complete`): a key
+    not in the dict (``__missing__``), or any read of the membership, size, keys, values or
+    items. A read by key of what is in answers at C speed. Writes are the dict's own."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._deferred: list[tuple[Iterable[str], list[frozenset[str]]]] = []
+
+    def defer(self, keys: Iterable[str], values: list[frozenset[str]]) -> None:
+        """Keep ``keys`` -> ``values`` (in order) aside until :meth:`complete`."""
+        self._deferred.append((keys, values))
+
+    @property
+    def pending(self) -> bool:
+        """Whether some columns are still kept aside."""
+        return bool(self._deferred)
+
+    def complete(self) -> None:
+        """Put every column kept aside in (a no-op once done)."""
+        deferred, self._deferred = self._deferred, []
+        for keys, values in deferred:
+            dict.update(self, zip(keys, values))
+
+    def __missing__(self, key: str) -> frozenset[str]:
+        if not self._deferred:
+            raise KeyError(key)
+        self.complete()
+        return dict.__getitem__(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        self.complete()
+        return dict.__contains__(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        self.complete()
+        return dict.get(self, key, default)
+
+    def __len__(self) -> int:
+        self.complete()
+        return dict.__len__(self)
+
+    def __iter__(self) -> Iterator[str]:
+        self.complete()
+        return dict.__iter__(self)
+
+    def keys(self) -> Any:
+        self.complete()
+        return dict.keys(self)
+
+    def values(self) -> Any:
+        self.complete()
+        return dict.values(self)
+
+    def items(self) -> Any:
+        self.complete()
+        return dict.items(self)
+
+    def copy(self) -> dict[str, frozenset[str]]:
+        self.complete()
+        return dict(dict.items(self))
+
+    def __eq__(self, other: object) -> bool:
+        self.complete()
+        if isinstance(other, SourceDeps):
+            other.complete()
+        return dict.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        self.complete()
+        return dict.__repr__(self)
+
+
 def row_source_deps(nodes: Mapping[str, Node], tables: Iterable[InstanceTable],
-                    ) -> dict[str, frozenset[str]]:
+                    read: list[InstanceTable] | None = None) -> SourceDeps:
     """Every node of every row of ``tables`` (closed rows only) -> the source nodes it
-    depends on; the rows of a template whose positions cannot be read
-    (:func:`template_dep_positions`) are left out."""
-    deps: dict[str, frozenset[str]] = {}
+    depends on, the columns of the template's sources and ops kept aside
+    (:meth:`SourceDeps.defer`); the rows of a template whose positions cannot be read
+    (:func:`template_dep_positions`) are left out. ``read``: where given, each table whose
+    rows are in the answer is appended to it, in order."""
+    deps = SourceDeps()
     empty: frozenset[str] = frozenset()
     for table in tables:
         positions = template_dep_positions(nodes, table.template)
         if positions is None or not table.rows:
             continue
+        if read is not None:
+            read.append(table)
         columns = list(zip(*table.rows))
         sets: dict[tuple[int, ...], list[frozenset[str]]] = {}  # one list per position set
         for k, at in enumerate(positions):
-            if not at:
-                deps.update(dict.fromkeys(columns[k], empty))
-                continue
             made = sets.get(at)
             if made is None:
-                made = sets[at] = list(map(frozenset, zip(*[columns[j] for j in at])))
-            deps.update(zip(columns[k], made))
+                made = sets[at] = list(map(frozenset, zip(*[columns[j] for j in at]))) if at \
+                    else [empty] * len(columns[k])
+            if nodes[table.template[k]].kind is NodeKind.DERIVED:
+                dict.update(deps, zip(columns[k], made))
+            else:
+                deps.defer(columns[k], made)
     return deps

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from torch import nn
 
 from derivgraph import Spec, compile_plan
@@ -14,7 +15,7 @@ from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.ir import Node, NodeKind
 from derivgraph.compiler.layers import closed_layers
-from derivgraph.compiler.row_deps import row_source_deps, template_dep_positions
+from derivgraph.compiler.row_deps import SourceDeps, row_source_deps, template_dep_positions
 from derivgraph.compiler.stamp import stamping
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 from tests.compiler.test_order_blocks import chain_specs
@@ -88,3 +89,60 @@ def test_a_template_reading_a_node_outside_it_reads_no_row() -> None:
     assert row_source_deps(nodes, [InstanceTable(template, [("u.a", "u.op")])]) == {}
     nodes["t.op"].inputs = ("const",)  # a shared constant only: no source
     assert template_dep_positions(nodes, template) == [(), ()]
+
+
+def test_the_rest_is_cut_at_the_rows_spans(monkeypatch: Any) -> None:
+    """With the rows read by position and the order's spans made of those tables, the sweep
+    walks the order cut at the spans (:meth:`DerivedGraph.unspanned`): the template and the
+    shared constant only, and the sets are the walk's."""
+    graph = _compiled(scaling_model(6), [scaling_spec()])
+    walked = _walked(graph)
+    graph = _compiled(scaling_model(6), [scaling_spec()])
+    cuts: list[list[str] | None] = []
+    real = DerivedGraph.unspanned
+
+    def spied(self: DerivedGraph, tables: Any) -> list[str] | None:
+        cuts.append(real(self, tables))
+        return cuts[-1]
+
+    monkeypatch.setattr(DerivedGraph, "unspanned", spied)
+    graph._deps_version = -1
+    assert graph.source_deps() == walked
+    [cut] = cuts
+    assert cut is not None and len(cut) == 8 + 1  # the template's nodes, the shared full
+    assert cut == [n for n in graph.ordered() if n not in row_source_deps(
+        graph.nodes, closed_layers(graph))]
+
+
+def test_the_compile_reads_no_row_source_or_op() -> None:
+    """The rows' source and op columns are kept aside (:class:`SourceDeps`) and the compile
+    never needs them; the derived tensors' are in."""
+    graph = _compiled(scaling_model(6), [scaling_spec()])
+    deps = graph.source_deps()
+    assert isinstance(deps, SourceDeps) and deps.pending
+    assert dict.__contains__(deps, "layers.3.prod")
+    assert not dict.__contains__(deps, "layers.3.scale")
+    assert dict.__len__(deps) == len(graph.nodes) - 5 * 4
+
+
+_READS: list[Any] = [len, list, lambda d: list(d.keys()), lambda d: list(d.values()),
+                     lambda d: list(d.items()), lambda d: "layers.3.scale" in d,
+                     lambda d: d.get("layers.3.scale"), lambda d: d["layers.3.scale"],
+                     lambda d: d.copy(), repr, dict, lambda d: d == {}]
+
+
+@pytest.mark.parametrize("read", range(len(_READS)))
+def test_any_read_of_a_kept_key_or_of_the_whole_puts_every_column_in(read: int) -> None:
+    graph = _compiled(scaling_model(6), [scaling_spec()])
+    walked = _walked(graph)
+    graph = _compiled(scaling_model(6), [scaling_spec()])
+    deps = graph.source_deps()
+    assert deps.pending
+    _READS[read](deps)
+    assert not deps.pending
+    assert dict(dict.items(deps)) == walked
+    assert deps["layers.3.scale"] == frozenset({"layers.3.scale"})
+    op = closed_layers(graph)[0].rows[2][7]  # a row's mul: scale and weight
+    assert deps[op] == frozenset({"layers.3.scale", "layers.3.weight"})
+    with pytest.raises(KeyError):
+        deps["no.such.node"]
