@@ -46,7 +46,15 @@ def _guard_storage_trusted() -> Any:
     return _patch(Guard, "storage_kept", lambda self: True)
 
 
-VARIANTS = {"notg": _no_tensor_guard, "nostore": _guard_storage_trusted}
+def _no_after() -> Any:
+    """The guard's tensors not handed to the plan (its own address check, as before reload62):
+    the plugin with this tree's code, the joint check of ``Holders.after`` off."""
+    from derivgraph.guard.guard import Guard
+    return _patch(Guard, "addresses", property(lambda self: None))
+
+
+VARIANTS = {"notg": _no_tensor_guard, "nostore": _guard_storage_trusted,
+            "noafter": _no_after}
 
 
 def _q(values: list[float], q: int) -> float:
