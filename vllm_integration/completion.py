@@ -134,9 +134,12 @@ def complete(model: Any, state: Any, session: Any, mode: str, updated: Any) -> R
     ``updated()``: the dirty sources of an in-place update (None: every one)."""
     if mode == "off":
         return None
-    plan, counters = state.plan, state.counters
+    plan, counters, guard = state.plan, state.counters, state.guard
     start = time.perf_counter()
     check_folds(plan, state.witness, mode)  # an engine that folds every load: strict raises
+    holders = getattr(plan, "holders", None)
+    if holders is not None:  # the pass's last address check takes the guard's tensors too
+        holders.after = guard.addresses if guard is not None else None
     report = _run_plan(plan, session.layerwise, mode, updated)
     if report is not None:
         if report.mode == "refill":
@@ -151,7 +154,10 @@ def complete(model: Any, state: Any, session: Any, mode: str, updated: Any) -> R
         counters.layerwise += 1
     else:
         counters.in_place += 1
-    guarded = restore_guard(model, state.guard, plan, mode, session.kind)
+    # proven by the pass's check (nothing between it and the guard re-points a tensor: the
+    # bookkeeping above, and the guard's survey reads only)
+    kept = report is not None and holders is not None and holders.after_checked is report
+    guarded = restore_guard(model, guard, plan, mode, session.kind, kept)
     if guarded is None:
         counters.guard_restored_last = counters.guard_recapture_last = 0
     else:

@@ -68,12 +68,15 @@ def check_folds(plan: Plan, witness: LoadWitness | None, mode: str) -> list[str]
 
 
 def restore_guard(model: Any, guard: Guard | None, plan: Plan, mode: str,
-                  kind: str) -> GuardReport | None:
-    """After a reload's pass: bring rebound slots back (strict raises on a recapture)."""
+                  kind: str, storage_kept: bool = False) -> GuardReport | None:
+    """After a reload's pass: bring rebound slots back (strict raises on a recapture).
+    ``storage_kept``: the pass's own address check proved the guard's startup tensors too
+    (:meth:`Guard.restore`)."""
     if guard is None:
         return None
     # the plan's tensors are read only if something changed
-    report = guard.restore(model, strict=mode == "strict", declared=plan.declared_storages)
+    report = guard.restore(model, strict=mode == "strict", declared=plan.declared_storages,
+                           storage_kept=storage_kept)
     if report.restored or report.copied_only:
         logger.info("derivgraph: %s %s reload: %s", type(model).__name__, kind, report)
     if report.recapture:

@@ -209,13 +209,17 @@ class Guard:
         return GuardReport(guarded=guarded, weights=len(self.startup) - len(guarded))
 
     def restore(self, model: Any, *, strict: bool = False, full: bool = False,
-                declared: Iterable[Any] | Callable[[], Iterable[Any]] = ()) -> GuardReport:
+                declared: Iterable[Any] | Callable[[], Iterable[Any]] = (),
+                storage_kept: bool = False) -> GuardReport:
         """Bring every rebound slot back to its startup storage (see the module docstring).
 
         ``declared``: tensors a plan keeps now (never reported as new), or a function returning
         them, called only when something changed (the common reload reads none). ``strict``: raise
         :class:`RecaptureRequired` naming every slot that needs a recapture, before any write.
         ``full``: walk the whole model (finds new tensors on objects the engine kept too).
+        ``storage_kept``: the caller proved every startup tensor at its startup address
+        (:attr:`addresses`, the rule of :meth:`storage_kept`) after the engine's post-load
+        step, nothing re-pointed since: the default restore does not check them again.
         """
         start = time.perf_counter()
         report = self._report()
@@ -226,7 +230,7 @@ class Guard:
                 with gc_paused():  # short-lived objects only: no full collection over the heap
                     actions = self._plan_walked(model, self._declared_ids(declared), report)
             else:  # the common reload walks nothing (a walk pauses the collector itself)
-                actions = self._plan_watched(declared, report)
+                actions = self._plan_watched(declared, report, storage_kept)
                 unwritten = not actions
             if strict and report.recapture:
                 raise RecaptureRequired([c.describe() for c in report.recapture])
@@ -251,7 +255,7 @@ class Guard:
         return self.declared | {id(t) for t in tensors if isinstance(t, torch.Tensor)}
 
     def _plan_watched(self, tensors: Iterable[Any] | Callable[[], Iterable[Any]],
-                      report: GuardReport) -> list[_Action]:
+                      report: GuardReport, kept: bool = False) -> list[_Action]:
         assert self.watch is not None, "restore() before snapshot()"
         survey = self.watch.survey()
         # the plan's tensors are read only when something changed (the common reload: nothing)
@@ -264,7 +268,8 @@ class Guard:
             entry, path = place.slot
             self._classify(entry, place.value, (place.holder, place.piece), path, declared,
                            actions, report, place.store)
-        self._moved_storage(actions, report)
+        if not kept:  # else proven by the caller (see restore's storage_kept)
+            self._moved_storage(actions, report)
         if not survey.loose and not survey.roots:
             return list(actions.values())
         by_new = {id(a.new): a for a in actions.values() if a.new is not None}
@@ -301,6 +306,13 @@ class Guard:
         for entry, was, ptr in zip(self._moved, at.ptrs, now):
             if ptr != was and (id(entry.tensor), 0) not in actions:
                 self._decide(entry, None, None, entry.paths[0], actions, report, None)
+
+    @property
+    def addresses(self) -> AtAddresses:
+        """The startup tensors and their startup data addresses that :meth:`storage_kept`
+        checks (made by :meth:`snapshot`: a caller may check them with its own tensors, by
+        the same rule, and pass ``storage_kept`` to :meth:`restore`)."""
+        return self._at
 
     def storage_kept(self) -> bool:
         """Every startup tensor still points at its startup storage

@@ -92,6 +92,14 @@ class Holders:
         #: the run (report) whose source check also proved every startup tensor at its
         #: startup address (by the joint check); None: not proven by a source check
         self.startup_checked: Any = None
+        #: tensors a later check of the same reload needs at fixed addresses (the guard's
+        #: startup tensors), joined to :meth:`moved`'s address check of the holders' storages:
+        #: one check over both (:meth:`_holders_at_startup`)
+        self.after: AtAddresses | None = None
+        #: the run (report) whose :meth:`moved` proved :attr:`after` too; None: not proven
+        self.after_checked: Any = None
+        # (the holder table, :attr:`after`, their joint check; None: not joined)
+        self._after_joint: tuple[HolderTable, AtAddresses, AtAddresses | None] | None = None
 
     def walk(self, source_owners: list[str] | None = None,
              entry_paths: list[str] | None = None) -> HopTable:
@@ -347,8 +355,9 @@ class Holders:
         """
         table = self.table
         rebound, self._rebound = self._rebound, None
+        self.after_checked = None
         fast = self.hops is not None and (self._holders_proven(report, rebound) or (
-            self.hops.intact() and table.intact())) and table.at_startup_addresses()
+            self.hops.intact() and table.intact())) and self._holders_at_startup(table, report)
         entries = self.entries
         keys = self._unproven() if fast else self._not_scalars()
         moved = []
@@ -366,6 +375,27 @@ class Holders:
             if id(current) != obj_id or address_of(current) != ptr:
                 moved.append(path)
         return moved
+
+    def _holders_at_startup(self, table: HolderTable, report: Any) -> bool:
+        """Every storage of ``table`` at its startup address
+        (:meth:`~derivgraph.runtime.accessors.HolderTable.at_startup_addresses`). Where
+        :attr:`after` is set (and a run asks, ``report``), one
+        :class:`~derivgraph.addresses.AtAddresses` over both lists instead (the same rule over
+        the union: one check where there were two); when it passes, :attr:`after` is proven
+        too (:attr:`after_checked` is ``report``); when it fails, the table's own check
+        decides and :attr:`after` is left unproven (its owner checks it)."""
+        after = self.after
+        if after is None or report is None:
+            return table.at_startup_addresses()
+        joint = self._after_joint
+        if joint is None or joint[0] is not table or joint[1] is not after:
+            both = AtAddresses(table.storages + after.tensors, table.ptrs + after.ptrs) \
+                if 0 < len(after) and len(table) + len(after) <= JOINT_MAX else None
+            joint = self._after_joint = (table, after, both)
+        if joint[2] is not None and joint[2].intact():
+            self.after_checked = report
+            return True
+        return table.at_startup_addresses()
 
     def _holders_proven(self, report: Any, rebound: tuple[Any, HolderTable] | None) -> bool:
         """Whether this run's (``report``'s) rebind proved what :meth:`moved`'s identity sweeps
