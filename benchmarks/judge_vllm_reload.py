@@ -55,8 +55,8 @@ def _one(tree: Path, out: Path, repeat: int) -> dict[str, Any]:
     env = dict(os.environ, PYTHONPATH=str(tree))
     cmd = [sys.executable, str(tree / "benchmarks" / "bench_vllm_reload.py"), "--clock", "cpu",
            "--repeat", str(repeat), "--json", str(out)]
-    subprocess.run(cmd, cwd=tree, env=env, check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+    with open(out.with_suffix(".log"), "w") as log:  # vLLM's own output, kept for a failure
+        subprocess.run(cmd, cwd=tree, env=env, check=True, stdout=log, stderr=subprocess.STDOUT)
     return json.loads(out.read_text())
 
 
@@ -71,6 +71,7 @@ def main() -> None:
     ap.add_argument("--wait", type=float, default=600.0)
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    args.out = args.out.resolve()  # each process runs in its own tree
     args.out.mkdir(parents=True, exist_ok=True)
     trees = {"tree": args.tree.resolve()}
     if args.base is not None:
