@@ -15,7 +15,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from itertools import chain
 from typing import Any
 
@@ -147,14 +148,7 @@ def test_the_kept_values_are_the_bound_values_while_the_memo_holds() -> None:
 
     Canary (planted once by hand): ``kept_column`` without the memo check hands the values
     out after the memo was dropped: the last assertion is red."""
-    torch.manual_seed(0)
-    with stamping(True):
-        plan = compile_plan(scaling_model(LAYERS), [scaling_spec()])
-    ctx = plan.tensors
-    ctx.layouts = _book()
-    try:
-        steps = lower.lower_steps(ctx)
-        (layer,) = steps.layers
+    with _proven_layer() as (_, ctx, layer):
         assert layer.values is not None and layer.values[0] is ctx.address_memo
         table = layer.table
         seen = 0
@@ -169,6 +163,20 @@ def test_the_kept_values_are_the_bound_values_while_the_memo_holds() -> None:
         assert layer.kept_column_of(ctx, "no such node") is None
         ctx.layouts = ctx.layouts  # the memo dropped
         assert all(layer.kept_column_of(ctx, ref) is None for ref in table.template)
+
+
+@contextmanager
+def _proven_layer() -> Iterator[tuple[Any, Any, LayerSteps]]:
+    """A 12-layer scaling plan's context with a layout book set (as during a compile) and
+    its one proven layer: (plan, context, layer); the book unset after."""
+    torch.manual_seed(0)
+    with stamping(True):
+        plan = compile_plan(scaling_model(LAYERS), [scaling_spec()])
+    ctx = plan.tensors
+    ctx.layouts = _book()
+    try:
+        (layer,) = lower.lower_steps(ctx).layers
+        yield plan, ctx, layer
     finally:
         ctx.layouts = None
 
@@ -185,14 +193,7 @@ def test_a_changed_row_is_read_again_after_the_memo_is_dropped() -> None:
     memo dropped (as any new binding does): the group key's facts are read again and refuse
     the column. Canary: the same ``kept_column`` without the memo check: the kept (old)
     values say the facts hold."""
-    torch.manual_seed(0)
-    with stamping(True):
-        plan = compile_plan(scaling_model(LAYERS), [scaling_spec()])
-    ctx = plan.tensors
-    ctx.layouts = _book()
-    try:
-        steps = lower.lower_steps(ctx)
-        (layer,) = steps.layers
+    with _proven_layer() as (plan, ctx, layer):
         step = next(s for s in layer.steps if s.action is Action.OUT)
         n = len(layer.table.rows)
         assert schedule_layers.same_key_facts(ctx, layer, step, n)
@@ -200,8 +201,6 @@ def test_a_changed_row_is_read_again_after_the_memo_is_dropped() -> None:
         entry.storage = torch.zeros(2 * entry.storage.numel())[::2]
         ctx.layouts = ctx.layouts  # the memo dropped
         assert not schedule_layers.same_key_facts(ctx, layer, step, n)
-    finally:
-        ctx.layouts = None
 
 
 def _layer(template: tuple[str, ...], rows: list[tuple[str, ...]],
