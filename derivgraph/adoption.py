@@ -124,6 +124,50 @@ def _swept(kind: TensorKind, row_major: bool) -> bool:
     return row_major and kind is not TensorKind.PARAMETER
 
 
+def _placed(ids: list[str], taken: Sequence[ProvenColumn],
+            ) -> tuple[list[tuple[Entry, Extra] | None], list[int]]:
+    """Each of ``ids``' (distinct) slot among the ``taken`` columns' rows (its entry and
+    extra; None: in no column) and the positions (ascending) of the Nones. The rule: a dict
+    of the columns' rows by id (a later column's row replacing an earlier one's), looked up
+    at every id. Where each column's ids lie in ``ids`` at evenly spaced positions (the
+    slice from its first id's position, stepping to its second's, equal to its ids: one
+    C-level sweep) and no two columns share a position (the Nones number ``len(ids)`` less
+    the columns' rows), every id of a column is at exactly one position, so the columns'
+    rows are put at their positions by one slice assignment each instead: the same list."""
+    slots: list[tuple[Entry, Extra] | None] = [None] * len(ids)
+    placed = 0
+    for column in taken:
+        rows = _span(ids, column.ids)
+        if rows is None:
+            break
+        slots[rows] = list(zip(column.entries, column.extras))
+        placed += len(column.ids)
+    else:
+        rest = list(compress(range(len(ids)), map(_is, slots, repeat(None))))
+        if len(rest) == len(ids) - placed:
+            return slots, rest
+    by_id: dict[str, tuple[Entry, Extra]] = {}
+    for column in taken:
+        by_id.update(zip(column.ids, zip(column.entries, column.extras)))
+    slots = list(map(by_id.get, ids))
+    return slots, list(compress(range(len(ids)), map(_is, slots, repeat(None))))
+
+
+def _span(ids: list[str], rows: list[str]) -> slice | None:
+    """The slice of ``ids`` that is ``rows`` (equal, in order) at evenly spaced positions
+    from the first position of ``rows[0]``, stepping to the next position of ``rows[1]``;
+    None where there is none such."""
+    if not rows:
+        return None
+    try:
+        start = ids.index(rows[0])
+        step = ids.index(rows[1], start + 1) - start if len(rows) > 1 else 1
+    except ValueError:
+        return None
+    span = slice(start, start + step * (len(rows) - 1) + 1, step)
+    return span if ids[span] == rows else None
+
+
 _OVERLAP_FIX = ("declare it as kind 'view' (a view of the source, never written) or make the "
                 "engine hold a tensor of its own")
 
@@ -153,16 +197,17 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | N
 
     derived = graph.derived
     read: list[ModuleOwners] = []  # the owners last read, shared by the two (no write between)
-    columns = allocated_rows(graph, values, owners, _slot, proven, read)  # stamped rows: by column
-    columns.update(alias_rows(graph, values, owners, AliasOf, proven, read))
+    taken = allocated_rows(graph, values, owners, _slot, read)  # stamped rows: by column
+    taken += alias_rows(graph, values, owners, AliasOf, read)
+    if proven is not None:
+        proven += taken
     ids = list(filter(derived.__contains__, graph.ordered()))  # the derived tensors, in order
     # the columns' rows are decided: each at its place, the rest decided in order and put at
     # theirs (a row with an issue stays None: the compile raises); an alias reads its
     # target's entry from by_id (the rows decided here; its target precedes it). A column
     # row's entry is never looked up: it is unadopted, its storage None (allocated later) or
     # its own value (an alias column's), so the alias's target is its value either way
-    slots: list[tuple[Entry, Extra] | None] = list(map(columns.get, ids))
-    rest = list(compress(range(len(ids)), map(_is, slots, repeat(None))))
+    slots, rest = _placed(ids, taken)
     if order is not None:
         order += ids, rest
     for at in rest:

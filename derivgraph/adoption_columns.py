@@ -47,16 +47,15 @@ def _holds_none(nodes: list[Any]) -> bool:
 
 def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
                    slot: Callable[[TensorKind], Slot],
-                   proven: list[ProvenColumn] | None = None,
-                   read: list[ModuleOwners] | None = None) -> dict[str, tuple[Entry, Any]]:
-    """Node id -> (its entry, its value) for every stamped row's derived tensor that the
-    per-tensor path would allocate (see the module docstring); ``slot(kind)``: the slot of a
-    tensor kind; ``proven``: each column taken is appended
-    (:class:`~derivgraph.runtime.entry.ProvenColumn`); ``read``: the last owners read (see
-    :func:`_owners`), shared with the caller's next reader of the same model (nothing written
-    in between)."""
+                   read: list[ModuleOwners] | None = None) -> list[ProvenColumn]:
+    """The columns of stamped rows' derived tensors that the per-tensor path would allocate
+    (see the module docstring), each taken whole
+    (:class:`~derivgraph.runtime.entry.ProvenColumn`: every row's entry and its value as
+    its extra); ``slot(kind)``: the slot of a tensor kind; ``read``: the last owners read
+    (see :func:`_owners`), shared with the caller's next reader of the same model (nothing
+    written in between)."""
     derived = graph.derived
-    out: dict[str, tuple[Entry, Any]] = {}
+    out: list[ProvenColumn] = []
     read = [] if read is None else read  # the last column's owners, read once for its table
     for table in closed_layers(graph):
         for k, template in enumerate(table.template):
@@ -75,10 +74,7 @@ def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathRead
             into = slot(first.kind)
             entries = list(map(Entry, nodes, repeat(None), repeat(into), repeat(False)))
             extras = list(map(values.__getitem__, ids))
-            out.update(zip(ids, zip(entries, extras)))
-            if proven is not None:
-                proven.append(ProvenColumn(table, k, template, ids, entries, extras, found, into,
-                                           paths))
+            out.append(ProvenColumn(table, k, template, ids, entries, extras, found, into, paths))
     return out
 
 
@@ -94,18 +90,18 @@ def _owners(found: list[Any], read: list[ModuleOwners]) -> ModuleOwners:
 
 def alias_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
                alias_of: Callable[[str], Any],
-               proven: list[ProvenColumn] | None = None,
-               read: list[ModuleOwners] | None = None) -> dict[str, tuple[Entry, Any]]:
-    """Node id -> (its entry, ``alias_of(input)``) for every stamped row's alias whose input is
-    no derived tensor, taken a column at a time where the per-tensor path would read nothing
-    else: every row's node has the template node's declaration (the same object), the name is
-    proven absent on every row's owner (:func:`~derivgraph.paths.absent_on_modules`: then
+               read: list[ModuleOwners] | None = None) -> list[ProvenColumn]:
+    """The columns of stamped rows' aliases whose input is no derived tensor (each row's
+    entry, ``alias_of(input)`` its extra), taken whole where the per-tensor path would read
+    nothing else: every row's node has the template node's declaration (the same object),
+    the name is proven absent on every row's owner
+    (:func:`~derivgraph.paths.absent_on_modules`: then
     :func:`~derivgraph.compiler.owners.child` reads :data:`~derivgraph.paths.MISSING` there,
     so there is nothing to compare, and :func:`~derivgraph.paths.slot_of` says
     ``Slot.MISSING``: the alias's slot is ``Slot.ATTRIBUTE``); the entry holds the row's
-    value (its input's), not adopted. ``proven``, ``read``: as :func:`allocated_rows`'."""
+    value (its input's), not adopted. ``read``: as :func:`allocated_rows`'."""
     derived = graph.derived
-    out: dict[str, tuple[Entry, Any]] = {}
+    out: list[ProvenColumn] = []
     read = [] if read is None else read  # as allocated_rows'
     for table in closed_layers(graph):
         for k, template in enumerate(table.template):
@@ -129,8 +125,6 @@ def alias_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
                 continue  # adopted would read `current is target`: one by one
             entries = list(map(Entry, nodes, targets, repeat(Slot.ATTRIBUTE), repeat(False)))
             extras = list(map(alias_of, inputs))
-            out.update(zip(ids, zip(entries, extras)))
-            if proven is not None:
-                proven.append(ProvenColumn(table, k, template, ids, entries, extras, found,
-                                           Slot.ATTRIBUTE, paths))
+            out.append(ProvenColumn(table, k, template, ids, entries, extras, found,
+                                    Slot.ATTRIBUTE, paths))
     return out
