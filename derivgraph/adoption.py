@@ -9,7 +9,7 @@ Aliases and views get their storage from another entry. Nothing here writes to t
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import Any
@@ -30,8 +30,8 @@ from derivgraph.runtime.entry import ProvenColumn
 from derivgraph.runtime.plan import Entry, Plan
 from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind, is_engine
 
-__all__ = ["AliasOf", "Extra", "ViewOf", "adopt_or_allocate", "allocate_column", "allocate_like",
-           "filled_column"]
+__all__ = ["AliasOf", "Extra", "PlannedById", "ViewOf", "adopt_or_allocate", "allocate_column",
+           "allocate_like", "filled_column"]
 
 _is = operator.is_
 
@@ -166,6 +166,54 @@ def _span(ids: list[str], rows: list[str]) -> slice | None:
         return None
     span = slice(start, start + step * (len(rows) - 1) + 1, step)
     return span if ids[span] == rows else None
+
+
+_ABSENT = object()
+
+
+class PlannedById(Mapping[str, tuple[Entry, Extra]]):
+    """``dict(zip(ids, planned))``: :func:`adopt_or_allocate`'s answer ``planned`` by id
+    (``ids``: its ids, distinct, each a key of ``derived``, the graph's derived tensors),
+    that dict built when first needed. Until then a lookup of an id at one of the positions
+    ``few`` is answered from a dict of those, and of a key of no derived tensor (so of no
+    id) as a miss: the dict's answers. Iterating, its length, and any other lookup build
+    the dict. Only while ``derived`` holds the same keys."""
+
+    __slots__ = ("_ids", "_planned", "_derived", "_few", "_all")
+
+    def __init__(self, ids: list[str], planned: list[tuple[Entry, Extra]], few: list[int],
+                 derived: Mapping[str, Any]):
+        self._ids, self._planned, self._derived = ids, planned, derived
+        self._few = dict(zip(map(ids.__getitem__, few), map(planned.__getitem__, few)))
+        self._all: dict[str, tuple[Entry, Extra]] | None = None
+
+    def _dict(self) -> dict[str, tuple[Entry, Extra]]:
+        if self._all is None:
+            self._all = dict(zip(self._ids, self._planned))
+        return self._all
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if self._all is not None:
+            return self._all.get(key, default)
+        found = self._few.get(key, _ABSENT)
+        if found is not _ABSENT:
+            return found
+        return self._dict().get(key, default) if key in self._derived else default
+
+    def __getitem__(self, key: str) -> tuple[Entry, Extra]:
+        found = self.get(key, _ABSENT)
+        if found is _ABSENT:
+            raise KeyError(key)
+        return found
+
+    def __contains__(self, key: object) -> bool:
+        return self.get(key, _ABSENT) is not _ABSENT  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._dict())
+
+    def __len__(self) -> int:
+        return len(self._dict())
 
 
 _OVERLAP_FIX = ("declare it as kind 'view' (a view of the source, never written) or make the "

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import operator
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import compress, repeat
 from typing import Any
 
@@ -236,7 +236,7 @@ def held_columns(columns: Sequence[EntryColumn], others: Sequence[Entry],
     return out
 
 
-def entry_columns(tables: Sequence[InstanceTable], planned: dict[str, tuple[Entry, Any]],
+def entry_columns(tables: Sequence[InstanceTable], planned: Mapping[str, tuple[Entry, Any]],
                   owners: PathReader, proven: Sequence[ProvenColumn] = ()) -> list[EntryColumn]:
     """The entry columns of ``tables``' proven rows (``planned``: adoption's entry and extra
     by id; ``owners``: reads the objects at owner paths). A column is kept where the
@@ -283,7 +283,7 @@ def entry_columns(tables: Sequence[InstanceTable], planned: dict[str, tuple[Entr
 
 
 def _from_adoption(record: ProvenColumn, first: tuple[Entry, Any],
-                   planned: dict[str, tuple[Entry, Any]]) -> EntryColumn | None:
+                   planned: Mapping[str, tuple[Entry, Any]]) -> EntryColumn | None:
     """The column of ``record`` (its template's entry and extra ``first``), kept by the rules
     of :func:`entry_columns` where what adoption proved does not already say so: the
     template's row read as before; for the rows, the extras (tensors; for aliases
@@ -338,7 +338,7 @@ def _allocated_attributes(rows: list[tuple[Entry, Any]], name: str) -> bool:
 
 
 def _unplanned_aliases(rows: list[tuple[Entry, Any]], name: str,
-                       planned: dict[str, tuple[Entry, Any]]) -> bool:
+                       planned: Mapping[str, tuple[Entry, Any]]) -> bool:
     """Every row's entry is an unadopted alias named ``name`` in the attribute slot whose
     target is no planned entry (so its storage stays the value it holds), that value a tensor
     on no meta device: each fact one C-level sweep."""
