@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from derivgraph.adoption_columns import alias_rows, allocated_rows
+from derivgraph.adoption_columns import Reading, alias_rows, allocated_rows
 from derivgraph.compare import max_difference
 from derivgraph.compiler.engine import adoption_problem
 from derivgraph.compiler.graph import DerivedNode
@@ -25,7 +25,7 @@ from derivgraph.compiler.interpret import view_base
 from derivgraph.compiler.owners import PathReader, child
 from derivgraph.compiler.transaction import overlap_problem, source_storages
 from derivgraph.errors import AdoptionError, Rule, SpecIssue
-from derivgraph.paths import ModuleOwners, Slot, slot_of
+from derivgraph.paths import Slot, slot_of
 from derivgraph.runtime.entry import ProvenColumn
 from derivgraph.runtime.plan import Entry, Plan
 from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind, is_engine
@@ -244,7 +244,7 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | N
         return found[0]
 
     derived = graph.derived
-    read: list[ModuleOwners] = []  # the owners last read, shared by the two (no write between)
+    read = Reading()  # what the last column read, shared by the two (nothing written between)
     taken = allocated_rows(graph, values, owners, _slot, read)  # stamped rows: by column
     taken += alias_rows(graph, values, owners, AliasOf, read)
     if proven is not None:

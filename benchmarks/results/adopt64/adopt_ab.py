@@ -52,8 +52,8 @@ def main() -> None:
     arms = {"base": arm(base), "mine": arm(adoption)}
     (bp, bproven, border), (mp, mproven, morder) = arms["base"](), arms["mine"]()
     assert _facts(bp) == _facts(mp) and border == morder
-    assert [(c.ids, c.template, c.k) for c in bproven] == [(c.ids, c.template, c.k)
-                                                          for c in mproven]
+    assert [(c.ids, c.template, c.k, c.owners, c.paths, c.slot) for c in bproven] == \
+        [(c.ids, c.template, c.k, c.owners, c.paths, c.slot) for c in mproven]
     del bp, mp, bproven, mproven
     print(f"answers equal ({len(border[0])} entries, {len(border[1])} outside the columns)")
     gc.collect()
