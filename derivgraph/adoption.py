@@ -126,30 +126,23 @@ def _swept(kind: TensorKind, row_major: bool) -> bool:
 
 def _placed(ids: list[str], taken: Sequence[ProvenColumn],
             ) -> tuple[list[tuple[Entry, Extra] | None], list[int]]:
-    """Each of ``ids``' (distinct) slot among the ``taken`` columns' rows (its entry and
-    extra; None: in no column) and the positions (ascending) of the Nones. The rule: a dict
-    of the columns' rows by id (a later column's row replacing an earlier one's), looked up
-    at every id. Where each column's ids lie in ``ids`` at evenly spaced positions (the
-    slice from its first id's position, stepping to its second's, equal to its ids: one
-    C-level sweep) and no two columns share a position (the Nones number ``len(ids)`` less
-    the columns' rows), every id of a column is at exactly one position, so the columns'
-    rows are put at their positions by one slice assignment each instead: the same list."""
+    """Each of ``ids``' slot among the ``taken`` columns' rows (its entry and extra; None: in
+    no column) and the positions (ascending) of the Nones; ``ids`` distinct (a topological
+    order's). The rule: a dict of the columns' rows by id (a later column's row replacing an
+    earlier one's), looked up at every id. Where each column's ids lie in ``ids`` at evenly
+    spaced positions (:func:`_span`: the slice equal to its ids), its rows are put there by
+    one slice assignment, the columns in order: an id of ``ids`` is at one position only,
+    so each position gets the row of the last column holding its id, as by the dict."""
     slots: list[tuple[Entry, Extra] | None] = [None] * len(ids)
-    placed = 0
     for column in taken:
         rows = _span(ids, column.ids)
         if rows is None:
+            by_id: dict[str, tuple[Entry, Extra]] = {}
+            for each in taken:
+                by_id.update(zip(each.ids, zip(each.entries, each.extras)))
+            slots = list(map(by_id.get, ids))
             break
         slots[rows] = list(zip(column.entries, column.extras))
-        placed += len(column.ids)
-    else:
-        rest = list(compress(range(len(ids)), map(_is, slots, repeat(None))))
-        if len(rest) == len(ids) - placed:
-            return slots, rest
-    by_id: dict[str, tuple[Entry, Extra]] = {}
-    for column in taken:
-        by_id.update(zip(column.ids, zip(column.entries, column.extras)))
-    slots = list(map(by_id.get, ids))
     return slots, list(compress(range(len(ids)), map(_is, slots, repeat(None))))
 
 

@@ -78,6 +78,7 @@ def test_the_answer_with_the_last_sweep_is_the_rule_s(case: str) -> None:
         assert _non_persistent(clean, name, swept) is False and swept == clean
         assert _non_persistent(list(clean), name, swept) is False
         assert _non_persistent(owners, name, swept) == _rule(owners, name)
+        assert _non_persistent(list(owners), name, swept) == _rule(owners, name)
         assert _non_persistent(owners[:3], name, swept) == _rule(owners[:3], name)
         assert _non_persistent(clean[:5], name, swept) is False
 
