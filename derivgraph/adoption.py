@@ -9,7 +9,7 @@ Aliases and views get their storage from another entry. Nothing here writes to t
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import Any
@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from derivgraph.adoption_columns import alias_rows, allocated_rows
+from derivgraph.adoption_columns import Reading, alias_rows, allocated_rows
 from derivgraph.compare import max_difference
 from derivgraph.compiler.engine import adoption_problem
 from derivgraph.compiler.graph import DerivedNode
@@ -25,13 +25,13 @@ from derivgraph.compiler.interpret import view_base
 from derivgraph.compiler.owners import PathReader, child
 from derivgraph.compiler.transaction import overlap_problem, source_storages
 from derivgraph.errors import AdoptionError, Rule, SpecIssue
-from derivgraph.paths import ModuleOwners, Slot, slot_of
+from derivgraph.paths import Slot, slot_of
 from derivgraph.runtime.entry import ProvenColumn
 from derivgraph.runtime.plan import Entry, Plan
 from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind, is_engine
 
-__all__ = ["AliasOf", "Extra", "ViewOf", "adopt_or_allocate", "allocate_column", "allocate_like",
-           "filled_column"]
+__all__ = ["AliasOf", "Extra", "PlannedById", "ViewOf", "adopt_or_allocate", "allocate_column",
+           "allocate_like", "filled_column"]
 
 _is = operator.is_
 
@@ -124,6 +124,91 @@ def _swept(kind: TensorKind, row_major: bool) -> bool:
     return row_major and kind is not TensorKind.PARAMETER
 
 
+def _placed(ids: list[str], taken: Sequence[ProvenColumn],
+            ) -> tuple[list[tuple[Entry, Extra] | None], list[int]]:
+    """Each of ``ids``' slot among the ``taken`` columns' rows (its entry and extra; None: in
+    no column) and the positions (ascending) of the Nones; ``ids`` distinct (a topological
+    order's). The rule: a dict of the columns' rows by id (a later column's row replacing an
+    earlier one's), looked up at every id. Where each column's ids lie in ``ids`` at evenly
+    spaced positions (:func:`_span`: the slice equal to its ids), its rows are put there by
+    one slice assignment, the columns in order: an id of ``ids`` is at one position only,
+    so each position gets the row of the last column holding its id, as by the dict."""
+    slots: list[tuple[Entry, Extra] | None] = [None] * len(ids)
+    for column in taken:
+        rows = _span(ids, column.ids)
+        if rows is None:
+            by_id: dict[str, tuple[Entry, Extra]] = {}
+            for each in taken:
+                by_id.update(zip(each.ids, zip(each.entries, each.extras)))
+            slots = list(map(by_id.get, ids))
+            break
+        slots[rows] = list(zip(column.entries, column.extras))
+    return slots, list(compress(range(len(ids)), map(_is, slots, repeat(None))))
+
+
+def _span(ids: list[str], rows: list[str]) -> slice | None:
+    """The slice of ``ids`` that is ``rows`` (equal, in order) at evenly spaced positions
+    from the first position of ``rows[0]``, stepping to the next position of ``rows[1]``;
+    None where there is none such."""
+    if not rows:
+        return None
+    try:
+        start = ids.index(rows[0])
+        step = ids.index(rows[1], start + 1) - start if len(rows) > 1 else 1
+    except ValueError:
+        return None
+    span = slice(start, start + step * (len(rows) - 1) + 1, step)
+    return span if ids[span] == rows else None
+
+
+_ABSENT = object()
+
+
+class PlannedById(Mapping[str, tuple[Entry, Extra]]):
+    """``dict(zip(ids, planned))``: :func:`adopt_or_allocate`'s answer ``planned`` by id
+    (``ids``: its ids, distinct, each a key of ``derived``, the graph's derived tensors),
+    that dict built when first needed. Until then a lookup of an id at one of the positions
+    ``few`` is answered from a dict of those, and of a key of no derived tensor (so of no
+    id) as a miss: the dict's answers. Iterating, its length, and any other lookup build
+    the dict. Only while ``derived`` holds the same keys."""
+
+    __slots__ = ("_ids", "_planned", "_derived", "_few", "_all")
+
+    def __init__(self, ids: list[str], planned: list[tuple[Entry, Extra]], few: list[int],
+                 derived: Mapping[str, Any]):
+        self._ids, self._planned, self._derived = ids, planned, derived
+        self._few = dict(zip(map(ids.__getitem__, few), map(planned.__getitem__, few)))
+        self._all: dict[str, tuple[Entry, Extra]] | None = None
+
+    def _dict(self) -> dict[str, tuple[Entry, Extra]]:
+        if self._all is None:
+            self._all = dict(zip(self._ids, self._planned))
+        return self._all
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if self._all is not None:
+            return self._all.get(key, default)
+        found = self._few.get(key, _ABSENT)
+        if found is not _ABSENT:
+            return found
+        return self._dict().get(key, default) if key in self._derived else default
+
+    def __getitem__(self, key: str) -> tuple[Entry, Extra]:
+        found = self.get(key, _ABSENT)
+        if found is _ABSENT:
+            raise KeyError(key)
+        return found
+
+    def __contains__(self, key: object) -> bool:
+        return self.get(key, _ABSENT) is not _ABSENT  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._dict())
+
+    def __len__(self) -> int:
+        return len(self._dict())
+
+
 _OVERLAP_FIX = ("declare it as kind 'view' (a view of the source, never written) or make the "
                 "engine hold a tensor of its own")
 
@@ -152,17 +237,18 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | N
         return found[0]
 
     derived = graph.derived
-    read: list[ModuleOwners] = []  # the owners last read, shared by the two (no write between)
-    columns = allocated_rows(graph, values, owners, _slot, proven, read)  # stamped rows: by column
-    columns.update(alias_rows(graph, values, owners, AliasOf, proven, read))
+    read = Reading()  # what the last column read, shared by the two (nothing written between)
+    taken = allocated_rows(graph, values, owners, _slot, read)  # stamped rows: by column
+    taken += alias_rows(graph, values, owners, AliasOf, read)
+    if proven is not None:
+        proven += taken
     ids = list(filter(derived.__contains__, graph.ordered()))  # the derived tensors, in order
     # the columns' rows are decided: each at its place, the rest decided in order and put at
     # theirs (a row with an issue stays None: the compile raises); an alias reads its
     # target's entry from by_id (the rows decided here; its target precedes it). A column
     # row's entry is never looked up: it is unadopted, its storage None (allocated later) or
     # its own value (an alias column's), so the alias's target is its value either way
-    slots: list[tuple[Entry, Extra] | None] = list(map(columns.get, ids))
-    rest = list(compress(range(len(ids)), map(_is, slots, repeat(None))))
+    slots, rest = _placed(ids, taken)
     if order is not None:
         order += ids, rest
     for at in rest:

@@ -32,7 +32,7 @@ from derivgraph.paths import MISSING, ModuleOwners, Slot
 from derivgraph.runtime.entry import Entry, ProvenColumn
 from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind, is_engine
 
-__all__ = ["alias_rows", "allocated_rows"]
+__all__ = ["Reading", "alias_rows", "allocated_rows"]
 
 _is = operator.is_
 _decl, _owner_path = operator.attrgetter("decl"), operator.attrgetter("owner_path")
@@ -47,17 +47,16 @@ def _holds_none(nodes: list[Any]) -> bool:
 
 def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
                    slot: Callable[[TensorKind], Slot],
-                   proven: list[ProvenColumn] | None = None,
-                   read: list[ModuleOwners] | None = None) -> dict[str, tuple[Entry, Any]]:
-    """Node id -> (its entry, its value) for every stamped row's derived tensor that the
-    per-tensor path would allocate (see the module docstring); ``slot(kind)``: the slot of a
-    tensor kind; ``proven``: each column taken is appended
-    (:class:`~derivgraph.runtime.entry.ProvenColumn`); ``read``: the last owners read (see
-    :func:`_owners`), shared with the caller's next reader of the same model (nothing written
-    in between)."""
+                   read: Reading | None = None) -> list[ProvenColumn]:
+    """The columns of stamped rows' derived tensors that the per-tensor path would allocate
+    (see the module docstring), each taken whole
+    (:class:`~derivgraph.runtime.entry.ProvenColumn`: every row's entry and its value as
+    its extra); ``slot(kind)``: the slot of a tensor kind; ``read``: what the last column read
+    (:class:`Reading`), shared with the caller's next reader of the same model (nothing
+    written in between)."""
     derived = graph.derived
-    out: dict[str, tuple[Entry, Any]] = {}
-    read = [] if read is None else read  # the last column's owners, read once for its table
+    out: list[ProvenColumn] = []
+    read = Reading() if read is None else read  # the last column's owners: once a table
     for table in closed_layers(graph):
         for k, template in enumerate(table.template):
             first = derived.get(template)
@@ -69,44 +68,65 @@ def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathRead
                 continue
             name = first.decl.name
             paths = list(map(_owner_path, nodes))
-            found = owners.owners(paths)
-            if not (one_hop(name) and _owners(found, read).absent(name)):
+            found = read.owners(owners, paths)
+            if not (one_hop(name) and read.module_owners(found).absent(name)):
                 continue  # a row whose owner may hold a tensor: adopted (or refused) on its own
             into = slot(first.kind)
             entries = list(map(Entry, nodes, repeat(None), repeat(into), repeat(False)))
             extras = list(map(values.__getitem__, ids))
-            out.update(zip(ids, zip(entries, extras)))
-            if proven is not None:
-                proven.append(ProvenColumn(table, k, template, ids, entries, extras, found, into,
-                                           paths))
+            out.append(ProvenColumn(table, k, template, ids, entries, extras, found, into, paths))
     return out
 
 
-def _owners(found: list[Any], read: list[ModuleOwners]) -> ModuleOwners:
-    """``found``'s :class:`~derivgraph.paths.ModuleOwners`: the last one's in ``read`` where
-    it was made of the same objects, one by one (a table's columns share their rows' owners;
-    adoption writes nothing while it reads), else a new one (kept in ``read``)."""
-    if read and len(read[0].objs) == len(found) and all(map(_is, found, read[0].objs)):
-        return read[0]
-    read[:] = [ModuleOwners(found)]
-    return read[0]
+class Reading:
+    """What the last column of :func:`allocated_rows` / :func:`alias_rows` read of the
+    model, for the next column's (a table's columns share their rows' owner paths and
+    owners): its owner paths, the objects at them and their
+    :class:`~derivgraph.paths.ModuleOwners`. Only while nothing writes to the model (adoption
+    writes nothing while it reads)."""
+
+    __slots__ = ("paths", "found", "modules")
+
+    def __init__(self) -> None:
+        self.paths: list[str] | None = None
+        self.found: list[Any] = []
+        self.modules: ModuleOwners | None = None
+
+    def owners(self, reader: PathReader, paths: list[str]) -> list[Any]:
+        """``reader.owners(paths)``. Where ``paths`` are the last ones read (equal, row by
+        row), a copy of the objects read then: the reader keeps the object it walked at each
+        path and answers it at that path again (the same key: the same object)."""
+        if self.paths is not None and self.paths == paths:
+            return list(self.found)
+        found = reader.owners(paths)
+        self.paths, self.found = paths, found
+        return found
+
+    def module_owners(self, found: list[Any]) -> ModuleOwners:
+        """``found``'s :class:`~derivgraph.paths.ModuleOwners`: the last one's where it was
+        made of the same objects, one by one, else a new one (kept)."""
+        last = self.modules
+        if last is not None and len(last.objs) == len(found) and all(map(_is, found, last.objs)):
+            return last
+        self.modules = ModuleOwners(found)
+        return self.modules
 
 
 def alias_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
                alias_of: Callable[[str], Any],
-               proven: list[ProvenColumn] | None = None,
-               read: list[ModuleOwners] | None = None) -> dict[str, tuple[Entry, Any]]:
-    """Node id -> (its entry, ``alias_of(input)``) for every stamped row's alias whose input is
-    no derived tensor, taken a column at a time where the per-tensor path would read nothing
-    else: every row's node has the template node's declaration (the same object), the name is
-    proven absent on every row's owner (:func:`~derivgraph.paths.absent_on_modules`: then
+               read: Reading | None = None) -> list[ProvenColumn]:
+    """The columns of stamped rows' aliases whose input is no derived tensor (each row's
+    entry, ``alias_of(input)`` its extra), taken whole where the per-tensor path would read
+    nothing else: every row's node has the template node's declaration (the same object),
+    the name is proven absent on every row's owner
+    (:func:`~derivgraph.paths.absent_on_modules`: then
     :func:`~derivgraph.compiler.owners.child` reads :data:`~derivgraph.paths.MISSING` there,
     so there is nothing to compare, and :func:`~derivgraph.paths.slot_of` says
     ``Slot.MISSING``: the alias's slot is ``Slot.ATTRIBUTE``); the entry holds the row's
-    value (its input's), not adopted. ``proven``, ``read``: as :func:`allocated_rows`'."""
+    value (its input's), not adopted. ``read``: as :func:`allocated_rows`'."""
     derived = graph.derived
-    out: dict[str, tuple[Entry, Any]] = {}
-    read = [] if read is None else read  # as allocated_rows'
+    out: list[ProvenColumn] = []
+    read = Reading() if read is None else read  # as allocated_rows'
     for table in closed_layers(graph):
         for k, template in enumerate(table.template):
             first = derived.get(template)
@@ -121,16 +141,14 @@ def alias_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
                 continue  # an alias of a derived tensor: bound once that one has storage
             name = first.decl.name
             paths = list(map(_owner_path, nodes))
-            found = owners.owners(paths)
-            if not (one_hop(name) and _owners(found, read).absent(name)):
+            found = read.owners(owners, paths)
+            if not (one_hop(name) and read.module_owners(found).absent(name)):
                 continue
             targets = list(map(values.__getitem__, ids))
             if any(map(_is, targets, repeat(MISSING))):
                 continue  # adopted would read `current is target`: one by one
             entries = list(map(Entry, nodes, targets, repeat(Slot.ATTRIBUTE), repeat(False)))
             extras = list(map(alias_of, inputs))
-            out.update(zip(ids, zip(entries, extras)))
-            if proven is not None:
-                proven.append(ProvenColumn(table, k, template, ids, entries, extras, found,
-                                           Slot.ATTRIBUTE, paths))
+            out.append(ProvenColumn(table, k, template, ids, entries, extras, found,
+                                    Slot.ATTRIBUTE, paths))
     return out

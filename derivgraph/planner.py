@@ -25,6 +25,7 @@ from torch import nn
 from derivgraph.adoption import (
     AliasOf,
     Extra,
+    PlannedById,
     ViewOf,
     adopt_or_allocate,
     allocate_column,
@@ -245,7 +246,8 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
     graph = plan.graph
     ids, outside = order
     # stamped layers' allocated attributes: one record per template column (entry_columns)
-    columns = entry_columns(closed_layers(graph), dict(zip(ids, planned)), owners, proven)
+    by_id = PlannedById(ids, planned, outside, graph.derived)  # adoption's ids: derived ones
+    columns = entry_columns(closed_layers(graph), by_id, owners, proven)
     # Nothing was touched so far. Now allocate, fill and bind: all of it, or none of it. A
     # column's owners are recorded as its one fresh name (what its bind stores), the objects
     # above them and every other entry's owner whole; a column row is never adopted.

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import operator
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import compress, repeat
 from typing import Any
 
@@ -236,7 +236,7 @@ def held_columns(columns: Sequence[EntryColumn], others: Sequence[Entry],
     return out
 
 
-def entry_columns(tables: Sequence[InstanceTable], planned: dict[str, tuple[Entry, Any]],
+def entry_columns(tables: Sequence[InstanceTable], planned: Mapping[str, tuple[Entry, Any]],
                   owners: PathReader, proven: Sequence[ProvenColumn] = ()) -> list[EntryColumn]:
     """The entry columns of ``tables``' proven rows (``planned``: adoption's entry and extra
     by id; ``owners``: reads the objects at owner paths). A column is kept where the
@@ -252,6 +252,7 @@ def entry_columns(tables: Sequence[InstanceTable], planned: dict[str, tuple[Entr
     out: list[EntryColumn] = []
     aliases: list[EntryColumn] = []
     taken = {(id(c.table), c.k): c for c in proven}
+    swept: list[Any] = []  # owners the last taken column found holding no non-persistent name
     for table in tables:
         for k, template in enumerate(table.template):
             first = planned.get(template)
@@ -259,7 +260,7 @@ def entry_columns(tables: Sequence[InstanceTable], planned: dict[str, tuple[Entr
                 continue
             record = taken.get((id(table), k))
             if record is not None and record.table is table:
-                found_column = _from_adoption(record, first, planned)
+                found_column = _from_adoption(record, first, planned, swept)
                 if found_column is not None:
                     (aliases if type(found_column) is AliasColumn else out).append(found_column)
                     continue
@@ -283,7 +284,8 @@ def entry_columns(tables: Sequence[InstanceTable], planned: dict[str, tuple[Entr
 
 
 def _from_adoption(record: ProvenColumn, first: tuple[Entry, Any],
-                   planned: dict[str, tuple[Entry, Any]]) -> EntryColumn | None:
+                   planned: Mapping[str, tuple[Entry, Any]],
+                   swept: list[Any] | None = None) -> EntryColumn | None:
     """The column of ``record`` (its template's entry and extra ``first``), kept by the rules
     of :func:`entry_columns` where what adoption proved does not already say so: the
     template's row read as before; for the rows, the extras (tensors; for aliases
@@ -291,7 +293,8 @@ def _from_adoption(record: ProvenColumn, first: tuple[Entry, Any],
     names. Adoption proved the rest: every row's declaration is the template's (its kind and
     name), its entry made unadopted in ``record.slot``, the name one hop and absent on every
     owner (so modules holding it nowhere), an alias's input no derived tensor (no planned
-    entry). None where a fact fails (the caller reads the column as before)."""
+    entry). None where a fact fails (the caller reads the column as before). ``swept``: as
+    :func:`_non_persistent`'s (the caller's, nothing written between its calls)."""
     entry = first[0]
     name = entry.node.decl.name
     if record.slot is not Slot.ATTRIBUTE or not record.entries \
@@ -313,7 +316,7 @@ def _from_adoption(record: ProvenColumn, first: tuple[Entry, Any],
         column = AliasColumn
     else:
         return None
-    if _non_persistent(record.owners, name):
+    if _non_persistent(record.owners, name, swept):
         return None
     return column(record.template, name, record.ids, record.entries, record.owners,
                   record.extras if column is EntryColumn else None, record.paths)
@@ -338,7 +341,7 @@ def _allocated_attributes(rows: list[tuple[Entry, Any]], name: str) -> bool:
 
 
 def _unplanned_aliases(rows: list[tuple[Entry, Any]], name: str,
-                       planned: dict[str, tuple[Entry, Any]]) -> bool:
+                       planned: Mapping[str, tuple[Entry, Any]]) -> bool:
     """Every row's entry is an unadopted alias named ``name`` in the attribute slot whose
     target is no planned entry (so its storage stays the value it holds), that value a tensor
     on no meta device: each fact one C-level sweep."""
@@ -374,10 +377,17 @@ def _fresh_on_modules(owners: list[Any], name: str) -> bool:
 _NON_PERSISTENT = operator.attrgetter("_non_persistent_buffers_set")
 
 
-def _non_persistent(owners: Sequence[Any], name: str) -> bool:
+def _non_persistent(owners: Sequence[Any], name: str, swept: list[Any] | None = None) -> bool:
     """Whether some module of ``owners`` holds ``name`` among its non-persistent buffer names
     (the per-owner rule); where none holds any such name (one C-level sweep of the sets'
-    truth, the common case) it holds none named ``name`` either."""
+    truth, the common case) it holds none named ``name`` either. ``swept``: the owners a
+    call with nothing written since found holding no such name (kept here, replaced by
+    ``owners`` where those hold none): where ``owners`` are those, one by one, none holds
+    any either (one identity sweep)."""
+    if swept and len(swept) == len(owners) and all(map(_is, owners, swept)):
+        return False
     if not any(map(_NON_PERSISTENT, owners)):
+        if swept is not None:
+            swept[:] = owners
         return False
     return any(name in o._non_persistent_buffers_set for o in owners)

@@ -23,13 +23,18 @@ from derivgraph.runtime.entry import Entry
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
 
+def _by_id(columns: list) -> dict:
+    """The taken columns' rows by id: each row's (entry, extra)."""
+    return {i: row for c in columns for i, row in zip(c.ids, zip(c.entries, c.extras))}
+
+
 def _planned(plan, values: dict, model: nn.Module, columns: bool) -> list:  # noqa: ANN001
     """adopt_or_allocate's plan, with the column shortcut or without it (every row one by
     one)."""
     if columns:
         return adoption.adopt_or_allocate(plan, values, PathReader(model))
     real = adoption.allocated_rows, adoption.alias_rows
-    adoption.allocated_rows = adoption.alias_rows = lambda *args: {}
+    adoption.allocated_rows = adoption.alias_rows = lambda *args: []
     try:
         return adoption.adopt_or_allocate(plan, values, PathReader(model))
     finally:
@@ -45,7 +50,7 @@ def test_rows_are_allocated_a_column_at_a_time_as_one_by_one() -> None:
     model = scaling_model(5)
     with stamping(True):
         plan, values, _, _ = _prepare(model, [scaling_spec()], False, True)
-        rows = allocated_rows(plan.graph, values, PathReader(model), adoption._slot)
+        rows = _by_id(allocated_rows(plan.graph, values, PathReader(model), adoption._slot))
         assert sorted(rows) == sorted(f"layers.{i}.{n}" for i in range(1, 5)
                                       for n in ("inv", "prod", "strides"))  # not the alias
         shortcut, one_by_one = (_planned(plan, values, model, on) for on in (True, False))
@@ -68,7 +73,7 @@ def test_aliases_of_sources_are_planned_a_column_at_a_time_as_one_by_one() -> No
     model = scaling_model(5)
     with stamping(True):
         plan, values, _, _ = _prepare(model, [_with_derived_alias()], False, True)
-        rows = alias_rows(plan.graph, values, PathReader(model), adoption.AliasOf)
+        rows = _by_id(alias_rows(plan.graph, values, PathReader(model), adoption.AliasOf))
         assert sorted(rows) == [f"layers.{i}.scale_alias" for i in range(1, 5)]
         for i in range(1, 5):
             entry, extra = rows[f"layers.{i}.scale_alias"]
@@ -84,9 +89,9 @@ def test_a_column_with_a_missing_value_is_planned_one_by_one() -> None:
     model = scaling_model(5)
     with stamping(True):
         plan, values, _, _ = _prepare(model, [scaling_spec()], False, True)
-        assert len(alias_rows(plan.graph, values, PathReader(model), adoption.AliasOf)) == 4
+        assert len(_by_id(alias_rows(plan.graph, values, PathReader(model), adoption.AliasOf))) == 4
         values["layers.2.scale_alias"] = MISSING
-        assert alias_rows(plan.graph, values, PathReader(model), adoption.AliasOf) == {}
+        assert _by_id(alias_rows(plan.graph, values, PathReader(model), adoption.AliasOf)) == {}
 
 
 def _alias_column_rows() -> tuple[nn.Module, list]:
@@ -120,7 +125,7 @@ def test_a_row_whose_owner_holds_the_alias_name_is_planned_one_by_one() -> None:
     model.layers[3].__dict__["scale_alias"] = model.layers[3].scale
     with stamping(True):
         plan, values, _, _ = _prepare(model, [scaling_spec()], False, True)
-        assert alias_rows(plan.graph, values, PathReader(model), adoption.AliasOf) == {}
+        assert _by_id(alias_rows(plan.graph, values, PathReader(model), adoption.AliasOf)) == {}
         shortcut, one_by_one = (_planned(plan, values, model, on) for on in (True, False))
     assert _facts(shortcut) == _facts(one_by_one)
     assert [e.adopted for e, _ in shortcut if e.id.endswith("alias")] == \
@@ -133,7 +138,7 @@ def test_a_row_whose_owner_holds_the_tensor_adopts_it() -> None:
     with stamping(True):
         plan, values, _, _ = _prepare(model, [scaling_spec()], False, True)
         assert any("layers.2.inv" in row for t in closed_layers(plan.graph) for row in t.rows)
-        rows = allocated_rows(plan.graph, values, PathReader(model), adoption._slot)
+        rows = _by_id(allocated_rows(plan.graph, values, PathReader(model), adoption._slot))
         assert "layers.2.inv" not in rows and "layers.3.inv" not in rows  # its column: one by one
         assert "layers.3.prod" in rows
         shortcut, one_by_one = (_planned(plan, values, model, on) for on in (True, False))
@@ -188,5 +193,5 @@ def test_a_row_of_another_declaration_leaves_its_column_one_by_one() -> None:
         plan, values, _, _ = _prepare(model, [scaling_spec()], False, True)
     node = plan.graph.derived["layers.3.prod"]
     node.decl = node.decl.model_copy(update={"kind": "engine"})  # another declaration object
-    rows = allocated_rows(plan.graph, values, PathReader(model), adoption._slot)
+    rows = _by_id(allocated_rows(plan.graph, values, PathReader(model), adoption._slot))
     assert not any(r.endswith(".prod") for r in rows) and "layers.3.inv" in rows

@@ -10,6 +10,11 @@ from tests.compiler.test_lower44 import _Leaf, _model
 _OWNERS = ["layers.0", "layers.1", "layers.2", "head.inner"]
 
 
+def _by_id(columns: list) -> dict:
+    """The taken columns' rows by id: each row's (entry, extra)."""
+    return {i: row for c in columns for i, row in zip(c.ids, zip(c.entries, c.extras))}
+
+
 def _recorded(tx: ModelTransaction) -> list[tuple[int, list[str]]]:
     return [(id(live), sorted(saved)) for live, saved in tx._dicts]
 
@@ -73,14 +78,14 @@ def test_a_column_with_a_row_not_derived_is_left_to_the_per_tensor_path() -> Non
     with stamping(True):
         plan, values, _, _ = _prepare(model, [scaling_spec()], False, True)
     graph = plan.graph
-    whole = allocated_rows(graph, values, PathReader(model), adoption._slot)
-    aliases = alias_rows(graph, values, PathReader(model), adoption.AliasOf)
+    whole = _by_id(allocated_rows(graph, values, PathReader(model), adoption._slot))
+    aliases = _by_id(alias_rows(graph, values, PathReader(model), adoption.AliasOf))
     assert "layers.3.inv" in whole and "layers.3.scale_alias" in aliases
     for gone in ("layers.3.inv", "layers.3.scale_alias"):  # one row's node not derived
         graph.derived[gone], node = None, graph.derived[gone]  # type: ignore[assignment]
         try:
-            rows = allocated_rows(graph, values, PathReader(model), adoption._slot)
-            rows.update(alias_rows(graph, values, PathReader(model), adoption.AliasOf))
+            rows = _by_id(allocated_rows(graph, values, PathReader(model), adoption._slot))
+            rows.update(_by_id(alias_rows(graph, values, PathReader(model), adoption.AliasOf)))
         finally:
             graph.derived[gone] = node
         column = gone.rpartition(".")[2]

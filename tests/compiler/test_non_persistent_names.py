@@ -65,3 +65,38 @@ def test_owners_without_any_such_name_are_swept_once(monkeypatch: pytest.MonkeyP
     with pytest.raises(AssertionError, match="per-owner"):
         _non_persistent(owners, "inv")  # some owner holds names: the rule reads each
     assert entry_columns._NON_PERSISTENT(owners[2]) == {"inv"}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_answer_with_the_last_sweep_is_the_rule_s(case: str) -> None:
+    """With ``swept`` (the owners a call found holding no such name): the same answers for
+    the same owners (a copy of the list), other owners, and owners holding names."""
+    clean = _owners(6, {})
+    owners = _owners(6, CASES[case])
+    for name in ("inv", "other", "missing"):
+        swept: list = []
+        assert _non_persistent(clean, name, swept) is False and swept == clean
+        assert _non_persistent(list(clean), name, swept) is False
+        assert _non_persistent(owners, name, swept) == _rule(owners, name)
+        assert _non_persistent(list(owners), name, swept) == _rule(owners, name)
+        assert _non_persistent(owners[:3], name, swept) == _rule(owners[:3], name)
+        assert _non_persistent(clean[:5], name, swept) is False
+
+
+def test_the_same_owners_are_not_swept_again() -> None:
+    """The owners of the last sweep, one by one: answered by one identity sweep (an
+    attribute read would raise); other objects are swept."""
+    class Unread(nn.Module):
+        def __getattribute__(self, name: str) -> object:
+            if name == "_non_persistent_buffers_set":
+                raise AssertionError("swept again")
+            return super().__getattribute__(name)
+
+    owners = _owners(3, {})
+    swept: list = []
+    assert _non_persistent(owners, "inv", swept) is False
+    for o in owners:
+        o.__class__ = Unread
+    assert _non_persistent(list(owners), "inv", swept) is False
+    with pytest.raises(AssertionError, match="swept again"):
+        _non_persistent(owners[:2], "inv", swept)
