@@ -90,3 +90,61 @@ def test_recorded_stack_of_other_tensors_not_taken() -> None:
         same = columns._column(graph, interp.env, interp.source_at, table, where, first,
                                table.column(k), {at: (list(tensors), layout, planted)})
         assert same is not None and all(bool((v == 1.0 / 99.0).all()) for v in same)
+
+
+@pytest.mark.parametrize("spec, reads", [(scaling_spec(), 2), (_shared_spec(), 2)],
+                         ids=["scaling", "shared"])
+def test_a_recorded_operand_is_not_read_again(monkeypatch: pytest.MonkeyPatch, spec: Spec,
+                                              reads: int) -> None:
+    """An operand column whose env values are, one by one, its recorded tensors takes them
+    without :func:`~derivgraph.compiler.columns._operands` (one read per operand column);
+    the values stay the per-node evaluation's."""
+    graph = _graph(spec)
+    calls: list[int] = []
+    real = columns._operands
+
+    def counted(env: Any, read_source: Any, refs: list[str], *args: Any) -> Any:
+        calls.append(len(refs))
+        return real(env, read_source, refs, *args)
+
+    monkeypatch.setattr(columns, "_operands", counted)
+    with torch.no_grad():
+        interp = CompileValues(graph)
+        columns.evaluate_columns(graph, interp.env, interp.source_at)
+        got = interp.run()
+    monkeypatch.undo()
+    with torch.no_grad():
+        want = CompileValues(graph).run()
+    assert calls == [LAYERS - 1] * reads  # each a column of the table's rows
+    assert got.keys() == want.keys() and all(bits_equal(got[k], want[k]) for k in want)
+
+
+def test_an_env_value_that_is_not_the_recorded_tensor_is_read_again() -> None:
+    """One row's env value replaced by another tensor after its column was recorded: the
+    operand is read through ``_operands`` (the new tensor) and stacked again, not taken from
+    the record (planted with other values)."""
+    graph = _graph(scaling_spec())
+    table = closed_layers(graph)[0]
+    where = {t: i for i, t in enumerate(table.template)}
+    nodes = graph.nodes
+    k = next(i for i, t in enumerate(table.template)
+             if nodes[t].kind is columns._OP and nodes[t].op == "div")
+    first = nodes[table.template[k]]
+    ref = next(a for a in first.args if type(a) is columns.NodeRef)
+    at = where[ref.id]
+    with torch.no_grad():
+        interp = CompileValues(graph)
+        refs = table.column(at)
+        tensors = columns._operands(interp.env, interp.source_at, refs, True)
+        assert tensors is not None
+        layout = (tensors[0].shape, tensors[0].dtype, tensors[0].device)
+        planted = torch.full_like(torch.stack(tensors), 99.0)
+        recorded = list(tensors)
+        other = interp.env[refs[3]] = tensors[3] * 2.0  # one row's value, another tensor
+        stacks: dict[Any, Any] = {at: (recorded, layout, planted)}
+        values = columns._column(graph, interp.env, interp.source_at, table, where, first,
+                                 table.column(k), stacks)
+        assert values is not None
+        assert stacks[at][0] is not recorded and stacks[at][0][3] is other
+        for i, (value, scale) in enumerate(zip(values, tensors)):
+            assert bits_equal(value, 1.0 / (other if i == 3 else scale))
