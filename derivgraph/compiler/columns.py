@@ -126,18 +126,14 @@ def _column(graph: DerivedGraph, env: dict[str, Any], read_source: Callable[[str
         if type(arg) is NodeRef:
             at = where.get(arg.id)  # None: the node every row shares
             refs = [arg.id] * len(column) if at is None else table.column(at)
+            source = graph.nodes[arg.id].kind is _SOURCE  # each row's has the template's kind
+            tensors = _operands(env, read_source, refs, source, sources)
+            if tensors is None:
+                return None
             key = arg.id if at is None else at
             seen = None if stacks is None else stacks.get(key)
-            if seen is not None and len(seen[0]) == len(refs) \
-                    and all(map(is_, map(env.get, refs), seen[0])):
-                tensors = seen[0]  # _operands' answer: env holds the recorded tensors (one sweep)
-            else:
-                source = graph.nodes[arg.id].kind is _SOURCE  # each row's: the template's kind
-                tensors = _operands(env, read_source, refs, source, sources)
-                if tensors is None:
-                    return None
-            if seen is not None and (tensors is seen[0] or len(seen[0]) == len(tensors)
-                                     and all(map(is_, tensors, seen[0]))):
+            if seen is not None and len(seen[0]) == len(tensors) \
+                    and all(map(is_, tensors, seen[0])):
                 mine, stacked = seen[1], seen[2]  # this operand, as an earlier column read it
             else:
                 record = None if book is None else book.common(tensors)
