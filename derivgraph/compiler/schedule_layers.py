@@ -31,7 +31,6 @@ from itertools import chain, repeat
 from operator import eq, is_, lt
 from typing import Any
 
-import numpy as np
 import torch
 
 from derivgraph.column_layout import ColumnFacts, book_of
@@ -39,8 +38,7 @@ from derivgraph.compiler.graph import NodeRef
 from derivgraph.compiler.lower import WRITES, Action, LayerSteps, LowerContext, Step
 from derivgraph.compiler.lower_layers import column_addresses, kept_column
 
-__all__ = ["RowLevels", "apart_addresses", "layer_fence", "row_keys", "row_levels",
-           "same_key_facts", "step_refs"]
+__all__ = ["RowLevels", "layer_fence", "row_keys", "row_levels", "same_key_facts", "step_refs"]
 
 _CONSTANT_KEYS = frozenset({Action.COPY, Action.SCALAR})  # keyed by the action alone
 _UNBOUND = object()
@@ -55,23 +53,16 @@ def step_refs(step: Step) -> list[str]:
 class RowLevels:
     """The proven rows of a step list: ``copy_of`` (row step index -> its template step's
     index), the indices of those templates' own steps (``templates``), the addresses the
-    proven layers' own positions and their shared nodes hold (``fenced``, made on first read
-    from ``fenced_parts``), every node of those layers (``nodes``, made on first read from
-    ``tables``) and the shared nodes they read (``shared``)."""
+    proven layers' own positions and their shared nodes hold (``fenced``), every node of
+    those layers (``nodes``, made on first read from ``tables``) and the shared nodes they
+    read (``shared``)."""
 
     def __init__(self) -> None:
         self.copy_of: dict[int, int] = {}
         self.templates: set[int] = set()
+        self.fenced: set[int] = set()
         self.tables: list[Any] = []  # the proven layers' instance tables
         self.shared: set[str] = set()
-        # what ``fenced`` is made of, on first read: each proof's own addresses, then the
-        # shared nodes' (a compact lowering whose every step is a template's never reads it)
-        self.fenced_parts: list[Iterable[int]] = []
-
-    @cached_property
-    def fenced(self) -> set[int]:
-        """Every address the proven layers' own positions and their shared nodes hold."""
-        return set(chain.from_iterable(self.fenced_parts))
 
     @cached_property
     def nodes(self) -> set[str]:
@@ -114,40 +105,26 @@ def _fence(proofs: list[tuple[LayerSteps, tuple[Any, ...]]]) -> RowLevels | None
     """The :class:`RowLevels` of proven layers (each with its row step index -> template step
     index, own addresses, shared nodes and their addresses, template step indices); None
     when an address is seen twice (a row shares what its template holds apart, or two layers
-    share storage) or a shared node's storage is a layer's (:func:`apart_addresses`: one
-    array sort, no set of every address: ``fenced`` is made where it is read)."""
+    share storage) or a shared node's storage is a layer's."""
     out = RowLevels()
-    own: list[list[int]] = []
+    own: set[int] = set()
+    count = 0
     shared: set[int] = set()
     for layer, (copies, addresses, shared_ids, shared_ptrs, firsts) in proofs:
-        own.append(addresses)
+        own.update(addresses)
+        count += len(addresses)
+        if len(own) != count:
+            return None
         shared.update(shared_ptrs)
         out.copy_of.update(copies)
         out.templates.update(firsts)
         out.tables.append(layer.table)
         out.shared.update(shared_ids)
-    if not apart_addresses(own, shared):
+    if not shared.isdisjoint(own):
         return None
-    out.fenced_parts = [*own, shared]
+    own.update(shared)  # made here, read nowhere else: the union in place, no copy
+    out.fenced = own
     return out
-
-
-def apart_addresses(own: list[list[int]], shared: set[int]) -> bool:
-    """Whether the addresses of ``own`` (lists of integers) are all distinct and none is in
-    ``shared``: one ``uint64`` array of them sorted, no two neighbours equal, each shared
-    address looked up in it (C-level); the rule by a set where they are no such array."""
-    total = sum(map(len, own))
-    try:
-        held = np.fromiter(chain.from_iterable(own), dtype=np.uint64, count=total)
-        others = np.fromiter(shared, dtype=np.uint64, count=len(shared))
-    except (TypeError, ValueError, OverflowError):
-        seen = set(chain.from_iterable(own))
-        return len(seen) == total and seen.isdisjoint(shared)
-    held.sort()
-    if (held[1:] == held[:-1]).any():
-        return False
-    at = np.searchsorted(held, others).clip(max=max(total - 1, 0))
-    return not total or not (held[at] == others).any()
 
 
 def _layer_addresses(ctx: LowerContext, index: dict[int, int], layer: LayerSteps,
