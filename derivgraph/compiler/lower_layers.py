@@ -20,6 +20,7 @@ from itertools import repeat
 from operator import attrgetter, eq, is_
 from typing import Any
 
+import numpy as np
 import torch
 
 from derivgraph.column_layout import ColumnFacts, book_of
@@ -30,7 +31,8 @@ from derivgraph.compiler.layers import closed_layers
 #: a :class:`~derivgraph.compiler.lower.LowerContext` (not imported: lower imports this module)
 LowerContext = Any
 
-__all__ = ["KeptValues", "column_addresses", "kept_column", "layer_facts", "provable_layers"]
+__all__ = ["KeptValues", "column_addresses", "kept_column", "layer_facts", "provable_layers",
+           "rows_apart"]
 
 #: what a layer proof read of a proven table, during a compile: the context's address memo it
 #: read under, and per position of the template whose value is a tensor, the rows' bound values
@@ -219,4 +221,21 @@ def _columns_hold(ctx: LowerContext, table: InstanceTable, shared: tuple[str, ..
         if at == k:
             own.append(k)
     # storage the template holds apart is apart in every layer too
-    return all(len(set(row)) == len(own) for row in zip(*(ptrs[k] for k in own)))
+    return rows_apart([ptrs[k] for k in own])
+
+
+def rows_apart(columns: list[list[int | None]]) -> bool:
+    """Whether each row's addresses are distinct (``columns``: :func:`column_addresses`'
+    answers, one per position, of equal length: the rows are their ``zip``). The columns as
+    one array of ``uint64``, each row sorted, no two neighbours equal (C-level); where they
+    are no such array (a None, lengths that differ), the rule row by row."""
+    if len(columns) < 2:
+        return True  # a row of one address (or none) holds nothing twice
+    try:
+        table = np.array(columns, dtype=np.uint64)
+    except (TypeError, ValueError, OverflowError):
+        table = None
+    if table is None or table.shape != (len(columns), len(columns[0])):
+        return all(len(set(row)) == len(columns) for row in zip(*columns))
+    table.sort(axis=0)
+    return not (table[1:] == table[:-1]).any()
