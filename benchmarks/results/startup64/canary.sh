@@ -3,6 +3,7 @@
 # usage: bash canary.sh THIS_TREE
 tree=$1
 tests="tests/runtime/test_source_record_handoff.py tests/runtime/test_holder_bind_reads.py tests/runtime/test_recorded_source_addresses.py"
+[ -n "$TESTS" ] && tests=$TESTS
 plant() {  # name, file, python replacement (old, new)
   name=$1; file=$2; old=$3; new=$4
   work=$(mktemp -d /tmp/canary_startup64.XXXX)
@@ -22,6 +23,7 @@ PY
   echo "$out" | grep -E "^FAILED" | sed 's/ - .*//' | head -12
   rm -rf "$work"
 }
+[ -z "$ONLY_PICKER" ] && {
 plant "K0 control" "" "" ""
 plant "K1 _read_ptrs without the identity sweep" derivgraph/runtime/holders.py \
   "            or not all(map(_is, objects, reads.objects)):" "            or False:"
@@ -36,3 +38,12 @@ plant "K5 the record's addresses handed without the record (bind takes them with
   "        ptrs = _read_ptrs(reads, tensors) if recorded else None" "        ptrs = _read_ptrs(reads, tensors)"
 plant "K6 the startup record hands no addresses" derivgraph/planner.py \
   "    return read, reads._replace(ptrs=ptrs)" "    return read, reads"
+}
+# the refill table's pick (engine._picker): ONLY_PICKER=1 TESTS="tests/runtime/test_refill_picker.py tests/runtime/test_refill_batched.py"
+if [ -n "$ONLY_PICKER" ]; then
+plant "K0 control (picker)" "" "" ""
+plant "K7 the whole list by length alone" derivgraph/runtime/engine.py \
+  "    if len(index) == size and index == list(range(size)):" "    if len(index) == size:"
+plant "K8 a part from the start taken as the whole list" derivgraph/runtime/engine.py \
+  "    if len(index) == size and index == list(range(size)):" "    if index == list(range(len(index))):"
+fi
