@@ -402,7 +402,8 @@ def _record_startup(plan: Plan, owners: PathReader | None = None,
     one), and every source's object id and address; returns the object read at every source
     path (by ``owners``, a reader of the model as it is now, else a fresh one) and what was
     read on the way (:func:`~derivgraph.runtime.accessors.read_paths`: the holder binding
-    takes the sources' holder dicts from it while nothing is written to the model)."""
+    takes the sources' holder dicts from it while nothing is written to the model), with
+    the addresses recorded of its objects (``ptrs``)."""
     for column in plan.entries.columns:
         column.record_startup(plan.tensors.layouts)  # the compile's book (None after it)
     for entry in plan.entries.generic.values():
@@ -414,8 +415,9 @@ def _record_startup(plan: Plan, owners: PathReader | None = None,
         owners = PathReader(plan.model)
     tensors, reads = read_paths(owners, paths)
     read = dict(zip(paths, tensors))
-    plan.source_ptrs = dict(zip(paths, zip(map(id, tensors), map(address_of, tensors))))
-    return read, reads
+    ptrs = list(map(address_of, tensors))
+    plan.source_ptrs = dict(zip(paths, zip(map(id, tensors), ptrs)))
+    return read, reads._replace(ptrs=ptrs)  # the holders' binding takes the addresses
 
 
 def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = None,

@@ -352,15 +352,20 @@ def holder_dicts(owners: Sequence[Any], names: Sequence[str],
 
 class PathReads(NamedTuple):
     """Many paths of one model read together (:func:`read_paths`): each path's owner path,
-    last name and owner, and :func:`holder_dicts` of those owners and names. Valid while
-    nothing is written to the model (a later reader of the same paths takes ``where`` where
-    it finds the very same owners: :meth:`~derivgraph.runtime.holders.Holders.bind`)."""
+    last name and owner, :func:`holder_dicts` of those owners and names, and the object read
+    at each path. Valid while nothing is written to the model (a later reader of the same
+    paths takes ``where`` where it finds the very same owners:
+    :meth:`~derivgraph.runtime.holders.Holders.bind`). ``ptrs``: each object's
+    :func:`~derivgraph.addresses.address_of`, where the reader's caller recorded them (the
+    compile's startup record; valid while nothing re-points them, as that record is)."""
 
     paths: list[str]
     owner_paths: list[str]
     names: list[str]
     owners: list[Any]
     where: list[tuple[Any, Any] | None]
+    objects: list[Any]
+    ptrs: list[int] | None = None
 
 
 def read_paths(reader: PathReader, paths: list[str]) -> tuple[list[Any], PathReads]:
@@ -382,7 +387,7 @@ def read_paths(reader: PathReader, paths: list[str]) -> tuple[list[Any], PathRea
     else:
         objects = [w[0][name] if s and name else reader.get(path)  # type: ignore[index]
                    for path, name, w, s in zip(paths, names, where, swept)]
-    return objects, PathReads(paths, owner_paths, names, owners, where)
+    return objects, PathReads(paths, owner_paths, names, owners, where, objects)
 
 
 #: a column of attribute-slot entries of a tensor kind (no derived scalar) the caller proved

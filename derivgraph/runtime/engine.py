@@ -570,8 +570,9 @@ def _period(head: list[int]) -> tuple[int, int]:
 
 
 def _picker(index: list[int], size: int) -> Callable[[list[Any]], list[Any]] | None:
-    """A C-level pick of ``index`` from a list of ``size``; None when it is the whole list."""
-    if index == list(range(size)):
+    """A C-level pick of ``index`` from a list of ``size``; None when it is the whole list
+    (compared only where the lengths agree: no ``range`` list made for a part)."""
+    if len(index) == size and index == list(range(size)):
         return None
     if not index:
         return lambda values: []

@@ -127,7 +127,9 @@ class Holders:
         ``reads``: what the caller read on the way to the sources, nothing written to the model
         since (:func:`~derivgraph.runtime.accessors.read_paths`, its paths starting with these
         in their order): the holder dicts are taken from it where the walk finds every
-        source's owner to be the very object it read (one identity sweep), else read."""
+        source's owner to be the very object it read (one identity sweep), else read; with
+        ``recorded``, the addresses are its ``ptrs`` (the same record's, in its order) where
+        every source is the very object it read (one identity sweep), else as above."""
         paths, tensors = list(sources), list(sources.values())
         n = len(paths)
         if reads is not None and reads.paths[:n] != paths:
@@ -137,7 +139,9 @@ class Holders:
             owner_paths, names = list(map(_first, split)), list(map(_last, split))
         else:
             owner_paths, names = reads.owner_paths[:n], reads.names[:n]
-        ptrs = recorded_ptrs(paths, tensors, recorded) if recorded else None
+        ptrs = _read_ptrs(reads, tensors) if recorded else None
+        if ptrs is None and recorded:
+            ptrs = recorded_ptrs(paths, tensors, recorded)
         if ptrs is None:
             ptrs = data_ptrs(tensors)
         self._source_checks = self._source_watch = None
@@ -150,6 +154,9 @@ class Holders:
         where = reads.where[:n] if reads is not None and all(map(_is, owners, reads.owners)) \
             else holder_dicts(owners, names)
         self._sources = list(zip(paths, where, tensors, ptrs))
+        if None not in where:  # the source check's columns, as sources_intact makes them
+            self._source_checks = (list(map(_first, where)), list(map(_second, where)),
+                                   AtAddresses(tensors, ptrs))
         self._source_owners, self._source_hops = owner_paths, None  # see source_hops
         self._proven = None
         self._sources_stale = False
@@ -546,6 +553,19 @@ class Holders:
             set_slot(owner, name, entry.storage, entry.slot, entry.node.decl.persistent)
             count += 1
         return count
+
+
+def _read_ptrs(reads: PathReads | None, objects: list[Any]) -> list[int] | None:
+    """The addresses ``reads`` recorded of its first objects (:attr:`PathReads.ptrs`) where
+    those are ``objects``, row by row (one identity sweep; the caller checked that its paths
+    start with theirs); None where it recorded none or another object is bound."""
+    if reads is None or reads.ptrs is None:
+        return None
+    n = len(objects)
+    if len(reads.objects) < n or len(reads.ptrs) < n \
+            or not all(map(_is, objects, reads.objects)):
+        return None
+    return reads.ptrs[:n]
 
 
 def recorded_ptrs(paths: list[str], objects: list[Any],
