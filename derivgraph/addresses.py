@@ -110,23 +110,25 @@ class Addresses:
         # keeps each startup StorageImpl alive
         self.storages = list(map(_untyped_storage, self.tensors)) if hold else []
         storage, offset, data = layout
-        impls = list(map(_cdata, self.tensors))
+        # the TensorImpl addresses as one array (its bounds and word indices in NumPy)
+        impls = np.fromiter(map(_cdata, self.tensors), dtype=np.int64, count=len(self.tensors))
         self._impls, low = _view(impls)
         # each tensor's two words, in tensor order: (storage, offset) of the first, then ...
         self._impl_index = (_word_index(impls, low)[:, None]
                             + np.array([storage, offset], dtype=np.intp)).ravel()
-        # each tensor's StorageImpl address is its storage word (what the self-test proved
-        # equal to ``untyped_storage()._cdata``): one gather, no storage object made; a null
-        # word (a tensor without a storage) is refused before any StorageImpl is read
-        stores = self._impls.take(self._impl_index[::2])
+        # one gather of those words, the startup (storage, offset) pairs; each tensor's
+        # StorageImpl address is its storage word (what the self-test proved equal to
+        # ``untyped_storage()._cdata``): no storage object made; a null word (a tensor without
+        # a storage) is refused before any StorageImpl is read
+        words = self._impls.take(self._impl_index)
+        stores = words[::2]
         if not stores.all():
             raise ValueError("a tensor without a storage")
         self._stores, low = _view(stores)
         self._store_index = _word_index(stores, low) + data
         # the startup words as bytes: each check is one gather and one bytes compare (no
         # ufunc, no ``ndarray.any`` Python wrapper: ~8x the C work, and cold code after a reload)
-        self._expected = (self._impls.take(self._impl_index).tobytes(),
-                          self._stores.take(self._store_index).tobytes())
+        self._expected = (words.tobytes(), self._stores.take(self._store_index).tobytes())
 
     def __len__(self) -> int:
         return len(self.tensors)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from itertools import compress, count, repeat
+from itertools import compress, count, islice, repeat
 from typing import Any, cast
 
 from derivgraph import dict_versions
@@ -106,7 +106,8 @@ def _by_runs(dicts: Sequence[dict[Any, Any]], outside: dict[Any, Any]) \
     items = list(dicts)
     if not items:
         return None
-    starts = [0, *compress(count(1), map(operator.is_not, items[1:], items[:-1]))]
+    # each item against the one before (no copies of the table: the map stops with islice)
+    starts = [0, *compress(count(1), map(operator.is_not, islice(items, 1, None), items))]
     unique = list(map(items.__getitem__, starts))
     if len(set(map(id, unique))) != len(unique):
         return None  # a dict seen again after another one
