@@ -10,6 +10,7 @@ same order, on the compile's own plans, stamped and plain. Canaries:
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from derivgraph import DerivedTensor, Spec, Target
 from derivgraph.compiler.stamp import stamping
 from derivgraph.planner import _constant_entries, _constants_of, compile_plan
 from derivgraph.runtime.entry_columns import EntryColumn
+from derivgraph.spec.kinds import TensorKind
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
 
@@ -97,3 +99,26 @@ def test_a_plan_of_open_columns_sweeps_every_entry() -> None:
     plan = _compile(scaling_model(5), [scaling_spec()], True)
     plan.entries.open_columns()
     assert _constant_entries(plan, plan.graph.source_deps()) == _sweep(plan)
+
+
+def test_a_source_free_column_row_still_meets_the_rule() -> None:
+    """A row of a source-free column is taken only where it is held and computed: a row
+    whose entry is not held (an alias) or has no input (an opaque engine tensor) is left
+    out, as the sweep leaves it out."""
+    plan = _compile(scaling_model(6), [scaling_spec()], True)
+    deps = plan.graph.source_deps()
+    column = next(c for c in plan.entries.columns
+                  if isinstance(c, EntryColumn) and not deps[c.template])
+    for at, node in ((1, SimpleNamespace(kind=TensorKind.ALIAS, input="x")),
+                     (3, SimpleNamespace(kind=TensorKind.ENGINE, input=None))):
+        row = column.ids[at]
+        column.entries[at] = plan.entries.by_id[row] = SimpleNamespace(node=node)
+        found = _constant_entries(plan, deps)
+        assert row not in found
+        assert found == _sweep(plan)
+
+
+def test_the_rule_proven_free_reads_no_deps() -> None:
+    held = SimpleNamespace(node=SimpleNamespace(kind=TensorKind.ATTRIBUTE, input="%1:full"))
+    assert _constants_of([("a", held)], {}, True) == ["a"]
+    assert _constants_of([("a", held)], {"a": frozenset({"s"})}) == []
