@@ -441,8 +441,8 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
                               and isinstance(values.get(n), torch.Tensor)}
     plan.constant_entries = _constant_entries(plan, deps)
     # what a refill may overwrite with the engine's value; the next recompute puts it back
-    plan.constant_values = {n: values[n] for n in plan.constant_entries
-                            if isinstance(values.get(n), torch.Tensor)}
+    plan.constant_values = {n: value for n in plan.constant_entries
+                            if isinstance(value := values.get(n), torch.Tensor)}
     plan.bind_tensors(read, held, reads)
     steps = lower_steps(plan.tensors)
     plan.tensors.alloc_stages({s.target: values[s.input] for s in steps
