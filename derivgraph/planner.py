@@ -439,12 +439,10 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
     plan.tensors.constants = {n: values[n] for n in rest
                               if nodes[n].kind is NodeKind.OP and not deps[n]
                               and isinstance(values.get(n), torch.Tensor)}
-    plan.constant_entries = [n for n, e in plan.entries.items()  # deps first: most have some
-                             if not deps[n] and e.node.kind in HELD_KINDS
-                             and e.node.input is not None]
+    plan.constant_entries = _constant_entries(plan, deps)
     # what a refill may overwrite with the engine's value; the next recompute puts it back
-    plan.constant_values = {n: values[n] for n in plan.constant_entries
-                            if isinstance(values.get(n), torch.Tensor)}
+    plan.constant_values = {n: value for n in plan.constant_entries
+                            if isinstance(value := values.get(n), torch.Tensor)}
     plan.bind_tensors(read, held, reads)
     steps = lower_steps(plan.tensors)
     plan.tensors.alloc_stages({s.target: values[s.input] for s in steps
@@ -474,6 +472,39 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
                 Rule.INFERENCE, f"the lowered pass differs from eager evaluation at {n}",
                 "report this as a derivgraph bug", plan.entries[n].node.decl.location, n)
                 for n in still])
+
+
+def _constant_entries(plan: Plan, deps: Mapping[str, frozenset[str]]) -> list[str]:
+    """The plan's entries that are held, computed (an input) and free of sources, in the
+    entries' order: :func:`_constants_of` over every entry, or, where every entry column is
+    an :class:`EntryColumn` (a closed stamped table's template column), answered per column.
+
+    A closed row's node depends on a source exactly where its template's does (the rule
+    :func:`_no_constant_rows` relies on): a column whose template depends on a source has
+    no source-free row and is skipped unread; every row of a column whose template depends
+    on none is source-free. The generic entries are swept one by one; where a column gave
+    any, the answer is the entries' ids filtered by the ids found (their order)."""
+    entries = plan.entries
+    columns = entries.columns
+    if not all(isinstance(c, EntryColumn) for c in columns):
+        return _constants_of(entries.items(), deps)
+    found = _constants_of(entries.generic.items(), deps)
+    free = [c for c in columns if isinstance(c, EntryColumn) and not deps[c.template]]
+    if not free:
+        return found
+    for column in free:
+        found += _constants_of(zip(column.ids, column.entries), deps, True)
+    taken = set(found)
+    return list(filter(taken.__contains__, entries.by_id))
+
+
+def _constants_of(items: Iterable[tuple[str, Entry]], deps: Mapping[str, frozenset[str]],
+                  free: bool = False) -> list[str]:
+    """The ids among ``items`` (id, entry) whose entry is held, computed (its node has an
+    input) and depends on no source (``deps``; ``free``: every item is proven source-free,
+    ``deps`` is not read), in their order: the one rule for the plan's constant entries."""
+    return [n for n, e in items
+            if (free or not deps[n]) and e.node.kind in HELD_KINDS and e.node.input is not None]
 
 
 def _no_constant_rows(graph: DerivedGraph, deps: Mapping[str, frozenset[str]],
