@@ -118,12 +118,17 @@ class Stamper:
 
     def __init__(self, graph: DerivedGraph, resolve: Resolve,
                  layers: Sequence[tuple[BoundSpec, dict[str, Any], Any]] = (),
-                 runs: dict[int, int] | None = None, sweeps: HopSweeps | None = None):
+                 runs: dict[int, int] | None = None, sweeps: HopSweeps | None = None,
+                 run_columns: dict[int, tuple[list[list[DerivedNode]], list[list[str]]]]
+                 | None = None):
         self.graph, self.resolve = graph, resolve
         self.sweeps = sweeps  # the build's first-hop sweeps, shared with its ParamStamper
         # a run's first layer -> its length: layers with one key (their spec, class, params
         # and nodes' decls and devices proven equal where they were made), computed once
         self.runs = runs or {}
+        # a run's first layer -> per derived tensor of its rows, its node on every row and
+        # their ids, where the caller made them so (the lists :meth:`_replay_run` makes)
+        self.run_columns = run_columns or {}
         self._shared: list[Template] | None = None
         self._shared_until = -1
         # every layer of the graph, in resolution order (row ``at`` of :meth:`resolve_bound`):
@@ -139,6 +144,17 @@ class Stamper:
         self.twins = Twins()  # a stamped op node -> the template's op it copies
         # template's own nodes -> its instance table (a row per stamped layer), first stamp first
         self.tables: dict[tuple[str, ...], InstanceTable] = {}
+
+    def resolve_layers(self, layers: Sequence[tuple[BoundSpec, dict[str, Any],
+                                                    list[DerivedNode]]]) -> None:
+        """:meth:`resolve_bound` of each of ``layers`` (row ``at`` its ``at``-th), in order,
+        not called on the rows a run's replay already resolved (on which it returns at
+        once): after each call, the next row is the first neither resolved nor replayed."""
+        at, size = 0, len(layers)
+        while at < size:
+            bound, params, nodes = layers[at]
+            self.resolve_bound(bound, params, nodes, at)
+            at = max(at + 1, self._done_until)
 
     def resolve_bound(self, bound: BoundSpec, params: dict[str, Any],
                       nodes: list[DerivedNode], at: int | None = None) -> None:
@@ -233,8 +249,12 @@ class Stamper:
         at_inputs = [i for i, slot in enumerate(program.inputs) if slot is not None]
         placed = [i for i in at_inputs if program.inputs[i] in made]
         objects = proofs[0][1].columns([p[2] for p in proofs])
-        columns = list(map(list, zip(*nodes)))  # each derived tensor on every row
-        derived = [list(map(_ID, column)) for column in columns]
+        held = self.run_columns.get(at)
+        if held is None:
+            columns = list(map(list, zip(*nodes)))  # each derived tensor on every row
+            derived = [list(map(_ID, column)) for column in columns]
+        else:  # the same lists, as the caller made the run's nodes
+            columns, derived = held
         cols = program.run_rows(self.graph, paths, objects, self.twins,
                                 [(program.inputs[i], columns[i], derived[i]) for i in placed])
         if cols is None:
