@@ -102,7 +102,7 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
     graph.params_stamped = param_stamper.stamped
     _check_cycles(graph)
     if not any(i.rule == Rule.CYCLE for i in graph.issues):
-        infer_shapes(graph, stamper.twins)
+        infer_shapes(graph, stamper.twins, stamper.run_nodes)
         index_issues(graph)
     return graph
 

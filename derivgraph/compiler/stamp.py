@@ -109,6 +109,10 @@ class Template:
         return tuple(kept + [vals[s] for s in self.keep_slots])
 
 
+#: a table whose rows are one run's, its rows list and their number then, and per leading
+#: template position each row's derived tensor there (:attr:`Stamper.run_nodes`)
+RunNodes = tuple[InstanceTable, list[tuple[str, ...]], int, list[list[DerivedNode]]]
+
 #: resolve(node, reads) -> the node's input id (None: no input, or an issue was reported)
 Resolve = Callable[[DerivedNode, Reads | None], str | None]
 
@@ -144,6 +148,10 @@ class Stamper:
         self.twins = Twins()  # a stamped op node -> the template's op it copies
         # template's own nodes -> its instance table (a row per stamped layer), first stamp first
         self.tables: dict[tuple[str, ...], InstanceTable] = {}
+        # id(table) -> a table whose rows are all one run's (:meth:`_replay_run`), with its
+        # rows list and length then, and per leading template position (the template's
+        # derived tensors) each row's derived tensor there, by column
+        self.run_nodes: dict[int, RunNodes] = {}
 
     def resolve_layers(self, layers: Sequence[tuple[BoundSpec, dict[str, Any],
                                                     list[DerivedNode]]]) -> None:
@@ -269,9 +277,13 @@ class Stamper:
         kept = [derived[i] for i in template.keep_derived] + \
             [cols[s] for s in template.keep_slots]
         table = self._table(template)
+        first = not table.rows
         ops = len(program.op_slots)
         table.add_rows(list(zip(*kept)) if kept else [()] * size, paths,
                        list(range(start, start + size * ops, ops)) if ops else [start] * size)
+        if first:  # the table's rows are the run's: its derived tensors, by column
+            self.run_nodes[id(table)] = (table, table.rows, len(table.rows),
+                                         [columns[i] for i in template.keep_derived])
         self.stamped += size
         self._done_until = at + size
         return True
