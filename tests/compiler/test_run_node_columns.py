@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import torch
 from torch import nn
 
 from derivgraph.compiler import build, infer
@@ -54,11 +55,22 @@ def _record(graph: Any) -> list[Any]:
             [(i.rule, i.message) for i in graph.issues]]
 
 
-@pytest.mark.parametrize("model", [scaling_model(6), nn.Sequential(scaling_model(4),
-                                                                   scaling_model(3))],
-                         ids=["one-run", "two-runs"])
-def test_inference_by_held_columns_is_what_lookups_give(model: Any,
+def _split() -> Any:
+    """Layer 3 of another width (its own params): rows 1-2, then 4-5, two runs of one
+    template and one table (the second run's rows added after the first's)."""
+    model = scaling_model(6)
+    layer = model.layers[3]
+    layer.scale = nn.Parameter(torch.rand(4) + 0.5, requires_grad=False)
+    layer.weight = nn.Parameter(torch.rand(4), requires_grad=False)
+    return model
+
+
+@pytest.mark.parametrize("case", ["one-run", "two-runs", "one-table-two-runs"])
+def test_inference_by_held_columns_is_what_lookups_give(case: str,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    model = {"one-run": lambda: scaling_model(6),
+             "two-runs": lambda: nn.Sequential(scaling_model(4), scaling_model(3)),
+             "one-table-two-runs": _split}[case]()
     real, taken = infer.infer_shapes, []
     column = _Stamped.derived_column
 
@@ -75,4 +87,6 @@ def test_inference_by_held_columns_is_what_lookups_give(model: Any,
         patch.setattr(build, "infer_shapes", lambda g, t=None, r=None: real(g, t, None))
         rows = _record(build.build_graph(model, match_specs(model, [scaling_spec()])))
     assert mine == rows and all(m is not None for _, m, _, _ in mine[0])
-    assert held and all(held) and not any(taken)
+    assert held and not any(taken)  # per table: its 4 positions' metas, then the budgets
+    # the split table's rows are two runs' (the second's added after the first's): looked up
+    assert held == ([False] * 5 if case == "one-table-two-runs" else [True] * len(held))
