@@ -51,8 +51,8 @@ __all__ = ["InstanceTable", "Stamper", "facts_hold", "stamping",
 
 _ENABLED = [os.environ.get("DERIVGRAPH_STAMP", "1") != "0"]
 
-_ID, _PATH, _FIRST, _SECOND = (attrgetter("id"), attrgetter("module_path"), itemgetter(0),
-                               itemgetter(1))
+_ID, _PATH, _FIRST, _SECOND, _THIRD = (attrgetter("id"), attrgetter("module_path"),
+                                       itemgetter(0), itemgetter(1), itemgetter(2))
 
 #: Templates kept per (spec, class, params, devices): layers past this many kinds resolve alone.
 MAX_TEMPLATES = 8
@@ -137,9 +137,9 @@ class Stamper:
         self._shared_until = -1
         # every layer of the graph, in resolution order (row ``at`` of :meth:`resolve_bound`):
         # a kind's first template proves the later layers of its kind by columns
-        self.stacks = Stacks([layer[0] for layer in layers])
-        self.params = [layer[1] for layer in layers]
-        self.nodes = [layer[2] for layer in layers]
+        self.stacks = Stacks(list(map(_FIRST, layers)))  # C-level sweeps of the layers
+        self.params = list(map(_SECOND, layers))
+        self.nodes = list(map(_THIRD, layers))
         self._done_until = -1  # the rows before it were replayed with their run's first
         # a proven row -> its template and its place among the template's proof's rows
         self.proven: dict[int, tuple[Template, ColumnProof, int]] = {}
