@@ -49,6 +49,9 @@ __all__ = ["DerivedGraph", "DerivedNode", "NodeRef", "build_graph"]
 
 _module, _module_path = attrgetter("module"), attrgetter("module_path")
 
+#: per declaration, its nodes on every row of a run, and their ids (the rows' columns)
+_Columns = tuple[list[list[DerivedNode]], list[list[str]]]
+
 #: the kinds whose owner must be an nn.Module
 _MODULE_KINDS = frozenset({TensorKind.PARAMETER, TensorKind.BUFFER})
 
@@ -64,6 +67,7 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
     plain: dict[type, bool] = {}  # module class -> whether its parameters() is nn.Module's
     skip = 0  # rows made with the column run of an earlier row
     runs: dict[int, int] = {}  # a run's first layer -> its length, when its rows share a key
+    run_columns: dict[int, _Columns] = {}  # and its derived tensors made by column
     for at, bound in enumerate(bound_specs):
         if skip:
             skip -= 1
@@ -85,20 +89,20 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
                     rows = [_derived_nodes(graph, model, b, p, decls, plain)
                             for b, p in zip(bounds, run, strict=True)]
                 else:
-                    rows, one_key = made
+                    rows, one_key, columns = made
                     if one_key:
                         runs[len(layers)] = len(rows)
+                        run_columns[len(layers)] = columns
                 layers += zip(bounds, run, rows, strict=True)
                 skip = len(run)
     stamper = Stamper(graph, lambda node, reads: _resolve_derived(graph, node, reads),
-                      layers if stamping_enabled() else (), runs, sweeps)
-    for at, (bound, params, nodes) in enumerate(layers):
-        stamper.resolve_bound(bound, params, nodes, at)
+                      layers if stamping_enabled() else (), runs, sweeps, run_columns)
+    stamper.resolve_layers(layers)
     graph.stamped, graph.stamps = stamper.stamped, list(stamper.tables.values())
     graph.params_stamped = param_stamper.stamped
     _check_cycles(graph)
     if not any(i.rule == Rule.CYCLE for i in graph.issues):
-        infer_shapes(graph, stamper.twins)
+        infer_shapes(graph, stamper.twins, stamper.run_nodes)
         index_issues(graph)
     return graph
 
@@ -171,13 +175,14 @@ def _derived_nodes(graph: DerivedGraph, model: nn.Module, bound: BoundSpec,
 
 def _derived_columns(graph: DerivedGraph, bounds: list[BoundSpec], params: list[dict[str, Any]],
                      decls: list[_Decl], plain: dict[type, bool],
-                     ) -> tuple[list[list[DerivedNode]], bool] | None:
+                     ) -> tuple[list[list[DerivedNode]], bool, _Columns] | None:
     """What :func:`_derived_nodes` gives each of ``bounds`` (modules of one class, each with a
     module path, one spec), made a declaration at a time over every row and added to
     ``graph`` in its order, when no row would report an issue there: every declaration is
     owned by the matched module, and no id is taken or repeated. None (nothing made) else.
     With the rows, whether each declaration has one device on every row (then, their params
-    being one template's copy, the rows have one stamping key)."""
+    being one template's copy, the rows have one stamping key), and the nodes and their ids
+    by declaration (each a column of the rows)."""
     modules = list(map(_module, bounds))
     cls = type(modules[0])
     if any(decl.owner for decl, _ in decls) or not issubclass(cls, nn.Module) \
@@ -197,8 +202,10 @@ def _derived_columns(graph: DerivedGraph, bounds: list[BoundSpec], params: list[
                         devices[decl.device], params, repeat(None), repeat(tensor_kind(decl))))
                for column, (decl, _) in zip(ids, decls, strict=True)]  # the kind read once
     rows = list(map(list, zip(*columns))) if columns else [[] for _ in bounds]
-    graph.add_derived_all(list(chain.from_iterable(rows)), every, ids)  # their ids, columns
-    return rows, all(column == [column[0]] * len(column) for column in devices.values())
+    graph.add_derived_all(list(chain.from_iterable(rows)), every, ids,  # their ids, columns
+                          fresh)  # and the set of them
+    return rows, all(column == [column[0]] * len(column) for column in devices.values()), \
+        (columns, ids)
 
 
 def _resolve_derived(graph: DerivedGraph, node: DerivedNode, reads: Reads | None) -> str | None:

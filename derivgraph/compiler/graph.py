@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence, Set
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 from operator import attrgetter, is_
@@ -372,21 +372,22 @@ class DerivedGraph:
         self.ir.add(Node(node.id, _DERIVED))
 
     def add_derived_all(self, nodes: list[DerivedNode], ids: list[str] | None = None,
-                        columns: list[list[str]] | None = None) -> None:
+                        columns: list[list[str]] | None = None,
+                        id_set: Set[str] | None = None) -> None:
         """:meth:`add_derived` of each node, in order (``ids``: their ids, where the caller
-        has them). ``columns``: ``ids`` are these columns' ids a row at a time (every
-        column as long, ``ids[k::len(columns)]`` column ``k``); their graph nodes are then
-        held by column (:class:`~derivgraph.compiler.ir.HeldLeaves`), each made on first
-        use."""
+        has them; ``id_set``: the set of ``ids``, where the caller made it). ``columns``:
+        ``ids`` are these columns' ids a row at a time (every column as long,
+        ``ids[k::len(columns)]`` column ``k``); their graph nodes are then held by column
+        (:class:`~derivgraph.compiler.ir.HeldLeaves`), each made on first use."""
         if ids is None:
             ids = [node.id for node in nodes]
         self.derived.update(zip(ids, nodes))
         if columns:
             leaves = [HeldLeaves(column, _DERIVED) for column in columns]
             held = [column.nodes(_DERIVED) for column in leaves]
-            self.ir.add_leaves(list(chain.from_iterable(zip(*held))), ids, leaves)
+            self.ir.add_leaves(list(chain.from_iterable(zip(*held))), ids, leaves, id_set)
         else:
-            self.ir.add_leaves(list(map(Node, ids, repeat(_DERIVED))), ids)
+            self.ir.add_leaves(list(map(Node, ids, repeat(_DERIVED))), ids, (), id_set)
 
     def set_input(self, node: DerivedNode, value_id: str) -> None:
         """Give ``node`` its value's node, which is :attr:`touched`."""

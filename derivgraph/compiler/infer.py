@@ -8,7 +8,7 @@ and input layout), so a spec's shapes and dtypes are checked without touching re
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, compress, filterfalse, repeat
 from operator import attrgetter, is_, itemgetter
@@ -75,14 +75,18 @@ class _StampedMeta(MetaInterpreter):
         return True
 
 
-def infer_shapes(graph: DerivedGraph, twins: dict[str, str] | None = None) -> None:
+def infer_shapes(graph: DerivedGraph, twins: dict[str, str] | None = None,
+                 run_nodes: Mapping[int, tuple[Any, ...]] | None = None) -> None:
     """Infer every derived tensor's meta value and check it against its declaration.
 
     A derived tensor whose formula reads another that did not resolve is skipped: the issue
     already reported for that one is the real problem. ``twins`` maps stamped op nodes to the
     template ops they copy (:mod:`derivgraph.compiler.stamp`; a
     :class:`~derivgraph.compiler.replay.Twins` puts a held column run's in when one of its ops
-    is looked up); valid only for the layouts the graph was built with.
+    is looked up); valid only for the layouts the graph was built with. ``run_nodes``: the
+    stamper's tables whose rows are one run's, with each row's derived tensors by column
+    (:attr:`Stamper.run_nodes <derivgraph.compiler.stamp.Stamper.run_nodes>`), read instead
+    of looking the rows' ids up where the table is still that one.
     """
     interp = _StampedMeta(graph, {} if twins is None else twins)
     derived = graph.derived
@@ -94,6 +98,7 @@ def infer_shapes(graph: DerivedGraph, twins: dict[str, str] | None = None) -> No
             except ValueError:
                 pass  # reported as DG082 when the plan adopts the tensor
     stamped = _run_stamped(graph, interp)
+    stamped.run_nodes = run_nodes or {}
     env = graph.meta_env = interp.env
     _check_limits(graph, env, stamped)
     devices = _source_devices(graph, stamped.rest)
@@ -167,7 +172,7 @@ def _take_templates(graph: DerivedGraph, env: dict[str, Any], stamped: _Stamped,
     for table in stamped.tables:
         template = table.template
         for k, t in enumerate(template[:stamped.leading[template]]):
-            column = list(map(derived.__getitem__, map(itemgetter(k), table.rows)))
+            column = stamped.derived_column(table, k, derived)
             _set_all(column, "meta", env[t])
             _set_all(column, "device", clean[t])
 
@@ -195,6 +200,21 @@ class _Stamped:
     leading: dict[tuple[str, ...], int] = field(default_factory=dict)  # template -> #derived
     rest: list[str] | None = None  # None: every node
     _derived: dict[str, str] | None = None
+    # the stamper's run tables (``infer_shapes``' ``run_nodes``; see :meth:`derived_column`)
+    run_nodes: Mapping[int, tuple[Any, ...]] = field(default_factory=dict)
+
+    def derived_column(self, table: InstanceTable, k: int,
+                       derived: dict[str, DerivedNode]) -> list[DerivedNode]:
+        """Each row's derived tensor at template position ``k`` of ``table`` (``derived``:
+        the graph's): the node of each row's ``k``-th id. Where :attr:`run_nodes` holds
+        ``table`` with its rows list at its length (every row the run's, none added or
+        replaced since) and position ``k``, that column (the same nodes, not to be written);
+        else each id looked up."""
+        held = self.run_nodes.get(id(table))
+        if held is not None and held[0] is table and held[1] is table.rows \
+                and held[2] == len(table.rows) and k < len(held[3]):
+            return held[3][k]
+        return list(map(derived.__getitem__, map(itemgetter(k), table.rows)))
 
     @property
     def derived(self) -> dict[str, str]:
@@ -403,8 +423,7 @@ def _within_budgets(graph: DerivedGraph, env: dict[str, Any], stamped: _Stamped)
             if nbytes:
                 add(derived[t], nbytes, sizes, False)
         if sizes:
-            paths = list(map(_module_path_of, map(derived.__getitem__,
-                                                  map(itemgetter(0), table.rows))))
+            paths = list(map(_module_path_of, stamped.derived_column(table, 0, derived)))
             spread += [(file, nbytes, paths) for file, nbytes in sizes.items()]
     held = _spread_within(per_file, spread)
     if held is not None:

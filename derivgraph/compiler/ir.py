@@ -11,7 +11,7 @@ for algorithms and pictures.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, KeysView, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, KeysView, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 from operator import attrgetter, itemgetter
@@ -409,15 +409,18 @@ class Graph:
         return node
 
     def add_leaves(self, nodes: list[Node], ids: list[str] | None = None,
-                   columns: Sequence[HeldColumn] = ()) -> None:
+                   columns: Sequence[HeldColumn] = (),
+                   id_set: Set[str] | None = None) -> None:
         """:meth:`add` of each node (none with an input), in order (``ids``: their ids,
-        where the caller has them). ``columns``: every node is a held node of one of them,
-        not made; where no id is a key of the users yet, their lists are then held by
-        those columns (:meth:`Users.hold`, each column's ``users`` set to none)."""
+        where the caller has them; ``id_set``: the set of ``ids``, where the caller made
+        it). ``columns``: every node is a held node of one of them, not made; where no id
+        is a key of the users yet, their lists are then held by those columns
+        (:meth:`Users.hold`, each column's ``users`` set to none)."""
         if ids is None:
             ids = [node.id for node in nodes]
         users = self.users
-        fresh = users.keys().isdisjoint(ids)  # before the nodes are added (held ids are nodes)
+        # before the nodes are added (held ids are nodes)
+        fresh = users.keys().isdisjoint(ids if id_set is None else id_set)
         self.nodes.update(zip(ids, nodes))
         if fresh and columns:
             for column in columns:

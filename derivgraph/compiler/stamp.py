@@ -51,8 +51,8 @@ __all__ = ["InstanceTable", "Stamper", "facts_hold", "stamping",
 
 _ENABLED = [os.environ.get("DERIVGRAPH_STAMP", "1") != "0"]
 
-_ID, _PATH, _FIRST, _SECOND = (attrgetter("id"), attrgetter("module_path"), itemgetter(0),
-                               itemgetter(1))
+_ID, _PATH, _FIRST, _SECOND, _THIRD = (attrgetter("id"), attrgetter("module_path"),
+                                       itemgetter(0), itemgetter(1), itemgetter(2))
 
 #: Templates kept per (spec, class, params, devices): layers past this many kinds resolve alone.
 MAX_TEMPLATES = 8
@@ -109,6 +109,10 @@ class Template:
         return tuple(kept + [vals[s] for s in self.keep_slots])
 
 
+#: a table whose rows are one run's, its rows list and their number then, and per leading
+#: template position each row's derived tensor there (:attr:`Stamper.run_nodes`)
+RunNodes = tuple[InstanceTable, list[tuple[str, ...]], int, list[list[DerivedNode]]]
+
 #: resolve(node, reads) -> the node's input id (None: no input, or an issue was reported)
 Resolve = Callable[[DerivedNode, Reads | None], str | None]
 
@@ -118,19 +122,24 @@ class Stamper:
 
     def __init__(self, graph: DerivedGraph, resolve: Resolve,
                  layers: Sequence[tuple[BoundSpec, dict[str, Any], Any]] = (),
-                 runs: dict[int, int] | None = None, sweeps: HopSweeps | None = None):
+                 runs: dict[int, int] | None = None, sweeps: HopSweeps | None = None,
+                 run_columns: dict[int, tuple[list[list[DerivedNode]], list[list[str]]]]
+                 | None = None):
         self.graph, self.resolve = graph, resolve
         self.sweeps = sweeps  # the build's first-hop sweeps, shared with its ParamStamper
         # a run's first layer -> its length: layers with one key (their spec, class, params
         # and nodes' decls and devices proven equal where they were made), computed once
         self.runs = runs or {}
+        # a run's first layer -> per derived tensor of its rows, its node on every row and
+        # their ids, where the caller made them so (the lists :meth:`_replay_run` makes)
+        self.run_columns = run_columns or {}
         self._shared: list[Template] | None = None
         self._shared_until = -1
         # every layer of the graph, in resolution order (row ``at`` of :meth:`resolve_bound`):
         # a kind's first template proves the later layers of its kind by columns
-        self.stacks = Stacks([layer[0] for layer in layers])
-        self.params = [layer[1] for layer in layers]
-        self.nodes = [layer[2] for layer in layers]
+        self.stacks = Stacks(list(map(_FIRST, layers)))  # C-level sweeps of the layers
+        self.params = list(map(_SECOND, layers))
+        self.nodes = list(map(_THIRD, layers))
         self._done_until = -1  # the rows before it were replayed with their run's first
         # a proven row -> its template and its place among the template's proof's rows
         self.proven: dict[int, tuple[Template, ColumnProof, int]] = {}
@@ -139,6 +148,21 @@ class Stamper:
         self.twins = Twins()  # a stamped op node -> the template's op it copies
         # template's own nodes -> its instance table (a row per stamped layer), first stamp first
         self.tables: dict[tuple[str, ...], InstanceTable] = {}
+        # id(table) -> a table whose rows are all one run's (:meth:`_replay_run`), with its
+        # rows list and length then, and per leading template position (the template's
+        # derived tensors) each row's derived tensor there, by column
+        self.run_nodes: dict[int, RunNodes] = {}
+
+    def resolve_layers(self, layers: Sequence[tuple[BoundSpec, dict[str, Any],
+                                                    list[DerivedNode]]]) -> None:
+        """:meth:`resolve_bound` of each of ``layers`` (row ``at`` its ``at``-th), in order,
+        not called on the rows a run's replay already resolved (on which it returns at
+        once): after each call, the next row is the first neither resolved nor replayed."""
+        at, size = 0, len(layers)
+        while at < size:
+            bound, params, nodes = layers[at]
+            self.resolve_bound(bound, params, nodes, at)
+            at = max(at + 1, self._done_until)
 
     def resolve_bound(self, bound: BoundSpec, params: dict[str, Any],
                       nodes: list[DerivedNode], at: int | None = None) -> None:
@@ -233,8 +257,12 @@ class Stamper:
         at_inputs = [i for i, slot in enumerate(program.inputs) if slot is not None]
         placed = [i for i in at_inputs if program.inputs[i] in made]
         objects = proofs[0][1].columns([p[2] for p in proofs])
-        columns = list(map(list, zip(*nodes)))  # each derived tensor on every row
-        derived = [list(map(_ID, column)) for column in columns]
+        held = self.run_columns.get(at)
+        if held is None:
+            columns = list(map(list, zip(*nodes)))  # each derived tensor on every row
+            derived = [list(map(_ID, column)) for column in columns]
+        else:  # the same lists, as the caller made the run's nodes
+            columns, derived = held
         cols = program.run_rows(self.graph, paths, objects, self.twins,
                                 [(program.inputs[i], columns[i], derived[i]) for i in placed])
         if cols is None:
@@ -249,9 +277,13 @@ class Stamper:
         kept = [derived[i] for i in template.keep_derived] + \
             [cols[s] for s in template.keep_slots]
         table = self._table(template)
+        first = not table.rows
         ops = len(program.op_slots)
         table.add_rows(list(zip(*kept)) if kept else [()] * size, paths,
                        list(range(start, start + size * ops, ops)) if ops else [start] * size)
+        if first:  # the table's rows are the run's: its derived tensors, by column
+            self.run_nodes[id(table)] = (table, table.rows, len(table.rows),
+                                         [columns[i] for i in template.keep_derived])
         self.stamped += size
         self._done_until = at + size
         return True

@@ -15,6 +15,7 @@ differs, or a sweep's shortcut does not apply) is not proven, and takes the per-
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import deque
 from collections.abc import Callable, Sequence
 from itertools import compress, repeat
 from operator import add, attrgetter, contains, eq, getitem, is_, is_not, methodcaller
@@ -162,8 +163,8 @@ def rows_hold(graph: DerivedGraph, reads: Reads, bounds: Sequence[BoundSpec],
               params: Sequence[dict[str, Any]], sweeps: HopSweeps | None = None) -> list[bool]:
     """Per row: whether :func:`prove_rows` proves it (no objects kept)."""
     proven = [False] * len(bounds)
-    for i in _holding(graph, reads, bounds, params, sweeps)[0]:
-        proven[i] = True
+    deque(map(proven.__setitem__, _holding(graph, reads, bounds, params, sweeps)[0],
+              repeat(True)), maxlen=0)  # one C-level sweep
     return proven
 
 

@@ -14,8 +14,11 @@ give the same facts has the same params (a copy of the template's dict).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
-from itertools import compress, repeat
+from functools import partial
+from itertools import compress, count, repeat, takewhile
+from operator import is_
 from typing import Any
 
 from derivgraph.compiler.bind import BoundSpec
@@ -95,12 +98,11 @@ class ParamStamper:
         (first, params), *_ = self.templates[(id(bound.spec), type(bound.module))]
         if first is not reads:  # another template is the first (not reached: proofs are
             return []  # made by the first only)
-        end = at + 1
-        while proven.get(end) is reads:
-            del proven[end]
-            end += 1
-        self.stamped += end - at - 1
-        return [dict(params) for _ in range(end - at - 1)]
+        # the stretch of rows from at + 1 that it proved, found and taken out by C-level sweeps
+        size = len(list(takewhile(partial(is_, reads), map(proven.get, count(at + 1)))))
+        deque(map(proven.__delitem__, range(at + 1, at + 1 + size)), maxlen=0)
+        self.stamped += size
+        return [dict(params) for _ in range(size)]
 
     def _prove(self, reads: Reads, at: int) -> None:
         """Prove the template's facts on the later rows of its spec and class by columns

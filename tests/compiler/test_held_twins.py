@@ -28,9 +28,9 @@ def _built(monkeypatch: pytest.MonkeyPatch) -> tuple[DerivedGraph, Twins]:
     handed: list[Any] = []
     real = build.infer_shapes
 
-    def keep(graph: DerivedGraph, twins: Any = None) -> None:
+    def keep(graph: DerivedGraph, twins: Any = None, run_nodes: Any = None) -> None:
         handed.append(twins)
-        real(graph, twins)
+        real(graph, twins, run_nodes)
 
     monkeypatch.setattr(build, "infer_shapes", keep)
     torch.manual_seed(0)

@@ -34,7 +34,8 @@ def _plan(held: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
         if not held:
             patch.setattr(stamp.Stamper, "_replay_run", lambda self, *args: False)
             patch.setattr(Graph, "add_leaves",
-                          lambda self, nodes, ids=None, columns=(): add_leaves(self, nodes, ids))
+                          lambda self, nodes, ids=None, columns=(), id_set=None:
+                          add_leaves(self, nodes, ids, (), id_set))
         return compile_plan(scaling_model(_LAYERS), [scaling_spec()])
 
 

@@ -224,7 +224,7 @@ def test_canary_a_run_sharing_its_key_across_devices_is_caught(
 
     def planted(*args: Any) -> Any:
         found = made(*args)
-        return None if found is None else (found[0], True)  # one key, devices unread
+        return None if found is None else (found[0], True, found[2])  # one key, devices unread
 
     model = _device_model()
     by_rows, _ = _built(model, [_device_spec()], False, monkeypatch)
