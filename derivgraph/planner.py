@@ -31,6 +31,7 @@ from derivgraph.adoption import (
     allocate_column,
     allocate_like,
     filled_column,
+    span_of,
 )
 from derivgraph.column_layout import ColumnLayouts, proven_layout
 from derivgraph.compare import bits_equal
@@ -62,7 +63,7 @@ from derivgraph.paths import get_path
 from derivgraph.runtime.accessors import HeldColumn, PathReads, ProvenOwners, read_paths
 from derivgraph.runtime.containers import collect_containers
 from derivgraph.runtime.engine import foreach_copy
-from derivgraph.runtime.entry import ProvenColumn
+from derivgraph.runtime.entry import EntryTable, ProvenColumn
 from derivgraph.runtime.entry_columns import EntryColumn, entry_columns, held_columns
 from derivgraph.runtime.plan import Entry, Plan, Step, address_of
 from derivgraph.spec.check import check_specs
@@ -301,7 +302,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
         written = {column.name for column in columns} | set(map(_NAME, others))
         read, reads = _record_startup(plan, owners if owners.untouched_by(written) else None)
         # nothing writes the model in between: sources and their holders read once
-        _lower(plan, values, read, held, reads, owed)
+        _lower(plan, values, read, held, reads, owed, (ids, at_rest))
         plan.prepare()  # what the first run and refill would build lazily
     except BaseException:
         transaction.rollback()
@@ -429,7 +430,8 @@ def _record_startup(plan: Plan, owners: PathReader | None = None,
 
 def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = None,
            held: Sequence[HeldColumn] = (), reads: PathReads | None = None,
-           owed: Sequence[OwedFill] = ()) -> None:
+           owed: Sequence[OwedFill] = (), order: tuple[list[str], list[int]] | None = None,
+           ) -> None:
     """Lower, bind and run the pass once; demote grouping if it is not bit-exact with eager.
 
     ``read``: every source path's object as the model holds it now (else read again);
@@ -437,7 +439,9 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
     (:func:`~derivgraph.runtime.entry_columns.held_columns`); ``reads``: what reading
     ``read`` read on the way (:meth:`Plan.bind_tensors`); ``owed``: the fills of the
     columns allocated unfilled because the pass writes their rows (:func:`pass_writes`),
-    done before the pass runs where a row is no target of the installed pass's writes."""
+    done before the pass runs where a row is no target of the installed pass's writes;
+    ``order``: the entries' ids in their order and the positions of those in no column
+    (:func:`_constant_entries`)."""
     graph = plan.graph
     deps, nodes = graph.source_deps(), graph.nodes
     # the rows of templates with no source-free op are left out of the sweep: the nodes left
@@ -449,7 +453,7 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
     plan.tensors.constants = {n: values[n] for n in rest
                               if nodes[n].kind is NodeKind.OP and not deps[n]
                               and isinstance(values.get(n), torch.Tensor)}
-    plan.constant_entries = _constant_entries(plan, deps)
+    plan.constant_entries = _constant_entries(plan, deps, order)
     # what a refill may overwrite with the engine's value; the next recompute puts it back
     plan.constant_values = {n: value for n in plan.constant_entries
                             if isinstance(value := values.get(n), torch.Tensor)}
@@ -485,7 +489,8 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
                 for n in still])
 
 
-def _constant_entries(plan: Plan, deps: Mapping[str, frozenset[str]]) -> list[str]:
+def _constant_entries(plan: Plan, deps: Mapping[str, frozenset[str]],
+                      order: tuple[list[str], list[int]] | None = None) -> list[str]:
     """The plan's entries that are held, computed (an input) and free of sources, in the
     entries' order: :func:`_constants_of` over every entry, or, where every entry column is
     an :class:`EntryColumn` (a closed stamped table's template column), answered per column.
@@ -494,7 +499,9 @@ def _constant_entries(plan: Plan, deps: Mapping[str, frozenset[str]]) -> list[st
     :func:`_no_constant_rows` relies on): a column whose template depends on a source has
     no source-free row and is skipped unread; every row of a column whose template depends
     on none is source-free. The generic entries are swept one by one; where a column gave
-    any, the answer is the entries' ids filtered by the ids found (their order)."""
+    any, the answer is the entries' ids filtered by the ids found (their order), or, with
+    ``order`` (the compile's: the entries' ids in their order, the generic ones' positions),
+    put at their positions there (:func:`_at_positions`)."""
     entries = plan.entries
     columns = entries.columns
     if not all(isinstance(c, EntryColumn) for c in columns):
@@ -503,10 +510,42 @@ def _constant_entries(plan: Plan, deps: Mapping[str, frozenset[str]]) -> list[st
     free = [c for c in columns if isinstance(c, EntryColumn) and not deps[c.template]]
     if not free:
         return found
-    for column in free:
-        found += _constants_of(zip(column.ids, column.entries), deps, True)
-    taken = set(found)
-    return list(filter(taken.__contains__, entries.by_id))
+    rows = [_constants_of(zip(column.ids, column.entries), deps, True) for column in free]
+    placed = None if order is None else _at_positions(order, entries, found, rows)
+    if placed is not None:
+        return placed
+    for taken in rows:
+        found += taken
+    kept = set(found)
+    return list(filter(kept.__contains__, entries.by_id))
+
+
+def _at_positions(order: tuple[list[str], list[int]], entries: EntryTable,
+                  generic: list[str], rows: list[list[str]]) -> list[str] | None:
+    """The ids of ``generic`` (some generic entries of ``entries``, in order) and of
+    ``rows`` (rows of its columns) in the entries' order, read off ``order`` (``ids``: the
+    entries' ids, each once, in the order the compile put them in, :func:`_fill_entries`;
+    ``at``: the positions of the generic ones): each generic id at the position of ``at``
+    holding it, each list of ``rows`` at the evenly spaced positions holding it
+    (:func:`~derivgraph.adoption.span_of`), marked and read back in order. None where
+    ``ids`` are not as many as the entries, or ``at`` as the generic entries, or an id lies
+    at no such position (the caller filters the entries)."""
+    ids, at = order
+    if len(ids) != len(entries) or len(at) != len(entries.generic):
+        return None
+    marks = bytearray(len(ids))
+    if generic:
+        position = dict(zip(map(ids.__getitem__, at), at))
+        for node_id in generic:
+            if node_id not in position:
+                return None
+            marks[position[node_id]] = 1
+    for taken in rows:
+        span = span_of(ids, taken)
+        if span is None:
+            return None
+        marks[span] = b"\x01" * len(taken)
+    return list(compress(ids, marks))
 
 
 def _constants_of(items: Iterable[tuple[str, Entry]], deps: Mapping[str, frozenset[str]],

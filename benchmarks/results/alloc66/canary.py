@@ -10,8 +10,10 @@ import subprocess
 import sys
 
 PLANNER = pathlib.Path("derivgraph/planner.py")
+ADOPTION = pathlib.Path("derivgraph/adoption.py")
 TESTS = ["tests/compiler/test_unfilled_columns.py", "tests/compiler/test_column_allocation.py",
-         "tests/compiler/test_bit_check_columns.py"]
+         "tests/compiler/test_bit_check_columns.py", "tests/compiler/test_constant_positions.py",
+         "tests/compiler/test_constant_entries_by_column.py"]
 RULE = "if pass_writes(graph.derived[column.template], deps):"
 PROOF = "    unpaid = [fill for column in owed if not all(map(written.__contains__, column.ids))"
 CANARIES: dict[str, tuple[str, str, pathlib.Path]] = {
@@ -22,6 +24,13 @@ CANARIES: dict[str, tuple[str, str, pathlib.Path]] = {
                                               PLANNER),
     "the proof counts a partly written column as written": (PROOF, PROOF.replace("all(", "any("),
                                                             PLANNER),
+    "positions: the generic constants not marked": ("            marks[position[node_id]] = 1",
+                                                    "            pass", PLANNER),
+    "positions: a column's rows marked without the slice compared":
+        ("return span if ids[span] == rows else None", "return span", ADOPTION),
+    "positions: an order of another length taken":
+        ("    if len(ids) != len(entries) or len(at) != len(entries.generic):\n        return None",
+         "    if False:\n        return None", PLANNER),
     "the rule widened and the proof gone": (
         f"    {RULE}", f"    if True:  # {RULE}", PLANNER),
 }
