@@ -4,10 +4,12 @@ Arms, alternating (the order reversed every other round), one compile each: ``ba
 ``planner.pass_writes`` answer False (every column made filled, nothing owed: the base
 path), ``mine`` the tree as it is. Process time of: the columns' allocation
 (``EntryColumn.allocate``), the compile's fills (``planner.foreach_copy``: the generic fills
-and any owed ones), ``planner._pay`` (mine only: the written set and the proof),
-``planner._mismatches`` (the bit check, taking ``_pay``'s set in mine), their sum ``alloc``
-and the whole ``compile_plan``. Each arm's plan is checked: no row of a column differs from
-its eager value (the bit check raised nothing, no demotion warning).
+and any owed ones), the whole ``planner._lower`` (binds, lowering, ``_pay``, the first pass
+run: the first write of the unfilled storages, and the bit check), their sum ``alloc``, and
+the whole ``compile_plan``; inside ``_lower``, ``planner._pay`` (mine only: the written set
+and the proof) and ``planner._mismatches`` (the bit check, taking ``_pay``'s set in mine).
+Each arm's plan is checked: no row of a column differs from its eager value (the bit check
+raised nothing, no demotion warning).
 
     cd TREE && PYTHONPATH=. python3 benchmarks/results/alloc66/alloc_ab.py [--rounds N] [--size N]
 """
@@ -27,7 +29,7 @@ from derivgraph.compiler.stamp import stamping
 from derivgraph.runtime.entry_columns import EntryColumn
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
-PARTS = ("allocate", "fills", "pay", "mismatches")
+PARTS = ("allocate", "fills", "lower")
 spent: dict[str, float] = {}
 
 
@@ -58,13 +60,14 @@ def main() -> None:
     real_writes = planner.pass_writes
     EntryColumn.allocate = timed("allocate", EntryColumn.allocate)  # type: ignore[method-assign]
     planner.foreach_copy = timed("fills", planner.foreach_copy)
+    planner._lower = timed("lower", planner._lower)
     planner._pay = timed("pay", planner._pay)
     planner._mismatches = timed("mismatches", planner._mismatches)
     warned = Warned()
     logging.getLogger("derivgraph.planner").addHandler(warned)
     arms = {"base": lambda node, deps: False, "mine": real_writes}
-    out: dict[str, dict[str, list[float]]] = {a: {p: [] for p in (*PARTS, "alloc", "compile")}
-                                             for a in arms}
+    shown = (*PARTS, "pay", "mismatches", "alloc", "compile")
+    out: dict[str, dict[str, list[float]]] = {a: {p: [] for p in shown} for a in arms}
     spec = scaling_spec()
     with stamping(True):
         planner.compile_plan(scaling_model(args.size // 4), [spec])  # warm-up
@@ -78,13 +81,13 @@ def main() -> None:
                 plan = planner.compile_plan(model, [spec])
                 total = time.process_time() - start
                 assert warned.count == 0, "the grouped pass was demoted"
-                for p in PARTS:
+                for p in (*PARTS, "pay", "mismatches"):
                     out[arm][p].append(spent.get(p, 0.0))
                 out[arm]["alloc"].append(sum(spent.get(p, 0.0) for p in PARTS))
                 out[arm]["compile"].append(total)
                 del plan, model
     print(f"size {args.size}, {args.rounds} rounds, load {os.getloadavg()}")
-    for part in (*PARTS, "alloc", "compile"):
+    for part in shown:
         a, b = out["base"][part], out["mine"][part]
         wins = sum(y < x for x, y in zip(a, b))
         print(f"{part:11s} base {statistics.median(a):.4f}  mine {statistics.median(b):.4f}  "
