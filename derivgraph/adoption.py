@@ -31,7 +31,7 @@ from derivgraph.runtime.plan import Entry, Plan
 from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind, is_engine
 
 __all__ = ["AliasOf", "Extra", "PlannedById", "ViewOf", "adopt_or_allocate", "allocate_column",
-           "allocate_like", "filled_column"]
+           "allocate_like", "filled_column", "span_of"]
 
 _is = operator.is_
 
@@ -130,12 +130,12 @@ def _placed(ids: list[str], taken: Sequence[ProvenColumn],
     no column) and the positions (ascending) of the Nones; ``ids`` distinct (a topological
     order's). The rule: a dict of the columns' rows by id (a later column's row replacing an
     earlier one's), looked up at every id. Where each column's ids lie in ``ids`` at evenly
-    spaced positions (:func:`_span`: the slice equal to its ids), its rows are put there by
+    spaced positions (:func:`span_of`: the slice equal to its ids), its rows are put there by
     one slice assignment, the columns in order: an id of ``ids`` is at one position only,
     so each position gets the row of the last column holding its id, as by the dict."""
     slots: list[tuple[Entry, Extra] | None] = [None] * len(ids)
     for column in taken:
-        rows = _span(ids, column.ids)
+        rows = span_of(ids, column.ids)
         if rows is None:
             by_id: dict[str, tuple[Entry, Extra]] = {}
             for each in taken:
@@ -146,7 +146,7 @@ def _placed(ids: list[str], taken: Sequence[ProvenColumn],
     return slots, list(compress(range(len(ids)), map(_is, slots, repeat(None))))
 
 
-def _span(ids: list[str], rows: list[str]) -> slice | None:
+def span_of(ids: list[str], rows: list[str]) -> slice | None:
     """The slice of ``ids`` that is ``rows`` (equal, in order) at evenly spaced positions
     from the first position of ``rows[0]``, stepping to the next position of ``rows[1]``;
     None where there is none such."""

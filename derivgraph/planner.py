@@ -17,7 +17,7 @@ import math
 import operator
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress, filterfalse, repeat
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
@@ -31,6 +31,7 @@ from derivgraph.adoption import (
     allocate_column,
     allocate_like,
     filled_column,
+    span_of,
 )
 from derivgraph.column_layout import ColumnLayouts, proven_layout
 from derivgraph.compare import bits_equal
@@ -54,7 +55,7 @@ from derivgraph.compiler.interpret import (
 )
 from derivgraph.compiler.ir import Node, NodeKind
 from derivgraph.compiler.layers import closed_layers, order_without_rows, unspanned
-from derivgraph.compiler.lower import Action, lower_steps
+from derivgraph.compiler.lower import Action, lower_steps, pass_writes
 from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.transaction import ModelTransaction
 from derivgraph.errors import AdoptionError, Rule, SpecIssue, SpecValidationError
@@ -62,7 +63,7 @@ from derivgraph.paths import get_path
 from derivgraph.runtime.accessors import HeldColumn, PathReads, ProvenOwners, read_paths
 from derivgraph.runtime.containers import collect_containers
 from derivgraph.runtime.engine import foreach_copy
-from derivgraph.runtime.entry import ProvenColumn
+from derivgraph.runtime.entry import EntryTable, ProvenColumn
 from derivgraph.runtime.entry_columns import EntryColumn, entry_columns, held_columns
 from derivgraph.runtime.plan import Entry, Plan, Step, address_of
 from derivgraph.spec.check import check_specs
@@ -262,10 +263,17 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
                                    [(column.owners, column.name) for column in columns])
     try:
         fills: list[tuple[torch.Tensor, torch.Tensor]] = []  # new storage, its value
+        owed: list[OwedFill] = []  # the columns the pass writes: allocated, not filled
         book = plan.tensors.layouts or ColumnLayouts()  # made by _prepare
         plan.tensors.layouts = book
+        deps = graph.source_deps()
         with torch.no_grad():
             for column in columns:
+                if pass_writes(graph.derived[column.template], deps):
+                    owed.append(OwedFill(column.ids, []))
+                    column.allocate(_column_values(column, values), owed[-1].fills,
+                                    allocate_column, book)
+                    continue
                 column.allocate(_column_values(column, values), fills, allocate_column, book,
                                 filled_column)
             generic = _fill_entries(plan, ids, planned, at_rest, fills)
@@ -294,7 +302,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
         written = {column.name for column in columns} | set(map(_NAME, others))
         read, reads = _record_startup(plan, owners if owners.untouched_by(written) else None)
         # nothing writes the model in between: sources and their holders read once
-        _lower(plan, values, read, held, reads)
+        _lower(plan, values, read, held, reads, owed, (ids, at_rest))
         plan.prepare()  # what the first run and refill would build lazily
     except BaseException:
         transaction.rollback()
@@ -421,13 +429,19 @@ def _record_startup(plan: Plan, owners: PathReader | None = None,
 
 
 def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = None,
-           held: Sequence[HeldColumn] = (), reads: PathReads | None = None) -> None:
+           held: Sequence[HeldColumn] = (), reads: PathReads | None = None,
+           owed: Sequence[OwedFill] = (), order: tuple[list[str], list[int]] | None = None,
+           ) -> None:
     """Lower, bind and run the pass once; demote grouping if it is not bit-exact with eager.
 
     ``read``: every source path's object as the model holds it now (else read again);
     ``held``: the entry columns proved held in their owners' ``__dict__`` only
     (:func:`~derivgraph.runtime.entry_columns.held_columns`); ``reads``: what reading
-    ``read`` read on the way (:meth:`Plan.bind_tensors`)."""
+    ``read`` read on the way (:meth:`Plan.bind_tensors`); ``owed``: the fills of the
+    columns allocated unfilled because the pass writes their rows (:func:`pass_writes`),
+    done before the pass runs where a row is no target of the installed pass's writes;
+    ``order``: the entries' ids in their order and the positions of those in no column
+    (:func:`_constant_entries`)."""
     graph = plan.graph
     deps, nodes = graph.source_deps(), graph.nodes
     # the rows of templates with no source-free op are left out of the sweep: the nodes left
@@ -439,7 +453,7 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
     plan.tensors.constants = {n: values[n] for n in rest
                               if nodes[n].kind is NodeKind.OP and not deps[n]
                               and isinstance(values.get(n), torch.Tensor)}
-    plan.constant_entries = _constant_entries(plan, deps)
+    plan.constant_entries = _constant_entries(plan, deps, order)
     # what a refill may overwrite with the engine's value; the next recompute puts it back
     plan.constant_values = {n: value for n in plan.constant_entries
                             if isinstance(value := values.get(n), torch.Tensor)}
@@ -449,6 +463,7 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
                                if s.action is Action.SCALAR
                                and isinstance(values.get(s.input), torch.Tensor)})
     program = plan.install(steps)
+    written = _pay(plan, owed) if owed else None
     if not steps:
         return
     with torch.no_grad():
@@ -456,7 +471,7 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
             program.fn()
         except Exception as exc:  # a fault in the first lowered pass, named by node
             raise plan.programs.fault(program, exc) from exc
-    bad = _mismatches(plan, values)
+    bad = _mismatches(plan, values, written)
     if bad:
         logger.warning("grouped pass differs from eager evaluation at %s; running per op",
                        ", ".join(bad[:5]))
@@ -466,7 +481,7 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
         program = plan.install(steps, group=False)
         with torch.no_grad():
             program.fn()
-        still = _mismatches(plan, values)
+        still = _mismatches(plan, values, written)
         if still:
             raise SpecValidationError([SpecIssue(
                 Rule.INFERENCE, f"the lowered pass differs from eager evaluation at {n}",
@@ -474,7 +489,8 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
                 for n in still])
 
 
-def _constant_entries(plan: Plan, deps: Mapping[str, frozenset[str]]) -> list[str]:
+def _constant_entries(plan: Plan, deps: Mapping[str, frozenset[str]],
+                      order: tuple[list[str], list[int]] | None = None) -> list[str]:
     """The plan's entries that are held, computed (an input) and free of sources, in the
     entries' order: :func:`_constants_of` over every entry, or, where every entry column is
     an :class:`EntryColumn` (a closed stamped table's template column), answered per column.
@@ -483,7 +499,9 @@ def _constant_entries(plan: Plan, deps: Mapping[str, frozenset[str]]) -> list[st
     :func:`_no_constant_rows` relies on): a column whose template depends on a source has
     no source-free row and is skipped unread; every row of a column whose template depends
     on none is source-free. The generic entries are swept one by one; where a column gave
-    any, the answer is the entries' ids filtered by the ids found (their order)."""
+    any, the answer is the entries' ids filtered by the ids found (their order), or, with
+    ``order`` (the compile's: the entries' ids in their order, the generic ones' positions),
+    put at their positions there (:func:`_at_positions`)."""
     entries = plan.entries
     columns = entries.columns
     if not all(isinstance(c, EntryColumn) for c in columns):
@@ -492,10 +510,42 @@ def _constant_entries(plan: Plan, deps: Mapping[str, frozenset[str]]) -> list[st
     free = [c for c in columns if isinstance(c, EntryColumn) and not deps[c.template]]
     if not free:
         return found
-    for column in free:
-        found += _constants_of(zip(column.ids, column.entries), deps, True)
-    taken = set(found)
-    return list(filter(taken.__contains__, entries.by_id))
+    rows = [_constants_of(zip(column.ids, column.entries), deps, True) for column in free]
+    placed = None if order is None else _at_positions(order, entries, found, rows)
+    if placed is not None:
+        return placed
+    for taken in rows:
+        found += taken
+    kept = set(found)
+    return list(filter(kept.__contains__, entries.by_id))
+
+
+def _at_positions(order: tuple[list[str], list[int]], entries: EntryTable,
+                  generic: list[str], rows: list[list[str]]) -> list[str] | None:
+    """The ids of ``generic`` (some generic entries of ``entries``, in order) and of
+    ``rows`` (rows of its columns) in the entries' order, read off ``order`` (``ids``: the
+    entries' ids, each once, in the order the compile put them in, :func:`_fill_entries`;
+    ``at``: the positions of the generic ones): each generic id at the position of ``at``
+    holding it, each list of ``rows`` at the evenly spaced positions holding it
+    (:func:`~derivgraph.adoption.span_of`), marked and read back in order. None where
+    ``ids`` are not as many as the entries, or ``at`` as the generic entries, or an id lies
+    at no such position (the caller filters the entries)."""
+    ids, at = order
+    if len(ids) != len(entries) or len(at) != len(entries.generic):
+        return None
+    marks = bytearray(len(ids))
+    if generic:
+        position = dict(zip(map(ids.__getitem__, at), at))
+        for node_id in generic:
+            if node_id not in position:
+                return None
+            marks[position[node_id]] = 1
+    for taken in rows:
+        span = span_of(ids, taken)
+        if span is None:
+            return None
+        marks[span] = b"\x01" * len(taken)
+    return list(compress(ids, marks))
 
 
 def _constants_of(items: Iterable[tuple[str, Entry]], deps: Mapping[str, frozenset[str]],
@@ -517,15 +567,41 @@ def _no_constant_rows(graph: DerivedGraph, deps: Mapping[str, frozenset[str]],
             if all(nodes[t].kind is not NodeKind.OP or deps[t] for t in table.template)]
 
 
-def _mismatches(plan: Plan, values: dict[str, Any]) -> list[str]:
-    """The targets of written steps whose storage is not bit for bit their eager value.
+class OwedFill(NamedTuple):
+    """An entry column allocated unfilled (the pass writes its rows: :func:`pass_writes`):
+    its rows' ids and each row's fill (its storage, its value), owed until the installed
+    pass is proven to write every row (:func:`_pay`)."""
+
+    ids: list[str]
+    fills: list[tuple[torch.Tensor, torch.Tensor]]
+
+
+def _pay(plan: Plan, owed: Sequence[OwedFill]) -> set[str]:
+    """Fill each of ``owed`` with a row that is no target of the installed pass's writes
+    (:meth:`~derivgraph.runtime.programs.Programs.written`: each written whole, before any
+    step reads it: the steps run in topological order), before the pass runs; the others
+    stay unfilled (the pass's bit check compares every target). Returns those targets as a
+    set (the bit check's, :func:`_mismatches`)."""
+    written = set(plan.programs.written())
+    unpaid = [fill for column in owed if not all(map(written.__contains__, column.ids))
+              for fill in column.fills]
+    if unpaid:
+        with torch.no_grad():
+            foreach_copy([s for s, _ in unpaid], [v for _, v in unpaid])
+    return written
+
+
+def _mismatches(plan: Plan, values: dict[str, Any], written: set[str] | None = None,
+                ) -> list[str]:
+    """The targets of written steps whose storage is not bit for bit their eager value
+    (``written``: those targets as a set, where the caller made it).
 
     During the compile (the layout book is set), an entry column whose every row is written
     is compared whole where the book holds its storages and its values under one record each
     (:func:`_columns_equal`); only the other targets are paired one by one."""
     targets = plan.programs.written()
     entries, book = plan.entries.by_id, plan.tensors.layouts
-    equal = _columns_equal(plan.entries.columns, values, targets, book) \
+    equal = _columns_equal(plan.entries.columns, values, targets, book, written) \
         if book is not None else set()
     if equal:  # the same answer for them: each pair's bits are equal
         targets = list(filterfalse(equal.__contains__, targets))
@@ -535,15 +611,15 @@ def _mismatches(plan: Plan, values: dict[str, Any]) -> list[str]:
 
 
 def _columns_equal(columns: Sequence[Any], values: dict[str, Any], targets: list[str],
-                   book: ColumnLayouts) -> set[str]:
-    """The ids of the entry columns among ``targets`` (each row a target) whose storages
+                   book: ColumnLayouts, written: set[str] | None = None) -> set[str]:
+    """The ids of the entry columns among ``targets`` (each row a target; ``written``:
+    ``targets`` as a set, where the caller made it) whose storages
     and values are bit for bit equal, each column compared in one batch (:func:`_batch_key`,
     :func:`_batch_equal`); a column that is not batched or differs is left out (its pairs
     are compared one by one). A column's storages are read from the column: its entries hold
     them while the plan's table keeps it (:meth:`~derivgraph.runtime.entry.EntryTable.
     storages`' rule; a relayout opens the columns)."""
     out: set[str] = set()
-    written: set[str] | None = None
     for column in columns:
         ids = column.ids
         if len(ids) < 2:

@@ -18,7 +18,7 @@ The lowering knows no plan: it reads the bound tensors through a :class:`LowerCo
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain, repeat
@@ -38,7 +38,8 @@ from derivgraph.ops import OPS, OpKind
 from derivgraph.spec.kinds import TensorKind
 
 __all__ = ["WRITES", "Action", "LayerSteps", "LowerContext", "LoweredSteps", "Lowerer", "Step",
-           "is_bound", "lower_steps", "out_tensor", "reads_storage_of", "select", "selected"]
+           "is_bound", "lower_steps", "out_tensor", "pass_writes", "reads_storage_of", "select",
+           "selected"]
 
 _RESHAPES = frozenset({"view", "reshape", "flatten", "squeeze", "unsqueeze"})
 # ops that only copy their input when it lands in contiguous storage of the same dtype (a cast
@@ -180,6 +181,19 @@ class LayerSteps:
 
 #: the actions whose target's storage a step writes
 WRITES = frozenset({Action.OUT, Action.COPY})
+#: the derived kinds no step writes: bound to another tensor, or a Python number staged
+_NOT_WRITTEN = frozenset({TensorKind.ALIAS, TensorKind.VIEW, TensorKind.SCALAR})
+
+
+def pass_writes(node: DerivedNode, deps: Mapping[str, frozenset[str]]) -> bool:
+    """Whether the lowered pass writes derived tensor ``node``'s storage whole, by one
+    :data:`WRITES` step (``out=`` into it, or a view of all of it, or ``copy_``): a tensor of
+    its own (no alias, view or Python scalar) computed from an input that depends on a
+    source (``deps``: :meth:`~derivgraph.compiler.graph.DerivedGraph.source_deps`; a
+    constant is computed at compile, never again). The rule :class:`Lowerer` lowers each
+    derived tensor by; a stamped row takes its template's step."""
+    return node.kind not in _NOT_WRITTEN and node.input is not None and bool(deps[node.id])
+
 _NODE = attrgetter("node")
 
 
@@ -434,14 +448,12 @@ class Lowerer(Interpreter):
         return out
 
     def _derived(self, node: DerivedNode) -> None:
-        kind = node.kind
-        if kind in (TensorKind.ALIAS, TensorKind.VIEW) or node.input is None:
+        if node.kind is TensorKind.SCALAR:
+            if node.input is not None:
+                self.steps.append(Step(node.id, Action.SCALAR, input=node.input, target=node.id))
             return
-        if not self.deps[node.id] and kind is not TensorKind.SCALAR:
-            return  # a constant: computed at compile, never again
-        if kind is TensorKind.SCALAR:
-            self.steps.append(Step(node.id, Action.SCALAR, input=node.input, target=node.id))
-            return
+        if not pass_writes(node, self.deps):
+            return  # an alias, a view, an opaque engine tensor or a constant (computed once)
         storage = self.ctx.storage_of(node.id)
         producer, out_shape = self._out_producer(node, storage)
         if producer is not None and not reads_storage_of(self.ctx, producer, storage):

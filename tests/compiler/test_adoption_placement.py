@@ -56,13 +56,13 @@ def test_placed_is_the_rule(case: str) -> None:
 
 
 def test_evenly_spaced_ids_are_found_as_slices() -> None:
-    """``_span``: the slice for evenly spaced ids; None for ids spaced otherwise, an id not
+    """``span_of``: the slice for evenly spaced ids; None for ids spaced otherwise, an id not
     in the order, no ids."""
     taken = CASES["strided"]
-    spans = [adoption._span(_IDS, c.ids) for c in taken]
+    spans = [adoption.span_of(_IDS, c.ids) for c in taken]
     assert spans == [slice(4, 37, 4), slice(5, 38, 4)]
-    assert adoption._span(_IDS, ["n1", "n2", "n4"]) is None
-    assert adoption._span(_IDS, ["m1"]) is None and adoption._span(_IDS, []) is None
+    assert adoption.span_of(_IDS, ["n1", "n2", "n4"]) is None
+    assert adoption.span_of(_IDS, ["m1"]) is None and adoption.span_of(_IDS, []) is None
 
 
 def test_a_stamped_compile_places_its_columns_by_slices(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -73,8 +73,8 @@ def test_a_stamped_compile_places_its_columns_by_slices(monkeypatch: pytest.Monk
     from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
     spans: list[Any] = []
-    real = adoption._span
-    monkeypatch.setattr(adoption, "_span", lambda ids, rows: spans.append(real(ids, rows))
+    real = adoption.span_of
+    monkeypatch.setattr(adoption, "span_of", lambda ids, rows: spans.append(real(ids, rows))
                         or spans[-1])
     model = scaling_model(6)
     proven: list[Any] = []
@@ -86,7 +86,7 @@ def test_a_stamped_compile_places_its_columns_by_slices(monkeypatch: pytest.Monk
         slots, rule_rest = _rule(ids, proven)
         assert rest == rule_rest and len(planned) == len(slots)
         assert all(s is None or (s[0] is p[0] and s[1] is p[1]) for s, p in zip(slots, planned))
-        monkeypatch.setattr(adoption, "_span", lambda ids, rows: None)  # the rule's path
+        monkeypatch.setattr(adoption, "span_of", lambda ids, rows: None)  # the rule's path
         again = adoption.adopt_or_allocate(plan, values, PathReader(model))
     assert [_facts(e, x) for e, x in again] == [_facts(e, x) for e, x in planned]
 

@@ -36,12 +36,12 @@ def _compile(monkeypatch: pytest.MonkeyPatch, spoil: str | None) -> tuple[Any, l
         proved.append(columns(*args))
         return proved[-1]
 
-    def spoiling(plan: Any, values: dict[str, Any]) -> list[str]:
+    def spoiling(plan: Any, values: dict[str, Any], *written: Any) -> list[str]:
         if spoil is not None and not seen:
             column = next(c for c in plan.entries.columns if c.name == spoil)
             with torch.no_grad():
                 plan.entries.by_id[column.ids[ROW]].storage.add_(1.0)
-        answer = check(plan, values)
+        answer = check(plan, values, *written)
         seen.append((answer, proved[-1] if proved else set()))
         return answer
 

@@ -137,20 +137,27 @@ def test_distinct_objects_without_a_proof_take_allocate_like() -> None:
 
 def test_the_stamped_compile_sweeps_every_allocated_column(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    asked: list[tuple[int, bool]] = []
+    asked: list[tuple[str, bool]] = []
     made: list[tuple[list[torch.Tensor], list[torch.Tensor]]] = []
 
-    def spy(values: list[torch.Tensor], kind: TensorKind, row_major: bool = False) -> Any:
-        asked.append((len(values), row_major))
-        got = adoption.filled_column(values, kind, row_major)  # the sweep, filled
-        made.append((list(values), got))
-        return got
+    def spy(real: Any) -> Any:
+        def made_by(values: list[torch.Tensor], kind: TensorKind,
+                    row_major: bool = False) -> Any:
+            asked.append((real.__name__, row_major))
+            got = real(values, kind, row_major)
+            made.append((list(values), got))
+            return got
+        return made_by
 
-    monkeypatch.setattr(planner_module, "filled_column", spy)
+    monkeypatch.setattr(planner_module, "filled_column", spy(adoption.filled_column))
+    monkeypatch.setattr(planner_module, "allocate_column", spy(adoption.allocate_column))
     with stamping(True):
         plan = planner_module.compile_plan(_model(), [scaling_spec()])
     assert asked and all(row_major for _, row_major in asked)
     assert len(asked) == sum(type(c) is EntryColumn for c in plan.entries.columns) == 3
+    # the source-free column is made filled (the sweep), the two the pass writes unfilled
+    assert sorted(name for name, _ in asked) == ["allocate_column", "allocate_column",
+                                                 "filled_column"]
     for values, got in made:
         want = [allocate_like(v, TensorKind.ATTRIBUTE) for v in values]
         assert [_facts(t) for t in got] == [_facts(t) for t in want]
