@@ -350,7 +350,7 @@ class DerivedGraph:
         ops)."""
         before = len(self.ir.nodes)
         self.ir.add_fresh(ids, nodes, users)
-        self._added(before, len(nodes), list(map(_FIRST, sources)))
+        self._added(before, len(nodes), map(_FIRST, sources))
         self.read_sources.update(sources)
         if isinstance(ops, int):
             assert keys is not None
@@ -403,7 +403,7 @@ class DerivedGraph:
             self.ir.add_leaves(list(map(Node, ids, repeat(_DERIVED))), ids, (), id_set)
         self._added(before, len(ids))
 
-    def _added(self, before: int, count: int, sources: Sequence[str] = ()) -> None:
+    def _added(self, before: int, count: int, sources: Iterable[str] = ()) -> None:
         """Keep :meth:`sources`' running list after this class's add of ``count`` nodes,
         ``sources`` among them (in order), to a graph of ``before`` nodes: still complete where
         it was complete before (every IR add since was one of this class's) and the add made
