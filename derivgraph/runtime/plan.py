@@ -227,11 +227,11 @@ class Plan:
         if self.program is None:
             return
         self.holders.sources_intact()  # the full source check: its tags and words once proven
-        table = self.holders.table
+        held = self.holders.table
         # the holders' storages' words (moved), then the startup tensors' taken from them where
         # the table holds every one, else by their own full check
-        if not (table.at_startup_addresses()
-                and self.tensors.take_startup_words(table.addresses(), table.entries)):
+        if not (held.at_startup_addresses()
+                and self.tensors.take_startup_words(held.addresses(), held.entries)):
             self.tensors.startup_addresses().intact()
         if self.holders.hops is not None and self.holders.owners_current():
             self.holders.table.changed()  # a full sweep; nothing stale: the tags are settled
