@@ -23,9 +23,10 @@ sources: an engine's old weights are freed as soon as it drops them).
 The rule every caller follows is :class:`AtAddresses` (tensors and the data addresses they
 must have): one gather of the words where they were taken, else the exact compare
 (:func:`addresses_equal`, torch's one C++ loop), and the words taken once, right after an exact
-compare passed. Used by the guard (its startup tensors) and by the plan's run-time checks
-(:class:`derivgraph.runtime.storage.BoundTensors`: derived tensors re-pointed;
-:class:`derivgraph.runtime.holders.Holders`: sources moved).
+compare passed (or taken from a proven check of more tensors that holds these at the same
+addresses: :meth:`AtAddresses.take_words`). Used by the guard (its startup tensors) and by the
+plan's run-time checks (:class:`derivgraph.runtime.storage.BoundTensors`: derived tensors
+re-pointed; :class:`derivgraph.runtime.holders.Holders`: sources moved).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import ctypes
 import logging
 import operator
 from collections.abc import Sequence
-from itertools import repeat
+from itertools import compress, repeat
 from typing import Any
 
 import numpy as np
@@ -132,6 +133,23 @@ class Addresses:
 
     def __len__(self) -> int:
         return len(self.tensors)
+
+    def rows(self, mask: bytes | bytearray, tensors: list[Any]) -> Addresses:
+        """These words of the tensors ``mask`` marks (one byte per tensor, 1: kept, else 0), in
+        order: an :class:`Addresses` over those tensors (and their held storages), no word
+        read again. ``tensors``: those tensors, as the caller proved them (kept by the
+        result)."""
+        keep = np.frombuffer(mask, dtype=np.bool_)
+        out = Addresses.__new__(Addresses)
+        out.tensors = list(tensors)
+        out.storages = list(compress(self.storages, mask)) if self.storages else []
+        out._impls, out._stores = self._impls, self._stores
+        out._impl_index = self._impl_index.reshape(-1, 2)[keep].ravel()
+        out._store_index = self._store_index[keep]
+        impls, stores = self._expected
+        out._expected = (np.frombuffer(impls, dtype=np.int64).reshape(-1, 2)[keep].tobytes(),
+                         np.frombuffer(stores, dtype=np.int64)[keep].tobytes())
+        return out
 
     def kept(self) -> bool:
         """True when every word is as at the start: no tensor's data address moved. False says
@@ -254,4 +272,22 @@ class AtAddresses:
         if not self._taken:  # the words of a state just proven (None where unproven)
             self.words = addresses(self.tensors, hold=self._hold)
             self._taken = True
+        return True
+
+    def take_words(self, proven: AtAddresses, mask: bytes | bytearray) -> bool:
+        """Take this check's words from ``proven``'s (:meth:`Addresses.rows`: no word read),
+        where this check has taken none, ``proven`` has its words (taken right after its exact
+        compare passed) and holds storages as this one would, and the tensors ``mask`` marks
+        of ``proven`` (one byte per tensor, 1 or 0) are this check's very tensors, in order,
+        with this check's addresses (one identity sweep, one compare): those words then
+        describe a state proven at this check's addresses. Whether taken (else nothing
+        changed)."""
+        words = proven.words
+        if self._taken or words is None or proven._hold != self._hold \
+                or len(mask) != len(proven.tensors) or mask.count(0) != len(mask) - len(self):
+            return False
+        if not all(map(operator.is_, compress(proven.tensors, mask), self.tensors)) \
+                or list(compress(proven.ptrs, mask)) != self.ptrs:
+            return False
+        self.words, self._taken = words.rows(mask, self.tensors), True
         return True

@@ -54,7 +54,7 @@ from derivgraph.compiler.interpret import (
     view_base,
 )
 from derivgraph.compiler.ir import Node, NodeKind
-from derivgraph.compiler.layers import closed_layers, order_without_rows, unspanned
+from derivgraph.compiler.layers import closed_layers, order_without_rows
 from derivgraph.compiler.lower import Action, lower_steps, pass_writes
 from derivgraph.compiler.owners import PathReader
 from derivgraph.compiler.transaction import ModelTransaction
@@ -116,7 +116,7 @@ def _evaluate_all(graph: DerivedGraph, sources: dict[str, Any] | None = None,
         # then the rows' derived tensors a column at a time (no row node raises)
         tables = closed_layers(graph)
         rows = derived_columns(graph, tables, interp.env, filled) if tables else None
-        rest = unspanned(graph, tables) if rows is not None else None
+        rest = graph.unspanned(tables) if rows is not None else None
         walk = order if rest is None else rest
         try:
             interp.run(walk)

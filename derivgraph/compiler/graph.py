@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence, Set
 from dataclasses import dataclass, field
 from itertools import chain, repeat
-from operator import attrgetter, is_
+from operator import attrgetter, is_, itemgetter
 from typing import Any
 
 import torch
@@ -42,6 +42,7 @@ class NodeRef:
 
 
 _ID = attrgetter("id")
+_FIRST = itemgetter(0)
 
 #: the node kinds the builders write, read once (an enum member is a class attribute read)
 _SOURCE, _OP, _DERIVED = NodeKind.SOURCE, NodeKind.OP, NodeKind.DERIVED
@@ -224,7 +225,10 @@ class DerivedGraph:
         self.span_cache: tuple[int, Any] = (-1, None)
         self._deps: dict[str, frozenset[str]] = SourceDeps()
         self._deps_version = -1
-        self._sources: list[str] = []
+        # every source node's id, in insertion order, kept as nodes are added (:meth:`sources`):
+        # complete while the IR's adds were given :attr:`_source_adds` nodes (:meth:`_added`)
+        self._source_ids: list[str] = []
+        self._source_adds = 0
         # each source tensor as building read it (handed to the compile's evaluation, then
         # dropped: a plan must not keep a tensor the engine may replace)
         self.read_sources: dict[str, torch.Tensor] = {}
@@ -233,7 +237,6 @@ class DerivedGraph:
         # layout (class, shape, stride, dtype, device) the build's column proof proved of each
         # (handed to the compile's layout book with :attr:`read_sources`, then dropped)
         self.proven_sources: list[tuple[list[torch.Tensor], tuple[Any, ...]]] = []
-        self._sources_version = -1
         self.meta_env: dict[str, Any] = {}  # node id -> meta value (set by shape inference)
         # what shape inference wrote of the closed tables whose rows took their template's meta
         # values (:func:`~derivgraph.compiler.infer.rows_hold_metas` reads it): the env, the
@@ -268,14 +271,17 @@ class DerivedGraph:
         """As :meth:`source`, nothing touched: whether ``path`` was a node already (a derived
         tensor, or a source made before). The stamped replay's call: it touches what its own
         row did not make (:meth:`derivgraph.compiler.stamp.Stamper._replay`)."""
-        if path in self.derived or path in self.ir.nodes:
+        nodes = self.ir.nodes
+        if path in self.derived or path in nodes:
             return True
+        before = len(nodes)
         if layout is None:
             shape, stride = tuple(tensor.shape), tuple(tensor.stride())
             dtype, device = tensor.dtype, tensor.device
         else:
             _, shape, stride, dtype, device = layout
         self.ir.add(Node(path, _SOURCE, None, (), {}, (), shape, stride, dtype, device))
+        self._added(before, 1, (path,))
         self.read_sources[path] = tensor
         return False
 
@@ -302,7 +308,9 @@ class DerivedGraph:
             self.cse_hits += 1
             return hit
         self._op_count += 1
+        before = len(self.ir.nodes)
         self.ir.add(Node(node_id, _OP, name, args, kwargs, _unique(refs)))
+        self._added(before, 1)
         self.op_names.add(name)
         return node_id
 
@@ -340,7 +348,9 @@ class DerivedGraph:
         on from :meth:`op_count`; or how many ops, their pairs given by ``keys()`` when the
         table is next read: each key new, none of them read before), ``names`` (their
         ops)."""
+        before = len(self.ir.nodes)
         self.ir.add_fresh(ids, nodes, users)
+        self._added(before, len(nodes), map(_FIRST, sources))
         self.read_sources.update(sources)
         if isinstance(ops, int):
             assert keys is not None
@@ -369,7 +379,9 @@ class DerivedGraph:
 
     def add_derived(self, node: DerivedNode) -> None:
         self.derived[node.id] = node
+        before = len(self.ir.nodes)
         self.ir.add(Node(node.id, _DERIVED))
+        self._added(before, 1)
 
     def add_derived_all(self, nodes: list[DerivedNode], ids: list[str] | None = None,
                         columns: list[list[str]] | None = None,
@@ -382,12 +394,27 @@ class DerivedGraph:
         if ids is None:
             ids = [node.id for node in nodes]
         self.derived.update(zip(ids, nodes))
+        before = len(self.ir.nodes)
         if columns:
             leaves = [HeldLeaves(column, _DERIVED) for column in columns]
             held = [column.nodes(_DERIVED) for column in leaves]
             self.ir.add_leaves(list(chain.from_iterable(zip(*held))), ids, leaves, id_set)
         else:
             self.ir.add_leaves(list(map(Node, ids, repeat(_DERIVED))), ids, (), id_set)
+        self._added(before, len(ids))
+
+    def _added(self, before: int, count: int, sources: Iterable[str] = ()) -> None:
+        """Keep :meth:`sources`' running list after this class's add of ``count`` nodes,
+        ``sources`` among them (in order), to a graph of ``before`` nodes: still complete where
+        it was complete before (every IR add since was one of this class's) and the add made
+        ``count`` new nodes (none replaced one, so no source was lost); else it is stale until
+        :meth:`sources` sweeps the nodes again."""
+        ir = self.ir
+        if self._source_adds == ir.added - count and len(ir.nodes) == before + count:
+            self._source_ids += sources
+            self._source_adds = ir.added
+        else:  # no count of the IR's adds matches it: swept again
+            self._source_adds = -1
 
     def set_input(self, node: DerivedNode, value_id: str) -> None:
         """Give ``node`` its value's node, which is :attr:`touched`."""
@@ -436,12 +463,13 @@ class DerivedGraph:
         return self.ir.nodes[node_id].kind
 
     def sources(self) -> list[str]:
-        """The source node ids, in insertion order (cached until the graph changes)."""
-        if self._sources_version != self.ir.version:
-            source = NodeKind.SOURCE  # the enum member read once, not per node
-            self._sources = [n for n, d in self.ir.nodes.items() if d.kind is source]
-            self._sources_version = self.ir.version
-        return list(self._sources)
+        """The source node ids, in insertion order: the list kept as nodes are added
+        (:meth:`_added`) where it is complete, else one sweep of the nodes (then kept again)."""
+        ir = self.ir
+        if self._source_adds != ir.added:  # a node added or replaced another way
+            self._source_ids = [n for n, d in ir.nodes.items() if d.kind is _SOURCE]
+            self._source_adds = ir.added
+        return list(self._source_ids)
 
     def ordered(self) -> list[str]:
         """Node ids in a deterministic topological order (cached until the graph changes)."""

@@ -97,8 +97,7 @@ def infer_shapes(graph: DerivedGraph, twins: dict[str, str] | None = None,
                 interp.env[node_id] = engine_meta(graph.model, node_id)
             except ValueError:
                 pass  # reported as DG082 when the plan adopts the tensor
-    stamped = _run_stamped(graph, interp)
-    stamped.run_nodes = run_nodes or {}
+    stamped = _run_stamped(graph, interp, run_nodes)
     env = graph.meta_env = interp.env
     _check_limits(graph, env, stamped)
     devices = _source_devices(graph, stamped.rest)
@@ -265,14 +264,16 @@ class _Stamped:
         return list(filterfalse(self.derived.__contains__, derived))
 
 
-def _run_stamped(graph: DerivedGraph, interp: MetaInterpreter) -> _Stamped:
+def _run_stamped(graph: DerivedGraph, interp: MetaInterpreter,
+                 run_nodes: Mapping[int, tuple[Any, ...]] | None = None) -> _Stamped:
     """Run ``interp`` over the graph, a closed stamped row (:func:`closed_layers`) whose
     sources have its template's layouts (shape, stride, dtype, device; the table's record
     gives them where the template's probes proved them, the others are read per row) taking
     the template's meta values (the same ops and constants over the same layouts) when they
     are all tensors.
-    Every other layer is inferred node by node (so each reports its own failures)."""
-    tables, out = closed_layers(graph), _Stamped()
+    Every other layer is inferred node by node (so each reports its own failures).
+    ``run_nodes``: the stamper's run tables (:func:`infer_shapes`'), kept by the result."""
+    tables, out = closed_layers(graph), _Stamped(run_nodes=run_nodes or {})
     if not tables:
         interp.run()
         return out

@@ -385,6 +385,8 @@ class Graph:
         self.nodes: dict[str, Node] = {}
         self.users = Users(self)
         self.version = 0
+        #: how many nodes the adds were given (a node that replaced another counts too)
+        self.added = 0
         self._order: list[str] | None = None
         self._order_version = -1
         self._spanned: list[tuple[int, int]] = []  # where the cached order took its spans
@@ -406,6 +408,7 @@ class Graph:
             else:
                 found.append(node_id)
         self.version += 1
+        self.added += 1
         return node
 
     def add_leaves(self, nodes: list[Node], ids: list[str] | None = None,
@@ -433,6 +436,7 @@ class Graph:
                 if node_id not in users:
                     users[node_id] = []
         self.version += len(nodes)
+        self.added += len(nodes)
 
     def add_fresh(self, ids: list[str], nodes: list[Node],
                   users: list[list[str]] | Sequence[HeldColumn]) -> None:
@@ -448,6 +452,7 @@ class Graph:
         else:
             dict.update(self.users, zip(ids, users))
         self.version += len(nodes)
+        self.added += len(nodes)
 
     def set_inputs(self, node_id: str, inputs: tuple[str, ...]) -> None:
         """Give an existing node (a derived tensor) its inputs."""

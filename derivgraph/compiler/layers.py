@@ -46,8 +46,7 @@ from derivgraph.compiler.instances import (
 from derivgraph.compiler.ir import Node, NodeKind, depth_first
 from derivgraph.errors import Rule, SourceLocation, SpecIssue, SpecValidationError
 
-__all__ = ["Span", "closed_layers", "layer_nodes", "open_rows", "row_blocks",
-           "unspanned"]
+__all__ = ["Span", "closed_layers", "layer_nodes", "open_rows", "row_blocks"]
 
 
 def closed_layers(graph: DerivedGraph) -> list[InstanceTable]:
@@ -129,20 +128,14 @@ def layer_nodes(tables: list[InstanceTable]) -> set[str]:
     return set(chain.from_iterable(table.ids() for table in tables))
 
 
-def unspanned(graph: DerivedGraph, tables: list[InstanceTable]) -> list[str] | None:
-    """The order without every node of ``tables``' rows, cut at the order's spans
-    (:meth:`DerivedGraph.unspanned <derivgraph.compiler.graph.DerivedGraph.unspanned>`);
-    None where they cannot be (the caller filters by :func:`layer_nodes`)."""
-    return graph.unspanned(tables)
-
-
 def order_without_rows(graph: DerivedGraph, tables: list[InstanceTable]) -> list[str]:
     """The graph's order without every node of ``tables``' rows: cut at the order's spans
-    where they are these tables' (:func:`unspanned`), else filtered by :func:`layer_nodes`;
-    the order itself where there are no tables."""
+    where they are these tables' (:meth:`DerivedGraph.unspanned
+    <derivgraph.compiler.graph.DerivedGraph.unspanned>`), else filtered by
+    :func:`layer_nodes`; the order itself where there are no tables."""
     if not tables:
         return graph.ordered()
-    rest = unspanned(graph, tables)
+    rest = graph.unspanned(tables)
     if rest is None:
         rest = list(filterfalse(layer_nodes(tables).__contains__, graph.ordered()))
     return rest

@@ -578,10 +578,14 @@ class HolderTable(_WatchedDicts):
         """Every storage still at its startup address (:class:`AtAddresses`: one gather of
         storage words once proven, the same NumPy path the plan's other address checks of a
         reload take, else the addresses compared)."""
+        return self.addresses().intact()
+
+    def addresses(self) -> AtAddresses:
+        """The check of :meth:`at_startup_addresses` (made once)."""
         at = self._at
         if at is None:
             at = self._at = AtAddresses(self.storages, self.ptrs)
-        return at.intact()
+        return at
 
     def stale(self, current: list[Any]) -> list[int]:
         """Indices of the holders that hold another object than the startup one."""

@@ -219,14 +219,20 @@ class Plan:
         copies (:class:`~derivgraph.runtime.engine.RefillTable`), what a full refill still
         computes, the entry functions of a full run and a refill, and the proofs the checks
         keep: the source checks with their dict tags and storage words, the holders' dict tags,
-        and the storage words of the startup tensors and of the holders' storages. Each proof
-        is taken only by its own full check passing here (the state now, just bound); a check
-        that fails takes none and the run decides as without this."""
+        and the storage words of the holders' storages and of the startup tensors (taken from
+        the holders' where those hold every one: :meth:`BoundTensors.take_startup_words
+        <derivgraph.runtime.storage.BoundTensors.take_startup_words>`). Each proof is taken
+        only by a full check passing here (the state now, just bound); a check that fails takes
+        none and the run decides as without this."""
         if self.program is None:
             return
         self.holders.sources_intact()  # the full source check: its tags and words once proven
-        self.tensors.startup_addresses().intact()  # the startup tensors' words once proven
-        self.holders.table.at_startup_addresses()  # the holders' storages' words (moved)
+        held = self.holders.table
+        # the holders' storages' words (moved), then the startup tensors' taken from them where
+        # the table holds every one, else by their own full check
+        if not (held.at_startup_addresses()
+                and self.tensors.take_startup_words(held.addresses(), held.entries)):
+            self.tensors.startup_addresses().intact()
         if self.holders.hops is not None and self.holders.owners_current():
             self.holders.table.changed()  # a full sweep; nothing stale: the tags are settled
             table = self._refill_table_now()

@@ -35,6 +35,12 @@ _NUMPY_TOLIST = frozenset({torch.float32, torch.float64, torch.int64, torch.int3
                            torch.int8, torch.uint8, torch.bool})
 
 
+def _restorable(entries: list[Entry]) -> bytes:
+    """Per entry, 1 where it keeps startup data (a refill may re-point it: its storage is in
+    :meth:`BoundTensors.startup_addresses`, by the same rule), else 0."""
+    return bytes([e.startup_data is not None for e in entries])
+
+
 def host_tolist(buffer: torch.Tensor) -> Callable[[], list[Any]]:
     """``buffer.tolist`` as a call that reads its current elements: for a contiguous CPU buffer
     of a dtype of :data:`_NUMPY_TOLIST`, its NumPy view's ``tolist`` (the same memory, the same
@@ -341,3 +347,10 @@ class BoundTensors:
             held = self._startup = AtAddresses([e.storage for e in kept],
                                                [e.startup_ptr for e in kept])
         return held
+
+    def take_startup_words(self, proven: AtAddresses, entries: list[Entry]) -> bool:
+        """Give :meth:`startup_addresses` its words from ``proven``'s, a check of ``entries``'
+        storages at their startup addresses whose words are taken, where those entries hold
+        every one of its tensors (:meth:`AtAddresses.take_words
+        <derivgraph.addresses.AtAddresses.take_words>`: no word read). Whether given."""
+        return self.startup_addresses().take_words(proven, _restorable(entries))

@@ -13,6 +13,7 @@ import torch
 import derivgraph.compiler.columns as columns
 import derivgraph.planner as planner
 from derivgraph import DerivedTensor, Spec, Target, register_op
+from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.stamp import stamping
 from derivgraph.errors import SpecValidationError
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
@@ -88,8 +89,8 @@ def test_a_fault_outside_the_rows_is_named_as_the_walk_names_it(
         return [(i.rule, i.node) for i in info.value.issues]
 
     cut: list[Any] = []
-    real = planner.unspanned
-    monkeypatch.setattr(planner, "unspanned", lambda *a: cut.append(real(*a)) or cut[-1])
+    real = DerivedGraph.unspanned
+    monkeypatch.setattr(DerivedGraph, "unspanned", lambda *a: cut.append(real(*a)) or cut[-1])
     fast = issue()
     assert cut and cut[0] is not None  # the rest of the order walked first
     assert fast and fast[0][1] == "tail.bad"

@@ -188,13 +188,13 @@ def test_a_stamped_cyclic_spec_gets_the_issues_it_gets_unstamped() -> None:
 
 
 def test_inference_cuts_the_rows_out_of_the_order_where_its_spans_emitted_them() -> None:
-    """``infer``'s order without the closed rows (``layers.unspanned``) is the order filtered by
-    every node of their rows, and none where the spans were made of other tables. Canary:
-    planted once by hand, span positions recorded one later make this go red."""
+    """``infer``'s order without the closed rows (:meth:`DerivedGraph.unspanned`) is the order
+    filtered by every node of their rows, and none where the spans were made of other tables.
+    Canary: planted once by hand, span positions recorded one later make this go red."""
     from derivgraph.compiler.layers import layer_nodes, order_without_rows
-    from derivgraph.compiler.layers import unspanned as _unspanned
 
     graph = _compiled(scaling_model(6), [scaling_spec()])
+    _unspanned = type(graph).unspanned
     tables = closed_layers(graph)
     held = layer_nodes(tables)
     assert graph.ir.spanned() and graph.span_cache == (graph.ir.version, tables)

@@ -19,6 +19,7 @@ from derivgraph.compare import bits_equal
 from derivgraph.compiler import infer, layers, stamp
 from derivgraph.compiler.bind import match_specs
 from derivgraph.compiler.build import build_graph
+from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 from tests.compiler.test_stamp import Stack, _check_equivalent, _differences, _layer_spec
 
@@ -235,26 +236,26 @@ def test_storage_sharing_is_compared_position_by_position(template_shares: bool)
 def test_the_lowering_cuts_the_proven_rows_out_of_the_order_at_its_spans(
         case: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The lowering's order without the proven rows is cut at the order's spans
-    (:func:`layers.unspanned`) only where the proven tables are the ones the spans were made
-    of (scaling: every row proven); the steps are the set filter's. Canary: planted once by
-    hand, the lowering cutting at the spans for every closed table (not the proven ones) makes
-    ``one-layer-unproven`` go red."""
-    from derivgraph.compiler import layers, lower
+    (:meth:`DerivedGraph.unspanned`) only where the proven tables are the ones the spans were
+    made of (scaling: every row proven); the steps are the set filter's. Canary: planted once
+    by hand, the lowering cutting at the spans for every closed table (not the proven ones)
+    makes ``one-layer-unproven`` go red."""
+    from derivgraph.compiler import lower
 
     plan = compile_plan(scaling_model(6) if case == "scaling" else _strided_stack(),
                         [scaling_spec() if case == "scaling" else _layer_spec()])
     cuts: list[bool] = []
-    real = layers.unspanned
+    real = DerivedGraph.unspanned
 
     def spied(graph: Any, tables: Any) -> list[str] | None:
         rest = real(graph, tables)
         cuts.append(rest is not None)
         return rest
 
-    monkeypatch.setattr(layers, "unspanned", spied)
+    monkeypatch.setattr(DerivedGraph, "unspanned", spied)
     cut = lower.lower_steps(plan.tensors)
     assert cuts == [case == "scaling"]
-    monkeypatch.setattr(layers, "unspanned", lambda graph, tables: None)
+    monkeypatch.setattr(DerivedGraph, "unspanned", lambda graph, tables: None)
     filtered = lower.lower_steps(plan.tensors)
     assert cut.compact == filtered.compact
     assert list(cut.expanded()) == list(filtered.expanded())
