@@ -10,6 +10,8 @@ import inspect
 import types
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import repeat
+from operator import add, attrgetter, contains, is_
 from typing import Any
 
 import torch
@@ -28,7 +30,7 @@ from derivgraph.spec.kinds import TensorKind
 from derivgraph.spec.model import DerivedTensor, Spec, Target, split_type_name
 
 __all__ = ["BoundSpec", "check_bindings", "container_problem", "is_container", "match_specs",
-           "target_matches"]
+           "named_modules", "target_matches"]
 
 
 @dataclass
@@ -121,7 +123,7 @@ def match_specs(model: nn.Module, specs: Iterable[Spec]) -> list[BoundSpec]:
     classes: dict[tuple[type, int], bool] = {}  # (module class, id(target)) -> class test
     by_class: dict[tuple[type, int], bool] = {}  # (module class, id(spec)) -> the answer of
     # a target that reads only the module's class (target_matches asked once per class)
-    for path, module in model.named_modules():
+    for path, module in named_modules(model):
         cls = type(module)
         for spec in specs:
             ok = by_class.get((cls, id(spec)))
@@ -139,6 +141,73 @@ def match_specs(model: nn.Module, specs: Iterable[Spec]) -> list[BoundSpec]:
     if issues:
         raise SpecValidationError(list(issues.values()))
     return bound
+
+
+def named_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    """``list(model.named_modules())``: walked here where every module's walk is
+    ``nn.Module``'s own (:func:`_own_walk`), a module whose children are all leaves taking
+    them in C-level sweeps; anywhere else torch's walk, whole. The same ``memo`` set as
+    torch's (so a module's own ``__hash__``/``__eq__`` decide repeats) and the same
+    ``_modules`` reads; every module is read before any is answered (a caller that writes
+    ``_modules`` while it iterates is not one of the compile's)."""
+    out: list[tuple[str, nn.Module]] = []
+    if _walk(model, "", set(), out, {}):
+        return out
+    return list(model.named_modules())
+
+
+_NAMED_MODULES = nn.Module.named_modules
+_MODULES, _DICT = attrgetter("_modules"), attrgetter("__dict__")
+
+
+def _own_walk(cls: type, own: dict[type, bool]) -> bool:
+    """Whether ``cls``'s ``named_modules`` and attribute reads are ``nn.Module``'s (memoized
+    in ``own``)."""
+    ok = own.get(cls)
+    if ok is None:
+        ok = own[cls] = getattr(cls, "named_modules", None) is _NAMED_MODULES \
+            and cls.__getattribute__ is object.__getattribute__
+    return ok
+
+
+def _walk(module: nn.Module, prefix: str, memo: set[nn.Module],
+          out: list[tuple[str, nn.Module]], own: dict[type, bool]) -> bool:
+    """torch's ``module.named_modules(memo, prefix)``, appended to ``out``; False (``out``
+    partial) where some module's walk is not proved nn.Module's."""
+    if not _own_walk(type(module), own) or "named_modules" in module.__dict__:
+        return False
+    if module in memo:
+        return True
+    memo.add(module)
+    out.append((prefix, module))
+    children = module._modules
+    if type(children) is not dict:
+        return False
+    kids = list(children.values())
+    if kids and _leaves(kids, own):  # each child a leaf: yielded where none is a repeat
+        before = len(memo)
+        memo.update(kids)
+        if len(memo) != before + len(kids):
+            return False  # one was in memo or repeated (the set's own tests): torch's walk
+        out += zip(map(add, repeat(prefix + "." if prefix else ""), children), kids)
+        return True
+    for name, child in children.items():
+        if child is not None and not _walk(child, prefix + ("." if prefix else "") + name,
+                                           memo, out, own):
+            return False
+    return True
+
+
+def _leaves(kids: list[Any], own: dict[type, bool]) -> bool:
+    """Whether each of ``kids`` is a module whose walk is ``nn.Module``'s and that holds an
+    empty ``_modules`` dict (none is None): torch's walk yields each one that is not a
+    repeat, and nothing below it."""
+    if any(map(is_, kids, repeat(None))) \
+            or not all(_own_walk(cls, own) for cls in set(map(type, kids))) \
+            or any(map(contains, map(_DICT, kids), repeat("named_modules"))):
+        return False
+    subs = list(map(_MODULES, kids))
+    return all(map(is_, map(type, subs), repeat(dict))) and not any(subs)
 
 
 # Objects a spec may never bind onto: classes, Python modules, functions and methods,
