@@ -21,6 +21,7 @@ from itertools import compress, repeat
 from operator import add, attrgetter, contains, eq, getitem, is_, is_not, methodcaller
 from typing import Any
 
+import torch
 from torch import nn
 
 from derivgraph.compiler.bind import BoundSpec
@@ -284,28 +285,46 @@ def _sweep(dicts: list[dict[str, Any]], check: Check) -> list[Any]:
                 got[i], done[i] = held[i][part], True
     cls, shape, stride, dtype, device = check.layout
     ok = list(map(is_, map(type, got), repeat(cls)))
-    if all(ok) and _all_layout(got, shape, stride, dtype, device):
+    strides = _strides(cls)  # every tensor compared below is of type cls
+    if all(ok) and _all_layout(got, shape, stride, dtype, device, strides):
         return got
     rows, sub = list(compress(range(n), ok)), list(compress(got, ok))
     result: list[Any] = [None] * n
-    for i, tensor, good in zip(rows, sub, _layout_ok(sub, shape, stride, dtype, device),
+    for i, tensor, good in zip(rows, sub,
+                               _layout_ok(sub, shape, stride, dtype, device, strides),
                                strict=True):
         if good:
             result[i] = tensor
     return result
 
 
-def _all_layout(got: list[Any], shape: Any, stride: Any, dtype: Any, device: Any) -> bool:
-    """Whether every tensor of ``got`` has the layout (one sweep per field)."""
+#: the classes whose ``stride()`` is ``torch.Tensor.stride`` itself (their own, unbound)
+_PLAIN_STRIDES = frozenset({torch.Tensor, nn.Parameter})
+
+
+def _strides(cls: type) -> Callable[[Any], Any]:
+    """What reads ``t.stride()`` of a tensor of exact type ``cls``: the unbound
+    ``torch.Tensor.stride`` for a plain tensor or parameter (one C call, no bound method
+    made per tensor), else ``t.stride()`` as written."""
+    return _stride if cls not in _PLAIN_STRIDES or cls.stride is not torch.Tensor.stride \
+        else torch.Tensor.stride
+
+
+def _all_layout(got: list[Any], shape: Any, stride: Any, dtype: Any, device: Any,
+                strides: Callable[[Any], Any] = _stride) -> bool:
+    """Whether every tensor of ``got`` has the layout (one sweep per field; ``strides``: the
+    stride read, :func:`_strides` of their one type)."""
     n = len(got)
-    return list(map(_shape, got)) == [shape] * n and list(map(_stride, got)) == [stride] * n \
+    return list(map(_shape, got)) == [shape] * n and list(map(strides, got)) == [stride] * n \
         and list(map(_dtype, got)) == [dtype] * n and list(map(_device, got)) == [device] * n
 
 
-def _layout_ok(got: list[Any], shape: Any, stride: Any, dtype: Any, device: Any) -> list[bool]:
+def _layout_ok(got: list[Any], shape: Any, stride: Any, dtype: Any, device: Any,
+               strides: Callable[[Any], Any] = _stride) -> list[bool]:
     """Per tensor of ``got``: whether it has the layout (the fields compared as
-    :func:`~derivgraph.compiler.stamp.facts_hold` compares them)."""
+    :func:`~derivgraph.compiler.stamp.facts_hold` compares them; ``strides``: as
+    :func:`_all_layout`'s)."""
     return [a and b and c and d for a, b, c, d in zip(
-        map(eq, map(_shape, got), repeat(shape)), map(eq, map(_stride, got), repeat(stride)),
+        map(eq, map(_shape, got), repeat(shape)), map(eq, map(strides, got), repeat(stride)),
         map(eq, map(_dtype, got), repeat(dtype)), map(eq, map(_device, got), repeat(device)),
         strict=True)]
