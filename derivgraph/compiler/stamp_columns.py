@@ -21,9 +21,9 @@ from itertools import compress, repeat
 from operator import add, attrgetter, contains, eq, getitem, is_, is_not, methodcaller
 from typing import Any
 
-import torch
 from torch import nn
 
+from derivgraph.column_layout import tensor_method
 from derivgraph.compiler.bind import BoundSpec
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.reads import Probe, Reads, probe_derived, probe_each, probe_path
@@ -285,7 +285,7 @@ def _sweep(dicts: list[dict[str, Any]], check: Check) -> list[Any]:
                 got[i], done[i] = held[i][part], True
     cls, shape, stride, dtype, device = check.layout
     ok = list(map(is_, map(type, got), repeat(cls)))
-    strides = _strides(cls)  # every tensor compared below is of type cls
+    strides = tensor_method((cls,), "stride")  # every tensor compared below is a cls
     if all(ok) and _all_layout(got, shape, stride, dtype, device, strides):
         return got
     rows, sub = list(compress(range(n), ok)), list(compress(got, ok))
@@ -298,22 +298,10 @@ def _sweep(dicts: list[dict[str, Any]], check: Check) -> list[Any]:
     return result
 
 
-#: the classes whose ``stride()`` is ``torch.Tensor.stride`` itself (their own, unbound)
-_PLAIN_STRIDES = frozenset({torch.Tensor, nn.Parameter})
-
-
-def _strides(cls: type) -> Callable[[Any], Any]:
-    """What reads ``t.stride()`` of a tensor of exact type ``cls``: the unbound
-    ``torch.Tensor.stride`` for a plain tensor or parameter (one C call, no bound method
-    made per tensor), else ``t.stride()`` as written."""
-    return _stride if cls not in _PLAIN_STRIDES or cls.stride is not torch.Tensor.stride \
-        else torch.Tensor.stride
-
-
 def _all_layout(got: list[Any], shape: Any, stride: Any, dtype: Any, device: Any,
                 strides: Callable[[Any], Any] = _stride) -> bool:
     """Whether every tensor of ``got`` has the layout (one sweep per field; ``strides``: the
-    stride read, :func:`_strides` of their one type)."""
+    stride read, :func:`~derivgraph.column_layout.tensor_method` of their one type)."""
     n = len(got)
     return list(map(_shape, got)) == [shape] * n and list(map(strides, got)) == [stride] * n \
         and list(map(_dtype, got)) == [dtype] * n and list(map(_device, got)) == [device] * n

@@ -1,4 +1,4 @@
-"""The column proof's stride read (:func:`~derivgraph.compiler.stamp_columns._strides`): the
+"""The column proof's stride read (:func:`~derivgraph.column_layout.tensor_method`): the
 unbound ``torch.Tensor.stride`` for plain tensors and parameters, each tensor's own
 ``stride()`` for any other class, so a sweep's answer is :func:`reads.layout`'s."""
 
@@ -9,8 +9,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from derivgraph.column_layout import tensor_method
 from derivgraph.compiler.reads import layout
-from derivgraph.compiler.stamp_columns import _all_layout, _layout_ok, _strides
+from derivgraph.compiler.stamp_columns import _all_layout, _layout_ok
 
 
 class Lying(torch.Tensor):
@@ -21,12 +22,12 @@ class Lying(torch.Tensor):
 
 
 def test_plain_tensors_and_parameters_read_the_unbound_stride() -> None:
-    assert _strides(torch.Tensor) is torch.Tensor.stride
-    assert _strides(nn.Parameter) is torch.Tensor.stride
+    read = tensor_method((torch.Tensor, nn.Parameter), "stride")
+    assert read is torch.Tensor.stride
     t = torch.ones(2, 3)
     p = nn.Parameter(torch.ones(2, 3).t(), requires_grad=False)
-    assert _strides(torch.Tensor)(t) == t.stride() == (3, 1)
-    assert _strides(nn.Parameter)(p) == p.stride() == (1, 3)
+    assert read(t) == t.stride() == (3, 1)
+    assert read(p) == p.stride() == (1, 3)
 
 
 def test_a_subclass_with_its_own_stride_is_read_by_its_own() -> None:
@@ -35,7 +36,7 @@ def test_a_subclass_with_its_own_stride_is_read_by_its_own() -> None:
     got = [torch.ones(3).as_subclass(Lying) for _ in range(4)]
     _, shape, stride, dtype, device = layout(got[0])
     assert stride == (99,)
-    read = _strides(Lying)
+    read = tensor_method((Lying,), "stride")
     assert _all_layout(got, shape, stride, dtype, device, read)
     assert not _all_layout(got, shape, (1,), dtype, device, read)
     assert _layout_ok(got, shape, stride, dtype, device, read) == [True] * 4
@@ -44,6 +45,13 @@ def test_a_subclass_with_its_own_stride_is_read_by_its_own() -> None:
 def test_the_sweep_and_the_fields_agree_on_plain_columns() -> None:
     got = [torch.ones(2, 3), torch.ones(2, 3), torch.ones(3, 2).t()]
     _, shape, stride, dtype, device = layout(got[0])
-    read = _strides(torch.Tensor)
+    read = tensor_method((torch.Tensor,), "stride")
     assert not _all_layout(got, shape, stride, dtype, device, read)
     assert _layout_ok(got, shape, stride, dtype, device, read) == [True, True, False]
+
+
+def test_one_class_of_its_own_among_plain_ones_reads_each_tensors_own() -> None:
+    """Canary: a mixed set of classes (one with its own ``stride``) is not read unbound."""
+    read = tensor_method((torch.Tensor, Lying), "stride")
+    assert read(torch.ones(3).as_subclass(Lying)) == (99,)
+    assert read(torch.ones(2, 3)) == (3, 1)
