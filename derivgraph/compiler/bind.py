@@ -290,12 +290,12 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
     bound = list(bound)
     issues: list[SpecIssue] = []
     members: dict[Any, str | None] = {}
-    by_spec: dict[int, tuple[Spec, list[nn.Module]]] = {}  # id(spec) -> its modules
-    for b in bound:
-        by_spec.setdefault(id(b.spec), (b.spec, []))[1].append(b.module)
+    by_spec = _by_spec(bound)
     free = _free_names(by_spec, members)
     quiet = {key for key, (spec, _) in by_spec.items() if all(  # their rows report nothing
         (key, id(decl)) in free and not _device_path(decl) for decl in spec.derived)}
+    if len(quiet) == len(by_spec):
+        return issues  # every row's spec is quiet: each row would be skipped
     for b in bound:
         if id(b.spec) in quiet:
             continue
@@ -329,6 +329,24 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
                         "write cpu, cuda or cuda:N, or the path of a tensor whose device to use",
                         decl.location, _node_id(b, decl)))
     return issues
+
+
+_SPEC, _MODULE = attrgetter("spec"), attrgetter("module")
+
+
+def _by_spec(bound: list[BoundSpec]) -> dict[int, tuple[Spec, list[nn.Module]]]:
+    """id(spec) -> the spec and its modules, in ``bound``'s order (specs by first match);
+    where every row has one spec (the common case), its modules in one C-level sweep."""
+    specs = list(map(_SPEC, bound))
+    if specs and all(map(is_, specs, repeat(specs[0]))):
+        return {id(specs[0]): (specs[0], list(map(_MODULE, bound)))}
+    by_spec: dict[int, tuple[Spec, list[nn.Module]]] = {}
+    for spec, b in zip(specs, bound):
+        got = by_spec.get(id(spec))
+        if got is None:
+            got = by_spec[id(spec)] = (spec, [])
+        got[1].append(b.module)
+    return by_spec
 
 
 def _device_path(decl: DerivedTensor) -> bool:
