@@ -10,8 +10,8 @@ import inspect
 import types
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import repeat
-from operator import add, attrgetter, contains, is_
+from itertools import compress, repeat
+from operator import add, attrgetter, contains, is_, is_not, itemgetter
 from typing import Any
 
 import torch
@@ -118,12 +118,17 @@ def _class_only(target: Target) -> bool:
 def match_specs(model: nn.Module, specs: Iterable[Spec]) -> list[BoundSpec]:
     """Every (spec, module) pair where the spec's target matches, in module order."""
     specs = list(specs)
+    modules = named_modules(model)
+    if specs and all(_class_only(spec.target) for spec in specs):
+        by_class = _match_by_class(modules, specs)
+        if by_class is not None:
+            return by_class
     bound: list[BoundSpec] = []
     issues: dict[str, SpecIssue] = {}
     classes: dict[tuple[type, int], bool] = {}  # (module class, id(target)) -> class test
     by_class: dict[tuple[type, int], bool] = {}  # (module class, id(spec)) -> the answer of
     # a target that reads only the module's class (target_matches asked once per class)
-    for path, module in named_modules(model):
+    for path, module in modules:
         cls = type(module)
         for spec in specs:
             ok = by_class.get((cls, id(spec)))
@@ -141,6 +146,36 @@ def match_specs(model: nn.Module, specs: Iterable[Spec]) -> list[BoundSpec]:
     if issues:
         raise SpecValidationError(list(issues.values()))
     return bound
+
+
+def _match_by_class(modules: list[tuple[str, nn.Module]],
+                    specs: list[Spec]) -> list[BoundSpec] | None:
+    """:func:`match_specs` where every target reads only the module's class: each class's
+    answers asked of its first module, classes in the order they first appear, specs in
+    order (the calls the loop makes, in its order); each row takes its class's answers
+    (made in C-level sweeps where no class matches two specs). None where a target raises
+    a :class:`FormulaError` (the loop then reports it as it does)."""
+    paths, objs = list(map(_FIRST, modules)), list(map(_SECOND, modules))
+    types_ = list(map(type, objs))
+    samples = dict(zip(reversed(types_), reversed(objs)))  # each class's first module
+    classes: dict[tuple[type, int], bool] = {}
+    answers: dict[type, list[Spec]] = {}
+    try:
+        for cls in dict.fromkeys(types_):
+            answers[cls] = [spec for spec in specs
+                            if target_matches(spec.target, samples[cls], classes)]
+    except FormulaError:
+        return None
+    if any(len(matched) > 1 for matched in answers.values()):
+        return [BoundSpec(spec, path, module) for (path, module), cls in zip(modules, types_)
+                for spec in answers[cls]]
+    one = {cls: matched[0] if matched else None for cls, matched in answers.items()}
+    hit = list(map(one.__getitem__, types_))
+    keep = list(map(is_not, hit, repeat(None)))
+    return list(map(BoundSpec, compress(hit, keep), compress(paths, keep), compress(objs, keep)))
+
+
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 
 def named_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
