@@ -120,9 +120,9 @@ def match_specs(model: nn.Module, specs: Iterable[Spec]) -> list[BoundSpec]:
     specs = list(specs)
     modules = named_modules(model)
     if specs and all(_class_only(spec.target) for spec in specs):
-        by_class = _match_by_class(modules, specs)
-        if by_class is not None:
-            return by_class
+        taken = _match_by_class(modules, specs)
+        if taken is not None:
+            return taken
     bound: list[BoundSpec] = []
     issues: dict[str, SpecIssue] = {}
     classes: dict[tuple[type, int], bool] = {}  # (module class, id(target)) -> class test
@@ -156,21 +156,21 @@ def _match_by_class(modules: list[tuple[str, nn.Module]],
     (made in C-level sweeps where no class matches two specs). None where a target raises
     a :class:`FormulaError` (the loop then reports it as it does)."""
     paths, objs = list(map(_FIRST, modules)), list(map(_SECOND, modules))
-    types_ = list(map(type, objs))
-    samples = dict(zip(reversed(types_), reversed(objs)))  # each class's first module
+    row_classes = list(map(type, objs))
+    samples = dict(zip(reversed(row_classes), reversed(objs)))  # each class's first module
     classes: dict[tuple[type, int], bool] = {}
     answers: dict[type, list[Spec]] = {}
     try:
-        for cls in dict.fromkeys(types_):
+        for cls in dict.fromkeys(row_classes):
             answers[cls] = [spec for spec in specs
                             if target_matches(spec.target, samples[cls], classes)]
     except FormulaError:
         return None
     if any(len(matched) > 1 for matched in answers.values()):
-        return [BoundSpec(spec, path, module) for (path, module), cls in zip(modules, types_)
+        return [BoundSpec(spec, path, module) for (path, module), cls in zip(modules, row_classes)
                 for spec in answers[cls]]
     one = {cls: matched[0] if matched else None for cls, matched in answers.items()}
-    hit = list(map(one.__getitem__, types_))
+    hit = list(map(one.__getitem__, row_classes))
     keep = list(map(is_not, hit, repeat(None)))
     return list(map(BoundSpec, compress(hit, keep), compress(paths, keep), compress(objs, keep)))
 
