@@ -7,8 +7,11 @@ import statistics
 import sys
 import time
 
+import gc
 from derivgraph.compiler import bind as mine
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+
+gc.disable()  # as compile_plan runs (its objects are freed by refcount)
 
 base_tree = sys.argv[2] if len(sys.argv) > 2 else "/tmp/base66"
 load = importlib.util.spec_from_file_location("base_bind", f"{base_tree}/derivgraph/compiler/bind.py")

@@ -5,9 +5,12 @@ import sys
 import time
 from itertools import repeat
 
+import gc
 from derivgraph.compiler.bind import match_specs
 from derivgraph.compiler.resolve import device_of, devices_of
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+
+gc.disable()  # as compile_plan runs (its objects are freed by refcount)
 
 spec = scaling_spec()
 model = scaling_model(25000)

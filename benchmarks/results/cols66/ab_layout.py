@@ -8,9 +8,12 @@ import time
 from operator import attrgetter, methodcaller
 from typing import Any
 
+import gc
 from derivgraph.compiler.reads import layout
 from derivgraph.compiler.stamp_columns import _all_layout
 from derivgraph.tools.bench_scaling import scaling_model
+
+gc.disable()  # as compile_plan runs (its objects are freed by refcount)
 
 _shape, _dtype, _device = attrgetter("shape"), attrgetter("dtype"), attrgetter("device")
 _stride = methodcaller("stride")

@@ -9,8 +9,11 @@ import sys
 import time
 from operator import methodcaller
 
+import gc
 from derivgraph.column_layout import tensor_method
 from derivgraph.tools.bench_scaling import scaling_model
+
+gc.disable()  # as compile_plan runs (its objects are freed by refcount)
 
 model = scaling_model(25000)
 weights = [layer.weight for layer in model.layers]

@@ -4,8 +4,11 @@ import statistics
 import sys
 import time
 
+import gc
 from derivgraph.compiler.bind import named_modules
 from derivgraph.tools.bench_scaling import scaling_model
+
+gc.disable()  # as compile_plan runs (its objects are freed by refcount)
 
 model = scaling_model(25000)
 reps = int(sys.argv[1]) if len(sys.argv) > 1 else 21
