@@ -22,17 +22,17 @@ not hold (an adopted one, a view, another compile's) is read as before.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import islice, repeat
-from operator import attrgetter, is_
+from operator import attrgetter, is_, methodcaller
 from typing import Any
 
 import torch
 
 __all__ = ["ColumnFacts", "ColumnLayout", "ColumnLayouts", "book_of", "column_layout",
-           "one_layout", "proven_layout", "row_major"]
+           "one_layout", "proven_layout", "row_major", "tensor_method"]
 
 _dtype, _shape, _device = attrgetter("dtype"), attrgetter("shape"), attrgetter("device")
 _is_meta, _numel = attrgetter("is_meta"), torch.Tensor.numel
@@ -77,6 +77,17 @@ def row_major(shape: Sequence[int]) -> tuple[int, ...]:
 #: the classes whose layout reads (``shape``, ``dtype``, ``device``, ``is_contiguous()``) are
 #: the tensor's own (no ``__torch_function__`` of their own answers them)
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
+def tensor_method(types: Iterable[type], name: str) -> Callable[[Any], Any]:
+    """What calls ``t.<name>()`` on tensors whose classes are among ``types``: the unbound
+    ``torch.Tensor`` method where each class is a plain tensor or parameter whose method is
+    that one (one C call per tensor: no bound method made), else ``methodcaller(name)`` (a
+    class's own method)."""
+    method = getattr(torch.Tensor, name)
+    if all(cls in _PLAIN and getattr(cls, name) is method for cls in set(types)):
+        return method  # type: ignore[no-any-return]
+    return methodcaller(name)
 
 
 def proven_layout(layout: tuple[Any, ...]) -> ColumnLayout | None:

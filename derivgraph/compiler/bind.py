@@ -10,6 +10,8 @@ import inspect
 import types
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import add, attrgetter, contains, is_, is_not, itemgetter
 from typing import Any
 
 import torch
@@ -28,7 +30,7 @@ from derivgraph.spec.kinds import TensorKind
 from derivgraph.spec.model import DerivedTensor, Spec, Target, split_type_name
 
 __all__ = ["BoundSpec", "check_bindings", "container_problem", "is_container", "match_specs",
-           "target_matches"]
+           "named_modules", "target_matches"]
 
 
 @dataclass
@@ -116,12 +118,17 @@ def _class_only(target: Target) -> bool:
 def match_specs(model: nn.Module, specs: Iterable[Spec]) -> list[BoundSpec]:
     """Every (spec, module) pair where the spec's target matches, in module order."""
     specs = list(specs)
+    modules = named_modules(model)
+    if specs and all(_class_only(spec.target) for spec in specs):
+        taken = _match_by_class(modules, specs)
+        if taken is not None:
+            return taken
     bound: list[BoundSpec] = []
     issues: dict[str, SpecIssue] = {}
     classes: dict[tuple[type, int], bool] = {}  # (module class, id(target)) -> class test
     by_class: dict[tuple[type, int], bool] = {}  # (module class, id(spec)) -> the answer of
     # a target that reads only the module's class (target_matches asked once per class)
-    for path, module in model.named_modules():
+    for path, module in modules:
         cls = type(module)
         for spec in specs:
             ok = by_class.get((cls, id(spec)))
@@ -139,6 +146,103 @@ def match_specs(model: nn.Module, specs: Iterable[Spec]) -> list[BoundSpec]:
     if issues:
         raise SpecValidationError(list(issues.values()))
     return bound
+
+
+def _match_by_class(modules: list[tuple[str, nn.Module]],
+                    specs: list[Spec]) -> list[BoundSpec] | None:
+    """:func:`match_specs` where every target reads only the module's class: each class's
+    answers asked of its first module, classes in the order they first appear, specs in
+    order (the calls the loop makes, in its order); each row takes its class's answers
+    (made in C-level sweeps where no class matches two specs). None where a target raises
+    a :class:`FormulaError` (the loop then reports it as it does)."""
+    paths, objs = list(map(_FIRST, modules)), list(map(_SECOND, modules))
+    row_classes = list(map(type, objs))
+    samples = dict(zip(reversed(row_classes), reversed(objs)))  # each class's first module
+    classes: dict[tuple[type, int], bool] = {}
+    answers: dict[type, list[Spec]] = {}
+    try:
+        for cls in dict.fromkeys(row_classes):
+            answers[cls] = [spec for spec in specs
+                            if target_matches(spec.target, samples[cls], classes)]
+    except FormulaError:
+        return None
+    if any(len(matched) > 1 for matched in answers.values()):
+        return [BoundSpec(spec, path, module) for (path, module), cls in zip(modules, row_classes)
+                for spec in answers[cls]]
+    one = {cls: matched[0] if matched else None for cls, matched in answers.items()}
+    hit = list(map(one.__getitem__, row_classes))
+    keep = list(map(is_not, hit, repeat(None)))
+    return list(map(BoundSpec, compress(hit, keep), compress(paths, keep), compress(objs, keep)))
+
+
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
+
+
+def named_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    """``list(model.named_modules())``: walked here where every module's walk is
+    ``nn.Module``'s own (:func:`_own_walk`), a module whose children are all leaves taking
+    them in C-level sweeps; anywhere else torch's walk, whole. The same ``memo`` set as
+    torch's (so a module's own ``__hash__``/``__eq__`` decide repeats) and the same
+    ``_modules`` reads; every module is read before any is answered (a caller that writes
+    ``_modules`` while it iterates is not one of the compile's)."""
+    out: list[tuple[str, nn.Module]] = []
+    if _walk(model, "", set(), out, {}):
+        return out
+    return list(model.named_modules())
+
+
+_NAMED_MODULES = nn.Module.named_modules
+_MODULES, _DICT = attrgetter("_modules"), attrgetter("__dict__")
+
+
+def _own_walk(cls: type, own: dict[type, bool]) -> bool:
+    """Whether ``cls``'s ``named_modules`` and attribute reads are ``nn.Module``'s (memoized
+    in ``own``)."""
+    ok = own.get(cls)
+    if ok is None:
+        ok = own[cls] = getattr(cls, "named_modules", None) is _NAMED_MODULES \
+            and cls.__getattribute__ is object.__getattribute__
+    return ok
+
+
+def _walk(module: nn.Module, prefix: str, memo: set[nn.Module],
+          out: list[tuple[str, nn.Module]], own: dict[type, bool]) -> bool:
+    """torch's ``module.named_modules(memo, prefix)``, appended to ``out``; False (``out``
+    partial) where some module's walk is not proved nn.Module's."""
+    if not _own_walk(type(module), own) or "named_modules" in module.__dict__:
+        return False
+    if module in memo:
+        return True
+    memo.add(module)
+    out.append((prefix, module))
+    children = module._modules
+    if type(children) is not dict:
+        return False
+    kids = list(children.values())
+    if kids and _leaves(kids, own):  # each child a leaf: yielded where none is a repeat
+        before = len(memo)
+        memo.update(kids)
+        if len(memo) != before + len(kids):
+            return False  # one was in memo or repeated (the set's own tests): torch's walk
+        out += zip(map(add, repeat(prefix + "." if prefix else ""), children), kids)
+        return True
+    for name, child in children.items():
+        if child is not None and not _walk(child, prefix + ("." if prefix else "") + name,
+                                           memo, out, own):
+            return False
+    return True
+
+
+def _leaves(kids: list[Any], own: dict[type, bool]) -> bool:
+    """Whether each of ``kids`` is a module whose walk is ``nn.Module``'s and that holds an
+    empty ``_modules`` dict (none is None): torch's walk yields each one that is not a
+    repeat, and nothing below it."""
+    if any(map(is_, kids, repeat(None))) \
+            or not all(_own_walk(cls, own) for cls in set(map(type, kids))) \
+            or any(map(contains, map(_DICT, kids), repeat("named_modules"))):
+        return False
+    subs = list(map(_MODULES, kids))
+    return all(map(is_, map(type, subs), repeat(dict))) and not any(subs)
 
 
 # Objects a spec may never bind onto: classes, Python modules, functions and methods,
@@ -221,12 +325,12 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
     bound = list(bound)
     issues: list[SpecIssue] = []
     members: dict[Any, str | None] = {}
-    by_spec: dict[int, tuple[Spec, list[nn.Module]]] = {}  # id(spec) -> its modules
-    for b in bound:
-        by_spec.setdefault(id(b.spec), (b.spec, []))[1].append(b.module)
+    by_spec = _by_spec(bound)
     free = _free_names(by_spec, members)
     quiet = {key for key, (spec, _) in by_spec.items() if all(  # their rows report nothing
         (key, id(decl)) in free and not _device_path(decl) for decl in spec.derived)}
+    if len(quiet) == len(by_spec):
+        return issues  # every row's spec is quiet: each row would be skipped
     for b in bound:
         if id(b.spec) in quiet:
             continue
@@ -260,6 +364,24 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
                         "write cpu, cuda or cuda:N, or the path of a tensor whose device to use",
                         decl.location, _node_id(b, decl)))
     return issues
+
+
+_SPEC, _MODULE = attrgetter("spec"), attrgetter("module")
+
+
+def _by_spec(bound: list[BoundSpec]) -> dict[int, tuple[Spec, list[nn.Module]]]:
+    """id(spec) -> the spec and its modules, in ``bound``'s order (specs by first match);
+    where every row has one spec (the common case), its modules in one C-level sweep."""
+    specs = list(map(_SPEC, bound))
+    if specs and all(map(is_, specs, repeat(specs[0]))):
+        return {id(specs[0]): (specs[0], list(map(_MODULE, bound)))}
+    by_spec: dict[int, tuple[Spec, list[nn.Module]]] = {}
+    for spec, b in zip(specs, bound):
+        got = by_spec.get(id(spec))
+        if got is None:
+            got = by_spec[id(spec)] = (spec, [])
+        got[1].append(b.module)
+    return by_spec
 
 
 def _device_path(decl: DerivedTensor) -> bool:

@@ -18,11 +18,12 @@ from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Sequence
 from itertools import compress, repeat
-from operator import add, attrgetter, contains, eq, getitem, is_, is_not, methodcaller
+from operator import add, attrgetter, contains, eq, getitem, is_, is_not
 from typing import Any
 
 from torch import nn
 
+from derivgraph.column_layout import tensor_method
 from derivgraph.compiler.bind import BoundSpec
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.reads import Probe, Reads, probe_derived, probe_each, probe_path
@@ -37,7 +38,7 @@ _STATIC = frozenset({probe_path, probe_each})
 _module, _shape, _dtype, _device = (attrgetter("module"), attrgetter("shape"),
                                     attrgetter("dtype"), attrgetter("device"))
 _spec = attrgetter("spec")
-_path, _stride, _vars = attrgetter("module_path"), methodcaller("stride"), attrgetter("__dict__")
+_path, _vars = attrgetter("module_path"), attrgetter("__dict__")
 
 
 class Check:
@@ -296,16 +297,20 @@ def _sweep(dicts: list[dict[str, Any]], check: Check) -> list[Any]:
 
 
 def _all_layout(got: list[Any], shape: Any, stride: Any, dtype: Any, device: Any) -> bool:
-    """Whether every tensor of ``got`` has the layout (one sweep per field)."""
+    """Whether every tensor of ``got`` has the layout (one sweep per field; the stride read
+    by :func:`~derivgraph.column_layout.tensor_method` of their classes)."""
     n = len(got)
-    return list(map(_shape, got)) == [shape] * n and list(map(_stride, got)) == [stride] * n \
+    strides = tensor_method(set(map(type, got)), "stride")
+    return list(map(_shape, got)) == [shape] * n and list(map(strides, got)) == [stride] * n \
         and list(map(_dtype, got)) == [dtype] * n and list(map(_device, got)) == [device] * n
 
 
 def _layout_ok(got: list[Any], shape: Any, stride: Any, dtype: Any, device: Any) -> list[bool]:
     """Per tensor of ``got``: whether it has the layout (the fields compared as
-    :func:`~derivgraph.compiler.stamp.facts_hold` compares them)."""
+    :func:`~derivgraph.compiler.stamp.facts_hold` compares them; the stride read as
+    :func:`_all_layout` reads it)."""
+    strides = tensor_method(set(map(type, got)), "stride")
     return [a and b and c and d for a, b, c, d in zip(
-        map(eq, map(_shape, got), repeat(shape)), map(eq, map(_stride, got), repeat(stride)),
+        map(eq, map(_shape, got), repeat(shape)), map(eq, map(strides, got), repeat(stride)),
         map(eq, map(_dtype, got), repeat(dtype)), map(eq, map(_device, got), repeat(device)),
         strict=True)]

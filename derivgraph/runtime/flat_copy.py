@@ -19,20 +19,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from itertools import accumulate, groupby
-from operator import methodcaller
 from typing import Any
 
 import numpy as np
 import torch
 
-from derivgraph.column_layout import ColumnLayout, one_layout
+from derivgraph.column_layout import ColumnLayout, one_layout, tensor_method
 from derivgraph.compiler import flat
 
 __all__ = ["FlatCopy", "flat_runs", "key_runs", "layout_runs"]
 
 # each tensor's own methods (as ``t.data_ptr()``), called in C-level sweeps
-_untyped = methodcaller("untyped_storage")
-_contiguous = methodcaller("is_contiguous")
 
 
 class FlatCopy:
@@ -45,7 +42,8 @@ class FlatCopy:
 
     def __init__(self, ours: Sequence[torch.Tensor], span: flat.Span):
         first = ours[0]
-        self.held = list(map(_untyped, ours))  # every address below stays valid
+        # every address below stays valid (one C call per tensor of a plain class)
+        self.held = list(map(tensor_method(set(map(type, ours)), "untyped_storage"), ours))
         size = first.numel() * first.element_size()
         memory = span.view.view(torch.uint8).numpy()  # the bytes from the lowest target on
         # a row of ``size`` bytes at every byte: target i is row starts[i] (written, never read)
@@ -71,7 +69,7 @@ def _flat_copy(ours: Sequence[torch.Tensor],
     known = _one_layout(records)
     if known is not None:
         span = flat.span_of_run(ours, known.dtype, known.shape)
-    elif not all(map(_contiguous, ours)):
+    elif not all(map(tensor_method(set(map(type, ours)), "is_contiguous"), ours)):
         return None
     else:
         span = flat.span_of(ours)

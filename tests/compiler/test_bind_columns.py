@@ -100,3 +100,27 @@ def test_a_quiet_spec_does_not_hide_another_specs_rows() -> None:
                 derived=[DerivedTensor(name="busy", kind="attribute", formula="2.0 * scale")])
     issues = check_bindings(match_specs(_stack(*layers), [_spec(), busy]))
     assert [(i.rule, i.node) for i in issues] == [(Rule.UNSAFE_NAME, "layers.1.busy")]
+
+
+def _other_spec() -> Spec:
+    return Spec(name="o", target=Target(module_class=["Other"]),
+                derived=[DerivedTensor(name="inv", kind="attribute", formula="1.0 / x")])
+
+
+def test_two_specs_interleaved_report_the_rows_of_the_one_not_quiet() -> None:
+    """Canary: the first spec's rows are all quiet, the second's report (the rows are not
+    skipped wholesale where one spec is not quiet); the modules are grouped per spec in
+    order."""
+    others = [Other(), Other()]
+    others[1].inv = "held"  # a str where the derived tensor would go
+    model = _stack(Layer(), others[0], Layer(), others[1], Layer())
+    bound = match_specs(model, [_spec(), _other_spec()])
+    assert [b.spec.name for b in bound] == ["s", "o", "s", "o", "s"]
+    issues = check_bindings(bound)
+    assert [(i.rule, i.node) for i in issues] == [(Rule.UNSAFE_NAME, "layers.3.inv")]
+    from derivgraph.compiler.bind import _by_spec
+
+    grouped = _by_spec(bound)
+    assert [(spec.name, [id(m) for m in modules]) for spec, modules in grouped.values()] == [
+        ("s", [id(model.layers[0]), id(model.layers[2]), id(model.layers[4])]),
+        ("o", [id(model.layers[1]), id(model.layers[3])])]
