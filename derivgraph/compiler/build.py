@@ -35,7 +35,7 @@ from derivgraph.compiler.infer import infer_shapes
 from derivgraph.compiler.ir import NodeKind
 from derivgraph.compiler.layers import Span, closed_layers, row_blocks
 from derivgraph.compiler.reads import Reads
-from derivgraph.compiler.resolve import Resolver, device_of, devices_of, parse_cached
+from derivgraph.compiler.resolve import Resolver, device_of, parse_cached
 from derivgraph.compiler.stamp import Stamper, stamping_enabled
 from derivgraph.compiler.stamp_columns import HopSweeps
 from derivgraph.compiler.stamp_params import ParamStamper
@@ -197,7 +197,7 @@ def _derived_columns(graph: DerivedGraph, bounds: list[BoundSpec], params: list[
     devices: dict[str | None, list[Any]] = {}  # decl.device -> each row's device
     for decl, _ in decls:
         if decl.device not in devices:
-            devices[decl.device] = devices_of(bounds, decl, plain)
+            devices[decl.device] = list(map(device_of, bounds, repeat(decl), repeat(plain)))
     columns = [list(map(DerivedNode, column, bounds, repeat(decl), paths, repeat(None),
                         devices[decl.device], params, repeat(None), repeat(tensor_kind(decl))))
                for column, (decl, _) in zip(ids, decls, strict=True)]  # the kind read once

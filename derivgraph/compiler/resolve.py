@@ -7,9 +7,6 @@ tensors become graph nodes, with identical subexpressions shared.
 from __future__ import annotations
 
 import functools
-import operator
-from collections.abc import Sequence
-from itertools import repeat
 from typing import Any
 
 import torch
@@ -47,7 +44,7 @@ from derivgraph.spec.expr import (
 from derivgraph.spec.kinds import TensorKind, is_fold
 from derivgraph.spec.model import DerivedTensor
 
-__all__ = ["Resolver", "device_of", "devices_of", "parse_cached", "resolve_params"]
+__all__ = ["Resolver", "device_of", "parse_cached", "resolve_params"]
 
 _FOLDABLE = {"add", "sub", "mul", "div", "floordiv", "pow", "neg"}
 
@@ -309,7 +306,14 @@ def device_of(bound: BoundSpec, decl: DerivedTensor,
         if isinstance(value, (str, torch.device)):
             return torch.device(value)
     module = bound.module
-    if _plain_of(type(module), plain):  # the first of parameters(): the module's own, if any
+    cls = type(module)
+    if plain is None:
+        own = _plain_members(cls)
+    else:
+        own = plain.get(cls)
+        if own is None:
+            own = plain[cls] = _plain_members(cls)
+    if own:  # the first of parameters(): the module's own, if any
         for t in module._parameters.values():
             if t is not None:
                 return t.device
@@ -318,46 +322,6 @@ def device_of(bound: BoundSpec, decl: DerivedTensor,
     for t in module.buffers():
         return t.device
     return torch.device("cpu")
-
-
-def devices_of(bounds: Sequence[BoundSpec], decl: DerivedTensor,
-               plain: dict[type, bool] | None = None) -> list[torch.device]:
-    """:func:`device_of` of ``decl`` on every one of ``bounds``, in order. Where ``decl``
-    declares no device and every module is of one class whose ``parameters()`` is
-    ``nn.Module``'s own walk, each row's answer is its module's first ``_parameters`` value's
-    device when that value is not None (the rule's first branch): the first values and their
-    devices are read in C-level sweeps (each ``_parameters`` a plain dict), and a row whose
-    first value is None or that holds no parameter is answered by :func:`device_of` itself."""
-    if decl.device or not bounds:
-        return list(map(device_of, bounds, repeat(decl), repeat(plain)))
-    modules = list(map(_module, bounds))
-    cls = type(modules[0])
-    if not all(map(operator.is_, map(type, modules), repeat(cls))):
-        return list(map(device_of, bounds, repeat(decl), repeat(plain)))
-    if not _plain_of(cls, plain):
-        return list(map(device_of, bounds, repeat(decl), repeat(plain)))
-    held = list(map(_PARAMETERS, modules))
-    if not all(map(operator.is_, map(type, held), repeat(dict))):
-        return list(map(device_of, bounds, repeat(decl), repeat(plain)))
-    firsts = list(map(next, map(iter, map(dict.values, held)), repeat(None)))
-    if any(map(operator.is_, firsts, repeat(None))):
-        return [device_of(b, decl, plain) if t is None else t.device
-                for b, t in zip(bounds, firsts, strict=True)]
-    return list(map(_DEVICE, firsts))
-
-
-_module, _PARAMETERS = operator.attrgetter("module"), operator.attrgetter("_parameters")
-_DEVICE = operator.attrgetter("device")
-
-
-def _plain_of(cls: type, plain: dict[type, bool] | None) -> bool:
-    """:func:`_plain_members` of ``cls``, memoized in ``plain`` (where given)."""
-    if plain is None:
-        return _plain_members(cls)
-    own = plain.get(cls)
-    if own is None:
-        own = plain[cls] = _plain_members(cls)
-    return own
 
 
 def _plain_members(cls: type) -> bool:
