@@ -29,8 +29,6 @@ from derivgraph.compiler import flat
 
 __all__ = ["FlatCopy", "flat_runs", "key_runs", "layout_runs"]
 
-# each tensor's own methods (as ``t.data_ptr()``), called in C-level sweeps
-
 
 class FlatCopy:
     """``ours[i].copy_(theirs[i])`` for a fixed list ``ours`` of contiguous CPU tensors of one
