@@ -26,8 +26,7 @@ from __future__ import annotations
 
 import operator
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -35,9 +34,6 @@ from derivgraph.compiler.codegen import Program
 from derivgraph.compiler.generated import define
 from derivgraph.runtime.programs import PassKind
 from derivgraph.runtime.report import RunReport
-
-if TYPE_CHECKING:
-    from derivgraph.runtime.plan import Plan
 
 __all__ = ["ENABLED", "build"]
 
@@ -78,10 +74,10 @@ _DESCRIBED = {
 }
 
 
-def build(plan: Plan, mask: tuple[bool, ...]) -> Program | None:
-    """The steady refill entry of ``plan``, made right after a refill whose batched read took
-    ``mask`` (not None: some targets rebuilt) and whose run passed every check; None where the
-    plan's state is outside what the entry covers (it keeps the slow path then)."""
+def build(plan: Any, mask: tuple[bool, ...]) -> Program | None:
+    """The steady refill entry of ``plan`` (a :class:`~derivgraph.runtime.plan.Plan`), made
+    right after a refill whose batched read took ``mask`` (not None: some targets rebuilt);
+    None where the plan's state is outside what the entry covers (the slow path stays)."""
     holders, programs, tensors = plan.holders, plan.programs, plan.tensors
     hops, table, refill_table = holders.hops, holders.table, plan._refill_table
     if hops is None or refill_table is None or refill_table.table is not table \
@@ -274,8 +270,3 @@ def _copies(spans: list[tuple[int, int]], n: int) -> list[str]:
             lines.append(f"torch._foreach_copy_(ours[{start}:{end}], theirs[{start}:{end}])")
     return lines
 
-
-def refill_entry(plan: Plan) -> Callable[[bool], Any] | None:
-    """The plan's steady entry function (None: none built)."""
-    steady = plan._steady
-    return None if steady is None else steady.fn
