@@ -18,20 +18,24 @@ import pytest
 import torch
 from torch import nn
 
-from derivgraph import compile_plan
+from derivgraph import DerivedTensor, Spec, compile_plan
 from derivgraph.runtime import steady
 from derivgraph.runtime.plan import Plan
 from tests.runtime.test_refill_batched import SPEC, Layer, Stack
 
 STEADY_LAYER = 1  # the layer whose post-load step the engine reruns every reload
+#: SPEC with a derived Python scalar (its stage compared, its holder checked by the entry)
+SCALAR_SPEC = Spec(name="layer", target=SPEC.target, derived=[
+    *SPEC.derived, DerivedTensor(name="smax", kind="scalar", formula="amax(scale)")])
 
 
-def _twin() -> tuple[Stack, Plan, dict[str, torch.Tensor]]:
+def _twin(spec: Spec = SPEC) -> tuple[Stack, Plan, dict[str, torch.Tensor]]:
     model = Stack()
     model.load(0)
     model.post_load()
-    plan = compile_plan(model, [SPEC])
-    return model, plan, {k: e.storage for k, e in plan.entries.items()}
+    plan = compile_plan(model, [spec])
+    return model, plan, {k: e.storage for k, e in plan.entries.items()
+                         if isinstance(e.storage, torch.Tensor)}
 
 
 def _engine(model: Stack, seed: int) -> None:
@@ -59,25 +63,30 @@ def _outcome(model: Stack, plan: Plan, startup: dict[str, torch.Tensor], report:
         -> tuple[Any, ...]:
     fields = report.as_dict()
     fields.pop("seconds")
-    values = {k: e.storage.clone() for k, e in plan.entries.items()}
+    values = {k: e.storage.clone() if isinstance(e.storage, torch.Tensor) else
+              torch.tensor(e.storage, dtype=torch.float64) for k, e in plan.entries.items()}
+    scalars = {k: getattr(model.get_submodule(k.rpartition(".")[0]), k.rpartition(".")[2])
+               for k, e in plan.entries.items() if not isinstance(e.storage, torch.Tensor)}
     held = {k: plan.holders.model.get_submodule(k.rpartition(".")[0]).__dict__.get(
         "_parameters", {}).get(k.rpartition(".")[2], getattr(
             model.get_submodule(k.rpartition(".")[0]), k.rpartition(".")[2])) is t
         for k, t in startup.items()}
-    return values, held, fields, _state(plan, report)
+    return values, held, fields, _state(plan, report), scalars
 
 
 def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    def bits(t: torch.Tensor) -> torch.Tensor:
+        return t.reshape(-1).view(torch.uint8)
     values = a[0].keys() == b[0].keys() and all(
-        torch.equal(a[0][k].view(torch.uint8), b[0][k].view(torch.uint8)) for k in a[0])
+        torch.equal(bits(a[0][k]), bits(b[0][k])) for k in a[0])
     return values and a[1:] == b[1:]
 
 
 class Twins:
     """A model refilled by the steady entry and its twin refilled by the slow path."""
 
-    def __init__(self) -> None:
-        self.fast, self.slow = _twin(), _twin()
+    def __init__(self, spec: Spec = SPEC) -> None:
+        self.fast, self.slow = _twin(spec), _twin(spec)
         self.runs: list[int] = []
 
     def refill(self, engine: Callable[[Stack, int], None], seed: int, *, verify: bool = True,
@@ -102,9 +111,9 @@ class Twins:
         assert self.fast[1]._steady is not None
 
 
-@pytest.fixture()
-def twins(monkeypatch: pytest.MonkeyPatch) -> Twins:
-    t = Twins()
+@pytest.fixture(params=["tensors", "with a scalar"])
+def twins(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Twins:
+    t = Twins(SPEC if request.param == "tensors" else SCALAR_SPEC)
     t.steady()
     run = Plan.run
 
@@ -154,6 +163,24 @@ def test_the_printed_steady_entry_is_the_code_that_runs(twins: Twins):
                                       scope["refill_steady"], {}, [])
     fast, slow = twins.refill(_engine, 7)
     assert _same(fast, slow) and twins.runs == []
+
+
+def _scalar_rewritten(model: Stack, seed: int) -> None:
+    """The engine also rewrote a derived scalar's holder (the library's rebind decides)."""
+    _engine(model, seed)
+    model.layers[0].smax = -1.0
+
+
+def test_a_changed_scalar_and_a_rewritten_scalar_holder_match_the_slow_path(
+        monkeypatch: pytest.MonkeyPatch):
+    twins = Twins(SCALAR_SPEC)
+    twins.steady()
+    for seed, engine in ((3, _engine), (4, _scalar_rewritten), (5, _engine)):
+        fast, slow = twins.refill(engine, seed)
+        assert _same(fast, slow)
+        assert len(fast[2]["recapture_required"]) == 4  # every layer's scale changed
+        assert fast[4]["layers.0.smax"] == twins.fast[1].entries["layers.0.smax"].storage
+    assert twins.fast[1]._steady is not None
 
 
 # ---- one scenario per check before the first write, each with its canary ----------------------
