@@ -108,7 +108,7 @@ def build(plan: Any, mask: tuple[bool, ...]) -> Program | None:
     stale = sorted(taken_at)
     if not all(table.fast[i] for i in stale):
         return None
-    rebuilt = tuple(i in set(stale) for i in range(len(table)))
+    rebuilt = tuple(map(set(stale).__contains__, range(len(table))))
     stages = list(tensors.stages)
     stage_rows = tensors._stage_rows.get(tuple(stages), False) if stages else []
     if stage_rows is None or stage_rows is False:
