@@ -39,6 +39,7 @@ from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.interpret import EagerInterpreter, view_base
 from derivgraph.compiler.lower import Step
 from derivgraph.errors import PassFault, SourceChanged
+from derivgraph.runtime import steady
 from derivgraph.runtime.accessors import HeldColumn, PathReads
 from derivgraph.runtime.containers import ContainerHolder, restore_containers
 from derivgraph.runtime.engine import (
@@ -105,6 +106,9 @@ class Plan:
         # what a refill still computes, by the mask of its batched read (None: every target)
         self._taken_rest: dict[tuple[bool, ...] | None, frozenset[str] | None] = {}
         self._rest: dict[frozenset[str], frozenset[str]] = {}  # what a refill still computes
+        # the last batched read of a refill: (its report, its mask; None: every target)
+        self._last_take: tuple[RunReport, tuple[bool, ...] | None] | None = None
+        self._steady: Program | None = None  # the steady refill entry (runtime.steady)
 
     # ---- reading -----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -164,15 +168,23 @@ class Plan:
         A header lists what each bound name holds; then the entry function the call runs and
         the pass it calls (``torch`` is torch, ``ops`` the op registry, the other names plan
         helpers). Executed in a copy of :attr:`bindings`, the text computes what the call does.
+        The steady refill entry, once made (:mod:`derivgraph.runtime.steady`), comes first:
+        ``refill()`` runs it, and it falls back to the entry printed after it.
         """
         assert self.program is not None
         kind = PassKind(kind)
         names = None if updated is None else tuple(updated)
         launched = names is None and kind is PassKind.RUN and self._launches()
         entry = self._entry(kind, names, launched)
-        called = self.program if names is None or kind is PassKind.REFILL else \
-            self.programs.partial(self._needed_nodes(names))
-        return self.programs.source(entry, [called])
+        called = [self.program if names is None or kind is PassKind.REFILL else
+                  self.programs.partial(self._needed_nodes(names))]
+        fast = self._steady if kind is PassKind.REFILL and names is None and steady.ENABLED \
+            else None
+        if fast is not None:
+            rest = fast.fn.__globals__["rest_pass"]
+            called += [] if rest is None else [rest]
+            return fast.source + "\n" + self.programs.source(entry, called)
+        return self.programs.source(entry, called)
 
     def view_base(self, node_id: str) -> str:
         return view_base(self.graph, node_id)
@@ -197,6 +209,7 @@ class Plan:
         ``read``, the sources' addresses are those the startup record took of its objects
         (``source_ptrs``, where it names them: ``read`` holds them, nothing re-pointed them),
         and ``reads``: what reading ``read`` read on the way (:meth:`Holders.bind`)."""
+        self._steady = None  # it holds the objects bound now
         self.tensors.bind(self.model, read)
         self.holders.bind(self.tensors.sources, columns,
                           self.source_ptrs if read is not None else None,
@@ -206,6 +219,7 @@ class Plan:
         """Compile ``steps`` as the pass (grouped into foreach calls unless ``group=False``)."""
         self._grouped = group
         self._recording, self._captured, self._keep = None, False, []
+        self._steady = None
         return self.programs.install(steps, group=group)
 
     def _bind_all(self) -> None:
@@ -297,8 +311,26 @@ class Plan:
         return self._opaque_ids
 
     def refill(self, *, verify: bool = False) -> RunReport:
-        """After an engine reran its post-load step: keep its values, restore our storage."""
-        return self.run(None, verify=verify, take_engine_values=True)
+        """After an engine reran its post-load step: keep its values, restore our storage.
+
+        Once two refills in a row took the same holders from the engine, the steady entry
+        (:mod:`derivgraph.runtime.steady`) runs: the same path as one function, falling back to
+        :meth:`run` before any write when anything differs."""
+        fast = self._steady
+        if fast is not None and steady.ENABLED:
+            return fast.fn(verify)
+        return self._refill_slow(verify)
+
+    def _refill_slow(self, verify: bool) -> RunReport:
+        """:meth:`run`'s refill; then the steady entry made where this refill's batched read
+        took the same part mask as the last one (the engine rebuilds the same holders)."""
+        last = self._last_take
+        report = self.run(None, verify=verify, take_engine_values=True)
+        taken = self._last_take
+        if steady.ENABLED and taken is not None and taken[0] is report \
+                and taken[1] is not None and last is not None and last[1] == taken[1]:
+            self._steady = steady.build(self, taken[1])
+        return report
 
     def _entry(self, kind: PassKind, names: tuple[str, ...] | None,
                launched: bool = False) -> Program:
@@ -406,6 +438,7 @@ class Plan:
         if taken is None:
             return None
         taken.copy()
+        self._last_take = (report, taken.mask)
         # this run's rebind reuses the read; every holder holds a fresh tensor when the
         # targets are the whole table and the engine rebuilt them all
         holders.note_read(report, current, every=table.whole and taken.mask is None)
