@@ -34,6 +34,8 @@ import fnmatch
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import attrgetter
 from typing import Any
 
 import torch
@@ -271,6 +273,9 @@ def _compile_one(model: nn.Module, bound: BoundSpec, decl: DerivedTensor,
     return FoldEntry(key, decl, bound.spec.name, expr, config, folded, graph=graph, result=result)
 
 
+_SPEC = attrgetter("spec")
+
+
 def compile_folds(model: nn.Module, bound_specs: Iterable[BoundSpec],
                   issues: list[SpecIssue], derived_ids: Iterable[str] = ()) -> FoldSet:
     """Bind every fold declaration; problems are appended to ``issues`` (nothing is written).
@@ -279,12 +284,15 @@ def compile_folds(model: nn.Module, bound_specs: Iterable[BoundSpec],
     neither per module nor per derived tensor."""
     folds = FoldSet()
     derived: set[str] | None = None  # derived_ids, read at the first fold entry
-    of_spec: dict[int, list[DerivedTensor]] = {}  # id(spec) -> its fold declarations
-    for bound in bound_specs:
-        decls = of_spec.get(id(bound.spec))
-        if decls is None:
-            decls = of_spec[id(bound.spec)] = fold_decls(bound.spec.derived)
-        for decl in decls:
+    bound_specs = list(bound_specs)
+    ids = list(map(id, map(_SPEC, bound_specs)))
+    # id(spec) -> its fold declarations, specs by first match (one C-level sweep of the rows)
+    of_spec = {key: fold_decls(spec.derived) for key, spec in
+               dict(zip(ids, map(_SPEC, bound_specs))).items()}
+    if not any(of_spec.values()):
+        return folds  # no spec declares a fold: no row is visited
+    for bound in compress(bound_specs, map(of_spec.__getitem__, ids)):  # rows with folds
+        for decl in of_spec[id(bound.spec)]:
             entry = _compile_one(model, bound, decl, issues)
             if entry is None:
                 continue

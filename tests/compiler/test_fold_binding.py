@@ -117,3 +117,24 @@ def test_without_a_fold_bound_the_derived_ids_are_not_read() -> None:
     bound = [b for b in match_specs(model, _specs()) if b.spec.name == "q"]
     issues: list[SpecIssue] = []
     assert len(compile_folds(model, bound, issues, _never())) == 0 and not issues
+
+
+def test_rows_without_folds_are_skipped_the_others_bound_in_order(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    model = Net()
+    bound = sorted(match_specs(model, _specs()), key=lambda b: b.spec.name != "q")  # q's first
+    assert bound[0].spec.name == "q" and not fold.fold_decls(bound[0].spec.derived)
+    calls: list[str] = []
+    one = fold._compile_one
+
+    def spy(model, b, decl, issues):  # noqa: ANN001, ANN202
+        calls.append(b.spec.name)
+        return one(model, b, decl, issues)
+
+    monkeypatch.setattr(fold, "_compile_one", spy)
+    issues: list[SpecIssue] = []
+    got = _summary(compile_folds(model, bound, issues, ()), issues)
+    monkeypatch.setattr(fold, "_compile_one", one)
+    assert "q" not in calls
+    assert len(calls) == sum(len(fold.fold_decls(b.spec.derived)) for b in bound) == 17
+    assert got == _summary(*_rule(model, bound, set()))
