@@ -34,8 +34,8 @@ import fnmatch
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import compress
-from operator import attrgetter
+from itertools import repeat
+from operator import attrgetter, is_
 from typing import Any
 
 import torch
@@ -279,20 +279,23 @@ _SPEC = attrgetter("spec")
 def compile_folds(model: nn.Module, bound_specs: Iterable[BoundSpec],
                   issues: list[SpecIssue], derived_ids: Iterable[str] = ()) -> FoldSet:
     """Bind every fold declaration; problems are appended to ``issues`` (nothing is written).
-    Each spec's fold declarations are picked out once (:func:`fold_decls`), and
+    Each spec's fold declarations are picked out once (:func:`fold_decls`; where one spec
+    without folds is every row's, no row is visited), and
     ``derived_ids`` is read into a set at the first fold bound: a build without folds reads
     neither per module nor per derived tensor."""
     folds = FoldSet()
     derived: set[str] | None = None  # derived_ids, read at the first fold entry
     bound_specs = list(bound_specs)
-    ids = list(map(id, map(_SPEC, bound_specs)))
-    # id(spec) -> its fold declarations, specs by first match (one C-level sweep of the rows)
-    of_spec = {key: fold_decls(spec.derived) for key, spec in
-               dict(zip(ids, map(_SPEC, bound_specs))).items()}
-    if not any(of_spec.values()):
-        return folds  # no spec declares a fold: no row is visited
-    for bound in compress(bound_specs, map(of_spec.__getitem__, ids)):  # rows with folds
-        for decl in of_spec[id(bound.spec)]:
+    of_spec: dict[int, list[DerivedTensor]] = {}  # id(spec) -> its fold declarations
+    specs = list(map(_SPEC, bound_specs))
+    if specs and all(map(is_, specs, repeat(specs[0]))):  # one spec on every row (common)
+        if not of_spec.setdefault(id(specs[0]), fold_decls(specs[0].derived)):
+            return folds  # without folds: no row visited
+    for bound in bound_specs:
+        decls = of_spec.get(id(bound.spec))
+        if decls is None:
+            decls = of_spec[id(bound.spec)] = fold_decls(bound.spec.derived)
+        for decl in decls:
             entry = _compile_one(model, bound, decl, issues)
             if entry is None:
                 continue
