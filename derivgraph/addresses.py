@@ -35,11 +35,13 @@ import ctypes
 import logging
 import operator
 from collections.abc import Sequence
-from itertools import compress, repeat
+from itertools import compress
 from typing import Any
 
 import numpy as np
 import torch
+
+from derivgraph.column_layout import tensor_method
 
 __all__ = ["AVAILABLE", "Addresses", "AtAddresses", "address_of", "addresses", "addresses_equal",
            "data_ptrs"]
@@ -48,9 +50,7 @@ logger = logging.getLogger(__name__)
 
 _WORD = 8
 _data_ptr = torch.Tensor.data_ptr
-_untyped_storage = operator.methodcaller("untyped_storage")  # as t.untyped_storage()
 _cdata = operator.attrgetter("_cdata")
-_data_ptr_of = operator.methodcaller("data_ptr")  # as t.data_ptr() (a subclass's own)
 #: torch's one C++ loop comparing tensors' data addresses (CUDA graph trees use it on every
 #: replay): an engine's parameter subclass (vLLM's ``BasevLLMParameter``) answers ``data_ptr()``
 #: through its Python ``__torch_function__``, this reads the address directly (a build without
@@ -108,8 +108,9 @@ class Addresses:
     def __init__(self, tensors: Sequence[torch.Tensor], layout: tuple[int, int, int],
                  hold: bool = True):
         self.tensors = list(tensors)  # keeps every TensorImpl alive
-        # keeps each startup StorageImpl alive
-        self.storages = list(map(_untyped_storage, self.tensors)) if hold else []
+        # keeps each startup StorageImpl alive (as ``t.untyped_storage()``: a class's own)
+        self.storages = list(map(tensor_method(set(map(type, self.tensors)), "untyped_storage"),
+                                 self.tensors)) if hold else []
         storage, offset, data = layout
         # the TensorImpl addresses as one array (its bounds and word indices in NumPy)
         impls = np.fromiter(map(_cdata, self.tensors), dtype=np.int64, count=len(self.tensors))
@@ -222,9 +223,11 @@ def address_of(t: Any) -> int:
 
 def data_ptrs(values: Sequence[Any]) -> list[int]:
     """:func:`address_of` of each value, in C-level sweeps when every value is a tensor off
-    the meta device (the common case)."""
-    if all(map(isinstance, values, repeat(torch.Tensor))) and not any(map(_is_meta, values)):
-        return list(map(_data_ptr_of, values))
+    the meta device (the common case; ``t.data_ptr()`` by
+    :func:`~derivgraph.column_layout.tensor_method` of their classes)."""
+    types = set(map(type, values))
+    if all(issubclass(cls, torch.Tensor) for cls in types) and not any(map(_is_meta, values)):
+        return list(map(tensor_method(types, "data_ptr"), values))
     return list(map(address_of, values))
 
 

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
+from derivgraph.addresses import data_ptrs
 from derivgraph.adoption import (
     AliasOf,
     Extra,
@@ -423,7 +424,7 @@ def _record_startup(plan: Plan, owners: PathReader | None = None,
         owners = PathReader(plan.model)
     tensors, reads = read_paths(owners, paths)
     read = dict(zip(paths, tensors))
-    ptrs = list(map(address_of, tensors))
+    ptrs = data_ptrs(tensors)
     plan.source_ptrs = dict(zip(paths, zip(map(id, tensors), ptrs)))
     return read, reads._replace(ptrs=ptrs)  # the holders' binding takes the addresses
 

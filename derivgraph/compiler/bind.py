@@ -33,7 +33,7 @@ __all__ = ["BoundSpec", "check_bindings", "container_problem", "is_container", "
            "named_modules", "target_matches"]
 
 
-@dataclass
+@dataclass(slots=True)
 class BoundSpec:
     """A spec applied to one module of the model."""
 

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import torch
 
 from derivgraph._enum import StrEnum
-from derivgraph.column_layout import ColumnFacts, book_of
+from derivgraph.column_layout import ColumnFacts, book_of, tensor_method
 from derivgraph.compiler import flat
 from derivgraph.compiler.copies import has_identity_reductions, row_copies, stage_directly
 from derivgraph.compiler.generated import define
@@ -770,7 +770,7 @@ def _emit_flat(em: Emitter, key: GroupKey, members: Members) -> Lines | None:
     if not em.locals.keys().isdisjoint(refs):
         return None
     values = em.ctx.bound_values(refs, _UNBOUND)
-    if not all(isinstance(v, torch.Tensor) for v in values):
+    if not all(map(isinstance, values, repeat(torch.Tensor))):
         return None
     shapes = [o.shape for o in outs]
     a, b = values[:n], values[n:]
@@ -786,7 +786,9 @@ def _emit_flat(em: Emitter, key: GroupKey, members: Members) -> Lines | None:
     targets = tuple(members.targets)
     bind = em.bindings.bind
     # the pass holds every storage it addresses: none is freed while its addresses are bound
-    bind(Flat("held", targets), "held", [t.untyped_storage() for t in outs + values])
+    held = outs + values
+    bind(Flat("held", targets), "held",
+         list(map(tensor_method(set(map(type, held)), "untyped_storage"), held)))
     mem_out = bind(Flat("span_out", targets), "out_mem", span_out.view)
     mem_in = bind(Flat("span_in", targets), "in_mem", span_in.view)
     out_at = bind(Flat("at_out", targets), "at", at_out)

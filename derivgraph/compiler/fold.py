@@ -34,6 +34,8 @@ import fnmatch
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import attrgetter, is_
 from typing import Any
 
 import torch
@@ -271,15 +273,24 @@ def _compile_one(model: nn.Module, bound: BoundSpec, decl: DerivedTensor,
     return FoldEntry(key, decl, bound.spec.name, expr, config, folded, graph=graph, result=result)
 
 
+_SPEC = attrgetter("spec")
+
+
 def compile_folds(model: nn.Module, bound_specs: Iterable[BoundSpec],
                   issues: list[SpecIssue], derived_ids: Iterable[str] = ()) -> FoldSet:
     """Bind every fold declaration; problems are appended to ``issues`` (nothing is written).
-    Each spec's fold declarations are picked out once (:func:`fold_decls`), and
+    Each spec's fold declarations are picked out once (:func:`fold_decls`; where one spec
+    without folds is every row's, no row is visited), and
     ``derived_ids`` is read into a set at the first fold bound: a build without folds reads
     neither per module nor per derived tensor."""
     folds = FoldSet()
     derived: set[str] | None = None  # derived_ids, read at the first fold entry
+    bound_specs = list(bound_specs)
     of_spec: dict[int, list[DerivedTensor]] = {}  # id(spec) -> its fold declarations
+    specs = list(map(_SPEC, bound_specs))
+    if specs and all(map(is_, specs, repeat(specs[0]))):  # one spec on every row (common)
+        if not of_spec.setdefault(id(specs[0]), fold_decls(specs[0].derived)):
+            return folds  # without folds: no row visited
     for bound in bound_specs:
         decls = of_spec.get(id(bound.spec))
         if decls is None:

@@ -117,3 +117,46 @@ def test_without_a_fold_bound_the_derived_ids_are_not_read() -> None:
     bound = [b for b in match_specs(model, _specs()) if b.spec.name == "q"]
     issues: list[SpecIssue] = []
     assert len(compile_folds(model, bound, issues, _never())) == 0 and not issues
+
+
+def test_rows_without_folds_are_skipped_the_others_bound_in_order(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    model = Net()
+    bound = sorted(match_specs(model, _specs()), key=lambda b: b.spec.name != "q")  # q's first
+    assert bound[0].spec.name == "q" and not fold.fold_decls(bound[0].spec.derived)
+    calls: list[str] = []
+    one = fold._compile_one
+
+    def spy(model, b, decl, issues):  # noqa: ANN001, ANN202
+        calls.append(b.spec.name)
+        return one(model, b, decl, issues)
+
+    monkeypatch.setattr(fold, "_compile_one", spy)
+    issues: list[SpecIssue] = []
+    got = _summary(compile_folds(model, bound, issues, ()), issues)
+    monkeypatch.setattr(fold, "_compile_one", one)
+    assert "q" not in calls
+    assert len(calls) == sum(len(fold.fold_decls(b.spec.derived)) for b in bound) == 17
+    assert got == _summary(*_rule(model, bound, set()))
+
+
+@pytest.mark.parametrize("name", ["a", "q"])
+def test_one_spec_on_every_row_is_sifted_once_and_bound_as_the_rule(
+        monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    # the one-spec test (no row visited when that spec has no fold) still binds a spec's folds
+    model = Net()
+    bound = [b for b in match_specs(model, _specs()) if b.spec.name == name]
+    seen: list[int] = []
+    sift = fold.fold_decls
+
+    def spy(decls):  # noqa: ANN001, ANN202
+        seen.append(1)
+        return sift(decls)
+
+    monkeypatch.setattr(fold, "fold_decls", spy)
+    issues: list[SpecIssue] = []
+    got = _summary(compile_folds(model, bound, issues, ()), issues)
+    monkeypatch.setattr(fold, "fold_decls", sift)
+    assert len(bound) == 4 and seen == [1]
+    assert got == _summary(*_rule(model, bound, set()))
+    assert len(got[0]) == (8 if name == "a" else 0)

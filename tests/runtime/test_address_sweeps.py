@@ -59,10 +59,47 @@ def test_data_ptrs_is_address_of_each_value_on_both_branches():
 
 
 def test_canary_a_fast_path_reading_the_storage_address_goes_red(monkeypatch):
-    monkeypatch.setattr(addresses_module, "_data_ptr_of",
-                        lambda t: t.untyped_storage().data_ptr())
+    monkeypatch.setattr(addresses_module, "tensor_method",
+                        lambda types, name: lambda t: t.untyped_storage().data_ptr())
     tensors = _values()
     assert data_ptrs(tensors) != [t.data_ptr() for t in tensors]
+
+
+class _OwnPtr(torch.Tensor):
+    """A subclass answering ``data_ptr()`` and ``untyped_storage()`` itself (as an engine's
+    parameter class may, through Python)."""
+
+    calls: list[str] = []
+
+    def data_ptr(self) -> int:
+        _OwnPtr.calls.append("data_ptr")
+        return super().data_ptr()
+
+    def untyped_storage(self) -> torch.UntypedStorage:
+        _OwnPtr.calls.append("untyped_storage")
+        return super().untyped_storage()
+
+
+def test_a_class_with_its_own_methods_is_asked_through_them():
+    # the sweeps call ``torch.Tensor``'s methods unbound only on plain classes: a class's own
+    # method is still called (the canary of column_layout.tensor_method's class test here)
+    own = torch.arange(4.0).as_subclass(_OwnPtr)
+    values = [torch.zeros(3), own, nn.Parameter(torch.ones(2))]
+    _OwnPtr.calls.clear()
+    assert data_ptrs(values) == [v.data_ptr() for v in values]
+    assert _OwnPtr.calls == ["data_ptr", "data_ptr"]  # the sweep's call, then the test's
+
+
+@pytest.mark.skipif(not addresses_module.AVAILABLE, reason="storage words not proven here")
+def test_the_held_startup_storages_are_each_tensors_own_answer():
+    own = torch.arange(4.0).as_subclass(_OwnPtr)
+    values = [torch.zeros(3), own, nn.Parameter(torch.ones(2))]
+    _OwnPtr.calls.clear()
+    words = addresses(values, hold=True)
+    assert words is not None and _OwnPtr.calls == ["untyped_storage"]
+    assert [s.data_ptr() for s in words.storages] == \
+        [v.untyped_storage().data_ptr() for v in values]
+    assert addresses(values, hold=False).storages == []
 
 
 @pytest.mark.skipif(not addresses_module.AVAILABLE, reason="storage words not proven here")
