@@ -1,6 +1,6 @@
 """Medians over the processes of ab.sh's JSON files and the pairs' signs (ab_summary.txt).
 
-    python3 benchmarks/results/refill66/ab_summary.py benchmarks/results/refill66/ab
+    python3 benchmarks/results/guard67/ab_summary.py benchmarks/results/guard67/ab
 """
 
 import json

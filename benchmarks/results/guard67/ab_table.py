@@ -1,6 +1,6 @@
 """Per-process steady state and carry of ab.sh's JSON files, as a table with the pairs' signs.
 
-    python3 benchmarks/results/refill66/ab_table.py benchmarks/results/refill66/ab
+    python3 benchmarks/results/guard67/ab_table.py benchmarks/results/guard67/ab
 """
 
 import json

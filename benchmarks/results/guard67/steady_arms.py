@@ -270,7 +270,8 @@ def _gslow() -> Any:
     return _patch_module(steady, "ENABLED", False)
 
 
-VARIANTS = {"slow": _slow, "gslow": _gslow, "straight": _straight, "straight_guard": _straight_guard,
+VARIANTS = {"slow": _slow, "gslow": _gslow, "straight": _straight,
+            "straight_guard": _straight_guard,
             "lib_checks": _straight_with("checks"),
             "lib_take": _straight_with("take"), "lib_after": _straight_with("after"),
             "notg": _no_tensor_guard, "nostore": _guard_storage_trusted,
@@ -296,7 +297,17 @@ def main(cycles: int, arms: list[str]) -> None:
         from vllm_integration import session
 
         weights = [checkpoint(0), checkpoint(1)]
+        from derivgraph.guard import Guard
+        library_restores: list[int] = []  # guard67: the guard's library restores (kept reloads)
+        restore_slow = Guard._restore_slow
+
+        def counted_restore(self: Any, *a: Any, **k: Any) -> Any:
+            library_restores.append(1)
+            return restore_slow(self, *a, **k)
+
+        Guard._restore_slow = counted_restore  # before the entry binds it
         model = cold_start(mc, vc, weights[0], "")
+        slow_of: dict[str, int] = {a: 0 for a in arms}
         assert session.plan_for(model) is not None
         state = session.state_for(model)
         _STATE["plan"] = state.plan
@@ -367,17 +378,21 @@ def main(cycles: int, arms: list[str]) -> None:
                 for k in range(block):
                     plan_us.clear()
                     guard_us.clear()
+                    library_restores.clear()
                     t = reload(i, arm)
                     i += 1
                     if k:
                         kept.append(t)
                         pass_us[arm] += plan_us
                         guard_arm[arm] += guard_us
+                        slow_of[arm] += len(library_restores)
                         gkept += guard_us
                 out[arm] += kept
                 blocks[arm].append(statistics.median(kept))
                 if gkept:
                     gblocks[arm].append(statistics.median(gkept))
+    print("guard67: kept reloads whose guard restore ran the library's restore: "
+          + ", ".join(f"{a} {slow_of[a]} of {len(out[a])}" for a in arms))
     print(f"cycles {cycles} block {block} load {os.getloadavg()[0]:.1f}"
           f" straight fallbacks {len(_FALLBACKS)}")
     off = statistics.median(out["off"]) if "off" in out else 0.0
