@@ -38,6 +38,7 @@ tensors are let go when the restore returns (the guard keeps only the startup on
 from __future__ import annotations
 
 import logging
+import operator
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -49,7 +50,9 @@ from torch import nn
 from derivgraph.addresses import AtAddresses
 from derivgraph.audit.runtime.walk import gc_paused
 from derivgraph.compare import bits_equal
+from derivgraph.compiler.codegen import Program
 from derivgraph.errors import RecaptureRequired
+from derivgraph.guard import steady
 from derivgraph.guard.holders import (
     Held,
     Repoint,
@@ -145,6 +148,8 @@ class Guard:
         self._claimed: dict[int, _Action] = {}  # new tensor id -> its action (one restore)
         self._guarded: list[str] | None = None
         self._rebound: dict[str, SlotChange] = {}  # each slot's "rebound" record (frozen)
+        self._steady: Program | None = None  # the steady restore entry (guard.steady)
+        self._steady_for: tuple[Any, ...] = ()  # the watch and proof it was made over
 
     def __len__(self) -> int:
         return len(self.startup)
@@ -161,6 +166,7 @@ class Guard:
         """Record every reachable tensor but the ``declared`` ones (a plan keeps those)."""
         start = time.perf_counter()
         self.declared = {id(t) for t in declared if isinstance(t, torch.Tensor)}
+        self._steady, self._steady_for = None, ()  # it holds the watch made now
         weights = weight_storages(model)
         self.startup, self.paths, self.objects, self._guarded = {}, {}, {}, None
         self._rebound = {}
@@ -208,6 +214,15 @@ class Guard:
         guarded = self.guarded()
         return GuardReport(guarded=guarded, weights=len(self.startup) - len(guarded))
 
+    def source(self) -> str:
+        """Exactly the Python that :meth:`restore` runs first: the steady restore entry
+        (:mod:`derivgraph.guard.steady`), which falls back to the library's restore; a comment
+        line where none is made (the library's restore runs)."""
+        fast = self._steady
+        if fast is None or not steady.ENABLED:
+            return "# no steady restore entry: restore() runs Guard._restore_slow\n"
+        return fast.source
+
     def restore(self, model: Any, *, strict: bool = False, full: bool = False,
                 declared: Iterable[Any] | Callable[[], Iterable[Any]] = (),
                 storage_kept: bool = False) -> GuardReport:
@@ -220,7 +235,23 @@ class Guard:
         ``storage_kept``: the caller proved every startup tensor at its startup address
         (:attr:`addresses`, the rule of :meth:`storage_kept`) after the engine's post-load
         step, nothing re-pointed since: the default restore does not check them again.
+
+        Once a restore found nothing to do, the steady entry (:mod:`derivgraph.guard.steady`,
+        printed by :meth:`source`) runs: the same path as one function, falling back to the
+        library's restore before any write when anything differs.
         """
+        fast = self._steady
+        if fast is not None and steady.ENABLED:
+            return fast.fn(model, strict=strict, full=full, declared=declared,
+                           storage_kept=storage_kept)
+        return self._restore_slow(model, strict=strict, full=full, declared=declared,
+                                  storage_kept=storage_kept)
+
+    def _restore_slow(self, model: Any, *, strict: bool = False, full: bool = False,
+                      declared: Iterable[Any] | Callable[[], Iterable[Any]] = (),
+                      storage_kept: bool = False) -> GuardReport:
+        """:meth:`restore` by the library; then the steady entry made (again) where this
+        restore found nothing to do over another watch or proof than the entry's."""
         start = time.perf_counter()
         report = self._report()
         self._claimed = {}
@@ -243,10 +274,24 @@ class Guard:
                 self.watch.sweep.settle(unwritten=unwritten)  # after the restore's own stores
         self.restores += 1
         report.seconds = time.perf_counter() - start
+        if unwritten and steady.ENABLED:
+            self._make_steady()
         if report.recapture:
             logger.warning("guard: %d slot(s) need a graph recapture: %s", len(report.recapture),
                            "; ".join(c.describe() for c in report.recapture[:8]))
         return report
+
+    def _make_steady(self) -> None:
+        """(Re)make the steady entry where the watch or its proof is not the one it was made
+        over (a restore that found nothing to do: the state it covers)."""
+        watch = self.watch
+        sweep = None if watch is None else watch.sweep
+        gather = None if sweep is None or sweep.whole is None else sweep.gathers.get(sweep.whole)
+        key = (watch, gather, None if gather is None else gather.slots)
+        if len(key) == len(self._steady_for) and all(map(operator.is_, key, self._steady_for)):
+            return
+        self._steady_for = key
+        self._steady = steady.build(self)
 
     # ---- deciding: by the watch (default) ------------------------------------------------------
 
