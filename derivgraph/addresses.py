@@ -277,6 +277,12 @@ class AtAddresses:
             self._taken = True
         return True
 
+    def proven(self) -> bool:
+        """Every tensor at its expected data address by the words alone (one gather), where
+        they were taken; False says only that this is not proven so (no exact compare)."""
+        words = self.words
+        return words is not None and words.kept()
+
     def take_words(self, proven: AtAddresses, mask: bytes | bytearray) -> bool:
         """Take this check's words from ``proven``'s (:meth:`Addresses.rows`: no word read),
         where this check has taken none, ``proven`` has its words (taken right after its exact

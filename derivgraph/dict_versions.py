@@ -46,13 +46,16 @@ _TAG_OFFSET = 24
 
 
 def _views(dicts: Sequence[dict[Any, Any]]) -> tuple[np.ndarray, np.ndarray]:
-    """An int64 view of the words spanning ``dicts`` and the index of each one's tag in it."""
-    addresses = [id(d) for d in dicts]
-    low = min(addresses)
-    words = (max(addresses) - low + _TAG_OFFSET) // _WORD + 1
+    """An int64 view of the words spanning ``dicts`` and the index of each one's tag in it
+    (the addresses read in one sweep, the indices in one NumPy pass: unsigned, as addresses
+    are, so no address and no difference of two wraps)."""
+    addresses = np.fromiter(map(id, dicts), dtype=np.uint64, count=len(dicts))
+    low = int(addresses.min())
+    words = (int(addresses.max()) - low + _TAG_OFFSET) // _WORD + 1
     span = (ctypes.c_int64 * words).from_address(low)
     view = np.frombuffer(span, dtype=np.int64)
-    index = np.array([(a - low + _TAG_OFFSET) // _WORD for a in addresses], dtype=np.intp)
+    index = ((addresses - np.uint64(low) + np.uint64(_TAG_OFFSET))
+             // np.uint64(_WORD)).astype(np.intp)
     return view, index
 
 

@@ -122,14 +122,16 @@ def span_of(tensors: Sequence[torch.Tensor]) -> Span | None:
 
 
 def span_of_run(tensors: Sequence[torch.Tensor], dtype: torch.dtype,
-                shape: torch.Size) -> Span | None:
+                shape: torch.Size, starts: list[int] | None = None) -> Span | None:
     """:func:`span_of` for tensors the caller proved (their layout records) to be CPU tensors
     of ``dtype`` (not quantized), of ``shape`` and its row-major strides: only their
-    addresses are read (the extent of each is its number of elements)."""
+    addresses are read (the extent of each is its number of elements). ``starts``: each
+    tensor's ``data_ptr()``, in order, where the caller proved them (else read here)."""
     numel = math.prod(shape)
     if not tensors or not numel:
         return None
-    starts = list(map(_ptr, tensors))
+    if starts is None or len(starts) != len(tensors):
+        starts = list(map(_ptr, tensors))
     return _span(starts, max(starts) + numel * dtype.itemsize, dtype.itemsize, dtype)
 
 

@@ -587,6 +587,14 @@ class HolderTable(_WatchedDicts):
             at = self._at = AtAddresses(self.storages, self.ptrs)
         return at
 
+    def startup_ptrs(self) -> list[int] | None:
+        """Every holder's storage's startup address, where the words of :meth:`addresses`
+        (taken once it passed) prove each storage still there
+        (:meth:`~derivgraph.addresses.AtAddresses.proven`: one gather); None where not proven
+        so (no check made yet included: nothing is compared here)."""
+        at = self._at
+        return at.ptrs if at is not None and at.proven() else None
+
     def stale(self, current: list[Any]) -> list[int]:
         """Indices of the holders that hold another object than the startup one."""
         return list(compress(range(len(current)), map(_not, map(_is, current, self.storages))))

@@ -274,8 +274,12 @@ class RefillTable:
                  for a, b in runs]
         self.nbytes = list(chain.from_iterable(repeat(n * e, k) for k, n, e in sizes))
         self._total = sum(self.nbytes)
-        # an all-rebuilt read copies runs of small CPU tensors flat, the rest by foreach
-        self.flat = flat_runs(self.storages, runs, held)
+        # an all-rebuilt read copies runs of small CPU tensors flat, the rest by foreach; the
+        # targets' addresses are the table's startup ones where its words prove every holder's
+        # storage still there (one gather; the words of a check that passed), else read
+        proven = table.startup_ptrs()
+        ptrs = None if proven is None else list(map(proven.__getitem__, self.index))
+        self.flat = flat_runs(self.storages, runs, held, ptrs)
         self.rest_spans = _without(self.spans, [(a, b) for a, b, _ in self.flat])
         # per target in the sorted order, as a partly rebuilt read's mask is
         self.is_constant = list(map(constants.__contains__, self.ids))

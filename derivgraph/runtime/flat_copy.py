@@ -59,14 +59,16 @@ class FlatCopy:
 
 
 def _flat_copy(ours: Sequence[torch.Tensor],
-               records: Sequence[ColumnLayout | None] | None = None) -> FlatCopy | None:
+               records: Sequence[ColumnLayout | None] | None = None,
+               ptrs: list[int] | None = None) -> FlatCopy | None:
     """A :class:`FlatCopy` over ``ours``, None where one cannot copy them exactly (a target not
     contiguous, or two overlapping: foreach order). ``records``: each target's layout record
     (:mod:`~derivgraph.column_layout`); where they give every target one CPU layout of
-    a plain dtype with row-major strides, only the addresses are read."""
+    a plain dtype with row-major strides, only the addresses are read (``ptrs``: those
+    addresses, where the caller proved them: then none is read)."""
     known = _one_layout(records)
     if known is not None:
-        span = flat.span_of_run(ours, known.dtype, known.shape)
+        span = flat.span_of_run(ours, known.dtype, known.shape, ptrs)
     elif not all(map(tensor_method(set(map(type, ours)), "is_contiguous"), ours)):
         return None
     else:
@@ -105,15 +107,15 @@ def layout_runs(ours: Sequence[torch.Tensor]) -> list[tuple[int, int]]:
 
 def flat_runs(ours: Sequence[torch.Tensor], layouts: Sequence[tuple[int, int]] | None = None,
               records: Sequence[ColumnLayout | None] | None = None,
-              ) -> list[tuple[int, int, FlatCopy]]:
+              ptrs: list[int] | None = None) -> list[tuple[int, int, FlatCopy]]:
     """``(start, end, copy)`` for the runs of ``ours`` (sorted so that equal layouts are
     adjacent) that take the flat copy: CPU, a plain dtype, one shape of ndim >= 1 and at most
     :data:`~derivgraph.compiler.flat.MAX_MEAN` elements, at least
     :data:`~derivgraph.compiler.flat.MIN_GROUP` tensors, each run at most
     :data:`~derivgraph.compiler.flat.MAX_ELEMENTS` elements (aten's grain size: one thread).
     ``layouts``: :func:`layout_runs` of ``ours`` where the caller knows them already;
-    ``records``: each tensor's layout record, where the caller has them (see
-    :func:`_flat_copy`)."""
+    ``records``: each tensor's layout record, where the caller has them; ``ptrs``: each
+    tensor's ``data_ptr()``, where the caller proved them (both: see :func:`_flat_copy`)."""
     runs: list[tuple[int, int, FlatCopy]] = []
     for start, end in layout_runs(ours) if layouts is None else layouts:
         first = ours[start]
@@ -123,7 +125,8 @@ def flat_runs(ours: Sequence[torch.Tensor], layouts: Sequence[tuple[int, int]] |
             step = max(flat.MAX_ELEMENTS // numel, 1)
             for a in range(start, end, step):
                 b = min(a + step, end)
-                copy = _flat_copy(ours[a:b], None if records is None else records[a:b]) \
+                copy = _flat_copy(ours[a:b], None if records is None else records[a:b],
+                                  None if ptrs is None else ptrs[a:b]) \
                     if b - a >= flat.MIN_GROUP else None
                 if copy is not None:
                     runs.append((a, b, copy))

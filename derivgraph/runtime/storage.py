@@ -8,7 +8,7 @@ compiler lowers against.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from itertools import compress, repeat
+from itertools import compress, islice, repeat
 from operator import attrgetter, is_, not_
 from typing import Any
 
@@ -51,6 +51,20 @@ def host_tolist(buffer: torch.Tensor) -> Callable[[], list[Any]]:
             and buffer.is_contiguous() and not buffer.requires_grad:
         return buffer.numpy().tolist
     return buffer.tolist
+
+
+def _sources_of(sources: list[str], model: Any, read: Mapping[str, Any] | None) \
+        -> dict[str, Any]:
+    """Each source path's object, in ``sources``' order: ``read``'s (else read from
+    ``model``). The rule: one lookup per path. Where ``read`` is a ``dict`` whose first keys
+    are ``sources`` in that order (the compile's startup record: the sources, then the
+    folds' entries), its first items are those lookups' answers as they are: one copy."""
+    if read is None:
+        return dict(zip(sources, map(PathReader(model).get, sources)))
+    n = len(sources)
+    if type(read) is dict and len(read) >= n and list(islice(read, n)) == sources:
+        return dict(read) if len(read) == n else dict(islice(read.items(), n))
+    return dict(zip(sources, map(read.__getitem__, sources)))
 
 
 class BoundViews(Interpreter):
@@ -160,9 +174,7 @@ class BoundTensors:
 
         ``read``: the object at every source path of ``model`` as it is now (read by the
         caller with :class:`PathReader`, nothing written since); else each is read here."""
-        sources = self.graph.sources()
-        reader = PathReader(model).get if read is None else read.__getitem__
-        self.sources = dict(zip(sources, map(reader, sources)))
+        self.sources = _sources_of(self.graph.sources(), model, read)
         self._startup = None
         self._forget()
         # no view op in the graph, or none outside the rows proven to have none: no view to

@@ -42,7 +42,8 @@ def _wrong(plan: object, fresh: dict[str, torch.Tensor]) -> list[str]:
 @pytest.mark.parametrize("flat_copies", [True, False])
 def test_the_refill_copies_every_fresh_value_bit_exact(flat_copies, monkeypatch):
     if not flat_copies:
-        monkeypatch.setattr(engine, "flat_runs", lambda ours, layouts=None, records=None: [])
+        monkeypatch.setattr(engine, "flat_runs",
+                            lambda ours, layouts=None, records=None, ptrs=None: [])
     model, plan, fresh = _refilled(3)
     report = plan.refill(verify=True)
     table = plan._refill_table
