@@ -31,7 +31,7 @@ from typing import Any
 from derivgraph.compiler.ir import Node
 
 __all__ = ["InstanceTable", "OpSlot", "PathSlot", "Recipe", "aligned_rows", "consistent_rows",
-           "row_mismatch", "row_recipe"]
+           "row_mismatch", "row_recipe", "run_column"]
 
 
 @dataclass(eq=False)
@@ -199,35 +199,56 @@ def _wanted(how: Recipe, table: InstanceTable, columns: list[tuple[str, ...]],
     columns."""
     n = len(table.rows)
     if isinstance(how, OpSlot):
-        return [f"%{start + how.rank}:{how.name}" for start in table.starts], None
+        rank, name = how.rank, how.name  # read once, not per row
+        return [f"%{start + rank}:{name}" for start in table.starts], None
     ids = list(map(add, table.prefixes, repeat(how.suffix, n)))
     if how.value_at is not None:
         return ids, list(columns[how.value_at])
     return ids, None if how.value_id is None else [how.value_id] * n
 
 
-def _values(column: tuple[str, ...], derived: Mapping[str, Any]) -> list[Any]:
-    """The value (``input``) of each derived tensor of ``column`` (None where it is none)."""
+def run_column(run_nodes: Mapping[int, tuple[Any, ...]] | None, table: InstanceTable,
+               k: int) -> list[Any] | None:
+    """Each row's derived tensor at template position ``k`` of ``table`` as the stamper's
+    run made them, by column (``run_nodes``: :attr:`Stamper.run_nodes
+    <derivgraph.compiler.stamp.Stamper.run_nodes>`): where it holds ``table`` with its rows
+    list at its length (every row the run's, none added or replaced since) and position
+    ``k``, that column (the nodes the graph holds at the rows' ids there; not to be
+    written); None else (each id is looked up)."""
+    held = None if run_nodes is None else run_nodes.get(id(table))
+    if held is not None and held[0] is table and held[1] is table.rows \
+            and held[2] == len(table.rows) and k < len(held[3]):
+        return held[3][k]  # type: ignore[no-any-return]
+    return None
+
+
+def _values(column: tuple[str, ...], derived: Mapping[str, Any],
+            held: list[Any] | None = None) -> list[Any]:
+    """The value (``input``) of each derived tensor of ``column`` (None where it is none);
+    ``held``: those derived tensors, where the caller has them (:func:`run_column`)."""
+    if held is not None:
+        return list(map(_input, held))
     found = list(map(derived.get, column))  # one identity test each: no node's ``__eq__``
     return list(map(_input, found)) if all(map(is_not, found, repeat(None))) else \
         [None if d is None else d.input for d in found]
 
 
-def consistent_rows(table: InstanceTable, recipe: list[Recipe],
-                    derived: Mapping[str, Any]) -> list[bool]:
+def consistent_rows(table: InstanceTable, recipe: list[Recipe], derived: Mapping[str, Any],
+                    run_nodes: Mapping[int, tuple[Any, ...]] | None = None) -> list[bool]:
     """Per row of ``table``: whether its ids are the ones its record gives and its derived
     tensors' values the row's nodes its template's read (``recipe``: :func:`row_recipe`;
     ``derived``: the graph's derived tensors): the row is what its replay made, so its
     subgraph is the template's renamed. One C-level comparison per column; row by row only
-    for a column that differs."""
+    for a column that differs. ``run_nodes``: the stamper's run tables, whose derived
+    tensors are read by column instead of by id (:func:`run_column`)."""
     columns = list(zip(*table.rows))
     ok = [True] * len(table.rows)
-    for column, how in zip(columns, recipe):
+    for k, (column, how) in enumerate(zip(columns, recipe)):
         ids, values = _wanted(how, table, columns)
         if list(column) != ids:
             ok = [a and got == w for a, got, w in zip(ok, column, ids)]
         if values is not None:
-            found = _values(column, derived)
+            found = _values(column, derived, run_column(run_nodes, table, k))
             if found != values:
                 ok = [a and got == w for a, got, w in zip(ok, found, values)]
     return ok

@@ -68,7 +68,7 @@ def closed_layers(graph: DerivedGraph) -> list[InstanceTable]:
             keep = [ok and len(set(row)) == size
                     for ok, row in zip(aligned_rows(nodes, table), table.rows)]
         else:  # a recorded row is what its replay made, unless it is open
-            keep = consistent_rows(table, recipe, graph.derived)
+            keep = consistent_rows(table, recipe, graph.derived, graph.run_nodes)
             if not all(keep):
                 _raise_inconsistent(graph, table, recipe, keep, opened)
         keep = [ok and not o for ok, o in zip(keep, opened)]
