@@ -50,8 +50,9 @@ class InstanceTable:
     # source there: the template's probes proved it (each row's probes gave the same facts)
     layouts: dict[int, tuple[Any, ...]] = field(default_factory=dict)
     layouts_hold: bool = True  # false when a row's replay read such a source itself
-    # column k -> its ids, for the rows list below at the length below (see :meth:`column`)
-    _columns: dict[int, list[str]] = field(default_factory=dict, init=False, repr=False)
+    # every column's ids (the rows zipped), for the rows list below at the length below (see
+    # :meth:`columns`)
+    _columns: list[tuple[str, ...]] = field(default_factory=list, init=False, repr=False)
     _columns_of: tuple[list[tuple[str, ...]] | None, int] = field(default=(None, 0),
                                                                   init=False, repr=False)
 
@@ -72,20 +73,24 @@ class InstanceTable:
         return len(self.rows)
 
     def column(self, k: int) -> list[str]:
-        """Template node ``k``'s counterpart in every row, in stamping order (a new list).
+        """Template node ``k``'s counterpart in every row, in stamping order (a new list;
+        read from :meth:`columns`)."""
+        return list(self.columns()[k]) if self.rows else []
 
-        Each column is read from the rows once and kept for the rows list it was read from at
-        that list's length: the library only appends rows (:meth:`add_row`,
-        :meth:`add_rows`) or makes a new table (:meth:`subset`), and a new length or a new
-        list drops what was kept. A row is not rewritten in place once a column was read."""
+    def columns(self) -> list[tuple[str, ...]]:
+        """Every template position's column (the rows zipped: ``columns()[k]`` is
+        :meth:`column` ``k``), a new list of the kept tuples (read them, never change them).
+
+        The columns are read from the rows once, in one C-level sweep, and kept for the rows
+        list they were read from at that list's length: the library only appends rows
+        (:meth:`add_row`, :meth:`add_rows`) or makes a new table (:meth:`subset`), and a new
+        length or a new list drops what was kept. A row is not rewritten in place once the
+        columns were read."""
         rows = self.rows
         if self._columns_of[0] is not rows or self._columns_of[1] != len(rows):
-            self._columns.clear()
+            self._columns = list(zip(*rows))
             self._columns_of = (rows, len(rows))
-        found = self._columns.get(k)
-        if found is None:
-            found = self._columns[k] = [row[k] for row in rows]
-        return found.copy()
+        return list(self._columns)
 
     def ids(self) -> Iterator[str]:
         """Every node of every row, row by row."""
@@ -118,7 +123,7 @@ def aligned_rows(nodes: dict[str, Node], table: InstanceTable) -> list[bool]:
     template, rows = table.template, table.rows
     n = len(rows)
     where = {t: i for i, t in enumerate(template)}
-    columns = list(zip(*rows)) if rows else []
+    columns = table.columns()
     ok = [True] * n
     for k, t in enumerate(template):
         first = nodes[t]
@@ -241,7 +246,7 @@ def consistent_rows(table: InstanceTable, recipe: list[Recipe], derived: Mapping
     subgraph is the template's renamed. One C-level comparison per column; row by row only
     for a column that differs. ``run_nodes``: the stamper's run tables, whose derived
     tensors are read by column instead of by id (:func:`run_column`)."""
-    columns = list(zip(*table.rows))
+    columns = table.columns()
     ok = [True] * len(table.rows)
     for k, (column, how) in enumerate(zip(columns, recipe)):
         ids, values = _wanted(how, table, columns)
@@ -259,7 +264,7 @@ def row_mismatch(table: InstanceTable, recipe: list[Recipe], derived: Mapping[st
     """What row ``i`` of ``table`` records that its record does not give, and the row's node
     there, at the first position that differs (:func:`consistent_rows`'s rule for one row:
     the error a stamper bug gets)."""
-    columns = list(zip(*table.rows))
+    columns = table.columns()
     row = table.rows[i]
     for k, how in enumerate(recipe):
         ids, values = _wanted(how, table, columns)
