@@ -98,3 +98,45 @@ def test_every_column_at_once_after_each_change_of_the_rows(change: str) -> None
     want = [_rule(table, k) for k in range(3)]
     assert [list(c) for c in table.columns()] == want
     assert [table.column(k) for k in range(3)] == want
+
+
+def _columns_of(n: int, tag: str = "") -> list[list[str]]:
+    rows = _table(n, tag).rows
+    return [[row[k] for row in rows] for k in range(3)]
+
+
+def test_columns_added_to_an_empty_table_are_its_rows_and_its_columns() -> None:
+    table = InstanceTable(("l.0.a", "l.0.b", "%0:mul"), [], "l.0")
+    handed = _columns_of(4)
+    table.add_columns(handed, [f"l.{i}" for i in range(4)], list(range(4)))
+    assert table.rows == _table(4).rows and table.prefixes == ["l.0", "l.1", "l.2", "l.3"]
+    assert [list(c) for c in table.columns()] == handed == [_rule(table, k) for k in range(3)]
+    assert [table.column(k) for k in range(3)] == handed
+
+
+def test_canary_columns_added_after_rows_are_not_the_tables_columns() -> None:
+    """Kept only where the table had no row: else :meth:`columns` would answer the new rows
+    only (the check dropped turns this red)."""
+    table = _table(2)
+    assert table.column(0) == _rule(table, 0)
+    table.add_columns(_columns_of(3, "'"), ["x", "y", "z"], [7, 8, 9])
+    assert len(table.rows) == 5
+    assert [list(c) for c in table.columns()] == [_rule(table, k) for k in range(3)]
+    assert table.starts == [0, 1, 7, 8, 9]
+
+
+def test_canary_columns_of_unequal_length_are_not_kept() -> None:
+    """A column shorter than the rows' record (zip stops at it): the rows are read back,
+    not the handed columns (the length check dropped turns this red)."""
+    table = InstanceTable(("l.0.a", "l.0.b", "%0:mul"), [], "l.0")
+    handed = _columns_of(3)
+    handed[2] = handed[2][:2]
+    table.add_columns(handed, ["l.0", "l.1", "l.2"], [0, 1, 2])
+    assert len(table.rows) == 2
+    assert [list(c) for c in table.columns()] == [_rule(table, k) for k in range(3)]
+
+
+def test_no_columns_are_empty_rows() -> None:
+    table = InstanceTable((), [], "l.0")
+    table.add_columns([], ["l.0", "l.1"], [0, 0])
+    assert table.rows == [(), ()] and table.columns() == []
