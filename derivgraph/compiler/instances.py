@@ -69,19 +69,6 @@ class InstanceTable:
         self.prefixes += prefixes
         self.starts += starts
 
-    def add_columns(self, columns: list[list[str]], prefixes: list[str],
-                    starts: list[int]) -> None:
-        """:meth:`add_rows` of the rows ``columns`` give (``columns[k]``: position ``k`` on
-        each new row, in order). Where the table had no row and every column is as long as
-        ``prefixes``, the rows zipped back are those columns: they are kept as
-        :meth:`columns`' answer (no sweep of the rows)."""
-        n = len(prefixes)
-        first = not self.rows
-        self.add_rows(list(zip(*columns)) if columns else [()] * n, prefixes, starts)
-        if first and columns and all(len(column) == n for column in columns):
-            self._columns = list(map(tuple, columns))
-            self._columns_of = (self.rows, len(self.rows))
-
     def __len__(self) -> int:
         return len(self.rows)
 

@@ -279,8 +279,8 @@ class Stamper:
         table = self._table(template)
         first = not table.rows
         ops = len(program.op_slots)
-        table.add_columns(kept, paths,  # a first stamp keeps them as the table's columns
-                          list(range(start, start + size * ops, ops)) if ops else [start] * size)
+        table.add_rows(list(zip(*kept)) if kept else [()] * size, paths,
+                       list(range(start, start + size * ops, ops)) if ops else [start] * size)
         if first:  # the table's rows are the run's: its derived tensors, by column
             self.run_nodes[id(table)] = (table, table.rows, len(table.rows),
                                          [columns[i] for i in template.keep_derived])
