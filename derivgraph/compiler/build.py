@@ -99,6 +99,7 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
                       layers if stamping_enabled() else (), runs, sweeps, run_columns)
     stamper.resolve_layers(layers)
     graph.stamped, graph.stamps = stamper.stamped, list(stamper.tables.values())
+    graph.run_nodes = stamper.run_nodes
     graph.params_stamped = param_stamper.stamped
     _check_cycles(graph)
     if not any(i.rule == Rule.CYCLE for i in graph.issues):

@@ -220,6 +220,9 @@ class DerivedGraph:
         self.params_stamped = 0  # bound specs whose params came from a template
         # their instance tables, one per template (derivgraph.compiler.instances)
         self.stamps: list[Any] = []
+        # the stamper's run tables: per table whose rows are one run's, its derived tensors
+        # by column (Stamper.run_nodes; instances.run_column reads them)
+        self.run_nodes: dict[int, tuple[Any, ...]] = {}
         self.layer_cache: tuple[int, Any] = (-1, None)  # the proven ones, by graph version
         # the closed tables the order's spans were made of (every row of each), by version
         self.span_cache: tuple[int, Any] = (-1, None)

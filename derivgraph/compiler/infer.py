@@ -18,7 +18,7 @@ import torch
 
 from derivgraph.compiler.engine import engine_meta
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode
-from derivgraph.compiler.instances import InstanceTable
+from derivgraph.compiler.instances import InstanceTable, run_column
 from derivgraph.compiler.interpret import Failed, MetaInterpreter
 from derivgraph.compiler.ir import NodeKind
 from derivgraph.compiler.layers import closed_layers, layer_nodes, order_without_rows
@@ -205,14 +205,12 @@ class _Stamped:
     def derived_column(self, table: InstanceTable, k: int,
                        derived: dict[str, DerivedNode]) -> list[DerivedNode]:
         """Each row's derived tensor at template position ``k`` of ``table`` (``derived``:
-        the graph's): the node of each row's ``k``-th id. Where :attr:`run_nodes` holds
-        ``table`` with its rows list at its length (every row the run's, none added or
-        replaced since) and position ``k``, that column (the same nodes, not to be written);
-        else each id looked up."""
-        held = self.run_nodes.get(id(table))
-        if held is not None and held[0] is table and held[1] is table.rows \
-                and held[2] == len(table.rows) and k < len(held[3]):
-            return held[3][k]
+        the graph's): the node of each row's ``k``-th id; :attr:`run_nodes`' column where
+        it holds one for ``table`` (:func:`~derivgraph.compiler.instances.run_column`: the
+        same nodes, not to be written), else each id looked up."""
+        held = run_column(self.run_nodes, table, k)
+        if held is not None:
+            return held
         return list(map(derived.__getitem__, map(itemgetter(k), table.rows)))
 
     @property

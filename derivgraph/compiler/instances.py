@@ -31,7 +31,7 @@ from typing import Any
 from derivgraph.compiler.ir import Node
 
 __all__ = ["InstanceTable", "OpSlot", "PathSlot", "Recipe", "aligned_rows", "consistent_rows",
-           "row_mismatch", "row_recipe"]
+           "row_mismatch", "row_recipe", "run_column"]
 
 
 @dataclass(eq=False)
@@ -50,8 +50,9 @@ class InstanceTable:
     # source there: the template's probes proved it (each row's probes gave the same facts)
     layouts: dict[int, tuple[Any, ...]] = field(default_factory=dict)
     layouts_hold: bool = True  # false when a row's replay read such a source itself
-    # column k -> its ids, for the rows list below at the length below (see :meth:`column`)
-    _columns: dict[int, list[str]] = field(default_factory=dict, init=False, repr=False)
+    # every column's ids (the rows zipped), for the rows list below at the length below (see
+    # :meth:`columns`)
+    _columns: list[tuple[str, ...]] = field(default_factory=list, init=False, repr=False)
     _columns_of: tuple[list[tuple[str, ...]] | None, int] = field(default=(None, 0),
                                                                   init=False, repr=False)
 
@@ -72,20 +73,24 @@ class InstanceTable:
         return len(self.rows)
 
     def column(self, k: int) -> list[str]:
-        """Template node ``k``'s counterpart in every row, in stamping order (a new list).
+        """Template node ``k``'s counterpart in every row, in stamping order (a new list;
+        read from :meth:`columns`)."""
+        return list(self.columns()[k]) if self.rows else []
 
-        Each column is read from the rows once and kept for the rows list it was read from at
-        that list's length: the library only appends rows (:meth:`add_row`,
-        :meth:`add_rows`) or makes a new table (:meth:`subset`), and a new length or a new
-        list drops what was kept. A row is not rewritten in place once a column was read."""
+    def columns(self) -> list[tuple[str, ...]]:
+        """Every template position's column (the rows zipped: ``columns()[k]`` is
+        :meth:`column` ``k``), a new list of the kept tuples (read them, never change them).
+
+        The columns are read from the rows once, in one C-level sweep, and kept for the rows
+        list they were read from at that list's length: the library only appends rows
+        (:meth:`add_row`, :meth:`add_rows`) or makes a new table (:meth:`subset`), and a new
+        length or a new list drops what was kept. A row is not rewritten in place once the
+        columns were read."""
         rows = self.rows
         if self._columns_of[0] is not rows or self._columns_of[1] != len(rows):
-            self._columns.clear()
+            self._columns = list(zip(*rows))
             self._columns_of = (rows, len(rows))
-        found = self._columns.get(k)
-        if found is None:
-            found = self._columns[k] = [row[k] for row in rows]
-        return found.copy()
+        return list(self._columns)
 
     def ids(self) -> Iterator[str]:
         """Every node of every row, row by row."""
@@ -118,7 +123,7 @@ def aligned_rows(nodes: dict[str, Node], table: InstanceTable) -> list[bool]:
     template, rows = table.template, table.rows
     n = len(rows)
     where = {t: i for i, t in enumerate(template)}
-    columns = list(zip(*rows)) if rows else []
+    columns = table.columns()
     ok = [True] * n
     for k, t in enumerate(template):
         first = nodes[t]
@@ -199,35 +204,56 @@ def _wanted(how: Recipe, table: InstanceTable, columns: list[tuple[str, ...]],
     columns."""
     n = len(table.rows)
     if isinstance(how, OpSlot):
-        return [f"%{start + how.rank}:{how.name}" for start in table.starts], None
+        rank, name = how.rank, how.name  # read once, not per row
+        return [f"%{start + rank}:{name}" for start in table.starts], None
     ids = list(map(add, table.prefixes, repeat(how.suffix, n)))
     if how.value_at is not None:
         return ids, list(columns[how.value_at])
     return ids, None if how.value_id is None else [how.value_id] * n
 
 
-def _values(column: tuple[str, ...], derived: Mapping[str, Any]) -> list[Any]:
-    """The value (``input``) of each derived tensor of ``column`` (None where it is none)."""
+def run_column(run_nodes: Mapping[int, tuple[Any, ...]] | None, table: InstanceTable,
+               k: int) -> list[Any] | None:
+    """Each row's derived tensor at template position ``k`` of ``table`` as the stamper's
+    run made them, by column (``run_nodes``: :attr:`Stamper.run_nodes
+    <derivgraph.compiler.stamp.Stamper.run_nodes>`): where it holds ``table`` with its rows
+    list at its length (every row the run's, none added or replaced since) and position
+    ``k``, that column (the nodes the graph holds at the rows' ids there; not to be
+    written); None else (each id is looked up)."""
+    held = None if run_nodes is None else run_nodes.get(id(table))
+    if held is not None and held[0] is table and held[1] is table.rows \
+            and held[2] == len(table.rows) and k < len(held[3]):
+        return held[3][k]  # type: ignore[no-any-return]
+    return None
+
+
+def _values(column: tuple[str, ...], derived: Mapping[str, Any],
+            held: list[Any] | None = None) -> list[Any]:
+    """The value (``input``) of each derived tensor of ``column`` (None where it is none);
+    ``held``: those derived tensors, where the caller has them (:func:`run_column`)."""
+    if held is not None:
+        return list(map(_input, held))
     found = list(map(derived.get, column))  # one identity test each: no node's ``__eq__``
     return list(map(_input, found)) if all(map(is_not, found, repeat(None))) else \
         [None if d is None else d.input for d in found]
 
 
-def consistent_rows(table: InstanceTable, recipe: list[Recipe],
-                    derived: Mapping[str, Any]) -> list[bool]:
+def consistent_rows(table: InstanceTable, recipe: list[Recipe], derived: Mapping[str, Any],
+                    run_nodes: Mapping[int, tuple[Any, ...]] | None = None) -> list[bool]:
     """Per row of ``table``: whether its ids are the ones its record gives and its derived
     tensors' values the row's nodes its template's read (``recipe``: :func:`row_recipe`;
     ``derived``: the graph's derived tensors): the row is what its replay made, so its
     subgraph is the template's renamed. One C-level comparison per column; row by row only
-    for a column that differs."""
-    columns = list(zip(*table.rows))
+    for a column that differs. ``run_nodes``: the stamper's run tables, whose derived
+    tensors are read by column instead of by id (:func:`run_column`)."""
+    columns = table.columns()
     ok = [True] * len(table.rows)
-    for column, how in zip(columns, recipe):
+    for k, (column, how) in enumerate(zip(columns, recipe)):
         ids, values = _wanted(how, table, columns)
         if list(column) != ids:
             ok = [a and got == w for a, got, w in zip(ok, column, ids)]
         if values is not None:
-            found = _values(column, derived)
+            found = _values(column, derived, run_column(run_nodes, table, k))
             if found != values:
                 ok = [a and got == w for a, got, w in zip(ok, found, values)]
     return ok
@@ -238,7 +264,7 @@ def row_mismatch(table: InstanceTable, recipe: list[Recipe], derived: Mapping[st
     """What row ``i`` of ``table`` records that its record does not give, and the row's node
     there, at the first position that differs (:func:`consistent_rows`'s rule for one row:
     the error a stamper bug gets)."""
-    columns = list(zip(*table.rows))
+    columns = table.columns()
     row = table.rows[i]
     for k, how in enumerate(recipe):
         ids, values = _wanted(how, table, columns)

@@ -68,7 +68,7 @@ def closed_layers(graph: DerivedGraph) -> list[InstanceTable]:
             keep = [ok and len(set(row)) == size
                     for ok, row in zip(aligned_rows(nodes, table), table.rows)]
         else:  # a recorded row is what its replay made, unless it is open
-            keep = consistent_rows(table, recipe, graph.derived)
+            keep = consistent_rows(table, recipe, graph.derived, graph.run_nodes)
             if not all(keep):
                 _raise_inconsistent(graph, table, recipe, keep, opened)
         keep = [ok and not o for ok, o in zip(keep, opened)]
@@ -179,7 +179,7 @@ def row_blocks(graph: DerivedGraph, tables: list[InstanceTable],
         if spans is not None:
             if keys is None:
                 keys = list(graph.nodes)
-            found = _run_spans(keys, table.rows, walk, lead)
+            found = _run_spans(keys, table, walk, lead)
             if found is not None:
                 spans += found
                 continue
@@ -194,12 +194,13 @@ def row_blocks(graph: DerivedGraph, tables: list[InstanceTable],
     return blocks
 
 
-def _run_spans(keys: list[str], rows: list[tuple[str, ...]], walk: list[int],
+def _run_spans(keys: list[str], table: InstanceTable, walk: list[int],
                lead: int) -> list[Span] | None:
-    """The two spans of ``rows`` (one table's, its template's walk ``walk`` leading with
+    """The two spans of ``table``'s rows (its template's walk ``walk`` leading with
     ``lead`` derived tensors), when ``keys`` (the insertion order) holds every row's
     leading derived tensors as one stretch, row after row, and every row's other nodes as
     another, row after row (one C-level comparison each); None else."""
+    rows = table.rows
     heads = list(chain.from_iterable(map(itemgetter(slice(None, lead)), rows)))
     rest = list(chain.from_iterable(map(itemgetter(slice(lead, None)), rows)))
     try:
@@ -209,7 +210,7 @@ def _run_spans(keys: list[str], rows: list[tuple[str, ...]], walk: list[int],
         return None
     if keys[i:i + len(heads)] != heads or keys[j:j + len(rest)] != rest:
         return None
-    columns = list(zip(*rows))
+    columns = table.columns()
     emit = list(chain.from_iterable(zip(*[columns[k] for k in walk])))
     return [(i, i + len(heads), emit), (j, j + len(rest), None)] if rest else \
         [(i, i + len(heads), emit)]

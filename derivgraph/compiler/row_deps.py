@@ -163,7 +163,7 @@ def row_source_deps(nodes: Mapping[str, Node], tables: Iterable[InstanceTable],
             continue
         if read is not None:
             read.append(table)
-        columns = list(zip(*table.rows))
+        columns = table.columns()
         sets: dict[tuple[int, ...], list[frozenset[str]]] = {}  # one list per position set
         for k, at in enumerate(positions):
             made = sets.get(at)

@@ -1,6 +1,8 @@
-"""``InstanceTable.column`` keeps each column it read: the kept column is the per-row rule's
-(template node ``k``'s counterpart in every row) after every way the library changes a table's
-rows, and what a caller is handed is its own list."""
+"""``InstanceTable.column`` and ``InstanceTable.columns`` (every column at once, the rows
+zipped once and kept; ``column`` reads it) answer the per-row rule (template node ``k``'s
+counterpart in every row) after every way the library changes a table's rows, and what a
+caller is handed is its own list. Canaries: each of the kept columns' two checks (the rows
+list's identity, its length) dropped turns a test here red."""
 
 from __future__ import annotations
 
@@ -68,3 +70,31 @@ def test_the_kept_columns_are_not_in_the_repr_or_the_constructor() -> None:
     assert "_columns" not in repr(table)
     with pytest.raises(TypeError):
         InstanceTable(("a",), _columns={})  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("n", [0, 1, 5])
+def test_every_column_at_once_is_the_rule_and_a_new_list(n: int) -> None:
+    table = _table(n)
+    for _ in range(2):
+        got = table.columns()
+        assert [list(c) for c in got] == ([_rule(table, k) for k in range(3)] if n else [])
+        got.append(("extra",))
+        assert len(table.columns()) == (3 if n else 0)
+
+
+@pytest.mark.parametrize("change", ["append", "append-many", "new-list", "subset"])
+def test_every_column_at_once_after_each_change_of_the_rows(change: str) -> None:
+    table = _table(3)
+    assert [list(c) for c in table.columns()] == [_rule(table, k) for k in range(3)]
+    if change == "append":
+        table.add_row(("x.a", "x.b", "%9:mul"), "x", 9)
+    elif change == "append-many":
+        table.add_rows([("y.a", "y.b", "%10:mul"), ("z.a", "z.b", "%11:mul")], ["y", "z"],
+                       [10, 11])
+    elif change == "new-list":
+        table.rows = _table(3, "'").rows
+    else:
+        table = table.subset([True, False, True])
+    want = [_rule(table, k) for k in range(3)]
+    assert [list(c) for c in table.columns()] == want
+    assert [table.column(k) for k in range(3)] == want

@@ -177,7 +177,7 @@ def test_canary_a_misordered_row_taken_as_consistent(monkeypatch: pytest.MonkeyP
     refuses."""
     _misorder(monkeypatch, 3)
     monkeypatch.setattr(layers, "consistent_rows",
-                        lambda table, recipe, derived: [True] * len(table))
+                        lambda table, recipe, derived, *held: [True] * len(table))
     with pytest.raises(SpecValidationError, match="differs from eager evaluation at "
                                                   "layers.3"):
         _compiled()
@@ -217,7 +217,7 @@ def test_canary_a_misordered_record_taken_as_its_replay_and_in_order(
     model as it was."""
     _misorder(monkeypatch, 3)
     monkeypatch.setattr(layers, "consistent_rows",
-                        lambda table, recipe, derived: [True] * len(table))
+                        lambda table, recipe, derived, *held: [True] * len(table))
     monkeypatch.setattr(layers, "_inserted_in_order", lambda where, rows, lead: rows)
     model = _model()
     before = {k: v.clone() for k, v in model.state_dict().items()}
