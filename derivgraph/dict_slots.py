@@ -38,11 +38,13 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import operator
 import platform
 import sys
 import sysconfig
 from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -82,6 +84,12 @@ def _memory(kind: type[ctypes._SimpleCData], dtype: type[np.signedinteger[Any]])
 def _at(address: int, size: int) -> int:
     """The index of ``address`` in a :func:`_memory` array of ``size``-byte elements."""
     return (address - _BASE) // size
+
+
+def _used_is_len(d: dict[Any, Any]) -> bool:
+    """Whether ``d``'s ``ma_used`` word is what ``len(d)`` answers (its type keeps
+    ``dict.__len__``) and can be read."""
+    return type(d).__len__ is dict.__len__ and id(d) + _USED < _LIMIT
 
 
 class _Table:
@@ -144,15 +152,14 @@ class DictSlots:
         self._proves = [0] * len(self._dicts)
         n, tables = len(self._keys), len(self._dicts)
         # ma_keys, ma_values of each table, then ma_used of each dict sized by its words
-        words_sized = [(d, n) for d, n in zip(sized, lengths, strict=True)
-                       if type(d).__len__ is dict.__len__ and id(d) + _USED < _LIMIT]
-        #: the dicts sized by ``len`` (their type overrides it), with their expected lengths
-        self._len_sized = [(d, n) for d, n in zip(sized, lengths, strict=True)
-                           if not (type(d).__len__ is dict.__len__ and id(d) + _USED < _LIMIT)]
+        by_words = [_used_is_len(d) for d in sized]
+        words_sized = list(compress(zip(sized, lengths, strict=True), by_words))
+        #: the dicts sized by ``len`` (:func:`_used_is_len` false), with their expected lengths
+        self._len_sized = list(compress(zip(sized, lengths), map(operator.not_, by_words)))
         self._sized = [d for d, _ in words_sized]  # kept alive: their headers are read
         self._heads = np.array([0] * (2 * tables) + [_at(id(d) + _USED, _WORD) for d, _ in
                                                      words_sized], dtype=np.intp)
-        self._heads_were = np.array([0] * (2 * tables) + [n for _, n in words_sized],
+        self._heads_were = np.array([0] * (2 * tables) + [length for _, length in words_sized],
                                     dtype=np.int64)
         self._tables_words = 2 * tables  # the heads' words before the lengths
         #: whether the last :meth:`suspects` found a sized dict not at its expected length
