@@ -5,7 +5,7 @@ Both entries are built from the library's own text (``steady._BODY``; A with B's
 back as they were) with a clock read at the checks' start, after them and at the end; the
 arms alternate reload by reload (A B B A ...), sharing the settled proof's item words (a
 shallow copy of the gather's ``DictSlots`` without the lengths for A). Medians per arm and how
-many pairs B beat A.
+many pairs B beat A; also each whole reload's thread time per arm.
 
     PYTHONPATH=. python3 benchmarks/results/vllm68b/lengths_ab.py [PAIRS]
 """
@@ -72,7 +72,7 @@ with tempfile.TemporaryDirectory() as tmp, tiny_llama_vllm(Path(tmp)) as (mc, vc
         p.fn.__globals__.update(T=T, clock=time.thread_time_ns)
         made[arm] = (Program(p.name, p.source, p.fn, {}, []), slots)
     steady._BODY = new
-    rows = {a: {"checks": [], "whole": []} for a in "AB"}
+    rows = {a: {"checks": [], "whole": [], "reload": []} for a in "AB"}
     fell = {"A": 0, "B": 0}
     order = []
     for i in range(pairs):
@@ -80,7 +80,9 @@ with tempfile.TemporaryDirectory() as tmp, tiny_llama_vllm(Path(tmp)) as (mc, vc
     for i, arm in enumerate(order):
         guard._steady, gather.slots = made[arm]
         T.clear()
+        start = time.thread_time_ns()
         reload(i)
+        rows[arm]["reload"].append((time.thread_time_ns() - start) / 1e3)
         if [k for k, _ in T] != list(MARKS):
             fell[arm] += 1
             rows[arm]["checks"].append(None)
@@ -89,7 +91,7 @@ with tempfile.TemporaryDirectory() as tmp, tiny_llama_vllm(Path(tmp)) as (mc, vc
         rows[arm]["checks"].append((t["flags"] - t["checks"]) / 1e3)
         rows[arm]["whole"].append((t["end"] - t["checks"]) / 1e3)
     print(f"load {os.getloadavg()[0]:.2f}; {pairs} pairs; fallbacks {fell}")
-    for k in ("checks", "whole"):
+    for k in ("checks", "whole", "reload"):
         a = [x for x in rows["A"][k] if x is not None]
         b = [x for x in rows["B"][k] if x is not None]
         print(f"  {k:7s} A {statistics.median(a):6.1f} (q25 {statistics.quantiles(a, n=4)[0]:5.1f})"
@@ -97,3 +99,5 @@ with tempfile.TemporaryDirectory() as tmp, tiny_llama_vllm(Path(tmp)) as (mc, vc
     ca, cb = rows["A"]["checks"], rows["B"]["checks"]
     won = [b < a for a, b in zip(ca, cb) if a is not None and b is not None]
     print(f"  checks (lengths + suspects): B below A in {sum(won)} of {len(won)} pairs")
+    won = [b < a for a, b in zip(rows["A"]["reload"], rows["B"]["reload"])]
+    print(f"  whole reload (vLLM's and the plugin's): B below A in {sum(won)} of {len(won)} pairs")
