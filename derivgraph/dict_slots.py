@@ -19,6 +19,11 @@ The three gathers, each reading only memory the one before proved live:
    current table, at the same entry;
 3. each item's key word and value word (a split table's value in its values array).
 
+The first gather also reads the length (``ma_used``, what ``len`` answers for a dict whose type
+keeps ``dict.__len__``) of each dict the caller asks to be sized (:attr:`DictSlots.resized`:
+whether one is not at its expected length), so that a caller checking every dict's length and
+items reads the dicts' headers once; a dict whose type overrides ``__len__`` is sized by ``len``.
+
 Only unicode-keyed tables (combined or split) are read: an ``str`` key's hash is fixed, so the
 entry holding it is where a lookup finds it. Other tables' items, and keys absent when the plan
 was made, are always handed to the item rule.
@@ -33,11 +38,13 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import operator
 import platform
 import sys
 import sysconfig
 from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -48,6 +55,7 @@ __all__ = ["AVAILABLE", "DictSlots", "dict_slots"]
 logger = logging.getLogger(__name__)
 
 _WORD = 8
+_USED = 16                   # ma_used in PyDictObject
 _KEYS, _VALUES = 32, 40      # ma_keys, ma_values in PyDictObject
 _LAYOUT = 8                  # dk_log2_size, dk_log2_index_bytes, dk_kind (+ a padding byte)
 _NENTRIES = 24               # dk_nentries
@@ -76,6 +84,12 @@ def _memory(kind: type[ctypes._SimpleCData], dtype: type[np.signedinteger[Any]])
 def _at(address: int, size: int) -> int:
     """The index of ``address`` in a :func:`_memory` array of ``size``-byte elements."""
     return (address - _BASE) // size
+
+
+def _used_is_len(d: dict[Any, Any]) -> bool:
+    """Whether ``d``'s ``ma_used`` word is what ``len(d)`` answers (its type keeps
+    ``dict.__len__``) and can be read."""
+    return type(d).__len__ is dict.__len__ and id(d) + _USED < _LIMIT
 
 
 class _Table:
@@ -113,10 +127,14 @@ class DictSlots:
     before any entry is read. A dict not read (not a unicode table, or one found replaced
     :data:`MAX_PROVES` times: an engine that rebuilds it on every reload) reads a constant
     instead of its words, and each of its items reads a word that never holds what is expected:
-    its items are always suspects."""
+    its items are always suspects.
+
+    ``sized`` (with their expected ``lengths``): the dicts whose lengths each :meth:`suspects`
+    checks, its answer in :attr:`resized`."""
 
     def __init__(self, dicts: Sequence[dict[Any, Any]], keys: Sequence[Any],
-                 values: Sequence[Any]):
+                 values: Sequence[Any], sized: Sequence[dict[Any, Any]] = (),
+                 lengths: Sequence[int] = ()):
         self._keys = list(keys)
         self._value_ids = [id(v) for v in values]
         self._dicts: list[dict[Any, Any]] = []
@@ -133,8 +151,19 @@ class DictSlots:
                         for items in self._items]
         self._proves = [0] * len(self._dicts)
         n, tables = len(self._keys), len(self._dicts)
-        self._heads = np.zeros(2 * tables, dtype=np.intp)     # ma_keys, ma_values of each
-        self._heads_were = np.zeros(2 * tables, dtype=np.int64)
+        # ma_keys, ma_values of each table, then ma_used of each dict sized by its words
+        by_words = [_used_is_len(d) for d in sized]
+        words_sized = list(compress(zip(sized, lengths, strict=True), by_words))
+        #: the dicts sized by ``len`` (:func:`_used_is_len` false), with their expected lengths
+        self._len_sized = list(compress(zip(sized, lengths), map(operator.not_, by_words)))
+        self._sized = [d for d, _ in words_sized]  # kept alive: their headers are read
+        self._heads = np.array([0] * (2 * tables) + [_at(id(d) + _USED, _WORD) for d, _ in
+                                                     words_sized], dtype=np.intp)
+        self._heads_were = np.array([0] * (2 * tables) + [length for _, length in words_sized],
+                                    dtype=np.int64)
+        self._tables_words = 2 * tables  # the heads' words before the lengths
+        #: whether the last :meth:`suspects` found a sized dict not at its expected length
+        self.resized = False
         self._layouts = np.zeros(tables, dtype=np.intp)       # each keys object's layout
         self._layouts_were = np.zeros(tables, dtype=np.int32)
         self._words = np.zeros(2 * n, dtype=np.intp)          # each item's two words
@@ -196,14 +225,24 @@ class DictSlots:
 
     def suspects(self) -> list[int] | None:
         """The positions (ascending) of the items not proven to hold their expected value, or
-        None (nothing proven: tables kept being replaced while they were read again)."""
+        None (nothing proven: tables kept being replaced while they were read again); either
+        way :attr:`resized` says whether a sized dict is not at its expected length."""
+        # before the words' reads (this makes Python objects)
+        by_len = bool(self._len_sized) and any(len(d) != n for d, n in self._len_sized)
         for _ in range(_TRIES):
             # no Python object is made from the first read to the last (no collection, so
             # no finalizer can store into a dict between the checks and the entries' read)
             now = _WORDS.take(self._heads)
-            if now.tobytes() != self._heads_bytes:
-                self._reprove({h >> 1 for h in (now != self._heads_were).nonzero()[0].tolist()})
-                continue
+            read = now.tobytes()
+            if read == self._heads_bytes:
+                self.resized = by_len
+            else:
+                cut = self._tables_words  # the tables' heads, then the lengths
+                self.resized = by_len or read[_WORD * cut:] != self._heads_bytes[_WORD * cut:]
+                if read[:_WORD * cut] != self._heads_bytes[:_WORD * cut]:
+                    changed = (now[:cut] != self._heads_were[:cut]).nonzero()[0]
+                    self._reprove({h >> 1 for h in changed.tolist()})
+                    continue
             now = _HALVES.take(self._layouts)
             if now.tobytes() != self._layouts_bytes:
                 self._reprove(set((now != self._layouts_were).nonzero()[0].tolist()))
@@ -272,13 +311,15 @@ def _self_test() -> bool:
         items not holding their value or in a table not read are suspects."""
         dicts, probe, module = fresh()
         items = [(d, k, v) for d in dicts for k, v in d.items()]
-        slots = DictSlots(*zip(*items))
-        if slots.suspects() != [len(items) - 2, len(items) - 1]:
+        lengths = list(map(len, dicts))
+        slots = DictSlots(*zip(*items), dicts, lengths)
+        if slots.suspects() != [len(items) - 2, len(items) - 1] or slots.resized:
             return False
         mutate(dicts, probe, module)
         readable = {id(d): _Table(d).readable for d in dicts}
         return slots.suspects() == [j for j, (d, k, v) in enumerate(items)
-                                    if dict.get(d, k, _Probe) is not v or not readable[id(d)]]
+                                    if dict.get(d, k, _Probe) is not v or not readable[id(d)]] \
+            and slots.resized == (list(map(len, dicts)) != lengths)
 
     steps: list[Any] = [  # each: the stores of one kind
         lambda ds, p, m: ds[0].__setitem__("b", object()),
@@ -316,11 +357,12 @@ AVAILABLE: bool = _available()
 
 
 def dict_slots(dicts: Sequence[dict[Any, Any]], keys: Sequence[Any],
-               values: Sequence[Any]) -> DictSlots | None:
+               values: Sequence[Any], sized: Sequence[dict[Any, Any]] = (),
+               lengths: Sequence[int] = ()) -> DictSlots | None:
     """A :class:`DictSlots` over the items where the layout is proven and some item can be
-    read, else None (the caller compares every item)."""
+    read (and sizing ``sized``), else None (the caller compares every item and length)."""
     if not AVAILABLE:
         return None
-    slots = DictSlots(dicts, keys, values)
+    slots = DictSlots(dicts, keys, values, sized, lengths)
     return slots if slots.usable else None
 

@@ -13,10 +13,10 @@ _verdict``). :func:`build` writes that path as one function over the objects the
 now, bound as its globals:
 
 - every object it reads is checked first to be still the guard's (the key: each by identity);
-- then every check the library's restore makes (the dicts' lengths, the raw-word suspects, each
-  suspected item's identity and template, the startup storage where the caller did not prove
-  it); any failing: ``return slow(...)``, the library's restore from its start (nothing was
-  written, so it decides as if this entry did not exist);
+- then every check the library's restore makes (the dicts' lengths and the raw-word suspects,
+  read in one call; each suspected item's identity and template; the startup storage where the
+  caller did not prove it); any failing: ``return slow(...)``, the library's restore from its
+  start (nothing was written, so it decides as if this entry did not exist);
 - then the restore's own writes (its report, ``restores``, the claimed set), as the library's.
 
 :meth:`Guard.source <derivgraph.guard.guard.Guard.source>` prints this function: the text is
@@ -106,10 +106,11 @@ _BODY = [
     "        or guard._guarded is not guarded):",
     f"    {_SLOW}",
     "# Sweep._dirty_whole: every watched dict at its snapshot length (else resized: Watch._grown",
-    "# may re-base it), every item proven by its raw words but the suspects",
-    "if list(map(len, gather_dicts)) != lengths:",
-    f"    {_SLOW}",
+    "# may re-base it; read with the tables' heads), every item proven by its raw words but the",
+    "# suspects",
     "suspects = slots.suspects()",
+    "if slots.resized:",
+    f"    {_SLOW}",
     "if suspects is None:  # no proof: _Gather.differing proves again and reads every item",
     f"    {_SLOW}",
     "if suspects:",

@@ -96,8 +96,10 @@ class _Gather:
         self.prove()
 
     def prove(self) -> None:
-        """Take the raw-word proof of the items from the dicts' tables as they are now."""
-        self.slots = dict_slots(self.acc_dicts, self.acc_keys, self.acc_values)
+        """Take the raw-word proof of the items from the dicts' tables as they are now (sizing
+        the dicts too: :attr:`DictSlots.resized <derivgraph.dict_slots.DictSlots.resized>`)."""
+        self.slots = dict_slots(self.acc_dicts, self.acc_keys, self.acc_values, self.dicts,
+                                self.lengths)
 
     def differing(self) -> list[int]:
         """The positions of the accessors not holding their snapshot value (:func:`_differing`),
@@ -279,11 +281,12 @@ class Sweep:
         prove it (:meth:`_Gather.differing`), from flat columns built once per set of dicts
         (:meth:`_gather`)."""
         gather = self._gather(order)
-        lens = list(map(len, gather.dicts))
-        resized = [] if lens == gather.lengths else [
-            i for i, n, was in zip(order, lens, gather.lengths) if n != was]
-        acc, dicts, keys = gather.acc, gather.acc_dicts, gather.acc_keys
+        slots = gather.slots
         hits = gather.differing()  # the few hits read their values again below
+        # the lengths: read with the proof's words (DictSlots.resized) where there is a proof
+        resized = [] if slots is not None and not slots.resized else [
+            i for i, n, was in zip(order, map(len, gather.dicts), gather.lengths) if n != was]
+        acc, dicts, keys = gather.acc, gather.acc_dicts, gather.acc_keys
         if not hits:
             return resized, [], []
         return resized, [acc[j] for j in hits], [dicts[j].get(keys[j], MISSING) for j in hits]

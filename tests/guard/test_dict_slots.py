@@ -196,3 +196,69 @@ def test_a_reload_changing_the_same_items_again_and_then_another(version_tags,
     assert sweep.dirty()[0] == {_index(sweep, dicts[1]), _index(sweep, dicts[3])}
     if dict_slots.AVAILABLE:
         assert read_by_key[-4:] == [1, 1, 1, 2]
+
+
+class _Lying(dict):  # type: ignore[type-arg]
+    """A dict whose ``len`` is not its table's count of items."""
+
+    def __len__(self) -> int:
+        return 0
+
+
+def test_the_lengths_are_read_with_the_heads() -> None:
+    """Each sized dict's length (an item's dict, and one with no item proven) is checked in
+    every :meth:`DictSlots.suspects`, through a table replaced and a proof given up."""
+    _proofs_on()
+    d = {"a": object(), "b": object()}
+    empty: dict[str, Any] = {}
+    slots = DictSlots([d, d], ["a", "b"], [d["a"], d["b"]], [d, empty], [2, 0])
+    assert slots.suspects() == [] and not slots.resized
+    d["c"] = 1
+    assert slots.suspects() == [] and slots.resized
+    del d["c"]
+    assert slots.suspects() == [] and not slots.resized
+    empty["x"] = 1
+    assert slots.suspects() == [] and slots.resized
+    del empty["x"]
+    d.update({f"n{j}": j for j in range(64)})  # d's table replaced, d's length changed
+    assert slots.suspects() == [] and slots.resized
+    for j in range(64):
+        del d[f"n{j}"]
+    assert slots.suspects() == [] and not slots.resized
+
+
+def test_a_length_checked_while_the_tables_keep_moving(monkeypatch) -> None:
+    """No proof (tables replaced on every read again): the lengths are still answered."""
+    _proofs_on()
+    d = {"a": object()}
+    slots = DictSlots([d], ["a"], [d["a"]], [d], [1])
+    monkeypatch.setattr(DictSlots, "_reprove", lambda self, tables: None)
+    d.update({f"n{j}": j for j in range(64)})  # the table replaced, never proven again
+    assert slots.suspects() is None and slots.resized
+    for j in range(64):
+        del d[f"n{j}"]
+    assert slots.suspects() is None and not slots.resized
+
+
+def test_a_dict_overriding_len_is_sized_by_len() -> None:
+    """Canary: its table's count (2) is not what ``len`` answers (0); read as words, it would
+    be found resized."""
+    _proofs_on()
+    lying = _Lying(a=object(), b=object())
+    slots = DictSlots([lying], ["a"], [lying["a"]], [lying], [0])
+    assert slots.suspects() == [] and not slots.resized
+    lying["c"] = 1
+    assert slots.suspects() == [] and not slots.resized  # len() still 0
+    slots = DictSlots([lying], ["a"], [lying["a"]], [lying], [3])
+    assert slots.suspects() == [] and slots.resized
+
+
+def test_resizes_found_by_the_words_are_the_sweep_s(version_tags) -> None:
+    """The sweep's lengths come from the proof's read: the two dicts grown are found, the
+    others (moved, at their length) are not."""
+    sweep, dicts = _sweep()
+    _touch(dicts)
+    dicts[2]["new"] = object()
+    dicts[4]["new"] = object()
+    dirty, resized = sweep.dirty()
+    assert dirty == set() and sorted(resized) == sorted(_index(sweep, dicts[i]) for i in (2, 4))

@@ -241,7 +241,7 @@ def _repointed(model: _Model) -> dict[str, Any]:
 SCENARIOS = {
     "key": (_full, "if (full or guard.watch is not watch",
             "if False and (full or guard.watch is not watch", ("meta.t", Change.NEW)),
-    "lengths": (_resized, "if list(map(len, gather_dicts)) != lengths:", "if False:",
+    "lengths": (_resized, "if slots.resized:", "if False:",
                 ("layers.2.extra", Change.NEW)),
     "proof": (_unproven, "if suspects is None:", "if False:", ("layers.2.tp_size", Change.NEW)),
     "suspects": (_other_suspects, "    if suspects is not columns[0]:", "    if False:",
