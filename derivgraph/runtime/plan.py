@@ -181,8 +181,7 @@ class Plan:
         fast = self._steady if kind is PassKind.REFILL and names is None and steady.ENABLED \
             else None
         if fast is not None:
-            rest = fast.fn.__globals__["rest_pass"]
-            called += [] if rest is None else [rest]
+            called += fast.calls  # the partial pass it calls
             return fast.source + "\n" + self.programs.source(entry, called)
         return self.programs.source(entry, called)
 

@@ -164,7 +164,8 @@ def build(plan: Any, mask: tuple[bool, ...]) -> Program | None:
     header += [f"#   {name} = {_DESCRIBED[name]}" for name in _DESCRIBED]
     if rest_pass is not None:
         header.append(f"#   {rest_pass.name} = the partial pass (printed below)")
-    return Program(NAME, "\n".join(header) + "\n" + src, fn, {}, [])
+    return Program(NAME, "\n".join(header) + "\n" + src, fn, {}, [],
+                   calls=() if rest_pass is None else (rest_pass,))
 
 
 def _body(n: int, part: Any, rest_pass: Program | None, stage_rows: list[Any],

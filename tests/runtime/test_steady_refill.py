@@ -11,6 +11,7 @@ that check's ``if`` made never true goes wrong (so the scenario exercises that c
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -156,11 +157,18 @@ def test_the_printed_steady_entry_is_the_code_that_runs(twins: Twins):
     assert ran in text  # the function's own source, as compiled, is printed
     assert "def refill(report):" in text  # then the slow entry it falls back to
     assert "def partial_pass" in text
+    # the partial pass printed is the one the entry calls, carried on its Program
+    (rest,) = plan._steady.calls
+    assert fn.__globals__[rest.name] is rest.fn and rest.source in text
+    # canary: the pass printed is the Program's, not found in the function's globals
+    entry = plan._steady
+    plan._steady = dataclasses.replace(entry, calls=())
+    assert "def partial_pass" not in plan.source("refill")
+    plan._steady = entry
     # executing the printed function's text in a copy of its globals refills the same way
     scope = dict(fn.__globals__)
     exec(compile(ran, "<printed>", "exec"), scope)  # noqa: S102 - the printed text
-    plan._steady = type(plan._steady)(plan._steady.name, plan._steady.source,
-                                      scope["refill_steady"], {}, [])
+    plan._steady = dataclasses.replace(plan._steady, fn=scope["refill_steady"])
     fast, slow = twins.refill(_engine, 7)
     assert _same(fast, slow) and twins.runs == []
 
