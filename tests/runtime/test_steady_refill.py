@@ -269,3 +269,25 @@ def test_canary_without_the_check_the_scenario_goes_wrong(twins: Twins, check: s
     plan._steady = steady.build(plan, mask)
     fast, slow = twins.refill(scenario, 3)
     assert not _same(fast, slow)  # wrong values, a holder not bound back, or a moved report
+
+
+def test_a_refused_plan_is_tried_again_once_acceptable():
+    """``steady.build`` refuses a plan whose owner hops are checked one by one; the refusal is
+    not kept: the next refill whose mask repeats, once the hops are back in their dicts,
+    makes the entry (red where a refusal is remembered past what it read)."""
+    twins = Twins()
+    twins.steady()
+    model, plan, _ = twins.fast
+    hops = plan.holders.hops
+    assert hops.slow == []
+    plan._steady = None
+    hops.slow.append(0)  # hop 0 also checked one by one (the same answer): refused
+    for seed in (3, 4):
+        fast, slow = twins.refill(_engine, seed)
+        assert _same(fast, slow)
+        assert plan._last_take[1] is not None and plan._steady is None
+    hops.slow.clear()
+    fast, slow = twins.refill(_engine, 5)
+    assert _same(fast, slow) and plan._steady is not None
+    fast, slow = twins.refill(_engine, 6)
+    assert _same(fast, slow)
