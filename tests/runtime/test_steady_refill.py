@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from derivgraph import DerivedTensor, Spec, compile_plan
+from derivgraph.addresses import AtAddresses
 from derivgraph.runtime import steady
 from derivgraph.runtime.plan import Plan
 from tests.runtime.test_refill_batched import SPEC, Layer, Stack
@@ -291,3 +292,18 @@ def test_a_refused_plan_is_tried_again_once_acceptable():
     assert _same(fast, slow) and plan._steady is not None
     fast, slow = twins.refill(_engine, 6)
     assert _same(fast, slow)
+
+
+def test_another_after_falls_back_to_the_slow_path(twins: Twins):
+    """The steady entry is keyed on the refill's ``after`` (made with none here): a refill
+    that passes other tensors takes the slow path, which proves them with the holders; the
+    entry made again over them proves them too (red without the key's ``after`` check)."""
+    model, plan, _ = twins.fast
+    outside = [torch.arange(4.0)]
+    after = AtAddresses(outside, [t.data_ptr() for t in outside], hold=True)
+    for seed in (3, 4, 5):
+        _engine(model, seed)
+        report = plan.refill(verify=True, after=after)
+        assert report.moved == [] and plan.holders.after_checked is report
+    assert twins.runs == [1]  # the first only; then the entry made over this after
+    assert plan._steady.fn.__globals__["after_at_build"] is after
