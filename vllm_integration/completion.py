@@ -24,6 +24,7 @@ from vllm_integration.snapshot import AuditResult, compare
 
 if TYPE_CHECKING:
     from derivgraph import Plan, RunReport
+    from derivgraph.addresses import AtAddresses
     from derivgraph.audit.runtime.reload_watch import WatchResult
     from derivgraph.audit.runtime.spec_values import SpecValueCheck
     from derivgraph.guard import GuardReport
@@ -119,13 +120,16 @@ class Counters:
         return out
 
 
-def _run_plan(plan: Plan, layerwise: bool, mode: str, updated: Any) -> RunReport | None:
+def _run_plan(plan: Plan, layerwise: bool, mode: str, updated: Any,
+              after: AtAddresses | None) -> RunReport | None:
+    """Refill or recompute ``plan``; its last address check takes ``after`` too."""
     folds = getattr(plan, "folds", None)
     if not len(plan) and (folds is None or not len(folds)):  # a plan of folds only runs too
         return None
     if layerwise:
-        return plan.refill(verify=True) if mode != "recompute" else plan.run(verify=True)
-    return plan.run(updated(), verify=True)
+        return plan.refill(verify=True, after=after) if mode != "recompute" \
+            else plan.run(verify=True, after=after)
+    return plan.run(updated(), verify=True, after=after)
 
 
 def complete(model: Any, state: Any, session: Any, mode: str, updated: Any) -> RunReport | None:
@@ -138,9 +142,9 @@ def complete(model: Any, state: Any, session: Any, mode: str, updated: Any) -> R
     start = time.perf_counter()
     check_folds(plan, state.witness, mode)  # an engine that folds every load: strict raises
     holders = getattr(plan, "holders", None)
-    if holders is not None:  # the pass's last address check takes the guard's tensors too
-        holders.after = guard.addresses if guard is not None else None
-    report = _run_plan(plan, session.layerwise, mode, updated)
+    # the pass's last address check takes the guard's tensors too
+    report = _run_plan(plan, session.layerwise, mode, updated,
+                       guard.addresses if guard is not None else None)
     if report is not None:
         if report.mode == "refill":
             counters.refills += 1

@@ -201,6 +201,8 @@ class Program:
     steps: list[Step]
     groups: int = 0
     counts: tuple[int, int, int] | None = None  # steps, tensors and bytes written: set once
+    #: the generated functions it calls by name, printed after it (``Plan.source``)
+    calls: tuple[Program, ...] = ()
 
 
 def compile_function(bindings: Bindings, name: str, body: list[tuple[str, tuple[str, ...]]],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import ItemsView, Iterator, KeysView, Mapping, Sequence, ValuesView
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence, ValuesView
 from itertools import chain, compress, repeat
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
@@ -15,7 +15,8 @@ from derivgraph.compiler.graph import DerivedNode
 from derivgraph.paths import Slot
 from derivgraph.spec.kinds import TensorKind
 
-__all__ = ["Entry", "EntryTable", "LazyAlias", "ProvenColumn", "TableColumn", "address_of"]
+__all__ = ["Entry", "EntryTable", "LazyAlias", "ProvenColumn", "TableColumn", "address_of",
+           "keeps_startup"]
 
 
 class Entry:
@@ -52,6 +53,15 @@ class Entry:
     def nbytes(self) -> int:
         s = self.storage
         return s.numel() * s.element_size() if isinstance(s, torch.Tensor) else 0
+
+
+_STARTUP_DATA = operator.attrgetter("startup_data")
+
+
+def keeps_startup(entries: Iterable[Entry]) -> list[bool]:
+    """Per entry, whether it keeps its startup storage (:attr:`Entry.startup_data` set): the
+    one rule of which derived tensors a refill may re-point back (one C-level sweep)."""
+    return list(map(operator.is_not, map(_STARTUP_DATA, entries), repeat(None)))
 
 
 #: an entry column row's startup storage kept without its detached alias: the storage's

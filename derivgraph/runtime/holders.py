@@ -92,13 +92,10 @@ class Holders:
         #: the run (report) whose source check also proved every startup tensor at its
         #: startup address (by the joint check); None: not proven by a source check
         self.startup_checked: Any = None
-        #: tensors a later check of the same reload needs at fixed addresses (the guard's
-        #: startup tensors), joined to :meth:`moved`'s address check of the holders' storages:
-        #: one check over both (:meth:`_holders_at_startup`)
-        self.after: AtAddresses | None = None
-        #: the run (report) whose :meth:`moved` proved :attr:`after` too; None: not proven
+        #: the run (report) whose :meth:`moved` proved its ``after`` tensors too; None: not
+        #: proven
         self.after_checked: Any = None
-        # (the holder table, :attr:`after`, their joint check; None: not joined)
+        # (the holder table, the ``after`` check, their joint check; None: not joined)
         self._after_joint: tuple[HolderTable, AtAddresses, AtAddresses | None] | None = None
 
     def walk(self, source_owners: list[str] | None = None,
@@ -350,21 +347,24 @@ class Holders:
                 moved.append(src)
         return changed, moved
 
-    def moved(self, source_ptrs: Mapping[str, tuple[int, int]], report: Any = None) \
-            -> list[str]:
+    def moved(self, source_ptrs: Mapping[str, tuple[int, int]], report: Any = None,
+              after: AtAddresses | None = None) -> list[str]:
         """Derived tensors and sources whose holder now has another object or address.
 
         Holders and sources the accessors prove in place (owners intact, every holder the
         startup object at its startup address) are not walked; the rest are, one by one.
         ``report``: the run this check closes; a source check that run passed stands (only its
         pass, copies and rebind ran since: they write derived tensors and their holders, never
-        a source), once: the run's proof is used up here.
+        a source), once: the run's proof is used up here. ``after``: tensors a later check of
+        the same reload needs at fixed addresses (the guard's startup tensors), joined to the
+        holders' address check (:meth:`_holders_at_startup`).
         """
         table = self.table
         rebound, self._rebound = self._rebound, None
         self.after_checked = None
         fast = self.hops is not None and (self._holders_proven(report, rebound) or (
-            self.hops.intact() and table.intact())) and self._holders_at_startup(table, report)
+            self.hops.intact() and table.intact())) \
+            and self._holders_at_startup(table, report, after)
         entries = self.entries
         keys = self._unproven() if fast else self._not_scalars()
         moved = []
@@ -383,15 +383,15 @@ class Holders:
                 moved.append(path)
         return moved
 
-    def _holders_at_startup(self, table: HolderTable, report: Any) -> bool:
+    def _holders_at_startup(self, table: HolderTable, report: Any,
+                            after: AtAddresses | None) -> bool:
         """Every storage of ``table`` at its startup address
         (:meth:`~derivgraph.runtime.accessors.HolderTable.at_startup_addresses`). Where
-        :attr:`after` is set (and a run asks, ``report``), one
+        ``after`` is given (and a run asks, ``report``), one
         :class:`~derivgraph.addresses.AtAddresses` over both lists instead (the same rule over
-        the union: one check where there were two); when it passes, :attr:`after` is proven
+        the union: one check where there were two); when it passes, ``after`` is proven
         too (:attr:`after_checked` is ``report``); when it fails, the table's own check
-        decides and :attr:`after` is left unproven (its owner checks it)."""
-        after = self.after
+        decides and ``after`` is left unproven (its owner checks it)."""
         if after is None or report is None:
             return table.at_startup_addresses()
         joint = self._after_joint

@@ -33,6 +33,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from derivgraph.addresses import AtAddresses
 from derivgraph.compiler.codegen import Program
 from derivgraph.compiler.fold import FoldSet
 from derivgraph.compiler.graph import DerivedGraph
@@ -181,8 +182,7 @@ class Plan:
         fast = self._steady if kind is PassKind.REFILL and names is None and steady.ENABLED \
             else None
         if fast is not None:
-            rest = fast.fn.__globals__["rest_pass"]
-            called += [] if rest is None else [rest]
+            called += fast.calls  # the partial pass it calls
             return fast.source + "\n" + self.programs.source(entry, called)
         return self.programs.source(entry, called)
 
@@ -257,7 +257,8 @@ class Plan:
 
     # ---- running -----------------------------------------------------------------------------
     def run(self, updated: Iterable[str] | None = None, *, verify: bool = False,
-            take_engine_values: bool = False, strict: bool | None = None) -> RunReport:
+            take_engine_values: bool = False, strict: bool | None = None,
+            after: AtAddresses | None = None) -> RunReport:
         """Recompute derived tensors into their startup storage, then re-bind holders.
 
         ``updated``: source paths (exact, prefix or glob) that changed; only their dirty cone is
@@ -269,7 +270,11 @@ class Plan:
         source whose shape or dtype changed; otherwise the affected derived tensors are
         re-allocated and reported (graph recapture required). :meth:`source` prints the code.
         A full run of a captured plan on CUDA launches the replay before its host checks
-        (:attr:`overlap_checks`; see :meth:`capture`).
+        (:attr:`overlap_checks`; see :meth:`capture`). ``after``: with ``verify``, tensors a
+        later check of the same reload needs at fixed addresses, checked with the holders'
+        storages in one check (:meth:`Holders.moved
+        <derivgraph.runtime.holders.Holders.moved>`; proven: ``holders.after_checked`` is the
+        report).
         """
         names = None if updated is None else tuple(updated)
         if not take_engine_values and self._opaque():  # refused before anything is written
@@ -298,7 +303,7 @@ class Plan:
             self.tensors.at_startup = False
         report.seconds = time.perf_counter() - start
         if verify:  # this run's source check stands (see Holders.moved)
-            report.moved = self.holders.moved(self.source_ptrs, report)
+            report.moved = self.holders.moved(self.source_ptrs, report, after)
         return report
 
     def _opaque(self) -> list[str]:
@@ -310,26 +315,26 @@ class Plan:
             self._opaque_ids = opaque_entries(self.entries.generic)
         return self._opaque_ids
 
-    def refill(self, *, verify: bool = False) -> RunReport:
+    def refill(self, *, verify: bool = False, after: AtAddresses | None = None) -> RunReport:
         """After an engine reran its post-load step: keep its values, restore our storage.
 
         Once two refills in a row took the same holders from the engine, the steady entry
         (:mod:`derivgraph.runtime.steady`) runs: the same path as one function, falling back to
-        :meth:`run` before any write when anything differs."""
+        :meth:`run` before any write when anything differs. ``after``: as :meth:`run`'s."""
         fast = self._steady
         if fast is not None and steady.ENABLED:
-            return fast.fn(verify)
-        return self._refill_slow(verify)
+            return fast.fn(verify, after)
+        return self._refill_slow(verify, after)
 
-    def _refill_slow(self, verify: bool) -> RunReport:
+    def _refill_slow(self, verify: bool, after: AtAddresses | None = None) -> RunReport:
         """:meth:`run`'s refill; then the steady entry made where this refill's batched read
         took the same part mask as the last one (the engine rebuilds the same holders)."""
         last = self._last_take
-        report = self.run(None, verify=verify, take_engine_values=True)
+        report = self.run(None, verify=verify, take_engine_values=True, after=after)
         taken = self._last_take
         if steady.ENABLED and taken is not None and taken[0] is report \
                 and taken[1] is not None and last is not None and last[1] == taken[1]:
-            self._steady = steady.build(self, taken[1])
+            self._steady = steady.build(self, taken[1], after)
         return report
 
     def _entry(self, kind: PassKind, names: tuple[str, ...] | None,

@@ -9,11 +9,12 @@ the partial pass computes the rest, the same holders are re-bound, :meth:`Holder
 same native calls, half its time is Python frames between them. :func:`build` writes that path
 as one function over the objects the plan holds now, bound as its globals:
 
-- every object it reads is checked first to be still the plan's (the key: each by identity);
+- every object it reads (and the refill's ``after``) is checked first to be still the plan's
+  (the key: each by identity);
 - then every check the slow path makes before its first write (hops, sources held, the joint
   address check, the holders' read, the same holders rebuilt, the layout guard); any failing:
-  ``return slow(verify)``, the plan's :meth:`~derivgraph.runtime.plan.Plan.run` refill from its
-  start (nothing was written, so it decides as if this entry did not exist);
+  ``return slow(verify, after)``, the plan's :meth:`~derivgraph.runtime.plan.Plan.run` refill
+  from its start (nothing was written, so it decides as if this entry did not exist);
 - then the writes in the slow path's order, with its report and the holder state it leaves
   (each line says which); a check after the writes that fails (a scalar holder, the address
   check after the rebind) calls the library's own rule, as the slow path does.
@@ -30,6 +31,7 @@ from typing import Any
 
 import torch
 
+from derivgraph.addresses import AtAddresses
 from derivgraph.compiler.codegen import Program
 from derivgraph.compiler.generated import define
 from derivgraph.runtime.programs import PassKind
@@ -66,7 +68,8 @@ _DESCRIBED = {
     "stale": "the holders re-bound, ascending",
     "stage_table": "plan.tensors._stage_rows", "stage_rows": "the stage buffers' rows",
     "stage_names": "the derived scalars' ids", "scalars": "plan.holders._scalars",
-    "scalar_reads": "plan.holders._scalar_reads", "after": "plan.holders.after",
+    "scalar_reads": "plan.holders._scalar_reads",
+    "after_at_build": "the refill's after (Plan.refill) when this was made",
     "after_key": "plan.holders._after_joint or table._at",
     "after_check": "the address check after the rebind (Holders._holders_at_startup)",
     "source_ptrs": "plan.source_ptrs", "slow": "Plan._refill_slow (the plan's run)",
@@ -74,10 +77,12 @@ _DESCRIBED = {
 }
 
 
-def build(plan: Any, mask: tuple[bool, ...]) -> Program | None:
+def build(plan: Any, mask: tuple[bool, ...], after: AtAddresses | None = None) \
+        -> Program | None:
     """The steady refill entry of ``plan`` (a :class:`~derivgraph.runtime.plan.Plan`), made
-    right after a refill whose batched read took ``mask`` (not None: some targets rebuilt);
-    None where the plan's state is outside what the entry covers (the slow path stays)."""
+    right after a refill whose batched read took ``mask`` (not None: some targets rebuilt)
+    and ``after`` (:meth:`Plan.refill <derivgraph.runtime.plan.Plan.refill>`'s); None where
+    the plan's state is outside what the entry covers (the slow path stays)."""
     holders, programs, tensors = plan.holders, plan.programs, plan.tensors
     hops, table, refill_table = holders.hops, holders.table, plan._refill_table
     if hops is None or refill_table is None or refill_table.table is not table \
@@ -116,7 +121,6 @@ def build(plan: Any, mask: tuple[bool, ...]) -> Program | None:
     scalars, scalar_reads = holders._scalars, holders._scalar_reads
     if scalars and (scalar_reads is None or len(scalar_reads[0]) != len(scalars)):
         return None
-    after = holders.after
     if after is None:
         after_key = table._at
         after_check = after_key
@@ -142,7 +146,7 @@ def build(plan: Any, mask: tuple[bool, ...]) -> Program | None:
         "table_keys": table.keys, "table_storages": table.storages, "rebuilt": rebuilt,
         "taken_at": taken_at, "ours": part.ours, "stale": stale,
         "stage_table": tensors._stage_rows, "stage_rows": stage_rows, "stage_names": stages,
-        "scalars": scalars, "scalar_reads": scalar_reads, "after": after,
+        "scalars": scalars, "scalar_reads": scalar_reads, "after_at_build": after,
         "after_key": after_key, "after_check": after_check, "source_ptrs": plan.source_ptrs,
         "slow": plan._refill_slow, "set_scalars": plan._set_scalars,
         "RunReport": RunReport, "torch": torch, "perf_counter": time.perf_counter,
@@ -151,7 +155,7 @@ def build(plan: Any, mask: tuple[bool, ...]) -> Program | None:
     }
     lines = _body(n, part, rest_pass, stage_rows, scalars, after is not None,
                   (n + steps, n + written, part.nbytes + nbytes), len(stale))
-    src = "\n".join([f"def {NAME}(verify):",
+    src = "\n".join([f"def {NAME}(verify, after):",
                      '    """plan.refill() in its steady state (the same holders rebuilt as '
                      'when this was made); else the slow entry."""',
                      *(f"    {line}" for line in lines)]) + "\n"
@@ -164,7 +168,8 @@ def build(plan: Any, mask: tuple[bool, ...]) -> Program | None:
     header += [f"#   {name} = {_DESCRIBED[name]}" for name in _DESCRIBED]
     if rest_pass is not None:
         header.append(f"#   {rest_pass.name} = the partial pass (printed below)")
-    return Program(NAME, "\n".join(header) + "\n" + src, fn, {}, [])
+    return Program(NAME, "\n".join(header) + "\n" + src, fn, {}, [],
+                   calls=() if rest_pass is None else (rest_pass,))
 
 
 def _body(n: int, part: Any, rest_pass: Program | None, stage_rows: list[Any],
@@ -174,7 +179,7 @@ def _body(n: int, part: Any, rest_pass: Program | None, stage_rows: list[Any],
     lines = [
         "if torch.is_grad_enabled():  # as Plan.run: the writes under no_grad",
         "    with torch.no_grad():",
-        f"        return {NAME}(verify)",
+        f"        return {NAME}(verify, after)",
         "start = perf_counter()",
         "# the key: every object bound here is still the plan's",
         "if (holders.hops is not hops or holders.table is not table",
@@ -190,7 +195,7 @@ def _body(n: int, part: Any, rest_pass: Program | None, stage_rows: list[Any],
         "        or plan._taken_rest.get(mask) is not rest",
         "        or holders._scalars is not scalars or holders._scalar_reads is not scalar_reads",
         "        or tensors._stage_rows is not stage_table",
-        "        or holders.after is not after or plan.source_ptrs is not source_ptrs",
+        "        or after is not after_at_build or plan.source_ptrs is not source_ptrs",
         "        or plan.containers or plan.folds.entries or plan._captured",
     ]
     if rest_pass is not None:
@@ -199,22 +204,22 @@ def _body(n: int, part: Any, rest_pass: Program | None, stage_rows: list[Any],
                  + ("holders._after_joint is not after_key):" if joined
                     else "table._at is not after_key):"))
     lines += [
-        "    return slow(verify)",
+        "    return slow(verify, after)",
         "# Holders.sources_intact: every owner hop, every source held, the sources and the",
         "# startup tensors at their addresses (one joint check)",
         "if not all(map(is_, map(dict_get, hop_dicts, hop_keys), hop_expected)):",
-        "    return slow(verify)",
+        "    return slow(verify, after)",
         "if not all(map(is_, map(dict_get, source_dicts, source_keys), source_tensors)):",
-        "    return slow(verify)",
+        "    return slow(verify, after)",
         "if not joint.intact():",
-        "    return slow(verify)",
+        "    return slow(verify, after)",
         "# RefillTable.take: the same holders rebuilt (so the same mask), their layouts",
         "current = list(map(dict_get, table_dicts, table_keys))",
         "if tuple(map(is_not, current, table_storages)) != rebuilt:",
-        "    return slow(verify)",
+        "    return slow(verify, after)",
         "theirs = list(map(current.__getitem__, taken_at))",
         "if not layout_guard.check(*theirs):",
-        "    return slow(verify)",
+        "    return slow(verify, after)",
         "# every check passed: nothing is written above this line",
         f"report = RunReport(mode='refill', steps={counts[0]}, written={counts[1]}, "
         f"bytes={counts[2]}, taken_from_engine={n})",
@@ -255,7 +260,7 @@ def _body(n: int, part: Any, rest_pass: Program | None, stage_rows: list[Any],
               "    report.moved = []",
               "    return report",
               "holders._rebound = (report, table)  # as the slow path leaves it for moved",
-              "report.moved = holders.moved(source_ptrs, report)",
+              "report.moved = holders.moved(source_ptrs, report, after)",
               "return report"]
     return lines
 

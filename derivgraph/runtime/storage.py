@@ -23,7 +23,7 @@ from derivgraph.compiler.ir import Node, NodeKind
 from derivgraph.compiler.layers import closed_layers, order_without_rows
 from derivgraph.compiler.owners import PathReader
 from derivgraph.ops import OPS, OpKind
-from derivgraph.runtime.entry import Entry
+from derivgraph.runtime.entry import Entry, keeps_startup
 
 __all__ = ["BoundTensors", "BoundViews", "may_view", "view_candidates"]
 
@@ -37,8 +37,8 @@ _NUMPY_TOLIST = frozenset({torch.float32, torch.float64, torch.int64, torch.int3
 
 def _restorable(entries: list[Entry]) -> bytes:
     """Per entry, 1 where it keeps startup data (a refill may re-point it: its storage is in
-    :meth:`BoundTensors.startup_addresses`, by the same rule), else 0."""
-    return bytes([e.startup_data is not None for e in entries])
+    :meth:`BoundTensors.startup_addresses`, by the same rule: :func:`keeps_startup`), else 0."""
+    return bytes(keeps_startup(entries))
 
 
 def host_tolist(buffer: torch.Tensor) -> Callable[[], list[Any]]:
@@ -344,8 +344,9 @@ class BoundTensors:
         if proven or self.startup_addresses().intact():
             return []
         restored = []
-        for key, entry in self.entries.items():
-            if entry.startup_data is None or entry.storage.data_ptr() == entry.startup_ptr:
+        keeps = keeps_startup(self.entries.values())
+        for (key, entry), kept in zip(self.entries.items(), keeps):
+            if not kept or entry.storage.data_ptr() == entry.startup_ptr:
                 continue
             entry.storage.data = entry.startup_alias()
             restored.append(key)
@@ -355,7 +356,8 @@ class BoundTensors:
         """The derived tensors a refill may re-point, at their startup addresses (made once)."""
         held = self._startup
         if held is None:
-            kept = [e for e in self.entries.values() if e.startup_data is not None]
+            entries = list(self.entries.values())
+            kept = list(compress(entries, keeps_startup(entries)))
             held = self._startup = AtAddresses([e.storage for e in kept],
                                                [e.startup_ptr for e in kept])
         return held

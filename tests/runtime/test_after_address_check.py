@@ -1,8 +1,8 @@
 """One address check after a run for the holders' storages and a later check's tensors.
 
 A verified run ends with :meth:`Holders.moved`, whose fast path asks whether every holder's
-storage is at its startup address. Where :attr:`Holders.after` names other tensors that a later
-check of the same reload needs at fixed addresses (the plugin hands it the guard's startup
+storage is at its startup address. Where the run's ``after`` names other tensors that a later
+check of the same reload needs at fixed addresses (the plugin passes the guard's startup
 tensors), the one :class:`~derivgraph.addresses.AtAddresses` over both lists answers: when it
 passes, :attr:`Holders.after_checked` is the run's report; when it fails, the holders' own check
 decides and ``after`` stays unproven. With the storage words and without them. Canaries are
@@ -31,12 +31,11 @@ def words(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bo
 
 
 def _with_after() -> tuple[Any, Any, list[torch.Tensor], AtAddresses]:
-    """A compiled plan run once, and two tensors outside it handed to its holders as ``after``."""
+    """A compiled plan run once, and two tensors outside it to pass its runs as ``after``."""
     model, plan = _compiled()
     plan.run()
     outside = [torch.arange(6.0), torch.zeros(3, 2).t()]
     after = AtAddresses(outside, [t.data_ptr() for t in outside], hold=True)
-    plan.holders.after = after
     return model, plan, outside, after
 
 
@@ -52,7 +51,7 @@ def test_a_verified_run_proves_the_after_tensors(words, monkeypatch):
     model, plan, _outside, after = _with_after()
     walks = _slow_path(monkeypatch)
     for _ in range(3):
-        report = plan.run(verify=True)
+        report = plan.run(verify=True, after=after)
         assert report.moved == [] and _wrong(model) == []
         assert plan.holders.after_checked is report
     assert walks == []
@@ -64,28 +63,28 @@ def test_a_verified_run_proves_the_after_tensors(words, monkeypatch):
 
 def test_a_repointed_after_tensor_is_left_to_its_owner(words, monkeypatch):
     model, plan, outside, after = _with_after()
-    plan.run(verify=True)
+    plan.run(verify=True, after=after)
     walks = _slow_path(monkeypatch)
     startup = outside[0].untyped_storage()
     outside[0].data = torch.arange(6.0)  # the same values at another address
-    report = plan.run(verify=True)
+    report = plan.run(verify=True, after=after)
     assert plan.holders.after_checked is None
     assert not after.intact()
     # the plan's own tensors are still proven by the holders' own check, and not moved
     assert report.moved == [] and walks == [] and _wrong(model) == []
     outside[0].set_(startup, 0, (6,), (1,))  # put back: proven again by the next run
-    report = plan.run(verify=True)
+    report = plan.run(verify=True, after=after)
     assert plan.holders.after_checked is report
 
 
 def test_a_moved_derived_tensor_is_still_reported(words):
-    model, plan, _outside, _after = _with_after()
-    plan.run(verify=True)
+    model, plan, _outside, after = _with_after()
+    plan.run(verify=True, after=after)
     model[5].total.data = torch.zeros(8)  # re-pointed after the run: moved() must see it
     report = RunReport(mode="refill")
-    assert plan.holders.moved(plan.source_ptrs, report) == ["5.total"]
+    assert plan.holders.moved(plan.source_ptrs, report, after) == ["5.total"]
     assert plan.holders.after_checked is None
-    report = plan.run(verify=True)  # restore_storage puts it back
+    report = plan.run(verify=True, after=after)  # restore_storage puts it back
     assert report.restored == ["5.total"] and report.moved == []
     assert plan.holders.after_checked is report
 
@@ -95,6 +94,6 @@ def test_without_after_the_holders_check_alone(words):
     plan.run()
     report = plan.run(verify=True)
     assert report.moved == [] and plan.holders.after_checked is None
-    plan.holders.after = AtAddresses([], [])  # nothing to join: the holders' own check
-    report = plan.run(verify=True)
+    # nothing to join: the holders' own check
+    report = plan.run(verify=True, after=AtAddresses([], []))
     assert report.moved == [] and plan.holders.after_checked is None

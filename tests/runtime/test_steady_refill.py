@@ -11,6 +11,7 @@ that check's ``if`` made never true goes wrong (so the scenario exercises that c
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,7 @@ import torch
 from torch import nn
 
 from derivgraph import DerivedTensor, Spec, compile_plan
+from derivgraph.addresses import AtAddresses
 from derivgraph.runtime import steady
 from derivgraph.runtime.plan import Plan
 from tests.runtime.test_refill_batched import SPEC, Layer, Stack
@@ -156,11 +158,18 @@ def test_the_printed_steady_entry_is_the_code_that_runs(twins: Twins):
     assert ran in text  # the function's own source, as compiled, is printed
     assert "def refill(report):" in text  # then the slow entry it falls back to
     assert "def partial_pass" in text
+    # the partial pass printed is the one the entry calls, carried on its Program
+    (rest,) = plan._steady.calls
+    assert fn.__globals__[rest.name] is rest.fn and rest.source in text
+    # canary: the pass printed is the Program's, not found in the function's globals
+    entry = plan._steady
+    plan._steady = dataclasses.replace(entry, calls=())
+    assert "def partial_pass" not in plan.source("refill")
+    plan._steady = entry
     # executing the printed function's text in a copy of its globals refills the same way
     scope = dict(fn.__globals__)
     exec(compile(ran, "<printed>", "exec"), scope)  # noqa: S102 - the printed text
-    plan._steady = type(plan._steady)(plan._steady.name, plan._steady.source,
-                                      scope["refill_steady"], {}, [])
+    plan._steady = dataclasses.replace(plan._steady, fn=scope["refill_steady"])
     fast, slow = twins.refill(_engine, 7)
     assert _same(fast, slow) and twins.runs == []
 
@@ -261,3 +270,40 @@ def test_canary_without_the_check_the_scenario_goes_wrong(twins: Twins, check: s
     plan._steady = steady.build(plan, mask)
     fast, slow = twins.refill(scenario, 3)
     assert not _same(fast, slow)  # wrong values, a holder not bound back, or a moved report
+
+
+def test_a_refused_plan_is_tried_again_once_acceptable():
+    """``steady.build`` refuses a plan whose owner hops are checked one by one; the refusal is
+    not kept: the next refill whose mask repeats, once the hops are back in their dicts,
+    makes the entry (red where a refusal is remembered past what it read)."""
+    twins = Twins()
+    twins.steady()
+    model, plan, _ = twins.fast
+    hops = plan.holders.hops
+    assert hops.slow == []
+    plan._steady = None
+    hops.slow.append(0)  # hop 0 also checked one by one (the same answer): refused
+    for seed in (3, 4):
+        fast, slow = twins.refill(_engine, seed)
+        assert _same(fast, slow)
+        assert plan._last_take[1] is not None and plan._steady is None
+    hops.slow.clear()
+    fast, slow = twins.refill(_engine, 5)
+    assert _same(fast, slow) and plan._steady is not None
+    fast, slow = twins.refill(_engine, 6)
+    assert _same(fast, slow)
+
+
+def test_another_after_falls_back_to_the_slow_path(twins: Twins):
+    """The steady entry is keyed on the refill's ``after`` (made with none here): a refill
+    that passes other tensors takes the slow path, which proves them with the holders; the
+    entry made again over them proves them too (red without the key's ``after`` check)."""
+    model, plan, _ = twins.fast
+    outside = [torch.arange(4.0)]
+    after = AtAddresses(outside, [t.data_ptr() for t in outside], hold=True)
+    for seed in (3, 4, 5):
+        _engine(model, seed)
+        report = plan.refill(verify=True, after=after)
+        assert report.moved == [] and plan.holders.after_checked is report
+    assert twins.runs == [1]  # the first only; then the entry made over this after
+    assert plan._steady.fn.__globals__["after_at_build"] is after

@@ -1,6 +1,6 @@
 """The guard's startup tensors proven at their addresses by the pass's own last check, through
-vLLM's real reload code on CPU: the plugin hands the guard's tensors to the plan's holders
-(``Holders.after``), the verified pass checks them with its own storages in one check, and the
+vLLM's real reload code on CPU: the plugin passes the guard's tensors to the plan's refill
+(``after``), the verified pass checks them with its own storages in one check, and the
 guard's restore then skips its own check of them (``storage_kept``). A guarded tensor that
 something re-points during the reload fails that joint check, so the guard checks and reports it
 as before. Canaries are recorded in ``benchmarks/results/reload62/NOTES.md``."""
@@ -53,7 +53,7 @@ def test_a_clean_reload_proves_the_guards_tensors_by_the_pass(monkeypatch, mode)
             _reload(model, weights)
             last = state.counters.last
             assert last["report"]["moved"] == [] and last["guard"]["recapture"] == []
-        assert state.plan.holders.after is state.guard.addresses
+        assert state.plan.holders._after_joint[1] is state.guard.addresses  # passed as after
         assert calls == []  # one joint check per reload answered for both
         assert state.guard.storage_kept()
 
