@@ -5,7 +5,10 @@ os.environ["VLLM_TARGET_DEVICE"] = "cpu"
 os.environ.setdefault("VLLM_PLUGINS", "derivgraph")
 import torch
 torch.set_num_threads(1)
-from line_profiler import LineProfiler
+try:
+    from line_profiler import LineProfiler
+except ImportError as exc:
+    raise SystemExit("needs line-profiler (pip install -e '.[profile]')") from exc
 from vllm_integration.tiny_llama import SPECS, checkpoint, cold_start, tiny_llama_vllm
 os.environ.setdefault("DERIVGRAPH_SPECS", str(SPECS))
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 300
