@@ -19,9 +19,11 @@ none is dropped or rerun.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -55,8 +57,12 @@ def _one(tree: Path, out: Path, repeat: int) -> dict[str, Any]:
     env = dict(os.environ, PYTHONPATH=str(tree))
     cmd = [sys.executable, str(tree / "benchmarks" / "bench_vllm_reload.py"), "--clock", "cpu",
            "--repeat", str(repeat), "--json", str(out)]
-    with open(out.with_suffix(".log"), "w") as log:  # vLLM's own output, kept for a failure
+    log_path = out.with_suffix(".log")
+    with open(log_path, "w") as log:  # vLLM's own output: plain on a failure, gzipped once read
         subprocess.run(cmd, cwd=tree, env=env, check=True, stdout=log, stderr=subprocess.STDOUT)
+    with open(log_path, "rb") as src, gzip.open(log_path.with_suffix(".log.gz"), "wb") as dst:
+        shutil.copyfileobj(src, dst)  # ~210 KB a process plain; the device's tree limit is 64 MiB
+    log_path.unlink()
     return json.loads(out.read_text())
 
 

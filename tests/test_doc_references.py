@@ -17,7 +17,7 @@ import pytest
 from tests.docblocks import ROOT, doc_files
 
 _PATH = re.compile(r"(?<![\w/.-])((?:tests|benchmarks|scripts|examples|specs|derivgraph|"
-                   r"vllm_integration)/[\w/.*{},-]*\.(?:py|sh|jsonl|json|yaml|txt|md|log|md5))"
+                   r"vllm_integration)/[\w/.*{},-]*\.(?:py|sh|jsonl|json|yaml|txt|md|log|md5)(?:\.gz)?)"
                    r"(::[\w]+)?")
 _PLACEHOLDER = re.compile(r"<\w+>|X\.py$")  # `.../static_recall_outside_<v>_...`, `explore/X.py`
 
