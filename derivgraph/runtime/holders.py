@@ -464,10 +464,11 @@ class Holders:
                 # read by this run's refill; nothing re-walked since
                 current, every = read[2], read[3]
                 stale = self.table.every if every else self.table.stale(current)
-                return self._rebind_stale(stale, current, report, every)
+                return self._rebind_stale(stale, current, report, every, owners)
             if owners or self.owners_current():
                 stale = self.table.changed()  # one sweep; empty: the common case
-                return self._rebind_stale(stale, None, report) if stale else 0
+                return self._rebind_stale(stale, None, report, hops_checked=True) \
+                    if stale else 0
         count = self.rebind_entries(self.entries.values(), report, self.walk().objects)
         self.refresh()
         return count
@@ -484,9 +485,11 @@ class Holders:
             and checked[1] is self.hops
 
     def _rebind_stale(self, stale: Sequence[int], current: list[Any] | None, report: Any,
-                      every: bool = False) -> int:
+                      every: bool = False, hops_checked: bool = False) -> int:
         """Re-bind the holders at ``stale``; ``current``: what every holder of the table held
-        when read (None: the stale ones are read here)."""
+        when read (None: the stale ones are read here). ``hops_checked``: this run's hop check
+        ran (:meth:`HopTable.refresh <derivgraph.runtime.accessors.HopTable.refresh>`: it
+        leaves the hops' watch settled)."""
         table = self.table
         if not stale:
             table.settle()  # read in full by this run's refill: every holder proven
@@ -503,12 +506,17 @@ class Holders:
             count += self.rebind_entries(self._scalars, report, self.hops.objects)
         # the plan's own stores moved the tags of the dicts it wrote: every holder is proven
         # now, and so is every hop (checked by this rebind or this run, nothing else ran since)
-        # and every source where this run's source check passed
+        # and every source where this run's source check passed; a watch this run's check
+        # left settled keeps its snapshot where these stores went into none of its dicts
         table.settle()
-        self.hops.settle()
-        if report is not None and self._sources_checked is report \
-                and self._source_watch is not None:
-            self._source_watch.settle()
+        stored = None if rest or self._scalars else table.watch  # None: dicts not known
+        hops = self.hops.watch
+        if not (hops_checked and _kept(hops, stored)):
+            self.hops.settle()
+        sources = self._source_watch
+        if report is not None and self._sources_checked is report and sources is not None \
+                and not _kept(sources, stored):
+            sources.settle()
         self._rebound = None if rest else self._swept_in_full(report, current, table)
         return count
 
@@ -553,6 +561,16 @@ class Holders:
             set_slot(owner, name, entry.storage, entry.slot, entry.node.decl.persistent)
             count += 1
         return count
+
+
+def _kept(watch: ItemWatch | None, stored: ItemWatch | None) -> bool:
+    """Whether ``watch``, settled by this run's check, is still settled after the rebind's
+    stores, which went only into the dicts ``stored`` watches (None: not known): none of its
+    dicts is one of those, so no tag it reads moved (its snapshot is the current tags). A store
+    the rebind does not see (a container put back before it) can leave it stale: the next
+    check then only widens (a stale snapshot names the dicts moved since as suspects, each
+    checked item by item, then settled), never misses a change."""
+    return watch is not None and stored is not None and watch.apart_from(stored)
 
 
 def _read_ptrs(reads: PathReads | None, objects: list[Any]) -> list[int] | None:

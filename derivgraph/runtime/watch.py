@@ -30,7 +30,7 @@ MIN_WATCHED = 64
 class ItemWatch:
     """The items of an accessor table, grouped by the dict that holds them."""
 
-    __slots__ = ("versions", "members", "always", "moved")
+    __slots__ = ("versions", "members", "always", "moved", "_apart")
 
     def __init__(self, versions: dict_versions.DictVersions, members: list[Sequence[int]],
                  always: list[int]):
@@ -38,6 +38,7 @@ class ItemWatch:
         self.members = members  # per watched dict, the indices of the items it holds
         self.always = always  # items outside any watched dict: checked every time
         self.moved = False  # whether the last :meth:`suspects` found a dict mutated
+        self._apart: tuple[ItemWatch, bool] | None = None  # see apart_from
 
     def suspects(self) -> list[int]:
         """Indices (ascending) of the items whose dict was mutated since the snapshot, and of
@@ -56,6 +57,16 @@ class ItemWatch:
     def settle(self) -> None:
         """Take the current tags as the snapshot: the caller just proved every item."""
         self.versions.rebase()
+
+    def apart_from(self, other: ItemWatch) -> bool:
+        """Whether no dict this watch reads is one ``other`` reads: a store into ``other``'s
+        dicts moves none of this watch's tags. Both watch fixed dicts, so the answer is
+        computed once per ``other`` (kept with it)."""
+        known = self._apart
+        if known is None or known[0] is not other:
+            mine = set(map(id, self.versions.dicts))
+            known = self._apart = (other, mine.isdisjoint(map(id, other.versions.dicts)))
+        return known[1]
 
 
 def watch_items(dicts: Sequence[dict[Any, Any]], outside: dict[Any, Any]) -> ItemWatch | None:
