@@ -125,7 +125,7 @@ class ColumnLayouts:
     """Tensor (by identity) -> the :class:`ColumnLayout` proved for its column, for the
     tensors :meth:`add` was given (it holds them: their ids stay theirs)."""
 
-    __slots__ = ("_of", "_columns", "_held")
+    __slots__ = ("_of", "_columns", "_held", "_addresses")
 
     def __init__(self) -> None:
         self._of: dict[int, ColumnLayout] = {}
@@ -133,6 +133,9 @@ class ColumnLayouts:
         # the id of a column's first tensor -> the column and its layout (the common case:
         # a reader asks about a whole column, in its order)
         self._columns: dict[int, tuple[Sequence[Any], ColumnLayout]] = {}
+        # the id of a column's first tensor -> the column and its storages' data addresses
+        # (:meth:`note_addresses`)
+        self._addresses: dict[int, tuple[Sequence[Any], list[int]]] = {}
 
     def __len__(self) -> int:
         return len(self._of)
@@ -155,6 +158,23 @@ class ColumnLayouts:
         self._held.append(tensor)
         self._of[id(tensor)] = layout
         return True
+
+    def note_addresses(self, tensors: Sequence[Any], ptrs: list[int]) -> None:
+        """Record ``ptrs`` as the storage data address of each of ``tensors`` (in order), read
+        by the caller: each tensor at offset 0 of its storage (its ``data_ptr()`` is its
+        storage's), held by the book."""
+        if tensors and len(ptrs) == len(tensors):
+            self._addresses[id(tensors[0])] = (tensors, ptrs)
+
+    def addresses(self, tensors: Sequence[Any]) -> list[int] | None:
+        """The storage data addresses :meth:`note_addresses` recorded for ``tensors``, where
+        they are a noted column's very tensors in its order (one identity sweep); else None.
+        The list is shared: read it, never change it."""
+        noted = self._addresses.get(id(tensors[0])) if tensors else None
+        if noted is None or len(noted[0]) != len(tensors) or not all(map(is_, tensors,
+                                                                        noted[0])):
+            return None
+        return noted[1]
 
     def of(self, tensors: Sequence[Any]) -> list[ColumnLayout | None]:
         """Each tensor's layout record, None for a tensor the book does not hold."""

@@ -63,7 +63,10 @@ def column_addresses(ctx: LowerContext, refs: Sequence[str], values: list[Any] |
     run of refs is kept in the context's ``address_memo`` (cleared whenever tensors are bound
     or staged again, :class:`~derivgraph.runtime.storage.BoundTensors`): the lowering's layer
     proof and the schedule's storage fence read the same columns. The list is shared: read
-    it, never change it."""
+    it, never change it. There, a run of an entry column's storages whose startup record
+    kept their storage addresses (:meth:`~derivgraph.column_layout.ColumnLayouts.addresses`,
+    the very tensors in order) is answered from it: nothing re-points them during the
+    compile."""
     memo = _memo(ctx)
     key = tuple(refs) if memo is not None else None
     if key is not None:
@@ -72,7 +75,12 @@ def column_addresses(ctx: LowerContext, refs: Sequence[str], values: list[Any] |
             return kept
     if values is None:
         values = ctx.bound_values(refs, _UNBOUND)
-    got = list(map(_data_ptr, map(_untyped, values))) if tensors else _addresses(values)
+    book = book_of(ctx) if key is not None else None
+    noted = book.addresses(values) if book is not None else None
+    if noted is not None:
+        got: list[int | None] | None = list(noted)
+    else:
+        got = list(map(_data_ptr, map(_untyped, values))) if tensors else _addresses(values)
     if key is not None:
         memo[key] = got
     return got

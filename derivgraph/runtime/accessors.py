@@ -319,11 +319,35 @@ _startup_ptr = operator.attrgetter("startup_ptr")
 
 
 def by_name(names: Iterable[str]) -> dict[str, list[int]]:
-    """The positions of each name (a stamped template's column: one name on every layer)."""
+    """The positions of each name (a stamped template's column: one name on every layer),
+    the names in the order they first appear. Where ``names`` repeat one run of distinct
+    ``str`` s (a stamped table's rows), the positions are ranges (:func:`_periodic`)."""
+    periodic = _periodic(names) if type(names) is list else None
+    if periodic is not None:
+        return periodic
     groups: dict[str, list[int]] = {}
     for i, name in enumerate(names):
         groups.setdefault(name, []).append(i)
     return groups
+
+
+def _periodic(names: list[str]) -> dict[str, list[int]] | None:
+    """:func:`by_name` of ``names`` where they are ``head`` repeated whole (``head``: the names
+    before the first name's next position, distinct, each a ``str``): the name at position
+    ``j`` of ``head`` is at ``j``, ``j + p``, ... (``p``: its length) and nowhere else, and the
+    names first appear in ``head``'s order; one list compare in C. None where they are not."""
+    n = len(names)
+    if n < 2:
+        return None
+    try:
+        p = names.index(names[0], 1)
+    except ValueError:
+        return None
+    head = names[:p]
+    if n % p or set(map(type, head)) != {str} or len(set(head)) != p \
+            or names != head * (n // p):
+        return None
+    return {name: list(range(j, n, p)) for j, name in enumerate(head)}
 
 
 def holder_dicts(owners: Sequence[Any], names: Sequence[str],

@@ -153,15 +153,19 @@ class EntryColumn:
         their order) as plain row-major tensors off the meta device, each row keeps its
         storage and the record (:data:`~derivgraph.runtime.entry.LazyAlias`, one
         ``untyped_storage()`` each) and the alias is made where it is first read
-        (:meth:`~derivgraph.runtime.entry.Entry.startup_alias`)."""
+        (:meth:`~derivgraph.runtime.entry.Entry.startup_alias`). There, each row is at offset
+        0 of its storage (what the alias is made at), so the addresses just read are its
+        storage's: the book keeps them for the compile's readers of the column's storage
+        addresses (:meth:`~derivgraph.column_layout.ColumnLayouts.note_addresses`)."""
         entries, storages = self.entries, self.storages
-        deque(map(setattr, entries, repeat("startup_ptr"),
-                  map(torch.Tensor.data_ptr, storages)), 0)
+        ptrs = list(map(torch.Tensor.data_ptr, storages))
+        deque(map(setattr, entries, repeat("startup_ptr"), ptrs), 0)
         layout = None if book is None else book.common(storages)
         if layout is not None and layout.type is torch.Tensor and layout.contiguous is True \
                 and not layout.is_meta:
             deque(map(setattr, entries, repeat("startup_data"), zip(
                 map(torch.Tensor.untyped_storage, storages), repeat(layout))), 0)
+            book.note_addresses(storages, ptrs)  # type: ignore[union-attr]
             return
         deque(map(setattr, entries, repeat("startup_data"),
                   map(torch.Tensor.detach, storages)), 0)
