@@ -133,12 +133,17 @@ def test_watches_sharing_a_stored_dict_are_settled(dict_tags: bool,
     assert plan.moved() == []
 
 
-def test_canary_shared_dicts_taken_as_apart_leave_the_sources_stale(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """The planted bug: every watch taken as apart from the stored dicts."""
+def _every_table_watched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A canary's setting: version tags available (else skipped), every table watched."""
     if not dict_versions.AVAILABLE:
         pytest.skip("no PEP 509 version tags on this interpreter")
     monkeypatch.setattr(watch, "MIN_WATCHED", 0)
+
+
+def test_canary_shared_dicts_taken_as_apart_leave_the_sources_stale(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The planted bug: every watch taken as apart from the stored dicts."""
+    _every_table_watched(monkeypatch)
     model = _stack(0)
     plan = compile_plan(model, [SPEC])
     for seed in (1, 2):
@@ -176,9 +181,7 @@ def test_a_holder_rebound_one_by_one_settles_every_watch(dict_tags: bool) -> Non
 def test_canary_per_entry_stores_ignored_leave_the_sources_stale(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The planted bug: the stores' dicts taken as known after a per-entry rebind."""
-    if not dict_versions.AVAILABLE:
-        pytest.skip("no PEP 509 version tags on this interpreter")
-    monkeypatch.setattr(watch, "MIN_WATCHED", 0)
+    _every_table_watched(monkeypatch)
     model, plan = _deepseek()
     kept = holders_module._kept
     monkeypatch.setattr(holders_module, "_kept", lambda w, stored: kept(
