@@ -17,7 +17,7 @@ import math
 import re
 from dataclasses import dataclass
 from itertools import repeat
-from operator import is_
+from operator import attrgetter, is_, ne
 from typing import Any, NamedTuple
 
 import torch
@@ -580,7 +580,8 @@ def _copies(em: Emitter, by_key: dict[GroupKey, list[Step]], singles: list[Step]
     done: Lines = []
     flat_call = False
     if len(copies) > 1 and em.flat:
-        done = _emit_flat(em, _COPY_KEY, _step_members(em.ctx, _COPY_KEY, copies)) or []
+        done = _emit_flat(em, _COPY_KEY, _step_members(em.ctx, _COPY_KEY, copies),
+                          copies) or []
         flat_call = bool(done)  # the copy group's own lines (one grouped call), first
         if done:
             del by_key[_COPY_KEY]
@@ -723,17 +724,22 @@ def _emit_members(em: Emitter, key: GroupKey, m: Members, steps: list[Step] | No
                   ) -> Lines:
     """A ``COPY``/``UNARY``/``BINARY``/``SCALAR`` group (``steps``: its steps, where one may
     write through a view; else every member writes its storage whole)."""
+    flat = _emit_flat(em, key, m, steps) if em.flat else None
+    return flat if flat is not None else _emit_foreach(em, key, m, steps)
+
+
+def _emit_foreach(em: Emitter, key: GroupKey, m: Members, steps: list[Step] | None = None,
+                  note: str = "") -> Lines:
+    """The group as ``torch._foreach_*`` calls over prebuilt lists (``note``: a comment on its
+    first line)."""
     nodes = tuple(m.targets)
-    flat = _emit_flat(em, key, m) if em.flat else None
-    if flat is not None:
-        return flat
     outs = em.outs(steps, m.outs) if steps is not None else \
         em.outs_of(m.targets, m.outs, m.alike)
-    if key.kind is GroupKind.COPY:
-        ins = em.tensors(m.a, m.alike, m.a_values)
-        return [(f"torch._foreach_copy_({outs}, {ins})", nodes)]
     a = em.tensors(m.a, m.alike, m.a_values)
-    lines = [(f"torch._foreach_copy_({outs}, {a})", nodes)]
+    tail = f"  # {note}" if note else ""
+    if key.kind is GroupKind.COPY:
+        return [(f"torch._foreach_copy_({outs}, {a}){tail}", nodes)]
+    lines = [(f"torch._foreach_copy_({outs}, {a}){tail}", nodes)]
     if key.kind is GroupKind.UNARY:
         lines.append((f"torch.{_FOREACH_UNARY[key.op]}({outs})", nodes))
         if key.scale is not None:
@@ -747,9 +753,46 @@ def _emit_members(em: Emitter, key: GroupKey, m: Members, steps: list[Step] | No
     return lines
 
 
-def _emit_flat(em: Emitter, key: GroupKey, members: Members) -> Lines | None:
+_numel, _shape = torch.Tensor.numel, attrgetter("shape")
+
+
+def _part(m: Members, start: int, end: int) -> Members:
+    """Members ``[start, end)`` of ``m``."""
+    def cut(values: list[Any] | None) -> list[Any] | None:
+        return None if values is None else values[start:end]
+
+    return Members(m.targets[start:end], m.outs[start:end], m.a[start:end], m.b[start:end],
+                   m.alike, cut(m.a_values), cut(m.b_values))
+
+
+def _emit_chunks(em: Emitter, key: GroupKey, m: Members, facts: ColumnFacts,
+                 steps: list[Step] | None) -> Lines:
+    """A group the flat path refuses only for its size (over :data:`flat.MAX_ELEMENTS`, its
+    op, dtype and mean size taken: ``facts``, its outputs') as consecutive chunks of its
+    members (:func:`flat.chunks`), each emitted by :func:`_emit_flat` (its every check made
+    again on the chunk); a chunk it refuses runs as ``torch._foreach_*`` calls, that chunk
+    alone, marked so in the source."""
+    n = len(m.targets)
+    record = facts.record
+    numels = [record.numel] * n if record is not None else list(map(_numel, m.outs))
+    cuts = flat.chunks(numels)
+    lines: Lines = []
+    for i, (start, end) in enumerate(cuts, 1):
+        part = f"chunk {i} of {len(cuts)} of a group of {n}, over flat.MAX_ELEMENTS"
+        chunk = _part(m, start, end)
+        some = None if steps is None else steps[start:end]
+        done = _emit_flat(em, key, chunk, some, part)
+        lines += done if done is not None else \
+            _emit_foreach(em, key, chunk, some, f"{part}: not on the flat path")
+    return lines
+
+
+def _emit_flat(em: Emitter, key: GroupKey, members: Members, steps: list[Step] | None = None,
+               part: str = "") -> Lines | None:
     """A group of many small CPU tensors as whole-buffer ops over the memory that holds them
-    (:mod:`derivgraph.compiler.flat`); None where that path does not apply."""
+    (:mod:`derivgraph.compiler.flat`); a group over :data:`flat.MAX_ELEMENTS` alone, in chunks
+    (:func:`_emit_chunks`; ``steps``: the group's, for a chunk's foreach form; ``part``: which
+    chunk this is); None where that path does not apply."""
     kind = key.kind
     if kind is GroupKind.UNARY and key.op not in flat.EXACT_UNARY or kind in (
             GroupKind.BINARY, GroupKind.SCALAR) and key.op not in flat.EXACT_BINARY:
@@ -757,15 +800,21 @@ def _emit_flat(em: Emitter, key: GroupKey, members: Members) -> Lines | None:
     n = len(members.targets)
     if n < flat.MIN_GROUP:
         return None
-    # the outputs' facts first (a group too large for the flat path is refused without its
-    # operands named or read), each in one C-level sweep
+    # the outputs' facts first (a group they refuse is refused without its operands named or
+    # read; one too large for the flat path is split before they are), each in one C-level
+    # sweep
     outs = members.outs
     got = ColumnFacts(outs, book_of(em.ctx))  # an entry column's: its record, proved once
-    if not (got.tensors and got.contiguous):
+    if not got.tensors or got.contiguous is False:
         return None
     dtype, total = got.dtype, got.numel
-    if dtype not in (flat.COPY_DTYPES if kind is GroupKind.COPY else flat.OP_DTYPES) \
-            or total > min(flat.MAX_MEAN * n, flat.MAX_ELEMENTS):
+    if dtype not in (flat.COPY_DTYPES if kind is GroupKind.COPY else flat.OP_DTYPES):
+        return None
+    if not flat.fits(total, n):
+        if part or total > flat.MAX_MEAN * n:
+            return None
+        return _emit_chunks(em, key, members, got, steps)  # too many elements, and only that
+    if not got.contiguous:  # some outputs are not: a chunk of contiguous ones takes the path
         return None
     firsts = members.a
     refs = firsts + members.b
@@ -774,10 +823,10 @@ def _emit_flat(em: Emitter, key: GroupKey, members: Members) -> Lines | None:
     values = em.ctx.bound_values(refs, _UNBOUND)
     if not all(map(isinstance, values, repeat(torch.Tensor))):
         return None
-    shapes = [o.shape for o in outs]
+    shapes = list(map(_shape, outs))
     a, b = values[:n], values[n:]
-    if any(t.shape != s for t, s in zip(a, shapes)) or any(
-            torch.broadcast_shapes(t.shape, s) != s for t, s in zip(b, shapes)):
+    if any(map(ne, map(_shape, a), shapes)) or any(  # each distinct pair of shapes once
+            torch.broadcast_shapes(t, s) != s for t, s in set(zip(map(_shape, b), shapes))):
         return None
     span_out, span_in = flat.span_of(outs), flat.span_of(a + b)
     if span_out is None or span_in is None:
@@ -797,7 +846,9 @@ def _emit_flat(em: Emitter, key: GroupKey, members: Members) -> Lines | None:
     a_at = bind(Flat("at_a", targets, tuple(firsts)), "at", span_in.index(a))
     buf = bind(Flat("buf", targets), "flat", torch.empty(total, dtype=dtype))
     what = f"the {n} tensors"
-    lines = [f"torch.index_select({mem_in}, 0, {a_at}, out={buf})  # {what} read, by address"]
+    tail = f" ({part})" if part else ""
+    lines = [f"torch.index_select({mem_in}, 0, {a_at}, out={buf})  # {what} read, by "
+             f"address{tail}"]
     if kind is GroupKind.UNARY:
         lines.append(f"torch.{key.op}({buf}, out={buf})")
         if key.scale is not None:
