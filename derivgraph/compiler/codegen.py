@@ -20,10 +20,11 @@ from itertools import repeat
 from operator import attrgetter, is_, ne
 from typing import Any, NamedTuple
 
+import numpy as np
 import torch
 
 from derivgraph._enum import StrEnum
-from derivgraph.column_layout import ColumnFacts, book_of, tensor_method
+from derivgraph.column_layout import ColumnFacts, ColumnLayout, book_of, tensor_method
 from derivgraph.compiler import flat
 from derivgraph.compiler.copies import has_identity_reductions, row_copies, stage_directly
 from derivgraph.compiler.generated import define
@@ -775,24 +776,46 @@ def _emit_chunks(em: Emitter, key: GroupKey, m: Members, facts: ColumnFacts,
     n = len(m.targets)
     record = facts.record
     numels = [record.numel] * n if record is not None else list(map(_numel, m.outs))
+    book = None if record is None else _Recorded(record)  # each chunk's: the group's record
     cuts = flat.chunks(numels)
     lines: Lines = []
     for i, (start, end) in enumerate(cuts, 1):
         part = f"chunk {i} of {len(cuts)} of a group of {n}, over flat.MAX_ELEMENTS"
         chunk = _part(m, start, end)
         some = None if steps is None else steps[start:end]
-        done = _emit_flat(em, key, chunk, some, part)
+        done = _emit_flat(em, key, chunk, some, part, book)
         lines += done if done is not None else \
             _emit_foreach(em, key, chunk, some, f"{part}: not on the flat path")
     return lines
 
 
+def _proved(facts: ColumnFacts, dtype: torch.dtype) -> torch.Size | None:
+    """The one shape of a column whose layout record proves CPU, row-major tensors of
+    ``dtype``; None where it does not."""
+    record = facts.record
+    if record is None or not record.contiguous or record.device.type != "cpu" \
+            or record.dtype != dtype:
+        return None
+    return record.shape
+
+
+class _Recorded(NamedTuple):
+    """A layout book of one record (:meth:`ColumnLayouts.common`'s answer for any members of a
+    group whose every output it proved)."""
+
+    record: ColumnLayout
+
+    def common(self, tensors: Any) -> ColumnLayout:
+        return self.record
+
+
 def _emit_flat(em: Emitter, key: GroupKey, members: Members, steps: list[Step] | None = None,
-               part: str = "") -> Lines | None:
+               part: str = "", book: _Recorded | None = None) -> Lines | None:
     """A group of many small CPU tensors as whole-buffer ops over the memory that holds them
     (:mod:`derivgraph.compiler.flat`); a group over :data:`flat.MAX_ELEMENTS` alone, in chunks
     (:func:`_emit_chunks`; ``steps``: the group's, for a chunk's foreach form; ``part``: which
-    chunk this is); None where that path does not apply."""
+    chunk this is; ``book``: its outputs' record, the group's); None where that path does not
+    apply."""
     kind = key.kind
     if kind is GroupKind.UNARY and key.op not in flat.EXACT_UNARY or kind in (
             GroupKind.BINARY, GroupKind.SCALAR) and key.op not in flat.EXACT_BINARY:
@@ -804,7 +827,7 @@ def _emit_flat(em: Emitter, key: GroupKey, members: Members, steps: list[Step] |
     # read; one too large for the flat path is split before they are), each in one C-level
     # sweep
     outs = members.outs
-    got = ColumnFacts(outs, book_of(em.ctx))  # an entry column's: its record, proved once
+    got = ColumnFacts(outs, book or book_of(em.ctx))  # an entry column's: its record, proved
     if not got.tensors or got.contiguous is False:
         return None
     dtype, total = got.dtype, got.numel
@@ -828,11 +851,19 @@ def _emit_flat(em: Emitter, key: GroupKey, members: Members, steps: list[Step] |
     if any(map(ne, map(_shape, a), shapes)) or any(  # each distinct pair of shapes once
             torch.broadcast_shapes(t, s) != s for t, s in set(zip(map(_shape, b), shapes))):
         return None
-    span_out, span_in = flat.span_of(outs), flat.span_of(a + b)
+    # runs the layout book proved CPU tensors of the outputs' dtype and one shape: their spans
+    # and indices from their addresses alone
+    shape = _proved(got, dtype)
+    span_out = flat.span_of(outs) if shape is None else flat.span_of_run(outs, dtype, shape)
+    a_shape = _proved(ColumnFacts(a, book_of(em.ctx)), dtype)
+    b_shape = _proved(ColumnFacts(b, book_of(em.ctx)), dtype) if b else a_shape
+    proved_in = a_shape is not None and a_shape == b_shape
+    span_in = flat.span_of_run(a + b, dtype, a_shape) if proved_in else flat.span_of(a + b)
     if span_out is None or span_in is None:
         return None
-    at_out = span_out.index(outs)
-    if at_out.unique().numel() != total:  # two outputs share memory: not independent steps
+    at_out = span_out.index(outs) if shape is None else span_out.index_run(0, n, shape)
+    order = np.sort(at_out.numpy())  # (numpy's sort: one thread, as the pass's ops)
+    if (order[1:] == order[:-1]).any():  # two outputs share memory: not independent steps
         return None
     targets = tuple(members.targets)
     bind = em.bindings.bind
@@ -843,7 +874,8 @@ def _emit_flat(em: Emitter, key: GroupKey, members: Members, steps: list[Step] |
     mem_out = bind(Flat("span_out", targets), "out_mem", span_out.view)
     mem_in = bind(Flat("span_in", targets), "in_mem", span_in.view)
     out_at = bind(Flat("at_out", targets), "at", at_out)
-    a_at = bind(Flat("at_a", targets, tuple(firsts)), "at", span_in.index(a))
+    a_at = bind(Flat("at_a", targets, tuple(firsts)), "at",
+                span_in.index_run(0, n, a_shape) if proved_in else span_in.index(a))
     buf = bind(Flat("buf", targets), "flat", torch.empty(total, dtype=dtype))
     what = f"the {n} tensors"
     tail = f" ({part})" if part else ""
@@ -854,7 +886,9 @@ def _emit_flat(em: Emitter, key: GroupKey, members: Members, steps: list[Step] |
         if key.scale is not None:
             lines.append(f"torch.mul({buf}, {em.value(key.scale)}, out={buf})")
     elif kind is GroupKind.BINARY:
-        b_at = bind(Flat("at_b", targets, tuple(refs[n:])), "at", span_in.index(b, shapes))
+        b_at = bind(Flat("at_b", targets, tuple(refs[n:])), "at",
+                    span_in.index_run(n, 2 * n, a_shape, shapes[0]) if proved_in and shape
+                    else span_in.index(b, shapes))
         buf_b = bind(Flat("buf_b", targets), "flat", torch.empty(total, dtype=dtype))
         lines += [f"torch.index_select({mem_in}, 0, {b_at}, out={buf_b})",
                   f"torch.{key.op}({buf}, {buf_b}, out={buf})"]

@@ -104,16 +104,29 @@ class Span:
         targets = None if shapes is None else set(shapes)
         if len(layouts) == 1 and (targets is None or len(targets) == 1):
             (shape, stride), = layouts
-            offsets = _offsets(shape, stride, shape if targets is None else targets.pop())
-            starts = (np.fromiter(map(_ptr, tensors), np.int64, len(tensors)) - self.low) \
-                // self.itemsize
-            return torch.from_numpy((starts[:, None] + offsets.numpy()[None, :]).reshape(-1))
+            return self._sweep(np.fromiter(map(_ptr, tensors), np.int64, len(tensors)),
+                               _offsets(shape, stride, shape if targets is None else
+                                        targets.pop()))
         parts = []
         for i, t in enumerate(tensors):
             start = (t.data_ptr() - self.low) // self.itemsize
             parts.append(start + _offsets(t.shape, t.stride(),
                                           t.shape if shapes is None else shapes[i]))
         return torch.cat(parts)
+
+    def index_run(self, start: int, stop: int, shape: torch.Size,
+                  to: torch.Size | None = None) -> torch.Tensor:
+        """:meth:`index` of the span's own tensors ``[start, stop)`` (:attr:`starts`), which
+        the caller proved of ``shape`` and its row-major strides, broadcast to ``to``: only
+        their addresses, read when the span was made."""
+        stride = torch.empty(shape, device="meta").stride()
+        return self._sweep(np.asarray(self.starts[start:stop], dtype=np.int64),
+                           _offsets(shape, stride, shape if to is None else to))
+
+    def _sweep(self, addresses: np.ndarray, offsets: torch.Tensor) -> torch.Tensor:
+        """Each tensor's first element (from its data address) plus ``offsets``, in order."""
+        first = (addresses - self.low) // self.itemsize
+        return torch.from_numpy((first[:, None] + offsets.numpy()[None, :]).reshape(-1))
 
 
 def _offsets(shape: torch.Size, stride: tuple[int, ...], to: torch.Size) -> torch.Tensor:
