@@ -42,8 +42,10 @@ from operator import attrgetter
 import numpy as np
 import torch
 
+from derivgraph.column_layout import row_major
+
 __all__ = ["EXACT_BINARY", "EXACT_UNARY", "MAX_ELEMENTS", "MAX_MEAN", "MIN_GROUP", "OP_DTYPES",
-           "Span", "chunks", "fits", "span_of", "span_of_run"]
+           "Span", "chunks", "disjoint", "fits", "span_of", "span_of_run"]
 
 #: the largest mean number of elements per tensor of a group that takes the flat path
 MAX_MEAN = 1024
@@ -93,7 +95,8 @@ class Span:
     low: int
     itemsize: int
     #: each tensor's data address, in the order the span was made from (read once, here)
-    starts: Sequence[int] = field(default=(), repr=False, compare=False)
+    starts: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64), repr=False,
+                               compare=False)
 
     def index(self, tensors: Sequence[torch.Tensor],
               shapes: Sequence[torch.Size] | None = None) -> torch.Tensor:
@@ -119,9 +122,8 @@ class Span:
         """:meth:`index` of the span's own tensors ``[start, stop)`` (:attr:`starts`), which
         the caller proved of ``shape`` and its row-major strides, broadcast to ``to``: only
         their addresses, read when the span was made."""
-        stride = torch.empty(shape, device="meta").stride()
-        return self._sweep(np.asarray(self.starts[start:stop], dtype=np.int64),
-                           _offsets(shape, stride, shape if to is None else to))
+        return self._sweep(self.starts[start:stop],
+                           _offsets(shape, row_major(shape), shape if to is None else to))
 
     def _sweep(self, addresses: np.ndarray, offsets: torch.Tensor) -> torch.Tensor:
         """Each tensor's first element (from its data address) plus ``offsets``, in order."""
@@ -168,7 +170,7 @@ def span_of(tensors: Sequence[torch.Tensor]) -> Span | None:
     else:
         high = max(a + (1 + sum((n - 1) * s for n, s in zip(t.shape, st))) * itemsize
                    for a, t, st in zip(starts, tensors, strides))
-    return _span(starts, high, itemsize, dtype)
+    return _span(np.array(starts, dtype=np.int64), high, itemsize, dtype)
 
 
 def span_of_run(tensors: Sequence[torch.Tensor], dtype: torch.dtype,
@@ -180,16 +182,22 @@ def span_of_run(tensors: Sequence[torch.Tensor], dtype: torch.dtype,
     numel = math.prod(shape)
     if not tensors or not numel:
         return None
-    if starts is None or len(starts) != len(tensors):
-        starts = list(map(_ptr, tensors))
-    return _span(starts, max(starts) + numel * dtype.itemsize, dtype.itemsize, dtype)
+    at = np.fromiter(map(_ptr, tensors), np.int64, len(tensors)) \
+        if starts is None or len(starts) != len(tensors) else np.array(starts, dtype=np.int64)
+    return _span(at, int(at.max()) + numel * dtype.itemsize, dtype.itemsize, dtype)
 
 
-def _span(starts: list[int], high: int, itemsize: int, dtype: torch.dtype) -> Span | None:
+def disjoint(starts: np.ndarray, nbytes: int) -> bool:
+    """Whether tensors of ``nbytes`` bytes each, contiguous, at data addresses ``starts``,
+    share no byte (their starts sorted, each at least ``nbytes`` past the one before)."""
+    return not (np.diff(np.sort(starts)) < nbytes).any()
+
+
+def _span(starts: np.ndarray, high: int, itemsize: int, dtype: torch.dtype) -> Span | None:
     """The :class:`Span` from the lowest of ``starts`` to ``high`` (bytes); None where a start
     is not a whole number of elements from the lowest."""
-    low = min(starts)
-    if ((np.array(starts, dtype=np.int64) - low) % itemsize).any():
+    low = int(starts.min())
+    if ((starts - low) % itemsize).any():
         return None
     raw = (ctypes.c_char * (high - low)).from_address(low)
     view = torch.frombuffer(raw, dtype=dtype)  # type: ignore[arg-type]
