@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import logging
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
 
 from derivgraph import DerivedTensor, Spec, Target, compile_plan
+from derivgraph.column_layout import ColumnLayout, ColumnLayouts
 from derivgraph.compiler import codegen, flat
 from derivgraph.compiler.ir import NodeKind
 
@@ -243,3 +245,126 @@ def test_span_index_of_one_layout_is_one_sweep_and_the_same_elements(broadcast, 
                                                   [*shapes, torch.Size([4, 3])]))
     assert torch.equal(picked, torch.cat([want, extra.expand(4, 3).reshape(-1)]))
     assert len(calls) == 1 + len(mixed)  # the per-tensor form: one arange per tensor
+
+
+_CPU = torch.device("cpu")
+
+
+def _record(cls: type = torch.Tensor) -> ColumnLayout:
+    return ColumnLayout(cls, torch.float32, torch.Size([SIZE]), _CPU, True)
+
+
+def test_disjoint_is_by_address_and_size():
+    """Tensors of ``nbytes`` each are disjoint only where no two of their starts, sorted,
+    are closer than that (one shared byte refuses)."""
+    assert flat.disjoint(np.array([64, 0, 32], dtype=np.int64), 32)
+    assert not flat.disjoint(np.array([64, 0, 31], dtype=np.int64), 32)  # one byte shared
+    assert not flat.disjoint(np.array([0, 96, 0], dtype=np.int64), 32)   # one memory twice
+
+
+def test_noted_addresses_are_the_columns_own_in_order():
+    """A column's noted addresses answer it whole, or after its template's (read); any other
+    run (a stranger among it, a part of it) is read per tensor (None here)."""
+    column = [torch.zeros(SIZE) for _ in range(4)]
+    ptrs = [t.data_ptr() for t in column]
+    book = ColumnLayouts()
+    book.add(column, _record())
+    book.note_addresses(column, ptrs)
+    template = torch.zeros(SIZE)
+    assert codegen._noted(book, column) == ptrs
+    assert codegen._noted(book, [template, *column]) == [template.data_ptr(), *ptrs]
+    assert codegen._noted(book, [*column[:2], torch.zeros(SIZE), *column[3:]]) is None
+    assert codegen._noted(book, column[1:]) is None
+    assert codegen._noted(None, column) is None
+
+
+@pytest.mark.parametrize("template", ["row-major", "strided", "other shape"])
+def test_a_columns_template_is_proved_only_by_its_own_facts(template):
+    """A compact column's template (first) is taken under its rows' record only where its
+    own facts are the record's: a strided one, or one of another shape, leaves the column
+    unproved (read per tensor)."""
+    rows = [torch.zeros(SIZE) for _ in range(4)]
+    book = ColumnLayouts()
+    book.add(rows, _record())
+    first = {"row-major": torch.zeros(SIZE), "strided": torch.zeros(2 * SIZE)[::2],
+             "other shape": torch.zeros(SIZE + 1)}[template]
+    facts = codegen._column_facts([first, *rows], book)
+    want = torch.Size([SIZE]) if template == "row-major" else None
+    assert codegen._proved(facts, torch.float32) == want
+    assert codegen._proved(codegen._column_facts(rows, book), torch.float32) == want or \
+        template != "row-major"
+
+
+def _reads(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Counts of the flat path's per-tensor reads: shapes (codegen) and data addresses
+    (flat)."""
+    got = {"shape": 0, "ptr": 0}
+    shape, ptr = codegen._shape, flat._ptr
+
+    def count_shape(t: torch.Tensor) -> torch.Size:
+        got["shape"] += 1
+        return shape(t)
+
+    def count_ptr(t: torch.Tensor) -> int:
+        got["ptr"] += 1
+        return ptr(t)
+
+    monkeypatch.setattr(codegen, "_shape", count_shape)
+    monkeypatch.setattr(flat, "_ptr", count_ptr)
+    return got
+
+
+@pytest.mark.parametrize("case", ["proved", "overlap", "strided operand", "other shape"])
+def test_a_proved_group_reads_its_shapes_and_addresses_from_the_records(case, caplog,
+                                                                        monkeypatch):
+    """With the compile's layout book recording the outputs (their addresses noted) and the
+    operands, the flat runs read no shape and only the operands' addresses, and write bit for
+    bit the one-op value. Canaries: two outputs the record proves (contiguous, of its shape)
+    overlapping in the middle chunk still refuse that chunk (foreach alone); a first operand
+    the record would not prove (strided: not admitted under its rows' record) makes the group
+    read every shape again, the flat path still exact; outputs whose record proves another
+    shape than the operands' (as many elements) are refused, every chunk foreach (source
+    only: no form runs that step)."""
+    layers, at = 3 * PER_CHUNK, PER_CHUNK + 3
+    model = _model(layers)
+    if case == "strided operand":
+        with torch.no_grad():
+            model[0].w = nn.Parameter(torch.randn(2 * SIZE)[::2], requires_grad=False)
+    plan = _compile(model, _spec(("rw", "1.0 / w")), caplog)
+    shape = (2, SIZE // 2) if case == "other shape" else (SIZE,)
+    outs = [torch.full(shape, float("nan")) for _ in range(layers)]
+    if case == "overlap":
+        shared = torch.full((SIZE + SIZE // 2,), float("nan"))
+        outs[at], outs[at + 1] = shared[:SIZE], shared[SIZE // 2:]
+    ctx = plan.programs.tensors
+    ws = ctx.bound_values([f"{i}.w" for i in range(layers)])
+    assert all(w is layer.w for w, layer in zip(ws, model))
+    book = ColumnLayouts()
+    book.add(outs, ColumnLayout(torch.Tensor, torch.float32, torch.Size(shape), _CPU, True))
+    book.note_addresses(outs, [o.data_ptr() for o in outs])
+    book.add(ws[1:], _record(nn.Parameter))  # the first (a template's place) admitted
+    ctx.layouts = book
+    reads = _reads(monkeypatch)
+    try:
+        source, fn = _emit_rw(plan, outs)
+    finally:
+        ctx.layouts = None
+    if case == "other shape":  # (not a step any form runs: the schedule never groups it)
+        assert ".index_copy_(" not in source and source.count("not on the flat path") == 3
+        return
+    with torch.no_grad():
+        fn()
+    bad = [i for i, (o, layer) in enumerate(zip(outs, model))
+           if not torch.equal(o, torch.reciprocal(layer.w))]
+    if case == "overlap":
+        middle = _chunk_lines(source, 2, 3)
+        assert len(middle) == 1 and "not on the flat path" in middle[0]
+        assert source.count(".index_copy_(") == 2
+        assert set(bad) <= {at, at + 1}
+        return
+    assert bad == []
+    assert source.count(".index_copy_(") == 3 and "_foreach_" not in source
+    if case == "proved":
+        assert reads == {"shape": 0, "ptr": layers}  # the operands' addresses only
+    else:
+        assert reads["shape"] >= 2 * layers  # outputs' and operands' shapes, each chunk
