@@ -17,13 +17,14 @@ import math
 import re
 from dataclasses import dataclass
 from itertools import repeat
-from operator import is_
+from operator import attrgetter, is_, ne
 from typing import Any, NamedTuple
 
+import numpy as np
 import torch
 
 from derivgraph._enum import StrEnum
-from derivgraph.column_layout import ColumnFacts, book_of, tensor_method
+from derivgraph.column_layout import ColumnFacts, ColumnLayouts, book_of, tensor_method
 from derivgraph.compiler import flat
 from derivgraph.compiler.copies import has_identity_reductions, row_copies, stage_directly
 from derivgraph.compiler.generated import define
@@ -580,7 +581,8 @@ def _copies(em: Emitter, by_key: dict[GroupKey, list[Step]], singles: list[Step]
     done: Lines = []
     flat_call = False
     if len(copies) > 1 and em.flat:
-        done = _emit_flat(em, _COPY_KEY, _step_members(em.ctx, _COPY_KEY, copies)) or []
+        done = _emit_flat(em, _COPY_KEY, _step_members(em.ctx, _COPY_KEY, copies),
+                          copies) or []
         flat_call = bool(done)  # the copy group's own lines (one grouped call), first
         if done:
             del by_key[_COPY_KEY]
@@ -723,17 +725,22 @@ def _emit_members(em: Emitter, key: GroupKey, m: Members, steps: list[Step] | No
                   ) -> Lines:
     """A ``COPY``/``UNARY``/``BINARY``/``SCALAR`` group (``steps``: its steps, where one may
     write through a view; else every member writes its storage whole)."""
+    flat = _emit_flat(em, key, m, steps) if em.flat else None
+    return flat if flat is not None else _emit_foreach(em, key, m, steps)
+
+
+def _emit_foreach(em: Emitter, key: GroupKey, m: Members, steps: list[Step] | None = None,
+                  note: str = "") -> Lines:
+    """The group as ``torch._foreach_*`` calls over prebuilt lists (``note``: a comment on its
+    first line)."""
     nodes = tuple(m.targets)
-    flat = _emit_flat(em, key, m) if em.flat else None
-    if flat is not None:
-        return flat
     outs = em.outs(steps, m.outs) if steps is not None else \
         em.outs_of(m.targets, m.outs, m.alike)
-    if key.kind is GroupKind.COPY:
-        ins = em.tensors(m.a, m.alike, m.a_values)
-        return [(f"torch._foreach_copy_({outs}, {ins})", nodes)]
     a = em.tensors(m.a, m.alike, m.a_values)
-    lines = [(f"torch._foreach_copy_({outs}, {a})", nodes)]
+    tail = f"  # {note}" if note else ""
+    if key.kind is GroupKind.COPY:
+        return [(f"torch._foreach_copy_({outs}, {a}){tail}", nodes)]
+    lines = [(f"torch._foreach_copy_({outs}, {a}){tail}", nodes)]
     if key.kind is GroupKind.UNARY:
         lines.append((f"torch.{_FOREACH_UNARY[key.op]}({outs})", nodes))
         if key.scale is not None:
@@ -747,9 +754,128 @@ def _emit_members(em: Emitter, key: GroupKey, m: Members, steps: list[Step] | No
     return lines
 
 
-def _emit_flat(em: Emitter, key: GroupKey, members: Members) -> Lines | None:
+_numel, _shape = torch.Tensor.numel, attrgetter("shape")
+
+
+def _part(m: Members, start: int, end: int) -> Members:
+    """Members ``[start, end)`` of ``m``."""
+    def cut(values: list[Any] | None) -> list[Any] | None:
+        return None if values is None else values[start:end]
+
+    return Members(m.targets[start:end], m.outs[start:end], m.a[start:end], m.b[start:end],
+                   m.alike, cut(m.a_values), cut(m.b_values))
+
+
+class _RunFacts(NamedTuple):
+    """What a group's flat run takes from the compile's layout book, read once for the group
+    (and cut for each of its chunks): the outputs' dtype; the one shape of its outputs, of its
+    first and of its second operands (the first's where it has none), each where a record
+    proves them CPU row-major tensors of that dtype (None: not proved, read per tensor); the
+    outputs' data addresses where the book noted them (None: read per tensor)."""
+
+    dtype: torch.dtype
+    out: torch.Size | None
+    a: torch.Size | None
+    b: torch.Size | None
+    out_ptrs: list[int] | None
+
+    def cut(self, start: int, end: int) -> _RunFacts:
+        """The facts of members ``[start, end)``."""
+        ptrs = self.out_ptrs
+        return self._replace(out_ptrs=None if ptrs is None else ptrs[start:end])
+
+
+def _run_facts(em: Emitter, got: ColumnFacts, values: list[Any], n: int) -> _RunFacts:
+    """:class:`_RunFacts` of a group whose outputs' facts are ``got`` (their dtype taken) and
+    operands' bound values ``values`` (first operands, then second)."""
+    book, dtype = book_of(em.ctx), got.dtype
+    assert dtype is not None
+    a, b = values[:n], values[n:]
+    a_shape = _proved(_column_facts(a, book), dtype)
+    b_shape = _proved(_column_facts(b, book), dtype) if b else a_shape
+    shape = _proved(got, dtype)
+    return _RunFacts(dtype, shape, a_shape, b_shape,
+                     None if shape is None else _noted(book, got.values))
+
+
+def _column_facts(values: list[Any], book: ColumnLayouts | None) -> ColumnFacts:
+    """:class:`ColumnFacts` of an operand column; where the book holds all but its first
+    value (a compact lowering's column: its template's, then its rows'), the first is admitted
+    under the rows' record when its own facts, read now, are the record's
+    (:meth:`~derivgraph.column_layout.ColumnLayouts.admit`)."""
+    facts = ColumnFacts(values, book)
+    if facts.record is None and book is not None and len(values) > 1:
+        rest = ColumnFacts(values[1:], book).record
+        if rest is not None and book.admit(values[0], rest):
+            return ColumnFacts(values, book)
+    return facts
+
+
+def _noted(book: ColumnLayouts | None, tensors: list[Any]) -> list[int] | None:
+    """The data addresses of ``tensors`` the book noted (an entry column's storages, each at
+    offset 0 of its storage: :meth:`~derivgraph.column_layout.ColumnLayouts.addresses`), the
+    column whole or after its template's (whose own is read); None where it noted none."""
+    if book is None or not tensors:
+        return None
+    noted = book.addresses(tensors)
+    if noted is None and len(tensors) > 1:
+        rest = book.addresses(tensors[1:])
+        if rest is not None:
+            return [tensors[0].data_ptr(), *rest]
+    return noted
+
+
+def _operands(em: Emitter, m: Members) -> list[Any]:
+    """The bound values of ``m``'s first operands, then its second (``_UNBOUND`` where none
+    is): as the members hold them (:class:`Members`' ``a_values``/``b_values``), else read."""
+    if m.a_values is not None and (not m.b or m.b_values is not None):
+        return m.a_values + (m.b_values or [])
+    return em.ctx.bound_values(m.a + m.b, _UNBOUND)
+
+
+def _emit_chunks(em: Emitter, key: GroupKey, m: Members, values: list[Any],
+                 facts: _RunFacts, numel: int | None, steps: list[Step] | None) -> Lines:
+    """A group the flat path refuses only for its size (over :data:`flat.MAX_ELEMENTS`, its
+    op, dtype and mean size taken) as consecutive chunks of its members (:func:`flat.chunks`;
+    ``numel``: each output's where its record says), each put to :func:`flat.fits` and,
+    unless its outputs' record proves them, to their contiguity, then emitted by
+    :func:`_emit_run` (its every other check made on the chunk); a chunk refused runs as
+    ``torch._foreach_*`` calls, that chunk alone, marked so in the source."""
+    n = len(m.targets)
+    numels = [numel] * n if numel is not None else list(map(_numel, m.outs))
+    cuts = flat.chunks(numels)
+    lines: Lines = []
+    for i, (start, end) in enumerate(cuts, 1):
+        part = f"chunk {i} of {len(cuts)} of a group of {n}, over flat.MAX_ELEMENTS"
+        chunk = _part(m, start, end)
+        total = numel * (end - start) if numel is not None else sum(numels[start:end])
+        done = None
+        if flat.fits(total, end - start) and (
+                facts.out is not None or ColumnFacts(chunk.outs).contiguous):
+            done = _emit_run(em, key, chunk, values[start:end] + values[n + start:n + end],
+                             facts.cut(start, end), total, part)
+        lines += done if done is not None else _emit_foreach(
+            em, key, chunk, None if steps is None else steps[start:end],
+            f"{part}: not on the flat path")
+    return lines
+
+
+def _proved(facts: ColumnFacts, dtype: torch.dtype) -> torch.Size | None:
+    """The one shape of a column whose layout record proves CPU, row-major tensors of
+    ``dtype``; None where it does not."""
+    record = facts.record
+    if record is None or not record.contiguous or record.device.type != "cpu" \
+            or record.dtype != dtype:
+        return None
+    return record.shape
+
+
+def _emit_flat(em: Emitter, key: GroupKey, members: Members,
+               steps: list[Step] | None = None) -> Lines | None:
     """A group of many small CPU tensors as whole-buffer ops over the memory that holds them
-    (:mod:`derivgraph.compiler.flat`); None where that path does not apply."""
+    (:mod:`derivgraph.compiler.flat`: :func:`_emit_run`); a group over
+    :data:`flat.MAX_ELEMENTS` alone, in chunks (:func:`_emit_chunks`; ``steps``: the
+    group's, for a chunk's foreach form); None where that path does not apply."""
     kind = key.kind
     if kind is GroupKind.UNARY and key.op not in flat.EXACT_UNARY or kind in (
             GroupKind.BINARY, GroupKind.SCALAR) and key.op not in flat.EXACT_BINARY:
@@ -757,34 +883,71 @@ def _emit_flat(em: Emitter, key: GroupKey, members: Members) -> Lines | None:
     n = len(members.targets)
     if n < flat.MIN_GROUP:
         return None
-    # the outputs' facts first (a group too large for the flat path is refused without its
-    # operands named or read), each in one C-level sweep
+    # the outputs' facts first (a group they refuse is refused without its operands named or
+    # read), each in one C-level sweep
     outs = members.outs
     got = ColumnFacts(outs, book_of(em.ctx))  # an entry column's: its record, proved once
-    if not (got.tensors and got.contiguous):
+    if not got.tensors or got.contiguous is False:
         return None
     dtype, total = got.dtype, got.numel
     if dtype not in (flat.COPY_DTYPES if kind is GroupKind.COPY else flat.OP_DTYPES) \
-            or total > min(flat.MAX_MEAN * n, flat.MAX_ELEMENTS):
+            or total > flat.MAX_MEAN * n:
         return None
-    firsts = members.a
-    refs = firsts + members.b
-    if not em.locals.keys().isdisjoint(refs):
+    fits = flat.fits(total, n)
+    if fits and not got.contiguous:  # (a group too large alone: its chunks are read so)
         return None
-    values = em.ctx.bound_values(refs, _UNBOUND)
-    if not all(map(isinstance, values, repeat(torch.Tensor))):
+    if not em.locals.keys().isdisjoint(members.a) \
+            or not em.locals.keys().isdisjoint(members.b):
         return None
-    shapes = [o.shape for o in outs]
+    values = _operands(em, members)
+    facts = _run_facts(em, got, values, n)
+    if fits:
+        return _emit_run(em, key, members, values, facts, total)
+    record = got.record
+    return _emit_chunks(em, key, members, values, facts,  # too many elements, and only that
+                        None if record is None else record.numel, steps)
+
+
+def _emit_run(em: Emitter, key: GroupKey, members: Members, values: list[Any],
+              facts: _RunFacts, total: int, part: str = "") -> Lines | None:
+    """:func:`_emit_flat`'s run of ``members`` (contiguous outputs of ``facts.dtype``,
+    ``total`` elements; ``values``: the operands' bound values; ``part``: which chunk of its
+    group it is): whole-buffer ops over the memory holding them, or None where an operand, a
+    span or two outputs sharing memory refuse it."""
+    kind, n, dtype = key.kind, len(members.targets), facts.dtype
+    outs, shape = members.outs, facts.out
     a, b = values[:n], values[n:]
-    if any(t.shape != s for t, s in zip(a, shapes)) or any(
-            torch.broadcast_shapes(t.shape, s) != s for t, s in zip(b, shapes)):
-        return None
-    span_out, span_in = flat.span_of(outs), flat.span_of(a + b)
+    if shape is not None and facts.a is not None and facts.b is not None:
+        # the records prove every operand a tensor and every shape: compared once
+        if facts.a != shape or torch.broadcast_shapes(facts.b, shape) != shape:
+            return None
+        shapes = [shape] * n
+    else:
+        if not all(map(isinstance, values, repeat(torch.Tensor))):
+            return None
+        shapes = list(map(_shape, outs))
+        if any(map(ne, map(_shape, a), shapes)) or any(  # each distinct pair of shapes once
+                torch.broadcast_shapes(t, s) != s for t, s in set(zip(map(_shape, b), shapes))):
+            return None
+    # runs the layout book proved CPU tensors of the outputs' dtype and one shape: their spans
+    # and indices from their addresses alone (the outputs' as the book noted them)
+    span_out = flat.span_of(outs) if shape is None else \
+        flat.span_of_run(outs, dtype, shape, facts.out_ptrs)
+    a_shape = facts.a
+    proved_in = a_shape is not None and a_shape == facts.b
+    span_in = flat.span_of_run(a + b, dtype, a_shape) if proved_in else flat.span_of(a + b)
     if span_out is None or span_in is None:
         return None
-    at_out = span_out.index(outs)
-    if at_out.unique().numel() != total:  # two outputs share memory: not independent steps
-        return None
+    # two outputs sharing memory are not independent steps (numpy's sort: one thread)
+    if shape is None:
+        at_out = span_out.index(outs)
+        order = np.sort(at_out.numpy())
+        if (order[1:] == order[:-1]).any():
+            return None
+    else:  # a proved run: by its addresses
+        if not flat.disjoint(span_out.starts, math.prod(shape) * dtype.itemsize):
+            return None
+        at_out = span_out.index_run(0, n, shape)
     targets = tuple(members.targets)
     bind = em.bindings.bind
     # the pass holds every storage it addresses: none is freed while its addresses are bound
@@ -794,16 +957,21 @@ def _emit_flat(em: Emitter, key: GroupKey, members: Members) -> Lines | None:
     mem_out = bind(Flat("span_out", targets), "out_mem", span_out.view)
     mem_in = bind(Flat("span_in", targets), "in_mem", span_in.view)
     out_at = bind(Flat("at_out", targets), "at", at_out)
-    a_at = bind(Flat("at_a", targets, tuple(firsts)), "at", span_in.index(a))
+    a_at = bind(Flat("at_a", targets, tuple(members.a)), "at",
+                span_in.index_run(0, n, a_shape) if proved_in else span_in.index(a))
     buf = bind(Flat("buf", targets), "flat", torch.empty(total, dtype=dtype))
     what = f"the {n} tensors"
-    lines = [f"torch.index_select({mem_in}, 0, {a_at}, out={buf})  # {what} read, by address"]
+    tail = f" ({part})" if part else ""
+    lines = [f"torch.index_select({mem_in}, 0, {a_at}, out={buf})  # {what} read, by "
+             f"address{tail}"]
     if kind is GroupKind.UNARY:
         lines.append(f"torch.{key.op}({buf}, out={buf})")
         if key.scale is not None:
             lines.append(f"torch.mul({buf}, {em.value(key.scale)}, out={buf})")
     elif kind is GroupKind.BINARY:
-        b_at = bind(Flat("at_b", targets, tuple(refs[n:])), "at", span_in.index(b, shapes))
+        b_at = bind(Flat("at_b", targets, tuple(members.b)), "at",
+                    span_in.index_run(n, 2 * n, a_shape, shapes[0]) if proved_in and shape
+                    else span_in.index(b, shapes))
         buf_b = bind(Flat("buf_b", targets), "flat", torch.empty(total, dtype=dtype))
         lines += [f"torch.index_select({mem_in}, 0, {b_at}, out={buf_b})",
                   f"torch.{key.op}({buf}, {buf_b}, out={buf})"]

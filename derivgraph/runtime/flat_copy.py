@@ -76,8 +76,7 @@ def _flat_copy(ours: Sequence[torch.Tensor],
     if span is None:
         return None
     copy = FlatCopy(ours, span)
-    starts = np.sort(copy.starts)
-    if (np.diff(starts) < copy.src.shape[1]).any():  # overlapping targets
+    if not flat.disjoint(copy.starts, copy.src.shape[1]):  # overlapping targets
         return None
     return copy
 
