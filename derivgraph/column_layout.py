@@ -11,7 +11,8 @@ instead of reading each of the column's tensors again (``.shape`` is the costly 
 stamped run's source column is recorded the same way from the build's column proof of its
 tensors (:func:`proven_layout`; ``planner._record_sources``): the build read them, and the
 compile reads the very objects it found (its evaluation takes them) while nothing writes the
-model.
+model; the startup record notes their storage addresses from the ``data_ptr()`` it reads of
+every source (:meth:`ColumnLayouts.note_read_addresses`), for the layer proof.
 
 A record is found by the tensor's identity and held with its tensors (so no id is reused
 while the book lives); it is kept for one compile only (``planner._compile`` drops it), so a
@@ -22,11 +23,11 @@ not hold (an adopted one, a view, another compile's) is read as before.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import islice, repeat
-from operator import attrgetter, is_, methodcaller
+from operator import attrgetter, is_, methodcaller, mul, sub
 from typing import Any
 
 import torch
@@ -36,6 +37,7 @@ __all__ = ["ColumnFacts", "ColumnLayout", "ColumnLayouts", "book_of", "column_la
 
 _dtype, _shape, _device = attrgetter("dtype"), attrgetter("shape"), attrgetter("device")
 _is_meta, _numel = attrgetter("is_meta"), torch.Tensor.numel
+_storage_offset = torch.Tensor.storage_offset
 
 
 @dataclass(frozen=True, eq=False)
@@ -165,6 +167,26 @@ class ColumnLayouts:
         storage's), held by the book."""
         if tensors and len(ptrs) == len(tensors):
             self._addresses[id(tensors[0])] = (tensors, ptrs)
+
+    def note_read_addresses(self, ptr_of: Mapping[int, int]) -> None:
+        """Note the storage data addresses of every recorded column (:meth:`add`) not noted
+        yet whose every tensor's ``data_ptr()`` the caller read (``ptr_of``: by the tensor's
+        id, nothing re-pointed since; the startup record's sources), where its record proves
+        what that address is: a plain tensor or parameter off the meta device, not empty (an
+        empty tensor's ``data_ptr()`` is 0). Its storage's address is then ``data_ptr()``
+        less ``storage_offset()`` elements (one C-level sweep of the offsets)."""
+        noted = self._addresses
+        for key, (tensors, layout) in self._columns.items():
+            if key in noted or layout.type not in _PLAIN or layout.is_meta \
+                    or not layout.numel:
+                continue
+            ptrs = list(map(ptr_of.get, map(id, tensors)))
+            if None in ptrs:
+                continue  # a tensor the caller did not read
+            offsets = list(map(_storage_offset, tensors))
+            if any(offsets):
+                ptrs = list(map(sub, ptrs, map(mul, offsets, repeat(layout.dtype.itemsize))))
+            noted[key] = (tensors, ptrs)  # type: ignore[assignment]
 
     def addresses(self, tensors: Sequence[Any]) -> list[int] | None:
         """The storage data addresses :meth:`note_addresses` recorded for ``tensors``, where
