@@ -98,7 +98,7 @@ def test_the_plan_is_the_one_compiled_without_noted_source_addresses(
         return _packed_model(40) if packed else scaling_model(40)
 
     noted = _compile(model())
-    monkeypatch.setattr(ColumnLayouts, "note_read_addresses", lambda self, ptr_of: None)
+    monkeypatch.setattr(ColumnLayouts, "note_read_addresses", lambda self, tensors, ptrs: None)
     plain = _compile(model())
     assert noted.source() == plain.source()
     assert noted.programs.written() == plain.programs.written()
@@ -110,8 +110,8 @@ def _book(tensors: list[Any], layout: ColumnLayout | None = None) -> ColumnLayou
     first = tensors[0]
     book = ColumnLayouts()
     book.add(tensors, layout or ColumnLayout(type(first), first.dtype, first.shape,
-                                             first.device, True))
-    book.note_read_addresses(dict(zip(map(id, tensors), (t.data_ptr() for t in tensors))))
+                                             first.device, True), source=True)
+    book.note_read_addresses(tensors, [t.data_ptr() for t in tensors])
     return book
 
 
@@ -142,24 +142,60 @@ def test_a_tensor_subclass_or_meta_column_is_not_noted() -> None:
     meta = [torch.empty(4, device="meta") for _ in range(3)]
     book = ColumnLayouts()
     book.add(meta, ColumnLayout(torch.Tensor, torch.float32, torch.Size([4]),
-                                torch.device("meta"), True))
-    book.note_read_addresses({id(t): 0 for t in meta})
+                                torch.device("meta"), True), source=True)
+    book.note_read_addresses(meta, [0] * len(meta))
     assert book.addresses(meta) is None  # canary: off the meta device only
 
 
-def test_a_column_with_a_tensor_not_read_is_not_noted() -> None:
-    tensors = [torch.zeros(4) for _ in range(4)]
+def _recorded(tensors: list[Any], source: bool = True) -> ColumnLayouts:
     book = ColumnLayouts()
     book.add(tensors, ColumnLayout(torch.Tensor, torch.float32, torch.Size([4]),
-                                   torch.device("cpu"), True))
-    book.note_read_addresses({id(t): t.data_ptr() for t in tensors[:3]})  # the last not read
+                                   torch.device("cpu"), True), source=source)
+    return book
+
+
+def test_a_column_is_found_as_a_run_of_the_read_tensors() -> None:
+    """The startup record reads every source, layer by layer: a column is every k-th."""
+    column = [torch.zeros(4) for _ in range(4)]
+    others = [torch.ones(4) for _ in range(9)]
+    read = [others[0]]
+    for i, c in enumerate(column):  # each layer: the column's tensor, then two others
+        read += [c, *others[1 + 2 * i:3 + 2 * i]]
+    assert [i for i, t in enumerate(read) if any(t is c for c in column)] == [1, 4, 7, 10]
+    ptrs = [t.data_ptr() for t in read]
+    book = _recorded(column)
+    book.note_read_addresses(read, ptrs)
+    assert book.addresses(column) == _storage_addresses(column)
+    one = [torch.zeros(4)]
+    book = _recorded(one)
+    book.note_read_addresses([torch.ones(4), *one], [0, one[0].data_ptr()])
+    assert book.addresses(one) == _storage_addresses(one)
+
+
+def test_a_column_not_a_run_of_the_read_tensors_is_not_noted() -> None:
+    tensors = [torch.zeros(4) for _ in range(4)]
+    ptrs = [t.data_ptr() for t in tensors]
+    cases = [
+        (tensors[:3], ptrs[:3]),  # the last not read
+        (tensors[1:], ptrs[1:]),  # the first not read
+        ([tensors[0], tensors[2], tensors[1], tensors[3]], ptrs),  # another order
+        ([tensors[0], tensors[1], torch.zeros(4), tensors[2], tensors[3]], ptrs),  # no one step
+        ([t.clone() for t in tensors], ptrs),  # equal values, not them
+    ]
+    for read, read_ptrs in cases:
+        book = _recorded(tensors)
+        book.note_read_addresses(read, read_ptrs)
+        assert book.addresses(tensors) is None
+    book = _recorded(tensors, source=False)  # canary: only the build's source columns
+    book.note_read_addresses(tensors, ptrs)
     assert book.addresses(tensors) is None
-    book.note_read_addresses({id(t): t.data_ptr() for t in tensors})
+    book = _recorded(tensors)
+    book.note_read_addresses(tensors, ptrs)
     assert book.addresses(tensors) == _storage_addresses(tensors)
 
 
 def test_a_noted_column_keeps_its_first_note() -> None:
     tensors = [torch.zeros(4) for _ in range(3)]
     book = _book(tensors)
-    book.note_read_addresses({id(t): 64 for t in tensors})  # a later read: not taken
+    book.note_read_addresses(tensors, [64] * len(tensors))  # a later read: not taken
     assert book.addresses(tensors) == _storage_addresses(tensors)
