@@ -11,7 +11,8 @@ instead of reading each of the column's tensors again (``.shape`` is the costly 
 stamped run's source column is recorded the same way from the build's column proof of its
 tensors (:func:`proven_layout`; ``planner._record_sources``): the build read them, and the
 compile reads the very objects it found (its evaluation takes them) while nothing writes the
-model.
+model; the startup record notes their storage addresses from the ``data_ptr()`` it reads of
+every source (:meth:`ColumnLayouts.note_read_addresses`), for the layer proof.
 
 A record is found by the tensor's identity and held with its tensors (so no id is reused
 while the book lives); it is kept for one compile only (``planner._compile`` drops it), so a
@@ -25,8 +26,8 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import islice, repeat
-from operator import attrgetter, is_, methodcaller
+from itertools import compress, count, islice, repeat
+from operator import attrgetter, is_, methodcaller, mul, sub
 from typing import Any
 
 import torch
@@ -36,6 +37,7 @@ __all__ = ["ColumnFacts", "ColumnLayout", "ColumnLayouts", "book_of", "column_la
 
 _dtype, _shape, _device = attrgetter("dtype"), attrgetter("shape"), attrgetter("device")
 _is_meta, _numel = attrgetter("is_meta"), torch.Tensor.numel
+_storage_offset = torch.Tensor.storage_offset
 
 
 @dataclass(frozen=True, eq=False)
@@ -125,7 +127,7 @@ class ColumnLayouts:
     """Tensor (by identity) -> the :class:`ColumnLayout` proved for its column, for the
     tensors :meth:`add` was given (it holds them: their ids stay theirs)."""
 
-    __slots__ = ("_of", "_columns", "_held", "_addresses")
+    __slots__ = ("_of", "_columns", "_held", "_addresses", "_sources")
 
     def __init__(self) -> None:
         self._of: dict[int, ColumnLayout] = {}
@@ -136,14 +138,19 @@ class ColumnLayouts:
         # the id of a column's first tensor -> the column and its storages' data addresses
         # (:meth:`note_addresses`)
         self._addresses: dict[int, tuple[Sequence[Any], list[int]]] = {}
+        self._sources: list[int] = []  # the source columns' keys in ``_columns`` (see add)
 
     def __len__(self) -> int:
         return len(self._of)
 
-    def add(self, tensors: Sequence[Any], layout: ColumnLayout) -> None:
-        """Record that every tensor of ``tensors`` has ``layout`` (proved by the caller)."""
+    def add(self, tensors: Sequence[Any], layout: ColumnLayout, *,
+            source: bool = False) -> None:
+        """Record that every tensor of ``tensors`` has ``layout`` (proved by the caller).
+        ``source``: a source column (its addresses noted by :meth:`note_read_addresses`)."""
         if tensors:
             self._columns[id(tensors[0])] = (tensors, layout)
+            if source:
+                self._sources.append(id(tensors[0]))
         self._of.update(zip(map(id, tensors), repeat(layout)))
 
     def admit(self, tensor: Any, layout: ColumnLayout) -> bool:
@@ -165,6 +172,29 @@ class ColumnLayouts:
         storage's), held by the book."""
         if tensors and len(ptrs) == len(tensors):
             self._addresses[id(tensors[0])] = (tensors, ptrs)
+
+    def note_read_addresses(self, tensors: Sequence[Any], ptrs: Sequence[int]) -> None:
+        """Note the storage data addresses of every source column (:meth:`add`) not noted
+        yet that is a run of ``tensors`` at one step (the very tensors, in order: one identity
+        sweep), whose ``data_ptr()`` the caller read (``ptrs``, in ``tensors``' order, nothing
+        re-pointed since; the startup record's sources), where its record proves what that
+        address is: a plain tensor or parameter off the meta device, not empty (an empty
+        tensor's ``data_ptr()`` is 0). Its storage's address is then ``data_ptr()`` less
+        ``storage_offset()`` elements (one C-level sweep of the offsets)."""
+        noted = self._addresses
+        for key in self._sources:
+            column, layout = self._columns[key]
+            if key in noted or layout.type not in _PLAIN or layout.is_meta \
+                    or not layout.numel:
+                continue
+            run = _run_in(tensors, column)
+            if run is None:
+                continue  # not a run of the tensors the caller read
+            found = list(ptrs[run])
+            offsets = list(map(_storage_offset, column))
+            if any(offsets):
+                found = list(map(sub, found, map(mul, offsets, repeat(layout.dtype.itemsize))))
+            noted[key] = (column, found)
 
     def addresses(self, tensors: Sequence[Any]) -> list[int] | None:
         """The storage data addresses :meth:`note_addresses` recorded for ``tensors``, where
@@ -196,6 +226,27 @@ class ColumnLayouts:
             # records are the first's and the column's, repeated (one_layout reads the set)
             return one_layout([self._of[id(tensors[0])], rest[1]])
         return one_layout(self.of(tensors))
+
+
+def _run_in(items: Sequence[Any], column: Sequence[Any]) -> slice | None:
+    """The slice of ``items`` that is ``column``'s very objects in its order, at one step
+    (found by its first two objects, each by a lazy C-level identity scan that stops there;
+    proved by one identity sweep); None where there is none."""
+    n = len(column)
+    start = _position(items, column[0], 0) if n else None
+    if start is None:
+        return None
+    after = _position(items, column[1], start + 1) if n > 1 else start + 1
+    if after is None:
+        return None
+    run = slice(start, start + (after - start) * (n - 1) + 1, after - start)
+    picked = items[run]
+    return run if len(picked) == n and all(map(is_, picked, column)) else None
+
+
+def _position(items: Sequence[Any], obj: Any, start: int) -> int | None:
+    """The first position from ``start`` of ``items`` that holds ``obj`` itself (None: none)."""
+    return next(compress(count(start), map(is_, islice(items, start, None), repeat(obj))), None)
 
 
 def one_layout(records: Sequence[ColumnLayout | None]) -> ColumnLayout | None:

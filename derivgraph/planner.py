@@ -237,7 +237,7 @@ def _record_sources(book: ColumnLayouts, graph: DerivedGraph) -> None:
     for tensors, layout in proven:
         record = proven_layout(layout)
         if record is not None:
-            book.add(tensors, record)
+            book.add(tensors, record, source=True)
 
 
 def _compile(model: nn.Module, specs: Iterable[Spec] | None,
@@ -426,6 +426,8 @@ def _record_startup(plan: Plan, owners: PathReader | None = None,
     read = dict(zip(paths, tensors))
     ptrs = data_ptrs(tensors)
     plan.source_ptrs = dict(zip(paths, zip(map(id, tensors), ptrs)))
+    if plan.tensors.layouts is not None:  # the layer proof's source columns: read here once
+        plan.tensors.layouts.note_read_addresses(tensors, ptrs)
     return read, reads._replace(ptrs=ptrs)  # the holders' binding takes the addresses
 
 

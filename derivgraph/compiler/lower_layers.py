@@ -63,10 +63,11 @@ def column_addresses(ctx: LowerContext, refs: Sequence[str], values: list[Any] |
     run of refs is kept in the context's ``address_memo`` (cleared whenever tensors are bound
     or staged again, :class:`~derivgraph.runtime.storage.BoundTensors`): the lowering's layer
     proof and the schedule's storage fence read the same columns. The list is shared: read
-    it, never change it. There, a run of an entry column's storages whose startup record
-    kept their storage addresses (:meth:`~derivgraph.column_layout.ColumnLayouts.addresses`,
-    the very tensors in order) is answered from it: nothing re-points them during the
-    compile."""
+    it, never change it. There, a run of an entry column's storages, or of a source column's
+    tensors, whose startup record kept their storage addresses
+    (:meth:`~derivgraph.column_layout.ColumnLayouts.addresses`, the very tensors in order;
+    :meth:`~derivgraph.column_layout.ColumnLayouts.note_read_addresses` for the sources) is
+    answered from it: nothing re-points them during the compile."""
     memo = _memo(ctx)
     key = tuple(refs) if memo is not None else None
     if key is not None:

@@ -70,7 +70,9 @@ def test_the_noted_addresses_are_the_storages_addresses(
     for tensors, ptrs in noted:
         assert len(tensors) == 11 and ptrs == _storage_addresses(tensors)
         assert all(t.storage_offset() == 0 for t in tensors)
-    assert answered == [11, 11, 11]  # the layer proof took every noted column
+    # the layer proof took every noted column: the three entry columns, then the sources'
+    # (the scale column, read as the alias column's values, and the weight column)
+    assert answered == [11, 11, 11, 11, 11]
     for column in plan.entries.columns:
         if type(column) is EntryColumn:
             assert [e.startup_ptr for e in column.entries] == \
