@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence, Set
+from collections.abc import Callable, Iterable, Iterator, KeysView, Mapping, Sequence, Set
 from dataclasses import dataclass, field
-from itertools import chain, repeat
-from operator import attrgetter, is_, itemgetter
+from itertools import chain, compress, repeat
+from operator import attrgetter, is_, is_not, itemgetter
 from typing import Any
 
 import torch
@@ -30,8 +30,9 @@ from derivgraph.errors import Rule, SourceLocation, SpecIssue, SpecValidationErr
 from derivgraph.spec.kinds import TensorKind
 from derivgraph.spec.model import DerivedTensor
 
-__all__ = ["DerivedGraph", "DerivedNode", "NodeRef", "freeze", "natural_key", "refs_in",
-           "substitute", "tensor_kind"]
+__all__ = ["DerivedGraph", "DerivedNode", "DerivedView", "HeldDerived", "HeldRun", "NodeRef",
+           "freeze", "natural_key",
+           "refs_in", "substitute", "tensor_kind"]
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,72 @@ class DerivedNode:
     @property
     def where(self) -> str:
         return f"{self.bound.spec.name}:{self.decl.name}"
+
+
+#: a derived node's input
+_INPUT = attrgetter("input")
+
+
+class HeldDerived:
+    """The derived tensors of one declaration over a run of layers, held as columns: their
+    ``ids``, bound specs, owner paths, devices and params, the declaration and its kind
+    once. Each row's :class:`DerivedNode` is made on the column's first read
+    (:meth:`nodes`, memoized), with what was written to the column before
+    (:meth:`set_inputs`, :meth:`set_all`: the nodes' ``input``, ``meta`` and ``device``);
+    a write after it goes to the nodes. A made node equals the one made eagerly with the
+    same fields (:class:`DerivedNode`'s own ``__init__`` makes it)."""
+
+    __slots__ = ("ids", "bounds", "decl", "paths", "devices", "params", "kind", "inputs",
+                 "metas", "made")
+
+    def __init__(self, ids: list[str], bounds: list[BoundSpec], decl: DerivedTensor,
+                 paths: list[str], devices: list[torch.device], params: list[dict[str, Any]],
+                 kind: TensorKind) -> None:
+        self.ids, self.bounds, self.decl, self.paths = ids, bounds, decl, paths
+        self.devices, self.params, self.kind = devices, params, kind
+        self.inputs: list[str | None] | None = None  # each row's input (None: every row's None)
+        self.metas: list[Any] | None = None  # each row's meta (None: every row's None)
+        self.made: list[DerivedNode] | None = None  # the nodes, once made
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def nodes(self) -> list[DerivedNode]:
+        """Each row's node (made on the first call, one ``__init__`` per row)."""
+        made = self.made
+        if made is None:
+            made = self.made = list(map(
+                DerivedNode, self.ids, self.bounds, repeat(self.decl), self.paths,
+                repeat(None) if self.inputs is None else self.inputs, self.devices,
+                self.params, repeat(None) if self.metas is None else self.metas,
+                repeat(self.kind)))
+        return made
+
+    def input_values(self) -> list[str | None]:
+        """Each row's input (its node's ``input``), read without making the nodes."""
+        if self.made is not None:
+            return list(map(_INPUT, self.made))
+        return [None] * len(self.ids) if self.inputs is None else list(self.inputs)
+
+    def set_inputs(self, values: list[str]) -> None:
+        """Give row ``i``'s node the input ``values[i]``."""
+        if len(values) != len(self.ids):
+            raise ValueError("one value per node")
+        if self.made is not None:
+            deque(map(setattr, self.made, repeat("input"), values), maxlen=0)
+        else:
+            self.inputs = list(values)
+
+    def set_all(self, name: str, value: Any) -> None:
+        """Set field ``name`` (``meta`` or ``device``) of every row's node to ``value``."""
+        if self.made is not None:
+            deque(map(setattr, self.made, repeat(name), repeat(value)), maxlen=0)
+        elif name == "meta":
+            self.metas = [value] * len(self.ids)
+        elif name == "device":
+            self.devices = [value] * len(self.ids)
+        else:
+            raise ValueError(f"a held column does not hold {name!r}")
 
 
 def natural_key(path: str) -> list[Any]:
@@ -200,6 +267,65 @@ def substitute(value: Any, lookup: Any) -> Any:
     return value
 
 
+class HeldRun:
+    """The rows of a run of layers whose derived tensors are held by column (``columns``,
+    one :class:`HeldDerived` per declaration, in the declaration order), row ``first``
+    the run's first (the rows' numbers are the caller's): what each row's node list is
+    to a reader that must not make the nodes (:meth:`key`), or made (:meth:`row`)."""
+
+    __slots__ = ("columns", "first")
+
+    def __init__(self, columns: list[HeldDerived], first: int) -> None:
+        self.columns, self.first = columns, first
+
+    def __len__(self) -> int:
+        """How many derived tensors each row has (one per column)."""
+        return len(self.columns)
+
+    def key(self, at: int) -> tuple[tuple[int, torch.device], ...]:
+        """Row ``at``'s ``(id(node.decl), node.device)`` of each node, in order."""
+        i = at - self.first
+        return tuple([(id(column.decl), column.devices[i]) for column in self.columns])
+
+    def row(self, graph: DerivedGraph, at: int) -> list[DerivedNode]:
+        """Row ``at``'s nodes, in order (their columns' nodes made: ``graph``'s
+        :meth:`~DerivedGraph.derived_node`)."""
+        i = at - self.first
+        found = [graph.derived_node(column.ids[i]) for column in self.columns]
+        assert all(node is not None for node in found)  # a held row's id is a derived tensor
+        return found  # type: ignore[return-value]
+
+
+class DerivedView(Mapping[str, DerivedNode]):
+    """A graph's derived tensors by id (:attr:`DerivedGraph.derived`) as a mapping that
+    makes a held column's nodes only when one of them is read (:meth:`DerivedGraph.derived_node`);
+    ``in``, iteration and ``len`` make none."""
+
+    __slots__ = ("_graph",)
+
+    def __init__(self, graph: DerivedGraph) -> None:
+        self._graph = graph
+
+    def __getitem__(self, node_id: str) -> DerivedNode:
+        node = self._graph.derived_node(node_id)
+        if node is None:
+            raise KeyError(node_id)
+        return node
+
+    def get(self, node_id: str, default: Any = None) -> Any:  # type: ignore[override]
+        node = self._graph.derived_node(node_id)
+        return default if node is None else node
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._graph.derived_ids
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._graph.derived_ids)
+
+    def __len__(self) -> int:
+        return len(self._graph.derived_ids)
+
+
 class DerivedGraph:
     """The model's IR graph (:class:`~derivgraph.compiler.ir.Graph`) plus the issues found building
     it."""
@@ -207,7 +333,11 @@ class DerivedGraph:
     def __init__(self, model: nn.Module):
         self.model = model
         self.ir = Graph()
-        self.derived: dict[str, DerivedNode] = {}
+        # every derived tensor's node by id, in order; a held column's rows map to their
+        # column (:class:`HeldDerived`, in :attr:`_held` until its nodes are put in)
+        self._derived: dict[str, DerivedNode | HeldDerived] = {}
+        self._held: list[HeldDerived] = []
+        self._view = DerivedView(self)
         self.issues: list[SpecIssue] = []
         self._cse_table: dict[Any, str] = {}  # :attr:`_cse` once every due key is in it
         # the keys of column-replayed runs' ops, not yet in the table: each call gives one
@@ -254,6 +384,47 @@ class DerivedGraph:
         return self.ir.nodes
 
     @property
+    def derived(self) -> dict[str, DerivedNode]:
+        """Every derived tensor's node by id, in the order they were added; a held
+        column's nodes are made (:meth:`HeldDerived.nodes`) and put in first."""
+        if self._held:
+            held, self._held = self._held, []
+            for column in held:
+                self._derived.update(zip(column.ids, column.nodes()))
+        return self._derived  # type: ignore[return-value]
+
+    @property
+    def derived_view(self) -> DerivedView:
+        """:attr:`derived` as a mapping that makes a held column's nodes only when one of
+        them is read (:class:`DerivedView`)."""
+        return self._view
+
+    def made_derived(self) -> list[tuple[str, DerivedNode]]:
+        """The (id, node) of :attr:`derived` whose node is made, in order (a held column's
+        rows left out)."""
+        derived = self._derived
+        return list(compress(derived.items(), map(is_not, map(type, derived.values()),
+                                                  repeat(HeldDerived))))
+
+    def held_columns(self) -> list[HeldDerived]:
+        """The held columns whose nodes are not in :attr:`derived` yet."""
+        return list(self._held)
+
+    @property
+    def derived_ids(self) -> KeysView[str]:
+        """The ids of :attr:`derived`, in order (a view: no held node made)."""
+        return self._derived.keys()
+
+    def derived_node(self, node_id: str) -> DerivedNode | None:
+        """``derived.get(node_id)``, making only the nodes of its held column (put in)."""
+        node = self._derived.get(node_id)
+        if type(node) is HeldDerived:
+            self._derived.update(zip(node.ids, node.nodes()))
+            self._held = [column for column in self._held if column is not node]
+            return self._derived[node_id]  # type: ignore[return-value]
+        return node  # type: ignore[return-value]
+
+    @property
     def g(self) -> Any:
         """The graph as networkx (node attribute ``kind``, ``op``, ...), for algorithms/pictures."""
         return self.ir.nx()
@@ -275,7 +446,7 @@ class DerivedGraph:
         tensor, or a source made before). The stamped replay's call: it touches what its own
         row did not make (:meth:`derivgraph.compiler.stamp.Stamper._replay`)."""
         nodes = self.ir.nodes
-        if path in self.derived or path in nodes:
+        if path in self._derived or path in nodes:
             return True
         before = len(nodes)
         if layout is None:
@@ -381,7 +552,7 @@ class DerivedGraph:
         return int(op_id[1:op_id.index(":")]) > count
 
     def add_derived(self, node: DerivedNode) -> None:
-        self.derived[node.id] = node
+        self._derived[node.id] = node
         before = len(self.ir.nodes)
         self.ir.add(Node(node.id, _DERIVED))
         self._added(before, 1)
@@ -396,7 +567,24 @@ class DerivedGraph:
         (:class:`~derivgraph.compiler.ir.HeldLeaves`), each made on first use."""
         if ids is None:
             ids = [node.id for node in nodes]
-        self.derived.update(zip(ids, nodes))
+        self._derived.update(zip(ids, nodes))
+        self._add_leaves(ids, columns, id_set)
+
+    def hold_derived(self, held: list[HeldDerived], ids: list[str],
+                     id_set: Set[str] | None = None) -> None:
+        """:meth:`add_derived_all` of the columns ``held`` (every one as long; ``ids``:
+        their ids a row at a time, ``ids[k::len(held)]`` column ``k``'s), their nodes
+        not made: each column's are made on its first read (:attr:`derived`,
+        :meth:`derived_node`)."""
+        if held:
+            self._derived.update(zip(ids, chain.from_iterable(repeat(tuple(held),
+                                                                     len(held[0])))))
+            self._held += held
+        self._add_leaves(ids, [column.ids for column in held], id_set)
+
+    def _add_leaves(self, ids: list[str], columns: list[list[str]] | None,
+                    id_set: Set[str] | None) -> None:
+        """The graph nodes of derived tensors ``ids`` (see :meth:`add_derived_all`)."""
         before = len(self.ir.nodes)
         if columns:
             leaves = [HeldLeaves(column, _DERIVED) for column in columns]
@@ -444,9 +632,10 @@ class DerivedGraph:
         deque(map(setattr, nodes, repeat("input"), values), maxlen=0)  # one C-level sweep
         self.ir.set_input_each(list(map(_ID, nodes)), values)
 
-    def place_made_inputs(self, nodes: list[DerivedNode], ids: list[str],
+    def place_made_inputs(self, nodes: list[DerivedNode] | HeldDerived, ids: list[str],
                           values: list[str]) -> None:
-        """What :meth:`place_input_each` leaves for ``nodes`` (their ``ids``) and ``values``
+        """What :meth:`place_input_each` leaves for ``nodes`` (their ``ids``; or a held
+        column, :class:`HeldDerived`, whose rows they are) and ``values``
         where no node has an input yet (:meth:`Graph.without_inputs
         <derivgraph.compiler.ir.Graph.without_inputs>`) and each value's users list already
         names its nodes in order (:meth:`Graph.add_fresh
@@ -454,8 +643,27 @@ class DerivedGraph:
         the users lists not touched."""
         if len(nodes) != len(values):
             raise ValueError("one value per node")
-        deque(map(setattr, nodes, repeat("input"), values), maxlen=0)  # one C-level sweep
+        if type(nodes) is HeldDerived:  # a held column takes them as a column
+            nodes.set_inputs(values)
+        else:
+            deque(map(setattr, nodes, repeat("input"), values), maxlen=0)  # one C sweep
         self.ir.set_fresh_inputs(ids, values)
+
+    def place_column_inputs(self, columns: list[list[DerivedNode] | HeldDerived],
+                            ids: list[list[str]], values: list[list[str]]) -> None:
+        """:meth:`place_input_each` of the nodes of ``columns`` (their ids ``ids``, each
+        column's values in ``values``) a row at a time, each row's in column order; a held
+        column (:class:`HeldDerived`) takes its values as a column."""
+        rows = chain.from_iterable
+        if all(type(c) is HeldDerived and c.made is None for c in columns):
+            if any(len(v) != len(c) for c, v in zip(columns, values, strict=True)):
+                raise ValueError("one value per node")
+            for column, column_values in zip(columns, values):
+                column.set_inputs(column_values)  # type: ignore[union-attr]
+            self.ir.set_input_each(list(rows(zip(*ids))), list(rows(zip(*values))))
+            return
+        nodes = [c.nodes() if type(c) is HeldDerived else c for c in columns]
+        self.place_input_each(list(rows(zip(*nodes))), list(rows(zip(*values))))
 
     def issue(self, rule: str, message: str, fix: str, node: DerivedNode | None) -> None:
         loc = node.decl.location if node else SourceLocation()

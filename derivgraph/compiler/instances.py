@@ -213,7 +213,7 @@ def _wanted(how: Recipe, table: InstanceTable, columns: list[tuple[str, ...]],
 
 
 def run_column(run_nodes: Mapping[int, tuple[Any, ...]] | None, table: InstanceTable,
-               k: int) -> list[Any] | None:
+               k: int) -> Any:
     """Each row's derived tensor at template position ``k`` of ``table`` as the stamper's
     run made them, by column (``run_nodes``: :attr:`Stamper.run_nodes
     <derivgraph.compiler.stamp.Stamper.run_nodes>`): where it holds ``table`` with its rows
@@ -228,11 +228,13 @@ def run_column(run_nodes: Mapping[int, tuple[Any, ...]] | None, table: InstanceT
 
 
 def _values(column: tuple[str, ...], derived: Mapping[str, Any],
-            held: list[Any] | None = None) -> list[Any]:
+            held: Any = None) -> list[Any]:
     """The value (``input``) of each derived tensor of ``column`` (None where it is none);
-    ``held``: those derived tensors, where the caller has them (:func:`run_column`)."""
+    ``held``: those derived tensors, where the caller has them (:func:`run_column`: their
+    nodes, or their held column, :class:`~derivgraph.compiler.graph.HeldDerived`, which
+    gives them without making the nodes)."""
     if held is not None:
-        return list(map(_input, held))
+        return list(map(_input, held)) if type(held) is list else held.input_values()
     found = list(map(derived.get, column))  # one identity test each: no node's ``__eq__``
     return list(map(_input, found)) if all(map(is_not, found, repeat(None))) else \
         [None if d is None else d.input for d in found]

@@ -183,7 +183,7 @@ def _holding(graph: DerivedGraph, reads: Reads, bounds: Sequence[BoundSpec],
     alive = list(range(n))  # the rows every fact so far held on
     keys: list[tuple[str, ...]] = []
     found: list[list[Any]] = []  # per path probe, its object per alive row
-    derived = graph.derived
+    derived = graph.derived_ids
     for check in checks:
         if not alive:
             break

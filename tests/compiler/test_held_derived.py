@@ -1,0 +1,138 @@
+"""A run's derived tensors held by column (``graph.HeldDerived``, made by
+``build._derived_columns``): each node made on its column's first read, with what the
+stamper (inputs) and shape inference (meta values, devices) wrote to the column, equal field
+by field to the node made eagerly; ``in``, iteration and the ids make no node. Canaries:
+a column made without its inputs, or without its meta values, is seen; writes after a
+column was made go to its nodes; a column read through ``derived_node`` makes only itself."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from derivgraph.compiler import build
+from derivgraph.compiler.bind import match_specs
+from derivgraph.compiler.graph import DerivedGraph, DerivedNode, HeldDerived
+from derivgraph.compiler.ir import Node, NodeKind
+from derivgraph.compiler.stamp import stamping
+from derivgraph.spec.model import DerivedTensor
+from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+
+
+def _fields(node: DerivedNode) -> tuple[Any, ...]:
+    meta = node.meta
+    return (node.id, node.bound.module_path, node.decl, node.owner_path, node.input,
+            node.device, node.params, node.kind,
+            None if meta is None else (tuple(meta.shape), meta.dtype, meta.device.type))
+
+
+def _graph(model: Any, stamp: bool) -> DerivedGraph:
+    with stamping(stamp):
+        return build.build_graph(model, match_specs(model, [scaling_spec()]))
+
+
+def _held_after_build(model: Any) -> tuple[DerivedGraph, list[HeldDerived]]:
+    graph = _graph(model, True)
+    return graph, graph.held_columns()
+
+
+def test_held_nodes_equal_the_nodes_made_without_stamping() -> None:
+    model = scaling_model(9)
+    graph, held = _held_after_build(model)
+    assert len(held) == 4 and all(column.made is None for column in held)  # nothing made
+    assert len(graph.derived_ids) == 36 and "layers.5.prod" in graph.derived_ids
+    assert graph.held_columns() == held  # ids and `in` made nothing
+    plain = _graph(model, False)
+    assert not plain.held_columns()
+    lazy = [_fields(n) for n in graph.derived.values()]
+    assert not graph.held_columns() and all(column.made is not None for column in held)
+    assert lazy == [_fields(n) for n in plain.derived.values()]
+    assert all(type(n) is DerivedNode for n in graph.derived.values())
+    # the made nodes are the columns' own (made once)
+    assert graph.derived["layers.4.inv"] is held[0].nodes()[3]
+
+
+@pytest.mark.parametrize("broken", ["inputs", "metas", "devices"])
+def test_canary_a_column_made_without_what_was_written_is_seen(
+        broken: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planted bugs: the column forgets the inputs the stamper gave it, the meta values or
+    the devices inference gave it (its nodes then differ from the plain build's)."""
+    model = scaling_model(5)
+    plain = [_fields(n) for n in _graph(model, False).derived.values()]
+    real = HeldDerived.nodes
+
+    def forgetful(self: HeldDerived) -> list[DerivedNode]:
+        if self.made is None:
+            if broken == "devices":
+                self.devices = [torch.device("meta")] * len(self.ids)
+            else:
+                setattr(self, broken, None)
+        return real(self)
+
+    monkeypatch.setattr(HeldDerived, "nodes", forgetful)
+    graph, held = _held_after_build(model)
+    assert held
+    assert [_fields(n) for n in graph.derived.values()] != plain
+
+
+def _column(graph: DerivedGraph, name: str, rows: int) -> HeldDerived:
+    decl = DerivedTensor(name=name, kind="attribute", formula="w + 1")
+    ids = [f"l.{i}.{name}" for i in range(rows)]
+    bound = [object()] * rows
+    column = HeldDerived(ids, bound, decl, [f"l.{i}" for i in range(rows)],  # type: ignore
+                         [torch.device("cpu")] * rows, [{}] * rows, build.tensor_kind(decl))
+    return column
+
+
+def _held_graph() -> tuple[DerivedGraph, HeldDerived, HeldDerived]:
+    graph = DerivedGraph(torch.nn.Module())
+    a, b = _column(graph, "a", 3), _column(graph, "b", 3)
+    ids = [i for row in zip(a.ids, b.ids) for i in row]
+    graph.hold_derived([a, b], ids)
+    return graph, a, b
+
+
+def test_derived_node_makes_only_its_own_column() -> None:
+    graph, a, b = _held_graph()
+    assert list(graph.derived_ids) == ["l.0.a", "l.0.b", "l.1.a", "l.1.b", "l.2.a", "l.2.b"]
+    node = graph.derived_node("l.1.b")
+    assert node is b.nodes()[1] and a.made is None and graph.held_columns() == [a]
+    assert graph.derived_view["l.2.b"] is b.nodes()[2] and a.made is None
+    assert graph.derived_node("nope") is None and "nope" not in graph.derived_view
+    assert list(graph.derived) == list(graph.derived_ids) and a.made is not None
+
+
+def test_writes_go_to_the_column_before_it_is_made_and_to_its_nodes_after() -> None:
+    graph, a, b = _held_graph()
+    graph.place_made_inputs(a, a.ids, ["x0", "x1", "x2"])
+    a.set_all("meta", "m")
+    assert a.made is None and a.input_values() == ["x0", "x1", "x2"]
+    assert [(n.input, n.meta) for n in a.nodes()] == [("x0", "m"), ("x1", "m"), ("x2", "m")]
+    a.set_inputs(["y0", "y1", "y2"])  # made: the nodes take it
+    a.set_all("device", torch.device("meta"))
+    assert [(n.input, n.device.type) for n in a.nodes()] == \
+        [("y0", "meta"), ("y1", "meta"), ("y2", "meta")]
+    assert a.input_values() == ["y0", "y1", "y2"]
+    with pytest.raises(ValueError, match="one value per node"):
+        b.set_inputs(["z"])
+    with pytest.raises(ValueError, match="does not hold"):
+        b.set_all("params", {})
+
+
+def test_column_inputs_take_the_per_node_path_once_a_column_is_made() -> None:
+    """``place_column_inputs``: held columns take their values as columns; a made one
+    (canary for the held-only shortcut) gets them node by node, with the same graph."""
+    for make_first in (False, True):
+        graph, a, b = _held_graph()
+        for node_id in list(graph.derived_ids):  # the value nodes
+            graph.ir.add(Node(f"v.{node_id}", NodeKind.SOURCE))
+        if make_first:
+            a.nodes()
+        values = [[f"v.{i}" for i in a.ids], [f"v.{i}" for i in b.ids]]
+        graph.place_column_inputs([a, b], [a.ids, b.ids], values)
+        assert [n.input for n in graph.derived.values()] == \
+            [f"v.{i}" for i in graph.derived_ids]
+        assert [graph.ir.nodes[i].inputs for i in graph.derived_ids] == \
+            [(f"v.{i}",) for i in graph.derived_ids]
