@@ -394,10 +394,10 @@ class DerivedGraph:
         return self._derived  # type: ignore[return-value]
 
     @property
-    def derived_view(self) -> DerivedView:
+    def derived_view(self) -> Mapping[str, DerivedNode]:
         """:attr:`derived` as a mapping that makes a held column's nodes only when one of
-        them is read (:class:`DerivedView`)."""
-        return self._view
+        them is read (:class:`DerivedView`); :attr:`derived` itself where none is held."""
+        return self._view if self._held else self._derived  # type: ignore[return-value]
 
     def made_derived(self) -> list[tuple[str, DerivedNode]]:
         """The (id, node) of :attr:`derived` whose node is made, in order (a held column's
