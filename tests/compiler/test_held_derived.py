@@ -136,3 +136,45 @@ def test_column_inputs_take_the_per_node_path_once_a_column_is_made() -> None:
             [f"v.{i}" for i in graph.derived_ids]
         assert [graph.ir.nodes[i].inputs for i in graph.derived_ids] == \
             [(f"v.{i}",) for i in graph.derived_ids]
+
+
+def _engine_model() -> Any:
+    model = scaling_model(6)
+    for i, layer in enumerate(model.layers):
+        layer.table = torch.full((3,), float(i))
+    return model
+
+
+def _engine_specs() -> list[Any]:
+    from derivgraph import DerivedTensor, Spec
+
+    return [Spec(name="engine_table", target=scaling_spec().target,
+                 params={"E": "scale.shape[0]"},
+                 derived=[DerivedTensor(name="inv", kind="attribute", formula="1.0 / scale"),
+                          DerivedTensor(name="table", kind="engine")])]
+
+
+def test_held_engine_tensors_take_the_engines_layout_as_made_ones() -> None:
+    """An engine tensor's meta comes from the engine, read before inference's rows: a held
+    column of them is made first (refusal of the held rows' shortcut there), so every row
+    gets it as the plain build's does."""
+    model, specs = _engine_model(), _engine_specs()
+    held: list[bool] = []
+    real = build.HeldDerived.nodes
+
+    def spy(self: HeldDerived) -> list[DerivedNode]:
+        if self.made is None and self.kind.value == "engine":
+            held.append(self.inputs is None)
+        return real(self)
+
+    with stamping(True), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(build.HeldDerived, "nodes", spy)
+        graph = build.build_graph(model, match_specs(model, specs))
+        assert held == [True]  # the engine column was held, and made before inference
+    with stamping(False):
+        plain = build.build_graph(model, match_specs(model, specs))
+    engine = [n for n in plain.derived if n.endswith(".table")]
+    assert len(engine) == 6
+    assert all(tuple(graph.meta_env[n].shape) == (3,) for n in engine)
+    assert [_fields(n) for n in graph.derived.values()] == \
+        [_fields(n) for n in plain.derived.values()]
