@@ -16,8 +16,8 @@ import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, KeysView, Mapping, Sequence, Set
 from dataclasses import dataclass, field
-from itertools import chain, compress, repeat
-from operator import attrgetter, is_, is_not, itemgetter
+from itertools import chain, repeat
+from operator import attrgetter, is_, itemgetter, or_
 from typing import Any
 
 import torch
@@ -296,6 +296,32 @@ class HeldRun:
         return found  # type: ignore[return-value]
 
 
+class DerivedIds(Set[str]):
+    """The ids of a graph's derived tensors with held runs (:meth:`DerivedGraph.hold_derived`),
+    in order: the made nodes' (``made``, the dict's keys), then each held run's (its ids a
+    row at a time); ``in`` and ``isdisjoint`` read the runs' id sets, no node made."""
+
+    __slots__ = ("_made", "_held")
+
+    def __init__(self, made: KeysView[str],
+                 held: list[tuple[list[str], Set[str], list[HeldDerived]]]) -> None:
+        self._made, self._held = made, held
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._made or any(node_id in ids for _, ids, _ in self._held)
+
+    def __iter__(self) -> Iterator[str]:
+        return chain(self._made, *[ids for ids, _, _ in self._held])
+
+    def __len__(self) -> int:
+        return len(self._made) + sum(len(ids) for ids, _, _ in self._held)
+
+    def isdisjoint(self, other: Iterable[Any]) -> bool:
+        other = other if isinstance(other, (set, frozenset)) else set(other)
+        return self._made.isdisjoint(other) and all(ids.isdisjoint(other)
+                                                    for _, ids, _ in self._held)
+
+
 class DerivedView(Mapping[str, DerivedNode]):
     """A graph's derived tensors by id (:attr:`DerivedGraph.derived`) as a mapping that
     makes a held column's nodes only when one of them is read (:meth:`DerivedGraph.derived_node`);
@@ -333,10 +359,11 @@ class DerivedGraph:
     def __init__(self, model: nn.Module):
         self.model = model
         self.ir = Graph()
-        # every derived tensor's node by id, in order; a held column's rows map to their
-        # column (:class:`HeldDerived`, in :attr:`_held` until its nodes are put in)
-        self._derived: dict[str, DerivedNode | HeldDerived] = {}
-        self._held: list[HeldDerived] = []
+        # every made derived tensor's node by id, in order; then the held runs' (each its ids
+        # a row at a time, the set of them, its columns: :meth:`hold_derived`), put in at
+        # the first read that needs a node of one (:attr:`derived`)
+        self._derived: dict[str, DerivedNode] = {}
+        self._held: list[tuple[list[str], Set[str], list[HeldDerived]]] = []
         self._view = DerivedView(self)
         self.issues: list[SpecIssue] = []
         self._cse_table: dict[Any, str] = {}  # :attr:`_cse` once every due key is in it
@@ -385,44 +412,54 @@ class DerivedGraph:
 
     @property
     def derived(self) -> dict[str, DerivedNode]:
-        """Every derived tensor's node by id, in the order they were added; a held
-        column's nodes are made (:meth:`HeldDerived.nodes`) and put in first."""
+        """Every derived tensor's node by id, in the order they were added; the held
+        columns' nodes are made (:meth:`HeldDerived.nodes`) and put in first, in their
+        places (after every node made before them: :meth:`add_derived` puts them in first)."""
         if self._held:
             held, self._held = self._held, []
-            for column in held:
-                self._derived.update(zip(column.ids, column.nodes()))
-        return self._derived  # type: ignore[return-value]
+            for ids, _, columns in held:  # one insert per run, a row at a time
+                self._derived.update(zip(ids, chain.from_iterable(
+                    zip(*[column.nodes() for column in columns]))))
+        return self._derived
 
     @property
     def derived_view(self) -> Mapping[str, DerivedNode]:
-        """:attr:`derived` as a mapping that makes a held column's nodes only when one of
+        """:attr:`derived` as a mapping that makes the held columns' nodes only when one of
         them is read (:class:`DerivedView`); :attr:`derived` itself where none is held."""
-        return self._view if self._held else self._derived  # type: ignore[return-value]
+        return self._view if self._held else self._derived
 
     def made_derived(self) -> list[tuple[str, DerivedNode]]:
-        """The (id, node) of :attr:`derived` whose node is made, in order (a held column's
-        rows left out)."""
-        derived = self._derived
-        return list(compress(derived.items(), map(is_not, map(type, derived.values()),
-                                                  repeat(HeldDerived))))
+        """The (id, node) of :attr:`derived` whose node is made, in order (the held
+        columns' rows left out)."""
+        return list(self._derived.items())
 
     def held_columns(self) -> list[HeldDerived]:
         """The held columns whose nodes are not in :attr:`derived` yet."""
-        return list(self._held)
+        return [column for _, _, columns in self._held for column in columns]
 
     @property
-    def derived_ids(self) -> KeysView[str]:
-        """The ids of :attr:`derived`, in order (a view: no held node made)."""
-        return self._derived.keys()
+    def derived_ids(self) -> Set[str]:
+        """The ids of :attr:`derived`, in order, none of their nodes made
+        (:class:`DerivedIds`; the dict's keys where none is held)."""
+        if not self._held:
+            return self._derived.keys()
+        return DerivedIds(self._derived.keys(), self._held)
+
+    def derived_each(self, ids: Iterable[str]) -> list[bool]:
+        """Whether each id of ``ids`` is a derived tensor's (C-level sweeps, no node made)."""
+        ids = list(ids)
+        found = list(map(self._derived.__contains__, ids))
+        for _, id_set, _ in self._held:
+            found = list(map(or_, found, map(id_set.__contains__, ids)))
+        return found
 
     def derived_node(self, node_id: str) -> DerivedNode | None:
-        """``derived.get(node_id)``, making only the nodes of its held column (put in)."""
+        """``derived.get(node_id)``; the held columns' nodes made only where it is one of
+        theirs."""
         node = self._derived.get(node_id)
-        if type(node) is HeldDerived:
-            self._derived.update(zip(node.ids, node.nodes()))
-            self._held = [column for column in self._held if column is not node]
-            return self._derived[node_id]  # type: ignore[return-value]
-        return node  # type: ignore[return-value]
+        if node is None and self._held and any(node_id in ids for _, ids, _ in self._held):
+            return self.derived[node_id]
+        return node
 
     @property
     def g(self) -> Any:
@@ -446,7 +483,7 @@ class DerivedGraph:
         tensor, or a source made before). The stamped replay's call: it touches what its own
         row did not make (:meth:`derivgraph.compiler.stamp.Stamper._replay`)."""
         nodes = self.ir.nodes
-        if path in self._derived or path in nodes:
+        if path in self.derived_ids or path in nodes:
             return True
         before = len(nodes)
         if layout is None:
@@ -552,6 +589,8 @@ class DerivedGraph:
         return int(op_id[1:op_id.index(":")]) > count
 
     def add_derived(self, node: DerivedNode) -> None:
+        if self._held:  # their nodes first: the order is the adds'
+            self.derived  # noqa: B018
         self._derived[node.id] = node
         before = len(self.ir.nodes)
         self.ir.add(Node(node.id, _DERIVED))
@@ -567,6 +606,8 @@ class DerivedGraph:
         (:class:`~derivgraph.compiler.ir.HeldLeaves`), each made on first use."""
         if ids is None:
             ids = [node.id for node in nodes]
+        if self._held:  # their nodes first: the order is the adds'
+            self.derived  # noqa: B018
         self._derived.update(zip(ids, nodes))
         self._add_leaves(ids, columns, id_set)
 
@@ -575,11 +616,9 @@ class DerivedGraph:
         """:meth:`add_derived_all` of the columns ``held`` (every one as long; ``ids``:
         their ids a row at a time, ``ids[k::len(held)]`` column ``k``'s), their nodes
         not made: each column's are made on its first read (:attr:`derived`,
-        :meth:`derived_node`)."""
+        :meth:`derived_node`), all at once, in this order after every node made before."""
         if held:
-            self._derived.update(zip(ids, chain.from_iterable(repeat(tuple(held),
-                                                                     len(held[0])))))
-            self._held += held
+            self._held.append((ids, set(ids) if id_set is None else id_set, held))
         self._add_leaves(ids, [column.ids for column in held], id_set)
 
     def _add_leaves(self, ids: list[str], columns: list[list[str]] | None,

@@ -94,14 +94,26 @@ def _held_graph() -> tuple[DerivedGraph, HeldDerived, HeldDerived]:
     return graph, a, b
 
 
-def test_derived_node_makes_only_its_own_column() -> None:
+def test_ids_and_in_make_no_node_and_a_read_makes_them_in_order() -> None:
     graph, a, b = _held_graph()
+    made = DerivedNode(id="m", bound=None, decl=a.decl, owner_path="")  # type: ignore[arg-type]
     assert list(graph.derived_ids) == ["l.0.a", "l.0.b", "l.1.a", "l.1.b", "l.2.a", "l.2.b"]
-    node = graph.derived_node("l.1.b")
-    assert node is b.nodes()[1] and a.made is None and graph.held_columns() == [a]
-    assert graph.derived_view["l.2.b"] is b.nodes()[2] and a.made is None
+    assert "l.1.b" in graph.derived_ids and "l.1.b" in graph.derived_view
+    assert graph.derived_each(["l.2.a", "m", "l.0.b"]) == [True, False, True]
+    assert not graph.derived_ids.isdisjoint({"x", "l.2.b"})
+    assert graph.derived_ids.isdisjoint(["x"]) and len(graph.derived_ids) == 6
     assert graph.derived_node("nope") is None and "nope" not in graph.derived_view
-    assert list(graph.derived) == list(graph.derived_ids) and a.made is not None
+    assert a.made is None and b.made is None  # nothing read yet
+    graph.add_derived(made)  # an add after a held run: the run's nodes go in first
+    assert a.made is not None and b.made is not None
+    assert list(graph.derived) == ["l.0.a", "l.0.b", "l.1.a", "l.1.b", "l.2.a", "l.2.b", "m"]
+    assert graph.derived_node("l.1.b") is b.nodes()[1] and graph.derived["m"] is made
+
+
+def test_derived_node_of_a_held_id_makes_the_held_nodes() -> None:
+    graph, a, b = _held_graph()
+    assert graph.derived_view["l.2.b"] is b.nodes()[2]
+    assert not graph.held_columns() and list(graph.derived_view) == list(graph.derived)
 
 
 def test_writes_go_to_the_column_before_it_is_made_and_to_its_nodes_after() -> None:

@@ -54,6 +54,9 @@ class _Graph:
     def derived_node(self, node_id: str) -> Any:
         return self.derived.get(node_id)
 
+    def derived_each(self, ids: Any) -> list[bool]:
+        return [i in self.derived for i in ids]
+
 
 def _bound(module: nn.Module, index: int) -> BoundSpec:
     return BoundSpec(_SPEC, f"layers.{index}", module)
