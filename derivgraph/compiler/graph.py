@@ -30,9 +30,8 @@ from derivgraph.errors import Rule, SourceLocation, SpecIssue, SpecValidationErr
 from derivgraph.spec.kinds import TensorKind
 from derivgraph.spec.model import DerivedTensor
 
-__all__ = ["DerivedGraph", "DerivedNode", "DerivedView", "HeldDerived", "HeldRun", "NodeRef",
-           "freeze", "natural_key",
-           "refs_in", "substitute", "tensor_kind"]
+__all__ = ["DerivedGraph", "DerivedIds", "DerivedNode", "DerivedView", "HeldDerived", "HeldRun",
+           "NodeRef", "freeze", "natural_key", "refs_in", "substitute", "tensor_kind"]
 
 
 @dataclass(frozen=True)
@@ -119,8 +118,8 @@ _INPUT = attrgetter("input")
 class HeldDerived:
     """The derived tensors of one declaration over a run of layers, held as columns: their
     ``ids``, bound specs, owner paths, devices and params, the declaration and its kind
-    once. Each row's :class:`DerivedNode` is made on the column's first read
-    (:meth:`nodes`, memoized), with what was written to the column before
+    once. Each row's :class:`DerivedNode` is made when the graph first needs one of its
+    run's nodes (:meth:`nodes`, memoized), with what was written to the column before
     (:meth:`set_inputs`, :meth:`set_all`: the nodes' ``input``, ``meta`` and ``device``);
     a write after it goes to the nodes. A made node equals the one made eagerly with the
     same fields (:class:`DerivedNode`'s own ``__init__`` makes it)."""
@@ -324,8 +323,8 @@ class DerivedIds(Set[str]):
 
 class DerivedView(Mapping[str, DerivedNode]):
     """A graph's derived tensors by id (:attr:`DerivedGraph.derived`) as a mapping that
-    makes a held column's nodes only when one of them is read (:meth:`DerivedGraph.derived_node`);
-    ``in``, iteration and ``len`` make none."""
+    makes the held columns' nodes only when one of theirs is read
+    (:meth:`DerivedGraph.derived_node`); ``in``, iteration and ``len`` make none."""
 
     __slots__ = ("_graph",)
 
@@ -614,9 +613,10 @@ class DerivedGraph:
     def hold_derived(self, held: list[HeldDerived], ids: list[str],
                      id_set: Set[str] | None = None) -> None:
         """:meth:`add_derived_all` of the columns ``held`` (every one as long; ``ids``:
-        their ids a row at a time, ``ids[k::len(held)]`` column ``k``'s), their nodes
-        not made: each column's are made on its first read (:attr:`derived`,
-        :meth:`derived_node`), all at once, in this order after every node made before."""
+        their ids a row at a time, ``ids[k::len(held)]`` column ``k``'s; ``id_set``: their
+        set, where the caller made it), their nodes not made: the held runs' nodes are made
+        and put in at the first read that needs one (:attr:`derived`, :meth:`derived_node`,
+        an add after them), in this order after every node made before."""
         if held:
             self._held.append((ids, set(ids) if id_set is None else id_set, held))
         self._add_leaves(ids, [column.ids for column in held], id_set)

@@ -218,8 +218,9 @@ def run_column(run_nodes: Mapping[int, tuple[Any, ...]] | None, table: InstanceT
     run made them, by column (``run_nodes``: :attr:`Stamper.run_nodes
     <derivgraph.compiler.stamp.Stamper.run_nodes>`): where it holds ``table`` with its rows
     list at its length (every row the run's, none added or replaced since) and position
-    ``k``, that column (the nodes the graph holds at the rows' ids there; not to be
-    written); None else (each id is looked up)."""
+    ``k``, that column (the nodes the graph holds at the rows' ids there, or their held
+    column, :class:`~derivgraph.compiler.graph.HeldDerived`; not to be written); None else
+    (each id is looked up)."""
     held = None if run_nodes is None else run_nodes.get(id(table))
     if held is not None and held[0] is table and held[1] is table.rows \
             and held[2] == len(table.rows) and k < len(held[3]):
