@@ -414,8 +414,9 @@ class DerivedGraph:
         """Every derived tensor's node by id, in the order they were added; the held
         columns' nodes are made (:meth:`HeldDerived.nodes`) and put in first, in their
         places (after every node made before them: :meth:`add_derived` puts them in first)."""
-        if self._held:
-            held, self._held = self._held, []
+        if self._held:  # emptied in place: a DerivedIds read before sees them in the dict
+            held = self._held[:]
+            self._held.clear()
             for ids, _, columns in held:  # one insert per run, a row at a time
                 self._derived.update(zip(ids, chain.from_iterable(
                     zip(*[column.nodes() for column in columns]))))

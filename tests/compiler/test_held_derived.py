@@ -112,7 +112,9 @@ def test_ids_and_in_make_no_node_and_a_read_makes_them_in_order() -> None:
 
 def test_derived_node_of_a_held_id_makes_the_held_nodes() -> None:
     graph, a, b = _held_graph()
+    ids = graph.derived_ids  # read before: still the ids, once, after the nodes are made
     assert graph.derived_view["l.2.b"] is b.nodes()[2]
+    assert list(ids) == list(graph.derived) and len(ids) == 6
     assert not graph.held_columns() and list(graph.derived_view) == list(graph.derived)
 
 
