@@ -83,7 +83,7 @@ class CompileValues(EagerInterpreter):
     def run(self, order: list[str] | None = None) -> dict[str, Any]:
         """As :meth:`Interpreter.run`; a derived tensor with an input is that input's value
         (what :meth:`derived` gives it), taken in the sweep without a call per node."""
-        nodes, env, derived = self.graph.nodes, self.env, self.graph.derived
+        nodes, env, derived = self.graph.nodes, self.env, self.graph.derived_view
         for node_id in self.graph.ordered() if order is None else order:
             if node_id in env:
                 continue
@@ -95,7 +95,7 @@ class CompileValues(EagerInterpreter):
         return env
 
     def derived(self, node: Node, value: Any) -> Any:
-        decl = self.graph.derived[node.id]
+        decl = self.graph.derived_view[node.id]
         if decl.input is None and is_engine(decl.decl):
             return self.paths.get(node.id)
         return value
@@ -189,7 +189,7 @@ def _prepare(model: nn.Module, specs: Iterable[Spec] | None,
     graph = build_graph(model, bound)
     matched = {b.spec.name for b in bound}
     unmatched = [spec for spec in specs if spec.name not in matched]
-    folds = compile_folds(model, bound, graph.issues, graph.derived)  # fold hook
+    folds = compile_folds(model, bound, graph.issues, graph.derived_ids)  # fold hook
     required = set() if require_match is False else None if require_match is True else \
         set(require_match)
     for spec in unmatched:

@@ -26,6 +26,8 @@ from derivgraph.compiler.engine import is_opaque
 from derivgraph.compiler.graph import (
     DerivedGraph,
     DerivedNode,
+    HeldDerived,
+    HeldRun,
     NodeRef,
     natural_key,
     refs_in,
@@ -49,8 +51,8 @@ __all__ = ["DerivedGraph", "DerivedNode", "NodeRef", "build_graph"]
 
 _module, _module_path = attrgetter("module"), attrgetter("module_path")
 
-#: per declaration, its nodes on every row of a run, and their ids (the rows' columns)
-_Columns = tuple[list[list[DerivedNode]], list[list[str]]]
+#: per declaration, its nodes on every row of a run (held), and their ids (the rows' columns)
+_Columns = tuple[list[HeldDerived], list[list[str]]]
 
 #: the kinds whose owner must be an nn.Module
 _MODULE_KINDS = frozenset({TensorKind.PARAMETER, TensorKind.BUFFER})
@@ -60,7 +62,7 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
     """Resolve every bound spec into one DAG; problems are collected in ``graph.issues``."""
     graph = DerivedGraph(model)
     bound_specs = list(bound_specs)
-    layers: list[tuple[BoundSpec, dict[str, Any], list[DerivedNode]]] = []
+    layers: list[tuple[BoundSpec, dict[str, Any], list[DerivedNode] | HeldRun]] = []
     sweeps = HopSweeps()  # the first-hop sweeps both stampers' proofs share
     param_stamper = ParamStamper(graph, bound_specs if stamping_enabled() else (), sweeps)
     decls_of: dict[int, list[_Decl]] = {}  # id(spec) -> its declarations of nodes
@@ -86,14 +88,15 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
                 decls = _decls(decls_of, bounds[0])
                 made = _derived_columns(graph, bounds, run, decls, plain)
                 if made is None:
-                    rows = [_derived_nodes(graph, model, b, p, decls, plain)
-                            for b, p in zip(bounds, run, strict=True)]
-                else:
-                    rows, one_key, columns = made
+                    layers += zip(bounds, run, [_derived_nodes(graph, model, b, p, decls, plain)
+                                                for b, p in zip(bounds, run, strict=True)],
+                                  strict=True)
+                else:  # every row's nodes held by column (HeldRun)
+                    one_key, columns = made
                     if one_key:
-                        runs[len(layers)] = len(rows)
+                        runs[len(layers)] = len(bounds)
                         run_columns[len(layers)] = columns
-                layers += zip(bounds, run, rows, strict=True)
+                    layers += zip(bounds, run, repeat(HeldRun(columns[0], len(layers))))
                 skip = len(run)
     stamper = Stamper(graph, lambda node, reads: _resolve_derived(graph, node, reads),
                       layers if stamping_enabled() else (), runs, sweeps, run_columns)
@@ -138,7 +141,7 @@ def _derived_nodes(graph: DerivedGraph, model: nn.Module, bound: BoundSpec,
     nodes: list[DerivedNode] = []
     devices: dict[str | None, Any] = {}  # decl.device -> device, read once per module
     owners: dict[str, Any] = {}  # owner path -> the owner, read once per module
-    derived, module_path = graph.derived, bound.module_path
+    derived, module_path = graph.derived_ids, bound.module_path
     for decl, module_kind in decls:
         owner_path = bound.qualify(decl.owner) if decl.owner else module_path
         device = devices.get(decl.device)
@@ -147,7 +150,8 @@ def _derived_nodes(graph: DerivedGraph, model: nn.Module, bound: BoundSpec,
         node = DerivedNode(join(owner_path, decl.name), bound, decl, owner_path, None, device,
                            params)
         if node.id in derived:
-            other = derived[node.id]
+            other = graph.derived_node(node.id)
+            assert other is not None  # a derived tensor's id
             graph.issue(Rule.DUPLICATE, f"{node.id} is declared by {node.where} and by "
                         f"{other.where} ({other.decl.location})",
                         "declare each derived tensor once; make the other an alias", node)
@@ -176,14 +180,15 @@ def _derived_nodes(graph: DerivedGraph, model: nn.Module, bound: BoundSpec,
 
 def _derived_columns(graph: DerivedGraph, bounds: list[BoundSpec], params: list[dict[str, Any]],
                      decls: list[_Decl], plain: dict[type, bool],
-                     ) -> tuple[list[list[DerivedNode]], bool, _Columns] | None:
+                     ) -> tuple[bool, _Columns] | None:
     """What :func:`_derived_nodes` gives each of ``bounds`` (modules of one class, each with a
-    module path, one spec), made a declaration at a time over every row and added to
-    ``graph`` in its order, when no row would report an issue there: every declaration is
-    owned by the matched module, and no id is taken or repeated. None (nothing made) else.
-    With the rows, whether each declaration has one device on every row (then, their params
-    being one template's copy, the rows have one stamping key), and the nodes and their ids
-    by declaration (each a column of the rows)."""
+    module path, one spec), held a declaration at a time over every row
+    (:class:`~derivgraph.compiler.graph.HeldDerived`: the nodes made on first read) and
+    added to ``graph`` in its order, when no row would report an issue there: every
+    declaration is owned by the matched module, and no id is taken or repeated. None
+    (nothing added) else. Whether each declaration has one device on every row (then, their
+    params being one template's copy, the rows have one stamping key), and the held columns
+    and their ids, by declaration."""
     modules = list(map(_module, bounds))
     cls = type(modules[0])
     if any(decl.owner for decl, _ in decls) or not issubclass(cls, nn.Module) \
@@ -193,19 +198,17 @@ def _derived_columns(graph: DerivedGraph, bounds: list[BoundSpec], params: list[
     ids = [list(map(add, paths, repeat("." + decl.name))) for decl, _ in decls]
     every = list(chain.from_iterable(zip(*ids)))  # the order _derived_nodes adds them in
     fresh = set(every)  # then the derived tensors so far swept, not the new ids
-    if len(fresh) != len(every) or not graph.derived.keys().isdisjoint(fresh):
+    if len(fresh) != len(every) or not graph.derived_ids.isdisjoint(fresh):
         return None
     devices: dict[str | None, list[Any]] = {}  # decl.device -> each row's device
     for decl, _ in decls:
         if decl.device not in devices:
             devices[decl.device] = list(map(device_of, bounds, repeat(decl), repeat(plain)))
-    columns = [list(map(DerivedNode, column, bounds, repeat(decl), paths, repeat(None),
-                        devices[decl.device], params, repeat(None), repeat(tensor_kind(decl))))
-               for column, (decl, _) in zip(ids, decls, strict=True)]  # the kind read once
-    rows = list(map(list, zip(*columns))) if columns else [[] for _ in bounds]
-    graph.add_derived_all(list(chain.from_iterable(rows)), every, ids,  # their ids, columns
-                          fresh)  # and the set of them
-    return rows, all(column == [column[0]] * len(column) for column in devices.values()), \
+    columns = [HeldDerived(column, bounds, decl, paths, devices[decl.device], params,
+                           tensor_kind(decl))  # the kind read once
+               for column, (decl, _) in zip(ids, decls, strict=True)]
+    graph.hold_derived(columns, every, fresh)  # their ids, and the set of them
+    return all(column == [column[0]] * len(column) for column in devices.values()), \
         (columns, ids)
 
 

@@ -192,7 +192,7 @@ def derived_columns(graph: DerivedGraph, tables: list[InstanceTable],
     position, else the one node every row reads (a constant outside the rows, or another
     table's row node: in ``env`` too once the rest of the order is evaluated). ``filled``:
     the positions :func:`evaluate_columns` proved in ``env`` (not swept again)."""
-    derived, out = graph.derived, []
+    derived, out = graph.derived_view, []  # the templates' nodes (a held row's not made)
     for table in tables:
         template = table.template
         where = {t: i for i, t in enumerate(template)}

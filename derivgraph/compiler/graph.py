@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence, Set
+from collections.abc import Callable, Iterable, Iterator, KeysView, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from itertools import chain, repeat
-from operator import attrgetter, is_, itemgetter
+from operator import attrgetter, is_, itemgetter, or_
 from typing import Any
 
 import torch
@@ -30,8 +30,8 @@ from derivgraph.errors import Rule, SourceLocation, SpecIssue, SpecValidationErr
 from derivgraph.spec.kinds import TensorKind
 from derivgraph.spec.model import DerivedTensor
 
-__all__ = ["DerivedGraph", "DerivedNode", "NodeRef", "freeze", "natural_key", "refs_in",
-           "substitute", "tensor_kind"]
+__all__ = ["DerivedGraph", "DerivedIds", "DerivedNode", "DerivedView", "HeldDerived", "HeldRun",
+           "NodeRef", "freeze", "natural_key", "refs_in", "substitute", "tensor_kind"]
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,72 @@ class DerivedNode:
     @property
     def where(self) -> str:
         return f"{self.bound.spec.name}:{self.decl.name}"
+
+
+#: a derived node's input
+_INPUT = attrgetter("input")
+
+
+class HeldDerived:
+    """The derived tensors of one declaration over a run of layers, held as columns: their
+    ``ids``, bound specs, owner paths, devices and params, the declaration and its kind
+    once. Each row's :class:`DerivedNode` is made when the graph first needs one of its
+    run's nodes (:meth:`nodes`, memoized), with what was written to the column before
+    (:meth:`set_inputs`, :meth:`set_all`: the nodes' ``input``, ``meta`` and ``device``);
+    a write after it goes to the nodes. A made node equals the one made eagerly with the
+    same fields (:class:`DerivedNode`'s own ``__init__`` makes it)."""
+
+    __slots__ = ("ids", "bounds", "decl", "paths", "devices", "params", "kind", "inputs",
+                 "metas", "made")
+
+    def __init__(self, ids: list[str], bounds: list[BoundSpec], decl: DerivedTensor,
+                 paths: list[str], devices: list[torch.device], params: list[dict[str, Any]],
+                 kind: TensorKind) -> None:
+        self.ids, self.bounds, self.decl, self.paths = ids, bounds, decl, paths
+        self.devices, self.params, self.kind = devices, params, kind
+        self.inputs: list[str | None] | None = None  # each row's input (None: every row's None)
+        self.metas: list[Any] | None = None  # each row's meta (None: every row's None)
+        self.made: list[DerivedNode] | None = None  # the nodes, once made
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def nodes(self) -> list[DerivedNode]:
+        """Each row's node (made on the first call, one ``__init__`` per row)."""
+        made = self.made
+        if made is None:
+            made = self.made = list(map(
+                DerivedNode, self.ids, self.bounds, repeat(self.decl), self.paths,
+                repeat(None) if self.inputs is None else self.inputs, self.devices,
+                self.params, repeat(None) if self.metas is None else self.metas,
+                repeat(self.kind)))
+        return made
+
+    def input_values(self) -> list[str | None]:
+        """Each row's input (its node's ``input``), read without making the nodes."""
+        if self.made is not None:
+            return list(map(_INPUT, self.made))
+        return [None] * len(self.ids) if self.inputs is None else list(self.inputs)
+
+    def set_inputs(self, values: list[str]) -> None:
+        """Give row ``i``'s node the input ``values[i]``."""
+        if len(values) != len(self.ids):
+            raise ValueError("one value per node")
+        if self.made is not None:
+            deque(map(setattr, self.made, repeat("input"), values), maxlen=0)
+        else:
+            self.inputs = list(values)
+
+    def set_all(self, name: str, value: Any) -> None:
+        """Set field ``name`` (``meta`` or ``device``) of every row's node to ``value``."""
+        if self.made is not None:
+            deque(map(setattr, self.made, repeat(name), repeat(value)), maxlen=0)
+        elif name == "meta":
+            self.metas = [value] * len(self.ids)
+        elif name == "device":
+            self.devices = [value] * len(self.ids)
+        else:
+            raise ValueError(f"a held column does not hold {name!r}")
 
 
 def natural_key(path: str) -> list[Any]:
@@ -200,6 +266,91 @@ def substitute(value: Any, lookup: Any) -> Any:
     return value
 
 
+class HeldRun:
+    """The rows of a run of layers whose derived tensors are held by column (``columns``,
+    one :class:`HeldDerived` per declaration, in the declaration order), row ``first``
+    the run's first (the rows' numbers are the caller's): what each row's node list is
+    to a reader that must not make the nodes (:meth:`key`), or made (:meth:`row`)."""
+
+    __slots__ = ("columns", "first")
+
+    def __init__(self, columns: list[HeldDerived], first: int) -> None:
+        self.columns, self.first = columns, first
+
+    def __len__(self) -> int:
+        """How many derived tensors each row has (one per column)."""
+        return len(self.columns)
+
+    def key(self, at: int) -> tuple[tuple[int, torch.device], ...]:
+        """Row ``at``'s ``(id(node.decl), node.device)`` of each node, in order."""
+        i = at - self.first
+        return tuple([(id(column.decl), column.devices[i]) for column in self.columns])
+
+    def row(self, graph: DerivedGraph, at: int) -> list[DerivedNode]:
+        """Row ``at``'s nodes, in order (their columns' nodes made: ``graph``'s
+        :meth:`~DerivedGraph.derived_node`)."""
+        i = at - self.first
+        found = [graph.derived_node(column.ids[i]) for column in self.columns]
+        assert all(node is not None for node in found)  # a held row's id is a derived tensor
+        return found  # type: ignore[return-value]
+
+
+class DerivedIds(Set[str]):
+    """The ids of a graph's derived tensors with held runs (:meth:`DerivedGraph.hold_derived`),
+    in order: the made nodes' (``made``, the dict's keys), then each held run's (its ids a
+    row at a time); ``in`` and ``isdisjoint`` read the runs' id sets, no node made."""
+
+    __slots__ = ("_made", "_held")
+
+    def __init__(self, made: KeysView[str],
+                 held: list[tuple[list[str], Set[str], list[HeldDerived]]]) -> None:
+        self._made, self._held = made, held
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._made or any(node_id in ids for _, ids, _ in self._held)
+
+    def __iter__(self) -> Iterator[str]:
+        return chain(self._made, *[ids for ids, _, _ in self._held])
+
+    def __len__(self) -> int:
+        return len(self._made) + sum(len(ids) for ids, _, _ in self._held)
+
+    def isdisjoint(self, other: Iterable[Any]) -> bool:
+        other = other if isinstance(other, (set, frozenset)) else set(other)
+        return self._made.isdisjoint(other) and all(ids.isdisjoint(other)
+                                                    for _, ids, _ in self._held)
+
+
+class DerivedView(Mapping[str, DerivedNode]):
+    """A graph's derived tensors by id (:attr:`DerivedGraph.derived`) as a mapping that
+    makes the held columns' nodes only when one of theirs is read
+    (:meth:`DerivedGraph.derived_node`); ``in``, iteration and ``len`` make none."""
+
+    __slots__ = ("_graph",)
+
+    def __init__(self, graph: DerivedGraph) -> None:
+        self._graph = graph
+
+    def __getitem__(self, node_id: str) -> DerivedNode:
+        node = self._graph.derived_node(node_id)
+        if node is None:
+            raise KeyError(node_id)
+        return node
+
+    def get(self, node_id: str, default: Any = None) -> Any:  # type: ignore[override]
+        node = self._graph.derived_node(node_id)
+        return default if node is None else node
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._graph.derived_ids
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._graph.derived_ids)
+
+    def __len__(self) -> int:
+        return len(self._graph.derived_ids)
+
+
 class DerivedGraph:
     """The model's IR graph (:class:`~derivgraph.compiler.ir.Graph`) plus the issues found building
     it."""
@@ -207,7 +358,12 @@ class DerivedGraph:
     def __init__(self, model: nn.Module):
         self.model = model
         self.ir = Graph()
-        self.derived: dict[str, DerivedNode] = {}
+        # every made derived tensor's node by id, in order; then the held runs' (each its ids
+        # a row at a time, the set of them, its columns: :meth:`hold_derived`), put in at
+        # the first read that needs a node of one (:attr:`derived`)
+        self._derived: dict[str, DerivedNode] = {}
+        self._held: list[tuple[list[str], Set[str], list[HeldDerived]]] = []
+        self._view = DerivedView(self)
         self.issues: list[SpecIssue] = []
         self._cse_table: dict[Any, str] = {}  # :attr:`_cse` once every due key is in it
         # the keys of column-replayed runs' ops, not yet in the table: each call gives one
@@ -254,6 +410,58 @@ class DerivedGraph:
         return self.ir.nodes
 
     @property
+    def derived(self) -> dict[str, DerivedNode]:
+        """Every derived tensor's node by id, in the order they were added; the held
+        columns' nodes are made (:meth:`HeldDerived.nodes`) and put in first, in their
+        places (after every node made before them: :meth:`add_derived` puts them in first)."""
+        if self._held:  # emptied in place: a DerivedIds read before sees them in the dict
+            held = self._held[:]
+            self._held.clear()
+            for ids, _, columns in held:  # one insert per run, a row at a time
+                self._derived.update(zip(ids, chain.from_iterable(
+                    zip(*[column.nodes() for column in columns]))))
+        return self._derived
+
+    @property
+    def derived_view(self) -> Mapping[str, DerivedNode]:
+        """:attr:`derived` as a mapping that makes the held columns' nodes only when one of
+        them is read (:class:`DerivedView`); :attr:`derived` itself where none is held."""
+        return self._view if self._held else self._derived
+
+    def made_derived(self) -> list[tuple[str, DerivedNode]]:
+        """The (id, node) of :attr:`derived` whose node is made, in order (the held
+        columns' rows left out)."""
+        return list(self._derived.items())
+
+    def held_columns(self) -> list[HeldDerived]:
+        """The held columns whose nodes are not in :attr:`derived` yet."""
+        return [column for _, _, columns in self._held for column in columns]
+
+    @property
+    def derived_ids(self) -> Set[str]:
+        """The ids of :attr:`derived`, in order, none of their nodes made
+        (:class:`DerivedIds`; the dict's keys where none is held)."""
+        if not self._held:
+            return self._derived.keys()
+        return DerivedIds(self._derived.keys(), self._held)
+
+    def derived_each(self, ids: Iterable[str]) -> list[bool]:
+        """Whether each id of ``ids`` is a derived tensor's (C-level sweeps, no node made)."""
+        ids = list(ids)
+        found = list(map(self._derived.__contains__, ids))
+        for _, id_set, _ in self._held:
+            found = list(map(or_, found, map(id_set.__contains__, ids)))
+        return found
+
+    def derived_node(self, node_id: str) -> DerivedNode | None:
+        """``derived.get(node_id)``; the held columns' nodes made only where it is one of
+        theirs."""
+        node = self._derived.get(node_id)
+        if node is None and self._held and any(node_id in ids for _, ids, _ in self._held):
+            return self.derived[node_id]
+        return node
+
+    @property
     def g(self) -> Any:
         """The graph as networkx (node attribute ``kind``, ``op``, ...), for algorithms/pictures."""
         return self.ir.nx()
@@ -275,7 +483,7 @@ class DerivedGraph:
         tensor, or a source made before). The stamped replay's call: it touches what its own
         row did not make (:meth:`derivgraph.compiler.stamp.Stamper._replay`)."""
         nodes = self.ir.nodes
-        if path in self.derived or path in nodes:
+        if path in self.derived_ids or path in nodes:
             return True
         before = len(nodes)
         if layout is None:
@@ -381,7 +589,9 @@ class DerivedGraph:
         return int(op_id[1:op_id.index(":")]) > count
 
     def add_derived(self, node: DerivedNode) -> None:
-        self.derived[node.id] = node
+        if self._held:  # their nodes first: the order is the adds'
+            self.derived  # noqa: B018
+        self._derived[node.id] = node
         before = len(self.ir.nodes)
         self.ir.add(Node(node.id, _DERIVED))
         self._added(before, 1)
@@ -396,7 +606,25 @@ class DerivedGraph:
         (:class:`~derivgraph.compiler.ir.HeldLeaves`), each made on first use."""
         if ids is None:
             ids = [node.id for node in nodes]
-        self.derived.update(zip(ids, nodes))
+        if self._held:  # their nodes first: the order is the adds'
+            self.derived  # noqa: B018
+        self._derived.update(zip(ids, nodes))
+        self._add_leaves(ids, columns, id_set)
+
+    def hold_derived(self, held: list[HeldDerived], ids: list[str],
+                     id_set: Set[str] | None = None) -> None:
+        """:meth:`add_derived_all` of the columns ``held`` (every one as long; ``ids``:
+        their ids a row at a time, ``ids[k::len(held)]`` column ``k``'s; ``id_set``: their
+        set, where the caller made it), their nodes not made: the held runs' nodes are made
+        and put in at the first read that needs one (:attr:`derived`, :meth:`derived_node`,
+        an add after them), in this order after every node made before."""
+        if held:
+            self._held.append((ids, set(ids) if id_set is None else id_set, held))
+        self._add_leaves(ids, [column.ids for column in held], id_set)
+
+    def _add_leaves(self, ids: list[str], columns: list[list[str]] | None,
+                    id_set: Set[str] | None) -> None:
+        """The graph nodes of derived tensors ``ids`` (see :meth:`add_derived_all`)."""
         before = len(self.ir.nodes)
         if columns:
             leaves = [HeldLeaves(column, _DERIVED) for column in columns]
@@ -444,9 +672,10 @@ class DerivedGraph:
         deque(map(setattr, nodes, repeat("input"), values), maxlen=0)  # one C-level sweep
         self.ir.set_input_each(list(map(_ID, nodes)), values)
 
-    def place_made_inputs(self, nodes: list[DerivedNode], ids: list[str],
+    def place_made_inputs(self, nodes: list[DerivedNode] | HeldDerived, ids: list[str],
                           values: list[str]) -> None:
-        """What :meth:`place_input_each` leaves for ``nodes`` (their ``ids``) and ``values``
+        """What :meth:`place_input_each` leaves for ``nodes`` (their ``ids``; or a held
+        column, :class:`HeldDerived`, whose rows they are) and ``values``
         where no node has an input yet (:meth:`Graph.without_inputs
         <derivgraph.compiler.ir.Graph.without_inputs>`) and each value's users list already
         names its nodes in order (:meth:`Graph.add_fresh
@@ -454,8 +683,27 @@ class DerivedGraph:
         the users lists not touched."""
         if len(nodes) != len(values):
             raise ValueError("one value per node")
-        deque(map(setattr, nodes, repeat("input"), values), maxlen=0)  # one C-level sweep
+        if type(nodes) is HeldDerived:  # a held column takes them as a column
+            nodes.set_inputs(values)
+        else:
+            deque(map(setattr, nodes, repeat("input"), values), maxlen=0)  # one C sweep
         self.ir.set_fresh_inputs(ids, values)
+
+    def place_column_inputs(self, columns: list[list[DerivedNode] | HeldDerived],
+                            ids: list[list[str]], values: list[list[str]]) -> None:
+        """:meth:`place_input_each` of the nodes of ``columns`` (their ids ``ids``, each
+        column's values in ``values``) a row at a time, each row's in column order; a held
+        column (:class:`HeldDerived`) takes its values as a column."""
+        rows = chain.from_iterable
+        if all(type(c) is HeldDerived and c.made is None for c in columns):
+            if any(len(v) != len(c) for c, v in zip(columns, values, strict=True)):
+                raise ValueError("one value per node")
+            for column, column_values in zip(columns, values):
+                column.set_inputs(column_values)  # type: ignore[union-attr]
+            self.ir.set_input_each(list(rows(zip(*ids))), list(rows(zip(*values))))
+            return
+        nodes = [c.nodes() if type(c) is HeldDerived else c for c in columns]
+        self.place_input_each(list(rows(zip(*nodes))), list(rows(zip(*values))))
 
     def issue(self, rule: str, message: str, fix: str, node: DerivedNode | None) -> None:
         loc = node.decl.location if node else SourceLocation()

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from derivgraph.compiler.engine import engine_meta
-from derivgraph.compiler.graph import DerivedGraph, DerivedNode
+from derivgraph.compiler.graph import DerivedGraph, DerivedNode, HeldDerived
 from derivgraph.compiler.instances import InstanceTable, run_column
 from derivgraph.compiler.interpret import Failed, MetaInterpreter
 from derivgraph.compiler.ir import NodeKind
@@ -89,9 +89,11 @@ def infer_shapes(graph: DerivedGraph, twins: dict[str, str] | None = None,
     of looking the rows' ids up where the table is still that one.
     """
     interp = _StampedMeta(graph, {} if twins is None else twins)
-    derived = graph.derived
-    no_input = map(is_, map(_input_of, derived.values()), repeat(None))
-    for node_id, node in compress(derived.items(), no_input):
+    if any(is_engine(column.decl) for column in graph.held_columns()):
+        graph.derived  # noqa: B018  (their nodes made: each row is read below)
+    made = graph.made_derived()  # a held column's rows: no engine hook
+    no_input = map(is_, map(_input_of, map(_SECOND, made)), repeat(None))
+    for node_id, node in compress(made, no_input):
         if is_engine(node.decl):  # engine hook: the engine's layout
             try:
                 interp.env[node_id] = engine_meta(graph.model, node_id)
@@ -102,7 +104,8 @@ def infer_shapes(graph: DerivedGraph, twins: dict[str, str] | None = None,
     _check_limits(graph, env, stamped)
     devices = _source_devices(graph, stamped.rest)
     issues = len(graph.issues)
-    clean = _check_all(graph, env, devices, {}, defer=True, rest=stamped.unstamped(derived))
+    clean = _check_all(graph, env, devices, {}, defer=True,
+                       rest=stamped.unstamped(graph.derived_ids))
     if all(t in clean for t in stamped.templates()):
         _take_templates(graph, env, stamped, clean)
         return
@@ -120,12 +123,15 @@ def _check_all(graph: DerivedGraph, env: dict[str, Any], devices: dict[str, froz
     no stamped row's, in order (:meth:`_Stamped.unstamped`; then ``stamped`` is not read)."""
     reported: set[int] = set()
     clean: dict[str, Any] = {}
-    derived = graph.derived
-    items: Iterable[tuple[str, DerivedNode]] = derived.items()
-    if defer and (stamped or rest is not None):  # the stamped rows left out
-        if rest is None:  # in one C-level sweep
+    items: Iterable[tuple[str, DerivedNode]]
+    if defer and rest is not None:  # the stamped rows left out (no held node made)
+        items = zip(rest, map(graph.derived_view.__getitem__, rest))
+    else:
+        derived = graph.derived
+        items = derived.items()
+        if defer and stamped:  # the stamped rows left out, in one C-level sweep
             rest = list(filterfalse(stamped.__contains__, derived))
-        items = zip(rest, map(derived.__getitem__, rest))
+            items = zip(rest, map(derived.__getitem__, rest))
     for node_id, node in items:
         twin = stamped.get(node_id)
         if twin is not None:
@@ -167,18 +173,21 @@ def _take_templates(graph: DerivedGraph, env: dict[str, Any], stamped: _Stamped,
     """Each stamped row's derived tensors take their template's meta value and device (the
     template's value, inputs and declaration, checked without an issue), a column at a
     time."""
-    derived = graph.derived
     for table in stamped.tables:
         template = table.template
         for k, t in enumerate(template[:stamped.leading[template]]):
-            column = stamped.derived_column(table, k, derived)
+            column = stamped.derived_column(table, k, graph.derived_view)
             _set_all(column, "meta", env[t])
             _set_all(column, "device", clean[t])
 
 
-def _set_all(nodes: list[DerivedNode], name: str, value: Any) -> None:
-    """Set attribute ``name`` of every one of ``nodes`` to ``value`` (a C-level sweep)."""
-    deque(map(setattr, nodes, repeat(name), repeat(value)), maxlen=0)
+def _set_all(nodes: list[DerivedNode] | HeldDerived, name: str, value: Any) -> None:
+    """Set attribute ``name`` of every one of ``nodes`` (or of a held column's) to
+    ``value`` (a C-level sweep; a held column keeps it as a column)."""
+    if type(nodes) is HeldDerived:
+        nodes.set_all(name, value)
+    else:
+        deque(map(setattr, nodes, repeat(name), repeat(value)), maxlen=0)
 
 
 #: a derived node's input (None: no formula resolved, or an engine hook)
@@ -186,6 +195,12 @@ _input_of = attrgetter("input")
 
 #: a derived node's matched module path
 _module_path_of = attrgetter("bound.module_path")
+
+#: a bound spec's module path
+_module_path = attrgetter("module_path")
+
+#: the second item of a pair
+_SECOND = itemgetter(1)
 
 #: what shape inference reads of a source node: its shape, stride, dtype and device
 _layout = attrgetter("shape", "stride", "dtype", "device")
@@ -203,14 +218,17 @@ class _Stamped:
     run_nodes: Mapping[int, tuple[Any, ...]] = field(default_factory=dict)
 
     def derived_column(self, table: InstanceTable, k: int,
-                       derived: dict[str, DerivedNode]) -> list[DerivedNode]:
+                       derived: Mapping[str, DerivedNode]) -> list[DerivedNode] | HeldDerived:
         """Each row's derived tensor at template position ``k`` of ``table`` (``derived``:
-        the graph's): the node of each row's ``k``-th id; :attr:`run_nodes`' column where
-        it holds one for ``table`` (:func:`~derivgraph.compiler.instances.run_column`: the
-        same nodes, not to be written), else each id looked up."""
+        the graph's, :attr:`DerivedGraph.derived_view
+        <derivgraph.compiler.graph.DerivedGraph.derived_view>`): the node of each row's
+        ``k``-th id; :attr:`run_nodes`' column where it holds one for ``table``
+        (:func:`~derivgraph.compiler.instances.run_column`: the same nodes, not to be
+        written, or their held column, :class:`~derivgraph.compiler.graph.HeldDerived`),
+        else each id looked up."""
         held = run_column(self.run_nodes, table, k)
         if held is not None:
-            return held
+            return held  # type: ignore[no-any-return]
         return list(map(derived.__getitem__, map(itemgetter(k), table.rows)))
 
     @property
@@ -332,7 +350,8 @@ def _template_plan(graph: DerivedGraph, env: dict[str, Any], template: tuple[str
         return None
     nodes = graph.nodes
     sources = [i for i, n in enumerate(template) if nodes[n].kind is NodeKind.SOURCE]
-    derived = next((i for i, n in enumerate(template) if n not in graph.derived), len(template))
+    derived = next((i for i, n in enumerate(template) if n not in graph.derived_ids),
+                   len(template))
     return values, sources, [_layout(nodes[template[i]]) for i in sources], derived
 
 
@@ -408,7 +427,7 @@ def _within_budgets(graph: DerivedGraph, env: dict[str, Any], stamped: _Stamped)
         key = (file, node.bound.module_path) if path else file
         into[key] = into.get(key, 0) + nbytes
 
-    derived = graph.derived
+    derived = graph.derived_view  # a held column's nodes not made
     for node_id in stamped.rest or ():  # every node outside those layers
         node = derived.get(node_id)
         nbytes = 0 if node is None else _held_bytes(node, env.get(node_id))
@@ -422,7 +441,9 @@ def _within_budgets(graph: DerivedGraph, env: dict[str, Any], stamped: _Stamped)
             if nbytes:
                 add(derived[t], nbytes, sizes, False)
         if sizes:
-            paths = list(map(_module_path_of, stamped.derived_column(table, 0, derived)))
+            column = stamped.derived_column(table, 0, derived)
+            paths = list(map(_module_path_of, column)) if type(column) is list else \
+                list(map(_module_path, column.bounds))
             spread += [(file, nbytes, paths) for file, nbytes in sizes.items()]
     held = _spread_within(per_file, spread)
     if held is not None:

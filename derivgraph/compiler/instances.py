@@ -213,13 +213,14 @@ def _wanted(how: Recipe, table: InstanceTable, columns: list[tuple[str, ...]],
 
 
 def run_column(run_nodes: Mapping[int, tuple[Any, ...]] | None, table: InstanceTable,
-               k: int) -> list[Any] | None:
+               k: int) -> Any:
     """Each row's derived tensor at template position ``k`` of ``table`` as the stamper's
     run made them, by column (``run_nodes``: :attr:`Stamper.run_nodes
     <derivgraph.compiler.stamp.Stamper.run_nodes>`): where it holds ``table`` with its rows
     list at its length (every row the run's, none added or replaced since) and position
-    ``k``, that column (the nodes the graph holds at the rows' ids there; not to be
-    written); None else (each id is looked up)."""
+    ``k``, that column (the nodes the graph holds at the rows' ids there, or their held
+    column, :class:`~derivgraph.compiler.graph.HeldDerived`; not to be written); None else
+    (each id is looked up)."""
     held = None if run_nodes is None else run_nodes.get(id(table))
     if held is not None and held[0] is table and held[1] is table.rows \
             and held[2] == len(table.rows) and k < len(held[3]):
@@ -228,11 +229,13 @@ def run_column(run_nodes: Mapping[int, tuple[Any, ...]] | None, table: InstanceT
 
 
 def _values(column: tuple[str, ...], derived: Mapping[str, Any],
-            held: list[Any] | None = None) -> list[Any]:
+            held: Any = None) -> list[Any]:
     """The value (``input``) of each derived tensor of ``column`` (None where it is none);
-    ``held``: those derived tensors, where the caller has them (:func:`run_column`)."""
+    ``held``: those derived tensors, where the caller has them (:func:`run_column`: their
+    nodes, or their held column, :class:`~derivgraph.compiler.graph.HeldDerived`, which
+    gives them without making the nodes)."""
     if held is not None:
-        return list(map(_input, held))
+        return list(map(_input, held)) if type(held) is list else held.input_values()
     found = list(map(derived.get, column))  # one identity test each: no node's ``__eq__``
     return list(map(_input, found)) if all(map(is_not, found, repeat(None))) else \
         [None if d is None else d.input for d in found]

@@ -85,7 +85,7 @@ class Interpreter:
             lookup = self.env.__getitem__
             return self.call(node, OPS[node.op], substitute(node.args, lookup),
                              substitute(node.kwargs, lookup))
-        derived = self.graph.derived[node.id]
+        derived = self.graph.derived_view[node.id]  # a held column's nodes made only here
         value = self.env[derived.input] if derived.input is not None else Failed()
         return self.derived(node, value)
 

@@ -62,13 +62,13 @@ def closed_layers(graph: DerivedGraph) -> list[InstanceTable]:
         if not template or not table.rows or not _closed(graph, template):
             continue  # nothing of its own (folds only), or not closed
         opened = open_rows(touched, table) if touched else [False] * len(table.rows)
-        recipe = row_recipe(table, graph.derived)
+        recipe = row_recipe(table, graph.derived_view)
         if recipe is None:  # no record: the rows' nodes proven against the template's
             size = len(template)
             keep = [ok and len(set(row)) == size
                     for ok, row in zip(aligned_rows(nodes, table), table.rows)]
         else:  # a recorded row is what its replay made, unless it is open
-            keep = consistent_rows(table, recipe, graph.derived, graph.run_nodes)
+            keep = consistent_rows(table, recipe, graph.derived_view, graph.run_nodes)
             if not all(keep):
                 _raise_inconsistent(graph, table, recipe, keep, opened)
         keep = [ok and not o for ok, o in zip(keep, opened)]
@@ -110,7 +110,7 @@ def open_rows(touched: set[str], table: InstanceTable) -> list[bool]:
 def _closed(graph: DerivedGraph, template: tuple[str, ...]) -> bool:
     """Whether every input of the template's nodes is its own or a shared constant, every
     user its own, and every derived tensor has an input."""
-    own, nodes, users, derived = set(template), graph.nodes, graph.ir.users, graph.derived
+    own, nodes, users, derived = set(template), graph.nodes, graph.ir.users, graph.derived_view
     for node_id in template:
         node = nodes[node_id]
         if node.kind is NodeKind.DERIVED and derived[node_id].input is None:
@@ -184,7 +184,7 @@ def row_blocks(graph: DerivedGraph, tables: list[InstanceTable],
                 spans += found
                 continue
         if where is None:
-            where = {n: i for i, n in enumerate(graph.derived)}
+            where = {n: i for i, n in enumerate(graph.derived_ids)}
         rows = _inserted_in_order(where, table.rows, lead)
         pick = itemgetter(*walk)
         if len(walk) == 1:
@@ -235,7 +235,7 @@ def _template_walk(graph: DerivedGraph, template: tuple[str, ...],
     emits them (inputs from outside it counted as emitted; None when it leads with no
     derived tensor, does not reach all its nodes, or holds a cycle), and how many derived
     tensors it leads with."""
-    nodes, derived = graph.nodes, graph.derived
+    nodes, derived = graph.nodes, graph.derived_ids
     lead = next((i for i, n in enumerate(template) if n not in derived), len(template))
     if not lead:
         return None, lead

@@ -84,7 +84,7 @@ def probe_path(graph: DerivedGraph, bound: BoundSpec, params: dict[str, Any],
 def probe_derived(graph: DerivedGraph, bound: BoundSpec, params: dict[str, Any],
                   rel: str) -> tuple[Any, Any]:
     """Whether the path ``rel`` from the module is a derived tensor (then it is not a source)."""
-    return bound.qualify(rel) in graph.derived, None
+    return bound.qualify(rel) in graph.derived_ids, None
 
 
 def probe_meta(graph: DerivedGraph, bound: BoundSpec, params: dict[str, Any],
@@ -97,7 +97,7 @@ def probe_meta(graph: DerivedGraph, bound: BoundSpec, params: dict[str, Any],
     if data is not None and data.kind is NodeKind.SOURCE:
         meta = torch.empty(data.shape, dtype=data.dtype, device="meta")
     else:
-        node = graph.derived.get(node_id) if node_id is not None else None
+        node = graph.derived_node(node_id) if node_id is not None else None
         if node is not None and node.decl.shape is not None and node.decl.dtype is not None:
             shape = [params.get(s, s) if isinstance(s, str) else s for s in node.decl.shape]
             meta = torch.empty(shape, dtype=DTYPES[node.decl.dtype], device="meta")

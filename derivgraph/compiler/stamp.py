@@ -27,12 +27,19 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, repeat
+from itertools import repeat
 from operator import attrgetter, is_, is_not, itemgetter
 from typing import Any
 
 from derivgraph.compiler.bind import BoundSpec
-from derivgraph.compiler.graph import DerivedGraph, DerivedNode, freeze, substitute
+from derivgraph.compiler.graph import (
+    DerivedGraph,
+    DerivedNode,
+    HeldDerived,
+    HeldRun,
+    freeze,
+    substitute,
+)
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.reads import OpCall, Reads, probe_path
 from derivgraph.compiler.replay import Replay, SourceStep, Twins
@@ -111,7 +118,8 @@ class Template:
 
 #: a table whose rows are one run's, its rows list and their number then, and per leading
 #: template position each row's derived tensor there (:attr:`Stamper.run_nodes`)
-RunNodes = tuple[InstanceTable, list[tuple[str, ...]], int, list[list[DerivedNode]]]
+RunNodes = tuple[InstanceTable, list[tuple[str, ...]], int,
+                 list[list[DerivedNode] | HeldDerived]]
 
 #: resolve(node, reads) -> the node's input id (None: no input, or an issue was reported)
 Resolve = Callable[[DerivedNode, Reads | None], str | None]
@@ -123,7 +131,7 @@ class Stamper:
     def __init__(self, graph: DerivedGraph, resolve: Resolve,
                  layers: Sequence[tuple[BoundSpec, dict[str, Any], Any]] = (),
                  runs: dict[int, int] | None = None, sweeps: HopSweeps | None = None,
-                 run_columns: dict[int, tuple[list[list[DerivedNode]], list[list[str]]]]
+                 run_columns: dict[int, tuple[list[HeldDerived], list[list[str]]]]
                  | None = None):
         self.graph, self.resolve = graph, resolve
         self.sweeps = sweeps  # the build's first-hop sweeps, shared with its ParamStamper
@@ -173,13 +181,16 @@ class Stamper:
         if at is not None and at < self._shared_until:  # a run's later layer: its key
             kinds = self._shared
         else:
-            kinds = self._kinds(bound, params, nodes) \
+            kinds = self._kinds(bound, params, nodes, at) \
                 if stamping_enabled() and bound.module_path else None
             if self.runs and at in self.runs:
                 self._shared, self._shared_until = kinds, at + self.runs[at]
         if kinds and self.proven and at in self.runs \
                 and self._replay_run(kinds[0], at, self.runs[at]):
             return
+        if type(nodes) is HeldRun:  # resolved on its own: its nodes made
+            assert at is not None  # a held row is one of the stamper's layers
+            nodes = nodes.row(self.graph, at)
         if kinds and self.proven and at is not None:  # its kind's first template proved
             proof = self.proven.pop(at, None)  # it (a column proof)
             if proof is not None and proof[0] is kinds[0]:
@@ -221,13 +232,15 @@ class Stamper:
                                zip(repeat(template), repeat(proof), range(len(proof.rows)))))
 
     def _kinds(self, bound: BoundSpec, params: dict[str, Any],
-               nodes: list[DerivedNode]) -> list[Template] | None:
+               nodes: list[DerivedNode] | HeldRun, at: int | None = None,
+               ) -> list[Template] | None:
         """The templates to try on ``bound``, selected by spec, class, params, and each
         node's decl and device (None when a param cannot be keyed: that layer resolves
-        alone)."""
+        alone); ``nodes`` a held run's (``at`` the row) read off its columns."""
         try:  # the key hashed once, by the lookup
             return self.templates.setdefault(
                 (id(bound.spec), type(bound.module), freeze(params),
+                 nodes.key(at) if type(nodes) is HeldRun else  # type: ignore[arg-type]
                  tuple([(id(n.decl), n.device) for n in nodes])), [])
         except TypeError:
             return None
@@ -259,6 +272,8 @@ class Stamper:
         objects = proofs[0][1].columns([p[2] for p in proofs])
         held = self.run_columns.get(at)
         if held is None:
+            if type(nodes[0]) is HeldRun:  # its columns are not the caller's: row by row
+                return False
             columns = list(map(list, zip(*nodes)))  # each derived tensor on every row
             derived = [list(map(_ID, column)) for column in columns]
         else:  # the same lists, as the caller made the run's nodes
@@ -270,10 +285,9 @@ class Stamper:
         deque(map(self.proven.__delitem__, rows), maxlen=0)  # one C-level sweep
         rest = [i for i in at_inputs if program.inputs[i] not in made]
         if rest:  # inputs that are nodes no row makes (the template's constants)
-            by_rows = chain.from_iterable
-            self.graph.place_input_each(
-                list(by_rows(zip(*[columns[i] for i in rest]))),
-                list(by_rows(zip(*[cols[program.inputs[i]] for i in rest]))))
+            self.graph.place_column_inputs([columns[i] for i in rest],
+                                           [derived[i] for i in rest],
+                                           [cols[program.inputs[i]] for i in rest])
         kept = [derived[i] for i in template.keep_derived] + \
             [cols[s] for s in template.keep_slots]
         table = self._table(template)
@@ -339,7 +353,7 @@ def facts_hold(graph: DerivedGraph, reads: Reads, bound: BoundSpec,
     if checks is None:
         checks = checks_of(reads, type(bound.module))
     objects: dict[tuple[str, ...], Any] = {}
-    module, derived, module_path = bound.module, graph.derived, bound.module_path
+    module, derived, module_path = bound.module, graph.derived_ids, bound.module_path
     for check in checks:
         if check.part is not None and type(module) is check.cls:
             # probe_path's first hop from an nn.Module, read from its registries in

@@ -183,7 +183,6 @@ def _holding(graph: DerivedGraph, reads: Reads, bounds: Sequence[BoundSpec],
     alive = list(range(n))  # the rows every fact so far held on
     keys: list[tuple[str, ...]] = []
     found: list[list[Any]] = []  # per path probe, its object per alive row
-    derived = graph.derived
     for check in checks:
         if not alive:
             break
@@ -193,7 +192,7 @@ def _holding(graph: DerivedGraph, reads: Reads, bounds: Sequence[BoundSpec],
             holds = list(map(is_not, got, repeat(None)))
         elif check.rel is not None:
             paths = map(add, map(_path, map(bounds.__getitem__, alive)), repeat(check.suffix))
-            holds = list(map(is_, map(derived.__contains__, paths), repeat(check.fact)))
+            holds = list(map(is_, graph.derived_each(paths), repeat(check.fact)))
             got = None
         else:
             got, holds = [], []

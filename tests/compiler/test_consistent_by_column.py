@@ -37,9 +37,10 @@ def test_the_graph_holds_the_runs_columns_and_the_check_reads_them() -> None:
     held = [run_column(graph.run_nodes, table, k) for k in range(len(table.template))]
     # the template's four leading derived tensors: held, the very nodes the ids give
     assert [h is not None for h in held] == [True] * 4 + [False] * 4
-    for k, column in enumerate(held[:4]):
-        assert column == [graph.derived[row[k]] for row in table.rows]
-        assert all(a is b for a, b in zip(column, [graph.derived[row[k]] for row in table.rows]))
+    for k, column in enumerate(held[:4]):  # held by column (HeldDerived): its nodes
+        nodes = column.nodes()
+        assert nodes == [graph.derived[row[k]] for row in table.rows]
+        assert all(a is b for a, b in zip(nodes, [graph.derived[row[k]] for row in table.rows]))
     assert consistent_rows(table, recipe, graph.derived, graph.run_nodes) == \
         consistent_rows(table, recipe, graph.derived) == [True] * (_LAYERS - 1)
 

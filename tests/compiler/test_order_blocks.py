@@ -72,7 +72,8 @@ def test_a_template_node_its_derived_tensors_do_not_reach_gives_no_block() -> No
         g.add(Node(d, NodeKind.DERIVED, inputs=(src,)))
     for name in ("t_src", "t_extra", "r1_src", "r1_extra", "r2_src", "r2_extra"):
         g.add(Node(name, NodeKind.SOURCE))
-    graph = SimpleNamespace(nodes=g.nodes, derived=dict.fromkeys(("t", "r1", "r2")))
+    derived = dict.fromkeys(("t", "r1", "r2"))
+    graph = SimpleNamespace(nodes=g.nodes, derived=derived, derived_ids=derived.keys())
     table = InstanceTable(("t", "t_src", "t_extra"),
                           [("r1", "r1_src", "r1_extra"), ("r2", "r2_src", "r2_extra")])
     assert row_blocks(graph, [table]) == {}  # type: ignore[arg-type]
@@ -91,8 +92,8 @@ def test_a_row_whose_derived_tensors_were_inserted_in_another_order_gives_no_blo
         g.add(Node(d, NodeKind.DERIVED, inputs=(d[0] + "src",)))
     for src in ("tsrc", "rsrc", "ssrc"):
         g.add(Node(src, NodeKind.SOURCE))
-    graph = SimpleNamespace(nodes=g.nodes, derived=dict.fromkeys(("ta", "tb", "ra", "rb",
-                                                                   "sa", "sb")))
+    derived = dict.fromkeys(("ta", "tb", "ra", "rb", "sa", "sb"))
+    graph = SimpleNamespace(nodes=g.nodes, derived=derived, derived_ids=derived.keys())
     table = InstanceTable(("ta", "tb", "tsrc"), [("rb", "ra", "rsrc"), ("sa", "sb", "ssrc")])
     assert row_blocks(graph, [table]) == {"sa": ("ssrc", "sa", "sb")}  # type: ignore[arg-type]
     assert g.order(row_blocks(graph, [table])) == _plain_order(g.nodes)  # type: ignore[arg-type]

@@ -82,10 +82,10 @@ def test_a_runs_handed_columns_give_the_graph_its_rows_give(
 
     def spied(self: Stamper, template: Any, at: int, size: int) -> bool:
         columns = self.run_columns.get(at)
-        if columns is not None:  # the handed lists are the rows' columns, in order
+        if columns is not None:  # the handed columns are the rows' (held), in order
             nodes = self.nodes[at:at + size]
-            assert columns[0] == list(map(list, zip(*nodes)))
-            assert columns[1] == [[n.id for n in column] for column in columns[0]]
+            assert all(row is nodes[0] for row in nodes) and nodes[0].columns == columns[0]
+            assert columns[1] == [column.ids for column in columns[0]]
         held.append(columns is not None)
         return _replay_run(self, template, at, size)
 

@@ -47,6 +47,16 @@ class _Graph:
     def __init__(self, derived: tuple[str, ...] = ()) -> None:
         self.derived = dict.fromkeys(derived)
 
+    @property
+    def derived_ids(self) -> Any:  # what the probes read (DerivedGraph.derived_ids)
+        return self.derived.keys()
+
+    def derived_node(self, node_id: str) -> Any:
+        return self.derived.get(node_id)
+
+    def derived_each(self, ids: Any) -> list[bool]:
+        return [i in self.derived for i in ids]
+
 
 def _bound(module: nn.Module, index: int) -> BoundSpec:
     return BoundSpec(_SPEC, f"layers.{index}", module)
