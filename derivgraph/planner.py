@@ -221,9 +221,13 @@ def _prepare(model: nn.Module, specs: Iterable[Spec] | None,
     _record_sources(plan.tensors.layouts, graph)
     values = _evaluate_all(graph, sources, plan.tensors.layouts)
     owners = PathReader(model)
+    order = [] if order is None else order
     planned = adopt_or_allocate(plan, values, owners, proven, order)
+    # a view is decided per row (adoption's stamped columns take allocated tensors and
+    # aliases only): its rows are at the positions adoption decided one by one
+    rows = map(planned.__getitem__, order[-1])
     _raise_if(view_issues((e.node, values.get(e.id), values.get(x.base))
-                          for e, x in planned if isinstance(x, ViewOf)))
+                          for e, x in rows if isinstance(x, ViewOf)))
     return plan, values, planned, owners
 
 
