@@ -460,8 +460,7 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
                               and isinstance(values.get(n), torch.Tensor)}
     plan.constant_entries = _constant_entries(plan, deps, order)
     # what a refill may overwrite with the engine's value; the next recompute puts it back
-    plan.constant_values = {n: value for n in plan.constant_entries
-                            if isinstance(value := values.get(n), torch.Tensor)}
+    plan.constant_values = _tensor_values(plan.constant_entries, values)
     plan.bind_tensors(read, held, reads)
     steps = lower_steps(plan.tensors)
     plan.tensors.alloc_stages({s.target: values[s.input] for s in steps
@@ -492,6 +491,13 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
                 Rule.INFERENCE, f"the lowered pass differs from eager evaluation at {n}",
                 "report this as a derivgraph bug", plan.entries[n].node.decl.location, n)
                 for n in still])
+
+
+def _tensor_values(ids: list[str], values: Mapping[str, Any]) -> dict[str, torch.Tensor]:
+    """``ids``' values that are tensors, by id in ``ids``' order (an id with no value or
+    another one is left out): one C-level sweep per step."""
+    found = list(map(values.get, ids))
+    return dict(compress(zip(ids, found), map(isinstance, found, repeat(torch.Tensor))))
 
 
 def _constant_entries(plan: Plan, deps: Mapping[str, frozenset[str]],
