@@ -343,6 +343,7 @@ _FIRST = operator.itemgetter(0)
 _IDS = operator.attrgetter("ids")
 _NAME = operator.attrgetter("node.decl.name")
 _OWNER_PATH = operator.attrgetter("node.owner_path")
+_KIND = operator.attrgetter("kind")
 
 
 def _fill_entries(plan: Plan, ids: list[str], planned: list[tuple[Entry, Extra]],
@@ -455,9 +456,11 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
     skipped = _no_constant_rows(graph, deps)
     rest = filter(set(order_without_rows(graph, skipped)).__contains__, nodes) if skipped \
         else nodes
-    plan.tensors.constants = {n: values[n] for n in rest
-                              if nodes[n].kind is NodeKind.OP and not deps[n]
-                              and isinstance(values.get(n), torch.Tensor)}
+    ids = list(rest)
+    ops = list(compress(ids, map(operator.is_, map(_KIND, map(nodes.__getitem__, ids)),
+                                 repeat(NodeKind.OP))))
+    plan.tensors.constants = _tensor_values(  # the source-free ops' tensor values
+        list(compress(ops, map(operator.not_, map(deps.__getitem__, ops)))), values)
     plan.constant_entries = _constant_entries(plan, deps, order)
     # what a refill may overwrite with the engine's value; the next recompute puts it back
     plan.constant_values = _tensor_values(plan.constant_entries, values)

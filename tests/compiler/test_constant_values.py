@@ -8,6 +8,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from derivgraph import planner
 from derivgraph.planner import _tensor_values, compile_plan
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
@@ -34,3 +35,34 @@ def test_a_compiled_plans_constant_values() -> None:
     for n, value in plan.constant_values.items():
         assert value.dtype is torch.int64 and value.tolist() == [7] * 8
         assert value is not plan.entries[n].storage  # the eager value, not the held storage
+
+
+def test_tensors_constants_are_the_source_free_ops() -> None:
+    """``plan.tensors.constants``: the graph's ops that no source feeds and whose eager value
+    is a tensor, in the nodes' order (the per-node rule, written out here). Canary: the
+    scaling model's ops that read a source (``1.0 / scale``, ``scale * weight``) are left
+    out, the source-free ``full`` op is in."""
+    from derivgraph.compiler.ir import NodeKind
+
+    captured: dict[str, object] = {}
+    lower = planner._lower
+
+    def spy(plan: object, values: dict[str, object], *rest: object, **kw: object) -> None:
+        captured["values"] = values
+        lower(plan, values, *rest, **kw)  # type: ignore[arg-type]
+
+    planner._lower = spy  # type: ignore[assignment]
+    try:
+        plan = compile_plan(scaling_model(5), [scaling_spec()])
+    finally:
+        planner._lower = lower
+    values = captured["values"]
+    assert isinstance(values, dict)
+    graph = plan.graph
+    deps, nodes = graph.source_deps(), graph.nodes
+    expected = {n: values[n] for n in nodes if nodes[n].kind is NodeKind.OP and not deps[n]
+                and isinstance(values.get(n), torch.Tensor)}
+    got = plan.tensors.constants
+    assert list(got) == list(expected) and all(got[n] is expected[n] for n in expected)
+    assert {nodes[n].op for n in got} == {"full"}
+    assert any(nodes[n].kind is NodeKind.OP and deps[n] for n in nodes)  # some were left out

@@ -15,10 +15,12 @@ from __future__ import annotations
 import argparse
 import ast
 import gc
+import operator
 import os
 import statistics
 import time
 from collections.abc import Callable
+from itertools import compress, repeat
 from typing import Any
 
 import torch
@@ -108,7 +110,24 @@ def main() -> None:
     def consts_b() -> None:
         planner._tensor_values(ids, values)
 
+    graph = plan.graph
+    deps, nodes = graph.source_deps(), graph.nodes
+    from derivgraph.compiler.ir import NodeKind
+
+    def ops_a() -> None:
+        {n: values[n] for n in nodes if nodes[n].kind is NodeKind.OP and not deps[n]
+         and isinstance(values.get(n), torch.Tensor)}
+
+    def ops_b() -> None:
+        ids = list(nodes)
+        ops = list(compress(ids, map(operator.is_, map(planner._KIND, map(nodes.__getitem__,
+                                                                            ids)),
+                                     repeat(NodeKind.OP))))
+        planner._tensor_values(
+            list(compress(ops, map(operator.not_, map(deps.__getitem__, ops)))), values)
+
     pieces = [("views at per-row positions (_prepare)", views_a, views_b),
+              ("tensors.constants (_lower, every node)", ops_a, ops_b),
               ("constant_values (_lower)", consts_a, consts_b)]
     for name, a_fn, b_fn in pieces:
         a: list[float] = []
@@ -139,7 +158,8 @@ def main() -> None:
             model = [scaling_model(args.layers)]
             (a if old else b).append(_timed(lambda m=model: planner.compile_plan(m.pop(), [spec])))
     use(False)
-    _report("whole compile_plan (warm)", a, b)
+    if a:
+        _report("whole compile_plan (warm)", a, b)
     print("load average after:", os.getloadavg(), flush=True)
 
 
