@@ -221,9 +221,13 @@ def _prepare(model: nn.Module, specs: Iterable[Spec] | None,
     _record_sources(plan.tensors.layouts, graph)
     values = _evaluate_all(graph, sources, plan.tensors.layouts)
     owners = PathReader(model)
+    order = [] if order is None else order
     planned = adopt_or_allocate(plan, values, owners, proven, order)
+    # a view is decided per row (adoption's stamped columns take allocated tensors and
+    # aliases only): its rows are at the positions adoption decided one by one
+    rows = map(planned.__getitem__, order[-1])
     _raise_if(view_issues((e.node, values.get(e.id), values.get(x.base))
-                          for e, x in planned if isinstance(x, ViewOf)))
+                          for e, x in rows if isinstance(x, ViewOf)))
     return plan, values, planned, owners
 
 
@@ -339,6 +343,7 @@ _FIRST = operator.itemgetter(0)
 _IDS = operator.attrgetter("ids")
 _NAME = operator.attrgetter("node.decl.name")
 _OWNER_PATH = operator.attrgetter("node.owner_path")
+_KIND = operator.attrgetter("kind")
 
 
 def _fill_entries(plan: Plan, ids: list[str], planned: list[tuple[Entry, Extra]],
@@ -453,13 +458,14 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
     skipped = _no_constant_rows(graph, deps)
     rest = filter(set(order_without_rows(graph, skipped)).__contains__, nodes) if skipped \
         else nodes
-    plan.tensors.constants = {n: values[n] for n in rest
-                              if nodes[n].kind is NodeKind.OP and not deps[n]
-                              and isinstance(values.get(n), torch.Tensor)}
+    ids = list(rest)
+    ops = list(compress(ids, map(operator.is_, map(_KIND, map(nodes.__getitem__, ids)),
+                                 repeat(NodeKind.OP))))
+    plan.tensors.constants = _tensor_values(  # the source-free ops' tensor values
+        list(compress(ops, map(operator.not_, map(deps.__getitem__, ops)))), values)
     plan.constant_entries = _constant_entries(plan, deps, order)
     # what a refill may overwrite with the engine's value; the next recompute puts it back
-    plan.constant_values = {n: value for n in plan.constant_entries
-                            if isinstance(value := values.get(n), torch.Tensor)}
+    plan.constant_values = _tensor_values(plan.constant_entries, values)
     plan.bind_tensors(read, held, reads)
     steps = lower_steps(plan.tensors)
     plan.tensors.alloc_stages({s.target: values[s.input] for s in steps
@@ -490,6 +496,13 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
                 Rule.INFERENCE, f"the lowered pass differs from eager evaluation at {n}",
                 "report this as a derivgraph bug", plan.entries[n].node.decl.location, n)
                 for n in still])
+
+
+def _tensor_values(ids: list[str], values: Mapping[str, Any]) -> dict[str, torch.Tensor]:
+    """``ids``' values that are tensors, by id in ``ids``' order (an id with no value or
+    another one is left out): one C-level sweep per step."""
+    found = list(map(values.get, ids))
+    return dict(compress(zip(ids, found), map(isinstance, found, repeat(torch.Tensor))))
 
 
 def _constant_entries(plan: Plan, deps: Mapping[str, frozenset[str]],
