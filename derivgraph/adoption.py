@@ -9,7 +9,7 @@ Aliases and views get their storage from another entry. Nothing here writes to t
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import Any
@@ -166,7 +166,7 @@ _ABSENT = object()
 
 class PlannedById(Mapping[str, tuple[Entry, Extra]]):
     """``dict(zip(ids, planned))``: :func:`adopt_or_allocate`'s answer ``planned`` by id
-    (``ids``: its ids, distinct, each a key of ``derived``, the graph's derived tensors),
+    (``ids``: its ids, distinct, each in ``derived``, the graph's derived tensors' ids),
     that dict built when first needed. Until then a lookup of an id at one of the positions
     ``few`` is answered from a dict of those, and of a key of no derived tensor (so of no
     id) as a miss: the dict's answers. Iterating, its length, and any other lookup build
@@ -175,7 +175,7 @@ class PlannedById(Mapping[str, tuple[Entry, Extra]]):
     __slots__ = ("_ids", "_planned", "_derived", "_few", "_all")
 
     def __init__(self, ids: list[str], planned: list[tuple[Entry, Extra]], few: list[int],
-                 derived: Mapping[str, Any]):
+                 derived: Container[str]):
         self._ids, self._planned, self._derived = ids, planned, derived
         self._few = dict(zip(map(ids.__getitem__, few), map(planned.__getitem__, few)))
         self._all: dict[str, tuple[Entry, Extra]] | None = None
@@ -236,13 +236,13 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | N
                                          graph.derived))
         return found[0]
 
-    derived = graph.derived
     read = Reading()  # what the last column read, shared by the two (nothing written between)
     taken = allocated_rows(graph, values, owners, _slot, read)  # stamped rows: by column
     taken += alias_rows(graph, values, owners, AliasOf, read)
     if proven is not None:
         proven += taken
-    ids = list(filter(derived.__contains__, graph.ordered()))  # the derived tensors, in order
+    ordered = graph.ordered()
+    ids = list(compress(ordered, graph.derived_each(ordered)))  # the derived tensors, in order
     # the columns' rows are decided: each at its place, the rest decided in order and put at
     # theirs (a row with an issue stays None: the compile raises); an alias reads its
     # target's entry from by_id (the rows decided here; its target precedes it). A column
@@ -253,7 +253,7 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | N
         order += ids, rest
     for at in rest:
         node_id = ids[at]
-        node = derived[node_id]
+        node = graph.derived_node(node_id)
         owner = owners.owner(node.owner_path)
         value = values[node_id]
         name = node.decl.name

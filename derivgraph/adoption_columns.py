@@ -25,14 +25,15 @@ from collections.abc import Callable
 from itertools import repeat
 from typing import Any
 
-from derivgraph.compiler.graph import DerivedGraph
+from derivgraph.compiler.graph import DerivedGraph, DerivedNode
 from derivgraph.compiler.layers import closed_layers
 from derivgraph.compiler.owners import PathReader, one_hop
 from derivgraph.paths import MISSING, ModuleOwners, Slot
 from derivgraph.runtime.entry import Entry, ProvenColumn
 from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind, is_engine
+from derivgraph.spec.model import DerivedTensor
 
-__all__ = ["Reading", "alias_rows", "allocated_rows"]
+__all__ = ["Reading", "alias_rows", "allocated_rows", "column_rows"]
 
 _is = operator.is_
 _decl, _owner_path = operator.attrgetter("decl"), operator.attrgetter("owner_path")
@@ -45,6 +46,26 @@ def _holds_none(nodes: list[Any]) -> bool:
     return any(map(_is, nodes, repeat(None)))
 
 
+def column_rows(graph: DerivedGraph, ids: list[str], decl: DerivedTensor,
+                ) -> tuple[list[DerivedNode], list[str], list[str | None]] | None:
+    """The nodes, owner paths and inputs of the derived tensors ``ids`` (a table column), in
+    row order, where every id is a derived tensor's whose node has the declaration ``decl``
+    (the same object); None where one is not. A column the graph holds
+    (:meth:`~derivgraph.compiler.graph.DerivedGraph.held_column`) is read as a column: one
+    declaration for its rows (checked once), its paths and inputs its lists; else every
+    row's node is read from :attr:`~derivgraph.compiler.graph.DerivedGraph.derived`."""
+    held = graph.held_column(ids)
+    if held is not None:
+        if held.decl is not decl:
+            return None
+        return held.nodes(), list(held.paths), held.input_values()
+    derived = graph.derived
+    nodes = list(map(derived.get, ids))
+    if _holds_none(nodes) or not all(map(_is, map(_decl, nodes), repeat(decl))):
+        return None
+    return nodes, list(map(_owner_path, nodes)), list(map(_input, nodes))
+
+
 def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
                    slot: Callable[[TensorKind], Slot],
                    read: Reading | None = None) -> list[ProvenColumn]:
@@ -54,20 +75,19 @@ def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathRead
     its extra); ``slot(kind)``: the slot of a tensor kind; ``read``: what the last column read
     (:class:`Reading`), shared with the caller's next reader of the same model (nothing
     written in between)."""
-    derived = graph.derived
     out: list[ProvenColumn] = []
     read = Reading() if read is None else read  # the last column's owners: once a table
     for table in closed_layers(graph):
         for k, template in enumerate(table.template):
-            first = derived.get(template)
+            first = graph.derived_node(template)
             if first is None or first.kind not in TENSOR_KINDS or is_engine(first.decl):
                 continue
             ids = table.column(k)
-            nodes = list(map(derived.get, ids))
-            if _holds_none(nodes) or not all(map(_is, map(_decl, nodes), repeat(first.decl))):
+            rows = column_rows(graph, ids, first.decl)
+            if rows is None:
                 continue
+            nodes, paths, _ = rows
             name = first.decl.name
-            paths = list(map(_owner_path, nodes))
             found = read.owners(owners, paths)
             if not (one_hop(name) and read.module_owners(found).absent(name)):
                 continue  # a row whose owner may hold a tensor: adopted (or refused) on its own
@@ -124,23 +144,21 @@ def alias_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
     so there is nothing to compare, and :func:`~derivgraph.paths.slot_of` says
     ``Slot.MISSING``: the alias's slot is ``Slot.ATTRIBUTE``); the entry holds the row's
     value (its input's), not adopted. ``read``: as :func:`allocated_rows`'."""
-    derived = graph.derived
     out: list[ProvenColumn] = []
     read = Reading() if read is None else read  # as allocated_rows'
     for table in closed_layers(graph):
         for k, template in enumerate(table.template):
-            first = derived.get(template)
+            first = graph.derived_node(template)
             if first is None or first.kind is not TensorKind.ALIAS:
                 continue
             ids = table.column(k)
-            nodes = list(map(derived.get, ids))
-            if _holds_none(nodes) or not all(map(_is, map(_decl, nodes), repeat(first.decl))):
+            rows = column_rows(graph, ids, first.decl)
+            if rows is None:
                 continue
-            inputs = list(map(_input, nodes))
-            if None in inputs or any(map(derived.__contains__, inputs)):
+            nodes, paths, inputs = rows
+            if None in inputs or any(graph.derived_each(inputs)):
                 continue  # an alias of a derived tensor: bound once that one has storage
             name = first.decl.name
-            paths = list(map(_owner_path, nodes))
             found = read.owners(owners, paths)
             if not (one_hop(name) and read.module_owners(found).absent(name)):
                 continue

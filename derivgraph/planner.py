@@ -252,7 +252,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
     graph = plan.graph
     ids, outside = order
     # stamped layers' allocated attributes: one record per template column (entry_columns)
-    by_id = PlannedById(ids, planned, outside, graph.derived)  # adoption's ids: derived ones
+    by_id = PlannedById(ids, planned, outside, graph.derived_ids)  # adoption's: derived ones
     columns = entry_columns(closed_layers(graph), by_id, owners, proven)
     # Nothing was touched so far. Now allocate, fill and bind: all of it, or none of it. A
     # column's owners are recorded as its one fresh name (what its bind stores), the objects
@@ -274,7 +274,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
         deps = graph.source_deps()
         with torch.no_grad():
             for column in columns:
-                if pass_writes(graph.derived[column.template], deps):
+                if pass_writes(graph.derived_node(column.template), deps):
                     owed.append(OwedFill(column.ids, []))
                     column.allocate(_column_values(column, values), owed[-1].fills,
                                     allocate_column, book)

@@ -258,7 +258,7 @@ class Emitter:
         local = self.locals.get(ref)
         if local is not None:
             return local
-        derived = self.ctx.graph.derived.get(ref)
+        derived = self.ctx.graph.derived_view.get(ref)
         if derived is not None and derived.kind is TensorKind.SCALAR:
             try:  # read the value staged by this pass, never the number bound at compile
                 stage = self.ctx.stage(ref)
@@ -331,7 +331,7 @@ class Emitter:
         constant; a staged scalar) by :meth:`operand`. ``alike``: every ref is a node of the
         first's kinds (a column of a compact lowering: one template node, renamed), which alone
         is then read when it is named by the list."""
-        nodes, derived = self.ctx.graph.nodes, self.ctx.graph.derived
+        nodes, derived = self.ctx.graph.nodes, self.ctx.graph.derived_view
         if alike and refs:
             kind = nodes[refs[0]].kind
             if kind is _SOURCE or kind is _DERIVED and derived[refs[0]].kind is not _SCALAR:

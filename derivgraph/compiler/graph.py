@@ -437,6 +437,18 @@ class DerivedGraph:
         """The held columns whose nodes are not in :attr:`derived` yet."""
         return [column for _, _, columns in self._held for column in columns]
 
+    def held_column(self, ids: list[str]) -> HeldDerived | None:
+        """The held column whose ids are ``ids`` (equal, in order), its nodes made or not;
+        None where no held column has them (or :attr:`derived` was read since)."""
+        if not ids:
+            return None
+        for _, id_set, columns in self._held:
+            if ids[0] in id_set:
+                for column in columns:
+                    if column.ids == ids:
+                        return column
+        return None
+
     @property
     def derived_ids(self) -> Set[str]:
         """The ids of :attr:`derived`, in order, none of their nodes made

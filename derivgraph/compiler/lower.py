@@ -381,7 +381,7 @@ class Lowerer(Interpreter):
         :attr:`LayerSteps.compact` and its rows come in the table's order, template first
         (:func:`_step_order`), the rows' steps are left out (a compact lowering)."""
         graph = self.graph
-        nodes, derived = graph.nodes, graph.derived
+        nodes, derived = graph.nodes, graph.derived_view
         env = self.ctx.meta_env  # what the layer proof reads the meta values from
         kept: dict[int, Any] = {}  # a proven table's id -> the bound values its proof read
         tables = provable_layers(self.ctx, kept)
@@ -442,7 +442,7 @@ class Lowerer(Interpreter):
             elif step.args or step.kwargs:
                 at = None
             inp = -1 if step.input is None else where.get(step.input, -1)
-            if step.input is not None and inp < 0 and step.input in self.graph.derived:
+            if step.input is not None and inp < 0 and step.input in self.graph.derived_ids:
                 at = None  # a derived tensor outside the layer: renamed as a path
             out.append((i, step, at, tail, inp))
         return out
