@@ -135,9 +135,9 @@ class ColumnLayouts:
         # the id of a column's first tensor -> the column and its layout (the common case:
         # a reader asks about a whole column, in its order)
         self._columns: dict[int, tuple[Sequence[Any], ColumnLayout]] = {}
-        # the id of a column's first tensor -> the column and its storages' data addresses
-        # (:meth:`note_addresses`)
-        self._addresses: dict[int, tuple[Sequence[Any], list[int]]] = {}
+        # the id of a column's first tensor -> the column, its storages' data addresses and
+        # its storages where read (:meth:`note_addresses`)
+        self._addresses: dict[int, tuple[Sequence[Any], list[int], list[Any] | None]] = {}
         self._sources: list[int] = []  # the source columns' keys in ``_columns`` (see add)
 
     def __len__(self) -> int:
@@ -166,12 +166,15 @@ class ColumnLayouts:
         self._of[id(tensor)] = layout
         return True
 
-    def note_addresses(self, tensors: Sequence[Any], ptrs: list[int]) -> None:
+    def note_addresses(self, tensors: Sequence[Any], ptrs: list[int],
+                       storages: list[Any] | None = None) -> None:
         """Record ``ptrs`` as the storage data address of each of ``tensors`` (in order), read
         by the caller: each tensor at offset 0 of its storage (its ``data_ptr()`` is its
-        storage's), held by the book."""
-        if tensors and len(ptrs) == len(tensors):
-            self._addresses[id(tensors[0])] = (tensors, ptrs)
+        storage's), held by the book; ``storages``: their ``untyped_storage()``, where the
+        caller read them (:meth:`storages`)."""
+        if tensors and len(ptrs) == len(tensors) \
+                and (storages is None or len(storages) == len(tensors)):
+            self._addresses[id(tensors[0])] = (tensors, ptrs, storages)
 
     def note_read_addresses(self, tensors: Sequence[Any], ptrs: Sequence[int]) -> None:
         """Note the storage data addresses of every source column (:meth:`add`) not noted
@@ -194,17 +197,29 @@ class ColumnLayouts:
             offsets = list(map(_storage_offset, column))
             if any(offsets):
                 found = list(map(sub, found, map(mul, offsets, repeat(layout.dtype.itemsize))))
-            noted[key] = (column, found)
+            noted[key] = (column, found, None)
 
     def addresses(self, tensors: Sequence[Any]) -> list[int] | None:
         """The storage data addresses :meth:`note_addresses` recorded for ``tensors``, where
         they are a noted column's very tensors in its order (one identity sweep); else None.
         The list is shared: read it, never change it."""
+        noted = self._noted(tensors)
+        return None if noted is None else noted[1]
+
+    def storages(self, tensors: Sequence[Any]) -> list[Any] | None:
+        """The ``untyped_storage()`` of each of ``tensors`` :meth:`note_addresses` was given,
+        as :meth:`addresses` finds them; None where it was given none. Shared: never change
+        it."""
+        noted = self._noted(tensors)
+        return None if noted is None else noted[2]
+
+    def _noted(self, tensors: Sequence[Any]) \
+            -> tuple[Sequence[Any], list[int], list[Any] | None] | None:
         noted = self._addresses.get(id(tensors[0])) if tensors else None
         if noted is None or len(noted[0]) != len(tensors) or not all(map(is_, tensors,
                                                                         noted[0])):
             return None
-        return noted[1]
+        return noted
 
     def of(self, tensors: Sequence[Any]) -> list[ColumnLayout | None]:
         """Each tensor's layout record, None for a tensor the book does not hold."""

@@ -771,18 +771,20 @@ class _RunFacts(NamedTuple):
     (and cut for each of its chunks): the outputs' dtype; the one shape of its outputs, of its
     first and of its second operands (the first's where it has none), each where a record
     proves them CPU row-major tensors of that dtype (None: not proved, read per tensor); the
-    outputs' data addresses where the book noted them (None: read per tensor)."""
+    outputs' data addresses and storages where the book noted them (None: read per tensor)."""
 
     dtype: torch.dtype
     out: torch.Size | None
     a: torch.Size | None
     b: torch.Size | None
     out_ptrs: list[int] | None
+    out_storages: list[Any] | None
 
     def cut(self, start: int, end: int) -> _RunFacts:
         """The facts of members ``[start, end)``."""
-        ptrs = self.out_ptrs
-        return self._replace(out_ptrs=None if ptrs is None else ptrs[start:end])
+        ptrs, storages = self.out_ptrs, self.out_storages
+        return self._replace(out_ptrs=None if ptrs is None else ptrs[start:end],
+                             out_storages=None if storages is None else storages[start:end])
 
 
 def _run_facts(em: Emitter, got: ColumnFacts, values: list[Any], n: int) -> _RunFacts:
@@ -795,7 +797,8 @@ def _run_facts(em: Emitter, got: ColumnFacts, values: list[Any], n: int) -> _Run
     b_shape = _proved(_column_facts(b, book), dtype) if b else a_shape
     shape = _proved(got, dtype)
     return _RunFacts(dtype, shape, a_shape, b_shape,
-                     None if shape is None else _noted(book, got.values))
+                     None if shape is None else _noted(book, got.values),
+                     _noted(book, got.values, storages=True))
 
 
 def _column_facts(values: list[Any], book: ColumnLayouts | None) -> ColumnFacts:
@@ -811,18 +814,28 @@ def _column_facts(values: list[Any], book: ColumnLayouts | None) -> ColumnFacts:
     return facts
 
 
-def _noted(book: ColumnLayouts | None, tensors: list[Any]) -> list[int] | None:
+def _noted(book: ColumnLayouts | None, tensors: list[Any], storages: bool = False) \
+        -> list[Any] | None:
     """The data addresses of ``tensors`` the book noted (an entry column's storages, each at
-    offset 0 of its storage: :meth:`~derivgraph.column_layout.ColumnLayouts.addresses`), the
-    column whole or after its template's (whose own is read); None where it noted none."""
+    offset 0 of its storage: :meth:`~derivgraph.column_layout.ColumnLayouts.addresses`), or
+    with ``storages`` their ``untyped_storage()`` (its startup record's:
+    :meth:`~derivgraph.column_layout.ColumnLayouts.storages`), the column whole or after its
+    template's (whose own is read); None where it noted none."""
     if book is None or not tensors:
         return None
-    noted = book.addresses(tensors)
+    look = book.storages if storages else book.addresses
+    noted = look(tensors)
     if noted is None and len(tensors) > 1:
-        rest = book.addresses(tensors[1:])
+        rest = look(tensors[1:])
         if rest is not None:
-            return [tensors[0].data_ptr(), *rest]
+            first = tensors[0]
+            return [_storages([first])[0] if storages else first.data_ptr(), *rest]
     return noted
+
+
+def _storages(tensors: list[Any]) -> list[Any]:
+    """``untyped_storage()`` of each of ``tensors`` (one sweep)."""
+    return list(map(tensor_method(set(map(type, tensors)), "untyped_storage"), tensors))
 
 
 def _operands(em: Emitter, m: Members) -> list[Any]:
@@ -951,9 +964,9 @@ def _emit_run(em: Emitter, key: GroupKey, members: Members, values: list[Any],
     targets = tuple(members.targets)
     bind = em.bindings.bind
     # the pass holds every storage it addresses: none is freed while its addresses are bound
-    held = outs + values
+    noted = facts.out_storages  # the outputs' startup record's, else read
     bind(Flat("held", targets), "held",
-         list(map(tensor_method(set(map(type, held)), "untyped_storage"), held)))
+         (_storages(outs) if noted is None else list(noted)) + _storages(values))
     mem_out = bind(Flat("span_out", targets), "out_mem", span_out.view)
     mem_in = bind(Flat("span_in", targets), "in_mem", span_in.view)
     out_at = bind(Flat("at_out", targets), "at", at_out)

@@ -155,17 +155,17 @@ class EntryColumn:
         ``untyped_storage()`` each) and the alias is made where it is first read
         (:meth:`~derivgraph.runtime.entry.Entry.startup_alias`). There, each row is at offset
         0 of its storage (what the alias is made at), so the addresses just read are its
-        storage's: the book keeps them for the compile's readers of the column's storage
-        addresses (:meth:`~derivgraph.column_layout.ColumnLayouts.note_addresses`)."""
+        storage's: the book keeps them, and the storages, for the compile's readers of the
+        column's storages (:meth:`~derivgraph.column_layout.ColumnLayouts.note_addresses`)."""
         entries, storages = self.entries, self.storages
         ptrs = list(map(torch.Tensor.data_ptr, storages))
         deque(map(setattr, entries, repeat("startup_ptr"), ptrs), 0)
         layout = None if book is None else book.common(storages)
         if layout is not None and layout.type is torch.Tensor and layout.contiguous is True \
                 and not layout.is_meta:
-            deque(map(setattr, entries, repeat("startup_data"), zip(
-                map(torch.Tensor.untyped_storage, storages), repeat(layout))), 0)
-            book.note_addresses(storages, ptrs)  # type: ignore[union-attr]
+            held = list(map(torch.Tensor.untyped_storage, storages))
+            deque(map(setattr, entries, repeat("startup_data"), zip(held, repeat(layout))), 0)
+            book.note_addresses(storages, ptrs, held)  # type: ignore[union-attr]
             return
         deque(map(setattr, entries, repeat("startup_data"),
                   map(torch.Tensor.detach, storages)), 0)

@@ -464,11 +464,10 @@ class Holders:
                 # read by this run's refill; nothing re-walked since
                 current, every = read[2], read[3]
                 stale = self.table.every if every else self.table.stale(current)
-                return self._rebind_stale(stale, current, report, every, owners)
+                return self._rebind_stale(stale, current, report, every)
             if owners or self.owners_current():
                 stale = self.table.changed()  # one sweep; empty: the common case
-                return self._rebind_stale(stale, None, report, hops_checked=True) \
-                    if stale else 0
+                return self._rebind_stale(stale, None, report) if stale else 0
         count = self.rebind_entries(self.entries.values(), report, self.walk().objects)
         self.refresh()
         return count
@@ -485,11 +484,11 @@ class Holders:
             and checked[1] is self.hops
 
     def _rebind_stale(self, stale: Sequence[int], current: list[Any] | None, report: Any,
-                      every: bool = False, hops_checked: bool = False) -> int:
+                      every: bool = False) -> int:
         """Re-bind the holders at ``stale``; ``current``: what every holder of the table held
-        when read (None: the stale ones are read here). ``hops_checked``: this run's hop check
-        ran (:meth:`HopTable.refresh <derivgraph.runtime.accessors.HopTable.refresh>`: it
-        leaves the hops' watch settled)."""
+        when read (None: the stale ones are read here). Every caller runs after this run's hop
+        check (:meth:`HopTable.refresh <derivgraph.runtime.accessors.HopTable.refresh>`, by the
+        source check, the refill's read or :meth:`rebind`): it left the hops' watch settled."""
         table = self.table
         if not stale:
             table.settle()  # read in full by this run's refill: every holder proven
@@ -511,7 +510,7 @@ class Holders:
         table.settle()
         stored = None if rest or self._scalars else table.watch  # None: dicts not known
         hops = self.hops.watch
-        if not (hops_checked and _kept(hops, stored)):
+        if not _kept(hops, stored):
             self.hops.settle()
         sources = self._source_watch
         if report is not None and self._sources_checked is report and sources is not None \

@@ -100,9 +100,9 @@ def test_a_derived_tensor_re_pointed_after_the_rebind_is_still_moved(monkeypatch
 
 
 def _proof_taken_with_a_rest(self: Holders, stale: Any, current: Any, report: Any,
-                             every: bool = False, hops_checked: bool = False) -> int:
+                             every: bool = False) -> int:
     """Planted: ``_rebind_stale`` taking the proof although a holder went per entry."""
-    count = _REBIND_STALE(self, stale, current, report, every, hops_checked)
+    count = _REBIND_STALE(self, stale, current, report, every)
     self._rebound = (report, self.table)
     return count
 
@@ -150,10 +150,10 @@ _MOVED = Holders.moved
 
 
 def _proof_despite_a_rest(self: Holders, stale: Any, current: Any, report: Any,
-                          every: bool = False, hops_checked: bool = False) -> int:
+                          every: bool = False) -> int:
     """Planted: ``_rebind_stale`` taking the proof whenever the run's reads were full sweeps,
     ignoring the holders it left to the per-entry path."""
-    count = _REBIND_STALE(self, stale, current, report, every, hops_checked)
+    count = _REBIND_STALE(self, stale, current, report, every)
     self._rebound = self._swept_in_full(report, current, self.table)
     return count
 

@@ -36,14 +36,16 @@ def _storage_addresses(tensors: list[torch.Tensor]) -> list[int]:
     return [t.untyped_storage().data_ptr() for t in tensors]
 
 
-def _noting(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[Any], list[int]]]:
-    """Every (tensors, addresses) a compile notes, with the tensors' addresses read now."""
-    noted: list[tuple[list[Any], list[int]]] = []
+def _noting(monkeypatch: pytest.MonkeyPatch) \
+        -> list[tuple[list[Any], list[int], list[Any] | None]]:
+    """Every (tensors, addresses, storages) a compile notes."""
+    noted: list[tuple[list[Any], list[int], list[Any] | None]] = []
     real = ColumnLayouts.note_addresses
 
-    def spy(self: ColumnLayouts, tensors: Any, ptrs: list[int]) -> None:
-        noted.append((list(tensors), list(ptrs)))
-        real(self, tensors, ptrs)
+    def spy(self: ColumnLayouts, tensors: Any, ptrs: list[int],
+            storages: list[Any] | None = None) -> None:
+        noted.append((list(tensors), list(ptrs), storages))
+        real(self, tensors, ptrs, storages)
 
     monkeypatch.setattr(ColumnLayouts, "note_addresses", spy)
     return noted
@@ -67,9 +69,10 @@ def test_the_noted_addresses_are_the_storages_addresses(
     names = {c.name for c in plan.entries.columns if isinstance(c, EntryColumn)
              and type(c) is EntryColumn}
     assert names == {"inv", "prod", "strides"} and len(noted) == 3
-    for tensors, ptrs in noted:
+    for tensors, ptrs, storages in noted:
         assert len(tensors) == 11 and ptrs == _storage_addresses(tensors)
         assert all(t.storage_offset() == 0 for t in tensors)
+        assert [s.data_ptr() for s in storages] == ptrs  # the startup record's storages
     # the layer proof took every noted column: the three entry columns, then the sources'
     # (the scale column, read as the alias column's values, and the weight column)
     assert answered == [11, 11, 11, 11, 11]
