@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -53,3 +54,20 @@ class ToyStack(nn.Module):
     def __init__(self, n: int = 3):
         super().__init__()
         self.layers = nn.ModuleList(Toy(seed=i) for i in range(n))
+
+
+class SeededStack(nn.Module):
+    """``n`` layers made by ``layer(i)``; ``post_load`` runs each layer's, ``load(seed)`` loads
+    layer ``i`` with seed ``seed * 100 + i`` (different weights per layer and per seed)."""
+
+    def __init__(self, layer: Callable[[int], nn.Module], n: int):
+        super().__init__()
+        self.layers = nn.ModuleList(layer(i) for i in range(n))
+
+    def post_load(self) -> None:
+        for layer in self.layers:
+            layer.post_load()
+
+    def load(self, seed: int) -> None:
+        for i, layer in enumerate(self.layers):
+            layer.load(seed * 100 + i)

@@ -20,7 +20,7 @@ from derivgraph import DerivedTensor, Spec, Target, compile_plan
 from derivgraph.errors import EngineComputedError
 from derivgraph.runtime.engine import Layouts, RefillTable, Taken, _picker
 from derivgraph.tools.deepseek_workload import DeepseekModel, deepseek_specs
-from tests.toy import Toy
+from tests.toy import SeededStack, Toy
 
 
 class Layer(nn.Module):
@@ -45,18 +45,9 @@ class Layer(nn.Module):
             self.weight.copy_(fresh.weight)
 
 
-class Stack(nn.Module):
+class Stack(SeededStack):
     def __init__(self, n: int = 4) -> None:
-        super().__init__()
-        self.layers = nn.ModuleList(Layer(i) for i in range(n))
-
-    def post_load(self) -> None:
-        for layer in self.layers:
-            layer.post_load()
-
-    def load(self, seed: int) -> None:
-        for i, layer in enumerate(self.layers):
-            layer.load(seed * 100 + i)
+        super().__init__(Layer, n)
 
 
 SPEC = Spec(name="layer", target=Target(module_class=["Layer"]), derived=[

@@ -25,6 +25,7 @@ from derivgraph import DerivedTensor, Spec, Target, compile_plan, dict_versions
 from derivgraph.runtime import accessors, watch
 from derivgraph.runtime import holders as holders_module
 from derivgraph.runtime.holders import Holders
+from tests.toy import SeededStack
 
 LAYERS = 4
 TENSORS = ("inv", "wt")
@@ -57,18 +58,9 @@ class QLayer(nn.Module):
             self.weight.copy_(fresh.weight)
 
 
-class QStack(nn.Module):
+class QStack(SeededStack):
     def __init__(self) -> None:
-        super().__init__()
-        self.layers = nn.ModuleList(QLayer(i) for i in range(LAYERS))
-
-    def post_load(self) -> None:
-        for layer in self.layers:
-            layer.post_load()
-
-    def load(self, seed: int) -> None:
-        for i, layer in enumerate(self.layers):
-            layer.load(seed * 100 + i)
+        super().__init__(QLayer, LAYERS)
 
 
 TENSOR_SPECS = [
