@@ -738,9 +738,9 @@ def _emit_foreach(em: Emitter, key: GroupKey, m: Members, steps: list[Step] | No
         em.outs_of(m.targets, m.outs, m.alike)
     a = em.tensors(m.a, m.alike, m.a_values)
     tail = f"  # {note}" if note else ""
-    if key.kind is GroupKind.COPY:
-        return [(f"torch._foreach_copy_({outs}, {a}){tail}", nodes)]
     lines = [(f"torch._foreach_copy_({outs}, {a}){tail}", nodes)]
+    if key.kind is GroupKind.COPY:
+        return lines
     if key.kind is GroupKind.UNARY:
         lines.append((f"torch.{_FOREACH_UNARY[key.op]}({outs})", nodes))
         if key.scale is not None:
