@@ -33,6 +33,28 @@ def test_bench_scaling_reports_compile_against_construction(capsys):
     assert row["derived"] == 40 and row["nodes"] == 81
     assert row["compile_over_construct"] == pytest.approx(  # ratio of the unrounded times
         row["compile_warm_s"] / row["construct_s"], rel=0.2)
+    # the young collection after the compile is added to it, not hidden
+    assert row["compile_with_gc_s"] == pytest.approx(
+        row["compile_warm_s"] + row["gc_after_s"], abs=2e-4)
+    assert row["gc_young_objects"] >= row["derived"] // 2  # 3 of 4 per layer: a tensor
+
+
+def test_bench_scaling_counts_the_containers_the_compile_leaves(monkeypatch):
+    """``gc_young_objects`` counts what the compile keeps for the next young collection: a
+    compile planted to keep 5000 more containers moves it by at least that many."""
+    import derivgraph.planner as planner
+    from derivgraph.tools.bench_scaling import scaling_bench
+
+    clean = scaling_bench((40,))["sizes"][0]["gc_young_objects"]
+    compile_plan = planner.compile_plan
+
+    def keeps_more(*args, **kwargs):
+        plan = compile_plan(*args, **kwargs)
+        plan.planted = [[] for _ in range(5000)]
+        return plan
+
+    monkeypatch.setattr(planner, "compile_plan", keeps_more)
+    assert scaling_bench((40,))["sizes"][0]["gc_young_objects"] >= clean + 5000
 
 
 def test_bench_times_the_eager_pass_of_a_plan_never_captured(monkeypatch):
