@@ -536,10 +536,25 @@ def strided_positions(items: list[str], targets: list[str]) -> list[int] | None:
         for r in range(period):
             predicted[r::period] = range(head[r], head[r] + step * len(range(r, length, period)),
                                          step)
-        good = next(compress(count(), map(_not, map(operator.eq, map(
-            items.__getitem__, predicted), rest))), length)  # >= 1: head[0] is found
+        good = length if _strided_equal(items, rest, head, period, step, length) else next(
+            compress(count(), map(_not, map(operator.eq, map(
+                items.__getitem__, predicted), rest))), length)  # >= 1: head[0] is found
         out += predicted if good == length else predicted[:good]
     return out if len(out) == n else None
+
+
+def _strided_equal(items: list[str], targets: list[str], head: list[int], period: int,
+                   step: int, length: int) -> bool:
+    """Whether every one of the first ``length`` targets is the item at its predicted
+    position (target ``r + period * k`` at ``head[r] + step * k``, each inside ``items``):
+    one list compare per residue ``r``, of ``items``' strided slice and the targets' (C-level
+    slices, no position list read); False says only that one differs (the caller's sweep
+    finds where)."""
+    for r in range(period):
+        count_r = len(range(r, length, period))
+        if items[head[r]:head[r] + step * count_r:step] != targets[r:length:period]:
+            return False
+    return True
 
 
 def _head(items: list[str], targets: list[str], hint: int) -> list[int]:
