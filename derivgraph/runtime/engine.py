@@ -42,6 +42,7 @@ _dtype = operator.attrgetter("dtype")
 _is_meta = operator.attrgetter("is_meta")
 _numel = torch.Tensor.numel
 _dim = torch.Tensor.dim
+_STARTUP_DATA = operator.attrgetter("startup_data")
 
 try:  # torch's C++ check of many tensors' properties in one call (TorchDynamo's guards)
     from torch._C._dynamo.guards import TensorGuards as _TensorGuards
@@ -279,7 +280,8 @@ class RefillTable:
         # storage still there (one gather; the words of a check that passed), else read
         proven = table.startup_ptrs()
         ptrs = None if proven is None else list(map(proven.__getitem__, self.index))
-        self.flat = flat_runs(self.storages, runs, held, ptrs)
+        self.flat = flat_runs(self.storages, runs, held, ptrs,
+                              None if ptrs is None else _startup_holders(table, self.index))
         self.rest_spans = _without(self.spans, [(a, b) for a, b, _ in self.flat])
         # per target in the sorted order, as a partly rebuilt read's mask is
         self.is_constant = list(map(constants.__contains__, self.ids))
@@ -408,6 +410,15 @@ class Layouts:
                      == shapes)
         except (AttributeError, TypeError):  # not a tensor: the per-entry path decides
             return False
+
+
+def _startup_holders(table: HolderTable, index: list[int]) -> list[Any] | None:
+    """What keeps the startup storage of each holder at ``index`` alive: its entry's startup
+    record (:attr:`~derivgraph.runtime.entry.Entry.startup_data`: the storage, or an alias of
+    it, held for the entry's life), where every one has it (else None: a flat copy reads each
+    tensor's storage)."""
+    held = list(map(_STARTUP_DATA, map(table.entries.__getitem__, index)))
+    return None if any(map(_is, held, repeat(None))) else held
 
 
 def _any_strides(dims: list[int]) -> list[list[None]]:
