@@ -232,7 +232,9 @@ class RefillTable:
         if index is None:
             position = dict(zip(table.id_list, count()))
             index = list(map(position.get, targets))  # one sweep
-        if None in index or not all(map(table.fast.__getitem__, index)):
+        # (a segments' answer holds positions only: no None looked for)
+        if position is not None and None in index \
+                or not all(map(table.fast.__getitem__, index)):
             if position is None:
                 position = dict(zip(table.id_list, count()))
             usable = [t for t in targets if t in position and table.fast[position[t]]]
