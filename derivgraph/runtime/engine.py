@@ -42,6 +42,7 @@ _dtype = operator.attrgetter("dtype")
 _is_meta = operator.attrgetter("is_meta")
 _numel = torch.Tensor.numel
 _dim = torch.Tensor.dim
+_STARTUP_DATA = operator.attrgetter("startup_data")
 
 try:  # torch's C++ check of many tensors' properties in one call (TorchDynamo's guards)
     from torch._C._dynamo.guards import TensorGuards as _TensorGuards
@@ -231,7 +232,9 @@ class RefillTable:
         if index is None:
             position = dict(zip(table.id_list, count()))
             index = list(map(position.get, targets))  # one sweep
-        if None in index or not all(map(table.fast.__getitem__, index)):
+        # (a segments' answer holds positions only: no None looked for)
+        if position is not None and None in index \
+                or not all(map(table.fast.__getitem__, index)):
             if position is None:
                 position = dict(zip(table.id_list, count()))
             usable = [t for t in targets if t in position and table.fast[position[t]]]
@@ -279,7 +282,8 @@ class RefillTable:
         # storage still there (one gather; the words of a check that passed), else read
         proven = table.startup_ptrs()
         ptrs = None if proven is None else list(map(proven.__getitem__, self.index))
-        self.flat = flat_runs(self.storages, runs, held, ptrs)
+        self.flat = flat_runs(self.storages, runs, held, ptrs,
+                              None if ptrs is None else _startup_holders(table, self.index))
         self.rest_spans = _without(self.spans, [(a, b) for a, b, _ in self.flat])
         # per target in the sorted order, as a partly rebuilt read's mask is
         self.is_constant = list(map(constants.__contains__, self.ids))
@@ -410,6 +414,15 @@ class Layouts:
             return False
 
 
+def _startup_holders(table: HolderTable, index: list[int]) -> list[Any] | None:
+    """What keeps the startup storage of each holder at ``index`` alive: its entry's startup
+    record (:attr:`~derivgraph.runtime.entry.Entry.startup_data`: the storage, or an alias of
+    it, held for the entry's life), where every one has it (else None: a flat copy reads each
+    tensor's storage)."""
+    held = list(map(_STARTUP_DATA, map(table.entries.__getitem__, index)))
+    return None if any(map(_is, held, repeat(None))) else held
+
+
 def _any_strides(dims: list[int]) -> list[list[None]]:
     """The guard's strides per tensor (None: any), from each tensor's number of dimensions:
     one list per distinct number, shared by the tensors that have it (the guard only reads
@@ -536,10 +549,25 @@ def strided_positions(items: list[str], targets: list[str]) -> list[int] | None:
         for r in range(period):
             predicted[r::period] = range(head[r], head[r] + step * len(range(r, length, period)),
                                          step)
-        good = next(compress(count(), map(_not, map(operator.eq, map(
-            items.__getitem__, predicted), rest))), length)  # >= 1: head[0] is found
+        good = length if _strided_equal(items, rest, head, period, step, length) else next(
+            compress(count(), map(_not, map(operator.eq, map(
+                items.__getitem__, predicted), rest))), length)  # >= 1: head[0] is found
         out += predicted if good == length else predicted[:good]
     return out if len(out) == n else None
+
+
+def _strided_equal(items: list[str], targets: list[str], head: list[int], period: int,
+                   step: int, length: int) -> bool:
+    """Whether every one of the first ``length`` targets is the item at its predicted
+    position (target ``r + period * k`` at ``head[r] + step * k``, each inside ``items``):
+    one list compare per residue ``r``, of ``items``' strided slice and the targets' (C-level
+    slices, no position list read); False says only that one differs (the caller's sweep
+    finds where)."""
+    for r in range(period):
+        count_r = len(range(r, length, period))
+        if items[head[r]:head[r] + step * count_r:step] != targets[r:length:period]:
+            return False
+    return True
 
 
 def _head(items: list[str], targets: list[str], hint: int) -> list[int]:

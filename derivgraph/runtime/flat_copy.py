@@ -34,14 +34,18 @@ class FlatCopy:
     """``ours[i].copy_(theirs[i])`` for a fixed list ``ours`` of contiguous CPU tensors of one
     dtype and one shape (ndim >= 1, no two overlapping), as ``cat`` + one NumPy row assignment
     of their bytes (``rows[starts] = src``). ``span``: :func:`~derivgraph.compiler.flat.span_of`
-    (or ``span_of_run``) of ``ours``, whose addresses it keeps."""
+    (or ``span_of_run``) of ``ours``, whose addresses it keeps. ``held``: an object per
+    tensor that keeps the memory at its span address alive (the startup record's, where the
+    span is made of the startup addresses), else each tensor's ``untyped_storage()``."""
 
     __slots__ = ("held", "rows", "starts", "buf", "src")
 
-    def __init__(self, ours: Sequence[torch.Tensor], span: flat.Span):
+    def __init__(self, ours: Sequence[torch.Tensor], span: flat.Span,
+                 held: Sequence[Any] | None = None):
         first = ours[0]
         # every address below stays valid (one C call per tensor of a plain class)
-        self.held = list(map(tensor_method(set(map(type, ours)), "untyped_storage"), ours))
+        self.held = list(held) if held is not None else list(
+            map(tensor_method(set(map(type, ours)), "untyped_storage"), ours))
         size = first.numel() * first.element_size()
         memory = span.view.view(torch.uint8).numpy()  # the bytes from the lowest target on
         # a row of ``size`` bytes at every byte: target i is row starts[i] (written, never read)
@@ -60,12 +64,14 @@ class FlatCopy:
 
 def _flat_copy(ours: Sequence[torch.Tensor],
                records: Sequence[ColumnLayout | None] | None = None,
-               ptrs: list[int] | None = None) -> FlatCopy | None:
+               ptrs: list[int] | None = None,
+               held: Sequence[Any] | None = None) -> FlatCopy | None:
     """A :class:`FlatCopy` over ``ours``, None where one cannot copy them exactly (a target not
     contiguous, or two overlapping: foreach order). ``records``: each target's layout record
     (:mod:`~derivgraph.column_layout`); where they give every target one CPU layout of
     a plain dtype with row-major strides, only the addresses are read (``ptrs``: those
-    addresses, where the caller proved them: then none is read)."""
+    addresses, where the caller proved them: then none is read; ``held``: with them, what
+    keeps each one's memory alive, see :class:`FlatCopy`)."""
     known = _one_layout(records)
     if known is not None:
         span = flat.span_of_run(ours, known.dtype, known.shape, ptrs)
@@ -75,7 +81,9 @@ def _flat_copy(ours: Sequence[torch.Tensor],
         span = flat.span_of(ours)
     if span is None:
         return None
-    copy = FlatCopy(ours, span)
+    # the holders only where the span is of the proven addresses they keep alive
+    copy = FlatCopy(ours, span, held if known is not None and ptrs is not None
+                    and len(ptrs) == len(ours) else None)
     if not flat.disjoint(copy.starts, copy.src.shape[1]):  # overlapping targets
         return None
     return copy
@@ -106,7 +114,8 @@ def layout_runs(ours: Sequence[torch.Tensor]) -> list[tuple[int, int]]:
 
 def flat_runs(ours: Sequence[torch.Tensor], layouts: Sequence[tuple[int, int]] | None = None,
               records: Sequence[ColumnLayout | None] | None = None,
-              ptrs: list[int] | None = None) -> list[tuple[int, int, FlatCopy]]:
+              ptrs: list[int] | None = None,
+              held: Sequence[Any] | None = None) -> list[tuple[int, int, FlatCopy]]:
     """``(start, end, copy)`` for the runs of ``ours`` (sorted so that equal layouts are
     adjacent) that take the flat copy: CPU, a plain dtype, one shape of ndim >= 1 and at most
     :data:`~derivgraph.compiler.flat.MAX_MEAN` elements, at least
@@ -114,7 +123,8 @@ def flat_runs(ours: Sequence[torch.Tensor], layouts: Sequence[tuple[int, int]] |
     :data:`~derivgraph.compiler.flat.MAX_ELEMENTS` elements (aten's grain size: one thread).
     ``layouts``: :func:`layout_runs` of ``ours`` where the caller knows them already;
     ``records``: each tensor's layout record, where the caller has them; ``ptrs``: each
-    tensor's ``data_ptr()``, where the caller proved them (both: see :func:`_flat_copy`)."""
+    tensor's ``data_ptr()``, where the caller proved them; ``held``: with ``ptrs``, an
+    object per tensor that keeps the memory at that address alive (see :func:`_flat_copy`)."""
     runs: list[tuple[int, int, FlatCopy]] = []
     for start, end in layout_runs(ours) if layouts is None else layouts:
         first = ours[start]
@@ -125,7 +135,8 @@ def flat_runs(ours: Sequence[torch.Tensor], layouts: Sequence[tuple[int, int]] |
             for a in range(start, end, step):
                 b = min(a + step, end)
                 copy = _flat_copy(ours[a:b], None if records is None else records[a:b],
-                                  None if ptrs is None else ptrs[a:b]) \
+                                  None if ptrs is None else ptrs[a:b],
+                                  None if held is None or ptrs is None else held[a:b]) \
                     if b - a >= flat.MIN_GROUP else None
                 if copy is not None:
                     runs.append((a, b, copy))

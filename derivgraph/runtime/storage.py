@@ -142,6 +142,8 @@ class BoundTensors:
         self._layouts: ColumnLayouts | None = None
         # the tensors a refill may re-point, at their startup addresses
         self._startup: AtAddresses | None = None
+        # which of the entries (in order) hold its tensors, as it was made (:func:`_restorable`)
+        self._startup_mask: bytes | None = None
         #: the run now starting proved them there (``Plan.run``: its source check's joint
         #: address check); :meth:`restore_storage` takes that proof once
         self.at_startup = False
@@ -357,7 +359,8 @@ class BoundTensors:
         held = self._startup
         if held is None:
             entries = list(self.entries.values())
-            kept = list(compress(entries, keeps_startup(entries)))
+            mask = self._startup_mask = _restorable(entries)
+            kept = list(compress(entries, mask))
             held = self._startup = AtAddresses([e.storage for e in kept],
                                                [e.startup_ptr for e in kept])
         return held
@@ -366,5 +369,15 @@ class BoundTensors:
         """Give :meth:`startup_addresses` its words from ``proven``'s, a check of ``entries``'
         storages at their startup addresses whose words are taken, where those entries hold
         every one of its tensors (:meth:`AtAddresses.take_words
-        <derivgraph.addresses.AtAddresses.take_words>`: no word read). Whether given."""
-        return self.startup_addresses().take_words(proven, _restorable(entries))
+        <derivgraph.addresses.AtAddresses.take_words>`: no word read). Whether given.
+
+        The mask of ``entries`` is first the one :meth:`startup_addresses` was made with (its
+        entries', where as many: the plan's holder table holds every entry, in order), not
+        read again: ``take_words`` proves any mask it accepts (the marked tensors are this
+        check's very tensors, in order, at its addresses); one it refuses is made from
+        ``entries`` (:func:`_restorable`)."""
+        startup = self.startup_addresses()
+        mask = self._startup_mask
+        if mask is not None and len(mask) == len(entries) and startup.take_words(proven, mask):
+            return True
+        return startup.take_words(proven, _restorable(entries))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Sequence
 from itertools import compress, count, islice, repeat
-from typing import Any, cast
+from typing import Any
 
 from derivgraph import dict_versions
 
@@ -32,7 +32,7 @@ class ItemWatch:
 
     __slots__ = ("versions", "members", "always", "moved", "_apart")
 
-    def __init__(self, versions: dict_versions.DictVersions, members: list[Sequence[int]],
+    def __init__(self, versions: dict_versions.DictVersions, members: Sequence[Sequence[int]],
                  always: list[int]):
         self.versions = versions
         self.members = members  # per watched dict, the indices of the items it holds
@@ -81,13 +81,14 @@ def watch_items(dicts: Sequence[dict[Any, Any]], outside: dict[Any, Any]) -> Ite
 
 
 def group_by_dict(dicts: Sequence[dict[Any, Any]], outside: dict[Any, Any]) \
-        -> tuple[list[dict[Any, Any]], list[Sequence[int]], list[int]]:
+        -> tuple[list[dict[Any, Any]], Sequence[Sequence[int]], list[int]]:
     """The distinct dicts of ``dicts`` in first-seen order, each one's item indices
     (ascending), and the indices of the items held by ``outside`` (in no dict).
 
     A table whose every dict holds one run of adjacent items (a stamped table's holders: each
     owner's tensors in a row) is grouped by its runs (:func:`_by_runs`: C-level sweeps, each
-    dict's indices a ``range``); any other is grouped item by item here (the rule)."""
+    dict's indices a ``range``, made when read); any other is grouped item by item here (the
+    rule)."""
     grouped = _by_runs(dicts, outside)
     if grouped is not None:
         return grouped
@@ -105,11 +106,11 @@ def group_by_dict(dicts: Sequence[dict[Any, Any]], outside: dict[Any, Any]) \
             unique.append(d)
             members.append([])
         members[p].append(i)
-    return unique, cast(list[Sequence[int]], members), always
+    return unique, members, always
 
 
 def _by_runs(dicts: Sequence[dict[Any, Any]], outside: dict[Any, Any]) \
-        -> tuple[list[dict[Any, Any]], list[Sequence[int]], list[int]] | None:
+        -> tuple[list[dict[Any, Any]], Sequence[Sequence[int]], list[int]] | None:
     """:func:`group_by_dict` where every dict of ``dicts`` (``outside`` included) holds one
     maximal run of adjacent items: the runs found by one identity sweep of each item against
     the one before, their first dicts distinct (one ``id`` set over the runs); None where a
@@ -122,10 +123,28 @@ def _by_runs(dicts: Sequence[dict[Any, Any]], outside: dict[Any, Any]) \
     unique = list(map(items.__getitem__, starts))
     if len(set(map(id, unique))) != len(unique):
         return None  # a dict seen again after another one
-    members: list[Sequence[int]] = list(map(range, starts, [*starts[1:], len(items)]))
+    ends = [*starts[1:], len(items)]
     always: list[int] = []
     for p in compress(count(), map(operator.is_, unique, repeat(outside))):
-        always = list(members.pop(p))  # at most one run: the heads are distinct
+        always = list(range(starts.pop(p), ends.pop(p)))  # at most one run: distinct heads
         del unique[p]
         break
-    return unique, members, always
+    return unique, _Runs(starts, ends), always
+
+
+class _Runs(Sequence[range]):
+    """Each run's item indices, ``range(starts[p], ends[p])``, made when asked (a watch reads
+    only the runs of the dicts whose tag moved: no range made per run up front)."""
+
+    __slots__ = ("starts", "ends")
+
+    def __init__(self, starts: list[int], ends: list[int]):
+        self.starts, self.ends = starts, ends
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, p: Any) -> Any:
+        if isinstance(p, slice):
+            return list(map(range, self.starts[p], self.ends[p]))
+        return range(self.starts[p], self.ends[p])

@@ -43,7 +43,7 @@ def _wrong(plan: object, fresh: dict[str, torch.Tensor]) -> list[str]:
 def test_the_refill_copies_every_fresh_value_bit_exact(flat_copies, monkeypatch):
     if not flat_copies:
         monkeypatch.setattr(engine, "flat_runs",
-                            lambda ours, layouts=None, records=None, ptrs=None: [])
+                            lambda ours, layouts=None, records=None, ptrs=None, held=None: [])
     model, plan, fresh = _refilled(3)
     report = plan.refill(verify=True)
     table = plan._refill_table
