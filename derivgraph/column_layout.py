@@ -127,7 +127,7 @@ class ColumnLayouts:
     """Tensor (by identity) -> the :class:`ColumnLayout` proved for its column, for the
     tensors :meth:`add` was given (it holds them: their ids stay theirs)."""
 
-    __slots__ = ("_of", "_columns", "_held", "_addresses", "_sources")
+    __slots__ = ("_of", "_columns", "_held", "_addresses", "_sources", "_wholes")
 
     def __init__(self) -> None:
         self._of: dict[int, ColumnLayout] = {}
@@ -139,6 +139,9 @@ class ColumnLayouts:
         # its storages where read (:meth:`note_addresses`)
         self._addresses: dict[int, tuple[Sequence[Any], list[int], list[Any] | None]] = {}
         self._sources: list[int] = []  # the source columns' keys in ``_columns`` (see add)
+        # the id of a column's first tensor -> the column and the one tensor it slices
+        # (:meth:`note_whole`)
+        self._wholes: dict[int, tuple[Sequence[Any], torch.Tensor]] = {}
 
     def __len__(self) -> int:
         return len(self._of)
@@ -198,6 +201,29 @@ class ColumnLayouts:
             if any(offsets):
                 found = list(map(sub, found, map(mul, offsets, repeat(layout.dtype.itemsize))))
             noted[key] = (column, found, None)
+
+    def note_whole(self, tensors: Sequence[Any], whole: torch.Tensor) -> bool:
+        """Record that ``tensors`` are ``whole.unbind(0)``, in order (the caller made them so:
+        a column evaluated as one call), where ``whole`` is a plain tensor, no view, with
+        row-major strides, of ``len(tensors)`` slices that hold elements: each of ``tensors``
+        then is contiguous and at the next address of ``whole``'s memory, so ``whole``
+        flattened is their concatenation (:meth:`whole`). Whether it was recorded."""
+        if not tensors or type(whole) is not torch.Tensor or whole._base is not None \
+                or whole.dim() == 0 or whole.shape[0] != len(tensors) or not whole.numel() \
+                or whole.layout is not torch.strided or whole.stride() != row_major(whole.shape):
+            return False
+        self._wholes[id(tensors[0])] = (tensors, whole)
+        return True
+
+    def whole(self, tensors: Sequence[Any]) -> torch.Tensor | None:
+        """``torch.cat`` of ``tensors`` flattened, without a copy, where they are a column
+        :meth:`note_whole` recorded (its very tensors in its order: one identity sweep): its
+        one tensor flattened; else None."""
+        noted = self._wholes.get(id(tensors[0])) if tensors else None
+        if noted is None or len(noted[0]) != len(tensors) or not all(map(is_, tensors,
+                                                                        noted[0])):
+            return None
+        return noted[1].reshape(-1)
 
     def addresses(self, tensors: Sequence[Any]) -> list[int] | None:
         """The storage data addresses :meth:`note_addresses` recorded for ``tensors``, where

@@ -650,8 +650,12 @@ def _columns_equal(columns: Sequence[Any], values: dict[str, Any], targets: list
         theirs = _column_values(column, values)
         record = book.common(theirs)
         key = _batch_key(book.common(ours), record)
-        if key is not None and _batch_equal(ours, theirs, key, _joined(
-                theirs, record.shape, record.contiguous is True)):
+        if key is None:
+            continue
+        joined = book.whole(theirs)  # the values as one call made them, noted there
+        if joined is None:
+            joined = _joined(theirs, record.shape, record.contiguous is True)
+        if _batch_equal(ours, theirs, key, joined):
             out.update(ids)
     return out
 

@@ -172,7 +172,10 @@ def _column(graph: DerivedGraph, env: dict[str, Any], read_source: Callable[[str
             or not isinstance(meta, torch.Tensor) or out.dtype != meta.dtype \
             or tuple(meta.shape) != tuple(shape):
         return None
-    return out.unbind(0)
+    values = out.unbind(0)
+    if book is not None:  # the values are its slices: their concatenation is ``out``
+        book.note_whole(values, out)
+    return values
 
 
 #: one derived column's value: (its table, its template position, the position of its input in
@@ -255,9 +258,10 @@ def _operands(env: dict[str, Any], read_source: Callable[[str], Any], refs: list
     found = list(map(env.get, refs))
     if not any(map(is_, found, repeat(None))):
         return found if all(map(isinstance, found, repeat(torch.Tensor))) else None
-    if source and sources is not None and all(map(is_, found, repeat(None))) \
-            and all(map(sources.__contains__, refs)):
-        found = list(map(sources.__getitem__, refs))  # read_source's answer for each
+    if source and sources is not None and all(map(is_, found, repeat(None))):
+        # read_source's answer for each held path (None: a path it does not hold, so not a
+        # tensor: the per-ref loop below reads it as before)
+        found = list(map(sources.get, refs))
         if all(map(isinstance, found, repeat(torch.Tensor))):
             env.update(zip(refs, found))
             return found

@@ -17,6 +17,7 @@ import torch
 
 from derivgraph import compile_plan
 from derivgraph import planner as planner_module
+from derivgraph.column_layout import ColumnLayouts
 from derivgraph.compiler.stamp import stamping
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
@@ -124,6 +125,9 @@ def test_row_major_proven_skips_only_the_contiguity_read() -> None:
 
 
 def test_the_compile_joins_the_columns_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each compared column's values are one result unbound: the book noted that result
+    (``ColumnLayouts.note_whole``), so they are joined without reading their places; with
+    nothing noted, the places are read and join them all the same."""
     joined: list[bool] = []
     real = planner_module._joined
 
@@ -133,5 +137,10 @@ def test_the_compile_joins_the_columns_values(monkeypatch: pytest.MonkeyPatch) -
         return got
 
     monkeypatch.setattr(planner_module, "_joined", spy)
-    _compile(monkeypatch, None)
-    assert joined == [True, True]  # inv, prod: each column's values one result, unbound
+    _, seen = _compile(monkeypatch, None)
+    assert joined == []  # inv, prod: noted where evaluated, no place read
+    assert seen[0][0] == [] and len(seen[0][1]) == 2 * (LAYERS - 1)
+    monkeypatch.setattr(ColumnLayouts, "note_whole", lambda *args: False)
+    _, seen = _compile(monkeypatch, None)
+    assert joined == [True, True]  # the same columns, each joined by its places
+    assert seen[0][0] == [] and len(seen[0][1]) == 2 * (LAYERS - 1)
