@@ -472,7 +472,8 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
                                if s.action is Action.SCALAR
                                and isinstance(values.get(s.input), torch.Tensor)})
     program = plan.install(steps)
-    written = _pay(plan, owed) if owed else None
+    paid = _pay(plan, owed) if owed else None
+    written, whole = (None, ()) if paid is None else paid
     if not steps:
         return
     with torch.no_grad():
@@ -480,7 +481,7 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
             program.fn()
         except Exception as exc:  # a fault in the first lowered pass, named by node
             raise plan.programs.fault(program, exc) from exc
-    bad = _mismatches(plan, values, written)
+    bad = _mismatches(plan, values, written, whole)
     if bad:
         logger.warning("grouped pass differs from eager evaluation at %s; running per op",
                        ", ".join(bad[:5]))
@@ -490,7 +491,7 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
         program = plan.install(steps, group=False)
         with torch.no_grad():
             program.fn()
-        still = _mismatches(plan, values, written)
+        still = _mismatches(plan, values, written, whole)
         if still:
             raise SpecValidationError([SpecIssue(
                 Rule.INFERENCE, f"the lowered pass differs from eager evaluation at {n}",
@@ -592,32 +593,45 @@ class OwedFill(NamedTuple):
     fills: list[tuple[torch.Tensor, torch.Tensor]]
 
 
-def _pay(plan: Plan, owed: Sequence[OwedFill]) -> set[str]:
+class Paid(NamedTuple):
+    """What :func:`_pay` found: the installed pass's targets as a set, and the ids lists
+    (:attr:`OwedFill.ids`, the very lists) of the owed columns whose every row is one."""
+
+    written: set[str]
+    whole: list[list[str]]
+
+
+def _pay(plan: Plan, owed: Sequence[OwedFill]) -> Paid:
     """Fill each of ``owed`` with a row that is no target of the installed pass's writes
     (:meth:`~derivgraph.runtime.programs.Programs.written`: each written whole, before any
     step reads it: the steps run in topological order), before the pass runs; the others
     stay unfilled (the pass's bit check compares every target). Returns those targets as a
-    set (the bit check's, :func:`_mismatches`)."""
+    set and the columns written whole (the bit check's, :func:`_mismatches`)."""
     written = set(plan.programs.written())
-    unpaid = [fill for column in owed if not all(map(written.__contains__, column.ids))
-              for fill in column.fills]
+    whole, unpaid = [], []
+    for column in owed:
+        if all(map(written.__contains__, column.ids)):
+            whole.append(column.ids)
+        else:
+            unpaid += column.fills
     if unpaid:
         with torch.no_grad():
             foreach_copy([s for s, _ in unpaid], [v for _, v in unpaid])
-    return written
+    return Paid(written, whole)
 
 
 def _mismatches(plan: Plan, values: dict[str, Any], written: set[str] | None = None,
-                ) -> list[str]:
+                whole: Sequence[list[str]] = ()) -> list[str]:
     """The targets of written steps whose storage is not bit for bit their eager value
-    (``written``: those targets as a set, where the caller made it).
+    (``written``: those targets as a set, where the caller made it; ``whole``: ids lists
+    of columns proven within it, :func:`_pay`'s).
 
     During the compile (the layout book is set), an entry column whose every row is written
     is compared whole where the book holds its storages and its values under one record each
     (:func:`_columns_equal`); only the other targets are paired one by one."""
     targets = plan.programs.written()
     entries, book = plan.entries.by_id, plan.tensors.layouts
-    equal = _columns_equal(plan.entries.columns, values, targets, book, written) \
+    equal = _columns_equal(plan.entries.columns, values, targets, book, written, whole) \
         if book is not None else set()
     if equal:  # the same answer for them: each pair's bits are equal
         targets = list(filterfalse(equal.__contains__, targets))
@@ -627,9 +641,12 @@ def _mismatches(plan: Plan, values: dict[str, Any], written: set[str] | None = N
 
 
 def _columns_equal(columns: Sequence[Any], values: dict[str, Any], targets: list[str],
-                   book: ColumnLayouts, written: set[str] | None = None) -> set[str]:
+                   book: ColumnLayouts, written: set[str] | None = None,
+                   whole: Sequence[list[str]] = ()) -> set[str]:
     """The ids of the entry columns among ``targets`` (each row a target; ``written``:
-    ``targets`` as a set, where the caller made it) whose storages
+    ``targets`` as a set, where the caller made it; ``whole``: ids lists, the very lists,
+    every id of which the caller found in ``written``: a column's ids among them are not
+    looked up again) whose storages
     and values are bit for bit equal, each column compared in one batch (:func:`_batch_key`,
     :func:`_batch_equal`); a column that is not batched or differs is left out (its pairs
     are compared one by one). A column's storages are read from the column: its entries hold
@@ -642,7 +659,8 @@ def _columns_equal(columns: Sequence[Any], values: dict[str, Any], targets: list
             continue
         if written is None:
             written = set(targets)
-        if not all(map(written.__contains__, ids)):
+        if not any(map(operator.is_, whole, repeat(ids))) \
+                and not all(map(written.__contains__, ids)):
             continue
         ours = column.storages  # what its entries hold (the table's column answer)
         if len(ours) != len(ids):
