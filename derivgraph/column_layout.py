@@ -33,7 +33,7 @@ from typing import Any
 import torch
 
 __all__ = ["ColumnFacts", "ColumnLayout", "ColumnLayouts", "book_of", "column_layout",
-           "one_layout", "proven_layout", "row_major", "tensor_method"]
+           "one_layout", "proven_layout", "read_at_run", "row_major", "tensor_method"]
 
 _dtype, _shape, _device = attrgetter("dtype"), attrgetter("shape"), attrgetter("device")
 _is_meta, _numel = attrgetter("is_meta"), torch.Tensor.numel
@@ -267,6 +267,15 @@ class ColumnLayouts:
             # records are the first's and the column's, repeated (one_layout reads the set)
             return one_layout([self._of[id(tensors[0])], rest[1]])
         return one_layout(self.of(tensors))
+
+
+def read_at_run(items: Sequence[Any], found: Sequence[Any],
+                column: Sequence[Any]) -> list[Any] | None:
+    """What ``found`` (one answer per item of ``items``, in order) holds for ``column``'s
+    very objects, where they are a run of ``items`` at one step (:func:`_run_in`); None where
+    they are not."""
+    run = _run_in(items, column) if len(found) == len(items) else None
+    return None if run is None else list(found[run])
 
 
 def _run_in(items: Sequence[Any], column: Sequence[Any]) -> slice | None:

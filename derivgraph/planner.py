@@ -418,18 +418,19 @@ def _record_startup(plan: Plan, owners: PathReader | None = None,
     read on the way (:func:`~derivgraph.runtime.accessors.read_paths`: the holder binding
     takes the sources' holder dicts from it while nothing is written to the model), with
     the addresses recorded of its objects (``ptrs``)."""
-    for column in plan.entries.columns:
-        column.record_startup(plan.tensors.layouts)  # the compile's book (None after it)
-    for entry in plan.entries.generic.values():
-        entry.startup_ptr = address_of(entry.storage)
-        if entry.node.kind in HELD_KINDS:
-            entry.startup_data = entry.storage.detach()
     paths = [*plan.graph.sources(), *plan.folds.entries]
     if owners is None or owners.root is not plan.model:
         owners = PathReader(plan.model)
     tensors, reads = read_paths(owners, paths)
     read = dict(zip(paths, tensors))
     ptrs = data_ptrs(tensors)
+    for column in plan.entries.columns:  # the compile's book (None after it); an alias
+        # column's rows are sources: their addresses were just read
+        column.record_startup(plan.tensors.layouts, (tensors, ptrs))
+    for entry in plan.entries.generic.values():
+        entry.startup_ptr = address_of(entry.storage)
+        if entry.node.kind in HELD_KINDS:
+            entry.startup_data = entry.storage.detach()
     plan.source_ptrs = dict(zip(paths, zip(map(id, tensors), ptrs)))
     if plan.tensors.layouts is not None:  # the layer proof's source columns: read here once
         plan.tensors.layouts.note_read_addresses(tensors, ptrs)
