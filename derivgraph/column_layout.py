@@ -179,23 +179,44 @@ class ColumnLayouts:
                 and (storages is None or len(storages) == len(tensors)):
             self._addresses[id(tensors[0])] = (tensors, ptrs, storages)
 
-    def note_read_addresses(self, tensors: Sequence[Any], ptrs: Sequence[int]) -> None:
+    def source_runs(self, tensors: Sequence[Any]) -> list[tuple[int, slice]]:
+        """Each source column (:meth:`add`) that is a run of ``tensors`` at one step (the very
+        tensors, in order: one identity sweep): its key and that run, in the columns'
+        order."""
+        out = []
+        for key in self._sources:
+            run = _run_in(tensors, self._columns[key][0])
+            if run is not None:
+                out.append((key, run))
+        return out
+
+    def unproven_meta(self, count: int, runs: list[tuple[int, slice]]) -> bytearray:
+        """One byte per tensor of the ``count`` ``runs`` were found in (:meth:`source_runs`):
+        0 where a run holds it whose record proves a plain tensor or parameter off the meta
+        device, 1 elsewhere."""
+        marks = bytearray(b"\x01") * count
+        for key, run in runs:
+            layout = self._columns[key][1]
+            if layout.type in _PLAIN and not layout.is_meta:
+                marks[run] = bytes(len(range(*run.indices(count))))
+        return marks
+
+    def note_read_addresses(self, tensors: Sequence[Any], ptrs: Sequence[int],
+                            runs: list[tuple[int, slice]] | None = None) -> None:
         """Note the storage data addresses of every source column (:meth:`add`) not noted
         yet that is a run of ``tensors`` at one step (the very tensors, in order: one identity
-        sweep), whose ``data_ptr()`` the caller read (``ptrs``, in ``tensors``' order, nothing
+        sweep; ``runs``: :meth:`source_runs` of ``tensors``, where the caller found them),
+        whose ``data_ptr()`` the caller read (``ptrs``, in ``tensors``' order, nothing
         re-pointed since; the startup record's sources), where its record proves what that
         address is: a plain tensor or parameter off the meta device, not empty (an empty
         tensor's ``data_ptr()`` is 0). Its storage's address is then ``data_ptr()`` less
         ``storage_offset()`` elements (one C-level sweep of the offsets)."""
         noted = self._addresses
-        for key in self._sources:
+        for key, run in self.source_runs(tensors) if runs is None else runs:
             column, layout = self._columns[key]
             if key in noted or layout.type not in _PLAIN or layout.is_meta \
                     or not layout.numel:
                 continue
-            run = _run_in(tensors, column)
-            if run is None:
-                continue  # not a run of the tensors the caller read
             found = list(ptrs[run])
             offsets = list(map(_storage_offset, column))
             if any(offsets):

@@ -423,7 +423,9 @@ def _record_startup(plan: Plan, owners: PathReader | None = None,
         owners = PathReader(plan.model)
     tensors, reads = read_paths(owners, paths)
     read = dict(zip(paths, tensors))
-    ptrs = data_ptrs(tensors)
+    book = plan.tensors.layouts  # the layer proof's source columns: found here once
+    runs = book.source_runs(tensors) if book is not None else []
+    ptrs = data_ptrs(tensors, book.unproven_meta(len(tensors), runs) if runs else None)
     for column in plan.entries.columns:  # the compile's book (None after it); an alias
         # column's rows are sources: their addresses were just read
         column.record_startup(plan.tensors.layouts, (tensors, ptrs))
@@ -432,8 +434,8 @@ def _record_startup(plan: Plan, owners: PathReader | None = None,
         if entry.node.kind in HELD_KINDS:
             entry.startup_data = entry.storage.detach()
     plan.source_ptrs = dict(zip(paths, zip(map(id, tensors), ptrs)))
-    if plan.tensors.layouts is not None:  # the layer proof's source columns: read here once
-        plan.tensors.layouts.note_read_addresses(tensors, ptrs)
+    if book is not None:  # their addresses: read here once
+        book.note_read_addresses(tensors, ptrs, runs)
     return read, reads._replace(ptrs=ptrs)  # the holders' binding takes the addresses
 
 
