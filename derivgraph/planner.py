@@ -654,7 +654,9 @@ def _columns_equal(columns: Sequence[Any], values: dict[str, Any], targets: list
     :func:`_batch_equal`); a column that is not batched or differs is left out (its pairs
     are compared one by one). A column's storages are read from the column: its entries hold
     them while the plan's table keeps it (:meth:`~derivgraph.runtime.entry.EntryTable.
-    storages`' rule; a relayout opens the columns)."""
+    storages`' rule; a relayout opens the columns). Its values are joined by the book where
+    it noted them as one result's slices (:meth:`ColumnLayouts.whole`), else by their places
+    (:func:`_joined`)."""
     out: set[str] = set()
     for column in columns:
         ids = column.ids

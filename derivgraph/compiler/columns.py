@@ -119,7 +119,8 @@ def _column(graph: DerivedGraph, env: dict[str, Any], read_source: Callable[[str
     the same objects as a recorded one's takes its layout and its stack (the same values),
     any other is checked and stacked here (and recorded): its one shape, dtype and device from
     ``book``'s record of its tensors where it holds one, else read. ``sources``: as
-    :func:`evaluate_columns`'."""
+    :func:`evaluate_columns`'. The values are the result unbound; ``book`` notes them as its
+    slices (:meth:`~derivgraph.column_layout.ColumnLayouts.note_whole`)."""
     layout: tuple[Any, ...] | None = None
     call: list[Any] = []
     for arg in first.args:

@@ -10,6 +10,10 @@ load. Run from the tree root: ``PYTHONPATH=. python3 benchmarks/results/start72/
    base tree's function (``/tmp/base72``, contains + getitem sweeps), B this tree's (one get).
 3. the alias column's startup addresses (``AliasColumn.record_startup``): A reads each row's
    ``data_ptr()``, B takes them from the sources' addresses the startup record read.
+4. the startup record's source addresses (``data_ptrs`` of the 50k sources, then
+   ``note_read_addresses``, on the compile's book, its noted source addresses dropped after
+   each call): A asks every source ``is_meta`` and finds the runs in ``note_read_addresses``,
+   B finds the runs first (``source_runs``) and asks only the sources outside them.
 """
 
 import importlib.util
@@ -67,9 +71,41 @@ def bit_check(plan: Any, values: Any, written: Any = None, whole: Any = ()) -> l
     return real(plan, values, written, whole)
 
 
-planner._mismatches = bit_check
+real_startup = planner._record_startup
+
+
+def startup(plan: Any, owners: Any = None) -> Any:
+    book = plan.tensors.layouts
+    tensors = [planner.get_path(plan.model, p) for p in [*plan.graph.sources(),
+                                                         *plan.folds.entries]]
+    answers = []
+
+    def forget() -> None:
+        for key in book._sources:
+            book._addresses.pop(key, None)
+
+    def a() -> None:
+        ptrs = planner.data_ptrs(tensors)
+        book.note_read_addresses(tensors, ptrs)
+        answers.append((ptrs, dict(book._addresses)))
+        forget()
+
+    def b() -> None:
+        runs = book.source_runs(tensors)
+        ptrs = planner.data_ptrs(tensors, book.unproven_meta(len(tensors), runs))
+        book.note_read_addresses(tensors, ptrs, runs)
+        answers.append((ptrs, dict(book._addresses)))
+        forget()
+
+    ab(f"startup record's source addresses ({len(tensors)} sources)", a, b)
+    assert all(x[0] == answers[0][0] for x in answers)
+    assert all(x[1].keys() == answers[0][1].keys() and len(x[1]) == 2 for x in answers)
+    return real_startup(plan, owners)
+
+
+planner._mismatches, planner._record_startup = bit_check, startup
 plan = planner.compile_plan(scaling_model(25000), [scaling_spec()])
-planner._mismatches = real
+planner._mismatches, planner._record_startup = real, real_startup
 
 spec = importlib.util.spec_from_file_location("base_columns", BASE)
 base = importlib.util.module_from_spec(spec)
