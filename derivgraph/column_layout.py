@@ -263,9 +263,9 @@ class ColumnLayouts:
     def _noted(self, tensors: Sequence[Any]) \
             -> tuple[Sequence[Any], list[int], list[Any] | None] | None:
         noted = self._addresses.get(id(tensors[0])) if tensors else None
-        if noted is None or len(noted[0]) != len(tensors) or not all(map(is_, tensors,
-                                                                        noted[0])):
-            return None
+        if noted is None or noted[0] is not tensors and (
+                len(noted[0]) != len(tensors) or not all(map(is_, tensors, noted[0]))):
+            return None  # (the very sequence noted: the sweep would compare it with itself)
         return noted
 
     def of(self, tensors: Sequence[Any]) -> list[ColumnLayout | None]:
@@ -278,9 +278,11 @@ class ColumnLayouts:
         if not tensors or id(tensors[0]) not in self._of:
             return None
         column = self._columns.get(id(tensors[0]))
-        if column is not None and len(column[0]) == len(tensors) \
-                and all(map(is_, tensors, column[0])):
-            return column[1]  # one recorded column, in its order: one identity sweep
+        if column is not None and (column[0] is tensors or len(column[0]) == len(tensors)
+                                   and all(map(is_, tensors, column[0]))):
+            # one recorded column, in its order: one identity sweep (none for the very
+            # sequence it was recorded with, which the sweep would compare with itself)
+            return column[1]
         rest = self._columns.get(id(tensors[1])) if len(tensors) > 1 else None
         if rest is not None and len(rest[0]) == len(tensors) - 1 \
                 and all(map(is_, islice(tensors, 1, None), rest[0])):

@@ -128,3 +128,36 @@ def test_source_operands_not_held_are_read() -> None:
     assert env.keys() == held.keys() and all(env[k] is v for k, v in held.items())
     odd = {"l.0.w": 3}  # held, not a tensor: the per-ref loop reads it and answers None
     assert columns_module._operands({}, odd.__getitem__, ["l.0.w"], True, odd) is None
+
+
+class _Counted(list):  # type: ignore[type-arg]
+    """A list that counts the sweeps over it."""
+
+    sweeps = 0
+
+    def __iter__(self) -> Any:
+        type(self).sweeps += 1
+        return super().__iter__()
+
+
+def test_the_very_recorded_sequence_is_answered_without_a_sweep() -> None:
+    """``common`` and ``addresses`` of the very sequence a column was recorded or noted with
+    answer without sweeping it (the sweep would compare it with itself); any other sequence,
+    an equal copy too, is swept, and a reordered one is not taken as the noted column."""
+    from derivgraph.column_layout import ColumnLayout
+
+    rows = _Counted(torch.rand(4) for _ in range(5))
+    record = ColumnLayout(torch.Tensor, torch.float32, torch.Size([4]), torch.device("cpu"),
+                          True)
+    book = ColumnLayouts()
+    book.add(rows, record)
+    ptrs = [t.data_ptr() for t in rows]
+    book.note_addresses(rows, ptrs)
+    _Counted.sweeps = 0
+    assert book.common(rows) is record and book.addresses(rows) is ptrs
+    assert _Counted.sweeps == 0
+    copy = _Counted(rows)
+    _Counted.sweeps = 0
+    assert book.common(copy) is record and book.addresses(copy) is ptrs
+    assert _Counted.sweeps == 4  # each call: the copy and the recorded sequence
+    assert book.addresses(_Counted(reversed(rows))) is None

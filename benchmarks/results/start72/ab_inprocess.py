@@ -14,9 +14,13 @@ load. Run from the tree root: ``PYTHONPATH=. python3 benchmarks/results/start72/
    ``note_read_addresses``, on the compile's book, its noted source addresses dropped after
    each call): A asks every source ``is_meta`` and finds the runs in ``note_read_addresses``,
    B finds the runs first (``source_runs``) and asks only the sources outside them.
+5. ``ColumnLayouts.common`` of a column's very storages list (as ``_compile``,
+   ``record_startup``, ``_columns_equal`` and the lowering ask it, 11 times a compile): A the
+   base's identity sweep, B this tree's (the very recorded sequence: no sweep).
 """
 
 import importlib.util
+import operator
 import os
 import statistics
 import sys
@@ -67,6 +71,18 @@ def bit_check(plan: Any, values: Any, written: Any = None, whole: Any = ()) -> l
         answers.append(planner._columns_equal(columns, values, targets, book, written, whole))
 
     ab("bit check (_columns_equal, 2 columns of 25k)", a, b)
+    storages = [c.storages for c in columns if type(c) is not AliasColumn]
+
+    def base_common(tensors: Any) -> Any:  # the base's first branch of common()
+        column = book._columns.get(id(tensors[0]))
+        if column is not None and len(column[0]) == len(tensors) \
+                and all(map(operator.is_, tensors, column[0])):
+            return column[1]
+        return None
+
+    ab(f"ColumnLayouts.common of the very storages lists ({len(storages)} x 25k)",
+       lambda: [base_common(x) for x in storages], lambda: [book.common(x) for x in storages])
+    assert [base_common(x) for x in storages] == [book.common(x) for x in storages]
     assert whole and all(x == answers[0] for x in answers) and answers[0]
     return real(plan, values, written, whole)
 
