@@ -228,8 +228,10 @@ def fill_derived(columns: list[DerivedColumn], env: dict[str, Any]) -> None:
     row's derived tensor's value is its input's."""
     for table, k, j, shared in columns:
         ids = table.column(k)
-        inputs = table.column(j) if j is not None else [shared] * len(ids)
-        env.update(zip(ids, map(env.__getitem__, inputs)))
+        if j is not None:
+            env.update(zip(ids, map(env.__getitem__, table.column(j))))
+        elif ids:  # every row reads the one shared node: its value looked up once
+            env.update(zip(ids, repeat(env[shared])))
 
 
 def _record(book: ColumnLayouts, values: tuple[torch.Tensor, ...]) -> None:

@@ -17,6 +17,9 @@ load. Run from the tree root: ``PYTHONPATH=. python3 benchmarks/results/start72/
 5. ``ColumnLayouts.common`` of a column's very storages list (as ``_compile``,
    ``record_startup``, ``_columns_equal`` and the lowering ask it, 11 times a compile): A the
    base's identity sweep, B this tree's (the very recorded sequence: no sweep).
+6. ``columns.fill_derived`` of the compile's 4 derived columns (over the compile's env, each
+   call putting the same values again): A the base tree's, B this tree's (a shared input
+   looked up once).
 """
 
 import importlib.util
@@ -119,9 +122,20 @@ def startup(plan: Any, owners: Any = None) -> Any:
     return real_startup(plan, owners)
 
 
+real_fill = planner.fill_derived
+filled: list[Any] = []
+
+
+def fill(rows: Any, env: Any) -> None:
+    filled.append((rows, env))
+    real_fill(rows, env)
+
+
 planner._mismatches, planner._record_startup = bit_check, startup
+planner.fill_derived = fill
 plan = planner.compile_plan(scaling_model(25000), [scaling_spec()])
 planner._mismatches, planner._record_startup = real, real_startup
+planner.fill_derived = real_fill
 
 spec = importlib.util.spec_from_file_location("base_columns", BASE)
 base = importlib.util.module_from_spec(spec)
@@ -138,6 +152,9 @@ def operands(module: Any) -> Callable[[], Any]:
 
 
 ab("_operands (25k sources)", operands(base), operands(mine))
+rows, env = filled[0]
+ab(f"fill_derived ({len(rows)} derived columns)", lambda: base.fill_derived(rows, env),
+   lambda: mine.fill_derived(rows, env))
 
 column = next(c for c in plan.entries.columns if isinstance(c, AliasColumn))
 paths = [*plan.graph.sources(), *plan.folds.entries]
