@@ -221,12 +221,16 @@ def address_of(t: Any) -> int:
     return t.data_ptr() if isinstance(t, torch.Tensor) and not t.is_meta else 0
 
 
-def data_ptrs(values: Sequence[Any]) -> list[int]:
+def data_ptrs(values: Sequence[Any], unproven: bytes | bytearray | None = None) -> list[int]:
     """:func:`address_of` of each value, in C-level sweeps when every value is a tensor off
     the meta device (the common case; ``t.data_ptr()`` by
-    :func:`~derivgraph.column_layout.tensor_method` of their classes)."""
+    :func:`~derivgraph.column_layout.tensor_method` of their classes). ``unproven``: one
+    byte per value, 0 where the caller proved it a tensor off the meta device (its
+    ``is_meta`` not read), 1 elsewhere."""
     types = set(map(type, values))
-    if all(issubclass(cls, torch.Tensor) for cls in types) and not any(map(_is_meta, values)):
+    if all(issubclass(cls, torch.Tensor) for cls in types) and not any(map(
+            _is_meta, values if unproven is None or len(unproven) != len(values)
+            else compress(values, unproven))):
         return list(map(tensor_method(types, "data_ptr"), values))
     return list(map(address_of, values))
 

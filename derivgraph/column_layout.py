@@ -33,7 +33,7 @@ from typing import Any
 import torch
 
 __all__ = ["ColumnFacts", "ColumnLayout", "ColumnLayouts", "book_of", "column_layout",
-           "one_layout", "proven_layout", "row_major", "tensor_method"]
+           "one_layout", "proven_layout", "read_at_run", "row_major", "tensor_method"]
 
 _dtype, _shape, _device = attrgetter("dtype"), attrgetter("shape"), attrgetter("device")
 _is_meta, _numel = attrgetter("is_meta"), torch.Tensor.numel
@@ -127,7 +127,7 @@ class ColumnLayouts:
     """Tensor (by identity) -> the :class:`ColumnLayout` proved for its column, for the
     tensors :meth:`add` was given (it holds them: their ids stay theirs)."""
 
-    __slots__ = ("_of", "_columns", "_held", "_addresses", "_sources")
+    __slots__ = ("_of", "_columns", "_held", "_addresses", "_sources", "_wholes")
 
     def __init__(self) -> None:
         self._of: dict[int, ColumnLayout] = {}
@@ -139,6 +139,9 @@ class ColumnLayouts:
         # its storages where read (:meth:`note_addresses`)
         self._addresses: dict[int, tuple[Sequence[Any], list[int], list[Any] | None]] = {}
         self._sources: list[int] = []  # the source columns' keys in ``_columns`` (see add)
+        # the id of a column's first tensor -> the column and the one tensor it slices
+        # (:meth:`note_whole`)
+        self._wholes: dict[int, tuple[Sequence[Any], torch.Tensor]] = {}
 
     def __len__(self) -> int:
         return len(self._of)
@@ -176,28 +179,72 @@ class ColumnLayouts:
                 and (storages is None or len(storages) == len(tensors)):
             self._addresses[id(tensors[0])] = (tensors, ptrs, storages)
 
-    def note_read_addresses(self, tensors: Sequence[Any], ptrs: Sequence[int]) -> None:
+    def source_runs(self, tensors: Sequence[Any]) -> list[tuple[int, slice]]:
+        """Each source column (:meth:`add`) that is a run of ``tensors`` at one step (the very
+        tensors, in order: one identity sweep): its key and that run, in the columns'
+        order."""
+        out = []
+        for key in self._sources:
+            run = _run_in(tensors, self._columns[key][0])
+            if run is not None:
+                out.append((key, run))
+        return out
+
+    def unproven_meta(self, count: int, runs: list[tuple[int, slice]]) -> bytearray:
+        """One byte per tensor of the ``count`` ``runs`` were found in (:meth:`source_runs`):
+        0 where a run holds it whose record proves a plain tensor or parameter off the meta
+        device, 1 elsewhere."""
+        marks = bytearray(b"\x01") * count
+        for key, run in runs:
+            layout = self._columns[key][1]
+            if layout.type in _PLAIN and not layout.is_meta:
+                marks[run] = bytes(len(range(*run.indices(count))))
+        return marks
+
+    def note_read_addresses(self, tensors: Sequence[Any], ptrs: Sequence[int],
+                            runs: list[tuple[int, slice]] | None = None) -> None:
         """Note the storage data addresses of every source column (:meth:`add`) not noted
         yet that is a run of ``tensors`` at one step (the very tensors, in order: one identity
-        sweep), whose ``data_ptr()`` the caller read (``ptrs``, in ``tensors``' order, nothing
+        sweep; ``runs``: :meth:`source_runs` of ``tensors``, where the caller found them),
+        whose ``data_ptr()`` the caller read (``ptrs``, in ``tensors``' order, nothing
         re-pointed since; the startup record's sources), where its record proves what that
         address is: a plain tensor or parameter off the meta device, not empty (an empty
         tensor's ``data_ptr()`` is 0). Its storage's address is then ``data_ptr()`` less
         ``storage_offset()`` elements (one C-level sweep of the offsets)."""
         noted = self._addresses
-        for key in self._sources:
+        for key, run in self.source_runs(tensors) if runs is None else runs:
             column, layout = self._columns[key]
             if key in noted or layout.type not in _PLAIN or layout.is_meta \
                     or not layout.numel:
                 continue
-            run = _run_in(tensors, column)
-            if run is None:
-                continue  # not a run of the tensors the caller read
             found = list(ptrs[run])
             offsets = list(map(_storage_offset, column))
             if any(offsets):
                 found = list(map(sub, found, map(mul, offsets, repeat(layout.dtype.itemsize))))
             noted[key] = (column, found, None)
+
+    def note_whole(self, tensors: Sequence[Any], whole: torch.Tensor) -> bool:
+        """Record that ``tensors`` are ``whole.unbind(0)``, in order (the caller made them so:
+        a column evaluated as one call), where ``whole`` is a plain tensor, no view, with
+        row-major strides, of ``len(tensors)`` slices that hold elements: each of ``tensors``
+        then is contiguous and at the next address of ``whole``'s memory, so ``whole``
+        flattened is their concatenation (:meth:`whole`). Whether it was recorded."""
+        if not tensors or type(whole) is not torch.Tensor or whole._base is not None \
+                or whole.dim() == 0 or whole.shape[0] != len(tensors) or not whole.numel() \
+                or whole.layout is not torch.strided or whole.stride() != row_major(whole.shape):
+            return False
+        self._wholes[id(tensors[0])] = (tensors, whole)
+        return True
+
+    def whole(self, tensors: Sequence[Any]) -> torch.Tensor | None:
+        """``torch.cat`` of ``tensors`` flattened, without a copy, where they are a column
+        :meth:`note_whole` recorded (its very tensors in its order: one identity sweep): its
+        one tensor flattened; else None."""
+        noted = self._wholes.get(id(tensors[0])) if tensors else None
+        if noted is None or len(noted[0]) != len(tensors) or not all(map(is_, tensors,
+                                                                        noted[0])):
+            return None
+        return noted[1].reshape(-1)
 
     def addresses(self, tensors: Sequence[Any]) -> list[int] | None:
         """The storage data addresses :meth:`note_addresses` recorded for ``tensors``, where
@@ -216,9 +263,9 @@ class ColumnLayouts:
     def _noted(self, tensors: Sequence[Any]) \
             -> tuple[Sequence[Any], list[int], list[Any] | None] | None:
         noted = self._addresses.get(id(tensors[0])) if tensors else None
-        if noted is None or len(noted[0]) != len(tensors) or not all(map(is_, tensors,
-                                                                        noted[0])):
-            return None
+        if noted is None or noted[0] is not tensors and (
+                len(noted[0]) != len(tensors) or not all(map(is_, tensors, noted[0]))):
+            return None  # (the very sequence noted: the sweep would compare it with itself)
         return noted
 
     def of(self, tensors: Sequence[Any]) -> list[ColumnLayout | None]:
@@ -231,9 +278,11 @@ class ColumnLayouts:
         if not tensors or id(tensors[0]) not in self._of:
             return None
         column = self._columns.get(id(tensors[0]))
-        if column is not None and len(column[0]) == len(tensors) \
-                and all(map(is_, tensors, column[0])):
-            return column[1]  # one recorded column, in its order: one identity sweep
+        if column is not None and (column[0] is tensors or len(column[0]) == len(tensors)
+                                   and all(map(is_, tensors, column[0]))):
+            # one recorded column, in its order: one identity sweep (none for the very
+            # sequence it was recorded with, which the sweep would compare with itself)
+            return column[1]
         rest = self._columns.get(id(tensors[1])) if len(tensors) > 1 else None
         if rest is not None and len(rest[0]) == len(tensors) - 1 \
                 and all(map(is_, islice(tensors, 1, None), rest[0])):
@@ -241,6 +290,15 @@ class ColumnLayouts:
             # records are the first's and the column's, repeated (one_layout reads the set)
             return one_layout([self._of[id(tensors[0])], rest[1]])
         return one_layout(self.of(tensors))
+
+
+def read_at_run(items: Sequence[Any], found: Sequence[Any],
+                column: Sequence[Any]) -> list[Any] | None:
+    """What ``found`` (one answer per item of ``items``, in order) holds for ``column``'s
+    very objects, where they are a run of ``items`` at one step (:func:`_run_in`); None where
+    they are not."""
+    run = _run_in(items, column) if len(found) == len(items) else None
+    return None if run is None else list(found[run])
 
 
 def _run_in(items: Sequence[Any], column: Sequence[Any]) -> slice | None:

@@ -418,21 +418,24 @@ def _record_startup(plan: Plan, owners: PathReader | None = None,
     read on the way (:func:`~derivgraph.runtime.accessors.read_paths`: the holder binding
     takes the sources' holder dicts from it while nothing is written to the model), with
     the addresses recorded of its objects (``ptrs``)."""
-    for column in plan.entries.columns:
-        column.record_startup(plan.tensors.layouts)  # the compile's book (None after it)
-    for entry in plan.entries.generic.values():
-        entry.startup_ptr = address_of(entry.storage)
-        if entry.node.kind in HELD_KINDS:
-            entry.startup_data = entry.storage.detach()
     paths = [*plan.graph.sources(), *plan.folds.entries]
     if owners is None or owners.root is not plan.model:
         owners = PathReader(plan.model)
     tensors, reads = read_paths(owners, paths)
     read = dict(zip(paths, tensors))
-    ptrs = data_ptrs(tensors)
+    book = plan.tensors.layouts  # the layer proof's source columns: found here once
+    runs = book.source_runs(tensors) if book is not None else []
+    ptrs = data_ptrs(tensors, book.unproven_meta(len(tensors), runs) if runs else None)
+    for column in plan.entries.columns:  # the compile's book (None after it); an alias
+        # column's rows are sources: their addresses were just read
+        column.record_startup(plan.tensors.layouts, (tensors, ptrs))
+    for entry in plan.entries.generic.values():
+        entry.startup_ptr = address_of(entry.storage)
+        if entry.node.kind in HELD_KINDS:
+            entry.startup_data = entry.storage.detach()
     plan.source_ptrs = dict(zip(paths, zip(map(id, tensors), ptrs)))
-    if plan.tensors.layouts is not None:  # the layer proof's source columns: read here once
-        plan.tensors.layouts.note_read_addresses(tensors, ptrs)
+    if book is not None:  # their addresses: read here once
+        book.note_read_addresses(tensors, ptrs, runs)
     return read, reads._replace(ptrs=ptrs)  # the holders' binding takes the addresses
 
 
@@ -472,7 +475,8 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
                                if s.action is Action.SCALAR
                                and isinstance(values.get(s.input), torch.Tensor)})
     program = plan.install(steps)
-    written = _pay(plan, owed) if owed else None
+    paid = _pay(plan, owed) if owed else None
+    written, whole = (None, ()) if paid is None else paid
     if not steps:
         return
     with torch.no_grad():
@@ -480,7 +484,7 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
             program.fn()
         except Exception as exc:  # a fault in the first lowered pass, named by node
             raise plan.programs.fault(program, exc) from exc
-    bad = _mismatches(plan, values, written)
+    bad = _mismatches(plan, values, written, whole)
     if bad:
         logger.warning("grouped pass differs from eager evaluation at %s; running per op",
                        ", ".join(bad[:5]))
@@ -490,7 +494,7 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
         program = plan.install(steps, group=False)
         with torch.no_grad():
             program.fn()
-        still = _mismatches(plan, values, written)
+        still = _mismatches(plan, values, written, whole)
         if still:
             raise SpecValidationError([SpecIssue(
                 Rule.INFERENCE, f"the lowered pass differs from eager evaluation at {n}",
@@ -592,32 +596,45 @@ class OwedFill(NamedTuple):
     fills: list[tuple[torch.Tensor, torch.Tensor]]
 
 
-def _pay(plan: Plan, owed: Sequence[OwedFill]) -> set[str]:
+class Paid(NamedTuple):
+    """What :func:`_pay` found: the installed pass's targets as a set, and the ids lists
+    (:attr:`OwedFill.ids`, the very lists) of the owed columns whose every row is one."""
+
+    written: set[str]
+    whole: list[list[str]]
+
+
+def _pay(plan: Plan, owed: Sequence[OwedFill]) -> Paid:
     """Fill each of ``owed`` with a row that is no target of the installed pass's writes
     (:meth:`~derivgraph.runtime.programs.Programs.written`: each written whole, before any
     step reads it: the steps run in topological order), before the pass runs; the others
     stay unfilled (the pass's bit check compares every target). Returns those targets as a
-    set (the bit check's, :func:`_mismatches`)."""
+    set and the columns written whole (the bit check's, :func:`_mismatches`)."""
     written = set(plan.programs.written())
-    unpaid = [fill for column in owed if not all(map(written.__contains__, column.ids))
-              for fill in column.fills]
+    whole, unpaid = [], []
+    for column in owed:
+        if all(map(written.__contains__, column.ids)):
+            whole.append(column.ids)
+        else:
+            unpaid += column.fills
     if unpaid:
         with torch.no_grad():
             foreach_copy([s for s, _ in unpaid], [v for _, v in unpaid])
-    return written
+    return Paid(written, whole)
 
 
 def _mismatches(plan: Plan, values: dict[str, Any], written: set[str] | None = None,
-                ) -> list[str]:
+                whole: Sequence[list[str]] = ()) -> list[str]:
     """The targets of written steps whose storage is not bit for bit their eager value
-    (``written``: those targets as a set, where the caller made it).
+    (``written``: those targets as a set, where the caller made it; ``whole``: ids lists
+    of columns proven within it, :func:`_pay`'s).
 
     During the compile (the layout book is set), an entry column whose every row is written
     is compared whole where the book holds its storages and its values under one record each
     (:func:`_columns_equal`); only the other targets are paired one by one."""
     targets = plan.programs.written()
     entries, book = plan.entries.by_id, plan.tensors.layouts
-    equal = _columns_equal(plan.entries.columns, values, targets, book, written) \
+    equal = _columns_equal(plan.entries.columns, values, targets, book, written, whole) \
         if book is not None else set()
     if equal:  # the same answer for them: each pair's bits are equal
         targets = list(filterfalse(equal.__contains__, targets))
@@ -627,14 +644,19 @@ def _mismatches(plan: Plan, values: dict[str, Any], written: set[str] | None = N
 
 
 def _columns_equal(columns: Sequence[Any], values: dict[str, Any], targets: list[str],
-                   book: ColumnLayouts, written: set[str] | None = None) -> set[str]:
+                   book: ColumnLayouts, written: set[str] | None = None,
+                   whole: Sequence[list[str]] = ()) -> set[str]:
     """The ids of the entry columns among ``targets`` (each row a target; ``written``:
-    ``targets`` as a set, where the caller made it) whose storages
+    ``targets`` as a set, where the caller made it; ``whole``: ids lists, the very lists,
+    every id of which the caller found in ``written``: a column's ids among them are not
+    looked up again) whose storages
     and values are bit for bit equal, each column compared in one batch (:func:`_batch_key`,
     :func:`_batch_equal`); a column that is not batched or differs is left out (its pairs
     are compared one by one). A column's storages are read from the column: its entries hold
     them while the plan's table keeps it (:meth:`~derivgraph.runtime.entry.EntryTable.
-    storages`' rule; a relayout opens the columns)."""
+    storages`' rule; a relayout opens the columns). Its values are joined by the book where
+    it noted them as one result's slices (:meth:`ColumnLayouts.whole`), else by their places
+    (:func:`_joined`)."""
     out: set[str] = set()
     for column in columns:
         ids = column.ids
@@ -642,7 +664,8 @@ def _columns_equal(columns: Sequence[Any], values: dict[str, Any], targets: list
             continue
         if written is None:
             written = set(targets)
-        if not all(map(written.__contains__, ids)):
+        if not any(map(operator.is_, whole, repeat(ids))) \
+                and not all(map(written.__contains__, ids)):
             continue
         ours = column.storages  # what its entries hold (the table's column answer)
         if len(ours) != len(ids):
@@ -650,8 +673,12 @@ def _columns_equal(columns: Sequence[Any], values: dict[str, Any], targets: list
         theirs = _column_values(column, values)
         record = book.common(theirs)
         key = _batch_key(book.common(ours), record)
-        if key is not None and _batch_equal(ours, theirs, key, _joined(
-                theirs, record.shape, record.contiguous is True)):
+        if key is None:
+            continue
+        joined = book.whole(theirs)  # the values as one call made them, noted there
+        if joined is None:
+            joined = _joined(theirs, record.shape, record.contiguous is True)
+        if _batch_equal(ours, theirs, key, joined):
             out.update(ids)
     return out
 

@@ -119,7 +119,8 @@ def _column(graph: DerivedGraph, env: dict[str, Any], read_source: Callable[[str
     the same objects as a recorded one's takes its layout and its stack (the same values),
     any other is checked and stacked here (and recorded): its one shape, dtype and device from
     ``book``'s record of its tensors where it holds one, else read. ``sources``: as
-    :func:`evaluate_columns`'."""
+    :func:`evaluate_columns`'. The values are the result unbound; ``book`` notes them as its
+    slices (:meth:`~derivgraph.column_layout.ColumnLayouts.note_whole`)."""
     layout: tuple[Any, ...] | None = None
     call: list[Any] = []
     for arg in first.args:
@@ -172,7 +173,10 @@ def _column(graph: DerivedGraph, env: dict[str, Any], read_source: Callable[[str
             or not isinstance(meta, torch.Tensor) or out.dtype != meta.dtype \
             or tuple(meta.shape) != tuple(shape):
         return None
-    return out.unbind(0)
+    values = out.unbind(0)
+    if book is not None:  # the values are its slices: their concatenation is ``out``
+        book.note_whole(values, out)
+    return values
 
 
 #: one derived column's value: (its table, its template position, the position of its input in
@@ -224,8 +228,10 @@ def fill_derived(columns: list[DerivedColumn], env: dict[str, Any]) -> None:
     row's derived tensor's value is its input's."""
     for table, k, j, shared in columns:
         ids = table.column(k)
-        inputs = table.column(j) if j is not None else [shared] * len(ids)
-        env.update(zip(ids, map(env.__getitem__, inputs)))
+        if j is not None:
+            env.update(zip(ids, map(env.__getitem__, table.column(j))))
+        elif ids:  # every row reads the one shared node: its value looked up once
+            env.update(zip(ids, repeat(env[shared])))
 
 
 def _record(book: ColumnLayouts, values: tuple[torch.Tensor, ...]) -> None:
@@ -255,9 +261,10 @@ def _operands(env: dict[str, Any], read_source: Callable[[str], Any], refs: list
     found = list(map(env.get, refs))
     if not any(map(is_, found, repeat(None))):
         return found if all(map(isinstance, found, repeat(torch.Tensor))) else None
-    if source and sources is not None and all(map(is_, found, repeat(None))) \
-            and all(map(sources.__contains__, refs)):
-        found = list(map(sources.__getitem__, refs))  # read_source's answer for each
+    if source and sources is not None and all(map(is_, found, repeat(None))):
+        # read_source's answer for each held path (None: a path it does not hold, so not a
+        # tensor: the per-ref loop below reads it as before)
+        found = list(map(sources.get, refs))
         if all(map(isinstance, found, repeat(torch.Tensor))):
             env.update(zip(refs, found))
             return found

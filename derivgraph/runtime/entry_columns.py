@@ -39,7 +39,14 @@ import torch
 from torch import nn
 
 from derivgraph.adoption import AliasOf
-from derivgraph.column_layout import ColumnLayout, ColumnLayouts, column_layout, row_major
+from derivgraph.column_layout import (
+    ColumnLayout,
+    ColumnLayouts,
+    column_layout,
+    read_at_run,
+    row_major,
+    tensor_method,
+)
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.owners import PathReader
 from derivgraph.errors import Rule, SpecIssue, SpecValidationError
@@ -146,8 +153,11 @@ class EntryColumn:
             return list(self.paths)
         return list(map(_owner_path, self.entries))
 
-    def record_startup(self, book: ColumnLayouts | None = None) -> None:
+    def record_startup(self, book: ColumnLayouts | None = None,
+                       read: SourceAddresses | None = None) -> None:
         """Every row's startup address and a detached alias of its storage (one sweep each).
+        ``read``: the sources' addresses as the caller read them (an alias column's; these
+        rows are allocated, never a source).
 
         ``book``: the compile's layout book; where it records the column's storages (in
         their order) as plain row-major tensors off the meta device, each row keeps its
@@ -192,10 +202,26 @@ class AliasColumn(EntryColumn):
                                   list[torch.Tensor] | None] | None = None) -> None:
         """Nothing to allocate or fill: every row's entry holds its storage already."""
 
-    def record_startup(self, book: ColumnLayouts | None = None) -> None:
-        """Every row's startup address (one sweep; proven tensors on no meta device)."""
+    def record_startup(self, book: ColumnLayouts | None = None,
+                       read: SourceAddresses | None = None) -> None:
+        """Every row's startup address (one sweep; proven tensors on no meta device).
+        ``read``: the sources (the objects at the source paths, read with nothing written
+        since) and their ``data_ptr()`` s as the caller read them, in order; where the rows'
+        storages (each its input's value) are a run of those very objects and of plain
+        tensor classes (whose ``data_ptr()`` is ``torch.Tensor.data_ptr``, as read here),
+        their addresses are taken from it."""
+        storages = self.storages
+        ptrs = None
+        if read is not None and storages \
+                and tensor_method(set(map(type, storages)), "data_ptr") is _DATA_PTR:
+            ptrs = read_at_run(read[0], read[1], storages)
         deque(map(setattr, self.entries, repeat("startup_ptr"),
-                  map(torch.Tensor.data_ptr, self.storages)), 0)
+                  map(_DATA_PTR, storages) if ptrs is None else ptrs), 0)
+
+
+#: the sources as a startup record read them and their ``data_ptr()`` s, in order
+SourceAddresses = tuple[Sequence[Any], Sequence[int]]
+_DATA_PTR = torch.Tensor.data_ptr
 
 
 def _row_major(values: Sequence[Any], layout: ColumnLayout | None) -> bool:

@@ -17,6 +17,7 @@ import torch
 
 from derivgraph import compile_plan
 from derivgraph import planner as planner_module
+from derivgraph.column_layout import ColumnLayouts
 from derivgraph.compiler.stamp import stamping
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
@@ -124,6 +125,9 @@ def test_row_major_proven_skips_only_the_contiguity_read() -> None:
 
 
 def test_the_compile_joins_the_columns_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each compared column's values are one result unbound: the book noted that result
+    (``ColumnLayouts.note_whole``), so they are joined without reading their places; with
+    nothing noted, the places are read and join them all the same."""
     joined: list[bool] = []
     real = planner_module._joined
 
@@ -133,5 +137,36 @@ def test_the_compile_joins_the_columns_values(monkeypatch: pytest.MonkeyPatch) -
         return got
 
     monkeypatch.setattr(planner_module, "_joined", spy)
-    _compile(monkeypatch, None)
-    assert joined == [True, True]  # inv, prod: each column's values one result, unbound
+    _, seen = _compile(monkeypatch, None)
+    assert joined == []  # inv, prod: noted where evaluated, no place read
+    assert seen[0][0] == [] and len(seen[0][1]) == 2 * (LAYERS - 1)
+    monkeypatch.setattr(ColumnLayouts, "note_whole", lambda *args: False)
+    _, seen = _compile(monkeypatch, None)
+    assert joined == [True, True]  # the same columns, each joined by its places
+    assert seen[0][0] == [] and len(seen[0][1]) == 2 * (LAYERS - 1)
+
+
+def test_columns_written_whole_are_taken_by_their_very_ids_list() -> None:
+    """``_pay``'s columns written whole (``whole``: their ids lists) are not looked up in the
+    written set again; any other list, an equal copy too, is (canary: a column with a row
+    not written is compared whole only on the caller's word for its very list)."""
+    from types import SimpleNamespace
+
+    from derivgraph.column_layout import ColumnLayout
+
+    theirs = list(torch.rand(3, 4).unbind(0))
+    ours = [t.clone() for t in theirs]
+    book = ColumnLayouts()
+    record = ColumnLayout(torch.Tensor, torch.float32, torch.Size([4]), torch.device("cpu"),
+                          True)
+    book.add(theirs, record)
+    book.add(ours, record)
+    ids = ["a", "b", "c"]
+    column = SimpleNamespace(ids=ids, storages=ours, values=theirs)
+    values = dict(zip(ids, theirs))
+    written, targets = {"a", "c"}, ["a", "c"]  # "b" is no target
+    equal = planner_module._columns_equal
+    assert equal([column], values, targets, book, written, [ids]) == set(ids)
+    assert equal([column], values, targets, book, written, [list(ids)]) == set()
+    assert equal([column], values, targets, book, written) == set()
+    assert equal([column], values, ids, book, set(ids)) == set(ids)

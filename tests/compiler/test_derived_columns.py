@@ -113,3 +113,21 @@ def test_canary_a_derived_column_read_off_the_wrong_input_is_seen(
     monkeypatch.setattr(planner, "derived_columns", shifted)
     graph, values = _values(scaling_model(24), scaling_spec())
     assert any(values[n] is not values[d.input] for n, d in graph.derived.items())
+
+
+def test_fill_derived_reads_a_shared_input_once_and_only_for_rows() -> None:
+    """A column whose rows read one shared node takes that node's value (the very object)
+    for every row; a column with no rows reads nothing (a shared node absent is no fault)."""
+    from types import SimpleNamespace
+
+    table = SimpleNamespace(column=lambda k: {0: ["a.x", "b.x"], 1: ["a.y", "b.y"]}[k])
+    empty = SimpleNamespace(column=lambda k: [])
+    shared = torch.ones(2)
+    env: dict[str, Any] = {"c": shared, "a.y": torch.zeros(1), "b.y": torch.zeros(2)}
+    columns.fill_derived([(table, 0, None, "c"), (empty, 0, None, "absent")], env)
+    assert env["a.x"] is shared and env["b.x"] is shared and "absent" not in env
+    del env["a.x"], env["b.x"]
+    columns.fill_derived([(table, 0, 1, "unused")], env)
+    assert env["a.x"] is env["a.y"] and env["b.x"] is env["b.y"]
+    with pytest.raises(KeyError):
+        columns.fill_derived([(table, 0, None, "absent")], env)

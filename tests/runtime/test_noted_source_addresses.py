@@ -98,7 +98,8 @@ def test_the_plan_is_the_one_compiled_without_noted_source_addresses(
         return _packed_model(40) if packed else scaling_model(40)
 
     noted = _compile(model())
-    monkeypatch.setattr(ColumnLayouts, "note_read_addresses", lambda self, tensors, ptrs: None)
+    monkeypatch.setattr(ColumnLayouts, "note_read_addresses",
+                        lambda self, tensors, ptrs, runs=None: None)
     plain = _compile(model())
     assert noted.source() == plain.source()
     assert noted.programs.written() == plain.programs.written()
