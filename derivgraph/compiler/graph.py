@@ -462,7 +462,9 @@ class DerivedGraph:
         ids = list(ids)
         found = list(map(self._derived.__contains__, ids))
         for _, id_set, _ in self._held:
-            found = list(map(or_, found, map(id_set.__contains__, ids)))
+            held = list(map(id_set.__contains__, ids))
+            if any(held):  # else found stands (a source path's probe: none is derived)
+                found = list(map(or_, found, held))
         return found
 
     def derived_node(self, node_id: str) -> DerivedNode | None:
