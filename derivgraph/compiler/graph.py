@@ -458,11 +458,20 @@ class DerivedGraph:
         return DerivedIds(self._derived.keys(), self._held)
 
     def derived_each(self, ids: Iterable[str]) -> list[bool]:
-        """Whether each id of ``ids`` is a derived tensor's (C-level sweeps, no node made)."""
+        """Whether each id of ``ids`` is a derived tensor's (C-level sweeps, no node made):
+        where ``ids`` outnumber the derived tensors, one sweep of one set of them all (the
+        made ones' ids and the held runs'), else a sweep of each."""
         ids = list(ids)
+        held_sets = [id_set for _, id_set, _ in self._held]
+        if held_sets and len(ids) > len(self._derived) + sum(map(len, held_sets)):
+            every = set(self._derived)
+            every.update(*held_sets)
+            return list(map(every.__contains__, ids))
         found = list(map(self._derived.__contains__, ids))
-        for _, id_set, _ in self._held:
-            found = list(map(or_, found, map(id_set.__contains__, ids)))
+        for id_set in held_sets:
+            held = list(map(id_set.__contains__, ids))
+            if any(held):  # else found stands (a source path's probe: none is derived)
+                found = list(map(or_, found, held))
         return found
 
     def derived_node(self, node_id: str) -> DerivedNode | None:

@@ -71,7 +71,8 @@ def closed_layers(graph: DerivedGraph) -> list[InstanceTable]:
             keep = consistent_rows(table, recipe, graph.derived_view, graph.run_nodes)
             if not all(keep):
                 _raise_inconsistent(graph, table, recipe, keep, opened)
-        keep = [ok and not o for ok, o in zip(keep, opened)]
+        if any(opened):  # an open row is not closed (no row open: keep as it is)
+            keep = [ok and not o for ok, o in zip(keep, opened)]
         closed = table if all(keep) else table.subset(keep)
         if closed.rows:
             found.append(closed)

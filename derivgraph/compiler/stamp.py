@@ -261,7 +261,7 @@ class Stamper:
         if not all(map(is_not, proofs, repeat(None))) \
                 or not all(map(is_, map(_FIRST, proofs), repeat(template))) \
                 or not all(map(is_, map(_SECOND, proofs), repeat(proofs[0][1]))) \
-                or not all(map(len(nodes[0]).__eq__, map(len, nodes))) \
+                or not _one_length(nodes) \
                 or len(nodes[0]) != width:
             return False
         paths = list(map(_PATH, bounds))
@@ -423,3 +423,11 @@ def _refs(value: Any) -> list[str]:
     found: list[str] = []
     substitute(value, lambda node_id: found.append(node_id))
     return found
+
+
+def _one_length(rows: list[Any]) -> bool:
+    """Whether every row of ``rows`` has the first row's length: at once where each is the
+    first row's very object (a held run's rows, :class:`HeldRun`: one length), else by one
+    C-level sweep of the lengths."""
+    first = rows[0]
+    return all(map(is_, rows, repeat(first))) or all(map(len(first).__eq__, map(len, rows)))

@@ -102,7 +102,7 @@ class ParamStamper:
         size = len(list(takewhile(partial(is_, reads), map(proven.get, count(at + 1)))))
         deque(map(proven.__delitem__, range(at + 1, at + 1 + size)), maxlen=0)
         self.stamped += size
-        return [dict(params) for _ in range(size)]
+        return list(map(dict, repeat(params, size)))  # each row's copy, one C-level sweep
 
     def _prove(self, reads: Reads, at: int) -> None:
         """Prove the template's facts on the later rows of its spec and class by columns
