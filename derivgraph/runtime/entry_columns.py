@@ -40,6 +40,7 @@ from torch import nn
 
 from derivgraph.adoption import AliasOf
 from derivgraph.column_layout import ColumnLayout, ColumnLayouts, column_layout, row_major
+from derivgraph.compiler.graph import HeldDerived
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.owners import PathReader
 from derivgraph.errors import Rule, SpecIssue, SpecValidationError
@@ -60,18 +61,26 @@ class EntryColumn:
     compile, ``values``: each row's planned value (adoption's extra, the row's eager value:
     what its fill copies and the bit check compares), else empty (the compile drops it);
     ``paths``: the rows' owner paths as adoption read them from the rows' nodes (each
-    entry's node), else None (:meth:`owner_paths` reads them)."""
+    entry's node), else None (:meth:`owner_paths` reads them); ``nodes``: the held column
+    whose rows the entries are (:class:`~derivgraph.runtime.entry.ProvenColumn`'s), else
+    None (:meth:`inputs` reads each entry's node). Every row's tensor kind is
+    :attr:`kind` (proven where the column is kept)."""
 
-    __slots__ = ("template", "name", "ids", "entries", "owners", "storages", "values", "paths")
+    __slots__ = ("template", "name", "ids", "entries", "owners", "storages", "values", "paths",
+                 "nodes")
+
+    #: every row's node's tensor kind
+    kind = TensorKind.ATTRIBUTE
 
     def __init__(self, template: str, name: str, ids: list[str], entries: list[Entry],
                  owners: list[Any], values: list[Any] | None = None,
-                 paths: list[str] | None = None):
+                 paths: list[str] | None = None, nodes: HeldDerived | None = None):
         self.template, self.name = template, name
         self.ids, self.entries, self.owners = ids, entries, owners
         self.storages: list[torch.Tensor] = []
         self.values: list[Any] = [] if values is None else values
         self.paths = paths
+        self.nodes = nodes
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -146,6 +155,14 @@ class EntryColumn:
             return list(self.paths)
         return list(map(_owner_path, self.entries))
 
+    def inputs(self) -> list[str | None]:
+        """Each row's node's ``input``, in row order: the held column's
+        (:meth:`~derivgraph.compiler.graph.HeldDerived.input_values`, no node made), else
+        read from each entry's node."""
+        if self.nodes is not None:
+            return self.nodes.input_values()
+        return list(map(_input, self.entries))
+
     def record_startup(self, book: ColumnLayouts | None = None) -> None:
         """Every row's startup address and a detached alias of its storage (one sweep each).
 
@@ -178,10 +195,12 @@ class AliasColumn(EntryColumn):
 
     __slots__ = ()
 
+    kind = TensorKind.ALIAS
+
     def __init__(self, template: str, name: str, ids: list[str], entries: list[Entry],
                  owners: list[Any], values: list[Any] | None = None,
-                 paths: list[str] | None = None):
-        super().__init__(template, name, ids, entries, owners, None, paths)  # nothing to fill
+                 paths: list[str] | None = None, nodes: HeldDerived | None = None):
+        super().__init__(template, name, ids, entries, owners, None, paths, nodes)  # no fill
         self.storages = list(map(_storage, entries))
 
     def allocate(self, values: list[torch.Tensor],
@@ -302,7 +321,7 @@ def _from_adoption(record: ProvenColumn, first: tuple[Entry, Any],
     entry = first[0]
     name = entry.node.decl.name
     if record.slot is not Slot.ATTRIBUTE or not record.entries \
-            or record.entries[0].node.decl is not entry.node.decl:
+            or record.decl is not entry.node.decl:
         return None
     kind = entry.node.kind
     if kind is TensorKind.ATTRIBUTE:
@@ -322,14 +341,15 @@ def _from_adoption(record: ProvenColumn, first: tuple[Entry, Any],
         return None
     if _non_persistent(record.owners, name, swept):
         return None
+    held = record.nodes if type(record.nodes) is HeldDerived else None
     return column(record.template, name, record.ids, record.entries, record.owners,
-                  record.extras if column is EntryColumn else None, record.paths)
+                  record.extras if column is EntryColumn else None, record.paths, held)
 
 
 _adopted, _slot = operator.attrgetter("adopted"), operator.attrgetter("slot")
 _is_meta = operator.attrgetter("is_meta")
 _kind, _name = operator.attrgetter("node.kind"), operator.attrgetter("node.decl.name")
-_owner_path = operator.attrgetter("node.owner_path")
+_owner_path, _input = operator.attrgetter("owner_path"), operator.attrgetter("node.input")
 _storage, _target = operator.attrgetter("storage"), operator.attrgetter("target")
 
 
