@@ -191,7 +191,8 @@ class EntryColumn:
 class AliasColumn(EntryColumn):
     """An :class:`EntryColumn` of aliases: each row's storage is the value its entry already
     holds (the alias target's object); bound like any column, recorded without a detached
-    alias (an alias is not a held kind)."""
+    alias (an alias is not a held kind). ``storages``: the entries' storages in row order,
+    where the caller read them (nothing written since), else read here."""
 
     __slots__ = ()
 
@@ -199,9 +200,10 @@ class AliasColumn(EntryColumn):
 
     def __init__(self, template: str, name: str, ids: list[str], entries: list[Entry],
                  owners: list[Any], values: list[Any] | None = None,
-                 paths: list[str] | None = None, nodes: HeldDerived | None = None):
+                 paths: list[str] | None = None, nodes: HeldDerived | None = None,
+                 storages: list[Any] | None = None):
         super().__init__(template, name, ids, entries, owners, None, paths, nodes)  # no fill
-        self.storages = list(map(_storage, entries))
+        self.storages = list(map(_storage, entries)) if storages is None else storages
 
     def allocate(self, values: list[torch.Tensor],
                  fills: list[tuple[torch.Tensor, torch.Tensor]],
@@ -324,11 +326,11 @@ def _from_adoption(record: ProvenColumn, first: tuple[Entry, Any],
             or record.decl is not entry.node.decl:
         return None
     kind = entry.node.kind
+    storages: list[Any] | None = None  # an alias column's, read here
     if kind is TensorKind.ATTRIBUTE:
         if not (_allocated_attributes([first], name)
                 and all(map(isinstance, record.extras, repeat(torch.Tensor)))):
             return None
-        column: type[EntryColumn] = EntryColumn
     elif kind is TensorKind.ALIAS:
         storages = list(map(_storage, record.entries))
         if not (_unplanned_aliases([first], name, planned)
@@ -336,14 +338,16 @@ def _from_adoption(record: ProvenColumn, first: tuple[Entry, Any],
                 and all(map(isinstance, storages, repeat(torch.Tensor)))
                 and not any(map(_is_meta, storages))):
             return None
-        column = AliasColumn
     else:
         return None
     if _non_persistent(record.owners, name, swept):
         return None
     held = record.nodes if type(record.nodes) is HeldDerived else None
-    return column(record.template, name, record.ids, record.entries, record.owners,
-                  record.extras if column is EntryColumn else None, record.paths, held)
+    if storages is not None:  # an alias column: its storages just read, nothing written since
+        return AliasColumn(record.template, name, record.ids, record.entries, record.owners,
+                           None, record.paths, held, storages)
+    return EntryColumn(record.template, name, record.ids, record.entries, record.owners,
+                       record.extras, record.paths, held)
 
 
 _adopted, _slot = operator.attrgetter("adopted"), operator.attrgetter("slot")
