@@ -79,3 +79,27 @@ def test_an_alias_column_made_without_storages_reads_its_entries() -> None:
     taken = AliasColumn("t", "x", ["r0", "r1"], entries, [None, None],  # type: ignore[arg-type]
                         storages=given)
     assert taken.storages is given
+
+
+def test_canary_an_alias_record_with_a_meta_storage_is_not_taken(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Canary: the storages handed on are the ones the proof read; a row holding a meta
+    tensor fails that proof, so no column is made from the record."""
+    seen: list[Any] = []
+
+    def check(tables: Any, planned: Any, owners: PathReader, proven: list[Any]) -> None:
+        record = next(p for p in proven if p.template.endswith(".scale_alias"))
+        first = planned[record.template]
+        column = entry_columns._from_adoption(record, first, planned)
+        assert type(column) is AliasColumn and len(column.storages) == 5
+        row = record.entries[3]
+        kept = row.storage
+        row.storage = torch.empty(8, device="meta")
+        try:
+            assert entry_columns._from_adoption(record, first, planned) is None
+        finally:
+            row.storage = kept
+        seen.append(True)
+
+    _at_entry_columns(monkeypatch, check)
+    assert seen
