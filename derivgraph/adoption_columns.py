@@ -21,15 +21,15 @@ storage is the input's value), so the whole column's entries are made in a few s
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import repeat
 from typing import Any
 
-from derivgraph.compiler.graph import DerivedGraph, DerivedNode
+from derivgraph.compiler.graph import DerivedGraph, DerivedNode, HeldDerived
 from derivgraph.compiler.layers import closed_layers
 from derivgraph.compiler.owners import PathReader, one_hop
 from derivgraph.paths import MISSING, ModuleOwners, Slot
-from derivgraph.runtime.entry import Entry, ProvenColumn
+from derivgraph.runtime.entry import Entry, ProvenColumn, row_entries
 from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind, is_engine
 from derivgraph.spec.model import DerivedTensor
 
@@ -47,18 +47,19 @@ def _holds_none(nodes: list[Any]) -> bool:
 
 
 def column_rows(graph: DerivedGraph, ids: list[str], decl: DerivedTensor,
-                ) -> tuple[list[DerivedNode], list[str], list[str | None]] | None:
+                ) -> tuple[HeldDerived | list[DerivedNode], list[str], list[str | None]] | None:
     """The nodes, owner paths and inputs of the derived tensors ``ids`` (a table column), in
     row order, where every id is a derived tensor's whose node has the declaration ``decl``
     (the same object); None where one is not. A column the graph holds
     (:meth:`~derivgraph.compiler.graph.DerivedGraph.held_column`) is read as a column: one
-    declaration for its rows (checked once), its paths and inputs its lists; else every
-    row's node is read from :attr:`~derivgraph.compiler.graph.DerivedGraph.derived`."""
+    declaration for its rows (checked once), its paths and inputs its lists, and it stands
+    for its nodes (none made here); else every row's node is read from
+    :attr:`~derivgraph.compiler.graph.DerivedGraph.derived`."""
     held = graph.held_column(ids)
     if held is not None:
         if held.decl is not decl:
             return None
-        return held.nodes(), list(held.paths), held.input_values()
+        return held, list(held.paths), held.input_values()
     derived = graph.derived
     nodes = list(map(derived.get, ids))
     if _holds_none(nodes) or not all(map(_is, map(_decl, nodes), repeat(decl))):
@@ -92,10 +93,21 @@ def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathRead
             if not (one_hop(name) and read.module_owners(found).absent(name)):
                 continue  # a row whose owner may hold a tensor: adopted (or refused) on its own
             into = slot(first.kind)
-            entries = list(map(Entry, nodes, repeat(None), repeat(into), repeat(False)))
+            entries = _entries(nodes, repeat(None), into)
             extras = list(map(values.__getitem__, ids))
-            out.append(ProvenColumn(table, k, template, ids, entries, extras, found, into, paths))
+            out.append(ProvenColumn(table, k, template, ids, entries, extras, found, into, paths,
+                                    first.decl, nodes))
     return out
+
+
+def _entries(nodes: HeldDerived | list[DerivedNode], storages: Iterable[Any],
+             slot: Slot) -> list[Entry]:
+    """An unadopted entry in ``slot`` per row (:func:`column_rows`' ``nodes``), holding
+    ``storages``' item: a held column's :func:`~derivgraph.runtime.entry.row_entries` (its
+    nodes made where first read), else one :class:`Entry` per node."""
+    if type(nodes) is HeldDerived:
+        return row_entries(nodes, storages, slot)
+    return list(map(Entry, nodes, storages, repeat(slot), repeat(False)))
 
 
 class Reading:
@@ -165,8 +177,8 @@ def alias_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
             targets = list(map(values.__getitem__, ids))
             if any(map(_is, targets, repeat(MISSING))):
                 continue  # adopted would read `current is target`: one by one
-            entries = list(map(Entry, nodes, targets, repeat(Slot.ATTRIBUTE), repeat(False)))
+            entries = _entries(nodes, targets, Slot.ATTRIBUTE)
             extras = list(map(alias_of, inputs))
             out.append(ProvenColumn(table, k, template, ids, entries, extras, found,
-                                    Slot.ATTRIBUTE, paths))
+                                    Slot.ATTRIBUTE, paths, first.decl, nodes))
     return out

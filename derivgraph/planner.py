@@ -342,8 +342,10 @@ def _outside_columns(ids: list[str], columns: Sequence[EntryColumn],
 _FIRST = operator.itemgetter(0)
 _IDS = operator.attrgetter("ids")
 _NAME = operator.attrgetter("node.decl.name")
-_OWNER_PATH = operator.attrgetter("node.owner_path")
+_OWNER_PATH = operator.attrgetter("owner_path")
 _KIND = operator.attrgetter("kind")
+_NODE_KIND, _NODE_INPUT = operator.attrgetter("node.kind"), operator.attrgetter("node.input")
+_SECOND = operator.itemgetter(1)
 
 
 def _fill_entries(plan: Plan, ids: list[str], planned: list[tuple[Entry, Extra]],
@@ -530,7 +532,7 @@ def _constant_entries(plan: Plan, deps: Mapping[str, frozenset[str]],
     free = [c for c in columns if isinstance(c, EntryColumn) and not deps[c.template]]
     if not free:
         return found
-    rows = [_constants_of(zip(column.ids, column.entries), deps, True) for column in free]
+    rows = [_column_constants(column) for column in free]
     placed = None if order is None else _at_positions(order, entries, found, rows)
     if placed is not None:
         return placed
@@ -572,9 +574,30 @@ def _constants_of(items: Iterable[tuple[str, Entry]], deps: Mapping[str, frozens
                   free: bool = False) -> list[str]:
     """The ids among ``items`` (id, entry) whose entry is held, computed (its node has an
     input) and depends on no source (``deps``; ``free``: every item is proven source-free,
-    ``deps`` is not read), in their order: the one rule for the plan's constant entries."""
-    return [n for n, e in items
-            if (free or not deps[n]) and e.node.kind in HELD_KINDS and e.node.input is not None]
+    ``deps`` is not read), in their order (:func:`_constant_ids` of their nodes' kinds and
+    inputs)."""
+    pairs = list(items)
+    entries = list(map(_SECOND, pairs))
+    return _constant_ids(map(_FIRST, pairs), map(_NODE_KIND, entries),
+                         map(_NODE_INPUT, entries), deps, free)
+
+
+def _column_constants(column: EntryColumn) -> list[str]:
+    """:func:`_constants_of` of a source-free column's rows, their kind and inputs read as
+    the column's (:attr:`EntryColumn.kind`, :meth:`EntryColumn.inputs`: no row's node
+    made)."""
+    return _constant_ids(column.ids, repeat(column.kind), column.inputs(), {}, True)
+
+
+def _constant_ids(ids: Iterable[str], kinds: Iterable[TensorKind],
+                  inputs: Iterable[str | None], deps: Mapping[str, frozenset[str]],
+                  free: bool) -> list[str]:
+    """The ids among ``ids`` whose derived tensor (its kind and input: ``kinds``' and
+    ``inputs``' items, in the same order) is held, computed (an input) and depends on no
+    source (``deps``; ``free``: proven source-free, ``deps`` not read), in their order: the
+    one rule for the plan's constant entries."""
+    return [n for n, kind, value in zip(ids, kinds, inputs)
+            if (free or not deps[n]) and kind in HELD_KINDS and value is not None]
 
 
 def _no_constant_rows(graph: DerivedGraph, deps: Mapping[str, frozenset[str]],

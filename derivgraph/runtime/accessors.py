@@ -312,9 +312,9 @@ def _store_binds(entry: Entry, owner: Any, d: dict[Any, Any]) -> bool:
 #: binds a slot in, on a module (a buffer's store also depends on its persistence flag)
 _STORE_REGISTRY = {Slot.PARAMETER: 1, Slot.ATTRIBUTE: 3}
 
-_name, _owner_path = operator.attrgetter("node.decl.name"), operator.attrgetter("node.owner_path")
+_name, _owner_path = operator.attrgetter("node.decl.name"), operator.attrgetter("owner_path")
 _slot = operator.attrgetter("slot")
-_id, _storage = operator.attrgetter("node.id"), operator.attrgetter("storage")
+_id, _storage = operator.attrgetter("id"), operator.attrgetter("storage")
 _startup_ptr = operator.attrgetter("startup_ptr")
 
 

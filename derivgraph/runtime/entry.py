@@ -4,28 +4,32 @@ from __future__ import annotations
 
 import operator
 from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence, ValuesView
-from itertools import chain, compress, repeat
+from itertools import chain, compress, count, repeat
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
 
 import torch
 
 from derivgraph.addresses import address_of
-from derivgraph.compiler.graph import DerivedNode
+from derivgraph.compiler.graph import DerivedNode, HeldDerived
 from derivgraph.paths import Slot
 from derivgraph.spec.kinds import TensorKind
 
-__all__ = ["Entry", "EntryTable", "LazyAlias", "ProvenColumn", "TableColumn", "address_of",
-           "keeps_startup"]
+__all__ = ["Entry", "EntryTable", "LazyAlias", "ProvenColumn", "RowEntry", "TableColumn",
+           "address_of", "keeps_startup", "row_entries"]
 
 
 class Entry:
-    """A derived tensor bound to its owner, with the storage it keeps for life."""
+    """A derived tensor bound to its owner, with the storage it keeps for life; ``id`` and
+    ``owner_path`` are its node's (read once: a node's id and owner path never change)."""
 
-    __slots__ = ("node", "storage", "slot", "adopted", "startup_ptr", "startup_data")
+    __slots__ = ("node", "id", "owner_path", "storage", "slot", "adopted", "startup_ptr",
+                 "startup_data")
 
     def __init__(self, node: DerivedNode, storage: Any, slot: Slot | str, adopted: bool):
         self.node = node
+        self.id = node.id
+        self.owner_path = node.owner_path
         self.storage = storage
         self.slot = slot if type(slot) is Slot else Slot(slot)
         self.adopted = adopted
@@ -33,10 +37,6 @@ class Entry:
         # a detached alias of the startup storage (None: none kept), or an entry column row's
         # :data:`LazyAlias` until :meth:`startup_alias` first reads it
         self.startup_data: Any = None
-
-    @property
-    def id(self) -> str:
-        return self.node.id
 
     def startup_alias(self) -> Any:
         """The detached alias of the startup storage (None: none kept). A :data:`LazyAlias`
@@ -53,6 +53,41 @@ class Entry:
     def nbytes(self) -> int:
         s = self.storage
         return s.numel() * s.element_size() if isinstance(s, torch.Tensor) else 0
+
+
+class RowEntry(Entry):
+    """An :class:`Entry` of row ``row`` of a held column of the graph
+    (:class:`~derivgraph.compiler.graph.HeldDerived` ``column``) whose :attr:`node` is made
+    where it is first read: the column's row node
+    (:meth:`~derivgraph.compiler.graph.HeldDerived.nodes`, made for the whole column once:
+    the very node the graph holds). Its ``id`` and ``owner_path`` are the column's lists'
+    (what the node is made with). Otherwise an :class:`Entry`."""
+
+    __slots__ = ("column", "row")
+
+    def __init__(self, column: HeldDerived, row: int, id: str, owner_path: str,
+                 storage: Any, slot: Slot, adopted: bool):
+        self.column, self.row = column, row
+        self.id, self.owner_path = id, owner_path
+        self.storage = storage
+        self.slot = slot
+        self.adopted = adopted
+        self.startup_ptr = 0
+        self.startup_data: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        """The node, on its first read (an unset slot's read comes here)."""
+        if name != "node":
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        node = self.node = self.column.nodes()[self.row]
+        return node
+
+
+def row_entries(column: HeldDerived, storages: Iterable[Any], slot: Slot) -> list[Entry]:
+    """An unadopted :class:`RowEntry` in ``slot`` for every row of ``column``, in row order,
+    row ``i`` holding ``storages``' ``i``-th (one C-level sweep; no node made)."""
+    return list(map(RowEntry, repeat(column), count(), column.ids, column.paths, storages,
+                    repeat(slot), repeat(False)))
 
 
 _STARTUP_DATA = operator.attrgetter("startup_data")
@@ -76,11 +111,14 @@ class ProvenColumn(NamedTuple):
     :func:`~derivgraph.adoption_columns.alias_rows` took whole: table ``table``'s
     template node ``k`` (its id ``template``), the rows' ids, entries, extras, owners (as
     the reader read them) and owner paths (``paths``: each row's node's, the reader read
-    them) in row order. Its facts, for a reader of the same model with
-    nothing written since: every row's node has the template node's declaration (so its kind
-    and name), its entry was made here (not adopted, its slot ``slot``), the name is absent
-    on every owner (:func:`~derivgraph.paths.absent_on_modules`, a one-hop name) and, for an
-    alias column, no row's input is a derived tensor."""
+    them) in row order, ``decl``: every row's node's declaration (the template node's; read
+    without a row's node), and ``nodes``: the rows' nodes, or the held column that makes them
+    (:func:`row_entries`: the entries then make their nodes where first read). Its facts,
+    for a reader of the same model with nothing written since: every row's node has the
+    template node's declaration (so its kind and name), its entry was made here (not
+    adopted, its slot ``slot``), the name is absent on every owner
+    (:func:`~derivgraph.paths.absent_on_modules`, a one-hop name) and, for an alias column,
+    no row's input is a derived tensor."""
 
     table: Any
     k: int
@@ -91,6 +129,8 @@ class ProvenColumn(NamedTuple):
     owners: list[Any]
     slot: Slot
     paths: list[str]
+    decl: Any
+    nodes: HeldDerived | list[DerivedNode]
 
 
 class TableColumn(Protocol):

@@ -47,6 +47,7 @@ from derivgraph.column_layout import (
     row_major,
     tensor_method,
 )
+from derivgraph.compiler.graph import HeldDerived
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.owners import PathReader
 from derivgraph.errors import Rule, SpecIssue, SpecValidationError
@@ -67,18 +68,26 @@ class EntryColumn:
     compile, ``values``: each row's planned value (adoption's extra, the row's eager value:
     what its fill copies and the bit check compares), else empty (the compile drops it);
     ``paths``: the rows' owner paths as adoption read them from the rows' nodes (each
-    entry's node), else None (:meth:`owner_paths` reads them)."""
+    entry's node), else None (:meth:`owner_paths` reads them); ``nodes``: the held column
+    whose rows the entries are (:class:`~derivgraph.runtime.entry.ProvenColumn`'s), else
+    None (:meth:`inputs` reads each entry's node). Every row's tensor kind is
+    :attr:`kind` (proven where the column is kept)."""
 
-    __slots__ = ("template", "name", "ids", "entries", "owners", "storages", "values", "paths")
+    __slots__ = ("template", "name", "ids", "entries", "owners", "storages", "values", "paths",
+                 "nodes")
+
+    #: every row's node's tensor kind
+    kind = TensorKind.ATTRIBUTE
 
     def __init__(self, template: str, name: str, ids: list[str], entries: list[Entry],
                  owners: list[Any], values: list[Any] | None = None,
-                 paths: list[str] | None = None):
+                 paths: list[str] | None = None, nodes: HeldDerived | None = None):
         self.template, self.name = template, name
         self.ids, self.entries, self.owners = ids, entries, owners
         self.storages: list[torch.Tensor] = []
         self.values: list[Any] = [] if values is None else values
         self.paths = paths
+        self.nodes = nodes
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -153,6 +162,14 @@ class EntryColumn:
             return list(self.paths)
         return list(map(_owner_path, self.entries))
 
+    def inputs(self) -> list[str | None]:
+        """Each row's node's ``input``, in row order: the held column's
+        (:meth:`~derivgraph.compiler.graph.HeldDerived.input_values`, no node made), else
+        read from each entry's node."""
+        if self.nodes is not None:
+            return self.nodes.input_values()
+        return list(map(_input, self.entries))
+
     def record_startup(self, book: ColumnLayouts | None = None,
                        read: SourceAddresses | None = None) -> None:
         """Every row's startup address and a detached alias of its storage (one sweep each).
@@ -184,15 +201,19 @@ class EntryColumn:
 class AliasColumn(EntryColumn):
     """An :class:`EntryColumn` of aliases: each row's storage is the value its entry already
     holds (the alias target's object); bound like any column, recorded without a detached
-    alias (an alias is not a held kind)."""
+    alias (an alias is not a held kind). ``storages``: the entries' storages in row order,
+    where the caller read them (nothing written since), else read here."""
 
     __slots__ = ()
 
+    kind = TensorKind.ALIAS
+
     def __init__(self, template: str, name: str, ids: list[str], entries: list[Entry],
                  owners: list[Any], values: list[Any] | None = None,
-                 paths: list[str] | None = None):
-        super().__init__(template, name, ids, entries, owners, None, paths)  # nothing to fill
-        self.storages = list(map(_storage, entries))
+                 paths: list[str] | None = None, nodes: HeldDerived | None = None,
+                 storages: list[Any] | None = None):
+        super().__init__(template, name, ids, entries, owners, None, paths, nodes)  # no fill
+        self.storages = list(map(_storage, entries)) if storages is None else storages
 
     def allocate(self, values: list[torch.Tensor],
                  fills: list[tuple[torch.Tensor, torch.Tensor]],
@@ -328,14 +349,14 @@ def _from_adoption(record: ProvenColumn, first: tuple[Entry, Any],
     entry = first[0]
     name = entry.node.decl.name
     if record.slot is not Slot.ATTRIBUTE or not record.entries \
-            or record.entries[0].node.decl is not entry.node.decl:
+            or record.decl is not entry.node.decl:
         return None
     kind = entry.node.kind
+    storages: list[Any] | None = None  # an alias column's, read here
     if kind is TensorKind.ATTRIBUTE:
         if not (_allocated_attributes([first], name)
                 and all(map(isinstance, record.extras, repeat(torch.Tensor)))):
             return None
-        column: type[EntryColumn] = EntryColumn
     elif kind is TensorKind.ALIAS:
         storages = list(map(_storage, record.entries))
         if not (_unplanned_aliases([first], name, planned)
@@ -343,19 +364,22 @@ def _from_adoption(record: ProvenColumn, first: tuple[Entry, Any],
                 and all(map(isinstance, storages, repeat(torch.Tensor)))
                 and not any(map(_is_meta, storages))):
             return None
-        column = AliasColumn
     else:
         return None
     if _non_persistent(record.owners, name, swept):
         return None
-    return column(record.template, name, record.ids, record.entries, record.owners,
-                  record.extras if column is EntryColumn else None, record.paths)
+    held = record.nodes if type(record.nodes) is HeldDerived else None
+    if storages is not None:  # an alias column: its storages just read, nothing written since
+        return AliasColumn(record.template, name, record.ids, record.entries, record.owners,
+                           None, record.paths, held, storages)
+    return EntryColumn(record.template, name, record.ids, record.entries, record.owners,
+                       record.extras, record.paths, held)
 
 
 _adopted, _slot = operator.attrgetter("adopted"), operator.attrgetter("slot")
 _is_meta = operator.attrgetter("is_meta")
 _kind, _name = operator.attrgetter("node.kind"), operator.attrgetter("node.decl.name")
-_owner_path = operator.attrgetter("node.owner_path")
+_owner_path, _input = operator.attrgetter("owner_path"), operator.attrgetter("node.input")
 _storage, _target = operator.attrgetter("storage"), operator.attrgetter("target")
 
 

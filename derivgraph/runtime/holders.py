@@ -48,7 +48,7 @@ JOINT_MAX = 4096
 
 _is = operator.is_
 _kind, _slot = operator.attrgetter("node.kind"), operator.attrgetter("slot")
-_owner_path, _id = operator.attrgetter("node.owner_path"), operator.attrgetter("node.id")
+_owner_path, _id = operator.attrgetter("owner_path"), operator.attrgetter("id")
 _first, _second, _last = operator.itemgetter(0), operator.itemgetter(1), operator.itemgetter(2)
 # a bound source's (path, where, tensor, pointer): its tensor and its pointer
 _source_tensor, _source_ptr = operator.itemgetter(2), operator.itemgetter(3)

@@ -57,6 +57,7 @@ def test_a_later_column_is_proven_on_its_own_where_its_owners_differ() -> None:
         def __init__(self, i: int, name: str):
             decl = type("D", (), {"location": SourceLocation()})()
             self.node = type("N", (), {"owner_path": f"layers.{i}", "decl": decl})()
+            self.owner_path = self.node.owner_path  # an entry's own, its node's
             self.name = name
 
     rows = range(1, LAYERS)
@@ -105,7 +106,7 @@ def test_adoptions_owner_paths_are_the_columns(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_a_column_without_adoptions_paths_reads_them() -> None:
-    entries = [SimpleNamespace(node=SimpleNamespace(owner_path=f"layers.{i}")) for i in (1, 2)]
+    entries = [SimpleNamespace(owner_path=f"layers.{i}") for i in (1, 2)]
     column = EntryColumn("layers.0.x", "x", ["layers.1.x", "layers.2.x"], entries,  # type: ignore[arg-type]
                          [object(), object()])
     assert column.paths is None and column.owner_paths() == ["layers.1", "layers.2"]

@@ -61,18 +61,18 @@ def test_the_table_is_filled_as_the_per_entry_loop_fills_it(
 
 
 def _column(paths: list[str]) -> Any:
-    return SimpleNamespace(entries=[SimpleNamespace(node=SimpleNamespace(owner_path=p))
+    return SimpleNamespace(entries=[SimpleNamespace(owner_path=p)
                                     for p in paths], paths=None)  # read from the entries
 
 
 def test_the_owner_paths_are_the_per_row_rule_s() -> None:
     columns = [_column(["layers.0", "layers.1", "blocks.2.attn", "top", ""]),
                _column(["layers.0", "a.b.c.d"])]
-    rest = [(SimpleNamespace(node=SimpleNamespace(owner_path=p)), None) for p in ["x.y", "z"]]
+    rest = [(SimpleNamespace(owner_path=p), None) for p in ["x.y", "z"]]
     want = {"x.y", "z"}
     for column in columns:
         want.update(path.rpartition(".")[0] for path in
-                    {e.node.owner_path for e in column.entries})
+                    {e.owner_path for e in column.entries})
     paths = [EntryColumn.owner_paths(c) for c in columns]  # type: ignore[arg-type]
     got = planner._owner_paths(rest, paths)  # type: ignore[arg-type]
     assert got == want == {"x.y", "z", "layers", "blocks.2", "", "a.b.c"}

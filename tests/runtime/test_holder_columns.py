@@ -157,7 +157,7 @@ def test_holders_of_reads_the_root_path_as_the_root() -> None:
     from derivgraph.paths import Slot
 
     root, decoy = _module_with(x="dict"), _module_with(x="dict")
-    entries = [SimpleNamespace(slot=Slot.ATTRIBUTE, node=SimpleNamespace(
+    entries = [SimpleNamespace(slot=Slot.ATTRIBUTE, owner_path="", node=SimpleNamespace(
         owner_path="", decl=SimpleNamespace(name="x", persistent=True))) for _ in range(2)]
     dicts, keys, fast = holders_of({"": decoy}, root, entries)
     assert len(dicts) == 2 and all(d is root.__dict__ for d in dicts)

@@ -111,7 +111,7 @@ def test_a_table_holding_an_id_twice_takes_the_dict_s_positions() -> None:
 
     ids = ["a", "b", "c", "d", "a", "b", "c", "d"]
     tensors = [torch.zeros(2) for _ in ids]
-    entries = [SimpleNamespace(node=SimpleNamespace(id=i), storage=t, startup_ptr=t.data_ptr())
+    entries = [SimpleNamespace(id=i, storage=t, startup_ptr=t.data_ptr())
                for i, t in zip(ids, tensors)]
     table = HolderTable(entries, None, ([{} for _ in ids], ids, [True] * len(ids)))
     refill = RefillTable(table, ["a", "b", "c", "d"], set(), set())

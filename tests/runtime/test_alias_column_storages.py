@@ -1,0 +1,105 @@
+"""entry73: an alias column taken from adoption's record keeps the storages
+:func:`~derivgraph.runtime.entry_columns._from_adoption` read to prove it (one read of each
+row entry's ``storage``, not two); a column made without them reads its entries'."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from derivgraph import planner
+from derivgraph.compiler.owners import PathReader
+from derivgraph.compiler.stamp import stamping
+from derivgraph.runtime import entry_columns
+from derivgraph.runtime.entry import Entry
+from derivgraph.runtime.entry_columns import AliasColumn
+from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+
+
+def _at_entry_columns(monkeypatch: pytest.MonkeyPatch, check: Any) -> None:
+    """Compile a stamped 6-layer model, calling ``check(tables, planned, owners, proven)``
+    where the compile calls ``entry_columns`` (nothing written to the model yet)."""
+    real = entry_columns.entry_columns
+
+    def at(tables: Any, planned: Any, owners: PathReader, proven: Any = ()) -> Any:
+        check(tables, planned, owners, list(proven))
+        return real(tables, planned, owners, proven)
+
+    monkeypatch.setattr(planner, "entry_columns", at)
+    with stamping(True):
+        planner.compile_plan(scaling_model(6), [scaling_spec()])
+
+
+def _counting_storage(monkeypatch: pytest.MonkeyPatch, entries: list[Entry]) -> list[int]:
+    """Count every read of ``entries``' ``storage`` from now on (until ``monkeypatch`` undoes
+    it)."""
+    reads, counted = [0], set(map(id, entries))
+    member = Entry.__dict__["storage"]
+
+    def get(self: Entry) -> Any:
+        reads[0] += id(self) in counted
+        return member.__get__(self, type(self))
+
+    monkeypatch.setattr(Entry, "storage", property(get, member.__set__))
+    return reads
+
+
+def test_an_adopted_alias_column_reads_each_rows_storage_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[Any] = []
+
+    def check(tables: Any, planned: Any, owners: PathReader, proven: list[Any]) -> None:
+        record = next(p for p in proven if p.template.endswith(".scale_alias"))
+        assert len(record.entries) == 5
+        want = [e.storage for e in record.entries]
+        assert all(isinstance(s, torch.Tensor) for s in want)
+        reads = _counting_storage(monkeypatch, record.entries)
+        got = entry_columns.entry_columns(tables, planned, owners, proven)
+        monkeypatch.undo()
+        alias = next(c for c in got if type(c) is AliasColumn)
+        assert alias.entries is record.entries
+        assert len(alias.storages) == len(want)
+        assert all(got_s is want_s for got_s, want_s in zip(alias.storages, want))
+        assert reads[0] == len(want)  # read once, by _from_adoption's proof
+        seen.append(True)
+
+    _at_entry_columns(monkeypatch, check)
+    assert seen
+
+
+def test_an_alias_column_made_without_storages_reads_its_entries() -> None:
+    a, b = torch.zeros(2), torch.ones(3)
+    entries = [object.__new__(Entry), object.__new__(Entry)]
+    entries[0].storage, entries[1].storage = a, b
+    column = AliasColumn("t", "x", ["r0", "r1"], entries, [None, None])  # type: ignore[arg-type]
+    assert len(column.storages) == 2 and column.storages[0] is a and column.storages[1] is b
+    given = [b, a]
+    taken = AliasColumn("t", "x", ["r0", "r1"], entries, [None, None],  # type: ignore[arg-type]
+                        storages=given)
+    assert taken.storages is given
+
+
+def test_canary_an_alias_record_with_a_meta_storage_is_not_taken(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Canary: the storages handed on are the ones the proof read; a row holding a meta
+    tensor fails that proof, so no column is made from the record."""
+    seen: list[Any] = []
+
+    def check(tables: Any, planned: Any, owners: PathReader, proven: list[Any]) -> None:
+        record = next(p for p in proven if p.template.endswith(".scale_alias"))
+        first = planned[record.template]
+        column = entry_columns._from_adoption(record, first, planned)
+        assert type(column) is AliasColumn and len(column.storages) == 5
+        row = record.entries[3]
+        kept = row.storage
+        row.storage = torch.empty(8, device="meta")
+        try:
+            assert entry_columns._from_adoption(record, first, planned) is None
+        finally:
+            row.storage = kept
+        seen.append(True)
+
+    _at_entry_columns(monkeypatch, check)
+    assert seen
