@@ -10,12 +10,16 @@ walk over every node of every row (:meth:`DerivedGraph.source_deps
 <derivgraph.compiler.graph.DerivedGraph.source_deps>` walks only what is left).
 
 The compile reads a row's derived tensors (the plan's entries) and none of its sources or
-ops, so those columns are kept aside and put in on first need (:class:`SourceDeps`).
+ops, so those columns are kept aside and put in on first need (:class:`SourceDeps`); a
+position set no derived tensor of the template has (in the scaling model's layer: the weight
+alone, only its source's) is not even made until then: one frozenset per row fewer for the
+plan to keep and the collector to walk.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import cache, partial
 from typing import Any
 
 from derivgraph.compiler.instances import InstanceTable
@@ -69,6 +73,15 @@ def template_dep_positions(nodes: Mapping[str, Node], template: tuple[str, ...],
     return positions
 
 
+#: a column's sets, in row order, or what makes them (once) when first needed
+RowSets = list[frozenset[str]] | Callable[[], list[frozenset[str]]]
+
+
+def _row_sets(columns: Sequence[Sequence[str]], at: tuple[int, ...]) -> list[frozenset[str]]:
+    """Each row's set of its nodes at positions ``at`` (non-empty) of ``columns``."""
+    return list(map(frozenset, zip(*[columns[j] for j in at])))
+
+
 class SourceDeps(dict[str, frozenset[str]]):
     """Node id -> the source nodes it depends on, where some columns of closed rows are kept
     aside (:meth:`defer`) and put in, all at once, on first need (:meth:`complete`): a key
@@ -77,10 +90,11 @@ class SourceDeps(dict[str, frozenset[str]]):
 
     def __init__(self) -> None:
         super().__init__()
-        self._deferred: list[tuple[Iterable[str], list[frozenset[str]]]] = []
+        self._deferred: list[tuple[Iterable[str], RowSets]] = []
 
-    def defer(self, keys: Iterable[str], values: list[frozenset[str]]) -> None:
-        """Keep ``keys`` -> ``values`` (in order) aside until :meth:`complete`."""
+    def defer(self, keys: Iterable[str], values: RowSets) -> None:
+        """Keep ``keys`` -> ``values`` (in order; a callable: called for them then) aside
+        until :meth:`complete`."""
         self._deferred.append((keys, values))
 
     @property
@@ -92,7 +106,7 @@ class SourceDeps(dict[str, frozenset[str]]):
         """Put every column kept aside in (a no-op once done)."""
         deferred, self._deferred = self._deferred, []
         for keys, values in deferred:
-            dict.update(self, zip(keys, values))
+            dict.update(self, zip(keys, values() if callable(values) else values))
 
     def __missing__(self, key: str) -> frozenset[str]:
         if not self._deferred:
@@ -164,14 +178,17 @@ def row_source_deps(nodes: Mapping[str, Node], tables: Iterable[InstanceTable],
         if read is not None:
             read.append(table)
         columns = table.columns()
-        sets: dict[tuple[int, ...], list[frozenset[str]]] = {}  # one list per position set
+        derived = [nodes[n].kind is NodeKind.DERIVED for n in table.template]
+        now = {at for at, d in zip(positions, derived) if d}  # the sets a derived one has
+        sets: dict[tuple[int, ...], RowSets] = {}  # one list (or its maker) per position set
         for k, at in enumerate(positions):
             made = sets.get(at)
             if made is None:
-                made = sets[at] = list(map(frozenset, zip(*[columns[j] for j in at]))) if at \
-                    else [empty] * len(columns[k])
-            if nodes[table.template[k]].kind is NodeKind.DERIVED:
-                dict.update(deps, zip(columns[k], made))
+                made = sets[at] = [empty] * len(columns[k]) if not at \
+                    else _row_sets(columns, at) if at in now \
+                    else cache(partial(_row_sets, columns, at))  # kept aside: made once
+            if derived[k]:
+                dict.update(deps, zip(columns[k], made))  # type: ignore[arg-type]
             else:
                 deps.defer(columns[k], made)
     return deps

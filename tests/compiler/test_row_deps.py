@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from torch import nn
 
-from derivgraph import Spec, compile_plan
+from derivgraph import DerivedTensor, Spec, Target, compile_plan
+from derivgraph.compiler import row_deps
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.ir import Node, NodeKind
@@ -123,6 +124,56 @@ def test_the_compile_reads_no_row_source_or_op() -> None:
     assert dict.__contains__(deps, "layers.3.prod")
     assert not dict.__contains__(deps, "layers.3.scale")
     assert dict.__len__(deps) == len(graph.nodes) - 5 * 4
+
+
+def test_a_set_no_derived_tensor_has_is_made_on_first_need(monkeypatch: Any) -> None:
+    """The weight's position set (6: only its source has it) is not made with the rows'
+    sets; the first need makes it once (with the other kept columns) and the sets are the
+    walk's. The sets a derived tensor has (the scale's, 4, its source's and op's too; the
+    product's, 4 and 6) are made at once and read at C speed."""
+    made: list[tuple[int, ...]] = []
+    real = row_deps._row_sets
+
+    def spied(columns: Any, at: tuple[int, ...]) -> list[frozenset[str]]:
+        made.append(at)
+        return real(columns, at)
+
+    graph = _compiled(scaling_model(6), [scaling_spec()])
+    walked = _walked(graph)
+    monkeypatch.setattr(row_deps, "_row_sets", spied)
+    graph = _compiled(scaling_model(6), [scaling_spec()])
+    deps = graph.source_deps()
+    assert deps.pending and sorted(made) == [(4,), (4, 6)]
+    assert dict.__getitem__(deps, "layers.3.inv") == frozenset({"layers.3.scale"})
+    assert deps["layers.3.weight"] == frozenset({"layers.3.weight"})  # a kept key: made now
+    assert not deps.pending and sorted(made) == [(4,), (4, 6), (6,)]
+    assert dict(dict.items(deps)) == walked
+    deps.complete()
+    assert len(made) == 3  # made once
+
+
+def test_a_kept_set_two_columns_have_is_made_once(monkeypatch: Any) -> None:
+    """The weight's set, kept aside, is had by its source and by the op ``weight + 1`` (the
+    derived tensor reads the scale too): made once, on first need, one set for both rows."""
+    made: list[tuple[int, ...]] = []
+    real = row_deps._row_sets
+    monkeypatch.setattr(row_deps, "_row_sets", lambda columns, at: made.append(at) or real(
+        columns, at))
+    spec = Spec(name="shifted", target=Target(module_class=["ScalingLayer"]),
+                derived=[DerivedTensor(name="p", kind="attribute",
+                                       formula="scale * (weight + 1.0)")])
+    graph = _compiled(scaling_model(4), [spec])
+    deps = graph.source_deps()
+    [table] = closed_layers(graph)
+    positions = template_dep_positions(graph.nodes, table.template)
+    assert positions is not None
+    weight = table.template.index("layers.0.weight")
+    shared = [k for k, at in enumerate(positions) if at == (weight,)]
+    assert len(shared) == 2 and deps.pending and (weight,) not in made
+    row = table.rows[1]
+    assert row[weight] == "layers.2.weight"  # the template is layer 0
+    assert deps[row[shared[0]]] is deps[row[shared[1]]] == frozenset({"layers.2.weight"})
+    assert made.count((weight,)) == 1
 
 
 _READS: list[Any] = [len, list, lambda d: list(d.keys()), lambda d: list(d.values()),
