@@ -270,7 +270,8 @@ def held_columns(columns: Sequence[EntryColumn], others: Sequence[Entry],
     rebind writes one :func:`~derivgraph.paths.set_slot` of an entry's name on its owner, so
     only the ``others`` of a column's name can reach its holders: it is kept where each of
     those has a module owner, as ``owners`` read it (the reader the binds used: nothing on
-    the way was written), that is none of the column's owners."""
+    the way was written), that is none of the column's owners. Each names its column
+    (whose ids and storages the holder table takes for its rows')."""
     if not columns:
         return []
     names = {column.name for column in columns}
@@ -283,7 +284,7 @@ def held_columns(columns: Sequence[EntryColumn], others: Sequence[Entry],
         if not all(isinstance(o, nn.Module) for o in found) \
                 or any(any(map(_is, column.owners, repeat(o))) for o in found):
             continue
-        out.append((column.name, column.entries, column.owners))
+        out.append((column.name, column.entries, column.owners, column))
     return out
 
 

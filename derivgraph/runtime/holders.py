@@ -30,6 +30,7 @@ from derivgraph.runtime.accessors import (
     HopTable,
     PathReads,
     column_rows,
+    column_spans,
     holder_dicts,
     holder_of,
     holders_of,
@@ -164,14 +165,16 @@ class Holders:
         """Re-read each derived tensor's holder slot (after a walk; ``columns``: as
         :meth:`bind`'s). Derived scalars and tuple items are left out of the table (a tuple
         item: the tuple's hop): each kind and slot is read in one sweep, but a column's rows
-        (:func:`column_rows`: attribute slots of a tensor kind) are kept unread.
+        (:func:`column_rows`: attribute slots of a tensor kind) are kept unread, and where a
+        column names its entry column, the table takes that column's ids and storages
+        (:func:`~derivgraph.runtime.accessors.column_spans`).
         ``entry_paths``: every entry's owner path in the entries' order, as the walk read
         them (nothing written since), else each is read where it is needed."""
         entries = list(self.entries.values())
         columns = list(columns)
         taken = bytearray(len(entries))
         found: list[slice | None] = []
-        for _name, rows, owners in columns:
+        for _name, rows, owners, *_ in columns:
             found.append(column_rows(entries, rows, owners, taken))
             if found[-1] is not None:
                 taken[found[-1]] = b"\x01" * len(rows)
@@ -187,7 +190,8 @@ class Holders:
         held = list(compress(entries, keep))
         self.table = HolderTable(held, self._where, holders_of(
             self.hops.objects if self.hops else {}, self.model, held, columns,
-            found if every else None, entry_paths if every else None))
+            found if every else None, entry_paths if every else None),
+            column_spans(columns, found, held) if every else ())
         self._scalars = list(compress(read, scalar))
         self._scalar_reads = None
 

@@ -1,0 +1,109 @@
+"""entry74: the holder table takes its column rows' ids and storages from their entry columns.
+
+:func:`~derivgraph.runtime.entry_columns.held_columns` names each held column's
+:class:`~derivgraph.runtime.entry_columns.EntryColumn`; :func:`~derivgraph.runtime.accessors.
+column_spans` keeps those whose rows are the column's very entries and that hold an id and a
+storage per row, and :class:`~derivgraph.runtime.accessors.HolderTable` takes their ids and
+storages at the rows' slice (:func:`~derivgraph.runtime.accessors.column_read`) instead of
+reading each row's entry. Each answer is checked against the reading it replaces.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from derivgraph import planner
+from derivgraph.compiler.owners import PathReader
+from derivgraph.compiler.stamp import stamping
+from derivgraph.runtime import entry_columns, holders
+from derivgraph.runtime.accessors import HolderTable, column_read, column_spans
+from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+
+
+def _compiled(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, dict[str, Any]]:
+    """A stamped 6-layer plan, with what ``held_columns`` gave and ``column_spans`` answered."""
+    kept: dict[str, Any] = {"spans": []}
+    real_held, real_spans = entry_columns.held_columns, holders.column_spans
+
+    def keep_held(columns: Any, others: Any, owners: PathReader) -> Any:
+        kept["columns"] = columns
+        kept["held"] = real_held(columns, others, owners)
+        return kept["held"]
+
+    def keep_spans(columns: Any, found: Any, entries: Any) -> Any:
+        kept["spans"].append(real_spans(columns, found, entries))
+        return kept["spans"][-1]
+
+    monkeypatch.setattr(planner, "held_columns", keep_held)
+    monkeypatch.setattr(holders, "column_spans", keep_spans)
+    with stamping(True):
+        plan = planner.compile_plan(scaling_model(6), [scaling_spec()])
+    return plan, kept
+
+
+_ID, _STORAGE, _PTR = (lambda e: e.id), (lambda e: e.storage), (lambda e: e.startup_ptr)
+
+
+def test_the_compile_table_takes_every_column_and_equals_the_entries_reading(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    plan, kept = _compiled(monkeypatch)
+    table = plan.holders.table
+    spans = kept["spans"][0]
+    # every held column names its entry column, and each was taken at its rows
+    assert [c[3] for c in kept["held"]] == list(kept["columns"])
+    assert [column for _rows, column in spans] == list(kept["columns"])
+    assert sum(len(column.ids) for _rows, column in spans) == 20  # 4 columns x 5 rows (+ template)
+    for rows, column in spans:
+        assert table.entries[rows] == column.entries  # the rows' slice: their very entries
+    # field by field, the table is what reading every entry gives
+    assert table.id_list == list(map(_ID, table.entries))
+    assert len(table.storages) == len(table.entries)
+    assert all(s is e.storage for s, e in zip(table.storages, table.entries))
+    assert table.ptrs == list(map(_PTR, table.entries))
+    # and a table built without the spans is the same one
+    plain = HolderTable(table.entries, plan.holders._where,
+                        (table.dicts, table.keys, table.fast))
+    assert plain.id_list == table.id_list
+    assert all(map(lambda a, b: a is b, plain.storages, table.storages))
+
+
+def test_column_read_takes_the_spans_values_and_reads_only_the_rest() -> None:
+    entries = [SimpleNamespace(v=i) for i in range(7)]
+    read: list[int] = []
+
+    def get(e: Any) -> Any:
+        read.append(e.v)
+        return e.v
+
+    got = column_read(entries, get, [(slice(1, 6, 2), ["a", "b", "c"]), (slice(2, 3), ["d"])])
+    assert got == [0, "a", "d", "b", 4, "c", 6]
+    assert read == [0, 4, 6]  # the spans' rows are not read
+    read.clear()
+    assert column_read(entries, get, []) == list(range(7)) and read == list(range(7))
+
+
+def _held(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any, list[Any]]:
+    plan, kept = _compiled(monkeypatch)
+    entries = plan.holders.table.entries
+    found = [rows for rows, _column in kept["spans"][0]]  # every column's, in held's order
+    return entries, found, kept["held"]
+
+
+def test_canary_a_column_not_of_its_rows_or_unallocated_is_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Canary: a held column whose named column holds other entries (a copy of the list), or
+    no storage per row (not allocated), or that names none, or whose rows were not found, is
+    left out (its rows read from their entries)."""
+    entries, found, held = _held(monkeypatch)
+    assert len(column_spans(held, found, entries)) == len(held)  # the compile's: all taken
+    name, rows, owners, column = held[0]
+    copied = SimpleNamespace(ids=column.ids, entries=list(rows), storages=column.storages)
+    unallocated = SimpleNamespace(ids=column.ids, entries=rows, storages=[])
+    short = SimpleNamespace(ids=column.ids[:-1], entries=rows, storages=column.storages)
+    for planted in (copied, unallocated, short):
+        assert column_spans([(name, rows, owners, planted)], found[:1], entries) == []
+    assert column_spans([(name, rows, owners)], found[:1], entries) == []
+    assert column_spans([held[0]], [None], entries) == []
