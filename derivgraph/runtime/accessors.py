@@ -602,7 +602,8 @@ class HolderTable(_WatchedDicts):
         """``where``: one entry's holder; ``located``: every entry's holder dict, key and
         dict-store flag, read beforehand (:func:`holders_of`), else ``where`` is asked.
         ``spans``: entry columns and the slice of ``entries`` that is their rows
-        (:func:`column_spans`): their ids and storages are taken there, not read."""
+        (:func:`column_spans`): their ids, storages and (where recorded) startup addresses
+        are taken there, not read."""
         self.entries = list(entries)
         ids = [(rows, column.ids) for rows, column in spans]
         self.id_list = column_read(self.entries, _id, ids)  # each holder's entry id, in order
@@ -620,7 +621,9 @@ class HolderTable(_WatchedDicts):
         self.storages = column_read(self.entries, _storage,
                                     [(rows, column.storages) for rows, column in spans])
         self.every = range(len(self.entries))  # the indices of every holder
-        self.ptrs = list(map(_startup_ptr, self.entries))
+        self.ptrs = column_read(self.entries, _startup_ptr, [
+            (rows, column.ptrs) for rows, column in spans
+            if column.ptrs is not None and len(column.ptrs) == len(column.ids)])
         self.generation = 0  # bumped when a holder changes between a dict store and the slow path
         self.watch: ItemWatch | None = None  # built after a check proved every holder
         # False once watch_items refused the table (too few holders, no tags): the table's

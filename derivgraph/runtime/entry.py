@@ -136,12 +136,14 @@ class ProvenColumn(NamedTuple):
 class TableColumn(Protocol):
     """What :class:`EntryTable` reads of a column of entries
     (:class:`~derivgraph.runtime.entry_columns.EntryColumn`): its rows' ids, entries and
-    storages in row order. Its proven facts: every row's entry is unadopted, of a held
-    attribute or alias kind (never a scalar), and holds the row's storage."""
+    storages in row order, and (``ptrs``) their startup addresses where recorded (else None).
+    Its proven facts: every row's entry is unadopted, of a held attribute or alias kind (never
+    a scalar), and holds the row's storage (and startup address)."""
 
     ids: list[str]
     entries: list[Entry]
     storages: list[Any]
+    ptrs: list[int] | None
 
 
 _STORAGE, _ADOPTED = operator.attrgetter("storage"), operator.attrgetter("adopted")

@@ -107,3 +107,36 @@ def test_canary_a_column_not_of_its_rows_or_unallocated_is_read(
         assert column_spans([(name, rows, owners, planted)], found[:1], entries) == []
     assert column_spans([(name, rows, owners)], found[:1], entries) == []
     assert column_spans([held[0]], [None], entries) == []
+
+
+def test_columns_keep_the_startup_addresses_they_record(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    plan, kept = _compiled(monkeypatch)
+    for column in kept["columns"]:  # attribute and alias columns: the entries' own, row by row
+        assert column.ptrs == [e.startup_ptr for e in column.entries]
+        assert column.ptrs == [s.data_ptr() for s in column.storages]
+    spans = kept["spans"][0]
+    table = plan.holders.table
+    assert table.ptrs == [e.startup_ptr for e in table.entries]
+    # the table takes a column's addresses at its rows (planted ones show it took them) ...
+    rows, column = spans[0]
+    planted = SimpleNamespace(ids=column.ids, entries=column.entries, storages=column.storages,
+                              ptrs=list(range(len(column.ids))))
+    located = (table.dicts, table.keys, table.fast)
+    taken = HolderTable(table.entries, plan.holders._where, located, [(rows, planted)])
+    assert taken.ptrs[rows] == planted.ptrs
+
+
+def test_canary_a_column_without_its_addresses_is_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Canary: a column that recorded no startup addresses (None), or not one per row, has
+    its rows' addresses read from their entries."""
+    plan, kept = _compiled(monkeypatch)
+    table = plan.holders.table
+    rows, column = kept["spans"][0][0]
+    located = (table.dicts, table.keys, table.fast)
+    for ptrs in (None, list(range(len(column.ids) - 1))):
+        planted = SimpleNamespace(ids=column.ids, entries=column.entries,
+                                  storages=column.storages, ptrs=ptrs)
+        got = HolderTable(table.entries, plan.holders._where, located, [(rows, planted)])
+        assert got.ptrs == [e.startup_ptr for e in table.entries]
