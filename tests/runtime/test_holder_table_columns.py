@@ -140,3 +140,49 @@ def test_canary_a_column_without_its_addresses_is_read(
                                   storages=column.storages, ptrs=ptrs)
         got = HolderTable(table.entries, plan.holders._where, located, [(rows, planted)])
         assert got.ptrs == [e.startup_ptr for e in table.entries]
+
+
+def _walked(monkeypatch: pytest.MonkeyPatch, paths: Any = "keep") -> dict[str, Any]:
+    """A stamped 6-layer compile with what the holders' walk was given as the entries' owner
+    paths, and the row count of each ``column_read`` of owner paths taken from columns;
+    ``paths``: where not "keep", each held column's paths replaced by ``paths(column)``."""
+    got: dict[str, Any] = {"taken": []}
+    real_walk, real_read, real_held = holders.Holders.walk, holders.column_read, \
+        entry_columns.held_columns
+
+    def walk(self: Any, owner_paths: Any, entry_paths: Any = ()) -> Any:
+        got["entry_paths"], got["entries"] = list(entry_paths), list(self.entries.values())
+        return real_walk(self, owner_paths, entry_paths)
+
+    def read(entries: Any, reader: Any, spans: Any) -> Any:
+        got["taken"].append(sum(len(values) for _rows, values in spans))
+        return real_read(entries, reader, spans)
+
+    def held(columns: Any, others: Any, owners: PathReader) -> Any:
+        if paths != "keep":
+            for column in columns:
+                column.paths = paths(column)
+        return real_held(columns, others, owners)
+
+    monkeypatch.setattr(holders.Holders, "walk", walk)
+    monkeypatch.setattr(holders, "column_read", read)
+    monkeypatch.setattr(planner, "held_columns", held)
+    with stamping(True):
+        got["plan"] = planner.compile_plan(scaling_model(6), [scaling_spec()])
+    return got
+
+
+def test_the_walk_takes_the_columns_owner_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    got = _walked(monkeypatch)
+    assert got["taken"] == [20]  # every column row's path taken from its column
+    assert got["entry_paths"] == [e.owner_path for e in got["entries"]]
+
+
+def test_canary_a_column_without_its_paths_has_them_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Canary: a column whose owner paths are unknown (None) or not one per row has its rows'
+    paths read from their entries (the walk gets the same paths)."""
+    for paths in ((lambda column: None), (lambda column: list(column.paths)[:-1])):
+        got = _walked(monkeypatch, paths)
+        assert got["taken"] == [0]
+        assert got["entry_paths"] == [e.owner_path for e in got["entries"]]
