@@ -29,11 +29,12 @@ from derivgraph.paths import MISSING, Slot, holder_dict, step_into
 from derivgraph.runtime.watch import ItemWatch, watch_items
 
 if TYPE_CHECKING:
-    from derivgraph.runtime.entry import Entry
+    from derivgraph.runtime.entry import Entry, TableColumn
 
-__all__ = ["NO_DICT", "HolderTable", "HopTable", "by_name", "changes", "column_rows",
-           "holder_dicts", "holder_of", "HeldColumn", "holders_of", "locate", "not_taken",
-           "PathReads", "ProvenOwners", "read_paths", "same_owners"]
+__all__ = ["NO_DICT", "HolderTable", "HopTable", "by_name", "changes", "column_read",
+           "column_rows", "column_spans", "holder_dicts", "holder_of", "HeldColumn",
+           "holders_of", "locate", "not_taken", "PathReads", "ProvenOwners", "read_paths",
+           "same_owners"]
 
 _is = operator.is_
 _not = operator.not_
@@ -416,8 +417,11 @@ def read_paths(reader: PathReader, paths: list[str]) -> tuple[list[Any], PathRea
 
 #: a column of attribute-slot entries of a tensor kind (no derived scalar) the caller proved
 #: held in their owners' ``__dict__`` only: its name, its entries and their owners, in row
-#: order (:func:`holders_of`'s ``columns``)
-HeldColumn = tuple[str, Sequence["Entry"], Sequence[Any]]
+#: order (:func:`holders_of`'s ``columns``); a fourth item, where given, is the entry column
+#: whose rows they are (:class:`~derivgraph.runtime.entry.TableColumn`: its ids and storages
+#: are its entries', row by row), which :meth:`HolderTable.__init__` reads instead of them
+HeldColumn = (tuple[str, Sequence["Entry"], Sequence[Any]]
+              | tuple[str, Sequence["Entry"], Sequence[Any], "TableColumn"])
 
 
 def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
@@ -456,7 +460,7 @@ def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
     if owners.get("") is root:
         # the last column taken: its rows' owner paths, its owners and their ``__dict__``s
         last: tuple[list[str], Sequence[Any], list[Any]] | None = None
-        for j, (name, column_entries, column_owners) in enumerate(columns):
+        for j, (name, column_entries, column_owners, *_) in enumerate(columns):
             rows = found[j] if found is not None else None
             if rows is None:
                 rows = column_rows(entries, column_entries, column_owners, taken)
@@ -541,6 +545,43 @@ def column_rows(entries: Sequence[Entry], column: Sequence[Entry], owners: Seque
     return rows
 
 
+def column_spans(columns: Sequence[HeldColumn], found: Sequence[slice | None],
+                 entries: Sequence[Entry]) -> list[tuple[slice, TableColumn]]:
+    """Each of ``columns``' entry column (its fourth item) with its rows' slice in
+    ``entries`` (``found``: :func:`column_rows`' answer for it over ``entries``), where the
+    column's entries are that column's very rows (the held column's list) and it holds an id
+    and a storage per row (allocated); the other columns are left out."""
+    out = []
+    for column, rows in zip(columns, found):
+        if rows is None or len(column) < 4:
+            continue
+        record = column[3]  # type: ignore[misc]
+        m = len(column[1])
+        if record.entries is column[1] and len(record.ids) == m == len(record.storages):
+            out.append((rows, record))
+    return out
+
+
+def column_read(entries: Sequence[Entry], read: Callable[[Entry], Any],
+                spans: Sequence[tuple[slice, Sequence[Any]]]) -> list[Any]:
+    """``list(map(read, entries))``, where each ``(rows, values)`` of ``spans`` gives the
+    answers at ``rows`` of ``entries`` (the caller's proof: ``values`` are those rows'
+    ``read``, in order; the spans disjoint): one slice store per span, the rest read in one
+    sweep."""
+    if not spans:
+        return list(map(read, entries))
+    out: list[Any] = [None] * len(entries)
+    taken = bytearray(len(entries))
+    for rows, values in spans:
+        out[rows] = values
+        taken[rows] = b"\x01" * len(values)
+    rest = not_taken(taken)
+    if rest is not None:
+        deque(map(operator.setitem, repeat(out), rest,
+                  map(read, map(entries.__getitem__, rest))), 0)
+    return out
+
+
 def _index(entries: list[Entry], entry: Entry, start: int = 0) -> int:
     """The first position of ``entry`` in ``entries`` from ``start``, by identity (-1: none;
     one C-level sweep that stops there)."""
@@ -556,11 +597,16 @@ class HolderTable(_WatchedDicts):
 
     def __init__(self, entries: Sequence[Entry],
                  where: Callable[[Entry], tuple[Any, dict[Any, Any], str]],
-                 located: tuple[list[dict[Any, Any]], list[str], list[bool]] | None = None):
+                 located: tuple[list[dict[Any, Any]], list[str], list[bool]] | None = None,
+                 spans: Sequence[tuple[slice, TableColumn]] = ()):
         """``where``: one entry's holder; ``located``: every entry's holder dict, key and
-        dict-store flag, read beforehand (:func:`holders_of`), else ``where`` is asked."""
+        dict-store flag, read beforehand (:func:`holders_of`), else ``where`` is asked.
+        ``spans``: entry columns and the slice of ``entries`` that is their rows
+        (:func:`column_spans`): their ids, storages and (where recorded) startup addresses
+        are taken there, not read."""
         self.entries = list(entries)
-        self.id_list = list(map(_id, self.entries))  # each holder's entry id, in order
+        ids = [(rows, column.ids) for rows, column in spans]
+        self.id_list = column_read(self.entries, _id, ids)  # each holder's entry id, in order
         self.ids = frozenset(self.id_list)
         if located is None:
             located = ([], [], [])
@@ -572,9 +618,12 @@ class HolderTable(_WatchedDicts):
         self.dicts: list[dict[Any, Any]] = located[0]
         self.keys: list[str] = located[1]
         self.fast: list[bool] = located[2]  # a stale holder is re-bound by one dict store
-        self.storages = list(map(_storage, self.entries))
+        self.storages = column_read(self.entries, _storage,
+                                    [(rows, column.storages) for rows, column in spans])
         self.every = range(len(self.entries))  # the indices of every holder
-        self.ptrs = list(map(_startup_ptr, self.entries))
+        self.ptrs = column_read(self.entries, _startup_ptr, [
+            (rows, column.ptrs) for rows, column in spans
+            if column.ptrs is not None and len(column.ptrs) == len(column.ids)])
         self.generation = 0  # bumped when a holder changes between a dict store and the slow path
         self.watch: ItemWatch | None = None  # built after a check proved every holder
         # False once watch_items refused the table (too few holders, no tags): the table's

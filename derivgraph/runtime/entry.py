@@ -136,12 +136,16 @@ class ProvenColumn(NamedTuple):
 class TableColumn(Protocol):
     """What :class:`EntryTable` reads of a column of entries
     (:class:`~derivgraph.runtime.entry_columns.EntryColumn`): its rows' ids, entries and
-    storages in row order. Its proven facts: every row's entry is unadopted, of a held
-    attribute or alias kind (never a scalar), and holds the row's storage."""
+    storages in row order, their owner paths (``paths``, else None) and their startup
+    addresses where recorded (``ptrs``, else None). Its proven facts: every row's entry is
+    unadopted, of a held attribute or alias kind (never a scalar), and holds the row's id,
+    owner path, storage (and startup address)."""
 
     ids: list[str]
     entries: list[Entry]
     storages: list[Any]
+    paths: list[str] | None
+    ptrs: list[int] | None
 
 
 _STORAGE, _ADOPTED = operator.attrgetter("storage"), operator.attrgetter("adopted")

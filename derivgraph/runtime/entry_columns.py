@@ -70,11 +70,12 @@ class EntryColumn:
     ``paths``: the rows' owner paths as adoption read them from the rows' nodes (each
     entry's node), else None (:meth:`owner_paths` reads them); ``nodes``: the held column
     whose rows the entries are (:class:`~derivgraph.runtime.entry.ProvenColumn`'s), else
-    None (:meth:`inputs` reads each entry's node). Every row's tensor kind is
-    :attr:`kind` (proven where the column is kept)."""
+    None (:meth:`inputs` reads each entry's node); ``ptrs``: the rows' startup addresses
+    once :meth:`record_startup` wrote them to the entries (the same list), else None. Every
+    row's tensor kind is :attr:`kind` (proven where the column is kept)."""
 
     __slots__ = ("template", "name", "ids", "entries", "owners", "storages", "values", "paths",
-                 "nodes")
+                 "nodes", "ptrs")
 
     #: every row's node's tensor kind
     kind = TensorKind.ATTRIBUTE
@@ -88,6 +89,7 @@ class EntryColumn:
         self.values: list[Any] = [] if values is None else values
         self.paths = paths
         self.nodes = nodes
+        self.ptrs: list[int] | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -185,7 +187,7 @@ class EntryColumn:
         storage's: the book keeps them, and the storages, for the compile's readers of the
         column's storages (:meth:`~derivgraph.column_layout.ColumnLayouts.note_addresses`)."""
         entries, storages = self.entries, self.storages
-        ptrs = list(map(torch.Tensor.data_ptr, storages))
+        ptrs = self.ptrs = list(map(torch.Tensor.data_ptr, storages))
         deque(map(setattr, entries, repeat("startup_ptr"), ptrs), 0)
         layout = None if book is None else book.common(storages)
         if layout is not None and layout.type is torch.Tensor and layout.contiguous is True \
@@ -236,8 +238,8 @@ class AliasColumn(EntryColumn):
         if read is not None and storages \
                 and tensor_method(set(map(type, storages)), "data_ptr") is _DATA_PTR:
             ptrs = read_at_run(read[0], read[1], storages)
-        deque(map(setattr, self.entries, repeat("startup_ptr"),
-                  map(_DATA_PTR, storages) if ptrs is None else ptrs), 0)
+        self.ptrs = list(map(_DATA_PTR, storages)) if ptrs is None else ptrs
+        deque(map(setattr, self.entries, repeat("startup_ptr"), self.ptrs), 0)
 
 
 #: the sources as a startup record read them and their ``data_ptr()`` s, in order
@@ -270,7 +272,8 @@ def held_columns(columns: Sequence[EntryColumn], others: Sequence[Entry],
     rebind writes one :func:`~derivgraph.paths.set_slot` of an entry's name on its owner, so
     only the ``others`` of a column's name can reach its holders: it is kept where each of
     those has a module owner, as ``owners`` read it (the reader the binds used: nothing on
-    the way was written), that is none of the column's owners."""
+    the way was written), that is none of the column's owners. Each names its column
+    (whose ids and storages the holder table takes for its rows')."""
     if not columns:
         return []
     names = {column.name for column in columns}
@@ -283,7 +286,7 @@ def held_columns(columns: Sequence[EntryColumn], others: Sequence[Entry],
         if not all(isinstance(o, nn.Module) for o in found) \
                 or any(any(map(_is, column.owners, repeat(o))) for o in found):
             continue
-        out.append((column.name, column.entries, column.owners))
+        out.append((column.name, column.entries, column.owners, column))
     return out
 
 

@@ -29,7 +29,9 @@ from derivgraph.runtime.accessors import (
     HolderTable,
     HopTable,
     PathReads,
+    column_read,
     column_rows,
+    column_spans,
     holder_dicts,
     holder_of,
     holders_of,
@@ -53,6 +55,19 @@ _first, _second, _last = operator.itemgetter(0), operator.itemgetter(1), operato
 # a bound source's (path, where, tensor, pointer): its tensor and its pointer
 _source_tensor, _source_ptr = operator.itemgetter(2), operator.itemgetter(3)
 _storage = operator.attrgetter("storage")
+
+
+def _found_rows(entries: list[Entry], columns: list[HeldColumn],
+                ) -> tuple[list[slice | None], bytearray]:
+    """Where each of ``columns``' rows lie in ``entries`` (:func:`column_rows`, a column's
+    rows taken by no earlier column; None: not found) and the positions so taken (1)."""
+    taken = bytearray(len(entries))
+    found: list[slice | None] = []
+    for _name, rows, owners, *_ in columns:
+        found.append(column_rows(entries, rows, owners, taken))
+        if found[-1] is not None:
+            taken[found[-1]] = b"\x01" * len(rows)
+    return found, taken
 
 
 class Holders:
@@ -143,7 +158,12 @@ class Holders:
             ptrs = data_ptrs(tensors)
         self._source_checks = self._source_watch = None
         self._source_watchable = True
-        entry_paths = list(map(_owner_path, self.entries.values()))  # the walk's, and refresh's
+        entries, columns = list(self.entries.values()), list(columns)
+        found, taken = _found_rows(entries, columns)
+        # the walk's, and refresh's: a column's rows' paths are its own (adoption's reading)
+        entry_paths = column_read(entries, _owner_path, [
+            (rows, column.paths) for rows, column in column_spans(columns, found, entries)
+            if column.paths is not None and len(column.paths) == len(column.ids)])
         objs = self.walk(owner_paths, entry_paths).objects
         owners = list(map(objs.get, owner_paths, repeat(MISSING)))  # objs[""] is the model
         # holder_dicts is a function of the owners' registries and dicts: the same objects,
@@ -157,24 +177,27 @@ class Holders:
         self._source_owners, self._source_hops = owner_paths, None  # see source_hops
         self._proven = None
         self._sources_stale = False
-        self.refresh(columns, entry_paths)
+        self.refresh(columns, entry_paths, (entries, found, taken))
 
     def refresh(self, columns: Iterable[HeldColumn] = (),
-                entry_paths: list[str] | None = None) -> None:
+                entry_paths: list[str] | None = None,
+                rows: tuple[list[Entry], list[slice | None], bytearray] | None = None) -> None:
         """Re-read each derived tensor's holder slot (after a walk; ``columns``: as
         :meth:`bind`'s). Derived scalars and tuple items are left out of the table (a tuple
         item: the tuple's hop): each kind and slot is read in one sweep, but a column's rows
-        (:func:`column_rows`: attribute slots of a tensor kind) are kept unread.
+        (:func:`column_rows`: attribute slots of a tensor kind) are kept unread, and where a
+        column names its entry column, the table takes that column's ids and storages
+        (:func:`~derivgraph.runtime.accessors.column_spans`).
         ``entry_paths``: every entry's owner path in the entries' order, as the walk read
-        them (nothing written since), else each is read where it is needed."""
-        entries = list(self.entries.values())
+        them (nothing written since), else each is read where it is needed. ``rows``: the
+        entries (in order), and ``columns``' rows found in them as :func:`_found_rows` found
+        them (the caller's, nothing written since), else found here."""
         columns = list(columns)
-        taken = bytearray(len(entries))
-        found: list[slice | None] = []
-        for _name, rows, owners in columns:
-            found.append(column_rows(entries, rows, owners, taken))
-            if found[-1] is not None:
-                taken[found[-1]] = b"\x01" * len(rows)
+        if rows is None:
+            entries = list(self.entries.values())
+            found, taken = _found_rows(entries, columns)
+        else:
+            entries, found, taken = rows
         rest = not_taken(taken)  # None: every entry read
         read = entries if rest is None else list(map(entries.__getitem__, rest))
         scalar = list(map(_is, map(_kind, read), repeat(TensorKind.SCALAR)))  # one sweep
@@ -187,7 +210,8 @@ class Holders:
         held = list(compress(entries, keep))
         self.table = HolderTable(held, self._where, holders_of(
             self.hops.objects if self.hops else {}, self.model, held, columns,
-            found if every else None, entry_paths if every else None))
+            found if every else None, entry_paths if every else None),
+            column_spans(columns, found, held) if every else ())
         self._scalars = list(compress(read, scalar))
         self._scalar_reads = None
 

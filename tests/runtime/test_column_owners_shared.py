@@ -51,7 +51,7 @@ def test_canary_a_column_of_the_same_owners_on_other_rows_is_read_by_name(
     plan, kept = _compiled(monkeypatch)
     entries = plan.holders.table.entries
     want = _reference(plan, entries)
-    (name0, rows0, owners0), (name1, rows1, _owners1) = kept["held"][:2]
+    (name0, rows0, owners0, *_), (name1, rows1, _owners1, *_) = kept["held"][:2]
     columns = [(name0, rows0[:-1], owners0[:-1]), (name1, rows1[1:], owners0[:-1])]
     got = _ids(holders_of(plan.holders.hops.objects, plan.model, entries, columns))
     assert got == want and "decoy" not in got[1]
@@ -67,7 +67,7 @@ def test_canary_same_paths_other_owners_are_read_by_name(
     plan, kept = _compiled(monkeypatch)
     entries = plan.holders.table.entries
     want = _reference(plan, entries)
-    (name0, rows0, owners0), (name1, rows1, _owners1) = kept["held"][:2]
+    (name0, rows0, owners0, *_), (name1, rows1, _owners1, *_) = kept["held"][:2]
     decoys = []
     for owner in owners0:
         decoy = nn.Module()

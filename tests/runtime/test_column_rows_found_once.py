@@ -89,7 +89,7 @@ def test_a_column_not_found_in_refresh_is_looked_for_again(
     h = plan.holders
     entries, objects = h.table.entries, h.hops.objects
     want = _ids(holders_of(objects, plan.model, entries))
-    name, rows, owners = kept["held"][0]
+    name, rows, owners, *_ = kept["held"][0]
     decoys = [nn.Module() for _ in owners]
     columns = [(name, rows, decoys), (name, rows, owners)]
     taken = bytearray(len(entries))

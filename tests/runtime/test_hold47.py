@@ -62,7 +62,7 @@ def test_canary_a_column_is_taken_only_where_the_walk_finds_its_owners(
     plan, kept = _compiled(monkeypatch)
     entries, objects = plan.holders.table.entries, plan.holders.hops.objects
     want = _ids(holders_of(objects, plan.model, entries))
-    name, rows, owners = kept["held"][0]
+    name, rows, owners, *_ = kept["held"][0]
     decoys = []
     for _ in owners:
         decoy = nn.Module()
@@ -80,7 +80,7 @@ def test_a_column_out_of_its_names_order_is_read_as_before(
     plan, kept = _compiled(monkeypatch)
     entries, objects = plan.holders.table.entries, plan.holders.hops.objects
     want = _ids(holders_of(objects, plan.model, entries))
-    name, rows, owners = kept["held"][0]
+    name, rows, owners, *_ = kept["held"][0]
     planted = [(name, rows[::-1], owners[::-1]), (name, rows[:-1], owners), (name, [], [])]
     assert _ids(holders_of(objects, plan.model, entries, planted)) == want
 

@@ -63,7 +63,7 @@ def test_canary_rows_taken_by_a_column_are_not_taken_again(
     plan, kept = _compiled(monkeypatch)
     entries = plan.holders.table.entries
     want = _reference(plan, entries)
-    name, rows, owners = kept["held"][0]
+    name, rows, owners, *_ = kept["held"][0]
     planted = [*kept["held"], ("decoy", rows, owners)]
     got = _ids(holders_of(plan.holders.hops.objects, plan.model, entries, planted))
     assert got == want and "decoy" not in got[1]
@@ -75,7 +75,7 @@ def test_part_of_a_column_is_taken_or_read_as_before(monkeypatch: pytest.MonkeyP
     plan, kept = _compiled(monkeypatch)
     entries = plan.holders.table.entries
     want = _reference(plan, entries)
-    name, rows, owners = kept["held"][1]
+    name, rows, owners, *_ = kept["held"][1]
     cut = {"one row": slice(2, 3), "last rows": slice(3, None),
            "every other row": slice(0, None, 2), "reversed": slice(None, None, -1)}[pick]
     got = _ids(holders_of(plan.holders.hops.objects, plan.model, entries,
