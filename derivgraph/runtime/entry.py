@@ -146,9 +146,6 @@ class TableColumn(Protocol):
     storages: list[Any]
     paths: list[str] | None
     ptrs: list[int] | None
-    #: whether every row keeps its startup storage once ``ptrs`` is recorded (the column's
-    #: ``record_startup`` sets each row's :attr:`Entry.startup_data` there, or none's)
-    keeps: bool
 
 
 _STORAGE, _ADOPTED = operator.attrgetter("storage"), operator.attrgetter("adopted")

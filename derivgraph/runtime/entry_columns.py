@@ -79,10 +79,6 @@ class EntryColumn:
 
     #: every row's node's tensor kind
     kind = TensorKind.ATTRIBUTE
-    #: :meth:`record_startup` sets every row's ``startup_data`` (never cleared): every row
-    #: keeps its startup storage once ``ptrs`` is set
-    #: (:func:`~derivgraph.runtime.entry.keeps_startup`)
-    keeps = True
 
     def __init__(self, template: str, name: str, ids: list[str], entries: list[Entry],
                  owners: list[Any], values: list[Any] | None = None,
@@ -213,8 +209,6 @@ class AliasColumn(EntryColumn):
     __slots__ = ()
 
     kind = TensorKind.ALIAS
-    #: no row's ``startup_data`` is set (not a held kind): none keeps startup storage
-    keeps = False
 
     def __init__(self, template: str, name: str, ids: list[str], entries: list[Entry],
                  owners: list[Any], values: list[Any] | None = None,

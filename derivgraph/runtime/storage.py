@@ -7,10 +7,9 @@ compiler lowers against.
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from itertools import compress, islice, repeat
-from operator import attrgetter, is_, not_, setitem
+from operator import attrgetter, is_, not_
 from typing import Any
 
 import torch
@@ -24,57 +23,22 @@ from derivgraph.compiler.ir import Node, NodeKind
 from derivgraph.compiler.layers import closed_layers, order_without_rows
 from derivgraph.compiler.owners import PathReader
 from derivgraph.ops import OPS, OpKind
-from derivgraph.runtime.accessors import column_read, column_rows, not_taken
-from derivgraph.runtime.entry import Entry, EntryTable, TableColumn, keeps_startup
+from derivgraph.runtime.entry import Entry, keeps_startup
 
 __all__ = ["BoundTensors", "BoundViews", "may_view", "view_candidates"]
 
 _UNSET = object()
-_OP, _STORAGE, _STARTUP_PTR = attrgetter("op"), attrgetter("storage"), attrgetter("startup_ptr")
+_OP, _STORAGE = attrgetter("op"), attrgetter("storage")
 #: dtypes whose NumPy view's ``tolist`` gives the very Python numbers torch's ``tolist`` gives
 #: (each element converted exactly to a Python float, int or bool)
 _NUMPY_TOLIST = frozenset({torch.float32, torch.float64, torch.int64, torch.int32, torch.int16,
                            torch.int8, torch.uint8, torch.bool})
 
 
-def _restorable(entries: list[Entry],
-                spans: Sequence[tuple[slice, TableColumn]] = ()) -> bytes:
+def _restorable(entries: list[Entry]) -> bytes:
     """Per entry, 1 where it keeps startup data (a refill may re-point it: its storage is in
-    :meth:`BoundTensors.startup_addresses`, by the same rule: :func:`keeps_startup`), else 0.
-    ``spans``: recorded columns at their rows (:func:`_recorded_spans`), whose rows all keep
-    or none does (``keeps``); the rest is read."""
-    if not spans:
-        return bytes(keeps_startup(entries))
-    out = bytearray(len(entries))
-    taken = bytearray(len(entries))
-    for rows, column in spans:
-        m = len(column.entries)
-        taken[rows] = b"\x01" * m
-        if column.keeps:
-            out[rows] = b"\x01" * m
-    rest = not_taken(taken)
-    if rest is not None:
-        deque(map(setitem, repeat(out), rest,
-                  keeps_startup(map(entries.__getitem__, rest))), 0)
-    return bytes(out)
-
-
-def _recorded_spans(entries: list[Entry], columns: Sequence[TableColumn]) \
-        -> list[tuple[slice, TableColumn]]:
-    """Each of ``columns`` whose startup addresses are recorded (``ptrs``, one per row, and a
-    storage per row) with its rows' slice in ``entries`` (:func:`column_rows`, by identity; a
-    column not found there, or on rows an earlier one took, is left out)."""
-    taken = bytearray(len(entries))
-    out = []
-    for column in columns:
-        m, ptrs = len(column.entries), column.ptrs
-        if ptrs is None or not m == len(ptrs) == len(column.storages):
-            continue
-        rows = column_rows(entries, column.entries, column.ids, taken)  # one id per row
-        if rows is not None:
-            taken[rows] = b"\x01" * m
-            out.append((rows, column))
-    return out
+    :meth:`BoundTensors.startup_addresses`, by the same rule: :func:`keeps_startup`), else 0."""
+    return bytes(keeps_startup(entries))
 
 
 def host_tolist(buffer: torch.Tensor) -> Callable[[], list[Any]]:
@@ -166,13 +130,9 @@ class BoundTensors:
     """The tensors bound at compile; implements :class:`~derivgraph.compiler.lower.LowerContext`.
     """
 
-    def __init__(self, graph: DerivedGraph, entries: dict[str, Entry],
-                 table: EntryTable | None = None):
+    def __init__(self, graph: DerivedGraph, entries: dict[str, Entry]):
         self.graph = graph
         self.entries = entries
-        #: the plan's entry table whose ``by_id`` is ``entries`` (its columns' storages and
-        #: startup addresses are read for :meth:`startup_addresses`), else None
-        self.table = table
         self.meta_env: dict[str, Any] = {}
         self.sources: dict[str, torch.Tensor] = {}
         self.views: dict[str, torch.Tensor] = {}
@@ -399,19 +359,10 @@ class BoundTensors:
         held = self._startup
         if held is None:
             entries = list(self.entries.values())
-            spans = _recorded_spans(entries, self.table.columns) \
-                if self.table is not None and self.table.by_id is self.entries else []
-            mask = self._startup_mask = _restorable(entries, spans)
-            if not spans:
-                kept = list(compress(entries, mask))
-                held = self._startup = AtAddresses(list(map(_STORAGE, kept)),
-                                                   list(map(_STARTUP_PTR, kept)))
-                return held
-            # the columns' rows: their recorded storages and addresses (the entries' own)
-            storages = column_read(entries, _STORAGE, [(r, c.storages) for r, c in spans])
-            ptrs = column_read(entries, _STARTUP_PTR, [(r, c.ptrs) for r, c in spans])
-            held = self._startup = AtAddresses(list(compress(storages, mask)),
-                                               list(compress(ptrs, mask)))
+            mask = self._startup_mask = _restorable(entries)
+            kept = list(compress(entries, mask))
+            held = self._startup = AtAddresses([e.storage for e in kept],
+                                               [e.startup_ptr for e in kept])
         return held
 
     def take_startup_words(self, proven: AtAddresses, entries: list[Entry]) -> bool:
