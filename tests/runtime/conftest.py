@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 
-from derivgraph import dict_versions
-from derivgraph.runtime import engine, watch
+from derivgraph import dict_versions, planner
+from derivgraph.compiler.owners import PathReader
+from derivgraph.compiler.stamp import stamping
+from derivgraph.runtime import engine, entry_columns, watch
 from derivgraph.runtime.holders import Holders
+from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
 
 @pytest.fixture()
@@ -61,3 +65,17 @@ def _no_dict_tags_by_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """``DERIVGRAPH_TEST_NO_DICT_TAGS=1`` runs every runtime test with the tags unavailable."""
     if os.environ.get("DERIVGRAPH_TEST_NO_DICT_TAGS"):
         monkeypatch.setattr(dict_versions, "AVAILABLE", False)
+
+
+def at_entry_columns(monkeypatch: pytest.MonkeyPatch, check: Any) -> None:
+    """Compile a stamped 6-layer model, calling ``check(tables, planned, owners, proven)``
+    where the compile calls ``entry_columns`` (nothing written to the model yet)."""
+    real = entry_columns.entry_columns
+
+    def at(tables: Any, planned: Any, owners: PathReader, proven: Any = ()) -> Any:
+        check(tables, planned, owners, list(proven))
+        return real(tables, planned, owners, proven)
+
+    monkeypatch.setattr(planner, "entry_columns", at)
+    with stamping(True):
+        planner.compile_plan(scaling_model(6), [scaling_spec()])

@@ -9,27 +9,11 @@ from typing import Any
 import pytest
 import torch
 
-from derivgraph import planner
 from derivgraph.compiler.owners import PathReader
-from derivgraph.compiler.stamp import stamping
 from derivgraph.runtime import entry_columns
 from derivgraph.runtime.entry import Entry
 from derivgraph.runtime.entry_columns import AliasColumn
-from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
-
-
-def _at_entry_columns(monkeypatch: pytest.MonkeyPatch, check: Any) -> None:
-    """Compile a stamped 6-layer model, calling ``check(tables, planned, owners, proven)``
-    where the compile calls ``entry_columns`` (nothing written to the model yet)."""
-    real = entry_columns.entry_columns
-
-    def at(tables: Any, planned: Any, owners: PathReader, proven: Any = ()) -> Any:
-        check(tables, planned, owners, list(proven))
-        return real(tables, planned, owners, proven)
-
-    monkeypatch.setattr(planner, "entry_columns", at)
-    with stamping(True):
-        planner.compile_plan(scaling_model(6), [scaling_spec()])
+from tests.runtime.conftest import at_entry_columns
 
 
 def _counting_storage(monkeypatch: pytest.MonkeyPatch, entries: list[Entry]) -> list[int]:
@@ -65,7 +49,7 @@ def test_an_adopted_alias_column_reads_each_rows_storage_once(
         assert reads[0] == len(want)  # read once, by _from_adoption's proof
         seen.append(True)
 
-    _at_entry_columns(monkeypatch, check)
+    at_entry_columns(monkeypatch, check)
     assert seen
 
 
@@ -101,5 +85,5 @@ def test_canary_an_alias_record_with_a_meta_storage_is_not_taken(
             row.storage = kept
         seen.append(True)
 
-    _at_entry_columns(monkeypatch, check)
+    at_entry_columns(monkeypatch, check)
     assert seen

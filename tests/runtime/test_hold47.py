@@ -22,6 +22,7 @@ from derivgraph.compiler.stamp import stamping
 from derivgraph.runtime import entry_columns
 from derivgraph.runtime.accessors import holders_of
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+from tests.runtime.conftest import at_entry_columns
 
 
 def _compiled(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, dict[str, Any]]:
@@ -174,19 +175,6 @@ def test_the_startup_record_given_another_models_reader_reads_its_own(
     assert read and all(v is fresh.get(p) for p, v in read.items())
 
 
-def _at_entry_columns(monkeypatch: pytest.MonkeyPatch, check: Any) -> None:
-    """Compile a stamped 6-layer model, calling ``check(tables, planned, owners, proven)``
-    where the compile calls ``entry_columns`` (nothing written to the model yet)."""
-    real = entry_columns.entry_columns
-
-    def at(tables: Any, planned: Any, owners: PathReader, proven: Any = ()) -> Any:
-        check(tables, planned, owners, list(proven))
-        return real(tables, planned, owners, proven)
-
-    monkeypatch.setattr(planner, "entry_columns", at)
-    with stamping(True):
-        planner.compile_plan(scaling_model(6), [scaling_spec()])
-
 
 def _facts(columns: list[Any]) -> list[Any]:
     return [(type(c).__name__, c.template, c.name, list(c.ids), [id(e) for e in c.entries],
@@ -210,7 +198,7 @@ def test_entry_columns_take_adoptions_columns_and_make_the_same_ones(
         assert len(calls) == 4 and len(want) == 4 and _facts(got) == _facts(want)
         seen.append(True)
 
-    _at_entry_columns(monkeypatch, check)
+    at_entry_columns(monkeypatch, check)
     assert seen
 
 
@@ -224,7 +212,7 @@ def test_canary_a_record_of_another_column_is_not_taken(monkeypatch: pytest.Monk
         planted = [by_k[ks[0]]._replace(k=ks[1]), *(by_k[k] for k in ks[2:])]
         assert _facts(entry_columns.entry_columns(tables, planned, owners, planted)) == want
 
-    _at_entry_columns(monkeypatch, check)
+    at_entry_columns(monkeypatch, check)
 
 
 def test_canary_what_adoption_did_not_prove_is_still_read(
@@ -246,4 +234,4 @@ def test_canary_what_adoption_did_not_prove_is_still_read(
         assert "inv" in {c.name for c in got}  # read as before: planned holds the tensors
         assert not any(c.entries is record.entries for c in got)
 
-    _at_entry_columns(monkeypatch, check)
+    at_entry_columns(monkeypatch, check)
