@@ -9,8 +9,6 @@ import time
 from collections import deque
 from itertools import repeat
 
-import torch
-
 from derivgraph.planner import compile_plan
 from derivgraph.runtime.entry import StartupColumn
 from derivgraph.runtime.source_ptrs import SourcePtrs
