@@ -67,6 +67,7 @@ from derivgraph.runtime.engine import foreach_copy
 from derivgraph.runtime.entry import EntryTable, ProvenColumn
 from derivgraph.runtime.entry_columns import EntryColumn, entry_columns, held_columns
 from derivgraph.runtime.plan import Entry, Plan, Step, address_of
+from derivgraph.runtime.source_ptrs import SourcePtrs
 from derivgraph.spec.check import check_specs
 from derivgraph.spec.kinds import HELD_KINDS, TensorKind, is_engine
 from derivgraph.spec.model import Spec
@@ -420,7 +421,8 @@ def _record_startup(plan: Plan, owners: PathReader | None = None,
     read on the way (:func:`~derivgraph.runtime.accessors.read_paths`: the holder binding
     takes the sources' holder dicts from it while nothing is written to the model), with
     the addresses recorded of its objects (``ptrs``)."""
-    paths = [*plan.graph.sources(), *plan.folds.entries]
+    folds = list(plan.folds.entries)
+    paths = [*plan.graph.sources(), *folds]
     if owners is None or owners.root is not plan.model:
         owners = PathReader(plan.model)
     tensors, reads = read_paths(owners, paths)
@@ -435,7 +437,7 @@ def _record_startup(plan: Plan, owners: PathReader | None = None,
         entry.startup_ptr = address_of(entry.storage)
         if entry.node.kind in HELD_KINDS:
             entry.startup_data = entry.storage.detach()
-    plan.source_ptrs = dict(zip(paths, zip(map(id, tensors), ptrs)))
+    plan.source_ptrs = SourcePtrs.record(paths, tensors, ptrs, len(folds))  # by column
     if book is not None:  # their addresses: read here once
         book.note_read_addresses(tensors, ptrs, runs)
     return read, reads._replace(ptrs=ptrs)  # the holders' binding takes the addresses

@@ -15,7 +15,7 @@ from derivgraph.compiler.graph import DerivedNode, HeldDerived
 from derivgraph.paths import Slot
 from derivgraph.spec.kinds import TensorKind
 
-__all__ = ["Entry", "EntryTable", "LazyAlias", "ProvenColumn", "RowEntry", "TableColumn",
+__all__ = ["Entry", "EntryTable", "ProvenColumn", "RowEntry", "StartupColumn", "TableColumn",
            "address_of", "keeps_startup", "row_entries"]
 
 
@@ -34,20 +34,17 @@ class Entry:
         self.slot = slot if type(slot) is Slot else Slot(slot)
         self.adopted = adopted
         self.startup_ptr = 0
-        # a detached alias of the startup storage (None: none kept), or an entry column row's
-        # :data:`LazyAlias` until :meth:`startup_alias` first reads it
+        # a detached alias of the startup storage (None: none kept), or an entry column's
+        # :class:`StartupColumn` (its rows' one record) until :meth:`startup_alias` first reads it
         self.startup_data: Any = None
 
     def startup_alias(self) -> Any:
-        """The detached alias of the startup storage (None: none kept). A :data:`LazyAlias`
-        is made into it now, and kept: a plain tensor over the held storage at offset 0 of
-        the record's dtype, shape and row-major strides, on its device (what ``detach()``
-        of the startup storage gave: the record proved that storage's layout)."""
+        """The detached alias of the startup storage (None: none kept). A
+        :class:`StartupColumn` answers this entry's row (:meth:`StartupColumn.alias`), and
+        that alias is kept."""
         data = self.startup_data
-        if type(data) is tuple:
-            storage, layout = data
-            data = self.startup_data = torch.empty(
-                0, dtype=layout.dtype, device=layout.device).set_(storage, 0, layout.shape)
+        if type(data) is StartupColumn:
+            data = self.startup_data = data.alias(self.id)
         return data
 
     def nbytes(self) -> int:
@@ -99,11 +96,31 @@ def keeps_startup(entries: Iterable[Entry]) -> list[bool]:
     return list(map(operator.is_not, map(_STARTUP_DATA, entries), repeat(None)))
 
 
-#: an entry column row's startup storage kept without its detached alias: the storage's
-#: ``untyped_storage()`` (held: nothing frees it) and the column's layout record
-#: (:class:`~derivgraph.column_layout.ColumnLayout`: a plain tensor off the meta device,
-#: row-major, allocated fresh so at offset 0); :meth:`Entry.startup_alias` makes the alias
-LazyAlias = tuple[torch.UntypedStorage, Any]
+class StartupColumn:
+    """An entry column's startup storages kept without their detached aliases, one record for
+    the whole column: every row's entry's :attr:`Entry.startup_data` is this one object (no
+    record per row). ``storages``: each row's storage's ``untyped_storage()`` (held: nothing
+    frees them), ``ids``: the rows' ids, both in row order, and ``layout``: the column's
+    layout record (:class:`~derivgraph.column_layout.ColumnLayout`: plain tensors off the meta
+    device, row-major, allocated fresh so at offset 0). Nothing writes its lists."""
+
+    __slots__ = ("storages", "layout", "ids", "_rows")
+
+    def __init__(self, storages: list[torch.UntypedStorage], layout: Any, ids: list[str]):
+        self.storages, self.layout, self.ids = storages, layout, ids
+        self._rows: dict[str, int] | None = None  # id -> row, made on the first alias
+
+    def alias(self, id: str) -> torch.Tensor:
+        """Row ``id``'s detached alias, made now: a plain tensor over its held storage at
+        offset 0 of the record's dtype, shape and row-major strides, on its device (what
+        ``detach()`` of the startup storage gave: the record proved that storage's
+        layout)."""
+        rows = self._rows
+        if rows is None:
+            rows = self._rows = dict(zip(self.ids, count()))
+        layout = self.layout
+        return torch.empty(0, dtype=layout.dtype, device=layout.device).set_(
+            self.storages[rows[id]], 0, layout.shape)
 
 
 class ProvenColumn(NamedTuple):

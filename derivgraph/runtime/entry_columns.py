@@ -53,7 +53,7 @@ from derivgraph.compiler.owners import PathReader
 from derivgraph.errors import Rule, SpecIssue, SpecValidationError
 from derivgraph.paths import Slot
 from derivgraph.runtime.accessors import HeldColumn, ProvenOwners, same_owners
-from derivgraph.runtime.entry import Entry, ProvenColumn
+from derivgraph.runtime.entry import Entry, ProvenColumn, StartupColumn
 from derivgraph.spec.kinds import TensorKind
 
 __all__ = ["AliasColumn", "EntryColumn", "entry_columns", "held_columns"]
@@ -180,8 +180,9 @@ class EntryColumn:
 
         ``book``: the compile's layout book; where it records the column's storages (in
         their order) as plain row-major tensors off the meta device, each row keeps its
-        storage and the record (:data:`~derivgraph.runtime.entry.LazyAlias`, one
-        ``untyped_storage()`` each) and the alias is made where it is first read
+        storage (one ``untyped_storage()`` each) in the column's one record
+        (:class:`~derivgraph.runtime.entry.StartupColumn`, every row's entry's
+        ``startup_data``: no record per row) and the alias is made where it is first read
         (:meth:`~derivgraph.runtime.entry.Entry.startup_alias`). There, each row is at offset
         0 of its storage (what the alias is made at), so the addresses just read are its
         storage's: the book keeps them, and the storages, for the compile's readers of the
@@ -193,7 +194,8 @@ class EntryColumn:
         if layout is not None and layout.type is torch.Tensor and layout.contiguous is True \
                 and not layout.is_meta:
             held = list(map(torch.Tensor.untyped_storage, storages))
-            deque(map(setattr, entries, repeat("startup_data"), zip(held, repeat(layout))), 0)
+            record = StartupColumn(held, layout, self.ids)
+            deque(map(setattr, entries, repeat("startup_data"), repeat(record)), 0)
             book.note_addresses(storages, ptrs, held)  # type: ignore[union-attr]
             return
         deque(map(setattr, entries, repeat("startup_data"),

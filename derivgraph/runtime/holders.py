@@ -38,6 +38,7 @@ from derivgraph.runtime.accessors import (
     not_taken,
 )
 from derivgraph.runtime.entry import Entry, address_of
+from derivgraph.runtime.source_ptrs import recorded_same
 from derivgraph.runtime.watch import ItemWatch, watch_items
 from derivgraph.spec.kinds import TensorKind
 
@@ -399,9 +400,13 @@ class Holders:
                 moved.append(key)
         checked, self._sources_checked = self._sources_checked, None
         intact = (report is not None and checked is report) or self.sources_intact()
-        paths = self._startup_sources(source_ptrs)[1] if intact else source_ptrs
-        for path in paths:
-            obj_id, ptr = source_ptrs[path]
+        if intact:
+            paths = self._startup_sources(source_ptrs)[1]
+            rows: Iterable[tuple[str, tuple[int, int]]] = zip(
+                paths, map(source_ptrs.__getitem__, paths))
+        else:
+            rows = source_ptrs.items()  # in order (a SourcePtrs' by its lists)
+        for path, (obj_id, ptr) in rows:
             current = get_path(self.model, path)
             if id(current) != obj_id or address_of(current) != ptr:
                 moved.append(path)
@@ -464,8 +469,11 @@ class Holders:
         other paths of ``source_ptrs`` (checked one by one)."""
         cached = self._proven
         if cached is None or cached[0] is not source_ptrs or cached[1] != len(source_ptrs):
-            proven = frozenset(src for src, _w, tensor, ptr in self._sources
-                               if source_ptrs.get(src) == (id(tensor), ptr))
+            bound = self._sources
+            paths = list(map(_first, bound))
+            same = recorded_same(source_ptrs, paths, list(map(_source_tensor, bound)),
+                                 list(map(_source_ptr, bound)))
+            proven = frozenset(compress(paths, same))
             cached = self._proven = (source_ptrs, len(source_ptrs), proven,
                                      [p for p in source_ptrs if p not in proven])
         return cached[2], cached[3]

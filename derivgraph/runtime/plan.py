@@ -54,6 +54,7 @@ from derivgraph.runtime.holders import Holders
 from derivgraph.runtime.programs import PassKind, Programs
 from derivgraph.runtime.replay import CpuPass, WriteRecorder, storages_read
 from derivgraph.runtime.report import RunReport, rows
+from derivgraph.runtime.source_ptrs import SourcePtrs
 from derivgraph.runtime.storage import BoundTensors
 from derivgraph.spec.kinds import TENSOR_KINDS
 
@@ -77,7 +78,8 @@ class Plan:
         #: every derived tensor's :class:`Entry` by id: a read-only Mapping (see EntryTable)
         self.entries = EntryTable()
         by_id = self.entries.by_id  # what the plan's own parts read
-        self.source_ptrs: dict[str, tuple[int, int]] = {}
+        #: the sources' startup record: path -> (object id, address) (set by compile_plan)
+        self.source_ptrs: Mapping[str, tuple[int, int]] = SourcePtrs([], [], [])
         self.strict = True
         self.constant_entries: list[str] = []  # derived tensors no source feeds
         self.constant_values: dict[str, torch.Tensor] = {}  # their values, made at compile

@@ -10,7 +10,7 @@ import torch
 
 from derivgraph import compile_plan
 from derivgraph.runtime import storage as storage_module
-from derivgraph.runtime.entry import Entry, keeps_startup
+from derivgraph.runtime.entry import Entry, StartupColumn, keeps_startup
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
 
@@ -20,7 +20,8 @@ def test_keeps_startup_marks_the_entries_with_startup_data():
     assert keeps_startup(entries) == [e.startup_data is not None for e in entries]
     assert True in keeps_startup(entries) and False in keeps_startup(entries)
     lazy: Entry = entries[0]
-    lazy.startup_data = (torch.zeros(2).untyped_storage(), None)  # a LazyAlias counts
+    lazy.startup_data = StartupColumn([torch.zeros(2).untyped_storage()], None,
+                                      [lazy.id])  # a column's record counts
     none = entries[1]
     none.startup_data = None
     assert keeps_startup([lazy, none]) == [True, False]

@@ -16,6 +16,7 @@ from torch import nn
 from derivgraph import DerivedTensor, Spec, Target, compile_plan
 from derivgraph.column_layout import ColumnLayout, ColumnLayouts
 from derivgraph.compiler import codegen, flat
+from derivgraph.runtime.entry import StartupColumn
 
 SIZE = 64
 
@@ -122,7 +123,7 @@ def test_a_compiled_flat_pass_holds_its_outputs_noted_storages(layers, monkeypat
     operands = [layer.w for layer in model] * 2 + [layer.gscale for layer in model]
     held = [s for k, v in plan.bindings.items() if k.startswith("held") for s in v]
     assert sorted(s.data_ptr() for s in held) == sorted(_storage_ptrs(outs + operands))
-    templates = sum(not isinstance(plan.entries[f"0.{name}"].startup_data, tuple)
+    templates = sum(type(plan.entries[f"0.{name}"].startup_data) is not StartupColumn
                     for name in ("rw", "prod"))
     assert reads == [3 * layers + templates]  # w, w and gscale; no output but a template
     with torch.no_grad():

@@ -3,8 +3,9 @@
 A derived tensor the engine may re-point (``t.data = new``) keeps a detached alias of its
 startup storage, which the refill puts back (``restore_storage``). An entry column's rows whose
 storages the compile's layout book records (plain, row-major, off the meta device) keep their
-storage (``untyped_storage()``) and the record instead; :meth:`Entry.startup_alias` makes the
-alias on the first read. The oracle is the rule it defers: ``detach()`` of the startup storage,
+storage (``untyped_storage()``) instead, in one record per column (``StartupColumn``, shared
+by the rows: no record per row); :meth:`Entry.startup_alias` makes the row's alias on the
+first read. The oracle is the rule it defers: ``detach()`` of the startup storage,
 taken here before anything is re-pointed, compared fact by fact (type, dtype, shape, strides,
 offset, device, storage, values); and a re-pointed stamped plan is restored as the plain
 compile's (every alias detached at startup) is. The layers' tensors are 3-D with a size-1 dim
@@ -22,6 +23,7 @@ from torch import nn
 
 from derivgraph import compile_plan
 from derivgraph.compiler.stamp import stamping
+from derivgraph.runtime.entry import StartupColumn
 from derivgraph.tools.bench_scaling import scaling_spec
 
 LAYERS = 10
@@ -63,8 +65,16 @@ def test_a_column_row_keeps_its_storage_and_record_until_read() -> None:
     plan = _compile(True)
     rows = [e for e in _held(plan) if not e.id.startswith("layers.0.")]
     assert len(rows) == 3 * (LAYERS - 1)
+    # one record per column, shared by its rows (no record per row), in row order
+    records = {id(e.startup_data): e.startup_data for e in rows}
+    assert len(records) == 3
+    assert all(type(r) is StartupColumn for r in records.values())
+    for record in records.values():
+        column = [e for e in rows if e.startup_data is record]
+        assert record.ids == [e.id for e in column] and len(record.storages) == LAYERS - 1
     for entry in rows:
-        storage, layout = entry.startup_data
+        record = entry.startup_data
+        storage, layout = record.storages[record.ids.index(entry.id)], record.layout
         assert isinstance(storage, torch.UntypedStorage)
         assert storage._cdata == entry.storage.untyped_storage()._cdata
         assert (layout.type, layout.dtype, tuple(layout.shape), layout.contiguous) == \
@@ -81,8 +91,9 @@ def test_the_alias_made_later_is_the_detached_alias(device: str) -> None:
     plan = _compile(True, device)
     held = _held(plan)
     detached = [e.storage.detach() for e in held]  # the rule, before anything is read
-    assert sum(type(e.startup_data) is tuple for e in held) == 3 * (LAYERS - 1)
-    for entry, reference in zip(held, detached):
+    assert sum(type(e.startup_data) is StartupColumn for e in held) == 3 * (LAYERS - 1)
+    order = list(zip(held, detached))
+    for entry, reference in order[::-1]:  # the rows read out of order: each its own row's
         alias = entry.startup_alias()
         assert _facts(alias) == _facts(reference), entry.id
         assert torch.equal(alias, reference)
