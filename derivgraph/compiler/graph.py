@@ -566,12 +566,13 @@ class DerivedGraph:
         for keys in due:
             self._cse_table.update(keys())
 
-    def add_made(self, ids: list[str], nodes: list[Node],
+    def add_made(self, ids: list[str], nodes: list[Node] | None,
                  users: list[list[str]] | Sequence[HeldColumn],
                  sources: list[tuple[str, torch.Tensor]],
                  ops: int | list[tuple[Any, str]],
                  names: set[str],
-                 keys: Callable[[], Iterable[tuple[Any, str]]] | None = None) -> None:
+                 keys: Callable[[], Iterable[tuple[Any, str]]] | None = None,
+                 id_set: Set[str] | None = None) -> None:
         """What :meth:`place_source` and :meth:`op_keyed` leave for a run of new nodes, in
         order: ``nodes`` (sources and ops, none a node yet, no id with users yet, every
         input one of them made before it) with their ``ids`` and their ``users`` lists
@@ -579,10 +580,11 @@ class DerivedGraph:
         (each source's path and tensor), ``ops`` (each op's CSE key, new, and id, numbered
         on from :meth:`op_count`; or how many ops, their pairs given by ``keys()`` when the
         table is next read: each key new, none of them read before), ``names`` (their
-        ops)."""
+        ops). ``nodes`` None: they are the held columns ``users``' rows, held by them
+        (``id_set``: the set of ``ids``, where the caller made it)."""
         before = len(self.ir.nodes)
-        self.ir.add_fresh(ids, nodes, users)
-        self._added(before, len(nodes), map(_FIRST, sources))
+        self.ir.add_fresh(ids, nodes, users, id_set)
+        self._added(before, len(ids) if nodes is None else len(nodes), map(_FIRST, sources))
         self.read_sources.update(sources)
         if isinstance(ops, int):
             assert keys is not None
@@ -593,11 +595,13 @@ class DerivedGraph:
             self._op_count += len(ops)
         self.op_names.update(names)
 
-    def is_fresh(self, ids: list[str]) -> bool:
+    def is_fresh(self, ids: list[str], fresh: set[str] | None = None) -> bool:
         """Whether no id of ``ids`` is a node or a derived tensor or has users, none twice:
         one sweep of the users' keys, which hold every node's id (each add gives a node
-        its users list), every derived tensor's being a node's (:meth:`add_derived`)."""
-        fresh = set(ids)
+        its users list), every derived tensor's being a node's (:meth:`add_derived`).
+        ``fresh``: the set of ``ids``, where the caller made it."""
+        if fresh is None:
+            fresh = set(ids)
         return len(fresh) == len(ids) and self.ir.users.keys().isdisjoint(fresh)
 
     def op_count(self) -> int:
@@ -649,8 +653,9 @@ class DerivedGraph:
         before = len(self.ir.nodes)
         if columns:
             leaves = [HeldLeaves(column, _DERIVED) for column in columns]
-            held = [column.nodes(_DERIVED) for column in leaves]
-            self.ir.add_leaves(list(chain.from_iterable(zip(*held))), ids, leaves, id_set)
+            for column in leaves:
+                column.hold(_DERIVED)
+            self.ir.add_leaves(None, ids, leaves, id_set)  # held by column where fresh
         else:
             self.ir.add_leaves(list(map(Node, ids, repeat(_DERIVED))), ids, (), id_set)
         self._added(before, len(ids))

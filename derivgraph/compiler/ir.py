@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from derivgraph._enum import StrEnum
 
-__all__ = ["Graph", "HeldColumn", "HeldLeaves", "HeldNode", "Node", "NodeKind", "Users",
+__all__ = ["Graph", "HeldColumn", "HeldLeaves", "HeldNode", "Node", "NodeKind", "Nodes", "Users",
            "calls_of", "depth_first", "row_users"]
 
 _INPUTS = attrgetter("inputs")
@@ -77,28 +77,55 @@ class HeldColumn:
         self._rows: dict[str, int] | None = None  # id -> row, made on the first node made
         #: row -> its node's users list, where the graph holds them by column (:class:`Users`)
         self.users: Callable[[int], list[str]] | None = None
+        #: its held nodes' class (:meth:`hold`)
+        self.node_class: type[HeldNode] | None = None
 
-    def nodes(self, kind: NodeKind, op: Any = _PER_ROW) -> list[Node]:
-        """One held node per id, of ``kind`` (every row's ``fields`` must give it); ``op``:
-        every row's op, when the caller knows it (read then without making the node)."""
+    def hold(self, kind: NodeKind, op: Any = _PER_ROW) -> type[HeldNode]:
+        """The class of this column's held nodes, of ``kind`` (every row's ``fields`` must
+        give it); ``op``: every row's op, when the caller knows it (read then without making
+        the node). Kept as :attr:`node_class` (what :meth:`node` makes)."""
         attrs: dict[str, Any] = {"__slots__": (), "column": self, "kind": kind}
         if op is not _PER_ROW:
             attrs["op"] = _held_field("op", op)
-        cls = type("HeldNode", (HeldNode,), attrs)
-        held = list(map(object.__new__, repeat(cls, len(self.ids))))
+        cls = self.node_class = type("HeldNode", (HeldNode,), attrs)
+        return cls
+
+    def nodes(self, kind: NodeKind, op: Any = _PER_ROW) -> list[Node]:
+        """One held node per id, of :meth:`hold` ``(kind, op)``'s class."""
+        self.hold(kind, op)
+        return self.held_nodes()
+
+    def held_nodes(self) -> list[Node]:
+        """One held node per id, new, of the class :meth:`hold` gave last."""
+        held = list(map(object.__new__, repeat(self.node_class, len(self.ids))))
         deque(map(setattr, held, repeat("id"), self.ids), maxlen=0)  # one C-level sweep
         return held
 
+    def node(self, row: int) -> HeldNode:
+        """Row ``row``'s held node, new, of the class :meth:`hold` gave last."""
+        node = object.__new__(self.node_class)
+        node.id = self.ids[row]
+        return node
+
+    def rows(self) -> dict[str, int]:
+        """Each id's row (built on first use, then kept)."""
+        if self._rows is None:
+            self._rows = dict(zip(self.ids, range(len(self.ids))))
+        return self._rows
+
     def row(self, node_id: str) -> int:
         """The row of the node ``node_id``."""
-        if self._rows is None:
-            self._rows = {n: i for i, n in enumerate(self.ids)}
-        return self._rows[node_id]
+        return self.rows()[node_id]
 
     def indexed(self, node_id: str) -> bool:
         """Whether ``node_id`` is a row of this column, where its row index was built (a
         made node's column's is: :meth:`HeldNode.made`)."""
         return self._rows is not None and node_id in self._rows
+
+
+def _rows_of(columns: Sequence[HeldColumn]) -> list[Node]:
+    """The held nodes of ``columns`` (:meth:`HeldColumn.held_nodes`), a row at a time."""
+    return list(chain.from_iterable(zip(*[column.held_nodes() for column in columns])))
 
 
 def _no_users(row: int) -> list[str]:
@@ -123,9 +150,9 @@ class HeldLeaves(HeldColumn):
         self.kind = kind
         self.values: list[str | None] = [None] * len(ids)  # each row's value, if given
 
-    def nodes(self, kind: NodeKind, op: Any = None) -> list[Node]:
-        """One held node per id, of ``kind``; a leaf's op is None (:meth:`_fields`)."""
-        return super().nodes(kind, None)
+    def hold(self, kind: NodeKind, op: Any = None) -> type[HeldNode]:
+        """Its held nodes' class, of ``kind``; a leaf's op is None (:meth:`_fields`)."""
+        return super().hold(kind, None)
 
     def _fields(self, row: int) -> tuple[Any, ...]:
         value = self.values[row]
@@ -245,12 +272,12 @@ class Users(dict[str, list[str]]):
         """The held column ``node_id`` is a row of, or None."""
         if _has(self, node_id) or self._graph is None:
             return None
-        node = self._graph.nodes.get(node_id)
-        if node is None:
-            return None
-        column = getattr(type(node), "column", None)  # a held node not made yet
+        nodes = self._graph.nodes
+        column = nodes.column(node_id, made=True)  # a held row's, or a held node not made
         if column is not None:
             return self._columns.get(id(column))
+        if node_id not in nodes:
+            return None
         for column in self._columns.values():  # a made node: its column indexed its rows
             if column.indexed(node_id):
                 return column
@@ -378,11 +405,221 @@ class _UsersKeys(KeysView[str]):
         return not users._held or graph is None or graph.nodes.keys().isdisjoint(other)
 
 
+class Nodes(dict[str, Node]):
+    """The graph's nodes by id: equal, key order included, to the ``dict`` the eager adds
+    leave. Nodes set one by one are this dict's own; a run of fresh held nodes
+    (:meth:`hold`: :class:`HeldColumn` s, each with its :meth:`HeldColumn.hold` class)
+    keeps only its ids and columns: a row's :class:`HeldNode` is made on its first read
+    (:meth:`held`) and then kept (every reader sees one node, made into a :class:`Node`
+    on first use of a field as any held node). Which column an id is a row of is read
+    without making its node (:meth:`column`). Any other change to a held key first makes
+    every node (:meth:`_settle`: the eager dict)."""
+
+    __slots__ = ("_held", "_made")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._held: list[_Run] = []  # held runs, in order
+        self._made: dict[str, Node] = {}  # held rows' nodes made so far
+
+    def hold(self, ids: list[str], columns: Sequence[HeldColumn],
+             id_set: Set[str] | None = None) -> None:
+        """Add the ``ids`` (none a key yet, none twice; the ids of ``columns`` a row at a
+        time, ``ids[k::len(columns)]`` column ``k``'s, every column as long; ``id_set``:
+        their set, where the caller made it) after the keys so far, each id's node its
+        column's row's."""
+        columns = list(columns)
+        rows = len(columns[0].ids) if columns else 0
+        if len(ids) != rows * len(columns) or any(len(c.ids) != rows for c in columns) or \
+                rows and (ids[:len(columns)] != [c.ids[0] for c in columns]
+                          or ids[-len(columns):] != [c.ids[-1] for c in columns]):
+            raise ValueError("the ids are the columns' ids a row at a time")
+        self._held.append(_Run(dict.__len__(self), ids, columns,
+                               set(ids) if id_set is None else id_set))
+
+    def _place(self, node_id: Any) -> tuple[HeldColumn, int] | None:
+        """The held column and row of ``node_id``, or None (no node made)."""
+        for run in self._held:
+            if node_id in run.id_set:
+                at = run.position(node_id)
+                k = len(run.columns)
+                return run.columns[at % k], at // k
+        return None
+
+    def held(self, node_id: Any) -> Node | None:
+        """The node of ``node_id`` where it is a held row (made now if not yet); None
+        else."""
+        found = self._made.get(node_id)
+        if found is None and self._held:
+            place = self._place(node_id)
+            if place is not None:
+                column, row = place
+                found = self._made[node_id] = column.node(row)
+        return found
+
+    def column(self, node_id: str, made: bool = False) -> HeldColumn | None:
+        """The column of ``node_id``'s node where it is a held node not made into a
+        :class:`Node` yet (its class's ``column``), read without making a node; with
+        ``made``, a held row's column whether or not its node was made. None else."""
+        node = _get(self, node_id)
+        if node is None and self._held:
+            node = self._made.get(node_id)
+            if node is None or made:
+                place = self._place(node_id)
+                return None if place is None else place[0]
+        return getattr(type(node), "column", None)
+
+    def _settle(self) -> None:
+        """Make every held node and keep them all as own keys, in order (the eager dict)."""
+        if self._held:
+            items = list(self.items())
+            dict.clear(self)
+            dict.update(self, items)
+            self._held, self._made = [], {}
+
+    # ---- the mapping: own keys and held runs, in order -------------------------------------
+    def __missing__(self, node_id: str) -> Node:
+        found = self.held(node_id)
+        if found is None:
+            raise KeyError(node_id)
+        return found
+
+    def get(self, node_id: str, default: Any = None) -> Any:  # type: ignore[override]
+        found = _get(self, node_id)
+        if found is None and self._held:
+            found = self.held(node_id)
+        return default if found is None else found
+
+    def __contains__(self, node_id: object) -> bool:
+        return _has(self, node_id) or (bool(self._held) and (
+            node_id in self._made or self._place(node_id) is not None))
+
+    def __len__(self) -> int:
+        return dict.__len__(self) + sum(len(run.ids) for run in self._held)
+
+    def __iter__(self) -> Iterator[str]:
+        if not self._held:
+            return dict.__iter__(self)
+        own, parts, at = list(dict.__iter__(self)), [], 0
+        for run in self._held:
+            parts += [own[at:run.before], run.ids]
+            at = run.before
+        parts.append(own[at:])
+        return chain.from_iterable(parts)
+
+    def keys(self) -> Any:
+        return _NodesKeys(self) if self._held else dict.keys(self)
+
+    def items(self) -> Any:
+        return [(node_id, self[node_id]) for node_id in self] if self._held else dict.items(self)
+
+    def values(self) -> Any:
+        return [self[node_id] for node_id in self] if self._held else dict.values(self)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        return dict(self.items()) == dict(other.items())
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
+
+    def copy(self) -> dict[str, Node]:
+        return dict(self.items())
+
+    def __reduce__(self) -> Any:
+        return _nodes_of_items, (list(self.items()),)
+
+    def __setitem__(self, node_id: str, node: Node) -> None:
+        if self._held and node_id in self:
+            self._settle()
+        dict.__setitem__(self, node_id, node)
+
+    def __delitem__(self, node_id: str) -> None:
+        self._settle()
+        dict.__delitem__(self, node_id)
+
+    def setdefault(self, node_id: str, default: Any = None) -> Any:  # type: ignore[override]
+        found = self.get(node_id)
+        if found is None:
+            self[node_id] = found = default
+        return found
+
+    def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        self._settle()
+        dict.update(self, *args, **kwargs)
+
+    def pop(self, *args: Any) -> Any:  # type: ignore[override]
+        self._settle()
+        return dict.pop(self, *args)
+
+    def popitem(self) -> tuple[str, Node]:
+        self._settle()
+        return dict.popitem(self)
+
+    def clear(self) -> None:
+        dict.clear(self)
+        self._held, self._made = [], {}
+
+
+class _Run:
+    """A held run of :class:`Nodes`: how many own keys came before it, its ids (its
+    columns' a row at a time), its columns and the set of its ids. An id's position is
+    found by a C-level scan of the ids until the scans have read as many ids as the run
+    holds, then by an index built once (:meth:`position`): at most twice the index's
+    work, none where the reads are few and early (the compile's)."""
+
+    __slots__ = ("before", "ids", "columns", "id_set", "_index", "_scanned")
+
+    def __init__(self, before: int, ids: list[str], columns: list[HeldColumn],
+                 id_set: Set[str]) -> None:
+        self.before, self.ids, self.columns, self.id_set = before, ids, columns, id_set
+        self._index: dict[str, int] | None = None
+        self._scanned = 0  # how many ids the scans read so far
+
+    def position(self, node_id: str) -> int:
+        """The position of ``node_id`` (one of :attr:`ids`)."""
+        if self._index is None:
+            if self._scanned < len(self.ids):
+                at = self.ids.index(node_id)
+                self._scanned += at + 1
+                return at
+            self._index = dict(zip(self.ids, range(len(self.ids))))
+        return self._index[node_id]
+
+
+def _nodes_of_items(items: list[tuple[str, Node]]) -> Nodes:
+    """A :class:`Nodes` of own keys ``items`` (unpickling)."""
+    nodes = Nodes()
+    dict.update(nodes, items)
+    return nodes
+
+
+class _NodesKeys(KeysView[str]):
+    """:meth:`Nodes.keys`: ``isdisjoint`` by C-level sweeps (the own keys', each held
+    run's set)."""
+
+    _mapping: Nodes
+
+    def isdisjoint(self, other: Iterable[Any]) -> bool:
+        nodes = self._mapping
+        if not isinstance(other, (set, frozenset)):
+            other = set(other)
+        return dict.keys(nodes).isdisjoint(other) and \
+            all(run.id_set.isdisjoint(other) for run in nodes._held)
+
+
 class Graph:
     """Nodes by id (insertion ordered) with their users; O(1) edges, linear-time order."""
 
     def __init__(self) -> None:
-        self.nodes: dict[str, Node] = {}
+        self.nodes = Nodes()
         self.users = Users(self)
         self.version = 0
         #: how many nodes the adds were given (a node that replaced another counts too)
@@ -411,20 +648,33 @@ class Graph:
         self.added += 1
         return node
 
-    def add_leaves(self, nodes: list[Node], ids: list[str] | None = None,
+    def add_leaves(self, nodes: list[Node] | None, ids: list[str] | None = None,
                    columns: Sequence[HeldColumn] = (),
                    id_set: Set[str] | None = None) -> None:
         """:meth:`add` of each node (none with an input), in order (``ids``: their ids,
         where the caller has them; ``id_set``: the set of ``ids``, where the caller made
         it). ``columns``: every node is a held node of one of them, not made; where no id
         is a key of the users yet, their lists are then held by those columns
-        (:meth:`Users.hold`, each column's ``users`` set to none)."""
+        (:meth:`Users.hold`, each column's ``users`` set to none). ``nodes`` None: the
+        nodes are ``columns``' rows (``ids`` their ids a row at a time, each column with
+        its :meth:`HeldColumn.hold` class), held by them where no id is a key yet
+        (:meth:`Nodes.hold`), else made."""
         if ids is None:
+            assert nodes is not None
             ids = [node.id for node in nodes]
         users = self.users
         # before the nodes are added (held ids are nodes)
         fresh = users.keys().isdisjoint(ids if id_set is None else id_set)
-        self.nodes.update(zip(ids, nodes))
+        count = len(ids) if nodes is None else len(nodes)
+        if nodes is None and fresh and (id_set is not None or len(set(ids)) == len(ids)):
+            self.nodes.hold(ids, columns, id_set)
+        else:
+            if nodes is None:
+                nodes = _rows_of(columns)
+            if fresh:  # no id is a node (every node's id has users): added after the rest
+                dict.update(self.nodes, zip(ids, nodes))
+            else:
+                self.nodes.update(zip(ids, nodes))
         if fresh and columns:
             for column in columns:
                 column.users = _no_users
@@ -435,24 +685,33 @@ class Graph:
             for node_id in ids:
                 if node_id not in users:
                     users[node_id] = []
-        self.version += len(nodes)
-        self.added += len(nodes)
+        self.version += count
+        self.added += count
 
-    def add_fresh(self, ids: list[str], nodes: list[Node],
-                  users: list[list[str]] | Sequence[HeldColumn]) -> None:
+    def add_fresh(self, ids: list[str], nodes: list[Node] | None,
+                  users: list[list[str]] | Sequence[HeldColumn],
+                  id_set: Set[str] | None = None) -> None:
         """:meth:`add` of each node (id ``ids[i]``), in order, where no node's id has a node
-        or users yet and every input is a node added before it among ``nodes`` (checked by
-        the caller): ``users[i]`` is node ``i``'s users list as those adds leave it (the
-        nodes of ``nodes`` that read it, in order; the caller builds it from its template);
-        or ``users`` the held columns of every node of ``nodes`` (none made), whose
-        ``users(row)`` give those lists (:meth:`Users.hold`)."""
-        self.nodes.update(zip(ids, nodes))
+        or users yet, none twice, and every input is a node added before it among ``nodes``
+        (checked by the caller): ``users[i]`` is node ``i``'s users list as those adds leave
+        it (the nodes of ``nodes`` that read it, in order; the caller builds it from its
+        template); or ``users`` the held columns of every node of ``nodes`` (none made),
+        whose ``users(row)`` give those lists (:meth:`Users.hold`). ``nodes`` None: they
+        are those columns' rows (``ids`` a row at a time, each column with its
+        :meth:`HeldColumn.hold` class), held by them (:meth:`Nodes.hold`; ``id_set``: the
+        set of ``ids``, where the caller made it)."""
+        if nodes is None:
+            self.nodes.hold(ids, users, id_set)  # type: ignore[arg-type]
+            count = len(ids)
+        else:
+            self.nodes.update(zip(ids, nodes))
+            count = len(nodes)
         if users and isinstance(users[0], HeldColumn):
             self.users.hold(ids, users)  # type: ignore[arg-type]
         else:
             dict.update(self.users, zip(ids, users))
-        self.version += len(nodes)
-        self.added += len(nodes)
+        self.version += count
+        self.added += count
 
     def set_inputs(self, node_id: str, inputs: tuple[str, ...]) -> None:
         """Give an existing node (a derived tensor) its inputs."""
@@ -518,13 +777,13 @@ class Graph:
         stretch of a distinct :class:`HeldLeaves` column (the lane's nodes its nodes, none
         made, none given a value): per lane, its column and the stretch's first row; None
         else. A graph never replaces a node, so a column's nodes are the graph's."""
-        get = self.nodes.get
-        first = getattr(type(get(ids[0])), "column", None)
+        column_of = self.nodes.column  # a held node's not made (made none)
+        first = column_of(ids[0])
         if type(first) is not HeldLeaves:
             return None
         k = 1
         while k < len(ids):  # the lanes: up to the next node of the first one's column
-            column = getattr(type(get(ids[k])), "column", None)
+            column = column_of(ids[k])
             if column is first:
                 break
             if type(column) is not HeldLeaves:
@@ -534,7 +793,7 @@ class Graph:
             return None
         lanes = []
         for j in range(k):
-            column = getattr(type(get(ids[j])), "column", None)
+            column = column_of(ids[j])
             at = column.stretch(ids[j::k]) if type(column) is HeldLeaves else None
             if at is None:
                 return None

@@ -44,7 +44,7 @@ from derivgraph.compiler.graph import (
     refs_in,
     substitute,
 )
-from derivgraph.compiler.ir import HeldColumn, Node, NodeKind, row_users
+from derivgraph.compiler.ir import HeldColumn, NodeKind, row_users
 from derivgraph.compiler.reads import Call, SourceCall
 from derivgraph.paths import get_path
 
@@ -341,17 +341,17 @@ class Replay:
                 cols[step.out] = [f"%{i}:{name}" for i in range(start + k, start + n * width + 1,
                                                                 width)]
                 fresh += cols[step.out]
-        if not graph.is_fresh(fresh):
+        fresh_set = set(fresh)  # kept: the held run's set of ids (Nodes.hold)
+        if not graph.is_fresh(fresh, fresh_set):
             return None
         readers = self._readers
-        made: list[list[Node]] = []  # per step, its node on every layer
         columns: list[HeldColumn] = []  # per step, its column
         for step in self.steps:
             if type(step) is SourceStep:
                 _, shape, stride, dtype, device = step.layout
                 column = HeldColumn(cols[step.slot], partial(
                     _source_fields, shape, stride, dtype, device))
-                made.append(column.nodes(_SOURCE, None))
+                column.hold(_SOURCE, None)  # its nodes held by the graph (Nodes.hold)
                 slot = step.slot
             else:
                 assert type(step) is FlatStep  # _by_columns: at least one node argument
@@ -360,7 +360,7 @@ class Replay:
                 column = HeldColumn(ids, partial(
                     _op_fields, name, [(cols[s] if s >= 0 else None, v) for s, v in parts],
                     kwargs, [cols[s] for s in dict.fromkeys(order)]))
-                made.append(column.nodes(_OP, name))
+                column.hold(_OP, name)
                 ops.append((name, keyed, fkw, [cols[s] if f is None else None
                                                for s, f in keyed], ids))
                 slot = out
@@ -373,10 +373,11 @@ class Replay:
             columns.append(column)
         by_rows = chain.from_iterable
         graph.add_made(list(by_rows(zip(*[cols[s] for s in self._outs]))),
-                       list(by_rows(zip(*made))), columns,
+                       None, columns,  # the nodes: the columns' rows, held
                        list(by_rows(zip(*sources))), len(ops) * n,
                        {step.name for step in self.steps if type(step) is FlatStep},
-                       partial(_op_keys, ops, n))  # made when the CSE table is next read
+                       partial(_op_keys, ops, n),  # made when the CSE table is next read
+                       fresh_set)
         twins.hold(start + 1, start + n * width,  # the run's op numbers
                    partial(_run_twins, [(list(cols[step.out]), step.result)
                                         for step in self.steps if type(step) is FlatStep]))

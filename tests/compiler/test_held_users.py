@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+from itertools import chain
 from typing import Any
 
 import pytest
@@ -35,8 +36,16 @@ def _plan(held: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
             patch.setattr(stamp.Stamper, "_replay_run", lambda self, *args: False)
             patch.setattr(Graph, "add_leaves",
                           lambda self, nodes, ids=None, columns=(), id_set=None:
-                          add_leaves(self, nodes, ids, (), id_set))
+                          add_leaves(self, _made(nodes, columns), ids, (), id_set))
         return compile_plan(scaling_model(_LAYERS), [scaling_spec()])
+
+
+def _made(nodes: list[Node] | None, columns: Any) -> list[Node]:
+    """``add_leaves``' nodes, each column's rows' held nodes made where it holds them by
+    column (``nodes`` None)."""
+    if nodes is not None:
+        return nodes
+    return list(chain.from_iterable(zip(*[column.held_nodes() for column in columns])))
 
 
 def _held_graph(monkeypatch: pytest.MonkeyPatch) -> tuple[Graph, Graph]:

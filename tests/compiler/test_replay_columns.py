@@ -132,7 +132,7 @@ def test_canary_a_column_replay_blind_to_made_nodes_is_caught(
     first is made again, and not touched)."""
     model = scaling_model(6)
     rows, _, _ = _built(model, [_peek_spec(), scaling_spec()], False, monkeypatch)
-    monkeypatch.setattr(graph_module.DerivedGraph, "is_fresh", lambda self, ids: True)
+    monkeypatch.setattr(graph_module.DerivedGraph, "is_fresh", lambda self, ids, fresh=None: True)
     planted, tried, _ = _built(model, [_peek_spec(), scaling_spec()], True, monkeypatch)
     assert tried == [True]
     assert planted != rows  # the planted bug shows
