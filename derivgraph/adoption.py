@@ -26,7 +26,7 @@ from derivgraph.compiler.owners import PathReader, child
 from derivgraph.compiler.transaction import overlap_problem, source_storages
 from derivgraph.errors import AdoptionError, Rule, SpecIssue
 from derivgraph.paths import Slot, slot_of
-from derivgraph.runtime.entry import ProvenColumn
+from derivgraph.runtime.entry import ProvenColumn, span_of
 from derivgraph.runtime.plan import Entry, Plan
 from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind, is_engine
 
@@ -144,21 +144,6 @@ def _placed(ids: list[str], taken: Sequence[ProvenColumn],
             break
         slots[rows] = list(zip(column.entries, column.extras))
     return slots, list(compress(range(len(ids)), map(_is, slots, repeat(None))))
-
-
-def span_of(ids: list[str], rows: list[str]) -> slice | None:
-    """The slice of ``ids`` that is ``rows`` (equal, in order) at evenly spaced positions
-    from the first position of ``rows[0]``, stepping to the next position of ``rows[1]``;
-    None where there is none such."""
-    if not rows:
-        return None
-    try:
-        start = ids.index(rows[0])
-        step = ids.index(rows[1], start + 1) - start if len(rows) > 1 else 1
-    except ValueError:
-        return None
-    span = slice(start, start + step * (len(rows) - 1) + 1, step)
-    return span if ids[span] == rows else None
 
 
 _ABSENT = object()

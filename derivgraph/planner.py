@@ -283,7 +283,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
                 column.allocate(_column_values(column, values), fills, allocate_column, book,
                                 filled_column)
             generic = _fill_entries(plan, ids, planned, at_rest, fills)
-            plan.entries.set_columns(columns, generic)
+            plan.entries.set_columns(columns, generic, ids)
             for column in columns:  # a template's storage joins its rows' record if it has it
                 layout = book.common(column.storages)
                 template = plan.entries.get(column.template)

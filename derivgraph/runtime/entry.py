@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+from collections import deque
 from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence, ValuesView
 from itertools import chain, compress, count, repeat
 from types import MappingProxyType
@@ -16,7 +17,7 @@ from derivgraph.paths import Slot
 from derivgraph.spec.kinds import TensorKind
 
 __all__ = ["Entry", "EntryTable", "ProvenColumn", "RowEntry", "StartupColumn", "TableColumn",
-           "address_of", "keeps_startup", "row_entries"]
+           "address_of", "keeps_startup", "row_entries", "span_of"]
 
 
 class Entry:
@@ -90,10 +91,46 @@ def row_entries(column: HeldDerived, storages: Iterable[Any], slot: Slot) -> lis
 _STARTUP_DATA = operator.attrgetter("startup_data")
 
 
-def keeps_startup(entries: Iterable[Entry]) -> list[bool]:
+def keeps_startup(entries: Iterable[Entry],
+                  rows: Sequence[tuple[slice, TableColumn]] = ()) -> list[bool]:
     """Per entry, whether it keeps its startup storage (:attr:`Entry.startup_data` set): the
-    one rule of which derived tensors a refill may re-point back (one C-level sweep)."""
-    return list(map(operator.is_not, map(_STARTUP_DATA, entries), repeat(None)))
+    one rule of which derived tensors a refill may re-point back (one C-level sweep).
+
+    ``rows``: entry columns with their rows' positions in ``entries`` (a list: the caller's
+    proof, :attr:`EntryTable.rows` of the table whose entries these are, in order). A
+    column whose :attr:`~TableColumn.kept` says what its startup record wrote to every
+    row's :attr:`Entry.startup_data` (True: set; False: none set) answers its rows with that,
+    by one slice store, unread; every other entry is read (so a column that recorded
+    nothing, or no ``rows``, reads each row)."""
+    known = [(span, column.kept) for span, column in rows if column.kept is not None]
+    if not known or not isinstance(entries, list):
+        return list(map(operator.is_not, map(_STARTUP_DATA, entries), repeat(None)))
+    out: list[Any] = [None] * len(entries)
+    taken = bytearray(len(entries))
+    for span, kept in known:
+        n = len(range(*span.indices(len(entries))))
+        out[span] = [kept] * n
+        taken[span] = b"\x01" * n
+    rest = _zeros(taken)
+    deque(map(operator.setitem, repeat(out), rest, map(operator.is_not, map(
+        _STARTUP_DATA, map(entries.__getitem__, rest)), repeat(None))), 0)
+    return out
+
+
+_FLIP = bytes.maketrans(b"\x00\x01", b"\x01\x00")
+
+
+def _zeros(marks: bytearray) -> list[int]:
+    """The positions ``marks`` (0s and 1s) holds 0 at, ascending: found one by one where they
+    are few (one C-level search each), else by one sweep of every position."""
+    zeros = marks.count(0)
+    if zeros * 64 > len(marks):
+        return list(compress(range(len(marks)), marks.translate(_FLIP)))
+    out, at = [], marks.find(0)
+    while at >= 0:
+        out.append(at)
+        at = marks.find(0, at + 1)
+    return out
 
 
 class StartupColumn:
@@ -154,15 +191,19 @@ class TableColumn(Protocol):
     """What :class:`EntryTable` reads of a column of entries
     (:class:`~derivgraph.runtime.entry_columns.EntryColumn`): its rows' ids, entries and
     storages in row order, their owner paths (``paths``, else None) and their startup
-    addresses where recorded (``ptrs``, else None). Its proven facts: every row's entry is
-    unadopted, of a held attribute or alias kind (never a scalar), and holds the row's id,
-    owner path, storage (and startup address)."""
+    addresses where recorded (``ptrs``, else None), and whether its startup record set every
+    row's startup data (``kept``, :func:`keeps_startup`'s only reader). Its proven facts:
+    every row's entry is unadopted, of a held attribute or alias kind (never a scalar), and
+    holds the row's id, owner path, storage (and startup address)."""
 
     ids: list[str]
     entries: list[Entry]
     storages: list[Any]
     paths: list[str] | None
     ptrs: list[int] | None
+    #: what its startup record wrote to every row's :attr:`Entry.startup_data` (True: set,
+    #: False: none), recorded by the record itself; None: not recorded (read each row)
+    kept: bool | None
 
 
 _STORAGE, _ADOPTED = operator.attrgetter("storage"), operator.attrgetter("adopted")
@@ -180,12 +221,13 @@ class EntryTable(Mapping[str, Entry]):
     mapping. Only the compile fills it (:attr:`by_id`, :meth:`set_columns`); a relayout that
     re-allocates calls :meth:`open_columns`."""
 
-    __slots__ = ("_by_id", "_columns", "_generic")
+    __slots__ = ("_by_id", "_columns", "_generic", "_rows")
 
     def __init__(self) -> None:
         self._by_id: dict[str, Entry] = {}
         self._columns: tuple[TableColumn, ...] = ()
         self._generic: dict[str, Entry] = self._by_id  # every entry while there is no column
+        self._rows: tuple[tuple[slice, TableColumn], ...] = ()
 
     # ---- the Mapping -------------------------------------------------------------------------
     def __getitem__(self, key: str) -> Entry:
@@ -222,21 +264,33 @@ class EntryTable(Mapping[str, Entry]):
         return self._by_id
 
     # ---- filled by the compile ---------------------------------------------------------------
-    def set_columns(self, columns: Sequence[TableColumn], generic: dict[str, Entry]) -> None:
+    def set_columns(self, columns: Sequence[TableColumn], generic: dict[str, Entry],
+                    ids: list[str] | None = None) -> None:
         """``columns``: the stamped columns among the entries; ``generic``: every other entry
-        in the table's order (the caller's partition of :attr:`by_id`)."""
+        in the table's order (the caller's partition of :attr:`by_id`). ``ids``: the keys of
+        :attr:`by_id` in order, where the caller has them (:attr:`rows` found in them)."""
         self._columns = tuple(columns)
         self._generic = generic if self._columns else self._by_id
+        self._rows = () if ids is None or len(ids) != len(self._by_id) \
+            else tuple(_spans(ids, self._columns))
 
     def open_columns(self) -> None:
         """Every entry generic again (a relayout may give a column's entry new storage)."""
-        self._columns, self._generic = (), self._by_id
+        self._columns, self._generic, self._rows = (), self._by_id, ()
 
     # ---- answers by column -------------------------------------------------------------------
     @property
     def columns(self) -> tuple[TableColumn, ...]:
         """The stamped entry columns."""
         return self._columns
+
+    @property
+    def rows(self) -> tuple[tuple[slice, TableColumn], ...]:
+        """Each column (of :attr:`columns`) with its rows' positions among the entries in the
+        table's order (``list(by_id.values())[span]`` are its entries, in row order), where
+        :meth:`set_columns` found them: the ids at ``span`` are the column's ids; a column
+        not found there is left out."""
+        return self._rows
 
     @property
     def generic(self) -> Mapping[str, Entry]:
@@ -265,3 +319,26 @@ class EntryTable(Mapping[str, Entry]):
         return list(compress(entries, map(operator.is_, map(_KIND, entries.values()),
                                           repeat(TensorKind.SCALAR))))
 
+
+
+def _spans(ids: list[str], columns: Sequence[TableColumn]) -> Iterator[tuple[slice, TableColumn]]:
+    """Each of ``columns`` found in ``ids`` by :func:`span_of`, with its slice."""
+    for column in columns:
+        span = span_of(ids, column.ids)
+        if span is not None:
+            yield span, column
+
+
+def span_of(ids: list[str], rows: list[str]) -> slice | None:
+    """The slice of ``ids`` that is ``rows`` (equal, in order) at evenly spaced positions
+    from the first position of ``rows[0]``, stepping to the next position of ``rows[1]``;
+    None where there is none such."""
+    if not rows:
+        return None
+    try:
+        start = ids.index(rows[0])
+        step = ids.index(rows[1], start + 1) - start if len(rows) > 1 else 1
+    except ValueError:
+        return None
+    span = slice(start, start + step * (len(rows) - 1) + 1, step)
+    return span if ids[span] == rows else None

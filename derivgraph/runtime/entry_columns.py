@@ -71,11 +71,13 @@ class EntryColumn:
     entry's node), else None (:meth:`owner_paths` reads them); ``nodes``: the held column
     whose rows the entries are (:class:`~derivgraph.runtime.entry.ProvenColumn`'s), else
     None (:meth:`inputs` reads each entry's node); ``ptrs``: the rows' startup addresses
-    once :meth:`record_startup` wrote them to the entries (the same list), else None. Every
+    once :meth:`record_startup` wrote them to the entries (the same list), else None;
+    ``kept``: what :meth:`record_startup` wrote to every row's startup data (True: set,
+    False: none), else None (:func:`~derivgraph.runtime.entry.keeps_startup` reads it). Every
     row's tensor kind is :attr:`kind` (proven where the column is kept)."""
 
     __slots__ = ("template", "name", "ids", "entries", "owners", "storages", "values", "paths",
-                 "nodes", "ptrs")
+                 "nodes", "ptrs", "kept")
 
     #: every row's node's tensor kind
     kind = TensorKind.ATTRIBUTE
@@ -90,6 +92,7 @@ class EntryColumn:
         self.paths = paths
         self.nodes = nodes
         self.ptrs: list[int] | None = None
+        self.kept: bool | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -196,10 +199,12 @@ class EntryColumn:
             held = list(map(torch.Tensor.untyped_storage, storages))
             record = StartupColumn(held, layout, self.ids)
             deque(map(setattr, entries, repeat("startup_data"), repeat(record)), 0)
+            self.kept = True  # every row's startup data set, just now
             book.note_addresses(storages, ptrs, held)  # type: ignore[union-attr]
             return
         deque(map(setattr, entries, repeat("startup_data"),
                   map(torch.Tensor.detach, storages)), 0)
+        self.kept = True  # every row's startup data set, just now
 
 
 class AliasColumn(EntryColumn):
@@ -229,12 +234,13 @@ class AliasColumn(EntryColumn):
 
     def record_startup(self, book: ColumnLayouts | None = None,
                        read: SourceAddresses | None = None) -> None:
-        """Every row's startup address (one sweep; proven tensors on no meta device).
-        ``read``: the sources (the objects at the source paths, read with nothing written
-        since) and their ``data_ptr()`` s as the caller read them, in order; where the rows'
-        storages (each its input's value) are a run of those very objects and of plain
-        tensor classes (whose ``data_ptr()`` is ``torch.Tensor.data_ptr``, as read here),
-        their addresses are taken from it."""
+        """Every row's startup address (one sweep; proven tensors on no meta device), and no
+        startup data (an alias keeps none: None on every row, ``kept`` False). ``read``: the
+        sources (the objects at the source paths, read with nothing written since) and their
+        ``data_ptr()`` s as the caller read them, in order; where the rows' storages (each its
+        input's value) are a run of those very objects and of plain tensor classes (whose
+        ``data_ptr()`` is ``torch.Tensor.data_ptr``, as read here), their addresses are taken
+        from it."""
         storages = self.storages
         ptrs = None
         if read is not None and storages \
@@ -242,6 +248,8 @@ class AliasColumn(EntryColumn):
             ptrs = read_at_run(read[0], read[1], storages)
         self.ptrs = list(map(_DATA_PTR, storages)) if ptrs is None else ptrs
         deque(map(setattr, self.entries, repeat("startup_ptr"), self.ptrs), 0)
+        deque(map(setattr, self.entries, repeat("startup_data"), repeat(None)), 0)
+        self.kept = False  # no row's startup data set (an alias keeps none), just now
 
 
 #: the sources as a startup record read them and their ``data_ptr()`` s, in order

@@ -37,7 +37,7 @@ from derivgraph.runtime.accessors import (
     holders_of,
     not_taken,
 )
-from derivgraph.runtime.entry import Entry, address_of
+from derivgraph.runtime.entry import Entry, EntryTable, address_of
 from derivgraph.runtime.source_ptrs import recorded_same
 from derivgraph.runtime.watch import ItemWatch, watch_items
 from derivgraph.spec.kinds import TensorKind
@@ -59,24 +59,37 @@ _storage = operator.attrgetter("storage")
 
 
 def _found_rows(entries: list[Entry], columns: list[HeldColumn],
-                ) -> tuple[list[slice | None], bytearray]:
+                table: EntryTable | None = None) -> tuple[list[slice | None], bytearray]:
     """Where each of ``columns``' rows lie in ``entries`` (:func:`column_rows`, a column's
-    rows taken by no earlier column; None: not found) and the positions so taken (1)."""
+    rows taken by no earlier column; None: not found) and the positions so taken (1).
+    ``table``: the entry table whose entries (``by_id``'s values, in order) ``entries`` are:
+    a column naming its entry column, whose rows are that column's very list, is at the
+    rows the table found it at (:attr:`~derivgraph.runtime.entry.EntryTable.rows`), not
+    searched again."""
     taken = bytearray(len(entries))
     found: list[slice | None] = []
-    for _name, rows, owners, *_ in columns:
-        found.append(column_rows(entries, rows, owners, taken))
-        if found[-1] is not None:
-            taken[found[-1]] = b"\x01" * len(rows)
+    known = {} if table is None or len(table) != len(entries) else \
+        {id(column): span for span, column in table.rows}
+    for _name, rows, owners, *record in columns:
+        span = known.get(id(record[0])) if record else None
+        if span is None or record[0].entries is not rows or len(owners) != len(rows) \
+                or 1 in taken[span]:
+            span = column_rows(entries, rows, owners, taken)
+        found.append(span)
+        if span is not None:
+            taken[span] = b"\x01" * len(rows)
     return found, taken
 
 
 class Holders:
     """The plan's holder and source identity checks, and the rebind of derived tensors."""
 
-    def __init__(self, model: Any, entries: Mapping[str, Entry]):
+    def __init__(self, model: Any, entries: Mapping[str, Entry],
+                 table: EntryTable | None = None):
         self.model = model
         self.entries = entries
+        # the table whose ``by_id`` ``entries`` is (its columns' rows among them), if any
+        self._table = table if table is not None and table.by_id is entries else None
         self.hops: HopTable | None = None
         self.table = HolderTable([], self._where)
         self._scalars: list[Entry] = []
@@ -160,7 +173,7 @@ class Holders:
         self._source_checks = self._source_watch = None
         self._source_watchable = True
         entries, columns = list(self.entries.values()), list(columns)
-        found, taken = _found_rows(entries, columns)
+        found, taken = _found_rows(entries, columns, self._table)
         # the walk's, and refresh's: a column's rows' paths are its own (adoption's reading)
         entry_paths = column_read(entries, _owner_path, [
             (rows, column.paths) for rows, column in column_spans(columns, found, entries)
@@ -196,7 +209,7 @@ class Holders:
         columns = list(columns)
         if rows is None:
             entries = list(self.entries.values())
-            found, taken = _found_rows(entries, columns)
+            found, taken = _found_rows(entries, columns, self._table)
         else:
             entries, found, taken = rows
         rest = not_taken(taken)  # None: every entry read

@@ -87,8 +87,8 @@ class Plan:
         self.containers: list[ContainerHolder] = []  # tuples kept for life (.containers)
         # permissive reload (run(strict=False)): re-infer and re-allocate; set by compile_plan
         self.relayout: Callable[[Plan, list[str]], list[str]] | None = None
-        self.tensors = BoundTensors(graph, by_id)
-        self.holders = Holders(model, by_id)
+        self.tensors = BoundTensors(graph, by_id, self.entries)
+        self.holders = Holders(model, by_id, self.entries)
         self.holders.startup = self.tensors.startup_addresses  # one address check for both
         self.programs = Programs(self.tensors, by_id)
         self.programs.helpers = {

@@ -7,7 +7,7 @@ compiler lowers against.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import compress, islice, repeat
 from operator import attrgetter, is_, not_
 from typing import Any
@@ -23,7 +23,7 @@ from derivgraph.compiler.ir import Node, NodeKind
 from derivgraph.compiler.layers import closed_layers, order_without_rows
 from derivgraph.compiler.owners import PathReader
 from derivgraph.ops import OPS, OpKind
-from derivgraph.runtime.entry import Entry, keeps_startup
+from derivgraph.runtime.entry import Entry, EntryTable, TableColumn, keeps_startup
 
 __all__ = ["BoundTensors", "BoundViews", "may_view", "view_candidates"]
 
@@ -35,10 +35,12 @@ _NUMPY_TOLIST = frozenset({torch.float32, torch.float64, torch.int64, torch.int3
                            torch.int8, torch.uint8, torch.bool})
 
 
-def _restorable(entries: list[Entry]) -> bytes:
+def _restorable(entries: list[Entry],
+                rows: Sequence[tuple[slice, TableColumn]] = ()) -> bytes:
     """Per entry, 1 where it keeps startup data (a refill may re-point it: its storage is in
-    :meth:`BoundTensors.startup_addresses`, by the same rule: :func:`keeps_startup`), else 0."""
-    return bytes(keeps_startup(entries))
+    :meth:`BoundTensors.startup_addresses`, by the same rule: :func:`keeps_startup`, given
+    ``rows``: its columns' rows among ``entries``), else 0."""
+    return bytes(keeps_startup(entries, rows))
 
 
 def host_tolist(buffer: torch.Tensor) -> Callable[[], list[Any]]:
@@ -130,9 +132,12 @@ class BoundTensors:
     """The tensors bound at compile; implements :class:`~derivgraph.compiler.lower.LowerContext`.
     """
 
-    def __init__(self, graph: DerivedGraph, entries: dict[str, Entry]):
+    def __init__(self, graph: DerivedGraph, entries: dict[str, Entry],
+                 table: EntryTable | None = None):
         self.graph = graph
         self.entries = entries
+        # the table whose ``by_id`` ``entries`` is (its columns' rows among them), if any
+        self._table = table if table is not None and table.by_id is entries else None
         self.meta_env: dict[str, Any] = {}
         self.sources: dict[str, torch.Tensor] = {}
         self.views: dict[str, torch.Tensor] = {}
@@ -359,7 +364,8 @@ class BoundTensors:
         held = self._startup
         if held is None:
             entries = list(self.entries.values())
-            mask = self._startup_mask = _restorable(entries)
+            mask = self._startup_mask = _restorable(
+                entries, () if self._table is None else self._table.rows)
             kept = list(compress(entries, mask))
             held = self._startup = AtAddresses([e.storage for e in kept],
                                                [e.startup_ptr for e in kept])

@@ -1,7 +1,8 @@
 """A held column's rows are found once per refresh.
 
 :meth:`~derivgraph.runtime.holders.Holders.refresh` finds each held column's rows in the
-entries (:func:`~derivgraph.runtime.accessors.column_rows`); where it leaves no entry out of
+entries (at the rows the plan's entry table found, ``EntryTable.rows``, else by
+:func:`~derivgraph.runtime.accessors.column_rows`); where it leaves no entry out of
 the holder table, the table's entries are those entries and
 :func:`~derivgraph.runtime.accessors.holders_of` takes the rows found there instead of finding
 them again; a column not found there (its rows taken by an earlier one) is looked for again.
@@ -50,7 +51,11 @@ def test_refresh_finds_each_column_once_where_no_entry_is_left_out(
     calls = _count_finds(monkeypatch)
     h.refresh(kept["held"])
     assert _table(h) == want
-    assert len(calls) == len(kept["held"]) == 4  # once each, in refresh only
+    assert calls == []  # the rows the plan's entry table found: none searched
+    h._table = None  # holders without the table: each column searched once, in refresh only
+    h.refresh(kept["held"])
+    assert _table(h) == want
+    assert len(calls) == len(kept["held"]) == 4
 
 
 def test_refresh_with_scalars_left_out_finds_the_columns_again(
@@ -77,7 +82,13 @@ def test_refresh_with_scalars_left_out_finds_the_columns_again(
     calls = _count_finds(monkeypatch)
     h.refresh(columns)
     assert _table(h) == want
-    assert len(calls) == 2 * len(columns)
+    # in the entries at the rows the plan's entry table found (none searched), then searched
+    # in the table's entries
+    assert len(calls) == len(columns)
+    h._table = None  # holders without the table: searched in both
+    h.refresh(columns)
+    assert _table(h) == want
+    assert len(calls) == 3 * len(columns)
 
 
 def test_a_column_not_found_in_refresh_is_looked_for_again(

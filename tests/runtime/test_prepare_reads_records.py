@@ -69,7 +69,8 @@ def _places(words) -> tuple:
 def test_prepare_takes_the_startup_words_without_reading_the_entries_again(monkeypatch) -> None:
     made: list[int] = []
     real = storage._restorable
-    monkeypatch.setattr(storage, "_restorable", lambda entries: made.append(1) or real(entries))
+    monkeypatch.setattr(storage, "_restorable",
+                        lambda entries, rows=(): made.append(1) or real(entries, rows))
     plan = compile_plan(scaling_model(8), [scaling_spec()])
     startup = plan.tensors.startup_addresses()
     assert made == [1]  # the startup check's own; the words took its mask
