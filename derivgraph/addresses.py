@@ -24,7 +24,10 @@ The rule every caller follows is :class:`AtAddresses` (tensors and the data addr
 must have): one gather of the words where they were taken, else the exact compare
 (:func:`addresses_equal`, torch's one C++ loop), and the words taken once, right after an exact
 compare passed (or taken from a proven check of more tensors that holds these at the same
-addresses: :meth:`AtAddresses.take_words`). Used by the guard (its startup tensors) and by the
+addresses: :meth:`AtAddresses.take_words`). The first compare is made from the words just read
+where they prove it (:meth:`Addresses.at`: each data address as ``data_ptr()`` computes it from
+the storage's data word, the offset and the element count word; no tensor asked again), else
+by torch's loop. Used by the guard (its startup tensors) and by the
 plan's run-time checks (:class:`derivgraph.runtime.storage.BoundTensors`: derived tensors
 re-pointed; :class:`derivgraph.runtime.holders.Holders`: sources moved).
 """
@@ -320,10 +323,11 @@ class AtAddresses:
     One gather of the tensors' storage words (:class:`Addresses`) where those were taken; else,
     or when a word moved, the addresses compared exactly (:func:`addresses_equal`). The words
     are taken once, right after the first exact compare that passed (so they describe a state
-    proven at the expected addresses), and never again: a later exact pass (the tensors put
-    back) does not retake them, they are still the proven startup words. ``hold``: the words
-    keep the startup storages alive (the guard restores them); ``False`` keeps none (an
-    engine's dropped weights are freed)."""
+    proven at the expected addresses; that first compare is made from freshly read words where
+    :meth:`Addresses.at` proves it, else by :func:`addresses_equal`), and never again: a later
+    exact pass (the tensors put back) does not retake them, they are still the proven startup
+    words. ``hold``: the words keep the startup storages alive (the guard restores them);
+    ``False`` keeps none (an engine's dropped weights are freed)."""
 
     __slots__ = ("tensors", "ptrs", "words", "_indices", "_hold", "_taken")
 
