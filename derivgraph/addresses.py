@@ -329,7 +329,7 @@ class AtAddresses:
     words. ``hold``: the words keep the startup storages alive (the guard restores them);
     ``False`` keeps none (an engine's dropped weights are freed)."""
 
-    __slots__ = ("tensors", "ptrs", "words", "_indices", "_hold", "_taken")
+    __slots__ = ("tensors", "ptrs", "words", "_indices", "_hold", "_taken", "_tried")
 
     def __init__(self, tensors: Sequence[Any], ptrs: Sequence[int], *, hold: bool = False):
         self.tensors = list(tensors)
@@ -338,6 +338,7 @@ class AtAddresses:
         self._indices = list(range(len(self.ptrs)))
         self._hold = hold
         self._taken = False
+        self._tried = False  # the words' first compare made (once: see intact)
 
     def __len__(self) -> int:
         return len(self.tensors)
@@ -347,10 +348,12 @@ class AtAddresses:
         words = self.words
         if words is not None and words.kept():
             return True
-        if not self._taken and _NUMEL is not None:
+        if not self._tried and not self._taken and _NUMEL is not None:
             # the first compare, made from the words themselves (:meth:`Addresses.at`: the
             # data addresses they give, exact): where it passes, they are the words of a
-            # state just proven at the expected addresses; else the exact compare decides
+            # state just proven at the expected addresses; else the exact compare decides,
+            # from then on too (a check that fails is not made to read the words each time)
+            self._tried = True
             words = addresses(self.tensors, hold=self._hold)
             if words is not None and words.at(self.ptrs):
                 self.words, self._taken = words, True

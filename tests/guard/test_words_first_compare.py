@@ -88,7 +88,9 @@ def test_a_first_intact_takes_the_words_without_the_exact_compare(numel_on, monk
 
 def test_a_first_intact_that_fails_by_the_words_is_decided_exactly(numel_on, monkeypatch):
     """A moved tensor before the first check: the words do not prove it, the exact compare
-    says no and no word is taken; a state put back is then proven and its words taken."""
+    says no and no word is taken; a state put back is then proven by the exact compare (the
+    words' compare is made once: a failing check does not read the words each time) and its
+    words taken."""
     tensors = _tensors()
     ptrs = list(map(_ptr, tensors))
     startup = tensors[2].data
@@ -98,9 +100,15 @@ def test_a_first_intact_that_fails_by_the_words_is_decided_exactly(numel_on, mon
     monkeypatch.setattr(addresses_module, "addresses_equal",
                         lambda *a: calls.append(1) or exact(*a))
     at = AtAddresses(tensors, ptrs)
-    assert not at.intact() and at.words is None and calls == [1]
+    read = []
+    make = addresses_module.addresses
+    monkeypatch.setattr(addresses_module, "addresses",
+                        lambda *a, **k: read.append(1) or make(*a, **k))
+    assert not at.intact() and at.words is None and calls == [1] and read == [1]
+    assert not at.intact() and at.words is None and calls == [1, 1] and read == [1]
     tensors[2].data = startup
-    assert at.intact() and at.words is not None and calls == [1]  # by the words
+    assert at.intact() and at.words is not None and calls == [1, 1, 1] and read == [1, 1]
+    assert at.words.kept()
     del startup
 
 
