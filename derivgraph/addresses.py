@@ -24,7 +24,10 @@ The rule every caller follows is :class:`AtAddresses` (tensors and the data addr
 must have): one gather of the words where they were taken, else the exact compare
 (:func:`addresses_equal`, torch's one C++ loop), and the words taken once, right after an exact
 compare passed (or taken from a proven check of more tensors that holds these at the same
-addresses: :meth:`AtAddresses.take_words`). Used by the guard (its startup tensors) and by the
+addresses: :meth:`AtAddresses.take_words`). The first compare is made from the words just read
+where they prove it (:meth:`Addresses.at`: each data address as ``data_ptr()`` computes it from
+the storage's data word, the offset and the element count word; no tensor asked again), else
+by torch's loop. Used by the guard (its startup tensors) and by the
 plan's run-time checks (:class:`derivgraph.runtime.storage.BoundTensors`: derived tensors
 re-pointed; :class:`derivgraph.runtime.holders.Holders`: sources moved).
 """
@@ -152,6 +155,37 @@ class Addresses:
                          np.frombuffer(stores, dtype=np.int64)[keep].tobytes())
         return out
 
+    def at(self, ptrs: Sequence[int]) -> bool:
+        """True when every tensor's data address, as ``data_ptr()`` computes it from the
+        words these were taken with (its storage's data address plus its storage offset times
+        its element size; 0 for a tensor of no element), is its entry of ``ptrs``: the exact
+        compare of :func:`addresses_equal`, made from these words and each tensor's element
+        count word (one gather) instead of asking every tensor (only a tensor at a nonzero
+        offset is asked its element size). False says only that this is not proven so (the
+        caller compares the data addresses), also where the count word is not proven here."""
+        n = len(self.tensors)
+        if _NUMEL is None or _LAYOUT is None or len(ptrs) != n:
+            return False
+        impls, stores = self._expected
+        pairs = np.frombuffer(impls, dtype=np.int64)
+        got = np.frombuffer(stores, dtype=np.int64)
+        offsets = pairs[1::2]
+        try:
+            want = np.fromiter(ptrs, dtype=np.int64, count=n)
+        except (OverflowError, TypeError, ValueError):
+            return False
+        shifted = np.flatnonzero(offsets)
+        if len(shifted):  # a tensor at an offset: its element size asked (a view)
+            got = got.copy()  # (a view of bytes: read-only)
+            tensors = self.tensors
+            for i in shifted.tolist():
+                got[i] += int(offsets[i]) * tensors[i].element_size()
+        # each tensor's element count word (the TensorImpls are held by this object)
+        numels = self._impls.take(self._impl_index[::2] + (_NUMEL - _LAYOUT[0]))
+        if not numels.all():  # a tensor of no element: data_ptr() is 0
+            got = np.where(numels == 0, 0, got)
+        return got.tobytes() == want.tobytes()
+
     def kept(self) -> bool:
         """True when every word is as at the start: no tensor's data address moved. False says
         only that one may have. The storages' words are read only when every tensor still holds
@@ -159,6 +193,29 @@ class Addresses:
         impls, stores = self._expected
         return self._impls.take(self._impl_index).tobytes() == impls \
             and self._stores.take(self._store_index).tobytes() == stores
+
+
+def _numel_layout() -> int | None:
+    """The ``TensorImpl`` word of the element count (``numel_``), found unambiguously: views
+    whose counts differ from every size, stride and offset they have, and an empty one."""
+    views = [torch.zeros(3, 5), torch.zeros(2, 7), torch.zeros(4, 3)[1:], torch.zeros(6)[6:]]
+    return _only([{i for i, w in enumerate(_words(t._cdata, _SEARCH)) if w == t.numel()}
+                  for t in views])
+
+
+def _numel_test() -> int | None:
+    """The numel word where it follows every resize the test makes (else None): a tensor
+    resized in place to no element reads 0 there (its ``data_ptr()`` is then 0 whatever its
+    storage), and back to some elements their count."""
+    word = _numel_layout()
+    if word is None:
+        return None
+    t = torch.zeros(5)
+    for size in (0, 7, 3):
+        t.resize_(size)
+        if _words(t._cdata, word + 1)[word] != size:
+            return None
+    return word
 
 
 def _self_test() -> tuple[int, int, int] | None:
@@ -195,6 +252,21 @@ def _available() -> tuple[int, int, int] | None:
 
 
 _LAYOUT = _available()
+
+
+def _numel_available() -> int | None:
+    if _LAYOUT is None:
+        return None
+    try:
+        return _numel_test()
+    except (ValueError, TypeError, OverflowError, RuntimeError, AttributeError) as error:
+        logger.debug("tensor element count word unavailable: %s", error)
+        return None
+
+
+#: the ``TensorImpl`` word of the element count where the self-test found it (else None:
+#: :meth:`Addresses.at` proves nothing and callers compare the data addresses)
+_NUMEL: int | None = _numel_available()
 
 #: whether :class:`Addresses` is proven on this build (see the module docstring)
 AVAILABLE: bool = _LAYOUT is not None
@@ -251,12 +323,13 @@ class AtAddresses:
     One gather of the tensors' storage words (:class:`Addresses`) where those were taken; else,
     or when a word moved, the addresses compared exactly (:func:`addresses_equal`). The words
     are taken once, right after the first exact compare that passed (so they describe a state
-    proven at the expected addresses), and never again: a later exact pass (the tensors put
-    back) does not retake them, they are still the proven startup words. ``hold``: the words
-    keep the startup storages alive (the guard restores them); ``False`` keeps none (an
-    engine's dropped weights are freed)."""
+    proven at the expected addresses; that first compare is made from freshly read words where
+    :meth:`Addresses.at` proves it, else by :func:`addresses_equal`), and never again: a later
+    exact pass (the tensors put back) does not retake them, they are still the proven startup
+    words. ``hold``: the words keep the startup storages alive (the guard restores them);
+    ``False`` keeps none (an engine's dropped weights are freed)."""
 
-    __slots__ = ("tensors", "ptrs", "words", "_indices", "_hold", "_taken")
+    __slots__ = ("tensors", "ptrs", "words", "_indices", "_hold", "_taken", "_tried")
 
     def __init__(self, tensors: Sequence[Any], ptrs: Sequence[int], *, hold: bool = False):
         self.tensors = list(tensors)
@@ -265,6 +338,7 @@ class AtAddresses:
         self._indices = list(range(len(self.ptrs)))
         self._hold = hold
         self._taken = False
+        self._tried = False  # the words' first compare made (once: see intact)
 
     def __len__(self) -> int:
         return len(self.tensors)
@@ -274,6 +348,16 @@ class AtAddresses:
         words = self.words
         if words is not None and words.kept():
             return True
+        if not self._tried and not self._taken and _NUMEL is not None:
+            # the first compare, made from the words themselves (:meth:`Addresses.at`: the
+            # data addresses they give, exact): where it passes, they are the words of a
+            # state just proven at the expected addresses; else the exact compare decides,
+            # from then on too (a check that fails is not made to read the words each time)
+            self._tried = True
+            words = addresses(self.tensors, hold=self._hold)
+            if words is not None and words.at(self.ptrs):
+                self.words, self._taken = words, True
+                return True
         if not addresses_equal(self.tensors, self.ptrs, self._indices):
             return False
         if not self._taken:  # the words of a state just proven (None where unproven)
