@@ -27,7 +27,7 @@ from typing import Any
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.ir import Node, NodeKind
 
-__all__ = ["SourceDeps", "row_source_deps", "template_dep_positions"]
+__all__ = ["KeptAside", "SourceDeps", "row_source_deps", "template_dep_positions"]
 
 
 def template_dep_positions(nodes: Mapping[str, Node], template: tuple[str, ...],
@@ -90,17 +90,18 @@ def _row_sets(columns: Sequence[Sequence[str]], at: tuple[int, ...]) -> list[fro
     return list(map(frozenset, zip(*[columns[j] for j in at])))
 
 
-class SourceDeps(dict[str, frozenset[str]]):
-    """Node id -> the source nodes it depends on, where some columns of closed rows are kept
-    aside (:meth:`defer`) and put in, all at once, on first need (:meth:`complete`): a key
-    not in the dict (``__missing__``), or any read of the membership, size, keys, values or
-    items. A read by key of what is in answers at C speed. Writes are the dict's own."""
+class KeptAside(dict[str, Any]):
+    """A dict where some columns of keys are kept aside (:meth:`defer`) and put in, all at
+    once, on first need (:meth:`complete`): a key not in the dict (``__missing__``, ``in``,
+    ``get``), or any read of the size, keys, values or items. A read of a key that is in
+    answers as the dict's own (``[]`` at C speed). Writes are the dict's own (a writer never
+    writes a key kept aside: the put-in would overwrite it)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._deferred: list[tuple[Iterable[str], RowSets]] = []
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self._deferred: list[tuple[Iterable[str], Any]] = []
 
-    def defer(self, keys: Iterable[str], values: RowSets) -> None:
+    def defer(self, keys: Iterable[str], values: Any) -> None:
         """Keep ``keys`` -> ``values`` (in order; a callable: called for them then) aside
         until :meth:`complete`."""
         self._deferred.append((keys, values))
@@ -116,18 +117,21 @@ class SourceDeps(dict[str, frozenset[str]]):
         for keys, values in deferred:
             dict.update(self, zip(keys, values() if callable(values) else values))
 
-    def __missing__(self, key: str) -> frozenset[str]:
+    def __missing__(self, key: str) -> Any:
         if not self._deferred:
             raise KeyError(key)
         self.complete()
         return dict.__getitem__(self, key)
 
     def __contains__(self, key: object) -> bool:
+        if dict.__contains__(self, key):
+            return True
         self.complete()
         return dict.__contains__(self, key)
 
     def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
-        self.complete()
+        if not dict.__contains__(self, key):
+            self.complete()
         return dict.get(self, key, default)
 
     def __len__(self) -> int:
@@ -150,13 +154,13 @@ class SourceDeps(dict[str, frozenset[str]]):
         self.complete()
         return dict.items(self)
 
-    def copy(self) -> dict[str, frozenset[str]]:
+    def copy(self) -> dict[str, Any]:
         self.complete()
         return dict(dict.items(self))
 
     def __eq__(self, other: object) -> bool:
         self.complete()
-        if isinstance(other, SourceDeps):
+        if isinstance(other, KeptAside):
             other.complete()
         return dict.__eq__(self, other)
 
@@ -168,6 +172,11 @@ class SourceDeps(dict[str, frozenset[str]]):
     def __repr__(self) -> str:
         self.complete()
         return dict.__repr__(self)
+
+
+class SourceDeps(KeptAside):
+    """Node id -> the source nodes it depends on (a frozenset), the closed rows' columns
+    kept aside (:class:`KeptAside`)."""
 
 
 def row_source_deps(nodes: Mapping[str, Node], tables: Iterable[InstanceTable],
