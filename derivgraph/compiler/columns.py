@@ -30,6 +30,7 @@ import torch
 from derivgraph.column_layout import ColumnLayout, ColumnLayouts, row_major
 from derivgraph.compiler.flat import EXACT_BINARY, EXACT_UNARY, OP_DTYPES
 from derivgraph.compiler.graph import DerivedGraph, NodeRef
+from derivgraph.compiler.infer import rows_hold_metas
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.ir import Node, NodeKind
 from derivgraph.compiler.layers import closed_layers
@@ -167,7 +168,7 @@ def _column(graph: DerivedGraph, env: dict[str, Any], read_source: Callable[[str
         logger.debug("column %s (%d layers) left to per-node evaluation: %s", first.id,
                      len(column), exc)
         return None
-    meta = graph.meta_env.get(column[0])
+    meta = _row_meta(graph, table, first.id, column[0])
     shape, dtype, _ = layout
     if not isinstance(out, torch.Tensor) or out.shape != (len(column), *shape) \
             or not isinstance(meta, torch.Tensor) or out.dtype != meta.dtype \
@@ -177,6 +178,18 @@ def _column(graph: DerivedGraph, env: dict[str, Any], read_source: Callable[[str
     if book is not None:  # the values are its slices: their concatenation is ``out``
         book.note_whole(values, out)
     return values
+
+
+def _row_meta(graph: DerivedGraph, table: InstanceTable, template_id: str, row_id: str) -> Any:
+    """Shape inference's meta value of ``row_id`` (a node of ``table``'s rows at
+    ``template_id``'s position): the template's where inference recorded giving every row
+    the template's values (:func:`~derivgraph.compiler.infer.rows_hold_metas`: the rows'
+    are kept aside, not read), else the row's own."""
+    env = graph.meta_env
+    metas = [env.get(n) for n in table.template]
+    if rows_hold_metas(graph, env, table, metas):
+        return env.get(template_id)
+    return env.get(row_id)
 
 
 #: one derived column's value: (its table, its template position, the position of its input in

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import chain, compress, filterfalse, repeat
-from operator import attrgetter, is_, itemgetter
+from operator import attrgetter, is_, itemgetter, mul
 from typing import Any
 
 import torch
@@ -23,6 +24,7 @@ from derivgraph.compiler.interpret import Failed, MetaInterpreter
 from derivgraph.compiler.ir import NodeKind
 from derivgraph.compiler.layers import closed_layers, layer_nodes, order_without_rows
 from derivgraph.compiler.replay import Twins
+from derivgraph.compiler.row_deps import KeptAside
 from derivgraph.errors import IndexOutOfRange, LimitError, Rule
 from derivgraph.limits import LIMITS, check_budget, check_bytes, check_numel
 from derivgraph.ops import DTYPES
@@ -293,11 +295,14 @@ def _run_stamped(graph: DerivedGraph, interp: MetaInterpreter,
     if not tables:
         interp.run()
         return out
-    nodes, env = graph.nodes, interp.env
+    nodes, version = graph.nodes, graph.ir.version
     record: dict[int, tuple[Any, ...]] = {}
-    graph.meta_rows = (env, graph.ir.version, record)
     out.rest = order_without_rows(graph, tables)
     interp.run(out.rest)  # the templates among them
+    # the rows' values kept aside (put in on first need: no compile, run or refill reads a
+    # row's; their readers ask the record, rows_hold_metas)
+    env = interp.env = _MetaEnv(interp.env)
+    graph.meta_rows = (env, version, record)
     again: set[str] = set()
     for table in tables:
         template = table.template
@@ -318,13 +323,24 @@ def _run_stamped(graph: DerivedGraph, interp: MetaInterpreter,
             table = table.subset(keep)
         out.tables.append(table)
         n = len(table.rows)
-        env.update(zip(table.ids(), plan[0] * n))
+        env.defer(chain.from_iterable(table.rows[:]), partial(mul, plan[0], n))
         record[id(table)] = (table, table.rows, n, tuple(plan[0]))
     if again:
         held = layer_nodes(tables)
         interp.run([n for n in graph.ordered() if n in again])
         out.rest = [n for n in graph.ordered() if n not in held or n in again]
     return out
+
+
+class _MetaEnv(KeptAside):
+    """Shape inference's env (node id -> meta value) with the stamped rows' values kept
+    aside (:class:`~derivgraph.compiler.row_deps.KeptAside`); a write puts them in first
+    (so a value written later is never overwritten by theirs)."""
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if self._deferred:
+            self.complete()
+        dict.__setitem__(self, key, value)
 
 
 def rows_hold_metas(graph: DerivedGraph, env: dict[str, Any], table: InstanceTable,

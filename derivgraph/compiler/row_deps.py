@@ -9,11 +9,13 @@ positions once per template and builds every row's sets a column at a time, inst
 walk over every node of every row (:meth:`DerivedGraph.source_deps
 <derivgraph.compiler.graph.DerivedGraph.source_deps>` walks only what is left).
 
-The compile reads a row's derived tensors (the plan's entries) and none of its sources or
-ops, so those columns are kept aside and put in on first need (:class:`SourceDeps`); a
-position set no derived tensor of the template has (in the scaling model's layer: the weight
-alone, only its source's) is not even made until then: one frozenset per row fewer for the
-plan to keep and the collector to walk.
+The compile reads no row's set: its readers take a template's (the constants sweep answers
+a column by its template, ``planner._constant_entries``; the lowering asks the templates and
+the rest), and a run or refill reads none (only a run with ``updated=`` and the trace's proof
+read the whole mapping). So every column of the rows is kept aside and put in on first need
+(:class:`SourceDeps`), and no row's set is made until then: at 100k derived tensors 50k
+frozensets fewer for the compile to make and the plan to keep (the collector walks none) and
+100k dict entries fewer.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 from derivgraph.compiler.instances import InstanceTable
 from derivgraph.compiler.ir import Node, NodeKind
 
-__all__ = ["SourceDeps", "row_source_deps", "template_dep_positions"]
+__all__ = ["KeptAside", "SourceDeps", "row_source_deps", "template_dep_positions"]
 
 
 def template_dep_positions(nodes: Mapping[str, Node], template: tuple[str, ...],
@@ -73,26 +75,33 @@ def template_dep_positions(nodes: Mapping[str, Node], template: tuple[str, ...],
     return positions
 
 
+#: the set of a node that depends on no source (one object for every such row)
+_EMPTY: frozenset[str] = frozenset()
+
 #: a column's sets, in row order, or what makes them (once) when first needed
 RowSets = list[frozenset[str]] | Callable[[], list[frozenset[str]]]
 
 
 def _row_sets(columns: Sequence[Sequence[str]], at: tuple[int, ...]) -> list[frozenset[str]]:
-    """Each row's set of its nodes at positions ``at`` (non-empty) of ``columns``."""
+    """Each row's set of its nodes at positions ``at`` of ``columns`` (none: the empty set,
+    one for every row)."""
+    if not at:
+        return [_EMPTY] * len(columns[0])
     return list(map(frozenset, zip(*[columns[j] for j in at])))
 
 
-class SourceDeps(dict[str, frozenset[str]]):
-    """Node id -> the source nodes it depends on, where some columns of closed rows are kept
-    aside (:meth:`defer`) and put in, all at once, on first need (:meth:`complete`): a key
-    not in the dict (``__missing__``), or any read of the membership, size, keys, values or
-    items. A read by key of what is in answers at C speed. Writes are the dict's own."""
+class KeptAside(dict[str, Any]):
+    """A dict where some columns of keys are kept aside (:meth:`defer`) and put in, all at
+    once, on first need (:meth:`complete`): a key not in the dict (``__missing__``, ``in``,
+    ``get``), or any read of the size, keys, values or items. A read of a key that is in
+    answers as the dict's own (``[]`` at C speed). Writes are the dict's own (a writer never
+    writes a key kept aside: the put-in would overwrite it)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._deferred: list[tuple[Iterable[str], RowSets]] = []
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self._deferred: list[tuple[Iterable[str], Any]] = []
 
-    def defer(self, keys: Iterable[str], values: RowSets) -> None:
+    def defer(self, keys: Iterable[str], values: Any) -> None:
         """Keep ``keys`` -> ``values`` (in order; a callable: called for them then) aside
         until :meth:`complete`."""
         self._deferred.append((keys, values))
@@ -108,18 +117,21 @@ class SourceDeps(dict[str, frozenset[str]]):
         for keys, values in deferred:
             dict.update(self, zip(keys, values() if callable(values) else values))
 
-    def __missing__(self, key: str) -> frozenset[str]:
+    def __missing__(self, key: str) -> Any:
         if not self._deferred:
             raise KeyError(key)
         self.complete()
         return dict.__getitem__(self, key)
 
     def __contains__(self, key: object) -> bool:
+        if dict.__contains__(self, key):
+            return True
         self.complete()
         return dict.__contains__(self, key)
 
     def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
-        self.complete()
+        if not dict.__contains__(self, key):
+            self.complete()
         return dict.get(self, key, default)
 
     def __len__(self) -> int:
@@ -142,13 +154,13 @@ class SourceDeps(dict[str, frozenset[str]]):
         self.complete()
         return dict.items(self)
 
-    def copy(self) -> dict[str, frozenset[str]]:
+    def copy(self) -> dict[str, Any]:
         self.complete()
         return dict(dict.items(self))
 
     def __eq__(self, other: object) -> bool:
         self.complete()
-        if isinstance(other, SourceDeps):
+        if isinstance(other, KeptAside):
             other.complete()
         return dict.__eq__(self, other)
 
@@ -162,15 +174,19 @@ class SourceDeps(dict[str, frozenset[str]]):
         return dict.__repr__(self)
 
 
+class SourceDeps(KeptAside):
+    """Node id -> the source nodes it depends on (a frozenset), the closed rows' columns
+    kept aside (:class:`KeptAside`)."""
+
+
 def row_source_deps(nodes: Mapping[str, Node], tables: Iterable[InstanceTable],
                     read: list[InstanceTable] | None = None) -> SourceDeps:
     """Every node of every row of ``tables`` (closed rows only) -> the source nodes it
-    depends on, the columns of the template's sources and ops kept aside
-    (:meth:`SourceDeps.defer`); the rows of a template whose positions cannot be read
+    depends on, every column kept aside (:meth:`SourceDeps.defer`: a position set's rows'
+    sets made once, when first needed); the rows of a template whose positions cannot be read
     (:func:`template_dep_positions`) are left out. ``read``: where given, each table whose
     rows are in the answer is appended to it, in order."""
     deps = SourceDeps()
-    empty: frozenset[str] = frozenset()
     for table in tables:
         positions = template_dep_positions(nodes, table.template)
         if positions is None or not table.rows:
@@ -178,17 +194,10 @@ def row_source_deps(nodes: Mapping[str, Node], tables: Iterable[InstanceTable],
         if read is not None:
             read.append(table)
         columns = table.columns()
-        derived = [nodes[n].kind is NodeKind.DERIVED for n in table.template]
-        now = {at for at, d in zip(positions, derived) if d}  # the sets a derived one has
-        sets: dict[tuple[int, ...], RowSets] = {}  # one list (or its maker) per position set
+        sets: dict[tuple[int, ...], RowSets] = {}  # one maker per position set
         for k, at in enumerate(positions):
             made = sets.get(at)
-            if made is None:
-                made = sets[at] = [empty] * len(columns[k]) if not at \
-                    else _row_sets(columns, at) if at in now \
-                    else cache(partial(_row_sets, columns, at))  # kept aside: made once
-            if derived[k]:
-                dict.update(deps, zip(columns[k], made))  # type: ignore[arg-type]
-            else:
-                deps.defer(columns[k], made)
+            if made is None:  # kept aside: made once, when first needed
+                made = sets[at] = cache(partial(_row_sets, columns, at))
+            deps.defer(columns[k], made)
     return deps

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import torch
 from torch import nn
 
 from derivgraph import DerivedTensor, Spec, Target, compile_plan
@@ -115,22 +116,34 @@ def test_the_rest_is_cut_at_the_rows_spans(monkeypatch: Any) -> None:
         graph.nodes, closed_layers(graph))]
 
 
-def test_the_compile_reads_no_row_source_or_op() -> None:
-    """The rows' source and op columns are kept aside (:class:`SourceDeps`) and the compile
-    never needs them; the derived tensors' are in."""
-    graph = _compiled(scaling_model(6), [scaling_spec()])
-    deps = graph.source_deps()
+def test_the_compile_reads_no_row_set() -> None:
+    """Every column of the rows is kept aside (:class:`SourceDeps`), the derived tensors'
+    too: the compile, a run and a refill never need them (the constants sweep answers per
+    column, the lowering reads the templates and the rest); a read of a row's derived tensor
+    puts every column in and gives the walk's set."""
+    model = scaling_model(6)
+    with stamping(True):
+        plan = compile_plan(model, [scaling_spec()])
+    deps = plan.graph.source_deps()
     assert isinstance(deps, SourceDeps) and deps.pending
-    assert dict.__contains__(deps, "layers.3.prod")
+    assert not dict.__contains__(deps, "layers.3.prod")
     assert not dict.__contains__(deps, "layers.3.scale")
-    assert dict.__len__(deps) == len(graph.nodes) - 5 * 4
+    assert dict.__len__(deps) == len(plan.graph.nodes) - 5 * 8
+    plan.run()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(1.0)
+    plan.run()
+    plan.refill()
+    assert deps.pending
+    assert deps["layers.3.prod"] == frozenset({"layers.3.scale", "layers.3.weight"})
+    assert not deps.pending and dict.__len__(deps) == len(plan.graph.nodes)
+    assert deps["layers.3.strides"] == frozenset()
 
 
-def test_a_set_no_derived_tensor_has_is_made_on_first_need(monkeypatch: Any) -> None:
-    """The weight's position set (6: only its source has it) is not made with the rows'
-    sets; the first need makes it once (with the other kept columns) and the sets are the
-    walk's. The sets a derived tensor has (the scale's, 4, its source's and op's too; the
-    product's, 4 and 6) are made at once and read at C speed."""
+def test_no_row_set_is_made_before_first_need(monkeypatch: Any) -> None:
+    """No position set of the rows is made at compile; the first need makes each once (the
+    empty one too: one object for every row) and the sets are the walk's."""
     made: list[tuple[int, ...]] = []
     real = row_deps._row_sets
 
@@ -143,13 +156,15 @@ def test_a_set_no_derived_tensor_has_is_made_on_first_need(monkeypatch: Any) -> 
     monkeypatch.setattr(row_deps, "_row_sets", spied)
     graph = _compiled(scaling_model(6), [scaling_spec()])
     deps = graph.source_deps()
-    assert deps.pending and sorted(made) == [(4,), (4, 6)]
-    assert dict.__getitem__(deps, "layers.3.inv") == frozenset({"layers.3.scale"})
+    assert deps.pending and made == []
     assert deps["layers.3.weight"] == frozenset({"layers.3.weight"})  # a kept key: made now
-    assert not deps.pending and sorted(made) == [(4,), (4, 6), (6,)]
+    assert not deps.pending and sorted(made) == [(), (4,), (4, 6), (6,)]
     assert dict(dict.items(deps)) == walked
+    [table] = closed_layers(graph)
+    strides = [row[2] for row in table.rows]
+    assert len({id(deps[n]) for n in strides}) == 1 and deps[strides[0]] == frozenset()
     deps.complete()
-    assert len(made) == 3  # made once
+    assert len(made) == 4  # made once
 
 
 def test_a_kept_set_two_columns_have_is_made_once(monkeypatch: Any) -> None:
