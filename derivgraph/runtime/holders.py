@@ -58,16 +58,25 @@ _storage = operator.attrgetter("storage")
 
 class BoundSources(NamedTuple):
     """The bound sources as columns (:meth:`Holders.bind`), one row per source in the order
-    bound: its path, holder dict and key (``dicts`` and ``keys`` None where some source is
-    held outside a dict: the source check is then False), its tensor and its bound pointer.
-    No per-source record is kept (the holder dicts' ``(dict, key)`` pairs die with the
-    compile's reads)."""
+    bound: its path, holder dict (None where the source is held outside a dict: the source
+    check is then False) and key in it, its tensor and its bound pointer. No per-source
+    record is kept (the holder dicts' ``(dict, key)`` pairs die with the compile's reads)."""
 
     paths: list[str]
-    dicts: list[Any] | None
-    keys: list[str] | None
+    dicts: list[Any]
+    keys: list[str]
     tensors: list[torch.Tensor]
     ptrs: list[int]
+
+    def rows(self) -> list[tuple[str, tuple[Any, str] | None, torch.Tensor, int]]:
+        """Each source's ``(path, (holder dict, key) or None, tensor, pointer)``, made on
+        request (for reports and tests; never kept)."""
+        where = [None if d is None else (d, k) for d, k in zip(self.dicts, self.keys)]
+        return list(zip(self.paths, where, self.tensors, self.ptrs))
+
+    def outside_dicts(self) -> bool:
+        """Whether some source is held outside a dict (its holder dict None)."""
+        return not all(map(operator.is_not, self.dicts, repeat(None)))
 
 
 _NO_SOURCES = BoundSources([], [], [], [], [])
@@ -200,7 +209,8 @@ class Holders:
         where = reads.where[:n] if reads is not None and all(map(_is, owners, reads.owners)) \
             else holder_dicts(owners, names)
         if None in where:  # a source held outside a dict: the source check is False
-            self._sources = BoundSources(paths, None, None, tensors, ptrs)
+            self._sources = BoundSources(paths, [None if w is None else w[0] for w in where],
+                                         names, tensors, ptrs)
         else:  # the source check's columns, as sources_intact makes them
             dicts, keys = list(map(_first, where)), list(map(_second, where))
             self._sources = BoundSources(paths, dicts, keys, tensors, ptrs)
@@ -310,7 +320,7 @@ class Holders:
         checks = self._source_checks
         if checks is None:
             sources = self._sources  # the bound columns
-            if sources.dicts is None or sources.keys is None:  # a source held outside a dict
+            if sources.outside_dicts():  # a source held outside a dict
                 return False
             checks = self._source_checks = (sources.dicts, sources.keys,
                                             AtAddresses(sources.tensors, sources.ptrs))

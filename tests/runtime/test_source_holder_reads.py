@@ -100,7 +100,7 @@ def test_a_column_of_module_rows_reads_the_first_registry_holding_the_name() -> 
 
 
 def _bound(plan: Any) -> list[tuple[str, Any, Any, int]]:
-    return list(plan.holders._sources)
+    return plan.holders._sources.rows()
 
 
 def _same(a: list[tuple[str, Any, Any, int]], b: list[tuple[str, Any, Any, int]]) -> bool:
@@ -145,7 +145,7 @@ def test_an_owner_swapped_after_the_read_is_read_again() -> None:
     model.layers[2] = new
     sources = dict(zip(paths, map(PathReader(model).get, paths)))
     plan.holders.bind(sources, (), None, reads)
-    got = plan.holders._sources
+    got = plan.holders._sources.rows()
     for (path, where, tensor, _ptr), obj in zip(got, sources.values()):
         assert tensor is obj
         assert where is not None and where[0][where[1]] is obj, path
@@ -165,5 +165,6 @@ def test_reads_of_other_paths_are_not_taken() -> None:
     _objects, reads = read_paths(PathReader(model), other)
     sources = dict(zip(paths, map(PathReader(model).get, paths)))
     plan.holders.bind(sources, (), None, reads)
-    for (path, where, tensor, _ptr), obj in zip(plan.holders._sources, sources.values()):
+    for (path, where, tensor, _ptr), obj in zip(plan.holders._sources.rows(),
+                                                   sources.values()):
         assert tensor is obj and where is not None and where[0][where[1]] is obj, path
