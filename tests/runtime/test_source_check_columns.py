@@ -71,3 +71,29 @@ def test_a_source_held_outside_a_dict_leaves_the_check_false() -> None:
     holders._source_checks = None
     assert not holders.sources_intact()
     assert holders._source_checks is None
+
+
+def test_changed_sources_reads_each_row_of_the_columns() -> None:
+    plan = _compiled()
+    holders, graph = plan.holders, plan.graph
+    assert holders.changed_sources(graph) == ([], [])
+    layer = holders.model.layers[4]
+    with torch.no_grad():
+        layer.weight.data = layer.weight.data.clone()  # the same object at another address
+    layer.scale = torch.nn.Parameter(layer.scale.detach().clone())  # another object
+    assert holders.changed_sources(graph) == ([], ["layers.4.scale", "layers.4.weight"]) \
+        or holders.changed_sources(graph) == ([], ["layers.4.weight", "layers.4.scale"])
+    shrunk = holders.model.layers[7]
+    shrunk.weight = torch.nn.Parameter(shrunk.weight.detach()[:-1].clone())  # another shape
+    changed, moved = holders.changed_sources(graph)
+    assert changed == ["layers.7.weight"] and sorted(moved) == ["layers.4.scale",
+                                                                "layers.4.weight"]
+
+
+def test_the_walk_takes_every_bound_source_owner() -> None:
+    plan = _compiled()
+    holders = plan.holders
+    hops = holders.walk(entry_paths=[])  # the sources' owners only, read from the columns
+    owners = {path.rpartition(".")[0] for path in holders._sources.paths}
+    assert owners == {f"layers.{i}" for i in range(12)}
+    assert all(hops.objects[o] is holders.model.get_submodule(o) for o in owners)
