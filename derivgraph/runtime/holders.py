@@ -208,13 +208,10 @@ class Holders:
         # nothing written since, the same answer
         where = reads.where[:n] if reads is not None and all(map(_is, owners, reads.owners)) \
             else holder_dicts(owners, names)
-        if None in where:  # a source held outside a dict: the source check is False
-            self._sources = BoundSources(paths, [None if w is None else w[0] for w in where],
-                                         names, tensors, ptrs)
-        else:  # the source check's columns, as sources_intact makes them
-            dicts, keys = list(map(_first, where)), list(map(_second, where))
-            self._sources = BoundSources(paths, dicts, keys, tensors, ptrs)
-            self._source_checks = (dicts, keys, AtAddresses(tensors, ptrs))
+        # each source's holder dict (None: held outside a dict), its key the source's name
+        self._sources = bound = BoundSources(paths, where, names, tensors, ptrs)
+        if not bound.outside_dicts():  # the source check's columns, as sources_intact makes
+            self._source_checks = (where, names, AtAddresses(tensors, ptrs))
         self._source_owners, self._source_hops = owner_paths, None  # see source_hops
         self._proven = None
         self._sources_stale = False
