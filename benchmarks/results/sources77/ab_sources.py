@@ -1,14 +1,19 @@
 """In-process A/B of the piece changed (interleaved rounds): base's holder_dicts + the bind's
 per-source records vs this branch's columns, over the 50k sources of the 100k scaling model;
 and the gen-0 collection each leaves (the objects kept)."""
-import gc, operator, sys, time
+import gc
+import operator
+import sys
+import time
 from collections import deque
 from itertools import repeat
+
 from derivgraph.compiler.owners import RegistryReads, registries_holding
 from derivgraph.paths import MISSING, holder_dict
 from derivgraph.runtime.accessors import by_name, holder_dicts
 from derivgraph.runtime.holders import BoundSources
 from derivgraph.tools.bench_scaling import scaling_model
+
 _first, _second = operator.itemgetter(0), operator.itemgetter(1)
 
 def old_holder_dicts(owners, names):
@@ -46,13 +51,18 @@ a, b = old(owners, paths, names, tensors, ptrs), new(owners, paths, names, tenso
 assert all(x is y for x, y in zip(a[1][0], b[1][0])) and a[1][1] == b[1][1]
 del a, b
 res = {"old": [], "new": [], "old_gc": [], "new_gc": []}
-gc.collect(); gc.disable()
+gc.collect()
+gc.disable()
 for r in range(int(sys.argv[1]) if len(sys.argv) > 1 else 7):
     for name, f in (("old", old), ("new", new)) if r % 2 == 0 else (("new", new), ("old", old)):
         gc.collect()
-        t = time.perf_counter(); kept = f(owners, paths, names, tensors, ptrs)
+        t = time.perf_counter()
+        kept = f(owners, paths, names, tensors, ptrs)
         res[name].append(time.perf_counter() - t)
-        t = time.perf_counter(); gc.collect(0); res[name + "_gc"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        gc.collect(0)
+        res[name + "_gc"].append(time.perf_counter() - t)
         del kept
 for k, v in res.items():
-    v = sorted(v); print(f"{k:7s} median {v[len(v)//2]*1e3:7.2f} ms  min {v[0]*1e3:7.2f} ms")
+    v = sorted(v)
+    print(f"{k:7s} median {v[len(v)//2]*1e3:7.2f} ms  min {v[0]*1e3:7.2f} ms")
