@@ -352,24 +352,27 @@ def _periodic(names: list[str]) -> dict[str, list[int]] | None:
 
 
 def holder_dicts(owners: Sequence[Any], names: Sequence[str],
-                 swept: bytearray | None = None) -> list[tuple[Any, Any] | None]:
-    """:func:`~derivgraph.paths.holder_dict` of each ``(owner, name)`` (None where the owner
-    is :data:`~derivgraph.paths.MISSING`), the owners of one name that are modules holding
+                 swept: bytearray | None = None) -> list[Any]:
+    """The dict of :func:`~derivgraph.paths.holder_dict` of each ``(owner, name)``, as a
+    column (its key is always the row's name: no per-row pair is made; None where there is
+    none or the owner is :data:`~derivgraph.paths.MISSING`), the owners of one name that are
+    modules holding
     it in one registry read in one sweep each
     (:func:`~derivgraph.compiler.owners.registries_holding`), the rest one by one.
     ``swept``: one byte per row, set to 1 at the rows a registry sweep answered (their owner
     a module whose first registry holding the name, in :func:`~derivgraph.paths.step_into`'s
     order, is the answer's dict)."""
-    out: list[tuple[Any, Any] | None] = [None] * len(names)
+    out: list[Any] = [None] * len(names)
     reads = RegistryReads()  # the names of one stamped table share their owners' reads
     for name, rows in by_name(names).items():
         found = list(map(owners.__getitem__, rows))
         where = registries_holding(found, name, reads)
         if where is None:
             for i, owner in zip(rows, found):
-                out[i] = holder_dict(owner, name) if owner is not MISSING else None
+                pair = holder_dict(owner, name) if owner is not MISSING else None
+                out[i] = None if pair is None else pair[0]  # its key is ``name``
         else:
-            deque(map(operator.setitem, repeat(out), rows, zip(where[1], repeat(name))), 0)
+            deque(map(operator.setitem, repeat(out), rows, where[1]), 0)
             if swept is not None:
                 deque(map(operator.setitem, repeat(swept), rows, repeat(1)), 0)
     return out
@@ -377,7 +380,8 @@ def holder_dicts(owners: Sequence[Any], names: Sequence[str],
 
 class PathReads(NamedTuple):
     """Many paths of one model read together (:func:`read_paths`): each path's owner path,
-    last name and owner, :func:`holder_dicts` of those owners and names, and the object read
+    last name and owner, :func:`holder_dicts` of those owners and names (each row's holder
+    dict, None where it has none; the key in it is the row's name), and the object read
     at each path. Valid while nothing is written to the model (a later reader of the same
     paths takes ``where`` where it finds the very same owners:
     :meth:`~derivgraph.runtime.holders.Holders.bind`). ``ptrs``: each object's
@@ -388,7 +392,7 @@ class PathReads(NamedTuple):
     owner_paths: list[str]
     names: list[str]
     owners: list[Any]
-    where: list[tuple[Any, Any] | None]
+    where: list[Any]
     objects: list[Any]
     ptrs: list[int] | None = None
 
@@ -408,9 +412,9 @@ def read_paths(reader: PathReader, paths: list[str]) -> tuple[list[Any], PathRea
     swept = bytearray(len(paths))
     where = holder_dicts(owners, names, swept)
     if all(swept) and all(names):
-        objects = list(map(operator.getitem, map(_first, where), names))
+        objects = list(map(operator.getitem, where, names))
     else:
-        objects = [w[0][name] if s and name else reader.get(path)  # type: ignore[index]
+        objects = [w[name] if s and name else reader.get(path)
                    for path, name, w, s in zip(paths, names, where, swept)]
     return objects, PathReads(paths, owner_paths, names, owners, where, objects)
 

@@ -14,7 +14,7 @@ import operator
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import compress, islice, repeat
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -53,9 +53,33 @@ _is = operator.is_
 _kind, _slot = operator.attrgetter("node.kind"), operator.attrgetter("slot")
 _owner_path, _id = operator.attrgetter("owner_path"), operator.attrgetter("id")
 _first, _second, _last = operator.itemgetter(0), operator.itemgetter(1), operator.itemgetter(2)
-# a bound source's (path, where, tensor, pointer): its tensor and its pointer
-_source_tensor, _source_ptr = operator.itemgetter(2), operator.itemgetter(3)
 _storage = operator.attrgetter("storage")
+
+
+class BoundSources(NamedTuple):
+    """The bound sources as columns (:meth:`Holders.bind`), one row per source in the order
+    bound: its path, holder dict (None where the source is held outside a dict: the source
+    check is then False) and key in it, its tensor and its bound pointer. No per-source
+    record is kept (the holder dicts' ``(dict, key)`` pairs die with the compile's reads)."""
+
+    paths: list[str]
+    dicts: list[Any]
+    keys: list[str]
+    tensors: list[torch.Tensor]
+    ptrs: list[int]
+
+    def rows(self) -> list[tuple[str, tuple[Any, str] | None, torch.Tensor, int]]:
+        """Each source's ``(path, (holder dict, key) or None, tensor, pointer)``, made on
+        request (for reports and tests; never kept)."""
+        where = [None if d is None else (d, k) for d, k in zip(self.dicts, self.keys)]
+        return list(zip(self.paths, where, self.tensors, self.ptrs))
+
+    def outside_dicts(self) -> bool:
+        """Whether some source is held outside a dict (its holder dict None)."""
+        return not all(map(operator.is_not, self.dicts, repeat(None)))
+
+
+_NO_SOURCES = BoundSources([], [], [], [], [])
 
 
 def _found_rows(entries: list[Entry], columns: list[HeldColumn],
@@ -93,7 +117,7 @@ class Holders:
         self.hops: HopTable | None = None
         self.table = HolderTable([], self._where)
         self._scalars: list[Entry] = []
-        self._sources: list[tuple[str, Any, torch.Tensor, int]] = []
+        self._sources: BoundSources = _NO_SOURCES
         self._source_checks: tuple[list[Any], list[str], AtAddresses] | None = None
         self._source_watch: ItemWatch | None = None  # tags of the sources' holder dicts
         # False once watch_items refused the sources' dicts (too few, no tags): they are fixed
@@ -133,7 +157,7 @@ class Holders:
         sources' owner paths, else read from the bound sources; ``entry_paths``: every
         entry's owner path in the entries' order, where the caller read them)."""
         if source_owners is None:
-            source_owners = [s.rpartition(".")[0] for s, *_ in self._sources]
+            source_owners = [s.rpartition(".")[0] for s in self._sources.paths]
         if entry_paths is None:
             entry_paths = list(map(_owner_path, self.entries.values()))
         self.hops = HopTable(self.model, source_owners + entry_paths)
@@ -184,10 +208,10 @@ class Holders:
         # nothing written since, the same answer
         where = reads.where[:n] if reads is not None and all(map(_is, owners, reads.owners)) \
             else holder_dicts(owners, names)
-        self._sources = list(zip(paths, where, tensors, ptrs))
-        if None not in where:  # the source check's columns, as sources_intact makes them
-            self._source_checks = (list(map(_first, where)), list(map(_second, where)),
-                                   AtAddresses(tensors, ptrs))
+        # each source's holder dict (None: held outside a dict), its key the source's name
+        self._sources = bound = BoundSources(paths, where, names, tensors, ptrs)
+        if not bound.outside_dicts():  # the source check's columns, as sources_intact makes
+            self._source_checks = (where, names, AtAddresses(tensors, ptrs))
         self._source_owners, self._source_hops = owner_paths, None  # see source_hops
         self._proven = None
         self._sources_stale = False
@@ -292,14 +316,11 @@ class Holders:
                 self._owners_checked = (report, self.hops)
         checks = self._source_checks
         if checks is None:
-            sources = self._sources  # (path, where, tensor, pointer): one column per sweep
-            wheres = list(map(_second, sources))
-            if None in wheres:  # a source held outside a dict (each where is a tuple or None)
+            sources = self._sources  # the bound columns
+            if sources.outside_dicts():  # a source held outside a dict
                 return False
-            checks = self._source_checks = (list(map(_first, wheres)),
-                                            list(map(_second, wheres)),
-                                            AtAddresses(list(map(_source_tensor, sources)),
-                                                        list(map(_source_ptr, sources))))
+            checks = self._source_checks = (sources.dicts, sources.keys,
+                                            AtAddresses(sources.tensors, sources.ptrs))
         # every bound source at its bound address: one gather of storage words, holding no
         # storage (an engine's dropped weights are freed), else the addresses compared
         if not (self._sources_held(checks) and self._at_addresses(checks[2], report)):
@@ -374,7 +395,8 @@ class Holders:
     def changed_sources(self, graph: DerivedGraph) -> tuple[list[str], list[str]]:
         """(sources whose shape or dtype changed, sources that only moved)."""
         changed, moved = [], []
-        for src, _where, tensor, ptr in self._sources:
+        bound = self._sources
+        for src, tensor, ptr in zip(bound.paths, bound.tensors, bound.ptrs):
             current = get_path(self.model, src)
             if current is MISSING or not isinstance(current, torch.Tensor):
                 raise SourceChanged("sources are gone from the model", [src])
@@ -483,9 +505,8 @@ class Holders:
         cached = self._proven
         if cached is None or cached[0] is not source_ptrs or cached[1] != len(source_ptrs):
             bound = self._sources
-            paths = list(map(_first, bound))
-            same = recorded_same(source_ptrs, paths, list(map(_source_tensor, bound)),
-                                 list(map(_source_ptr, bound)))
+            paths = bound.paths
+            same = recorded_same(source_ptrs, paths, bound.tensors, bound.ptrs)
             proven = frozenset(compress(paths, same))
             cached = self._proven = (source_ptrs, len(source_ptrs), proven,
                                      [p for p in source_ptrs if p not in proven])

@@ -69,7 +69,7 @@ def test_the_compile_takes_the_sources_addresses_from_the_startup_record() -> No
     with stamping(True):
         plan = compile_plan(scaling_model(6), [scaling_spec()])
     assert list(plan.source_ptrs)[:len(plan.tensors.sources)] == list(plan.tensors.sources)
-    for path, _where, tensor, ptr in plan.holders._sources:
+    for path, _where, tensor, ptr in plan.holders._sources.rows():
         assert plan.source_ptrs[path] == (id(tensor), ptr) and ptr == tensor.data_ptr()
 
 

@@ -88,9 +88,10 @@ def test_holder_dicts_equal_holder_dict_one_by_one() -> None:
     names = ["w"] * 6 + ["v", "v"]
     got = holder_dicts(owners, names)
     want = [holder_dict(o, n) if o is not MISSING else None for o, n in zip(owners, names)]
-    assert [None if g is None else (id(g[0]), g[1]) for g in got] == \
+    # each row's holder dict (the key in it is the row's name), None where holder_dict has none
+    assert [None if g is None else (id(g), n) for g, n in zip(got, names, strict=True)] == \
         [None if w is None else (id(w[0]), w[1]) for w in want]
-    assert got[0][0] is owners[0]._parameters and got[3] is None and got[6][0] is owners[6]._buffers
+    assert got[0] is owners[0]._parameters and got[3] is None and got[6] is owners[6]._buffers
 
 
 def _reference(owners: dict[str, Any], root: Any, entries: list[Any]) -> tuple[list, list, list]:

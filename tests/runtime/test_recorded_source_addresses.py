@@ -50,8 +50,8 @@ def test_the_compile_keeps_the_addresses_a_fresh_read_gives() -> None:
     for stamp in (True, False):
         plan = _plan(stamp=stamp)
         kept = plan.holders._sources
-        assert [p for p, *_ in kept] == list(plan.tensors.sources)
-        assert [ptr for *_, ptr in kept] == data_ptrs(list(plan.tensors.sources.values()))
+        assert kept.paths == list(plan.tensors.sources)
+        assert kept.ptrs == data_ptrs(list(plan.tensors.sources.values()))
         assert plan.moved() == []
 
 
@@ -60,7 +60,7 @@ def test_a_record_of_other_objects_is_not_taken() -> None:
     sources = plan.tensors.sources
     clones = {p: t.clone() for p, t in sources.items()}  # alive, other storage
     plan.holders.bind(sources, (), _record(clones))
-    assert [ptr for *_, ptr in plan.holders._sources] == data_ptrs(list(sources.values()))
+    assert plan.holders._sources.ptrs == data_ptrs(list(sources.values()))
     assert plan.moved() == []
 
 

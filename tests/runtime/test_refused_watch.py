@@ -103,7 +103,7 @@ def test_a_bind_asks_the_sources_again(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(watch, "MIN_WATCHED", 0)
     plan.run()
     assert plan.holders._source_watch is None  # refused until the sources are bound again
-    source = next(iter(plan.holders._sources))[0]
+    source = next(iter(plan.holders._sources.rows()))[0]
     owner, _, name = source.rpartition(".")
     held = model.get_submodule(owner)._parameters[name]
     held.data = held.data.clone()  # the source moved: the next run binds the sources again

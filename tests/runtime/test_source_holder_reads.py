@@ -86,8 +86,7 @@ def test_each_path_reads_what_the_reader_reads_and_holder_dicts_finds(paths: lis
     assert len(reads.where) == len(expected)
     for got, want in zip(reads.where, expected):
         assert (got is None) == (want is None)
-        if got is not None:
-            assert got[0] is want[0] and got[1] == want[1]
+        assert got is want  # the holder dict itself (its key: the row's name)
 
 
 def test_a_column_of_module_rows_reads_the_first_registry_holding_the_name() -> None:
@@ -95,12 +94,12 @@ def test_a_column_of_module_rows_reads_the_first_registry_holding_the_name() -> 
     paths = ["layers.0.weight", "layers.1.weight", "layers.2.weight"]
     objects, reads = read_paths(PathReader(model), paths)
     assert all(o is layer._parameters["weight"] for o, layer in zip(objects, model.layers))
-    assert all(w is not None and w[0] is layer._parameters for w, layer
+    assert all(w is layer._parameters for w, layer
                in zip(reads.where, model.layers))
 
 
 def _bound(plan: Any) -> list[tuple[str, Any, Any, int]]:
-    return list(plan.holders._sources)
+    return plan.holders._sources.rows()
 
 
 def _same(a: list[tuple[str, Any, Any, int]], b: list[tuple[str, Any, Any, int]]) -> bool:
@@ -145,7 +144,7 @@ def test_an_owner_swapped_after_the_read_is_read_again() -> None:
     model.layers[2] = new
     sources = dict(zip(paths, map(PathReader(model).get, paths)))
     plan.holders.bind(sources, (), None, reads)
-    got = plan.holders._sources
+    got = plan.holders._sources.rows()
     for (path, where, tensor, _ptr), obj in zip(got, sources.values()):
         assert tensor is obj
         assert where is not None and where[0][where[1]] is obj, path
@@ -165,5 +164,6 @@ def test_reads_of_other_paths_are_not_taken() -> None:
     _objects, reads = read_paths(PathReader(model), other)
     sources = dict(zip(paths, map(PathReader(model).get, paths)))
     plan.holders.bind(sources, (), None, reads)
-    for (path, where, tensor, _ptr), obj in zip(plan.holders._sources, sources.values()):
+    for (path, where, tensor, _ptr), obj in zip(plan.holders._sources.rows(),
+                                                   sources.values()):
         assert tensor is obj and where is not None and where[0][where[1]] is obj, path

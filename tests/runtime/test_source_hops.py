@@ -19,7 +19,7 @@ def test_the_source_hops_are_made_when_first_asked() -> None:
         plan = compile_plan(model, [scaling_spec()])
     holders: Holders = plan.holders
     assert holders._source_hops is None  # the compile's bind made none
-    owners = [path.rpartition(".")[0] for path, *_ in holders._sources]
+    owners = [path.rpartition(".")[0] for path, *_ in holders._sources.rows()]
     assert owners and sorted(set(owners)) == [f"layers.{i}" for i in range(6)]
     hops = holders.source_hops()
     assert hops == path_prefixes(owners) == {"layers", *owners}

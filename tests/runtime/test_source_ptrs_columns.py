@@ -117,7 +117,7 @@ def test_the_proven_sources_and_moved_follow_the_record() -> None:
     holders = plan.holders
     record = plan.source_ptrs
     proven, rest = holders._startup_sources(record)
-    rule = frozenset(src for src, _w, t, ptr in holders._sources
+    rule = frozenset(src for src, _w, t, ptr in holders._sources.rows()
                      if record.get(src) == (id(t), ptr))
     assert proven == rule and len(proven) == len(plan.tensors.sources) and rest == []
     order = list(record.items())

@@ -46,7 +46,7 @@ def test_the_compile_takes_the_records_addresses(monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(holders, "recorded_ptrs", refuse)
     plan = _plan()
-    sources = plan.holders._sources
+    sources = plan.holders._sources.rows()
     assert len(sources) == len(plan.tensors.sources) == 12
     for path, _where, tensor, ptr in sources:
         assert tensor is plan.tensors.sources[path]
@@ -89,14 +89,14 @@ def test_a_source_not_read_there_takes_its_own_address() -> None:
     wrong = reads._replace(objects=[other, *reads.objects[1:]], ptrs=[1] * len(paths))
     recorded = {p: (id(t) if p != first else id(other), 1) for p, t in sources.items()}
     plan.holders.bind(sources, (), recorded, wrong)
-    assert [ptr for *_, ptr in plan.holders._sources] == [t.data_ptr() for t in sources.values()]
+    assert plan.holders._sources.ptrs == [t.data_ptr() for t in sources.values()]
     # the same reads with every object the bound one: the record's addresses are taken
     right = reads._replace(ptrs=list(range(100, 100 + len(paths))))
     plan.holders.bind(sources, (), recorded, right)
-    assert [ptr for *_, ptr in plan.holders._sources] == right.ptrs
+    assert plan.holders._sources.ptrs == right.ptrs
     # without a record (a bind that recorded nothing), the reads' addresses are not taken
     plan.holders.bind(sources, (), None, right)
-    assert [ptr for *_, ptr in plan.holders._sources] == [t.data_ptr() for t in sources.values()]
+    assert plan.holders._sources.ptrs == [t.data_ptr() for t in sources.values()]
 
 
 def _columns(checks: Any) -> tuple[list[int], list[str], list[int], list[int], Any, bool]:
@@ -111,10 +111,10 @@ def test_the_source_check_is_made_at_the_bind_as_sources_intact_makes_it() -> No
     held.bind(plan.tensors.sources)
     made = held._source_checks
     assert made is not None
-    assert _columns(made) == ([id(w[0]) for _p, w, _t, _a in held._sources],
-                              [w[1] for _p, w, _t, _a in held._sources],
-                              [id(t) for *_, t, _a in held._sources],
-                              [a for *_, a in held._sources], None, False)
+    assert _columns(made) == ([id(w[0]) for _p, w, _t, _a in held._sources.rows()],
+                              [w[1] for _p, w, _t, _a in held._sources.rows()],
+                              [id(t) for *_, t, _a in held._sources.rows()],
+                              [a for *_, a in held._sources.rows()], None, False)
     held._source_checks = None  # the lazy rule: what sources_intact makes of the bound sources
     assert held.sources_intact()
     lazy = held._source_checks
@@ -151,7 +151,7 @@ def test_a_source_outside_a_dict_leaves_the_check_unmade(first: bool) -> None:
         sources = dict(reversed(list(sources.items())))
     held = Holders(model, {})
     held.bind(sources)
-    assert [w is None for _p, w, _t, _a in held._sources] == [p == "o.w" for p in sources]
+    assert [w is None for _p, w, _t, _a in held._sources.rows()] == [p == "o.w" for p in sources]
     assert held._source_checks is None
     assert not held.sources_intact()  # as before: a source outside a dict fails the check
     assert operator.is_(held._source_checks, None)
