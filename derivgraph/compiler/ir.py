@@ -233,7 +233,57 @@ def calls_of(nodes: Iterable[Node]) -> list[tuple[tuple[Any, ...], dict[str, Any
 _has, _get, _insert = dict.__contains__, dict.get, dict.setdefault
 
 
-class Users(dict[str, list[str]]):
+class _HeldRuns:
+    """The read side of a ``dict`` subclass that also holds runs of ids by column (:class:`Users`,
+    :class:`Nodes`): its own keys with each held run's ids placed where the run was held
+    (``_spans``: ``(own keys before it, its ids)`` per run, in order), read as one mapping."""
+
+    __slots__ = ()
+    _held: list[Any]
+
+    def _spans(self) -> list[tuple[int, list[str]]]:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return dict.__len__(self) + sum(len(ids) for _, ids in self._spans())  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[str]:
+        if not self._held:
+            return dict.__iter__(self)  # type: ignore[arg-type]
+        own, parts, at = list(dict.__iter__(self)), [], 0  # type: ignore[arg-type]
+        for before, ids in self._spans():
+            parts += [own[at:before], ids]
+            at = before
+        parts.append(own[at:])
+        return chain.from_iterable(parts)
+
+    def items(self) -> Any:
+        return [(node_id, self[node_id]) for node_id in self] if self._held \
+            else dict.items(self)  # type: ignore[arg-type]
+
+    def values(self) -> Any:
+        return [self[node_id] for node_id in self] if self._held \
+            else dict.values(self)  # type: ignore[arg-type]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        return dict(self.items()) == dict(other.items())
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
+
+    def copy(self) -> dict[str, Any]:
+        return dict(self.items())
+
+
+class Users(_HeldRuns, dict[str, list[str]]):
     """Each node's users (the ids of the nodes reading it, in order) by id: equal, key
     order included, to the ``dict`` the eager adds leave. Lists set one by one are this
     dict's own; a run of fresh held nodes (:meth:`hold`: :class:`HeldColumn` s with
@@ -309,44 +359,11 @@ class Users(dict[str, list[str]]):
                                        and (node_id in self._made
                                             or self._column_of(node_id) is not None))
 
-    def __len__(self) -> int:
-        return dict.__len__(self) + sum(len(ids) for _, ids in self._held)
-
-    def __iter__(self) -> Iterator[str]:
-        if not self._held:
-            return dict.__iter__(self)
-        own, parts, at = list(dict.__iter__(self)), [], 0
-        for before, ids in self._held:
-            parts += [own[at:before], ids]
-            at = before
-        parts.append(own[at:])
-        return chain.from_iterable(parts)
+    def _spans(self) -> list[tuple[int, list[str]]]:
+        return self._held
 
     def keys(self) -> Any:
         return _UsersKeys(self) if self._held else dict.keys(self)
-
-    def items(self) -> Any:
-        return [(node_id, self[node_id]) for node_id in self] if self._held else dict.items(self)
-
-    def values(self) -> Any:
-        return [self[node_id] for node_id in self] if self._held else dict.values(self)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Mapping):
-            return NotImplemented
-        return dict(self.items()) == dict(other.items())
-
-    def __ne__(self, other: object) -> bool:
-        equal = self.__eq__(other)
-        return equal if equal is NotImplemented else not equal
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return repr(dict(self.items()))
-
-    def copy(self) -> dict[str, list[str]]:
-        return dict(self.items())
 
     def __reduce__(self) -> Any:
         return _users_of_items, (list(self.items()),)
@@ -405,7 +422,7 @@ class _UsersKeys(KeysView[str]):
         return not users._held or graph is None or graph.nodes.keys().isdisjoint(other)
 
 
-class Nodes(dict[str, Node]):
+class Nodes(_HeldRuns, dict[str, Node]):
     """The graph's nodes by id: equal, key order included, to the ``dict`` the eager adds
     leave. Nodes set one by one are this dict's own; a run of fresh held nodes
     (:meth:`hold`: :class:`HeldColumn` s, each with its :meth:`HeldColumn.hold` class)
@@ -494,44 +511,11 @@ class Nodes(dict[str, Node]):
         return _has(self, node_id) or (bool(self._held) and (
             node_id in self._made or self._place(node_id) is not None))
 
-    def __len__(self) -> int:
-        return dict.__len__(self) + sum(len(run.ids) for run in self._held)
-
-    def __iter__(self) -> Iterator[str]:
-        if not self._held:
-            return dict.__iter__(self)
-        own, parts, at = list(dict.__iter__(self)), [], 0
-        for run in self._held:
-            parts += [own[at:run.before], run.ids]
-            at = run.before
-        parts.append(own[at:])
-        return chain.from_iterable(parts)
+    def _spans(self) -> list[tuple[int, list[str]]]:
+        return [(run.before, run.ids) for run in self._held]
 
     def keys(self) -> Any:
         return _NodesKeys(self) if self._held else dict.keys(self)
-
-    def items(self) -> Any:
-        return [(node_id, self[node_id]) for node_id in self] if self._held else dict.items(self)
-
-    def values(self) -> Any:
-        return [self[node_id] for node_id in self] if self._held else dict.values(self)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Mapping):
-            return NotImplemented
-        return dict(self.items()) == dict(other.items())
-
-    def __ne__(self, other: object) -> bool:
-        equal = self.__eq__(other)
-        return equal if equal is NotImplemented else not equal
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return repr(dict(self.items()))
-
-    def copy(self) -> dict[str, Node]:
-        return dict(self.items())
 
     def __reduce__(self) -> Any:
         return _nodes_of_items, (list(self.items()),)

@@ -19,32 +19,12 @@ from typing import Any
 
 import pytest
 
-from derivgraph.compiler import stamp
 from derivgraph.compiler.ir import Graph, HeldColumn, HeldLeaves, HeldNode, Node, NodeKind, Nodes
 from derivgraph.planner import compile_plan
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+from tests.compiler.test_held_users import _plan  # the held / eager compiles
 
-_LAYERS = 12
 _OP, _DERIVED, _SOURCE = NodeKind.OP, NodeKind.DERIVED, NodeKind.SOURCE
-
-
-def _plan(held: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The stamped scaling compile: runs replayed by columns and the derived tensors' nodes
-    held by column (``held``), or row by row with every node put in the dict."""
-    add_leaves = Graph.add_leaves
-    with monkeypatch.context() as patch:
-        if not held:
-            patch.setattr(stamp.Stamper, "_replay_run", lambda self, *args: False)
-            patch.setattr(Graph, "add_leaves",
-                          lambda self, nodes, ids=None, columns=(), id_set=None:
-                          add_leaves(self, _made(nodes, columns), ids, (), id_set))
-        return compile_plan(scaling_model(_LAYERS), [scaling_spec()])
-
-
-def _made(nodes: list[Node] | None, columns: Any) -> list[Node]:
-    if nodes is not None:
-        return nodes
-    return list(chain.from_iterable(zip(*[column.held_nodes() for column in columns])))
 
 
 def _graphs(monkeypatch: pytest.MonkeyPatch) -> tuple[Graph, Graph]:

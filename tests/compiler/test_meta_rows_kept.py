@@ -15,6 +15,7 @@ from derivgraph.compiler.layers import closed_layers
 from derivgraph.compiler.row_deps import KeptAside
 from derivgraph.compiler.stamp import stamping
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+from tests.compiler.test_row_deps import run_reload_refill
 
 
 def _compiled(layers: int = 6) -> tuple[Any, Any]:
@@ -30,12 +31,7 @@ def test_no_row_meta_is_put_in_by_the_compile_a_run_or_a_refill() -> None:
     [table] = closed_layers(plan.graph)
     assert all(dict.__contains__(env, t) for t in table.template)
     assert not any(dict.__contains__(env, n) for row in table.rows for n in row)
-    plan.run()
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(1.0)
-    plan.run()
-    plan.refill()
+    run_reload_refill(plan, model)
     assert env.pending
     assert env.get(table.template[1]) is dict.__getitem__(env, table.template[1])
     assert env.pending  # a key that is in: answered, nothing put in

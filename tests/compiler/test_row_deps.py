@@ -129,12 +129,7 @@ def test_the_compile_reads_no_row_set() -> None:
     assert not dict.__contains__(deps, "layers.3.prod")
     assert not dict.__contains__(deps, "layers.3.scale")
     assert dict.__len__(deps) == len(plan.graph.nodes) - 5 * 8
-    plan.run()
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(1.0)
-    plan.run()
-    plan.refill()
+    run_reload_refill(plan, model)
     assert deps.pending
     assert deps["layers.3.prod"] == frozenset({"layers.3.scale", "layers.3.weight"})
     assert not deps.pending and dict.__len__(deps) == len(plan.graph.nodes)
@@ -212,3 +207,13 @@ def test_any_read_of_a_kept_key_or_of_the_whole_puts_every_column_in(read: int) 
     assert deps[op] == frozenset({"layers.3.scale", "layers.3.weight"})
     with pytest.raises(KeyError):
         deps["no.such.node"]
+
+
+def run_reload_refill(plan: Any, model: Any) -> None:
+    """A run, every parameter changed in place, a run and a refill (what a reload does)."""
+    plan.run()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(1.0)
+    plan.run()
+    plan.refill()
