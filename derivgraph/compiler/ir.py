@@ -234,9 +234,10 @@ _has, _get, _insert = dict.__contains__, dict.get, dict.setdefault
 
 
 class _HeldRuns:
-    """The read side of a ``dict`` subclass that also holds runs of ids by column (:class:`Users`,
-    :class:`Nodes`): its own keys with each held run's ids placed where the run was held
-    (``_spans``: ``(own keys before it, its ids)`` per run, in order), read as one mapping."""
+    """The mapping behaviour of a ``dict`` subclass that also holds runs of ids by column
+    (:class:`Users`, :class:`Nodes`): its own keys with each held run's ids placed where the run
+    was held (``_spans``: ``(own keys before it, its ids)`` per run, in order), read as one
+    mapping; a write that can meet a held key first settles the runs into own keys."""
 
     __slots__ = ()
     _held: list[Any]
@@ -281,6 +282,50 @@ class _HeldRuns:
 
     def copy(self) -> dict[str, Any]:
         return dict(self.items())
+
+    # ---- the write side: a write that can meet a held key settles the runs first -------------
+    def _drop_runs(self) -> None:
+        """Forget the held runs and what was made of them (their values are own keys now)."""
+        raise NotImplementedError
+
+    def _settle(self) -> None:
+        """Make every held value and keep them all as own keys, in order (the eager dict)."""
+        if self._held:
+            items = list(self.items())
+            dict.clear(self)  # type: ignore[arg-type]
+            dict.update(self, items)  # type: ignore[arg-type]
+            self._drop_runs()
+
+    def __setitem__(self, node_id: str, value: Any) -> None:
+        if self._held and node_id in self:  # type: ignore[operator]
+            self._settle()
+        dict.__setitem__(self, node_id, value)  # type: ignore[index]
+
+    def __delitem__(self, node_id: str) -> None:
+        self._settle()
+        dict.__delitem__(self, node_id)  # type: ignore[arg-type]
+
+    def setdefault(self, node_id: str, default: Any = None) -> Any:
+        found = self.get(node_id)  # type: ignore[attr-defined]
+        if found is None:
+            self[node_id] = found = default
+        return found
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self._settle()
+        dict.update(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    def pop(self, *args: Any) -> Any:
+        self._settle()
+        return dict.pop(self, *args)  # type: ignore[arg-type]
+
+    def popitem(self) -> tuple[str, Any]:
+        self._settle()
+        return dict.popitem(self)  # type: ignore[arg-type]
+
+    def clear(self) -> None:
+        dict.clear(self)  # type: ignore[arg-type]
+        self._drop_runs()
 
 
 class Users(_HeldRuns, dict[str, list[str]]):
@@ -333,13 +378,8 @@ class Users(_HeldRuns, dict[str, list[str]]):
                 return column
         return None
 
-    def _settle(self) -> None:
-        """Make every held list and keep them all as own keys, in order (the eager dict)."""
-        if self._held:
-            items = list(self.items())
-            dict.clear(self)
-            dict.update(self, items)
-            self._held, self._columns, self._made = [], {}, {}
+    def _drop_runs(self) -> None:
+        self._held, self._columns, self._made = [], {}, {}
 
     # ---- the mapping: own keys and held runs, in order -------------------------------------
     def __missing__(self, node_id: str) -> list[str]:
@@ -368,36 +408,6 @@ class Users(_HeldRuns, dict[str, list[str]]):
     def __reduce__(self) -> Any:
         return _users_of_items, (list(self.items()),)
 
-    def __setitem__(self, node_id: str, users: list[str]) -> None:
-        if node_id in self:
-            self._settle()
-        dict.__setitem__(self, node_id, users)
-
-    def __delitem__(self, node_id: str) -> None:
-        self._settle()
-        dict.__delitem__(self, node_id)
-
-    def setdefault(self, node_id: str, default: Any = None) -> Any:  # type: ignore[override]
-        found = self.get(node_id)
-        if found is None:
-            self[node_id] = found = default
-        return found
-
-    def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
-        self._settle()
-        dict.update(self, *args, **kwargs)
-
-    def pop(self, *args: Any) -> Any:  # type: ignore[override]
-        self._settle()
-        return dict.pop(self, *args)
-
-    def popitem(self) -> tuple[str, list[str]]:
-        self._settle()
-        return dict.popitem(self)
-
-    def clear(self) -> None:
-        dict.clear(self)
-        self._held, self._columns, self._made = [], {}, {}
 
 
 def _users_of_items(items: list[tuple[str, list[str]]]) -> Users:
@@ -486,13 +496,8 @@ class Nodes(_HeldRuns, dict[str, Node]):
                 return None if place is None else place[0]
         return getattr(type(node), "column", None)
 
-    def _settle(self) -> None:
-        """Make every held node and keep them all as own keys, in order (the eager dict)."""
-        if self._held:
-            items = list(self.items())
-            dict.clear(self)
-            dict.update(self, items)
-            self._held, self._made = [], {}
+    def _drop_runs(self) -> None:
+        self._held, self._made = [], {}
 
     # ---- the mapping: own keys and held runs, in order -------------------------------------
     def __missing__(self, node_id: str) -> Node:
@@ -520,36 +525,6 @@ class Nodes(_HeldRuns, dict[str, Node]):
     def __reduce__(self) -> Any:
         return _nodes_of_items, (list(self.items()),)
 
-    def __setitem__(self, node_id: str, node: Node) -> None:
-        if self._held and node_id in self:
-            self._settle()
-        dict.__setitem__(self, node_id, node)
-
-    def __delitem__(self, node_id: str) -> None:
-        self._settle()
-        dict.__delitem__(self, node_id)
-
-    def setdefault(self, node_id: str, default: Any = None) -> Any:  # type: ignore[override]
-        found = self.get(node_id)
-        if found is None:
-            self[node_id] = found = default
-        return found
-
-    def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
-        self._settle()
-        dict.update(self, *args, **kwargs)
-
-    def pop(self, *args: Any) -> Any:  # type: ignore[override]
-        self._settle()
-        return dict.pop(self, *args)
-
-    def popitem(self) -> tuple[str, Node]:
-        self._settle()
-        return dict.popitem(self)
-
-    def clear(self) -> None:
-        dict.clear(self)
-        self._held, self._made = [], {}
 
 
 class _Run:

@@ -26,6 +26,7 @@ from torch import nn
 from derivgraph.addresses import AtAddresses
 from derivgraph.compiler.owners import PathReader, RegistryReads, registries_holding
 from derivgraph.paths import MISSING, Slot, holder_dict, step_into
+from derivgraph.runtime.entry import not_taken
 from derivgraph.runtime.watch import ItemWatch, watch_items
 
 if TYPE_CHECKING:
@@ -40,7 +41,6 @@ _is = operator.is_
 _not = operator.not_
 _DICT = operator.attrgetter("__dict__")
 _first, _last = operator.itemgetter(0), operator.itemgetter(2)
-_FLIP = bytes([1]) + bytes(255)  # bytearray.translate: 1 where a byte is 0, else 0
 NO_DICT: dict[str, Any] = {}  # the accessor of a holder without a dict entry: always "rebuilt"
 
 
@@ -523,11 +523,6 @@ def same_owners(paths: list[str], owners: Sequence[Any], last: ProvenOwners) -> 
     are ``last``'s (identical, row by row): two C-level sweeps."""
     return len(paths) == len(last[0]) and all(map(operator.eq, paths, last[0])) \
         and all(map(_is, owners, last[1]))
-
-
-def not_taken(taken: bytearray) -> list[int] | None:
-    """The positions ``taken`` holds 0 at (one C-level sweep); None where it holds no 1."""
-    return list(compress(range(len(taken)), taken.translate(_FLIP))) if 1 in taken else None
 
 
 def column_rows(entries: Sequence[Entry], column: Sequence[Entry], owners: Sequence[Any],

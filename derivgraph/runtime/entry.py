@@ -17,7 +17,7 @@ from derivgraph.paths import Slot
 from derivgraph.spec.kinds import TensorKind
 
 __all__ = ["Entry", "EntryTable", "ProvenColumn", "RowEntry", "StartupColumn", "TableColumn",
-           "address_of", "keeps_startup", "row_entries", "span_of"]
+           "address_of", "keeps_startup", "not_taken", "row_entries", "span_of"]
 
 
 class Entry:
@@ -111,25 +111,28 @@ def keeps_startup(entries: Iterable[Entry],
         n = len(range(*span.indices(len(entries))))
         out[span] = [kept] * n
         taken[span] = b"\x01" * n
-    rest = _zeros(taken)
+    rest = not_taken(taken)
+    if rest is None:  # (no column's rows: every entry read)
+        rest = list(range(len(entries)))
     deque(map(operator.setitem, repeat(out), rest, map(operator.is_not, map(
         _STARTUP_DATA, map(entries.__getitem__, rest)), repeat(None))), 0)
     return out
 
 
-_FLIP = bytes.maketrans(b"\x00\x01", b"\x01\x00")
+_FLIP = bytes([1]) + bytes(255)  # bytearray.translate: 1 where a byte is 0, else 0
 
 
-def _zeros(marks: bytearray) -> list[int]:
-    """The positions ``marks`` (0s and 1s) holds 0 at, ascending: found one by one where they
-    are few (one C-level search each), else by one sweep of every position."""
-    zeros = marks.count(0)
-    if zeros * 64 > len(marks):
-        return list(compress(range(len(marks)), marks.translate(_FLIP)))
-    out, at = [], marks.find(0)
+def not_taken(taken: bytearray) -> list[int] | None:
+    """The positions ``taken`` holds 0 at, ascending: found one by one where they are few (one
+    C-level search each), else by one sweep of every position; None where it holds no 1."""
+    if 1 not in taken:
+        return None
+    if taken.count(0) * 64 > len(taken):
+        return list(compress(range(len(taken)), taken.translate(_FLIP)))
+    out, at = [], taken.find(0)
     while at >= 0:
         out.append(at)
-        at = marks.find(0, at + 1)
+        at = taken.find(0, at + 1)
     return out
 
 
