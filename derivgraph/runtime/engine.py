@@ -220,10 +220,15 @@ class RefillTable:
                  "_parts")
 
     def __init__(self, table: HolderTable, targets: list[str], constants: set[str],
-                 engine: set[str], layouts: ColumnLayouts | None = None):
+                 engine: set[str], layouts: ColumnLayouts | None = None,
+                 at_startup: bool = False):
         """``layouts``: the compile's layout book; where it holds every target's storage, the
         dtypes, shapes and devices are its records' (proved where the columns were made)
-        instead of each storage's, read again."""
+        instead of each storage's, read again. ``at_startup``: the caller's proof that the
+        words of ``table``'s address check were taken from the state that check just proved
+        (every storage at its startup address; nothing run since that moves one:
+        ``Plan.prepare``), so the words' gather of :meth:`HolderTable.startup_ptrs
+        <derivgraph.runtime.accessors.HolderTable.startup_ptrs>` would find them kept."""
         # the positions read as strided segments of the table's ids where they are (each
         # checked), else by a dict of positions (None: no holder of the table)
         index = strided_positions(table.id_list, targets) \
@@ -280,7 +285,7 @@ class RefillTable:
         # an all-rebuilt read copies runs of small CPU tensors flat, the rest by foreach; the
         # targets' addresses are the table's startup ones where its words prove every holder's
         # storage still there (one gather; the words of a check that passed), else read
-        proven = table.startup_ptrs()
+        proven = table.ptrs if at_startup else table.startup_ptrs()
         ptrs = None if proven is None else list(map(proven.__getitem__, self.index))
         self.flat = flat_runs(self.storages, runs, held, ptrs,
                               None if ptrs is None else _startup_holders(table, self.index))

@@ -244,14 +244,20 @@ class Plan:
             return
         self.holders.sources_intact()  # the full source check: its tags and words once proven
         held = self.holders.table
+        at = held.addresses()
+        untaken = at.words is None  # a check that passes now takes them from the state it proved
         # the holders' storages' words (moved), then the startup tensors' taken from them where
         # the table holds every one, else by their own full check
-        if not (held.at_startup_addresses()
-                and self.tensors.take_startup_words(held.addresses(), held.entries)):
+        at_startup = held.at_startup_addresses()
+        if not (at_startup and self.tensors.take_startup_words(at, held.entries)):
             self.tensors.startup_addresses().intact()
+        # the words just taken describe the state now: nothing below moves a storage (checks,
+        # the owners' walk and its accessors, the tags), so the refill table takes the
+        # addresses they proved without gathering them again
+        proven = at_startup and untaken and at.words is not None
         if self.holders.hops is not None and self.holders.owners_current():
             self.holders.table.changed()  # a full sweep; nothing stale: the tags are settled
-            table = self._refill_table_now()
+            table = self._refill_table_now(proven and held is self.holders.table)
             if table.complete:
                 self._rest_for(None, table)
         self._entry(PassKind.REFILL, None)
@@ -453,14 +459,15 @@ class Plan:
         report.taken_from_engine = report.written = report.steps = len(taken.ours)
         return taken.constants, self._rest_for(taken.mask, table)
 
-    def _refill_table_now(self) -> RefillTable:
-        """The refill table over the holders' current table (made once per holder table)."""
+    def _refill_table_now(self, at_startup: bool = False) -> RefillTable:
+        """The refill table over the holders' current table (made once per holder table;
+        ``at_startup``: :class:`RefillTable`'s, the caller's proof)."""
         holders = self.holders
         table = self._refill_table
         if table is None or table.table is not holders.table:
             table = self._refill_table = RefillTable(
                 holders.table, self._refill_targets(), set(self.constant_entries),
-                set(self._opaque()), self.tensors.layouts)
+                set(self._opaque()), self.tensors.layouts, at_startup)
             self._rest, self._taken_rest = {}, {}
         return table
 

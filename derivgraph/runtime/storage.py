@@ -23,12 +23,14 @@ from derivgraph.compiler.ir import Node, NodeKind
 from derivgraph.compiler.layers import closed_layers, order_without_rows
 from derivgraph.compiler.owners import PathReader
 from derivgraph.ops import OPS, OpKind
+from derivgraph.runtime.accessors import column_read
 from derivgraph.runtime.entry import Entry, EntryTable, TableColumn, keeps_startup
 
 __all__ = ["BoundTensors", "BoundViews", "may_view", "view_candidates"]
 
 _UNSET = object()
 _OP, _STORAGE = attrgetter("op"), attrgetter("storage")
+_STARTUP_PTR = attrgetter("startup_ptr")
 #: dtypes whose NumPy view's ``tolist`` gives the very Python numbers torch's ``tolist`` gives
 #: (each element converted exactly to a Python float, int or bool)
 _NUMPY_TOLIST = frozenset({torch.float32, torch.float64, torch.int64, torch.int32, torch.int16,
@@ -364,11 +366,17 @@ class BoundTensors:
         held = self._startup
         if held is None:
             entries = list(self.entries.values())
-            mask = self._startup_mask = _restorable(
-                entries, () if self._table is None else self._table.rows)
-            kept = list(compress(entries, mask))
-            held = self._startup = AtAddresses([e.storage for e in kept],
-                                               [e.startup_ptr for e in kept])
+            rows = () if self._table is None else self._table.rows
+            mask = self._startup_mask = _restorable(entries, rows)
+            # each entry's storage and startup address, an entry column's rows' from the
+            # column (its facts: the lists its rows' entries hold), the rest read; then the
+            # kept entries' (one C-level sweep each)
+            storages = column_read(entries, _STORAGE, [(span, c.storages) for span, c in rows])
+            ptrs = column_read(entries, _STARTUP_PTR, [
+                (span, c.ptrs) for span, c in rows
+                if c.ptrs is not None and len(c.ptrs) == len(c.ids)])
+            held = self._startup = AtAddresses(list(compress(storages, mask)),
+                                               list(compress(ptrs, mask)))
         return held
 
     def take_startup_words(self, proven: AtAddresses, entries: list[Entry]) -> bool:
