@@ -124,3 +124,23 @@ def test_words_taken_before_prepare_are_gathered_again(monkeypatch) -> None:
             assert all(type(s) is torch.UntypedStorage for s in copy.held)
     finally:
         target.data = old
+
+
+def test_a_holder_left_to_the_per_entry_path_leaves_the_refill_table_incomplete() -> None:
+    """``HolderTable.all_fast`` answers the refill table's "every target re-bound by one dict
+    store" only while it holds: a holder re-resolved outside a dict (``refresh``) flips it, and
+    the table's own sweep then finds that target (the canary for the shortcut)."""
+    from derivgraph.runtime.accessors import NO_DICT
+    from derivgraph.runtime.engine import RefillTable
+
+    plan = compile_plan(scaling_model(12), [scaling_spec()])
+    table = plan.holders.table
+    targets = plan._refill_targets()
+    args = (targets, set(plan.constant_entries), set(plan._opaque()))
+    assert table.all_fast and RefillTable(table, *args).complete
+    i = table.id_list.index(targets[3])
+    assert table.refresh([i], lambda entry: (None, NO_DICT, entry.id))  # flipped
+    assert not table.all_fast and not table.fast[i]
+    refill = RefillTable(table, *args)
+    assert not refill.complete and targets[3] not in refill.ids
+    assert len(refill.ids) == len(targets) - 1

@@ -51,7 +51,8 @@ def dump(name: str, plan) -> None:
             lines.append(f"  {name} tensors={[where.get(id(t)) for t in at.tensors]}")
             lines.append(f"  {name} ptrs are the data_ptr()s="
                          f"{at.ptrs == [t.data_ptr() for t in at.tensors]}")
-    lines.append(f"  startup mask={None if tensors._startup_mask is None else bytes(tensors._startup_mask).hex()}")
+    mask = tensors._startup_mask
+    lines.append(f"  startup mask={None if mask is None else bytes(mask).hex()}")
     lines.append(f"  source watch={holders._source_watch is not None} "
                  f"table watch={holders.table.watch is not None}")
     table = plan._refill_table
@@ -82,8 +83,8 @@ def dump(name: str, plan) -> None:
     lines.append(f"  guard={lay._guard is not None} guards={lay._guards} "
                  f"passes={lay._guard is not None and lay._guard.check(*table.storages)} "
                  f"swept={lay.swept(table.storages)}")
-    lines.append(f"  rest_for={sorted(plan._taken_rest.get(None) or ())} "
-                 f"taken_rest={sorted((k is None, v is None, len(v or ())) for k, v in plan._taken_rest.items())}")
+    taken = sorted((k is None, v is None, len(v or ())) for k, v in plan._taken_rest.items())
+    lines.append(f"  rest_for={sorted(plan._taken_rest.get(None) or ())} taken_rest={taken}")
 
 
 for on in (True, False):
