@@ -635,6 +635,12 @@ class HolderTable(_WatchedDicts):
     def __len__(self) -> int:
         return len(self.entries)
 
+    @property
+    def all_fast(self) -> bool:
+        """Every holder is re-bound by one dict store: ``all(fast)``, kept with :attr:`fast`
+        (made with it, and again by :meth:`refresh` when one flipped)."""
+        return self._all_fast
+
     def current(self) -> list[Any]:
         """What every holder holds now (None where the key is gone)."""
         return list(map(dict.get, self.dicts, self.keys))

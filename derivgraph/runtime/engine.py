@@ -239,7 +239,7 @@ class RefillTable:
             index = list(map(position.get, targets))  # one sweep
         # (a segments' answer holds positions only: no None looked for)
         if position is not None and None in index \
-                or not all(map(table.fast.__getitem__, index)):
+                or not (table.all_fast or all(map(table.fast.__getitem__, index))):
             if position is None:
                 position = dict(zip(table.id_list, count()))
             usable = [t for t in targets if t in position and table.fast[position[t]]]
