@@ -23,11 +23,13 @@ not hold (an adopted one, a view, another compile's) is read as before.
 from __future__ import annotations
 
 import math
+import sys
+from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import compress, count, islice, repeat
-from operator import attrgetter, is_, methodcaller, mul, sub
+from operator import attrgetter, is_, is_not, methodcaller, mul, not_, sub
 from typing import Any
 
 import torch
@@ -38,6 +40,10 @@ __all__ = ["ColumnFacts", "ColumnLayout", "ColumnLayouts", "book_of", "column_la
 _dtype, _shape, _device = attrgetter("dtype"), attrgetter("shape"), attrgetter("device")
 _is_meta, _numel = attrgetter("is_meta"), torch.Tensor.numel
 _storage_offset = torch.Tensor.storage_offset
+#: :meth:`ColumnLayouts.of` looks up at most this many tensors no run answered one at a time
+#: (each a byte search of the fresh columns' ids), more in the table of every entry (made once)
+_FEW = 4
+_WORD = array("Q").itemsize  # an id as a machine word (8 bytes)
 
 
 @dataclass(frozen=True, eq=False)
@@ -125,12 +131,31 @@ def column_layout(values: Sequence[Any]) -> ColumnLayout | None:
 
 class ColumnLayouts:
     """Tensor (by identity) -> the :class:`ColumnLayout` proved for its column, for the
-    tensors :meth:`add` was given (it holds them: their ids stay theirs)."""
+    tensors :meth:`add` was given (it holds them: their ids stay theirs).
 
-    __slots__ = ("_of", "_columns", "_held", "_addresses", "_sources", "_wholes")
+    A tensor's record is the one of the last :meth:`add` or :meth:`admit` given it. A
+    *fresh* column (``add(..., fresh=True)``: tensors the caller just made, so in no column
+    added before; the first column of an empty book is one too) is kept as a column only:
+    its record is its tensors' unless a later add or admit gives one of them another, and
+    those later ones (every add not fresh, every admit) are kept per tensor (``_loose``). A
+    tensor in no loose entry is then in at most one fresh column, so :meth:`of` answers a
+    fresh column's tensors where they lie in the query as a run at one step (one identity
+    sweep) with its record, and the loose entries over them; any other tensor is looked up
+    in the per-tensor table of every entry (made, in the entries' order, at its first need:
+    the very dict the entries' updates would make); a few tensors (:meth:`common`'s first)
+    by a byte search of the fresh columns' ids."""
+
+    __slots__ = ("_all", "_loose", "_log", "_starts", "_words", "_columns", "_held",
+                 "_addresses", "_sources", "_wholes")
 
     def __init__(self) -> None:
-        self._of: dict[int, ColumnLayout] = {}
+        # every entry in order: a column and its record, a fresh one marked (see the class)
+        self._log: list[tuple[Sequence[Any], ColumnLayout, bool]] = []
+        self._loose: dict[int, ColumnLayout] = {}  # the entries not fresh, per tensor
+        self._starts: dict[int, int] = {}  # a fresh column's first tensor -> its log position
+        self._all: dict[int, ColumnLayout] | None = None  # every entry per tensor (made lazily)
+        # the fresh columns' id words and the log entries they were made from (_fresh_words)
+        self._words: tuple[list[tuple[bytes, ColumnLayout]], int] = ([], 0)
         self._held: list[Any] = []  # the tensors admitted one by one
         # the id of a column's first tensor -> the column and its layout (the common case:
         # a reader asks about a whole column, in its order)
@@ -144,17 +169,66 @@ class ColumnLayouts:
         self._wholes: dict[int, tuple[Sequence[Any], torch.Tensor]] = {}
 
     def __len__(self) -> int:
-        return len(self._of)
+        return len(self._table())
+
+    def __bool__(self) -> bool:
+        """Whether the book holds a tensor (``len(self) > 0``, the table not made)."""
+        return any(len(tensors) for tensors, _, _ in self._log)
 
     def add(self, tensors: Sequence[Any], layout: ColumnLayout, *,
-            source: bool = False) -> None:
+            source: bool = False, fresh: bool = False) -> None:
         """Record that every tensor of ``tensors`` has ``layout`` (proved by the caller).
-        ``source``: a source column (its addresses noted by :meth:`note_read_addresses`)."""
+        ``source``: a source column (its addresses noted by :meth:`note_read_addresses`).
+        ``fresh``: the caller made these tensors just now (none is in a column added before;
+        see the class)."""
+        fresh = fresh or not self._log
         if tensors:
             self._columns[id(tensors[0])] = (tensors, layout)
             if source:
                 self._sources.append(id(tensors[0]))
-        self._of.update(zip(map(id, tensors), repeat(layout)))
+            if fresh:
+                self._starts[id(tensors[0])] = len(self._log)
+        self._log.append((tensors, layout, fresh))
+        if not fresh:
+            self._loose.update(zip(map(id, tensors), repeat(layout)))
+        if self._all is not None:
+            self._all.update(zip(map(id, tensors), repeat(layout)))
+
+    def _table(self) -> dict[int, ColumnLayout]:
+        """Every entry's record per tensor, the last entry's where two give one tensor."""
+        if self._all is None:
+            table: dict[int, ColumnLayout] = {}
+            for tensors, layout, _ in self._log:
+                table.update(zip(map(id, tensors), repeat(layout)))
+            self._all = table
+        return self._all
+
+    def _record(self, tensor: Any) -> ColumnLayout | None:
+        """One tensor's record (None: not held): a loose entry's, else the fresh column's
+        that holds it (a tensor in no loose entry is in at most one), found in the columns'
+        id words (:meth:`_fresh_words`: one C-level byte search each)."""
+        key = id(tensor)
+        found = self._loose.get(key)
+        if found is not None or self._all is not None:
+            return found if found is not None else self._all.get(key)  # type: ignore[union-attr]
+        needle = key.to_bytes(_WORD, sys.byteorder)
+        for words, layout in self._fresh_words():
+            at = words.find(needle)
+            while at > 0 and at % _WORD:  # a match across two ids: look on
+                at = words.find(needle, at + 1)
+            if at >= 0:
+                return layout
+        return None
+
+    def _fresh_words(self) -> list[tuple[bytes, ColumnLayout]]:
+        """Each fresh column's tensors' ids as machine words (one C-level sweep per column,
+        made at the first need, kept; a column added later is made when next asked)."""
+        words, done = self._words
+        for tensors, layout, fresh in islice(self._log, done, None):
+            if fresh:
+                words.append((array("Q", map(id, tensors)).tobytes(), layout))
+        self._words = (words, len(self._log))
+        return words
 
     def admit(self, tensor: Any, layout: ColumnLayout) -> bool:
         """Record ``tensor`` under ``layout`` (a column's template, made apart from its rows)
@@ -166,7 +240,10 @@ class ColumnLayouts:
                 tensor.layout is not torch.strided or tensor.stride() != row_major(layout.shape)):
             return False  # a record says row-major strides or nothing
         self._held.append(tensor)
-        self._of[id(tensor)] = layout
+        self._log.append(((tensor,), layout, False))
+        self._loose[id(tensor)] = layout
+        if self._all is not None:
+            self._all[id(tensor)] = layout
         return True
 
     def note_addresses(self, tensors: Sequence[Any], ptrs: list[int],
@@ -269,13 +346,42 @@ class ColumnLayouts:
         return noted
 
     def of(self, tensors: Sequence[Any]) -> list[ColumnLayout | None]:
-        """Each tensor's layout record, None for a tensor the book does not hold."""
-        return list(map(self._of.get, map(id, tensors)))
+        """Each tensor's layout record, None for a tensor the book does not hold: a fresh
+        column's (see the class) at its run in ``tensors``, a loose entry's over it; a tensor
+        neither answers is looked up in the table of every entry."""
+        if self._all is not None:
+            return list(map(self._all.get, map(id, tensors)))
+        n = len(tensors)
+        ids = list(map(id, tensors))
+        out: list[ColumnLayout | None] = [None] * n
+        placed = bytearray(n)
+        if self._starts:
+            for at in compress(count(), map(self._starts.__contains__, ids)):
+                column, layout, _ = self._log[self._starts[ids[at]]]
+                run = _run_in(tensors, column, at)
+                if run is not None and not any(placed[run]):
+                    out[run] = [layout] * len(column)
+                    placed[run] = b"\x01" * len(column)
+        if self._loose and not self._loose.keys().isdisjoint(ids):
+            found = list(map(self._loose.get, ids))
+            for i in compress(count(), map(is_not, found, repeat(None))):
+                out[i], placed[i] = found[i], 1
+        if 0 in placed:  # a tensor no run and no loose entry answered: the table's (a few
+            # tensors: a scan of the fresh columns each, :meth:`_record`)
+            rest = list(compress(count(), map(not_, placed)))
+            if len(rest) <= _FEW:
+                for i in rest:
+                    out[i] = self._record(tensors[i])
+            else:
+                table = self._table()
+                for i in rest:
+                    out[i] = table.get(ids[i])
+        return out
 
     def common(self, tensors: Sequence[Any]) -> ColumnLayout | None:
         """The one record every tensor of ``tensors`` is held under; None when one is not
         held or two records differ."""
-        if not tensors or id(tensors[0]) not in self._of:
+        if not tensors:
             return None
         column = self._columns.get(id(tensors[0]))
         if column is not None and (column[0] is tensors or len(column[0]) == len(tensors)
@@ -283,12 +389,15 @@ class ColumnLayouts:
             # one recorded column, in its order: one identity sweep (none for the very
             # sequence it was recorded with, which the sweep would compare with itself)
             return column[1]
+        first = self._record(tensors[0])
+        if first is None:
+            return None
         rest = self._columns.get(id(tensors[1])) if len(tensors) > 1 else None
         if rest is not None and len(rest[0]) == len(tensors) - 1 \
                 and all(map(is_, islice(tensors, 1, None), rest[0])):
             # a first tensor (a column's template) before a recorded column in its order: the
             # records are the first's and the column's, repeated (one_layout reads the set)
-            return one_layout([self._of[id(tensors[0])], rest[1]])
+            return one_layout([first, rest[1]])
         return one_layout(self.of(tensors))
 
 
@@ -301,12 +410,15 @@ def read_at_run(items: Sequence[Any], found: Sequence[Any],
     return None if run is None else list(found[run])
 
 
-def _run_in(items: Sequence[Any], column: Sequence[Any]) -> slice | None:
+def _run_in(items: Sequence[Any], column: Sequence[Any], start: int | None = None) \
+        -> slice | None:
     """The slice of ``items`` that is ``column``'s very objects in its order, at one step
     (found by its first two objects, each by a lazy C-level identity scan that stops there;
-    proved by one identity sweep); None where there is none."""
+    ``start``: the first one's position, where the caller found it; proved by one identity
+    sweep); None where there is none."""
     n = len(column)
-    start = _position(items, column[0], 0) if n else None
+    if start is None:
+        start = _position(items, column[0], 0) if n else None
     if start is None:
         return None
     after = _position(items, column[1], start + 1) if n > 1 else start + 1

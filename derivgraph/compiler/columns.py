@@ -251,7 +251,8 @@ def _record(book: ColumnLayouts, values: tuple[torch.Tensor, ...]) -> None:
     """Record the layout of one column's values: the slices of one tensor along dim 0 (so one
     dtype, device, shape and strides: the result's past its first dim), of one type where one
     sweep says so; plain strided tensors whose strides (the first slice's, read once) are the
-    row-major ones of their shape are recorded contiguous (``contiguous=True``)."""
+    row-major ones of their shape are recorded contiguous (``contiguous=True``). The values
+    are :func:`_column`'s, unbound just now (new tensors): a fresh column of the book."""
     types = set(map(type, values))
     if len(types) == 1:
         first, cls = values[0], types.pop()
@@ -259,7 +260,7 @@ def _record(book: ColumnLayouts, values: tuple[torch.Tensor, ...]) -> None:
         row_major_slices = cls is torch.Tensor and first.layout is torch.strided \
             and first.stride() == row_major(shape)
         book.add(values, ColumnLayout(cls, first.dtype, shape, first.device,
-                                      True if row_major_slices else None))
+                                      True if row_major_slices else None), fresh=True)
 
 
 def _operands(env: dict[str, Any], read_source: Callable[[str], Any], refs: list[str],

@@ -112,7 +112,8 @@ class EntryColumn:
         the values plain row-major tensors is handed to ``allocate`` (``row_major``).
         ``filled``: called first, the same way (:func:`~derivgraph.adoption.filled_column`);
         where it gives the storages already holding their values, they are taken and nothing
-        is appended to ``fills``."""
+        is appended to ``fills``. Either makes new tensors: the book keeps them as a fresh
+        column (:meth:`~derivgraph.column_layout.ColumnLayouts.add`)."""
         layout = None
         if book is not None:
             layout = book.common(values)  # the values of a column evaluated as one call
@@ -133,7 +134,7 @@ class EntryColumn:
         types = set(map(type, self.storages))
         if layout is not None and len(types) == 1:
             book.add(self.storages, ColumnLayout(types.pop(), layout.dtype, layout.shape,
-                                                 layout.device, True))
+                                                 layout.device, True), fresh=True)
 
     def bind(self, owners: PathReader, last: ProvenOwners | None = None,
              paths: list[str] | None = None) -> ProvenOwners:
