@@ -44,7 +44,7 @@ from derivgraph.spec.expr import (
 from derivgraph.spec.kinds import TensorKind, is_fold
 from derivgraph.spec.model import DerivedTensor
 
-__all__ = ["Resolver", "device_of", "parse_cached", "resolve_params"]
+__all__ = ["Resolver", "device_of", "devices_of", "parse_cached", "resolve_params"]
 
 _FOLDABLE = {"add", "sub", "mul", "div", "floordiv", "pow", "neg"}
 
@@ -294,26 +294,40 @@ def _index_seq(seq: tuple[Any, ...], rest: list[str], resolver: Resolver) -> Any
 
 def device_of(bound: BoundSpec, decl: DerivedTensor,
               plain: dict[type, bool] | None = None) -> torch.device:
-    """The device of ``decl``'s tensor on ``bound``: its declared one, else the module's
-    first parameter's (or buffer's). ``plain`` memoizes :func:`_plain_members` per module
-    class for one build."""
+    """The device of ``decl``'s tensor on ``bound`` (:func:`devices_of`'s rule)."""
+    return _device_of(bound.module, decl, plain)
+
+
+def devices_of(modules: list[nn.Module], decl: DerivedTensor,
+               plain: dict[type, bool] | None = None) -> list[torch.device]:
+    """The device of ``decl``'s tensor on each of ``modules`` (a column's: no bound spec
+    read): its declared one, else the module's first parameter's (or buffer's). ``plain``
+    memoizes :func:`_plain_members` per module class for one build."""
+    return [_device_of(module, decl, plain) for module in modules]
+
+
+def _plain(cls: type, plain: dict[type, bool] | None) -> bool:
+    """:func:`_plain_members` of ``cls``, memoized in ``plain`` where given."""
+    if plain is None:
+        return _plain_members(cls)
+    own = plain.get(cls)
+    if own is None:
+        own = plain[cls] = _plain_members(cls)
+    return own
+
+
+def _device_of(module: nn.Module, decl: DerivedTensor,
+               plain: dict[type, bool] | None) -> torch.device:
+    """:func:`devices_of`'s rule on one module."""
     if decl.device:
         if decl.device == "cpu" or decl.device.startswith("cuda") or decl.device == "meta":
             return torch.device(decl.device)
-        value = get_path(bound.module, decl.device)
+        value = get_path(module, decl.device)
         if isinstance(value, torch.Tensor):
             return value.device
         if isinstance(value, (str, torch.device)):
             return torch.device(value)
-    module = bound.module
-    cls = type(module)
-    if plain is None:
-        own = _plain_members(cls)
-    else:
-        own = plain.get(cls)
-        if own is None:
-            own = plain[cls] = _plain_members(cls)
-    if own:  # the first of parameters(): the module's own, if any
+    if _plain(type(module), plain):  # the first of parameters(): the module's own, if any
         for t in module._parameters.values():
             if t is not None:
                 return t.device
