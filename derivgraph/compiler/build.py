@@ -87,7 +87,7 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
             if run:
                 bounds = bound_specs[at + 1:at + 1 + len(run)]  # columns
                 decls = _decls(decls_of, bounds[0])
-                made = _derived_columns(graph, bounds, run, decls, plain)
+                made = _derived_columns(graph, bounds, run, decls, plain, sweeps)
                 if made is None:
                     layers.extend(bounds, run,
                                   [_derived_nodes(graph, model, b, p, decls, plain)
@@ -182,7 +182,7 @@ def _derived_nodes(graph: DerivedGraph, model: nn.Module, bound: BoundSpec,
 
 def _derived_columns(graph: DerivedGraph, bounds: list[BoundSpec], params: list[dict[str, Any]],
                      decls: list[_Decl], plain: dict[type, bool],
-                     ) -> tuple[bool, _Columns] | None:
+                     sweeps: HopSweeps | None = None) -> tuple[bool, _Columns] | None:
     """What :func:`_derived_nodes` gives each of ``bounds`` (modules of one class, each with a
     module path, one spec), held a declaration at a time over every row
     (:class:`~derivgraph.compiler.graph.HeldDerived`: the nodes made on first read) and
@@ -190,7 +190,8 @@ def _derived_columns(graph: DerivedGraph, bounds: list[BoundSpec], params: list[
     declaration is owned by the matched module, and no id is taken or repeated. None
     (nothing added) else. Whether each declaration has one device on every row (then, their
     params being one template's copy, the rows have one stamping key), and the held columns
-    and their ids, by declaration."""
+    and their ids, by declaration. ``sweeps``: the build's kept first-hop sweeps, which may
+    prove the rows' devices (:func:`~derivgraph.compiler.resolve.devices_of`)."""
     modules = modules_of(bounds)  # read only
     cls = type(modules[0])
     if any(decl.owner for decl, _ in decls) or not issubclass(cls, nn.Module) \
@@ -205,7 +206,7 @@ def _derived_columns(graph: DerivedGraph, bounds: list[BoundSpec], params: list[
     devices: dict[str | None, list[Any]] = {}  # decl.device -> each row's device
     for decl, _ in decls:
         if decl.device not in devices:
-            devices[decl.device] = devices_of(modules, decl, plain)
+            devices[decl.device] = devices_of(modules, decl, plain, sweeps)
     columns = [HeldDerived(column, bounds, decl, paths, devices[decl.device], params,
                            tensor_kind(decl))  # the kind read once
                for column, (decl, _) in zip(ids, decls, strict=True)]

@@ -7,7 +7,9 @@ tensors become graph nodes, with identical subexpressions shared.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from itertools import repeat
+from operator import is_
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -43,6 +45,9 @@ from derivgraph.spec.expr import (
 )
 from derivgraph.spec.kinds import TensorKind, is_fold
 from derivgraph.spec.model import DerivedTensor
+
+if TYPE_CHECKING:
+    from derivgraph.compiler.stamp_columns import HopSweeps
 
 __all__ = ["Resolver", "device_of", "devices_of", "parse_cached", "resolve_params"]
 
@@ -299,10 +304,21 @@ def device_of(bound: BoundSpec, decl: DerivedTensor,
 
 
 def devices_of(modules: list[nn.Module], decl: DerivedTensor,
-               plain: dict[type, bool] | None = None) -> list[torch.device]:
+               plain: dict[type, bool] | None = None,
+               sweeps: HopSweeps | None = None) -> list[torch.device]:
     """The device of ``decl``'s tensor on each of ``modules`` (a column's: no bound spec
     read): its declared one, else the module's first parameter's (or buffer's). ``plain``
-    memoizes :func:`_plain_members` per module class for one build."""
+    memoizes :func:`_plain_members` per module class for one build. Where no device is
+    declared and the modules are of one class whose ``parameters()`` is ``nn.Module``'s
+    walk (its own parameters first), the build's kept first-hop sweeps (``sweeps``,
+    :meth:`HopSweeps.own_first <derivgraph.compiler.stamp_columns.HopSweeps.own_first>`)
+    may prove every module's first own parameter and its device: that device, each row's."""
+    if sweeps is not None and not decl.device and modules:
+        cls = type(modules[0])
+        if all(map(is_, map(type, modules), repeat(cls))) and _plain(cls, plain):
+            device = sweeps.own_first(modules)
+            if device is not None:
+                return [device] * len(modules)
     return [_device_of(module, decl, plain) for module in modules]
 
 

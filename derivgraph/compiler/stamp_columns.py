@@ -244,6 +244,31 @@ class HopSweeps:
         return got
 
 
+    def own_first(self, modules: list[nn.Module]) -> Any:
+        """The device of the first own parameter of every module of ``modules`` (one
+        class) where a kept sweep proves it: a sweep over these very modules (the first it
+        swept) that found on each a tensor of its layout at its part, where that part is
+        the first key of each module's ``_parameters`` (so that tensor is the first value
+        there: ``_modules``, read before it, would have given a module, not a tensor); its
+        layout's device (the sweep compared each tensor's). None else (nothing proven)."""
+        n = len(modules)
+        if not n:
+            return None
+        firsts: list[Any] | None = None
+        for (part, cls, layout), (swept, got) in self._kept.items():
+            if type(modules[0]) is not cls or len(swept) < n:
+                continue
+            if firsts is None:  # each module's first own parameter's name
+                firsts = list(map(next, map(iter, map(_PARAMS, modules)), repeat(None)))
+            if firsts == [part] * n and all(map(is_, swept, modules)) \
+                    and all(map(is_not, got[:n], repeat(None))):
+                return layout[4]
+        return None
+
+
+_PARAMS = attrgetter("_parameters")
+
+
 def _first_hop(modules: list[nn.Module], dicts: list[dict[str, Any]], alive: list[int],
                check: Check, sweeps: HopSweeps | None = None) -> list[Any]:
     """Per alive row: the tensor at the check's first hop when the module is of the check's

@@ -144,3 +144,45 @@ def test_devices_of_is_device_of_on_each_module() -> None:
         assert devices_of(modules, decl, plain) == want
         assert devices_of(modules, decl) == want
     assert want[0] == torch.device("cpu")
+
+
+class _WeightFirst(nn.Module):
+    """Its first own parameter (``weight``, on meta) is not the one the spec reads."""
+
+    def __init__(self, first: str) -> None:
+        super().__init__()
+        tensors = {"weight": torch.ones(4, device="meta"), "scale": torch.ones(4)}
+        for name in (first, "scale" if first == "weight" else "weight"):
+            self.register_parameter(name, nn.Parameter(tensors[name], requires_grad=False))
+
+
+def _scale_spec() -> Spec:
+    return Spec(name="w", target=Target(module_class=["_WeightFirst"]),
+                params={"E": "scale.shape[0]"},
+                derived=[DerivedTensor(name="inv", kind="attribute", formula="1.0 / scale"),
+                         DerivedTensor(name="n", kind="attribute",
+                                       formula="full([E], 7, dtype=int64)")])
+
+
+@pytest.mark.parametrize("first", ["scale", "weight"])
+def test_a_run_s_devices_are_each_module_s_first_own_parameter_s(
+        first: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kept sweep of ``scale`` proves the rows' device only where ``scale`` is each
+    module's first own parameter; else each row is read (``weight``'s meta device)."""
+    got: list[tuple[list[nn.Module], DerivedTensor, list[torch.device], bool]] = []
+    real = build.devices_of
+
+    def kept(modules: Any, decl: Any, plain: Any, sweeps: Any = None) -> Any:
+        proven = sweeps is not None and sweeps.own_first(modules) is not None
+        got.append((list(modules), decl, real(modules, decl, plain, sweeps), proven))
+        return got[-1][2]
+
+    monkeypatch.setattr(build, "devices_of", kept)
+    model = _stack(*(_WeightFirst(first) for _ in range(6)))
+    build.build_graph(model, match_specs(model, [_scale_spec()]))
+    assert got  # the run's rows were made by column
+    want = torch.device("meta" if first == "weight" else "cpu")
+    for modules, decl, devices, proven in got:
+        assert devices == [device_of(BoundSpec(None, "", m), decl)  # type: ignore[arg-type]
+                           for m in modules] == [want] * len(modules) == [want] * 5
+        assert proven is (first == "scale")
