@@ -117,7 +117,7 @@ class Template:
 
 #: a table whose rows are one run's, its rows list and their number then, and per leading
 #: template position each row's derived tensor there (:attr:`Stamper.run_nodes`)
-RunNodes = tuple[InstanceTable, list[tuple[str, ...]], int,
+RunNodes = tuple[InstanceTable, Sequence[tuple[str, ...]], int,
                  list[list[DerivedNode] | HeldDerived]]
 
 #: resolve(node, reads) -> the node's input id (None: no input, or an issue was reported)
