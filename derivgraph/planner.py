@@ -36,7 +36,7 @@ from derivgraph.adoption import (
 )
 from derivgraph.column_layout import ColumnLayouts, proven_layout
 from derivgraph.compare import bits_equal
-from derivgraph.compiler.bind import check_bindings, match_specs
+from derivgraph.compiler.bind import check_bindings, match_specs, specs_of
 from derivgraph.compiler.build import build_graph
 from derivgraph.compiler.checks import fault_issue, index_issues, view_issues
 from derivgraph.compiler.columns import (
@@ -188,7 +188,7 @@ def _prepare(model: nn.Module, specs: Iterable[Spec] | None,
     if issues:
         raise SpecValidationError(issues)
     graph = build_graph(model, bound)
-    matched = {b.spec.name for b in bound}
+    matched = set(map(_SPEC_NAME, specs_of(bound)))
     unmatched = [spec for spec in specs if spec.name not in matched]
     folds = compile_folds(model, bound, graph.issues, graph.derived_ids)  # fold hook
     required = set() if require_match is False else None if require_match is True else \
@@ -343,6 +343,7 @@ def _outside_columns(ids: list[str], columns: Sequence[EntryColumn],
 _FIRST = operator.itemgetter(0)
 _IDS = operator.attrgetter("ids")
 _NAME = operator.attrgetter("node.decl.name")
+_SPEC_NAME = operator.attrgetter("name")
 _OWNER_PATH = operator.attrgetter("owner_path")
 _KIND = operator.attrgetter("kind")
 _NODE_KIND, _NODE_INPUT = operator.attrgetter("node.kind"), operator.attrgetter("node.input")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 import types
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import add, attrgetter, contains, is_, is_not, itemgetter
@@ -29,8 +29,9 @@ from derivgraph.paths import (
 from derivgraph.spec.kinds import TensorKind
 from derivgraph.spec.model import DerivedTensor, Spec, Target, split_type_name
 
-__all__ = ["BoundSpec", "check_bindings", "container_problem", "is_container", "match_specs",
-           "named_modules", "target_matches"]
+__all__ = ["BoundSpec", "BoundSpecs", "check_bindings", "container_problem", "is_container",
+           "match_specs", "modules_of", "named_modules", "paths_of", "rows_of", "specs_of",
+           "target_matches"]
 
 
 @dataclass(slots=True)
@@ -51,6 +52,87 @@ class BoundSpec:
             return path
         prefix = self.module_path + "."
         return path[len(prefix):] if path.startswith(prefix) else None
+
+
+class BoundSpecs(Sequence[BoundSpec]):
+    """Bound specs held as columns, one list per field: each row's spec, module path and
+    module (what :func:`match_specs` gives; a run of one spec's rows holds one spec object
+    repeated). Row ``i``'s :class:`BoundSpec` is made when it is read (``bounds[i]``,
+    iteration) and not kept, so a run held by the graph keeps three lists, not a record
+    per row; a reader that sweeps a field takes its column (:func:`specs_of`,
+    :func:`paths_of`, :func:`modules_of`: the held list itself, never to be written). A
+    slice, :meth:`take` and :meth:`of` are columns too. Only the build appends
+    (:meth:`append`, :meth:`extend`), before any reader holds the lists."""
+
+    __slots__ = ("modules", "paths", "specs")
+
+    def __init__(self, specs: list[Spec], paths: list[str], modules: list[nn.Module]) -> None:
+        self.specs, self.paths, self.modules = specs, paths, modules
+
+    @classmethod
+    def of(cls, rows: Iterable[BoundSpec]) -> BoundSpecs:
+        """``rows`` as columns (``rows`` itself where it is held so)."""
+        if type(rows) is BoundSpecs:
+            return rows
+        rows = list(rows)
+        return cls(list(map(_SPEC, rows)), list(map(_PATH, rows)), list(map(_MODULE, rows)))
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, at: Any) -> Any:  # BoundSpec, or BoundSpecs for a slice
+        if type(at) is slice:
+            return BoundSpecs(self.specs[at], self.paths[at], self.modules[at])
+        return BoundSpec(self.specs[at], self.paths[at], self.modules[at])
+
+    def __iter__(self) -> Iterator[BoundSpec]:
+        return map(BoundSpec, self.specs, self.paths, self.modules)
+
+    def __repr__(self) -> str:
+        return f"BoundSpecs({list(self)!r})"
+
+    def take(self, rows: Iterable[int]) -> BoundSpecs:
+        """The rows at positions ``rows``, in that order."""
+        rows = list(rows)
+        return BoundSpecs(list(map(self.specs.__getitem__, rows)),
+                          list(map(self.paths.__getitem__, rows)),
+                          list(map(self.modules.__getitem__, rows)))
+
+    def append(self, bound: BoundSpec) -> None:
+        """Add ``bound``'s fields as a last row."""
+        self.specs.append(bound.spec)
+        self.paths.append(bound.module_path)
+        self.modules.append(bound.module)
+
+    def extend(self, bounds: Sequence[BoundSpec]) -> None:
+        """Add every row of ``bounds`` (columns read whole)."""
+        self.specs += specs_of(bounds)
+        self.paths += paths_of(bounds)
+        self.modules += modules_of(bounds)
+
+
+def rows_of(bounds: Sequence[BoundSpec], rows: Iterable[int]) -> Sequence[BoundSpec]:
+    """The rows of ``bounds`` at positions ``rows``, in that order (columns for a
+    :class:`BoundSpecs`, :meth:`BoundSpecs.take`; else a list of its rows)."""
+    if type(bounds) is BoundSpecs:
+        return bounds.take(rows)
+    return list(map(bounds.__getitem__, rows))
+
+
+def specs_of(bounds: Sequence[BoundSpec]) -> list[Spec]:
+    """Each row's spec: the held column of a :class:`BoundSpecs` (not to be written), else
+    one sweep."""
+    return bounds.specs if type(bounds) is BoundSpecs else list(map(_SPEC, bounds))
+
+
+def paths_of(bounds: Sequence[BoundSpec]) -> list[str]:
+    """Each row's module path (as :func:`specs_of`)."""
+    return bounds.paths if type(bounds) is BoundSpecs else list(map(_PATH, bounds))
+
+
+def modules_of(bounds: Sequence[BoundSpec]) -> list[nn.Module]:
+    """Each row's module (as :func:`specs_of`)."""
+    return bounds.modules if type(bounds) is BoundSpecs else list(map(_MODULE, bounds))
 
 
 def _is_one_of(value: Any, options: Any) -> bool:
@@ -115,15 +197,16 @@ def _class_only(target: Target) -> bool:
     return not (target.quant_method_class or target.object or target.where)
 
 
-def match_specs(model: nn.Module, specs: Iterable[Spec]) -> list[BoundSpec]:
-    """Every (spec, module) pair where the spec's target matches, in module order."""
+def match_specs(model: nn.Module, specs: Iterable[Spec]) -> BoundSpecs:
+    """Every (spec, module) pair where the spec's target matches, in module order (as
+    columns: :class:`BoundSpecs`)."""
     specs = list(specs)
     modules = named_modules(model)
     if specs and all(_class_only(spec.target) for spec in specs):
         taken = _match_by_class(modules, specs)
         if taken is not None:
             return taken
-    bound: list[BoundSpec] = []
+    bound = BoundSpecs([], [], [])
     issues: dict[str, SpecIssue] = {}
     classes: dict[tuple[type, int], bool] = {}  # (module class, id(target)) -> class test
     by_class: dict[tuple[type, int], bool] = {}  # (module class, id(spec)) -> the answer of
@@ -142,14 +225,16 @@ def match_specs(model: nn.Module, specs: Iterable[Spec]) -> list[BoundSpec]:
                 if _class_only(spec.target):
                     by_class[cls, id(spec)] = ok
             if ok:
-                bound.append(BoundSpec(spec, path, module))
+                bound.specs.append(spec)
+                bound.paths.append(path)
+                bound.modules.append(module)
     if issues:
         raise SpecValidationError(list(issues.values()))
     return bound
 
 
 def _match_by_class(modules: list[tuple[str, nn.Module]],
-                    specs: list[Spec]) -> list[BoundSpec] | None:
+                    specs: list[Spec]) -> BoundSpecs | None:
     """:func:`match_specs` where every target reads only the module's class: each class's
     answers asked of its first module, classes in the order they first appear, specs in
     order (the calls the loop makes, in its order); each row takes its class's answers
@@ -167,15 +252,18 @@ def _match_by_class(modules: list[tuple[str, nn.Module]],
     except FormulaError:
         return None
     if any(len(matched) > 1 for matched in answers.values()):
-        return [BoundSpec(spec, path, module) for (path, module), cls in zip(modules, row_classes)
+        rows = [(spec, path, module) for (path, module), cls in zip(modules, row_classes)
                 for spec in answers[cls]]
+        return BoundSpecs(list(map(_FIRST, rows)), list(map(_SECOND, rows)),
+                          list(map(_THIRD, rows)))
     one = {cls: matched[0] if matched else None for cls, matched in answers.items()}
     hit = list(map(one.__getitem__, row_classes))
     keep = list(map(is_not, hit, repeat(None)))
-    return list(map(BoundSpec, compress(hit, keep), compress(paths, keep), compress(objs, keep)))
+    return BoundSpecs(list(compress(hit, keep)), list(compress(paths, keep)),
+                      list(compress(objs, keep)))
 
 
-_FIRST, _SECOND = itemgetter(0), itemgetter(1)
+_FIRST, _SECOND, _THIRD = itemgetter(0), itemgetter(1), itemgetter(2)
 
 
 def named_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
@@ -322,7 +410,7 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
 
     Reads only; runs before any tensor is computed or any attribute is set.
     """
-    bound = list(bound)
+    bound = BoundSpecs.of(bound)
     issues: list[SpecIssue] = []
     members: dict[Any, str | None] = {}
     by_spec = _by_spec(bound)
@@ -366,21 +454,18 @@ def check_bindings(bound: Iterable[BoundSpec]) -> list[SpecIssue]:
     return issues
 
 
-_SPEC, _MODULE = attrgetter("spec"), attrgetter("module")
-
-
-def _by_spec(bound: list[BoundSpec]) -> dict[int, tuple[Spec, list[nn.Module]]]:
+def _by_spec(bound: BoundSpecs) -> dict[int, tuple[Spec, list[nn.Module]]]:
     """id(spec) -> the spec and its modules, in ``bound``'s order (specs by first match);
-    where every row has one spec (the common case), its modules in one C-level sweep."""
-    specs = list(map(_SPEC, bound))
+    where every row has one spec (the common case), its modules column (a copy)."""
+    specs = bound.specs
     if specs and all(map(is_, specs, repeat(specs[0]))):
-        return {id(specs[0]): (specs[0], list(map(_MODULE, bound)))}
+        return {id(specs[0]): (specs[0], list(bound.modules))}
     by_spec: dict[int, tuple[Spec, list[nn.Module]]] = {}
-    for spec, b in zip(specs, bound):
+    for spec, module in zip(specs, bound.modules):
         got = by_spec.get(id(spec))
         if got is None:
             got = by_spec[id(spec)] = (spec, [])
-        got[1].append(b.module)
+        got[1].append(module)
     return by_spec
 
 
@@ -431,6 +516,9 @@ def _class_free(owner: nn.Module, name: str, members: dict[Any, str | None]) -> 
 def _node_id(b: BoundSpec, decl: DerivedTensor) -> str:
     """The derived tensor's node id (made only for an issue)."""
     return join(b.qualify(decl.owner), decl.name)
+
+
+_SPEC, _PATH, _MODULE = attrgetter("spec"), attrgetter("module_path"), attrgetter("module")
 
 
 def is_container(obj: Any) -> bool:

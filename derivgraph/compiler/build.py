@@ -15,12 +15,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from itertools import chain, repeat
-from operator import add, attrgetter, is_
+from operator import add, is_
 from typing import Any, NamedTuple
 
 from torch import nn
 
-from derivgraph.compiler.bind import BoundSpec
+from derivgraph.compiler.bind import BoundSpec, BoundSpecs, modules_of, paths_of
 from derivgraph.compiler.checks import index_issues
 from derivgraph.compiler.engine import is_opaque
 from derivgraph.compiler.graph import (
@@ -37,8 +37,8 @@ from derivgraph.compiler.infer import infer_shapes
 from derivgraph.compiler.ir import NodeKind
 from derivgraph.compiler.layers import Span, closed_layers, row_blocks
 from derivgraph.compiler.reads import Reads
-from derivgraph.compiler.resolve import Resolver, device_of, parse_cached
-from derivgraph.compiler.stamp import Stamper, stamping_enabled
+from derivgraph.compiler.resolve import Resolver, device_of, devices_of, parse_cached
+from derivgraph.compiler.stamp import Stamper, build_layers, stamping_enabled
 from derivgraph.compiler.stamp_columns import HopSweeps
 from derivgraph.compiler.stamp_params import ParamStamper
 from derivgraph.errors import FormulaError, Rule
@@ -48,8 +48,6 @@ from derivgraph.spec.kinds import TensorKind, is_fold
 from derivgraph.spec.model import DerivedTensor
 
 __all__ = ["DerivedGraph", "DerivedNode", "NodeRef", "build_graph"]
-
-_module, _module_path = attrgetter("module"), attrgetter("module_path")
 
 #: per declaration, its nodes on every row of a run (held), and their ids (the rows' columns)
 _Columns = tuple[list[HeldDerived], list[list[str]]]
@@ -61,8 +59,8 @@ _MODULE_KINDS = frozenset({TensorKind.PARAMETER, TensorKind.BUFFER})
 def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGraph:
     """Resolve every bound spec into one DAG; problems are collected in ``graph.issues``."""
     graph = DerivedGraph(model)
-    bound_specs = list(bound_specs)
-    layers: list[tuple[BoundSpec, dict[str, Any], list[DerivedNode] | HeldRun]] = []
+    bound_specs = BoundSpecs.of(bound_specs)  # a row's BoundSpec made where it is read
+    layers = build_layers()  # (bound, params, nodes) per layer, as columns
     sweeps = HopSweeps()  # the first-hop sweeps both stampers' proofs share
     param_stamper = ParamStamper(graph, bound_specs if stamping_enabled() else (), sweeps)
     decls_of: dict[int, list[_Decl]] = {}  # id(spec) -> its declarations of nodes
@@ -70,33 +68,37 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
     skip = 0  # rows made with the column run of an earlier row
     runs: dict[int, int] = {}  # a run's first layer -> its length, when its rows share a key
     run_columns: dict[int, _Columns] = {}  # and its derived tensors made by column
-    for at, bound in enumerate(bound_specs):
-        if skip:
-            skip -= 1
+    at = -1
+    while at + 1 < len(bound_specs):
+        at += 1
+        if skip:  # the rows of a run (one C-level skip, no row read)
+            at, skip = at + skip - 1, 0
             continue
+        bound = bound_specs[at]
         params = param_stamper.resolve(bound, at)
         if params is not None:
             decls = decls_of.get(id(bound.spec)) or _decls(decls_of, bound)
-            layers.append((bound, params,
-                           _derived_nodes(graph, model, bound, params, decls, plain)))
+            layers.append(bound, params,
+                          _derived_nodes(graph, model, bound, params, decls, plain))
         if param_stamper.proven:  # the rows right after it whose params one template
             # proved by columns: their nodes made column by column when every check passes
             # there (else row by row, as above)
             run = param_stamper.proven_after(at)
             if run:
-                bounds = bound_specs[at + 1:at + 1 + len(run)]
+                bounds = bound_specs[at + 1:at + 1 + len(run)]  # columns
                 decls = _decls(decls_of, bounds[0])
-                made = _derived_columns(graph, bounds, run, decls, plain)
+                made = _derived_columns(graph, bounds, run, decls, plain, sweeps)
                 if made is None:
-                    layers += zip(bounds, run, [_derived_nodes(graph, model, b, p, decls, plain)
-                                                for b, p in zip(bounds, run, strict=True)],
-                                  strict=True)
+                    layers.extend(bounds, run,
+                                  [_derived_nodes(graph, model, b, p, decls, plain)
+                                   for b, p in zip(bounds, run, strict=True)])
                 else:  # every row's nodes held by column (HeldRun)
                     one_key, columns = made
                     if one_key:
                         runs[len(layers)] = len(bounds)
                         run_columns[len(layers)] = columns
-                    layers += zip(bounds, run, repeat(HeldRun(columns[0], len(layers))))
+                    layers.extend(bounds, run,
+                                  [HeldRun(columns[0], len(layers))] * len(bounds))
                 skip = len(run)
     stamper = Stamper(graph, lambda node, reads: _resolve_derived(graph, node, reads),
                       layers if stamping_enabled() else (), runs, sweeps, run_columns)
@@ -180,7 +182,7 @@ def _derived_nodes(graph: DerivedGraph, model: nn.Module, bound: BoundSpec,
 
 def _derived_columns(graph: DerivedGraph, bounds: list[BoundSpec], params: list[dict[str, Any]],
                      decls: list[_Decl], plain: dict[type, bool],
-                     ) -> tuple[bool, _Columns] | None:
+                     sweeps: HopSweeps | None = None) -> tuple[bool, _Columns] | None:
     """What :func:`_derived_nodes` gives each of ``bounds`` (modules of one class, each with a
     module path, one spec), held a declaration at a time over every row
     (:class:`~derivgraph.compiler.graph.HeldDerived`: the nodes made on first read) and
@@ -188,13 +190,14 @@ def _derived_columns(graph: DerivedGraph, bounds: list[BoundSpec], params: list[
     declaration is owned by the matched module, and no id is taken or repeated. None
     (nothing added) else. Whether each declaration has one device on every row (then, their
     params being one template's copy, the rows have one stamping key), and the held columns
-    and their ids, by declaration."""
-    modules = list(map(_module, bounds))
+    and their ids, by declaration. ``sweeps``: the build's kept first-hop sweeps, which may
+    prove the rows' devices (:func:`~derivgraph.compiler.resolve.devices_of`)."""
+    modules = modules_of(bounds)  # read only
     cls = type(modules[0])
     if any(decl.owner for decl, _ in decls) or not issubclass(cls, nn.Module) \
             or not all(map(is_, map(type, modules), repeat(cls))):
         return None
-    paths = list(map(_module_path, bounds))
+    paths = paths_of(bounds)  # kept by the columns (the build writes no bound spec)
     ids = [list(map(add, paths, repeat("." + decl.name))) for decl, _ in decls]
     every = list(chain.from_iterable(zip(*ids)))  # the order _derived_nodes adds them in
     fresh = set(every)  # then the derived tensors so far swept, not the new ids
@@ -203,7 +206,7 @@ def _derived_columns(graph: DerivedGraph, bounds: list[BoundSpec], params: list[
     devices: dict[str | None, list[Any]] = {}  # decl.device -> each row's device
     for decl, _ in decls:
         if decl.device not in devices:
-            devices[decl.device] = list(map(device_of, bounds, repeat(decl), repeat(plain)))
+            devices[decl.device] = devices_of(modules, decl, plain, sweeps)
     columns = [HeldDerived(column, bounds, decl, paths, devices[decl.device], params,
                            tensor_kind(decl))  # the kind read once
                for column, (decl, _) in zip(ids, decls, strict=True)]

@@ -35,14 +35,14 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import repeat
-from operator import attrgetter, is_
+from operator import is_
 from typing import Any
 
 import torch
 from torch import nn
 
 from derivgraph.compare import bits_equal
-from derivgraph.compiler.bind import BoundSpec
+from derivgraph.compiler.bind import BoundSpec, BoundSpecs
 from derivgraph.compiler.graph import DerivedGraph, NodeRef
 from derivgraph.compiler.interpret import EagerInterpreter
 from derivgraph.errors import (
@@ -273,9 +273,6 @@ def _compile_one(model: nn.Module, bound: BoundSpec, decl: DerivedTensor,
     return FoldEntry(key, decl, bound.spec.name, expr, config, folded, graph=graph, result=result)
 
 
-_SPEC = attrgetter("spec")
-
-
 def compile_folds(model: nn.Module, bound_specs: Iterable[BoundSpec],
                   issues: list[SpecIssue], derived_ids: Iterable[str] = ()) -> FoldSet:
     """Bind every fold declaration; problems are appended to ``issues`` (nothing is written).
@@ -285,9 +282,9 @@ def compile_folds(model: nn.Module, bound_specs: Iterable[BoundSpec],
     neither per module nor per derived tensor."""
     folds = FoldSet()
     derived: set[str] | None = None  # derived_ids, read at the first fold entry
-    bound_specs = list(bound_specs)
+    bound_specs = BoundSpecs.of(bound_specs)  # its rows made only where a row is visited
     of_spec: dict[int, list[DerivedTensor]] = {}  # id(spec) -> its fold declarations
-    specs = list(map(_SPEC, bound_specs))
+    specs = bound_specs.specs
     if specs and all(map(is_, specs, repeat(specs[0]))):  # one spec on every row (common)
         if not of_spec.setdefault(id(specs[0]), fold_decls(specs[0].derived)):
             return folds  # without folds: no row visited

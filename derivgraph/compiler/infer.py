@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from derivgraph.compiler.bind import paths_of
 from derivgraph.compiler.engine import engine_meta
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode, HeldDerived
 from derivgraph.compiler.instances import InstanceTable, run_column
@@ -198,9 +199,6 @@ _input_of = attrgetter("input")
 #: a derived node's matched module path
 _module_path_of = attrgetter("bound.module_path")
 
-#: a bound spec's module path
-_module_path = attrgetter("module_path")
-
 #: the second item of a pair
 _SECOND = itemgetter(1)
 
@@ -231,7 +229,7 @@ class _Stamped:
         held = run_column(self.run_nodes, table, k)
         if held is not None:
             return held  # type: ignore[no-any-return]
-        return list(map(derived.__getitem__, map(itemgetter(k), table.rows)))
+        return list(map(derived.__getitem__, table.cols[k]))
 
     @property
     def derived(self) -> dict[str, str]:
@@ -240,9 +238,7 @@ class _Stamped:
         if self._derived is None:
             self._derived = {}
             for table, k in zip(self.tables, self._leading(), strict=True):
-                self._derived.update(zip(chain.from_iterable(map(itemgetter(slice(k)),
-                                                                 table.rows)),
-                                         table.template[:k] * len(table.rows)))
+                self._derived.update(zip(table.ids_at(0, k), table.template[:k] * len(table)))
         return self._derived
 
     def _leading(self) -> list[int]:
@@ -263,7 +259,7 @@ class _Stamped:
         if self._derived is None:
             keys, cut = list(derived), []
             for table, k in zip(self.tables, self._leading(), strict=True):
-                ids = list(chain.from_iterable(map(itemgetter(slice(k)), table.rows)))
+                ids = table.ids_at(0, k)  # row by row
                 if not ids:
                     continue
                 try:
@@ -323,7 +319,7 @@ def _run_stamped(graph: DerivedGraph, interp: MetaInterpreter,
             table = table.subset(keep)
         out.tables.append(table)
         n = len(table.rows)
-        env.defer(chain.from_iterable(table.rows[:]), partial(mul, plan[0], n))
+        env.defer(table.ids(), partial(mul, plan[0], n))  # row by row
         record[id(table)] = (table, table.rows, n, tuple(plan[0]))
     if again:
         held = layer_nodes(tables)
@@ -459,7 +455,7 @@ def _within_budgets(graph: DerivedGraph, env: dict[str, Any], stamped: _Stamped)
         if sizes:
             column = stamped.derived_column(table, 0, derived)
             paths = list(map(_module_path_of, column)) if type(column) is list else \
-                list(map(_module_path, column.bounds))
+                list(paths_of(column.bounds))
             spread += [(file, nbytes, paths) for file, nbytes in sizes.items()]
     held = _spread_within(per_file, spread)
     if held is not None:

@@ -22,10 +22,11 @@ reads the row's own nodes (or the same shared node) at the template's input posi
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from itertools import chain, compress, repeat
-from operator import add, attrgetter, is_not
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import add, attrgetter, is_not, itemgetter
 from typing import Any
 
 from derivgraph.compiler.ir import Node
@@ -34,80 +35,200 @@ __all__ = ["InstanceTable", "OpSlot", "PathSlot", "Recipe", "aligned_rows", "con
            "row_mismatch", "row_recipe", "run_column"]
 
 
-@dataclass(eq=False)
 class InstanceTable:
     """A template's own nodes and, row by row, every layer stamped from it (the same
-    positions); column ``k`` is template node ``k``'s counterpart in every row."""
+    positions); column ``k`` is template node ``k``'s counterpart in every row.
 
-    template: tuple[str, ...]
-    rows: list[tuple[str, ...]] = field(default_factory=list)
-    # the record of each row's replay (empty when the table was not stamped): the template's
-    # module path, and per row its module path and the op count before its replay
-    base: str = ""
-    prefixes: list[str] = field(default_factory=list)
-    starts: list[int] = field(default_factory=list)
-    # template position -> the (shape, stride, dtype, device) every row's replay gives its
-    # source there: the template's probes proved it (each row's probes gave the same facts)
-    layouts: dict[int, tuple[Any, ...]] = field(default_factory=dict)
-    layouts_hold: bool = True  # false when a row's replay read such a source itself
-    # every column's ids (the rows zipped), for the rows list below at the length below (see
-    # :meth:`columns`)
-    _columns: list[tuple[str, ...]] = field(default_factory=list, init=False, repr=False)
-    _columns_of: tuple[list[tuple[str, ...]] | None, int] = field(default=(None, 0),
-                                                                  init=False, repr=False)
+    The rows are held as columns (:attr:`cols`: one list per template position, the rows'
+    ids there in stamping order): no record is kept per row. :attr:`rows` reads them as a
+    sequence of tuples (each row's tuple made when it is read); the library's sweeps take
+    the columns (:meth:`columns`, :meth:`column`, :meth:`ids`, :meth:`ids_at`)."""
+
+    __slots__ = ("_n", "_rows", "base", "cols", "layouts", "layouts_hold", "prefixes",
+                 "starts", "template")
+
+    def __init__(self, template: tuple[str, ...], rows: Iterable[tuple[str, ...]] = (),
+                 base: str = "", prefixes: list[str] | None = None,
+                 starts: list[int] | None = None,
+                 layouts: dict[int, tuple[Any, ...]] | None = None,
+                 layouts_hold: bool = True) -> None:
+        self.template = template
+        # the record of each row's replay (empty when the table was not stamped): the
+        # template's module path, and per row its module path and the op count before its
+        # replay
+        self.base = base
+        self.prefixes: list[str] = [] if prefixes is None else prefixes
+        self.starts: list[int] = [] if starts is None else starts
+        # template position -> the (shape, stride, dtype, device) every row's replay gives
+        # its source there: the template's probes proved it (each row's probes gave the
+        # same facts)
+        self.layouts: dict[int, tuple[Any, ...]] = {} if layouts is None else layouts
+        self.layouts_hold = layouts_hold  # false when a row's replay read such a source
+        self._set_rows(rows)
+
+    def _set_rows(self, rows: Iterable[tuple[str, ...]]) -> None:
+        rows = list(rows)
+        width = len(rows[0]) if rows else len(self.template)
+        self.cols: list[list[str]] = [list(map(itemgetter(k), rows)) for k in range(width)]
+        self._n = len(rows)
+        self._rows = _Rows(self)
+
+    @property
+    def rows(self) -> _Rows:
+        """Every row (its ids, template position by position), read from the columns; the
+        same object until the rows are set anew (an append is read: its length grows)."""
+        return self._rows
+
+    @rows.setter
+    def rows(self, rows: Iterable[tuple[str, ...]]) -> None:
+        self._set_rows(rows)
+
+    def __repr__(self) -> str:
+        return (f"InstanceTable(template={self.template!r}, rows={list(self.rows)!r}, "
+                f"base={self.base!r}, prefixes={self.prefixes!r}, starts={self.starts!r}, "
+                f"layouts={self.layouts!r}, layouts_hold={self.layouts_hold!r})")
 
     def add_row(self, row: tuple[str, ...], prefix: str, start: int) -> None:
         """Append a stamped layer's row with its record (module path, op count before)."""
-        self.rows.append(row)
+        self._extend([row])
         self.prefixes.append(prefix)
         self.starts.append(start)
 
     def add_rows(self, rows: list[tuple[str, ...]], prefixes: list[str],
                  starts: list[int]) -> None:
         """:meth:`add_row` of each row, in order."""
-        self.rows += rows
+        self._extend(rows)
         self.prefixes += prefixes
         self.starts += starts
 
+    def add_columns(self, columns: list[list[str]], prefixes: list[str],
+                    starts: list[int]) -> None:
+        """:meth:`add_rows` of the rows whose position ``k`` is ``columns[k]`` (every row's
+        id there, in order; one per template position), without making the rows."""
+        if len(columns) != len(self.cols) or len({len(c) for c in columns}) > 1:
+            raise ValueError("one column per template position, each of one length")
+        if columns:
+            deque(map(list.extend, self.cols, columns), maxlen=0)
+            self._n += len(columns[0])
+        else:
+            self._n += len(prefixes)
+        self.prefixes += prefixes
+        self.starts += starts
+
+    def _extend(self, rows: list[tuple[str, ...]]) -> None:
+        if not rows:
+            return
+        width = len(rows[0])
+        if width != len(self.cols) or any(len(row) != width for row in rows):
+            if self._n:
+                raise ValueError("a row of another width than the table's")
+            self.cols = [[] for _ in range(width)]  # the first rows give the width
+        deque(map(list.extend, self.cols, zip(*rows)), maxlen=0)
+        self._n += len(rows)
+
     def __len__(self) -> int:
-        return len(self.rows)
+        return self._n
 
     def column(self, k: int) -> list[str]:
-        """Template node ``k``'s counterpart in every row, in stamping order (a new list;
-        read from :meth:`columns`)."""
-        return list(self.columns()[k]) if self.rows else []
+        """Template node ``k``'s counterpart in every row, in stamping order (a new list)."""
+        return list(self.cols[k]) if self._n else []
 
-    def columns(self) -> list[tuple[str, ...]]:
-        """Every template position's column (the rows zipped: ``columns()[k]`` is
-        :meth:`column` ``k``), a new list of the kept tuples (read them, never change them).
+    def columns(self) -> list[list[str]]:
+        """Every template position's column (``columns()[k]`` is :meth:`column` ``k``): a
+        new list of the held columns (read them, never change them); empty where the table
+        has no row."""
+        return list(self.cols) if self._n else []
 
-        The columns are read from the rows once, in one C-level sweep, and kept for the rows
-        list they were read from at that list's length: the library only appends rows
-        (:meth:`add_row`, :meth:`add_rows`) or makes a new table (:meth:`subset`), and a new
-        length or a new list drops what was kept. A row is not rewritten in place once the
-        columns were read."""
-        rows = self.rows
-        if self._columns_of[0] is not rows or self._columns_of[1] != len(rows):
-            self._columns = list(zip(*rows))
-            self._columns_of = (rows, len(rows))
-        return list(self._columns)
-
-    def ids(self) -> Iterator[str]:
+    def ids(self) -> list[str]:
         """Every node of every row, row by row."""
-        return chain.from_iterable(self.rows)
+        return self.ids_at(0, len(self.cols))
+
+    def ids_at(self, start: int, stop: int) -> list[str]:
+        """Every row's nodes at template positions ``start`` .. ``stop - 1``, row by row (the
+        columns interleaved by C-level slice writes: no row made)."""
+        cols = self.cols[start:stop]
+        if not self._n or not cols:
+            return []
+        if len(cols) == 1:
+            return list(cols[0])
+        width = len(cols)
+        out: list[str] = [""] * (self._n * width)
+        for k, column in enumerate(cols):
+            out[k::width] = column
+        return out
 
     def node_map(self) -> dict[str, str]:
         """Every node of every row -> the template node in the same position."""
-        n = len(self.rows)
-        return dict(zip(self.ids(), self.template * n))
+        return dict(zip(self.ids(), self.template * self._n))
 
     def subset(self, keep: list[bool]) -> InstanceTable:
         """The table of the rows where ``keep`` is true (same template, same order)."""
-        recorded = len(self.prefixes) == len(self.rows)
-        return InstanceTable(self.template, list(compress(self.rows, keep)), self.base,
-                             list(compress(self.prefixes, keep)) if recorded else [],
-                             list(compress(self.starts, keep)) if recorded else [],
-                             self.layouts, self.layouts_hold)
+        recorded = len(self.prefixes) == self._n
+        table = InstanceTable(self.template, (), self.base,
+                              list(compress(self.prefixes, keep)) if recorded else [],
+                              list(compress(self.starts, keep)) if recorded else [],
+                              self.layouts, self.layouts_hold)
+        table.cols = [list(compress(column, keep)) for column in self.cols]
+        table._n = sum(keep[:self._n])  # the rows compress keeps
+        table._rows = _Rows(table)
+        return table
+
+
+class _Rows(Sequence[tuple[str, ...]]):
+    """An :class:`InstanceTable`'s rows read from its columns (a row's tuple made when it
+    is read)."""
+
+    __slots__ = ("_table",)
+
+    def __init__(self, table: InstanceTable) -> None:
+        self._table = table
+
+    def __len__(self) -> int:
+        return self._table._n
+
+    def __getitem__(self, at: Any) -> Any:
+        table = self._table
+        if type(at) is slice:
+            return list(zip(*[column[at] for column in table.cols])) if table.cols else \
+                [()] * len(range(table._n)[at])
+        if not table.cols:
+            range(table._n)[at]  # noqa: B018 (its IndexError)
+            return ()
+        return tuple([column[at] for column in table.cols])
+
+    def __iter__(self) -> Iterator[tuple[str, ...]]:
+        table = self._table
+        return zip(*table.cols) if table.cols else iter([()] * table._n)
+
+    def __setitem__(self, at: int, row: tuple[str, ...]) -> None:
+        """Rewrite row ``at`` (each column at that row)."""
+        table = self._table
+        if len(row) != len(table.cols):
+            raise ValueError("a row of another width than the table's")
+        range(table._n)[at]  # noqa: B018 (its IndexError)
+        for column, node_id in zip(table.cols, row):
+            column[at] = node_id
+
+    def append(self, row: tuple[str, ...]) -> None:
+        """Add a row (no record: :meth:`InstanceTable.add_row` adds one)."""
+        self._table._extend([row])
+
+    def pop(self) -> tuple[str, ...]:
+        """Take the last row out."""
+        table = self._table
+        row = self[-1]
+        for column in table.cols:
+            column.pop()
+        table._n -= 1
+        return row  # type: ignore[no-any-return]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(list(self))
 
 
 _kind, _op, _inputs = attrgetter("kind"), attrgetter("op"), attrgetter("inputs")

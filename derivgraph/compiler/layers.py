@@ -201,9 +201,8 @@ def _run_spans(keys: list[str], table: InstanceTable, walk: list[int],
     ``lead`` derived tensors), when ``keys`` (the insertion order) holds every row's
     leading derived tensors as one stretch, row after row, and every row's other nodes as
     another, row after row (one C-level comparison each); None else."""
-    rows = table.rows
-    heads = list(chain.from_iterable(map(itemgetter(slice(None, lead)), rows)))
-    rest = list(chain.from_iterable(map(itemgetter(slice(lead, None)), rows)))
+    heads = table.ids_at(0, lead)  # row by row, from the columns
+    rest = table.ids_at(lead, len(table.cols))
     try:
         i = keys.index(heads[0])
         j = keys.index(rest[0]) if rest else i + len(heads)

@@ -7,7 +7,9 @@ tensors become graph nodes, with identical subexpressions shared.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from itertools import repeat
+from operator import is_
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -44,7 +46,10 @@ from derivgraph.spec.expr import (
 from derivgraph.spec.kinds import TensorKind, is_fold
 from derivgraph.spec.model import DerivedTensor
 
-__all__ = ["Resolver", "device_of", "parse_cached", "resolve_params"]
+if TYPE_CHECKING:
+    from derivgraph.compiler.stamp_columns import HopSweeps
+
+__all__ = ["Resolver", "device_of", "devices_of", "parse_cached", "resolve_params"]
 
 _FOLDABLE = {"add", "sub", "mul", "div", "floordiv", "pow", "neg"}
 
@@ -294,26 +299,51 @@ def _index_seq(seq: tuple[Any, ...], rest: list[str], resolver: Resolver) -> Any
 
 def device_of(bound: BoundSpec, decl: DerivedTensor,
               plain: dict[type, bool] | None = None) -> torch.device:
-    """The device of ``decl``'s tensor on ``bound``: its declared one, else the module's
-    first parameter's (or buffer's). ``plain`` memoizes :func:`_plain_members` per module
-    class for one build."""
+    """The device of ``decl``'s tensor on ``bound`` (:func:`devices_of`'s rule)."""
+    return _device_of(bound.module, decl, plain)
+
+
+def devices_of(modules: list[nn.Module], decl: DerivedTensor,
+               plain: dict[type, bool] | None = None,
+               sweeps: HopSweeps | None = None) -> list[torch.device]:
+    """The device of ``decl``'s tensor on each of ``modules`` (a column's: no bound spec
+    read): its declared one, else the module's first parameter's (or buffer's). ``plain``
+    memoizes :func:`_plain_members` per module class for one build. Where no device is
+    declared and the modules are of one class whose ``parameters()`` is ``nn.Module``'s
+    walk (its own parameters first), the build's kept first-hop sweeps (``sweeps``,
+    :meth:`HopSweeps.own_first <derivgraph.compiler.stamp_columns.HopSweeps.own_first>`)
+    may prove every module's first own parameter and its device: that device, each row's."""
+    if sweeps is not None and not decl.device and modules:
+        cls = type(modules[0])
+        if all(map(is_, map(type, modules), repeat(cls))) and _plain(cls, plain):
+            device = sweeps.own_first(modules)
+            if device is not None:
+                return [device] * len(modules)
+    return [_device_of(module, decl, plain) for module in modules]
+
+
+def _plain(cls: type, plain: dict[type, bool] | None) -> bool:
+    """:func:`_plain_members` of ``cls``, memoized in ``plain`` where given."""
+    if plain is None:
+        return _plain_members(cls)
+    own = plain.get(cls)
+    if own is None:
+        own = plain[cls] = _plain_members(cls)
+    return own
+
+
+def _device_of(module: nn.Module, decl: DerivedTensor,
+               plain: dict[type, bool] | None) -> torch.device:
+    """:func:`devices_of`'s rule on one module."""
     if decl.device:
         if decl.device == "cpu" or decl.device.startswith("cuda") or decl.device == "meta":
             return torch.device(decl.device)
-        value = get_path(bound.module, decl.device)
+        value = get_path(module, decl.device)
         if isinstance(value, torch.Tensor):
             return value.device
         if isinstance(value, (str, torch.device)):
             return torch.device(value)
-    module = bound.module
-    cls = type(module)
-    if plain is None:
-        own = _plain_members(cls)
-    else:
-        own = plain.get(cls)
-        if own is None:
-            own = plain[cls] = _plain_members(cls)
-    if own:  # the first of parameters(): the module's own, if any
+    if _plain(type(module), plain):  # the first of parameters(): the module's own, if any
         for t in module._parameters.values():
             if t is not None:
                 return t.device

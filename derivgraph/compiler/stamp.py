@@ -31,7 +31,7 @@ from itertools import repeat
 from operator import attrgetter, is_, is_not, itemgetter
 from typing import Any
 
-from derivgraph.compiler.bind import BoundSpec
+from derivgraph.compiler.bind import BoundSpec, BoundSpecs, paths_of, rows_of
 from derivgraph.compiler.graph import (
     DerivedGraph,
     DerivedNode,
@@ -53,13 +53,12 @@ from derivgraph.compiler.stamp_columns import (
 )
 from derivgraph.paths import MODULE_REGISTRIES
 
-__all__ = ["InstanceTable", "Stamper", "facts_hold", "stamping",
+__all__ = ["InstanceTable", "Layers", "Stamper", "facts_hold", "stamping",
            "stamping_enabled"]
 
 _ENABLED = [os.environ.get("DERIVGRAPH_STAMP", "1") != "0"]
 
-_ID, _PATH, _FIRST, _SECOND, _THIRD = (attrgetter("id"), attrgetter("module_path"),
-                                       itemgetter(0), itemgetter(1), itemgetter(2))
+_ID, _FIRST, _SECOND, _THIRD = attrgetter("id"), itemgetter(0), itemgetter(1), itemgetter(2)
 
 #: Templates kept per (spec, class, params, devices): layers past this many kinds resolve alone.
 MAX_TEMPLATES = 8
@@ -118,11 +117,64 @@ class Template:
 
 #: a table whose rows are one run's, its rows list and their number then, and per leading
 #: template position each row's derived tensor there (:attr:`Stamper.run_nodes`)
-RunNodes = tuple[InstanceTable, list[tuple[str, ...]], int,
+RunNodes = tuple[InstanceTable, Sequence[tuple[str, ...]], int,
                  list[list[DerivedNode] | HeldDerived]]
 
 #: resolve(node, reads) -> the node's input id (None: no input, or an issue was reported)
 Resolve = Callable[[DerivedNode, Reads | None], str | None]
+
+
+class Layers(Sequence[tuple[BoundSpec, dict[str, Any], Any]]):
+    """The layers a :class:`Stamper` resolves, in order, as columns: their bound specs
+    (:class:`~derivgraph.compiler.bind.BoundSpecs` where the build made them so), params
+    and nodes (each a list of derived nodes or a :class:`~derivgraph.compiler.graph.HeldRun`).
+    Layer ``at`` is read as the tuple ``(bound, params, nodes)`` (its bound spec made then);
+    a run of held rows is added whole (:meth:`extend`), no record made per row."""
+
+    __slots__ = ("bounds", "nodes", "params")
+
+    def __init__(self, bounds: Sequence[BoundSpec], params: list[dict[str, Any]],
+                 nodes: list[Any]) -> None:
+        self.bounds, self.params, self.nodes = bounds, params, nodes
+
+    @classmethod
+    def of(cls, layers: Sequence[tuple[BoundSpec, dict[str, Any], Any]]) -> Layers:
+        """``layers`` as columns (``layers`` itself where it is held so)."""
+        if type(layers) is Layers:
+            return layers
+        return cls(list(map(_FIRST, layers)), list(map(_SECOND, layers)),
+                   list(map(_THIRD, layers)))
+
+    def __len__(self) -> int:
+        return len(self.params)
+
+    def __getitem__(self, at: Any) -> Any:
+        if type(at) is slice:
+            return list(zip(self.bounds[at], self.params[at], self.nodes[at]))
+        return self.bounds[at], self.params[at], self.nodes[at]
+
+    def __iter__(self) -> Iterator[tuple[BoundSpec, dict[str, Any], Any]]:
+        return zip(self.bounds, self.params, self.nodes)
+
+    def append(self, bound: BoundSpec, params: dict[str, Any], nodes: Any) -> None:
+        """Add one layer."""
+        self.bounds.append(bound)  # type: ignore[attr-defined]
+        self.params.append(params)
+        self.nodes.append(nodes)
+
+    def extend(self, bounds: Sequence[BoundSpec], params: list[dict[str, Any]],
+               nodes: list[Any]) -> None:
+        """Add a layer per row of ``bounds`` (with ``params`` and ``nodes`` row by row)."""
+        if not len(bounds) == len(params) == len(nodes):
+            raise ValueError("one params and one nodes per bound spec")
+        self.bounds.extend(bounds)  # type: ignore[attr-defined]
+        self.params += params
+        self.nodes += nodes
+
+
+def build_layers() -> Layers:
+    """An empty :class:`Layers` whose bound specs are columns."""
+    return Layers(BoundSpecs([], [], []), [], [])
 
 
 class Stamper:
@@ -145,9 +197,10 @@ class Stamper:
         self._shared_until = -1
         # every layer of the graph, in resolution order (row ``at`` of :meth:`resolve_bound`):
         # a kind's first template proves the later layers of its kind by columns
-        self.stacks = Stacks(list(map(_FIRST, layers)))  # C-level sweeps of the layers
-        self.params = list(map(_SECOND, layers))
-        self.nodes = list(map(_THIRD, layers))
+        layers = Layers.of(layers)  # the layers' columns (read, never written here)
+        self.stacks = Stacks(layers.bounds)
+        self.params = layers.params
+        self.nodes = layers.nodes
         self._done_until = -1  # the rows before it were replayed with their run's first
         # a proven row -> its template and its place among the template's proof's rows
         self.proven: dict[int, tuple[Template, ColumnProof, int]] = {}
@@ -226,7 +279,7 @@ class Stamper:
         stamped without :func:`facts_hold`."""
         rows = self.stacks.later(at)
         proof = prove_columns(self.graph, template.reads,
-                              list(map(self.stacks.bounds.__getitem__, rows)),
+                              rows_of(self.stacks.bounds, rows),
                               list(map(self.params.__getitem__, rows)), self.sweeps)
         self.proven.update(zip(map(rows.__getitem__, proof.rows),
                                zip(repeat(template), repeat(proof), range(len(proof.rows)))))
@@ -255,7 +308,6 @@ class Stamper:
         assert program is not None  # set when the template was kept
         rows = range(at, at + size)
         proofs = list(map(self.proven.get, rows))
-        bounds = self.stacks.bounds[at:at + size]
         nodes = self.nodes[at:at + size]
         width = len(program.inputs)
         if not all(map(is_not, proofs, repeat(None))) \
@@ -264,7 +316,7 @@ class Stamper:
                 or not _one_length(nodes) \
                 or len(nodes[0]) != width:
             return False
-        paths = list(map(_PATH, bounds))
+        paths = paths_of(self.stacks.bounds)[at:at + size]
         start = self.graph.op_count()
         made = program.made()  # the inputs its nodes are: set with their users, by column
         at_inputs = [i for i, slot in enumerate(program.inputs) if slot is not None]
@@ -293,8 +345,8 @@ class Stamper:
         table = self._table(template)
         first = not table.rows
         ops = len(program.op_slots)
-        table.add_rows(list(zip(*kept)) if kept else [()] * size, paths,
-                       list(range(start, start + size * ops, ops)) if ops else [start] * size)
+        table.add_columns(kept, paths, list(range(start, start + size * ops, ops)) if ops
+                          else [start] * size)  # no row made
         if first:  # the table's rows are the run's: its derived tensors, by column
             self.run_nodes[id(table)] = (table, table.rows, len(table.rows),
                                          [columns[i] for i in template.keep_derived])

@@ -24,7 +24,7 @@ from typing import Any
 from torch import nn
 
 from derivgraph.column_layout import tensor_method
-from derivgraph.compiler.bind import BoundSpec
+from derivgraph.compiler.bind import BoundSpec, modules_of, paths_of, specs_of
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.reads import Probe, Reads, probe_derived, probe_each, probe_path
 from derivgraph.paths import MODULE_REGISTRIES
@@ -35,10 +35,8 @@ __all__ = ["Check", "ColumnProof", "HopSweeps", "Stacks", "checks_of", "column_p
 #: the probes whose fact is a model fact (a column proof may run them ahead of the layer's turn)
 _STATIC = frozenset({probe_path, probe_each})
 
-_module, _shape, _dtype, _device = (attrgetter("module"), attrgetter("shape"),
-                                    attrgetter("dtype"), attrgetter("device"))
-_spec = attrgetter("spec")
-_path, _vars = attrgetter("module_path"), attrgetter("__dict__")
+_shape, _dtype, _device = attrgetter("shape"), attrgetter("dtype"), attrgetter("device")
+_vars = attrgetter("__dict__")
 
 
 class Check:
@@ -78,21 +76,23 @@ class Stacks:
         groups = self._groups
         if groups is None:
             groups = self._groups = _groups(self.bounds)
-        bound = self.bounds[at]
-        rows = groups[(id(bound.spec), type(bound.module))]
+        bounds = self.bounds
+        rows = groups[(id(specs_of(bounds)[at]), type(modules_of(bounds)[at]))]
         after = rows[bisect_right(rows, at):]
-        return list(compress(after, map(_path, map(self.bounds.__getitem__, after))))
+        return list(compress(after, map(paths_of(bounds).__getitem__, after)))
 
 
 def _groups(bounds: Sequence[BoundSpec]) -> dict[tuple[int, type], list[int]]:
     """The rows of ``bounds`` by (spec, module class), in order (one group, where every
-    row has the first row's very spec and class, by two C-level identity sweeps)."""
-    if bounds:
-        spec, cls = bounds[0].spec, type(bounds[0].module)
-        if all(map(is_, map(_spec, bounds), repeat(spec))) \
-                and all(map(is_, map(type, map(_module, bounds)), repeat(cls))):
-            return {(id(spec), cls): list(range(len(bounds)))}
-    keys = list(zip(map(id, map(_spec, bounds)), map(type, map(_module, bounds))))
+    row has the first row's very spec and class, by two C-level identity sweeps of the
+    columns)."""
+    specs, modules = specs_of(bounds), modules_of(bounds)
+    if specs:
+        spec, cls = specs[0], type(modules[0])
+        if all(map(is_, specs, repeat(spec))) \
+                and all(map(is_, map(type, modules), repeat(cls))):
+            return {(id(spec), cls): list(range(len(specs)))}
+    keys = list(zip(map(id, specs), map(type, modules)))
     groups: dict[tuple[int, type], list[int]] = {}
     for i, key in enumerate(keys):
         groups.setdefault(key, []).append(i)
@@ -177,7 +177,7 @@ def _holding(graph: DerivedGraph, reads: Reads, bounds: Sequence[BoundSpec],
     n = len(bounds)
     if not n:
         return [], [], []
-    modules = list(map(_module, bounds))
+    modules = modules_of(bounds)  # read only
     dicts = list(map(_vars, modules))
     checks = checks_of(reads, type(modules[0]))
     alive = list(range(n))  # the rows every fact so far held on
@@ -191,7 +191,7 @@ def _holding(graph: DerivedGraph, reads: Reads, bounds: Sequence[BoundSpec],
             got = _first_hop(modules, dicts, alive, check, sweeps)
             holds = list(map(is_not, got, repeat(None)))
         elif check.rel is not None:
-            paths = map(add, map(_path, map(bounds.__getitem__, alive)), repeat(check.suffix))
+            paths = map(add, map(paths_of(bounds).__getitem__, alive), repeat(check.suffix))
             holds = list(map(is_, graph.derived_each(paths), repeat(check.fact)))
             got = None
         else:
@@ -242,6 +242,31 @@ class HopSweeps:
         got = swept()
         self._kept[key] = (modules, list(got))
         return got
+
+
+    def own_first(self, modules: list[nn.Module]) -> Any:
+        """The device of the first own parameter of every module of ``modules`` (one
+        class) where a kept sweep proves it: a sweep over these very modules (the first it
+        swept) that found on each a tensor of its layout at its part, where that part is
+        the first key of each module's ``_parameters`` (so that tensor is the first value
+        there: ``_modules``, read before it, would have given a module, not a tensor); its
+        layout's device (the sweep compared each tensor's). None else (nothing proven)."""
+        n = len(modules)
+        if not n:
+            return None
+        firsts: list[Any] | None = None
+        for (part, cls, layout), (swept, got) in self._kept.items():
+            if type(modules[0]) is not cls or len(swept) < n:
+                continue
+            if firsts is None:  # each module's first own parameter's name
+                firsts = list(map(next, map(iter, map(_PARAMS, modules)), repeat(None)))
+            if firsts == [part] * n and all(map(is_, swept, modules)) \
+                    and all(map(is_not, got[:n], repeat(None))):
+                return layout[4]
+        return None
+
+
+_PARAMS = attrgetter("_parameters")
 
 
 def _first_hop(modules: list[nn.Module], dicts: list[dict[str, Any]], alive: list[int],

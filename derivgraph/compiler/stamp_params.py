@@ -21,7 +21,7 @@ from itertools import compress, count, repeat, takewhile
 from operator import is_
 from typing import Any
 
-from derivgraph.compiler.bind import BoundSpec
+from derivgraph.compiler.bind import BoundSpec, modules_of, rows_of, specs_of
 from derivgraph.compiler.graph import DerivedGraph
 from derivgraph.compiler.reads import Reads, probe_meta
 from derivgraph.compiler.resolve import resolve_params
@@ -94,8 +94,9 @@ class ParamStamper:
         reads = proven.get(at + 1)
         if reads is None:
             return []
-        bound = self.stacks.bounds[at + 1]
-        (first, params), *_ = self.templates[(id(bound.spec), type(bound.module))]
+        bounds = self.stacks.bounds
+        (first, params), *_ = self.templates[(id(specs_of(bounds)[at + 1]),
+                                              type(modules_of(bounds)[at + 1]))]
         if first is not reads:  # another template is the first (not reached: proofs are
             return []  # made by the first only)
         # the stretch of rows from at + 1 that it proved, found and taken out by C-level sweeps
@@ -109,7 +110,7 @@ class ParamStamper:
         (:func:`~derivgraph.compiler.stamp_columns.rows_hold`: path and ``each()`` facts only,
         which no resolution changes); a proven row takes the template's params."""
         rows = self.stacks.later(at)
-        bounds = list(map(self.stacks.bounds.__getitem__, rows))
+        bounds = rows_of(self.stacks.bounds, rows)
         self.proven.update(compress(zip(rows, repeat(reads)),
                                     rows_hold(self.graph, reads, bounds, [{}] * len(rows),
                                               self.sweeps)))
