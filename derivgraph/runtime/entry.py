@@ -469,8 +469,8 @@ class HeldRows(Mapping[str, Entry]):
         return found[0].storages[found[1]]
 
     def open(self) -> None:
-        """Every row's entry made and kept (no column answers a row any more)."""
-        deque(map(self.__getitem__, self._order), 0)
+        """Every row's entry made and kept (each released column's entries a list again, of
+        its rows' entries: no column answers a row any more)."""
         for column in self._columns:
             column.entries = list(column.entries)
         self._columns, self._index = (), None
