@@ -205,7 +205,7 @@ class TableColumn(Protocol):
     holds the row's id, owner path, storage (and startup address)."""
 
     ids: list[str]
-    entries: list[Entry]
+    entries: Sequence[Entry]  # a list; a RowsOf once released (EntryTable.hold_rows)
     storages: list[Any]
     paths: list[str] | None
     ptrs: list[int] | None
@@ -232,7 +232,7 @@ class EntryTable(Mapping[str, Entry]):
     __slots__ = ("_by_id", "_columns", "_generic", "_rows")
 
     def __init__(self) -> None:
-        self._by_id: dict[str, Entry] = {}
+        self._by_id: Any = {}  # a dict; a HeldRows once the rows are held (hold_rows)
         self._columns: tuple[TableColumn, ...] = ()
         self._generic: dict[str, Entry] = self._by_id  # every entry while there is no column
         self._rows: tuple[tuple[slice, TableColumn], ...] = ()
@@ -266,9 +266,10 @@ class EntryTable(Mapping[str, Entry]):
         return f"EntryTable({len(self._by_id)} entries, {len(self._columns)} columns)"
 
     @property
-    def by_id(self) -> dict[str, Entry]:
-        """The id -> entry dict behind the mapping: the compile fills it in its order, the
-        plan's own parts read it (at dict speed); nothing else writes it."""
+    def by_id(self) -> Mapping[str, Entry]:
+        """The id -> entry mapping behind the table: a dict the compile fills in its order,
+        the plan's own parts read it (at dict speed); nothing else writes it. Once the plan
+        holds its columns' rows by column (:meth:`hold_rows`), a :class:`HeldRows`."""
         return self._by_id
 
     # ---- filled by the compile ---------------------------------------------------------------

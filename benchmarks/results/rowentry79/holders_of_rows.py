@@ -16,6 +16,7 @@ from typing import Any
 from derivgraph import planner
 from derivgraph.runtime import entry as entry_module
 from derivgraph.runtime.entry import RowEntry
+from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
 made: Counter[tuple[str, str]] = Counter()
 phase = ["compile_plan"]
@@ -31,7 +32,6 @@ def _counted_make(self: Any, column: Any, row: int) -> Any:
 
 
 entry_module.HeldRows._make = _counted_make  # type: ignore[method-assign]
-from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
 
 def _named(plan: Any) -> dict[int, str]:
@@ -68,12 +68,15 @@ def census(plan: Any, phase: str) -> None:
     rows = [e for e in gc.get_objects() if type(e) is RowEntry]  # alive, not asked for
     names = _named(plan)
     kinds: Counter[str] = Counter()
-    for entry in rows[:: max(1, len(rows) // 50)]:  # a sample of rows
+    sample = rows[:: max(1, len(rows) // 50)]
+    for entry in sample:
         for ref in gc.get_referrers(entry):
-            if ref is rows or type(ref).__name__ == "frame":
+            if ref is rows or ref is sample or type(ref).__name__ == "frame":
                 continue
-            kinds[f"{type(ref).__name__} {names.get(id(ref), '?')} (len {len(ref) if hasattr(ref, '__len__') else '-'})"] += 1
-    print(f"{phase}: {len(plan.entries)} entries, {len(rows)} row entries alive; referrers of a sample of {sum(1 for _ in rows[:: max(1, len(rows) // 50)])}:")
+            size = len(ref) if hasattr(ref, "__len__") else "-"
+            kinds[f"{type(ref).__name__} {names.get(id(ref), '?')} (len {size})"] += 1
+    print(f"{phase}: {len(plan.entries)} entries, {len(rows)} row entries alive; "
+          f"referrers of a sample of {len(sample)}:")
     for key, n in kinds.most_common():
         print(f"  {n:4d} {key}")
 
