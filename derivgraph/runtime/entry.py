@@ -16,9 +16,9 @@ from derivgraph.compiler.graph import DerivedNode, HeldDerived
 from derivgraph.paths import Slot
 from derivgraph.spec.kinds import TensorKind
 
-__all__ = ["Entry", "EntryTable", "HeldRows", "ProvenColumn", "RowEntry", "StartupColumn",
-           "TableColumn", "address_of", "keeps_startup", "nbytes_of", "not_taken", "row_entries",
-           "span_of"]
+__all__ = ["Entry", "EntryTable", "HeldRows", "ProvenColumn", "RowEntry", "RowsOf",
+           "StartupColumn", "TableColumn", "address_of", "keeps_startup", "nbytes_of",
+           "not_taken", "row_entries", "span_of"]
 
 
 class Entry:
