@@ -310,6 +310,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
         # nothing writes the model in between: sources and their holders read once
         _lower(plan, values, read, held, reads, owed, (ids, at_rest))
         plan.prepare()  # what the first run and refill would build lazily
+        plan.hold_rows()  # the plan keeps no entry per held row: made where one is asked for
     except BaseException:
         transaction.rollback()
         raise

@@ -16,8 +16,9 @@ from derivgraph.compiler.graph import DerivedNode, HeldDerived
 from derivgraph.paths import Slot
 from derivgraph.spec.kinds import TensorKind
 
-__all__ = ["Entry", "EntryTable", "ProvenColumn", "RowEntry", "StartupColumn", "TableColumn",
-           "address_of", "keeps_startup", "not_taken", "row_entries", "span_of"]
+__all__ = ["Entry", "EntryTable", "HeldRows", "ProvenColumn", "RowEntry", "RowsOf",
+           "StartupColumn", "TableColumn", "address_of", "keeps_startup", "nbytes_of",
+           "not_taken", "row_entries", "span_of"]
 
 
 class Entry:
@@ -49,8 +50,12 @@ class Entry:
         return data
 
     def nbytes(self) -> int:
-        s = self.storage
-        return s.numel() * s.element_size() if isinstance(s, torch.Tensor) else 0
+        return nbytes_of(self.storage)
+
+
+def nbytes_of(storage: Any) -> int:
+    """The bytes a derived tensor's storage holds (0: not a tensor)."""
+    return storage.numel() * storage.element_size() if isinstance(storage, torch.Tensor) else 0
 
 
 class RowEntry(Entry):
@@ -200,7 +205,7 @@ class TableColumn(Protocol):
     holds the row's id, owner path, storage (and startup address)."""
 
     ids: list[str]
-    entries: list[Entry]
+    entries: Sequence[Entry]  # a list; a RowsOf once released (EntryTable.hold_rows)
     storages: list[Any]
     paths: list[str] | None
     ptrs: list[int] | None
@@ -227,7 +232,7 @@ class EntryTable(Mapping[str, Entry]):
     __slots__ = ("_by_id", "_columns", "_generic", "_rows")
 
     def __init__(self) -> None:
-        self._by_id: dict[str, Entry] = {}
+        self._by_id: Any = {}  # a dict; a HeldRows once the rows are held (hold_rows)
         self._columns: tuple[TableColumn, ...] = ()
         self._generic: dict[str, Entry] = self._by_id  # every entry while there is no column
         self._rows: tuple[tuple[slice, TableColumn], ...] = ()
@@ -261,9 +266,10 @@ class EntryTable(Mapping[str, Entry]):
         return f"EntryTable({len(self._by_id)} entries, {len(self._columns)} columns)"
 
     @property
-    def by_id(self) -> dict[str, Entry]:
-        """The id -> entry dict behind the mapping: the compile fills it in its order, the
-        plan's own parts read it (at dict speed); nothing else writes it."""
+    def by_id(self) -> Mapping[str, Entry]:
+        """The id -> entry mapping behind the table: a dict the compile fills in its order,
+        the plan's own parts read it (at dict speed); nothing else writes it. Once the plan
+        holds its columns' rows by column (:meth:`hold_rows`), a :class:`HeldRows`."""
         return self._by_id
 
     # ---- filled by the compile ---------------------------------------------------------------
@@ -278,8 +284,44 @@ class EntryTable(Mapping[str, Entry]):
             else tuple(_spans(ids, self._columns))
 
     def open_columns(self) -> None:
-        """Every entry generic again (a relayout may give a column's entry new storage)."""
+        """Every entry generic again (a relayout may give a column's entry new storage): a
+        :class:`HeldRows` makes every row's entry first (:meth:`HeldRows.open`)."""
+        if type(self._by_id) is HeldRows:
+            self._by_id.open()
         self._columns, self._generic, self._rows = (), self._by_id, ()
+
+    def hold_rows(self, holders: list[Entry] | None = None) -> HeldRows | None:
+        """Keep the held columns' rows by column from now on: :attr:`by_id` becomes a
+        :class:`HeldRows` over the table's order, the other entries and the columns whose
+        rows' entries say nothing the column does not (:func:`_releasable`), and each such
+        column's :attr:`~TableColumn.entries` (and ``holders``, the plan's holder table's
+        entries where they are every entry in the table's order) a :class:`RowsOf` of it:
+        no entry of theirs is kept; one is made where a reader asks for it (and kept, so
+        the same object answers again). Returns the new mapping (the plan's parts that read
+        :attr:`by_id` take it), or None where no column is released (nothing changed)."""
+        by_id = self._by_id
+        if type(by_id) is not dict or not self._rows:
+            return None
+        released = [(span, column) for span, column in self._rows if _releasable(column)]
+        if not released:
+            return None
+        order = list(by_id)
+        if holders is not None and (len(holders) != len(order) or holders != list(by_id.values())):
+            return None  # the holder table holds other entries than these: it keeps them
+        kept = dict(self._generic)
+        taken = {id(column) for _, column in released}
+        for column in self._columns:
+            if id(column) not in taken:
+                kept.update(zip(column.ids, column.entries))
+        rows = HeldRows(order, kept, released)
+        at = range(len(order))
+        for span, column in released:
+            record = column.entries[0].startup_data  # _releasable: every row's (or None)
+            column.entries = RowsOf(rows, at[span], record)
+        self._by_id = rows
+        if self._generic is by_id:
+            self._generic = rows
+        return rows
 
     # ---- answers by column -------------------------------------------------------------------
     @property
@@ -322,6 +364,136 @@ class EntryTable(Mapping[str, Entry]):
         return list(compress(entries, map(operator.is_, map(_KIND, entries.values()),
                                           repeat(TensorKind.SCALAR))))
 
+
+
+def _releasable(column: TableColumn) -> bool:
+    """Whether ``column``'s rows' entries are each what :class:`HeldRows` makes for its
+    row: made by :func:`row_entries` of the held column ``column.nodes`` in row order (its
+    first and last entry say so), each holding the column's storage and startup address
+    (what the column wrote: :meth:`~derivgraph.runtime.entry_columns.EntryColumn.allocate`,
+    :meth:`~derivgraph.runtime.entry_columns.EntryColumn.record_startup`) and, as startup
+    data, the column's one record (``kept`` True: every row's the same
+    :class:`StartupColumn`, none made into its alias yet) or none (``kept`` False), read here
+    (one identity sweep)."""
+    nodes, entries = getattr(column, "nodes", None), column.entries
+    if type(nodes) is not HeldDerived or not entries or column.ptrs is None \
+            or column.kept is None or not isinstance(entries, list) \
+            or not (len(entries) == len(column.ids) == len(column.storages)
+                    == len(column.ptrs) == len(nodes.ids)):
+        return False
+    first, last = entries[0], entries[-1]
+    if type(first) is not RowEntry or type(last) is not RowEntry or first.column is not nodes \
+            or last.column is not nodes or first.row != 0 or last.row != len(entries) - 1:
+        return False
+    record = first.startup_data
+    if column.kept is True and type(record) is not StartupColumn:
+        return False
+    if column.kept is False and record is not None:
+        return False
+    return all(map(operator.is_, map(_STARTUP_DATA, entries), repeat(record)))
+
+
+class HeldRows(Mapping[str, Entry]):
+    """:attr:`EntryTable.by_id` once the held columns' rows are kept by column
+    (:meth:`EntryTable.hold_rows`): the ids in the table's order (``order``), the entries
+    kept as objects by id (``kept``: every entry in no released column) and the released
+    columns with their rows' positions in ``order``. A released row's entry is made where it
+    is first asked for (:meth:`_make`: a :class:`RowEntry` of the column's held column, its
+    storage, startup address and startup data the column's) and kept (the same object
+    answers again); the rows' id index of a column is made on the first lookup of an id not
+    kept. Nothing writes it but :meth:`open`."""
+
+    __slots__ = ("_order", "_kept", "_columns", "_index")
+
+    def __init__(self, order: list[str], kept: dict[str, Entry],
+                 columns: Sequence[tuple[slice, TableColumn]]):
+        self._order, self._kept = order, kept
+        self._columns = tuple(column for _, column in columns)
+        self._index: list[dict[str, int]] | None = None  # per column: id -> row
+
+    def _row(self, key: str) -> tuple[TableColumn, int] | None:
+        index = self._index
+        if index is None:
+            index = self._index = [dict(zip(c.ids, count())) for c in self._columns]
+        for column, rows in zip(self._columns, index):
+            row = rows.get(key)
+            if row is not None:
+                return column, row
+        return None
+
+    def _make(self, column: Any, row: int) -> Entry:
+        nodes = column.nodes
+        entry = RowEntry(nodes, row, nodes.ids[row], nodes.paths[row], column.storages[row],
+                         Slot.ATTRIBUTE, False)
+        entry.startup_ptr = column.ptrs[row]
+        entry.startup_data = column.entries.record
+        self._kept[entry.id] = entry
+        return entry
+
+    # ---- the Mapping -------------------------------------------------------------------------
+    def __getitem__(self, key: str) -> Entry:
+        entry = self._kept.get(key)
+        if entry is not None:
+            return entry
+        found = self._row(key)
+        if found is None:
+            raise KeyError(key)
+        return self._make(*found)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        entry = self._kept.get(key)
+        if entry is not None:
+            return entry
+        found = self._row(key)
+        return default if found is None else self._make(*found)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._kept or (type(key) is str and self._row(key) is not None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __repr__(self) -> str:
+        return f"HeldRows({len(self._order)} entries, {len(self._columns)} columns by row)"
+
+    def storage(self, key: str) -> Any:
+        """``self[key].storage``, a released row's from its column (no entry made)."""
+        entry = self._kept.get(key)
+        if entry is not None:
+            return entry.storage
+        found = self._row(key)
+        if found is None:
+            raise KeyError(key)
+        return found[0].storages[found[1]]
+
+    def open(self) -> None:
+        """Every row's entry made and kept (each released column's entries a list again, of
+        its rows' entries: no column answers a row any more)."""
+        for column in self._columns:
+            column.entries = list(column.entries)
+        self._columns, self._index = (), None
+
+
+class RowsOf(Sequence[Entry]):
+    """The entries of ``rows``' positions ``at`` (a range of its order), in order, made where
+    read (:class:`HeldRows`); ``record``: their one startup record where their column kept
+    one (:class:`StartupColumn`), read before the entries were released."""
+
+    __slots__ = ("_rows", "_at", "record")
+
+    def __init__(self, rows: HeldRows, at: range, record: Any = None):
+        self._rows, self._at, self.record = rows, at, record
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self._rows[self._rows._order[j]] for j in self._at[i]]
+        return self._rows[self._rows._order[self._at[i]]]
 
 
 def _spans(ids: list[str], columns: Sequence[TableColumn]) -> Iterator[tuple[slice, TableColumn]]:

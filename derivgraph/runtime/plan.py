@@ -49,7 +49,7 @@ from derivgraph.runtime.engine import (
     refuse_recompute,
     take_engine_values,
 )
-from derivgraph.runtime.entry import Entry, EntryTable, address_of  # noqa: F401 - re-exported
+from derivgraph.runtime.entry import Entry, EntryTable, RowsOf, address_of  # noqa: F401 - re-exported
 from derivgraph.runtime.holders import Holders
 from derivgraph.runtime.programs import PassKind, Programs
 from derivgraph.runtime.replay import CpuPass, WriteRecorder, storages_read
@@ -112,6 +112,25 @@ class Plan:
         # the last batched read of a refill: (its report, its mask; None: every target)
         self._last_take: tuple[RunReport, tuple[bool, ...] | None] | None = None
         self._steady: Program | None = None  # the steady refill entry (runtime.steady)
+
+    def hold_rows(self) -> bool:
+        """Keep the entry columns' rows by column from now on
+        (:meth:`~derivgraph.runtime.entry.EntryTable.hold_rows`): no entry object per held
+        row is kept; one is made where a reader asks for it. Only where the plan's parts
+        read the entries through :attr:`~derivgraph.runtime.entry.EntryTable.by_id` (the
+        same dict) and its holder table holds every entry in order: they take the new
+        mapping (and the holder table its entries by position). Whether done."""
+        by_id, parts = self.entries.by_id, (self.tensors, self.holders, self.programs)
+        if type(by_id) is not dict or any(part.entries is not by_id for part in parts):
+            return False
+        table = self.holders.table
+        rows = self.entries.hold_rows(table.entries)
+        if rows is None:
+            return False
+        for part in parts:
+            part.entries = rows
+        table.entries = RowsOf(rows, range(len(rows)))
+        return True
 
     # ---- reading -----------------------------------------------------------------------------
     def __len__(self) -> int:

@@ -35,7 +35,7 @@ from derivgraph.compiler.ir import NodeKind
 from derivgraph.compiler.lower import WRITES, Action, LoweredSteps, Step, select
 from derivgraph.errors import PassFault
 from derivgraph.ops import OPS
-from derivgraph.runtime.entry import Entry
+from derivgraph.runtime.entry import Entry, HeldRows, nbytes_of
 from derivgraph.runtime.storage import BoundTensors
 from derivgraph.spec.kinds import TensorKind
 
@@ -223,8 +223,11 @@ class Programs:
         if counts is None:
             steps = prog.steps
             written = _written(steps)
+            entries = self.entries
+            storage = entries.storage if type(entries) is HeldRows else \
+                (lambda t: entries[t].storage)  # a held row's from its column: no entry made
             counts = prog.counts = (_count(steps), len(written),
-                                    sum(self.entries[t].nbytes() for t in written))
+                                    sum(map(nbytes_of, map(storage, written))))
         report.steps += counts[0]
         report.written += counts[1]
         report.bytes += counts[2]
