@@ -54,16 +54,21 @@ def test_the_startup_check_holds_the_per_entry_rules_tensors_and_addresses(stamp
 
 
 def test_the_startup_check_takes_the_columns_lists() -> None:
-    """The canary: a column's startup addresses planted wrong in its list (its entries keep
-    the right ones) show up in the check, which reads the column, not each row; a column
-    without recorded addresses has its rows' entries read."""
+    """The canary: a column's startup addresses planted wrong in its list (its entries, made
+    and kept before the plant, keep the right ones) show up in the check, which reads the
+    column, not each row; a column without recorded addresses has its rows' entries read.
+    (The plan holds its columns' rows by column (``EntryTable.hold_rows``): an entry is made
+    from its column where first read, so the reference is read before the plant.)"""
     plan = compile_plan(scaling_model(12), [scaling_spec()])
     (span, column), *_ = [(s, c) for s, c in plan.entries.rows if c.kept]
     right = list(column.ptrs)
+    reference = _per_entry(plan)[1]  # every entry made now, and kept: the right addresses
     column.ptrs[0] += 64
     try:
         check = _fresh_startup(plan)
-        assert check.ptrs != _per_entry(plan)[1] and not check.intact()
+        assert check.ptrs != reference and not check.intact()
+        assert check.ptrs.count(right[0] + 64) == 1 and right[0] not in check.ptrs
+        assert _per_entry(plan)[1] == reference  # the kept entries: not the column's list
         column.ptrs, planted = None, column.ptrs  # no recorded addresses: each row read
         assert _fresh_startup(plan).ptrs == _per_entry(plan)[1]
         column.ptrs = planted
