@@ -245,10 +245,18 @@ class BoundTensors:
     def _one_table(self, refs: list[str], missing: Any) -> list[Any] | None:
         """:meth:`bound_values` of ``refs`` (none a source) when the first table after the
         sources that binds any of them binds them all, or none binds any (a column of stamped
-        layers, usually): one sweep per table; else None."""
+        layers, usually): one sweep per table; else None. ``refs`` that are an entry column's
+        ids (equal, in order; the column's rows found among the entries,
+        :attr:`~derivgraph.runtime.entry.EntryTable.rows`) are answered by the column's
+        storages (its facts: its rows' entries hold them), no entry read."""
         for table in (self.entries, self.views, self.stages, self.constants):
             if table.keys().isdisjoint(refs):
                 continue
+            if table is self.entries and self._table is not None \
+                    and self._table.by_id is table:
+                for _, column in self._table.rows:
+                    if column.ids == refs and len(column.storages) == len(refs):
+                        return list(column.storages)
             values = list(map(table.get, refs, repeat(_UNSET)))
             if any(map(is_, values, repeat(_UNSET))):
                 return None
