@@ -36,6 +36,7 @@ def main() -> None:
     Plan.hold_rows = lambda self: False  # keep the rows' entries (the compile's state)
     plan = compile_plan(scaling_model(layers), [scaling_spec()])
     tensors = plan.tensors
+    tensors.column_rows = plan.entries.rows  # the compile's window (planner._compile)
     refs = [list(c.ids) for _, c in plan.entries.rows]  # copies, as bound_values makes
     for r in refs:
         assert base(tensors, r) == tensors._one_table(r, None) or all(
