@@ -180,5 +180,5 @@ def alias_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
             entries = _entries(nodes, targets, Slot.ATTRIBUTE)
             extras = list(map(alias_of, inputs))
             out.append(ProvenColumn(table, k, template, ids, entries, extras, found,
-                                    Slot.ATTRIBUTE, paths, first.decl, nodes))
+                                    Slot.ATTRIBUTE, paths, first.decl, nodes, targets))
     return out

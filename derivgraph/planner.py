@@ -308,6 +308,8 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
         written = {column.name for column in columns} | set(map(_NAME, others))
         read, reads = _record_startup(plan, owners if owners.untouched_by(written) else None)
         # nothing writes the model in between: sources and their holders read once
+        # the columns' rows are what the columns wrote until the compile ends: bound by column
+        plan.tensors.column_rows = plan.entries.rows
         _lower(plan, values, read, held, reads, owed, (ids, at_rest))
         plan.prepare()  # what the first run and refill would build lazily
         plan.hold_rows()  # the plan keeps no entry per held row: made where one is asked for
@@ -316,6 +318,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
         raise
     finally:
         plan.tensors.layouts = None
+        plan.tensors.column_rows = ()
         for column in columns:  # the eager values: the plan does not keep them
             column.values = []
     logger.info("compiled %d derived tensors (%d adopted) over %d sources, %d steps, %d groups, "

@@ -175,7 +175,9 @@ class ProvenColumn(NamedTuple):
     the reader read them) and owner paths (``paths``: each row's node's, the reader read
     them) in row order, ``decl``: every row's node's declaration (the template node's; read
     without a row's node), and ``nodes``: the rows' nodes, or the held column that makes them
-    (:func:`row_entries`: the entries then make their nodes where first read). Its facts,
+    (:func:`row_entries`: the entries then make their nodes where first read), and
+    ``storages``: the storages its entries were made holding, in row order, where the reader
+    gave them (an alias column's: each row's input's value; else None). Its facts,
     for a reader of the same model with nothing written since: every row's node has the
     template node's declaration (so its kind and name), its entry was made here (not
     adopted, its slot ``slot``), the name is absent on every owner
@@ -193,6 +195,7 @@ class ProvenColumn(NamedTuple):
     paths: list[str]
     decl: Any
     nodes: HeldDerived | list[DerivedNode]
+    storages: list[Any] | None = None
 
 
 class TableColumn(Protocol):

@@ -372,7 +372,11 @@ def _from_adoption(record: ProvenColumn, first: tuple[Entry, Any],
                 and all(map(isinstance, record.extras, repeat(torch.Tensor)))):
             return None
     elif kind is TensorKind.ALIAS:
-        storages = list(map(_storage, record.entries))
+        # the storages its entries were made holding (nothing writes an entry of a proven
+        # column before this), else each row's entry read
+        storages = list(record.storages) if record.storages is not None \
+            and len(record.storages) == len(record.entries) \
+            else list(map(_storage, record.entries))
         if not (_unplanned_aliases([first], name, planned)
                 and set(map(type, record.extras)) == {AliasOf}
                 and all(map(isinstance, storages, repeat(torch.Tensor)))

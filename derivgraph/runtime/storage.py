@@ -140,6 +140,11 @@ class BoundTensors:
         self.entries = entries
         # the table whose ``by_id`` ``entries`` is (its columns' rows among them), if any
         self._table = table if table is not None and table.by_id is entries else None
+        #: the entry table's columns with their rows (:attr:`EntryTable.rows`) while the
+        #: compile lowers (``planner._compile`` sets them, then ``()``): nothing but the
+        #: columns writes their rows' entries then, so a column's ids are bound from its
+        #: storages (:meth:`bound_values`); else every entry is read
+        self.column_rows: tuple[tuple[slice, TableColumn], ...] = ()
         self.meta_env: dict[str, Any] = {}
         self.sources: dict[str, torch.Tensor] = {}
         self.views: dict[str, torch.Tensor] = {}
@@ -245,10 +250,16 @@ class BoundTensors:
     def _one_table(self, refs: list[str], missing: Any) -> list[Any] | None:
         """:meth:`bound_values` of ``refs`` (none a source) when the first table after the
         sources that binds any of them binds them all, or none binds any (a column of stamped
-        layers, usually): one sweep per table; else None."""
+        layers, usually): one sweep per table; else None. ``refs`` that are the ids of an
+        entry column of :attr:`column_rows` (equal, in order) are answered by the column's
+        storages (its facts: its rows' entries hold them), no entry read."""
         for table in (self.entries, self.views, self.stages, self.constants):
             if table.keys().isdisjoint(refs):
                 continue
+            if table is self.entries:
+                for _, column in self.column_rows:
+                    if column.ids == refs and len(column.storages) == len(refs):
+                        return list(column.storages)
             values = list(map(table.get, refs, repeat(_UNSET)))
             if any(map(is_, values, repeat(_UNSET))):
                 return None

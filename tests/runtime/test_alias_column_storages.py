@@ -1,9 +1,12 @@
 """entry73: an alias column taken from adoption's record keeps the storages
-:func:`~derivgraph.runtime.entry_columns._from_adoption` read to prove it (one read of each
-row entry's ``storage``, not two); a column made without them reads its entries'."""
+:func:`~derivgraph.runtime.entry_columns._from_adoption` proved it with: since rowentry80 the
+record's own (``ProvenColumn.storages``: what adoption made the entries holding; no row
+entry's ``storage`` read), else each row entry's, read once; a column made without them
+reads its entries'."""
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import pytest
@@ -46,7 +49,8 @@ def test_an_adopted_alias_column_reads_each_rows_storage_once(
         assert alias.entries is record.entries
         assert len(alias.storages) == len(want)
         assert all(got_s is want_s for got_s, want_s in zip(alias.storages, want))
-        assert reads[0] == len(want)  # read once, by _from_adoption's proof
+        # none read: the storages adoption made the entries holding (the record's) are taken
+        assert reads[0] == 0 and all(map(operator.is_, alias.storages, record.storages))
         seen.append(True)
 
     at_entry_columns(monkeypatch, check)
@@ -76,11 +80,19 @@ def test_canary_an_alias_record_with_a_meta_storage_is_not_taken(
         first = planned[record.template]
         column = entry_columns._from_adoption(record, first, planned)
         assert type(column) is AliasColumn and len(column.storages) == 5
-        row = record.entries[3]
-        kept = row.storage
-        row.storage = torch.empty(8, device="meta")
+        kept = record.storages[3]
+        record.storages[3] = torch.empty(8, device="meta")  # the storage it was made holding
         try:
             assert entry_columns._from_adoption(record, first, planned) is None
+        finally:
+            record.storages[3] = kept
+        # a record without its storages reads each row's entry: the same proof
+        bare = record._replace(storages=None)
+        assert type(entry_columns._from_adoption(bare, first, planned)) is AliasColumn
+        row = record.entries[3]
+        row.storage = torch.empty(8, device="meta")
+        try:
+            assert entry_columns._from_adoption(bare, first, planned) is None
         finally:
             row.storage = kept
         seen.append(True)
