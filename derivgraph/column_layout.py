@@ -160,9 +160,11 @@ class ColumnLayouts:
         # the id of a column's first tensor -> the column and its layout (the common case:
         # a reader asks about a whole column, in its order)
         self._columns: dict[int, tuple[Sequence[Any], ColumnLayout]] = {}
-        # the id of a column's first tensor -> the column, its storages' data addresses and
-        # its storages where read (:meth:`note_addresses`)
-        self._addresses: dict[int, tuple[Sequence[Any], list[int], list[Any] | None]] = {}
+        # the id of a column's first tensor -> the column, its storages' data addresses, its
+        # storages where read and whether those addresses are its tensors' ``data_ptr()``
+        # (every tensor at offset 0: :meth:`note_addresses`, :meth:`data_addresses`)
+        self._addresses: dict[int, tuple[Sequence[Any], list[int], list[Any] | None,
+                                         bool]] = {}
         self._sources: list[int] = []  # the source columns' keys in ``_columns`` (see add)
         # the id of a column's first tensor -> the column and the one tensor it slices
         # (:meth:`note_whole`)
@@ -254,7 +256,7 @@ class ColumnLayouts:
         caller read them (:meth:`storages`)."""
         if tensors and len(ptrs) == len(tensors) \
                 and (storages is None or len(storages) == len(tensors)):
-            self._addresses[id(tensors[0])] = (tensors, ptrs, storages)
+            self._addresses[id(tensors[0])] = (tensors, ptrs, storages, True)
 
     def source_runs(self, tensors: Sequence[Any]) -> list[tuple[int, slice]]:
         """Each source column (:meth:`add`) that is a run of ``tensors`` at one step (the very
@@ -287,7 +289,9 @@ class ColumnLayouts:
         re-pointed since; the startup record's sources), where its record proves what that
         address is: a plain tensor or parameter off the meta device, not empty (an empty
         tensor's ``data_ptr()`` is 0). Its storage's address is then ``data_ptr()`` less
-        ``storage_offset()`` elements (one C-level sweep of the offsets)."""
+        ``storage_offset()`` elements (one C-level sweep of the offsets); where every offset
+        is 0 that is kept: the addresses are then the tensors' ``data_ptr()`` too
+        (:meth:`data_addresses`)."""
         noted = self._addresses
         for key, run in self.source_runs(tensors) if runs is None else runs:
             column, layout = self._columns[key]
@@ -296,9 +300,10 @@ class ColumnLayouts:
                 continue
             found = list(ptrs[run])
             offsets = list(map(_storage_offset, column))
-            if any(offsets):
+            at_data = not any(offsets)
+            if not at_data:
                 found = list(map(sub, found, map(mul, offsets, repeat(layout.dtype.itemsize))))
-            noted[key] = (column, found, None)
+            noted[key] = (column, found, None, at_data)
 
     def note_whole(self, tensors: Sequence[Any], whole: torch.Tensor) -> bool:
         """Record that ``tensors`` are ``whole.unbind(0)``, in order (the caller made them so:
@@ -330,6 +335,14 @@ class ColumnLayouts:
         noted = self._noted(tensors)
         return None if noted is None else noted[1]
 
+    def data_addresses(self, tensors: Sequence[Any]) -> list[int] | None:
+        """The ``data_ptr()`` of each of ``tensors``, as :meth:`addresses` finds them, where
+        the book knows each at offset 0 of its storage (an entry column's storages:
+        :meth:`note_addresses`; a source column whose every ``storage_offset()`` was 0 when
+        :meth:`note_read_addresses` read them); else None. Shared: never change it."""
+        noted = self._noted(tensors)
+        return None if noted is None or not noted[3] else noted[1]
+
     def storages(self, tensors: Sequence[Any]) -> list[Any] | None:
         """The ``untyped_storage()`` of each of ``tensors`` :meth:`note_addresses` was given,
         as :meth:`addresses` finds them; None where it was given none. Shared: never change
@@ -338,7 +351,7 @@ class ColumnLayouts:
         return None if noted is None else noted[2]
 
     def _noted(self, tensors: Sequence[Any]) \
-            -> tuple[Sequence[Any], list[int], list[Any] | None] | None:
+            -> tuple[Sequence[Any], list[int], list[Any] | None, bool] | None:
         noted = self._addresses.get(id(tensors[0])) if tensors else None
         if noted is None or noted[0] is not tensors and (
                 len(noted[0]) != len(tensors) or not all(map(is_, tensors, noted[0]))):

@@ -771,7 +771,11 @@ class _RunFacts(NamedTuple):
     (and cut for each of its chunks): the outputs' dtype; the one shape of its outputs, of its
     first and of its second operands (the first's where it has none), each where a record
     proves them CPU row-major tensors of that dtype (None: not proved, read per tensor); the
-    outputs' data addresses and storages where the book noted them (None: read per tensor)."""
+    outputs' data addresses and storages where the book noted them (None: read per tensor);
+    the first and the second operands' data addresses where the book noted them (each at
+    offset 0 of its storage: :meth:`~derivgraph.column_layout.ColumnLayouts.data_addresses`;
+    ``[]`` for a group with no second operand) and their records prove one shape (None: read
+    per tensor)."""
 
     dtype: torch.dtype
     out: torch.Size | None
@@ -779,12 +783,23 @@ class _RunFacts(NamedTuple):
     b: torch.Size | None
     out_ptrs: list[int] | None
     out_storages: list[Any] | None
+    a_ptrs: list[int] | None = None
+    b_ptrs: list[int] | None = None
 
     def cut(self, start: int, end: int) -> _RunFacts:
         """The facts of members ``[start, end)``."""
         ptrs, storages = self.out_ptrs, self.out_storages
+        a_ptrs, b_ptrs = self.a_ptrs, self.b_ptrs
         return self._replace(out_ptrs=None if ptrs is None else ptrs[start:end],
-                             out_storages=None if storages is None else storages[start:end])
+                             out_storages=None if storages is None else storages[start:end],
+                             a_ptrs=None if a_ptrs is None else a_ptrs[start:end],
+                             b_ptrs=None if b_ptrs is None else b_ptrs[start:end])
+
+    def in_ptrs(self) -> list[int] | None:
+        """The operands' data addresses, the first then the second (``a + b``'s order), where
+        the book noted both; else None."""
+        a_ptrs, b_ptrs = self.a_ptrs, self.b_ptrs
+        return None if a_ptrs is None or b_ptrs is None else a_ptrs + b_ptrs
 
 
 def _run_facts(em: Emitter, got: ColumnFacts, values: list[Any], n: int) -> _RunFacts:
@@ -796,9 +811,12 @@ def _run_facts(em: Emitter, got: ColumnFacts, values: list[Any], n: int) -> _Run
     a_shape = _proved(_column_facts(a, book), dtype)
     b_shape = _proved(_column_facts(b, book), dtype) if b else a_shape
     shape = _proved(got, dtype)
+    proved_in = a_shape is not None and a_shape == b_shape  # (_emit_run's span_in by address)
     return _RunFacts(dtype, shape, a_shape, b_shape,
                      None if shape is None else _noted(book, got.values),
-                     _noted(book, got.values, storages=True))
+                     _noted(book, got.values, storages=True),
+                     _noted(book, a) if proved_in else None,
+                     (_noted(book, b) if b else []) if proved_in else None)
 
 
 def _column_facts(values: list[Any], book: ColumnLayouts | None) -> ColumnFacts:
@@ -816,14 +834,15 @@ def _column_facts(values: list[Any], book: ColumnLayouts | None) -> ColumnFacts:
 
 def _noted(book: ColumnLayouts | None, tensors: list[Any], storages: bool = False) \
         -> list[Any] | None:
-    """The data addresses of ``tensors`` the book noted (an entry column's storages, each at
-    offset 0 of its storage: :meth:`~derivgraph.column_layout.ColumnLayouts.addresses`), or
+    """The data addresses of ``tensors`` the book noted (each at offset 0 of its storage: an
+    entry column's storages, a source column of no offset:
+    :meth:`~derivgraph.column_layout.ColumnLayouts.data_addresses`), or
     with ``storages`` their ``untyped_storage()`` (its startup record's:
     :meth:`~derivgraph.column_layout.ColumnLayouts.storages`), the column whole or after its
     template's (whose own is read); None where it noted none."""
     if book is None or not tensors:
         return None
-    look = book.storages if storages else book.addresses
+    look = book.storages if storages else book.data_addresses
     noted = look(tensors)
     if noted is None and len(tensors) > 1:
         rest = look(tensors[1:])
@@ -948,7 +967,8 @@ def _emit_run(em: Emitter, key: GroupKey, members: Members, values: list[Any],
         flat.span_of_run(outs, dtype, shape, facts.out_ptrs)
     a_shape = facts.a
     proved_in = a_shape is not None and a_shape == facts.b
-    span_in = flat.span_of_run(a + b, dtype, a_shape) if proved_in else flat.span_of(a + b)
+    span_in = flat.span_of_run(a + b, dtype, a_shape, facts.in_ptrs()) if proved_in \
+        else flat.span_of(a + b)
     if span_out is None or span_in is None:
         return None
     # two outputs sharing memory are not independent steps (numpy's sort: one thread)
