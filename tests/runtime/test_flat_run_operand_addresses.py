@@ -24,20 +24,10 @@ from derivgraph.column_layout import ColumnLayout, ColumnLayouts
 from derivgraph.compiler import flat
 from derivgraph.compiler.stamp import stamping
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+from tests.runtime.test_noted_source_addresses import _packed_model
 
 LAYERS = 80  # past flat.MIN_GROUP, and past flat.MAX_ELEMENTS' chunks with BIG
 BIG = 5000
-
-
-def _packed_model(layers: int) -> nn.Module:
-    """The scaling model with each layer's ``scale`` and ``weight`` views of one buffer:
-    ``weight`` at an offset of 8 elements."""
-    model = scaling_model(layers)
-    for layer in model.layers:
-        packed = torch.cat([layer.scale.detach(), layer.weight.detach()])
-        layer.scale = nn.Parameter(packed[:8], requires_grad=False)
-        layer.weight = nn.Parameter(packed[8:], requires_grad=False)
-    return model
 
 
 def _model(packed: bool, layers: int = LAYERS) -> nn.Module:
