@@ -11,6 +11,7 @@ dicts' version tags proven and without them (``dict_tags``).
 
 from __future__ import annotations
 
+import gc
 import itertools
 
 import pytest
@@ -119,6 +120,33 @@ def test_the_pass_holds_every_storage_it_addresses(dict_tags):
     held = [s for key, name in plan.programs.bindings.names.items()
             if getattr(key, "role", None) == "held" for s in plan.bindings[name]]
     assert any(s.data_ptr() == old.data_ptr() for s in held)
+
+
+def _held_at(plan: object, ptr: int) -> list[torch.Tensor]:
+    """What the pass's ``held`` globals keep at data address ``ptr``, each read as 8 floats
+    over the memory it keeps (the old tensor at that address is gone)."""
+    held = [s for key, name in plan.programs.bindings.names.items()
+            if getattr(key, "role", None) == "held" for s in plan.bindings[name]]
+    return [torch.empty(0).set_(s if isinstance(s, torch.UntypedStorage)
+                                else s.untyped_storage(), 0, (8,))
+            for s in held if s.data_ptr() == ptr]
+
+
+@pytest.mark.parametrize("moved", ["source", "derived"])
+def test_the_pass_holds_the_startup_memory_after_a_move(moved, dict_tags):
+    """After ``t.data = new`` (a source the engine replaced, a derived tensor it re-pointed),
+    the only reference left to the memory the compiled addresses point into is the pass's (and
+    a derived tensor's startup record): it stays allocated, still holding its values, until
+    the pass is recompiled or the storage put back. The pass holding the tensors instead of
+    their storages (each one's current storage, not the addressed one) is red here."""
+    model, plan = _compiled()
+    t = model[3].w if moved == "source" else model[3].rw
+    ptr, values = t.data_ptr(), t.detach().clone()
+    t.data = torch.full((8,), 4.0)
+    gc.collect()
+    kept = _held_at(plan, ptr)
+    assert kept, "nothing the pass holds keeps the compiled address"
+    assert all(torch.equal(k, values) for k in kept)
 
 
 def test_a_source_moved_by_data_assignment_is_read_at_its_new_address(dict_tags):
