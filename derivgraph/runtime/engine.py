@@ -303,8 +303,12 @@ class RefillTable:
         # its guard built now, from the targets (what a fresh tensor must match), so that the
         # first refill of a process does not build it; an engine whose fresh tensors differ
         # from the targets in what the guard also checks gets one built from theirs
-        if held is not None and not any(map(_is_meta, set(held))):
-            self._layouts.guard(self.storages)  # the sweeps' answer is known: the records'
+        records = set() if held is None else set(held)
+        if held is not None and not any(map(_is_meta, records)):
+            # the sweeps' answer is known: the records'; where every record proves row-major
+            # strides, the checks take the targets' own (no list of any-strides converted)
+            self._layouts.guard(self.storages, strides=all(
+                r.contiguous is True for r in records))
         else:
             self._layouts.match(self.storages)
         self._parts: dict[tuple[bool, ...], _Part] = {}  # a partly rebuilt read's, by mask
@@ -389,16 +393,23 @@ class Layouts:
         self.guard(theirs)
         return True
 
-    def guard(self, theirs: list[Any]) -> None:
+    def guard(self, theirs: list[Any], strides: bool = False) -> None:
         """Build the guard of :meth:`match` from ``theirs``, tensors that :meth:`swept`
         accepts (the caller's proof; at most :data:`MAX_GUARDS` times). Each check takes its
         tensor's sizes (``dynamic_dims_sizes=None``: the targets' sizes, by that proof; no
-        list of sizes converted per tensor) and any strides (None per dimension)."""
+        list of sizes converted per tensor) and any strides (None per dimension), or with
+        ``strides`` its tensor's own strides (``dynamic_dims_strides=None``: no list per
+        tensor converted; a stricter guard, so :meth:`match` answers the same: a fresh
+        tensor of other strides fails it, the sweeps decide and the guard is built again
+        from theirs with any strides). ``strides`` only for strided tensors (the caller's
+        proof: torch's constructor aborts the process on a tensor without strides, sparse
+        CSR)."""
         if _TensorGuards is not None and self._guards < MAX_GUARDS:
             self._guards += 1
             try:
-                self._guard = _TensorGuards(*theirs, dynamic_dims_sizes=None,
-                                            dynamic_dims_strides=_any_strides(self._dims))
+                self._guard = _TensorGuards(
+                    *theirs, dynamic_dims_sizes=None,
+                    dynamic_dims_strides=None if strides else _any_strides(self._dims))
             except (TypeError, RuntimeError) as exc:  # a torch whose private signature differs
                 logger.debug("layout guard not built (%s); the sweeps decide", exc)
                 self._guard, self._guards = None, MAX_GUARDS

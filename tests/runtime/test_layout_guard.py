@@ -216,3 +216,80 @@ def test_the_guard_built_at_compile_takes_the_targets_sizes_and_refuses_a_wrong_
     assert report.moved == [] and getattr(model.layers[3], name) is startup[f"layers.3.{name}"]
     _check_against_cold(model, startup, 1)
     assert layouts._guards == 1
+
+
+def _scaling_rebuilt(model: Any, seed: int, strided: int | None = None) -> dict[str, torch.Tensor]:
+    """The engine's post-load step on the scaling model: every derived attribute rebuilt as a
+    new tensor of its layout and new values (``strided``: that layer's ``prod`` a [8] view of
+    stride 2, the same shape and dtype); the fresh values by path."""
+    fresh = {}
+    for i, layer in enumerate(model.layers):
+        for name in ("inv", "prod", "strides"):
+            old = getattr(layer, name)
+            value = old + (seed + 1) * (i + 1)
+            if i == strided and name == "prod":
+                view = torch.empty(2 * old.numel(), dtype=old.dtype)[::2]
+                value = view.copy_(value)
+            setattr(layer, name, value)
+            fresh[f"layers.{i}.{name}"] = value.clone()
+    return fresh
+
+
+@needs_guard
+def test_the_compile_guard_takes_the_targets_strides_where_the_records_prove_them(
+        per_entry_spy, monkeypatch):
+    """Every record of the scaling model's refill targets proves row-major strides: the guard
+    ``Plan.prepare`` builds takes the targets' own strides. A fresh tensor of the right shape
+    and dtype but other strides fails it: the sweeps accept it (the same answer as before), the
+    value is copied, and the guard is built again from the fresh tensors with any strides, so
+    that contiguous and strided rebuilds after it are proven by the guard alone."""
+    from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+    sweeps: list[int] = []
+    swept = Layouts.swept
+
+    def spy(self: Layouts, theirs: list[Any]) -> bool:
+        sweeps.append(len(theirs))
+        return swept(self, theirs)
+
+    built: list[Any] = []
+    guard = Layouts.guard
+
+    def spy_guard(self: Layouts, theirs: list[Any], strides: bool = False) -> None:
+        built.append(strides)
+        guard(self, theirs, strides)
+
+    monkeypatch.setattr(Layouts, "guard", spy_guard)
+    model = scaling_model(3)
+    plan = compile_plan(model, [scaling_spec()])
+    startup = {k: e.storage for k, e in plan.entries.items()}
+    layouts = plan._refill_table._layouts
+    assert built == [True] and layouts._guards == 1 and len(plan._refill_table.ids) == 9
+    monkeypatch.setattr(Layouts, "swept", spy)
+    per_entry_spy.clear()
+    with torch.no_grad():
+        for seed, strided, sweeps_after, guards_after in (
+                (0, None, [], 1), (1, 1, [9], 2), (2, None, [9], 2), (3, 2, [9], 2),
+                (4, 0, [9], 2), (5, None, [9], 2)):
+            fresh = _scaling_rebuilt(model, seed, strided)
+            assert plan.refill(verify=True).moved == []
+            assert (sweeps, layouts._guards) == (sweeps_after, guards_after), seed
+            for path, value in fresh.items():
+                layer, name = path.rsplit(".", 1)
+                held = getattr(model.get_submodule(layer), name)
+                assert held is startup[path] and torch.equal(held, value), path
+    assert built == [True, False] and per_entry_spy == []
+
+
+def test_a_guard_without_strides_is_built_only_where_the_records_prove_them(monkeypatch):
+    """A model whose targets' records do not all prove row-major strides (parameters,
+    buffers): the compile's guard takes any strides, as before."""
+    built: list[Any] = []
+    guard = Layouts.guard
+
+    def spy_guard(self: Layouts, theirs: list[Any], strides: bool = False) -> None:
+        built.append(strides)
+        guard(self, theirs, strides)
+
+    monkeypatch.setattr(Layouts, "guard", spy_guard)
+    compile_plan(_stack(0), [SPEC])
+    assert built == [False]
