@@ -12,7 +12,7 @@ from torch import nn
 
 from derivgraph import compile_plan
 from derivgraph.runtime import engine
-from derivgraph.runtime.engine import Layouts
+from derivgraph.runtime.engine import Layouts, RefillTable
 from tests.runtime.test_refill_batched import (
     SPEC,
     _check_against_cold,
@@ -278,6 +278,37 @@ def test_the_compile_guard_takes_the_targets_strides_where_the_records_prove_the
                 held = getattr(model.get_submodule(layer), name)
                 assert held is startup[path] and torch.equal(held, value), path
     assert built == [True, False] and per_entry_spy == []
+
+
+@needs_guard
+@pytest.mark.parametrize("contiguous", [True, None])
+def test_a_guard_takes_the_targets_strides_only_where_every_record_proves_them(
+        monkeypatch, contiguous):
+    """The refill table over a layout book whose records say row-major strides (True) or
+    nothing (None, as for a column of another class): only the first builds the guard with the
+    targets' own strides; the other takes any strides (a tensor without strides would abort
+    torch's constructor)."""
+    from derivgraph.column_layout import ColumnLayout
+    from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+    plan = compile_plan(scaling_model(3), [scaling_spec()])
+    record = ColumnLayout(torch.Tensor, torch.float32, torch.Size([8]), torch.device("cpu"),
+                          contiguous)
+
+    class Book:
+        def of(self, tensors: list[Any]) -> list[Any]:
+            return [record] * len(tensors)
+
+    built: list[Any] = []
+    guard = Layouts.guard
+
+    def spy_guard(self: Layouts, theirs: list[Any], strides: bool = False) -> None:
+        built.append(strides)
+        guard(self, theirs, strides)
+
+    monkeypatch.setattr(Layouts, "guard", spy_guard)
+    table = RefillTable(plan.holders.table, plan._refill_targets(), set(), set(), Book())
+    assert built == [contiguous is True] and table._layouts._guard is not None
+    assert table._layouts.match(list(table.storages))
 
 
 def test_a_guard_without_strides_is_built_only_where_the_records_prove_them(monkeypatch):
