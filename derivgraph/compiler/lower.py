@@ -593,8 +593,8 @@ def _members_spanned(order: list[str], members: set[str], table: InstanceTable,
     for start, stop in chunks:
         if stop - start != n * width:
             continue
-        block = order[start:start + width]
-        offsets = [block.index(column[0]) if column[0] in block else -1 for column in columns]
+        block = {node: at for at, node in enumerate(order[start:start + width])}
+        offsets = [block.get(column[0], -1) for column in columns]
         if -1 in offsets or len(set(offsets)) != width or any(
                 order[start + at:stop:width] != column for at, column in zip(offsets, columns)):
             continue
