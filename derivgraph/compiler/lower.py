@@ -18,7 +18,7 @@ The lowering knows no plan: it reads the bound tensors through a :class:`LowerCo
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain, repeat
@@ -407,7 +407,7 @@ class Lowerer(Interpreter):
         layers = tuple(LayerSteps(table, tuple(self._recipe(table.template, chosen)), nodes,
                                   env, kept.get(id(table)))
                        for table in tables)  # one recipe per template
-        steps_order = _step_order(order, chosen, layers) \
+        steps_order = _step_order(order, chosen, layers, graph.ir.spanned()) \
             if all(layer.compact for layer in layers) else None
         if steps_order is not None:  # the rows' steps are made on demand (expanded)
             return LoweredSteps(map(chosen.__getitem__, filter(chosen.__contains__,
@@ -546,19 +546,26 @@ _Recipe = tuple[int, Step, "int | None", bool, int]
 
 
 def _step_order(order: list[str], chosen: dict[str, Step],
-                layers: Iterable[LayerSteps]) -> list[str] | None:
+                layers: Sequence[LayerSteps],
+                chunks: Sequence[tuple[int, int]] = ()) -> list[str] | None:
     """The node of every step (``chosen``'s and each layer's rows') in ``order``, when each
     layer's step nodes come in it a row at a time, the template's row first, then the
     table's rows in its order, each in the template's step order (then a column of the rows'
-    steps, template first, is in the order a full lowering lists them); else None."""
+    steps, template first, is in the order a full lowering lists them); else None.
+    ``chunks``: where the order took its spans (:meth:`~derivgraph.compiler.ir.Graph.spanned`):
+    the steps' nodes in one layer's chunk are read by its columns
+    (:func:`_members_spanned`), not filtered node by node."""
     cols = [{s.node: [s.node, *layer.column_of(s.node)] for s in layer.steps}
             for layer in layers]
     mines = [set(chain.from_iterable(col.values())) for col in cols]  # each layer's nodes
+    seen = None
     if len(mines) == 1 and mines[0].issuperset(chosen):
         members = mines[0]  # the one layer's nodes hold every chosen one (its template's)
+        seen = _members_spanned(order, members, layers[0].table, chunks)
     else:
         members = set(chosen).union(*mines)
-    seen = list(filter(members.__contains__, order))
+    if seen is None:
+        seen = list(filter(members.__contains__, order))
     for col, mine in zip(cols, mines):
         layer_seen = seen if len(mine) == len(seen) else list(filter(mine.__contains__, seen))
         first = layer_seen[:len(col)]
@@ -566,6 +573,39 @@ def _step_order(order: list[str], chosen: dict[str, Step],
                 layer_seen != list(chain.from_iterable(zip(*map(col.__getitem__, first)))):
             return None
     return seen
+
+
+def _members_spanned(order: list[str], members: set[str], table: InstanceTable,
+                     chunks: Sequence[tuple[int, int]]) -> list[str] | None:
+    """``[n for n in order if n in members]`` (``members``: the steps' nodes of ``table``'s
+    template and of its rows, each in ``order`` once, as a topological order lists every node),
+    read by ``table``'s columns where a chunk ``(start, stop)`` of ``order`` holds its rows a
+    row at a time, every row's nodes at the same offsets: ``stop - start`` is rows times the
+    template's width, and each column is ``order[start + offset:stop:width]`` (its offset:
+    where its first row's node is in the first row's block; one C-level comparison per
+    column). The columns whose first node is a member are the steps' (every member in the
+    chunk is at their offsets); the rest of ``order`` is filtered. None where no chunk holds
+    the rows so, or the members found are not all of ``members``."""
+    n, columns = len(table), table.columns()
+    width = len(columns)
+    if n < 2 or not width:
+        return None
+    for start, stop in chunks:
+        if stop - start != n * width:
+            continue
+        block = {node: at for at, node in enumerate(order[start:start + width])}
+        offsets = [block.get(column[0], -1) for column in columns]
+        if -1 in offsets or len(set(offsets)) != width or any(
+                order[start + at:stop:width] != column for at, column in zip(offsets, columns)):
+            continue
+        steps = sorted(at for at, column in zip(offsets, columns) if column[0] in members)
+        before = list(filter(members.__contains__, order[:start]))
+        after = list(filter(members.__contains__, order[stop:]))
+        if len(before) + n * len(steps) + len(after) != len(members):
+            return None
+        inside = chain.from_iterable(zip(*[order[start + at:stop:width] for at in steps]))
+        return [*before, *inside, *after]
+    return None
 
 
 def _only_feeds_views(graph: DerivedGraph, users: dict[str, list[str]], node_id: str) -> bool:

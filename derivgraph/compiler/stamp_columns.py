@@ -21,6 +21,7 @@ from itertools import compress, repeat
 from operator import add, attrgetter, contains, eq, getitem, is_, is_not
 from typing import Any
 
+import torch
 from torch import nn
 
 from derivgraph.column_layout import tensor_method
@@ -36,6 +37,14 @@ __all__ = ["Check", "ColumnProof", "HopSweeps", "Stacks", "checks_of", "column_p
 _STATIC = frozenset({probe_path, probe_each})
 
 _shape, _dtype, _device = attrgetter("shape"), attrgetter("dtype"), attrgetter("device")
+_STRIDE = torch.Tensor.stride
+
+try:  # torch's C++ check of a tensor's properties (TorchDynamo's guards): _all_layout's
+    from torch._C._dynamo.guards import TensorGuards as _TensorGuards
+except ImportError:  # a build without it: the layout sweeps alone
+    _TensorGuards = None
+#: the fewest tensors :func:`_all_layout` tries its guard on (below: the sweeps alone)
+_GUARD_MIN = 64
 _vars = attrgetter("__dict__")
 
 
@@ -322,11 +331,35 @@ def _sweep(dicts: list[dict[str, Any]], check: Check) -> list[Any]:
 
 def _all_layout(got: list[Any], shape: Any, stride: Any, dtype: Any, device: Any) -> bool:
     """Whether every tensor of ``got`` has the layout (one sweep per field; the stride read
-    by :func:`~derivgraph.column_layout.tensor_method` of their classes)."""
+    by :func:`~derivgraph.column_layout.tensor_method` of their classes).
+
+    Where every class is a plain tensor or parameter (its layout reads are the tensor's own)
+    and torch has TorchDynamo's ``TensorGuards``, a guard built from the first tensor, once
+    the fields prove it of the layout, is tried first (one C++ check per tensor,
+    :func:`_guarded`): it passes only for a tensor of the first's Python type, dispatch keys,
+    dtype, device, ``requires_grad``, sizes and strides, so only for one of the layout; where
+    it fails for a tensor, the sweeps decide."""
     n = len(got)
     strides = tensor_method(set(map(type, got)), "stride")
+    if n >= _GUARD_MIN and strides is _STRIDE and _guarded(got, shape, stride, dtype, device):
+        return True
     return list(map(_shape, got)) == [shape] * n and list(map(strides, got)) == [stride] * n \
         and list(map(_dtype, got)) == [dtype] * n and list(map(_device, got)) == [device] * n
+
+
+def _guarded(got: list[Any], shape: Any, stride: Any, dtype: Any, device: Any) -> bool:
+    """Whether ``got`` (plain tensors or parameters) pass a ``TensorGuards`` of the first
+    tensor, built where its fields are the layout's (read as :func:`_all_layout` reads them);
+    False where they are not, or where torch has no such guard or refuses to build it."""
+    first = got[0]
+    if _TensorGuards is None or first.shape != shape or first.stride() != stride \
+            or first.dtype != dtype or first.device != device:
+        return False
+    try:
+        guard = _TensorGuards(first, dynamic_dims_sizes=None, dynamic_dims_strides=None)
+    except (TypeError, RuntimeError):  # a torch whose private signature differs
+        return False
+    return all(map(guard.check, got))
 
 
 def _layout_ok(got: list[Any], shape: Any, stride: Any, dtype: Any, device: Any) -> list[bool]:

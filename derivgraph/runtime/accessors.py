@@ -520,9 +520,16 @@ ProvenOwners = tuple[list[str], Sequence[Any], list[Any]]
 
 def same_owners(paths: list[str], owners: Sequence[Any], last: ProvenOwners) -> bool:
     """Whether a column's rows have ``last``'s owner paths (equal, row by row) and its owners
-    are ``last``'s (identical, row by row): two C-level sweeps."""
-    return len(paths) == len(last[0]) and all(map(operator.eq, paths, last[0])) \
-        and all(map(_is, owners, last[1]))
+    are ``last``'s (identical, row by row): two C-level sweeps. The paths (``str``, each
+    equal to itself) by one list comparison, which takes a row's very string as equal
+    without comparing its characters (the columns of one table share their rows' path
+    strings; where either is no list, a sweep of ``==``); the owners by identity (the very
+    list, else one sweep)."""
+    theirs = last[0]
+    return len(paths) == len(theirs) and (
+        paths == theirs if type(paths) is list and type(theirs) is list
+        else all(map(operator.eq, paths, theirs))) \
+        and (owners is last[1] or all(map(_is, owners, last[1])))
 
 
 def column_rows(entries: Sequence[Entry], column: Sequence[Entry], owners: Sequence[Any],
