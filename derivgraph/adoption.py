@@ -273,7 +273,7 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | N
     # target's entry from by_id (the rows decided here; its target precedes it). A column
     # row's entry is never looked up: it is unadopted, its storage None (allocated later) or
     # its own value (an alias column's), so the alias's target is its value either way
-    slots, rest, found = _placed(ids, taken)
+    slots, rest, spans = _placed(ids, taken)
     if order is not None:
         order += ids, rest
     for at in rest:
@@ -381,6 +381,6 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | N
             slots[at] = (entry, value)
     if issues:
         raise AdoptionError(issues)
-    return Planned(slots, found) if found else slots  # every slot filled where no issue
+    return Planned(slots, spans) if spans else slots  # every slot filled where no issue
 
 
