@@ -18,7 +18,7 @@ from derivgraph.spec.kinds import TensorKind
 
 __all__ = ["ColumnRows", "Entry", "EntryTable", "HeldRows", "ProvenColumn", "RowEntry", "RowsOf",
            "StartupColumn", "TableColumn", "address_of", "entry_list", "keeps_startup",
-           "nbytes_of", "not_taken", "row_entries", "span_of", "write_rows"]
+           "nbytes_of", "not_taken", "span_of", "write_rows"]
 
 
 class Entry:
@@ -84,13 +84,6 @@ class RowEntry(Entry):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         node = self.node = self.column.nodes()[self.row]
         return node
-
-
-def row_entries(column: HeldDerived, storages: Iterable[Any], slot: Slot) -> list[Entry]:
-    """An unadopted :class:`RowEntry` in ``slot`` for every row of ``column``, in row order,
-    row ``i`` holding ``storages``' ``i``-th (one C-level sweep; no node made)."""
-    return list(map(RowEntry, repeat(column), count(), column.ids, column.paths, storages,
-                    repeat(slot), repeat(False)))
 
 
 _STARTUP_DATA = operator.attrgetter("startup_data")
@@ -175,7 +168,8 @@ class ProvenColumn(NamedTuple):
     the reader read them) and owner paths (``paths``: each row's node's, the reader read
     them) in row order, ``decl``: every row's node's declaration (the template node's; read
     without a row's node), and ``nodes``: the rows' nodes, or the held column that makes them
-    (:func:`row_entries`: the entries then make their nodes where first read), and
+    (its entries then a :class:`ColumnRows`: each row's entry, and its node, made where first
+    read), and
     ``storages``: the storages its entries were made holding, in row order, where the reader
     gave them (an alias column's: each row's input's value; else None). Its facts,
     for a reader of the same model with nothing written since: every row's node has the
@@ -188,7 +182,7 @@ class ProvenColumn(NamedTuple):
     k: int
     template: str
     ids: list[str]
-    entries: list[Entry]
+    entries: Sequence[Entry]
     extras: list[Any]
     owners: list[Any]
     slot: Slot
