@@ -196,3 +196,22 @@ def test_a_relayout_after_the_rows_are_held_makes_them_generic() -> None:
     assert held.entries["layers.3.prod"].storage.shape == (9,)
     for key in kept.entries:
         assert _fields(held, key) == _fields(kept, key), key
+
+
+def test_a_column_recorded_row_by_row_gives_each_row_its_own_data() -> None:
+    """A column whose startup record is one alias per row (no layout record: ``book`` None)
+    gives each row's entry its own, made before or after the record."""
+    plan = _compile()
+    column = plan.entries.columns[0]
+    rows = column.entries
+    assert type(rows) is ColumnRows
+    before = rows[1]  # made under the column's one record
+    column.record_startup(None)
+    assert type(column.startup) is list and column.kept is True
+    after = rows[4]
+    for row, entry in ((1, before), (4, after)):
+        data = entry.startup_data
+        assert data is column.startup[row] and data is not column.startup[row - 1]
+        assert torch.equal(data, column.storages[row]) and data is not column.storages[row]
+        assert data.data_ptr() == entry.startup_ptr == column.storages[row].data_ptr()
+    assert rows.read("startup_data") == column.startup
