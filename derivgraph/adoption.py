@@ -190,32 +190,33 @@ _ABSENT = object()
 class PlannedById(Mapping[str, tuple[Entry, Extra]]):
     """``dict(zip(ids, planned))``: :func:`adopt_or_allocate`'s answer ``planned`` by id
     (``ids``: its ids, distinct, each in ``derived``, the graph's derived tensors' ids),
-    answered from ``planned`` at the id's position (the ids' index built when first needed).
+    answered from ``planned`` at the id's position (the ids' index, id -> position, built
+    when first needed: no row of ``planned`` read to build it).
     Until then a lookup of an id at one of the positions ``few`` is answered from a dict of
     those, and of a key of no derived tensor (so of no id) as a miss: the dict's answers.
     Only while ``derived`` holds the same keys."""
 
-    __slots__ = ("_ids", "_planned", "_derived", "_few", "_at")
+    __slots__ = ("_ids", "_planned", "_derived", "_few", "_all")
 
     def __init__(self, ids: list[str], planned: Sequence[tuple[Entry, Extra]], few: list[int],
                  derived: Container[str]):
         self._ids, self._planned, self._derived = ids, planned, derived
         self._few = dict(zip(map(ids.__getitem__, few), map(planned.__getitem__, few)))
-        self._at: dict[str, int] | None = None
+        self._all: dict[str, int] | None = None
 
-    def _index(self) -> dict[str, int]:
-        if self._at is None:
-            self._at = dict(zip(self._ids, count()))
-        return self._at
+    def _dict(self) -> dict[str, int]:
+        if self._all is None:
+            self._all = dict(zip(self._ids, count()))
+        return self._all
 
     def get(self, key: str, default: Any = None) -> Any:
-        if self._at is None:
+        if self._all is None:
             found = self._few.get(key, _ABSENT)
             if found is not _ABSENT:
                 return found
             if key not in self._derived:
                 return default
-        at = self._index().get(key)
+        at = self._dict().get(key)
         return default if at is None else self._planned[at]
 
     def __getitem__(self, key: str) -> tuple[Entry, Extra]:
@@ -228,10 +229,10 @@ class PlannedById(Mapping[str, tuple[Entry, Extra]]):
         return self.get(key, _ABSENT) is not _ABSENT  # type: ignore[arg-type]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._index())
+        return iter(self._dict())
 
     def __len__(self) -> int:
-        return len(self._index())
+        return len(self._dict())
 
 
 _OVERLAP_FIX = ("declare it as kind 'view' (a view of the source, never written) or make the "
