@@ -545,11 +545,11 @@ class _HeldKeys(KeysView[str]):
     def isdisjoint(self, other: Iterable[Any]) -> bool:
         rows = self._mapping
         other = list(other)
-        if not rows._kept.keys().isdisjoint(other):
-            return False
         if rows._columns and rows._index is None:
             rows._row("")
-        return all(index.keys().isdisjoint(other) for index in rows._index or ())
+        if not all(index.keys().isdisjoint(other) for index in rows._index or ()):
+            return False  # (a column's id: most of the entries, asked first)
+        return rows._kept.keys().isdisjoint(other)
 
 
 class RowsOf(Sequence[Entry]):

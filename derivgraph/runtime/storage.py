@@ -266,13 +266,13 @@ class BoundTensors:
         :class:`~derivgraph.runtime.entry.ColumnRows`) are answered by its rows' storages (a
         made row's read from its entry: a row written after the compile binds as written),
         no other entry read."""
+        if self._table is not None:  # (a column's ids are entries': the table binds them)
+            for _, column in self._table.rows:
+                if type(column.entries) is ColumnRows and column.ids == refs:
+                    return column.entries.read("storage")
         for table in (self.entries, self.views, self.stages, self.constants):
             if table.keys().isdisjoint(refs):
                 continue
-            if table is self.entries and self._table is not None:
-                for _, column in self._table.rows:
-                    if type(column.entries) is ColumnRows and column.ids == refs:
-                        return column.entries.read("storage")
             values = list(map(table.get, refs, repeat(_UNSET)))
             if any(map(is_, values, repeat(_UNSET))):
                 return None

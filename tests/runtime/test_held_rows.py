@@ -215,3 +215,16 @@ def test_a_column_recorded_row_by_row_gives_each_row_its_own_data() -> None:
         assert torch.equal(data, column.storages[row]) and data is not column.storages[row]
         assert data.data_ptr() == entry.startup_ptr == column.storages[row].data_ptr()
     assert rows.read("startup_data") == column.startup
+
+
+def test_the_keys_are_disjoint_as_the_ids_are() -> None:
+    plan = _compile()
+    rows = plan.entries.by_id
+    ids = set(plan.entries)
+    column = plan.entries.columns[1]
+    template = next(iter(plan.entries.generic))
+    for refs in ([*column.ids], [column.ids[-1]], [template], ["layers.3.scale", template],
+                 ["layers.3.scale", "layers.4.weight"], [], ["no.such"]):
+        assert rows.keys().isdisjoint(refs) is ids.isdisjoint(refs), refs
+        assert rows.keys().isdisjoint(iter(refs)) is ids.isdisjoint(refs), refs
+    assert not column.entries.made  # no row's entry made to answer
