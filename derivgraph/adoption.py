@@ -11,7 +11,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import compress, repeat
+from itertools import compress, count, repeat
 from typing import Any
 
 import torch
@@ -30,8 +30,8 @@ from derivgraph.runtime.entry import ProvenColumn, span_of
 from derivgraph.runtime.plan import Entry, Plan
 from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind, is_engine
 
-__all__ = ["AliasOf", "Extra", "PlannedById", "ViewOf", "adopt_or_allocate", "allocate_column",
-           "allocate_like", "filled_column", "span_of"]
+__all__ = ["AliasOf", "Extra", "Planned", "PlannedById", "ViewOf", "adopt_or_allocate",
+           "allocate_column", "allocate_like", "filled_column", "span_of"]
 
 _is = operator.is_
 
@@ -125,25 +125,63 @@ def _swept(kind: TensorKind, row_major: bool) -> bool:
 
 
 def _placed(ids: list[str], taken: Sequence[ProvenColumn],
-            ) -> tuple[list[tuple[Entry, Extra] | None], list[int]]:
+            ) -> tuple[list[Any], list[int], list[tuple[slice, ProvenColumn]]]:
     """Each of ``ids``' slot among the ``taken`` columns' rows (its entry and extra; None: in
-    no column) and the positions (ascending) of the Nones; ``ids`` distinct (a topological
-    order's). The rule: a dict of the columns' rows by id (a later column's row replacing an
-    earlier one's), looked up at every id. Where each column's ids lie in ``ids`` at evenly
-    spaced positions (:func:`span_of`: the slice equal to its ids), its rows are put there by
-    one slice assignment, the columns in order: an id of ``ids`` is at one position only,
-    so each position gets the row of the last column holding its id, as by the dict."""
-    slots: list[tuple[Entry, Extra] | None] = [None] * len(ids)
+    no column), the positions (ascending) of the Nones, and the columns found at evenly
+    spaced positions; ``ids`` distinct (a topological order's). The rule: a dict of the
+    columns' rows by id (a later column's row replacing an earlier one's), looked up at every
+    id. Where each column's ids lie in ``ids`` at evenly spaced positions (:func:`span_of`:
+    the slice equal to its ids), its rows are marked there (:data:`_IN_COLUMN`, read by
+    :class:`Planned` from the column where asked for) by one slice assignment, the columns
+    in order: an id of ``ids`` is at one position only, so each position gets the row of the
+    last column holding its id, as by the dict."""
+    slots: list[Any] = [None] * len(ids)
+    found: list[tuple[slice, ProvenColumn]] = []
     for column in taken:
         rows = span_of(ids, column.ids)
         if rows is None:
             by_id: dict[str, tuple[Entry, Extra]] = {}
             for each in taken:
                 by_id.update(zip(each.ids, zip(each.entries, each.extras)))
-            slots = list(map(by_id.get, ids))
+            slots, found = list(map(by_id.get, ids)), []
             break
-        slots[rows] = list(zip(column.entries, column.extras))
-    return slots, list(compress(range(len(ids)), map(_is, slots, repeat(None))))
+        slots[rows] = [_IN_COLUMN] * len(column.ids)
+        found.append((rows, column))
+    return slots, list(compress(range(len(ids)), map(_is, slots, repeat(None)))), found
+
+
+_IN_COLUMN = object()  # a slot of Planned that a column's row answers
+
+
+class Planned(Sequence[tuple[Entry, Extra]]):
+    """:func:`adopt_or_allocate`'s answer where columns were taken whole: each derived
+    tensor's entry and extra in order, ``slots``' (a list), where a column's row is marked
+    (:data:`_IN_COLUMN`) the row of its column (``columns``: each with its rows' positions)
+    read where asked for: its entry (made then, :class:`~derivgraph.runtime.entry.ColumnRows`)
+    and extra."""
+
+    __slots__ = ("_slots", "_columns")
+
+    def __init__(self, slots: list[Any], columns: list[tuple[slice, ProvenColumn]]):
+        self._slots, self._columns = slots, columns
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def __getitem__(self, i: Any) -> Any:
+        every = range(len(self._slots))
+        if isinstance(i, slice):
+            return list(map(self.__getitem__, every[i]))
+        slot = self._slots[i]
+        if slot is not _IN_COLUMN:
+            return slot
+        at = every[i]
+        for span, column in reversed(self._columns):  # the last column holding it: its row
+            rows = every[span]
+            if at in rows:
+                row = rows.index(at)
+                return column.entries[row], column.extras[row]
+        raise IndexError(i)  # (a marked slot is a column's row)
 
 
 _ABSENT = object()
@@ -152,31 +190,34 @@ _ABSENT = object()
 class PlannedById(Mapping[str, tuple[Entry, Extra]]):
     """``dict(zip(ids, planned))``: :func:`adopt_or_allocate`'s answer ``planned`` by id
     (``ids``: its ids, distinct, each in ``derived``, the graph's derived tensors' ids),
-    that dict built when first needed. Until then a lookup of an id at one of the positions
-    ``few`` is answered from a dict of those, and of a key of no derived tensor (so of no
-    id) as a miss: the dict's answers. Iterating, its length, and any other lookup build
-    the dict. Only while ``derived`` holds the same keys."""
+    answered from ``planned`` at the id's position (the ids' index, id -> position, built
+    when first needed: no row of ``planned`` read to build it).
+    Until then a lookup of an id at one of the positions ``few`` is answered from a dict of
+    those, and of a key of no derived tensor (so of no id) as a miss: the dict's answers.
+    Only while ``derived`` holds the same keys."""
 
     __slots__ = ("_ids", "_planned", "_derived", "_few", "_all")
 
-    def __init__(self, ids: list[str], planned: list[tuple[Entry, Extra]], few: list[int],
+    def __init__(self, ids: list[str], planned: Sequence[tuple[Entry, Extra]], few: list[int],
                  derived: Container[str]):
         self._ids, self._planned, self._derived = ids, planned, derived
         self._few = dict(zip(map(ids.__getitem__, few), map(planned.__getitem__, few)))
-        self._all: dict[str, tuple[Entry, Extra]] | None = None
+        self._all: dict[str, int] | None = None
 
-    def _dict(self) -> dict[str, tuple[Entry, Extra]]:
+    def _dict(self) -> dict[str, int]:
         if self._all is None:
-            self._all = dict(zip(self._ids, self._planned))
+            self._all = dict(zip(self._ids, count()))
         return self._all
 
     def get(self, key: str, default: Any = None) -> Any:
-        if self._all is not None:
-            return self._all.get(key, default)
-        found = self._few.get(key, _ABSENT)
-        if found is not _ABSENT:
-            return found
-        return self._dict().get(key, default) if key in self._derived else default
+        if self._all is None:
+            found = self._few.get(key, _ABSENT)
+            if found is not _ABSENT:
+                return found
+            if key not in self._derived:
+                return default
+        at = self._dict().get(key)
+        return default if at is None else self._planned[at]
 
     def __getitem__(self, key: str) -> tuple[Entry, Extra]:
         found = self.get(key, _ABSENT)
@@ -233,7 +274,7 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | N
     # target's entry from by_id (the rows decided here; its target precedes it). A column
     # row's entry is never looked up: it is unadopted, its storage None (allocated later) or
     # its own value (an alias column's), so the alias's target is its value either way
-    slots, rest = _placed(ids, taken)
+    slots, rest, spans = _placed(ids, taken)
     if order is not None:
         order += ids, rest
     for at in rest:
@@ -341,6 +382,6 @@ def adopt_or_allocate(plan: Plan, values: dict[str, Any], owners: PathReader | N
             slots[at] = (entry, value)
     if issues:
         raise AdoptionError(issues)
-    return slots  # type: ignore[return-value]  # every slot filled where no issue
+    return Planned(slots, spans) if spans else slots  # every slot filled where no issue
 
 

@@ -21,7 +21,7 @@ storage is the input's value), so the whole column's entries are made in a few s
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from itertools import repeat
 from typing import Any
 
@@ -29,7 +29,7 @@ from derivgraph.compiler.graph import DerivedGraph, DerivedNode, HeldDerived
 from derivgraph.compiler.layers import closed_layers
 from derivgraph.compiler.owners import PathReader, one_hop
 from derivgraph.paths import MISSING, ModuleOwners, Slot
-from derivgraph.runtime.entry import Entry, ProvenColumn, row_entries
+from derivgraph.runtime.entry import ColumnRows, Entry, ProvenColumn
 from derivgraph.spec.kinds import TENSOR_KINDS, TensorKind, is_engine
 from derivgraph.spec.model import DerivedTensor
 
@@ -93,21 +93,23 @@ def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathRead
             if not (one_hop(name) and read.module_owners(found).absent(name)):
                 continue  # a row whose owner may hold a tensor: adopted (or refused) on its own
             into = slot(first.kind)
-            entries = _entries(nodes, repeat(None), into)
+            entries = _entries(nodes, None, into)
             extras = list(map(values.__getitem__, ids))
             out.append(ProvenColumn(table, k, template, ids, entries, extras, found, into, paths,
                                     first.decl, nodes))
     return out
 
 
-def _entries(nodes: HeldDerived | list[DerivedNode], storages: Iterable[Any],
-             slot: Slot) -> list[Entry]:
+def _entries(nodes: HeldDerived | list[DerivedNode], storages: list[Any] | None,
+             slot: Slot) -> Sequence[Entry]:
     """An unadopted entry in ``slot`` per row (:func:`column_rows`' ``nodes``), holding
-    ``storages``' item: a held column's :func:`~derivgraph.runtime.entry.row_entries` (its
-    nodes made where first read), else one :class:`Entry` per node."""
+    ``storages``' item (None: none): a held column's rows
+    (:class:`~derivgraph.runtime.entry.ColumnRows`: each row's entry, and its node, made
+    where first read), else one :class:`Entry` per node."""
     if type(nodes) is HeldDerived:
-        return row_entries(nodes, storages, slot)
-    return list(map(Entry, nodes, storages, repeat(slot), repeat(False)))
+        return ColumnRows(nodes, slot, storages)
+    return list(map(Entry, nodes, repeat(None) if storages is None else storages,
+                    repeat(slot), repeat(False)))
 
 
 class Reading:

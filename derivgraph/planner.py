@@ -282,7 +282,7 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
                     continue
                 column.allocate(_column_values(column, values), fills, allocate_column, book,
                                 filled_column)
-            generic = _fill_entries(plan, ids, planned, at_rest, fills)
+            generic = _fill_entries(plan, ids, planned, at_rest, fills, columns)
             plan.entries.set_columns(columns, generic, ids)
             for column in columns:  # a template's storage joins its rows' record if it has it
                 layout = book.common(column.storages)
@@ -308,17 +308,13 @@ def _compile(model: nn.Module, specs: Iterable[Spec] | None,
         written = {column.name for column in columns} | set(map(_NAME, others))
         read, reads = _record_startup(plan, owners if owners.untouched_by(written) else None)
         # nothing writes the model in between: sources and their holders read once
-        # the columns' rows are what the columns wrote until the compile ends: bound by column
-        plan.tensors.column_rows = plan.entries.rows
         _lower(plan, values, read, held, reads, owed, (ids, at_rest))
         plan.prepare()  # what the first run and refill would build lazily
-        plan.hold_rows()  # the plan keeps no entry per held row: made where one is asked for
     except BaseException:
         transaction.rollback()
         raise
     finally:
         plan.tensors.layouts = None
-        plan.tensors.column_rows = ()
         for column in columns:  # the eager values: the plan does not keep them
             column.values = []
     logger.info("compiled %d derived tensors (%d adopted) over %d sources, %d steps, %d groups, "
@@ -354,17 +350,28 @@ _NODE_KIND, _NODE_INPUT = operator.attrgetter("node.kind"), operator.attrgetter(
 _SECOND = operator.itemgetter(1)
 
 
-def _fill_entries(plan: Plan, ids: list[str], planned: list[tuple[Entry, Extra]],
+def _fill_entries(plan: Plan, ids: list[str], planned: Sequence[tuple[Entry, Extra]],
                   at_rest: list[int], fills: list[tuple[torch.Tensor, torch.Tensor]],
-                  ) -> dict[str, Entry]:
+                  columns: Sequence[EntryColumn] = ()) -> dict[str, Entry]:
     """Put every planned entry in ``plan.entries.by_id`` in the compile's order (``ids``:
     each one's id) and :func:`_materialize` each one at ``at_rest`` (the positions of the
-    entries in no column, ascending) when every entry before it is in (what it reads: an
-    alias's target, a view's base); returns those entries by id, in order. The stretches
-    between them go in by one ``dict.update`` each (the same keys, in the same order, as one
-    store each)."""
-    entries = plan.entries.by_id
+    entries in no column of ``columns``, ascending) when every entry before it is in (what it
+    reads: an alias's target, a view's base); returns those entries by id, in order.
+
+    Where the plan holds ``columns``' rows by column (:meth:`Plan.hold_rows`: a column whose
+    rows are made where read), those are in at once (and every other column's entries), no
+    entry made. Else the stretches between the entries at ``at_rest`` go in by one
+    ``dict.update`` each (the same keys, in the same order, as one store each)."""
+    held = plan.hold_rows(ids, columns) if columns else None
     generic: dict[str, Entry] = {}
+    if held is not None:
+        for at in at_rest:
+            entry, extra = planned[at]
+            _materialize(plan, entry, extra, fills)
+            generic[ids[at]] = entry
+            held.put(ids[at], entry)
+        return generic
+    entries = plan.entries.by_id
     done = 0
     for at in at_rest:
         if at > done:

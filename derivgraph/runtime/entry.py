@@ -16,9 +16,9 @@ from derivgraph.compiler.graph import DerivedNode, HeldDerived
 from derivgraph.paths import Slot
 from derivgraph.spec.kinds import TensorKind
 
-__all__ = ["Entry", "EntryTable", "HeldRows", "ProvenColumn", "RowEntry", "RowsOf",
-           "StartupColumn", "TableColumn", "address_of", "keeps_startup", "nbytes_of",
-           "not_taken", "row_entries", "span_of"]
+__all__ = ["ColumnRows", "Entry", "EntryTable", "HeldRows", "ProvenColumn", "RowEntry", "RowsOf",
+           "StartupColumn", "TableColumn", "address_of", "entry_list", "keeps_startup",
+           "nbytes_of", "not_taken", "span_of", "write_rows"]
 
 
 class Entry:
@@ -86,13 +86,6 @@ class RowEntry(Entry):
         return node
 
 
-def row_entries(column: HeldDerived, storages: Iterable[Any], slot: Slot) -> list[Entry]:
-    """An unadopted :class:`RowEntry` in ``slot`` for every row of ``column``, in row order,
-    row ``i`` holding ``storages``' ``i``-th (one C-level sweep; no node made)."""
-    return list(map(RowEntry, repeat(column), count(), column.ids, column.paths, storages,
-                    repeat(slot), repeat(False)))
-
-
 _STARTUP_DATA = operator.attrgetter("startup_data")
 
 
@@ -108,7 +101,7 @@ def keeps_startup(entries: Iterable[Entry],
     by one slice store, unread; every other entry is read (so a column that recorded
     nothing, or no ``rows``, reads each row)."""
     known = [(span, column.kept) for span, column in rows if column.kept is not None]
-    if not known or not isinstance(entries, list):
+    if not known or not isinstance(entries, (list, RowsOf)):
         return list(map(operator.is_not, map(_STARTUP_DATA, entries), repeat(None)))
     out: list[Any] = [None] * len(entries)
     taken = bytearray(len(entries))
@@ -175,7 +168,8 @@ class ProvenColumn(NamedTuple):
     the reader read them) and owner paths (``paths``: each row's node's, the reader read
     them) in row order, ``decl``: every row's node's declaration (the template node's; read
     without a row's node), and ``nodes``: the rows' nodes, or the held column that makes them
-    (:func:`row_entries`: the entries then make their nodes where first read), and
+    (its entries then a :class:`ColumnRows`: each row's entry, and its node, made where first
+    read), and
     ``storages``: the storages its entries were made holding, in row order, where the reader
     gave them (an alias column's: each row's input's value; else None). Its facts,
     for a reader of the same model with nothing written since: every row's node has the
@@ -188,7 +182,7 @@ class ProvenColumn(NamedTuple):
     k: int
     template: str
     ids: list[str]
-    entries: list[Entry]
+    entries: Sequence[Entry]
     extras: list[Any]
     owners: list[Any]
     slot: Slot
@@ -208,7 +202,7 @@ class TableColumn(Protocol):
     holds the row's id, owner path, storage (and startup address)."""
 
     ids: list[str]
-    entries: Sequence[Entry]  # a list; a RowsOf once released (EntryTable.hold_rows)
+    entries: Sequence[Entry]  # a list, or a ColumnRows (its rows made where read)
     storages: list[Any]
     paths: list[str] | None
     ptrs: list[int] | None
@@ -235,7 +229,7 @@ class EntryTable(Mapping[str, Entry]):
     __slots__ = ("_by_id", "_columns", "_generic", "_rows")
 
     def __init__(self) -> None:
-        self._by_id: Any = {}  # a dict; a HeldRows once the rows are held (hold_rows)
+        self._by_id: Any = {}  # a dict; a HeldRows where the rows are held by column (hold)
         self._columns: tuple[TableColumn, ...] = ()
         self._generic: dict[str, Entry] = self._by_id  # every entry while there is no column
         self._rows: tuple[tuple[slice, TableColumn], ...] = ()
@@ -272,7 +266,7 @@ class EntryTable(Mapping[str, Entry]):
     def by_id(self) -> Mapping[str, Entry]:
         """The id -> entry mapping behind the table: a dict the compile fills in its order,
         the plan's own parts read it (at dict speed); nothing else writes it. Once the plan
-        holds its columns' rows by column (:meth:`hold_rows`), a :class:`HeldRows`."""
+        holds its columns' rows by column (:meth:`hold`), a :class:`HeldRows`."""
         return self._by_id
 
     # ---- filled by the compile ---------------------------------------------------------------
@@ -293,37 +287,29 @@ class EntryTable(Mapping[str, Entry]):
             self._by_id.open()
         self._columns, self._generic, self._rows = (), self._by_id, ()
 
-    def hold_rows(self, holders: list[Entry] | None = None) -> HeldRows | None:
-        """Keep the held columns' rows by column from now on: :attr:`by_id` becomes a
-        :class:`HeldRows` over the table's order, the other entries and the columns whose
-        rows' entries say nothing the column does not (:func:`_releasable`), and each such
-        column's :attr:`~TableColumn.entries` (and ``holders``, the plan's holder table's
-        entries where they are every entry in the table's order) a :class:`RowsOf` of it:
-        no entry of theirs is kept; one is made where a reader asks for it (and kept, so
-        the same object answers again). Returns the new mapping (the plan's parts that read
-        :attr:`by_id` take it), or None where no column is released (nothing changed)."""
-        by_id = self._by_id
-        if type(by_id) is not dict or not self._rows:
-            return None
-        released = [(span, column) for span, column in self._rows if _releasable(column)]
-        if not released:
-            return None
-        order = list(by_id)
-        if holders is not None and (len(holders) != len(order) or holders != list(by_id.values())):
-            return None  # the holder table holds other entries than these: it keeps them
-        kept = dict(self._generic)
-        taken = {id(column) for _, column in released}
-        for column in self._columns:
-            if id(column) not in taken:
+    def hold(self, ids: list[str], columns: Sequence[TableColumn]) -> HeldRows | None:
+        """Hold the rows of ``columns`` whose rows are a :class:`ColumnRows` by column from
+        now on (the compile, before it fills the table; ``ids``: every entry's id in the
+        table's order): :attr:`by_id` becomes a :class:`HeldRows` of ``ids``, holding every
+        other column's entries (and, put by the compile, every generic entry). A held column
+        whose rows are not found in ``ids`` (:func:`span_of`) has its rows made (a list
+        again). Returns the new mapping, or None where no column holds its rows by column
+        (nothing changed)."""
+        found = [(span, column) for span, column in _spans(ids, columns)
+                 if type(column.entries) is ColumnRows]
+        taken = {id(column) for _, column in found}
+        kept: dict[str, Entry] = {}
+        for column in columns:
+            if type(column.entries) is ColumnRows and id(column) not in taken:
+                column.entries = list(column.entries)
+            if type(column.entries) is not ColumnRows:
                 kept.update(zip(column.ids, column.entries))
-        rows = HeldRows(order, kept, released)
-        at = range(len(order))
-        for span, column in released:
-            record = column.entries[0].startup_data  # _releasable: every row's (or None)
-            column.entries = RowsOf(rows, at[span], record)
-        self._by_id = rows
-        if self._generic is by_id:
+        if not found:
+            return None
+        rows = HeldRows(ids, kept, found)
+        if self._generic is self._by_id:
             self._generic = rows
+        self._by_id = rows
         return rows
 
     # ---- answers by column -------------------------------------------------------------------
@@ -369,48 +355,100 @@ class EntryTable(Mapping[str, Entry]):
 
 
 
-def _releasable(column: TableColumn) -> bool:
-    """Whether ``column``'s rows' entries are each what :class:`HeldRows` makes for its
-    row: made by :func:`row_entries` of the held column ``column.nodes`` in row order (its
-    first and last entry say so), each holding the column's storage and startup address
-    (what the column wrote: :meth:`~derivgraph.runtime.entry_columns.EntryColumn.allocate`,
-    :meth:`~derivgraph.runtime.entry_columns.EntryColumn.record_startup`) and, as startup
-    data, the column's one record (``kept`` True: every row's the same
-    :class:`StartupColumn`, none made into its alias yet) or none (``kept`` False), read here
-    (one identity sweep)."""
-    nodes, entries = getattr(column, "nodes", None), column.entries
-    if type(nodes) is not HeldDerived or not entries or column.ptrs is None \
-            or column.kept is None or not isinstance(entries, list) \
-            or not (len(entries) == len(column.ids) == len(column.storages)
-                    == len(column.ptrs) == len(nodes.ids)):
-        return False
-    first, last = entries[0], entries[-1]
-    if type(first) is not RowEntry or type(last) is not RowEntry or first.column is not nodes \
-            or last.column is not nodes or first.row != 0 or last.row != len(entries) - 1:
-        return False
-    record = first.startup_data
-    if column.kept is True and type(record) is not StartupColumn:
-        return False
-    if column.kept is False and record is not None:
-        return False
-    return all(map(operator.is_, map(_STARTUP_DATA, entries), repeat(record)))
+class ColumnRows(Sequence[Entry]):
+    """The rows of a held column (:class:`~derivgraph.compiler.graph.HeldDerived`
+    ``nodes``) as a column's entries, each made where first read and kept (the same object
+    answers again): a :class:`RowEntry` in ``slot``, unadopted, its id and owner path the
+    held column's, holding the row's storage, startup address and startup data. Those are
+    the entry column's (:attr:`column`, once it takes the rows: its ``storages`` once
+    allocated, ``ptrs`` and ``startup`` once recorded), else ``storages``' (what the rows
+    were made holding: None where not given) and none. A made row is its own record from
+    then on (a reader may write it): :meth:`read` answers it from its entry; the column's
+    writers write the made rows again (:meth:`sync`)."""
+
+    __slots__ = ("nodes", "slot", "storages", "column", "made")
+
+    def __init__(self, nodes: HeldDerived, slot: Slot, storages: list[Any] | None = None):
+        self.nodes, self.slot, self.storages = nodes, slot, storages
+        self.column: Any = None  # the entry column that took these rows
+        self.made: dict[int, Entry] = {}  # row -> its entry, made where read
+
+    def __len__(self) -> int:
+        return len(self.nodes.ids)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return list(map(self.__getitem__, range(len(self))[i]))
+        row = range(len(self))[i]
+        entry = self.made.get(row)
+        if entry is None:
+            nodes = self.nodes
+            entry = RowEntry(nodes, row, nodes.ids[row], nodes.paths[row], None, self.slot,
+                             False)
+            self._fill(entry, row)
+            self.made[row] = entry
+        return entry
+
+    def _fill(self, entry: Entry, row: int) -> None:
+        entry.storage = self._storages()[row]
+        entry.startup_ptr = self._ptrs()[row]
+        entry.startup_data = self._startup()[row]
+
+    def _storages(self) -> Sequence[Any]:
+        column = self.column
+        if column is not None and len(column.storages) == len(self):
+            return column.storages
+        return [None] * len(self) if self.storages is None else self.storages
+
+    def _ptrs(self) -> Sequence[int]:
+        ptrs = None if self.column is None else self.column.ptrs
+        return [0] * len(self) if ptrs is None else ptrs
+
+    def _startup(self) -> Sequence[Any]:
+        data = None if self.column is None else self.column.startup
+        return data if type(data) is list else [data] * len(self)
+
+    def sync(self) -> None:
+        """Every made row's storage, startup address and startup data the column's again
+        (after the column wrote them)."""
+        for row, entry in self.made.items():
+            self._fill(entry, row)
+
+    def read(self, name: str) -> list[Any]:
+        """Each row's ``name`` (``storage``, ``startup_ptr`` or ``startup_data``) in row
+        order: the column's list, a made row's read from its entry."""
+        out = list({"storage": self._storages, "startup_ptr": self._ptrs,
+                    "startup_data": self._startup}[name]())
+        for row, entry in self.made.items():
+            out[row] = getattr(entry, name)
+        return out
+
+
+def write_rows(entries: Sequence[Entry], name: str, values: Iterable[Any]) -> None:
+    """Each of ``entries``' ``name`` the item of ``values`` (one sweep), the column having
+    written them: :class:`ColumnRows` make their rows from the column, so only the rows made
+    already are written (:meth:`ColumnRows.sync`)."""
+    if type(entries) is ColumnRows:
+        entries.sync()
+    else:
+        deque(map(setattr, entries, repeat(name), values), 0)
 
 
 class HeldRows(Mapping[str, Entry]):
-    """:attr:`EntryTable.by_id` once the held columns' rows are kept by column
-    (:meth:`EntryTable.hold_rows`): the ids in the table's order (``order``), the entries
-    kept as objects by id (``kept``: every entry in no released column) and the released
-    columns with their rows' positions in ``order``. A released row's entry is made where it
-    is first asked for (:meth:`_make`: a :class:`RowEntry` of the column's held column, its
-    storage, startup address and startup data the column's) and kept (the same object
-    answers again); the rows' id index of a column is made on the first lookup of an id not
-    kept. Nothing writes it but :meth:`open`."""
+    """:attr:`EntryTable.by_id` where the table holds its held columns' rows by column
+    (:meth:`EntryTable.hold`): the ids in the table's order (``order``), the entries kept as
+    objects by id (``kept``: every entry in no such column) and those columns with their
+    rows' positions in ``order``. A column's row is answered by its rows
+    (:class:`ColumnRows`: its entry made where first read, and kept there); the rows' id
+    index of a column is made on the first lookup of an id not kept. The compile puts the
+    generic entries (:meth:`put`); nothing else writes it but :meth:`open`."""
 
-    __slots__ = ("_order", "_kept", "_columns", "_index")
+    __slots__ = ("_order", "_kept", "_columns", "_spans", "_index")
 
     def __init__(self, order: list[str], kept: dict[str, Entry],
                  columns: Sequence[tuple[slice, TableColumn]]):
         self._order, self._kept = order, kept
+        self._spans = tuple(columns)
         self._columns = tuple(column for _, column in columns)
         self._index: list[dict[str, int]] | None = None  # per column: id -> row
 
@@ -424,14 +462,9 @@ class HeldRows(Mapping[str, Entry]):
                 return column, row
         return None
 
-    def _make(self, column: Any, row: int) -> Entry:
-        nodes = column.nodes
-        entry = RowEntry(nodes, row, nodes.ids[row], nodes.paths[row], column.storages[row],
-                         Slot.ATTRIBUTE, False)
-        entry.startup_ptr = column.ptrs[row]
-        entry.startup_data = column.entries.record
-        self._kept[entry.id] = entry
-        return entry
+    def put(self, key: str, entry: Entry) -> None:
+        """Keep ``entry`` (a generic entry the compile made, ``key`` of the order)."""
+        self._kept[key] = entry
 
     # ---- the Mapping -------------------------------------------------------------------------
     def __getitem__(self, key: str) -> Entry:
@@ -441,14 +474,14 @@ class HeldRows(Mapping[str, Entry]):
         found = self._row(key)
         if found is None:
             raise KeyError(key)
-        return self._make(*found)
+        return found[0].entries[found[1]]
 
     def get(self, key: str, default: Any = None) -> Any:
         entry = self._kept.get(key)
         if entry is not None:
             return entry
         found = self._row(key)
-        return default if found is None else self._make(*found)
+        return default if found is None else found[0].entries[found[1]]
 
     def __contains__(self, key: object) -> bool:
         return key in self._kept or (type(key) is str and self._row(key) is not None)
@@ -459,36 +492,74 @@ class HeldRows(Mapping[str, Entry]):
     def __len__(self) -> int:
         return len(self._order)
 
+    def keys(self) -> KeysView[str]:
+        return _HeldKeys(self)
+
     def __repr__(self) -> str:
         return f"HeldRows({len(self._order)} entries, {len(self._columns)} columns by row)"
 
     def storage(self, key: str) -> Any:
-        """``self[key].storage``, a released row's from its column (no entry made)."""
+        """``self[key].storage``, a column's row's from its rows (no entry made)."""
         entry = self._kept.get(key)
         if entry is not None:
             return entry.storage
         found = self._row(key)
         if found is None:
             raise KeyError(key)
-        return found[0].storages[found[1]]
+        column, row = found
+        made = column.entries.made.get(row)
+        return column.entries._storages()[row] if made is None else made.storage
+
+    def read(self, name: str) -> list[Any]:
+        """Every entry's ``name`` (``storage``, ``startup_ptr`` or ``startup_data``) in the
+        table's order: a column's rows' by :meth:`ColumnRows.read`, every other entry read."""
+        order = self._order
+        out: list[Any] = [None] * len(order)
+        taken = bytearray(len(order))
+        for span, column in self._spans:
+            if type(column.entries) is ColumnRows:
+                out[span] = column.entries.read(name)
+                taken[span] = b"\x01" * len(column.ids)
+        rest = not_taken(taken)
+        rest = range(len(order)) if rest is None else rest
+        getter = operator.attrgetter(name)
+        deque(map(operator.setitem, repeat(out), rest,
+                  map(getter, map(self.__getitem__, map(order.__getitem__, rest)))), 0)
+        return out
 
     def open(self) -> None:
-        """Every row's entry made and kept (each released column's entries a list again, of
-        its rows' entries: no column answers a row any more)."""
+        """Every row's entry made and kept (each column's entries a list again, of its rows'
+        entries: no column answers a row any more)."""
         for column in self._columns:
-            column.entries = list(column.entries)
-        self._columns, self._index = (), None
+            entries = column.entries = list(column.entries)
+            self._kept.update(zip(column.ids, entries))
+        self._columns, self._spans, self._index = (), (), None
+
+
+class _HeldKeys(KeysView[str]):
+    """:meth:`HeldRows.keys`: ``isdisjoint`` by the kept ids' and each column's index's views
+    (C-level sweeps), not a membership call per item."""
+
+    _mapping: HeldRows
+
+    def isdisjoint(self, other: Iterable[Any]) -> bool:
+        rows = self._mapping
+        other = list(other)
+        if rows._columns and rows._index is None:
+            rows._row("")
+        if not all(index.keys().isdisjoint(other) for index in rows._index or ()):
+            return False  # (a column's id: most of the entries, asked first)
+        return rows._kept.keys().isdisjoint(other)
 
 
 class RowsOf(Sequence[Entry]):
     """The entries of ``rows``' positions ``at`` (a range of its order), in order, made where
-    read (:class:`HeldRows`); ``record``: their one startup record where their column kept
-    one (:class:`StartupColumn`), read before the entries were released."""
+    read (:class:`HeldRows`)."""
 
-    __slots__ = ("_rows", "_at", "record")
+    __slots__ = ("_rows", "_at")
 
-    def __init__(self, rows: HeldRows, at: range, record: Any = None):
-        self._rows, self._at, self.record = rows, at, record
+    def __init__(self, rows: HeldRows, at: range):
+        self._rows, self._at = rows, at
 
     def __len__(self) -> int:
         return len(self._at)
@@ -497,6 +568,20 @@ class RowsOf(Sequence[Entry]):
         if isinstance(i, slice):
             return [self._rows[self._rows._order[j]] for j in self._at[i]]
         return self._rows[self._rows._order[self._at[i]]]
+
+    def read(self, name: str) -> list[Any]:
+        """Each entry's ``name`` in order (:meth:`HeldRows.read`: no row's entry made)."""
+        every = self._rows.read(name)
+        at = self._at
+        return every if at == range(len(every)) else list(map(every.__getitem__, at))
+
+
+def entry_list(entries: Mapping[str, Entry]) -> Sequence[Entry]:
+    """Every entry of ``entries`` in order: a :class:`HeldRows`' as a :class:`RowsOf` of every
+    position (an entry made where read), else a list."""
+    if type(entries) is HeldRows:
+        return RowsOf(entries, range(len(entries)))
+    return list(entries.values())
 
 
 def _spans(ids: list[str], columns: Sequence[TableColumn]) -> Iterator[tuple[slice, TableColumn]]:

@@ -53,7 +53,7 @@ from derivgraph.compiler.owners import PathReader
 from derivgraph.errors import Rule, SpecIssue, SpecValidationError
 from derivgraph.paths import Slot
 from derivgraph.runtime.accessors import HeldColumn, ProvenOwners, same_owners
-from derivgraph.runtime.entry import Entry, ProvenColumn, StartupColumn
+from derivgraph.runtime.entry import ColumnRows, Entry, ProvenColumn, StartupColumn, write_rows
 from derivgraph.spec.kinds import TensorKind
 
 __all__ = ["AliasColumn", "EntryColumn", "entry_columns", "held_columns"]
@@ -77,7 +77,7 @@ class EntryColumn:
     row's tensor kind is :attr:`kind` (proven where the column is kept)."""
 
     __slots__ = ("template", "name", "ids", "entries", "owners", "storages", "values", "paths",
-                 "nodes", "ptrs", "kept")
+                 "nodes", "ptrs", "kept", "startup")
 
     #: every row's node's tensor kind
     kind = TensorKind.ATTRIBUTE
@@ -93,6 +93,11 @@ class EntryColumn:
         self.nodes = nodes
         self.ptrs: list[int] | None = None
         self.kept: bool | None = None
+        #: what :meth:`record_startup` wrote to the rows' startup data: the column's one
+        #: record, a list (a row's each) or None (none)
+        self.startup: Any = None
+        if type(entries) is ColumnRows:  # its rows are made from this column
+            entries.column = self
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -128,7 +133,7 @@ class EntryColumn:
         else:
             self.storages = allocate(values, TensorKind.ATTRIBUTE, row_major)
             fills += zip(self.storages, values)
-        deque(map(setattr, self.entries, repeat("storage"), self.storages), 0)
+        write_rows(self.entries, "storage", self.storages)
         if book is None:
             return
         types = set(map(type, self.storages))
@@ -193,18 +198,18 @@ class EntryColumn:
         column's storages (:meth:`~derivgraph.column_layout.ColumnLayouts.note_addresses`)."""
         entries, storages = self.entries, self.storages
         ptrs = self.ptrs = list(map(torch.Tensor.data_ptr, storages))
-        deque(map(setattr, entries, repeat("startup_ptr"), ptrs), 0)
+        write_rows(entries, "startup_ptr", ptrs)
         layout = None if book is None else book.common(storages)
         if layout is not None and layout.type is torch.Tensor and layout.contiguous is True \
                 and not layout.is_meta:
             held = list(map(torch.Tensor.untyped_storage, storages))
-            record = StartupColumn(held, layout, self.ids)
-            deque(map(setattr, entries, repeat("startup_data"), repeat(record)), 0)
+            record = self.startup = StartupColumn(held, layout, self.ids)
+            write_rows(entries, "startup_data", repeat(record))
             self.kept = True  # every row's startup data set, just now
             book.note_addresses(storages, ptrs, held)  # type: ignore[union-attr]
             return
-        deque(map(setattr, entries, repeat("startup_data"),
-                  map(torch.Tensor.detach, storages)), 0)
+        data = self.startup = list(map(torch.Tensor.detach, storages))
+        write_rows(entries, "startup_data", data)
         self.kept = True  # every row's startup data set, just now
 
 
@@ -248,8 +253,9 @@ class AliasColumn(EntryColumn):
                 and tensor_method(set(map(type, storages)), "data_ptr") is _DATA_PTR:
             ptrs = read_at_run(read[0], read[1], storages)
         self.ptrs = list(map(_DATA_PTR, storages)) if ptrs is None else ptrs
-        deque(map(setattr, self.entries, repeat("startup_ptr"), self.ptrs), 0)
-        deque(map(setattr, self.entries, repeat("startup_data"), repeat(None)), 0)
+        self.startup = None
+        write_rows(self.entries, "startup_ptr", self.ptrs)
+        write_rows(self.entries, "startup_data", repeat(None))
         self.kept = False  # no row's startup data set (an alias keeps none), just now
 
 

@@ -37,7 +37,7 @@ from derivgraph.runtime.accessors import (
     holders_of,
     not_taken,
 )
-from derivgraph.runtime.entry import Entry, EntryTable, address_of
+from derivgraph.runtime.entry import Entry, EntryTable, RowsOf, address_of, entry_list
 from derivgraph.runtime.source_ptrs import recorded_same
 from derivgraph.runtime.watch import ItemWatch, watch_items
 from derivgraph.spec.kinds import TensorKind
@@ -82,7 +82,7 @@ class BoundSources(NamedTuple):
 _NO_SOURCES = BoundSources([], [], [], [], [])
 
 
-def _found_rows(entries: list[Entry], columns: list[HeldColumn],
+def _found_rows(entries: Sequence[Entry], columns: list[HeldColumn],
                 table: EntryTable | None = None) -> tuple[list[slice | None], bytearray]:
     """Where each of ``columns``' rows lie in ``entries`` (:func:`column_rows`, a column's
     rows taken by no earlier column; None: not found) and the positions so taken (1).
@@ -196,7 +196,7 @@ class Holders:
             ptrs = data_ptrs(tensors)
         self._source_checks = self._source_watch = None
         self._source_watchable = True
-        entries, columns = list(self.entries.values()), list(columns)
+        entries, columns = entry_list(self.entries), list(columns)
         found, taken = _found_rows(entries, columns, self._table)
         # the walk's, and refresh's: a column's rows' paths are its own (adoption's reading)
         entry_paths = column_read(entries, _owner_path, [
@@ -232,7 +232,7 @@ class Holders:
         them (the caller's, nothing written since), else found here."""
         columns = list(columns)
         if rows is None:
-            entries = list(self.entries.values())
+            entries = entry_list(self.entries)
             found, taken = _found_rows(entries, columns, self._table)
         else:
             entries, found, taken = rows
@@ -245,7 +245,8 @@ class Holders:
             deque(map(operator.setitem, repeat(taken), rest, keep), 0)
             keep = taken  # the column rows, and the rest's kept ones
         every = 0 not in keep  # nothing left out: ``held`` has ``entries``' items, the rows found
-        held = list(compress(entries, keep))
+        # (every entry of a HeldRows: its positions, an entry made where read)
+        held = entries if every and type(entries) is RowsOf else list(compress(entries, keep))
         self.table = HolderTable(held, self._where, holders_of(
             self.hops.objects if self.hops else {}, self.model, held, columns,
             found if every else None, entry_paths if every else None),

@@ -25,7 +25,7 @@ and what a run reports (:mod:`.report`). Plans are made by
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from itertools import compress, repeat
 from operator import attrgetter
 from typing import Any
@@ -49,7 +49,13 @@ from derivgraph.runtime.engine import (
     refuse_recompute,
     take_engine_values,
 )
-from derivgraph.runtime.entry import Entry, EntryTable, RowsOf, address_of  # noqa: F401 - re-exported
+from derivgraph.runtime.entry import (  # noqa: F401 - Entry, address_of re-exported
+    Entry,
+    EntryTable,
+    HeldRows,
+    TableColumn,
+    address_of,
+)
 from derivgraph.runtime.holders import Holders
 from derivgraph.runtime.programs import PassKind, Programs
 from derivgraph.runtime.replay import CpuPass, WriteRecorder, storages_read
@@ -113,24 +119,20 @@ class Plan:
         self._last_take: tuple[RunReport, tuple[bool, ...] | None] | None = None
         self._steady: Program | None = None  # the steady refill entry (runtime.steady)
 
-    def hold_rows(self) -> bool:
-        """Keep the entry columns' rows by column from now on
-        (:meth:`~derivgraph.runtime.entry.EntryTable.hold_rows`): no entry object per held
-        row is kept; one is made where a reader asks for it. Only where the plan's parts
-        read the entries through :attr:`~derivgraph.runtime.entry.EntryTable.by_id` (the
-        same dict) and its holder table holds every entry in order: they take the new
-        mapping (and the holder table its entries by position). Whether done."""
+    def hold_rows(self, ids: list[str], columns: Sequence[TableColumn]) -> HeldRows | None:
+        """Hold the entry columns' rows by column (the compile, before it fills the entry
+        table: :meth:`~derivgraph.runtime.entry.EntryTable.hold`): no entry object per held
+        row is made; one is made where a reader asks for it. Only where the plan's parts read
+        the entries through :attr:`~derivgraph.runtime.entry.EntryTable.by_id` (the same
+        mapping): they take the new mapping. Returns it (None: not held)."""
         by_id, parts = self.entries.by_id, (self.tensors, self.holders, self.programs)
-        if type(by_id) is not dict or any(part.entries is not by_id for part in parts):
-            return False
-        table = self.holders.table
-        rows = self.entries.hold_rows(table.entries)
-        if rows is None:
-            return False
-        for part in parts:
-            part.entries = rows
-        table.entries = RowsOf(rows, range(len(rows)))
-        return True
+        if any(part.entries is not by_id for part in parts):
+            return None
+        rows = self.entries.hold(ids, columns)
+        if rows is not None:
+            for part in parts:
+                part.entries = rows
+        return rows
 
     # ---- reading -----------------------------------------------------------------------------
     def __len__(self) -> int:

@@ -24,7 +24,15 @@ from derivgraph.compiler.layers import closed_layers, order_without_rows
 from derivgraph.compiler.owners import PathReader
 from derivgraph.ops import OPS, OpKind
 from derivgraph.runtime.accessors import column_read
-from derivgraph.runtime.entry import Entry, EntryTable, TableColumn, keeps_startup
+from derivgraph.runtime.entry import (
+    ColumnRows,
+    Entry,
+    EntryTable,
+    HeldRows,
+    TableColumn,
+    entry_list,
+    keeps_startup,
+)
 
 __all__ = ["BoundTensors", "BoundViews", "may_view", "view_candidates"]
 
@@ -43,6 +51,14 @@ def _restorable(entries: list[Entry],
     :meth:`BoundTensors.startup_addresses`, by the same rule: :func:`keeps_startup`, given
     ``rows``: its columns' rows among ``entries``), else 0."""
     return bytes(keeps_startup(entries, rows))
+
+
+def _storages(entries: Mapping[str, Entry]) -> list[Any]:
+    """Every entry's storage in order (one sweep; a :class:`HeldRows`' by
+    :meth:`~derivgraph.runtime.entry.HeldRows.read`: no row's entry made)."""
+    if type(entries) is HeldRows:
+        return entries.read("storage")
+    return list(map(_STORAGE, entries.values()))
 
 
 def host_tolist(buffer: torch.Tensor) -> Callable[[], list[Any]]:
@@ -140,11 +156,6 @@ class BoundTensors:
         self.entries = entries
         # the table whose ``by_id`` ``entries`` is (its columns' rows among them), if any
         self._table = table if table is not None and table.by_id is entries else None
-        #: the entry table's columns with their rows (:attr:`EntryTable.rows`) while the
-        #: compile lowers (``planner._compile`` sets them, then ``()``): nothing but the
-        #: columns writes their rows' entries then, so a column's ids are bound from its
-        #: storages (:meth:`bound_values`); else every entry is read
-        self.column_rows: tuple[tuple[slice, TableColumn], ...] = ()
         self.meta_env: dict[str, Any] = {}
         self.sources: dict[str, torch.Tensor] = {}
         self.views: dict[str, torch.Tensor] = {}
@@ -198,7 +209,7 @@ class BoundTensors:
             self.views = {}
             return
         bound: dict[str, Any] = {**self.sources, **self.constants}
-        storages = list(map(_STORAGE, self.entries.values()))  # the bound tensors, one sweep
+        storages = _storages(self.entries)  # the bound tensors, one sweep
         bound.update(compress(zip(self.entries, storages),
                               map(isinstance, storages, repeat(torch.Tensor))))
         self.views = BoundViews(self.graph, bound).views(looked_at)
@@ -251,15 +262,17 @@ class BoundTensors:
         """:meth:`bound_values` of ``refs`` (none a source) when the first table after the
         sources that binds any of them binds them all, or none binds any (a column of stamped
         layers, usually): one sweep per table; else None. ``refs`` that are the ids of an
-        entry column of :attr:`column_rows` (equal, in order) are answered by the column's
-        storages (its facts: its rows' entries hold them), no entry read."""
+        entry column whose rows the table holds by column (equal, in order; its
+        :class:`~derivgraph.runtime.entry.ColumnRows`) are answered by its rows' storages (a
+        made row's read from its entry: a row written after the compile binds as written),
+        no other entry read."""
+        if self._table is not None:  # (a column's ids are entries': the table binds them)
+            for _, column in self._table.rows:
+                if type(column.entries) is ColumnRows and column.ids == refs:
+                    return column.entries.read("storage")
         for table in (self.entries, self.views, self.stages, self.constants):
             if table.keys().isdisjoint(refs):
                 continue
-            if table is self.entries:
-                for _, column in self.column_rows:
-                    if column.ids == refs and len(column.storages) == len(refs):
-                        return list(column.storages)
             values = list(map(table.get, refs, repeat(_UNSET)))
             if any(map(is_, values, repeat(_UNSET))):
                 return None
@@ -376,7 +389,7 @@ class BoundTensors:
         """The derived tensors a refill may re-point, at their startup addresses (made once)."""
         held = self._startup
         if held is None:
-            entries = list(self.entries.values())
+            entries = entry_list(self.entries)  # (an entry made where read)
             rows = () if self._table is None else self._table.rows
             mask = self._startup_mask = _restorable(entries, rows)
             # each entry's storage and startup address, an entry column's rows' from the

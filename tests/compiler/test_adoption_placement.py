@@ -51,8 +51,10 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_placed_is_the_rule(case: str) -> None:
     taken = CASES[case]
-    slots, rest = adoption._placed(_IDS, taken)  # type: ignore[arg-type]
-    assert (slots, rest) == _rule(_IDS, taken)
+    slots, rest, spans = adoption._placed(_IDS, taken)  # type: ignore[arg-type]
+    # a column's row is marked, answered from its column where read (Planned)
+    planned = list(adoption.Planned(slots, spans)) if spans else slots
+    assert (planned, rest) == _rule(_IDS, taken)
 
 
 def test_evenly_spaced_ids_are_found_as_slices() -> None:

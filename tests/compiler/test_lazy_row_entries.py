@@ -19,7 +19,7 @@ from derivgraph import DerivedTensor, Spec, Target, compile_plan
 from derivgraph.compiler.graph import DerivedNode, HeldDerived
 from derivgraph.compiler.stamp import stamping
 from derivgraph.paths import Slot
-from derivgraph.runtime.entry import Entry, RowEntry, keeps_startup, row_entries
+from derivgraph.runtime.entry import ColumnRows, Entry, RowEntry, keeps_startup
 from derivgraph.runtime.entry_columns import EntryColumn
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 from tests.compiler.scaling_variants import spec_with_generic_rows
@@ -156,7 +156,7 @@ def test_canary_a_plain_entry_column_reads_its_entries_nodes() -> None:
 def test_row_entries_are_the_columns_rows_in_order() -> None:
     plan = _compile("scaling")
     held = plan.graph.held_columns()[0]
-    entries = row_entries(held, [None] * len(held), Slot.ATTRIBUTE)
+    entries = list(ColumnRows(held, Slot.ATTRIBUTE))
     assert [e.id for e in entries] == held.ids and [e.owner_path for e in entries] == held.paths
     assert [e.row for e in entries] == list(range(len(held)))
     assert not any(map(_made, entries)) and held.made is None

@@ -1,9 +1,10 @@
-"""A compiled plan keeps no entry object per held column row (:meth:`Plan.hold_rows`): the
-entry table's ``by_id`` is a :class:`~derivgraph.runtime.entry.HeldRows` that makes a
-released row's :class:`~derivgraph.runtime.entry.RowEntry` where a reader asks for it (and
-keeps it), from its column's storages, startup addresses and startup record. Canary: every
-answer equals, field by field, the plan compiled with the rows kept as objects (the path
-before), and a compile, run, refill and run make none of them."""
+"""A compile makes no entry object per held column row: adoption hands the entry columns
+their rows as a :class:`~derivgraph.runtime.entry.ColumnRows` (a row's
+:class:`~derivgraph.runtime.entry.RowEntry` made where a reader asks for it, and kept), the
+entry table's ``by_id`` is a :class:`~derivgraph.runtime.entry.HeldRows` from the fill on,
+and the compile's readers take the columns. Canary: every answer equals, field by field,
+the plan compiled with every row's entry made up front (the per-entry path before), and a
+compile, run, refill and run make none of them (a class counter)."""
 
 from __future__ import annotations
 
@@ -13,25 +14,55 @@ from typing import Any
 import pytest
 import torch
 
+import derivgraph.adoption_columns as adoption_columns
 from derivgraph import compile_plan
-from derivgraph.runtime.entry import HeldRows, RowEntry, RowsOf, keeps_startup
+from derivgraph.runtime.entry import ColumnRows, HeldRows, RowEntry, RowsOf, keeps_startup
+from derivgraph.runtime.entry_columns import EntryColumn
 from derivgraph.runtime.plan import Plan
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 
 LAYERS = 9
 
 
-def _compile(hold: bool = True, layers: int = LAYERS) -> Plan:
+def _compile(by_column: bool = True, layers: int = LAYERS) -> Plan:
+    """The scaling stack compiled; ``by_column`` False: every held row's entry made by
+    adoption up front (a list: the per-entry path the compile took before)."""
     torch.manual_seed(0)
     model = scaling_model(layers)
-    if hold:
+    if by_column:
         return compile_plan(model, [scaling_spec()])
-    keep = Plan.hold_rows
-    Plan.hold_rows = lambda self: False  # type: ignore[method-assign]
+    keep = adoption_columns._entries
+
+    def made(nodes: Any, storages: Any, slot: Any) -> Any:
+        rows = keep(nodes, storages, slot)
+        return list(rows) if type(rows) is ColumnRows else rows
+
+    adoption_columns._entries = made  # type: ignore[assignment]
     try:
         return compile_plan(model, [scaling_spec()])
     finally:
-        Plan.hold_rows = keep  # type: ignore[method-assign]
+        adoption_columns._entries = keep  # type: ignore[assignment]
+
+
+class _Count:
+    """How many :class:`RowEntry` are made while counting (the class's ``__init__``)."""
+
+    def __init__(self) -> None:
+        self.made = 0
+        self._keep = RowEntry.__init__
+
+    def __enter__(self) -> _Count:
+        keep = self._keep
+
+        def init(entry: RowEntry, *args: Any) -> None:
+            self.made += 1
+            keep(entry, *args)
+
+        RowEntry.__init__ = init  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        RowEntry.__init__ = self._keep  # type: ignore[method-assign]
 
 
 def _alive_rows(plan: Plan) -> int:
@@ -42,19 +73,25 @@ def _alive_rows(plan: Plan) -> int:
                if type(o) is RowEntry and id(RowEntry.column.__get__(o)) in nodes)
 
 
-def test_a_compile_keeps_no_row_entry() -> None:
-    plan = _compile()
+def test_a_compile_makes_no_row_entry() -> None:
+    with _Count() as count:
+        plan = _compile()
+    assert count.made == 0
     rows = plan.entries.by_id
     assert type(rows) is HeldRows and len(rows) == len(plan.entries) == 4 * LAYERS
     assert plan.tensors.entries is rows and plan.holders.entries is rows
     assert plan.programs.entries is rows and type(plan.holders.table.entries) is RowsOf
-    released = [c for c in plan.entries.columns if type(c.entries) is RowsOf]
-    assert len(released) == 4 and sum(map(len, released)) == 4 * (LAYERS - 1)
+    held = [c for c in plan.entries.columns if type(c.entries) is ColumnRows]
+    assert len(held) == 4 and sum(map(len, held)) == 4 * (LAYERS - 1)
+    assert all(c.entries.column is c and not c.entries.made for c in held)
     assert _alive_rows(plan) == 0
     # a run, a refill and a run ask for no row's entry either (their readers take columns)
-    reports = [plan.run(), plan.refill(), plan.run()]
-    assert _alive_rows(plan) == 0
-    kept = _compile(hold=False)
+    with _Count() as count:
+        reports = [plan.run(), plan.refill(), plan.run()]
+    assert count.made == 0 and _alive_rows(plan) == 0
+    with _Count() as count:
+        kept = _compile(by_column=False)
+    assert count.made == 4 * (LAYERS - 1)
     assert type(kept.entries.by_id) is dict and _alive_rows(kept) == 4 * (LAYERS - 1)
     again = [kept.run(), kept.refill(), kept.run()]
     assert [(r.steps, r.written, r.bytes) for r in reports] == \
@@ -75,12 +112,17 @@ def _fields(plan: Plan, key: str) -> tuple[Any, ...]:
 
 
 def test_every_row_answers_as_the_kept_entry_did() -> None:
-    held, kept = _compile(), _compile(hold=False)
+    held, kept = _compile(), _compile(by_column=False)
     assert list(held.entries) == list(kept.entries)
     for key in kept.entries:
         assert _fields(held, key) == _fields(kept, key), key
     assert keeps_startup(held.entries.values()) == keeps_startup(kept.entries.values())
     assert list(held.declared()) == list(kept.declared())
+    # the holder table's columns, as the per-entry plan's
+    a, b = held.holders.table, kept.holders.table
+    assert a.id_list == b.id_list and a.keys == b.keys and a.fast == b.fast
+    assert [x.tolist() for x in a.storages] == [x.tolist() for x in b.storages]
+    assert [x.data_ptr() for x in a.storages] == a.ptrs
 
 
 def test_a_row_asked_for_is_one_object_wherever_it_is_read() -> None:
@@ -100,20 +142,50 @@ def test_a_row_asked_for_is_one_object_wherever_it_is_read() -> None:
     assert table.entries[at:at + 1] == [entry] and len(table.entries) == len(rows)
 
 
-def test_a_column_whose_row_changed_its_startup_data_stays_kept() -> None:
-    plan = _compile(hold=False)
+def test_a_made_row_is_read_from_its_entry() -> None:
+    plan = _compile()
+    rows = plan.entries.by_id
     column = plan.entries.columns[0]
+    assert type(column.entries) is ColumnRows
+    at = plan.entries.rows[0][0].start
     changed = column.entries[2]
-    changed.startup_alias()  # its startup data is now its own alias, not the column's record
-    assert plan.hold_rows()
-    assert type(column.entries) is list and column.entries[2] is changed
+    pos = range(len(rows))[plan.entries.rows[0][0]][2]
+    assert rows.read("startup_data")[pos] is changed.startup_data is column.startup
+    alias = changed.startup_alias()  # its startup data is now its own alias, not the record
+    assert rows.read("startup_data")[pos] is alias
+    assert column.entries.read("startup_data")[2] is alias
+    assert column.entries.read("startup_data")[3] is column.startup
+    assert rows.read("storage")[at] is column.storages[0]
+    changed.storage = torch.zeros(3)
+    assert rows.storage(changed.id) is changed.storage is rows.read("storage")[pos]
     assert plan.entries[changed.id] is changed
-    assert sum(type(c.entries) is RowsOf for c in plan.entries.columns) == 3
-    assert not plan.hold_rows()  # held already: nothing changes
+
+
+def test_a_row_made_before_its_column_writes_is_written_again() -> None:
+    keep = EntryColumn.allocate
+    early: list[Any] = []
+
+    def allocate(self: EntryColumn, *args: Any, **kwargs: Any) -> None:
+        if type(self.entries) is ColumnRows:
+            early.append(self.entries[1])  # made holding no storage yet
+            assert early[-1].storage is None and early[-1].startup_ptr == 0
+        keep(self, *args, **kwargs)
+
+    EntryColumn.allocate = allocate  # type: ignore[method-assign]
+    try:
+        plan = _compile()
+    finally:
+        EntryColumn.allocate = keep  # type: ignore[method-assign]
+    kept = _compile(by_column=False)
+    assert len(early) == 3  # the three allocated columns (the alias column allocates none)
+    for entry in early:
+        assert plan.entries[entry.id] is entry
+        assert _fields(plan, entry.id) == _fields(kept, entry.id)
+        assert entry.startup_data is not None and entry.startup_ptr != 0
 
 
 def test_a_relayout_after_the_rows_are_held_makes_them_generic() -> None:
-    held, kept = _compile(), _compile(hold=False)
+    held, kept = _compile(), _compile(by_column=False)
     for plan in (held, kept):
         layer = plan.model.layers[3]
         torch.manual_seed(1)
@@ -124,3 +196,35 @@ def test_a_relayout_after_the_rows_are_held_makes_them_generic() -> None:
     assert held.entries["layers.3.prod"].storage.shape == (9,)
     for key in kept.entries:
         assert _fields(held, key) == _fields(kept, key), key
+
+
+def test_a_column_recorded_row_by_row_gives_each_row_its_own_data() -> None:
+    """A column whose startup record is one alias per row (no layout record: ``book`` None)
+    gives each row's entry its own, made before or after the record."""
+    plan = _compile()
+    column = plan.entries.columns[0]
+    rows = column.entries
+    assert type(rows) is ColumnRows
+    before = rows[1]  # made under the column's one record
+    column.record_startup(None)
+    assert type(column.startup) is list and column.kept is True
+    after = rows[4]
+    for row, entry in ((1, before), (4, after)):
+        data = entry.startup_data
+        assert data is column.startup[row] and data is not column.startup[row - 1]
+        assert torch.equal(data, column.storages[row]) and data is not column.storages[row]
+        assert data.data_ptr() == entry.startup_ptr == column.storages[row].data_ptr()
+    assert rows.read("startup_data") == column.startup
+
+
+def test_the_keys_are_disjoint_as_the_ids_are() -> None:
+    plan = _compile()
+    rows = plan.entries.by_id
+    ids = set(plan.entries)
+    column = plan.entries.columns[1]
+    template = next(iter(plan.entries.generic))
+    for refs in ([*column.ids], [column.ids[-1]], [template], ["layers.3.scale", template],
+                 ["layers.3.scale", "layers.4.weight"], [], ["no.such"]):
+        assert rows.keys().isdisjoint(refs) is ids.isdisjoint(refs), refs
+        assert rows.keys().isdisjoint(iter(refs)) is ids.isdisjoint(refs), refs
+    assert not column.entries.made  # no row's entry made to answer
