@@ -93,10 +93,11 @@ class ColumnValues(dict[str, Any]):
         ``ids`` are put into the dict first (the others stay kept), then the dict is read;
         where an id is still missing, every kept column is put in and the dict read again."""
         if self._pending:
-            wanted = set(ids)
+            firsts = {p[0][0]: i for i, p in enumerate(self._pending)}
+            read = set(map(firsts.__getitem__, filter(firsts.__contains__, ids)))
             pending, self._pending = self._pending, []
-            for ids_values in pending:
-                if ids_values[0][0] in wanted:
+            for i, ids_values in enumerate(pending):
+                if i in read:
                     self.update(zip(*ids_values))
                 else:
                     self._pending.append(ids_values)
