@@ -6,6 +6,7 @@ through ColumnValues (keep, fill_derived keeping, row_values, take). gc off, ms.
     PYTHONPATH=$PWD python3 ab_env_inserts.py [SIZE] [ROUNDS]
 """
 import gc
+import os
 import statistics
 import sys
 import time
@@ -38,6 +39,10 @@ allocated = [table.column(k) for table, k, _, _ in rows]  # adoption reads the 4
 assert all(type(v) is torch.Tensor for _, vals in ops for v in vals)
 
 
+def _tensors(found):
+    return dict(compress(zip(constant_ids, found), map(isinstance, found, repeat(torch.Tensor))))
+
+
 def old(env):
     for ids, vals in ops:
         env.update(zip(ids, vals))
@@ -49,7 +54,7 @@ def old(env):
             env.update(zip(ids, repeat(env[shared])))
     out = [list(map(env.__getitem__, ids)) for ids in allocated]
     found = list(map(env.get, constant_ids))
-    return out, dict(compress(zip(constant_ids, found), map(isinstance, found, repeat(torch.Tensor))))
+    return out, _tensors(found)
 
 
 def new(env):
@@ -58,11 +63,12 @@ def new(env):
     columns.fill_derived(rows, env)
     out = [columns.row_values(env, ids) for ids in allocated]
     found = env.take(constant_ids)
-    return out, dict(compress(zip(constant_ids, found), map(isinstance, found, repeat(torch.Tensor))))
+    return out, _tensors(found)
 
 
 a, b = old(dict(base)), new(columns.ColumnValues(base))
-assert len(a[0]) == len(b[0]) and all(all(map(lambda x, y: x is y, p_, q)) for p_, q in zip(a[0], b[0]))
+assert len(a[0]) == len(b[0])
+assert all(all(map(lambda x, y: x is y, p_, q)) for p_, q in zip(a[0], b[0]))
 assert a[1].keys() == b[1].keys() and all(a[1][k] is b[1][k] for k in a[1])
 times = {"old": [], "new": []}
 gc.disable()
@@ -74,7 +80,6 @@ for r in range(rounds):
         times[name].append((time.perf_counter() - t) * 1e3)
         del env
 gc.enable()
-import os
 print("load", os.getloadavg(), "size", size, "rounds", rounds, "constant ids", len(constant_ids))
 for name, ts in times.items():
     ts.sort()

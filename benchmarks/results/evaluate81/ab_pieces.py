@@ -5,12 +5,10 @@ the pieces wrapped (perf_counter, ms): ``_evaluate_all``, ``adopt_or_allocate``,
 
     python3 ab_pieces.py SIZE ROUNDS TREE_A TREE_B        (driver)
 """
-import gc
 import json
 import os
 import subprocess
 import sys
-import time
 
 CHILD = r'''
 import functools, gc, json, sys, time
