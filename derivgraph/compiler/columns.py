@@ -166,11 +166,12 @@ def evaluate_columns(graph: DerivedGraph, env: dict[str, Any],
                      filled: FilledColumns | None = None,
                      sources: Mapping[str, Any] | None = None) -> int:
     """Put the value of every op node of the closed stamped columns that qualify into ``env``
-    (``read_source``: a source's value by path, for a source not read yet); the number of
+    (a :class:`ColumnValues` keeps each such column instead: :meth:`ColumnValues.keep`;
+    ``read_source``: a source's value by path, for a source not read yet); the number of
     columns evaluated. ``book``: records each evaluated column's layout (its values are one
     result unbound: its type, dtype and device, and its shape past the first dim).
     ``filled``: each evaluated column's table gets its template position and those of its
-    operand columns (every row's value then in ``env``: :data:`FilledColumns`).
+    operand columns (every row's value then in ``env``, or kept by it: :data:`FilledColumns`).
     ``sources``: the source tensors ``read_source`` answers from (``read_source(path) is
     sources[path]`` for a path it holds: the build's reads), so that a column of sources none
     of which is in ``env`` yet is read from it in one sweep (:func:`_operands`); the book's
