@@ -252,8 +252,10 @@ def _column(graph: DerivedGraph, env: dict[str, Any], read_source: Callable[[str
                     kept = env.rows(refs)
                 elif not source and not _CONTAINS(env, arg.id):  # another table's kept row?
                     env.get(arg.id)
-            tensors = _operands(env, read_source, refs, source, sources) if kept is None \
-                else _tensors(list(kept))
+            if kept is None:
+                tensors = _operands(env, read_source, refs, source, sources, at is not None)
+            else:
+                tensors = _tensors(list(kept))
             if tensors is None:
                 return None
             key = arg.id if at is None else at
@@ -397,14 +399,16 @@ def _record(book: ColumnLayouts, values: tuple[torch.Tensor, ...]) -> None:
 
 
 def _operands(env: dict[str, Any], read_source: Callable[[str], Any], refs: list[str],
-              source: bool, sources: Mapping[str, Any] | None = None,
+              source: bool, sources: Mapping[str, Any] | None = None, column: bool = False,
               ) -> list[torch.Tensor] | None:
     """The values at ``refs`` (``source``: they are sources, one not read yet is read now),
     or None when one is not evaluated yet or is not a tensor. ``sources``: what
     ``read_source`` answers for the paths it holds. Every ref with a value in ``env``, or none
     and every one held in ``sources`` (read from it, put in ``env`` where all are tensors),
     takes a few C-level sweeps; any other mix, the per-ref loop (the reference: each source
-    not read yet read by ``read_source`` and put in ``env`` up to the first non-tensor)."""
+    not read yet read by ``read_source`` and put in ``env`` up to the first non-tensor).
+    ``column``: ``refs`` are a table's column (its rows' own nodes): a :class:`ColumnValues`
+    keeps the sources read from ``sources`` as that column instead (:meth:`ColumnValues.keep`)."""
     found = list(map(_GET, repeat(env), refs))  # a ColumnValues' own keys (no fill)
     if not any(map(is_, found, repeat(None))):
         return _tensors(found)
@@ -413,7 +417,10 @@ def _operands(env: dict[str, Any], read_source: Callable[[str], Any], refs: list
         # tensor: the per-ref loop below reads it as before)
         found = list(map(sources.get, refs))
         if all(map(isinstance, found, repeat(torch.Tensor))):
-            env.update(zip(refs, found))
+            if column and type(env) is ColumnValues:
+                env.keep(refs, found)
+            else:
+                env.update(zip(refs, found))
             return found
     out = []
     for ref in refs:

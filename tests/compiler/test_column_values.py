@@ -162,6 +162,12 @@ def test_the_compile_keeps_the_rows_out_of_the_dict(monkeypatch: pytest.MonkeyPa
         plan, values, _, _ = planner._prepare(scaling_model(40), [scaling_spec()], False, True)
     assert not any(fills)  # no per-id read of a kept row
     assert type(values) is ColumnValues
+    rows = ["layers.5.scale", "layers.5.weight"]  # the rows' sources the columns read: kept
+    assert not any(map(dict.__contains__, [values] * 2, rows))
+    assert values.rows(rows[:1]) is None
+    layer = plan.model.layers[5]
+    assert values.get(rows[0]) is layer.scale and values.get(rows[1]) is layer.weight
+    values = planner._prepare(scaling_model(40), [scaling_spec()], False, True)[1]
     rows = sum(len(t) * len(t.template) for t in closed_layers(plan.graph))
     before = dict.__len__(values)
     assert before < len(plan.graph.nodes) and rows > 0
