@@ -1,7 +1,7 @@
 """In-process interleaved A/B of what evaluate81 changes, on the 100k compile's own objects:
-old = the op columns' values put in the env by id, fill_derived's inserts, adoption's extras
-and targets read by id (4 columns), the constant entries' values read by id; new = the same
-through ColumnValues (keep, fill_derived keeping, row_values, take). gc off, ms.
+old = the source and op columns' values put in the env by id, fill_derived's inserts,
+adoption's extras and targets read by id (4 columns), the constant entries' values read by id;
+new = the same through ColumnValues (keep, fill_derived keeping, row_values, take). gc off, ms.
 
     PYTHONPATH=$PWD python3 ab_env_inserts.py [SIZE] [ROUNDS]
 """
@@ -36,7 +36,7 @@ pending = list(values._pending)  # the op columns, then the derived ones
 ops = pending[:len(pending) - len(rows)]
 base = dict(dict.items(values))  # the env after the walk, without the kept rows
 allocated = [table.column(k) for table, k, _, _ in rows]  # adoption reads the 4 derived
-assert all(type(v) is torch.Tensor for _, vals in ops for v in vals)
+assert all(isinstance(v, torch.Tensor) for _, vals in ops for v in vals)
 
 
 def _tensors(found):
