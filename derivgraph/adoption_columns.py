@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from itertools import repeat
 from typing import Any
 
+from derivgraph.compiler.columns import row_values
 from derivgraph.compiler.graph import DerivedGraph, DerivedNode, HeldDerived
 from derivgraph.compiler.layers import closed_layers
 from derivgraph.compiler.owners import PathReader, one_hop
@@ -94,7 +95,7 @@ def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathRead
                 continue  # a row whose owner may hold a tensor: adopted (or refused) on its own
             into = slot(first.kind)
             entries = _entries(nodes, None, into)
-            extras = list(map(values.__getitem__, ids))
+            extras = row_values(values, ids)
             out.append(ProvenColumn(table, k, template, ids, entries, extras, found, into, paths,
                                     first.decl, nodes))
     return out
@@ -176,7 +177,7 @@ def alias_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
             found = read.owners(owners, paths)
             if not (one_hop(name) and read.module_owners(found).absent(name)):
                 continue
-            targets = list(map(values.__getitem__, ids))
+            targets = row_values(values, ids)
             if any(map(_is, targets, repeat(MISSING))):
                 continue  # adopted would read `current is target`: one by one
             entries = _entries(nodes, targets, Slot.ATTRIBUTE)

@@ -40,10 +40,12 @@ from derivgraph.compiler.bind import check_bindings, match_specs, specs_of
 from derivgraph.compiler.build import build_graph
 from derivgraph.compiler.checks import fault_issue, index_issues, view_issues
 from derivgraph.compiler.columns import (
+    ColumnValues,
     FilledColumns,
     derived_columns,
     evaluate_columns,
     fill_derived,
+    row_values,
 )
 from derivgraph.compiler.fold import compile_folds
 from derivgraph.compiler.graph import DerivedGraph
@@ -86,7 +88,7 @@ class CompileValues(EagerInterpreter):
         (what :meth:`derived` gives it), taken in the sweep without a call per node."""
         nodes, env, derived = self.graph.nodes, self.env, self.graph.derived_view
         for node_id in self.graph.ordered() if order is None else order:
-            if node_id in env:
+            if dict.__contains__(env, node_id):  # a ColumnValues' kept rows are no node's
                 continue
             decl = derived.get(node_id)
             if decl is not None and decl.input is not None:
@@ -106,8 +108,12 @@ def _evaluate_all(graph: DerivedGraph, sources: dict[str, Any] | None = None,
                   book: ColumnLayouts | None = None) -> dict[str, Any]:
     """Every node's value (reads only; ``sources``: source tensors already read, by path); an
     op that raises is a DG030 issue naming the node. ``book``: where the stamped columns'
-    values' layouts are recorded (known where one call made a column)."""
+    values' layouts are recorded (known where one call made a column). The answer keeps the
+    stamped columns' values as columns (:class:`~derivgraph.compiler.columns.ColumnValues`:
+    a row's value is its column's row) where the rest of the order is evaluated without the
+    rows; else it holds every row's value by id before the walk."""
     interp = CompileValues(graph, sources)
+    interp.env = ColumnValues()
     order = graph.ordered()
     with torch.no_grad():
         filled: FilledColumns = {}  # the columns it put in the env (not swept again)
@@ -120,6 +126,8 @@ def _evaluate_all(graph: DerivedGraph, sources: dict[str, Any] | None = None,
         rows = derived_columns(graph, tables, interp.env, filled) if tables else None
         rest = graph.unspanned(tables) if rows is not None else None
         walk = order if rest is None else rest
+        if rest is None:  # the walk reads the rows by id: the columns are put in the dict
+            interp.env.fill()
         try:
             interp.run(walk)
         except Exception as exc:  # re-raised as a spec issue that names the node
@@ -520,8 +528,9 @@ def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = 
 
 def _tensor_values(ids: list[str], values: Mapping[str, Any]) -> dict[str, torch.Tensor]:
     """``ids``' values that are tensors, by id in ``ids``' order (an id with no value or
-    another one is left out): one C-level sweep per step."""
-    found = list(map(values.get, ids))
+    another one is left out): one C-level sweep per step (the columns a
+    :class:`~derivgraph.compiler.columns.ColumnValues` keeps: put in where ``ids`` read them)."""
+    found = values.take(ids) if type(values) is ColumnValues else list(map(values.get, ids))
     return dict(compress(zip(ids, found), map(isinstance, found, repeat(torch.Tensor))))
 
 
@@ -723,9 +732,10 @@ def _columns_equal(columns: Sequence[Any], values: dict[str, Any], targets: list
 def _column_values(column: EntryColumn, values: dict[str, Any]) -> list[Any]:
     """Each row's eager value of an entry column: the values it kept from adoption (each
     row's planned extra, the very object ``values`` holds at its id: an allocated entry's
-    extra is its value), else read from ``values`` by id."""
+    extra is its value), else ``values``' (:func:`~derivgraph.compiler.columns.row_values`:
+    the column's as evaluation kept it, else by id)."""
     kept = column.values
-    return kept if len(kept) == len(column.ids) else list(map(values.__getitem__, column.ids))
+    return kept if len(kept) == len(column.ids) else row_values(values, column.ids)
 
 
 def _joined(tensors: Sequence[Any], shape: torch.Size, row_major: bool = False,

@@ -20,7 +20,7 @@ the fault by node).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import repeat
 from operator import attrgetter, is_
 from typing import Any
@@ -36,7 +36,8 @@ from derivgraph.compiler.ir import Node, NodeKind
 from derivgraph.compiler.layers import closed_layers
 from derivgraph.ops import OPS
 
-__all__ = ["MIN_COLUMN", "FilledColumns", "derived_columns", "evaluate_columns", "fill_derived"]
+__all__ = ["MIN_COLUMN", "ColumnValues", "FilledColumns", "derived_columns", "evaluate_columns",
+           "fill_derived", "row_values"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +47,118 @@ _EXACT = EXACT_UNARY | EXACT_BINARY
 _OP, _SOURCE = NodeKind.OP, NodeKind.SOURCE
 _NUMBERS = (int, float)
 _shape, _dtype, _device = attrgetter("shape"), attrgetter("dtype"), attrgetter("device")
+_CONTAINS, _GET = dict.__contains__, dict.get  # a ColumnValues' own keys only (no fill)
+
+
+class ColumnValues(dict[str, Any]):
+    """Every node's compile-time value by id (``planner.CompileValues``' env), where the
+    stamped columns :func:`evaluate_columns` evaluates and the derived columns
+    :func:`fill_derived` gives are kept as columns, not put in the dict row by row: one rule,
+    a row's value is its column's row (:meth:`rows`, :func:`row_values`: the columns' readers
+    take them whole). Any per-id read that the dict's own keys do not answer (a missing key,
+    ``get``, ``in``, iterating, its length, its views) first puts every kept column's rows
+    into the dict (:meth:`fill`: the values the env held by id before), then answers as the
+    dict: a reader by id reads what it read before. The evaluation itself reads the dict's own
+    keys (``dict.__contains__``/``dict.get``) and the kept columns."""
+
+    __slots__ = ("_kept", "_pending")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: a kept column's first id -> (its ids, its rows' values), in row order
+        self._kept: dict[str, tuple[list[str], Sequence[Any]]] = {}
+        self._pending: list[tuple[list[str], Sequence[Any]]] = []  # not yet in the dict
+
+    def keep(self, ids: list[str], values: Sequence[Any]) -> None:
+        """Keep ``values`` as the values of the nodes ``ids`` (a table's column, in row
+        order, as many); the dict takes them only where a per-id read needs them."""
+        if ids:
+            self._kept[ids[0]] = (ids, values)
+            self._pending.append((ids, values))
+
+    def rows(self, ids: list[str]) -> Sequence[Any] | None:
+        """The values kept for the nodes ``ids`` (row order; not to be changed) where a kept
+        column's ids are ``ids``, item by item; else None."""
+        kept = self._kept.get(ids[0]) if ids else None
+        return kept[1] if kept is not None and kept[0] == ids else None
+
+    def fill(self) -> None:
+        """Put every kept column's rows into the dict (once; the columns stay kept)."""
+        pending, self._pending = self._pending, []
+        for ids, values in pending:
+            self.update(zip(ids, values))
+
+    def take(self, ids: list[str]) -> list[Any]:
+        """``get`` of each of ``ids``, in order: the kept columns whose first row is among
+        ``ids`` are put into the dict first (the others stay kept), then the dict is read;
+        where an id is still missing, every kept column is put in and the dict read again."""
+        if self._pending:
+            firsts = {p[0][0]: i for i, p in enumerate(self._pending)}
+            read = set(map(firsts.__getitem__, filter(firsts.__contains__, ids)))
+            pending, self._pending = self._pending, []
+            for i, ids_values in enumerate(pending):
+                if i in read:
+                    self.update(zip(*ids_values))
+                else:
+                    self._pending.append(ids_values)
+        found = list(map(_GET, repeat(self), ids))
+        if self._pending and any(map(is_, found, repeat(None))):
+            self.fill()
+            found = list(map(_GET, repeat(self), ids))
+        return found
+
+    def __missing__(self, key: str) -> Any:
+        if not self._pending:
+            raise KeyError(key)
+        self.fill()
+        return dict.__getitem__(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        if self._pending and not _CONTAINS(self, key):
+            self.fill()
+        return _GET(self, key, default)
+
+    def __contains__(self, key: object) -> bool:
+        if self._pending and not _CONTAINS(self, key):
+            self.fill()
+        return _CONTAINS(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        self.fill()
+        return dict.__iter__(self)
+
+    def __len__(self) -> int:
+        self.fill()
+        return dict.__len__(self)
+
+    def keys(self) -> Any:
+        self.fill()
+        return dict.keys(self)
+
+    def values(self) -> Any:
+        self.fill()
+        return dict.values(self)
+
+    def items(self) -> Any:
+        self.fill()
+        return dict.items(self)
+
+    def copy(self) -> dict[str, Any]:
+        self.fill()
+        return dict(dict.items(self))
+
+    def __eq__(self, other: object) -> bool:
+        self.fill()
+        return dict.__eq__(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def row_values(values: Mapping[str, Any], ids: list[str]) -> list[Any]:
+    """The values of the nodes ``ids`` (a column's rows), in order, as a new list: the
+    column's as ``values`` keeps it (:class:`ColumnValues`), else each read by id."""
+    kept = values.rows(ids) if type(values) is ColumnValues else None
+    return list(map(values.__getitem__, ids)) if kept is None else list(kept)
 
 
 def evaluate_columns(graph: DerivedGraph, env: dict[str, Any],
@@ -53,11 +166,12 @@ def evaluate_columns(graph: DerivedGraph, env: dict[str, Any],
                      filled: FilledColumns | None = None,
                      sources: Mapping[str, Any] | None = None) -> int:
     """Put the value of every op node of the closed stamped columns that qualify into ``env``
-    (``read_source``: a source's value by path, for a source not read yet); the number of
+    (a :class:`ColumnValues` keeps each such column instead: :meth:`ColumnValues.keep`;
+    ``read_source``: a source's value by path, for a source not read yet); the number of
     columns evaluated. ``book``: records each evaluated column's layout (its values are one
     result unbound: its type, dtype and device, and its shape past the first dim).
     ``filled``: each evaluated column's table gets its template position and those of its
-    operand columns (every row's value then in ``env``: :data:`FilledColumns`).
+    operand columns (every row's value then in ``env``, or kept by it: :data:`FilledColumns`).
     ``sources``: the source tensors ``read_source`` answers from (``read_source(path) is
     sources[path]`` for a path it holds: the build's reads), so that a column of sources none
     of which is in ``env`` yet is read from it in one sweep (:func:`_operands`); the book's
@@ -80,12 +194,15 @@ def evaluate_columns(graph: DerivedGraph, env: dict[str, Any],
             if first.kind is not _OP or first.op not in _EXACT or first.kwargs:
                 continue
             column = table.column(k)
-            if column[0] in env:
+            if _CONTAINS(env, column[0]):
                 continue
             values = _column(graph, env, read_source, table, where, first, column, stacks,
                              book, sources)
             if values is not None:
-                env.update(zip(column, values))
+                if type(env) is ColumnValues:
+                    env.keep(column, values)
+                else:
+                    env.update(zip(column, values))
                 done += 1
                 if filled is not None:  # _column read every operand row's value into env
                     _, at = filled.setdefault(id(table), (table, set()))
@@ -129,7 +246,16 @@ def _column(graph: DerivedGraph, env: dict[str, Any], read_source: Callable[[str
             at = where.get(arg.id)  # None: the node every row shares
             refs = [arg.id] * len(column) if at is None else table.column(at)
             source = graph.nodes[arg.id].kind is _SOURCE  # each row's has the template's kind
-            tensors = _operands(env, read_source, refs, source, sources)
+            kept = None
+            if type(env) is ColumnValues:
+                if at is not None:
+                    kept = env.rows(refs)
+                elif not source and not _CONTAINS(env, arg.id):  # another table's kept row?
+                    env.get(arg.id)
+            if kept is None:
+                tensors = _operands(env, read_source, refs, source, sources, at is not None)
+            else:
+                tensors = _tensors(list(kept))
             if tensors is None:
                 return None
             key = arg.id if at is None else at
@@ -220,7 +346,7 @@ def derived_columns(graph: DerivedGraph, tables: list[InstanceTable],
         for k, node_id in enumerate(template):
             decl = derived.get(node_id)
             if decl is None:
-                if k not in known and not all(map(env.__contains__, table.column(k))):
+                if k not in known and not all(map(_CONTAINS, repeat(env), table.column(k))):
                     return None
             elif decl.input is None:
                 return None
@@ -238,10 +364,19 @@ def derived_columns(graph: DerivedGraph, tables: list[InstanceTable],
 
 def fill_derived(columns: list[DerivedColumn], env: dict[str, Any]) -> None:
     """Put each derived column's values into ``env`` (:func:`derived_columns`'s order): each
-    row's derived tensor's value is its input's."""
+    row's derived tensor's value is its input's. A :class:`ColumnValues` keeps each as a
+    column instead (:meth:`ColumnValues.keep`): its input column's kept values where it keeps
+    them (the same sequence), else its input's read by id."""
     for table, k, j, shared in columns:
         ids = table.column(k)
-        if j is not None:
+        if type(env) is ColumnValues:
+            if j is None:
+                env.keep(ids, [env[shared]] * len(ids) if ids else [])
+            else:
+                inputs = table.column(j)
+                kept = env.rows(inputs)
+                env.keep(ids, kept if kept is not None else list(map(env.__getitem__, inputs)))
+        elif j is not None:
             env.update(zip(ids, map(env.__getitem__, table.column(j))))
         elif ids:  # every row reads the one shared node: its value looked up once
             env.update(zip(ids, repeat(env[shared])))
@@ -264,27 +399,32 @@ def _record(book: ColumnLayouts, values: tuple[torch.Tensor, ...]) -> None:
 
 
 def _operands(env: dict[str, Any], read_source: Callable[[str], Any], refs: list[str],
-              source: bool, sources: Mapping[str, Any] | None = None,
+              source: bool, sources: Mapping[str, Any] | None = None, column: bool = False,
               ) -> list[torch.Tensor] | None:
     """The values at ``refs`` (``source``: they are sources, one not read yet is read now),
     or None when one is not evaluated yet or is not a tensor. ``sources``: what
     ``read_source`` answers for the paths it holds. Every ref with a value in ``env``, or none
     and every one held in ``sources`` (read from it, put in ``env`` where all are tensors),
     takes a few C-level sweeps; any other mix, the per-ref loop (the reference: each source
-    not read yet read by ``read_source`` and put in ``env`` up to the first non-tensor)."""
-    found = list(map(env.get, refs))
+    not read yet read by ``read_source`` and put in ``env`` up to the first non-tensor).
+    ``column``: ``refs`` are a table's column (its rows' own nodes): a :class:`ColumnValues`
+    keeps the sources read from ``sources`` as that column instead (:meth:`ColumnValues.keep`)."""
+    found = list(map(_GET, repeat(env), refs))  # a ColumnValues' own keys (no fill)
     if not any(map(is_, found, repeat(None))):
-        return found if all(map(isinstance, found, repeat(torch.Tensor))) else None
+        return _tensors(found)
     if source and sources is not None and all(map(is_, found, repeat(None))):
         # read_source's answer for each held path (None: a path it does not hold, so not a
         # tensor: the per-ref loop below reads it as before)
         found = list(map(sources.get, refs))
         if all(map(isinstance, found, repeat(torch.Tensor))):
-            env.update(zip(refs, found))
+            if column and type(env) is ColumnValues:
+                env.keep(refs, found)
+            else:
+                env.update(zip(refs, found))
             return found
     out = []
     for ref in refs:
-        value = env.get(ref)
+        value = _GET(env, ref)
         if value is None:
             if not source:
                 return None
@@ -293,3 +433,8 @@ def _operands(env: dict[str, Any], read_source: Callable[[str], Any], refs: list
             return None
         out.append(value)
     return out
+
+
+def _tensors(found: list[Any]) -> list[torch.Tensor] | None:
+    """``found`` where every item is a tensor, else None."""
+    return found if all(map(isinstance, found, repeat(torch.Tensor))) else None
