@@ -218,6 +218,20 @@ def test_the_guard_built_at_compile_takes_the_targets_sizes_and_refuses_a_wrong_
     assert layouts._guards == 1
 
 
+def _guard_builds(monkeypatch: Any) -> list[bool]:
+    """The ``strides`` argument of every :meth:`Layouts.guard` build from now on (the spy
+    builds the guard as the real one does)."""
+    built: list[bool] = []
+    guard = Layouts.guard
+
+    def spy_guard(self: Layouts, theirs: list[Any], strides: bool = False) -> None:
+        built.append(strides)
+        guard(self, theirs, strides)
+
+    monkeypatch.setattr(Layouts, "guard", spy_guard)
+    return built
+
+
 def _scaling_rebuilt(model: Any, seed: int, strided: int | None = None) -> dict[str, torch.Tensor]:
     """The engine's post-load step on the scaling model: every derived attribute rebuilt as a
     new tensor of its layout and new values (``strided``: that layer's ``prod`` a [8] view of
@@ -251,14 +265,7 @@ def test_the_compile_guard_takes_the_targets_strides_where_the_records_prove_the
         sweeps.append(len(theirs))
         return swept(self, theirs)
 
-    built: list[Any] = []
-    guard = Layouts.guard
-
-    def spy_guard(self: Layouts, theirs: list[Any], strides: bool = False) -> None:
-        built.append(strides)
-        guard(self, theirs, strides)
-
-    monkeypatch.setattr(Layouts, "guard", spy_guard)
+    built = _guard_builds(monkeypatch)
     model = scaling_model(3)
     plan = compile_plan(model, [scaling_spec()])
     startup = {k: e.storage for k, e in plan.entries.items()}
@@ -298,14 +305,7 @@ def test_a_guard_takes_the_targets_strides_only_where_every_record_proves_them(
         def of(self, tensors: list[Any]) -> list[Any]:
             return [record] * len(tensors)
 
-    built: list[Any] = []
-    guard = Layouts.guard
-
-    def spy_guard(self: Layouts, theirs: list[Any], strides: bool = False) -> None:
-        built.append(strides)
-        guard(self, theirs, strides)
-
-    monkeypatch.setattr(Layouts, "guard", spy_guard)
+    built = _guard_builds(monkeypatch)
     table = RefillTable(plan.holders.table, plan._refill_targets(), set(), set(), Book())
     assert built == [contiguous is True] and table._layouts._guard is not None
     assert table._layouts.match(list(table.storages))
@@ -314,13 +314,6 @@ def test_a_guard_takes_the_targets_strides_only_where_every_record_proves_them(
 def test_a_guard_without_strides_is_built_only_where_the_records_prove_them(monkeypatch):
     """A model whose targets' records do not all prove row-major strides (parameters,
     buffers): the compile's guard takes any strides, as before."""
-    built: list[Any] = []
-    guard = Layouts.guard
-
-    def spy_guard(self: Layouts, theirs: list[Any], strides: bool = False) -> None:
-        built.append(strides)
-        guard(self, theirs, strides)
-
-    monkeypatch.setattr(Layouts, "guard", spy_guard)
+    built = _guard_builds(monkeypatch)
     compile_plan(_stack(0), [SPEC])
     assert built == [False]
