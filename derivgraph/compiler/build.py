@@ -198,7 +198,7 @@ def _derived_columns(graph: DerivedGraph, bounds: list[BoundSpec], params: list[
             or not all(map(is_, map(type, modules), repeat(cls))):
         return None
     paths = paths_of(bounds)  # kept by the columns (the build writes no bound spec)
-    ids = [graph.row_ids.paths(paths, "." + decl.name, keep=True) for decl, _ in decls]
+    ids = graph.row_ids.keep_paths(paths, ["." + decl.name for decl, _ in decls])
     every = list(chain.from_iterable(zip(*ids)))  # the order _derived_nodes adds them in
     fresh = set(every)  # then the derived tensors so far swept, not the new ids
     if len(fresh) != len(every) or not graph.derived_ids.isdisjoint(fresh):

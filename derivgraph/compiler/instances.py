@@ -254,17 +254,21 @@ class RowIds:
         # op name -> each kept column of it: (its op numbers, its ids)
         self._ops: dict[str, list[tuple[range, tuple[str, ...]]]] = {}
 
-    def paths(self, paths: list[str], suffix: str, keep: bool = False) -> list[str]:
-        """Each of ``paths`` + ``suffix`` (a new list); ``keep``: made here and kept as a
-        column of the graph."""
-        if not keep:
-            for kept_paths, ids in self._paths.get(suffix, ()):
-                at = _stretch(kept_paths, paths)
-                if at is not None:
-                    return list(ids[at:at + len(paths)])
-        made = list(map(add, paths, repeat(suffix)))
-        if keep:
-            self._paths.setdefault(suffix, []).append((tuple(paths), tuple(made)))
+    def paths(self, paths: list[str], suffix: str) -> list[str]:
+        """Each of ``paths`` + ``suffix`` (a new list)."""
+        for kept_paths, ids in self._paths.get(suffix, ()):
+            at = _stretch(kept_paths, paths)
+            if at is not None:
+                return list(ids[at:at + len(paths)])
+        return list(map(add, paths, repeat(suffix)))
+
+    def keep_paths(self, paths: list[str], suffixes: list[str]) -> list[list[str]]:
+        """Per suffix of ``suffixes``, each of ``paths`` + it (new lists), made here and
+        kept as columns of the graph (one copy of ``paths`` for them all)."""
+        held = tuple(paths)
+        made = [list(map(add, paths, repeat(suffix))) for suffix in suffixes]
+        for suffix, ids in zip(suffixes, made, strict=True):
+            self._paths.setdefault(suffix, []).append((held, tuple(ids)))
         return made
 
     def ops(self, numbers: range | list[int], name: str, keep: bool = False) -> list[str]:

@@ -323,7 +323,7 @@ class Replay:
             return None
         n, width, start = len(paths), len(self.op_slots), graph.op_count()
         row_ids = graph.row_ids  # the rule of row ids; the columns kept for the check
-        cols: list[list[Any]] = [row_ids.paths(paths, s, keep=True) for s in self.suffixes]
+        cols: list[list[Any]] = row_ids.keep_paths(paths, self.suffixes)
         cols += [[value] * n for value in self.tail]
         sources: list[list[tuple[str, Any]]] = []
         ops: list[_OpColumn] = []  # per op step, what its nodes' CSE keys are made of

@@ -96,12 +96,14 @@ def test_a_record_that_is_not_a_kept_columns_is_made_by_the_rule() -> None:
 @pytest.mark.parametrize("keep", [False, True])
 def test_the_rule_by_value(keep: bool) -> None:
     rule = RowIds()
-    assert rule.paths(["a", "b.c"], ".x", keep=keep) == ["a.x", "b.c.x"]
+    assert (rule.keep_paths(["a", "b.c"], [".x", ".z"]) if keep else
+            [rule.paths(["a", "b.c"], ".x"), rule.paths(["a", "b.c"], ".z")]) == \
+        [["a.x", "b.c.x"], ["a.z", "b.c.z"]]
     assert rule.ops(range(3, 9, 3), "mul", keep=keep) == ["%3:mul", "%6:mul"]
     # read back from a kept column only where its paths / numbers are the asked ones
     assert rule.paths(["b.c"], ".x") == ["b.c.x"]
     assert rule.paths(["b.c", "a"], ".x") == ["b.c.x", "a.x"]
-    assert rule.paths(["a"], ".y") == ["a.y"]
+    assert rule.paths(["a"], ".y") == ["a.y"] and rule.paths(["b.c"], ".z") == ["b.c.z"]
     assert rule.ops([6], "mul") == ["%6:mul"]
     assert rule.ops([3, 7], "mul") == ["%3:mul", "%7:mul"]
     assert rule.ops([3, 6], "div") == ["%3:div", "%6:div"]
