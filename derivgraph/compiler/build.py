@@ -107,6 +107,7 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
     graph.run_nodes = stamper.run_nodes
     graph.params_stamped = param_stamper.stamped
     _check_cycles(graph)
+    graph.row_ids.release()  # read by its proof of the stamped rows (closed_layers), done
     if not any(i.rule == Rule.CYCLE for i in graph.issues):
         infer_shapes(graph, stamper.twins, stamper.run_nodes)
         index_issues(graph)

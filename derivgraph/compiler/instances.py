@@ -271,6 +271,10 @@ class RowIds:
             self._paths.setdefault(suffix, []).append((held, tuple(ids)))
         return made
 
+    def release(self) -> None:
+        """Drop the kept columns (the rule stands: every later answer made by it)."""
+        self._paths, self._ops = {}, {}
+
     def ops(self, numbers: range | list[int], name: str, keep: bool = False) -> list[str]:
         """``%{n}:{name}`` for each op number ``n`` of ``numbers`` (a new list); ``keep``:
         made here and kept as a column of the graph (``numbers`` a range)."""
