@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from itertools import chain, repeat
-from operator import add, is_
+from operator import is_
 from typing import Any, NamedTuple
 
 from torch import nn
@@ -107,6 +107,7 @@ def build_graph(model: nn.Module, bound_specs: Iterable[BoundSpec]) -> DerivedGr
     graph.run_nodes = stamper.run_nodes
     graph.params_stamped = param_stamper.stamped
     _check_cycles(graph)
+    graph.row_ids.release()  # read by its proof of the stamped rows (closed_layers), done
     if not any(i.rule == Rule.CYCLE for i in graph.issues):
         infer_shapes(graph, stamper.twins, stamper.run_nodes)
         index_issues(graph)
@@ -198,7 +199,7 @@ def _derived_columns(graph: DerivedGraph, bounds: list[BoundSpec], params: list[
             or not all(map(is_, map(type, modules), repeat(cls))):
         return None
     paths = paths_of(bounds)  # kept by the columns (the build writes no bound spec)
-    ids = [list(map(add, paths, repeat("." + decl.name))) for decl, _ in decls]
+    ids = graph.row_ids.keep_paths(paths, ["." + decl.name for decl, _ in decls])
     every = list(chain.from_iterable(zip(*ids)))  # the order _derived_nodes adds them in
     fresh = set(every)  # then the derived tensors so far swept, not the new ids
     if len(fresh) != len(every) or not graph.derived_ids.isdisjoint(fresh):

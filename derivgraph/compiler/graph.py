@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from derivgraph.compiler.bind import BoundSpec
+from derivgraph.compiler.instances import RowIds
 from derivgraph.compiler.ir import Graph, HeldColumn, HeldLeaves, Node, NodeKind
 from derivgraph.compiler.row_deps import SourceDeps, row_source_deps
 from derivgraph.errors import Rule, SourceLocation, SpecIssue, SpecValidationError
@@ -380,6 +381,9 @@ class DerivedGraph:
         # by column (Stamper.run_nodes; instances.run_column reads them)
         self.run_nodes: dict[int, tuple[Any, ...]] = {}
         self.layer_cache: tuple[int, Any] = (-1, None)  # the proven ones, by graph version
+        # the rule of stamped rows' ids, with the columns the build made by it (read by
+        # the rows' proof, instances.consistent_rows)
+        self.row_ids = RowIds()
         # the closed tables the order's spans were made of (every row of each), by version
         self.span_cache: tuple[int, Any] = (-1, None)
         self._deps: dict[str, frozenset[str]] = SourceDeps()

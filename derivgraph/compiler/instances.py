@@ -31,8 +31,8 @@ from typing import Any
 
 from derivgraph.compiler.ir import Node
 
-__all__ = ["InstanceTable", "OpSlot", "PathSlot", "Recipe", "aligned_rows", "consistent_rows",
-           "row_mismatch", "row_recipe", "run_column"]
+__all__ = ["InstanceTable", "OpSlot", "PathSlot", "Recipe", "RowIds", "aligned_rows",
+           "consistent_rows", "row_mismatch", "row_recipe", "run_column"]
 
 
 class InstanceTable:
@@ -231,6 +231,78 @@ class _Rows(Sequence[tuple[str, ...]]):
         return repr(list(self))
 
 
+class RowIds:
+    """The one rule of a stamped row's ids, by column: a path position's id is the row's
+    module path + the position's suffix (:meth:`paths`), an op position's ``%{n}:{name}``
+    with ``n`` the op count before the row's replay + the op's rank (:meth:`ops`).
+
+    The builders of a graph's stamped columns (the derived tensors' ids,
+    :func:`~derivgraph.compiler.build.build_graph`; a column run's sources and ops,
+    :meth:`Replay.run_rows <derivgraph.compiler.replay.Replay.run_rows>`) make their ids
+    here, each column kept with what it was made of (immutable: its paths and ids as
+    tuples, or its op numbers' range and ids). :func:`consistent_rows` asks the rule for
+    the ids a table's record gives: where a kept column was made of those very paths (a
+    stretch of them: the rows after a template's own) or op numbers, the kept ids are the
+    answer (each its path + suffix, or its number and name, by construction), read without
+    making a string; else they are made as the rule makes them."""
+
+    __slots__ = ("_ops", "_paths")
+
+    def __init__(self) -> None:
+        # suffix -> each kept column of it: (its paths, its ids)
+        self._paths: dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]] = {}
+        # op name -> each kept column of it: (its op numbers, its ids)
+        self._ops: dict[str, list[tuple[range, tuple[str, ...]]]] = {}
+
+    def paths(self, paths: list[str], suffix: str) -> list[str]:
+        """Each of ``paths`` + ``suffix`` (a new list)."""
+        for kept_paths, ids in self._paths.get(suffix, ()):
+            at = _stretch(kept_paths, paths)
+            if at is not None:
+                return list(ids[at:at + len(paths)])
+        return list(map(add, paths, repeat(suffix)))
+
+    def keep_paths(self, paths: list[str], suffixes: list[str]) -> list[list[str]]:
+        """Per suffix of ``suffixes``, each of ``paths`` + it (new lists), made here and
+        kept as columns of the graph (one copy of ``paths`` for them all)."""
+        held = tuple(paths)
+        made = [list(map(add, paths, repeat(suffix))) for suffix in suffixes]
+        for suffix, ids in zip(suffixes, made, strict=True):
+            self._paths.setdefault(suffix, []).append((held, tuple(ids)))
+        return made
+
+    def release(self) -> None:
+        """Drop the kept columns (the rule stands: every later answer made by it)."""
+        self._paths, self._ops = {}, {}
+
+    def ops(self, numbers: range | list[int], name: str, keep: bool = False) -> list[str]:
+        """``%{n}:{name}`` for each op number ``n`` of ``numbers`` (a new list); ``keep``:
+        made here and kept as a column of the graph (``numbers`` a range)."""
+        if not keep and numbers:
+            first, size = numbers[0], len(numbers)
+            for kept, ids in self._ops.get(name, ()):
+                if first in kept:
+                    at = kept.index(first)
+                    if list(kept[at:at + size]) == list(numbers):
+                        return list(ids[at:at + size])
+        made = [f"%{n}:{name}" for n in numbers]
+        if keep and type(numbers) is range:
+            self._ops.setdefault(name, []).append((numbers, tuple(made)))
+        return made
+
+
+def _stretch(kept: tuple[str, ...], paths: list[str]) -> int | None:
+    """Where ``paths`` are a stretch of ``kept``: at its start, or ending at its end (a
+    table's rows after its template's own); None else."""
+    n = len(paths)
+    if not n or n > len(kept):
+        return None
+    for at in (0, len(kept) - n):
+        if kept[at] == paths[0] and kept[at:at + n] == tuple(paths):
+            return at
+    return None
+
+
 _kind, _op, _inputs = attrgetter("kind"), attrgetter("op"), attrgetter("inputs")
 _input = attrgetter("input")
 
@@ -319,15 +391,16 @@ def row_recipe(table: InstanceTable, derived: Mapping[str, Any]) -> list[Recipe]
 
 
 def _wanted(how: Recipe, table: InstanceTable, columns: list[tuple[str, ...]],
-            ) -> tuple[list[str], list[str] | None]:
+            row_ids: RowIds | None = None) -> tuple[list[str], list[str] | None]:
     """Per row of ``table``: the id its record gives at ``how``'s position, and the value
     it gives the derived tensor there (None: no value to check). ``columns``: the rows'
+    columns; ``row_ids``: the graph's rule of row ids (:class:`RowIds`), with its kept
     columns."""
     n = len(table.rows)
+    rule = _RULE if row_ids is None else row_ids
     if isinstance(how, OpSlot):
-        rank, name = how.rank, how.name  # read once, not per row
-        return [f"%{start + rank}:{name}" for start in table.starts], None
-    ids = list(map(add, table.prefixes, repeat(how.suffix, n)))
+        return rule.ops(list(map(add, table.starts, repeat(how.rank))), how.name), None
+    ids = rule.paths(table.prefixes, how.suffix)
     if how.value_at is not None:
         return ids, list(columns[how.value_at])
     return ids, None if how.value_id is None else [how.value_id] * n
@@ -363,17 +436,20 @@ def _values(column: tuple[str, ...], derived: Mapping[str, Any],
 
 
 def consistent_rows(table: InstanceTable, recipe: list[Recipe], derived: Mapping[str, Any],
-                    run_nodes: Mapping[int, tuple[Any, ...]] | None = None) -> list[bool]:
+                    run_nodes: Mapping[int, tuple[Any, ...]] | None = None,
+                    row_ids: RowIds | None = None) -> list[bool]:
     """Per row of ``table``: whether its ids are the ones its record gives and its derived
     tensors' values the row's nodes its template's read (``recipe``: :func:`row_recipe`;
     ``derived``: the graph's derived tensors): the row is what its replay made, so its
     subgraph is the template's renamed. One C-level comparison per column; row by row only
     for a column that differs. ``run_nodes``: the stamper's run tables, whose derived
-    tensors are read by column instead of by id (:func:`run_column`)."""
+    tensors are read by column instead of by id (:func:`run_column`); ``row_ids``: the
+    graph's rule of row ids with its kept columns (:class:`RowIds`: a column kept from the
+    very paths or op numbers of the record is read, not made again)."""
     columns = table.columns()
     ok = [True] * len(table.rows)
     for k, (column, how) in enumerate(zip(columns, recipe)):
-        ids, values = _wanted(how, table, columns)
+        ids, values = _wanted(how, table, columns, row_ids)
         if list(column) != ids:
             ok = [a and got == w for a, got, w in zip(ok, column, ids)]
         if values is not None:
@@ -381,6 +457,9 @@ def consistent_rows(table: InstanceTable, recipe: list[Recipe], derived: Mapping
             if found != values:
                 ok = [a and got == w for a, got, w in zip(ok, found, values)]
     return ok
+
+
+_RULE = RowIds()  # the rule with no kept column (nothing is kept in it)
 
 
 def row_mismatch(table: InstanceTable, recipe: list[Recipe], derived: Mapping[str, Any],

@@ -68,7 +68,8 @@ def closed_layers(graph: DerivedGraph) -> list[InstanceTable]:
             keep = [ok and len(set(row)) == size
                     for ok, row in zip(aligned_rows(nodes, table), table.rows)]
         else:  # a recorded row is what its replay made, unless it is open
-            keep = consistent_rows(table, recipe, graph.derived_view, graph.run_nodes)
+            keep = consistent_rows(table, recipe, graph.derived_view, graph.run_nodes,
+                                   graph.row_ids)
             if not all(keep):
                 _raise_inconsistent(graph, table, recipe, keep, opened)
         if any(opened):  # an open row is not closed (no row open: keep as it is)

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from itertools import chain, repeat
-from operator import add, is_not
+from operator import is_not
 from typing import Any, NamedTuple
 
 import torch
@@ -322,7 +322,8 @@ class Replay:
         if not all(graph.ir.without_inputs(ids) for _, ids in placed):
             return None
         n, width, start = len(paths), len(self.op_slots), graph.op_count()
-        cols: list[list[Any]] = [list(map(add, paths, repeat(s))) for s in self.suffixes]
+        row_ids = graph.row_ids  # the rule of row ids; the columns kept for the check
+        cols: list[list[Any]] = row_ids.keep_paths(paths, self.suffixes)
         cols += [[value] * n for value in self.tail]
         sources: list[list[tuple[str, Any]]] = []
         ops: list[_OpColumn] = []  # per op step, what its nodes' CSE keys are made of
@@ -338,8 +339,8 @@ class Replay:
             else:
                 k += 1
                 name = step.name  # each row's op id as DerivedGraph.op_keyed writes it
-                cols[step.out] = [f"%{i}:{name}" for i in range(start + k, start + n * width + 1,
-                                                                width)]
+                cols[step.out] = row_ids.ops(range(start + k, start + n * width + 1, width),
+                                             name, keep=True)
                 fresh += cols[step.out]
         fresh_set = set(fresh)  # kept: the held run's set of ids (Nodes.hold)
         if not graph.is_fresh(fresh, fresh_set):

@@ -89,10 +89,12 @@ def test_closed_layers_hands_the_graphs_run_tables_to_the_check(
     seen: list[Any] = []
     check = layers.consistent_rows
 
-    def spied(table: Any, recipe: Any, derived: Any, run_nodes: Any = None) -> Any:
-        seen.append(run_nodes)
-        return check(table, recipe, derived, run_nodes)
+    def spied(table: Any, recipe: Any, derived: Any, run_nodes: Any = None,
+              row_ids: Any = None) -> Any:
+        seen.append((run_nodes, row_ids))
+        return check(table, recipe, derived, run_nodes, row_ids)
 
     monkeypatch.setattr(layers, "consistent_rows", spied)
     graph = _graph()
-    assert seen and all(r is graph.run_nodes for r in seen) and graph.run_nodes
+    assert seen and all(r is graph.run_nodes and i is graph.row_ids for r, i in seen) \
+        and graph.run_nodes
