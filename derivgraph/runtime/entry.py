@@ -277,8 +277,11 @@ class EntryTable(Mapping[str, Entry]):
         :attr:`by_id` in order, where the caller has them (:attr:`rows` found in them)."""
         self._columns = tuple(columns)
         self._generic = generic if self._columns else self._by_id
-        self._rows = () if ids is None or len(ids) != len(self._by_id) \
-            else tuple(_spans(ids, self._columns))
+        by_id = self._by_id
+        known = {id(column): span for span, column in by_id._spans} \
+            if type(by_id) is HeldRows and by_id._order is ids else {}
+        self._rows = () if ids is None or len(ids) != len(by_id) \
+            else tuple(_spans(ids, self._columns, known))
 
     def open_columns(self) -> None:
         """Every entry generic again (a relayout may give a column's entry new storage): a
@@ -439,8 +442,9 @@ class HeldRows(Mapping[str, Entry]):
     (:meth:`EntryTable.hold`): the ids in the table's order (``order``), the entries kept as
     objects by id (``kept``: every entry in no such column) and those columns with their
     rows' positions in ``order``. A column's row is answered by its rows
-    (:class:`ColumnRows`: its entry made where first read, and kept there); the rows' id
-    index of a column is made on the first lookup of an id not kept. The compile puts the
+    (:class:`ColumnRows`: its entry made where first read, and kept there), found by the
+    ids' index (id -> position in ``order``, made on the first lookup of an id not kept or
+    :meth:`keys`' ``isdisjoint``) and the columns' spans. The compile puts the
     generic entries (:meth:`put`); nothing else writes it but :meth:`open`."""
 
     __slots__ = ("_order", "_kept", "_columns", "_spans", "_index")
@@ -450,16 +454,23 @@ class HeldRows(Mapping[str, Entry]):
         self._order, self._kept = order, kept
         self._spans = tuple(columns)
         self._columns = tuple(column for _, column in columns)
-        self._index: list[dict[str, int]] | None = None  # per column: id -> row
+        self._index: dict[str, int] | None = None  # id -> position in order
 
-    def _row(self, key: str) -> tuple[TableColumn, int] | None:
+    def _positions(self) -> dict[str, int]:
+        """The ids' index (id -> position in ``order``), made once."""
         index = self._index
         if index is None:
-            index = self._index = [dict(zip(c.ids, count())) for c in self._columns]
-        for column, rows in zip(self._columns, index):
-            row = rows.get(key)
-            if row is not None:
-                return column, row
+            index = self._index = dict(zip(self._order, count()))
+        return index
+
+    def _row(self, key: str) -> tuple[TableColumn, int] | None:
+        at = self._positions().get(key)
+        if at is None:
+            return None
+        for span, column in self._spans:
+            start, step = span.start, span.step
+            if start <= at < span.stop and not (at - start) % step:
+                return column, (at - start) // step
         return None
 
     def put(self, key: str, entry: Entry) -> None:
@@ -537,19 +548,16 @@ class HeldRows(Mapping[str, Entry]):
 
 
 class _HeldKeys(KeysView[str]):
-    """:meth:`HeldRows.keys`: ``isdisjoint`` by the kept ids' and each column's index's views
-    (C-level sweeps), not a membership call per item."""
+    """:meth:`HeldRows.keys`: ``isdisjoint`` by the ids' index's view (one C-level sweep: the
+    keys are the ids of ``order``), not a membership call per item."""
 
     _mapping: HeldRows
 
     def isdisjoint(self, other: Iterable[Any]) -> bool:
         rows = self._mapping
-        other = list(other)
-        if rows._columns and rows._index is None:
-            rows._row("")
-        if not all(index.keys().isdisjoint(other) for index in rows._index or ()):
-            return False  # (a column's id: most of the entries, asked first)
-        return rows._kept.keys().isdisjoint(other)
+        if not rows._columns:  # (opened: every entry kept)
+            return rows._kept.keys().isdisjoint(other)
+        return rows._positions().keys().isdisjoint(other)
 
 
 class RowsOf(Sequence[Entry]):
@@ -584,10 +592,13 @@ def entry_list(entries: Mapping[str, Entry]) -> Sequence[Entry]:
     return list(entries.values())
 
 
-def _spans(ids: list[str], columns: Sequence[TableColumn]) -> Iterator[tuple[slice, TableColumn]]:
-    """Each of ``columns`` found in ``ids`` by :func:`span_of`, with its slice."""
+def _spans(ids: list[str], columns: Sequence[TableColumn],
+           known: Mapping[int, slice] | None = None) -> Iterator[tuple[slice, TableColumn]]:
+    """Each of ``columns`` found in ``ids`` by :func:`span_of`, with its slice (``known``: the
+    spans in ``ids`` found already, by column's ``id()``: taken, not found again)."""
     for column in columns:
-        span = span_of(ids, column.ids)
+        span = known[id(column)] if known and id(column) in known \
+            else span_of(ids, column.ids)
         if span is not None:
             yield span, column
 
