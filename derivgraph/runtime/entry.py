@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import operator
 from collections import deque
-from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence, ValuesView
+from collections.abc import (
+    ItemsView,
+    Iterable,
+    Iterator,
+    KeysView,
+    Mapping,
+    Sequence,
+    Set,
+    ValuesView,
+)
 from itertools import chain, compress, count, repeat
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
@@ -290,14 +299,16 @@ class EntryTable(Mapping[str, Entry]):
             self._by_id.open()
         self._columns, self._generic, self._rows = (), self._by_id, ()
 
-    def hold(self, ids: list[str], columns: Sequence[TableColumn]) -> HeldRows | None:
+    def hold(self, ids: list[str], columns: Sequence[TableColumn],
+             derived: Set[str] | None = None) -> HeldRows | None:
         """Hold the rows of ``columns`` whose rows are a :class:`ColumnRows` by column from
         now on (the compile, before it fills the table; ``ids``: every entry's id in the
         table's order): :attr:`by_id` becomes a :class:`HeldRows` of ``ids``, holding every
         other column's entries (and, put by the compile, every generic entry). A held column
         whose rows are not found in ``ids`` (:func:`span_of`) has its rows made (a list
-        again). Returns the new mapping, or None where no column holds its rows by column
-        (nothing changed)."""
+        again). ``derived``: the ids of the graph's derived tensors, where ``ids`` are those
+        (:class:`HeldRows`). Returns the new mapping, or None where no column holds its rows
+        by column (nothing changed)."""
         found = [(span, column) for span, column in _spans(ids, columns)
                  if type(column.entries) is ColumnRows]
         taken = {id(column) for _, column in found}
@@ -309,7 +320,7 @@ class EntryTable(Mapping[str, Entry]):
                 kept.update(zip(column.ids, column.entries))
         if not found:
             return None
-        rows = HeldRows(ids, kept, found)
+        rows = HeldRows(ids, kept, found, derived)
         if self._generic is self._by_id:
             self._generic = rows
         self._by_id = rows
@@ -445,13 +456,20 @@ class HeldRows(Mapping[str, Entry]):
     (:class:`ColumnRows`: its entry made where first read, and kept there), found by the
     ids' index (id -> position in ``order``, made on the first lookup of an id not kept or
     :meth:`keys`' ``isdisjoint``) and the columns' spans. The compile puts the
-    generic entries (:meth:`put`); nothing else writes it but :meth:`open`."""
+    generic entries (:meth:`put`); nothing else writes it but :meth:`open`.
+    ``derived``: the ids of the graph's derived tensors, where ``order``'s ids (distinct) are
+    derived tensors' (the compile's entries): where they are as many, they are the keys, and
+    ``in``, ``keys().isdisjoint`` and the lookup of a key of none are answered by them (the
+    graph's id sets), no index made for it."""
 
-    __slots__ = ("_order", "_kept", "_columns", "_spans", "_index")
+    __slots__ = ("_order", "_kept", "_columns", "_spans", "_index", "_derived")
 
     def __init__(self, order: list[str], kept: dict[str, Entry],
-                 columns: Sequence[tuple[slice, TableColumn]]):
+                 columns: Sequence[tuple[slice, TableColumn]],
+                 derived: Set[str] | None = None):
         self._order, self._kept = order, kept
+        self._derived = derived if derived is not None and len(derived) == len(order) \
+            else None
         self._spans = tuple(columns)
         self._columns = tuple(column for _, column in columns)
         self._index: dict[str, int] | None = None  # id -> position in order
@@ -464,6 +482,8 @@ class HeldRows(Mapping[str, Entry]):
         return index
 
     def _row(self, key: str) -> tuple[TableColumn, int] | None:
+        if self._index is None and self._derived is not None and key not in self._derived:
+            return None  # (a key of no derived tensor: no index made to say so)
         at = self._positions().get(key)
         if at is None:
             return None
@@ -495,7 +515,11 @@ class HeldRows(Mapping[str, Entry]):
         return default if found is None else found[0].entries[found[1]]
 
     def __contains__(self, key: object) -> bool:
-        return key in self._kept or (type(key) is str and self._row(key) is not None)
+        if key in self._kept:
+            return True
+        if self._derived is not None:
+            return key in self._derived
+        return type(key) is str and self._row(key) is not None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._order)
@@ -557,6 +581,8 @@ class _HeldKeys(KeysView[str]):
         rows = self._mapping
         if not rows._columns:  # (opened: every entry kept)
             return rows._kept.keys().isdisjoint(other)
+        if rows._index is None and rows._derived is not None:
+            return rows._derived.isdisjoint(other)  # (the keys)
         return rows._positions().keys().isdisjoint(other)
 
 

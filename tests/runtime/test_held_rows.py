@@ -291,3 +291,29 @@ def test_the_table_takes_the_held_columns_spans(monkeypatch: pytest.MonkeyPatch)
     assert [c for _, c in table.rows] == [c for _, c in fresh]
     for span, column in table.rows:
         assert ids[span] == column.ids
+
+
+def test_the_graph_s_derived_ids_answer_for_the_keys() -> None:
+    """The compile's table answers ``in``, ``isdisjoint`` and a miss by the graph's derived
+    ids (its keys: as many, each a derived tensor's), no ids' index made; a row asked for by
+    its id makes it. Given ids that are not its keys (fewer), it makes its index instead:
+    each answer the same."""
+    plan = _compile()
+    rows = plan.entries.by_id
+    ids = list(plan.entries)
+    assert type(rows) is HeldRows and rows._derived is not None
+    for key in ("no.such", "layers.3.scale", "%4:div"):
+        assert key not in rows and rows.get(key) is None
+    assert rows.keys().isdisjoint(["layers.3.scale", "no.such"])
+    assert not rows.keys().isdisjoint(["layers.3.scale", ids[-1]])
+    assert all(key in rows for key in ids)
+    assert rows._index is None  # nothing made to answer so far
+    column = plan.entries.columns[3]
+    assert rows[column.ids[2]] is column.entries[2] and rows._index is not None
+    # a table given other ids than its keys (fewer) does not take them
+    spans = list(rows._spans)
+    other = HeldRows(ids, dict(rows._kept), spans, set(ids[:-1]))
+    assert other._derived is None
+    assert ids[-1] in other and not other.keys().isdisjoint([ids[-1]])
+    assert other[ids[-1]] is rows[ids[-1]]
+    assert rows.get(ids[-1]) is rows[ids[-1]]
