@@ -481,8 +481,15 @@ class HeldRows(Mapping[str, Entry]):
             index = self._index = dict(zip(self._order, count()))
         return index
 
+    def _keys(self) -> Set[str] | None:
+        """``derived`` where it is still as many ids as the table's (a graph that gained or
+        lost a derived tensor since answers no more), else None."""
+        derived = self._derived
+        return derived if derived is not None and len(derived) == len(self._order) else None
+
     def _row(self, key: str) -> tuple[TableColumn, int] | None:
-        if self._index is None and self._derived is not None and key not in self._derived:
+        derived = self._keys() if self._index is None else None
+        if derived is not None and key not in derived:
             return None  # (a key of no derived tensor: no index made to say so)
         at = self._positions().get(key)
         if at is None:
@@ -517,8 +524,9 @@ class HeldRows(Mapping[str, Entry]):
     def __contains__(self, key: object) -> bool:
         if key in self._kept:
             return True
-        if self._derived is not None:
-            return key in self._derived
+        derived = self._keys()
+        if derived is not None:
+            return key in derived
         return type(key) is str and self._row(key) is not None
 
     def __iter__(self) -> Iterator[str]:
@@ -581,8 +589,9 @@ class _HeldKeys(KeysView[str]):
         rows = self._mapping
         if not rows._columns:  # (opened: every entry kept)
             return rows._kept.keys().isdisjoint(other)
-        if rows._index is None and rows._derived is not None:
-            return rows._derived.isdisjoint(other)  # (the keys)
+        derived = rows._keys() if rows._index is None else None
+        if derived is not None:
+            return derived.isdisjoint(other)  # (the keys)
         return rows._positions().keys().isdisjoint(other)
 
 

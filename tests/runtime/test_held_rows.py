@@ -317,3 +317,10 @@ def test_the_graph_s_derived_ids_answer_for_the_keys() -> None:
     assert ids[-1] in other and not other.keys().isdisjoint([ids[-1]])
     assert other[ids[-1]] is rows[ids[-1]]
     assert rows.get(ids[-1]) is rows[ids[-1]]
+    # derived ids that stop being as many as the keys (a graph grown since) answer no more
+    grown = {*ids, "layers.99.inv"}
+    late = HeldRows(ids, dict(rows._kept), spans, set(ids))
+    assert late._derived is not None
+    late._derived = grown
+    assert "layers.99.inv" not in late and late.get("layers.99.inv") is None
+    assert late.keys().isdisjoint(["layers.99.inv"])
