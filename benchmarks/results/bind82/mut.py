@@ -1,9 +1,10 @@
 import sys, subprocess, shutil
 p='derivgraph/runtime/entry.py'; good='/tmp/bind82/entry.good'
 muts = {
- 'd_miss_inverted': ('and key not in self._derived:', 'and key in self._derived:'),
- 'd_contains_true': ('            return key in self._derived', '            return True'),
- 'd_iso_true': ('return rows._derived.isdisjoint(other)  # (the keys)', 'return True'),
+ 'd_miss_inverted': ('if derived is not None and key not in derived:', 'if derived is not None and key in derived:'),
+ 'd_contains_true': ('            return key in derived', '            return True'),
+ 'd_iso_true': ('return derived.isdisjoint(other)  # (the keys)', 'return True'),
+ 'd_keys_no_live_len': ('return derived if derived is not None and len(derived) == len(self._order) else None', 'return derived'),
  'd_no_len_check': ('derived if derived is not None and len(derived) == len(order)', 'derived if derived is not None'),
 
  'row+1': ('return column, (at - start) // step', 'return column, (at - start) // step + 1 if at - start else 0'),
