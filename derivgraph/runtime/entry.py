@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import operator
 from collections import deque
-from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence, ValuesView
+from collections.abc import (
+    ItemsView,
+    Iterable,
+    Iterator,
+    KeysView,
+    Mapping,
+    Sequence,
+    Set,
+    ValuesView,
+)
 from itertools import chain, compress, count, repeat
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
@@ -277,8 +286,11 @@ class EntryTable(Mapping[str, Entry]):
         :attr:`by_id` in order, where the caller has them (:attr:`rows` found in them)."""
         self._columns = tuple(columns)
         self._generic = generic if self._columns else self._by_id
-        self._rows = () if ids is None or len(ids) != len(self._by_id) \
-            else tuple(_spans(ids, self._columns))
+        by_id = self._by_id
+        known = {id(column): span for span, column in by_id._spans} \
+            if type(by_id) is HeldRows and by_id._order is ids else {}
+        self._rows = () if ids is None or len(ids) != len(by_id) \
+            else tuple(_spans(ids, self._columns, known))
 
     def open_columns(self) -> None:
         """Every entry generic again (a relayout may give a column's entry new storage): a
@@ -287,14 +299,16 @@ class EntryTable(Mapping[str, Entry]):
             self._by_id.open()
         self._columns, self._generic, self._rows = (), self._by_id, ()
 
-    def hold(self, ids: list[str], columns: Sequence[TableColumn]) -> HeldRows | None:
+    def hold(self, ids: list[str], columns: Sequence[TableColumn],
+             derived: Set[str] | None = None) -> HeldRows | None:
         """Hold the rows of ``columns`` whose rows are a :class:`ColumnRows` by column from
         now on (the compile, before it fills the table; ``ids``: every entry's id in the
         table's order): :attr:`by_id` becomes a :class:`HeldRows` of ``ids``, holding every
         other column's entries (and, put by the compile, every generic entry). A held column
         whose rows are not found in ``ids`` (:func:`span_of`) has its rows made (a list
-        again). Returns the new mapping, or None where no column holds its rows by column
-        (nothing changed)."""
+        again). ``derived``: the ids of the graph's derived tensors, where ``ids`` are those
+        (:class:`HeldRows`). Returns the new mapping, or None where no column holds its rows
+        by column (nothing changed)."""
         found = [(span, column) for span, column in _spans(ids, columns)
                  if type(column.entries) is ColumnRows]
         taken = {id(column) for _, column in found}
@@ -306,7 +320,7 @@ class EntryTable(Mapping[str, Entry]):
                 kept.update(zip(column.ids, column.entries))
         if not found:
             return None
-        rows = HeldRows(ids, kept, found)
+        rows = HeldRows(ids, kept, found, derived)
         if self._generic is self._by_id:
             self._generic = rows
         self._by_id = rows
@@ -439,27 +453,51 @@ class HeldRows(Mapping[str, Entry]):
     (:meth:`EntryTable.hold`): the ids in the table's order (``order``), the entries kept as
     objects by id (``kept``: every entry in no such column) and those columns with their
     rows' positions in ``order``. A column's row is answered by its rows
-    (:class:`ColumnRows`: its entry made where first read, and kept there); the rows' id
-    index of a column is made on the first lookup of an id not kept. The compile puts the
-    generic entries (:meth:`put`); nothing else writes it but :meth:`open`."""
+    (:class:`ColumnRows`: its entry made where first read, and kept there), found by the
+    ids' index (id -> position in ``order``, made on the first lookup of an id not kept or
+    :meth:`keys`' ``isdisjoint``) and the columns' spans. The compile puts the
+    generic entries (:meth:`put`); nothing else writes it but :meth:`open`.
+    ``derived``: the ids of the graph's derived tensors, where ``order``'s ids (distinct) are
+    derived tensors' (the compile's entries): where they are as many, they are the keys, and
+    ``in``, ``keys().isdisjoint`` and the lookup of a key of none are answered by them (the
+    graph's id sets), no index made for it."""
 
-    __slots__ = ("_order", "_kept", "_columns", "_spans", "_index")
+    __slots__ = ("_order", "_kept", "_columns", "_spans", "_index", "_derived")
 
     def __init__(self, order: list[str], kept: dict[str, Entry],
-                 columns: Sequence[tuple[slice, TableColumn]]):
+                 columns: Sequence[tuple[slice, TableColumn]],
+                 derived: Set[str] | None = None):
         self._order, self._kept = order, kept
+        self._derived = derived if derived is not None and len(derived) == len(order) \
+            else None
         self._spans = tuple(columns)
         self._columns = tuple(column for _, column in columns)
-        self._index: list[dict[str, int]] | None = None  # per column: id -> row
+        self._index: dict[str, int] | None = None  # id -> position in order
 
-    def _row(self, key: str) -> tuple[TableColumn, int] | None:
+    def _positions(self) -> dict[str, int]:
+        """The ids' index (id -> position in ``order``), made once."""
         index = self._index
         if index is None:
-            index = self._index = [dict(zip(c.ids, count())) for c in self._columns]
-        for column, rows in zip(self._columns, index):
-            row = rows.get(key)
-            if row is not None:
-                return column, row
+            index = self._index = dict(zip(self._order, count()))
+        return index
+
+    def _keys(self) -> Set[str] | None:
+        """``derived`` where it is still as many ids as the table's (a graph that gained or
+        lost a derived tensor since answers no more), else None."""
+        derived = self._derived
+        return derived if derived is not None and len(derived) == len(self._order) else None
+
+    def _row(self, key: str) -> tuple[TableColumn, int] | None:
+        derived = self._keys() if self._index is None else None
+        if derived is not None and key not in derived:
+            return None  # (a key of no derived tensor: no index made to say so)
+        at = self._positions().get(key)
+        if at is None:
+            return None
+        for span, column in self._spans:
+            start, step = span.start, span.step
+            if start <= at < span.stop and not (at - start) % step:
+                return column, (at - start) // step
         return None
 
     def put(self, key: str, entry: Entry) -> None:
@@ -484,7 +522,12 @@ class HeldRows(Mapping[str, Entry]):
         return default if found is None else found[0].entries[found[1]]
 
     def __contains__(self, key: object) -> bool:
-        return key in self._kept or (type(key) is str and self._row(key) is not None)
+        if key in self._kept:
+            return True
+        derived = self._keys()
+        if derived is not None:
+            return key in derived
+        return type(key) is str and self._row(key) is not None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._order)
@@ -537,19 +580,19 @@ class HeldRows(Mapping[str, Entry]):
 
 
 class _HeldKeys(KeysView[str]):
-    """:meth:`HeldRows.keys`: ``isdisjoint`` by the kept ids' and each column's index's views
-    (C-level sweeps), not a membership call per item."""
+    """:meth:`HeldRows.keys`: ``isdisjoint`` by the ids' index's view (one C-level sweep: the
+    keys are the ids of ``order``), not a membership call per item."""
 
     _mapping: HeldRows
 
     def isdisjoint(self, other: Iterable[Any]) -> bool:
         rows = self._mapping
-        other = list(other)
-        if rows._columns and rows._index is None:
-            rows._row("")
-        if not all(index.keys().isdisjoint(other) for index in rows._index or ()):
-            return False  # (a column's id: most of the entries, asked first)
-        return rows._kept.keys().isdisjoint(other)
+        if not rows._columns:  # (opened: every entry kept)
+            return rows._kept.keys().isdisjoint(other)
+        derived = rows._keys() if rows._index is None else None
+        if derived is not None:
+            return derived.isdisjoint(other)  # (the keys)
+        return rows._positions().keys().isdisjoint(other)
 
 
 class RowsOf(Sequence[Entry]):
@@ -584,10 +627,13 @@ def entry_list(entries: Mapping[str, Entry]) -> Sequence[Entry]:
     return list(entries.values())
 
 
-def _spans(ids: list[str], columns: Sequence[TableColumn]) -> Iterator[tuple[slice, TableColumn]]:
-    """Each of ``columns`` found in ``ids`` by :func:`span_of`, with its slice."""
+def _spans(ids: list[str], columns: Sequence[TableColumn],
+           known: Mapping[int, slice] | None = None) -> Iterator[tuple[slice, TableColumn]]:
+    """Each of ``columns`` found in ``ids`` by :func:`span_of`, with its slice (``known``: the
+    spans in ``ids`` found already, by column's ``id()``: taken, not found again)."""
     for column in columns:
-        span = span_of(ids, column.ids)
+        span = known[id(column)] if known and id(column) in known \
+            else span_of(ids, column.ids)
         if span is not None:
             yield span, column
 

@@ -128,7 +128,7 @@ class Plan:
         by_id, parts = self.entries.by_id, (self.tensors, self.holders, self.programs)
         if any(part.entries is not by_id for part in parts):
             return None
-        rows = self.entries.hold(ids, columns)
+        rows = self.entries.hold(ids, columns, self.graph.derived_ids)
         if rows is not None:
             for part in parts:
                 part.entries = rows

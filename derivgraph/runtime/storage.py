@@ -271,7 +271,7 @@ class BoundTensors:
                 if type(column.entries) is ColumnRows and column.ids == refs:
                     return column.entries.read("storage")
         for table in (self.entries, self.views, self.stages, self.constants):
-            if table.keys().isdisjoint(refs):
+            if not table or table.keys().isdisjoint(refs):  # (an empty table: no sweep)
                 continue
             values = list(map(table.get, refs, repeat(_UNSET)))
             if any(map(is_, values, repeat(_UNSET))):

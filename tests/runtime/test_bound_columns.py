@@ -79,3 +79,21 @@ def test_a_written_row_binds_as_written() -> None:
     got = plan.tensors.bound_values(list(column.ids))
     assert got[1] is entry.storage and got[1] is not column.storages[1]
     assert all(map(is_, got[2:], column.storages[2:])) and got[0] is column.storages[0]
+
+
+def test_a_table_after_the_entries_binds_what_it_holds() -> None:
+    """``bound_values`` of refs no entry binds: each table in ``bound``'s order is asked
+    (an empty one answers nothing); a one-item table binding them answers, else ``missing``.
+    Canary: the answer against ``bound`` ref by ref."""
+    plan = _compile()
+    tensors = plan.tensors
+    assert not tensors.views and not tensors.stages and len(tensors.constants) == 1
+    const = next(iter(tensors.constants))
+    got = tensors.bound_values([const, const])
+    assert got[0] is got[1] is tensors.bound(const) is tensors.constants[const]
+    assert tensors.bound_values(["no.such", "nor.this"], "gone") == ["gone", "gone"]
+    tensors.stages = {"%9:staged": torch.zeros(())}
+    got = tensors.bound_values(["%9:staged"])
+    assert got == [tensors.stages["%9:staged"]] and got[0] is tensors.bound("%9:staged")
+    assert tensors.bound_values(["%9:staged", const]) == [tensors.stages["%9:staged"],
+                                                         tensors.constants[const]]

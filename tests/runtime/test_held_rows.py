@@ -228,3 +228,99 @@ def test_the_keys_are_disjoint_as_the_ids_are() -> None:
         assert rows.keys().isdisjoint(refs) is ids.isdisjoint(refs), refs
         assert rows.keys().isdisjoint(iter(refs)) is ids.isdisjoint(refs), refs
     assert not column.entries.made  # no row's entry made to answer
+
+
+def test_each_id_finds_its_row_by_its_position() -> None:
+    """The ids' one index (id -> position in the table's order) and the columns' spans find
+    each row: every id of every column answers its own row's entry, a generic id its kept
+    entry, an id of nothing a miss (no row made but those asked for)."""
+    plan = _compile()
+    rows = plan.entries.by_id
+    assert type(rows) is HeldRows
+    for column in plan.entries.columns:
+        assert type(column.entries) is ColumnRows
+        for row, key in enumerate(column.ids):
+            assert key in rows and rows.storage(key) is column.storages[row], key
+            assert rows[key] is column.entries[row] and rows[key].id == key, key
+            assert rows.get(key) is column.entries[row], key
+            assert rows[key].node.id == column.nodes.ids[row], key
+    for key, entry in plan.entries.generic.items():
+        assert rows[key] is entry and rows.get(key) is entry
+    for key in ("no.such", "layers.3.scale", "layers.3.weight"):
+        assert key not in rows and rows.get(key, "gone") == "gone"
+        with pytest.raises(KeyError):
+            rows[key]
+
+
+def test_the_keys_are_disjoint_as_the_ids_are_after_a_relayout() -> None:
+    """Once every row is kept (a relayout opened the columns), the kept ids answer."""
+    plan = _compile()
+    column = plan.entries.columns[2]
+    layer = plan.model.layers[3]
+    torch.manual_seed(1)
+    layer.scale = torch.nn.Parameter(torch.rand(9) + 0.5, requires_grad=False)
+    layer.weight = torch.nn.Parameter(torch.rand(9), requires_grad=False)
+    plan.run(strict=False)
+    assert plan.entries.columns == () and type(plan.entries.by_id) is HeldRows
+    rows, ids = plan.entries.by_id, set(plan.entries)
+    for refs in ([*column.ids], [column.ids[-1]], ["layers.3.scale"], ["no.such"], []):
+        assert rows.keys().isdisjoint(refs) is ids.isdisjoint(refs), refs
+
+
+def test_the_table_takes_the_held_columns_spans(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``set_columns`` takes each held column's span as ``hold`` found it (no second search),
+    equal to the spans found afresh."""
+    import derivgraph.runtime.entry as entry_module
+
+    calls: list[int] = []
+    keep = entry_module.span_of
+
+    def counted(ids: Any, rows: Any) -> Any:
+        calls.append(len(rows))
+        return keep(ids, rows)
+
+    monkeypatch.setattr(entry_module, "span_of", counted)
+    plan = _compile()
+    table = plan.entries
+    assert len(table.columns) == 4 and len(calls) == 4  # hold's search only
+    ids = list(table)
+    fresh = [(span, column) for column in table.columns
+             if (span := keep(ids, column.ids)) is not None]
+    assert [(s.start, s.stop, s.step) for s, _ in table.rows] \
+        == [(s.start, s.stop, s.step) for s, _ in fresh]
+    assert [c for _, c in table.rows] == [c for _, c in fresh]
+    for span, column in table.rows:
+        assert ids[span] == column.ids
+
+
+def test_the_graph_s_derived_ids_answer_for_the_keys() -> None:
+    """The compile's table answers ``in``, ``isdisjoint`` and a miss by the graph's derived
+    ids (its keys: as many, each a derived tensor's), no ids' index made; a row asked for by
+    its id makes it. Given ids that are not its keys (fewer), it makes its index instead:
+    each answer the same."""
+    plan = _compile()
+    rows = plan.entries.by_id
+    ids = list(plan.entries)
+    assert type(rows) is HeldRows and rows._derived is not None
+    for key in ("no.such", "layers.3.scale", "%4:div"):
+        assert key not in rows and rows.get(key) is None
+    assert rows.keys().isdisjoint(["layers.3.scale", "no.such"])
+    assert not rows.keys().isdisjoint(["layers.3.scale", ids[-1]])
+    assert all(key in rows for key in ids)
+    assert rows._index is None  # nothing made to answer so far
+    column = plan.entries.columns[3]
+    assert rows[column.ids[2]] is column.entries[2] and rows._index is not None
+    # a table given other ids than its keys (fewer) does not take them
+    spans = list(rows._spans)
+    other = HeldRows(ids, dict(rows._kept), spans, set(ids[:-1]))
+    assert other._derived is None
+    assert ids[-1] in other and not other.keys().isdisjoint([ids[-1]])
+    assert other[ids[-1]] is rows[ids[-1]]
+    assert rows.get(ids[-1]) is rows[ids[-1]]
+    # derived ids that stop being as many as the keys (a graph grown since) answer no more
+    grown = {*ids, "layers.99.inv"}
+    late = HeldRows(ids, dict(rows._kept), spans, set(ids))
+    assert late._derived is not None
+    late._derived = grown
+    assert "layers.99.inv" not in late and late.get("layers.99.inv") is None
+    assert late.keys().isdisjoint(["layers.99.inv"])
