@@ -72,18 +72,18 @@ def test_the_template_values_are_admitted_under_their_columns_record() -> None:
     rows = [torch.rand(4) for _ in range(6)]
     template = torch.rand(4)
     other = torch.rand(4, dtype=torch.float64)  # another dtype: not its column's record
-    table = _table(["a", "b", "c", "n"], 6)
-    env = ColumnValues()
-    env.update({"a": template, "b": other, "c": rows[0], "n": 3.0})
+    table = _table(["a", "b", "c", "n", "d", "m"], 6)
+    env = ColumnValues()  # "d": the template's value again (an alias); "m": no value
+    env.update({"a": template, "b": other, "c": rows[0], "n": 3.0, "d": template})
     book = ColumnLayouts()
     record = ColumnLayout(torch.Tensor, torch.float32, torch.Size([4]), torch.device("cpu"), True)
     book.add(rows, record, fresh=True)
-    for k in range(4):
+    for k in range(6):
         env.keep(table.column(k), rows)
     log = len(book._log)
     admit_templates(book, [table], env)
-    # the template admitted (its facts are the record's), the other dtype not, the row
-    # itself (already held) and a number left alone: one entry more
+    # the template admitted once (its facts are the record's), the other dtype not, the row
+    # itself (already held), a number and a missing value left alone: one entry more
     assert len(book._log) == log + 1
     assert book._loose == {id(template): record}
     assert book.common([template, *rows]) is record
