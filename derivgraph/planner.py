@@ -42,6 +42,7 @@ from derivgraph.compiler.checks import fault_issue, index_issues, view_issues
 from derivgraph.compiler.columns import (
     ColumnValues,
     FilledColumns,
+    admit_templates,
     derived_columns,
     evaluate_columns,
     fill_derived,
@@ -135,7 +136,9 @@ def _evaluate_all(graph: DerivedGraph, sources: dict[str, Any] | None = None,
             node_id = next(n for n in walk if n not in env)
             raise SpecValidationError([fault_issue(graph, node_id, exc)]) from exc
         if rest is not None and rows is not None:
-            fill_derived(rows, interp.env)
+            fill_derived(rows, interp.env, book)
+            if book is not None:  # the templates' values under their columns' records
+                admit_templates(book, tables, interp.env)
     return interp.env
 
 

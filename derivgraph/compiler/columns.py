@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from derivgraph.column_layout import ColumnLayout, ColumnLayouts, row_major
+from derivgraph.column_layout import ColumnLayout, ColumnLayouts, column_layout, row_major
 from derivgraph.compiler.flat import EXACT_BINARY, EXACT_UNARY, OP_DTYPES
 from derivgraph.compiler.graph import DerivedGraph, NodeRef
 from derivgraph.compiler.infer import rows_hold_metas
@@ -37,7 +37,7 @@ from derivgraph.compiler.layers import closed_layers
 from derivgraph.ops import OPS
 
 __all__ = ["MIN_COLUMN", "ColumnValues", "FilledColumns", "derived_columns", "evaluate_columns",
-           "fill_derived", "row_values"]
+           "admit_templates", "fill_derived", "row_values"]
 
 logger = logging.getLogger(__name__)
 
@@ -362,16 +362,25 @@ def derived_columns(graph: DerivedGraph, tables: list[InstanceTable],
     return out
 
 
-def fill_derived(columns: list[DerivedColumn], env: dict[str, Any]) -> None:
+def fill_derived(columns: list[DerivedColumn], env: dict[str, Any],
+                 book: ColumnLayouts | None = None) -> None:
     """Put each derived column's values into ``env`` (:func:`derived_columns`'s order): each
     row's derived tensor's value is its input's. A :class:`ColumnValues` keeps each as a
     column instead (:meth:`ColumnValues.keep`): its input column's kept values where it keeps
-    them (the same sequence), else its input's read by id."""
+    them (the same sequence), else its input's read by id. ``book``: a column whose every row
+    reads the one shared node (one object, repeated) is recorded there under its one layout
+    (:func:`~derivgraph.column_layout.column_layout`: the object read once), the record its
+    entry column's allocation would make of those values, where the book holds a tensor
+    already (so it is no fresh column: :meth:`~derivgraph.column_layout.ColumnLayouts.add`)."""
     for table, k, j, shared in columns:
         ids = table.column(k)
         if type(env) is ColumnValues:
             if j is None:
-                env.keep(ids, [env[shared]] * len(ids) if ids else [])
+                one = [env[shared]] * len(ids) if ids else []
+                env.keep(ids, one)
+                layout = column_layout(one) if book and one else None
+                if layout is not None:
+                    book.add(one, layout)  # type: ignore[union-attr]
             else:
                 inputs = table.column(j)
                 kept = env.rows(inputs)
@@ -380,6 +389,29 @@ def fill_derived(columns: list[DerivedColumn], env: dict[str, Any]) -> None:
             env.update(zip(ids, map(env.__getitem__, table.column(j))))
         elif ids:  # every row reads the one shared node: its value looked up once
             env.update(zip(ids, repeat(env[shared])))
+
+
+def admit_templates(book: ColumnLayouts, tables: list[InstanceTable],
+                    env: ColumnValues) -> None:
+    """Admit each closed table's template values into ``book`` under its column's record
+    (:meth:`~derivgraph.column_layout.ColumnLayouts.admit`: where the value's own facts, read
+    now, are the record's): a column ``env`` keeps whose rows the book holds under one record
+    (:meth:`~derivgraph.column_layout.ColumnLayouts.common`), and a template value that the
+    evaluation put in the dict (its own key: no column is put in) and that is no row of it.
+    The book then answers for the template's tensors by their own record (a reader of a
+    template value then its rows: :meth:`~derivgraph.column_layout.ColumnLayouts.common`'s
+    template-first case) without a search of its fresh columns."""
+    done: set[int] = set()
+    for table in tables:
+        for k, template in enumerate(table.template):
+            rows = env.rows(table.column(k))
+            value = _GET(env, template)
+            if not rows or not isinstance(value, torch.Tensor) or id(value) in done \
+                    or value is rows[0]:
+                continue
+            record = book.common(rows)
+            if record is not None and book.admit(value, record):
+                done.add(id(value))
 
 
 def _record(book: ColumnLayouts, values: tuple[torch.Tensor, ...]) -> None:

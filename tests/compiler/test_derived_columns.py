@@ -36,9 +36,9 @@ def test_the_rows_derived_columns_give_what_the_walk_gives(monkeypatch: pytest.M
     filled: list[int] = []
     real = columns.fill_derived
 
-    def spy(rows: list[Any], env: dict[str, Any]) -> None:
+    def spy(rows: list[Any], env: dict[str, Any], book: Any = None) -> None:
         filled.append(len(rows))
-        real(rows, env)
+        real(rows, env, book)
 
     monkeypatch.setattr(planner, "fill_derived", spy)
     model = scaling_model(24)

@@ -146,6 +146,33 @@ def test_one_tensor_is_found_in_a_fresh_column_by_its_id_words() -> None:
     assert book._all is None  # no per-tensor table made for a few tensors
 
 
+def test_the_id_words_are_each_fresh_columns_ids_as_machine_words() -> None:
+    """``_fresh_words`` (numpy's ``fromiter``) gives each fresh column's ids as the machine
+    words ``array("Q")`` makes of them, in the log's order (an empty fresh column: no words);
+    a column added later is made at the next call, the earlier ones kept (the same bytes)."""
+    from array import array
+
+    made = [torch.zeros(2) for _ in range(40)]
+    book = ColumnLayouts()
+    first, second = _record(), _record(torch.float64)
+    book.add(made[:10], first)  # the first column of an empty book: fresh
+    book.add(made[10:20], second)  # not fresh: no words
+    book.add([], first, fresh=True)
+    book.add(made[20:33], second, fresh=True)
+    words = book._fresh_words()
+    assert [(w, r) for w, r in words] == [
+        (array("Q", map(id, made[:10])).tobytes(), first), (b"", first),
+        (array("Q", map(id, made[20:33])).tobytes(), second)]
+    kept = words[0][0]
+    book.add(made[33:], first, fresh=True)
+    again = book._fresh_words()
+    assert again[0][0] is kept and len(again) == 4
+    assert again[3] == (array("Q", map(id, made[33:])).tobytes(), first)
+    for i in (0, 9, 20, 32, 33, 39):  # each found by its id words: its column's record
+        assert book._record(made[i]) is (second if 20 <= i < 33 else first)
+    assert book._record(torch.zeros(2)) is None
+
+
 def test_a_stamped_compile_makes_no_per_tensor_table(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every book query of a stamped compile (sources, evaluated columns, entry columns'
     storages, the refill table's, the bit check's) is answered by its columns."""
