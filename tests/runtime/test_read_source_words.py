@@ -3,7 +3,7 @@
 
 The compile's startup record reads every source's storage words (one gather) and computes each
 source's ``data_ptr()`` from them (``Addresses.ptrs``); the holders' source check takes those
-very words (``AtAddresses.adopt``: its tensors, in order, at the addresses computed from them)
+very words (``AtAddresses.adopt``: its very tensors, in order, at the addresses the words give)
 instead of reading them again at ``prepare``. The addresses are the ones ``data_ptr()`` gives
 (views at an offset, empty tensors, parameters), the check still fails on a source moved
 after the compile, and anything ``adopt`` cannot prove is refused. Canaries (each turned a test
@@ -63,9 +63,9 @@ def test_adopt_takes_the_words_of_its_very_tensors() -> None:
     values = _mixed()
     ptrs, words = read_addresses(values)
     at = AtAddresses(values, ptrs)
-    assert at.adopt(words, ptrs) and at.words is words
+    assert at.adopt(words) and at.words is words
     assert at.proven() and at.intact()
-    assert not at.adopt(words, ptrs)  # taken once
+    assert not at.adopt(words)  # taken once
     with torch.no_grad():
         values[0].set_(torch.ones(3))  # moved: the words say "look", the compare says moved
     assert not at.proven() and not at.intact()
@@ -75,7 +75,7 @@ def test_adopt_takes_the_rows_of_the_first_tensors() -> None:
     values = _mixed()
     ptrs, words = read_addresses(values)
     at = AtAddresses(values[:4], ptrs[:4])
-    assert at.adopt(words, ptrs)
+    assert at.adopt(words)
     assert at.words is not words and at.words.tensors == values[:4]
     assert at.proven() and at.intact()
     values[2].data = torch.zeros(6)  # another storage
@@ -83,11 +83,11 @@ def test_adopt_takes_the_rows_of_the_first_tensors() -> None:
 
 
 @pytest.mark.parametrize("case", ["other tensor", "same address", "other ptr", "held", "order",
-                                  "short ptrs"])
+                                  "moved since"])
 def test_adopt_refuses_what_it_cannot_prove(case: str) -> None:
     values = _mixed()
     ptrs, words = read_addresses(values)
-    tensors, want, give = list(values), list(ptrs), list(ptrs)
+    tensors, want = list(values), list(ptrs)
     hold = False
     if case == "other tensor":
         tensors[3] = tensors[3].clone()  # another object (at another address)
@@ -102,10 +102,12 @@ def test_adopt_refuses_what_it_cannot_prove(case: str) -> None:
     elif case == "order":
         tensors[0], tensors[2] = tensors[2], tensors[0]
         want[0], want[2] = want[2], want[0]
-    else:
-        give = give[:-1]
+    else:  # moved after the words were read: the words give the old address, not this one
+        with torch.no_grad():
+            tensors[0].set_(torch.ones(3))
+        want[0] = tensors[0].data_ptr()
     at = AtAddresses(tensors, want, hold=hold)
-    assert not at.adopt(words, give)
+    assert not at.adopt(words)
     assert at.words is None and not at.proven()
 
 
@@ -148,3 +150,49 @@ def test_a_source_moved_after_the_compile_fails_the_check(how: str) -> None:
             tensor.untyped_storage().resize_(tensor.untyped_storage().nbytes() + 4096)
     assert not plan.holders.sources_intact()
     assert path in plan.moved()
+
+
+def test_join_takes_each_part_in_the_order_asked() -> None:
+    import numpy as np
+
+    from derivgraph.addresses import Addresses, addresses
+
+    groups = [[torch.ones(3) for _ in range(4)], _mixed(), [torch.zeros(5)[i:] for i in range(3)]]
+    parts = [addresses(g, hold=False) for g in groups]
+    flat = [t for g in groups for t in g]
+    order = np.random.default_rng(0).permutation(len(flat))
+    joined = Addresses.join(parts, order)
+    want = [flat[i] for i in order]
+    assert joined is not None and joined.tensors == want and joined.storages == []
+    assert joined.kept() and joined.at([t.data_ptr() for t in want])
+    assert Addresses.join(parts).tensors == flat and Addresses.join(parts).kept()
+    held = Addresses.join([addresses(g) for g in groups])  # storages held: joined too
+    assert held is not None and len(held.storages) == len(flat)
+    flat[5].data = torch.zeros(3)  # one tensor moved: the joined words say so
+    assert not joined.kept()
+
+
+def test_the_holders_check_takes_the_entry_columns_words(monkeypatch: Any) -> None:
+    made: list[int] = []
+    real = addresses_module.addresses
+
+    def counted(tensors: Any, hold: bool = True) -> Any:
+        made.append(len(tensors))
+        return real(tensors, hold)
+
+    monkeypatch.setattr(addresses_module, "addresses", counted)
+    import derivgraph.runtime.accessors as accessors_module
+    monkeypatch.setattr(accessors_module, "addresses", counted)
+    plan = _plan(layers=12)
+    table = plan.holders.table
+    at = table.addresses()
+    assert at.words is not None and at.proven() and at.words.tensors == table.storages
+    assert at.words.at(table.ptrs)
+    assert len(table) not in made  # no read of every holder's storage
+    columns = [c for c in plan.entries.columns if c.words is not None]
+    assert columns and all(c.words.tensors == c.storages for c in columns)
+    # a derived storage moved in place of its holder: the check fails
+    entry = next(e for c in columns for e in [c.entries[3]])
+    with torch.no_grad():
+        entry.storage.set_(torch.zeros_like(entry.storage))
+    assert not at.proven() and not table.at_startup_addresses()
