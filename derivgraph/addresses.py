@@ -368,7 +368,7 @@ def read_addresses(values: Sequence[Any], unproven: bytes | bytearray | None = N
     device and the words are proven here, each address is what :meth:`Addresses.ptrs` gives
     from one read of every value's words (no tensor asked; an :class:`Addresses` holding no
     storage), and those words come back with them: words of a state at exactly these
-    addresses (a check of these tensors at them takes them: :meth:`AtAddresses.adopt`).
+    addresses (a check of these tensors at them is offered them: :meth:`AtAddresses.offer`).
     Else the addresses as :func:`data_ptrs` reads them, and None."""
     types = _off_meta(values, unproven) if _NUMEL is not None else None
     if types is not None and tensor_method(types, "data_ptr") is _data_ptr:
@@ -401,7 +401,7 @@ class AtAddresses:
     words. ``hold``: the words keep the startup storages alive (the guard restores them);
     ``False`` keeps none (an engine's dropped weights are freed)."""
 
-    __slots__ = ("tensors", "ptrs", "words", "_indices", "_hold", "_taken", "_tried")
+    __slots__ = ("tensors", "ptrs", "words", "_indices", "_hold", "_taken", "_tried", "_offered")
 
     def __init__(self, tensors: Sequence[Any], ptrs: Sequence[int], *, hold: bool = False):
         self.tensors = list(tensors)
@@ -411,6 +411,7 @@ class AtAddresses:
         self._hold = hold
         self._taken = False
         self._tried = False  # the words' first compare made (once: see intact)
+        self._offered: Addresses | None = None  # words read earlier, for it (:meth:`offer`)
 
     def __len__(self) -> int:
         return len(self.tensors)
@@ -426,7 +427,11 @@ class AtAddresses:
             # state just proven at the expected addresses; else the exact compare decides,
             # from then on too (a check that fails is not made to read the words each time)
             self._tried = True
-            words = addresses(self.tensors, hold=self._hold)
+            words, self._offered = self._offered, None
+            if words is not None and not words.kept():  # offered: unchanged now, else none
+                words = None
+            elif words is None:
+                words = addresses(self.tensors, hold=self._hold)
             if words is not None and words.at(self.ptrs):
                 self.words, self._taken = words, True
                 return True
@@ -443,25 +448,24 @@ class AtAddresses:
         words = self.words
         return words is not None and words.kept()
 
-    def adopt(self, words: Addresses | None) -> bool:
-        """Take ``words`` (read earlier, e.g. by :func:`read_addresses`) as this check's,
-        where this check has taken none, they hold storages as this one would, they are the
-        words of this check's very tensors, in order (one identity sweep; words of more
-        tensors after them: their rows taken, no word read), and the addresses they give
-        (:meth:`Addresses.at`, the first compare's rule) are this check's: they then describe
-        a state at exactly this check's addresses, as the first compare's words do. Whether
-        taken (else nothing changed)."""
+    def offer(self, words: Addresses | None) -> bool:
+        """Offer ``words`` read earlier (e.g. by :func:`read_addresses`) to this check's first
+        compare (:meth:`intact`), where it has made none and taken no words, they hold
+        storages as this one would, and they are the words of this check's very tensors, in
+        order (one identity sweep; words of more tensors after them: their rows taken, no
+        word read). That compare then reads no words: it takes these where they are
+        unchanged now (one gather) and give this check's addresses (:meth:`Addresses.at`),
+        so they are the words of a state just proven at them, as freshly read ones would be;
+        else it decides as without them. Whether offered (else nothing changed)."""
         n = len(self.tensors)
-        if self._taken or words is None or bool(words.storages) != self._hold or not n \
-                or len(words) < n:
+        if self._taken or self._tried or words is None or bool(words.storages) != self._hold \
+                or not n or len(words) < n:
             return False
         if not all(map(operator.is_, words.tensors, self.tensors)):  # its first n
             return False
         if len(words) > n:
             words = words.rows(b"\x01" * n + bytes(len(words) - n), self.tensors)
-        if not words.at(self.ptrs):
-            return False
-        self.words, self._taken = words, True
+        self._offered = words
         return True
 
     def take_words(self, proven: AtAddresses, mask: bytes | bytearray) -> bool:

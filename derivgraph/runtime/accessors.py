@@ -390,7 +390,7 @@ class PathReads(NamedTuple):
     compile's startup record; valid while nothing re-points them, as that record is);
     ``words``: the words they were computed from, where they were
     (:func:`~derivgraph.addresses.read_addresses`: a check of these objects at ``ptrs``
-    takes them, :meth:`~derivgraph.addresses.AtAddresses.adopt`)."""
+    is offered them, :meth:`~derivgraph.addresses.AtAddresses.offer`)."""
 
     paths: list[str]
     owner_paths: list[str]
@@ -709,17 +709,18 @@ class HolderTable(_WatchedDicts):
         return self.addresses().intact()
 
     def addresses(self) -> AtAddresses:
-        """The check of :meth:`at_startup_addresses` (made once). It takes the words the
-        entry columns' startup addresses were computed from (:attr:`EntryColumn.words
-        <derivgraph.runtime.entry_columns.EntryColumn.words>`), with the rows between them
-        read now (:func:`~derivgraph.addresses.read_addresses`), joined in order
-        (:meth:`~derivgraph.addresses.Addresses.join`), where they give every storage's
-        startup address (:meth:`~derivgraph.addresses.AtAddresses.adopt` proves it)."""
+        """The check of :meth:`at_startup_addresses` (made once). Its first compare is
+        offered the words the entry columns' startup addresses were computed from
+        (:attr:`EntryColumn.words <derivgraph.runtime.entry_columns.EntryColumn.words>`),
+        with the rows between them read now (:func:`~derivgraph.addresses.addresses`),
+        joined in order (:meth:`~derivgraph.addresses.Addresses.join`): it takes them where
+        they are unchanged and give every startup address
+        (:meth:`~derivgraph.addresses.AtAddresses.offer`), instead of reading them."""
         at = self._at
         if at is None:
             at = self._at = AtAddresses(self.storages, self.ptrs)
             if self._words:
-                at.adopt(_joined_words(self._words, self.storages))
+                at.offer(_joined_words(self._words, self.storages))
         return at
 
     def startup_ptrs(self) -> list[int] | None:

@@ -213,7 +213,7 @@ class Holders:
         if not bound.outside_dicts():  # the source check's columns, as sources_intact makes
             at = AtAddresses(tensors, ptrs)
             if reads is not None:  # the words the caller's addresses were computed from
-                at.adopt(reads.words)
+                at.offer(reads.words)
             self._source_checks = (where, names, at)
         self._source_owners, self._source_hops = owner_paths, None  # see source_hops
         self._proven = None

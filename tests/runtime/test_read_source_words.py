@@ -1,14 +1,15 @@
 """The sources' addresses read once, from their words, and those words handed on
-(``addresses.read_addresses``, ``AtAddresses.adopt``).
+(``addresses.read_addresses``, ``AtAddresses.offer``).
 
 The compile's startup record reads every source's storage words (one gather) and computes each
 source's ``data_ptr()`` from them (``Addresses.ptrs``); the holders' source check takes those
-very words (``AtAddresses.adopt``: its very tensors, in order, at the addresses the words give)
+very words (``AtAddresses.offer``: its very tensors, in order; its first compare takes them
+where unchanged and at its addresses)
 instead of reading them again at ``prepare``. The addresses are the ones ``data_ptr()`` gives
 (views at an offset, empty tensors, parameters), the check still fails on a source moved
-after the compile, and anything ``adopt`` cannot prove is refused. Canaries (each turned a test
-here red): ``adopt`` without its identity sweep, ``Addresses.ptrs`` without the offset term or
-without the empty-tensor rule, ``Holders.bind`` not adopting.
+after the compile, and anything ``offer`` cannot prove is refused. Canaries (each turned a test
+here red): ``offer`` without its identity sweep, ``Addresses.ptrs`` without the offset term or
+without the empty-tensor rule, ``Holders.bind`` not offering.
 """
 
 from __future__ import annotations
@@ -59,32 +60,33 @@ def test_meta_or_a_class_of_its_own_is_read_as_data_ptrs() -> None:
     assert words is not None and ptrs == [words.tensors[0].data_ptr()]
 
 
-def test_adopt_takes_the_words_of_its_very_tensors() -> None:
+def test_offer_takes_the_words_of_its_very_tensors() -> None:
     values = _mixed()
     ptrs, words = read_addresses(values)
     at = AtAddresses(values, ptrs)
-    assert at.adopt(words) and at.words is words
-    assert at.proven() and at.intact()
-    assert not at.adopt(words)  # taken once
+    assert at.offer(words) and at.words is None  # nothing read, nothing taken yet
+    assert at.intact() and at.words is words  # the first compare took them (one gather)
+    assert at.proven()
+    assert not at.offer(words)  # taken once
     with torch.no_grad():
         values[0].set_(torch.ones(3))  # moved: the words say "look", the compare says moved
     assert not at.proven() and not at.intact()
 
 
-def test_adopt_takes_the_rows_of_the_first_tensors() -> None:
+def test_offer_takes_the_rows_of_the_first_tensors() -> None:
     values = _mixed()
     ptrs, words = read_addresses(values)
     at = AtAddresses(values[:4], ptrs[:4])
-    assert at.adopt(words)
+    assert at.offer(words) and at.intact()
     assert at.words is not words and at.words.tensors == values[:4]
-    assert at.proven() and at.intact()
+    assert at.proven()
     values[2].data = torch.zeros(6)  # another storage
     assert not at.proven() and not at.intact()
 
 
 @pytest.mark.parametrize("case", ["other tensor", "same address", "other ptr", "held", "order",
                                   "moved since"])
-def test_adopt_refuses_what_it_cannot_prove(case: str) -> None:
+def test_offer_refuses_what_it_cannot_prove(case: str) -> None:
     values = _mixed()
     ptrs, words = read_addresses(values)
     tensors, want = list(values), list(ptrs)
@@ -107,7 +109,12 @@ def test_adopt_refuses_what_it_cannot_prove(case: str) -> None:
             tensors[0].set_(torch.ones(3))
         want[0] = tensors[0].data_ptr()
     at = AtAddresses(tensors, want, hold=hold)
-    assert not at.adopt(words)
+    if case in ("other ptr", "moved since"):  # offered, but the first compare refuses them
+        assert at.offer(words)
+        assert at.intact() is (case == "moved since")  # the exact compare decides
+        assert at.words is not words  # (words read afresh after an exact pass)
+        return
+    assert not at.offer(words)
     assert at.words is None and not at.proven()
 
 
@@ -132,7 +139,7 @@ def test_the_compile_reads_the_sources_words_once(stamp: bool, monkeypatch: Any)
     at = plan.holders._source_checks[2]
     assert at.tensors == sources and at.ptrs == [t.data_ptr() for t in sources]
     assert at.proven()  # its words: taken at the compile, proven at prepare
-    assert made.count(len(sources)) == 1  # read once (the record), adopted by the check
+    assert made.count(len(sources)) == 1  # read once (the record), offered to the check
     assert plan.moved() == []
 
 
@@ -185,7 +192,7 @@ def test_the_holders_check_takes_the_entry_columns_words(monkeypatch: Any) -> No
     monkeypatch.setattr(accessors_module, "addresses", counted)
     plan = _plan(layers=12)
     table = plan.holders.table
-    at = table.addresses()
+    at = table.addresses()  # its first compare took the offered words
     assert at.words is not None and at.proven() and at.words.tensors == table.storages
     assert at.words.at(table.ptrs)
     assert len(table) not in made  # no read of every holder's storage
@@ -196,3 +203,14 @@ def test_the_holders_check_takes_the_entry_columns_words(monkeypatch: Any) -> No
     with torch.no_grad():
         entry.storage.set_(torch.zeros_like(entry.storage))
     assert not at.proven() and not table.at_startup_addresses()
+
+
+def test_offered_words_of_a_tensor_moved_since_are_not_taken() -> None:
+    values = _mixed()
+    ptrs, words = read_addresses(values)
+    at = AtAddresses(values, ptrs)
+    assert at.offer(words)
+    with torch.no_grad():
+        values[1].set_(torch.zeros(33))  # moved after the words were read, before the check
+    assert not at.intact()  # the offered words give the old address: not taken, compared
+    assert at.words is None
