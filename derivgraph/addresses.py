@@ -38,7 +38,7 @@ import ctypes
 import logging
 import operator
 from collections.abc import Sequence
-from itertools import chain, compress
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -153,44 +153,6 @@ class Addresses:
         impls, stores = self._expected
         out._expected = (np.frombuffer(impls, dtype=np.int64).reshape(-1, 2)[keep].tobytes(),
                          np.frombuffer(stores, dtype=np.int64)[keep].tobytes())
-        return out
-
-    @staticmethod
-    def join(parts: Sequence[Addresses], order: np.ndarray | None = None) -> Addresses | None:
-        """One :class:`Addresses` over the tensors of ``parts`` (their rows one after the
-        other; ``order``: row ``i`` of the result is row ``order[i]`` of those), with their
-        words (no word read: each part's indices rebased onto views spanning them all); None
-        where a part's views are not word-aligned with the others' (nothing joined)."""
-        if not parts:
-            return None
-        out = Addresses.__new__(Addresses)
-        tensors = list(chain.from_iterable(p.tensors for p in parts))
-        storages = list(chain.from_iterable(p.storages for p in parts))
-        indices = []
-        for name, index in (("_impls", "_impl_index"), ("_stores", "_store_index")):
-            views = [getattr(p, name) for p in parts]
-            bases = [v.ctypes.data for v in views]
-            low = min(bases)
-            high = max(b + v.nbytes for b, v in zip(bases, views))
-            if any((b - low) % _WORD for b in bases):
-                return None
-            setattr(out, name, np.frombuffer((ctypes.c_int64 * ((high - low) // _WORD))
-                                             .from_address(low), dtype=np.int64))
-            indices.append(np.concatenate([getattr(p, index) + (b - low) // _WORD
-                                           for p, b in zip(parts, bases)]))
-        impls = np.frombuffer(b"".join(p._expected[0] for p in parts), dtype=np.int64)
-        stores = np.frombuffer(b"".join(p._expected[1] for p in parts), dtype=np.int64)
-        impl_index, store_index = indices
-        if order is not None:
-            impl_index = impl_index.reshape(-1, 2)[order].ravel()
-            store_index = store_index[order]
-            impls, stores = impls.reshape(-1, 2)[order].ravel(), stores[order]
-            picks = order.tolist()
-            tensors = list(map(tensors.__getitem__, picks))
-            storages = list(map(storages.__getitem__, picks)) if storages else []
-        out.tensors, out.storages = tensors, storages
-        out._impl_index, out._store_index = impl_index, store_index
-        out._expected = (impls.tobytes(), stores.tobytes())
         return out
 
     def ptrs(self) -> np.ndarray | None:

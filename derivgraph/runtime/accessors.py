@@ -18,13 +18,12 @@ from __future__ import annotations
 import operator
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import chain, compress, count, islice, repeat
+from itertools import compress, count, islice, repeat
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import numpy as np
 from torch import nn
 
-from derivgraph.addresses import Addresses, AtAddresses, addresses
+from derivgraph.addresses import Addresses, AtAddresses
 from derivgraph.compiler.owners import PathReader, RegistryReads, registries_holding
 from derivgraph.paths import MISSING, Slot, holder_dict, step_into
 from derivgraph.runtime.entry import RowsOf, not_taken
@@ -600,45 +599,11 @@ def _index(entries: list[Entry], entry: Entry, start: int = 0) -> int:
                 -1)
 
 
-def _joined_words(spans: list[tuple[slice, Addresses]], storages: list[Any],
-                  ) -> Addresses | None:
-    """Words of every one of ``storages``, in order: each span's (its rows' words, the span
-    disjoint from the others), the rows no span holds read now; None where the spans
-    overlap, the rest's words are not read, or the words do not join."""
-    n = len(storages)
-    taken = bytearray(n)
-    parts: list[Addresses] = []
-    positions: list[range] = []
-    for rows, words in spans:
-        at = range(*rows.indices(n))
-        if len(at) != len(words):
-            return None
-        taken[rows] = b"\x01" * len(at)
-        parts.append(words)
-        positions.append(at)
-    rest = not_taken(taken)
-    if rest is not None:
-        if len(rest) + sum(map(len, positions)) != n:  # spans overlap
-            return None
-        words = addresses(list(map(storages.__getitem__, rest)), hold=False) if rest else None
-        if rest and words is None:
-            return None
-        if rest:
-            parts.append(words)
-            positions.append(rest)  # type: ignore[arg-type]
-    elif sum(map(len, positions)) != n:
-        return None
-    order = np.empty(n, dtype=np.intp)
-    order[np.fromiter(chain.from_iterable(positions), dtype=np.intp, count=n)] = np.arange(n)
-    return Addresses.join(parts, order)
-
-
 class HolderTable(_WatchedDicts):
     """The accessors of every tensor holder (derived scalars and tuple items excluded)."""
 
     __slots__ = ("entries", "id_list", "ids", "dicts", "keys", "storages", "ptrs", "fast",
-                 "generation", "every", "watch", "watchable", "_all_fast", "_by_owner", "_at",
-                 "_words")
+                 "generation", "every", "watch", "watchable", "_all_fast", "_by_owner", "_at")
 
     def __init__(self, entries: Sequence[Entry],
                  where: Callable[[Entry], tuple[Any, dict[Any, Any], str]],
@@ -678,9 +643,6 @@ class HolderTable(_WatchedDicts):
         self._all_fast = all(self.fast)
         self._by_owner: dict[str, list[int]] | None = None  # made by the first under()
         self._at: AtAddresses | None = None  # the storages at their startup addresses
-        # the spans whose column kept the words its startup addresses were computed from
-        self._words = [(rows, column.words) for rows, column in spans
-                       if getattr(column, "words", None) is not None]
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -709,18 +671,10 @@ class HolderTable(_WatchedDicts):
         return self.addresses().intact()
 
     def addresses(self) -> AtAddresses:
-        """The check of :meth:`at_startup_addresses` (made once). Its first compare is
-        offered the words the entry columns' startup addresses were computed from
-        (:attr:`EntryColumn.words <derivgraph.runtime.entry_columns.EntryColumn.words>`),
-        with the rows between them read now (:func:`~derivgraph.addresses.addresses`),
-        joined in order (:meth:`~derivgraph.addresses.Addresses.join`): it takes them where
-        they are unchanged and give every startup address
-        (:meth:`~derivgraph.addresses.AtAddresses.offer`), instead of reading them."""
+        """The check of :meth:`at_startup_addresses` (made once)."""
         at = self._at
         if at is None:
             at = self._at = AtAddresses(self.storages, self.ptrs)
-            if self._words:
-                at.offer(_joined_words(self._words, self.storages))
         return at
 
     def startup_ptrs(self) -> list[int] | None:

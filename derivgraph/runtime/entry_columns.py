@@ -38,7 +38,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from derivgraph.addresses import Addresses, read_addresses
 from derivgraph.adoption import AliasOf
 from derivgraph.column_layout import (
     ColumnLayout,
@@ -78,7 +77,7 @@ class EntryColumn:
     row's tensor kind is :attr:`kind` (proven where the column is kept)."""
 
     __slots__ = ("template", "name", "ids", "entries", "owners", "storages", "values", "paths",
-                 "nodes", "ptrs", "kept", "startup", "words")
+                 "nodes", "ptrs", "kept", "startup")
 
     #: every row's node's tensor kind
     kind = TensorKind.ATTRIBUTE
@@ -93,9 +92,6 @@ class EntryColumn:
         self.paths = paths
         self.nodes = nodes
         self.ptrs: list[int] | None = None
-        #: the words :attr:`ptrs` were computed from, where they were
-        #: (:func:`~derivgraph.addresses.read_addresses`), else None
-        self.words: Addresses | None = None
         self.kept: bool | None = None
         #: what :meth:`record_startup` wrote to the rows' startup data: the column's one
         #: record, a list (a row's each) or None (none)
@@ -199,21 +195,13 @@ class EntryColumn:
         (:meth:`~derivgraph.runtime.entry.Entry.startup_alias`). There, each row is at offset
         0 of its storage (what the alias is made at), so the addresses just read are its
         storage's: the book keeps them, and the storages, for the compile's readers of the
-        column's storages (:meth:`~derivgraph.column_layout.ColumnLayouts.note_addresses`);
-        the addresses are computed from one read of the storages' words, kept
-        (:attr:`words`: the holders' check of the storages takes them,
-        :meth:`~derivgraph.runtime.accessors.HolderTable.addresses`)."""
+        column's storages (:meth:`~derivgraph.column_layout.ColumnLayouts.note_addresses`)."""
         entries, storages = self.entries, self.storages
-        layout = None if book is None else book.common(storages)
-        plain = layout is not None and layout.type is torch.Tensor \
-            and layout.contiguous is True and not layout.is_meta
-        if plain:  # (proven off the meta device) from one read of their words, kept
-            ptrs, self.words = read_addresses(storages, bytes(len(storages)))
-        else:
-            ptrs, self.words = list(map(torch.Tensor.data_ptr, storages)), None
-        self.ptrs = ptrs
+        ptrs = self.ptrs = list(map(torch.Tensor.data_ptr, storages))
         write_rows(entries, "startup_ptr", ptrs)
-        if plain:
+        layout = None if book is None else book.common(storages)
+        if layout is not None and layout.type is torch.Tensor and layout.contiguous is True \
+                and not layout.is_meta:
             held = list(map(torch.Tensor.untyped_storage, storages))
             record = self.startup = StartupColumn(held, layout, self.ids)
             write_rows(entries, "startup_data", repeat(record))

@@ -159,52 +159,6 @@ def test_a_source_moved_after_the_compile_fails_the_check(how: str) -> None:
     assert path in plan.moved()
 
 
-def test_join_takes_each_part_in_the_order_asked() -> None:
-    import numpy as np
-
-    from derivgraph.addresses import Addresses, addresses
-
-    groups = [[torch.ones(3) for _ in range(4)], _mixed(), [torch.zeros(5)[i:] for i in range(3)]]
-    parts = [addresses(g, hold=False) for g in groups]
-    flat = [t for g in groups for t in g]
-    order = np.random.default_rng(0).permutation(len(flat))
-    joined = Addresses.join(parts, order)
-    want = [flat[i] for i in order]
-    assert joined is not None and joined.tensors == want and joined.storages == []
-    assert joined.kept() and joined.at([t.data_ptr() for t in want])
-    assert Addresses.join(parts).tensors == flat and Addresses.join(parts).kept()
-    held = Addresses.join([addresses(g) for g in groups])  # storages held: joined too
-    assert held is not None and len(held.storages) == len(flat)
-    flat[5].data = torch.zeros(3)  # one tensor moved: the joined words say so
-    assert not joined.kept()
-
-
-def test_the_holders_check_takes_the_entry_columns_words(monkeypatch: Any) -> None:
-    made: list[int] = []
-    real = addresses_module.addresses
-
-    def counted(tensors: Any, hold: bool = True) -> Any:
-        made.append(len(tensors))
-        return real(tensors, hold)
-
-    monkeypatch.setattr(addresses_module, "addresses", counted)
-    import derivgraph.runtime.accessors as accessors_module
-    monkeypatch.setattr(accessors_module, "addresses", counted)
-    plan = _plan(layers=12)
-    table = plan.holders.table
-    at = table.addresses()  # its first compare took the offered words
-    assert at.words is not None and at.proven() and at.words.tensors == table.storages
-    assert at.words.at(table.ptrs)
-    assert len(table) not in made  # no read of every holder's storage
-    columns = [c for c in plan.entries.columns if c.words is not None]
-    assert columns and all(c.words.tensors == c.storages for c in columns)
-    # a derived storage moved in place of its holder: the check fails
-    entry = next(e for c in columns for e in [c.entries[3]])
-    with torch.no_grad():
-        entry.storage.set_(torch.zeros_like(entry.storage))
-    assert not at.proven() and not table.at_startup_addresses()
-
-
 def test_offered_words_of_a_tensor_moved_since_are_not_taken() -> None:
     values = _mixed()
     ptrs, words = read_addresses(values)

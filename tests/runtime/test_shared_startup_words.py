@@ -45,12 +45,9 @@ def test_prepare_takes_the_startup_words_from_the_holders_check(monkeypatch):
     startup, table = plan.tensors.startup_addresses(), plan.holders.table.addresses()
     sources = plan.holders._source_checks[2]
     assert 0 < len(startup) < len(table)
-    # the sources' (the startup record, offered to their check), each entry column's storages
-    # (the record, offered to the table's check), their joint check with the startup tensors'
-    # (Holders._at_addresses): no read of the startup tensors' own, nor of the whole table's
-    columns = [len(c.storages) for c in plan.entries.columns if c.words is not None]
-    assert columns and table.words is not None
-    assert read == [len(sources), *columns, len(sources) + len(startup)]
+    # the sources', their joint check with the startup tensors' (Holders._at_addresses), the
+    # table's: no read of the startup tensors' own
+    assert read == [len(sources), len(sources) + len(startup), len(table)]
     assert startup.words is not None and startup.words is not table.words
     assert _places(startup.words) == _places(real(startup.tensors, hold=False))
     assert plan.tensors.restore_storage() == []
