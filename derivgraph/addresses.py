@@ -47,7 +47,7 @@ import torch
 from derivgraph.column_layout import tensor_method
 
 __all__ = ["AVAILABLE", "Addresses", "AtAddresses", "address_of", "addresses", "addresses_equal",
-           "data_ptrs"]
+           "data_ptrs", "read_addresses"]
 
 logger = logging.getLogger(__name__)
 
@@ -155,25 +155,17 @@ class Addresses:
                          np.frombuffer(stores, dtype=np.int64)[keep].tobytes())
         return out
 
-    def at(self, ptrs: Sequence[int]) -> bool:
-        """True when every tensor's data address, as ``data_ptr()`` computes it from the
-        words these were taken with (its storage's data address plus its storage offset times
-        its element size; 0 for a tensor of no element), is its entry of ``ptrs``: the exact
-        compare of :func:`addresses_equal`, made from these words and each tensor's element
-        count word (one gather) instead of asking every tensor (only a tensor at a nonzero
-        offset is asked its element size). False says only that this is not proven so (the
-        caller compares the data addresses), also where the count word is not proven here."""
-        n = len(self.tensors)
-        if _NUMEL is None or _LAYOUT is None or len(ptrs) != n:
-            return False
+    def ptrs(self) -> np.ndarray | None:
+        """Each tensor's data address as ``data_ptr()`` computes it from the words these were
+        taken with (its storage's data address plus its storage offset times its element
+        size; 0 for a tensor of no element, by its element count word: one gather), as
+        ``int64`` in tensor order; only a tensor at a nonzero offset is asked its element
+        size. None where the count word is not proven here."""
+        if _NUMEL is None or _LAYOUT is None:
+            return None
         impls, stores = self._expected
-        pairs = np.frombuffer(impls, dtype=np.int64)
         got = np.frombuffer(stores, dtype=np.int64)
-        offsets = pairs[1::2]
-        try:
-            want = np.fromiter(ptrs, dtype=np.int64, count=n)
-        except (OverflowError, TypeError, ValueError):
-            return False
+        offsets = np.frombuffer(impls, dtype=np.int64)[1::2]
         shifted = np.flatnonzero(offsets)
         if len(shifted):  # a tensor at an offset: its element size asked (a view)
             got = got.copy()  # (a view of bytes: read-only)
@@ -184,7 +176,22 @@ class Addresses:
         numels = self._impls.take(self._impl_index[::2] + (_NUMEL - _LAYOUT[0]))
         if not numels.all():  # a tensor of no element: data_ptr() is 0
             got = np.where(numels == 0, 0, got)
-        return got.tobytes() == want.tobytes()
+        return got
+
+    def at(self, ptrs: Sequence[int]) -> bool:
+        """True when every tensor's data address, as :meth:`ptrs` computes it from the words
+        these were taken with, is its entry of ``ptrs``: the exact compare of
+        :func:`addresses_equal`, made from these words instead of asking every tensor. False
+        says only that this is not proven so (the caller compares the data addresses), also
+        where the count word is not proven here."""
+        if _NUMEL is None or _LAYOUT is None or len(ptrs) != len(self.tensors):
+            return False
+        try:
+            want = np.fromiter(ptrs, dtype=np.int64, count=len(self.tensors))
+        except (OverflowError, TypeError, ValueError):
+            return False
+        got = self.ptrs()
+        return got is not None and got.tobytes() == want.tobytes()
 
     def kept(self) -> bool:
         """True when every word is as at the start: no tensor's data address moved. False says
@@ -293,18 +300,45 @@ def address_of(t: Any) -> int:
     return t.data_ptr() if isinstance(t, torch.Tensor) and not t.is_meta else 0
 
 
+def _off_meta(values: Sequence[Any], unproven: bytes | bytearray | None) -> set[type] | None:
+    """The classes of ``values`` where every value is a tensor off the meta device (``unproven``:
+    as :func:`data_ptrs`'), else None."""
+    types = set(map(type, values))
+    if all(issubclass(cls, torch.Tensor) for cls in types) and not any(map(
+            _is_meta, values if unproven is None or len(unproven) != len(values)
+            else compress(values, unproven))):
+        return types
+    return None
+
+
 def data_ptrs(values: Sequence[Any], unproven: bytes | bytearray | None = None) -> list[int]:
     """:func:`address_of` of each value, in C-level sweeps when every value is a tensor off
     the meta device (the common case; ``t.data_ptr()`` by
     :func:`~derivgraph.column_layout.tensor_method` of their classes). ``unproven``: one
     byte per value, 0 where the caller proved it a tensor off the meta device (its
     ``is_meta`` not read), 1 elsewhere."""
-    types = set(map(type, values))
-    if all(issubclass(cls, torch.Tensor) for cls in types) and not any(map(
-            _is_meta, values if unproven is None or len(unproven) != len(values)
-            else compress(values, unproven))):
+    types = _off_meta(values, unproven)
+    if types is not None:
         return list(map(tensor_method(types, "data_ptr"), values))
     return list(map(address_of, values))
+
+
+def read_addresses(values: Sequence[Any], unproven: bytes | bytearray | None = None,
+                   ) -> tuple[list[int], Addresses | None]:
+    """:func:`data_ptrs` of ``values``, and the words they were computed from: where every
+    value is a plain tensor or parameter (``data_ptr()`` is ``torch.Tensor``'s) off the meta
+    device and the words are proven here, each address is what :meth:`Addresses.ptrs` gives
+    from one read of every value's words (no tensor asked; an :class:`Addresses` holding no
+    storage), and those words come back with them: words of a state at exactly these
+    addresses (a check of these tensors at them is offered them: :meth:`AtAddresses.offer`).
+    Else the addresses as :func:`data_ptrs` reads them, and None."""
+    types = _off_meta(values, unproven) if _NUMEL is not None else None
+    if types is not None and tensor_method(types, "data_ptr") is _data_ptr:
+        words = addresses(values, hold=False)
+        got = None if words is None else words.ptrs()
+        if got is not None:
+            return got.tolist(), words
+    return data_ptrs(values, unproven), None
 
 
 def addresses_equal(tensors: list[Any], ptrs: list[int], indices: list[int] | None = None) \
@@ -329,7 +363,7 @@ class AtAddresses:
     words. ``hold``: the words keep the startup storages alive (the guard restores them);
     ``False`` keeps none (an engine's dropped weights are freed)."""
 
-    __slots__ = ("tensors", "ptrs", "words", "_indices", "_hold", "_taken", "_tried")
+    __slots__ = ("tensors", "ptrs", "words", "_indices", "_hold", "_taken", "_tried", "_offered")
 
     def __init__(self, tensors: Sequence[Any], ptrs: Sequence[int], *, hold: bool = False):
         self.tensors = list(tensors)
@@ -339,6 +373,7 @@ class AtAddresses:
         self._hold = hold
         self._taken = False
         self._tried = False  # the words' first compare made (once: see intact)
+        self._offered: Addresses | None = None  # words read earlier, for it (:meth:`offer`)
 
     def __len__(self) -> int:
         return len(self.tensors)
@@ -354,7 +389,11 @@ class AtAddresses:
             # state just proven at the expected addresses; else the exact compare decides,
             # from then on too (a check that fails is not made to read the words each time)
             self._tried = True
-            words = addresses(self.tensors, hold=self._hold)
+            words, self._offered = self._offered, None
+            if words is not None and not words.kept():  # offered: unchanged now, else none
+                words = None
+            elif words is None:
+                words = addresses(self.tensors, hold=self._hold)
             if words is not None and words.at(self.ptrs):
                 self.words, self._taken = words, True
                 return True
@@ -370,6 +409,26 @@ class AtAddresses:
         they were taken; False says only that this is not proven so (no exact compare)."""
         words = self.words
         return words is not None and words.kept()
+
+    def offer(self, words: Addresses | None) -> bool:
+        """Offer ``words`` read earlier (e.g. by :func:`read_addresses`) to this check's first
+        compare (:meth:`intact`), where it has made none and taken no words, they hold
+        storages as this one would, and they are the words of this check's very tensors, in
+        order (one identity sweep; words of more tensors after them: their rows taken, no
+        word read). That compare then reads no words: it takes these where they are
+        unchanged now (one gather) and give this check's addresses (:meth:`Addresses.at`),
+        so they are the words of a state just proven at them, as freshly read ones would be;
+        else it decides as without them. Whether offered (else nothing changed)."""
+        n = len(self.tensors)
+        if self._taken or self._tried or words is None or bool(words.storages) != self._hold \
+                or not n or len(words) < n:
+            return False
+        if not all(map(operator.is_, words.tensors, self.tensors)):  # its first n
+            return False
+        if len(words) > n:
+            words = words.rows(b"\x01" * n + bytes(len(words) - n), self.tensors)
+        self._offered = words
+        return True
 
     def take_words(self, proven: AtAddresses, mask: bytes | bytearray) -> bool:
         """Take this check's words from ``proven``'s (:meth:`Addresses.rows`: no word read),

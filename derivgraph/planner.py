@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
-from derivgraph.addresses import data_ptrs
+from derivgraph.addresses import read_addresses
 from derivgraph.adoption import (
     AliasOf,
     Extra,
@@ -452,7 +452,10 @@ def _record_startup(plan: Plan, owners: PathReader | None = None,
     read = dict(zip(paths, tensors))
     book = plan.tensors.layouts  # the layer proof's source columns: found here once
     runs = book.source_runs(tensors) if book is not None else []
-    ptrs = data_ptrs(tensors, book.unproven_meta(len(tensors), runs) if runs else None)
+    # their addresses from one read of their words, handed on with them (the holders' source
+    # check takes them: not read again)
+    ptrs, words = read_addresses(
+        tensors, book.unproven_meta(len(tensors), runs) if runs else None)
     for column in plan.entries.columns:  # the compile's book (None after it); an alias
         # column's rows are sources: their addresses were just read
         column.record_startup(plan.tensors.layouts, (tensors, ptrs))
@@ -463,7 +466,7 @@ def _record_startup(plan: Plan, owners: PathReader | None = None,
     plan.source_ptrs = SourcePtrs.record(paths, tensors, ptrs, len(folds))  # by column
     if book is not None:  # their addresses: read here once
         book.note_read_addresses(tensors, ptrs, runs)
-    return read, reads._replace(ptrs=ptrs)  # the holders' binding takes the addresses
+    return read, reads._replace(ptrs=ptrs, words=words)  # the holders' binding takes them
 
 
 def _lower(plan: Plan, values: dict[str, Any], read: Mapping[str, Any] | None = None,

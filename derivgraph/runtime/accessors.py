@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from torch import nn
 
-from derivgraph.addresses import AtAddresses
+from derivgraph.addresses import Addresses, AtAddresses
 from derivgraph.compiler.owners import PathReader, RegistryReads, registries_holding
 from derivgraph.paths import MISSING, Slot, holder_dict, step_into
 from derivgraph.runtime.entry import RowsOf, not_taken
@@ -386,7 +386,10 @@ class PathReads(NamedTuple):
     paths takes ``where`` where it finds the very same owners:
     :meth:`~derivgraph.runtime.holders.Holders.bind`). ``ptrs``: each object's
     :func:`~derivgraph.addresses.address_of`, where the reader's caller recorded them (the
-    compile's startup record; valid while nothing re-points them, as that record is)."""
+    compile's startup record; valid while nothing re-points them, as that record is);
+    ``words``: the words they were computed from, where they were
+    (:func:`~derivgraph.addresses.read_addresses`: a check of these objects at ``ptrs``
+    is offered them, :meth:`~derivgraph.addresses.AtAddresses.offer`)."""
 
     paths: list[str]
     owner_paths: list[str]
@@ -395,6 +398,7 @@ class PathReads(NamedTuple):
     where: list[Any]
     objects: list[Any]
     ptrs: list[int] | None = None
+    words: Addresses | None = None
 
 
 def read_paths(reader: PathReader, paths: list[str]) -> tuple[list[Any], PathReads]:

@@ -211,7 +211,10 @@ class Holders:
         # each source's holder dict (None: held outside a dict), its key the source's name
         self._sources = bound = BoundSources(paths, where, names, tensors, ptrs)
         if not bound.outside_dicts():  # the source check's columns, as sources_intact makes
-            self._source_checks = (where, names, AtAddresses(tensors, ptrs))
+            at = AtAddresses(tensors, ptrs)
+            if reads is not None:  # the words the caller's addresses were computed from
+                at.offer(reads.words)
+            self._source_checks = (where, names, at)
         self._source_owners, self._source_hops = owner_paths, None  # see source_hops
         self._proven = None
         self._sources_stale = False

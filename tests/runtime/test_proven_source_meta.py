@@ -1,7 +1,8 @@
 """The startup record's sources: ``is_meta`` not read where the build's column proof says.
 
-``planner._record_startup`` reads every source's ``data_ptr()`` (``addresses.data_ptrs``:
-``address_of`` of each, 0 for a meta tensor, in one sweep where none is meta). The layout
+``planner._record_startup`` reads every source's ``data_ptr()`` (``addresses.read_addresses``:
+``address_of`` of each, 0 for a meta tensor, from their words or in one sweep where none is
+meta; ``data_ptrs`` with the same mask where not from words). The layout
 book holds each stamped source column the build proved (``planner._record_sources``); its
 runs among the sources (``ColumnLayouts.source_runs``) whose record proves a plain tensor or
 parameter off the meta device are marked proven (``ColumnLayouts.unproven_meta``) and not
@@ -60,14 +61,14 @@ def test_only_runs_of_off_meta_plain_source_columns_are_proven() -> None:
 
 def test_the_startup_record_skips_the_proven_sources(monkeypatch: pytest.MonkeyPatch) -> None:
     masks: list[tuple[list[Any], Any, list[int]]] = []
-    real = planner_module.data_ptrs
+    real = planner_module.read_addresses
 
-    def spy(values: Any, unproven: Any = None) -> list[int]:
-        got = real(values, unproven)
+    def spy(values: Any, unproven: Any = None) -> tuple[list[int], Any]:
+        got, words = real(values, unproven)
         masks.append((list(values), unproven, got))
-        return got
+        return got, words
 
-    monkeypatch.setattr(planner_module, "data_ptrs", spy)
+    monkeypatch.setattr(planner_module, "read_addresses", spy)
     with stamping(True):
         plan = planner_module.compile_plan(scaling_model(10), [scaling_spec()])
     values, unproven, got = masks[0]
