@@ -99,6 +99,16 @@ def test_a_compile_makes_no_row_entry() -> None:
     assert reports[0].bytes > 0
 
 
+def _relayout(plan: Plan) -> None:
+    """Layer 3's sources replaced by tensors of another shape, then a run (a relayout: the
+    plan opens its columns)."""
+    layer = plan.model.layers[3]
+    torch.manual_seed(1)
+    layer.scale = torch.nn.Parameter(torch.rand(9) + 0.5, requires_grad=False)
+    layer.weight = torch.nn.Parameter(torch.rand(9), requires_grad=False)
+    plan.run(strict=False)
+
+
 def _fields(plan: Plan, key: str) -> tuple[Any, ...]:
     e = plan.entries[key]
     owner = plan.model.get_submodule(e.owner_path)
@@ -187,11 +197,7 @@ def test_a_row_made_before_its_column_writes_is_written_again() -> None:
 def test_a_relayout_after_the_rows_are_held_makes_them_generic() -> None:
     held, kept = _compile(), _compile(by_column=False)
     for plan in (held, kept):
-        layer = plan.model.layers[3]
-        torch.manual_seed(1)
-        layer.scale = torch.nn.Parameter(torch.rand(9) + 0.5, requires_grad=False)
-        layer.weight = torch.nn.Parameter(torch.rand(9), requires_grad=False)
-        plan.run(strict=False)
+        _relayout(plan)
     assert held.entries.columns == () and type(held.entries.by_id) is HeldRows
     assert held.entries["layers.3.prod"].storage.shape == (9,)
     for key in kept.entries:
@@ -256,11 +262,7 @@ def test_the_keys_are_disjoint_as_the_ids_are_after_a_relayout() -> None:
     """Once every row is kept (a relayout opened the columns), the kept ids answer."""
     plan = _compile()
     column = plan.entries.columns[2]
-    layer = plan.model.layers[3]
-    torch.manual_seed(1)
-    layer.scale = torch.nn.Parameter(torch.rand(9) + 0.5, requires_grad=False)
-    layer.weight = torch.nn.Parameter(torch.rand(9), requires_grad=False)
-    plan.run(strict=False)
+    _relayout(plan)
     assert plan.entries.columns == () and type(plan.entries.by_id) is HeldRows
     rows, ids = plan.entries.by_id, set(plan.entries)
     for refs in ([*column.ids], [column.ids[-1]], ["layers.3.scale"], ["no.such"], []):
