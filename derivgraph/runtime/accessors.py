@@ -26,7 +26,7 @@ from torch import nn
 from derivgraph.addresses import Addresses, AtAddresses
 from derivgraph.compiler.owners import PathReader, RegistryReads, registries_holding
 from derivgraph.paths import MISSING, Slot, holder_dict, step_into
-from derivgraph.runtime.entry import RowsOf, not_taken
+from derivgraph.runtime.entry import HeldEntries, not_taken
 from derivgraph.runtime.watch import ItemWatch, watch_items
 
 if TYPE_CHECKING:
@@ -614,8 +614,8 @@ class HolderTable(_WatchedDicts):
         ``spans``: entry columns and the slice of ``entries`` that is their rows
         (:func:`column_spans`): their ids, storages and (where recorded) startup addresses
         are taken there, not read."""
-        # (a RowsOf: every entry of a HeldRows by position, made where read)
-        self.entries = entries if type(entries) is RowsOf else list(entries)
+        # (a HeldEntries: every entry of a HeldRows by position, made where read)
+        self.entries = entries if type(entries) is HeldEntries else list(entries)
         ids = [(rows, column.ids) for rows, column in spans]
         self.id_list = column_read(self.entries, _id, ids)  # each holder's entry id, in order
         self.ids = frozenset(self.id_list)

@@ -24,7 +24,7 @@ from derivgraph.column_layout import ColumnLayouts
 from derivgraph.errors import EngineComputedError, Rule, SpecIssue
 from derivgraph.paths import MISSING, get_path, step_into
 from derivgraph.runtime.accessors import HolderTable
-from derivgraph.runtime.entry import Entry, RowsOf
+from derivgraph.runtime.entry import Entry, HeldEntries
 from derivgraph.runtime.flat_copy import FlatCopy, flat_runs, key_runs
 from derivgraph.spec.kinds import is_engine
 
@@ -434,10 +434,10 @@ def _startup_holders(table: HolderTable, index: list[int]) -> list[Any] | None:
     """What keeps the startup storage of each holder at ``index`` alive: its entry's startup
     record (:attr:`~derivgraph.runtime.entry.Entry.startup_data`: the storage, or an alias of
     it, held for the entry's life), where every one has it (else None: a flat copy reads each
-    tensor's storage). A table of a :class:`~derivgraph.runtime.entry.RowsOf` reads its
-    columns' rows by column (:meth:`~derivgraph.runtime.entry.RowsOf.read`: no entry made)."""
+    tensor's storage). A table of a :class:`~derivgraph.runtime.entry.HeldEntries` reads its
+    columns' rows by column (:meth:`~derivgraph.runtime.entry.HeldEntries.read`: no entry made)."""
     entries = table.entries
-    if type(entries) is RowsOf:
+    if type(entries) is HeldEntries:
         held = list(map(entries.read("startup_data").__getitem__, index))
     else:
         held = list(map(_STARTUP_DATA, map(entries.__getitem__, index)))

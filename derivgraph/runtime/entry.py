@@ -25,9 +25,9 @@ from derivgraph.compiler.graph import DerivedNode, HeldDerived
 from derivgraph.paths import Slot
 from derivgraph.spec.kinds import TensorKind
 
-__all__ = ["ColumnRows", "Entry", "EntryTable", "HeldRows", "ProvenColumn", "RowEntry", "RowsOf",
-           "StartupColumn", "TableColumn", "address_of", "entry_list", "keeps_startup",
-           "nbytes_of", "not_taken", "span_of", "write_rows"]
+__all__ = ["ColumnRows", "Entry", "EntryTable", "HeldEntries", "HeldRows", "ProvenColumn",
+           "RowEntry", "StartupColumn", "TableColumn", "address_of", "entry_list",
+           "keeps_startup", "nbytes_of", "not_taken", "span_of", "write_rows"]
 
 
 class Entry:
@@ -110,7 +110,7 @@ def keeps_startup(entries: Iterable[Entry],
     by one slice store, unread; every other entry is read (so a column that recorded
     nothing, or no ``rows``, reads each row)."""
     known = [(span, column.kept) for span, column in rows if column.kept is not None]
-    if not known or not isinstance(entries, (list, RowsOf)):
+    if not known or not isinstance(entries, (list, HeldEntries)):
         return list(map(operator.is_not, map(_STARTUP_DATA, entries), repeat(None)))
     out: list[Any] = [None] * len(entries)
     taken = bytearray(len(entries))
@@ -595,7 +595,7 @@ class _HeldKeys(KeysView[str]):
         return rows._positions().keys().isdisjoint(other)
 
 
-class RowsOf(Sequence[Entry]):
+class HeldEntries(Sequence[Entry]):
     """The entries of ``rows``' positions ``at`` (a range of its order), in order, made where
     read (:class:`HeldRows`)."""
 
@@ -620,10 +620,10 @@ class RowsOf(Sequence[Entry]):
 
 
 def entry_list(entries: Mapping[str, Entry]) -> Sequence[Entry]:
-    """Every entry of ``entries`` in order: a :class:`HeldRows`' as a :class:`RowsOf` of every
+    """Every entry of ``entries`` in order: a :class:`HeldRows`' as a :class:`HeldEntries` of every
     position (an entry made where read), else a list."""
     if type(entries) is HeldRows:
-        return RowsOf(entries, range(len(entries)))
+        return HeldEntries(entries, range(len(entries)))
     return list(entries.values())
 
 

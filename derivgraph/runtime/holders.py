@@ -37,7 +37,7 @@ from derivgraph.runtime.accessors import (
     holders_of,
     not_taken,
 )
-from derivgraph.runtime.entry import Entry, EntryTable, RowsOf, address_of, entry_list
+from derivgraph.runtime.entry import Entry, EntryTable, HeldEntries, address_of, entry_list
 from derivgraph.runtime.source_ptrs import recorded_same
 from derivgraph.runtime.watch import ItemWatch, watch_items
 from derivgraph.spec.kinds import TensorKind
@@ -249,7 +249,7 @@ class Holders:
             keep = taken  # the column rows, and the rest's kept ones
         every = 0 not in keep  # nothing left out: ``held`` has ``entries``' items, the rows found
         # (every entry of a HeldRows: its positions, an entry made where read)
-        held = entries if every and type(entries) is RowsOf else list(compress(entries, keep))
+        held = entries if every and type(entries) is HeldEntries else list(compress(entries, keep))
         self.table = HolderTable(held, self._where, holders_of(
             self.hops.objects if self.hops else {}, self.model, held, columns,
             found if every else None, entry_paths if every else None),

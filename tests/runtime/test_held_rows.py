@@ -16,7 +16,7 @@ import torch
 
 import derivgraph.adoption_columns as adoption_columns
 from derivgraph import compile_plan
-from derivgraph.runtime.entry import ColumnRows, HeldRows, RowEntry, RowsOf, keeps_startup
+from derivgraph.runtime.entry import ColumnRows, HeldEntries, HeldRows, RowEntry, keeps_startup
 from derivgraph.runtime.entry_columns import EntryColumn
 from derivgraph.runtime.plan import Plan
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
@@ -80,7 +80,7 @@ def test_a_compile_makes_no_row_entry() -> None:
     rows = plan.entries.by_id
     assert type(rows) is HeldRows and len(rows) == len(plan.entries) == 4 * LAYERS
     assert plan.tensors.entries is rows and plan.holders.entries is rows
-    assert plan.programs.entries is rows and type(plan.holders.table.entries) is RowsOf
+    assert plan.programs.entries is rows and type(plan.holders.table.entries) is HeldEntries
     held = [c for c in plan.entries.columns if type(c.entries) is ColumnRows]
     assert len(held) == 4 and sum(map(len, held)) == 4 * (LAYERS - 1)
     assert all(c.entries.column is c and not c.entries.made for c in held)
