@@ -163,11 +163,16 @@ def judge(results: list[dict[str, Any]], goal: float = GOAL) -> dict[str, Any]:
 
 
 def _quantile(values: list[float], q: int) -> float:
-    """The ``q``-th percentile (a loaded host's lower quantiles are steadier than its median)."""
+    """The ``q``-th percentile (a loaded host's lower quantiles are steadier than its median);
+    one value is its own percentile."""
+    if len(values) < 2:
+        return values[0]
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
 def _summary(values: list[float]) -> dict[str, float]:
+    """Median, 10th percentile and minimum of a non-empty sample (a probe that ran once, as a
+    rare path does in a run, included)."""
     return {"median": round(statistics.median(values), 1), "q10": round(_quantile(values, 10), 1),
             "min": round(min(values), 1)}
 

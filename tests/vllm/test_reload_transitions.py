@@ -71,3 +71,10 @@ def test_a_short_or_small_sample_is_reported_not_judged() -> None:
     lacking = judge([_result(5.0, 5.0)] * 3 + [{"mode": "refill", "repeat": 1001,
                                                "by_previous": {}}])
     assert lacking["ratios"] == [1.0, 1.0, 1.0] and not lacking["complete"]
+
+
+def test_a_probe_that_ran_once_is_summarised() -> None:
+    # --pieces: a rare path's probe may fire once in a whole run; its summary is that value
+    from vllm_integration.reload_bench import _summary
+    assert _summary([12.34]) == {"median": 12.3, "q10": 12.3, "min": 12.3}
+    assert _summary([1.0, 2.0, 3.0, 4.0, 5.0]) == {"median": 3.0, "q10": 1.4, "min": 1.0}
