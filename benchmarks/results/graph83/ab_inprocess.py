@@ -107,30 +107,35 @@ def sweep_a(dicts, check):
 B = (InstanceTable.column, graph_module.DerivedGraph.derived_each, planner._owner_paths,
      accessors.registries_holding, stamp_columns._sweep)
 A = (column_a, derived_each_a, owner_paths_a, registries_holding_a, sweep_a)
+NAMES = ("column", "derived_each", "_owner_paths", "registries_holding", "_sweep")
 spent = [0.0]
+each = [0.0] * len(NAMES)
 
 
-def timed(f):
+def timed(f, at):
     def g(*args):
         t = time.thread_time()
         try:
             return f(*args)
         finally:
-            spent[0] += time.thread_time() - t
+            dt = time.thread_time() - t
+            spent[0] += dt
+            each[at] += dt
     return g
 
 
 def use(fs):
-    InstanceTable.column = timed(fs[0])
-    graph_module.DerivedGraph.derived_each = timed(fs[1])
-    planner._owner_paths = timed(fs[2])
-    accessors.registries_holding = timed(fs[3])
-    stamp_columns._sweep = timed(fs[4])
+    InstanceTable.column = timed(fs[0], 0)
+    graph_module.DerivedGraph.derived_each = timed(fs[1], 1)
+    planner._owner_paths = timed(fs[2], 2)
+    accessors.registries_holding = timed(fs[3], 3)
+    stamp_columns._sweep = timed(fs[4], 4)
 
 
 spec = scaling_spec()
 planner.compile_plan(scaling_model(size // 4), [spec])
-got = {"A": [], "B": []}
+got: dict[str, list[tuple[float, float]]] = {"A": [], "B": []}
+per: dict[str, list[list[float]]] = {"A": [], "B": []}
 for r in range(rounds):
     for name in (("A", "B") if r % 2 == 0 else ("B", "A")):
         use(A if name == "A" else B)
@@ -138,11 +143,13 @@ for r in range(rounds):
         gc.collect()
         gc.disable()
         spent[0] = 0.0
+        each[:] = [0.0] * len(NAMES)
         t = time.thread_time()
         planner.compile_plan(model, [spec])
         total = time.thread_time() - t
         gc.enable()
         got[name].append((total, spent[0]))
+        per[name].append(list(each))
         print(f"round {r} {name} compile {total:.3f} s  in the five {spent[0] * 1e3:.1f} ms",
               flush=True)
         del model
@@ -153,3 +160,6 @@ print("B - A compile (median of per-round pairs)",
       f"{statistics.median(b[0] - a[0] for a, b in zip(got['A'], got['B'])) * 1e3:+.1f} ms",
       "in the five",
       f"{statistics.median(b[1] - a[1] for a, b in zip(got['A'], got['B'])) * 1e3:+.1f} ms")
+for k, fname in enumerate(NAMES):
+    print(f"  {fname}: A {statistics.median(e[k] for e in per['A']) * 1e3:.1f} ms,"
+          f" B {statistics.median(e[k] for e in per['B']) * 1e3:.1f} ms")
