@@ -399,11 +399,16 @@ def _owner_paths(rest: list[tuple[Entry, Extra]], columns: Sequence[list[str]]) 
     """The owner paths a compile's transaction records whole: each entry's of ``rest`` (the
     entries in no column) and the parent of each column row's owner path (``columns``: each
     entry column's rows' owner paths, :meth:`EntryColumn.owner_paths`; a row's owner is
-    recorded as the column's fresh name; the columns' distinct paths cut once, in C)."""
+    recorded as the column's fresh name; the columns' distinct paths cut once, in C). A
+    column equal, row by row, to one already put in (one layer's columns: the same paths,
+    compared by identity first) adds nothing and is not swept again."""
     paths = set(map(_OWNER_PATH, map(_FIRST, rest)))
     rows: set[str] = set()
+    swept: list[list[str]] = []
     for column in columns:
-        rows.update(column)
+        if not any(map(column.__eq__, swept)):
+            rows.update(column)
+            swept.append(column)
     paths.update(map(_FIRST, map(str.rpartition, rows, repeat("."))))
     return paths
 

@@ -464,13 +464,18 @@ class DerivedGraph:
     def derived_each(self, ids: Iterable[str]) -> list[bool]:
         """Whether each id of ``ids`` is a derived tensor's (C-level sweeps, no node made):
         where ``ids`` outnumber the derived tensors, one sweep of one set of them all (the
-        made ones' ids and the held runs'), else a sweep of each."""
+        made ones' ids and the held runs'), else a sweep of each, first as a disjointness
+        test (no list made; each stops at its first hit): where no set holds any of
+        ``ids`` (a source path's probe), every answer is False."""
         ids = list(ids)
         held_sets = [id_set for _, id_set, _ in self._held]
         if held_sets and len(ids) > len(self._derived) + sum(map(len, held_sets)):
             every = set(self._derived)
             every.update(*held_sets)
             return list(map(every.__contains__, ids))
+        if self._derived.keys().isdisjoint(ids) and all(
+                id_set.isdisjoint(ids) for id_set in held_sets):
+            return [False] * len(ids)
         found = list(map(self._derived.__contains__, ids))
         for id_set in held_sets:
             held = list(map(id_set.__contains__, ids))

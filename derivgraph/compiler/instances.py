@@ -130,8 +130,10 @@ class InstanceTable:
         return self._n
 
     def column(self, k: int) -> list[str]:
-        """Template node ``k``'s counterpart in every row, in stamping order (a new list)."""
-        return list(self.cols[k]) if self._n else []
+        """Template node ``k``'s counterpart in every row, in stamping order: the held
+        column itself, no copy (read it, never change it; copy it to keep it past a later
+        add to the table); empty where the table has no row."""
+        return self.cols[k] if self._n else []
 
     def columns(self) -> list[list[str]]:
         """Every template position's column (``columns()[k]`` is :meth:`column` ``k``): a

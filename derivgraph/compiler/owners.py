@@ -180,12 +180,11 @@ def registries_holding(owners: Sequence[Any], key: str, reads: RegistryReads | N
     reads.take(owners)
     if not reads.modules:
         return None
-    for k in range(len(MODULE_REGISTRIES)):
+    for k in range(len(MODULE_REGISTRIES)):  # each test stops at its first answer
         found = reads.registry(k)
-        held = list(map(operator.contains, found, repeat(key)))
-        if all(held):
+        if all(map(operator.contains, found, repeat(key))):
             return k, found
-        if any(held):
+        if any(map(operator.contains, found, repeat(key))):
             return None
     dicts = reads.dicts
     return (len(MODULE_REGISTRIES), dicts) if all(map(operator.contains, dicts, repeat(key))) \

@@ -306,10 +306,10 @@ def _sweep(dicts: list[dict[str, Any]], check: Check) -> list[Any]:
     got: list[Any] = [None] * n
     done = [False] * n
     for registry in MODULE_REGISTRIES:
+        if not any(map(contains, map(registry, dicts), repeat(part))):
+            continue  # held by none (no list made; stops at the first that holds it)
         held = list(map(registry, dicts))
         has = list(map(contains, held, repeat(part)))
-        if not any(has):
-            continue
         if all(has) and not any(done):
             got = list(map(getitem, held, repeat(part)))
             break

@@ -61,3 +61,22 @@ def test_a_held_runs_ids_are_found_where_no_made_node_is_asked() -> None:
     assert graph.derived_each(["layers.4.inv", "layers.4.scale", "layers.2.strides"]) \
         == [True, False, True]
     assert graph.derived_each(["layers.4.scale", "layers.4.weight"]) == [False, False]
+
+
+@pytest.mark.parametrize("hit", ["none", "made", "held", "last"])
+def test_the_disjoint_test_answers_false_only_where_no_set_holds_one(hit: str) -> None:
+    """The per-set path's disjointness test (graph83): where neither the made nodes nor a
+    held run holds one of the ids, every answer is False; one hit anywhere (a made node, a
+    held run's, the last id asked) and the sweeps answer, id by id as the oracle. Canary:
+    the test made of the made nodes only (a held run's hit then read False) turns "held"
+    and "last" red."""
+    graph = _graph()
+    made = next(iter(graph._derived))  # the template row's, made
+    sources = [f"layers.{i}.scale" for i in range(6)] + ["nothing", "%1:div"]
+    asked = {"none": sources, "made": [made, *sources], "held": ["layers.2.prod", *sources],
+             "last": [*sources, "layers.5.scale_alias"]}[hit]
+    got = graph.derived_each(asked)
+    assert graph._held  # nothing was made by asking
+    derived = graph.derived  # the oracle
+    assert got == [i in derived for i in asked]
+    assert sum(got) == (0 if hit == "none" else 1)

@@ -95,3 +95,21 @@ def test_a_stamped_compile_fills_the_table_in_the_compile_s_order() -> None:
     objs = {p: get_path(plan.model, p) for p in [*graph.sources(), *plan.folds.entries]}
     assert objs and all(isinstance(t, torch.Tensor) for t in objs.values())
     assert plan.source_ptrs == {p: (id(t), address_of(t)) for p, t in objs.items()}
+
+
+@pytest.mark.parametrize("case", ["equal", "one-differs", "longer", "shorter"])
+def test_an_equal_column_is_swept_once_and_a_differing_one_in_full(case: str) -> None:
+    """``_owner_paths`` sweeps a column equal to one already swept once (graph83): the
+    answer is the per-row rule's whether the columns are equal, differ in one row (the
+    last), or one is the other with a row more or less. Canary: skipping a column whose
+    first row is one already swept (not the whole column compared) turns the differing
+    cases red."""
+    base = ["layers.0", "layers.1", "blocks.2.attn", "layers.3"]
+    other = {"equal": list(base), "one-differs": [*base[:-1], "heads.7.q"],
+             "longer": [*base, "tail.9.x"], "shorter": base[:2]}[case]
+    columns = [list(base), other, list(base)]
+    want = {path.rpartition(".")[0] for column in columns for path in column} | {"r"}
+    rest = [(SimpleNamespace(owner_path="r"), None)]
+    assert planner._owner_paths(rest, columns) == want  # type: ignore[arg-type]
+    assert ("heads.7" in want) is (case == "one-differs")
+    assert ("tail.9" in want) is (case == "longer")
