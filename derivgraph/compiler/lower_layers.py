@@ -198,6 +198,9 @@ def _columns_hold(ctx: LowerContext, table: InstanceTable, shared: tuple[str, ..
         one = k >= width  # one node's value in every row: read once, its facts once
         values = bound[k] = ctx.bound_values(column[:1], _UNBOUND) * n if one \
             else ctx.bound_values(column, _UNBOUND)
+        held = book.held(values) if book is not None and not one else None
+        if held is not None and type(held[0]) is list:  # a recorded column's very tensors:
+            values = bound[k] = held[0]  # its readers below and after find the book's list
         if fact is None:
             if not all(map(is_, values, repeat(_UNBOUND, n))):
                 return False
