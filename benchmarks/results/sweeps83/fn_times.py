@@ -1,7 +1,13 @@
 """Wall time inside named functions (module:qualname) over one warm compile at argv[1], gc off; argv[2] rounds."""
-import gc, importlib, sys, time, collections
+import collections
+import gc
+import importlib
+import sys
+import time
+
 from derivgraph.planner import compile_plan
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+
 size, rounds = int(sys.argv[1]), int(sys.argv[2])
 tot = collections.defaultdict(list)
 def patch(spec):

@@ -1,8 +1,13 @@
 """line_profiler of named functions (module:qualname) over one warm compile at argv[1]."""
-import gc, importlib, sys
+import gc
+import importlib
+import sys
+
 from line_profiler import LineProfiler
+
 from derivgraph.planner import compile_plan
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+
 size = int(sys.argv[1])
 lp = LineProfiler()
 for s in sys.argv[2:]:

@@ -1,8 +1,14 @@
 """Which callers reach the per-row sweeps, with which sequences (type, length, very list or not), in one warm 100k compile."""
-import gc, sys, time, traceback, collections
+import collections
+import gc
+import sys
+import time
+import traceback
+
 from derivgraph import column_layout as cl
 from derivgraph.planner import compile_plan
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+
 size = int(sys.argv[1]) if len(sys.argv) > 1 else 100000
 log = []
 seen_ids = {}
