@@ -393,16 +393,25 @@ class ColumnLayouts:
                     out[i] = table.get(ids[i])
         return out
 
+    def held(self, tensors: Sequence[Any]) -> tuple[Sequence[Any], ColumnLayout] | None:
+        """The recorded column (:meth:`add`) that is ``tensors``' very tensors in its order,
+        and its record: one identity sweep, none for the very sequence it was recorded with
+        (the sweep would compare it with itself); None where there is none. A caller that
+        reads the column in place of ``tensors`` hands its later readers that very sequence
+        (their sweeps then go): it is shared, read it, never change it."""
+        column = self._columns.get(id(tensors[0])) if tensors else None
+        if column is not None and (column[0] is tensors or len(column[0]) == len(tensors)
+                                   and all(map(is_, tensors, column[0]))):
+            return column
+        return None
+
     def common(self, tensors: Sequence[Any]) -> ColumnLayout | None:
         """The one record every tensor of ``tensors`` is held under; None when one is not
         held or two records differ."""
         if not tensors:
             return None
-        column = self._columns.get(id(tensors[0]))
-        if column is not None and (column[0] is tensors or len(column[0]) == len(tensors)
-                                   and all(map(is_, tensors, column[0]))):
-            # one recorded column, in its order: one identity sweep (none for the very
-            # sequence it was recorded with, which the sweep would compare with itself)
+        column = self.held(tensors)
+        if column is not None:  # one recorded column, in its order
             return column[1]
         first = self._record(tensors[0])
         if first is None:

@@ -253,15 +253,16 @@ def _column(graph: DerivedGraph, env: dict[str, Any], read_source: Callable[[str
                 elif not source and not _CONTAINS(env, arg.id):  # another table's kept row?
                     env.get(arg.id)
             if kept is None:
-                tensors = _operands(env, read_source, refs, source, sources, at is not None)
+                tensors = _operands(env, read_source, refs, source, sources, at is not None,
+                                    book)
             else:
-                tensors = _tensors(list(kept))
+                tensors = _tensors(kept, book)
             if tensors is None:
                 return None
             key = arg.id if at is None else at
             seen = None if stacks is None else stacks.get(key)
-            if seen is not None and len(seen[0]) == len(tensors) \
-                    and all(map(is_, tensors, seen[0])):
+            if seen is not None and (seen[0] is tensors or len(seen[0]) == len(tensors)
+                                     and all(map(is_, tensors, seen[0]))):
                 mine, stacked = seen[1], seen[2]  # this operand, as an earlier column read it
             else:
                 record = None if book is None else book.common(tensors)
@@ -432,7 +433,7 @@ def _record(book: ColumnLayouts, values: tuple[torch.Tensor, ...]) -> None:
 
 def _operands(env: dict[str, Any], read_source: Callable[[str], Any], refs: list[str],
               source: bool, sources: Mapping[str, Any] | None = None, column: bool = False,
-              ) -> list[torch.Tensor] | None:
+              book: ColumnLayouts | None = None) -> Sequence[torch.Tensor] | None:
     """The values at ``refs`` (``source``: they are sources, one not read yet is read now),
     or None when one is not evaluated yet or is not a tensor. ``sources``: what
     ``read_source`` answers for the paths it holds. Every ref with a value in ``env``, or none
@@ -440,20 +441,22 @@ def _operands(env: dict[str, Any], read_source: Callable[[str], Any], refs: list
     takes a few C-level sweeps; any other mix, the per-ref loop (the reference: each source
     not read yet read by ``read_source`` and put in ``env`` up to the first non-tensor).
     ``column``: ``refs`` are a table's column (its rows' own nodes): a :class:`ColumnValues`
-    keeps the sources read from ``sources`` as that column instead (:meth:`ColumnValues.keep`)."""
+    keeps the sources read from ``sources`` as that column instead (:meth:`ColumnValues.keep`).
+    ``book``: as :func:`_tensors`' (a column it holds is answered, and kept, as its own
+    sequence)."""
     found = list(map(_GET, repeat(env), refs))  # a ColumnValues' own keys (no fill)
     if not any(map(is_, found, repeat(None))):
-        return _tensors(found)
+        return _tensors(found, book)
     if source and sources is not None and all(map(is_, found, repeat(None))):
         # read_source's answer for each held path (None: a path it does not hold, so not a
         # tensor: the per-ref loop below reads it as before)
-        found = list(map(sources.get, refs))
-        if all(map(isinstance, found, repeat(torch.Tensor))):
+        tensors = _tensors(list(map(sources.get, refs)), book)
+        if tensors is not None:
             if column and type(env) is ColumnValues:
-                env.keep(refs, found)
+                env.keep(refs, tensors)
             else:
-                env.update(zip(refs, found))
-            return found
+                env.update(zip(refs, tensors))
+            return tensors
     out = []
     for ref in refs:
         value = _GET(env, ref)
@@ -467,6 +470,23 @@ def _operands(env: dict[str, Any], read_source: Callable[[str], Any], refs: list
     return out
 
 
-def _tensors(found: list[Any]) -> list[torch.Tensor] | None:
-    """``found`` where every item is a tensor, else None."""
-    return found if all(map(isinstance, found, repeat(torch.Tensor))) else None
+def _tensors(found: Sequence[Any], book: ColumnLayouts | None = None) \
+        -> Sequence[torch.Tensor] | None:
+    """``found`` (as a list) where every item is a tensor, else None. Where ``book`` holds
+    ``found``'s very tensors as one recorded column
+    (:meth:`~derivgraph.column_layout.ColumnLayouts.held`: one identity sweep, none for that
+    column itself) whose record's class is a tensor class, that column: every item is of
+    that class, so an instance of ``torch.Tensor`` (whose metaclass's ``isinstance`` is
+    ``type``'s: a subclass's instance is one); its later readers (``book.common``, a stack's
+    identity check, :func:`admit_templates`) then find the very sequence the book holds."""
+    held = None if book is None or not _TYPE_CHECKS else book.held(found)
+    if held is not None and issubclass(held[1].type, torch.Tensor):
+        return held[0]
+    if not all(map(isinstance, found, repeat(torch.Tensor))):
+        return None
+    return found if type(found) is list else list(found)
+
+
+#: ``isinstance(x, torch.Tensor)`` is ``type``'s check (no ``__instancecheck__`` of torch's
+#: metaclass): true for every instance of a subclass of ``torch.Tensor``
+_TYPE_CHECKS = type(torch.Tensor).__instancecheck__ is type.__instancecheck__  # type: ignore[comparison-overlap]

@@ -180,6 +180,10 @@ def _columns_hold(ctx: LowerContext, table: InstanceTable, shared: tuple[str, ..
     for an entry column's storages, against its layout record (proved where it was made).
     ``values_of``: where given, the bound values of each of the template's positions whose
     value is a tensor are put in it (every row's a tensor of that type, where this is True).
+    A column whose bound values are a recorded column's very tensors, in its order
+    (:meth:`~derivgraph.column_layout.ColumnLayouts.held`: one identity sweep), is read as
+    the book's own list from then on (its record, its noted addresses and its later readers
+    then find that list, not a copy to sweep again).
     ``metas_hold``: shape inference's record says every row has the template's meta values
     (:func:`~derivgraph.compiler.infer.rows_hold_metas`), so their sweep is skipped."""
     env, n, book = ctx.meta_env, len(table), book_of(ctx)
@@ -198,6 +202,9 @@ def _columns_hold(ctx: LowerContext, table: InstanceTable, shared: tuple[str, ..
         one = k >= width  # one node's value in every row: read once, its facts once
         values = bound[k] = ctx.bound_values(column[:1], _UNBOUND) * n if one \
             else ctx.bound_values(column, _UNBOUND)
+        held = book.held(values) if book is not None and not one else None
+        if held is not None and type(held[0]) is list:  # a recorded column's very tensors:
+            values = bound[k] = held[0]  # its readers below and after find the book's list
         if fact is None:
             if not all(map(is_, values, repeat(_UNBOUND, n))):
                 return False
