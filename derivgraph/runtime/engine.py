@@ -13,11 +13,11 @@ from __future__ import annotations
 import fnmatch
 import logging
 import operator
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import accumulate, chain, compress, count, repeat
 from typing import Any, NamedTuple
 
+import numpy as np
 import torch
 
 from derivgraph.column_layout import ColumnLayouts
@@ -299,7 +299,8 @@ class RefillTable:
         # target rebuilt proves every holder holds a fresh tensor (the rebind sweeps no more)
         self.whole = len(self.index) == len(table) and set(self.index) == set(range(len(table)))
         self._numels = list(chain.from_iterable(repeat(n, k) for k, n, _ in sizes))
-        self._layouts = Layouts(self.dtypes, self.shapes, self._numels)  # an all-rebuilt read's
+        # an all-rebuilt read's (a run's targets share one shape: its key's)
+        self._layouts = Layouts(self.dtypes, self.shapes, self._numels, runs)
         # its guard built now, from the targets (what a fresh tensor must match), so that the
         # first refill of a process does not build it; an engine whose fresh tensors differ
         # from the targets in what the guard also checks gets one built from theirs
@@ -361,12 +362,21 @@ class Layouts:
 
     __slots__ = ("dtypes", "shapes", "_dims", "_sizes", "_nd", "_guard", "_guards")
 
-    def __init__(self, dtypes: list[torch.dtype], shapes: list[torch.Size], numels: list[int]):
+    def __init__(self, dtypes: list[torch.dtype], shapes: list[torch.Size], numels: list[int],
+                 runs: Sequence[tuple[int, int]] | None = None):
+        """``runs``: ``[start, end)`` runs of ``shapes`` whose shapes are equal (the caller's
+        proof; covering every shape, in order): each run's number of dimensions read once,
+        its indices taken whole, else each shape's read."""
         self.dtypes, self.shapes = dtypes, shapes
         # (numel, ndim) decide a shape of ndim <= 1, so only the targets of ndim >= 2 have
         # their shape read (torch.Size is the costly read)
-        dims = self._dims = list(map(len, shapes))
-        nd = list(compress(count(), map((1).__lt__, dims)))  # the indices of ndim >= 2
+        if runs is None:
+            dims = self._dims = list(map(len, shapes))
+            nd = list(compress(count(), map((1).__lt__, dims)))  # the indices of ndim >= 2
+        else:
+            ranks = [(a, b, len(shapes[a])) for a, b in runs if b > a]
+            dims = self._dims = list(chain.from_iterable(repeat(d, b - a) for a, b, d in ranks))
+            nd = list(chain.from_iterable(range(a, b) for a, b, d in ranks if d > 1))
         self._sizes: tuple[list[int], list[int]] | None = None
         self._nd: tuple[Callable[[list[Any]], list[Any]] | None, list[Any]] | None = None
         if 2 * len(nd) < len(shapes):
@@ -482,9 +492,6 @@ def _without(spans: list[tuple[int, int]], runs: list[tuple[int, int]]) \
 
 
 _KIND = operator.itemgetter(0, 1)  # a sort key's (dtype, device)
-#: at most this many distinct layouts: a refill table gathers each layout's targets by one
-#: C-level sweep (:func:`_by_key`); more take one stable sort of the targets by their rank
-MAX_RECORDS = 32
 
 Grouping = tuple[list[int], list[tuple[int, int]], list[tuple[int, int]]]
 
@@ -504,26 +511,17 @@ def _by_key(items: list[Any], key: Callable[[Any], tuple[str, str, tuple[int, ..
     """The refill table's order, runs and spans: the stable sort of the items by
     ``key(item)``, the runs of one (dtype, device, shape) and the spans of one (dtype,
     device). Each key is made once per distinct item (hashable: a layout record, one per
-    column, by identity; or a key itself) and ranked; the items of each rank are gathered by
-    one C-level membership sweep over the rank's distinct items (up to :data:`MAX_RECORDS`
-    ranks; a rank's size is what its sweep gathered), else by one stable sort by rank."""
+    column, by identity; or a key itself) and ranked; each item's rank is read in one
+    C-level sweep (a dict lookup per item), and the order is NumPy's stable argsort of the
+    ranks (equal ranks keep the items' order), each rank's size their count."""
     keys = {item: key(item) for item in dict.fromkeys(items)}
     ranked = list(set(keys.values()))
     ranked.sort()
-    if len(ranked) <= MAX_RECORDS:  # a sweep per rank over its distinct items (no rank list)
-        order: list[int] = []
-        sizes: list[int] = []
-        for k in ranked:
-            members = frozenset(item for item, own in keys.items() if own == k)
-            before = len(order)
-            order += compress(count(), map(members.__contains__, items))  # as a dict finds
-            sizes.append(len(order) - before)
-    else:
-        rank = {k: i for i, k in enumerate(ranked)}
-        ranks = list(map({item: rank[k] for item, k in keys.items()}.__getitem__, items))
-        order = sorted(range(len(items)), key=ranks.__getitem__)
-        counted = Counter(ranks)
-        sizes = list(map(counted.__getitem__, range(len(ranked))))
+    rank = {k: i for i, k in enumerate(ranked)}
+    ranks = np.fromiter(map({item: rank[k] for item, k in keys.items()}.__getitem__, items),
+                        dtype=np.intp, count=len(items))
+    order: list[int] = np.argsort(ranks, kind="stable").tolist()
+    sizes: list[int] = np.bincount(ranks, minlength=len(ranked)).tolist()
     runs: list[tuple[int, int]] = []
     spans: list[tuple[int, int]] = []
     start = 0
