@@ -215,9 +215,9 @@ class RefillTable:
     """
 
     __slots__ = ("table", "ids", "index", "storages", "shapes", "dtypes", "nbytes",
-                 "is_constant", "engine", "complete", "spans", "whole", "_pick", "_total",
-                 "_constants", "_generation", "flat", "rest_spans", "_numels", "_layouts",
-                 "_parts")
+                 "_is_constant", "_constant_ids", "engine", "complete", "spans", "whole",
+                 "_pick", "_total", "_constants", "_generation", "flat", "rest_spans",
+                 "_numels", "_layouts", "_parts")
 
     def __init__(self, table: HolderTable, targets: list[str], constants: set[str],
                  engine: set[str], layouts: ColumnLayouts | None = None,
@@ -228,7 +228,9 @@ class RefillTable:
         words of ``table``'s address check were taken from the state that check just proved
         (every storage at its startup address; nothing run since that moves one:
         ``Plan.prepare``), so the words' gather of :meth:`HolderTable.startup_ptrs
-        <derivgraph.runtime.accessors.HolderTable.startup_ptrs>` would find them kept."""
+        <derivgraph.runtime.accessors.HolderTable.startup_ptrs>` would find them kept.
+        ``constants``: the caller's set, read again where :attr:`is_constant` is first read
+        (not written after: the plan passes a fresh one)."""
         # the positions read as strided segments of the table's ids where they are (each
         # checked), else by a dict of positions (None: no holder of the table)
         index = strided_positions(table.id_list, targets) \
@@ -291,8 +293,11 @@ class RefillTable:
                               None if ptrs is None else _startup_holders(table, self.index))
         self.rest_spans = _without(self.spans, [(a, b) for a, b, _ in self.flat])
         # per target in the sorted order, as a partly rebuilt read's mask is
-        self.is_constant = list(map(constants.__contains__, self.ids))
-        self._constants = any(self.is_constant)
+        # (each target's flag made where a partly rebuilt read first needs it: :attr:`is_constant`;
+        # whether any target is one: one C-level membership sweep that stops at the first)
+        self._is_constant: list[bool] | None = None
+        self._constant_ids = constants
+        self._constants = not constants.isdisjoint(self.ids)
         self.engine = list(map(engine.__contains__, self.ids)) if engine \
             else [False] * len(self.ids)  # no engine tensor: none of them is one
         # the targets are every holder of the table (in any order): a read that finds every
@@ -313,6 +318,15 @@ class RefillTable:
         else:
             self._layouts.match(self.storages)
         self._parts: dict[tuple[bool, ...], _Part] = {}  # a partly rebuilt read's, by mask
+
+    @property
+    def is_constant(self) -> list[bool]:
+        """Per target in the table's order, whether it is a constant (made on first read: a
+        partly rebuilt read's :meth:`_part`; ``constants`` as the constructor was given it)."""
+        flags = self._is_constant
+        if flags is None:
+            flags = self._is_constant = list(map(self._constant_ids.__contains__, self.ids))
+        return flags
 
     def take(self, current: list[Any]) -> Taken | None:
         """The engine's fresh tensors, checked in a few C-level sweeps; None when any target
