@@ -13,11 +13,11 @@ from __future__ import annotations
 import fnmatch
 import logging
 import operator
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import accumulate, chain, compress, count, repeat
 from typing import Any, NamedTuple
 
-import numpy as np
 import torch
 
 from derivgraph.column_layout import ColumnLayouts
@@ -506,6 +506,9 @@ def _without(spans: list[tuple[int, int]], runs: list[tuple[int, int]]) \
 
 
 _KIND = operator.itemgetter(0, 1)  # a sort key's (dtype, device)
+#: at most this many distinct layouts: a refill table gathers each layout's targets by one
+#: C-level sweep (:func:`_by_key`); more take one stable sort of the targets by their rank
+MAX_RECORDS = 32
 
 Grouping = tuple[list[int], list[tuple[int, int]], list[tuple[int, int]]]
 
@@ -525,17 +528,26 @@ def _by_key(items: list[Any], key: Callable[[Any], tuple[str, str, tuple[int, ..
     """The refill table's order, runs and spans: the stable sort of the items by
     ``key(item)``, the runs of one (dtype, device, shape) and the spans of one (dtype,
     device). Each key is made once per distinct item (hashable: a layout record, one per
-    column, by identity; or a key itself) and ranked; each item's rank is read in one
-    C-level sweep (a dict lookup per item), and the order is NumPy's stable argsort of the
-    ranks (equal ranks keep the items' order), each rank's size their count."""
+    column, by identity; or a key itself) and ranked; the items of each rank are gathered by
+    one C-level membership sweep over the rank's distinct items (up to :data:`MAX_RECORDS`
+    ranks; a rank's size is what its sweep gathered), else by one stable sort by rank."""
     keys = {item: key(item) for item in dict.fromkeys(items)}
     ranked = list(set(keys.values()))
     ranked.sort()
-    rank = {k: i for i, k in enumerate(ranked)}
-    ranks = np.fromiter(map({item: rank[k] for item, k in keys.items()}.__getitem__, items),
-                        dtype=np.intp, count=len(items))
-    order: list[int] = np.argsort(ranks, kind="stable").tolist()
-    sizes: list[int] = np.bincount(ranks, minlength=len(ranked)).tolist()
+    if len(ranked) <= MAX_RECORDS:  # a sweep per rank over its distinct items (no rank list)
+        order: list[int] = []
+        sizes: list[int] = []
+        for k in ranked:
+            members = frozenset(item for item, own in keys.items() if own == k)
+            before = len(order)
+            order += compress(count(), map(members.__contains__, items))  # as a dict finds
+            sizes.append(len(order) - before)
+    else:
+        rank = {k: i for i, k in enumerate(ranked)}
+        ranks = list(map({item: rank[k] for item, k in keys.items()}.__getitem__, items))
+        order = sorted(range(len(items)), key=ranks.__getitem__)
+        counted = Counter(ranks)
+        sizes = list(map(counted.__getitem__, range(len(ranked))))
     runs: list[tuple[int, int]] = []
     spans: list[tuple[int, int]] = []
     start = 0

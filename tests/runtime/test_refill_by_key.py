@@ -2,9 +2,8 @@
 
 :class:`RefillTable` orders its targets by layout: where the compile's layout book holds every
 target's storage, by their records (one per column: a key made once per record), else by each
-target's key; each target's rank read in one sweep and the order NumPy's stable argsort of
-the ranks (prepare83; before, one membership sweep per rank) instead of sorting a key per
-target.
+target's key; each key's targets gathered by one sweep (for more than ``MAX_RECORDS`` layouts,
+one stable sort by the keys' ranks) instead of sorting a key per target.
 The order, runs and spans must be exactly what the stable sort by each target's
 ``(str(dtype), str(device), tuple(shape))`` and :func:`~derivgraph.runtime.flat_copy.key_runs`
 give: checked on synthetic records (interleaved
@@ -56,7 +55,11 @@ def _synthetic(seed: int) -> list[Any]:
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_by_key_is_the_sort_by_key(seed: int) -> None:
+@pytest.mark.parametrize("sweeps", [True, False], ids=["sweep-per-rank", "sort-by-rank"])
+def test_by_key_is_the_sort_by_key(seed: int, sweeps: bool,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    if not sweeps:
+        monkeypatch.setattr(engine, "MAX_RECORDS", 0)
     held = _synthetic(seed)
     assert engine._by_key(held, engine._record_key) == _reference(held)
     keys = list(map(engine._record_key, held))  # by the keys themselves (no book)
@@ -67,15 +70,15 @@ def test_by_key_edges() -> None:
     assert engine._by_key([], engine._record_key) == _reference([]) == ([], [], [(0, 0)])
     one = [_record(torch.float32, (8,))]
     assert engine._by_key(one, engine._record_key) == _reference(one)
-    many = [_record(torch.float32, (i % 7 + 1,)) for i in range(96)]  # many ranks
-    many += [_record(torch.float64, (i + 1,)) for i in range(32)]
+    many = [_record(torch.float32, (i % 7 + 1,)) for i in range(3 * engine.MAX_RECORDS)]
+    many += [_record(torch.float64, (i + 1,)) for i in range(engine.MAX_RECORDS)]
     assert engine._by_key(many, engine._record_key) == _reference(many)  # sorted by rank
 
 
 
 def test_by_key_gathers_a_rank_by_equality_and_counts_what_it_gathered() -> None:
-    """An item's rank is found as a dict does (equal keys, distinct objects), and each
-    run is as long as its rank's count."""
+    """A rank's sweep finds its items as a dict does (equal keys, distinct objects), and each
+    run is as long as its sweep gathered (no second count)."""
     shapes = [(8,), (4, 2), (8,), (8,), (4, 2)]
     keys = [("torch.float32", "cpu", tuple(s)) for s in shapes]  # a new tuple per item
     assert len({id(k) for k in keys}) == len(keys)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 import torch
 
@@ -97,19 +96,12 @@ def test_the_per_target_flags_follow_the_sorted_targets() -> None:
 
 
 def test_canary_a_reversed_order_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Planted bug in the stable argsort by rank (prepare83's one path): equal ranks in
-    reverse order (not stable): red; the other canaries are in ``test_refill_by_key``."""
-    real = np
-
-    class Planted:
-        def __getattr__(self, name: str) -> Any:
-            return getattr(real, name)
-
-        @staticmethod
-        def argsort(ranks: Any, kind: str) -> Any:
-            return real.lexsort((-real.arange(len(ranks)), ranks))  # by rank, later first
-
-    monkeypatch.setattr(engine, "np", Planted())
+    """Planted bug in the stable sort by rank (taken by more than ``MAX_RECORDS`` layouts:
+    forced here); the sweep per rank's canaries are in ``test_refill_by_key``."""
+    monkeypatch.setattr(engine, "MAX_RECORDS", 0)
+    real = sorted
+    monkeypatch.setattr(engine, "sorted", lambda items, key: real(items, key=key)[::-1],
+                        raising=False)
     plan, table = _table({"dtype": torch.float64})
     assert not _same(plan, table)
 
