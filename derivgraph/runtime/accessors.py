@@ -348,7 +348,18 @@ def _periodic(names: list[str]) -> dict[str, list[int]] | None:
     if n % p or set(map(type, head)) != {str} or len(set(head)) != p \
             or names != head * (n // p):
         return None
-    return {name: list(range(j, n, p)) for j, name in enumerate(head)}
+    return {name: range(j, n, p) for j, name in enumerate(head)}
+
+
+def put_rows(out: list[Any] | bytearray, rows: Sequence[int], values: Sequence[Any]) -> None:
+    """``out[rows[k]] = values[k]`` for every k: one extended-slice assignment where ``rows``
+    is a ``range`` of non-negative positions ascending inside ``out`` and ``values`` as
+    many (a stamped table's rows, :func:`by_name`), else one ``setitem`` sweep (the rule)."""
+    if type(rows) is range and rows.step > 0 and rows.start >= 0 \
+            and len(values) == len(rows) and (not rows or rows[-1] < len(out)):
+        out[rows.start:rows.stop:rows.step] = values
+    else:
+        deque(map(operator.setitem, repeat(out), rows, values), 0)
 
 
 def holder_dicts(owners: Sequence[Any], names: Sequence[str],
@@ -372,9 +383,9 @@ def holder_dicts(owners: Sequence[Any], names: Sequence[str],
                 pair = holder_dict(owner, name) if owner is not MISSING else None
                 out[i] = None if pair is None else pair[0]  # its key is ``name``
         else:
-            deque(map(operator.setitem, repeat(out), rows, where[1]), 0)
+            put_rows(out, rows, where[1])
             if swept is not None:
-                deque(map(operator.setitem, repeat(swept), rows, repeat(1)), 0)
+                put_rows(swept, rows, b"\x01" * len(rows))
     return out
 
 
@@ -512,8 +523,8 @@ def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
                 fast[i] = _store_binds(entries[i], owner, dicts[i])
             continue
         k, held = where
-        deque(map(operator.setitem, repeat(dicts), rows, held), 0)
-        deque(map(operator.setitem, repeat(fast), rows, repeat(k == store)), 0)
+        put_rows(dicts, rows, held)
+        put_rows(fast, rows, [k == store] * len(rows))
     return dicts, keys, fast
 
 

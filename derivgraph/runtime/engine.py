@@ -215,9 +215,9 @@ class RefillTable:
     """
 
     __slots__ = ("table", "ids", "index", "storages", "shapes", "dtypes", "nbytes",
-                 "is_constant", "engine", "complete", "spans", "whole", "_pick", "_total",
-                 "_constants", "_generation", "flat", "rest_spans", "_numels", "_layouts",
-                 "_parts")
+                 "_is_constant", "_constant_ids", "engine", "complete", "spans", "whole",
+                 "_pick", "_total", "_constants", "_generation", "flat", "rest_spans",
+                 "_numels", "_layouts", "_parts")
 
     def __init__(self, table: HolderTable, targets: list[str], constants: set[str],
                  engine: set[str], layouts: ColumnLayouts | None = None,
@@ -228,7 +228,9 @@ class RefillTable:
         words of ``table``'s address check were taken from the state that check just proved
         (every storage at its startup address; nothing run since that moves one:
         ``Plan.prepare``), so the words' gather of :meth:`HolderTable.startup_ptrs
-        <derivgraph.runtime.accessors.HolderTable.startup_ptrs>` would find them kept."""
+        <derivgraph.runtime.accessors.HolderTable.startup_ptrs>` would find them kept.
+        ``constants``: the caller's set, read again where :attr:`is_constant` is first read
+        (not written after: the plan passes a fresh one)."""
         # the positions read as strided segments of the table's ids where they are (each
         # checked), else by a dict of positions (None: no holder of the table)
         index = strided_positions(table.id_list, targets) \
@@ -291,15 +293,19 @@ class RefillTable:
                               None if ptrs is None else _startup_holders(table, self.index))
         self.rest_spans = _without(self.spans, [(a, b) for a, b, _ in self.flat])
         # per target in the sorted order, as a partly rebuilt read's mask is
-        self.is_constant = list(map(constants.__contains__, self.ids))
-        self._constants = any(self.is_constant)
+        # (each target's flag made where a partly rebuilt read first needs it: :attr:`is_constant`;
+        # whether any target is one: one C-level membership sweep that stops at the first)
+        self._is_constant: list[bool] | None = None
+        self._constant_ids = constants
+        self._constants = not constants.isdisjoint(self.ids)
         self.engine = list(map(engine.__contains__, self.ids)) if engine \
             else [False] * len(self.ids)  # no engine tensor: none of them is one
         # the targets are every holder of the table (in any order): a read that finds every
         # target rebuilt proves every holder holds a fresh tensor (the rebind sweeps no more)
         self.whole = len(self.index) == len(table) and set(self.index) == set(range(len(table)))
         self._numels = list(chain.from_iterable(repeat(n, k) for k, n, _ in sizes))
-        self._layouts = Layouts(self.dtypes, self.shapes, self._numels)  # an all-rebuilt read's
+        # an all-rebuilt read's (a run's targets share one shape: its key's)
+        self._layouts = Layouts(self.dtypes, self.shapes, self._numels, runs)
         # its guard built now, from the targets (what a fresh tensor must match), so that the
         # first refill of a process does not build it; an engine whose fresh tensors differ
         # from the targets in what the guard also checks gets one built from theirs
@@ -312,6 +318,15 @@ class RefillTable:
         else:
             self._layouts.match(self.storages)
         self._parts: dict[tuple[bool, ...], _Part] = {}  # a partly rebuilt read's, by mask
+
+    @property
+    def is_constant(self) -> list[bool]:
+        """Per target in the table's order, whether it is a constant (made on first read: a
+        partly rebuilt read's :meth:`_part`; ``constants`` as the constructor was given it)."""
+        flags = self._is_constant
+        if flags is None:
+            flags = self._is_constant = list(map(self._constant_ids.__contains__, self.ids))
+        return flags
 
     def take(self, current: list[Any]) -> Taken | None:
         """The engine's fresh tensors, checked in a few C-level sweeps; None when any target
@@ -361,12 +376,21 @@ class Layouts:
 
     __slots__ = ("dtypes", "shapes", "_dims", "_sizes", "_nd", "_guard", "_guards")
 
-    def __init__(self, dtypes: list[torch.dtype], shapes: list[torch.Size], numels: list[int]):
+    def __init__(self, dtypes: list[torch.dtype], shapes: list[torch.Size], numels: list[int],
+                 runs: Sequence[tuple[int, int]] | None = None):
+        """``runs``: ``[start, end)`` runs of ``shapes`` whose shapes are equal (the caller's
+        proof; covering every shape, in order): each run's number of dimensions read once,
+        its indices taken whole, else each shape's read."""
         self.dtypes, self.shapes = dtypes, shapes
         # (numel, ndim) decide a shape of ndim <= 1, so only the targets of ndim >= 2 have
         # their shape read (torch.Size is the costly read)
-        dims = self._dims = list(map(len, shapes))
-        nd = list(compress(count(), map((1).__lt__, dims)))  # the indices of ndim >= 2
+        if runs is None:
+            dims = self._dims = list(map(len, shapes))
+            nd = list(compress(count(), map((1).__lt__, dims)))  # the indices of ndim >= 2
+        else:
+            ranks = [(a, b, len(shapes[a])) for a, b in runs if b > a]
+            dims = self._dims = list(chain.from_iterable(repeat(d, b - a) for a, b, d in ranks))
+            nd = list(chain.from_iterable(range(a, b) for a, b, d in ranks if d > 1))
         self._sizes: tuple[list[int], list[int]] | None = None
         self._nd: tuple[Callable[[list[Any]], list[Any]] | None, list[Any]] | None = None
         if 2 * len(nd) < len(shapes):

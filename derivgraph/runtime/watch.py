@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from itertools import compress, count, islice, repeat
 from typing import Any
 
+import numpy as np
+
 from derivgraph import dict_versions
 
 __all__ = ["MIN_WATCHED", "ItemWatch", "group_by_dict", "watch_items"]
@@ -121,7 +123,9 @@ def _by_runs(dicts: Sequence[dict[Any, Any]], outside: dict[Any, Any]) \
     # each item against the one before (no copies of the table: the map stops with islice)
     starts = [0, *compress(count(1), map(operator.is_not, islice(items, 1, None), items))]
     unique = list(map(items.__getitem__, starts))
-    if len(set(map(id, unique))) != len(unique):
+    heads = np.fromiter(map(id, unique), dtype=np.uint64, count=len(unique))
+    heads.sort()  # distinct heads: no two equal neighbours once sorted (no set of ids made)
+    if len(heads) > 1 and bool((heads[1:] == heads[:-1]).any()):
         return None  # a dict seen again after another one
     ends = [*starts[1:], len(items)]
     always: list[int] = []

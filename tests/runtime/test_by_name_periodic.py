@@ -2,7 +2,8 @@
 
 The oracle is the rule: one pass over the names, each position appended to its name's list,
 the names in the order they first appear (the dict's keys, compared in order). Where the names
-are one run of distinct ``str`` s repeated whole, the positions are ranges (``_periodic``);
+are one run of distinct ``str`` s repeated whole, the positions are ``range`` s (``_periodic``;
+compared as lists, the rule's);
 canaries: names that break the repetition (a last row that differs, a partial last run, a
 run holding a name twice) take the pass and give its answer.
 """
@@ -27,15 +28,15 @@ def _rule(names: list[Any]) -> dict[Any, list[int]]:
 
 def _same(names: list[Any]) -> None:
     got, want = by_name(names), _rule(names)
-    assert got == want and list(got) == list(want)
+    assert {k: list(v) for k, v in got.items()} == want and list(got) == list(want)
     assert all(got_key is want_key for got_key, want_key in zip(got, want))
 
 
 def test_a_repeated_run_is_answered_by_ranges() -> None:
     names = ["scale", "weight", "bias"] * 1000
-    assert accessors._periodic(names) == {"scale": list(range(0, 3000, 3)),
-                                          "weight": list(range(1, 3000, 3)),
-                                          "bias": list(range(2, 3000, 3))}
+    assert accessors._periodic(names) == {"scale": range(0, 3000, 3),  # ranges (prepare83)
+                                          "weight": range(1, 3000, 3),
+                                          "bias": range(2, 3000, 3)}
     _same(names)
     _same(["w"] * 7)  # a run of one name
     _same(["a", "b"])  # one run
