@@ -55,12 +55,14 @@ def column_rows(graph: DerivedGraph, ids: list[str], decl: DerivedTensor,
     (:meth:`~derivgraph.compiler.graph.DerivedGraph.held_column`) is read as a column: one
     declaration for its rows (checked once), its paths and inputs its lists, and it stands
     for its nodes (none made here); else every row's node is read from
-    :attr:`~derivgraph.compiler.graph.DerivedGraph.derived`."""
+    :attr:`~derivgraph.compiler.graph.DerivedGraph.derived`. A held column's paths are its
+    very list (shared, read only: a copy would be one more young list of a reference per
+    row for the collector to walk, kept by the entry column)."""
     held = graph.held_column(ids)
     if held is not None:
         if held.decl is not decl:
             return None
-        return held, list(held.paths), held.input_values()
+        return held, held.paths, held.input_values()
     derived = graph.derived
     nodes = list(map(derived.get, ids))
     if _holds_none(nodes) or not all(map(_is, map(_decl, nodes), repeat(decl))):
@@ -89,6 +91,7 @@ def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathRead
             if rows is None:
                 continue
             nodes, paths, _ = rows
+            ids = _ids(nodes, ids)
             name = first.decl.name
             found = read.owners(owners, paths)
             if not (one_hop(name) and read.module_owners(found).absent(name)):
@@ -99,6 +102,15 @@ def allocated_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathRead
             out.append(ProvenColumn(table, k, template, ids, entries, extras, found, into, paths,
                                     first.decl, nodes))
     return out
+
+
+def _ids(nodes: HeldDerived | list[DerivedNode], ids: list[str]) -> list[str]:
+    """A column's ids as the entry column keeps them: a held column's very list (shared, read
+    only; :func:`column_rows` found it by ``ids``, equal row by row:
+    :meth:`~derivgraph.compiler.graph.DerivedGraph.held_column`), else ``ids``. The table's
+    ``column(k)`` is a new list each time: kept, it is one more young list of a reference per
+    row for the collector to walk."""
+    return nodes.ids if type(nodes) is HeldDerived else ids
 
 
 def _entries(nodes: HeldDerived | list[DerivedNode], storages: list[Any] | None,
@@ -129,10 +141,11 @@ class Reading:
 
     def owners(self, reader: PathReader, paths: list[str]) -> list[Any]:
         """``reader.owners(paths)``. Where ``paths`` are the last ones read (equal, row by
-        row), a copy of the objects read then: the reader keeps the object it walked at each
-        path and answers it at that path again (the same key: the same object)."""
+        row), the very list of the objects read then (shared, read only: the reader keeps the
+        object it walked at each path and answers it at that path again, the same key: the
+        same object; a copy would be one more young list per column for the collector)."""
         if self.paths is not None and self.paths == paths:
-            return list(self.found)
+            return self.found
         found = reader.owners(paths)
         self.paths, self.found = paths, found
         return found
@@ -171,6 +184,7 @@ def alias_rows(graph: DerivedGraph, values: dict[str, Any], owners: PathReader,
             if rows is None:
                 continue
             nodes, paths, inputs = rows
+            ids = _ids(nodes, ids)
             if None in inputs or any(graph.derived_each(inputs)):
                 continue  # an alias of a derived tensor: bound once that one has storage
             name = first.decl.name

@@ -82,7 +82,9 @@ def test_a_later_column_is_proven_on_its_own_where_its_owners_differ() -> None:
 def test_a_misordered_second_column_of_the_compile_is_refused(
         monkeypatch: pytest.MonkeyPatch) -> None:
     def swap_second(found: list[EntryColumn]) -> None:
-        owners = found[1].owners
+        # the second column's own list, mis-ordered (a table's columns share one list of
+        # owners, read only: swapping it in place would mis-order the first column too)
+        owners = found[1].owners = list(found[1].owners)
         owners[2], owners[3] = owners[3], owners[2]
 
     model = _model()
