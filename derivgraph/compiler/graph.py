@@ -116,6 +116,41 @@ class DerivedNode:
 _INPUT = attrgetter("input")
 
 
+class Same(Sequence[Any]):
+    """``[value] * n`` as a read-only sequence holding ``value`` once (a held column's field
+    set for every row, :meth:`HeldDerived.set_all`): row ``i`` is ``value`` for ``0 <= i <
+    n``, as the list's; not a list of ``n`` references (each one a reference every young
+    collection walks while the column is young)."""
+
+    __slots__ = ("value", "n")
+
+    def __init__(self, value: Any, n: int) -> None:
+        self.value, self.n = value, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self.value] * len(range(self.n)[i])
+        range(self.n)[i]  # noqa: B018 (an index out of range raises as a list's)
+        return self.value
+
+    def __iter__(self) -> Iterator[Any]:
+        return repeat(self.value, self.n)
+
+    def __eq__(self, other: object) -> bool:
+        """As the list's: equal to a list or :class:`Same` of the same items."""
+        if isinstance(other, (list, Same)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Same({self.value!r}, {self.n})"
+
+
 class HeldDerived:
     """The derived tensors of one declaration over a run of layers, held as columns: their
     ``ids``, bound specs, owner paths, devices and params, the declaration and its kind
@@ -171,9 +206,9 @@ class HeldDerived:
         if self.made is not None:
             deque(map(setattr, self.made, repeat(name), repeat(value)), maxlen=0)
         elif name == "meta":
-            self.metas = [value] * len(self.ids)
+            self.metas = Same(value, len(self.ids))
         elif name == "device":
-            self.devices = [value] * len(self.ids)
+            self.devices = Same(value, len(self.ids))
         else:
             raise ValueError(f"a held column does not hold {name!r}")
 

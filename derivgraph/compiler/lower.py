@@ -272,7 +272,8 @@ class LoweredSteps(list[Step]):
                 target = {s.node: s.target for s in self if s.action in WRITES}
                 if len(target) == len(self) and all(map(eq, target, target.values())):
                     # every step writes its own node, and so does every row: all of them
-                    self._written = list(self._order)
+                    # (the order list itself: both are read only, a copy is returned)
+                    self._written = self._order
                     return list(self._written)
                 for layer in self.layers:
                     for step in layer.steps:  # compact: OUT steps writing their own node

@@ -182,14 +182,19 @@ class Holders:
         every source is the very object it read (one identity sweep), else as above."""
         paths, tensors = list(sources), list(sources.values())
         n = len(paths)
-        if reads is not None and reads.paths[:n] != paths:
+        if reads is not None and _head(reads.paths, n) != paths:
             reads = None
         if reads is None:
             split = list(map(str.rpartition, paths, repeat(".")))
             owner_paths, names = list(map(_first, split)), list(map(_last, split))
         else:
-            owner_paths, names = reads.owner_paths[:n], reads.names[:n]
+            # the caller's read lists themselves where they are exactly these sources' (the
+            # startup record's: ``Plan.source_ptrs`` holds the same paths; none is written)
+            paths = _head(reads.paths, n)
+            owner_paths, names = _head(reads.owner_paths, n), _head(reads.names, n)
         ptrs = _read_ptrs(reads, tensors) if recorded else None
+        if ptrs is not None:  # ``reads``' objects are these very tensors, row by row
+            tensors = _head(reads.objects, n)
         if ptrs is None and recorded:
             ptrs = recorded_ptrs(paths, tensors, recorded)
         if ptrs is None:
@@ -206,7 +211,7 @@ class Holders:
         owners = list(map(objs.get, owner_paths, repeat(MISSING)))  # objs[""] is the model
         # holder_dicts is a function of the owners' registries and dicts: the same objects,
         # nothing written since, the same answer
-        where = reads.where[:n] if reads is not None and all(map(_is, owners, reads.owners)) \
+        where = _head(reads.where, n) if reads is not None and all(map(_is, owners, reads.owners)) \
             else holder_dicts(owners, names)
         # each source's holder dict (None: held outside a dict), its key the source's name
         self._sources = bound = BoundSources(paths, where, names, tensors, ptrs)
@@ -652,7 +657,14 @@ def _read_ptrs(reads: PathReads | None, objects: list[Any]) -> list[int] | None:
     if len(reads.objects) < n or len(reads.ptrs) < n \
             or not all(map(_is, objects, reads.objects)):
         return None
-    return reads.ptrs[:n]
+    return _head(reads.ptrs, n)
+
+
+def _head(rows: list[Any], n: int) -> list[Any]:
+    """``rows[:n]``, as ``rows`` itself where it has exactly ``n`` rows (the one rule by which
+    :meth:`Holders.bind` keeps a read list of the caller's: those lists are read only, by
+    it and by the record that shares them, ``SourcePtrs``)."""
+    return rows if len(rows) == n else rows[:n]
 
 
 def recorded_ptrs(paths: list[str], objects: list[Any],
