@@ -34,10 +34,16 @@ LowerContext = Any
 __all__ = ["KeptValues", "column_addresses", "kept_column", "layer_facts", "provable_layers",
            "rows_apart"]
 
-#: what a layer proof read of a proven table, during a compile: the context's address memo it
-#: read under, and per position of the template whose value is a tensor, the rows' bound values
-#: (:func:`kept_column`)
-KeptValues = tuple[dict[Any, Any], dict[int, list[Any]]]
+class KeptValues:
+    """What a layer proof read of a proven table, during a compile: the key under which the
+    context's address memo it read under holds, per position of the template whose value is
+    a tensor, the rows' bound values (:func:`kept_column`). The memo holds them, not the
+    layer (:attr:`~derivgraph.compiler.lower.LayerSteps.values` holds this key only): they
+    go with that memo (a new binding or staging, or the compile's end, drops it), so no
+    per-row list of the proof, nor the memo's, is kept after the compile for the collector
+    to walk. A key is its own object (equal to no other, no tuple of refs)."""
+
+    __slots__ = ()
 
 
 _UNBOUND = object()
@@ -78,8 +84,8 @@ def column_addresses(ctx: LowerContext, refs: Sequence[str], values: list[Any] |
         values = ctx.bound_values(refs, _UNBOUND)
     book = book_of(ctx) if key is not None else None
     noted = book.addresses(values) if book is not None else None
-    if noted is not None:
-        got: list[int | None] | None = list(noted)
+    if noted is not None:  # the book's very list (shared, read only: a copy kept in the
+        got: list[int | None] | None = noted  # memo is one more young list of a ref per row)
     else:
         got = list(map(_data_ptr, map(_untyped, values))) if tensors else _addresses(values)
     if key is not None:
@@ -110,9 +116,9 @@ def kept_column(ctx: LowerContext, kept: KeptValues | None, k: int) -> list[Any]
     tensor is bound or staged again, :func:`column_addresses`); None otherwise (read them
     again). Every value is a tensor (its template's is), so none is ``missing``. The list is
     shared: read it, never change it."""
-    if kept is None or kept[0] is not _memo(ctx):
-        return None
-    return kept[1].get(k)
+    memo: Any = _memo(ctx)
+    values = None if kept is None or memo is None else memo.get(kept)
+    return None if values is None else values.get(k)
 
 
 def layer_facts(ctx: LowerContext, ids: tuple[str, ...]) -> tuple[Any, ...]:
@@ -144,7 +150,7 @@ def provable_layers(ctx: LowerContext, kept: dict[int, KeptValues] | None = None
     template's (:func:`~derivgraph.compiler.infer.rows_hold_metas`); only when a column
     differs somewhere is each row checked on its own.
     ``kept``: where given, during a compile, a table proven whole keeps under its id the bound
-    values its columns read (:data:`KeptValues`, read back by :func:`kept_column`)."""
+    values its columns read (:class:`KeptValues`, read back by :func:`kept_column`)."""
     graph = ctx.graph
     tables = closed_layers(graph)
     nodes, env = graph.nodes, ctx.meta_env
@@ -162,7 +168,8 @@ def provable_layers(ctx: LowerContext, kept: dict[int, KeptValues] | None = None
             proven.append(table)
             memo = _memo(ctx)
             if kept is not None and memo is not None:
-                kept[id(table)] = (memo, values)
+                key = kept[id(table)] = KeptValues()
+                memo[key] = values  # type: ignore[index] - the memo holds them (KeptValues)
             continue
         keep = [all(map(is_, map(env.get, row), metas))
                 and layer_facts(ctx, row + shared) == facts for row in table.rows]

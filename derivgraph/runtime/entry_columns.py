@@ -379,8 +379,10 @@ def _from_adoption(record: ProvenColumn, first: tuple[Entry, Any],
             return None
     elif kind is TensorKind.ALIAS:
         # the storages its entries were made holding (nothing writes an entry of a proven
-        # column before this), else each row's entry read
-        storages = list(record.storages) if record.storages is not None \
+        # column before this), else each row's entry read. Their very list: the rows
+        # (:class:`~derivgraph.runtime.entry.ColumnRows`) hold it too, and every holder only
+        # reads it (a copy is one more young list of a reference per row for the collector)
+        storages = record.storages if type(record.storages) is list \
             and len(record.storages) == len(record.entries) \
             else list(map(_storage, record.entries))
         if not (_unplanned_aliases([first], name, planned)

@@ -149,7 +149,7 @@ def test_the_kept_values_are_the_bound_values_while_the_memo_holds() -> None:
     Canary (planted once by hand): ``kept_column`` without the memo check hands the values
     out after the memo was dropped: the last assertion is red."""
     with _proven_layer() as (_, ctx, layer):
-        assert layer.values is not None and layer.values[0] is ctx.address_memo
+        assert layer.values is not None and layer.values in ctx.address_memo
         table = layer.table
         seen = 0
         for k, ref in enumerate(table.template):
