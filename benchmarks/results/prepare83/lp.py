@@ -1,6 +1,9 @@
 """Line profile of the prepare-side builders in one warm 100k compile (argv: module:func ...)."""
 import gc, sys
-from line_profiler import LineProfiler
+try:
+    from line_profiler import LineProfiler  # the `profile` extra
+except ImportError as exc:
+    raise SystemExit("needs line-profiler: pip install -e '.[profile]'") from exc
 from derivgraph.planner import compile_plan
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
 import derivgraph.runtime.engine as engine, derivgraph.runtime.accessors as acc

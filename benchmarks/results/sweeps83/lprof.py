@@ -3,7 +3,10 @@ import gc
 import importlib
 import sys
 
-from line_profiler import LineProfiler
+try:
+    from line_profiler import LineProfiler  # the `profile` extra
+except ImportError as exc:
+    raise SystemExit("needs line-profiler: pip install -e '.[profile]'") from exc
 
 from derivgraph.planner import compile_plan
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
