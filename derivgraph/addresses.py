@@ -109,8 +109,11 @@ class Addresses:
     """The startup words of a fixed sequence of tensors (see the module docstring)."""
 
     def __init__(self, tensors: Sequence[torch.Tensor], layout: tuple[int, int, int],
-                 hold: bool = True):
-        self.tensors = list(tensors)  # keeps every TensorImpl alive
+                 hold: bool = True, shared: bool = False):
+        """``shared``: ``tensors`` is a list its owner never writes (an :class:`AtAddresses`'
+        own): kept as it is, not copied (one list of references where there were two)."""
+        # keeps every TensorImpl alive
+        self.tensors = tensors if shared and type(tensors) is list else list(tensors)
         # keeps each startup StorageImpl alive (as ``t.untyped_storage()``: a class's own)
         self.storages = list(map(tensor_method(set(map(type, self.tensors)), "untyped_storage"),
                                  self.tensors)) if hold else []
@@ -141,11 +144,12 @@ class Addresses:
     def rows(self, mask: bytes | bytearray, tensors: list[Any]) -> Addresses:
         """These words of the tensors ``mask`` marks (one byte per tensor, 1: kept, else 0), in
         order: an :class:`Addresses` over those tensors (and their held storages), no word
-        read again. ``tensors``: those tensors, as the caller proved them (kept by the
-        result)."""
+        read again. ``tensors``: those tensors, as the caller proved them (a list its owner
+        never writes, an :class:`AtAddresses`' own: kept by the result as it is, not
+        copied)."""
         keep = np.frombuffer(mask, dtype=np.bool_)
         out = Addresses.__new__(Addresses)
-        out.tensors = list(tensors)
+        out.tensors = tensors
         out.storages = list(compress(self.storages, mask)) if self.storages else []
         out._impls, out._stores = self._impls, self._stores
         out._impl_index = self._impl_index.reshape(-1, 2)[keep].ravel()
@@ -279,14 +283,15 @@ _NUMEL: int | None = _numel_available()
 AVAILABLE: bool = _LAYOUT is not None
 
 
-def addresses(tensors: Sequence[torch.Tensor], hold: bool = True) -> Addresses | None:
+def addresses(tensors: Sequence[torch.Tensor], hold: bool = True,
+              shared: bool = False) -> Addresses | None:
     """An :class:`Addresses` over ``tensors`` where the layout is proven, else None (also for
     no tensors, or tensors whose words cannot be viewed); ``hold``: keep the startup storages
-    alive too."""
+    alive too; ``shared``: as :class:`Addresses`'."""
     if not AVAILABLE or _LAYOUT is None or not tensors:
         return None
     try:
-        return Addresses(tensors, _LAYOUT, hold)
+        return Addresses(tensors, _LAYOUT, hold, shared)
     except (ValueError, OverflowError, RuntimeError) as error:  # e.g. a storage without impl
         logger.debug("storage address words not viewable here: %s", error)
         return None
@@ -361,15 +366,20 @@ class AtAddresses:
     :meth:`Addresses.at` proves it, else by :func:`addresses_equal`), and never again: a later
     exact pass (the tensors put back) does not retake them, they are still the proven startup
     words. ``hold``: the words keep the startup storages alive (the guard restores them);
-    ``False`` keeps none (an engine's dropped weights are freed)."""
+    ``False`` keeps none (an engine's dropped weights are freed). ``tensors`` and ``ptrs``
+    given as lists are kept as they are, not copied: every caller hands lists that no one
+    writes (its own fresh ones, or a table's read-only columns), and this object and the
+    words it takes only read them (and hand them out read only: :attr:`ptrs`)."""
 
     __slots__ = ("tensors", "ptrs", "words", "_indices", "_hold", "_taken", "_tried", "_offered")
 
     def __init__(self, tensors: Sequence[Any], ptrs: Sequence[int], *, hold: bool = False):
-        self.tensors = list(tensors)
-        self.ptrs = list(ptrs)
+        self.tensors = tensors if type(tensors) is list else list(tensors)
+        self.ptrs = ptrs if type(ptrs) is list else list(ptrs)
         self.words: Addresses | None = None
-        self._indices = list(range(len(self.ptrs)))
+        # ``range(len(ptrs))`` for the exact compare, made by its first call (a check whose
+        # words pass never makes it)
+        self._indices: list[int] | None = None
         self._hold = hold
         self._taken = False
         self._tried = False  # the words' first compare made (once: see intact)
@@ -393,14 +403,17 @@ class AtAddresses:
             if words is not None and not words.kept():  # offered: unchanged now, else none
                 words = None
             elif words is None:
-                words = addresses(self.tensors, hold=self._hold)
+                words = addresses(self.tensors, hold=self._hold, shared=True)
             if words is not None and words.at(self.ptrs):
                 self.words, self._taken = words, True
                 return True
-        if not addresses_equal(self.tensors, self.ptrs, self._indices):
+        indices = self._indices
+        if indices is None:
+            indices = self._indices = list(range(len(self.ptrs)))
+        if not addresses_equal(self.tensors, self.ptrs, indices):
             return False
         if not self._taken:  # the words of a state just proven (None where unproven)
-            self.words = addresses(self.tensors, hold=self._hold)
+            self.words = addresses(self.tensors, hold=self._hold, shared=True)
             self._taken = True
         return True
 

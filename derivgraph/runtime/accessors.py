@@ -446,7 +446,7 @@ HeldColumn = (tuple[str, Sequence["Entry"], Sequence[Any]]
 def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
                columns: Iterable[HeldColumn] = (), found: Sequence[slice | None] | None = None,
                entry_paths: Sequence[str] | None = None) \
-        -> tuple[list[dict[Any, Any]], list[str], list[bool]]:
+        -> tuple[list[dict[Any, Any]], list[str], bytearray]:
     """Every entry's holder dict and key (:func:`holder_of`) and whether a dict store binds it
     (:func:`_store_binds`), in ``entries``' order, read a column at a time: the entries of one
     name whose owners are modules holding it in one registry
@@ -474,7 +474,9 @@ def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
     n = len(entries)
     dicts: list[Any] = [None] * n
     keys: list[Any] = [None] * n
-    fast: list[Any] = [None] * n
+    # 1 where the row's holder is re-bound by one dict store (bytes: no reference per row
+    # for the collector to walk; every row is set below)
+    fast = bytearray(n)
     taken = bytearray(n)  # 1 at the rows a column answered
     if owners.get("") is root:
         # the last column taken: its rows' owner paths, its owners and their ``__dict__``s
@@ -498,7 +500,7 @@ def holders_of(owners: Mapping[str, Any], root: Any, entries: Sequence[Entry],
             m = len(column_entries)
             dicts[rows] = held_dicts
             keys[rows] = [name] * m
-            fast[rows] = [True] * m
+            fast[rows] = b"\x01" * m
             taken[rows] = b"\x01" * m
     rest = not_taken(taken)  # the rows no column answered (None: every row)
     group_of = entries if rest is None else list(map(entries.__getitem__, rest))
@@ -618,7 +620,7 @@ class HolderTable(_WatchedDicts):
 
     def __init__(self, entries: Sequence[Entry],
                  where: Callable[[Entry], tuple[Any, dict[Any, Any], str]],
-                 located: tuple[list[dict[Any, Any]], list[str], list[bool]] | None = None,
+                 located: tuple[list[dict[Any, Any]], list[str], bytearray] | None = None,
                  spans: Sequence[tuple[slice, TableColumn]] = ()):
         """``where``: one entry's holder; ``located``: every entry's holder dict, key and
         dict-store flag, read beforehand (:func:`holders_of`), else ``where`` is asked.
@@ -631,7 +633,7 @@ class HolderTable(_WatchedDicts):
         self.id_list = column_read(self.entries, _id, ids)  # each holder's entry id, in order
         self.ids = frozenset(self.id_list)
         if located is None:
-            located = ([], [], [])
+            located = ([], [], bytearray())
             for entry in self.entries:
                 owner, d, key = where(entry)
                 located[0].append(d)
@@ -639,7 +641,8 @@ class HolderTable(_WatchedDicts):
                 located[2].append(_store_binds(entry, owner, d))
         self.dicts: list[dict[Any, Any]] = located[0]
         self.keys: list[str] = located[1]
-        self.fast: list[bool] = located[2]  # a stale holder is re-bound by one dict store
+        # 1 (truthy) where a stale holder is re-bound by one dict store, else 0
+        self.fast: bytearray = located[2]
         self.storages = column_read(self.entries, _storage,
                                     [(rows, column.storages) for rows, column in spans])
         self.every = range(len(self.entries))  # the indices of every holder

@@ -13,6 +13,7 @@ from __future__ import annotations
 import fnmatch
 import logging
 import operator
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import accumulate, chain, compress, count, repeat
@@ -282,7 +283,9 @@ class RefillTable:
         # a run's tensors have one numel and element size: read once per run
         sizes = [(b - a, self.storages[a].numel(), self.storages[a].element_size())
                  for a, b in runs]
-        self.nbytes = list(chain.from_iterable(repeat(n * e, k) for k, n, e in sizes))
+        # (an int64 array: no reference per target for the collector to walk; read only by
+        # sums, whole or masked)
+        self.nbytes = array("q", chain.from_iterable(repeat(n * e, k) for k, n, e in sizes))
         self._total = sum(self.nbytes)
         # an all-rebuilt read copies runs of small CPU tensors flat, the rest by foreach; the
         # targets' addresses are the table's startup ones where its words prove every holder's
@@ -298,8 +301,10 @@ class RefillTable:
         self._is_constant: list[bool] | None = None
         self._constant_ids = constants
         self._constants = not constants.isdisjoint(self.ids)
-        self.engine = list(map(engine.__contains__, self.ids)) if engine \
-            else [False] * len(self.ids)  # no engine tensor: none of them is one
+        # per target, 1 where it is an engine tensor (bytes: no reference per target; read
+        # only by a masked any)
+        self.engine = bytes(map(engine.__contains__, self.ids)) if engine \
+            else bytes(len(self.ids))  # no engine tensor: none of them is one
         # the targets are every holder of the table (in any order): a read that finds every
         # target rebuilt proves every holder holds a fresh tensor (the rebind sweeps no more)
         self.whole = len(self.index) == len(table) and set(self.index) == set(range(len(table)))

@@ -67,7 +67,8 @@ def test_a_storage_swap_is_restored_by_every_address_check(monkeypatch, check: s
     """``.data =`` stores into no dict: the storage words (or, without them, the C++ address
     loop or the Python one) must find the swap, and the restore must put the startup back."""
     if check != "words":
-        monkeypatch.setattr(addresses_module, "addresses", lambda tensors, hold=True: None)
+        monkeypatch.setattr(addresses_module, "addresses",
+                            lambda tensors, hold=True, shared=False: None)
     if check == "python loop":
         monkeypatch.setattr(addresses_module, "_PTRS_EQUAL", None)
     layer = Layer()

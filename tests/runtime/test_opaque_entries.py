@@ -69,9 +69,11 @@ def test_the_refill_table_marks_exactly_the_opaque_targets() -> None:
         plain = compile_plan(_model(), [scaling_spec()])
     table = plan._refill_table
     opaque = set(plan._opaque())
-    assert opaque and table.engine == [t in opaque for t in table.ids]
-    assert plain._refill_table.engine == [False] * len(plain._refill_table.ids)
-    first = table.engine.index(True)
+    # one byte per target (1: an engine tensor), no list of bools
+    assert opaque and type(table.engine) is bytes
+    assert list(map(bool, table.engine)) == [t in opaque for t in table.ids]
+    assert plain._refill_table.engine == bytes(len(plain._refill_table.ids))
+    first = table.engine.index(1)
     rebuilt = tuple(i != first for i in range(len(table.ids)))
     assert table._part(rebuilt) is engine._REFUSED
-    assert table._part(tuple(table.engine)) is not engine._REFUSED  # only they rebuilt
+    assert table._part(tuple(map(bool, table.engine))) is not engine._REFUSED  # only they rebuilt

@@ -129,9 +129,9 @@ def test_the_compile_reads_the_sources_words_once(stamp: bool, monkeypatch: Any)
     made: list[int] = []
     real = addresses_module.addresses
 
-    def counted(tensors: Any, hold: bool = True) -> Any:
+    def counted(tensors: Any, hold: bool = True, shared: bool = False) -> Any:
         made.append(len(tensors))
-        return real(tensors, hold)
+        return real(tensors, hold, shared)
 
     monkeypatch.setattr(addresses_module, "addresses", counted)
     plan = _plan(stamp=stamp)

@@ -55,12 +55,13 @@ def _same(plan: Any, table: RefillTable) -> bool:
     constants, opaque = set(plan.constant_entries), set(plan._opaque())
     return table.ids == ids and table.index == index \
         and table.is_constant == [t in constants for t in ids] \
-        and table.engine == [t in opaque for t in ids] \
+        and table.engine == bytes(t in opaque for t in ids) and type(table.engine) is bytes \
         and all(s is storages[i] for s, i in zip(table.storages, index)) \
         and table.spans == layout_spans([storages[i] for i in index]) \
         and table.shapes == [storages[i].shape for i in index] \
         and table.dtypes == [storages[i].dtype for i in index] \
-        and table.nbytes == [storages[i].numel() * storages[i].element_size() for i in index] \
+        and table.nbytes.tolist() == [storages[i].numel() * storages[i].element_size()
+                                      for i in index] and table.nbytes.typecode == "q" \
         and table._numels == [storages[i].numel() for i in index] \
         and _runs(table.flat) == _runs(flat_runs([storages[i] for i in index]))
 

@@ -39,7 +39,8 @@ def test_prepare_takes_the_startup_words_from_the_holders_check(monkeypatch):
     read: list[int] = []
     real = addresses_module.addresses
     monkeypatch.setattr(addresses_module, "addresses",
-                        lambda tensors, hold=True: read.append(len(tensors)) or real(tensors, hold))
+                        lambda tensors, hold=True, shared=False: read.append(len(tensors))
+                        or real(tensors, hold, shared))
     model = scaling_model(8)
     plan = compile_plan(model, [scaling_spec()])
     startup, table = plan.tensors.startup_addresses(), plan.holders.table.addresses()
