@@ -25,6 +25,7 @@ from derivgraph.compiler.lower_layers import KeptValues
 from derivgraph.runtime.entry import ColumnRows
 from derivgraph.runtime.entry_columns import AliasColumn
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+from tests.fixtures.scaling_refill import assert_refill_matches_eager
 
 LAYERS = 12
 
@@ -66,14 +67,7 @@ def test_the_kept_values_go_with_the_memo_at_the_compiles_end(monkeypatch) -> No
     gc.collect()
     assert not [d for d in gc.get_objects() if type(d) is dict and key in d]
     # the plan works: a source changed in place, a refill gives eager's values
-    for i in range(LAYERS):
-        model.layers[i].scale.data.mul_(1.25)
-    plan.refill()
-    for i in range(LAYERS):
-        layer = model.layers[i]
-        assert torch.equal(layer.inv, 1.0 / layer.scale), i
-        assert torch.equal(layer.prod, layer.scale * layer.weight), i
-        assert layer.scale_alias is layer.scale, i
+    assert_refill_matches_eager(model, plan, LAYERS, 1.25, strides=False, alias=True)
 
 
 def test_the_memos_addresses_are_the_columns_own_lists(monkeypatch) -> None:

@@ -17,6 +17,7 @@ from derivgraph.compiler.graph import HeldDerived
 from derivgraph.runtime.entry import ColumnRows
 from derivgraph.runtime.entry_columns import AliasColumn
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+from tests.fixtures.scaling_refill import assert_refill_matches_eager
 
 LAYERS = 12
 
@@ -49,12 +50,4 @@ def test_held_columns_keep_the_graphs_lists() -> None:
         assert column.owners is owners
     # the plan the compile made is a working one: after a source changes in place, a refill
     # gives eager's values on every layer
-    for i in range(LAYERS):
-        model.layers[i].scale.data.mul_(1.5)
-    plan.refill()
-    for i in range(LAYERS):
-        layer = model.layers[i]
-        assert torch.equal(layer.inv, 1.0 / layer.scale), i
-        assert torch.equal(layer.prod, layer.scale * layer.weight), i
-        assert torch.equal(layer.strides, torch.full([8], 7, dtype=torch.int64)), i
-        assert layer.scale_alias is layer.scale, i
+    assert_refill_matches_eager(model, plan, LAYERS, 1.5, alias=True)

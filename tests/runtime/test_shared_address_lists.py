@@ -15,6 +15,7 @@ import torch
 from derivgraph import compile_plan
 from derivgraph.addresses import AtAddresses
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+from tests.fixtures.scaling_refill import assert_refill_matches_eager
 
 LAYERS = 12
 
@@ -56,14 +57,7 @@ def test_the_address_checks_keep_the_tables_lists() -> None:
     moved = model.layers[3].inv
     moved.data = moved.data.clone()
     assert not table.at_startup_addresses()
-    for i in range(LAYERS):
-        model.layers[i].scale.data.mul_(1.5)
-    plan.refill()
-    for i in range(LAYERS):
-        layer = model.layers[i]
-        assert torch.equal(layer.inv, 1.0 / layer.scale), i
-        assert torch.equal(layer.prod, layer.scale * layer.weight), i
-        assert torch.equal(layer.strides, torch.full([8], 7, dtype=torch.int64)), i
+    assert_refill_matches_eager(model, plan, LAYERS, 1.5)
 
 
 def test_the_exact_compare_makes_its_indices_where_it_runs() -> None:

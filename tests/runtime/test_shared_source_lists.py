@@ -18,6 +18,7 @@ from derivgraph import compile_plan
 from derivgraph.compiler.graph import HeldDerived, Same
 from derivgraph.compiler.lower import WRITES, LoweredSteps
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+from tests.fixtures.scaling_refill import assert_refill_matches_eager
 
 LAYERS = 12
 
@@ -47,13 +48,7 @@ def test_bound_sources_keep_the_startup_records_lists() -> None:
     assert bound.ptrs is record.ptrs
     # the plan the compile made is a working one: a source changed in place refills to
     # eager's values; a source re-pointed is seen
-    for i in range(LAYERS):
-        model.layers[i].scale.data.mul_(1.5)
-    plan.refill()
-    for i in range(LAYERS):
-        layer = model.layers[i]
-        assert torch.equal(layer.inv, 1.0 / layer.scale), i
-        assert torch.equal(layer.prod, layer.scale * layer.weight), i
+    assert_refill_matches_eager(model, plan, LAYERS, 1.5, strides=False)
     assert plan.holders.sources_intact()
     model.layers[3].weight.data = model.layers[3].weight.data.clone()
     assert not plan.holders.sources_intact()
