@@ -26,6 +26,7 @@ from derivgraph.compiler.build import build_graph
 from derivgraph.compiler.layers import closed_layers
 from derivgraph.planner import CompileValues, _record_sources
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+from tests.fixtures.counting_reads import CountingReads
 
 LAYERS = 12
 
@@ -44,27 +45,17 @@ def _source_column(graph: Any) -> list[str]:
     return table.column(k)
 
 
-class _Reads:
-    """``read_source`` over a dict of sources, counting its calls."""
-
-    def __init__(self, sources: dict[str, Any]):
-        self.sources, self.calls = sources, 0
-
-    def __call__(self, path: str) -> Any:
-        self.calls += 1
-        return self.sources[path]
-
 
 def _loop(env: dict[str, Any], sources: dict[str, Any], refs: list[str],
           source: bool = True) -> tuple[Any, dict[str, Any], int]:
-    reads = _Reads(sources)
+    reads = CountingReads(sources)
     got = columns._operands(env, reads, refs, source)  # no sources: the per-ref loop
     return got, env, reads.calls
 
 
 def _swept(env: dict[str, Any], sources: dict[str, Any], refs: list[str],
            source: bool = True) -> tuple[Any, dict[str, Any], int]:
-    reads = _Reads(sources)
+    reads = CountingReads(sources)
     got = columns._operands(env, reads, refs, source, sources)
     return got, env, reads.calls
 
@@ -110,10 +101,10 @@ def test_any_other_column_is_what_the_loop_gives(case: str) -> None:
     else:
         source = False
     reads_sources = sources_for_reads if case == "one_not_in_sources" else sources
-    loop_reads = _Reads(reads_sources)
+    loop_reads = CountingReads(reads_sources)
     loop_env = dict(env)
     want = columns._operands(loop_env, loop_reads, refs, source)
-    got_reads = _Reads(reads_sources)
+    got_reads = CountingReads(reads_sources)
     got_env = dict(env)
     got = columns._operands(got_env, got_reads, refs, source, sources)
     _same((got, got_env, 0), (want, loop_env, 0))

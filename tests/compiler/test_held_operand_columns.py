@@ -29,6 +29,7 @@ from derivgraph.compiler.build import build_graph
 from derivgraph.compiler.layers import closed_layers
 from derivgraph.planner import CompileValues, _evaluate_all, _record_sources
 from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+from tests.fixtures.counting_reads import CountingReads
 
 N = 40
 _CPU = torch.device("cpu")
@@ -141,14 +142,6 @@ def _source_columns(graph: Any) -> list[list[str]]:
             if nodes[t].kind is columns._SOURCE]
 
 
-class _Reads:
-    def __init__(self, sources: dict[str, Any]):
-        self.sources, self.calls = sources, 0
-
-    def __call__(self, path: str) -> Any:
-        self.calls += 1
-        return self.sources[path]
-
 
 def test_an_unread_source_column_the_book_holds_is_kept_as_the_books_column() -> None:
     graph = _graph()
@@ -159,12 +152,12 @@ def test_an_unread_source_column_the_book_holds_is_kept_as_the_books_column() ->
         held = book.held([sources[r] for r in refs])
         assert held is not None
         env = columns.ColumnValues()
-        reads = _Reads(sources)
+        reads = CountingReads(sources)
         got = columns._operands(env, reads, refs, True, sources, True, book)
         assert got is held[0] and reads.calls == 0
         assert env.rows(refs) is held[0]  # kept: the readers after it find the very column
         loop_env: dict[str, Any] = {}
-        want = columns._operands(loop_env, _Reads(sources), refs, True)  # the per-ref loop
+        want = columns._operands(loop_env, CountingReads(sources), refs, True)  # the per-ref loop
         assert want is not None and len(want) == len(got) \
             and all(map(lambda a, b: a is b, want, got))
         assert all(env[r] is loop_env[r] for r in refs)  # the env as the loop leaves it
@@ -178,7 +171,7 @@ def test_a_source_column_with_one_other_object_is_read_as_before() -> None:
     refs = _source_columns(graph)[0]
     sources[refs[5]] = sources[refs[5]].detach().clone()  # not the recorded tensor
     env = columns.ColumnValues()
-    got = columns._operands(env, _Reads(sources), refs, True, sources, True, book)
+    got = columns._operands(env, CountingReads(sources), refs, True, sources, True, book)
     assert got is not None and type(got) is list
     assert all(map(lambda r, v: sources[r] is v, refs, got))
     assert book.held(got) is None and env.rows(refs) is got
