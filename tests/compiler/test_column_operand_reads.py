@@ -45,7 +45,6 @@ def _source_column(graph: Any) -> list[str]:
     return table.column(k)
 
 
-
 def _loop(env: dict[str, Any], sources: dict[str, Any], refs: list[str],
           source: bool = True) -> tuple[Any, dict[str, Any], int]:
     reads = CountingReads(sources)

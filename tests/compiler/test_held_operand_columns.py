@@ -142,7 +142,6 @@ def _source_columns(graph: Any) -> list[list[str]]:
             if nodes[t].kind is columns._SOURCE]
 
 
-
 def test_an_unread_source_column_the_book_holds_is_kept_as_the_books_column() -> None:
     graph = _graph()
     sources = dict(graph.read_sources)
