@@ -3,18 +3,12 @@ of this tree, the first gc.collect(0) with base's lists made again ("base": the 
 checks' copies of their callers' lists, their words' copies, the exact compare's range list,
 the holder table's fast flags and the refill table's engine flags and byte counts as lists)
 or not ("mine"). Rounds alternate the order; each round its own fresh model and compile."""
-import gc
-import statistics
 import sys
-import time
+from pathlib import Path
 
-from derivgraph.planner import compile_plan
-from derivgraph.tools.bench_scaling import scaling_model, scaling_spec
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # first_collect_ab
 
-size = int(sys.argv[1]) if len(sys.argv) > 1 else 100000
-rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 6
-spec = scaling_spec()
-compile_plan(scaling_model(size // 4), [spec])
+from first_collect_ab import run  # noqa: E402
 
 
 def _rebase(plan) -> int:
@@ -50,25 +44,4 @@ def _rebase(plan) -> int:
     return extra
 
 
-def one(tag: str) -> tuple[float, int]:
-    model = scaling_model(size // 4)
-    gc.collect()
-    gc.disable()
-    plan = compile_plan(model, [spec])
-    extra = _rebase(plan) if tag == "base" else 0
-    t = time.perf_counter()
-    gc.collect(0)
-    t = time.perf_counter() - t
-    gc.enable()
-    del plan
-    return t, extra
-
-
-out: dict[str, list[float]] = {"base": [], "mine": []}
-for r in range(rounds):
-    for tag in (("base", "mine") if r % 2 == 0 else ("mine", "base")):
-        t, extra = one(tag)
-        out[tag].append(t)
-        print(f"round {r} {tag}: gc(0) {t * 1e3:.1f} ms (copied references {extra})", flush=True)
-for tag, ts in out.items():
-    print(f"{tag}: gc(0) median {statistics.median(ts) * 1e3:.1f} ms, min {min(ts) * 1e3:.1f} ms")
+run(_rebase)
